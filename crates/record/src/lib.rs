@@ -1,0 +1,265 @@
+//! Measurement records: what a finished traceroute or ping looks like, independent of
+//! any output format. The engine produces them, `vtnt-formats` writes and reads them as
+//! scamper JSON and warts, `vtnt-tnt` annotates them.
+//!
+//! `no_std + alloc`: the unikernel builds the same records. Times are [`Instant`]s in
+//! microseconds on the clock the driver hands the engine (wall-clock based on Linux, so
+//! `Instant::as_micros()` is microseconds since the UNIX epoch there).
+#![no_std]
+extern crate alloc;
+
+use alloc::vec::Vec;
+pub use core::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+pub use core::time::Duration;
+
+mod time;
+pub use time::Instant;
+
+/// One MPLS label stack entry as quoted by an RFC 4950 extension.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct MplsLabel {
+    /// 20-bit label value.
+    pub label: u32,
+    /// 3-bit traffic class (formerly EXP).
+    pub exp: u8,
+    /// Bottom-of-stack bit.
+    pub bottom: bool,
+    /// LSE-TTL.
+    pub ttl: u8,
+}
+
+/// How a traceroute or ping probes. Names follow scamper's JSON `method` field.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Method {
+    /// ICMP echo with a constant checksum (scamper `icmp-paris`, JSON `icmp-echo-paris`).
+    IcmpParis,
+    /// UDP with constant ports, the checksum identifying the probe (`udp-paris`).
+    UdpParis,
+    /// TCP SYN with constant ports (`tcp`).
+    Tcp,
+}
+
+impl Method {
+    /// The option value scamper and `vtnt` accept after `-P`.
+    pub const fn option_name(self) -> &'static str {
+        match self {
+            Method::IcmpParis => "icmp-paris",
+            Method::UdpParis => "udp-paris",
+            Method::Tcp => "tcp",
+        }
+    }
+    /// The `method` string of scamper's trace JSON.
+    pub const fn trace_json_name(self) -> &'static str {
+        match self {
+            Method::IcmpParis => "icmp-echo-paris",
+            Method::UdpParis => "udp-paris",
+            Method::Tcp => "tcp",
+        }
+    }
+    /// The `method` string of scamper's ping JSON.
+    pub const fn ping_json_name(self) -> &'static str {
+        match self {
+            Method::IcmpParis => "icmp-echo",
+            Method::UdpParis => "udp",
+            Method::Tcp => "tcp-syn",
+        }
+    }
+    /// Parses a `-P` option value (scamper's spellings, plus the JSON names).
+    pub fn from_option(s: &str) -> Option<Method> {
+        match s {
+            "icmp-paris" | "icmp-echo-paris" | "icmp" | "icmp-echo" => Some(Method::IcmpParis),
+            "udp-paris" | "udp" => Some(Method::UdpParis),
+            "tcp" | "tcp-syn" => Some(Method::Tcp),
+            _ => None,
+        }
+    }
+}
+
+/// Why a traceroute stopped; scamper's `stop_reason` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum StopReason {
+    None,
+    Completed,
+    Unreach,
+    Icmp,
+    Loop,
+    GapLimit,
+    Error,
+    HopLimit,
+    Gss,
+    Halted,
+}
+
+impl StopReason {
+    /// scamper's JSON spelling.
+    pub const fn name(self) -> &'static str {
+        match self {
+            StopReason::None => "NONE",
+            StopReason::Completed => "COMPLETED",
+            StopReason::Unreach => "UNREACH",
+            StopReason::Icmp => "ICMP",
+            StopReason::Loop => "LOOP",
+            StopReason::GapLimit => "GAPLIMIT",
+            StopReason::Error => "ERROR",
+            StopReason::HopLimit => "HOPLIMIT",
+            StopReason::Gss => "GSS",
+            StopReason::Halted => "HALTED",
+        }
+    }
+    /// The numeric code warts stores (scamper's `SCAMPER_TRACE_STOP_*`).
+    pub const fn code(self) -> u8 {
+        self as u8
+    }
+    /// Inverse of [`StopReason::name`].
+    pub fn from_name(s: &str) -> Option<StopReason> {
+        Self::ALL.iter().copied().find(|r| r.name() == s)
+    }
+    /// Inverse of [`StopReason::code`].
+    pub fn from_code(c: u8) -> Option<StopReason> {
+        Self::ALL.get(c as usize).copied()
+    }
+    const ALL: [StopReason; 10] = [
+        StopReason::None,
+        StopReason::Completed,
+        StopReason::Unreach,
+        StopReason::Icmp,
+        StopReason::Loop,
+        StopReason::GapLimit,
+        StopReason::Error,
+        StopReason::HopLimit,
+        StopReason::Gss,
+        StopReason::Halted,
+    ];
+}
+
+/// The ICMP error's view of the probe it quotes (scamper `icmp_q_*`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Quoted {
+    /// IP-TTL of the probe when the router that answered received it.
+    pub ttl: u8,
+    /// IP total length of the quoted probe.
+    pub ip_len: u16,
+    /// ToS byte of the quoted probe.
+    pub tos: u8,
+}
+
+/// One reply to one traceroute probe (scamper's `hops[]` entries).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Hop {
+    /// Address that replied.
+    pub addr: IpAddr,
+    /// TTL the probe was sent with.
+    pub probe_ttl: u8,
+    /// Attempt number at this TTL, from 1.
+    pub probe_id: u8,
+    /// IP length of the probe.
+    pub probe_size: u16,
+    /// When the probe left.
+    pub tx: Instant,
+    /// Round-trip time.
+    pub rtt: Duration,
+    /// IP-TTL of the reply as received.
+    pub reply_ttl: u8,
+    /// ToS of the reply.
+    pub reply_tos: u8,
+    /// IP ID of the reply.
+    pub reply_ipid: u16,
+    /// IP length of the reply.
+    pub reply_size: u16,
+    /// ICMP type and code of the reply (for TCP replies: absent).
+    pub icmp: Option<(u8, u8)>,
+    /// TCP flags when the reply is a TCP segment.
+    pub tcp_flags: Option<u8>,
+    /// What an ICMP error quotes of the probe.
+    pub quoted: Option<Quoted>,
+    /// RFC 4950 label stack, top entry first; empty when none.
+    pub mpls: Vec<MplsLabel>,
+}
+
+/// A finished traceroute.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Trace {
+    pub src: IpAddr,
+    pub dst: IpAddr,
+    pub method: Method,
+    /// Source and destination ports (UDP, TCP); 0 for ICMP.
+    pub sport: u16,
+    pub dport: u16,
+    /// The constant ICMP checksum of ICMP Paris probes; 0 otherwise.
+    pub icmp_sum: u16,
+    pub userid: u32,
+    pub start: Instant,
+    pub stop_reason: StopReason,
+    pub stop_data: u8,
+    /// Probes per hop (scamper `-q`).
+    pub attempts: u8,
+    /// Maximum TTL probed (scamper `-m`; JSON `hoplimit`, 0 = default 255).
+    pub hoplimit: u8,
+    /// First TTL (scamper `-f`).
+    pub firsthop: u8,
+    /// Consecutive unresponsive hops before giving up (scamper `-g`).
+    pub gaplimit: u8,
+    /// Wait for a reply (scamper `-w`).
+    pub wait: Duration,
+    /// Minimum gap between probes of this trace (scamper `-W`).
+    pub wait_probe: Duration,
+    pub tos: u8,
+    /// IP length of every probe.
+    pub probe_size: u16,
+    /// Probes sent.
+    pub probe_count: u16,
+    /// Highest TTL at which a reply (or the last probe) was seen; scamper `hop_count`.
+    pub hop_count: u8,
+    /// Every reply, ordered by probe TTL then attempt.
+    pub hops: Vec<Hop>,
+}
+
+/// One reply to one ping probe.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PingReply {
+    pub from: IpAddr,
+    /// Sequence number of the probe, from 0.
+    pub seq: u16,
+    pub tx: Instant,
+    pub rtt: Duration,
+    pub reply_size: u16,
+    pub reply_ttl: u8,
+    pub reply_tos: u8,
+    /// IP protocol of the reply (1 ICMP, 6 TCP).
+    pub reply_proto: u8,
+    pub probe_ipid: u16,
+    pub reply_ipid: u16,
+    pub icmp: Option<(u8, u8)>,
+    pub tcp_flags: Option<u8>,
+}
+
+/// A finished ping.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ping {
+    pub src: IpAddr,
+    pub dst: IpAddr,
+    pub method: Method,
+    pub sport: u16,
+    pub dport: u16,
+    pub userid: u32,
+    pub start: Instant,
+    /// Probes sent.
+    pub ping_sent: u16,
+    /// IP length of each probe.
+    pub probe_size: u16,
+    /// IP-TTL of each probe.
+    pub ttl: u8,
+    /// Interval between probes (scamper `-i`).
+    pub wait: Duration,
+    /// How long to wait for a reply after the last probe.
+    pub timeout: Duration,
+    /// Replies in the order they arrived.
+    pub responses: Vec<PingReply>,
+}
+
+/// A finished measurement of any kind.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Record {
+    Trace(Trace),
+    Ping(Ping),
+}

@@ -1,0 +1,291 @@
+//! Building packets: probes with a chosen TTL, IP ID and flow identifier, and the ICMP
+//! messages routers and hosts answer with. Every builder writes a complete IPv4 datagram
+//! with correct checksums at the start of `buf` and returns its length.
+//!
+//! Paris traceroute keeps the fields per-flow load balancers hash constant for every
+//! probe of a trace: for ICMP that includes the checksum, so [`icmp_echo`] can place two
+//! payload bytes that bring the checksum to a wanted value; for UDP the ports stay fixed
+//! and the checksum is set to the probe's identifier the same way ([`udp`]).
+
+use core::net::Ipv4Addr;
+
+use crate::mpls::Lse;
+use crate::{checksum, icmpext, proto, Error, Result};
+
+/// The IPv4 header fields a builder takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ip {
+    pub src: Ipv4Addr,
+    pub dst: Ipv4Addr,
+    pub ttl: u8,
+    pub tos: u8,
+    pub ipid: u16,
+}
+
+const IP_LEN: usize = 20;
+
+fn ipv4(buf: &mut [u8], ip: &Ip, protocol: u8, payload_len: usize) -> Result<usize> {
+    let total = IP_LEN + payload_len;
+    let total16 = u16::try_from(total).map_err(|_| Error::Malformed)?;
+    let h = buf.get_mut(..total).ok_or(Error::Truncated)?;
+    h[0] = 0x45;
+    h[1] = ip.tos;
+    h[2..4].copy_from_slice(&total16.to_be_bytes());
+    h[4..6].copy_from_slice(&ip.ipid.to_be_bytes());
+    h[6..8].fill(0);
+    h[8] = ip.ttl;
+    h[9] = protocol;
+    h[10..12].fill(0);
+    h[12..16].copy_from_slice(&ip.src.octets());
+    h[16..20].copy_from_slice(&ip.dst.octets());
+    let c = checksum::of(&h[..IP_LEN]);
+    h[10..12].copy_from_slice(&c.to_be_bytes());
+    Ok(total)
+}
+
+/// Places `target` as the checksum at `csum_at` of `seg`, adjusting the two bytes at
+/// `fix_at` (which must be zero on entry); `extra` is the pseudo-header sum (0 for ICMP).
+fn force_checksum(seg: &mut [u8], csum_at: usize, fix_at: usize, extra: u16, target: u16) {
+    seg[csum_at..csum_at + 2].fill(0);
+    let rest = checksum::add(checksum::sum(seg), extra);
+    let w = checksum::compensate(rest, target);
+    seg[fix_at..fix_at + 2].copy_from_slice(&w.to_be_bytes());
+    seg[csum_at..csum_at + 2].copy_from_slice(&target.to_be_bytes());
+}
+
+/// An ICMP echo request (type 8) or reply (type 0) carrying `payload`. With
+/// `checksum = Some(c)` (Paris ICMP), the first two payload bytes are replaced so that the
+/// ICMP checksum is `c`; the payload must then be at least two bytes.
+pub fn icmp_echo(
+    buf: &mut [u8],
+    ip: &Ip,
+    icmp_type: u8,
+    ident: u16,
+    seq: u16,
+    payload: &[u8],
+    checksum: Option<u16>,
+) -> Result<usize> {
+    let len = 8 + payload.len();
+    let total = ipv4(buf, ip, proto::ICMP, len)?;
+    let m = &mut buf[IP_LEN..total];
+    m[0] = icmp_type;
+    m[1] = 0;
+    m[2..4].fill(0);
+    m[4..6].copy_from_slice(&ident.to_be_bytes());
+    m[6..8].copy_from_slice(&seq.to_be_bytes());
+    m[8..].copy_from_slice(payload);
+    match checksum {
+        Some(target) => {
+            if payload.len() < 2 {
+                return Err(Error::Truncated);
+            }
+            m[8..10].fill(0);
+            force_checksum(m, 2, 8, 0, target);
+        }
+        None => {
+            let c = checksum::of(m);
+            m[2..4].copy_from_slice(&c.to_be_bytes());
+        }
+    }
+    Ok(total)
+}
+
+/// A UDP datagram. With `checksum = Some(c)` (Paris UDP) the first two payload bytes are
+/// chosen so that the UDP checksum is `c` (must not be 0, which means "no checksum").
+pub fn udp(
+    buf: &mut [u8],
+    ip: &Ip,
+    sport: u16,
+    dport: u16,
+    payload: &[u8],
+    checksum: Option<u16>,
+) -> Result<usize> {
+    let len = 8 + payload.len();
+    let len16 = u16::try_from(len).map_err(|_| Error::Malformed)?;
+    let total = ipv4(buf, ip, proto::UDP, len)?;
+    let s = &mut buf[IP_LEN..total];
+    s[0..2].copy_from_slice(&sport.to_be_bytes());
+    s[2..4].copy_from_slice(&dport.to_be_bytes());
+    s[4..6].copy_from_slice(&len16.to_be_bytes());
+    s[6..8].fill(0);
+    s[8..].copy_from_slice(payload);
+    let pseudo = checksum::pseudo_v4(ip.src, ip.dst, proto::UDP, len16);
+    match checksum {
+        Some(0) => return Err(Error::Malformed),
+        Some(target) => {
+            if payload.len() < 2 {
+                return Err(Error::Truncated);
+            }
+            s[8..10].fill(0);
+            force_checksum(s, 6, 8, pseudo, target);
+        }
+        None => {
+            let c = !checksum::add(checksum::sum(s), pseudo);
+            let c = if c == 0 { 0xffff } else { c };
+            s[6..8].copy_from_slice(&c.to_be_bytes());
+        }
+    }
+    Ok(total)
+}
+
+/// The TCP fields a builder takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Tcp {
+    pub sport: u16,
+    pub dport: u16,
+    pub seq: u32,
+    pub ack: u32,
+    pub flags: u8,
+    pub window: u16,
+}
+
+/// A TCP segment without options or payload.
+pub fn tcp(buf: &mut [u8], ip: &Ip, t: &Tcp) -> Result<usize> {
+    let total = ipv4(buf, ip, proto::TCP, 20)?;
+    let s = &mut buf[IP_LEN..total];
+    s[0..2].copy_from_slice(&t.sport.to_be_bytes());
+    s[2..4].copy_from_slice(&t.dport.to_be_bytes());
+    s[4..8].copy_from_slice(&t.seq.to_be_bytes());
+    s[8..12].copy_from_slice(&t.ack.to_be_bytes());
+    s[12] = 5 << 4;
+    s[13] = t.flags;
+    s[14..16].copy_from_slice(&t.window.to_be_bytes());
+    s[16..20].fill(0);
+    let pseudo = checksum::pseudo_v4(ip.src, ip.dst, proto::TCP, 20);
+    let c = !checksum::add(checksum::sum(s), pseudo);
+    s[16..18].copy_from_slice(&c.to_be_bytes());
+    Ok(total)
+}
+
+/// An ICMP error (time exceeded, destination unreachable) quoting the first
+/// `quote_len` bytes of `original` (fewer if it is shorter). With a non-empty `mpls`
+/// stack, the quote is zero-padded to 128 bytes, RFC 4884's length field is set and an
+/// RFC 4950 label stack object follows.
+pub fn icmp_error(
+    buf: &mut [u8],
+    ip: &Ip,
+    icmp_type: u8,
+    code: u8,
+    original: &[u8],
+    quote_len: usize,
+    mpls: &[Lse],
+) -> Result<usize> {
+    let q = original.len().min(quote_len);
+    let (quoted_space, ext_len) = if mpls.is_empty() {
+        (q, 0)
+    } else {
+        let padded = q.max(icmpext::MIN_QUOTE_LEN).next_multiple_of(4);
+        (padded, icmpext::mpls_len(mpls.len()))
+    };
+    let len = 8 + quoted_space + ext_len;
+    let total = ipv4(buf, ip, proto::ICMP, len)?;
+    let m = &mut buf[IP_LEN..total];
+    m[0] = icmp_type;
+    m[1] = code;
+    m[2..8].fill(0);
+    m[8..8 + q].copy_from_slice(&original[..q]);
+    m[8 + q..8 + quoted_space].fill(0);
+    if !mpls.is_empty() {
+        m[5] = u8::try_from(quoted_space / 4).map_err(|_| Error::Malformed)?;
+        icmpext::emit_mpls(&mut m[8 + quoted_space..], mpls)?;
+    }
+    let c = checksum::of(m);
+    m[2..4].copy_from_slice(&c.to_be_bytes());
+    Ok(total)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::reply::{self, Body, QuotedTransport};
+
+    const IP: Ip = Ip {
+        src: Ipv4Addr::new(192, 0, 2, 10),
+        dst: Ipv4Addr::new(203, 0, 113, 5),
+        ttl: 3,
+        tos: 0,
+        ipid: 0x0102,
+    };
+
+    #[test]
+    fn echo_request_matches_hand_made_bytes() {
+        let mut b = [0xa5u8; 64];
+        let n = icmp_echo(&mut b, &IP, 8, 0x1234, 1, &[0, 0, 0, 0], None).unwrap();
+        assert_eq!(n, 32);
+        assert_eq!(
+            &b[..32],
+            &[
+                0x45, 0, 0, 32, 0x01, 0x02, 0, 0, 3, 1, 0xb8, 0xcb, 192, 0, 2, 10, 203, 0, 113,
+                5, 8, 0, 0xe5, 0xca, 0x12, 0x34, 0, 1, 0, 0, 0, 0
+            ][..]
+        );
+        assert_eq!(checksum::sum(&b[..20]), 0xffff);
+        assert_eq!(b[32], 0xa5, "nothing written past the packet");
+    }
+
+    #[test]
+    fn paris_icmp_checksum_is_constant_across_sequence_numbers() {
+        let mut b = [0u8; 64];
+        for seq in 0..300u16 {
+            let n = icmp_echo(&mut b, &IP, 8, 0x1234, seq, &[0; 16], Some(0xbeef)).unwrap();
+            let Body::Echo { checksum: c, seq: s, .. } = reply::parse(&b[..n]).unwrap().body
+            else {
+                panic!()
+            };
+            assert_eq!((c, s), (0xbeef, seq));
+            assert_eq!(checksum::sum(&b[20..n]), 0xffff, "valid ICMP checksum");
+        }
+    }
+
+    #[test]
+    fn paris_udp_checksum_carries_the_probe_id_and_verifies() {
+        let mut b = [0u8; 64];
+        for id in [1u16, 2, 0x7fff, 0xfffe] {
+            let n = udp(&mut b, &IP, 0x8001, 33435, &[0; 16], Some(id)).unwrap();
+            let Body::Udp { checksum: c, .. } = reply::parse(&b[..n]).unwrap().body else {
+                panic!()
+            };
+            assert_eq!(c, id);
+            let pseudo = checksum::pseudo_v4(IP.src, IP.dst, proto::UDP, (n - 20) as u16);
+            assert_eq!(checksum::add(checksum::sum(&b[20..n]), pseudo), 0xffff);
+        }
+        assert_eq!(udp(&mut b, &IP, 1, 2, &[0; 4], Some(0)), Err(Error::Malformed));
+    }
+
+    #[test]
+    fn tcp_syn_verifies() {
+        let mut b = [0u8; 40];
+        let t = Tcp { sport: 0x8001, dport: 80, seq: 42, ack: 0, flags: 0x02, window: 5840 };
+        let n = tcp(&mut b, &IP, &t).unwrap();
+        let pseudo = checksum::pseudo_v4(IP.src, IP.dst, proto::TCP, 20);
+        assert_eq!(checksum::add(checksum::sum(&b[20..n]), pseudo), 0xffff);
+        assert!(matches!(reply::parse(&b).unwrap().body, Body::Tcp { seq: 42, flags: 2, .. }));
+    }
+
+    #[test]
+    fn time_exceeded_with_labels_round_trips() {
+        let mut probe = [0u8; 64];
+        let pn = icmp_echo(&mut probe, &IP, 8, 7, 9, &[0; 24], Some(0x4242)).unwrap();
+        let router = Ip {
+            src: Ipv4Addr::new(198, 51, 100, 1),
+            dst: IP.src,
+            ttl: 255,
+            tos: 0,
+            ipid: 1,
+        };
+        let stack = [Lse::new(300, 0, false, 1), Lse::new(17, 0, true, 1)];
+        let mut b = [0u8; 256];
+        let n = icmp_error(&mut b, &router, 11, 0, &probe[..pn], 28, &stack).unwrap();
+        assert_eq!(n, 20 + 8 + 128 + 16);
+        assert_eq!(checksum::sum(&b[20..n]), 0xffff);
+        let r = reply::parse(&b[..n]).unwrap();
+        let Body::IcmpError { quote, ext, .. } = r.body else { panic!() };
+        assert_eq!(quote.ttl, 3);
+        assert!(matches!(quote.transport, QuotedTransport::Icmp { seq: 9, checksum: 0x4242, .. }));
+        assert!(ext.unwrap().mpls_stack().eq(stack.iter().copied()));
+        // without labels: plain 28-byte quote, no extension
+        let n = icmp_error(&mut b, &router, 11, 0, &probe[..pn], 28, &[]).unwrap();
+        assert_eq!(n, 20 + 8 + 28);
+        assert!(matches!(reply::parse(&b[..n]).unwrap().body, Body::IcmpError { ext: None, .. }));
+    }
+}

@@ -1,0 +1,89 @@
+//! Packets as bytes, for a prober and for the routers that answer it.
+//!
+//! The header formats themselves (IPv4, ICMPv4, UDP, TCP, Ethernet, ARP) are smoltcp's
+//! `wire` module, re-exported here: they follow the house style (`Packet<T>` wrappers with
+//! `new_checked`, `Repr` with `parse`/`emit`) and the unikernel links smoltcp anyway, so
+//! writing them again would only add code. What smoltcp lacks is added here:
+//!
+//! - [`mpls`]: MPLS label stack entries (RFC 3032);
+//! - [`icmpext`]: RFC 4884 multi-part ICMP messages carrying the RFC 4950 MPLS object;
+//! - [`reply`]: one call that turns a received IP packet into what a prober matches on
+//!   (ICMP errors with the quoted probe, echo replies, TCP and UDP segments);
+//! - [`build`]: probes with a chosen TTL, IP ID and flow identifier (Paris traceroute keeps
+//!   the checksum or ports constant), and the ICMP replies a router or host sends.
+//!
+//! Panic contract: every parser takes untrusted bytes and returns `Option`/`Result`; no
+//! function here panics on any input. Builders return [`Error::Truncated`] when the
+//! buffer is too small. `no_std`, no allocation, no unsafe.
+//!
+//! IPv6: [`reply::Reply`] and [`reply::Quote`] carry `core::net::IpAddr`; ICMPv6 parsing
+//! slots in as another arm of [`reply::parse`].
+#![no_std]
+
+pub mod build;
+pub mod checksum;
+pub mod icmpext;
+pub mod mpls;
+pub mod reply;
+
+pub use smoltcp::wire::{
+    Icmpv4Message, Icmpv4Packet, IpProtocol, Ipv4Packet, TcpPacket, UdpPacket, IPV4_HEADER_LEN,
+};
+
+/// What went wrong building or parsing a packet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Error {
+    /// The buffer is shorter than the packet needs.
+    Truncated,
+    /// A field holds a value this code does not accept (wrong version, bad length).
+    Malformed,
+}
+
+impl core::fmt::Display for Error {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(match self {
+            Error::Truncated => "packet truncated",
+            Error::Malformed => "malformed packet",
+        })
+    }
+}
+
+/// Result of wire operations.
+pub type Result<T> = core::result::Result<T, Error>;
+
+/// IP protocol numbers this crate speaks of.
+pub mod proto {
+    pub const ICMP: u8 = 1;
+    pub const TCP: u8 = 6;
+    pub const UDP: u8 = 17;
+}
+
+/// ICMPv4 types this crate speaks of.
+pub mod icmp_type {
+    pub const ECHO_REPLY: u8 = 0;
+    pub const DEST_UNREACH: u8 = 3;
+    pub const ECHO_REQUEST: u8 = 8;
+    pub const TIME_EXCEEDED: u8 = 11;
+}
+
+/// TCP flag bits.
+pub mod tcp_flags {
+    pub const FIN: u8 = 0x01;
+    pub const SYN: u8 = 0x02;
+    pub const RST: u8 = 0x04;
+    pub const PSH: u8 = 0x08;
+    pub const ACK: u8 = 0x10;
+}
+
+pub(crate) fn be16(b: &[u8], at: usize) -> Option<u16> {
+    Some(u16::from_be_bytes([*b.get(at)?, *b.get(at + 1)?]))
+}
+
+pub(crate) fn be32(b: &[u8], at: usize) -> Option<u32> {
+    Some(u32::from_be_bytes([
+        *b.get(at)?,
+        *b.get(at + 1)?,
+        *b.get(at + 2)?,
+        *b.get(at + 3)?,
+    ]))
+}
