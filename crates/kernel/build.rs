@@ -1,0 +1,17 @@
+//! Build script: links the kernel with `linker.ld` (load address, PVH note segment and
+//! layout `ASSERT`s) as a position-dependent executable, but only for bare-metal targets,
+//! so that `cargo check` on the host still works.
+
+fn main() {
+    let dir = std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR");
+    println!("cargo:rerun-if-changed=linker.ld");
+    println!("cargo:rerun-if-changed=build.rs");
+    let os = std::env::var("CARGO_CFG_TARGET_OS").unwrap_or_default();
+    if os == "none" {
+        println!("cargo:rustc-link-arg-bins=-T{dir}/linker.ld");
+        // The 32-bit PVH entry uses absolute addresses: link at a fixed address, not PIE.
+        println!("cargo:rustc-link-arg-bins=--no-pie");
+        println!("cargo:rustc-link-arg-bins=-znoexecstack");
+        println!("cargo:rustc-link-arg-bins=--gc-sections");
+    }
+}

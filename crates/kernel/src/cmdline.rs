@@ -1,0 +1,228 @@
+//! The kernel command line: platform options before `--`, the job after it.
+//!
+//! ```text
+//! console=ttyS0 ip=192.0.2.10/24 gw=192.0.2.1 watchdog=60 -- ping -c 3 192.0.2.1
+//! ```
+//!
+//! Options: `ip=ADDR/LEN`, `gw=ADDR`, `watchdog=SECONDS` (default 60, 0 = off),
+//! `virtio_mmio.device=SIZE@BASE:IRQ` (Linux syntax, as Firecracker and QEMU microvm pass
+//! it; repeatable). Unknown options are reported and ignored (VMMs add their own);
+//! malformed values of known options are errors. QEMU microvm appends its
+//! `virtio_mmio.device=` options at the very end, after the job, so those are picked out
+//! of the job's words too.
+
+use core::fmt;
+use core::net::Ipv4Addr;
+
+/// Most virtio-mmio devices taken from the command line.
+pub const MAX_MMIO: usize = 8;
+/// Most words in a job.
+pub const MAX_JOB_WORDS: usize = 32;
+
+/// The parsed command line.
+#[derive(Debug, Clone)]
+pub struct Cmdline<'a> {
+    /// Our address and prefix length.
+    pub ip: Option<(Ipv4Addr, u8)>,
+    /// The default gateway.
+    pub gw: Option<Ipv4Addr>,
+    /// Watchdog deadline in seconds after boot (0 = none).
+    pub watchdog_s: u64,
+    /// virtio-mmio devices announced on the command line: (base, size).
+    pub mmio: [(u64, u64); MAX_MMIO],
+    pub mmio_count: usize,
+    /// The job's words (after `--`).
+    pub job: [&'a str; MAX_JOB_WORDS],
+    pub job_len: usize,
+    /// The first unknown option, if any (reported as a warning).
+    pub unknown: Option<&'a str>,
+}
+
+/// What is wrong with a command line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Error<'a> {
+    /// The command line is not UTF-8.
+    NotUtf8,
+    /// `option` has a malformed value.
+    BadValue {
+        option: &'a str,
+        reason: &'static str,
+    },
+    /// Too many words after `--`.
+    JobTooLong,
+    /// Too many virtio-mmio devices.
+    TooManyMmio,
+}
+
+impl fmt::Display for Error<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::NotUtf8 => f.write_str("command line is not UTF-8"),
+            Error::BadValue { option, reason } => write!(f, "bad option `{option}`: {reason}"),
+            Error::JobTooLong => write!(f, "job has more than {MAX_JOB_WORDS} words"),
+            Error::TooManyMmio => write!(f, "more than {MAX_MMIO} virtio_mmio.device options"),
+        }
+    }
+}
+
+impl<'a> Cmdline<'a> {
+    /// The job's words.
+    pub fn job(&self) -> &[&'a str] {
+        &self.job[..self.job_len]
+    }
+
+    /// The virtio-mmio devices from the command line.
+    pub fn mmio(&self) -> &[(u64, u64)] {
+        &self.mmio[..self.mmio_count]
+    }
+
+    /// Parses a raw command line.
+    pub fn parse(raw: &'a [u8]) -> Result<Cmdline<'a>, Error<'a>> {
+        let s = core::str::from_utf8(raw).map_err(|_| Error::NotUtf8)?;
+        let mut c = Cmdline {
+            ip: None,
+            gw: None,
+            watchdog_s: 60,
+            mmio: [(0, 0); MAX_MMIO],
+            mmio_count: 0,
+            job: [""; MAX_JOB_WORDS],
+            job_len: 0,
+            unknown: None,
+        };
+        let mut in_job = false;
+        for word in s.split_ascii_whitespace() {
+            if word.starts_with("virtio_mmio.device=") {
+                c.option(word)?;
+            } else if in_job {
+                if c.job_len == MAX_JOB_WORDS {
+                    return Err(Error::JobTooLong);
+                }
+                c.job[c.job_len] = word;
+                c.job_len += 1;
+            } else if word == "--" {
+                in_job = true;
+            } else {
+                c.option(word)?;
+            }
+        }
+        Ok(c)
+    }
+
+    fn option(&mut self, word: &'a str) -> Result<(), Error<'a>> {
+        let (key, value) = word.split_once('=').unwrap_or((word, ""));
+        let bad = |reason| Error::BadValue {
+            option: word,
+            reason,
+        };
+        match key {
+            "ip" => {
+                if value == "dhcp" {
+                    return Err(bad("DHCP is not supported yet; give ip=ADDR/LEN"));
+                }
+                let (addr, len) = value.split_once('/').ok_or(bad("expected ADDR/LEN"))?;
+                let addr: Ipv4Addr = addr.parse().map_err(|_| bad("not an IPv4 address"))?;
+                let len: u8 = len
+                    .parse()
+                    .map_err(|_| bad("prefix length is not a number"))?;
+                if !(1..=32).contains(&len) {
+                    return Err(bad("prefix length must be 1..=32"));
+                }
+                self.ip = Some((addr, len));
+            }
+            "gw" => {
+                self.gw = Some(value.parse().map_err(|_| bad("not an IPv4 address"))?);
+            }
+            "watchdog" => {
+                self.watchdog_s = value.parse().map_err(|_| bad("expected whole seconds"))?;
+            }
+            "virtio_mmio.device" => {
+                let dev = parse_mmio(value).ok_or(bad("expected SIZE@BASE:IRQ"))?;
+                if self.mmio_count == MAX_MMIO {
+                    return Err(Error::TooManyMmio);
+                }
+                self.mmio[self.mmio_count] = dev;
+                self.mmio_count += 1;
+            }
+            // Options VMMs and users commonly pass for Linux guests: accepted silently.
+            "console" | "earlyprintk" | "reboot" | "panic" | "pci" | "acpi" | "nomodule"
+            | "quiet" | "noapic" | "i8042.noaux" | "i8042.nomux" | "i8042.dumbkbd"
+            | "8250.nr_uarts" | "tsc" | "root" | "rw" | "ro" => {}
+            _ => {
+                if self.unknown.is_none() {
+                    self.unknown = Some(word);
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Parses `SIZE@BASE:IRQ[:ID]` with SIZE like `512`, `4K`, `0x200`; BASE hex or decimal.
+fn parse_mmio(v: &str) -> Option<(u64, u64)> {
+    let (size, rest) = v.split_once('@')?;
+    let base = rest.split(':').next()?;
+    let (num, mult) = match size.as_bytes().last()? {
+        b'K' | b'k' => (&size[..size.len() - 1], 1024),
+        b'M' | b'm' => (&size[..size.len() - 1], 1024 * 1024),
+        _ => (size, 1),
+    };
+    let size = parse_u64(num)?.checked_mul(mult)?;
+    let base = parse_u64(base)?;
+    (size >= 0x100 && base != 0).then_some((base, size))
+}
+
+/// Parses a decimal or `0x` hexadecimal number.
+pub fn parse_u64(s: &str) -> Option<u64> {
+    match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        Some(hex) => u64::from_str_radix(hex, 16).ok(),
+        None => s.parse().ok(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn options_and_job() {
+        let c = Cmdline::parse(
+            b"console=ttyS0 ip=192.0.2.10/24 gw=192.0.2.1 watchdog=5 -- ping -c 3 192.0.2.1",
+        )
+        .unwrap();
+        assert_eq!(c.ip, Some((Ipv4Addr::new(192, 0, 2, 10), 24)));
+        assert_eq!(c.gw, Some(Ipv4Addr::new(192, 0, 2, 1)));
+        assert_eq!(c.watchdog_s, 5);
+        assert_eq!(c.job(), ["ping", "-c", "3", "192.0.2.1"]);
+        assert!(c.unknown.is_none());
+    }
+
+    #[test]
+    fn mmio_devices_after_the_job_are_options() {
+        let c = Cmdline::parse(
+            b"-- boot virtio_mmio.device=4K@0xc0001000:5 virtio_mmio.device=512@0xfeb02e00:12",
+        )
+        .unwrap();
+        assert_eq!(c.job(), ["boot"]);
+        assert_eq!(c.mmio(), [(0xc000_1000, 4096), (0xfeb0_2e00, 512)]);
+    }
+
+    #[test]
+    fn malformed_values_are_errors_unknown_options_are_not() {
+        assert!(matches!(
+            Cmdline::parse(b"ip=banana"),
+            Err(Error::BadValue {
+                option: "ip=banana",
+                ..
+            })
+        ));
+        assert!(Cmdline::parse(b"ip=192.0.2.10/33").is_err());
+        assert!(Cmdline::parse(b"gw=1.2.3").is_err());
+        assert!(Cmdline::parse(b"watchdog=soon").is_err());
+        assert!(Cmdline::parse(b"ip=dhcp").is_err());
+        assert!(Cmdline::parse(b"virtio_mmio.device=@").is_err());
+        assert!(Cmdline::parse(&[0xff, 0xfe]).is_err());
+        let c = Cmdline::parse(b"frobnicate=1 -- boot").unwrap();
+        assert_eq!(c.unknown, Some("frobnicate=1"));
+        assert_eq!(c.watchdog_s, 60);
+    }
+}

@@ -1,0 +1,118 @@
+//! vtnt-kernel: the vTNT unikernel.
+//!
+//! A PVH-bootable x86_64 ELF that runs exactly one job (today a built-in `ping`; later
+//! the sans-IO `vtnt-engine`) over virtio-net, prints its results as JSON lines on COM1,
+//! and powers off with a documented status (see [`exit::Status`]).
+//!
+//! Boot sequence ([`rust_start`]): console -> boot info -> command line -> clock (TSC
+//! frequency measured) -> heap (from the memory map) -> job. Jobs that need the network
+//! then find a virtio-net device (MMIO or PCI), resolve the gateway by ARP, and enter the
+//! run loop in [`job`].
+//!
+//! Built for any other target (e.g. by a host `cargo test --workspace`), the crate is a
+//! stub binary plus the host-testable parts (the command-line parser).
+#![cfg_attr(target_os = "none", no_std)]
+#![cfg_attr(target_os = "none", no_main)]
+
+#[cfg(target_os = "none")]
+extern crate alloc;
+
+#[cfg(target_os = "none")]
+mod arch;
+#[cfg(target_os = "none")]
+mod bootinfo;
+#[cfg_attr(not(target_os = "none"), allow(dead_code))]
+mod cmdline;
+#[cfg(target_os = "none")]
+mod console;
+#[cfg(target_os = "none")]
+mod exit;
+#[cfg(target_os = "none")]
+mod heap;
+#[cfg(target_os = "none")]
+mod job;
+#[cfg(target_os = "none")]
+mod net;
+#[cfg(target_os = "none")]
+mod time;
+
+#[cfg(target_os = "none")]
+use bootinfo::BootInfo;
+#[cfg(target_os = "none")]
+use exit::Status;
+
+/// Host stub: the kernel only runs on `x86_64-unknown-none`.
+#[cfg(not(target_os = "none"))]
+fn main() {
+    eprintln!("vtnt-kernel is a unikernel: build it with --target x86_64-unknown-none");
+    std::process::exit(2);
+}
+
+/// Rust entry point, called by the boot code in long mode with the PVH start-info address.
+#[cfg(target_os = "none")]
+#[no_mangle]
+pub extern "C" fn rust_start(start_info: u32) -> ! {
+    console::init();
+    // SAFETY: `start_info` is the `ebx` the PVH loader entered us with; the heap (not yet
+    // set up) avoids everything it points to.
+    let Some(info) = (unsafe { bootinfo::Pvh::new(start_info as u64) }) else {
+        fail!(
+            Status::BootFailed,
+            "no PVH start info (bad magic at {start_info:#x})"
+        );
+    };
+    println!(
+        "vtnt-kernel {} booting ({} v{}, cmdline \"{}\")",
+        env!("CARGO_PKG_VERSION"),
+        info.protocol(),
+        info.version(),
+        console::JsonStr(core::str::from_utf8(info.cmdline()).unwrap_or("<not utf-8>"))
+    );
+    let clock_start_tsc = arch::x86_64::io::rdtsc();
+    let Some((hz, source)) = time::calibrate() else {
+        fail!(
+            Status::BootFailed,
+            "no clock: TSC frequency unknown (no CPUID leaf, no PIT)"
+        );
+    };
+    let cmdline = match cmdline::Cmdline::parse(info.cmdline()) {
+        Ok(c) => c,
+        Err(e) => fail!(Status::BadCmdline, "command line: {e}"),
+    };
+    if let Some(word) = cmdline.unknown {
+        println!("vtnt: warning: ignoring unknown option `{word}`");
+    }
+    let Some(heap_range) = heap::choose(&info) else {
+        fail!(
+            Status::BootFailed,
+            "no free RAM of {} KiB for the heap",
+            heap::MIN_HEAP / 1024
+        );
+    };
+    // SAFETY: `choose` returned RAM that is identity-mapped and used by nothing else.
+    unsafe { heap::init(heap_range) };
+    let (mut modules, mut module_bytes) = (0, 0);
+    while let Some(m) = info.module(modules) {
+        modules += 1;
+        module_bytes += m.bytes.len();
+    }
+    println!(
+        "{{\"type\":\"boot\",\"tsc_hz\":{},\"tsc_source\":\"{}\",\"heap_kib\":{},\"modules\":{},\"module_bytes\":{},\"acpi\":{},\"clock_start_us\":{},\"boot_us\":{}}}",
+        hz,
+        source.name(),
+        (heap_range.1 - heap_range.0) / 1024,
+        modules,
+        module_bytes,
+        info.rsdp().is_some(),
+        time::tsc_to_instant(clock_start_tsc).as_micros(),
+        time::now().as_micros()
+    );
+    job::run(&cmdline, &info)
+}
+
+#[cfg(target_os = "none")]
+#[panic_handler]
+fn panic(info: &core::panic::PanicInfo) -> ! {
+    println!("vtnt: error: panic: {}", info);
+    exit::finish(Status::Panic)
+}

@@ -1,0 +1,149 @@
+//! The clock: the TSC, with its frequency measured at boot, as microsecond [`Instant`]s
+//! counted from the kernel's first instruction.
+//!
+//! Frequency sources, in order: CPUID leaf 0x15 (crystal ratio, when fully reported),
+//! the hypervisor timing leaf 0x4000_0010 (KVM/VMware/Firecracker style, when present),
+//! and otherwise a measurement of the TSC against PIT channel 0 over [`PIT_WINDOW_TICKS`].
+//! No frequency is ever assumed: without a source, boot fails with an error.
+
+use crate::arch::x86_64::boot::boot_tsc;
+use crate::arch::x86_64::io::{cpuid, inb, outb, rdtsc};
+use core::sync::atomic::{AtomicU64, Ordering};
+pub use vtnt_record::Instant;
+
+/// PIT input clock in Hz.
+const PIT_HZ: u64 = 1_193_182;
+/// Calibration window: 2386 PIT ticks = 2 ms (error ~ 1 tick / 2386 = 0.04 %).
+pub const PIT_WINDOW_TICKS: u32 = 2386;
+
+/// Microseconds per TSC tick, as a 32.32 fixed-point number.
+static US_PER_TICK_FP: AtomicU64 = AtomicU64::new(0);
+
+/// Where the TSC frequency came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    Cpuid15,
+    Hypervisor,
+    Pit,
+}
+
+impl Source {
+    pub const fn name(self) -> &'static str {
+        match self {
+            Source::Cpuid15 => "cpuid-0x15",
+            Source::Hypervisor => "cpuid-0x40000010",
+            Source::Pit => "pit",
+        }
+    }
+}
+
+/// Determines the TSC frequency; `None` if no source works.
+pub fn calibrate() -> Option<(u64, Source)> {
+    let (hz, src) = if let Some(hz) = from_cpuid15() {
+        (hz, Source::Cpuid15)
+    } else if let Some(hz) = from_hypervisor_leaf() {
+        (hz, Source::Hypervisor)
+    } else {
+        (from_pit()?, Source::Pit)
+    };
+    set_frequency(hz);
+    Some((hz, src))
+}
+
+fn set_frequency(hz: u64) {
+    US_PER_TICK_FP.store(
+        ((1_000_000u128 << 32) / hz as u128) as u64,
+        Ordering::Relaxed,
+    );
+}
+
+/// Converts a TSC reading to microseconds since the first instruction.
+pub fn tsc_to_instant(tsc: u64) -> Instant {
+    let ticks = tsc.saturating_sub(boot_tsc()) as u128;
+    let fp = US_PER_TICK_FP.load(Ordering::Relaxed) as u128;
+    Instant::from_micros(((ticks * fp) >> 32) as u64)
+}
+
+/// Now, in microseconds since the kernel's first instruction (zero before calibration).
+pub fn now() -> Instant {
+    tsc_to_instant(rdtsc())
+}
+
+fn from_cpuid15() -> Option<u64> {
+    let (max, ..) = cpuid(0);
+    if max < 0x15 {
+        return None;
+    }
+    let (den, num, crystal, _) = cpuid(0x15);
+    if den == 0 || num == 0 || crystal == 0 {
+        return None;
+    }
+    Some(crystal as u64 * num as u64 / den as u64)
+}
+
+fn from_hypervisor_leaf() -> Option<u64> {
+    let (_, _, ecx, _) = cpuid(1);
+    if ecx & (1 << 31) == 0 {
+        return None;
+    }
+    let (max, ..) = cpuid(0x4000_0000);
+    if !(0x4000_0010..0x4001_0000).contains(&max) {
+        return None;
+    }
+    let (khz, ..) = cpuid(0x4000_0010);
+    (khz != 0).then_some(khz as u64 * 1000)
+}
+
+/// Latches and reads PIT channel 0's count.
+fn pit_count() -> u16 {
+    // SAFETY: ports 0x40/0x43 are the i8254 PIT; latching and reading the count of
+    // channel 0 has no effect beyond the read. Without a PIT the reads return 0xff.
+    unsafe {
+        outb(0x43, 0x00);
+        let lo = inb(0x40) as u16;
+        let hi = inb(0x40) as u16;
+        lo | hi << 8
+    }
+}
+
+/// Measures the TSC against PIT channel 0 (reprogrammed as a free-running rate
+/// generator; interrupts stay off so IRQ0 never fires).
+fn from_pit() -> Option<u64> {
+    // SAFETY: programs channel 0 (lobyte/hibyte, mode 2, binary) with reload 65536. We own
+    // the machine's timers and run with interrupts disabled.
+    unsafe {
+        outb(0x43, 0x34);
+        outb(0x40, 0);
+        outb(0x40, 0);
+    }
+    // Give up after ~2^31 TSC ticks (about a second on any plausible host) without motion.
+    let give_up = rdtsc().wrapping_add(1 << 31);
+    // Synchronise on a count change so the window starts at a tick edge.
+    let mut prev = pit_count();
+    loop {
+        let c = pit_count();
+        if c != prev {
+            prev = c;
+            break;
+        }
+        if rdtsc() > give_up {
+            return None;
+        }
+    }
+    let t0 = rdtsc();
+    let mut elapsed: u32 = 0;
+    let t1 = loop {
+        let c = pit_count();
+        let t = rdtsc();
+        elapsed += prev.wrapping_sub(c) as u32;
+        prev = c;
+        if elapsed >= PIT_WINDOW_TICKS {
+            break t;
+        }
+        if t > give_up.wrapping_add(1 << 31) {
+            return None;
+        }
+    };
+    let hz = (t1 - t0) as u128 * PIT_HZ as u128 / elapsed as u128;
+    (hz > 1_000_000).then_some(hz as u64)
+}

@@ -1,0 +1,138 @@
+//! Building the unikernel image: `cargo build -p vtnt-kernel --target x86_64-unknown-none
+//! --release` in the workspace (honouring `CARGO_TARGET_DIR`), then a stripped copy via
+//! `objcopy --strip-all` (or `strip`) when either is installed.
+
+use crate::{on_path, Error};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The kernel's target triple.
+pub const TARGET: &str = "x86_64-unknown-none";
+/// The kernel's package name.
+pub const PACKAGE: &str = "vtnt-kernel";
+
+/// How to build.
+#[derive(Debug, Clone, Default)]
+pub struct BuildOptions {
+    /// Workspace root; default: found above this crate's manifest, then the current dir.
+    pub workspace: Option<PathBuf>,
+    /// Target directory; default: `CARGO_TARGET_DIR`, else `<workspace>/target`.
+    pub target_dir: Option<PathBuf>,
+}
+
+/// A built image.
+#[derive(Debug, Clone)]
+pub struct Image {
+    /// The image to boot (stripped when a stripper was found).
+    pub path: PathBuf,
+    /// Its size in bytes.
+    pub size: u64,
+    /// The unstripped ELF cargo produced, and its size.
+    pub unstripped: PathBuf,
+    pub unstripped_size: u64,
+    /// Whether `path` is stripped.
+    pub stripped: bool,
+}
+
+/// Finds the workspace root: the nearest ancestor of `from` whose `Cargo.toml` has a
+/// `[workspace]` table.
+pub fn workspace_root(from: &Path) -> Result<PathBuf, Error> {
+    from.ancestors()
+        .find(|d| {
+            std::fs::read_to_string(d.join("Cargo.toml"))
+                .is_ok_and(|s| s.lines().any(|l| l.trim() == "[workspace]"))
+        })
+        .map(Path::to_path_buf)
+        .ok_or_else(|| Error::NoWorkspace {
+            from: from.to_path_buf(),
+        })
+}
+
+fn default_workspace() -> Result<PathBuf, Error> {
+    workspace_root(Path::new(env!("CARGO_MANIFEST_DIR")))
+        .or_else(|_| workspace_root(&std::env::current_dir()?))
+}
+
+/// Builds (if needed) and strips the kernel image.
+pub fn build(opts: &BuildOptions) -> Result<Image, Error> {
+    let ws = match &opts.workspace {
+        Some(w) => w.clone(),
+        None => default_workspace()?,
+    };
+    let target_dir = opts
+        .target_dir
+        .clone()
+        .or_else(|| std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from))
+        .unwrap_or_else(|| ws.join("target"));
+    let target_dir = if target_dir.is_relative() {
+        ws.join(target_dir)
+    } else {
+        target_dir
+    };
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let out = Command::new(&cargo)
+        .current_dir(&ws)
+        .args(["build", "-p", PACKAGE, "--target", TARGET, "--release"])
+        .env("CARGO_TARGET_DIR", &target_dir)
+        // Flags meant for the host build must not leak into the bare-metal one.
+        .env_remove("RUSTFLAGS")
+        .env_remove("CARGO_ENCODED_RUSTFLAGS")
+        .env_remove("CARGO_BUILD_TARGET")
+        .output()
+        .map_err(|source| Error::Spawn {
+            program: cargo.clone(),
+            source,
+        })?;
+    if !out.status.success() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        let tail: Vec<&str> = err.lines().rev().take(40).collect();
+        let tail: Vec<&str> = tail.into_iter().rev().collect();
+        return Err(Error::Build {
+            output: tail.join("\n"),
+        });
+    }
+    let unstripped = target_dir.join(TARGET).join("release").join(PACKAGE);
+    let unstripped_size = std::fs::metadata(&unstripped)?.len();
+    let stripped_path = target_dir
+        .join(TARGET)
+        .join("release")
+        .join(format!("{PACKAGE}.stripped"));
+    let stripped = strip(&unstripped, &stripped_path);
+    let path = if stripped {
+        stripped_path
+    } else {
+        unstripped.clone()
+    };
+    let size = std::fs::metadata(&path)?.len();
+    Ok(Image {
+        path,
+        size,
+        unstripped,
+        unstripped_size,
+        stripped,
+    })
+}
+
+/// Writes a stripped copy of `input` to `output`; false if no tool could.
+pub fn strip(input: &Path, output: &Path) -> bool {
+    let attempts: [(&str, &[&str]); 2] = [
+        ("objcopy", &["--strip-all"]),
+        ("strip", &["--strip-all", "-o"]),
+    ];
+    for (tool, args) in attempts {
+        if on_path(tool).is_none() {
+            continue;
+        }
+        let mut cmd = Command::new(tool);
+        cmd.args(args);
+        if tool == "objcopy" {
+            cmd.arg(input).arg(output);
+        } else {
+            cmd.arg(output).arg(input);
+        }
+        if cmd.output().is_ok_and(|o| o.status.success()) {
+            return true;
+        }
+    }
+    false
+}

@@ -1,0 +1,87 @@
+//! Host side of the vTNT unikernel: build the image, boot it, read what it says.
+//!
+//! - [`image`]: build `vtnt-kernel` for `x86_64-unknown-none` and strip it.
+//! - [`qemu`]: launch QEMU (microvm / q35 / pc; KVM or TCG) with a TAP or socket/stream
+//!   network, capture the serial console, enforce a timeout, and map QEMU's
+//!   `isa-debug-exit` status back to the guest's [`GuestStatus`].
+//! - [`accel`]: decide whether KVM is *usable* (not just present) by booting our own
+//!   image under it once, with `VTNT_ACCEL=tcg|kvm` as an override.
+//! - [`firecracker`]: the same over Firecracker (`--no-api --config-file`), when a
+//!   `firecracker` binary is on `PATH`.
+//! - [`netns`]: a network namespace with a TAP device, removed on drop (tests, benchmarks).
+//!
+//! ```no_run
+//! use vtnt_vmm::{image, qemu::{Machine, VmConfig}};
+//! let img = image::build(&image::BuildOptions::default())?;
+//! let cfg = VmConfig::new(img.path.clone(), Machine::Microvm, "-- boot");
+//! let out = vtnt_vmm::qemu::run(&cfg)?;
+//! assert_eq!(out.status, vtnt_vmm::GuestStatus::Exited(0));
+//! # Ok::<(), vtnt_vmm::Error>(())
+//! ```
+
+pub mod accel;
+pub mod firecracker;
+pub mod image;
+pub mod netns;
+pub mod outcome;
+pub mod qemu;
+
+pub use outcome::{GuestStatus, Outcome};
+
+use std::path::PathBuf;
+
+/// Errors of the host side.
+#[derive(Debug)]
+pub enum Error {
+    /// A program could not be started (`program`: what, `source`: why).
+    Spawn {
+        program: String,
+        source: std::io::Error,
+    },
+    /// Building the kernel image failed; `output` is cargo's stderr tail.
+    Build { output: String },
+    /// The workspace root (a `Cargo.toml` with `[workspace]`) was not found above `from`.
+    NoWorkspace { from: PathBuf },
+    /// The VMM refused to start or died without a guest status; `stderr` is its message.
+    Vmm { status: Option<i32>, stderr: String },
+    /// A host command needed for setup failed (`ip netns add`, ...).
+    Setup { command: String, stderr: String },
+    /// Other I/O.
+    Io(std::io::Error),
+}
+
+impl std::fmt::Display for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Error::Spawn { program, source } => write!(f, "cannot run `{program}`: {source}"),
+            Error::Build { output } => write!(f, "building vtnt-kernel failed:\n{output}"),
+            Error::NoWorkspace { from } => {
+                write!(f, "no cargo workspace root above {}", from.display())
+            }
+            Error::Vmm { status, stderr } => {
+                write!(
+                    f,
+                    "VMM exited (status {status:?}) without a guest status: {stderr}"
+                )
+            }
+            Error::Setup { command, stderr } => write!(f, "`{command}` failed: {stderr}"),
+            Error::Io(e) => write!(f, "I/O error: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+impl From<std::io::Error> for Error {
+    fn from(e: std::io::Error) -> Self {
+        Error::Io(e)
+    }
+}
+
+/// Whether `program` is an executable on `PATH`.
+pub fn on_path(program: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(program))
+        .find(|p| p.is_file())
+}

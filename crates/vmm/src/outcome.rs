@@ -1,0 +1,114 @@
+//! What a VM run produced: console lines, the guest's status, timings and the VMM's peak
+//! memory, and how the guest status is recovered from QEMU's exit code.
+//!
+//! The kernel's last console line is `{"type":"exit","status":N,...}` and, under QEMU,
+//! it writes `N` to `isa-debug-exit`, so QEMU exits with `(N << 1) | 1`. QEMU also exits
+//! with 1 on its own errors, so the console line is what counts: a QEMU status that
+//! disagrees with it, or a missing line, is reported as such.
+
+use std::time::Duration;
+
+/// How the guest ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GuestStatus {
+    /// The guest printed its exit line with this status (0 = success; see the kernel's
+    /// `exit::Status`: 1 panic, 2 bad command line, 3 no NIC, 4 no ARP, 5 watchdog,
+    /// 6 job failed, 7 boot failed).
+    Exited(u8),
+    /// The host killed the VM at the timeout.
+    TimedOut,
+    /// The VM stopped without an exit line (crash, triple fault before the console).
+    Vanished,
+}
+
+/// Guest status names, as the kernel documents them.
+pub const STATUS_NAMES: [&str; 8] = [
+    "ok",
+    "panic",
+    "bad-cmdline",
+    "no-nic",
+    "no-arp",
+    "watchdog",
+    "job-failed",
+    "boot-failed",
+];
+
+/// The result of one VM run.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    pub status: GuestStatus,
+    /// Console lines (serial output), without line ends.
+    pub lines: Vec<String>,
+    /// The VMM's stderr.
+    pub stderr: String,
+    /// The VMM's raw exit code, if it exited.
+    pub vmm_code: Option<i32>,
+    /// Wall time from spawning the VMM to its exit.
+    pub wall: Duration,
+    /// Peak resident set of the VMM process (VmHWM), in KiB, if it could be read.
+    pub peak_rss_kib: Option<u64>,
+}
+
+impl Outcome {
+    /// The first console line containing `needle`.
+    pub fn line_with(&self, needle: &str) -> Option<&str> {
+        self.lines
+            .iter()
+            .map(String::as_str)
+            .find(|l| l.contains(needle))
+    }
+
+    /// The integer value of `"key":N` in the first JSON line of type `ty`.
+    pub fn json_u64(&self, ty: &str, key: &str) -> Option<u64> {
+        let line = self.line_with(&format!("\"type\":\"{ty}\""))?;
+        json_u64(line, key)
+    }
+
+    /// All console lines, joined (for assertion messages).
+    pub fn console(&self) -> String {
+        self.lines.join("\n")
+    }
+}
+
+/// The integer value of `"key":N` in a flat JSON line.
+pub fn json_u64(line: &str, key: &str) -> Option<u64> {
+    let pat = format!("\"{key}\":");
+    let rest = &line[line.find(&pat)? + pat.len()..];
+    let end = rest
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(rest.len());
+    rest[..end].parse().ok()
+}
+
+/// The guest status from the console's exit line, if there is one.
+pub fn status_from_console(lines: &[String]) -> Option<u8> {
+    lines
+        .iter()
+        .rev()
+        .find(|l| l.starts_with("{\"type\":\"exit\""))
+        .and_then(|l| json_u64(l, "status"))
+        .and_then(|s| u8::try_from(s).ok())
+}
+
+/// The guest status `isa-debug-exit` encodes in a QEMU exit code, if it is one.
+pub fn status_from_qemu_code(code: i32) -> Option<u8> {
+    (code & 1 == 1).then_some((code >> 1) as u8)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_exit_line_and_codes() {
+        let lines = vec![
+            "vtnt-kernel 0.1.0 booting".to_string(),
+            "{\"type\":\"exit\",\"status\":4,\"reason\":\"no-arp\",\"guest_us\":12}".to_string(),
+        ];
+        assert_eq!(status_from_console(&lines), Some(4));
+        assert_eq!(status_from_qemu_code(9), Some(4));
+        assert_eq!(status_from_qemu_code(1), Some(0));
+        assert_eq!(status_from_qemu_code(0), None);
+        assert_eq!(json_u64(&lines[1], "guest_us"), Some(12));
+    }
+}

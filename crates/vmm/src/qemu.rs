@@ -1,0 +1,295 @@
+//! Launching the unikernel under QEMU and supervising it.
+//!
+//! Every run gets `-nodefaults -no-user-config -display none -serial stdio -no-reboot`
+//! and `-device isa-debug-exit,iobase=0xf4,iosize=0x04` (the guest's exit status), plus
+//! per machine:
+//! - `microvm`: `x-option-roms=off,rtc=off`, modern virtio-mmio
+//!   (`-global virtio-mmio.force-legacy=false`), `virtio-net-device`;
+//! - `q35` / `pc`: `virtio-net-pci` without an option ROM (`romfile=`).
+//!
+//! The console is read line by line from QEMU's stdout; the VM is killed at
+//! [`VmConfig::timeout`]; QEMU's peak RSS (VmHWM) is sampled while it runs.
+
+use crate::outcome::{status_from_console, status_from_qemu_code, GuestStatus, Outcome};
+use crate::{accel, Error};
+use std::io::{BufRead, BufReader, Read};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+/// The QEMU binary used unless [`VmConfig::qemu`] says otherwise.
+pub const QEMU: &str = "qemu-system-x86_64";
+
+/// QEMU machine types the kernel supports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Machine {
+    Microvm,
+    Q35,
+    Pc,
+}
+
+impl Machine {
+    pub const ALL: [Machine; 3] = [Machine::Microvm, Machine::Q35, Machine::Pc];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Machine::Microvm => "microvm",
+            Machine::Q35 => "q35",
+            Machine::Pc => "pc",
+        }
+    }
+}
+
+/// Hardware acceleration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Accel {
+    /// KVM if [`accel::kvm_usable`] says so, else TCG.
+    Auto,
+    Kvm,
+    Tcg,
+}
+
+/// The VM's network.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NetBackend {
+    /// An existing TAP device (`-netdev tap,ifname=..,script=no,downscript=no`), in the
+    /// namespace QEMU runs in.
+    Tap { ifname: String },
+    /// QEMU's socket netdev with these options, e.g. `connect=127.0.0.1:5555`,
+    /// `listen=:5555` or `udp=127.0.0.1:5556,localaddr=127.0.0.1:5555`.
+    Socket { options: String },
+    /// QEMU's stream netdev over a Unix socket (QEMU >= 7.2): `server` listens.
+    Stream { path: PathBuf, server: bool },
+}
+
+/// One VM to run.
+#[derive(Debug, Clone)]
+pub struct VmConfig {
+    pub image: PathBuf,
+    pub machine: Machine,
+    pub memory_mib: u32,
+    /// The kernel command line (options, then `--` and the job).
+    pub cmdline: String,
+    pub net: Option<NetBackend>,
+    /// The guest's MAC address.
+    pub mac: String,
+    pub accel: Accel,
+    /// Kill the VM after this long.
+    pub timeout: Duration,
+    /// Run QEMU inside this network namespace (`ip netns exec`).
+    pub netns: Option<String>,
+    /// A file handed to the guest as PVH module 0 (`-initrd`), e.g. a target list.
+    pub module: Option<PathBuf>,
+    /// The QEMU binary.
+    pub qemu: PathBuf,
+}
+
+impl VmConfig {
+    /// A VM with 16 MiB, no network, automatic acceleration and a 60 s timeout.
+    pub fn new(image: PathBuf, machine: Machine, cmdline: &str) -> VmConfig {
+        VmConfig {
+            image,
+            machine,
+            memory_mib: 16,
+            cmdline: cmdline.to_string(),
+            net: None,
+            mac: "52:54:00:12:34:56".into(),
+            accel: Accel::Auto,
+            timeout: Duration::from_secs(60),
+            netns: None,
+            module: None,
+            qemu: PathBuf::from(QEMU),
+        }
+    }
+
+    /// QEMU's arguments for a run with `accel` (which must not be `Auto`).
+    pub fn args(&self, accel: Accel) -> Vec<String> {
+        let mut a: Vec<String> = Vec::new();
+        let mut push = |s: &str| a.push(s.to_string());
+        match self.machine {
+            Machine::Microvm => {
+                push("-M");
+                push("microvm,x-option-roms=off,rtc=off");
+                push("-global");
+                push("virtio-mmio.force-legacy=false");
+            }
+            Machine::Q35 => {
+                push("-M");
+                push("q35");
+            }
+            Machine::Pc => {
+                push("-M");
+                push("pc");
+            }
+        }
+        match accel {
+            Accel::Kvm => {
+                push("-accel");
+                push("kvm");
+                push("-cpu");
+                push("host");
+            }
+            _ => {
+                push("-accel");
+                push("tcg");
+            }
+        }
+        for s in [
+            "-nodefaults",
+            "-no-user-config",
+            "-display",
+            "none",
+            "-serial",
+            "stdio",
+            "-no-reboot",
+            "-device",
+            "isa-debug-exit,iobase=0xf4,iosize=0x04",
+        ] {
+            push(s);
+        }
+        push("-m");
+        push(&self.memory_mib.to_string());
+        if let Some(net) = &self.net {
+            let netdev = match net {
+                NetBackend::Tap { ifname } => {
+                    format!("tap,id=n0,ifname={ifname},script=no,downscript=no")
+                }
+                NetBackend::Socket { options } => format!("socket,id=n0,{options}"),
+                NetBackend::Stream { path, server } => format!(
+                    "stream,id=n0,server={},addr.type=unix,addr.path={}",
+                    if *server { "on" } else { "off" },
+                    path.display()
+                ),
+            };
+            push("-netdev");
+            push(&netdev);
+            let device = match self.machine {
+                Machine::Microvm => format!("virtio-net-device,netdev=n0,mac={}", self.mac),
+                _ => format!("virtio-net-pci,netdev=n0,mac={},romfile=", self.mac),
+            };
+            push("-device");
+            push(&device);
+        }
+        push("-kernel");
+        push(&self.image.display().to_string());
+        push("-append");
+        push(&self.cmdline);
+        if let Some(m) = &self.module {
+            push("-initrd");
+            push(&m.display().to_string());
+        }
+        a
+    }
+
+    /// The full command (with the `ip netns exec` prefix when a namespace is set).
+    pub fn command(&self, accel: Accel) -> Command {
+        let mut cmd = match &self.netns {
+            Some(ns) => {
+                let mut c = Command::new("ip");
+                c.args(["netns", "exec", ns]).arg(&self.qemu);
+                c
+            }
+            None => Command::new(&self.qemu),
+        };
+        cmd.args(self.args(accel));
+        cmd
+    }
+}
+
+/// Boots `cfg` and waits for the guest to finish (or the timeout).
+pub fn run(cfg: &VmConfig) -> Result<Outcome, Error> {
+    let accel = match cfg.accel {
+        Accel::Auto => accel::resolve(&cfg.image),
+        a => a,
+    };
+    supervise(cfg.command(accel), cfg.timeout, true)
+}
+
+/// Runs a VMM process: collects console lines and stderr, samples its peak RSS, kills it
+/// at `timeout`. `debug_exit`: the VMM's exit code encodes the guest status
+/// (`isa-debug-exit`).
+pub(crate) fn supervise(
+    mut cmd: Command,
+    timeout: Duration,
+    debug_exit: bool,
+) -> Result<Outcome, Error> {
+    let program = format!("{:?}", cmd.get_program());
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let start = Instant::now();
+    let mut child = cmd
+        .spawn()
+        .map_err(|source| Error::Spawn { program, source })?;
+    let pid = child.id();
+    let stdout = child.stdout.take().expect("stdout is piped");
+    let mut stderr = child.stderr.take().expect("stderr is piped");
+    let (tx, rx) = mpsc::channel();
+    let out_thread = std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let err_thread = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = stderr.read_to_string(&mut s);
+        s
+    });
+    let mut peak_rss_kib = None;
+    let mut timed_out = false;
+    let exit = loop {
+        if let Some(kib) = vm_hwm_kib(pid) {
+            peak_rss_kib = Some(kib);
+        }
+        if let Some(status) = child.try_wait()? {
+            break status;
+        }
+        if start.elapsed() >= timeout {
+            timed_out = true;
+            let _ = child.kill();
+            break child.wait()?;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    let wall = start.elapsed();
+    let _ = out_thread.join();
+    let stderr = err_thread.join().unwrap_or_default();
+    let lines: Vec<String> = rx
+        .try_iter()
+        .map(|l| l.trim_end_matches('\r').to_string())
+        .collect();
+    let vmm_code = exit.code();
+    let status = match status_from_console(&lines) {
+        Some(s) => GuestStatus::Exited(s),
+        None if timed_out => GuestStatus::TimedOut,
+        None if lines.is_empty() && vmm_code.is_some_and(|c| c != 0) => {
+            return Err(Error::Vmm {
+                status: vmm_code,
+                stderr,
+            });
+        }
+        None => match vmm_code.and_then(status_from_qemu_code) {
+            Some(s) if debug_exit && s > 0 => GuestStatus::Exited(s),
+            _ => GuestStatus::Vanished,
+        },
+    };
+    Ok(Outcome {
+        status,
+        lines,
+        stderr,
+        vmm_code,
+        wall,
+        peak_rss_kib,
+    })
+}
+
+/// The peak resident set size of process `pid`, in KiB.
+pub fn vm_hwm_kib(pid: u32) -> Option<u64> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = s.lines().find(|l| l.starts_with("VmHWM:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}

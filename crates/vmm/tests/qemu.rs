@@ -1,0 +1,272 @@
+//! The unikernel booted for real under QEMU TCG: on microvm, q35 and pc; its error paths
+//! (malformed command line, no NIC, no ARP answer, watchdog); and ping end to end over a
+//! TAP device in a network namespace created (and deleted) by the test.
+//!
+//! Needs qemu-system-x86_64 (skipped, with a printed reason, when missing) and, for the
+//! network tests, root and iproute2. Every packet stays in the test's own namespace
+//! (192.0.2.0/24). VMs run one at a time (TCG is CPU-hungry), with generous timeouts.
+
+use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::time::Duration;
+use vtnt_vmm::image::{self, Image};
+use vtnt_vmm::netns::{self, NetNs};
+use vtnt_vmm::qemu::{self, Accel, Machine, NetBackend, VmConfig};
+use vtnt_vmm::{GuestStatus, Outcome};
+
+const GUEST_NET: &str = "ip=192.0.2.10/24 gw=192.0.2.1";
+
+/// The image, built once per test binary; `None` (skip) when QEMU is missing.
+fn image() -> Option<&'static Image> {
+    static IMAGE: OnceLock<Option<Image>> = OnceLock::new();
+    IMAGE
+        .get_or_init(|| {
+            if vtnt_vmm::on_path(qemu::QEMU).is_none() {
+                eprintln!(
+                    "SKIP: {} is not installed (apt-get install qemu-system-x86)",
+                    qemu::QEMU
+                );
+                return None;
+            }
+            Some(image::build(&image::BuildOptions::default()).unwrap_or_else(|e| panic!("{e}")))
+        })
+        .as_ref()
+}
+
+/// One VM at a time.
+fn serial() -> MutexGuard<'static, ()> {
+    static LOCK: Mutex<()> = Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn vm(img: &Image, machine: Machine, cmdline: &str) -> VmConfig {
+    let mut cfg = VmConfig::new(img.path.clone(), machine, cmdline);
+    cfg.accel = Accel::Tcg;
+    cfg.timeout = Duration::from_secs(60);
+    cfg
+}
+
+fn run(cfg: &VmConfig) -> Outcome {
+    let _guard = serial();
+    qemu::run(cfg).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn boot_on(machine: Machine) {
+    let Some(img) = image() else { return };
+    let out = run(&vm(img, machine, "console=ttyS0 -- boot"));
+    let console = out.console();
+    assert!(
+        out.line_with("vtnt-kernel 0.1.0 booting (pvh").is_some(),
+        "no banner:\n{console}"
+    );
+    assert!(
+        out.json_u64("boot", "tsc_hz")
+            .is_some_and(|hz| hz > 1_000_000),
+        "no clock:\n{console}"
+    );
+    assert!(
+        out.json_u64("ready", "ready_us").is_some(),
+        "no ready line:\n{console}"
+    );
+    assert_eq!(
+        out.status,
+        GuestStatus::Exited(0),
+        "{console}\n{}",
+        out.stderr
+    );
+    assert_eq!(out.vmm_code, Some(1), "QEMU status is (0 << 1) | 1");
+}
+
+#[test]
+fn boots_on_microvm() {
+    boot_on(Machine::Microvm);
+}
+
+#[test]
+fn boots_on_q35() {
+    boot_on(Machine::Q35);
+}
+
+#[test]
+fn boots_on_pc() {
+    boot_on(Machine::Pc);
+}
+
+#[test]
+fn boots_in_4_mib() {
+    let Some(img) = image() else { return };
+    let mut cfg = vm(img, Machine::Microvm, "-- boot");
+    cfg.memory_mib = 4;
+    let out = run(&cfg);
+    assert_eq!(out.status, GuestStatus::Exited(0), "{}", out.console());
+}
+
+#[test]
+fn malformed_cmdline_is_an_error() {
+    let Some(img) = image() else { return };
+    let out = run(&vm(img, Machine::Microvm, "ip=banana -- ping 192.0.2.1"));
+    assert!(
+        out.line_with("vtnt: error: command line: bad option `ip=banana`")
+            .is_some(),
+        "{}",
+        out.console()
+    );
+    assert_eq!(out.status, GuestStatus::Exited(2));
+    assert_eq!(out.vmm_code, Some(5));
+}
+
+#[test]
+fn unknown_job_is_an_error() {
+    let Some(img) = image() else { return };
+    let out = run(&vm(img, Machine::Microvm, "-- frobnicate 192.0.2.1"));
+    assert!(
+        out.line_with("vtnt: error: unknown job `frobnicate`")
+            .is_some(),
+        "{}",
+        out.console()
+    );
+    assert_eq!(out.status, GuestStatus::Exited(2));
+}
+
+#[test]
+fn missing_nic_is_an_error() {
+    let Some(img) = image() else { return };
+    for machine in [Machine::Microvm, Machine::Q35] {
+        let out = run(&vm(
+            img,
+            machine,
+            &format!("{GUEST_NET} -- ping -c 1 192.0.2.1"),
+        ));
+        assert!(
+            out.line_with("vtnt: error: no virtio-net device found")
+                .is_some(),
+            "{machine:?}:\n{}",
+            out.console()
+        );
+        assert_eq!(out.status, GuestStatus::Exited(3), "{machine:?}");
+    }
+}
+
+/// A namespace with `vtap0` at 192.0.2.1/24 (Linux answers ARP and echo there).
+fn lab() -> NetNs {
+    assert!(
+        netns::is_root(),
+        "the network tests need root (network namespaces, TAP)"
+    );
+    let ns = NetNs::create(&netns::unique_name("vtnt-kt")).unwrap_or_else(|e| panic!("{e}"));
+    ns.add_tap("vtap0", "192.0.2.1/24")
+        .unwrap_or_else(|e| panic!("{e}"));
+    ns
+}
+
+fn net_vm(img: &Image, ns: &NetNs, machine: Machine, cmdline: &str) -> VmConfig {
+    let mut cfg = vm(img, machine, cmdline);
+    cfg.net = Some(NetBackend::Tap {
+        ifname: "vtap0".into(),
+    });
+    cfg.netns = Some(ns.name().to_string());
+    cfg
+}
+
+fn ping_on(machine: Machine) {
+    let Some(img) = image() else { return };
+    let ns = lab();
+    let out = run(&net_vm(
+        img,
+        &ns,
+        machine,
+        &format!("console=ttyS0 {GUEST_NET} -- ping -c 3 -i 100 192.0.2.1"),
+    ));
+    let console = out.console();
+    let replies: Vec<&String> = out
+        .lines
+        .iter()
+        .filter(|l| l.contains("\"type\":\"ping-reply\""))
+        .collect();
+    assert_eq!(replies.len(), 3, "{machine:?}:\n{console}\n{}", out.stderr);
+    for (seq, line) in replies.iter().enumerate() {
+        assert!(line.contains("\"from\":\"192.0.2.1\""), "{line}");
+        assert!(line.contains(&format!("\"seq\":{seq},")), "{line}");
+        assert!(line.contains("\"reply_ttl\":64"), "{line}");
+    }
+    assert!(
+        out.line_with(
+            "\"type\":\"ping-summary\",\"target\":\"192.0.2.1\",\"sent\":3,\"received\":3"
+        )
+        .is_some(),
+        "{console}"
+    );
+    assert!(
+        out.json_u64("timing", "first_probe_us")
+            .is_some_and(|t| t > 0),
+        "{console}"
+    );
+    assert_eq!(out.status, GuestStatus::Exited(0), "{console}");
+}
+
+#[test]
+fn ping_over_tap_on_microvm() {
+    ping_on(Machine::Microvm);
+}
+
+#[test]
+fn ping_over_tap_on_q35() {
+    ping_on(Machine::Q35);
+}
+
+#[test]
+fn ping_over_tap_on_pc() {
+    ping_on(Machine::Pc);
+}
+
+#[test]
+fn silent_gateway_is_an_arp_error() {
+    let Some(img) = image() else { return };
+    let ns = lab();
+    let out = run(&net_vm(
+        img,
+        &ns,
+        Machine::Microvm,
+        "ip=192.0.2.10/24 gw=192.0.2.99 -- ping -c 1 198.51.100.1",
+    ));
+    assert!(
+        out.line_with("vtnt: error: no ARP reply from 192.0.2.99")
+            .is_some(),
+        "{}",
+        out.console()
+    );
+    assert_eq!(out.status, GuestStatus::Exited(4));
+}
+
+#[test]
+fn watchdog_stops_a_long_job() {
+    let Some(img) = image() else { return };
+    let ns = lab();
+    let out = run(&net_vm(
+        img,
+        &ns,
+        Machine::Microvm,
+        &format!("{GUEST_NET} watchdog=1 -- ping -c 100 -i 500 192.0.2.1"),
+    ));
+    assert!(
+        out.line_with("vtnt: error: watchdog").is_some(),
+        "{}",
+        out.console()
+    );
+    assert_eq!(out.status, GuestStatus::Exited(5));
+}
+
+#[test]
+fn host_timeout_kills_the_vm() {
+    let Some(img) = image() else { return };
+    // 1 MiB of RAM: the kernel (loaded at 1 MiB) has no memory to run in; the host must
+    // give up at its timeout rather than hang.
+    let mut cfg = vm(img, Machine::Microvm, "-- boot");
+    cfg.memory_mib = 1;
+    cfg.timeout = Duration::from_secs(3);
+    let out = run(&cfg);
+    assert!(
+        matches!(out.status, GuestStatus::TimedOut | GuestStatus::Vanished),
+        "{:?}",
+        out.status
+    );
+}
