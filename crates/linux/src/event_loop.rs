@@ -1,0 +1,78 @@
+//! The single-threaded loop that runs a [`Prober`] on [`RawSockets`].
+
+use nix::poll::{PollFd, PollFlags};
+use nix::sys::time::TimeSpec;
+
+use crate::{Clock, Error, Prober, RawSockets};
+
+/// Counters of one run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LoopStats {
+    pub sent: u64,
+    pub received: u64,
+    /// Times the kernel had no room for a probe and the loop waited.
+    pub send_stalls: u64,
+}
+
+/// Runs `prober` until it is idle, passing each finished measurement to `output`.
+pub fn run<P: Prober>(
+    prober: &mut P,
+    sockets: &mut RawSockets,
+    clock: &Clock,
+    mut output: impl FnMut(P::Output) -> std::io::Result<()>,
+) -> Result<LoopStats, Error> {
+    let mut stats = LoopStats::default();
+    let mut tx = vec![0u8; 2048];
+    let mut rx = vec![0u8; 65536];
+    let mut pending: Option<usize> = None;
+    loop {
+        let now = clock.now();
+        prober.handle_timeout(now);
+        let mut stalled = false;
+        loop {
+            let len = match pending.take() {
+                Some(len) => len,
+                None => match prober.poll_transmit(now, &mut tx) {
+                    Some(len) => len,
+                    None => break,
+                },
+            };
+            if sockets.send(&tx[..len])? {
+                stats.sent += 1;
+            } else {
+                // Backpressure: keep the probe and wait a little for the queue to drain.
+                pending = Some(len);
+                stats.send_stalls += 1;
+                stalled = true;
+                break;
+            }
+        }
+        while let Some(out) = prober.poll_output() {
+            output(out)?;
+        }
+        if prober.is_idle() && pending.is_none() {
+            return Ok(stats);
+        }
+        let now = clock.now();
+        let wait_us = if stalled {
+            50
+        } else {
+            prober
+                .poll_timeout()
+                .map(|t| t.as_micros().saturating_sub(now.as_micros()))
+                .unwrap_or(1_000_000)
+                .min(1_000_000)
+        };
+        let [a, b] = sockets.receivers();
+        let mut fds = [PollFd::new(a, PollFlags::POLLIN), PollFd::new(b, PollFlags::POLLIN)];
+        if wait_us > 0 {
+            let ts = TimeSpec::from_duration(std::time::Duration::from_micros(wait_us));
+            match nix::poll::ppoll(&mut fds, Some(ts), None) {
+                Ok(_) | Err(nix::errno::Errno::EINTR) => {}
+                Err(source) => return Err(Error::Socket { what: "ppoll", source }),
+            }
+        }
+        stats.received +=
+            sockets.recv_all(clock, &mut rx, |ts, pkt| prober.handle_packet(ts, pkt))? as u64;
+    }
+}

