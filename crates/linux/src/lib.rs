@@ -49,3 +49,25 @@ pub enum Error {
     #[error("writing results: {0}")]
     Output(#[from] std::io::Error),
 }
+
+impl Prober for vtnt_engine::Engine {
+    type Output = vtnt_engine::Event;
+    fn handle_packet(&mut self, now: Instant, packet: &[u8]) {
+        vtnt_engine::Engine::handle_packet(self, now, packet)
+    }
+    fn handle_timeout(&mut self, now: Instant) {
+        vtnt_engine::Engine::handle_timeout(self, now)
+    }
+    fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<usize> {
+        vtnt_engine::Engine::poll_transmit(self, now, buf).map(|t| t.len)
+    }
+    fn poll_timeout(&self) -> Option<Instant> {
+        vtnt_engine::Engine::poll_timeout(self)
+    }
+    fn poll_output(&mut self) -> Option<Self::Output> {
+        vtnt_engine::Engine::poll_event(self)
+    }
+    fn is_idle(&self) -> bool {
+        vtnt_engine::Engine::is_idle(self)
+    }
+}

@@ -253,6 +253,10 @@ pub struct Ping {
     pub wait: Duration,
     /// How long to wait for a reply after the last probe.
     pub timeout: Duration,
+    /// TCP sequence number of the probes (TCP pings; 0 otherwise). scamper's `tcp_seq`.
+    pub tcp_seq: u32,
+    /// TCP acknowledgment number of the probes (TCP pings; 0 otherwise). scamper's `tcp_ack`.
+    pub tcp_ack: u32,
     /// Replies in the order they arrived.
     pub responses: Vec<PingReply>,
 }

@@ -22,7 +22,7 @@
 pub mod accel;
 pub mod firecracker;
 pub mod image;
-pub mod netns;
+pub use vtnt_netns as netns;
 pub mod outcome;
 pub mod qemu;
 

@@ -1,0 +1,216 @@
+//! `vtnt trace` and `vtnt ping`: options in scamper's letters, targets checked for
+//! safety, the engine driven by the Linux driver, results in scamper's formats.
+
+use std::io::IsTerminal;
+use std::net::{IpAddr, Ipv4Addr};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context;
+use vtnt_engine::{Config, Engine, Event, Job, Method, PingOptions, TraceOptions};
+
+use crate::output::{Format, Output};
+use crate::targets;
+
+/// Highest probe rate for loopback and lab targets.
+pub const MAX_PPS_LAB: u32 = 500_000;
+/// Highest probe rate when any target is outside the lab (with `--allow-public`).
+pub const MAX_PPS_PUBLIC: u32 = 1_000;
+
+/// Options every probing command shares.
+#[derive(clap::Args, Debug)]
+pub struct Common {
+    /// Targets: addresses or host names.
+    #[arg(value_name = "TARGET")]
+    pub targets: Vec<String>,
+    /// Read targets from FILE, one per line (`#` starts a comment); bad lines are reported
+    /// with their line number and the rest probed.
+    #[arg(long = "targets", value_name = "FILE")]
+    pub targets_file: Option<PathBuf>,
+    /// Probes per second for the whole run (scamper's -p). At most 500000 for loopback and
+    /// lab targets, 1000 when any target is public.
+    #[arg(short = 'p', long = "pps", default_value_t = 20)]
+    pub pps: u32,
+    /// Output format.
+    #[arg(short = 'O', long = "format", value_enum, default_value_t = Format::Json)]
+    pub format: Format,
+    /// Write results to FILE (created only if the run succeeds) instead of stdout.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Allow targets outside loopback and the lab's ranges. Probing other people's
+    /// networks needs their consent.
+    #[arg(long)]
+    pub allow_public: bool,
+    /// Source address of the probes (default: the kernel's choice for the first target).
+    #[arg(short = 'S', long = "src")]
+    pub src: Option<Ipv4Addr>,
+    /// Seed for probe identifiers (ICMP ids, source ports, Paris checksums).
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Measurements running at once; the rest wait their turn.
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..=32768))]
+    pub window: u32,
+}
+
+fn seconds(s: &str) -> Result<Duration, String> {
+    let v: f64 = s.parse().map_err(|_| format!("`{s}` is not a number of seconds"))?;
+    if !(0.001..=3600.0).contains(&v) {
+        return Err(format!("{v} s is out of range (0.001..=3600)"));
+    }
+    Ok(Duration::from_secs_f64(v))
+}
+
+fn method(s: &str) -> Result<Method, String> {
+    Method::from_option(s).ok_or_else(|| format!("unknown method `{s}` (icmp-paris, udp-paris, tcp)"))
+}
+
+/// `vtnt trace`.
+#[derive(clap::Args, Debug)]
+pub struct TraceArgs {
+    /// Probe method: icmp-paris, udp-paris or tcp.
+    #[arg(short = 'P', long = "method", default_value = "udp-paris", value_parser = method)]
+    pub method: Method,
+    /// First TTL.
+    #[arg(short = 'f', long = "first-ttl", default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..))]
+    pub first: u8,
+    /// Maximum TTL.
+    #[arg(short = 'm', long = "max-ttl", default_value_t = 255, value_parser = clap::value_parser!(u8).range(1..))]
+    pub max: u8,
+    /// Probes per hop.
+    #[arg(short = 'q', long = "attempts", default_value_t = 2, value_parser = clap::value_parser!(u8).range(1..=20))]
+    pub attempts: u8,
+    /// Seconds to wait for a reply.
+    #[arg(short = 'w', long = "wait", default_value = "5", value_parser = seconds)]
+    pub wait: Duration,
+    /// Unresponsive hops in a row before giving up.
+    #[arg(short = 'g', long = "gap-limit", default_value_t = 5, value_parser = clap::value_parser!(u8).range(1..))]
+    pub gaplimit: u8,
+    /// Times an address may repeat (non-adjacently) before the trace stops with LOOP.
+    #[arg(short = 'l', long = "loops", default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..))]
+    pub loops: u8,
+    /// Destination port (UDP default 33435, TCP default 80).
+    #[arg(short = 'd', long = "dport")]
+    pub dport: Option<u16>,
+    /// Source port (default: chosen per trace).
+    #[arg(short = 's', long = "sport")]
+    pub sport: Option<u16>,
+    #[command(flatten)]
+    pub common: Common,
+}
+
+impl TraceArgs {
+    pub fn options(&self, dst: IpAddr) -> TraceOptions {
+        let mut o = TraceOptions::new(dst).with_method(self.method);
+        o.first_ttl = self.first;
+        o.max_ttl = self.max;
+        o.attempts = self.attempts;
+        o.wait = self.wait;
+        o.gaplimit = self.gaplimit;
+        o.loops = self.loops;
+        o.dport = self.dport;
+        o.sport = self.sport;
+        o
+    }
+}
+
+/// `vtnt ping`.
+#[derive(clap::Args, Debug)]
+pub struct PingArgs {
+    /// Probes to send.
+    #[arg(short = 'c', long = "count", default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..))]
+    pub count: u16,
+    /// Seconds between probes.
+    #[arg(short = 'i', long = "interval", default_value = "1", value_parser = seconds)]
+    pub interval: Duration,
+    /// Probe method: icmp-paris (ICMP echo), udp-paris (UDP to a closed port) or tcp (SYN).
+    #[arg(short = 'P', long = "method", default_value = "icmp-paris", value_parser = method)]
+    pub method: Method,
+    /// IP-TTL of the probes.
+    #[arg(short = 'm', long = "ttl", default_value_t = 64, value_parser = clap::value_parser!(u8).range(1..))]
+    pub ttl: u8,
+    /// Seconds to wait for replies after the last probe.
+    #[arg(short = 'W', long = "timeout", default_value = "1", value_parser = seconds)]
+    pub timeout: Duration,
+    #[command(flatten)]
+    pub common: Common,
+}
+
+impl PingArgs {
+    pub fn options(&self, dst: IpAddr) -> PingOptions {
+        let mut o = PingOptions::new(dst).with_method(self.method);
+        o.count = self.count;
+        o.interval = self.interval;
+        o.ttl = self.ttl;
+        o.timeout = self.timeout;
+        o
+    }
+}
+
+/// Checks the common options and resolves the targets; reports bad targets on stderr.
+/// Returns the targets, the engine config and whether some targets were bad.
+pub fn prepare(c: &Common) -> anyhow::Result<(Vec<IpAddr>, Config, bool)> {
+    let (good, bad) = targets::collect(&c.targets, c.targets_file.as_deref(), c.allow_public)?;
+    for b in &bad {
+        eprintln!("vtnt: skipping {b}");
+    }
+    if good.is_empty() {
+        anyhow::bail!("no target to probe (give TARGET arguments or --targets FILE)");
+    }
+    let public = good.iter().any(|a| !targets::is_safe(*a));
+    let ceiling = if public { MAX_PPS_PUBLIC } else { MAX_PPS_LAB };
+    if c.pps == 0 || c.pps > ceiling {
+        anyhow::bail!(
+            "--pps {} is out of range (1..={ceiling}{})",
+            c.pps,
+            if public { " with public targets" } else { "" }
+        );
+    }
+    let src = match c.src {
+        Some(s) => s,
+        None => targets::source_for(good[0])?,
+    };
+    let mut config = Config::new(src);
+    config.pps = c.pps;
+    config.burst = (c.pps / 1000).max(1);
+    config.seed = c.seed;
+    config.max_active = c.window as usize;
+    Ok((good, config, !bad.is_empty()))
+}
+
+/// A progress bar on stderr for long target lists, hidden when stderr is not a terminal.
+pub fn progress(n: usize, what: &str) -> indicatif::ProgressBar {
+    if n < 2 || !std::io::stderr().is_terminal() {
+        return indicatif::ProgressBar::hidden();
+    }
+    let bar = indicatif::ProgressBar::new(n as u64);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{spinner} {pos}/{len} {msg} [{elapsed_precise}] {wide_bar} {eta}")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    bar.set_message(what.to_string());
+    bar
+}
+
+/// Runs one job per target and writes every record.
+pub fn run_jobs(c: &Common, jobs: impl Fn(IpAddr) -> Job, what: &str) -> anyhow::Result<ExitCode> {
+    let (targets, config, some_bad) = prepare(c)?;
+    let mut sockets = vtnt_linux::RawSockets::open()?;
+    let clock = vtnt_linux::Clock::new();
+    let mut engine = Engine::new(config).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let now = clock.now();
+    for t in &targets {
+        engine.start(now, jobs(*t)).map_err(|e| anyhow::anyhow!("{e}"))?;
+    }
+    let mut out = Output::open(c.output.as_deref(), c.format)?;
+    let bar = progress(targets.len(), what);
+    vtnt_linux::run(&mut engine, &mut sockets, &clock, |ev| {
+        let Event::Finished { record, .. } = ev;
+        bar.inc(1);
+        out.record(&record)
+    })
+    .context("probing")?;
+    bar.finish_and_clear();
+    out.finish()?;
+    Ok(if some_bad { ExitCode::from(2) } else { ExitCode::SUCCESS })
+}

@@ -1,0 +1,172 @@
+//! `vtnt trace` and `vtnt ping` next to Debian's scamper on a chain of real Linux routers
+//! in network namespaces this test makes: the same hop addresses and reply TTLs, for
+//! every method. Needs root and scamper (CI has both); skips with a reason otherwise.
+
+use std::process::Command;
+
+use serde_json::Value;
+use vtnt_netns::{is_root, Chain, NetNs};
+
+fn ready() -> bool {
+    if !is_root() {
+        eprintln!("SKIP: needs root for network namespaces and raw sockets");
+        return false;
+    }
+    if Command::new("scamper").arg("-v").output().is_err() {
+        eprintln!("SKIP: scamper is not installed");
+        return false;
+    }
+    true
+}
+
+fn json_lines(out: &std::process::Output, who: &str) -> Vec<Value> {
+    assert!(
+        out.status.success(),
+        "{who} failed: {}\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        String::from_utf8_lossy(&out.stdout)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{who}: bad JSON {l}: {e}")))
+        .collect()
+}
+
+fn of_type<'a>(objs: &'a [Value], ty: &str) -> Vec<&'a Value> {
+    objs.iter().filter(|o| o["type"] == ty).collect()
+}
+
+fn vtnt(ns: &NetNs, args: &[&str]) -> Vec<Value> {
+    let out = ns.exec(env!("CARGO_BIN_EXE_vtnt"), args).expect("run vtnt");
+    json_lines(&out, "vtnt")
+}
+
+fn scamper(ns: &NetNs, cmd: &str, target: &str) -> Vec<Value> {
+    let out = ns.exec("scamper", &["-c", cmd, "-O", "json", "-i", target]).expect("run scamper");
+    json_lines(&out, "scamper")
+}
+
+/// (probe_ttl, addr, reply_ttl) of every hop.
+fn hops(trace: &Value) -> Vec<(u64, String, u64)> {
+    trace["hops"]
+        .as_array()
+        .map(|hs| {
+            hs.iter()
+                .map(|h| {
+                    (
+                        h["probe_ttl"].as_u64().unwrap(),
+                        h["addr"].as_str().unwrap().to_string(),
+                        h["reply_ttl"].as_u64().unwrap(),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn trace_matches_scamper_for_every_method() {
+    if !ready() {
+        return;
+    }
+    let chain = Chain::build("vts", 3).expect("namespace chain");
+    let target = chain.target();
+    for (ours, theirs) in [("icmp-paris", "icmp-paris"), ("udp-paris", "udp-paris"), ("tcp", "tcp")] {
+        let v = vtnt(
+            chain.vantage(),
+            &["trace", "-P", ours, "-q", "1", "-w", "1", "--pps", "100", &target],
+        );
+        let s = scamper(chain.vantage(), &format!("trace -P {theirs} -q 1 -w 1"), &target);
+        let (vt, st) = (of_type(&v, "trace"), of_type(&s, "trace"));
+        assert_eq!((vt.len(), st.len()), (1, 1), "{ours}: one trace each");
+        assert_eq!(of_type(&v, "cycle-start").len(), 1);
+        assert_eq!(of_type(&v, "cycle-stop").len(), 1);
+        let (vh, sh) = (hops(vt[0]), hops(st[0]));
+        assert_eq!(vh, sh, "{ours}: hops differ from scamper's");
+        assert_eq!(vh.len(), 4, "{ours}: three routers and the target");
+        assert_eq!(vt[0]["stop_reason"], st[0]["stop_reason"], "{ours}");
+        assert_eq!(vt[0]["stop_reason"], "COMPLETED");
+        assert_eq!(vt[0]["method"], st[0]["method"], "{ours}");
+        assert_eq!(vt[0]["dst"], st[0]["dst"]);
+    }
+}
+
+#[test]
+fn ping_matches_scamper() {
+    if !ready() {
+        return;
+    }
+    let chain = Chain::build("vps", 2).expect("namespace chain");
+    let target = chain.target();
+    let v = vtnt(chain.vantage(), &["ping", "-c", "3", "-i", "0.2", &target]);
+    let s = scamper(chain.vantage(), "ping -c 3 -i 1", &target);
+    let (vp, sp) = (of_type(&v, "ping"), of_type(&s, "ping"));
+    assert_eq!((vp.len(), sp.len()), (1, 1));
+    let replies = |p: &Value| -> Vec<(String, u64)> {
+        p["responses"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| (r["from"].as_str().unwrap().to_string(), r["reply_ttl"].as_u64().unwrap()))
+            .collect()
+    };
+    assert_eq!(replies(vp[0]), replies(sp[0]));
+    assert_eq!(replies(vp[0]).len(), 3);
+    assert_eq!(vp[0]["statistics"]["replies"], sp[0]["statistics"]["replies"]);
+    assert_eq!(vp[0]["method"], sp[0]["method"]);
+}
+
+#[test]
+fn bad_input_fails_cleanly_and_leaves_no_output_file() {
+    let bin = env!("CARGO_BIN_EXE_vtnt");
+    let dir = std::env::temp_dir().join(format!("vtnt-badinput-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let out_file = dir.join("out.json");
+    let run = |args: &[&str]| Command::new(bin).args(args).output().unwrap();
+
+    let o = run(&["trace", "-o", out_file.to_str().unwrap(), "8.8.8.8"]);
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--allow-public"));
+    assert!(!out_file.exists());
+
+    let o = run(&["trace", "-q", "99", "192.0.2.1"]);
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("99"));
+
+    let o = run(&["trace", "--pps", "900000", "192.0.2.1"]);
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--pps"));
+
+    let o = run(&["trace", "no such host!"]);
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("no such host!"));
+
+    let o = run(&["trace", "--targets", dir.join("missing.txt").to_str().unwrap()]);
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("missing.txt"));
+
+    let o = run(&["ping", "-i", "abc", "192.0.2.1"]);
+    assert!(!o.status.success());
+    assert!(!out_file.exists());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn without_privilege_the_error_says_so() {
+    if !is_root() || Command::new("setpriv").arg("--help").output().is_err() {
+        eprintln!("SKIP: needs root and setpriv to drop CAP_NET_RAW");
+        return;
+    }
+    let o = Command::new("setpriv")
+        .args(["--inh-caps=-all", "--bounding-set=-net_raw", "--"])
+        .arg(env!("CARGO_BIN_EXE_vtnt"))
+        .args(["trace", "127.0.0.1"])
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("CAP_NET_RAW"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}

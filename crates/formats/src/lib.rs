@@ -1,0 +1,84 @@
+//! scamper's formats for vTNT's measurement records: the JSON that `sc_warts2json`
+//! (scamper 20211212) prints, and warts, scamper's binary format (warts(5)).
+//!
+//! - [`JsonWriter`] prints `cycle-start`, `trace`, `ping` and `cycle-stop` objects one per
+//!   line, byte for byte as `sc_warts2json` does, with a hook ([`Annotate`]) to append extra
+//!   fields to trace, ping and hop objects (TNT annotations go there).
+//! - [`JsonReader`] / [`parse_json_line`] parse such lines (ours or scamper's) back into
+//!   records; every line gives its own `Result`, errors carry the line number.
+//! - [`WartsWriter`] writes list, cycle start/stop, trace (0x0006) and ping (0x0007)
+//!   records that Debian's `sc_wartsdump`, `sc_warts2json` and `sc_analysis_dump` read.
+//! - [`WartsReader`] reads ours and scamper's files, skips record types it does not know,
+//!   and reports errors with the byte offset; it never panics on corrupt input.
+//! - [`convert`] and friends turn one format into the other.
+//!
+//! ```
+//! use vtnt_formats::{Cycle, JsonWriter, WartsReader, WartsWriter, Item};
+//! let cycle = Cycle { list_name: "default".into(), hostname: Some("vm".into()),
+//!                     start_time: 1_700_000_000, ..Cycle::default() };
+//! let mut w = WartsWriter::new(Vec::new());
+//! w.cycle_start(&cycle).unwrap();
+//! w.cycle_stop(&Cycle { stop_time: 1_700_000_001, ..cycle.clone() }).unwrap();
+//! let bytes = w.into_inner();
+//! let mut json = JsonWriter::new(Vec::new());
+//! for item in WartsReader::new(&bytes[..]) {
+//!     json.write_item(&item.unwrap()).unwrap();
+//! }
+//! let text = String::from_utf8(json.into_inner()).unwrap();
+//! assert!(text.starts_with("{\"type\":\"cycle-start\", \"list_name\":\"default\""));
+//! ```
+//!
+//! What scamper 20211212 cannot represent is lost the same way here: scamper's JSON lists
+//! only hops whose probe TTL lies in `firsthop..=hop_count` and only ping replies whose
+//! `seq < ping_sent`; ping reply ToS is in neither format; warts keeps wait times in whole
+//! seconds (pings add microseconds) and the gap between probes in centiseconds.
+
+mod convert;
+mod error;
+mod json_fmt;
+mod json_read;
+mod json_write;
+mod warts;
+mod warts_read;
+mod warts_write;
+
+pub use convert::{convert, convert_paths, json_to_warts, warts_to_json, ConvertReport, Format};
+pub use error::{ConvertError, JsonError, JsonErrorKind, WartsError, WartsErrorKind};
+pub use json_read::{parse_json_line, JsonReader};
+pub use json_write::{Annotate, JsonWriter, NoAnnotations};
+pub use warts_read::{read_warts, WartsReader};
+pub use warts_write::WartsWriter;
+
+pub use serde_json::{Map, Value};
+pub use vtnt_record::{Hop, Ping, PingReply, Record, Trace};
+
+/// A measurement cycle as scamper's `cycle-start` / `cycle-stop` objects show it.
+///
+/// warts additionally stores the list the cycle belongs to (`list_id`, and the list's
+/// name); JSON has only the name.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Cycle {
+    /// Name of the list the cycle runs over (scamper's default: `default`).
+    pub list_name: String,
+    /// The list's id as a person assigned it (warts only).
+    pub list_id: u32,
+    /// The cycle's id as a person assigned it (JSON `id`).
+    pub id: u32,
+    /// Host that ran the cycle.
+    pub hostname: Option<String>,
+    /// Seconds since the UNIX epoch when the cycle started.
+    pub start_time: u32,
+    /// Seconds since the UNIX epoch when the cycle stopped (0 while running).
+    pub stop_time: u32,
+}
+
+/// One object of a scamper file, in file order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Item {
+    /// A cycle began (`cycle-start`).
+    CycleStart(Cycle),
+    /// A cycle ended (`cycle-stop`); warts readers fill in the start's fields.
+    CycleStop(Cycle),
+    /// A trace or ping.
+    Record(Record),
+}

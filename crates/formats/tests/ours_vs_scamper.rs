@@ -1,0 +1,211 @@
+//! Our writers against Debian's scamper 20211212 tools: our warts, printed by
+//! `sc_warts2json`, must equal our JSON writer's output line for line (string equality;
+//! a mismatch is reported field by field), and `sc_wartsdump` / `sc_analysis_dump` must
+//! read every record without complaint. Also: both of our readers give back exactly the
+//! records written (the samples use only values both formats can carry).
+
+mod common;
+
+use common::*;
+use vtnt_formats::*;
+
+fn write_both(records: &[Record]) -> (Vec<u8>, String) {
+    let start = cycle(1_795_312_150, 0);
+    let stop = cycle(1_795_312_150, 1_795_312_160);
+    let mut w = WartsWriter::new(Vec::new());
+    let mut j = JsonWriter::new(Vec::new());
+    w.cycle_start(&start).unwrap();
+    j.cycle_start(&start).unwrap();
+    for r in records {
+        w.write(r).unwrap();
+        j.write(r).unwrap();
+    }
+    w.cycle_stop(&stop).unwrap();
+    j.cycle_stop(&stop).unwrap();
+    (w.into_inner(), String::from_utf8(j.into_inner()).unwrap())
+}
+
+#[test]
+fn our_warts_through_sc_warts2json_equals_our_json() {
+    if !have("sc_warts2json") || !have("sc_wartsdump") || !have("sc_analysis_dump") {
+        return;
+    }
+    let dir = scratch("ours");
+    let (warts, json) = write_both(&sample_records());
+    let path = dir.join("samples.warts");
+    std::fs::write(&path, &warts).unwrap();
+    let theirs = sc_tool("sc_warts2json", &path);
+    assert_same_lines(&json, &theirs, "sc_warts2json of our warts vs our JSON");
+    let dump = sc_tool("sc_wartsdump", &path);
+    assert_eq!(
+        dump.matches("traceroute from").count(),
+        12,
+        "sc_wartsdump saw every trace:\n{dump}"
+    );
+    assert_eq!(
+        dump.matches("ping from").count(),
+        5,
+        "sc_wartsdump saw every ping"
+    );
+    assert!(
+        dump.contains("mpls ext"),
+        "sc_wartsdump shows the MPLS extension:\n{dump}"
+    );
+    let analysis = sc_tool("sc_analysis_dump", &path);
+    assert_eq!(
+        analysis.lines().filter(|l| l.starts_with("T\t")).count(),
+        12,
+        "{analysis}"
+    );
+}
+
+#[test]
+fn every_record_alone_is_accepted_by_scamper() {
+    // One file per record: a record scamper rejects cannot hide behind another.
+    if !have("sc_warts2json") {
+        return;
+    }
+    let dir = scratch("alone");
+    for (i, r) in sample_records().iter().enumerate() {
+        let (warts, json) = write_both(std::slice::from_ref(r));
+        let path = dir.join(format!("r{i}.warts"));
+        std::fs::write(&path, &warts).unwrap();
+        assert_same_lines(
+            &json,
+            &sc_tool("sc_warts2json", &path),
+            &format!("record {i}"),
+        );
+    }
+}
+
+#[test]
+fn records_without_a_cycle_are_readable() {
+    if !have("sc_warts2json") || !have("sc_analysis_dump") {
+        return;
+    }
+    let dir = scratch("nocycle");
+    let mut w = WartsWriter::new(Vec::new());
+    let mut j = JsonWriter::new(Vec::new());
+    for r in sample_records().iter().take(3) {
+        w.write(r).unwrap();
+        j.write(r).unwrap();
+    }
+    let path = dir.join("nocycle.warts");
+    std::fs::write(&path, w.into_inner()).unwrap();
+    let ours = String::from_utf8(j.into_inner()).unwrap();
+    assert_same_lines(&ours, &sc_tool("sc_warts2json", &path), "no cycle");
+    sc_tool("sc_analysis_dump", &path);
+}
+
+#[test]
+fn warts_round_trip_is_exact() {
+    let records = sample_records();
+    let (warts, _) = write_both(&records);
+    let items: Vec<Item> = read_warts(&warts).into_iter().map(|r| r.unwrap()).collect();
+    assert_eq!(items.len(), records.len() + 2);
+    assert_eq!(items[0], Item::CycleStart(cycle(1_795_312_150, 0)));
+    for (got, want) in items[1..].iter().zip(&records) {
+        assert_eq!(got, &Item::Record(want.clone()));
+    }
+    assert_eq!(
+        items.last(),
+        Some(&Item::CycleStop(cycle(1_795_312_150, 1_795_312_160)))
+    );
+}
+
+#[test]
+fn json_round_trip_is_exact() {
+    let records = sample_records();
+    let (_, json) = write_both(&records);
+    let items: Vec<Item> = JsonReader::new(json.as_bytes())
+        .map(|r| r.unwrap())
+        .collect();
+    for (got, want) in items[1..].iter().zip(&records) {
+        assert_eq!(got, &Item::Record(want.clone()));
+    }
+    assert_eq!(items.len(), records.len() + 2);
+}
+
+#[test]
+fn conversions_agree() {
+    let records = sample_records();
+    let (warts, json) = write_both(&records);
+    let mut out = Vec::new();
+    let rep = warts_to_json(&warts[..], &mut out).unwrap();
+    assert!(rep.skipped.is_empty());
+    assert_eq!(String::from_utf8(out).unwrap(), json);
+    let mut back = Vec::new();
+    json_to_warts(json.as_bytes(), &mut back).unwrap();
+    assert_eq!(
+        back, warts,
+        "JSON -> warts reproduces our warts byte for byte"
+    );
+
+    let dir = scratch("convert");
+    let (wp, jp) = (dir.join("a.warts"), dir.join("b.json"));
+    std::fs::write(&wp, &warts).unwrap();
+    convert_paths(&wp, &jp).unwrap();
+    assert_eq!(std::fs::read_to_string(&jp).unwrap(), json);
+    let wp2 = dir.join("c.warts");
+    convert_paths(&jp, &wp2).unwrap();
+    assert_eq!(std::fs::read(&wp2).unwrap(), warts);
+}
+
+struct Tnt;
+impl Annotate for Tnt {
+    fn record_extra(&self, r: &Record) -> Option<Map<String, Value>> {
+        matches!(r, Record::Trace(_)).then(|| {
+            let mut m = Map::new();
+            m.insert("tnt".into(), serde_json::json!({"tunnels": 1}));
+            m
+        })
+    }
+    fn hop_extra(&self, _t: &Trace, i: usize, h: &Hop) -> Option<Map<String, Value>> {
+        (!h.mpls.is_empty()).then(|| {
+            let mut m = Map::new();
+            m.insert("tnt_class".into(), Value::String(format!("explicit-{i}")));
+            m
+        })
+    }
+}
+
+#[test]
+fn annotations_are_appended_and_ignored_by_readers() {
+    let records = sample_records();
+    let mut j = JsonWriter::new(Vec::new());
+    j.write_annotated(&records[0], &Tnt).unwrap();
+    let line = String::from_utf8(j.into_inner()).unwrap();
+    assert!(line.contains(", \"tnt_class\":\"explicit-1\"}"), "{line}");
+    assert!(
+        line.trim_end().ends_with("], \"tnt\":{\"tunnels\":1}}"),
+        "{line}"
+    );
+    let v: Value = serde_json::from_str(&line).unwrap();
+    assert_eq!(v["hops"][1]["tnt_class"], "explicit-1");
+    let back = parse_json_line(&line, 1).unwrap();
+    assert_eq!(back, Item::Record(records[0].clone()));
+}
+
+#[test]
+fn json_errors_name_line_and_field_and_do_not_stop_the_rest() {
+    let records = sample_records();
+    let (_, json) = write_both(&records[..2]);
+    let mut lines: Vec<String> = json.lines().map(str::to_string).collect();
+    lines.insert(1, "{\"type\":\"trace\", \"method\":\"udp\"}".into());
+    lines.insert(2, "not json".into());
+    lines[3] = lines[3].replace("\"rtt\":1.213", "\"rtt\":\"x\"");
+    let text = lines.join("\n");
+    let results: Vec<_> = JsonReader::new(text.as_bytes()).collect();
+    assert_eq!(results.len(), 6);
+    let e = results[1].as_ref().unwrap_err();
+    assert_eq!(e.line, 2);
+    assert!(e.to_string().contains("unsupported trace method"), "{e}");
+    let e = results[2].as_ref().unwrap_err();
+    assert_eq!(e.line, 3);
+    let e = results[3].as_ref().unwrap_err();
+    assert!(
+        e.to_string().contains("line 4") && e.to_string().contains("hops[0].rtt"),
+        "{e}"
+    );
+    assert!(results[4].is_ok() && results[5].is_ok());
+}
