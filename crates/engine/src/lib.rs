@@ -1,1 +1,66 @@
+//! The sans-IO probing engine: traceroute (Paris ICMP, Paris UDP, TCP SYN) and ping, many
+//! measurements at once under one packets-per-second budget, replies matched to probes by
+//! what they quote.
+//!
+//! The engine never reads a clock, opens a socket or spawns a thread. A driver (Linux
+//! raw sockets, the unikernel's virtio NIC, the lab's in-process network) runs it, in
+//! this order:
+//!
+//! ```text
+//! let mut engine = Engine::new(Config::new(src))?;
+//! engine.start(now, job)?;                       // any number of times, at any time
+//! loop {
+//!     while let Some(tx) = engine.poll_transmit(now, &mut buf) { send(&buf[..tx.len]) }
+//!     while let Some(ev) = engine.poll_event() { output(ev) }
+//!     if engine.is_idle() { break }
+//!     sleep until engine.poll_timeout() or a packet arrives; now = clock();
+//!     for each received IPv4 packet: engine.handle_packet(rx_time, packet);
+//!     engine.handle_timeout(now);
+//! }
+//! ```
+//!
+//! `now` must never go backwards. `poll_transmit` handles due deadlines itself, so a
+//! driver that only calls it and `handle_packet` still works; `handle_timeout` is for
+//! wake-ups with nothing to send (a finished measurement's event appears after it).
+//! Buffers handed to `poll_transmit` should hold [`MAX_PROBE_SIZE`] bytes; a probe that
+//! does not fit ends its measurement with `StopReason::Error`.
+//!
+//! ```
+//! use vtnt_engine::{Config, Engine, Event, Instant, Job, Record, TraceOptions};
+//! let src = "192.0.2.1".parse().unwrap();
+//! let mut engine = Engine::new(Config::new(src)).unwrap();
+//! let mut opts = TraceOptions::new("203.0.113.7".parse().unwrap());
+//! opts.gaplimit = 1;
+//! opts.attempts = 1;
+//! let now = Instant::from_millis(1000);
+//! let id = engine.start(now, Job::Trace(opts)).unwrap();
+//! let mut buf = [0u8; vtnt_engine::MAX_PROBE_SIZE as usize];
+//! let tx = engine.poll_transmit(now, &mut buf).unwrap();
+//! assert_eq!((tx.id, tx.len), (id, 44));
+//! // Nobody answers: after the 5 s wait the gap limit of 1 ends the trace.
+//! let later = engine.poll_timeout().unwrap();
+//! engine.handle_timeout(later);
+//! let Some(Event::Finished { record: Record::Trace(t), .. }) = engine.poll_event() else {
+//!     panic!()
+//! };
+//! assert_eq!(t.stop_reason.name(), "GAPLIMIT");
+//! assert!(engine.is_idle());
+//! ```
 #![no_std]
+extern crate alloc;
+
+mod config;
+mod engine;
+mod flow;
+mod job;
+mod pacer;
+mod ping;
+mod probe;
+mod trace;
+
+pub use config::{Config, ConfigError};
+pub use engine::{Engine, Event, MeasurementId, Stats, Transmit};
+pub use job::{Job, JobError, PingOptions, TraceOptions, MAX_PROBE_SIZE};
+pub use vtnt_record::{
+    Duration, Hop, Instant, Method, MplsLabel, Ping, PingReply, Quoted, Record, StopReason, Trace,
+};

@@ -1,0 +1,397 @@
+//! The [`Engine`]: runs many traces and pings at once under one probe budget.
+//!
+//! Internals: each running measurement sits in a slot and wants, at any moment, one of
+//! three things ([`Wake`]): to send a probe now (it is then in the FIFO `ready` queue,
+//! which gives round-robin among measurements with a probe due), a call back at an
+//! instant (one entry in the ordered `timers` set: a reply deadline, a `wait_probe` gap or
+//! a ping interval), or to be collected (its record becomes an [`Event`]). Replies find
+//! their slot through the flow key map (see [`crate::flow`]).
+
+use alloc::collections::{BTreeMap, BTreeSet, VecDeque};
+use alloc::vec::Vec;
+use core::net::IpAddr;
+
+use vtnt_record::{Method, Record, StopReason};
+use vtnt_wire::reply;
+
+use crate::config::{Config, ConfigError};
+use crate::flow::{Flow, FlowKey, IdPool, Rng};
+use crate::pacer::Pacer;
+use crate::ping::PingRun;
+use crate::probe;
+use crate::trace::{Outcome, TraceRun, Wake};
+use crate::{Instant, Job, JobError};
+
+/// Names one measurement from [`Engine::start`] to its [`Event::Finished`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct MeasurementId(pub u64);
+
+/// A probe to send: an IPv4 packet at `buf[..len]` of the buffer given to
+/// [`Engine::poll_transmit`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Transmit {
+    pub len: usize,
+    pub dst: IpAddr,
+    /// The measurement that sent it.
+    pub id: MeasurementId,
+}
+
+/// Something the engine reports.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Event {
+    /// A measurement is over; here is its record.
+    Finished { id: MeasurementId, record: Record },
+}
+
+/// Counters since the engine was created.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Probes handed out by [`Engine::poll_transmit`].
+    pub probes_sent: u64,
+    /// Packets matched to a probe of a running measurement (duplicates included).
+    pub replies: u64,
+    /// Packets that matched nothing (unparsable, foreign, late after the end).
+    pub unmatched: u64,
+}
+
+#[derive(Debug)]
+enum Run {
+    Trace(TraceRun),
+    Ping(PingRun),
+}
+
+impl Run {
+    fn wake(&self, now: Instant) -> Wake {
+        match self {
+            Run::Trace(t) => t.wake(now),
+            Run::Ping(p) => p.wake(now),
+        }
+    }
+}
+
+#[derive(Debug)]
+struct Slot {
+    id: MeasurementId,
+    key: FlowKey,
+    /// The key's id came from the pool (give it back at the end).
+    pooled: bool,
+    /// The entry this slot has in `timers`.
+    timer: Option<Instant>,
+    /// An entry for this slot is in `ready`.
+    in_ready: bool,
+    run: Run,
+}
+
+/// The sans-IO prober. See the crate documentation for the driver loop.
+#[derive(Debug)]
+pub struct Engine {
+    config: Config,
+    pacer: Pacer,
+    rng: Rng,
+    pool: IdPool,
+    next_id: u64,
+    queue: VecDeque<(MeasurementId, Job)>,
+    slots: Vec<Option<Slot>>,
+    free_slots: Vec<usize>,
+    active: usize,
+    keys: BTreeMap<FlowKey, usize>,
+    ready: VecDeque<usize>,
+    timers: BTreeSet<(Instant, usize)>,
+    events: VecDeque<Event>,
+    stats: Stats,
+}
+
+impl Engine {
+    /// An engine with nothing to do yet.
+    pub fn new(config: Config) -> Result<Engine, ConfigError> {
+        config.validate()?;
+        let mut rng = Rng::new(config.seed);
+        let pool = IdPool::new(&mut rng);
+        Ok(Engine {
+            pacer: Pacer::new(config.pps, config.burst),
+            config,
+            rng,
+            pool,
+            next_id: 0,
+            queue: VecDeque::new(),
+            slots: Vec::new(),
+            free_slots: Vec::new(),
+            active: 0,
+            keys: BTreeMap::new(),
+            ready: VecDeque::new(),
+            timers: BTreeSet::new(),
+            events: VecDeque::new(),
+            stats: Stats::default(),
+        })
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// Validates `job` and queues it; it starts probing at once if fewer than
+    /// `max_active` measurements run, else when earlier jobs finish (FIFO).
+    pub fn start(&mut self, now: Instant, job: Job) -> Result<MeasurementId, JobError> {
+        job.validate()?;
+        let id = MeasurementId(self.next_id);
+        self.next_id += 1;
+        self.queue.push_back((id, job));
+        self.activate(now);
+        Ok(id)
+    }
+
+    /// Feeds one received IPv4 packet (starting at the IP header), received at `now`.
+    /// Never panics, whatever the bytes; packets that answer no probe are counted in
+    /// [`Stats::unmatched`].
+    pub fn handle_packet(&mut self, now: Instant, ipv4_packet: &[u8]) {
+        self.advance(now);
+        match self.dispatch(now, ipv4_packet) {
+            Some(i) => {
+                self.stats.replies += 1;
+                self.reschedule(i, now);
+                self.tidy_ready(now);
+            }
+            None => self.stats.unmatched += 1,
+        }
+    }
+
+    /// Hands the packet to the measurement it answers; returns that slot.
+    fn dispatch(&mut self, now: Instant, packet: &[u8]) -> Option<usize> {
+        let r = reply::parse(packet).ok()?;
+        let i = *self.keys.get(&probe::flow_key(&r)?)?;
+        let outcome = match &mut self.slots.get_mut(i)?.as_mut()?.run {
+            Run::Trace(t) => t.on_reply(now, &r),
+            Run::Ping(p) => p.on_reply(now, &r),
+        };
+        (outcome != Outcome::Unmatched).then_some(i)
+    }
+    /// Handles every deadline up to `now` (reply timeouts, probe gaps, ping ends).
+    pub fn handle_timeout(&mut self, now: Instant) {
+        self.advance(now);
+        self.tidy_ready(now);
+    }
+
+    /// The next probe to send, written into `buf` (which should hold
+    /// [`crate::MAX_PROBE_SIZE`] bytes), if one is due and the pacer allows it. Call
+    /// until it returns `None`. Deadlines up to `now` are handled first.
+    #[must_use]
+    pub fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<Transmit> {
+        self.advance(now);
+        loop {
+            let &i = self.ready.front()?;
+            let due = self.slots[i].as_ref().is_some_and(|s| s.run.wake(now) == Wake::Send);
+            if due && !self.pacer.allows(now) {
+                return None;
+            }
+            self.ready.pop_front();
+            let Some(slot) = self.slots[i].as_mut() else { continue };
+            slot.in_ready = false;
+            if !due {
+                continue;
+            }
+            let built = match &mut slot.run {
+                Run::Trace(t) => t.build(now, buf),
+                Run::Ping(p) => p.build(now, buf),
+            };
+            let (id, dst) = (slot.id, slot.key.dst);
+            match built {
+                Ok(len) => {
+                    self.pacer.consume(now);
+                    self.stats.probes_sent += 1;
+                    self.reschedule(i, now);
+                    self.tidy_ready(now);
+                    return Some(Transmit { len, dst: IpAddr::V4(dst), id });
+                }
+                Err(_) => {
+                    // The buffer is too small for the probe: end with an error.
+                    match &mut slot.run {
+                        Run::Trace(t) => t.halt(StopReason::Error),
+                        Run::Ping(p) => p.halt(StopReason::Error, now),
+                    }
+                    self.reschedule(i, now);
+                }
+            }
+        }
+    }
+
+    /// When the engine next needs [`Engine::handle_timeout`] or
+    /// [`Engine::poll_transmit`]: the earliest reply deadline or probe gap, or, when a
+    /// probe is due, the pacer's next send time (possibly in the past: send now).
+    #[must_use]
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        let timer = self.timers.first().map(|&(t, _)| t);
+        let send = (!self.ready.is_empty()).then(|| self.pacer.next_send());
+        match (timer, send) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// The next finished measurement, if any.
+    #[must_use]
+    pub fn poll_event(&mut self) -> Option<Event> {
+        self.events.pop_front()
+    }
+
+    /// Nothing running, nothing queued and every event collected.
+    pub fn is_idle(&self) -> bool {
+        self.active == 0 && self.queue.is_empty() && self.events.is_empty()
+    }
+
+    /// Measurements probing now.
+    pub fn active(&self) -> usize {
+        self.active
+    }
+
+    /// Jobs waiting for a free place.
+    pub fn queued(&self) -> usize {
+        self.queue.len()
+    }
+
+    pub fn stats(&self) -> Stats {
+        self.stats
+    }
+
+    /// Fires every timer up to `now`.
+    fn advance(&mut self, now: Instant) {
+        while let Some(&(t, i)) = self.timers.first() {
+            if t > now {
+                break;
+            }
+            self.timers.pop_first();
+            if let Some(slot) = self.slots[i].as_mut() {
+                slot.timer = None;
+                if let Run::Trace(t) = &mut slot.run {
+                    t.on_timer(now);
+                }
+            }
+            self.reschedule(i, now);
+        }
+    }
+
+    /// Drops entries at the front of `ready` that no longer want to send, so that
+    /// `poll_timeout` only reports the pacer when a probe is really due.
+    fn tidy_ready(&mut self, now: Instant) {
+        while let Some(&i) = self.ready.front() {
+            match self.slots[i].as_mut() {
+                Some(s) if s.run.wake(now) == Wake::Send => break,
+                Some(s) => s.in_ready = false,
+                None => {}
+            }
+            self.ready.pop_front();
+        }
+    }
+
+    /// Puts slot `i` where its measurement's wish says.
+    fn reschedule(&mut self, i: usize, now: Instant) {
+        let Some(slot) = self.slots[i].as_mut() else { return };
+        if let Some(t) = slot.timer.take() {
+            self.timers.remove(&(t, i));
+        }
+        match slot.run.wake(now) {
+            Wake::Send => {
+                if !slot.in_ready {
+                    slot.in_ready = true;
+                    self.ready.push_back(i);
+                }
+            }
+            Wake::At(t) => {
+                slot.timer = Some(t);
+                self.timers.insert((t, i));
+            }
+            Wake::Done => self.finish(i, now),
+        }
+    }
+
+    fn finish(&mut self, i: usize, now: Instant) {
+        let Some(slot) = self.slots[i].take() else { return };
+        self.keys.remove(&slot.key);
+        if slot.pooled {
+            self.pool.free(slot.key.id);
+        }
+        self.active -= 1;
+        // A stale `ready` entry for slot `i` must not be taken for a new occupant.
+        if slot.in_ready {
+            self.ready.retain(|&j| j != i);
+        }
+        self.free_slots.push(i);
+        let record = match slot.run {
+            Run::Trace(t) => Record::Trace(t.into_record()),
+            Run::Ping(p) => Record::Ping(p.into_record()),
+        };
+        self.events.push_back(Event::Finished { id: slot.id, record });
+        self.activate(now);
+    }
+
+    /// Starts queued jobs while there is room; a job whose explicit port is in use by a
+    /// running measurement to the same destination waits, the ones behind it do not.
+    fn activate(&mut self, now: Instant) {
+        let mut scan = 0;
+        while self.active < self.config.max_active && scan < self.queue.len() {
+            let (method, sport, dport, dst, is_trace) = match &self.queue[scan].1 {
+                Job::Trace(t) => (t.method, t.sport, t.dport, t.dst, true),
+                Job::Ping(p) => (p.method, p.sport, p.dport, p.dst, false),
+            };
+            let Some(flow_and_pooled) = self.allocate(method, sport, dport, dst, is_trace) else {
+                scan += 1;
+                continue;
+            };
+            let Some((id, job)) = self.queue.remove(scan) else { break };
+            self.launch(now, id, job, flow_and_pooled);
+        }
+    }
+
+    /// Picks the flow of a job, or `None` when its identifier is taken.
+    fn allocate(
+        &mut self,
+        method: Method,
+        sport: Option<u16>,
+        dport: Option<u16>,
+        dst: IpAddr,
+        is_trace: bool,
+    ) -> Option<(Flow, bool)> {
+        let IpAddr::V4(dst) = dst else { return None };
+        let proto = probe::protocol(method);
+        let keys = &self.keys;
+        let (id, pooled) = match (method, sport) {
+            (Method::UdpParis | Method::Tcp, Some(s)) => {
+                let k = FlowKey { proto, id: s, dst };
+                (!keys.contains_key(&k)).then_some((s, false))?
+            }
+            _ => {
+                let taken = |v| keys.contains_key(&FlowKey { proto, id: v, dst });
+                (self.pool.alloc(taken)?, true)
+            }
+        };
+        let dport = match method {
+            Method::IcmpParis => 0,
+            Method::UdpParis => dport.unwrap_or(33435),
+            Method::Tcp => dport.unwrap_or(80),
+        };
+        let icmp_sum =
+            if is_trace && method == Method::IcmpParis { self.rng.checksum() } else { 0 };
+        Some((Flow { key: FlowKey { proto, id, dst }, dport, icmp_sum }, pooled))
+    }
+
+    fn launch(&mut self, now: Instant, id: MeasurementId, job: Job, (flow, pooled): (Flow, bool)) {
+        let src = self.config.src;
+        let run = match job {
+            Job::Trace(t) => Run::Trace(TraceRun::new(now, src, t, flow)),
+            Job::Ping(p) => Run::Ping(PingRun::new(now, src, p, flow)),
+        };
+        let slot = Slot { id, key: flow.key, pooled, timer: None, in_ready: false, run };
+        let i = match self.free_slots.pop() {
+            Some(i) => {
+                self.slots[i] = Some(slot);
+                i
+            }
+            None => {
+                self.slots.push(Some(slot));
+                self.slots.len() - 1
+            }
+        };
+        self.keys.insert(flow.key, i);
+        self.active += 1;
+        self.reschedule(i, now);
+    }
+}

@@ -1,0 +1,175 @@
+//! Flow identity: which bytes of a probe stay constant for a whole measurement (Paris
+//! traceroute), how concurrent measurements get identifiers that never collide, and the
+//! seeded random numbers behind both.
+//!
+//! Every running measurement owns one [`FlowKey`] `(protocol, ident or source port,
+//! destination)`. ICMP errors quote exactly these fields of the probe, and replies from
+//! the destination carry them back (echo ident, TCP destination port), so a reply finds
+//! its measurement with one map lookup, whatever order replies arrive in.
+
+use alloc::vec;
+use alloc::vec::Vec;
+use core::net::Ipv4Addr;
+
+use vtnt_wire::proto;
+
+/// Looks up the measurement a packet belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub(crate) struct FlowKey {
+    /// IP protocol of the probes (ICMP, UDP, TCP).
+    pub proto: u8,
+    /// ICMP echo ident, or the UDP/TCP source port.
+    pub id: u16,
+    /// Destination of the probes.
+    pub dst: Ipv4Addr,
+}
+
+/// The constant fields of every probe of one measurement.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Flow {
+    pub key: FlowKey,
+    /// UDP/TCP destination port; 0 for ICMP.
+    pub dport: u16,
+    /// Constant ICMP checksum of Paris ICMP traces; 0 otherwise.
+    pub icmp_sum: u16,
+}
+
+impl Flow {
+    /// ICMP ident or UDP/TCP source port.
+    pub fn sport(&self) -> u16 {
+        self.key.id
+    }
+    pub fn is_icmp(&self) -> bool {
+        self.key.proto == proto::ICMP
+    }
+}
+
+/// SplitMix64: small, fast, good enough to spread identifiers; seeded from the config.
+#[derive(Debug, Clone)]
+pub(crate) struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed)
+    }
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+    /// A non-zero 16-bit value that is not 0xffff (both have special checksum meanings).
+    pub fn checksum(&mut self) -> u16 {
+        loop {
+            let v = self.next_u64() as u16;
+            if v != 0 && v != 0xffff {
+                return v;
+            }
+        }
+    }
+}
+
+/// Identifiers handed out by the engine: 0x8000..=0xffff, as scamper keeps its ICMP
+/// idents and source ports in the upper half. Walked in a seeded permuted order
+/// (`offset + k * stride` mod 2^15 with an odd stride visits every value once) so that
+/// two engines with different seeds rarely pick the same ones, and a value just freed is
+/// not reused at once (late replies to a finished measurement stay unmatched).
+#[derive(Debug, Clone)]
+pub(crate) struct IdPool {
+    used: Vec<u64>,
+    offset: u32,
+    stride: u32,
+    cursor: u32,
+    in_use: usize,
+}
+
+/// How many identifiers the pool holds.
+pub(crate) const POOL_SIZE: usize = 0x8000;
+const POOL_BASE: u16 = 0x8000;
+
+impl IdPool {
+    pub fn new(rng: &mut Rng) -> IdPool {
+        let r = rng.next_u64();
+        IdPool {
+            used: vec![0; POOL_SIZE / 64],
+            offset: (r as u32) & 0x7fff,
+            stride: ((r >> 32) as u32 & 0x7fff) | 1,
+            cursor: 0,
+            in_use: 0,
+        }
+    }
+
+    /// The next free identifier for which `taken` is false, or `None` when none is left.
+    pub fn alloc(&mut self, mut taken: impl FnMut(u16) -> bool) -> Option<u16> {
+        if self.in_use >= POOL_SIZE {
+            return None;
+        }
+        for _ in 0..POOL_SIZE {
+            let i = self.offset.wrapping_add(self.cursor.wrapping_mul(self.stride)) & 0x7fff;
+            self.cursor = self.cursor.wrapping_add(1);
+            let (w, b) = (i as usize / 64, i % 64);
+            let v = POOL_BASE | i as u16;
+            if self.used[w] & (1 << b) == 0 && !taken(v) {
+                self.used[w] |= 1 << b;
+                self.in_use += 1;
+                return Some(v);
+            }
+        }
+        None
+    }
+
+    /// Returns `v` to the pool (ignored when it is not a pool identifier or not in use).
+    pub fn free(&mut self, v: u16) {
+        if v < POOL_BASE {
+            return;
+        }
+        let i = (v - POOL_BASE) as usize;
+        let (w, b) = (i / 64, i % 64);
+        if self.used[w] & (1 << b) != 0 {
+            self.used[w] &= !(1 << b);
+            self.in_use -= 1;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloc::collections::BTreeSet;
+
+    #[test]
+    fn pool_hands_out_every_id_once_then_refuses() {
+        let mut rng = Rng::new(7);
+        let mut pool = IdPool::new(&mut rng);
+        let mut seen = BTreeSet::new();
+        for _ in 0..POOL_SIZE {
+            let v = pool.alloc(|_| false).unwrap();
+            assert!(v >= 0x8000);
+            assert!(seen.insert(v));
+        }
+        assert_eq!(pool.alloc(|_| false), None);
+        pool.free(0x8123);
+        assert_eq!(pool.alloc(|_| false), Some(0x8123));
+    }
+
+    #[test]
+    fn pool_skips_taken_values_and_seeds_differ() {
+        let mut a = IdPool::new(&mut Rng::new(1));
+        let first = a.alloc(|_| false).unwrap();
+        let mut b = IdPool::new(&mut Rng::new(1));
+        let second = b.alloc(|v| v == first).unwrap();
+        assert_ne!(first, second);
+        let mut c = IdPool::new(&mut Rng::new(2));
+        assert_ne!(c.alloc(|_| false).unwrap(), first);
+    }
+
+    #[test]
+    fn checksums_avoid_special_values() {
+        let mut rng = Rng::new(0);
+        for _ in 0..10_000 {
+            let c = rng.checksum();
+            assert!(c != 0 && c != 0xffff);
+        }
+    }
+}

@@ -1,0 +1,137 @@
+//! One ping as a state machine: `count` probes `interval` apart (each at least `interval`
+//! after the previous one left, so global pacing can only stretch the schedule), every
+//! reply recorded in arrival order, duplicates included (as scamper does), and the ping
+//! finished `timeout` after its last probe.
+//!
+//! Replies: ICMP echo replies, port unreachables for UDP probes to a closed port, RST or
+//! SYN-ACK for TCP SYNs, and any ICMP error quoting a probe (a small `ttl` makes routers
+//! answer with time exceeded, recorded like scamper does).
+
+use alloc::vec::Vec;
+use core::net::{IpAddr, Ipv4Addr};
+
+use vtnt_record::{Ping, PingReply, StopReason};
+use vtnt_wire::reply::{Body, Reply};
+
+use crate::flow::Flow;
+use crate::probe::{self, Probe};
+use crate::trace::{Outcome, Wake};
+use crate::{Instant, PingOptions};
+
+#[derive(Debug)]
+pub(crate) struct PingRun {
+    opts: PingOptions,
+    src: Ipv4Addr,
+    flow: Flow,
+    start: Instant,
+    /// Transmit time of each probe sent; index = probe number - 1.
+    sent: Vec<Instant>,
+    responses: Vec<PingReply>,
+    next_send: Instant,
+    /// Set once the last probe is out (or the ping was halted).
+    end: Option<Instant>,
+}
+
+impl PingRun {
+    pub fn new(now: Instant, src: Ipv4Addr, opts: PingOptions, flow: Flow) -> PingRun {
+        PingRun {
+            opts,
+            src,
+            flow,
+            start: now,
+            sent: Vec::new(),
+            responses: Vec::new(),
+            next_send: now,
+            end: None,
+        }
+    }
+
+    pub fn wake(&self, now: Instant) -> Wake {
+        match self.end {
+            Some(end) if end <= now => Wake::Done,
+            Some(end) => Wake::At(end),
+            None if self.next_send <= now => Wake::Send,
+            None => Wake::At(self.next_send),
+        }
+    }
+
+    pub fn build(&mut self, now: Instant, buf: &mut [u8]) -> Result<usize, vtnt_wire::Error> {
+        let number = u16::try_from(self.sent.len() + 1).map_err(|_| vtnt_wire::Error::Malformed)?;
+        let p =
+            Probe { src: self.src, ttl: self.opts.ttl, tos: 0, number, size: self.opts.probe_size };
+        let len = probe::build(buf, &self.flow, &p)?;
+        self.sent.push(now);
+        if number >= self.opts.count {
+            self.end = Some(now + self.opts.timeout);
+        } else {
+            self.next_send = now + self.opts.interval;
+        }
+        Ok(len)
+    }
+
+    /// Ends the ping now (a probe could not be built).
+    pub fn halt(&mut self, _reason: StopReason, now: Instant) {
+        self.end = Some(now);
+    }
+
+    pub fn on_reply(&mut self, now: Instant, r: &Reply<'_>) -> Outcome {
+        if matches!(self.end, Some(end) if end <= now) {
+            return Outcome::Unmatched;
+        }
+        let sent = self.sent.len();
+        let tcp_payload = probe::tcp_payload_len(self.opts.probe_size);
+        let Some(n) =
+            probe::probe_number(&self.flow, r, tcp_payload, |n| n >= 1 && (n as usize) <= sent)
+        else {
+            return Outcome::Unmatched;
+        };
+        let fits = match r.body {
+            Body::Echo { .. } => self.flow.is_icmp(),
+            Body::Tcp { .. } => self.opts.method == vtnt_record::Method::Tcp,
+            _ => true,
+        };
+        if !fits {
+            return Outcome::Unmatched;
+        }
+        let tx = self.sent[n as usize - 1];
+        let f = probe::reply_fields(r);
+        self.responses.push(PingReply {
+            from: r.src,
+            seq: n - 1,
+            tx,
+            rtt: now.saturating_since(tx),
+            reply_size: r.len,
+            reply_ttl: r.ttl,
+            reply_tos: r.tos,
+            reply_proto: f.proto,
+            probe_ipid: n,
+            reply_ipid: r.ipid,
+            icmp: f.icmp,
+            tcp_flags: f.tcp_flags,
+        });
+        Outcome::Matched
+    }
+
+    pub fn into_record(self) -> Ping {
+        let (sport, dport) =
+            if self.flow.is_icmp() { (0, 0) } else { (self.flow.sport(), self.flow.dport) };
+        Ping {
+            src: IpAddr::V4(self.src),
+            dst: self.opts.dst,
+            method: self.opts.method,
+            sport,
+            dport,
+            userid: self.opts.userid,
+            start: self.start,
+            ping_sent: self.sent.len() as u16,
+            probe_size: self.opts.probe_size,
+            ttl: self.opts.ttl,
+            wait: self.opts.interval,
+            timeout: self.opts.timeout,
+            // Probe n carries sequence number n: the first probe's is reported.
+            tcp_seq: if self.opts.method == vtnt_record::Method::Tcp { 1 } else { 0 },
+            tcp_ack: 0,
+            responses: self.responses,
+        }
+    }
+}

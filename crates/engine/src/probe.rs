@@ -1,0 +1,273 @@
+//! Probes as bytes, and replies back to probe numbers.
+//!
+//! Every probe of a measurement carries a probe number (1, 2, ...) in a field the reply
+//! brings back, while the fields load balancers hash stay constant (Paris traceroute):
+//!
+//! | method | constant | probe number in | an ICMP error quotes | the destination answers |
+//! |---|---|---|---|---|
+//! | ICMP echo | type, code, ident, checksum | sequence | ident, seq | echo reply (ident, seq) |
+//! | UDP | ports | UDP checksum (never 0) | ports, checksum | port unreachable (quote) |
+//! | TCP SYN | ports | sequence number | ports, seq | RST or SYN-ACK, ack = seq + 1 |
+//!
+//! The IP ID also carries the probe number; UDP falls back to it when a middlebox
+//! rewrote the checksum to zero. Nothing here trusts the reply: every field is checked
+//! against the measurement's flow and the probes actually sent.
+
+use alloc::vec::Vec;
+use core::net::{IpAddr, Ipv4Addr};
+
+use vtnt_record::{Method, MplsLabel, Quoted};
+use vtnt_wire::build::{self, Ip};
+use vtnt_wire::reply::{Body, QuotedTransport, Reply};
+use vtnt_wire::{checksum, icmp_type, proto, tcp_flags, Error};
+
+use crate::flow::{Flow, FlowKey};
+
+/// Zero payload the probes are cut from.
+static ZEROS: [u8; crate::MAX_PROBE_SIZE as usize] = [0; crate::MAX_PROBE_SIZE as usize];
+
+const IP_UDP_ICMP_HEADERS: u16 = 28;
+const IP_TCP_HEADERS: u16 = 40;
+/// TCP window of the SYN probes (Linux's default for a SYN of this size).
+const TCP_WINDOW: u16 = 5840;
+
+/// What differs between two probes of a measurement.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Probe {
+    pub src: Ipv4Addr,
+    pub ttl: u8,
+    pub tos: u8,
+    pub number: u16,
+    /// IP total length.
+    pub size: u16,
+}
+
+/// The protocol a method probes with.
+pub(crate) fn protocol(method: Method) -> u8 {
+    match method {
+        Method::IcmpParis => proto::ICMP,
+        Method::UdpParis => proto::UDP,
+        Method::Tcp => proto::TCP,
+    }
+}
+
+/// Writes probe `p` of `flow` at the start of `buf`; returns its length.
+pub(crate) fn build(buf: &mut [u8], flow: &Flow, p: &Probe) -> Result<usize, Error> {
+    let ip = Ip { src: p.src, dst: flow.key.dst, ttl: p.ttl, tos: p.tos, ipid: p.number };
+    match flow.key.proto {
+        proto::ICMP => {
+            let payload = payload(p.size, IP_UDP_ICMP_HEADERS)?;
+            let pin = (flow.icmp_sum != 0).then_some(flow.icmp_sum);
+            build::icmp_echo(
+                buf,
+                &ip,
+                icmp_type::ECHO_REQUEST,
+                flow.sport(),
+                p.number,
+                payload,
+                pin,
+            )
+        }
+        proto::UDP => {
+            let payload = payload(p.size, IP_UDP_ICMP_HEADERS)?;
+            build::udp(buf, &ip, flow.sport(), flow.dport, payload, Some(p.number))
+        }
+        _ => {
+            let t = build::Tcp {
+                sport: flow.sport(),
+                dport: flow.dport,
+                seq: p.number as u32,
+                ack: 0,
+                flags: tcp_flags::SYN,
+                window: TCP_WINDOW,
+            };
+            let n = build::tcp(buf, &ip, &t)?;
+            pad_tcp(buf, &ip, n, p.size)
+        }
+    }
+}
+
+fn payload(size: u16, headers: u16) -> Result<&'static [u8], Error> {
+    let n = size.checked_sub(headers).ok_or(Error::Malformed)?;
+    ZEROS.get(..n as usize).ok_or(Error::Malformed)
+}
+
+/// Extends the 40-byte SYN at `buf[..n]` with zero payload to `size` bytes, fixing the IP
+/// length and both checksums.
+fn pad_tcp(buf: &mut [u8], ip: &Ip, n: usize, size: u16) -> Result<usize, Error> {
+    let total = size as usize;
+    if total <= n {
+        return Ok(n);
+    }
+    let pkt = buf.get_mut(..total).ok_or(Error::Truncated)?;
+    pkt[n..].fill(0);
+    pkt[2..4].copy_from_slice(&size.to_be_bytes());
+    pkt[10..12].fill(0);
+    let c = checksum::of(&pkt[..20]);
+    pkt[10..12].copy_from_slice(&c.to_be_bytes());
+    let seg_len = size - 20;
+    pkt[36..38].fill(0);
+    let pseudo = checksum::pseudo_v4(ip.src, ip.dst, proto::TCP, seg_len);
+    let c = !checksum::add(checksum::sum(&pkt[20..]), pseudo);
+    pkt[36..38].copy_from_slice(&c.to_be_bytes());
+    Ok(total)
+}
+
+/// Payload bytes of a TCP probe of `size` (a reply may acknowledge them).
+pub(crate) fn tcp_payload_len(size: u16) -> u32 {
+    size.saturating_sub(IP_TCP_HEADERS) as u32
+}
+
+fn v4(a: IpAddr) -> Option<Ipv4Addr> {
+    match a {
+        IpAddr::V4(a) => Some(a),
+        IpAddr::V6(_) => None,
+    }
+}
+
+/// The flow a reply belongs to, from the quoted probe of an ICMP error or from the
+/// addresses and identifiers of a reply by the destination.
+pub(crate) fn flow_key(r: &Reply<'_>) -> Option<FlowKey> {
+    let (proto, id, dst) = match r.body {
+        Body::IcmpError { icmp_type: t, quote, .. } if is_error(t) => {
+            let dst = v4(quote.dst)?;
+            match quote.transport {
+                QuotedTransport::Icmp { icmp_type: icmp_type::ECHO_REQUEST, ident, .. } => {
+                    (proto::ICMP, ident, dst)
+                }
+                QuotedTransport::Udp { sport, .. } => (proto::UDP, sport, dst),
+                QuotedTransport::Tcp { sport, .. } => (proto::TCP, sport, dst),
+                _ => return None,
+            }
+        }
+        Body::Echo { icmp_type: icmp_type::ECHO_REPLY, ident, .. } => {
+            (proto::ICMP, ident, v4(r.src)?)
+        }
+        Body::Tcp { dport, .. } => (proto::TCP, dport, v4(r.src)?),
+        _ => return None,
+    };
+    Some(FlowKey { proto, id, dst })
+}
+
+fn is_error(t: u8) -> bool {
+    t == icmp_type::TIME_EXCEEDED || t == icmp_type::DEST_UNREACH
+}
+
+/// The probe number `r` answers, if it fits `flow`; `sent(n)` says whether probe `n`
+/// was sent, `tcp_payload` is the payload length of TCP probes.
+pub(crate) fn probe_number(
+    flow: &Flow,
+    r: &Reply<'_>,
+    tcp_payload: u32,
+    sent: impl Fn(u16) -> bool,
+) -> Option<u16> {
+    let n = match r.body {
+        Body::IcmpError { quote, .. } => match quote.transport {
+            QuotedTransport::Icmp { seq, .. } => seq,
+            QuotedTransport::Udp { dport, checksum, .. } if dport == flow.dport => {
+                if checksum != 0 && sent(checksum) {
+                    checksum
+                } else {
+                    quote.ipid
+                }
+            }
+            QuotedTransport::Tcp { dport, seq, .. } if dport == flow.dport => {
+                u16::try_from(seq).ok()?
+            }
+            _ => return None,
+        },
+        Body::Echo { seq, .. } => seq,
+        Body::Tcp { sport, ack, flags, .. } if sport == flow.dport => {
+            if flags & tcp_flags::ACK == 0 {
+                return None;
+            }
+            // A SYN counts one; a RST may also acknowledge the SYN's payload.
+            let plain = ack.wrapping_sub(1);
+            let with_payload = plain.wrapping_sub(tcp_payload);
+            [plain, with_payload]
+                .into_iter()
+                .filter_map(|a| u16::try_from(a).ok())
+                .find(|&a| sent(a))?
+        }
+        _ => return None,
+    };
+    sent(n).then_some(n)
+}
+
+/// The parts of a reply both traces and pings record.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ReplyFields {
+    pub icmp: Option<(u8, u8)>,
+    pub tcp_flags: Option<u8>,
+    pub quoted: Option<Quoted>,
+    pub mpls: Vec<MplsLabel>,
+    pub proto: u8,
+}
+
+pub(crate) fn reply_fields(r: &Reply<'_>) -> ReplyFields {
+    match r.body {
+        Body::IcmpError { icmp_type, code, quote, ext } => ReplyFields {
+            icmp: Some((icmp_type, code)),
+            quoted: Some(Quoted { ttl: quote.ttl, ip_len: quote.ip_len, tos: quote.tos }),
+            mpls: ext.map_or_else(Vec::new, |e| {
+                e.mpls_stack()
+                    .map(|l| MplsLabel {
+                        label: l.label(),
+                        exp: l.tc(),
+                        bottom: l.bottom(),
+                        ttl: l.ttl(),
+                    })
+                    .collect()
+            }),
+            proto: proto::ICMP,
+            ..ReplyFields::default()
+        },
+        Body::Echo { icmp_type, .. } => {
+            ReplyFields { icmp: Some((icmp_type, 0)), proto: proto::ICMP, ..ReplyFields::default() }
+        }
+        Body::Tcp { flags, .. } => {
+            ReplyFields { tcp_flags: Some(flags), proto: proto::TCP, ..ReplyFields::default() }
+        }
+        Body::Udp { .. } => ReplyFields { proto: proto::UDP, ..ReplyFields::default() },
+        Body::Other { protocol } => ReplyFields { proto: protocol, ..ReplyFields::default() },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use vtnt_wire::reply;
+
+    const SRC: Ipv4Addr = Ipv4Addr::new(192, 0, 2, 1);
+    const DST: Ipv4Addr = Ipv4Addr::new(203, 0, 113, 9);
+
+    fn flow(proto: u8) -> Flow {
+        Flow { key: FlowKey { proto, id: 0x8123, dst: DST }, dport: 33435, icmp_sum: 0 }
+    }
+
+    #[test]
+    fn padded_tcp_syn_verifies() {
+        let f = flow(proto::TCP);
+        let mut b = [0xa5u8; 64];
+        let p = Probe { src: SRC, ttl: 5, tos: 0, number: 7, size: 44 };
+        let n = build(&mut b, &f, &p).unwrap();
+        assert_eq!(n, 44);
+        assert_eq!(checksum::sum(&b[..20]), 0xffff);
+        let pseudo = checksum::pseudo_v4(SRC, DST, proto::TCP, 24);
+        assert_eq!(checksum::add(checksum::sum(&b[20..44]), pseudo), 0xffff);
+        let r = reply::parse(&b[..n]).unwrap();
+        assert_eq!(r.len, 44);
+        assert!(matches!(r.body, Body::Tcp { seq: 7, flags: tcp_flags::SYN, .. }));
+        assert_eq!(b[44], 0xa5);
+    }
+
+    #[test]
+    fn sizes_below_headers_are_refused_not_panicking() {
+        let mut b = [0u8; 64];
+        let p = Probe { src: SRC, ttl: 5, tos: 0, number: 7, size: 10 };
+        assert!(build(&mut b, &flow(proto::UDP), &p).is_err());
+        assert!(build(&mut b, &flow(proto::ICMP), &p).is_err());
+        let p = Probe { size: 1500, ..p };
+        assert!(build(&mut b, &flow(proto::UDP), &p).is_err(), "buffer too small");
+    }
+}

@@ -1,0 +1,326 @@
+//! One traceroute as a state machine, with scamper's semantics (`scamper_trace_do.c`):
+//!
+//! - From `first_ttl`, one probe at a time. A reply to a probe at the current TTL ends
+//!   that hop and the next TTL is probed at once (after `wait_probe` since the last
+//!   probe). A probe unanswered after `wait` is followed by the next attempt; when all
+//!   `attempts` are unanswered the hop is unresponsive.
+//! - `hop_count` counts the TTLs finished (answered or given up), from `first_ttl - 1`.
+//! - Stop reasons, checked on every recorded reply in this order: port unreachable for
+//!   UDP/TCP, echo reply for ICMP, a TCP reply, or time exceeded from the destination
+//!   itself -> COMPLETED; any other destination unreachable -> UNREACH (stop data = the
+//!   code); an address seen again at a non-adjacent TTL, `loops` times -> LOOP. After a
+//!   hop is finished without a stop: `max_ttl` reached -> HOPLIMIT; after an unresponsive
+//!   hop, the last `gaplimit` TTLs all silent -> GAPLIMIT.
+//! - Only the first reply to each probe is recorded. A late reply to an earlier probe is
+//!   recorded (and may stop the trace) but does not move the current TTL, unless it
+//!   answers the current TTL.
+//! - Loops: as scamper's `trace_isloop`, the same address at two adjacent TTLs is not a
+//!   loop (invisible UHP MPLS tunnels and zero-TTL forwarding produce exactly that).
+
+use alloc::vec::Vec;
+use core::net::{IpAddr, Ipv4Addr};
+
+use vtnt_record::{Hop, Method, StopReason, Trace};
+use vtnt_wire::icmp_type;
+use vtnt_wire::reply::{Body, Reply};
+
+use crate::flow::Flow;
+use crate::probe::{self, Probe};
+use crate::{Instant, TraceOptions};
+
+/// What a measurement wants from the engine next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Wake {
+    /// A probe is due now.
+    Send,
+    /// Call back at this instant (a probe becomes due, or a deadline passes).
+    At(Instant),
+    /// Finished: collect the record.
+    Done,
+}
+
+/// How a reply fared.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Outcome {
+    /// Recorded.
+    Matched,
+    /// Matched a probe that already had its reply; not recorded.
+    Duplicate,
+    /// Does not answer any probe of this measurement.
+    Unmatched,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Sent {
+    ttl: u8,
+    attempt: u8,
+    tx: Instant,
+    replied: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    /// The next probe may leave at this instant.
+    SendAt(Instant),
+    /// Waiting for a reply to the last probe until this deadline.
+    Wait(Instant),
+    Done,
+}
+
+#[derive(Debug)]
+pub(crate) struct TraceRun {
+    opts: TraceOptions,
+    src: Ipv4Addr,
+    flow: Flow,
+    start: Instant,
+    probes: Vec<Sent>,
+    /// Recorded replies, kept sorted by (probe TTL, attempt).
+    hops: Vec<Hop>,
+    /// TTL being probed (u16: it may step past 255 when the trace ends).
+    ttl: u16,
+    /// Probes sent at the current TTL.
+    attempt: u8,
+    hop_count: u16,
+    loopc: u8,
+    last_tx: Option<Instant>,
+    stop: (StopReason, u8),
+    state: State,
+}
+
+impl TraceRun {
+    pub fn new(now: Instant, src: Ipv4Addr, opts: TraceOptions, flow: Flow) -> TraceRun {
+        TraceRun {
+            ttl: opts.first_ttl as u16,
+            hop_count: opts.first_ttl as u16 - 1,
+            src,
+            flow,
+            start: now,
+            probes: Vec::new(),
+            hops: Vec::new(),
+            attempt: 0,
+            loopc: 0,
+            last_tx: None,
+            stop: (StopReason::None, 0),
+            state: State::SendAt(now),
+            opts,
+        }
+    }
+
+    pub fn wake(&self, now: Instant) -> Wake {
+        match self.state {
+            State::SendAt(t) if t <= now => Wake::Send,
+            State::SendAt(t) | State::Wait(t) => Wake::At(t),
+            State::Done => Wake::Done,
+        }
+    }
+
+    /// Writes the next probe into `buf` and starts waiting for its reply.
+    pub fn build(&mut self, now: Instant, buf: &mut [u8]) -> Result<usize, vtnt_wire::Error> {
+        let number =
+            u16::try_from(self.probes.len() + 1).map_err(|_| vtnt_wire::Error::Malformed)?;
+        let ttl = u8::try_from(self.ttl).map_err(|_| vtnt_wire::Error::Malformed)?;
+        let p =
+            Probe { src: self.src, ttl, tos: self.opts.tos, number, size: self.opts.probe_size };
+        let len = probe::build(buf, &self.flow, &p)?;
+        self.attempt += 1;
+        self.probes.push(Sent { ttl, attempt: self.attempt, tx: now, replied: false });
+        self.last_tx = Some(now);
+        self.state = State::Wait(now + self.opts.wait);
+        Ok(len)
+    }
+
+    /// Stops the trace (e.g. a probe could not be built).
+    pub fn halt(&mut self, reason: StopReason) {
+        self.stop_with(reason, 0);
+    }
+
+    pub fn on_timer(&mut self, now: Instant) {
+        let State::Wait(deadline) = self.state else { return };
+        if deadline > now {
+            return;
+        }
+        if self.attempt < self.opts.attempts {
+            self.send_next(now);
+            return;
+        }
+        // Every attempt at this TTL went unanswered.
+        self.hop_count += 1;
+        self.ttl += 1;
+        self.attempt = 0;
+        if self.at_hop_limit() {
+            self.stop_with(StopReason::HopLimit, 0);
+            return;
+        }
+        let gap = self.opts.gaplimit as u16;
+        let probed = self.hop_count + 1 - self.opts.first_ttl as u16;
+        if probed >= gap {
+            let from = (self.hop_count + 1 - gap) as u8;
+            let silent = !self.hops.iter().any(|h| h.probe_ttl >= from);
+            if silent {
+                self.stop_with(StopReason::GapLimit, 0);
+                return;
+            }
+        }
+        self.send_next(now);
+    }
+
+    pub fn on_reply(&mut self, now: Instant, r: &Reply<'_>) -> Outcome {
+        if self.state == State::Done {
+            return Outcome::Unmatched;
+        }
+        let sent = self.probes.len();
+        let tcp_payload = probe::tcp_payload_len(self.opts.probe_size);
+        let Some(n) =
+            probe::probe_number(&self.flow, r, tcp_payload, |n| n >= 1 && (n as usize) <= sent)
+        else {
+            return Outcome::Unmatched;
+        };
+        if !self.answers_method(r) {
+            return Outcome::Unmatched;
+        }
+        let p = &mut self.probes[n as usize - 1];
+        if p.replied {
+            return Outcome::Duplicate;
+        }
+        p.replied = true;
+        let p = *p;
+        let f = probe::reply_fields(r);
+        let hop = Hop {
+            addr: r.src,
+            probe_ttl: p.ttl,
+            probe_id: p.attempt,
+            probe_size: self.opts.probe_size,
+            tx: p.tx,
+            rtt: now.saturating_since(p.tx),
+            reply_ttl: r.ttl,
+            reply_tos: r.tos,
+            reply_ipid: r.ipid,
+            reply_size: r.len,
+            icmp: f.icmp,
+            tcp_flags: f.tcp_flags,
+            quoted: f.quoted,
+            mpls: f.mpls,
+        };
+        let at = self.hops.partition_point(|h| (h.probe_ttl, h.probe_id) <= (p.ttl, p.attempt));
+        self.hops.insert(at, hop);
+
+        if p.ttl as u16 != self.ttl {
+            // A late reply: record it, stop if it says so, keep waiting otherwise.
+            if let Some((reason, data)) = self.stop_reason(at) {
+                self.stop_with(reason, data);
+            }
+            return Outcome::Matched;
+        }
+        self.hop_count += 1;
+        self.ttl += 1;
+        self.attempt = 0;
+        if let Some((reason, data)) = self.stop_reason(at) {
+            self.stop_with(reason, data);
+        } else if self.at_hop_limit() {
+            self.stop_with(StopReason::HopLimit, 0);
+        } else {
+            self.send_next(now);
+        }
+        Outcome::Matched
+    }
+
+    /// Echo replies only answer ICMP traces; TCP segments only TCP traces (the flow key
+    /// already separates protocols; this guards the quoted-protocol cases).
+    fn answers_method(&self, r: &Reply<'_>) -> bool {
+        match r.body {
+            Body::Echo { .. } => self.opts.method == Method::IcmpParis,
+            Body::Tcp { .. } => self.opts.method == Method::Tcp,
+            _ => true,
+        }
+    }
+
+    fn at_hop_limit(&self) -> bool {
+        self.hop_count >= 255 || self.hop_count >= self.opts.max_ttl as u16
+    }
+
+    fn send_next(&mut self, now: Instant) {
+        let earliest = self.last_tx.map_or(now, |t| t + self.opts.wait_probe);
+        self.state = State::SendAt(earliest.max(now));
+    }
+
+    fn stop_with(&mut self, reason: StopReason, data: u8) {
+        if self.stop.0 == StopReason::None {
+            self.stop = (reason, data);
+        }
+        self.state = State::Done;
+    }
+
+    /// scamper's `trace_stop_reason` for the hop at `at`.
+    fn stop_reason(&mut self, at: usize) -> Option<(StopReason, u8)> {
+        let hop = &self.hops[at];
+        let method = self.opts.method;
+        let from_dst = hop.addr == self.opts.dst;
+        match (hop.icmp, hop.tcp_flags) {
+            (Some((icmp_type::DEST_UNREACH, 3)), _) if method != Method::IcmpParis => {
+                Some((StopReason::Completed, 0))
+            }
+            (Some((icmp_type::DEST_UNREACH, code)), _) => Some((StopReason::Unreach, code)),
+            (Some((icmp_type::ECHO_REPLY, _)), _) => {
+                (method == Method::IcmpParis).then_some((StopReason::Completed, 0))
+            }
+            _ if self.opts.loops != 0 && self.is_loop(at) => Some((StopReason::Loop, 0)),
+            (Some((icmp_type::TIME_EXCEEDED, _)), _) if from_dst => {
+                Some((StopReason::Completed, 0))
+            }
+            (None, Some(_)) if method == Method::Tcp => Some((StopReason::Completed, 0)),
+            _ => None,
+        }
+    }
+
+    /// scamper's `trace_isloop`: is the hop at `at` an address already seen at a
+    /// non-adjacent TTL, for the `loops`-th time?
+    fn is_loop(&mut self, at: usize) -> bool {
+        let hop = &self.hops[at];
+        let (ttl, addr) = (hop.probe_ttl, hop.addr);
+        if ttl <= self.opts.first_ttl {
+            return false;
+        }
+        // Already seen at this TTL (an earlier attempt): checked then.
+        if self.hops[..at].iter().any(|h| h.probe_ttl == ttl && h.addr == addr) {
+            return false;
+        }
+        let earlier = self
+            .hops
+            .iter()
+            .find(|h| h.probe_ttl != ttl && h.probe_ttl as u16 <= self.hop_count && h.addr == addr);
+        let Some(h) = earlier else { return false };
+        if h.probe_ttl.abs_diff(ttl) == 1 {
+            return false;
+        }
+        self.loopc = self.loopc.saturating_add(1);
+        self.loopc >= self.opts.loops
+    }
+
+    pub fn into_record(self) -> Trace {
+        let (sport, dport) =
+            if self.flow.is_icmp() { (0, 0) } else { (self.flow.sport(), self.flow.dport) };
+        Trace {
+            src: IpAddr::V4(self.src),
+            dst: self.opts.dst,
+            method: self.opts.method,
+            sport,
+            dport,
+            icmp_sum: self.flow.icmp_sum,
+            userid: self.opts.userid,
+            start: self.start,
+            stop_reason: self.stop.0,
+            stop_data: self.stop.1,
+            attempts: self.opts.attempts,
+            hoplimit: if self.opts.max_ttl == 255 { 0 } else { self.opts.max_ttl },
+            firsthop: self.opts.first_ttl,
+            gaplimit: self.opts.gaplimit,
+            wait: self.opts.wait,
+            wait_probe: self.opts.wait_probe,
+            tos: self.opts.tos,
+            probe_size: self.opts.probe_size,
+            probe_count: self.probes.len() as u16,
+            hop_count: self.hop_count.min(255) as u8,
+            hops: self.hops,
+        }
+    }
+}

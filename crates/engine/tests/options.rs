@@ -1,0 +1,143 @@
+//! Bad options are refused at `start`, naming the option; bad configs at `new`.
+
+use std::net::{IpAddr, Ipv4Addr};
+use std::time::Duration;
+
+use vtnt_engine::{
+    Config, ConfigError, Engine, Instant, Job, JobError, Method, PingOptions, TraceOptions,
+};
+
+const SRC: Ipv4Addr = Ipv4Addr::new(192, 0, 2, 1);
+const DST: IpAddr = IpAddr::V4(Ipv4Addr::new(203, 0, 113, 7));
+
+/// An option name and how to break it.
+type Case<T> = (&'static str, fn(&mut T));
+
+fn refused(job: Job) -> &'static str {
+    let mut e = Engine::new(Config::new(SRC)).unwrap();
+    match e.start(Instant::ZERO, job) {
+        Err(JobError::OutOfRange { option, range }) => {
+            assert!(!range.is_empty());
+            assert_eq!(e.queued() + e.active(), 0, "a refused job is not queued");
+            option
+        }
+        other => panic!("expected OutOfRange, got {other:?}"),
+    }
+}
+
+#[test]
+fn trace_options_out_of_range_are_named() {
+    let base = TraceOptions::new(DST);
+    let cases: Vec<Case<TraceOptions>> = vec![
+        ("attempts", |o| o.attempts = 0),
+        ("attempts", |o| o.attempts = 21),
+        ("first_ttl", |o| o.first_ttl = 0),
+        ("max_ttl", |o| {
+            o.first_ttl = 10;
+            o.max_ttl = 9
+        }),
+        ("gaplimit", |o| o.gaplimit = 0),
+        ("wait", |o| o.wait = Duration::ZERO),
+        ("wait", |o| o.wait = Duration::from_micros(999)),
+        ("wait", |o| o.wait = Duration::from_secs(61)),
+        ("wait_probe", |o| o.wait_probe = Duration::from_millis(2001)),
+        ("sport", |o| o.sport = Some(0)),
+        ("dport", |o| o.dport = Some(0)),
+        ("probe_size", |o| o.probe_size = 29),
+        ("probe_size", |o| o.probe_size = 1501),
+        ("probe_size", |o| {
+            o.method = Method::Tcp;
+            o.probe_size = 39
+        }),
+    ];
+    for (name, f) in cases {
+        let mut o = base.clone();
+        f(&mut o);
+        assert_eq!(refused(Job::Trace(o)), name);
+    }
+}
+
+#[test]
+fn ping_options_out_of_range_are_named() {
+    let base = PingOptions::new(DST);
+    let cases: Vec<Case<PingOptions>> = vec![
+        ("count", |o| o.count = 0),
+        ("interval", |o| o.interval = Duration::ZERO),
+        ("ttl", |o| o.ttl = 0),
+        ("timeout", |o| o.timeout = Duration::from_secs(3600)),
+        ("sport", |o| o.sport = Some(0)),
+        ("probe_size", |o| o.probe_size = 27),
+        ("probe_size", |o| {
+            o.method = Method::UdpParis;
+            o.probe_size = 29
+        }),
+        ("probe_size", |o| {
+            o.method = Method::Tcp;
+            o.probe_size = 28
+        }),
+    ];
+    for (name, f) in cases {
+        let mut o = base.clone();
+        f(&mut o);
+        assert_eq!(refused(Job::Ping(o)), name);
+    }
+}
+
+#[test]
+fn limits_themselves_are_accepted() {
+    let mut e = Engine::new(Config::new(SRC)).unwrap();
+    let mut o = TraceOptions::new(DST);
+    o.attempts = 20;
+    o.first_ttl = 255;
+    o.max_ttl = 255;
+    o.gaplimit = 255;
+    o.wait = Duration::from_millis(1);
+    o.wait_probe = Duration::from_secs(2);
+    o.probe_size = 30;
+    o.loops = 0;
+    e.start(Instant::ZERO, Job::Trace(o)).unwrap();
+    let mut p = PingOptions::new(DST);
+    p.count = u16::MAX;
+    p.probe_size = 28;
+    p.interval = Duration::from_secs(60);
+    e.start(Instant::ZERO, Job::Ping(p)).unwrap();
+}
+
+#[test]
+fn ipv6_is_refused() {
+    let mut e = Engine::new(Config::new(SRC)).unwrap();
+    let v6: IpAddr = "2001:db8::1".parse().unwrap();
+    assert_eq!(
+        e.start(Instant::ZERO, Job::Trace(TraceOptions::new(v6))),
+        Err(JobError::Ipv6Unsupported)
+    );
+    assert_eq!(
+        e.start(Instant::ZERO, Job::Ping(PingOptions::new(v6))),
+        Err(JobError::Ipv6Unsupported)
+    );
+}
+
+#[test]
+fn errors_read_well() {
+    let e = JobError::OutOfRange { option: "attempts", range: "1..=20" };
+    assert_eq!(e.to_string(), "option `attempts` out of range (allowed: 1..=20)");
+}
+
+#[test]
+fn bad_configs_are_refused() {
+    let bad = |f: fn(&mut Config)| {
+        let mut c = Config::new(SRC);
+        f(&mut c);
+        match Engine::new(c) {
+            Err(ConfigError::OutOfRange { option, .. }) => option,
+            Ok(_) => panic!("accepted"),
+        }
+    };
+    assert_eq!(bad(|c| c.pps = 0), "pps");
+    assert_eq!(bad(|c| c.pps = 1_000_001), "pps");
+    assert_eq!(bad(|c| c.burst = 0), "burst");
+    assert_eq!(bad(|c| c.max_active = 0), "max_active");
+    assert_eq!(bad(|c| c.max_active = 40_000), "max_active");
+    let c = Config::new(SRC);
+    assert_eq!((c.pps, c.burst), (20, 1));
+}

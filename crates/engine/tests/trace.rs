@@ -1,0 +1,446 @@
+//! Traceroute semantics against the simulated network: hops, RTTs, timeouts and
+//! attempts, every stop reason, loops versus UHP duplicates, MPLS labels, reordered and
+//! duplicated replies, and Paris flow constancy for all three methods.
+
+mod support;
+
+use std::net::{IpAddr, Ipv4Addr};
+use std::time::Duration;
+
+use support::sim::{chain, ip, run, Host, Node, Path, Sim};
+use vtnt_engine::{
+    Config, Engine, Instant, Job, Method, MplsLabel, Record, StopReason, Trace, TraceOptions,
+};
+use vtnt_wire::mpls::Lse;
+use vtnt_wire::reply::{self, Body};
+use vtnt_wire::{checksum, icmp_type, tcp_flags};
+
+const SRC: Ipv4Addr = Ipv4Addr::new(192, 0, 2, 1);
+const DST: Ipv4Addr = Ipv4Addr::new(203, 0, 113, 7);
+const T0: Instant = Instant::from_millis(1_000_000);
+
+fn engine() -> Engine {
+    Engine::new(Config { pps: 1000, ..Config::new(SRC) }).unwrap()
+}
+
+fn opts(method: Method) -> TraceOptions {
+    let mut o = TraceOptions::new(IpAddr::V4(DST)).with_method(method);
+    o.wait = Duration::from_secs(1);
+    o
+}
+
+/// Runs one trace over `path`; returns it with the simulator (for the probes sent).
+fn trace_with(o: TraceOptions, path: Path, tweak: impl FnOnce(&mut Sim)) -> (Trace, Sim, Engine) {
+    let mut e = engine();
+    let mut sim = Sim::new(SRC);
+    sim.path(DST, path);
+    tweak(&mut sim);
+    e.start(T0, Job::Trace(o)).unwrap();
+    let mut out = run(&mut e, &mut sim, T0);
+    assert_eq!(out.len(), 1);
+    let Record::Trace(t) = out.pop().unwrap().2 else { panic!("not a trace") };
+    (t, sim, e)
+}
+
+fn trace(o: TraceOptions, path: Path) -> Trace {
+    trace_with(o, path, |_| {}).0
+}
+
+fn router(i: u8) -> IpAddr {
+    IpAddr::V4(Ipv4Addr::new(198, 51, 100, i))
+}
+
+fn addrs(t: &Trace) -> Vec<(u8, u8, IpAddr)> {
+    t.hops.iter().map(|h| (h.probe_ttl, h.probe_id, h.addr)).collect()
+}
+
+#[test]
+fn icmp_trace_records_hops_rtts_and_reply_fields() {
+    let t = trace(opts(Method::IcmpParis), chain(3));
+    assert_eq!(t.stop_reason, StopReason::Completed);
+    assert_eq!((t.hop_count, t.probe_count, t.firsthop), (4, 4, 1));
+    assert_eq!(
+        addrs(&t),
+        vec![(1, 1, router(1)), (2, 1, router(2)), (3, 1, router(3)), (4, 1, IpAddr::V4(DST))]
+    );
+    for (i, h) in t.hops.iter().enumerate() {
+        assert_eq!(h.rtt, Duration::from_millis(2 * (i as u64 + 1)), "hop {i}");
+        assert_eq!(h.probe_size, 44);
+    }
+    let te = &t.hops[1];
+    assert_eq!(te.icmp, Some((icmp_type::TIME_EXCEEDED, 0)));
+    assert_eq!((te.reply_ttl, te.reply_size), (254, 56));
+    let q = te.quoted.unwrap();
+    assert_eq!((q.ttl, q.ip_len, q.tos), (1, 44, 0));
+    assert!(te.mpls.is_empty());
+    let last = &t.hops[3];
+    assert_eq!(last.icmp, Some((icmp_type::ECHO_REPLY, 0)));
+    assert_eq!((last.reply_ttl, last.quoted), (61, None));
+    assert_eq!(t.start, T0);
+    assert_eq!(t.hops[0].tx, T0);
+    assert!(t.icmp_sum != 0);
+    assert_eq!((t.sport, t.dport, t.hoplimit), (0, 0, 0));
+}
+
+#[test]
+fn udp_trace_completes_on_port_unreachable() {
+    let t = trace(opts(Method::UdpParis), chain(2));
+    assert_eq!(t.stop_reason, StopReason::Completed);
+    assert_eq!(t.hops.len(), 3);
+    assert_eq!(t.hops[2].addr, IpAddr::V4(DST));
+    assert_eq!(t.hops[2].icmp, Some((icmp_type::DEST_UNREACH, 3)));
+    assert_eq!(t.hops[2].quoted.unwrap().ttl, 1);
+    assert_eq!(t.dport, 33435);
+    assert!(t.sport >= 0x8000);
+    assert_eq!(t.icmp_sum, 0);
+}
+
+#[test]
+fn tcp_trace_completes_on_rst_and_on_syn_ack() {
+    let t = trace(opts(Method::Tcp), chain(2));
+    assert_eq!(t.stop_reason, StopReason::Completed);
+    assert_eq!(t.probe_size, 40);
+    let last = t.hops.last().unwrap();
+    assert_eq!((last.addr, last.icmp), (IpAddr::V4(DST), None));
+    assert_eq!(last.tcp_flags, Some(tcp_flags::RST | tcp_flags::ACK));
+    assert_eq!(t.dport, 80);
+
+    // 44-byte SYNs carry 4 bytes of data, which the RST acknowledges too.
+    let mut o = opts(Method::Tcp);
+    o.probe_size = 44;
+    let t = trace(o, chain(2));
+    assert_eq!(t.stop_reason, StopReason::Completed);
+    assert_eq!(t.hops.len(), 3);
+
+    let mut path = chain(2);
+    path.host = Some(Host { open_tcp: vec![443], ..Host::default() });
+    let mut o = opts(Method::Tcp);
+    o.dport = Some(443);
+    let t = trace(o, path);
+    assert_eq!(t.stop_reason, StopReason::Completed);
+    assert_eq!(t.hops[2].tcp_flags, Some(tcp_flags::SYN | tcp_flags::ACK));
+    assert_eq!(t.dport, 443);
+}
+
+#[test]
+fn silent_hop_gets_every_attempt_wait_apart() {
+    let mut path = chain(4);
+    path.nodes[1].silent = true;
+    let mut o = opts(Method::UdpParis);
+    o.attempts = 3;
+    let (t, sim, _) = trace_with(o, path, |_| {});
+    assert_eq!(t.stop_reason, StopReason::Completed);
+    assert_eq!(t.probe_count, 1 + 3 + 3);
+    assert_eq!(t.hop_count, 5);
+    assert!(t.hops.iter().all(|h| h.probe_ttl != 2));
+    let ttl2: Vec<Instant> =
+        sim.sent.iter().filter(|(_, p)| p[8] == 2).map(|(at, _)| *at).collect();
+    assert_eq!(ttl2.len(), 3);
+    assert_eq!(ttl2[1].as_micros() - ttl2[0].as_micros(), 1_000_000);
+    assert_eq!(ttl2[2].as_micros() - ttl2[1].as_micros(), 1_000_000);
+    // the next TTL leaves as soon as the last attempt timed out
+    let ttl3 = sim.sent.iter().find(|(_, p)| p[8] == 3).unwrap().0;
+    assert_eq!(ttl3.as_micros() - ttl2[2].as_micros(), 1_000_000);
+}
+
+#[test]
+fn gap_limit_stops_after_consecutive_silent_hops() {
+    let path = Path {
+        nodes: vec![Node::new(ip("198.51.100.1")), Node::new(ip("198.51.100.2"))],
+        host: None,
+    };
+    let mut o = opts(Method::IcmpParis);
+    o.gaplimit = 3;
+    o.attempts = 1;
+    let t = trace(o, path);
+    assert_eq!(t.stop_reason, StopReason::GapLimit);
+    assert_eq!((t.hop_count, t.probe_count, t.hops.len()), (5, 5, 2));
+}
+
+#[test]
+fn gap_limit_counts_from_first_ttl() {
+    let path = Path { nodes: vec![], host: None };
+    let mut o = opts(Method::IcmpParis);
+    o.first_ttl = 4;
+    o.gaplimit = 2;
+    o.attempts = 1;
+    let t = trace(o, path);
+    assert_eq!(t.stop_reason, StopReason::GapLimit);
+    assert_eq!((t.firsthop, t.hop_count, t.probe_count), (4, 5, 2));
+}
+
+#[test]
+fn hop_limit_stops_at_max_ttl() {
+    let mut o = opts(Method::UdpParis);
+    o.max_ttl = 4;
+    let t = trace(o, chain(10));
+    assert_eq!(t.stop_reason, StopReason::HopLimit);
+    assert_eq!((t.hop_count, t.hoplimit, t.hops.len()), (4, 4, 4));
+    // also when the last hop is silent
+    let mut path = chain(10);
+    path.nodes[3].silent = true;
+    let mut o = opts(Method::UdpParis);
+    o.max_ttl = 4;
+    let t = trace(o, path);
+    assert_eq!(t.stop_reason, StopReason::HopLimit);
+    assert_eq!((t.hop_count, t.hops.len(), t.probe_count), (4, 3, 5));
+}
+
+fn looping_path() -> Path {
+    let a = Node::new(ip("198.51.100.1"));
+    let b = Node::new(ip("198.51.100.2"));
+    let c = Node::new(ip("198.51.100.3"));
+    let mut nodes = vec![a];
+    for _ in 0..10 {
+        nodes.push(b.clone());
+        nodes.push(c.clone());
+    }
+    Path { nodes, host: None }
+}
+
+#[test]
+fn loop_stops_when_an_address_returns_at_a_non_adjacent_ttl() {
+    let t = trace(opts(Method::IcmpParis), looping_path());
+    assert_eq!(t.stop_reason, StopReason::Loop);
+    assert_eq!(t.hop_count, 4);
+    assert_eq!(t.hops[3].addr, router(2));
+
+    let mut o = opts(Method::IcmpParis);
+    o.loops = 2;
+    let t = trace(o, looping_path());
+    assert_eq!(t.stop_reason, StopReason::Loop);
+    assert_eq!(t.hop_count, 5);
+
+    let mut o = opts(Method::IcmpParis);
+    o.loops = 0; // no loop detection: the gap limit ends it past the path
+    o.attempts = 1;
+    let t = trace(o, looping_path());
+    assert_eq!(t.stop_reason, StopReason::GapLimit);
+    assert_eq!(t.hop_count, 21 + 5);
+}
+
+#[test]
+fn same_address_at_consecutive_ttls_is_not_a_loop() {
+    // An invisible UHP tunnel: the egress answers for two TTLs in a row.
+    let c = Node::new(ip("198.51.100.3"));
+    let path = Path {
+        nodes: vec![
+            Node::new(ip("198.51.100.1")),
+            Node::new(ip("198.51.100.2")),
+            c.clone(),
+            c,
+            Node::new(ip("198.51.100.4")),
+        ],
+        host: Some(Host::default()),
+    };
+    for m in [Method::IcmpParis, Method::UdpParis, Method::Tcp] {
+        let t = trace(opts(m), path.clone());
+        assert_eq!(t.stop_reason, StopReason::Completed, "{m:?}");
+        assert_eq!(t.hop_count, 6);
+        assert_eq!((t.hops[2].addr, t.hops[3].addr), (router(3), router(3)));
+    }
+}
+
+#[test]
+fn destination_unreachable_from_a_router_stops_with_its_code() {
+    let mut path = chain(5);
+    path.nodes[2] = Node::new(ip("198.51.100.3")).unreach(1);
+    let t = trace(opts(Method::UdpParis), path);
+    assert_eq!(t.stop_reason, StopReason::Unreach);
+    assert_eq!(t.stop_data, 1);
+    assert_eq!(t.hop_count, 4);
+    assert_eq!(t.hops[3].addr, router(3));
+    assert_eq!(t.hops[3].icmp, Some((icmp_type::DEST_UNREACH, 1)));
+}
+
+#[test]
+fn mpls_labels_and_quoted_fields_are_recorded() {
+    let mut path = chain(4);
+    path.nodes[1] = Node::new(ip("198.51.100.2"))
+        .labels(&[Lse::new(24001, 0, false, 1), Lse::new(16, 5, true, 1)]);
+    let t = trace(opts(Method::IcmpParis), path);
+    let h = &t.hops[1];
+    assert_eq!(
+        h.mpls,
+        vec![
+            MplsLabel { label: 24001, exp: 0, bottom: false, ttl: 1 },
+            MplsLabel { label: 16, exp: 5, bottom: true, ttl: 1 },
+        ]
+    );
+    assert_eq!(h.reply_size, 20 + 8 + 128 + 16);
+    assert_eq!(h.quoted.unwrap().ip_len, 44);
+    assert!(t.hops[0].mpls.is_empty());
+}
+
+#[test]
+fn late_replies_are_matched_by_what_they_quote_not_by_order() {
+    // 10 ms links: TTL 2 answers in 40 ms. The first TTL-2 probe (probe 2) is answered
+    // after 160 ms, past the 100 ms wait, so attempt 2 (probe 3) leaves; its answer is
+    // held for 240 ms. Attempt 1's late answer arrives first and ends the hop; attempt
+    // 2's arrives while TTL 3 is probed and is recorded as a late reply.
+    let mut path = chain(4);
+    for n in &mut path.nodes {
+        n.delay = Duration::from_millis(10);
+    }
+    let mut o = opts(Method::IcmpParis);
+    o.wait = Duration::from_millis(100);
+    let (t, _, _) = trace_with(o, path, |sim| {
+        sim.shaper = Some(Box::new(|p| {
+            Some(Duration::from_millis(match p.ipid {
+                2 => 120,
+                3 => 100,
+                _ => 0,
+            }))
+        }))
+    });
+    assert_eq!(t.stop_reason, StopReason::Completed);
+    let ttl2: Vec<_> = t.hops.iter().filter(|h| h.probe_ttl == 2).collect();
+    assert_eq!(ttl2.len(), 2);
+    assert_eq!((ttl2[0].probe_id, ttl2[0].rtt), (1, Duration::from_millis(160)));
+    assert_eq!((ttl2[1].probe_id, ttl2[1].rtt), (2, Duration::from_millis(140)));
+    assert_eq!(t.probe_count, 6);
+    assert_eq!(t.hop_count, 5);
+    // hops stay ordered by TTL then attempt
+    let keys: Vec<_> = t.hops.iter().map(|h| (h.probe_ttl, h.probe_id)).collect();
+    let mut sorted = keys.clone();
+    sorted.sort();
+    assert_eq!(keys, sorted);
+}
+
+#[test]
+fn duplicated_replies_are_recorded_once() {
+    for m in [Method::IcmpParis, Method::UdpParis, Method::Tcp] {
+        let plain = trace(opts(m), chain(3));
+        let (dup, mut sim, mut e) = trace_with(opts(m), chain(3), |s| s.duplicate = true);
+        assert_eq!(addrs(&plain), addrs(&dup), "{m:?}");
+        assert_eq!(plain.hops.len(), dup.hops.len());
+        // The copy of the last reply arrives after the trace ended: unmatched.
+        let later = Instant::from_millis(2_000_000);
+        for (t, p) in sim.arrivals(later) {
+            e.handle_packet(t, &p);
+        }
+        assert_eq!(e.stats().replies, 2 * 4 - 1);
+        assert_eq!(e.stats().unmatched, 1);
+    }
+}
+
+#[test]
+fn wait_probe_spaces_the_probes_of_one_trace() {
+    let mut o = opts(Method::UdpParis);
+    o.wait_probe = Duration::from_millis(50);
+    let (t, sim, _) = trace_with(o, chain(3), |_| {});
+    assert_eq!(t.wait_probe, Duration::from_millis(50));
+    for w in sim.sent.windows(2) {
+        assert!(w[1].0.as_micros() - w[0].0.as_micros() >= 50_000);
+    }
+}
+
+/// Every probe of a trace keeps the fields load balancers hash: for ICMP type, code,
+/// checksum and ident; for UDP and TCP the ports. The probe number varies.
+#[test]
+fn paris_flow_fields_are_constant_for_every_probe() {
+    let mut path = chain(6);
+    path.nodes[2].silent = true;
+    path.nodes[4].silent = true;
+    for m in [Method::IcmpParis, Method::UdpParis, Method::Tcp] {
+        let mut o = opts(m);
+        o.attempts = 3;
+        let (t, sim, _) = trace_with(o, path.clone(), |_| {});
+        assert_eq!(t.stop_reason, StopReason::Completed);
+        assert_eq!(sim.sent.len(), t.probe_count as usize);
+        assert_eq!(sim.sent.len(), 1 + 1 + 3 + 1 + 3 + 1 + 1);
+        let mut flows = std::collections::BTreeSet::new();
+        let mut numbers = Vec::new();
+        for (_, p) in &sim.sent {
+            assert_eq!(checksum::sum(&p[..20]), 0xffff, "IP checksum");
+            let r = reply::parse(p).unwrap();
+            assert_eq!(r.len, 44.min(t.probe_size));
+            match r.body {
+                Body::Echo { icmp_type, ident, seq, checksum: c, .. } => {
+                    assert_eq!(checksum::sum(&p[20..]), 0xffff, "ICMP checksum");
+                    flows.insert((icmp_type as u32, p[21] as u32, c as u32, ident as u32));
+                    assert_eq!(c, t.icmp_sum);
+                    numbers.push(seq as u32);
+                }
+                Body::Udp { sport, dport, checksum: c, .. } => {
+                    flows.insert((sport as u32, dport as u32, 0, 0));
+                    numbers.push(c as u32);
+                }
+                Body::Tcp { sport, dport, seq, flags, .. } => {
+                    assert_eq!(flags, tcp_flags::SYN);
+                    flows.insert((sport as u32, dport as u32, 0, 0));
+                    numbers.push(seq);
+                }
+                other => panic!("unexpected probe {other:?}"),
+            }
+        }
+        assert_eq!(flows.len(), 1, "{m:?}: one flow for all probes");
+        assert_eq!(numbers, (1..=sim.sent.len() as u32).collect::<Vec<_>>(), "{m:?}");
+    }
+}
+
+#[test]
+fn concurrent_traces_to_one_destination_keep_apart() {
+    let mut e = engine();
+    let mut sim = Sim::new(SRC);
+    let mut path = chain(3);
+    path.nodes[1].silent = true;
+    sim.path(DST, path);
+    let mut ids = Vec::new();
+    for m in [
+        Method::IcmpParis,
+        Method::IcmpParis,
+        Method::UdpParis,
+        Method::UdpParis,
+        Method::Tcp,
+        Method::Tcp,
+    ] {
+        let mut o = opts(m);
+        o.userid = ids.len() as u32;
+        ids.push(e.start(T0, Job::Trace(o)).unwrap());
+    }
+    let out = run(&mut e, &mut sim, T0);
+    assert_eq!(out.len(), 6);
+    let mut flows = std::collections::BTreeSet::new();
+    for (id, _, r) in out {
+        let Record::Trace(t) = r else { panic!() };
+        assert_eq!(ids[t.userid as usize], id);
+        assert_eq!(t.stop_reason, StopReason::Completed);
+        assert_eq!(addrs(&t), vec![(1, 1, router(1)), (3, 1, router(3)), (4, 1, IpAddr::V4(DST))]);
+        flows.insert((t.sport, t.icmp_sum));
+    }
+    assert_eq!(flows.len(), 6);
+    assert_eq!(e.stats().unmatched, 0);
+}
+
+#[test]
+fn foreign_packets_are_counted_unmatched() {
+    let (_, _, mut e) = trace_with(opts(Method::UdpParis), chain(1), |_| {});
+    let before = e.stats();
+    // A time exceeded quoting somebody else's UDP probe.
+    let mut probe = [0u8; 64];
+    let ip = vtnt_wire::build::Ip { src: SRC, dst: DST, ttl: 1, tos: 0, ipid: 1 };
+    let n = vtnt_wire::build::udp(&mut probe, &ip, 1234, 33435, &[0; 16], Some(1)).unwrap();
+    let rip = vtnt_wire::build::Ip { src: ip.dst, dst: SRC, ttl: 64, tos: 0, ipid: 9 };
+    let mut b = [0u8; 200];
+    let m = vtnt_wire::build::icmp_error(&mut b, &rip, 11, 0, &probe[..n], 28, &[]).unwrap();
+    e.handle_packet(T0, &b[..m]);
+    e.handle_packet(T0, &probe[..n]);
+    e.handle_packet(T0, &[]);
+    assert_eq!(e.stats().unmatched, before.unmatched + 3);
+    assert_eq!(e.stats().replies, before.replies);
+}
+
+#[test]
+fn a_buffer_too_small_for_the_probe_ends_the_trace_with_an_error() {
+    let mut e = engine();
+    let id = e.start(T0, Job::Trace(opts(Method::UdpParis))).unwrap();
+    let mut small = [0u8; 40];
+    assert_eq!(e.poll_transmit(T0, &mut small), None);
+    let Some(vtnt_engine::Event::Finished { id: got, record: Record::Trace(t) }) = e.poll_event()
+    else {
+        panic!("no record")
+    };
+    assert_eq!((got, t.stop_reason, t.probe_count), (id, StopReason::Error, 0));
+    assert!(e.is_idle());
+}

@@ -1,0 +1,77 @@
+//! Every file of the fuzz seed corpora runs through the same function as its fuzz target.
+//! `write_seed_corpus` (ignored) rewrites the seeds from the builders.
+
+#[path = "../fuzz/body.rs"]
+mod body;
+
+use std::net::Ipv4Addr;
+use std::path::PathBuf;
+
+use vtnt_wire::build::{self, Ip};
+use vtnt_wire::mpls::Lse;
+
+fn dir(target: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fuzz/corpus").join(target)
+}
+
+fn run(target: &str, f: fn(&[u8])) {
+    let mut n = 0;
+    for entry in std::fs::read_dir(dir(target)).expect("corpus directory") {
+        f(&std::fs::read(entry.unwrap().path()).unwrap());
+        n += 1;
+    }
+    assert!(n >= 3, "{target}: {n} seed files");
+}
+
+#[test]
+fn reply_parse_corpus() {
+    run("reply_parse", body::reply_parse);
+}
+
+#[test]
+fn icmpext_find_corpus() {
+    run("icmpext_find", body::icmpext_find);
+}
+
+#[test]
+#[ignore]
+fn write_seed_corpus() {
+    let src = Ipv4Addr::new(192, 0, 2, 1);
+    let probe_ip = Ip { src, dst: Ipv4Addr::new(203, 0, 113, 7), ttl: 3, tos: 0, ipid: 9 };
+    let router = Ip { src: Ipv4Addr::new(198, 51, 100, 1), dst: src, ttl: 250, tos: 0, ipid: 1 };
+    let mut probe = [0u8; 64];
+    let pn = build::icmp_echo(&mut probe, &probe_ip, 8, 0x8123, 3, &[0; 16], Some(0x4242)).unwrap();
+    let mut udp = [0u8; 64];
+    let un = build::udp(&mut udp, &probe_ip, 0x8123, 33435, &[0; 16], Some(3)).unwrap();
+    let mut b = [0u8; 400];
+    let mut seeds: Vec<(&str, Vec<u8>)> = Vec::new();
+    let n = build::icmp_error(&mut b, &router, 11, 0, &probe[..pn], 28, &[]).unwrap();
+    seeds.push(("te_icmp", b[..n].to_vec()));
+    let stack = [Lse::new(24001, 0, false, 1), Lse::new(16, 0, true, 1)];
+    let n = build::icmp_error(&mut b, &router, 11, 0, &probe[..pn], 28, &stack).unwrap();
+    let te_mpls = b[..n].to_vec();
+    seeds.push(("te_mpls", te_mpls.clone()));
+    let n = build::icmp_error(&mut b, &router, 3, 3, &udp[..un], 28, &[]).unwrap();
+    seeds.push(("port_unreach", b[..n].to_vec()));
+    let n = build::icmp_echo(&mut b, &router, 0, 0x8123, 3, &[1, 2, 3], None).unwrap();
+    seeds.push(("echo_reply", b[..n].to_vec()));
+    let t = build::Tcp { sport: 80, dport: 0x8123, seq: 0, ack: 4, flags: 0x14, window: 0 };
+    let n = build::tcp(&mut b, &router, &t).unwrap();
+    seeds.push(("tcp_rst", b[..n].to_vec()));
+    seeds.push(("udp_probe", udp[..un].to_vec()));
+    std::fs::create_dir_all(dir("reply_parse")).unwrap();
+    for (name, s) in &seeds {
+        std::fs::write(dir("reply_parse").join(name), s).unwrap();
+    }
+    // icmpext_find takes the ICMP message (after the 20-byte IP header).
+    std::fs::create_dir_all(dir("icmpext_find")).unwrap();
+    let icmp = &te_mpls[20..];
+    std::fs::write(dir("icmpext_find").join("rfc4884_length"), icmp).unwrap();
+    let mut legacy = icmp.to_vec();
+    legacy[5] = 0; // pre-RFC 4884: no length, extension at byte 128 of the quote
+    std::fs::write(dir("icmpext_find").join("legacy_at_128"), &legacy).unwrap();
+    let mut nosum = icmp.to_vec();
+    let ext = 8 + 128;
+    nosum[ext + 2..ext + 4].fill(0); // checksum "not computed"
+    std::fs::write(dir("icmpext_find").join("zero_checksum"), &nosum).unwrap();
+}
