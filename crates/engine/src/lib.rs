@@ -56,11 +56,13 @@ mod job;
 mod pacer;
 mod ping;
 mod probe;
+mod prober;
 mod trace;
 
 pub use config::{Config, ConfigError};
 pub use engine::{Engine, Event, MeasurementId, Stats, Transmit};
 pub use job::{Job, JobError, PingOptions, TraceOptions, MAX_PROBE_SIZE};
+pub use prober::Prober;
 pub use vtnt_record::{
     Duration, Hop, Instant, Method, MplsLabel, Ping, PingReply, Quoted, Record, StopReason, Trace,
 };

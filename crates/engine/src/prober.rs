@@ -1,0 +1,48 @@
+//! [`Prober`]: the driver-facing shape shared by the engine and everything built on it
+//! (TNT's runner), so one driver loop (Linux sockets, the unikernel's NIC, the lab's
+//! in-process network) runs any of them.
+
+use crate::{Engine, Event, Instant};
+
+/// What a driver needs from a sans-IO prober. Call order per wake-up: `handle_packet` for
+/// every received packet, `handle_timeout`, then `poll_transmit` until `None`, then
+/// `poll_output` until `None`; sleep until `poll_timeout` or the next packet; stop when
+/// `is_idle`.
+pub trait Prober {
+    /// What the prober hands out when a measurement finishes.
+    type Output;
+    /// A received IPv4 packet and the time it arrived.
+    fn handle_packet(&mut self, now: Instant, packet: &[u8]);
+    /// Lets the prober act on deadlines that have passed.
+    fn handle_timeout(&mut self, now: Instant);
+    /// Writes the next IPv4 packet to send into `buf` and returns its length.
+    fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<usize>;
+    /// The next time the prober wants to be called, if any.
+    fn poll_timeout(&self) -> Option<Instant>;
+    /// A finished measurement.
+    fn poll_output(&mut self) -> Option<Self::Output>;
+    /// Nothing left to do.
+    fn is_idle(&self) -> bool;
+}
+
+impl Prober for Engine {
+    type Output = Event;
+    fn handle_packet(&mut self, now: Instant, packet: &[u8]) {
+        Engine::handle_packet(self, now, packet)
+    }
+    fn handle_timeout(&mut self, now: Instant) {
+        Engine::handle_timeout(self, now)
+    }
+    fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<usize> {
+        Engine::poll_transmit(self, now, buf).map(|t| t.len)
+    }
+    fn poll_timeout(&self) -> Option<Instant> {
+        Engine::poll_timeout(self)
+    }
+    fn poll_output(&mut self) -> Option<Event> {
+        Engine::poll_event(self)
+    }
+    fn is_idle(&self) -> bool {
+        Engine::is_idle(self)
+    }
+}
