@@ -6,9 +6,11 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod bench;
+mod convert;
 mod lab;
 mod output;
 mod probe;
+mod runtime;
 mod targets;
 mod text;
 
@@ -26,9 +28,16 @@ enum Command {
     Trace(probe::TraceArgs),
     /// Ping with ICMP echo, UDP or TCP SYN.
     Ping(probe::PingArgs),
+    /// Convert between warts and scamper JSON.
+    Convert(convert::ConvertArgs),
     /// The emulated MPLS Internet with ground truth (up, exec, truth, down, generate).
     #[command(subcommand)]
     Lab(lab::LabCommand),
+    /// Build the image of a runtime (native, runc, docker, vm, unikernel).
+    #[command(subcommand)]
+    Image(runtime::ImageCommand),
+    /// Run one job (trace, ping, tnt) in a runtime: native, runc, docker, vm or microvm.
+    Run(runtime::RunArgs),
     /// Benchmarks that re-measure every figure vTNT claims (tnt-accuracy, ...).
     #[command(subcommand)]
     Bench(bench::BenchCommand),
@@ -39,8 +48,11 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Trace(a) => probe::run_jobs(&a.common, |dst| vtnt_engine::Job::Trace(a.options(dst)), "traces"),
         Command::Ping(a) => probe::run_jobs(&a.common, |dst| vtnt_engine::Job::Ping(a.options(dst)), "pings"),
+        Command::Convert(a) => convert::run(a),
         Command::Lab(cmd) => lab::run(cmd),
         Command::Bench(cmd) => bench::run(cmd),
+        Command::Image(cmd) => runtime::image(cmd),
+        Command::Run(args) => runtime::run(args),
     };
     match result {
         Ok(code) => code,

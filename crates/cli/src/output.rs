@@ -29,7 +29,7 @@ pub struct AtomicFile {
 }
 
 impl AtomicFile {
-    fn create(dst: &Path) -> io::Result<(AtomicFile, File)> {
+    pub fn create(dst: &Path) -> io::Result<(AtomicFile, File)> {
         let name = dst.file_name().ok_or_else(|| {
             io::Error::new(io::ErrorKind::InvalidInput, "output path has no file name")
         })?;
@@ -41,7 +41,7 @@ impl AtomicFile {
         let f = File::create(&tmp)?;
         Ok((AtomicFile { tmp, dst: dst.to_path_buf(), done: false }, f))
     }
-    fn commit(mut self) -> io::Result<()> {
+    pub fn commit(mut self) -> io::Result<()> {
         std::fs::rename(&self.tmp, &self.dst)?;
         self.done = true;
         Ok(())
