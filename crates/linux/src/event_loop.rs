@@ -5,6 +5,9 @@ use nix::sys::time::TimeSpec;
 
 use crate::{Clock, Error, Prober, RawSockets};
 
+/// Probes sent with one system call at most.
+const BATCH: usize = 64;
+
 /// Counters of one run.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct LoopStats {
@@ -22,35 +25,44 @@ pub fn run<P: Prober>(
     mut output: impl FnMut(P::Output) -> std::io::Result<()>,
 ) -> Result<LoopStats, Error> {
     let mut stats = LoopStats::default();
-    let mut tx = vec![0u8; 2048];
+    // Probes are gathered into a batch and leave with one sendmmsg; what the kernel had no
+    // room for stays at the front of the batch for the next round.
+    let mut batch: Vec<Vec<u8>> = (0..BATCH).map(|_| vec![0u8; 2048]).collect();
+    let mut lens: Vec<usize> = Vec::with_capacity(BATCH);
     let mut rx = vec![0u8; 65536];
-    let mut pending: Option<usize> = None;
     loop {
         let now = clock.now();
         prober.handle_timeout(now);
         let mut stalled = false;
         loop {
-            let len = match pending.take() {
-                Some(len) => len,
-                None => match prober.poll_transmit(now, &mut tx) {
-                    Some(len) => len,
+            while lens.len() < BATCH {
+                match prober.poll_transmit(now, &mut batch[lens.len()]) {
+                    Some(len) => lens.push(len),
                     None => break,
-                },
-            };
-            if sockets.send(&tx[..len])? {
-                stats.sent += 1;
-            } else {
-                // Backpressure: keep the probe and wait a little for the queue to drain.
-                pending = Some(len);
+                }
+            }
+            if lens.is_empty() {
+                break;
+            }
+            let pkts: Vec<&[u8]> = lens.iter().zip(&batch).map(|(l, b)| &b[..*l]).collect();
+            let sent = sockets.send_batch(&pkts)?;
+            stats.sent += sent as u64;
+            let full = lens.len() == BATCH;
+            lens.drain(..sent);
+            batch.rotate_left(sent);
+            if !lens.is_empty() {
                 stats.send_stalls += 1;
                 stalled = true;
+                break;
+            }
+            if !full {
                 break;
             }
         }
         while let Some(out) = prober.poll_output() {
             output(out)?;
         }
-        if prober.is_idle() && pending.is_none() {
+        if prober.is_idle() && lens.is_empty() {
             return Ok(stats);
         }
         let now = clock.now();

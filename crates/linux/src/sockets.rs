@@ -1,13 +1,13 @@
 //! Raw sockets: one to send complete IPv4 packets, two to receive ICMP and TCP with their
 //! kernel receive timestamps.
 
-use std::io::IoSliceMut;
+use std::io::{IoSlice, IoSliceMut};
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 
 use nix::errno::Errno;
 use nix::sys::socket::{
-    recvmsg, sendto, setsockopt, socket, sockopt, AddressFamily, ControlMessageOwned, MsgFlags,
+    recvmsg, sendmmsg, sendto, setsockopt, socket, sockopt, AddressFamily, ControlMessageOwned, MsgFlags,
     SockFlag, SockProtocol, SockType, SockaddrIn,
 };
 
@@ -74,6 +74,43 @@ impl RawSockets {
                 Ok(true)
             }
             Err(source) => Err(Error::Socket { what: "sendto", source }),
+        }
+    }
+
+    /// Sends a batch of complete IPv4 packets with one `sendmmsg` call. Returns how many
+    /// left (a prefix of `packets`); fewer than all means the kernel has no room now.
+    pub fn send_batch(&self, packets: &[&[u8]]) -> Result<usize, Error> {
+        if packets.len() <= 1 {
+            return match packets.first() {
+                Some(p) => self.send(p).map(usize::from),
+                None => Ok(0),
+            };
+        }
+        let addrs: Vec<Option<SockaddrIn>> = packets
+            .iter()
+            .map(|p| {
+                let d = p.get(16..20).unwrap_or(&[0, 0, 0, 0]);
+                Some(SockaddrIn::from(SocketAddrV4::new(Ipv4Addr::new(d[0], d[1], d[2], d[3]), 0)))
+            })
+            .collect();
+        let iovs: Vec<[IoSlice<'_>; 1]> = packets.iter().map(|p| [IoSlice::new(p)]).collect();
+        let mut headers = nix::sys::socket::MultiHeaders::<SockaddrIn>::preallocate(packets.len(), None);
+        match sendmmsg(self.send.as_raw_fd(), &mut headers, &iovs, &addrs, [], MsgFlags::empty()) {
+            Ok(results) => Ok(results.count()),
+            Err(Errno::EAGAIN | Errno::ENOBUFS) => Ok(0),
+            // A probe the kernel refuses (no route, ...) is skipped: it simply goes
+            // unanswered, like a lost probe; send the rest one by one.
+            Err(Errno::ENETUNREACH | Errno::EHOSTUNREACH | Errno::EINVAL | Errno::EPERM) => {
+                let mut n = 0;
+                for p in packets {
+                    if !self.send(p)? {
+                        break;
+                    }
+                    n += 1;
+                }
+                Ok(n)
+            }
+            Err(source) => Err(Error::Socket { what: "sendmmsg", source }),
         }
     }
 
