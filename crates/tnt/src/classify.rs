@@ -1,0 +1,556 @@
+//! Tunnel classification of one path: explicit and opaque tunnels from RFC 4950 labels,
+//! implicit tunnels from rising quoted TTLs or u-turn runs, and the invisible-tunnel
+//! candidates that revelation then tests, found by TNT's triggers in TNT's order
+//! (MTTL, DUP_IP, RTLA, FRPLA) or, in brute-force mode, on every hop pair.
+//!
+//! Rules (see `shared/notes/tnt.md`):
+//! - labelled time-exceeded: top LSE-TTL `<= 1` or `== 255` -> explicit LSR, otherwise
+//!   the egress of an opaque tunnel (the only visible hop of it);
+//! - no labels, quoted TTL `> 1` and `!= 255` -> implicit LSR; the j-th LSR of a tunnel
+//!   quotes TTL j, so a run starting at quoted TTL q also holds the q-1 hops before it as
+//!   LSRs, and the hop before those is the ingress;
+//! - a run of consecutive non-zero u-turns (not explained by RTLA) whose absolute sum
+//!   reaches the threshold marks implicit LSRs; the hops around the run are ingress and
+//!   egress;
+//! - a hop outside visible tunnels is an invisible-tunnel egress candidate, its previous
+//!   hop the ingress, when: it is an opaque egress (MTTL), it repeats the previous address
+//!   (DUP_IP: ingress two hops back, UHP), its RTLA >= threshold, or its FRPLA >=
+//!   threshold.
+
+use alloc::vec::Vec;
+
+use crate::analysis::{frpla, initial_ttl, rtla, uturn, Thresholds};
+use crate::path::{Path, PathHop};
+
+/// The four classes of the TNT taxonomy, invisible split into PHP and UHP.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize),
+    serde(rename_all = "kebab-case")
+)]
+pub enum TunnelClass {
+    Explicit,
+    Implicit,
+    Opaque,
+    /// Invisible, penultimate-hop popping (FRPLA / RTLA triggers).
+    InvisiblePhp,
+    /// Invisible, ultimate-hop popping (duplicate IP trigger).
+    InvisibleUhp,
+}
+
+impl TunnelClass {
+    /// Every class, in table order.
+    pub const ALL: [TunnelClass; 5] = [
+        TunnelClass::Explicit,
+        TunnelClass::Implicit,
+        TunnelClass::Opaque,
+        TunnelClass::InvisiblePhp,
+        TunnelClass::InvisibleUhp,
+    ];
+    /// kebab-case name (JSON value).
+    pub const fn name(self) -> &'static str {
+        match self {
+            TunnelClass::Explicit => "explicit",
+            TunnelClass::Implicit => "implicit",
+            TunnelClass::Opaque => "opaque",
+            TunnelClass::InvisiblePhp => "invisible-php",
+            TunnelClass::InvisibleUhp => "invisible-uhp",
+        }
+    }
+    /// `sc_tnt`'s three-letter tag in the text dump.
+    pub const fn tag(self) -> &'static str {
+        match self {
+            TunnelClass::Explicit => "EXP",
+            TunnelClass::Implicit => "IMP",
+            TunnelClass::Opaque => "OPA",
+            TunnelClass::InvisiblePhp | TunnelClass::InvisibleUhp => "INV",
+        }
+    }
+    /// True for the two invisible classes.
+    pub const fn is_invisible(self) -> bool {
+        matches!(self, TunnelClass::InvisiblePhp | TunnelClass::InvisibleUhp)
+    }
+}
+
+/// Role of a hop in a tunnel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize),
+    serde(rename_all = "kebab-case")
+)]
+pub enum Role {
+    Ingress,
+    Lsr,
+    Egress,
+}
+
+impl Role {
+    /// Tag in the text dump.
+    pub const fn tag(self) -> &'static str {
+        match self {
+            Role::Ingress => "ING",
+            Role::Lsr => "LSR",
+            Role::Egress => "EGR",
+        }
+    }
+}
+
+/// What made TNT suspect a hidden tunnel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize),
+    serde(rename_all = "kebab-case")
+)]
+pub enum Trigger {
+    /// Labelled egress with LSE-TTL neither 1 nor 255 (opaque tunnel).
+    Mttl,
+    /// The same address at two consecutive TTLs (UHP).
+    DupIp,
+    /// Return tunnel length analysis.
+    Rtla,
+    /// Forward/return path length asymmetry.
+    Frpla,
+    /// Brute-force mode: every hop pair is tested.
+    BruteForce,
+}
+
+impl Trigger {
+    /// Tag in the text dump (`sc_tnt`'s spellings).
+    pub const fn tag(self) -> &'static str {
+        match self {
+            Trigger::Mttl => "MTTL",
+            Trigger::DupIp => "DUPIP",
+            Trigger::Rtla => "RTLA",
+            Trigger::Frpla => "FRPLA",
+            Trigger::BruteForce => "BRTF",
+        }
+    }
+}
+
+/// What showed a visible tunnel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize),
+    serde(rename_all = "kebab-case")
+)]
+pub enum Evidence {
+    /// RFC 4950 label stacks.
+    Labels,
+    /// Quoted TTLs above 1.
+    Qttl,
+    /// A run of u-turns.
+    Uturn,
+}
+
+impl Evidence {
+    /// Tag in the text dump.
+    pub const fn tag(self) -> &'static str {
+        match self {
+            Evidence::Labels => "LBL",
+            Evidence::Qttl => "QTTL",
+            Evidence::Uturn => "UTURN",
+        }
+    }
+}
+
+/// A tunnel seen in the path itself (explicit, implicit, opaque); indices are path slots.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VisibleTunnel {
+    pub class: TunnelClass,
+    pub evidence: Evidence,
+    pub ingress: Option<usize>,
+    pub egress: Option<usize>,
+    pub lsrs: Vec<usize>,
+    /// UHP explicit tunnels: the earlier slot where the egress also answered (as the
+    /// last label-switching hop, LSE-TTL 1).
+    pub egress_repeat: Option<usize>,
+    /// Opaque tunnels: LSRs hidden, estimated as `255 - LSE-TTL` of the egress.
+    pub hidden_estimate: Option<u8>,
+}
+
+/// A suspected invisible (or opaque) tunnel to reveal; indices are path slots.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Candidate {
+    pub trigger: Trigger,
+    /// Slot of the hop revelation starts from: the ingress, or the hop before it when
+    /// the ingress did not answer (`anchor_is_ingress == false`).
+    pub anchor: usize,
+    pub anchor_is_ingress: bool,
+    /// Slot of the hop whose address is traced to (the egress, or for DUP_IP the hop
+    /// after the missing egress).
+    pub egress: usize,
+    /// First TTL of revelation traces: anchor TTL - 2, at least 1.
+    pub start_ttl: u8,
+    /// Index in [`Classification::tunnels`] of the opaque tunnel an MTTL candidate tests.
+    pub opaque: Option<usize>,
+    /// Hops this candidate was moved back from the one its trigger fired on (see
+    /// `TntConfig::walk_back`); 0 for a trigger's own pair.
+    pub walked_back: u8,
+}
+
+/// Per-hop numbers, `0` where they do not apply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct HopMetrics {
+    pub frpla: i16,
+    pub rtla: i16,
+    pub uturn: i16,
+}
+
+/// FRPLA, RTLA and u-turn of one hop (time-exceeded replies only; RTLA and u-turn need
+/// the echo-reply TTL).
+pub fn hop_metrics(hop: &PathHop) -> HopMetrics {
+    if !hop.is_time_exceeded() {
+        return HopMetrics::default();
+    }
+    let te = hop.reply_ttl;
+    HopMetrics {
+        frpla: frpla(hop.ttl, te),
+        rtla: hop.er.map_or(0, |er| rtla(te, er)),
+        uturn: hop.er.map_or(0, |er| uturn(te, er)),
+    }
+}
+
+/// Everything the path shows by itself.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Classification {
+    pub tunnels: Vec<VisibleTunnel>,
+    pub candidates: Vec<Candidate>,
+}
+
+impl Classification {
+    /// Memberships `(tunnel index, role)` of slot `i`.
+    pub fn roles(&self, i: usize) -> impl Iterator<Item = (usize, Role)> + '_ {
+        self.tunnels.iter().enumerate().flat_map(move |(t, tun)| {
+            let r = if tun.ingress == Some(i) {
+                Some(Role::Ingress)
+            } else if tun.egress == Some(i) || tun.egress_repeat == Some(i) {
+                Some(Role::Egress)
+            } else if tun.lsrs.contains(&i) {
+                Some(Role::Lsr)
+            } else {
+                None
+            };
+            r.map(|r| (t, r))
+        })
+    }
+    fn has_role(&self, i: usize, role: Role) -> bool {
+        self.roles(i).any(|(_, r)| r == role)
+    }
+    fn in_tunnel(&self, i: usize) -> bool {
+        self.roles(i).next().is_some()
+    }
+}
+
+fn label_class(hop: &PathHop) -> Option<TunnelClass> {
+    if !hop.is_time_exceeded() {
+        return None;
+    }
+    hop.top_lse_ttl.map(|t| {
+        if t <= 1 || t == 255 {
+            TunnelClass::Explicit
+        } else {
+            TunnelClass::Opaque
+        }
+    })
+}
+
+fn rising_qttl(hop: &PathHop) -> Option<u8> {
+    if hop.is_time_exceeded() && hop.top_lse_ttl.is_none() {
+        hop.qttl.filter(|&q| q > 1 && q != 255)
+    } else {
+        None
+    }
+}
+
+/// How [`classify()`] decides.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClassifyOptions {
+    pub thresholds: Thresholds,
+    /// Make every hop pair outside visible tunnels a candidate (trigger
+    /// [`Trigger::BruteForce`] when no regular trigger fires); `sc_tnt -b`.
+    pub brute_force: bool,
+    /// FRPLA accumulates along a path: every hop after an invisible tunnel inherits the
+    /// hidden return hops. With this on (default), a hop triggers FRPLA only when its
+    /// FRPLA exceeds its ingress's (positive) FRPLA by the threshold, so each tunnel is
+    /// tested once. `sc_tnt` needs no such rule because it only tests the first tunnel.
+    pub frpla_relative: bool,
+}
+
+impl Default for ClassifyOptions {
+    fn default() -> Self {
+        ClassifyOptions {
+            thresholds: Thresholds::default(),
+            brute_force: false,
+            frpla_relative: true,
+        }
+    }
+}
+
+/// Classifies `path`.
+pub fn classify(path: &Path, opts: &ClassifyOptions) -> Classification {
+    let th = &opts.thresholds;
+    let brute_force = opts.brute_force;
+    let mut c = Classification::default();
+    let n = path.len();
+    let labelled = |i: usize| path.get(i).and_then(label_class);
+    let free = |c: &Classification, i: usize| path.get(i).is_some() && !c.in_tunnel(i);
+
+    // 1. Explicit tunnels: runs of explicit-labelled hops, unanswered slots allowed inside.
+    let mut i = 0;
+    while i < n {
+        if labelled(i) != Some(TunnelClass::Explicit) {
+            i += 1;
+            continue;
+        }
+        let mut lsrs = Vec::from([i]);
+        let mut j = i + 1;
+        while j < n {
+            match labelled(j) {
+                Some(TunnelClass::Explicit) => {
+                    lsrs.push(j);
+                    j += 1;
+                }
+                None if path.get(j).is_none() => {
+                    let next = (j..n).find(|&k| path.get(k).is_some());
+                    if next.is_some_and(|k| labelled(k) == Some(TunnelClass::Explicit)) {
+                        j = next.unwrap_or(n);
+                    } else {
+                        break;
+                    }
+                }
+                _ => break,
+            }
+        }
+        let last = *lsrs.last().unwrap_or(&i);
+        let ingress = i
+            .checked_sub(1)
+            .filter(|&k| path.get(k).is_some() && labelled(k).is_none());
+        // UHP egress: the last router answers twice, first as an LSR (LSE-TTL 1), then,
+        // having popped, with the label it received (LSE-TTL 2) and quoted TTL 1.
+        let same = |a: usize, b: usize| match (path.get(a), path.get(b)) {
+            (Some(x), Some(y)) => x.addr == y.addr,
+            _ => false,
+        };
+        let (egress, next) = if labelled(last + 1).is_some() && same(last, last + 1) {
+            lsrs.pop();
+            (Some(last + 1), last + 2)
+        } else {
+            let e = Some(last + 1).filter(|&k| path.get(k).is_some() && labelled(k).is_none());
+            (e, last + 1)
+        };
+        let egress_repeat = (next == last + 2).then_some(last);
+        c.tunnels.push(VisibleTunnel {
+            class: TunnelClass::Explicit,
+            evidence: Evidence::Labels,
+            ingress,
+            egress,
+            egress_repeat,
+            lsrs,
+            hidden_estimate: None,
+        });
+        i = next;
+    }
+
+    // 2. Opaque tunnels: the labelled hop is the egress, the hop before it the ingress.
+    for i in 0..n {
+        if labelled(i) != Some(TunnelClass::Opaque) || c.in_tunnel(i) {
+            continue;
+        }
+        let lse = path.get(i).and_then(|h| h.top_lse_ttl).unwrap_or(255);
+        let ingress = i
+            .checked_sub(1)
+            .filter(|&k| path.get(k).is_some() && labelled(k).is_none());
+        c.tunnels.push(VisibleTunnel {
+            class: TunnelClass::Opaque,
+            evidence: Evidence::Labels,
+            ingress,
+            egress: Some(i),
+            egress_repeat: None,
+            lsrs: Vec::new(),
+            hidden_estimate: Some(255 - lse),
+        });
+    }
+
+    // 3. Implicit tunnels by quoted TTL: runs of q, q+1, q+2... from the start quoted TTL q.
+    let mut i = 0;
+    while i < n {
+        let Some(q0) = path.get(i).and_then(rising_qttl) else {
+            i += 1;
+            continue;
+        };
+        if c.in_tunnel(i) {
+            i += 1;
+            continue;
+        }
+        let mut end = i;
+        while let Some(q) = path.get(end + 1).and_then(rising_qttl) {
+            let prev = path.get(end).and_then(|h| h.qttl).unwrap_or(0);
+            if q != prev.wrapping_add(1) || c.in_tunnel(end + 1) {
+                break;
+            }
+            end += 1;
+        }
+        // The q0 - 1 slots before the run are LSRs quoting TTLs 1..q0-1 (only q0 - 1 = 1
+        // is distinguishable from a plain router: quoted TTL 1).
+        let mut first = i;
+        while first > 0 && i - (first - 1) < q0 as usize {
+            let k = first - 1;
+            let ok = match path.get(k) {
+                Some(h) => !c.in_tunnel(k) && labelled(k).is_none() && h.is_time_exceeded(),
+                None => false,
+            };
+            if !ok {
+                break;
+            }
+            first = k;
+        }
+        let lsrs: Vec<usize> = (first..=end).filter(|&k| path.get(k).is_some()).collect();
+        let ingress = first
+            .checked_sub(1)
+            .filter(|&k| free(&c, k) || c.has_role(k, Role::Egress));
+        let egress = Some(end + 1).filter(|&k| path.get(k).is_some() && labelled(k).is_none());
+        c.tunnels.push(VisibleTunnel {
+            class: TunnelClass::Implicit,
+            evidence: Evidence::Qttl,
+            ingress,
+            egress,
+            egress_repeat: None,
+            lsrs,
+            hidden_estimate: None,
+        });
+        i = end + 1;
+    }
+
+    // 4. Implicit tunnels by u-turn runs among hops not yet in a tunnel.
+    let u = |i: usize| -> i16 {
+        match path.get(i) {
+            Some(h) if h.is_time_exceeded() && h.top_lse_ttl.is_none() => {
+                let m = hop_metrics(h);
+                let rtla_explains = h
+                    .er
+                    .is_some_and(|er| initial_ttl(h.reply_ttl) == 255 && initial_ttl(er) != 255);
+                if rtla_explains {
+                    0
+                } else {
+                    m.uturn
+                }
+            }
+            _ => 0,
+        }
+    };
+    let mut i = 0;
+    while i < n {
+        if u(i) == 0 || c.in_tunnel(i) {
+            i += 1;
+            continue;
+        }
+        let mut end = i;
+        let mut sum = u(i).unsigned_abs();
+        while end + 1 < n && u(end + 1) != 0 && !c.in_tunnel(end + 1) {
+            end += 1;
+            sum += u(end).unsigned_abs();
+        }
+        if sum >= th.uturn as u16 {
+            let ingress = i.checked_sub(1).filter(|&k| path.get(k).is_some());
+            let egress = Some(end + 1).filter(|&k| path.get(k).is_some());
+            c.tunnels.push(VisibleTunnel {
+                class: TunnelClass::Implicit,
+                evidence: Evidence::Uturn,
+                ingress,
+                egress,
+                egress_repeat: None,
+                lsrs: (i..=end).collect(),
+                hidden_estimate: None,
+            });
+        }
+        i = end + 1;
+    }
+
+    // 5. Invisible-tunnel candidates.
+    for i in 0..n {
+        let Some(hop) = path.get(i) else { continue };
+        let opaque = c
+            .tunnels
+            .iter()
+            .position(|t| t.class == TunnelClass::Opaque && t.egress == Some(i));
+        if opaque.is_none() && c.has_role(i, Role::Lsr) {
+            continue;
+        }
+        let prev = i.checked_sub(1).and_then(|k| path.get(k));
+        let dup = prev.is_some_and(|p| p.addr == hop.addr);
+        if dup && (c.has_role(i - 1, Role::Egress) || c.has_role(i - 1, Role::Lsr)) {
+            continue;
+        }
+        let ingress = if dup {
+            i.checked_sub(2)
+        } else {
+            i.checked_sub(1)
+        };
+        let Some(ingress) = ingress else { continue };
+        if opaque.is_none() && c.has_role(ingress, Role::Lsr) {
+            continue;
+        }
+        let (anchor, anchor_is_ingress) = match path.get(ingress) {
+            Some(_) => (ingress, true),
+            None => match ingress.checked_sub(1).filter(|&k| path.get(k).is_some()) {
+                Some(k) => (k, false),
+                None => continue,
+            },
+        };
+        let Some(anchor_hop) = path.get(anchor) else {
+            continue;
+        };
+        if anchor_hop.addr == hop.addr {
+            continue;
+        }
+        let start_ttl = anchor_hop.ttl.saturating_sub(2).max(1);
+        let trigger = if opaque.is_some() {
+            Some(Trigger::Mttl)
+        } else if c.has_role(i, Role::Egress) || !hop.is_time_exceeded() {
+            None
+        } else if dup {
+            Some(Trigger::DupIp)
+        } else if path
+            .get(i + 1)
+            .is_some_and(|h| h.addr == hop.addr && h.is_time_exceeded())
+        {
+            None
+        } else {
+            let m = hop_metrics(hop);
+            let base = if opts.frpla_relative {
+                path.get(anchor).map_or(0, |a| hop_metrics(a).frpla.max(0))
+            } else {
+                0
+            };
+            if m.rtla >= th.rtla {
+                Some(Trigger::Rtla)
+            } else if m.frpla - base >= th.frpla {
+                Some(Trigger::Frpla)
+            } else if brute_force {
+                Some(Trigger::BruteForce)
+            } else {
+                None
+            }
+        };
+        if let Some(trigger) = trigger {
+            c.candidates.push(Candidate {
+                trigger,
+                anchor,
+                anchor_is_ingress,
+                egress: i,
+                start_ttl,
+                opaque,
+                walked_back: 0,
+            });
+        }
+    }
+    c
+}
+
+#[cfg(test)]
+#[path = "classify_tests.rs"]
+mod tests;

@@ -1,0 +1,634 @@
+//! [`Tnt`]: the sans-IO TNT campaign. It hands out engine [`Job`]s and consumes the
+//! finished [`Record`]s; it never sends a packet or reads a clock.
+//!
+//! Per target: an initial Paris trace (or a seed trace given by the caller, as PyTNT
+//! allows), one fingerprint ping per distinct hop address (pinged once per campaign),
+//! classification, then one revelation per invisible-tunnel candidate, every candidate of
+//! the path (`sc_tnt` stops at the first), revelations cached by (ingress, egress) across
+//! targets, then pings of the revealed LSRs. Every ready job is handed out at once; the
+//! engine's packets-per-second budget paces them.
+//!
+//! ```text
+//! tnt.add_target(dst);
+//! loop {
+//!     while let Some((tag, job)) = tnt.poll_job() { run job, remember tag }
+//!     for each finished record: tnt.handle_record(tag, record)
+//!     while let Some(result) = tnt.poll_result() { output(result) }
+//!     if tnt.is_idle() { break }
+//! }
+//! ```
+
+use alloc::collections::{BTreeMap, BTreeSet, VecDeque};
+use alloc::vec::Vec;
+use core::net::IpAddr;
+
+use vtnt_engine::{Job, JobError, PingOptions, TraceOptions};
+use vtnt_record::{Duration, Method, Ping, Record, Trace};
+
+use crate::analysis::ConfigError;
+use crate::classify::{
+    classify, Candidate, Classification, ClassifyOptions, Role, Trigger, TunnelClass,
+};
+use crate::output::{build_result, Summary, Tested, TntResult};
+use crate::path::{ping_reply_ttl, Path};
+use crate::reveal::{RevealFailure, RevealStatus, Revelation};
+
+/// Identifies a job handed out by [`Tnt::poll_job`]; give it back with the record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct JobTag(pub u64);
+
+/// Options of a TNT campaign.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TntConfig {
+    /// Template of every trace (its `dst` and `first_ttl` are set per trace). Default:
+    /// icmp-paris, 3 attempts, wait 1 s, gap limit 5, otherwise scamper's defaults.
+    pub trace: TraceOptions,
+    /// Template of the fingerprint pings (`dst` set per ping). Default: 1 ICMP echo,
+    /// wait 1 s.
+    pub ping: PingOptions,
+    /// Trigger thresholds, brute force, relative FRPLA.
+    pub classify: ClassifyOptions,
+    /// Run revelation traces (true); off, candidates are reported untested.
+    pub reveal: bool,
+    /// Buddy traces for duplicate-IP candidates (true).
+    pub buddy: bool,
+    /// Longest BRPR walk, in steps (32, range 1..=64).
+    pub max_brpr_steps: u8,
+    /// When an FRPLA/RTLA candidate reveals nothing, test the hop pairs before it, at
+    /// most this many (2, range 0..=8; 0 is `sc_tnt`'s behaviour). The return-path
+    /// asymmetry a hop shows may come from a tunnel that ended at an earlier hop whose
+    /// own replies do not betray it (e.g. a `<64,64>` egress that pushes its replies
+    /// with the LSP's no-propagate setting).
+    pub walk_back: u8,
+}
+
+impl Default for TntConfig {
+    fn default() -> Self {
+        let unspecified = IpAddr::V4(core::net::Ipv4Addr::UNSPECIFIED);
+        let mut trace = TraceOptions::new(unspecified);
+        trace.method = Method::IcmpParis;
+        trace.attempts = 3;
+        trace.wait = Duration::from_secs(1);
+        trace.gaplimit = 5;
+        let mut ping = PingOptions::new(unspecified);
+        ping.count = 1;
+        ping.timeout = Duration::from_secs(1);
+        TntConfig {
+            trace,
+            ping,
+            classify: ClassifyOptions::default(),
+            reveal: true,
+            buddy: true,
+            max_brpr_steps: 32,
+            walk_back: 2,
+        }
+    }
+}
+
+impl TntConfig {
+    /// Checks the ranges of TNT's own options (the engine checks the job options).
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        self.classify.thresholds.validate()?;
+        if !(1..=64).contains(&self.max_brpr_steps) {
+            return Err(ConfigError {
+                option: "max-brpr-steps",
+                range: "1..=64",
+            });
+        }
+        if self.walk_back > 8 {
+            return Err(ConfigError {
+                option: "walk-back",
+                range: "0..=8",
+            });
+        }
+        if self.ping.count == 0 {
+            return Err(ConfigError {
+                option: "ping-count",
+                range: "1..=65535",
+            });
+        }
+        Ok(())
+    }
+}
+
+type RevKey = (IpAddr, IpAddr);
+
+#[derive(Debug)]
+enum Purpose {
+    Initial(usize),
+    Ping(IpAddr),
+    Reveal(RevKey),
+}
+
+#[derive(Debug, PartialEq, Eq)]
+enum Stage {
+    Tracing,
+    Pinging,
+    Revealing,
+    Done,
+}
+
+#[derive(Debug)]
+struct Target {
+    dst: IpAddr,
+    stage: Stage,
+    trace: Option<Trace>,
+    waiting: usize,
+    class: Classification,
+    path: Path,
+    tested: Vec<(Candidate, Option<RevKey>, bool)>,
+    probes: u32,
+}
+
+#[derive(Debug)]
+enum PingEntry {
+    Pending { waiters: Vec<usize>, origin: usize },
+    Done(Option<u8>),
+}
+
+#[derive(Debug)]
+struct RevEntry {
+    rev: Revelation,
+    waiters: Vec<usize>,
+    origin: usize,
+}
+
+/// The TNT campaign state machine.
+#[derive(Debug)]
+pub struct Tnt {
+    config: TntConfig,
+    targets: Vec<Target>,
+    pings: BTreeMap<IpAddr, PingEntry>,
+    revelations: BTreeMap<RevKey, RevEntry>,
+    ready: VecDeque<(JobTag, Job)>,
+    outstanding: BTreeMap<JobTag, Purpose>,
+    next_tag: u64,
+    results: VecDeque<TntResult>,
+    summary: Summary,
+    seen: BTreeSet<TunnelKey>,
+}
+
+type TunnelKey = (
+    TunnelClass,
+    Option<IpAddr>,
+    Option<IpAddr>,
+    Vec<Option<IpAddr>>,
+);
+
+impl Tnt {
+    /// A campaign with `config`, checked.
+    pub fn new(config: TntConfig) -> Result<Tnt, ConfigError> {
+        config.validate()?;
+        Ok(Tnt {
+            config,
+            targets: Vec::new(),
+            pings: BTreeMap::new(),
+            revelations: BTreeMap::new(),
+            ready: VecDeque::new(),
+            outstanding: BTreeMap::new(),
+            next_tag: 1,
+            results: VecDeque::new(),
+            summary: Summary::default(),
+            seen: BTreeSet::new(),
+        })
+    }
+
+    /// The campaign's options.
+    pub fn config(&self) -> &TntConfig {
+        &self.config
+    }
+
+    /// Adds a target: its initial trace becomes a job.
+    pub fn add_target(&mut self, dst: IpAddr) {
+        let id = self.new_target(dst);
+        let job = self.trace_job(dst, self.config.trace.first_ttl);
+        self.queue(Purpose::Initial(id), job);
+    }
+
+    /// Adds an existing trace as the initial trace of its destination (PyTNT's seeds).
+    pub fn add_seed_trace(&mut self, trace: Trace) {
+        let id = self.new_target(trace.dst);
+        self.got_initial(id, trace);
+    }
+
+    /// Feeds an existing fingerprint ping (its address will not be pinged again).
+    pub fn add_ping(&mut self, ping: &Ping) {
+        if !matches!(self.pings.get(&ping.dst), Some(PingEntry::Pending { .. })) {
+            self.pings
+                .insert(ping.dst, PingEntry::Done(ping_reply_ttl(ping)));
+        }
+    }
+
+    /// The next job to run, with its tag. Every ready job comes out at once.
+    #[must_use]
+    pub fn poll_job(&mut self) -> Option<(JobTag, Job)> {
+        self.ready.pop_front()
+    }
+
+    /// Consumes the record of a job handed out by [`Tnt::poll_job`]. Unknown tags and
+    /// records of the wrong kind are ignored (the job is treated as failed).
+    pub fn handle_record(&mut self, tag: JobTag, record: Record) {
+        let Some(purpose) = self.outstanding.remove(&tag) else {
+            return;
+        };
+        match (purpose, record) {
+            (Purpose::Initial(id), Record::Trace(t)) => {
+                self.summary.trace_probes += t.probe_count as u64;
+                self.targets[id].probes += t.probe_count as u32;
+                self.got_initial(id, t);
+            }
+            (Purpose::Ping(a), Record::Ping(p)) => {
+                self.summary.ping_probes += p.ping_sent as u64;
+                self.got_ping(a, ping_reply_ttl(&p), p.ping_sent as u32);
+            }
+            (Purpose::Reveal(k), Record::Trace(t)) => {
+                self.summary.revelation_probes += t.probe_count as u64;
+                self.got_reveal(k, Some(&t));
+            }
+            (p, _) => self.failed(p, JobError::TooManyActive),
+        }
+    }
+
+    /// The engine refused (or lost) the job `tag`: the target goes on without it.
+    pub fn handle_job_error(&mut self, tag: JobTag, error: JobError) {
+        if let Some(p) = self.outstanding.remove(&tag) {
+            self.failed(p, error);
+        }
+    }
+
+    /// The next finished target.
+    #[must_use]
+    pub fn poll_result(&mut self) -> Option<TntResult> {
+        self.results.pop_front()
+    }
+
+    /// True when no job is ready or outstanding and every result was taken.
+    pub fn is_idle(&self) -> bool {
+        self.ready.is_empty() && self.outstanding.is_empty() && self.results.is_empty()
+    }
+
+    /// True when [`Tnt::poll_job`] has something.
+    pub fn has_ready_jobs(&self) -> bool {
+        !self.ready.is_empty()
+    }
+
+    /// Jobs handed out and not yet answered.
+    pub fn outstanding(&self) -> usize {
+        self.outstanding.len()
+    }
+
+    /// Campaign counts so far.
+    pub fn summary(&self) -> Summary {
+        let mut s = self.summary;
+        s.targets = self.targets.len();
+        s
+    }
+
+    /// Every revelation run so far, by (anchor, egress) address.
+    pub fn revelations(&self) -> impl Iterator<Item = (&(IpAddr, IpAddr), &Revelation)> {
+        self.revelations.iter().map(|(k, e)| (k, &e.rev))
+    }
+
+    fn new_target(&mut self, dst: IpAddr) -> usize {
+        self.targets.push(Target {
+            dst,
+            stage: Stage::Tracing,
+            trace: None,
+            waiting: 0,
+            class: Classification::default(),
+            path: Path::default(),
+            tested: Vec::new(),
+            probes: 0,
+        });
+        self.targets.len() - 1
+    }
+
+    fn trace_job(&self, dst: IpAddr, first_ttl: u8) -> Job {
+        let mut o = self.config.trace.clone();
+        o.dst = dst;
+        o.first_ttl = first_ttl.max(1);
+        Job::Trace(o)
+    }
+
+    fn queue(&mut self, purpose: Purpose, mut job: Job) {
+        let tag = JobTag(self.next_tag);
+        self.next_tag += 1;
+        match &mut job {
+            Job::Trace(o) => o.userid = tag.0 as u32,
+            Job::Ping(o) => o.userid = tag.0 as u32,
+        }
+        self.outstanding.insert(tag, purpose);
+        self.ready.push_back((tag, job));
+    }
+
+    fn failed(&mut self, purpose: Purpose, error: JobError) {
+        match purpose {
+            Purpose::Initial(id) => {
+                self.targets[id].stage = Stage::Done;
+                let r = TntResult::failed(self.targets[id].dst, error);
+                self.summary.targets_done += 1;
+                self.results.push_back(r);
+            }
+            Purpose::Ping(a) => self.got_ping(a, None, 0),
+            Purpose::Reveal(k) => self.got_reveal(k, None),
+        }
+    }
+
+    /// Registers that target `id` needs the ping of `addr`; true when it must wait.
+    fn need_ping(&mut self, addr: IpAddr, id: usize) -> bool {
+        match self.pings.get_mut(&addr) {
+            Some(PingEntry::Done(_)) => false,
+            Some(PingEntry::Pending { waiters, .. }) => {
+                waiters.push(id);
+                true
+            }
+            None => {
+                self.pings.insert(
+                    addr,
+                    PingEntry::Pending {
+                        waiters: Vec::from([id]),
+                        origin: id,
+                    },
+                );
+                let mut o = self.config.ping.clone();
+                o.dst = addr;
+                self.queue(Purpose::Ping(addr), Job::Ping(o));
+                true
+            }
+        }
+    }
+
+    fn er(&self, addr: IpAddr) -> Option<u8> {
+        match self.pings.get(&addr) {
+            Some(PingEntry::Done(t)) => *t,
+            _ => None,
+        }
+    }
+
+    fn got_initial(&mut self, id: usize, trace: Trace) {
+        let mut addrs: Vec<IpAddr> = trace.hops.iter().map(|h| h.addr).collect();
+        addrs.sort();
+        addrs.dedup();
+        self.targets[id].trace = Some(trace);
+        self.targets[id].stage = Stage::Pinging;
+        for a in addrs {
+            if self.need_ping(a, id) {
+                self.targets[id].waiting += 1;
+            }
+        }
+        if self.targets[id].waiting == 0 {
+            self.advance(id);
+        }
+    }
+
+    fn got_ping(&mut self, addr: IpAddr, ttl: Option<u8>, sent: u32) {
+        let Some(PingEntry::Pending { waiters, origin }) =
+            self.pings.insert(addr, PingEntry::Done(ttl))
+        else {
+            return;
+        };
+        self.targets[origin].probes += sent;
+        for id in waiters {
+            self.release(id);
+        }
+    }
+
+    fn release(&mut self, id: usize) {
+        let t = &mut self.targets[id];
+        t.waiting = t.waiting.saturating_sub(1);
+        if t.waiting == 0 {
+            self.advance(id);
+        }
+    }
+
+    fn advance(&mut self, id: usize) {
+        match self.targets[id].stage {
+            Stage::Pinging => self.analyse(id),
+            Stage::Revealing => self.finish(id),
+            Stage::Tracing | Stage::Done => {}
+        }
+    }
+
+    fn analyse(&mut self, id: usize) {
+        let Some(trace) = self.targets[id].trace.as_ref() else {
+            return;
+        };
+        let path = Path::from_trace(trace, |a| self.er(a));
+        let class = classify(&path, &self.config.classify);
+        self.targets[id].stage = Stage::Revealing;
+        let candidates = class.candidates.clone();
+        self.targets[id].class = class;
+        self.targets[id].path = path;
+        // Hold the target while its revelations are requested (a cached one may finish
+        // synchronously).
+        self.targets[id].waiting += 1;
+        for c in candidates {
+            self.request(id, c);
+        }
+        self.release(id);
+    }
+
+    /// Starts (or joins, or reuses) the revelation of candidate `c` for target `id`.
+    fn request(&mut self, id: usize, c: Candidate) {
+        let path = &self.targets[id].path;
+        let (Some(anchor), Some(egress)) = (path.get(c.anchor), path.get(c.egress)) else {
+            return;
+        };
+        let key = (anchor.addr, egress.addr);
+        if !self.config.reveal {
+            self.targets[id].tested.push((c, None, false));
+            return;
+        }
+        if self.targets[id]
+            .tested
+            .iter()
+            .any(|(_, k, _)| *k == Some(key))
+        {
+            return;
+        }
+        let mut done = false;
+        let cached = match self.revelations.get_mut(&key) {
+            Some(e) if e.rev.is_done() => {
+                done = true;
+                true
+            }
+            Some(e) => {
+                e.waiters.push(id);
+                self.targets[id].waiting += 1;
+                true
+            }
+            None => {
+                let mut rev = Revelation::new(
+                    key.0,
+                    c.anchor_is_ingress,
+                    key.1,
+                    c.trigger,
+                    c.start_ttl,
+                    self.config.buddy,
+                    self.config.max_brpr_steps,
+                );
+                let req = rev.poll_trace();
+                self.revelations.insert(
+                    key,
+                    RevEntry {
+                        rev,
+                        waiters: Vec::from([id]),
+                        origin: id,
+                    },
+                );
+                self.targets[id].waiting += 1;
+                if let Some(req) = req {
+                    let job = self.trace_job(req.dst, req.first_ttl);
+                    self.queue(Purpose::Reveal(key), job);
+                }
+                false
+            }
+        };
+        if cached {
+            self.summary.revelation_cache_hits += 1;
+        }
+        self.targets[id].tested.push((c, Some(key), cached));
+        if done {
+            self.revelation_done(id, key);
+        }
+    }
+
+    /// A revelation target `id` uses is over: ping what it revealed, or, when a return-path
+    /// trigger (FRPLA, RTLA) revealed nothing, walk one hop back: the hidden return hops
+    /// that made it fire may belong to a tunnel ending at an earlier hop.
+    fn revelation_done(&mut self, id: usize, key: RevKey) {
+        let Some(e) = self.revelations.get(&key) else {
+            return;
+        };
+        if !e.rev.lsrs.is_empty() {
+            self.ping_revealed(key, id);
+            return;
+        }
+        if e.rev.status != RevealStatus::Failed(RevealFailure::NothingRevealed) {
+            return;
+        }
+        let Some(c) = self.targets[id]
+            .tested
+            .iter()
+            .find(|(_, k, _)| *k == Some(key))
+            .map(|t| t.0.clone())
+        else {
+            return;
+        };
+        if !matches!(c.trigger, Trigger::Frpla | Trigger::Rtla)
+            || !c.anchor_is_ingress
+            || c.walked_back >= self.config.walk_back
+        {
+            return;
+        }
+        let t = &self.targets[id];
+        let Some(prev) = c.anchor.checked_sub(1).filter(|&k| t.path.get(k).is_some()) else {
+            return;
+        };
+        if t.class.roles(prev).any(|(_, r)| r == Role::Lsr)
+            || t.class.roles(c.anchor).any(|(_, r)| r == Role::Lsr)
+        {
+            return;
+        }
+        let start_ttl = t
+            .path
+            .get(prev)
+            .map_or(1, |h| h.ttl.saturating_sub(2).max(1));
+        let back = Candidate {
+            anchor: prev,
+            egress: c.anchor,
+            start_ttl,
+            walked_back: c.walked_back + 1,
+            ..c
+        };
+        self.request(id, back);
+    }
+
+    fn ping_revealed(&mut self, key: RevKey, id: usize) {
+        let Some(e) = self.revelations.get(&key) else {
+            return;
+        };
+        let mut addrs: Vec<IpAddr> = e.rev.lsr_addrs().flatten().collect();
+        addrs.extend(e.rev.revealed_egress);
+        for a in addrs {
+            if self.need_ping(a, id) {
+                self.targets[id].waiting += 1;
+            }
+        }
+    }
+
+    fn got_reveal(&mut self, key: RevKey, trace: Option<&Trace>) {
+        let Some(e) = self.revelations.get_mut(&key) else {
+            return;
+        };
+        e.rev.handle_trace(trace);
+        if let Some(req) = e.rev.poll_trace() {
+            let job = self.trace_job(req.dst, req.first_ttl);
+            self.queue(Purpose::Reveal(key), job);
+            return;
+        }
+        if !e.rev.is_done() {
+            return;
+        }
+        let waiters = core::mem::take(&mut e.waiters);
+        let origin = e.origin;
+        self.targets[origin].probes += e.rev.probes;
+        for id in waiters {
+            self.revelation_done(id, key);
+            self.release(id);
+        }
+    }
+
+    fn count(&mut self, r: &TntResult) {
+        let s = &mut self.summary;
+        s.targets_done += 1;
+        s.unrevealed += r.unrevealed.len();
+        for t in &r.tunnels {
+            if !self
+                .seen
+                .insert((t.class, t.ingress, t.egress, t.lsrs.clone()))
+            {
+                continue;
+            }
+            match t.class {
+                TunnelClass::Explicit => s.explicit += 1,
+                TunnelClass::Implicit => s.implicit += 1,
+                TunnelClass::Opaque => s.opaque += 1,
+                TunnelClass::InvisiblePhp => s.invisible_php += 1,
+                TunnelClass::InvisibleUhp => s.invisible_uhp += 1,
+            }
+            if t.revelation.is_some() {
+                s.lsrs_revealed += t.lsrs.iter().flatten().count();
+            }
+        }
+    }
+
+    fn finish(&mut self, id: usize) {
+        let t = &mut self.targets[id];
+        if t.stage == Stage::Done {
+            return;
+        }
+        t.stage = Stage::Done;
+        let Some(trace) = t.trace.take() else { return };
+        let class = core::mem::take(&mut t.class);
+        let tested_raw = core::mem::take(&mut t.tested);
+        let probes = t.probes;
+        let path = Path::from_trace(&trace, |a| self.er(a));
+        let tested: Vec<Tested<'_>> = tested_raw
+            .iter()
+            .map(|(c, key, cached)| Tested {
+                candidate: c,
+                revelation: key.and_then(|k| self.revelations.get(&k)).map(|e| &e.rev),
+                cached: *cached,
+            })
+            .collect();
+        let er = |a: IpAddr| self.er(a);
+        let r = build_result(trace, &path, &class, &tested, &er, probes);
+        self.count(&r);
+        self.results.push_back(r);
+    }
+}
+
+#[cfg(test)]
+#[path = "orchestrator_tests.rs"]
+mod tests;

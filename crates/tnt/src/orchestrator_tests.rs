@@ -1,0 +1,424 @@
+//! Orchestrator tests against a tiny scripted network (hand-made records per job).
+
+use super::*;
+use crate::classify::{Role, Trigger, TunnelClass};
+use crate::reveal::{RevealMethod, RevealStatus};
+use crate::testutil::*;
+use alloc::string::String;
+use alloc::vec;
+use vtnt_record::Hop;
+
+/// Scripted answers: traces by destination, echo-reply TTLs by address.
+struct Net {
+    traces: Vec<(&'static str, Vec<Hop>)>,
+    er: Vec<(&'static str, u8)>,
+    jobs: Vec<Job>,
+}
+
+impl Net {
+    fn answer(&mut self, job: &Job) -> Record {
+        self.jobs.push(job.clone());
+        match job {
+            Job::Trace(o) => {
+                let hops = self
+                    .traces
+                    .iter()
+                    .find(|(d, _)| ip(d) == o.dst)
+                    .map(|(_, h)| {
+                        h.iter()
+                            .filter(|h| h.probe_ttl >= o.first_ttl)
+                            .cloned()
+                            .collect::<Vec<Hop>>()
+                    })
+                    .unwrap_or_default();
+                let mut t = trace("0.0.0.0", &hops);
+                t.dst = o.dst;
+                Record::Trace(t)
+            }
+            Job::Ping(o) => {
+                let ttls: Vec<u8> = self
+                    .er
+                    .iter()
+                    .filter(|(a, _)| ip(a) == o.dst)
+                    .map(|(_, t)| *t)
+                    .collect();
+                let mut p = ping("0.0.0.0", &ttls);
+                p.dst = o.dst;
+                for r in &mut p.responses {
+                    r.from = o.dst;
+                }
+                Record::Ping(p)
+            }
+        }
+    }
+    fn run(&mut self, tnt: &mut Tnt) -> Vec<TntResult> {
+        let mut out = Vec::new();
+        for _ in 0..1000 {
+            let jobs: Vec<_> = core::iter::from_fn(|| tnt.poll_job()).collect();
+            for (tag, job) in jobs {
+                let rec = self.answer(&job);
+                tnt.handle_record(tag, rec);
+            }
+            out.extend(core::iter::from_fn(|| tnt.poll_result()));
+            if tnt.is_idle() {
+                return out;
+            }
+        }
+        panic!("campaign did not finish");
+    }
+}
+
+fn hop(ttl: u8, addr: &str, ret: u8) -> Hop {
+    te(ttl, addr, 255 - ret + 1, 1)
+}
+
+/// VP - A(1) - B(2, ingress) - [L1 L2 L3 hidden] - E(3, egress, FRPLA 3) - D(4).
+fn php_net() -> Net {
+    Net {
+        traces: vec![
+            (
+                "10.0.9.1",
+                vec![
+                    hop(1, "10.0.0.1", 1),
+                    hop(2, "10.0.0.2", 2),
+                    hop(3, "10.0.0.5", 6),
+                    echo(4, "10.0.9.1", 57),
+                ],
+            ),
+            (
+                "10.0.9.2",
+                vec![
+                    hop(1, "10.0.0.1", 1),
+                    hop(2, "10.0.0.2", 2),
+                    hop(3, "10.0.0.5", 6),
+                    echo(4, "10.0.9.2", 57),
+                ],
+            ),
+            // DPR: E's address is not label-switched, every LSR shows.
+            (
+                "10.0.0.5",
+                vec![
+                    hop(1, "10.0.0.1", 1),
+                    hop(2, "10.0.0.2", 2),
+                    hop(3, "10.0.1.1", 3),
+                    hop(4, "10.0.1.2", 4),
+                    hop(5, "10.0.1.3", 5),
+                    echo(6, "10.0.0.5", 250),
+                ],
+            ),
+        ],
+        er: vec![
+            ("10.0.0.1", 255),
+            ("10.0.0.2", 254),
+            ("10.0.0.5", 250),
+            ("10.0.9.1", 60),
+            ("10.0.1.1", 253),
+            ("10.0.1.2", 252),
+            ("10.0.1.3", 251),
+        ],
+        jobs: Vec::new(),
+    }
+}
+
+#[test]
+fn default_config_is_tnt() {
+    let c = TntConfig::default();
+    assert_eq!(c.trace.method, Method::IcmpParis);
+    assert_eq!((c.trace.attempts, c.trace.gaplimit), (3, 5));
+    assert_eq!(c.trace.wait, Duration::from_secs(1));
+    assert_eq!(c.ping.count, 1);
+    assert_eq!(c.validate(), Ok(()));
+    let bad = TntConfig {
+        max_brpr_steps: 0,
+        ..TntConfig::default()
+    };
+    assert_eq!(Tnt::new(bad).unwrap_err().option, "max-brpr-steps");
+}
+
+#[test]
+fn php_tunnel_revealed_by_dpr_and_cached() {
+    let mut net = php_net();
+    let mut tnt = Tnt::new(TntConfig::default()).unwrap();
+    tnt.add_target(ip("10.0.9.1"));
+    tnt.add_target(ip("10.0.9.2"));
+    let results = net.run(&mut tnt);
+    assert_eq!(results.len(), 2);
+    for r in &results {
+        assert_eq!(r.tunnels.len(), 1, "{:#?}", r.tunnels);
+        let t = &r.tunnels[0];
+        assert_eq!(t.class, TunnelClass::InvisiblePhp);
+        assert_eq!(t.trigger, Some(Trigger::Frpla));
+        assert_eq!(
+            (t.ingress, t.egress),
+            (Some(ip("10.0.0.2")), Some(ip("10.0.0.5")))
+        );
+        assert_eq!(
+            t.lsrs,
+            vec![
+                Some(ip("10.0.1.1")),
+                Some(ip("10.0.1.2")),
+                Some(ip("10.0.1.3"))
+            ]
+        );
+        let rev = t.revelation.unwrap();
+        assert_eq!(
+            (rev.status, rev.method),
+            (RevealStatus::Complete, Some(RevealMethod::Dpr))
+        );
+        // Path: A, B, H1..H3, E, D.
+        let addrs: Vec<_> = r.path.iter().map(|e| e.addr.unwrap()).collect();
+        assert_eq!(
+            addrs,
+            vec![
+                ip("10.0.0.1"),
+                ip("10.0.0.2"),
+                ip("10.0.1.1"),
+                ip("10.0.1.2"),
+                ip("10.0.1.3"),
+                ip("10.0.0.5"),
+                r.target
+            ]
+        );
+        assert!(r.path[2].revealed.is_some() && r.path[1].revealed.is_none());
+        assert_eq!(r.path[3].annotation.mpls[0].role, Role::Lsr);
+        assert_eq!(r.path[3].annotation.er, Some(252));
+        assert_eq!(r.hops[1].mpls[0].role, Role::Ingress);
+        assert_eq!(r.hops[2].mpls[0].role, Role::Egress);
+        assert_eq!(r.hops[2].frpla, 3);
+    }
+    assert!(!results[0].tunnels[0].revelation.unwrap().cached);
+    assert!(results[1].tunnels[0].revelation.unwrap().cached);
+    // One revelation trace only, and every address pinged once.
+    let traces = net
+        .jobs
+        .iter()
+        .filter(|j| matches!(j, Job::Trace(_)))
+        .count();
+    assert_eq!(traces, 3);
+    let mut pinged: Vec<IpAddr> = net
+        .jobs
+        .iter()
+        .filter_map(|j| match j {
+            Job::Ping(o) => Some(o.dst),
+            _ => None,
+        })
+        .collect();
+    let n = pinged.len();
+    pinged.sort();
+    pinged.dedup();
+    assert_eq!(n, pinged.len());
+    let s = tnt.summary();
+    assert_eq!(
+        (s.targets, s.targets_done, s.invisible_php, s.lsrs_revealed),
+        (2, 2, 1, 3)
+    );
+    assert_eq!(s.revelation_cache_hits, 1);
+    assert!(s.probes() > 0);
+}
+
+#[test]
+fn revelation_trace_starts_two_hops_before_the_ingress() {
+    let mut net = php_net();
+    let mut tnt = Tnt::new(TntConfig::default()).unwrap();
+    tnt.add_target(ip("10.0.9.1"));
+    net.run(&mut tnt);
+    let Job::Trace(o) = &net
+        .jobs
+        .iter()
+        .filter(|j| matches!(j, Job::Trace(_)))
+        .nth(1)
+        .unwrap()
+    else {
+        unreachable!()
+    };
+    assert_eq!((o.dst, o.first_ttl), (ip("10.0.0.5"), 1));
+}
+
+#[test]
+fn seed_trace_skips_the_initial_trace() {
+    let mut net = php_net();
+    let mut tnt = Tnt::new(TntConfig::default()).unwrap();
+    let Record::Trace(seed) = net.answer(&Job::Trace(TraceOptions::new(ip("10.0.9.1")))) else {
+        unreachable!()
+    };
+    net.jobs.clear();
+    tnt.add_seed_trace(seed);
+    let r = net.run(&mut tnt);
+    assert_eq!(r[0].tunnels.len(), 1);
+    assert!(net
+        .jobs
+        .iter()
+        .all(|j| !matches!(j, Job::Trace(o) if o.dst == ip("10.0.9.1"))));
+}
+
+#[test]
+fn unrevealed_trigger_is_not_a_tunnel() {
+    let mut net = php_net();
+    // The egress trace shows nothing between B and E.
+    net.traces[2].1 = vec![
+        hop(1, "10.0.0.1", 1),
+        hop(2, "10.0.0.2", 2),
+        echo(3, "10.0.0.5", 250),
+    ];
+    let mut tnt = Tnt::new(TntConfig {
+        walk_back: 0,
+        ..TntConfig::default()
+    })
+    .unwrap();
+    tnt.add_target(ip("10.0.9.1"));
+    let r = net.run(&mut tnt);
+    assert!(r[0].tunnels.is_empty());
+    assert_eq!(r[0].unrevealed.len(), 1);
+    assert_eq!(
+        r[0].unrevealed[0].status,
+        Some(RevealStatus::Failed(
+            crate::reveal::RevealFailure::NothingRevealed
+        ))
+    );
+}
+
+#[test]
+fn reveal_off_reports_candidates_untested() {
+    let mut net = php_net();
+    let mut tnt = Tnt::new(TntConfig {
+        reveal: false,
+        ..TntConfig::default()
+    })
+    .unwrap();
+    tnt.add_target(ip("10.0.9.1"));
+    let r = net.run(&mut tnt);
+    assert_eq!(r[0].unrevealed[0].status, None);
+    assert_eq!(
+        net.jobs
+            .iter()
+            .filter(|j| matches!(j, Job::Trace(_)))
+            .count(),
+        1
+    );
+}
+
+#[test]
+fn refused_initial_trace_gives_an_error_result() {
+    let mut tnt = Tnt::new(TntConfig::default()).unwrap();
+    tnt.add_target("2001:db8::1".parse().unwrap());
+    let (tag, _) = tnt.poll_job().unwrap();
+    tnt.handle_job_error(tag, JobError::Ipv6Unsupported);
+    let r = tnt.poll_result().unwrap();
+    assert_eq!(r.error, Some(JobError::Ipv6Unsupported));
+    assert!(tnt.is_idle());
+}
+
+#[test]
+fn every_invisible_tunnel_of_a_path_is_revealed() {
+    // Two PHP tunnels: B -[L1 L2 L3]- E, then F -[M1 M2 M3]- G.
+    let mut net = Net {
+        traces: vec![
+            (
+                "10.0.9.1",
+                vec![
+                    hop(1, "10.0.0.2", 1),
+                    hop(2, "10.0.0.5", 5),
+                    hop(3, "10.0.0.6", 6),
+                    hop(4, "10.0.0.7", 10),
+                    echo(5, "10.0.9.1", 54),
+                ],
+            ),
+            (
+                "10.0.0.5",
+                vec![
+                    hop(1, "10.0.0.2", 1),
+                    hop(2, "10.0.1.1", 2),
+                    hop(3, "10.0.1.2", 3),
+                    hop(4, "10.0.1.3", 4),
+                    echo(5, "10.0.0.5", 251),
+                ],
+            ),
+            (
+                "10.0.0.7",
+                vec![
+                    hop(3, "10.0.0.6", 6),
+                    hop(4, "10.0.2.1", 7),
+                    hop(5, "10.0.2.2", 8),
+                    hop(6, "10.0.2.3", 9),
+                    echo(7, "10.0.0.7", 246),
+                ],
+            ),
+        ],
+        er: vec![("10.0.0.5", 251), ("10.0.0.6", 250), ("10.0.0.7", 246)],
+        jobs: Vec::new(),
+    };
+    let mut tnt = Tnt::new(TntConfig::default()).unwrap();
+    tnt.add_target(ip("10.0.9.1"));
+    let r = net.run(&mut tnt);
+    let lsrs: Vec<usize> = r[0].tunnels.iter().map(|t| t.lsrs.len()).collect();
+    assert_eq!(lsrs, vec![3, 3]);
+    let text: String = crate::text::dump(&r[0]);
+    assert!(text.contains("H1"), "{text}");
+}
+
+#[test]
+fn walk_back_finds_a_tunnel_ending_before_the_trigger() {
+    // B -[L1 L2 L3]- E(<64,64>, pushes its replies without propagation: no trigger);
+    // F after E shows FRPLA 3 (its replies cross the hidden hops in IP).
+    let mut net = Net {
+        traces: vec![
+            (
+                "10.0.9.1",
+                vec![
+                    hop(1, "10.0.0.1", 1),
+                    hop(2, "10.0.0.2", 2),
+                    te(3, "10.0.0.5", 62, 1),
+                    hop(4, "10.0.0.6", 7),
+                    echo(5, "10.0.9.1", 57),
+                ],
+            ),
+            // To F from B: E then F, nothing between E and F.
+            (
+                "10.0.0.6",
+                vec![
+                    hop(1, "10.0.0.1", 1),
+                    hop(2, "10.0.0.2", 2),
+                    te(3, "10.0.0.5", 62, 1),
+                    echo(4, "10.0.0.6", 249),
+                ],
+            ),
+            (
+                "10.0.0.5",
+                vec![
+                    hop(1, "10.0.0.1", 1),
+                    hop(2, "10.0.0.2", 2),
+                    hop(3, "10.0.1.1", 3),
+                    hop(4, "10.0.1.2", 4),
+                    hop(5, "10.0.1.3", 5),
+                    echo(6, "10.0.0.5", 62),
+                ],
+            ),
+        ],
+        er: vec![("10.0.0.5", 62), ("10.0.0.6", 249)],
+        jobs: Vec::new(),
+    };
+    let mut tnt = Tnt::new(TntConfig::default()).unwrap();
+    tnt.add_target(ip("10.0.9.1"));
+    let r = net.run(&mut tnt);
+    assert_eq!(r[0].tunnels.len(), 1, "{}", crate::text::dump(&r[0]));
+    let t = &r[0].tunnels[0];
+    assert_eq!(
+        (t.ingress, t.egress),
+        (Some(ip("10.0.0.2")), Some(ip("10.0.0.5")))
+    );
+    assert_eq!(t.lsrs.len(), 3);
+    assert_eq!(t.trigger, Some(Trigger::Frpla));
+    assert_eq!(
+        r[0].unrevealed.len(),
+        1,
+        "the trigger's own pair stays reported"
+    );
+    // sc_tnt's behaviour: no walk back.
+    let mut tnt = Tnt::new(TntConfig {
+        walk_back: 0,
+        ..TntConfig::default()
+    })
+    .unwrap();
+    tnt.add_target(ip("10.0.9.1"));
+    assert!(net.run(&mut tnt)[0].tunnels.is_empty());
+}

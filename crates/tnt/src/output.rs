@@ -1,0 +1,503 @@
+//! What TNT hands back per target ([`TntResult`]) and per campaign ([`Summary`]), and
+//! how a result is assembled from a trace, its classification and the revelations.
+//!
+//! With the `serde` feature every type here is `Serialize`, with the field names listed
+//! in `docs/tnt.md`. They are shaped to ride inside scamper-JSON objects as one extra
+//! field `"tnt"`: [`TntResult::trace_annotation`] for the trace object, and
+//! [`TntResult::hops`] (parallel to the trace's `hops` array) for the hop objects, so
+//! scamper-JSON readers that ignore unknown fields keep working.
+
+use alloc::vec::Vec;
+use core::net::IpAddr;
+
+use vtnt_engine::JobError;
+use vtnt_record::{Hop, Trace};
+
+use crate::analysis::{Signature, Vendor};
+use crate::classify::{
+    hop_metrics, Candidate, Classification, Evidence, Role, Trigger, TunnelClass,
+};
+use crate::path::{Path, PathHop};
+use crate::reveal::{RevealMethod, RevealStatus, Revelation};
+
+/// The TNT annotation of one reply (one scamper hop object).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+pub struct HopAnnotation {
+    /// Reply TTL of the time-exceeded message (`None` for other replies).
+    pub te: Option<u8>,
+    /// Reply TTL of the echo reply to the fingerprint ping (`None`: no echo reply).
+    pub er: Option<u8>,
+    /// `<iTTL te, iTTL er>`.
+    pub signature: Signature,
+    pub vendor: Option<Vendor>,
+    /// Quoted IP-TTL of the probe.
+    pub qttl: Option<u8>,
+    pub uturn: i16,
+    pub frpla: i16,
+    pub rtla: i16,
+    /// The tunnels the hop belongs to, with its role in each.
+    pub mpls: Vec<Membership>,
+}
+
+/// A hop's part in one tunnel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+pub struct Membership {
+    /// Index in [`TntResult::tunnels`].
+    pub tunnel: usize,
+    pub class: TunnelClass,
+    pub role: Role,
+    /// What showed a visible tunnel (labels, qttl, uturn).
+    pub evidence: Option<Evidence>,
+    /// What made TNT look for a hidden tunnel.
+    pub trigger: Option<Trigger>,
+    /// How the hop was revealed (revealed LSRs only).
+    pub method: Option<RevealMethod>,
+    /// Revelation step (revealed LSRs only).
+    pub step: Option<u8>,
+}
+
+/// Where a path entry comes from, for revealed hops.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+pub struct Revealed {
+    pub tunnel: usize,
+    pub method: RevealMethod,
+    pub step: u8,
+}
+
+/// One line of the path with revealed hops spliced in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+pub struct PathEntry {
+    /// TTL in the initial trace; `None` for revealed hops.
+    pub probe_ttl: Option<u8>,
+    /// `None`: no reply at this TTL (or an unanswered revealed slot).
+    pub addr: Option<IpAddr>,
+    /// Round-trip time in microseconds.
+    pub rtt_us: Option<u64>,
+    /// Index of the reply in the trace's `hops` (initial-trace entries only).
+    pub hop: Option<usize>,
+    /// Set for hops revealed by DPR/BRPR/buddy.
+    pub revealed: Option<Revealed>,
+    pub annotation: HopAnnotation,
+    /// The label stack, `(label, LSE-TTL)` top first.
+    pub labels: Vec<(u32, u8)>,
+}
+
+/// How the revelation of a tunnel went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+pub struct RevelationInfo {
+    pub status: RevealStatus,
+    /// Method of the first revealed hop (DPR, BRPR, buddy).
+    pub method: Option<RevealMethod>,
+    /// Highest step reached.
+    pub steps: u8,
+    pub traces: u16,
+    pub probes: u32,
+    /// True when the result came from the (ingress, egress) cache of an earlier target.
+    pub cached: bool,
+}
+
+/// One tunnel on the path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+pub struct Tunnel {
+    pub class: TunnelClass,
+    pub evidence: Option<Evidence>,
+    pub trigger: Option<Trigger>,
+    pub ingress: Option<IpAddr>,
+    pub egress: Option<IpAddr>,
+    /// LSRs in path order; `None` for an LSR slot that did not answer.
+    pub lsrs: Vec<Option<IpAddr>>,
+    /// Opaque tunnels: hidden LSRs estimated from the egress's LSE-TTL.
+    pub hidden_estimate: Option<u8>,
+    pub revelation: Option<RevelationInfo>,
+    /// Plain statement of what could not be done, instead of a guess.
+    pub note: Option<&'static str>,
+}
+
+/// A trigger that fired but whose revelation showed no LSR: not reported as a tunnel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+pub struct Unrevealed {
+    pub trigger: Trigger,
+    pub ingress: IpAddr,
+    pub egress: IpAddr,
+    /// `None` when revelation was not attempted (disabled).
+    pub status: Option<RevealStatus>,
+    pub traces: u16,
+    pub cached: bool,
+}
+
+/// TNT's result for one target.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TntResult {
+    pub target: IpAddr,
+    /// The initial (or seed) trace; `None` when the engine refused it (`error`).
+    pub trace: Option<Trace>,
+    pub error: Option<JobError>,
+    /// Annotation of each reply, parallel to `trace.hops`.
+    pub hops: Vec<HopAnnotation>,
+    /// The path, one entry per TTL, revealed hops spliced in after their ingress.
+    pub path: Vec<PathEntry>,
+    pub tunnels: Vec<Tunnel>,
+    pub unrevealed: Vec<Unrevealed>,
+    /// Probes this target cost: its trace, the pings and revelation traces it started.
+    pub probes: u32,
+}
+
+/// The trace-level `"tnt"` object: everything but the trace and the per-hop annotations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+pub struct TraceAnnotation<'a> {
+    /// Version of this annotation layout (1).
+    pub version: u8,
+    pub tunnels: &'a [Tunnel],
+    pub unrevealed: &'a [Unrevealed],
+    pub path: &'a [PathEntry],
+    pub probes: u32,
+}
+
+impl TntResult {
+    /// The object to add as `"tnt"` to the scamper-JSON trace object.
+    pub fn trace_annotation(&self) -> TraceAnnotation<'_> {
+        TraceAnnotation {
+            version: 1,
+            tunnels: &self.tunnels,
+            unrevealed: &self.unrevealed,
+            path: &self.path,
+            probes: self.probes,
+        }
+    }
+    /// A result for a target whose trace the engine refused.
+    pub fn failed(target: IpAddr, error: JobError) -> TntResult {
+        TntResult {
+            target,
+            trace: None,
+            error: Some(error),
+            hops: Vec::new(),
+            path: Vec::new(),
+            tunnels: Vec::new(),
+            unrevealed: Vec::new(),
+            probes: 0,
+        }
+    }
+}
+
+/// Campaign-wide counts. Tunnels are counted once per distinct (class, ingress, egress,
+/// LSRs), however many targets crossed them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+pub struct Summary {
+    pub targets: usize,
+    pub targets_done: usize,
+    pub explicit: usize,
+    pub implicit: usize,
+    pub opaque: usize,
+    pub invisible_php: usize,
+    pub invisible_uhp: usize,
+    /// Triggers whose revelation showed nothing.
+    pub unrevealed: usize,
+    pub lsrs_revealed: usize,
+    /// Probes by purpose: initial traces, fingerprint pings, revelation traces.
+    pub trace_probes: u64,
+    pub ping_probes: u64,
+    pub revelation_probes: u64,
+    pub revelation_cache_hits: usize,
+}
+
+impl Summary {
+    /// Every probe sent.
+    pub fn probes(&self) -> u64 {
+        self.trace_probes + self.ping_probes + self.revelation_probes
+    }
+}
+
+/// Annotation of one reply with its echo-reply TTL.
+pub fn annotate(hop: &PathHop) -> HopAnnotation {
+    let m = hop_metrics(hop);
+    let te = hop.is_time_exceeded().then_some(hop.reply_ttl);
+    let signature = Signature::from_reply_ttls(te, hop.er);
+    HopAnnotation {
+        te,
+        er: hop.er,
+        signature,
+        vendor: Some(signature.vendor()),
+        qttl: hop.qttl,
+        uturn: m.uturn,
+        frpla: m.frpla,
+        rtla: m.rtla,
+        mpls: Vec::new(),
+    }
+}
+
+/// A candidate with the revelation run for it.
+pub struct Tested<'a> {
+    pub candidate: &'a Candidate,
+    pub revelation: Option<&'a Revelation>,
+    /// True when the revelation was cached from an earlier target.
+    pub cached: bool,
+}
+
+fn labels(hop: &Hop) -> Vec<(u32, u8)> {
+    hop.mpls.iter().map(|l| (l.label, l.ttl)).collect()
+}
+
+fn entry(hop: &Hop, index: Option<usize>, annotation: HopAnnotation) -> PathEntry {
+    PathEntry {
+        probe_ttl: index.map(|_| hop.probe_ttl),
+        addr: Some(hop.addr),
+        rtt_us: Some(hop.rtt.as_micros() as u64),
+        hop: index,
+        revealed: None,
+        annotation,
+        labels: labels(hop),
+    }
+}
+
+/// Assembles the result of one target.
+pub fn build_result(
+    trace: Trace,
+    path: &Path,
+    class: &Classification,
+    tested: &[Tested<'_>],
+    er: &dyn Fn(IpAddr) -> Option<u8>,
+    probes: u32,
+) -> TntResult {
+    let addr = |i: usize| path.get(i).map(|h| h.addr);
+    let mut tunnels: Vec<Tunnel> = Vec::new();
+    // Memberships per path slot, and revealed spans to splice after a slot.
+    let mut members: Vec<Vec<Membership>> = Vec::new();
+    members.resize(path.len(), Vec::new());
+    let mut splices: Vec<(usize, usize, Vec<PathEntry>)> = Vec::new();
+    let mut unrevealed = Vec::new();
+
+    for (t, vt) in class.tunnels.iter().enumerate() {
+        let lsrs = vt.lsrs.iter().map(|&i| addr(i)).collect();
+        let note = (vt.class == TunnelClass::Opaque)
+            .then_some("opaque: hidden LSRs not shown; count estimated from the LSE-TTL");
+        tunnels.push(Tunnel {
+            class: vt.class,
+            evidence: Some(vt.evidence),
+            trigger: (vt.class == TunnelClass::Opaque).then_some(Trigger::Mttl),
+            ingress: vt.ingress.and_then(addr),
+            egress: vt.egress.and_then(addr),
+            lsrs,
+            hidden_estimate: vt.hidden_estimate,
+            revelation: None,
+            note,
+        });
+        let m = |role| Membership {
+            tunnel: t,
+            class: vt.class,
+            role,
+            evidence: Some(vt.evidence),
+            trigger: tunnels[t].trigger,
+            method: None,
+            step: None,
+        };
+        if let Some(i) = vt.ingress {
+            members[i].push(m(Role::Ingress));
+        }
+        for &i in &vt.lsrs {
+            members[i].push(m(Role::Lsr));
+        }
+        for i in vt.egress_repeat.into_iter().chain(vt.egress) {
+            members[i].push(m(Role::Egress));
+        }
+    }
+
+    for tst in tested {
+        let c = tst.candidate;
+        let (Some(anchor), Some(egress)) = (addr(c.anchor), addr(c.egress)) else {
+            continue;
+        };
+        let Some(rev) = tst.revelation.filter(|r| !r.lsrs.is_empty()) else {
+            let status = tst.revelation.map(|r| r.status);
+            if let Some(t) = c.opaque {
+                tunnels[t].revelation = tst.revelation.map(|r| info(r, tst.cached));
+                tunnels[t].note =
+                    Some("opaque: revelation showed no LSR; count estimated from the LSE-TTL");
+            } else {
+                unrevealed.push(Unrevealed {
+                    trigger: c.trigger,
+                    ingress: anchor,
+                    egress,
+                    status,
+                    traces: tst.revelation.map_or(0, |r| r.traces),
+                    cached: tst.cached,
+                });
+            }
+            continue;
+        };
+        let t = match c.opaque {
+            Some(t) => t,
+            None => {
+                let uhp = c.trigger == Trigger::DupIp;
+                tunnels.push(Tunnel {
+                    class: if uhp {
+                        TunnelClass::InvisibleUhp
+                    } else {
+                        TunnelClass::InvisiblePhp
+                    },
+                    evidence: None,
+                    trigger: Some(c.trigger),
+                    ingress: c.anchor_is_ingress.then_some(anchor),
+                    egress: if uhp {
+                        rev.revealed_egress
+                    } else {
+                        Some(egress)
+                    },
+                    lsrs: Vec::new(),
+                    hidden_estimate: None,
+                    revelation: None,
+                    note: None,
+                });
+                tunnels.len() - 1
+            }
+        };
+        let class_t = tunnels[t].class;
+        tunnels[t].lsrs = rev.lsr_addrs().collect();
+        tunnels[t].revelation = Some(info(rev, tst.cached));
+        tunnels[t].note = match rev.status {
+            RevealStatus::Incomplete(_) => {
+                Some("revelation incomplete: BRPR blocked before the ingress")
+            }
+            _ => None,
+        };
+        let m = |role, method, step| Membership {
+            tunnel: t,
+            class: class_t,
+            role,
+            evidence: None,
+            trigger: Some(c.trigger),
+            method,
+            step,
+        };
+        if c.opaque.is_none() {
+            if c.anchor_is_ingress {
+                members[c.anchor].push(m(Role::Ingress, None, None));
+            }
+            if c.trigger != Trigger::DupIp {
+                members[c.egress].push(m(Role::Egress, None, None));
+            }
+        }
+        let mut spliced = Vec::new();
+        for l in &rev.lsrs {
+            let mut a = match &l.hop {
+                Some(h) => annotate(&PathHop::from_hop(0, h, er(h.addr))),
+                None => HopAnnotation::default(),
+            };
+            a.mpls.push(m(Role::Lsr, Some(l.method), Some(l.step)));
+            let mut e = match &l.hop {
+                Some(h) => entry(h, None, a),
+                None => PathEntry {
+                    probe_ttl: None,
+                    addr: None,
+                    rtt_us: None,
+                    hop: None,
+                    revealed: None,
+                    annotation: a,
+                    labels: Vec::new(),
+                },
+            };
+            e.revealed = Some(Revealed {
+                tunnel: t,
+                method: l.method,
+                step: l.step,
+            });
+            spliced.push(e);
+        }
+        if let (Some(eg), Trigger::DupIp) = (rev.revealed_egress, c.trigger) {
+            let mut a = HopAnnotation {
+                er: er(eg),
+                ..HopAnnotation::default()
+            };
+            a.signature = Signature::from_reply_ttls(None, a.er);
+            a.mpls
+                .push(m(Role::Egress, Some(RevealMethod::Buddy), Some(1)));
+            spliced.push(PathEntry {
+                probe_ttl: None,
+                addr: Some(eg),
+                rtt_us: None,
+                hop: None,
+                revealed: Some(Revealed {
+                    tunnel: t,
+                    method: RevealMethod::Buddy,
+                    step: 1,
+                }),
+                annotation: a,
+                labels: Vec::new(),
+            });
+        }
+        let after = if c.anchor_is_ingress {
+            c.anchor
+        } else {
+            c.anchor + 1
+        };
+        splices.push((after, t, spliced));
+    }
+
+    // Per-reply annotations and the spliced path.
+    let mut hops = Vec::with_capacity(trace.hops.len());
+    for (k, h) in trace.hops.iter().enumerate() {
+        let mut a = annotate(&PathHop::from_hop(k, h, er(h.addr)));
+        if let Some(p) = path.get(h.probe_ttl.max(1) as usize - 1) {
+            if p.addr == h.addr {
+                a.mpls = members[h.probe_ttl as usize - 1].clone();
+            }
+        }
+        hops.push(a);
+    }
+    let mut out_path = Vec::new();
+    let last = path.last_index().map_or(0, |l| l + 1);
+    for (i, m) in members.iter().enumerate().take(last) {
+        match path.get(i) {
+            Some(p) => {
+                let mut a = annotate(p);
+                a.mpls = m.clone();
+                out_path.push(entry(&trace.hops[p.index], Some(p.index), a));
+            }
+            None => out_path.push(PathEntry {
+                probe_ttl: Some(i as u8 + 1),
+                addr: None,
+                rtt_us: None,
+                hop: None,
+                revealed: None,
+                annotation: HopAnnotation::default(),
+                labels: Vec::new(),
+            }),
+        }
+        for (_, _, s) in splices.iter().filter(|(after, _, _)| *after == i) {
+            out_path.extend(s.iter().cloned());
+        }
+    }
+    TntResult {
+        target: trace.dst,
+        trace: Some(trace),
+        error: None,
+        hops,
+        path: out_path,
+        tunnels,
+        unrevealed,
+        probes,
+    }
+}
+
+fn info(r: &Revelation, cached: bool) -> RevelationInfo {
+    RevelationInfo {
+        status: r.status,
+        method: r.lsrs.last().map(|l| l.method),
+        steps: r.lsrs.iter().map(|l| l.step).max().unwrap_or(0),
+        traces: r.traces,
+        probes: r.probes,
+        cached,
+    }
+}
+
+#[cfg(test)]
+#[path = "output_tests.rs"]
+mod tests;

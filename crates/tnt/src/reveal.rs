@@ -1,0 +1,390 @@
+//! Revelation of one suspected tunnel, as a small state machine fed with traces: DPR (a
+//! trace to the egress shows every hidden LSR at once), BRPR (each trace shows one more
+//! LSR, the next trace goes to it, until nothing new shows) and buddy (for UHP/duplicate-IP
+//! cases, a trace to the other address of the /30 or /31 of the traced address, which
+//! belongs to the missing egress).
+//!
+//! Each revelation trace is parsed as `sc_tnt` does: the target must be the last hop that
+//! answered (else *target not reached*), the anchor (ingress, or the hop before an
+//! unanswered ingress) must appear (else *ingress not found*), and the hops strictly
+//! between them are new LSRs (none: *nothing revealed*; one: a BRPR step; several: DPR).
+
+use alloc::collections::VecDeque;
+use alloc::vec::Vec;
+use core::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+use vtnt_record::{Hop, Trace};
+
+use crate::classify::Trigger;
+use crate::path::Path;
+
+/// How a hidden LSR was revealed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize),
+    serde(rename_all = "kebab-case")
+)]
+pub enum RevealMethod {
+    /// Direct path revelation.
+    Dpr,
+    /// Backward recursive path revelation.
+    Brpr,
+    /// Trace to the buddy address of the egress.
+    Buddy,
+}
+
+impl RevealMethod {
+    /// Tag in the text dump.
+    pub const fn tag(self) -> &'static str {
+        match self {
+            RevealMethod::Dpr => "DPR",
+            RevealMethod::Brpr => "BRPR",
+            RevealMethod::Buddy => "BUD",
+        }
+    }
+}
+
+/// Why a revelation trace showed nothing usable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize),
+    serde(rename_all = "kebab-case")
+)]
+pub enum RevealFailure {
+    /// The trace did not end at its target.
+    TargetNotReached,
+    /// The ingress (anchor) did not appear in the trace.
+    IngressNotFound,
+    /// The anchor was followed directly by the target.
+    NothingRevealed,
+    /// BRPR went on longer than the configured step limit.
+    StepLimit,
+    /// A revealed address came back (routing loop or load balancing).
+    Loop,
+}
+
+impl RevealFailure {
+    /// kebab-case name.
+    pub const fn name(self) -> &'static str {
+        match self {
+            RevealFailure::TargetNotReached => "target-not-reached",
+            RevealFailure::IngressNotFound => "ingress-not-found",
+            RevealFailure::NothingRevealed => "nothing-revealed",
+            RevealFailure::StepLimit => "step-limit",
+            RevealFailure::Loop => "loop",
+        }
+    }
+}
+
+/// Where a revelation stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize),
+    serde(rename_all = "kebab-case")
+)]
+pub enum RevealStatus {
+    /// Traces are outstanding.
+    Running,
+    /// Every hidden LSR was revealed (DPR, BRPR up to the ingress, or buddy).
+    Complete,
+    /// Some LSRs were revealed, then BRPR was blocked for the given reason.
+    Incomplete(RevealFailure),
+    /// Nothing was revealed, for the given reason.
+    Failed(RevealFailure),
+}
+
+/// One revealed LSR: the reply that showed it and how.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RevealedHop {
+    /// The reply from the revelation trace; `None` for an unanswered slot between
+    /// revealed hops.
+    pub hop: Option<Hop>,
+    pub method: RevealMethod,
+    /// Revelation step (1 for the first trace, +1 per BRPR trace).
+    pub step: u8,
+}
+
+/// The hops a revelation trace shows between an anchor and its target.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TraceReading {
+    Failed(RevealFailure),
+    /// New hops in path order (ingress side first); `None` for unanswered slots.
+    Revealed(Vec<Option<Hop>>),
+}
+
+/// Reads a revelation trace towards `target` starting from `anchor`.
+pub fn read_revelation(
+    trace: &Trace,
+    anchor: IpAddr,
+    anchor_is_ingress: bool,
+    target: IpAddr,
+) -> TraceReading {
+    let path = Path::from_trace(trace, |_| None);
+    let Some(last) = path.last_index() else {
+        return TraceReading::Failed(RevealFailure::TargetNotReached);
+    };
+    if path.get(last).map(|h| h.addr) != Some(target) {
+        return TraceReading::Failed(RevealFailure::TargetNotReached);
+    }
+    // The first slot where the target shows ends the revealed span (a UHP egress
+    // repeats it).
+    let end = (0..=last)
+        .find(|&i| path.get(i).is_some_and(|h| h.addr == target))
+        .unwrap_or(last);
+    let Some(mut start) = (0..end).find(|&i| path.get(i).is_some_and(|h| h.addr == anchor)) else {
+        return TraceReading::Failed(RevealFailure::IngressNotFound);
+    };
+    while path.get(start + 1).is_some_and(|h| h.addr == anchor) {
+        start += 1;
+    }
+    if !anchor_is_ingress {
+        start += 1;
+    }
+    if start + 1 >= end {
+        return TraceReading::Failed(RevealFailure::NothingRevealed);
+    }
+    let mut hops: Vec<Option<Hop>> = Vec::new();
+    for i in start + 1..end {
+        let hop = path.get(i).map(|h| trace.hops[h.index].clone());
+        // Collapse a repeated address (UHP shows the next router twice).
+        let repeat = matches!((&hop, hops.last()), (Some(h), Some(Some(p))) if p.addr == h.addr);
+        if !repeat {
+            hops.push(hop);
+        }
+    }
+    if hops.iter().all(Option::is_none) {
+        return TraceReading::Failed(RevealFailure::NothingRevealed);
+    }
+    TraceReading::Revealed(hops)
+}
+
+/// The other addresses of the point-to-point link `addr` is on: the /30 neighbour when
+/// `addr` is a usable /30 host address, then the /31 neighbour (IPv6: the /127 then the
+/// /126 neighbour).
+pub fn buddies(addr: IpAddr) -> Vec<IpAddr> {
+    let mut out = Vec::new();
+    match addr {
+        IpAddr::V4(a) => {
+            let x = u32::from(a);
+            if matches!(x & 3, 1 | 2) {
+                out.push(IpAddr::V4(Ipv4Addr::from(x ^ 3)));
+            }
+            out.push(IpAddr::V4(Ipv4Addr::from(x ^ 1)));
+        }
+        IpAddr::V6(a) => {
+            let x = u128::from(a);
+            out.push(IpAddr::V6(Ipv6Addr::from(x ^ 1)));
+            if matches!(x & 3, 1 | 2) {
+                out.push(IpAddr::V6(Ipv6Addr::from(x ^ 3)));
+            }
+        }
+    }
+    out
+}
+
+/// A trace a revelation asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TraceRequest {
+    pub dst: IpAddr,
+    pub first_ttl: u8,
+}
+
+/// The revelation of the tunnel between `anchor` and `egress`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Revelation {
+    pub anchor: IpAddr,
+    pub anchor_is_ingress: bool,
+    /// The address whose trace triggered the test (for DUP_IP: the router after the
+    /// missing egress).
+    pub egress: IpAddr,
+    pub trigger: Trigger,
+    pub start_ttl: u8,
+    /// Revealed LSRs in path order (ingress side first).
+    pub lsrs: Vec<RevealedHop>,
+    /// The missing egress of a UHP tunnel, when a buddy trace reached it.
+    pub revealed_egress: Option<IpAddr>,
+    pub status: RevealStatus,
+    /// Traces run and probes they sent.
+    pub traces: u16,
+    pub probes: u32,
+    plan: VecDeque<(IpAddr, RevealMethod)>,
+    current: Option<(IpAddr, RevealMethod)>,
+    step: u8,
+    max_steps: u8,
+}
+
+impl Revelation {
+    /// A revelation for a candidate; `buddy` enables buddy traces for DUP_IP.
+    pub fn new(
+        anchor: IpAddr,
+        anchor_is_ingress: bool,
+        egress: IpAddr,
+        trigger: Trigger,
+        start_ttl: u8,
+        buddy: bool,
+        max_steps: u8,
+    ) -> Revelation {
+        let mut plan = VecDeque::new();
+        if trigger == Trigger::DupIp && buddy {
+            for b in buddies(egress) {
+                if b != anchor {
+                    plan.push_back((b, RevealMethod::Buddy));
+                }
+            }
+        }
+        plan.push_back((egress, RevealMethod::Dpr));
+        Revelation {
+            anchor,
+            anchor_is_ingress,
+            egress,
+            trigger,
+            start_ttl,
+            lsrs: Vec::new(),
+            revealed_egress: None,
+            status: RevealStatus::Running,
+            traces: 0,
+            probes: 0,
+            plan,
+            current: None,
+            step: 0,
+            max_steps: max_steps.max(1),
+        }
+    }
+
+    /// The next trace to run, once; `None` while one is outstanding or when finished.
+    pub fn poll_trace(&mut self) -> Option<TraceRequest> {
+        if self.status != RevealStatus::Running || self.current.is_some() {
+            return None;
+        }
+        let next = if self.step == 0 {
+            self.plan.pop_front()
+        } else {
+            // BRPR: towards the LSR closest to the ingress.
+            match self.lsrs.first().and_then(|l| l.hop.as_ref()) {
+                Some(h) => Some((h.addr, RevealMethod::Brpr)),
+                None => {
+                    self.status = RevealStatus::Incomplete(RevealFailure::TargetNotReached);
+                    None
+                }
+            }
+        };
+        match next {
+            Some(n) => {
+                self.current = Some(n);
+                Some(TraceRequest {
+                    dst: n.0,
+                    first_ttl: self.start_ttl,
+                })
+            }
+            None => {
+                if self.status == RevealStatus::Running {
+                    self.status = RevealStatus::Failed(RevealFailure::NothingRevealed);
+                }
+                None
+            }
+        }
+    }
+
+    /// Consumes the outcome of the trace asked by [`Revelation::poll_trace`]; `None` when
+    /// the engine could not run it.
+    pub fn handle_trace(&mut self, trace: Option<&Trace>) {
+        let Some((dst, method)) = self.current.take() else {
+            return;
+        };
+        self.traces += 1;
+        let reading = match trace {
+            Some(t) => {
+                self.probes += t.probe_count as u32;
+                read_revelation(t, self.anchor, self.anchor_is_ingress, dst)
+            }
+            None => TraceReading::Failed(RevealFailure::TargetNotReached),
+        };
+        if self.step == 0 {
+            match reading {
+                TraceReading::Failed(f) => {
+                    if self.plan.is_empty() {
+                        self.status = RevealStatus::Failed(f);
+                    }
+                }
+                TraceReading::Revealed(hops) => {
+                    self.step = 1;
+                    let several = hops.len() > 1;
+                    let method = match method {
+                        RevealMethod::Buddy => {
+                            self.revealed_egress = Some(dst);
+                            RevealMethod::Buddy
+                        }
+                        _ if several => RevealMethod::Dpr,
+                        _ => RevealMethod::Brpr,
+                    };
+                    self.lsrs = hops
+                        .into_iter()
+                        .map(|hop| RevealedHop {
+                            hop,
+                            method,
+                            step: 1,
+                        })
+                        .collect();
+                    if method != RevealMethod::Brpr {
+                        self.status = RevealStatus::Complete;
+                    }
+                }
+            }
+            return;
+        }
+        // A BRPR step towards the first revealed LSR.
+        match reading {
+            TraceReading::Failed(RevealFailure::NothingRevealed) => {
+                self.status = RevealStatus::Complete;
+            }
+            TraceReading::Failed(f) => self.status = RevealStatus::Incomplete(f),
+            TraceReading::Revealed(hops) => {
+                let known = |a: IpAddr| {
+                    a == self.egress
+                        || self
+                            .lsrs
+                            .iter()
+                            .any(|l| l.hop.as_ref().is_some_and(|h| h.addr == a))
+                };
+                if hops.iter().flatten().any(|h| known(h.addr)) {
+                    self.status = RevealStatus::Incomplete(RevealFailure::Loop);
+                    return;
+                }
+                self.step = self.step.saturating_add(1);
+                let step = self.step;
+                let method = if hops.len() > 1 {
+                    RevealMethod::Dpr
+                } else {
+                    RevealMethod::Brpr
+                };
+                let new: Vec<RevealedHop> = hops
+                    .into_iter()
+                    .map(|hop| RevealedHop { hop, method, step })
+                    .collect();
+                self.lsrs.splice(0..0, new);
+                if method == RevealMethod::Dpr {
+                    self.status = RevealStatus::Complete;
+                } else if step >= self.max_steps {
+                    self.status = RevealStatus::Incomplete(RevealFailure::StepLimit);
+                }
+            }
+        }
+    }
+
+    /// Addresses of the revealed LSRs, in path order.
+    pub fn lsr_addrs(&self) -> impl Iterator<Item = Option<IpAddr>> + '_ {
+        self.lsrs.iter().map(|l| l.hop.as_ref().map(|h| h.addr))
+    }
+
+    /// True once no more traces will be asked.
+    pub fn is_done(&self) -> bool {
+        self.status != RevealStatus::Running
+    }
+}
+
+#[cfg(test)]
+#[path = "reveal_tests.rs"]
+mod tests;

@@ -1,0 +1,145 @@
+//! [`TntRunner`]: a [`Tnt`] campaign on top of an [`Engine`], with the engine's driver
+//! API, so the Linux driver, the unikernel and the lab's virtual-clock driver run TNT
+//! exactly as they run plain measurements.
+//!
+//! Call order (the engine's, plus `poll_result`):
+//!
+//! ```text
+//! runner.add_target(dst);                          // any number of times, at any time
+//! loop {
+//!     while let Some(tx) = runner.poll_transmit(now, &mut buf) { send(&buf[..tx.len]) }
+//!     while let Some(r) = runner.poll_result() { output(r) }
+//!     if runner.is_idle() { break }
+//!     sleep until runner.poll_timeout() or a packet arrives; now = clock();
+//!     for each received IPv4 packet: runner.handle_packet(rx_time, packet);
+//!     runner.handle_timeout(now);
+//! }
+//! ```
+//!
+//! Jobs TNT hands out are started on the engine at the next call that carries a `now`;
+//! the engine queues what exceeds its `max_active` and paces probes to its pps budget.
+
+use alloc::collections::BTreeMap;
+use core::net::IpAddr;
+
+use vtnt_engine::{Engine, Event, Instant, MeasurementId, Stats, Trace, Transmit};
+
+use crate::orchestrator::{JobTag, Tnt};
+use crate::output::{Summary, TntResult};
+
+/// [`Tnt`] and the engine that runs its jobs.
+#[derive(Debug)]
+pub struct TntRunner {
+    engine: Engine,
+    tnt: Tnt,
+    ids: BTreeMap<MeasurementId, JobTag>,
+}
+
+impl TntRunner {
+    /// Couples a configured engine and campaign.
+    pub fn new(engine: Engine, tnt: Tnt) -> TntRunner {
+        TntRunner {
+            engine,
+            tnt,
+            ids: BTreeMap::new(),
+        }
+    }
+
+    /// Adds a target; its trace starts at the next call that carries a `now`.
+    pub fn add_target(&mut self, dst: IpAddr) {
+        self.tnt.add_target(dst);
+    }
+
+    /// Adds an existing trace as a target's initial trace.
+    pub fn add_seed_trace(&mut self, trace: Trace) {
+        self.tnt.add_seed_trace(trace);
+    }
+
+    /// Feeds one received IPv4 packet.
+    pub fn handle_packet(&mut self, now: Instant, packet: &[u8]) {
+        self.engine.handle_packet(now, packet);
+        self.pump(now);
+    }
+
+    /// Handles every deadline up to `now`.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        self.engine.handle_timeout(now);
+        self.pump(now);
+    }
+
+    /// The next probe to send, written into `buf`; call until `None`.
+    #[must_use]
+    pub fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<Transmit> {
+        self.pump(now);
+        let tx = self.engine.poll_transmit(now, buf);
+        if tx.is_none() {
+            // A measurement may have ended on a deadline handled inside poll_transmit.
+            self.pump(now);
+        }
+        tx
+    }
+
+    /// When to call [`TntRunner::handle_timeout`] or [`TntRunner::poll_transmit`] next;
+    /// [`Instant::ZERO`] (in the past) when TNT has jobs the engine has not started yet.
+    #[must_use]
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        if self.tnt.has_ready_jobs() {
+            return Some(Instant::ZERO);
+        }
+        self.engine.poll_timeout()
+    }
+
+    /// The next finished target.
+    #[must_use]
+    pub fn poll_result(&mut self) -> Option<TntResult> {
+        self.tnt.poll_result()
+    }
+
+    /// Nothing left to run and every result taken.
+    pub fn is_idle(&self) -> bool {
+        self.engine.is_idle() && self.tnt.is_idle()
+    }
+
+    /// The engine's counters.
+    pub fn stats(&self) -> Stats {
+        self.engine.stats()
+    }
+
+    /// The campaign's counts.
+    pub fn summary(&self) -> Summary {
+        self.tnt.summary()
+    }
+
+    pub fn tnt(&self) -> &Tnt {
+        &self.tnt
+    }
+
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    /// Moves finished records to TNT and TNT's new jobs to the engine until both rest.
+    fn pump(&mut self, now: Instant) {
+        loop {
+            let mut moved = false;
+            while let Some(Event::Finished { id, record }) = self.engine.poll_event() {
+                moved = true;
+                if let Some(tag) = self.ids.remove(&id) {
+                    self.tnt.handle_record(tag, record);
+                }
+            }
+            while let Some((tag, job)) = self.tnt.poll_job() {
+                moved = true;
+                match self.engine.start(now, job) {
+                    Ok(id) => {
+                        self.ids.insert(id, tag);
+                    }
+                    Err(e) => self.tnt.handle_job_error(tag, e),
+                }
+            }
+            if !moved {
+                return;
+            }
+        }
+    }
+}
