@@ -13,6 +13,7 @@ mod probe;
 mod runtime;
 mod targets;
 mod text;
+mod tnt;
 
 /// vTNT: MPLS-revealing traceroute, from anywhere, in milliseconds.
 #[derive(Parser)]
@@ -28,6 +29,8 @@ enum Command {
     Trace(probe::TraceArgs),
     /// Ping with ICMP echo, UDP or TCP SYN.
     Ping(probe::PingArgs),
+    /// TNT: reveal MPLS tunnels along the paths to the targets and fingerprint routers.
+    Tnt(tnt::TntArgs),
     /// Convert between warts and scamper JSON.
     Convert(convert::ConvertArgs),
     /// The emulated MPLS Internet with ground truth (up, exec, truth, down, generate).
@@ -48,6 +51,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Trace(a) => probe::run_jobs(&a.common, |dst| vtnt_engine::Job::Trace(a.options(dst)), "traces"),
         Command::Ping(a) => probe::run_jobs(&a.common, |dst| vtnt_engine::Job::Ping(a.options(dst)), "pings"),
+        Command::Tnt(a) => tnt::run(a),
         Command::Convert(a) => convert::run(a),
         Command::Lab(cmd) => lab::run(cmd),
         Command::Bench(cmd) => bench::run(cmd),

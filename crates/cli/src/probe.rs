@@ -19,7 +19,7 @@ pub const MAX_PPS_LAB: u32 = 500_000;
 pub const MAX_PPS_PUBLIC: u32 = 1_000;
 
 /// Options every probing command shares.
-#[derive(clap::Args, Debug)]
+#[derive(clap::Args, Debug, Clone)]
 pub struct Common {
     /// Targets: addresses or host names.
     #[arg(value_name = "TARGET")]
@@ -53,7 +53,7 @@ pub struct Common {
     pub window: u32,
 }
 
-fn seconds(s: &str) -> Result<Duration, String> {
+pub fn seconds(s: &str) -> Result<Duration, String> {
     let v: f64 = s.parse().map_err(|_| format!("`{s}` is not a number of seconds"))?;
     if !(0.001..=3600.0).contains(&v) {
         return Err(format!("{v} s is out of range (0.001..=3600)"));
@@ -61,7 +61,7 @@ fn seconds(s: &str) -> Result<Duration, String> {
     Ok(Duration::from_secs_f64(v))
 }
 
-fn method(s: &str) -> Result<Method, String> {
+pub fn method(s: &str) -> Result<Method, String> {
     Method::from_option(s).ok_or_else(|| format!("unknown method `{s}` (icmp-paris, udp-paris, tcp)"))
 }
 

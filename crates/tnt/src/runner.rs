@@ -143,3 +143,25 @@ impl TntRunner {
         }
     }
 }
+
+impl vtnt_engine::Prober for TntRunner {
+    type Output = TntResult;
+    fn handle_packet(&mut self, now: Instant, packet: &[u8]) {
+        TntRunner::handle_packet(self, now, packet)
+    }
+    fn handle_timeout(&mut self, now: Instant) {
+        TntRunner::handle_timeout(self, now)
+    }
+    fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<usize> {
+        TntRunner::poll_transmit(self, now, buf).map(|t| t.len)
+    }
+    fn poll_timeout(&self) -> Option<Instant> {
+        TntRunner::poll_timeout(self)
+    }
+    fn poll_output(&mut self) -> Option<TntResult> {
+        TntRunner::poll_result(self)
+    }
+    fn is_idle(&self) -> bool {
+        TntRunner::is_idle(self)
+    }
+}

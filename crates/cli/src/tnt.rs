@@ -1,0 +1,219 @@
+//! `vtnt tnt`: TNT over the Linux driver. Options follow `vtnt trace` for the initial
+//! traces, plus TNT's own (thresholds, brute force, revelation switches). Traces already
+//! measured (scamper JSON or warts, ours or scamper's) can stand in for the initial traces
+//! (`--from`), as PyTNT allows.
+//!
+//! Output: scamper JSON whose trace and hop objects carry an extra `"tnt"` field (see
+//! docs/tnt.md; scamper-JSON readers ignore it), sc_tnt-like text (`-O text`), or warts
+//! with the annotations in a JSON sidecar `FILE.tnt.json` (warts has no place for them
+//! that current scamper releases leave free).
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::IpAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context;
+use vtnt_engine::{Engine, Method};
+use vtnt_formats::{Annotate, Item, Map, Record, Trace, Value};
+use vtnt_tnt::{Thresholds, Tnt, TntConfig, TntResult, TntRunner};
+
+use crate::output::{AtomicFile, Format, Output};
+use crate::probe::{self, Common};
+
+/// `vtnt tnt`.
+#[derive(clap::Args, Debug)]
+pub struct TntArgs {
+    /// Method of the initial and revelation traces: icmp-paris, udp-paris or tcp.
+    #[arg(short = 'P', long = "method", default_value = "icmp-paris", value_parser = probe::method)]
+    pub method: Method,
+    /// Probes per hop.
+    #[arg(short = 'q', long = "attempts", default_value_t = 3, value_parser = clap::value_parser!(u8).range(1..=20))]
+    pub attempts: u8,
+    /// Seconds to wait for a reply.
+    #[arg(short = 'w', long = "wait", default_value = "1", value_parser = probe::seconds)]
+    pub wait: Duration,
+    /// Unresponsive hops in a row before a trace gives up.
+    #[arg(short = 'g', long = "gap-limit", default_value_t = 5, value_parser = clap::value_parser!(u8).range(1..))]
+    pub gaplimit: u8,
+    /// Maximum TTL.
+    #[arg(short = 'm', long = "max-ttl", default_value_t = 255, value_parser = clap::value_parser!(u8).range(1..))]
+    pub max: u8,
+    /// Echo requests per hop address for its TTL signature.
+    #[arg(long = "ping-count", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=100))]
+    pub ping_count: u16,
+    /// FRPLA threshold of the invisible-tunnel trigger (TNT's -f).
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(i16).range(1..=64))]
+    pub frpla: i16,
+    /// RTLA threshold (TNT's -r).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(i16).range(1..=64))]
+    pub rtla: i16,
+    /// Absolute u-turn sum that marks implicit tunnels.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(i16).range(1..=64))]
+    pub uturn: i16,
+    /// Test every hop pair for a hidden tunnel, not only where a trigger fires (TNT's -b).
+    #[arg(short = 'b', long)]
+    pub brute_force: bool,
+    /// Detect and classify only; send no revelation traces.
+    #[arg(long)]
+    pub no_reveal: bool,
+    /// Do not try the buddy technique for duplicate-IP (UHP) candidates.
+    #[arg(long)]
+    pub no_buddy: bool,
+    /// Start from these traces (scamper JSON or warts) instead of tracing again.
+    #[arg(long = "from", value_name = "TRACES")]
+    pub from: Option<PathBuf>,
+    #[command(flatten)]
+    pub common: Common,
+}
+
+impl TntArgs {
+    /// TNT's configuration from the options.
+    pub fn config(&self) -> TntConfig {
+        let mut c = TntConfig::default();
+        c.trace.method = self.method;
+        c.trace.attempts = self.attempts;
+        c.trace.wait = self.wait;
+        c.trace.gaplimit = self.gaplimit;
+        c.trace.max_ttl = self.max;
+        c.ping.count = self.ping_count;
+        c.classify.thresholds = Thresholds { frpla: self.frpla, rtla: self.rtla, uturn: self.uturn };
+        c.classify.brute_force = self.brute_force;
+        c.reveal = !self.no_reveal;
+        c.buddy = !self.no_buddy;
+        c
+    }
+}
+
+/// Adds a TNT result's annotations as `"tnt"` fields to scamper JSON.
+pub struct TntAnnotations<'a>(pub &'a TntResult);
+
+fn tnt_field(v: Result<Value, serde_json::Error>) -> Option<Map<String, Value>> {
+    let mut m = Map::new();
+    m.insert("tnt".into(), v.ok()?);
+    Some(m)
+}
+
+impl Annotate for TntAnnotations<'_> {
+    fn record_extra(&self, _r: &Record) -> Option<Map<String, Value>> {
+        tnt_field(serde_json::to_value(self.0.trace_annotation()))
+    }
+    fn hop_extra(&self, _t: &Trace, index: usize, _h: &vtnt_formats::Hop) -> Option<Map<String, Value>> {
+        tnt_field(serde_json::to_value(self.0.hops.get(index)?))
+    }
+}
+
+/// Reads traces to start from; bad records are reported with their position and skipped.
+fn seed_traces(path: &PathBuf) -> anyhow::Result<(Vec<Trace>, usize)> {
+    let f = std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
+    let mut r = BufReader::new(f);
+    let warts = r.fill_buf()?.starts_with(&[0x12, 0x05]);
+    let items: Vec<Result<Item, String>> = if warts {
+        vtnt_formats::WartsReader::new(r).map(|i| i.map_err(|e| e.to_string())).collect()
+    } else {
+        vtnt_formats::JsonReader::new(r).map(|i| i.map_err(|e| e.to_string())).collect()
+    };
+    let mut traces = Vec::new();
+    let mut bad = 0;
+    for item in items {
+        match item {
+            Ok(Item::Record(Record::Trace(t))) => traces.push(t),
+            Ok(_) => {}
+            Err(e) => {
+                bad += 1;
+                eprintln!("vtnt: {}: skipping {e}", path.display());
+            }
+        }
+    }
+    Ok((traces, bad))
+}
+
+pub fn run(a: TntArgs) -> anyhow::Result<ExitCode> {
+    let tnt_config = a.config();
+    let tnt = Tnt::new(tnt_config).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let (seeds, bad_seeds) = match &a.from {
+        Some(p) => seed_traces(p)?,
+        None => (Vec::new(), 0),
+    };
+    let from_only = a.from.is_some() && a.common.targets.is_empty() && a.common.targets_file.is_none();
+    let (targets, config, some_bad) = if from_only {
+        let first = seeds.first().context("no trace to start from")?;
+        let mut c = a.common.clone_for_seeds(first.src, &seeds)?;
+        c.1 = c.1 || bad_seeds > 0;
+        (Vec::new(), c.0, c.1)
+    } else {
+        let (t, c, b) = probe::prepare(&a.common)?;
+        (t, c, b || bad_seeds > 0)
+    };
+    let engine = Engine::new(config).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let mut runner = TntRunner::new(engine, tnt);
+    let n = targets.len() + seeds.len();
+    for t in targets {
+        runner.add_target(t);
+    }
+    for s in seeds {
+        runner.add_seed_trace(s);
+    }
+    let mut sockets = vtnt_linux::RawSockets::open()?;
+    let clock = vtnt_linux::Clock::new();
+    let mut out = Output::open(a.common.output.as_deref(), a.common.format)?;
+    let mut sidecar = match (a.common.format, &a.common.output) {
+        (Format::Warts, Some(p)) => {
+            let side = PathBuf::from(format!("{}.tnt.json", p.display()));
+            let (f, w) = AtomicFile::create(&side).with_context(|| format!("creating {}", side.display()))?;
+            Some((f, std::io::BufWriter::new(w)))
+        }
+        _ => None,
+    };
+    let bar = probe::progress(n, "targets");
+    let mut failed = 0usize;
+    vtnt_linux::run(&mut runner, &mut sockets, &clock, |r: TntResult| {
+        bar.inc(1);
+        let Some(trace) = &r.trace else {
+            failed += 1;
+            let why = r.error.as_ref().map(|e| e.to_string()).unwrap_or_default();
+            bar.suspend(|| eprintln!("vtnt: {}: {why}", r.target));
+            return Ok(());
+        };
+        let record = Record::Trace(trace.clone());
+        out.annotated(&record, &TntAnnotations(&r), Some(&vtnt_tnt::dump(&r)))?;
+        if let Some((_, w)) = &mut sidecar {
+            let line = serde_json::json!({
+                "type": "tnt", "dst": r.target.to_string(),
+                "tnt": r.trace_annotation(), "hops": r.hops,
+            });
+            writeln!(w, "{line}")?;
+        }
+        Ok(())
+    })
+    .context("probing")?;
+    bar.finish_and_clear();
+    out.finish()?;
+    if let Some((f, mut w)) = sidecar {
+        w.flush()?;
+        drop(w);
+        f.commit()?;
+    }
+    let s = runner.summary();
+    eprintln!(
+        "vtnt: {} targets: tunnels explicit {} implicit {} opaque {} invisible-php {} invisible-uhp {}; {} LSRs revealed; {} not revealable; {} probes",
+        s.targets, s.explicit, s.implicit, s.opaque, s.invisible_php, s.invisible_uhp, s.lsrs_revealed, s.unrevealed, s.probes()
+    );
+    Ok(if some_bad || failed > 0 { ExitCode::from(2) } else { ExitCode::SUCCESS })
+}
+
+impl Common {
+    /// The engine config for a run that only re-examines `seeds` (no targets given):
+    /// their source address unless `-S` says otherwise; the rest as for targets.
+    fn clone_for_seeds(&self, src: IpAddr, seeds: &[Trace]) -> anyhow::Result<(vtnt_engine::Config, bool)> {
+        let mut check = Common { targets: seeds.iter().map(|t| t.dst.to_string()).collect(), targets_file: None, ..self.clone() };
+        if check.src.is_none() {
+            if let IpAddr::V4(s) = src {
+                check.src = Some(s);
+            }
+        }
+        let (_, c, bad) = probe::prepare(&check)?;
+        Ok((c, bad))
+    }
+}
