@@ -85,8 +85,10 @@ impl Signature {
             (Some(255), Some(64)) => Vendor::Juniper,
             (Some(64), Some(64)) => Vendor::Linux,
             (Some(128), Some(128)) => Vendor::JunosE,
-            (Some(_), Some(_)) => Vendor::Unknown,
-            (None, _) | (_, None) => Vendor::Unresponsive,
+            (None, None) => Vendor::Unresponsive,
+            // One half only (a destination answers the trace with an echo reply, not a
+            // time exceeded; a router drops pings): not enough to tell.
+            _ => Vendor::Unknown,
         }
     }
 }
@@ -123,9 +125,9 @@ pub enum Vendor {
     Linux,
     /// `<128,128>`: Juniper JunOSe.
     JunosE,
-    /// A complete signature outside the table.
+    /// A signature outside the table, or with only one of its two halves.
     Unknown,
-    /// The router never answered the trace or the ping, so it has no full signature.
+    /// Neither a time exceeded nor an echo reply was seen: no signature at all.
     Unresponsive,
 }
 
@@ -250,8 +252,9 @@ mod tests {
         assert_eq!(s(Some(60), Some(60)).vendor(), Vendor::Linux);
         assert_eq!(s(Some(120), Some(120)).vendor(), Vendor::JunosE);
         assert_eq!(s(Some(60), Some(250)).vendor(), Vendor::Unknown);
-        assert_eq!(s(Some(250), None).vendor(), Vendor::Unresponsive);
-        assert_eq!(s(None, Some(60)).vendor(), Vendor::Unresponsive);
+        assert_eq!(s(Some(250), None).vendor(), Vendor::Unknown);
+        assert_eq!(s(None, Some(60)).vendor(), Vendor::Unknown);
+        assert_eq!(s(None, None).vendor(), Vendor::Unresponsive);
         assert_eq!(alloc::format!("{}", s(Some(250), Some(60))), "<255,64>");
         assert_eq!(alloc::format!("{}", s(Some(250), None)), "<255,*>");
     }
