@@ -1,0 +1,407 @@
+//! `vtnt lab ...`: the emulated MPLS Internet. Parses options and calls `vtnt-lab`
+//! (topologies, truth, generator) and `vtnt-lab-linux` (namespace, TUN, VM front,
+//! daemon). See docs/lab.md.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{bail, Context};
+use vtnt_lab::generate::{generate_toml, ClassMix};
+use vtnt_lab::{GenOptions, Topology};
+use vtnt_lab_linux as linux;
+
+const DEFAULT_NAME: &str = "vtnt-lab";
+
+#[derive(clap::Subcommand)]
+pub enum LabCommand {
+    /// Start a lab in the background: a network namespace with a TUN device carrying the
+    /// vantage point's address, routes for the lab ranges, and a VM front on 127.0.0.1.
+    /// Returns once the lab answers.
+    Up {
+        /// Topology file [default: the shipped reference topology].
+        topology: Option<PathBuf>,
+        /// Lab name: namespace and state directory /run/vtnt/lab/<NAME>.
+        #[arg(long, default_value = DEFAULT_NAME)]
+        name: String,
+        /// UDP port of the VM front on 127.0.0.1 (0 = any free port).
+        #[arg(long, default_value_t = 0)]
+        vm_port: u16,
+        /// Seconds to wait for the lab to answer.
+        #[arg(long, default_value_t = 10)]
+        timeout: u64,
+    },
+    /// Stop a lab and remove its namespace and state.
+    Down {
+        #[arg(long, default_value = DEFAULT_NAME)]
+        name: String,
+    },
+    /// Show running labs (or one).
+    Status {
+        /// Only this lab [default: all].
+        #[arg(long)]
+        name: Option<String>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run a command inside the lab's namespace; its exit status is passed through.
+    Exec {
+        #[arg(long, default_value = DEFAULT_NAME)]
+        name: String,
+        /// The command and its arguments (after `--`).
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
+        command: Vec<OsString>,
+    },
+    /// Print the ground truth: paths, tunnels and their classes, vendor signatures.
+    Truth {
+        /// A topology file [default: the running lab's, else the reference topology].
+        topology: Option<PathBuf>,
+        #[arg(long, default_value = DEFAULT_NAME)]
+        name: String,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Write a random topology (same seed, same topology).
+    Generate {
+        #[arg(long)]
+        seed: u64,
+        /// Output file [default: standard output].
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Destination hosts (one branch each, at most 128).
+        #[arg(long, default_value_t = 16)]
+        destinations: usize,
+        /// Class mix as weights none,explicit,implicit,opaque,invisible-php,invisible-uhp.
+        #[arg(long, default_value = "20,50,6,4,15,5")]
+        mix: String,
+        /// LSRs per LSP, MIN-MAX.
+        #[arg(long, default_value = "1-6")]
+        lsrs: String,
+    },
+    /// Validate a topology file and say what it holds.
+    Check { topology: PathBuf },
+    /// Print how a QEMU VM attaches to the running lab (netdev, device, guest address).
+    VmNetdev {
+        #[arg(long, default_value = DEFAULT_NAME)]
+        name: String,
+        /// Which VM slot (each has its own guest address and local UDP port).
+        #[arg(long, default_value_t = 0)]
+        index: u32,
+        /// Print the whole vm.json.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Packets per second: the core in-process, then through a TUN (needs root).
+    Bench {
+        /// Probes for the in-process run.
+        #[arg(long, default_value_t = 2_000_000)]
+        probes: u64,
+        /// Seconds of the TUN run.
+        #[arg(long, default_value_t = 3.0)]
+        seconds: f64,
+        /// Probes in flight through the TUN.
+        #[arg(long, default_value_t = 512)]
+        window: u64,
+        /// Skip the TUN run.
+        #[arg(long)]
+        no_tun: bool,
+    },
+    /// The lab daemon (started by `up`).
+    #[command(hide = true)]
+    Serve {
+        #[arg(long)]
+        name: String,
+        #[arg(long)]
+        state_dir: PathBuf,
+        #[arg(long, default_value_t = 0)]
+        vm_port: u16,
+        #[arg(long, default_value = "")]
+        source: String,
+        topology: PathBuf,
+    },
+}
+
+fn need_root(what: &str) -> anyhow::Result<()> {
+    if !linux::is_root() {
+        bail!("`vtnt lab {what}` needs root (network namespaces and TUN devices)");
+    }
+    Ok(())
+}
+
+pub fn run(cmd: LabCommand) -> anyhow::Result<ExitCode> {
+    match cmd {
+        LabCommand::Up {
+            topology,
+            name,
+            vm_port,
+            timeout,
+        } => {
+            if let Some(p) = &topology {
+                Topology::load(p)?; // a bad file fails here, before anything starts
+            }
+            need_root("up")?;
+            let exe = std::env::current_exe().context("finding the vtnt binary")?;
+            let o = linux::UpOptions {
+                name,
+                topology,
+                vm_port,
+                exe,
+                timeout: std::time::Duration::from_secs(timeout),
+            };
+            let s = linux::up(&o)?;
+            let vm = linux::vm_info(&s.name)?;
+            println!(
+                "lab `{}` up: topology `{}` ({})",
+                s.name, s.topology, s.topology_source
+            );
+            println!(
+                "  namespace {}: {} {} via gateway {}",
+                s.netns, s.tun, s.vp_address, s.gateway
+            );
+            println!("  probe it:  vtnt lab exec --name {} -- scamper -c \"trace -P icmp-paris\" -i 203.0.113.10", s.name);
+            println!(
+                "  VMs:       {} (vtnt lab vm-netdev --name {})",
+                vm.endpoint, s.name
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        LabCommand::Down { name } => {
+            need_root("down")?;
+            if linux::down(&name)? {
+                println!("lab `{name}` down");
+            } else {
+                println!("lab `{name}` was not running");
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        LabCommand::Status { name, json } => {
+            let all = linux::status(name.as_deref())?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&all)?);
+            } else if all.is_empty() {
+                println!("no lab running");
+            }
+            if !json {
+                for s in &all {
+                    print!("{}: {}", s.name, s.state);
+                    if let Some(pid) = s.pid {
+                        print!(" (pid {pid})");
+                    }
+                    if let Some(l) = &s.lab {
+                        print!(
+                            ", topology `{}`, {} on {}, VM front 127.0.0.1:{}",
+                            l.topology, l.vp_address, l.tun, l.vm_port
+                        );
+                    }
+                    if let Some(st) = &s.stats {
+                        print!(
+                            ", packets in {} out {}",
+                            st["lab"]["received"], st["lab"]["sent"]
+                        );
+                    }
+                    println!();
+                }
+            }
+            Ok(
+                if name.is_some() && all.iter().all(|s| s.state != "running") {
+                    ExitCode::from(3)
+                } else {
+                    ExitCode::SUCCESS
+                },
+            )
+        }
+        LabCommand::Exec { name, command } => {
+            need_root("exec")?;
+            let code = linux::exec(&name, &command)?;
+            Ok(ExitCode::from(code.clamp(0, 255) as u8))
+        }
+        LabCommand::Truth {
+            topology,
+            name,
+            json,
+        } => {
+            let topo = match topology {
+                Some(p) => Topology::load(&p)?,
+                None => linux::running_topology(&name).unwrap_or_else(|_| Topology::reference()),
+            };
+            let truth = vtnt_lab::truth::truth(&topo);
+            if json {
+                println!("{}", serde_json::to_string_pretty(&truth)?);
+            } else {
+                print_truth(&truth);
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        LabCommand::Generate {
+            seed,
+            out,
+            destinations,
+            mix,
+            lsrs,
+        } => {
+            let w: Vec<u32> = mix
+                .split(',')
+                .map(|s| s.trim().parse())
+                .collect::<Result<_, _>>()
+                .context("--mix: six comma-separated weights")?;
+            let [none, explicit, implicit, opaque, invisible_php, invisible_uhp] = w[..] else {
+                bail!("--mix: six comma-separated weights: none,explicit,implicit,opaque,invisible-php,invisible-uhp");
+            };
+            let (lo, hi) = lsrs.split_once('-').context("--lsrs MIN-MAX")?;
+            let o = GenOptions {
+                destinations,
+                mix: ClassMix {
+                    none,
+                    explicit,
+                    implicit,
+                    opaque,
+                    invisible_php,
+                    invisible_uhp,
+                },
+                lsrs: (lo.parse().context("--lsrs")?, hi.parse().context("--lsrs")?),
+                ..GenOptions::default()
+            };
+            let text = generate_toml(seed, &o);
+            match out {
+                Some(p) => {
+                    std::fs::write(&p, text).with_context(|| format!("writing {}", p.display()))?
+                }
+                None => print!("{text}"),
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        LabCommand::Check { topology } => {
+            let t = Topology::load(&topology)?;
+            let d = t.def();
+            println!(
+                "{}: topology `{}` is valid: {} routers, {} links, {} hosts, {} LSPs, {} vantage points",
+                topology.display(), t.name(), d.routers.len(), d.links.len(), d.hosts.len(), d.lsps.len(), d.vantage_points.len()
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        LabCommand::VmNetdev { name, index, json } => {
+            let vm = linux::vm_info(&name)?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&vm)?);
+                return Ok(ExitCode::SUCCESS);
+            }
+            let g = vm
+                .guests
+                .iter()
+                .find(|g| g.index == index)
+                .context("no such VM slot")?;
+            println!("-netdev {} -device {}", g.netdev, g.device);
+            println!(
+                "# guest: {}  (older QEMU: -netdev {})",
+                g.cmdline, g.netdev_socket
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        LabCommand::Bench {
+            probes,
+            seconds,
+            window,
+            no_tun,
+        } => bench(probes, seconds, window, no_tun),
+        LabCommand::Serve {
+            name,
+            state_dir,
+            vm_port,
+            source,
+            topology,
+        } => {
+            linux::serve(&linux::ServeOptions {
+                name,
+                state_dir,
+                topology,
+                source,
+                vm_port,
+            })?;
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+fn bench(probes: u64, seconds: f64, window: u64, no_tun: bool) -> anyhow::Result<ExitCode> {
+    let core = linux::bench::core(Topology::reference(), probes);
+    println!(
+        "lab core (in-process, reference topology): {:.0} packets/s ({} probes, {} replies, {:.3} s)",
+        core.pps(), core.probes, core.replies, core.secs
+    );
+    if no_tun {
+        return Ok(ExitCode::SUCCESS);
+    }
+    need_root("bench")?;
+    // The reference topology without link delays: the TUN run measures the front, not the
+    // emulated propagation delay.
+    let mut def = Topology::reference().def().clone();
+    for l in &mut def.links {
+        l.delay_ms = 0.0;
+        l.delay_back_ms = None;
+    }
+    for h in &mut def.hosts {
+        h.delay_ms = 0.0;
+    }
+    let topo = Topology::from_def(def)?;
+    let name = format!("vtnt-bench-{}", std::process::id());
+    let file = std::env::temp_dir().join(format!("{name}.toml"));
+    std::fs::write(&file, topo.to_toml())?;
+    let exe = std::env::current_exe()?;
+    let o = linux::UpOptions {
+        name: name.clone(),
+        topology: Some(file.clone()),
+        vm_port: 0,
+        exe,
+        timeout: std::time::Duration::from_secs(10),
+    };
+    linux::up(&o)?;
+    let r = linux::bench::tun(&name, &topo, seconds, window);
+    let _ = linux::down(&name);
+    let _ = std::fs::remove_file(&file);
+    let r = r?;
+    println!(
+        "lab via TUN (raw socket in the namespace, {window} in flight): {:.0} packets/s ({} probes, {} replies, {:.3} s)",
+        r.pps(), r.probes, r.replies, r.secs
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_truth(t: &vtnt_lab::Truth) {
+    println!("topology `{}`", t.topology);
+    for d in &t.destinations {
+        let path: Vec<String> = d.forward.iter().map(|h| h.router.clone()).collect();
+        println!(
+            "{} {}: {}{}",
+            d.name,
+            d.dst,
+            path.join(" "),
+            if d.forward_paths.len() > 1 {
+                format!(" (+{} ECMP variants)", d.forward_paths.len() - 1)
+            } else {
+                String::new()
+            }
+        );
+        for tu in &d.tunnels {
+            let lsrs: Vec<String> = tu.lsrs.iter().map(|a| a.to_string()).collect();
+            println!(
+                "  {:13} {} {} -> {} {}  LSRs [{}]  revelation {:?}",
+                tu.class.name(),
+                tu.ingress_router,
+                tu.ingress,
+                tu.egress_router,
+                tu.egress,
+                lsrs.join(" "),
+                tu.revelation
+            );
+        }
+    }
+    println!("routers:");
+    for r in &t.routers {
+        println!(
+            "  {:6} {:9} <{},{}>",
+            r.name, r.vendor, r.signature[0], r.signature[1]
+        );
+    }
+}

@@ -1,0 +1,137 @@
+//! `vtnt lab` verbs through the real binary: errors that name file and line and start
+//! nothing, exit status passed through `exec`, recovery after a killed daemon, the VM
+//! attach contract, `generate` determinism. The namespace tests need root.
+
+mod lab_common;
+
+use std::process::Command;
+
+use lab_common::{vtnt, Lab};
+
+#[test]
+fn bad_topology_names_file_line_and_object_and_starts_nothing() {
+    let dir = std::env::temp_dir().join(format!("vtnt-badtopo-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join("bad.toml");
+    let text = vtnt_reference().replace("ingress = \"u1\"", "ingress = \"u9\"");
+    std::fs::write(&f, text).unwrap();
+    let name = format!("vt-bad-{}", std::process::id());
+    let out = vtnt(&["lab", "up", "--name", &name, f.to_str().unwrap()]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("bad.toml:"), "{err}");
+    assert!(
+        err.contains("[[lsp]] \"invisible-uhp\": router \"u9\" is not defined"),
+        "{err}"
+    );
+    assert!(
+        !std::path::Path::new("/run/netns").join(&name).exists(),
+        "nothing started"
+    );
+    let out = vtnt(&["lab", "check", f.to_str().unwrap()]);
+    assert!(!out.status.success());
+}
+
+fn vtnt_reference() -> String {
+    std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../topologies/reference.toml"
+    ))
+    .unwrap()
+}
+
+#[test]
+fn generate_is_deterministic_and_checkable() {
+    let a = vtnt(&["lab", "generate", "--seed", "11"]);
+    let b = vtnt(&["lab", "generate", "--seed", "11"]);
+    assert!(a.status.success());
+    assert_eq!(a.stdout, b.stdout);
+    let f = std::env::temp_dir().join(format!("vtnt-gen-{}.toml", std::process::id()));
+    let out = vtnt(&[
+        "lab",
+        "generate",
+        "--seed",
+        "11",
+        "--out",
+        f.to_str().unwrap(),
+    ]);
+    assert!(out.status.success());
+    let out = vtnt(&["lab", "check", f.to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = vtnt(&["lab", "truth", "--json", f.to_str().unwrap()]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(!v["destinations"].as_array().unwrap().is_empty());
+    let _ = std::fs::remove_file(f);
+}
+
+#[test]
+fn exec_passes_the_exit_status_through() {
+    skip_unless_ready!();
+    let lab = Lab::up("exit", None);
+    let out = lab.exec(&["sh", "-c", "exit 7"]);
+    assert_eq!(out.status.code(), Some(7));
+    let out = lab.exec(&["ip", "-o", "addr", "show", "dev", "vtnt0"]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("192.0.2.2/24"));
+    // Lab devices and routes exist only inside the namespace.
+    let host = Command::new("ip").args(["-o", "link"]).output().unwrap();
+    assert!(!String::from_utf8_lossy(&host.stdout).contains("vtnt0"));
+    let routes = Command::new("ip").args(["route"]).output().unwrap();
+    assert!(!String::from_utf8_lossy(&routes.stdout).contains("vtnt0"));
+}
+
+#[test]
+fn killed_daemon_leaves_nothing_the_next_up_trips_over() {
+    skip_unless_ready!();
+    let lab = Lab::up("stale", None);
+    let pid = std::fs::read_to_string(format!("/run/vtnt/lab/{}/pid", lab.name)).unwrap();
+    Command::new("kill")
+        .args(["-9", pid.trim()])
+        .status()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let st = vtnt(&["lab", "status", "--name", &lab.name]);
+    assert!(
+        String::from_utf8_lossy(&st.stdout).contains("stale"),
+        "{}",
+        String::from_utf8_lossy(&st.stdout)
+    );
+    // up again under the same name: cleaned and running
+    let out = vtnt(&["lab", "up", "--name", &lab.name]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let st = vtnt(&["lab", "status", "--name", &lab.name]);
+    assert!(String::from_utf8_lossy(&st.stdout).contains("running"));
+    // a second up while running is refused
+    let out = vtnt(&["lab", "up", "--name", &lab.name]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("already running"));
+    drop(lab);
+    assert!(!std::path::Path::new("/run/netns")
+        .join(format!("vt-stale-{}", std::process::id()))
+        .exists());
+}
+
+#[test]
+fn vm_netdev_prints_the_attach_contract() {
+    skip_unless_ready!();
+    let lab = Lab::up("vmnd", None);
+    let out = vtnt(&["lab", "vm-netdev", "--name", &lab.name, "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["gateway"], "192.0.2.1");
+    assert_eq!(v["guests"][0]["address"], "192.0.2.10/24");
+    assert_eq!(v["guests"][0]["cmdline"], "ip=192.0.2.10/24 gw=192.0.2.1");
+    let port = v["port"].as_u64().unwrap();
+    assert!(v["guests"][0]["netdev"]
+        .as_str()
+        .unwrap()
+        .contains(&format!("remote.port={port}")));
+    let out = vtnt(&["lab", "vm-netdev", "--name", &lab.name]);
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("-netdev dgram,id=vtnt0,"));
+}

@@ -1,0 +1,174 @@
+//! `vtnt lab serve`: the lab daemon. It binds the VM front's UDP socket on 127.0.0.1
+//! (in the host's namespace), enters the lab namespace, creates the TUN device there with
+//! the vantage point's address and routes for the lab ranges, writes its state files,
+//! then runs the emulator on a monotonic clock until SIGTERM: packets from the TUN and
+//! from VMs in, the lab's answers out to whoever owns the destination address.
+
+use std::fs;
+use std::io::{Read, Write};
+use std::net::{Ipv4Addr, UdpSocket};
+use std::os::fd::AsRawFd;
+use std::path::PathBuf;
+use std::time::{Duration, Instant as Wall};
+
+use vtnt_lab::{Instant, Lab, Port, Topology};
+
+use crate::state::{LabState, VmInfo, TUN_NAME};
+use crate::vm::{FrameAction, VmFront};
+use crate::{netns, sys, Error};
+
+/// What `vtnt lab serve` is told.
+#[derive(Debug, Clone)]
+pub struct ServeOptions {
+    pub name: String,
+    pub state_dir: PathBuf,
+    /// The topology copy in the state directory.
+    pub topology: PathBuf,
+    /// Where the topology came from, for `status`.
+    pub source: String,
+    /// UDP port of the VM front on 127.0.0.1 (0: any free port).
+    pub vm_port: u16,
+}
+
+/// The lab ranges routed into the TUN, except what the vantage point LAN covers.
+pub fn routes(vp_prefix: vtnt_lab::addr::Prefix) -> Vec<String> {
+    vtnt_lab::addr::LAB_RANGES
+        .iter()
+        .filter(|r| !r.within(vp_prefix))
+        .map(|r| r.to_string())
+        .collect()
+}
+
+/// Runs the daemon until a stop signal.
+pub fn serve(o: &ServeOptions) -> Result<(), Error> {
+    sys::catch_stop_signals();
+    let topo = Topology::load(&o.topology)?;
+    let mut lab = Lab::new(topo);
+    let vp = lab
+        .vantage_points()
+        .into_iter()
+        .next()
+        .ok_or_else(|| Error::msg("no vantage point"))?;
+
+    let udp = UdpSocket::bind(("127.0.0.1", o.vm_port))
+        .map_err(|e| Error::msg(format!("VM front: bind 127.0.0.1:{}: {e}", o.vm_port)))?;
+    udp.set_nonblocking(true)?;
+    let vm_port = udp.local_addr()?.port();
+
+    sys::enter_netns(&o.name)
+        .map_err(|e| Error::msg(format!("entering namespace {}: {e}", o.name)))?;
+    let mut tun =
+        sys::open_tun(TUN_NAME).map_err(|e| Error::msg(format!("creating TUN {TUN_NAME}: {e}")))?;
+    let addr = format!("{}/{}", vp.addr, vp.prefix.len());
+    netns::ip(&["-n", &o.name, "link", "set", "lo", "up"])?;
+    netns::ip(&["-n", &o.name, "addr", "add", &addr, "dev", TUN_NAME])?;
+    netns::ip(&["-n", &o.name, "link", "set", TUN_NAME, "up"])?;
+    let routes = routes(vp.prefix);
+    for r in &routes {
+        netns::ip(&["-n", &o.name, "route", "add", r, "dev", TUN_NAME])?;
+    }
+
+    let state = LabState {
+        name: o.name.clone(),
+        netns: o.name.clone(),
+        pid: std::process::id() as i32,
+        topology: lab.topology().name().to_string(),
+        topology_source: o.source.clone(),
+        tun: TUN_NAME.into(),
+        vp_address: addr,
+        gateway: vp.gateway.to_string(),
+        vm_port,
+        routes,
+    };
+    let vm_info = VmInfo::new(vp.prefix, vp.gateway, vm_port);
+    write_json(&o.state_dir.join("state.json"), &state)?;
+    write_json(&o.state_dir.join("vm.json"), &vm_info)?;
+    fs::write(o.state_dir.join("pid"), format!("{}\n", state.pid))?;
+    fs::write(o.state_dir.join("ready"), "")?;
+    eprintln!(
+        "vtnt lab {}: serving {} (TUN {TUN_NAME} {}, VM front 127.0.0.1:{vm_port})",
+        o.name, state.topology, state.vp_address
+    );
+
+    let mut vms = VmFront::new(vp.prefix, vp.gateway);
+    let start = Wall::now();
+    let now = || Instant::from_micros(start.elapsed().as_micros() as u64);
+    let mut buf = vec![0u8; 65536];
+    let mut frame = Vec::with_capacity(2048);
+    let mut last_stats = Wall::now();
+    let mut io = FrontStats::default();
+    let fds = [tun.as_raw_fd(), udp.as_raw_fd()];
+    while !sys::stop_requested() {
+        let wait_us = lab.poll_timeout().map_or(500_000, |t| {
+            t.as_micros().saturating_sub(now().as_micros()).min(500_000)
+        });
+        let ready = sys::poll_readable(&fds, wait_us)?;
+        if ready[0] {
+            for _ in 0..512 {
+                match tun.read(&mut buf) {
+                    Ok(n) if n >= 20 && buf[0] >> 4 == 4 => {
+                        io.tun_in += 1;
+                        lab.handle_packet(now(), Port(0), &buf[..n]);
+                    }
+                    Ok(_) => {}
+                    Err(_) => break,
+                }
+            }
+        }
+        if ready[1] {
+            for _ in 0..512 {
+                let Ok((n, peer)) = udp.recv_from(&mut buf) else {
+                    break;
+                };
+                io.vm_frames_in += 1;
+                match vms.handle_frame(peer, &buf[..n]) {
+                    FrameAction::Reply(r) => {
+                        io.vm_frames_out += 1;
+                        let _ = udp.send_to(&r, peer);
+                    }
+                    FrameAction::Ip(p) => lab.handle_packet(now(), Port(0), p),
+                    FrameAction::Ignore => {}
+                }
+            }
+        }
+        let t = now();
+        while let Some((_, n)) = lab.poll_transmit(t, &mut buf) {
+            let dst = Ipv4Addr::new(buf[16], buf[17], buf[18], buf[19]);
+            if dst == vp.addr {
+                io.tun_out += 1;
+                let _ = tun.write(&buf[..n]);
+            } else if let Some(peer) = vms.frame_for(&buf[..n], &mut frame) {
+                io.vm_frames_out += 1;
+                let _ = udp.send_to(&frame, peer);
+            }
+        }
+        if last_stats.elapsed() >= Duration::from_secs(1) {
+            last_stats = Wall::now();
+            let guests: Vec<String> = vms.guests().keys().map(|a| a.to_string()).collect();
+            let s = serde_json::json!({ "lab": lab.stats(), "front": io, "vm_guests": guests });
+            let _ = write_json(&o.state_dir.join("stats.json"), &s);
+        }
+    }
+    let _ = fs::remove_file(o.state_dir.join("ready"));
+    eprintln!("vtnt lab {}: stopped", o.name);
+    Ok(())
+}
+
+/// Packets through the fronts (`stats.json` field `front`).
+#[derive(Debug, Default, serde::Serialize)]
+struct FrontStats {
+    tun_in: u64,
+    tun_out: u64,
+    vm_frames_in: u64,
+    vm_frames_out: u64,
+}
+
+pub(crate) fn write_json<T: serde::Serialize>(path: &std::path::Path, v: &T) -> Result<(), Error> {
+    let tmp = path.with_extension("tmp");
+    fs::write(
+        &tmp,
+        serde_json::to_string_pretty(v).map_err(|e| Error::msg(e.to_string()))? + "\n",
+    )?;
+    fs::rename(&tmp, path)?;
+    Ok(())
+}

@@ -1,0 +1,49 @@
+//! Linux fronts for the lab and the machinery behind `vtnt lab`.
+//!
+//! - [`daemon`]: `vtnt lab serve`, the emulator on a real clock behind a TUN device in
+//!   a network namespace and a UDP socket speaking Ethernet frames with QEMU VMs;
+//! - [`control`]: `up` (re-exec of `vtnt lab serve` detached, wait until the lab
+//!   answers), `down`, `status`, `exec`, the running topology, the VM attach contract;
+//! - [`vm`]: ARP and frame handling of the VM front (pure logic);
+//! - [`state`]: the state directory `/run/vtnt/lab/<name>/` and its files;
+//! - [`bench`]: packets per second of the core and through the TUN;
+//! - `netns`, `sys`: iproute2 and the few raw kernel calls (TUN ioctl, setns, setsid),
+//!   the only `unsafe` code, each block with its SAFETY comment.
+//!
+//! Lab addresses exist only inside the namespace the lab creates: the TUN, its address
+//! and its routes are all made there; the VM front listens on 127.0.0.1 only.
+
+pub mod bench;
+pub mod control;
+pub mod daemon;
+mod netns;
+pub mod state;
+mod sys;
+pub mod vm;
+
+pub use control::{down, exec, running_topology, status, up, vm_info, Status, UpOptions};
+pub use daemon::{serve, ServeOptions};
+pub use state::{LabState, VmInfo};
+
+/// What went wrong; the message says what and where.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error(transparent)]
+    Topology(#[from] vtnt_lab::TopologyError),
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+    #[error("{0}")]
+    Msg(String),
+}
+
+impl Error {
+    pub fn msg(m: impl Into<String>) -> Error {
+        Error::Msg(m.into())
+    }
+}
+
+/// Whether this process runs as root (the namespace and TUN need it).
+pub fn is_root() -> bool {
+    // SAFETY: geteuid has no arguments and cannot fail.
+    unsafe { libc::geteuid() == 0 }
+}

@@ -1,0 +1,189 @@
+//! The VM front's Ethernet side: QEMU sends each guest frame as one UDP datagram
+//! (`-netdev dgram` or `-netdev socket,udp=`). The daemon answers ARP for every address
+//! of the vantage point LAN (proxy ARP: the gateway's MAC), learns each guest's address,
+//! MAC and UDP endpoint from its ARP and IPv4 frames, hands IPv4 packets to the lab and
+//! wraps the lab's answers into frames for the right guest. Pure logic, no sockets.
+
+use std::collections::HashMap;
+use std::net::{Ipv4Addr, SocketAddr};
+
+use vtnt_lab::addr::Prefix;
+
+use crate::state::GATEWAY_MAC;
+
+const ETH_LEN: usize = 14;
+const ETHERTYPE_IPV4: u16 = 0x0800;
+const ETHERTYPE_ARP: u16 = 0x0806;
+
+/// A guest the front has heard from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Guest {
+    pub peer: SocketAddr,
+    pub mac: [u8; 6],
+}
+
+/// What to do with a frame from a guest.
+#[derive(Debug, PartialEq, Eq)]
+pub enum FrameAction<'a> {
+    /// Send this frame back to the guest (an ARP reply).
+    Reply(Vec<u8>),
+    /// Hand this IPv4 packet to the lab.
+    Ip(&'a [u8]),
+    Ignore,
+}
+
+/// Guests on the vantage point LAN, by address.
+#[derive(Debug)]
+pub struct VmFront {
+    prefix: Prefix,
+    gateway: Ipv4Addr,
+    guests: HashMap<Ipv4Addr, Guest>,
+}
+
+fn be16(b: &[u8], at: usize) -> u16 {
+    u16::from_be_bytes([b[at], b[at + 1]])
+}
+fn mac(b: &[u8]) -> [u8; 6] {
+    [b[0], b[1], b[2], b[3], b[4], b[5]]
+}
+fn ip4(b: &[u8]) -> Ipv4Addr {
+    Ipv4Addr::new(b[0], b[1], b[2], b[3])
+}
+
+impl VmFront {
+    pub fn new(prefix: Prefix, gateway: Ipv4Addr) -> VmFront {
+        VmFront {
+            prefix,
+            gateway,
+            guests: HashMap::new(),
+        }
+    }
+
+    pub fn guests(&self) -> &HashMap<Ipv4Addr, Guest> {
+        &self.guests
+    }
+
+    fn learn(&mut self, addr: Ipv4Addr, peer: SocketAddr, m: [u8; 6]) {
+        if self.prefix.contains(addr) && addr != self.gateway && m[0] & 1 == 0 {
+            self.guests.insert(addr, Guest { peer, mac: m });
+        }
+    }
+
+    /// A frame arrived from `peer`.
+    pub fn handle_frame<'a>(&mut self, peer: SocketAddr, f: &'a [u8]) -> FrameAction<'a> {
+        if f.len() < ETH_LEN {
+            return FrameAction::Ignore;
+        }
+        let src_mac = mac(&f[6..12]);
+        match be16(f, 12) {
+            ETHERTYPE_ARP if f.len() >= ETH_LEN + 28 => {
+                let a = &f[ETH_LEN..];
+                if be16(a, 0) != 1 || be16(a, 2) != ETHERTYPE_IPV4 || a[4] != 6 || a[5] != 4 {
+                    return FrameAction::Ignore;
+                }
+                let (op, sha, spa, tpa) =
+                    (be16(a, 6), mac(&a[8..14]), ip4(&a[14..18]), ip4(&a[24..28]));
+                self.learn(spa, peer, sha);
+                if op != 1
+                    || spa == tpa
+                    || !self.prefix.contains(tpa)
+                    || self.guests.get(&tpa).is_some_and(|g| g.peer == peer)
+                {
+                    return FrameAction::Ignore;
+                }
+                let mut r = Vec::with_capacity(60);
+                r.extend_from_slice(&sha);
+                r.extend_from_slice(&GATEWAY_MAC);
+                r.extend_from_slice(&ETHERTYPE_ARP.to_be_bytes());
+                r.extend_from_slice(&[0, 1, 0x08, 0x00, 6, 4, 0, 2]);
+                r.extend_from_slice(&GATEWAY_MAC);
+                r.extend_from_slice(&tpa.octets());
+                r.extend_from_slice(&sha);
+                r.extend_from_slice(&spa.octets());
+                r.resize(60, 0);
+                FrameAction::Reply(r)
+            }
+            ETHERTYPE_IPV4 if f.len() >= ETH_LEN + 20 => {
+                let p = &f[ETH_LEN..];
+                if p[0] >> 4 != 4 {
+                    return FrameAction::Ignore;
+                }
+                self.learn(ip4(&p[12..16]), peer, src_mac);
+                let total = usize::from(be16(p, 2)).min(p.len());
+                FrameAction::Ip(&p[..total])
+            }
+            _ => FrameAction::Ignore,
+        }
+    }
+
+    /// Wraps an IPv4 packet from the lab for the guest it is addressed to.
+    pub fn frame_for(&self, packet: &[u8], out: &mut Vec<u8>) -> Option<SocketAddr> {
+        let dst = ip4(packet.get(16..20)?);
+        let g = self.guests.get(&dst)?;
+        out.clear();
+        out.extend_from_slice(&g.mac);
+        out.extend_from_slice(&GATEWAY_MAC);
+        out.extend_from_slice(&ETHERTYPE_IPV4.to_be_bytes());
+        out.extend_from_slice(packet);
+        Some(g.peer)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn arp_request(sha: [u8; 6], spa: [u8; 4], tpa: [u8; 4]) -> Vec<u8> {
+        let mut f = vec![0xff; 6];
+        f.extend_from_slice(&sha);
+        f.extend_from_slice(&[0x08, 0x06, 0, 1, 0x08, 0, 6, 4, 0, 1]);
+        f.extend_from_slice(&sha);
+        f.extend_from_slice(&spa);
+        f.extend_from_slice(&[0; 6]);
+        f.extend_from_slice(&tpa);
+        f
+    }
+
+    #[test]
+    fn answers_arp_for_the_gateway_and_learns_guests() {
+        let mut v = VmFront::new("192.0.2.0/24".parse().unwrap(), Ipv4Addr::new(192, 0, 2, 1));
+        let peer: SocketAddr = "127.0.0.1:5001".parse().unwrap();
+        let m = [0x52, 0x54, 0, 0x76, 0x74, 10];
+        let req = arp_request(m, [192, 0, 2, 10], [192, 0, 2, 1]);
+        let FrameAction::Reply(r) = v.handle_frame(peer, &req) else {
+            panic!()
+        };
+        assert_eq!(&r[0..6], &m);
+        assert_eq!(&r[6..12], &GATEWAY_MAC);
+        assert_eq!(&r[20..22], &[0, 2], "ARP reply");
+        assert_eq!(&r[22..28], &GATEWAY_MAC);
+        assert_eq!(&r[28..32], &[192, 0, 2, 1]);
+        assert_eq!(&r[38..42], &[192, 0, 2, 10]);
+        assert_eq!(v.guests()[&Ipv4Addr::new(192, 0, 2, 10)].peer, peer);
+        // outside the LAN: ignored
+        assert_eq!(
+            v.handle_frame(peer, &arp_request(m, [192, 0, 2, 10], [10, 0, 0, 1])),
+            FrameAction::Ignore
+        );
+        // IPv4 frame: passed on, reply wrapped for the guest
+        let mut f = vec![0u8; 14 + 28];
+        f[6..12].copy_from_slice(&m);
+        f[12..14].copy_from_slice(&[8, 0]);
+        f[14] = 0x45;
+        f[16..18].copy_from_slice(&28u16.to_be_bytes());
+        f[26..30].copy_from_slice(&[192, 0, 2, 10]);
+        f[30..34].copy_from_slice(&[203, 0, 113, 10]);
+        let FrameAction::Ip(p) = v.handle_frame(peer, &f) else {
+            panic!()
+        };
+        assert_eq!(p.len(), 28);
+        let mut reply = p.to_vec();
+        reply[12..16].copy_from_slice(&[203, 0, 113, 10]);
+        reply[16..20].copy_from_slice(&[192, 0, 2, 10]);
+        let mut out = Vec::new();
+        assert_eq!(v.frame_for(&reply, &mut out), Some(peer));
+        assert_eq!(&out[..6], &m);
+        assert_eq!(out.len(), 14 + 28);
+        assert!(v.handle_frame(peer, &[0u8; 5]) == FrameAction::Ignore);
+    }
+}

@@ -1,0 +1,298 @@
+//! Seeded random topologies with a chosen mix of tunnel classes and vendors.
+//!
+//! Shape: a tree grown from the vantage point's router. Each destination gets a branch
+//! from a random router already in the tree: zero to two plain routers (sometimes an
+//! ECMP diamond, sometimes with asymmetric costs), then, drawn from the class mix, an
+//! LSP (a new ingress, `lsrs` LSRs, an egress; sometimes with its return LSP), then one
+//! plain router and the host. The same seed and options always give the same topology
+//! (the PRNG is SplitMix64, written here).
+
+use crate::addr::Prefix;
+use crate::net::TunnelClass;
+use crate::profile::Vendor;
+use crate::rng::Rng;
+use crate::topology::{
+    HostDef, LinkDef, LspDef, Pop, RouterDef, Topology, TopologyDef, VantagePointDef,
+};
+
+/// Relative weights of what a branch carries.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ClassMix {
+    pub none: u32,
+    pub explicit: u32,
+    pub implicit: u32,
+    pub opaque: u32,
+    pub invisible_php: u32,
+    pub invisible_uhp: u32,
+}
+
+impl Default for ClassMix {
+    /// Roughly the 2025 Ark shares of tunnels (explicit 79%, invisible PHP 15%, implicit
+    /// 3%, invisible UHP 2%, opaque 0.5%), rounded up so every class shows in a few
+    /// dozen branches, plus MPLS-free branches.
+    fn default() -> ClassMix {
+        ClassMix {
+            none: 20,
+            explicit: 50,
+            implicit: 6,
+            opaque: 4,
+            invisible_php: 15,
+            invisible_uhp: 5,
+        }
+    }
+}
+
+/// What to generate.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GenOptions {
+    /// Destination hosts, one branch each (at most 128).
+    pub destinations: usize,
+    pub mix: ClassMix,
+    /// Vendors drawn uniformly for every router (empty: all).
+    pub vendors: Vec<Vendor>,
+    /// LSRs per LSP, inclusive range.
+    pub lsrs: (usize, usize),
+    /// Share of invisible PHP tunnels whose internal prefixes are labelled (BRPR only).
+    pub brpr_share: f64,
+    /// Chance an LSP gets its return LSP.
+    pub return_lsp: f64,
+    /// Chance a plain hop is an ECMP diamond.
+    pub ecmp: f64,
+    /// Chance a diamond's costs differ by direction (asymmetric return path).
+    pub asymmetry: f64,
+    /// Chance an explicit or implicit LSP tunnels its ICMP.
+    pub icmp_tunnelling: f64,
+}
+
+impl Default for GenOptions {
+    fn default() -> GenOptions {
+        GenOptions {
+            destinations: 16,
+            mix: ClassMix::default(),
+            vendors: Vec::new(),
+            lsrs: (1, 6),
+            brpr_share: 0.5,
+            return_lsp: 0.5,
+            ecmp: 0.2,
+            asymmetry: 0.3,
+            icmp_tunnelling: 0.2,
+        }
+    }
+}
+
+struct Builder {
+    rng: Rng,
+    def: TopologyDef,
+    vendors: Vec<Vendor>,
+    next_link: u32,
+    next_host: u32,
+}
+
+impl Builder {
+    fn router(&mut self) -> String {
+        let name = format!("r{}", self.def.routers.len());
+        let vendor = *self.rng.pick(&self.vendors).unwrap_or(&Vendor::Cisco);
+        self.def.routers.push(RouterDef {
+            name: name.clone(),
+            vendor,
+            loopback: None,
+            silent: false,
+            icmp_rate: 0,
+        });
+        name
+    }
+    fn link(&mut self, a: &str, b: &str, cost: u32, cost_back: Option<u32>) {
+        let slash31 = self.rng.chance(0.3);
+        let base = u32::from(core::net::Ipv4Addr::new(100, 64, 0, 0)) + self.next_link;
+        self.next_link += 4;
+        let prefix = Prefix::containing(base.into(), if slash31 { 31 } else { 30 });
+        let delay = self.rng.range(1, 50) as f64 / 10.0;
+        self.def.links.push(LinkDef {
+            a: a.into(),
+            b: b.into(),
+            prefix: prefix.to_string(),
+            a_address: None,
+            b_address: None,
+            delay_ms: delay,
+            delay_back_ms: None,
+            cost,
+            cost_back,
+        });
+    }
+    /// A plain hop from `u` to a new router (or an ECMP diamond to it); returns it.
+    fn plain_hop(&mut self, u: &str, o: &GenOptions) -> String {
+        let v = self.router();
+        if self.rng.chance(o.ecmp) {
+            let (x, y) = (self.router(), self.router());
+            let back = self.rng.chance(o.asymmetry).then_some(30);
+            self.link(u, &x, 10, back);
+            self.link(u, &y, 10, None);
+            self.link(&x, &v, 10, back);
+            self.link(&y, &v, 10, None);
+        } else {
+            self.link(u, &v, 10, None);
+        }
+        v
+    }
+    fn class(&mut self, m: &ClassMix) -> Option<TunnelClass> {
+        let w = [
+            m.none,
+            m.explicit,
+            m.implicit,
+            m.opaque,
+            m.invisible_php,
+            m.invisible_uhp,
+        ];
+        let total: u64 = w.iter().map(|&x| u64::from(x)).sum();
+        let mut k = self.rng.below(total.max(1));
+        for (i, &x) in w.iter().enumerate() {
+            if k < u64::from(x) {
+                return if i == 0 {
+                    None
+                } else {
+                    Some(TunnelClass::ALL[i - 1])
+                };
+            }
+            k -= u64::from(x);
+        }
+        None
+    }
+    fn lsp(&mut self, class: TunnelClass, path: Vec<String>, o: &GenOptions) {
+        let r = &mut self.rng;
+        let (propagate, pop, rfc4950, forwards) = match class {
+            TunnelClass::Explicit => (
+                true,
+                if r.chance(0.2) { Pop::Uhp } else { Pop::Php },
+                true,
+                false,
+            ),
+            TunnelClass::Implicit => (true, Pop::Php, false, false),
+            TunnelClass::Opaque => (false, Pop::Uhp, true, false),
+            TunnelClass::InvisiblePhp => (false, Pop::Php, r.chance(0.5), false),
+            TunnelClass::InvisibleUhp => (false, Pop::Uhp, r.chance(0.5), true),
+        };
+        let internal_labelled = match class {
+            TunnelClass::InvisiblePhp => r.chance(o.brpr_share),
+            _ => r.chance(0.3),
+        };
+        let tunnelling = propagate && r.chance(o.icmp_tunnelling);
+        let n = self.def.lsps.len();
+        let mk = |name: String, path: Vec<String>| LspDef {
+            name,
+            ingress: path[0].clone(),
+            egress: path[path.len() - 1].clone(),
+            path: Some(path),
+            ttl_propagate: propagate,
+            pop,
+            rfc4950,
+            internal_labelled,
+            icmp_tunnelling: tunnelling,
+            egress_forwards_ttl1: forwards,
+        };
+        let back = self.rng.chance(o.return_lsp);
+        self.def
+            .lsps
+            .push(mk(format!("lsp{n}-{}", class.name()), path.clone()));
+        if back {
+            let mut rev = path;
+            rev.reverse();
+            self.def
+                .lsps
+                .push(mk(format!("lsp{n}-{}-back", class.name()), rev));
+        }
+    }
+    fn host(&mut self, router: &str) {
+        let i = self.next_host;
+        self.next_host += 1;
+        let (c, k) = if i < 64 {
+            ([203, 0, 113], i)
+        } else {
+            ([198, 51, 100], i - 64)
+        };
+        let base = (k * 4) as u8;
+        let addr = core::net::Ipv4Addr::new(c[0], c[1], c[2], base + 2);
+        let gw = core::net::Ipv4Addr::new(c[0], c[1], c[2], base + 1);
+        self.def.hosts.push(HostDef {
+            name: format!("h{i}"),
+            address: format!("{addr}/30"),
+            gateway: gw.to_string(),
+            router: router.into(),
+            delay_ms: 0.5,
+            ttl: 64,
+            tcp_open: vec![80],
+            silent: false,
+        });
+    }
+}
+
+/// A random topology; same `seed` and options, same topology.
+pub fn generate(seed: u64, opts: &GenOptions) -> Topology {
+    let vendors = if opts.vendors.is_empty() {
+        Vendor::ALL.to_vec()
+    } else {
+        opts.vendors.clone()
+    };
+    let mut b = Builder {
+        rng: Rng::new(seed),
+        def: TopologyDef {
+            name: format!("generated-{seed}"),
+            description: format!("vtnt lab generate --seed {seed}"),
+            vantage_points: Vec::new(),
+            routers: Vec::new(),
+            links: Vec::new(),
+            hosts: Vec::new(),
+            lsps: Vec::new(),
+        },
+        vendors,
+        next_link: 0,
+        next_host: 0,
+    };
+    let r0 = b.router();
+    b.def.vantage_points.push(VantagePointDef {
+        name: "vp".into(),
+        address: "192.0.2.2/24".into(),
+        gateway: "192.0.2.1".into(),
+        router: r0.clone(),
+        delay_ms: 0.05,
+    });
+    let (lo, hi) = (
+        opts.lsrs.0.max(1),
+        opts.lsrs.1.clamp(opts.lsrs.0.max(1), 60),
+    );
+    let mut attach = vec![r0];
+    for _ in 0..opts.destinations.min(128) {
+        let mut u = b.rng.pick(&attach).cloned().unwrap_or_default();
+        for _ in 0..b.rng.below(3) {
+            u = b.plain_hop(&u, opts);
+        }
+        if let Some(class) = b.class(&opts.mix) {
+            let mut path = vec![b.router()];
+            b.link(&u, &path[0], 10, None);
+            for _ in 0..b.rng.range(lo as u64, hi as u64) + 1 {
+                let v = b.router();
+                let last = path[path.len() - 1].clone();
+                b.link(&last, &v, 10, None);
+                path.push(v);
+            }
+            u = path[path.len() - 1].clone();
+            b.lsp(class, path, opts);
+        }
+        let v = b.router();
+        b.link(&u, &v, 10, None);
+        b.host(&v);
+        attach.push(v);
+    }
+    match Topology::from_def(b.def) {
+        Ok(t) => t,
+        Err(e) => unreachable!("the generator made an invalid topology: {e}"),
+    }
+}
+
+/// [`generate`], as topology file text.
+pub fn generate_toml(seed: u64, opts: &GenOptions) -> String {
+    let t = generate(seed, opts);
+    format!(
+        "# Generated by `vtnt lab generate --seed {seed}`.\n{}",
+        t.to_toml()
+    )
+}

@@ -1,0 +1,56 @@
+//! The emulated MPLS Internet and its ground truth, sans-IO.
+//!
+//! A [`Topology`] (TOML, see `docs/lab.md` and `topologies/reference.toml`) describes
+//! routers with vendor profiles, point-to-point links with delays and IGP costs, hosts,
+//! vantage points and LSPs. [`Lab`] runs it: IPv4 packets in from a vantage point, the
+//! network's answers out, due when the one-way delays they crossed have passed. No
+//! sockets, threads or clocks: the caller hands in the time (the engines' [`Instant`]).
+//! [`Truth`] says what a traceroute should infer: paths, tunnels and their classes,
+//! vendor signatures. [`generate`] makes random topologies with a chosen mix.
+//!
+//! ```
+//! use vtnt_lab::{Lab, Port, Topology};
+//! use vtnt_record::Instant;
+//! use vtnt_wire::build::{icmp_echo, Ip};
+//!
+//! let mut lab = Lab::new(Topology::reference());
+//! let dst = lab.truth().by_name("explicit").unwrap().dst;
+//! let ip = Ip { src: "192.0.2.2".parse().unwrap(), dst, ttl: 3, tos: 0, ipid: 1 };
+//! let mut probe = [0u8; 64];
+//! let n = icmp_echo(&mut probe, &ip, 8, 1, 1, &[0; 8], None).unwrap();
+//! lab.handle_packet(Instant::ZERO, Port(0), &probe[..n]);
+//! let due = lab.poll_timeout().unwrap();
+//! let mut buf = [0u8; 1500];
+//! let (port, len) = lab.poll_transmit(due, &mut buf).unwrap();
+//! let reply = vtnt_wire::reply::parse(&buf[..len]).unwrap();
+//! assert_eq!(port, Port(0));
+//! assert_eq!(reply.src.to_string(), "100.64.2.2"); // e2, the first LSR, answers TTL 3
+//! ```
+//!
+//! Modules: [`addr`] (prefixes, lab ranges), [`profile`] (vendors), `topology` (file,
+//! validation), `routing` (Dijkstra, FIB, ECMP, push table), `forward` (TTL and label
+//! mechanics, replies), `lab` (the API), [`truth`], [`generate`].
+
+mod forward;
+mod lab;
+mod net;
+mod rng;
+mod routing;
+mod topology;
+
+pub mod addr;
+pub mod generate;
+pub mod profile;
+pub mod tracer;
+pub mod truth;
+
+pub use generate::{generate, GenOptions};
+pub use lab::{vantage_points, Lab, Port, Stats, VantagePoint};
+pub use net::{Revelation, TunnelClass};
+pub use profile::Vendor;
+pub use topology::{
+    to_toml, HostDef, LinkDef, LspDef, Pop, RouterDef, Topology, TopologyDef, TopologyError,
+    VantagePointDef, REFERENCE_TOML,
+};
+pub use truth::Truth;
+pub use vtnt_record::Instant;

@@ -1,0 +1,250 @@
+//! The resolved network a validated topology describes: routers, interfaces, links,
+//! prefixes, hosts, vantage points and LSPs, all by index, plus the routing tables
+//! ([`crate::routing::Tables`]). Built once by `Topology` validation, read by the
+//! forwarding code and the ground truth.
+
+use core::net::Ipv4Addr;
+
+use serde::Serialize;
+
+use crate::addr::Prefix;
+use crate::profile::Vendor;
+use crate::routing::Tables;
+use crate::topology::Pop;
+
+pub(crate) type RouterId = u32;
+pub(crate) type IfaceId = u32;
+
+#[derive(Debug, Clone)]
+pub(crate) struct Router {
+    pub name: String,
+    pub vendor: Vendor,
+    pub silent: bool,
+    pub icmp_rate: u32,
+    /// All interfaces, loopback included.
+    pub ifaces: Vec<IfaceId>,
+    /// Interfaces on router-to-router links.
+    pub links: Vec<IfaceId>,
+}
+
+/// What is on the other side of an interface.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Peer {
+    /// Another router over a point-to-point link.
+    Router {
+        router: RouterId,
+        iface: IfaceId,
+        link: u32,
+    },
+    Host(u32),
+    Vp(u32),
+    Loopback,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct Iface {
+    pub router: RouterId,
+    pub addr: Ipv4Addr,
+    pub prefix: u32,
+    pub peer: Peer,
+    /// One-way delay out of this interface, microseconds.
+    pub delay_us: u64,
+    /// IGP cost out of this interface (links only).
+    pub cost: u32,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum PrefixKind {
+    Link { ifaces: [IfaceId; 2] },
+    Loopback { iface: IfaceId },
+    HostLan { host: u32, iface: IfaceId },
+    VpLan { vp: u32, iface: IfaceId },
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct PrefixInfo {
+    pub prefix: Prefix,
+    pub kind: PrefixKind,
+    /// Routers the prefix is connected to (one or two).
+    pub attached: Vec<RouterId>,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct Host {
+    pub name: String,
+    pub addr: Ipv4Addr,
+    pub router: RouterId,
+    pub gw_iface: IfaceId,
+    pub delay_us: u64,
+    pub ttl: u8,
+    pub tcp_open: Vec<u16>,
+    pub silent: bool,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct Vp {
+    pub name: String,
+    pub addr: Ipv4Addr,
+    pub prefix: Prefix,
+    pub router: RouterId,
+    pub gw_iface: IfaceId,
+    pub delay_us: u64,
+}
+
+/// The TNT class of an LSP: what a traceroute crossing it shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TunnelClass {
+    /// ttl-propagate and RFC 4950: every LSR visible, with labels.
+    Explicit,
+    /// ttl-propagate without RFC 4950: LSRs visible, no labels, rising quoted TTL.
+    Implicit,
+    /// no-propagate, UHP, RFC 4950: only the egress visible, labelled, LSE-TTL != 1.
+    Opaque,
+    /// no-propagate with PHP: LERs look adjacent.
+    InvisiblePhp,
+    /// no-propagate UHP egress forwarding TTL-1 packets: egress missing, next hop twice.
+    InvisibleUhp,
+}
+
+impl TunnelClass {
+    pub const ALL: [TunnelClass; 5] = [
+        TunnelClass::Explicit,
+        TunnelClass::Implicit,
+        TunnelClass::Opaque,
+        TunnelClass::InvisiblePhp,
+        TunnelClass::InvisibleUhp,
+    ];
+    pub const fn name(self) -> &'static str {
+        match self {
+            TunnelClass::Explicit => "explicit",
+            TunnelClass::Implicit => "implicit",
+            TunnelClass::Opaque => "opaque",
+            TunnelClass::InvisiblePhp => "invisible-php",
+            TunnelClass::InvisibleUhp => "invisible-uhp",
+        }
+    }
+    /// Whether a plain traceroute misses some of the LSP's routers.
+    pub const fn hides_lsrs(self) -> bool {
+        matches!(
+            self,
+            TunnelClass::Opaque | TunnelClass::InvisiblePhp | TunnelClass::InvisibleUhp
+        )
+    }
+}
+
+/// Which TNT revelation technique shows the hidden LSRs of a tunnel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Revelation {
+    /// Nothing is hidden.
+    NotNeeded,
+    /// A trace to the egress shows every LSR at once.
+    Dpr,
+    /// Traces to the egress, then to each newly revealed LSR, show one LSR each.
+    Brpr,
+    /// Neither works (internal prefixes are label switched and the LSP ends with UHP).
+    None,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct Lsp {
+    pub name: String,
+    /// Routers from ingress (index 0) to egress (last).
+    pub path: Vec<RouterId>,
+    /// `out[i]`: interface of `path[i]` towards `path[i + 1]`.
+    pub out: Vec<IfaceId>,
+    pub propagate: bool,
+    pub pop: Pop,
+    pub rfc4950: bool,
+    pub internal_labelled: bool,
+    pub icmp_tunnelling: bool,
+    pub egress_forwards_ttl1: bool,
+    pub class: TunnelClass,
+    /// `labels[f][i]`: the label `path[i]` expects for the LSP cut at `path[f]` (0 where
+    /// unused). `f = path.len() - 1` is the whole LSP; shorter ones carry internal FECs.
+    pub labels: Vec<Vec<u32>>,
+}
+
+impl Lsp {
+    pub fn egress_index(&self) -> usize {
+        self.path.len() - 1
+    }
+    pub fn revelation(&self) -> Revelation {
+        if !self.class.hides_lsrs() || self.path.len() <= 2 {
+            Revelation::NotNeeded
+        } else if !self.internal_labelled {
+            Revelation::Dpr
+        } else if self.pop == Pop::Php {
+            Revelation::Brpr
+        } else {
+            Revelation::None
+        }
+    }
+}
+
+/// The whole resolved network.
+#[derive(Debug, Clone)]
+pub(crate) struct Net {
+    pub routers: Vec<Router>,
+    pub ifaces: Vec<Iface>,
+    /// Sorted by first address; never overlapping.
+    pub prefixes: Vec<PrefixInfo>,
+    pub hosts: Vec<Host>,
+    pub vps: Vec<Vp>,
+    pub lsps: Vec<Lsp>,
+    pub tables: Tables,
+}
+
+/// Who owns an address.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Owner {
+    Iface(IfaceId),
+    Host(u32),
+    Vp(u32),
+}
+
+impl Net {
+    /// The prefix containing `addr`.
+    pub fn prefix_of(&self, addr: Ipv4Addr) -> Option<u32> {
+        let a = u32::from(addr);
+        let i = self.prefixes.partition_point(|p| p.prefix.first() <= a);
+        let i = i.checked_sub(1)?;
+        (self.prefixes[i].prefix.last() >= a).then_some(i as u32)
+    }
+
+    /// Who, if anyone, has `addr` (in prefix `p`).
+    pub fn owner_in(&self, p: u32, addr: Ipv4Addr) -> Option<Owner> {
+        match self.prefixes.get(p as usize)?.kind {
+            PrefixKind::Link { ifaces } => ifaces
+                .into_iter()
+                .find(|i| self.ifaces[*i as usize].addr == addr)
+                .map(Owner::Iface),
+            PrefixKind::Loopback { iface } => Some(Owner::Iface(iface)),
+            PrefixKind::HostLan { host, iface } => {
+                if self.ifaces[iface as usize].addr == addr {
+                    Some(Owner::Iface(iface))
+                } else if self.hosts[host as usize].addr == addr {
+                    Some(Owner::Host(host))
+                } else {
+                    None
+                }
+            }
+            PrefixKind::VpLan { vp, iface } => {
+                if self.ifaces[iface as usize].addr == addr {
+                    Some(Owner::Iface(iface))
+                } else {
+                    Some(Owner::Vp(vp))
+                }
+            }
+        }
+    }
+
+    pub fn owner(&self, addr: Ipv4Addr) -> Option<Owner> {
+        self.owner_in(self.prefix_of(addr)?, addr)
+    }
+
+    pub fn router_name(&self, r: RouterId) -> &str {
+        &self.routers[r as usize].name
+    }
+}

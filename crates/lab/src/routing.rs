@@ -1,0 +1,219 @@
+//! Routing computed by the emulator: all-pairs shortest paths on the IGP costs
+//! (Dijkstra from every router, directed, so `cost` and `cost-back` may differ), a FIB
+//! per router holding every equal-cost next hop per prefix (per-flow ECMP picks one), and
+//! the push table telling an ingress LER which LSP (and where cut) a prefix enters.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use crate::net::{Iface, IfaceId, Lsp, Peer, PrefixInfo, Router, RouterId};
+use crate::topology::Pop;
+
+/// Unreachable distance.
+pub(crate) const INF: u32 = u32::MAX;
+
+/// Distances between routers: `d[s * n + t]`.
+#[derive(Debug, Clone)]
+pub(crate) struct Dist {
+    n: usize,
+    d: Vec<u32>,
+}
+
+impl Dist {
+    pub fn compute(routers: &[Router], ifaces: &[Iface]) -> Dist {
+        let n = routers.len();
+        let mut d = vec![INF; n * n];
+        let mut heap = BinaryHeap::new();
+        for s in 0..n {
+            let row = &mut d[s * n..(s + 1) * n];
+            row[s] = 0;
+            heap.push(Reverse((0u32, s as RouterId)));
+            while let Some(Reverse((du, u))) = heap.pop() {
+                if du > row[u as usize] {
+                    continue;
+                }
+                for &o in &routers[u as usize].links {
+                    let i = &ifaces[o as usize];
+                    if let Peer::Router { router: v, .. } = i.peer {
+                        let nd = du.saturating_add(i.cost);
+                        if nd < row[v as usize] {
+                            row[v as usize] = nd;
+                            heap.push(Reverse((nd, v)));
+                        }
+                    }
+                }
+            }
+        }
+        Dist { n, d }
+    }
+    pub fn get(&self, s: RouterId, t: RouterId) -> u32 {
+        self.d[s as usize * self.n + t as usize]
+    }
+    /// Distance from `s` to the closest router `p` is attached to.
+    pub fn to_prefix(&self, s: RouterId, p: &PrefixInfo) -> u32 {
+        p.attached
+            .iter()
+            .map(|&a| self.get(s, a))
+            .min()
+            .unwrap_or(INF)
+    }
+
+    /// A shortest path `s -> t` as routers and the interfaces between them, ties broken
+    /// by the lowest interface index. `None` when `t` is unreachable.
+    pub fn path(
+        &self,
+        routers: &[Router],
+        ifaces: &[Iface],
+        s: RouterId,
+        t: RouterId,
+    ) -> Option<(Vec<RouterId>, Vec<IfaceId>)> {
+        if self.get(s, t) == INF {
+            return None;
+        }
+        let (mut path, mut out) = (vec![s], Vec::new());
+        let mut u = s;
+        while u != t {
+            let next = routers[u as usize].links.iter().copied().find_map(|o| {
+                let i = &ifaces[o as usize];
+                match i.peer {
+                    Peer::Router { router: v, .. }
+                        if i.cost.saturating_add(self.get(v, t)) == self.get(u, t) =>
+                    {
+                        Some((o, v))
+                    }
+                    _ => None,
+                }
+            })?;
+            out.push(next.0);
+            path.push(next.1);
+            u = next.1;
+            if path.len() > routers.len() {
+                return None;
+            }
+        }
+        Some((path, out))
+    }
+}
+
+/// What an ingress does with a prefix: push `lsp`, cut at path index `f`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Push {
+    pub lsp: u16,
+    pub f: u8,
+}
+
+/// The forwarding state of the whole network.
+#[derive(Debug, Clone)]
+pub(crate) struct Tables {
+    n_prefixes: usize,
+    /// `fib_start[r * P + p] .. fib_start[r * P + p + 1]` indexes `fib_hops`.
+    fib_start: Vec<u32>,
+    fib_hops: Vec<IfaceId>,
+    /// Per router (ingress LERs only): per prefix, the push decision.
+    push: Vec<Option<Vec<Option<Push>>>>,
+}
+
+impl Tables {
+    pub fn build(
+        dist: Dist,
+        routers: &[Router],
+        ifaces: &[Iface],
+        prefixes: &[PrefixInfo],
+        lsps: &[Lsp],
+    ) -> Tables {
+        let np = prefixes.len();
+        let mut fib_start = Vec::with_capacity(routers.len() * np + 1);
+        let mut fib_hops = Vec::new();
+        for (r, router) in routers.iter().enumerate() {
+            let r = r as RouterId;
+            for p in prefixes {
+                fib_start.push(fib_hops.len() as u32);
+                if p.attached.contains(&r) {
+                    continue;
+                }
+                let want = dist.to_prefix(r, p);
+                if want == INF {
+                    continue;
+                }
+                for &o in &router.links {
+                    let i = &ifaces[o as usize];
+                    if let Peer::Router { router: v, .. } = i.peer {
+                        if i.cost.saturating_add(dist.to_prefix(v, p)) == want {
+                            fib_hops.push(o);
+                        }
+                    }
+                }
+            }
+        }
+        fib_start.push(fib_hops.len() as u32);
+
+        let mut push: Vec<Option<Vec<Option<Push>>>> = vec![None; routers.len()];
+        for (li, lsp) in lsps.iter().enumerate() {
+            let ing = lsp.path[0];
+            let egress_at = lsp.egress_index();
+            let e = lsp.path[egress_at];
+            let row = push[ing as usize].get_or_insert_with(|| vec![None; np]);
+            for (pi, p) in prefixes.iter().enumerate() {
+                if p.attached.contains(&ing) {
+                    continue;
+                }
+                let internal = lsp.path.iter().skip(1).position(|r| p.attached.contains(r));
+                let f = match internal {
+                    Some(j) if lsp.internal_labelled => j + 1,
+                    Some(_) => continue,
+                    None => {
+                        let via = dist.get(ing, e).saturating_add(dist.to_prefix(e, p));
+                        if via == INF || via != dist.to_prefix(ing, p) {
+                            continue;
+                        }
+                        egress_at
+                    }
+                };
+                let min_f = if lsp.pop == Pop::Php { 2 } else { 1 };
+                if f < min_f {
+                    continue;
+                }
+                let cand = Push {
+                    lsp: li as u16,
+                    f: f as u8,
+                };
+                let better = match row[pi] {
+                    None => true,
+                    Some(old) => {
+                        let old_lsp = &lsps[old.lsp as usize];
+                        dist.get(ing, lsp.path[f]) > dist.get(ing, old_lsp.path[old.f as usize])
+                    }
+                };
+                if better {
+                    row[pi] = Some(cand);
+                }
+            }
+        }
+        Tables {
+            n_prefixes: np,
+            fib_start,
+            fib_hops,
+            push,
+        }
+    }
+
+    /// Equal-cost next-hop interfaces of `r` towards prefix `p` (empty when connected or
+    /// unreachable).
+    pub fn next_hops(&self, r: RouterId, p: u32) -> &[IfaceId] {
+        let k = r as usize * self.n_prefixes + p as usize;
+        match (self.fib_start.get(k), self.fib_start.get(k + 1)) {
+            (Some(&a), Some(&b)) => &self.fib_hops[a as usize..b as usize],
+            _ => &[],
+        }
+    }
+
+    /// The LSP `r` pushes packets to prefix `p` onto, if any.
+    pub fn push(&self, r: RouterId, p: u32) -> Option<Push> {
+        self.push
+            .get(r as usize)?
+            .as_ref()?
+            .get(p as usize)
+            .copied()
+            .flatten()
+    }
+}

@@ -1,0 +1,204 @@
+//! The topology file's schema: what a `.toml` topology may say, field by field. Names are
+//! kebab-case and unknown fields are rejected; defaults are given per field. The
+//! fully commented sample is `topologies/reference.toml`, the prose `docs/lab.md`.
+
+use serde::{Deserialize, Serialize};
+
+use crate::profile::Vendor;
+
+/// A whole topology file, as written.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct TopologyDef {
+    /// Name of the topology (shown by `vtnt lab status`).
+    pub name: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub description: String,
+    /// Where probes come from; the first is port 0, the next port 1, ...
+    #[serde(rename = "vantage-point", default)]
+    pub vantage_points: Vec<VantagePointDef>,
+    #[serde(rename = "router", default)]
+    pub routers: Vec<RouterDef>,
+    #[serde(rename = "link", default)]
+    pub links: Vec<LinkDef>,
+    #[serde(rename = "host", default)]
+    pub hosts: Vec<HostDef>,
+    #[serde(rename = "lsp", default)]
+    pub lsps: Vec<LspDef>,
+}
+
+/// A vantage point: a LAN on one router. The TUN front takes `address`; VMs get other
+/// addresses of the same prefix.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct VantagePointDef {
+    pub name: String,
+    /// The vantage point's address and the length of its LAN prefix, `"192.0.2.2/24"`.
+    pub address: String,
+    /// The router's address on that LAN.
+    pub gateway: String,
+    /// The router the LAN hangs off.
+    pub router: String,
+    /// One-way delay between the vantage point and its router, milliseconds.
+    #[serde(default = "default_vp_delay")]
+    pub delay_ms: f64,
+}
+
+/// A router.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct RouterDef {
+    pub name: String,
+    /// Vendor profile: cisco, huawei, h3c, juniper, junose, linux, mikrotik, nokia, brocade.
+    pub vendor: Vendor,
+    /// Optional loopback address (a /32 of its own).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loopback: Option<String>,
+    /// A silent router forwards but never sends anything of its own.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub silent: bool,
+    /// ICMP messages per second this router sends at most (token bucket, burst = rate);
+    /// 0 = unlimited.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub icmp_rate: u32,
+}
+
+/// A point-to-point link between two routers: a /30 or /31.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct LinkDef {
+    pub a: String,
+    pub b: String,
+    /// The link's prefix, `/30` or `/31`.
+    pub prefix: String,
+    /// `a`'s address; default: first usable address (.1 of a /30, .0 of a /31).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub a_address: Option<String>,
+    /// `b`'s address; default: the other usable address.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub b_address: Option<String>,
+    /// One-way delay a -> b in milliseconds.
+    #[serde(default = "default_link_delay")]
+    pub delay_ms: f64,
+    /// One-way delay b -> a; default `delay-ms`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delay_back_ms: Option<f64>,
+    /// IGP cost a -> b.
+    #[serde(default = "default_cost")]
+    pub cost: u32,
+    /// IGP cost b -> a; default `cost` (set it to make forward and return paths differ).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_back: Option<u32>,
+}
+
+/// A destination host on a LAN of one router.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct HostDef {
+    pub name: String,
+    /// The host's address and its LAN prefix length, `"203.0.113.10/30"`.
+    pub address: String,
+    /// The router's address on that LAN.
+    pub gateway: String,
+    pub router: String,
+    /// One-way delay between host and router, milliseconds.
+    #[serde(default = "default_host_delay")]
+    pub delay_ms: f64,
+    /// Initial TTL of everything the host sends.
+    #[serde(default = "default_host_ttl")]
+    pub ttl: u8,
+    /// TCP ports that answer SYN with SYN-ACK; others answer RST.
+    #[serde(default = "default_tcp_open")]
+    pub tcp_open: Vec<u16>,
+    /// A silent host answers nothing.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub silent: bool,
+}
+
+/// How an LSP's label is popped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Pop {
+    /// Penultimate hop popping: the last LSR pops, the egress gets plain IP.
+    Php,
+    /// Ultimate hop popping: the egress gets the label and pops it.
+    Uhp,
+}
+
+/// A label switched path from an ingress LER to an egress LER.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct LspDef {
+    pub name: String,
+    pub ingress: String,
+    pub egress: String,
+    /// Routers from ingress to egress (RSVP-TE style); default the IGP shortest path.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<Vec<String>>,
+    /// Ingress copies IP-TTL into the LSE-TTL (`true`) or sets 255 (`false`).
+    #[serde(default = "yes")]
+    pub ttl_propagate: bool,
+    #[serde(default = "default_pop")]
+    pub pop: Pop,
+    /// LSRs quote the received label stack in time exceeded (RFC 4950).
+    #[serde(default = "yes")]
+    pub rfc4950: bool,
+    /// Whether traffic to the LSP routers' own addresses is label switched too (LDP
+    /// labels every IGP prefix). `false`: a trace to the egress is IP-routed and shows
+    /// every LSR (DPR works). `true`: only backward recursive revelation (BRPR) works.
+    #[serde(default)]
+    pub internal_labelled: bool,
+    /// LSRs send their time exceeded on along the LSP to its end first (RFC 3032 2.3.2).
+    #[serde(default)]
+    pub icmp_tunnelling: bool,
+    /// UHP egress that forwards a packet arriving with IP-TTL 1 without decrementing it
+    /// (the next hop then shows twice: invisible UHP).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub egress_forwards_ttl1: bool,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+fn yes() -> bool {
+    true
+}
+fn default_pop() -> Pop {
+    Pop::Php
+}
+fn default_vp_delay() -> f64 {
+    0.05
+}
+fn default_link_delay() -> f64 {
+    1.0
+}
+fn default_host_delay() -> f64 {
+    0.5
+}
+fn default_cost() -> u32 {
+    10
+}
+fn default_host_ttl() -> u8 {
+    64
+}
+fn default_tcp_open() -> Vec<u16> {
+    vec![80]
+}
+
+/// Byte spans of each object in the file, to turn an object index into a line number.
+#[derive(Debug, Default, Deserialize)]
+pub(crate) struct Spans {
+    #[serde(rename = "vantage-point", default)]
+    pub vantage_points: Vec<toml::Spanned<toml::Table>>,
+    #[serde(rename = "router", default)]
+    pub routers: Vec<toml::Spanned<toml::Table>>,
+    #[serde(rename = "link", default)]
+    pub links: Vec<toml::Spanned<toml::Table>>,
+    #[serde(rename = "host", default)]
+    pub hosts: Vec<toml::Spanned<toml::Table>>,
+    #[serde(rename = "lsp", default)]
+    pub lsps: Vec<toml::Spanned<toml::Table>>,
+}

@@ -1,0 +1,139 @@
+//! Topology files: parse (TOML, unknown fields rejected), validate, resolve into the
+//! network the emulator runs, and write back as TOML (the generator does).
+//!
+//! Every error names the file, the line and the object:
+//! `reference.toml:42: [[lsp]] "core": router "r99" is not defined`.
+
+mod file;
+mod validate;
+
+use std::path::Path;
+
+pub use file::{HostDef, LinkDef, LspDef, Pop, RouterDef, TopologyDef, VantagePointDef};
+
+use crate::net::Net;
+
+/// The reference topology shipped with the lab (`topologies/reference.toml`).
+pub const REFERENCE_TOML: &str = include_str!("../../../../topologies/reference.toml");
+
+/// A topology that failed to load; the message says where and what.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TopologyError {
+    /// The file could not be read.
+    #[error("{file}: {message}")]
+    Io { file: String, message: String },
+    /// TOML syntax, a wrong type or an unknown field.
+    #[error("{file}:{line}: {message}")]
+    Syntax {
+        file: String,
+        line: usize,
+        message: String,
+    },
+    /// The topology is well-formed TOML but does not make a network.
+    #[error("{file}:{line}: {object}: {message}")]
+    Invalid {
+        file: String,
+        line: usize,
+        object: String,
+        message: String,
+    },
+}
+
+impl TopologyError {
+    /// The line the error points at (0 when not known).
+    pub fn line(&self) -> usize {
+        match self {
+            TopologyError::Io { .. } => 0,
+            TopologyError::Syntax { line, .. } | TopologyError::Invalid { line, .. } => *line,
+        }
+    }
+}
+
+/// A validated topology: its definition (as written) and the network it makes.
+#[derive(Debug, Clone)]
+pub struct Topology {
+    def: TopologyDef,
+    file: String,
+    pub(crate) net: Net,
+}
+
+impl Topology {
+    /// Parses and validates topology text; `file` names it in errors.
+    pub fn parse(text: &str, file: &str) -> Result<Topology, TopologyError> {
+        let def: TopologyDef = toml::from_str(text).map_err(|e| syntax(text, file, &e))?;
+        let spans: file::Spans = toml::from_str(text).map_err(|e| syntax(text, file, &e))?;
+        let lines = validate::Lines::from_spans(text, &spans);
+        let net = validate::resolve(&def, file, &lines)?;
+        Ok(Topology {
+            def,
+            file: file.to_string(),
+            net,
+        })
+    }
+
+    /// Reads, parses and validates a topology file.
+    pub fn load(path: &Path) -> Result<Topology, TopologyError> {
+        let file = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|e| TopologyError::Io {
+            file: file.clone(),
+            message: e.to_string(),
+        })?;
+        Topology::parse(&text, &file)
+    }
+
+    /// Validates a definition built in code (the generator's); errors carry line 0.
+    pub fn from_def(def: TopologyDef) -> Result<Topology, TopologyError> {
+        let file = format!("<{}>", def.name);
+        let net = validate::resolve(&def, &file, &validate::Lines::default())?;
+        Ok(Topology { def, file, net })
+    }
+
+    /// The shipped reference topology (`topologies/reference.toml`).
+    pub fn reference() -> Topology {
+        match Topology::parse(REFERENCE_TOML, "topologies/reference.toml") {
+            Ok(t) => t,
+            // The file is compiled in and checked by the unit tests.
+            Err(e) => unreachable!("the shipped reference topology is invalid: {e}"),
+        }
+    }
+
+    pub fn def(&self) -> &TopologyDef {
+        &self.def
+    }
+    pub fn name(&self) -> &str {
+        &self.def.name
+    }
+    /// Where the topology came from (a path, or `<name>` for generated ones).
+    pub fn file(&self) -> &str {
+        &self.file
+    }
+
+    /// The topology as TOML text that [`Topology::parse`] reads back to the same network.
+    pub fn to_toml(&self) -> String {
+        to_toml(&self.def)
+    }
+}
+
+/// Writes a definition as TOML.
+pub fn to_toml(def: &TopologyDef) -> String {
+    toml::to_string(def).unwrap_or_else(|e| format!("# cannot serialise topology: {e}\n"))
+}
+
+fn syntax(text: &str, file: &str, e: &toml::de::Error) -> TopologyError {
+    let line = e.span().map(|s| line_of(text, s.start)).unwrap_or(0);
+    TopologyError::Syntax {
+        file: file.to_string(),
+        line,
+        message: e.message().to_string(),
+    }
+}
+
+/// 1-based line number of byte offset `at`.
+pub(crate) fn line_of(text: &str, at: usize) -> usize {
+    text.as_bytes()
+        .iter()
+        .take(at)
+        .filter(|&&b| b == b'\n')
+        .count()
+        + 1
+}

@@ -1,0 +1,526 @@
+//! From a topology definition to the resolved network: names resolved, addresses parsed
+//! and checked (lab ranges only, no overlap, no duplicate), LSP paths found or checked,
+//! labels allocated, routing tables built. The first problem found is returned, naming
+//! the file, line and object.
+
+use std::collections::HashMap;
+use std::net::Ipv4Addr;
+
+use super::file::{LspDef, Spans, TopologyDef};
+use super::{line_of, Pop, TopologyError};
+use crate::addr::{in_lab_ranges, AddrLen, Prefix};
+use crate::net::{
+    Host, Iface, IfaceId, Lsp, Net, Peer, PrefixInfo, PrefixKind, Router, RouterId, TunnelClass, Vp,
+};
+use crate::routing::{Dist, Tables, INF};
+
+/// Line of each object, by kind and index (empty for generated topologies).
+#[derive(Debug, Default)]
+pub(crate) struct Lines {
+    vps: Vec<usize>,
+    routers: Vec<usize>,
+    links: Vec<usize>,
+    hosts: Vec<usize>,
+    lsps: Vec<usize>,
+}
+
+impl Lines {
+    pub fn from_spans(text: &str, s: &Spans) -> Lines {
+        let f = |v: &Vec<toml::Spanned<toml::Table>>| -> Vec<usize> {
+            v.iter()
+                .map(|t| header_line(text, t.span().start))
+                .collect()
+        };
+        Lines {
+            vps: f(&s.vantage_points),
+            routers: f(&s.routers),
+            links: f(&s.links),
+            hosts: f(&s.hosts),
+            lsps: f(&s.lsps),
+        }
+    }
+}
+
+/// The line of the `[[...]]` header an object's span starts at or after.
+fn header_line(text: &str, at: usize) -> usize {
+    let at = at.min(text.len());
+    if text[at..].starts_with("[[") {
+        return line_of(text, at);
+    }
+    let start = text[..at].rfind("[[").unwrap_or(at);
+    line_of(text, start)
+}
+
+struct Ctx<'a> {
+    file: &'a str,
+    lines: &'a Lines,
+}
+
+impl Ctx<'_> {
+    fn err(&self, kind: &str, idx: usize, name: &str, message: String) -> TopologyError {
+        let list = match kind {
+            "vantage-point" => &self.lines.vps,
+            "router" => &self.lines.routers,
+            "link" => &self.lines.links,
+            "host" => &self.lines.hosts,
+            _ => &self.lines.lsps,
+        };
+        TopologyError::Invalid {
+            file: self.file.to_string(),
+            line: list.get(idx).copied().unwrap_or(0),
+            object: format!("[[{kind}]] {name}"),
+            message,
+        }
+    }
+}
+
+fn us(ms: f64) -> Option<u64> {
+    (ms.is_finite() && (0.0..=60_000.0).contains(&ms)).then(|| (ms * 1000.0).round() as u64)
+}
+
+fn addr(s: &str) -> Result<Ipv4Addr, String> {
+    s.trim()
+        .parse()
+        .map_err(|_| format!("`{s}` is not an IPv4 address"))
+}
+
+/// Resolves a definition into the network.
+pub(crate) fn resolve(def: &TopologyDef, file: &str, lines: &Lines) -> Result<Net, TopologyError> {
+    let cx = Ctx { file, lines };
+    let top = |message: String| TopologyError::Invalid {
+        file: file.to_string(),
+        line: 1,
+        object: "topology".into(),
+        message,
+    };
+    if def.vantage_points.is_empty() {
+        return Err(top(
+            "no [[vantage-point]]: probes need somewhere to come from".into(),
+        ));
+    }
+    if def.vantage_points.len() > usize::from(u16::MAX) || def.lsps.len() > 60_000 {
+        return Err(top("too many vantage points or LSPs".into()));
+    }
+
+    let mut routers = Vec::new();
+    let mut ifaces: Vec<Iface> = Vec::new();
+    let mut prefixes: Vec<(PrefixInfo, &str, usize, String)> = Vec::new();
+    let mut by_name: HashMap<&str, RouterId> = HashMap::new();
+    let mut names: HashMap<&str, &str> = HashMap::new();
+
+    for (i, r) in def.routers.iter().enumerate() {
+        let obj = format!("\"{}\"", r.name);
+        if r.name.is_empty() {
+            return Err(cx.err("router", i, &obj, "empty name".into()));
+        }
+        if let Some(kind) = names.insert(&r.name, "router") {
+            return Err(cx.err("router", i, &obj, format!("name already used by a {kind}")));
+        }
+        by_name.insert(&r.name, i as RouterId);
+        routers.push(Router {
+            name: r.name.clone(),
+            vendor: r.vendor,
+            silent: r.silent,
+            icmp_rate: r.icmp_rate,
+            ifaces: Vec::new(),
+            links: Vec::new(),
+        });
+        if let Some(lo) = &r.loopback {
+            let a = addr(lo).map_err(|m| cx.err("router", i, &obj, m))?;
+            let id = ifaces.len() as IfaceId;
+            ifaces.push(Iface {
+                router: i as RouterId,
+                addr: a,
+                prefix: 0,
+                peer: Peer::Loopback,
+                delay_us: 0,
+                cost: 0,
+            });
+            routers[i].ifaces.push(id);
+            let p = Prefix::containing(a, 32);
+            let info = PrefixInfo {
+                prefix: p,
+                kind: PrefixKind::Loopback { iface: id },
+                attached: vec![i as RouterId],
+            };
+            prefixes.push((info, "router", i, obj));
+        }
+    }
+    let router = |kind: &str, i: usize, obj: &str, n: &str| {
+        by_name
+            .get(n)
+            .copied()
+            .ok_or_else(|| cx.err(kind, i, obj, format!("router \"{n}\" is not defined")))
+    };
+
+    for (i, l) in def.links.iter().enumerate() {
+        let obj = format!("{}-{}", l.a, l.b);
+        let e = |m: String| cx.err("link", i, &obj, m);
+        let a = router("link", i, &obj, &l.a)?;
+        let b = router("link", i, &obj, &l.b)?;
+        if a == b {
+            return Err(e("a link joins two different routers".into()));
+        }
+        let p: Prefix = l
+            .prefix
+            .parse()
+            .map_err(|x: crate::addr::BadPrefix| e(x.to_string()))?;
+        let (da, db) = match p.len() {
+            30 => (p.nth(1), p.nth(2)),
+            31 => (p.nth(0), p.nth(1)),
+            n => {
+                return Err(e(format!(
+                    "prefix {p}: a point-to-point link is a /30 or /31, not /{n}"
+                )))
+            }
+        };
+        let pick = |s: &Option<String>, d: Option<Ipv4Addr>| -> Result<Ipv4Addr, TopologyError> {
+            let x = match s {
+                Some(s) => addr(s).map_err(e)?,
+                None => d.unwrap_or(Ipv4Addr::UNSPECIFIED),
+            };
+            let usable = p.len() == 31 || (x != p.network() && Some(x) != p.nth(3));
+            if !p.contains(x) || !usable {
+                return Err(e(format!("address {x} is not a usable address of {p}")));
+            }
+            Ok(x)
+        };
+        let (xa, xb) = (pick(&l.a_address, da)?, pick(&l.b_address, db)?);
+        if xa == xb {
+            return Err(e(format!("both ends have address {xa}")));
+        }
+        let d_ab = us(l.delay_ms).ok_or_else(|| e("delay-ms must be 0..60000".into()))?;
+        let d_ba = us(l.delay_back_ms.unwrap_or(l.delay_ms))
+            .ok_or_else(|| e("delay-back-ms must be 0..60000".into()))?;
+        let (c_ab, c_ba) = (l.cost, l.cost_back.unwrap_or(l.cost));
+        if c_ab == 0 || c_ba == 0 || c_ab > 1_000_000 || c_ba > 1_000_000 {
+            return Err(e("costs must be 1..1000000".into()));
+        }
+        let (ia, ib) = (ifaces.len() as IfaceId, ifaces.len() as IfaceId + 1);
+        let pid = prefixes.len() as u32;
+        for (r, x, peer_r, peer_i, d, c) in [(a, xa, b, ib, d_ab, c_ab), (b, xb, a, ia, d_ba, c_ba)]
+        {
+            routers[r as usize].ifaces.push(ifaces.len() as IfaceId);
+            routers[r as usize].links.push(ifaces.len() as IfaceId);
+            ifaces.push(Iface {
+                router: r,
+                addr: x,
+                prefix: pid,
+                peer: Peer::Router {
+                    router: peer_r,
+                    iface: peer_i,
+                    link: i as u32,
+                },
+                delay_us: d,
+                cost: c,
+            });
+        }
+        let info = PrefixInfo {
+            prefix: p,
+            kind: PrefixKind::Link { ifaces: [ia, ib] },
+            attached: vec![a, b],
+        };
+        prefixes.push((info, "link", i, obj));
+    }
+
+    // A LAN on one router: vantage points and hosts.
+    let lan = |kind: &'static str, i: usize, obj: &str, address: &str, gateway: &str| {
+        let e = |m: String| cx.err(kind, i, obj, m);
+        let al: AddrLen = address
+            .parse()
+            .map_err(|x: crate::addr::BadPrefix| e(x.to_string()))?;
+        let gw = addr(gateway).map_err(e)?;
+        let p = al.prefix();
+        if p.len() > 30 {
+            return Err(e(format!("prefix {p}: a LAN needs at least a /30")));
+        }
+        for (what, x) in [("address", al.addr), ("gateway", gw)] {
+            if !p.contains(x) || x == p.network() || u32::from(x) == p.last() {
+                return Err(e(format!("{what} {x} is not a usable address of {p}")));
+            }
+        }
+        if gw == al.addr {
+            return Err(e(format!("address and gateway are both {gw}")));
+        }
+        Ok((al.addr, gw, p))
+    };
+
+    let mut vps = Vec::new();
+    for (i, v) in def.vantage_points.iter().enumerate() {
+        let obj = format!("\"{}\"", v.name);
+        let e = |m: String| cx.err("vantage-point", i, &obj, m);
+        if let Some(kind) = names.insert(&v.name, "vantage point") {
+            return Err(e(format!("name already used by a {kind}")));
+        }
+        let r = router("vantage-point", i, &obj, &v.router)?;
+        let (a, gw, p) = lan("vantage-point", i, &obj, &v.address, &v.gateway)?;
+        let delay_us = us(v.delay_ms).ok_or_else(|| e("delay-ms must be 0..60000".into()))?;
+        let gw_iface = ifaces.len() as IfaceId;
+        ifaces.push(Iface {
+            router: r,
+            addr: gw,
+            prefix: 0,
+            peer: Peer::Vp(i as u32),
+            delay_us,
+            cost: 0,
+        });
+        routers[r as usize].ifaces.push(gw_iface);
+        let info = PrefixInfo {
+            prefix: p,
+            kind: PrefixKind::VpLan {
+                vp: i as u32,
+                iface: gw_iface,
+            },
+            attached: vec![r],
+        };
+        prefixes.push((info, "vantage-point", i, obj));
+        vps.push(Vp {
+            name: v.name.clone(),
+            addr: a,
+            prefix: p,
+            router: r,
+            gw_iface,
+            delay_us,
+        });
+    }
+
+    let mut hosts = Vec::new();
+    for (i, h) in def.hosts.iter().enumerate() {
+        let obj = format!("\"{}\"", h.name);
+        let e = |m: String| cx.err("host", i, &obj, m);
+        if let Some(kind) = names.insert(&h.name, "host") {
+            return Err(e(format!("name already used by a {kind}")));
+        }
+        let r = router("host", i, &obj, &h.router)?;
+        let (a, gw, p) = lan("host", i, &obj, &h.address, &h.gateway)?;
+        let delay_us = us(h.delay_ms).ok_or_else(|| e("delay-ms must be 0..60000".into()))?;
+        if h.ttl == 0 {
+            return Err(e("ttl must be 1..255".into()));
+        }
+        let gw_iface = ifaces.len() as IfaceId;
+        ifaces.push(Iface {
+            router: r,
+            addr: gw,
+            prefix: 0,
+            peer: Peer::Host(i as u32),
+            delay_us,
+            cost: 0,
+        });
+        routers[r as usize].ifaces.push(gw_iface);
+        let info = PrefixInfo {
+            prefix: p,
+            kind: PrefixKind::HostLan {
+                host: i as u32,
+                iface: gw_iface,
+            },
+            attached: vec![r],
+        };
+        prefixes.push((info, "host", i, obj));
+        hosts.push(Host {
+            name: h.name.clone(),
+            addr: a,
+            router: r,
+            gw_iface,
+            delay_us,
+            ttl: h.ttl,
+            tcp_open: h.tcp_open.clone(),
+            silent: h.silent,
+        });
+    }
+
+    // Prefixes: lab ranges only, no overlap; then index them in address order.
+    for (info, kind, i, obj) in &prefixes {
+        if !in_lab_ranges(info.prefix) {
+            return Err(cx.err(kind, *i, obj, format!(
+                "{} is outside the lab ranges (192.0.2.0/24, 198.51.100.0/24, 203.0.113.0/24, 100.64.0.0/10)",
+                info.prefix
+            )));
+        }
+    }
+    let mut order: Vec<usize> = (0..prefixes.len()).collect();
+    order.sort_by_key(|&k| (prefixes[k].0.prefix.first(), prefixes[k].0.prefix.last()));
+    for w in order.windows(2) {
+        let (x, y) = (&prefixes[w[0]], &prefixes[w[1]]);
+        if x.0.prefix.overlaps(y.0.prefix) {
+            return Err(cx.err(
+                y.1,
+                y.2,
+                &y.3,
+                format!(
+                    "{} overlaps {} of [[{}]] {}",
+                    y.0.prefix, x.0.prefix, x.1, x.3
+                ),
+            ));
+        }
+    }
+    let mut new_index = vec![0u32; prefixes.len()];
+    for (new, &old) in order.iter().enumerate() {
+        new_index[old] = new as u32;
+    }
+    for (k, (info, ..)) in prefixes.iter().enumerate() {
+        let ids: Vec<IfaceId> = match info.kind {
+            PrefixKind::Link { ifaces } => ifaces.to_vec(),
+            PrefixKind::Loopback { iface }
+            | PrefixKind::HostLan { iface, .. }
+            | PrefixKind::VpLan { iface, .. } => vec![iface],
+        };
+        for id in ids {
+            ifaces[id as usize].prefix = new_index[k];
+        }
+    }
+    let mut sorted: Vec<Option<PrefixInfo>> = prefixes.into_iter().map(|p| Some(p.0)).collect();
+    let prefixes: Vec<PrefixInfo> = order.iter().filter_map(|&k| sorted[k].take()).collect();
+
+    let dist = Dist::compute(&routers, &ifaces);
+    let mut lsps = Vec::new();
+    let mut next_label: Vec<u32> = routers.iter().map(|r| r.vendor.label_base()).collect();
+    let mut lsp_names = std::collections::HashSet::new();
+    for (i, l) in def.lsps.iter().enumerate() {
+        if !lsp_names.insert(l.name.as_str()) {
+            return Err(cx.err(
+                "lsp",
+                i,
+                &format!("\"{}\"", l.name),
+                "name already used by another LSP".into(),
+            ));
+        }
+        lsps.push(lsp(
+            &cx,
+            i,
+            l,
+            &by_name,
+            &routers,
+            &ifaces,
+            &dist,
+            &mut next_label,
+        )?);
+    }
+    let tables = Tables::build(dist, &routers, &ifaces, &prefixes, &lsps);
+    Ok(Net {
+        routers,
+        ifaces,
+        prefixes,
+        hosts,
+        vps,
+        lsps,
+        tables,
+    })
+}
+
+/// The class an LSP's settings make, or why the combination is not supported.
+pub(crate) fn class_of(l: &LspDef) -> Result<TunnelClass, String> {
+    if l.egress_forwards_ttl1 && (l.pop != Pop::Uhp || l.ttl_propagate) {
+        return Err("egress-forwards-ttl1 needs pop = \"uhp\" and ttl-propagate = false".into());
+    }
+    Ok(
+        match (l.ttl_propagate, l.pop, l.rfc4950, l.egress_forwards_ttl1) {
+            (true, _, true, _) => TunnelClass::Explicit,
+            (true, _, false, _) => TunnelClass::Implicit,
+            (false, Pop::Php, _, _) => TunnelClass::InvisiblePhp,
+            (false, Pop::Uhp, _, true) => TunnelClass::InvisibleUhp,
+            (false, Pop::Uhp, true, false) => TunnelClass::Opaque,
+            (false, Pop::Uhp, false, false) => {
+                return Err(
+                    "no-propagate UHP without RFC 4950 and with a decrementing egress is not \
+                        a TNT class: set rfc4950 = true (opaque), egress-forwards-ttl1 = true \
+                        (invisible UHP) or pop = \"php\" (invisible PHP)"
+                        .into(),
+                )
+            }
+        },
+    )
+}
+
+#[allow(clippy::too_many_arguments)]
+fn lsp(
+    cx: &Ctx<'_>,
+    i: usize,
+    l: &LspDef,
+    by_name: &HashMap<&str, RouterId>,
+    routers: &[Router],
+    ifaces: &[Iface],
+    dist: &Dist,
+    next_label: &mut [u32],
+) -> Result<Lsp, TopologyError> {
+    let obj = format!("\"{}\"", l.name);
+    let e = |m: String| cx.err("lsp", i, &obj, m);
+    let find = |n: &str| {
+        by_name
+            .get(n)
+            .copied()
+            .ok_or_else(|| e(format!("router \"{n}\" is not defined")))
+    };
+    let (ing, egr) = (find(&l.ingress)?, find(&l.egress)?);
+    if ing == egr {
+        return Err(e("ingress and egress are the same router".into()));
+    }
+    let class = class_of(l).map_err(e)?;
+    let (path, out) = match &l.path {
+        None => {
+            if dist.get(ing, egr) == INF {
+                return Err(e(format!(
+                    "egress \"{}\" is unreachable from ingress \"{}\"",
+                    l.egress, l.ingress
+                )));
+            }
+            dist.path(routers, ifaces, ing, egr)
+                .ok_or_else(|| e("no path from ingress to egress".into()))?
+        }
+        Some(names) => {
+            let path: Vec<RouterId> = names.iter().map(|n| find(n)).collect::<Result<_, _>>()?;
+            if path.first() != Some(&ing) || path.last() != Some(&egr) {
+                return Err(e(
+                    "path must start at the ingress and end at the egress".into()
+                ));
+            }
+            let mut out = Vec::new();
+            for w in path.windows(2) {
+                let o = routers[w[0] as usize]
+                    .links
+                    .iter()
+                    .copied()
+                    .filter(|&o| matches!(ifaces[o as usize].peer, Peer::Router { router, .. } if router == w[1]))
+                    .min_by_key(|&o| ifaces[o as usize].cost)
+                    .ok_or_else(|| e(format!(
+                        "no link from \"{}\" to \"{}\"",
+                        routers[w[0] as usize].name, routers[w[1] as usize].name
+                    )))?;
+                out.push(o);
+            }
+            (path, out)
+        }
+    };
+    let mut seen = path.clone();
+    seen.sort_unstable();
+    if seen.windows(2).any(|w| w[0] == w[1]) {
+        return Err(e("path visits a router twice".into()));
+    }
+    if path.len() < 3 {
+        return Err(e("an LSP needs at least one LSR between its LERs".into()));
+    }
+    if path.len() > 200 {
+        return Err(e("an LSP of more than 200 routers".into()));
+    }
+    let n = path.len();
+    let mut labels = vec![vec![0u32; n]; n];
+    for (f, row) in labels.iter_mut().enumerate().skip(1) {
+        for (k, slot) in row.iter_mut().enumerate().take(f + 1).skip(1) {
+            let r = path[k] as usize;
+            *slot = next_label[r] & 0xf_ffff;
+            next_label[r] += 1;
+        }
+    }
+    Ok(Lsp {
+        name: l.name.clone(),
+        path,
+        out,
+        propagate: l.ttl_propagate,
+        pop: l.pop,
+        rfc4950: l.rfc4950,
+        internal_labelled: l.internal_labelled,
+        icmp_tunnelling: l.icmp_tunnelling,
+        egress_forwards_ttl1: l.egress_forwards_ttl1,
+        class,
+        labels,
+    })
+}

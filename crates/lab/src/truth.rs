@@ -1,0 +1,340 @@
+//! Ground truth: what the lab knows and a traceroute has to infer. For every destination
+//! host, the router-level forward path from the first vantage point (every equal-cost
+//! variant when ECMP splits it), the return path, and every LSP crossed with its class,
+//! ingress, egress and LSRs as the addresses a traceroute would show (the interface each
+//! router receives the packet on), and which revelation (DPR, BRPR) can show hidden LSRs;
+//! plus each router's vendor profile and TTL signature.
+//!
+//! JSON shape (serde): `{"topology", "vantage_points":[...], "routers":[...],
+//! "lsps":[...], "destinations":[{"dst", "name", "forward":[...], "return":[...],
+//! "tunnels":[{"class", "ingress", "egress", "lsrs":[...], ...}], ...}]}`.
+
+use core::net::Ipv4Addr;
+
+use serde::Serialize;
+
+use crate::net::{IfaceId, Net, Owner, Peer, PrefixKind, Revelation, RouterId, TunnelClass};
+use crate::topology::{Pop, Topology};
+
+/// The whole ground truth of a topology.
+#[derive(Debug, Clone, Serialize)]
+pub struct Truth {
+    pub topology: String,
+    pub vantage_points: Vec<VpTruth>,
+    pub routers: Vec<RouterTruth>,
+    pub lsps: Vec<LspTruth>,
+    pub destinations: Vec<Destination>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct VpTruth {
+    pub name: String,
+    pub addr: Ipv4Addr,
+    pub prefix: String,
+    pub gateway: Ipv4Addr,
+    pub router: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct RouterTruth {
+    pub name: String,
+    pub vendor: &'static str,
+    /// `[iTTL of time exceeded, iTTL of echo reply]`.
+    pub signature: [u8; 2],
+    pub addresses: Vec<Ipv4Addr>,
+    pub silent: bool,
+    pub icmp_rate: u32,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct LspTruth {
+    pub name: String,
+    pub class: TunnelClass,
+    pub ingress: String,
+    pub egress: String,
+    /// Router names, ingress to egress.
+    pub path: Vec<String>,
+    pub pop: Pop,
+    pub ttl_propagate: bool,
+    pub rfc4950: bool,
+    pub internal_labelled: bool,
+    pub icmp_tunnelling: bool,
+    pub egress_forwards_ttl1: bool,
+    pub revelation: Revelation,
+}
+
+/// One router on a path and the address a traceroute sees for it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Hop {
+    pub router: String,
+    /// The interface the packet arrives on (what answers a traceroute probe).
+    pub addr: Ipv4Addr,
+}
+
+/// An LSP as crossed by one path.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Tunnel {
+    pub lsp: String,
+    pub class: TunnelClass,
+    pub ingress: Ipv4Addr,
+    pub ingress_router: String,
+    pub egress: Ipv4Addr,
+    pub egress_router: String,
+    /// LSRs strictly between ingress and egress, in order.
+    pub lsrs: Vec<Ipv4Addr>,
+    pub lsr_routers: Vec<String>,
+    pub pop: Pop,
+    /// Whether this is the whole LSP (`false`: cut short for an internal destination).
+    pub whole: bool,
+    pub revelation: Revelation,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Destination {
+    pub dst: Ipv4Addr,
+    pub name: String,
+    /// Vantage point the paths start from.
+    pub vantage_point: String,
+    /// Routers from the vantage point's router to the destination's (first ECMP variant).
+    pub forward: Vec<Hop>,
+    /// Every distinct forward path when ECMP splits traffic (one entry otherwise).
+    pub forward_paths: Vec<Vec<Hop>>,
+    /// Routers from the destination back to the vantage point.
+    #[serde(rename = "return")]
+    pub return_path: Vec<Hop>,
+    /// LSPs on the forward path(s).
+    pub tunnels: Vec<Tunnel>,
+    /// LSPs on the return path.
+    pub return_tunnels: Vec<Tunnel>,
+}
+
+/// One symbolic path: routers with their incoming interface, and the pushes met.
+#[derive(Debug, Clone, Default)]
+struct SymPath {
+    hops: Vec<(RouterId, Option<IfaceId>)>,
+    /// (lsp, f, index in `hops` of the ingress)
+    pushes: Vec<(u16, u8, usize)>,
+}
+
+const MAX_PATHS: usize = 32;
+
+/// Every forward path from router `r` (entered on `from`) to `dst`, ECMP expanded.
+fn sym_paths(net: &Net, r: RouterId, from: Option<IfaceId>, dst: Ipv4Addr) -> Vec<SymPath> {
+    let mut done = Vec::new();
+    let mut stack = vec![(r, from, SymPath::default())];
+    while let Some((r, from, mut path)) = stack.pop() {
+        path.hops.push((r, from));
+        if done.len() >= MAX_PATHS || path.hops.len() > 256 {
+            continue;
+        }
+        let Some(p) = net.prefix_of(dst) else {
+            done.push(path);
+            continue;
+        };
+        let owner = net.owner_in(p, dst);
+        if matches!(owner, Some(Owner::Iface(i)) if net.ifaces[i as usize].router == r) {
+            done.push(path);
+            continue;
+        }
+        let info = &net.prefixes[p as usize];
+        if info.attached.contains(&r) {
+            if let (PrefixKind::Link { ifaces }, Some(Owner::Iface(peer))) = (info.kind, owner) {
+                let mine = ifaces.into_iter().find(|&i| i != peer);
+                if let Some(Peer::Router { router, iface, .. }) =
+                    mine.map(|m| net.ifaces[m as usize].peer)
+                {
+                    stack.push((router, Some(iface), path));
+                    continue;
+                }
+            }
+            done.push(path);
+            continue;
+        }
+        if let Some(push) = net.tables.push(r, p) {
+            let lsp = &net.lsps[usize::from(push.lsp)];
+            path.pushes.push((push.lsp, push.f, path.hops.len() - 1));
+            let f = usize::from(push.f);
+            for k in 1..f {
+                path.hops.push((lsp.path[k], in_iface(net, lsp.out[k - 1])));
+            }
+            stack.push((lsp.path[f], in_iface(net, lsp.out[f - 1]), path));
+            continue;
+        }
+        let hops = net.tables.next_hops(r, p);
+        if hops.is_empty() {
+            done.push(path);
+            continue;
+        }
+        for &o in hops.iter().rev() {
+            if let Peer::Router { router, iface, .. } = net.ifaces[o as usize].peer {
+                stack.push((router, Some(iface), path.clone()));
+            }
+        }
+    }
+    done
+}
+
+/// The interface on the far side of `out`.
+fn in_iface(net: &Net, out: IfaceId) -> Option<IfaceId> {
+    match net.ifaces.get(out as usize)?.peer {
+        Peer::Router { iface, .. } => Some(iface),
+        _ => None,
+    }
+}
+
+fn hop(net: &Net, (r, from): (RouterId, Option<IfaceId>)) -> Hop {
+    let addr = from
+        .or_else(|| net.routers[r as usize].ifaces.first().copied())
+        .map_or(Ipv4Addr::UNSPECIFIED, |i| net.ifaces[i as usize].addr);
+    Hop {
+        router: net.router_name(r).to_string(),
+        addr,
+    }
+}
+
+fn tunnels(net: &Net, path: &SymPath) -> Vec<Tunnel> {
+    path.pushes
+        .iter()
+        .map(|&(l, f, at)| {
+            let lsp = &net.lsps[usize::from(l)];
+            let f = usize::from(f);
+            let ing = hop(net, path.hops[at]);
+            let seen: Vec<Hop> = (1..=f)
+                .map(|k| hop(net, (lsp.path[k], in_iface(net, lsp.out[k - 1]))))
+                .collect();
+            let (lsrs, egress) = seen.split_at(f - 1);
+            Tunnel {
+                lsp: lsp.name.clone(),
+                class: lsp.class,
+                ingress: ing.addr,
+                ingress_router: ing.router,
+                egress: egress[0].addr,
+                egress_router: egress[0].router.clone(),
+                lsrs: lsrs.iter().map(|h| h.addr).collect(),
+                lsr_routers: lsrs.iter().map(|h| h.router.clone()).collect(),
+                pop: lsp.pop,
+                whole: f == lsp.egress_index(),
+                revelation: lsp.revelation(),
+            }
+        })
+        .collect()
+}
+
+/// The truth for one destination address seen from vantage point `vp`.
+pub fn destination(topo: &Topology, vp: usize, dst: Ipv4Addr, name: &str) -> Option<Destination> {
+    let net = &topo.net;
+    let v = net.vps.get(vp)?;
+    let fwd = sym_paths(net, v.router, Some(v.gw_iface), dst);
+    let mut forward_paths: Vec<Vec<Hop>> = Vec::new();
+    let mut tun: Vec<Tunnel> = Vec::new();
+    for p in &fwd {
+        let hops: Vec<Hop> = p.hops.iter().map(|&h| hop(net, h)).collect();
+        if !forward_paths.contains(&hops) {
+            forward_paths.push(hops);
+        }
+        for t in tunnels(net, p) {
+            if !tun.contains(&t) {
+                tun.push(t);
+            }
+        }
+    }
+    let (start, from) = match net.owner(dst)? {
+        Owner::Host(h) => {
+            let h = &net.hosts[h as usize];
+            (h.router, Some(h.gw_iface))
+        }
+        Owner::Iface(i) => (net.ifaces[i as usize].router, None),
+        Owner::Vp(_) => (v.router, Some(v.gw_iface)),
+    };
+    let back = sym_paths(net, start, from, v.addr);
+    let first_back = back.first().cloned().unwrap_or_default();
+    Some(Destination {
+        dst,
+        name: name.to_string(),
+        vantage_point: v.name.clone(),
+        forward: forward_paths.first().cloned().unwrap_or_default(),
+        forward_paths,
+        return_path: first_back.hops.iter().map(|&h| hop(net, h)).collect(),
+        tunnels: tun,
+        return_tunnels: tunnels(net, &first_back),
+    })
+}
+
+/// The ground truth of a topology, destinations seen from its first vantage point.
+pub fn truth(topo: &Topology) -> Truth {
+    let net = &topo.net;
+    let vantage_points = crate::lab::vantage_points(topo)
+        .into_iter()
+        .map(|v| VpTruth {
+            name: v.name,
+            addr: v.addr,
+            prefix: v.prefix.to_string(),
+            gateway: v.gateway,
+            router: v.router,
+        })
+        .collect();
+    let routers = net
+        .routers
+        .iter()
+        .map(|r| {
+            let (te, er) = r.vendor.signature();
+            RouterTruth {
+                name: r.name.clone(),
+                vendor: r.vendor.name(),
+                signature: [te, er],
+                addresses: r
+                    .ifaces
+                    .iter()
+                    .map(|&i| net.ifaces[i as usize].addr)
+                    .collect(),
+                silent: r.silent,
+                icmp_rate: r.icmp_rate,
+            }
+        })
+        .collect();
+    let lsps = net
+        .lsps
+        .iter()
+        .map(|l| LspTruth {
+            name: l.name.clone(),
+            class: l.class,
+            ingress: net.router_name(l.path[0]).to_string(),
+            egress: net.router_name(l.path[l.egress_index()]).to_string(),
+            path: l
+                .path
+                .iter()
+                .map(|&r| net.router_name(r).to_string())
+                .collect(),
+            pop: l.pop,
+            ttl_propagate: l.propagate,
+            rfc4950: l.rfc4950,
+            internal_labelled: l.internal_labelled,
+            icmp_tunnelling: l.icmp_tunnelling,
+            egress_forwards_ttl1: l.egress_forwards_ttl1,
+            revelation: l.revelation(),
+        })
+        .collect();
+    let destinations = net
+        .hosts
+        .iter()
+        .filter_map(|h| destination(topo, 0, h.addr, &h.name))
+        .collect();
+    Truth {
+        topology: topo.name().to_string(),
+        vantage_points,
+        routers,
+        lsps,
+        destinations,
+    }
+}
+
+impl Truth {
+    /// The destination entry for `dst`, if it is one of the hosts.
+    pub fn destination(&self, dst: Ipv4Addr) -> Option<&Destination> {
+        self.destinations.iter().find(|d| d.dst == dst)
+    }
+    /// The destination entry by host name.
+    pub fn by_name(&self, name: &str) -> Option<&Destination> {
+        self.destinations.iter().find(|d| d.name == name)
+    }
+}

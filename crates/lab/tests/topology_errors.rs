@@ -1,0 +1,157 @@
+//! Topology files that must not start a lab: every error names the file, the line of the
+//! object's `[[...]]` header and the object.
+
+use vtnt_lab::{Topology, TopologyError};
+
+const BASE: &str = r#"
+name = "t"
+
+[[vantage-point]]
+name = "vp"
+address = "192.0.2.2/24"
+gateway = "192.0.2.1"
+router = "r1"
+
+[[router]]
+name = "r1"
+vendor = "cisco"
+
+[[router]]
+name = "r2"
+vendor = "juniper"
+
+[[router]]
+name = "r3"
+vendor = "linux"
+
+[[link]]
+a = "r1"
+b = "r2"
+prefix = "100.64.0.0/30"
+
+[[link]]
+a = "r2"
+b = "r3"
+prefix = "100.64.0.4/31"
+"#;
+
+fn err(extra: &str) -> TopologyError {
+    let text = format!("{BASE}{extra}");
+    match Topology::parse(&text, "t.toml") {
+        Ok(_) => panic!("accepted:\n{extra}"),
+        Err(e) => e,
+    }
+}
+
+/// Line (1-based) of the last occurrence of `needle` in BASE + extra.
+fn line_of(extra: &str, needle: &str) -> usize {
+    let text = format!("{BASE}{extra}");
+    let at = text.rfind(needle).unwrap();
+    text[..at].matches('\n').count() + 1
+}
+
+#[test]
+fn base_is_valid() {
+    let t = Topology::parse(BASE, "t.toml").unwrap();
+    assert_eq!(t.name(), "t");
+}
+
+#[test]
+fn unknown_router_names_file_line_and_object() {
+    let extra = "\n[[link]]\na = \"r3\"\nb = \"r9\"\nprefix = \"100.64.0.8/30\"\n";
+    let e = err(extra);
+    let s = e.to_string();
+    assert_eq!(e.line(), line_of(extra, "[[link]]"), "{s}");
+    assert!(
+        s.starts_with(&format!("t.toml:{}: [[link]] r3-r9: ", e.line())),
+        "{s}"
+    );
+    assert!(s.contains("router \"r9\" is not defined"), "{s}");
+}
+
+#[test]
+fn duplicate_address_and_overlap() {
+    let extra = "\n[[link]]\na = \"r1\"\nb = \"r3\"\nprefix = \"100.64.0.0/30\"\n";
+    let s = err(extra).to_string();
+    assert!(s.contains("overlaps 100.64.0.0/30"), "{s}");
+    let extra = "\n[[link]]\na = \"r1\"\nb = \"r3\"\nprefix = \"100.64.0.8/30\"\na-address = \"100.64.0.9\"\nb-address = \"100.64.0.9\"\n";
+    let s = err(extra).to_string();
+    assert!(s.contains("both ends have address 100.64.0.9"), "{s}");
+    let extra = "\n[[router]]\nname = \"r1\"\nvendor = \"cisco\"\n";
+    let e = err(extra);
+    assert!(
+        e.to_string()
+            .contains("[[router]] \"r1\": name already used"),
+        "{e}"
+    );
+    assert_eq!(e.line(), line_of(extra, "[[router]]"));
+}
+
+#[test]
+fn bad_prefixes() {
+    for (prefix, what) in [
+        ("100.64.0.9/30", "host bits set"),
+        ("100.64.0.8/29", "/30 or /31"),
+        ("10.0.0.0/30", "outside the lab ranges"),
+        ("100.64.0.8", "not an IPv4 prefix"),
+    ] {
+        let extra = format!("\n[[link]]\na = \"r1\"\nb = \"r3\"\nprefix = \"{prefix}\"\n");
+        let s = err(&extra).to_string();
+        assert!(s.contains(what), "{prefix}: {s}");
+        assert!(s.contains("[[link]] r1-r3"), "{s}");
+    }
+    let extra = "\n[[host]]\nname = \"h\"\naddress = \"203.0.113.3/30\"\ngateway = \"203.0.113.1\"\nrouter = \"r3\"\n";
+    assert!(err(extra)
+        .to_string()
+        .contains("address 203.0.113.3 is not a usable address"));
+}
+
+#[test]
+fn lsp_over_a_missing_link_or_to_an_unreachable_egress() {
+    let extra =
+        "\n[[lsp]]\nname = \"x\"\ningress = \"r1\"\negress = \"r3\"\npath = [\"r1\", \"r3\"]\n";
+    let e = err(extra);
+    assert!(
+        e.to_string()
+            .contains("[[lsp]] \"x\": no link from \"r1\" to \"r3\""),
+        "{e}"
+    );
+    assert_eq!(e.line(), line_of(extra, "[[lsp]]"));
+    let extra = "\n[[router]]\nname = \"r4\"\nvendor = \"nokia\"\n\n[[lsp]]\nname = \"y\"\ningress = \"r1\"\negress = \"r4\"\n";
+    assert!(
+        err(extra).to_string().contains("unreachable from ingress"),
+        "{}",
+        err(extra)
+    );
+    let extra = "\n[[lsp]]\nname = \"z\"\ningress = \"r1\"\negress = \"r2\"\n";
+    assert!(err(extra).to_string().contains("at least one LSR"));
+    let extra = "\n[[lsp]]\nname = \"w\"\ningress = \"r1\"\negress = \"r3\"\nttl-propagate = false\npop = \"uhp\"\nrfc4950 = false\n";
+    assert!(err(extra).to_string().contains("not a TNT class"));
+}
+
+#[test]
+fn syntax_unknown_field_and_unknown_vendor_have_lines() {
+    let extra = "\n[[router]]\nname = \"r4\"\nvendor = \"cisco\"\ncolour = \"red\"\n";
+    let e = err(extra);
+    assert!(matches!(e, TopologyError::Syntax { .. }), "{e}");
+    assert!(e.to_string().contains("colour"), "{e}");
+    assert_eq!(e.line(), line_of(extra, "colour"), "{e}");
+    let extra = "\n[[router]]\nname = \"r4\"\nvendor = \"ciscoo\"\n";
+    let e = err(extra);
+    assert!(e.to_string().starts_with("t.toml:"), "{e}");
+    assert_eq!(e.line(), line_of(extra, "ciscoo"), "{e}");
+    let e = Topology::parse("name = [", "broken.toml").unwrap_err();
+    assert!(e.to_string().starts_with("broken.toml:1:"), "{e}");
+}
+
+#[test]
+fn no_vantage_point() {
+    let e = Topology::parse("name = \"x\"\n", "t.toml").unwrap_err();
+    assert!(e.to_string().contains("no [[vantage-point]]"), "{e}");
+}
+
+#[test]
+fn missing_file() {
+    let e = Topology::load("/nonexistent/lab.toml".as_ref()).unwrap_err();
+    assert!(e.to_string().starts_with("/nonexistent/lab.toml: "), "{e}");
+}
