@@ -1,0 +1,20 @@
+//! Benchmarks that re-measure vTNT's claims. Each prints its figure next to what it is
+//! compared with (a peer measured in the same run, or the lab's ground truth).
+//!
+//! - [`tnt_accuracy`]: TNT against the lab's truth on the reference topology and on
+//!   generated ones (`vtnt bench tnt-accuracy`).
+//!
+//! ```no_run
+//! let report = vtnt_bench::tnt_accuracy(&vtnt_bench::AccuracyOptions::new(10, 42)).unwrap();
+//! println!("{}", report.to_markdown());
+//! ```
+
+pub mod accuracy;
+pub mod drive;
+pub mod probe_rate;
+
+pub use accuracy::{
+    tnt_accuracy, topology_seed, AccuracyOptions, AccuracyReport, ClassScore, HiddenScore,
+    ProbeScore, RouterScore,
+};
+pub use drive::{lab_engine_config, run_tnt, DriveError, LabRun};

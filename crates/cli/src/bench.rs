@@ -1,0 +1,98 @@
+//! `vtnt bench ...`: benchmarks that re-measure vTNT's claims. Each subcommand only parses
+//! options and calls `vtnt-bench`; the table it prints is what docs/benchmarks.md quotes.
+//!
+//! - `tnt-accuracy`: TNT against the lab's ground truth (reference topology plus
+//!   generated ones), per class.
+//!
+//! - `probe-rate`: sustained probe rate and pacing error of the engine + Linux driver on a
+//!   namespace topology, next to Debian's scamper in the same run.
+//!
+//! Other benchmarks add their variant to [`BenchCommand`] and an arm
+//! to [`run`].
+
+use std::process::ExitCode;
+
+#[derive(clap::Subcommand)]
+pub enum BenchCommand {
+    /// TNT accuracy against the lab's ground truth: detection precision/recall per class,
+    /// hidden LSRs revealed, false tunnels on MPLS-free paths, signatures, probe cost.
+    TntAccuracy {
+        /// Generated topologies to run besides the reference one.
+        #[arg(long, default_value_t = 100)]
+        topologies: usize,
+        /// Base seed of the generated topologies (random, and printed, when absent).
+        #[arg(long)]
+        seed: Option<u64>,
+        /// Print the report as JSON instead of a markdown table.
+        #[arg(long, default_value_t = false)]
+        json: bool,
+    },
+    /// Sustained probe rate and pacing error of the engine + Linux driver through a Linux
+    /// router in namespaces, with scamper (at its 10,000 pps ceiling) in the same run.
+    /// Needs root and scamper.
+    ProbeRate {
+        /// Rates to request, probes per second.
+        #[arg(long, value_delimiter = ',', default_value = "10000,50000,100000,150000")]
+        rates: Vec<u32>,
+        /// Seconds of probing per rate.
+        #[arg(long, default_value_t = 2.0)]
+        seconds: f64,
+        /// Print JSON instead of a markdown table.
+        #[arg(long, default_value_t = false)]
+        json: bool,
+    },
+}
+
+pub fn run(cmd: BenchCommand) -> anyhow::Result<ExitCode> {
+    match cmd {
+        BenchCommand::TntAccuracy {
+            topologies,
+            seed,
+            json,
+        } => tnt_accuracy(topologies, seed, json),
+        BenchCommand::ProbeRate { rates, seconds, json } => {
+            anyhow::ensure!(
+                rates.iter().all(|r| (1..=1_000_000).contains(r)),
+                "--rates must lie in 1..=1000000"
+            );
+            anyhow::ensure!((0.1..=60.0).contains(&seconds), "--seconds must lie in 0.1..=60");
+            let opts = vtnt_bench::probe_rate::RateOptions { rates, seconds, count: 10 };
+            let rows = vtnt_bench::probe_rate::probe_rate(&opts)?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&rows)?);
+            } else {
+                print!("{}", vtnt_bench::probe_rate::to_markdown(&rows));
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+fn random_seed() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0),
+    );
+    h.write_u32(std::process::id());
+    h.finish()
+}
+
+fn tnt_accuracy(topologies: usize, seed: Option<u64>, json: bool) -> anyhow::Result<ExitCode> {
+    let seed = seed.unwrap_or_else(random_seed);
+    eprintln!(
+        "vtnt bench tnt-accuracy: seed {seed}, {topologies} generated topologies + reference"
+    );
+    let opts = vtnt_bench::AccuracyOptions::new(topologies, seed);
+    let report = vtnt_bench::tnt_accuracy(&opts)
+        .map_err(|e| anyhow::anyhow!("tnt-accuracy (seed {seed}): {e}"))?;
+    if json {
+        println!("{}", report.to_json());
+    } else {
+        print!("{}", report.to_markdown());
+    }
+    Ok(ExitCode::SUCCESS)
+}
