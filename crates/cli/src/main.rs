@@ -14,6 +14,7 @@ mod runtime;
 mod targets;
 mod text;
 mod tnt;
+mod unikernel;
 
 /// vTNT: MPLS-revealing traceroute, from anywhere, in milliseconds.
 #[derive(Parser)]

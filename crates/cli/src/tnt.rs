@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use vtnt_engine::{Engine, Method};
-use vtnt_formats::{Annotate, Item, Map, Record, Trace, Value};
+use vtnt_formats::{Item, Record, Trace, TntAnnotations};
 use vtnt_tnt::{Thresholds, Tnt, TntConfig, TntResult, TntRunner};
 
 use crate::output::{AtomicFile, Format, Output};
@@ -83,24 +83,6 @@ impl TntArgs {
         c.reveal = !self.no_reveal;
         c.buddy = !self.no_buddy;
         c
-    }
-}
-
-/// Adds a TNT result's annotations as `"tnt"` fields to scamper JSON.
-pub struct TntAnnotations<'a>(pub &'a TntResult);
-
-fn tnt_field(v: Result<Value, serde_json::Error>) -> Option<Map<String, Value>> {
-    let mut m = Map::new();
-    m.insert("tnt".into(), v.ok()?);
-    Some(m)
-}
-
-impl Annotate for TntAnnotations<'_> {
-    fn record_extra(&self, _r: &Record) -> Option<Map<String, Value>> {
-        tnt_field(serde_json::to_value(self.0.trace_annotation()))
-    }
-    fn hop_extra(&self, _t: &Trace, index: usize, _h: &vtnt_formats::Hop) -> Option<Map<String, Value>> {
-        tnt_field(serde_json::to_value(self.0.hops.get(index)?))
     }
 }
 

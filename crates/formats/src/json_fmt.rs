@@ -2,7 +2,24 @@
 //! TCP, quoting ICMP errors), which hops and replies `sc_warts2json` shows and in what
 //! order, the ping statistics it computes, and its number and time formatting.
 
+use alloc::format;
+use alloc::string::String;
+use alloc::vec::Vec;
+
 use vtnt_record::{Duration, Hop, IpAddr, Ping, PingReply, Quoted, Trace};
+
+/// The correctly rounded square root: `f64::sqrt` with std, `libm::sqrt` (also correctly
+/// rounded, IEEE 754) without, so both builds print the same `stddev`.
+fn sqrt(x: f64) -> f64 {
+    #[cfg(feature = "std")]
+    {
+        x.sqrt()
+    }
+    #[cfg(not(feature = "std"))]
+    {
+        libm::sqrt(x)
+    }
+}
 
 /// Microseconds of a duration as scamper keeps RTTs (a 32-bit count).
 pub(crate) fn micros_u32(d: Duration) -> u32 {
@@ -112,13 +129,13 @@ pub(crate) fn ping_stats(p: &Ping) -> PingStats {
             .iter()
             .map(|&r| (r as f64 - mean) * (r as f64 - mean))
             .sum();
-        s.stddev = (var / n as f64).sqrt() as u32;
+        s.stddev = sqrt(var / n as f64) as u32;
     }
     s
 }
 
 /// The `loss` value: `1`, `0`, or the lost fraction with two decimals (computed in single
-/// precision, as scamper does).
+/// precision, as scamper does, and printed like `printf("%.2f")`).
 pub(crate) fn loss_str(sent: u16, replies: u32) -> String {
     if replies == 0 {
         "1".into()
@@ -126,8 +143,37 @@ pub(crate) fn loss_str(sent: u16, replies: u32) -> String {
         "0".into()
     } else {
         let f = (f32::from(sent) - replies as f32) / f32::from(sent);
-        format!("{:.2}", f64::from(f))
+        let hundredths = round_hundredths(f);
+        format!("{}.{:02}", hundredths / 100, hundredths % 100)
     }
+}
+
+/// `x * 100` rounded to an integer the way `printf("%.2f")` rounds: on the exact binary
+/// value, ties to even. Integer arithmetic only, so no float formatting machinery is
+/// linked (it is a large part of a no_std image). `x` must be finite and non-negative.
+fn round_hundredths(x: f32) -> u64 {
+    let bits = x.to_bits();
+    let exp = ((bits >> 23) & 0xff) as i32;
+    let frac = u128::from(bits & 0x7f_ffff);
+    // x = mant * 2^shift exactly.
+    let (mant, shift) = if exp == 0 {
+        (frac, -149)
+    } else {
+        (frac | 0x80_0000, exp - 150)
+    };
+    let n = mant * 100;
+    if shift >= 0 {
+        return (n << shift.min(40)) as u64;
+    }
+    let s = (-shift) as u32;
+    if s >= 120 {
+        return 0;
+    }
+    let q = n >> s;
+    let r = n & ((1u128 << s) - 1);
+    let half = 1u128 << (s - 1);
+    let up = r > half || (r == half && q & 1 == 1);
+    (q + u128::from(up)) as u64
 }
 
 /// `%Y-%m-%d %H:%M:%S` of a UNIX time shifted by `offset` seconds (scamper uses the local
@@ -190,5 +236,23 @@ mod tests {
         assert_eq!(loss_str(3, 1), "0.67");
         // 1/8 is exact in binary: glibc rounds half to even -> 0.12
         assert_eq!(loss_str(8, 7), "0.12");
+    }
+
+    #[test]
+    fn loss_rounds_exactly_like_float_formatting() {
+        for sent in 1..=1200u16 {
+            for replies in 1..u32::from(sent) {
+                let f = (f32::from(sent) - replies as f32) / f32::from(sent);
+                assert_eq!(
+                    loss_str(sent, replies),
+                    format!("{:.2}", f64::from(f)),
+                    "{replies}/{sent}"
+                );
+            }
+        }
+        for x in [0.125f32, 0.375, 0.005, 0.015, 0.995, 1e-30, 0.0] {
+            let h = round_hundredths(x);
+            assert_eq!(format!("{}.{:02}", h / 100, h % 100), format!("{:.2}", f64::from(x)), "{x}");
+        }
     }
 }

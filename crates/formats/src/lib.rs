@@ -28,25 +28,55 @@
 //! assert!(text.starts_with("{\"type\":\"cycle-start\", \"list_name\":\"default\""));
 //! ```
 //!
+//! Features: `std` (default) adds everything that does I/O (writers over `io::Write`,
+//! readers, warts, converters). Without it the crate is `no_std + alloc` and offers the
+//! JSON lines themselves ([`record_line`], [`cycle_start_line`], [`cycle_stop_line`],
+//! [`Annotate`]): the unikernel prints its results with this very code. `tnt` adds
+//! [`TntAnnotations`], the `"tnt"` fields of `vtnt-tnt` results (docs/tnt.md).
+//!
 //! What scamper 20211212 cannot represent is lost the same way here: scamper's JSON lists
 //! only hops whose probe TTL lies in `firsthop..=hop_count` and only ping replies whose
 //! `seq < ping_sent`; ping reply ToS is in neither format; warts keeps wait times in whole
 //! seconds (pings add microseconds) and the gap between probes in centiseconds.
 
+#![cfg_attr(not(feature = "std"), no_std)]
+extern crate alloc;
+
+#[cfg(feature = "std")]
 mod convert;
+#[cfg(feature = "std")]
 mod error;
 mod json_fmt;
+mod json_line;
+#[cfg(feature = "std")]
 mod json_read;
+#[cfg(feature = "std")]
 mod json_write;
+#[cfg(feature = "tnt")]
+mod tnt;
+#[cfg(feature = "std")]
 mod warts;
+#[cfg(feature = "std")]
 mod warts_read;
+#[cfg(feature = "std")]
 mod warts_write;
 
+use alloc::string::String;
+
+#[cfg(feature = "std")]
 pub use convert::{convert, convert_paths, json_to_warts, warts_to_json, ConvertReport, Format};
+#[cfg(feature = "std")]
 pub use error::{ConvertError, JsonError, JsonErrorKind, WartsError, WartsErrorKind};
+#[cfg(feature = "std")]
 pub use json_read::{parse_json_line, JsonReader};
-pub use json_write::{Annotate, JsonWriter, NoAnnotations};
+pub use json_line::{cycle_start_line, cycle_stop_line, record_line, Annotate, NoAnnotations};
+#[cfg(feature = "std")]
+pub use json_write::JsonWriter;
+#[cfg(feature = "tnt")]
+pub use tnt::TntAnnotations;
+#[cfg(feature = "std")]
 pub use warts_read::{read_warts, WartsReader};
+#[cfg(feature = "std")]
 pub use warts_write::WartsWriter;
 
 pub use serde_json::{Map, Value};

@@ -12,7 +12,7 @@ use vtnt_record::{Hop, Method, Ping, PingReply, Record, Trace};
 
 use crate::error::{WartsError, WartsErrorKind};
 use crate::json_fmt::{hop_icmp, icmp_ptb, icmp_quotes, micros_u32, ordered_replies};
-use crate::json_write::{
+use crate::json_line::{
     ping_timeout_secs, ping_wait_secs, reply_is_icmp, wait_probe_cs, wait_secs,
 };
 use crate::warts::*;

@@ -1,23 +1,24 @@
 //! The kernel command line: platform options before `--`, the job after it.
 //!
 //! ```text
-//! console=ttyS0 ip=192.0.2.10/24 gw=192.0.2.1 watchdog=60 -- ping -c 3 192.0.2.1
+//! console=ttyS0 ip=192.0.2.10/24 gw=192.0.2.1 watchdog=60 epoch_us=1795312150000000 -- vtnt-job=1 kind=ping targets=192.0.2.1
 //! ```
 //!
 //! Options: `ip=ADDR/LEN`, `gw=ADDR`, `watchdog=SECONDS` (default 60, 0 = off),
+//! `epoch_us=MICROSECONDS` (the host's UNIX time at boot: records then carry real
+//! timestamps; default 0), `hostname=NAME` (the `hostname` of the `cycle-start` line),
 //! `virtio_mmio.device=SIZE@BASE:IRQ` (Linux syntax, as Firecracker and QEMU microvm pass
 //! it; repeatable). Unknown options are reported and ignored (VMMs add their own);
-//! malformed values of known options are errors. QEMU microvm appends its
+//! malformed values of known options are errors. The job after `--` is the canonical
+//! job spec of `vtnt-jobspec` (or `boot`), kept as one string. QEMU microvm appends its
 //! `virtio_mmio.device=` options at the very end, after the job, so those are picked out
-//! of the job's words too.
+//! of the job's words too ([`Cmdline::job_words`] skips them).
 
 use core::fmt;
 use core::net::Ipv4Addr;
 
 /// Most virtio-mmio devices taken from the command line.
 pub const MAX_MMIO: usize = 8;
-/// Most words in a job.
-pub const MAX_JOB_WORDS: usize = 32;
 
 /// The parsed command line.
 #[derive(Debug, Clone)]
@@ -31,9 +32,12 @@ pub struct Cmdline<'a> {
     /// virtio-mmio devices announced on the command line: (base, size).
     pub mmio: [(u64, u64); MAX_MMIO],
     pub mmio_count: usize,
-    /// The job's words (after `--`).
-    pub job: [&'a str; MAX_JOB_WORDS],
-    pub job_len: usize,
+    /// The host's UNIX time in microseconds when the guest booted (0: unknown).
+    pub epoch_us: u64,
+    /// The host name for the `cycle-start` line.
+    pub hostname: Option<&'a str>,
+    /// Everything after `--` (including any `virtio_mmio.device=` words the VMM appended).
+    pub job: &'a str,
     /// The first unknown option, if any (reported as a warning).
     pub unknown: Option<&'a str>,
 }
@@ -48,8 +52,6 @@ pub enum Error<'a> {
         option: &'a str,
         reason: &'static str,
     },
-    /// Too many words after `--`.
-    JobTooLong,
     /// Too many virtio-mmio devices.
     TooManyMmio,
 }
@@ -59,16 +61,17 @@ impl fmt::Display for Error<'_> {
         match self {
             Error::NotUtf8 => f.write_str("command line is not UTF-8"),
             Error::BadValue { option, reason } => write!(f, "bad option `{option}`: {reason}"),
-            Error::JobTooLong => write!(f, "job has more than {MAX_JOB_WORDS} words"),
             Error::TooManyMmio => write!(f, "more than {MAX_MMIO} virtio_mmio.device options"),
         }
     }
 }
 
 impl<'a> Cmdline<'a> {
-    /// The job's words.
-    pub fn job(&self) -> &[&'a str] {
-        &self.job[..self.job_len]
+    /// The job's words (without the `virtio_mmio.device=` words VMMs append).
+    pub fn job_words(&self) -> impl Iterator<Item = &'a str> {
+        self.job
+            .split_ascii_whitespace()
+            .filter(|w| !w.starts_with("virtio_mmio.device="))
     }
 
     /// The virtio-mmio devices from the command line.
@@ -85,8 +88,9 @@ impl<'a> Cmdline<'a> {
             watchdog_s: 60,
             mmio: [(0, 0); MAX_MMIO],
             mmio_count: 0,
-            job: [""; MAX_JOB_WORDS],
-            job_len: 0,
+            epoch_us: 0,
+            hostname: None,
+            job: "",
             unknown: None,
         };
         let mut in_job = false;
@@ -94,13 +98,12 @@ impl<'a> Cmdline<'a> {
             if word.starts_with("virtio_mmio.device=") {
                 c.option(word)?;
             } else if in_job {
-                if c.job_len == MAX_JOB_WORDS {
-                    return Err(Error::JobTooLong);
-                }
-                c.job[c.job_len] = word;
-                c.job_len += 1;
+                continue;
             } else if word == "--" {
                 in_job = true;
+                // `word` is a subslice of `s`: the job is the rest of the line after it.
+                let at = word.as_ptr() as usize - s.as_ptr() as usize + word.len();
+                c.job = s[at..].trim();
             } else {
                 c.option(word)?;
             }
@@ -134,6 +137,17 @@ impl<'a> Cmdline<'a> {
             }
             "watchdog" => {
                 self.watchdog_s = value.parse().map_err(|_| bad("expected whole seconds"))?;
+            }
+            "epoch_us" => {
+                self.epoch_us = value
+                    .parse()
+                    .map_err(|_| bad("expected whole microseconds"))?;
+            }
+            "hostname" => {
+                if value.is_empty() || value.contains(['"', '\\']) {
+                    return Err(bad("expected a name without quotes or backslashes"));
+                }
+                self.hostname = Some(value);
             }
             "virtio_mmio.device" => {
                 let dev = parse_mmio(value).ok_or(bad("expected SIZE@BASE:IRQ"))?;
@@ -186,13 +200,17 @@ mod tests {
     #[test]
     fn options_and_job() {
         let c = Cmdline::parse(
-            b"console=ttyS0 ip=192.0.2.10/24 gw=192.0.2.1 watchdog=5 -- ping -c 3 192.0.2.1",
+            b"console=ttyS0 ip=192.0.2.10/24 gw=192.0.2.1 watchdog=5 epoch_us=17 hostname=h1 -- vtnt-job=1 kind=ping  targets=192.0.2.1 ",
         )
         .unwrap();
+        assert_eq!(c.epoch_us, 17);
+        assert_eq!(c.hostname, Some("h1"));
+        assert_eq!(c.job, "vtnt-job=1 kind=ping  targets=192.0.2.1");
         assert_eq!(c.ip, Some((Ipv4Addr::new(192, 0, 2, 10), 24)));
         assert_eq!(c.gw, Some(Ipv4Addr::new(192, 0, 2, 1)));
         assert_eq!(c.watchdog_s, 5);
-        assert_eq!(c.job(), ["ping", "-c", "3", "192.0.2.1"]);
+        let words: Vec<&str> = c.job_words().collect();
+        assert_eq!(words, ["vtnt-job=1", "kind=ping", "targets=192.0.2.1"]);
         assert!(c.unknown.is_none());
     }
 
@@ -202,7 +220,7 @@ mod tests {
             b"-- boot virtio_mmio.device=4K@0xc0001000:5 virtio_mmio.device=512@0xfeb02e00:12",
         )
         .unwrap();
-        assert_eq!(c.job(), ["boot"]);
+        assert_eq!(c.job_words().collect::<Vec<_>>(), ["boot"]);
         assert_eq!(c.mmio(), [(0xc000_1000, 4096), (0xfeb0_2e00, 512)]);
     }
 
@@ -219,6 +237,8 @@ mod tests {
         assert!(Cmdline::parse(b"gw=1.2.3").is_err());
         assert!(Cmdline::parse(b"watchdog=soon").is_err());
         assert!(Cmdline::parse(b"ip=dhcp").is_err());
+        assert!(Cmdline::parse(b"epoch_us=now").is_err());
+        assert!(Cmdline::parse(b"hostname=").is_err());
         assert!(Cmdline::parse(b"virtio_mmio.device=@").is_err());
         assert!(Cmdline::parse(&[0xff, 0xfe]).is_err());
         let c = Cmdline::parse(b"frobnicate=1 -- boot").unwrap();

@@ -47,6 +47,12 @@ impl fmt::Write for Console {
     }
 }
 
+/// Prints `s` and a newline (no formatting machinery: for long result lines).
+pub fn println_str(s: &str) {
+    write_bytes(s.as_bytes());
+    write_bytes(b"\n");
+}
+
 #[doc(hidden)]
 pub fn _print(args: fmt::Arguments) {
     let _ = fmt::Write::write_fmt(&mut Console, args);

@@ -5,10 +5,38 @@
 //! A 4 MiB guest leaves about 2.5 MiB of heap; the kernel needs well under 1 MiB of it.
 
 use crate::bootinfo::{BootInfo, MemKind, Range};
+use core::alloc::{GlobalAlloc, Layout};
+use core::sync::atomic::{AtomicUsize, Ordering};
 use linked_list_allocator::LockedHeap;
 
+/// The heap, with a high-water mark of the bytes in use.
+struct Tracked {
+    heap: LockedHeap,
+    peak: AtomicUsize,
+}
+
 #[global_allocator]
-static ALLOCATOR: LockedHeap = LockedHeap::empty();
+static ALLOCATOR: Tracked = Tracked {
+    heap: LockedHeap::empty(),
+    peak: AtomicUsize::new(0),
+};
+
+// SAFETY: every call is forwarded unchanged to `LockedHeap`, a correct allocator; the
+// wrapper only reads the used-byte count afterwards.
+unsafe impl GlobalAlloc for Tracked {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: the caller upholds `GlobalAlloc::alloc`'s contract, passed on as is.
+        let p = unsafe { self.heap.alloc(layout) };
+        let used = self.heap.lock().used();
+        self.peak.fetch_max(used, Ordering::Relaxed);
+        p
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: as for `alloc`: `ptr` and `layout` come from a matching `alloc`.
+        unsafe { self.heap.dealloc(ptr, layout) }
+    }
+}
 
 /// Smallest heap we accept.
 pub const MIN_HEAP: u64 = 256 * 1024;
@@ -81,6 +109,7 @@ pub unsafe fn init(range: Range) {
     // SAFETY: the caller guarantees the range is free RAM, mapped, and exclusively ours.
     unsafe {
         ALLOCATOR
+            .heap
             .lock()
             .init(range.0 as *mut u8, (range.1 - range.0) as usize)
     };
@@ -88,6 +117,11 @@ pub unsafe fn init(range: Range) {
 
 /// Bytes of heap in use and free.
 pub fn usage() -> (usize, usize) {
-    let h = ALLOCATOR.lock();
+    let h = ALLOCATOR.heap.lock();
     (h.used(), h.free())
+}
+
+/// The most heap bytes ever in use at once.
+pub fn peak() -> usize {
+    ALLOCATOR.peak.load(Ordering::Relaxed)
 }

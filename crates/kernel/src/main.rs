@@ -1,8 +1,9 @@
 //! vtnt-kernel: the vTNT unikernel.
 //!
-//! A PVH-bootable x86_64 ELF that runs exactly one job (today a built-in `ping`; later
-//! the sans-IO `vtnt-engine`) over virtio-net, prints its results as JSON lines on COM1,
-//! and powers off with a documented status (see [`exit::Status`]).
+//! A PVH-bootable x86_64 ELF that runs exactly one job (a trace, ping or TNT campaign,
+//! given as a `vtnt-jobspec` line) with the sans-IO `vtnt-engine` / `vtnt-tnt` over
+//! virtio-net, prints its results as scamper JSON lines on COM1 (the lines the native
+//! `vtnt` prints), and powers off with a documented status (see [`exit::Status`]).
 //!
 //! Boot sequence ([`rust_start`]): console -> boot info -> command line -> clock (TSC
 //! frequency measured) -> heap (from the memory map) -> job. Jobs that need the network

@@ -1,5 +1,6 @@
 //! Building the unikernel image: `cargo build -p vtnt-kernel --target x86_64-unknown-none
-//! --release` in the workspace (honouring `CARGO_TARGET_DIR`), then a stripped copy via
+//! --profile kernel` in the workspace (honouring `CARGO_TARGET_DIR`; the `kernel` profile
+//! is release with fat LTO and `opt-level = "z"`), then a stripped copy via
 //! `objcopy --strip-all` (or `strip`) when either is installed.
 
 use crate::{on_path, Error};
@@ -10,6 +11,8 @@ use std::process::Command;
 pub const TARGET: &str = "x86_64-unknown-none";
 /// The kernel's package name.
 pub const PACKAGE: &str = "vtnt-kernel";
+/// The cargo profile of the image (defined in the workspace's Cargo.toml).
+pub const PROFILE: &str = "kernel";
 
 /// How to build.
 #[derive(Debug, Clone, Default)]
@@ -72,7 +75,7 @@ pub fn build(opts: &BuildOptions) -> Result<Image, Error> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let out = Command::new(&cargo)
         .current_dir(&ws)
-        .args(["build", "-p", PACKAGE, "--target", TARGET, "--release"])
+        .args(["build", "-p", PACKAGE, "--target", TARGET, "--profile", PROFILE])
         .env("CARGO_TARGET_DIR", &target_dir)
         // Flags meant for the host build must not leak into the bare-metal one.
         .env_remove("RUSTFLAGS")
@@ -91,11 +94,11 @@ pub fn build(opts: &BuildOptions) -> Result<Image, Error> {
             output: tail.join("\n"),
         });
     }
-    let unstripped = target_dir.join(TARGET).join("release").join(PACKAGE);
+    let unstripped = target_dir.join(TARGET).join(PROFILE).join(PACKAGE);
     let unstripped_size = std::fs::metadata(&unstripped)?.len();
     let stripped_path = target_dir
         .join(TARGET)
-        .join("release")
+        .join(PROFILE)
         .join(format!("{PACKAGE}.stripped"));
     let stripped = strip(&unstripped, &stripped_path);
     let path = if stripped {

@@ -9,6 +9,9 @@
 //! - [`firecracker`]: the same over Firecracker (`--no-api --config-file`), when a
 //!   `firecracker` binary is on `PATH`.
 //! - [`netns`]: a network namespace with a TAP device, removed on drop (tests, benchmarks).
+//! - [`job`]: [`job::run_job`], one measurement job end to end: job spec in, scamper JSON
+//!   lines, guest status, timings and peak RSS out; on a running `vtnt lab` ([`lab`]) or
+//!   a TAP device.
 //!
 //! ```no_run
 //! use vtnt_vmm::{image, qemu::{Machine, VmConfig}};
@@ -22,6 +25,8 @@
 pub mod accel;
 pub mod firecracker;
 pub mod image;
+pub mod job;
+pub mod lab;
 pub use vtnt_netns as netns;
 pub mod outcome;
 pub mod qemu;

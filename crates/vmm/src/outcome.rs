@@ -39,6 +39,8 @@ pub struct Outcome {
     pub status: GuestStatus,
     /// Console lines (serial output), without line ends.
     pub lines: Vec<String>,
+    /// When each line arrived, since the VMM was spawned (parallel to `lines`).
+    pub line_times: Vec<Duration>,
     /// The VMM's stderr.
     pub stderr: String,
     /// The VMM's raw exit code, if it exited.

@@ -61,6 +61,8 @@ pub enum NetBackend {
     Socket { options: String },
     /// QEMU's stream netdev over a Unix socket (QEMU >= 7.2): `server` listens.
     Stream { path: PathBuf, server: bool },
+    /// A complete `-netdev` value (e.g. a lab's `dgram,id=vtnt0,...`) whose id is `id`.
+    Netdev { netdev: String, id: String },
 }
 
 /// One VM to run.
@@ -161,12 +163,21 @@ impl VmConfig {
                     if *server { "on" } else { "off" },
                     path.display()
                 ),
+                NetBackend::Netdev { .. } => String::new(),
+            };
+            let id = match net {
+                NetBackend::Netdev { id, .. } => id.as_str(),
+                _ => "n0",
+            };
+            let netdev = match net {
+                NetBackend::Netdev { netdev, .. } => netdev.clone(),
+                _ => netdev,
             };
             push("-netdev");
             push(&netdev);
             let device = match self.machine {
-                Machine::Microvm => format!("virtio-net-device,netdev=n0,mac={}", self.mac),
-                _ => format!("virtio-net-pci,netdev=n0,mac={},romfile=", self.mac),
+                Machine::Microvm => format!("virtio-net-device,netdev={id},mac={}", self.mac),
+                _ => format!("virtio-net-pci,netdev={id},mac={},romfile=", self.mac),
             };
             push("-device");
             push(&device);
@@ -229,7 +240,7 @@ pub(crate) fn supervise(
     let out_thread = std::thread::spawn(move || {
         for line in BufReader::new(stdout).lines() {
             let Ok(line) = line else { break };
-            if tx.send(line).is_err() {
+            if tx.send((start.elapsed(), line)).is_err() {
                 break;
             }
         }
@@ -258,10 +269,10 @@ pub(crate) fn supervise(
     let wall = start.elapsed();
     let _ = out_thread.join();
     let stderr = err_thread.join().unwrap_or_default();
-    let lines: Vec<String> = rx
+    let (line_times, lines): (Vec<Duration>, Vec<String>) = rx
         .try_iter()
-        .map(|l| l.trim_end_matches('\r').to_string())
-        .collect();
+        .map(|(t, l)| (t, l.trim_end_matches('\r').to_string()))
+        .unzip();
     let vmm_code = exit.code();
     let status = match status_from_console(&lines) {
         Some(s) => GuestStatus::Exited(s),
@@ -280,6 +291,7 @@ pub(crate) fn supervise(
     Ok(Outcome {
         status,
         lines,
+        line_times,
         stderr,
         vmm_code,
         wall,

@@ -1,6 +1,7 @@
 //! The unikernel booted for real under QEMU TCG: on microvm, q35 and pc; its error paths
-//! (malformed command line, no NIC, no ARP answer, watchdog); and ping end to end over a
-//! TAP device in a network namespace created (and deleted) by the test.
+//! (malformed command line, malformed job spec, no NIC, no ARP answer, watchdog); and a
+//! ping job end to end over a TAP device in a network namespace created (and deleted) by
+//! the test, printed as scamper JSON. (Trace, ping and TNT against the lab: tests/lab.rs.)
 //!
 //! Needs qemu-system-x86_64 (skipped, with a printed reason, when missing) and, for the
 //! network tests, root and iproute2. Every packet stays in the test's own namespace
@@ -103,7 +104,7 @@ fn boots_in_4_mib() {
 #[test]
 fn malformed_cmdline_is_an_error() {
     let Some(img) = image() else { return };
-    let out = run(&vm(img, Machine::Microvm, "ip=banana -- ping 192.0.2.1"));
+    let out = run(&vm(img, Machine::Microvm, "ip=banana -- vtnt-job=1 kind=ping targets=192.0.2.1"));
     assert!(
         out.line_with("vtnt: error: command line: bad option `ip=banana`")
             .is_some(),
@@ -115,16 +116,24 @@ fn malformed_cmdline_is_an_error() {
 }
 
 #[test]
-fn unknown_job_is_an_error() {
+fn malformed_job_spec_is_an_error() {
     let Some(img) = image() else { return };
-    let out = run(&vm(img, Machine::Microvm, "-- frobnicate 192.0.2.1"));
-    assert!(
-        out.line_with("vtnt: error: unknown job `frobnicate`")
-            .is_some(),
-        "{}",
-        out.console()
-    );
-    assert_eq!(out.status, GuestStatus::Exited(2));
+    let cases = [
+        ("-- frobnicate 192.0.2.1", "vtnt: error: job spec must start with `vtnt-job=1`"),
+        (
+            "-- vtnt-job=1 kind=trace trace.wait=5 targets=192.0.2.1",
+            "vtnt: error: job spec: key `trace.wait`: `5` is not a duration",
+        ),
+        (
+            "-- vtnt-job=1 kind=ping targets=@module",
+            "vtnt: error: job spec says targets=@module but no boot module was given",
+        ),
+    ];
+    for (cmdline, error) in cases {
+        let out = run(&vm(img, Machine::Microvm, cmdline));
+        assert!(out.line_with(error).is_some(), "{cmdline}:\n{}", out.console());
+        assert_eq!(out.status, GuestStatus::Exited(2), "{cmdline}");
+    }
 }
 
 #[test]
@@ -134,7 +143,7 @@ fn missing_nic_is_an_error() {
         let out = run(&vm(
             img,
             machine,
-            &format!("{GUEST_NET} -- ping -c 1 192.0.2.1"),
+            &format!("{GUEST_NET} -- vtnt-job=1 kind=ping ping.count=1 targets=192.0.2.1"),
         ));
         assert!(
             out.line_with("vtnt: error: no virtio-net device found")
@@ -174,30 +183,29 @@ fn ping_on(machine: Machine) {
         img,
         &ns,
         machine,
-        &format!("console=ttyS0 {GUEST_NET} -- ping -c 3 -i 100 192.0.2.1"),
+        &format!(
+            "console=ttyS0 {GUEST_NET} epoch_us=1795312150000000 -- vtnt-job=1 kind=ping ping.count=3 ping.interval=100ms targets=192.0.2.1"
+        ),
     ));
     let console = out.console();
-    let replies: Vec<&String> = out
+    let pings: Vec<&String> = out
         .lines
         .iter()
-        .filter(|l| l.contains("\"type\":\"ping-reply\""))
+        .filter(|l| l.starts_with("{\"type\":\"ping\", \"version\":\"0.4\""))
         .collect();
-    assert_eq!(replies.len(), 3, "{machine:?}:\n{console}\n{}", out.stderr);
-    for (seq, line) in replies.iter().enumerate() {
-        assert!(line.contains("\"from\":\"192.0.2.1\""), "{line}");
-        assert!(line.contains(&format!("\"seq\":{seq},")), "{line}");
-        assert!(line.contains("\"reply_ttl\":64"), "{line}");
+    assert_eq!(pings.len(), 1, "{machine:?}:\n{console}\n{}", out.stderr);
+    let p = pings[0];
+    assert!(p.contains("\"src\":\"192.0.2.10\", \"dst\":\"192.0.2.1\""), "{p}");
+    assert!(p.contains("\"ping_sent\":3"), "{p}");
+    assert!(p.contains("\"statistics\":{\"replies\":3, \"loss\":0"), "{p}");
+    assert!(p.contains("\"start\":{\"sec\":17953121"), "epoch_us makes real timestamps: {p}");
+    for seq in 0..3 {
+        assert!(p.contains(&format!("{{\"from\":\"192.0.2.1\", \"seq\":{seq}, ")), "{p}");
     }
+    assert!(out.line_with("{\"type\":\"cycle-start\"").is_some(), "{console}");
+    assert!(out.line_with("{\"type\":\"cycle-stop\"").is_some(), "{console}");
     assert!(
-        out.line_with(
-            "\"type\":\"ping-summary\",\"target\":\"192.0.2.1\",\"sent\":3,\"received\":3"
-        )
-        .is_some(),
-        "{console}"
-    );
-    assert!(
-        out.json_u64("timing", "first_probe_us")
-            .is_some_and(|t| t > 0),
+        out.json_u64("first-probe", "guest_us").is_some_and(|t| t > 0),
         "{console}"
     );
     assert_eq!(out.status, GuestStatus::Exited(0), "{console}");
@@ -226,7 +234,7 @@ fn silent_gateway_is_an_arp_error() {
         img,
         &ns,
         Machine::Microvm,
-        "ip=192.0.2.10/24 gw=192.0.2.99 -- ping -c 1 198.51.100.1",
+        "ip=192.0.2.10/24 gw=192.0.2.99 -- vtnt-job=1 kind=ping ping.count=1 targets=198.51.100.1",
     ));
     assert!(
         out.line_with("vtnt: error: no ARP reply from 192.0.2.99")
@@ -245,7 +253,9 @@ fn watchdog_stops_a_long_job() {
         img,
         &ns,
         Machine::Microvm,
-        &format!("{GUEST_NET} watchdog=1 -- ping -c 100 -i 500 192.0.2.1"),
+        &format!(
+            "{GUEST_NET} watchdog=1 -- vtnt-job=1 kind=ping ping.count=100 ping.interval=500ms targets=192.0.2.1"
+        ),
     ));
     assert!(
         out.line_with("vtnt: error: watchdog").is_some(),

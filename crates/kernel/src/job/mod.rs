@@ -1,65 +1,88 @@
 //! Jobs and the run loop.
 //!
-//! A job is anything with the sans-IO prober shape ([`Prober`]): it is handed the time and
-//! received packets, and hands back packets to send, its next deadline and events. The
-//! generic [`run_loop`] drives one over a [`Nic`]; plugging in `vtnt-engine` is an
-//! `impl Prober for Engine` plus a line in [`run`].
+//! The job after `--` is the canonical job spec of `vtnt-jobspec` (the CLI writes it from
+//! `vtnt`'s own options), or `boot` / nothing (boot, print timings, exit 0). Trace and
+//! ping jobs run `vtnt_engine::Engine`, TNT jobs `vtnt_tnt::TntRunner`: exactly the code
+//! the native CLI runs, driven through `vtnt_engine::Prober` by the generic [`run_loop`]
+//! over the virtio [`Nic`], with the TSC clock shifted by the host's `epoch_us=`.
 //!
-//! Jobs (the words after `--`):
-//! - *(none)* or `boot`: boot, print timings, exit 0 (no network needed);
-//! - `ping [-c COUNT] [-i INTERVAL_MS] [-W WAIT_MS] [-t TTL] [-s SIZE] TARGET`: the
-//!   built-in ICMP echo job.
-
-pub mod ping;
+//! Results leave as scamper JSON lines (`cycle-start`, one `trace` / `ping` per record,
+//! `cycle-stop`) printed by `vtnt-formats`' own line writer, the one the CLI uses, TNT's
+//! annotations through the same `Annotate` hook. Everything else on the console is a
+//! diagnostic: `{"type":"boot"|"nic"|"arp"|"first-probe"|"timing"|"exit",...}` lines
+//! and `vtnt: ...` messages.
 
 use crate::bootinfo::BootInfo;
 use crate::cmdline::Cmdline;
+use crate::console::println_str;
 use crate::exit::{self, Status};
 use crate::net::{self, Ipv4Config, Mac, Nic, SendError};
 use crate::time::{self, Instant};
 use crate::{fail, println};
-use core::fmt;
-use core::net::Ipv4Addr;
+use alloc::string::String;
+use alloc::vec::Vec;
+use core::net::{IpAddr, Ipv4Addr};
+use vtnt_engine::{Engine, Event, Prober};
+use vtnt_formats::{Annotate, Cycle, NoAnnotations, Record, TntAnnotations};
+use vtnt_jobspec::{JobKind, JobSpec, Targets};
 use vtnt_record::Duration;
+use vtnt_tnt::{Tnt, TntRunner};
 
 /// How long ARP may take for the first next hop before we give up.
 pub const ARP_TIMEOUT: Duration = Duration::from_secs(3);
 
-/// The sans-IO prober interface (quinn-proto's shape, as `vtnt-engine` has it).
-pub trait Prober {
-    /// What the prober reports (printed as one JSON line each).
-    type Event: fmt::Display;
-    /// A received IPv4 packet addressed to us.
-    fn handle_packet(&mut self, now: Instant, packet: &[u8]);
-    /// The next IPv4 packet to send, written to `buf`; its length.
-    fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<usize>;
-    /// When [`Prober::handle_timeout`] should next be called.
-    fn poll_timeout(&self) -> Option<Instant>;
-    /// Called at or after the instant [`Prober::poll_timeout`] gave.
-    fn handle_timeout(&mut self, now: Instant);
-    /// The next event.
-    fn poll_event(&mut self) -> Option<Self::Event>;
-    /// Whether the job has finished (all events polled).
-    fn is_done(&self) -> bool;
+/// The engine's clock: guest microseconds since the first instruction plus the host's
+/// UNIX time at boot, so records carry wall-clock timestamps as on Linux.
+#[derive(Debug, Clone, Copy)]
+pub struct Clock {
+    epoch_us: u64,
 }
 
-/// Drives `prober` over `nic` until it is done or `deadline` passes (`Err(Watchdog)`).
-/// Packets the NIC cannot take yet (transmit backpressure, ARP pending) are held and
-/// retried; the prober is not asked for more until they are gone.
+impl Clock {
+    /// The engine time of guest time `t`.
+    pub fn at(self, t: Instant) -> Instant {
+        Instant::from_micros(self.epoch_us.saturating_add(t.as_micros()))
+    }
+
+    /// Now, on the engine's clock.
+    pub fn now(self) -> Instant {
+        self.at(time::now())
+    }
+}
+
+/// What the run loop measured.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct LoopStats {
+    /// Guest time of the first probe handed to the NIC.
+    pub first_probe: Option<Instant>,
+    pub probes: u64,
+}
+
+/// Drives `prober` over `nic` until it is idle or `deadline` (guest time) passes
+/// (`Err(Watchdog)`). Call order per turn, as `vtnt_engine::Prober` documents: received
+/// packets, due deadline, transmit until `None`, outputs. A packet the NIC cannot take
+/// yet (transmit backpressure, ARP pending) is held and retried; the prober is not asked
+/// for more until it is gone.
 pub fn run_loop<P: Prober>(
     prober: &mut P,
     nic: &mut Nic,
+    clock: Clock,
     deadline: Option<Instant>,
-    mut emit: impl FnMut(P::Event),
-) -> Result<(), Status> {
+    mut emit: impl FnMut(P::Output),
+) -> Result<LoopStats, Status> {
     let mut buf = [0u8; net::MTU];
     let mut held: Option<usize> = None;
+    let mut stats = LoopStats::default();
     loop {
-        let now = time::now();
-        if deadline.is_some_and(|d| now >= d) {
+        nic.poll_recv(&mut |t, pkt| prober.handle_packet(clock.at(t), pkt));
+        let guest_now = time::now();
+        if deadline.is_some_and(|d| guest_now >= d) {
             return Err(Status::Watchdog);
         }
-        nic.poll_recv(&mut |t, pkt| prober.handle_packet(t, pkt));
+        let now = clock.at(guest_now);
+        if prober.poll_timeout().is_some_and(|t| now >= t) {
+            prober.handle_timeout(now);
+        }
         loop {
             let len = match held.take() {
                 Some(len) => len,
@@ -68,8 +91,18 @@ pub fn run_loop<P: Prober>(
                     None => break,
                 },
             };
-            match nic.send_ipv4(now, &buf[..len]) {
-                Ok(()) => {}
+            match nic.send_ipv4(time::now(), &buf[..len]) {
+                Ok(()) => {
+                    stats.probes += 1;
+                    if stats.first_probe.is_none() {
+                        let t = time::now();
+                        stats.first_probe = Some(t);
+                        println!(
+                            "{{\"type\":\"first-probe\",\"guest_us\":{}}}",
+                            t.as_micros()
+                        );
+                    }
+                }
                 Err(SendError::Busy) | Err(SendError::Unresolved(_)) => {
                     held = Some(len);
                     break;
@@ -79,77 +112,163 @@ pub fn run_loop<P: Prober>(
                 }
             }
         }
-        if prober.poll_timeout().is_some_and(|t| time::now() >= t) {
-            prober.handle_timeout(time::now());
+        while let Some(out) = prober.poll_output() {
+            emit(out);
         }
-        while let Some(ev) = prober.poll_event() {
-            emit(ev);
-        }
-        if prober.is_done() && held.is_none() {
-            return Ok(());
+        if prober.is_idle() && held.is_none() {
+            return Ok(stats);
         }
         core::hint::spin_loop();
     }
 }
 
 /// Runs the job named on the command line and powers off.
-pub fn run(cmdline: &Cmdline, _info: &impl BootInfo) -> ! {
+pub fn run(cmdline: &Cmdline, info: &impl BootInfo) -> ! {
     let deadline =
         (cmdline.watchdog_s > 0).then(|| Instant::ZERO + Duration::from_secs(cmdline.watchdog_s));
-    let words = cmdline.job();
-    match words.first().copied() {
-        None | Some("boot") => {
-            println!(
-                "{{\"type\":\"ready\",\"ready_us\":{}}}",
-                time::now().as_micros()
-            );
-            exit::finish(Status::Ok)
+    let words: Vec<&str> = cmdline.job_words().collect();
+    if words.is_empty() || words == ["boot"] {
+        println!(
+            "{{\"type\":\"ready\",\"ready_us\":{}}}",
+            time::now().as_micros()
+        );
+        exit::finish(Status::Ok)
+    }
+    let line = words.join(" ");
+    let spec = match vtnt_jobspec::decode(&line) {
+        Ok(s) => s,
+        Err(e) => fail!(Status::BadCmdline, "{e}"),
+    };
+    let targets = targets(&spec, info);
+    let mut nic = bring_up(cmdline);
+    resolve_first_hop(&mut nic, targets[0], deadline);
+    let ready = time::now();
+    let clock = Clock {
+        epoch_us: cmdline.epoch_us,
+    };
+    let src = nic.config().addr;
+    let config = spec.engine.config(src);
+    let mut engine = match Engine::new(config) {
+        Ok(e) => e,
+        Err(e) => fail!(Status::BadCmdline, "engine: {e}"),
+    };
+    let mut cycle = Cycle {
+        list_name: "default".into(),
+        hostname: cmdline.hostname.map(String::from),
+        start_time: clock.now().secs() as u32,
+        ..Cycle::default()
+    };
+    println_str(&vtnt_formats::cycle_start_line(&cycle));
+    let (result, done) = match spec.kind {
+        JobKind::Trace(_) | JobKind::Ping(_) => {
+            let now = clock.now();
+            for &dst in &targets {
+                let job = match &spec.kind {
+                    JobKind::Trace(t) => vtnt_engine::Job::Trace(vtnt_engine::TraceOptions {
+                        dst,
+                        ..t.clone()
+                    }),
+                    JobKind::Ping(p) => vtnt_engine::Job::Ping(vtnt_engine::PingOptions {
+                        dst,
+                        ..p.clone()
+                    }),
+                    JobKind::Tnt(_) => unreachable!(),
+                };
+                if let Err(e) = engine.start(now, job) {
+                    fail!(Status::JobFailed, "{dst}: {e}");
+                }
+            }
+            let mut done = 0usize;
+            let r = run_loop(&mut engine, &mut nic, clock, deadline, |ev| {
+                let Event::Finished { record, .. } = ev;
+                done += 1;
+                print_record(&record, &NoAnnotations);
+            });
+            (r, done)
         }
-        Some("ping") => {
-            let args = match ping::Args::parse(&words[1..]) {
-                Ok(a) => a,
-                Err(e) => fail!(Status::BadCmdline, "ping: {e}"),
+        JobKind::Tnt(config) => {
+            let tnt = match Tnt::new(config) {
+                Ok(t) => t,
+                Err(e) => fail!(Status::BadCmdline, "tnt: {e}"),
             };
-            let mut nic = bring_up(cmdline, deadline);
-            let src = nic.config().addr;
-            resolve_first_hop(&mut nic, args.target, deadline);
-            let ready = time::now();
-            let mut job = ping::Ping::new(args, src, ready);
-            let result = run_loop(&mut job, &mut nic, deadline, |ev| println!("{ev}"));
-            let first = nic.stats.first_tx.map_or(0, |t| t.as_micros());
-            println!(
-                "{{\"type\":\"timing\",\"ready_us\":{},\"first_probe_us\":{},\"tx\":{},\"rx\":{},\"heap_used\":{}}}",
-                ready.as_micros(),
-                first,
-                nic.stats.tx_packets,
-                nic.stats.rx_packets,
-                crate::heap::usage().0
-            );
-            match result {
-                Err(s) => fail!(
-                    s,
-                    "watchdog: job not finished after {} s",
-                    cmdline.watchdog_s
-                ),
-                Ok(()) if job.received() > 0 => exit::finish(Status::Ok),
-                Ok(()) => fail!(Status::JobFailed, "ping: no reply from {}", job.target()),
+            let mut runner = TntRunner::new(engine, tnt);
+            for &dst in &targets {
+                runner.add_target(dst);
+            }
+            let mut done = 0usize;
+            let r = run_loop(&mut runner, &mut nic, clock, deadline, |res| {
+                done += 1;
+                match res.trace.clone() {
+                    Some(trace) => print_record(&Record::Trace(trace), &TntAnnotations(&res)),
+                    None => println!(
+                        "vtnt: warning: tnt: {}: {}",
+                        res.target,
+                        res.error
+                            .as_ref()
+                            .map_or(String::from("no trace"), |e| alloc::format!("{e}"))
+                    ),
+                }
+            });
+            (r, done)
+        }
+    };
+    let stats = match result {
+        Ok(s) => s,
+        Err(s) => fail!(
+            s,
+            "watchdog: job not finished after {} s",
+            cmdline.watchdog_s
+        ),
+    };
+    cycle.stop_time = clock.now().secs() as u32;
+    println_str(&vtnt_formats::cycle_stop_line(&cycle));
+    println!(
+        "{{\"type\":\"timing\",\"ready_us\":{},\"first_probe_us\":{},\"probes\":{},\"records\":{},\"tx\":{},\"rx\":{},\"heap_used\":{},\"heap_peak\":{}}}",
+        ready.as_micros(),
+        stats.first_probe.map_or(0, |t| t.as_micros()),
+        stats.probes,
+        done,
+        nic.stats.tx_packets,
+        nic.stats.rx_packets,
+        crate::heap::usage().0,
+        crate::heap::peak()
+    );
+    exit::finish(Status::Ok)
+}
+
+/// Prints one record as the scamper JSON line the CLI prints.
+fn print_record(record: &Record, ann: &dyn Annotate) {
+    println_str(&vtnt_formats::record_line(record, ann, 0));
+}
+
+/// The spec's targets, from the spec or from boot module 0 (`targets=@module`).
+fn targets(spec: &JobSpec, info: &impl BootInfo) -> Vec<IpAddr> {
+    let list = match &spec.targets {
+        Targets::List(v) => v.clone(),
+        Targets::Module => {
+            let Some(m) = info.module(0) else {
+                fail!(
+                    Status::BadCmdline,
+                    "job spec says targets=@module but no boot module was given"
+                );
+            };
+            let Ok(text) = core::str::from_utf8(m.bytes) else {
+                fail!(Status::BadCmdline, "target module is not UTF-8");
+            };
+            match vtnt_jobspec::parse_target_list(text) {
+                Ok(v) => v,
+                Err(e) => fail!(Status::BadCmdline, "{e}"),
             }
         }
-        Some(j @ ("trace" | "tnt" | "tracelb")) => {
-            fail!(
-                Status::BadCmdline,
-                "job `{j}` needs vtnt-engine, which this kernel does not include yet"
-            )
-        }
-        Some(j) => fail!(
-            Status::BadCmdline,
-            "unknown job `{j}` (supported: boot, ping)"
-        ),
+    };
+    if list.is_empty() {
+        fail!(Status::BadCmdline, "the job has no target");
     }
+    list
 }
 
 /// Finds the NIC and brings it up with the command line's address.
-fn bring_up(cmdline: &Cmdline, _deadline: Option<Instant>) -> Nic {
+fn bring_up(cmdline: &Cmdline) -> Nic {
     let Some((addr, prefix)) = cmdline.ip else {
         fail!(
             Status::BadCmdline,
@@ -182,7 +301,13 @@ fn bring_up(cmdline: &Cmdline, _deadline: Option<Instant>) -> Nic {
 }
 
 /// Resolves the next hop towards `target` by ARP, or fails with `NoArp`.
-fn resolve_first_hop(nic: &mut Nic, target: Ipv4Addr, deadline: Option<Instant>) {
+fn resolve_first_hop(nic: &mut Nic, target: IpAddr, deadline: Option<Instant>) {
+    let IpAddr::V4(target) = target else {
+        fail!(
+            Status::JobFailed,
+            "{target}: IPv6 destinations are not supported yet"
+        );
+    };
     let Some(hop) = nic.config().next_hop(target) else {
         fail!(
             Status::BadCmdline,
@@ -208,8 +333,7 @@ fn resolve_first_hop(nic: &mut Nic, target: Ipv4Addr, deadline: Option<Instant>)
         nic.poll_recv(&mut |_, _| {});
         core::hint::spin_loop();
     }
-    let mac = nic.arp_lookup(hop).map(Mac);
-    if let Some(mac) = mac {
+    if let Some(mac) = nic.arp_lookup(hop).map(Mac) {
         println!(
             "{{\"type\":\"arp\",\"ip\":\"{hop}\",\"mac\":\"{mac}\",\"at_us\":{}}}",
             time::now().as_micros()

@@ -22,11 +22,11 @@ unsafe impl Hal for KernelHal {
         let Some(layout) = layout(pages) else {
             return (0, NonNull::dangling());
         };
-        // SAFETY: `layout` has a non-zero size (pages >= 1 is the driver's contract; a
-        // zero-page request gives a zero-size layout, which we refuse below).
         let ptr = if layout.size() == 0 {
+            // A zero-page request gives a zero-size layout, which we refuse.
             core::ptr::null_mut()
         } else {
+            // SAFETY: `layout` has a non-zero size (checked just above).
             unsafe { alloc_zeroed(layout) }
         };
         match NonNull::new(ptr) {

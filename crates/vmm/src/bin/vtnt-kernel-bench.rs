@@ -1,82 +1,113 @@
-//! `vtnt-kernel-bench`: the unikernel's figures, printed as `name: value` lines.
+//! `vtnt-kernel-bench`: the unikernel's figures against its budgets, as `name: value`
+//! lines and a markdown table (for docs/benchmarks.md).
 //!
-//! - stripped image size;
-//! - guest time from first instruction to ready (TSC-based, printed by the guest) and
-//!   host wall time per boot, on microvm, q35 and pc (median of `--runs`, default 5);
-//! - QEMU's peak RSS (VmHWM);
-//! - for the ping job over TAP in a private namespace (root only): time to ready (NIC up
-//!   and gateway resolved) and to the first probe;
-//! - the smallest guest RAM (whole MiB, binary search over `-m`) in which the ping job
-//!   (root) or the boot job (otherwise) completes.
+//! - stripped image size (budget 256 KiB);
+//! - boot job on microvm, q35 and pc: guest time first instruction -> ready (TSC, printed
+//!   by the guest), host spawn -> exit, QEMU peak RSS (median of `--runs`, default 5);
+//! - a TNT job (2 lab destinations) in a microVM on a `vtnt lab` (root): guest time
+//!   first instruction -> first probe, host spawn -> first probe and -> exit, QEMU peak
+//!   RSS, guest heap high-water mark;
+//! - the smallest guest RAM (whole MiB, binary search over `-m`) in which that TNT job
+//!   completes (goal 4 MiB); without root, the boot job's.
 //!
-//! The accelerator is TCG unless `VTNT_ACCEL=kvm`: this is what the figures say.
+//! The lab: `--lab NAME` uses a running one; otherwise one is started (and stopped) with
+//! the `vtnt` binary given by `--vtnt PATH` or found at `$CARGO_TARGET_DIR/debug/vtnt` /
+//! `target/debug/vtnt`. The accelerator is TCG unless `VTNT_ACCEL=kvm`; every figure says
+//! which.
 
+use std::path::PathBuf;
 use std::time::Duration;
+
 use vtnt_vmm::image::{self, BuildOptions};
-use vtnt_vmm::netns::{self, NetNs};
-use vtnt_vmm::qemu::{self, Accel, Machine, NetBackend, VmConfig};
-use vtnt_vmm::{GuestStatus, Outcome};
+use vtnt_vmm::job::{run_job, JobNet, RunOutcome, RunSpec};
+use vtnt_vmm::qemu::{self, Accel, Machine, VmConfig};
+use vtnt_vmm::{netns, GuestStatus};
+
+const BUDGET_IMAGE: u64 = 256 * 1024;
+const TNT_JOB: &str = "vtnt-job=1 kind=tnt targets=203.0.113.26,203.0.113.42";
 
 fn median(mut v: Vec<u64>) -> u64 {
     v.sort_unstable();
     v.get(v.len() / 2).copied().unwrap_or(0)
 }
 
-fn main() {
-    let mut runs = 5usize;
-    let mut args = std::env::args().skip(1);
-    while let Some(a) = args.next() {
-        match a.as_str() {
-            "--runs" => {
-                runs = args
-                    .next()
-                    .and_then(|v| v.parse().ok())
-                    .unwrap_or(runs)
-                    .max(1)
-            }
+fn die(msg: impl std::fmt::Display) -> ! {
+    eprintln!("vtnt-kernel-bench: {msg}");
+    std::process::exit(1)
+}
+
+struct Args {
+    runs: usize,
+    lab: Option<String>,
+    vtnt: Option<PathBuf>,
+}
+
+fn args() -> Args {
+    let mut a = Args { runs: 5, lab: None, vtnt: None };
+    let mut it = std::env::args().skip(1);
+    while let Some(w) = it.next() {
+        match w.as_str() {
+            "--runs" => a.runs = it.next().and_then(|v| v.parse().ok()).unwrap_or(5).max(1),
+            "--lab" => a.lab = it.next(),
+            "--vtnt" => a.vtnt = it.next().map(PathBuf::from),
             _ => {
-                eprintln!("usage: vtnt-kernel-bench [--runs N]");
+                eprintln!("usage: vtnt-kernel-bench [--runs N] [--lab NAME | --vtnt PATH]");
                 std::process::exit(2);
             }
         }
     }
-    if vtnt_vmm::on_path(qemu::QEMU).is_none() {
-        eprintln!("vtnt-kernel-bench: {} is not installed", qemu::QEMU);
-        std::process::exit(1);
+    a
+}
+
+/// A lab we started, stopped on drop.
+struct OwnLab(String);
+
+impl Drop for OwnLab {
+    fn drop(&mut self) {
+        let _ = vtnt_lab_linux::down(&self.0);
     }
-    let img = image::build(&BuildOptions::default()).unwrap_or_else(|e| {
-        eprintln!("vtnt-kernel-bench: {e}");
-        std::process::exit(1)
-    });
+}
+
+fn find_vtnt(given: Option<PathBuf>) -> Option<PathBuf> {
+    given.or_else(|| {
+        let ws = image::workspace_root(std::path::Path::new(env!("CARGO_MANIFEST_DIR"))).ok()?;
+        let td = std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| ws.join("target"), |d| ws.join(d));
+        Some(td.join("debug").join("vtnt")).filter(|p| p.is_file())
+    })
+}
+
+fn heap_peak(o: &RunOutcome) -> Option<u64> {
+    let line = o.diagnostics.iter().find(|l| l.starts_with("{\"type\":\"timing\""))?;
+    vtnt_vmm::outcome::json_u64(line, "heap_peak")
+}
+
+fn main() {
+    let a = args();
+    if vtnt_vmm::on_path(qemu::QEMU).is_none() {
+        die(format!("{} is not installed", qemu::QEMU));
+    }
+    let img = image::build(&BuildOptions::default()).unwrap_or_else(|e| die(e));
     let accel = match std::env::var("VTNT_ACCEL").as_deref() {
         Ok("kvm") => Accel::Kvm,
         _ => Accel::Tcg,
     };
-    let accel_name = if accel == Accel::Kvm { "kvm" } else { "tcg" };
-    println!("accel: {accel_name}");
-    println!(
-        "image_size: {} bytes ({:.1} KiB, {}; unstripped {} bytes)",
-        img.size,
-        img.size as f64 / 1024.0,
-        if img.stripped {
-            "stripped"
-        } else {
-            "not stripped"
-        },
-        img.unstripped_size
-    );
-
-    let base = |machine: Machine, cmdline: &str| {
-        let mut c = VmConfig::new(img.path.clone(), machine, cmdline);
-        c.accel = accel;
-        c.timeout = Duration::from_secs(60);
-        c
-    };
+    let acc = if accel == Accel::Kvm { "KVM" } else { "TCG" };
+    let mut table: Vec<(String, String, String)> = Vec::new();
+    println!("accel: {acc}");
+    println!("image_size: {} bytes ({:.1} KiB, {}; unstripped {} bytes)", img.size, img.size as f64 / 1024.0,
+        if img.stripped { "stripped" } else { "not stripped" }, img.unstripped_size);
+    table.push((
+        "stripped image size".into(),
+        format!("{:.1} KiB ({} bytes)", img.size as f64 / 1024.0, img.size),
+        format!("<= 256 KiB: {}", if img.size <= BUDGET_IMAGE { "met" } else { "MISSED" }),
+    ));
 
     for machine in Machine::ALL {
         let (mut ready, mut wall, mut rss) = (Vec::new(), Vec::new(), Vec::new());
-        for _ in 0..runs {
-            match qemu::run(&base(machine, "-- boot")) {
+        for _ in 0..a.runs {
+            let mut c = VmConfig::new(img.path.clone(), machine, "-- boot");
+            c.accel = accel;
+            match qemu::run(&c) {
                 Ok(o) if o.status == GuestStatus::Exited(0) => {
                     ready.push(o.json_u64("ready", "ready_us").unwrap_or(0));
                     wall.push(o.wall.as_micros() as u64);
@@ -85,91 +116,88 @@ fn main() {
                 other => println!("{}: boot failed: {other:?}", machine.name()),
             }
         }
-        println!(
-            "boot_{m}: guest first-instruction->ready {} us ({accel_name}, median of {}); host spawn->exit {} us; qemu peak RSS {} KiB",
-            median(ready),
-            wall.len(),
-            median(wall),
-            median(rss),
-            m = machine.name()
-        );
+        let (r, w, m) = (median(ready), median(wall), median(rss));
+        println!("boot_{}: guest first-instruction->ready {r} us ({acc}); host spawn->exit {w} us; qemu peak RSS {m} KiB", machine.name());
+        table.push((format!("boot job, {} ({acc}): guest first instruction -> ready", machine.name()), format!("{r} us"), String::new()));
+        table.push((format!("boot job, {} ({acc}): host spawn -> exit / QEMU peak RSS", machine.name()), format!("{:.1} ms / {:.1} MiB", w as f64 / 1000.0, m as f64 / 1024.0), String::new()));
     }
 
-    let ns = if netns::is_root() {
-        let ns = NetNs::create(&netns::unique_name("vtnt-kb")).expect("ip netns add");
-        ns.add_tap("vtap0", "192.0.2.1/24").expect("tap");
-        Some(ns)
-    } else {
-        println!("ping: skipped (needs root for a network namespace)");
-        None
-    };
-    let ping_cfg = |machine: Machine, ns: &NetNs, mib: u32| {
-        let mut c = base(
-            machine,
-            "ip=192.0.2.10/24 gw=192.0.2.1 -- ping -c 1 192.0.2.1",
-        );
-        c.net = Some(NetBackend::Tap {
-            ifname: "vtap0".into(),
-        });
-        c.netns = Some(ns.name().to_string());
-        c.memory_mib = mib;
-        c.timeout = Duration::from_secs(20);
-        c
-    };
-    if let Some(ns) = &ns {
-        for machine in Machine::ALL {
-            let (mut ready, mut first, mut rss) = (Vec::new(), Vec::new(), Vec::new());
-            for _ in 0..runs {
-                if let Ok(o) = qemu::run(&ping_cfg(machine, ns, 16)) {
-                    if o.status == GuestStatus::Exited(0) {
-                        ready.push(o.json_u64("timing", "ready_us").unwrap_or(0));
-                        first.push(o.json_u64("timing", "first_probe_us").unwrap_or(0));
-                        rss.push(o.peak_rss_kib.unwrap_or(0));
-                    }
-                }
-            }
-            println!(
-                "ping_{m}: guest first-instruction->ready (NIC up, gateway ARP-resolved) {} us, ->first probe {} us ({accel_name}, median of {}); qemu peak RSS {} KiB (-m 16)",
-                median(ready),
-                median(first),
-                rss.len(),
-                median(rss),
-                m = machine.name()
-            );
-        }
-    }
-
-    for machine in Machine::ALL {
-        let ok = |mib: u32| -> bool {
-            let out: Option<Outcome> = match &ns {
-                Some(ns) => qemu::run(&ping_cfg(machine, ns, mib)).ok(),
-                None => {
-                    let mut c = base(machine, "-- boot");
-                    c.memory_mib = mib;
-                    c.timeout = Duration::from_secs(20);
-                    qemu::run(&c).ok()
-                }
-            };
-            out.is_some_and(|o| o.status == GuestStatus::Exited(0))
+    let lab_name;
+    let _own;
+    if let Some(l) = &a.lab {
+        lab_name = l.clone();
+        _own = None;
+    } else if netns::is_root() {
+        let Some(exe) = find_vtnt(a.vtnt.clone()) else {
+            die("no vtnt binary for the lab: build it (cargo build -p vtnt) or give --vtnt PATH / --lab NAME");
         };
-        // Smallest passing MiB in [1, 64], assuming monotonicity.
-        let (mut lo, mut hi) = (1u32, 64u32);
-        if !ok(hi) {
-            println!("min_ram_{}: more than {hi} MiB?", machine.name());
-            continue;
+        lab_name = format!("vtnt-kb-{}", std::process::id());
+        let up = vtnt_lab_linux::UpOptions {
+            name: lab_name.clone(),
+            topology: None,
+            vm_port: 0,
+            exe,
+            timeout: Duration::from_secs(20),
+        };
+        vtnt_lab_linux::up(&up).unwrap_or_else(|e| die(format!("lab up: {e}")));
+        _own = Some(OwnLab(lab_name.clone()));
+    } else {
+        println!("tnt: skipped (needs root for the lab's namespace, or --lab NAME)");
+        print_table(&table);
+        return;
+    }
+    let tnt = |mib: u32| -> Option<RunOutcome> {
+        let mut r = RunSpec::new(vtnt_jobspec::decode(TNT_JOB).expect("spec"), JobNet::Lab { name: lab_name.clone() });
+        r.accel = accel;
+        r.memory_mib = mib;
+        r.timeout = Duration::from_secs(60);
+        r.image = Some(img.path.clone());
+        run_job(&r).ok().filter(|o| o.status == GuestStatus::Exited(0) && o.json_lines.len() == 4)
+    };
+    let (mut guest, mut host, mut total, mut rss, mut heap) = (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..a.runs {
+        match tnt(16) {
+            Some(o) => {
+                guest.push(o.timings.guest_first_probe_us.unwrap_or(0));
+                host.push(o.timings.spawn_to_first_probe.map_or(0, |d| d.as_micros() as u64));
+                total.push(o.timings.total.as_micros() as u64);
+                rss.push(o.peak_rss_kib.unwrap_or(0));
+                heap.push(heap_peak(&o).unwrap_or(0));
+            }
+            None => println!("tnt: a run failed"),
         }
+    }
+    let n = guest.len();
+    let (g, h, t, m, hp) = (median(guest), median(host), median(total), median(rss), median(heap));
+    println!("tnt_microvm: guest first-instruction->first probe {g} us ({acc}, median of {n}); host spawn->first probe {h} us; spawn->exit {t} us; qemu peak RSS {m} KiB; guest heap peak {hp} bytes (-m 16)");
+    table.push((format!("TNT job, microvm ({acc}): guest first instruction -> first probe"), format!("{g} us"), format!("<= 100 us on KVM{}", if accel == Accel::Kvm { if g <= 100 { ": met" } else { ": MISSED" } } else { " (not measurable here: TCG)" })));
+    table.push((format!("TNT job, microvm ({acc}): host spawn -> first probe / -> exit"), format!("{:.1} ms / {:.1} ms", h as f64 / 1000.0, t as f64 / 1000.0), String::new()));
+    table.push((format!("TNT job, microvm ({acc}): QEMU peak RSS (-m 16)"), format!("{:.1} MiB", m as f64 / 1024.0), "Firecracker <= 5 MiB per microVM (anchor)".into()));
+    table.push(("TNT job: guest heap high-water mark".into(), format!("{:.0} KiB", hp as f64 / 1024.0), String::new()));
+
+    let (mut lo, mut hi) = (1u32, 64u32);
+    if tnt(hi).is_none() {
+        println!("min_ram_tnt: more than {hi} MiB?");
+    } else {
         while lo < hi {
             let mid = (lo + hi) / 2;
-            if ok(mid) {
+            if tnt(mid).is_some() {
                 hi = mid;
             } else {
                 lo = mid + 1;
             }
         }
-        println!(
-            "min_ram_{}: {hi} MiB ({} job completes)",
-            machine.name(),
-            if ns.is_some() { "ping" } else { "boot" }
-        );
+        println!("min_ram_tnt: {hi} MiB (microvm, {acc})");
+        table.push(("smallest guest RAM in which the TNT job completes".into(), format!("{hi} MiB"), format!("goal 4 MiB: {}", if hi <= 4 { "met" } else { "MISSED" })));
+    }
+    print_table(&table);
+}
+
+fn print_table(rows: &[(String, String, String)]) {
+    println!();
+    println!("| figure | value | budget / anchor |");
+    println!("|---|---|---|");
+    for (a, b, c) in rows {
+        println!("| {a} | {b} | {c} |");
     }
 }

@@ -1,0 +1,350 @@
+//! The scamper JSON lines themselves, as strings: one object per call, byte for byte what
+//! `sc_warts2json` (scamper 20211212) prints for the same measurement, including its
+//! spacing quirks (`", "` between most fields, none inside `icmpext`,
+//! `"start":{"sec":..,"usec":..}` without a space in pings) and its misspelt
+//! `"icmp_nhmtu:"` key.
+//!
+//! `no_std + alloc`: the unikernel prints its results with exactly this code; the std
+//! [`crate::JsonWriter`] wraps it around an `io::Write`. Extra fields (TNT annotations)
+//! are appended at the end of a trace, ping or hop object through [`Annotate`];
+//! scamper-JSON readers ignore fields they do not know.
+
+use alloc::format;
+use alloc::string::{String, ToString};
+
+use serde_json::{Map, Value};
+use vtnt_record::{Hop, Ping, PingReply, Record, Trace};
+
+use crate::json_fmt::{
+    ftime, hop_icmp, icmp_ptb, icmp_quotes, loss_str, ordered_replies, ping_stats,
+    quoted_or_default, rtt_ms, visible_hops,
+};
+use crate::Cycle;
+
+/// Supplies extra fields for the objects [`JsonWriter`] prints. Fields are appended after
+/// scamper's own, in the map's order; a key that repeats one of scamper's is the caller's
+/// mistake (JSON readers would see it twice).
+pub trait Annotate {
+    /// Extra fields for a trace or ping object.
+    fn record_extra(&self, _record: &Record) -> Option<Map<String, Value>> {
+        None
+    }
+    /// Extra fields for the hop `trace.hops[index]`.
+    fn hop_extra(&self, _trace: &Trace, _index: usize, _hop: &Hop) -> Option<Map<String, Value>> {
+        None
+    }
+}
+
+/// The [`Annotate`] that adds nothing.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoAnnotations;
+impl Annotate for NoAnnotations {}
+
+/// One trace or ping object as `sc_warts2json` prints it (without the newline), with
+/// extra fields from `ann`. `utc_offset`: seconds east of UTC for a trace's `ftime`
+/// (scamper prints local time).
+pub fn record_line(r: &Record, ann: &dyn Annotate, utc_offset: i64) -> String {
+    match r {
+        Record::Trace(t) => trace_line(t, ann, r, utc_offset),
+        Record::Ping(p) => ping_line(p, ann, r),
+    }
+}
+
+/// The `cycle-start` object (without the newline).
+pub fn cycle_start_line(c: &Cycle) -> String {
+    cycle_line("cycle-start", c, "start_time", c.start_time)
+}
+
+/// The `cycle-stop` object (without the newline).
+pub fn cycle_stop_line(c: &Cycle) -> String {
+    cycle_line("cycle-stop", c, "stop_time", c.stop_time)
+}
+
+/// Renders one trace as the line `sc_warts2json` prints (without the newline).
+pub(crate) fn trace_line(t: &Trace, ann: &dyn Annotate, r: &Record, utc_offset: i64) -> String {
+    let mut s = String::with_capacity(512 + 256 * t.hops.len());
+    s.push_str("{\"type\":\"trace\",\"version\":\"0.1\"");
+    s.push_str(&format!(", \"userid\":{}", t.userid));
+    s.push_str(&format!(", \"method\":\"{}\"", t.method.trace_json_name()));
+    s.push_str(&format!(", \"src\":\"{}\"", t.src));
+    s.push_str(&format!(", \"dst\":\"{}\"", t.dst));
+    match t.method {
+        vtnt_record::Method::UdpParis | vtnt_record::Method::Tcp => {
+            s.push_str(&format!(", \"sport\":{}, \"dport\":{}", t.sport, t.dport))
+        }
+        vtnt_record::Method::IcmpParis => s.push_str(&format!(", \"icmp_sum\":{}", t.icmp_sum)),
+    }
+    s.push_str(&format!(
+        ", \"stop_reason\":\"{}\", \"stop_data\":{}",
+        t.stop_reason.name(),
+        t.stop_data
+    ));
+    s.push_str(&format!(
+        ", \"start\":{{\"sec\":{}, \"usec\":{}, \"ftime\":\"{}\"}}",
+        t.start.secs() as u32,
+        t.start.subsec_micros(),
+        ftime(u64::from(t.start.secs() as u32), utc_offset)
+    ));
+    s.push_str(&format!(
+        ", \"hop_count\":{}, \"attempts\":{}, \"hoplimit\":{}",
+        t.hop_count, t.attempts, t.hoplimit
+    ));
+    s.push_str(&format!(
+        ", \"firsthop\":{}, \"wait\":{}, \"wait_probe\":{}",
+        t.firsthop.max(1),
+        wait_secs(t),
+        wait_probe_cs(t)
+    ));
+    s.push_str(&format!(
+        ", \"tos\":{}, \"probe_size\":{}, \"probe_count\":{}",
+        t.tos, t.probe_size, t.probe_count
+    ));
+    let hops = visible_hops(t);
+    if !hops.is_empty() {
+        s.push_str(", \"hops\":[");
+        for (n, (i, h)) in hops.iter().enumerate() {
+            if n > 0 {
+                s.push(',');
+            }
+            hop_obj(&mut s, h, ann.hop_extra(t, *i, h));
+        }
+        s.push(']');
+    }
+    push_extra(&mut s, ann.record_extra(r));
+    s.push('}');
+    s
+}
+
+/// The trace's per-probe wait in whole seconds, as warts stores it.
+pub(crate) fn wait_secs(t: &Trace) -> u8 {
+    u8::try_from(t.wait.as_secs()).unwrap_or(u8::MAX)
+}
+
+/// The trace's gap between probes in centiseconds, as warts stores it.
+pub(crate) fn wait_probe_cs(t: &Trace) -> u8 {
+    u8::try_from(t.wait_probe.as_millis() / 10).unwrap_or(u8::MAX)
+}
+
+fn hop_obj(s: &mut String, h: &Hop, extra: Option<Map<String, Value>>) {
+    s.push_str(&format!("{{\"addr\":\"{}\"", h.addr));
+    s.push_str(&format!(
+        ", \"probe_ttl\":{}, \"probe_id\":{}, \"probe_size\":{}",
+        h.probe_ttl,
+        h.probe_id.max(1),
+        h.probe_size
+    ));
+    if h.tx.secs() as u32 != 0 {
+        s.push_str(&format!(
+            ", \"tx\":{{\"sec\":{}, \"usec\":{}}}",
+            h.tx.secs() as u32,
+            h.tx.subsec_micros()
+        ));
+    }
+    s.push_str(&format!(", \"rtt\":{}", rtt_ms(h.rtt)));
+    s.push_str(&format!(
+        ", \"reply_ttl\":{}, \"reply_tos\":{}",
+        h.reply_ttl, h.reply_tos
+    ));
+    s.push_str(&format!(
+        ", \"reply_ipid\":{}, \"reply_size\":{}",
+        h.reply_ipid, h.reply_size
+    ));
+    let icmp = hop_icmp(h);
+    if let Some((ty, code)) = icmp {
+        s.push_str(&format!(", \"icmp_type\":{}, \"icmp_code\":{}", ty, code));
+        if icmp_quotes(&h.addr, icmp) {
+            let q = quoted_or_default(h);
+            s.push_str(&format!(
+                ", \"icmp_q_ttl\":{}, \"icmp_q_ipl\":{}",
+                q.ttl, q.ip_len
+            ));
+            if h.addr.is_ipv4() {
+                s.push_str(&format!(", \"icmp_q_tos\":{}", q.tos));
+            }
+        }
+        if icmp_ptb(&h.addr, icmp) {
+            // scamper 20211212 spells this key with a colon inside the quotes.
+            s.push_str(", \"icmp_nhmtu:\":0");
+        }
+    } else if let Some(f) = h.tcp_flags {
+        s.push_str(&format!(", \"tcp_flags\":{}", f));
+    }
+    if !h.mpls.is_empty() {
+        s.push_str(&format!(
+            ", \"icmpext\":[{{\"ie_cn\":1,\"ie_ct\":1,\"ie_dl\":{},\"mpls_labels\":[",
+            4 * h.mpls.len()
+        ));
+        for (i, l) in h.mpls.iter().enumerate() {
+            if i > 0 {
+                s.push(',');
+            }
+            s.push_str(&format!(
+                "{{\"mpls_ttl\":{},\"mpls_s\":{},\"mpls_exp\":{},\"mpls_label\":{}}}",
+                l.ttl,
+                u8::from(l.bottom),
+                l.exp & 7,
+                l.label & 0xf_ffff
+            ));
+        }
+        s.push_str("]}]");
+    }
+    push_extra(s, extra);
+    s.push('}');
+}
+
+fn push_extra(s: &mut String, extra: Option<Map<String, Value>>) {
+    if let Some(map) = extra {
+        for (k, v) in map {
+            s.push_str(", ");
+            s.push_str(&Value::String(k).to_string());
+            s.push(':');
+            s.push_str(&v.to_string());
+        }
+    }
+}
+
+fn ping_line(p: &Ping, ann: &dyn Annotate, r: &Record) -> String {
+    let mut s = String::with_capacity(512 + 256 * p.responses.len());
+    s.push_str(&format!(
+        "{{\"type\":\"ping\", \"version\":\"0.4\", \"method\":\"{}\"",
+        p.method.ping_json_name()
+    ));
+    s.push_str(&format!(", \"src\":\"{}\"", p.src));
+    s.push_str(&format!(", \"dst\":\"{}\"", p.dst));
+    s.push_str(&format!(
+        ", \"start\":{{\"sec\":{},\"usec\":{}}}",
+        p.start.secs() as u32,
+        p.start.subsec_micros()
+    ));
+    s.push_str(&format!(
+        ", \"ping_sent\":{}, \"probe_size\":{}, \"userid\":{}, \"ttl\":{}, \"wait\":{}",
+        p.ping_sent,
+        p.probe_size,
+        p.userid,
+        p.ttl,
+        ping_wait_secs(p)
+    ));
+    if p.wait.subsec_micros() != 0 {
+        s.push_str(&format!(", \"wait_us\":{}", p.wait.subsec_micros()));
+    }
+    s.push_str(&format!(", \"timeout\":{}", ping_timeout_secs(p)));
+    match p.method {
+        vtnt_record::Method::UdpParis => {
+            s.push_str(&format!(", \"sport\":{}, \"dport\":{}", p.sport, p.dport))
+        }
+        vtnt_record::Method::Tcp => {
+            s.push_str(&format!(", \"sport\":{}, \"dport\":{}", p.sport, p.dport));
+            s.push_str(&format!(
+                ", \"tcp_seq\":{}, \"tcp_ack\":{}",
+                p.tcp_seq, p.tcp_ack
+            ));
+        }
+        vtnt_record::Method::IcmpParis => {}
+    }
+    s.push_str(", \"responses\":[");
+    for (i, reply) in ordered_replies(p).into_iter().enumerate() {
+        if i > 0 {
+            s.push(',');
+        }
+        reply_obj(&mut s, reply);
+    }
+    s.push_str("],");
+    let st = ping_stats(p);
+    s.push_str(&format!("\"statistics\":{{\"replies\":{}", st.replies));
+    if p.ping_sent != 0 {
+        s.push_str(&format!(", \"loss\":{}", loss_str(p.ping_sent, st.replies)));
+    }
+    if st.replies > 0 {
+        for (k, v) in [
+            ("min", st.min),
+            ("max", st.max),
+            ("avg", st.avg),
+            ("stddev", st.stddev),
+        ] {
+            s.push_str(&format!(
+                ", \"{}\":{}",
+                k,
+                rtt_ms(vtnt_record::Duration::from_micros(v.into()))
+            ));
+        }
+    }
+    s.push('}');
+    push_extra(&mut s, ann.record_extra(r));
+    s.push('}');
+    s
+}
+
+/// Whole seconds of the ping interval (warts `probe_wait`).
+pub(crate) fn ping_wait_secs(p: &Ping) -> u8 {
+    u8::try_from(p.wait.as_secs()).unwrap_or(u8::MAX)
+}
+
+/// The ping timeout in whole seconds (warts `probe_timeout`).
+pub(crate) fn ping_timeout_secs(p: &Ping) -> u8 {
+    u8::try_from(p.timeout.as_secs()).unwrap_or(u8::MAX)
+}
+
+/// scamper's `reply_proto` rendering: a name for ICMP/TCP/UDP, else the number.
+fn reply_proto(r: &PingReply) -> String {
+    match r.reply_proto {
+        1 | 58 => "\"icmp\"".into(),
+        6 => "\"tcp\"".into(),
+        17 => "\"udp\"".into(),
+        n => n.to_string(),
+    }
+}
+
+/// Is this reply ICMP as scamper decides it (by protocol)?
+pub(crate) fn reply_is_icmp(r: &PingReply) -> bool {
+    r.reply_proto == 1 || r.reply_proto == 58
+}
+
+fn reply_obj(s: &mut String, r: &PingReply) {
+    s.push_str(&format!("{{\"from\":\"{}\", \"seq\":{}", r.from, r.seq));
+    s.push_str(&format!(
+        ", \"reply_size\":{}, \"reply_ttl\":{}",
+        r.reply_size, r.reply_ttl
+    ));
+    s.push_str(&format!(", \"reply_proto\":{}", reply_proto(r)));
+    if r.tx.secs() as u32 != 0 {
+        let rx = r.tx + r.rtt;
+        s.push_str(&format!(
+            ", \"tx\":{{\"sec\":{}, \"usec\":{}}}",
+            r.tx.secs() as u32,
+            r.tx.subsec_micros()
+        ));
+        s.push_str(&format!(
+            ", \"rx\":{{\"sec\":{}, \"usec\":{}}}",
+            rx.secs() as u32,
+            rx.subsec_micros()
+        ));
+    }
+    s.push_str(&format!(", \"rtt\":{}", rtt_ms(r.rtt)));
+    if r.from.is_ipv4() {
+        s.push_str(&format!(
+            ", \"probe_ipid\":{}, \"reply_ipid\":{}",
+            r.probe_ipid, r.reply_ipid
+        ));
+    }
+    if reply_is_icmp(r) {
+        let (t, c) = r.icmp.unwrap_or((0, 0));
+        s.push_str(&format!(", \"icmp_type\":{}, \"icmp_code\":{}", t, c));
+    } else if r.reply_proto == 6 {
+        s.push_str(&format!(", \"tcp_flags\":{}", r.tcp_flags.unwrap_or(0)));
+    }
+    s.push('}');
+}
+
+fn cycle_line(ty: &str, c: &Cycle, time_key: &str, time: u32) -> String {
+    let mut s = format!(
+        "{{\"type\":\"{}\", \"list_name\":{}, \"id\":{}",
+        ty,
+        Value::String(c.list_name.clone()),
+        c.id
+    );
+    if let Some(h) = &c.hostname {
+        s.push_str(&format!(", \"hostname\":{}", Value::String(h.clone())));
+    }
+    s.push_str(&format!(", \"{}\":{}}}", time_key, time));
+    s
+}

@@ -1,0 +1,185 @@
+//! The canonical wire form of a vTNT job: one line of `key=value` words, versioned, that
+//! the CLI (or any host tool) writes and the unikernel reads, so the kernel needs no
+//! option parser of its own. Users never type it: they give `vtnt`'s own options, the CLI
+//! parses them with clap into a [`JobSpec`] and [`encode`]s it.
+//!
+//! ```text
+//! vtnt-job=1 kind=trace trace.method=icmp-paris trace.attempts=1 trace.wait=1s seed=7 targets=198.51.100.1,203.0.113.9
+//! ```
+//!
+//! Rules (version 1):
+//! - the first word is `vtnt-job=1`; words are separated by ASCII whitespace, values
+//!   contain none;
+//! - `kind` is `trace`, `ping` or `tnt`; options of the trace template are `trace.*`,
+//!   of the ping template `ping.*` (a `tnt` job has both: its initial/revelation traces
+//!   and its fingerprint pings), TNT's own are `tnt.*`, the engine's are bare (`pps`,
+//!   `burst`, `seed`, `window`, `src`) and `targets` is a comma list or `@module` (the
+//!   list comes separately, one address per line: see [`parse_target_list`]);
+//! - an absent key has its default for the kind (`vtnt trace`, `vtnt ping` and TNT's
+//!   defaults; a `method` also resets `probe-size` to the method's default). [`encode`]
+//!   writes exactly the keys that differ from those defaults, in a fixed order, so one
+//!   job has one spelling; [`decode`] accepts keys in any order;
+//! - durations are integers with a unit: `1s`, `250ms`, `40us`;
+//!   booleans are `true`/`false`;
+//! - unknown keys, repeated keys, malformed and out-of-range values are errors that name
+//!   the key ([`Error`]).
+#![no_std]
+extern crate alloc;
+
+mod codec;
+mod keys;
+
+use alloc::string::String;
+use alloc::vec::Vec;
+use core::fmt;
+use core::net::{IpAddr, Ipv4Addr};
+
+use vtnt_engine::{Config, PingOptions, TraceOptions};
+use vtnt_tnt::TntConfig;
+
+pub use codec::{decode, encode, encode_split, parse_target_list};
+
+/// The version this crate writes and reads.
+pub const VERSION: u32 = 1;
+/// The first word of every spec.
+pub const MAGIC: &str = "vtnt-job";
+
+/// What the job does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum JobKind {
+    /// One Paris traceroute per target (the template's `dst` is ignored).
+    Trace(TraceOptions),
+    /// One ping per target.
+    Ping(PingOptions),
+    /// A TNT campaign over all targets.
+    Tnt(TntConfig),
+}
+
+impl JobKind {
+    /// The `kind=` value.
+    pub fn name(&self) -> &'static str {
+        match self {
+            JobKind::Trace(_) => "trace",
+            JobKind::Ping(_) => "ping",
+            JobKind::Tnt(_) => "tnt",
+        }
+    }
+}
+
+/// Engine-wide settings (`vtnt`'s `-p`, `--seed`, `--window`, `-S`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EngineSpec {
+    /// Probes per second for the whole job (20).
+    pub pps: u32,
+    /// Token-bucket depth (1).
+    pub burst: u32,
+    /// Seed of probe identifiers (1, as `vtnt --seed`).
+    pub seed: u64,
+    /// Measurements running at once (1000).
+    pub window: u32,
+    /// Source address; `None`: the prober's own interface address.
+    pub src: Option<Ipv4Addr>,
+}
+
+impl Default for EngineSpec {
+    fn default() -> Self {
+        EngineSpec { pps: 20, burst: 1, seed: 1, window: 1000, src: None }
+    }
+}
+
+impl EngineSpec {
+    /// The engine configuration, with `iface` as the source unless `src` is set.
+    pub fn config(&self, iface: Ipv4Addr) -> Config {
+        let mut c = Config::new(self.src.unwrap_or(iface));
+        c.pps = self.pps;
+        c.burst = self.burst;
+        c.seed = self.seed;
+        c.max_active = self.window as usize;
+        c
+    }
+}
+
+/// Where the targets are.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Targets {
+    /// In the spec (`targets=a,b,c`).
+    List(Vec<IpAddr>),
+    /// In a separate list, one per line (`targets=@module`: the unikernel's PVH module).
+    Module,
+}
+
+/// One job in its canonical form.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobSpec {
+    pub kind: JobKind,
+    pub engine: EngineSpec,
+    pub targets: Targets,
+}
+
+impl JobSpec {
+    /// A job of `kind` over `targets` with default engine settings.
+    pub fn new(kind: JobKind, targets: Vec<IpAddr>) -> JobSpec {
+        JobSpec { kind, engine: EngineSpec::default(), targets: Targets::List(targets) }
+    }
+
+    /// The inline targets (empty for [`Targets::Module`]).
+    pub fn target_list(&self) -> &[IpAddr] {
+        match &self.targets {
+            Targets::List(v) => v,
+            Targets::Module => &[],
+        }
+    }
+}
+
+/// What is wrong with a spec, and where.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Error {
+    /// The key concerned (`""` when the spec as a whole is wrong).
+    pub key: String,
+    pub kind: ErrorKind,
+}
+
+/// The ways a spec can be wrong.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// The spec does not start with `vtnt-job=N`.
+    NoVersion,
+    /// A version this decoder does not know.
+    UnsupportedVersion(String),
+    /// A word without `=`.
+    NotKeyValue,
+    /// A key this version does not define (or not for this kind).
+    UnknownKey,
+    /// The key appears twice.
+    Repeated,
+    /// A required key is missing (`kind`, `targets`).
+    Missing,
+    /// The value is malformed or out of range; says why.
+    BadValue(String),
+    /// A line of a target list is not an address (1-based line number).
+    BadTarget { line: usize, text: String },
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.kind {
+            ErrorKind::NoVersion => write!(f, "job spec must start with `{MAGIC}={VERSION}`"),
+            ErrorKind::UnsupportedVersion(v) => {
+                write!(f, "job spec version `{v}` is not supported (this build reads {VERSION})")
+            }
+            ErrorKind::NotKeyValue => write!(f, "job spec word `{}` is not key=value", self.key),
+            ErrorKind::UnknownKey => write!(f, "job spec: unknown key `{}`", self.key),
+            ErrorKind::Repeated => write!(f, "job spec: key `{}` given twice", self.key),
+            ErrorKind::Missing => write!(f, "job spec: key `{}` is missing", self.key),
+            ErrorKind::BadValue(why) => write!(f, "job spec: key `{}`: {why}", self.key),
+            ErrorKind::BadTarget { line, text } => {
+                write!(f, "target list line {line}: `{text}` is not an IP address")
+            }
+        }
+    }
+}
+
+impl core::error::Error for Error {}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,325 @@
+//! Running one measurement job in a microVM end to end: [`run_job`] encodes the
+//! [`JobSpec`] (`vtnt-jobspec`, long target lists as a boot module), boots the unikernel
+//! on the chosen network (a running `vtnt lab`'s VM front, or a TAP device), and splits
+//! the console into the scamper JSON result lines and everything else.
+//!
+//! ```no_run
+//! use vtnt_vmm::job::{run_job, JobNet, RunSpec};
+//! # fn spec() -> vtnt_jobspec::JobSpec { unimplemented!() }
+//! let out = run_job(&RunSpec::new(spec(), JobNet::Lab { name: "vtnt-lab".into() }))?;
+//! for line in &out.json_lines {
+//!     println!("{line}");
+//! }
+//! # Ok::<(), vtnt_vmm::Error>(())
+//! ```
+
+use std::path::PathBuf;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use vtnt_jobspec::JobSpec;
+
+use crate::firecracker::{self, FcConfig};
+use crate::image::{self, BuildOptions};
+use crate::qemu::{self, Accel, Machine, NetBackend, VmConfig};
+use crate::{lab, Error, GuestStatus, Outcome};
+
+/// Targets beyond this many go to a boot module instead of the command line.
+pub const MAX_INLINE_TARGETS: usize = 16;
+
+/// Which VMM runs the guest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Vmm {
+    Qemu,
+    /// Needs a `firecracker` binary, working KVM and a TAP network.
+    Firecracker,
+}
+
+impl Vmm {
+    /// Parses `qemu` / `firecracker` (also `fc`).
+    pub fn from_name(s: &str) -> Option<Vmm> {
+        match s {
+            "qemu" => Some(Vmm::Qemu),
+            "firecracker" | "fc" => Some(Vmm::Firecracker),
+            _ => None,
+        }
+    }
+}
+
+/// The guest's network.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum JobNet {
+    /// A running `vtnt lab` (`/run/vtnt/lab/<name>/vm.json`): the first free VM slot.
+    Lab { name: String },
+    /// An existing TAP device (in `netns`, where the VMM then runs) on a segment where
+    /// `gateway` routes; `guest` is `ADDR/LEN`.
+    Tap {
+        ifname: String,
+        netns: Option<String>,
+        guest: String,
+        gateway: String,
+    },
+}
+
+/// One job to run in a microVM.
+#[derive(Debug, Clone)]
+pub struct RunSpec {
+    pub vmm: Vmm,
+    pub machine: Machine,
+    pub memory_mib: u32,
+    pub job: JobSpec,
+    pub net: JobNet,
+    pub accel: Accel,
+    /// Guest watchdog; the host kills the VM 10 s later.
+    pub timeout: Duration,
+    /// `hostname` of the `cycle-start` line (the native CLI prints the machine's).
+    pub hostname: Option<String>,
+    /// The image to boot; `None`: build it ([`image::build`]).
+    pub image: Option<PathBuf>,
+}
+
+impl RunSpec {
+    /// QEMU microvm, 16 MiB, automatic acceleration, a 300 s watchdog, no hostname.
+    pub fn new(job: JobSpec, net: JobNet) -> RunSpec {
+        RunSpec {
+            vmm: Vmm::Qemu,
+            machine: Machine::Microvm,
+            memory_mib: 16,
+            job,
+            net,
+            accel: Accel::Auto,
+            timeout: Duration::from_secs(300),
+            hostname: None,
+            image: None,
+        }
+    }
+}
+
+/// Host-side timings of a run.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Timings {
+    /// From spawning the VMM to the guest's `first-probe` line.
+    pub spawn_to_first_probe: Option<Duration>,
+    /// From spawning the VMM to its exit.
+    pub total: Duration,
+    /// Guest time (TSC) from its first instruction to its first probe, in microseconds.
+    pub guest_first_probe_us: Option<u64>,
+}
+
+/// What a job run produced.
+#[derive(Debug, Clone)]
+pub struct RunOutcome {
+    /// The scamper JSON lines, exactly as the native CLI prints them.
+    pub json_lines: Vec<String>,
+    /// Every other console line (boot, NIC, timing, exit, `vtnt: ...` messages).
+    pub diagnostics: Vec<String>,
+    pub status: GuestStatus,
+    pub timings: Timings,
+    /// The VMM's peak resident set, KiB.
+    pub peak_rss_kib: Option<u64>,
+    /// The VMM's stderr.
+    pub vmm_stderr: String,
+    /// The kernel command line used.
+    pub cmdline: String,
+}
+
+impl RunOutcome {
+    /// The first `vtnt: error: ...` diagnostic, if any.
+    pub fn error(&self) -> Option<&str> {
+        self.diagnostics
+            .iter()
+            .find_map(|l| l.strip_prefix("vtnt: error: "))
+    }
+}
+
+/// Whether a console line is a scamper JSON result (cycle-start/stop, trace, ping).
+pub fn is_result_line(line: &str) -> bool {
+    ["cycle-start", "cycle-stop", "trace", "ping"]
+        .iter()
+        .any(|t| line.starts_with(&format!("{{\"type\":\"{t}\"")))
+}
+
+/// Splits console lines into (results, diagnostics).
+pub fn split_console(lines: &[String]) -> (Vec<String>, Vec<String>) {
+    lines.iter().cloned().partition(|l| is_result_line(l))
+}
+
+/// The kernel command line for `spec` on a guest at `guest` (`ADDR/LEN`) behind
+/// `gateway`, and the boot module text (long target lists).
+pub fn cmdline(spec: &RunSpec, guest: &str, gateway: &str) -> (String, Option<String>) {
+    let (job, module) = vtnt_jobspec::encode_split(&spec.job, MAX_INLINE_TARGETS);
+    let epoch_us = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_micros() as u64);
+    let mut c = format!(
+        "console=ttyS0 ip={guest} gw={gateway} watchdog={} epoch_us={epoch_us}",
+        spec.timeout.as_secs().max(1)
+    );
+    if let Some(h) = spec.hostname.as_deref().filter(|h| valid_hostname(h)) {
+        c.push_str(&format!(" hostname={h}"));
+    }
+    c.push_str(" -- ");
+    c.push_str(&job);
+    (c, module)
+}
+
+fn valid_hostname(h: &str) -> bool {
+    !h.is_empty()
+        && h.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'.' || b == b'_')
+}
+
+/// Boots the unikernel with `spec`'s job and waits for it.
+pub fn run_job(spec: &RunSpec) -> Result<RunOutcome, Error> {
+    let image = match &spec.image {
+        Some(p) => p.clone(),
+        None => image::build(&BuildOptions::default())?.path,
+    };
+    let (guest, gateway, backend, mac, netns) = match &spec.net {
+        JobNet::Lab { name } => {
+            let slot = lab::free_slot(name)?;
+            (
+                slot.address,
+                slot.gateway,
+                NetBackend::Netdev {
+                    netdev: slot.netdev,
+                    id: slot.id,
+                },
+                slot.mac,
+                None,
+            )
+        }
+        JobNet::Tap {
+            ifname,
+            netns,
+            guest,
+            gateway,
+        } => (
+            guest.clone(),
+            gateway.clone(),
+            NetBackend::Tap {
+                ifname: ifname.clone(),
+            },
+            "52:54:00:12:34:56".to_string(),
+            netns.clone(),
+        ),
+    };
+    let (cmdline, module) = cmdline(spec, &guest, &gateway);
+    let module_file = match &module {
+        Some(text) => {
+            let p = std::env::temp_dir().join(format!(
+                "vtnt-targets-{}-{}",
+                std::process::id(),
+                crate::netns::unique_name("m")
+            ));
+            std::fs::write(&p, text)?;
+            Some(TempFile(p))
+        }
+        None => None,
+    };
+    let host_timeout = spec.timeout + Duration::from_secs(10);
+    let out: Outcome = match spec.vmm {
+        Vmm::Qemu => {
+            let mut cfg = VmConfig::new(image, spec.machine, &cmdline);
+            cfg.memory_mib = spec.memory_mib;
+            cfg.net = Some(backend);
+            cfg.mac = mac;
+            cfg.accel = spec.accel;
+            cfg.timeout = host_timeout;
+            cfg.netns = netns;
+            cfg.module = module_file.as_ref().map(|f| f.0.clone());
+            qemu::run(&cfg)?
+        }
+        Vmm::Firecracker => {
+            let NetBackend::Tap { ifname } = backend else {
+                return Err(Error::Setup {
+                    command: "firecracker".into(),
+                    stderr: "Firecracker attaches TAP devices only; the lab's VM front is a UDP socket (use qemu)".into(),
+                });
+            };
+            if module.is_some() {
+                return Err(Error::Setup {
+                    command: "firecracker".into(),
+                    stderr: format!(
+                        "more than {MAX_INLINE_TARGETS} targets need a boot module, which the Firecracker path does not pass yet"
+                    ),
+                });
+            }
+            let mut cfg = FcConfig::new(image, &cmdline);
+            cfg.memory_mib = spec.memory_mib;
+            cfg.tap = Some(ifname);
+            cfg.mac = mac;
+            cfg.timeout = host_timeout;
+            cfg.netns = netns;
+            firecracker::run(&cfg)?
+        }
+    };
+    drop(module_file);
+    let (json_lines, diagnostics) = split_console(&out.lines);
+    let first = out
+        .lines
+        .iter()
+        .position(|l| l.starts_with("{\"type\":\"first-probe\""));
+    let timings = Timings {
+        spawn_to_first_probe: first.and_then(|i| out.line_times.get(i).copied()),
+        total: out.wall,
+        guest_first_probe_us: out.json_u64("first-probe", "guest_us"),
+    };
+    Ok(RunOutcome {
+        json_lines,
+        diagnostics,
+        status: out.status,
+        timings,
+        peak_rss_kib: out.peak_rss_kib,
+        vmm_stderr: out.stderr,
+        cmdline,
+    })
+}
+
+/// A file removed on drop.
+struct TempFile(PathBuf);
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use vtnt_jobspec::{JobKind, Targets};
+    use vtnt_tnt::TntConfig;
+
+    #[test]
+    fn console_splits_into_results_and_diagnostics() {
+        let lines: Vec<String> = [
+            "vtnt-kernel 0.1.0 booting (pvh v1, cmdline \"\")",
+            "{\"type\":\"boot\",\"tsc_hz\":1}",
+            "{\"type\":\"cycle-start\", \"list_name\":\"default\", \"id\":0, \"start_time\":1}",
+            "{\"type\":\"trace\",\"version\":\"0.1\"}",
+            "{\"type\":\"ping\", \"version\":\"0.4\"}",
+            "{\"type\":\"first-probe\",\"guest_us\":5}",
+            "{\"type\":\"cycle-stop\", \"list_name\":\"default\", \"id\":0, \"stop_time\":2}",
+            "{\"type\":\"exit\",\"status\":0}",
+        ]
+        .map(String::from)
+        .to_vec();
+        let (r, d) = split_console(&lines);
+        assert_eq!(r.len(), 4);
+        assert_eq!(d.len(), 4);
+        assert!(r[1].starts_with("{\"type\":\"trace\""));
+    }
+
+    #[test]
+    fn long_target_lists_become_a_module() {
+        let targets = (1..=20).map(|i| format!("198.51.100.{i}").parse().unwrap()).collect();
+        let job = JobSpec::new(JobKind::Tnt(TntConfig::default()), targets);
+        let mut spec = RunSpec::new(job, JobNet::Lab { name: "x".into() });
+        spec.hostname = Some("host-1".into());
+        let (c, m) = cmdline(&spec, "192.0.2.10/24", "192.0.2.1");
+        assert!(c.starts_with("console=ttyS0 ip=192.0.2.10/24 gw=192.0.2.1 watchdog=300 epoch_us="), "{c}");
+        assert!(c.ends_with(" hostname=host-1 -- vtnt-job=1 kind=tnt targets=@module"), "{c}");
+        assert_eq!(m.unwrap().lines().count(), 20);
+        assert_eq!(vtnt_jobspec::decode(c.split(" -- ").nth(1).unwrap()).unwrap().targets, Targets::Module);
+    }
+}

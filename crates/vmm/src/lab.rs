@@ -1,0 +1,52 @@
+//! Attaching a guest to a running `vtnt lab`: the lab daemon publishes its VM front in
+//! `/run/vtnt/lab/<name>/vm.json` (`vtnt_lab_linux::VmInfo`): a UDP endpoint on
+//! 127.0.0.1 that speaks raw Ethernet, and pre-computed slots (guest address, gateway,
+//! MAC, QEMU `-netdev dgram` string with a local port per slot). We take the first slot
+//! whose local port is free, so several VMs can share one lab.
+
+use std::net::UdpSocket;
+
+use crate::Error;
+
+/// One VM slot of the lab's VM front.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Slot {
+    /// Guest address with prefix length (`192.0.2.10/24`).
+    pub address: String,
+    pub gateway: String,
+    pub mac: String,
+    /// QEMU `-netdev` value (`dgram,id=...`).
+    pub netdev: String,
+    /// The netdev's `id=`.
+    pub id: String,
+}
+
+/// The first slot of lab `name` whose local UDP port is free.
+pub fn free_slot(name: &str) -> Result<Slot, Error> {
+    let info = vtnt_lab_linux::vm_info(name).map_err(|e| Error::Setup {
+        command: format!("reading lab `{name}`'s vm.json"),
+        stderr: e.to_string(),
+    })?;
+    for g in info.guests {
+        if UdpSocket::bind(("127.0.0.1", g.local_port)).is_err() {
+            continue;
+        }
+        let id = g
+            .netdev
+            .split(',')
+            .find_map(|kv| kv.strip_prefix("id="))
+            .unwrap_or("vtnt0")
+            .to_string();
+        return Ok(Slot {
+            address: g.address,
+            gateway: g.gateway,
+            mac: g.mac,
+            netdev: g.netdev,
+            id,
+        });
+    }
+    Err(Error::Setup {
+        command: format!("attaching to lab `{name}`"),
+        stderr: "every VM slot of the lab is in use".into(),
+    })
+}
