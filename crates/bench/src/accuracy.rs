@@ -7,14 +7,22 @@
 //! lists. A detected tunnel matches a truth tunnel of the same path when their ingress
 //! routers, egress routers or LSR routers overlap.
 //!
+//! The truth says what is observable (`detectable`, `signals`, `revealable_by`,
+//! `revelation_possible`, computed by the lab from emulated probes), so TNT is scored
+//! against what a traceroute can show, not against every tunnel that exists.
+//!
 //! Scores:
-//! - detection recall per class: truth tunnels with a matching detected tunnel of the
-//!   same class; precision: detected tunnels with a matching truth tunnel of their class;
-//! - hidden LSRs revealed (invisible tunnels whose truth says DPR or BRPR works): the
-//!   longest common subsequence of truth and revealed LSR routers, so order counts;
+//! - per class: truth tunnels, detectable ones, detected (a matching detected tunnel of
+//!   the same class; for invisible tunnels also a trigger of the right kind that TNT
+//!   listed as unrevealed), recall over the detectable ones; precision: detected tunnels
+//!   with a matching truth tunnel of their class;
+//! - hidden LSRs of invisible tunnels revealed, in order (longest common subsequence of
+//!   truth and revealed LSR routers): (a) where the truth says revelation is possible,
+//!   (b) every revealable tunnel, and of those the ones a candidate of TNT tested (its
+//!   hop pair is the tunnel's), (c) the same in brute-force mode;
 //! - false tunnels: anything detected on a path the truth calls MPLS-free;
-//! - signatures: for every router that answered, the `<te, er>` TNT inferred against the
-//!   truth's; routers that never answered a ping are counted apart, as unknown;
+//! - signatures: for every router with both halves of a signature, the `<te, er>` TNT
+//!   inferred against the truth's; routers without are counted apart, as unknown;
 //! - probes per revealed LSR: revelation probes over distinct revealed LSRs.
 
 use std::collections::BTreeMap;
@@ -23,7 +31,7 @@ use std::net::{IpAddr, Ipv4Addr};
 use serde::Serialize;
 use vtnt_lab::truth::Tunnel as TruthTunnel;
 use vtnt_lab::{generate, GenOptions, Lab, Revelation, Topology, Truth};
-use vtnt_tnt::{TntConfig, TntResult, TunnelClass};
+use vtnt_tnt::{TntConfig, TntResult, Trigger, TunnelClass};
 
 use crate::drive::{run_tnt, DriveError};
 
@@ -64,12 +72,15 @@ pub struct ClassScore {
     /// Tunnels of this class on the traced paths (per path, so a tunnel crossed by two
     /// paths counts twice).
     pub truth: usize,
-    /// Of those, the ones TNT's rules can show at all: implicit tunnels need two LSRs
-    /// (a lone LSR quotes TTL 1 and its u-turn, 2, is under the threshold); the other
-    /// classes all count.
+    /// Of those, the ones a traceroute can show, as the truth says from emulated probes
+    /// (explicit: a labelled LSR; implicit: a quoted TTL above 1 or a u-turn run of 3;
+    /// opaque: a labelled egress with LSE-TTL not 1; invisible: a trigger condition).
     pub detectable: usize,
     /// Of the truth tunnels, detected with the right class.
     pub detected: usize,
+    /// Of the detectable ones, detected with the right class.
+    pub detected_detectable: usize,
+    /// `detected_detectable / detectable`.
     pub recall: f64,
     /// Tunnels TNT reported with this class.
     pub reported: usize,
@@ -81,26 +92,43 @@ pub struct ClassScore {
     pub lsrs_found: usize,
 }
 
+/// Hidden LSRs of a set of invisible tunnels, and how many TNT revealed in the right
+/// order (longest common subsequence with the truth).
+#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq)]
+pub struct LsrShare {
+    pub tunnels: usize,
+    pub lsrs: usize,
+    pub revealed: usize,
+    /// `revealed / lsrs` (1 when there are none).
+    pub share: f64,
+}
+
+impl LsrShare {
+    fn add(&mut self, lsrs: usize, revealed: usize) {
+        self.tunnels += 1;
+        self.lsrs += lsrs;
+        self.revealed += revealed;
+    }
+    fn finish(&mut self) {
+        self.share = ratio(self.revealed, self.lsrs);
+    }
+}
+
 /// Hidden LSRs of invisible tunnels.
 #[derive(Debug, Clone, Default, Serialize, PartialEq)]
 pub struct HiddenScore {
-    /// Invisible tunnels whose truth says DPR or BRPR reveals them, and their LSRs.
-    pub revealable_tunnels: usize,
-    pub revealable_lsrs: usize,
-    /// LSRs revealed in the right order.
-    pub revealed_lsrs: usize,
-    pub revealed_share: f64,
-    /// Invisible tunnels nothing can reveal, and how many TNT flagged (trigger fired,
-    /// revelation reported as failed).
+    /// Tunnels the truth says TNT can reveal: a revelation works (`revealable_by` dpr,
+    /// brpr or buddy, emulated) and a trigger condition holds at the default thresholds.
+    pub possible: LsrShare,
+    /// Every tunnel a revelation works for, triggers or not.
+    pub revealable: LsrShare,
+    /// Revealable tunnels a trigger of TNT's fired for (a candidate matched them,
+    /// revealed or not): revelation quality apart from trigger coverage.
+    pub triggered: LsrShare,
+    /// Invisible tunnels no revelation can show, and how many TNT flagged (trigger
+    /// fired, revelation reported as failed).
     pub unrevealable_tunnels: usize,
     pub unrevealable_flagged: usize,
-    /// Revealable tunnels a trigger fired for (a candidate matched them, revealed or
-    /// not), their LSRs, and the LSRs revealed among them: revelation quality apart from
-    /// trigger coverage.
-    pub triggered_tunnels: usize,
-    pub triggered_lsrs: usize,
-    pub triggered_revealed_lsrs: usize,
-    pub triggered_share: f64,
 }
 
 /// The brute-force run (every hop pair tested).
@@ -116,11 +144,10 @@ pub struct BruteForceScore {
 pub struct RouterScore {
     /// Routers that answered at least one probe.
     pub seen: usize,
+    /// Routers with both halves of a signature (a time exceeded and an echo reply).
+    pub responsive: usize,
     pub signature_right: usize,
     pub signature_wrong: usize,
-    /// Wrong only because replies from a 64-iTTL side crossed more than 32 hops, where
-    /// TNT's inference (`r <= 32` -> 32) cannot be right (not counted in `wrong`).
-    pub signature_beyond_32_hops: usize,
     /// Routers without a full signature (never answered the ping or never sent a
     /// time-exceeded).
     pub unknown: usize,
@@ -170,11 +197,25 @@ pub fn topology_seed(base: u64, i: usize) -> u64 {
 
 /// Runs the benchmark.
 pub fn tnt_accuracy(opts: &AccuracyOptions) -> Result<AccuracyReport, DriveError> {
-    let mut report = run_mode(opts, &opts.tnt)?;
+    let mut topos: Vec<Topology> = Vec::new();
+    if opts.reference {
+        topos.push(Topology::reference());
+    }
+    for i in 0..opts.topologies {
+        topos.push(generate(topology_seed(opts.seed, i), &opts.generate));
+    }
+    let cases: Vec<(Topology, Truth)> = topos
+        .into_iter()
+        .map(|t| {
+            let truth = vtnt_lab::truth::truth(&t);
+            (t, truth)
+        })
+        .collect();
+    let mut report = run_mode(opts, &opts.tnt, &cases)?;
     if opts.brute_force_too {
         let mut cfg = opts.tnt.clone();
         cfg.classify.brute_force = true;
-        let b = run_mode(opts, &cfg)?;
+        let b = run_mode(opts, &cfg, &cases)?;
         report.brute_force = Some(BruteForceScore {
             hidden: b.hidden,
             false_tunnels_on_mpls_free_paths: b.false_tunnels_on_mpls_free_paths,
@@ -185,22 +226,18 @@ pub fn tnt_accuracy(opts: &AccuracyOptions) -> Result<AccuracyReport, DriveError
     Ok(report)
 }
 
-fn run_mode(opts: &AccuracyOptions, cfg: &TntConfig) -> Result<AccuracyReport, DriveError> {
+fn run_mode(
+    opts: &AccuracyOptions,
+    cfg: &TntConfig,
+    cases: &[(Topology, Truth)],
+) -> Result<AccuracyReport, DriveError> {
     let mut acc = Scorer::default();
     let mut report = AccuracyReport {
         seed: opts.seed,
         ..AccuracyReport::default()
     };
-    let mut topos: Vec<Topology> = Vec::new();
-    if opts.reference {
-        topos.push(Topology::reference());
-    }
-    for i in 0..opts.topologies {
-        topos.push(generate(topology_seed(opts.seed, i), &opts.generate));
-    }
-    for (i, topo) in topos.into_iter().enumerate() {
-        let mut lab = Lab::new(topo);
-        let truth = lab.truth();
+    for (i, (topo, truth)) in cases.iter().enumerate() {
+        let mut lab = Lab::new(topo.clone());
         let targets: Vec<IpAddr> = truth
             .destinations
             .iter()
@@ -220,20 +257,10 @@ fn run_mode(opts: &AccuracyOptions, cfg: &TntConfig) -> Result<AccuracyReport, D
         report.probes.pings += run.summary.ping_probes;
         report.probes.revelation += run.summary.revelation_probes;
         report.probes.lsrs_revealed += run.summary.lsrs_revealed;
-        acc.score(&truth, &run.results);
+        acc.score(truth, &run.results);
     }
     acc.finish(&mut report);
     Ok(report)
-}
-
-fn our_class(c: vtnt_lab::TunnelClass) -> TunnelClass {
-    match c {
-        vtnt_lab::TunnelClass::Explicit => TunnelClass::Explicit,
-        vtnt_lab::TunnelClass::Implicit => TunnelClass::Implicit,
-        vtnt_lab::TunnelClass::Opaque => TunnelClass::Opaque,
-        vtnt_lab::TunnelClass::InvisiblePhp => TunnelClass::InvisiblePhp,
-        vtnt_lab::TunnelClass::InvisibleUhp => TunnelClass::InvisibleUhp,
-    }
 }
 
 fn vendor_family(v: &str) -> &'static str {
@@ -351,10 +378,10 @@ impl Scorer {
                     || x.lsrs.iter().any(|l| t.lsr_routers.contains(l))
             };
             for t in &d.tunnels {
-                let class = our_class(t.class);
+                let class = t.class;
                 let row = self.classes.entry(class).or_default();
                 row.truth += 1;
-                let detectable = class != TunnelClass::Implicit || t.lsr_routers.len() >= 2;
+                let detectable = t.detectable;
                 if detectable {
                     row.detectable += 1;
                 }
@@ -365,21 +392,29 @@ impl Scorer {
                     .max_by_key(|x| lcs(&t.lsr_routers, &x.lsrs));
                 if let Some(x) = found {
                     row.detected += 1;
+                    if detectable {
+                        row.detected_detectable += 1;
+                    }
                     row.lsrs_found += lcs(&t.lsr_routers, &x.lsrs);
                 }
                 if class.is_invisible() {
-                    let revealable = matches!(t.revelation, Revelation::Dpr | Revelation::Brpr);
+                    let revealable = matches!(
+                        t.revealable_by,
+                        Some(Revelation::Dpr | Revelation::Brpr | Revelation::Buddy)
+                    );
                     let after_egress = d
                         .forward
                         .iter()
                         .position(|h| h.router == t.egress_router)
                         .and_then(|i| d.forward.get(i + 1))
                         .map(|h| h.router.clone());
+                    // A candidate tested this tunnel: its hop pair is the tunnel's ingress
+                    // and egress (or, UHP, the hop after the missing egress).
                     let candidate_matches = |ing: IpAddr, egr: IpAddr| {
                         let (ui, ue) = (router(Some(ing)), router(Some(egr)));
                         ui.as_deref() == Some(&t.ingress_router)
-                            || ue.as_deref() == Some(&t.egress_router)
-                            || (ue.is_some() && ue == after_egress)
+                            && (ue.as_deref() == Some(&t.egress_router)
+                                || (ue.is_some() && ue == after_egress))
                     };
                     let best = dets
                         .iter()
@@ -390,31 +425,51 @@ impl Scorer {
                         || r.unrevealed
                             .iter()
                             .any(|u| candidate_matches(u.ingress, u.egress));
+                    // An invisible tunnel TNT suspected but could not reveal is listed in
+                    // `unrevealed`: detected, when the trigger points to its class.
+                    let flagged = r.unrevealed.iter().any(|u| {
+                        let same_class = match u.trigger {
+                            Trigger::DupIp => class == TunnelClass::InvisibleUhp,
+                            Trigger::Rtla | Trigger::Frpla => class == TunnelClass::InvisiblePhp,
+                            Trigger::Mttl => false,
+                            Trigger::BruteForce => true,
+                        };
+                        same_class && candidate_matches(u.ingress, u.egress)
+                    });
+                    if found.is_none() && flagged {
+                        let row = self.classes.entry(class).or_default();
+                        row.detected += 1;
+                        if detectable {
+                            row.detected_detectable += 1;
+                        }
+                    }
+                    let n = t.lsr_routers.len();
                     if revealable {
                         let best = best.unwrap_or(0);
-                        self.hidden.revealable_tunnels += 1;
-                        self.hidden.revealable_lsrs += t.lsr_routers.len();
-                        self.hidden.revealed_lsrs += best;
-                        if triggered {
-                            self.hidden.triggered_tunnels += 1;
-                            self.hidden.triggered_lsrs += t.lsr_routers.len();
-                            self.hidden.triggered_revealed_lsrs += best;
+                        self.hidden.revealable.add(n, best);
+                        if t.revelation_possible {
+                            self.hidden.possible.add(n, best);
                         }
-                        if best < t.lsr_routers.len() {
+                        if triggered {
+                            self.hidden.triggered.add(n, best);
+                        }
+                        if best < n && (t.revelation_possible || triggered) {
                             let kind = if triggered {
                                 "hidden-lsrs"
                             } else {
                                 "not-triggered"
                             };
                             self.miss(kind, format!(
-                                "{} {}: {} tunnel {}->{} ({:?}): revealed {best}/{} LSRs {:?}; TNT: {}",
+                                "{} {}: {} tunnel {}->{} (revealable by {:?}, possible {}, signals {:?}): revealed {best}/{} LSRs {:?}; TNT: {}",
                                 truth.topology,
                                 d.name,
                                 class.name(),
                                 t.ingress_router,
                                 t.egress_router,
-                                t.revelation,
-                                t.lsr_routers.len(),
+                                t.revealable_by,
+                                t.revelation_possible,
+                                t.signals.as_ref().map(|s| (&s.triggers, s.frpla, s.frpla_ingress, s.rtla)),
+                                n,
                                 t.lsr_routers,
                                 describe(r),
                             ));
@@ -447,7 +502,7 @@ impl Scorer {
                 let ok = d
                     .tunnels
                     .iter()
-                    .any(|t| our_class(t.class) == x.class && matches(t, x));
+                    .any(|t| t.class == x.class && matches(t, x));
                 if ok {
                     row.correct += 1;
                 } else if !d.tunnels.is_empty() {
@@ -492,15 +547,13 @@ impl Scorer {
         for class in TunnelClass::ALL {
             let mut row = self.classes.remove(&class).unwrap_or_default();
             row.class = class.name();
-            row.recall = ratio(row.detected, row.detectable);
+            row.recall = ratio(row.detected_detectable, row.detectable);
             row.precision = ratio(row.correct, row.reported);
             report.classes.push(row);
         }
-        self.hidden.revealed_share = ratio(self.hidden.revealed_lsrs, self.hidden.revealable_lsrs);
-        self.hidden.triggered_share = ratio(
-            self.hidden.triggered_revealed_lsrs,
-            self.hidden.triggered_lsrs,
-        );
+        self.hidden.possible.finish();
+        self.hidden.revealable.finish();
+        self.hidden.triggered.finish();
         report.hidden = self.hidden.clone();
         report.mpls_free_paths = self.mpls_free;
         report.false_tunnels_on_mpls_free_paths = self.false_free;
@@ -510,11 +563,9 @@ impl Scorer {
             rs.seen += 1;
             match (te, er) {
                 (Some(te), Some(er)) => {
-                    let side = |ours: u8, truth: u8| ours == truth || (ours == 32 && truth == 64);
+                    rs.responsive += 1;
                     if [*te, *er] == *truth_sig {
                         rs.signature_right += 1;
-                    } else if side(*te, truth_sig[0]) && side(*er, truth_sig[1]) {
-                        rs.signature_beyond_32_hops += 1;
                     } else {
                         rs.signature_wrong += 1;
                         wrong.push(format!(
@@ -592,23 +643,26 @@ impl AccuracyReport {
         serde_json::to_string_pretty(self).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"))
     }
 
-    /// The report as a markdown table plus a few lines.
+    /// The report as markdown: the per-class table, then hidden LSRs, false tunnels,
+    /// signatures and probes.
     pub fn to_markdown(&self) -> String {
         let mut s = String::new();
         s.push_str(&format!(
             "TNT accuracy: {} topologies (seed {}), {} destinations\n\n",
             self.topologies, self.seed, self.destinations
         ));
-        s.push_str("| class | truth | detectable | detected | recall | reported | correct | precision | LSRs in order |\n");
+        s.push_str("| class | truth | detectable | detected | recall (of detectable) | reported | correct | precision | LSRs in order |\n");
         s.push_str("|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
         for c in &self.classes {
             s.push_str(&format!(
-                "| {} | {} | {} | {} | {:.1}% | {} | {} | {:.1}% | {}/{} |\n",
+                "| {} | {} | {} | {} | {:.1}% ({}/{}) | {} | {} | {:.1}% | {}/{} |\n",
                 c.class,
                 c.truth,
                 c.detectable,
                 c.detected,
                 c.recall * 100.0,
+                c.detected_detectable,
+                c.detectable,
                 c.reported,
                 c.correct,
                 c.precision * 100.0,
@@ -617,50 +671,60 @@ impl AccuracyReport {
             ));
         }
         let h = &self.hidden;
-        s.push_str(&format!(
-            "\nHidden LSRs revealed (revealable invisible tunnels: {}): {}/{} ({:.1}%), in order\n",
-            h.revealable_tunnels,
-            h.revealed_lsrs,
-            h.revealable_lsrs,
-            h.revealed_share * 100.0
+        let row = |what: &str, x: &LsrShare| {
+            format!(
+                "| {what} | {} | {} | {} | {:.1}% |\n",
+                x.tunnels,
+                x.lsrs,
+                x.revealed,
+                x.share * 100.0
+            )
+        };
+        s.push_str("\n| hidden LSRs of invisible tunnels, revealed in order | tunnels | LSRs | revealed | share |\n");
+        s.push_str("|---|---:|---:|---:|---:|\n");
+        s.push_str(&row(
+            "(a) revelation possible (truth: revealable and a trigger fires)",
+            &h.possible,
         ));
-        s.push_str(&format!(
-            "  of which triggered: {} tunnels, {}/{} LSRs revealed ({:.1}%)\n",
-            h.triggered_tunnels,
-            h.triggered_revealed_lsrs,
-            h.triggered_lsrs,
-            h.triggered_share * 100.0
-        ));
-        s.push_str(&format!(
-            "Unrevealable invisible tunnels: {} ({} flagged as such)\n",
-            h.unrevealable_tunnels, h.unrevealable_flagged
-        ));
+        s.push_str(&row("(b) all revealable, default mode", &h.revealable));
+        s.push_str(&row("    of which a trigger of TNT fired", &h.triggered));
         if let Some(b) = &self.brute_force {
-            s.push_str(&format!(
-                "Brute force (every hop pair): {}/{} hidden LSRs revealed ({:.1}%), {} false tunnels on MPLS-free paths, {} probes ({} revelation, {:.1} per revealed LSR)\n",
-                b.hidden.revealed_lsrs,
-                b.hidden.revealable_lsrs,
-                b.hidden.revealed_share * 100.0,
-                b.false_tunnels_on_mpls_free_paths,
-                b.probes.total,
-                b.probes.revelation,
-                b.probes.per_revealed_lsr
+            s.push_str(&row(
+                "(c) all revealable, brute force",
+                &b.hidden.revealable,
             ));
         }
         s.push_str(&format!(
-            "False tunnels on MPLS-free paths: {} (over {} paths)\n",
+            "\nUnrevealable invisible tunnels: {} ({} flagged as such)\n",
+            h.unrevealable_tunnels, h.unrevealable_flagged
+        ));
+        s.push_str(&format!(
+            "False tunnels on MPLS-free paths: {} (over {} paths)",
             self.false_tunnels_on_mpls_free_paths, self.mpls_free_paths
         ));
+        if let Some(b) = &self.brute_force {
+            s.push_str(&format!(
+                "; brute force: {}",
+                b.false_tunnels_on_mpls_free_paths
+            ));
+        }
+        s.push('\n');
         let r = &self.routers;
         s.push_str(&format!(
-            "Signatures: {} routers seen, {} right, {} wrong, {} beyond 32 hops (iTTL 64 read as 32), {} unknown (no echo reply or no time-exceeded); vendor right {}\n",
-            r.seen, r.signature_right, r.signature_wrong, r.signature_beyond_32_hops, r.unknown, r.vendor_right
+            "Signatures: {} routers seen, {} responsive (time exceeded and echo reply): {} right, {} wrong; {} unknown (no echo reply or no time-exceeded); vendor right {}\n",
+            r.seen, r.responsive, r.signature_right, r.signature_wrong, r.unknown, r.vendor_right
         ));
         let p = &self.probes;
         s.push_str(&format!(
             "Probes: {} (initial traces {}, pings {}, revelation {}); {:.1} revelation probes per revealed LSR ({} LSRs)\n",
             p.total, p.initial, p.pings, p.revelation, p.per_revealed_lsr, p.lsrs_revealed
         ));
+        if let Some(b) = &self.brute_force {
+            s.push_str(&format!(
+                "Brute force probes: {} (revelation {}); {:.1} revelation probes per revealed LSR ({} LSRs)\n",
+                b.probes.total, b.probes.revelation, b.probes.per_revealed_lsr, b.probes.lsrs_revealed
+            ));
+        }
         s.push_str(&format!("Virtual time: {:.1} s\n", self.virtual_seconds));
         s
     }

@@ -15,6 +15,6 @@ pub mod probe_rate;
 
 pub use accuracy::{
     tnt_accuracy, topology_seed, AccuracyOptions, AccuracyReport, ClassScore, HiddenScore,
-    ProbeScore, RouterScore,
+    LsrShare, ProbeScore, RouterScore,
 };
 pub use drive::{lab_engine_config, run_tnt, DriveError, LabRun};

@@ -4,8 +4,12 @@
 //! from a random router already in the tree: zero to two plain routers (sometimes an
 //! ECMP diamond, sometimes with asymmetric costs), then, drawn from the class mix, an
 //! LSP (a new ingress, `lsrs` LSRs, an egress; sometimes with its return LSP), then one
-//! plain router and the host. The same seed and options always give the same topology
-//! (the PRNG is SplitMix64, written here).
+//! plain router and the host. Branches hang only where the whole path stays within
+//! `max_hops` routers (30 by default, as on the Internet: this also keeps every reply
+//! TTL of a 64-iTTL router above 32, where TTL-based signatures stay unambiguous).
+//! Implicit LSPs get at least `implicit_min_lsrs` LSRs (2: a lone implicit LSR quotes TTL
+//! 1 and cannot be seen). The same seed and options always give the same topology (the
+//! PRNG is SplitMix64, written here).
 
 use crate::addr::Prefix;
 use crate::net::TunnelClass;
@@ -52,6 +56,13 @@ pub struct GenOptions {
     pub vendors: Vec<Vendor>,
     /// LSRs per LSP, inclusive range.
     pub lsrs: (usize, usize),
+    /// Fewest LSRs of an implicit LSP (2; 1 allows single-LSR implicit tunnels, which
+    /// a traceroute cannot tell from plain routers: the truth marks them not detectable).
+    pub implicit_min_lsrs: usize,
+    /// Longest forward or return path, in routers from the vantage point's router to the
+    /// destination's, both counted (30, as on the Internet; at least 8). Branches hang
+    /// where they fit; an LSP too long for any place is shortened.
+    pub max_hops: usize,
     /// Share of invisible PHP tunnels whose internal prefixes are labelled (BRPR only).
     pub brpr_share: f64,
     /// Chance an LSP gets its return LSP.
@@ -71,6 +82,8 @@ impl Default for GenOptions {
             mix: ClassMix::default(),
             vendors: Vec::new(),
             lsrs: (1, 6),
+            implicit_min_lsrs: 2,
+            max_hops: 30,
             brpr_share: 0.5,
             return_lsp: 0.5,
             ecmp: 0.2,
@@ -119,8 +132,9 @@ impl Builder {
             cost_back,
         });
     }
-    /// A plain hop from `u` to a new router (or an ECMP diamond to it); returns it.
-    fn plain_hop(&mut self, u: &str, o: &GenOptions) -> String {
+    /// A plain hop from `u` to a new router (or an ECMP diamond to it); returns it and
+    /// how many routers deeper it is (1, or 2 through a diamond).
+    fn plain_hop(&mut self, u: &str, o: &GenOptions) -> (String, usize) {
         let v = self.router();
         if self.rng.chance(o.ecmp) {
             let (x, y) = (self.router(), self.router());
@@ -129,10 +143,11 @@ impl Builder {
             self.link(u, &y, 10, None);
             self.link(&x, &v, 10, back);
             self.link(&y, &v, 10, None);
+            (v, 2)
         } else {
             self.link(u, &v, 10, None);
+            (v, 1)
         }
-        v
     }
     fn class(&mut self, m: &ClassMix) -> Option<TunnelClass> {
         let w = [
@@ -259,28 +274,70 @@ pub fn generate(seed: u64, opts: &GenOptions) -> Topology {
         opts.lsrs.0.max(1),
         opts.lsrs.1.clamp(opts.lsrs.0.max(1), 60),
     );
-    let mut attach = vec![r0];
+    let max_hops = opts.max_hops.clamp(8, 255);
+    // (router, routers from the vantage point's router to it, both counted)
+    let mut attach = vec![(r0, 1usize)];
     for _ in 0..opts.destinations.min(128) {
-        let mut u = b.rng.pick(&attach).cloned().unwrap_or_default();
-        for _ in 0..b.rng.below(3) {
-            u = b.plain_hop(&u, opts);
+        // Plan the branch, then hang it where it fits under `max_hops`: plain hops count
+        // two routers each (they may be diamonds); ttl-propagate LSPs count their LSRs
+        // twice (an LSR's time exceeded may be tunnelled to the egress and back).
+        let class = b.class(&opts.mix);
+        let mut plain = b.rng.below(3) as usize;
+        let mut lsrs = match class {
+            Some(c) => {
+                let n = b.rng.range(lo as u64, hi as u64) as usize;
+                if c == TunnelClass::Implicit {
+                    n.max(opts.implicit_min_lsrs.max(1))
+                } else {
+                    n
+                }
+            }
+            None => 0,
+        };
+        let propagate = matches!(class, Some(TunnelClass::Explicit | TunnelClass::Implicit));
+        let need = |plain: usize, lsrs: usize| {
+            2 * plain
+                + match class {
+                    Some(_) => lsrs + 2 + if propagate { lsrs } else { 0 },
+                    None => 0,
+                }
+                + 1
+        };
+        let fits: Vec<usize> = (0..attach.len())
+            .filter(|&i| attach[i].1 + need(plain, lsrs) <= max_hops)
+            .collect();
+        let at = match b.rng.pick(&fits) {
+            Some(&i) => i,
+            None => {
+                plain = 0;
+                let room = max_hops - 1 - 1 - 2;
+                lsrs = lsrs.min(if propagate { room / 2 } else { room }).max(1);
+                0
+            }
+        };
+        let (mut u, mut depth) = attach[at].clone();
+        for _ in 0..plain {
+            let (v, d) = b.plain_hop(&u, opts);
+            u = v;
+            depth += d;
         }
-        if let Some(class) = b.class(&opts.mix) {
+        if let Some(class) = class {
             let mut path = vec![b.router()];
             b.link(&u, &path[0], 10, None);
-            for _ in 0..b.rng.range(lo as u64, hi as u64) + 1 {
+            for _ in 0..lsrs + 1 {
                 let v = b.router();
                 let last = path[path.len() - 1].clone();
                 b.link(&last, &v, 10, None);
                 path.push(v);
             }
+            depth += path.len();
             u = path[path.len() - 1].clone();
             b.lsp(class, path, opts);
         }
         let v = b.router();
         b.link(&u, &v, 10, None);
         b.host(&v);
-        attach.push(v);
+        attach.push((v, depth + 1));
     }
     match Topology::from_def(b.def) {
         Ok(t) => t,

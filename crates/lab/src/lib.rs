@@ -29,11 +29,13 @@
 //!
 //! Modules: [`addr`] (prefixes, lab ranges), [`profile`] (vendors), `topology` (file,
 //! validation), `routing` (Dijkstra, FIB, ECMP, push table), `forward` (TTL and label
-//! mechanics, replies), `lab` (the API), [`truth`], [`generate`].
+//! mechanics, replies), `lab` (the API), [`truth`] (with `observe`: what a traceroute can
+//! see of each tunnel, from emulated probes), [`generate`].
 
 mod forward;
 mod lab;
 mod net;
+mod observe;
 mod rng;
 mod routing;
 mod topology;

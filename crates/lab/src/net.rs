@@ -91,47 +91,8 @@ pub(crate) struct Vp {
     pub delay_us: u64,
 }
 
-/// The TNT class of an LSP: what a traceroute crossing it shows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum TunnelClass {
-    /// ttl-propagate and RFC 4950: every LSR visible, with labels.
-    Explicit,
-    /// ttl-propagate without RFC 4950: LSRs visible, no labels, rising quoted TTL.
-    Implicit,
-    /// no-propagate, UHP, RFC 4950: only the egress visible, labelled, LSE-TTL != 1.
-    Opaque,
-    /// no-propagate with PHP: LERs look adjacent.
-    InvisiblePhp,
-    /// no-propagate UHP egress forwarding TTL-1 packets: egress missing, next hop twice.
-    InvisibleUhp,
-}
-
-impl TunnelClass {
-    pub const ALL: [TunnelClass; 5] = [
-        TunnelClass::Explicit,
-        TunnelClass::Implicit,
-        TunnelClass::Opaque,
-        TunnelClass::InvisiblePhp,
-        TunnelClass::InvisibleUhp,
-    ];
-    pub const fn name(self) -> &'static str {
-        match self {
-            TunnelClass::Explicit => "explicit",
-            TunnelClass::Implicit => "implicit",
-            TunnelClass::Opaque => "opaque",
-            TunnelClass::InvisiblePhp => "invisible-php",
-            TunnelClass::InvisibleUhp => "invisible-uhp",
-        }
-    }
-    /// Whether a plain traceroute misses some of the LSP's routers.
-    pub const fn hides_lsrs(self) -> bool {
-        matches!(
-            self,
-            TunnelClass::Opaque | TunnelClass::InvisiblePhp | TunnelClass::InvisibleUhp
-        )
-    }
-}
+/// The TNT class of an LSP (shared with `vtnt-tnt` through `vtnt-record`).
+pub use vtnt_record::TunnelClass;
 
 /// Which TNT revelation technique shows the hidden LSRs of a tunnel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -143,6 +104,10 @@ pub enum Revelation {
     Dpr,
     /// Traces to the egress, then to each newly revealed LSR, show one LSR each.
     Brpr,
+    /// A trace to the other address of the link after the missing (UHP) egress, which
+    /// belongs to the egress, shows every LSR and the egress (truth's `revealable_by`
+    /// only: the per-LSP `revelation` calls this case `dpr`).
+    Buddy,
     /// Neither works (internal prefixes are label switched and the LSP ends with UHP).
     None,
 }

@@ -311,3 +311,68 @@ fn vendor_signatures() {
         assert_eq!((r.signature[0], r.signature[1]), sig);
     }
 }
+
+/// The truth's observability of the reference tunnels, as derived by hand in the tests
+/// above: every class detectable, the trigger signals TNT would see, and the technique
+/// that reveals each hiding tunnel.
+#[test]
+fn reference_truth_observability() {
+    let truth = reference().truth();
+    let t = |name: &str| truth.by_name(name).unwrap().tunnels[0].clone();
+    for name in ["explicit", "implicit"] {
+        let x = t(name);
+        assert!(x.detectable, "{name}");
+        assert_eq!(x.revealable_by, Some(vtnt_lab::Revelation::NotNeeded));
+        assert!(x.signals.is_none() && !x.revelation_possible);
+    }
+    let cases = [
+        (
+            "opaque",
+            vtnt_lab::Revelation::Dpr,
+            vec!["mttl"],
+            2,
+            0,
+            false,
+        ),
+        (
+            "invisible-php-dpr",
+            vtnt_lab::Revelation::Dpr,
+            vec!["rtla", "frpla"],
+            3,
+            3,
+            false,
+        ),
+        (
+            "invisible-php-brpr",
+            vtnt_lab::Revelation::Brpr,
+            vec!["frpla"],
+            3,
+            0,
+            false,
+        ),
+        (
+            "invisible-uhp",
+            vtnt_lab::Revelation::Buddy,
+            vec!["dup-ip", "frpla"],
+            3,
+            0,
+            true,
+        ),
+    ];
+    for (name, by, triggers, frpla, rtla, dup) in cases {
+        let x = t(name);
+        let s = x.signals.as_ref().unwrap();
+        assert!(x.detectable && x.revelation_possible, "{name}");
+        assert_eq!(x.revealable_by, Some(by), "{name}");
+        assert_eq!(s.triggers, triggers, "{name}");
+        assert_eq!((s.frpla, s.rtla, s.dup_ip), (frpla, rtla, dup), "{name}");
+        assert_eq!(
+            (s.ingress_ttl, s.hop_ttl, s.paths, s.paths_firing),
+            (2, 3, 1, 1)
+        );
+    }
+    // Return tunnels carry no observation.
+    for d in &truth.destinations {
+        assert!(d.return_tunnels.iter().all(|r| r.revealable_by.is_none()));
+    }
+}

@@ -13,7 +13,9 @@ pub use core::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 pub use core::time::Duration;
 
 mod time;
+mod tunnel;
 pub use time::Instant;
+pub use tunnel::TunnelClass;
 
 /// One MPLS label stack entry as quoted by an RFC 4950 extension.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

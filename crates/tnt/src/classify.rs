@@ -22,56 +22,9 @@ use alloc::vec::Vec;
 use crate::analysis::{frpla, initial_ttl, rtla, uturn, Thresholds};
 use crate::path::{Path, PathHop};
 
-/// The four classes of the TNT taxonomy, invisible split into PHP and UHP.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-#[cfg_attr(
-    feature = "serde",
-    derive(serde::Serialize),
-    serde(rename_all = "kebab-case")
-)]
-pub enum TunnelClass {
-    Explicit,
-    Implicit,
-    Opaque,
-    /// Invisible, penultimate-hop popping (FRPLA / RTLA triggers).
-    InvisiblePhp,
-    /// Invisible, ultimate-hop popping (duplicate IP trigger).
-    InvisibleUhp,
-}
-
-impl TunnelClass {
-    /// Every class, in table order.
-    pub const ALL: [TunnelClass; 5] = [
-        TunnelClass::Explicit,
-        TunnelClass::Implicit,
-        TunnelClass::Opaque,
-        TunnelClass::InvisiblePhp,
-        TunnelClass::InvisibleUhp,
-    ];
-    /// kebab-case name (JSON value).
-    pub const fn name(self) -> &'static str {
-        match self {
-            TunnelClass::Explicit => "explicit",
-            TunnelClass::Implicit => "implicit",
-            TunnelClass::Opaque => "opaque",
-            TunnelClass::InvisiblePhp => "invisible-php",
-            TunnelClass::InvisibleUhp => "invisible-uhp",
-        }
-    }
-    /// `sc_tnt`'s three-letter tag in the text dump.
-    pub const fn tag(self) -> &'static str {
-        match self {
-            TunnelClass::Explicit => "EXP",
-            TunnelClass::Implicit => "IMP",
-            TunnelClass::Opaque => "OPA",
-            TunnelClass::InvisiblePhp | TunnelClass::InvisibleUhp => "INV",
-        }
-    }
-    /// True for the two invisible classes.
-    pub const fn is_invisible(self) -> bool {
-        matches!(self, TunnelClass::InvisiblePhp | TunnelClass::InvisibleUhp)
-    }
-}
+/// The four classes of the TNT taxonomy, invisible split into PHP and UHP (the one
+/// vocabulary shared with the lab's ground truth, from `vtnt-record`).
+pub use vtnt_record::TunnelClass;
 
 /// Role of a hop in a tunnel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
