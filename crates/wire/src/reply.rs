@@ -81,9 +81,21 @@ pub enum QuotedTransport {
     Unknown { protocol: u8 },
 }
 
-/// Reads the IPv4 header at the start of `b`: (src, dst, ttl, tos, ipid, total length,
-/// protocol, header length). Accepts a truncated payload (as quoted packets are).
-fn ipv4_header(b: &[u8]) -> Result<(Ipv4Addr, Ipv4Addr, u8, u8, u16, u16, u8, usize)> {
+/// The fields of an IPv4 header this module reads.
+struct Ipv4Header {
+    src: Ipv4Addr,
+    dst: Ipv4Addr,
+    ttl: u8,
+    tos: u8,
+    ipid: u16,
+    total_len: u16,
+    protocol: u8,
+    header_len: usize,
+}
+
+/// Reads the IPv4 header at the start of `b`. Accepts a truncated payload (as quoted
+/// packets are).
+fn ipv4_header(b: &[u8]) -> Result<Ipv4Header> {
     let v_ihl = *b.first().ok_or(Error::Truncated)?;
     if v_ihl >> 4 != 4 {
         return Err(Error::Malformed);
@@ -96,13 +108,22 @@ fn ipv4_header(b: &[u8]) -> Result<(Ipv4Addr, Ipv4Addr, u8, u8, u16, u16, u8, us
         return Err(Error::Truncated);
     }
     let addr = |at: usize| Ipv4Addr::new(b[at], b[at + 1], b[at + 2], b[at + 3]);
-    let total = be16(b, 2).ok_or(Error::Truncated)?;
-    Ok((addr(12), addr(16), b[8], b[1], be16(b, 4).ok_or(Error::Truncated)?, total, b[9], ihl))
+    Ok(Ipv4Header {
+        src: addr(12),
+        dst: addr(16),
+        ttl: b[8],
+        tos: b[1],
+        ipid: be16(b, 4).ok_or(Error::Truncated)?,
+        total_len: be16(b, 2).ok_or(Error::Truncated)?,
+        protocol: b[9],
+        header_len: ihl,
+    })
 }
 
 fn quote(q: &[u8]) -> Result<Quote> {
-    let (src, dst, ttl, tos, ipid, ip_len, protocol, ihl) = ipv4_header(q)?;
-    let t = &q[ihl..];
+    let Ipv4Header { src, dst, ttl, tos, ipid, total_len: ip_len, protocol, header_len } =
+        ipv4_header(q)?;
+    let t = &q[header_len..];
     let transport = if t.len() < 8 {
         QuotedTransport::Unknown { protocol }
     } else {
@@ -131,11 +152,12 @@ fn quote(q: &[u8]) -> Result<Quote> {
 /// Bytes past the header's total length are ignored; a total length beyond the buffer
 /// is an error. Checksums are not verified (a prober records what arrives).
 pub fn parse(b: &[u8]) -> Result<Reply<'_>> {
-    let (src, dst, ttl, tos, ipid, len, protocol, ihl) = ipv4_header(b)?;
-    if (len as usize) < ihl {
+    let Ipv4Header { src, dst, ttl, tos, ipid, total_len: len, protocol, header_len } =
+        ipv4_header(b)?;
+    if (len as usize) < header_len {
         return Err(Error::Malformed);
     }
-    let payload = b.get(ihl..len as usize).ok_or(Error::Truncated)?;
+    let payload = b.get(header_len..len as usize).ok_or(Error::Truncated)?;
     let body = match protocol {
         proto::ICMP => icmp(payload)?,
         proto::UDP => {
