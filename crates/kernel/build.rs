@@ -13,5 +13,8 @@ fn main() {
         println!("cargo:rustc-link-arg-bins=--no-pie");
         println!("cargo:rustc-link-arg-bins=-znoexecstack");
         println!("cargo:rustc-link-arg-bins=--gc-sections");
+        // Fold identical functions (monomorphisations that compile to the same code; Rust
+        // functions are `unnamed_addr`, so their addresses are not significant).
+        println!("cargo:rustc-link-arg-bins=--icf=all");
     }
 }

@@ -78,22 +78,33 @@ pub(crate) fn quoted_or_default(h: &Hop) -> Quoted {
 /// `trace.hops`, hop).
 pub(crate) fn visible_hops(t: &Trace) -> Vec<(usize, &Hop)> {
     let first = t.firsthop.max(1);
-    let mut v: Vec<(usize, &Hop)> = t
+    let v: Vec<(usize, &Hop)> = t
         .hops
         .iter()
         .enumerate()
         .filter(|(_, h)| h.probe_ttl >= first && h.probe_ttl <= t.hop_count)
         .collect();
-    v.sort_by_key(|(_, h)| h.probe_ttl);
-    v
+    stable_sort_by_u16(v, |(_, h)| h.probe_ttl.into())
 }
 
 /// The replies scamper keeps, in its order: `seq < ping_sent`, sorted by seq, arrival
 /// order within a seq.
 pub(crate) fn ordered_replies(p: &Ping) -> Vec<&PingReply> {
-    let mut v: Vec<&PingReply> = p.responses.iter().filter(|r| r.seq < p.ping_sent).collect();
-    v.sort_by_key(|r| r.seq);
-    v
+    let v: Vec<&PingReply> = p.responses.iter().filter(|r| r.seq < p.ping_sent).collect();
+    stable_sort_by_u16(v, |r| r.seq)
+}
+
+/// `v` stably sorted by `key`: what `sort_by_key` gives, but through one `sort_unstable`
+/// of `u64`s (key above, index below: all distinct) shared by every caller, instead of a
+/// stable-sort instantiation per element type (several KiB each in the unikernel).
+fn stable_sort_by_u16<T: Copy>(v: Vec<T>, key: impl Fn(&T) -> u16) -> Vec<T> {
+    let mut order: Vec<u64> = v
+        .iter()
+        .enumerate()
+        .map(|(i, x)| u64::from(key(x)) << 32 | i as u64)
+        .collect();
+    order.sort_unstable();
+    order.into_iter().map(|k| v[k as u32 as usize]).collect()
 }
 
 /// scamper's `scamper_ping_stats` as the JSON shows it.

@@ -64,41 +64,62 @@ pub fn cycle_stop_line(c: &Cycle) -> String {
 pub(crate) fn trace_line(t: &Trace, ann: &dyn Annotate, r: &Record, utc_offset: i64) -> String {
     let mut s = String::with_capacity(512 + 256 * t.hops.len());
     s.push_str("{\"type\":\"trace\",\"version\":\"0.1\"");
-    s.push_str(&format!(", \"userid\":{}", t.userid));
-    s.push_str(&format!(", \"method\":\"{}\"", t.method.trace_json_name()));
-    s.push_str(&format!(", \"src\":\"{}\"", t.src));
-    s.push_str(&format!(", \"dst\":\"{}\"", t.dst));
+    push_fmt(&mut s, format_args!(", \"userid\":{}", t.userid));
+    push_fmt(
+        &mut s,
+        format_args!(", \"method\":\"{}\"", t.method.trace_json_name()),
+    );
+    push_fmt(&mut s, format_args!(", \"src\":\"{}\"", t.src));
+    push_fmt(&mut s, format_args!(", \"dst\":\"{}\"", t.dst));
     match t.method {
-        vtnt_record::Method::UdpParis | vtnt_record::Method::Tcp => {
-            s.push_str(&format!(", \"sport\":{}, \"dport\":{}", t.sport, t.dport))
+        vtnt_record::Method::UdpParis | vtnt_record::Method::Tcp => push_fmt(
+            &mut s,
+            format_args!(", \"sport\":{}, \"dport\":{}", t.sport, t.dport),
+        ),
+        vtnt_record::Method::IcmpParis => {
+            push_fmt(&mut s, format_args!(", \"icmp_sum\":{}", t.icmp_sum))
         }
-        vtnt_record::Method::IcmpParis => s.push_str(&format!(", \"icmp_sum\":{}", t.icmp_sum)),
     }
-    s.push_str(&format!(
-        ", \"stop_reason\":\"{}\", \"stop_data\":{}",
-        t.stop_reason.name(),
-        t.stop_data
-    ));
-    s.push_str(&format!(
-        ", \"start\":{{\"sec\":{}, \"usec\":{}, \"ftime\":\"{}\"}}",
-        t.start.secs() as u32,
-        t.start.subsec_micros(),
-        ftime(u64::from(t.start.secs() as u32), utc_offset)
-    ));
-    s.push_str(&format!(
-        ", \"hop_count\":{}, \"attempts\":{}, \"hoplimit\":{}",
-        t.hop_count, t.attempts, t.hoplimit
-    ));
-    s.push_str(&format!(
-        ", \"firsthop\":{}, \"wait\":{}, \"wait_probe\":{}",
-        t.firsthop.max(1),
-        wait_secs(t),
-        wait_probe_cs(t)
-    ));
-    s.push_str(&format!(
-        ", \"tos\":{}, \"probe_size\":{}, \"probe_count\":{}",
-        t.tos, t.probe_size, t.probe_count
-    ));
+    push_fmt(
+        &mut s,
+        format_args!(
+            ", \"stop_reason\":\"{}\", \"stop_data\":{}",
+            t.stop_reason.name(),
+            t.stop_data
+        ),
+    );
+    push_fmt(
+        &mut s,
+        format_args!(
+            ", \"start\":{{\"sec\":{}, \"usec\":{}, \"ftime\":\"{}\"}}",
+            t.start.secs() as u32,
+            t.start.subsec_micros(),
+            ftime(u64::from(t.start.secs() as u32), utc_offset)
+        ),
+    );
+    push_fmt(
+        &mut s,
+        format_args!(
+            ", \"hop_count\":{}, \"attempts\":{}, \"hoplimit\":{}",
+            t.hop_count, t.attempts, t.hoplimit
+        ),
+    );
+    push_fmt(
+        &mut s,
+        format_args!(
+            ", \"firsthop\":{}, \"wait\":{}, \"wait_probe\":{}",
+            t.firsthop.max(1),
+            wait_secs(t),
+            wait_probe_cs(t)
+        ),
+    );
+    push_fmt(
+        &mut s,
+        format_args!(
+            ", \"tos\":{}, \"probe_size\":{}, \"probe_count\":{}",
+            t.tos, t.probe_size, t.probe_count
+        ),
+    );
     let hops = visible_hops(t);
     if !hops.is_empty() {
         s.push_str(", \"hops\":[");
@@ -126,40 +147,55 @@ pub(crate) fn wait_probe_cs(t: &Trace) -> u8 {
 }
 
 fn hop_obj(s: &mut String, h: &Hop, extra: Option<Map<String, Value>>) {
-    s.push_str(&format!("{{\"addr\":\"{}\"", h.addr));
-    s.push_str(&format!(
-        ", \"probe_ttl\":{}, \"probe_id\":{}, \"probe_size\":{}",
-        h.probe_ttl,
-        h.probe_id.max(1),
-        h.probe_size
-    ));
+    push_fmt(s, format_args!("{{\"addr\":\"{}\"", h.addr));
+    push_fmt(
+        s,
+        format_args!(
+            ", \"probe_ttl\":{}, \"probe_id\":{}, \"probe_size\":{}",
+            h.probe_ttl,
+            h.probe_id.max(1),
+            h.probe_size
+        ),
+    );
     if h.tx.secs() as u32 != 0 {
-        s.push_str(&format!(
-            ", \"tx\":{{\"sec\":{}, \"usec\":{}}}",
-            h.tx.secs() as u32,
-            h.tx.subsec_micros()
-        ));
+        push_fmt(
+            s,
+            format_args!(
+                ", \"tx\":{{\"sec\":{}, \"usec\":{}}}",
+                h.tx.secs() as u32,
+                h.tx.subsec_micros()
+            ),
+        );
     }
-    s.push_str(&format!(", \"rtt\":{}", rtt_ms(h.rtt)));
-    s.push_str(&format!(
-        ", \"reply_ttl\":{}, \"reply_tos\":{}",
-        h.reply_ttl, h.reply_tos
-    ));
-    s.push_str(&format!(
-        ", \"reply_ipid\":{}, \"reply_size\":{}",
-        h.reply_ipid, h.reply_size
-    ));
+    push_fmt(s, format_args!(", \"rtt\":{}", rtt_ms(h.rtt)));
+    push_fmt(
+        s,
+        format_args!(
+            ", \"reply_ttl\":{}, \"reply_tos\":{}",
+            h.reply_ttl, h.reply_tos
+        ),
+    );
+    push_fmt(
+        s,
+        format_args!(
+            ", \"reply_ipid\":{}, \"reply_size\":{}",
+            h.reply_ipid, h.reply_size
+        ),
+    );
     let icmp = hop_icmp(h);
     if let Some((ty, code)) = icmp {
-        s.push_str(&format!(", \"icmp_type\":{}, \"icmp_code\":{}", ty, code));
+        push_fmt(
+            s,
+            format_args!(", \"icmp_type\":{}, \"icmp_code\":{}", ty, code),
+        );
         if icmp_quotes(&h.addr, icmp) {
             let q = quoted_or_default(h);
-            s.push_str(&format!(
-                ", \"icmp_q_ttl\":{}, \"icmp_q_ipl\":{}",
-                q.ttl, q.ip_len
-            ));
+            push_fmt(
+                s,
+                format_args!(", \"icmp_q_ttl\":{}, \"icmp_q_ipl\":{}", q.ttl, q.ip_len),
+            );
             if h.addr.is_ipv4() {
-                s.push_str(&format!(", \"icmp_q_tos\":{}", q.tos));
+                push_fmt(s, format_args!(", \"icmp_q_tos\":{}", q.tos));
             }
         }
         if icmp_ptb(&h.addr, icmp) {
@@ -167,24 +203,30 @@ fn hop_obj(s: &mut String, h: &Hop, extra: Option<Map<String, Value>>) {
             s.push_str(", \"icmp_nhmtu:\":0");
         }
     } else if let Some(f) = h.tcp_flags {
-        s.push_str(&format!(", \"tcp_flags\":{}", f));
+        push_fmt(s, format_args!(", \"tcp_flags\":{}", f));
     }
     if !h.mpls.is_empty() {
-        s.push_str(&format!(
-            ", \"icmpext\":[{{\"ie_cn\":1,\"ie_ct\":1,\"ie_dl\":{},\"mpls_labels\":[",
-            4 * h.mpls.len()
-        ));
+        push_fmt(
+            s,
+            format_args!(
+                ", \"icmpext\":[{{\"ie_cn\":1,\"ie_ct\":1,\"ie_dl\":{},\"mpls_labels\":[",
+                4 * h.mpls.len()
+            ),
+        );
         for (i, l) in h.mpls.iter().enumerate() {
             if i > 0 {
                 s.push(',');
             }
-            s.push_str(&format!(
-                "{{\"mpls_ttl\":{},\"mpls_s\":{},\"mpls_exp\":{},\"mpls_label\":{}}}",
-                l.ttl,
-                u8::from(l.bottom),
-                l.exp & 7,
-                l.label & 0xf_ffff
-            ));
+            push_fmt(
+                s,
+                format_args!(
+                    "{{\"mpls_ttl\":{},\"mpls_s\":{},\"mpls_exp\":{},\"mpls_label\":{}}}",
+                    l.ttl,
+                    u8::from(l.bottom),
+                    l.exp & 7,
+                    l.label & 0xf_ffff
+                ),
+            );
         }
         s.push_str("]}]");
     }
@@ -192,52 +234,87 @@ fn hop_obj(s: &mut String, h: &Hop, extra: Option<Map<String, Value>>) {
     s.push('}');
 }
 
+/// Appends formatted text to `s` in place: what `s.push_str(&format!(..))` gives, without
+/// the temporary string (and one shared call instead of `format!`'s inlined fast path at
+/// every call site, which adds up in the unikernel).
+fn push_fmt(s: &mut String, args: core::fmt::Arguments<'_>) {
+    // Writing to a String cannot fail.
+    let _ = core::fmt::Write::write_fmt(s, args);
+}
+
+/// `text` as a JSON string literal (quoted and escaped), as `Value::String` displays it.
+fn json_str(text: &str) -> String {
+    // Serializing a string cannot fail.
+    serde_json::to_string(text).unwrap_or_default()
+}
+
 fn push_extra(s: &mut String, extra: Option<Map<String, Value>>) {
     if let Some(map) = extra {
         for (k, v) in map {
             s.push_str(", ");
-            s.push_str(&Value::String(k).to_string());
+            s.push_str(&json_str(&k));
             s.push(':');
-            s.push_str(&v.to_string());
+            // Compact, as `Value`'s Display prints it (without also linking its `{:#}`
+            // pretty printer). Serializing a `Value` cannot fail.
+            s.push_str(&serde_json::to_string(&v).unwrap_or_default());
         }
     }
 }
 
 fn ping_line(p: &Ping, ann: &dyn Annotate, r: &Record) -> String {
     let mut s = String::with_capacity(512 + 256 * p.responses.len());
-    s.push_str(&format!(
-        "{{\"type\":\"ping\", \"version\":\"0.4\", \"method\":\"{}\"",
-        p.method.ping_json_name()
-    ));
-    s.push_str(&format!(", \"src\":\"{}\"", p.src));
-    s.push_str(&format!(", \"dst\":\"{}\"", p.dst));
-    s.push_str(&format!(
-        ", \"start\":{{\"sec\":{},\"usec\":{}}}",
-        p.start.secs() as u32,
-        p.start.subsec_micros()
-    ));
-    s.push_str(&format!(
-        ", \"ping_sent\":{}, \"probe_size\":{}, \"userid\":{}, \"ttl\":{}, \"wait\":{}",
-        p.ping_sent,
-        p.probe_size,
-        p.userid,
-        p.ttl,
-        ping_wait_secs(p)
-    ));
+    push_fmt(
+        &mut s,
+        format_args!(
+            "{{\"type\":\"ping\", \"version\":\"0.4\", \"method\":\"{}\"",
+            p.method.ping_json_name()
+        ),
+    );
+    push_fmt(&mut s, format_args!(", \"src\":\"{}\"", p.src));
+    push_fmt(&mut s, format_args!(", \"dst\":\"{}\"", p.dst));
+    push_fmt(
+        &mut s,
+        format_args!(
+            ", \"start\":{{\"sec\":{},\"usec\":{}}}",
+            p.start.secs() as u32,
+            p.start.subsec_micros()
+        ),
+    );
+    push_fmt(
+        &mut s,
+        format_args!(
+            ", \"ping_sent\":{}, \"probe_size\":{}, \"userid\":{}, \"ttl\":{}, \"wait\":{}",
+            p.ping_sent,
+            p.probe_size,
+            p.userid,
+            p.ttl,
+            ping_wait_secs(p)
+        ),
+    );
     if p.wait.subsec_micros() != 0 {
-        s.push_str(&format!(", \"wait_us\":{}", p.wait.subsec_micros()));
+        push_fmt(
+            &mut s,
+            format_args!(", \"wait_us\":{}", p.wait.subsec_micros()),
+        );
     }
-    s.push_str(&format!(", \"timeout\":{}", ping_timeout_secs(p)));
+    push_fmt(
+        &mut s,
+        format_args!(", \"timeout\":{}", ping_timeout_secs(p)),
+    );
     match p.method {
-        vtnt_record::Method::UdpParis => {
-            s.push_str(&format!(", \"sport\":{}, \"dport\":{}", p.sport, p.dport))
-        }
+        vtnt_record::Method::UdpParis => push_fmt(
+            &mut s,
+            format_args!(", \"sport\":{}, \"dport\":{}", p.sport, p.dport),
+        ),
         vtnt_record::Method::Tcp => {
-            s.push_str(&format!(", \"sport\":{}, \"dport\":{}", p.sport, p.dport));
-            s.push_str(&format!(
-                ", \"tcp_seq\":{}, \"tcp_ack\":{}",
-                p.tcp_seq, p.tcp_ack
-            ));
+            push_fmt(
+                &mut s,
+                format_args!(", \"sport\":{}, \"dport\":{}", p.sport, p.dport),
+            );
+            push_fmt(
+                &mut s,
+                format_args!(", \"tcp_seq\":{}, \"tcp_ack\":{}", p.tcp_seq, p.tcp_ack),
+            );
         }
         vtnt_record::Method::IcmpParis => {}
     }
@@ -250,9 +327,15 @@ fn ping_line(p: &Ping, ann: &dyn Annotate, r: &Record) -> String {
     }
     s.push_str("],");
     let st = ping_stats(p);
-    s.push_str(&format!("\"statistics\":{{\"replies\":{}", st.replies));
+    push_fmt(
+        &mut s,
+        format_args!("\"statistics\":{{\"replies\":{}", st.replies),
+    );
     if p.ping_sent != 0 {
-        s.push_str(&format!(", \"loss\":{}", loss_str(p.ping_sent, st.replies)));
+        push_fmt(
+            &mut s,
+            format_args!(", \"loss\":{}", loss_str(p.ping_sent, st.replies)),
+        );
     }
     if st.replies > 0 {
         for (k, v) in [
@@ -261,11 +344,14 @@ fn ping_line(p: &Ping, ann: &dyn Annotate, r: &Record) -> String {
             ("avg", st.avg),
             ("stddev", st.stddev),
         ] {
-            s.push_str(&format!(
-                ", \"{}\":{}",
-                k,
-                rtt_ms(vtnt_record::Duration::from_micros(v.into()))
-            ));
+            push_fmt(
+                &mut s,
+                format_args!(
+                    ", \"{}\":{}",
+                    k,
+                    rtt_ms(vtnt_record::Duration::from_micros(v.into()))
+                ),
+            );
         }
     }
     s.push('}');
@@ -300,37 +386,58 @@ pub(crate) fn reply_is_icmp(r: &PingReply) -> bool {
 }
 
 fn reply_obj(s: &mut String, r: &PingReply) {
-    s.push_str(&format!("{{\"from\":\"{}\", \"seq\":{}", r.from, r.seq));
-    s.push_str(&format!(
-        ", \"reply_size\":{}, \"reply_ttl\":{}",
-        r.reply_size, r.reply_ttl
-    ));
-    s.push_str(&format!(", \"reply_proto\":{}", reply_proto(r)));
+    push_fmt(
+        s,
+        format_args!("{{\"from\":\"{}\", \"seq\":{}", r.from, r.seq),
+    );
+    push_fmt(
+        s,
+        format_args!(
+            ", \"reply_size\":{}, \"reply_ttl\":{}",
+            r.reply_size, r.reply_ttl
+        ),
+    );
+    push_fmt(s, format_args!(", \"reply_proto\":{}", reply_proto(r)));
     if r.tx.secs() as u32 != 0 {
         let rx = r.tx + r.rtt;
-        s.push_str(&format!(
-            ", \"tx\":{{\"sec\":{}, \"usec\":{}}}",
-            r.tx.secs() as u32,
-            r.tx.subsec_micros()
-        ));
-        s.push_str(&format!(
-            ", \"rx\":{{\"sec\":{}, \"usec\":{}}}",
-            rx.secs() as u32,
-            rx.subsec_micros()
-        ));
+        push_fmt(
+            s,
+            format_args!(
+                ", \"tx\":{{\"sec\":{}, \"usec\":{}}}",
+                r.tx.secs() as u32,
+                r.tx.subsec_micros()
+            ),
+        );
+        push_fmt(
+            s,
+            format_args!(
+                ", \"rx\":{{\"sec\":{}, \"usec\":{}}}",
+                rx.secs() as u32,
+                rx.subsec_micros()
+            ),
+        );
     }
-    s.push_str(&format!(", \"rtt\":{}", rtt_ms(r.rtt)));
+    push_fmt(s, format_args!(", \"rtt\":{}", rtt_ms(r.rtt)));
     if r.from.is_ipv4() {
-        s.push_str(&format!(
-            ", \"probe_ipid\":{}, \"reply_ipid\":{}",
-            r.probe_ipid, r.reply_ipid
-        ));
+        push_fmt(
+            s,
+            format_args!(
+                ", \"probe_ipid\":{}, \"reply_ipid\":{}",
+                r.probe_ipid, r.reply_ipid
+            ),
+        );
     }
     if reply_is_icmp(r) {
         let (t, c) = r.icmp.unwrap_or((0, 0));
-        s.push_str(&format!(", \"icmp_type\":{}, \"icmp_code\":{}", t, c));
+        push_fmt(
+            s,
+            format_args!(", \"icmp_type\":{}, \"icmp_code\":{}", t, c),
+        );
     } else if r.reply_proto == 6 {
-        s.push_str(&format!(", \"tcp_flags\":{}", r.tcp_flags.unwrap_or(0)));
+        push_fmt(
+            s,
+            format_args!(", \"tcp_flags\":{}", r.tcp_flags.unwrap_or(0)),
+        );
     }
     s.push('}');
 }
@@ -339,12 +446,12 @@ fn cycle_line(ty: &str, c: &Cycle, time_key: &str, time: u32) -> String {
     let mut s = format!(
         "{{\"type\":\"{}\", \"list_name\":{}, \"id\":{}",
         ty,
-        Value::String(c.list_name.clone()),
+        json_str(&c.list_name),
         c.id
     );
     if let Some(h) = &c.hostname {
-        s.push_str(&format!(", \"hostname\":{}", Value::String(h.clone())));
+        push_fmt(&mut s, format_args!(", \"hostname\":{}", json_str(h)));
     }
-    s.push_str(&format!(", \"{}\":{}}}", time_key, time));
+    push_fmt(&mut s, format_args!(", \"{}\":{}}}", time_key, time));
     s
 }

@@ -70,7 +70,14 @@ pub fn choose(info: &impl BootInfo) -> Option<Range> {
         i += 1;
     }
     let blocked = &mut blocked[..n];
-    blocked.sort_unstable_by_key(|r| r.0);
+    // Insertion sort by start (at most 24 entries; a library sort is KiBs of code).
+    for j in 1..blocked.len() {
+        let mut k = j;
+        while k > 0 && blocked[k - 1].0 > blocked[k].0 {
+            blocked.swap(k - 1, k);
+            k -= 1;
+        }
+    }
 
     let mut best: Option<Range> = None;
     let mut i = 0;

@@ -366,9 +366,14 @@ impl Tnt {
     }
 
     fn got_initial(&mut self, id: usize, trace: Trace) {
-        let mut addrs: Vec<IpAddr> = trace.hops.iter().map(|h| h.addr).collect();
-        addrs.sort();
-        addrs.dedup();
+        // The distinct reply addresses in ascending order (as `sort` + `dedup` would
+        // give, without linking a sort for `IpAddr`: hops are few).
+        let mut addrs: Vec<IpAddr> = Vec::new();
+        for h in &trace.hops {
+            if let Err(i) = addrs.binary_search(&h.addr) {
+                addrs.insert(i, h.addr);
+            }
+        }
         self.targets[id].trace = Some(trace);
         self.targets[id].stage = Stage::Pinging;
         for a in addrs {

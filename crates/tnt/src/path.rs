@@ -5,7 +5,6 @@
 //! Also the reading of a fingerprint ping: the most frequent echo-reply TTL wins, the
 //! smallest TTL on a tie (as `sc_tnt` and PyTNT).
 
-use alloc::collections::BTreeMap;
 use alloc::vec::Vec;
 use core::net::IpAddr;
 
@@ -133,15 +132,16 @@ impl Path {
 /// The echo-reply TTL a fingerprint ping gives: the most frequent reply TTL among its
 /// echo replies, the smallest on a tie; `None` without echo replies.
 pub fn ping_reply_ttl(ping: &Ping) -> Option<u8> {
-    let mut counts: BTreeMap<u8, u32> = BTreeMap::new();
+    // Counts by TTL in a flat table (not a map: one less BTreeMap instantiation).
+    let mut counts = [0u32; 256];
     for r in &ping.responses {
         if ReplyKind::of(r.from, r.icmp) == ReplyKind::EchoReply {
-            *counts.entry(r.reply_ttl).or_default() += 1;
+            counts[usize::from(r.reply_ttl)] += 1;
         }
     }
     let mut best: Option<(u8, u32)> = None;
-    for (ttl, n) in counts {
-        if best.is_none_or(|(_, b)| n > b) {
+    for (ttl, &n) in (0..=u8::MAX).zip(counts.iter()) {
+        if n > 0 && best.is_none_or(|(_, b)| n > b) {
             best = Some((ttl, n));
         }
     }
