@@ -13,7 +13,11 @@ else
   SUDO=
 fi
 
-packages=(scamper qemu-system-x86 iproute2 traceroute procps binutils ca-certificates)
+# scamper: the peer; qemu: VMs and the unikernel; docker.io/containerd/runc: container
+# runtimes; debootstrap/qemu-utils/e2fsprogs: the full-VM image; fonts: text in plots.
+packages=(scamper qemu-system-x86 qemu-utils iproute2 traceroute procps binutils
+  ca-certificates docker.io containerd runc debootstrap e2fsprogs fonts-dejavu-core
+  util-linux gzip tar)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -7,6 +7,9 @@
 //! - `probe-rate`: sustained probe rate and pacing error of the engine + Linux driver on a
 //!   namespace topology, next to Debian's scamper in the same run.
 //!
+//! - `deploy`: seed 000's evaluation (image size, memory with and without KSM, CPU,
+//!   deploy + execution time, density under memory and CPU budgets) for every runtime.
+//!
 //! Other benchmarks add their variant to [`BenchCommand`] and an arm
 //! to [`run`].
 
@@ -27,6 +30,10 @@ pub enum BenchCommand {
         #[arg(long, default_value_t = false)]
         json: bool,
     },
+    /// Seed 000's evaluation for every runtime (native, runc, docker, vm, microvm): image
+    /// size, memory (+KSM), CPU, deploy + execution time, density under 1 GB and a CPU
+    /// budget; writes report.md and fig*.png to --out. Needs root and a running lab.
+    Deploy(vtnt_deploy::BenchDeployArgs),
     /// Sustained probe rate and pacing error of the engine + Linux driver through a Linux
     /// router in namespaces, with scamper (at its 10,000 pps ceiling) in the same run.
     /// Needs root and scamper.
@@ -50,6 +57,14 @@ pub fn run(cmd: BenchCommand) -> anyhow::Result<ExitCode> {
             seed,
             json,
         } => tnt_accuracy(topologies, seed, json),
+        BenchCommand::Deploy(args) => {
+            let report = vtnt_deploy::bench_deploy(&args)?;
+            print!("{}", vtnt_deploy::report::markdown(&report));
+            for f in &report.files {
+                eprintln!("wrote {}", f.display());
+            }
+            Ok(ExitCode::SUCCESS)
+        }
         BenchCommand::ProbeRate { rates, seconds, json } => {
             anyhow::ensure!(
                 rates.iter().all(|r| (1..=1_000_000).contains(r)),

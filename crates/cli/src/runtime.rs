@@ -1,20 +1,152 @@
-//! `vtnt image ...` and `vtnt run ...`: placeholder until the runtimes land.
+//! `vtnt image build <runtime>` and `vtnt run --runtime <runtime> -- <job>`: options only;
+//! the work is in `vtnt-deploy` (images cached in /var/cache/vtnt, a local image server,
+//! one instance started in the lab's network, destroyed and cleaned up afterwards), and
+//! for the unikernel in this command's `unikernel` module.
+//!
+//! Inside every guest the job runs as `vtnt run --runtime native --local [--hold S] --
+//! WORDS`: the job with this very binary, then a hold (the paper's density job sleeps
+//! 10 s after its trace). `--local --runtime microvm` boots the unikernel directly (what
+//! `vtnt-deploy` starts for a microVM instance).
 
+use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context;
+use vtnt_deploy::{job::Job, BuildOptions, RunOptions, Runtime};
 
 #[derive(clap::Subcommand)]
 pub enum ImageCommand {
-    /// Build the image of a runtime.
-    Build,
+    /// Build (or find in /var/cache/vtnt) the image of a runtime and print its size.
+    Build {
+        /// native, runc, docker, docker-scratch, vm, unikernel (= microvm).
+        runtime: Runtime,
+        /// Rebuild even when the cache holds the image (debootstrap again too).
+        #[arg(long)]
+        rebuild: bool,
+        /// Print only the image's path (last line of stdout).
+        #[arg(long)]
+        print_path: bool,
+    },
 }
 
 #[derive(clap::Args)]
-pub struct RunArgs {}
-
-pub fn image(_cmd: ImageCommand) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("images are not built yet")
+pub struct RunArgs {
+    /// Where the job runs.
+    #[arg(long, default_value = "native")]
+    pub runtime: Runtime,
+    /// The lab whose network the job joins (`vtnt lab up --name NAME`).
+    #[arg(long, default_value = vtnt_deploy::DEFAULT_LAB)]
+    pub lab: String,
+    /// Image server bandwidth, Mbit/s.
+    #[arg(long, default_value_t = vtnt_deploy::DEFAULT_BANDWIDTH_MBPS)]
+    pub bandwidth_mbps: u64,
+    /// Seconds the job may run once started (VM boots under TCG take minutes).
+    #[arg(long, default_value_t = 600)]
+    pub timeout: u64,
+    /// Stay alive this many seconds after the job (the density job's hold).
+    #[arg(long, default_value_t = 0)]
+    pub hold: u32,
+    /// Run the job here with this binary, no image, no deploy (what guests run).
+    #[arg(long, hide = true)]
+    pub local: bool,
+    /// The unikernel image to boot with `--local --runtime microvm`.
+    #[arg(long, hide = true)]
+    pub image: Option<PathBuf>,
+    /// The VMM for the microVM.
+    #[arg(long, default_value = "qemu")]
+    pub vmm: String,
+    /// The job: `vtnt` words, after `--` (e.g. `-- trace -P icmp-paris 203.0.113.10`).
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
+    pub job: Vec<String>,
 }
 
-pub fn run(_args: RunArgs) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("runtimes are not built yet")
+pub fn image(cmd: ImageCommand) -> anyhow::Result<ExitCode> {
+    let ImageCommand::Build { runtime, rebuild, print_path } = cmd;
+    let info = if runtime == Runtime::Microvm {
+        let (path, _) = unikernel_build_image()?;
+        if print_path {
+            println!("{}", path.display());
+            return Ok(ExitCode::SUCCESS);
+        }
+        vtnt_deploy::microvm::from_built(&path)?
+    } else {
+        runtime.build_image(&BuildOptions { rebuild })?
+    };
+    if print_path {
+        println!("{}", info.path.display());
+    } else {
+        println!(
+            "{}: {} ({:.2} MiB; download {:.2} MiB; {})",
+            runtime.name(),
+            info.path.display(),
+            info.size_bytes as f64 / 1048576.0,
+            info.download_bytes as f64 / 1048576.0,
+            info.size_note
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
+    if args.local {
+        return run_local(&args);
+    }
+    let job = Job::new(args.job.iter().cloned()).with_hold(args.hold);
+    let opts = RunOptions { lab: args.lab.clone(), bandwidth_bps: args.bandwidth_mbps * 1_000_000, timeout: Duration::from_secs(args.timeout), ..Default::default() };
+    let out = args.runtime.run(&job, &opts).with_context(|| format!("running the job in the {} runtime", args.runtime.name()))?;
+    print!("{}", out.stdout);
+    if !out.ok() {
+        eprint!("{}", out.stderr);
+    }
+    eprintln!(
+        "vtnt run: {}: deploy {:.3} s, execution {:.3} s, CPU {:.3} s, exit {:?}",
+        args.runtime.name(),
+        out.deploy_time.as_secs_f64(),
+        out.exec_time.as_secs_f64(),
+        out.cpu_secs,
+        out.code
+    );
+    Ok(match out.code {
+        Some(0) => ExitCode::SUCCESS,
+        Some(c) => ExitCode::from(u8::try_from(c).unwrap_or(1)),
+        None => ExitCode::FAILURE,
+    })
+}
+
+/// The job here: this binary with the words (native), or the unikernel booted directly.
+fn run_local(args: &RunArgs) -> anyhow::Result<ExitCode> {
+    let code = match args.runtime {
+        Runtime::Native => {
+            let me = std::env::current_exe().context("locating this executable")?;
+            let st = std::process::Command::new(&me).args(&args.job).status().with_context(|| format!("running {}", me.display()))?;
+            if st.success() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(st.code().and_then(|c| u8::try_from(c).ok()).unwrap_or(1))
+            }
+        }
+        Runtime::Microvm => {
+            if let Some(img) = &args.image {
+                std::env::set_var("VTNT_UNIKERNEL_IMAGE", img);
+            }
+            if args.hold > 0 {
+                eprintln!("vtnt run: the unikernel has no hold yet; running the job without it");
+            }
+            return unikernel_run_microvm(&args.vmm, &args.job, Some(&args.lab));
+        }
+        other => anyhow::bail!("--local runs native or microvm jobs, not {}", other.name()),
+    };
+    std::thread::sleep(Duration::from_secs(u64::from(args.hold)));
+    Ok(code)
+}
+
+// The unikernel side lives in this command's `unikernel` module. The image deployed
+// from the image server reaches `run_microvm` through `VTNT_UNIKERNEL_IMAGE` (set above).
+fn unikernel_build_image() -> anyhow::Result<(PathBuf, u64)> {
+    crate::unikernel::build_image().context("building the unikernel image")
+}
+
+fn unikernel_run_microvm(vmm: &str, job: &[String], lab: Option<&str>) -> anyhow::Result<ExitCode> {
+    crate::unikernel::run_microvm(vmm, job, lab)
 }

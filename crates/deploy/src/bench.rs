@@ -1,0 +1,311 @@
+//! `vtnt bench deploy`: seed 000's Sec. IV evaluation, per runtime.
+//!
+//! 1. **Image size** (Fig. 4): what each image takes installed, and what is downloaded.
+//! 2. **Time and CPU** (Figs. 6, 7): `reps` times (30 in the paper): deploy (download
+//!    from the image server at `--bandwidth-mbps`, install), execution (start to exit,
+//!    including a VM's boot and shutdown), destruction and cleanup; CPU seconds of the
+//!    instance's cgroup plus the engine's processes (dockerd, containerd).
+//! 3. **Memory** (Fig. 5): one instance running the job and then holding `--hold-secs`,
+//!    PSS of its processes plus the engine's sampled every 200 ms, reported as the median
+//!    of the last `hold/2` s and the peak; again with KSM on (QEMU runtimes).
+//! 4. **Density** (Fig. 8): [`crate::density`] under the memory and the CPU budget.
+//!
+//! Every execution's output is compared with the native one ([`crate::job::normalize`]).
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+
+use crate::density::{self, Budget, DensityOptions, DensityResult};
+use crate::instance::{self, InstanceSpec};
+use crate::job::{Job, Lab};
+use crate::server::ImageServer;
+use crate::{ksm, BuildOptions, EngineGuard, ImageInfo, Runtime};
+
+/// Options of `vtnt bench deploy`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct BenchDeployArgs {
+    /// Repetitions of deploy + run + destroy per runtime.
+    #[arg(long, default_value_t = 30)]
+    pub reps: u32,
+    /// Where the report (report.md, report.json, fig*.png) goes.
+    #[arg(long, default_value = "bench-deploy")]
+    pub out: PathBuf,
+    /// Runtimes to measure.
+    #[arg(long, value_delimiter = ',', default_value = "native,runc,docker,docker-scratch,vm,microvm")]
+    pub runtimes: Vec<Runtime>,
+    /// The lab whose network every runtime joins (`vtnt lab up`).
+    #[arg(long, default_value = crate::DEFAULT_LAB)]
+    pub lab: String,
+    /// The job, as `vtnt` words.
+    #[arg(long, default_value = "trace -P icmp-paris 203.0.113.10")]
+    pub job: String,
+    /// Image server bandwidth, Mbit/s (the paper's Internet download).
+    #[arg(long, default_value_t = crate::DEFAULT_BANDWIDTH_MBPS)]
+    pub bandwidth_mbps: u64,
+    /// Seconds an instance holds after its job in the memory and density runs.
+    #[arg(long, default_value_t = 10)]
+    pub hold_secs: u32,
+    /// Skip the KSM configurations.
+    #[arg(long)]
+    pub no_ksm: bool,
+    /// Skip the density experiments.
+    #[arg(long)]
+    pub no_density: bool,
+    /// Runtimes whose density is measured (of those measured at all).
+    #[arg(long, value_delimiter = ',', default_value = "native,runc,docker,docker-scratch,vm,microvm")]
+    pub density_runtimes: Vec<Runtime>,
+    /// Memory budget of the density run, MiB.
+    #[arg(long, default_value_t = 1024)]
+    pub memory_budget_mib: u64,
+    /// CPUs of the CPU budget (cpuset.cpus) [default: the last CPU].
+    #[arg(long)]
+    pub cpu_budget_cpus: Option<String>,
+    /// CPU quota of the CPU budget, percent of one core.
+    #[arg(long, default_value_t = 50)]
+    pub cpu_budget_pct: u32,
+    /// Instances started at most per density run (processes, containers, microVMs).
+    #[arg(long, default_value_t = 120)]
+    pub density_max: u32,
+    /// Instances started at most per density run of the full VM.
+    #[arg(long, default_value_t = 10)]
+    pub density_max_vm: u32,
+    /// Under the CPU budget an instance must finish within this many times its
+    /// unconstrained duration (and at least 5 s more than it).
+    #[arg(long, default_value_t = 2.0)]
+    pub deadline_factor: f64,
+    /// Seconds one instance may run before it is killed (VM boots under TCG are slow).
+    #[arg(long, default_value_t = 900)]
+    pub timeout_secs: u64,
+}
+
+impl Default for BenchDeployArgs {
+    fn default() -> Self {
+        use clap::Parser;
+        #[derive(clap::Parser)]
+        struct W {
+            #[command(flatten)]
+            a: BenchDeployArgs,
+        }
+        W::parse_from(["bench-deploy"]).a
+    }
+}
+
+/// One deploy + run + destroy.
+#[derive(Debug, Clone, Copy, Default, serde::Serialize)]
+pub struct Rep {
+    pub deploy_s: f64,
+    pub exec_s: f64,
+    pub cleanup_s: f64,
+    pub cpu_s: f64,
+    pub ok: bool,
+    pub same_as_native: bool,
+}
+
+impl Rep {
+    pub fn total_s(&self) -> f64 {
+        self.deploy_s + self.exec_s + self.cleanup_s
+    }
+}
+
+/// Memory of one instance.
+#[derive(Debug, Clone, Copy, Default, serde::Serialize)]
+pub struct Memory {
+    pub late_mib: f64,
+    pub peak_mib: f64,
+    pub duration_s: f64,
+    pub ksm: Option<ksm::Counters>,
+}
+
+/// Everything measured for one runtime.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct RuntimeReport {
+    pub runtime: String,
+    pub label: String,
+    pub emulated: bool,
+    pub skipped: Option<String>,
+    pub image_bytes: u64,
+    pub download_bytes: u64,
+    pub image_note: String,
+    pub reps: Vec<Rep>,
+    pub memory: Option<Memory>,
+    pub memory_ksm: Option<Memory>,
+    pub density_memory: Option<DensityResult>,
+    pub density_memory_ksm: Option<DensityResult>,
+    pub density_cpu: Option<DensityResult>,
+    pub errors: Vec<String>,
+}
+
+/// The whole report.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct Report {
+    pub accel: String,
+    pub host: String,
+    pub job: String,
+    pub reps: u32,
+    pub bandwidth_mbps: u64,
+    pub memory_budget: String,
+    pub cpu_budget: String,
+    pub runtimes: Vec<RuntimeReport>,
+    /// Files written (report.md, report.json, figures).
+    pub files: Vec<PathBuf>,
+}
+
+/// Mean and sample standard deviation.
+pub fn mean_sd(v: &[f64]) -> (f64, f64) {
+    if v.is_empty() {
+        return (0.0, 0.0);
+    }
+    let m = v.iter().sum::<f64>() / v.len() as f64;
+    let sd = if v.len() > 1 { (v.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (v.len() - 1) as f64).sqrt() } else { 0.0 };
+    (m, sd)
+}
+
+fn host() -> String {
+    let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
+    let mem = std::fs::read_to_string("/proc/meminfo").ok().and_then(|s| s.lines().next().and_then(|l| l.split_whitespace().nth(1)).and_then(|v| v.parse::<u64>().ok())).unwrap_or(0);
+    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    format!("{cpus} CPUs, {} GiB RAM, Linux {}", mem >> 20, kernel.trim())
+}
+
+/// Runs the evaluation and writes the report into `args.out`.
+pub fn bench_deploy(args: &BenchDeployArgs) -> anyhow::Result<Report> {
+    let lab = Lab::open(&args.lab)?;
+    anyhow::ensure!(crate::cgroup::available(), "cgroup v1 memory/cpu/cpuacct/cpuset controllers are needed");
+    std::fs::create_dir_all(&args.out).with_context(|| format!("creating {}", args.out.display()))?;
+    let job = Job::new(args.job.split_whitespace());
+    let cpus = args.cpu_budget_cpus.clone().unwrap_or_else(|| (std::thread::available_parallelism().map_or(1, |n| n.get()) - 1).to_string());
+    let mut report = Report {
+        accel: crate::vm::accel().to_string(),
+        host: host(),
+        job: args.job.clone(),
+        reps: args.reps,
+        bandwidth_mbps: args.bandwidth_mbps,
+        memory_budget: Budget::Memory { bytes: args.memory_budget_mib << 20 }.describe(),
+        cpu_budget: Budget::Cpu { cpus: cpus.clone(), quota_pct: args.cpu_budget_pct }.describe(),
+        ..Default::default()
+    };
+    let mut runtimes = args.runtimes.clone();
+    runtimes.sort();
+    runtimes.dedup();
+    // images first: a runtime whose image cannot be built is reported as skipped
+    let mut images: Vec<(Runtime, ImageInfo)> = Vec::new();
+    for &rt in &runtimes {
+        let mut r = RuntimeReport { runtime: rt.name().into(), label: rt.label().into(), emulated: rt.is_vm() && report.accel == "tcg", ..Default::default() };
+        match rt.build_image(&BuildOptions::default()) {
+            Ok(im) => {
+                r.image_bytes = im.size_bytes;
+                r.download_bytes = im.download_bytes;
+                r.image_note = im.size_note.clone();
+                images.push((rt, im));
+            }
+            Err(e) => {
+                eprintln!("vtnt bench deploy: skipping {}: {e:#}", rt.name());
+                r.skipped = Some(format!("{e:#}"));
+            }
+        }
+        report.runtimes.push(r);
+    }
+    let server = ImageServer::start(&images.iter().map(|(_, i)| i).collect::<Vec<_>>(), args.bandwidth_mbps * 1_000_000)?;
+    let mut reference: Option<Vec<String>> = None;
+    let native_out = Runtime::Native.run(&job, &crate::RunOptions { lab: args.lab.clone(), ..Default::default() });
+    if let Ok(o) = &native_out {
+        reference = Some(crate::job::normalize(&o.stdout));
+    }
+    for (rt, image) in &images {
+        let r = report.runtimes.iter_mut().find(|r| r.runtime == rt.name()).context("report entry")?;
+        eprintln!("vtnt bench deploy: {} ({} reps)", rt.name(), args.reps);
+        if let Err(e) = measure_runtime(*rt, image, &server, &lab, &job, reference.as_deref(), args, &cpus, r) {
+            eprintln!("vtnt bench deploy: {}: {e:#}", rt.name());
+            r.errors.push(format!("{e:#}"));
+        }
+    }
+    drop(server);
+    crate::report::write(&mut report, &args.out)?;
+    Ok(report)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn measure_runtime(rt: Runtime, image: &ImageInfo, server: &ImageServer, lab: &Lab, job: &Job, reference: Option<&[String]>, args: &BenchDeployArgs, cpus: &str, r: &mut RuntimeReport) -> anyhow::Result<()> {
+    let engine = EngineGuard::for_runtime(rt, &lab.name)?;
+    let timeout = Duration::from_secs(args.timeout_secs);
+    for i in 0..args.reps {
+        let t0 = Instant::now();
+        let deployed = instance::deploy(rt, image, server, engine.docker(), &lab.name)?;
+        let deploy_s = t0.elapsed().as_secs_f64();
+        let mut spec = InstanceSpec::new(job.clone(), lab.name.clone());
+        spec.sample_every = None;
+        let mut inst = deployed.start(&spec)?;
+        let out = inst.wait(timeout);
+        let t1 = Instant::now();
+        drop(inst);
+        drop(deployed);
+        let cleanup_s = t1.elapsed().as_secs_f64();
+        match out {
+            Ok(o) => {
+                let same = reference.is_some_and(|r| r == crate::job::normalize(&o.stdout).as_slice());
+                if !o.ok() || !same {
+                    r.errors.push(format!("rep {i}: exit {:?}, same output as native: {same}; stderr: {}", o.code, crate::proc::tail(&o.stderr, 300)));
+                }
+                r.reps.push(Rep { deploy_s, exec_s: o.exec_time.as_secs_f64(), cleanup_s, cpu_s: o.cpu_secs, ok: o.ok(), same_as_native: same });
+            }
+            Err(e) => r.errors.push(format!("rep {i}: {e:#}")),
+        }
+        eprintln!("  rep {}/{}: {:.2} s", i + 1, args.reps, r.reps.last().map_or(0.0, |x| x.total_s()));
+    }
+    // memory of one instance, without and with KSM
+    let deployed = instance::deploy(rt, image, server, engine.docker(), &lab.name)?;
+    let held = job.clone().with_hold(args.hold_secs);
+    let measure = |ksm: bool| -> anyhow::Result<Memory> {
+        let guard = if ksm { Some(ksm::Ksm::enable(5000, 20)?) } else { None };
+        let mut spec = InstanceSpec::new(held.clone(), lab.name.clone());
+        spec.sample_every = Some(Duration::from_millis(200));
+        let mut inst = deployed.start(&spec)?;
+        let out = inst.wait(timeout)?;
+        let counters = guard.as_ref().map(|_| ksm::Counters { pages_sharing: out.ksm_pages_sharing_max, ..ksm::Counters::read() });
+        anyhow::ensure!(out.ok(), "memory run exited with {:?}: {}", out.code, crate::proc::tail(&out.stderr, 300));
+        drop(guard);
+        Ok(Memory {
+            late_mib: out.late_pss_kib(f64::from(args.hold_secs) / 2.0) as f64 / 1024.0,
+            peak_mib: out.peak_pss_kib() as f64 / 1024.0,
+            duration_s: out.exec_time.as_secs_f64(),
+            ksm: counters,
+        })
+    };
+    r.memory = Some(measure(false)?);
+    if !args.no_ksm && rt.is_vm() && ksm::available() {
+        match measure(true) {
+            Ok(m) => r.memory_ksm = Some(m),
+            Err(e) => r.errors.push(format!("memory with KSM: {e:#}")),
+        }
+    }
+    if args.no_density || !args.density_runtimes.contains(&rt) {
+        return Ok(());
+    }
+    let solo = r.memory.map_or(30.0, |m| m.duration_s);
+    let max = if rt == Runtime::Vm { args.density_max_vm } else { args.density_max };
+    let djob = Job::density().with_hold(args.hold_secs);
+    let mem_opts = DensityOptions {
+        budget: Budget::Memory { bytes: args.memory_budget_mib << 20 },
+        max,
+        stagger: Duration::from_millis(100),
+        deadline: Duration::from_secs_f64(solo * 4.0 + 60.0).min(timeout),
+    };
+    eprintln!("  density under {}", mem_opts.budget.describe());
+    r.density_memory = Some(density::run(&deployed, &djob, &lab.name, &mem_opts)?);
+    if !args.no_ksm && rt.is_vm() && ksm::available() {
+        let _ksm = ksm::Ksm::enable(5000, 20)?;
+        eprintln!("  density under {} with KSM", mem_opts.budget.describe());
+        r.density_memory_ksm = Some(density::run(&deployed, &djob, &lab.name, &mem_opts)?);
+    }
+    let cpu_opts = DensityOptions {
+        budget: Budget::Cpu { cpus: cpus.to_string(), quota_pct: args.cpu_budget_pct },
+        max,
+        stagger: Duration::from_millis(100),
+        deadline: Duration::from_secs_f64((solo * args.deadline_factor).max(solo + 5.0)).min(timeout),
+    };
+    eprintln!("  density under {} (deadline {:.0} s)", cpu_opts.budget.describe(), cpu_opts.deadline.as_secs_f64());
+    r.density_cpu = Some(density::run(&deployed, &djob, &lab.name, &cpu_opts)?);
+    Ok(())
+}

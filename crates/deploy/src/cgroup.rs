@@ -1,0 +1,180 @@
+//! cgroup v1 groups of our own (this host has the hybrid layout: v1 `memory`, `cpu`,
+//! `cpuacct`, `cpuset` under `/sys/fs/cgroup/<controller>/`): one [`Cgroup`] per instance
+//! (what it costs) or per density run (the budget). Processes enter through
+//! [`Cgroup::wrap`] (a `sh` that writes its pid to `cgroup.procs`, then execs), runc
+//! through `cgroupsPath`, Docker through `--cgroup-parent`. On drop, whatever is still
+//! inside is killed and the directories are removed, children first.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context};
+
+/// The controllers we use.
+pub const CONTROLLERS: [&str; 4] = ["memory", "cpu", "cpuacct", "cpuset"];
+const ROOT: &str = "/sys/fs/cgroup";
+
+/// A group at the same relative path in every controller of [`CONTROLLERS`].
+#[derive(Debug)]
+pub struct Cgroup {
+    rel: String,
+    owned: bool,
+}
+
+/// Whether the v1 controllers we need are mounted.
+pub fn available() -> bool {
+    CONTROLLERS.iter().all(|c| Path::new(ROOT).join(c).join("cgroup.procs").exists())
+}
+
+impl Cgroup {
+    /// Creates `rel` (e.g. `vtnt/bench-1/inst-3`) in every controller; cpuset's
+    /// `cpus`/`mems` are inherited from the parent.
+    pub fn create(rel: &str) -> anyhow::Result<Cgroup> {
+        if !available() {
+            bail!("cgroup v1 controllers {CONTROLLERS:?} are not all mounted under {ROOT}");
+        }
+        let rel = rel.trim_matches('/').to_string();
+        for c in CONTROLLERS {
+            let mut p = PathBuf::from(ROOT).join(c);
+            for part in rel.split('/') {
+                let parent = p.clone();
+                p.push(part);
+                if !p.exists() {
+                    std::fs::create_dir(&p).with_context(|| format!("creating cgroup {}", p.display()))?;
+                    if c == "cpuset" {
+                        for f in ["cpuset.cpus", "cpuset.mems"] {
+                            let v = std::fs::read_to_string(parent.join(f)).unwrap_or_default();
+                            std::fs::write(p.join(f), v.trim()).with_context(|| format!("writing {}/{f}", p.display()))?;
+                        }
+                    }
+                }
+            }
+        }
+        Ok(Cgroup { rel, owned: true })
+    }
+
+    /// The relative path (`vtnt/...`), as runc's `cgroupsPath` and Docker's
+    /// `--cgroup-parent` take it (with a leading `/`).
+    pub fn rel(&self) -> &str {
+        &self.rel
+    }
+
+    /// The directory of `controller`.
+    pub fn dir(&self, controller: &str) -> PathBuf {
+        PathBuf::from(ROOT).join(controller).join(&self.rel)
+    }
+
+    /// Writes `value` to `<controller>/<file>`.
+    pub fn set(&self, controller: &str, file: &str, value: &str) -> anyhow::Result<()> {
+        let p = self.dir(controller).join(file);
+        std::fs::write(&p, value).with_context(|| format!("writing {value} to {}", p.display()))
+    }
+
+    /// Reads a number from `<controller>/<file>` (0 when unreadable).
+    pub fn read_u64(&self, controller: &str, file: &str) -> u64 {
+        std::fs::read_to_string(self.dir(controller).join(file)).ok().and_then(|s| s.trim().parse().ok()).unwrap_or(0)
+    }
+
+    /// A command that joins this group (every controller) and then runs `program`.
+    pub fn wrap(&self, program: &str) -> Command {
+        let files: Vec<String> = CONTROLLERS.iter().map(|c| self.dir(c).join("cgroup.procs").display().to_string()).collect();
+        let mut cmd = Command::new("sh");
+        cmd.env("VTNT_CGROUP_PROCS", files.join(" "))
+            .arg("-c")
+            .arg(r#"for f in $VTNT_CGROUP_PROCS; do echo $$ > "$f" || exit 125; done; exec "$@""#)
+            .arg("sh")
+            .arg(program);
+        cmd
+    }
+
+    /// Every pid inside this group or a group below it (the memory controller's view).
+    pub fn pids(&self) -> Vec<u32> {
+        let mut v = Vec::new();
+        for d in subdirs(&self.dir("memory")) {
+            if let Ok(s) = std::fs::read_to_string(d.join("cgroup.procs")) {
+                v.extend(s.lines().filter_map(|l| l.trim().parse::<u32>().ok()));
+            }
+        }
+        v.sort_unstable();
+        v.dedup();
+        v
+    }
+
+    /// CPU time used by the group and its children, in seconds (`cpuacct.usage`).
+    pub fn cpu_secs(&self) -> f64 {
+        self.read_u64("cpuacct", "cpuacct.usage") as f64 / 1e9
+    }
+
+    /// How many times the memory limit was hit.
+    pub fn mem_failcnt(&self) -> u64 {
+        self.read_u64("memory", "memory.failcnt")
+    }
+
+    /// OOM kills in this group (v1 `memory.oom_control`, kernels >= 4.13).
+    pub fn oom_kills(&self) -> u64 {
+        std::fs::read_to_string(self.dir("memory").join("memory.oom_control"))
+            .ok()
+            .and_then(|s| s.lines().find_map(|l| l.strip_prefix("oom_kill ").and_then(|v| v.trim().parse().ok())))
+            .unwrap_or(0)
+    }
+
+    /// Peak memory charged to the group, bytes.
+    pub fn mem_peak(&self) -> u64 {
+        self.read_u64("memory", "memory.max_usage_in_bytes")
+    }
+
+    /// Kills every process inside (SIGKILL) and waits up to `wait` for them to go.
+    pub fn kill_all(&self, wait: Duration) {
+        let deadline = Instant::now() + wait;
+        loop {
+            let pids = self.pids();
+            if pids.is_empty() || Instant::now() >= deadline {
+                return;
+            }
+            for p in pids {
+                crate::proc::kill_pid(p, libc::SIGKILL);
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+/// `dir` and every directory below it, deepest last.
+fn subdirs(dir: &Path) -> Vec<PathBuf> {
+    let mut out = vec![dir.to_path_buf()];
+    let mut i = 0;
+    while i < out.len() {
+        if let Ok(rd) = std::fs::read_dir(&out[i]) {
+            for e in rd.flatten() {
+                if e.file_type().is_ok_and(|t| t.is_dir()) {
+                    out.push(e.path());
+                }
+            }
+        }
+        i += 1;
+    }
+    out
+}
+
+impl Drop for Cgroup {
+    fn drop(&mut self) {
+        if !self.owned {
+            return;
+        }
+        self.kill_all(Duration::from_secs(5));
+        for c in CONTROLLERS {
+            let base = self.dir(c);
+            let mut dirs = subdirs(&base);
+            dirs.reverse();
+            for d in dirs {
+                for _ in 0..20 {
+                    if std::fs::remove_dir(&d).is_ok() || !d.exists() {
+                        break;
+                    }
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,106 @@
+//! Debian root filesystems made by debootstrap, built once and cached under
+//! `<cache>/debian/` (downloaded packages under `<cache>/debs`, shared by both):
+//!
+//! - [`minbase`]: `--variant=minbase`, the base of the paper-like Docker image (the
+//!   official `debian` image is a minbase debootstrap too);
+//! - [`vm_rootfs`]: minbase plus `systemd-sysv`, `udev`, `kmod`, `iproute2` and
+//!   `linux-image-amd64` (whose post-install makes the initrd inside the rootfs; the
+//!   kernel is never installed on the host), the guest of the full-VM runtime.
+//!
+//! Suite: the host's `VERSION_CODENAME` (default bookworm); mirror:
+//! `VTNT_DEBIAN_MIRROR` or `http://deb.debian.org/debian`.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::Context;
+
+use crate::paths;
+
+/// Packages added to minbase for the VM.
+pub const VM_PACKAGES: &str = "systemd-sysv,udev,kmod,iproute2,linux-image-amd64";
+
+fn suite() -> String {
+    std::fs::read_to_string("/etc/os-release")
+        .ok()
+        .and_then(|s| s.lines().find_map(|l| l.strip_prefix("VERSION_CODENAME=").map(|v| v.trim_matches('"').to_string())))
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "bookworm".into())
+}
+
+fn mirror() -> String {
+    std::env::var("VTNT_DEBIAN_MIRROR").unwrap_or_else(|_| "http://deb.debian.org/debian".into())
+}
+
+/// The cached minbase rootfs (built on first use).
+pub fn minbase(rebuild: bool) -> anyhow::Result<PathBuf> {
+    bootstrap("minbase", None, rebuild)
+}
+
+/// The cached VM rootfs with systemd and the Debian kernel (built on first use).
+pub fn vm_rootfs(rebuild: bool) -> anyhow::Result<PathBuf> {
+    bootstrap("vm-rootfs", Some(VM_PACKAGES), rebuild)
+}
+
+fn bootstrap(name: &str, include: Option<&str>, rebuild: bool) -> anyhow::Result<PathBuf> {
+    // one debootstrap at a time: they share the package cache
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one = LOCK.lock().unwrap_or_else(|p| p.into_inner());
+    let base = paths::cache_dir().join("debian");
+    let dir = base.join(name);
+    let stamp = base.join(format!("{name}.done"));
+    if stamp.exists() && dir.is_dir() && !rebuild {
+        return Ok(dir);
+    }
+    let debootstrap = paths::need("debootstrap", "debootstrap")?;
+    let debs = paths::cache_dir().join("debs");
+    std::fs::create_dir_all(&debs).with_context(|| format!("creating {}", debs.display()))?;
+    let _ = std::fs::remove_file(&stamp);
+    let tmp = base.join(format!("{name}.tmp"));
+    let _ = std::fs::remove_dir_all(&tmp);
+    std::fs::create_dir_all(&base)?;
+    let suite = suite();
+    eprintln!("vtnt deploy: debootstrap {suite} ({name}) into {} (once; cached)", dir.display());
+    let mut cmd = Command::new(debootstrap);
+    cmd.arg("--variant=minbase").arg(format!("--cache-dir={}", debs.display()));
+    if let Some(inc) = include {
+        cmd.arg(format!("--include={inc}"));
+    }
+    cmd.arg(&suite).arg(&tmp).arg(mirror());
+    let res = paths::run_cmd(&mut cmd).with_context(|| format!("debootstrap of the {name} rootfs (is {} reachable?)", mirror()));
+    if let Err(e) = res {
+        let _ = std::fs::remove_dir_all(&tmp);
+        return Err(e);
+    }
+    // Leave no downloaded package lists or caches in the image.
+    for d in ["var/cache/apt/archives", "var/lib/apt/lists"] {
+        clear_files(&tmp.join(d));
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::rename(&tmp, &dir).with_context(|| format!("moving {} to {}", tmp.display(), dir.display()))?;
+    std::fs::write(&stamp, "")?;
+    Ok(dir)
+}
+
+fn clear_files(dir: &Path) {
+    if let Ok(rd) = std::fs::read_dir(dir) {
+        for e in rd.flatten() {
+            if e.file_type().is_ok_and(|t| t.is_file()) {
+                let _ = std::fs::remove_file(e.path());
+            }
+        }
+    }
+}
+
+/// Copies a rootfs tree (`cp -a`) to `dst`.
+pub fn copy_tree(src: &Path, dst: &Path) -> anyhow::Result<()> {
+    let _ = std::fs::remove_dir_all(dst);
+    paths::run_cmd(Command::new("cp").arg("-a").arg(src).arg(dst))?;
+    Ok(())
+}
+
+/// Apparent size of a directory tree in bytes (`du -sb`).
+pub fn tree_bytes(dir: &Path) -> anyhow::Result<u64> {
+    let out = paths::run_cmd(Command::new("du").arg("-sb").arg(dir))?;
+    out.split_whitespace().next().and_then(|v| v.parse().ok()).with_context(|| format!("du -sb {}: unexpected output", dir.display()))
+}

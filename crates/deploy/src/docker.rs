@@ -1,0 +1,321 @@
+//! The `docker` runtimes on Debian's `docker.io` engine.
+//!
+//! **Images.** Made without an engine, as rootfs tarballs that deploy imports with
+//! `docker import` (no registry is reachable): [`Flavor::Debian`] is a debootstrap minbase
+//! rootfs plus `/usr/local/bin/vtnt` (the paper's Debian-based image), [`Flavor::Scratch`]
+//! holds only `/vtnt`. Both are served gzip-compressed (as a registry serves layers);
+//! their size is the uncompressed tarball, which is what `docker images` reports.
+//!
+//! **Engine.** Docker cannot put a container into a named network namespace
+//! (`--network` takes bridge/host/none/container:), so vTNT runs *its own* engine inside
+//! the lab's namespace: `containerd` and `dockerd` started through `nsenter
+//! --net=/run/netns/<lab>`, with their own socket, exec root and state
+//! (`/run/vtnt/deploy/docker-<lab>/`) and data roots (`/var/lib/vtnt/{docker,containerd}/<lab>`,
+//! removed when it stops), no bridge
+//! and no iptables. Containers run with `--network host`, i.e. in the lab's namespace,
+//! with only `CAP_NET_RAW`. An engine already serving that socket is reused and left
+//! running; one we started is stopped when its [`Engine`] is dropped.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context};
+
+use crate::cgroup::Cgroup;
+use crate::instance::InstanceSpec;
+use crate::proc::Supervised;
+use crate::{debian, paths, BuildOptions, ImageInfo, Runtime};
+
+/// Which Docker image.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flavor {
+    Debian,
+    Scratch,
+}
+
+impl Flavor {
+    fn file(self) -> &'static str {
+        match self {
+            Flavor::Debian => "vtnt-docker-debian.tar.gz",
+            Flavor::Scratch => "vtnt-docker-scratch.tar.gz",
+        }
+    }
+    fn entrypoint(self) -> &'static str {
+        match self {
+            Flavor::Debian => "/usr/local/bin/vtnt",
+            Flavor::Scratch => "/vtnt",
+        }
+    }
+}
+
+/// Builds the rootfs tarball of `flavor` in the image cache.
+pub fn build_image(opts: &BuildOptions, flavor: Flavor) -> anyhow::Result<ImageInfo> {
+    let bin = paths::static_vtnt()?;
+    let dst = paths::images_dir()?.join(flavor.file());
+    let size_file = dst.with_extension("size");
+    let stale = opts.rebuild
+        || !dst.exists()
+        || !size_file.exists()
+        || std::fs::metadata(&bin)?.modified().ok() > std::fs::metadata(&dst).and_then(|m| m.modified()).ok();
+    if stale {
+        let tmp = paths::TempDir::new("docker-build")?;
+        let root = tmp.path().join("rootfs");
+        match flavor {
+            Flavor::Debian => {
+                let base = debian::minbase(opts.rebuild)?;
+                debian::copy_tree(&base, &root)?;
+                std::fs::copy(&bin, root.join("usr/local/bin/vtnt")).context("copying vtnt into the rootfs")?;
+            }
+            Flavor::Scratch => {
+                for d in ["proc", "dev", "sys", "etc", "tmp"] {
+                    std::fs::create_dir_all(root.join(d))?;
+                }
+                std::fs::copy(&bin, root.join("vtnt")).context("copying vtnt into the rootfs")?;
+            }
+        }
+        let tar = tmp.path().join("rootfs.tar");
+        paths::run_cmd(Command::new("tar").arg("-C").arg(&root).arg("--numeric-owner").arg("-cf").arg(&tar).arg("."))?;
+        let raw = paths::file_size(&tar)?;
+        paths::run_cmd(Command::new("gzip").arg("-6").arg(&tar))?;
+        let tmp_dst = dst.with_extension("part");
+        std::fs::rename(tar.with_extension("tar.gz"), &tmp_dst).or_else(|_| std::fs::copy(tar.with_extension("tar.gz"), &tmp_dst).map(|_| ()))?;
+        std::fs::rename(&tmp_dst, &dst)?;
+        std::fs::write(&size_file, raw.to_string())?;
+    }
+    let raw: u64 = std::fs::read_to_string(&size_file)?.trim().parse().context("reading the image size")?;
+    Ok(ImageInfo {
+        runtime: if flavor == Flavor::Debian { Runtime::Docker } else { Runtime::DockerScratch },
+        download_bytes: paths::file_size(&dst)?,
+        path: dst,
+        size_bytes: raw,
+        size_note: "uncompressed image (rootfs tarball); download is gzip".into(),
+    })
+}
+
+/// Talks to one engine (Debian's `docker` client, `-H unix://...`).
+#[derive(Debug, Clone)]
+pub struct Client {
+    docker: PathBuf,
+    host: String,
+    pids: Vec<u32>,
+}
+
+impl Client {
+    fn cmd(&self) -> Command {
+        let mut c = Command::new(&self.docker);
+        c.arg("-H").arg(&self.host);
+        c
+    }
+
+    /// The engine's own processes (dockerd, containerd), for memory and CPU.
+    pub fn engine_pids(&self) -> Vec<u32> {
+        self.pids.clone()
+    }
+
+    /// `docker import` of a fetched rootfs tarball as a fresh tag; returns the tag.
+    pub fn load(&self, tarball: &Path, flavor: Flavor) -> anyhow::Result<String> {
+        let tag = format!("vtnt-deploy:{}", paths::unique("img"));
+        let change = format!("ENTRYPOINT [\"{}\"]", flavor.entrypoint());
+        paths::run_cmd(self.cmd().arg("import").arg("--change").arg(change).arg(tarball).arg(&tag)).context("docker import")?;
+        Ok(tag)
+    }
+
+    /// `docker rmi`, ignoring failures.
+    pub fn remove_image(&self, tag: &str) {
+        let _ = self.cmd().args(["rmi", "-f", tag]).output();
+    }
+
+    /// `docker run` of `image` with the job's words, in the lab's namespace (the engine's),
+    /// under the instance's cgroup.
+    pub fn start(&self, image: &str, name: &str, spec: &InstanceSpec, cgroup: &Cgroup) -> anyhow::Result<Supervised> {
+        let mut cmd = cgroup.wrap(&self.docker.display().to_string());
+        cmd.arg("-H").arg(&self.host).args(["run", "--rm", "--name", name, "--network", "host", "--cap-drop", "ALL", "--cap-add", "NET_RAW"]);
+        cmd.arg("--hostname").arg("vtnt").arg("--cgroup-parent").arg(format!("/{}", cgroup.rel())).arg(image).args(spec.job.guest_args());
+        Supervised::spawn(cmd, &format!("docker container {name}"))
+    }
+
+    /// `docker rm -f`, ignoring failures (the container may be gone already).
+    pub fn remove(&self, name: &str) {
+        let _ = self.cmd().args(["rm", "-f", name]).stdout(Stdio::null()).stderr(Stdio::null()).status();
+    }
+}
+
+/// An engine in a lab's namespace; stopped on drop if we started it.
+pub struct Engine {
+    lab: String,
+    client: Client,
+    started: Vec<Child>,
+    dir: PathBuf,
+}
+
+fn ns_inode(path: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
+}
+
+impl Engine {
+    /// Finds or starts the engine for lab `lab`.
+    pub fn start(lab: &str) -> anyhow::Result<Engine> {
+        let docker = ["/usr/bin/docker"].iter().map(PathBuf::from).find(|p| p.is_file()).map_or_else(|| paths::need("docker", "docker.io"), Ok)?;
+        let dockerd = paths::need("dockerd", "docker.io")?;
+        let containerd = paths::need("containerd", "containerd")?;
+        let nsenter = paths::need("nsenter", "util-linux")?;
+        let netns = PathBuf::from("/run/netns").join(lab);
+        anyhow::ensure!(netns.exists(), "lab `{lab}` is not running (no {}): `vtnt lab up --name {lab}`", netns.display());
+        let dir = paths::run_dir()?.join(format!("docker-{lab}"));
+        std::fs::create_dir_all(&dir)?;
+        let sock = dir.join("docker.sock");
+        let host = format!("unix://{}", sock.display());
+        let mut client = Client { docker, host, pids: Vec::new() };
+        // Reuse a live engine of ours if it sits in the lab's namespace.
+        if let Some(pid) = read_pid(&dir.join("dockerd.pid")) {
+            let same_ns = ns_inode(&PathBuf::from(format!("/proc/{pid}/ns/net"))) == ns_inode(&netns);
+            if same_ns && client.cmd().arg("version").stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok_and(|s| s.success()) {
+                client.pids = [Some(pid), read_pid(&dir.join("containerd.pid"))].into_iter().flatten().collect();
+                return Ok(Engine { lab: lab.to_string(), client, started: Vec::new(), dir });
+            }
+            bail!("a vtnt docker engine (pid {pid}) runs outside lab `{lab}`'s namespace; stop it first (kill {pid})");
+        }
+        let log = std::fs::File::create(dir.join("engine.log"))?;
+        let cfg = dir.join("containerd.toml");
+        std::fs::write(
+            &cfg,
+            format!(
+                "version = 2\nroot = \"{root}\"\nstate = \"{d}/containerd-state\"\ndisabled_plugins = [\"io.containerd.grpc.v1.cri\"]\n[grpc]\n  address = \"{d}/containerd.sock\"\n[ttrpc]\n  address = \"{d}/containerd.sock.ttrpc\"\n",
+                d = dir.display(),
+                root = data_root(lab, "containerd").display()
+            ),
+        )?;
+        let mut engine = Engine { lab: lab.to_string(), client, started: Vec::new(), dir: dir.clone() };
+        let spawn = |prog: &Path, args: Vec<String>| -> anyhow::Result<Child> {
+            use std::os::unix::process::CommandExt;
+            Command::new(&nsenter)
+                .arg(format!("--net={}", netns.display()))
+                .arg(prog)
+                .args(args)
+                .stdin(Stdio::null())
+                .stdout(log.try_clone()?)
+                .stderr(log.try_clone()?)
+                .process_group(0)
+                .spawn()
+                .with_context(|| format!("starting {}", prog.display()))
+        };
+        let ctd = spawn(&containerd, vec!["--config".into(), cfg.display().to_string()])?;
+        std::fs::write(dir.join("containerd.pid"), ctd.id().to_string())?;
+        engine.client.pids.push(ctd.id());
+        engine.started.push(ctd);
+        wait_for(|| dir.join("containerd.sock").exists(), Duration::from_secs(30)).context("containerd did not create its socket (see engine.log)")?;
+        let dd = spawn(
+            &dockerd,
+            [
+                format!("--host={}", engine.client.host),
+                format!("--data-root={}", data_root(lab, "docker").display()),
+                format!("--exec-root={}/exec", dir.display()),
+                format!("--pidfile={}/dockerd.pid", dir.display()),
+                format!("--containerd={}/containerd.sock", dir.display()),
+                "--bridge=none".into(),
+                "--iptables=false".into(),
+                "--ip-masq=false".into(),
+                "--exec-opt=native.cgroupdriver=cgroupfs".into(),
+                "--log-level=warn".into(),
+            ]
+            .to_vec(),
+        )?;
+        engine.client.pids.push(dd.id());
+        engine.started.push(dd);
+        let c = engine.client.clone();
+        wait_for(|| c.cmd().arg("version").stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok_and(|s| s.success()), Duration::from_secs(60))
+            .with_context(|| format!("dockerd did not answer on {} (see {}/engine.log)", engine.client.host, dir.display()))?;
+        Ok(engine)
+    }
+
+    pub fn lab(&self) -> &str {
+        &self.lab
+    }
+
+    pub fn client(&self) -> Client {
+        self.client.clone()
+    }
+
+    /// Whether this engine was started by us (and will be stopped on drop).
+    pub fn owned(&self) -> bool {
+        !self.started.is_empty()
+    }
+}
+
+/// Persistent state of one lab's engine: `/var/lib/vtnt/<what>/<lab>` (removed when the
+/// engine we started stops: every deploy imports its image again anyway).
+fn data_root(lab: &str, what: &str) -> PathBuf {
+    PathBuf::from("/var/lib/vtnt").join(what).join(lab)
+}
+
+fn read_pid(p: &Path) -> Option<u32> {
+    let pid: u32 = std::fs::read_to_string(p).ok()?.trim().parse().ok()?;
+    Path::new(&format!("/proc/{pid}")).exists().then_some(pid)
+}
+
+fn wait_for(mut f: impl FnMut() -> bool, timeout: Duration) -> anyhow::Result<()> {
+    let t = Instant::now();
+    while t.elapsed() < timeout {
+        if f() {
+            return Ok(());
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    bail!("timed out after {} s", timeout.as_secs())
+}
+
+/// Whether anything is still mounted at or below `dir` (then it is left alone).
+fn mounted_below(dir: &Path) -> bool {
+    let d = dir.display().to_string();
+    std::fs::read_to_string("/proc/self/mountinfo").is_ok_and(|m| m.lines().any(|l| l.split_whitespace().nth(4).is_some_and(|mp| mp.starts_with(&d))))
+}
+
+/// Unmounts everything mounted at or below `dir`, deepest first.
+fn unmount_below(dir: &Path) {
+    let d = dir.display().to_string();
+    let mut mps: Vec<String> = std::fs::read_to_string("/proc/self/mountinfo")
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(4).map(str::to_string))
+        .filter(|mp| mp.starts_with(&d))
+        .collect();
+    mps.sort_by_key(|m| std::cmp::Reverse(m.len()));
+    for mp in mps {
+        let _ = Command::new("umount").arg(&mp).stderr(Stdio::null()).status();
+    }
+}
+
+impl Drop for Engine {
+    fn drop(&mut self) {
+        if self.started.is_empty() {
+            return;
+        }
+        // dockerd first (it stops its containers and unmounts), then containerd.
+        for mut child in self.started.drain(..).rev() {
+            crate::proc::kill_pid(child.id(), libc::SIGTERM);
+            let t = Instant::now();
+            while t.elapsed() < Duration::from_secs(20) {
+                if child.try_wait().ok().flatten().is_some() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            if child.try_wait().ok().flatten().is_none() {
+                crate::proc::kill_group(child.id(), libc::SIGKILL);
+                let _ = child.wait();
+            }
+        }
+        for f in ["dockerd.pid", "containerd.pid", "docker.sock", "containerd.sock", "containerd.sock.ttrpc"] {
+            let _ = std::fs::remove_file(self.dir.join(f));
+        }
+        // dockerd leaves its namespace bind mount (exec/netns/default) behind: ours, unmount
+        unmount_below(&self.dir.join("exec"));
+        for d in [data_root(&self.lab, "docker"), data_root(&self.lab, "containerd"), self.dir.clone()] {
+            if !mounted_below(&d) {
+                let _ = std::fs::remove_dir_all(&d);
+            }
+        }
+    }
+}

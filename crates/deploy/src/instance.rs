@@ -1,0 +1,256 @@
+//! One deployed image and the instances started from it, the same way for every runtime:
+//! [`deploy`] fetches the image from the [`ImageServer`] and installs it (untar a bundle,
+//! `docker load`, unpack a VM box); [`Deployed::start`] starts an [`Instance`] in a cgroup
+//! of its own; [`Instance::wait`] collects its output and what it cost (PSS sampled while
+//! it runs, CPU from `cpuacct` plus the engine's processes). Dropping an instance
+//! destroys it (container removed, VM killed, cgroup emptied and removed); dropping a
+//! [`Deployed`] removes the installed image.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+
+use crate::cgroup::Cgroup;
+use crate::job::{Job, Lab};
+use crate::paths::TempDir;
+use crate::proc::{Finished, Supervised};
+use crate::server::ImageServer;
+use crate::{docker, microvm, native, runc, vm, ImageInfo, Runtime};
+
+/// What to start.
+#[derive(Debug, Clone)]
+pub struct InstanceSpec {
+    pub job: Job,
+    /// The lab whose network the instance joins.
+    pub lab: String,
+    /// Distinguishes concurrent instances (container names, guest addresses).
+    pub index: u32,
+    /// The budget group the instance's own group goes under (relative, `vtnt/...`).
+    pub cgroup_parent: Option<String>,
+    /// Sample memory every this often while waiting (None: only CPU and time).
+    pub sample_every: Option<Duration>,
+}
+
+impl InstanceSpec {
+    pub fn new(job: Job, lab: String) -> InstanceSpec {
+        InstanceSpec { job, lab, index: 0, cgroup_parent: None, sample_every: Some(Duration::from_millis(100)) }
+    }
+}
+
+/// What one run produced and cost.
+#[derive(Debug, Clone, Default)]
+pub struct RunOutput {
+    pub stdout: String,
+    pub stderr: String,
+    /// The job's exit code (the guest's, for VMs), None when killed or unknown.
+    pub code: Option<i32>,
+    /// Fetch + install.
+    pub deploy_time: Duration,
+    /// Start to exit (boot, job, shutdown, for VMs).
+    pub exec_time: Duration,
+    /// CPU seconds: the instance's cgroup plus the engine processes' increase.
+    pub cpu_secs: f64,
+    /// Memory samples: (seconds since start, PSS KiB summed over the instance's processes
+    /// and the engine's).
+    pub pss_samples: Vec<(f64, u64)>,
+    /// The highest KSM `pages_sharing` seen while sampling (KSM counts only while the
+    /// merged pages exist, i.e. while the instance runs).
+    pub ksm_pages_sharing_max: u64,
+}
+
+impl RunOutput {
+    pub fn ok(&self) -> bool {
+        self.code == Some(0)
+    }
+    /// The highest PSS sample, KiB.
+    pub fn peak_pss_kib(&self) -> u64 {
+        self.pss_samples.iter().map(|s| s.1).max().unwrap_or(0)
+    }
+    /// Median PSS of the samples taken in the last `secs` seconds, KiB.
+    pub fn late_pss_kib(&self, secs: f64) -> u64 {
+        let end = self.pss_samples.last().map_or(0.0, |s| s.0);
+        let mut v: Vec<u64> = self.pss_samples.iter().filter(|s| s.0 >= end - secs).map(|s| s.1).collect();
+        v.sort_unstable();
+        v.get(v.len() / 2).copied().unwrap_or(0)
+    }
+}
+
+/// An installed image, ready to start instances.
+pub struct Deployed {
+    pub runtime: Runtime,
+    pub(crate) dir: TempDir,
+    pub(crate) lab: Lab,
+    pub(crate) kind: Kind,
+}
+
+pub(crate) enum Kind {
+    Native { bin: PathBuf },
+    Runc { rootfs: PathBuf },
+    Docker { client: docker::Client, image: String },
+    Vm { box_dir: PathBuf },
+    Microvm { image: PathBuf },
+}
+
+/// Fetches `image` from `server` and installs it for lab `lab`; `engine` is needed for
+/// Docker images.
+pub fn deploy(rt: Runtime, image: &ImageInfo, server: &ImageServer, engine: Option<&docker::Engine>, lab: &str) -> anyhow::Result<Deployed> {
+    let lab = Lab::open(lab)?;
+    let dir = TempDir::new(&format!("deploy-{}", rt.name()))?;
+    let file = dir.path().join(image.path.file_name().context("image without a file name")?);
+    crate::server::fetch(&server.url(rt)?, &file).with_context(|| format!("fetching the {} image", rt.name()))?;
+    let kind = match rt {
+        Runtime::Native => Kind::Native { bin: native::install(&file)? },
+        Runtime::Runc => Kind::Runc { rootfs: runc::install(&file, dir.path())? },
+        Runtime::Docker | Runtime::DockerScratch => {
+            let e = engine.context("a Docker image needs the engine (EngineGuard)")?;
+            let flavor = if rt == Runtime::Docker { docker::Flavor::Debian } else { docker::Flavor::Scratch };
+            Kind::Docker { client: e.client(), image: e.client().load(&file, flavor)? }
+        }
+        Runtime::Vm => Kind::Vm { box_dir: vm::install(&file, dir.path())? },
+        Runtime::Microvm => Kind::Microvm { image: file },
+    };
+    Ok(Deployed { runtime: rt, dir, lab, kind })
+}
+
+impl Deployed {
+    /// The lab this image was deployed for.
+    pub fn lab(&self) -> &Lab {
+        &self.lab
+    }
+
+    /// Starts one instance.
+    pub fn start(&self, spec: &InstanceSpec) -> anyhow::Result<Instance> {
+        let rel = match &spec.cgroup_parent {
+            Some(p) => format!("{p}/i{}", spec.index),
+            None => format!("vtnt/{}", crate::paths::unique("inst")),
+        };
+        let cgroup = Cgroup::create(&rel)?;
+        // the density job traces the vantage LAN's gateway, the same hop for every runtime
+        let spec = &InstanceSpec { job: spec.job.replace_word(crate::job::LOCAL, &self.lab.vm.gateway), ..spec.clone() };
+        let mut cleanup = Cleanup::None;
+        let mut engine_pids = Vec::new();
+        let child = match &self.kind {
+            Kind::Native { bin } => native::start(bin, &self.lab, spec, &cgroup)?,
+            Kind::Runc { rootfs } => {
+                let (child, id, root) = runc::start(rootfs, self.dir.path(), &self.lab, spec, &cgroup)?;
+                cleanup = Cleanup::Runc { id, root };
+                child
+            }
+            Kind::Docker { client, image } => {
+                let name = crate::paths::unique("vtnt");
+                engine_pids = client.engine_pids();
+                let child = client.start(image, &name, spec, &cgroup)?;
+                cleanup = Cleanup::Docker { client: client.clone(), name };
+                child
+            }
+            Kind::Vm { box_dir } => vm::start(box_dir, &self.lab, spec, &cgroup)?,
+            Kind::Microvm { image } => microvm::start(image, &self.lab, spec, &cgroup)?,
+        };
+        let cpu0 = engine_pids.iter().map(|&p| crate::proc::cpu_secs(p)).sum();
+        Ok(Instance { runtime: self.runtime, child: Some(child), cgroup, cleanup, engine_pids, engine_cpu0: cpu0, spec: spec.clone() })
+    }
+}
+
+impl Drop for Deployed {
+    fn drop(&mut self) {
+        if let Kind::Docker { client, image } = &self.kind {
+            client.remove_image(image);
+        }
+    }
+}
+
+enum Cleanup {
+    None,
+    Runc { id: String, root: PathBuf },
+    Docker { client: docker::Client, name: String },
+}
+
+/// A running instance; destroyed on drop.
+pub struct Instance {
+    pub runtime: Runtime,
+    child: Option<Supervised>,
+    cgroup: Cgroup,
+    cleanup: Cleanup,
+    engine_pids: Vec<u32>,
+    engine_cpu0: f64,
+    spec: InstanceSpec,
+}
+
+impl Instance {
+    /// Its cgroup (budget accounting, pids).
+    pub fn cgroup(&self) -> &Cgroup {
+        &self.cgroup
+    }
+
+    /// When it was started.
+    pub fn started(&self) -> Option<Instant> {
+        self.child.as_ref().map(|c| c.started())
+    }
+
+    /// Whether it has exited.
+    pub fn exited(&mut self) -> bool {
+        self.child.as_mut().is_none_or(|c| c.try_status().is_some())
+    }
+
+    /// PSS of the instance's processes and the engine's, KiB.
+    pub fn pss_kib(&self) -> u64 {
+        let mut pids = self.cgroup.pids();
+        if let Some(c) = &self.child {
+            pids.push(c.pid());
+        }
+        pids.extend(&self.engine_pids);
+        if matches!(self.cleanup, Cleanup::Docker { .. }) {
+            pids.extend(crate::proc::pids_named("containerd-shim"));
+        }
+        pids.sort_unstable();
+        pids.dedup();
+        pids.iter().map(|&p| crate::proc::pss_kib(p)).sum()
+    }
+
+    /// Waits for the instance to finish (killing it after `timeout`), sampling memory.
+    pub fn wait(&mut self, timeout: Duration) -> anyhow::Result<RunOutput> {
+        let mut child = self.child.take().context("instance already waited for")?;
+        let t0 = child.started();
+        let mut samples = Vec::new();
+        let mut ksm_max = 0;
+        if let Some(every) = self.spec.sample_every {
+            while child.try_status().is_none() && t0.elapsed() < timeout {
+                samples.push((t0.elapsed().as_secs_f64(), self.pss_kib()));
+                ksm_max = ksm_max.max(crate::ksm::Counters::read().pages_sharing);
+                std::thread::sleep(every);
+            }
+        }
+        let fin: Finished = child.wait(timeout.saturating_sub(t0.elapsed()).max(Duration::from_millis(1)))?;
+        let engine_cpu: f64 = self.engine_pids.iter().map(|&p| crate::proc::cpu_secs(p)).sum::<f64>() - self.engine_cpu0;
+        let code = match self.runtime {
+            Runtime::Vm => vm::guest_code(&fin.stdout),
+            _ => fin.status.code(),
+        };
+        let stdout = match self.runtime {
+            Runtime::Vm => vm::guest_stdout(&fin.stdout),
+            _ => fin.stdout,
+        };
+        Ok(RunOutput {
+            stdout,
+            stderr: fin.stderr,
+            code,
+            deploy_time: Duration::ZERO,
+            exec_time: fin.elapsed,
+            cpu_secs: self.cgroup.cpu_secs() + engine_cpu.max(0.0),
+            pss_samples: samples,
+            ksm_pages_sharing_max: ksm_max,
+        })
+    }
+}
+
+impl Drop for Instance {
+    fn drop(&mut self) {
+        drop(self.child.take());
+        match &self.cleanup {
+            Cleanup::None => {}
+            Cleanup::Runc { id, root } => runc::destroy(id, root),
+            Cleanup::Docker { client, name } => client.remove(name),
+        }
+    }
+}

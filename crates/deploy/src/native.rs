@@ -1,0 +1,40 @@
+//! The `native` runtime: the static (musl) `vtnt` binary as the image; deployed by
+//! downloading it; run as a process that joins the lab's network namespace
+//! (`nsenter --net=/run/netns/<lab>`), inside its own cgroup.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+
+use crate::cgroup::Cgroup;
+use crate::instance::InstanceSpec;
+use crate::job::Lab;
+use crate::proc::Supervised;
+use crate::{paths, BuildOptions, ImageInfo, Runtime};
+
+/// File name of the native image.
+pub const IMAGE_NAME: &str = "vtnt-static";
+
+/// Copies the static binary into the image cache.
+pub fn build_image(_opts: &BuildOptions) -> anyhow::Result<ImageInfo> {
+    let bin = paths::static_vtnt()?;
+    let dst = paths::images_dir()?.join(IMAGE_NAME);
+    paths::copy_if_newer(&bin, &dst)?;
+    let size = paths::file_size(&dst)?;
+    Ok(ImageInfo { runtime: Runtime::Native, path: dst, download_bytes: size, size_bytes: size, size_note: "static musl binary".into() })
+}
+
+/// Makes the downloaded binary executable.
+pub fn install(file: &Path) -> anyhow::Result<PathBuf> {
+    std::fs::set_permissions(file, std::fs::Permissions::from_mode(0o755)).with_context(|| format!("chmod {}", file.display()))?;
+    Ok(file.to_path_buf())
+}
+
+/// Starts `bin` with the job's words in the lab's namespace, in `cgroup`.
+pub fn start(bin: &Path, lab: &Lab, spec: &InstanceSpec, cgroup: &Cgroup) -> anyhow::Result<Supervised> {
+    let nsenter = paths::need("nsenter", "util-linux")?;
+    let mut cmd = cgroup.wrap(&nsenter.display().to_string());
+    cmd.arg(format!("--net={}", lab.netns_path.display())).arg(bin).args(spec.job.guest_args());
+    Supervised::spawn(cmd, "the native vtnt process")
+}

@@ -1,0 +1,208 @@
+//! Where things live and the few host facts every runtime needs: the image cache
+//! (`/var/cache/vtnt`, override with `VTNT_CACHE_DIR`), the run directory
+//! (`/run/vtnt/deploy`, sockets and runtime state), the work directory
+//! (`/var/lib/vtnt/deploy`, builds and deployed images), the workspace root, programs on `PATH`, the static `vtnt` binary
+//! (built with `cargo build --release --target x86_64-unknown-linux-musl -p vtnt`), and
+//! sizes of files and trees.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{bail, Context};
+
+/// The image cache: `/var/cache/vtnt` unless `VTNT_CACHE_DIR` says otherwise.
+pub fn cache_dir() -> PathBuf {
+    std::env::var_os("VTNT_CACHE_DIR").map_or_else(|| PathBuf::from("/var/cache/vtnt"), PathBuf::from)
+}
+
+/// Built images the server offers: `<cache>/images`.
+pub fn images_dir() -> anyhow::Result<PathBuf> {
+    let d = cache_dir().join("images");
+    std::fs::create_dir_all(&d).with_context(|| format!("creating {}", d.display()))?;
+    Ok(d)
+}
+
+/// Per-run scratch space (bundles, fetched images, engine state): `/run/vtnt/deploy`.
+pub fn run_dir() -> anyhow::Result<PathBuf> {
+    let d = std::env::var_os("VTNT_DEPLOY_RUN_DIR").map_or_else(|| PathBuf::from("/run/vtnt/deploy"), PathBuf::from);
+    std::fs::create_dir_all(&d).with_context(|| format!("creating {}", d.display()))?;
+    Ok(d)
+}
+
+/// Scratch space on disk for builds and deployed images (a VM box is hundreds of MB, too
+/// much for the /run tmpfs): `/var/lib/vtnt/deploy`, override with `VTNT_DEPLOY_WORK_DIR`.
+pub fn work_dir() -> anyhow::Result<PathBuf> {
+    let d = std::env::var_os("VTNT_DEPLOY_WORK_DIR").map_or_else(|| PathBuf::from("/var/lib/vtnt/deploy"), PathBuf::from);
+    std::fs::create_dir_all(&d).with_context(|| format!("creating {}", d.display()))?;
+    Ok(d)
+}
+
+/// A directory removed (recursively) on drop.
+#[derive(Debug)]
+pub struct TempDir(PathBuf);
+
+impl TempDir {
+    /// A fresh directory `<work_dir>/<prefix>-<pid>-<n>`.
+    pub fn new(prefix: &str) -> anyhow::Result<TempDir> {
+        let p = work_dir()?.join(unique(prefix));
+        let _ = std::fs::remove_dir_all(&p);
+        std::fs::create_dir_all(&p).with_context(|| format!("creating {}", p.display()))?;
+        Ok(TempDir(p))
+    }
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// `<prefix>-<pid>-<n>`, unique within this process.
+pub fn unique(prefix: &str) -> String {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static N: AtomicU32 = AtomicU32::new(0);
+    format!("{prefix}-{}-{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed))
+}
+
+/// The first `program` on `PATH` (or `program` itself when it contains a `/` and exists).
+pub fn which(program: &str) -> Option<PathBuf> {
+    if program.contains('/') {
+        let p = PathBuf::from(program);
+        return p.is_file().then_some(p);
+    }
+    let path = std::env::var_os("PATH").unwrap_or_else(|| "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin".into());
+    std::env::split_paths(&path)
+        .chain([PathBuf::from("/usr/sbin"), PathBuf::from("/sbin")])
+        .map(|d| d.join(program))
+        .find(|p| p.is_file())
+}
+
+/// Like [`which`], failing with the Debian package that provides the program.
+pub fn need(program: &str, package: &str) -> anyhow::Result<PathBuf> {
+    which(program).with_context(|| format!("`{program}` not found: install Debian package `{package}` (scripts/setup.sh does)"))
+}
+
+/// The workspace root: the nearest directory above the current one (or above this
+/// executable) whose Cargo.toml has a `[workspace]` table; `VTNT_WORKSPACE` overrides.
+pub fn workspace_root() -> Option<PathBuf> {
+    if let Some(w) = std::env::var_os("VTNT_WORKSPACE") {
+        return Some(PathBuf::from(w));
+    }
+    let starts = [std::env::current_dir().ok(), std::env::current_exe().ok(), Some(PathBuf::from(env!("CARGO_MANIFEST_DIR")))];
+    for start in starts.into_iter().flatten() {
+        for dir in start.ancestors() {
+            let toml = dir.join("Cargo.toml");
+            if std::fs::read_to_string(&toml).is_ok_and(|s| s.contains("[workspace]")) && dir.join("crates/cli").is_dir() {
+                return Some(dir.to_path_buf());
+            }
+        }
+    }
+    None
+}
+
+/// The musl target the static binary is built for.
+pub const MUSL_TARGET: &str = "x86_64-unknown-linux-musl";
+
+/// The static `vtnt` binary: `VTNT_STATIC_BIN` if set, else this executable when it is a
+/// static `vtnt`, else built from the workspace (`cargo build --release --target
+/// x86_64-unknown-linux-musl -p vtnt`, target dir from `CARGO_TARGET_DIR` or
+/// `<workspace>/target`).
+pub fn static_vtnt() -> anyhow::Result<PathBuf> {
+    static BIN: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    if let Some(p) = BIN.get() {
+        return Ok(p.clone());
+    }
+    let p = find_static_vtnt()?;
+    Ok(BIN.get_or_init(|| p).clone())
+}
+
+fn find_static_vtnt() -> anyhow::Result<PathBuf> {
+    if let Some(p) = std::env::var_os("VTNT_STATIC_BIN") {
+        let p = PathBuf::from(p);
+        if !is_static_elf(&p)? {
+            bail!("VTNT_STATIC_BIN={} is not a static executable", p.display());
+        }
+        return Ok(p);
+    }
+    let me = std::env::current_exe().context("locating this executable")?;
+    if me.file_name().is_some_and(|n| n == "vtnt") && is_static_elf(&me)? {
+        return Ok(me);
+    }
+    if let Some(ws) = workspace_root() {
+        let target_dir = std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| ws.join("target"), PathBuf::from);
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        eprintln!("vtnt deploy: building the static vtnt binary (cargo build --release --target {MUSL_TARGET} -p vtnt)");
+        let st = Command::new(&cargo)
+            .current_dir(&ws)
+            .env("CARGO_TARGET_DIR", &target_dir)
+            .args(["build", "--release", "-q", "--target", MUSL_TARGET, "-p", "vtnt"])
+            .status()
+            .with_context(|| format!("running cargo in {}", ws.display()))?;
+        if !st.success() {
+            bail!("cargo build --release --target {MUSL_TARGET} -p vtnt failed ({st}); is the target installed (scripts/setup.sh)?");
+        }
+        let bin = target_dir.join(MUSL_TARGET).join("release/vtnt");
+        if !is_static_elf(&bin)? {
+            bail!("{} is not statically linked", bin.display());
+        }
+        return Ok(bin);
+    }
+    bail!("no static vtnt binary: run inside the vTNT workspace, or set VTNT_STATIC_BIN to a musl build")
+}
+
+/// Whether `path` is an ELF executable without a program interpreter (PT_INTERP).
+pub fn is_static_elf(path: &Path) -> anyhow::Result<bool> {
+    let b = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+    if b.len() < 64 || &b[..4] != b"\x7fELF" || b[4] != 2 {
+        return Ok(false);
+    }
+    let u16_at = |o: usize| u16::from_le_bytes([b[o], b[o + 1]]) as usize;
+    let phoff = u64::from_le_bytes(b[32..40].try_into().unwrap_or([0; 8])) as usize;
+    let (phentsize, phnum) = (u16_at(54), u16_at(56));
+    for i in 0..phnum {
+        let o = phoff + i * phentsize;
+        if o + 4 > b.len() {
+            return Ok(false);
+        }
+        if u32::from_le_bytes([b[o], b[o + 1], b[o + 2], b[o + 3]]) == 3 {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+/// Size of a file in bytes.
+pub fn file_size(p: &Path) -> anyhow::Result<u64> {
+    Ok(std::fs::metadata(p).with_context(|| format!("stat {}", p.display()))?.len())
+}
+
+/// Bytes allocated on disk by a file (sparse files count what they use).
+pub fn allocated(p: &Path) -> anyhow::Result<u64> {
+    use std::os::unix::fs::MetadataExt;
+    Ok(std::fs::metadata(p).with_context(|| format!("stat {}", p.display()))?.blocks() * 512)
+}
+
+/// Runs a command to completion, failing with its stderr tail and what it was.
+pub fn run_cmd(cmd: &mut Command) -> anyhow::Result<String> {
+    let desc = format!("{cmd:?}");
+    let out = cmd.output().with_context(|| format!("starting {desc}"))?;
+    if !out.status.success() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        let tail: String = err.lines().rev().take(15).collect::<Vec<_>>().into_iter().rev().collect::<Vec<_>>().join("\n");
+        bail!("{desc} failed ({}): {tail}", out.status);
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// Copies `src` to `dst` unless `dst` already has the same size and mtime not older.
+pub fn copy_if_newer(src: &Path, dst: &Path) -> anyhow::Result<()> {
+    let (s, d) = (std::fs::metadata(src).with_context(|| format!("stat {}", src.display()))?, std::fs::metadata(dst).ok());
+    let fresh = d.is_some_and(|d| d.len() == s.len() && d.modified().ok() >= s.modified().ok());
+    if !fresh {
+        std::fs::copy(src, dst).with_context(|| format!("copying {} to {}", src.display(), dst.display()))?;
+    }
+    Ok(())
+}

@@ -1,0 +1,216 @@
+//! Processes: spawn in their own process group, read their output while they run, kill
+//! the whole group on timeout or drop ([`Supervised`]); and what they cost, from `/proc`:
+//! proportional set size (PSS, `smaps_rollup`), resident set size, CPU time.
+
+use std::io::Read;
+use std::os::unix::process::CommandExt;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+
+/// Sends `sig` to process group `pgid`.
+pub fn kill_group(pgid: u32, sig: i32) {
+    if pgid > 1 {
+        // SAFETY: kill(2) takes plain integers and has no memory effects; a negative pid
+        // addresses the process group, which we created with process_group(0).
+        unsafe {
+            libc::kill(-(pgid as i32), sig);
+        }
+    }
+}
+
+/// Sends `sig` to one process.
+pub fn kill_pid(pid: u32, sig: i32) {
+    if pid > 1 {
+        // SAFETY: as in kill_group; a positive pid addresses one process.
+        unsafe {
+            libc::kill(pid as i32, sig);
+        }
+    }
+}
+
+/// A child in its own process group, stdout and stderr captured by reader threads,
+/// killed (whole group, SIGKILL) on drop if still running.
+pub struct Supervised {
+    child: Child,
+    what: String,
+    out: mpsc::Receiver<(bool, Vec<u8>)>,
+    started: Instant,
+}
+
+/// What a supervised child produced.
+#[derive(Debug, Clone)]
+pub struct Finished {
+    pub status: ExitStatus,
+    pub stdout: String,
+    pub stderr: String,
+    pub elapsed: Duration,
+}
+
+impl Supervised {
+    /// Spawns `cmd` (stdin null, stdout/stderr piped) in a new process group.
+    pub fn spawn(mut cmd: Command, what: &str) -> anyhow::Result<Supervised> {
+        cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).process_group(0);
+        let started = Instant::now();
+        let mut child = cmd.spawn().with_context(|| format!("starting {what}: {cmd:?}"))?;
+        let (tx, rx) = mpsc::channel();
+        for (is_out, pipe) in [(true, child.stdout.take().map(|p| Box::new(p) as Box<dyn Read + Send>)), (false, child.stderr.take().map(|p| Box::new(p) as Box<dyn Read + Send>))] {
+            if let Some(mut p) = pipe {
+                let tx = tx.clone();
+                std::thread::spawn(move || {
+                    let mut buf = Vec::new();
+                    let _ = p.read_to_end(&mut buf);
+                    let _ = tx.send((is_out, buf));
+                });
+            }
+        }
+        Ok(Supervised { child, what: what.to_string(), out: rx, started })
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    pub fn started(&self) -> Instant {
+        self.started
+    }
+
+    /// Whether it has exited (without reaping output).
+    pub fn try_status(&mut self) -> Option<ExitStatus> {
+        self.child.try_wait().ok().flatten()
+    }
+
+    /// Waits until it exits or `timeout` passes (then kills the group and fails).
+    pub fn wait(mut self, timeout: Duration) -> anyhow::Result<Finished> {
+        let deadline = self.started + timeout;
+        let status = loop {
+            if let Some(st) = self.child.try_wait().with_context(|| format!("waiting for {}", self.what))? {
+                break st;
+            }
+            if Instant::now() >= deadline {
+                kill_group(self.child.id(), libc::SIGKILL);
+                let _ = self.child.wait();
+                let (o, e) = self.collect(Duration::from_secs(2));
+                anyhow::bail!(
+                    "{} did not finish within {:.0} s; stdout tail: {}; stderr tail: {}",
+                    self.what,
+                    timeout.as_secs_f64(),
+                    tail(&o, 800),
+                    tail(&e, 800)
+                );
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        let elapsed = self.started.elapsed();
+        let (stdout, stderr) = self.collect(Duration::from_secs(10));
+        Ok(Finished { status, stdout, stderr, elapsed })
+    }
+
+    fn collect(&mut self, wait: Duration) -> (String, String) {
+        let (mut o, mut e) = (Vec::new(), Vec::new());
+        let deadline = Instant::now() + wait;
+        for _ in 0..2 {
+            match self.out.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+                Ok((true, b)) => o = b,
+                Ok((false, b)) => e = b,
+                Err(_) => break,
+            }
+        }
+        (String::from_utf8_lossy(&o).into_owned(), String::from_utf8_lossy(&e).into_owned())
+    }
+}
+
+impl Drop for Supervised {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            kill_group(self.child.id(), libc::SIGKILL);
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// The last `n` bytes of `s` (on a char boundary), for error messages.
+pub fn tail(s: &str, n: usize) -> &str {
+    let mut i = s.len().saturating_sub(n);
+    while !s.is_char_boundary(i) {
+        i += 1;
+    }
+    s[i..].trim()
+}
+
+/// PSS of a process in KiB (0 when it is gone).
+pub fn pss_kib(pid: u32) -> u64 {
+    rollup_field(pid, "Pss:")
+}
+
+/// RSS of a process in KiB (0 when it is gone).
+pub fn rss_kib(pid: u32) -> u64 {
+    rollup_field(pid, "Rss:")
+}
+
+fn rollup_field(pid: u32, field: &str) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup"))
+        .ok()
+        .and_then(|s| s.lines().find(|l| l.starts_with(field)).and_then(|l| l.split_whitespace().nth(1)).and_then(|v| v.parse().ok()))
+        .unwrap_or(0)
+}
+
+/// CPU time (user + system) a live process has used, in seconds.
+pub fn cpu_secs(pid: u32) -> f64 {
+    let Ok(s) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { return 0.0 };
+    // fields after the command (which may hold spaces) start after the last ')'
+    let Some(rest) = s.rsplit_once(')').map(|(_, r)| r) else { return 0.0 };
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    // rest[0] is field 3 (state); utime is field 14, stime 15
+    let ticks: u64 = [11, 12].iter().filter_map(|&i| f.get(i).and_then(|v| v.parse::<u64>().ok())).sum();
+    ticks as f64 / clock_ticks()
+}
+
+fn clock_ticks() -> f64 {
+    // SAFETY: sysconf only reads a configuration value.
+    let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if t > 0 {
+        t as f64
+    } else {
+        100.0
+    }
+}
+
+/// Pids of processes whose executable name (`comm`) is `name`.
+pub fn pids_named(name: &str) -> Vec<u32> {
+    let mut v = Vec::new();
+    if let Ok(rd) = std::fs::read_dir("/proc") {
+        for e in rd.flatten() {
+            let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else { continue };
+            if std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == name) {
+                v.push(pid);
+            }
+        }
+    }
+    v
+}
+
+/// `pid` and all its descendants that are alive now.
+pub fn tree(pid: u32) -> Vec<u32> {
+    let mut parent_of = Vec::new();
+    if let Ok(rd) = std::fs::read_dir("/proc") {
+        for e in rd.flatten() {
+            let Some(p) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else { continue };
+            if let Ok(s) = std::fs::read_to_string(format!("/proc/{p}/stat")) {
+                if let Some(pp) = s.rsplit_once(')').and_then(|(_, r)| r.split_whitespace().nth(1)).and_then(|v| v.parse::<u32>().ok()) {
+                    parent_of.push((p, pp));
+                }
+            }
+        }
+    }
+    let mut out = vec![pid];
+    let mut i = 0;
+    while i < out.len() {
+        let cur = out[i];
+        out.extend(parent_of.iter().filter(|(_, pp)| *pp == cur).map(|(p, _)| *p));
+        i += 1;
+    }
+    out
+}

@@ -1,0 +1,114 @@
+//! The `runc` runtime: an OCI bundle around the static binary. The image is a tarball of
+//! a minimal rootfs (`/vtnt` and the empty directories the runtime mounts on); each
+//! instance gets its own `config.json` (generated here, OCI 1.0) that points at the
+//! shared read-only rootfs, keeps only `CAP_NET_RAW`, joins the lab's network namespace
+//! by path (`/run/netns/<lab>`) and puts the container in the instance's cgroup
+//! (`cgroupsPath`). `runc run` stays in the foreground, so its stdout is the job's.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::Context;
+use serde_json::json;
+
+use crate::cgroup::Cgroup;
+use crate::instance::InstanceSpec;
+use crate::job::Lab;
+use crate::proc::Supervised;
+use crate::{paths, BuildOptions, ImageInfo, Runtime};
+
+/// File name of the bundle tarball.
+pub const IMAGE_NAME: &str = "vtnt-oci-bundle.tar";
+
+/// Builds the bundle tarball (`rootfs/vtnt` + directories) in the image cache.
+pub fn build_image(opts: &BuildOptions) -> anyhow::Result<ImageInfo> {
+    let bin = paths::static_vtnt()?;
+    let dst = paths::images_dir()?.join(IMAGE_NAME);
+    let stale = opts.rebuild
+        || !dst.exists()
+        || std::fs::metadata(&bin)?.modified().ok() > std::fs::metadata(&dst).and_then(|m| m.modified()).ok();
+    if stale {
+        let tmp = paths::TempDir::new("runc-build")?;
+        let rootfs = tmp.path().join("rootfs");
+        for d in ["proc", "dev", "sys", "tmp", "etc"] {
+            std::fs::create_dir_all(rootfs.join(d))?;
+        }
+        std::fs::copy(&bin, rootfs.join("vtnt")).with_context(|| format!("copying {}", bin.display()))?;
+        std::fs::write(rootfs.join("etc/hostname"), "vtnt\n")?;
+        let tarball = dst.with_extension("tmp");
+        paths::run_cmd(Command::new("tar").arg("-C").arg(tmp.path()).arg("--numeric-owner").arg("-cf").arg(&tarball).arg("rootfs"))?;
+        std::fs::rename(&tarball, &dst)?;
+    }
+    let size = paths::file_size(&dst)?;
+    Ok(ImageInfo { runtime: Runtime::Runc, path: dst, download_bytes: size, size_bytes: size, size_note: "OCI bundle tarball (rootfs + static binary)".into() })
+}
+
+/// Unpacks the bundle into `dir`; returns the rootfs.
+pub fn install(tarball: &Path, dir: &Path) -> anyhow::Result<PathBuf> {
+    paths::run_cmd(Command::new("tar").arg("-C").arg(dir).arg("-xf").arg(tarball))?;
+    let rootfs = dir.join("rootfs");
+    anyhow::ensure!(rootfs.join("vtnt").is_file(), "{} holds no rootfs/vtnt", tarball.display());
+    Ok(rootfs)
+}
+
+/// The OCI runtime configuration of one instance.
+pub fn config(rootfs: &Path, args: &[String], netns: &Path, cgroups_path: &str) -> serde_json::Value {
+    let caps = ["CAP_NET_RAW"];
+    json!({
+        "ociVersion": "1.0.2",
+        "process": {
+            "terminal": false,
+            "user": { "uid": 0, "gid": 0 },
+            "args": args,
+            "env": ["PATH=/", "VTNT_RUNTIME=runc"],
+            "cwd": "/",
+            "capabilities": { "bounding": caps, "effective": caps, "permitted": caps },
+            "rlimits": [{ "type": "RLIMIT_NOFILE", "hard": 1024, "soft": 1024 }],
+            "noNewPrivileges": true
+        },
+        "root": { "path": rootfs, "readonly": true },
+        "hostname": "vtnt",
+        "mounts": [
+            { "destination": "/proc", "type": "proc", "source": "proc" },
+            { "destination": "/dev", "type": "tmpfs", "source": "tmpfs", "options": ["nosuid", "strictatime", "mode=755", "size=65536k"] },
+            { "destination": "/sys", "type": "sysfs", "source": "sysfs", "options": ["nosuid", "noexec", "nodev", "ro"] },
+            { "destination": "/tmp", "type": "tmpfs", "source": "tmpfs", "options": ["nosuid", "nodev", "size=16m"] }
+        ],
+        "linux": {
+            "cgroupsPath": cgroups_path,
+            "resources": { "devices": [{ "allow": false, "access": "rwm" }] },
+            "namespaces": [
+                { "type": "pid" },
+                { "type": "network", "path": netns },
+                { "type": "ipc" },
+                { "type": "uts" },
+                { "type": "mount" }
+            ],
+            "maskedPaths": ["/proc/acpi", "/proc/kcore", "/proc/keys", "/proc/timer_list", "/sys/firmware"],
+            "readonlyPaths": ["/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger"]
+        }
+    })
+}
+
+/// Starts one container; returns the `runc run` process, the container id and runc's
+/// state root (for [`destroy`]).
+pub fn start(rootfs: &Path, dir: &Path, lab: &Lab, spec: &InstanceSpec, cgroup: &Cgroup) -> anyhow::Result<(Supervised, String, PathBuf)> {
+    let runc = paths::need("runc", "runc")?;
+    let id = paths::unique("vtnt");
+    let bundle = dir.join(format!("bundle-{id}"));
+    std::fs::create_dir_all(&bundle)?;
+    let mut args = vec!["/vtnt".to_string()];
+    args.extend(spec.job.guest_args());
+    let cfg = config(rootfs, &args, &lab.netns_path, &format!("/{}/c", cgroup.rel()));
+    std::fs::write(bundle.join("config.json"), serde_json::to_vec_pretty(&cfg)?)?;
+    let root = paths::run_dir()?.join("runc");
+    let mut cmd = cgroup.wrap(&runc.display().to_string());
+    cmd.arg("--root").arg(&root).arg("run").arg("--bundle").arg(&bundle).arg(&id);
+    let child = Supervised::spawn(cmd, &format!("runc container {id}"))?;
+    Ok((child, id, root))
+}
+
+/// Removes the container (killing it if it still runs).
+pub fn destroy(id: &str, root: &Path) {
+    let _ = Command::new("runc").arg("--root").arg(root).args(["delete", "--force", id]).output();
+}

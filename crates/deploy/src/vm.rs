@@ -1,0 +1,269 @@
+//! The `vm` runtime: a full Debian VM booting systemd, the paper's Vagrant box.
+//!
+//! **Image (a "box").** The cached debootstrap rootfs with `systemd-sysv` and Debian's
+//! `linux-image-amd64` (installed *in the rootfs*, whose initramfs-tools made the initrd
+//! there), plus `/usr/local/bin/vtnt`, a job script and a systemd unit, written into an
+//! ext4 file system with `mkfs.ext4 -d` (no loop mount) and converted to a compressed
+//! qcow2. The box is a tarball of `disk.qcow2`, `vmlinuz` and `initrd.img` (QEMU boots
+//! the kernel directly; Vagrant's box would boot through GRUB). Built once, cached.
+//!
+//! **Run.** `qemu-system-x86_64 -machine q35 -m 256`, KVM when usable (`VTNT_ACCEL=kvm`,
+//! or vtnt-vmm's cached probe said so) else TCG, the disk in `snapshot=on` mode, the NIC
+//! on the lab's VM front (`-netdev dgram` to the lab's UDP port). The kernel command line
+//! carries the guest address (`vtnt.ip=`, `vtnt.gw=`) and the job (`vtnt.job=`, base64 of
+//! one word per line); `vtnt-job.service` configures `eth0`, runs the job, prints its
+//! output on the serial console as `VTNT|` lines between `VTNT-BEGIN` and
+//! `VTNT-END rc=N`, and powers the VM off (`-no-reboot` makes QEMU exit).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::Context;
+
+use crate::cgroup::Cgroup;
+use crate::instance::InstanceSpec;
+use crate::job::Lab;
+use crate::proc::Supervised;
+use crate::{debian, paths, BuildOptions, ImageInfo, Runtime};
+
+/// File name of the VM box.
+pub const IMAGE_NAME: &str = "vtnt-vm-box.tar";
+/// Guest memory, as the paper's Vagrant box.
+pub const MEMORY_MIB: u32 = 256;
+
+const JOB_SCRIPT: &str = r#"#!/bin/sh
+# vtnt-job: run the job from the kernel command line, report it on the serial console,
+# power off. Installed by vtnt-deploy.
+IP= GW= JOB=
+for w in $(cat /proc/cmdline); do
+  case "$w" in
+    vtnt.ip=*) IP=${w#vtnt.ip=} ;;
+    vtnt.gw=*) GW=${w#vtnt.gw=} ;;
+    vtnt.job=*) JOB=${w#vtnt.job=} ;;
+  esac
+done
+ip link set lo up
+if [ -n "$IP" ]; then
+  i=0
+  while [ ! -e /sys/class/net/eth0 ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done
+  ip link set eth0 up
+  ip addr add "$IP" dev eth0
+  [ -n "$GW" ] && ip route add default via "$GW"
+fi
+set --
+while IFS= read -r w; do set -- "$@" "$w"; done <<EOF
+$(echo "$JOB" | base64 -d)
+EOF
+/usr/local/bin/vtnt "$@" >/run/vtnt.out 2>/run/vtnt.err
+rc=$?
+{ echo "VTNT-BEGIN"; sed 's/^/VTNT|/' /run/vtnt.out; sed 's/^/VTNT-ERR|/' /run/vtnt.err; echo "VTNT-END rc=$rc"; } >/dev/ttyS0
+systemctl poweroff --no-block
+"#;
+
+const UNIT: &str = "[Unit]
+Description=vTNT job from the kernel command line
+ConditionKernelCommandLine=vtnt.job
+
+[Service]
+Type=oneshot
+ExecStart=/usr/local/sbin/vtnt-job
+StandardOutput=journal
+StandardError=journal
+
+[Install]
+WantedBy=multi-user.target
+";
+
+/// Builds the VM box in the image cache (debootstrap once, then the disk).
+pub fn build_image(opts: &BuildOptions) -> anyhow::Result<ImageInfo> {
+    let bin = paths::static_vtnt()?;
+    let dst = paths::images_dir()?.join(IMAGE_NAME);
+    let size_file = dst.with_extension("size");
+    let stale = opts.rebuild
+        || !dst.exists()
+        || !size_file.exists()
+        || std::fs::metadata(&bin)?.modified().ok() > std::fs::metadata(&dst).and_then(|m| m.modified()).ok();
+    if stale {
+        let qemu_img = paths::need("qemu-img", "qemu-utils")?;
+        let mkfs = paths::need("mkfs.ext4", "e2fsprogs")?;
+        let base = debian::vm_rootfs(opts.rebuild)?;
+        let tmp = paths::TempDir::new("vm-build")?;
+        let root = tmp.path().join("root");
+        debian::copy_tree(&base, &root)?;
+        std::fs::copy(&bin, root.join("usr/local/bin/vtnt")).context("copying vtnt into the VM rootfs")?;
+        write_exec(&root.join("usr/local/sbin/vtnt-job"), JOB_SCRIPT)?;
+        std::fs::write(root.join("etc/systemd/system/vtnt-job.service"), UNIT)?;
+        let wants = root.join("etc/systemd/system/multi-user.target.wants");
+        std::fs::create_dir_all(&wants)?;
+        let link = wants.join("vtnt-job.service");
+        let _ = std::fs::remove_file(&link);
+        std::os::unix::fs::symlink("/etc/systemd/system/vtnt-job.service", &link)?;
+        std::fs::write(root.join("etc/fstab"), "/dev/vda / ext4 defaults,errors=remount-ro 0 1\n")?;
+        std::fs::write(root.join("etc/hostname"), "vtnt-vm\n")?;
+        let boot = tmp.path().join("box");
+        std::fs::create_dir_all(&boot)?;
+        for (prefix, name) in [("vmlinuz-", "vmlinuz"), ("initrd.img-", "initrd.img")] {
+            let f = newest(&root.join("boot"), prefix)?;
+            std::fs::copy(&f, boot.join(name)).with_context(|| format!("copying {}", f.display()))?;
+        }
+        let bytes = debian::tree_bytes(&root)?;
+        let fs_mib = bytes / (1 << 20) * 13 / 10 + 256;
+        let raw = tmp.path().join("disk.raw");
+        paths::run_cmd(Command::new(mkfs).args(["-q", "-F", "-L", "vtntroot", "-d"]).arg(&root).arg(&raw).arg(format!("{fs_mib}M")))?;
+        let installed = paths::allocated(&raw)? + paths::file_size(&boot.join("vmlinuz"))? + paths::file_size(&boot.join("initrd.img"))?;
+        paths::run_cmd(Command::new(qemu_img).args(["convert", "-c", "-O", "qcow2"]).arg(&raw).arg(boot.join("disk.qcow2")))?;
+        let part = dst.with_extension("part");
+        paths::run_cmd(Command::new("tar").arg("-C").arg(&boot).arg("-cf").arg(&part).args(["disk.qcow2", "vmlinuz", "initrd.img"]))?;
+        std::fs::rename(&part, &dst)?;
+        std::fs::write(&size_file, installed.to_string())?;
+    }
+    let installed: u64 = std::fs::read_to_string(&size_file)?.trim().parse().context("reading the VM image size")?;
+    Ok(ImageInfo {
+        runtime: Runtime::Vm,
+        download_bytes: paths::file_size(&dst)?,
+        path: dst,
+        size_bytes: installed,
+        size_note: "ext4 disk blocks in use + kernel + initrd; download is a compressed qcow2 box".into(),
+    })
+}
+
+fn write_exec(p: &Path, text: &str) -> anyhow::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    if let Some(d) = p.parent() {
+        std::fs::create_dir_all(d)?;
+    }
+    std::fs::write(p, text).with_context(|| format!("writing {}", p.display()))?;
+    std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o755))?;
+    Ok(())
+}
+
+fn newest(dir: &Path, prefix: &str) -> anyhow::Result<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .with_context(|| format!("reading {}", dir.display()))?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with(prefix)))
+        .collect();
+    v.sort();
+    v.pop().with_context(|| format!("no {prefix}* in {} (is linux-image-amd64 in the rootfs?)", dir.display()))
+}
+
+/// Unpacks a fetched box into `dir`; returns the directory holding its files.
+pub fn install(tarball: &Path, dir: &Path) -> anyhow::Result<PathBuf> {
+    let d = dir.join("box");
+    std::fs::create_dir_all(&d)?;
+    paths::run_cmd(Command::new("tar").arg("-C").arg(&d).arg("-xf").arg(tarball))?;
+    for f in ["disk.qcow2", "vmlinuz", "initrd.img"] {
+        anyhow::ensure!(d.join(f).is_file(), "the VM box {} has no {f}", tarball.display());
+    }
+    Ok(d)
+}
+
+/// `kvm` or `tcg`: `VTNT_ACCEL` if set, else KVM only when vtnt-vmm's probe (cached in
+/// `$TMPDIR/vtnt-kvm-usable` for this boot) found it usable.
+pub fn accel() -> &'static str {
+    match std::env::var("VTNT_ACCEL").as_deref() {
+        Ok("kvm") => return "kvm",
+        Ok("tcg") => return "tcg",
+        _ => {}
+    }
+    let boot_id = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap_or_default();
+    let cached = std::fs::read_to_string(std::env::temp_dir().join("vtnt-kvm-usable")).unwrap_or_default();
+    match cached.trim().split_once(' ') {
+        Some((id, "1")) if id == boot_id.trim() && !id.is_empty() => "kvm",
+        _ => "tcg",
+    }
+}
+
+fn base64(data: &[u8]) -> String {
+    const T: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut s = String::new();
+    for c in data.chunks(3) {
+        let n = (u32::from(c[0]) << 16) | (u32::from(*c.get(1).unwrap_or(&0)) << 8) | u32::from(*c.get(2).unwrap_or(&0));
+        for i in 0..4 {
+            if i <= c.len() {
+                s.push(T[(n >> (18 - 6 * i) & 63) as usize] as char);
+            } else {
+                s.push('=');
+            }
+        }
+    }
+    s
+}
+
+/// Boots one VM of the box in `box_dir` on the lab's VM front, in `cgroup`.
+pub fn start(box_dir: &Path, lab: &Lab, spec: &InstanceSpec, cgroup: &Cgroup) -> anyhow::Result<Supervised> {
+    let qemu = paths::need("qemu-system-x86_64", "qemu-system-x86")?;
+    let (addr, len) = lab.vm.guest(spec.index)?;
+    let args = spec.job.guest_args();
+    anyhow::ensure!(!args.iter().any(|w| w.contains('\n')), "job words may not contain newlines");
+    let words = args.join("\n");
+    let local_port = free_udp_port()?;
+    let mac = format!("52:54:00:76:75:{:02x}", spec.index % 256);
+    let append = format!(
+        "root=/dev/vda rw console=ttyS0 quiet loglevel=3 systemd.show_status=0 net.ifnames=0 vtnt.ip={addr}/{len} vtnt.gw={} vtnt.job={}",
+        lab.vm.gateway,
+        base64(words.as_bytes())
+    );
+    let mut cmd = cgroup.wrap(&qemu.display().to_string());
+    cmd.args(["-machine", &format!("q35,accel={}", accel()), "-m", &MEMORY_MIB.to_string(), "-smp", "1"])
+        .args(["-nodefaults", "-no-user-config", "-display", "none", "-serial", "stdio", "-no-reboot"])
+        .arg("-kernel")
+        .arg(box_dir.join("vmlinuz"))
+        .arg("-initrd")
+        .arg(box_dir.join("initrd.img"))
+        .arg("-append")
+        .arg(append)
+        .arg("-drive")
+        .arg(format!("file={},if=virtio,format=qcow2,snapshot=on", box_dir.join("disk.qcow2").display()))
+        .arg("-netdev")
+        .arg(format!(
+            "dgram,id=n0,local.type=inet,local.host=127.0.0.1,local.port={local_port},remote.type=inet,remote.host=127.0.0.1,remote.port={}",
+            lab.vm.port
+        ))
+        .arg("-device")
+        .arg(format!("virtio-net-pci,netdev=n0,mac={mac},romfile="));
+    Supervised::spawn(cmd, &format!("the Debian VM (guest {addr})"))
+}
+
+/// A UDP port on 127.0.0.1 free right now (QEMU binds it a moment later).
+fn free_udp_port() -> anyhow::Result<u16> {
+    let s = std::net::UdpSocket::bind("127.0.0.1:0").context("finding a free UDP port")?;
+    Ok(s.local_addr()?.port())
+}
+
+/// The job's stdout from the serial console (the `VTNT|` lines).
+pub fn guest_stdout(console: &str) -> String {
+    console.lines().filter_map(|l| l.trim_end_matches('\r').strip_prefix("VTNT|")).map(|l| format!("{l}\n")).collect()
+}
+
+/// The job's exit code from the console's `VTNT-END rc=N` line.
+pub fn guest_code(console: &str) -> Option<i32> {
+    console.lines().find_map(|l| l.trim_end_matches('\r').strip_prefix("VTNT-END rc=").and_then(|v| v.trim().parse().ok()))
+}
+
+/// The job's stderr from the console (`VTNT-ERR|` lines), for error messages.
+pub fn guest_stderr(console: &str) -> String {
+    console.lines().filter_map(|l| l.trim_end_matches('\r').strip_prefix("VTNT-ERR|")).map(|l| format!("{l}\n")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base64_matches_coreutils() {
+        assert_eq!(base64(b"trace\n-P"), "dHJhY2UKLVA=");
+        assert_eq!(base64(b"ab"), "YWI=");
+        assert_eq!(base64(b"abc"), "YWJj");
+    }
+
+    #[test]
+    fn console_parsing() {
+        let c = "[  OK  ] noise\r\nVTNT-BEGIN\r\nVTNT|{\"a\":1}\r\nVTNT-ERR|warn\r\nVTNT-END rc=0\r\n";
+        assert_eq!(guest_stdout(c), "{\"a\":1}\n");
+        assert_eq!(guest_code(c), Some(0));
+        assert_eq!(guest_stderr(c), "warn\n");
+        assert_eq!(guest_code("nothing"), None);
+    }
+}

@@ -1,0 +1,66 @@
+//! Every runtime returns what the native run returns for the same job (scamper JSON
+//! lines, run-dependent fields aside: `vtnt_deploy::job::normalize`), each against a lab
+//! of its own. Needs root; a test whose components are missing prints `SKIPPED <name>:
+//! <reason>` and passes (CI installs them all through scripts/setup.sh).
+
+mod common;
+
+use std::time::Duration;
+
+use vtnt_deploy::job::{normalize, Job};
+use vtnt_deploy::{RunOptions, Runtime};
+
+fn job() -> Job {
+    Job::new(["trace", "-P", "icmp-paris", "203.0.113.10"])
+}
+
+fn check(test: &str, runtimes: &[Runtime]) {
+    if common::skip(test, common::basic_missing()) {
+        return;
+    }
+    for &rt in runtimes {
+        if common::skip(test, common::runtime_missing(rt)) {
+            return;
+        }
+    }
+    let lab = common::LabGuard::up(&test.chars().take(3).collect::<String>()).expect("vtnt lab up");
+    let opts = RunOptions { lab: lab.name.clone(), bandwidth_bps: 1_000_000_000, timeout: Duration::from_secs(600), ..Default::default() };
+    let native = Runtime::Native.run(&job(), &opts).expect("native run");
+    assert!(native.ok(), "native run failed: {}", native.stderr);
+    let want = normalize(&native.stdout);
+    assert!(want.iter().any(|l| l.contains("\"type\":\"trace\"")), "native output has no trace: {}", native.stdout);
+    for &rt in runtimes {
+        if rt == Runtime::Microvm {
+            if let Err(e) = rt.build_image(&Default::default()) {
+                if format!("{e:#}").contains("has not landed") {
+                    common::skip(test, Some(format!("{e:#}")));
+                    return;
+                }
+            }
+        }
+        let out = rt.run(&job(), &opts).unwrap_or_else(|e| panic!("{} run: {e:#}", rt.name()));
+        assert!(out.ok(), "{} run exited with {:?}: {}", rt.name(), out.code, out.stderr);
+        assert_eq!(normalize(&out.stdout), want, "{} output differs from native", rt.name());
+        eprintln!("{test}: {} deploy {:.2} s, execution {:.2} s", rt.name(), out.deploy_time.as_secs_f64(), out.exec_time.as_secs_f64());
+    }
+}
+
+#[test]
+fn runc_matches_native() {
+    check("runc_matches_native", &[Runtime::Runc]);
+}
+
+#[test]
+fn docker_images_match_native() {
+    check("docker_images_match_native", &[Runtime::DockerScratch, Runtime::Docker]);
+}
+
+#[test]
+fn vm_matches_native() {
+    check("vm_matches_native", &[Runtime::Vm]);
+}
+
+#[test]
+fn microvm_matches_native() {
+    check("microvm_matches_native", &[Runtime::Microvm]);
+}
