@@ -110,8 +110,8 @@ pub fn poll_readable(fds: &[RawFd], timeout_us: u64) -> io::Result<Vec<bool>> {
         })
         .collect();
     let ts = libc::timespec {
-        tv_sec: (timeout_us / 1_000_000) as libc::time_t,
-        tv_nsec: ((timeout_us % 1_000_000) * 1000) as libc::c_long,
+        tv_sec: (timeout_us / 1_000_000) as _,
+        tv_nsec: ((timeout_us % 1_000_000) * 1000) as _,
     };
     // SAFETY: `p` is a live array of `p.len()` pollfd structs, `ts` a live timespec; a
     // null signal mask leaves the mask unchanged.
