@@ -130,10 +130,7 @@ fn run_local(args: &RunArgs) -> anyhow::Result<ExitCode> {
             if let Some(img) = &args.image {
                 std::env::set_var("VTNT_UNIKERNEL_IMAGE", img);
             }
-            if args.hold > 0 {
-                eprintln!("vtnt run: the unikernel has no hold yet; running the job without it");
-            }
-            return unikernel_run_microvm(&args.vmm, &args.job, Some(&args.lab));
+            return unikernel_run_microvm(&args.vmm, &args.job, Some(&args.lab), args.hold);
         }
         other => anyhow::bail!("--local runs native or microvm jobs, not {}", other.name()),
     };
@@ -147,6 +144,6 @@ fn unikernel_build_image() -> anyhow::Result<(PathBuf, u64)> {
     crate::unikernel::build_image().context("building the unikernel image")
 }
 
-fn unikernel_run_microvm(vmm: &str, job: &[String], lab: Option<&str>) -> anyhow::Result<ExitCode> {
-    crate::unikernel::run_microvm(vmm, job, lab)
+fn unikernel_run_microvm(vmm: &str, job: &[String], lab: Option<&str>, hold: u32) -> anyhow::Result<ExitCode> {
+    crate::unikernel::run_microvm(vmm, job, lab, Duration::from_secs(u64::from(hold)))
 }

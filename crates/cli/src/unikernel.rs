@@ -1,5 +1,5 @@
 //! The unikernel runtime: `vtnt image build unikernel` ([`build_image`]) and
-//! `vtnt run --runtime microvm ...` ([`run_microvm`]).
+//! `vtnt run --runtime microvm [--hold S] ...` ([`run_microvm`]).
 //!
 //! The job is given with `vtnt`'s own words (`trace -P icmp-paris -q 1 TARGET`,
 //! `ping -c 3 TARGET`, `tnt ... TARGET`), parsed by the very clap parsers of `vtnt trace`,
@@ -83,6 +83,7 @@ fn job_spec(words: &[String]) -> anyhow::Result<(JobSpec, Format, Option<PathBuf
         kind,
         engine,
         targets: Targets::List(targets),
+        hold: Duration::ZERO,
     };
     Ok((spec, common.format, common.output.clone(), some_bad))
 }
@@ -114,12 +115,29 @@ fn hostname() -> Option<String> {
 /// Runs the job `job_words` in a microVM under `vmm` (`qemu` or `firecracker`) attached
 /// to lab `lab` (default [`DEFAULT_LAB`]) and prints the result lines as the native
 /// command would. Guest diagnostics go to stderr with `--verbose`-free brevity: only
-/// errors.
-pub fn run_microvm(vmm: &str, job_words: &[String], lab: Option<&str>) -> anyhow::Result<ExitCode> {
+/// errors. The guest then stays up (halted) `hold` after printing its results (the job
+/// spec's `hold=`, at most `vtnt_jobspec::MAX_HOLD`; the density job's delay). The image booted is
+/// `$VTNT_UNIKERNEL_IMAGE` when set (the file `vtnt-deploy` downloaded), else this
+/// workspace's, built if needed.
+pub fn run_microvm(vmm: &str, job_words: &[String], lab: Option<&str>, hold: Duration) -> anyhow::Result<ExitCode> {
     let Some(vmm) = Vmm::from_name(vmm) else {
         bail!("unknown VMM `{vmm}` (qemu, firecracker)");
     };
-    let (spec, format, output, some_bad) = job_spec(job_words)?;
+    let (mut spec, format, output, some_bad) = job_spec(job_words)?;
+    if hold > vtnt_jobspec::MAX_HOLD {
+        bail!("--hold: at most {} s", vtnt_jobspec::MAX_HOLD.as_secs());
+    }
+    spec.hold = hold;
+    let image = match std::env::var_os("VTNT_UNIKERNEL_IMAGE").filter(|p| !p.is_empty()) {
+        Some(p) => {
+            let p = PathBuf::from(p);
+            if !p.is_file() {
+                bail!("VTNT_UNIKERNEL_IMAGE={}: no such file", p.display());
+            }
+            Some(p)
+        }
+        None => None,
+    };
     if format != Format::Json {
         bail!("a microVM job prints scamper JSON only (-O json); convert with `vtnt convert`");
     }
@@ -128,6 +146,7 @@ pub fn run_microvm(vmm: &str, job_words: &[String], lab: Option<&str>) -> anyhow
     run.vmm = vmm;
     run.timeout = TIMEOUT;
     run.hostname = hostname();
+    run.image = image;
     let out = run_job(&run).map_err(|e| anyhow::anyhow!("{e}"))?;
     match out.status {
         GuestStatus::Exited(0) => {}
@@ -135,7 +154,7 @@ pub fn run_microvm(vmm: &str, job_words: &[String], lab: Option<&str>) -> anyhow
             let why = out.error().unwrap_or("no error message");
             bail!("the unikernel failed (status {n}): {why}");
         }
-        GuestStatus::TimedOut => bail!("the microVM did not finish within {} s", TIMEOUT.as_secs() + 10),
+        GuestStatus::TimedOut => bail!("the microVM did not finish within {} s", (TIMEOUT + hold).as_secs() + 10),
         GuestStatus::Vanished => bail!(
             "the microVM stopped without a status: {}",
             out.vmm_stderr.trim()

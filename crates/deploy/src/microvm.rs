@@ -8,8 +8,8 @@
 //! instance's cgroup, i.e. the launcher plus its QEMU child, both measured.
 //!
 //! The unikernel runs the job's words as they are (no `run --hold` wrapper: it has no
-//! shell); a hold is passed as `--hold` to the launcher, which forwards it when the
-//! kernel supports it.
+//! shell); a hold is passed as `--hold` to the launcher, which puts it in the job spec
+//! (`hold=`): the guest sits halted that long after its results, then powers off.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

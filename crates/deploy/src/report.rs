@@ -114,9 +114,6 @@ pub fn markdown(rep: &Report) -> String {
         let _ = writeln!(s, "| {}{} | {} | {} | {} | {} |", r.label, tag(r), d(&r.density_memory), d(&r.density_memory_ksm), d(&r.density_cpu), why.replace('|', "/").chars().take(160).collect::<String>());
     }
     let _ = writeln!(s, "\n`N+`: every instance tried completed; the limit is higher.\n");
-    if find(rep, "microvm").is_some() {
-        let _ = writeln!(s, "The unikernel has no hold yet: its density instances run the one-hop trace and exit, without the 10 s hold the other runtimes keep, which favours it.\n");
-    }
     let _ = writeln!(s, "## Ratios (the paper's: vTNT vs Docker / Vagrant VM)\n\n| metric | paper | Docker / vTNT | VM / vTNT | Docker / scratch | Docker / runc |\n|---|---|---:|---:|---:|---:|");
     let micro = find(rep, "microvm");
     let rows = [

@@ -5,11 +5,11 @@ use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 use core::net::{IpAddr, Ipv4Addr};
 
-use vtnt_engine::{JobError, PingOptions, TraceOptions};
+use vtnt_engine::{Duration, JobError, PingOptions, TraceOptions};
 use vtnt_tnt::TntConfig;
 
 use crate::keys::{self, Fields};
-use crate::{EngineSpec, Error, ErrorKind, JobKind, JobSpec, Targets, MAGIC, VERSION};
+use crate::{EngineSpec, Error, ErrorKind, JobKind, JobSpec, Targets, MAGIC, MAX_HOLD, VERSION};
 
 const UNSPECIFIED: IpAddr = IpAddr::V4(Ipv4Addr::UNSPECIFIED);
 
@@ -75,6 +75,9 @@ pub fn encode(spec: &JobSpec) -> String {
         }
     }
     push_diff(&mut s, "", engine_fields(&spec.engine), engine_fields(&EngineSpec::default()));
+    if spec.hold != Duration::ZERO {
+        s.push_str(&format!(" hold={}", keys::dur(spec.hold)));
+    }
     s.push_str(" targets=");
     match &spec.targets {
         Targets::Module => s.push_str("@module"),
@@ -181,6 +184,7 @@ pub fn decode(line: &str) -> Result<JobSpec, Error> {
     }
     let mut engine = EngineSpec::default();
     let mut targets = None;
+    let mut hold = Duration::ZERO;
     for &(k, v) in &pairs {
         let known = match k {
             "kind" | "trace.method" | "ping.method" => {
@@ -209,6 +213,13 @@ pub fn decode(line: &str) -> Result<JobSpec, Error> {
             }
             "targets" => {
                 targets = Some(parse_targets(v)?);
+                true
+            }
+            "hold" => {
+                hold = keys::parse_dur(v).map_err(|w| bad(k, w))?;
+                if hold > MAX_HOLD {
+                    return Err(bad(k, format!("out of range (allowed: 0s..={})", keys::dur(MAX_HOLD))));
+                }
                 true
             }
             _ => {
@@ -257,7 +268,7 @@ pub fn decode(line: &str) -> Result<JobSpec, Error> {
         }
         _ => unreachable!("the kind fixed which templates exist"),
     };
-    Ok(JobSpec { kind, engine, targets })
+    Ok(JobSpec { kind, engine, targets, hold })
 }
 
 fn parse_targets(v: &str) -> Result<Targets, Error> {

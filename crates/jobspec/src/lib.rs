@@ -15,6 +15,8 @@
 //!   and its fingerprint pings), TNT's own are `tnt.*`, the engine's are bare (`pps`,
 //!   `burst`, `seed`, `window`, `src`) and `targets` is a comma list or `@module` (the
 //!   list comes separately, one address per line: see [`parse_target_list`]);
+//! - `hold` (default `0s`, at most [`MAX_HOLD`]) is how long the runner stays alive after
+//!   the job has printed its results (the density job's "trace, then a 10 s delay");
 //! - an absent key has its default for the kind (`vtnt trace`, `vtnt ping` and TNT's
 //!   defaults; a `method` also resets `probe-size` to the method's default). [`encode`]
 //!   writes exactly the keys that differ from those defaults, in a fixed order, so one
@@ -43,6 +45,8 @@ pub use codec::{decode, encode, encode_split, parse_target_list};
 pub const VERSION: u32 = 1;
 /// The first word of every spec.
 pub const MAGIC: &str = "vtnt-job";
+/// The longest `hold=` accepted.
+pub const MAX_HOLD: vtnt_engine::Duration = vtnt_engine::Duration::from_secs(3600);
 
 /// What the job does.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -114,12 +118,14 @@ pub struct JobSpec {
     pub kind: JobKind,
     pub engine: EngineSpec,
     pub targets: Targets,
+    /// How long to stay alive after the results are out (`hold=`, 0..=[`MAX_HOLD`]).
+    pub hold: vtnt_engine::Duration,
 }
 
 impl JobSpec {
     /// A job of `kind` over `targets` with default engine settings.
     pub fn new(kind: JobKind, targets: Vec<IpAddr>) -> JobSpec {
-        JobSpec { kind, engine: EngineSpec::default(), targets: Targets::List(targets) }
+        JobSpec { kind, engine: EngineSpec::default(), targets: Targets::List(targets), hold: vtnt_engine::Duration::ZERO }
     }
 
     /// The inline targets (empty for [`Targets::Module`]).

@@ -158,6 +158,9 @@ fn errors_name_the_key() {
         ("vtnt-job=1 kind=tnt tnt.frpla=0 targets=192.0.2.1", "tnt.frpla", "job spec: key `tnt.frpla`: out of range (allowed: 1..=64)"),
         ("vtnt-job=1 kind=tnt tnt.reveal=yes targets=192.0.2.1", "tnt.reveal", "job spec: key `tnt.reveal`: `yes` is not true or false"),
         ("vtnt-job=1 kind=ping tnt.reveal=true targets=192.0.2.1", "tnt.reveal", "job spec: unknown key `tnt.reveal`"),
+        ("vtnt-job=1 kind=ping hold=3601s targets=192.0.2.1", "hold", "job spec: key `hold`: out of range (allowed: 0s..=3600s)"),
+        ("vtnt-job=1 kind=ping hold=10 targets=192.0.2.1", "hold", "job spec: key `hold`: `10` is not a duration (e.g. 1s, 250ms, 40us)"),
+        ("vtnt-job=1 kind=ping hold=1s hold=2s targets=192.0.2.1", "hold", "job spec: key `hold` given twice"),
     ];
     for &(line, key, msg) in cases {
         let e = error(line);
@@ -173,4 +176,22 @@ fn whitespace_and_order_do_not_matter() {
     assert_eq!(a, b);
     assert_eq!(a.engine.seed, 3);
     assert_eq!(a.target_list(), &[ip("192.0.2.1")]);
+}
+
+#[test]
+fn hold_is_additive_and_defaults_to_zero() {
+    let mut spec = JobSpec::new(JobKind::Trace(TraceOptions::new(unspecified())), vec![ip("192.0.2.9")]);
+    assert_eq!(spec.hold, Duration::ZERO);
+    spec.hold = Duration::from_secs(10);
+    assert_eq!(round_trip(&spec), "vtnt-job=1 kind=trace hold=10s targets=192.0.2.9");
+    spec.hold = Duration::from_millis(1500);
+    assert_eq!(round_trip(&spec), "vtnt-job=1 kind=trace hold=1500ms targets=192.0.2.9");
+    spec.hold = MAX_HOLD;
+    assert_eq!(round_trip(&spec), "vtnt-job=1 kind=trace hold=3600s targets=192.0.2.9");
+    // Lines without the key (every line written before it existed) still read, held 0.
+    assert_eq!(decode("vtnt-job=1 kind=ping targets=192.0.2.1").unwrap().hold, Duration::ZERO);
+    assert_eq!(decode("vtnt-job=1 kind=ping hold=0s targets=192.0.2.1").unwrap().hold, Duration::ZERO);
+    // A module split keeps the hold.
+    let (line, _) = encode_split(&JobSpec { targets: Targets::List(vec![ip("192.0.2.1"); 3]), ..spec.clone() }, 1);
+    assert_eq!(line, "vtnt-job=1 kind=trace hold=3600s targets=@module");
 }

@@ -1,6 +1,7 @@
 //! The serial console on COM1 (I/O port 0x3f8) and the `print!`/`println!` macros.
 //!
-//! Single core, interrupts off: no lock is needed. Lines end in `\n` only; the host side
+//! Single core, interrupts only ever enabled inside `hlt` (whose handlers print nothing):
+//! no lock is needed. Lines end in `\n` only; the host side
 //! reads them from QEMU's / Firecracker's stdout.
 
 use crate::arch::x86_64::io::{inb, outb};

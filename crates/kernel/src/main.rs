@@ -5,8 +5,8 @@
 //! virtio-net, prints its results as scamper JSON lines on COM1 (the lines the native
 //! `vtnt` prints), and powers off with a documented status (see [`exit::Status`]).
 //!
-//! Boot sequence ([`rust_start`]): console -> boot info -> command line -> clock (TSC
-//! frequency measured) -> heap (from the memory map) -> job. Jobs that need the network
+//! Boot sequence ([`rust_start`]): console -> boot info -> clock (TSC frequency
+//! measured) -> IDT and local APIC timer (for idling with `hlt`) -> command line -> heap (from the memory map) -> job. Jobs that need the network
 //! then find a virtio-net device (MMIO or PCI), resolve the gateway by ARP, and enter the
 //! run loop in [`job`].
 //!
@@ -76,6 +76,7 @@ pub extern "C" fn rust_start(start_info: u32) -> ! {
             "no clock: TSC frequency unknown (no CPUID leaf, no PIT)"
         );
     };
+    let idle = time::init_idle();
     let cmdline = match cmdline::Cmdline::parse(info.cmdline()) {
         Ok(c) => c,
         Err(e) => fail!(Status::BadCmdline, "command line: {e}"),
@@ -98,9 +99,10 @@ pub extern "C" fn rust_start(start_info: u32) -> ! {
         module_bytes += m.bytes.len();
     }
     println!(
-        "{{\"type\":\"boot\",\"tsc_hz\":{},\"tsc_source\":\"{}\",\"heap_kib\":{},\"modules\":{},\"module_bytes\":{},\"acpi\":{},\"clock_start_us\":{},\"boot_us\":{}}}",
+        "{{\"type\":\"boot\",\"tsc_hz\":{},\"tsc_source\":\"{}\",\"idle\":\"{}\",\"heap_kib\":{},\"modules\":{},\"module_bytes\":{},\"acpi\":{},\"clock_start_us\":{},\"boot_us\":{}}}",
         hz,
         source.name(),
+        idle,
         (heap_range.1 - heap_range.0) / 1024,
         modules,
         module_bytes,

@@ -5,10 +5,15 @@
 //! the hypervisor timing leaf 0x4000_0010 (KVM/VMware/Firecracker style, when present),
 //! and otherwise a measurement of the TSC against PIT channel 0 over [`PIT_WINDOW_TICKS`].
 //! No frequency is ever assumed: without a source, boot fails with an error.
+//!
+//! Waiting: [`init_idle`] sets up the IDT and the local APIC timer; [`wait_until`] then
+//! halts the CPU (`sti; hlt`) until a deadline, so a waiting guest costs its host almost
+//! nothing. Without a local APIC it degrades to one busy-poll turn.
 
 use crate::arch::x86_64::boot::boot_tsc;
 use crate::arch::x86_64::io::{cpuid, inb, outb, rdtsc};
-use core::sync::atomic::{AtomicU64, Ordering};
+use crate::arch::x86_64::{apic, interrupts};
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 pub use vtnt_record::Instant;
 
 /// PIT input clock in Hz.
@@ -18,6 +23,10 @@ pub const PIT_WINDOW_TICKS: u32 = 2386;
 
 /// Microseconds per TSC tick, as a 32.32 fixed-point number.
 static US_PER_TICK_FP: AtomicU64 = AtomicU64::new(0);
+/// The TSC frequency in Hz.
+static TSC_HZ: AtomicU64 = AtomicU64::new(0);
+/// Whether [`wait_until`] may halt (a local APIC timer is armed to wake us).
+static HALTS: AtomicBool = AtomicBool::new(false);
 
 /// Where the TSC frequency came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,6 +60,7 @@ pub fn calibrate() -> Option<(u64, Source)> {
 }
 
 fn set_frequency(hz: u64) {
+    TSC_HZ.store(hz, Ordering::Relaxed);
     US_PER_TICK_FP.store(
         ((1_000_000u128 << 32) / hz as u128) as u64,
         Ordering::Relaxed,
@@ -67,6 +77,49 @@ pub fn tsc_to_instant(tsc: u64) -> Instant {
 /// Now, in microseconds since the kernel's first instruction (zero before calibration).
 pub fn now() -> Instant {
     tsc_to_instant(rdtsc())
+}
+
+/// The TSC value at guest time `t` (the inverse of [`tsc_to_instant`]).
+pub fn instant_to_tsc(t: Instant) -> u64 {
+    let hz = TSC_HZ.load(Ordering::Relaxed) as u128;
+    boot_tsc().saturating_add((t.as_micros() as u128 * hz / 1_000_000) as u64)
+}
+
+/// Installs the IDT and sets up the local APIC timer so [`wait_until`] can halt. Call
+/// after [`calibrate`]. Returns the idle mechanism's name (`tsc-deadline`, `one-shot`,
+/// or `spin` without a local APIC).
+pub fn init_idle() -> &'static str {
+    interrupts::init();
+    match apic::init() {
+        Some(mode) => {
+            HALTS.store(true, Ordering::Relaxed);
+            mode.name()
+        }
+        None => "spin",
+    }
+}
+
+/// Waits until guest time `deadline` or an earlier interrupt, whichever comes first
+/// (callers loop and re-check their conditions). The CPU halts meanwhile; without a
+/// local APIC this is one busy-poll turn.
+pub fn wait_until(deadline: Instant) {
+    if !HALTS.load(Ordering::Relaxed) {
+        core::hint::spin_loop();
+        return;
+    }
+    if now() >= deadline {
+        return;
+    }
+    let tsc_per_us = (TSC_HZ.load(Ordering::Relaxed) / 1_000_000).max(1);
+    apic::arm(instant_to_tsc(deadline), tsc_per_us);
+    interrupts::halt();
+}
+
+/// Halts until guest time `until` (the job's `hold`).
+pub fn sleep_until(until: Instant) {
+    while now() < until {
+        wait_until(until);
+    }
 }
 
 fn from_cpuid15() -> Option<u64> {
@@ -144,6 +197,13 @@ fn from_pit() -> Option<u64> {
             return None;
         }
     };
+    // SAFETY: as above: channel 0 to mode 0 (interrupt on terminal count) with the longest
+    // count, so it stops generating periodic timer events once it has counted down.
+    unsafe {
+        outb(0x43, 0x30);
+        outb(0x40, 0xff);
+        outb(0x40, 0xff);
+    }
     let hz = (t1 - t0) as u128 * PIT_HZ as u128 / elapsed as u128;
     (hz > 1_000_000).then_some(hz as u64)
 }

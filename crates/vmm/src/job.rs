@@ -69,7 +69,8 @@ pub struct RunSpec {
     pub job: JobSpec,
     pub net: JobNet,
     pub accel: Accel,
-    /// Guest watchdog; the host kills the VM 10 s later.
+    /// Guest watchdog; the host kills the VM 10 s later (plus the job's `hold`, which the
+    /// guest spends after its results, outside the watchdog).
     pub timeout: Duration,
     /// `hostname` of the `cycle-start` line (the native CLI prints the machine's).
     pub hostname: Option<String>,
@@ -116,6 +117,8 @@ pub struct RunOutcome {
     pub timings: Timings,
     /// The VMM's peak resident set, KiB.
     pub peak_rss_kib: Option<u64>,
+    /// The VMM's host CPU time (user + system, 10 ms resolution).
+    pub cpu: Option<Duration>,
     /// The VMM's stderr.
     pub vmm_stderr: String,
     /// The kernel command line used.
@@ -216,7 +219,7 @@ pub fn run_job(spec: &RunSpec) -> Result<RunOutcome, Error> {
         }
         None => None,
     };
-    let host_timeout = spec.timeout + Duration::from_secs(10);
+    let host_timeout = spec.timeout + spec.job.hold + Duration::from_secs(10);
     let out: Outcome = match spec.vmm {
         Vmm::Qemu => {
             let mut cfg = VmConfig::new(image, spec.machine, &cmdline);
@@ -270,6 +273,7 @@ pub fn run_job(spec: &RunSpec) -> Result<RunOutcome, Error> {
         status: out.status,
         timings,
         peak_rss_kib: out.peak_rss_kib,
+        cpu: out.cpu,
         vmm_stderr: out.stderr,
         cmdline,
     })

@@ -49,6 +49,9 @@ pub struct Outcome {
     pub wall: Duration,
     /// Peak resident set of the VMM process (VmHWM), in KiB, if it could be read.
     pub peak_rss_kib: Option<u64>,
+    /// Host CPU time of the VMM process (user + system, all threads; 10 ms resolution),
+    /// if it could be read.
+    pub cpu: Option<Duration>,
 }
 
 impl Outcome {

@@ -8,7 +8,9 @@
 //! - `q35` / `pc`: `virtio-net-pci` without an option ROM (`romfile=`).
 //!
 //! The console is read line by line from QEMU's stdout; the VM is killed at
-//! [`VmConfig::timeout`]; QEMU's peak RSS (VmHWM) is sampled while it runs.
+//! [`VmConfig::timeout`]; QEMU's peak RSS (VmHWM) is sampled while it runs, and its CPU
+//! time (user + system, all threads) is read from `/proc/<pid>/stat` once it has exited
+//! but before it is reaped (a zombie's stat still holds the totals).
 
 use crate::outcome::{status_from_console, status_from_qemu_code, GuestStatus, Outcome};
 use crate::{accel, Error};
@@ -251,10 +253,18 @@ pub(crate) fn supervise(
         s
     });
     let mut peak_rss_kib = None;
+    let mut cpu = None;
     let mut timed_out = false;
     let exit = loop {
         if let Some(kib) = vm_hwm_kib(pid) {
             peak_rss_kib = Some(kib);
+        }
+        // Read before `try_wait` reaps it: once the VMM is a zombie this is its total.
+        if let Some((state, t)) = cpu_time(pid) {
+            cpu = Some(t);
+            if state == 'Z' {
+                break child.wait()?;
+            }
         }
         if let Some(status) = child.try_wait()? {
             break status;
@@ -296,7 +306,25 @@ pub(crate) fn supervise(
         vmm_code,
         wall,
         peak_rss_kib,
+        cpu,
     })
+}
+
+/// Clock ticks per second of `/proc/<pid>/stat` (`USER_HZ`, 100 on every x86_64 Linux).
+const USER_HZ: u64 = 100;
+
+/// The state and CPU time (user + system, all threads: utime + stime) of process `pid`
+/// from `/proc/<pid>/stat`, at `USER_HZ` resolution (10 ms).
+pub fn cpu_time(pid: u32) -> Option<(char, Duration)> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Fields after the command name (which may hold spaces) start after the last ')'.
+    let mut f = s.get(s.rfind(')')? + 1..)?.split_ascii_whitespace();
+    let state = f.next()?.chars().next()?;
+    // utime and stime are fields 14 and 15; `state` was field 3.
+    let mut f = f.skip(10);
+    let utime: u64 = f.next()?.parse().ok()?;
+    let stime: u64 = f.next()?.parse().ok()?;
+    Some((state, Duration::from_millis((utime + stime) * 1000 / USER_HZ)))
 }
 
 /// The peak resident set size of process `pid`, in KiB.

@@ -6,6 +6,15 @@
 //! the native CLI runs, driven through `vtnt_engine::Prober` by the generic [`run_loop`]
 //! over the virtio [`Nic`], with the TSC clock shifted by the host's `epoch_us=`.
 //!
+//! Waiting: when the prober has nothing to send and the NIC no packet, the loop halts the
+//! CPU (`time::wait_until`, local APIC timer + `hlt`) until the prober's next deadline,
+//! or at most [`POLL`] while probes may still be answered (see [`run_loop`]). The NIC
+//! raises no interrupt: received packets are found, and timestamped, by the next poll.
+//! So a reply's receive time is late by up to `POLL` (200 us, plus the host's timer
+//! slack) while probes are in flight, and by up to the prober's next deadline for a reply
+//! that arrives later than its probe's wait (the engine treats those as late anyway).
+//! After the results, the job's `hold` is spent halted, then the VM powers off.
+//!
 //! Results leave as scamper JSON lines (`cycle-start`, one `trace` / `ping` per record,
 //! `cycle-stop`) printed by `vtnt-formats`' own line writer, the one the CLI uses, TNT's
 //! annotations through the same `Annotate` hook. Everything else on the console is a
@@ -31,6 +40,10 @@ use vtnt_tnt::{Tnt, TntRunner};
 /// How long ARP may take for the first next hop before we give up.
 pub const ARP_TIMEOUT: Duration = Duration::from_secs(3);
 
+/// The longest halt while replies may be on their way: the bound on how late a received
+/// packet is seen (and timestamped).
+pub const POLL: Duration = Duration::from_micros(200);
+
 /// The engine's clock: guest microseconds since the first instruction plus the host's
 /// UNIX time at boot, so records carry wall-clock timestamps as on Linux.
 #[derive(Debug, Clone, Copy)]
@@ -42,6 +55,11 @@ impl Clock {
     /// The engine time of guest time `t`.
     pub fn at(self, t: Instant) -> Instant {
         Instant::from_micros(self.epoch_us.saturating_add(t.as_micros()))
+    }
+
+    /// The guest time of engine time `t`.
+    pub fn guest(self, t: Instant) -> Instant {
+        Instant::from_micros(t.as_micros().saturating_sub(self.epoch_us))
     }
 
     /// Now, on the engine's clock.
@@ -63,18 +81,27 @@ pub struct LoopStats {
 /// packets, due deadline, transmit until `None`, outputs. A packet the NIC cannot take
 /// yet (transmit backpressure, ARP pending) is held and retried; the prober is not asked
 /// for more until it is gone.
+///
+/// Between turns with nothing to do the CPU halts until the prober's next deadline, or
+/// for at most [`POLL`] while replies may come: more probes were sent than packets
+/// received, and the last one less than `flight` (the job's reply wait) ago.
 pub fn run_loop<P: Prober>(
     prober: &mut P,
     nic: &mut Nic,
     clock: Clock,
     deadline: Option<Instant>,
+    flight: Duration,
     mut emit: impl FnMut(P::Output),
 ) -> Result<LoopStats, Status> {
     let mut buf = [0u8; net::MTU];
     let mut held: Option<usize> = None;
     let mut stats = LoopStats::default();
+    // Replies still expected (sent minus received, a heuristic) and the last send.
+    let mut awaiting = 0u64;
+    let mut last_tx = Instant::ZERO;
     loop {
-        nic.poll_recv(&mut |t, pkt| prober.handle_packet(clock.at(t), pkt));
+        let rx = nic.poll_recv(&mut |t, pkt| prober.handle_packet(clock.at(t), pkt));
+        awaiting = awaiting.saturating_sub(rx as u64);
         let guest_now = time::now();
         if deadline.is_some_and(|d| guest_now >= d) {
             return Err(Status::Watchdog);
@@ -94,6 +121,8 @@ pub fn run_loop<P: Prober>(
             match nic.send_ipv4(time::now(), &buf[..len]) {
                 Ok(()) => {
                     stats.probes += 1;
+                    awaiting += 1;
+                    last_tx = time::now();
                     if stats.first_probe.is_none() {
                         let t = time::now();
                         stats.first_probe = Some(t);
@@ -118,7 +147,30 @@ pub fn run_loop<P: Prober>(
         if prober.is_idle() && held.is_none() {
             return Ok(stats);
         }
-        core::hint::spin_loop();
+        let guest_now = time::now();
+        let mut wake = prober.poll_timeout().map(|t| clock.guest(t));
+        let in_flight = awaiting > 0 && guest_now < last_tx + flight;
+        if held.is_some() || in_flight {
+            wake = Some(wake.map_or(guest_now + POLL, |w| w.min(guest_now + POLL)));
+        } else {
+            awaiting = 0;
+        }
+        if let Some(d) = deadline {
+            wake = Some(wake.map_or(d, |w| w.min(d)));
+        }
+        // Nothing at all to wait for would be a prober bug; poll now and then anyway.
+        time::wait_until(wake.unwrap_or(guest_now + Duration::from_secs(1)));
+    }
+}
+
+/// How long a reply to the job's probes may take: the window in which [`run_loop`] polls
+/// every [`POLL`].
+fn flight(kind: &JobKind) -> Duration {
+    let ping = |p: &vtnt_engine::PingOptions| p.interval.max(p.timeout);
+    match kind {
+        JobKind::Trace(t) => t.wait,
+        JobKind::Ping(p) => ping(p),
+        JobKind::Tnt(c) => c.trace.wait.max(ping(&c.ping)),
     }
 }
 
@@ -159,6 +211,7 @@ pub fn run(cmdline: &Cmdline, info: &impl BootInfo) -> ! {
         ..Cycle::default()
     };
     println_str(&vtnt_formats::cycle_start_line(&cycle));
+    let flight = flight(&spec.kind);
     let (result, done) = match spec.kind {
         JobKind::Trace(_) | JobKind::Ping(_) => {
             let now = clock.now();
@@ -179,7 +232,7 @@ pub fn run(cmdline: &Cmdline, info: &impl BootInfo) -> ! {
                 }
             }
             let mut done = 0usize;
-            let r = run_loop(&mut engine, &mut nic, clock, deadline, |ev| {
+            let r = run_loop(&mut engine, &mut nic, clock, deadline, flight, |ev| {
                 let Event::Finished { record, .. } = ev;
                 done += 1;
                 print_record(&record, &NoAnnotations);
@@ -196,7 +249,7 @@ pub fn run(cmdline: &Cmdline, info: &impl BootInfo) -> ! {
                 runner.add_target(dst);
             }
             let mut done = 0usize;
-            let r = run_loop(&mut runner, &mut nic, clock, deadline, |res| {
+            let r = run_loop(&mut runner, &mut nic, clock, deadline, flight, |res| {
                 done += 1;
                 match res.trace.clone() {
                     Some(trace) => print_record(&Record::Trace(trace), &TntAnnotations(&res)),
@@ -233,6 +286,15 @@ pub fn run(cmdline: &Cmdline, info: &impl BootInfo) -> ! {
         crate::heap::usage().0,
         crate::heap::peak()
     );
+    if spec.hold > Duration::ZERO {
+        let until = time::now() + spec.hold;
+        println!(
+            "{{\"type\":\"hold\",\"hold_us\":{},\"until_us\":{}}}",
+            spec.hold.as_micros(),
+            until.as_micros()
+        );
+        time::sleep_until(until);
+    }
     exit::finish(Status::Ok)
 }
 
@@ -331,7 +393,7 @@ fn resolve_first_hop(nic: &mut Nic, target: IpAddr, deadline: Option<Instant>) {
             fail!(Status::Watchdog, "watchdog: still resolving {hop}");
         }
         nic.poll_recv(&mut |_, _| {});
-        core::hint::spin_loop();
+        time::wait_until((now + POLL).min(give_up));
     }
     if let Some(mac) = nic.arp_lookup(hop).map(Mac) {
         println!(

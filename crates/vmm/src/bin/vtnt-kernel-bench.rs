@@ -8,7 +8,14 @@
 //!   first instruction -> first probe, host spawn -> first probe and -> exit, QEMU peak
 //!   RSS, guest heap high-water mark;
 //! - the smallest guest RAM (whole MiB, binary search over `-m`) in which that TNT job
-//!   completes (goal 4 MiB); without root, the boot job's.
+//!   completes (goal 4 MiB); without root, the boot job's;
+//! - host CPU time (user + system of the QEMU process, all threads) on microvm of the
+//!   boot job, of `ping -c 3 -i 1` to the lab gateway and of a 10 s hold (`ping -c 1`
+//!   then `hold=10s`; an image without `hold` gets `ping -c 2 -i 10`, i.e. 10 s of
+//!   waiting, instead), median of `--runs`: what a guest costs its host while it waits.
+//!
+//! `--image FILE` boots that image instead of building this workspace's (e.g. an older
+//! build, for before/after figures).
 //!
 //! The lab: `--lab NAME` uses a running one; otherwise one is started (and stopped) with
 //! the `vtnt` binary given by `--vtnt PATH` or found at `$CARGO_TARGET_DIR/debug/vtnt` /
@@ -40,18 +47,20 @@ struct Args {
     runs: usize,
     lab: Option<String>,
     vtnt: Option<PathBuf>,
+    image: Option<PathBuf>,
 }
 
 fn args() -> Args {
-    let mut a = Args { runs: 5, lab: None, vtnt: None };
+    let mut a = Args { runs: 5, lab: None, vtnt: None, image: None };
     let mut it = std::env::args().skip(1);
     while let Some(w) = it.next() {
         match w.as_str() {
             "--runs" => a.runs = it.next().and_then(|v| v.parse().ok()).unwrap_or(5).max(1),
             "--lab" => a.lab = it.next(),
             "--vtnt" => a.vtnt = it.next().map(PathBuf::from),
+            "--image" => a.image = it.next().map(PathBuf::from),
             _ => {
-                eprintln!("usage: vtnt-kernel-bench [--runs N] [--lab NAME | --vtnt PATH]");
+                eprintln!("usage: vtnt-kernel-bench [--runs N] [--lab NAME | --vtnt PATH] [--image FILE]");
                 std::process::exit(2);
             }
         }
@@ -86,7 +95,13 @@ fn main() {
     if vtnt_vmm::on_path(qemu::QEMU).is_none() {
         die(format!("{} is not installed", qemu::QEMU));
     }
-    let img = image::build(&BuildOptions::default()).unwrap_or_else(|e| die(e));
+    let img = match &a.image {
+        Some(p) => {
+            let size = std::fs::metadata(p).unwrap_or_else(|e| die(format!("{}: {e}", p.display()))).len();
+            image::Image { path: p.clone(), size, unstripped: p.clone(), unstripped_size: size, stripped: true }
+        }
+        None => image::build(&BuildOptions::default()).unwrap_or_else(|e| die(e)),
+    };
     let accel = match std::env::var("VTNT_ACCEL").as_deref() {
         Ok("kvm") => Accel::Kvm,
         _ => Accel::Tcg,
@@ -102,6 +117,7 @@ fn main() {
         format!("<= 256 KiB: {}", if img.size <= BUDGET_IMAGE { "met" } else { "MISSED" }),
     ));
 
+    let mut boot_cpu = Vec::new();
     for machine in Machine::ALL {
         let (mut ready, mut wall, mut rss) = (Vec::new(), Vec::new(), Vec::new());
         for _ in 0..a.runs {
@@ -112,6 +128,9 @@ fn main() {
                     ready.push(o.json_u64("ready", "ready_us").unwrap_or(0));
                     wall.push(o.wall.as_micros() as u64);
                     rss.push(o.peak_rss_kib.unwrap_or(0));
+                    if machine == Machine::Microvm {
+                        boot_cpu.push(o.cpu.map_or(0, |d| d.as_millis() as u64));
+                    }
                 }
                 other => println!("{}: boot failed: {other:?}", machine.name()),
             }
@@ -146,6 +165,47 @@ fn main() {
         print_table(&table);
         return;
     }
+    // Host CPU time of a waiting guest.
+    let cpu_job = |line: &str| -> Option<(u64, u64)> {
+        let gw = vtnt_vmm::lab::free_slot(&lab_name).ok()?.gateway;
+        let mut r = RunSpec::new(vtnt_jobspec::decode(&line.replace("GW", &gw)).expect("spec"), JobNet::Lab { name: lab_name.clone() });
+        r.accel = accel;
+        r.timeout = Duration::from_secs(60);
+        r.image = Some(img.path.clone());
+        let o = run_job(&r).ok().filter(|o| o.status == GuestStatus::Exited(0))?;
+        Some((o.cpu?.as_millis() as u64, o.timings.total.as_millis() as u64))
+    };
+    let b = median(boot_cpu);
+    println!("cpu_boot_microvm: {b} ms host CPU ({acc})");
+    table.push((format!("host CPU, boot job, microvm ({acc})"), format!("{:.2} s", b as f64 / 1000.0), String::new()));
+    let cpu_rows: [(&str, &str, Option<&str>); 2] = [
+        ("ping -c 3 -i 1 to the lab gateway", "vtnt-job=1 kind=ping ping.count=3 targets=GW", None),
+        ("10 s hold after ping -c 1", "vtnt-job=1 kind=ping ping.count=1 hold=10s targets=GW", Some("vtnt-job=1 kind=ping ping.count=2 ping.interval=10s targets=GW")),
+    ];
+    for (what, line, fallback) in cpu_rows {
+        let (mut cpu, mut wall, mut used) = (Vec::new(), Vec::new(), line);
+        for _ in 0..a.runs {
+            let mut r = cpu_job(used);
+            if r.is_none() && cpu.is_empty() {
+                if let Some(f) = fallback {
+                    used = f;
+                    r = cpu_job(used);
+                }
+            }
+            match r {
+                Some((c, w)) => {
+                    cpu.push(c);
+                    wall.push(w);
+                }
+                None => println!("cpu: a `{what}` run failed"),
+            }
+        }
+        let (c, w) = (median(cpu), median(wall));
+        let note = if used == line { String::new() } else { "image has no hold: ping -c 2 -i 10 instead".to_string() };
+        println!("cpu_{}: {c} ms host CPU over {w} ms wall ({acc}, microvm) {note}", what.replace(' ', "_"));
+        table.push((format!("host CPU, {what}, microvm ({acc})"), format!("{:.2} s (wall {:.1} s)", c as f64 / 1000.0, w as f64 / 1000.0), note));
+    }
+
     let tnt = |mib: u32| -> Option<RunOutcome> {
         let mut r = RunSpec::new(vtnt_jobspec::decode(TNT_JOB).expect("spec"), JobNet::Lab { name: lab_name.clone() });
         r.accel = accel;

@@ -68,3 +68,29 @@ pub fn cpuid(leaf: u32) -> (u32, u32, u32, u32) {
     let r = core::arch::x86_64::__cpuid_count(leaf, 0);
     (r.eax, r.ebx, r.ecx, r.edx)
 }
+
+/// Reads a model-specific register.
+///
+/// # Safety
+/// `msr` must exist on this CPU (else #GP) and reading it must have no unwanted effect.
+#[inline]
+pub unsafe fn rdmsr(msr: u32) -> u64 {
+    let (lo, hi): (u32, u32);
+    // SAFETY: the caller vouches for the MSR; `rdmsr` touches no memory.
+    unsafe {
+        asm!("rdmsr", in("ecx") msr, out("eax") lo, out("edx") hi, options(nomem, nostack, preserves_flags))
+    }
+    (hi as u64) << 32 | lo as u64
+}
+
+/// Writes a model-specific register.
+///
+/// # Safety
+/// `msr` must exist on this CPU and the write must be one the caller intends.
+#[inline]
+pub unsafe fn wrmsr(msr: u32, value: u64) {
+    // SAFETY: the caller vouches for the MSR and value; `wrmsr` touches no memory.
+    unsafe {
+        asm!("wrmsr", in("ecx") msr, in("eax") value as u32, in("edx") (value >> 32) as u32, options(nomem, nostack, preserves_flags))
+    }
+}
