@@ -221,7 +221,8 @@ impl Instance {
                 std::thread::sleep(every);
             }
         }
-        let fin: Finished = child.wait(timeout.saturating_sub(t0.elapsed()).max(Duration::from_millis(1)))?;
+        // `Supervised::wait` counts `timeout` from the start, as the loop above did.
+        let fin: Finished = child.wait(timeout)?;
         let engine_cpu: f64 = self.engine_pids.iter().map(|&p| crate::proc::cpu_secs(p)).sum::<f64>() - self.engine_cpu0;
         let code = match self.runtime {
             Runtime::Vm => vm::guest_code(&fin.stdout),

@@ -49,6 +49,23 @@ pub struct Finished {
     pub elapsed: Duration,
 }
 
+/// The error of [`Supervised::wait`] when the child outlived its timeout (it was killed).
+#[derive(Debug, Clone)]
+pub struct TimedOut {
+    pub what: String,
+    pub timeout: Duration,
+    pub stdout_tail: String,
+    pub stderr_tail: String,
+}
+
+impl std::fmt::Display for TimedOut {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} did not finish within {:.0} s; stdout tail: {}; stderr tail: {}", self.what, self.timeout.as_secs_f64(), self.stdout_tail, self.stderr_tail)
+    }
+}
+
+impl std::error::Error for TimedOut {}
+
 impl Supervised {
     /// Spawns `cmd` (stdin null, stdout/stderr piped) in a new process group.
     pub fn spawn(mut cmd: Command, what: &str) -> anyhow::Result<Supervised> {
@@ -93,13 +110,7 @@ impl Supervised {
                 kill_group(self.child.id(), libc::SIGKILL);
                 let _ = self.child.wait();
                 let (o, e) = self.collect(Duration::from_secs(2));
-                anyhow::bail!(
-                    "{} did not finish within {:.0} s; stdout tail: {}; stderr tail: {}",
-                    self.what,
-                    timeout.as_secs_f64(),
-                    tail(&o, 800),
-                    tail(&e, 800)
-                );
+                return Err(TimedOut { what: self.what.clone(), timeout, stdout_tail: tail(&o, 800).to_string(), stderr_tail: tail(&e, 800).to_string() }.into());
             }
             std::thread::sleep(Duration::from_millis(10));
         };

@@ -143,6 +143,10 @@ pub fn markdown(rep: &Report) -> String {
     if !errs.is_empty() {
         let _ = writeln!(s, "## Errors\n\n{}\n", errs.join("\n"));
     }
+    let retried: Vec<String> = rep.runtimes.iter().flat_map(|r| r.retried.iter().map(move |e| format!("- {}: {}", r.runtime, e.replace('\n', " ")))).collect();
+    if !retried.is_empty() {
+        let _ = writeln!(s, "## Retried after a guest timeout under TCG (the figures are the retry's)\n\n{}\n", retried.join("\n"));
+    }
     let _ = writeln!(s, "## Figures\n\n![Fig. 4](fig4_image_size.png)\n![Fig. 5](fig5_memory.png)\n![Fig. 6](fig6_time.png)\n![Fig. 7](fig7_cpu.png)\n![Fig. 8](fig8_density.png)\n![Fig. 8a](fig8a_memory_timeline.png)\n![Fig. 8b](fig8b_cpu_timeline.png)");
     s
 }

@@ -222,7 +222,10 @@ pub fn start(box_dir: &Path, lab: &Lab, spec: &InstanceSpec, cgroup: &Cgroup) ->
             lab.vm.port
         ))
         .arg("-device")
-        .arg(format!("virtio-net-pci,netdev=n0,mac={mac},romfile="));
+        .arg(format!("virtio-net-pci,netdev=n0,mac={mac},romfile="))
+        // entropy for the guest's CRNG: TCG's CPU model has no RDRAND and the disk is a
+        // snapshot, so no random seed survives from one boot to the next
+        .args(["-object", "rng-random,id=rng0,filename=/dev/urandom", "-device", "virtio-rng-pci,rng=rng0"]);
     Supervised::spawn(cmd, &format!("the Debian VM (guest {addr})"))
 }
 

@@ -25,6 +25,8 @@ fn small_report_is_complete() {
         density_max: 4,
         density_max_vm: 1,
         density_runtimes: runtimes.iter().copied().filter(|&r| r != Runtime::Vm).collect(),
+        // a guest takes under a minute here; a hung one (retried once) should not cost 15
+        timeout_secs: 240,
         ..BenchDeployArgs::default()
     };
     let rep = bench_deploy(&args).expect("bench_deploy");
