@@ -9,6 +9,13 @@
 //! measured the same way, from their own JSON records: rate = probes sent / (last reply's
 //! probe tx - first reply's probe tx); pacing error = |rate - requested| / requested. CPU
 //! is the user+system time of the prober (our engine thread, scamper's process).
+//!
+//! One core: the prober (our thread, scamper's process) is pinned to CPU 0 and, on a
+//! machine with more CPUs, every veth of the topology steers its received packets (RPS)
+//! to the others. So the router's forwarding, the target's replies and the reception of
+//! the replies up to the raw socket's queue run on other cores, as they do on other
+//! machines in a real network, and CPU 0 carries only what the prober pays: building,
+//! sending (down to the veth), reading and matching.
 
 use std::io::Write;
 use std::net::{IpAddr, Ipv4Addr};
@@ -113,6 +120,9 @@ fn ours(ns: &NetNs, pps: u32, opts: &RateOptions) -> anyhow::Result<RateRow> {
     std::thread::spawn(move || -> anyhow::Result<RateRow> {
         let f = std::fs::File::open(format!("/run/netns/{name}"))?;
         nix::sched::setns(f.as_fd(), nix::sched::CloneFlags::CLONE_NEWNET)?;
+        let mut cpu0 = nix::sched::CpuSet::new();
+        cpu0.set(PROBER_CPU)?;
+        nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), &cpu0)?;
         let targets = ((pps as f64 * opts.seconds) / opts.count as f64).ceil() as u32;
         let mut config = Config::new(Chain::left(0).parse()?);
         config.pps = pps;
@@ -162,7 +172,8 @@ fn scamper(ns: &NetNs, pps: u32, opts: &RateOptions) -> anyhow::Result<RateRow> 
     let out = dir.join("scamper.json");
     let before = children_cpu()?;
     let mut child = ns
-        .command("scamper")
+        .command("taskset")
+        .args(["-c", &PROBER_CPU.to_string(), "scamper"])
         .args(["-p", &pps.to_string(), "-w", &targets.to_string()])
         .args(["-c", &format!("ping -c {} -i 0.01", opts.count)])
         .args(["-O", "json", "-o"])
@@ -184,6 +195,26 @@ fn scamper(ns: &NetNs, pps: u32, opts: &RateOptions) -> anyhow::Result<RateRow> 
     Ok(rate_of(&records, pps, "scamper", cpu))
 }
 
+/// The CPU the prober runs on.
+const PROBER_CPU: usize = 0;
+
+/// Steers every veth's received packets in `nodes` to the CPUs other than [`PROBER_CPU`]
+/// (RPS). Returns whether it could (false on a one-CPU machine).
+fn steer_network_away(nodes: &[NetNs]) -> anyhow::Result<bool> {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()).min(64);
+    if cpus < 2 {
+        return Ok(false);
+    }
+    let mask: u64 = ((1u128 << cpus) - 1) as u64 & !(1 << PROBER_CPU);
+    // `ip netns exec` mounts the namespace's own /sys, where its veths are.
+    let script = format!("for q in /sys/class/net/*/queues/rx-*/rps_cpus; do [ -w \"$q\" ] && echo {mask:x} > \"$q\"; done; true");
+    for ns in nodes {
+        let out = ns.exec("sh", &["-c", &script])?;
+        anyhow::ensure!(out.status.success(), "setting rps_cpus in {}: {}", ns.name(), String::from_utf8_lossy(&out.stderr));
+    }
+    Ok(true)
+}
+
 /// Builds the topology, runs scamper at its ceiling (10,000 pps) and vtnt at the same rate
 /// and at every requested rate. Needs root and scamper.
 pub fn probe_rate(opts: &RateOptions) -> anyhow::Result<Vec<RateRow>> {
@@ -194,6 +225,9 @@ pub fn probe_rate(opts: &RateOptions) -> anyhow::Result<Vec<RateRow>> {
     for ns in &chain.nodes {
         ns.sysctl("net.ipv4.icmp_msgs_per_sec", "10000000")?;
         ns.sysctl("net.ipv4.icmp_msgs_burst", "10000000")?;
+    }
+    if !steer_network_away(&chain.nodes)? {
+        eprintln!("vtnt bench probe-rate: one CPU only: the topology's packet processing shares the prober's core");
     }
     let mut rows = Vec::new();
     // scamper's usage clamps -p to 1..=10000.
