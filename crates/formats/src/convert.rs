@@ -7,7 +7,7 @@ use std::io::{BufRead, BufReader, BufWriter, Read, Write};
 use std::path::Path;
 
 use crate::error::{ConvertError, JsonError, JsonErrorKind, WartsErrorKind};
-use crate::{JsonReader, JsonWriter, WartsReader, WartsWriter};
+use crate::{Item, JsonReader, JsonWriter, WartsReader, WartsWriter};
 
 /// A file format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,26 +43,61 @@ pub fn warts_to_json<R: Read, W: Write>(
     input: R,
     output: W,
 ) -> Result<ConvertReport, ConvertError> {
-    let mut report = ConvertReport::default();
-    let mut out = JsonWriter::new(output);
-    for item in WartsReader::new(input) {
-        match item {
-            Ok(item) => {
-                out.write_item(&item)?;
-                report.written += 1;
-            }
-            Err(e) => match e.kind {
-                WartsErrorKind::Invalid { .. } | WartsErrorKind::Unsupported { .. }
-                    if !is_stream_error(&e) =>
-                {
-                    report.skipped.push(e.to_string())
-                }
-                _ => return Err(e.into()),
-            },
-        }
+    copy(warts_items(input), Sink::Json(JsonWriter::new(output)))
+}
+
+/// scamper JSON from `input` to warts on `output`.
+pub fn json_to_warts<R: BufRead, W: Write>(
+    input: R,
+    output: W,
+) -> Result<ConvertReport, ConvertError> {
+    copy(json_items(input), Sink::Warts(WartsWriter::new(output)))
+}
+
+/// Converts `input` (format `from`) to `output` (format `to`); the same format copies
+/// through the reader and writer, normalising the file.
+pub fn convert<R: BufRead, W: Write>(
+    input: R,
+    from: Format,
+    output: W,
+    to: Format,
+) -> Result<ConvertReport, ConvertError> {
+    let sink = match to {
+        Format::Json => Sink::Json(JsonWriter::new(output)),
+        Format::Warts => Sink::Warts(WartsWriter::new(output)),
+    };
+    match from {
+        Format::Warts => copy(warts_items(input), sink),
+        Format::Json => copy(json_items(input), sink),
     }
-    out.flush()?;
-    Ok(report)
+}
+
+/// One item read, or a record-level error to skip (`Err(Ok(reason))`), or a stream-level
+/// error that ends the conversion (`Err(Err(e))`).
+type Read1 = Result<Item, Result<String, ConvertError>>;
+
+/// The items of a warts stream: bad records are skipped, a broken stream ends it.
+fn warts_items<R: Read>(input: R) -> impl Iterator<Item = Read1> {
+    WartsReader::new(input).map(|item| {
+        item.map_err(|e| match e.kind {
+            WartsErrorKind::Invalid { .. } | WartsErrorKind::Unsupported { .. } if !is_stream_error(&e) => {
+                Ok(e.to_string())
+            }
+            _ => Err(e.into()),
+        })
+    })
+}
+
+/// The items of a JSON stream: bad lines are skipped, an I/O error ends it.
+fn json_items<R: BufRead>(input: R) -> impl Iterator<Item = Read1> {
+    JsonReader::new(input).map(|item| {
+        item.map_err(|e| match e {
+            JsonError { kind: JsonErrorKind::Io(io), line } => {
+                Err(JsonError::new(line, JsonErrorKind::Io(io)).into())
+            }
+            e => Ok(e.to_string()),
+        })
+    })
 }
 
 /// Stream-level warts errors end a conversion; record-level ones are skipped.
@@ -76,87 +111,46 @@ fn is_stream_error(e: &crate::WartsError) -> bool {
     )
 }
 
-/// scamper JSON from `input` to warts on `output`.
-pub fn json_to_warts<R: BufRead, W: Write>(
-    input: R,
-    output: W,
+/// Where converted items go.
+enum Sink<W: Write> {
+    Json(JsonWriter<W>),
+    Warts(WartsWriter<W>),
+}
+
+/// Writes every item of `items` to `sink`, skipping (and reporting) bad records and the
+/// items warts cannot encode.
+fn copy<W: Write>(
+    items: impl Iterator<Item = Read1>,
+    mut sink: Sink<W>,
 ) -> Result<ConvertReport, ConvertError> {
     let mut report = ConvertReport::default();
-    let mut out = WartsWriter::new(output);
-    for item in JsonReader::new(input) {
-        match item {
-            Ok(item) => match out.write_item(&item) {
-                Ok(()) => report.written += 1,
+    for item in items {
+        let item = match item {
+            Ok(item) => item,
+            Err(Ok(reason)) => {
+                report.skipped.push(reason);
+                continue;
+            }
+            Err(Err(e)) => return Err(e),
+        };
+        match &mut sink {
+            Sink::Json(out) => out.write_item(&item)?,
+            Sink::Warts(out) => match out.write_item(&item) {
+                Ok(()) => {}
                 Err(e) if matches!(e.kind, WartsErrorKind::Encode { .. }) => {
-                    report.skipped.push(e.to_string())
+                    report.skipped.push(e.to_string());
+                    continue;
                 }
                 Err(e) => return Err(e.into()),
             },
-            Err(JsonError {
-                kind: JsonErrorKind::Io(e),
-                line,
-            }) => return Err(JsonError::new(line, JsonErrorKind::Io(e)).into()),
-            Err(e) => report.skipped.push(e.to_string()),
         }
+        report.written += 1;
     }
-    out.flush()?;
+    match &mut sink {
+        Sink::Json(out) => out.flush()?,
+        Sink::Warts(out) => out.flush()?,
+    }
     Ok(report)
-}
-
-/// Converts `input` (format `from`) to `output` (format `to`); the same format copies
-/// through the reader and writer, normalising the file.
-pub fn convert<R: BufRead, W: Write>(
-    input: R,
-    from: Format,
-    output: W,
-    to: Format,
-) -> Result<ConvertReport, ConvertError> {
-    match (from, to) {
-        (Format::Warts, Format::Json) => warts_to_json(input, output),
-        (Format::Json, Format::Warts) => json_to_warts(input, output),
-        (Format::Json, Format::Json) => {
-            let mut report = ConvertReport::default();
-            let mut out = JsonWriter::new(output);
-            for item in JsonReader::new(input) {
-                match item {
-                    Ok(i) => {
-                        out.write_item(&i)?;
-                        report.written += 1
-                    }
-                    Err(JsonError {
-                        kind: JsonErrorKind::Io(e),
-                        line,
-                    }) => return Err(JsonError::new(line, JsonErrorKind::Io(e)).into()),
-                    Err(e) => report.skipped.push(e.to_string()),
-                }
-            }
-            out.flush()?;
-            Ok(report)
-        }
-        (Format::Warts, Format::Warts) => {
-            let mut report = ConvertReport::default();
-            let mut out = WartsWriter::new(output);
-            for item in WartsReader::new(input) {
-                match item {
-                    Ok(i) => {
-                        out.write_item(&i)?;
-                        report.written += 1
-                    }
-                    Err(e)
-                        if matches!(
-                            e.kind,
-                            WartsErrorKind::Invalid { .. } | WartsErrorKind::Unsupported { .. }
-                        ) && !is_stream_error(&e) =>
-                    {
-                        report.skipped.push(e.to_string())
-                    }
-                    Err(e) => return Err(e.into()),
-                }
-            }
-            out.flush()?;
-            Ok(report)
-        }
-    }
 }
 
 /// Converts the file `input` to the file `output`. The input's format comes from its
