@@ -3,7 +3,9 @@
 //!
 //! Frequency sources, in order: CPUID leaf 0x15 (crystal ratio, when fully reported),
 //! the hypervisor timing leaf 0x4000_0010 (KVM/VMware/Firecracker style, when present),
-//! and otherwise a measurement of the TSC against PIT channel 0 over [`PIT_WINDOW_TICKS`].
+//! KVM's paravirtual clock (kvmclock: the host's TSC-to-nanoseconds scale, read once),
+//! and otherwise a measurement of the TSC against PIT channel 0 over [`PIT_WINDOW_TICKS`]
+//! (about 2 ms: the one source that costs boot time, so KVM guests avoid it).
 //! No frequency is ever assumed: without a source, boot fails with an error.
 //!
 //! Waiting: [`init_idle`] sets up the IDT and the local APIC timer; [`wait_until`] then
@@ -11,7 +13,7 @@
 //! nothing. Without a local APIC it degrades to one busy-poll turn.
 
 use crate::arch::x86_64::boot::boot_tsc;
-use crate::arch::x86_64::io::{cpuid, inb, outb, rdtsc};
+use crate::arch::x86_64::io::{cpuid, inb, outb, rdtsc, wrmsr};
 use crate::arch::x86_64::{apic, interrupts};
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 pub use vtnt_record::Instant;
@@ -33,6 +35,7 @@ static HALTS: AtomicBool = AtomicBool::new(false);
 pub enum Source {
     Cpuid15,
     Hypervisor,
+    KvmClock,
     Pit,
 }
 
@@ -41,6 +44,7 @@ impl Source {
         match self {
             Source::Cpuid15 => "cpuid-0x15",
             Source::Hypervisor => "cpuid-0x40000010",
+            Source::KvmClock => "kvmclock",
             Source::Pit => "pit",
         }
     }
@@ -52,6 +56,8 @@ pub fn calibrate() -> Option<(u64, Source)> {
         (hz, Source::Cpuid15)
     } else if let Some(hz) = from_hypervisor_leaf() {
         (hz, Source::Hypervisor)
+    } else if let Some(hz) = from_kvmclock() {
+        (hz, Source::KvmClock)
     } else {
         (from_pit()?, Source::Pit)
     };
@@ -134,6 +140,73 @@ fn from_cpuid15() -> Option<u64> {
     Some(crystal as u64 * num as u64 / den as u64)
 }
 
+/// KVM's `pvclock_vcpu_time_info`, which the host fills in at the address written to
+/// the kvmclock MSR.
+#[repr(C, align(64))]
+struct PvclockTimeInfo {
+    version: u32,
+    _pad0: u32,
+    _tsc_timestamp: u64,
+    _system_time: u64,
+    tsc_to_system_mul: u32,
+    tsc_shift: i8,
+    _flags: u8,
+    _pad: [u8; 2],
+}
+
+/// Where the host writes kvmclock's scale (only while [`from_kvmclock`] runs).
+static mut PVCLOCK: PvclockTimeInfo =
+    PvclockTimeInfo { version: 0, _pad0: 0, _tsc_timestamp: 0, _system_time: 0, tsc_to_system_mul: 0, tsc_shift: 0, _flags: 0, _pad: [0; 2] };
+
+/// The TSC frequency from kvmclock, when KVM's signature and clock feature are there:
+/// register [`PVCLOCK`] with the host, read a consistent scale (even `version`,
+/// unchanged across the read), unregister.
+fn from_kvmclock() -> Option<u64> {
+    let (_, _, ecx, _) = cpuid(1);
+    if ecx & (1 << 31) == 0 {
+        return None;
+    }
+    let (max, b, c, d) = cpuid(0x4000_0000);
+    let kvm = [b, c, d] == [0x4b4d_564b, 0x564b_4d56, 0x0000_004d]; // "KVMKVMKVM\0\0\0"
+    if !kvm || max < 0x4000_0001 {
+        return None;
+    }
+    let (features, ..) = cpuid(0x4000_0001);
+    let msr = if features & (1 << 3) != 0 {
+        0x4b56_4d01 // MSR_KVM_SYSTEM_TIME_NEW
+    } else if features & 1 != 0 {
+        0x12 // MSR_KVM_SYSTEM_TIME
+    } else {
+        return None;
+    };
+    let info = core::ptr::addr_of_mut!(PVCLOCK);
+    // SAFETY: KVM advertised this MSR; the value is the (identity-mapped, 64-byte aligned)
+    // physical address of a static nothing else uses, with bit 0 set to enable updates.
+    unsafe { wrmsr(msr, info as u64 | 1) };
+    core::sync::atomic::compiler_fence(Ordering::SeqCst);
+    let mut scale = None;
+    for _ in 0..1000 {
+        // SAFETY: `info` points at the static above; the host writes it, so every read is
+        // volatile, and the version check below discards a torn read.
+        let (v0, mul, shift, v1) = unsafe {
+            let v0 = core::ptr::addr_of!((*info).version).read_volatile();
+            let mul = core::ptr::addr_of!((*info).tsc_to_system_mul).read_volatile();
+            let shift = core::ptr::addr_of!((*info).tsc_shift).read_volatile();
+            (v0, mul, shift, core::ptr::addr_of!((*info).version).read_volatile())
+        };
+        if v0 == v1 && v0 % 2 == 0 && mul != 0 {
+            scale = Some((mul, shift));
+            break;
+        }
+        core::hint::spin_loop();
+    }
+    // the reads above stay before the write that stops the host's updates
+    core::sync::atomic::compiler_fence(Ordering::SeqCst);
+    // SAFETY: as above; 0 stops the host from writing to the static.
+    unsafe { wrmsr(msr, 0) };
+    scale.and_then(|(mul, shift)| crate::pvclock::tsc_hz(mul, shift))
+}
+
 fn from_hypervisor_leaf() -> Option<u64> {
     let (_, _, ecx, _) = cpuid(1);
     if ecx & (1 << 31) == 0 {
@@ -207,3 +280,4 @@ fn from_pit() -> Option<u64> {
     let hz = (t1 - t0) as u128 * PIT_HZ as u128 / elapsed as u128;
     (hz > 1_000_000).then_some(hz as u64)
 }
+
