@@ -4,7 +4,8 @@
 //! console=ttyS0 ip=192.0.2.10/24 gw=192.0.2.1 watchdog=60 epoch_us=1795312150000000 -- vtnt-job=1 kind=ping targets=192.0.2.1
 //! ```
 //!
-//! Options: `ip=ADDR/LEN`, `gw=ADDR`, `watchdog=SECONDS` (default 60, 0 = off),
+//! Options: `ip=ADDR/LEN` or `ip=dhcp` (address, prefix and gateway leased by DHCPv4),
+//! `gw=ADDR` (with `ip=dhcp`, it replaces the leased router), `watchdog=SECONDS` (default 60, 0 = off),
 //! `epoch_us=MICROSECONDS` (the host's UNIX time at boot: records then carry real
 //! timestamps; default 0), `hostname=NAME` (the `hostname` of the `cycle-start` line),
 //! `virtio_mmio.device=SIZE@BASE:IRQ` (Linux syntax, as Firecracker and QEMU microvm pass
@@ -20,11 +21,20 @@ use core::net::Ipv4Addr;
 /// Most virtio-mmio devices taken from the command line.
 pub const MAX_MMIO: usize = 8;
 
+/// Where the interface's address comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ip {
+    /// `ip=ADDR/LEN`: this address and prefix length.
+    Static(Ipv4Addr, u8),
+    /// `ip=dhcp`: leased from a DHCPv4 server.
+    Dhcp,
+}
+
 /// The parsed command line.
 #[derive(Debug, Clone)]
 pub struct Cmdline<'a> {
-    /// Our address and prefix length.
-    pub ip: Option<(Ipv4Addr, u8)>,
+    /// Our address and prefix length, or DHCP.
+    pub ip: Option<Ip>,
     /// The default gateway.
     pub gw: Option<Ipv4Addr>,
     /// Watchdog deadline in seconds after boot (0 = none).
@@ -120,7 +130,8 @@ impl<'a> Cmdline<'a> {
         match key {
             "ip" => {
                 if value == "dhcp" {
-                    return Err(bad("DHCP is not supported yet; give ip=ADDR/LEN"));
+                    self.ip = Some(Ip::Dhcp);
+                    return Ok(());
                 }
                 let (addr, len) = value.split_once('/').ok_or(bad("expected ADDR/LEN"))?;
                 let addr: Ipv4Addr = addr.parse().map_err(|_| bad("not an IPv4 address"))?;
@@ -130,7 +141,7 @@ impl<'a> Cmdline<'a> {
                 if !(1..=32).contains(&len) {
                     return Err(bad("prefix length must be 1..=32"));
                 }
-                self.ip = Some((addr, len));
+                self.ip = Some(Ip::Static(addr, len));
             }
             "gw" => {
                 self.gw = Some(value.parse().map_err(|_| bad("not an IPv4 address"))?);
@@ -206,12 +217,19 @@ mod tests {
         assert_eq!(c.epoch_us, 17);
         assert_eq!(c.hostname, Some("h1"));
         assert_eq!(c.job, "vtnt-job=1 kind=ping  targets=192.0.2.1");
-        assert_eq!(c.ip, Some((Ipv4Addr::new(192, 0, 2, 10), 24)));
+        assert_eq!(c.ip, Some(Ip::Static(Ipv4Addr::new(192, 0, 2, 10), 24)));
         assert_eq!(c.gw, Some(Ipv4Addr::new(192, 0, 2, 1)));
         assert_eq!(c.watchdog_s, 5);
         let words: Vec<&str> = c.job_words().collect();
         assert_eq!(words, ["vtnt-job=1", "kind=ping", "targets=192.0.2.1"]);
         assert!(c.unknown.is_none());
+    }
+
+    #[test]
+    fn ip_dhcp_asks_for_a_lease() {
+        let c = Cmdline::parse(b"ip=dhcp -- boot").unwrap();
+        assert_eq!(c.ip, Some(Ip::Dhcp));
+        assert_eq!(c.gw, None);
     }
 
     #[test]
@@ -236,11 +254,11 @@ mod tests {
         assert!(Cmdline::parse(b"ip=192.0.2.10/33").is_err());
         assert!(Cmdline::parse(b"gw=1.2.3").is_err());
         assert!(Cmdline::parse(b"watchdog=soon").is_err());
-        assert!(Cmdline::parse(b"ip=dhcp").is_err());
         assert!(Cmdline::parse(b"epoch_us=now").is_err());
         assert!(Cmdline::parse(b"hostname=").is_err());
         assert!(Cmdline::parse(b"virtio_mmio.device=@").is_err());
         assert!(Cmdline::parse(&[0xff, 0xfe]).is_err());
+        assert!(Cmdline::parse(b"ip=DHCP").is_err());
         let c = Cmdline::parse(b"frobnicate=1 -- boot").unwrap();
         assert_eq!(c.unknown, Some("frobnicate=1"));
         assert_eq!(c.watchdog_s, 60);

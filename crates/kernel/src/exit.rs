@@ -28,6 +28,8 @@ pub enum Status {
     JobFailed = 6,
     /// Boot failed: no usable memory map, no clock source.
     BootFailed = 7,
+    /// `ip=dhcp` and no DHCP server granted a lease in time.
+    NoDhcp = 8,
 }
 
 impl Status {
@@ -42,6 +44,7 @@ impl Status {
             Status::Watchdog => "watchdog",
             Status::JobFailed => "job-failed",
             Status::BootFailed => "boot-failed",
+            Status::NoDhcp => "no-dhcp",
         }
     }
 }

@@ -7,8 +7,8 @@
 //!
 //! Boot sequence ([`rust_start`]): console -> boot info -> clock (TSC frequency
 //! measured) -> IDT and local APIC timer (for idling with `hlt`) -> command line -> heap (from the memory map) -> job. Jobs that need the network
-//! then find a virtio-net device (MMIO or PCI), resolve the gateway by ARP, and enter the
-//! run loop in [`job`].
+//! then find a virtio-net device (MMIO or PCI), lease an address by DHCP when told
+//! `ip=dhcp`, resolve the gateway by ARP, and enter the run loop in [`job`].
 //!
 //! Built for any other target (e.g. by a host `cargo test --workspace`), the crate is a
 //! stub binary plus the host-testable parts (the command-line parser, kvmclock's

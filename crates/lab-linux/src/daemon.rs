@@ -2,7 +2,8 @@
 //! (in the host's namespace), enters the lab namespace, creates the TUN device there with
 //! the vantage point's address and routes for the lab ranges, writes its state files,
 //! then runs the emulator on a monotonic clock until SIGTERM: packets from the TUN and
-//! from VMs in, the lab's answers out to whoever owns the destination address.
+//! from VMs in (ARP and DHCP answered by the VM front itself), the lab's answers out to
+//! whoever owns the destination address.
 
 use std::fs;
 use std::io::{Read, Write};
@@ -80,7 +81,8 @@ pub fn serve(o: &ServeOptions) -> Result<(), Error> {
         vm_port,
         routes,
     };
-    let vm_info = VmInfo::new(vp.prefix, vp.gateway, vm_port);
+    let mut vms = VmFront::new(vp.prefix, vp.gateway, vp.addr);
+    let vm_info = VmInfo::new(vp.prefix, vp.gateway, vm_port, vms.dhcp_pool());
     write_json(&o.state_dir.join("state.json"), &state)?;
     write_json(&o.state_dir.join("vm.json"), &vm_info)?;
     fs::write(o.state_dir.join("pid"), format!("{}\n", state.pid))?;
@@ -90,7 +92,6 @@ pub fn serve(o: &ServeOptions) -> Result<(), Error> {
         o.name, state.topology, state.vp_address
     );
 
-    let mut vms = VmFront::new(vp.prefix, vp.gateway);
     let start = Wall::now();
     let now = || Instant::from_micros(start.elapsed().as_micros() as u64);
     let mut buf = vec![0u8; 65536];

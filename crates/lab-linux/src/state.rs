@@ -23,6 +23,11 @@ pub const GATEWAY_MAC: [u8; 6] = [0x02, 0x76, 0x74, 0x6e, 0x74, 0x01];
 pub const VM_SLOTS: u32 = 8;
 /// First host number of VM guest addresses inside the vantage point's prefix.
 pub const VM_FIRST_HOST: u32 = 10;
+/// First host number of the VM front's DHCP pool inside the vantage point's prefix (far
+/// from the static slots `VM_FIRST_HOST..VM_FIRST_HOST + VM_SLOTS`).
+pub const DHCP_FIRST_HOST: u32 = 100;
+/// How many addresses the DHCP pool has (fewer when the prefix ends first).
+pub const DHCP_POOL: u32 = 100;
 
 /// The root of every lab's state directory.
 pub fn run_root() -> PathBuf {
@@ -103,9 +108,13 @@ pub struct VmInfo {
     pub prefix: String,
     pub gateway: String,
     pub gateway_mac: String,
-    /// Pre-computed slots; any other free address of the prefix works too (learned from
-    /// the guest's ARP and IPv4 source addresses).
+    /// Pre-computed slots; any other free address of the prefix outside the DHCP pool
+    /// works too (learned from the guest's ARP and IPv4 source addresses).
     pub guests: Vec<GuestSlot>,
+    /// The addresses the front leases by DHCP (`ip=dhcp`): `FIRST-LAST`, empty when the
+    /// prefix is too small for a pool.
+    #[serde(default)]
+    pub dhcp_range: String,
 }
 
 pub fn mac_string(m: &[u8; 6]) -> String {
@@ -116,9 +125,14 @@ pub fn mac_string(m: &[u8; 6]) -> String {
 }
 
 impl VmInfo {
-    /// The attach parameters for the vantage point LAN `prefix` (gateway `gateway`) and
-    /// the daemon's UDP `port`.
-    pub fn new(prefix: vtnt_lab::addr::Prefix, gateway: std::net::Ipv4Addr, port: u16) -> VmInfo {
+    /// The attach parameters for the vantage point LAN `prefix` (gateway `gateway`), the
+    /// daemon's UDP `port` and its DHCP `pool`.
+    pub fn new(
+        prefix: vtnt_lab::addr::Prefix,
+        gateway: std::net::Ipv4Addr,
+        port: u16,
+        pool: &[std::net::Ipv4Addr],
+    ) -> VmInfo {
         let guests = (0..VM_SLOTS)
             .filter_map(|i| {
                 let addr = prefix.nth(VM_FIRST_HOST + i)?;
@@ -146,6 +160,10 @@ impl VmInfo {
             gateway: gateway.to_string(),
             gateway_mac: mac_string(&GATEWAY_MAC),
             guests,
+            dhcp_range: match (pool.first(), pool.last()) {
+                (Some(a), Some(b)) => format!("{a}-{b}"),
+                _ => String::new(),
+            },
         }
     }
 }

@@ -1,14 +1,16 @@
 //! The VM front's Ethernet side: QEMU sends each guest frame as one UDP datagram
 //! (`-netdev dgram` or `-netdev socket,udp=`). The daemon answers ARP for every address
 //! of the vantage point LAN (proxy ARP: the gateway's MAC), learns each guest's address,
-//! MAC and UDP endpoint from its ARP and IPv4 frames, hands IPv4 packets to the lab and
-//! wraps the lab's answers into frames for the right guest. Pure logic, no sockets.
+//! MAC and UDP endpoint from its ARP and IPv4 frames (and from the DHCP leases it grants,
+//! see [`crate::dhcp`]), hands IPv4 packets to the lab and wraps the lab's answers into
+//! frames for the right guest. Pure logic, no sockets.
 
 use std::collections::HashMap;
 use std::net::{Ipv4Addr, SocketAddr};
 
 use vtnt_lab::addr::Prefix;
 
+use crate::dhcp::{self, DhcpServer};
 use crate::state::GATEWAY_MAC;
 
 const ETH_LEN: usize = 14;
@@ -25,7 +27,7 @@ pub struct Guest {
 /// What to do with a frame from a guest.
 #[derive(Debug, PartialEq, Eq)]
 pub enum FrameAction<'a> {
-    /// Send this frame back to the guest (an ARP reply).
+    /// Send this frame back to the guest (an ARP reply, a DHCP answer).
     Reply(Vec<u8>),
     /// Hand this IPv4 packet to the lab.
     Ip(&'a [u8]),
@@ -38,6 +40,7 @@ pub struct VmFront {
     prefix: Prefix,
     gateway: Ipv4Addr,
     guests: HashMap<Ipv4Addr, Guest>,
+    dhcp: DhcpServer,
 }
 
 fn be16(b: &[u8], at: usize) -> u16 {
@@ -51,12 +54,20 @@ fn ip4(b: &[u8]) -> Ipv4Addr {
 }
 
 impl VmFront {
-    pub fn new(prefix: Prefix, gateway: Ipv4Addr) -> VmFront {
+    /// The front of the LAN `prefix` behind `gateway`, where the vantage point has
+    /// address `vp` (never leased).
+    pub fn new(prefix: Prefix, gateway: Ipv4Addr, vp: Ipv4Addr) -> VmFront {
         VmFront {
             prefix,
             gateway,
             guests: HashMap::new(),
+            dhcp: DhcpServer::new(prefix, gateway, &[gateway, vp]),
         }
+    }
+
+    /// The addresses the DHCP server leases.
+    pub fn dhcp_pool(&self) -> &[Ipv4Addr] {
+        self.dhcp.pool()
     }
 
     pub fn guests(&self) -> &HashMap<Ipv4Addr, Guest> {
@@ -108,12 +119,28 @@ impl VmFront {
                 if p[0] >> 4 != 4 {
                     return FrameAction::Ignore;
                 }
+                if dhcp::is_dhcp(p) {
+                    return self.dhcp(peer, src_mac, p);
+                }
                 self.learn(ip4(&p[12..16]), peer, src_mac);
                 let total = usize::from(be16(p, 2)).min(p.len());
                 FrameAction::Ip(&p[..total])
             }
             _ => FrameAction::Ignore,
         }
+    }
+
+    /// Answers a DHCP message (UDP to port 67) and learns the guest of a granted lease.
+    fn dhcp<'a>(&mut self, peer: SocketAddr, m: [u8; 6], p: &[u8]) -> FrameAction<'a> {
+        let guests = &self.guests;
+        let in_use = |a, m| guests.get(&a).is_some_and(|g: &Guest| g.mac != m);
+        let Some(answer) = self.dhcp.handle(p, in_use) else {
+            return FrameAction::Ignore;
+        };
+        if let Some(addr) = answer.bound {
+            self.learn(addr, peer, m);
+        }
+        FrameAction::Reply(answer.frame)
     }
 
     /// Wraps an IPv4 packet from the lab for the guest it is addressed to.
@@ -146,7 +173,12 @@ mod tests {
 
     #[test]
     fn answers_arp_for_the_gateway_and_learns_guests() {
-        let mut v = VmFront::new("192.0.2.0/24".parse().unwrap(), Ipv4Addr::new(192, 0, 2, 1));
+        let gw = Ipv4Addr::new(192, 0, 2, 1);
+        let mut v = VmFront::new(
+            "192.0.2.0/24".parse().unwrap(),
+            gw,
+            Ipv4Addr::new(192, 0, 2, 2),
+        );
         let peer: SocketAddr = "127.0.0.1:5001".parse().unwrap();
         let m = [0x52, 0x54, 0, 0x76, 0x74, 10];
         let req = arp_request(m, [192, 0, 2, 10], [192, 0, 2, 1]);
@@ -185,5 +217,49 @@ mod tests {
         assert_eq!(&out[..6], &m);
         assert_eq!(out.len(), 14 + 28);
         assert!(v.handle_frame(peer, &[0u8; 5]) == FrameAction::Ignore);
+    }
+
+    #[test]
+    fn answers_dhcp_and_learns_the_leased_guest() {
+        use smoltcp::wire::DhcpMessageType;
+        let gw = Ipv4Addr::new(192, 0, 2, 1);
+        let mut v = VmFront::new(
+            "192.0.2.0/24".parse().unwrap(),
+            gw,
+            Ipv4Addr::new(192, 0, 2, 2),
+        );
+        assert_eq!(v.dhcp_pool().len(), 100);
+        let peer: SocketAddr = "127.0.0.1:5002".parse().unwrap();
+        let m = crate::dhcp::tests::MAC;
+        let frame = |p: Vec<u8>| {
+            let mut f = vec![0xff; 6];
+            f.extend_from_slice(&m);
+            f.extend_from_slice(&[8, 0]);
+            f.extend_from_slice(&p);
+            f
+        };
+        let leased = Ipv4Addr::new(192, 0, 2, 100);
+        let discover = frame(crate::dhcp::tests::client(
+            DhcpMessageType::Discover,
+            m,
+            None,
+            None,
+        ));
+        assert!(matches!(
+            v.handle_frame(peer, &discover),
+            FrameAction::Reply(_)
+        ));
+        assert!(v.guests().is_empty(), "an offer binds nothing");
+        let request = frame(crate::dhcp::tests::client(
+            DhcpMessageType::Request,
+            m,
+            Some(leased),
+            Some(gw),
+        ));
+        let FrameAction::Reply(ack) = v.handle_frame(peer, &request) else {
+            panic!()
+        };
+        assert_eq!(&ack[..6], &m);
+        assert_eq!(v.guests()[&leased], Guest { peer, mac: m });
     }
 }

@@ -76,10 +76,14 @@ pub struct RunSpec {
     pub hostname: Option<String>,
     /// The image to boot; `None`: build it ([`image::build`]).
     pub image: Option<PathBuf>,
+    /// The guest asks for its address by DHCP (`ip=dhcp`; the lab's VM front serves it)
+    /// instead of taking the lab slot's (or the TAP spec's) static address.
+    pub dhcp: bool,
 }
 
 impl RunSpec {
-    /// QEMU microvm, 16 MiB, automatic acceleration, a 300 s watchdog, no hostname.
+    /// QEMU microvm, 16 MiB, automatic acceleration, a 300 s watchdog, no hostname, a
+    /// static address.
     pub fn new(job: JobSpec, net: JobNet) -> RunSpec {
         RunSpec {
             vmm: Vmm::Qemu,
@@ -91,6 +95,7 @@ impl RunSpec {
             timeout: Duration::from_secs(300),
             hostname: None,
             image: None,
+            dhcp: false,
         }
     }
 }
@@ -147,14 +152,20 @@ pub fn split_console(lines: &[String]) -> (Vec<String>, Vec<String>) {
 }
 
 /// The kernel command line for `spec` on a guest at `guest` (`ADDR/LEN`) behind
-/// `gateway`, and the boot module text (long target lists).
+/// `gateway` (or `ip=dhcp` when `spec.dhcp`), and the boot module text (long target
+/// lists).
 pub fn cmdline(spec: &RunSpec, guest: &str, gateway: &str) -> (String, Option<String>) {
     let (job, module) = vtnt_jobspec::encode_split(&spec.job, MAX_INLINE_TARGETS);
     let epoch_us = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_micros() as u64);
+    let ip = if spec.dhcp {
+        "ip=dhcp".to_string()
+    } else {
+        format!("ip={guest} gw={gateway}")
+    };
     let mut c = format!(
-        "console=ttyS0 ip={guest} gw={gateway} watchdog={} epoch_us={epoch_us}",
+        "console=ttyS0 {ip} watchdog={} epoch_us={epoch_us}",
         spec.timeout.as_secs().max(1)
     );
     if let Some(h) = spec.hostname.as_deref().filter(|h| valid_hostname(h)) {
@@ -325,5 +336,8 @@ mod tests {
         assert!(c.ends_with(" hostname=host-1 -- vtnt-job=1 kind=tnt targets=@module"), "{c}");
         assert_eq!(m.unwrap().lines().count(), 20);
         assert_eq!(vtnt_jobspec::decode(c.split(" -- ").nth(1).unwrap()).unwrap().targets, Targets::Module);
+        spec.dhcp = true;
+        let (c, _) = cmdline(&spec, "192.0.2.10/24", "192.0.2.1");
+        assert!(c.starts_with("console=ttyS0 ip=dhcp watchdog=300 epoch_us="), "{c}");
     }
 }

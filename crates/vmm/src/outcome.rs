@@ -13,7 +13,7 @@ use std::time::Duration;
 pub enum GuestStatus {
     /// The guest printed its exit line with this status (0 = success; see the kernel's
     /// `exit::Status`: 1 panic, 2 bad command line, 3 no NIC, 4 no ARP, 5 watchdog,
-    /// 6 job failed, 7 boot failed).
+    /// 6 job failed, 7 boot failed, 8 no DHCP lease).
     Exited(u8),
     /// The host killed the VM at the timeout.
     TimedOut,
@@ -22,7 +22,7 @@ pub enum GuestStatus {
 }
 
 /// Guest status names, as the kernel documents them.
-pub const STATUS_NAMES: [&str; 8] = [
+pub const STATUS_NAMES: [&str; 9] = [
     "ok",
     "panic",
     "bad-cmdline",
@@ -31,6 +31,7 @@ pub const STATUS_NAMES: [&str; 8] = [
     "watchdog",
     "job-failed",
     "boot-failed",
+    "no-dhcp",
 ];
 
 /// The result of one VM run.

@@ -1,7 +1,9 @@
 //! The unikernel on the emulated MPLS Internet (`vtnt lab`): trace, ping and TNT jobs run
 //! in a microVM (QEMU TCG) attached to the lab's VM front must give the results the
 //! native `vtnt` gives from inside the lab's namespace: the same hops, labels, quoted
-//! TTLs and TNT annotations; RTTs, timestamps, IP IDs and the source address aside.
+//! TTLs and TNT annotations; RTTs, timestamps, IP IDs and the source address aside. A
+//! guest whose address the lab's VM front leases by DHCP (`ip=dhcp`) gets the results a
+//! statically addressed one gets, from its leased address.
 //!
 //! Needs root, qemu-system-x86_64 and iproute2 (skipped with a printed reason
 //! otherwise). Builds the native `vtnt` with cargo (the workspace's `CARGO_TARGET_DIR`),
@@ -121,8 +123,13 @@ impl Lab {
         v
     }
 
-    /// The job `spec` in a microVM on the lab.
+    /// The job `spec` in a microVM on the lab, with the first free slot's static address.
     fn vm(&self, spec: &str, memory_mib: u32) -> RunOutcome {
+        self.vm_with(spec, memory_mib, false)
+    }
+
+    /// The job `spec` in a microVM on the lab, its address leased by DHCP if `dhcp`.
+    fn vm_with(&self, spec: &str, memory_mib: u32, dhcp: bool) -> RunOutcome {
         let _guard = serial();
         let mut run = RunSpec::new(
             vtnt_jobspec::decode(spec).unwrap_or_else(|e| panic!("{spec}: {e}")),
@@ -133,6 +140,7 @@ impl Lab {
         run.memory_mib = memory_mib;
         run.timeout = Duration::from_secs(120);
         run.image = Some(image().path.clone());
+        run.dhcp = dhcp;
         run.hostname = std::fs::read_to_string("/proc/sys/kernel/hostname").ok().map(|s| s.trim().to_string());
         let out = run_job(&run).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(
@@ -282,4 +290,39 @@ fn tnt_completes_in_4_mib() {
     let vm = lab.vm("vtnt-job=1 kind=tnt targets=203.0.113.26,203.0.113.42", 4);
     let traces = vm.json_lines.iter().filter(|l| l.starts_with("{\"type\":\"trace\"")).count();
     assert_eq!(traces, 2);
+}
+
+#[test]
+fn ping_with_a_dhcp_lease_equals_ping_with_a_static_address() {
+    if let Some(why) = skip_reason() {
+        eprintln!("SKIPPED: {why}");
+        return;
+    }
+    let lab = Lab::up("dhcp");
+    let job = "vtnt-job=1 kind=ping ping.count=3 ping.interval=100ms seed=5 targets=203.0.113.10,192.0.2.1";
+    let fixed = lab.vm(job, 16);
+    let leased = lab.vm_with(job, 16, true);
+    assert!(leased.cmdline.contains(" ip=dhcp ") && !leased.cmdline.contains("gw="), "{}", leased.cmdline);
+    let dhcp = leased.diagnostics.iter().find(|l| l.starts_with("{\"type\":\"dhcp\"")).unwrap_or_else(|| {
+        panic!("no dhcp line:\n{}", leased.diagnostics.join("\n"))
+    });
+    let lease: Value = serde_json::from_str(dhcp).expect("dhcp line is JSON");
+    // The first address of the lab's pool (docs/lab.md), the lab's gateway as router.
+    assert_eq!(lease["ip"], "192.0.2.100/24", "{dhcp}");
+    assert_eq!(lease["gw"], "192.0.2.1", "{dhcp}");
+    assert_eq!(lease["server"], "192.0.2.1", "{dhcp}");
+    let srcs = |out: &RunOutcome| -> Vec<String> {
+        out.json_lines
+            .iter()
+            .filter(|l| l.starts_with("{\"type\":\"ping\""))
+            .map(|l| serde_json::from_str::<Value>(l).expect("JSON")["src"].as_str().unwrap_or("").to_string())
+            .collect()
+    };
+    assert_eq!(srcs(&fixed), ["192.0.2.10", "192.0.2.10"]);
+    assert_eq!(srcs(&leased), ["192.0.2.100", "192.0.2.100"]);
+    let (a, b) = (objects(&fixed.json_lines), objects(&leased.json_lines));
+    assert_eq!(a, b, "static vs DHCP:\n{}\n{}", fixed.json_lines.join("\n"), leased.json_lines.join("\n"));
+    for o in &b[1..b.len() - 1] {
+        assert_eq!(o["statistics"]["replies"], 3, "{o}");
+    }
 }

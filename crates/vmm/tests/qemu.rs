@@ -1,5 +1,6 @@
 //! The unikernel booted for real under QEMU TCG: on microvm, q35 and pc; its error paths
-//! (malformed command line, malformed job spec, no NIC, no ARP answer, watchdog); and a
+//! (malformed command line, malformed job spec, no NIC, no ARP answer, no DHCP answer,
+//! watchdog); and a
 //! ping job end to end over a TAP device in a network namespace created (and deleted) by
 //! the test, printed as scamper JSON. (Trace, ping and TNT against the lab: tests/lab.rs.)
 //!
@@ -243,6 +244,54 @@ fn silent_gateway_is_an_arp_error() {
         out.console()
     );
     assert_eq!(out.status, GuestStatus::Exited(4));
+}
+
+#[test]
+fn no_dhcp_server_is_a_dhcp_error() {
+    let Some(img) = image() else { return };
+    // The guest's frames go to a UDP socket of ours on 127.0.0.1 that never answers.
+    let silent = std::net::UdpSocket::bind("127.0.0.1:0").expect("bind");
+    let remote = silent.local_addr().expect("addr").port();
+    let local = std::net::UdpSocket::bind("127.0.0.1:0")
+        .and_then(|s| s.local_addr())
+        .expect("a free port")
+        .port();
+    let mut cfg = vm(
+        img,
+        Machine::Microvm,
+        "ip=dhcp -- vtnt-job=1 kind=ping ping.count=1 targets=198.51.100.1",
+    );
+    cfg.net = Some(NetBackend::Netdev {
+        netdev: format!(
+            "dgram,id=d0,local.type=inet,local.host=127.0.0.1,local.port={local},remote.type=inet,remote.host=127.0.0.1,remote.port={remote}"
+        ),
+        id: "d0".into(),
+    });
+    let out = run(&cfg);
+    let console = out.console();
+    let errors: Vec<&String> = out
+        .lines
+        .iter()
+        .filter(|l| l.starts_with("vtnt: error: "))
+        .collect();
+    assert_eq!(
+        errors,
+        ["vtnt: error: no DHCP lease within 5 s: no server answered"],
+        "{console}"
+    );
+    assert_eq!(out.status, GuestStatus::Exited(8), "{console}");
+    // Given up at the 5 s deadline (guest time), not at the 60 s watchdog.
+    let exit_us = out.json_u64("exit", "guest_us").expect("exit line");
+    assert!(
+        (5_000_000..10_000_000).contains(&exit_us),
+        "gave up at {exit_us} us:\n{console}"
+    );
+    let mut buf = [0u8; 2048];
+    silent.set_nonblocking(true).expect("nonblocking");
+    assert!(
+        silent.recv_from(&mut buf).is_ok(),
+        "the guest sent no DHCP DISCOVER"
+    );
 }
 
 #[test]

@@ -18,14 +18,14 @@
 //! Results leave as scamper JSON lines (`cycle-start`, one `trace` / `ping` per record,
 //! `cycle-stop`) printed by `vtnt-formats`' own line writer, the one the CLI uses, TNT's
 //! annotations through the same `Annotate` hook. Everything else on the console is a
-//! diagnostic: `{"type":"boot"|"nic"|"arp"|"first-probe"|"timing"|"exit",...}` lines
+//! diagnostic: `{"type":"boot"|"dhcp"|"nic"|"arp"|"first-probe"|"timing"|"exit",...}` lines
 //! and `vtnt: ...` messages.
 
 use crate::bootinfo::BootInfo;
-use crate::cmdline::Cmdline;
+use crate::cmdline::{Cmdline, Ip};
 use crate::console::println_str;
 use crate::exit::{self, Status};
-use crate::net::{self, Ipv4Config, Mac, Nic, SendError};
+use crate::net::{self, dhcp, Ipv4Config, Mac, Nic, SendError};
 use crate::time::{self, Instant};
 use crate::{fail, println};
 use alloc::string::String;
@@ -192,7 +192,7 @@ pub fn run(cmdline: &Cmdline, info: &impl BootInfo) -> ! {
         Err(e) => fail!(Status::BadCmdline, "{e}"),
     };
     let targets = targets(&spec, info);
-    let mut nic = bring_up(cmdline);
+    let mut nic = bring_up(cmdline, deadline);
     resolve_first_hop(&mut nic, targets[0], deadline);
     let ready = time::now();
     let clock = Clock {
@@ -329,34 +329,67 @@ fn targets(spec: &JobSpec, info: &impl BootInfo) -> Vec<IpAddr> {
     list
 }
 
-/// Finds the NIC and brings it up with the command line's address.
-fn bring_up(cmdline: &Cmdline) -> Nic {
-    let Some((addr, prefix)) = cmdline.ip else {
+/// Finds the NIC and brings it up with the command line's address, or one leased by
+/// DHCP (`ip=dhcp`, given up after [`dhcp::TIMEOUT`] or at the watchdog `deadline`).
+fn bring_up(cmdline: &Cmdline, deadline: Option<Instant>) -> Nic {
+    let Some(ip) = cmdline.ip else {
         fail!(
             Status::BadCmdline,
-            "the job needs the network: give ip=ADDR/LEN (and gw=ADDR)"
+            "the job needs the network: give ip=ADDR/LEN (and gw=ADDR) or ip=dhcp"
         );
+    };
+    let (transport, location) = match net::find_net(cmdline) {
+        Ok(t) => t,
+        Err(e) => fail!(Status::NoNic, "{e}"),
+    };
+    let (addr, prefix) = match ip {
+        Ip::Static(addr, prefix) => (addr, prefix),
+        Ip::Dhcp => (Ipv4Addr::UNSPECIFIED, 32),
     };
     let cfg = Ipv4Config {
         addr,
         prefix,
         gateway: cmdline.gw,
     };
-    let (transport, location) = match net::find_net(cmdline) {
-        Ok(t) => t,
-        Err(e) => fail!(Status::NoNic, "{e}"),
-    };
-    let nic = match Nic::new(transport, cfg) {
+    let mut nic = match Nic::new(transport, cfg) {
         Ok(n) => n,
         Err(e) => fail!(Status::NoNic, "{location}: {e}"),
     };
+    if ip == Ip::Dhcp {
+        let timeout = time::now() + dhcp::TIMEOUT;
+        let give_up = deadline.map_or(timeout, |d| d.min(timeout));
+        let Some(lease) = dhcp::acquire(&mut nic, give_up) else {
+            if give_up < timeout {
+                fail!(Status::Watchdog, "watchdog: still waiting for a DHCP lease");
+            }
+            fail!(
+                Status::NoDhcp,
+                "no DHCP lease within {} s: no server answered",
+                dhcp::TIMEOUT.as_secs()
+            );
+        };
+        let c = lease.config;
+        println!(
+            "{{\"type\":\"dhcp\",\"ip\":\"{}/{}\",\"gw\":\"{}\",\"server\":\"{}\",\"at_us\":{}}}",
+            c.addr,
+            c.prefix,
+            c.gateway.unwrap_or(Ipv4Addr::UNSPECIFIED),
+            lease.server,
+            time::now().as_micros()
+        );
+        nic.set_config(Ipv4Config {
+            gateway: cmdline.gw.or(c.gateway),
+            ..c
+        });
+    }
+    let c = *nic.config();
     println!(
         "{{\"type\":\"nic\",\"device\":\"{}\",\"mac\":\"{}\",\"ip\":\"{}/{}\",\"gw\":\"{}\",\"up_us\":{}}}",
         location,
         Mac(nic.mac()),
-        addr,
-        prefix,
-        cmdline.gw.unwrap_or(Ipv4Addr::UNSPECIFIED),
+        c.addr,
+        c.prefix,
+        c.gateway.unwrap_or(Ipv4Addr::UNSPECIFIED),
         time::now().as_micros()
     );
     nic

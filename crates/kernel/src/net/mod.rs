@@ -1,7 +1,8 @@
 //! The network device as the prober sees it: a [`Nic`] that sends complete IPv4 packets
 //! (framed by us, so TTL, IP ID, ToS and checksums go out exactly as the prober made
 //! them) to the next hop's MAC, and hands back every IPv4 packet addressed to us with its
-//! receive timestamp, answering ARP on the way.
+//! receive timestamp, answering ARP on the way. Raw frames in and out
+//! ([`Nic::poll_frames`], [`Nic::send_raw`]) serve [`dhcp`] before the job starts.
 //!
 //! Polling only (no interrupts). Transmit has backpressure: [`Nic::send_ipv4`] returns
 //! [`SendError::Busy`] when all transmit buffers are in flight, and
@@ -9,6 +10,7 @@
 //! the packet and retries.
 
 pub mod arp;
+pub mod dhcp;
 pub mod discover;
 pub mod hal;
 
@@ -42,7 +44,7 @@ pub enum SendError {
     Busy,
     /// The next hop's MAC is not known yet (an ARP request is out): retry later.
     Unresolved(Ipv4Addr),
-    /// Not an IPv4 packet we can send (too short, too long, not version 4).
+    /// Not a packet we can send (too short, too long, not IPv4 version 4).
     Invalid,
 }
 
@@ -160,6 +162,11 @@ impl Nic {
     /// Our IPv4 configuration.
     pub fn config(&self) -> &Ipv4Config {
         &self.cfg
+    }
+
+    /// Changes our IPv4 configuration (once DHCP has leased an address).
+    pub fn set_config(&mut self, cfg: Ipv4Config) {
+        self.cfg = cfg;
     }
 
     /// The cached MAC of `ip`.
@@ -298,8 +305,18 @@ impl Nic {
     /// Processes every received frame: ARP is handled here, each IPv4 packet addressed to
     /// us goes to `deliver(receive_time, packet)`. Returns the number of IPv4 packets.
     pub fn poll_recv(&mut self, deliver: &mut impl FnMut(Instant, &[u8])) -> usize {
-        self.reap_tx();
         let mut delivered = 0;
+        self.poll_frames(|nic, t, frame| {
+            if nic.handle_frame(t, frame, deliver) {
+                delivered += 1;
+            }
+        });
+        delivered
+    }
+
+    /// Hands every received Ethernet frame, as it is, to `each(self, receive_time, frame)`.
+    pub fn poll_frames(&mut self, mut each: impl FnMut(&mut Nic, Instant, &[u8])) {
+        self.reap_tx();
         while let Some(token) = self.dev.poll_receive() {
             let t = crate::time::now();
             let Some(mut buf) = self.rx.get_mut(token as usize).and_then(Option::take) else {
@@ -309,16 +326,24 @@ impl Nic {
             let res = unsafe { self.dev.receive_complete(token, &mut buf) };
             if let Ok((hdr, len)) = res {
                 if let Some(frame) = buf.get(hdr..hdr + len) {
-                    if self.handle_frame(t, frame, deliver) {
-                        delivered += 1;
-                    }
+                    each(self, t, frame);
                 }
             }
             if self.post_rx(buf).is_err() {
                 self.stats.rx_dropped += 1;
             }
         }
-        delivered
+    }
+
+    /// Sends a complete Ethernet frame, as it is.
+    pub fn send_raw(&mut self, frame: &[u8]) -> Result<(), SendError> {
+        if frame.len() > ETH_HDR + MTU {
+            return Err(SendError::Invalid);
+        }
+        self.send_frame(|buf| {
+            buf[..frame.len()].copy_from_slice(frame);
+            frame.len()
+        })
     }
 
     fn handle_frame(

@@ -1,0 +1,520 @@
+//! The VM front's DHCPv4 server (pure logic): DISCOVER gets an OFFER, REQUEST an ACK (or
+//! a NAK for an address that is not the client's), with an address from the pool of the
+//! vantage point LAN ([`DHCP_FIRST_HOST`], [`DHCP_POOL`] hosts), the LAN's mask, the lab's
+//! gateway as router and server identifier, and a [`LEASE_SECS`] lease. Each client MAC
+//! keeps its address for as long as the daemon runs. The pool lies apart from the
+//! static VM slots of `vm.json`; an address a guest already uses is never offered.
+//! Parsing and emitting are smoltcp's (`DhcpPacket`, `DhcpRepr`); anything malformed,
+//! or meant for another server, is ignored.
+
+use std::collections::HashMap;
+use std::net::Ipv4Addr;
+
+use smoltcp::phy::ChecksumCapabilities;
+use smoltcp::wire::{
+    DhcpMessageType, DhcpPacket, DhcpRepr, EthernetAddress, EthernetFrame, EthernetProtocol,
+    EthernetRepr, IpProtocol, Ipv4Packet, Ipv4Repr, UdpPacket, UdpRepr, DHCP_CLIENT_PORT,
+    DHCP_SERVER_PORT,
+};
+use vtnt_lab::addr::Prefix;
+
+use crate::state::{DHCP_FIRST_HOST, DHCP_POOL, GATEWAY_MAC};
+
+/// Lease time granted, seconds.
+pub const LEASE_SECS: u32 = 3600;
+
+const ETH_LEN: usize = 14;
+const IPV4_LEN: usize = 20;
+const UDP_LEN: usize = 8;
+
+/// An answer to a client.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Answer {
+    /// The Ethernet frame to send back.
+    pub frame: Vec<u8>,
+    /// The address the client now holds (set on ACK).
+    pub bound: Option<Ipv4Addr>,
+}
+
+/// Leases of the vantage point LAN, by client MAC.
+#[derive(Debug)]
+pub struct DhcpServer {
+    /// Our identifier and the clients' router: the lab's gateway.
+    server: Ipv4Addr,
+    mask: Ipv4Addr,
+    pool: Vec<Ipv4Addr>,
+    leases: HashMap<[u8; 6], Ipv4Addr>,
+}
+
+/// The pool of `prefix`: hosts [`DHCP_FIRST_HOST`].. of it, without the broadcast
+/// address and the `reserved` ones (gateway, vantage point).
+pub fn pool(prefix: Prefix, reserved: &[Ipv4Addr]) -> Vec<Ipv4Addr> {
+    (DHCP_FIRST_HOST..DHCP_FIRST_HOST + DHCP_POOL)
+        .filter_map(|i| prefix.nth(i))
+        .filter(|a| u32::from(*a) != prefix.last() && !reserved.contains(a))
+        .collect()
+}
+
+/// Whether the IPv4 packet `ip` is UDP to the DHCP server port (then the front answers
+/// it, or no one does).
+pub fn is_dhcp(ip: &[u8]) -> bool {
+    dhcp_payload(ip).is_some()
+}
+
+/// The UDP payload of `ip` if it goes to the DHCP server port.
+fn dhcp_payload(ip: &[u8]) -> Option<&[u8]> {
+    let ip = Ipv4Packet::new_checked(ip).ok()?;
+    if ip.next_header() != IpProtocol::Udp {
+        return None;
+    }
+    let udp = UdpPacket::new_checked(ip.payload()).ok()?;
+    (udp.dst_port() == DHCP_SERVER_PORT).then(|| udp.payload())
+}
+
+impl DhcpServer {
+    /// A server for `prefix` behind `gateway`, never leasing `reserved` addresses.
+    pub fn new(prefix: Prefix, gateway: Ipv4Addr, reserved: &[Ipv4Addr]) -> DhcpServer {
+        DhcpServer {
+            server: gateway,
+            mask: Ipv4Addr::from(!(u32::MAX.checked_shr(prefix.len().into()).unwrap_or(0))),
+            pool: pool(prefix, reserved),
+            leases: HashMap::new(),
+        }
+    }
+
+    /// The addresses it leases.
+    pub fn pool(&self) -> &[Ipv4Addr] {
+        &self.pool
+    }
+
+    /// The address leased to `mac`, if any.
+    pub fn lease(&self, mac: [u8; 6]) -> Option<Ipv4Addr> {
+        self.leases.get(&mac).copied()
+    }
+
+    /// Answers the IPv4 packet `ip` if it is a DHCP message for us; `in_use(addr, mac)`
+    /// says whether a guest other than `mac` already uses `addr`.
+    pub fn handle(
+        &mut self,
+        ip: &[u8],
+        in_use: impl Fn(Ipv4Addr, [u8; 6]) -> bool,
+    ) -> Option<Answer> {
+        let packet = DhcpPacket::new_checked(dhcp_payload(ip)?).ok()?;
+        let req = DhcpRepr::parse(&packet).ok()?;
+        let mac = req.client_hardware_address.0;
+        if !req.client_hardware_address.is_unicast() {
+            return None;
+        }
+        let (message_type, addr) = match req.message_type {
+            DhcpMessageType::Discover => (DhcpMessageType::Offer, self.allocate(mac, &in_use)?),
+            DhcpMessageType::Request => {
+                if req.server_identifier.is_some_and(|s| s != self.server) {
+                    return None; // the client chose another server
+                }
+                let wanted = req
+                    .requested_ip
+                    .or((!req.client_ip.is_unspecified()).then_some(req.client_ip))?;
+                match self.lease(mac) {
+                    Some(a) if a == wanted => (DhcpMessageType::Ack, a),
+                    // RFC 2131 4.3.2: silent about clients we have no record of, unless
+                    // they answered our offer.
+                    None if req.server_identifier.is_none() => return None,
+                    _ => (DhcpMessageType::Nak, Ipv4Addr::UNSPECIFIED),
+                }
+            }
+            _ => return None,
+        };
+        let granted = message_type != DhcpMessageType::Nak;
+        let reply = DhcpRepr {
+            message_type,
+            transaction_id: req.transaction_id,
+            secs: 0,
+            client_hardware_address: req.client_hardware_address,
+            client_ip: Ipv4Addr::UNSPECIFIED,
+            your_ip: addr,
+            server_ip: Ipv4Addr::UNSPECIFIED,
+            router: granted.then_some(self.server),
+            subnet_mask: granted.then_some(self.mask),
+            relay_agent_ip: req.relay_agent_ip,
+            broadcast: req.broadcast,
+            requested_ip: None,
+            client_identifier: None,
+            server_identifier: Some(self.server),
+            parameter_request_list: None,
+            dns_servers: None,
+            max_size: None,
+            lease_duration: granted.then_some(LEASE_SECS),
+            renew_duration: None,
+            rebind_duration: None,
+            additional_options: &[],
+        };
+        Some(Answer {
+            frame: self.frame(&reply)?,
+            bound: (message_type == DhcpMessageType::Ack).then_some(addr),
+        })
+    }
+
+    /// `mac`'s address: its lease, else the first free one of the pool.
+    fn allocate(
+        &mut self,
+        mac: [u8; 6],
+        in_use: &impl Fn(Ipv4Addr, [u8; 6]) -> bool,
+    ) -> Option<Ipv4Addr> {
+        if let Some(a) = self.lease(mac) {
+            return Some(a);
+        }
+        let a = *self
+            .pool
+            .iter()
+            .find(|a| !in_use(**a, mac) && !self.leases.values().any(|l| l == *a))?;
+        self.leases.insert(mac, a);
+        Some(a)
+    }
+
+    /// `reply` framed for its client: from the gateway (MAC and address) to the IPv4
+    /// broadcast address (the client has no address yet), Ethernet-broadcast only when
+    /// the client asked for it.
+    fn frame(&self, reply: &DhcpRepr) -> Option<Vec<u8>> {
+        let dhcp_len = reply.buffer_len();
+        let mut f = vec![0u8; ETH_LEN + IPV4_LEN + UDP_LEN + dhcp_len];
+        let dst_mac = if reply.broadcast {
+            EthernetAddress::BROADCAST
+        } else {
+            reply.client_hardware_address
+        };
+        let mut eth = EthernetFrame::new_unchecked(&mut f[..]);
+        EthernetRepr {
+            src_addr: EthernetAddress(GATEWAY_MAC),
+            dst_addr: dst_mac,
+            ethertype: EthernetProtocol::Ipv4,
+        }
+        .emit(&mut eth);
+        let (src, dst) = (self.server, Ipv4Addr::BROADCAST);
+        let checksums = ChecksumCapabilities::default();
+        let mut ip = Ipv4Packet::new_unchecked(eth.payload_mut());
+        Ipv4Repr {
+            src_addr: src,
+            dst_addr: dst,
+            next_header: IpProtocol::Udp,
+            payload_len: UDP_LEN + dhcp_len,
+            hop_limit: 64,
+        }
+        .emit(&mut ip, &checksums);
+        let mut emitted = Ok(());
+        UdpRepr {
+            src_port: DHCP_SERVER_PORT,
+            dst_port: DHCP_CLIENT_PORT,
+        }
+        .emit(
+            &mut UdpPacket::new_unchecked(ip.payload_mut()),
+            &src.into(),
+            &dst.into(),
+            dhcp_len,
+            |buf| emitted = reply.emit(&mut DhcpPacket::new_unchecked(buf)),
+            &checksums,
+        );
+        emitted.ok()?;
+        Some(f)
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    pub(crate) const MAC: [u8; 6] = [0x52, 0x54, 0, 0x12, 0x34, 0x56];
+    const OTHER: [u8; 6] = [0x52, 0x54, 0, 0x12, 0x34, 0x57];
+    const GW: Ipv4Addr = Ipv4Addr::new(192, 0, 2, 1);
+
+    fn server() -> DhcpServer {
+        DhcpServer::new(
+            "192.0.2.0/24".parse().unwrap(),
+            GW,
+            &[GW, Ipv4Addr::new(192, 0, 2, 2)],
+        )
+    }
+
+    fn free(_: Ipv4Addr, _: [u8; 6]) -> bool {
+        false
+    }
+
+    /// A client message as an IPv4 packet from 0.0.0.0:68 to 255.255.255.255:67.
+    pub(crate) fn client(
+        kind: DhcpMessageType,
+        mac: [u8; 6],
+        requested: Option<Ipv4Addr>,
+        server: Option<Ipv4Addr>,
+    ) -> Vec<u8> {
+        let repr = DhcpRepr {
+            message_type: kind,
+            transaction_id: 0x1234_5678,
+            secs: 0,
+            client_hardware_address: EthernetAddress(mac),
+            client_ip: Ipv4Addr::UNSPECIFIED,
+            your_ip: Ipv4Addr::UNSPECIFIED,
+            server_ip: Ipv4Addr::UNSPECIFIED,
+            router: None,
+            subnet_mask: None,
+            relay_agent_ip: Ipv4Addr::UNSPECIFIED,
+            broadcast: false,
+            requested_ip: requested,
+            client_identifier: Some(EthernetAddress(mac)),
+            server_identifier: server,
+            parameter_request_list: Some(&[1, 3, 6]),
+            dns_servers: None,
+            max_size: None,
+            lease_duration: None,
+            renew_duration: None,
+            rebind_duration: None,
+            additional_options: &[],
+        };
+        let n = repr.buffer_len();
+        let mut p = vec![0u8; IPV4_LEN + UDP_LEN + n];
+        let (src, dst) = (Ipv4Addr::UNSPECIFIED, Ipv4Addr::BROADCAST);
+        let c = ChecksumCapabilities::default();
+        let mut ip = Ipv4Packet::new_unchecked(&mut p[..]);
+        Ipv4Repr {
+            src_addr: src,
+            dst_addr: dst,
+            next_header: IpProtocol::Udp,
+            payload_len: UDP_LEN + n,
+            hop_limit: 64,
+        }
+        .emit(&mut ip, &c);
+        UdpRepr {
+            src_port: DHCP_CLIENT_PORT,
+            dst_port: DHCP_SERVER_PORT,
+        }
+        .emit(
+            &mut UdpPacket::new_unchecked(ip.payload_mut()),
+            &src.into(),
+            &dst.into(),
+            n,
+            |b| repr.emit(&mut DhcpPacket::new_unchecked(b)).unwrap(),
+            &c,
+        );
+        p
+    }
+
+    /// The DHCP message inside an answer frame, checked down the stack.
+    fn reply(
+        a: &Answer,
+    ) -> (
+        DhcpMessageType,
+        Ipv4Addr,
+        Option<Ipv4Addr>,
+        Option<Ipv4Addr>,
+        Option<Ipv4Addr>,
+        Option<u32>,
+    ) {
+        let eth = EthernetFrame::new_checked(&a.frame[..]).unwrap();
+        assert_eq!(eth.src_addr(), EthernetAddress(GATEWAY_MAC));
+        assert_eq!(eth.dst_addr(), EthernetAddress(MAC));
+        let ip = Ipv4Packet::new_checked(eth.payload()).unwrap();
+        assert!(ip.verify_checksum());
+        let ipr = Ipv4Repr::parse(&ip, &ChecksumCapabilities::default()).unwrap();
+        assert_eq!((ipr.src_addr, ipr.dst_addr), (GW, Ipv4Addr::BROADCAST));
+        let udp = UdpPacket::new_checked(ip.payload()).unwrap();
+        assert!(udp.verify_checksum(&ipr.src_addr.into(), &ipr.dst_addr.into()));
+        assert_eq!((udp.src_port(), udp.dst_port()), (67, 68));
+        let p = DhcpPacket::new_checked(udp.payload()).unwrap();
+        let r = DhcpRepr::parse(&p).unwrap();
+        assert_eq!(r.transaction_id, 0x1234_5678);
+        (
+            r.message_type,
+            r.your_ip,
+            r.subnet_mask,
+            r.router,
+            r.server_identifier,
+            r.lease_duration,
+        )
+    }
+
+    #[test]
+    fn discover_gets_an_offer_request_an_ack() {
+        let mut s = server();
+        let a = s
+            .handle(&client(DhcpMessageType::Discover, MAC, None, None), free)
+            .unwrap();
+        let first = Ipv4Addr::new(192, 0, 2, 100);
+        assert_eq!(
+            reply(&a),
+            (
+                DhcpMessageType::Offer,
+                first,
+                Some(Ipv4Addr::new(255, 255, 255, 0)),
+                Some(GW),
+                Some(GW),
+                Some(LEASE_SECS)
+            )
+        );
+        assert_eq!(a.bound, None);
+        let a = s
+            .handle(
+                &client(DhcpMessageType::Request, MAC, Some(first), Some(GW)),
+                free,
+            )
+            .unwrap();
+        assert_eq!(reply(&a).0, DhcpMessageType::Ack);
+        assert_eq!(reply(&a).1, first);
+        assert_eq!(a.bound, Some(first));
+        // Renewal-style request (no server identifier) for the leased address: ACK again.
+        let a = s
+            .handle(
+                &client(DhcpMessageType::Request, MAC, Some(first), None),
+                free,
+            )
+            .unwrap();
+        assert_eq!(reply(&a).0, DhcpMessageType::Ack);
+    }
+
+    #[test]
+    fn a_mac_keeps_its_address_others_get_theirs() {
+        let mut s = server();
+        let d = |s: &mut DhcpServer, m, in_use: &dyn Fn(Ipv4Addr, [u8; 6]) -> bool| {
+            s.handle(&client(DhcpMessageType::Discover, m, None, None), in_use)
+                .map(|a| a.frame)
+        };
+        assert!(d(&mut s, MAC, &free).is_some());
+        let mine = s.lease(MAC).unwrap();
+        // .101 is used by a statically addressed guest: skipped.
+        let static_guest = |a: Ipv4Addr, m: [u8; 6]| a == Ipv4Addr::new(192, 0, 2, 101) && m != MAC;
+        assert!(d(&mut s, OTHER, &static_guest).is_some());
+        assert_eq!(s.lease(OTHER), Some(Ipv4Addr::new(192, 0, 2, 102)));
+        assert!(d(&mut s, MAC, &free).is_some());
+        assert_eq!(s.lease(MAC), Some(mine));
+    }
+
+    #[test]
+    fn wrong_server_unknown_clients_and_bad_packets_are_ignored_or_refused() {
+        let mut s = server();
+        let first = Ipv4Addr::new(192, 0, 2, 100);
+        // A request to another server, or from a client we never offered to: silence.
+        assert!(s
+            .handle(
+                &client(
+                    DhcpMessageType::Request,
+                    MAC,
+                    Some(first),
+                    Some(Ipv4Addr::new(192, 0, 2, 9))
+                ),
+                free
+            )
+            .is_none());
+        assert!(s
+            .handle(
+                &client(DhcpMessageType::Request, MAC, Some(first), None),
+                free
+            )
+            .is_none());
+        // A request for an address that is not the client's: NAK.
+        s.handle(&client(DhcpMessageType::Discover, MAC, None, None), free)
+            .unwrap();
+        let a = s
+            .handle(
+                &client(
+                    DhcpMessageType::Request,
+                    MAC,
+                    Some(Ipv4Addr::new(192, 0, 2, 150)),
+                    Some(GW),
+                ),
+                free,
+            )
+            .unwrap();
+        assert_eq!(reply(&a).0, DhcpMessageType::Nak);
+        assert_eq!(a.bound, None);
+        // Other message types, a multicast client MAC, not UDP/67, garbage: ignored.
+        assert!(s
+            .handle(&client(DhcpMessageType::Release, MAC, None, Some(GW)), free)
+            .is_none());
+        assert!(s
+            .handle(
+                &client(DhcpMessageType::Discover, [0xff; 6], None, None),
+                free
+            )
+            .is_none());
+        let mut p = client(DhcpMessageType::Discover, OTHER, None, None);
+        p[IPV4_LEN + 3] = 99; // destination port
+        assert!(s.handle(&p, free).is_none());
+        assert!(s.handle(&[], free).is_none());
+        assert_eq!(s.lease(OTHER), None);
+    }
+
+    #[test]
+    fn an_exhausted_pool_offers_nothing() {
+        let mut s = server();
+        let all_taken = |_: Ipv4Addr, _: [u8; 6]| true;
+        assert!(s
+            .handle(
+                &client(DhcpMessageType::Discover, MAC, None, None),
+                all_taken
+            )
+            .is_none());
+        let p = pool("192.0.2.0/24".parse().unwrap(), &[]);
+        assert_eq!(
+            (p.len(), p[0], p[p.len() - 1]),
+            (
+                100,
+                Ipv4Addr::new(192, 0, 2, 100),
+                Ipv4Addr::new(192, 0, 2, 199)
+            )
+        );
+        // A small LAN has no pool: hosts 100.. do not exist.
+        assert!(pool("192.0.2.0/26".parse().unwrap(), &[]).is_empty());
+    }
+
+    #[test]
+    fn arbitrary_and_truncated_bytes_never_panic() {
+        let mut s = server();
+        let valid = [
+            client(DhcpMessageType::Discover, MAC, None, None),
+            client(
+                DhcpMessageType::Request,
+                MAC,
+                Some(Ipv4Addr::new(192, 0, 2, 100)),
+                Some(GW),
+            ),
+        ];
+        // xorshift: deterministic pseudo-random bytes.
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for v in &valid {
+            for cut in 0..=v.len() {
+                let _ = s.handle(&v[..cut], free);
+            }
+            for _ in 0..5000 {
+                let mut p = v.clone();
+                for _ in 0..1 + next() % 8 {
+                    let i = (next() % p.len() as u64) as usize;
+                    p[i] = next() as u8;
+                }
+                let cut = (next() % (p.len() as u64 + 1)) as usize;
+                let _ = s.handle(&p[..cut], free);
+                let _ = s.handle(&p, free);
+            }
+        }
+        for _ in 0..5000 {
+            let len = (next() % 600) as usize;
+            let mut p: Vec<u8> = (0..len).map(|_| next() as u8).collect();
+            if p.len() >= IPV4_LEN + UDP_LEN {
+                // Well-formed IPv4/UDP headers to port 67, so the DHCP parser is reached.
+                p[0] = 0x45;
+                p[2..4].copy_from_slice(&(len as u16).to_be_bytes());
+                p[9] = 17;
+                p[22..24].copy_from_slice(&67u16.to_be_bytes());
+                p[24..26].copy_from_slice(&((len - IPV4_LEN) as u16).to_be_bytes());
+                if p.len() >= IPV4_LEN + UDP_LEN + 240 {
+                    // Ethernet hardware, the magic cookie: the options are parsed.
+                    p[29..31].copy_from_slice(&[1, 6]);
+                    p[264..268].copy_from_slice(&[99, 130, 83, 99]);
+                }
+            }
+            let _ = s.handle(&p, free);
+        }
+    }
+}
