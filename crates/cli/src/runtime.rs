@@ -56,6 +56,10 @@ pub struct RunArgs {
     /// The VMM for the microVM.
     #[arg(long, default_value = "qemu")]
     pub vmm: String,
+    /// microvm only: the guest asks the lab for its address by DHCP (`ip=dhcp`) instead
+    /// of taking a static lab slot.
+    #[arg(long)]
+    pub dhcp: bool,
     /// The job: `vtnt` words, after `--` (e.g. `-- trace -P icmp-paris 203.0.113.10`).
     #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
     pub job: Vec<String>,
@@ -89,11 +93,14 @@ pub fn image(cmd: ImageCommand) -> anyhow::Result<ExitCode> {
 }
 
 pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
+    if args.dhcp && args.runtime != Runtime::Microvm {
+        anyhow::bail!("--dhcp: only the microvm runtime takes its address by DHCP, not {}", args.runtime.name());
+    }
     if args.local {
         return run_local(&args);
     }
     let job = Job::new(args.job.iter().cloned()).with_hold(args.hold);
-    let opts = RunOptions { lab: args.lab.clone(), bandwidth_bps: args.bandwidth_mbps * 1_000_000, timeout: Duration::from_secs(args.timeout), ..Default::default() };
+    let opts = RunOptions { lab: args.lab.clone(), bandwidth_bps: args.bandwidth_mbps * 1_000_000, timeout: Duration::from_secs(args.timeout), dhcp: args.dhcp, ..Default::default() };
     let out = args.runtime.run(&job, &opts).with_context(|| format!("running the job in the {} runtime", args.runtime.name()))?;
     print!("{}", out.stdout);
     if !out.ok() {
@@ -130,7 +137,7 @@ fn run_local(args: &RunArgs) -> anyhow::Result<ExitCode> {
             if let Some(img) = &args.image {
                 std::env::set_var("VTNT_UNIKERNEL_IMAGE", img);
             }
-            return unikernel_run_microvm(&args.vmm, &args.job, Some(&args.lab), args.hold);
+            return unikernel_run_microvm(&args.vmm, &args.job, Some(&args.lab), args.hold, args.dhcp);
         }
         other => anyhow::bail!("--local runs native or microvm jobs, not {}", other.name()),
     };
@@ -144,6 +151,6 @@ fn unikernel_build_image() -> anyhow::Result<(PathBuf, u64)> {
     crate::unikernel::build_image().context("building the unikernel image")
 }
 
-fn unikernel_run_microvm(vmm: &str, job: &[String], lab: Option<&str>, hold: u32) -> anyhow::Result<ExitCode> {
-    crate::unikernel::run_microvm(vmm, job, lab, Duration::from_secs(u64::from(hold)))
+fn unikernel_run_microvm(vmm: &str, job: &[String], lab: Option<&str>, hold: u32, dhcp: bool) -> anyhow::Result<ExitCode> {
+    crate::unikernel::run_microvm(vmm, job, lab, Duration::from_secs(u64::from(hold)), dhcp)
 }

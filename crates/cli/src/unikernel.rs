@@ -117,9 +117,10 @@ fn hostname() -> Option<String> {
 /// command would. Guest diagnostics go to stderr with `--verbose`-free brevity: only
 /// errors. The guest then stays up (halted) `hold` after printing its results (the job
 /// spec's `hold=`, at most `vtnt_jobspec::MAX_HOLD`; the density job's delay). The image booted is
+/// With `dhcp` the guest leases its address from the lab's VM front. The image booted is
 /// `$VTNT_UNIKERNEL_IMAGE` when set (the file `vtnt-deploy` downloaded), else this
 /// workspace's, built if needed.
-pub fn run_microvm(vmm: &str, job_words: &[String], lab: Option<&str>, hold: Duration) -> anyhow::Result<ExitCode> {
+pub fn run_microvm(vmm: &str, job_words: &[String], lab: Option<&str>, hold: Duration, dhcp: bool) -> anyhow::Result<ExitCode> {
     let Some(vmm) = Vmm::from_name(vmm) else {
         bail!("unknown VMM `{vmm}` (qemu, firecracker)");
     };
@@ -147,6 +148,7 @@ pub fn run_microvm(vmm: &str, job_words: &[String], lab: Option<&str>, hold: Dur
     run.timeout = TIMEOUT;
     run.hostname = hostname();
     run.image = image;
+    run.dhcp = dhcp;
     let out = run_job(&run).map_err(|e| anyhow::anyhow!("{e}"))?;
     match out.status {
         GuestStatus::Exited(0) => {}

@@ -99,7 +99,7 @@ pub fn run(deployed: &Deployed, job: &Job, lab: &str, opts: &DensityOptions) -> 
         if launching && now >= next_start {
             if (slots.len() as u32) < opts.max {
                 let index = slots.len() as u32;
-                let spec = InstanceSpec { job: job.clone(), lab: lab.to_string(), index, cgroup_parent: Some(parent.rel().to_string()), sample_every: None };
+                let spec = InstanceSpec { job: job.clone(), lab: lab.to_string(), index, cgroup_parent: Some(parent.rel().to_string()), sample_every: None, dhcp: false };
                 match deployed.start(&spec) {
                     Ok(inst) => slots.push(Slot { inst, index, started: Instant::now(), done: None }),
                     Err(e) => {

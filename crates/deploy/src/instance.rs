@@ -30,11 +30,13 @@ pub struct InstanceSpec {
     pub cgroup_parent: Option<String>,
     /// Sample memory every this often while waiting (None: only CPU and time).
     pub sample_every: Option<Duration>,
+    /// The guest leases its address by DHCP (microvm only; the others ignore it).
+    pub dhcp: bool,
 }
 
 impl InstanceSpec {
     pub fn new(job: Job, lab: String) -> InstanceSpec {
-        InstanceSpec { job, lab, index: 0, cgroup_parent: None, sample_every: Some(Duration::from_millis(100)) }
+        InstanceSpec { job, lab, index: 0, cgroup_parent: None, sample_every: Some(Duration::from_millis(100)), dhcp: false }
     }
 }
 

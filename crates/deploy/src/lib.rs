@@ -131,7 +131,8 @@ impl Runtime {
         let t0 = Instant::now();
         let deployed = instance::deploy(self, &image, &server, engine.docker(), &opts.lab)?;
         let deploy_time = t0.elapsed();
-        let spec = InstanceSpec::new(job.clone(), opts.lab.clone());
+        let mut spec = InstanceSpec::new(job.clone(), opts.lab.clone());
+        spec.dhcp = opts.dhcp;
         let mut inst = deployed.start(&spec)?;
         let mut out = inst.wait(opts.timeout)?;
         out.deploy_time = deploy_time;
@@ -173,6 +174,8 @@ pub struct RunOptions {
     pub bandwidth_bps: u64,
     /// How long the job may take once started (VM boots under TCG are slow).
     pub timeout: Duration,
+    /// The guest leases its address by DHCP (the microvm runtime only).
+    pub dhcp: bool,
 }
 
 impl Default for RunOptions {
@@ -182,6 +185,7 @@ impl Default for RunOptions {
             lab: DEFAULT_LAB.to_string(),
             bandwidth_bps: DEFAULT_BANDWIDTH_MBPS * 1_000_000,
             timeout: Duration::from_secs(600),
+            dhcp: false,
         }
     }
 }

@@ -52,6 +52,9 @@ pub fn start(image: &Path, lab: &Lab, spec: &InstanceSpec, cgroup: &Cgroup) -> a
     let vtnt = launcher()?;
     let mut cmd = cgroup.wrap(&vtnt.display().to_string());
     cmd.args(["run", "--runtime", "microvm", "--local", "--image"]).arg(image).arg("--lab").arg(&lab.name);
+    if spec.dhcp {
+        cmd.arg("--dhcp");
+    }
     if spec.job.hold_secs > 0 {
         cmd.arg("--hold").arg(spec.job.hold_secs.to_string());
     }

@@ -14,7 +14,7 @@ fn job() -> Job {
     Job::new(["trace", "-P", "icmp-paris", "203.0.113.10"])
 }
 
-fn check(test: &str, runtimes: &[Runtime]) {
+fn check(test: &str, runtimes: &[Runtime], dhcp: bool) {
     if common::skip(test, common::basic_missing()) {
         return;
     }
@@ -23,6 +23,7 @@ fn check(test: &str, runtimes: &[Runtime]) {
             return;
         }
     }
+    // a lab per test, named after its first letters (tests run in parallel)
     let lab = common::LabGuard::up(&test.chars().take(3).collect::<String>()).expect("vtnt lab up");
     let opts = RunOptions { lab: lab.name.clone(), bandwidth_bps: 1_000_000_000, timeout: Duration::from_secs(600), ..Default::default() };
     let native = Runtime::Native.run(&job(), &opts).expect("native run");
@@ -38,8 +39,13 @@ fn check(test: &str, runtimes: &[Runtime]) {
                 }
             }
         }
-        let out = rt.run(&job(), &opts).unwrap_or_else(|e| panic!("{} run: {e:#}", rt.name()));
+        let out = rt.run(&job(), &RunOptions { dhcp, ..opts.clone() }).unwrap_or_else(|e| panic!("{} run: {e:#}", rt.name()));
         assert!(out.ok(), "{} run exited with {:?}: {}", rt.name(), out.code, out.stderr);
+        if dhcp {
+            // the lab leases hosts .100-.199 of the vantage LAN (docs/lab.md)
+            let leased = |l: &str| l.split("\"src\":\"192.0.2.").nth(1).and_then(|r| r.split('"').next()).and_then(|h| h.parse::<u8>().ok()).is_some_and(|h| (100..200).contains(&h));
+            assert!(out.stdout.lines().any(leased), "{} with DHCP: no leased source address in {}", rt.name(), out.stdout);
+        }
         assert_eq!(normalize(&out.stdout), want, "{} output differs from native", rt.name());
         eprintln!("{test}: {} deploy {:.2} s, execution {:.2} s", rt.name(), out.deploy_time.as_secs_f64(), out.exec_time.as_secs_f64());
     }
@@ -47,20 +53,25 @@ fn check(test: &str, runtimes: &[Runtime]) {
 
 #[test]
 fn runc_matches_native() {
-    check("runc_matches_native", &[Runtime::Runc]);
+    check("runc_matches_native", &[Runtime::Runc], false);
 }
 
 #[test]
 fn docker_images_match_native() {
-    check("docker_images_match_native", &[Runtime::DockerScratch, Runtime::Docker]);
+    check("docker_images_match_native", &[Runtime::DockerScratch, Runtime::Docker], false);
 }
 
 #[test]
 fn vm_matches_native() {
-    check("vm_matches_native", &[Runtime::Vm]);
+    check("vm_matches_native", &[Runtime::Vm], false);
 }
 
 #[test]
 fn microvm_matches_native() {
-    check("microvm_matches_native", &[Runtime::Microvm]);
+    check("microvm_matches_native", &[Runtime::Microvm], false);
+}
+
+#[test]
+fn dhcp_microvm_matches_native() {
+    check("dhcp_microvm_matches_native", &[Runtime::Microvm], true);
 }
