@@ -85,13 +85,14 @@ pub struct VmAttach {
 }
 
 impl VmAttach {
-    /// Guest `i`'s address (`192.0.2.<base + i>`) and prefix length; instance numbers
-    /// keep concurrent guests apart (slots 10-17 of `vm.json` are the unikernel's).
+    /// Guest `i`'s address (`192.0.2.<230 + i>`) and prefix length; instance numbers
+    /// keep concurrent guests apart. The LAN's other hosts: .10-.129 are the unikernel
+    /// slots of `vm.json`, .130-.229 the VM front's DHCP pool (docs/lab.md).
     pub fn guest(&self, i: u32) -> anyhow::Result<(String, u8)> {
         let (net, len) = self.prefix.split_once('/').with_context(|| format!("bad lab prefix {}", self.prefix))?;
         let len: u8 = len.parse().with_context(|| format!("bad lab prefix {}", self.prefix))?;
         let base: std::net::Ipv4Addr = net.parse().with_context(|| format!("bad lab prefix {}", self.prefix))?;
-        let host = 40 + i;
+        let host = 230 + i;
         if len < 20 || host >= (1u32 << (32 - u32::from(len))) - 1 {
             anyhow::bail!("lab prefix {} has no room for guest {i}", self.prefix);
         }
@@ -186,7 +187,7 @@ mod tests {
     #[test]
     fn guest_addresses() {
         let v = VmAttach { port: 1, prefix: "192.0.2.0/24".into(), gateway: "192.0.2.1".into() };
-        assert_eq!(v.guest(0).unwrap(), ("192.0.2.40".to_string(), 24));
+        assert_eq!(v.guest(0).unwrap(), ("192.0.2.230".to_string(), 24));
         assert!(v.guest(300).is_err());
     }
 }

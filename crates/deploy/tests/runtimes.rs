@@ -42,8 +42,8 @@ fn check(test: &str, runtimes: &[Runtime], dhcp: bool) {
         let out = rt.run(&job(), &RunOptions { dhcp, ..opts.clone() }).unwrap_or_else(|e| panic!("{} run: {e:#}", rt.name()));
         assert!(out.ok(), "{} run exited with {:?}: {}", rt.name(), out.code, out.stderr);
         if dhcp {
-            // the lab leases hosts .100-.199 of the vantage LAN (docs/lab.md)
-            let leased = |l: &str| l.split("\"src\":\"192.0.2.").nth(1).and_then(|r| r.split('"').next()).and_then(|h| h.parse::<u8>().ok()).is_some_and(|h| (100..200).contains(&h));
+            // the lab leases hosts .130-.229 of the vantage LAN (docs/lab.md)
+            let leased = |l: &str| l.split("\"src\":\"192.0.2.").nth(1).and_then(|r| r.split('"').next()).and_then(|h| h.parse::<u8>().ok()).is_some_and(|h| (130..230).contains(&h));
             assert!(out.stdout.lines().any(leased), "{} with DHCP: no leased source address in {}", rt.name(), out.stdout);
         }
         assert_eq!(normalize(&out.stdout), want, "{} output differs from native", rt.name());

@@ -336,7 +336,7 @@ pub(crate) mod tests {
         let a = s
             .handle(&client(DhcpMessageType::Discover, MAC, None, None), free)
             .unwrap();
-        let first = Ipv4Addr::new(192, 0, 2, 100);
+        let first = Ipv4Addr::new(192, 0, 2, 130);
         assert_eq!(
             reply(&a),
             (
@@ -378,9 +378,9 @@ pub(crate) mod tests {
         assert!(d(&mut s, MAC, &free).is_some());
         let mine = s.lease(MAC).unwrap();
         // .101 is used by a statically addressed guest: skipped.
-        let static_guest = |a: Ipv4Addr, m: [u8; 6]| a == Ipv4Addr::new(192, 0, 2, 101) && m != MAC;
+        let static_guest = |a: Ipv4Addr, m: [u8; 6]| a == Ipv4Addr::new(192, 0, 2, 131) && m != MAC;
         assert!(d(&mut s, OTHER, &static_guest).is_some());
-        assert_eq!(s.lease(OTHER), Some(Ipv4Addr::new(192, 0, 2, 102)));
+        assert_eq!(s.lease(OTHER), Some(Ipv4Addr::new(192, 0, 2, 132)));
         assert!(d(&mut s, MAC, &free).is_some());
         assert_eq!(s.lease(MAC), Some(mine));
     }
@@ -388,7 +388,7 @@ pub(crate) mod tests {
     #[test]
     fn wrong_server_unknown_clients_and_bad_packets_are_ignored_or_refused() {
         let mut s = server();
-        let first = Ipv4Addr::new(192, 0, 2, 100);
+        let first = Ipv4Addr::new(192, 0, 2, 130);
         // A request to another server, or from a client we never offered to: silence.
         assert!(s
             .handle(
@@ -415,7 +415,7 @@ pub(crate) mod tests {
                 &client(
                     DhcpMessageType::Request,
                     MAC,
-                    Some(Ipv4Addr::new(192, 0, 2, 150)),
+                    Some(Ipv4Addr::new(192, 0, 2, 180)),
                     Some(GW),
                 ),
                 free,
@@ -455,11 +455,11 @@ pub(crate) mod tests {
             (p.len(), p[0], p[p.len() - 1]),
             (
                 100,
-                Ipv4Addr::new(192, 0, 2, 100),
-                Ipv4Addr::new(192, 0, 2, 199)
+                Ipv4Addr::new(192, 0, 2, 130),
+                Ipv4Addr::new(192, 0, 2, 229)
             )
         );
-        // A small LAN has no pool: hosts 100.. do not exist.
+        // A small LAN has no pool: hosts 130.. do not exist.
         assert!(pool("192.0.2.0/26".parse().unwrap(), &[]).is_empty());
     }
 
@@ -471,7 +471,7 @@ pub(crate) mod tests {
             client(
                 DhcpMessageType::Request,
                 MAC,
-                Some(Ipv4Addr::new(192, 0, 2, 100)),
+                Some(Ipv4Addr::new(192, 0, 2, 130)),
                 Some(GW),
             ),
         ];

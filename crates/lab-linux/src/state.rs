@@ -19,13 +19,13 @@ use serde::{Deserialize, Serialize};
 pub const TUN_NAME: &str = "vtnt0";
 /// MAC address the lab's gateway answers ARP with on the VM front.
 pub const GATEWAY_MAC: [u8; 6] = [0x02, 0x76, 0x74, 0x6e, 0x74, 0x01];
-/// How many VM slots `vm.json` describes.
-pub const VM_SLOTS: u32 = 8;
+/// How many VM slots `vm.json` describes: as many microVMs as a density run starts at most.
+pub const VM_SLOTS: u32 = 120;
 /// First host number of VM guest addresses inside the vantage point's prefix.
 pub const VM_FIRST_HOST: u32 = 10;
 /// First host number of the VM front's DHCP pool inside the vantage point's prefix (far
 /// from the static slots `VM_FIRST_HOST..VM_FIRST_HOST + VM_SLOTS`).
-pub const DHCP_FIRST_HOST: u32 = 100;
+pub const DHCP_FIRST_HOST: u32 = 130;
 /// How many addresses the DHCP pool has (fewer when the prefix ends first).
 pub const DHCP_POOL: u32 = 100;
 

@@ -238,7 +238,7 @@ mod tests {
             f.extend_from_slice(&p);
             f
         };
-        let leased = Ipv4Addr::new(192, 0, 2, 100);
+        let leased = Ipv4Addr::new(192, 0, 2, 130);
         let discover = frame(crate::dhcp::tests::client(
             DhcpMessageType::Discover,
             m,

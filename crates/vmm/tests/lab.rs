@@ -308,7 +308,7 @@ fn ping_with_a_dhcp_lease_equals_ping_with_a_static_address() {
     });
     let lease: Value = serde_json::from_str(dhcp).expect("dhcp line is JSON");
     // The first address of the lab's pool (docs/lab.md), the lab's gateway as router.
-    assert_eq!(lease["ip"], "192.0.2.100/24", "{dhcp}");
+    assert_eq!(lease["ip"], "192.0.2.130/24", "{dhcp}");
     assert_eq!(lease["gw"], "192.0.2.1", "{dhcp}");
     assert_eq!(lease["server"], "192.0.2.1", "{dhcp}");
     let srcs = |out: &RunOutcome| -> Vec<String> {
@@ -319,7 +319,7 @@ fn ping_with_a_dhcp_lease_equals_ping_with_a_static_address() {
             .collect()
     };
     assert_eq!(srcs(&fixed), ["192.0.2.10", "192.0.2.10"]);
-    assert_eq!(srcs(&leased), ["192.0.2.100", "192.0.2.100"]);
+    assert_eq!(srcs(&leased), ["192.0.2.130", "192.0.2.130"]);
     let (a, b) = (objects(&fixed.json_lines), objects(&leased.json_lines));
     assert_eq!(a, b, "static vs DHCP:\n{}\n{}", fixed.json_lines.join("\n"), leased.json_lines.join("\n"));
     for o in &b[1..b.len() - 1] {
