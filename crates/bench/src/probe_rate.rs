@@ -201,7 +201,9 @@ const PROBER_CPU: usize = 0;
 /// Steers every veth's received packets in `nodes` to the CPUs other than [`PROBER_CPU`]
 /// (RPS). Returns whether it could (false on a one-CPU machine).
 fn steer_network_away(nodes: &[NetNs]) -> anyhow::Result<bool> {
-    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()).min(64);
+    let cpus = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(64);
     if cpus < 2 {
         return Ok(false);
     }
@@ -210,7 +212,12 @@ fn steer_network_away(nodes: &[NetNs]) -> anyhow::Result<bool> {
     let script = format!("for q in /sys/class/net/*/queues/rx-*/rps_cpus; do [ -w \"$q\" ] && echo {mask:x} > \"$q\"; done; true");
     for ns in nodes {
         let out = ns.exec("sh", &["-c", &script])?;
-        anyhow::ensure!(out.status.success(), "setting rps_cpus in {}: {}", ns.name(), String::from_utf8_lossy(&out.stderr));
+        anyhow::ensure!(
+            out.status.success(),
+            "setting rps_cpus in {}: {}",
+            ns.name(),
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
     Ok(true)
 }

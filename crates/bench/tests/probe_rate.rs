@@ -11,17 +11,28 @@ fn small_probe_rate_run_fills_every_row() {
         eprintln!("skipped: needs root");
         return;
     }
-    if std::process::Command::new("scamper").arg("-v").output().is_err() {
+    if std::process::Command::new("scamper")
+        .arg("-v")
+        .output()
+        .is_err()
+    {
         eprintln!("skipped: scamper is not installed");
         return;
     }
-    let opts = RateOptions { rates: vec![2_000, 20_000], seconds: 0.5, count: 10 };
+    let opts = RateOptions {
+        rates: vec![2_000, 20_000],
+        seconds: 0.5,
+        count: 10,
+    };
     let rows = probe_rate(&opts).expect("probe-rate");
     eprint!("{}", to_markdown(&rows));
     assert_eq!(rows.len(), 3, "scamper + one row per rate");
     assert_eq!(rows[0].tool, "scamper");
     for r in &rows {
-        assert!(r.probes > 0 && r.replies * 10 >= r.probes * 9, "{r:?}: most probes answered");
+        assert!(
+            r.probes > 0 && r.replies * 10 >= r.probes * 9,
+            "{r:?}: most probes answered"
+        );
         // scamper needs a few seconds to reach its rate; a half-second run says nothing
         if r.tool == "vtnt" {
             assert!(r.pacing_error < 0.5, "{r:?}: rate nowhere near the request");

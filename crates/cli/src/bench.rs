@@ -39,7 +39,11 @@ pub enum BenchCommand {
     /// Needs root and scamper.
     ProbeRate {
         /// Rates to request, probes per second.
-        #[arg(long, value_delimiter = ',', default_value = "10000,50000,100000,150000")]
+        #[arg(
+            long,
+            value_delimiter = ',',
+            default_value = "10000,50000,100000,150000"
+        )]
         rates: Vec<u32>,
         /// Seconds of probing per rate.
         #[arg(long, default_value_t = 2.0)]
@@ -65,13 +69,24 @@ pub fn run(cmd: BenchCommand) -> anyhow::Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        BenchCommand::ProbeRate { rates, seconds, json } => {
+        BenchCommand::ProbeRate {
+            rates,
+            seconds,
+            json,
+        } => {
             anyhow::ensure!(
                 rates.iter().all(|r| (1..=1_000_000).contains(r)),
                 "--rates must lie in 1..=1000000"
             );
-            anyhow::ensure!((0.1..=60.0).contains(&seconds), "--seconds must lie in 0.1..=60");
-            let opts = vtnt_bench::probe_rate::RateOptions { rates, seconds, count: 10 };
+            anyhow::ensure!(
+                (0.1..=60.0).contains(&seconds),
+                "--seconds must lie in 0.1..=60"
+            );
+            let opts = vtnt_bench::probe_rate::RateOptions {
+                rates,
+                seconds,
+                count: 10,
+            };
             let rows = vtnt_bench::probe_rate::probe_rate(&opts)?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&rows)?);

@@ -30,7 +30,10 @@ pub fn run(a: ConvertArgs) -> anyhow::Result<ExitCode> {
         Some(_) => Format::Json,
         None if a.output.as_os_str() == "-" => Format::Json,
         None => Format::from_path(&a.output).with_context(|| {
-            format!("cannot tell the output format of {} (use -O json|warts)", a.output.display())
+            format!(
+                "cannot tell the output format of {} (use -O json|warts)",
+                a.output.display()
+            )
         })?,
     };
     let mut input: Box<dyn BufRead> = if a.input.as_os_str() == "-" {
@@ -40,8 +43,14 @@ pub fn run(a: ConvertArgs) -> anyhow::Result<ExitCode> {
             .with_context(|| format!("opening {}", a.input.display()))?;
         Box::new(BufReader::new(f))
     };
-    let head = input.fill_buf().with_context(|| format!("reading {}", a.input.display()))?;
-    let from = if head.starts_with(&[0x12, 0x05]) { Format::Warts } else { Format::Json };
+    let head = input
+        .fill_buf()
+        .with_context(|| format!("reading {}", a.input.display()))?;
+    let from = if head.starts_with(&[0x12, 0x05]) {
+        Format::Warts
+    } else {
+        Format::Json
+    };
     let (file, out): (Option<AtomicFile>, Box<dyn Write>) = if a.output.as_os_str() == "-" {
         (None, Box::new(BufWriter::new(std::io::stdout())))
     } else {
@@ -61,5 +70,9 @@ pub fn run(a: ConvertArgs) -> anyhow::Result<ExitCode> {
         f.commit()?;
     }
     eprintln!("vtnt: wrote {} objects", report.written);
-    Ok(if report.skipped.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(2) })
+    Ok(if report.skipped.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(2)
+    })
 }

@@ -50,8 +50,16 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Trace(a) => probe::run_jobs(&a.common, |dst| vtnt_engine::Job::Trace(a.options(dst)), "traces"),
-        Command::Ping(a) => probe::run_jobs(&a.common, |dst| vtnt_engine::Job::Ping(a.options(dst)), "pings"),
+        Command::Trace(a) => probe::run_jobs(
+            &a.common,
+            |dst| vtnt_engine::Job::Trace(a.options(dst)),
+            "traces",
+        ),
+        Command::Ping(a) => probe::run_jobs(
+            &a.common,
+            |dst| vtnt_engine::Job::Ping(a.options(dst)),
+            "pings",
+        ),
         Command::Tnt(a) => tnt::run(a),
         Command::Convert(a) => convert::run(a),
         Command::Lab(cmd) => lab::run(cmd),

@@ -39,7 +39,14 @@ impl AtomicFile {
             std::process::id()
         ));
         let f = File::create(&tmp)?;
-        Ok((AtomicFile { tmp, dst: dst.to_path_buf(), done: false }, f))
+        Ok((
+            AtomicFile {
+                tmp,
+                dst: dst.to_path_buf(),
+                done: false,
+            },
+            f,
+        ))
     }
     pub fn commit(mut self) -> io::Result<()> {
         std::fs::rename(&self.tmp, &self.dst)?;
@@ -83,8 +90,7 @@ fn unix_now() -> u32 {
 impl Output {
     /// Opens `path` (stdout when `None`) and writes the cycle start.
     pub fn open(path: Option<&Path>, format: Format) -> anyhow::Result<Output> {
-        if format == Format::Warts && path.is_none() && io::IsTerminal::is_terminal(&io::stdout())
-        {
+        if format == Format::Warts && path.is_none() && io::IsTerminal::is_terminal(&io::stdout()) {
             anyhow::bail!("-O warts writes binary data: give an output file with -o");
         }
         let (file, sink): (Option<AtomicFile>, Box<dyn Write>) = match path {
@@ -106,7 +112,11 @@ impl Output {
             start_time: unix_now(),
             ..Cycle::default()
         };
-        let mut out = Output { writer, file, cycle };
+        let mut out = Output {
+            writer,
+            file,
+            cycle,
+        };
         match &mut out.writer {
             Writer::Json(w) => w.cycle_start(&out.cycle).map_err(io_err)?,
             Writer::Warts(w) => w.cycle_start(&out.cycle).map_err(io_err)?,
@@ -121,7 +131,12 @@ impl Output {
     }
 
     /// Writes one record with extra JSON fields, or the given text in text mode.
-    pub fn annotated(&mut self, r: &Record, ann: &dyn Annotate, text: Option<&str>) -> io::Result<()> {
+    pub fn annotated(
+        &mut self,
+        r: &Record,
+        ann: &dyn Annotate,
+        text: Option<&str>,
+    ) -> io::Result<()> {
         match &mut self.writer {
             Writer::Json(w) => {
                 w.write_annotated(r, ann).map_err(io_err)?;

@@ -54,7 +54,9 @@ pub struct Common {
 }
 
 pub fn seconds(s: &str) -> Result<Duration, String> {
-    let v: f64 = s.parse().map_err(|_| format!("`{s}` is not a number of seconds"))?;
+    let v: f64 = s
+        .parse()
+        .map_err(|_| format!("`{s}` is not a number of seconds"))?;
     if !(0.001..=3600.0).contains(&v) {
         return Err(format!("{v} s is out of range (0.001..=3600)"));
     }
@@ -62,7 +64,8 @@ pub fn seconds(s: &str) -> Result<Duration, String> {
 }
 
 pub fn method(s: &str) -> Result<Method, String> {
-    Method::from_option(s).ok_or_else(|| format!("unknown method `{s}` (icmp-paris, udp-paris, tcp)"))
+    Method::from_option(s)
+        .ok_or_else(|| format!("unknown method `{s}` (icmp-paris, udp-paris, tcp)"))
 }
 
 /// `vtnt trace`.
@@ -185,8 +188,10 @@ pub fn progress(n: usize, what: &str) -> indicatif::ProgressBar {
     }
     let bar = indicatif::ProgressBar::new(n as u64);
     bar.set_style(
-        indicatif::ProgressStyle::with_template("{spinner} {pos}/{len} {msg} [{elapsed_precise}] {wide_bar} {eta}")
-            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        indicatif::ProgressStyle::with_template(
+            "{spinner} {pos}/{len} {msg} [{elapsed_precise}] {wide_bar} {eta}",
+        )
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
     );
     bar.set_message(what.to_string());
     bar
@@ -200,7 +205,9 @@ pub fn run_jobs(c: &Common, jobs: impl Fn(IpAddr) -> Job, what: &str) -> anyhow:
     let mut engine = Engine::new(config).map_err(|e| anyhow::anyhow!("{e}"))?;
     let now = clock.now();
     for t in &targets {
-        engine.start(now, jobs(*t)).map_err(|e| anyhow::anyhow!("{e}"))?;
+        engine
+            .start(now, jobs(*t))
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
     }
     let mut out = Output::open(c.output.as_deref(), c.format)?;
     let bar = progress(targets.len(), what);
@@ -212,5 +219,9 @@ pub fn run_jobs(c: &Common, jobs: impl Fn(IpAddr) -> Job, what: &str) -> anyhow:
     .context("probing")?;
     bar.finish_and_clear();
     out.finish()?;
-    Ok(if some_bad { ExitCode::from(2) } else { ExitCode::SUCCESS })
+    Ok(if some_bad {
+        ExitCode::from(2)
+    } else {
+        ExitCode::SUCCESS
+    })
 }

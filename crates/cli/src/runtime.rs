@@ -66,7 +66,11 @@ pub struct RunArgs {
 }
 
 pub fn image(cmd: ImageCommand) -> anyhow::Result<ExitCode> {
-    let ImageCommand::Build { runtime, rebuild, print_path } = cmd;
+    let ImageCommand::Build {
+        runtime,
+        rebuild,
+        print_path,
+    } = cmd;
     let info = if runtime == Runtime::Microvm {
         let (path, _) = unikernel_build_image()?;
         if print_path {
@@ -94,14 +98,26 @@ pub fn image(cmd: ImageCommand) -> anyhow::Result<ExitCode> {
 
 pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     if args.dhcp && args.runtime != Runtime::Microvm {
-        anyhow::bail!("--dhcp: only the microvm runtime takes its address by DHCP, not {}", args.runtime.name());
+        anyhow::bail!(
+            "--dhcp: only the microvm runtime takes its address by DHCP, not {}",
+            args.runtime.name()
+        );
     }
     if args.local {
         return run_local(&args);
     }
     let job = Job::new(args.job.iter().cloned()).with_hold(args.hold);
-    let opts = RunOptions { lab: args.lab.clone(), bandwidth_bps: args.bandwidth_mbps * 1_000_000, timeout: Duration::from_secs(args.timeout), dhcp: args.dhcp, ..Default::default() };
-    let out = args.runtime.run(&job, &opts).with_context(|| format!("running the job in the {} runtime", args.runtime.name()))?;
+    let opts = RunOptions {
+        lab: args.lab.clone(),
+        bandwidth_bps: args.bandwidth_mbps * 1_000_000,
+        timeout: Duration::from_secs(args.timeout),
+        dhcp: args.dhcp,
+        ..Default::default()
+    };
+    let out = args
+        .runtime
+        .run(&job, &opts)
+        .with_context(|| format!("running the job in the {} runtime", args.runtime.name()))?;
     print!("{}", out.stdout);
     if !out.ok() {
         eprint!("{}", out.stderr);
@@ -126,7 +142,10 @@ fn run_local(args: &RunArgs) -> anyhow::Result<ExitCode> {
     let code = match args.runtime {
         Runtime::Native => {
             let me = std::env::current_exe().context("locating this executable")?;
-            let st = std::process::Command::new(&me).args(&args.job).status().with_context(|| format!("running {}", me.display()))?;
+            let st = std::process::Command::new(&me)
+                .args(&args.job)
+                .status()
+                .with_context(|| format!("running {}", me.display()))?;
             if st.success() {
                 ExitCode::SUCCESS
             } else {
@@ -137,7 +156,13 @@ fn run_local(args: &RunArgs) -> anyhow::Result<ExitCode> {
             if let Some(img) = &args.image {
                 std::env::set_var("VTNT_UNIKERNEL_IMAGE", img);
             }
-            return unikernel_run_microvm(&args.vmm, &args.job, Some(&args.lab), args.hold, args.dhcp);
+            return unikernel_run_microvm(
+                &args.vmm,
+                &args.job,
+                Some(&args.lab),
+                args.hold,
+                args.dhcp,
+            );
         }
         other => anyhow::bail!("--local runs native or microvm jobs, not {}", other.name()),
     };
@@ -151,6 +176,12 @@ fn unikernel_build_image() -> anyhow::Result<(PathBuf, u64)> {
     crate::unikernel::build_image().context("building the unikernel image")
 }
 
-fn unikernel_run_microvm(vmm: &str, job: &[String], lab: Option<&str>, hold: u32, dhcp: bool) -> anyhow::Result<ExitCode> {
+fn unikernel_run_microvm(
+    vmm: &str,
+    job: &[String],
+    lab: Option<&str>,
+    hold: u32,
+    dhcp: bool,
+) -> anyhow::Result<ExitCode> {
     crate::unikernel::run_microvm(vmm, job, lab, Duration::from_secs(u64::from(hold)), dhcp)
 }

@@ -84,7 +84,11 @@ pub fn collect(
     let mut bad = Vec::new();
     let mut take = |place: String, text: &str| match resolve(text, allow_public) {
         Ok(a) => good.push(a),
-        Err(reason) => bad.push(BadTarget { place, text: text.to_string(), reason }),
+        Err(reason) => bad.push(BadTarget {
+            place,
+            text: text.to_string(),
+            reason,
+        }),
     };
     for (i, a) in args.iter().enumerate() {
         take(format!("argument {}", i + 1), a);
@@ -119,7 +123,13 @@ mod tests {
 
     #[test]
     fn safe_ranges() {
-        for a in ["127.0.0.1", "192.0.2.9", "198.51.100.1", "203.0.113.255", "100.127.0.1"] {
+        for a in [
+            "127.0.0.1",
+            "192.0.2.9",
+            "198.51.100.1",
+            "203.0.113.255",
+            "100.127.0.1",
+        ] {
             assert!(is_safe(a.parse().unwrap()), "{a}");
         }
         for a in ["1.1.1.1", "100.128.0.1", "192.0.3.1", "10.0.0.1"] {
@@ -132,8 +142,11 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("vtnt-targets-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let f = dir.join("t.txt");
-        std::fs::write(&f, "192.0.2.1\n\n# comment\nnot a host!\n8.8.8.8\n203.0.113.7 # x\n")
-            .unwrap();
+        std::fs::write(
+            &f,
+            "192.0.2.1\n\n# comment\nnot a host!\n8.8.8.8\n203.0.113.7 # x\n",
+        )
+        .unwrap();
         let (good, bad) = collect(&["198.51.100.3".into()], Some(&f), false).unwrap();
         assert_eq!(good.len(), 3);
         assert_eq!(bad.len(), 2);

@@ -65,7 +65,11 @@ pub fn trace(t: &Trace) -> String {
 /// Renders a ping like ping(8) does.
 pub fn ping(p: &Ping) -> String {
     let mut s = String::new();
-    let _ = writeln!(s, "ping {} to {}: {} byte packets", p.src, p.dst, p.probe_size);
+    let _ = writeln!(
+        s,
+        "ping {} to {}: {} byte packets",
+        p.src, p.dst, p.probe_size
+    );
     for r in &p.responses {
         let _ = writeln!(
             s,
@@ -99,7 +103,10 @@ pub fn ping(p: &Ping) -> String {
         let min = rtts.iter().cloned().fold(f64::INFINITY, f64::min);
         let max = rtts.iter().cloned().fold(0.0, f64::max);
         let sd = (rtts.iter().map(|r| (r - avg).powi(2)).sum::<f64>() / n).sqrt();
-        let _ = writeln!(s, "round-trip min/avg/max/stddev = {min:.3}/{avg:.3}/{max:.3}/{sd:.3} ms");
+        let _ = writeln!(
+            s,
+            "round-trip min/avg/max/stddev = {min:.3}/{avg:.3}/{max:.3}/{sd:.3} ms"
+        );
     }
     s
 }

@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use vtnt_engine::{Engine, Method};
-use vtnt_formats::{Item, Record, Trace, TntAnnotations};
+use vtnt_formats::{Item, Record, TntAnnotations, Trace};
 use vtnt_tnt::{Thresholds, Tnt, TntConfig, TntResult, TntRunner};
 
 use crate::output::{AtomicFile, Format, Output};
@@ -78,7 +78,11 @@ impl TntArgs {
         c.trace.gaplimit = self.gaplimit;
         c.trace.max_ttl = self.max;
         c.ping.count = self.ping_count;
-        c.classify.thresholds = Thresholds { frpla: self.frpla, rtla: self.rtla, uturn: self.uturn };
+        c.classify.thresholds = Thresholds {
+            frpla: self.frpla,
+            rtla: self.rtla,
+            uturn: self.uturn,
+        };
         c.classify.brute_force = self.brute_force;
         c.reveal = !self.no_reveal;
         c.buddy = !self.no_buddy;
@@ -92,9 +96,13 @@ fn seed_traces(path: &PathBuf) -> anyhow::Result<(Vec<Trace>, usize)> {
     let mut r = BufReader::new(f);
     let warts = r.fill_buf()?.starts_with(&[0x12, 0x05]);
     let items: Vec<Result<Item, String>> = if warts {
-        vtnt_formats::WartsReader::new(r).map(|i| i.map_err(|e| e.to_string())).collect()
+        vtnt_formats::WartsReader::new(r)
+            .map(|i| i.map_err(|e| e.to_string()))
+            .collect()
     } else {
-        vtnt_formats::JsonReader::new(r).map(|i| i.map_err(|e| e.to_string())).collect()
+        vtnt_formats::JsonReader::new(r)
+            .map(|i| i.map_err(|e| e.to_string()))
+            .collect()
     };
     let mut traces = Vec::new();
     let mut bad = 0;
@@ -118,7 +126,8 @@ pub fn run(a: TntArgs) -> anyhow::Result<ExitCode> {
         Some(p) => seed_traces(p)?,
         None => (Vec::new(), 0),
     };
-    let from_only = a.from.is_some() && a.common.targets.is_empty() && a.common.targets_file.is_none();
+    let from_only =
+        a.from.is_some() && a.common.targets.is_empty() && a.common.targets_file.is_none();
     let (targets, config, some_bad) = if from_only {
         let first = seeds.first().context("no trace to start from")?;
         let mut c = a.common.clone_for_seeds(first.src, &seeds)?;
@@ -143,7 +152,8 @@ pub fn run(a: TntArgs) -> anyhow::Result<ExitCode> {
     let mut sidecar = match (a.common.format, &a.common.output) {
         (Format::Warts, Some(p)) => {
             let side = PathBuf::from(format!("{}.tnt.json", p.display()));
-            let (f, w) = AtomicFile::create(&side).with_context(|| format!("creating {}", side.display()))?;
+            let (f, w) = AtomicFile::create(&side)
+                .with_context(|| format!("creating {}", side.display()))?;
             Some((f, std::io::BufWriter::new(w)))
         }
         _ => None,
@@ -182,14 +192,26 @@ pub fn run(a: TntArgs) -> anyhow::Result<ExitCode> {
         "vtnt: {} targets: tunnels explicit {} implicit {} opaque {} invisible-php {} invisible-uhp {}; {} LSRs revealed; {} not revealable; {} probes",
         s.targets, s.explicit, s.implicit, s.opaque, s.invisible_php, s.invisible_uhp, s.lsrs_revealed, s.unrevealed, s.probes()
     );
-    Ok(if some_bad || failed > 0 { ExitCode::from(2) } else { ExitCode::SUCCESS })
+    Ok(if some_bad || failed > 0 {
+        ExitCode::from(2)
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
 impl Common {
     /// The engine config for a run that only re-examines `seeds` (no targets given):
     /// their source address unless `-S` says otherwise; the rest as for targets.
-    fn clone_for_seeds(&self, src: IpAddr, seeds: &[Trace]) -> anyhow::Result<(vtnt_engine::Config, bool)> {
-        let mut check = Common { targets: seeds.iter().map(|t| t.dst.to_string()).collect(), targets_file: None, ..self.clone() };
+    fn clone_for_seeds(
+        &self,
+        src: IpAddr,
+        seeds: &[Trace],
+    ) -> anyhow::Result<(vtnt_engine::Config, bool)> {
+        let mut check = Common {
+            targets: seeds.iter().map(|t| t.dst.to_string()).collect(),
+            targets_file: None,
+            ..self.clone()
+        };
         if check.src.is_none() {
             if let IpAddr::V4(s) = src {
                 check.src = Some(s);

@@ -120,7 +120,13 @@ fn hostname() -> Option<String> {
 /// With `dhcp` the guest leases its address from the lab's VM front. The image booted is
 /// `$VTNT_UNIKERNEL_IMAGE` when set (the file `vtnt-deploy` downloaded), else this
 /// workspace's, built if needed.
-pub fn run_microvm(vmm: &str, job_words: &[String], lab: Option<&str>, hold: Duration, dhcp: bool) -> anyhow::Result<ExitCode> {
+pub fn run_microvm(
+    vmm: &str,
+    job_words: &[String],
+    lab: Option<&str>,
+    hold: Duration,
+    dhcp: bool,
+) -> anyhow::Result<ExitCode> {
     let Some(vmm) = Vmm::from_name(vmm) else {
         bail!("unknown VMM `{vmm}` (qemu, firecracker)");
     };
@@ -143,7 +149,12 @@ pub fn run_microvm(vmm: &str, job_words: &[String], lab: Option<&str>, hold: Dur
         bail!("a microVM job prints scamper JSON only (-O json); convert with `vtnt convert`");
     }
     let lab = lab.unwrap_or(DEFAULT_LAB);
-    let mut run = RunSpec::new(spec, JobNet::Lab { name: lab.to_string() });
+    let mut run = RunSpec::new(
+        spec,
+        JobNet::Lab {
+            name: lab.to_string(),
+        },
+    );
     run.vmm = vmm;
     run.timeout = TIMEOUT;
     run.hostname = hostname();
@@ -156,7 +167,10 @@ pub fn run_microvm(vmm: &str, job_words: &[String], lab: Option<&str>, hold: Dur
             let why = out.error().unwrap_or("no error message");
             bail!("the unikernel failed (status {n}): {why}");
         }
-        GuestStatus::TimedOut => bail!("the microVM did not finish within {} s", (TIMEOUT + hold).as_secs() + 10),
+        GuestStatus::TimedOut => bail!(
+            "the microVM did not finish within {} s",
+            (TIMEOUT + hold).as_secs() + 10
+        ),
         GuestStatus::Vanished => bail!(
             "the microVM stopped without a status: {}",
             out.vmm_stderr.trim()
@@ -186,7 +200,11 @@ pub fn run_microvm(vmm: &str, job_words: &[String], lab: Option<&str>, hold: Dur
             stdout.flush()?;
         }
     }
-    Ok(if some_bad { ExitCode::from(2) } else { ExitCode::SUCCESS })
+    Ok(if some_bad {
+        ExitCode::from(2)
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
 #[cfg(test)]
@@ -199,7 +217,10 @@ mod tests {
 
     #[test]
     fn job_words_become_the_canonical_spec() {
-        let (spec, ..) = job_spec(&words("trace -P icmp-paris -q 1 -w 1 --seed 7 198.51.100.1")).unwrap();
+        let (spec, ..) = job_spec(&words(
+            "trace -P icmp-paris -q 1 -w 1 --seed 7 198.51.100.1",
+        ))
+        .unwrap();
         assert_eq!(
             vtnt_jobspec::encode(&spec),
             "vtnt-job=1 kind=trace trace.method=icmp-paris trace.attempts=1 trace.wait=1s seed=7 targets=198.51.100.1"
@@ -209,10 +230,14 @@ mod tests {
             vtnt_jobspec::encode(&spec),
             "vtnt-job=1 kind=ping ping.count=3 ping.interval=100ms targets=192.0.2.1"
         );
-        let (spec, ..) = job_spec(&words("tnt -b --no-buddy -p 100 203.0.113.10 203.0.113.11")).unwrap();
+        let (spec, ..) =
+            job_spec(&words("tnt -b --no-buddy -p 100 203.0.113.10 203.0.113.11")).unwrap();
         let line = vtnt_jobspec::encode(&spec);
         assert!(line.starts_with("vtnt-job=1 kind=tnt "), "{line}");
-        assert!(line.contains(" tnt.brute-force=true tnt.buddy=false "), "{line}");
+        assert!(
+            line.contains(" tnt.brute-force=true tnt.buddy=false "),
+            "{line}"
+        );
         assert_eq!(vtnt_jobspec::decode(&line).unwrap(), spec);
     }
 

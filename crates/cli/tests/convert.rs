@@ -27,29 +27,64 @@ fn scamper_warts_converts_to_what_sc_warts2json_prints() {
         return;
     }
     let json = tmp("loop.json");
-    let o = Command::new(env!("CARGO_BIN_EXE_vtnt")).arg("convert").arg(&warts).arg(&json).output().unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_vtnt"))
+        .arg("convert")
+        .arg(&warts)
+        .arg(&json)
+        .output()
+        .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let theirs = Command::new("sc_warts2json").arg(&warts).env("TZ", "UTC").output().unwrap();
-    assert_eq!(std::fs::read_to_string(&json).unwrap(), String::from_utf8_lossy(&theirs.stdout));
+    let theirs = Command::new("sc_warts2json")
+        .arg(&warts)
+        .env("TZ", "UTC")
+        .output()
+        .unwrap();
+    assert_eq!(
+        std::fs::read_to_string(&json).unwrap(),
+        String::from_utf8_lossy(&theirs.stdout)
+    );
     // and back: JSON -> warts -> JSON is stable
     let back = tmp("back.warts");
-    let o = Command::new(env!("CARGO_BIN_EXE_vtnt")).arg("convert").arg(&json).arg(&back).output().unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_vtnt"))
+        .arg("convert")
+        .arg(&json)
+        .arg(&back)
+        .output()
+        .unwrap();
     assert!(o.status.success());
-    let again = Command::new("sc_warts2json").arg(&back).env("TZ", "UTC").output().unwrap();
+    let again = Command::new("sc_warts2json")
+        .arg(&back)
+        .env("TZ", "UTC")
+        .output()
+        .unwrap();
     assert_eq!(again.stdout, theirs.stdout);
 }
 
 #[test]
 fn corrupt_input_fails_and_leaves_no_file() {
     let bad = tmp("bad.warts");
-    std::fs::write(&bad, [0x12, 0x05, 0x00, 0x06, 0xff, 0xff, 0xff, 0xff, 1, 2, 3]).unwrap();
+    std::fs::write(
+        &bad,
+        [0x12, 0x05, 0x00, 0x06, 0xff, 0xff, 0xff, 0xff, 1, 2, 3],
+    )
+    .unwrap();
     let out = tmp("bad.json");
-    let o = Command::new(env!("CARGO_BIN_EXE_vtnt")).arg("convert").arg(&bad).arg(&out).output().unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_vtnt"))
+        .arg("convert")
+        .arg(&bad)
+        .arg(&out)
+        .output()
+        .unwrap();
     assert!(!o.status.success());
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("byte 4"), "{err}");
     assert!(!out.exists());
-    let o = Command::new(env!("CARGO_BIN_EXE_vtnt")).arg("convert").arg(tmp("missing.warts")).arg(&out).output().unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_vtnt"))
+        .arg("convert")
+        .arg(tmp("missing.warts"))
+        .arg(&out)
+        .output()
+        .unwrap();
     assert!(!o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("missing.warts"));
 }

@@ -32,32 +32,56 @@ fn cli_through_tun_equals_in_process_run() {
         .iter()
         .map(|d| d["dst"].as_str().unwrap().to_string())
         .collect();
-    assert!(targets.len() >= 6, "reference topology has a destination per class");
+    assert!(
+        targets.len() >= 6,
+        "reference topology has a destination per class"
+    );
 
     let mut args = vec![lab_common::VTNT, "tnt", "-O", "json", "--pps", "1000"];
     args.extend(targets.iter().map(String::as_str));
     let out = lab.exec(&args);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let native: Vec<(String, Value, Vec<Value>)> = String::from_utf8_lossy(&out.stdout)
         .lines()
         .map(|l| serde_json::from_str::<Value>(l).unwrap())
         .filter(|o| o["type"] == "trace")
         .map(|t| {
-            let hops = t["hops"].as_array().unwrap().iter().map(|h| timeless(&h["tnt"])).collect();
-            (t["dst"].as_str().unwrap().to_string(), timeless(&t["tnt"]), hops)
+            let hops = t["hops"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|h| timeless(&h["tnt"]))
+                .collect();
+            (
+                t["dst"].as_str().unwrap().to_string(),
+                timeless(&t["tnt"]),
+                hops,
+            )
         })
         .collect();
     assert_eq!(native.len(), targets.len());
 
     let mut sim = vtnt_lab::Lab::new(vtnt_lab::Topology::reference());
     let addrs: Vec<std::net::IpAddr> = targets.iter().map(|t| t.parse().unwrap()).collect();
-    let run = vtnt_bench::run_tnt(&mut sim, &addrs, TntConfig::default(), 1).expect("in-process run");
+    let run =
+        vtnt_bench::run_tnt(&mut sim, &addrs, TntConfig::default(), 1).expect("in-process run");
     for r in &run.results {
         let dst = r.target.to_string();
-        let (_, trace_ann, hops) = native.iter().find(|(d, _, _)| *d == dst).expect("same targets");
+        let (_, trace_ann, hops) = native
+            .iter()
+            .find(|(d, _, _)| *d == dst)
+            .expect("same targets");
         let ours = timeless(&serde_json::to_value(r.trace_annotation()).unwrap());
         assert_eq!(&ours, trace_ann, "{dst}: trace annotation differs");
-        let ours_hops: Vec<Value> = r.hops.iter().map(|h| timeless(&serde_json::to_value(h).unwrap())).collect();
+        let ours_hops: Vec<Value> = r
+            .hops
+            .iter()
+            .map(|h| timeless(&serde_json::to_value(h).unwrap()))
+            .collect();
         assert_eq!(&ours_hops, hops, "{dst}: hop annotations differ");
         // every class of the reference topology shows up somewhere
     }
@@ -66,7 +90,16 @@ fn cli_through_tun_equals_in_process_run() {
         .flat_map(|(_, t, _)| t["tunnels"].as_array().cloned().unwrap_or_default())
         .map(|t| t["class"].as_str().unwrap_or("").to_string())
         .collect();
-    for c in ["explicit", "implicit", "opaque", "invisible-php", "invisible-uhp"] {
-        assert!(classes.contains(c), "no {c} tunnel found through the TUN front: {classes:?}");
+    for c in [
+        "explicit",
+        "implicit",
+        "opaque",
+        "invisible-php",
+        "invisible-uhp",
+    ] {
+        assert!(
+            classes.contains(c),
+            "no {c} tunnel found through the TUN front: {classes:?}"
+        );
     }
 }

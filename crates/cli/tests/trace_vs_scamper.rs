@@ -42,7 +42,9 @@ fn vtnt(ns: &NetNs, args: &[&str]) -> Vec<Value> {
 }
 
 fn scamper(ns: &NetNs, cmd: &str, target: &str) -> Vec<Value> {
-    let out = ns.exec("scamper", &["-c", cmd, "-O", "json", "-i", target]).expect("run scamper");
+    let out = ns
+        .exec("scamper", &["-c", cmd, "-O", "json", "-i", target])
+        .expect("run scamper");
     json_lines(&out, "scamper")
 }
 
@@ -71,12 +73,22 @@ fn trace_matches_scamper_for_every_method() {
     }
     let chain = Chain::build("vts", 3).expect("namespace chain");
     let target = chain.target();
-    for (ours, theirs) in [("icmp-paris", "icmp-paris"), ("udp-paris", "udp-paris"), ("tcp", "tcp")] {
+    for (ours, theirs) in [
+        ("icmp-paris", "icmp-paris"),
+        ("udp-paris", "udp-paris"),
+        ("tcp", "tcp"),
+    ] {
         let v = vtnt(
             chain.vantage(),
-            &["trace", "-P", ours, "-q", "1", "-w", "1", "--pps", "100", &target],
+            &[
+                "trace", "-P", ours, "-q", "1", "-w", "1", "--pps", "100", &target,
+            ],
         );
-        let s = scamper(chain.vantage(), &format!("trace -P {theirs} -q 1 -w 1"), &target);
+        let s = scamper(
+            chain.vantage(),
+            &format!("trace -P {theirs} -q 1 -w 1"),
+            &target,
+        );
         let (vt, st) = (of_type(&v, "trace"), of_type(&s, "trace"));
         assert_eq!((vt.len(), st.len()), (1, 1), "{ours}: one trace each");
         assert_eq!(of_type(&v, "cycle-start").len(), 1);
@@ -107,12 +119,20 @@ fn ping_matches_scamper() {
             .as_array()
             .unwrap()
             .iter()
-            .map(|r| (r["from"].as_str().unwrap().to_string(), r["reply_ttl"].as_u64().unwrap()))
+            .map(|r| {
+                (
+                    r["from"].as_str().unwrap().to_string(),
+                    r["reply_ttl"].as_u64().unwrap(),
+                )
+            })
             .collect()
     };
     assert_eq!(replies(vp[0]), replies(sp[0]));
     assert_eq!(replies(vp[0]).len(), 3);
-    assert_eq!(vp[0]["statistics"]["replies"], sp[0]["statistics"]["replies"]);
+    assert_eq!(
+        vp[0]["statistics"]["replies"],
+        sp[0]["statistics"]["replies"]
+    );
     assert_eq!(vp[0]["method"], sp[0]["method"]);
 }
 
@@ -141,7 +161,11 @@ fn bad_input_fails_cleanly_and_leaves_no_output_file() {
     assert!(!o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("no such host!"));
 
-    let o = run(&["trace", "--targets", dir.join("missing.txt").to_str().unwrap()]);
+    let o = run(&[
+        "trace",
+        "--targets",
+        dir.join("missing.txt").to_str().unwrap(),
+    ]);
     assert!(!o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("missing.txt"));
 

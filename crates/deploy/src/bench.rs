@@ -33,7 +33,11 @@ pub struct BenchDeployArgs {
     #[arg(long, default_value = "bench-deploy")]
     pub out: PathBuf,
     /// Runtimes to measure.
-    #[arg(long, value_delimiter = ',', default_value = "native,runc,docker,docker-scratch,vm,microvm")]
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "native,runc,docker,docker-scratch,vm,microvm"
+    )]
     pub runtimes: Vec<Runtime>,
     /// The lab whose network every runtime joins (`vtnt lab up`).
     #[arg(long, default_value = crate::DEFAULT_LAB)]
@@ -54,7 +58,11 @@ pub struct BenchDeployArgs {
     #[arg(long)]
     pub no_density: bool,
     /// Runtimes whose density is measured (of those measured at all).
-    #[arg(long, value_delimiter = ',', default_value = "native,runc,docker,docker-scratch,vm,microvm")]
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "native,runc,docker,docker-scratch,vm,microvm"
+    )]
     pub density_runtimes: Vec<Runtime>,
     /// Memory budget of the density run, MiB.
     #[arg(long, default_value_t = 1024)]
@@ -160,32 +168,61 @@ pub fn mean_sd(v: &[f64]) -> (f64, f64) {
         return (0.0, 0.0);
     }
     let m = v.iter().sum::<f64>() / v.len() as f64;
-    let sd = if v.len() > 1 { (v.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (v.len() - 1) as f64).sqrt() } else { 0.0 };
+    let sd = if v.len() > 1 {
+        (v.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (v.len() - 1) as f64).sqrt()
+    } else {
+        0.0
+    };
     (m, sd)
 }
 
 fn host() -> String {
     let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
-    let mem = std::fs::read_to_string("/proc/meminfo").ok().and_then(|s| s.lines().next().and_then(|l| l.split_whitespace().nth(1)).and_then(|v| v.parse::<u64>().ok())).unwrap_or(0);
+    let mem = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .next()
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|v| v.parse::<u64>().ok())
+        })
+        .unwrap_or(0);
     let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
-    format!("{cpus} CPUs, {} GiB RAM, Linux {}", mem >> 20, kernel.trim())
+    format!(
+        "{cpus} CPUs, {} GiB RAM, Linux {}",
+        mem >> 20,
+        kernel.trim()
+    )
 }
 
 /// Runs the evaluation and writes the report into `args.out`.
 pub fn bench_deploy(args: &BenchDeployArgs) -> anyhow::Result<Report> {
     let lab = Lab::open(&args.lab)?;
-    anyhow::ensure!(crate::cgroup::available(), "cgroup v1 memory/cpu/cpuacct/cpuset controllers are needed");
-    std::fs::create_dir_all(&args.out).with_context(|| format!("creating {}", args.out.display()))?;
+    anyhow::ensure!(
+        crate::cgroup::available(),
+        "cgroup v1 memory/cpu/cpuacct/cpuset controllers are needed"
+    );
+    std::fs::create_dir_all(&args.out)
+        .with_context(|| format!("creating {}", args.out.display()))?;
     let job = Job::new(args.job.split_whitespace());
-    let cpus = args.cpu_budget_cpus.clone().unwrap_or_else(|| (std::thread::available_parallelism().map_or(1, |n| n.get()) - 1).to_string());
+    let cpus = args.cpu_budget_cpus.clone().unwrap_or_else(|| {
+        (std::thread::available_parallelism().map_or(1, |n| n.get()) - 1).to_string()
+    });
     let mut report = Report {
         accel: crate::vm::accel().to_string(),
         host: host(),
         job: args.job.clone(),
         reps: args.reps,
         bandwidth_mbps: args.bandwidth_mbps,
-        memory_budget: Budget::Memory { bytes: args.memory_budget_mib << 20 }.describe(),
-        cpu_budget: Budget::Cpu { cpus: cpus.clone(), quota_pct: args.cpu_budget_pct }.describe(),
+        memory_budget: Budget::Memory {
+            bytes: args.memory_budget_mib << 20,
+        }
+        .describe(),
+        cpu_budget: Budget::Cpu {
+            cpus: cpus.clone(),
+            quota_pct: args.cpu_budget_pct,
+        }
+        .describe(),
         ..Default::default()
     };
     let mut runtimes = args.runtimes.clone();
@@ -194,7 +231,12 @@ pub fn bench_deploy(args: &BenchDeployArgs) -> anyhow::Result<Report> {
     // images first: a runtime whose image cannot be built is reported as skipped
     let mut images: Vec<(Runtime, ImageInfo)> = Vec::new();
     for &rt in &runtimes {
-        let mut r = RuntimeReport { runtime: rt.name().into(), label: rt.label().into(), emulated: rt.is_vm() && report.accel == "tcg", ..Default::default() };
+        let mut r = RuntimeReport {
+            runtime: rt.name().into(),
+            label: rt.label().into(),
+            emulated: rt.is_vm() && report.accel == "tcg",
+            ..Default::default()
+        };
         match rt.build_image(&BuildOptions::default()) {
             Ok(im) => {
                 r.image_bytes = im.size_bytes;
@@ -209,16 +251,39 @@ pub fn bench_deploy(args: &BenchDeployArgs) -> anyhow::Result<Report> {
         }
         report.runtimes.push(r);
     }
-    let server = ImageServer::start(&images.iter().map(|(_, i)| i).collect::<Vec<_>>(), args.bandwidth_mbps * 1_000_000)?;
+    let server = ImageServer::start(
+        &images.iter().map(|(_, i)| i).collect::<Vec<_>>(),
+        args.bandwidth_mbps * 1_000_000,
+    )?;
     let mut reference: Option<Vec<String>> = None;
-    let native_out = Runtime::Native.run(&job, &crate::RunOptions { lab: args.lab.clone(), ..Default::default() });
+    let native_out = Runtime::Native.run(
+        &job,
+        &crate::RunOptions {
+            lab: args.lab.clone(),
+            ..Default::default()
+        },
+    );
     if let Ok(o) = &native_out {
         reference = Some(crate::job::normalize(&o.stdout));
     }
     for (rt, image) in &images {
-        let r = report.runtimes.iter_mut().find(|r| r.runtime == rt.name()).context("report entry")?;
+        let r = report
+            .runtimes
+            .iter_mut()
+            .find(|r| r.runtime == rt.name())
+            .context("report entry")?;
         eprintln!("vtnt bench deploy: {} ({} reps)", rt.name(), args.reps);
-        if let Err(e) = measure_runtime(*rt, image, &server, &lab, &job, reference.as_deref(), args, &cpus, r) {
+        if let Err(e) = measure_runtime(
+            *rt,
+            image,
+            &server,
+            &lab,
+            &job,
+            reference.as_deref(),
+            args,
+            &cpus,
+            r,
+        ) {
             eprintln!("vtnt bench deploy: {}: {e:#}", rt.name());
             r.errors.push(format!("{e:#}"));
         }
@@ -229,7 +294,17 @@ pub fn bench_deploy(args: &BenchDeployArgs) -> anyhow::Result<Report> {
 }
 
 #[allow(clippy::too_many_arguments)]
-fn measure_runtime(rt: Runtime, image: &ImageInfo, server: &ImageServer, lab: &Lab, job: &Job, reference: Option<&[String]>, args: &BenchDeployArgs, cpus: &str, r: &mut RuntimeReport) -> anyhow::Result<()> {
+fn measure_runtime(
+    rt: Runtime,
+    image: &ImageInfo,
+    server: &ImageServer,
+    lab: &Lab,
+    job: &Job,
+    reference: Option<&[String]>,
+    args: &BenchDeployArgs,
+    cpus: &str,
+    r: &mut RuntimeReport,
+) -> anyhow::Result<()> {
     let engine = EngineGuard::for_runtime(rt, &lab.name)?;
     let timeout = Duration::from_secs(args.timeout_secs);
     for i in 0..args.reps {
@@ -248,27 +323,56 @@ fn measure_runtime(rt: Runtime, image: &ImageInfo, server: &ImageServer, lab: &L
         };
         match retry_emulated_timeout(r, &format!("rep {i}"), once) {
             Ok((deploy_s, o, cleanup_s)) => {
-                let same = reference.is_some_and(|r| r == crate::job::normalize(&o.stdout).as_slice());
+                let same =
+                    reference.is_some_and(|r| r == crate::job::normalize(&o.stdout).as_slice());
                 if !o.ok() || !same {
-                    r.errors.push(format!("rep {i}: exit {:?}, same output as native: {same}; stderr: {}", o.code, crate::proc::tail(&o.stderr, 300)));
+                    r.errors.push(format!(
+                        "rep {i}: exit {:?}, same output as native: {same}; stderr: {}",
+                        o.code,
+                        crate::proc::tail(&o.stderr, 300)
+                    ));
                 }
-                r.reps.push(Rep { deploy_s, exec_s: o.exec_time.as_secs_f64(), cleanup_s, cpu_s: o.cpu_secs, ok: o.ok(), same_as_native: same });
+                r.reps.push(Rep {
+                    deploy_s,
+                    exec_s: o.exec_time.as_secs_f64(),
+                    cleanup_s,
+                    cpu_s: o.cpu_secs,
+                    ok: o.ok(),
+                    same_as_native: same,
+                });
             }
             Err(e) => r.errors.push(format!("rep {i}: {e:#}")),
         }
-        eprintln!("  rep {}/{}: {:.2} s", i + 1, args.reps, r.reps.last().map_or(0.0, |x| x.total_s()));
+        eprintln!(
+            "  rep {}/{}: {:.2} s",
+            i + 1,
+            args.reps,
+            r.reps.last().map_or(0.0, |x| x.total_s())
+        );
     }
     // memory of one instance, without and with KSM
     let deployed = instance::deploy(rt, image, server, engine.docker(), &lab.name)?;
     let held = job.clone().with_hold(args.hold_secs);
     let measure = |ksm: bool| -> anyhow::Result<Memory> {
-        let guard = if ksm { Some(ksm::Ksm::enable(5000, 20)?) } else { None };
+        let guard = if ksm {
+            Some(ksm::Ksm::enable(5000, 20)?)
+        } else {
+            None
+        };
         let mut spec = InstanceSpec::new(held.clone(), lab.name.clone());
         spec.sample_every = Some(Duration::from_millis(200));
         let mut inst = deployed.start(&spec)?;
         let out = inst.wait(timeout)?;
-        let counters = guard.as_ref().map(|_| ksm::Counters { pages_sharing: out.ksm_pages_sharing_max, ..ksm::Counters::read() });
-        anyhow::ensure!(out.ok(), "memory run exited with {:?}: {}", out.code, crate::proc::tail(&out.stderr, 300));
+        let counters = guard.as_ref().map(|_| ksm::Counters {
+            pages_sharing: out.ksm_pages_sharing_max,
+            ..ksm::Counters::read()
+        });
+        anyhow::ensure!(
+            out.ok(),
+            "memory run exited with {:?}: {}",
+            out.code,
+            crate::proc::tail(&out.stderr, 300)
+        );
         drop(guard);
         Ok(Memory {
             late_mib: out.late_pss_kib(f64::from(args.hold_secs) / 2.0) as f64 / 1024.0,
@@ -288,10 +392,16 @@ fn measure_runtime(rt: Runtime, image: &ImageInfo, server: &ImageServer, lab: &L
         return Ok(());
     }
     let solo = r.memory.map_or(30.0, |m| m.duration_s);
-    let max = if rt == Runtime::Vm { args.density_max_vm } else { args.density_max };
+    let max = if rt == Runtime::Vm {
+        args.density_max_vm
+    } else {
+        args.density_max
+    };
     let djob = Job::density().with_hold(args.hold_secs);
     let mem_opts = DensityOptions {
-        budget: Budget::Memory { bytes: args.memory_budget_mib << 20 },
+        budget: Budget::Memory {
+            bytes: args.memory_budget_mib << 20,
+        },
         max,
         stagger: Duration::from_millis(100),
         deadline: Duration::from_secs_f64(solo * 4.0 + 60.0).min(timeout),
@@ -304,12 +414,20 @@ fn measure_runtime(rt: Runtime, image: &ImageInfo, server: &ImageServer, lab: &L
         r.density_memory_ksm = Some(density::run(&deployed, &djob, &lab.name, &mem_opts)?);
     }
     let cpu_opts = DensityOptions {
-        budget: Budget::Cpu { cpus: cpus.to_string(), quota_pct: args.cpu_budget_pct },
+        budget: Budget::Cpu {
+            cpus: cpus.to_string(),
+            quota_pct: args.cpu_budget_pct,
+        },
         max,
         stagger: Duration::from_millis(100),
-        deadline: Duration::from_secs_f64((solo * args.deadline_factor).max(solo + 5.0)).min(timeout),
+        deadline: Duration::from_secs_f64((solo * args.deadline_factor).max(solo + 5.0))
+            .min(timeout),
     };
-    eprintln!("  density under {} (deadline {:.0} s)", cpu_opts.budget.describe(), cpu_opts.deadline.as_secs_f64());
+    eprintln!(
+        "  density under {} (deadline {:.0} s)",
+        cpu_opts.budget.describe(),
+        cpu_opts.deadline.as_secs_f64()
+    );
     r.density_cpu = Some(density::run(&deployed, &djob, &lab.name, &cpu_opts)?);
     Ok(())
 }
@@ -318,7 +436,11 @@ fn measure_runtime(rt: Runtime, image: &ImageInfo, server: &ImageServer, lab: &L
 /// guest under TCG on a loaded 2-core host has, rarely, never finished its job. The
 /// first attempt's error is kept in `r.retried` and shown in the report; a second
 /// timeout is an error like any other.
-fn retry_emulated_timeout<T>(r: &mut RuntimeReport, what: &str, mut f: impl FnMut() -> anyhow::Result<T>) -> anyhow::Result<T> {
+fn retry_emulated_timeout<T>(
+    r: &mut RuntimeReport,
+    what: &str,
+    mut f: impl FnMut() -> anyhow::Result<T>,
+) -> anyhow::Result<T> {
     match f() {
         Err(e) if r.emulated && e.downcast_ref::<crate::proc::TimedOut>().is_some() => {
             eprintln!("  {what}: the emulated guest timed out; retrying once");

@@ -24,7 +24,9 @@ pub struct Cgroup {
 
 /// Whether the v1 controllers we need are mounted.
 pub fn available() -> bool {
-    CONTROLLERS.iter().all(|c| Path::new(ROOT).join(c).join("cgroup.procs").exists())
+    CONTROLLERS
+        .iter()
+        .all(|c| Path::new(ROOT).join(c).join("cgroup.procs").exists())
 }
 
 impl Cgroup {
@@ -41,11 +43,13 @@ impl Cgroup {
                 let parent = p.clone();
                 p.push(part);
                 if !p.exists() {
-                    std::fs::create_dir(&p).with_context(|| format!("creating cgroup {}", p.display()))?;
+                    std::fs::create_dir(&p)
+                        .with_context(|| format!("creating cgroup {}", p.display()))?;
                     if c == "cpuset" {
                         for f in ["cpuset.cpus", "cpuset.mems"] {
                             let v = std::fs::read_to_string(parent.join(f)).unwrap_or_default();
-                            std::fs::write(p.join(f), v.trim()).with_context(|| format!("writing {}/{f}", p.display()))?;
+                            std::fs::write(p.join(f), v.trim())
+                                .with_context(|| format!("writing {}/{f}", p.display()))?;
                         }
                     }
                 }
@@ -73,12 +77,18 @@ impl Cgroup {
 
     /// Reads a number from `<controller>/<file>` (0 when unreadable).
     pub fn read_u64(&self, controller: &str, file: &str) -> u64 {
-        std::fs::read_to_string(self.dir(controller).join(file)).ok().and_then(|s| s.trim().parse().ok()).unwrap_or(0)
+        std::fs::read_to_string(self.dir(controller).join(file))
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+            .unwrap_or(0)
     }
 
     /// A command that joins this group (every controller) and then runs `program`.
     pub fn wrap(&self, program: &str) -> Command {
-        let files: Vec<String> = CONTROLLERS.iter().map(|c| self.dir(c).join("cgroup.procs").display().to_string()).collect();
+        let files: Vec<String> = CONTROLLERS
+            .iter()
+            .map(|c| self.dir(c).join("cgroup.procs").display().to_string())
+            .collect();
         let mut cmd = Command::new("sh");
         cmd.env("VTNT_CGROUP_PROCS", files.join(" "))
             .arg("-c")
@@ -115,7 +125,12 @@ impl Cgroup {
     pub fn oom_kills(&self) -> u64 {
         std::fs::read_to_string(self.dir("memory").join("memory.oom_control"))
             .ok()
-            .and_then(|s| s.lines().find_map(|l| l.strip_prefix("oom_kill ").and_then(|v| v.trim().parse().ok())))
+            .and_then(|s| {
+                s.lines().find_map(|l| {
+                    l.strip_prefix("oom_kill ")
+                        .and_then(|v| v.trim().parse().ok())
+                })
+            })
             .unwrap_or(0)
     }
 

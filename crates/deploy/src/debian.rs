@@ -23,7 +23,12 @@ pub const VM_PACKAGES: &str = "systemd-sysv,udev,kmod,iproute2,linux-image-amd64
 fn suite() -> String {
     std::fs::read_to_string("/etc/os-release")
         .ok()
-        .and_then(|s| s.lines().find_map(|l| l.strip_prefix("VERSION_CODENAME=").map(|v| v.trim_matches('"').to_string())))
+        .and_then(|s| {
+            s.lines().find_map(|l| {
+                l.strip_prefix("VERSION_CODENAME=")
+                    .map(|v| v.trim_matches('"').to_string())
+            })
+        })
         .filter(|s| !s.is_empty())
         .unwrap_or_else(|| "bookworm".into())
 }
@@ -60,14 +65,23 @@ fn bootstrap(name: &str, include: Option<&str>, rebuild: bool) -> anyhow::Result
     let _ = std::fs::remove_dir_all(&tmp);
     std::fs::create_dir_all(&base)?;
     let suite = suite();
-    eprintln!("vtnt deploy: debootstrap {suite} ({name}) into {} (once; cached)", dir.display());
+    eprintln!(
+        "vtnt deploy: debootstrap {suite} ({name}) into {} (once; cached)",
+        dir.display()
+    );
     let mut cmd = Command::new(debootstrap);
-    cmd.arg("--variant=minbase").arg(format!("--cache-dir={}", debs.display()));
+    cmd.arg("--variant=minbase")
+        .arg(format!("--cache-dir={}", debs.display()));
     if let Some(inc) = include {
         cmd.arg(format!("--include={inc}"));
     }
     cmd.arg(&suite).arg(&tmp).arg(mirror());
-    let res = paths::run_cmd(&mut cmd).with_context(|| format!("debootstrap of the {name} rootfs (is {} reachable?)", mirror()));
+    let res = paths::run_cmd(&mut cmd).with_context(|| {
+        format!(
+            "debootstrap of the {name} rootfs (is {} reachable?)",
+            mirror()
+        )
+    });
     if let Err(e) = res {
         let _ = std::fs::remove_dir_all(&tmp);
         return Err(e);
@@ -77,7 +91,8 @@ fn bootstrap(name: &str, include: Option<&str>, rebuild: bool) -> anyhow::Result
         clear_files(&tmp.join(d));
     }
     let _ = std::fs::remove_dir_all(&dir);
-    std::fs::rename(&tmp, &dir).with_context(|| format!("moving {} to {}", tmp.display(), dir.display()))?;
+    std::fs::rename(&tmp, &dir)
+        .with_context(|| format!("moving {} to {}", tmp.display(), dir.display()))?;
     std::fs::write(&stamp, "")?;
     Ok(dir)
 }
@@ -102,5 +117,8 @@ pub fn copy_tree(src: &Path, dst: &Path) -> anyhow::Result<()> {
 /// Apparent size of a directory tree in bytes (`du -sb`).
 pub fn tree_bytes(dir: &Path) -> anyhow::Result<u64> {
     let out = paths::run_cmd(Command::new("du").arg("-sb").arg(dir))?;
-    out.split_whitespace().next().and_then(|v| v.parse().ok()).with_context(|| format!("du -sb {}: unexpected output", dir.display()))
+    out.split_whitespace()
+        .next()
+        .and_then(|v| v.parse().ok())
+        .with_context(|| format!("du -sb {}: unexpected output", dir.display()))
 }

@@ -28,7 +28,9 @@ impl Budget {
     pub fn describe(&self) -> String {
         match self {
             Budget::Memory { bytes } => format!("memory.limit_in_bytes = {} MiB", bytes >> 20),
-            Budget::Cpu { cpus, quota_pct } => format!("cpuset.cpus = {cpus}, cpu quota {quota_pct} % of one core"),
+            Budget::Cpu { cpus, quota_pct } => {
+                format!("cpuset.cpus = {cpus}, cpu quota {quota_pct} % of one core")
+            }
         }
     }
 }
@@ -77,17 +79,27 @@ struct Slot {
 }
 
 /// Runs one density experiment with `deployed`.
-pub fn run(deployed: &Deployed, job: &Job, lab: &str, opts: &DensityOptions) -> anyhow::Result<DensityResult> {
+pub fn run(
+    deployed: &Deployed,
+    job: &Job,
+    lab: &str,
+    opts: &DensityOptions,
+) -> anyhow::Result<DensityResult> {
     let parent = Cgroup::create(&format!("vtnt/{}", crate::paths::unique("density")))?;
     match &opts.budget {
-        Budget::Memory { bytes } => parent.set("memory", "memory.limit_in_bytes", &bytes.to_string())?,
+        Budget::Memory { bytes } => {
+            parent.set("memory", "memory.limit_in_bytes", &bytes.to_string())?
+        }
         Budget::Cpu { cpus, quota_pct } => {
             parent.set("cpuset", "cpuset.cpus", cpus)?;
             parent.set("cpu", "cpu.cfs_period_us", "100000")?;
             parent.set("cpu", "cpu.cfs_quota_us", &(quota_pct * 1000).to_string())?;
         }
     }
-    let mut res = DensityResult { budget: opts.budget.describe(), ..Default::default() };
+    let mut res = DensityResult {
+        budget: opts.budget.describe(),
+        ..Default::default()
+    };
     let t0 = Instant::now();
     let mut slots: Vec<Slot> = Vec::new();
     let mut next_start = t0;
@@ -99,11 +111,24 @@ pub fn run(deployed: &Deployed, job: &Job, lab: &str, opts: &DensityOptions) -> 
         if launching && now >= next_start {
             if (slots.len() as u32) < opts.max {
                 let index = slots.len() as u32;
-                let spec = InstanceSpec { job: job.clone(), lab: lab.to_string(), index, cgroup_parent: Some(parent.rel().to_string()), sample_every: None, dhcp: false };
+                let spec = InstanceSpec {
+                    job: job.clone(),
+                    lab: lab.to_string(),
+                    index,
+                    cgroup_parent: Some(parent.rel().to_string()),
+                    sample_every: None,
+                    dhcp: false,
+                };
                 match deployed.start(&spec) {
-                    Ok(inst) => slots.push(Slot { inst, index, started: Instant::now(), done: None }),
+                    Ok(inst) => slots.push(Slot {
+                        inst,
+                        index,
+                        started: Instant::now(),
+                        done: None,
+                    }),
                     Err(e) => {
-                        res.first_failure.get_or_insert(format!("start of instance {index}: {e:#}"));
+                        res.first_failure
+                            .get_or_insert(format!("start of instance {index}: {e:#}"));
                         launching = false;
                     }
                 }
@@ -119,8 +144,17 @@ pub fn run(deployed: &Deployed, job: &Job, lab: &str, opts: &DensityOptions) -> 
                 let ok = !late && out.as_ref().is_ok_and(|o| o.ok());
                 if !ok && res.first_failure.is_none() {
                     res.first_failure = Some(match out {
-                        _ if late => format!("instance {} missed its {:.0} s deadline", s.index, opts.deadline.as_secs_f64()),
-                        Ok(o) => format!("instance {} exited with {:?}: {}", s.index, o.code, crate::proc::tail(&o.stderr, 300)),
+                        _ if late => format!(
+                            "instance {} missed its {:.0} s deadline",
+                            s.index,
+                            opts.deadline.as_secs_f64()
+                        ),
+                        Ok(o) => format!(
+                            "instance {} exited with {:?}: {}",
+                            s.index,
+                            o.code,
+                            crate::proc::tail(&o.stderr, 300)
+                        ),
                         Err(e) => format!("instance {}: {e:#}", s.index),
                     });
                 }

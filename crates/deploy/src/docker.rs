@@ -57,7 +57,8 @@ pub fn build_image(opts: &BuildOptions, flavor: Flavor) -> anyhow::Result<ImageI
     let stale = opts.rebuild
         || !dst.exists()
         || !size_file.exists()
-        || std::fs::metadata(&bin)?.modified().ok() > std::fs::metadata(&dst).and_then(|m| m.modified()).ok();
+        || std::fs::metadata(&bin)?.modified().ok()
+            > std::fs::metadata(&dst).and_then(|m| m.modified()).ok();
     if stale {
         let tmp = paths::TempDir::new("docker-build")?;
         let root = tmp.path().join("rootfs");
@@ -65,7 +66,8 @@ pub fn build_image(opts: &BuildOptions, flavor: Flavor) -> anyhow::Result<ImageI
             Flavor::Debian => {
                 let base = debian::minbase(opts.rebuild)?;
                 debian::copy_tree(&base, &root)?;
-                std::fs::copy(&bin, root.join("usr/local/bin/vtnt")).context("copying vtnt into the rootfs")?;
+                std::fs::copy(&bin, root.join("usr/local/bin/vtnt"))
+                    .context("copying vtnt into the rootfs")?;
             }
             Flavor::Scratch => {
                 for d in ["proc", "dev", "sys", "etc", "tmp"] {
@@ -75,17 +77,33 @@ pub fn build_image(opts: &BuildOptions, flavor: Flavor) -> anyhow::Result<ImageI
             }
         }
         let tar = tmp.path().join("rootfs.tar");
-        paths::run_cmd(Command::new("tar").arg("-C").arg(&root).arg("--numeric-owner").arg("-cf").arg(&tar).arg("."))?;
+        paths::run_cmd(
+            Command::new("tar")
+                .arg("-C")
+                .arg(&root)
+                .arg("--numeric-owner")
+                .arg("-cf")
+                .arg(&tar)
+                .arg("."),
+        )?;
         let raw = paths::file_size(&tar)?;
         paths::run_cmd(Command::new("gzip").arg("-6").arg(&tar))?;
         let tmp_dst = dst.with_extension("part");
-        std::fs::rename(tar.with_extension("tar.gz"), &tmp_dst).or_else(|_| std::fs::copy(tar.with_extension("tar.gz"), &tmp_dst).map(|_| ()))?;
+        std::fs::rename(tar.with_extension("tar.gz"), &tmp_dst)
+            .or_else(|_| std::fs::copy(tar.with_extension("tar.gz"), &tmp_dst).map(|_| ()))?;
         std::fs::rename(&tmp_dst, &dst)?;
         std::fs::write(&size_file, raw.to_string())?;
     }
-    let raw: u64 = std::fs::read_to_string(&size_file)?.trim().parse().context("reading the image size")?;
+    let raw: u64 = std::fs::read_to_string(&size_file)?
+        .trim()
+        .parse()
+        .context("reading the image size")?;
     Ok(ImageInfo {
-        runtime: if flavor == Flavor::Debian { Runtime::Docker } else { Runtime::DockerScratch },
+        runtime: if flavor == Flavor::Debian {
+            Runtime::Docker
+        } else {
+            Runtime::DockerScratch
+        },
         download_bytes: paths::file_size(&dst)?,
         path: dst,
         size_bytes: raw,
@@ -117,7 +135,15 @@ impl Client {
     pub fn load(&self, tarball: &Path, flavor: Flavor) -> anyhow::Result<String> {
         let tag = format!("vtnt-deploy:{}", paths::unique("img"));
         let change = format!("ENTRYPOINT [\"{}\"]", flavor.entrypoint());
-        paths::run_cmd(self.cmd().arg("import").arg("--change").arg(change).arg(tarball).arg(&tag)).context("docker import")?;
+        paths::run_cmd(
+            self.cmd()
+                .arg("import")
+                .arg("--change")
+                .arg(change)
+                .arg(tarball)
+                .arg(&tag),
+        )
+        .context("docker import")?;
         Ok(tag)
     }
 
@@ -128,16 +154,43 @@ impl Client {
 
     /// `docker run` of `image` with the job's words, in the lab's namespace (the engine's),
     /// under the instance's cgroup.
-    pub fn start(&self, image: &str, name: &str, spec: &InstanceSpec, cgroup: &Cgroup) -> anyhow::Result<Supervised> {
+    pub fn start(
+        &self,
+        image: &str,
+        name: &str,
+        spec: &InstanceSpec,
+        cgroup: &Cgroup,
+    ) -> anyhow::Result<Supervised> {
         let mut cmd = cgroup.wrap(&self.docker.display().to_string());
-        cmd.arg("-H").arg(&self.host).args(["run", "--rm", "--name", name, "--network", "host", "--cap-drop", "ALL", "--cap-add", "NET_RAW"]);
-        cmd.arg("--hostname").arg("vtnt").arg("--cgroup-parent").arg(format!("/{}", cgroup.rel())).arg(image).args(spec.job.guest_args());
+        cmd.arg("-H").arg(&self.host).args([
+            "run",
+            "--rm",
+            "--name",
+            name,
+            "--network",
+            "host",
+            "--cap-drop",
+            "ALL",
+            "--cap-add",
+            "NET_RAW",
+        ]);
+        cmd.arg("--hostname")
+            .arg("vtnt")
+            .arg("--cgroup-parent")
+            .arg(format!("/{}", cgroup.rel()))
+            .arg(image)
+            .args(spec.job.guest_args());
         Supervised::spawn(cmd, &format!("docker container {name}"))
     }
 
     /// `docker rm -f`, ignoring failures (the container may be gone already).
     pub fn remove(&self, name: &str) {
-        let _ = self.cmd().args(["rm", "-f", name]).stdout(Stdio::null()).stderr(Stdio::null()).status();
+        let _ = self
+            .cmd()
+            .args(["rm", "-f", name])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
     }
 }
 
@@ -157,23 +210,52 @@ fn ns_inode(path: &Path) -> Option<(u64, u64)> {
 impl Engine {
     /// Finds or starts the engine for lab `lab`.
     pub fn start(lab: &str) -> anyhow::Result<Engine> {
-        let docker = ["/usr/bin/docker"].iter().map(PathBuf::from).find(|p| p.is_file()).map_or_else(|| paths::need("docker", "docker.io"), Ok)?;
+        let docker = ["/usr/bin/docker"]
+            .iter()
+            .map(PathBuf::from)
+            .find(|p| p.is_file())
+            .map_or_else(|| paths::need("docker", "docker.io"), Ok)?;
         let dockerd = paths::need("dockerd", "docker.io")?;
         let containerd = paths::need("containerd", "containerd")?;
         let nsenter = paths::need("nsenter", "util-linux")?;
         let netns = PathBuf::from("/run/netns").join(lab);
-        anyhow::ensure!(netns.exists(), "lab `{lab}` is not running (no {}): `vtnt lab up --name {lab}`", netns.display());
+        anyhow::ensure!(
+            netns.exists(),
+            "lab `{lab}` is not running (no {}): `vtnt lab up --name {lab}`",
+            netns.display()
+        );
         let dir = paths::run_dir()?.join(format!("docker-{lab}"));
         std::fs::create_dir_all(&dir)?;
         let sock = dir.join("docker.sock");
         let host = format!("unix://{}", sock.display());
-        let mut client = Client { docker, host, pids: Vec::new() };
+        let mut client = Client {
+            docker,
+            host,
+            pids: Vec::new(),
+        };
         // Reuse a live engine of ours if it sits in the lab's namespace.
         if let Some(pid) = read_pid(&dir.join("dockerd.pid")) {
-            let same_ns = ns_inode(&PathBuf::from(format!("/proc/{pid}/ns/net"))) == ns_inode(&netns);
-            if same_ns && client.cmd().arg("version").stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok_and(|s| s.success()) {
-                client.pids = [Some(pid), read_pid(&dir.join("containerd.pid"))].into_iter().flatten().collect();
-                return Ok(Engine { lab: lab.to_string(), client, started: Vec::new(), dir });
+            let same_ns =
+                ns_inode(&PathBuf::from(format!("/proc/{pid}/ns/net"))) == ns_inode(&netns);
+            if same_ns
+                && client
+                    .cmd()
+                    .arg("version")
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .status()
+                    .is_ok_and(|s| s.success())
+            {
+                client.pids = [Some(pid), read_pid(&dir.join("containerd.pid"))]
+                    .into_iter()
+                    .flatten()
+                    .collect();
+                return Ok(Engine {
+                    lab: lab.to_string(),
+                    client,
+                    started: Vec::new(),
+                    dir,
+                });
             }
             bail!("a vtnt docker engine (pid {pid}) runs outside lab `{lab}`'s namespace; stop it first (kill {pid})");
         }
@@ -187,7 +269,12 @@ impl Engine {
                 root = data_root(lab, "containerd").display()
             ),
         )?;
-        let mut engine = Engine { lab: lab.to_string(), client, started: Vec::new(), dir: dir.clone() };
+        let mut engine = Engine {
+            lab: lab.to_string(),
+            client,
+            started: Vec::new(),
+            dir: dir.clone(),
+        };
         let spawn = |prog: &Path, args: Vec<String>| -> anyhow::Result<Child> {
             use std::os::unix::process::CommandExt;
             Command::new(&nsenter)
@@ -201,11 +288,18 @@ impl Engine {
                 .spawn()
                 .with_context(|| format!("starting {}", prog.display()))
         };
-        let ctd = spawn(&containerd, vec!["--config".into(), cfg.display().to_string()])?;
+        let ctd = spawn(
+            &containerd,
+            vec!["--config".into(), cfg.display().to_string()],
+        )?;
         std::fs::write(dir.join("containerd.pid"), ctd.id().to_string())?;
         engine.client.pids.push(ctd.id());
         engine.started.push(ctd);
-        wait_for(|| dir.join("containerd.sock").exists(), Duration::from_secs(30)).context("containerd did not create its socket (see engine.log)")?;
+        wait_for(
+            || dir.join("containerd.sock").exists(),
+            Duration::from_secs(30),
+        )
+        .context("containerd did not create its socket (see engine.log)")?;
         let dd = spawn(
             &dockerd,
             [
@@ -225,8 +319,24 @@ impl Engine {
         engine.client.pids.push(dd.id());
         engine.started.push(dd);
         let c = engine.client.clone();
-        wait_for(|| c.cmd().arg("version").stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok_and(|s| s.success()), Duration::from_secs(60))
-            .with_context(|| format!("dockerd did not answer on {} (see {}/engine.log)", engine.client.host, dir.display()))?;
+        wait_for(
+            || {
+                c.cmd()
+                    .arg("version")
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .status()
+                    .is_ok_and(|s| s.success())
+            },
+            Duration::from_secs(60),
+        )
+        .with_context(|| {
+            format!(
+                "dockerd did not answer on {} (see {}/engine.log)",
+                engine.client.host,
+                dir.display()
+            )
+        })?;
         Ok(engine)
     }
 
@@ -269,7 +379,13 @@ fn wait_for(mut f: impl FnMut() -> bool, timeout: Duration) -> anyhow::Result<()
 /// Whether anything is still mounted at or below `dir` (then it is left alone).
 fn mounted_below(dir: &Path) -> bool {
     let d = dir.display().to_string();
-    std::fs::read_to_string("/proc/self/mountinfo").is_ok_and(|m| m.lines().any(|l| l.split_whitespace().nth(4).is_some_and(|mp| mp.starts_with(&d))))
+    std::fs::read_to_string("/proc/self/mountinfo").is_ok_and(|m| {
+        m.lines().any(|l| {
+            l.split_whitespace()
+                .nth(4)
+                .is_some_and(|mp| mp.starts_with(&d))
+        })
+    })
 }
 
 /// Unmounts everything mounted at or below `dir`, deepest first.
@@ -283,7 +399,10 @@ fn unmount_below(dir: &Path) {
         .collect();
     mps.sort_by_key(|m| std::cmp::Reverse(m.len()));
     for mp in mps {
-        let _ = Command::new("umount").arg(&mp).stderr(Stdio::null()).status();
+        let _ = Command::new("umount")
+            .arg(&mp)
+            .stderr(Stdio::null())
+            .status();
     }
 }
 
@@ -307,12 +426,22 @@ impl Drop for Engine {
                 let _ = child.wait();
             }
         }
-        for f in ["dockerd.pid", "containerd.pid", "docker.sock", "containerd.sock", "containerd.sock.ttrpc"] {
+        for f in [
+            "dockerd.pid",
+            "containerd.pid",
+            "docker.sock",
+            "containerd.sock",
+            "containerd.sock.ttrpc",
+        ] {
             let _ = std::fs::remove_file(self.dir.join(f));
         }
         // dockerd leaves its namespace bind mount (exec/netns/default) behind: ours, unmount
         unmount_below(&self.dir.join("exec"));
-        for d in [data_root(&self.lab, "docker"), data_root(&self.lab, "containerd"), self.dir.clone()] {
+        for d in [
+            data_root(&self.lab, "docker"),
+            data_root(&self.lab, "containerd"),
+            self.dir.clone(),
+        ] {
             if !mounted_below(&d) {
                 let _ = std::fs::remove_dir_all(&d);
             }

@@ -36,7 +36,14 @@ pub struct InstanceSpec {
 
 impl InstanceSpec {
     pub fn new(job: Job, lab: String) -> InstanceSpec {
-        InstanceSpec { job, lab, index: 0, cgroup_parent: None, sample_every: Some(Duration::from_millis(100)), dhcp: false }
+        InstanceSpec {
+            job,
+            lab,
+            index: 0,
+            cgroup_parent: None,
+            sample_every: Some(Duration::from_millis(100)),
+            dhcp: false,
+        }
     }
 }
 
@@ -72,7 +79,12 @@ impl RunOutput {
     /// Median PSS of the samples taken in the last `secs` seconds, KiB.
     pub fn late_pss_kib(&self, secs: f64) -> u64 {
         let end = self.pss_samples.last().map_or(0.0, |s| s.0);
-        let mut v: Vec<u64> = self.pss_samples.iter().filter(|s| s.0 >= end - secs).map(|s| s.1).collect();
+        let mut v: Vec<u64> = self
+            .pss_samples
+            .iter()
+            .filter(|s| s.0 >= end - secs)
+            .map(|s| s.1)
+            .collect();
         v.sort_unstable();
         v.get(v.len() / 2).copied().unwrap_or(0)
     }
@@ -87,32 +99,73 @@ pub struct Deployed {
 }
 
 pub(crate) enum Kind {
-    Native { bin: PathBuf },
-    Runc { rootfs: PathBuf },
-    Docker { client: docker::Client, image: String },
-    Vm { box_dir: PathBuf },
-    Microvm { image: PathBuf },
+    Native {
+        bin: PathBuf,
+    },
+    Runc {
+        rootfs: PathBuf,
+    },
+    Docker {
+        client: docker::Client,
+        image: String,
+    },
+    Vm {
+        box_dir: PathBuf,
+    },
+    Microvm {
+        image: PathBuf,
+    },
 }
 
 /// Fetches `image` from `server` and installs it for lab `lab`; `engine` is needed for
 /// Docker images.
-pub fn deploy(rt: Runtime, image: &ImageInfo, server: &ImageServer, engine: Option<&docker::Engine>, lab: &str) -> anyhow::Result<Deployed> {
+pub fn deploy(
+    rt: Runtime,
+    image: &ImageInfo,
+    server: &ImageServer,
+    engine: Option<&docker::Engine>,
+    lab: &str,
+) -> anyhow::Result<Deployed> {
     let lab = Lab::open(lab)?;
     let dir = TempDir::new(&format!("deploy-{}", rt.name()))?;
-    let file = dir.path().join(image.path.file_name().context("image without a file name")?);
-    crate::server::fetch(&server.url(rt)?, &file).with_context(|| format!("fetching the {} image", rt.name()))?;
+    let file = dir.path().join(
+        image
+            .path
+            .file_name()
+            .context("image without a file name")?,
+    );
+    crate::server::fetch(&server.url(rt)?, &file)
+        .with_context(|| format!("fetching the {} image", rt.name()))?;
     let kind = match rt {
-        Runtime::Native => Kind::Native { bin: native::install(&file)? },
-        Runtime::Runc => Kind::Runc { rootfs: runc::install(&file, dir.path())? },
+        Runtime::Native => Kind::Native {
+            bin: native::install(&file)?,
+        },
+        Runtime::Runc => Kind::Runc {
+            rootfs: runc::install(&file, dir.path())?,
+        },
         Runtime::Docker | Runtime::DockerScratch => {
             let e = engine.context("a Docker image needs the engine (EngineGuard)")?;
-            let flavor = if rt == Runtime::Docker { docker::Flavor::Debian } else { docker::Flavor::Scratch };
-            Kind::Docker { client: e.client(), image: e.client().load(&file, flavor)? }
+            let flavor = if rt == Runtime::Docker {
+                docker::Flavor::Debian
+            } else {
+                docker::Flavor::Scratch
+            };
+            Kind::Docker {
+                client: e.client(),
+                image: e.client().load(&file, flavor)?,
+            }
         }
-        Runtime::Vm => Kind::Vm { box_dir: vm::install(&file, dir.path())? },
+        Runtime::Vm => Kind::Vm {
+            box_dir: vm::install(&file, dir.path())?,
+        },
         Runtime::Microvm => Kind::Microvm { image: file },
     };
-    Ok(Deployed { runtime: rt, dir, lab, kind })
+    Ok(Deployed {
+        runtime: rt,
+        dir,
+        lab,
+        kind,
+    })
 }
 
 impl Deployed {
@@ -129,13 +182,19 @@ impl Deployed {
         };
         let cgroup = Cgroup::create(&rel)?;
         // the density job traces the vantage LAN's gateway, the same hop for every runtime
-        let spec = &InstanceSpec { job: spec.job.replace_word(crate::job::LOCAL, &self.lab.vm.gateway), ..spec.clone() };
+        let spec = &InstanceSpec {
+            job: spec
+                .job
+                .replace_word(crate::job::LOCAL, &self.lab.vm.gateway),
+            ..spec.clone()
+        };
         let mut cleanup = Cleanup::None;
         let mut engine_pids = Vec::new();
         let child = match &self.kind {
             Kind::Native { bin } => native::start(bin, &self.lab, spec, &cgroup)?,
             Kind::Runc { rootfs } => {
-                let (child, id, root) = runc::start(rootfs, self.dir.path(), &self.lab, spec, &cgroup)?;
+                let (child, id, root) =
+                    runc::start(rootfs, self.dir.path(), &self.lab, spec, &cgroup)?;
                 cleanup = Cleanup::Runc { id, root };
                 child
             }
@@ -143,14 +202,25 @@ impl Deployed {
                 let name = crate::paths::unique("vtnt");
                 engine_pids = client.engine_pids();
                 let child = client.start(image, &name, spec, &cgroup)?;
-                cleanup = Cleanup::Docker { client: client.clone(), name };
+                cleanup = Cleanup::Docker {
+                    client: client.clone(),
+                    name,
+                };
                 child
             }
             Kind::Vm { box_dir } => vm::start(box_dir, &self.lab, spec, &cgroup)?,
             Kind::Microvm { image } => microvm::start(image, &self.lab, spec, &cgroup)?,
         };
         let cpu0 = engine_pids.iter().map(|&p| crate::proc::cpu_secs(p)).sum();
-        Ok(Instance { runtime: self.runtime, child: Some(child), cgroup, cleanup, engine_pids, engine_cpu0: cpu0, spec: spec.clone() })
+        Ok(Instance {
+            runtime: self.runtime,
+            child: Some(child),
+            cgroup,
+            cleanup,
+            engine_pids,
+            engine_cpu0: cpu0,
+            spec: spec.clone(),
+        })
     }
 }
 
@@ -164,8 +234,14 @@ impl Drop for Deployed {
 
 enum Cleanup {
     None,
-    Runc { id: String, root: PathBuf },
-    Docker { client: docker::Client, name: String },
+    Runc {
+        id: String,
+        root: PathBuf,
+    },
+    Docker {
+        client: docker::Client,
+        name: String,
+    },
 }
 
 /// A running instance; destroyed on drop.
@@ -225,7 +301,12 @@ impl Instance {
         }
         // `Supervised::wait` counts `timeout` from the start, as the loop above did.
         let fin: Finished = child.wait(timeout)?;
-        let engine_cpu: f64 = self.engine_pids.iter().map(|&p| crate::proc::cpu_secs(p)).sum::<f64>() - self.engine_cpu0;
+        let engine_cpu: f64 = self
+            .engine_pids
+            .iter()
+            .map(|&p| crate::proc::cpu_secs(p))
+            .sum::<f64>()
+            - self.engine_cpu0;
         let code = match self.runtime {
             Runtime::Vm => vm::guest_code(&fin.stdout),
             _ => fin.status.code(),

@@ -31,7 +31,10 @@ pub struct Job {
 
 impl Job {
     pub fn new<I: IntoIterator<Item = S>, S: Into<String>>(words: I) -> Job {
-        Job { words: words.into_iter().map(Into::into).collect(), hold_secs: 0 }
+        Job {
+            words: words.into_iter().map(Into::into).collect(),
+            hold_secs: 0,
+        }
     }
 
     pub fn with_hold(mut self, secs: u32) -> Job {
@@ -49,7 +52,10 @@ impl Job {
         if self.hold_secs == 0 {
             return self.words.clone();
         }
-        let mut v: Vec<String> = ["run", "--runtime", "native", "--local", "--hold"].iter().map(|s| s.to_string()).collect();
+        let mut v: Vec<String> = ["run", "--runtime", "native", "--local", "--hold"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
         v.push(self.hold_secs.to_string());
         v.push("--".into());
         v.extend(self.words.iter().cloned());
@@ -58,7 +64,14 @@ impl Job {
 
     /// The same job with `from` replaced by `to` in its words (a VM traces its own address).
     pub fn replace_word(&self, from: &str, to: &str) -> Job {
-        Job { words: self.words.iter().map(|w| if w == from { to.to_string() } else { w.clone() }).collect(), hold_secs: self.hold_secs }
+        Job {
+            words: self
+                .words
+                .iter()
+                .map(|w| if w == from { to.to_string() } else { w.clone() })
+                .collect(),
+            hold_secs: self.hold_secs,
+        }
     }
 }
 
@@ -89,14 +102,24 @@ impl VmAttach {
     /// keep concurrent guests apart. The LAN's other hosts: .10-.129 are the unikernel
     /// slots of `vm.json`, .130-.229 the VM front's DHCP pool (docs/lab.md).
     pub fn guest(&self, i: u32) -> anyhow::Result<(String, u8)> {
-        let (net, len) = self.prefix.split_once('/').with_context(|| format!("bad lab prefix {}", self.prefix))?;
-        let len: u8 = len.parse().with_context(|| format!("bad lab prefix {}", self.prefix))?;
-        let base: std::net::Ipv4Addr = net.parse().with_context(|| format!("bad lab prefix {}", self.prefix))?;
+        let (net, len) = self
+            .prefix
+            .split_once('/')
+            .with_context(|| format!("bad lab prefix {}", self.prefix))?;
+        let len: u8 = len
+            .parse()
+            .with_context(|| format!("bad lab prefix {}", self.prefix))?;
+        let base: std::net::Ipv4Addr = net
+            .parse()
+            .with_context(|| format!("bad lab prefix {}", self.prefix))?;
         let host = 230 + i;
         if len < 20 || host >= (1u32 << (32 - u32::from(len))) - 1 {
             anyhow::bail!("lab prefix {} has no room for guest {i}", self.prefix);
         }
-        Ok((std::net::Ipv4Addr::from(u32::from(base) + host).to_string(), len))
+        Ok((
+            std::net::Ipv4Addr::from(u32::from(base) + host).to_string(),
+            len,
+        ))
     }
 }
 
@@ -104,29 +127,44 @@ impl Lab {
     /// Reads a running lab's state (`/run/vtnt/lab/<name>/state.json` and `vm.json`).
     pub fn open(name: &str) -> anyhow::Result<Lab> {
         let dir = vtnt_lab_linux_state_dir(name);
-        let state: Value = read_json(&dir.join("state.json")).with_context(|| format!("lab `{name}` is not running (start it with `vtnt lab up --name {name}`)"))?;
+        let state: Value = read_json(&dir.join("state.json")).with_context(|| {
+            format!("lab `{name}` is not running (start it with `vtnt lab up --name {name}`)")
+        })?;
         let vm: Value = read_json(&dir.join("vm.json"))?;
         let netns = state["netns"].as_str().unwrap_or(name).to_string();
         let netns_path = PathBuf::from("/run/netns").join(&netns);
         if !netns_path.exists() {
-            anyhow::bail!("lab `{name}`: namespace {} is gone; restart the lab", netns_path.display());
+            anyhow::bail!(
+                "lab `{name}`: namespace {} is gone; restart the lab",
+                netns_path.display()
+            );
         }
-        let vp = state["vp_address"].as_str().context("state.json: no vp_address")?;
+        let vp = state["vp_address"]
+            .as_str()
+            .context("state.json: no vp_address")?;
         Ok(Lab {
             name: name.to_string(),
             netns_path,
             vp_address: vp.split('/').next().unwrap_or(vp).to_string(),
             vm: VmAttach {
                 port: vm["port"].as_u64().context("vm.json: no port")? as u16,
-                prefix: vm["prefix"].as_str().context("vm.json: no prefix")?.to_string(),
-                gateway: vm["gateway"].as_str().context("vm.json: no gateway")?.to_string(),
+                prefix: vm["prefix"]
+                    .as_str()
+                    .context("vm.json: no prefix")?
+                    .to_string(),
+                gateway: vm["gateway"]
+                    .as_str()
+                    .context("vm.json: no gateway")?
+                    .to_string(),
             },
         })
     }
 }
 
 fn vtnt_lab_linux_state_dir(name: &str) -> PathBuf {
-    std::env::var_os("VTNT_LAB_RUN_DIR").map_or_else(|| PathBuf::from("/run/vtnt/lab"), PathBuf::from).join(name)
+    std::env::var_os("VTNT_LAB_RUN_DIR")
+        .map_or_else(|| PathBuf::from("/run/vtnt/lab"), PathBuf::from)
+        .join(name)
 }
 
 fn read_json(p: &std::path::Path) -> anyhow::Result<Value> {
@@ -134,7 +172,16 @@ fn read_json(p: &std::path::Path) -> anyhow::Result<Value> {
     serde_json::from_str(&s).with_context(|| format!("parsing {}", p.display()))
 }
 
-const VARYING: [&str; 8] = ["start", "tx", "rtt", "start_time", "stop_time", "hostname", "reply_ipid", "src"];
+const VARYING: [&str; 8] = [
+    "start",
+    "tx",
+    "rtt",
+    "start_time",
+    "stop_time",
+    "hostname",
+    "reply_ipid",
+    "src",
+];
 
 /// The job's JSON lines with run-dependent fields removed (see the module docs), one
 /// canonical line each; lines that are not JSON objects are dropped.
@@ -179,14 +226,21 @@ mod tests {
     fn guest_args_wrap_holds() {
         let j = Job::density().replace_word(LOCAL, "192.0.2.2");
         let a = j.guest_args();
-        assert_eq!(&a[..6], &["run", "--runtime", "native", "--local", "--hold", "10"]);
+        assert_eq!(
+            &a[..6],
+            &["run", "--runtime", "native", "--local", "--hold", "10"]
+        );
         assert_eq!(a.last().unwrap(), "192.0.2.2");
         assert_eq!(Job::new(["trace", "x"]).guest_args(), ["trace", "x"]);
     }
 
     #[test]
     fn guest_addresses() {
-        let v = VmAttach { port: 1, prefix: "192.0.2.0/24".into(), gateway: "192.0.2.1".into() };
+        let v = VmAttach {
+            port: 1,
+            prefix: "192.0.2.0/24".into(),
+            gateway: "192.0.2.1".into(),
+        };
         assert_eq!(v.guest(0).unwrap(), ("192.0.2.230".to_string(), 24));
         assert!(v.guest(300).is_err());
     }

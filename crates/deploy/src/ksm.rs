@@ -26,7 +26,12 @@ pub struct Counters {
 
 impl Counters {
     pub fn read() -> Counters {
-        let r = |f: &str| std::fs::read_to_string(Path::new(DIR).join(f)).ok().and_then(|s| s.trim().parse::<i64>().ok()).unwrap_or(0);
+        let r = |f: &str| {
+            std::fs::read_to_string(Path::new(DIR).join(f))
+                .ok()
+                .and_then(|s| s.trim().parse::<i64>().ok())
+                .unwrap_or(0)
+        };
         Counters {
             pages_shared: r("pages_shared") as u64,
             pages_sharing: r("pages_sharing") as u64,
@@ -61,7 +66,13 @@ impl Ksm {
         let mut saved = Vec::new();
         for s in SETTINGS {
             let p = Path::new(DIR).join(s);
-            saved.push((s, std::fs::read_to_string(&p).with_context(|| format!("reading {}", p.display()))?.trim().to_string()));
+            saved.push((
+                s,
+                std::fs::read_to_string(&p)
+                    .with_context(|| format!("reading {}", p.display()))?
+                    .trim()
+                    .to_string(),
+            ));
         }
         let k = Ksm { saved };
         write("pages_to_scan", &pages_to_scan.to_string())?;
@@ -72,7 +83,10 @@ impl Ksm {
 
     /// The saved value of a setting.
     pub fn saved(&self, name: &str) -> Option<&str> {
-        self.saved.iter().find(|(n, _)| *n == name).map(|(_, v)| v.as_str())
+        self.saved
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, v)| v.as_str())
     }
 }
 

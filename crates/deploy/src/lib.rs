@@ -59,7 +59,9 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 
 /// The runtimes, in the order reports list them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, clap::ValueEnum, serde::Serialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, clap::ValueEnum, serde::Serialize,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum Runtime {
     /// The static (musl) `vtnt` binary run as a process in the lab's namespace.
@@ -78,8 +80,14 @@ pub enum Runtime {
 }
 
 impl Runtime {
-    pub const ALL: [Runtime; 6] =
-        [Runtime::Native, Runtime::Runc, Runtime::Docker, Runtime::DockerScratch, Runtime::Vm, Runtime::Microvm];
+    pub const ALL: [Runtime; 6] = [
+        Runtime::Native,
+        Runtime::Runc,
+        Runtime::Docker,
+        Runtime::DockerScratch,
+        Runtime::Vm,
+        Runtime::Microvm,
+    ];
 
     /// The name used on the command line and in reports.
     pub fn name(self) -> &'static str {

@@ -33,9 +33,16 @@ pub fn launcher() -> anyhow::Result<PathBuf> {
 /// Builds the unikernel through `vtnt image build unikernel` and copies it to the cache.
 pub fn build_image(_opts: &BuildOptions) -> anyhow::Result<ImageInfo> {
     let vtnt = launcher()?;
-    let out = paths::run_cmd(Command::new(&vtnt).args(["image", "build", "unikernel", "--print-path"]))
-        .context("`vtnt image build unikernel` (the unikernel module of the vtnt command)")?;
-    let built = PathBuf::from(out.lines().rev().find(|l| !l.trim().is_empty()).context("`vtnt image build unikernel` printed no path")?.trim());
+    let out =
+        paths::run_cmd(Command::new(&vtnt).args(["image", "build", "unikernel", "--print-path"]))
+            .context("`vtnt image build unikernel` (the unikernel module of the vtnt command)")?;
+    let built = PathBuf::from(
+        out.lines()
+            .rev()
+            .find(|l| !l.trim().is_empty())
+            .context("`vtnt image build unikernel` printed no path")?
+            .trim(),
+    );
     from_built(&built)
 }
 
@@ -44,14 +51,28 @@ pub fn from_built(built: &Path) -> anyhow::Result<ImageInfo> {
     let dst = paths::images_dir()?.join(IMAGE_NAME);
     paths::copy_if_newer(built, &dst)?;
     let size = paths::file_size(&dst)?;
-    Ok(ImageInfo { runtime: Runtime::Microvm, path: dst, download_bytes: size, size_bytes: size, size_note: "unikernel ELF (PVH)".into() })
+    Ok(ImageInfo {
+        runtime: Runtime::Microvm,
+        path: dst,
+        download_bytes: size,
+        size_bytes: size,
+        size_note: "unikernel ELF (PVH)".into(),
+    })
 }
 
 /// Boots one unikernel instance through the launcher.
-pub fn start(image: &Path, lab: &Lab, spec: &InstanceSpec, cgroup: &Cgroup) -> anyhow::Result<Supervised> {
+pub fn start(
+    image: &Path,
+    lab: &Lab,
+    spec: &InstanceSpec,
+    cgroup: &Cgroup,
+) -> anyhow::Result<Supervised> {
     let vtnt = launcher()?;
     let mut cmd = cgroup.wrap(&vtnt.display().to_string());
-    cmd.args(["run", "--runtime", "microvm", "--local", "--image"]).arg(image).arg("--lab").arg(&lab.name);
+    cmd.args(["run", "--runtime", "microvm", "--local", "--image"])
+        .arg(image)
+        .arg("--lab")
+        .arg(&lab.name);
     if spec.dhcp {
         cmd.arg("--dhcp");
     }

@@ -22,19 +22,33 @@ pub fn build_image(_opts: &BuildOptions) -> anyhow::Result<ImageInfo> {
     let dst = paths::images_dir()?.join(IMAGE_NAME);
     paths::copy_if_newer(&bin, &dst)?;
     let size = paths::file_size(&dst)?;
-    Ok(ImageInfo { runtime: Runtime::Native, path: dst, download_bytes: size, size_bytes: size, size_note: "static musl binary".into() })
+    Ok(ImageInfo {
+        runtime: Runtime::Native,
+        path: dst,
+        download_bytes: size,
+        size_bytes: size,
+        size_note: "static musl binary".into(),
+    })
 }
 
 /// Makes the downloaded binary executable.
 pub fn install(file: &Path) -> anyhow::Result<PathBuf> {
-    std::fs::set_permissions(file, std::fs::Permissions::from_mode(0o755)).with_context(|| format!("chmod {}", file.display()))?;
+    std::fs::set_permissions(file, std::fs::Permissions::from_mode(0o755))
+        .with_context(|| format!("chmod {}", file.display()))?;
     Ok(file.to_path_buf())
 }
 
 /// Starts `bin` with the job's words in the lab's namespace, in `cgroup`.
-pub fn start(bin: &Path, lab: &Lab, spec: &InstanceSpec, cgroup: &Cgroup) -> anyhow::Result<Supervised> {
+pub fn start(
+    bin: &Path,
+    lab: &Lab,
+    spec: &InstanceSpec,
+    cgroup: &Cgroup,
+) -> anyhow::Result<Supervised> {
     let nsenter = paths::need("nsenter", "util-linux")?;
     let mut cmd = cgroup.wrap(&nsenter.display().to_string());
-    cmd.arg(format!("--net={}", lab.netns_path.display())).arg(bin).args(spec.job.guest_args());
+    cmd.arg(format!("--net={}", lab.netns_path.display()))
+        .arg(bin)
+        .args(spec.job.guest_args());
     Supervised::spawn(cmd, "the native vtnt process")
 }

@@ -12,7 +12,8 @@ use anyhow::{bail, Context};
 
 /// The image cache: `/var/cache/vtnt` unless `VTNT_CACHE_DIR` says otherwise.
 pub fn cache_dir() -> PathBuf {
-    std::env::var_os("VTNT_CACHE_DIR").map_or_else(|| PathBuf::from("/var/cache/vtnt"), PathBuf::from)
+    std::env::var_os("VTNT_CACHE_DIR")
+        .map_or_else(|| PathBuf::from("/var/cache/vtnt"), PathBuf::from)
 }
 
 /// Built images the server offers: `<cache>/images`.
@@ -24,7 +25,8 @@ pub fn images_dir() -> anyhow::Result<PathBuf> {
 
 /// Per-run scratch space (bundles, fetched images, engine state): `/run/vtnt/deploy`.
 pub fn run_dir() -> anyhow::Result<PathBuf> {
-    let d = std::env::var_os("VTNT_DEPLOY_RUN_DIR").map_or_else(|| PathBuf::from("/run/vtnt/deploy"), PathBuf::from);
+    let d = std::env::var_os("VTNT_DEPLOY_RUN_DIR")
+        .map_or_else(|| PathBuf::from("/run/vtnt/deploy"), PathBuf::from);
     std::fs::create_dir_all(&d).with_context(|| format!("creating {}", d.display()))?;
     Ok(d)
 }
@@ -32,7 +34,8 @@ pub fn run_dir() -> anyhow::Result<PathBuf> {
 /// Scratch space on disk for builds and deployed images (a VM box is hundreds of MB, too
 /// much for the /run tmpfs): `/var/lib/vtnt/deploy`, override with `VTNT_DEPLOY_WORK_DIR`.
 pub fn work_dir() -> anyhow::Result<PathBuf> {
-    let d = std::env::var_os("VTNT_DEPLOY_WORK_DIR").map_or_else(|| PathBuf::from("/var/lib/vtnt/deploy"), PathBuf::from);
+    let d = std::env::var_os("VTNT_DEPLOY_WORK_DIR")
+        .map_or_else(|| PathBuf::from("/var/lib/vtnt/deploy"), PathBuf::from);
     std::fs::create_dir_all(&d).with_context(|| format!("creating {}", d.display()))?;
     Ok(d)
 }
@@ -64,7 +67,11 @@ impl Drop for TempDir {
 pub fn unique(prefix: &str) -> String {
     use std::sync::atomic::{AtomicU32, Ordering};
     static N: AtomicU32 = AtomicU32::new(0);
-    format!("{prefix}-{}-{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed))
+    format!(
+        "{prefix}-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    )
 }
 
 /// The first `program` on `PATH` (or `program` itself when it contains a `/` and exists).
@@ -73,7 +80,8 @@ pub fn which(program: &str) -> Option<PathBuf> {
         let p = PathBuf::from(program);
         return p.is_file().then_some(p);
     }
-    let path = std::env::var_os("PATH").unwrap_or_else(|| "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin".into());
+    let path = std::env::var_os("PATH")
+        .unwrap_or_else(|| "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin".into());
     std::env::split_paths(&path)
         .chain([PathBuf::from("/usr/sbin"), PathBuf::from("/sbin")])
         .map(|d| d.join(program))
@@ -82,7 +90,9 @@ pub fn which(program: &str) -> Option<PathBuf> {
 
 /// Like [`which`], failing with the Debian package that provides the program.
 pub fn need(program: &str, package: &str) -> anyhow::Result<PathBuf> {
-    which(program).with_context(|| format!("`{program}` not found: install Debian package `{package}` (scripts/setup.sh does)"))
+    which(program).with_context(|| {
+        format!("`{program}` not found: install Debian package `{package}` (scripts/setup.sh does)")
+    })
 }
 
 /// The workspace root: the nearest directory above the current one (or above this
@@ -91,11 +101,17 @@ pub fn workspace_root() -> Option<PathBuf> {
     if let Some(w) = std::env::var_os("VTNT_WORKSPACE") {
         return Some(PathBuf::from(w));
     }
-    let starts = [std::env::current_dir().ok(), std::env::current_exe().ok(), Some(PathBuf::from(env!("CARGO_MANIFEST_DIR")))];
+    let starts = [
+        std::env::current_dir().ok(),
+        std::env::current_exe().ok(),
+        Some(PathBuf::from(env!("CARGO_MANIFEST_DIR"))),
+    ];
     for start in starts.into_iter().flatten() {
         for dir in start.ancestors() {
             let toml = dir.join("Cargo.toml");
-            if std::fs::read_to_string(&toml).is_ok_and(|s| s.contains("[workspace]")) && dir.join("crates/cli").is_dir() {
+            if std::fs::read_to_string(&toml).is_ok_and(|s| s.contains("[workspace]"))
+                && dir.join("crates/cli").is_dir()
+            {
                 return Some(dir.to_path_buf());
             }
         }
@@ -132,13 +148,22 @@ fn find_static_vtnt() -> anyhow::Result<PathBuf> {
         return Ok(me);
     }
     if let Some(ws) = workspace_root() {
-        let target_dir = std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| ws.join("target"), PathBuf::from);
+        let target_dir =
+            std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| ws.join("target"), PathBuf::from);
         let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
         eprintln!("vtnt deploy: building the static vtnt binary (cargo build --release --target {MUSL_TARGET} -p vtnt)");
         let st = Command::new(&cargo)
             .current_dir(&ws)
             .env("CARGO_TARGET_DIR", &target_dir)
-            .args(["build", "--release", "-q", "--target", MUSL_TARGET, "-p", "vtnt"])
+            .args([
+                "build",
+                "--release",
+                "-q",
+                "--target",
+                MUSL_TARGET,
+                "-p",
+                "vtnt",
+            ])
             .status()
             .with_context(|| format!("running cargo in {}", ws.display()))?;
         if !st.success() {
@@ -176,13 +201,18 @@ pub fn is_static_elf(path: &Path) -> anyhow::Result<bool> {
 
 /// Size of a file in bytes.
 pub fn file_size(p: &Path) -> anyhow::Result<u64> {
-    Ok(std::fs::metadata(p).with_context(|| format!("stat {}", p.display()))?.len())
+    Ok(std::fs::metadata(p)
+        .with_context(|| format!("stat {}", p.display()))?
+        .len())
 }
 
 /// Bytes allocated on disk by a file (sparse files count what they use).
 pub fn allocated(p: &Path) -> anyhow::Result<u64> {
     use std::os::unix::fs::MetadataExt;
-    Ok(std::fs::metadata(p).with_context(|| format!("stat {}", p.display()))?.blocks() * 512)
+    Ok(std::fs::metadata(p)
+        .with_context(|| format!("stat {}", p.display()))?
+        .blocks()
+        * 512)
 }
 
 /// Runs a command to completion, failing with its stderr tail and what it was.
@@ -191,7 +221,15 @@ pub fn run_cmd(cmd: &mut Command) -> anyhow::Result<String> {
     let out = cmd.output().with_context(|| format!("starting {desc}"))?;
     if !out.status.success() {
         let err = String::from_utf8_lossy(&out.stderr);
-        let tail: String = err.lines().rev().take(15).collect::<Vec<_>>().into_iter().rev().collect::<Vec<_>>().join("\n");
+        let tail: String = err
+            .lines()
+            .rev()
+            .take(15)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .collect::<Vec<_>>()
+            .join("\n");
         bail!("{desc} failed ({}): {tail}", out.status);
     }
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
@@ -199,10 +237,14 @@ pub fn run_cmd(cmd: &mut Command) -> anyhow::Result<String> {
 
 /// Copies `src` to `dst` unless `dst` already has the same size and mtime not older.
 pub fn copy_if_newer(src: &Path, dst: &Path) -> anyhow::Result<()> {
-    let (s, d) = (std::fs::metadata(src).with_context(|| format!("stat {}", src.display()))?, std::fs::metadata(dst).ok());
+    let (s, d) = (
+        std::fs::metadata(src).with_context(|| format!("stat {}", src.display()))?,
+        std::fs::metadata(dst).ok(),
+    );
     let fresh = d.is_some_and(|d| d.len() == s.len() && d.modified().ok() >= s.modified().ok());
     if !fresh {
-        std::fs::copy(src, dst).with_context(|| format!("copying {} to {}", src.display(), dst.display()))?;
+        std::fs::copy(src, dst)
+            .with_context(|| format!("copying {} to {}", src.display(), dst.display()))?;
     }
     Ok(())
 }

@@ -13,7 +13,10 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use crate::bench::{mean_sd, Report};
 
-const FONT_FILES: [&str; 2] = ["/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf", "/usr/share/fonts/dejavu/DejaVuSans.ttf"];
+const FONT_FILES: [&str; 2] = [
+    "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
+    "/usr/share/fonts/dejavu/DejaVuSans.ttf",
+];
 const FONT: &str = "sans-serif";
 const SIZE: (u32, u32) = (1000, 560);
 const COLORS: [RGBColor; 7] = [
@@ -31,10 +34,20 @@ pub fn ensure_font() -> anyhow::Result<()> {
     use std::sync::OnceLock;
     static DONE: OnceLock<Result<(), String>> = OnceLock::new();
     DONE.get_or_init(|| {
-        let path = std::env::var("VTNT_FONT").ok().map(PathBuf::from).or_else(|| FONT_FILES.iter().map(PathBuf::from).find(|p| p.is_file()));
-        let Some(path) = path else { return Err("no DejaVuSans.ttf: install Debian package fonts-dejavu-core".into()) };
-        let bytes: &'static [u8] = Box::leak(std::fs::read(&path).map_err(|e| format!("reading {}: {e}", path.display()))?.into_boxed_slice());
-        plotters::style::register_font(FONT, FontStyle::Normal, bytes).map_err(|_| format!("{} is not a usable font", path.display()))
+        let path = std::env::var("VTNT_FONT")
+            .ok()
+            .map(PathBuf::from)
+            .or_else(|| FONT_FILES.iter().map(PathBuf::from).find(|p| p.is_file()));
+        let Some(path) = path else {
+            return Err("no DejaVuSans.ttf: install Debian package fonts-dejavu-core".into());
+        };
+        let bytes: &'static [u8] = Box::leak(
+            std::fs::read(&path)
+                .map_err(|e| format!("reading {}: {e}", path.display()))?
+                .into_boxed_slice(),
+        );
+        plotters::style::register_font(FONT, FontStyle::Normal, bytes)
+            .map_err(|_| format!("{} is not a usable font", path.display()))
     })
     .clone()
     .map_err(anyhow::Error::msg)
@@ -70,10 +83,27 @@ pub fn bars(path: &Path, title: &str, ylabel: &str, data: &[Bar], log: bool) -> 
     let width = SIZE.0.max(160 * data.len() as u32 + 120);
     let root = BitMapBackend::new(path, (width, SIZE.1)).into_drawing_area();
     root.fill(&WHITE)?;
-    let max = data.iter().map(|b| b.value + b.err).fold(0.0f64, f64::max).max(1e-9);
-    let min_pos = data.iter().map(|b| b.value).filter(|v| *v > 0.0).fold(f64::INFINITY, f64::min);
+    let max = data
+        .iter()
+        .map(|b| b.value + b.err)
+        .fold(0.0f64, f64::max)
+        .max(1e-9);
+    let min_pos = data
+        .iter()
+        .map(|b| b.value)
+        .filter(|v| *v > 0.0)
+        .fold(f64::INFINITY, f64::min);
     let n = data.len();
-    let labels: Vec<String> = data.iter().map(|b| if b.emulated { format!("{} (TCG)", b.label) } else { b.label.clone() }).collect();
+    let labels: Vec<String> = data
+        .iter()
+        .map(|b| {
+            if b.emulated {
+                format!("{} (TCG)", b.label)
+            } else {
+                b.label.clone()
+            }
+        })
+        .collect();
     let fmt_x = |v: &SegmentValue<usize>| match v {
         SegmentValue::CenterOf(i) => labels.get(*i).cloned().unwrap_or_default(),
         _ => String::new(),
@@ -86,7 +116,14 @@ pub fn bars(path: &Path, title: &str, ylabel: &str, data: &[Bar], log: bool) -> 
             .x_label_area_size(40)
             .y_label_area_size(80)
             .build_cartesian_2d((0..n).into_segmented(), (floor..max * 3.0).log_scale())?;
-        chart.configure_mesh().disable_x_mesh().x_labels(n).x_label_formatter(&fmt_x).y_desc(ylabel).label_style((FONT, 14)).draw()?;
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .x_labels(n)
+            .x_label_formatter(&fmt_x)
+            .y_desc(ylabel)
+            .label_style((FONT, 14))
+            .draw()?;
         draw_bars(&mut chart, data, floor)?;
     } else {
         let mut chart = ChartBuilder::on(&root)
@@ -95,28 +132,58 @@ pub fn bars(path: &Path, title: &str, ylabel: &str, data: &[Bar], log: bool) -> 
             .x_label_area_size(40)
             .y_label_area_size(80)
             .build_cartesian_2d((0..n).into_segmented(), 0.0..max * 1.15)?;
-        chart.configure_mesh().disable_x_mesh().x_labels(n).x_label_formatter(&fmt_x).y_desc(ylabel).label_style((FONT, 14)).draw()?;
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .x_labels(n)
+            .x_label_formatter(&fmt_x)
+            .y_desc(ylabel)
+            .label_style((FONT, 14))
+            .draw()?;
         draw_bars(&mut chart, data, 0.0)?;
     }
-    root.present().with_context(|| format!("writing {}", path.display()))?;
+    root.present()
+        .with_context(|| format!("writing {}", path.display()))?;
     Ok(())
 }
 
-type Chart<'a, Y> = ChartContext<'a, BitMapBackend<'a>, Cartesian2d<SegmentedCoord<RangedCoordusize>, Y>>;
+type Chart<'a, Y> =
+    ChartContext<'a, BitMapBackend<'a>, Cartesian2d<SegmentedCoord<RangedCoordusize>, Y>>;
 
-fn draw_bars<'a, Y: Ranged<ValueType = f64>>(chart: &mut Chart<'a, Y>, data: &[Bar], floor: f64) -> anyhow::Result<()> {
+fn draw_bars<'a, Y: Ranged<ValueType = f64>>(
+    chart: &mut Chart<'a, Y>,
+    data: &[Bar],
+    floor: f64,
+) -> anyhow::Result<()> {
     for (i, b) in data.iter().enumerate() {
         let c = COLORS[i % COLORS.len()];
         let top = b.value.max(floor);
         let fill = c.mix(if b.emulated { 0.45 } else { 0.85 }).filled();
-        let mut rect = Rectangle::new([(SegmentValue::Exact(i), floor), (SegmentValue::Exact(i + 1), top)], fill);
+        let mut rect = Rectangle::new(
+            [
+                (SegmentValue::Exact(i), floor),
+                (SegmentValue::Exact(i + 1), top),
+            ],
+            fill,
+        );
         rect.set_margin(0, 0, 6, 6);
         chart.draw_series(std::iter::once(rect))?;
-        let style = TextStyle::from((FONT, 15).into_font()).pos(Pos::new(HPos::Center, VPos::Bottom));
-        chart.draw_series(std::iter::once(Text::new(format_value(b.value), (SegmentValue::CenterOf(i), top), style)))?;
+        let style =
+            TextStyle::from((FONT, 15).into_font()).pos(Pos::new(HPos::Center, VPos::Bottom));
+        chart.draw_series(std::iter::once(Text::new(
+            format_value(b.value),
+            (SegmentValue::CenterOf(i), top),
+            style,
+        )))?;
         if b.err > 0.0 {
             let (lo, hi) = ((b.value - b.err).max(floor), b.value + b.err);
-            chart.draw_series(std::iter::once(PathElement::new(vec![(SegmentValue::CenterOf(i), lo), (SegmentValue::CenterOf(i), hi)], BLACK.stroke_width(2))))?;
+            chart.draw_series(std::iter::once(PathElement::new(
+                vec![
+                    (SegmentValue::CenterOf(i), lo),
+                    (SegmentValue::CenterOf(i), hi),
+                ],
+                BLACK.stroke_width(2),
+            )))?;
         }
     }
     Ok(())
@@ -133,25 +200,50 @@ fn format_value(v: f64) -> String {
 }
 
 /// Lines over time, one per series.
-pub fn lines(path: &Path, title: &str, ylabel: &str, series: &[(String, Vec<(f64, f64)>)]) -> anyhow::Result<()> {
+pub fn lines(
+    path: &Path,
+    title: &str,
+    ylabel: &str,
+    series: &[(String, Vec<(f64, f64)>)],
+) -> anyhow::Result<()> {
     ensure_font()?;
     let root = BitMapBackend::new(path, SIZE).into_drawing_area();
     root.fill(&WHITE)?;
-    let tmax = series.iter().flat_map(|s| s.1.iter().map(|p| p.0)).fold(1.0f64, f64::max);
-    let ymax = series.iter().flat_map(|s| s.1.iter().map(|p| p.1)).fold(1.0f64, f64::max);
+    let tmax = series
+        .iter()
+        .flat_map(|s| s.1.iter().map(|p| p.0))
+        .fold(1.0f64, f64::max);
+    let ymax = series
+        .iter()
+        .flat_map(|s| s.1.iter().map(|p| p.1))
+        .fold(1.0f64, f64::max);
     let mut chart = ChartBuilder::on(&root)
         .caption(title, (FONT, 22))
         .margin(12)
         .x_label_area_size(40)
         .y_label_area_size(80)
         .build_cartesian_2d(0.0..tmax, 0.0..ymax * 1.1)?;
-    chart.configure_mesh().x_desc("seconds since the first start").y_desc(ylabel).label_style((FONT, 14)).draw()?;
+    chart
+        .configure_mesh()
+        .x_desc("seconds since the first start")
+        .y_desc(ylabel)
+        .label_style((FONT, 14))
+        .draw()?;
     for (i, (name, pts)) in series.iter().enumerate() {
         let c = COLORS[i % COLORS.len()];
-        chart.draw_series(LineSeries::new(pts.iter().copied(), c.stroke_width(2)))?.label(name.clone()).legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2)));
+        chart
+            .draw_series(LineSeries::new(pts.iter().copied(), c.stroke_width(2)))?
+            .label(name.clone())
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2)));
     }
-    chart.configure_series_labels().background_style(WHITE.mix(0.8)).border_style(BLACK).label_font((FONT, 14)).draw()?;
-    root.present().with_context(|| format!("writing {}", path.display()))?;
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .label_font((FONT, 14))
+        .draw()?;
+    root.present()
+        .with_context(|| format!("writing {}", path.display()))?;
     Ok(())
 }
 
@@ -161,7 +253,11 @@ pub fn all(rep: &Report, out: &Path) -> anyhow::Result<Vec<PathBuf>> {
         eprintln!("vtnt bench deploy: no figures: {e:#}");
         return Ok(Vec::new());
     }
-    let live: Vec<_> = rep.runtimes.iter().filter(|r| r.skipped.is_none()).collect();
+    let live: Vec<_> = rep
+        .runtimes
+        .iter()
+        .filter(|r| r.skipped.is_none())
+        .collect();
     let mut files = Vec::new();
     let mut emit = |name: &str, f: &dyn Fn(&Path) -> anyhow::Result<()>| {
         let p = out.join(name);
@@ -170,9 +266,17 @@ pub fn all(rep: &Report, out: &Path) -> anyhow::Result<Vec<PathBuf>> {
             Err(e) => eprintln!("vtnt bench deploy: figure {name}: {e:#}"),
         }
     };
-    let bar = |label: &str, value: f64, err: f64, emulated: bool| Bar { label: label.to_string(), value, err, emulated };
+    let bar = |label: &str, value: f64, err: f64, emulated: bool| Bar {
+        label: label.to_string(),
+        value,
+        err,
+        emulated,
+    };
     emit("fig4_image_size.png", &|p| {
-        let d: Vec<Bar> = live.iter().map(|r| bar(&r.runtime, r.image_bytes as f64 / 1048576.0, 0.0, false)).collect();
+        let d: Vec<Bar> = live
+            .iter()
+            .map(|r| bar(&r.runtime, r.image_bytes as f64 / 1048576.0, 0.0, false))
+            .collect();
         bars(p, "Fig. 4: image size", "MiB (log scale)", &d, true)
     });
     emit("fig5_memory.png", &|p| {
@@ -182,12 +286,25 @@ pub fn all(rep: &Report, out: &Path) -> anyhow::Result<Vec<PathBuf>> {
                 d.push(bar(&r.runtime, m.late_mib, 0.0, r.emulated));
             }
             if let Some(m) = r.memory_ksm {
-                d.push(bar(&format!("{}+KSM", r.runtime), m.late_mib, 0.0, r.emulated));
+                d.push(bar(
+                    &format!("{}+KSM", r.runtime),
+                    m.late_mib,
+                    0.0,
+                    r.emulated,
+                ));
             }
         }
-        bars(p, "Fig. 5: memory of one instance (PSS incl. engine)", "MiB", &d, false)
+        bars(
+            p,
+            "Fig. 5: memory of one instance (PSS incl. engine)",
+            "MiB",
+            &d,
+            false,
+        )
     });
-    let stat = |r: &crate::bench::RuntimeReport, f: fn(&crate::bench::Rep) -> f64| mean_sd(&r.reps.iter().map(f).collect::<Vec<_>>());
+    let stat = |r: &crate::bench::RuntimeReport, f: fn(&crate::bench::Rep) -> f64| {
+        mean_sd(&r.reps.iter().map(f).collect::<Vec<_>>())
+    };
     emit("fig6_time.png", &|p| {
         let mut d = Vec::new();
         for r in live.iter().filter(|r| !r.reps.is_empty()) {
@@ -196,37 +313,104 @@ pub fn all(rep: &Report, out: &Path) -> anyhow::Result<Vec<PathBuf>> {
             d.push(bar(&format!("{} deploy", r.runtime), dm, dsd, false));
             d.push(bar(&format!("{} exec", r.runtime), em, esd, r.emulated));
         }
-        bars(p, "Fig. 6: deployment and execution time (mean, sd)", "seconds (log scale)", &d, true)
+        bars(
+            p,
+            "Fig. 6: deployment and execution time (mean, sd)",
+            "seconds (log scale)",
+            &d,
+            true,
+        )
     });
     emit("fig7_cpu.png", &|p| {
-        let d: Vec<Bar> = live.iter().filter(|r| !r.reps.is_empty()).map(|r| {
-            let (m, sd) = stat(r, |x| x.cpu_s);
-            bar(&r.runtime, m, sd, r.emulated)
-        }).collect();
-        bars(p, "Fig. 7: CPU time of one deploy + run (mean, sd)", "CPU seconds (log scale)", &d, true)
+        let d: Vec<Bar> = live
+            .iter()
+            .filter(|r| !r.reps.is_empty())
+            .map(|r| {
+                let (m, sd) = stat(r, |x| x.cpu_s);
+                bar(&r.runtime, m, sd, r.emulated)
+            })
+            .collect();
+        bars(
+            p,
+            "Fig. 7: CPU time of one deploy + run (mean, sd)",
+            "CPU seconds (log scale)",
+            &d,
+            true,
+        )
     });
     emit("fig8_density.png", &|p| {
         let mut d = Vec::new();
         for r in &live {
             if let Some(x) = &r.density_memory {
-                d.push(bar(&format!("{} mem", r.runtime), f64::from(x.completed), 0.0, r.emulated));
+                d.push(bar(
+                    &format!("{} mem", r.runtime),
+                    f64::from(x.completed),
+                    0.0,
+                    r.emulated,
+                ));
             }
             if let Some(x) = &r.density_memory_ksm {
-                d.push(bar(&format!("{} mem+KSM", r.runtime), f64::from(x.completed), 0.0, r.emulated));
+                d.push(bar(
+                    &format!("{} mem+KSM", r.runtime),
+                    f64::from(x.completed),
+                    0.0,
+                    r.emulated,
+                ));
             }
             if let Some(x) = &r.density_cpu {
-                d.push(bar(&format!("{} cpu", r.runtime), f64::from(x.completed), 0.0, r.emulated));
+                d.push(bar(
+                    &format!("{} cpu", r.runtime),
+                    f64::from(x.completed),
+                    0.0,
+                    r.emulated,
+                ));
             }
         }
-        bars(p, "Fig. 8: instances completed within the memory / CPU budget", "instances", &d, false)
+        bars(
+            p,
+            "Fig. 8: instances completed within the memory / CPU budget",
+            "instances",
+            &d,
+            false,
+        )
     });
     emit("fig8a_memory_timeline.png", &|p| {
-        let s: Vec<_> = live.iter().filter_map(|r| r.density_memory.as_ref().map(|d| (r.runtime.clone(), d.timeline.iter().map(|x| (x.t, x.mem_mib)).collect()))).collect();
-        lines(p, "Fig. 8a: memory of the budget group over time", "MiB", &s)
+        let s: Vec<_> = live
+            .iter()
+            .filter_map(|r| {
+                r.density_memory.as_ref().map(|d| {
+                    (
+                        r.runtime.clone(),
+                        d.timeline.iter().map(|x| (x.t, x.mem_mib)).collect(),
+                    )
+                })
+            })
+            .collect();
+        lines(
+            p,
+            "Fig. 8a: memory of the budget group over time",
+            "MiB",
+            &s,
+        )
     });
     emit("fig8b_cpu_timeline.png", &|p| {
-        let s: Vec<_> = live.iter().filter_map(|r| r.density_cpu.as_ref().map(|d| (r.runtime.clone(), d.timeline.iter().map(|x| (x.t, x.cpu_pct)).collect()))).collect();
-        lines(p, "Fig. 8b: CPU use of the budget group over time", "% of one core", &s)
+        let s: Vec<_> = live
+            .iter()
+            .filter_map(|r| {
+                r.density_cpu.as_ref().map(|d| {
+                    (
+                        r.runtime.clone(),
+                        d.timeline.iter().map(|x| (x.t, x.cpu_pct)).collect(),
+                    )
+                })
+            })
+            .collect();
+        lines(
+            p,
+            "Fig. 8b: CPU use of the budget group over time",
+            "% of one core",
+            &s,
+        )
     });
     Ok(files)
 }

@@ -60,7 +60,14 @@ pub struct TimedOut {
 
 impl std::fmt::Display for TimedOut {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} did not finish within {:.0} s; stdout tail: {}; stderr tail: {}", self.what, self.timeout.as_secs_f64(), self.stdout_tail, self.stderr_tail)
+        write!(
+            f,
+            "{} did not finish within {:.0} s; stdout tail: {}; stderr tail: {}",
+            self.what,
+            self.timeout.as_secs_f64(),
+            self.stdout_tail,
+            self.stderr_tail
+        )
     }
 }
 
@@ -69,11 +76,31 @@ impl std::error::Error for TimedOut {}
 impl Supervised {
     /// Spawns `cmd` (stdin null, stdout/stderr piped) in a new process group.
     pub fn spawn(mut cmd: Command, what: &str) -> anyhow::Result<Supervised> {
-        cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).process_group(0);
+        cmd.stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0);
         let started = Instant::now();
-        let mut child = cmd.spawn().with_context(|| format!("starting {what}: {cmd:?}"))?;
+        let mut child = cmd
+            .spawn()
+            .with_context(|| format!("starting {what}: {cmd:?}"))?;
         let (tx, rx) = mpsc::channel();
-        for (is_out, pipe) in [(true, child.stdout.take().map(|p| Box::new(p) as Box<dyn Read + Send>)), (false, child.stderr.take().map(|p| Box::new(p) as Box<dyn Read + Send>))] {
+        for (is_out, pipe) in [
+            (
+                true,
+                child
+                    .stdout
+                    .take()
+                    .map(|p| Box::new(p) as Box<dyn Read + Send>),
+            ),
+            (
+                false,
+                child
+                    .stderr
+                    .take()
+                    .map(|p| Box::new(p) as Box<dyn Read + Send>),
+            ),
+        ] {
             if let Some(mut p) = pipe {
                 let tx = tx.clone();
                 std::thread::spawn(move || {
@@ -83,7 +110,12 @@ impl Supervised {
                 });
             }
         }
-        Ok(Supervised { child, what: what.to_string(), out: rx, started })
+        Ok(Supervised {
+            child,
+            what: what.to_string(),
+            out: rx,
+            started,
+        })
     }
 
     pub fn pid(&self) -> u32 {
@@ -103,33 +135,54 @@ impl Supervised {
     pub fn wait(mut self, timeout: Duration) -> anyhow::Result<Finished> {
         let deadline = self.started + timeout;
         let status = loop {
-            if let Some(st) = self.child.try_wait().with_context(|| format!("waiting for {}", self.what))? {
+            if let Some(st) = self
+                .child
+                .try_wait()
+                .with_context(|| format!("waiting for {}", self.what))?
+            {
                 break st;
             }
             if Instant::now() >= deadline {
                 kill_group(self.child.id(), libc::SIGKILL);
                 let _ = self.child.wait();
                 let (o, e) = self.collect(Duration::from_secs(2));
-                return Err(TimedOut { what: self.what.clone(), timeout, stdout_tail: tail(&o, 800).to_string(), stderr_tail: tail(&e, 800).to_string() }.into());
+                return Err(TimedOut {
+                    what: self.what.clone(),
+                    timeout,
+                    stdout_tail: tail(&o, 800).to_string(),
+                    stderr_tail: tail(&e, 800).to_string(),
+                }
+                .into());
             }
             std::thread::sleep(Duration::from_millis(10));
         };
         let elapsed = self.started.elapsed();
         let (stdout, stderr) = self.collect(Duration::from_secs(10));
-        Ok(Finished { status, stdout, stderr, elapsed })
+        Ok(Finished {
+            status,
+            stdout,
+            stderr,
+            elapsed,
+        })
     }
 
     fn collect(&mut self, wait: Duration) -> (String, String) {
         let (mut o, mut e) = (Vec::new(), Vec::new());
         let deadline = Instant::now() + wait;
         for _ in 0..2 {
-            match self.out.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+            match self
+                .out
+                .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+            {
                 Ok((true, b)) => o = b,
                 Ok((false, b)) => e = b,
                 Err(_) => break,
             }
         }
-        (String::from_utf8_lossy(&o).into_owned(), String::from_utf8_lossy(&e).into_owned())
+        (
+            String::from_utf8_lossy(&o).into_owned(),
+            String::from_utf8_lossy(&e).into_owned(),
+        )
     }
 }
 
@@ -164,18 +217,30 @@ pub fn rss_kib(pid: u32) -> u64 {
 fn rollup_field(pid: u32, field: &str) -> u64 {
     std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup"))
         .ok()
-        .and_then(|s| s.lines().find(|l| l.starts_with(field)).and_then(|l| l.split_whitespace().nth(1)).and_then(|v| v.parse().ok()))
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with(field))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|v| v.parse().ok())
+        })
         .unwrap_or(0)
 }
 
 /// CPU time (user + system) a live process has used, in seconds.
 pub fn cpu_secs(pid: u32) -> f64 {
-    let Ok(s) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { return 0.0 };
+    let Ok(s) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return 0.0;
+    };
     // fields after the command (which may hold spaces) start after the last ')'
-    let Some(rest) = s.rsplit_once(')').map(|(_, r)| r) else { return 0.0 };
+    let Some(rest) = s.rsplit_once(')').map(|(_, r)| r) else {
+        return 0.0;
+    };
     let f: Vec<&str> = rest.split_whitespace().collect();
     // rest[0] is field 3 (state); utime is field 14, stime 15
-    let ticks: u64 = [11, 12].iter().filter_map(|&i| f.get(i).and_then(|v| v.parse::<u64>().ok())).sum();
+    let ticks: u64 = [11, 12]
+        .iter()
+        .filter_map(|&i| f.get(i).and_then(|v| v.parse::<u64>().ok()))
+        .sum();
     ticks as f64 / clock_ticks()
 }
 
@@ -194,8 +259,11 @@ pub fn pids_named(name: &str) -> Vec<u32> {
     let mut v = Vec::new();
     if let Ok(rd) = std::fs::read_dir("/proc") {
         for e in rd.flatten() {
-            let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else { continue };
-            if std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == name) {
+            let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+                continue;
+            };
+            if std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == name)
+            {
                 v.push(pid);
             }
         }
@@ -208,9 +276,15 @@ pub fn tree(pid: u32) -> Vec<u32> {
     let mut parent_of = Vec::new();
     if let Ok(rd) = std::fs::read_dir("/proc") {
         for e in rd.flatten() {
-            let Some(p) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else { continue };
+            let Some(p) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+                continue;
+            };
             if let Ok(s) = std::fs::read_to_string(format!("/proc/{p}/stat")) {
-                if let Some(pp) = s.rsplit_once(')').and_then(|(_, r)| r.split_whitespace().nth(1)).and_then(|v| v.parse::<u32>().ok()) {
+                if let Some(pp) = s
+                    .rsplit_once(')')
+                    .and_then(|(_, r)| r.split_whitespace().nth(1))
+                    .and_then(|v| v.parse::<u32>().ok())
+                {
                     parent_of.push((p, pp));
                 }
             }
@@ -220,7 +294,12 @@ pub fn tree(pid: u32) -> Vec<u32> {
     let mut i = 0;
     while i < out.len() {
         let cur = out[i];
-        out.extend(parent_of.iter().filter(|(_, pp)| *pp == cur).map(|(p, _)| *p));
+        out.extend(
+            parent_of
+                .iter()
+                .filter(|(_, pp)| *pp == cur)
+                .map(|(p, _)| *p),
+        );
         i += 1;
     }
     out

@@ -23,7 +23,9 @@ fn ratio(x: Option<f64>, y: Option<f64>) -> String {
 }
 
 fn find<'a>(rep: &'a Report, name: &str) -> Option<&'a RuntimeReport> {
-    rep.runtimes.iter().find(|r| r.runtime == name && r.skipped.is_none())
+    rep.runtimes
+        .iter()
+        .find(|r| r.runtime == name && r.skipped.is_none())
 }
 
 /// Per-runtime values of one metric, for ratios.
@@ -52,7 +54,8 @@ pub fn write(rep: &mut Report, out: &Path) -> anyhow::Result<()> {
     rep.files.push(md_path);
     let json_path = out.join("report.json");
     rep.files.push(json_path.clone());
-    std::fs::write(&json_path, serde_json::to_vec_pretty(rep)?).with_context(|| format!("writing {}", json_path.display()))?;
+    std::fs::write(&json_path, serde_json::to_vec_pretty(rep)?)
+        .with_context(|| format!("writing {}", json_path.display()))?;
     Ok(())
 }
 
@@ -69,20 +72,44 @@ pub fn markdown(rep: &Report) -> String {
         let _ = writeln!(s, "> Rows marked (TCG) ran under QEMU's TCG emulator (no usable KVM on this host): their times, CPU and density are emulation figures, far worse than under KVM. Their memory includes QEMU's TCG translation buffer (hundreds of MiB for a Linux guest), which KVM does not have; image sizes are not affected.\n");
     }
     let tag = |r: &RuntimeReport| if r.emulated { " (TCG)" } else { "" };
-    let _ = writeln!(s, "## Fig. 4: image size\n\n| runtime | image | download | what |\n|---|---:|---:|---|");
+    let _ = writeln!(
+        s,
+        "## Fig. 4: image size\n\n| runtime | image | download | what |\n|---|---:|---:|---|"
+    );
     for r in &rep.runtimes {
         if let Some(why) = &r.skipped {
-            let _ = writeln!(s, "| {} | skipped | | {} |", r.label, why.lines().next().unwrap_or(""));
+            let _ = writeln!(
+                s,
+                "| {} | skipped | | {} |",
+                r.label,
+                why.lines().next().unwrap_or("")
+            );
             continue;
         }
-        let _ = writeln!(s, "| {} | {:.2} MiB | {:.2} MiB | {} |", r.label, mib(r.image_bytes), mib(r.download_bytes), r.image_note);
+        let _ = writeln!(
+            s,
+            "| {} | {:.2} MiB | {:.2} MiB | {} |",
+            r.label,
+            mib(r.image_bytes),
+            mib(r.download_bytes),
+            r.image_note
+        );
     }
     let _ = writeln!(s, "\n## Fig. 5: memory of one instance (PSS of its processes and its engine's, MiB)\n\n| runtime | running | peak | with KSM | KSM pages_sharing |\n|---|---:|---:|---:|---:|");
     for r in rep.runtimes.iter().filter(|r| r.skipped.is_none()) {
-        let m = r.memory.map_or("-".into(), |m| format!("{:.1}", m.late_mib));
-        let p = r.memory.map_or("-".into(), |m| format!("{:.1}", m.peak_mib));
-        let k = r.memory_ksm.map_or("-".into(), |m| format!("{:.1}", m.late_mib));
-        let c = r.memory_ksm.and_then(|m| m.ksm).map_or("-".into(), |c| c.pages_sharing.to_string());
+        let m = r
+            .memory
+            .map_or("-".into(), |m| format!("{:.1}", m.late_mib));
+        let p = r
+            .memory
+            .map_or("-".into(), |m| format!("{:.1}", m.peak_mib));
+        let k = r
+            .memory_ksm
+            .map_or("-".into(), |m| format!("{:.1}", m.late_mib));
+        let c = r
+            .memory_ksm
+            .and_then(|m| m.ksm)
+            .map_or("-".into(), |c| c.pages_sharing.to_string());
         let _ = writeln!(s, "| {}{} | {m} | {p} | {k} | {c} |", r.label, tag(r));
     }
     let _ = writeln!(s, "\n## Figs. 6, 7: deploy + execution time and CPU ({} reps, mean ± sd)\n\n| runtime | deploy s | execution s | cleanup s | total s | CPU s | ok | same output as native |\n|---|---:|---:|---:|---:|---:|---:|---:|", rep.reps);
@@ -109,26 +136,66 @@ pub fn markdown(rep: &Report) -> String {
     let _ = writeln!(s, "\n## Fig. 8: instances that start and complete within a budget\n\nMemory: {}. CPU: {} (the paper's 4 of 16 cores at 25 %; here a quarter of this machine: one core of two, at 50 %), instances 0.1 s apart, each a one-hop trace then a hold.\n", rep.memory_budget, rep.cpu_budget);
     let _ = writeln!(s, "| runtime | memory budget | memory + KSM | CPU budget | first failure |\n|---|---:|---:|---:|---|");
     for r in rep.runtimes.iter().filter(|r| r.skipped.is_none()) {
-        let d = |x: &Option<crate::density::DensityResult>| x.as_ref().map_or("-".into(), |d| format!("{}{}", d.completed, if d.capped { "+" } else { "" }));
-        let why = [&r.density_memory, &r.density_cpu].iter().find_map(|d| d.as_ref().and_then(|d| d.first_failure.clone())).unwrap_or_default();
-        let _ = writeln!(s, "| {}{} | {} | {} | {} | {} |", r.label, tag(r), d(&r.density_memory), d(&r.density_memory_ksm), d(&r.density_cpu), why.replace('|', "/").chars().take(160).collect::<String>());
+        let d = |x: &Option<crate::density::DensityResult>| {
+            x.as_ref().map_or("-".into(), |d| {
+                format!("{}{}", d.completed, if d.capped { "+" } else { "" })
+            })
+        };
+        let why = [&r.density_memory, &r.density_cpu]
+            .iter()
+            .find_map(|d| d.as_ref().and_then(|d| d.first_failure.clone()))
+            .unwrap_or_default();
+        let _ = writeln!(
+            s,
+            "| {}{} | {} | {} | {} | {} |",
+            r.label,
+            tag(r),
+            d(&r.density_memory),
+            d(&r.density_memory_ksm),
+            d(&r.density_cpu),
+            why.replace('|', "/").chars().take(160).collect::<String>()
+        );
     }
-    let _ = writeln!(s, "\n`N+`: every instance tried completed; the limit is higher.\n");
+    let _ = writeln!(
+        s,
+        "\n`N+`: every instance tried completed; the limit is higher.\n"
+    );
     let _ = writeln!(s, "## Ratios (the paper's: vTNT vs Docker / Vagrant VM)\n\n| metric | paper | Docker / vTNT | VM / vTNT | Docker / scratch | Docker / runc |\n|---|---|---:|---:|---:|---:|");
     let micro = find(rep, "microvm");
     let rows = [
         ("image size", "size", "430x / 1170x smaller", false),
         ("memory", "mem", "7.2x / 32x less", false),
         ("memory with KSM", "mem_ksm", "17x / 74x less", false),
-        ("deploy + execution time", "time", "2.4x / 13x faster", false),
+        (
+            "deploy + execution time",
+            "time",
+            "2.4x / 13x faster",
+            false,
+        ),
         ("CPU time", "cpu", "less than both", false),
-        ("instances in the memory budget", "dens_mem", "5x / 53x more", true),
-        ("instances in the CPU budget", "dens_cpu", "3x / 81x more", true),
+        (
+            "instances in the memory budget",
+            "dens_mem",
+            "5x / 53x more",
+            true,
+        ),
+        (
+            "instances in the CPU budget",
+            "dens_cpu",
+            "3x / 81x more",
+            true,
+        ),
     ];
     for (name, key, paper, inverse) in rows {
         let get = |n: &str| find(rep, n).and_then(|r| metric(r, key));
         let v = micro.and_then(|r| metric(r, key));
-        let q = |other: Option<f64>, base: Option<f64>| if inverse { ratio(base, other) } else { ratio(other, base) };
+        let q = |other: Option<f64>, base: Option<f64>| {
+            if inverse {
+                ratio(base, other)
+            } else {
+                ratio(other, base)
+            }
+        };
         let _ = writeln!(
             s,
             "| {name} | {paper} | {} | {} | {} | {} |",
@@ -138,14 +205,37 @@ pub fn markdown(rep: &Report) -> String {
             q(get("docker"), get("runc"))
         );
     }
-    let _ = writeln!(s, "\nRatios are > 1 when the first runtime costs more (or fits fewer instances).\n");
-    let errs: Vec<String> = rep.runtimes.iter().flat_map(|r| r.errors.iter().map(move |e| format!("- {}: {}", r.runtime, e.replace('\n', " ")))).collect();
+    let _ = writeln!(
+        s,
+        "\nRatios are > 1 when the first runtime costs more (or fits fewer instances).\n"
+    );
+    let errs: Vec<String> = rep
+        .runtimes
+        .iter()
+        .flat_map(|r| {
+            r.errors
+                .iter()
+                .map(move |e| format!("- {}: {}", r.runtime, e.replace('\n', " ")))
+        })
+        .collect();
     if !errs.is_empty() {
         let _ = writeln!(s, "## Errors\n\n{}\n", errs.join("\n"));
     }
-    let retried: Vec<String> = rep.runtimes.iter().flat_map(|r| r.retried.iter().map(move |e| format!("- {}: {}", r.runtime, e.replace('\n', " ")))).collect();
+    let retried: Vec<String> = rep
+        .runtimes
+        .iter()
+        .flat_map(|r| {
+            r.retried
+                .iter()
+                .map(move |e| format!("- {}: {}", r.runtime, e.replace('\n', " ")))
+        })
+        .collect();
     if !retried.is_empty() {
-        let _ = writeln!(s, "## Retried after a guest timeout under TCG (the figures are the retry's)\n\n{}\n", retried.join("\n"));
+        let _ = writeln!(
+            s,
+            "## Retried after a guest timeout under TCG (the figures are the retry's)\n\n{}\n",
+            retried.join("\n")
+        );
     }
     let _ = writeln!(s, "## Figures\n\n![Fig. 4](fig4_image_size.png)\n![Fig. 5](fig5_memory.png)\n![Fig. 6](fig6_time.png)\n![Fig. 7](fig7_cpu.png)\n![Fig. 8](fig8_density.png)\n![Fig. 8a](fig8a_memory_timeline.png)\n![Fig. 8b](fig8b_cpu_timeline.png)");
     s

@@ -26,33 +26,64 @@ pub fn build_image(opts: &BuildOptions) -> anyhow::Result<ImageInfo> {
     let dst = paths::images_dir()?.join(IMAGE_NAME);
     let stale = opts.rebuild
         || !dst.exists()
-        || std::fs::metadata(&bin)?.modified().ok() > std::fs::metadata(&dst).and_then(|m| m.modified()).ok();
+        || std::fs::metadata(&bin)?.modified().ok()
+            > std::fs::metadata(&dst).and_then(|m| m.modified()).ok();
     if stale {
         let tmp = paths::TempDir::new("runc-build")?;
         let rootfs = tmp.path().join("rootfs");
         for d in ["proc", "dev", "sys", "tmp", "etc"] {
             std::fs::create_dir_all(rootfs.join(d))?;
         }
-        std::fs::copy(&bin, rootfs.join("vtnt")).with_context(|| format!("copying {}", bin.display()))?;
+        std::fs::copy(&bin, rootfs.join("vtnt"))
+            .with_context(|| format!("copying {}", bin.display()))?;
         std::fs::write(rootfs.join("etc/hostname"), "vtnt\n")?;
         let tarball = dst.with_extension("tmp");
-        paths::run_cmd(Command::new("tar").arg("-C").arg(tmp.path()).arg("--numeric-owner").arg("-cf").arg(&tarball).arg("rootfs"))?;
+        paths::run_cmd(
+            Command::new("tar")
+                .arg("-C")
+                .arg(tmp.path())
+                .arg("--numeric-owner")
+                .arg("-cf")
+                .arg(&tarball)
+                .arg("rootfs"),
+        )?;
         std::fs::rename(&tarball, &dst)?;
     }
     let size = paths::file_size(&dst)?;
-    Ok(ImageInfo { runtime: Runtime::Runc, path: dst, download_bytes: size, size_bytes: size, size_note: "OCI bundle tarball (rootfs + static binary)".into() })
+    Ok(ImageInfo {
+        runtime: Runtime::Runc,
+        path: dst,
+        download_bytes: size,
+        size_bytes: size,
+        size_note: "OCI bundle tarball (rootfs + static binary)".into(),
+    })
 }
 
 /// Unpacks the bundle into `dir`; returns the rootfs.
 pub fn install(tarball: &Path, dir: &Path) -> anyhow::Result<PathBuf> {
-    paths::run_cmd(Command::new("tar").arg("-C").arg(dir).arg("-xf").arg(tarball))?;
+    paths::run_cmd(
+        Command::new("tar")
+            .arg("-C")
+            .arg(dir)
+            .arg("-xf")
+            .arg(tarball),
+    )?;
     let rootfs = dir.join("rootfs");
-    anyhow::ensure!(rootfs.join("vtnt").is_file(), "{} holds no rootfs/vtnt", tarball.display());
+    anyhow::ensure!(
+        rootfs.join("vtnt").is_file(),
+        "{} holds no rootfs/vtnt",
+        tarball.display()
+    );
     Ok(rootfs)
 }
 
 /// The OCI runtime configuration of one instance.
-pub fn config(rootfs: &Path, args: &[String], netns: &Path, cgroups_path: &str) -> serde_json::Value {
+pub fn config(
+    rootfs: &Path,
+    args: &[String],
+    netns: &Path,
+    cgroups_path: &str,
+) -> serde_json::Value {
     let caps = ["CAP_NET_RAW"];
     json!({
         "ociVersion": "1.0.2",
@@ -92,23 +123,43 @@ pub fn config(rootfs: &Path, args: &[String], netns: &Path, cgroups_path: &str) 
 
 /// Starts one container; returns the `runc run` process, the container id and runc's
 /// state root (for [`destroy`]).
-pub fn start(rootfs: &Path, dir: &Path, lab: &Lab, spec: &InstanceSpec, cgroup: &Cgroup) -> anyhow::Result<(Supervised, String, PathBuf)> {
+pub fn start(
+    rootfs: &Path,
+    dir: &Path,
+    lab: &Lab,
+    spec: &InstanceSpec,
+    cgroup: &Cgroup,
+) -> anyhow::Result<(Supervised, String, PathBuf)> {
     let runc = paths::need("runc", "runc")?;
     let id = paths::unique("vtnt");
     let bundle = dir.join(format!("bundle-{id}"));
     std::fs::create_dir_all(&bundle)?;
     let mut args = vec!["/vtnt".to_string()];
     args.extend(spec.job.guest_args());
-    let cfg = config(rootfs, &args, &lab.netns_path, &format!("/{}/c", cgroup.rel()));
+    let cfg = config(
+        rootfs,
+        &args,
+        &lab.netns_path,
+        &format!("/{}/c", cgroup.rel()),
+    );
     std::fs::write(bundle.join("config.json"), serde_json::to_vec_pretty(&cfg)?)?;
     let root = paths::run_dir()?.join("runc");
     let mut cmd = cgroup.wrap(&runc.display().to_string());
-    cmd.arg("--root").arg(&root).arg("run").arg("--bundle").arg(&bundle).arg(&id);
+    cmd.arg("--root")
+        .arg(&root)
+        .arg("run")
+        .arg("--bundle")
+        .arg(&bundle)
+        .arg(&id);
     let child = Supervised::spawn(cmd, &format!("runc container {id}"))?;
     Ok((child, id, root))
 }
 
 /// Removes the container (killing it if it still runs).
 pub fn destroy(id: &str, root: &Path) {
-    let _ = Command::new("runc").arg("--root").arg(root).args(["delete", "--force", id]).output();
+    let _ = Command::new("runc")
+        .arg("--root")
+        .arg(root)
+        .args(["delete", "--force", id])
+        .output();
 }

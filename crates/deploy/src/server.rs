@@ -50,15 +50,24 @@ impl ImageServer {
         let mut files: HashMap<String, PathBuf> = HashMap::new();
         let mut names = HashMap::new();
         for im in images {
-            let name = im.path.file_name().and_then(|n| n.to_str()).context("image without a file name")?.to_string();
+            let name = im
+                .path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .context("image without a file name")?
+                .to_string();
             files.insert(name.clone(), im.path.clone());
             names.insert(im.runtime, name);
         }
-        let listener = TcpListener::bind("127.0.0.1:0").context("image server: binding 127.0.0.1:0")?;
+        let listener =
+            TcpListener::bind("127.0.0.1:0").context("image server: binding 127.0.0.1:0")?;
         let addr = listener.local_addr()?;
         listener.set_nonblocking(true)?;
         let stop = Arc::new(AtomicBool::new(false));
-        let bucket = Arc::new(Mutex::new(Bucket { bytes_per_sec: (bandwidth_bps.max(8_000) / 8) as f64, next_free: Instant::now() }));
+        let bucket = Arc::new(Mutex::new(Bucket {
+            bytes_per_sec: (bandwidth_bps.max(8_000) / 8) as f64,
+            next_free: Instant::now(),
+        }));
         let files = Arc::new(files);
         let stop2 = stop.clone();
         let thread = std::thread::Builder::new()
@@ -67,7 +76,8 @@ impl ImageServer {
                 while !stop2.load(Ordering::Relaxed) {
                     match listener.accept() {
                         Ok((s, _)) => {
-                            let (files, bucket, stop3) = (files.clone(), bucket.clone(), stop2.clone());
+                            let (files, bucket, stop3) =
+                                (files.clone(), bucket.clone(), stop2.clone());
                             std::thread::spawn(move || {
                                 let _ = serve(s, &files, &bucket, &stop3);
                             });
@@ -77,12 +87,20 @@ impl ImageServer {
                 }
             })
             .context("spawning the image server thread")?;
-        Ok(ImageServer { addr, stop, thread: Some(thread), names })
+        Ok(ImageServer {
+            addr,
+            stop,
+            thread: Some(thread),
+            names,
+        })
     }
 
     /// `http://127.0.0.1:<port>/<file>` of a runtime's image.
     pub fn url(&self, rt: crate::Runtime) -> anyhow::Result<String> {
-        let n = self.names.get(&rt).with_context(|| format!("the image server has no {} image", rt.name()))?;
+        let n = self
+            .names
+            .get(&rt)
+            .with_context(|| format!("the image server has no {} image", rt.name()))?;
         Ok(format!("http://{}/{n}", self.addr))
     }
 
@@ -100,7 +118,12 @@ impl Drop for ImageServer {
     }
 }
 
-fn serve(s: TcpStream, files: &HashMap<String, PathBuf>, bucket: &Mutex<Bucket>, stop: &AtomicBool) -> std::io::Result<()> {
+fn serve(
+    s: TcpStream,
+    files: &HashMap<String, PathBuf>,
+    bucket: &Mutex<Bucket>,
+    stop: &AtomicBool,
+) -> std::io::Result<()> {
     s.set_nonblocking(false)?;
     s.set_read_timeout(Some(Duration::from_secs(10)))?;
     let mut r = BufReader::new(s.try_clone()?);
@@ -142,12 +165,20 @@ fn serve(s: TcpStream, files: &HashMap<String, PathBuf>, bucket: &Mutex<Bucket>,
 
 /// Downloads `url` (`http://host:port/path`) to `dest`; returns the bytes received.
 pub fn fetch(url: &str, dest: &Path) -> anyhow::Result<u64> {
-    let rest = url.strip_prefix("http://").with_context(|| format!("not an http:// URL: {url}"))?;
-    let (host, path) = rest.split_once('/').map_or((rest, "/".to_string()), |(h, p)| (h, format!("/{p}")));
-    let s = TcpStream::connect(host).with_context(|| format!("connecting to the image server {host}"))?;
+    let rest = url
+        .strip_prefix("http://")
+        .with_context(|| format!("not an http:// URL: {url}"))?;
+    let (host, path) = rest
+        .split_once('/')
+        .map_or((rest, "/".to_string()), |(h, p)| (h, format!("/{p}")));
+    let s = TcpStream::connect(host)
+        .with_context(|| format!("connecting to the image server {host}"))?;
     s.set_read_timeout(Some(Duration::from_secs(60)))?;
     let mut w = s.try_clone()?;
-    write!(w, "GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n")?;
+    write!(
+        w,
+        "GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
+    )?;
     let mut r = BufReader::with_capacity(CHUNK, s);
     let mut status = String::new();
     r.read_line(&mut status)?;
@@ -166,7 +197,8 @@ pub fn fetch(url: &str, dest: &Path) -> anyhow::Result<u64> {
             }
         }
     }
-    let mut out = std::fs::File::create(dest).with_context(|| format!("creating {}", dest.display()))?;
+    let mut out =
+        std::fs::File::create(dest).with_context(|| format!("creating {}", dest.display()))?;
     let n = std::io::copy(&mut r, &mut out).with_context(|| format!("downloading {url}"))?;
     if let Some(l) = len {
         if l != n {
@@ -187,7 +219,13 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let f = dir.join("img.bin");
         std::fs::write(&f, vec![7u8; 1_000_000]).unwrap();
-        let info = ImageInfo { runtime: crate::Runtime::Native, path: f, download_bytes: 1_000_000, size_bytes: 1_000_000, size_note: String::new() };
+        let info = ImageInfo {
+            runtime: crate::Runtime::Native,
+            path: f,
+            download_bytes: 1_000_000,
+            size_bytes: 1_000_000,
+            size_note: String::new(),
+        };
         // 40 Mbit/s: 1 MB takes 0.2 s
         let srv = ImageServer::start(&[&info], 40_000_000).unwrap();
         let t = Instant::now();
@@ -196,7 +234,10 @@ mod tests {
         assert_eq!(n, 1_000_000);
         assert!(el >= Duration::from_millis(180), "{el:?}");
         assert!(el < Duration::from_secs(2), "{el:?}");
-        assert_eq!(std::fs::read(dir.join("got")).unwrap(), vec![7u8; 1_000_000]);
+        assert_eq!(
+            std::fs::read(dir.join("got")).unwrap(),
+            vec![7u8; 1_000_000]
+        );
         assert!(fetch(&format!("http://{}/nope", srv.addr()), &dir.join("x")).is_err());
         drop(srv);
         std::fs::remove_dir_all(&dir).unwrap();

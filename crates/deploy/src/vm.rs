@@ -82,7 +82,8 @@ pub fn build_image(opts: &BuildOptions) -> anyhow::Result<ImageInfo> {
     let stale = opts.rebuild
         || !dst.exists()
         || !size_file.exists()
-        || std::fs::metadata(&bin)?.modified().ok() > std::fs::metadata(&dst).and_then(|m| m.modified()).ok();
+        || std::fs::metadata(&bin)?.modified().ok()
+            > std::fs::metadata(&dst).and_then(|m| m.modified()).ok();
     if stale {
         let qemu_img = paths::need("qemu-img", "qemu-utils")?;
         let mkfs = paths::need("mkfs.ext4", "e2fsprogs")?;
@@ -90,7 +91,8 @@ pub fn build_image(opts: &BuildOptions) -> anyhow::Result<ImageInfo> {
         let tmp = paths::TempDir::new("vm-build")?;
         let root = tmp.path().join("root");
         debian::copy_tree(&base, &root)?;
-        std::fs::copy(&bin, root.join("usr/local/bin/vtnt")).context("copying vtnt into the VM rootfs")?;
+        std::fs::copy(&bin, root.join("usr/local/bin/vtnt"))
+            .context("copying vtnt into the VM rootfs")?;
         write_exec(&root.join("usr/local/sbin/vtnt-job"), JOB_SCRIPT)?;
         std::fs::write(root.join("etc/systemd/system/vtnt-job.service"), UNIT)?;
         let wants = root.join("etc/systemd/system/multi-user.target.wants");
@@ -98,32 +100,60 @@ pub fn build_image(opts: &BuildOptions) -> anyhow::Result<ImageInfo> {
         let link = wants.join("vtnt-job.service");
         let _ = std::fs::remove_file(&link);
         std::os::unix::fs::symlink("/etc/systemd/system/vtnt-job.service", &link)?;
-        std::fs::write(root.join("etc/fstab"), "/dev/vda / ext4 defaults,errors=remount-ro 0 1\n")?;
+        std::fs::write(
+            root.join("etc/fstab"),
+            "/dev/vda / ext4 defaults,errors=remount-ro 0 1\n",
+        )?;
         std::fs::write(root.join("etc/hostname"), "vtnt-vm\n")?;
         let boot = tmp.path().join("box");
         std::fs::create_dir_all(&boot)?;
         for (prefix, name) in [("vmlinuz-", "vmlinuz"), ("initrd.img-", "initrd.img")] {
             let f = newest(&root.join("boot"), prefix)?;
-            std::fs::copy(&f, boot.join(name)).with_context(|| format!("copying {}", f.display()))?;
+            std::fs::copy(&f, boot.join(name))
+                .with_context(|| format!("copying {}", f.display()))?;
         }
         let bytes = debian::tree_bytes(&root)?;
         let fs_mib = bytes / (1 << 20) * 13 / 10 + 256;
         let raw = tmp.path().join("disk.raw");
-        paths::run_cmd(Command::new(mkfs).args(["-q", "-F", "-L", "vtntroot", "-d"]).arg(&root).arg(&raw).arg(format!("{fs_mib}M")))?;
-        let installed = paths::allocated(&raw)? + paths::file_size(&boot.join("vmlinuz"))? + paths::file_size(&boot.join("initrd.img"))?;
-        paths::run_cmd(Command::new(qemu_img).args(["convert", "-c", "-O", "qcow2"]).arg(&raw).arg(boot.join("disk.qcow2")))?;
+        paths::run_cmd(
+            Command::new(mkfs)
+                .args(["-q", "-F", "-L", "vtntroot", "-d"])
+                .arg(&root)
+                .arg(&raw)
+                .arg(format!("{fs_mib}M")),
+        )?;
+        let installed = paths::allocated(&raw)?
+            + paths::file_size(&boot.join("vmlinuz"))?
+            + paths::file_size(&boot.join("initrd.img"))?;
+        paths::run_cmd(
+            Command::new(qemu_img)
+                .args(["convert", "-c", "-O", "qcow2"])
+                .arg(&raw)
+                .arg(boot.join("disk.qcow2")),
+        )?;
         let part = dst.with_extension("part");
-        paths::run_cmd(Command::new("tar").arg("-C").arg(&boot).arg("-cf").arg(&part).args(["disk.qcow2", "vmlinuz", "initrd.img"]))?;
+        paths::run_cmd(
+            Command::new("tar")
+                .arg("-C")
+                .arg(&boot)
+                .arg("-cf")
+                .arg(&part)
+                .args(["disk.qcow2", "vmlinuz", "initrd.img"]),
+        )?;
         std::fs::rename(&part, &dst)?;
         std::fs::write(&size_file, installed.to_string())?;
     }
-    let installed: u64 = std::fs::read_to_string(&size_file)?.trim().parse().context("reading the VM image size")?;
+    let installed: u64 = std::fs::read_to_string(&size_file)?
+        .trim()
+        .parse()
+        .context("reading the VM image size")?;
     Ok(ImageInfo {
         runtime: Runtime::Vm,
         download_bytes: paths::file_size(&dst)?,
         path: dst,
         size_bytes: installed,
-        size_note: "ext4 disk blocks in use + kernel + initrd; download is a compressed qcow2 box".into(),
+        size_note: "ext4 disk blocks in use + kernel + initrd; download is a compressed qcow2 box"
+            .into(),
     })
 }
 
@@ -142,19 +172,38 @@ fn newest(dir: &Path, prefix: &str) -> anyhow::Result<PathBuf> {
         .with_context(|| format!("reading {}", dir.display()))?
         .flatten()
         .map(|e| e.path())
-        .filter(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with(prefix)))
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with(prefix))
+        })
         .collect();
     v.sort();
-    v.pop().with_context(|| format!("no {prefix}* in {} (is linux-image-amd64 in the rootfs?)", dir.display()))
+    v.pop().with_context(|| {
+        format!(
+            "no {prefix}* in {} (is linux-image-amd64 in the rootfs?)",
+            dir.display()
+        )
+    })
 }
 
 /// Unpacks a fetched box into `dir`; returns the directory holding its files.
 pub fn install(tarball: &Path, dir: &Path) -> anyhow::Result<PathBuf> {
     let d = dir.join("box");
     std::fs::create_dir_all(&d)?;
-    paths::run_cmd(Command::new("tar").arg("-C").arg(&d).arg("-xf").arg(tarball))?;
+    paths::run_cmd(
+        Command::new("tar")
+            .arg("-C")
+            .arg(&d)
+            .arg("-xf")
+            .arg(tarball),
+    )?;
     for f in ["disk.qcow2", "vmlinuz", "initrd.img"] {
-        anyhow::ensure!(d.join(f).is_file(), "the VM box {} has no {f}", tarball.display());
+        anyhow::ensure!(
+            d.join(f).is_file(),
+            "the VM box {} has no {f}",
+            tarball.display()
+        );
     }
     Ok(d)
 }
@@ -168,7 +217,8 @@ pub fn accel() -> &'static str {
         _ => {}
     }
     let boot_id = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap_or_default();
-    let cached = std::fs::read_to_string(std::env::temp_dir().join("vtnt-kvm-usable")).unwrap_or_default();
+    let cached =
+        std::fs::read_to_string(std::env::temp_dir().join("vtnt-kvm-usable")).unwrap_or_default();
     match cached.trim().split_once(' ') {
         Some((id, "1")) if id == boot_id.trim() && !id.is_empty() => "kvm",
         _ => "tcg",
@@ -179,7 +229,9 @@ fn base64(data: &[u8]) -> String {
     const T: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     let mut s = String::new();
     for c in data.chunks(3) {
-        let n = (u32::from(c[0]) << 16) | (u32::from(*c.get(1).unwrap_or(&0)) << 8) | u32::from(*c.get(2).unwrap_or(&0));
+        let n = (u32::from(c[0]) << 16)
+            | (u32::from(*c.get(1).unwrap_or(&0)) << 8)
+            | u32::from(*c.get(2).unwrap_or(&0));
         for i in 0..4 {
             if i <= c.len() {
                 s.push(T[(n >> (18 - 6 * i) & 63) as usize] as char);
@@ -192,11 +244,19 @@ fn base64(data: &[u8]) -> String {
 }
 
 /// Boots one VM of the box in `box_dir` on the lab's VM front, in `cgroup`.
-pub fn start(box_dir: &Path, lab: &Lab, spec: &InstanceSpec, cgroup: &Cgroup) -> anyhow::Result<Supervised> {
+pub fn start(
+    box_dir: &Path,
+    lab: &Lab,
+    spec: &InstanceSpec,
+    cgroup: &Cgroup,
+) -> anyhow::Result<Supervised> {
     let qemu = paths::need("qemu-system-x86_64", "qemu-system-x86")?;
     let (addr, len) = lab.vm.guest(spec.index)?;
     let args = spec.job.guest_args();
-    anyhow::ensure!(!args.iter().any(|w| w.contains('\n')), "job words may not contain newlines");
+    anyhow::ensure!(
+        !args.iter().any(|w| w.contains('\n')),
+        "job words may not contain newlines"
+    );
     let words = args.join("\n");
     let local_port = free_udp_port()?;
     let mac = format!("52:54:00:76:75:{:02x}", spec.index % 256);
@@ -237,17 +297,29 @@ fn free_udp_port() -> anyhow::Result<u16> {
 
 /// The job's stdout from the serial console (the `VTNT|` lines).
 pub fn guest_stdout(console: &str) -> String {
-    console.lines().filter_map(|l| l.trim_end_matches('\r').strip_prefix("VTNT|")).map(|l| format!("{l}\n")).collect()
+    console
+        .lines()
+        .filter_map(|l| l.trim_end_matches('\r').strip_prefix("VTNT|"))
+        .map(|l| format!("{l}\n"))
+        .collect()
 }
 
 /// The job's exit code from the console's `VTNT-END rc=N` line.
 pub fn guest_code(console: &str) -> Option<i32> {
-    console.lines().find_map(|l| l.trim_end_matches('\r').strip_prefix("VTNT-END rc=").and_then(|v| v.trim().parse().ok()))
+    console.lines().find_map(|l| {
+        l.trim_end_matches('\r')
+            .strip_prefix("VTNT-END rc=")
+            .and_then(|v| v.trim().parse().ok())
+    })
 }
 
 /// The job's stderr from the console (`VTNT-ERR|` lines), for error messages.
 pub fn guest_stderr(console: &str) -> String {
-    console.lines().filter_map(|l| l.trim_end_matches('\r').strip_prefix("VTNT-ERR|")).map(|l| format!("{l}\n")).collect()
+    console
+        .lines()
+        .filter_map(|l| l.trim_end_matches('\r').strip_prefix("VTNT-ERR|"))
+        .map(|l| format!("{l}\n"))
+        .collect()
 }
 
 #[cfg(test)]
@@ -263,7 +335,8 @@ mod tests {
 
     #[test]
     fn console_parsing() {
-        let c = "[  OK  ] noise\r\nVTNT-BEGIN\r\nVTNT|{\"a\":1}\r\nVTNT-ERR|warn\r\nVTNT-END rc=0\r\n";
+        let c =
+            "[  OK  ] noise\r\nVTNT-BEGIN\r\nVTNT|{\"a\":1}\r\nVTNT-ERR|warn\r\nVTNT-END rc=0\r\n";
         assert_eq!(guest_stdout(c), "{\"a\":1}\n");
         assert_eq!(guest_code(c), Some(0));
         assert_eq!(guest_stderr(c), "warn\n");

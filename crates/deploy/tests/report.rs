@@ -12,7 +12,10 @@ fn small_report_is_complete() {
     if common::skip(test, common::basic_missing()) {
         return;
     }
-    let runtimes: Vec<Runtime> = Runtime::ALL.into_iter().filter(|&rt| common::runtime_missing(rt).is_none()).collect();
+    let runtimes: Vec<Runtime> = Runtime::ALL
+        .into_iter()
+        .filter(|&rt| common::runtime_missing(rt).is_none())
+        .collect();
     let lab = common::LabGuard::up("rep").expect("vtnt lab up");
     let out = std::env::temp_dir().join(format!("vtnt-bench-deploy-{}", std::process::id()));
     let args = BenchDeployArgs {
@@ -24,7 +27,11 @@ fn small_report_is_complete() {
         hold_secs: 2,
         density_max: 4,
         density_max_vm: 1,
-        density_runtimes: runtimes.iter().copied().filter(|&r| r != Runtime::Vm).collect(),
+        density_runtimes: runtimes
+            .iter()
+            .copied()
+            .filter(|&r| r != Runtime::Vm)
+            .collect(),
         // a guest takes under a minute here; a hung one (retried once) should not cost 15
         timeout_secs: 240,
         ..BenchDeployArgs::default()
@@ -38,19 +45,41 @@ fn small_report_is_complete() {
         }
         assert!(rt.errors.is_empty(), "{}: {:?}", rt.runtime, rt.errors);
         assert_eq!(rt.reps.len(), 2, "{}", rt.runtime);
-        assert!(rt.reps.iter().all(|r| r.ok && r.same_as_native), "{}: {:?}", rt.runtime, rt.reps);
-        assert!(rt.image_bytes > 0 && rt.memory.is_some_and(|m| m.late_mib > 0.0), "{}", rt.runtime);
+        assert!(
+            rt.reps.iter().all(|r| r.ok && r.same_as_native),
+            "{}: {:?}",
+            rt.runtime,
+            rt.reps
+        );
+        assert!(
+            rt.image_bytes > 0 && rt.memory.is_some_and(|m| m.late_mib > 0.0),
+            "{}",
+            rt.runtime
+        );
         if rt.runtime != "vm" {
             let d = rt.density_memory.as_ref().expect("memory density");
             assert!(d.completed >= 1, "{}: {d:?}", rt.runtime);
         }
         assert!(md.contains(&rt.label), "report.md lacks {}", rt.label);
     }
-    for fig in ["fig4_image_size.png", "fig5_memory.png", "fig6_time.png", "fig7_cpu.png", "fig8_density.png"] {
+    for fig in [
+        "fig4_image_size.png",
+        "fig5_memory.png",
+        "fig6_time.png",
+        "fig7_cpu.png",
+        "fig8_density.png",
+    ] {
         let p = out.join(fig);
         let len = std::fs::metadata(&p).map(|m| m.len()).unwrap_or(0);
-        assert!(len > 10_000, "{} missing or empty ({len} bytes)", p.display());
+        assert!(
+            len > 10_000,
+            "{} missing or empty ({len} bytes)",
+            p.display()
+        );
     }
-    assert!(vtnt_deploy::plot::text_renders().expect("font"), "plot text does not render");
+    assert!(
+        vtnt_deploy::plot::text_renders().expect("font"),
+        "plot text does not render"
+    );
     let _ = std::fs::remove_dir_all(&out);
 }

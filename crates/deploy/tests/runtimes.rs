@@ -25,11 +25,20 @@ fn check(test: &str, runtimes: &[Runtime], dhcp: bool) {
     }
     // a lab per test, named after its first letters (tests run in parallel)
     let lab = common::LabGuard::up(&test.chars().take(3).collect::<String>()).expect("vtnt lab up");
-    let opts = RunOptions { lab: lab.name.clone(), bandwidth_bps: 1_000_000_000, timeout: Duration::from_secs(600), ..Default::default() };
+    let opts = RunOptions {
+        lab: lab.name.clone(),
+        bandwidth_bps: 1_000_000_000,
+        timeout: Duration::from_secs(600),
+        ..Default::default()
+    };
     let native = Runtime::Native.run(&job(), &opts).expect("native run");
     assert!(native.ok(), "native run failed: {}", native.stderr);
     let want = normalize(&native.stdout);
-    assert!(want.iter().any(|l| l.contains("\"type\":\"trace\"")), "native output has no trace: {}", native.stdout);
+    assert!(
+        want.iter().any(|l| l.contains("\"type\":\"trace\"")),
+        "native output has no trace: {}",
+        native.stdout
+    );
     for &rt in runtimes {
         if rt == Runtime::Microvm {
             if let Err(e) = rt.build_image(&Default::default()) {
@@ -39,15 +48,50 @@ fn check(test: &str, runtimes: &[Runtime], dhcp: bool) {
                 }
             }
         }
-        let out = rt.run(&job(), &RunOptions { dhcp, ..opts.clone() }).unwrap_or_else(|e| panic!("{} run: {e:#}", rt.name()));
-        assert!(out.ok(), "{} run exited with {:?}: {}", rt.name(), out.code, out.stderr);
+        let out = rt
+            .run(
+                &job(),
+                &RunOptions {
+                    dhcp,
+                    ..opts.clone()
+                },
+            )
+            .unwrap_or_else(|e| panic!("{} run: {e:#}", rt.name()));
+        assert!(
+            out.ok(),
+            "{} run exited with {:?}: {}",
+            rt.name(),
+            out.code,
+            out.stderr
+        );
         if dhcp {
             // the lab leases hosts .130-.229 of the vantage LAN (docs/lab.md)
-            let leased = |l: &str| l.split("\"src\":\"192.0.2.").nth(1).and_then(|r| r.split('"').next()).and_then(|h| h.parse::<u8>().ok()).is_some_and(|h| (130..230).contains(&h));
-            assert!(out.stdout.lines().any(leased), "{} with DHCP: no leased source address in {}", rt.name(), out.stdout);
+            let leased = |l: &str| {
+                l.split("\"src\":\"192.0.2.")
+                    .nth(1)
+                    .and_then(|r| r.split('"').next())
+                    .and_then(|h| h.parse::<u8>().ok())
+                    .is_some_and(|h| (130..230).contains(&h))
+            };
+            assert!(
+                out.stdout.lines().any(leased),
+                "{} with DHCP: no leased source address in {}",
+                rt.name(),
+                out.stdout
+            );
         }
-        assert_eq!(normalize(&out.stdout), want, "{} output differs from native", rt.name());
-        eprintln!("{test}: {} deploy {:.2} s, execution {:.2} s", rt.name(), out.deploy_time.as_secs_f64(), out.exec_time.as_secs_f64());
+        assert_eq!(
+            normalize(&out.stdout),
+            want,
+            "{} output differs from native",
+            rt.name()
+        );
+        eprintln!(
+            "{test}: {} deploy {:.2} s, execution {:.2} s",
+            rt.name(),
+            out.deploy_time.as_secs_f64(),
+            out.exec_time.as_secs_f64()
+        );
     }
 }
 
@@ -58,7 +102,11 @@ fn runc_matches_native() {
 
 #[test]
 fn docker_images_match_native() {
-    check("docker_images_match_native", &[Runtime::DockerScratch, Runtime::Docker], false);
+    check(
+        "docker_images_match_native",
+        &[Runtime::DockerScratch, Runtime::Docker],
+        false,
+    );
 }
 
 #[test]

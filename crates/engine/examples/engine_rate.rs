@@ -32,18 +32,37 @@ fn job(i: u32) -> Job {
 fn answer(probe: &[u8], out: &mut Vec<u8>) {
     out.resize(256, 0);
     let p = reply::parse(probe).expect("own probe");
-    let IpAddr::V4(dst) = p.dst else { unreachable!() };
+    let IpAddr::V4(dst) = p.dst else {
+        unreachable!()
+    };
     let n = if p.ttl <= HOPS {
-        let r = Ip { src: Ipv4Addr::new(198, 51, 100, p.ttl), dst: SRC, ttl: 250, tos: 0, ipid: 1 };
+        let r = Ip {
+            src: Ipv4Addr::new(198, 51, 100, p.ttl),
+            dst: SRC,
+            ttl: 250,
+            tos: 0,
+            ipid: 1,
+        };
         build::icmp_error(out, &r, 11, 0, probe, 28, &[]).unwrap()
     } else {
-        let h = Ip { src: dst, dst: SRC, ttl: 56, tos: 0, ipid: 2 };
+        let h = Ip {
+            src: dst,
+            dst: SRC,
+            ttl: 56,
+            tos: 0,
+            ipid: 2,
+        };
         match p.body {
-            Body::Echo { ident, seq, payload, .. } => {
-                build::icmp_echo(out, &h, 0, ident, seq, payload, None).unwrap()
-            }
+            Body::Echo {
+                ident,
+                seq,
+                payload,
+                ..
+            } => build::icmp_echo(out, &h, 0, ident, seq, payload, None).unwrap(),
             Body::Udp { .. } => build::icmp_error(out, &h, 3, 3, probe, 28, &[]).unwrap(),
-            Body::Tcp { sport, dport, seq, .. } => {
+            Body::Tcp {
+                sport, dport, seq, ..
+            } => {
                 let t = build::Tcp {
                     sport: dport,
                     dport: sport,
@@ -61,7 +80,10 @@ fn answer(probe: &[u8], out: &mut Vec<u8>) {
 }
 
 fn main() {
-    let target: u64 = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(2_000_000);
+    let target: u64 = std::env::args()
+        .nth(1)
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(2_000_000);
     let config = Config {
         pps: 1_000_000,
         burst: BATCH as u32,
@@ -91,7 +113,9 @@ fn main() {
         let t = Wall::now();
         let mut n = 0;
         while n < BATCH {
-            let Some(tx) = e.poll_transmit(now, &mut buf) else { break };
+            let Some(tx) = e.poll_transmit(now, &mut buf) else {
+                break;
+            };
             probes[n].clear();
             probes[n].extend_from_slice(&buf[..tx.len]);
             n += 1;
@@ -117,7 +141,10 @@ fn main() {
         }
         engine_time += t.elapsed();
         if n == 0 {
-            now = e.poll_timeout().unwrap_or(now).max(now + Duration::from_micros(1));
+            now = e
+                .poll_timeout()
+                .unwrap_or(now)
+                .max(now + Duration::from_micros(1));
         }
     }
     let s = e.stats();

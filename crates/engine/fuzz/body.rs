@@ -19,8 +19,13 @@ pub const T0: Instant = Instant::from_millis(1_000_000);
 
 /// The engine every input is fed to, with its first probes sent (returned).
 pub fn engine() -> (Engine, Vec<Vec<u8>>) {
-    let config =
-        Config { pps: 1_000_000, burst: 1_000, seed: 1, max_active: 16, ..Config::new(SRC) };
+    let config = Config {
+        pps: 1_000_000,
+        burst: 1_000,
+        seed: 1,
+        max_active: 16,
+        ..Config::new(SRC)
+    };
     let mut e = Engine::new(config).expect("config");
     for m in [Method::IcmpParis, Method::UdpParis, Method::Tcp] {
         let mut t = TraceOptions::new(IpAddr::V4(DST)).with_method(m);
@@ -39,7 +44,9 @@ pub fn engine() -> (Engine, Vec<Vec<u8>>) {
 
 /// Splits an input into packets.
 pub fn packets(data: &[u8]) -> Vec<&[u8]> {
-    let Some((&mode, mut rest)) = data.split_first() else { return vec![] };
+    let Some((&mode, mut rest)) = data.split_first() else {
+        return vec![];
+    };
     if mode % 2 == 0 {
         return vec![rest];
     }
@@ -64,14 +71,20 @@ pub fn handle_packet(data: &[u8]) {
         let before = e.stats();
         e.handle_packet(now, p);
         let after = e.stats();
-        assert_eq!(after.replies + after.unmatched, before.replies + before.unmatched + 1);
+        assert_eq!(
+            after.replies + after.unmatched,
+            before.replies + before.unmatched + 1
+        );
         e.handle_timeout(now);
         while let Some(tx) = e.poll_transmit(now, &mut buf) {
             assert!(tx.len <= buf.len());
         }
         while e.poll_event().is_some() {}
         if let Some(t) = e.poll_timeout() {
-            assert!(t > now, "a deadline at or before now after everything was handled");
+            assert!(
+                t > now,
+                "a deadline at or before now after everything was handled"
+            );
         }
     }
 }

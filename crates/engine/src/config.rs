@@ -24,7 +24,13 @@ pub struct Config {
 impl Config {
     /// scamper-like defaults: 20 pps, burst 1, seed 0, up to 1,000 measurements at once.
     pub fn new(src: Ipv4Addr) -> Config {
-        Config { src, pps: 20, burst: 1, seed: 0, max_active: 1000 }
+        Config {
+            src,
+            pps: 20,
+            burst: 1,
+            seed: 0,
+            max_active: 1000,
+        }
     }
 
     /// Checks every field against its range.
@@ -38,7 +44,11 @@ impl Config {
         };
         check("pps", "1..=1000000", (1..=1_000_000).contains(&self.pps))?;
         check("burst", "1..=100000", (1..=100_000).contains(&self.burst))?;
-        check("max_active", "1..=32768", (1..=POOL_SIZE).contains(&self.max_active))
+        check(
+            "max_active",
+            "1..=32768",
+            (1..=POOL_SIZE).contains(&self.max_active),
+        )
     }
 }
 
@@ -46,7 +56,10 @@ impl Config {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ConfigError {
     /// A field is out of its range; names the field and the range.
-    OutOfRange { option: &'static str, range: &'static str },
+    OutOfRange {
+        option: &'static str,
+        range: &'static str,
+    },
 }
 
 impl fmt::Display for ConfigError {

@@ -179,12 +179,16 @@ impl Engine {
         self.advance(now);
         loop {
             let &i = self.ready.front()?;
-            let due = self.slots[i].as_ref().is_some_and(|s| s.run.wake(now) == Wake::Send);
+            let due = self.slots[i]
+                .as_ref()
+                .is_some_and(|s| s.run.wake(now) == Wake::Send);
             if due && !self.pacer.allows(now) {
                 return None;
             }
             self.ready.pop_front();
-            let Some(slot) = self.slots[i].as_mut() else { continue };
+            let Some(slot) = self.slots[i].as_mut() else {
+                continue;
+            };
             slot.in_ready = false;
             if !due {
                 continue;
@@ -200,7 +204,11 @@ impl Engine {
                     self.stats.probes_sent += 1;
                     self.reschedule(i, now);
                     self.tidy_ready(now);
-                    return Some(Transmit { len, dst: IpAddr::V4(dst), id });
+                    return Some(Transmit {
+                        len,
+                        dst: IpAddr::V4(dst),
+                        id,
+                    });
                 }
                 Err(_) => {
                     // The buffer is too small for the probe: end with an error.
@@ -284,7 +292,9 @@ impl Engine {
 
     /// Puts slot `i` where its measurement's wish says.
     fn reschedule(&mut self, i: usize, now: Instant) {
-        let Some(slot) = self.slots[i].as_mut() else { return };
+        let Some(slot) = self.slots[i].as_mut() else {
+            return;
+        };
         if let Some(t) = slot.timer.take() {
             self.timers.remove(&(t, i));
         }
@@ -304,7 +314,9 @@ impl Engine {
     }
 
     fn finish(&mut self, i: usize, now: Instant) {
-        let Some(slot) = self.slots[i].take() else { return };
+        let Some(slot) = self.slots[i].take() else {
+            return;
+        };
         self.keys.remove(&slot.key);
         if slot.pooled {
             self.pool.free(slot.key.id);
@@ -319,7 +331,10 @@ impl Engine {
             Run::Trace(t) => Record::Trace(t.into_record()),
             Run::Ping(p) => Record::Ping(p.into_record()),
         };
-        self.events.push_back(Event::Finished { id: slot.id, record });
+        self.events.push_back(Event::Finished {
+            id: slot.id,
+            record,
+        });
         self.activate(now);
     }
 
@@ -336,7 +351,9 @@ impl Engine {
                 scan += 1;
                 continue;
             };
-            let Some((id, job)) = self.queue.remove(scan) else { break };
+            let Some((id, job)) = self.queue.remove(scan) else {
+                break;
+            };
             self.launch(now, id, job, flow_and_pooled);
         }
     }
@@ -368,9 +385,19 @@ impl Engine {
             Method::UdpParis => dport.unwrap_or(33435),
             Method::Tcp => dport.unwrap_or(80),
         };
-        let icmp_sum =
-            if is_trace && method == Method::IcmpParis { self.rng.checksum() } else { 0 };
-        Some((Flow { key: FlowKey { proto, id, dst }, dport, icmp_sum }, pooled))
+        let icmp_sum = if is_trace && method == Method::IcmpParis {
+            self.rng.checksum()
+        } else {
+            0
+        };
+        Some((
+            Flow {
+                key: FlowKey { proto, id, dst },
+                dport,
+                icmp_sum,
+            },
+            pooled,
+        ))
     }
 
     fn launch(&mut self, now: Instant, id: MeasurementId, job: Job, (flow, pooled): (Flow, bool)) {
@@ -379,7 +406,14 @@ impl Engine {
             Job::Trace(t) => Run::Trace(TraceRun::new(now, src, t, flow)),
             Job::Ping(p) => Run::Ping(PingRun::new(now, src, p, flow)),
         };
-        let slot = Slot { id, key: flow.key, pooled, timer: None, in_ready: false, run };
+        let slot = Slot {
+            id,
+            key: flow.key,
+            pooled,
+            timer: None,
+            in_ready: false,
+            run,
+        };
         let i = match self.free_slots.pop() {
             Some(i) => {
                 self.slots[i] = Some(slot);

@@ -106,7 +106,10 @@ impl IdPool {
             return None;
         }
         for _ in 0..POOL_SIZE {
-            let i = self.offset.wrapping_add(self.cursor.wrapping_mul(self.stride)) & 0x7fff;
+            let i = self
+                .offset
+                .wrapping_add(self.cursor.wrapping_mul(self.stride))
+                & 0x7fff;
             self.cursor = self.cursor.wrapping_add(1);
             let (w, b) = (i as usize / 64, i % 64);
             let v = POOL_BASE | i as u16;

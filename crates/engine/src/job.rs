@@ -81,7 +81,11 @@ impl TraceOptions {
         check("first_ttl", "1..=255", self.first_ttl >= 1)?;
         check("max_ttl", "first_ttl..=255", self.max_ttl >= self.first_ttl)?;
         check("gaplimit", "1..=255", self.gaplimit >= 1)?;
-        check("wait", "1ms..=60s", (MIN_WAIT..=MAX_WAIT).contains(&self.wait))?;
+        check(
+            "wait",
+            "1ms..=60s",
+            (MIN_WAIT..=MAX_WAIT).contains(&self.wait),
+        )?;
         check("wait_probe", "0..=2s", self.wait_probe <= MAX_WAIT_PROBE)?;
         check_ports(self.sport, self.dport)?;
         check_size(self.method, self.probe_size, 2)
@@ -139,12 +143,24 @@ impl PingOptions {
             return Err(JobError::Ipv6Unsupported);
         }
         check("count", "1..=65535", self.count >= 1)?;
-        check("interval", "1ms..=60s", (MIN_WAIT..=MAX_WAIT).contains(&self.interval))?;
+        check(
+            "interval",
+            "1ms..=60s",
+            (MIN_WAIT..=MAX_WAIT).contains(&self.interval),
+        )?;
         check("ttl", "1..=255", self.ttl >= 1)?;
-        check("timeout", "1ms..=60s", (MIN_WAIT..=MAX_WAIT).contains(&self.timeout))?;
+        check(
+            "timeout",
+            "1ms..=60s",
+            (MIN_WAIT..=MAX_WAIT).contains(&self.timeout),
+        )?;
         check_ports(self.sport, self.dport)?;
         // Pings pin no ICMP checksum, but UDP pings carry the probe number in theirs.
-        let pin = if self.method == Method::UdpParis { 2 } else { 0 };
+        let pin = if self.method == Method::UdpParis {
+            2
+        } else {
+            0
+        };
         check_size(self.method, self.probe_size, pin)
     }
 }
@@ -205,7 +221,10 @@ impl Job {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum JobError {
     /// An option is out of its range; names the option and the range.
-    OutOfRange { option: &'static str, range: &'static str },
+    OutOfRange {
+        option: &'static str,
+        range: &'static str,
+    },
     /// IPv6 targets are not probed yet.
     Ipv6Unsupported,
     /// Every flow identifier is in use by a running measurement. Not returned at present:

@@ -24,7 +24,11 @@ impl Pacer {
     /// `pps >= 1` and `burst >= 1` (checked by [`crate::Config`]).
     pub fn new(pps: u32, burst: u32) -> Pacer {
         let pps = pps.max(1) as u128;
-        Pacer { pps, slack: (burst.max(1) as u128 - 1) * US_PER_S, tat: 0 }
+        Pacer {
+            pps,
+            slack: (burst.max(1) as u128 - 1) * US_PER_S,
+            tat: 0,
+        }
     }
 
     fn scaled(&self, now: Instant) -> u128 {

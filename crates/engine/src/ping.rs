@@ -57,8 +57,13 @@ impl PingRun {
 
     pub fn build(&mut self, now: Instant, buf: &mut [u8]) -> Result<usize, vtnt_wire::Error> {
         let number = u16::try_from(self.sent.len() + 1).map_err(|_| vtnt_wire::Error::Malformed)?;
-        let p =
-            Probe { src: self.src, ttl: self.opts.ttl, tos: 0, number, size: self.opts.probe_size };
+        let p = Probe {
+            src: self.src,
+            ttl: self.opts.ttl,
+            tos: 0,
+            number,
+            size: self.opts.probe_size,
+        };
         let len = probe::build(buf, &self.flow, &p)?;
         self.sent.push(now);
         if number >= self.opts.count {
@@ -80,9 +85,9 @@ impl PingRun {
         }
         let sent = self.sent.len();
         let tcp_payload = probe::tcp_payload_len(self.opts.probe_size);
-        let Some(n) =
-            probe::probe_number(&self.flow, r, tcp_payload, |n| n >= 1 && (n as usize) <= sent)
-        else {
+        let Some(n) = probe::probe_number(&self.flow, r, tcp_payload, |n| {
+            n >= 1 && (n as usize) <= sent
+        }) else {
             return Outcome::Unmatched;
         };
         let fits = match r.body {
@@ -113,8 +118,11 @@ impl PingRun {
     }
 
     pub fn into_record(self) -> Ping {
-        let (sport, dport) =
-            if self.flow.is_icmp() { (0, 0) } else { (self.flow.sport(), self.flow.dport) };
+        let (sport, dport) = if self.flow.is_icmp() {
+            (0, 0)
+        } else {
+            (self.flow.sport(), self.flow.dport)
+        };
         Ping {
             src: IpAddr::V4(self.src),
             dst: self.opts.dst,
@@ -129,7 +137,11 @@ impl PingRun {
             wait: self.opts.interval,
             timeout: self.opts.timeout,
             // Probe n carries sequence number n: the first probe's is reported.
-            tcp_seq: if self.opts.method == vtnt_record::Method::Tcp { 1 } else { 0 },
+            tcp_seq: if self.opts.method == vtnt_record::Method::Tcp {
+                1
+            } else {
+                0
+            },
             tcp_ack: 0,
             responses: self.responses,
         }

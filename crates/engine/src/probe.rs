@@ -53,7 +53,13 @@ pub(crate) fn protocol(method: Method) -> u8 {
 
 /// Writes probe `p` of `flow` at the start of `buf`; returns its length.
 pub(crate) fn build(buf: &mut [u8], flow: &Flow, p: &Probe) -> Result<usize, Error> {
-    let ip = Ip { src: p.src, dst: flow.key.dst, ttl: p.ttl, tos: p.tos, ipid: p.number };
+    let ip = Ip {
+        src: p.src,
+        dst: flow.key.dst,
+        ttl: p.ttl,
+        tos: p.tos,
+        ipid: p.number,
+    };
     match flow.key.proto {
         proto::ICMP => {
             let payload = payload(p.size, IP_UDP_ICMP_HEADERS)?;
@@ -129,20 +135,28 @@ fn v4(a: IpAddr) -> Option<Ipv4Addr> {
 /// addresses and identifiers of a reply by the destination.
 pub(crate) fn flow_key(r: &Reply<'_>) -> Option<FlowKey> {
     let (proto, id, dst) = match r.body {
-        Body::IcmpError { icmp_type: t, quote, .. } if is_error(t) => {
+        Body::IcmpError {
+            icmp_type: t,
+            quote,
+            ..
+        } if is_error(t) => {
             let dst = v4(quote.dst)?;
             match quote.transport {
-                QuotedTransport::Icmp { icmp_type: icmp_type::ECHO_REQUEST, ident, .. } => {
-                    (proto::ICMP, ident, dst)
-                }
+                QuotedTransport::Icmp {
+                    icmp_type: icmp_type::ECHO_REQUEST,
+                    ident,
+                    ..
+                } => (proto::ICMP, ident, dst),
                 QuotedTransport::Udp { sport, .. } => (proto::UDP, sport, dst),
                 QuotedTransport::Tcp { sport, .. } => (proto::TCP, sport, dst),
                 _ => return None,
             }
         }
-        Body::Echo { icmp_type: icmp_type::ECHO_REPLY, ident, .. } => {
-            (proto::ICMP, ident, v4(r.src)?)
-        }
+        Body::Echo {
+            icmp_type: icmp_type::ECHO_REPLY,
+            ident,
+            ..
+        } => (proto::ICMP, ident, v4(r.src)?),
         Body::Tcp { dport, .. } => (proto::TCP, dport, v4(r.src)?),
         _ => return None,
     };
@@ -164,7 +178,9 @@ pub(crate) fn probe_number(
     let n = match r.body {
         Body::IcmpError { quote, .. } => match quote.transport {
             QuotedTransport::Icmp { seq, .. } => seq,
-            QuotedTransport::Udp { dport, checksum, .. } if dport == flow.dport => {
+            QuotedTransport::Udp {
+                dport, checksum, ..
+            } if dport == flow.dport => {
                 if checksum != 0 && sent(checksum) {
                     checksum
                 } else {
@@ -177,7 +193,9 @@ pub(crate) fn probe_number(
             _ => return None,
         },
         Body::Echo { seq, .. } => seq,
-        Body::Tcp { sport, ack, flags, .. } if sport == flow.dport => {
+        Body::Tcp {
+            sport, ack, flags, ..
+        } if sport == flow.dport => {
             if flags & tcp_flags::ACK == 0 {
                 return None;
             }
@@ -206,9 +224,18 @@ pub(crate) struct ReplyFields {
 
 pub(crate) fn reply_fields(r: &Reply<'_>) -> ReplyFields {
     match r.body {
-        Body::IcmpError { icmp_type, code, quote, ext } => ReplyFields {
+        Body::IcmpError {
+            icmp_type,
+            code,
+            quote,
+            ext,
+        } => ReplyFields {
             icmp: Some((icmp_type, code)),
-            quoted: Some(Quoted { ttl: quote.ttl, ip_len: quote.ip_len, tos: quote.tos }),
+            quoted: Some(Quoted {
+                ttl: quote.ttl,
+                ip_len: quote.ip_len,
+                tos: quote.tos,
+            }),
             mpls: ext.map_or_else(Vec::new, |e| {
                 e.mpls_stack()
                     .map(|l| MplsLabel {
@@ -222,14 +249,24 @@ pub(crate) fn reply_fields(r: &Reply<'_>) -> ReplyFields {
             proto: proto::ICMP,
             ..ReplyFields::default()
         },
-        Body::Echo { icmp_type, .. } => {
-            ReplyFields { icmp: Some((icmp_type, 0)), proto: proto::ICMP, ..ReplyFields::default() }
-        }
-        Body::Tcp { flags, .. } => {
-            ReplyFields { tcp_flags: Some(flags), proto: proto::TCP, ..ReplyFields::default() }
-        }
-        Body::Udp { .. } => ReplyFields { proto: proto::UDP, ..ReplyFields::default() },
-        Body::Other { protocol } => ReplyFields { proto: protocol, ..ReplyFields::default() },
+        Body::Echo { icmp_type, .. } => ReplyFields {
+            icmp: Some((icmp_type, 0)),
+            proto: proto::ICMP,
+            ..ReplyFields::default()
+        },
+        Body::Tcp { flags, .. } => ReplyFields {
+            tcp_flags: Some(flags),
+            proto: proto::TCP,
+            ..ReplyFields::default()
+        },
+        Body::Udp { .. } => ReplyFields {
+            proto: proto::UDP,
+            ..ReplyFields::default()
+        },
+        Body::Other { protocol } => ReplyFields {
+            proto: protocol,
+            ..ReplyFields::default()
+        },
     }
 }
 
@@ -242,14 +279,28 @@ mod tests {
     const DST: Ipv4Addr = Ipv4Addr::new(203, 0, 113, 9);
 
     fn flow(proto: u8) -> Flow {
-        Flow { key: FlowKey { proto, id: 0x8123, dst: DST }, dport: 33435, icmp_sum: 0 }
+        Flow {
+            key: FlowKey {
+                proto,
+                id: 0x8123,
+                dst: DST,
+            },
+            dport: 33435,
+            icmp_sum: 0,
+        }
     }
 
     #[test]
     fn padded_tcp_syn_verifies() {
         let f = flow(proto::TCP);
         let mut b = [0xa5u8; 64];
-        let p = Probe { src: SRC, ttl: 5, tos: 0, number: 7, size: 44 };
+        let p = Probe {
+            src: SRC,
+            ttl: 5,
+            tos: 0,
+            number: 7,
+            size: 44,
+        };
         let n = build(&mut b, &f, &p).unwrap();
         assert_eq!(n, 44);
         assert_eq!(checksum::sum(&b[..20]), 0xffff);
@@ -257,17 +308,33 @@ mod tests {
         assert_eq!(checksum::add(checksum::sum(&b[20..44]), pseudo), 0xffff);
         let r = reply::parse(&b[..n]).unwrap();
         assert_eq!(r.len, 44);
-        assert!(matches!(r.body, Body::Tcp { seq: 7, flags: tcp_flags::SYN, .. }));
+        assert!(matches!(
+            r.body,
+            Body::Tcp {
+                seq: 7,
+                flags: tcp_flags::SYN,
+                ..
+            }
+        ));
         assert_eq!(b[44], 0xa5);
     }
 
     #[test]
     fn sizes_below_headers_are_refused_not_panicking() {
         let mut b = [0u8; 64];
-        let p = Probe { src: SRC, ttl: 5, tos: 0, number: 7, size: 10 };
+        let p = Probe {
+            src: SRC,
+            ttl: 5,
+            tos: 0,
+            number: 7,
+            size: 10,
+        };
         assert!(build(&mut b, &flow(proto::UDP), &p).is_err());
         assert!(build(&mut b, &flow(proto::ICMP), &p).is_err());
         let p = Probe { size: 1500, ..p };
-        assert!(build(&mut b, &flow(proto::UDP), &p).is_err(), "buffer too small");
+        assert!(
+            build(&mut b, &flow(proto::UDP), &p).is_err(),
+            "buffer too small"
+        );
     }
 }

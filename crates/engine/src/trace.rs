@@ -119,11 +119,21 @@ impl TraceRun {
         let number =
             u16::try_from(self.probes.len() + 1).map_err(|_| vtnt_wire::Error::Malformed)?;
         let ttl = u8::try_from(self.ttl).map_err(|_| vtnt_wire::Error::Malformed)?;
-        let p =
-            Probe { src: self.src, ttl, tos: self.opts.tos, number, size: self.opts.probe_size };
+        let p = Probe {
+            src: self.src,
+            ttl,
+            tos: self.opts.tos,
+            number,
+            size: self.opts.probe_size,
+        };
         let len = probe::build(buf, &self.flow, &p)?;
         self.attempt += 1;
-        self.probes.push(Sent { ttl, attempt: self.attempt, tx: now, replied: false });
+        self.probes.push(Sent {
+            ttl,
+            attempt: self.attempt,
+            tx: now,
+            replied: false,
+        });
         self.last_tx = Some(now);
         self.state = State::Wait(now + self.opts.wait);
         Ok(len)
@@ -135,7 +145,9 @@ impl TraceRun {
     }
 
     pub fn on_timer(&mut self, now: Instant) {
-        let State::Wait(deadline) = self.state else { return };
+        let State::Wait(deadline) = self.state else {
+            return;
+        };
         if deadline > now {
             return;
         }
@@ -170,9 +182,9 @@ impl TraceRun {
         }
         let sent = self.probes.len();
         let tcp_payload = probe::tcp_payload_len(self.opts.probe_size);
-        let Some(n) =
-            probe::probe_number(&self.flow, r, tcp_payload, |n| n >= 1 && (n as usize) <= sent)
-        else {
+        let Some(n) = probe::probe_number(&self.flow, r, tcp_payload, |n| {
+            n >= 1 && (n as usize) <= sent
+        }) else {
             return Outcome::Unmatched;
         };
         if !self.answers_method(r) {
@@ -201,7 +213,9 @@ impl TraceRun {
             quoted: f.quoted,
             mpls: f.mpls,
         };
-        let at = self.hops.partition_point(|h| (h.probe_ttl, h.probe_id) <= (p.ttl, p.attempt));
+        let at = self
+            .hops
+            .partition_point(|h| (h.probe_ttl, h.probe_id) <= (p.ttl, p.attempt));
         self.hops.insert(at, hop);
 
         if p.ttl as u16 != self.ttl {
@@ -281,7 +295,10 @@ impl TraceRun {
             return false;
         }
         // Already seen at this TTL (an earlier attempt): checked then.
-        if self.hops[..at].iter().any(|h| h.probe_ttl == ttl && h.addr == addr) {
+        if self.hops[..at]
+            .iter()
+            .any(|h| h.probe_ttl == ttl && h.addr == addr)
+        {
             return false;
         }
         let earlier = self
@@ -297,8 +314,11 @@ impl TraceRun {
     }
 
     pub fn into_record(self) -> Trace {
-        let (sport, dport) =
-            if self.flow.is_icmp() { (0, 0) } else { (self.flow.sport(), self.flow.dport) };
+        let (sport, dport) = if self.flow.is_icmp() {
+            (0, 0)
+        } else {
+            (self.flow.sport(), self.flow.dport)
+        };
         Trace {
             src: IpAddr::V4(self.src),
             dst: self.opts.dst,
@@ -311,7 +331,11 @@ impl TraceRun {
             stop_reason: self.stop.0,
             stop_data: self.stop.1,
             attempts: self.opts.attempts,
-            hoplimit: if self.opts.max_ttl == 255 { 0 } else { self.opts.max_ttl },
+            hoplimit: if self.opts.max_ttl == 255 {
+                0
+            } else {
+                self.opts.max_ttl
+            },
             firsthop: self.opts.first_ttl,
             gaplimit: self.opts.gaplimit,
             wait: self.opts.wait,

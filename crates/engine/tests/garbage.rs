@@ -30,21 +30,45 @@ fn replies_to(probes: &[Vec<u8>]) -> Vec<Vec<u8>> {
     let mut out = Vec::new();
     for p in probes {
         let r = reply::parse(p).unwrap();
-        let router =
-            Ip { src: "198.51.100.1".parse().unwrap(), dst: body::SRC, ttl: 250, tos: 0, ipid: 3 };
-        let host = Ip { src: body::DST, dst: body::SRC, ttl: 60, tos: 0, ipid: 4 };
+        let router = Ip {
+            src: "198.51.100.1".parse().unwrap(),
+            dst: body::SRC,
+            ttl: 250,
+            tos: 0,
+            ipid: 3,
+        };
+        let host = Ip {
+            src: body::DST,
+            dst: body::SRC,
+            ttl: 60,
+            tos: 0,
+            ipid: 4,
+        };
         let mut b = vec![0u8; 400];
         let n = build::icmp_error(&mut b, &router, 11, 0, p, 28, &[]).unwrap();
         out.push(b[..n].to_vec());
-        let n = build::icmp_error(&mut b, &router, 11, 0, p, 28, &[Lse::new(24001, 0, true, 1)])
-            .unwrap();
+        let n = build::icmp_error(
+            &mut b,
+            &router,
+            11,
+            0,
+            p,
+            28,
+            &[Lse::new(24001, 0, true, 1)],
+        )
+        .unwrap();
         out.push(b[..n].to_vec());
         let n = match r.body {
-            Body::Echo { ident, seq, payload, .. } => {
-                build::icmp_echo(&mut b, &host, 0, ident, seq, payload, None).unwrap()
-            }
+            Body::Echo {
+                ident,
+                seq,
+                payload,
+                ..
+            } => build::icmp_echo(&mut b, &host, 0, ident, seq, payload, None).unwrap(),
             Body::Udp { .. } => build::icmp_error(&mut b, &host, 3, 3, p, 28, &[]).unwrap(),
-            Body::Tcp { sport, dport, seq, .. } => {
+            Body::Tcp {
+                sport, dport, seq, ..
+            } => {
                 let t = build::Tcp {
                     sport: dport,
                     dport: sport,
@@ -135,8 +159,14 @@ fn write_seed_corpus() {
     std::fs::create_dir_all(&dir).unwrap();
     let names = ["te", "te_mpls", "answer"];
     for (i, r) in replies.iter().enumerate() {
-        let kind =
-            ["icmp_trace", "icmp_ping", "udp_trace", "udp_ping", "tcp_trace", "tcp_ping"][i / 3];
+        let kind = [
+            "icmp_trace",
+            "icmp_ping",
+            "udp_trace",
+            "udp_ping",
+            "tcp_trace",
+            "tcp_ping",
+        ][i / 3];
         let mut data = vec![0u8];
         data.extend(r);
         std::fs::write(dir.join(format!("{kind}_{}", names[i % 3])), data).unwrap();

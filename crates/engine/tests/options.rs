@@ -119,8 +119,14 @@ fn ipv6_is_refused() {
 
 #[test]
 fn errors_read_well() {
-    let e = JobError::OutOfRange { option: "attempts", range: "1..=20" };
-    assert_eq!(e.to_string(), "option `attempts` out of range (allowed: 1..=20)");
+    let e = JobError::OutOfRange {
+        option: "attempts",
+        range: "1..=20",
+    };
+    assert_eq!(
+        e.to_string(),
+        "option `attempts` out of range (allowed: 1..=20)"
+    );
 }
 
 #[test]

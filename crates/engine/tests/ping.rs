@@ -15,16 +15,25 @@ const DST: Ipv4Addr = Ipv4Addr::new(203, 0, 113, 7);
 const T0: Instant = Instant::from_millis(5_000_000);
 
 fn ping_with(o: PingOptions, tweak: impl FnOnce(&mut Sim)) -> (Ping, Instant, Engine) {
-    let mut e = Engine::new(Config { pps: 100, ..Config::new(SRC) }).unwrap();
+    let mut e = Engine::new(Config {
+        pps: 100,
+        ..Config::new(SRC)
+    })
+    .unwrap();
     let mut sim = Sim::new(SRC);
     let mut path = chain(2);
-    path.host = Some(Host { open_tcp: vec![443], ..Host::default() });
+    path.host = Some(Host {
+        open_tcp: vec![443],
+        ..Host::default()
+    });
     sim.path(DST, path);
     tweak(&mut sim);
     e.start(T0, Job::Ping(o)).unwrap();
     let mut out = run(&mut e, &mut sim, T0);
     assert_eq!(out.len(), 1);
-    let (_, at, Record::Ping(p)) = out.pop().unwrap() else { panic!("not a ping") };
+    let (_, at, Record::Ping(p)) = out.pop().unwrap() else {
+        panic!("not a ping")
+    };
     (p, at, e)
 }
 
@@ -46,7 +55,10 @@ fn icmp_ping_four_probes_a_second_apart() {
             (r.icmp, r.tcp_flags, r.reply_proto),
             (Some((icmp_type::ECHO_REPLY, 0)), None, proto::ICMP)
         );
-        assert_eq!((r.reply_ttl, r.reply_size, r.probe_ipid), (62, 84, i as u16 + 1));
+        assert_eq!(
+            (r.reply_ttl, r.reply_size, r.probe_ipid),
+            (62, 84, i as u16 + 1)
+        );
     }
     // finished one timeout after the last probe
     assert_eq!(finished, T0 + Duration::from_secs(3) + p.timeout);
@@ -57,7 +69,10 @@ fn icmp_ping_four_probes_a_second_apart() {
 fn udp_ping_gets_port_unreachables() {
     let (p, _, _) = ping_with(opts(Method::UdpParis), |_| {});
     assert_eq!(p.responses.len(), 4);
-    assert!(p.responses.iter().all(|r| r.icmp == Some((icmp_type::DEST_UNREACH, 3))));
+    assert!(p
+        .responses
+        .iter()
+        .all(|r| r.icmp == Some((icmp_type::DEST_UNREACH, 3))));
     assert_eq!(p.dport, 33435);
 }
 
@@ -66,14 +81,23 @@ fn tcp_ping_gets_rst_or_syn_ack() {
     let (p, _, _) = ping_with(opts(Method::Tcp), |_| {});
     assert_eq!(p.probe_size, 40);
     assert_eq!(p.responses.len(), 4);
-    assert!(p.responses.iter().all(|r| r.tcp_flags == Some(tcp_flags::RST | tcp_flags::ACK)));
-    assert!(p.responses.iter().all(|r| r.reply_proto == proto::TCP && r.icmp.is_none()));
+    assert!(p
+        .responses
+        .iter()
+        .all(|r| r.tcp_flags == Some(tcp_flags::RST | tcp_flags::ACK)));
+    assert!(p
+        .responses
+        .iter()
+        .all(|r| r.reply_proto == proto::TCP && r.icmp.is_none()));
     let mut o = opts(Method::Tcp);
     o.dport = Some(443);
     o.probe_size = 60;
     let (p, _, _) = ping_with(o, |_| {});
     assert_eq!(p.responses.len(), 4);
-    assert!(p.responses.iter().all(|r| r.tcp_flags == Some(tcp_flags::SYN | tcp_flags::ACK)));
+    assert!(p
+        .responses
+        .iter()
+        .all(|r| r.tcp_flags == Some(tcp_flags::SYN | tcp_flags::ACK)));
 }
 
 #[test]
@@ -94,7 +118,11 @@ fn reordered_replies_keep_their_sequence_numbers() {
     o.timeout = Duration::from_secs(2);
     let (p, _, _) = ping_with(o, |s| {
         s.shaper = Some(Box::new(|v| {
-            Some(if v.ipid == 1 { Duration::from_millis(1500) } else { Duration::ZERO })
+            Some(if v.ipid == 1 {
+                Duration::from_millis(1500)
+            } else {
+                Duration::ZERO
+            })
         }))
     });
     let got: Vec<(u16, Duration)> = p.responses.iter().map(|r| (r.seq, r.rtt)).collect();
@@ -114,7 +142,11 @@ fn replies_after_the_timeout_are_not_recorded() {
     o.count = 2;
     let (p, _, _) = ping_with(o, |s| {
         s.shaper = Some(Box::new(|v| {
-            Some(if v.ipid == 2 { Duration::from_secs(3) } else { Duration::ZERO })
+            Some(if v.ipid == 2 {
+                Duration::from_secs(3)
+            } else {
+                Duration::ZERO
+            })
         }))
     });
     assert_eq!(p.responses.len(), 1);

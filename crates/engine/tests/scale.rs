@@ -73,15 +73,25 @@ fn ten_thousand_traces_at_a_fixed_rate() {
     let err = (rate - PPS as f64).abs() / PPS as f64;
     println!("{} probes in {span:.3} s virtual: {rate:.2} pps (error {:.4}%), max deviation from schedule {max_dev} us", times.len(), err * 100.0);
     assert!(err <= 0.01, "rate error {err}");
-    assert!(max_dev <= 1_000_000 / PPS as u64, "max deviation {max_dev} us");
+    assert!(
+        max_dev <= 1_000_000 / PPS as u64,
+        "max deviation {max_dev} us"
+    );
 }
 
 #[test]
 fn probes_are_shared_round_robin() {
     // Three long traces with nobody answering: each gets every third probe.
-    let mut e = Engine::new(Config { pps: 100, ..Config::new(SRC) }).unwrap();
+    let mut e = Engine::new(Config {
+        pps: 100,
+        ..Config::new(SRC)
+    })
+    .unwrap();
     let mut sim = Sim::new(SRC);
-    sim.default_path = Some(support::sim::Path { nodes: vec![], host: None });
+    sim.default_path = Some(support::sim::Path {
+        nodes: vec![],
+        host: None,
+    });
     for i in 0..3 {
         let mut o = TraceOptions::new(IpAddr::V4(target(i)));
         o.wait = Duration::from_millis(1);
@@ -99,7 +109,12 @@ fn probes_are_shared_round_robin() {
 
 #[test]
 fn jobs_beyond_max_active_wait_in_fifo_order() {
-    let mut e = Engine::new(Config { pps: 1000, max_active: 2, ..Config::new(SRC) }).unwrap();
+    let mut e = Engine::new(Config {
+        pps: 1000,
+        max_active: 2,
+        ..Config::new(SRC)
+    })
+    .unwrap();
     let mut sim = Sim::new(SRC);
     sim.default_path = Some(chain(1));
     let mut ids = Vec::new();
@@ -128,13 +143,20 @@ fn jobs_beyond_max_active_wait_in_fifo_order() {
     // never more than two at once: every start is after some earlier finish
     let finishes: Vec<Instant> = out.iter().map(|(_, at, _)| *at).collect();
     for (k, s) in order.iter().enumerate().skip(2) {
-        assert!(finishes.iter().filter(|f| *f <= s).count() >= k - 1, "job {k} started early");
+        assert!(
+            finishes.iter().filter(|f| *f <= s).count() >= k - 1,
+            "job {k} started early"
+        );
     }
 }
 
 #[test]
 fn explicit_ports_to_one_destination_never_collide() {
-    let mut e = Engine::new(Config { pps: 1000, ..Config::new(SRC) }).unwrap();
+    let mut e = Engine::new(Config {
+        pps: 1000,
+        ..Config::new(SRC)
+    })
+    .unwrap();
     let mut sim = Sim::new(SRC);
     sim.default_path = Some(chain(2));
     for _ in 0..3 {
@@ -151,15 +173,23 @@ fn explicit_ports_to_one_destination_never_collide() {
     assert_eq!(out.len(), 4);
     for (_, _, r) in out {
         let Record::Trace(t) = r else { panic!() };
-        assert_eq!((t.stop_reason, t.sport, t.hops.len()), (StopReason::Completed, 40000, 3));
+        assert_eq!(
+            (t.stop_reason, t.sport, t.hops.len()),
+            (StopReason::Completed, 40000, 3)
+        );
     }
 }
 
 #[test]
 fn poll_timeout_reports_the_pacer_when_probes_wait_for_budget() {
-    let mut e = Engine::new(Config { pps: 10, ..Config::new(SRC) }).unwrap();
+    let mut e = Engine::new(Config {
+        pps: 10,
+        ..Config::new(SRC)
+    })
+    .unwrap();
     for i in 0..2 {
-        e.start(T0, Job::Trace(TraceOptions::new(IpAddr::V4(target(i))))).unwrap();
+        e.start(T0, Job::Trace(TraceOptions::new(IpAddr::V4(target(i)))))
+            .unwrap();
     }
     let mut buf = [0u8; 1500];
     assert!(e.poll_transmit(T0, &mut buf).is_some());

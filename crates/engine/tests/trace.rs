@@ -20,7 +20,11 @@ const DST: Ipv4Addr = Ipv4Addr::new(203, 0, 113, 7);
 const T0: Instant = Instant::from_millis(1_000_000);
 
 fn engine() -> Engine {
-    Engine::new(Config { pps: 1000, ..Config::new(SRC) }).unwrap()
+    Engine::new(Config {
+        pps: 1000,
+        ..Config::new(SRC)
+    })
+    .unwrap()
 }
 
 fn opts(method: Method) -> TraceOptions {
@@ -38,7 +42,9 @@ fn trace_with(o: TraceOptions, path: Path, tweak: impl FnOnce(&mut Sim)) -> (Tra
     e.start(T0, Job::Trace(o)).unwrap();
     let mut out = run(&mut e, &mut sim, T0);
     assert_eq!(out.len(), 1);
-    let Record::Trace(t) = out.pop().unwrap().2 else { panic!("not a trace") };
+    let Record::Trace(t) = out.pop().unwrap().2 else {
+        panic!("not a trace")
+    };
     (t, sim, e)
 }
 
@@ -51,7 +57,10 @@ fn router(i: u8) -> IpAddr {
 }
 
 fn addrs(t: &Trace) -> Vec<(u8, u8, IpAddr)> {
-    t.hops.iter().map(|h| (h.probe_ttl, h.probe_id, h.addr)).collect()
+    t.hops
+        .iter()
+        .map(|h| (h.probe_ttl, h.probe_id, h.addr))
+        .collect()
 }
 
 #[test]
@@ -61,7 +70,12 @@ fn icmp_trace_records_hops_rtts_and_reply_fields() {
     assert_eq!((t.hop_count, t.probe_count, t.firsthop), (4, 4, 1));
     assert_eq!(
         addrs(&t),
-        vec![(1, 1, router(1)), (2, 1, router(2)), (3, 1, router(3)), (4, 1, IpAddr::V4(DST))]
+        vec![
+            (1, 1, router(1)),
+            (2, 1, router(2)),
+            (3, 1, router(3)),
+            (4, 1, IpAddr::V4(DST))
+        ]
     );
     for (i, h) in t.hops.iter().enumerate() {
         assert_eq!(h.rtt, Duration::from_millis(2 * (i as u64 + 1)), "hop {i}");
@@ -113,7 +127,10 @@ fn tcp_trace_completes_on_rst_and_on_syn_ack() {
     assert_eq!(t.hops.len(), 3);
 
     let mut path = chain(2);
-    path.host = Some(Host { open_tcp: vec![443], ..Host::default() });
+    path.host = Some(Host {
+        open_tcp: vec![443],
+        ..Host::default()
+    });
     let mut o = opts(Method::Tcp);
     o.dport = Some(443);
     let t = trace(o, path);
@@ -133,8 +150,12 @@ fn silent_hop_gets_every_attempt_wait_apart() {
     assert_eq!(t.probe_count, 1 + 3 + 3);
     assert_eq!(t.hop_count, 5);
     assert!(t.hops.iter().all(|h| h.probe_ttl != 2));
-    let ttl2: Vec<Instant> =
-        sim.sent.iter().filter(|(_, p)| p[8] == 2).map(|(at, _)| *at).collect();
+    let ttl2: Vec<Instant> = sim
+        .sent
+        .iter()
+        .filter(|(_, p)| p[8] == 2)
+        .map(|(at, _)| *at)
+        .collect();
     assert_eq!(ttl2.len(), 3);
     assert_eq!(ttl2[1].as_micros() - ttl2[0].as_micros(), 1_000_000);
     assert_eq!(ttl2[2].as_micros() - ttl2[1].as_micros(), 1_000_000);
@@ -159,7 +180,10 @@ fn gap_limit_stops_after_consecutive_silent_hops() {
 
 #[test]
 fn gap_limit_counts_from_first_ttl() {
-    let path = Path { nodes: vec![], host: None };
+    let path = Path {
+        nodes: vec![],
+        host: None,
+    };
     let mut o = opts(Method::IcmpParis);
     o.first_ttl = 4;
     o.gaplimit = 2;
@@ -263,8 +287,18 @@ fn mpls_labels_and_quoted_fields_are_recorded() {
     assert_eq!(
         h.mpls,
         vec![
-            MplsLabel { label: 24001, exp: 0, bottom: false, ttl: 1 },
-            MplsLabel { label: 16, exp: 5, bottom: true, ttl: 1 },
+            MplsLabel {
+                label: 24001,
+                exp: 0,
+                bottom: false,
+                ttl: 1
+            },
+            MplsLabel {
+                label: 16,
+                exp: 5,
+                bottom: true,
+                ttl: 1
+            },
         ]
     );
     assert_eq!(h.reply_size, 20 + 8 + 128 + 16);
@@ -296,8 +330,14 @@ fn late_replies_are_matched_by_what_they_quote_not_by_order() {
     assert_eq!(t.stop_reason, StopReason::Completed);
     let ttl2: Vec<_> = t.hops.iter().filter(|h| h.probe_ttl == 2).collect();
     assert_eq!(ttl2.len(), 2);
-    assert_eq!((ttl2[0].probe_id, ttl2[0].rtt), (1, Duration::from_millis(160)));
-    assert_eq!((ttl2[1].probe_id, ttl2[1].rtt), (2, Duration::from_millis(140)));
+    assert_eq!(
+        (ttl2[0].probe_id, ttl2[0].rtt),
+        (1, Duration::from_millis(160))
+    );
+    assert_eq!(
+        (ttl2[1].probe_id, ttl2[1].rtt),
+        (2, Duration::from_millis(140))
+    );
     assert_eq!(t.probe_count, 6);
     assert_eq!(t.hop_count, 5);
     // hops stay ordered by TTL then attempt
@@ -356,17 +396,34 @@ fn paris_flow_fields_are_constant_for_every_probe() {
             let r = reply::parse(p).unwrap();
             assert_eq!(r.len, 44.min(t.probe_size));
             match r.body {
-                Body::Echo { icmp_type, ident, seq, checksum: c, .. } => {
+                Body::Echo {
+                    icmp_type,
+                    ident,
+                    seq,
+                    checksum: c,
+                    ..
+                } => {
                     assert_eq!(checksum::sum(&p[20..]), 0xffff, "ICMP checksum");
                     flows.insert((icmp_type as u32, p[21] as u32, c as u32, ident as u32));
                     assert_eq!(c, t.icmp_sum);
                     numbers.push(seq as u32);
                 }
-                Body::Udp { sport, dport, checksum: c, .. } => {
+                Body::Udp {
+                    sport,
+                    dport,
+                    checksum: c,
+                    ..
+                } => {
                     flows.insert((sport as u32, dport as u32, 0, 0));
                     numbers.push(c as u32);
                 }
-                Body::Tcp { sport, dport, seq, flags, .. } => {
+                Body::Tcp {
+                    sport,
+                    dport,
+                    seq,
+                    flags,
+                    ..
+                } => {
                     assert_eq!(flags, tcp_flags::SYN);
                     flows.insert((sport as u32, dport as u32, 0, 0));
                     numbers.push(seq);
@@ -375,7 +432,11 @@ fn paris_flow_fields_are_constant_for_every_probe() {
             }
         }
         assert_eq!(flows.len(), 1, "{m:?}: one flow for all probes");
-        assert_eq!(numbers, (1..=sim.sent.len() as u32).collect::<Vec<_>>(), "{m:?}");
+        assert_eq!(
+            numbers,
+            (1..=sim.sent.len() as u32).collect::<Vec<_>>(),
+            "{m:?}"
+        );
     }
 }
 
@@ -406,7 +467,14 @@ fn concurrent_traces_to_one_destination_keep_apart() {
         let Record::Trace(t) = r else { panic!() };
         assert_eq!(ids[t.userid as usize], id);
         assert_eq!(t.stop_reason, StopReason::Completed);
-        assert_eq!(addrs(&t), vec![(1, 1, router(1)), (3, 1, router(3)), (4, 1, IpAddr::V4(DST))]);
+        assert_eq!(
+            addrs(&t),
+            vec![
+                (1, 1, router(1)),
+                (3, 1, router(3)),
+                (4, 1, IpAddr::V4(DST))
+            ]
+        );
         flows.insert((t.sport, t.icmp_sum));
     }
     assert_eq!(flows.len(), 6);
@@ -419,9 +487,21 @@ fn foreign_packets_are_counted_unmatched() {
     let before = e.stats();
     // A time exceeded quoting somebody else's UDP probe.
     let mut probe = [0u8; 64];
-    let ip = vtnt_wire::build::Ip { src: SRC, dst: DST, ttl: 1, tos: 0, ipid: 1 };
+    let ip = vtnt_wire::build::Ip {
+        src: SRC,
+        dst: DST,
+        ttl: 1,
+        tos: 0,
+        ipid: 1,
+    };
     let n = vtnt_wire::build::udp(&mut probe, &ip, 1234, 33435, &[0; 16], Some(1)).unwrap();
-    let rip = vtnt_wire::build::Ip { src: ip.dst, dst: SRC, ttl: 64, tos: 0, ipid: 9 };
+    let rip = vtnt_wire::build::Ip {
+        src: ip.dst,
+        dst: SRC,
+        ttl: 64,
+        tos: 0,
+        ipid: 9,
+    };
     let mut b = [0u8; 200];
     let m = vtnt_wire::build::icmp_error(&mut b, &rip, 11, 0, &probe[..n], 28, &[]).unwrap();
     e.handle_packet(T0, &b[..m]);
@@ -437,10 +517,16 @@ fn a_buffer_too_small_for_the_probe_ends_the_trace_with_an_error() {
     let id = e.start(T0, Job::Trace(opts(Method::UdpParis))).unwrap();
     let mut small = [0u8; 40];
     assert_eq!(e.poll_transmit(T0, &mut small), None);
-    let Some(vtnt_engine::Event::Finished { id: got, record: Record::Trace(t) }) = e.poll_event()
+    let Some(vtnt_engine::Event::Finished {
+        id: got,
+        record: Record::Trace(t),
+    }) = e.poll_event()
     else {
         panic!("no record")
     };
-    assert_eq!((got, t.stop_reason, t.probe_count), (id, StopReason::Error, 0));
+    assert_eq!(
+        (got, t.stop_reason, t.probe_count),
+        (id, StopReason::Error, 0)
+    );
     assert!(e.is_idle());
 }

@@ -80,7 +80,9 @@ type Read1 = Result<Item, Result<String, ConvertError>>;
 fn warts_items<R: Read>(input: R) -> impl Iterator<Item = Read1> {
     WartsReader::new(input).map(|item| {
         item.map_err(|e| match e.kind {
-            WartsErrorKind::Invalid { .. } | WartsErrorKind::Unsupported { .. } if !is_stream_error(&e) => {
+            WartsErrorKind::Invalid { .. } | WartsErrorKind::Unsupported { .. }
+                if !is_stream_error(&e) =>
+            {
                 Ok(e.to_string())
             }
             _ => Err(e.into()),
@@ -92,9 +94,10 @@ fn warts_items<R: Read>(input: R) -> impl Iterator<Item = Read1> {
 fn json_items<R: BufRead>(input: R) -> impl Iterator<Item = Read1> {
     JsonReader::new(input).map(|item| {
         item.map_err(|e| match e {
-            JsonError { kind: JsonErrorKind::Io(io), line } => {
-                Err(JsonError::new(line, JsonErrorKind::Io(io)).into())
-            }
+            JsonError {
+                kind: JsonErrorKind::Io(io),
+                line,
+            } => Err(JsonError::new(line, JsonErrorKind::Io(io)).into()),
             e => Ok(e.to_string()),
         })
     })

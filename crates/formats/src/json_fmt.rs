@@ -263,7 +263,11 @@ mod tests {
         }
         for x in [0.125f32, 0.375, 0.005, 0.015, 0.995, 1e-30, 0.0] {
             let h = round_hundredths(x);
-            assert_eq!(format!("{}.{:02}", h / 100, h % 100), format!("{:.2}", f64::from(x)), "{x}");
+            assert_eq!(
+                format!("{}.{:02}", h / 100, h % 100),
+                format!("{:.2}", f64::from(x)),
+                "{x}"
+            );
         }
     }
 }

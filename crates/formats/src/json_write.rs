@@ -77,4 +77,3 @@ impl<W: Write> JsonWriter<W> {
             .map_err(|e| JsonError::new(0, JsonErrorKind::Io(e)))
     }
 }
-

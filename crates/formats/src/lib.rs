@@ -67,9 +67,9 @@ use alloc::string::String;
 pub use convert::{convert, convert_paths, json_to_warts, warts_to_json, ConvertReport, Format};
 #[cfg(feature = "std")]
 pub use error::{ConvertError, JsonError, JsonErrorKind, WartsError, WartsErrorKind};
+pub use json_line::{cycle_start_line, cycle_stop_line, record_line, Annotate, NoAnnotations};
 #[cfg(feature = "std")]
 pub use json_read::{parse_json_line, JsonReader};
-pub use json_line::{cycle_start_line, cycle_stop_line, record_line, Annotate, NoAnnotations};
 #[cfg(feature = "std")]
 pub use json_write::JsonWriter;
 #[cfg(feature = "tnt")]

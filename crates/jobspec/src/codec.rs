@@ -37,7 +37,12 @@ fn push_trace(out: &mut String, o: &TraceOptions, base: TraceOptions) {
     } else {
         base
     };
-    push_diff(out, "trace.", keys::trace_fields(o), keys::trace_fields(&base));
+    push_diff(
+        out,
+        "trace.",
+        keys::trace_fields(o),
+        keys::trace_fields(&base),
+    );
 }
 
 fn push_ping(out: &mut String, o: &PingOptions, base: PingOptions) {
@@ -74,7 +79,12 @@ pub fn encode(spec: &JobSpec) -> String {
             push_diff(&mut s, "tnt.", keys::tnt_fields(c), keys::tnt_fields(&d));
         }
     }
-    push_diff(&mut s, "", engine_fields(&spec.engine), engine_fields(&EngineSpec::default()));
+    push_diff(
+        &mut s,
+        "",
+        engine_fields(&spec.engine),
+        engine_fields(&EngineSpec::default()),
+    );
     if spec.hold != Duration::ZERO {
         s.push_str(&format!(" hold={}", keys::dur(spec.hold)));
     }
@@ -103,7 +113,10 @@ pub fn encode_split(spec: &JobSpec, max_inline: usize) -> (String, Option<String
                 list.push_str(&t.to_string());
                 list.push('\n');
             }
-            let line = encode(&JobSpec { targets: Targets::Module, ..spec.clone() });
+            let line = encode(&JobSpec {
+                targets: Targets::Module,
+                ..spec.clone()
+            });
             (line, Some(list))
         }
         _ => (encode(spec), None),
@@ -120,7 +133,10 @@ pub fn parse_target_list(text: &str) -> Result<Vec<IpAddr>, Error> {
         }
         let addr = t.parse().map_err(|_| Error {
             key: "targets".into(),
-            kind: ErrorKind::BadTarget { line: i + 1, text: t.to_string() },
+            kind: ErrorKind::BadTarget {
+                line: i + 1,
+                text: t.to_string(),
+            },
         })?;
         out.push(addr);
     }
@@ -128,7 +144,10 @@ pub fn parse_target_list(text: &str) -> Result<Vec<IpAddr>, Error> {
 }
 
 fn err(key: &str, kind: ErrorKind) -> Error {
-    Error { key: key.to_string(), kind }
+    Error {
+        key: key.to_string(),
+        kind,
+    }
 }
 
 fn bad(key: &str, why: impl Into<String>) -> Error {
@@ -154,11 +173,16 @@ pub fn decode(line: &str) -> Result<JobSpec, Error> {
         .and_then(|r| r.strip_prefix('='))
         .ok_or_else(|| err("", ErrorKind::NoVersion))?;
     if version != "1" {
-        return Err(err(MAGIC, ErrorKind::UnsupportedVersion(version.to_string())));
+        return Err(err(
+            MAGIC,
+            ErrorKind::UnsupportedVersion(version.to_string()),
+        ));
     }
     let mut pairs: Vec<(&str, &str)> = Vec::new();
     for w in words {
-        let (k, v) = w.split_once('=').ok_or_else(|| err(w, ErrorKind::NotKeyValue))?;
+        let (k, v) = w
+            .split_once('=')
+            .ok_or_else(|| err(w, ErrorKind::NotKeyValue))?;
         if pairs.iter().any(|(x, _)| *x == k) {
             return Err(err(k, ErrorKind::Repeated));
         }
@@ -173,14 +197,23 @@ pub fn decode(line: &str) -> Result<JobSpec, Error> {
             let d = TntConfig::default();
             (Some(d.trace.clone()), Some(d.ping.clone()), Some(d))
         }
-        other => return Err(bad("kind", format!("`{other}` is not a job kind (trace, ping, tnt)"))),
+        other => {
+            return Err(bad(
+                "kind",
+                format!("`{other}` is not a job kind (trace, ping, tnt)"),
+            ))
+        }
     };
     // A method first: it resets the probe size, which an explicit key then overrides.
     if let (Some(t), Some(v)) = (trace.as_mut(), get("trace.method")) {
-        *t = t.clone().with_method(keys::method(v).map_err(|w| bad("trace.method", w))?);
+        *t = t
+            .clone()
+            .with_method(keys::method(v).map_err(|w| bad("trace.method", w))?);
     }
     if let (Some(p), Some(v)) = (ping.as_mut(), get("ping.method")) {
-        *p = p.clone().with_method(keys::method(v).map_err(|w| bad("ping.method", w))?);
+        *p = p
+            .clone()
+            .with_method(keys::method(v).map_err(|w| bad("ping.method", w))?);
     }
     let mut engine = EngineSpec::default();
     let mut targets = None;
@@ -189,7 +222,9 @@ pub fn decode(line: &str) -> Result<JobSpec, Error> {
         let known = match k {
             "kind" | "trace.method" | "ping.method" => {
                 // Applied above; a template the kind lacks makes the key unknown.
-                k == "kind" || (k == "trace.method" && trace.is_some()) || (k == "ping.method" && ping.is_some())
+                k == "kind"
+                    || (k == "trace.method" && trace.is_some())
+                    || (k == "ping.method" && ping.is_some())
             }
             "pps" => {
                 engine.pps = keys::num(v, "a rate (1..=1000000)").map_err(|w| bad(k, w))?;
@@ -218,7 +253,10 @@ pub fn decode(line: &str) -> Result<JobSpec, Error> {
             "hold" => {
                 hold = keys::parse_dur(v).map_err(|w| bad(k, w))?;
                 if hold > MAX_HOLD {
-                    return Err(bad(k, format!("out of range (allowed: 0s..={})", keys::dur(MAX_HOLD))));
+                    return Err(bad(
+                        k,
+                        format!("out of range (allowed: 0s..={})", keys::dur(MAX_HOLD)),
+                    ));
                 }
                 true
             }
@@ -245,12 +283,19 @@ pub fn decode(line: &str) -> Result<JobSpec, Error> {
     if let Some(p) = &ping {
         p.validate().map_err(|e| job_error("ping.", e))?;
     }
-    engine.config(Ipv4Addr::UNSPECIFIED).validate().map_err(|e| match e {
-        vtnt_engine::ConfigError::OutOfRange { option, range } => {
-            let key = if option == "max_active" { "window" } else { option };
-            bad(key, format!("out of range (allowed: {range})"))
-        }
-    })?;
+    engine
+        .config(Ipv4Addr::UNSPECIFIED)
+        .validate()
+        .map_err(|e| match e {
+            vtnt_engine::ConfigError::OutOfRange { option, range } => {
+                let key = if option == "max_active" {
+                    "window"
+                } else {
+                    option
+                };
+                bad(key, format!("out of range (allowed: {range})"))
+            }
+        })?;
     let kind = match (kind_name, trace, ping, tnt) {
         ("trace", Some(t), _, _) => JobKind::Trace(t),
         ("ping", _, Some(p), _) => JobKind::Ping(p),
@@ -268,7 +313,12 @@ pub fn decode(line: &str) -> Result<JobSpec, Error> {
         }
         _ => unreachable!("the kind fixed which templates exist"),
     };
-    Ok(JobSpec { kind, engine, targets, hold })
+    Ok(JobSpec {
+        kind,
+        engine,
+        targets,
+        hold,
+    })
 }
 
 fn parse_targets(v: &str) -> Result<Targets, Error> {
@@ -279,7 +329,10 @@ fn parse_targets(v: &str) -> Result<Targets, Error> {
         return Err(bad("targets", "no target given"));
     }
     v.split(',')
-        .map(|t| t.parse().map_err(|_| bad("targets", format!("`{t}` is not an IP address"))))
+        .map(|t| {
+            t.parse()
+                .map_err(|_| bad("targets", format!("`{t}` is not an IP address")))
+        })
         .collect::<Result<Vec<IpAddr>, Error>>()
         .map(Targets::List)
 }

@@ -38,7 +38,9 @@ pub(crate) fn parse_dur(v: &str) -> Result<Duration, Why> {
     } else {
         return Err(format!("`{v}` is not a duration (e.g. 1s, 250ms, 40us)"));
     };
-    let n: u64 = num.parse().map_err(|_| format!("`{v}` is not a duration (e.g. 1s, 250ms, 40us)"))?;
+    let n: u64 = num
+        .parse()
+        .map_err(|_| format!("`{v}` is not a duration (e.g. 1s, 250ms, 40us)"))?;
     n.checked_mul(mult)
         .map(Duration::from_micros)
         .ok_or_else(|| format!("`{v}` is too long"))
@@ -61,7 +63,9 @@ pub(crate) fn method(v: &str) -> Result<Method, Why> {
         "icmp-paris" => Ok(Method::IcmpParis),
         "udp-paris" => Ok(Method::UdpParis),
         "tcp" => Ok(Method::Tcp),
-        _ => Err(format!("`{v}` is not a method (icmp-paris, udp-paris, tcp)")),
+        _ => Err(format!(
+            "`{v}` is not a method (icmp-paris, udp-paris, tcp)"
+        )),
     }
 }
 

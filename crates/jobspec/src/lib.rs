@@ -87,7 +87,13 @@ pub struct EngineSpec {
 
 impl Default for EngineSpec {
     fn default() -> Self {
-        EngineSpec { pps: 20, burst: 1, seed: 1, window: 1000, src: None }
+        EngineSpec {
+            pps: 20,
+            burst: 1,
+            seed: 1,
+            window: 1000,
+            src: None,
+        }
     }
 }
 
@@ -125,7 +131,12 @@ pub struct JobSpec {
 impl JobSpec {
     /// A job of `kind` over `targets` with default engine settings.
     pub fn new(kind: JobKind, targets: Vec<IpAddr>) -> JobSpec {
-        JobSpec { kind, engine: EngineSpec::default(), targets: Targets::List(targets), hold: vtnt_engine::Duration::ZERO }
+        JobSpec {
+            kind,
+            engine: EngineSpec::default(),
+            targets: Targets::List(targets),
+            hold: vtnt_engine::Duration::ZERO,
+        }
     }
 
     /// The inline targets (empty for [`Targets::Module`]).
@@ -171,7 +182,10 @@ impl fmt::Display for Error {
         match &self.kind {
             ErrorKind::NoVersion => write!(f, "job spec must start with `{MAGIC}={VERSION}`"),
             ErrorKind::UnsupportedVersion(v) => {
-                write!(f, "job spec version `{v}` is not supported (this build reads {VERSION})")
+                write!(
+                    f,
+                    "job spec version `{v}` is not supported (this build reads {VERSION})"
+                )
             }
             ErrorKind::NotKeyValue => write!(f, "job spec word `{}` is not key=value", self.key),
             ErrorKind::UnknownKey => write!(f, "job spec: unknown key `{}`", self.key),

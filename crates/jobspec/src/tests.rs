@@ -29,12 +29,24 @@ fn round_trip(spec: &JobSpec) -> alloc::string::String {
 
 #[test]
 fn defaults_are_short() {
-    let spec = JobSpec::new(JobKind::Trace(TraceOptions::new(unspecified())), vec![ip("192.0.2.9")]);
+    let spec = JobSpec::new(
+        JobKind::Trace(TraceOptions::new(unspecified())),
+        vec![ip("192.0.2.9")],
+    );
     assert_eq!(round_trip(&spec), "vtnt-job=1 kind=trace targets=192.0.2.9");
-    let spec = JobSpec::new(JobKind::Ping(PingOptions::new(unspecified())), vec![ip("192.0.2.9")]);
+    let spec = JobSpec::new(
+        JobKind::Ping(PingOptions::new(unspecified())),
+        vec![ip("192.0.2.9")],
+    );
     assert_eq!(round_trip(&spec), "vtnt-job=1 kind=ping targets=192.0.2.9");
-    let spec = JobSpec::new(JobKind::Tnt(TntConfig::default()), vec![ip("192.0.2.9"), ip("198.51.100.1")]);
-    assert_eq!(round_trip(&spec), "vtnt-job=1 kind=tnt targets=192.0.2.9,198.51.100.1");
+    let spec = JobSpec::new(
+        JobKind::Tnt(TntConfig::default()),
+        vec![ip("192.0.2.9"), ip("198.51.100.1")],
+    );
+    assert_eq!(
+        round_trip(&spec),
+        "vtnt-job=1 kind=tnt targets=192.0.2.9,198.51.100.1"
+    );
 }
 
 #[test]
@@ -67,10 +79,22 @@ fn every_key_changed_round_trips() {
     t.probe_size = 60;
     t.tos = 8;
     t.userid = 42;
-    let mut spec = JobSpec::new(JobKind::Trace(t.clone()), vec![ip("203.0.113.1"), ip("2001:db8::1")]);
-    spec.engine = EngineSpec { pps: 500, burst: 4, seed: u64::MAX, window: 7, src: Some("192.0.2.10".parse().unwrap()) };
+    let mut spec = JobSpec::new(
+        JobKind::Trace(t.clone()),
+        vec![ip("203.0.113.1"), ip("2001:db8::1")],
+    );
+    spec.engine = EngineSpec {
+        pps: 500,
+        burst: 4,
+        seed: u64::MAX,
+        window: 7,
+        src: Some("192.0.2.10".parse().unwrap()),
+    };
     let line = round_trip(&spec);
-    assert!(line.contains(" trace.wait=1500ms trace.wait-probe=250us "), "{line}");
+    assert!(
+        line.contains(" trace.wait=1500ms trace.wait-probe=250us "),
+        "{line}"
+    );
 
     let mut p = PingOptions::new(unspecified()).with_method(Method::UdpParis);
     p.count = 9;
@@ -81,7 +105,10 @@ fn every_key_changed_round_trips() {
     p.dport = Some(2);
     p.probe_size = 100;
     p.userid = 1;
-    round_trip(&JobSpec::new(JobKind::Ping(p.clone()), vec![ip("192.0.2.1")]));
+    round_trip(&JobSpec::new(
+        JobKind::Ping(p.clone()),
+        vec![ip("192.0.2.1")],
+    ));
 
     let mut c = TntConfig::default();
     c.trace = t;
@@ -102,28 +129,48 @@ fn every_key_changed_round_trips() {
 #[test]
 fn method_resets_probe_size_unless_given() {
     let spec = decode("vtnt-job=1 kind=trace trace.method=tcp targets=192.0.2.1").unwrap();
-    let JobKind::Trace(t) = &spec.kind else { panic!() };
+    let JobKind::Trace(t) = &spec.kind else {
+        panic!()
+    };
     assert_eq!(t.probe_size, 40);
-    let spec = decode("vtnt-job=1 kind=trace trace.probe-size=50 trace.method=tcp targets=192.0.2.1").unwrap();
-    let JobKind::Trace(t) = &spec.kind else { panic!() };
+    let spec =
+        decode("vtnt-job=1 kind=trace trace.probe-size=50 trace.method=tcp targets=192.0.2.1")
+            .unwrap();
+    let JobKind::Trace(t) = &spec.kind else {
+        panic!()
+    };
     assert_eq!(t.probe_size, 50, "key order does not matter");
 }
 
 #[test]
 fn module_targets() {
-    let targets: Vec<IpAddr> = (1..=40).map(|i| ip(&alloc::format!("198.51.100.{i}"))).collect();
+    let targets: Vec<IpAddr> = (1..=40)
+        .map(|i| ip(&alloc::format!("198.51.100.{i}")))
+        .collect();
     let spec = JobSpec::new(JobKind::Tnt(TntConfig::default()), targets.clone());
     let (line, module) = encode_split(&spec, 16);
     assert_eq!(line, "vtnt-job=1 kind=tnt targets=@module");
     let module = module.unwrap();
     assert_eq!(decode(&line).unwrap().targets, Targets::Module);
     assert_eq!(parse_target_list(&module).unwrap(), targets);
-    let (line, module) = encode_split(&JobSpec::new(JobKind::Tnt(TntConfig::default()), targets[..2].to_vec()), 16);
+    let (line, module) = encode_split(
+        &JobSpec::new(JobKind::Tnt(TntConfig::default()), targets[..2].to_vec()),
+        16,
+    );
     assert!(module.is_none());
     assert!(line.ends_with("targets=198.51.100.1,198.51.100.2"));
     let e = parse_target_list("# header\n192.0.2.1\n\n192.0.2.x # bad\n").unwrap_err();
-    assert_eq!(e.kind, ErrorKind::BadTarget { line: 4, text: "192.0.2.x".into() });
-    assert_eq!(e.to_string(), "target list line 4: `192.0.2.x` is not an IP address");
+    assert_eq!(
+        e.kind,
+        ErrorKind::BadTarget {
+            line: 4,
+            text: "192.0.2.x".into()
+        }
+    );
+    assert_eq!(
+        e.to_string(),
+        "target list line 4: `192.0.2.x` is not an IP address"
+    );
 }
 
 fn error(line: &str) -> Error {
@@ -134,33 +181,141 @@ fn error(line: &str) -> Error {
 fn errors_name_the_key() {
     let cases: &[(&str, &str, &str)] = &[
         ("", "", "job spec must start with `vtnt-job=1`"),
-        ("kind=trace targets=1.2.3.4", "", "job spec must start with `vtnt-job=1`"),
-        ("vtnt-job=2 kind=trace", "vtnt-job", "job spec version `2` is not supported (this build reads 1)"),
-        ("vtnt-job=1 targets=192.0.2.1", "kind", "job spec: key `kind` is missing"),
-        ("vtnt-job=1 kind=trace", "targets", "job spec: key `targets` is missing"),
-        ("vtnt-job=1 kind=dance targets=192.0.2.1", "kind", "job spec: key `kind`: `dance` is not a job kind (trace, ping, tnt)"),
-        ("vtnt-job=1 kind=trace trace.wait=5 targets=192.0.2.1", "trace.wait", "job spec: key `trace.wait`: `5` is not a duration (e.g. 1s, 250ms, 40us)"),
-        ("vtnt-job=1 kind=trace trace.wait=90s targets=192.0.2.1", "trace.wait", "job spec: key `trace.wait`: out of range (allowed: 1ms..=60s)"),
-        ("vtnt-job=1 kind=trace trace.attempts=0 targets=192.0.2.1", "trace.attempts", "job spec: key `trace.attempts`: out of range (allowed: 1..=20)"),
-        ("vtnt-job=1 kind=trace trace.attempts=300 targets=192.0.2.1", "trace.attempts", "job spec: key `trace.attempts`: `300` is not a count (1..=20)"),
-        ("vtnt-job=1 kind=trace ping.count=3 targets=192.0.2.1", "ping.count", "job spec: unknown key `ping.count`"),
-        ("vtnt-job=1 kind=trace trace.colour=red targets=192.0.2.1", "trace.colour", "job spec: unknown key `trace.colour`"),
-        ("vtnt-job=1 kind=trace seed=1 seed=2 targets=192.0.2.1", "seed", "job spec: key `seed` given twice"),
-        ("vtnt-job=1 kind=trace banana targets=192.0.2.1", "banana", "job spec word `banana` is not key=value"),
-        ("vtnt-job=1 kind=trace targets=192.0.2.1,nope", "targets", "job spec: key `targets`: `nope` is not an IP address"),
-        ("vtnt-job=1 kind=trace targets=", "targets", "job spec: key `targets`: no target given"),
-        ("vtnt-job=1 kind=ping pps=0 targets=192.0.2.1", "pps", "job spec: key `pps`: out of range (allowed: 1..=1000000)"),
-        ("vtnt-job=1 kind=ping window=0 targets=192.0.2.1", "window", "job spec: key `window`: out of range (allowed: 1..=32768)"),
-        ("vtnt-job=1 kind=ping src=::1 targets=192.0.2.1", "src", "job spec: key `src`: `::1` is not an IPv4 address"),
-        ("vtnt-job=1 kind=ping ping.method=smoke targets=192.0.2.1", "ping.method", "job spec: key `ping.method`: `smoke` is not a method (icmp-paris, udp-paris, tcp)"),
-        ("vtnt-job=1 kind=ping ping.sport=0 targets=192.0.2.1", "ping.sport", "job spec: key `ping.sport`: port 0 is not allowed"),
-        ("vtnt-job=1 kind=tnt tnt.walk-back=9 targets=192.0.2.1", "tnt.walk-back", "job spec: key `tnt.walk-back`: out of range (allowed: 0..=8)"),
-        ("vtnt-job=1 kind=tnt tnt.frpla=0 targets=192.0.2.1", "tnt.frpla", "job spec: key `tnt.frpla`: out of range (allowed: 1..=64)"),
-        ("vtnt-job=1 kind=tnt tnt.reveal=yes targets=192.0.2.1", "tnt.reveal", "job spec: key `tnt.reveal`: `yes` is not true or false"),
-        ("vtnt-job=1 kind=ping tnt.reveal=true targets=192.0.2.1", "tnt.reveal", "job spec: unknown key `tnt.reveal`"),
-        ("vtnt-job=1 kind=ping hold=3601s targets=192.0.2.1", "hold", "job spec: key `hold`: out of range (allowed: 0s..=3600s)"),
-        ("vtnt-job=1 kind=ping hold=10 targets=192.0.2.1", "hold", "job spec: key `hold`: `10` is not a duration (e.g. 1s, 250ms, 40us)"),
-        ("vtnt-job=1 kind=ping hold=1s hold=2s targets=192.0.2.1", "hold", "job spec: key `hold` given twice"),
+        (
+            "kind=trace targets=1.2.3.4",
+            "",
+            "job spec must start with `vtnt-job=1`",
+        ),
+        (
+            "vtnt-job=2 kind=trace",
+            "vtnt-job",
+            "job spec version `2` is not supported (this build reads 1)",
+        ),
+        (
+            "vtnt-job=1 targets=192.0.2.1",
+            "kind",
+            "job spec: key `kind` is missing",
+        ),
+        (
+            "vtnt-job=1 kind=trace",
+            "targets",
+            "job spec: key `targets` is missing",
+        ),
+        (
+            "vtnt-job=1 kind=dance targets=192.0.2.1",
+            "kind",
+            "job spec: key `kind`: `dance` is not a job kind (trace, ping, tnt)",
+        ),
+        (
+            "vtnt-job=1 kind=trace trace.wait=5 targets=192.0.2.1",
+            "trace.wait",
+            "job spec: key `trace.wait`: `5` is not a duration (e.g. 1s, 250ms, 40us)",
+        ),
+        (
+            "vtnt-job=1 kind=trace trace.wait=90s targets=192.0.2.1",
+            "trace.wait",
+            "job spec: key `trace.wait`: out of range (allowed: 1ms..=60s)",
+        ),
+        (
+            "vtnt-job=1 kind=trace trace.attempts=0 targets=192.0.2.1",
+            "trace.attempts",
+            "job spec: key `trace.attempts`: out of range (allowed: 1..=20)",
+        ),
+        (
+            "vtnt-job=1 kind=trace trace.attempts=300 targets=192.0.2.1",
+            "trace.attempts",
+            "job spec: key `trace.attempts`: `300` is not a count (1..=20)",
+        ),
+        (
+            "vtnt-job=1 kind=trace ping.count=3 targets=192.0.2.1",
+            "ping.count",
+            "job spec: unknown key `ping.count`",
+        ),
+        (
+            "vtnt-job=1 kind=trace trace.colour=red targets=192.0.2.1",
+            "trace.colour",
+            "job spec: unknown key `trace.colour`",
+        ),
+        (
+            "vtnt-job=1 kind=trace seed=1 seed=2 targets=192.0.2.1",
+            "seed",
+            "job spec: key `seed` given twice",
+        ),
+        (
+            "vtnt-job=1 kind=trace banana targets=192.0.2.1",
+            "banana",
+            "job spec word `banana` is not key=value",
+        ),
+        (
+            "vtnt-job=1 kind=trace targets=192.0.2.1,nope",
+            "targets",
+            "job spec: key `targets`: `nope` is not an IP address",
+        ),
+        (
+            "vtnt-job=1 kind=trace targets=",
+            "targets",
+            "job spec: key `targets`: no target given",
+        ),
+        (
+            "vtnt-job=1 kind=ping pps=0 targets=192.0.2.1",
+            "pps",
+            "job spec: key `pps`: out of range (allowed: 1..=1000000)",
+        ),
+        (
+            "vtnt-job=1 kind=ping window=0 targets=192.0.2.1",
+            "window",
+            "job spec: key `window`: out of range (allowed: 1..=32768)",
+        ),
+        (
+            "vtnt-job=1 kind=ping src=::1 targets=192.0.2.1",
+            "src",
+            "job spec: key `src`: `::1` is not an IPv4 address",
+        ),
+        (
+            "vtnt-job=1 kind=ping ping.method=smoke targets=192.0.2.1",
+            "ping.method",
+            "job spec: key `ping.method`: `smoke` is not a method (icmp-paris, udp-paris, tcp)",
+        ),
+        (
+            "vtnt-job=1 kind=ping ping.sport=0 targets=192.0.2.1",
+            "ping.sport",
+            "job spec: key `ping.sport`: port 0 is not allowed",
+        ),
+        (
+            "vtnt-job=1 kind=tnt tnt.walk-back=9 targets=192.0.2.1",
+            "tnt.walk-back",
+            "job spec: key `tnt.walk-back`: out of range (allowed: 0..=8)",
+        ),
+        (
+            "vtnt-job=1 kind=tnt tnt.frpla=0 targets=192.0.2.1",
+            "tnt.frpla",
+            "job spec: key `tnt.frpla`: out of range (allowed: 1..=64)",
+        ),
+        (
+            "vtnt-job=1 kind=tnt tnt.reveal=yes targets=192.0.2.1",
+            "tnt.reveal",
+            "job spec: key `tnt.reveal`: `yes` is not true or false",
+        ),
+        (
+            "vtnt-job=1 kind=ping tnt.reveal=true targets=192.0.2.1",
+            "tnt.reveal",
+            "job spec: unknown key `tnt.reveal`",
+        ),
+        (
+            "vtnt-job=1 kind=ping hold=3601s targets=192.0.2.1",
+            "hold",
+            "job spec: key `hold`: out of range (allowed: 0s..=3600s)",
+        ),
+        (
+            "vtnt-job=1 kind=ping hold=10 targets=192.0.2.1",
+            "hold",
+            "job spec: key `hold`: `10` is not a duration (e.g. 1s, 250ms, 40us)",
+        ),
+        (
+            "vtnt-job=1 kind=ping hold=1s hold=2s targets=192.0.2.1",
+            "hold",
+            "job spec: key `hold` given twice",
+        ),
     ];
     for &(line, key, msg) in cases {
         let e = error(line);
@@ -180,18 +335,46 @@ fn whitespace_and_order_do_not_matter() {
 
 #[test]
 fn hold_is_additive_and_defaults_to_zero() {
-    let mut spec = JobSpec::new(JobKind::Trace(TraceOptions::new(unspecified())), vec![ip("192.0.2.9")]);
+    let mut spec = JobSpec::new(
+        JobKind::Trace(TraceOptions::new(unspecified())),
+        vec![ip("192.0.2.9")],
+    );
     assert_eq!(spec.hold, Duration::ZERO);
     spec.hold = Duration::from_secs(10);
-    assert_eq!(round_trip(&spec), "vtnt-job=1 kind=trace hold=10s targets=192.0.2.9");
+    assert_eq!(
+        round_trip(&spec),
+        "vtnt-job=1 kind=trace hold=10s targets=192.0.2.9"
+    );
     spec.hold = Duration::from_millis(1500);
-    assert_eq!(round_trip(&spec), "vtnt-job=1 kind=trace hold=1500ms targets=192.0.2.9");
+    assert_eq!(
+        round_trip(&spec),
+        "vtnt-job=1 kind=trace hold=1500ms targets=192.0.2.9"
+    );
     spec.hold = MAX_HOLD;
-    assert_eq!(round_trip(&spec), "vtnt-job=1 kind=trace hold=3600s targets=192.0.2.9");
+    assert_eq!(
+        round_trip(&spec),
+        "vtnt-job=1 kind=trace hold=3600s targets=192.0.2.9"
+    );
     // Lines without the key (every line written before it existed) still read, held 0.
-    assert_eq!(decode("vtnt-job=1 kind=ping targets=192.0.2.1").unwrap().hold, Duration::ZERO);
-    assert_eq!(decode("vtnt-job=1 kind=ping hold=0s targets=192.0.2.1").unwrap().hold, Duration::ZERO);
+    assert_eq!(
+        decode("vtnt-job=1 kind=ping targets=192.0.2.1")
+            .unwrap()
+            .hold,
+        Duration::ZERO
+    );
+    assert_eq!(
+        decode("vtnt-job=1 kind=ping hold=0s targets=192.0.2.1")
+            .unwrap()
+            .hold,
+        Duration::ZERO
+    );
     // A module split keeps the hold.
-    let (line, _) = encode_split(&JobSpec { targets: Targets::List(vec![ip("192.0.2.1"); 3]), ..spec.clone() }, 1);
+    let (line, _) = encode_split(
+        &JobSpec {
+            targets: Targets::List(vec![ip("192.0.2.1"); 3]),
+            ..spec.clone()
+        },
+        1,
+    );
     assert_eq!(line, "vtnt-job=1 kind=trace hold=3600s targets=@module");
 }

@@ -155,8 +155,16 @@ struct PvclockTimeInfo {
 }
 
 /// Where the host writes kvmclock's scale (only while [`from_kvmclock`] runs).
-static mut PVCLOCK: PvclockTimeInfo =
-    PvclockTimeInfo { version: 0, _pad0: 0, _tsc_timestamp: 0, _system_time: 0, tsc_to_system_mul: 0, tsc_shift: 0, _flags: 0, _pad: [0; 2] };
+static mut PVCLOCK: PvclockTimeInfo = PvclockTimeInfo {
+    version: 0,
+    _pad0: 0,
+    _tsc_timestamp: 0,
+    _system_time: 0,
+    tsc_to_system_mul: 0,
+    tsc_shift: 0,
+    _flags: 0,
+    _pad: [0; 2],
+};
 
 /// The TSC frequency from kvmclock, when KVM's signature and clock feature are there:
 /// register [`PVCLOCK`] with the host, read a consistent scale (even `version`,
@@ -192,7 +200,12 @@ fn from_kvmclock() -> Option<u64> {
             let v0 = core::ptr::addr_of!((*info).version).read_volatile();
             let mul = core::ptr::addr_of!((*info).tsc_to_system_mul).read_volatile();
             let shift = core::ptr::addr_of!((*info).tsc_shift).read_volatile();
-            (v0, mul, shift, core::ptr::addr_of!((*info).version).read_volatile())
+            (
+                v0,
+                mul,
+                shift,
+                core::ptr::addr_of!((*info).version).read_volatile(),
+            )
         };
         if v0 == v1 && v0 % 2 == 0 && mul != 0 {
             scale = Some((mul, shift));
@@ -280,4 +293,3 @@ fn from_pit() -> Option<u64> {
     let hz = (t1 - t0) as u128 * PIT_HZ as u128 / elapsed as u128;
     (hz > 1_000_000).then_some(hz as u64)
 }
-

@@ -5,7 +5,9 @@ use crate::Error;
 
 /// Runs `ip ARGS...`; an error carries ip's own message.
 pub fn ip(args: &[&str]) -> Result<(), Error> {
-    vtnt_netns::ip(args).map(drop).map_err(|e| Error::msg(e.to_string()))
+    vtnt_netns::ip(args)
+        .map(drop)
+        .map_err(|e| Error::msg(e.to_string()))
 }
 
 /// Whether namespace `name` exists (`/run/netns/<name>`).

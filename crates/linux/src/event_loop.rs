@@ -83,13 +83,25 @@ pub fn run<P: Prober>(
                 .min(1_000_000)
         };
         let [a, b] = sockets.receivers();
-        let mut fds = [PollFd::new(a, PollFlags::POLLIN), PollFd::new(b, PollFlags::POLLIN)];
+        let mut fds = [
+            PollFd::new(a, PollFlags::POLLIN),
+            PollFd::new(b, PollFlags::POLLIN),
+        ];
         if wait_us > 0 {
             let ts = TimeSpec::from_duration(std::time::Duration::from_micros(wait_us));
-            let watched = if wait_us < COALESCE_US { &mut fds[..0] } else { &mut fds[..] };
+            let watched = if wait_us < COALESCE_US {
+                &mut fds[..0]
+            } else {
+                &mut fds[..]
+            };
             match nix::poll::ppoll(watched, Some(ts), None) {
                 Ok(_) | Err(nix::errno::Errno::EINTR) => {}
-                Err(source) => return Err(Error::Socket { what: "ppoll", source }),
+                Err(source) => {
+                    return Err(Error::Socket {
+                        what: "ppoll",
+                        source,
+                    })
+                }
             }
         }
         stats.received +=

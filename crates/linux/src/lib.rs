@@ -25,12 +25,17 @@ pub use vtnt_record::Instant;
 pub enum Error {
     /// Raw sockets need root or the CAP_NET_RAW capability.
     #[error("raw sockets need root or CAP_NET_RAW (opening a raw {what} socket: {source})")]
-    Privilege { what: &'static str, source: nix::Error },
+    Privilege {
+        what: &'static str,
+        source: nix::Error,
+    },
     /// A socket operation failed.
     #[error("{what}: {source}")]
-    Socket { what: &'static str, source: nix::Error },
+    Socket {
+        what: &'static str,
+        source: nix::Error,
+    },
     /// The output callback failed.
     #[error("writing results: {0}")]
     Output(#[from] std::io::Error),
 }
-

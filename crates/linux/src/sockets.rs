@@ -7,8 +7,8 @@ use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 
 use nix::errno::Errno;
 use nix::sys::socket::{
-    recvmsg, sendmmsg, sendto, setsockopt, socket, sockopt, AddressFamily, ControlMessageOwned, MsgFlags,
-    SockFlag, SockProtocol, SockType, SockaddrIn,
+    recvmsg, sendmmsg, sendto, setsockopt, socket, sockopt, AddressFamily, ControlMessageOwned,
+    MsgFlags, SockFlag, SockProtocol, SockType, SockaddrIn,
 };
 
 use crate::{Clock, Error, Instant};
@@ -42,14 +42,21 @@ impl RawSockets {
         let icmp = open(SockProtocol::Icmp, "ICMP")?;
         let tcp = open(SockProtocol::Tcp, "TCP")?;
         for fd in [&icmp, &tcp] {
-            setsockopt(fd, sockopt::ReceiveTimestampns, &true)
-                .map_err(|source| Error::Socket { what: "SO_TIMESTAMPNS", source })?;
+            setsockopt(fd, sockopt::ReceiveTimestampns, &true).map_err(|source| Error::Socket {
+                what: "SO_TIMESTAMPNS",
+                source,
+            })?;
             // A big receive buffer keeps bursts of replies at high rates; failure is harmless.
             let _ = setsockopt(fd, sockopt::RcvBufForce, &(8 << 20));
             let _ = setsockopt(fd, sockopt::RcvBuf, &(8 << 20));
         }
         let _ = setsockopt(&send, sockopt::SndBufForce, &(8 << 20));
-        Ok(RawSockets { send, icmp, tcp, cmsg: nix::cmsg_space!(nix::sys::time::TimeSpec) })
+        Ok(RawSockets {
+            send,
+            icmp,
+            tcp,
+            cmsg: nix::cmsg_space!(nix::sys::time::TimeSpec),
+        })
     }
 
     /// The descriptors to wait on for received packets.
@@ -73,7 +80,10 @@ impl RawSockets {
             Err(Errno::ENETUNREACH | Errno::EHOSTUNREACH | Errno::EINVAL | Errno::EPERM) => {
                 Ok(true)
             }
-            Err(source) => Err(Error::Socket { what: "sendto", source }),
+            Err(source) => Err(Error::Socket {
+                what: "sendto",
+                source,
+            }),
         }
     }
 
@@ -90,12 +100,23 @@ impl RawSockets {
             .iter()
             .map(|p| {
                 let d = p.get(16..20).unwrap_or(&[0, 0, 0, 0]);
-                Some(SockaddrIn::from(SocketAddrV4::new(Ipv4Addr::new(d[0], d[1], d[2], d[3]), 0)))
+                Some(SockaddrIn::from(SocketAddrV4::new(
+                    Ipv4Addr::new(d[0], d[1], d[2], d[3]),
+                    0,
+                )))
             })
             .collect();
         let iovs: Vec<[IoSlice<'_>; 1]> = packets.iter().map(|p| [IoSlice::new(p)]).collect();
-        let mut headers = nix::sys::socket::MultiHeaders::<SockaddrIn>::preallocate(packets.len(), None);
-        match sendmmsg(self.send.as_raw_fd(), &mut headers, &iovs, &addrs, [], MsgFlags::empty()) {
+        let mut headers =
+            nix::sys::socket::MultiHeaders::<SockaddrIn>::preallocate(packets.len(), None);
+        match sendmmsg(
+            self.send.as_raw_fd(),
+            &mut headers,
+            &iovs,
+            &addrs,
+            [],
+            MsgFlags::empty(),
+        ) {
             Ok(results) => Ok(results.count()),
             Err(Errno::EAGAIN | Errno::ENOBUFS) => Ok(0),
             // A probe the kernel refuses (no route, ...) is skipped: it simply goes
@@ -110,7 +131,10 @@ impl RawSockets {
                 }
                 Ok(n)
             }
-            Err(source) => Err(Error::Socket { what: "sendmmsg", source }),
+            Err(source) => Err(Error::Socket {
+                what: "sendmmsg",
+                source,
+            }),
         }
     }
 
@@ -124,7 +148,11 @@ impl RawSockets {
     ) -> Result<usize, Error> {
         let mut n = 0;
         for i in 0..2 {
-            let fd = if i == 0 { self.icmp.as_raw_fd() } else { self.tcp.as_raw_fd() };
+            let fd = if i == 0 {
+                self.icmp.as_raw_fd()
+            } else {
+                self.tcp.as_raw_fd()
+            };
             loop {
                 let (len, ts) = {
                     let mut iov = [IoSliceMut::new(buf)];
@@ -142,7 +170,12 @@ impl RawSockets {
                         }
                         Err(Errno::EAGAIN) => break,
                         Err(Errno::EINTR) => continue,
-                        Err(source) => return Err(Error::Socket { what: "recvmsg", source }),
+                        Err(source) => {
+                            return Err(Error::Socket {
+                                what: "recvmsg",
+                                source,
+                            })
+                        }
                     }
                 };
                 n += 1;

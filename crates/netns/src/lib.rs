@@ -13,7 +13,10 @@ static COUNTER: AtomicU32 = AtomicU32::new(0);
 pub enum Error {
     /// A program could not be started.
     #[error("cannot run {program}: {source}")]
-    Spawn { program: String, source: std::io::Error },
+    Spawn {
+        program: String,
+        source: std::io::Error,
+    },
     /// A setup command failed.
     #[error("`{command}` failed: {stderr}")]
     Setup { command: String, stderr: String },
@@ -42,7 +45,10 @@ pub fn ip(args: &[&str]) -> Result<Output, Error> {
     let out = Command::new("ip")
         .args(args)
         .output()
-        .map_err(|source| Error::Spawn { program: "ip".into(), source })?;
+        .map_err(|source| Error::Spawn {
+            program: "ip".into(),
+            source,
+        })?;
     if out.status.success() {
         Ok(out)
     } else {
@@ -63,7 +69,9 @@ impl NetNs {
     /// Creates namespace `name` with loopback up and ICMP rate limiting off.
     pub fn create(name: &str) -> Result<NetNs, Error> {
         ip(&["netns", "add", name])?;
-        let ns = NetNs { name: name.to_string() };
+        let ns = NetNs {
+            name: name.to_string(),
+        };
         ip(&["-n", name, "link", "set", "lo", "up"])?;
         ns.sysctl("net.ipv4.icmp_ratelimit", "0")?;
         ns.sysctl("net.ipv4.icmp_msgs_per_sec", "100000")?;
@@ -113,7 +121,18 @@ impl NetNs {
         b_if: &str,
         b_cidr: &str,
     ) -> Result<(), Error> {
-        self.ip(&["link", "add", a_if, "type", "veth", "peer", "name", b_if, "netns", other.name()])?;
+        self.ip(&[
+            "link",
+            "add",
+            a_if,
+            "type",
+            "veth",
+            "peer",
+            "name",
+            b_if,
+            "netns",
+            other.name(),
+        ])?;
         self.ip(&["addr", "add", a_cidr, "dev", a_if])?;
         self.ip(&["link", "set", a_if, "up"])?;
         other.ip(&["addr", "add", b_cidr, "dev", b_if])?;
@@ -123,10 +142,13 @@ impl NetNs {
 
     /// Runs a command inside the namespace.
     pub fn exec(&self, program: &str, args: &[&str]) -> Result<Output, Error> {
-        self.command(program).args(args).output().map_err(|source| Error::Spawn {
-            program: program.into(),
-            source,
-        })
+        self.command(program)
+            .args(args)
+            .output()
+            .map_err(|source| Error::Spawn {
+                program: program.into(),
+                source,
+            })
     }
 
     /// A command that will run inside the namespace.
@@ -139,7 +161,9 @@ impl NetNs {
 
 impl Drop for NetNs {
     fn drop(&mut self) {
-        let _ = Command::new("ip").args(["netns", "del", &self.name]).output();
+        let _ = Command::new("ip")
+            .args(["netns", "del", &self.name])
+            .output();
     }
 }
 
@@ -165,7 +189,13 @@ impl Chain {
         let last = routers + 1;
         for k in 0..=routers {
             let (l, r) = (&chain.nodes[k], &chain.nodes[k + 1]);
-            l.link("east", &format!("{}/30", Self::left(k)), r, "west", &format!("{}/30", Self::right(k)))?;
+            l.link(
+                "east",
+                &format!("{}/30", Self::left(k)),
+                r,
+                "west",
+                &format!("{}/30", Self::right(k)),
+            )?;
         }
         for (i, ns) in chain.nodes.iter().enumerate() {
             if i > 0 && i < last {

@@ -75,7 +75,15 @@ pub fn build(opts: &BuildOptions) -> Result<Image, Error> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let out = Command::new(&cargo)
         .current_dir(&ws)
-        .args(["build", "-p", PACKAGE, "--target", TARGET, "--profile", PROFILE])
+        .args([
+            "build",
+            "-p",
+            PACKAGE,
+            "--target",
+            TARGET,
+            "--profile",
+            PROFILE,
+        ])
         .env("CARGO_TARGET_DIR", &target_dir)
         // Flags meant for the host build must not leak into the bare-metal one.
         .env_remove("RUSTFLAGS")

@@ -327,17 +327,33 @@ mod tests {
 
     #[test]
     fn long_target_lists_become_a_module() {
-        let targets = (1..=20).map(|i| format!("198.51.100.{i}").parse().unwrap()).collect();
+        let targets = (1..=20)
+            .map(|i| format!("198.51.100.{i}").parse().unwrap())
+            .collect();
         let job = JobSpec::new(JobKind::Tnt(TntConfig::default()), targets);
         let mut spec = RunSpec::new(job, JobNet::Lab { name: "x".into() });
         spec.hostname = Some("host-1".into());
         let (c, m) = cmdline(&spec, "192.0.2.10/24", "192.0.2.1");
-        assert!(c.starts_with("console=ttyS0 ip=192.0.2.10/24 gw=192.0.2.1 watchdog=300 epoch_us="), "{c}");
-        assert!(c.ends_with(" hostname=host-1 -- vtnt-job=1 kind=tnt targets=@module"), "{c}");
+        assert!(
+            c.starts_with("console=ttyS0 ip=192.0.2.10/24 gw=192.0.2.1 watchdog=300 epoch_us="),
+            "{c}"
+        );
+        assert!(
+            c.ends_with(" hostname=host-1 -- vtnt-job=1 kind=tnt targets=@module"),
+            "{c}"
+        );
         assert_eq!(m.unwrap().lines().count(), 20);
-        assert_eq!(vtnt_jobspec::decode(c.split(" -- ").nth(1).unwrap()).unwrap().targets, Targets::Module);
+        assert_eq!(
+            vtnt_jobspec::decode(c.split(" -- ").nth(1).unwrap())
+                .unwrap()
+                .targets,
+            Targets::Module
+        );
         spec.dhcp = true;
         let (c, _) = cmdline(&spec, "192.0.2.10/24", "192.0.2.1");
-        assert!(c.starts_with("console=ttyS0 ip=dhcp watchdog=300 epoch_us="), "{c}");
+        assert!(
+            c.starts_with("console=ttyS0 ip=dhcp watchdog=300 epoch_us="),
+            "{c}"
+        );
     }
 }

@@ -324,7 +324,10 @@ pub fn cpu_time(pid: u32) -> Option<(char, Duration)> {
     let mut f = f.skip(10);
     let utime: u64 = f.next()?.parse().ok()?;
     let stime: u64 = f.next()?.parse().ok()?;
-    Some((state, Duration::from_millis((utime + stime) * 1000 / USER_HZ)))
+    Some((
+        state,
+        Duration::from_millis((utime + stime) * 1000 / USER_HZ),
+    ))
 }
 
 /// The peak resident set size of process `pid`, in KiB.

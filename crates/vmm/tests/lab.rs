@@ -61,8 +61,15 @@ fn vtnt() -> &'static PathBuf {
         let bin = target_dir().join("debug").join("vtnt");
         if !out.status.success() {
             // A workspace mid-edit elsewhere must not hide this crate's results.
-            assert!(bin.is_file(), "cargo build -p vtnt:\n{}", String::from_utf8_lossy(&out.stderr));
-            eprintln!("WARNING: cargo build -p vtnt failed; using the existing {}", bin.display());
+            assert!(
+                bin.is_file(),
+                "cargo build -p vtnt:\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            eprintln!(
+                "WARNING: cargo build -p vtnt failed; using the existing {}",
+                bin.display()
+            );
         }
         bin
     })
@@ -70,7 +77,9 @@ fn vtnt() -> &'static PathBuf {
 
 fn image() -> &'static Image {
     static IMAGE: OnceLock<Image> = OnceLock::new();
-    IMAGE.get_or_init(|| image::build(&image::BuildOptions::default()).unwrap_or_else(|e| panic!("{e}")))
+    IMAGE.get_or_init(|| {
+        image::build(&image::BuildOptions::default()).unwrap_or_else(|e| panic!("{e}"))
+    })
 }
 
 /// A lab of our own, taken down on drop.
@@ -81,9 +90,16 @@ struct Lab {
 impl Lab {
     fn up(tag: &str) -> Lab {
         let name = format!("vtk-{tag}-{}", std::process::id());
-        let out = Command::new(vtnt()).args(["lab", "up", "--name", &name]).output().expect("vtnt lab up");
+        let out = Command::new(vtnt())
+            .args(["lab", "up", "--name", &name])
+            .output()
+            .expect("vtnt lab up");
         let lab = Lab { name };
-        assert!(out.status.success(), "vtnt lab up: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "vtnt lab up: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         lab
     }
 
@@ -93,15 +109,28 @@ impl Lab {
         let bin = vtnt().display().to_string();
         args.push(&bin);
         args.extend(words.split_whitespace());
-        let out = Command::new(vtnt()).args(&args).output().expect("vtnt lab exec");
-        assert!(out.status.success(), "native vtnt {words}: {}", String::from_utf8_lossy(&out.stderr));
-        String::from_utf8_lossy(&out.stdout).lines().map(String::from).collect()
+        let out = Command::new(vtnt())
+            .args(&args)
+            .output()
+            .expect("vtnt lab exec");
+        assert!(
+            out.status.success(),
+            "native vtnt {words}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(String::from)
+            .collect()
     }
 
     /// Destinations the truth reaches over more than one (ECMP) path, with the routers'
     /// addresses at each TTL of every path.
     fn ecmp(&self) -> Vec<(String, Vec<Vec<String>>)> {
-        let out = Command::new(vtnt()).args(["lab", "truth", "--json", "--name", &self.name]).output().expect("vtnt lab truth");
+        let out = Command::new(vtnt())
+            .args(["lab", "truth", "--json", "--name", &self.name])
+            .output()
+            .expect("vtnt lab truth");
         let truth: Value = serde_json::from_slice(&out.stdout).expect("truth JSON");
         let mut v = Vec::new();
         for d in truth["destinations"].as_array().into_iter().flatten() {
@@ -133,7 +162,9 @@ impl Lab {
         let _guard = serial();
         let mut run = RunSpec::new(
             vtnt_jobspec::decode(spec).unwrap_or_else(|e| panic!("{spec}: {e}")),
-            JobNet::Lab { name: self.name.clone() },
+            JobNet::Lab {
+                name: self.name.clone(),
+            },
         );
         run.accel = Accel::Tcg;
         run.machine = Machine::Microvm;
@@ -141,7 +172,9 @@ impl Lab {
         run.timeout = Duration::from_secs(120);
         run.image = Some(image().path.clone());
         run.dhcp = dhcp;
-        run.hostname = std::fs::read_to_string("/proc/sys/kernel/hostname").ok().map(|s| s.trim().to_string());
+        run.hostname = std::fs::read_to_string("/proc/sys/kernel/hostname")
+            .ok()
+            .map(|s| s.trim().to_string());
         let out = run_job(&run).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(
             out.status,
@@ -157,7 +190,9 @@ impl Lab {
 
 impl Drop for Lab {
     fn drop(&mut self) {
-        let _ = Command::new(vtnt()).args(["lab", "down", "--name", &self.name]).output();
+        let _ = Command::new(vtnt())
+            .args(["lab", "down", "--name", &self.name])
+            .output();
     }
 }
 
@@ -166,8 +201,19 @@ fn normalise(v: &mut Value) {
     match v {
         Value::Object(m) => {
             for k in [
-                "src", "start", "start_time", "stop_time", "tx", "rx", "rtt", "rtt_us", "reply_ipid", "min",
-                "max", "avg", "stddev",
+                "src",
+                "start",
+                "start_time",
+                "stop_time",
+                "tx",
+                "rx",
+                "rtt",
+                "rtt_us",
+                "reply_ipid",
+                "min",
+                "max",
+                "avg",
+                "stddev",
             ] {
                 m.remove(k);
             }
@@ -185,7 +231,14 @@ fn objects(lines: &[String]) -> Vec<Value> {
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
         .collect();
     v.iter_mut().for_each(normalise);
-    let key = |o: &Value| (o["type"] != "cycle-start", o["type"] == "cycle-stop", o["dst"].to_string(), o["userid"].to_string());
+    let key = |o: &Value| {
+        (
+            o["type"] != "cycle-start",
+            o["type"] == "cycle-stop",
+            o["dst"].to_string(),
+            o["userid"].to_string(),
+        )
+    };
     v.sort_by_key(key);
     v
 }
@@ -201,8 +254,14 @@ fn ecmp_aside(objs: &mut [Value], ecmp: &[(String, Vec<Vec<String>>)], who: &str
         for h in o["hops"].as_array().into_iter().flatten() {
             let ttl = h["probe_ttl"].as_u64().unwrap_or(0) as usize;
             let addr = h["addr"].as_str().unwrap_or("");
-            let on_path = addr == dst || by_ttl.get(ttl.wrapping_sub(1)).is_some_and(|a| a.iter().any(|x| x == addr));
-            assert!(on_path, "{who}: {addr} at TTL {ttl} towards {dst} is on no path of the truth");
+            let on_path = addr == dst
+                || by_ttl
+                    .get(ttl.wrapping_sub(1))
+                    .is_some_and(|a| a.iter().any(|x| x == addr));
+            assert!(
+                on_path,
+                "{who}: {addr} at TTL {ttl} towards {dst} is on no path of the truth"
+            );
         }
         if let Value::Object(m) = o {
             m.remove("hops");
@@ -211,11 +270,22 @@ fn ecmp_aside(objs: &mut [Value], ecmp: &[(String, Vec<Vec<String>>)], who: &str
     }
 }
 
-fn assert_same(native: &[String], vm: &RunOutcome, what: &str, ecmp: &[(String, Vec<Vec<String>>)]) {
+fn assert_same(
+    native: &[String],
+    vm: &RunOutcome,
+    what: &str,
+    ecmp: &[(String, Vec<Vec<String>>)],
+) {
     let (mut a, mut b) = (objects(native), objects(&vm.json_lines));
     ecmp_aside(&mut a, ecmp, "native");
     ecmp_aside(&mut b, ecmp, "microVM");
-    assert_eq!(a.len(), b.len(), "{what}: native\n{}\nvm\n{}", native.join("\n"), vm.json_lines.join("\n"));
+    assert_eq!(
+        a.len(),
+        b.len(),
+        "{what}: native\n{}\nvm\n{}",
+        native.join("\n"),
+        vm.json_lines.join("\n")
+    );
     for (x, y) in a.iter().zip(&b) {
         assert_eq!(x, y, "{what}: native vs microVM differ");
     }
@@ -225,14 +295,23 @@ fn assert_same(native: &[String], vm: &RunOutcome, what: &str, ecmp: &[(String, 
             .iter()
             .map(|l| {
                 let head = l.split("\"hops\"").next().unwrap_or("");
-                head.split('"').skip(1).step_by(2).filter(|k| head.contains(&format!("\"{k}\":"))).map(String::from).collect()
+                head.split('"')
+                    .skip(1)
+                    .step_by(2)
+                    .filter(|k| head.contains(&format!("\"{k}\":")))
+                    .map(String::from)
+                    .collect()
             })
             .collect();
         v.sort();
         v.dedup();
         v
     };
-    assert_eq!(headers(native), headers(&vm.json_lines), "{what}: key order");
+    assert_eq!(
+        headers(native),
+        headers(&vm.json_lines),
+        "{what}: key order"
+    );
 }
 
 #[test]
@@ -242,13 +321,18 @@ fn trace_ping_and_tnt_on_the_lab_equal_native() {
         return;
     }
     let lab = Lab::up("eq");
-    let dsts = "203.0.113.2 203.0.113.10 203.0.113.18 203.0.113.26 203.0.113.34 203.0.113.42 203.0.113.50";
+    let dsts =
+        "203.0.113.2 203.0.113.10 203.0.113.18 203.0.113.26 203.0.113.34 203.0.113.42 203.0.113.50";
     let list = dsts.replace(' ', ",");
     let ecmp = lab.ecmp();
 
     let native = lab.native(&format!("trace -P icmp-paris -q 1 -w 1 --seed 3 {dsts}"));
     let vm = lab.vm(&format!("vtnt-job=1 kind=trace trace.method=icmp-paris trace.attempts=1 trace.wait=1s seed=3 targets={list}"), 16);
-    assert!(vm.json_lines.iter().any(|l| l.contains("\"mpls_labels\"")), "labels seen:\n{}", vm.json_lines.join("\n"));
+    assert!(
+        vm.json_lines.iter().any(|l| l.contains("\"mpls_labels\"")),
+        "labels seen:\n{}",
+        vm.json_lines.join("\n")
+    );
     assert_same(&native, &vm, "trace", &ecmp);
     assert!(vm.timings.guest_first_probe_us.is_some_and(|t| t > 0));
     assert!(vm.timings.spawn_to_first_probe.is_some());
@@ -259,7 +343,11 @@ fn trace_ping_and_tnt_on_the_lab_equal_native() {
 
     let native = lab.native(&format!("tnt --seed 9 {dsts}"));
     let vm = lab.vm(&format!("vtnt-job=1 kind=tnt seed=9 targets={list}"), 16);
-    assert!(vm.json_lines.iter().any(|l| l.contains("\"tnt\":")), "annotations:\n{}", vm.json_lines.join("\n"));
+    assert!(
+        vm.json_lines.iter().any(|l| l.contains("\"tnt\":")),
+        "annotations:\n{}",
+        vm.json_lines.join("\n")
+    );
     assert_same(&native, &vm, "tnt", &ecmp);
 }
 
@@ -270,13 +358,22 @@ fn long_target_lists_travel_as_a_boot_module() {
         return;
     }
     let lab = Lab::up("mod");
-    let dsts: Vec<String> = (0..21).map(|i| format!("203.0.113.{}", 2 + 8 * (i % 7))).collect();
+    let dsts: Vec<String> = (0..21)
+        .map(|i| format!("203.0.113.{}", 2 + 8 * (i % 7)))
+        .collect();
     let vm = lab.vm(
-        &format!("vtnt-job=1 kind=ping ping.count=1 pps=200 targets={}", dsts.join(",")),
+        &format!(
+            "vtnt-job=1 kind=ping ping.count=1 pps=200 targets={}",
+            dsts.join(",")
+        ),
         16,
     );
     assert!(vm.cmdline.ends_with("targets=@module"), "{}", vm.cmdline);
-    let pings = vm.json_lines.iter().filter(|l| l.starts_with("{\"type\":\"ping\"")).count();
+    let pings = vm
+        .json_lines
+        .iter()
+        .filter(|l| l.starts_with("{\"type\":\"ping\""))
+        .count();
     assert_eq!(pings, 21, "{}", vm.json_lines.join("\n"));
 }
 
@@ -288,7 +385,11 @@ fn tnt_completes_in_4_mib() {
     }
     let lab = Lab::up("ram");
     let vm = lab.vm("vtnt-job=1 kind=tnt targets=203.0.113.26,203.0.113.42", 4);
-    let traces = vm.json_lines.iter().filter(|l| l.starts_with("{\"type\":\"trace\"")).count();
+    let traces = vm
+        .json_lines
+        .iter()
+        .filter(|l| l.starts_with("{\"type\":\"trace\""))
+        .count();
     assert_eq!(traces, 2);
 }
 
@@ -302,10 +403,16 @@ fn ping_with_a_dhcp_lease_equals_ping_with_a_static_address() {
     let job = "vtnt-job=1 kind=ping ping.count=3 ping.interval=100ms seed=5 targets=203.0.113.10,192.0.2.1";
     let fixed = lab.vm(job, 16);
     let leased = lab.vm_with(job, 16, true);
-    assert!(leased.cmdline.contains(" ip=dhcp ") && !leased.cmdline.contains("gw="), "{}", leased.cmdline);
-    let dhcp = leased.diagnostics.iter().find(|l| l.starts_with("{\"type\":\"dhcp\"")).unwrap_or_else(|| {
-        panic!("no dhcp line:\n{}", leased.diagnostics.join("\n"))
-    });
+    assert!(
+        leased.cmdline.contains(" ip=dhcp ") && !leased.cmdline.contains("gw="),
+        "{}",
+        leased.cmdline
+    );
+    let dhcp = leased
+        .diagnostics
+        .iter()
+        .find(|l| l.starts_with("{\"type\":\"dhcp\""))
+        .unwrap_or_else(|| panic!("no dhcp line:\n{}", leased.diagnostics.join("\n")));
     let lease: Value = serde_json::from_str(dhcp).expect("dhcp line is JSON");
     // The first address of the lab's pool (docs/lab.md), the lab's gateway as router.
     assert_eq!(lease["ip"], "192.0.2.130/24", "{dhcp}");
@@ -315,13 +422,24 @@ fn ping_with_a_dhcp_lease_equals_ping_with_a_static_address() {
         out.json_lines
             .iter()
             .filter(|l| l.starts_with("{\"type\":\"ping\""))
-            .map(|l| serde_json::from_str::<Value>(l).expect("JSON")["src"].as_str().unwrap_or("").to_string())
+            .map(|l| {
+                serde_json::from_str::<Value>(l).expect("JSON")["src"]
+                    .as_str()
+                    .unwrap_or("")
+                    .to_string()
+            })
             .collect()
     };
     assert_eq!(srcs(&fixed), ["192.0.2.10", "192.0.2.10"]);
     assert_eq!(srcs(&leased), ["192.0.2.130", "192.0.2.130"]);
     let (a, b) = (objects(&fixed.json_lines), objects(&leased.json_lines));
-    assert_eq!(a, b, "static vs DHCP:\n{}\n{}", fixed.json_lines.join("\n"), leased.json_lines.join("\n"));
+    assert_eq!(
+        a,
+        b,
+        "static vs DHCP:\n{}\n{}",
+        fixed.json_lines.join("\n"),
+        leased.json_lines.join("\n")
+    );
     for o in &b[1..b.len() - 1] {
         assert_eq!(o["statistics"]["replies"], 3, "{o}");
     }

@@ -105,7 +105,11 @@ fn boots_in_4_mib() {
 #[test]
 fn malformed_cmdline_is_an_error() {
     let Some(img) = image() else { return };
-    let out = run(&vm(img, Machine::Microvm, "ip=banana -- vtnt-job=1 kind=ping targets=192.0.2.1"));
+    let out = run(&vm(
+        img,
+        Machine::Microvm,
+        "ip=banana -- vtnt-job=1 kind=ping targets=192.0.2.1",
+    ));
     assert!(
         out.line_with("vtnt: error: command line: bad option `ip=banana`")
             .is_some(),
@@ -120,7 +124,10 @@ fn malformed_cmdline_is_an_error() {
 fn malformed_job_spec_is_an_error() {
     let Some(img) = image() else { return };
     let cases = [
-        ("-- frobnicate 192.0.2.1", "vtnt: error: job spec must start with `vtnt-job=1`"),
+        (
+            "-- frobnicate 192.0.2.1",
+            "vtnt: error: job spec must start with `vtnt-job=1`",
+        ),
         (
             "-- vtnt-job=1 kind=trace trace.wait=5 targets=192.0.2.1",
             "vtnt: error: job spec: key `trace.wait`: `5` is not a duration",
@@ -132,7 +139,11 @@ fn malformed_job_spec_is_an_error() {
     ];
     for (cmdline, error) in cases {
         let out = run(&vm(img, Machine::Microvm, cmdline));
-        assert!(out.line_with(error).is_some(), "{cmdline}:\n{}", out.console());
+        assert!(
+            out.line_with(error).is_some(),
+            "{cmdline}:\n{}",
+            out.console()
+        );
         assert_eq!(out.status, GuestStatus::Exited(2), "{cmdline}");
     }
 }
@@ -196,17 +207,36 @@ fn ping_on(machine: Machine) {
         .collect();
     assert_eq!(pings.len(), 1, "{machine:?}:\n{console}\n{}", out.stderr);
     let p = pings[0];
-    assert!(p.contains("\"src\":\"192.0.2.10\", \"dst\":\"192.0.2.1\""), "{p}");
-    assert!(p.contains("\"ping_sent\":3"), "{p}");
-    assert!(p.contains("\"statistics\":{\"replies\":3, \"loss\":0"), "{p}");
-    assert!(p.contains("\"start\":{\"sec\":17953121"), "epoch_us makes real timestamps: {p}");
-    for seq in 0..3 {
-        assert!(p.contains(&format!("{{\"from\":\"192.0.2.1\", \"seq\":{seq}, ")), "{p}");
-    }
-    assert!(out.line_with("{\"type\":\"cycle-start\"").is_some(), "{console}");
-    assert!(out.line_with("{\"type\":\"cycle-stop\"").is_some(), "{console}");
     assert!(
-        out.json_u64("first-probe", "guest_us").is_some_and(|t| t > 0),
+        p.contains("\"src\":\"192.0.2.10\", \"dst\":\"192.0.2.1\""),
+        "{p}"
+    );
+    assert!(p.contains("\"ping_sent\":3"), "{p}");
+    assert!(
+        p.contains("\"statistics\":{\"replies\":3, \"loss\":0"),
+        "{p}"
+    );
+    assert!(
+        p.contains("\"start\":{\"sec\":17953121"),
+        "epoch_us makes real timestamps: {p}"
+    );
+    for seq in 0..3 {
+        assert!(
+            p.contains(&format!("{{\"from\":\"192.0.2.1\", \"seq\":{seq}, ")),
+            "{p}"
+        );
+    }
+    assert!(
+        out.line_with("{\"type\":\"cycle-start\"").is_some(),
+        "{console}"
+    );
+    assert!(
+        out.line_with("{\"type\":\"cycle-stop\"").is_some(),
+        "{console}"
+    );
+    assert!(
+        out.json_u64("first-probe", "guest_us")
+            .is_some_and(|t| t > 0),
         "{console}"
     );
     assert_eq!(out.status, GuestStatus::Exited(0), "{console}");

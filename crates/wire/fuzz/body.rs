@@ -9,7 +9,10 @@ use vtnt_wire::reply::{self, Body};
 /// `reply_parse`: summarise any bytes; walk everything the summary exposes.
 pub fn reply_parse(data: &[u8]) {
     let Ok(r) = reply::parse(data) else { return };
-    assert!(r.len as usize <= data.len(), "total length beyond the buffer");
+    assert!(
+        r.len as usize <= data.len(),
+        "total length beyond the buffer"
+    );
     match r.body {
         Body::IcmpError { ext: Some(ext), .. } => walk(ext),
         Body::Echo { payload, .. } | Body::Udp { payload, .. } => {

@@ -215,8 +215,8 @@ mod tests {
         assert_eq!(
             &b[..32],
             &[
-                0x45, 0, 0, 32, 0x01, 0x02, 0, 0, 3, 1, 0xb8, 0xcb, 192, 0, 2, 10, 203, 0, 113,
-                5, 8, 0, 0xe5, 0xca, 0x12, 0x34, 0, 1, 0, 0, 0, 0
+                0x45, 0, 0, 32, 0x01, 0x02, 0, 0, 3, 1, 0xb8, 0xcb, 192, 0, 2, 10, 203, 0, 113, 5,
+                8, 0, 0xe5, 0xca, 0x12, 0x34, 0, 1, 0, 0, 0, 0
             ][..]
         );
         assert_eq!(checksum::sum(&b[..20]), 0xffff);
@@ -228,7 +228,11 @@ mod tests {
         let mut b = [0u8; 64];
         for seq in 0..300u16 {
             let n = icmp_echo(&mut b, &IP, 8, 0x1234, seq, &[0; 16], Some(0xbeef)).unwrap();
-            let Body::Echo { checksum: c, seq: s, .. } = reply::parse(&b[..n]).unwrap().body
+            let Body::Echo {
+                checksum: c,
+                seq: s,
+                ..
+            } = reply::parse(&b[..n]).unwrap().body
             else {
                 panic!()
             };
@@ -249,17 +253,34 @@ mod tests {
             let pseudo = checksum::pseudo_v4(IP.src, IP.dst, proto::UDP, (n - 20) as u16);
             assert_eq!(checksum::add(checksum::sum(&b[20..n]), pseudo), 0xffff);
         }
-        assert_eq!(udp(&mut b, &IP, 1, 2, &[0; 4], Some(0)), Err(Error::Malformed));
+        assert_eq!(
+            udp(&mut b, &IP, 1, 2, &[0; 4], Some(0)),
+            Err(Error::Malformed)
+        );
     }
 
     #[test]
     fn tcp_syn_verifies() {
         let mut b = [0u8; 40];
-        let t = Tcp { sport: 0x8001, dport: 80, seq: 42, ack: 0, flags: 0x02, window: 5840 };
+        let t = Tcp {
+            sport: 0x8001,
+            dport: 80,
+            seq: 42,
+            ack: 0,
+            flags: 0x02,
+            window: 5840,
+        };
         let n = tcp(&mut b, &IP, &t).unwrap();
         let pseudo = checksum::pseudo_v4(IP.src, IP.dst, proto::TCP, 20);
         assert_eq!(checksum::add(checksum::sum(&b[20..n]), pseudo), 0xffff);
-        assert!(matches!(reply::parse(&b).unwrap().body, Body::Tcp { seq: 42, flags: 2, .. }));
+        assert!(matches!(
+            reply::parse(&b).unwrap().body,
+            Body::Tcp {
+                seq: 42,
+                flags: 2,
+                ..
+            }
+        ));
     }
 
     #[test]
@@ -279,13 +300,25 @@ mod tests {
         assert_eq!(n, 20 + 8 + 128 + 16);
         assert_eq!(checksum::sum(&b[20..n]), 0xffff);
         let r = reply::parse(&b[..n]).unwrap();
-        let Body::IcmpError { quote, ext, .. } = r.body else { panic!() };
+        let Body::IcmpError { quote, ext, .. } = r.body else {
+            panic!()
+        };
         assert_eq!(quote.ttl, 3);
-        assert!(matches!(quote.transport, QuotedTransport::Icmp { seq: 9, checksum: 0x4242, .. }));
+        assert!(matches!(
+            quote.transport,
+            QuotedTransport::Icmp {
+                seq: 9,
+                checksum: 0x4242,
+                ..
+            }
+        ));
         assert!(ext.unwrap().mpls_stack().eq(stack.iter().copied()));
         // without labels: plain 28-byte quote, no extension
         let n = icmp_error(&mut b, &router, 11, 0, &probe[..pn], 28, &[]).unwrap();
         assert_eq!(n, 20 + 8 + 28);
-        assert!(matches!(reply::parse(&b[..n]).unwrap().body, Body::IcmpError { ext: None, .. }));
+        assert!(matches!(
+            reply::parse(&b[..n]).unwrap().body,
+            Body::IcmpError { ext: None, .. }
+        ));
     }
 }

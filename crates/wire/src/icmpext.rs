@@ -149,20 +149,29 @@ mod tests {
         m[0] = 11;
         m[5] = length_words;
         m[8] = 0x45;
-        emit_mpls(&mut m[136..], &[Lse::new(24001, 0, false, 1), Lse::new(16, 0, true, 1)])
-            .unwrap();
+        emit_mpls(
+            &mut m[136..],
+            &[Lse::new(24001, 0, false, 1), Lse::new(16, 0, true, 1)],
+        )
+        .unwrap();
         m
     }
 
     #[test]
     fn emit_matches_hand_made_bytes() {
         let mut b = [0xa5u8; 16];
-        let n = emit_mpls(&mut b, &[Lse::new(24001, 0, false, 1), Lse::new(16, 0, true, 1)])
-            .unwrap();
+        let n = emit_mpls(
+            &mut b,
+            &[Lse::new(24001, 0, false, 1), Lse::new(16, 0, true, 1)],
+        )
+        .unwrap();
         assert_eq!(n, 16);
         // version 2, checksum, object length 12, class 1, c-type 1,
         // 24001 = 0x05dc1 -> 05 dc 10 01 ; 16 -> 00 01 01 01
-        assert_eq!(&b[4..], &[0, 12, 1, 1, 0x05, 0xdc, 0x10, 0x01, 0x00, 0x01, 0x01, 0x01]);
+        assert_eq!(
+            &b[4..],
+            &[0, 12, 1, 1, 0x05, 0xdc, 0x10, 0x01, 0x00, 0x01, 0x01, 0x01]
+        );
         assert_eq!(b[0], 0x20);
         assert_eq!(checksum::sum(&b[..16]), 0xffff);
     }

@@ -50,7 +50,10 @@ mod tests {
         // label 25316 (0x062e4), tc 0, S=1, ttl 1 -> 0x062e4101
         let lse = Lse::new(25316, 0, true, 1);
         assert_eq!(lse.0, 0x062e_4101);
-        assert_eq!((lse.label(), lse.tc(), lse.bottom(), lse.ttl()), (25316, 0, true, 1));
+        assert_eq!(
+            (lse.label(), lse.tc(), lse.bottom(), lse.ttl()),
+            (25316, 0, true, 1)
+        );
         let mut b = [0xa5u8; 4];
         lse.emit(&mut b).unwrap();
         assert_eq!(b, [0x06, 0x2e, 0x41, 0x01]);

@@ -74,11 +74,26 @@ pub struct Quote {
 /// The first 8 bytes of the quoted transport header, as far as they identify a probe.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum QuotedTransport {
-    Icmp { icmp_type: u8, ident: u16, seq: u16, checksum: u16 },
-    Udp { sport: u16, dport: u16, checksum: u16 },
-    Tcp { sport: u16, dport: u16, seq: u32 },
+    Icmp {
+        icmp_type: u8,
+        ident: u16,
+        seq: u16,
+        checksum: u16,
+    },
+    Udp {
+        sport: u16,
+        dport: u16,
+        checksum: u16,
+    },
+    Tcp {
+        sport: u16,
+        dport: u16,
+        seq: u32,
+    },
     /// Another protocol, or fewer than 8 bytes quoted.
-    Unknown { protocol: u8 },
+    Unknown {
+        protocol: u8,
+    },
 }
 
 /// The fields of an IPv4 header this module reads.
@@ -121,8 +136,16 @@ fn ipv4_header(b: &[u8]) -> Result<Ipv4Header> {
 }
 
 fn quote(q: &[u8]) -> Result<Quote> {
-    let Ipv4Header { src, dst, ttl, tos, ipid, total_len: ip_len, protocol, header_len } =
-        ipv4_header(q)?;
+    let Ipv4Header {
+        src,
+        dst,
+        ttl,
+        tos,
+        ipid,
+        total_len: ip_len,
+        protocol,
+        header_len,
+    } = ipv4_header(q)?;
     let t = &q[header_len..];
     let transport = if t.len() < 8 {
         QuotedTransport::Unknown { protocol }
@@ -135,7 +158,11 @@ fn quote(q: &[u8]) -> Result<Quote> {
                 ident: w(4),
                 seq: w(6),
             },
-            proto::UDP => QuotedTransport::Udp { sport: w(0), dport: w(2), checksum: w(6) },
+            proto::UDP => QuotedTransport::Udp {
+                sport: w(0),
+                dport: w(2),
+                checksum: w(6),
+            },
             proto::TCP => QuotedTransport::Tcp {
                 sport: w(0),
                 dport: w(2),
@@ -144,7 +171,15 @@ fn quote(q: &[u8]) -> Result<Quote> {
             p => QuotedTransport::Unknown { protocol: p },
         }
     };
-    Ok(Quote { src: src.into(), dst: dst.into(), ttl, tos, ipid, ip_len, transport })
+    Ok(Quote {
+        src: src.into(),
+        dst: dst.into(),
+        ttl,
+        tos,
+        ipid,
+        ip_len,
+        transport,
+    })
 }
 
 /// Summarises the IP datagram at the start of `b` (an IPv4 header first).
@@ -152,8 +187,16 @@ fn quote(q: &[u8]) -> Result<Quote> {
 /// Bytes past the header's total length are ignored; a total length beyond the buffer
 /// is an error. Checksums are not verified (a prober records what arrives).
 pub fn parse(b: &[u8]) -> Result<Reply<'_>> {
-    let Ipv4Header { src, dst, ttl, tos, ipid, total_len: len, protocol, header_len } =
-        ipv4_header(b)?;
+    let Ipv4Header {
+        src,
+        dst,
+        ttl,
+        tos,
+        ipid,
+        total_len: len,
+        protocol,
+        header_len,
+    } = ipv4_header(b)?;
     if (len as usize) < header_len {
         return Err(Error::Malformed);
     }
@@ -185,7 +228,15 @@ pub fn parse(b: &[u8]) -> Result<Reply<'_>> {
         }
         p => Body::Other { protocol: p },
     };
-    Ok(Reply { src: src.into(), dst: dst.into(), ttl, tos, ipid, len, body })
+    Ok(Reply {
+        src: src.into(),
+        dst: dst.into(),
+        ttl,
+        tos,
+        ipid,
+        len,
+        body,
+    })
 }
 
 fn icmp(m: &[u8]) -> Result<Body<'_>> {
@@ -208,7 +259,9 @@ fn icmp(m: &[u8]) -> Result<Body<'_>> {
             quote: quote(&m[8..])?,
             ext: icmpext::find(m),
         },
-        _ => Body::Other { protocol: proto::ICMP },
+        _ => Body::Other {
+            protocol: proto::ICMP,
+        },
     })
 }
 
@@ -224,8 +277,7 @@ mod tests {
     fn time_exceeded_with_two_labels() -> [u8; 20 + 8 + 128 + 16] {
         let mut p = [0u8; 20 + 8 + 128 + 16];
         p[..20].copy_from_slice(&[
-            0x45, 0xc0, 0x00, 172, 0xbe, 0xef, 0, 0, 250, 1, 0, 0, 198, 51, 100, 1, 192, 0, 2,
-            10,
+            0x45, 0xc0, 0x00, 172, 0xbe, 0xef, 0, 0, 250, 1, 0, 0, 198, 51, 100, 1, 192, 0, 2, 10,
         ]);
         p[20..28].copy_from_slice(&[11, 0, 0, 0, 0, 32, 0, 0]);
         // quoted IPv4 header: len 44, id 0x0102, ttl 1, proto 1
@@ -246,16 +298,32 @@ mod tests {
         let r = parse(&p).unwrap();
         assert_eq!(r.src, IpAddr::V4(Ipv4Addr::new(198, 51, 100, 1)));
         assert_eq!((r.ttl, r.tos, r.ipid, r.len), (250, 0xc0, 0xbeef, 172));
-        let Body::IcmpError { icmp_type, code, quote, ext } = r.body else { panic!() };
+        let Body::IcmpError {
+            icmp_type,
+            code,
+            quote,
+            ext,
+        } = r.body
+        else {
+            panic!()
+        };
         assert_eq!((icmp_type, code), (11, 0));
         assert_eq!((quote.ttl, quote.ip_len, quote.ipid), (1, 44, 0x0102));
         assert_eq!(quote.dst, IpAddr::V4(Ipv4Addr::new(203, 0, 113, 5)));
         assert_eq!(
             quote.transport,
-            QuotedTransport::Icmp { icmp_type: 8, checksum: 0xabcd, ident: 0x1234, seq: 7 }
+            QuotedTransport::Icmp {
+                icmp_type: 8,
+                checksum: 0xabcd,
+                ident: 0x1234,
+                seq: 7
+            }
         );
         let labels: [(u32, u8, bool); 2] = {
-            let mut it = ext.unwrap().mpls_stack().map(|l| (l.label(), l.ttl(), l.bottom()));
+            let mut it = ext
+                .unwrap()
+                .mpls_stack()
+                .map(|l| (l.label(), l.ttl(), l.bottom()));
             [it.next().unwrap(), it.next().unwrap()]
         };
         assert_eq!(labels, [(24001, 1, false), (16, 254, true)]);
@@ -266,16 +334,28 @@ mod tests {
         let mut p = time_exceeded_with_two_labels();
         p[37] = proto::UDP;
         p[48..56].copy_from_slice(&[0x80, 0x01, 0x82, 0x9a, 0, 36, 0x55, 0x66]);
-        let Body::IcmpError { quote, .. } = parse(&p).unwrap().body else { panic!() };
+        let Body::IcmpError { quote, .. } = parse(&p).unwrap().body else {
+            panic!()
+        };
         assert_eq!(
             quote.transport,
-            QuotedTransport::Udp { sport: 0x8001, dport: 33434, checksum: 0x5566 }
+            QuotedTransport::Udp {
+                sport: 0x8001,
+                dport: 33434,
+                checksum: 0x5566
+            }
         );
         p[37] = proto::TCP;
-        let Body::IcmpError { quote, .. } = parse(&p).unwrap().body else { panic!() };
+        let Body::IcmpError { quote, .. } = parse(&p).unwrap().body else {
+            panic!()
+        };
         assert_eq!(
             quote.transport,
-            QuotedTransport::Tcp { sport: 0x8001, dport: 33434, seq: 0x0024_5566 }
+            QuotedTransport::Tcp {
+                sport: 0x8001,
+                dport: 33434,
+                seq: 0x0024_5566
+            }
         );
     }
 
@@ -287,7 +367,15 @@ mod tests {
         ]);
         p[20..].copy_from_slice(&[0, 0, 0xff, 0xff, 0x12, 0x34, 0, 9]);
         let r = parse(&p).unwrap();
-        assert!(matches!(r.body, Body::Echo { icmp_type: 0, ident: 0x1234, seq: 9, .. }));
+        assert!(matches!(
+            r.body,
+            Body::Echo {
+                icmp_type: 0,
+                ident: 0x1234,
+                seq: 9,
+                ..
+            }
+        ));
 
         let mut t = [0u8; 40];
         t[..20].copy_from_slice(&[
@@ -299,7 +387,13 @@ mod tests {
         let r = parse(&t).unwrap();
         assert_eq!(
             r.body,
-            Body::Tcp { sport: 80, dport: 0x8001, seq: 0, ack: 5, flags: 0x14 }
+            Body::Tcp {
+                sport: 80,
+                dport: 0x8001,
+                seq: 0,
+                ack: 5,
+                flags: 0x14
+            }
         );
     }
 

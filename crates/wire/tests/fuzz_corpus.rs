@@ -11,7 +11,9 @@ use vtnt_wire::build::{self, Ip};
 use vtnt_wire::mpls::Lse;
 
 fn dir(target: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fuzz/corpus").join(target)
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("fuzz/corpus")
+        .join(target)
 }
 
 fn run(target: &str, f: fn(&[u8])) {
@@ -37,8 +39,20 @@ fn icmpext_find_corpus() {
 #[ignore]
 fn write_seed_corpus() {
     let src = Ipv4Addr::new(192, 0, 2, 1);
-    let probe_ip = Ip { src, dst: Ipv4Addr::new(203, 0, 113, 7), ttl: 3, tos: 0, ipid: 9 };
-    let router = Ip { src: Ipv4Addr::new(198, 51, 100, 1), dst: src, ttl: 250, tos: 0, ipid: 1 };
+    let probe_ip = Ip {
+        src,
+        dst: Ipv4Addr::new(203, 0, 113, 7),
+        ttl: 3,
+        tos: 0,
+        ipid: 9,
+    };
+    let router = Ip {
+        src: Ipv4Addr::new(198, 51, 100, 1),
+        dst: src,
+        ttl: 250,
+        tos: 0,
+        ipid: 1,
+    };
     let mut probe = [0u8; 64];
     let pn = build::icmp_echo(&mut probe, &probe_ip, 8, 0x8123, 3, &[0; 16], Some(0x4242)).unwrap();
     let mut udp = [0u8; 64];
@@ -55,7 +69,14 @@ fn write_seed_corpus() {
     seeds.push(("port_unreach", b[..n].to_vec()));
     let n = build::icmp_echo(&mut b, &router, 0, 0x8123, 3, &[1, 2, 3], None).unwrap();
     seeds.push(("echo_reply", b[..n].to_vec()));
-    let t = build::Tcp { sport: 80, dport: 0x8123, seq: 0, ack: 4, flags: 0x14, window: 0 };
+    let t = build::Tcp {
+        sport: 80,
+        dport: 0x8123,
+        seq: 0,
+        ack: 4,
+        flags: 0x14,
+        window: 0,
+    };
     let n = build::tcp(&mut b, &router, &t).unwrap();
     seeds.push(("tcp_rst", b[..n].to_vec()));
     seeds.push(("udp_probe", udp[..un].to_vec()));

@@ -79,7 +79,11 @@ pub struct Host {
 
 impl Default for Host {
     fn default() -> Host {
-        Host { delay: Duration::from_millis(1), init_ttl: 64, open_tcp: Vec::new() }
+        Host {
+            delay: Duration::from_millis(1),
+            init_ttl: 64,
+            open_tcp: Vec::new(),
+        }
     }
 }
 
@@ -156,7 +160,11 @@ impl Sim {
         let Some(path) = self.paths.get(&dst).or(self.default_path.as_ref()).cloned() else {
             return;
         };
-        let view = ProbeView { dst, ttl: p.ttl, ipid: p.ipid };
+        let view = ProbeView {
+            dst,
+            ttl: p.ttl,
+            ipid: p.ipid,
+        };
         let extra = match self.shaper.as_mut() {
             Some(f) => match f(&view) {
                 Some(d) => d,
@@ -173,16 +181,33 @@ impl Sim {
                 if !node.silent {
                     let mut quoted = probe.to_vec();
                     quoted[8] = 1;
-                    let (q, stack) =
-                        if node.mpls.is_empty() { (28, &[][..]) } else { (128, &node.mpls[..]) };
+                    let (q, stack) = if node.mpls.is_empty() {
+                        (28, &[][..])
+                    } else {
+                        (128, &node.mpls[..])
+                    };
                     let ip = self.ip(node.addr, node.init_ttl - back);
-                    answer = Some(icmp_error(&ip, icmp_type::TIME_EXCEEDED, 0, &quoted, q, stack));
+                    answer = Some(icmp_error(
+                        &ip,
+                        icmp_type::TIME_EXCEEDED,
+                        0,
+                        &quoted,
+                        q,
+                        stack,
+                    ));
                 }
                 break;
             }
             if let Some(code) = node.unreach {
                 let ip = self.ip(node.addr, node.init_ttl - back);
-                answer = Some(icmp_error(&ip, icmp_type::DEST_UNREACH, code, probe, 28, &[]));
+                answer = Some(icmp_error(
+                    &ip,
+                    icmp_type::DEST_UNREACH,
+                    code,
+                    probe,
+                    28,
+                    &[],
+                ));
                 break;
             }
         }
@@ -204,7 +229,13 @@ impl Sim {
 
     fn ip(&mut self, src: Ipv4Addr, ttl: u8) -> Ip {
         self.ipid = self.ipid.wrapping_add(1);
-        Ip { src, dst: self.src, ttl, tos: 0, ipid: self.ipid }
+        Ip {
+            src,
+            dst: self.src,
+            ttl,
+            tos: 0,
+            ipid: self.ipid,
+        }
     }
 
     pub fn next_arrival(&self) -> Option<Instant> {
@@ -236,15 +267,25 @@ fn host_answer(ip: &Ip, host: &Host, probe: &[u8], ttl_left: u8) -> Option<Vec<u
     let p = reply::parse(probe).ok()?;
     let mut b = vec![0u8; 1600];
     let n = match p.body {
-        Body::Echo { icmp_type: icmp_type::ECHO_REQUEST, ident, seq, payload, .. } => {
-            build::icmp_echo(&mut b, ip, icmp_type::ECHO_REPLY, ident, seq, payload, None).ok()?
-        }
+        Body::Echo {
+            icmp_type: icmp_type::ECHO_REQUEST,
+            ident,
+            seq,
+            payload,
+            ..
+        } => build::icmp_echo(&mut b, ip, icmp_type::ECHO_REPLY, ident, seq, payload, None).ok()?,
         Body::Udp { .. } => {
             let mut quoted = probe.to_vec();
             quoted[8] = ttl_left;
             return Some(icmp_error(ip, icmp_type::DEST_UNREACH, 3, &quoted, 28, &[]));
         }
-        Body::Tcp { sport, dport, seq, flags, .. } if flags & tcp_flags::SYN != 0 => {
+        Body::Tcp {
+            sport,
+            dport,
+            seq,
+            flags,
+            ..
+        } if flags & tcp_flags::SYN != 0 => {
             let data = u32::from(p.len) - 40;
             let t = if host.open_tcp.contains(&dport) {
                 build::Tcp {
@@ -295,9 +336,15 @@ pub fn run(
         if engine.is_idle() {
             return out;
         }
-        let next = [engine.poll_timeout(), sim.next_arrival()].into_iter().flatten().min();
+        let next = [engine.poll_timeout(), sim.next_arrival()]
+            .into_iter()
+            .flatten()
+            .min();
         let next = next.expect("engine busy but no deadline and nothing in flight");
-        assert!(next > now, "deadline {next:?} not after now {now:?}: the driver would spin");
+        assert!(
+            next > now,
+            "deadline {next:?} not after now {now:?}: the driver would spin"
+        );
         now = next;
         for (t, pkt) in sim.arrivals(now) {
             engine.handle_packet(t, &pkt);
@@ -315,7 +362,9 @@ pub fn ip(s: &str) -> Ipv4Addr {
 /// A path through routers 198.51.100.1.. (`n` of them, 1 ms links) to a host.
 pub fn chain(n: u8) -> Path {
     Path {
-        nodes: (1..=n).map(|i| Node::new(Ipv4Addr::new(198, 51, 100, i))).collect(),
+        nodes: (1..=n)
+            .map(|i| Node::new(Ipv4Addr::new(198, 51, 100, i)))
+            .collect(),
         host: Some(Host::default()),
     }
 }

@@ -217,14 +217,12 @@ pub fn run(cmdline: &Cmdline, info: &impl BootInfo) -> ! {
             let now = clock.now();
             for &dst in &targets {
                 let job = match &spec.kind {
-                    JobKind::Trace(t) => vtnt_engine::Job::Trace(vtnt_engine::TraceOptions {
-                        dst,
-                        ..t.clone()
-                    }),
-                    JobKind::Ping(p) => vtnt_engine::Job::Ping(vtnt_engine::PingOptions {
-                        dst,
-                        ..p.clone()
-                    }),
+                    JobKind::Trace(t) => {
+                        vtnt_engine::Job::Trace(vtnt_engine::TraceOptions { dst, ..t.clone() })
+                    }
+                    JobKind::Ping(p) => {
+                        vtnt_engine::Job::Ping(vtnt_engine::PingOptions { dst, ..p.clone() })
+                    }
                     JobKind::Tnt(_) => unreachable!(),
                 };
                 if let Err(e) = engine.start(now, job) {

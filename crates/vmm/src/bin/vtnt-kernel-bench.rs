@@ -51,7 +51,12 @@ struct Args {
 }
 
 fn args() -> Args {
-    let mut a = Args { runs: 5, lab: None, vtnt: None, image: None };
+    let mut a = Args {
+        runs: 5,
+        lab: None,
+        vtnt: None,
+        image: None,
+    };
     let mut it = std::env::args().skip(1);
     while let Some(w) = it.next() {
         match w.as_str() {
@@ -60,7 +65,9 @@ fn args() -> Args {
             "--vtnt" => a.vtnt = it.next().map(PathBuf::from),
             "--image" => a.image = it.next().map(PathBuf::from),
             _ => {
-                eprintln!("usage: vtnt-kernel-bench [--runs N] [--lab NAME | --vtnt PATH] [--image FILE]");
+                eprintln!(
+                    "usage: vtnt-kernel-bench [--runs N] [--lab NAME | --vtnt PATH] [--image FILE]"
+                );
                 std::process::exit(2);
             }
         }
@@ -80,13 +87,17 @@ impl Drop for OwnLab {
 fn find_vtnt(given: Option<PathBuf>) -> Option<PathBuf> {
     given.or_else(|| {
         let ws = image::workspace_root(std::path::Path::new(env!("CARGO_MANIFEST_DIR"))).ok()?;
-        let td = std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| ws.join("target"), |d| ws.join(d));
+        let td =
+            std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| ws.join("target"), |d| ws.join(d));
         Some(td.join("debug").join("vtnt")).filter(|p| p.is_file())
     })
 }
 
 fn heap_peak(o: &RunOutcome) -> Option<u64> {
-    let line = o.diagnostics.iter().find(|l| l.starts_with("{\"type\":\"timing\""))?;
+    let line = o
+        .diagnostics
+        .iter()
+        .find(|l| l.starts_with("{\"type\":\"timing\""))?;
     vtnt_vmm::outcome::json_u64(line, "heap_peak")
 }
 
@@ -97,8 +108,16 @@ fn main() {
     }
     let img = match &a.image {
         Some(p) => {
-            let size = std::fs::metadata(p).unwrap_or_else(|e| die(format!("{}: {e}", p.display()))).len();
-            image::Image { path: p.clone(), size, unstripped: p.clone(), unstripped_size: size, stripped: true }
+            let size = std::fs::metadata(p)
+                .unwrap_or_else(|e| die(format!("{}: {e}", p.display())))
+                .len();
+            image::Image {
+                path: p.clone(),
+                size,
+                unstripped: p.clone(),
+                unstripped_size: size,
+                stripped: true,
+            }
         }
         None => image::build(&BuildOptions::default()).unwrap_or_else(|e| die(e)),
     };
@@ -109,12 +128,28 @@ fn main() {
     let acc = if accel == Accel::Kvm { "KVM" } else { "TCG" };
     let mut table: Vec<(String, String, String)> = Vec::new();
     println!("accel: {acc}");
-    println!("image_size: {} bytes ({:.1} KiB, {}; unstripped {} bytes)", img.size, img.size as f64 / 1024.0,
-        if img.stripped { "stripped" } else { "not stripped" }, img.unstripped_size);
+    println!(
+        "image_size: {} bytes ({:.1} KiB, {}; unstripped {} bytes)",
+        img.size,
+        img.size as f64 / 1024.0,
+        if img.stripped {
+            "stripped"
+        } else {
+            "not stripped"
+        },
+        img.unstripped_size
+    );
     table.push((
         "stripped image size".into(),
         format!("{:.1} KiB ({} bytes)", img.size as f64 / 1024.0, img.size),
-        format!("<= 256 KiB: {}", if img.size <= BUDGET_IMAGE { "met" } else { "MISSED" }),
+        format!(
+            "<= 256 KiB: {}",
+            if img.size <= BUDGET_IMAGE {
+                "met"
+            } else {
+                "MISSED"
+            }
+        ),
     ));
 
     let mut boot_cpu = Vec::new();
@@ -137,8 +172,22 @@ fn main() {
         }
         let (r, w, m) = (median(ready), median(wall), median(rss));
         println!("boot_{}: guest first-instruction->ready {r} us ({acc}); host spawn->exit {w} us; qemu peak RSS {m} KiB", machine.name());
-        table.push((format!("boot job, {} ({acc}): guest first instruction -> ready", machine.name()), format!("{r} us"), String::new()));
-        table.push((format!("boot job, {} ({acc}): host spawn -> exit / QEMU peak RSS", machine.name()), format!("{:.1} ms / {:.1} MiB", w as f64 / 1000.0, m as f64 / 1024.0), String::new()));
+        table.push((
+            format!(
+                "boot job, {} ({acc}): guest first instruction -> ready",
+                machine.name()
+            ),
+            format!("{r} us"),
+            String::new(),
+        ));
+        table.push((
+            format!(
+                "boot job, {} ({acc}): host spawn -> exit / QEMU peak RSS",
+                machine.name()
+            ),
+            format!("{:.1} ms / {:.1} MiB", w as f64 / 1000.0, m as f64 / 1024.0),
+            String::new(),
+        ));
     }
 
     let lab_name;
@@ -168,19 +217,41 @@ fn main() {
     // Host CPU time of a waiting guest.
     let cpu_job = |line: &str| -> Option<(u64, u64)> {
         let gw = vtnt_vmm::lab::free_slot(&lab_name).ok()?.gateway;
-        let mut r = RunSpec::new(vtnt_jobspec::decode(&line.replace("GW", &gw)).expect("spec"), JobNet::Lab { name: lab_name.clone() });
+        let mut r = RunSpec::new(
+            vtnt_jobspec::decode(&line.replace("GW", &gw)).expect("spec"),
+            JobNet::Lab {
+                name: lab_name.clone(),
+            },
+        );
         r.accel = accel;
         r.timeout = Duration::from_secs(60);
         r.image = Some(img.path.clone());
-        let o = run_job(&r).ok().filter(|o| o.status == GuestStatus::Exited(0))?;
-        Some((o.cpu?.as_millis() as u64, o.timings.total.as_millis() as u64))
+        let o = run_job(&r)
+            .ok()
+            .filter(|o| o.status == GuestStatus::Exited(0))?;
+        Some((
+            o.cpu?.as_millis() as u64,
+            o.timings.total.as_millis() as u64,
+        ))
     };
     let b = median(boot_cpu);
     println!("cpu_boot_microvm: {b} ms host CPU ({acc})");
-    table.push((format!("host CPU, boot job, microvm ({acc})"), format!("{:.2} s", b as f64 / 1000.0), String::new()));
+    table.push((
+        format!("host CPU, boot job, microvm ({acc})"),
+        format!("{:.2} s", b as f64 / 1000.0),
+        String::new(),
+    ));
     let cpu_rows: [(&str, &str, Option<&str>); 2] = [
-        ("ping -c 3 -i 1 to the lab gateway", "vtnt-job=1 kind=ping ping.count=3 targets=GW", None),
-        ("10 s hold after ping -c 1", "vtnt-job=1 kind=ping ping.count=1 hold=10s targets=GW", Some("vtnt-job=1 kind=ping ping.count=2 ping.interval=10s targets=GW")),
+        (
+            "ping -c 3 -i 1 to the lab gateway",
+            "vtnt-job=1 kind=ping ping.count=3 targets=GW",
+            None,
+        ),
+        (
+            "10 s hold after ping -c 1",
+            "vtnt-job=1 kind=ping ping.count=1 hold=10s targets=GW",
+            Some("vtnt-job=1 kind=ping ping.count=2 ping.interval=10s targets=GW"),
+        ),
     ];
     for (what, line, fallback) in cpu_rows {
         let (mut cpu, mut wall, mut used) = (Vec::new(), Vec::new(), line);
@@ -201,25 +272,52 @@ fn main() {
             }
         }
         let (c, w) = (median(cpu), median(wall));
-        let note = if used == line { String::new() } else { "image has no hold: ping -c 2 -i 10 instead".to_string() };
-        println!("cpu_{}: {c} ms host CPU over {w} ms wall ({acc}, microvm) {note}", what.replace(' ', "_"));
-        table.push((format!("host CPU, {what}, microvm ({acc})"), format!("{:.2} s (wall {:.1} s)", c as f64 / 1000.0, w as f64 / 1000.0), note));
+        let note = if used == line {
+            String::new()
+        } else {
+            "image has no hold: ping -c 2 -i 10 instead".to_string()
+        };
+        println!(
+            "cpu_{}: {c} ms host CPU over {w} ms wall ({acc}, microvm) {note}",
+            what.replace(' ', "_")
+        );
+        table.push((
+            format!("host CPU, {what}, microvm ({acc})"),
+            format!(
+                "{:.2} s (wall {:.1} s)",
+                c as f64 / 1000.0,
+                w as f64 / 1000.0
+            ),
+            note,
+        ));
     }
 
     let tnt = |mib: u32| -> Option<RunOutcome> {
-        let mut r = RunSpec::new(vtnt_jobspec::decode(TNT_JOB).expect("spec"), JobNet::Lab { name: lab_name.clone() });
+        let mut r = RunSpec::new(
+            vtnt_jobspec::decode(TNT_JOB).expect("spec"),
+            JobNet::Lab {
+                name: lab_name.clone(),
+            },
+        );
         r.accel = accel;
         r.memory_mib = mib;
         r.timeout = Duration::from_secs(60);
         r.image = Some(img.path.clone());
-        run_job(&r).ok().filter(|o| o.status == GuestStatus::Exited(0) && o.json_lines.len() == 4)
+        run_job(&r)
+            .ok()
+            .filter(|o| o.status == GuestStatus::Exited(0) && o.json_lines.len() == 4)
     };
-    let (mut guest, mut host, mut total, mut rss, mut heap) = (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let (mut guest, mut host, mut total, mut rss, mut heap) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for _ in 0..a.runs {
         match tnt(16) {
             Some(o) => {
                 guest.push(o.timings.guest_first_probe_us.unwrap_or(0));
-                host.push(o.timings.spawn_to_first_probe.map_or(0, |d| d.as_micros() as u64));
+                host.push(
+                    o.timings
+                        .spawn_to_first_probe
+                        .map_or(0, |d| d.as_micros() as u64),
+                );
                 total.push(o.timings.total.as_micros() as u64);
                 rss.push(o.peak_rss_kib.unwrap_or(0));
                 heap.push(heap_peak(&o).unwrap_or(0));
@@ -228,12 +326,45 @@ fn main() {
         }
     }
     let n = guest.len();
-    let (g, h, t, m, hp) = (median(guest), median(host), median(total), median(rss), median(heap));
+    let (g, h, t, m, hp) = (
+        median(guest),
+        median(host),
+        median(total),
+        median(rss),
+        median(heap),
+    );
     println!("tnt_microvm: guest first-instruction->first probe {g} us ({acc}, median of {n}); host spawn->first probe {h} us; spawn->exit {t} us; qemu peak RSS {m} KiB; guest heap peak {hp} bytes (-m 16)");
-    table.push((format!("TNT job, microvm ({acc}): guest first instruction -> first probe"), format!("{g} us"), format!("<= 100 us on KVM{}", if accel == Accel::Kvm { if g <= 100 { ": met" } else { ": MISSED" } } else { " (not measurable here: TCG)" })));
-    table.push((format!("TNT job, microvm ({acc}): host spawn -> first probe / -> exit"), format!("{:.1} ms / {:.1} ms", h as f64 / 1000.0, t as f64 / 1000.0), String::new()));
-    table.push((format!("TNT job, microvm ({acc}): QEMU peak RSS (-m 16)"), format!("{:.1} MiB", m as f64 / 1024.0), "Firecracker <= 5 MiB per microVM (anchor)".into()));
-    table.push(("TNT job: guest heap high-water mark".into(), format!("{:.0} KiB", hp as f64 / 1024.0), String::new()));
+    table.push((
+        format!("TNT job, microvm ({acc}): guest first instruction -> first probe"),
+        format!("{g} us"),
+        format!(
+            "<= 100 us on KVM{}",
+            if accel == Accel::Kvm {
+                if g <= 100 {
+                    ": met"
+                } else {
+                    ": MISSED"
+                }
+            } else {
+                " (not measurable here: TCG)"
+            }
+        ),
+    ));
+    table.push((
+        format!("TNT job, microvm ({acc}): host spawn -> first probe / -> exit"),
+        format!("{:.1} ms / {:.1} ms", h as f64 / 1000.0, t as f64 / 1000.0),
+        String::new(),
+    ));
+    table.push((
+        format!("TNT job, microvm ({acc}): QEMU peak RSS (-m 16)"),
+        format!("{:.1} MiB", m as f64 / 1024.0),
+        "Firecracker <= 5 MiB per microVM (anchor)".into(),
+    ));
+    table.push((
+        "TNT job: guest heap high-water mark".into(),
+        format!("{:.0} KiB", hp as f64 / 1024.0),
+        String::new(),
+    ));
 
     let (mut lo, mut hi) = (1u32, 64u32);
     if tnt(hi).is_none() {
@@ -248,7 +379,11 @@ fn main() {
             }
         }
         println!("min_ram_tnt: {hi} MiB (microvm, {acc})");
-        table.push(("smallest guest RAM in which the TNT job completes".into(), format!("{hi} MiB"), format!("goal 4 MiB: {}", if hi <= 4 { "met" } else { "MISSED" })));
+        table.push((
+            "smallest guest RAM in which the TNT job completes".into(),
+            format!("{hi} MiB"),
+            format!("goal 4 MiB: {}", if hi <= 4 { "met" } else { "MISSED" }),
+        ));
     }
     print_table(&table);
 }

@@ -97,10 +97,7 @@ global_asm!(
 
 /// An interrupt gate (type 0xE, DPL 0, present) to `handler` in the kernel code segment.
 fn gate(handler: u64) -> [u64; 2] {
-    let low = (handler & 0xffff)
-        | (0x08 << 16)
-        | (0x8e << 40)
-        | ((handler >> 16) & 0xffff) << 48;
+    let low = (handler & 0xffff) | (0x08 << 16) | (0x8e << 40) | ((handler >> 16) & 0xffff) << 48;
     [low, handler >> 32]
 }
 
