@@ -9,6 +9,10 @@ export CARGO_TERM_COLOR=never
 # Tests that start namespaces or VMs use unique names; two threads keep the 2-core machine
 # responsive under TCG emulation.
 cargo build --release -p vtnt-kernel --target x86_64-unknown-none -q 2>/dev/null || true
+# formatting and lints are part of the house style: fail early on drift
+cargo fmt --all -- --check
+cargo clippy --workspace --exclude vtnt-kernel --all-targets -q -- -D warnings
+cargo clippy -p vtnt-kernel --target x86_64-unknown-none -q -- -D warnings
 cargo test --workspace --exclude vtnt-kernel -- --test-threads=2
 # the kernel's host-testable parts (command line, kvmclock arithmetic)
 cargo test -p vtnt-kernel
