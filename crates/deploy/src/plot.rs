@@ -11,7 +11,8 @@ use plotters::coord::types::RangedCoordusize;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use crate::bench::{mean_sd, Report};
+use crate::bench::{mean_sd, Report, RuntimeReport};
+use crate::density::{DensityResult, Sample};
 
 const FONT_FILES: [&str; 2] = [
     "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
@@ -199,6 +200,24 @@ fn format_value(v: f64) -> String {
     }
 }
 
+/// One series per runtime with a density run picked by `run`: (time, `value`) points.
+fn timelines(
+    live: &[&RuntimeReport],
+    run: impl Fn(&RuntimeReport) -> Option<&DensityResult>,
+    value: impl Fn(&Sample) -> f64,
+) -> Vec<(String, Vec<(f64, f64)>)> {
+    live.iter()
+        .filter_map(|r| {
+            run(r).map(|d| {
+                (
+                    r.runtime.clone(),
+                    d.timeline.iter().map(|x| (x.t, value(x))).collect(),
+                )
+            })
+        })
+        .collect()
+}
+
 /// Lines over time, one per series.
 pub fn lines(
     path: &Path,
@@ -375,17 +394,7 @@ pub fn all(rep: &Report, out: &Path) -> anyhow::Result<Vec<PathBuf>> {
         )
     });
     emit("fig8a_memory_timeline.png", &|p| {
-        let s: Vec<_> = live
-            .iter()
-            .filter_map(|r| {
-                r.density_memory.as_ref().map(|d| {
-                    (
-                        r.runtime.clone(),
-                        d.timeline.iter().map(|x| (x.t, x.mem_mib)).collect(),
-                    )
-                })
-            })
-            .collect();
+        let s = timelines(&live, |r| r.density_memory.as_ref(), |x| x.mem_mib);
         lines(
             p,
             "Fig. 8a: memory of the budget group over time",
@@ -394,17 +403,7 @@ pub fn all(rep: &Report, out: &Path) -> anyhow::Result<Vec<PathBuf>> {
         )
     });
     emit("fig8b_cpu_timeline.png", &|p| {
-        let s: Vec<_> = live
-            .iter()
-            .filter_map(|r| {
-                r.density_cpu.as_ref().map(|d| {
-                    (
-                        r.runtime.clone(),
-                        d.timeline.iter().map(|x| (x.t, x.cpu_pct)).collect(),
-                    )
-                })
-            })
-            .collect();
+        let s = timelines(&live, |r| r.density_cpu.as_ref(), |x| x.cpu_pct);
         lines(
             p,
             "Fig. 8b: CPU use of the budget group over time",
