@@ -228,7 +228,9 @@ impl Engine {
     #[must_use]
     pub fn poll_timeout(&self) -> Option<Instant> {
         let timer = self.timers.first().map(|&(t, _)| t);
-        let send = (!self.ready.is_empty()).then(|| self.pacer.next_send());
+        // With several probes waiting, wake when the pacer lets them all go at once (up to
+        // its burst) rather than once per token: same rate, fewer wakeups.
+        let send = (!self.ready.is_empty()).then(|| self.pacer.next_batch(self.ready.len()));
         match (timer, send) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),

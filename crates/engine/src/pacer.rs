@@ -41,15 +41,20 @@ impl Pacer {
     }
 
     /// The earliest instant a probe may leave (in the past when one may leave now).
-    pub fn next_send(&self) -> Instant {
-        let t = self.tat.saturating_sub(self.slack);
+    /// When `k` probes may leave back to back, `k` capped at a quarter of the burst: a prober with
+    /// `k` probes waiting can sleep until then and send them with one wakeup, at the same
+    /// long-run rate. A quarter, not all: the tokens that arrive while a late wakeup is
+    /// overdue still fit in the bucket instead of being lost.
+    pub fn next_batch(&self, k: usize) -> Instant {
+        let extra = ((k.max(1) as u128 - 1) * US_PER_S).min(self.slack / 4);
+        let t = (self.tat + extra).saturating_sub(self.slack);
         let us = t.div_ceil(self.pps);
         Instant::from_micros(u64::try_from(us).unwrap_or(u64::MAX))
     }
 
     /// Accounts for one probe sent at `now`.
     ///
-    /// A send within the microsecond that [`Pacer::next_send`] rounded up to counts as on
+    /// A send within the microsecond that [`Pacer::next_batch`] rounded up to counts as on
     /// time (keeping the exact schedule); a later one restarts the schedule from `now`.
     pub fn consume(&mut self, now: Instant) {
         let now = self.scaled(now);
@@ -74,7 +79,7 @@ mod tests {
                 p.consume(now);
                 out.push(now.as_micros());
             } else {
-                now = p.next_send();
+                now = p.next_batch(1);
             }
         }
         out
@@ -89,6 +94,24 @@ mod tests {
             assert_eq!(*at, ideal, "probe {n}");
         }
         assert_eq!(t[3000] - t[0], 1_000_000_000);
+    }
+
+    #[test]
+    fn a_batch_waits_for_its_tokens_up_to_a_quarter_of_the_burst() {
+        let mut p = Pacer::new(100, 9);
+        for _ in 0..9 {
+            p.consume(Instant::ZERO);
+        }
+        assert_eq!(p.next_batch(1), Instant::from_micros(10_000));
+        assert_eq!(p.next_batch(3), Instant::from_micros(30_000));
+        // capped at a quarter of the burst (2 more tokens), leaving room for a late wakeup
+        assert_eq!(p.next_batch(50), Instant::from_micros(30_000));
+        let t = p.next_batch(3) + crate::Duration::from_millis(20);
+        for _ in 0..5 {
+            assert!(p.allows(t));
+            p.consume(t);
+        }
+        assert!(!p.allows(t));
     }
 
     #[test]
@@ -110,7 +133,7 @@ mod tests {
             p.consume(late);
         }
         assert!(!p.allows(late));
-        assert_eq!(p.next_send(), Instant::from_micros(3_500));
+        assert_eq!(p.next_batch(1), Instant::from_micros(3_500));
     }
 
     #[test]
@@ -121,6 +144,6 @@ mod tests {
         p.consume(later);
         p.consume(later);
         assert!(!p.allows(later));
-        assert_eq!(p.next_send(), Instant::from_micros(60_100_000));
+        assert_eq!(p.next_batch(1), Instant::from_micros(60_100_000));
     }
 }
