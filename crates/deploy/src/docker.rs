@@ -52,14 +52,9 @@ impl Flavor {
 /// Builds the rootfs tarball of `flavor` in the image cache.
 pub fn build_image(opts: &BuildOptions, flavor: Flavor) -> anyhow::Result<ImageInfo> {
     let bin = paths::static_vtnt()?;
-    let dst = paths::images_dir()?.join(flavor.file());
-    let size_file = dst.with_extension("size");
-    let stale = opts.rebuild
-        || !dst.exists()
-        || !size_file.exists()
-        || std::fs::metadata(&bin)?.modified().ok()
-            > std::fs::metadata(&dst).and_then(|m| m.modified()).ok();
-    if stale {
+    let image = paths::CachedImage::new(paths::images_dir()?.join(flavor.file()));
+    let dst = &image.path;
+    if image.stale(opts.rebuild, &bin)? {
         let tmp = paths::TempDir::new("docker-build")?;
         let root = tmp.path().join("rootfs");
         match flavor {
@@ -91,22 +86,18 @@ pub fn build_image(opts: &BuildOptions, flavor: Flavor) -> anyhow::Result<ImageI
         let tmp_dst = dst.with_extension("part");
         std::fs::rename(tar.with_extension("tar.gz"), &tmp_dst)
             .or_else(|_| std::fs::copy(tar.with_extension("tar.gz"), &tmp_dst).map(|_| ()))?;
-        std::fs::rename(&tmp_dst, &dst)?;
-        std::fs::write(&size_file, raw.to_string())?;
+        std::fs::rename(&tmp_dst, dst)?;
+        image.set_size(raw)?;
     }
-    let raw: u64 = std::fs::read_to_string(&size_file)?
-        .trim()
-        .parse()
-        .context("reading the image size")?;
     Ok(ImageInfo {
         runtime: if flavor == Flavor::Debian {
             Runtime::Docker
         } else {
             Runtime::DockerScratch
         },
-        download_bytes: paths::file_size(&dst)?,
-        path: dst,
-        size_bytes: raw,
+        download_bytes: paths::file_size(dst)?,
+        size_bytes: image.size()?,
+        path: image.path,
         size_note: "uncompressed image (rootfs tarball); download is gzip".into(),
     })
 }

@@ -206,6 +206,47 @@ pub fn file_size(p: &Path) -> anyhow::Result<u64> {
         .len())
 }
 
+/// A built image in the cache and, beside it in `<image>.size`, the size it has
+/// installed (which the compressed download no longer tells).
+pub struct CachedImage {
+    pub path: PathBuf,
+    size_file: PathBuf,
+}
+
+impl CachedImage {
+    pub fn new(path: PathBuf) -> Self {
+        let size_file = path.with_extension("size");
+        CachedImage { path, size_file }
+    }
+
+    /// Whether it must be built: asked to, missing, or older than the `vtnt` binary
+    /// `bin` it carries.
+    pub fn stale(&self, rebuild: bool, bin: &Path) -> anyhow::Result<bool> {
+        Ok(rebuild
+            || !self.path.exists()
+            || !self.size_file.exists()
+            || std::fs::metadata(bin)?.modified().ok()
+                > std::fs::metadata(&self.path)
+                    .and_then(|m| m.modified())
+                    .ok())
+    }
+
+    /// Records the installed size once the image is in place.
+    pub fn set_size(&self, bytes: u64) -> anyhow::Result<()> {
+        std::fs::write(&self.size_file, bytes.to_string())
+            .with_context(|| format!("writing {}", self.size_file.display()))
+    }
+
+    /// The installed size recorded by [`CachedImage::set_size`].
+    pub fn size(&self) -> anyhow::Result<u64> {
+        std::fs::read_to_string(&self.size_file)
+            .with_context(|| format!("reading {}", self.size_file.display()))?
+            .trim()
+            .parse()
+            .with_context(|| format!("parsing {}", self.size_file.display()))
+    }
+}
+
 /// Bytes allocated on disk by a file (sparse files count what they use).
 pub fn allocated(p: &Path) -> anyhow::Result<u64> {
     use std::os::unix::fs::MetadataExt;

@@ -77,14 +77,9 @@ WantedBy=multi-user.target
 /// Builds the VM box in the image cache (debootstrap once, then the disk).
 pub fn build_image(opts: &BuildOptions) -> anyhow::Result<ImageInfo> {
     let bin = paths::static_vtnt()?;
-    let dst = paths::images_dir()?.join(IMAGE_NAME);
-    let size_file = dst.with_extension("size");
-    let stale = opts.rebuild
-        || !dst.exists()
-        || !size_file.exists()
-        || std::fs::metadata(&bin)?.modified().ok()
-            > std::fs::metadata(&dst).and_then(|m| m.modified()).ok();
-    if stale {
+    let image = paths::CachedImage::new(paths::images_dir()?.join(IMAGE_NAME));
+    let dst = &image.path;
+    if image.stale(opts.rebuild, &bin)? {
         let qemu_img = paths::need("qemu-img", "qemu-utils")?;
         let mkfs = paths::need("mkfs.ext4", "e2fsprogs")?;
         let base = debian::vm_rootfs(opts.rebuild)?;
@@ -140,18 +135,14 @@ pub fn build_image(opts: &BuildOptions) -> anyhow::Result<ImageInfo> {
                 .arg(&part)
                 .args(["disk.qcow2", "vmlinuz", "initrd.img"]),
         )?;
-        std::fs::rename(&part, &dst)?;
-        std::fs::write(&size_file, installed.to_string())?;
+        std::fs::rename(&part, dst)?;
+        image.set_size(installed)?;
     }
-    let installed: u64 = std::fs::read_to_string(&size_file)?
-        .trim()
-        .parse()
-        .context("reading the VM image size")?;
     Ok(ImageInfo {
         runtime: Runtime::Vm,
-        download_bytes: paths::file_size(&dst)?,
-        path: dst,
-        size_bytes: installed,
+        download_bytes: paths::file_size(dst)?,
+        size_bytes: image.size()?,
+        path: image.path,
         size_note: "ext4 disk blocks in use + kernel + initrd; download is a compressed qcow2 box"
             .into(),
     })
