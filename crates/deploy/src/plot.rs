@@ -360,29 +360,19 @@ pub fn all(rep: &Report, out: &Path) -> anyhow::Result<Vec<PathBuf>> {
     emit("fig8_density.png", &|p| {
         let mut d = Vec::new();
         for r in &live {
-            if let Some(x) = &r.density_memory {
-                d.push(bar(
-                    &format!("{} mem", r.runtime),
-                    f64::from(x.completed),
-                    0.0,
-                    r.emulated,
-                ));
-            }
-            if let Some(x) = &r.density_memory_ksm {
-                d.push(bar(
-                    &format!("{} mem+KSM", r.runtime),
-                    f64::from(x.completed),
-                    0.0,
-                    r.emulated,
-                ));
-            }
-            if let Some(x) = &r.density_cpu {
-                d.push(bar(
-                    &format!("{} cpu", r.runtime),
-                    f64::from(x.completed),
-                    0.0,
-                    r.emulated,
-                ));
+            for (budget, x) in [
+                ("mem", &r.density_memory),
+                ("mem+KSM", &r.density_memory_ksm),
+                ("cpu", &r.density_cpu),
+            ] {
+                if let Some(x) = x {
+                    d.push(bar(
+                        &format!("{} {budget}", r.runtime),
+                        f64::from(x.completed),
+                        0.0,
+                        r.emulated,
+                    ));
+                }
             }
         }
         bars(
