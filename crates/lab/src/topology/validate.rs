@@ -74,6 +74,29 @@ impl Ctx<'_> {
     }
 }
 
+/// Adds router `r`'s interface `gw` towards a vantage point's or host's LAN and
+/// returns it.
+fn lan_gateway(
+    ifaces: &mut Vec<Iface>,
+    routers: &mut [Router],
+    r: RouterId,
+    gw: Ipv4Addr,
+    peer: Peer,
+    delay_us: u64,
+) -> IfaceId {
+    let id = ifaces.len() as IfaceId;
+    ifaces.push(Iface {
+        router: r,
+        addr: gw,
+        prefix: 0,
+        peer,
+        delay_us,
+        cost: 0,
+    });
+    routers[r as usize].ifaces.push(id);
+    id
+}
+
 fn us(ms: f64) -> Option<u64> {
     (ms.is_finite() && (0.0..=60_000.0).contains(&ms)).then(|| (ms * 1000.0).round() as u64)
 }
@@ -255,16 +278,14 @@ pub(crate) fn resolve(def: &TopologyDef, file: &str, lines: &Lines) -> Result<Ne
         let r = router("vantage-point", i, &obj, &v.router)?;
         let (a, gw, p) = lan("vantage-point", i, &obj, &v.address, &v.gateway)?;
         let delay_us = us(v.delay_ms).ok_or_else(|| e("delay-ms must be 0..60000".into()))?;
-        let gw_iface = ifaces.len() as IfaceId;
-        ifaces.push(Iface {
-            router: r,
-            addr: gw,
-            prefix: 0,
-            peer: Peer::Vp(i as u32),
+        let gw_iface = lan_gateway(
+            &mut ifaces,
+            &mut routers,
+            r,
+            gw,
+            Peer::Vp(i as u32),
             delay_us,
-            cost: 0,
-        });
-        routers[r as usize].ifaces.push(gw_iface);
+        );
         let info = PrefixInfo {
             prefix: p,
             kind: PrefixKind::VpLan {
@@ -297,16 +318,14 @@ pub(crate) fn resolve(def: &TopologyDef, file: &str, lines: &Lines) -> Result<Ne
         if h.ttl == 0 {
             return Err(e("ttl must be 1..255".into()));
         }
-        let gw_iface = ifaces.len() as IfaceId;
-        ifaces.push(Iface {
-            router: r,
-            addr: gw,
-            prefix: 0,
-            peer: Peer::Host(i as u32),
+        let gw_iface = lan_gateway(
+            &mut ifaces,
+            &mut routers,
+            r,
+            gw,
+            Peer::Host(i as u32),
             delay_us,
-            cost: 0,
-        });
-        routers[r as usize].ifaces.push(gw_iface);
+        );
         let info = PrefixInfo {
             prefix: p,
             kind: PrefixKind::HostLan {
