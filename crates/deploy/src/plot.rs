@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
-use plotters::coord::ranged1d::SegmentedCoord;
+use plotters::coord::ranged1d::{AsRangedCoord, SegmentedCoord, ValueFormatter};
 use plotters::coord::types::RangedCoordusize;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
@@ -94,7 +94,6 @@ pub fn bars(path: &Path, title: &str, ylabel: &str, data: &[Bar], log: bool) -> 
         .map(|b| b.value)
         .filter(|v| *v > 0.0)
         .fold(f64::INFINITY, f64::min);
-    let n = data.len();
     let labels: Vec<String> = data
         .iter()
         .map(|b| {
@@ -105,43 +104,16 @@ pub fn bars(path: &Path, title: &str, ylabel: &str, data: &[Bar], log: bool) -> 
             }
         })
         .collect();
-    let fmt_x = |v: &SegmentValue<usize>| match v {
-        SegmentValue::CenterOf(i) => labels.get(*i).cloned().unwrap_or_default(),
-        _ => String::new(),
+    let axes = Axes {
+        title,
+        ylabel,
+        labels: &labels,
     };
     if log {
         let floor = (min_pos / 3.0).max(1e-6);
-        let mut chart = ChartBuilder::on(&root)
-            .caption(title, (FONT, 22))
-            .margin(12)
-            .x_label_area_size(40)
-            .y_label_area_size(80)
-            .build_cartesian_2d((0..n).into_segmented(), (floor..max * 3.0).log_scale())?;
-        chart
-            .configure_mesh()
-            .disable_x_mesh()
-            .x_labels(n)
-            .x_label_formatter(&fmt_x)
-            .y_desc(ylabel)
-            .label_style((FONT, 14))
-            .draw()?;
-        draw_bars(&mut chart, data, floor)?;
+        axes.draw(&root, (floor..max * 3.0).log_scale(), data, floor)?;
     } else {
-        let mut chart = ChartBuilder::on(&root)
-            .caption(title, (FONT, 22))
-            .margin(12)
-            .x_label_area_size(40)
-            .y_label_area_size(80)
-            .build_cartesian_2d((0..n).into_segmented(), 0.0..max * 1.15)?;
-        chart
-            .configure_mesh()
-            .disable_x_mesh()
-            .x_labels(n)
-            .x_label_formatter(&fmt_x)
-            .y_desc(ylabel)
-            .label_style((FONT, 14))
-            .draw()?;
-        draw_bars(&mut chart, data, 0.0)?;
+        axes.draw(&root, 0.0..max * 1.15, data, 0.0)?;
     }
     root.present()
         .with_context(|| format!("writing {}", path.display()))?;
@@ -150,6 +122,51 @@ pub fn bars(path: &Path, title: &str, ylabel: &str, data: &[Bar], log: bool) -> 
 
 type Chart<'a, Y> =
     ChartContext<'a, BitMapBackend<'a>, Cartesian2d<SegmentedCoord<RangedCoordusize>, Y>>;
+
+/// What a bar chart's frame shows: its title, the y axis's name, one label per bar.
+struct Axes<'l> {
+    title: &'l str,
+    ylabel: &'l str,
+    labels: &'l [String],
+}
+
+impl Axes<'_> {
+    /// Draws the frame with the y axis `y` (linear or log) and the bars from `floor` up.
+    fn draw<'a, Y>(
+        &self,
+        root: &DrawingArea<BitMapBackend<'a>, plotters::coord::Shift>,
+        y: Y,
+        data: &[Bar],
+        floor: f64,
+    ) -> anyhow::Result<()>
+    where
+        Y: AsRangedCoord<Value = f64>,
+        Y::CoordDescType: Ranged<ValueType = f64> + ValueFormatter<f64>,
+    {
+        let fmt_x = |v: &SegmentValue<usize>| match v {
+            SegmentValue::CenterOf(i) => self.labels.get(*i).cloned().unwrap_or_default(),
+            _ => String::new(),
+        };
+        let n = data.len();
+        // a segmented 0..k has k + 1 slots; one bar still needs a non-empty range
+        let last = n.max(2) - 1;
+        let mut chart = ChartBuilder::on(root)
+            .caption(self.title, (FONT, 22))
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(80)
+            .build_cartesian_2d((0..last).into_segmented(), y)?;
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .x_labels(n)
+            .x_label_formatter(&fmt_x)
+            .y_desc(self.ylabel)
+            .label_style((FONT, 14))
+            .draw()?;
+        draw_bars(&mut chart, data, floor)
+    }
+}
 
 fn draw_bars<'a, Y: Ranged<ValueType = f64>>(
     chart: &mut Chart<'a, Y>,
@@ -402,4 +419,46 @@ pub fn all(rep: &Report, out: &Path) -> anyhow::Result<Vec<PathBuf>> {
         )
     });
     Ok(files)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn linear_and_log_bar_charts_are_drawn() {
+        if let Err(e) = ensure_font() {
+            eprintln!("skipped: {e:#}");
+            return;
+        }
+        let dir = std::env::temp_dir().join(format!("vtnt-plot-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let data = [
+            Bar {
+                label: "docker".into(),
+                value: 170.0,
+                err: 2.0,
+                emulated: false,
+            },
+            Bar {
+                label: "microvm".into(),
+                value: 0.25,
+                err: 0.0,
+                emulated: true,
+            },
+        ];
+        for log in [false, true] {
+            let path = dir.join(format!("bars-{log}.png"));
+            bars(&path, "title", "MiB", &data, log).unwrap();
+            let png = std::fs::read(&path).unwrap();
+            assert!(
+                png.starts_with(b"\x89PNG"),
+                "{} is not a PNG",
+                path.display()
+            );
+        }
+        bars(&dir.join("one.png"), "t", "y", &data[..1], false).unwrap();
+        assert!(bars(&dir.join("none.png"), "t", "y", &[], false).is_err());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }
