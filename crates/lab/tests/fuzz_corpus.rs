@@ -1,0 +1,82 @@
+//! Every file of the lab's fuzz seed corpora runs through the same function as its fuzz
+//! target (`crates/lab/fuzz`).
+
+#[path = "../fuzz/body.rs"]
+mod body;
+
+use std::path::PathBuf;
+
+fn run(target: &str, f: fn(&[u8])) {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("fuzz/corpus")
+        .join(target);
+    let mut n = 0;
+    for entry in std::fs::read_dir(&dir).expect("corpus directory") {
+        f(&std::fs::read(entry.unwrap().path()).unwrap());
+        n += 1;
+    }
+    assert!(n >= 3, "{target}: {n} seed files");
+}
+
+#[test]
+fn lab_packet_corpus() {
+    run("lab_packet", body::lab_packet);
+}
+
+#[test]
+fn topology_parse_corpus() {
+    run("topology_parse", body::topology_parse);
+}
+
+/// Rewrites the `lab_packet` seeds: ICMP, UDP and TCP probes from the reference
+/// topology's vantage point towards each tunnel class's destination, at TTLs that expire
+/// inside the tunnels (and one that reaches the plain destination).
+#[test]
+#[ignore]
+fn write_seed_corpus() {
+    use std::net::Ipv4Addr;
+    use vtnt_wire::build::{self, Ip, Tcp};
+
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fuzz/corpus/lab_packet");
+    const SYN: Tcp = Tcp {
+        sport: 0x8001,
+        dport: 80,
+        seq: 1,
+        ack: 0,
+        flags: 0x02,
+        window: 1024,
+    };
+    for (name, last, ttl) in [
+        ("explicit", 10, 3),
+        ("implicit", 18, 4),
+        ("opaque", 26, 5),
+        ("invisible_php", 34, 3),
+        ("invisible_uhp", 50, 4),
+        ("plain", 2, 64),
+    ] {
+        let ip = Ip {
+            src: Ipv4Addr::new(192, 0, 2, 2),
+            dst: Ipv4Addr::new(203, 0, 113, last),
+            ttl,
+            tos: 0,
+            ipid: 7,
+        };
+        type Builder = fn(&mut [u8], &Ip) -> vtnt_wire::Result<usize>;
+        let kinds: [(&str, Builder); 3] = [
+            ("icmp", |b, ip| {
+                build::icmp_echo(b, ip, 8, 0x8001, 1, &[0; 12], None)
+            }),
+            ("udp", |b, ip| {
+                build::udp(b, ip, 0x8001, 33435, &[0; 12], None)
+            }),
+            ("tcp", |b, ip| build::tcp(b, ip, &SYN)),
+        ];
+        for (kind, make) in kinds {
+            // the first byte is the port: 0, the vantage point
+            let mut seed = vec![0u8; 129];
+            let n = make(&mut seed[1..], &ip).unwrap();
+            seed.truncate(1 + n);
+            std::fs::write(dir.join(format!("{kind}_{name}")), seed).unwrap();
+        }
+    }
+}
