@@ -463,6 +463,53 @@ pub(crate) mod tests {
         assert!(pool("192.0.2.0/26".parse().unwrap(), &[]).is_empty());
     }
 
+    /// Rewrites the seeds of the `dhcp_handle` fuzz target (crates/lab-linux/fuzz):
+    /// conversations of client packets, each framed `[u16 length][bytes]`.
+    #[test]
+    #[ignore]
+    fn write_fuzz_seed_corpus() {
+        let offered = Ipv4Addr::new(192, 0, 2, 130);
+        let seeds = [
+            (
+                "discover",
+                vec![client(DhcpMessageType::Discover, MAC, None, None)],
+            ),
+            (
+                "discover_request",
+                vec![
+                    client(DhcpMessageType::Discover, MAC, None, None),
+                    client(DhcpMessageType::Request, MAC, Some(offered), Some(GW)),
+                ],
+            ),
+            (
+                "request_unknown_client",
+                vec![client(
+                    DhcpMessageType::Request,
+                    OTHER,
+                    Some(offered),
+                    Some(GW),
+                )],
+            ),
+            (
+                "two_clients_wrong_address",
+                vec![
+                    client(DhcpMessageType::Discover, MAC, None, None),
+                    client(DhcpMessageType::Discover, OTHER, None, None),
+                    client(DhcpMessageType::Request, OTHER, Some(offered), Some(GW)),
+                ],
+            ),
+        ];
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/corpus/dhcp_handle");
+        for (name, packets) in seeds {
+            let mut framed = Vec::new();
+            for p in packets {
+                framed.extend_from_slice(&(p.len() as u16).to_be_bytes());
+                framed.extend_from_slice(&p);
+            }
+            std::fs::write(dir.join(name), framed).unwrap();
+        }
+    }
+
     #[test]
     fn arbitrary_and_truncated_bytes_never_panic() {
         let mut s = server();
