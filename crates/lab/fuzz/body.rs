@@ -27,7 +27,11 @@ pub fn lab_packet(data: &[u8]) {
     let small = 20 + usize::from(port) % 64;
     let mut turn = 0usize;
     loop {
-        let cap = if turn.is_multiple_of(2) { buf.len() } else { small };
+        let cap = if turn.is_multiple_of(2) {
+            buf.len()
+        } else {
+            small
+        };
         let Some((_, len)) = lab.poll_transmit(Instant::from_micros(u64::MAX / 2), &mut buf[..cap])
         else {
             break;
