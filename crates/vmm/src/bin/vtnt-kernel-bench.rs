@@ -43,36 +43,22 @@ fn die(msg: impl std::fmt::Display) -> ! {
     std::process::exit(1)
 }
 
+/// The unikernel's figures against its budgets (see the module docs).
+#[derive(clap::Parser)]
+#[command(name = "vtnt-kernel-bench")]
 struct Args {
-    runs: usize,
+    /// Repetitions per figure (the median is reported).
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u16).range(1..=1000))]
+    runs: u16,
+    /// Use this running `vtnt lab` instead of starting one.
+    #[arg(long, conflicts_with = "vtnt")]
     lab: Option<String>,
+    /// The `vtnt` binary that starts the lab (default: the workspace's debug build).
+    #[arg(long)]
     vtnt: Option<PathBuf>,
+    /// Boot this image instead of building the workspace's.
+    #[arg(long)]
     image: Option<PathBuf>,
-}
-
-fn args() -> Args {
-    let mut a = Args {
-        runs: 5,
-        lab: None,
-        vtnt: None,
-        image: None,
-    };
-    let mut it = std::env::args().skip(1);
-    while let Some(w) = it.next() {
-        match w.as_str() {
-            "--runs" => a.runs = it.next().and_then(|v| v.parse().ok()).unwrap_or(5).max(1),
-            "--lab" => a.lab = it.next(),
-            "--vtnt" => a.vtnt = it.next().map(PathBuf::from),
-            "--image" => a.image = it.next().map(PathBuf::from),
-            _ => {
-                eprintln!(
-                    "usage: vtnt-kernel-bench [--runs N] [--lab NAME | --vtnt PATH] [--image FILE]"
-                );
-                std::process::exit(2);
-            }
-        }
-    }
-    a
 }
 
 /// A lab we started, stopped on drop.
@@ -102,7 +88,7 @@ fn heap_peak(o: &RunOutcome) -> Option<u64> {
 }
 
 fn main() {
-    let a = args();
+    let a = <Args as clap::Parser>::parse();
     if vtnt_vmm::on_path(qemu::QEMU).is_none() {
         die(format!("{} is not installed", qemu::QEMU));
     }
