@@ -143,7 +143,7 @@ pub struct RuntimeReport {
     pub density_memory_ksm: Option<DensityResult>,
     pub density_cpu: Option<DensityResult>,
     pub errors: Vec<String>,
-    /// Runs that timed out under emulation and were retried once (see `retry_emulated_timeout`).
+    /// Runs that timed out and were retried once (see `retry_timeout`).
     pub retried: Vec<String>,
 }
 
@@ -321,7 +321,7 @@ fn measure_runtime(
             drop(deployed);
             Ok((deploy_s, out?, t1.elapsed().as_secs_f64()))
         };
-        match retry_emulated_timeout(r, &format!("rep {i}"), once) {
+        match retry_timeout(r, &format!("rep {i}"), once) {
             Ok((deploy_s, o, cleanup_s)) => {
                 let same =
                     reference.is_some_and(|r| r == crate::job::normalize(&o.stdout).as_slice());
@@ -381,9 +381,9 @@ fn measure_runtime(
             ksm: counters,
         })
     };
-    r.memory = Some(retry_emulated_timeout(r, "memory", || measure(false))?);
+    r.memory = Some(retry_timeout(r, "memory", || measure(false))?);
     if !args.no_ksm && rt.is_vm() && ksm::available() {
-        match retry_emulated_timeout(r, "memory with KSM", || measure(true)) {
+        match retry_timeout(r, "memory with KSM", || measure(true)) {
             Ok(m) => r.memory_ksm = Some(m),
             Err(e) => r.errors.push(format!("memory with KSM: {e:#}")),
         }
@@ -432,21 +432,79 @@ fn measure_runtime(
     Ok(())
 }
 
-/// Runs `f`, and once more if an emulated (TCG) guest outlived its timeout: a full Debian
-/// guest under TCG on a loaded 2-core host has, rarely, never finished its job. The
-/// first attempt's error is kept in `r.retried` and shown in the report; a second
-/// timeout is an error like any other.
-fn retry_emulated_timeout<T>(
+/// Runs `f`, and once more if the instance outlived its timeout: a full Debian guest
+/// under TCG on a loaded 2-core host has, rarely, never finished its job, and a `docker
+/// run` client has, once in many CI runs, never returned. The first attempt's error is
+/// kept in `r.retried` and shown in the report; a second timeout is an error like any
+/// other.
+fn retry_timeout<T>(
     r: &mut RuntimeReport,
     what: &str,
     mut f: impl FnMut() -> anyhow::Result<T>,
 ) -> anyhow::Result<T> {
     match f() {
-        Err(e) if r.emulated && e.downcast_ref::<crate::proc::TimedOut>().is_some() => {
-            eprintln!("  {what}: the emulated guest timed out; retrying once");
+        Err(e) if e.downcast_ref::<crate::proc::TimedOut>().is_some() => {
+            eprintln!("  {what}: the instance timed out; retrying once");
             r.retried.push(format!("{what}: {e:#}"));
             f()
         }
         other => other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::proc::TimedOut;
+
+    fn timed_out() -> anyhow::Error {
+        anyhow::Error::new(TimedOut {
+            what: "docker container x".into(),
+            timeout: Duration::from_secs(1),
+            stdout_tail: String::new(),
+            stderr_tail: String::new(),
+        })
+        .context("container state: exited exit=0 pid=0")
+    }
+
+    #[test]
+    fn a_timeout_is_retried_once_and_recorded() {
+        let mut r = RuntimeReport::default();
+        let mut calls = 0;
+        let got = retry_timeout(&mut r, "rep 0", || {
+            calls += 1;
+            if calls == 1 {
+                Err(timed_out())
+            } else {
+                Ok(7)
+            }
+        });
+        assert_eq!(got.unwrap(), 7);
+        assert_eq!(calls, 2);
+        assert_eq!(r.retried.len(), 1);
+        assert!(
+            r.retried[0].contains("container state: exited"),
+            "{:?}",
+            r.retried
+        );
+    }
+
+    #[test]
+    fn a_second_timeout_or_another_error_is_returned() {
+        let mut r = RuntimeReport::default();
+        let mut calls = 0;
+        let got: anyhow::Result<()> = retry_timeout(&mut r, "rep 0", || {
+            calls += 1;
+            Err(timed_out())
+        });
+        assert!(got.is_err());
+        assert_eq!(calls, 2);
+        let mut calls = 0;
+        let got: anyhow::Result<()> = retry_timeout(&mut r, "rep 1", || {
+            calls += 1;
+            anyhow::bail!("no such image")
+        });
+        assert!(got.is_err());
+        assert_eq!(calls, 1);
     }
 }

@@ -174,6 +174,17 @@ impl Client {
         Supervised::spawn(cmd, &format!("docker container {name}"))
     }
 
+    /// `docker inspect`'s view of container `name` (status, exit code, pid), or why there
+    /// is none: says, when a `docker run` client hangs, whether the job did too.
+    pub fn state(&self, name: &str) -> String {
+        let fmt = "{{.State.Status}} exit={{.State.ExitCode}} pid={{.State.Pid}}";
+        match self.cmd().args(["inspect", "-f", fmt, name]).output() {
+            Ok(o) if o.status.success() => String::from_utf8_lossy(&o.stdout).trim().to_string(),
+            Ok(o) => String::from_utf8_lossy(&o.stderr).trim().to_string(),
+            Err(e) => format!("docker inspect: {e}"),
+        }
+    }
+
     /// `docker rm -f`, ignoring failures (the container may be gone already).
     pub fn remove(&self, name: &str) {
         let _ = self

@@ -300,7 +300,12 @@ impl Instance {
             }
         }
         // `Supervised::wait` counts `timeout` from the start, as the loop above did.
-        let fin: Finished = child.wait(timeout)?;
+        let fin: Finished = match (child.wait(timeout), &self.cleanup) {
+            (Err(e), Cleanup::Docker { client, name }) => {
+                return Err(e.context(format!("container state: {}", client.state(name))))
+            }
+            (r, _) => r?,
+        };
         let engine_cpu: f64 = self
             .engine_pids
             .iter()

@@ -233,7 +233,7 @@ pub fn markdown(rep: &Report) -> String {
     if !retried.is_empty() {
         let _ = writeln!(
             s,
-            "## Retried after a guest timeout under TCG (the figures are the retry's)\n\n{}\n",
+            "## Retried after a timeout (the figures are the retry's)\n\n{}\n",
             retried.join("\n")
         );
     }
