@@ -48,15 +48,25 @@ fn check(test: &str, runtimes: &[Runtime], dhcp: bool) {
                 }
             }
         }
-        let out = rt
-            .run(
+        let run = || {
+            rt.run(
                 &job(),
                 &RunOptions {
                     dhcp,
                     ..opts.clone()
                 },
             )
-            .unwrap_or_else(|e| panic!("{} run: {e:#}", rt.name()));
+        };
+        // As `vtnt bench deploy` does: a run that outlived its timeout (a TCG guest that
+        // never finished, a `docker run` that never returned) is retried once, loudly.
+        let out = match run() {
+            Err(e) if e.downcast_ref::<vtnt_deploy::proc::TimedOut>().is_some() => {
+                eprintln!("{test}: {} timed out, retrying once: {e:#}", rt.name());
+                run()
+            }
+            other => other,
+        }
+        .unwrap_or_else(|e| panic!("{} run: {e:#}", rt.name()));
         assert!(
             out.ok(),
             "{} run exited with {:?}: {}",
