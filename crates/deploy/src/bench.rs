@@ -440,16 +440,12 @@ fn measure_runtime(
 fn retry_timeout<T>(
     r: &mut RuntimeReport,
     what: &str,
-    mut f: impl FnMut() -> anyhow::Result<T>,
+    f: impl FnMut() -> anyhow::Result<T>,
 ) -> anyhow::Result<T> {
-    match f() {
-        Err(e) if e.downcast_ref::<crate::proc::TimedOut>().is_some() => {
-            eprintln!("  {what}: the instance timed out; retrying once");
-            r.retried.push(format!("{what}: {e:#}"));
-            f()
-        }
-        other => other,
-    }
+    crate::proc::retry_once_on_timeout(f, |e| {
+        eprintln!("  {what}: the instance timed out; retrying once");
+        r.retried.push(format!("{what}: {e:#}"));
+    })
 }
 
 #[cfg(test)]

@@ -73,6 +73,21 @@ impl std::fmt::Display for TimedOut {
 
 impl std::error::Error for TimedOut {}
 
+/// Runs `f`, and once more if it failed with [`TimedOut`] (anywhere in the error's
+/// chain); `first` sees the first attempt's error. A second failure is returned as is.
+pub fn retry_once_on_timeout<T>(
+    mut f: impl FnMut() -> anyhow::Result<T>,
+    first: impl FnOnce(&anyhow::Error),
+) -> anyhow::Result<T> {
+    match f() {
+        Err(e) if e.downcast_ref::<TimedOut>().is_some() => {
+            first(&e);
+            f()
+        }
+        other => other,
+    }
+}
+
 impl Supervised {
     /// Spawns `cmd` (stdin null, stdout/stderr piped) in a new process group.
     pub fn spawn(mut cmd: Command, what: &str) -> anyhow::Result<Supervised> {

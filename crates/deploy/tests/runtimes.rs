@@ -8,6 +8,7 @@ mod common;
 use std::time::Duration;
 
 use vtnt_deploy::job::{normalize, Job};
+use vtnt_deploy::proc::retry_once_on_timeout;
 use vtnt_deploy::{RunOptions, Runtime};
 
 fn job() -> Job {
@@ -59,13 +60,9 @@ fn check(test: &str, runtimes: &[Runtime], dhcp: bool) {
         };
         // As `vtnt bench deploy` does: a run that outlived its timeout (a TCG guest that
         // never finished, a `docker run` that never returned) is retried once, loudly.
-        let out = match run() {
-            Err(e) if e.downcast_ref::<vtnt_deploy::proc::TimedOut>().is_some() => {
-                eprintln!("{test}: {} timed out, retrying once: {e:#}", rt.name());
-                run()
-            }
-            other => other,
-        }
+        let out = retry_once_on_timeout(run, |e| {
+            eprintln!("{test}: {} timed out, retrying once: {e:#}", rt.name())
+        })
         .unwrap_or_else(|e| panic!("{} run: {e:#}", rt.name()));
         assert!(
             out.ok(),
