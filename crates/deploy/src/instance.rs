@@ -300,12 +300,12 @@ impl Instance {
             }
         }
         // `Supervised::wait` counts `timeout` from the start, as the loop above did.
-        let fin: Finished = match (child.wait(timeout), &self.cleanup) {
-            (Err(e), Cleanup::Docker { client, name }) => {
-                return Err(e.context(format!("container state: {}", client.state(name))))
+        let fin: Finished = child.wait(timeout).map_err(|e| match &self.cleanup {
+            Cleanup::Docker { client, name } => {
+                e.context(format!("container state: {}", client.state(name)))
             }
-            (r, _) => r?,
-        };
+            _ => e,
+        })?;
         let engine_cpu: f64 = self
             .engine_pids
             .iter()
