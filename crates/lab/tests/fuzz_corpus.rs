@@ -6,12 +6,15 @@ mod body;
 
 use std::path::PathBuf;
 
-fn run(target: &str, f: fn(&[u8])) {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+fn dir(target: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("fuzz/corpus")
-        .join(target);
+        .join(target)
+}
+
+fn run(target: &str, f: fn(&[u8])) {
     let mut n = 0;
-    for entry in std::fs::read_dir(&dir).expect("corpus directory") {
+    for entry in std::fs::read_dir(dir(target)).expect("corpus directory") {
         f(&std::fs::read(entry.unwrap().path()).unwrap());
         n += 1;
     }
@@ -37,7 +40,7 @@ fn write_seed_corpus() {
     use std::net::Ipv4Addr;
     use vtnt_wire::build::{self, Ip, Tcp};
 
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fuzz/corpus/lab_packet");
+    let dir = dir("lab_packet");
     const SYN: Tcp = Tcp {
         sport: 0x8001,
         dport: 80,
