@@ -70,9 +70,9 @@ pub enum LabCommand {
         /// Output file [default: standard output].
         #[arg(long)]
         out: Option<PathBuf>,
-        /// Destination hosts (one branch each, at most 128).
-        #[arg(long, default_value_t = 16)]
-        destinations: usize,
+        /// Destination hosts (one branch each, 1..=128).
+        #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u16).range(1..=vtnt_lab::generate::MAX_DESTINATIONS as i64))]
+        destinations: u16,
         /// Class mix as weights none,explicit,implicit,opaque,invisible-php,invisible-uhp.
         #[arg(long, default_value = "20,50,6,4,15,5")]
         mix: String,
@@ -251,7 +251,7 @@ pub fn run(cmd: LabCommand) -> anyhow::Result<ExitCode> {
             };
             let (lo, hi) = lsrs.split_once('-').context("--lsrs MIN-MAX")?;
             let o = GenOptions {
-                destinations,
+                destinations: destinations as usize,
                 mix: ClassMix {
                     none,
                     explicit,

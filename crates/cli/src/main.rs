@@ -50,16 +50,22 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Trace(a) => probe::run_jobs(
-            &a.common,
-            |dst| vtnt_engine::Job::Trace(a.options(dst)),
-            "traces",
-        ),
-        Command::Ping(a) => probe::run_jobs(
-            &a.common,
-            |dst| vtnt_engine::Job::Ping(a.options(dst)),
-            "pings",
-        ),
+        Command::Trace(a) => {
+            probe::warn_unreachable_rate(&a.common, a.wait);
+            probe::run_jobs(
+                &a.common,
+                |dst| vtnt_engine::Job::Trace(a.options(dst)),
+                "traces",
+            )
+        }
+        Command::Ping(a) => {
+            probe::warn_unreachable_rate(&a.common, a.interval);
+            probe::run_jobs(
+                &a.common,
+                |dst| vtnt_engine::Job::Ping(a.options(dst)),
+                "pings",
+            )
+        }
         Command::Tnt(a) => tnt::run(a),
         Command::Convert(a) => convert::run(a),
         Command::Lab(cmd) => lab::run(cmd),

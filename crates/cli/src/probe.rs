@@ -10,13 +10,24 @@ use std::time::Duration;
 use anyhow::Context;
 use vtnt_engine::{Config, Engine, Event, Job, Method, PingOptions, TraceOptions};
 
+use vtnt_engine::policy::{PrefixSet, MAX_PPS_LAB, MAX_PPS_PUBLIC};
+use vtnt_engine::{LabAccess, Policy};
+
 use crate::output::{Format, Output};
 use crate::targets;
 
-/// Highest probe rate for loopback and lab targets.
-pub const MAX_PPS_LAB: u32 = 500_000;
-/// Highest probe rate when any target is outside the lab (with `--allow-public`).
-pub const MAX_PPS_PUBLIC: u32 = 1_000;
+/// The exclusion list read on every run when it exists: prefixes never to probe, one per
+/// line (`#` comments), as an operator's opt-out list. `--exclude FILE` adds more.
+pub const DEFAULT_EXCLUDE: &str = "/etc/vtnt/exclude.conf";
+
+/// Where the probes of a run leave from, which decides which lab addresses lead into a lab.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Vantage {
+    /// This host's network namespace: its routes say where the lab is.
+    Host,
+    /// A guest attached to the lab's own network (the unikernel on the lab front).
+    Lab,
+}
 
 /// Options every probing command shares.
 #[derive(clap::Args, Debug, Clone)]
@@ -28,8 +39,8 @@ pub struct Common {
     /// with their line number and the rest probed.
     #[arg(long = "targets", value_name = "FILE")]
     pub targets_file: Option<PathBuf>,
-    /// Probes per second for the whole run (scamper's -p). At most 500000 for loopback and
-    /// lab targets, 1000 when any target is public.
+    /// Probes per second for the whole run (scamper's -p). At most 500000; public targets
+    /// are probed only in runs of at most 1000.
     #[arg(short = 'p', long = "pps", default_value_t = 20)]
     pub pps: u32,
     /// Output format.
@@ -42,7 +53,12 @@ pub struct Common {
     /// networks needs their consent.
     #[arg(long)]
     pub allow_public: bool,
-    /// Source address of the probes (default: the kernel's choice for the first target).
+    /// Never probe the prefixes listed in FILE (one per line, `#` comments), on top of
+    /// /etc/vtnt/exclude.conf when it exists. May be repeated.
+    #[arg(long = "exclude", value_name = "FILE")]
+    pub exclude: Vec<PathBuf>,
+    /// Source address of the probes: one of this host's addresses (default: the kernel's
+    /// choice for the first target). vTNT does not spoof.
     #[arg(short = 'S', long = "src")]
     pub src: Option<Ipv4Addr>,
     /// Seed for probe identifiers (ICMP ids, source ports, Paris checksums).
@@ -150,24 +166,57 @@ impl PingArgs {
     }
 }
 
-/// Checks the common options and resolves the targets; reports bad targets on stderr.
-/// Returns the targets, the engine config and whether some targets were bad.
-pub fn prepare(c: &Common) -> anyhow::Result<(Vec<IpAddr>, Config, bool)> {
-    let (good, bad) = targets::collect(&c.targets, c.targets_file.as_deref(), c.allow_public)?;
+/// The probing policy of the options: consent to public targets, the exclusion lists, and
+/// which lab addresses lead into a lab from `vantage`.
+pub fn policy(c: &Common, vantage: Vantage) -> anyhow::Result<Policy> {
+    let mut exclude = PrefixSet::new();
+    let default = std::path::Path::new(DEFAULT_EXCLUDE);
+    let files = default
+        .exists()
+        .then(|| default.to_path_buf())
+        .into_iter()
+        .chain(c.exclude.iter().cloned());
+    for f in files {
+        let text = std::fs::read_to_string(&f)
+            .with_context(|| format!("reading exclusion list {}", f.display()))?;
+        let set = PrefixSet::parse(&text)
+            .map_err(|e| anyhow::anyhow!("exclusion list {}: {e}", f.display()))?;
+        for p in set.iter() {
+            exclude.insert(*p);
+        }
+    }
+    let lab = match vantage {
+        Vantage::Host => vtnt_linux::lab_access().context("reading this host's routes")?,
+        Vantage::Lab => LabAccess::All,
+    };
+    Ok(Policy {
+        allow_public: c.allow_public,
+        exclude,
+        lab,
+    })
+}
+
+/// Checks the common options and resolves the targets against the probing policy; reports
+/// bad targets on stderr. Returns the targets, the engine config (carrying the policy, which
+/// the engine enforces again on every job) and whether some targets were bad.
+pub fn prepare(c: &Common, vantage: Vantage) -> anyhow::Result<(Vec<IpAddr>, Config, bool)> {
+    vtnt_engine::policy::check_rate(c.pps).map_err(|_| {
+        anyhow::anyhow!(
+            "--pps {} is out of range (1..={MAX_PPS_LAB}; {MAX_PPS_PUBLIC} at most with public targets)",
+            c.pps
+        )
+    })?;
+    let policy = policy(c, vantage)?;
+    if let (Some(src), Vantage::Host) = (c.src, vantage) {
+        let own = vtnt_linux::own_addresses().context("listing this host's addresses")?;
+        vtnt_engine::policy::check_source(src, &own).map_err(|e| anyhow::anyhow!("-S: {e}"))?;
+    }
+    let (good, bad) = targets::collect(&c.targets, c.targets_file.as_deref(), &policy, c.pps)?;
     for b in &bad {
         eprintln!("vtnt: skipping {b}");
     }
     if good.is_empty() {
         anyhow::bail!("no target to probe (give TARGET arguments or --targets FILE)");
-    }
-    let public = good.iter().any(|a| !targets::is_safe(*a));
-    let ceiling = if public { MAX_PPS_PUBLIC } else { MAX_PPS_LAB };
-    if c.pps == 0 || c.pps > ceiling {
-        anyhow::bail!(
-            "--pps {} is out of range (1..={ceiling}{})",
-            c.pps,
-            if public { " with public targets" } else { "" }
-        );
     }
     let src = match c.src {
         Some(s) => s,
@@ -178,7 +227,21 @@ pub fn prepare(c: &Common) -> anyhow::Result<(Vec<IpAddr>, Config, bool)> {
     config.burst = (c.pps / 1000).max(1);
     config.seed = c.seed;
     config.max_active = c.window as usize;
+    config.policy = policy;
     Ok((good, config, !bad.is_empty()))
+}
+
+/// Warns when `--pps` is more than `--window` measurements can use while each waits `gap`
+/// for an answer (a trace's `-w`, a ping's `-i`): unanswered probes hold the rate at
+/// `window / gap`.
+pub fn warn_unreachable_rate(c: &Common, gap: Duration) {
+    let most = c.window as f64 / gap.as_secs_f64().max(1e-6);
+    if c.pps as f64 > most && c.pps > 1 {
+        eprintln!(
+            "vtnt: warning: --pps {} is more than {} measurements at once can send while each waits {:?} for an answer (at most about {:.0} pps); raise --window",
+            c.pps, c.window, gap, most
+        );
+    }
 }
 
 /// A progress bar on stderr for long target lists, hidden when stderr is not a terminal.
@@ -199,7 +262,7 @@ pub fn progress(n: usize, what: &str) -> indicatif::ProgressBar {
 
 /// Runs one job per target and writes every record.
 pub fn run_jobs(c: &Common, jobs: impl Fn(IpAddr) -> Job, what: &str) -> anyhow::Result<ExitCode> {
-    let (targets, config, some_bad) = prepare(c)?;
+    let (targets, config, some_bad) = prepare(c, Vantage::Host)?;
     let mut sockets = vtnt_linux::RawSockets::open()?;
     let clock = vtnt_linux::Clock::new();
     let mut engine = Engine::new(config).map_err(|e| anyhow::anyhow!("{e}"))?;

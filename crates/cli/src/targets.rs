@@ -1,31 +1,22 @@
-//! Targets from the command line and from target files: parsing, name resolution, and the
-//! safety rule that only loopback and the lab's ranges may be probed without
-//! `--allow-public`.
+//! Targets from the command line and from target files: what counts as an address or a
+//! host name, name resolution (in parallel, each name with a deadline), and the probing
+//! policy (`vtnt-policy`) applied to every target before any probe.
 
+use std::collections::VecDeque;
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, ToSocketAddrs};
 use std::path::Path;
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::Duration;
 
-/// Networks a target may be in without `--allow-public`: loopback and the lab's ranges
-/// (RFC 5737 documentation prefixes and RFC 6598 shared space, never routed publicly).
-pub const SAFE_NETS: [(Ipv4Addr, u8); 5] = [
-    (Ipv4Addr::new(127, 0, 0, 0), 8),
-    (Ipv4Addr::new(192, 0, 2, 0), 24),
-    (Ipv4Addr::new(198, 51, 100, 0), 24),
-    (Ipv4Addr::new(203, 0, 113, 0), 24),
-    (Ipv4Addr::new(100, 64, 0, 0), 10),
-];
+use vtnt_engine::Policy;
 
-/// Whether `addr` lies in loopback or a lab range.
-pub fn is_safe(addr: IpAddr) -> bool {
-    match addr {
-        IpAddr::V4(a) => SAFE_NETS.iter().any(|(net, len)| {
-            let mask = u32::MAX.checked_shl(32 - *len as u32).unwrap_or(0);
-            u32::from(a) & mask == u32::from(*net) & mask
-        }),
-        IpAddr::V6(a) => a.is_loopback(),
-    }
-}
+/// Host names resolved at once.
+const RESOLVERS: usize = 32;
+/// A lookup that has not answered after this long is given up.
+const LOOKUP_TIMEOUT: Duration = Duration::from_secs(5);
+/// Characters of a bad target shown in a message (a 10 MB line is not echoed whole).
+const SHOWN: usize = 60;
 
 /// A target that could not be used, and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -38,69 +29,165 @@ pub struct BadTarget {
 
 impl fmt::Display for BadTarget {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: target `{}`: {}", self.place, self.text, self.reason)
+        let shown: String = self.text.chars().take(SHOWN).collect();
+        let more = if shown.len() < self.text.len() { "…" } else { "" };
+        write!(
+            f,
+            "{}: target `{}{more}`: {}",
+            self.place,
+            shown.escape_debug(),
+            self.reason
+        )
     }
 }
 
-fn resolve(text: &str, allow_public: bool) -> Result<IpAddr, String> {
-    let addr = match text.parse::<IpAddr>() {
-        Ok(a) => a,
-        Err(_) => {
-            if text.is_empty() || text.contains(char::is_whitespace) {
-                return Err("not an address or host name".into());
-            }
-            let mut addrs = (text, 0)
-                .to_socket_addrs()
-                .map_err(|e| format!("cannot resolve host name ({e})"))?;
-            addrs
-                .find(|a| a.is_ipv4())
-                .map(|a| a.ip())
-                .ok_or_else(|| "host name has no IPv4 address".to_string())?
-        }
+/// What a target's text is, before any lookup.
+enum Text {
+    Addr(IpAddr),
+    Name,
+}
+
+/// Sorts `text` into an address, a host name worth asking DNS about, or an error: text
+/// that only looks like a mistyped address or prefix never reaches DNS.
+fn classify(text: &str) -> Result<Text, String> {
+    if let Ok(a) = text.parse::<IpAddr>() {
+        return Ok(Text::Addr(a));
+    }
+    if text.contains('/') {
+        return Err("a prefix is not a target: give addresses".into());
+    }
+    if text.contains(':') || text.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
+        return Err("not a valid IP address".into());
+    }
+    let label_ok = |l: &str| {
+        (1..=63).contains(&l.len())
+            && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+            && !l.starts_with('-')
+            && !l.ends_with('-')
     };
-    if addr.is_ipv6() {
-        return Err("IPv6 targets are not probed yet".into());
+    let name = text.strip_suffix('.').unwrap_or(text);
+    if name.len() <= 253 && name.split('.').all(label_ok) {
+        Ok(Text::Name)
+    } else {
+        Err("not an address or host name".into())
     }
-    if addr.is_unspecified() || addr.is_multicast() || addr == IpAddr::V4(Ipv4Addr::BROADCAST) {
-        return Err("not a unicast address".into());
-    }
-    if !allow_public && !is_safe(addr) {
-        return Err(format!(
-            "{addr} is outside loopback and the lab's ranges; pass --allow-public to probe it"
-        ));
-    }
-    Ok(addr)
 }
 
-/// Resolves every target of the command line and of the target file. Good targets come
-/// back in order; bad ones are listed with their place so the caller can report them and
-/// probe the rest.
+/// Looks up `names` with [`RESOLVERS`] threads; a name still unanswered when no answer
+/// has come for [`LOOKUP_TIMEOUT`] is reported as timed out (its thread is left behind).
+fn resolve_all(names: Vec<String>) -> Vec<Result<IpAddr, String>> {
+    let n = names.len();
+    let mut out: Vec<Option<Result<IpAddr, String>>> = vec![None; n];
+    if n == 0 {
+        return Vec::new();
+    }
+    if n > RESOLVERS {
+        eprintln!("vtnt: resolving {n} host names");
+    }
+    let queue = Arc::new(Mutex::new(names.into_iter().enumerate().collect::<VecDeque<_>>()));
+    let (tx, rx) = mpsc::channel();
+    for _ in 0..RESOLVERS.min(n) {
+        let (queue, tx) = (Arc::clone(&queue), tx.clone());
+        std::thread::spawn(move || loop {
+            let Some((i, name)) = queue.lock().ok().and_then(|mut q| q.pop_front()) else {
+                return;
+            };
+            if tx.send((i, lookup(&name))).is_err() {
+                return;
+            }
+        });
+    }
+    drop(tx);
+    let mut left = n;
+    while left > 0 {
+        match rx.recv_timeout(LOOKUP_TIMEOUT) {
+            Ok((i, r)) => {
+                out[i] = Some(r);
+                left -= 1;
+            }
+            Err(_) => break,
+        }
+    }
+    if let Ok(mut q) = queue.lock() {
+        q.clear();
+    }
+    out.into_iter()
+        .map(|r| r.unwrap_or_else(|| Err("host name lookup timed out".into())))
+        .collect()
+}
+
+fn lookup(name: &str) -> Result<IpAddr, String> {
+    (name, 0)
+        .to_socket_addrs()
+        .map_err(|e| format!("cannot resolve host name ({e})"))?
+        .find(|a| a.is_ipv4())
+        .map(|a| a.ip())
+        .ok_or_else(|| "host name has no IPv4 address".to_string())
+}
+
+/// The `(place, text)` of every non-empty line of a target file (`#` starts a comment).
+/// Lines that are not UTF-8 come back with a `None` text.
+fn file_lines(path: &Path) -> anyhow::Result<Vec<(String, Option<String>)>> {
+    let bytes = std::fs::read(path)
+        .map_err(|e| anyhow::anyhow!("reading target file {}: {e}", path.display()))?;
+    let mut out = Vec::new();
+    for (n, line) in bytes.split(|&b| b == b'\n').enumerate() {
+        let place = format!("{}:{}", path.display(), n + 1);
+        match std::str::from_utf8(line) {
+            Ok(l) => {
+                let t = l.split('#').next().unwrap_or("").trim();
+                if !t.is_empty() {
+                    out.push((place, Some(t.to_string())));
+                }
+            }
+            Err(_) => out.push((place, None)),
+        }
+    }
+    Ok(out)
+}
+
+/// Resolves every target of the command line and of the target file and checks each
+/// against `policy` for a run at `pps`. Good targets come back in order; bad ones are
+/// listed with their place so the caller can report them and probe the rest.
 pub fn collect(
     args: &[String],
     file: Option<&Path>,
-    allow_public: bool,
+    policy: &Policy,
+    pps: u32,
 ) -> anyhow::Result<(Vec<IpAddr>, Vec<BadTarget>)> {
+    let mut items: Vec<(String, Option<String>)> = args
+        .iter()
+        .enumerate()
+        .map(|(i, a)| (format!("argument {}", i + 1), Some(a.clone())))
+        .collect();
+    if let Some(path) = file {
+        items.extend(file_lines(path)?);
+    }
+    let mut results: Vec<Option<Result<IpAddr, String>>> = Vec::with_capacity(items.len());
+    let mut names = Vec::new();
+    for (_, text) in &items {
+        results.push(match text.as_deref().map(classify) {
+            None => Some(Err("the line is not UTF-8 text".into())),
+            Some(Ok(Text::Addr(a))) => Some(Ok(a)),
+            Some(Ok(Text::Name)) => {
+                names.push(text.clone().unwrap_or_default());
+                None
+            }
+            Some(Err(e)) => Some(Err(e)),
+        });
+    }
+    let mut resolved = resolve_all(names).into_iter();
     let mut good = Vec::new();
     let mut bad = Vec::new();
-    let mut take = |place: String, text: &str| match resolve(text, allow_public) {
-        Ok(a) => good.push(a),
-        Err(reason) => bad.push(BadTarget {
-            place,
-            text: text.to_string(),
-            reason,
-        }),
-    };
-    for (i, a) in args.iter().enumerate() {
-        take(format!("argument {}", i + 1), a);
-    }
-    if let Some(path) = file {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| anyhow::anyhow!("reading target file {}: {e}", path.display()))?;
-        for (n, line) in text.lines().enumerate() {
-            let t = line.split('#').next().unwrap_or("").trim();
-            if !t.is_empty() {
-                take(format!("{}:{}", path.display(), n + 1), t);
-            }
+    for ((place, text), r) in items.into_iter().zip(results) {
+        let r = r.unwrap_or_else(|| resolved.next().unwrap_or_else(|| Err("not resolved".into())));
+        match r.and_then(|a| policy.check_target(a, pps).map(|_| a).map_err(|e| e.to_string())) {
+            Ok(a) => good.push(a),
+            Err(reason) => bad.push(BadTarget {
+                place,
+                text: text.unwrap_or_default(),
+                reason,
+            }),
         }
     }
     Ok((good, bad))
@@ -121,39 +208,55 @@ pub fn source_for(dst: IpAddr) -> anyhow::Result<Ipv4Addr> {
 mod tests {
     use super::*;
 
-    #[test]
-    fn safe_ranges() {
-        for a in [
-            "127.0.0.1",
-            "192.0.2.9",
-            "198.51.100.1",
-            "203.0.113.255",
-            "100.127.0.1",
-        ] {
-            assert!(is_safe(a.parse().unwrap()), "{a}");
-        }
-        for a in ["1.1.1.1", "100.128.0.1", "192.0.3.1", "10.0.0.1"] {
-            assert!(!is_safe(a.parse().unwrap()), "{a}");
-        }
+    fn tmp(name: &str, body: &[u8]) -> std::path::PathBuf {
+        let dir = std::env::temp_dir().join(format!("vtnt-targets-{}-{name}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let f = dir.join("t.txt");
+        std::fs::write(&f, body).unwrap();
+        f
     }
 
     #[test]
     fn bad_lines_are_reported_with_their_line_and_the_rest_kept() {
-        let dir = std::env::temp_dir().join(format!("vtnt-targets-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let f = dir.join("t.txt");
-        std::fs::write(
-            &f,
-            "192.0.2.1\n\n# comment\nnot a host!\n8.8.8.8\n203.0.113.7 # x\n",
-        )
-        .unwrap();
-        let (good, bad) = collect(&["198.51.100.3".into()], Some(&f), false).unwrap();
+        let f = tmp("lines", b"192.0.2.1\n\n# comment\nnot a host!\n8.8.8.8\n203.0.113.7 # x\n");
+        let p = Policy::default();
+        let (good, bad) = collect(&["198.51.100.3".into()], Some(&f), &p, 20).unwrap();
         assert_eq!(good.len(), 3);
         assert_eq!(bad.len(), 2);
         assert!(bad[0].place.ends_with("t.txt:4"), "{}", bad[0]);
         assert!(bad[1].reason.contains("--allow-public"), "{}", bad[1]);
-        let (good, bad) = collect(&["8.8.8.8".into()], None, true).unwrap();
+        let public = Policy {
+            allow_public: true,
+            ..Policy::default()
+        };
+        let (good, bad) = collect(&["8.8.8.8".into()], None, &public, 20).unwrap();
         assert_eq!((good.len(), bad.len()), (1, 0));
-        std::fs::remove_dir_all(dir).unwrap();
+        std::fs::remove_dir_all(f.parent().unwrap()).unwrap();
+    }
+
+    #[test]
+    fn mistyped_addresses_and_prefixes_never_reach_dns() {
+        for t in ["300.1.2.3", "203.0.113.0/24", "1.2.3", "1::2::3", "a b", "-x.example", "x..y"] {
+            assert!(classify(t).is_err(), "{t}");
+        }
+        assert!(matches!(classify("example.org"), Ok(Text::Name)));
+        assert!(matches!(classify("localhost"), Ok(Text::Name)));
+        let long = "a".repeat(10 << 20);
+        assert!(classify(&long).is_err());
+    }
+
+    #[test]
+    fn hostile_files_give_one_clear_line_each() {
+        let mut body = b"203.0.113.1\n\x00\x01\n\xff\xfe\n".to_vec();
+        body.extend(std::iter::repeat_n(b'9', 10 << 20));
+        body.extend(b"\n203.0.113.2\r\n");
+        let f = tmp("hostile", &body);
+        let (good, bad) = collect(&[], Some(&f), &Policy::default(), 20).unwrap();
+        assert_eq!(good.len(), 2, "{bad:?}");
+        assert_eq!(bad.len(), 3);
+        assert!(bad[1].reason.contains("UTF-8"));
+        let shown = bad[2].to_string();
+        assert!(shown.len() < 200, "a 10 MB line is not echoed whole");
+        std::fs::remove_dir_all(f.parent().unwrap()).unwrap();
     }
 }

@@ -9,7 +9,6 @@
 //! that current scamper releases leave free).
 
 use std::io::{BufRead, BufReader, Write};
-use std::net::IpAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -120,6 +119,7 @@ fn seed_traces(path: &PathBuf) -> anyhow::Result<(Vec<Trace>, usize)> {
 }
 
 pub fn run(a: TntArgs) -> anyhow::Result<ExitCode> {
+    probe::warn_unreachable_rate(&a.common, a.wait);
     let tnt_config = a.config();
     let tnt = Tnt::new(tnt_config).map_err(|e| anyhow::anyhow!("{e}"))?;
     let (seeds, bad_seeds) = match &a.from {
@@ -129,14 +129,34 @@ pub fn run(a: TntArgs) -> anyhow::Result<ExitCode> {
     let from_only =
         a.from.is_some() && a.common.targets.is_empty() && a.common.targets_file.is_none();
     let (targets, config, some_bad) = if from_only {
-        let first = seeds.first().context("no trace to start from")?;
-        let mut c = a.common.clone_for_seeds(first.src, &seeds)?;
+        seeds.first().context("no trace to start from")?;
+        let mut c = a.common.clone_for_seeds(&seeds)?;
         c.1 = c.1 || bad_seeds > 0;
         (Vec::new(), c.0, c.1)
     } else {
-        let (t, c, b) = probe::prepare(&a.common)?;
+        let (t, c, b) = probe::prepare(&a.common, probe::Vantage::Host)?;
         (t, c, b || bad_seeds > 0)
     };
+    // Seeds go through the same policy as targets (the engine enforces it again on every
+    // probe TNT sends, hop addresses included).
+    let before = seeds.len();
+    let seeds: Vec<Trace> = seeds
+        .into_iter()
+        .filter(|s| match config.policy.check_target(s.dst, config.pps) {
+            Ok(()) => true,
+            Err(e) => {
+                // (with --from alone, prepare has reported it already)
+                if !from_only {
+                    eprintln!("vtnt: skipping the trace to {} from --from: {e}", s.dst);
+                }
+                false
+            }
+        })
+        .collect();
+    let some_bad = some_bad || seeds.len() < before;
+    if targets.is_empty() && seeds.is_empty() {
+        anyhow::bail!("no target to probe: every trace of --from was refused");
+    }
     let engine = Engine::new(config).map_err(|e| anyhow::anyhow!("{e}"))?;
     let mut runner = TntRunner::new(engine, tnt);
     let n = targets.len() + seeds.len();
@@ -200,24 +220,16 @@ pub fn run(a: TntArgs) -> anyhow::Result<ExitCode> {
 }
 
 impl Common {
-    /// The engine config for a run that only re-examines `seeds` (no targets given):
-    /// their source address unless `-S` says otherwise; the rest as for targets.
-    fn clone_for_seeds(
-        &self,
-        src: IpAddr,
-        seeds: &[Trace],
-    ) -> anyhow::Result<(vtnt_engine::Config, bool)> {
-        let mut check = Common {
+    /// The engine config for a run that only re-examines `seeds` (no targets given): their
+    /// destinations checked as targets would be. The source is this host's (`-S` or the
+    /// kernel's choice), never the one recorded in the file, which may be another host's.
+    fn clone_for_seeds(&self, seeds: &[Trace]) -> anyhow::Result<(vtnt_engine::Config, bool)> {
+        let check = Common {
             targets: seeds.iter().map(|t| t.dst.to_string()).collect(),
             targets_file: None,
             ..self.clone()
         };
-        if check.src.is_none() {
-            if let IpAddr::V4(s) = src {
-                check.src = Some(s);
-            }
-        }
-        let (_, c, bad) = probe::prepare(&check)?;
+        let (_, c, bad) = probe::prepare(&check, probe::Vantage::Host)?;
         Ok((c, bad))
     }
 }

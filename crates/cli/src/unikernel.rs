@@ -94,13 +94,15 @@ fn job_spec(words: &[String]) -> anyhow::Result<(JobSpec, Format, Option<PathBuf
 fn engine_spec(c: &Common) -> anyhow::Result<(Vec<std::net::IpAddr>, EngineSpec, bool)> {
     let mut checked = c.clone();
     checked.src = Some(c.src.unwrap_or(Ipv4Addr::UNSPECIFIED));
-    let (targets, config, some_bad) = probe::prepare(&checked)?;
+    let (targets, config, some_bad) = probe::prepare(&checked, probe::Vantage::Lab)?;
     let engine = EngineSpec {
         pps: config.pps,
         burst: config.burst,
         seed: config.seed,
         window: config.max_active as u32,
         src: c.src,
+        allow_public: config.policy.allow_public,
+        exclude: config.policy.exclude,
     };
     Ok((targets, engine, some_bad))
 }

@@ -10,7 +10,8 @@
 //! **Run.** `qemu-system-x86_64 -machine q35 -m 256`, KVM when usable (`VTNT_ACCEL=kvm`,
 //! or vtnt-vmm's cached probe said so) else TCG, the disk in `snapshot=on` mode, the NIC
 //! on the lab's VM front (`-netdev dgram` to the lab's UDP port). The kernel command line
-//! carries the guest address (`vtnt.ip=`, `vtnt.gw=`) and the job (`vtnt.job=`, base64 of
+//! carries the guest address (`vtnt.ip=`, `vtnt.gw=`, the lab ranges routed to the gateway
+//! instead of a default route: `vtnt.nets=`) and the job (`vtnt.job=`, base64 of
 //! one word per line); `vtnt-job.service` configures `eth0`, runs the job, prints its
 //! output on the serial console as `VTNT|` lines between `VTNT-BEGIN` and
 //! `VTNT-END rc=N`, and powers the VM off (`-no-reboot` makes QEMU exit).
@@ -34,11 +35,12 @@ pub const MEMORY_MIB: u32 = 256;
 const JOB_SCRIPT: &str = r#"#!/bin/sh
 # vtnt-job: run the job from the kernel command line, report it on the serial console,
 # power off. Installed by vtnt-deploy.
-IP= GW= JOB=
+IP= GW= NETS= JOB=
 for w in $(cat /proc/cmdline); do
   case "$w" in
     vtnt.ip=*) IP=${w#vtnt.ip=} ;;
     vtnt.gw=*) GW=${w#vtnt.gw=} ;;
+    vtnt.nets=*) NETS=${w#vtnt.nets=} ;;
     vtnt.job=*) JOB=${w#vtnt.job=} ;;
   esac
 done
@@ -48,7 +50,11 @@ if [ -n "$IP" ]; then
   while [ ! -e /sys/class/net/eth0 ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done
   ip link set eth0 up
   ip addr add "$IP" dev eth0
-  [ -n "$GW" ] && ip route add default via "$GW"
+  # only the lab's ranges lead to the gateway: no default route, so vtnt's route check
+  # knows this is the lab (an on-link range may already be there)
+  for n in $(echo "$NETS" | tr , ' '); do
+    [ -n "$GW" ] && { ip route add "$n" via "$GW" 2>/dev/null || true; }
+  done
 fi
 set --
 while IFS= read -r w; do set -- "$@" "$w"; done <<EOF
@@ -252,8 +258,9 @@ pub fn start(
     let local_port = free_udp_port()?;
     let mac = format!("52:54:00:76:75:{:02x}", spec.index % 256);
     let append = format!(
-        "root=/dev/vda rw console=ttyS0 quiet loglevel=3 systemd.show_status=0 net.ifnames=0 vtnt.ip={addr}/{len} vtnt.gw={} vtnt.job={}",
+        "root=/dev/vda rw console=ttyS0 quiet loglevel=3 systemd.show_status=0 net.ifnames=0 vtnt.ip={addr}/{len} vtnt.gw={} vtnt.nets={} vtnt.job={}",
         lab.vm.gateway,
+        vtnt_policy::LAB_NETS.map(|n| n.to_string()).join(","),
         base64(words.as_bytes())
     );
     let mut cmd = cgroup.wrap(&qemu.display().to_string());

@@ -85,7 +85,7 @@ fn main() {
         .and_then(|a| a.parse().ok())
         .unwrap_or(2_000_000);
     let config = Config {
-        pps: 1_000_000,
+        pps: vtnt_engine::policy::MAX_PPS_LAB,
         burst: BATCH as u32,
         seed: 1,
         max_active: ACTIVE,

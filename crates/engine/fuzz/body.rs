@@ -20,7 +20,7 @@ pub const T0: Instant = Instant::from_millis(1_000_000);
 /// The engine every input is fed to, with its first probes sent (returned).
 pub fn engine() -> (Engine, Vec<Vec<u8>>) {
     let config = Config {
-        pps: 1_000_000,
+        pps: vtnt_engine::policy::MAX_PPS_LAB,
         burst: 1_000,
         seed: 1,
         max_active: 16,

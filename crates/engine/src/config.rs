@@ -1,7 +1,10 @@
-//! Engine-wide settings: the source address, the global probe budget and the seed.
+//! Engine-wide settings: the source address, the global probe budget, the seed and the
+//! probing policy every job must pass.
 
 use core::fmt;
 use core::net::Ipv4Addr;
+
+use vtnt_policy::Policy;
 
 use crate::flow::POOL_SIZE;
 
@@ -10,7 +13,8 @@ use crate::flow::POOL_SIZE;
 pub struct Config {
     /// Source address written into every probe.
     pub src: Ipv4Addr,
-    /// Probes per second for all measurements together (scamper's `-p`; 1..=1,000,000).
+    /// Probes per second for all measurements together (scamper's `-p`;
+    /// 1..=[`vtnt_policy::MAX_PPS_LAB`]; runs that probe public addresses are held lower by the policy).
     pub pps: u32,
     /// Probes that may leave back to back (token bucket depth; 1..=100,000). 1 spaces
     /// every probe by `1/pps`; larger values let a driver that wakes up late catch up.
@@ -19,6 +23,9 @@ pub struct Config {
     pub seed: u64,
     /// Measurements probing at once (1..=32,768); the rest wait in FIFO order.
     pub max_active: usize,
+    /// What may be probed: [`crate::Engine::start`] refuses a job whose destination the
+    /// policy refuses at this config's rate. Lab and loopback only by default.
+    pub policy: Policy,
 }
 
 impl Config {
@@ -30,6 +37,7 @@ impl Config {
             burst: 1,
             seed: 0,
             max_active: 1000,
+            policy: Policy::lab_only(),
         }
     }
 
@@ -42,7 +50,7 @@ impl Config {
                 Err(ConfigError::OutOfRange { option, range })
             }
         };
-        check("pps", "1..=1000000", (1..=1_000_000).contains(&self.pps))?;
+        check("pps", "1..=500000", vtnt_policy::check_rate(self.pps).is_ok())?;
         check("burst", "1..=100000", (1..=100_000).contains(&self.burst))?;
         check(
             "max_active",

@@ -133,6 +133,10 @@ impl Engine {
     /// `max_active` measurements run, else when earlier jobs finish (FIFO).
     pub fn start(&mut self, now: Instant, job: Job) -> Result<MeasurementId, JobError> {
         job.validate()?;
+        self.config
+            .policy
+            .check_target(job.dst(), self.config.pps)
+            .map_err(JobError::Refused)?;
         let id = MeasurementId(self.next_id);
         self.next_id += 1;
         self.queue.push_back((id, job));

@@ -231,6 +231,8 @@ pub enum JobError {
     /// [`crate::Config`] caps `max_active` below the number of identifiers, and a job
     /// whose explicit port collides with a running measurement waits in the queue.
     TooManyActive,
+    /// The probing policy refuses the destination ([`crate::Config::policy`]).
+    Refused(vtnt_policy::Refusal),
 }
 
 impl fmt::Display for JobError {
@@ -241,6 +243,7 @@ impl fmt::Display for JobError {
             }
             JobError::Ipv6Unsupported => f.write_str("IPv6 destinations are not supported yet"),
             JobError::TooManyActive => f.write_str("every flow identifier is in use"),
+            JobError::Refused(r) => write!(f, "refused by the probing policy: {r}"),
         }
     }
 }

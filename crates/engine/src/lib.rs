@@ -63,6 +63,8 @@ pub use config::{Config, ConfigError};
 pub use engine::{Engine, Event, MeasurementId, Stats, Transmit};
 pub use job::{Job, JobError, PingOptions, TraceOptions, MAX_PROBE_SIZE};
 pub use prober::Prober;
+pub use vtnt_policy as policy;
+pub use vtnt_policy::{LabAccess, Policy, Refusal};
 pub use vtnt_record::{
     Duration, Hop, Instant, Method, MplsLabel, Ping, PingReply, Quoted, Record, StopReason, Trace,
 };

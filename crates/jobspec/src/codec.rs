@@ -62,6 +62,11 @@ fn engine_fields(e: &EngineSpec) -> Fields {
         ("seed", e.seed.to_string()),
         ("window", e.window.to_string()),
         ("src", e.src.map_or_else(String::new, |a| a.to_string())),
+        ("allow-public", e.allow_public.to_string()),
+        ("exclude", {
+            let v: Vec<String> = e.exclude.iter().map(|p| p.to_string()).collect();
+            v.join(",")
+        }),
     ]
 }
 
@@ -227,7 +232,7 @@ pub fn decode(line: &str) -> Result<JobSpec, Error> {
                     || (k == "ping.method" && ping.is_some())
             }
             "pps" => {
-                engine.pps = keys::num(v, "a rate (1..=1000000)").map_err(|w| bad(k, w))?;
+                engine.pps = keys::num(v, "a rate (1..=500000)").map_err(|w| bad(k, w))?;
                 true
             }
             "burst" => {
@@ -244,6 +249,17 @@ pub fn decode(line: &str) -> Result<JobSpec, Error> {
             }
             "src" => {
                 engine.src = Some(keys::num(v, "an IPv4 address").map_err(|w| bad(k, w))?);
+                true
+            }
+            "allow-public" => {
+                engine.allow_public = keys::boolean(v).map_err(|w| bad(k, w))?;
+                true
+            }
+            "exclude" => {
+                engine.exclude = v
+                    .split(',')
+                    .map(|p| p.parse().map_err(|e| bad(k, format!("{e}"))))
+                    .collect::<Result<_, _>>()?;
                 true
             }
             "targets" => {
@@ -284,7 +300,7 @@ pub fn decode(line: &str) -> Result<JobSpec, Error> {
         p.validate().map_err(|e| job_error("ping.", e))?;
     }
     engine
-        .config(Ipv4Addr::UNSPECIFIED)
+        .unchecked_config(Ipv4Addr::UNSPECIFIED)
         .validate()
         .map_err(|e| match e {
             vtnt_engine::ConfigError::OutOfRange { option, range } => {
@@ -313,12 +329,14 @@ pub fn decode(line: &str) -> Result<JobSpec, Error> {
         }
         _ => unreachable!("the kind fixed which templates exist"),
     };
-    Ok(JobSpec {
+    let spec = JobSpec {
         kind,
         engine,
         targets,
         hold,
-    })
+    };
+    spec.check_targets(spec.target_list())?;
+    Ok(spec)
 }
 
 fn parse_targets(v: &str) -> Result<Targets, Error> {

@@ -13,8 +13,14 @@
 //! - `kind` is `trace`, `ping` or `tnt`; options of the trace template are `trace.*`,
 //!   of the ping template `ping.*` (a `tnt` job has both: its initial/revelation traces
 //!   and its fingerprint pings), TNT's own are `tnt.*`, the engine's are bare (`pps`,
-//!   `burst`, `seed`, `window`, `src`) and `targets` is a comma list or `@module` (the
-//!   list comes separately, one address per line: see [`parse_target_list`]);
+//!   `burst`, `seed`, `window`, `src`), the probing policy's are `allow-public` and
+//!   `exclude` (a comma list of prefixes never to probe), and `targets` is a comma list or
+//!   `@module` (the list comes separately, one address per line: see
+//!   [`parse_target_list`] and [`JobSpec::check_targets`]);
+//! - the job is checked against the probing policy ([`vtnt_engine::Policy`]) where it is
+//!   decoded: inline targets outside it, a rate above the policy's ceilings and (when the
+//!   prober's address is known, [`EngineSpec::config`]) a source that is not the prober's
+//!   own are errors, so a guest enforces what the host's CLI does;
 //! - `hold` (default `0s`, at most [`MAX_HOLD`]) is how long the runner stays alive after
 //!   the job has printed its results (the density job's "trace, then a 10 s delay");
 //! - an absent key has its default for the kind (`vtnt trace`, `vtnt ping` and TNT's
@@ -36,7 +42,8 @@ use alloc::vec::Vec;
 use core::fmt;
 use core::net::{IpAddr, Ipv4Addr};
 
-use vtnt_engine::{Config, PingOptions, TraceOptions};
+use vtnt_engine::policy::PrefixSet;
+use vtnt_engine::{Config, LabAccess, Policy, PingOptions, Refusal, TraceOptions};
 use vtnt_tnt::TntConfig;
 
 pub use codec::{decode, encode, encode_split, parse_target_list};
@@ -81,8 +88,13 @@ pub struct EngineSpec {
     pub seed: u64,
     /// Measurements running at once (1000).
     pub window: u32,
-    /// Source address; `None`: the prober's own interface address.
+    /// Source address; `None`: the prober's own interface address. Anything but that
+    /// address is refused ([`EngineSpec::config`]).
     pub src: Option<Ipv4Addr>,
+    /// Public targets may be probed (`--allow-public`; false).
+    pub allow_public: bool,
+    /// Prefixes never to probe (the exclusion list; empty).
+    pub exclude: PrefixSet,
 }
 
 impl Default for EngineSpec {
@@ -93,19 +105,45 @@ impl Default for EngineSpec {
             seed: 1,
             window: 1000,
             src: None,
+            allow_public: false,
+            exclude: PrefixSet::new(),
         }
     }
 }
 
 impl EngineSpec {
-    /// The engine configuration, with `iface` as the source unless `src` is set.
-    pub fn config(&self, iface: Ipv4Addr) -> Config {
+    /// The engine configuration of a prober whose address is `iface`: `src` may only
+    /// repeat that address (vTNT never spoofs).
+    pub fn config(&self, iface: Ipv4Addr) -> Result<Config, Error> {
+        if let Some(src) = self.src {
+            vtnt_engine::policy::check_source(src, &[iface]).map_err(|r| Error {
+                key: "src".into(),
+                kind: ErrorKind::Refused(r),
+            })?;
+        }
+        Ok(self.unchecked_config(iface))
+    }
+
+    /// The configuration without the source check (decoding validates ranges before the
+    /// prober's address is known).
+    pub(crate) fn unchecked_config(&self, iface: Ipv4Addr) -> Config {
         let mut c = Config::new(self.src.unwrap_or(iface));
         c.pps = self.pps;
         c.burst = self.burst;
         c.seed = self.seed;
         c.max_active = self.window as usize;
+        c.policy = self.policy();
         c
+    }
+
+    /// The probing policy of the job. A guest decoding a job sits on the lab's own network
+    /// (every runtime attaches to the lab), so every lab range is reachable.
+    pub fn policy(&self) -> Policy {
+        Policy {
+            allow_public: self.allow_public,
+            exclude: self.exclude.clone(),
+            lab: LabAccess::All,
+        }
     }
 }
 
@@ -137,6 +175,21 @@ impl JobSpec {
             targets: Targets::List(targets),
             hold: vtnt_engine::Duration::ZERO,
         }
+    }
+
+    /// Checks targets (a boot module's list, or any other) against the job's policy; the
+    /// error names the first refused target.
+    pub fn check_targets(&self, targets: &[IpAddr]) -> Result<(), Error> {
+        let policy = self.engine.policy();
+        for t in targets {
+            policy
+                .check_target(*t, self.engine.pps)
+                .map_err(|r| Error {
+                    key: "targets".into(),
+                    kind: ErrorKind::Refused(r),
+                })?;
+        }
+        Ok(())
     }
 
     /// The inline targets (empty for [`Targets::Module`]).
@@ -175,6 +228,8 @@ pub enum ErrorKind {
     BadValue(String),
     /// A line of a target list is not an address (1-based line number).
     BadTarget { line: usize, text: String },
+    /// The probing policy refuses the value (a target, the source address).
+    Refused(Refusal),
 }
 
 impl fmt::Display for Error {
@@ -192,6 +247,7 @@ impl fmt::Display for Error {
             ErrorKind::Repeated => write!(f, "job spec: key `{}` given twice", self.key),
             ErrorKind::Missing => write!(f, "job spec: key `{}` is missing", self.key),
             ErrorKind::BadValue(why) => write!(f, "job spec: key `{}`: {why}", self.key),
+            ErrorKind::Refused(r) => write!(f, "job spec: key `{}`: {r}", self.key),
             ErrorKind::BadTarget { line, text } => {
                 write!(f, "target list line {line}: `{text}` is not an IP address")
             }

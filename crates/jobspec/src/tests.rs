@@ -81,7 +81,7 @@ fn every_key_changed_round_trips() {
     t.userid = 42;
     let mut spec = JobSpec::new(
         JobKind::Trace(t.clone()),
-        vec![ip("203.0.113.1"), ip("2001:db8::1")],
+        vec![ip("203.0.113.1"), ip("8.8.8.8")],
     );
     spec.engine = EngineSpec {
         pps: 500,
@@ -89,6 +89,10 @@ fn every_key_changed_round_trips() {
         seed: u64::MAX,
         window: 7,
         src: Some("192.0.2.10".parse().unwrap()),
+        allow_public: true,
+        exclude: ["10.0.0.0/8".parse().unwrap(), "192.0.2.128/25".parse().unwrap()]
+            .into_iter()
+            .collect(),
     };
     let line = round_trip(&spec);
     assert!(
@@ -259,7 +263,7 @@ fn errors_name_the_key() {
         (
             "vtnt-job=1 kind=ping pps=0 targets=192.0.2.1",
             "pps",
-            "job spec: key `pps`: out of range (allowed: 1..=1000000)",
+            "job spec: key `pps`: out of range (allowed: 1..=500000)",
         ),
         (
             "vtnt-job=1 kind=ping window=0 targets=192.0.2.1",
@@ -377,4 +381,44 @@ fn hold_is_additive_and_defaults_to_zero() {
         1,
     );
     assert_eq!(line, "vtnt-job=1 kind=trace hold=3600s targets=@module");
+}
+
+/// The guest enforces the host's policy: a spec is refused where it is decoded.
+#[test]
+fn the_probing_policy_is_enforced_on_decoding() {
+    let refused = |line: &str, key: &str| {
+        let e = decode(line).unwrap_err();
+        assert_eq!(e.key, key, "{line}: {e}");
+        assert!(matches!(e.kind, ErrorKind::Refused(_)), "{line}: {e}");
+        e.to_string()
+    };
+    let m = refused("vtnt-job=1 kind=trace targets=203.0.113.1,8.8.8.8", "targets");
+    assert!(m.contains("8.8.8.8") && m.contains("--allow-public"), "{m}");
+    refused("vtnt-job=1 kind=ping targets=::1", "targets");
+    refused(
+        "vtnt-job=1 kind=trace exclude=203.0.113.0/28 targets=203.0.113.1",
+        "targets",
+    );
+    refused(
+        "vtnt-job=1 kind=trace pps=2000 allow-public=true targets=8.8.8.8",
+        "targets",
+    );
+    assert!(decode("vtnt-job=1 kind=trace pps=1000 allow-public=true targets=8.8.8.8").is_ok());
+    let e = decode("vtnt-job=1 kind=trace pps=600000 targets=203.0.113.1").unwrap_err();
+    assert_eq!(e.key, "pps");
+    let e = decode("vtnt-job=1 kind=trace exclude=10.0.0.0/33 targets=203.0.113.1").unwrap_err();
+    assert_eq!(e.key, "exclude");
+    // module lists are checked by the guest with the same rules
+    let spec = decode("vtnt-job=1 kind=tnt targets=@module").unwrap();
+    let list = parse_target_list("203.0.113.1\n9.9.9.9\n").unwrap();
+    let e = spec.check_targets(&list).unwrap_err();
+    assert!(e.to_string().contains("9.9.9.9"), "{e}");
+    // the source must be the prober's own address
+    let spec = decode("vtnt-job=1 kind=trace src=8.8.8.8 targets=203.0.113.1").unwrap();
+    let own: Ipv4Addr = "192.0.2.10".parse().unwrap();
+    let e = spec.engine.config(own).unwrap_err();
+    assert_eq!(e.key, "src");
+    assert!(e.to_string().contains("spoof"), "{e}");
+    let spec = decode("vtnt-job=1 kind=trace src=192.0.2.10 targets=203.0.113.1").unwrap();
+    assert_eq!(spec.engine.config(own).unwrap().src, own);
 }

@@ -19,6 +19,9 @@ use crate::topology::{
     HostDef, LinkDef, LspDef, Pop, RouterDef, Topology, TopologyDef, VantagePointDef,
 };
 
+/// Most destination hosts a generated topology has (one branch each).
+pub const MAX_DESTINATIONS: usize = 128;
+
 /// Relative weights of what a branch carries.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ClassMix {
@@ -49,7 +52,7 @@ impl Default for ClassMix {
 /// What to generate.
 #[derive(Debug, Clone, PartialEq)]
 pub struct GenOptions {
-    /// Destination hosts, one branch each (at most 128).
+    /// Destination hosts, one branch each, at most [`MAX_DESTINATIONS`] (more are not made).
     pub destinations: usize,
     pub mix: ClassMix,
     /// Vendors drawn uniformly for every router (empty: all).
@@ -277,7 +280,7 @@ pub fn generate(seed: u64, opts: &GenOptions) -> Topology {
     let max_hops = opts.max_hops.clamp(8, 255);
     // (router, routers from the vantage point's router to it, both counted)
     let mut attach = vec![(r0, 1usize)];
-    for _ in 0..opts.destinations.min(128) {
+    for _ in 0..opts.destinations.min(MAX_DESTINATIONS) {
         // Plan the branch, then hang it where it fits under `max_hops`: plain hops count
         // two routers each (they may be diamonds); ttl-propagate LSPs count their LSRs
         // twice (an LSR's time exceeded may be tunnelled to the egress and back).

@@ -12,10 +12,12 @@
 
 mod clock;
 mod event_loop;
+mod route;
 mod sockets;
 
 pub use clock::Clock;
 pub use event_loop::{run, LoopStats};
+pub use route::{lab_access, own_addresses};
 pub use sockets::RawSockets;
 pub use vtnt_engine::Prober;
 pub use vtnt_record::Instant;

@@ -199,7 +199,10 @@ pub fn run(cmdline: &Cmdline, info: &impl BootInfo) -> ! {
         epoch_us: cmdline.epoch_us,
     };
     let src = nic.config().addr;
-    let config = spec.engine.config(src);
+    let config = match spec.engine.config(src) {
+        Ok(c) => c,
+        Err(e) => fail!(Status::BadCmdline, "{e}"),
+    };
     let mut engine = match Engine::new(config) {
         Ok(e) => e,
         Err(e) => fail!(Status::BadCmdline, "engine: {e}"),
@@ -315,7 +318,10 @@ fn targets(spec: &JobSpec, info: &impl BootInfo) -> Vec<IpAddr> {
             let Ok(text) = core::str::from_utf8(m.bytes) else {
                 fail!(Status::BadCmdline, "target module is not UTF-8");
             };
-            match vtnt_jobspec::parse_target_list(text) {
+            match vtnt_jobspec::parse_target_list(text).and_then(|v| {
+                spec.check_targets(&v)?;
+                Ok(v)
+            }) {
                 Ok(v) => v,
                 Err(e) => fail!(Status::BadCmdline, "{e}"),
             }

@@ -1,0 +1,151 @@
+//! What the host's routes say about the lab's ranges: which lab prefixes really lead into a
+//! lab here ([`lab_access`]), and this host's own addresses ([`own_addresses`]), for the
+//! probing policy. Fails closed: a lab-range address is reachable only through a route other
+//! than the default route, out of an interface that carries no default route (a real uplink
+//! may use RFC 5737 or carrier-grade NAT space; the lab never sits behind one), or when it
+//! is one of this host's own addresses.
+
+use std::net::Ipv4Addr;
+
+use vtnt_engine::policy::{LabRoutes, Prefix, LAB_NETS};
+use vtnt_engine::LabAccess;
+
+/// One IPv4 route of the main table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Route {
+    iface: String,
+    prefix: Prefix,
+}
+
+/// Parses `/proc/net/route` (hex, little-endian addresses); malformed lines are skipped.
+fn parse_routes(text: &str) -> Vec<Route> {
+    let hex = |s: &str| u32::from_str_radix(s, 16).ok().map(u32::from_be);
+    text.lines()
+        .skip(1)
+        .filter_map(|line| {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            let (iface, dst, mask) = (f.first()?, hex(f.get(1)?)?, hex(f.get(7)?)?);
+            let len = mask.count_ones() as u8;
+            // only contiguous masks are prefixes
+            (mask.leading_ones() == mask.count_ones()).then_some(())?;
+            Some(Route {
+                iface: iface.to_string(),
+                prefix: Prefix::new(Ipv4Addr::from(dst), len)?,
+            })
+        })
+        .collect()
+}
+
+/// What `routes` and the `own` addresses say about where lab addresses lead. Only routes
+/// that touch a lab range matter; each leads into a lab unless it is a default route or
+/// leaves through an interface that carries one.
+fn lab_routes(routes: &[Route], own: &[Ipv4Addr]) -> LabRoutes {
+    let uplinks: Vec<&str> = routes
+        .iter()
+        .filter(|r| r.prefix.len() == 0)
+        .map(|r| r.iface.as_str())
+        .collect();
+    let mut table = LabRoutes::new();
+    for r in routes {
+        if LAB_NETS.iter().any(|n| n.intersection(&r.prefix).is_some()) {
+            let uplink = r.prefix.len() == 0 || uplinks.contains(&r.iface.as_str());
+            table.add(r.prefix, !uplink);
+        }
+    }
+    for a in own {
+        if let Some(p) = Prefix::new(*a, 32) {
+            table.add(p, true);
+        }
+    }
+    table
+}
+
+/// This host's IPv4 addresses (every interface, up or not).
+pub fn own_addresses() -> std::io::Result<Vec<Ipv4Addr>> {
+    let addrs = nix::ifaddrs::getifaddrs().map_err(std::io::Error::from)?;
+    Ok(addrs
+        .filter_map(|i| i.address?.as_sockaddr_in().map(|s| s.ip()))
+        .collect())
+}
+
+/// Which lab addresses lead into a lab from this network namespace, from
+/// `/proc/net/route` and the host's own addresses.
+pub fn lab_access() -> std::io::Result<LabAccess> {
+    let routes = parse_routes(&std::fs::read_to_string("/proc/net/route")?);
+    Ok(LabAccess::Routed(lab_routes(&routes, &own_addresses()?)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HEADER: &str = "Iface\tDestination\tGateway\tFlags\tRefCnt\tUse\tMetric\tMask\tMTU\tWindow\tIRTT\n";
+
+    fn table(lines: &[(&str, &str, &str)]) -> Vec<Route> {
+        let mut t = HEADER.to_string();
+        for (iface, dst, mask) in lines {
+            let h = |s: &str| format!("{:08X}", u32::from(s.parse::<Ipv4Addr>().unwrap()).swap_bytes());
+            t += &format!("{iface}\t{}\t00000000\t0001\t0\t0\t0\t{}\t0\t0\t0\n", h(dst), h(mask));
+        }
+        parse_routes(&t)
+    }
+
+    fn reachable(t: &LabRoutes, a: &str) -> bool {
+        t.reaches(a.parse().unwrap())
+    }
+
+    #[test]
+    fn parses_the_kernels_table() {
+        let r = parse_routes(
+            "Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT\n\
+             eth0\t00000000\t010200C0\t0003\t0\t0\t0\t00000000\t0\t0\t0\n\
+             eth0\t000200C0\t00000000\t0001\t0\t0\t0\t00FFFFFF\t0\t0\t0\n\
+             garbage\n",
+        );
+        assert_eq!(r.len(), 2);
+        assert_eq!(r[1].prefix.to_string(), "192.0.2.0/24");
+        assert_eq!(r[0].prefix.len(), 0);
+    }
+
+    #[test]
+    fn a_host_whose_uplink_uses_a_lab_range_reaches_no_lab() {
+        // this very machine: eth0 is 192.0.2.0/24 and carries the default route
+        let r = table(&[("eth0", "0.0.0.0", "0.0.0.0"), ("eth0", "192.0.2.0", "255.255.255.0")]);
+        let set = lab_routes(&r, &["192.0.2.5".parse().unwrap()]);
+        assert!(!reachable(&set, "192.0.2.1"));
+        assert!(!reachable(&set, "203.0.113.9"));
+        assert!(!reachable(&set, "100.64.0.1"));
+        assert!(reachable(&set, "192.0.2.5"), "own address");
+    }
+
+    #[test]
+    fn carrier_grade_nat_behind_the_default_route_is_not_a_lab() {
+        let r = table(&[("wan", "0.0.0.0", "0.0.0.0"), ("wan", "100.64.0.0", "255.192.0.0")]);
+        assert!(!reachable(&lab_routes(&r, &[]), "100.100.0.1"));
+    }
+
+    #[test]
+    fn the_labs_namespace_reaches_its_routed_ranges_only() {
+        let r = table(&[
+            ("vtnt0", "192.0.2.0", "255.255.255.0"),
+            ("vtnt0", "203.0.113.0", "255.255.255.0"),
+            ("vtnt0", "100.64.0.0", "255.192.0.0"),
+        ]);
+        let set = lab_routes(&r, &[]);
+        assert!(reachable(&set, "203.0.113.50"));
+        assert!(reachable(&set, "100.127.255.1"));
+        assert!(!reachable(&set, "198.51.100.1"), "no route there");
+    }
+
+    #[test]
+    fn a_more_specific_route_out_of_an_uplink_wins_over_a_lab_route() {
+        let r = table(&[
+            ("uplink", "0.0.0.0", "0.0.0.0"),
+            ("lab", "100.64.0.0", "255.192.0.0"),
+            ("uplink", "100.64.7.0", "255.255.255.0"),
+        ]);
+        let set = lab_routes(&r, &[]);
+        assert!(reachable(&set, "100.64.8.1"));
+        assert!(!reachable(&set, "100.64.7.1"));
+    }
+}

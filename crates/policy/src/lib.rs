@@ -1,0 +1,232 @@
+//! What vTNT may probe, decided in one place: every entry point (the CLI, job-spec decoding
+//! in the unikernel, the engine's `start`) asks the same [`Policy`].
+//!
+//! The rules:
+//! - **Lab ranges** ([`LAB_NETS`]: RFC 5737's three documentation /24s and RFC 6598's shared
+//!   space 100.64.0.0/10) and loopback may be probed without consent, but a lab address only
+//!   where a lab is really reachable ([`LabAccess`]): on a real host the driver lists the lab
+//!   prefixes that a route other than the default route leads to, and the rest fail closed
+//!   (so lab-range probes never follow a default route out of a real interface, and
+//!   carrier-grade NAT space is never mistaken for a lab).
+//! - **Public addresses** need [`Policy::allow_public`] and a rate of at most
+//!   [`MAX_PPS_PUBLIC`] for the whole run.
+//! - **Excluded prefixes** ([`PrefixSet`], an operator's opt-out list, as ZMap's blocklist)
+//!   are never probed, whatever else is allowed.
+//! - **Only unicast IPv4** is probed; the source of the probes must be one of the prober's
+//!   own addresses ([`check_source`]): vTNT never spoofs.
+//! - Rates are at most [`MAX_PPS_LAB`].
+//!
+//! ```
+//! use vtnt_policy::{Policy, Refusal};
+//! let p = Policy::default();
+//! assert!(p.check_target("203.0.113.9".parse().unwrap(), 100).is_ok());
+//! assert!(matches!(p.check_target("8.8.8.8".parse().unwrap(), 100), Err(Refusal::Public(_))));
+//! ```
+#![no_std]
+extern crate alloc;
+
+mod prefix;
+
+use core::fmt;
+use core::net::{IpAddr, Ipv4Addr};
+
+pub use prefix::{ParsePrefixError, Prefix, PrefixSet, PrefixSetError};
+
+/// Highest probe rate of a run, lab or not.
+pub const MAX_PPS_LAB: u32 = 500_000;
+/// Highest probe rate of a run that may probe public addresses.
+pub const MAX_PPS_PUBLIC: u32 = 1_000;
+
+/// The lab's ranges: never routed on the Internet, so the emulated network can own them.
+pub const LAB_NETS: [Prefix; 4] = [
+    Prefix::new_unchecked(Ipv4Addr::new(192, 0, 2, 0), 24),
+    Prefix::new_unchecked(Ipv4Addr::new(198, 51, 100, 0), 24),
+    Prefix::new_unchecked(Ipv4Addr::new(203, 0, 113, 0), 24),
+    Prefix::new_unchecked(Ipv4Addr::new(100, 64, 0, 0), 10),
+];
+
+/// Loopback, always safe to probe.
+pub const LOOPBACK: Prefix = Prefix::new_unchecked(Ipv4Addr::new(127, 0, 0, 0), 8);
+
+/// Whether `a` lies in one of the [`LAB_NETS`].
+pub fn is_lab(a: Ipv4Addr) -> bool {
+    LAB_NETS.iter().any(|n| n.contains(a))
+}
+
+/// Whether `a` is loopback or in a lab range: a target that needs no `--allow-public`.
+pub fn is_safe(a: IpAddr) -> bool {
+    match a {
+        IpAddr::V4(a) => LOOPBACK.contains(a) || is_lab(a),
+        IpAddr::V6(a) => a.is_loopback(),
+    }
+}
+
+/// Where lab addresses lead from this prober.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum LabAccess {
+    /// Every lab range is the lab: the prober sits on the lab's own network (the
+    /// in-process lab, the unikernel on the lab front).
+    #[default]
+    All,
+    /// Only what these routes lead into a lab (what the host's routes say); other
+    /// lab-range addresses are refused.
+    Routed(LabRoutes),
+}
+
+/// A longest-prefix-match table saying, per prefix, whether it leads into a lab. An address
+/// no entry covers does not.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct LabRoutes {
+    /// Most specific first; among equal prefixes, `false` first (fail closed).
+    routes: alloc::vec::Vec<(Prefix, bool)>,
+}
+
+impl LabRoutes {
+    pub fn new() -> LabRoutes {
+        LabRoutes::default()
+    }
+
+    /// Adds a route: `prefix` leads into a lab, or does not.
+    pub fn add(&mut self, prefix: Prefix, leads_to_lab: bool) {
+        let key = |&(p, lab): &(Prefix, bool)| (core::cmp::Reverse(p.len()), lab);
+        let at = self
+            .routes
+            .partition_point(|r| key(r) <= key(&(prefix, leads_to_lab)));
+        self.routes.insert(at, (prefix, leads_to_lab));
+    }
+
+    /// Whether the most specific route to `a` leads into a lab.
+    pub fn reaches(&self, a: Ipv4Addr) -> bool {
+        self.routes
+            .iter()
+            .find(|(p, _)| p.contains(a))
+            .is_some_and(|&(_, lab)| lab)
+    }
+}
+
+/// The probing policy of one run.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Policy {
+    /// Public addresses may be probed (the user's explicit consent, `--allow-public`).
+    pub allow_public: bool,
+    /// Prefixes never to probe.
+    pub exclude: PrefixSet,
+    /// Which lab addresses really lead into a lab.
+    pub lab: LabAccess,
+}
+
+/// Why a target, rate or source address is refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refusal {
+    /// IPv6 destinations are not probed yet.
+    Ipv6,
+    /// Not a unicast address (unspecified, multicast, broadcast, class E).
+    NotUnicast(Ipv4Addr),
+    /// A public address without consent.
+    Public(Ipv4Addr),
+    /// A public address at a rate above [`MAX_PPS_PUBLIC`].
+    PublicRate { addr: Ipv4Addr, pps: u32 },
+    /// In an excluded prefix.
+    Excluded { addr: Ipv4Addr, prefix: Prefix },
+    /// A lab-range address that no route leads to a lab from here.
+    LabNotRouted(Ipv4Addr),
+    /// A rate outside `1..=`[`MAX_PPS_LAB`].
+    Rate(u32),
+    /// A source address that is not the prober's own.
+    Spoofed(Ipv4Addr),
+}
+
+impl fmt::Display for Refusal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Refusal::Ipv6 => f.write_str("IPv6 targets are not probed yet"),
+            Refusal::NotUnicast(a) => write!(f, "{a} is not a unicast address"),
+            Refusal::Public(a) => write!(
+                f,
+                "{a} is outside loopback and the lab's ranges; pass --allow-public to probe it"
+            ),
+            Refusal::PublicRate { addr, pps } => write!(
+                f,
+                "{addr} is public: public targets are probed at {MAX_PPS_PUBLIC} pps at most, not {pps}"
+            ),
+            Refusal::Excluded { addr, prefix } => {
+                write!(f, "{addr} is excluded (exclusion list entry {prefix})")
+            }
+            Refusal::LabNotRouted(a) => write!(
+                f,
+                "{a} is a lab address but no lab is reachable here (no route other than a default route leads there); run inside the lab (`vtnt lab exec`)"
+            ),
+            Refusal::Rate(pps) => write!(f, "rate {pps} pps is out of range (1..={MAX_PPS_LAB})"),
+            Refusal::Spoofed(a) => write!(
+                f,
+                "source {a} is not an address of this prober: vTNT does not spoof"
+            ),
+        }
+    }
+}
+
+impl core::error::Error for Refusal {}
+
+/// Whether `a` is an address probes may go to at all.
+fn unicast(a: Ipv4Addr) -> bool {
+    !(a.is_unspecified() || a.is_multicast() || a.is_broadcast() || a.octets()[0] >= 240)
+}
+
+impl Policy {
+    /// Lab and loopback only, no exclusions, every lab range reachable.
+    pub fn lab_only() -> Policy {
+        Policy::default()
+    }
+
+    /// Checks one destination probed in a run of `pps` probes per second.
+    pub fn check_target(&self, dst: IpAddr, pps: u32) -> Result<(), Refusal> {
+        let IpAddr::V4(a) = dst else {
+            return Err(Refusal::Ipv6);
+        };
+        if !unicast(a) {
+            return Err(Refusal::NotUnicast(a));
+        }
+        if let Some(prefix) = self.exclude.find(a) {
+            return Err(Refusal::Excluded { addr: a, prefix });
+        }
+        if LOOPBACK.contains(a) {
+            return Ok(());
+        }
+        if is_lab(a) {
+            return match &self.lab {
+                LabAccess::All => Ok(()),
+                LabAccess::Routed(routes) if routes.reaches(a) => Ok(()),
+                LabAccess::Routed(_) => Err(Refusal::LabNotRouted(a)),
+            };
+        }
+        if !self.allow_public {
+            return Err(Refusal::Public(a));
+        }
+        if pps > MAX_PPS_PUBLIC {
+            return Err(Refusal::PublicRate { addr: a, pps });
+        }
+        Ok(())
+    }
+}
+
+/// Checks a run's rate against [`MAX_PPS_LAB`] (public targets have their own ceiling,
+/// checked per target by [`Policy::check_target`]).
+pub fn check_rate(pps: u32) -> Result<(), Refusal> {
+    if (1..=MAX_PPS_LAB).contains(&pps) {
+        Ok(())
+    } else {
+        Err(Refusal::Rate(pps))
+    }
+}
+
+/// Checks that `src` is one of `own`, the prober's addresses.
+pub fn check_source(src: Ipv4Addr, own: &[Ipv4Addr]) -> Result<(), Refusal> {
+    if own.contains(&src) {
+        Ok(())
+    } else {
+        Err(Refusal::Spoofed(src))
+    }
+}
+
+#[cfg(test)]
+mod tests;
