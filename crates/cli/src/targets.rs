@@ -30,7 +30,11 @@ pub struct BadTarget {
 impl fmt::Display for BadTarget {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let shown: String = self.text.chars().take(SHOWN).collect();
-        let more = if shown.len() < self.text.len() { "…" } else { "" };
+        let more = if shown.len() < self.text.len() {
+            "…"
+        } else {
+            ""
+        };
         write!(
             f,
             "{}: target `{}{more}`: {}",
@@ -84,7 +88,9 @@ fn resolve_all(names: Vec<String>) -> Vec<Result<IpAddr, String>> {
     if n > RESOLVERS {
         eprintln!("vtnt: resolving {n} host names");
     }
-    let queue = Arc::new(Mutex::new(names.into_iter().enumerate().collect::<VecDeque<_>>()));
+    let queue = Arc::new(Mutex::new(
+        names.into_iter().enumerate().collect::<VecDeque<_>>(),
+    ));
     let (tx, rx) = mpsc::channel();
     for _ in 0..RESOLVERS.min(n) {
         let (queue, tx) = (Arc::clone(&queue), tx.clone());
@@ -180,8 +186,17 @@ pub fn collect(
     let mut good = Vec::new();
     let mut bad = Vec::new();
     for ((place, text), r) in items.into_iter().zip(results) {
-        let r = r.unwrap_or_else(|| resolved.next().unwrap_or_else(|| Err("not resolved".into())));
-        match r.and_then(|a| policy.check_target(a, pps).map(|_| a).map_err(|e| e.to_string())) {
+        let r = r.unwrap_or_else(|| {
+            resolved
+                .next()
+                .unwrap_or_else(|| Err("not resolved".into()))
+        });
+        match r.and_then(|a| {
+            policy
+                .check_target(a, pps)
+                .map(|_| a)
+                .map_err(|e| e.to_string())
+        }) {
             Ok(a) => good.push(a),
             Err(reason) => bad.push(BadTarget {
                 place,
@@ -218,7 +233,10 @@ mod tests {
 
     #[test]
     fn bad_lines_are_reported_with_their_line_and_the_rest_kept() {
-        let f = tmp("lines", b"192.0.2.1\n\n# comment\nnot a host!\n8.8.8.8\n203.0.113.7 # x\n");
+        let f = tmp(
+            "lines",
+            b"192.0.2.1\n\n# comment\nnot a host!\n8.8.8.8\n203.0.113.7 # x\n",
+        );
         let p = Policy::default();
         let (good, bad) = collect(&["198.51.100.3".into()], Some(&f), &p, 20).unwrap();
         assert_eq!(good.len(), 3);
@@ -236,7 +254,15 @@ mod tests {
 
     #[test]
     fn mistyped_addresses_and_prefixes_never_reach_dns() {
-        for t in ["300.1.2.3", "203.0.113.0/24", "1.2.3", "1::2::3", "a b", "-x.example", "x..y"] {
+        for t in [
+            "300.1.2.3",
+            "203.0.113.0/24",
+            "1.2.3",
+            "1::2::3",
+            "a b",
+            "-x.example",
+            "x..y",
+        ] {
             assert!(classify(t).is_err(), "{t}");
         }
         assert!(matches!(classify("example.org"), Ok(Text::Name)));

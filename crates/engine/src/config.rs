@@ -50,7 +50,11 @@ impl Config {
                 Err(ConfigError::OutOfRange { option, range })
             }
         };
-        check("pps", "1..=500000", vtnt_policy::check_rate(self.pps).is_ok())?;
+        check(
+            "pps",
+            "1..=500000",
+            vtnt_policy::check_rate(self.pps).is_ok(),
+        )?;
         check("burst", "1..=100000", (1..=100_000).contains(&self.burst))?;
         check(
             "max_active",

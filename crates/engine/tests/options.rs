@@ -155,7 +155,10 @@ fn the_engine_enforces_the_probing_policy() {
     use vtnt_engine::{LabAccess, Refusal};
     let start = |c: Config, dst: &str| {
         let mut e = Engine::new(c).unwrap();
-        let r = e.start(Instant::from_millis(1), Job::Trace(TraceOptions::new(dst.parse().unwrap())));
+        let r = e.start(
+            Instant::from_millis(1),
+            Job::Trace(TraceOptions::new(dst.parse().unwrap())),
+        );
         let mut buf = [0u8; 1500];
         let sent = e.poll_transmit(Instant::from_millis(1), &mut buf).is_some();
         (r.map(|_| ()), sent)
@@ -164,17 +167,34 @@ fn the_engine_enforces_the_probing_policy() {
         (Err(JobError::Refused(r)), false) => r,
         other => panic!("{dst}: {other:?}"),
     };
-    assert!(matches!(refused(Config::new(SRC), "8.8.8.8"), Refusal::Public(_)));
+    assert!(matches!(
+        refused(Config::new(SRC), "8.8.8.8"),
+        Refusal::Public(_)
+    ));
     let mut public = Config::new(SRC);
     public.policy.allow_public = true;
     assert_eq!(start(public.clone(), "8.8.8.8"), (Ok(()), true));
     public.pps = 5_000;
-    assert!(matches!(refused(public, "8.8.8.8"), Refusal::PublicRate { .. }));
+    assert!(matches!(
+        refused(public, "8.8.8.8"),
+        Refusal::PublicRate { .. }
+    ));
     let mut excl = Config::new(SRC);
-    excl.policy.exclude.insert("203.0.113.0/25".parse().unwrap());
-    assert!(matches!(refused(excl, "203.0.113.9"), Refusal::Excluded { .. }));
+    excl.policy
+        .exclude
+        .insert("203.0.113.0/25".parse().unwrap());
+    assert!(matches!(
+        refused(excl, "203.0.113.9"),
+        Refusal::Excluded { .. }
+    ));
     let mut unrouted = Config::new(SRC);
     unrouted.policy.lab = LabAccess::Routed(Default::default());
-    assert!(matches!(refused(unrouted, "198.51.100.1"), Refusal::LabNotRouted(_)));
-    assert!(matches!(refused(Config::new(SRC), "224.0.0.1"), Refusal::NotUnicast(_)));
+    assert!(matches!(
+        refused(unrouted, "198.51.100.1"),
+        Refusal::LabNotRouted(_)
+    ));
+    assert!(matches!(
+        refused(Config::new(SRC), "224.0.0.1"),
+        Refusal::NotUnicast(_)
+    ));
 }

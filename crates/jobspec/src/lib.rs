@@ -43,7 +43,7 @@ use core::fmt;
 use core::net::{IpAddr, Ipv4Addr};
 
 use vtnt_engine::policy::PrefixSet;
-use vtnt_engine::{Config, LabAccess, Policy, PingOptions, Refusal, TraceOptions};
+use vtnt_engine::{Config, LabAccess, PingOptions, Policy, Refusal, TraceOptions};
 use vtnt_tnt::TntConfig;
 
 pub use codec::{decode, encode, encode_split, parse_target_list};

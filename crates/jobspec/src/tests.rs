@@ -90,9 +90,12 @@ fn every_key_changed_round_trips() {
         window: 7,
         src: Some("192.0.2.10".parse().unwrap()),
         allow_public: true,
-        exclude: ["10.0.0.0/8".parse().unwrap(), "192.0.2.128/25".parse().unwrap()]
-            .into_iter()
-            .collect(),
+        exclude: [
+            "10.0.0.0/8".parse().unwrap(),
+            "192.0.2.128/25".parse().unwrap(),
+        ]
+        .into_iter()
+        .collect(),
     };
     let line = round_trip(&spec);
     assert!(
@@ -392,7 +395,10 @@ fn the_probing_policy_is_enforced_on_decoding() {
         assert!(matches!(e.kind, ErrorKind::Refused(_)), "{line}: {e}");
         e.to_string()
     };
-    let m = refused("vtnt-job=1 kind=trace targets=203.0.113.1,8.8.8.8", "targets");
+    let m = refused(
+        "vtnt-job=1 kind=trace targets=203.0.113.1,8.8.8.8",
+        "targets",
+    );
     assert!(m.contains("8.8.8.8") && m.contains("--allow-public"), "{m}");
     refused("vtnt-job=1 kind=ping targets=::1", "targets");
     refused(

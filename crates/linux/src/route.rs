@@ -79,13 +79,23 @@ pub fn lab_access() -> std::io::Result<LabAccess> {
 mod tests {
     use super::*;
 
-    const HEADER: &str = "Iface\tDestination\tGateway\tFlags\tRefCnt\tUse\tMetric\tMask\tMTU\tWindow\tIRTT\n";
+    const HEADER: &str =
+        "Iface\tDestination\tGateway\tFlags\tRefCnt\tUse\tMetric\tMask\tMTU\tWindow\tIRTT\n";
 
     fn table(lines: &[(&str, &str, &str)]) -> Vec<Route> {
         let mut t = HEADER.to_string();
         for (iface, dst, mask) in lines {
-            let h = |s: &str| format!("{:08X}", u32::from(s.parse::<Ipv4Addr>().unwrap()).swap_bytes());
-            t += &format!("{iface}\t{}\t00000000\t0001\t0\t0\t0\t{}\t0\t0\t0\n", h(dst), h(mask));
+            let h = |s: &str| {
+                format!(
+                    "{:08X}",
+                    u32::from(s.parse::<Ipv4Addr>().unwrap()).swap_bytes()
+                )
+            };
+            t += &format!(
+                "{iface}\t{}\t00000000\t0001\t0\t0\t0\t{}\t0\t0\t0\n",
+                h(dst),
+                h(mask)
+            );
         }
         parse_routes(&t)
     }
@@ -110,7 +120,10 @@ mod tests {
     #[test]
     fn a_host_whose_uplink_uses_a_lab_range_reaches_no_lab() {
         // this very machine: eth0 is 192.0.2.0/24 and carries the default route
-        let r = table(&[("eth0", "0.0.0.0", "0.0.0.0"), ("eth0", "192.0.2.0", "255.255.255.0")]);
+        let r = table(&[
+            ("eth0", "0.0.0.0", "0.0.0.0"),
+            ("eth0", "192.0.2.0", "255.255.255.0"),
+        ]);
         let set = lab_routes(&r, &["192.0.2.5".parse().unwrap()]);
         assert!(!reachable(&set, "192.0.2.1"));
         assert!(!reachable(&set, "203.0.113.9"));
@@ -120,7 +133,10 @@ mod tests {
 
     #[test]
     fn carrier_grade_nat_behind_the_default_route_is_not_a_lab() {
-        let r = table(&[("wan", "0.0.0.0", "0.0.0.0"), ("wan", "100.64.0.0", "255.192.0.0")]);
+        let r = table(&[
+            ("wan", "0.0.0.0", "0.0.0.0"),
+            ("wan", "100.64.0.0", "255.192.0.0"),
+        ]);
         assert!(!reachable(&lab_routes(&r, &[]), "100.100.0.1"));
     }
 

@@ -145,10 +145,10 @@ impl PrefixSet {
             if t.is_empty() {
                 continue;
             }
-            v.push(t.parse().map_err(|error| PrefixSetError {
-                line: i + 1,
-                error,
-            })?);
+            v.push(
+                t.parse()
+                    .map_err(|error| PrefixSetError { line: i + 1, error })?,
+            );
         }
         Ok(v.into_iter().collect())
     }

@@ -11,17 +11,31 @@ fn a(s: &str) -> Ipv4Addr {
 fn prefixes_parse_and_clear_host_bits() {
     let p: Prefix = "10.1.2.3/8".parse().unwrap();
     assert_eq!(p.to_string(), "10.0.0.0/8");
-    assert_eq!("1.2.3.4".parse::<Prefix>().unwrap().to_string(), "1.2.3.4/32");
+    assert_eq!(
+        "1.2.3.4".parse::<Prefix>().unwrap().to_string(),
+        "1.2.3.4/32"
+    );
     assert_eq!("0.0.0.0/0".parse::<Prefix>().unwrap().len(), 0);
-    for bad in ["", "1.2.3", "1.2.3.4/33", "1.2.3.4/", "1.2.3.4/-1", "x/8", "300.1.2.3", "::1"] {
+    for bad in [
+        "",
+        "1.2.3",
+        "1.2.3.4/33",
+        "1.2.3.4/",
+        "1.2.3.4/-1",
+        "x/8",
+        "300.1.2.3",
+        "::1",
+    ] {
         assert!(bad.parse::<Prefix>().is_err(), "{bad}");
     }
 }
 
 #[test]
 fn sets_fold_nested_entries_and_find_by_binary_search() {
-    let s = PrefixSet::parse("# opt-out\n10.0.0.0/8\n10.1.0.0/16 # nested\n\n192.168.1.7\n0.0.0.0/32\n")
-        .unwrap();
+    let s = PrefixSet::parse(
+        "# opt-out\n10.0.0.0/8\n10.1.0.0/16 # nested\n\n192.168.1.7\n0.0.0.0/32\n",
+    )
+    .unwrap();
     assert_eq!(s.len(), 3);
     assert_eq!(s.find(a("10.200.0.1")).unwrap().to_string(), "10.0.0.0/8");
     assert_eq!(s.find(a("192.168.1.7")).unwrap().len(), 32);
@@ -42,7 +56,9 @@ fn set_errors_name_the_line() {
 
 #[test]
 fn a_million_entries_stay_fast() {
-    let s: PrefixSet = (0..1_000_000u32).map(|i| Prefix::new(Ipv4Addr::from(i << 8), 24).unwrap()).collect();
+    let s: PrefixSet = (0..1_000_000u32)
+        .map(|i| Prefix::new(Ipv4Addr::from(i << 8), 24).unwrap())
+        .collect();
     assert_eq!(s.len(), 1_000_000);
     assert!(s.find(Ipv4Addr::from((123_456u32 << 8) | 7)).is_some());
     assert!(s.find(Ipv4Addr::from(2_000_000u32 << 8)).is_none());
@@ -52,21 +68,47 @@ fn a_million_entries_stay_fast() {
 fn targets_lab_public_and_excluded() {
     let mut p = Policy::default();
     assert!(p.check_target("127.0.0.1".parse().unwrap(), 1000).is_ok());
-    assert!(p.check_target("203.0.113.9".parse().unwrap(), 500_000).is_ok());
+    assert!(p
+        .check_target("203.0.113.9".parse().unwrap(), 500_000)
+        .is_ok());
     assert!(p.check_target("100.127.0.1".parse().unwrap(), 20).is_ok());
-    assert_eq!(p.check_target("8.8.8.8".parse().unwrap(), 20), Err(Refusal::Public(a("8.8.8.8"))));
-    assert_eq!(p.check_target("100.128.0.1".parse().unwrap(), 20), Err(Refusal::Public(a("100.128.0.1"))));
+    assert_eq!(
+        p.check_target("8.8.8.8".parse().unwrap(), 20),
+        Err(Refusal::Public(a("8.8.8.8")))
+    );
+    assert_eq!(
+        p.check_target("100.128.0.1".parse().unwrap(), 20),
+        Err(Refusal::Public(a("100.128.0.1")))
+    );
     for bad in ["0.0.0.0", "224.0.0.1", "255.255.255.255", "240.0.0.1"] {
-        assert!(matches!(p.check_target(bad.parse().unwrap(), 20), Err(Refusal::NotUnicast(_))), "{bad}");
+        assert!(
+            matches!(
+                p.check_target(bad.parse().unwrap(), 20),
+                Err(Refusal::NotUnicast(_))
+            ),
+            "{bad}"
+        );
     }
-    assert_eq!(p.check_target("::1".parse().unwrap(), 20), Err(Refusal::Ipv6));
+    assert_eq!(
+        p.check_target("::1".parse().unwrap(), 20),
+        Err(Refusal::Ipv6)
+    );
     p.allow_public = true;
     assert!(p.check_target("8.8.8.8".parse().unwrap(), 1000).is_ok());
-    assert!(matches!(p.check_target("8.8.8.8".parse().unwrap(), 1001), Err(Refusal::PublicRate { .. })));
+    assert!(matches!(
+        p.check_target("8.8.8.8".parse().unwrap(), 1001),
+        Err(Refusal::PublicRate { .. })
+    ));
     p.exclude.insert("8.8.0.0/16".parse().unwrap());
     p.exclude.insert("203.0.113.64/26".parse().unwrap());
-    assert!(matches!(p.check_target("8.8.8.8".parse().unwrap(), 20), Err(Refusal::Excluded { .. })));
-    assert!(matches!(p.check_target("203.0.113.70".parse().unwrap(), 20), Err(Refusal::Excluded { .. })));
+    assert!(matches!(
+        p.check_target("8.8.8.8".parse().unwrap(), 20),
+        Err(Refusal::Excluded { .. })
+    ));
+    assert!(matches!(
+        p.check_target("203.0.113.70".parse().unwrap(), 20),
+        Err(Refusal::Excluded { .. })
+    ));
     assert!(p.check_target("203.0.113.9".parse().unwrap(), 20).is_ok());
 }
 
@@ -80,7 +122,11 @@ fn lab_addresses_fail_closed_where_no_route_leads_into_a_lab() {
         ..Policy::default()
     };
     assert!(p.check_target("203.0.113.9".parse().unwrap(), 20).is_ok());
-    assert!(p.check_target("203.0.113.200".parse().unwrap(), 20).is_err(), "more specific wins");
+    assert!(
+        p.check_target("203.0.113.200".parse().unwrap(), 20)
+            .is_err(),
+        "more specific wins"
+    );
     assert_eq!(
         p.check_target("100.64.0.1".parse().unwrap(), 20),
         Err(Refusal::LabNotRouted(a("100.64.0.1")))
@@ -93,7 +139,10 @@ fn lab_addresses_fail_closed_where_no_route_leads_into_a_lab() {
         ..Policy::default()
     };
     // consent to public probing does not open the lab ranges
-    assert!(matches!(none.check_target("198.51.100.1".parse().unwrap(), 20), Err(Refusal::LabNotRouted(_))));
+    assert!(matches!(
+        none.check_target("198.51.100.1".parse().unwrap(), 20),
+        Err(Refusal::LabNotRouted(_))
+    ));
 }
 
 #[test]
@@ -103,7 +152,10 @@ fn rates_and_sources() {
     assert!(check_rate(MAX_PPS_LAB + 1).is_err());
     let own: Vec<Ipv4Addr> = [a("192.0.2.1"), a("127.0.0.1")].into();
     assert!(check_source(a("192.0.2.1"), &own).is_ok());
-    assert_eq!(check_source(a("8.8.8.8"), &own), Err(Refusal::Spoofed(a("8.8.8.8"))));
+    assert_eq!(
+        check_source(a("8.8.8.8"), &own),
+        Err(Refusal::Spoofed(a("8.8.8.8")))
+    );
 }
 
 #[test]

@@ -1,0 +1,203 @@
+//! The probing policy on every entry point, proven by counting the send system calls of
+//! each run (strace): vtnt runs in a namespace made here whose default route leads out of
+//! an uplink that uses a documentation range (as this CI machine's does) into a veth whose
+//! other end drops everything, with one lab range (198.51.100.0/24) routed on a link of its
+//! own. A refused run must make no send call at all; an accepted one only to lab addresses.
+
+mod lab_common;
+
+use std::process::Output;
+
+use vtnt_netns::{unique_name, NetNs};
+
+/// A scamper-JSON trace to a public address through public hops: what `--from` must not
+/// be allowed to re-probe without consent.
+const PUBLIC_SEED: &str = r#"{"type":"trace","version":"0.1", "userid":0, "method":"icmp-echo-paris", "src":"192.0.2.5", "dst":"8.8.8.8", "icmp_sum":40022, "stop_reason":"COMPLETED", "stop_data":0, "start":{"sec":1795310472, "usec":461369, "ftime":"2026-11-22 01:21:12"}, "hop_count":4, "attempts":2, "hoplimit":0, "firsthop":1, "wait":5, "wait_probe":0, "tos":0, "probe_size":44, "probe_count":4, "hops":[{"addr":"8.8.4.4", "probe_ttl":1, "probe_id":1, "probe_size":44, "tx":{"sec":1795310472, "usec":461499}, "rtt":1.000, "reply_ttl":60, "reply_tos":0, "reply_ipid":1, "reply_size":56, "icmp_type":11, "icmp_code":0, "icmp_q_ttl":1, "icmp_q_ipl":44, "icmp_q_tos":0},{"addr":"9.9.9.9", "probe_ttl":2, "probe_id":1, "probe_size":44, "tx":{"sec":1795310472, "usec":461499}, "rtt":1.000, "reply_ttl":60, "reply_tos":0, "reply_ipid":1, "reply_size":56, "icmp_type":11, "icmp_code":0, "icmp_q_ttl":1, "icmp_q_ipl":44, "icmp_q_tos":0},{"addr":"1.1.1.1", "probe_ttl":3, "probe_id":1, "probe_size":44, "tx":{"sec":1795310472, "usec":461499}, "rtt":1.000, "reply_ttl":60, "reply_tos":0, "reply_ipid":1, "reply_size":56, "icmp_type":11, "icmp_code":0, "icmp_q_ttl":1, "icmp_q_ipl":44, "icmp_q_tos":0},{"addr":"8.8.8.8", "probe_ttl":4, "probe_id":1, "probe_size":44, "tx":{"sec":1795310472, "usec":461499}, "rtt":1.000, "reply_ttl":60, "reply_tos":0, "reply_ipid":1, "reply_size":56, "icmp_type":0, "icmp_code":0}]}
+"#;
+
+/// The namespace and a scratch directory.
+struct Net {
+    ns: NetNs,
+    dir: std::path::PathBuf,
+}
+
+/// One run under strace: its output and the send calls it made.
+struct Run {
+    out: Output,
+    sends: Vec<String>,
+}
+
+impl Run {
+    fn stderr(&self) -> String {
+        String::from_utf8_lossy(&self.out.stderr).into_owned()
+    }
+}
+
+impl Net {
+    fn new() -> Net {
+        let ns = NetNs::create(&unique_name("vpol")).expect("namespace");
+        ns.sysctl("net.ipv6.conf.all.disable_ipv6", "1").unwrap();
+        ns.sysctl("net.ipv6.conf.default.disable_ipv6", "1")
+            .unwrap();
+        for (a, b, cidr) in [
+            ("up0", "up1", "192.0.2.5/24"),
+            ("lab0", "lab1", "198.51.100.1/24"),
+        ] {
+            ns.ip(&["link", "add", a, "type", "veth", "peer", "name", b])
+                .unwrap();
+            ns.ip(&["addr", "add", cidr, "dev", a]).unwrap();
+            ns.ip(&["link", "set", a, "up"]).unwrap();
+            ns.ip(&["link", "set", b, "up"]).unwrap();
+        }
+        ns.ip(&["route", "add", "default", "dev", "up0"]).unwrap();
+        let dir = std::env::temp_dir().join(unique_name("vtnt-policy"));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("public-seed.json"), PUBLIC_SEED).unwrap();
+        std::fs::write(
+            dir.join("targets.txt"),
+            "8.8.8.8\n100.64.0.1\n203.0.113.9\n",
+        )
+        .unwrap();
+        std::fs::write(dir.join("exclude.conf"), "# opt-out\n198.51.100.0/24\n").unwrap();
+        Net { ns, dir }
+    }
+
+    /// Runs `vtnt ARGS` inside the namespace under strace, from the scratch directory.
+    fn vtnt(&self, args: &[&str]) -> Run {
+        let trace = self.dir.join(unique_name("strace"));
+        let out = self
+            .ns
+            .command("strace")
+            .args(["-f", "-qq", "-e", "trace=sendto,sendmsg,sendmmsg", "-o"])
+            .arg(&trace)
+            .arg(lab_common::VTNT)
+            .args(args)
+            .current_dir(&self.dir)
+            .output()
+            .expect("strace vtnt");
+        let log = std::fs::read_to_string(&trace).unwrap_or_default();
+        let sends = log
+            .lines()
+            .filter(|l| !l.contains("resumed>") && !l.contains("+++") && !l.contains("---"))
+            // IPv4 sends only: looking up the host's addresses talks netlink
+            .filter(|l| l.contains("send") && l.contains("sa_family=AF_INET,"))
+            .map(String::from)
+            .collect();
+        Run { out, sends }
+    }
+}
+
+impl Drop for Net {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Every address a send call named, from strace's rendering of sockaddrs.
+fn addresses(line: &str) -> Vec<String> {
+    line.split("inet_addr(\"")
+        .skip(1)
+        .filter_map(|s| s.split('"').next())
+        .map(String::from)
+        .collect()
+}
+
+#[test]
+fn every_entry_point_refuses_before_any_probe() {
+    skip_unless_ready!("ip", "strace");
+    let net = Net::new();
+    let fast = ["-q", "1", "-w", "0.1", "-g", "1"];
+    let with =
+        |a: &[&'static str]| -> Vec<&'static str> { a.iter().chain(&fast).copied().collect() };
+    // (what, arguments, what stderr must say)
+    let refused: Vec<(&str, Vec<&str>, &str)> = vec![
+        (
+            "public trace",
+            with(&["trace", "8.8.8.8"]),
+            "--allow-public",
+        ),
+        (
+            "public ping",
+            vec!["ping", "-c", "1", "8.8.8.8"],
+            "--allow-public",
+        ),
+        ("public tnt", with(&["tnt", "8.8.8.8"]), "--allow-public"),
+        (
+            "tnt --from a public trace",
+            with(&["tnt", "--from", "public-seed.json"]),
+            "8.8.8.8",
+        ),
+        (
+            "lab range behind the default route only",
+            with(&["trace", "203.0.113.9", "100.64.0.1", "192.0.2.1"]),
+            "no lab is reachable here",
+        ),
+        (
+            "spoofed source",
+            with(&["trace", "-S", "8.8.8.8", "198.51.100.7"]),
+            "does not spoof",
+        ),
+        (
+            "public target above the public rate",
+            with(&["trace", "--allow-public", "--pps", "5000", "8.8.8.8"]),
+            "1000 pps at most",
+        ),
+        (
+            "excluded prefix",
+            with(&["trace", "--exclude", "exclude.conf", "198.51.100.7"]),
+            "excluded",
+        ),
+        (
+            "target file",
+            with(&["trace", "--targets", "targets.txt"]),
+            "targets.txt:3",
+        ),
+        (
+            "mistyped address",
+            with(&["trace", "300.1.2.3", "198.51.100.0/24"]),
+            "prefix",
+        ),
+        (
+            "rate above the ceiling",
+            with(&["trace", "--pps", "600000", "198.51.100.7"]),
+            "--pps",
+        ),
+    ];
+    for (what, args, says) in &refused {
+        let r = net.vtnt(args);
+        assert!(!r.out.status.success(), "{what}: accepted\n{}", r.stderr());
+        assert!(
+            r.stderr().contains(says),
+            "{what}: stderr does not say `{says}`:\n{}",
+            r.stderr()
+        );
+        assert!(!r.stderr().contains("panicked"), "{what}: {}", r.stderr());
+        assert!(r.sends.is_empty(), "{what}: sent {:?}", r.sends);
+    }
+
+    // The positive control: the counter sees probes where the policy allows them.
+    let ok = net.vtnt(&with(&["trace", "198.51.100.7"]));
+    assert!(ok.out.status.success(), "{}", ok.stderr());
+    assert!(
+        !ok.sends.is_empty(),
+        "the control run sent nothing: strace saw no send call"
+    );
+
+    // --from with a lab target too: the lab target is probed, the public seed is not, and
+    // the run says so and does not exit 0.
+    let mixed = net.vtnt(&with(&[
+        "tnt",
+        "--no-reveal",
+        "--from",
+        "public-seed.json",
+        "198.51.100.7",
+    ]));
+    assert_eq!(mixed.out.status.code(), Some(2), "{}", mixed.stderr());
+    assert!(mixed.stderr().contains("8.8.8.8"), "{}", mixed.stderr());
+    for s in &mixed.sends {
+        for a in addresses(s) {
+            assert!(a.starts_with("198.51.100."), "sent to {a}: {s}");
+        }
+    }
+    assert!(!mixed.sends.is_empty());
+}
