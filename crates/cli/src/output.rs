@@ -53,7 +53,12 @@ pub fn check_destination(path: &Path) -> anyhow::Result<()> {
             path.display(),
             kind(m.file_type())
         ),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+        Err(e)
+            if matches!(
+                e.kind(),
+                io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
+            ) =>
+        {
             let dir = directory_of(path);
             match std::fs::metadata(dir) {
                 Ok(m) if m.is_dir() => Ok(()),
@@ -158,11 +163,7 @@ impl AtomicFile {
             return Err(e.context(format!("results left in {}", self.tmp.display())));
         }
         std::fs::rename(&self.tmp, &self.dst).with_context(|| {
-            format!(
-                "renaming {} to {}",
-                self.tmp.display(),
-                self.dst.display()
-            )
+            format!("renaming {} to {}", self.tmp.display(), self.dst.display())
         })?;
         self.done = true;
         Ok(())
@@ -297,4 +298,71 @@ fn hostname() -> Option<String> {
         .ok()
         .map(|s| s.trim().to_string())
         .filter(|s| !s.is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scratch(tag: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("vtnt-output-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    #[test]
+    fn a_link_planted_at_the_temporary_name_is_neither_followed_nor_replaced() {
+        let dir = scratch("planted");
+        let dst = dir.join("out.json");
+        let victim = dir.join("victim");
+        let planted = dir.join(format!(".out.json.tmp-{}-0", std::process::id()));
+        std::os::unix::fs::symlink(&victim, &planted).unwrap();
+        let (file, mut f) = AtomicFile::create(&dst).unwrap();
+        f.write_all(b"results\n").unwrap();
+        drop(f);
+        file.commit().unwrap();
+        assert_eq!(std::fs::read_to_string(&dst).unwrap(), "results\n");
+        assert!(!victim.exists());
+        assert!(std::fs::symlink_metadata(&planted)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn what_is_not_a_regular_file_is_refused_by_name() {
+        let dir = scratch("kinds");
+        std::os::unix::fs::symlink(dir.join("nothing"), dir.join("link")).unwrap();
+        let _sock = std::os::unix::net::UnixListener::bind(dir.join("sock")).unwrap();
+        std::fs::write(dir.join("file"), "old").unwrap();
+        for (name, kind) in [
+            ("link", "a symbolic link"),
+            ("sock", "a socket"),
+            (".", "a directory"),
+            ("file/x", "is not a directory"),
+            ("none/x", "does not exist"),
+        ] {
+            let p = dir.join(name);
+            let e = check_destination(&p).unwrap_err().to_string();
+            assert!(
+                e.contains(kind) && e.contains(&*p.to_string_lossy()),
+                "{name}: {e}"
+            );
+            assert!(AtomicFile::create(&p).is_err());
+        }
+        check_destination(&dir.join("file")).unwrap();
+        check_destination(&dir.join("new")).unwrap();
+        let (a, _) = AtomicFile::create(&dir.join("file")).unwrap();
+        drop(a);
+        assert_eq!(std::fs::read_to_string(dir.join("file")).unwrap(), "old");
+        let mut left: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        left.sort();
+        assert_eq!(left, ["file", "link", "sock"]);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }
