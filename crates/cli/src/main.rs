@@ -7,6 +7,7 @@ use clap::{Parser, Subcommand};
 
 mod bench;
 mod convert;
+mod interrupt;
 mod lab;
 mod output;
 mod probe;

@@ -1,11 +1,17 @@
-//! Where results go: stdout or a file that appears only when the run succeeded (written
-//! to a temporary name beside it and renamed at the end, removed on failure), in scamper
-//! JSON, warts or text.
+//! Where results go: stdout or a file, in scamper JSON, warts or text.
+//!
+//! A file is only ever a regular file: `-o` refuses a path holding anything else (a
+//! symbolic link, directory, FIFO, device or socket) before the run probes, and never
+//! replaces it. Results are written to a new hidden file beside the path (created with
+//! `O_EXCL`, so it cannot be, or follow, a link someone planted) and renamed over the path
+//! when the output is finished; a run that fails removes it and leaves the old file alone.
 
-use std::fs::File;
+use std::fs::{File, FileType, OpenOptions};
 use std::io::{self, BufWriter, Write};
+use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
 
+use anyhow::{bail, Context};
 use vtnt_formats::{Annotate, Cycle, JsonWriter, NoAnnotations, Record, WartsWriter};
 
 use crate::text;
@@ -21,6 +27,89 @@ pub enum Format {
     Text,
 }
 
+/// Fails unless results can go to `path` (stdout when `None`) in `format`: see
+/// [`check_destination`]; binary warts never goes to a terminal.
+pub fn check(path: Option<&Path>, format: Format) -> anyhow::Result<()> {
+    match path {
+        Some(p) => check_destination(p),
+        None if format == Format::Warts && io::IsTerminal::is_terminal(&io::stdout()) => {
+            bail!("-O warts writes binary data: give an output file with -o")
+        }
+        None => Ok(()),
+    }
+}
+
+/// Fails unless `path` names a regular file or nothing in an existing directory: the
+/// error names the path and what is there.
+pub fn check_destination(path: &Path) -> anyhow::Result<()> {
+    if path.file_name().is_none() {
+        bail!("output path {}: names no file", path.display());
+    }
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if m.is_file() => Ok(()),
+        Ok(m) => bail!(
+            "output path {} is {}: vtnt writes only regular files and replaces nothing else \
+             (remove it or choose another path)",
+            path.display(),
+            kind(m.file_type())
+        ),
+        Err(e)
+            if matches!(
+                e.kind(),
+                io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
+            ) =>
+        {
+            let dir = directory_of(path);
+            match std::fs::metadata(dir) {
+                Ok(m) if m.is_dir() => Ok(()),
+                Ok(_) => bail!(
+                    "output path {}: {} is not a directory",
+                    path.display(),
+                    dir.display()
+                ),
+                Err(e) if e.kind() == io::ErrorKind::NotFound => bail!(
+                    "output path {}: directory {} does not exist",
+                    path.display(),
+                    dir.display()
+                ),
+                Err(e) => bail!(
+                    "output path {}: directory {}: {e}",
+                    path.display(),
+                    dir.display()
+                ),
+            }
+        }
+        Err(e) => bail!("output path {}: {e}", path.display()),
+    }
+}
+
+/// What a file type is, in words, for an error message.
+fn kind(t: FileType) -> &'static str {
+    if t.is_symlink() {
+        "a symbolic link"
+    } else if t.is_dir() {
+        "a directory"
+    } else if t.is_fifo() {
+        "a FIFO (named pipe)"
+    } else if t.is_char_device() {
+        "a character device"
+    } else if t.is_block_device() {
+        "a block device"
+    } else if t.is_socket() {
+        "a socket"
+    } else {
+        "not a regular file"
+    }
+}
+
+/// The directory a path's file is in (`.` for a bare name).
+fn directory_of(path: &Path) -> &Path {
+    match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    }
+}
+
 /// A file being written under a temporary name.
 pub struct AtomicFile {
     tmp: PathBuf,
@@ -29,27 +118,53 @@ pub struct AtomicFile {
 }
 
 impl AtomicFile {
-    pub fn create(dst: &Path) -> io::Result<(AtomicFile, File)> {
-        let name = dst.file_name().ok_or_else(|| {
-            io::Error::new(io::ErrorKind::InvalidInput, "output path has no file name")
-        })?;
-        let tmp = dst.with_file_name(format!(
-            ".{}.tmp-{}",
-            name.to_string_lossy(),
-            std::process::id()
-        ));
-        let f = File::create(&tmp)?;
-        Ok((
-            AtomicFile {
-                tmp,
-                dst: dst.to_path_buf(),
-                done: false,
-            },
-            f,
-        ))
+    /// Checks `dst` ([`check_destination`]) and creates a new, empty temporary file
+    /// beside it.
+    pub fn create(dst: &Path) -> anyhow::Result<(AtomicFile, File)> {
+        check_destination(dst)?;
+        let name = dst.file_name().unwrap_or_default().to_string_lossy();
+        let pid = std::process::id();
+        // A name left over from an earlier process with our pid is skipped, not reused.
+        for n in 0..100 {
+            let tmp = dst.with_file_name(format!(".{name}.tmp-{pid}-{n}"));
+            match OpenOptions::new().write(true).create_new(true).open(&tmp) {
+                Ok(f) => {
+                    let a = AtomicFile {
+                        tmp,
+                        dst: dst.to_path_buf(),
+                        done: false,
+                    };
+                    return Ok((a, f));
+                }
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+                Err(e) => {
+                    return Err(e).with_context(|| {
+                        format!(
+                            "output path {}: creating a file in {}",
+                            dst.display(),
+                            directory_of(dst).display()
+                        )
+                    })
+                }
+            }
+        }
+        bail!(
+            "output path {}: 100 temporary names beside it are taken (.{name}.tmp-{pid}-*)",
+            dst.display()
+        )
     }
-    pub fn commit(mut self) -> io::Result<()> {
-        std::fs::rename(&self.tmp, &self.dst)?;
+
+    /// Renames the written file over the destination, unless the destination turned into
+    /// something that is not a regular file meanwhile (the results then stay where they
+    /// were written, and the error says where).
+    pub fn commit(mut self) -> anyhow::Result<()> {
+        if let Err(e) = check_destination(&self.dst) {
+            self.done = true;
+            return Err(e.context(format!("results left in {}", self.tmp.display())));
+        }
+        std::fs::rename(&self.tmp, &self.dst).with_context(|| {
+            format!("renaming {} to {}", self.tmp.display(), self.dst.display())
+        })?;
         self.done = true;
         Ok(())
     }
@@ -74,6 +189,7 @@ pub struct Output {
     writer: Writer,
     file: Option<AtomicFile>,
     cycle: Cycle,
+    records: u64,
 }
 
 fn io_err(e: impl std::fmt::Display) -> io::Error {
@@ -88,15 +204,13 @@ fn unix_now() -> u32 {
 }
 
 impl Output {
-    /// Opens `path` (stdout when `None`) and writes the cycle start.
+    /// Opens `path` (stdout when `None`; checked as [`check`] does) and writes the cycle
+    /// start.
     pub fn open(path: Option<&Path>, format: Format) -> anyhow::Result<Output> {
-        if format == Format::Warts && path.is_none() && io::IsTerminal::is_terminal(&io::stdout()) {
-            anyhow::bail!("-O warts writes binary data: give an output file with -o");
-        }
+        check(path, format)?;
         let (file, sink): (Option<AtomicFile>, Box<dyn Write>) = match path {
             Some(p) => {
-                let (a, f) = AtomicFile::create(p)
-                    .map_err(|e| anyhow::anyhow!("creating output file {}: {e}", p.display()))?;
+                let (a, f) = AtomicFile::create(p)?;
                 (Some(a), Box::new(BufWriter::new(f)))
             }
             None => (None, Box::new(BufWriter::new(io::stdout()))),
@@ -116,6 +230,7 @@ impl Output {
             writer,
             file,
             cycle,
+            records: 0,
         };
         match &mut out.writer {
             Writer::Json(w) => w.cycle_start(&out.cycle).map_err(io_err)?,
@@ -140,21 +255,24 @@ impl Output {
         match &mut self.writer {
             Writer::Json(w) => {
                 w.write_annotated(r, ann).map_err(io_err)?;
-                w.flush().map_err(io_err)
+                w.flush().map_err(io_err)?;
             }
-            Writer::Warts(w) => w.write(r).map_err(io_err),
+            Writer::Warts(w) => w.write(r).map_err(io_err)?,
             Writer::Text(w) => {
                 match text {
                     Some(t) => w.write_all(t.as_bytes())?,
                     None => w.write_all(text::render(r).as_bytes())?,
                 }
-                w.flush()
+                w.flush()?;
             }
         }
+        self.records += 1;
+        Ok(())
     }
 
-    /// Writes the cycle stop, flushes, and moves the file into place.
-    pub fn finish(mut self) -> anyhow::Result<()> {
+    /// Writes the cycle stop, flushes, and moves the file into place; returns the
+    /// number of records written.
+    pub fn finish(mut self) -> anyhow::Result<u64> {
         self.cycle.stop_time = unix_now();
         match &mut self.writer {
             Writer::Json(w) => {
@@ -171,7 +289,7 @@ impl Output {
         if let Some(f) = self.file.take() {
             f.commit()?;
         }
-        Ok(())
+        Ok(self.records)
     }
 }
 
@@ -180,4 +298,71 @@ fn hostname() -> Option<String> {
         .ok()
         .map(|s| s.trim().to_string())
         .filter(|s| !s.is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scratch(tag: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("vtnt-output-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    #[test]
+    fn a_link_planted_at_the_temporary_name_is_neither_followed_nor_replaced() {
+        let dir = scratch("planted");
+        let dst = dir.join("out.json");
+        let victim = dir.join("victim");
+        let planted = dir.join(format!(".out.json.tmp-{}-0", std::process::id()));
+        std::os::unix::fs::symlink(&victim, &planted).unwrap();
+        let (file, mut f) = AtomicFile::create(&dst).unwrap();
+        f.write_all(b"results\n").unwrap();
+        drop(f);
+        file.commit().unwrap();
+        assert_eq!(std::fs::read_to_string(&dst).unwrap(), "results\n");
+        assert!(!victim.exists());
+        assert!(std::fs::symlink_metadata(&planted)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn what_is_not_a_regular_file_is_refused_by_name() {
+        let dir = scratch("kinds");
+        std::os::unix::fs::symlink(dir.join("nothing"), dir.join("link")).unwrap();
+        let _sock = std::os::unix::net::UnixListener::bind(dir.join("sock")).unwrap();
+        std::fs::write(dir.join("file"), "old").unwrap();
+        for (name, kind) in [
+            ("link", "a symbolic link"),
+            ("sock", "a socket"),
+            (".", "a directory"),
+            ("file/x", "is not a directory"),
+            ("none/x", "does not exist"),
+        ] {
+            let p = dir.join(name);
+            let e = check_destination(&p).unwrap_err().to_string();
+            assert!(
+                e.contains(kind) && e.contains(&*p.to_string_lossy()),
+                "{name}: {e}"
+            );
+            assert!(AtomicFile::create(&p).is_err());
+        }
+        check_destination(&dir.join("file")).unwrap();
+        check_destination(&dir.join("new")).unwrap();
+        let (a, _) = AtomicFile::create(&dir.join("file")).unwrap();
+        drop(a);
+        assert_eq!(std::fs::read_to_string(dir.join("file")).unwrap(), "old");
+        let mut left: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        left.sort();
+        assert_eq!(left, ["file", "link", "sock"]);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }

@@ -13,7 +13,8 @@ use vtnt_engine::{Config, Engine, Event, Job, Method, PingOptions, TraceOptions}
 use vtnt_engine::policy::{PrefixSet, MAX_PPS_LAB, MAX_PPS_PUBLIC};
 use vtnt_engine::{LabAccess, Policy};
 
-use crate::output::{Format, Output};
+use crate::interrupt;
+use crate::output::{self, Format, Output};
 use crate::targets;
 
 /// The exclusion list read on every run when it exists: prefixes never to probe, one per
@@ -46,7 +47,9 @@ pub struct Common {
     /// Output format.
     #[arg(short = 'O', long = "format", value_enum, default_value_t = Format::Json)]
     pub format: Format,
-    /// Write results to FILE (created only if the run succeeds) instead of stdout.
+    /// Write results to FILE instead of stdout. FILE must be a regular file or not exist;
+    /// it is replaced when the run ends (also on SIGINT or SIGTERM, with the records
+    /// finished so far) and left untouched when the run fails.
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: Option<PathBuf>,
     /// Allow targets outside loopback and the lab's ranges. Probing other people's
@@ -260,8 +263,10 @@ pub fn progress(n: usize, what: &str) -> indicatif::ProgressBar {
     bar
 }
 
-/// Runs one job per target and writes every record.
+/// Runs one job per target and writes every record; on SIGINT or SIGTERM stops probing
+/// and keeps the records finished so far.
 pub fn run_jobs(c: &Common, jobs: impl Fn(IpAddr) -> Job, what: &str) -> anyhow::Result<ExitCode> {
+    output::check(c.output.as_deref(), c.format)?;
     let (targets, config, some_bad) = prepare(c, Vantage::Host)?;
     let mut sockets = vtnt_linux::RawSockets::open()?;
     let clock = vtnt_linux::Clock::new();
@@ -272,17 +277,20 @@ pub fn run_jobs(c: &Common, jobs: impl Fn(IpAddr) -> Job, what: &str) -> anyhow:
             .start(now, jobs(*t))
             .map_err(|e| anyhow::anyhow!("{e}"))?;
     }
+    let stop = interrupt::catch()?;
     let mut out = Output::open(c.output.as_deref(), c.format)?;
     let bar = progress(targets.len(), what);
-    vtnt_linux::run(&mut engine, &mut sockets, &clock, |ev| {
+    let stats = vtnt_linux::run_until(&mut engine, &mut sockets, &clock, stop, |ev| {
         let Event::Finished { record, .. } = ev;
         bar.inc(1);
         out.record(&record)
     })
     .context("probing")?;
     bar.finish_and_clear();
-    out.finish()?;
-    Ok(if some_bad {
+    let records = out.finish()?;
+    Ok(if stats.interrupted {
+        interrupt::report(records, c.output.as_deref())
+    } else if some_bad {
         ExitCode::from(2)
     } else {
         ExitCode::SUCCESS

@@ -10,7 +10,8 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::Duration;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use vtnt_deploy::{job::Job, BuildOptions, RunOptions, Runtime};
@@ -137,37 +138,48 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
+/// How often a native job's parent looks at its job and at the signal flag.
+const TICK: Duration = Duration::from_millis(100);
+
 /// The job here: this binary with the words (native), or the unikernel booted directly.
 fn run_local(args: &RunArgs) -> anyhow::Result<ExitCode> {
-    let code = match args.runtime {
+    match args.runtime {
         Runtime::Native => {
             let me = std::env::current_exe().context("locating this executable")?;
-            let st = std::process::Command::new(&me)
+            // A signal stops the job, which finishes its output as on its own; this
+            // process waits for it and passes its exit code on.
+            let stop = crate::interrupt::catch()?;
+            let mut child = std::process::Command::new(&me)
                 .args(&args.job)
-                .status()
+                .spawn()
                 .with_context(|| format!("running {}", me.display()))?;
-            if st.success() {
-                ExitCode::SUCCESS
-            } else {
-                ExitCode::from(st.code().and_then(|c| u8::try_from(c).ok()).unwrap_or(1))
+            let mut forwarded = false;
+            let st = loop {
+                if let Some(st) = child.try_wait().context("waiting for the job")? {
+                    break st;
+                }
+                if !forwarded && stop.load(Ordering::SeqCst) {
+                    crate::interrupt::forward_sigterm(child.id())?;
+                    forwarded = true;
+                }
+                std::thread::sleep(TICK);
+            };
+            let code = ExitCode::from(st.code().and_then(|c| u8::try_from(c).ok()).unwrap_or(1));
+            // The hold, cut short by a signal.
+            let until = Instant::now() + Duration::from_secs(u64::from(args.hold));
+            while !stop.load(Ordering::SeqCst) && Instant::now() < until {
+                std::thread::sleep(TICK.min(until.saturating_duration_since(Instant::now())));
             }
+            Ok(code)
         }
         Runtime::Microvm => {
             if let Some(img) = &args.image {
                 std::env::set_var("VTNT_UNIKERNEL_IMAGE", img);
             }
-            return unikernel_run_microvm(
-                &args.vmm,
-                &args.job,
-                Some(&args.lab),
-                args.hold,
-                args.dhcp,
-            );
+            unikernel_run_microvm(&args.vmm, &args.job, Some(&args.lab), args.hold, args.dhcp)
         }
         other => anyhow::bail!("--local runs native or microvm jobs, not {}", other.name()),
-    };
-    std::thread::sleep(Duration::from_secs(u64::from(args.hold)));
-    Ok(code)
+    }
 }
 
 // The unikernel side lives in this command's `unikernel` module. The image deployed

@@ -6,19 +6,22 @@
 //! Output: scamper JSON whose trace and hop objects carry an extra `"tnt"` field (see
 //! docs/tnt.md; scamper-JSON readers ignore it), sc_tnt-like text (`-O text`), or warts
 //! with the annotations in a JSON sidecar `FILE.tnt.json` (warts has no place for them
-//! that current scamper releases leave free).
+//! that current scamper releases leave free), so `-O warts` needs `-o FILE`. The sidecar
+//! follows the same rules as the output file (regular files only, committed on SIGINT
+//! and SIGTERM with the records finished so far).
 
 use std::io::{BufRead, BufReader, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
-use anyhow::Context;
+use anyhow::{bail, Context};
 use vtnt_engine::{Engine, Method};
 use vtnt_formats::{Item, Record, TntAnnotations, Trace};
 use vtnt_tnt::{Thresholds, Tnt, TntConfig, TntResult, TntRunner};
 
-use crate::output::{AtomicFile, Format, Output};
+use crate::interrupt;
+use crate::output::{self, AtomicFile, Format, Output};
 use crate::probe::{self, Common};
 
 /// `vtnt tnt`.
@@ -118,7 +121,33 @@ fn seed_traces(path: &PathBuf) -> anyhow::Result<(Vec<Trace>, usize)> {
     Ok((traces, bad))
 }
 
+/// The annotations file beside a warts output.
+fn sidecar_path(output: &Path) -> PathBuf {
+    let mut p = output.as_os_str().to_os_string();
+    p.push(".tnt.json");
+    PathBuf::from(p)
+}
+
+/// Where results go, checked before anything else: the output and, with warts, its
+/// sidecar (which warts to stdout would have nowhere to put).
+fn check_outputs(c: &Common) -> anyhow::Result<Option<PathBuf>> {
+    output::check(c.output.as_deref(), c.format)?;
+    match (c.format, &c.output) {
+        (Format::Warts, None) => bail!(
+            "-O warts needs -o FILE: TNT's annotations (tunnels, revealed hops) have no place \
+             in warts and go to FILE.tnt.json beside it"
+        ),
+        (Format::Warts, Some(p)) => {
+            let side = sidecar_path(p);
+            output::check_destination(&side)?;
+            Ok(Some(side))
+        }
+        _ => Ok(None),
+    }
+}
+
 pub fn run(a: TntArgs) -> anyhow::Result<ExitCode> {
+    let side = check_outputs(&a.common)?;
     probe::warn_unreachable_rate(&a.common, a.wait);
     let tnt_config = a.config();
     let tnt = Tnt::new(tnt_config).map_err(|e| anyhow::anyhow!("{e}"))?;
@@ -168,19 +197,18 @@ pub fn run(a: TntArgs) -> anyhow::Result<ExitCode> {
     }
     let mut sockets = vtnt_linux::RawSockets::open()?;
     let clock = vtnt_linux::Clock::new();
+    let stop = interrupt::catch()?;
     let mut out = Output::open(a.common.output.as_deref(), a.common.format)?;
-    let mut sidecar = match (a.common.format, &a.common.output) {
-        (Format::Warts, Some(p)) => {
-            let side = PathBuf::from(format!("{}.tnt.json", p.display()));
-            let (f, w) = AtomicFile::create(&side)
-                .with_context(|| format!("creating {}", side.display()))?;
+    let mut sidecar = match &side {
+        Some(p) => {
+            let (f, w) = AtomicFile::create(p)?;
             Some((f, std::io::BufWriter::new(w)))
         }
-        _ => None,
+        None => None,
     };
     let bar = probe::progress(n, "targets");
     let mut failed = 0usize;
-    vtnt_linux::run(&mut runner, &mut sockets, &clock, |r: TntResult| {
+    let stats = vtnt_linux::run_until(&mut runner, &mut sockets, &clock, stop, |r: TntResult| {
         bar.inc(1);
         let Some(trace) = &r.trace else {
             failed += 1;
@@ -201,7 +229,7 @@ pub fn run(a: TntArgs) -> anyhow::Result<ExitCode> {
     })
     .context("probing")?;
     bar.finish_and_clear();
-    out.finish()?;
+    let records = out.finish()?;
     if let Some((f, mut w)) = sidecar {
         w.flush()?;
         drop(w);
@@ -212,7 +240,9 @@ pub fn run(a: TntArgs) -> anyhow::Result<ExitCode> {
         "vtnt: {} targets: tunnels explicit {} implicit {} opaque {} invisible-php {} invisible-uhp {}; {} LSRs revealed; {} not revealable; {} probes",
         s.targets, s.explicit, s.implicit, s.opaque, s.invisible_php, s.invisible_uhp, s.lsrs_revealed, s.unrevealed, s.probes()
     );
-    Ok(if some_bad || failed > 0 {
+    Ok(if stats.interrupted {
+        interrupt::report(records, a.common.output.as_deref())
+    } else if some_bad || failed > 0 {
         ExitCode::from(2)
     } else {
         ExitCode::SUCCESS

@@ -1,5 +1,7 @@
 //! The single-threaded loop that runs a [`Prober`] on [`RawSockets`].
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use nix::poll::{PollFd, PollFlags};
 use nix::sys::time::TimeSpec;
 
@@ -22,6 +24,8 @@ pub struct LoopStats {
     pub received: u64,
     /// Times the kernel had no room for a probe and the loop waited.
     pub send_stalls: u64,
+    /// [`run_until`] was told to stop before the prober was idle.
+    pub interrupted: bool,
 }
 
 /// Runs `prober` until it is idle, passing each finished measurement to `output`.
@@ -29,6 +33,20 @@ pub fn run<P: Prober>(
     prober: &mut P,
     sockets: &mut RawSockets,
     clock: &Clock,
+    output: impl FnMut(P::Output) -> std::io::Result<()>,
+) -> Result<LoopStats, Error> {
+    run_until(prober, sockets, clock, &AtomicBool::new(false), output)
+}
+
+/// [`run`], but stops early once `stop` is set (by a signal handler, say): the
+/// measurements already finished reach `output`, unfinished ones are dropped, and the
+/// stats say `interrupted`. The flag is read before each send and after each wait; a
+/// signal interrupts the wait (`ppoll` returns `EINTR`), and no wait is longer than 1 s.
+pub fn run_until<P: Prober>(
+    prober: &mut P,
+    sockets: &mut RawSockets,
+    clock: &Clock,
+    stop: &AtomicBool,
     mut output: impl FnMut(P::Output) -> std::io::Result<()>,
 ) -> Result<LoopStats, Error> {
     let mut stats = LoopStats::default();
@@ -38,6 +56,11 @@ pub fn run<P: Prober>(
     let mut lens: Vec<usize> = Vec::with_capacity(BATCH);
     let mut rx = vec![0u8; 65536];
     loop {
+        if stop.load(Ordering::Relaxed) {
+            deliver(prober, &mut output)?;
+            stats.interrupted = true;
+            return Ok(stats);
+        }
         let now = clock.now();
         prober.handle_timeout(now);
         let mut stalled = false;
@@ -66,9 +89,7 @@ pub fn run<P: Prober>(
                 break;
             }
         }
-        while let Some(out) = prober.poll_output() {
-            output(out)?;
-        }
+        deliver(prober, &mut output)?;
         if prober.is_idle() && lens.is_empty() {
             return Ok(stats);
         }
@@ -107,4 +128,15 @@ pub fn run<P: Prober>(
         stats.received +=
             sockets.recv_all(clock, &mut rx, |ts, pkt| prober.handle_packet(ts, pkt))? as u64;
     }
+}
+
+/// Passes every finished measurement to `output`.
+fn deliver<P: Prober>(
+    prober: &mut P,
+    output: &mut impl FnMut(P::Output) -> std::io::Result<()>,
+) -> Result<(), Error> {
+    while let Some(out) = prober.poll_output() {
+        output(out)?;
+    }
+    Ok(())
 }

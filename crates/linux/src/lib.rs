@@ -5,7 +5,8 @@
 //! (`SO_TIMESTAMPNS`), so RTTs do not include this process's scheduling delay.
 //! [`run`] is the single-threaded event loop: it hands the prober the time and every
 //! received packet, sends what it asks to send, and sleeps (with `ppoll`, microsecond
-//! resolution) until the prober's next deadline or the next packet.
+//! resolution) until the prober's next deadline or the next packet; [`run_until`] also
+//! stops when a flag is set (the CLI sets it on SIGINT and SIGTERM).
 //!
 //! The prober is anything implementing [`Prober`] (vtnt-engine's driver-facing trait): the
 //! plain engine or TNT's runner.
@@ -16,7 +17,7 @@ mod route;
 mod sockets;
 
 pub use clock::Clock;
-pub use event_loop::{run, LoopStats};
+pub use event_loop::{run, run_until, LoopStats};
 pub use route::{lab_access, own_addresses};
 pub use sockets::RawSockets;
 pub use vtnt_engine::Prober;

@@ -1,0 +1,434 @@
+//! `-o` and interruption, on the real `vtnt` binary (as root):
+//!
+//! - `-o` naming a FIFO, a device node, a symbolic link, a directory, or a file in a
+//!   missing directory is refused with an error naming the path and what it is; the run
+//!   sends no probe (it runs in a namespace of its own whose only way out is a veth into
+//!   nowhere, whose tx counter must not move), creates nothing and changes nothing. So is
+//!   `vtnt tnt -O warts` without `-o`, and a link where its sidecar would go.
+//! - SIGINT and SIGTERM at seeded random points of lab campaigns (`VTNT_SIGNAL_SEED`
+//!   replays a run) stop `vtnt trace` and `vtnt tnt` within about a second, exit 130 or
+//!   143, and leave at the path a file that vtnt-formats reads to the end (JSON with its
+//!   cycle-stop line, warts with its cycle stop record, text), holding exactly the records
+//!   the run says it finished, and no temporary file.
+
+mod lab_common;
+
+use std::io::BufReader;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use vtnt_formats::{Item, JsonReader, WartsReader};
+
+/// A lab-range target: probing it is allowed, and in [`Isolated`] it leads into the veth.
+const TARGET: &str = "203.0.113.10";
+
+fn sh(args: &[&str]) -> Output {
+    let o = Command::new(args[0])
+        .args(&args[1..])
+        .output()
+        .expect("spawn");
+    assert!(
+        o.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    o
+}
+
+/// A network namespace holding only `lo` and a veth pair `d0`/`d1` (this kernel has no
+/// dummy device), `d0` carrying the default route to a fixed neighbour: a probe sent from
+/// it moves `d0`'s tx counter and ends at `d1`, which has no address and drops it.
+struct Isolated {
+    name: String,
+}
+
+impl Isolated {
+    fn new(tag: &str) -> Isolated {
+        let name = format!("vt-os-{tag}-{}", std::process::id());
+        let _ = Command::new("ip").args(["netns", "del", &name]).output();
+        sh(&["ip", "netns", "add", &name]);
+        let ns = Isolated { name };
+        // No IPv6: its neighbour discovery would send on d0 by itself.
+        for key in ["all", "default"] {
+            let set = format!("net.ipv6.conf.{key}.disable_ipv6=1");
+            sh(&["ip", "netns", "exec", &ns.name, "sysctl", "-qw", &set]);
+        }
+        for cmd in [
+            "link set lo up",
+            "link add d0 type veth peer name d1",
+            "addr add 10.254.0.2/24 dev d0",
+            "link set d0 up",
+            "link set d1 up",
+            // A fixed neighbour: no ARP on d0, only what vtnt sends.
+            "neigh add 10.254.0.1 lladdr 02:00:00:00:00:01 dev d0 nud permanent",
+            "route add default via 10.254.0.1",
+        ] {
+            let mut args = vec!["ip", "-n", &ns.name];
+            args.extend(cmd.split(' '));
+            sh(&args);
+        }
+        ns
+    }
+
+    fn tx_packets(&self) -> u64 {
+        let o = sh(&[
+            "ip",
+            "netns",
+            "exec",
+            &self.name,
+            "cat",
+            "/sys/class/net/d0/statistics/tx_packets",
+        ]);
+        String::from_utf8_lossy(&o.stdout).trim().parse().unwrap()
+    }
+
+    fn vtnt(&self, args: &[&str]) -> Output {
+        Command::new("ip")
+            .args(["netns", "exec", &self.name, lab_common::VTNT])
+            .args(args)
+            .output()
+            .expect("running vtnt")
+    }
+}
+
+impl Drop for Isolated {
+    fn drop(&mut self) {
+        let _ = Command::new("ip")
+            .args(["netns", "del", &self.name])
+            .output();
+    }
+}
+
+/// A fresh empty directory under the system's temp dir.
+fn scratch(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("vtnt-output-safety-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// The names in a directory, sorted.
+fn names(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+fn path_str(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+#[test]
+fn refused_outputs_fail_before_any_probe_and_touch_nothing() {
+    skip_unless_ready!("ip", "mkfifo", "mknod");
+    let ns = Isolated::new("refuse");
+    let dir = scratch("refuse");
+    sh(&["mkfifo", path_str(&dir.join("fifo"))]);
+    // A device node of our own (the numbers of /dev/null), never one under /dev.
+    sh(&["mknod", path_str(&dir.join("null")), "c", "1", "3"]);
+    std::os::unix::fs::symlink(dir.join("victim"), dir.join("link")).unwrap();
+    std::fs::create_dir(dir.join("subdir")).unwrap();
+    std::fs::create_dir(dir.join("side")).unwrap();
+    std::os::unix::fs::symlink(dir.join("victim"), dir.join("side/out.warts.tnt.json")).unwrap();
+    let before = names(&dir);
+
+    // Control: the same command with a good path probes, and the counter sees it.
+    let good = dir.join("side/good.json");
+    let tx0 = ns.tx_packets();
+    let o = ns.vtnt(&[
+        "trace",
+        "-q",
+        "1",
+        "-w",
+        "0.1",
+        "-m",
+        "2",
+        "-o",
+        path_str(&good),
+        TARGET,
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(ns.tx_packets() > tx0, "the control run sent nothing");
+    std::fs::remove_file(&good).unwrap();
+
+    let path = |n: &str| dir.join(n).to_str().unwrap().to_string();
+    let missing = path("nodir/out.json");
+    let cases: Vec<(Vec<String>, &str)> = vec![
+        (vec!["trace".into(), "-o".into(), path("fifo")], "is a FIFO"),
+        (
+            vec!["trace".into(), "-o".into(), path("null")],
+            "is a character device",
+        ),
+        (
+            vec!["ping".into(), "-o".into(), path("link")],
+            "is a symbolic link",
+        ),
+        (
+            vec![
+                "trace".into(),
+                "-O".into(),
+                "warts".into(),
+                "-o".into(),
+                path("subdir"),
+            ],
+            "is a directory",
+        ),
+        (vec!["trace".into(), "-o".into(), missing], "does not exist"),
+        (vec!["tnt".into(), "-o".into(), path("fifo")], "is a FIFO"),
+        (
+            vec!["tnt".into(), "-O".into(), "warts".into()],
+            "-O warts needs -o FILE",
+        ),
+        (
+            vec![
+                "tnt".into(),
+                "-O".into(),
+                "warts".into(),
+                "-o".into(),
+                path("side/out.warts"),
+            ],
+            "out.warts.tnt.json is a symbolic link",
+        ),
+    ];
+    for (args, why) in cases {
+        let mut all: Vec<&str> = args.iter().map(String::as_str).collect();
+        if all[0] != "ping" {
+            all.extend(["-q", "1", "-w", "0.1"]);
+        }
+        all.push(TARGET);
+        let tx0 = ns.tx_packets();
+        let t0 = Instant::now();
+        let o = ns.vtnt(&all);
+        let took = t0.elapsed();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{all:?}: {err}");
+        assert!(err.contains(why), "{all:?}: wanted `{why}` in: {err}");
+        if let Some(p) = all.iter().position(|a| *a == "-o") {
+            assert!(
+                err.contains(all[p + 1]),
+                "{all:?}: error does not name the path: {err}"
+            );
+        }
+        assert!(o.stdout.is_empty(), "{all:?} printed results");
+        assert_eq!(ns.tx_packets(), tx0, "{all:?} sent a probe");
+        assert!(took < Duration::from_secs(2), "{all:?} took {took:?}");
+        assert_eq!(names(&dir), before, "{all:?} created or removed something");
+        assert!(names(&dir.join("subdir")).is_empty());
+        assert_eq!(names(&dir.join("side")), ["out.warts.tnt.json"]);
+        assert!(!dir.join("victim").exists(), "{all:?} followed a link");
+    }
+    let kind = |n: &str| std::fs::symlink_metadata(dir.join(n)).unwrap().file_type();
+    use std::os::unix::fs::FileTypeExt;
+    assert!(kind("fifo").is_fifo());
+    assert!(kind("null").is_char_device());
+    assert!(kind("link").is_symlink());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_failed_run_leaves_the_old_file_alone() {
+    skip_unless_ready!();
+    let dir = scratch("old");
+    let out = dir.join("out.json");
+    std::fs::write(&out, "old results\n").unwrap();
+    // A public target is refused before any packet: the run fails with nothing to probe.
+    let o = lab_common::vtnt(&["trace", "-o", path_str(&out), "192.0.0.1"]);
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "old results\n");
+    assert_eq!(names(&dir), ["out.json"]);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// xorshift64*: the test's only randomness, from one printed seed.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+    /// Uniform in `lo..hi` milliseconds.
+    fn millis(&mut self, lo: u64, hi: u64) -> Duration {
+        Duration::from_millis(lo + self.next() % (hi - lo))
+    }
+}
+
+/// What an interrupted run wrote.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Kind {
+    Json,
+    Warts,
+    Text,
+}
+
+/// Reads an output completely: the records in it. Panics on anything incomplete.
+fn records(bytes: &[u8], kind: Kind) -> usize {
+    let items: Vec<Item> = match kind {
+        Kind::Json => JsonReader::new(BufReader::new(bytes))
+            .map(|i| i.expect("a JSON line that does not parse"))
+            .collect(),
+        Kind::Warts => WartsReader::new(BufReader::new(bytes))
+            .map(|i| i.expect("a warts record that does not parse"))
+            .collect(),
+        Kind::Text => {
+            let text = String::from_utf8(bytes.to_vec()).unwrap();
+            assert!(text.is_empty() || text.ends_with('\n'), "text cut short");
+            return text.matches("traceroute from").count();
+        }
+    };
+    assert!(
+        matches!(items.first(), Some(Item::CycleStart(_))),
+        "no cycle start"
+    );
+    assert!(
+        matches!(items.last(), Some(Item::CycleStop(_))),
+        "no cycle stop at the end"
+    );
+    items
+        .iter()
+        .filter(|i| matches!(i, Item::Record(_)))
+        .count()
+}
+
+/// `N` of the run's `interrupted by SIG: N records written to ...` line.
+fn written(stderr: &str, sig: &str) -> usize {
+    let pre = format!("interrupted by {sig}: ");
+    let line = stderr
+        .lines()
+        .find_map(|l| l.split_once(&pre).map(|(_, rest)| rest))
+        .unwrap_or_else(|| panic!("no `{pre}` line in: {stderr}"));
+    line.split_whitespace().next().unwrap().parse().unwrap()
+}
+
+#[test]
+fn lab_signals_stop_runs_with_complete_output() {
+    skip_unless_ready!("ip");
+    let seed = std::env::var("VTNT_SIGNAL_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos() as u64
+                | 1
+        });
+    println!("VTNT_SIGNAL_SEED={seed}");
+    eprintln!("VTNT_SIGNAL_SEED={seed}");
+    let mut rng = Rng(seed);
+    let lab = lab_common::Lab::up("outsig", None);
+    let truth = lab.truth();
+    let dsts: Vec<String> = truth["destinations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["dst"].as_str().unwrap().to_string())
+        .collect();
+    let dir = scratch("signals");
+    // (command, format, to a file?, signal): each a campaign of several seconds.
+    let cases = [
+        ("trace", Kind::Json, true, "INT"),
+        ("trace", Kind::Warts, true, "TERM"),
+        ("trace", Kind::Text, true, "INT"),
+        ("trace", Kind::Json, false, "TERM"),
+        ("tnt", Kind::Warts, true, "INT"),
+        ("tnt", Kind::Json, true, "TERM"),
+    ];
+    for (i, (cmd, kind, to_file, sig)) in cases.into_iter().enumerate() {
+        let format = match kind {
+            Kind::Json => "json",
+            Kind::Warts => "warts",
+            Kind::Text => "text",
+        };
+        let out = dir.join(format!("run{i}.{format}"));
+        let mut args: Vec<String> = [cmd, "-q", "1", "-w", "1", "-O", format]
+            .map(String::from)
+            .to_vec();
+        // Campaigns whose records finish one after another: traces from about 0.5 s to
+        // 6 s after the start, TNT's from about 3 s to 10 s.
+        let (pace, rounds, delay) = match cmd {
+            "trace" => (["--pps", "20", "--window", "2"], 3, rng.millis(300, 4000)),
+            _ => (["--pps", "50", "--window", "6"], 2, rng.millis(1500, 8000)),
+        };
+        args.extend(pace.map(String::from));
+        if to_file {
+            args.extend(["-o".to_string(), path_str(&out).to_string()]);
+        }
+        for _ in 0..rounds {
+            args.extend(dsts.iter().cloned());
+        }
+        let child = Command::new("ip")
+            .args(["netns", "exec", &lab.name, lab_common::VTNT])
+            .args(&args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(delay);
+        let signalled = Instant::now();
+        sh(&["kill", &format!("-{sig}"), &child.id().to_string()]);
+        let o = child.wait_with_output().unwrap();
+        let stop = signalled.elapsed();
+        let err = String::from_utf8_lossy(&o.stderr);
+        let what = format!(
+            "case {i} ({cmd} -O {format}, file {to_file}, SIG{sig} after {delay:?}, seed {seed})"
+        );
+        let code = if sig == "INT" { 130 } else { 143 };
+        assert_eq!(o.status.code(), Some(code), "{what}: {err}");
+        assert!(
+            stop < Duration::from_millis(1500),
+            "{what}: stopped {stop:?} after the signal"
+        );
+        let n = written(&err, &format!("SIG{sig}"));
+        let bytes = if to_file {
+            assert!(o.stdout.is_empty(), "{what}: printed to stdout");
+            std::fs::read(&out).unwrap_or_else(|e| panic!("{what}: {}: {e}", out.display()))
+        } else {
+            o.stdout.clone()
+        };
+        assert_eq!(records(&bytes, kind), n, "{what}: records in the output");
+        if cmd == "tnt" && kind == Kind::Warts {
+            let side = std::fs::read_to_string(format!("{}.tnt.json", out.display())).unwrap();
+            assert_eq!(side.lines().count(), n, "{what}: sidecar lines");
+            for l in side.lines() {
+                let v: serde_json::Value = serde_json::from_str(l).expect("sidecar line");
+                assert_eq!(v["type"], "tnt");
+            }
+        }
+        println!("{what}: {n} records, stopped in {stop:?}");
+    }
+    let mut want: Vec<String> = cases
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| c.2)
+        .map(|(i, c)| {
+            format!(
+                "run{i}.{}",
+                match c.1 {
+                    Kind::Json => "json",
+                    Kind::Warts => "warts",
+                    Kind::Text => "text",
+                }
+            )
+        })
+        .collect();
+    want.push("run4.warts.tnt.json".into());
+    want.sort();
+    assert_eq!(
+        names(&dir),
+        want,
+        "seed {seed}: temporary files left behind"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
