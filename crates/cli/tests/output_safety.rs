@@ -37,7 +37,7 @@ fn sh(args: &[&str]) -> Output {
 }
 
 /// A network namespace holding only `lo` and a veth pair `d0`/`d1` (this kernel has no
-/// dummy device), `d0` carrying the default route to a fixed neighbour: a probe sent from
+/// dummy device), `d0` carrying the route to 203.0.113.0/24 via a fixed neighbour: a probe sent from
 /// it moves `d0`'s tx counter and ends at `d1`, which has no address and drops it.
 struct Isolated {
     name: String,
@@ -62,7 +62,9 @@ impl Isolated {
             "link set d1 up",
             // A fixed neighbour: no ARP on d0, only what vtnt sends.
             "neigh add 10.254.0.1 lladdr 02:00:00:00:00:01 dev d0 nud permanent",
-            "route add default via 10.254.0.1",
+            // The lab range the tests probe, not a default route: the probing policy
+            // sends lab-range probes only where a route other than the default leads.
+            "route add 203.0.113.0/24 via 10.254.0.1",
         ] {
             let mut args = vec!["ip", "-n", &ns.name];
             args.extend(cmd.split(' '));
