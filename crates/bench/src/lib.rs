@@ -3,6 +3,8 @@
 //!
 //! - [`tnt_accuracy`]: TNT against the lab's truth on the reference topology and on
 //!   generated ones (`vtnt bench tnt-accuracy`).
+//! - [`soak::soak`]: large campaigns again and again, counting the runs that never end
+//!   (`vtnt bench soak`).
 //!
 //! ```no_run
 //! let report = vtnt_bench::tnt_accuracy(&vtnt_bench::AccuracyOptions::new(10, 42)).unwrap();
@@ -12,6 +14,7 @@
 pub mod accuracy;
 pub mod drive;
 pub mod probe_rate;
+pub mod soak;
 
 pub use accuracy::{
     tnt_accuracy, topology_seed, AccuracyOptions, AccuracyReport, ClassScore, HiddenScore,

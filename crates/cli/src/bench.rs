@@ -7,6 +7,9 @@
 //! - `probe-rate`: sustained probe rate and pacing error of the engine + Linux driver on a
 //!   namespace topology, next to Debian's scamper in the same run.
 //!
+//! - `soak`: large `vtnt trace` campaigns on the in-process lab under a virtual clock,
+//!   again and again, counting the runs that never end.
+//!
 //! - `deploy`: seed 000's evaluation (image size, memory with and without KSM, CPU,
 //!   deploy + execution time, density under memory and CPU budgets) for every runtime.
 //!
@@ -34,6 +37,39 @@ pub enum BenchCommand {
     /// size, memory (+KSM), CPU, deploy + execution time, density under 1 GB and a CPU
     /// budget; writes report.md and fig*.png to --out. Needs root and a running lab.
     Deploy(vtnt_deploy::BenchDeployArgs),
+    /// Large campaigns (`vtnt trace -P icmp-paris -q 1 -w 1` over the reference lab's
+    /// destinations repeated) driven like the Linux driver against the in-process lab
+    /// under a virtual clock, with lost replies and late receive times: counts the runs
+    /// that never end and prints their seeds.
+    Soak {
+        /// Campaigns to run.
+        #[arg(long, default_value_t = 20)]
+        runs: usize,
+        /// Traces per campaign.
+        #[arg(long, default_value_t = 100_000)]
+        targets: usize,
+        /// Probes per second (virtual).
+        #[arg(long, default_value_t = 50_000)]
+        pps: u32,
+        /// Traces probing at once, as `vtnt trace --window`.
+        #[arg(long, default_value_t = 1000)]
+        window: usize,
+        /// Virtual seconds after which a campaign still running did not end.
+        #[arg(long, default_value_t = 600)]
+        deadline_secs: u64,
+        /// Largest lag of the driver's clock behind the replies it reads, microseconds.
+        #[arg(long, default_value_t = 1000)]
+        lag_us: u64,
+        /// Share of replies lost on top of the lab's ICMP rate limits (0..=1).
+        #[arg(long, default_value_t = 0.02)]
+        loss: f64,
+        /// Seed of the first run, run k uses seed + k (random, and printed, when absent).
+        #[arg(long)]
+        seed: Option<u64>,
+        /// Print the report as JSON instead of a markdown table.
+        #[arg(long, default_value_t = false)]
+        json: bool,
+    },
     /// Sustained probe rate and pacing error of the engine + Linux driver through a Linux
     /// router in namespaces, with scamper (at its 10,000 pps ceiling) in the same run.
     /// Needs root and scamper.
@@ -61,6 +97,52 @@ pub fn run(cmd: BenchCommand) -> anyhow::Result<ExitCode> {
             seed,
             json,
         } => tnt_accuracy(topologies, seed, json),
+        BenchCommand::Soak {
+            runs,
+            targets,
+            pps,
+            window,
+            deadline_secs,
+            lag_us,
+            loss,
+            seed,
+            json,
+        } => {
+            anyhow::ensure!(
+                (1..=1_000_000).contains(&pps),
+                "--pps must lie in 1..=1000000"
+            );
+            anyhow::ensure!(
+                (1..=32_768).contains(&window),
+                "--window must lie in 1..=32768"
+            );
+            anyhow::ensure!(targets >= 1, "--targets must be at least 1");
+            anyhow::ensure!((0.0..=1.0).contains(&loss), "--loss must lie in 0..=1");
+            let seed = seed.unwrap_or_else(random_seed);
+            eprintln!("vtnt bench soak: seeds {seed}.. ({runs} runs)");
+            let opts = vtnt_bench::soak::SoakOptions {
+                runs,
+                targets,
+                pps,
+                window,
+                deadline_secs,
+                seed,
+                lag_us,
+                loss,
+            };
+            let report = vtnt_bench::soak::soak(&opts)
+                .map_err(|e| anyhow::anyhow!("soak (seed {seed}): {e}"))?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&report)?);
+            } else {
+                print!("{}", report.to_markdown());
+            }
+            Ok(if report.stuck().next().is_some() {
+                ExitCode::FAILURE
+            } else {
+                ExitCode::SUCCESS
+            })
+        }
         BenchCommand::Deploy(args) => {
             let report = vtnt_deploy::bench_deploy(&args)?;
             print!("{}", vtnt_deploy::report::markdown(&report));

@@ -5,7 +5,11 @@
 //! which gives round-robin among measurements with a probe due), a call back at an
 //! instant (one entry in the ordered `timers` set: a reply deadline, a `wait_probe` gap or
 //! a ping interval), or to be collected (its record becomes an [`Event`]). Replies find
-//! their slot through the flow key map (see [`crate::flow`]).
+//! their slot through the flow key map (see [`crate::flow`]). Wishes are read on the
+//! engine's own clock, the latest time any call gave: a reply's older receive time dates
+//! the reply but never makes a queued probe look not yet due (which once left it in
+//! neither the queue nor the timers, and the engine never idle). [`Engine::check`]
+//! verifies that every slot is in one of the two.
 
 use alloc::collections::{BTreeMap, BTreeSet, VecDeque};
 use alloc::vec::Vec;
@@ -82,6 +86,21 @@ struct Slot {
     run: Run,
 }
 
+/// What [`Engine::check`] found wrong: a slot index and a description.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stranded {
+    pub slot: usize,
+    pub what: &'static str,
+}
+
+impl core::fmt::Display for Stranded {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "engine slot {}: {}", self.slot, self.what)
+    }
+}
+
+impl core::error::Error for Stranded {}
+
 /// The sans-IO prober. See the crate documentation for the driver loop.
 #[derive(Debug)]
 pub struct Engine {
@@ -99,6 +118,9 @@ pub struct Engine {
     timers: BTreeSet<(Instant, usize)>,
     events: VecDeque<Event>,
     stats: Stats,
+    /// The latest time any call gave: the scheduling clock, which never goes backwards
+    /// even when a driver hands in a receive time older than an earlier call's `now`.
+    now: Instant,
 }
 
 impl Engine {
@@ -122,6 +144,7 @@ impl Engine {
             timers: BTreeSet::new(),
             events: VecDeque::new(),
             stats: Stats::default(),
+            now: Instant::ZERO,
         })
     }
 
@@ -137,6 +160,7 @@ impl Engine {
             .policy
             .check_target(job.dst(), self.config.pps)
             .map_err(JobError::Refused)?;
+        let now = self.tick(now);
         let id = MeasurementId(self.next_id);
         self.next_id += 1;
         self.queue.push_back((id, job));
@@ -144,12 +168,14 @@ impl Engine {
         Ok(id)
     }
 
-    /// Feeds one received IPv4 packet (starting at the IP header), received at `now`.
+    /// Feeds one received IPv4 packet (starting at the IP header), received at `rx`.
     /// Never panics, whatever the bytes; packets that answer no probe are counted in
-    /// [`Stats::unmatched`].
-    pub fn handle_packet(&mut self, now: Instant, ipv4_packet: &[u8]) {
+    /// [`Stats::unmatched`]. `rx` may be older than the `now` of earlier calls (a kernel
+    /// receive timestamp of a packet read late): it only dates the reply.
+    pub fn handle_packet(&mut self, rx: Instant, ipv4_packet: &[u8]) {
+        let now = self.tick(rx);
         self.advance(now);
-        match self.dispatch(now, ipv4_packet) {
+        match self.dispatch(rx, ipv4_packet) {
             Some(i) => {
                 self.stats.replies += 1;
                 self.reschedule(i, now);
@@ -159,18 +185,19 @@ impl Engine {
         }
     }
 
-    /// Hands the packet to the measurement it answers; returns that slot.
-    fn dispatch(&mut self, now: Instant, packet: &[u8]) -> Option<usize> {
+    /// Hands the packet received at `rx` to the measurement it answers; returns that slot.
+    fn dispatch(&mut self, rx: Instant, packet: &[u8]) -> Option<usize> {
         let r = reply::parse(packet).ok()?;
         let i = *self.keys.get(&probe::flow_key(&r)?)?;
         let outcome = match &mut self.slots.get_mut(i)?.as_mut()?.run {
-            Run::Trace(t) => t.on_reply(now, &r),
-            Run::Ping(p) => p.on_reply(now, &r),
+            Run::Trace(t) => t.on_reply(rx, &r),
+            Run::Ping(p) => p.on_reply(rx, &r),
         };
         (outcome != Outcome::Unmatched).then_some(i)
     }
     /// Handles every deadline up to `now` (reply timeouts, probe gaps, ping ends).
     pub fn handle_timeout(&mut self, now: Instant) {
+        let now = self.tick(now);
         self.advance(now);
         self.tidy_ready(now);
     }
@@ -180,13 +207,18 @@ impl Engine {
     /// until it returns `None`. Deadlines up to `now` are handled first.
     #[must_use]
     pub fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<Transmit> {
+        let now = self.tick(now);
         self.advance(now);
         loop {
             let &i = self.ready.front()?;
             let due = self.slots[i]
                 .as_ref()
                 .is_some_and(|s| s.run.wake(now) == Wake::Send);
-            if due && !self.pacer.allows(now) {
+            if !due {
+                self.unqueue_front(now);
+                continue;
+            }
+            if !self.pacer.allows(now) {
                 return None;
             }
             self.ready.pop_front();
@@ -194,9 +226,6 @@ impl Engine {
                 continue;
             };
             slot.in_ready = false;
-            if !due {
-                continue;
-            }
             let built = match &mut slot.run {
                 Run::Trace(t) => t.build(now, buf),
                 Run::Ping(p) => p.build(now, buf),
@@ -266,6 +295,61 @@ impl Engine {
         self.stats
     }
 
+    /// Checks the scheduler's bookkeeping: every running measurement waits on a timer or
+    /// in the send queue, and the queue and the timers name only running measurements,
+    /// each once. A measurement in neither would never send, time out or finish, and the
+    /// engine would never become idle. O(running measurements); the simulated drivers of
+    /// the tests and of `vtnt bench soak` call it every few rounds.
+    pub fn check(&self) -> Result<(), Stranded> {
+        let mut queued = alloc::vec![false; self.slots.len()];
+        for &i in &self.ready {
+            match (
+                self.slots.get(i).and_then(Option::as_ref),
+                queued.get_mut(i),
+            ) {
+                (Some(s), Some(q)) if s.in_ready && !*q => *q = true,
+                _ => {
+                    return Err(Stranded {
+                        slot: i,
+                        what: "a stale or repeated send-queue entry",
+                    })
+                }
+            }
+        }
+        for &(t, i) in &self.timers {
+            if self.slots.get(i).and_then(Option::as_ref).map(|s| s.timer) != Some(Some(t)) {
+                return Err(Stranded {
+                    slot: i,
+                    what: "a timer that is not its slot's",
+                });
+            }
+        }
+        let mut running = 0;
+        for (i, s) in self.slots.iter().enumerate() {
+            let Some(s) = s else { continue };
+            running += 1;
+            if s.in_ready != queued[i] {
+                return Err(Stranded {
+                    slot: i,
+                    what: "a slot marked queued but not in the queue",
+                });
+            }
+            if s.timer.is_none() && !s.in_ready {
+                return Err(Stranded {
+                    slot: i,
+                    what: "a running measurement with no timer and no probe queued",
+                });
+            }
+        }
+        if running != self.active {
+            return Err(Stranded {
+                slot: self.slots.len(),
+                what: "a wrong count of running measurements",
+            });
+        }
+        Ok(())
+    }
+
     /// Fires every timer up to `now`.
     fn advance(&mut self, now: Instant) {
         while let Some(&(t, i)) = self.timers.first() {
@@ -283,16 +367,36 @@ impl Engine {
         }
     }
 
+    /// Moves the time on to `now`, or keeps the latest time seen if `now` is older.
+    fn tick(&mut self, now: Instant) -> Instant {
+        self.now = self.now.max(now);
+        self.now
+    }
+
     /// Drops entries at the front of `ready` that no longer want to send, so that
     /// `poll_timeout` only reports the pacer when a probe is really due.
     fn tidy_ready(&mut self, now: Instant) {
         while let Some(&i) = self.ready.front() {
-            match self.slots[i].as_mut() {
-                Some(s) if s.run.wake(now) == Wake::Send => break,
-                Some(s) => s.in_ready = false,
-                None => {}
+            if self.slots[i]
+                .as_ref()
+                .is_some_and(|s| s.run.wake(now) == Wake::Send)
+            {
+                break;
             }
-            self.ready.pop_front();
+            self.unqueue_front(now);
+        }
+    }
+
+    /// Takes the front entry off `ready`, its measurement not wanting to send at `now`,
+    /// and puts that measurement where its wish says (a timer, or its end): a slot that
+    /// left the queue without a timer would never be woken again.
+    fn unqueue_front(&mut self, now: Instant) {
+        let Some(i) = self.ready.pop_front() else {
+            return;
+        };
+        if let Some(s) = self.slots[i].as_mut() {
+            s.in_ready = false;
+            self.reschedule(i, now);
         }
     }
 

@@ -19,8 +19,11 @@
 //! }
 //! ```
 //!
-//! `now` must never go backwards. `poll_transmit` handles due deadlines itself, so a
-//! driver that only calls it and `handle_packet` still works; `handle_timeout` is for
+//! The `now` given to `start`, `handle_timeout` and `poll_transmit` should not go
+//! backwards. A packet's receive time may be older than the last `now` (a kernel
+//! timestamp of a packet read late): it dates the reply, while the engine keeps
+//! scheduling on the latest time it was given. `poll_transmit` handles due deadlines
+//! itself, so a driver that only calls it and `handle_packet` still works; `handle_timeout` is for
 //! wake-ups with nothing to send (a finished measurement's event appears after it).
 //! Buffers handed to `poll_transmit` should hold [`MAX_PROBE_SIZE`] bytes; a probe that
 //! does not fit ends its measurement with `StopReason::Error`.
@@ -60,7 +63,7 @@ mod prober;
 mod trace;
 
 pub use config::{Config, ConfigError};
-pub use engine::{Engine, Event, MeasurementId, Stats, Transmit};
+pub use engine::{Engine, Event, MeasurementId, Stats, Stranded, Transmit};
 pub use job::{Job, JobError, PingOptions, TraceOptions, MAX_PROBE_SIZE};
 pub use prober::Prober;
 pub use vtnt_policy as policy;

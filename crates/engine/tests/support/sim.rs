@@ -315,6 +315,11 @@ fn host_answer(ip: &Ip, host: &Host, probe: &[u8], ttl_left: u8) -> Option<Vec<u
     Some(b)
 }
 
+/// Drivers check the engine's bookkeeping ([`Engine::check`]) every this many rounds: a
+/// measurement lost by the scheduler stays lost, so it is caught a little later, while
+/// checking every round would cost more than the simulation itself.
+const CHECK_EVERY: u64 = 64;
+
 /// Runs the engine against the network from `start` until it is idle; returns the
 /// finished records in completion order with their finishing time.
 pub fn run(
@@ -325,13 +330,16 @@ pub fn run(
     let mut now = start;
     let mut out = Vec::new();
     let mut buf = vec![0u8; vtnt_engine::MAX_PROBE_SIZE as usize];
-    for _ in 0..10_000_000u32 {
+    for round in 0..10_000_000u64 {
         while let Some(tx) = engine.poll_transmit(now, &mut buf) {
             assert_eq!(tx.len, u16::from_be_bytes([buf[2], buf[3]]) as usize);
             sim.send(now, &buf[..tx.len]);
         }
         while let Some(Event::Finished { id, record }) = engine.poll_event() {
             out.push((id, now, record));
+        }
+        if round.is_multiple_of(CHECK_EVERY) {
+            engine.check().expect("engine bookkeeping");
         }
         if engine.is_idle() {
             return out;
@@ -352,6 +360,57 @@ pub fn run(
         engine.handle_timeout(now);
     }
     panic!("simulation did not finish");
+}
+
+/// Runs the engine as the Linux driver does (`vtnt_linux::run`): each round reads the clock,
+/// handles timeouts, sends what the pacer allows, then sleeps until the engine's deadline
+/// (at most 1 s; a sleep of 1 ms or more ends at the first arrival) and hands in every
+/// packet that arrived, with its arrival time. The clock is read `latency` after the
+/// packets were read, so a reply arriving in between is handed in after the engine has
+/// seen a later `now`, as kernel receive timestamps are. Returns the records, or the
+/// number of records when the engine is still busy at `give_up`.
+pub fn run_like_linux(
+    engine: &mut Engine,
+    sim: &mut Sim,
+    start: Instant,
+    latency: Duration,
+    give_up: Instant,
+) -> Result<Vec<(MeasurementId, Instant, Record)>, usize> {
+    let mut read_at = start;
+    let mut out = Vec::new();
+    let mut buf = vec![0u8; vtnt_engine::MAX_PROBE_SIZE as usize];
+    let mut round = 0u64;
+    loop {
+        round += 1;
+        let now = read_at + latency;
+        engine.handle_timeout(now);
+        while let Some(tx) = engine.poll_transmit(now, &mut buf) {
+            sim.send(now, &buf[..tx.len]);
+        }
+        while let Some(Event::Finished { id, record }) = engine.poll_event() {
+            out.push((id, now, record));
+        }
+        if round.is_multiple_of(CHECK_EVERY) {
+            engine.check().expect("engine bookkeeping");
+        }
+        if engine.is_idle() {
+            return Ok(out);
+        }
+        if now > give_up {
+            return Err(out.len());
+        }
+        let cap = now + Duration::from_secs(1);
+        let mut wake = engine.poll_timeout().map_or(cap, |t| t.clamp(now, cap));
+        if wake >= now + Duration::from_millis(1) {
+            if let Some(a) = sim.next_arrival() {
+                wake = wake.min(a.max(now));
+            }
+        }
+        read_at = wake;
+        for (t, pkt) in sim.arrivals(read_at) {
+            engine.handle_packet(t, &pkt);
+        }
+    }
 }
 
 /// `a.b.c.d` shorthand.
