@@ -15,6 +15,7 @@ pub mod accuracy;
 pub mod drive;
 pub mod probe_rate;
 pub mod soak;
+pub mod soak_lab;
 
 pub use accuracy::{
     tnt_accuracy, topology_seed, AccuracyOptions, AccuracyReport, ClassScore, HiddenScore,

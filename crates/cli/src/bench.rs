@@ -69,6 +69,11 @@ pub enum BenchCommand {
         /// Print the report as JSON instead of a markdown table.
         #[arg(long, default_value_t = false)]
         json: bool,
+        /// Soak the real `vtnt trace` binary against a real lab namespace (`vtnt lab up`,
+        /// needs root) instead of the engine under a virtual clock; --deadline-secs is then
+        /// wall-clock time per run (--window, --lag-us, --loss and --seed do not apply).
+        #[arg(long, default_value_t = false)]
+        lab: bool,
     },
     /// Sustained probe rate and pacing error of the engine + Linux driver through a Linux
     /// router in namespaces, with scamper (at its 10,000 pps ceiling) in the same run.
@@ -107,19 +112,40 @@ pub fn run(cmd: BenchCommand) -> anyhow::Result<ExitCode> {
             loss,
             seed,
             json,
+            lab,
         } => {
-            anyhow::ensure!(
-                (1..=1_000_000).contains(&pps),
-                "--pps must lie in 1..=1000000"
-            );
+            vtnt_engine::policy::check_rate(pps).map_err(|e| anyhow::anyhow!("--pps: {e}"))?;
             anyhow::ensure!(
                 (1..=32_768).contains(&window),
                 "--window must lie in 1..=32768"
             );
             anyhow::ensure!(targets >= 1, "--targets must be at least 1");
             anyhow::ensure!((0.0..=1.0).contains(&loss), "--loss must lie in 0..=1");
+            if lab {
+                let opts = vtnt_bench::soak_lab::LabSoakOptions {
+                    runs,
+                    targets,
+                    pps,
+                    deadline_secs,
+                    vtnt: std::env::current_exe()?,
+                };
+                let report = vtnt_bench::soak_lab::soak_lab(&opts)?;
+                if json {
+                    println!("{}", serde_json::to_string_pretty(&report)?);
+                } else {
+                    print!("{}", report.to_markdown());
+                }
+                return Ok(if report.failed() > 0 {
+                    ExitCode::FAILURE
+                } else {
+                    ExitCode::SUCCESS
+                });
+            }
             let seed = seed.unwrap_or_else(random_seed);
-            eprintln!("vtnt bench soak: seeds {seed}.. ({runs} runs)");
+            eprintln!(
+                "vtnt bench soak: seeds {seed}..={} ({runs} runs)",
+                seed.wrapping_add((runs as u64).saturating_sub(1))
+            );
             let opts = vtnt_bench::soak::SoakOptions {
                 runs,
                 targets,
