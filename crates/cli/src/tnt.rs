@@ -160,7 +160,7 @@ pub fn run(a: TntArgs) -> anyhow::Result<ExitCode> {
     };
     let bar = probe::progress(n, "targets");
     let mut failed = 0usize;
-    vtnt_linux::run(&mut runner, &mut sockets, &clock, |r: TntResult| {
+    let stats = vtnt_linux::run(&mut runner, &mut sockets, &clock, |r: TntResult| {
         bar.inc(1);
         let Some(trace) = &r.trace else {
             failed += 1;
@@ -181,6 +181,7 @@ pub fn run(a: TntArgs) -> anyhow::Result<ExitCode> {
     })
     .context("probing")?;
     bar.finish_and_clear();
+    let some_unsent = probe::check_sent(&stats)?;
     out.finish()?;
     if let Some((f, mut w)) = sidecar {
         w.flush()?;
@@ -189,10 +190,10 @@ pub fn run(a: TntArgs) -> anyhow::Result<ExitCode> {
     }
     let s = runner.summary();
     eprintln!(
-        "vtnt: {} targets: tunnels explicit {} implicit {} opaque {} invisible-php {} invisible-uhp {}; {} LSRs revealed; {} not revealable; {} probes",
-        s.targets, s.explicit, s.implicit, s.opaque, s.invisible_php, s.invisible_uhp, s.lsrs_revealed, s.unrevealed, s.probes()
+        "vtnt: {} targets: tunnels explicit {} implicit {} opaque {} invisible-php {} invisible-uhp {}; {} LSRs revealed; {} not revealable; {} not revealed (send errors); {} probes",
+        s.targets, s.explicit, s.implicit, s.opaque, s.invisible_php, s.invisible_uhp, s.lsrs_revealed, s.unrevealed, s.reveal_send_errors, s.probes()
     );
-    Ok(if some_bad || failed > 0 {
+    Ok(if some_bad || failed > 0 || some_unsent {
         ExitCode::from(2)
     } else {
         ExitCode::SUCCESS

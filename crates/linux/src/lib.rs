@@ -16,7 +16,7 @@ mod sockets;
 
 pub use clock::Clock;
 pub use event_loop::{run, LoopStats};
-pub use sockets::RawSockets;
+pub use sockets::{RawSockets, Sent};
 pub use vtnt_engine::Prober;
 pub use vtnt_record::Instant;
 
