@@ -48,7 +48,8 @@ pub struct Common {
     /// Seed for probe identifiers (ICMP idents, source ports, Paris checksums and the tag
     /// every probe carries so that concurrent runs on one host never take each other's
     /// replies). Default: drawn from the process id and the time, so concurrent runs
-    /// differ; give one to make a run reproducible.
+    /// differ; give one to make a run reproducible (runs at the same time on one host
+    /// need different seeds).
     #[arg(long)]
     pub seed: Option<u64>,
     /// Measurements running at once; the rest wait their turn.
