@@ -150,7 +150,6 @@ impl TraceRun {
     pub fn unsent(&mut self, number: u16, errno: i32) {
         if usize::from(number) == self.probes.len() && !self.probes.is_empty() {
             self.probes.pop();
-            self.attempt = self.attempt.saturating_sub(1);
         }
         self.stop_with(StopReason::Error, u8::try_from(errno).unwrap_or(u8::MAX));
     }
