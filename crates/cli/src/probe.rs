@@ -64,9 +64,13 @@ pub struct Common {
     /// choice for the first target). vTNT does not spoof.
     #[arg(short = 'S', long = "src")]
     pub src: Option<Ipv4Addr>,
-    /// Seed for probe identifiers (ICMP ids, source ports, Paris checksums).
-    #[arg(long, default_value_t = 1)]
-    pub seed: u64,
+    /// Seed for probe identifiers (ICMP idents, source ports, Paris checksums and the tag
+    /// every probe carries so that concurrent runs on one host never take each other's
+    /// replies). Default: drawn from the process id and the time, so concurrent runs
+    /// differ; give one to make a run reproducible (runs at the same time on one host
+    /// need different seeds).
+    #[arg(long)]
+    pub seed: Option<u64>,
     /// Measurements running at once; the rest wait their turn.
     #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..=32768))]
     pub window: u32,
@@ -228,7 +232,7 @@ pub fn prepare(c: &Common, vantage: Vantage) -> anyhow::Result<(Vec<IpAddr>, Con
     let mut config = Config::new(src);
     config.pps = c.pps;
     config.burst = (c.pps / 1000).max(1);
-    config.seed = c.seed;
+    config.seed = c.seed.unwrap_or_else(default_seed);
     config.max_active = c.window as usize;
     config.policy = policy;
     Ok((good, config, !bad.is_empty()))
@@ -245,6 +249,31 @@ pub fn warn_unreachable_rate(c: &Common, gap: Duration) {
             c.pps, c.window, gap, most
         );
     }
+}
+
+/// A seed no other process on the host is likely to have: the process id and the time.
+fn default_seed() -> u64 {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    (u64::from(std::process::id()) << 32) ^ nanos
+}
+
+/// Reports the probes the kernel refused to send (`vtnt: N probes could not be sent:
+/// why`); fails when none could be sent at all. Returns whether some were refused.
+pub fn check_sent(stats: &vtnt_linux::LoopStats) -> anyhow::Result<bool> {
+    let Some(errno) = stats.first_send_error else {
+        return Ok(false);
+    };
+    let why = std::io::Error::from_raw_os_error(errno);
+    eprintln!(
+        "vtnt: {} probes could not be sent: {why}",
+        stats.send_errors
+    );
+    if stats.sent == 0 {
+        anyhow::bail!("no probe could be sent");
+    }
+    Ok(true)
 }
 
 /// A progress bar on stderr for long target lists, hidden when stderr is not a terminal.
@@ -287,10 +316,11 @@ pub fn run_jobs(c: &Common, jobs: impl Fn(IpAddr) -> Job, what: &str) -> anyhow:
     })
     .context("probing")?;
     bar.finish_and_clear();
+    let some_unsent = check_sent(&stats)?;
     let records = out.finish()?;
     Ok(if stats.interrupted {
         interrupt::report(records, c.output.as_deref())
-    } else if some_bad {
+    } else if some_bad || some_unsent {
         ExitCode::from(2)
     } else {
         ExitCode::SUCCESS

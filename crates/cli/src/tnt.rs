@@ -229,6 +229,7 @@ pub fn run(a: TntArgs) -> anyhow::Result<ExitCode> {
     })
     .context("probing")?;
     bar.finish_and_clear();
+    let some_unsent = probe::check_sent(&stats)?;
     let records = out.finish()?;
     if let Some((f, mut w)) = sidecar {
         w.flush()?;
@@ -237,12 +238,12 @@ pub fn run(a: TntArgs) -> anyhow::Result<ExitCode> {
     }
     let s = runner.summary();
     eprintln!(
-        "vtnt: {} targets: tunnels explicit {} implicit {} opaque {} invisible-php {} invisible-uhp {}; {} LSRs revealed; {} not revealable; {} probes",
-        s.targets, s.explicit, s.implicit, s.opaque, s.invisible_php, s.invisible_uhp, s.lsrs_revealed, s.unrevealed, s.probes()
+        "vtnt: {} targets: tunnels explicit {} implicit {} opaque {} invisible-php {} invisible-uhp {}; {} LSRs revealed; {} not revealable; {} not revealed (send errors); {} probes",
+        s.targets, s.explicit, s.implicit, s.opaque, s.invisible_php, s.invisible_uhp, s.lsrs_revealed, s.unrevealed, s.reveal_send_errors, s.probes()
     );
     Ok(if stats.interrupted {
         interrupt::report(records, a.common.output.as_deref())
-    } else if some_bad || failed > 0 {
+    } else if some_bad || failed > 0 || some_unsent {
         ExitCode::from(2)
     } else {
         ExitCode::SUCCESS

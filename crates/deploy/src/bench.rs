@@ -42,8 +42,9 @@ pub struct BenchDeployArgs {
     /// The lab whose network every runtime joins (`vtnt lab up`).
     #[arg(long, default_value = crate::DEFAULT_LAB)]
     pub lab: String,
-    /// The job, as `vtnt` words.
-    #[arg(long, default_value = "trace -P icmp-paris 203.0.113.10")]
+    /// The job, as `vtnt` words. Give it a `--seed` so that every runtime probes the
+    /// same flows (and so the same paths) as the native run it is compared with.
+    #[arg(long, default_value = "trace -P icmp-paris --seed 1 203.0.113.10")]
     pub job: String,
     /// Image server bandwidth, Mbit/s (the paper's Internet download).
     #[arg(long, default_value_t = crate::DEFAULT_BANDWIDTH_MBPS)]

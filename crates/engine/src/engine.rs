@@ -19,7 +19,7 @@ use vtnt_record::{Method, Record, StopReason};
 use vtnt_wire::reply;
 
 use crate::config::{Config, ConfigError};
-use crate::flow::{Flow, FlowKey, IdPool, Rng};
+use crate::flow::{self, Flow, FlowKey, IdPool, Rng};
 use crate::pacer::Pacer;
 use crate::ping::PingRun;
 use crate::probe;
@@ -56,6 +56,8 @@ pub struct Stats {
     pub replies: u64,
     /// Packets that matched nothing (unparsable, foreign, late after the end).
     pub unmatched: u64,
+    /// Probes the driver could not send ([`Engine::handle_send_error`]).
+    pub send_errors: u64,
 }
 
 #[derive(Debug)]
@@ -108,6 +110,8 @@ pub struct Engine {
     pacer: Pacer,
     rng: Rng,
     pool: IdPool,
+    /// Carried by every probe: see [`flow::instance_tag`].
+    tag: u16,
     next_id: u64,
     queue: VecDeque<(MeasurementId, Job)>,
     slots: Vec<Option<Slot>>,
@@ -129,11 +133,13 @@ impl Engine {
         config.validate()?;
         let mut rng = Rng::new(config.seed);
         let pool = IdPool::new(&mut rng);
+        let tag = flow::instance_tag(config.seed);
         Ok(Engine {
             pacer: Pacer::new(config.pps, config.burst),
             config,
             rng,
             pool,
+            tag,
             next_id: 0,
             queue: VecDeque::new(),
             slots: Vec::new(),
@@ -183,6 +189,35 @@ impl Engine {
             }
             None => self.stats.unmatched += 1,
         }
+    }
+
+    /// Tells the engine that the driver could not send `probe` (a packet from
+    /// [`Engine::poll_transmit`]) at `now`: the OS said `errno`. A trace stops with
+    /// `StopReason::Error` (stop data: `errno`, as scamper), a ping ends; neither counts
+    /// the probe as sent. Counted in [`Stats::send_errors`]; a packet that is not a probe
+    /// of a running measurement is ignored.
+    pub fn handle_send_error(&mut self, now: Instant, probe: &[u8], errno: i32) {
+        let now = self.tick(now);
+        self.advance(now);
+        self.stats.send_errors += 1;
+        let Some((key, number)) = reply::parse(probe)
+            .ok()
+            .and_then(|p| probe::sent_probe(&p, self.tag))
+        else {
+            return;
+        };
+        let Some(&i) = self.keys.get(&key) else {
+            return;
+        };
+        let Some(slot) = self.slots[i].as_mut() else {
+            return;
+        };
+        match &mut slot.run {
+            Run::Trace(t) => t.unsent(number, errno),
+            Run::Ping(p) => p.unsent(number, now),
+        }
+        self.reschedule(i, now);
+        self.tidy_ready(now);
     }
 
     /// Hands the packet received at `rx` to the measurement it answers; returns that slot.
@@ -505,6 +540,7 @@ impl Engine {
                 key: FlowKey { proto, id, dst },
                 dport,
                 icmp_sum,
+                tag: self.tag,
             },
             pooled,
         ))

@@ -6,6 +6,11 @@
 //! destination)`. ICMP errors quote exactly these fields of the probe, and replies from
 //! the destination carry them back (echo ident, TCP destination port), so a reply finds
 //! its measurement with one map lookup, whatever order replies arrive in.
+//!
+//! Other processes on the host probe too, and raw sockets hand every reply to every
+//! one of them: an engine-wide [`instance_tag`], drawn from the seed and carried by every
+//! probe (see [`crate::probe`]), tells this engine's replies from theirs even when both
+//! picked the same identifier for the same destination.
 
 use alloc::vec;
 use alloc::vec::Vec;
@@ -32,6 +37,8 @@ pub(crate) struct Flow {
     pub dport: u16,
     /// Constant ICMP checksum of Paris ICMP traces; 0 otherwise.
     pub icmp_sum: u16,
+    /// The engine's [`instance_tag`].
+    pub tag: u16,
 }
 
 impl Flow {
@@ -68,6 +75,12 @@ impl Rng {
             }
         }
     }
+}
+
+/// The engine-wide tag every probe carries, from the seed. Drawn from its own stream so
+/// that the identifiers and checksums a seed gives stay what they were.
+pub(crate) fn instance_tag(seed: u64) -> u16 {
+    Rng::new(seed ^ 0x7461_6700_7461_6700).next_u64() as u16
 }
 
 /// Identifiers handed out by the engine: 0x8000..=0xffff, as scamper keeps its ICMP

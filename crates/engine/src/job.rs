@@ -34,9 +34,10 @@ pub struct TraceOptions {
     pub sport: Option<u16>,
     /// `-d`: destination port (UDP 33435, TCP 80 when `None`).
     pub dport: Option<u16>,
-    /// IP length of each probe (44, as scamper's default). At least 30 for ICMP and UDP
-    /// (headers and the two payload bytes that pin the checksum), 40 for TCP; TCP probes
-    /// longer than 40 bytes carry zero payload. At most [`MAX_PROBE_SIZE`].
+    /// IP length of each probe (44, as scamper's default). At least 30 for UDP (headers
+    /// and the two payload bytes that pin the checksum), 32 for ICMP (two more for the
+    /// engine's tag), 40 for TCP; TCP probes longer than 40 bytes carry zero payload. At
+    /// most [`MAX_PROBE_SIZE`].
     pub probe_size: u16,
     /// `-t`: IP ToS byte (0).
     pub tos: u8,
@@ -88,7 +89,7 @@ impl TraceOptions {
         )?;
         check("wait_probe", "0..=2s", self.wait_probe <= MAX_WAIT_PROBE)?;
         check_ports(self.sport, self.dport)?;
-        check_size(self.method, self.probe_size, 2)
+        check_size(self.method, self.probe_size)
     }
 }
 
@@ -108,7 +109,8 @@ pub struct PingOptions {
     pub timeout: Duration,
     pub sport: Option<u16>,
     pub dport: Option<u16>,
-    /// IP length of each probe (84, as scamper's default ICMP ping).
+    /// IP length of each probe (84, as scamper's default ICMP ping); the least is as for
+    /// traces.
     pub probe_size: u16,
     pub userid: u32,
 }
@@ -155,13 +157,7 @@ impl PingOptions {
             (MIN_WAIT..=MAX_WAIT).contains(&self.timeout),
         )?;
         check_ports(self.sport, self.dport)?;
-        // Pings pin no ICMP checksum, but UDP pings carry the probe number in theirs.
-        let pin = if self.method == Method::UdpParis {
-            2
-        } else {
-            0
-        };
-        check_size(self.method, self.probe_size, pin)
+        check_size(self.method, self.probe_size)
     }
 }
 
@@ -182,12 +178,13 @@ fn check_ports(sport: Option<u16>, dport: Option<u16>) -> Result<(), JobError> {
     check("dport", "1..=65535", dport != Some(0))
 }
 
-/// `pin`: payload bytes needed to steer the checksum (ICMP and UDP Paris probes).
-fn check_size(method: Method, size: u16, pin: u16) -> Result<(), JobError> {
-    let (min, range) = match (method, pin) {
-        (Method::Tcp, _) => (40, "40..=1500"),
-        (_, 0) => (28, "28..=1500"),
-        _ => (28 + pin, "30..=1500"),
+/// UDP probes need two payload bytes to steer their checksum; ICMP probes two for that
+/// and two for the engine's tag (see the `probe` module).
+fn check_size(method: Method, size: u16) -> Result<(), JobError> {
+    let (min, range) = match method {
+        Method::Tcp => (40, "40..=1500"),
+        Method::UdpParis => (30, "30..=1500"),
+        Method::IcmpParis => (32, "32..=1500"),
     };
     check("probe_size", range, (min..=MAX_PROBE_SIZE).contains(&size))
 }

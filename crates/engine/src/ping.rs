@@ -79,6 +79,15 @@ impl PingRun {
         self.end = Some(now);
     }
 
+    /// Probe `number` could not be sent: it no longer counts as sent and the ping ends
+    /// now, as scamper's does on a send error.
+    pub fn unsent(&mut self, number: u16, now: Instant) {
+        if usize::from(number) == self.sent.len() {
+            self.sent.pop();
+        }
+        self.end = Some(now);
+    }
+
     pub fn on_reply(&mut self, now: Instant, r: &Reply<'_>) -> Outcome {
         if matches!(self.end, Some(end) if end <= now) {
             return Outcome::Unmatched;
@@ -109,7 +118,7 @@ impl PingRun {
             reply_ttl: r.ttl,
             reply_tos: r.tos,
             reply_proto: f.proto,
-            probe_ipid: n,
+            probe_ipid: probe::ip_id(self.flow.tag, n),
             reply_ipid: r.ipid,
             icmp: f.icmp,
             tcp_flags: f.tcp_flags,
@@ -136,9 +145,10 @@ impl PingRun {
             ttl: self.opts.ttl,
             wait: self.opts.interval,
             timeout: self.opts.timeout,
-            // Probe n carries sequence number n: the first probe's is reported.
+            // Probe n carries sequence number n (under the tag): the first probe's is
+            // reported.
             tcp_seq: if self.opts.method == vtnt_record::Method::Tcp {
-                1
+                probe::tcp_seq(self.flow.tag, 1)
             } else {
                 0
             },

@@ -1,17 +1,24 @@
 //! Probes as bytes, and replies back to probe numbers.
 //!
 //! Every probe of a measurement carries a probe number (1, 2, ...) in a field the reply
-//! brings back, while the fields load balancers hash stay constant (Paris traceroute):
+//! brings back, while the fields load balancers hash stay constant (Paris traceroute).
+//! It also carries the engine's instance tag (see [`crate::flow::instance_tag`]), so a
+//! reply to another process's probe is never taken for ours, even when that process uses
+//! the same ident or port towards the same destination (raw sockets deliver every reply
+//! to every process):
 //!
-//! | method | constant | probe number in | an ICMP error quotes | the destination answers |
-//! |---|---|---|---|---|
-//! | ICMP echo | type, code, ident, checksum | sequence | ident, seq | echo reply (ident, seq) |
-//! | UDP | ports | UDP checksum (never 0) | ports, checksum | port unreachable (quote) |
-//! | TCP SYN | ports | sequence number | ports, seq | RST or SYN-ACK, ack = seq + 1 |
+//! | method | constant | probe number in | tag in | an ICMP error quotes | the destination answers |
+//! |---|---|---|---|---|---|
+//! | ICMP echo | type, code, ident, checksum, payload | sequence | IP ID; payload bytes 2..4 | IP ID, ident, seq | echo reply (ident, seq, payload) |
+//! | UDP | ports | UDP checksum (never 0) | IP ID | IP ID, ports, checksum | port unreachable (quote) |
+//! | TCP SYN | ports | sequence number, low 16 bits | sequence number, high 16 bits | ports, seq | RST or SYN-ACK, ack = seq + 1 |
 //!
-//! The IP ID also carries the probe number; UDP falls back to it when a middlebox
-//! rewrote the checksum to zero. Nothing here trusts the reply: every field is checked
-//! against the measurement's flow and the probes actually sent.
+//! The IP ID is [`ip_id`]`(tag, number)`: tag and number together, never 0 (Linux
+//! replaces a zero IP ID of a raw packet). UDP falls back to it for the probe number when
+//! a middlebox rewrote the checksum to zero; the tag is then unchecked. Paris ICMP traces
+//! pin their checksum with payload bytes 0..2, after the tag is written. Nothing here
+//! trusts the reply: every field is checked against the measurement's flow and the
+//! probes actually sent.
 
 use alloc::vec::Vec;
 use core::net::{IpAddr, Ipv4Addr};
@@ -27,6 +34,9 @@ use crate::flow::{Flow, FlowKey};
 static ZEROS: [u8; crate::MAX_PROBE_SIZE as usize] = [0; crate::MAX_PROBE_SIZE as usize];
 
 const IP_UDP_ICMP_HEADERS: u16 = 28;
+/// Where the tag sits in an ICMP probe's payload (after the two checksum-pinning bytes).
+const ICMP_TAG_AT: usize = 2;
+
 const IP_TCP_HEADERS: u16 = 40;
 /// TCP window of the SYN probes (Linux's default for a SYN of this size).
 const TCP_WINDOW: u16 = 5840;
@@ -51,6 +61,28 @@ pub(crate) fn protocol(method: Method) -> u8 {
     }
 }
 
+/// The IP ID of probe `number` of an engine with `tag`: their sum over 1..=65535, so it
+/// is never 0 and gives the number back ([`number_of_ip_id`]).
+pub(crate) fn ip_id(tag: u16, number: u16) -> u16 {
+    ((u32::from(tag) + u32::from(number) + 0xfffe) % 0xffff + 1) as u16
+}
+
+/// The probe number whose IP ID is `ipid` (0 is no probe's).
+fn number_of_ip_id(tag: u16, ipid: u16) -> Option<u16> {
+    let back = (u32::from(ipid) + 0xffff - 1 - u32::from(tag) % 0xffff) % 0xffff;
+    (ipid != 0).then_some((back + 1) as u16)
+}
+
+/// The TCP sequence number of probe `number` of an engine with `tag`.
+pub(crate) fn tcp_seq(tag: u16, number: u16) -> u32 {
+    u32::from(tag) << 16 | u32::from(number)
+}
+
+/// The probe number a TCP sequence number of ours carries.
+fn number_of_tcp_seq(tag: u16, seq: u32) -> Option<u16> {
+    (seq >> 16 == u32::from(tag)).then_some(seq as u16)
+}
+
 /// Writes probe `p` of `flow` at the start of `buf`; returns its length.
 pub(crate) fn build(buf: &mut [u8], flow: &Flow, p: &Probe) -> Result<usize, Error> {
     let ip = Ip {
@@ -58,21 +90,28 @@ pub(crate) fn build(buf: &mut [u8], flow: &Flow, p: &Probe) -> Result<usize, Err
         dst: flow.key.dst,
         ttl: p.ttl,
         tos: p.tos,
-        ipid: p.number,
+        ipid: ip_id(flow.tag, p.number),
     };
     match flow.key.proto {
         proto::ICMP => {
             let payload = payload(p.size, IP_UDP_ICMP_HEADERS)?;
-            let pin = (flow.icmp_sum != 0).then_some(flow.icmp_sum);
-            build::icmp_echo(
+            let n = build::icmp_echo(
                 buf,
                 &ip,
                 icmp_type::ECHO_REQUEST,
                 flow.sport(),
                 p.number,
                 payload,
-                pin,
-            )
+                None,
+            )?;
+            let m = buf.get_mut(20..n).ok_or(Error::Truncated)?;
+            let at = 8 + ICMP_TAG_AT;
+            m.get_mut(at..at + 2)
+                .ok_or(Error::Truncated)?
+                .copy_from_slice(&flow.tag.to_be_bytes());
+            let pin = (flow.icmp_sum != 0).then_some(flow.icmp_sum);
+            build::icmp_echo_checksum(m, pin)?;
+            Ok(n)
         }
         proto::UDP => {
             let payload = payload(p.size, IP_UDP_ICMP_HEADERS)?;
@@ -82,7 +121,7 @@ pub(crate) fn build(buf: &mut [u8], flow: &Flow, p: &Probe) -> Result<usize, Err
             let t = build::Tcp {
                 sport: flow.sport(),
                 dport: flow.dport,
-                seq: p.number as u32,
+                seq: tcp_seq(flow.tag, p.number),
                 ack: 0,
                 flags: tcp_flags::SYN,
                 window: TCP_WINDOW,
@@ -167,32 +206,40 @@ fn is_error(t: u8) -> bool {
     t == icmp_type::TIME_EXCEEDED || t == icmp_type::DEST_UNREACH
 }
 
-/// The probe number `r` answers, if it fits `flow`; `sent(n)` says whether probe `n`
-/// was sent, `tcp_payload` is the payload length of TCP probes.
+/// The probe number `r` answers, if it fits `flow` and carries its tag; `sent(n)` says
+/// whether probe `n` was sent, `tcp_payload` is the payload length of TCP probes.
 pub(crate) fn probe_number(
     flow: &Flow,
     r: &Reply<'_>,
     tcp_payload: u32,
     sent: impl Fn(u16) -> bool,
 ) -> Option<u16> {
+    let tag = flow.tag;
     let n = match r.body {
-        Body::IcmpError { quote, .. } => match quote.transport {
-            QuotedTransport::Icmp { seq, .. } => seq,
-            QuotedTransport::Udp {
-                dport, checksum, ..
-            } if dport == flow.dport => {
-                if checksum != 0 && sent(checksum) {
-                    checksum
-                } else {
-                    quote.ipid
+        Body::IcmpError { quote, .. } => {
+            let n = match quote.transport {
+                QuotedTransport::Icmp { seq, .. } => seq,
+                QuotedTransport::Udp {
+                    dport, checksum, ..
+                } if dport == flow.dport => {
+                    if checksum != 0 && sent(checksum) {
+                        checksum
+                    } else {
+                        number_of_ip_id(tag, quote.ipid)?
+                    }
                 }
-            }
-            QuotedTransport::Tcp { dport, seq, .. } if dport == flow.dport => {
-                u16::try_from(seq).ok()?
-            }
-            _ => return None,
-        },
-        Body::Echo { seq, .. } => seq,
+                QuotedTransport::Tcp { dport, seq, .. } if dport == flow.dport => {
+                    return number_of_tcp_seq(tag, seq).filter(|&n| sent(n));
+                }
+                _ => return None,
+            };
+            (quote.ipid == ip_id(tag, n)).then_some(n)?
+        }
+        Body::Echo { seq, payload, .. } => {
+            let at = ICMP_TAG_AT;
+            let echoed = payload.get(at..at + 2)?;
+            (echoed == tag.to_be_bytes()).then_some(seq)?
+        }
         Body::Tcp {
             sport, ack, flags, ..
         } if sport == flow.dport => {
@@ -204,12 +251,30 @@ pub(crate) fn probe_number(
             let with_payload = plain.wrapping_sub(tcp_payload);
             [plain, with_payload]
                 .into_iter()
-                .filter_map(|a| u16::try_from(a).ok())
+                .filter_map(|a| number_of_tcp_seq(tag, a))
                 .find(|&a| sent(a))?
         }
         _ => return None,
     };
     sent(n).then_some(n)
+}
+
+/// The flow and probe number of a probe this engine built (`p` is the probe parsed),
+/// e.g. one the driver could not send.
+pub(crate) fn sent_probe(p: &Reply<'_>, tag: u16) -> Option<(FlowKey, u16)> {
+    let dst = v4(p.dst)?;
+    let (proto, id) = match p.body {
+        Body::Echo {
+            icmp_type: icmp_type::ECHO_REQUEST,
+            ident,
+            ..
+        } => (proto::ICMP, ident),
+        Body::Udp { sport, .. } => (proto::UDP, sport),
+        Body::Tcp { sport, .. } => (proto::TCP, sport),
+        _ => return None,
+    };
+    let number = number_of_ip_id(tag, p.ipid)?;
+    Some((FlowKey { proto, id, dst }, number))
 }
 
 /// The parts of a reply both traces and pings record.
@@ -287,6 +352,7 @@ mod tests {
             },
             dport: 33435,
             icmp_sum: 0,
+            tag: 0xfff0,
         }
     }
 
@@ -311,12 +377,25 @@ mod tests {
         assert!(matches!(
             r.body,
             Body::Tcp {
-                seq: 7,
+                seq: 0xfff0_0007,
                 flags: tcp_flags::SYN,
                 ..
             }
         ));
         assert_eq!(b[44], 0xa5);
+    }
+
+    #[test]
+    fn ip_ids_are_never_zero_and_give_the_number_back() {
+        for tag in [0, 1, 0x7fff, 0xfffe, 0xffff] {
+            for n in [1, 2, 0x8000, 0xfffe, 0xffff] {
+                let id = ip_id(tag, n);
+                assert_ne!(id, 0, "tag {tag:#x} n {n}");
+                assert_eq!(number_of_ip_id(tag, id), Some(n), "tag {tag:#x} n {n}");
+            }
+            assert_eq!(number_of_ip_id(tag, 0), None);
+        }
+        assert_eq!(ip_id(0x1000, 1), 0x1001);
     }
 
     #[test]

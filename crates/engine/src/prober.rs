@@ -5,7 +5,8 @@
 use crate::{Engine, Event, Instant};
 
 /// What a driver needs from a sans-IO prober. Call order per wake-up: `handle_packet` for
-/// every received packet, `handle_timeout`, then `poll_transmit` until `None`, then
+/// every received packet, `handle_timeout`, then `poll_transmit` until `None` (with
+/// `handle_send_error` for each packet that could not be sent), then
 /// `poll_output` until `None`; sleep until `poll_timeout` or the next packet; stop when
 /// `is_idle`.
 pub trait Prober {
@@ -13,6 +14,9 @@ pub trait Prober {
     type Output;
     /// A received IPv4 packet and the time it arrived.
     fn handle_packet(&mut self, now: Instant, packet: &[u8]);
+    /// The driver could not send `packet` (from `poll_transmit`); the OS said `errno`.
+    /// Call it in place of sending, before the next `poll_transmit`.
+    fn handle_send_error(&mut self, now: Instant, packet: &[u8], errno: i32);
     /// Lets the prober act on deadlines that have passed.
     fn handle_timeout(&mut self, now: Instant);
     /// Writes the next IPv4 packet to send into `buf` and returns its length.
@@ -29,6 +33,9 @@ impl Prober for Engine {
     type Output = Event;
     fn handle_packet(&mut self, now: Instant, packet: &[u8]) {
         Engine::handle_packet(self, now, packet)
+    }
+    fn handle_send_error(&mut self, now: Instant, packet: &[u8], errno: i32) {
+        Engine::handle_send_error(self, now, packet, errno)
     }
     fn handle_timeout(&mut self, now: Instant) {
         Engine::handle_timeout(self, now)

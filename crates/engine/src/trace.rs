@@ -144,6 +144,16 @@ impl TraceRun {
         self.stop_with(reason, 0);
     }
 
+    /// Probe `number` could not be sent (the OS said `errno`): it no longer counts as
+    /// sent, and the trace stops with ERROR, the errno as stop data (scamper's
+    /// `trace_handleerror`).
+    pub fn unsent(&mut self, number: u16, errno: i32) {
+        if usize::from(number) == self.probes.len() && !self.probes.is_empty() {
+            self.probes.pop();
+        }
+        self.stop_with(StopReason::Error, u8::try_from(errno).unwrap_or(u8::MAX));
+    }
+
     pub fn on_timer(&mut self, now: Instant) {
         let State::Wait(deadline) = self.state else {
             return;

@@ -43,7 +43,14 @@ fn trace_options_out_of_range_are_named() {
         ("wait_probe", |o| o.wait_probe = Duration::from_millis(2001)),
         ("sport", |o| o.sport = Some(0)),
         ("dport", |o| o.dport = Some(0)),
-        ("probe_size", |o| o.probe_size = 29),
+        ("probe_size", |o| {
+            o.method = Method::IcmpParis;
+            o.probe_size = 31
+        }),
+        ("probe_size", |o| {
+            o.method = Method::UdpParis;
+            o.probe_size = 29
+        }),
         ("probe_size", |o| o.probe_size = 1501),
         ("probe_size", |o| {
             o.method = Method::Tcp;
@@ -66,7 +73,7 @@ fn ping_options_out_of_range_are_named() {
         ("ttl", |o| o.ttl = 0),
         ("timeout", |o| o.timeout = Duration::from_secs(3600)),
         ("sport", |o| o.sport = Some(0)),
-        ("probe_size", |o| o.probe_size = 27),
+        ("probe_size", |o| o.probe_size = 31),
         ("probe_size", |o| {
             o.method = Method::UdpParis;
             o.probe_size = 29
@@ -93,12 +100,12 @@ fn limits_themselves_are_accepted() {
     o.gaplimit = 255;
     o.wait = Duration::from_millis(1);
     o.wait_probe = Duration::from_secs(2);
-    o.probe_size = 30;
+    o.probe_size = 32;
     o.loops = 0;
     e.start(Instant::ZERO, Job::Trace(o)).unwrap();
     let mut p = PingOptions::new(DST);
     p.count = u16::MAX;
-    p.probe_size = 28;
+    p.probe_size = 32;
     p.interval = Duration::from_secs(60);
     e.start(Instant::ZERO, Job::Ping(p)).unwrap();
 }

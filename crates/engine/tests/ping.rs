@@ -55,9 +55,11 @@ fn icmp_ping_four_probes_a_second_apart() {
             (r.icmp, r.tcp_flags, r.reply_proto),
             (Some((icmp_type::ECHO_REPLY, 0)), None, proto::ICMP)
         );
+        // Consecutive IP IDs from the engine's tag.
+        let first = p.responses[0].probe_ipid;
         assert_eq!(
             (r.reply_ttl, r.reply_size, r.probe_ipid),
-            (62, 84, i as u16 + 1)
+            (62, 84, first + i as u16)
         );
     }
     // finished one timeout after the last probe
@@ -118,7 +120,7 @@ fn reordered_replies_keep_their_sequence_numbers() {
     o.timeout = Duration::from_secs(2);
     let (p, _, _) = ping_with(o, |s| {
         s.shaper = Some(Box::new(|v| {
-            Some(if v.ipid == 1 {
+            Some(if v.number == 1 {
                 Duration::from_millis(1500)
             } else {
                 Duration::ZERO
@@ -142,7 +144,7 @@ fn replies_after_the_timeout_are_not_recorded() {
     o.count = 2;
     let (p, _, _) = ping_with(o, |s| {
         s.shaper = Some(Box::new(|v| {
-            Some(if v.ipid == 2 {
+            Some(if v.number == 2 {
                 Duration::from_secs(3)
             } else {
                 Duration::ZERO
@@ -173,7 +175,7 @@ fn lost_replies_are_just_missing() {
     o.count = 5;
     o.interval = Duration::from_millis(10);
     let (p, _, _) = ping_with(o, |s| {
-        s.shaper = Some(Box::new(|v| (v.ipid % 2 == 1).then_some(Duration::ZERO)))
+        s.shaper = Some(Box::new(|v| (v.number % 2 == 1).then_some(Duration::ZERO)))
     });
     assert_eq!(p.ping_sent, 5);
     let seqs: Vec<u16> = p.responses.iter().map(|r| r.seq).collect();

@@ -320,7 +320,7 @@ fn late_replies_are_matched_by_what_they_quote_not_by_order() {
     o.wait = Duration::from_millis(100);
     let (t, _, _) = trace_with(o, path, |sim| {
         sim.shaper = Some(Box::new(|p| {
-            Some(Duration::from_millis(match p.ipid {
+            Some(Duration::from_millis(match p.number {
                 2 => 120,
                 3 => 100,
                 _ => 0,
@@ -425,8 +425,9 @@ fn paris_flow_fields_are_constant_for_every_probe() {
                     ..
                 } => {
                     assert_eq!(flags, tcp_flags::SYN);
-                    flows.insert((sport as u32, dport as u32, 0, 0));
-                    numbers.push(seq);
+                    // The engine's tag in the high 16 bits is constant too.
+                    flows.insert((sport as u32, dport as u32, seq >> 16, 0));
+                    numbers.push(seq & 0xffff);
                 }
                 other => panic!("unexpected probe {other:?}"),
             }

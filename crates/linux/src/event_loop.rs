@@ -26,6 +26,10 @@ pub struct LoopStats {
     pub send_stalls: u64,
     /// [`run_until`] was told to stop before the prober was idle.
     pub interrupted: bool,
+    /// Probes the kernel refused to send (no route, ...), handed back to the prober.
+    pub send_errors: u64,
+    /// The errno of the first of them.
+    pub first_send_error: Option<i32>,
 }
 
 /// Runs `prober` until it is idle, passing each finished measurement to `output`.
@@ -75,8 +79,14 @@ pub fn run_until<P: Prober>(
                 break;
             }
             let pkts: Vec<&[u8]> = lens.iter().zip(&batch).map(|(l, b)| &b[..*l]).collect();
-            let sent = sockets.send_batch(&pkts)?;
-            stats.sent += sent as u64;
+            let mut refused = 0;
+            let sent = sockets.send_batch(&pkts, |pkt, errno| {
+                refused += 1;
+                stats.first_send_error.get_or_insert(errno as i32);
+                prober.handle_send_error(now, pkt, errno as i32);
+            })?;
+            stats.send_errors += refused;
+            stats.sent += sent as u64 - refused;
             let full = lens.len() == BATCH;
             lens.drain(..sent);
             batch.rotate_left(sent);

@@ -19,7 +19,7 @@ mod sockets;
 pub use clock::Clock;
 pub use event_loop::{run, run_until, LoopStats};
 pub use route::{lab_access, own_addresses};
-pub use sockets::RawSockets;
+pub use sockets::{RawSockets, Sent};
 pub use vtnt_engine::Prober;
 pub use vtnt_record::Instant;
 

@@ -13,6 +13,32 @@ use nix::sys::socket::{
 
 use crate::{Clock, Error, Instant};
 
+/// What became of one packet handed to [`RawSockets::send`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sent {
+    Yes,
+    /// The kernel has no room now: try again later.
+    NoRoom,
+    /// The kernel will not send this packet (no route, a firewall, a bad packet): the
+    /// prober's business ([`crate::Prober::handle_send_error`]), not the loop's.
+    Refused(Errno),
+}
+
+/// Errors that concern one packet, not the socket.
+fn refused(e: Errno) -> bool {
+    matches!(
+        e,
+        Errno::ENETUNREACH
+            | Errno::EHOSTUNREACH
+            | Errno::EINVAL
+            | Errno::EPERM
+            | Errno::EACCES
+            | Errno::EMSGSIZE
+            | Errno::EADDRNOTAVAIL
+            | Errno::ENETDOWN
+    )
+}
+
 /// The sockets of one prober.
 #[derive(Debug)]
 pub struct RawSockets {
@@ -65,21 +91,16 @@ impl RawSockets {
     }
 
     /// Sends one complete IPv4 packet (the destination is read from its header).
-    /// Returns `Ok(false)` when the kernel has no room now (try again later).
-    pub fn send(&self, packet: &[u8]) -> Result<bool, Error> {
+    pub fn send(&self, packet: &[u8]) -> Result<Sent, Error> {
         let Some(dst) = packet.get(16..20) else {
-            return Ok(true); // nothing sensible to send; drop it
+            return Ok(Sent::Refused(Errno::EINVAL));
         };
         let dst = Ipv4Addr::new(dst[0], dst[1], dst[2], dst[3]);
         let addr = SockaddrIn::from(SocketAddrV4::new(dst, 0));
         match sendto(self.send.as_raw_fd(), packet, &addr, MsgFlags::empty()) {
-            Ok(_) => Ok(true),
-            Err(Errno::EAGAIN | Errno::ENOBUFS) => Ok(false),
-            // Unreachable destinations and the like are the measurement's business: the
-            // probe simply gets no answer.
-            Err(Errno::ENETUNREACH | Errno::EHOSTUNREACH | Errno::EINVAL | Errno::EPERM) => {
-                Ok(true)
-            }
+            Ok(_) => Ok(Sent::Yes),
+            Err(Errno::EAGAIN | Errno::ENOBUFS) => Ok(Sent::NoRoom),
+            Err(e) if refused(e) => Ok(Sent::Refused(e)),
             Err(source) => Err(Error::Socket {
                 what: "sendto",
                 source,
@@ -88,13 +109,26 @@ impl RawSockets {
     }
 
     /// Sends a batch of complete IPv4 packets with one `sendmmsg` call. Returns how many
-    /// left (a prefix of `packets`); fewer than all means the kernel has no room now.
-    pub fn send_batch(&self, packets: &[&[u8]]) -> Result<usize, Error> {
+    /// the kernel took (a prefix of `packets`), sent or refused; fewer than all means it
+    /// has no room now. `refused(packet, errno)` is called for each packet the kernel
+    /// would not send.
+    pub fn send_batch(
+        &self,
+        packets: &[&[u8]],
+        mut refused_with: impl FnMut(&[u8], Errno),
+    ) -> Result<usize, Error> {
         if packets.len() <= 1 {
-            return match packets.first() {
-                Some(p) => self.send(p).map(usize::from),
-                None => Ok(0),
+            let Some(p) = packets.first() else {
+                return Ok(0);
             };
+            return Ok(match self.send(p)? {
+                Sent::Yes => 1,
+                Sent::NoRoom => 0,
+                Sent::Refused(e) => {
+                    refused_with(p, e);
+                    1
+                }
+            });
         }
         let addrs: Vec<Option<SockaddrIn>> = packets
             .iter()
@@ -119,13 +153,15 @@ impl RawSockets {
         ) {
             Ok(results) => Ok(results.count()),
             Err(Errno::EAGAIN | Errno::ENOBUFS) => Ok(0),
-            // A probe the kernel refuses (no route, ...) is skipped: it simply goes
-            // unanswered, like a lost probe; send the rest one by one.
-            Err(Errno::ENETUNREACH | Errno::EHOSTUNREACH | Errno::EINVAL | Errno::EPERM) => {
+            // The first packet was refused (no route, ...): send one by one to learn
+            // which ones were.
+            Err(e) if refused(e) => {
                 let mut n = 0;
                 for p in packets {
-                    if !self.send(p)? {
-                        break;
+                    match self.send(p)? {
+                        Sent::Yes => {}
+                        Sent::NoRoom => break,
+                        Sent::Refused(e) => refused_with(p, e),
                     }
                     n += 1;
                 }

@@ -587,7 +587,12 @@ impl Tnt {
     fn count(&mut self, r: &TntResult) {
         let s = &mut self.summary;
         s.targets_done += 1;
-        s.unrevealed += r.unrevealed.len();
+        for u in &r.unrevealed {
+            match u.status {
+                Some(RevealStatus::Failed(RevealFailure::SendError)) => s.reveal_send_errors += 1,
+                _ => s.unrevealed += 1,
+            }
+        }
         for t in &r.tunnels {
             if !self
                 .seen

@@ -52,11 +52,20 @@ impl Net {
         }
     }
     fn run(&mut self, tnt: &mut Tnt) -> Vec<TntResult> {
+        self.run_with(tnt, |_, _| {})
+    }
+    /// As `run`, with `edit` changing each record before TNT sees it.
+    fn run_with(
+        &mut self,
+        tnt: &mut Tnt,
+        mut edit: impl FnMut(&Job, &mut Record),
+    ) -> Vec<TntResult> {
         let mut out = Vec::new();
         for _ in 0..1000 {
             let jobs: Vec<_> = core::iter::from_fn(|| tnt.poll_job()).collect();
             for (tag, job) in jobs {
-                let rec = self.answer(&job);
+                let mut rec = self.answer(&job);
+                edit(&job, &mut rec);
                 tnt.handle_record(tag, rec);
             }
             out.extend(core::iter::from_fn(|| tnt.poll_result()));
@@ -275,6 +284,35 @@ fn unrevealed_trigger_is_not_a_tunnel() {
             crate::reveal::RevealFailure::NothingRevealed
         ))
     );
+}
+
+#[test]
+fn revelation_whose_probes_could_not_be_sent_is_counted_apart() {
+    let mut net = php_net();
+    let mut tnt = Tnt::new(TntConfig {
+        walk_back: 0,
+        ..TntConfig::default()
+    })
+    .unwrap();
+    tnt.add_target(ip("10.0.9.1"));
+    // Every revelation trace (towards the egress) fails to send: ENETUNREACH.
+    let r = net.run_with(&mut tnt, |job, rec| match (job, rec) {
+        (Job::Trace(o), Record::Trace(t)) if o.dst == ip("10.0.0.5") => {
+            t.hops.clear();
+            t.stop_reason = vtnt_record::StopReason::Error;
+            t.stop_data = 101;
+        }
+        _ => {}
+    });
+    assert!(r[0].tunnels.is_empty());
+    assert_eq!(
+        r[0].unrevealed[0].status,
+        Some(RevealStatus::Failed(
+            crate::reveal::RevealFailure::SendError
+        ))
+    );
+    let s = tnt.summary();
+    assert_eq!((s.unrevealed, s.reveal_send_errors), (0, 1));
 }
 
 #[test]

@@ -201,6 +201,9 @@ pub struct Summary {
     pub invisible_uhp: usize,
     /// Triggers whose revelation showed nothing.
     pub unrevealed: usize,
+    /// Triggers whose revelation could not run: its probes could not be sent (not
+    /// counted in `unrevealed`: nothing is known of these tunnels).
+    pub reveal_send_errors: usize,
     pub lsrs_revealed: usize,
     /// Probes by purpose: initial traces, fingerprint pings, revelation traces.
     pub trace_probes: u64,

@@ -13,7 +13,7 @@ use alloc::collections::VecDeque;
 use alloc::vec::Vec;
 use core::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
-use vtnt_record::{Hop, Trace};
+use vtnt_record::{Hop, StopReason, Trace};
 
 use crate::classify::Trigger;
 use crate::path::Path;
@@ -63,6 +63,8 @@ pub enum RevealFailure {
     StepLimit,
     /// A revealed address came back (routing loop or load balancing).
     Loop,
+    /// A probe of the trace could not be sent (the trace stopped with ERROR).
+    SendError,
 }
 
 impl RevealFailure {
@@ -74,6 +76,7 @@ impl RevealFailure {
             RevealFailure::NothingRevealed => "nothing-revealed",
             RevealFailure::StepLimit => "step-limit",
             RevealFailure::Loop => "loop",
+            RevealFailure::SendError => "send-error",
         }
     }
 }
@@ -122,6 +125,9 @@ pub fn read_revelation(
     anchor_is_ingress: bool,
     target: IpAddr,
 ) -> TraceReading {
+    if trace.stop_reason == StopReason::Error {
+        return TraceReading::Failed(RevealFailure::SendError);
+    }
     let path = Path::from_trace(trace, |_| None);
     let Some(last) = path.last_index() else {
         return TraceReading::Failed(RevealFailure::TargetNotReached);

@@ -61,6 +61,12 @@ impl TntRunner {
         self.pump(now);
     }
 
+    /// The driver could not send `probe` (see [`Engine::handle_send_error`]).
+    pub fn handle_send_error(&mut self, now: Instant, probe: &[u8], errno: i32) {
+        self.engine.handle_send_error(now, probe, errno);
+        self.pump(now);
+    }
+
     /// Handles every deadline up to `now`.
     pub fn handle_timeout(&mut self, now: Instant) {
         self.engine.handle_timeout(now);
@@ -148,6 +154,9 @@ impl vtnt_engine::Prober for TntRunner {
     type Output = TntResult;
     fn handle_packet(&mut self, now: Instant, packet: &[u8]) {
         TntRunner::handle_packet(self, now, packet)
+    }
+    fn handle_send_error(&mut self, now: Instant, packet: &[u8], errno: i32) {
+        TntRunner::handle_send_error(self, now, packet, errno)
     }
     fn handle_timeout(&mut self, now: Instant) {
         TntRunner::handle_timeout(self, now)

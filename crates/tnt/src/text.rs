@@ -151,6 +151,7 @@ pub fn status_name(s: RevealStatus) -> &'static str {
             crate::reveal::RevealFailure::NothingRevealed => "incomplete:nothing-revealed",
             crate::reveal::RevealFailure::StepLimit => "incomplete:step-limit",
             crate::reveal::RevealFailure::Loop => "incomplete:loop",
+            crate::reveal::RevealFailure::SendError => "incomplete:send-error",
         },
         RevealStatus::Failed(f) => f.name(),
     }

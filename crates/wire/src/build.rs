@@ -74,20 +74,32 @@ pub fn icmp_echo(
     m[4..6].copy_from_slice(&ident.to_be_bytes());
     m[6..8].copy_from_slice(&seq.to_be_bytes());
     m[8..].copy_from_slice(payload);
+    icmp_echo_checksum(m, checksum)?;
+    Ok(total)
+}
+
+/// Sets the checksum of the ICMP echo message `m` (ICMP header first) after its bytes
+/// changed: `Some(c)` (Paris ICMP) rewrites the first two payload bytes so that it is
+/// `c`, `None` computes it.
+pub fn icmp_echo_checksum(m: &mut [u8], checksum: Option<u16>) -> Result<()> {
+    if m.len() < 8 {
+        return Err(Error::Truncated);
+    }
     match checksum {
         Some(target) => {
-            if payload.len() < 2 {
+            if m.len() < 10 {
                 return Err(Error::Truncated);
             }
             m[8..10].fill(0);
             force_checksum(m, 2, 8, 0, target);
         }
         None => {
+            m[2..4].fill(0);
             let c = checksum::of(m);
             m[2..4].copy_from_slice(&c.to_be_bytes());
         }
     }
-    Ok(total)
+    Ok(())
 }
 
 /// A UDP datagram. With `checksum = Some(c)` (Paris UDP) the first two payload bytes are

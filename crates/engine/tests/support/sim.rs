@@ -100,8 +100,9 @@ pub struct Path {
 pub struct ProbeView {
     pub dst: Ipv4Addr,
     pub ttl: u8,
-    /// The IP ID, which the engine sets to the probe number.
-    pub ipid: u16,
+    /// How many probes went to `dst` so far, this one included: the probe number of a
+    /// lone measurement.
+    pub number: u16,
 }
 
 type Shaper = Box<dyn FnMut(&ProbeView) -> Option<Duration>>;
@@ -160,10 +161,15 @@ impl Sim {
         let Some(path) = self.paths.get(&dst).or(self.default_path.as_ref()).cloned() else {
             return;
         };
+        let number = self
+            .sent
+            .iter()
+            .filter(|(_, s)| s.get(16..20) == probe.get(16..20))
+            .count();
         let view = ProbeView {
             dst,
             ttl: p.ttl,
-            ipid: p.ipid,
+            number: u16::try_from(number).unwrap_or(u16::MAX),
         };
         let extra = match self.shaper.as_mut() {
             Some(f) => match f(&view) {
@@ -292,7 +298,7 @@ fn host_answer(ip: &Ip, host: &Host, probe: &[u8], ttl_left: u8) -> Option<Vec<u
                     sport: dport,
                     dport: sport,
                     seq: 777,
-                    ack: seq + 1,
+                    ack: seq.wrapping_add(1),
                     flags: tcp_flags::SYN | tcp_flags::ACK,
                     window: 65535,
                 }
@@ -302,7 +308,7 @@ fn host_answer(ip: &Ip, host: &Host, probe: &[u8], ttl_left: u8) -> Option<Vec<u
                     sport: dport,
                     dport: sport,
                     seq: 0,
-                    ack: seq + 1 + data,
+                    ack: seq.wrapping_add(1 + data),
                     flags: tcp_flags::RST | tcp_flags::ACK,
                     window: 0,
                 }
@@ -411,6 +417,48 @@ pub fn run_like_linux(
             engine.handle_packet(t, &pkt);
         }
     }
+}
+
+/// Runs several engines (each with its start time) on one network until all are idle,
+/// as processes on one host: every reply reaches every engine, as raw sockets deliver
+/// it. Returns each engine's records in completion order.
+pub fn run_shared(engines: &mut [(&mut Engine, Instant)], sim: &mut Sim) -> Vec<Vec<Record>> {
+    let mut now = engines.iter().map(|(_, t)| *t).min().expect("an engine");
+    let mut out = vec![Vec::new(); engines.len()];
+    let mut buf = vec![0u8; vtnt_engine::MAX_PROBE_SIZE as usize];
+    for _ in 0..10_000_000u32 {
+        for (e, _) in engines.iter_mut().filter(|(_, t)| *t <= now) {
+            while let Some(tx) = e.poll_transmit(now, &mut buf) {
+                sim.send(now, &buf[..tx.len]);
+            }
+        }
+        for (i, (e, _)) in engines.iter_mut().enumerate() {
+            while let Some(Event::Finished { record, .. }) = e.poll_event() {
+                out[i].push(record);
+            }
+        }
+        if engines.iter().all(|(e, _)| e.is_idle()) {
+            return out;
+        }
+        let next = engines
+            .iter()
+            .map(|(e, t)| if *t > now { Some(*t) } else { e.poll_timeout() })
+            .chain([sim.next_arrival()])
+            .flatten()
+            .min()
+            .expect("engines busy but no deadline and nothing in flight");
+        assert!(next > now, "deadline {next:?} not after now {now:?}");
+        now = next;
+        for (t, pkt) in sim.arrivals(now) {
+            for (e, start) in engines.iter_mut().filter(|(_, s)| *s <= t) {
+                e.handle_packet(t.max(*start), &pkt);
+            }
+        }
+        for (e, _) in engines.iter_mut().filter(|(_, s)| *s <= now) {
+            e.handle_timeout(now);
+        }
+    }
+    panic!("simulation did not finish");
 }
 
 /// `a.b.c.d` shorthand.

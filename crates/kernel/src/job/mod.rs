@@ -74,6 +74,10 @@ pub struct LoopStats {
     /// Guest time of the first probe handed to the NIC.
     pub first_probe: Option<Instant>,
     pub probes: u64,
+    /// Probes that could never be sent (handed back to the prober), and the first one's
+    /// errno.
+    pub send_errors: u64,
+    pub first_send_error: Option<SendError>,
 }
 
 /// Drives `prober` over `nic` until it is idle or `deadline` (guest time) passes
@@ -132,13 +136,17 @@ pub fn run_loop<P: Prober>(
                         );
                     }
                 }
-                Err(SendError::Busy) | Err(SendError::Unresolved(_)) => {
-                    held = Some(len);
-                    break;
-                }
-                Err(SendError::Invalid) => {
-                    println!("vtnt: warning: prober made an unsendable packet")
-                }
+                Err(e) => match e.errno() {
+                    None => {
+                        held = Some(len);
+                        break;
+                    }
+                    Some(errno) => {
+                        stats.send_errors += 1;
+                        stats.first_send_error.get_or_insert(e);
+                        prober.handle_send_error(now, &buf[..len], errno);
+                    }
+                },
             }
         }
         while let Some(out) = prober.poll_output() {
@@ -276,6 +284,19 @@ pub fn run(cmdline: &Cmdline, info: &impl BootInfo) -> ! {
     };
     cycle.stop_time = clock.now().secs() as u32;
     println_str(&vtnt_formats::cycle_stop_line(&cycle));
+    if let Some(e) = stats.first_send_error {
+        println!(
+            "vtnt: {} probes could not be sent: {}",
+            stats.send_errors,
+            match e {
+                SendError::NoRoute => "no route (off-link, no gw=)",
+                _ => "invalid packet",
+            }
+        );
+        if stats.probes == 0 {
+            fail!(Status::JobFailed, "no probe could be sent");
+        }
+    }
     println!(
         "{{\"type\":\"timing\",\"ready_us\":{},\"first_probe_us\":{},\"probes\":{},\"records\":{},\"tx\":{},\"rx\":{},\"heap_used\":{},\"heap_peak\":{}}}",
         ready.as_micros(),

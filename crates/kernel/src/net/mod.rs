@@ -7,7 +7,9 @@
 //! Polling only (no interrupts). Transmit has backpressure: [`Nic::send_ipv4`] returns
 //! [`SendError::Busy`] when all transmit buffers are in flight, and
 //! [`SendError::Unresolved`] while the next hop's MAC is being resolved; the caller keeps
-//! the packet and retries.
+//! the packet and retries. The virtio device itself cannot refuse a frame; what never
+//! leaves is ours to refuse: [`SendError::NoRoute`] (off-link, no gateway) and
+//! [`SendError::Invalid`].
 
 pub mod arp;
 pub mod dhcp;
@@ -46,6 +48,20 @@ pub enum SendError {
     Unresolved(Ipv4Addr),
     /// Not a packet we can send (too short, too long, not IPv4 version 4).
     Invalid,
+    /// The destination is off-link and there is no gateway.
+    NoRoute,
+}
+
+impl SendError {
+    /// The Linux errno of a send that will never succeed (what the prober records as a
+    /// trace's stop data, as on Linux); `None` for the ones to retry.
+    pub fn errno(self) -> Option<i32> {
+        match self {
+            SendError::Busy | SendError::Unresolved(_) => None,
+            SendError::Invalid => Some(22),  // EINVAL
+            SendError::NoRoute => Some(101), // ENETUNREACH
+        }
+    }
 }
 
 /// Interface counters.
@@ -239,7 +255,7 @@ impl Nic {
             return Err(SendError::Invalid);
         }
         let dst = Ipv4Addr::new(packet[16], packet[17], packet[18], packet[19]);
-        let hop = self.cfg.next_hop(dst).ok_or(SendError::Invalid)?;
+        let hop = self.cfg.next_hop(dst).ok_or(SendError::NoRoute)?;
         let Some(dst_mac) = self.arp.lookup(hop) else {
             if self.arp.may_ask(hop, now) {
                 // Best effort: if the queue is full the rate limiter retries later.

@@ -1,0 +1,49 @@
+//! Probes the kernel refuses to send: in a namespace of our own with no route at all
+//! (only loopback up), every sendto fails with ENETUNREACH and nothing leaves. `vtnt trace`
+//! and `vtnt tnt` must say so and fail, not report a silent GAPLIMIT.
+
+mod lab_common;
+
+use vtnt_netns::NetNs;
+
+fn refused_everywhere(command: &str) {
+    let ns = NetNs::create(&vtnt_netns::unique_name("vt-nr")).expect("namespace");
+    // -S: with no route the kernel has no source address to offer either.
+    let out = ns
+        .exec(
+            lab_common::VTNT,
+            &[
+                command,
+                "-S",
+                "192.0.2.1",
+                "-w",
+                "1",
+                "-O",
+                "json",
+                "203.0.113.9",
+            ],
+        )
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{command} must fail: {stderr}");
+    assert!(
+        stderr.contains("probes could not be sent: Network is unreachable"),
+        "{command}: {stderr}"
+    );
+    assert!(
+        stderr.contains("no probe could be sent"),
+        "{command}: {stderr}"
+    );
+}
+
+#[test]
+fn trace_with_no_route_fails_and_says_why() {
+    skip_unless_ready!("ip");
+    refused_everywhere("trace");
+}
+
+#[test]
+fn tnt_with_no_route_fails_and_says_why() {
+    skip_unless_ready!("ip");
+    refused_everywhere("tnt");
+}
