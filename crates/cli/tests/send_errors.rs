@@ -1,5 +1,6 @@
-//! Probes the kernel refuses to send: in a namespace of our own with no route at all
-//! (only loopback up), every sendto fails with ENETUNREACH and nothing leaves. `vtnt trace`
+//! Probes the kernel refuses to send: in a namespace of our own whose only route to the
+//! target is an `unreachable` route (so the probing policy lets it through: no default
+//! route leads there), every sendto fails with EHOSTUNREACH and nothing leaves. `vtnt trace`
 //! and `vtnt tnt` must say so and fail, not report a silent GAPLIMIT.
 
 mod lab_common;
@@ -8,7 +9,10 @@ use vtnt_netns::NetNs;
 
 fn refused_everywhere(command: &str) {
     let ns = NetNs::create(&vtnt_netns::unique_name("vt-nr")).expect("namespace");
-    // -S: with no route the kernel has no source address to offer either.
+    // -S: with no usable route the kernel has no source address to offer either; the
+    // address must be the namespace's own (vTNT does not spoof).
+    ns.ip(&["addr", "add", "192.0.2.1/32", "dev", "lo"]).unwrap();
+    ns.ip(&["route", "add", "unreachable", "203.0.113.0/24"]).unwrap();
     let out = ns
         .exec(
             lab_common::VTNT,
@@ -27,7 +31,7 @@ fn refused_everywhere(command: &str) {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "{command} must fail: {stderr}");
     assert!(
-        stderr.contains("probes could not be sent: Network is unreachable"),
+        stderr.contains("probes could not be sent: No route to host"),
         "{command}: {stderr}"
     );
     assert!(
