@@ -11,8 +11,10 @@ fn refused_everywhere(command: &str) {
     let ns = NetNs::create(&vtnt_netns::unique_name("vt-nr")).expect("namespace");
     // -S: with no usable route the kernel has no source address to offer either; the
     // address must be the namespace's own (vTNT does not spoof).
-    ns.ip(&["addr", "add", "192.0.2.1/32", "dev", "lo"]).unwrap();
-    ns.ip(&["route", "add", "unreachable", "203.0.113.0/24"]).unwrap();
+    ns.ip(&["addr", "add", "192.0.2.1/32", "dev", "lo"])
+        .unwrap();
+    ns.ip(&["route", "add", "unreachable", "203.0.113.0/24"])
+        .unwrap();
     let out = ns
         .exec(
             lab_common::VTNT,

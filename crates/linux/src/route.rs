@@ -42,13 +42,13 @@ fn parse_routes(text: &str) -> Vec<Route> {
 fn lab_routes(routes: &[Route], own: &[Ipv4Addr]) -> LabRoutes {
     let uplinks: Vec<&str> = routes
         .iter()
-        .filter(|r| r.prefix.len() == 0)
+        .filter(|r| r.prefix.bits() == 0)
         .map(|r| r.iface.as_str())
         .collect();
     let mut table = LabRoutes::new();
     for r in routes {
         if LAB_NETS.iter().any(|n| n.intersection(&r.prefix).is_some()) {
-            let uplink = r.prefix.len() == 0 || uplinks.contains(&r.iface.as_str());
+            let uplink = r.prefix.bits() == 0 || uplinks.contains(&r.iface.as_str());
             table.add(r.prefix, !uplink);
         }
     }
@@ -114,7 +114,7 @@ mod tests {
         );
         assert_eq!(r.len(), 2);
         assert_eq!(r[1].prefix.to_string(), "192.0.2.0/24");
-        assert_eq!(r[0].prefix.len(), 0);
+        assert_eq!(r[0].prefix.bits(), 0);
     }
 
     #[test]

@@ -88,7 +88,7 @@ impl LabRoutes {
 
     /// Adds a route: `prefix` leads into a lab, or does not.
     pub fn add(&mut self, prefix: Prefix, leads_to_lab: bool) {
-        let key = |&(p, lab): &(Prefix, bool)| (core::cmp::Reverse(p.len()), lab);
+        let key = |&(p, lab): &(Prefix, bool)| (core::cmp::Reverse(p.bits()), lab);
         let at = self
             .routes
             .partition_point(|r| key(r) <= key(&(prefix, leads_to_lab)));

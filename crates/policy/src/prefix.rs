@@ -35,7 +35,8 @@ impl Prefix {
     pub fn addr(&self) -> Ipv4Addr {
         self.addr
     }
-    pub fn len(&self) -> u8 {
+    /// The prefix length in bits.
+    pub fn bits(&self) -> u8 {
         self.len
     }
     /// First address as a number.

@@ -15,7 +15,7 @@ fn prefixes_parse_and_clear_host_bits() {
         "1.2.3.4".parse::<Prefix>().unwrap().to_string(),
         "1.2.3.4/32"
     );
-    assert_eq!("0.0.0.0/0".parse::<Prefix>().unwrap().len(), 0);
+    assert_eq!("0.0.0.0/0".parse::<Prefix>().unwrap().bits(), 0);
     for bad in [
         "",
         "1.2.3",
@@ -38,7 +38,7 @@ fn sets_fold_nested_entries_and_find_by_binary_search() {
     .unwrap();
     assert_eq!(s.len(), 3);
     assert_eq!(s.find(a("10.200.0.1")).unwrap().to_string(), "10.0.0.0/8");
-    assert_eq!(s.find(a("192.168.1.7")).unwrap().len(), 32);
+    assert_eq!(s.find(a("192.168.1.7")).unwrap().bits(), 32);
     assert!(s.find(a("192.168.1.8")).is_none());
     assert!(s.find(a("11.0.0.0")).is_none());
     assert!(s.find(a("0.0.0.0")).is_some());
