@@ -12,9 +12,11 @@ use std::time::Duration;
 use vtnt_engine::Policy;
 
 /// Host names resolved at once.
-const RESOLVERS: usize = 32;
-/// A lookup that has not answered after this long is given up.
-const LOOKUP_TIMEOUT: Duration = Duration::from_secs(5);
+const RESOLVERS: usize = 64;
+/// Every lookup must have answered this long after the first started; the rest are given
+/// up (their threads left behind), so a list of unresolvable names delays probing by this
+/// much at most, not by the resolver's timeout per name.
+const LOOKUP_DEADLINE: Duration = Duration::from_secs(10);
 /// Characters of a bad target shown in a message (a 10 MB line is not echoed whole).
 const SHOWN: usize = 60;
 
@@ -77,8 +79,8 @@ fn classify(text: &str) -> Result<Text, String> {
     }
 }
 
-/// Looks up `names` with [`RESOLVERS`] threads; a name still unanswered when no answer
-/// has come for [`LOOKUP_TIMEOUT`] is reported as timed out (its thread is left behind).
+/// Looks up `names` with [`RESOLVERS`] threads; a name still unanswered at
+/// [`LOOKUP_DEADLINE`] is reported as timed out.
 fn resolve_all(names: Vec<String>) -> Vec<Result<IpAddr, String>> {
     let n = names.len();
     let mut out: Vec<Option<Result<IpAddr, String>>> = vec![None; n];
@@ -86,8 +88,12 @@ fn resolve_all(names: Vec<String>) -> Vec<Result<IpAddr, String>> {
         return Vec::new();
     }
     if n > RESOLVERS {
-        eprintln!("vtnt: resolving {n} host names");
+        eprintln!(
+            "vtnt: resolving {n} host names (at most {} s)",
+            LOOKUP_DEADLINE.as_secs()
+        );
     }
+    let deadline = std::time::Instant::now() + LOOKUP_DEADLINE;
     let queue = Arc::new(Mutex::new(
         names.into_iter().enumerate().collect::<VecDeque<_>>(),
     ));
@@ -106,7 +112,7 @@ fn resolve_all(names: Vec<String>) -> Vec<Result<IpAddr, String>> {
     drop(tx);
     let mut left = n;
     while left > 0 {
-        match rx.recv_timeout(LOOKUP_TIMEOUT) {
+        match rx.recv_timeout(deadline.saturating_duration_since(std::time::Instant::now())) {
             Ok((i, r)) => {
                 out[i] = Some(r);
                 left -= 1;

@@ -201,3 +201,85 @@ fn every_entry_point_refuses_before_any_probe() {
     }
     assert!(!mixed.sends.is_empty());
 }
+
+/// A resolver that never answers: a UDP socket on 127.0.0.1:53 inside `ns`, swallowing
+/// queries until dropped.
+struct SilentResolver {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+    conf_dir: std::path::PathBuf,
+}
+
+impl SilentResolver {
+    fn start(ns: &NetNs) -> SilentResolver {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        // `ip netns exec` bind-mounts /etc/netns/NAME/resolv.conf over /etc/resolv.conf.
+        let conf_dir = std::path::Path::new("/etc/netns").join(ns.name());
+        std::fs::create_dir_all(&conf_dir).unwrap();
+        std::fs::write(
+            conf_dir.join("resolv.conf"),
+            "nameserver 127.0.0.1\noptions timeout:5 attempts:2\n",
+        )
+        .unwrap();
+        let stop = std::sync::Arc::new(AtomicBool::new(false));
+        let (flag, path) = (stop.clone(), format!("/run/netns/{}", ns.name()));
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+        let thread = std::thread::spawn(move || {
+            let f = std::fs::File::open(path).unwrap();
+            nix::sched::setns(f, nix::sched::CloneFlags::CLONE_NEWNET).unwrap();
+            let s = std::net::UdpSocket::bind("127.0.0.1:53").unwrap();
+            s.set_read_timeout(Some(std::time::Duration::from_millis(100)))
+                .unwrap();
+            ready_tx.send(()).unwrap();
+            let mut buf = [0u8; 1500];
+            while !flag.load(Ordering::Relaxed) {
+                let _ = s.recv_from(&mut buf);
+            }
+        });
+        ready_rx.recv().unwrap();
+        SilentResolver {
+            stop,
+            thread: Some(thread),
+            conf_dir,
+        }
+    }
+}
+
+impl Drop for SilentResolver {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+        let _ = std::fs::remove_dir_all(&self.conf_dir);
+    }
+}
+
+/// Finding 13: unresolvable names were looked up one by one, silently, for minutes before
+/// any probe. With a resolver that never answers (10 s per name), 300 names must cost
+/// seconds, say so, and end with every name reported.
+#[test]
+fn names_that_never_resolve_cost_seconds_not_minutes() {
+    skip_unless_ready!("ip");
+    let ns = NetNs::create(&unique_name("vdns")).expect("namespace");
+    let resolver = SilentResolver::start(&ns);
+    let dir = std::env::temp_dir().join(unique_name("vtnt-names"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let names: String = (0..300).map(|i| format!("host-{i}.example\n")).collect();
+    std::fs::write(dir.join("names.txt"), names).unwrap();
+    let started = std::time::Instant::now();
+    let out = ns
+        .command(lab_common::VTNT)
+        .args(["trace", "--targets"])
+        .arg(dir.join("names.txt"))
+        .output()
+        .unwrap();
+    let took = started.elapsed();
+    drop(resolver);
+    let _ = std::fs::remove_dir_all(&dir);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(stderr.contains("resolving 300 host names"), "{stderr}");
+    assert_eq!(stderr.matches("skipping").count(), 300, "{stderr}");
+    assert!(took < std::time::Duration::from_secs(20), "took {took:?}");
+}
