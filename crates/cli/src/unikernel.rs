@@ -227,7 +227,7 @@ mod tests {
             vtnt_jobspec::encode(&spec),
             "vtnt-job=1 kind=trace trace.method=icmp-paris trace.attempts=1 trace.wait=1s seed=7 targets=198.51.100.1"
         );
-        let (spec, ..) = job_spec(&words("ping -c 3 -i 0.1 192.0.2.1")).unwrap();
+        let (spec, ..) = job_spec(&words("ping -c 3 -i 0.1 --seed 1 192.0.2.1")).unwrap();
         assert_eq!(
             vtnt_jobspec::encode(&spec),
             "vtnt-job=1 kind=ping ping.count=3 ping.interval=100ms targets=192.0.2.1"
