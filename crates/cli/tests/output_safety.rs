@@ -330,13 +330,7 @@ fn lab_signals_stop_runs_with_complete_output() {
     eprintln!("VTNT_SIGNAL_SEED={seed}");
     let mut rng = Rng(seed);
     let lab = lab_common::Lab::up("outsig", None);
-    let truth = lab.truth();
-    let dsts: Vec<String> = truth["destinations"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|d| d["dst"].as_str().unwrap().to_string())
-        .collect();
+    let dsts = lab.destinations();
     let dir = scratch("signals");
     // (command, format, to a file?, signal): each a campaign of several seconds.
     let cases = [

@@ -59,6 +59,11 @@ impl Net {
         )
         .unwrap();
         std::fs::write(dir.join("exclude.conf"), "# opt-out\n198.51.100.0/24\n").unwrap();
+        // NULs, bytes that are not UTF-8, a 10 MB line: each a bad line, none a probe
+        let mut hostile = b"\x00\x00\n\xff\xfe\x00\n".to_vec();
+        hostile.extend(std::iter::repeat_n(b'7', 10 << 20));
+        hostile.extend(b"\n8.8.8.8\x00\n");
+        std::fs::write(dir.join("hostile.txt"), hostile).unwrap();
         Net { ns, dir }
     }
 
@@ -161,6 +166,17 @@ fn every_entry_point_refuses_before_any_probe() {
             "rate above the ceiling",
             with(&["trace", "--pps", "600000", "198.51.100.7"]),
             "--pps",
+        ),
+        ("hostile target file", with(&["trace", "--targets", "hostile.txt"]), "hostile.txt:3"),
+        (
+            "a rate the window cannot reach is said, not silent",
+            with(&["trace", "--pps", "5000", "--window", "10", "300.1.2.3"]),
+            "raise --window",
+        ),
+        (
+            "more destinations than a generated topology has",
+            vec!["lab", "generate", "--seed", "1", "--destinations", "200"],
+            "1..=128",
         ),
     ];
     for (what, args, says) in &refused {

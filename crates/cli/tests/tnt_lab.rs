@@ -25,13 +25,7 @@ fn timeless(v: &Value) -> Value {
 fn cli_through_tun_equals_in_process_run() {
     skip_unless_ready!("ip");
     let lab = lab_common::Lab::up("tntx", None);
-    let truth = lab.truth();
-    let targets: Vec<String> = truth["destinations"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|d| d["dst"].as_str().unwrap().to_string())
-        .collect();
+    let targets = lab.destinations();
     assert!(
         targets.len() >= 6,
         "reference topology has a destination per class"

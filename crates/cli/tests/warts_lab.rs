@@ -34,13 +34,7 @@ fn lab_warts_reads_in_scamper_tools_exactly_like_our_json() {
         "sc_analysis_dump"
     );
     let lab = lab_common::Lab::up("warts", None);
-    let truth = lab.truth();
-    let dsts: Vec<String> = truth["destinations"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|d| d["dst"].as_str().unwrap().to_string())
-        .collect();
+    let dsts = lab.destinations();
     let dir = std::env::temp_dir().join(format!("vtnt-warts-lab-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     for method in ["icmp-paris", "udp-paris", "tcp"] {

@@ -170,7 +170,7 @@ impl Drop for NetNs {
 /// A line of Linux routers: `vantage — r1 — … — rN — target`, each link a /30 from
 /// 100.64.0.0/24 (link k: 100.64.0.4k+1 on the left, .4k+2 on the right), forwarding on,
 /// ICMP rate limiting off, static routes both ways. No node has a default route: toward the
-/// target, 100.64.0.0/24 leads to the next node, so nothing can leave the chain.
+/// target, 100.64.0.0/10 leads to the next node, so nothing can leave the chain.
 #[derive(Debug)]
 pub struct Chain {
     /// Vantage point, routers in order, target.
@@ -203,7 +203,7 @@ impl Chain {
                 ns.sysctl("net.ipv4.ip_forward", "1")?;
             }
             if i < last {
-                ns.ip(&["route", "add", "100.64.0.0/24", "via", &Self::right(i)])?;
+                ns.ip(&["route", "add", "100.64.0.0/10", "via", &Self::right(i)])?;
             }
             // the links further left than this node's own left link go back through it
             for j in 0..i.saturating_sub(1) {

@@ -107,6 +107,16 @@ impl Lab {
         assert!(out.status.success());
         serde_json::from_slice(&out.stdout).expect("truth JSON")
     }
+
+    /// The destinations of the lab's ground truth, as addresses.
+    pub fn destinations(&self) -> Vec<String> {
+        self.truth()["destinations"]
+            .as_array()
+            .expect("destinations")
+            .iter()
+            .map(|d| d["dst"].as_str().expect("dst").to_string())
+            .collect()
+    }
 }
 
 impl Drop for Lab {
