@@ -187,3 +187,56 @@ fn a_bad_json_line_is_skipped_and_the_lines_after_it_kept() {
         kept.join("\n") + "\n"
     );
 }
+
+/// The "echo id" sc_wartsdump prints for the first trace of a warts file.
+fn echo_id(warts: &std::path::Path) -> u16 {
+    let o = Command::new("sc_wartsdump")
+        .arg(warts)
+        .output()
+        .expect("sc_wartsdump (scripts/setup.sh installs scamper)");
+    let dump = String::from_utf8_lossy(&o.stdout);
+    let at = dump.find("echo id: ").unwrap_or_else(|| panic!("{dump}")) + 9;
+    let digits: String = dump[at..]
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    digits.parse().unwrap_or_else(|_| panic!("{dump}"))
+}
+
+#[test]
+fn icmp_paris_trace_keeps_its_echo_id_in_warts_and_through_convert() {
+    let warts = tmp("icmp-id.warts");
+    let o = Command::new(env!("CARGO_BIN_EXE_vtnt"))
+        .args([
+            "trace",
+            "-P",
+            "icmp-paris",
+            "-q",
+            "1",
+            "-w",
+            "1",
+            "-O",
+            "warts",
+            "-o",
+        ])
+        .arg(&warts)
+        .arg("127.0.0.1")
+        .output()
+        .unwrap();
+    if !o.status.success() {
+        eprintln!(
+            "SKIP: cannot probe loopback here: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        return;
+    }
+    let id = echo_id(&warts);
+    assert!(
+        id >= 0x8000,
+        "the engine's echo idents are in the upper half: {id}"
+    );
+    let again = tmp("icmp-id-again.warts");
+    let o = convert(&warts, again.to_str().unwrap());
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(echo_id(&again), id);
+}
