@@ -39,7 +39,8 @@ impl Format {
 /// What a conversion did.
 #[derive(Debug, Default)]
 pub struct ConvertReport {
-    /// Objects written (cycle starts and stops, traces, pings).
+    /// Objects written (cycle starts and stops, traces, pings), as a reader of the
+    /// output counts them.
     pub written: usize,
     /// Records skipped, each with the reason and where (offset or line).
     pub skipped: Vec<String>,
@@ -140,17 +141,23 @@ fn copy<W: Write>(
             }
         };
         match &mut sink {
-            Sink::Json(out) => out.write_item(&item)?,
-            Sink::Warts(out) => match out.write_item(&item) {
-                Ok(()) => {}
-                Err(e) if matches!(e.kind, WartsErrorKind::Encode { .. }) => {
-                    report.skipped.push(e.to_string());
-                    continue;
+            Sink::Json(out) => {
+                out.write_item(&item)?;
+                report.written += 1;
+            }
+            Sink::Warts(out) => {
+                let before = out.objects();
+                match out.write_item(&item) {
+                    Ok(()) => {}
+                    Err(e) if matches!(e.kind, WartsErrorKind::Encode { .. }) => {
+                        report.skipped.push(e.to_string());
+                    }
+                    Err(e) => return Err(e.into()),
                 }
-                Err(e) => return Err(e.into()),
-            },
+                // A cycle stop with no cycle open brings the start warts needs.
+                report.written += (out.objects() - before) as usize;
+            }
         }
-        report.written += 1;
     }
     match &mut sink {
         Sink::Json(out) => out.flush()?,
