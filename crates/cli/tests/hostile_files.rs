@@ -233,23 +233,36 @@ fn wrote(stderr: &str) -> Option<usize> {
     stderr[at..].split(' ').next()?.parse().ok()
 }
 
-/// How many complete objects the library's readers find in a file: what a conversion
-/// must keep (0 for a directory).
-fn readable(input: &Path) -> usize {
+/// What the library's readers find in an input: how many complete objects a
+/// conversion must keep, and whether the input is sound (nothing to report).
+#[derive(Clone, Copy)]
+struct Expect {
+    keep: usize,
+    sound: bool,
+}
+
+fn readable(input: &Path) -> Expect {
     let Ok(b) = std::fs::read(input) else {
-        return 0;
+        return Expect {
+            keep: 0,
+            sound: false,
+        };
     };
-    if b.starts_with(&[0x12, 0x05]) {
-        read_warts(&b).iter().filter(|i| i.is_ok()).count()
+    let oks: Vec<bool> = if b.starts_with(&[0x12, 0x05]) {
+        read_warts(&b).iter().map(Result::is_ok).collect()
     } else {
-        JsonReader::new(&b[..]).filter(Result::is_ok).count()
+        JsonReader::new(&b[..]).map(|i| i.is_ok()).collect()
+    };
+    Expect {
+        keep: oks.iter().filter(|&&ok| ok).count(),
+        sound: oks.iter().all(|&ok| ok),
     }
 }
 
-/// Converts `input` (called `name`, holding `keep` complete objects) as `out` says and
-/// checks how the run ended.
-fn check(dir: &Path, input: &Path, name: &str, keep: usize, out: Out, seed: u64) {
+/// Converts `input` (called `name`) as `out` says and checks how the run ended.
+fn check(dir: &Path, input: &Path, name: &str, expect: Expect, out: Out, seed: u64) {
     let what = format!("seed {seed}: {name} -> {out:?}");
+    let Expect { keep, sound } = expect;
     let (target, warts) = match out {
         Out::StdoutJson | Out::StdinToStdoutJson => (None, false),
         Out::StdoutWarts => (None, true),
@@ -289,6 +302,15 @@ fn check(dir: &Path, input: &Path, name: &str, keep: usize, out: Out, seed: u64)
         None => Some(r.stdout.clone()),
         Some(t) => std::fs::read(t).ok(),
     };
+    // Damage is reported, soundness is not (warts may refuse what JSON holds).
+    assert!(
+        r.code != 0 || sound,
+        "{what}: damaged input converted without complaint"
+    );
+    assert!(
+        r.code == 0 || !sound || warts,
+        "{what}: sound input refused"
+    );
     if r.code == 0 {
         assert!(
             !r.stderr.contains("skipped") && !r.stderr.contains("damaged"),
@@ -357,9 +379,9 @@ fn hostile_files_end_cleanly() {
                 p
             }
         };
-        let keep = readable(&input);
+        let expect = readable(&input);
         for out in OUTS {
-            check(&dir, &input, &c.name, keep, out, seed);
+            check(&dir, &input, &c.name, expect, out, seed);
             runs += 1;
         }
     }

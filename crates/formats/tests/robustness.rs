@@ -201,6 +201,9 @@ fn hostile_json_values_give_errors_not_panics() {
         ("\"hops\":[", "\"hops\":[1,"),
         ("\"stop_reason\":\"COMPLETED\"", "\"stop_reason\":\"DONE\""),
         ("\"src\":\"192.0.2.1\"", "\"src\":\"192.0.2.300\""),
+        // hops scamper would not list (the JSON writer would drop them)
+        ("\"hop_count\":5", "\"hop_count\":4"),
+        ("\"firsthop\":1", "\"firsthop\":2"),
     ];
     for (from, to) in hostile {
         assert!(line.contains(from), "{from}");
@@ -263,4 +266,27 @@ fn a_field_cut_short_inside_a_sound_record_skips_only_that_record() {
     assert!(rep.skipped[0].contains("truncated"), "{:?}", rep.skipped);
     let total = read_warts(&b).len();
     assert_eq!(rep.written, total - 1);
+}
+
+#[test]
+fn json_ping_replies_past_ping_sent_are_errors() {
+    // scamper lists none; warts refuses them and the JSON writer would drop them.
+    let mut j = JsonWriter::new(Vec::new());
+    for r in sample_records() {
+        j.write(&r).unwrap();
+    }
+    let text = String::from_utf8(j.into_inner()).unwrap();
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("{\"type\":\"ping\"") && l.contains("\"seq\":0"))
+        .expect("a ping with replies");
+    let at = line.find("\"ping_sent\":").unwrap();
+    let end = at + line[at..].find(',').unwrap();
+    let bad = format!("{}\"ping_sent\":0{}", &line[..at], &line[end..]);
+    let e = parse_json_line(&bad, 4).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("responses[0].seq\": 0 is not below ping_sent 0"),
+        "{e}"
+    );
 }
