@@ -1,9 +1,11 @@
-//! `vtnt convert` against hostile files: seeded bit flips, truncations, appended garbage,
-//! NUL bytes, a 10 MB line, empty files and a directory, for warts and JSON inputs, to
-//! JSON and warts, on stdout and into a file. Every run must end within a timeout with
-//! either exit 0 and a complete result, or a message on stderr and a non-zero exit;
-//! never a panic, and never a half-written output: whatever output exists holds only
-//! complete objects, as many as the command says it wrote.
+//! `vtnt convert` against hostile files: every prefix of a small scamper warts file, and
+//! seeded bit flips, truncations, appended garbage, NUL bytes, a 10 MB line, empty files
+//! and a directory, for warts and JSON inputs (from a file and from stdin), to JSON and
+//! warts, on stdout and into a file. Every run must end within a timeout with either
+//! exit 0 and a complete result, or a message on stderr and a non-zero exit; never a
+//! panic, and never a half-written output: whatever output exists holds only complete
+//! objects, as many as the command says it wrote and every complete object of the input
+//! (the library's readers tell which). Damaged input never exits 0.
 //!
 //! The cases are drawn from a fixed seed; `VTNT_HOSTILE_SEED=n` draws others, and every
 //! failure names the seed that reproduces it.
