@@ -1,7 +1,10 @@
 //! `vtnt convert`: warts to scamper JSON and back. The input's format comes from its first
-//! bytes, the output's from `-O` or its extension; bad records are reported with their
-//! byte offset or line and skipped, the rest converted; the output file appears only when
-//! the conversion ran to its end.
+//! bytes, the output's from `-O` or its extension. Bad records are reported with their
+//! byte offset or line and skipped, the rest converted; damage that ends the input early
+//! (a truncated warts file) is reported with its offset after every complete object
+//! before it has been written. Either way the exit code is 2. The output file appears
+//! only when something was converted and all of it was written (temporary name, renamed
+//! at the end).
 
 use std::io::{BufRead, BufReader, BufWriter, Write};
 use std::path::PathBuf;
@@ -63,16 +66,25 @@ pub fn run(a: ConvertArgs) -> anyhow::Result<ExitCode> {
     for s in &report.skipped {
         eprintln!("vtnt: skipped {s}");
     }
-    if report.written == 0 && !report.skipped.is_empty() {
+    if let Some(e) = &report.stopped {
+        eprintln!(
+            "vtnt: {} is damaged, reading stopped after {} objects: {e}",
+            a.input.display(),
+            report.written
+        );
+    }
+    let partial = !report.skipped.is_empty() || report.stopped.is_some();
+    if report.written == 0 && partial {
         anyhow::bail!("{}: nothing could be converted", a.input.display());
     }
     if let Some(f) = file {
-        f.commit()?;
+        f.commit()
+            .with_context(|| format!("moving the output into {}", a.output.display()))?;
     }
     eprintln!("vtnt: wrote {} objects", report.written);
-    Ok(if report.skipped.is_empty() {
-        ExitCode::SUCCESS
-    } else {
+    Ok(if partial {
         ExitCode::from(2)
+    } else {
+        ExitCode::SUCCESS
     })
 }

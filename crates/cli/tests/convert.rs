@@ -88,3 +88,155 @@ fn corrupt_input_fails_and_leaves_no_file() {
     assert!(!o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("missing.warts"));
 }
+
+/// A multi-record warts file of the formats crate's fuzz corpus.
+fn samples_warts() -> Vec<u8> {
+    let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../formats/fuzz/corpus/warts_read/ours-samples.warts");
+    std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+/// Offsets where the records of a sound warts file start (and the file's length).
+fn record_starts(b: &[u8]) -> Vec<usize> {
+    let mut v = vec![0];
+    let mut at = 0;
+    while at + 8 <= b.len() {
+        at += 8 + u32::from_be_bytes([b[at + 4], b[at + 5], b[at + 6], b[at + 7]]) as usize;
+        v.push(at);
+    }
+    v
+}
+
+fn convert(input: &std::path::Path, output: &str) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_vtnt"))
+        .arg("convert")
+        .arg(input)
+        .arg(output)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn truncated_warts_keeps_the_complete_records_in_the_output_file() {
+    let b = samples_warts();
+    let starts = record_starts(&b);
+    assert!(starts.len() > 6, "the sample has many records");
+    // Cut the second-to-last record in half: every record before it is complete.
+    let (from, to) = (starts[starts.len() - 3], starts[starts.len() - 2]);
+    let cut = (from + to) / 2;
+    let whole = tmp("whole.warts");
+    std::fs::write(&whole, &b[..from]).unwrap();
+    let o = convert(&whole, "-");
+    assert!(o.status.success());
+    let expected = o.stdout;
+    let lines = expected.iter().filter(|&&c| c == b'\n').count();
+    assert!(lines >= 5);
+
+    let cut_file = tmp("cut.warts");
+    std::fs::write(&cut_file, &b[..cut]).unwrap();
+    let json = tmp("cut.json");
+    let o = convert(&cut_file, json.to_str().unwrap());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(&format!("byte {cut}")) && err.contains("truncated"),
+        "{err}"
+    );
+    assert!(err.contains(&format!("after {lines} objects")), "{err}");
+    assert_eq!(std::fs::read(&json).unwrap(), expected, "{err}");
+    // stdout: the same objects, the same exit code
+    let o = convert(&cut_file, "-");
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(o.stdout, expected);
+    // warts out: the records written read back as the same JSON
+    let warts = tmp("cut-out.warts");
+    let o = convert(&cut_file, warts.to_str().unwrap());
+    assert_eq!(o.status.code(), Some(2));
+    let o = convert(&warts, "-");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(o.stdout, expected);
+}
+
+#[test]
+fn a_bad_json_line_is_skipped_and_the_lines_after_it_kept() {
+    let o = convert(
+        &{
+            let p = tmp("samples.warts");
+            std::fs::write(&p, samples_warts()).unwrap();
+            p
+        },
+        "-",
+    );
+    assert!(o.status.success());
+    let good = String::from_utf8(o.stdout).unwrap();
+    let lines: Vec<&str> = good.lines().collect();
+    let mut damaged: Vec<&str> = lines.clone();
+    let bad = &lines[2][..lines[2].len() / 2];
+    damaged[2] = bad; // a record cut in the middle, line 3
+    let input = tmp("damaged.json");
+    std::fs::write(&input, damaged.join("\n") + "\n").unwrap();
+    let out = tmp("damaged-out.json");
+    let o = convert(&input, out.to_str().unwrap());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("JSON line 3"), "{err}");
+    let mut kept = lines.clone();
+    kept.remove(2);
+    assert_eq!(
+        std::fs::read_to_string(&out).unwrap(),
+        kept.join("\n") + "\n"
+    );
+}
+
+/// The "echo id" sc_wartsdump prints for the first trace of a warts file.
+fn echo_id(warts: &std::path::Path) -> u16 {
+    let o = Command::new("sc_wartsdump")
+        .arg(warts)
+        .output()
+        .expect("sc_wartsdump (scripts/setup.sh installs scamper)");
+    let dump = String::from_utf8_lossy(&o.stdout);
+    let at = dump.find("echo id: ").unwrap_or_else(|| panic!("{dump}")) + 9;
+    let digits: String = dump[at..]
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    digits.parse().unwrap_or_else(|_| panic!("{dump}"))
+}
+
+#[test]
+fn icmp_paris_trace_keeps_its_echo_id_in_warts_and_through_convert() {
+    let warts = tmp("icmp-id.warts");
+    let o = Command::new(env!("CARGO_BIN_EXE_vtnt"))
+        .args([
+            "trace",
+            "-P",
+            "icmp-paris",
+            "-q",
+            "1",
+            "-w",
+            "1",
+            "-O",
+            "warts",
+            "-o",
+        ])
+        .arg(&warts)
+        .arg("127.0.0.1")
+        .output()
+        .unwrap();
+    if !o.status.success() {
+        eprintln!(
+            "SKIP: cannot probe loopback here: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        return;
+    }
+    let id = echo_id(&warts);
+    assert!(
+        id >= 0x8000,
+        "the engine's echo idents are in the upper half: {id}"
+    );
+    let again = tmp("icmp-id-again.warts");
+    let o = convert(&warts, again.to_str().unwrap());
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(echo_id(&again), id);
+}

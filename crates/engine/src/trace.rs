@@ -324,17 +324,13 @@ impl TraceRun {
     }
 
     pub fn into_record(self) -> Trace {
-        let (sport, dport) = if self.flow.is_icmp() {
-            (0, 0)
-        } else {
-            (self.flow.sport(), self.flow.dport)
-        };
         Trace {
             src: IpAddr::V4(self.src),
             dst: self.opts.dst,
             method: self.opts.method,
-            sport,
-            dport,
+            // The echo ident for ICMP, where scamper keeps it too (warts' sport).
+            sport: self.flow.sport(),
+            dport: self.flow.dport,
             icmp_sum: self.flow.icmp_sum,
             userid: self.opts.userid,
             start: self.start,

@@ -93,7 +93,8 @@ fn icmp_trace_records_hops_rtts_and_reply_fields() {
     assert_eq!(t.start, T0);
     assert_eq!(t.hops[0].tx, T0);
     assert!(t.icmp_sum != 0);
-    assert_eq!((t.sport, t.dport, t.hoplimit), (0, 0, 0));
+    assert!(t.sport >= 0x8000, "the echo ident of the probes");
+    assert_eq!((t.dport, t.hoplimit), (0, 0));
 }
 
 #[test]
@@ -406,6 +407,7 @@ fn paris_flow_fields_are_constant_for_every_probe() {
                     assert_eq!(checksum::sum(&p[20..]), 0xffff, "ICMP checksum");
                     flows.insert((icmp_type as u32, p[21] as u32, c as u32, ident as u32));
                     assert_eq!(c, t.icmp_sum);
+                    assert_eq!(ident, t.sport, "the record keeps the echo ident");
                     numbers.push(seq as u32);
                 }
                 Body::Udp {

@@ -1,6 +1,13 @@
 //! Conversions between warts and scamper JSON (what `vtnt convert` calls). Bad records
-//! are skipped and listed in the [`ConvertReport`]; only a failure of the input or
-//! output as a whole (I/O, a broken warts stream) stops a conversion.
+//! are skipped and listed in the [`ConvertReport`]. Damage that ends the input early (a
+//! truncated or broken warts stream, a read error) stops reading but not the conversion:
+//! every complete object before it is written and the damage is reported in
+//! [`ConvertReport::stopped`]. Only a failure to write the output is an error.
+//!
+//! Where reading goes on: JSON lines are independent, so a bad line is skipped and the
+//! next one read. A warts record whose header is sound but whose body is bad is skipped
+//! by its length; a bad header, an absurd length or a truncated record leaves no record
+//! boundary to resume from, so reading stops there.
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, BufWriter, Read, Write};
@@ -32,10 +39,14 @@ impl Format {
 /// What a conversion did.
 #[derive(Debug, Default)]
 pub struct ConvertReport {
-    /// Objects written (cycle starts and stops, traces, pings).
+    /// Objects written (cycle starts and stops, traces, pings), as a reader of the
+    /// output counts them.
     pub written: usize,
     /// Records skipped, each with the reason and where (offset or line).
     pub skipped: Vec<String>,
+    /// The damage that ended reading before the end of the input, with its byte offset
+    /// (warts) or line (JSON); every complete object before it was written.
+    pub stopped: Option<ConvertError>,
 }
 
 /// warts from `input` to scamper JSON on `output`.
@@ -72,21 +83,22 @@ pub fn convert<R: BufRead, W: Write>(
     }
 }
 
-/// One item read, or a record-level error to skip (`Err(Ok(reason))`), or a stream-level
-/// error that ends the conversion (`Err(Err(e))`).
+/// One item read, or a record-level error to skip (`Err(Ok(reason))`), or damage that
+/// ends the input (`Err(Err(e))`).
 type Read1 = Result<Item, Result<String, ConvertError>>;
 
 /// The items of a warts stream: bad records are skipped, a broken stream ends it.
 fn warts_items<R: Read>(input: R) -> impl Iterator<Item = Read1> {
-    WartsReader::new(input).map(|item| {
-        item.map_err(|e| match e.kind {
-            WartsErrorKind::Invalid { .. } | WartsErrorKind::Unsupported { .. }
-                if !is_stream_error(&e) =>
-            {
+    let mut reader = WartsReader::new(input);
+    std::iter::from_fn(move || {
+        let item = reader.next()?;
+        Some(item.map_err(|e| {
+            if reader.ended() {
+                Err(e.into())
+            } else {
                 Ok(e.to_string())
             }
-            _ => Err(e.into()),
-        })
+        }))
     })
 }
 
@@ -103,17 +115,6 @@ fn json_items<R: BufRead>(input: R) -> impl Iterator<Item = Read1> {
     })
 }
 
-/// Stream-level warts errors end a conversion; record-level ones are skipped.
-fn is_stream_error(e: &crate::WartsError) -> bool {
-    matches!(
-        &e.kind,
-        WartsErrorKind::Invalid {
-            what: "record length",
-            ..
-        }
-    )
-}
-
 /// Where converted items go.
 enum Sink<W: Write> {
     Json(JsonWriter<W>),
@@ -121,7 +122,7 @@ enum Sink<W: Write> {
 }
 
 /// Writes every item of `items` to `sink`, skipping (and reporting) bad records and the
-/// items warts cannot encode.
+/// items warts cannot encode, until the items end or the input is damaged.
 fn copy<W: Write>(
     items: impl Iterator<Item = Read1>,
     mut sink: Sink<W>,
@@ -134,20 +135,29 @@ fn copy<W: Write>(
                 report.skipped.push(reason);
                 continue;
             }
-            Err(Err(e)) => return Err(e),
+            Err(Err(e)) => {
+                report.stopped = Some(e);
+                break;
+            }
         };
         match &mut sink {
-            Sink::Json(out) => out.write_item(&item)?,
-            Sink::Warts(out) => match out.write_item(&item) {
-                Ok(()) => {}
-                Err(e) if matches!(e.kind, WartsErrorKind::Encode { .. }) => {
-                    report.skipped.push(e.to_string());
-                    continue;
+            Sink::Json(out) => {
+                out.write_item(&item)?;
+                report.written += 1;
+            }
+            Sink::Warts(out) => {
+                let before = out.objects();
+                match out.write_item(&item) {
+                    Ok(()) => {}
+                    Err(e) if matches!(e.kind, WartsErrorKind::Encode { .. }) => {
+                        report.skipped.push(e.to_string());
+                    }
+                    Err(e) => return Err(e.into()),
                 }
-                Err(e) => return Err(e.into()),
-            },
+                // A cycle stop with no cycle open brings the start warts needs.
+                report.written += (out.objects() - before) as usize;
+            }
         }
-        report.written += 1;
     }
     match &mut sink {
         Sink::Json(out) => out.flush()?,

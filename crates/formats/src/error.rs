@@ -124,8 +124,9 @@ impl JsonError {
     }
 }
 
-/// A conversion stopped: the input or output failed as a whole (single bad records are
-/// skipped and listed in [`crate::ConvertReport`] instead).
+/// A conversion failed (the output could not be written), or reading its input stopped
+/// early ([`crate::ConvertReport::stopped`]); single bad records are skipped and listed in
+/// [`crate::ConvertReport`] instead.
 #[derive(Debug, thiserror::Error)]
 pub enum ConvertError {
     /// A file could not be opened or created.
@@ -139,7 +140,8 @@ pub enum ConvertError {
     /// The input's format could not be told from its name or first bytes.
     #[error("{0}: cannot tell the format (want a .warts or .json name, or warts magic)")]
     UnknownFormat(String),
-    /// Reading warts failed beyond the record level (I/O, truncation, bad magic).
+    /// Reading or writing warts failed beyond the record level (I/O, truncation, bad
+    /// magic).
     #[error(transparent)]
     Warts(#[from] WartsError),
     /// Reading or writing JSON failed at the I/O level.

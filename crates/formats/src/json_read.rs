@@ -241,9 +241,16 @@ fn trace(o: &Obj) -> Result<Trace, JsonErrorKind> {
     let stop = o.str("stop_reason")?;
     let stop_reason =
         StopReason::from_name(stop).ok_or_else(|| o.bad("stop_reason", format!("{stop:?}")))?;
+    // scamper lists only these hops; one outside would vanish when written as JSON.
+    let (firsthop, hop_count): (u8, u8) = (o.num("firsthop")?, o.num("hop_count")?);
     let mut hops = Vec::new();
     for h in o.array("hops")? {
-        hops.push(hop(&h)?);
+        let hop = hop(&h)?;
+        if !(firsthop.max(1)..=hop_count).contains(&hop.probe_ttl) {
+            let why = format!("{} is outside firsthop..=hop_count", hop.probe_ttl);
+            return Err(h.bad("probe_ttl", why));
+        }
+        hops.push(hop);
     }
     let wait_probe: u64 = o.num::<u8>("wait_probe")?.into();
     Ok(Trace {
@@ -259,14 +266,14 @@ fn trace(o: &Obj) -> Result<Trace, JsonErrorKind> {
         stop_data: o.num("stop_data")?,
         attempts: o.num("attempts")?,
         hoplimit: o.num("hoplimit")?,
-        firsthop: o.num("firsthop")?,
+        firsthop,
         gaplimit: o.opt_num("gaplimit")?.unwrap_or(5),
         wait: Duration::from_secs(o.num::<u8>("wait")?.into()),
         wait_probe: Duration::from_millis(wait_probe * 10),
         tos: o.num("tos")?,
         probe_size: o.num("probe_size")?,
         probe_count: o.opt_num("probe_count")?.unwrap_or(0),
-        hop_count: o.num("hop_count")?,
+        hop_count,
         hops,
     })
 }
@@ -338,9 +345,16 @@ fn ping(o: &Obj) -> Result<Ping, JsonErrorKind> {
             })
         }
     };
+    // scamper lists only these replies; warts refuses others, JSON drops them.
+    let ping_sent: u16 = o.num("ping_sent")?;
     let mut responses = Vec::new();
     for r in o.array("responses")? {
-        responses.push(reply(&r)?);
+        let reply = reply(&r)?;
+        if reply.seq >= ping_sent {
+            let why = format!("{} is not below ping_sent {ping_sent}", reply.seq);
+            return Err(r.bad("seq", why));
+        }
+        responses.push(reply);
     }
     let wait_s: u64 = o.num::<u8>("wait")?.into();
     let wait_us: u64 = o.opt_num::<u32>("wait_us")?.unwrap_or(0).into();
@@ -353,7 +367,7 @@ fn ping(o: &Obj) -> Result<Ping, JsonErrorKind> {
         dport: o.opt_num("dport")?.unwrap_or(0),
         userid: o.num("userid")?,
         start: o.timeval("start")?,
-        ping_sent: o.num("ping_sent")?,
+        ping_sent,
         probe_size: o.num("probe_size")?,
         ttl: o.num("ttl")?,
         wait: Duration::from_secs(wait_s) + Duration::from_micros(wait_us),

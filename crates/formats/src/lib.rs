@@ -37,7 +37,9 @@
 //! What scamper 20211212 cannot represent is lost the same way here: scamper's JSON lists
 //! only hops whose probe TTL lies in `firsthop..=hop_count` and only ping replies whose
 //! `seq < ping_sent`; ping reply ToS is in neither format; warts keeps wait times in whole
-//! seconds (pings add microseconds) and the gap between probes in centiseconds.
+//! seconds (pings add microseconds) and the gap between probes in centiseconds; the
+//! echo ident of an ICMP Paris trace (its `sport`) is in warts only, JSON shows just the
+//! checksum (`icmp_sum`), so a trace read from JSON has `sport` 0.
 
 #![cfg_attr(not(feature = "std"), no_std)]
 extern crate alloc;

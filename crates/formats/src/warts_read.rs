@@ -56,6 +56,12 @@ impl<R: Read> WartsReader<R> {
         self.offset
     }
 
+    /// Whether reading has ended: at the end of the stream, or after an error that left
+    /// no record boundary to go on from (then that error was the last item).
+    pub fn ended(&self) -> bool {
+        self.done
+    }
+
     /// Reads exactly `buf.len()` bytes; `Ok(false)` on a clean end before the first byte.
     fn fill(&mut self, buf: &mut [u8], what: &'static str) -> Result<bool, WartsError> {
         let mut got = 0;

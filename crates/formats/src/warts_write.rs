@@ -28,6 +28,8 @@ pub struct WartsWriter<W: Write> {
     /// The open cycle: (warts cycle id, warts list id).
     cycle: Option<(u32, u32)>,
     cycles_written: u32,
+    /// Cycle starts and stops, traces and pings written (what a reader gives back).
+    objects: u64,
 }
 
 impl<W: Write> WartsWriter<W> {
@@ -39,6 +41,7 @@ impl<W: Write> WartsWriter<W> {
             lists: Vec::new(),
             cycle: None,
             cycles_written: 0,
+            objects: 0,
         }
     }
 
@@ -63,6 +66,7 @@ impl<W: Write> WartsWriter<W> {
         self.finish_params(p, "cycle start", &mut body)?;
         self.emit(TYPE_CYCLE_START, &body)?;
         self.cycle = Some((id, list));
+        self.objects += 1;
         Ok(())
     }
 
@@ -80,7 +84,9 @@ impl<W: Write> WartsWriter<W> {
         body.extend_from_slice(&id.to_be_bytes());
         body.extend_from_slice(&c.stop_time.to_be_bytes());
         body.push(0);
-        self.emit(TYPE_CYCLE_STOP, &body)
+        self.emit(TYPE_CYCLE_STOP, &body)?;
+        self.objects += 1;
+        Ok(())
     }
 
     /// Writes a trace or ping record.
@@ -95,7 +101,9 @@ impl<W: Write> WartsWriter<W> {
             Record::Ping(p) => (TYPE_PING, ping_body(p, list, cycle)),
         };
         let body = body.map_err(|kind| WartsError::new(at, kind))?;
-        self.emit(ty, &body)
+        self.emit(ty, &body)?;
+        self.objects += 1;
+        Ok(())
     }
 
     /// Writes any [`Item`].
@@ -110,6 +118,12 @@ impl<W: Write> WartsWriter<W> {
     /// Bytes written so far.
     pub fn position(&self) -> u64 {
         self.written
+    }
+
+    /// Objects written so far: cycle starts and stops (including the start
+    /// [`WartsWriter::cycle_stop`] adds when no cycle is open), traces and pings.
+    pub fn objects(&self) -> u64 {
+        self.objects
     }
 
     /// Flushes the underlying writer.

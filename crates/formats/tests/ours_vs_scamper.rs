@@ -209,3 +209,37 @@ fn json_errors_name_line_and_field_and_do_not_stop_the_rest() {
     );
     assert!(results[4].is_ok() && results[5].is_ok());
 }
+
+#[test]
+fn icmp_paris_echo_id_is_kept_in_warts_as_scamper_keeps_it() {
+    // scamper keeps the echo ident of ICMP traces in the trace's sport; sc_wartsdump
+    // prints it as "echo id", sc_warts2json does not print it at all.
+    assert!(
+        have("sc_wartsdump") && have("sc_warts2json"),
+        "scripts/setup.sh installs scamper"
+    );
+    let Record::Trace(mut t) = sample_records()[0].clone() else {
+        panic!("the first sample is a trace")
+    };
+    assert_eq!(t.method, vtnt_record::Method::IcmpParis);
+    t.sport = 43_908;
+    let r = Record::Trace(t);
+    let (warts, json) = write_both(std::slice::from_ref(&r));
+    let path = scratch("echo-id").join("icmp.warts");
+    std::fs::write(&path, &warts).unwrap();
+    let dump = sc_tool("sc_wartsdump", &path);
+    assert!(dump.contains("echo id: 43908,"), "{dump}");
+    assert_eq!(
+        read_warts(&warts)[1].as_ref().unwrap(),
+        &Item::Record(r.clone())
+    );
+    assert_same_lines(&json, &sc_tool("sc_warts2json", &path), "echo id trace");
+    assert!(!json.contains("\"sport\""), "{json}");
+    // JSON cannot carry it: reading the JSON gives the trace without it.
+    let Item::Record(Record::Trace(back)) =
+        parse_json_line(json.lines().nth(1).unwrap(), 2).unwrap()
+    else {
+        panic!("a trace")
+    };
+    assert_eq!(back.sport, 0);
+}

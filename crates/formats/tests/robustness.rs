@@ -201,6 +201,9 @@ fn hostile_json_values_give_errors_not_panics() {
         ("\"hops\":[", "\"hops\":[1,"),
         ("\"stop_reason\":\"COMPLETED\"", "\"stop_reason\":\"DONE\""),
         ("\"src\":\"192.0.2.1\"", "\"src\":\"192.0.2.300\""),
+        // hops scamper would not list (the JSON writer would drop them)
+        ("\"hop_count\":5", "\"hop_count\":4"),
+        ("\"firsthop\":1", "\"firsthop\":2"),
     ];
     for (from, to) in hostile {
         assert!(line.contains(from), "{from}");
@@ -218,4 +221,72 @@ fn hostile_json_values_give_errors_not_panics() {
     ] {
         assert!(parse_json_line(junk, 1).is_err(), "{junk:?}");
     }
+}
+
+#[test]
+fn a_truncated_stream_converts_what_precedes_the_damage() {
+    let b = our_samples();
+    let bounds = boundaries(&b);
+    let last_whole = bounds[bounds.len() - 3];
+    let cut = last_whole + 11;
+    let mut whole = Vec::new();
+    let rep = warts_to_json(&b[..last_whole], &mut whole).unwrap();
+    assert!(rep.stopped.is_none() && rep.skipped.is_empty());
+    let mut out = Vec::new();
+    let rep = warts_to_json(&b[..cut], &mut out).unwrap();
+    assert_eq!(out, whole);
+    assert_eq!(rep.written, whole.iter().filter(|&&c| c == b'\n').count());
+    match rep.stopped {
+        Some(ConvertError::Warts(e)) => {
+            assert_eq!(e.offset, cut as u64);
+            assert!(matches!(e.kind, WartsErrorKind::Truncated(_)), "{e}");
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn a_field_cut_short_inside_a_sound_record_skips_only_that_record() {
+    let b = our_samples();
+    let bounds = boundaries(&b);
+    let (start, end) = bounds
+        .windows(2)
+        .map(|w| (w[0], w[1]))
+        .find(|&(s, _)| b[s + 3] == 0x06)
+        .expect("a trace record");
+    // Drop the trace's closing optional-data header (2 bytes) and shorten its length.
+    let mut c = b[..end - 2].to_vec();
+    let len = (end - start - 8 - 2) as u32;
+    c[start + 4..start + 8].copy_from_slice(&len.to_be_bytes());
+    c.extend_from_slice(&b[end..]);
+    let mut out = Vec::new();
+    let rep = warts_to_json(&c[..], &mut out).unwrap();
+    assert!(rep.stopped.is_none(), "{:?}", rep.stopped);
+    assert_eq!(rep.skipped.len(), 1, "{:?}", rep.skipped);
+    assert!(rep.skipped[0].contains("truncated"), "{:?}", rep.skipped);
+    let total = read_warts(&b).len();
+    assert_eq!(rep.written, total - 1);
+}
+
+#[test]
+fn json_ping_replies_past_ping_sent_are_errors() {
+    // scamper lists none; warts refuses them and the JSON writer would drop them.
+    let mut j = JsonWriter::new(Vec::new());
+    for r in sample_records() {
+        j.write(&r).unwrap();
+    }
+    let text = String::from_utf8(j.into_inner()).unwrap();
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("{\"type\":\"ping\"") && l.contains("\"seq\":0"))
+        .expect("a ping with replies");
+    let at = line.find("\"ping_sent\":").unwrap();
+    let end = at + line[at..].find(',').unwrap();
+    let bad = format!("{}\"ping_sent\":0{}", &line[..at], &line[end..]);
+    let e = parse_json_line(&bad, 4).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("responses[0].seq\": 0 is not below ping_sent 0"),
+        "{e}"
+    );
 }

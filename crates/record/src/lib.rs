@@ -184,8 +184,10 @@ pub struct Trace {
     pub src: IpAddr,
     pub dst: IpAddr,
     pub method: Method,
-    /// Source and destination ports (UDP, TCP); 0 for ICMP.
+    /// Source port (UDP, TCP), or the ICMP echo ident of ICMP Paris probes (where
+    /// scamper keeps it: warts stores it, its JSON does not show it).
     pub sport: u16,
+    /// Destination port (UDP, TCP); 0 for ICMP.
     pub dport: u16,
     /// The constant ICMP checksum of ICMP Paris probes; 0 otherwise.
     pub icmp_sum: u16,
