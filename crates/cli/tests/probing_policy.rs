@@ -167,7 +167,11 @@ fn every_entry_point_refuses_before_any_probe() {
             with(&["trace", "--pps", "600000", "198.51.100.7"]),
             "--pps",
         ),
-        ("hostile target file", with(&["trace", "--targets", "hostile.txt"]), "hostile.txt:3"),
+        (
+            "hostile target file",
+            with(&["trace", "--targets", "hostile.txt"]),
+            "hostile.txt:3",
+        ),
         (
             "a rate the window cannot reach is said, not silent",
             with(&["trace", "--pps", "5000", "--window", "10", "300.1.2.3"]),
