@@ -200,10 +200,7 @@ impl Engine {
         let now = self.tick(now);
         self.advance(now);
         self.stats.send_errors += 1;
-        let Some((key, number)) = reply::parse(probe)
-            .ok()
-            .and_then(|p| probe::sent_probe(&p, self.tag))
-        else {
+        let Some((key, number)) = probe::sent_probe(probe, self.tag) else {
             return;
         };
         let Some(&i) = self.keys.get(&key) else {

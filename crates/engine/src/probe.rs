@@ -259,21 +259,24 @@ pub(crate) fn probe_number(
     sent(n).then_some(n)
 }
 
-/// The flow and probe number of a probe this engine built (`p` is the probe parsed),
-/// e.g. one the driver could not send.
-pub(crate) fn sent_probe(p: &Reply<'_>, tag: u16) -> Option<(FlowKey, u16)> {
-    let dst = v4(p.dst)?;
-    let (proto, id) = match p.body {
-        Body::Echo {
-            icmp_type: icmp_type::ECHO_REQUEST,
-            ident,
-            ..
-        } => (proto::ICMP, ident),
-        Body::Udp { sport, .. } => (proto::UDP, sport),
-        Body::Tcp { sport, .. } => (proto::TCP, sport),
+/// The flow and probe number of a probe this engine built, e.g. one the driver could not
+/// send. The bytes are our own ([`build`]: a 20-byte IPv4 header, then ICMP echo, UDP or
+/// TCP), so the fields are read where we wrote them rather than through the reply parser
+/// (which would cost the unikernel a second copy of it).
+pub(crate) fn sent_probe(p: &[u8], tag: u16) -> Option<(FlowKey, u16)> {
+    let byte = |i: usize| p.get(i).copied();
+    let be16 = |i: usize| Some(u16::from_be_bytes([byte(i)?, byte(i + 1)?]));
+    if byte(0)? != 0x45 {
+        return None;
+    }
+    let proto = byte(9)?;
+    let id = match proto {
+        proto::ICMP if byte(20)? == icmp_type::ECHO_REQUEST => be16(24)?,
+        proto::UDP | proto::TCP => be16(20)?,
         _ => return None,
     };
-    let number = number_of_ip_id(tag, p.ipid)?;
+    let dst = Ipv4Addr::new(byte(16)?, byte(17)?, byte(18)?, byte(19)?);
+    let number = number_of_ip_id(tag, be16(4)?)?;
     Some((FlowKey { proto, id, dst }, number))
 }
 

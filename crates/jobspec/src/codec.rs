@@ -256,10 +256,10 @@ pub fn decode(line: &str) -> Result<JobSpec, Error> {
                 true
             }
             "exclude" => {
-                engine.exclude = v
-                    .split(',')
-                    .map(|p| p.parse().map_err(|e| bad(k, format!("{e}"))))
-                    .collect::<Result<_, _>>()?;
+                for p in v.split(',') {
+                    let p = p.parse().map_err(|e| bad(k, format!("{e}")))?;
+                    engine.exclude.insert(p);
+                }
                 true
             }
             "targets" => {

@@ -154,11 +154,16 @@ impl PrefixSet {
         Ok(v.into_iter().collect())
     }
 
-    /// Adds `p` (a no-op when a prefix already in the set covers it).
+    /// Adds `p` (a no-op when a prefix already in the set covers it; entries it covers
+    /// fold into it). O(n) per call and no sorting code, which the unikernel's image
+    /// budget prefers; build large sets with `collect`.
     pub fn insert(&mut self, p: Prefix) {
-        let mut v = core::mem::take(&mut self.prefixes);
-        v.push(p);
-        *self = v.into_iter().collect();
+        if self.find(p.addr()).is_some_and(|q| q.covers(&p)) {
+            return;
+        }
+        let from = self.prefixes.partition_point(|q| q.first() < p.first());
+        let to = self.prefixes.partition_point(|q| q.first() <= p.last());
+        self.prefixes.splice(from..to, [p]);
     }
 
     /// The entry containing `a`, if any.

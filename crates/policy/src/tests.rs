@@ -179,3 +179,23 @@ fn equal_routes_fail_closed() {
     assert!(!r.reaches(a("100.64.2.1")));
     assert!(r.reaches(a("8.8.8.8")));
 }
+
+#[test]
+fn insert_folds_like_collect() {
+    let list = [
+        "10.1.0.0/16",
+        "10.0.0.0/8",
+        "10.2.3.4",
+        "192.0.2.0/25",
+        "192.0.2.128/25",
+        "0.0.0.0/32",
+        "10.200.0.0/16",
+    ];
+    let mut one = PrefixSet::new();
+    for p in list {
+        one.insert(p.parse().unwrap());
+    }
+    let all: PrefixSet = list.iter().map(|p| p.parse().unwrap()).collect();
+    assert_eq!(one, all);
+    assert_eq!(one.len(), 4);
+}
