@@ -1,24 +1,13 @@
 //! `vtnt bench probe-rate` end to end at a small scale: the topology is built, scamper and
 //! vtnt both probe it and every row is filled in. The figures themselves are the
 //! benchmark's business (docs/benchmarks.md), so only gross errors fail here. Needs root
-//! and scamper; skipped with a printed reason otherwise.
+//! and scamper; skipped through vtnt-testkit otherwise.
 
 use vtnt_bench::probe_rate::{probe_rate, to_markdown, RateOptions};
 
 #[test]
 fn small_probe_rate_run_fills_every_row() {
-    if !vtnt_netns::is_root() {
-        eprintln!("skipped: needs root");
-        return;
-    }
-    if std::process::Command::new("scamper")
-        .arg("-v")
-        .output()
-        .is_err()
-    {
-        eprintln!("skipped: scamper is not installed");
-        return;
-    }
+    vtnt_testkit::require_root!("scamper");
     let opts = RateOptions {
         rates: vec![2_000, 20_000],
         seconds: 0.5,

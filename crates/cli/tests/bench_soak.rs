@@ -30,7 +30,7 @@ fn simulated_campaigns_all_end() {
 
 #[test]
 fn real_lab_campaigns_all_end() {
-    skip_unless_ready!("ip");
+    vtnt_testkit::require_root!("ip");
     let out = vtnt(&[
         "bench",
         "soak",

@@ -11,10 +11,8 @@ fn tmp(name: &str) -> std::path::PathBuf {
 
 #[test]
 fn scamper_warts_converts_to_what_sc_warts2json_prints() {
-    if Command::new("scamper").arg("-v").output().is_err() {
-        eprintln!("SKIP: scamper is not installed");
-        return;
-    }
+    // scamper probes 127.0.0.1 with raw sockets
+    vtnt_testkit::require_root!("scamper", "sc_warts2json");
     let warts = tmp("loop.warts");
     let st = Command::new("scamper")
         .args(["-c", "trace -P icmp-paris -q 1 -w 1", "-O", "warts", "-o"])
@@ -22,10 +20,7 @@ fn scamper_warts_converts_to_what_sc_warts2json_prints() {
         .args(["-i", "127.0.0.1"])
         .status()
         .unwrap();
-    if !st.success() {
-        eprintln!("SKIP: scamper cannot probe here (needs root)");
-        return;
-    }
+    assert!(st.success(), "scamper could not trace 127.0.0.1: {st}");
     let json = tmp("loop.json");
     let o = Command::new(env!("CARGO_BIN_EXE_vtnt"))
         .arg("convert")
@@ -205,6 +200,8 @@ fn echo_id(warts: &std::path::Path) -> u16 {
 
 #[test]
 fn icmp_paris_trace_keeps_its_echo_id_in_warts_and_through_convert() {
+    // vtnt probes 127.0.0.1 with raw sockets; sc_wartsdump reads the echo id
+    vtnt_testkit::require_root!("sc_wartsdump");
     let warts = tmp("icmp-id.warts");
     let o = Command::new(env!("CARGO_BIN_EXE_vtnt"))
         .args([
@@ -223,13 +220,11 @@ fn icmp_paris_trace_keeps_its_echo_id_in_warts_and_through_convert() {
         .arg("127.0.0.1")
         .output()
         .unwrap();
-    if !o.status.success() {
-        eprintln!(
-            "SKIP: cannot probe loopback here: {}",
-            String::from_utf8_lossy(&o.stderr)
-        );
-        return;
-    }
+    assert!(
+        o.status.success(),
+        "vtnt could not trace 127.0.0.1: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     let id = echo_id(&warts);
     assert!(
         id >= 0x8000,

@@ -70,7 +70,7 @@ fn generate_is_deterministic_and_checkable() {
 
 #[test]
 fn exec_passes_the_exit_status_through() {
-    skip_unless_ready!();
+    vtnt_testkit::require_root!();
     let lab = Lab::up("exit", None);
     let out = lab.exec(&["sh", "-c", "exit 7"]);
     assert_eq!(out.status.code(), Some(7));
@@ -85,7 +85,7 @@ fn exec_passes_the_exit_status_through() {
 
 #[test]
 fn killed_daemon_leaves_nothing_the_next_up_trips_over() {
-    skip_unless_ready!();
+    vtnt_testkit::require_root!();
     let lab = Lab::up("stale", None);
     let pid = std::fs::read_to_string(format!("/run/vtnt/lab/{}/pid", lab.name)).unwrap();
     Command::new("kill")
@@ -120,7 +120,7 @@ fn killed_daemon_leaves_nothing_the_next_up_trips_over() {
 
 #[test]
 fn vm_netdev_prints_the_attach_contract() {
-    skip_unless_ready!();
+    vtnt_testkit::require_root!();
     let lab = Lab::up("vmnd", None);
     let out = vtnt(&["lab", "vm-netdev", "--name", &lab.name, "--json"]);
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();

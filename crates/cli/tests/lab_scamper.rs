@@ -8,7 +8,7 @@ use lab_common::{destination, hop, hop_addrs, label, strs, ttl_of, Lab};
 
 #[test]
 fn scamper_explicit_tunnel_labels_along_every_lsr() {
-    skip_unless_ready!("scamper");
+    vtnt_testkit::require_root!("scamper");
     let lab = Lab::up("expl", None);
     let truth = lab.truth();
     let d = destination(&truth, "explicit");
@@ -38,7 +38,7 @@ fn scamper_explicit_tunnel_labels_along_every_lsr() {
 
 #[test]
 fn scamper_implicit_tunnel_quoted_ttl_rises_without_labels() {
-    skip_unless_ready!("scamper");
+    vtnt_testkit::require_root!("scamper");
     let lab = Lab::up("impl", None);
     let truth = lab.truth();
     let d = destination(&truth, "implicit");
@@ -65,7 +65,7 @@ fn scamper_implicit_tunnel_quoted_ttl_rises_without_labels() {
 
 #[test]
 fn scamper_invisible_php_lers_adjacent_lsrs_missing() {
-    skip_unless_ready!("scamper");
+    vtnt_testkit::require_root!("scamper");
     let lab = Lab::up("php", None);
     let truth = lab.truth();
     for name in ["invisible-php-dpr", "invisible-php-brpr"] {
@@ -108,7 +108,7 @@ fn scamper_invisible_php_lers_adjacent_lsrs_missing() {
 
 #[test]
 fn scamper_invisible_uhp_duplicates_the_next_hop() {
-    skip_unless_ready!("scamper");
+    vtnt_testkit::require_root!("scamper");
     let lab = Lab::up("uhp", None);
     let truth = lab.truth();
     let d = destination(&truth, "invisible-uhp");
@@ -136,7 +136,7 @@ fn scamper_invisible_uhp_duplicates_the_next_hop() {
 
 #[test]
 fn scamper_opaque_tunnel_lone_labelled_egress() {
-    skip_unless_ready!("scamper");
+    vtnt_testkit::require_root!("scamper");
     let lab = Lab::up("opq", None);
     let truth = lab.truth();
     let d = destination(&truth, "opaque");
@@ -161,7 +161,7 @@ fn scamper_opaque_tunnel_lone_labelled_egress() {
 
 #[test]
 fn scamper_ping_reply_ttls_give_vendor_signatures() {
-    skip_unless_ready!("scamper");
+    vtnt_testkit::require_root!("scamper");
     let lab = Lab::up("sig", None);
     let truth = lab.truth();
     // One router per signature, pinged at its address on the first branch that has it;
@@ -193,7 +193,7 @@ fn scamper_ping_reply_ttls_give_vendor_signatures() {
 
 #[test]
 fn traceroute_e_shows_the_labels() {
-    skip_unless_ready!("traceroute");
+    vtnt_testkit::require_root!("traceroute");
     let lab = Lab::up("tre", None);
     let truth = lab.truth();
     let d = destination(&truth, "explicit");

@@ -86,7 +86,7 @@ impl Guest {
 
 #[test]
 fn two_vms_probe_the_lab_at_once() {
-    skip_unless_ready!();
+    vtnt_testkit::require_root!();
     let lab = Lab::up("vms", None);
     let v = vm_json(&lab);
     let port = v["port"].as_u64().unwrap() as u16;
@@ -126,7 +126,7 @@ fn two_vms_probe_the_lab_at_once() {
 
 #[test]
 fn qemu_attaches_with_the_printed_netdev() {
-    skip_unless_ready!("qemu-system-x86_64");
+    vtnt_testkit::require_root!("qemu-system-x86_64");
     let lab = Lab::up("qemu", None);
     let v = vm_json(&lab);
     let g = &v["guests"][0];

@@ -126,7 +126,7 @@ fn path_str(p: &Path) -> &str {
 
 #[test]
 fn refused_outputs_fail_before_any_probe_and_touch_nothing() {
-    skip_unless_ready!("ip", "mkfifo", "mknod");
+    vtnt_testkit::require_root!("ip", "mkfifo", "mknod");
     let ns = Isolated::new("refuse");
     let dir = scratch("refuse");
     sh(&["mkfifo", path_str(&dir.join("fifo"))]);
@@ -233,7 +233,7 @@ fn refused_outputs_fail_before_any_probe_and_touch_nothing() {
 
 #[test]
 fn a_failed_run_leaves_the_old_file_alone() {
-    skip_unless_ready!();
+    vtnt_testkit::require_root!();
     let dir = scratch("old");
     let out = dir.join("out.json");
     std::fs::write(&out, "old results\n").unwrap();
@@ -315,7 +315,7 @@ fn written(stderr: &str, sig: &str) -> usize {
 
 #[test]
 fn lab_signals_stop_runs_with_complete_output() {
-    skip_unless_ready!("ip");
+    vtnt_testkit::require_root!("ip");
     let seed = std::env::var("VTNT_SIGNAL_SEED")
         .ok()
         .and_then(|s| s.parse().ok())

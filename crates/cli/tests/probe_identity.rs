@@ -11,7 +11,7 @@ use serde_json::Value;
 
 #[test]
 fn concurrent_pings_each_report_their_own_replies() {
-    skip_unless_ready!("ip");
+    vtnt_testkit::require_root!("ip");
     let lab = lab_common::Lab::up("ident", None);
     let truth = lab.truth();
     let target = truth["destinations"][0]["dst"]

@@ -109,7 +109,7 @@ fn addresses(line: &str) -> Vec<String> {
 
 #[test]
 fn every_entry_point_refuses_before_any_probe() {
-    skip_unless_ready!("ip", "strace");
+    vtnt_testkit::require_root!("ip", "strace");
     let net = Net::new();
     let fast = ["-q", "1", "-w", "0.1", "-g", "1"];
     let with =
@@ -280,7 +280,7 @@ impl Drop for SilentResolver {
 /// seconds, say so, and end with every name reported.
 #[test]
 fn names_that_never_resolve_cost_seconds_not_minutes() {
-    skip_unless_ready!("ip");
+    vtnt_testkit::require_root!("ip");
     let ns = NetNs::create(&unique_name("vdns")).expect("namespace");
     let resolver = SilentResolver::start(&ns);
     let dir = std::env::temp_dir().join(unique_name("vtnt-names"));

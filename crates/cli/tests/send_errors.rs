@@ -44,12 +44,12 @@ fn refused_everywhere(command: &str) {
 
 #[test]
 fn trace_with_no_route_fails_and_says_why() {
-    skip_unless_ready!("ip");
+    vtnt_testkit::require_root!("ip");
     refused_everywhere("trace");
 }
 
 #[test]
 fn tnt_with_no_route_fails_and_says_why() {
-    skip_unless_ready!("ip");
+    vtnt_testkit::require_root!("ip");
     refused_everywhere("tnt");
 }

@@ -23,7 +23,7 @@ fn timeless(v: &Value) -> Value {
 
 #[test]
 fn cli_through_tun_equals_in_process_run() {
-    skip_unless_ready!("ip");
+    vtnt_testkit::require_root!("ip");
     let lab = lab_common::Lab::up("tntx", None);
     let targets = lab.destinations();
     assert!(

@@ -1,23 +1,12 @@
 //! `vtnt trace` and `vtnt ping` next to Debian's scamper on a chain of real Linux routers
 //! in network namespaces this test makes: the same hop addresses and reply TTLs, for
-//! every method. Needs root and scamper (CI has both); skips with a reason otherwise.
+//! every method. Needs root and scamper (scripts/setup.sh installs it); skips through
+//! vtnt-testkit otherwise.
 
 use std::process::Command;
 
 use serde_json::Value;
-use vtnt_netns::{is_root, Chain, NetNs};
-
-fn ready() -> bool {
-    if !is_root() {
-        eprintln!("SKIP: needs root for network namespaces and raw sockets");
-        return false;
-    }
-    if Command::new("scamper").arg("-v").output().is_err() {
-        eprintln!("SKIP: scamper is not installed");
-        return false;
-    }
-    true
-}
+use vtnt_netns::{Chain, NetNs};
 
 fn json_lines(out: &std::process::Output, who: &str) -> Vec<Value> {
     assert!(
@@ -68,9 +57,7 @@ fn hops(trace: &Value) -> Vec<(u64, String, u64)> {
 
 #[test]
 fn trace_matches_scamper_for_every_method() {
-    if !ready() {
-        return;
-    }
+    vtnt_testkit::require_root!("scamper");
     let chain = Chain::build("vts", 3).expect("namespace chain");
     let target = chain.target();
     for (ours, theirs) in [
@@ -105,9 +92,7 @@ fn trace_matches_scamper_for_every_method() {
 
 #[test]
 fn ping_matches_scamper() {
-    if !ready() {
-        return;
-    }
+    vtnt_testkit::require_root!("scamper");
     let chain = Chain::build("vps", 2).expect("namespace chain");
     let target = chain.target();
     let v = vtnt(chain.vantage(), &["ping", "-c", "3", "-i", "0.2", &target]);
@@ -177,10 +162,7 @@ fn bad_input_fails_cleanly_and_leaves_no_output_file() {
 
 #[test]
 fn without_privilege_the_error_says_so() {
-    if !is_root() || Command::new("setpriv").arg("--help").output().is_err() {
-        eprintln!("SKIP: needs root and setpriv to drop CAP_NET_RAW");
-        return;
-    }
+    vtnt_testkit::require_root!("setpriv");
     let o = Command::new("setpriv")
         .args(["--inh-caps=-all", "--bounding-set=-net_raw", "--"])
         .arg(env!("CARGO_BIN_EXE_vtnt"))

@@ -27,7 +27,7 @@ fn run(cmd: &mut Command) -> std::process::Output {
 
 #[test]
 fn lab_warts_reads_in_scamper_tools_exactly_like_our_json() {
-    skip_unless_ready!(
+    vtnt_testkit::require_root!(
         "scamper",
         "sc_warts2json",
         "sc_wartsdump",

@@ -1,7 +1,7 @@
 //! Every runtime returns what the native run returns for the same job (scamper JSON
 //! lines, run-dependent fields aside: `vtnt_deploy::job::normalize`), each against a lab
-//! of its own. Needs root; a test whose components are missing prints `SKIPPED <name>:
-//! <reason>` and passes (CI installs them all through scripts/setup.sh).
+//! of its own. Needs root; a test whose components are missing skips through vtnt-testkit
+//! (failing under `VTNT_REQUIRE_ALL=1`: scripts/setup.sh installs them all).
 
 mod common;
 
@@ -17,11 +17,12 @@ fn job() -> Job {
 }
 
 fn check(test: &str, runtimes: &[Runtime], dhcp: bool) {
-    if common::skip(test, common::basic_missing()) {
+    if !common::basics_ready(test) {
         return;
     }
     for &rt in runtimes {
-        if common::skip(test, common::runtime_missing(rt)) {
+        if let Some(why) = common::runtime_missing(rt) {
+            vtnt_testkit::skip_or_fail(test, &why, None);
             return;
         }
     }
@@ -42,14 +43,6 @@ fn check(test: &str, runtimes: &[Runtime], dhcp: bool) {
         native.stdout
     );
     for &rt in runtimes {
-        if rt == Runtime::Microvm {
-            if let Err(e) = rt.build_image(&Default::default()) {
-                if format!("{e:#}").contains("has not landed") {
-                    common::skip(test, Some(format!("{e:#}")));
-                    return;
-                }
-            }
-        }
         let run = || {
             rt.run(
                 &job(),

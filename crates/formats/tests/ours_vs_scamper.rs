@@ -27,9 +27,7 @@ fn write_both(records: &[Record]) -> (Vec<u8>, String) {
 
 #[test]
 fn our_warts_through_sc_warts2json_equals_our_json() {
-    if !have("sc_warts2json") || !have("sc_wartsdump") || !have("sc_analysis_dump") {
-        return;
-    }
+    vtnt_testkit::require_tools!("sc_warts2json", "sc_wartsdump", "sc_analysis_dump");
     let dir = scratch("ours");
     let (warts, json) = write_both(&sample_records());
     let path = dir.join("samples.warts");
@@ -62,9 +60,7 @@ fn our_warts_through_sc_warts2json_equals_our_json() {
 #[test]
 fn every_record_alone_is_accepted_by_scamper() {
     // One file per record: a record scamper rejects cannot hide behind another.
-    if !have("sc_warts2json") {
-        return;
-    }
+    vtnt_testkit::require_tools!("sc_warts2json");
     let dir = scratch("alone");
     for (i, r) in sample_records().iter().enumerate() {
         let (warts, json) = write_both(std::slice::from_ref(r));
@@ -80,9 +76,7 @@ fn every_record_alone_is_accepted_by_scamper() {
 
 #[test]
 fn records_without_a_cycle_are_readable() {
-    if !have("sc_warts2json") || !have("sc_analysis_dump") {
-        return;
-    }
+    vtnt_testkit::require_tools!("sc_warts2json", "sc_analysis_dump");
     let dir = scratch("nocycle");
     let mut w = WartsWriter::new(Vec::new());
     let mut j = JsonWriter::new(Vec::new());
@@ -214,10 +208,7 @@ fn json_errors_name_line_and_field_and_do_not_stop_the_rest() {
 fn icmp_paris_echo_id_is_kept_in_warts_as_scamper_keeps_it() {
     // scamper keeps the echo ident of ICMP traces in the trace's sport; sc_wartsdump
     // prints it as "echo id", sc_warts2json does not print it at all.
-    assert!(
-        have("sc_wartsdump") && have("sc_warts2json"),
-        "scripts/setup.sh installs scamper"
-    );
+    vtnt_testkit::require_tools!("sc_wartsdump", "sc_warts2json");
     let Record::Trace(mut t) = sample_records()[0].clone() else {
         panic!("the first sample is a trace")
     };

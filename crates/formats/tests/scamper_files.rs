@@ -69,9 +69,7 @@ fn finish(children: Vec<(PathBuf, Child)>) -> Vec<PathBuf> {
 
 #[test]
 fn loopback_files_read_like_sc_warts2json() {
-    if !root() || !have("scamper") || !have("sc_warts2json") {
-        return;
-    }
+    vtnt_testkit::require_root!("scamper", "sc_warts2json");
     let dir = scratch("loopback");
     let runs = [
         ("t-icmp", "trace -P icmp-paris -q 1 -w 1"),
@@ -114,13 +112,12 @@ fn loopback_files_read_like_sc_warts2json() {
 
 #[test]
 fn namespace_files_read_like_sc_warts2json() {
-    if !root() || !have("scamper") || !have("sc_warts2json") || !have("ip") {
-        return;
-    }
+    vtnt_testkit::require_root!("scamper", "sc_warts2json", "ip");
     let lab = match Lab::new() {
         Ok(l) => l,
         Err(e) => {
-            eprintln!("SKIP: cannot build network namespaces: {e}");
+            let why = format!("cannot build network namespaces: {e}");
+            vtnt_testkit::skip_or_fail(vtnt_testkit::test_name!(), &why, None);
             return;
         }
     };

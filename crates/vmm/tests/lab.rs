@@ -5,7 +5,7 @@
 //! guest whose address the lab's VM front leases by DHCP (`ip=dhcp`) gets the results a
 //! statically addressed one gets, from its leased address.
 //!
-//! Needs root, qemu-system-x86_64 and iproute2 (skipped with a printed reason
+//! Needs root, qemu-system-x86_64 and iproute2 (skipped through vtnt-testkit
 //! otherwise). Builds the native `vtnt` with cargo (the workspace's `CARGO_TARGET_DIR`),
 //! starts its own lab under a unique name and always takes it down. VMs run one at a time.
 
@@ -23,19 +23,6 @@ use vtnt_vmm::GuestStatus;
 fn serial() -> MutexGuard<'static, ()> {
     static LOCK: Mutex<()> = Mutex::new(());
     LOCK.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// Why these tests cannot run here.
-fn skip_reason() -> Option<String> {
-    if !vtnt_vmm::netns::is_root() {
-        return Some("not root (the lab needs a network namespace)".into());
-    }
-    for tool in [vtnt_vmm::qemu::QEMU, "ip"] {
-        if vtnt_vmm::on_path(tool).is_none() {
-            return Some(format!("{tool} is not installed"));
-        }
-    }
-    None
 }
 
 fn workspace() -> PathBuf {
@@ -316,10 +303,7 @@ fn assert_same(
 
 #[test]
 fn trace_ping_and_tnt_on_the_lab_equal_native() {
-    if let Some(why) = skip_reason() {
-        eprintln!("SKIPPED: {why}");
-        return;
-    }
+    vtnt_testkit::require_root!(vtnt_vmm::qemu::QEMU, "ip");
     let lab = Lab::up("eq");
     let dsts =
         "203.0.113.2 203.0.113.10 203.0.113.18 203.0.113.26 203.0.113.34 203.0.113.42 203.0.113.50";
@@ -353,10 +337,7 @@ fn trace_ping_and_tnt_on_the_lab_equal_native() {
 
 #[test]
 fn long_target_lists_travel_as_a_boot_module() {
-    if let Some(why) = skip_reason() {
-        eprintln!("SKIPPED: {why}");
-        return;
-    }
+    vtnt_testkit::require_root!(vtnt_vmm::qemu::QEMU, "ip");
     let lab = Lab::up("mod");
     let dsts: Vec<String> = (0..21)
         .map(|i| format!("203.0.113.{}", 2 + 8 * (i % 7)))
@@ -379,10 +360,7 @@ fn long_target_lists_travel_as_a_boot_module() {
 
 #[test]
 fn tnt_completes_in_4_mib() {
-    if let Some(why) = skip_reason() {
-        eprintln!("SKIPPED: {why}");
-        return;
-    }
+    vtnt_testkit::require_root!(vtnt_vmm::qemu::QEMU, "ip");
     let lab = Lab::up("ram");
     let vm = lab.vm("vtnt-job=1 kind=tnt targets=203.0.113.26,203.0.113.42", 4);
     let traces = vm
@@ -395,10 +373,7 @@ fn tnt_completes_in_4_mib() {
 
 #[test]
 fn ping_with_a_dhcp_lease_equals_ping_with_a_static_address() {
-    if let Some(why) = skip_reason() {
-        eprintln!("SKIPPED: {why}");
-        return;
-    }
+    vtnt_testkit::require_root!(vtnt_vmm::qemu::QEMU, "ip");
     let lab = Lab::up("dhcp");
     let job = "vtnt-job=1 kind=ping ping.count=3 ping.interval=100ms seed=5 targets=203.0.113.10,192.0.2.1";
     let fixed = lab.vm(job, 16);

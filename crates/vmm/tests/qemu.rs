@@ -4,7 +4,7 @@
 //! ping job end to end over a TAP device in a network namespace created (and deleted) by
 //! the test, printed as scamper JSON. (Trace, ping and TNT against the lab: tests/lab.rs.)
 //!
-//! Needs qemu-system-x86_64 (skipped, with a printed reason, when missing) and, for the
+//! Needs qemu-system-x86_64 (skipped through vtnt-testkit when missing) and, for the
 //! network tests, root and iproute2. Every packet stays in the test's own namespace
 //! (192.0.2.0/24). VMs run one at a time (TCG is CPU-hungry), with generous timeouts.
 
@@ -17,21 +17,18 @@ use vtnt_vmm::{GuestStatus, Outcome};
 
 const GUEST_NET: &str = "ip=192.0.2.10/24 gw=192.0.2.1";
 
-/// The image, built once per test binary; `None` (skip) when QEMU is missing.
+/// The image, built once per test binary; `None` (the test skips, through vtnt-testkit)
+/// when QEMU is missing.
 fn image() -> Option<&'static Image> {
-    static IMAGE: OnceLock<Option<Image>> = OnceLock::new();
-    IMAGE
-        .get_or_init(|| {
-            if vtnt_vmm::on_path(qemu::QEMU).is_none() {
-                eprintln!(
-                    "SKIP: {} is not installed (apt-get install qemu-system-x86)",
-                    qemu::QEMU
-                );
-                return None;
-            }
-            Some(image::build(&image::BuildOptions::default()).unwrap_or_else(|e| panic!("{e}")))
-        })
-        .as_ref()
+    if let Some(why) = vtnt_testkit::missing_tools(&[qemu::QEMU]) {
+        let current = std::thread::current();
+        vtnt_testkit::skip_or_fail(current.name().unwrap_or("qemu"), &why, None);
+        return None;
+    }
+    static IMAGE: OnceLock<Image> = OnceLock::new();
+    Some(IMAGE.get_or_init(|| {
+        image::build(&image::BuildOptions::default()).unwrap_or_else(|e| panic!("{e}"))
+    }))
 }
 
 /// One VM at a time.

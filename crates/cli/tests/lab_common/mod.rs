@@ -9,40 +9,6 @@ use serde_json::Value;
 
 pub const VTNT: &str = env!("CARGO_BIN_EXE_vtnt");
 
-/// Why these tests cannot run here, if they cannot (not root, tool missing).
-pub fn skip_reason(tools: &[&str]) -> Option<String> {
-    // SAFETY-free check: `id -u` avoids needing libc in the tests.
-    let uid = Command::new("id")
-        .arg("-u")
-        .output()
-        .ok()
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
-    if uid.as_deref() != Some("0") {
-        return Some("not root".into());
-    }
-    for t in tools {
-        let found = Command::new("sh")
-            .args(["-c", &format!("command -v {t}")])
-            .output()
-            .is_ok_and(|o| o.status.success());
-        if !found {
-            return Some(format!("{t} is not installed"));
-        }
-    }
-    None
-}
-
-/// Returns early from a test, saying why, when it cannot run here.
-#[macro_export]
-macro_rules! skip_unless_ready {
-    ($($tool:expr),*) => {
-        if let Some(why) = lab_common::skip_reason(&[$($tool),*]) {
-            eprintln!("SKIPPED: {why}");
-            return;
-        }
-    };
-}
-
 pub fn vtnt(args: &[&str]) -> Output {
     Command::new(VTNT)
         .args(args)

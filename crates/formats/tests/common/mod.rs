@@ -1,6 +1,6 @@
 //! Helpers shared by the integration tests: sample records that cover what the formats
-//! must carry, runners for Debian's scamper tools (skipping with a printed reason when
-//! they or root are missing), and a chain of network namespaces that removes itself.
+//! must carry, runners for Debian's scamper tools, and a chain of network namespaces that
+//! removes itself. (Tests skip through vtnt-testkit when scamper or root is missing.)
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
@@ -8,37 +8,6 @@ use std::process::Command;
 
 use vtnt_formats::Cycle;
 use vtnt_record::*;
-
-/// Prints why a test is skipped and returns false when `tool` is not on PATH.
-pub fn have(tool: &str) -> bool {
-    let ok = Command::new("sh")
-        .arg("-c")
-        .arg(format!("command -v {tool}"))
-        .output()
-        .map(|o| o.status.success())
-        .unwrap_or(false);
-    if !ok {
-        eprintln!("SKIP: {tool} not installed (apt-get install scamper iproute2)");
-    }
-    ok
-}
-
-/// True when running as root; prints a skip reason otherwise.
-pub fn root() -> bool {
-    let uid = std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("Uid:"))
-                .and_then(|l| l.split_whitespace().nth(1).map(str::to_string))
-        })
-        .unwrap_or_default();
-    let ok = uid == "0";
-    if !ok {
-        eprintln!("SKIP: needs root (raw sockets / network namespaces)");
-    }
-    ok
-}
 
 /// A fresh scratch directory under the target dir.
 pub fn scratch(name: &str) -> PathBuf {
