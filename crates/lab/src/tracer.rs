@@ -29,23 +29,14 @@ pub struct Answer {
 }
 
 impl Answer {
-    /// Initial TTL guessed from a reply TTL the way `sc_tnt` does.
+    /// Initial TTL guessed from the reply TTL the way `sc_tnt` does
+    /// ([`vtnt_record::initial_ttl`]).
     pub fn ittl(&self) -> u8 {
-        ittl(self.reply_ttl)
+        vtnt_record::initial_ttl(self.reply_ttl)
     }
     /// Return path length: iTTL - reply TTL + 1.
     pub fn return_len(&self) -> i32 {
         i32::from(self.ittl()) - i32::from(self.reply_ttl) + 1
-    }
-}
-
-/// `sc_tnt`'s initial TTL: r > 128 -> 255, r > 64 -> 128, r > 32 -> 64, else 32.
-pub fn ittl(r: u8) -> u8 {
-    match r {
-        129.. => 255,
-        65..=128 => 128,
-        33..=64 => 64,
-        _ => 32,
     }
 }
 

@@ -15,7 +15,7 @@ pub use core::time::Duration;
 mod time;
 mod tunnel;
 pub use time::Instant;
-pub use tunnel::TunnelClass;
+pub use tunnel::{initial_ttl, TunnelClass};
 
 /// One MPLS label stack entry as quoted by an RFC 4950 extension.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -1,5 +1,6 @@
 //! The vocabulary of MPLS tunnels shared by the lab's ground truth (`vtnt-lab`) and TNT's
-//! inference (`vtnt-tnt`): one [`TunnelClass`], so truth and inference cannot drift apart.
+//! inference (`vtnt-tnt`): one [`TunnelClass`] and one [`initial_ttl`], so truth and
+//! inference cannot drift apart.
 
 /// The four classes of the TNT taxonomy, invisible split into PHP and UHP: what a
 /// traceroute crossing the tunnel shows.
@@ -66,9 +67,31 @@ impl TunnelClass {
     }
 }
 
+/// Initial TTL a router most likely used, inferred from a received reply TTL the way
+/// `sc_tnt` does: 255 if `r > 128`, 128 if `r > 64`, 64 if `r > 32`, else 32.
+///
+/// ```
+/// use vtnt_record::initial_ttl;
+/// assert_eq!(initial_ttl(250), 255);
+/// assert_eq!(initial_ttl(128), 128);
+/// assert_eq!(initial_ttl(60), 64);
+/// assert_eq!(initial_ttl(32), 32);
+/// ```
+pub const fn initial_ttl(reply_ttl: u8) -> u8 {
+    if reply_ttl > 128 {
+        255
+    } else if reply_ttl > 64 {
+        128
+    } else if reply_ttl > 32 {
+        64
+    } else {
+        32
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::TunnelClass;
+    use super::{initial_ttl, TunnelClass};
 
     #[test]
     fn names_and_flags() {
@@ -88,5 +111,22 @@ mod tests {
         assert!(TunnelClass::Opaque.hides_lsrs());
         assert!(!TunnelClass::Implicit.hides_lsrs());
         assert_eq!(TunnelClass::InvisiblePhp.tag(), "INV");
+    }
+
+    #[test]
+    fn initial_ttl_boundaries() {
+        for (r, ittl) in [
+            (255, 255),
+            (129, 255),
+            (128, 128),
+            (65, 128),
+            (64, 64),
+            (33, 64),
+            (32, 32),
+            (1, 32),
+            (0, 32),
+        ] {
+            assert_eq!(initial_ttl(r), ittl, "{r}");
+        }
     }
 }

@@ -1,6 +1,6 @@
-//! The per-hop numbers TNT reasons with, as pure functions: initial-TTL inference, the
-//! `<te, er>` TTL signature and the vendor it points to, FRPLA, RTLA and u-turn, and the
-//! trigger thresholds (TNT's defaults, range-checked).
+//! The per-hop numbers TNT reasons with, as pure functions: initial-TTL inference (vtnt-record's,
+//! shared with the lab), the `<te, er>` TTL signature and the vendor it points to, FRPLA, RTLA
+//! and u-turn, and the trigger thresholds (TNT's defaults, range-checked).
 //!
 //! Conventions (from `sc_tnt`, see `shared/notes/tnt.md`):
 //! - `te` is the reply TTL of a time-exceeded message (from the trace), `er` the reply
@@ -11,26 +11,7 @@
 
 use core::fmt;
 
-/// Initial TTL a router most likely used, inferred from a received reply TTL.
-///
-/// ```
-/// use vtnt_tnt::initial_ttl;
-/// assert_eq!(initial_ttl(250), 255);
-/// assert_eq!(initial_ttl(128), 128);
-/// assert_eq!(initial_ttl(60), 64);
-/// assert_eq!(initial_ttl(32), 32);
-/// ```
-pub const fn initial_ttl(reply_ttl: u8) -> u8 {
-    if reply_ttl > 128 {
-        255
-    } else if reply_ttl > 64 {
-        128
-    } else if reply_ttl > 32 {
-        64
-    } else {
-        32
-    }
-}
+pub use vtnt_record::initial_ttl;
 
 /// Hops a reply travelled back, counting the router that sent it: `iTTL - r + 1`.
 pub const fn return_length(reply_ttl: u8) -> i16 {
@@ -207,19 +188,6 @@ impl Thresholds {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn initial_ttl_boundaries() {
-        assert_eq!(initial_ttl(255), 255);
-        assert_eq!(initial_ttl(129), 255);
-        assert_eq!(initial_ttl(128), 128);
-        assert_eq!(initial_ttl(65), 128);
-        assert_eq!(initial_ttl(64), 64);
-        assert_eq!(initial_ttl(33), 64);
-        assert_eq!(initial_ttl(32), 32);
-        assert_eq!(initial_ttl(1), 32);
-        assert_eq!(initial_ttl(0), 32);
-    }
 
     #[test]
     fn frpla_counts_hidden_forward_hops() {
