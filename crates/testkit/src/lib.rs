@@ -139,7 +139,10 @@ mod tests {
 
     #[test]
     fn the_test_name_is_the_enclosing_function() {
-        assert_eq!(test_name!(), "vtnt_testkit::tests::the_test_name_is_the_enclosing_function");
+        assert_eq!(
+            test_name!(),
+            "vtnt_testkit::tests::the_test_name_is_the_enclosing_function"
+        );
     }
 
     #[test]
