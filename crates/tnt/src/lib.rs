@@ -45,7 +45,7 @@ pub use classify::{
 pub use orchestrator::{JobTag, Tnt, TntConfig};
 pub use output::{
     annotate, build_result, HopAnnotation, Membership, PathEntry, Revealed, RevelationInfo,
-    Summary, Tested, TntResult, TraceAnnotation, Tunnel, Unrevealed,
+    Summary, Tested, TntError, TntResult, TraceAnnotation, Tunnel, Unrevealed,
 };
 pub use path::{ping_reply_ttl, Path, PathHop, ReplyKind};
 pub use reveal::{

@@ -29,7 +29,7 @@ use crate::analysis::ConfigError;
 use crate::classify::{
     classify, Candidate, Classification, ClassifyOptions, Role, Trigger, TunnelClass,
 };
-use crate::output::{build_result, Summary, Tested, TntResult};
+use crate::output::{build_result, Summary, Tested, TntError, TntResult};
 use crate::path::{ping_reply_ttl, Path};
 use crate::reveal::{RevealFailure, RevealStatus, Revelation};
 
@@ -225,8 +225,9 @@ impl Tnt {
         self.ready.pop_front()
     }
 
-    /// Consumes the record of a job handed out by [`Tnt::poll_job`]. Unknown tags and
-    /// records of the wrong kind are ignored (the job is treated as failed).
+    /// Consumes the record of a job handed out by [`Tnt::poll_job`]. Unknown tags are
+    /// ignored; a record of the wrong kind fails the job (a trace's with
+    /// [`TntError::NotATrace`]).
     pub fn handle_record(&mut self, tag: JobTag, record: Record) {
         let Some(purpose) = self.outstanding.remove(&tag) else {
             return;
@@ -245,14 +246,14 @@ impl Tnt {
                 self.summary.revelation_probes += t.probe_count as u64;
                 self.got_reveal(k, Some(&t));
             }
-            (p, _) => self.failed(p, JobError::TooManyActive),
+            (p, _) => self.failed(p, TntError::NotATrace),
         }
     }
 
     /// The engine refused (or lost) the job `tag`: the target goes on without it.
     pub fn handle_job_error(&mut self, tag: JobTag, error: JobError) {
         if let Some(p) = self.outstanding.remove(&tag) {
-            self.failed(p, error);
+            self.failed(p, TntError::Job(error));
         }
     }
 
@@ -321,7 +322,7 @@ impl Tnt {
         self.ready.push_back((tag, job));
     }
 
-    fn failed(&mut self, purpose: Purpose, error: JobError) {
+    fn failed(&mut self, purpose: Purpose, error: TntError) {
         match purpose {
             Purpose::Initial(id) => {
                 self.targets[id].stage = Stage::Done;

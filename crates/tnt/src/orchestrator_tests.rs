@@ -342,7 +342,19 @@ fn refused_initial_trace_gives_an_error_result() {
     let (tag, _) = tnt.poll_job().unwrap();
     tnt.handle_job_error(tag, JobError::Ipv6Unsupported);
     let r = tnt.poll_result().unwrap();
-    assert_eq!(r.error, Some(JobError::Ipv6Unsupported));
+    assert_eq!(r.error, Some(TntError::Job(JobError::Ipv6Unsupported)));
+    assert!(tnt.is_idle());
+}
+
+#[test]
+fn a_ping_record_for_the_initial_trace_says_it_is_not_a_trace() {
+    let mut tnt = Tnt::new(TntConfig::default()).unwrap();
+    tnt.add_target(ip("10.0.9.1"));
+    let (tag, job) = tnt.poll_job().unwrap();
+    assert!(matches!(job, Job::Trace(_)));
+    tnt.handle_record(tag, Record::Ping(ping("10.0.9.1", &[64])));
+    let r = tnt.poll_result().unwrap();
+    assert_eq!(r.error, Some(TntError::NotATrace));
     assert!(tnt.is_idle());
 }
 

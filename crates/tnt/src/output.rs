@@ -132,13 +132,35 @@ pub struct Unrevealed {
     pub cached: bool,
 }
 
+/// Why a target has no trace.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TntError {
+    /// The engine refused (or lost) the trace job.
+    Job(JobError),
+    /// The record handed back for the trace job was not a trace (a driver's mistake).
+    NotATrace,
+}
+
+impl core::fmt::Display for TntError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            TntError::Job(e) => e.fmt(f),
+            TntError::NotATrace => {
+                f.write_str("the record returned for the trace job is not a trace")
+            }
+        }
+    }
+}
+
+impl core::error::Error for TntError {}
+
 /// TNT's result for one target.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TntResult {
     pub target: IpAddr,
-    /// The initial (or seed) trace; `None` when the engine refused it (`error`).
+    /// The initial (or seed) trace; `None` when it failed (`error`).
     pub trace: Option<Trace>,
-    pub error: Option<JobError>,
+    pub error: Option<TntError>,
     /// Annotation of each reply, parallel to `trace.hops`.
     pub hops: Vec<HopAnnotation>,
     /// The path, one entry per TTL, revealed hops spliced in after their ingress.
@@ -172,8 +194,8 @@ impl TntResult {
             probes: self.probes,
         }
     }
-    /// A result for a target whose trace the engine refused.
-    pub fn failed(target: IpAddr, error: JobError) -> TntResult {
+    /// A result for a target whose trace failed.
+    pub fn failed(target: IpAddr, error: TntError) -> TntResult {
         TntResult {
             target,
             trace: None,
