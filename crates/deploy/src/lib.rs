@@ -28,9 +28,6 @@
 //! # Ok::<(), anyhow::Error>(())
 //! ```
 
-// Only `proc::kill` (libc::kill on a process group) is unsafe; it carries its SAFETY note.
-#![allow(unsafe_code)]
-
 pub mod bench;
 pub mod cgroup;
 pub mod debian;
@@ -42,6 +39,9 @@ pub mod microvm;
 pub mod native;
 pub mod paths;
 pub mod plot;
+// The only unsafe code: `proc` calls libc's kill(2) (a process group or one process) and
+// sysconf(_SC_CLK_TCK), each call with its SAFETY note.
+#[allow(unsafe_code)]
 pub mod proc;
 pub mod report;
 pub mod runc;

@@ -1,9 +1,9 @@
 //! Packets as bytes, for a prober and for the routers that answer it.
 //!
-//! The header formats themselves (IPv4, ICMPv4, UDP, TCP, Ethernet, ARP) are smoltcp's
-//! `wire` module, re-exported here: they follow the house style (`Packet<T>` wrappers with
-//! `new_checked`, `Repr` with `parse`/`emit`) and the unikernel links smoltcp anyway, so
-//! writing them again would only add code. What smoltcp lacks is added here:
+//! The IPv4, ICMPv4, UDP and TCP headers of probes and replies are written ([`build`]) and
+//! read ([`reply`]) by hand, at fixed bounds-checked offsets. smoltcp provides the
+//! Internet checksum ([`checksum`]); its `wire` packet views (`Ipv4Packet`, ... with
+//! `new_checked`) are re-exported for callers that want them. What this crate adds:
 //!
 //! - [`mpls`]: MPLS label stack entries (RFC 3032);
 //! - [`icmpext`]: RFC 4884 multi-part ICMP messages carrying the RFC 4950 MPLS object;
