@@ -46,13 +46,13 @@ pub fn require_all() -> bool {
 /// can return. With `VTNT_REQUIRE_ALL=1` it panics with the reason instead, unless
 /// `allowed` puts the reason on the allow-list (then the line reads `SKIPPED (allowed:
 /// ...)`).
+#[track_caller]
 pub fn skip_or_fail(test: &str, reason: &str, allowed: Option<Allowed>) {
     match allowed {
         Some(a) => say(&format!("SKIPPED (allowed: {}) {test}: {reason}", a.name())),
-        None if require_all() => panic!(
-            "{test} cannot run here and {REQUIRE_ALL}=1 forbids skipping it: {reason} \
-             (scripts/setup.sh installs what the tests need)"
-        ),
+        None if require_all() => {
+            panic!("{test} cannot run here and {REQUIRE_ALL}=1 forbids skipping it: {reason}")
+        }
         None => say(&format!(
             "SKIPPED {test}: {reason} ({REQUIRE_ALL}=1 would fail this)"
         )),
