@@ -124,6 +124,8 @@ pub struct RunOutcome {
     pub peak_rss_kib: Option<u64>,
     /// The VMM's host CPU time (user + system, 10 ms resolution).
     pub cpu: Option<Duration>,
+    /// The accelerator the VM ran under.
+    pub accel: crate::accel::Accelerator,
     /// The VMM's stderr.
     pub vmm_stderr: String,
     /// The kernel command line used.
@@ -285,6 +287,7 @@ pub fn run_job(spec: &RunSpec) -> Result<RunOutcome, Error> {
         timings,
         peak_rss_kib: out.peak_rss_kib,
         cpu: out.cpu,
+        accel: out.accel,
         vmm_stderr: out.stderr,
         cmdline,
     })

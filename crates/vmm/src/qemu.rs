@@ -12,8 +12,9 @@
 //! time (user + system, all threads) is read from `/proc/<pid>/stat` once it has exited
 //! but before it is reaped (a zombie's stat still holds the totals).
 
+use crate::accel::{self, Accelerator};
 use crate::outcome::{status_from_console, status_from_qemu_code, GuestStatus, Outcome};
-use crate::{accel, Error};
+use crate::Error;
 use std::io::{BufRead, BufReader, Read};
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -43,13 +44,25 @@ impl Machine {
     }
 }
 
-/// Hardware acceleration.
+/// The accelerator asked for (what was used is an [`Accelerator`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Accel {
-    /// KVM if [`accel::kvm_usable`] says so, else TCG.
+    /// KVM if [`accel::resolve`] finds it works for the unikernel, else TCG.
     Auto,
+    /// This host's kind of KVM ([`accel::kvm_kind`]).
     Kvm,
     Tcg,
+}
+
+impl Accel {
+    /// The accelerator this request stands for when booting `image`.
+    pub fn resolve(self, image: &std::path::Path) -> Accelerator {
+        match self {
+            Accel::Auto => accel::resolve(image),
+            Accel::Kvm => accel::kvm_kind().unwrap_or(Accelerator::Kvm),
+            Accel::Tcg => Accelerator::Tcg,
+        }
+    }
 }
 
 /// The VM's network.
@@ -107,8 +120,8 @@ impl VmConfig {
         }
     }
 
-    /// QEMU's arguments for a run with `accel` (which must not be `Auto`).
-    pub fn args(&self, accel: Accel) -> Vec<String> {
+    /// QEMU's arguments for a run under `accel`.
+    pub fn args(&self, accel: Accelerator) -> Vec<String> {
         let mut a: Vec<String> = Vec::new();
         let mut push = |s: &str| a.push(s.to_string());
         match self.machine {
@@ -127,17 +140,8 @@ impl VmConfig {
                 push("pc");
             }
         }
-        match accel {
-            Accel::Kvm => {
-                push("-accel");
-                push("kvm");
-                push("-cpu");
-                push("host");
-            }
-            _ => {
-                push("-accel");
-                push("tcg");
-            }
+        for s in accel.qemu_args() {
+            push(s);
         }
         for s in [
             "-nodefaults",
@@ -196,7 +200,7 @@ impl VmConfig {
     }
 
     /// The full command (with the `ip netns exec` prefix when a namespace is set).
-    pub fn command(&self, accel: Accel) -> Command {
+    pub fn command(&self, accel: Accelerator) -> Command {
         let mut cmd = match &self.netns {
             Some(ns) => {
                 let mut c = Command::new("ip");
@@ -212,20 +216,18 @@ impl VmConfig {
 
 /// Boots `cfg` and waits for the guest to finish (or the timeout).
 pub fn run(cfg: &VmConfig) -> Result<Outcome, Error> {
-    let accel = match cfg.accel {
-        Accel::Auto => accel::resolve(&cfg.image),
-        a => a,
-    };
-    supervise(cfg.command(accel), cfg.timeout, true)
+    let accel = cfg.accel.resolve(&cfg.image);
+    supervise(cfg.command(accel), cfg.timeout, true, accel)
 }
 
 /// Runs a VMM process: collects console lines and stderr, samples its peak RSS, kills it
 /// at `timeout`. `debug_exit`: the VMM's exit code encodes the guest status
-/// (`isa-debug-exit`).
+/// (`isa-debug-exit`); `accel`: what it runs under, for the outcome.
 pub(crate) fn supervise(
     mut cmd: Command,
     timeout: Duration,
     debug_exit: bool,
+    accel: Accelerator,
 ) -> Result<Outcome, Error> {
     let program = format!("{:?}", cmd.get_program());
     cmd.stdin(Stdio::null())
@@ -307,6 +309,7 @@ pub(crate) fn supervise(
         wall,
         peak_rss_kib,
         cpu,
+        accel,
     })
 }
 

@@ -1,5 +1,5 @@
 //! The unikernel on the emulated MPLS Internet (`vtnt lab`): trace, ping and TNT jobs run
-//! in a microVM (QEMU TCG) attached to the lab's VM front must give the results the
+//! in a microVM (QEMU, KVM where it works, else TCG) attached to the lab's VM front must give the results the
 //! native `vtnt` gives from inside the lab's namespace: the same hops, labels, quoted
 //! TTLs and TNT annotations; RTTs, timestamps, IP IDs and the source address aside. A
 //! guest whose address the lab's VM front leases by DHCP (`ip=dhcp`) gets the results a
@@ -166,7 +166,7 @@ impl Lab {
                 name: self.name.clone(),
             },
         );
-        run.accel = Accel::Tcg;
+        run.accel = Accel::Auto;
         run.machine = Machine::Microvm;
         run.memory_mib = memory_mib;
         run.timeout = Duration::from_secs(120);
