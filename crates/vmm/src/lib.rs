@@ -8,6 +8,8 @@
 //!   TCG, with the CPU model that works on it): KVM when our own image boots under it
 //!   (probed once), TCG for a stock Linux guest under PVM, `VTNT_ACCEL=tcg|kvm` as an
 //!   override.
+//! - [`breakdown`]: where a boot's time and exits go, step by step (guest step marks,
+//!   KVM tracepoints through `perf`).
 //! - [`firecracker`]: the same over Firecracker (`--no-api --config-file`), when a
 //!   `firecracker` binary is on `PATH`.
 //! - [`netns`]: a network namespace with a TAP device, removed on drop (tests, benchmarks).
@@ -25,6 +27,7 @@
 //! ```
 
 pub mod accel;
+pub mod breakdown;
 pub mod firecracker;
 pub mod image;
 pub mod job;

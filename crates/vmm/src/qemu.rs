@@ -100,6 +100,9 @@ pub struct VmConfig {
     pub module: Option<PathBuf>,
     /// The QEMU binary.
     pub qemu: PathBuf,
+    /// A command QEMU runs under (program and arguments before QEMU's own), e.g.
+    /// `perf record ... --` ([`crate::breakdown::perf_wrapper`]); empty: none.
+    pub wrapper: Vec<String>,
 }
 
 impl VmConfig {
@@ -117,6 +120,7 @@ impl VmConfig {
             netns: None,
             module: None,
             qemu: PathBuf::from(QEMU),
+            wrapper: Vec::new(),
         }
     }
 
@@ -199,16 +203,17 @@ impl VmConfig {
         a
     }
 
-    /// The full command (with the `ip netns exec` prefix when a namespace is set).
+    /// The full command (with the `ip netns exec` prefix when a namespace is set, then
+    /// the wrapper).
     pub fn command(&self, accel: Accelerator) -> Command {
-        let mut cmd = match &self.netns {
-            Some(ns) => {
-                let mut c = Command::new("ip");
-                c.args(["netns", "exec", ns]).arg(&self.qemu);
-                c
-            }
-            None => Command::new(&self.qemu),
-        };
+        let mut words: Vec<std::ffi::OsString> = Vec::new();
+        if let Some(ns) = &self.netns {
+            words.extend(["ip", "netns", "exec", ns].map(Into::into));
+        }
+        words.extend(self.wrapper.iter().map(Into::into));
+        words.push(self.qemu.clone().into());
+        let mut cmd = Command::new(&words[0]);
+        cmd.args(&words[1..]);
         cmd.args(self.args(accel));
         cmd
     }
