@@ -1,9 +1,14 @@
 //! Launching the unikernel under QEMU and supervising it.
 //!
-//! Every run gets `-nodefaults -no-user-config -display none -serial stdio -no-reboot`
-//! and `-device isa-debug-exit,iobase=0xf4,iosize=0x04` (the guest's exit status), plus
-//! per machine:
-//! - `microvm`: `x-option-roms=off,rtc=off`, modern virtio-mmio
+//! Every run gets `-nodefaults -no-user-config -display none -no-reboot`, the console on
+//! QEMU's debug console (`-chardev stdio` to `isa-debugcon` at port 0xe9, `-serial none`:
+//! a line leaves the guest in one exit, where the serial port takes two per byte) and
+//! `-device isa-debug-exit,iobase=0xf4,iosize=0x04` (the guest's exit status), plus per
+//! machine:
+//! - `microvm`: `x-option-roms=off,rtc=off,acpi=off,isa-serial=off` (without ACPI QEMU
+//!   names the virtio-mmio slot on the kernel command line, so the guest probes no other;
+//!   the guest does not use ACPI), under KVM also `pit=off,pic=off` (the clock comes from
+//!   kvmclock; TCG's calibration needs the PIT), modern virtio-mmio
 //!   (`-global virtio-mmio.force-legacy=false`), `virtio-net-device`;
 //! - `q35` / `pc`: `virtio-net-pci` without an option ROM (`romfile=`).
 //!
@@ -131,7 +136,11 @@ impl VmConfig {
         match self.machine {
             Machine::Microvm => {
                 push("-M");
-                push("microvm,x-option-roms=off,rtc=off");
+                push(if accel.is_kvm() {
+                    "microvm,x-option-roms=off,rtc=off,acpi=off,isa-serial=off,pit=off,pic=off"
+                } else {
+                    "microvm,x-option-roms=off,rtc=off,acpi=off,isa-serial=off"
+                });
                 push("-global");
                 push("virtio-mmio.force-legacy=false");
             }
@@ -152,8 +161,12 @@ impl VmConfig {
             "-no-user-config",
             "-display",
             "none",
+            "-chardev",
+            "stdio,id=vtntcon",
+            "-device",
+            "isa-debugcon,iobase=0xe9,chardev=vtntcon",
             "-serial",
-            "stdio",
+            "none",
             "-no-reboot",
             "-device",
             "isa-debug-exit,iobase=0xf4,iosize=0x04",
