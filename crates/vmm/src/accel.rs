@@ -30,6 +30,14 @@
 //! Our unikernel boots and runs its jobs there: it lives in the lower half (identity
 //! mapped) and needs no exception delivered. So under PVM a Linux guest gets TCG (unless
 //! `VTNT_ACCEL=kvm` insists), under hardware KVM it gets KVM.
+//!
+//! PVM-KVM is not fast for the unikernel either, on the host measured: PVM starts a vCPU
+//! in an emulated "non-PVM mode" and is meant to switch it to native execution once it
+//! reaches 64-bit supervisor mode, but that host's `kvm_pvm` never switched ours (with
+//! CR0 NE/WP/AM/MP, EFER SCE/NXE, MSR_STAR, null data segments, a second far return
+//! tried), so KVM's instruction emulator runs the whole guest, at about 1 us an
+//! instruction: slower than TCG's translated code (`vtnt-kernel-bench --breakdown`
+//! counts the emulated instructions per boot step).
 
 use crate::qemu::{self, Machine, VmConfig};
 use crate::GuestStatus;

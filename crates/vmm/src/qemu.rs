@@ -2,7 +2,7 @@
 //!
 //! Every run gets `-nodefaults -no-user-config -display none -no-reboot`, the console on
 //! QEMU's debug console (`-chardev stdio` to `isa-debugcon` at port 0xe9, `-serial none`:
-//! a line leaves the guest in one exit, where the serial port takes two per byte) and
+//! one exit per byte and no status polling, where the serial port takes two per byte) and
 //! `-device isa-debug-exit,iobase=0xf4,iosize=0x04` (the guest's exit status), plus per
 //! machine:
 //! - `microvm`: `x-option-roms=off,rtc=off,acpi=off,isa-serial=off` (without ACPI QEMU
