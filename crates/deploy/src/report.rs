@@ -167,7 +167,14 @@ pub fn markdown(rep: &Report) -> String {
         s,
         "\n`N+`: every instance tried completed; the limit is higher.\n"
     );
-    let _ = writeln!(s, "## Ratios (the paper's: vTNT vs Docker / Vagrant VM)\n\n| metric | paper | Docker / vTNT | VM / vTNT | Docker / scratch | Docker / runc |\n|---|---|---:|---:|---:|---:|");
+    // The VM / vTNT column says so when its two runtimes ran under different accelerators.
+    let accel = |n: &str| find(rep, n).and_then(|r| r.accel.clone());
+    let vm_col = match (accel("vm"), accel("microvm")) {
+        (Some(a), Some(b)) if a != b => format!("VM ({a}) / vTNT ({b}): mixed accelerators"),
+        (Some(a), Some(_)) => format!("VM / vTNT ({a})"),
+        _ => "VM / vTNT".into(),
+    };
+    let _ = writeln!(s, "## Ratios (the paper's: vTNT vs Docker / Vagrant VM)\n\n| metric | paper | Docker / vTNT | {vm_col} | Docker / scratch | Docker / runc |\n|---|---|---:|---:|---:|---:|");
     let micro = find(rep, "microvm");
     let rows = [
         ("image size", "size", "430x / 1170x smaller", false),
