@@ -159,7 +159,7 @@ fn main() {
                 Some(t.with_host(marks))
             })
             .collect();
-        let counts = traced(|w| boot(w, true).map(|_| ()));
+        let counts = traced(used, |w| boot(w, true).map(|_| ()));
         println!(
             "\n### Boot job, microvm ({acc}), median of {}\n\n{}",
             times.len(),
@@ -291,7 +291,7 @@ fn main() {
                 Some(t.with_host(marks))
             })
             .collect();
-        let counts = traced(|w| tnt(w, true).map(|_| ()));
+        let counts = traced(used, |w| tnt(w, true).map(|_| ()));
         println!(
             "\n### TNT job (2 lab targets), microvm ({acc}), up to the first probe, median of {}\n\n{}",
             times.len(),
@@ -496,8 +496,15 @@ fn host_marks(data: &std::path::Path) -> Option<breakdown::HostMarks> {
 }
 
 /// Runs `run` once under `perf record` (given the wrapper) and counts the events per
-/// step; `None` (with the reason printed) when that cannot be done here.
-fn traced(run: impl FnOnce(Vec<String>) -> Option<()>) -> Option<Vec<Counts>> {
+/// step; `None` (with the reason printed) when that cannot be done here or under `accel`.
+fn traced(
+    accel: vtnt_vmm::accel::Accelerator,
+    run: impl FnOnce(Vec<String>) -> Option<()>,
+) -> Option<Vec<Counts>> {
+    if !accel.is_kvm() {
+        println!("exit counts: none under TCG (no KVM exits to count)");
+        return None;
+    }
     if let Some(why) = breakdown::unavailable() {
         println!("exit counts: skipped: {why}");
         return None;
