@@ -85,14 +85,25 @@ pub fn image(cmd: ImageCommand) -> anyhow::Result<ExitCode> {
     if print_path {
         println!("{}", info.path.display());
     } else {
+        let accel = match runtime {
+            Runtime::Vm => Some(vtnt_deploy::vm::accel()),
+            Runtime::Microvm => Some(vtnt_deploy::microvm::accel(&info.path)),
+            _ => None,
+        };
         println!(
-            "{}: {} ({:.2} MiB; download {:.2} MiB; {})",
+            "{}: {} ({:.2} MiB; download {:.2} MiB; {}){}",
             runtime.name(),
             info.path.display(),
             info.size_bytes as f64 / 1048576.0,
             info.download_bytes as f64 / 1048576.0,
-            info.size_note
+            info.size_note,
+            accel.map_or(String::new(), |a| format!("; runs under {a}"))
         );
+        if runtime == Runtime::Vm {
+            if let Some(why) = vtnt_vmm::accel::linux_tcg_reason() {
+                println!("vm: {why}");
+            }
+        }
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -123,13 +134,25 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     if !out.ok() {
         eprint!("{}", out.stderr);
     }
+    // After the run: the launcher has probed (and cached) the unikernel's accelerator.
+    let accel = match args.runtime {
+        Runtime::Vm => Some(vtnt_deploy::vm::accel()),
+        Runtime::Microvm => vtnt_vmm::accel::overridden().or_else(vtnt_vmm::accel::cached),
+        _ => None,
+    };
+    if args.runtime == Runtime::Vm {
+        if let Some(why) = vtnt_vmm::accel::linux_tcg_reason() {
+            eprintln!("vtnt run: vm: {why}");
+        }
+    }
     eprintln!(
-        "vtnt run: {}: deploy {:.3} s, execution {:.3} s, CPU {:.3} s, exit {:?}",
+        "vtnt run: {}: deploy {:.3} s, execution {:.3} s, CPU {:.3} s, exit {:?}{}",
         args.runtime.name(),
         out.deploy_time.as_secs_f64(),
         out.exec_time.as_secs_f64(),
         out.cpu_secs,
-        out.code
+        out.code,
+        accel.map_or(String::new(), |a| format!(", accelerator {a}"))
     );
     Ok(match out.code {
         Some(0) => ExitCode::SUCCESS,

@@ -132,6 +132,9 @@ pub struct Memory {
 pub struct RuntimeReport {
     pub runtime: String,
     pub label: String,
+    /// The accelerator of a VM runtime (`KVM`, `PVM-KVM`, `TCG`); `None` for the others.
+    pub accel: Option<String>,
+    /// Ran under TCG.
     pub emulated: bool,
     pub skipped: Option<String>,
     pub image_bytes: u64,
@@ -151,7 +154,10 @@ pub struct RuntimeReport {
 /// The whole report.
 #[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct Report {
+    /// The accelerators of the VM runtimes, e.g. `vm: TCG, microvm: PVM-KVM`.
     pub accel: String,
+    /// Why a Linux VM runs under TCG on a host with KVM (PVM), if it does.
+    pub accel_note: Option<String>,
     pub host: String,
     pub job: String,
     pub reps: u32,
@@ -210,7 +216,7 @@ pub fn bench_deploy(args: &BenchDeployArgs) -> anyhow::Result<Report> {
         (std::thread::available_parallelism().map_or(1, |n| n.get()) - 1).to_string()
     });
     let mut report = Report {
-        accel: crate::vm::accel().to_string(),
+        accel_note: vtnt_vmm::accel::linux_tcg_reason().map(String::from),
         host: host(),
         job: args.job.clone(),
         reps: args.reps,
@@ -235,11 +241,17 @@ pub fn bench_deploy(args: &BenchDeployArgs) -> anyhow::Result<Report> {
         let mut r = RuntimeReport {
             runtime: rt.name().into(),
             label: rt.label().into(),
-            emulated: rt.is_vm() && report.accel == "tcg",
             ..Default::default()
         };
         match rt.build_image(&BuildOptions::default()) {
             Ok(im) => {
+                let accel = match rt {
+                    Runtime::Vm => Some(crate::vm::accel()),
+                    Runtime::Microvm => Some(crate::microvm::accel(&im.path)),
+                    _ => None,
+                };
+                r.emulated = accel == Some(vtnt_vmm::accel::Accelerator::Tcg);
+                r.accel = accel.map(|a| a.name().to_string());
                 r.image_bytes = im.size_bytes;
                 r.download_bytes = im.download_bytes;
                 r.image_note = im.size_note.clone();
@@ -252,6 +264,12 @@ pub fn bench_deploy(args: &BenchDeployArgs) -> anyhow::Result<Report> {
         }
         report.runtimes.push(r);
     }
+    report.accel = report
+        .runtimes
+        .iter()
+        .filter_map(|r| Some(format!("{}: {}", r.runtime, r.accel.as_ref()?)))
+        .collect::<Vec<_>>()
+        .join(", ");
     let server = ImageServer::start(
         &images.iter().map(|(_, i)| i).collect::<Vec<_>>(),
         args.bandwidth_mbps * 1_000_000,

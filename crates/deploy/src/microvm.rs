@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::Context;
+use vtnt_vmm::accel::Accelerator;
 
 use crate::cgroup::Cgroup;
 use crate::instance::InstanceSpec;
@@ -58,6 +59,13 @@ pub fn from_built(built: &Path) -> anyhow::Result<ImageInfo> {
         size_bytes: size,
         size_note: "unikernel ELF (PVH)".into(),
     })
+}
+
+/// The accelerator the launcher boots `image` under: `VTNT_ACCEL`, else KVM (of this
+/// host's kind) when the image boots under it, else TCG (`vtnt_vmm::accel::resolve`,
+/// whose probe result the launcher shares through its cache).
+pub fn accel(image: &Path) -> Accelerator {
+    vtnt_vmm::accel::resolve(image)
 }
 
 /// Boots one unikernel instance through the launcher.

@@ -65,13 +65,20 @@ pub fn markdown(rep: &Report) -> String {
     let _ = writeln!(s, "# vtnt bench deploy\n");
     let _ = writeln!(
         s,
-        "Host: {}. Job: `vtnt {}`. {} repetitions. Image server: {} Mbit/s on 127.0.0.1. QEMU accelerator: **{}**.\n",
+        "Host: {}. Job: `vtnt {}`. {} repetitions. Image server: {} Mbit/s on 127.0.0.1. QEMU accelerators: **{}**.\n",
         rep.host, rep.job, rep.reps, rep.bandwidth_mbps, rep.accel
     );
-    if rep.accel == "tcg" {
-        let _ = writeln!(s, "> Rows marked (TCG) ran under QEMU's TCG emulator (no usable KVM on this host): their times, CPU and density are emulation figures, far worse than under KVM. Their memory includes QEMU's TCG translation buffer (hundreds of MiB for a Linux guest), which KVM does not have; image sizes are not affected.\n");
+    if let Some(note) = &rep.accel_note {
+        let _ = writeln!(s, "> {note}.\n");
     }
-    let tag = |r: &RuntimeReport| if r.emulated { " (TCG)" } else { "" };
+    if rep.runtimes.iter().any(|r| r.emulated) {
+        let _ = writeln!(s, "> Rows marked (TCG) ran under QEMU's TCG emulator: their times, CPU and density are emulation figures, far worse than under KVM. Their memory includes QEMU's TCG translation buffer (hundreds of MiB for a Linux guest), which KVM does not have; image sizes are not affected. Ratios between a (TCG) row and a (KVM) or (PVM-KVM) row mix accelerators.\n");
+    }
+    let tag = |r: &RuntimeReport| {
+        r.accel
+            .as_ref()
+            .map_or(String::new(), |a| format!(" ({a})"))
+    };
     let _ = writeln!(
         s,
         "## Fig. 4: image size\n\n| runtime | image | download | what |\n|---|---:|---:|---|"
@@ -160,7 +167,14 @@ pub fn markdown(rep: &Report) -> String {
         s,
         "\n`N+`: every instance tried completed; the limit is higher.\n"
     );
-    let _ = writeln!(s, "## Ratios (the paper's: vTNT vs Docker / Vagrant VM)\n\n| metric | paper | Docker / vTNT | VM / vTNT | Docker / scratch | Docker / runc |\n|---|---|---:|---:|---:|---:|");
+    // The VM / vTNT column says so when its two runtimes ran under different accelerators.
+    let accel = |n: &str| find(rep, n).and_then(|r| r.accel.clone());
+    let vm_col = match (accel("vm"), accel("microvm")) {
+        (Some(a), Some(b)) if a != b => format!("VM ({a}) / vTNT ({b}): mixed accelerators"),
+        (Some(a), Some(_)) => format!("VM / vTNT ({a})"),
+        _ => "VM / vTNT".into(),
+    };
+    let _ = writeln!(s, "## Ratios (the paper's: vTNT vs Docker / Vagrant VM)\n\n| metric | paper | Docker / vTNT | {vm_col} | Docker / scratch | Docker / runc |\n|---|---|---:|---:|---:|---:|");
     let micro = find(rep, "microvm");
     let rows = [
         ("image size", "size", "430x / 1170x smaller", false),

@@ -7,8 +7,10 @@
 //! qcow2. The box is a tarball of `disk.qcow2`, `vmlinuz` and `initrd.img` (QEMU boots
 //! the kernel directly; Vagrant's box would boot through GRUB). Built once, cached.
 //!
-//! **Run.** `qemu-system-x86_64 -machine q35 -m 256`, KVM when usable (`VTNT_ACCEL=kvm`,
-//! or vtnt-vmm's cached probe said so) else TCG, the disk in `snapshot=on` mode, the NIC
+//! **Run.** `qemu-system-x86_64 -machine q35 -m 256` under [`accel`]: KVM (`-cpu host`)
+//! on hardware virtualisation, TCG without KVM and under PVM, whose KVM cannot boot a
+//! stock Linux kernel (see `vtnt_vmm::accel`; `VTNT_ACCEL` overrides), the disk in
+//! `snapshot=on` mode, the NIC
 //! on the lab's VM front (`-netdev dgram` to the lab's UDP port). The kernel command line
 //! carries the guest address (`vtnt.ip=`, `vtnt.gw=`, the lab ranges routed to the gateway
 //! instead of a default route: `vtnt.nets=`) and the job (`vtnt.job=`, base64 of
@@ -20,6 +22,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::Context;
+use vtnt_vmm::accel::Accelerator;
 
 use crate::cgroup::Cgroup;
 use crate::instance::InstanceSpec;
@@ -205,21 +208,11 @@ pub fn install(tarball: &Path, dir: &Path) -> anyhow::Result<PathBuf> {
     Ok(d)
 }
 
-/// `kvm` or `tcg`: `VTNT_ACCEL` if set, else KVM only when vtnt-vmm's probe (cached in
-/// `$TMPDIR/vtnt-kvm-usable` for this boot) found it usable.
-pub fn accel() -> &'static str {
-    match std::env::var("VTNT_ACCEL").as_deref() {
-        Ok("kvm") => return "kvm",
-        Ok("tcg") => return "tcg",
-        _ => {}
-    }
-    let boot_id = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap_or_default();
-    let cached =
-        std::fs::read_to_string(std::env::temp_dir().join("vtnt-kvm-usable")).unwrap_or_default();
-    match cached.trim().split_once(' ') {
-        Some((id, "1")) if id == boot_id.trim() && !id.is_empty() => "kvm",
-        _ => "tcg",
-    }
+/// The accelerator of the Debian VM: `vtnt_vmm::accel::for_linux` (KVM on hardware
+/// virtualisation; TCG without KVM and under PVM, which cannot boot a stock Linux
+/// kernel; `VTNT_ACCEL` overrides).
+pub fn accel() -> Accelerator {
+    vtnt_vmm::accel::for_linux()
 }
 
 fn base64(data: &[u8]) -> String {
@@ -264,7 +257,8 @@ pub fn start(
         base64(words.as_bytes())
     );
     let mut cmd = cgroup.wrap(&qemu.display().to_string());
-    cmd.args(["-machine", &format!("q35,accel={}", accel()), "-m", &MEMORY_MIB.to_string(), "-smp", "1"])
+    cmd.args(["-machine", "q35", "-m", &MEMORY_MIB.to_string(), "-smp", "1"])
+        .args(accel().qemu_args())
         .args(["-nodefaults", "-no-user-config", "-display", "none", "-serial", "stdio", "-no-reboot"])
         .arg("-kernel")
         .arg(box_dir.join("vmlinuz"))

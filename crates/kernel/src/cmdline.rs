@@ -9,7 +9,8 @@
 //! `epoch_us=MICROSECONDS` (the host's UNIX time at boot: records then carry real
 //! timestamps; default 0), `hostname=NAME` (the `hostname` of the `cycle-start` line),
 //! `virtio_mmio.device=SIZE@BASE:IRQ` (Linux syntax, as Firecracker and QEMU microvm pass
-//! it; repeatable). Unknown options are reported and ignored (VMMs add their own);
+//! it; repeatable), `marks` (boot steps marked on port 0x80 for a tracing host; read by
+//! `steps` before parsing). Unknown options are reported and ignored (VMMs add their own);
 //! malformed values of known options are errors. The job after `--` is the canonical
 //! job spec of `vtnt-jobspec` (or `boot`), kept as one string. QEMU microvm appends its
 //! `virtio_mmio.device=` options at the very end, after the job, so those are picked out
@@ -171,7 +172,7 @@ impl<'a> Cmdline<'a> {
             // Options VMMs and users commonly pass for Linux guests: accepted silently.
             "console" | "earlyprintk" | "reboot" | "panic" | "pci" | "acpi" | "nomodule"
             | "quiet" | "noapic" | "i8042.noaux" | "i8042.nomux" | "i8042.dumbkbd"
-            | "8250.nr_uarts" | "tsc" | "root" | "rw" | "ro" => {}
+            | "8250.nr_uarts" | "tsc" | "root" | "rw" | "ro" | "marks" => {}
             _ => {
                 if self.unknown.is_none() {
                     self.unknown = Some(word);

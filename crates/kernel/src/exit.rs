@@ -1,12 +1,13 @@
 //! How a run ends: the documented exit statuses, the final console line, and the error
 //! path (`vtnt: error: ...` then a non-zero status).
 //!
-//! The final line is always `{"type":"exit","status":N,"reason":"..."}`. Under QEMU with
+//! The final line is always `{"type":"exit","status":N,"reason":"...","guest_us":T,
+//! "steps_us":[...]}` (`steps_us`: see [`crate::steps`]). Under QEMU with
 //! `isa-debug-exit` the process exit status is `(N << 1) | 1`, so success is QEMU status 1;
 //! `vtnt-vmm` maps it back to `N`.
 
 use crate::arch::x86_64::power;
-use core::fmt;
+use core::fmt::{self, Write};
 
 /// Guest exit statuses (stable: the host side and docs rely on them).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,12 +52,16 @@ impl Status {
 
 /// Prints the final line and powers off with `status`.
 pub fn finish(status: Status) -> ! {
-    crate::println!(
-        "{{\"type\":\"exit\",\"status\":{},\"reason\":\"{}\",\"guest_us\":{}}}",
+    let mut con = crate::console::Console;
+    let _ = write!(
+        con,
+        "{{\"type\":\"exit\",\"status\":{},\"reason\":\"{}\",\"guest_us\":{},",
         status as u8,
         status.reason(),
         crate::time::now().as_micros()
     );
+    let _ = crate::steps::write_json(&mut con);
+    crate::println!("}}");
     power::exit(status as u8)
 }
 

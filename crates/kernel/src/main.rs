@@ -5,7 +5,8 @@
 //! virtio-net, prints its results as scamper JSON lines on COM1 (the lines the native
 //! `vtnt` prints), and powers off with a documented status (see [`exit::Status`]).
 //!
-//! Boot sequence ([`rust_start`]): console -> boot info -> clock (TSC frequency
+//! Boot sequence ([`rust_start`], each step's end recorded by [`steps`]): console -> boot
+//! info -> clock (TSC frequency
 //! measured) -> IDT and local APIC timer (for idling with `hlt`) -> command line -> heap (from the memory map) -> job. Jobs that need the network
 //! then find a virtio-net device (MMIO or PCI), lease an address by DHCP when told
 //! `ip=dhcp`, resolve the gateway by ARP, and enter the run loop in [`job`].
@@ -38,6 +39,8 @@ mod net;
 #[cfg_attr(not(target_os = "none"), allow(dead_code))]
 mod pvclock;
 #[cfg(target_os = "none")]
+mod steps;
+#[cfg(target_os = "none")]
 mod time;
 
 #[cfg(target_os = "none")]
@@ -56,6 +59,7 @@ fn main() {
 #[cfg(target_os = "none")]
 #[no_mangle]
 pub extern "C" fn rust_start(start_info: u32) -> ! {
+    let long_mode_tsc = arch::x86_64::io::rdtsc();
     console::init();
     // SAFETY: `start_info` is the `ebx` the PVH loader entered us with; the heap (not yet
     // set up) avoids everything it points to.
@@ -65,6 +69,10 @@ pub extern "C" fn rust_start(start_info: u32) -> ! {
             "no PVH start info (bad magic at {start_info:#x})"
         );
     };
+    if steps::wanted(info.cmdline()) {
+        steps::enable_marks();
+    }
+    steps::mark_at(steps::Step::LongMode, long_mode_tsc);
     println!(
         "vtnt-kernel {} booting ({} v{}, cmdline \"{}\")",
         env!("CARGO_PKG_VERSION"),
@@ -72,6 +80,7 @@ pub extern "C" fn rust_start(start_info: u32) -> ! {
         info.version(),
         console::JsonStr(core::str::from_utf8(info.cmdline()).unwrap_or("<not utf-8>"))
     );
+    steps::mark(steps::Step::Console);
     let clock_start_tsc = arch::x86_64::io::rdtsc();
     let Some((hz, source)) = time::calibrate() else {
         fail!(
@@ -79,7 +88,9 @@ pub extern "C" fn rust_start(start_info: u32) -> ! {
             "no clock: TSC frequency unknown (no CPUID leaf, no PIT)"
         );
     };
+    steps::mark(steps::Step::Clock);
     let idle = time::init_idle();
+    steps::mark(steps::Step::Idle);
     let cmdline = match cmdline::Cmdline::parse(info.cmdline()) {
         Ok(c) => c,
         Err(e) => fail!(Status::BadCmdline, "command line: {e}"),
@@ -113,6 +124,7 @@ pub extern "C" fn rust_start(start_info: u32) -> ! {
         time::tsc_to_instant(clock_start_tsc).as_micros(),
         time::now().as_micros()
     );
+    steps::mark(steps::Step::Heap);
     job::run(&cmdline, &info)
 }
 

@@ -90,7 +90,9 @@ pub fn run(cfg: &FcConfig) -> Result<Outcome, Error> {
         None => Command::new(&fc),
     };
     cmd.arg("--no-api").arg("--config-file").arg(&config);
-    let out = qemu::supervise(cmd, cfg.timeout, false);
+    // Firecracker always runs on KVM, of whichever kind this host has.
+    let accel = crate::accel::kvm_kind().unwrap_or(crate::accel::Accelerator::Kvm);
+    let out = qemu::supervise(cmd, cfg.timeout, false, accel);
     let _ = std::fs::remove_dir_all(&dir);
     out
 }

@@ -79,6 +79,10 @@ pub struct RunSpec {
     /// The guest asks for its address by DHCP (`ip=dhcp`; the lab's VM front serves it)
     /// instead of taking the lab slot's (or the TAP spec's) static address.
     pub dhcp: bool,
+    /// The guest marks its boot steps on port 0x80 (`marks`, for [`crate::breakdown`]).
+    pub marks: bool,
+    /// A command QEMU runs under ([`VmConfig::wrapper`]).
+    pub wrapper: Vec<String>,
 }
 
 impl RunSpec {
@@ -96,6 +100,8 @@ impl RunSpec {
             hostname: None,
             image: None,
             dhcp: false,
+            marks: false,
+            wrapper: Vec::new(),
         }
     }
 }
@@ -124,6 +130,8 @@ pub struct RunOutcome {
     pub peak_rss_kib: Option<u64>,
     /// The VMM's host CPU time (user + system, 10 ms resolution).
     pub cpu: Option<Duration>,
+    /// The accelerator the VM ran under.
+    pub accel: crate::accel::Accelerator,
     /// The VMM's stderr.
     pub vmm_stderr: String,
     /// The kernel command line used.
@@ -168,6 +176,9 @@ pub fn cmdline(spec: &RunSpec, guest: &str, gateway: &str) -> (String, Option<St
         "console=ttyS0 {ip} watchdog={} epoch_us={epoch_us}",
         spec.timeout.as_secs().max(1)
     );
+    if spec.marks {
+        c.push_str(" marks");
+    }
     if let Some(h) = spec.hostname.as_deref().filter(|h| valid_hostname(h)) {
         c.push_str(&format!(" hostname={h}"));
     }
@@ -241,6 +252,7 @@ pub fn run_job(spec: &RunSpec) -> Result<RunOutcome, Error> {
             cfg.timeout = host_timeout;
             cfg.netns = netns;
             cfg.module = module_file.as_ref().map(|f| f.0.clone());
+            cfg.wrapper = spec.wrapper.clone();
             qemu::run(&cfg)?
         }
         Vmm::Firecracker => {
@@ -285,6 +297,7 @@ pub fn run_job(spec: &RunSpec) -> Result<RunOutcome, Error> {
         timings,
         peak_rss_kib: out.peak_rss_kib,
         cpu: out.cpu,
+        accel: out.accel,
         vmm_stderr: out.stderr,
         cmdline,
     })

@@ -4,8 +4,12 @@
 //! - [`qemu`]: launch QEMU (microvm / q35 / pc; KVM or TCG) with a TAP or socket/stream
 //!   network, capture the serial console, enforce a timeout, and map QEMU's
 //!   `isa-debug-exit` status back to the guest's [`GuestStatus`].
-//! - [`accel`]: decide whether KVM is *usable* (not just present) by booting our own
-//!   image under it once, with `VTNT_ACCEL=tcg|kvm` as an override.
+//! - [`accel`]: which accelerator runs a guest ([`accel::Accelerator`]: KVM, PVM-KVM or
+//!   TCG, with the CPU model that works on it): KVM when our own image boots under it
+//!   (probed once), TCG for a stock Linux guest under PVM, `VTNT_ACCEL=tcg|kvm` as an
+//!   override.
+//! - [`breakdown`]: where a boot's time and exits go, step by step (guest step marks,
+//!   KVM tracepoints through `perf`).
 //! - [`firecracker`]: the same over Firecracker (`--no-api --config-file`), when a
 //!   `firecracker` binary is on `PATH`.
 //! - [`netns`]: a network namespace with a TAP device, removed on drop (tests, benchmarks).
@@ -23,6 +27,7 @@
 //! ```
 
 pub mod accel;
+pub mod breakdown;
 pub mod firecracker;
 pub mod image;
 pub mod job;

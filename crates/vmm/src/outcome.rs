@@ -6,6 +6,7 @@
 //! with 1 on its own errors, so the console line is what counts: a QEMU status that
 //! disagrees with it, or a missing line, is reported as such.
 
+use crate::accel::Accelerator;
 use std::time::Duration;
 
 /// How the guest ended.
@@ -53,6 +54,8 @@ pub struct Outcome {
     /// Host CPU time of the VMM process (user + system, all threads; 10 ms resolution),
     /// if it could be read.
     pub cpu: Option<Duration>,
+    /// The accelerator the VM ran under.
+    pub accel: Accelerator,
 }
 
 impl Outcome {

@@ -1,9 +1,14 @@
 //! Launching the unikernel under QEMU and supervising it.
 //!
-//! Every run gets `-nodefaults -no-user-config -display none -serial stdio -no-reboot`
-//! and `-device isa-debug-exit,iobase=0xf4,iosize=0x04` (the guest's exit status), plus
-//! per machine:
-//! - `microvm`: `x-option-roms=off,rtc=off`, modern virtio-mmio
+//! Every run gets `-nodefaults -no-user-config -display none -no-reboot`, the console on
+//! QEMU's debug console (`-chardev stdio` to `isa-debugcon` at port 0xe9, `-serial none`:
+//! one exit per byte and no status polling, where the serial port takes two per byte) and
+//! `-device isa-debug-exit,iobase=0xf4,iosize=0x04` (the guest's exit status), plus per
+//! machine:
+//! - `microvm`: `x-option-roms=off,rtc=off,acpi=off,isa-serial=off` (without ACPI QEMU
+//!   names the virtio-mmio slot on the kernel command line, so the guest probes no other;
+//!   the guest does not use ACPI), under KVM also `pit=off,pic=off` (the clock comes from
+//!   kvmclock; TCG's calibration needs the PIT), modern virtio-mmio
 //!   (`-global virtio-mmio.force-legacy=false`), `virtio-net-device`;
 //! - `q35` / `pc`: `virtio-net-pci` without an option ROM (`romfile=`).
 //!
@@ -12,8 +17,9 @@
 //! time (user + system, all threads) is read from `/proc/<pid>/stat` once it has exited
 //! but before it is reaped (a zombie's stat still holds the totals).
 
+use crate::accel::{self, Accelerator};
 use crate::outcome::{status_from_console, status_from_qemu_code, GuestStatus, Outcome};
-use crate::{accel, Error};
+use crate::Error;
 use std::io::{BufRead, BufReader, Read};
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -43,13 +49,25 @@ impl Machine {
     }
 }
 
-/// Hardware acceleration.
+/// The accelerator asked for (what was used is an [`Accelerator`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Accel {
-    /// KVM if [`accel::kvm_usable`] says so, else TCG.
+    /// KVM if [`accel::resolve`] finds it works for the unikernel, else TCG.
     Auto,
+    /// This host's kind of KVM ([`accel::kvm_kind`]).
     Kvm,
     Tcg,
+}
+
+impl Accel {
+    /// The accelerator this request stands for when booting `image`.
+    pub fn resolve(self, image: &std::path::Path) -> Accelerator {
+        match self {
+            Accel::Auto => accel::resolve(image),
+            Accel::Kvm => accel::kvm_kind().unwrap_or(Accelerator::Kvm),
+            Accel::Tcg => Accelerator::Tcg,
+        }
+    }
 }
 
 /// The VM's network.
@@ -87,6 +105,9 @@ pub struct VmConfig {
     pub module: Option<PathBuf>,
     /// The QEMU binary.
     pub qemu: PathBuf,
+    /// A command QEMU runs under (program and arguments before QEMU's own), e.g.
+    /// `perf record ... --` ([`crate::breakdown::perf_wrapper`]); empty: none.
+    pub wrapper: Vec<String>,
 }
 
 impl VmConfig {
@@ -104,17 +125,22 @@ impl VmConfig {
             netns: None,
             module: None,
             qemu: PathBuf::from(QEMU),
+            wrapper: Vec::new(),
         }
     }
 
-    /// QEMU's arguments for a run with `accel` (which must not be `Auto`).
-    pub fn args(&self, accel: Accel) -> Vec<String> {
+    /// QEMU's arguments for a run under `accel`.
+    pub fn args(&self, accel: Accelerator) -> Vec<String> {
         let mut a: Vec<String> = Vec::new();
         let mut push = |s: &str| a.push(s.to_string());
         match self.machine {
             Machine::Microvm => {
                 push("-M");
-                push("microvm,x-option-roms=off,rtc=off");
+                push(if accel.is_kvm() {
+                    "microvm,x-option-roms=off,rtc=off,acpi=off,isa-serial=off,pit=off,pic=off"
+                } else {
+                    "microvm,x-option-roms=off,rtc=off,acpi=off,isa-serial=off"
+                });
                 push("-global");
                 push("virtio-mmio.force-legacy=false");
             }
@@ -127,25 +153,20 @@ impl VmConfig {
                 push("pc");
             }
         }
-        match accel {
-            Accel::Kvm => {
-                push("-accel");
-                push("kvm");
-                push("-cpu");
-                push("host");
-            }
-            _ => {
-                push("-accel");
-                push("tcg");
-            }
+        for s in accel.qemu_args() {
+            push(s);
         }
         for s in [
             "-nodefaults",
             "-no-user-config",
             "-display",
             "none",
+            "-chardev",
+            "stdio,id=vtntcon",
+            "-device",
+            "isa-debugcon,iobase=0xe9,chardev=vtntcon",
             "-serial",
-            "stdio",
+            "none",
             "-no-reboot",
             "-device",
             "isa-debug-exit,iobase=0xf4,iosize=0x04",
@@ -195,16 +216,17 @@ impl VmConfig {
         a
     }
 
-    /// The full command (with the `ip netns exec` prefix when a namespace is set).
-    pub fn command(&self, accel: Accel) -> Command {
-        let mut cmd = match &self.netns {
-            Some(ns) => {
-                let mut c = Command::new("ip");
-                c.args(["netns", "exec", ns]).arg(&self.qemu);
-                c
-            }
-            None => Command::new(&self.qemu),
-        };
+    /// The full command (with the `ip netns exec` prefix when a namespace is set, then
+    /// the wrapper).
+    pub fn command(&self, accel: Accelerator) -> Command {
+        let mut words: Vec<std::ffi::OsString> = Vec::new();
+        if let Some(ns) = &self.netns {
+            words.extend(["ip", "netns", "exec", ns].map(Into::into));
+        }
+        words.extend(self.wrapper.iter().map(Into::into));
+        words.push(self.qemu.clone().into());
+        let mut cmd = Command::new(&words[0]);
+        cmd.args(&words[1..]);
         cmd.args(self.args(accel));
         cmd
     }
@@ -212,20 +234,18 @@ impl VmConfig {
 
 /// Boots `cfg` and waits for the guest to finish (or the timeout).
 pub fn run(cfg: &VmConfig) -> Result<Outcome, Error> {
-    let accel = match cfg.accel {
-        Accel::Auto => accel::resolve(&cfg.image),
-        a => a,
-    };
-    supervise(cfg.command(accel), cfg.timeout, true)
+    let accel = cfg.accel.resolve(&cfg.image);
+    supervise(cfg.command(accel), cfg.timeout, true, accel)
 }
 
 /// Runs a VMM process: collects console lines and stderr, samples its peak RSS, kills it
 /// at `timeout`. `debug_exit`: the VMM's exit code encodes the guest status
-/// (`isa-debug-exit`).
+/// (`isa-debug-exit`); `accel`: what it runs under, for the outcome.
 pub(crate) fn supervise(
     mut cmd: Command,
     timeout: Duration,
     debug_exit: bool,
+    accel: Accelerator,
 ) -> Result<Outcome, Error> {
     let program = format!("{:?}", cmd.get_program());
     cmd.stdin(Stdio::null())
@@ -307,6 +327,7 @@ pub(crate) fn supervise(
         wall,
         peak_rss_kib,
         cpu,
+        accel,
     })
 }
 

@@ -1,5 +1,5 @@
 //! The unikernel on the emulated MPLS Internet (`vtnt lab`): trace, ping and TNT jobs run
-//! in a microVM (QEMU TCG) attached to the lab's VM front must give the results the
+//! in a microVM (QEMU, KVM where it works, else TCG) attached to the lab's VM front must give the results the
 //! native `vtnt` gives from inside the lab's namespace: the same hops, labels, quoted
 //! TTLs and TNT annotations; RTTs, timestamps, IP IDs and the source address aside. A
 //! guest whose address the lab's VM front leases by DHCP (`ip=dhcp`) gets the results a
@@ -141,11 +141,12 @@ impl Lab {
 
     /// The job `spec` in a microVM on the lab, with the first free slot's static address.
     fn vm(&self, spec: &str, memory_mib: u32) -> RunOutcome {
-        self.vm_with(spec, memory_mib, false)
+        self.vm_with(spec, memory_mib, false, Accel::Auto)
     }
 
-    /// The job `spec` in a microVM on the lab, its address leased by DHCP if `dhcp`.
-    fn vm_with(&self, spec: &str, memory_mib: u32, dhcp: bool) -> RunOutcome {
+    /// The job `spec` in a microVM on the lab under `accel`, its address leased by DHCP
+    /// if `dhcp`.
+    fn vm_with(&self, spec: &str, memory_mib: u32, dhcp: bool, accel: Accel) -> RunOutcome {
         let _guard = serial();
         let mut run = RunSpec::new(
             vtnt_jobspec::decode(spec).unwrap_or_else(|e| panic!("{spec}: {e}")),
@@ -153,7 +154,7 @@ impl Lab {
                 name: self.name.clone(),
             },
         );
-        run.accel = Accel::Tcg;
+        run.accel = accel;
         run.machine = Machine::Microvm;
         run.memory_mib = memory_mib;
         run.timeout = Duration::from_secs(120);
@@ -326,7 +327,15 @@ fn trace_ping_and_tnt_on_the_lab_equal_native() {
     assert_same(&native, &vm, "ping", &ecmp);
 
     let native = lab.native(&format!("tnt --seed 9 {dsts}"));
-    let vm = lab.vm(&format!("vtnt-job=1 kind=tnt seed=9 targets={list}"), 16);
+    // TCG: under KVM on PVM (this CI host's KVM, which emulates the whole guest) one of
+    // TNT's fingerprinting pings goes unanswered in the microVM (an LSR's `er` is null)
+    // while the native run gets it; trace and ping above do run under KVM.
+    let vm = lab.vm_with(
+        &format!("vtnt-job=1 kind=tnt seed=9 targets={list}"),
+        16,
+        false,
+        Accel::Tcg,
+    );
     assert!(
         vm.json_lines.iter().any(|l| l.contains("\"tnt\":")),
         "annotations:\n{}",
@@ -377,7 +386,7 @@ fn ping_with_a_dhcp_lease_equals_ping_with_a_static_address() {
     let lab = Lab::up("dhcp");
     let job = "vtnt-job=1 kind=ping ping.count=3 ping.interval=100ms seed=5 targets=203.0.113.10,192.0.2.1";
     let fixed = lab.vm(job, 16);
-    let leased = lab.vm_with(job, 16, true);
+    let leased = lab.vm_with(job, 16, true, Accel::Auto);
     assert!(
         leased.cmdline.contains(" ip=dhcp ") && !leased.cmdline.contains("gw="),
         "{}",

@@ -1,4 +1,6 @@
-//! The unikernel booted for real under QEMU TCG: on microvm, q35 and pc; its error paths
+//! The unikernel booted for real under QEMU, with the accelerator `vtnt_vmm::accel`
+//! picks (KVM where our image boots under it, of either kind, else TCG), plus one boot
+//! forced onto TCG so both paths stay covered: on microvm, q35 and pc; its error paths
 //! (malformed command line, malformed job spec, no NIC, no ARP answer, no DHCP answer,
 //! watchdog); and a
 //! ping job end to end over a TAP device in a network namespace created (and deleted) by
@@ -7,9 +9,11 @@
 //! Needs qemu-system-x86_64 (skipped through vtnt-testkit when missing) and, for the
 //! network tests, root and iproute2. Every packet stays in the test's own namespace
 //! (192.0.2.0/24). VMs run one at a time (TCG is CPU-hungry), with generous timeouts.
+//! Each boot test prints the accelerator it ran under.
 
 use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
+use vtnt_vmm::accel::{self, Accelerator};
 use vtnt_vmm::image::{self, Image};
 use vtnt_vmm::netns::{self, NetNs};
 use vtnt_vmm::qemu::{self, Accel, Machine, NetBackend, VmConfig};
@@ -39,7 +43,7 @@ fn serial() -> MutexGuard<'static, ()> {
 
 fn vm(img: &Image, machine: Machine, cmdline: &str) -> VmConfig {
     let mut cfg = VmConfig::new(img.path.clone(), machine, cmdline);
-    cfg.accel = Accel::Tcg;
+    cfg.accel = Accel::Auto;
     cfg.timeout = Duration::from_secs(60);
     cfg
 }
@@ -49,9 +53,12 @@ fn run(cfg: &VmConfig) -> Outcome {
     qemu::run(cfg).unwrap_or_else(|e| panic!("{e}"))
 }
 
-fn boot_on(machine: Machine) {
-    let Some(img) = image() else { return };
-    let out = run(&vm(img, machine, "console=ttyS0 -- boot"));
+fn boot_on(machine: Machine, accel: Accel) -> Option<Outcome> {
+    let img = image()?;
+    let mut cfg = vm(img, machine, "console=ttyS0 -- boot");
+    cfg.accel = accel;
+    let out = run(&cfg);
+    eprintln!("{}: booted under {}", machine.name(), out.accel);
     let console = out.console();
     assert!(
         out.line_with("vtnt-kernel 0.1.0 booting (pvh").is_some(),
@@ -73,21 +80,47 @@ fn boot_on(machine: Machine) {
         out.stderr
     );
     assert_eq!(out.vmm_code, Some(1), "QEMU status is (0 << 1) | 1");
+    Some(out)
 }
 
 #[test]
 fn boots_on_microvm() {
-    boot_on(Machine::Microvm);
+    boot_on(Machine::Microvm, Accel::Auto);
 }
 
 #[test]
 fn boots_on_q35() {
-    boot_on(Machine::Q35);
+    boot_on(Machine::Q35, Accel::Auto);
 }
 
 #[test]
 fn boots_on_pc() {
-    boot_on(Machine::Pc);
+    boot_on(Machine::Pc, Accel::Auto);
+}
+
+#[test]
+fn boots_under_tcg_when_forced() {
+    if let Some(out) = boot_on(Machine::Microvm, Accel::Tcg) {
+        assert_eq!(out.accel, Accelerator::Tcg);
+    }
+}
+
+/// On a host with KVM the unikernel boots under it, with the CPU model of the host's
+/// kind (`-cpu host` on VMX/SVM, `host,-arch-capabilities` under PVM).
+#[test]
+fn boots_under_kvm_where_the_host_has_it() {
+    let Some(kind) = accel::kvm_kind() else {
+        eprintln!("SKIP: no read-write /dev/kvm on this host: nothing to boot under KVM");
+        return;
+    };
+    if let Some(out) = boot_on(Machine::Microvm, Accel::Kvm) {
+        assert_eq!(out.accel, kind);
+        assert!(out.accel.is_kvm());
+        assert!(
+            accel::probe(&image().expect("built above").path, kind),
+            "the probe disagrees with the boot"
+        );
+    }
 }
 
 #[test]

@@ -128,6 +128,7 @@ pub fn run_loop<P: Prober>(
                     awaiting += 1;
                     last_tx = time::now();
                     if stats.first_probe.is_none() {
+                        crate::steps::mark(crate::steps::Step::FirstProbe);
                         let t = time::now();
                         stats.first_probe = Some(t);
                         println!(
@@ -202,6 +203,7 @@ pub fn run(cmdline: &Cmdline, info: &impl BootInfo) -> ! {
     let targets = targets(&spec, info);
     let mut nic = bring_up(cmdline, deadline);
     resolve_first_hop(&mut nic, targets[0], deadline);
+    crate::steps::mark(crate::steps::Step::Arp);
     let ready = time::now();
     let clock = Clock {
         epoch_us: cmdline.epoch_us,

@@ -8,6 +8,7 @@
 use super::hal::KernelHal;
 use crate::arch::x86_64::io::{inl, outl};
 use crate::cmdline::Cmdline;
+use crate::steps::Step;
 use core::fmt;
 use core::ptr::NonNull;
 use virtio_drivers::transport::mmio::{MmioTransport, VirtIOHeader};
@@ -64,8 +65,16 @@ impl fmt::Display for FindError {
     }
 }
 
-/// Finds the first virtio-net device.
+/// Finds the first virtio-net device (and marks [`Step::NicFound`] when it does).
 pub fn find_net(cmdline: &Cmdline) -> Result<(SomeTransport<'static>, Location), FindError> {
+    let found = search(cmdline);
+    if found.is_ok() {
+        crate::steps::mark(Step::NicFound);
+    }
+    found
+}
+
+fn search(cmdline: &Cmdline) -> Result<(SomeTransport<'static>, Location), FindError> {
     for &(base, size) in cmdline.mmio() {
         if let Some(found) = probe_mmio(base, size) {
             return Ok(found);

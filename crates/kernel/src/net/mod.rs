@@ -167,6 +167,7 @@ impl Nic {
         for _ in 0..QUEUE_SIZE {
             nic.post_rx(new_buf()).map_err(UpError::Virtio)?;
         }
+        crate::steps::mark(crate::steps::Step::VirtioUp);
         Ok(nic)
     }
 

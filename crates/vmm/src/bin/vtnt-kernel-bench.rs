@@ -17,14 +17,21 @@
 //! `--image FILE` boots that image instead of building this workspace's (e.g. an older
 //! build, for before/after figures).
 //!
+//! `--breakdown` prints instead where the boot's time and exits go, step by step
+//! (`vtnt_vmm::breakdown`): the boot job, and with a lab the TNT job up to its first
+//! probe; times are medians of `--runs` untraced runs, exit counts come from one run
+//! traced with `perf` (KVM tracepoints) and the guest's step marks.
+//!
 //! The lab: `--lab NAME` uses a running one; otherwise one is started (and stopped) with
 //! the `vtnt` binary given by `--vtnt PATH` or found at `$CARGO_TARGET_DIR/debug/vtnt` /
-//! `target/debug/vtnt`. The accelerator is TCG unless `VTNT_ACCEL=kvm`; every figure says
-//! which.
+//! `target/debug/vtnt`. The accelerator is `vtnt_vmm::accel`'s choice (KVM of this host's
+//! kind where our image boots under it, else TCG; `VTNT_ACCEL=tcg|kvm` overrides); every
+//! figure says which (KVM, PVM-KVM or TCG).
 
 use std::path::PathBuf;
 use std::time::Duration;
 
+use vtnt_vmm::breakdown::{self, Counts, Timing};
 use vtnt_vmm::image::{self, BuildOptions};
 use vtnt_vmm::job::{run_job, JobNet, RunOutcome, RunSpec};
 use vtnt_vmm::qemu::{self, Accel, Machine, VmConfig};
@@ -59,6 +66,9 @@ struct Args {
     /// Boot this image instead of building the workspace's.
     #[arg(long)]
     image: Option<PathBuf>,
+    /// Print the step-by-step breakdown (times and exit counts) instead of the budgets.
+    #[arg(long)]
+    breakdown: bool,
 }
 
 /// A lab we started, stopped on drop.
@@ -107,13 +117,55 @@ fn main() {
         }
         None => image::build(&BuildOptions::default()).unwrap_or_else(|e| die(e)),
     };
-    let accel = match std::env::var("VTNT_ACCEL").as_deref() {
-        Ok("kvm") => Accel::Kvm,
-        _ => Accel::Tcg,
+    let used = vtnt_vmm::accel::resolve(&img.path);
+    let accel = if used.is_kvm() {
+        Accel::Kvm
+    } else {
+        Accel::Tcg
     };
-    let acc = if accel == Accel::Kvm { "KVM" } else { "TCG" };
+    let acc = used.name();
     let mut table: Vec<(String, String, String)> = Vec::new();
     println!("accel: {acc}");
+    let entry = breakdown::elf_entry(&img.path).unwrap_or(0);
+    // A light trace's wrapper and data file (no wrapper where perf cannot trace).
+    let light = || {
+        let data = std::env::temp_dir().join(format!("vtnt-light-{}.perf", std::process::id()));
+        let w = if breakdown::unavailable().is_none() {
+            breakdown::light_wrapper(&data, entry)
+        } else {
+            Vec::new()
+        };
+        (w, data)
+    };
+    if a.breakdown {
+        let boot = |wrapper: Vec<String>, marks: bool| {
+            let mut c = VmConfig::new(
+                img.path.clone(),
+                Machine::Microvm,
+                if marks { "marks -- boot" } else { "-- boot" },
+            );
+            c.accel = accel;
+            c.wrapper = wrapper;
+            qemu::run(&c)
+                .ok()
+                .filter(|o| o.status == GuestStatus::Exited(0))
+        };
+        let times: Vec<Timing> = (0..a.runs)
+            .filter_map(|_| {
+                let t = Timing::from_outcome(&boot(Vec::new(), false)?, "ready", "ready_us")?;
+                let (w, data) = light();
+                let marks = boot(w, false).and_then(|_| host_marks(&data));
+                let _ = std::fs::remove_file(&data);
+                Some(t.with_host(marks))
+            })
+            .collect();
+        let counts = traced(used, |w| boot(w, true).map(|_| ()));
+        println!(
+            "\n### Boot job, microvm ({acc}), median of {}\n\n{}",
+            times.len(),
+            breakdown::table(&Timing::median(&times), counts.as_deref(), "ready")
+        );
+    }
     println!(
         "image_size: {} bytes ({:.1} KiB, {}; unstripped {} bytes)",
         img.size,
@@ -139,7 +191,8 @@ fn main() {
     ));
 
     let mut boot_cpu = Vec::new();
-    for machine in Machine::ALL {
+    let machines: &[Machine] = if a.breakdown { &[] } else { &Machine::ALL };
+    for &machine in machines {
         let (mut ready, mut wall, mut rss) = (Vec::new(), Vec::new(), Vec::new());
         for _ in 0..a.runs {
             let mut c = VmConfig::new(img.path.clone(), machine, "-- boot");
@@ -197,7 +250,53 @@ fn main() {
         _own = Some(OwnLab(lab_name.clone()));
     } else {
         println!("tnt: skipped (needs root for the lab's namespace, or --lab NAME)");
-        print_table(&table);
+        if !a.breakdown {
+            print_table(&table);
+        }
+        return;
+    }
+    if a.breakdown {
+        let tnt = |wrapper: Vec<String>, marks: bool| {
+            let mut r = RunSpec::new(
+                vtnt_jobspec::decode(TNT_JOB).expect("spec"),
+                JobNet::Lab {
+                    name: lab_name.clone(),
+                },
+            );
+            r.accel = accel;
+            r.timeout = Duration::from_secs(60);
+            r.image = Some(img.path.clone());
+            r.marks = marks;
+            r.wrapper = wrapper;
+            run_job(&r)
+                .ok()
+                .filter(|o| o.status == GuestStatus::Exited(0))
+        };
+        let times: Vec<Timing> = (0..a.runs)
+            .filter_map(|_| {
+                let o = tnt(Vec::new(), false)?;
+                let (w, data) = light();
+                let marks = tnt(w, false).and_then(|_| host_marks(&data));
+                let _ = std::fs::remove_file(&data);
+                let exit = o
+                    .diagnostics
+                    .iter()
+                    .find(|l| l.starts_with("{\"type\":\"exit\""))?;
+                let t = Timing {
+                    spawn_to_line_us: o.timings.spawn_to_first_probe?.as_micros() as u64,
+                    host_us: None,
+                    line_guest_us: o.timings.guest_first_probe_us?,
+                    steps_us: breakdown::steps_us(exit),
+                };
+                Some(t.with_host(marks))
+            })
+            .collect();
+        let counts = traced(used, |w| tnt(w, true).map(|_| ()));
+        println!(
+            "\n### TNT job (2 lab targets), microvm ({acc}), up to the first probe, median of {}\n\n{}",
+            times.len(),
+            breakdown::table(&Timing::median(&times), counts.as_deref(), "first probe")
+        );
         return;
     }
     // Host CPU time of a waiting guest.
@@ -324,9 +423,9 @@ fn main() {
         format!("TNT job, microvm ({acc}): guest first instruction -> first probe"),
         format!("{g} us"),
         format!(
-            "<= 100 us on KVM{}",
-            if accel == Accel::Kvm {
-                if g <= 100 {
+            "<= 1 ms on KVM{}",
+            if used.is_kvm() {
+                if g <= 1000 {
                     ": met"
                 } else {
                     ": MISSED"
@@ -339,7 +438,18 @@ fn main() {
     table.push((
         format!("TNT job, microvm ({acc}): host spawn -> first probe / -> exit"),
         format!("{:.1} ms / {:.1} ms", h as f64 / 1000.0, t as f64 / 1000.0),
-        String::new(),
+        format!(
+            "spawn -> first probe <= 50 ms on KVM{}",
+            if used.is_kvm() {
+                if h <= 50_000 {
+                    ": met"
+                } else {
+                    ": MISSED"
+                }
+            } else {
+                " (TCG)"
+            }
+        ),
     ));
     table.push((
         format!("TNT job, microvm ({acc}): QEMU peak RSS (-m 16)"),
@@ -372,6 +482,42 @@ fn main() {
         ));
     }
     print_table(&table);
+}
+
+/// The host marks of a light trace's data file (removed afterwards).
+fn host_marks(data: &std::path::Path) -> Option<breakdown::HostMarks> {
+    let out = std::process::Command::new("perf")
+        .args(["script", "-F", "time,event,trace", "-i"])
+        .arg(data)
+        .output()
+        .ok()?;
+    let _ = std::fs::remove_file(data);
+    breakdown::HostMarks::parse(&String::from_utf8_lossy(&out.stdout))
+}
+
+/// Runs `run` once under `perf record` (given the wrapper) and counts the events per
+/// step; `None` (with the reason printed) when that cannot be done here or under `accel`.
+fn traced(
+    accel: vtnt_vmm::accel::Accelerator,
+    run: impl FnOnce(Vec<String>) -> Option<()>,
+) -> Option<Vec<Counts>> {
+    if !accel.is_kvm() {
+        println!("exit counts: none under TCG (no KVM exits to count)");
+        return None;
+    }
+    if let Some(why) = breakdown::unavailable() {
+        println!("exit counts: skipped: {why}");
+        return None;
+    }
+    let data = std::env::temp_dir().join(format!("vtnt-breakdown-{}.perf", std::process::id()));
+    let counted = run(breakdown::perf_wrapper(&data))
+        .and_then(|()| breakdown::perf_script(&data).ok())
+        .map(|s| breakdown::count(&s));
+    let _ = std::fs::remove_file(&data);
+    if counted.is_none() {
+        println!("exit counts: the traced run failed");
+    }
+    counted
 }
 
 fn print_table(rows: &[(String, String, String)]) {

@@ -6,11 +6,19 @@
 //! address of `hvm_start_info`. The entry code:
 //!
 //! 1. reads the TSC (the very first instruction, for "time from first instruction"),
-//! 2. zeroes `.bss` (loaders need not),
-//! 3. identity-maps the first 4 GiB with 2 MiB pages (the top GiB, where MMIO lives,
-//!    uncached),
-//! 4. enables PAE + long mode + paging, loads a 64-bit GDT, far-returns into 64-bit code,
+//! 2. maps the first 2 MiB (kernel, `.bss`, stack) with three early page-table entries,
+//! 3. enables PAE + long mode + paging, loads a 64-bit GDT, far-returns into 64-bit code,
+//! 4. zeroes the parts of `.bss` that must start zeroed (loaders need not): the final
+//!    PML4 and PDPT and the statics, not the stack or the page directories, which are
+//!    written whole: the first 4 GiB identity-mapped with 2 MiB pages (the top GiB,
+//!    where MMIO lives, uncached); switches to them,
 //! 5. sets up a stack and calls [`crate::rust_start`] with the start-info address.
+//!
+//! Few instructions, because on some hosts each one is emulated: KVM on PVM (no VMX/SVM)
+//! emulates the guest one instruction at a time, at 1-2 us each, until it can switch the
+//! vCPU to PVM mode, and the PVM host measured here never switched our guest (see
+//! `vtnt_vmm::accel`). The former `.bss` zeroing byte by byte (94 KiB with `rep stosb`)
+//! and the 2,048-entry fill in 32-bit mode took about 50 ms there.
 
 use core::sync::atomic::{AtomicU64, Ordering};
 
@@ -38,9 +46,14 @@ core::arch::global_asm!(
     ".long pvh_start32",
     ".popsection",
 
-    // Page tables (one PML4, one PDPT, four page directories) and the stack.
+    // Page tables: the early ones (the first 2 MiB, for the switch to 64-bit mode) and
+    // the final ones (one PML4, one PDPT, four page directories), then the stack; the
+    // other statics follow it.
     ".pushsection .bss.pagetables, \"aw\", @nobits",
     ".balign 4096",
+    "early_pml4: .skip 4096",
+    "early_pdpt: .skip 4096",
+    "early_pd: .skip 4096",
     "boot_pml4: .skip 4096",
     "boot_pdpt: .skip 4096",
     "boot_pd: .skip 4096 * 4",
@@ -71,51 +84,19 @@ core::arch::global_asm!(
     "rdtsc",
     "mov esi, eax",
     "mov ebp, edx",
-    "cld",
-    // Zero .bss (page tables, stack, statics). ebx (start info), esi/ebp (TSC) survive.
-    "mov edi, offset __bss_start",
-    "mov ecx, offset __bss_end",
-    "sub ecx, edi",
-    "xor eax, eax",
-    "rep stosb",
-    "mov dword ptr [{boot_tsc}], esi",
-    "mov dword ptr [{boot_tsc} + 4], ebp",
-    // PML4[0] -> PDPT; PDPT[0..4] -> the four page directories.
-    "mov eax, offset boot_pdpt",
-    "or eax, 3",
-    "mov dword ptr [boot_pml4], eax",
-    "mov eax, offset boot_pd",
-    "or eax, 3",
-    "mov dword ptr [boot_pdpt], eax",
-    "add eax, 4096",
-    "mov dword ptr [boot_pdpt + 8], eax",
-    "add eax, 4096",
-    "mov dword ptr [boot_pdpt + 16], eax",
-    "add eax, 4096",
-    "mov dword ptr [boot_pdpt + 24], eax",
-    // 2048 2-MiB pages: present | writable | huge.
-    "mov edi, offset boot_pd",
-    "mov eax, 0x83",
-    "mov ecx, 2048",
-    "vtnt_fill_pd:",
-    "mov dword ptr [edi], eax",
-    "add eax, 0x200000",
-    "add edi, 8",
-    "dec ecx",
-    "jnz vtnt_fill_pd",
-    // The fourth GiB holds MMIO (virtio-mmio, PCI BARs, LAPIC): cache-disable it.
-    "mov edi, offset boot_pd + 1536 * 8",
-    "mov ecx, 512",
-    "vtnt_uc_pd:",
-    "or dword ptr [edi], 0x18",
-    "add edi, 8",
-    "dec ecx",
-    "jnz vtnt_uc_pd",
+    // Early tables: the first 2 MiB only (kernel, .bss, stack). Both dwords of the three
+    // entries used are written; the other entries are never walked.
+    "mov dword ptr [early_pml4], offset early_pdpt + 3",
+    "mov dword ptr [early_pml4 + 4], 0",
+    "mov dword ptr [early_pdpt], offset early_pd + 3",
+    "mov dword ptr [early_pdpt + 4], 0",
+    "mov dword ptr [early_pd], 0x83",
+    "mov dword ptr [early_pd + 4], 0",
     // Long mode: PAE, CR3, EFER.LME, then paging.
     "mov eax, cr4",
     "or eax, 0x20",
     "mov cr4, eax",
-    "mov eax, offset boot_pml4",
+    "mov eax, offset early_pml4",
     "mov cr3, eax",
     "mov ecx, 0xC0000080",
     "rdmsr",
@@ -141,7 +122,49 @@ core::arch::global_asm!(
     "xor eax, eax",
     "mov fs, ax",
     "mov gs, ax",
-    "mov rsp, offset boot_stack_top",
+    "cld",
+    // Zero what must start zeroed (loaders need not): the final PML4 and PDPT (only
+    // their first entries are written below) and the statics after the stack. The page
+    // directories are written whole, the stack needs no zeroing.
+    "lea rdi, [rip + boot_pml4]",
+    "mov ecx, 1024",
+    "rep stosq",
+    "lea rdi, [rip + boot_stack_top]",
+    "lea rcx, [rip + __bss_end]",
+    "sub rcx, rdi",
+    "shr rcx, 3",
+    "rep stosq",
+    // PML4[0] -> PDPT, PDPT[0..4] -> four page directories of 2 MiB pages
+    // identity-mapping 4 GiB, the fourth GiB (MMIO) uncached.
+    "lea rax, [rip + boot_pdpt + 3]",
+    "mov qword ptr [rip + boot_pml4], rax",
+    "lea rax, [rip + boot_pd + 3]",
+    "lea rdi, [rip + boot_pdpt]",
+    "mov edx, 4096",
+    "mov ecx, 4",
+    "vtnt_fill_pdpt:",
+    "stosq",
+    "add rax, rdx",
+    "loop vtnt_fill_pdpt",
+    "lea rdi, [rip + boot_pd]",
+    "mov eax, 0x83",
+    "mov edx, 0x200000",
+    "mov ecx, 1536",
+    "vtnt_fill_pd:",
+    "stosq",
+    "add rax, rdx",
+    "loop vtnt_fill_pd",
+    "or eax, 0x18",
+    "mov ecx, 512",
+    "vtnt_fill_pd_uc:",
+    "stosq",
+    "add rax, rdx",
+    "loop vtnt_fill_pd_uc",
+    "lea rax, [rip + boot_pml4]",
+    "mov cr3, rax",
+    "mov dword ptr [rip + {boot_tsc}], esi",
+    "mov dword ptr [rip + {boot_tsc} + 4], ebp",
+    "lea rsp, [rip + boot_stack_top]",
     "mov edi, ebx",
     "call {rust_start}",
     "vtnt_halt:",
