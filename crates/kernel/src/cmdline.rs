@@ -112,9 +112,11 @@ impl<'a> Cmdline<'a> {
                 continue;
             } else if word == "--" {
                 in_job = true;
-                // `word` is a subslice of `s`: the job is the rest of the line after it.
+                // `word` is a subslice of `s`: the job is the rest of the line after it
+                // (`get`, not indexing: a slice that could panic keeps core's slice-error
+                // formatting, ~6 KiB, in the image).
                 let at = word.as_ptr() as usize - s.as_ptr() as usize + word.len();
-                c.job = s[at..].trim();
+                c.job = s.get(at..).unwrap_or("").trim();
             } else {
                 c.option(word)?;
             }
