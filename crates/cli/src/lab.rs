@@ -11,7 +11,7 @@ use vtnt_lab::generate::{generate_toml, ClassMix};
 use vtnt_lab::{GenOptions, Topology};
 use vtnt_lab_linux as linux;
 
-const DEFAULT_NAME: &str = "vtnt-lab";
+use vtnt_lab_linux::DEFAULT_NAME;
 
 #[derive(clap::Subcommand)]
 pub enum LabCommand {

@@ -26,8 +26,6 @@ use crate::output::Format;
 use crate::probe::{self, Common, PingArgs, TraceArgs};
 use crate::tnt::TntArgs;
 
-/// The lab a microVM joins when none is named.
-pub const DEFAULT_LAB: &str = "vtnt-lab";
 /// Guest watchdog for one run.
 const TIMEOUT: Duration = Duration::from_secs(900);
 
@@ -115,7 +113,7 @@ fn hostname() -> Option<String> {
 }
 
 /// Runs the job `job_words` in a microVM under `vmm` (`qemu` or `firecracker`) attached
-/// to lab `lab` (default [`DEFAULT_LAB`]) and prints the result lines as the native
+/// to lab `lab` (default [`vtnt_lab_linux::DEFAULT_NAME`]) and prints the result lines as the native
 /// command would. Guest diagnostics go to stderr with `--verbose`-free brevity: only
 /// errors. The guest then stays up (halted) `hold` after printing its results (the job
 /// spec's `hold=`, at most `vtnt_jobspec::MAX_HOLD`; the density job's delay). The image booted is
@@ -150,7 +148,7 @@ pub fn run_microvm(
     if format != Format::Json {
         bail!("a microVM job prints scamper JSON only (-O json); convert with `vtnt convert`");
     }
-    let lab = lab.unwrap_or(DEFAULT_LAB);
+    let lab = lab.unwrap_or(vtnt_lab_linux::DEFAULT_NAME);
     let mut run = RunSpec::new(
         spec,
         JobNet::Lab {

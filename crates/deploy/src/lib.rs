@@ -199,7 +199,7 @@ impl Default for RunOptions {
 }
 
 /// The lab every runtime joins unless told otherwise (`vtnt lab up`'s default name).
-pub const DEFAULT_LAB: &str = "vtnt-lab";
+pub const DEFAULT_LAB: &str = vtnt_lab_linux::DEFAULT_NAME;
 /// The image server's default bandwidth, Mbit/s.
 pub const DEFAULT_BANDWIDTH_MBPS: u64 = 100;
 

@@ -27,6 +27,9 @@ pub use control::{down, exec, running_topology, status, up, vm_info, Status, UpO
 pub use daemon::{serve, ServeOptions};
 pub use state::{LabState, VmInfo};
 
+/// The lab's name (its namespace and state directory) when none is given.
+pub const DEFAULT_NAME: &str = "vtnt-lab";
+
 /// What went wrong; the message says what and where.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
