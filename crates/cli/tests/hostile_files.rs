@@ -16,38 +16,10 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use vtnt_formats::{read_warts, JsonReader};
+use vtnt_testkit::Rng;
 
 const DEFAULT_SEED: u64 = 0x7e57_f11e_5eed;
 const TIMEOUT: Duration = Duration::from_secs(20);
-
-/// SplitMix64: the cases' randomness, from the seed.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    /// A number in `0..n` (`n > 0`).
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-    fn bytes(&mut self, n: usize) -> Vec<u8> {
-        (0..n).map(|_| self.next() as u8).collect()
-    }
-}
-
-fn seed() -> u64 {
-    match std::env::var("VTNT_HOSTILE_SEED") {
-        Ok(s) => s
-            .parse()
-            .unwrap_or_else(|_| panic!("VTNT_HOSTILE_SEED={s:?} is not a u64")),
-        Err(_) => DEFAULT_SEED,
-    }
-}
 
 fn corpus(name: &str) -> Vec<u8> {
     let p = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -345,9 +317,8 @@ fn check(dir: &Path, input: &Path, name: &str, expect: Expect, out: Out, seed: u
 
 #[test]
 fn hostile_files_end_cleanly() {
-    let seed = seed();
-    eprintln!("hostile files: seed {seed} (set VTNT_HOSTILE_SEED to change it)");
-    let mut rng = Rng(seed);
+    let seed = vtnt_testkit::seed("VTNT_HOSTILE_SEED", || DEFAULT_SEED);
+    let mut rng = Rng::new(seed);
     let dir = std::env::temp_dir().join(format!("vtnt-hostile-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();

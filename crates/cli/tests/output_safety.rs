@@ -19,6 +19,7 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use vtnt_formats::{Item, JsonReader, WartsReader};
+use vtnt_testkit::Rng;
 
 /// A lab-range target: probing it is allowed, and in [`Isolated`] it leads into the veth.
 const TARGET: &str = "203.0.113.10";
@@ -250,20 +251,9 @@ fn a_failed_run_leaves_the_old_file_alone() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
-/// xorshift64*: the test's only randomness, from one printed seed.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    /// Uniform in `lo..hi` milliseconds.
-    fn millis(&mut self, lo: u64, hi: u64) -> Duration {
-        Duration::from_millis(lo + self.next() % (hi - lo))
-    }
+/// Uniform in `lo..hi` milliseconds.
+fn millis(rng: &mut Rng, lo: u64, hi: u64) -> Duration {
+    Duration::from_millis(lo + rng.below((hi - lo) as usize) as u64)
 }
 
 /// What an interrupted run wrote.
@@ -316,19 +306,12 @@ fn written(stderr: &str, sig: &str) -> usize {
 #[test]
 fn lab_signals_stop_runs_with_complete_output() {
     vtnt_testkit::require_root!("ip");
-    let seed = std::env::var("VTNT_SIGNAL_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_nanos() as u64
-                | 1
-        });
-    println!("VTNT_SIGNAL_SEED={seed}");
-    eprintln!("VTNT_SIGNAL_SEED={seed}");
-    let mut rng = Rng(seed);
+    let seed = vtnt_testkit::seed("VTNT_SIGNAL_SEED", || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(1, |d| d.as_nanos() as u64)
+    });
+    let mut rng = Rng::new(seed);
     let lab = lab_common::Lab::up("outsig", None);
     let dsts = lab.destinations();
     let dir = scratch("signals");
@@ -354,8 +337,16 @@ fn lab_signals_stop_runs_with_complete_output() {
         // Campaigns whose records finish one after another: traces from about 0.5 s to
         // 6 s after the start, TNT's from about 3 s to 10 s.
         let (pace, rounds, delay) = match cmd {
-            "trace" => (["--pps", "20", "--window", "2"], 3, rng.millis(300, 4000)),
-            _ => (["--pps", "50", "--window", "6"], 2, rng.millis(1500, 8000)),
+            "trace" => (
+                ["--pps", "20", "--window", "2"],
+                3,
+                millis(&mut rng, 300, 4000),
+            ),
+            _ => (
+                ["--pps", "50", "--window", "6"],
+                2,
+                millis(&mut rng, 1500, 8000),
+            ),
         };
         args.extend(pace.map(String::from));
         if to_file {

@@ -6,7 +6,8 @@
 //! default a skip prints `SKIPPED <test>: <reason>` and the test passes. With
 //! `VTNT_REQUIRE_ALL=1` (scripts/test.sh, hence CI) a skip fails the test, unless its
 //! reason is on the allow-list [`Allowed`]: what no package can install on a host. Those
-//! print `SKIPPED (allowed: ...)` and pass.
+//! print `SKIPPED (allowed: ...)` and pass. Seeded tests take their seed from [`seed`]
+//! and their randomness from [`Rng`].
 //!
 //! Skip lines are written to the process's stderr directly, not through `eprintln!`,
 //! so the test harness does not capture them: a skip shows in the log of a passing run.
@@ -131,6 +132,44 @@ macro_rules! require_tools {
     ($($tool:expr),+ $(,)?) => {
         $crate::skip_if!($crate::missing_tools(&[$($tool),+]))
     };
+}
+
+/// A test's seed: `$var` when set (it must be a number), else `default()`; printed on
+/// stdout and stderr so a failing run can be replayed.
+pub fn seed(var: &str, default: impl FnOnce() -> u64) -> u64 {
+    let seed = match std::env::var(var) {
+        Ok(s) => s
+            .parse()
+            .unwrap_or_else(|_| panic!("{var}={s:?} is not a u64")),
+        Err(_) => default(),
+    };
+    println!("{var}={seed}");
+    eprintln!("{var}={seed}");
+    seed
+}
+
+/// SplitMix64: a test's only randomness, from one printed [`seed`].
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed)
+    }
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+    /// A number in `0..n` (`n > 0`).
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next_u64() % n as u64) as usize
+    }
+    /// `n` random bytes.
+    pub fn bytes(&mut self, n: usize) -> Vec<u8> {
+        (0..n).map(|_| self.next_u64() as u8).collect()
+    }
 }
 
 #[cfg(test)]
