@@ -173,39 +173,31 @@ impl PingArgs {
     }
 }
 
-/// The probing policy of the options: consent to public targets, the exclusion lists, and
-/// which lab addresses lead into a lab from `vantage`.
-pub fn policy(c: &Common, vantage: Vantage) -> anyhow::Result<Policy> {
-    let mut exclude = PrefixSet::new();
+/// The exclusion lists of the options: /etc/vtnt/exclude.conf when it exists and every
+/// `--exclude FILE`, as one set.
+fn exclusions(c: &Common) -> anyhow::Result<PrefixSet> {
     let default = std::path::Path::new(DEFAULT_EXCLUDE);
     let files = default
         .exists()
         .then(|| default.to_path_buf())
         .into_iter()
         .chain(c.exclude.iter().cloned());
+    let mut prefixes = Vec::new();
     for f in files {
         let text = std::fs::read_to_string(&f)
             .with_context(|| format!("reading exclusion list {}", f.display()))?;
         let set = PrefixSet::parse(&text)
             .map_err(|e| anyhow::anyhow!("exclusion list {}: {e}", f.display()))?;
-        for p in set.iter() {
-            exclude.insert(*p);
-        }
+        prefixes.extend(set.iter().copied());
     }
-    let lab = match vantage {
-        Vantage::Host => vtnt_linux::lab_access().context("reading this host's routes")?,
-        Vantage::Lab => LabAccess::All,
-    };
-    Ok(Policy {
-        allow_public: c.allow_public,
-        exclude,
-        lab,
-    })
+    Ok(prefixes.into_iter().collect())
 }
 
-/// Checks the common options and resolves the targets against the probing policy; reports
-/// bad targets on stderr. Returns the targets, the engine config (carrying the policy, which
-/// the engine enforces again on every job) and whether some targets were bad.
+/// Checks the common options and resolves the targets against the probing policy (consent
+/// to public targets, the exclusion lists, which lab addresses lead into a lab from
+/// `vantage`, and on the host that `-S` is one of its addresses); reports bad targets on
+/// stderr. Returns the targets, the engine config (carrying the policy, which the engine
+/// enforces again on every job) and whether some targets were bad.
 pub fn prepare(c: &Common, vantage: Vantage) -> anyhow::Result<(Vec<IpAddr>, Config, bool)> {
     vtnt_engine::policy::check_rate(c.pps).map_err(|_| {
         anyhow::anyhow!(
@@ -213,11 +205,22 @@ pub fn prepare(c: &Common, vantage: Vantage) -> anyhow::Result<(Vec<IpAddr>, Con
             c.pps
         )
     })?;
-    let policy = policy(c, vantage)?;
-    if let (Some(src), Vantage::Host) = (c.src, vantage) {
-        let own = vtnt_linux::own_addresses().context("listing this host's addresses")?;
-        vtnt_engine::policy::check_source(src, &own).map_err(|e| anyhow::anyhow!("-S: {e}"))?;
-    }
+    let lab = match vantage {
+        Vantage::Host => {
+            let own = vtnt_linux::own_addresses().context("listing this host's addresses")?;
+            if let Some(src) = c.src {
+                vtnt_engine::policy::check_source(src, &own)
+                    .map_err(|e| anyhow::anyhow!("-S: {e}"))?;
+            }
+            vtnt_linux::lab_access(&own).context("reading this host's routes")?
+        }
+        Vantage::Lab => LabAccess::All,
+    };
+    let policy = Policy {
+        allow_public: c.allow_public,
+        exclude: exclusions(c)?,
+        lab,
+    };
     let (good, bad) = targets::collect(&c.targets, c.targets_file.as_deref(), &policy, c.pps)?;
     for b in &bad {
         eprintln!("vtnt: skipping {b}");

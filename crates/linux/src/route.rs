@@ -69,10 +69,10 @@ pub fn own_addresses() -> std::io::Result<Vec<Ipv4Addr>> {
 }
 
 /// Which lab addresses lead into a lab from this network namespace, from
-/// `/proc/net/route` and the host's own addresses.
-pub fn lab_access() -> std::io::Result<LabAccess> {
+/// `/proc/net/route` and `own`, the host's addresses ([`own_addresses`]).
+pub fn lab_access(own: &[Ipv4Addr]) -> std::io::Result<LabAccess> {
     let routes = parse_routes(&std::fs::read_to_string("/proc/net/route")?);
-    Ok(LabAccess::Routed(lab_routes(&routes, &own_addresses()?)))
+    Ok(LabAccess::Routed(lab_routes(&routes, own)))
 }
 
 #[cfg(test)]
