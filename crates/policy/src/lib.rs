@@ -53,14 +53,6 @@ pub fn is_lab(a: Ipv4Addr) -> bool {
     LAB_NETS.iter().any(|n| n.contains(a))
 }
 
-/// Whether `a` is loopback or in a lab range: a target that needs no `--allow-public`.
-pub fn is_safe(a: IpAddr) -> bool {
-    match a {
-        IpAddr::V4(a) => LOOPBACK.contains(a) || is_lab(a),
-        IpAddr::V6(a) => a.is_loopback(),
-    }
-}
-
 /// Where lab addresses lead from this prober.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub enum LabAccess {
