@@ -89,10 +89,7 @@ impl SoakReport {
     /// The table docs/benchmarks.md quotes, and the seeds of the runs that did not end.
     pub fn to_markdown(&self) -> String {
         let o = &self.options;
-        let mut times: Vec<f64> = self.runs.iter().map(|r| r.virtual_secs).collect();
-        times.sort_by(f64::total_cmp);
-        let median = times.get(times.len() / 2).copied().unwrap_or(0.0);
-        let max = times.last().copied().unwrap_or(0.0);
+        let (median, max) = median_max(self.runs.iter().map(|r| r.virtual_secs));
         let ended = self.runs.iter().filter(|r| r.ended).count();
         let traces: Vec<usize> = self.runs.iter().map(|r| r.traces).collect();
         let (tmin, tmax) = (
@@ -144,6 +141,16 @@ impl SoakReport {
         }
         s
     }
+}
+
+/// The median and the largest of run times (0 for none).
+pub(crate) fn median_max(times: impl Iterator<Item = f64>) -> (f64, f64) {
+    let mut t: Vec<f64> = times.collect();
+    t.sort_by(f64::total_cmp);
+    (
+        t.get(t.len() / 2).copied().unwrap_or(0.0),
+        t.last().copied().unwrap_or(0.0),
+    )
 }
 
 /// Runs the soak: every run on a fresh engine and a fresh reference lab.

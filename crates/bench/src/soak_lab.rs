@@ -56,10 +56,7 @@ impl LabSoakReport {
     /// The table docs/benchmarks.md quotes.
     pub fn to_markdown(&self) -> String {
         let o = &self.options;
-        let mut times: Vec<f64> = self.runs.iter().map(|r| r.wall_secs).collect();
-        times.sort_by(f64::total_cmp);
-        let median = times.get(times.len() / 2).copied().unwrap_or(0.0);
-        let max = times.last().copied().unwrap_or(0.0);
+        let (median, max) = crate::soak::median_max(self.runs.iter().map(|r| r.wall_secs));
         let ended = self.runs.iter().filter(|r| r.ended).count();
         let complete = self
             .runs
