@@ -54,8 +54,9 @@ pub struct RunArgs {
     /// The unikernel image to boot with `--local --runtime microvm`.
     #[arg(long, hide = true)]
     pub image: Option<PathBuf>,
-    /// The VMM for the microVM.
-    #[arg(long, default_value = "qemu")]
+    /// The VMM for the microVM: auto (vtnt-monitor where /dev/kvm works, else QEMU),
+    /// vtnt, qemu, firecracker.
+    #[arg(long, default_value = "auto")]
     pub vmm: String,
     /// microvm only: the guest asks the lab for its address by DHCP (`ip=dhcp`) instead
     /// of taking a static lab slot.

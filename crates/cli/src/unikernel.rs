@@ -112,7 +112,8 @@ fn hostname() -> Option<String> {
         .filter(|s| !s.is_empty())
 }
 
-/// Runs the job `job_words` in a microVM under `vmm` (`qemu` or `firecracker`) attached
+/// Runs the job `job_words` in a microVM under `vmm` (`auto`, `vtnt`, `qemu` or
+/// `firecracker`) attached
 /// to lab `lab` (default [`vtnt_lab_linux::DEFAULT_NAME`]) and prints the result lines as the native
 /// command would. Guest diagnostics go to stderr with `--verbose`-free brevity: only
 /// errors. The guest then stays up (halted) `hold` after printing its results (the job
@@ -128,7 +129,7 @@ pub fn run_microvm(
     dhcp: bool,
 ) -> anyhow::Result<ExitCode> {
     let Some(vmm) = Vmm::from_name(vmm) else {
-        bail!("unknown VMM `{vmm}` (qemu, firecracker)");
+        bail!("unknown VMM `{vmm}` (auto, vtnt, qemu, firecracker)");
     };
     let (mut spec, format, output, some_bad) = job_spec(job_words)?;
     if hold > vtnt_jobspec::MAX_HOLD {

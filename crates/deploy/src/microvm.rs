@@ -1,4 +1,5 @@
-//! The `microvm` runtime: the vTNT unikernel under QEMU's microvm machine.
+//! The `microvm` runtime: the vTNT unikernel under `vtnt-monitor` where `/dev/kvm` works,
+//! else under QEMU's microvm machine (`vtnt_vmm::job::default_vmm`).
 //!
 //! Building and booting the unikernel belong to the `vtnt` command (its `unikernel`
 //! module: `build_image()` and `run_microvm(vmm, job_words, lab)`), which this library
@@ -61,11 +62,12 @@ pub fn from_built(built: &Path) -> anyhow::Result<ImageInfo> {
     })
 }
 
-/// The accelerator the launcher boots `image` under: `VTNT_ACCEL`, else KVM (of this
-/// host's kind) when the image boots under it, else TCG (`vtnt_vmm::accel::resolve`,
-/// whose probe result the launcher shares through its cache).
+/// The accelerator the launcher boots `image` under: KVM (of this host's kind) under
+/// `vtnt-monitor` where it is usable, else QEMU's choice (`VTNT_ACCEL`, else KVM when
+/// the image boots under it, else TCG; `vtnt_vmm::accel::resolve`, whose probe result
+/// the launcher shares through its cache).
 pub fn accel(image: &Path) -> Accelerator {
-    vtnt_vmm::accel::resolve(image)
+    vtnt_vmm::job::default_vmm().accelerator(image, vtnt_vmm::qemu::Accel::Auto)
 }
 
 /// Boots one unikernel instance through the launcher.

@@ -151,7 +151,7 @@ fn find_static_vtnt() -> anyhow::Result<PathBuf> {
         let target_dir =
             std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| ws.join("target"), PathBuf::from);
         let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-        eprintln!("vtnt deploy: building the static vtnt binary (cargo build --release --target {MUSL_TARGET} -p vtnt)");
+        eprintln!("vtnt deploy: building the static vtnt binary and its microVM monitor (cargo build --release --target {MUSL_TARGET} -p vtnt -p vtnt-monitor)");
         let st = Command::new(&cargo)
             .current_dir(&ws)
             .env("CARGO_TARGET_DIR", &target_dir)
@@ -163,6 +163,8 @@ fn find_static_vtnt() -> anyhow::Result<PathBuf> {
                 MUSL_TARGET,
                 "-p",
                 "vtnt",
+                "-p",
+                "vtnt-monitor",
             ])
             .status()
             .with_context(|| format!("running cargo in {}", ws.display()))?;

@@ -160,15 +160,24 @@ pub struct Exit {
     pub status: u64,
 }
 
+/// The frame of a [`NetRead`] buffer (the `len` bytes the monitor wrote) that starts at
+/// offset `at`: where its bytes are, and where the next frame starts; `None` at the end
+/// or where the buffer is cut short.
+pub fn frame_at(buf: &[u8], at: usize) -> Option<(core::ops::Range<usize>, usize)> {
+    let hdr = buf.get(at..at.checked_add(2)?)?;
+    let n = u16::from_le_bytes([hdr[0], hdr[1]]) as usize;
+    let bytes = at + 2..at + 2 + n;
+    buf.get(bytes.clone())?;
+    Some((bytes, at + 2 + n + (n & 1)))
+}
+
 /// Walks a [`NetRead`] buffer: yields each frame in the `len` bytes the monitor wrote.
 pub fn frames(buf: &[u8]) -> impl Iterator<Item = &[u8]> {
     let mut at = 0usize;
     core::iter::from_fn(move || {
-        let hdr = buf.get(at..at + 2)?;
-        let n = u16::from_le_bytes([hdr[0], hdr[1]]) as usize;
-        let frame = buf.get(at + 2..at + 2 + n)?;
-        at += 2 + n + (n & 1);
-        Some(frame)
+        let (bytes, next) = frame_at(buf, at)?;
+        at = next;
+        buf.get(bytes)
     })
 }
 

@@ -1,6 +1,7 @@
 //! What the loader tells us: command line, memory map, modules, ACPI RSDP.
 //!
-//! [`BootInfo`] hides the boot protocol. Today the only implementation is [`Pvh`], which
+//! [`BootInfo`] hides the boot protocol. Implementations: `crate::hvt::Boot` (our own
+//! monitor) and [`Pvh`], which
 //! reads Xen's `hvm_start_info` (magic 0x336ec578) as QEMU, Firecracker and Cloud
 //! Hypervisor fill it. Everything it points to stays where the loader put it (identity
 //! mapped); [`BootInfo::reserved`] lists those ranges so the heap avoids them.
@@ -47,6 +48,8 @@ pub type Range = (u64, u64);
 pub trait BootInfo {
     /// The protocol's name, for the banner.
     fn protocol(&self) -> &'static str;
+    /// The protocol's version, for the banner.
+    fn version(&self) -> u32;
     /// The command line (without the terminating NUL).
     fn cmdline(&self) -> &'static [u8];
     /// The `i`-th memory-map entry.
@@ -152,11 +155,6 @@ impl Pvh {
         })
     }
 
-    /// The start-info structure version (1 has the memory map).
-    pub fn version(&self) -> u32 {
-        self.version
-    }
-
     fn modlist_entry(&self, i: usize) -> Option<HvmModlistEntry> {
         if i >= self.nr_modules || self.modlist == 0 {
             return None;
@@ -170,6 +168,11 @@ impl Pvh {
 impl BootInfo for Pvh {
     fn protocol(&self) -> &'static str {
         "pvh"
+    }
+
+    /// The start-info structure version (1 has the memory map).
+    fn version(&self) -> u32 {
+        self.version
     }
 
     fn cmdline(&self) -> &'static [u8] {

@@ -1,5 +1,6 @@
-//! The console and the `print!`/`println!` macros: QEMU's debug console (`isa-debugcon`
-//! at port 0xe9) when the VMM has one, else the serial port COM1 (0x3f8).
+//! The console and the `print!`/`println!` macros: the monitor's line hypercall under
+//! `vtnt-monitor`, else QEMU's debug console (`isa-debugcon` at port 0xe9) when the VMM
+//! has one, else the serial port COM1 (0x3f8).
 //!
 //! Output is gathered a line at a time ([`LINE`] bytes at most) and written when the line
 //! ends, with one `rep outsb` on the debug console: one exit to the VMM per byte (KVM
@@ -21,8 +22,9 @@ use core::sync::atomic::{AtomicBool, Ordering};
 const COM1: u16 = 0x3f8;
 /// QEMU's `isa-debugcon` port; reading it returns 0xe9 when the device is there.
 const DEBUGCON: u16 = 0xe9;
-/// The longest piece written at once (longer lines leave in several).
-const LINE: usize = 256;
+/// The longest piece written at once (longer lines leave in several): one exit to the
+/// monitor under `vtnt-monitor`, where most result lines fit whole.
+const LINE: usize = 2048;
 
 static ON_DEBUGCON: AtomicBool = AtomicBool::new(false);
 
@@ -77,6 +79,10 @@ pub fn write_bytes(bytes: &[u8]) {
 
 /// Writes `bytes` to the console device now.
 fn emit(bytes: &[u8]) {
+    if crate::hvt::active() {
+        crate::hvt::puts(bytes);
+        return;
+    }
     if ON_DEBUGCON.load(Ordering::Relaxed) {
         // SAFETY: `rep outsb` reads `bytes` (rsi, rcx) and writes them to the debug
         // console's port; the direction flag is clear (Rust's ABI).

@@ -62,6 +62,9 @@ pub fn finish(status: Status) -> ! {
     );
     let _ = crate::steps::write_json(&mut con);
     crate::println!("}}");
+    if crate::hvt::active() {
+        crate::hvt::exit(status as u8)
+    }
     power::exit(status as u8)
 }
 

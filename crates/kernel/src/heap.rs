@@ -56,7 +56,7 @@ pub fn kernel_range() -> Range {
 }
 
 /// Picks the heap range from the memory map; `None` if nothing of [`MIN_HEAP`] is free.
-pub fn choose(info: &impl BootInfo) -> Option<Range> {
+pub fn choose(info: &dyn BootInfo) -> Option<Range> {
     let mut blocked = [(0u64, 0u64); 24];
     let mut n = 0;
     blocked[n] = kernel_range();

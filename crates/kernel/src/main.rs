@@ -5,9 +5,12 @@
 //! virtio-net, prints its results as scamper JSON lines on COM1 (the lines the native
 //! `vtnt` prints), and powers off with a documented status (see [`exit::Status`]).
 //!
-//! Boot sequence ([`rust_start`], each step's end recorded by [`steps`]): console -> boot
-//! info -> clock (TSC frequency
-//! measured) -> IDT and local APIC timer (for idling with `hlt`) -> command line -> heap (from the memory map) -> job. Jobs that need the network
+//! Two platforms: a PVH boot ([`rust_start`]: QEMU, Firecracker; virtio-net, the local
+//! APIC timer, port-I/O console) and our own monitor ([`rust_start_hvt`]: `vtnt-monitor`,
+//! hypercalls only, privilege level 3; see [`hvt`]). Boot sequence ([`boot`], each step's
+//! end recorded by [`steps`]): console -> boot info -> clock (TSC frequency measured, or
+//! given by the monitor) -> idling (IDT and local APIC timer for `hlt`, or the monitor's
+//! poll) -> command line -> heap (from the memory map) -> job. Jobs that need the network
 //! then find a virtio-net device (MMIO or PCI), lease an address by DHCP when told
 //! `ip=dhcp`, resolve the gateway by ARP, and enter the run loop in [`job`].
 //!
@@ -33,6 +36,8 @@ mod exit;
 #[cfg(target_os = "none")]
 mod heap;
 #[cfg(target_os = "none")]
+mod hvt;
+#[cfg(target_os = "none")]
 mod job;
 #[cfg(target_os = "none")]
 mod net;
@@ -55,7 +60,8 @@ fn main() {
     std::process::exit(2);
 }
 
-/// Rust entry point, called by the boot code in long mode with the PVH start-info address.
+/// Rust entry point of a PVH boot (QEMU, Firecracker), called by the boot code in long
+/// mode with the PVH start-info address.
 #[cfg(target_os = "none")]
 #[no_mangle]
 pub extern "C" fn rust_start(start_info: u32) -> ! {
@@ -69,7 +75,31 @@ pub extern "C" fn rust_start(start_info: u32) -> ! {
             "no PVH start info (bad magic at {start_info:#x})"
         );
     };
-    if steps::wanted(info.cmdline()) {
+    boot(&info, long_mode_tsc, None)
+}
+
+/// Rust entry point under `vtnt-monitor` (see [`hvt`]), called at privilege level 3 with
+/// the monitor's boot-information address.
+#[cfg(target_os = "none")]
+#[no_mangle]
+pub extern "C" fn rust_start_hvt(boot_info: u64) -> ! {
+    let long_mode_tsc = arch::x86_64::io::rdtsc();
+    // SAFETY: `boot_info` is the `rdi` the monitor entered us with.
+    let Some(info) = (unsafe { hvt::Boot::new(boot_info) }) else {
+        // Without the boot information we cannot know we are under the monitor: no
+        // console. The monitor reports the exit status.
+        hvt::exit(Status::BootFailed as u8)
+    };
+    boot(&info, long_mode_tsc, Some(info.tsc_hz()))
+}
+
+/// The boot sequence after the entry points (module docs); the TSC frequency is measured
+/// unless the monitor gives it (`monitor_tsc_hz`: `Some` under the monitor).
+#[cfg(target_os = "none")]
+fn boot(info: &dyn BootInfo, long_mode_tsc: u64, monitor_tsc_hz: Option<Option<u64>>) -> ! {
+    // Marks are port writes for a VMM traced from outside (QEMU under `perf`); the
+    // monitor counts its own exits instead.
+    if steps::wanted(info.cmdline()) && !hvt::active() {
         steps::enable_marks();
     }
     steps::mark_at(steps::Step::LongMode, long_mode_tsc);
@@ -82,10 +112,14 @@ pub extern "C" fn rust_start(start_info: u32) -> ! {
     );
     steps::mark(steps::Step::Console);
     let clock_start_tsc = arch::x86_64::io::rdtsc();
-    let Some((hz, source)) = time::calibrate() else {
+    let clock = match monitor_tsc_hz {
+        Some(given) => given.map(|hz| time::use_frequency(hz, time::Source::Monitor)),
+        None => time::calibrate(),
+    };
+    let Some((hz, source)) = clock else {
         fail!(
             Status::BootFailed,
-            "no clock: TSC frequency unknown (no CPUID leaf, no PIT)"
+            "no clock: TSC frequency unknown (no CPUID leaf, no PIT, none from a monitor)"
         );
     };
     steps::mark(steps::Step::Clock);
@@ -98,7 +132,7 @@ pub extern "C" fn rust_start(start_info: u32) -> ! {
     if let Some(word) = cmdline.unknown {
         println!("vtnt: warning: ignoring unknown option `{word}`");
     }
-    let Some(heap_range) = heap::choose(&info) else {
+    let Some(heap_range) = heap::choose(info) else {
         fail!(
             Status::BootFailed,
             "no free RAM of {} KiB for the heap",
@@ -125,7 +159,7 @@ pub extern "C" fn rust_start(start_info: u32) -> ! {
         time::now().as_micros()
     );
     steps::mark(steps::Step::Heap);
-    job::run(&cmdline, &info)
+    job::run(&cmdline, info)
 }
 
 #[cfg(target_os = "none")]

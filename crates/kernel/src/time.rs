@@ -10,7 +10,9 @@
 //!
 //! Waiting: [`init_idle`] sets up the IDT and the local APIC timer; [`wait_until`] then
 //! halts the CPU (`sti; hlt`) until a deadline, so a waiting guest costs its host almost
-//! nothing. Without a local APIC it degrades to one busy-poll turn.
+//! nothing. Without a local APIC it degrades to one busy-poll turn. Under `vtnt-monitor`
+//! the monitor waits instead (one hypercall, which also returns when a frame arrives),
+//! and its TSC frequency replaces the calibration.
 
 use crate::arch::x86_64::boot::boot_tsc;
 use crate::arch::x86_64::io::{cpuid, inb, outb, rdtsc, wrmsr};
@@ -37,6 +39,8 @@ pub enum Source {
     Hypervisor,
     KvmClock,
     Pit,
+    /// Given by `vtnt-monitor` (KVM's TSC frequency).
+    Monitor,
 }
 
 impl Source {
@@ -46,6 +50,7 @@ impl Source {
             Source::Hypervisor => "cpuid-0x40000010",
             Source::KvmClock => "kvmclock",
             Source::Pit => "pit",
+            Source::Monitor => "monitor",
         }
     }
 }
@@ -61,8 +66,13 @@ pub fn calibrate() -> Option<(u64, Source)> {
     } else {
         (from_pit()?, Source::Pit)
     };
+    Some(use_frequency(hz, src))
+}
+
+/// Uses `hz` from `src` as the TSC frequency.
+pub fn use_frequency(hz: u64, src: Source) -> (u64, Source) {
     set_frequency(hz);
-    Some((hz, src))
+    (hz, src)
 }
 
 fn set_frequency(hz: u64) {
@@ -93,8 +103,12 @@ pub fn instant_to_tsc(t: Instant) -> u64 {
 
 /// Installs the IDT and sets up the local APIC timer so [`wait_until`] can halt. Call
 /// after [`calibrate`]. Returns the idle mechanism's name (`tsc-deadline`, `one-shot`,
-/// or `spin` without a local APIC).
+/// or `spin` without a local APIC; `monitor-poll` under `vtnt-monitor`, which waits for
+/// us and needs neither).
 pub fn init_idle() -> &'static str {
+    if crate::hvt::active() {
+        return "monitor-poll";
+    }
     interrupts::init();
     match apic::init() {
         Some(mode) => {
@@ -105,10 +119,23 @@ pub fn init_idle() -> &'static str {
     }
 }
 
+/// Whether [`wait_until`] also returns when a frame arrives (under `vtnt-monitor`), so
+/// callers need not poll the NIC while they expect one.
+pub fn wakes_on_frames() -> bool {
+    crate::hvt::active()
+}
+
 /// Waits until guest time `deadline` or an earlier interrupt, whichever comes first
 /// (callers loop and re-check their conditions). The CPU halts meanwhile; without a
 /// local APIC this is one busy-poll turn.
 pub fn wait_until(deadline: Instant) {
+    if crate::hvt::active() {
+        let left = deadline.as_micros().saturating_sub(now().as_micros());
+        if left > 0 {
+            crate::hvt::poll(left.saturating_mul(1000));
+        }
+        return;
+    }
     if !HALTS.load(Ordering::Relaxed) {
         core::hint::spin_loop();
         return;

@@ -13,15 +13,30 @@
 //! # Ok::<(), vtnt_vmm::Error>(())
 //! ```
 
-use std::path::PathBuf;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use vtnt_jobspec::JobSpec;
 
+use crate::accel::{kvm_kind, Accelerator};
 use crate::firecracker::{self, FcConfig};
 use crate::image::{self, BuildOptions};
+use crate::monitor::{self, MonitorConfig, MonitorNet};
 use crate::qemu::{self, Accel, Machine, NetBackend, VmConfig};
 use crate::{lab, Error, GuestStatus, Outcome};
+
+/// The guest's network, before the chosen VMM's own form of it.
+enum GuestNet {
+    /// A lab slot: QEMU's `-netdev` value and id, or the same UDP ends for the monitor.
+    Lab {
+        netdev: String,
+        id: String,
+        local: SocketAddr,
+        remote: SocketAddr,
+    },
+    Tap(String),
+}
 
 /// Targets beyond this many go to a boot module instead of the command line.
 pub const MAX_INLINE_TARGETS: usize = 16;
@@ -29,19 +44,72 @@ pub const MAX_INLINE_TARGETS: usize = 16;
 /// Which VMM runs the guest.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Vmm {
+    /// `vtnt-monitor` where it can run the job (see [`Vmm::resolve`]), else QEMU.
+    Auto,
+    /// Our own monitor (`vtnt-monitor`, [`crate::monitor`]): needs `/dev/kvm`.
+    Monitor,
     Qemu,
     /// Needs a `firecracker` binary, working KVM and a TAP network.
     Firecracker,
 }
 
 impl Vmm {
-    /// Parses `qemu` / `firecracker` (also `fc`).
+    /// Parses `auto`, `vtnt` (also `monitor`), `qemu`, `firecracker` (also `fc`).
     pub fn from_name(s: &str) -> Option<Vmm> {
         match s {
+            "auto" => Some(Vmm::Auto),
+            "vtnt" | "monitor" => Some(Vmm::Monitor),
             "qemu" => Some(Vmm::Qemu),
             "firecracker" | "fc" => Some(Vmm::Firecracker),
             _ => None,
         }
+    }
+
+    /// The name `from_name` takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            Vmm::Auto => "auto",
+            Vmm::Monitor => "vtnt",
+            Vmm::Qemu => "qemu",
+            Vmm::Firecracker => "firecracker",
+        }
+    }
+
+    /// The VMM that runs `spec`: `Auto` is the monitor when it is usable here
+    /// ([`crate::monitor::usable`]: `/dev/kvm` works and the binary exists) and the job
+    /// asks for nothing only QEMU has (another machine type, TCG, a wrapper such as
+    /// `perf`, port-0x80 step marks); otherwise QEMU.
+    pub fn resolve(self, spec: &RunSpec) -> Vmm {
+        match self {
+            Vmm::Auto
+                if spec.machine == Machine::Microvm
+                    && spec.accel != Accel::Tcg
+                    && spec.wrapper.is_empty()
+                    && !spec.marks =>
+            {
+                default_vmm()
+            }
+            Vmm::Auto => Vmm::Qemu,
+            v => v,
+        }
+    }
+
+    /// The accelerator this VMM runs `image` under (`accel`: what QEMU was asked for).
+    pub fn accelerator(self, image: &Path, accel: Accel) -> Accelerator {
+        match self {
+            Vmm::Monitor | Vmm::Firecracker => kvm_kind().unwrap_or(Accelerator::Kvm),
+            Vmm::Qemu | Vmm::Auto => accel.resolve(image),
+        }
+    }
+}
+
+/// The VMM of a plain microVM job on this host: the monitor where it is usable
+/// ([`crate::monitor::usable`]), else QEMU.
+pub fn default_vmm() -> Vmm {
+    if crate::monitor::usable() {
+        Vmm::Monitor
+    } else {
+        Vmm::Qemu
     }
 }
 
@@ -86,11 +154,11 @@ pub struct RunSpec {
 }
 
 impl RunSpec {
-    /// QEMU microvm, 16 MiB, automatic acceleration, a 300 s watchdog, no hostname, a
-    /// static address.
+    /// The automatic VMM (microvm shape), 16 MiB, automatic acceleration, a 300 s
+    /// watchdog, no hostname, a static address.
     pub fn new(job: JobSpec, net: JobNet) -> RunSpec {
         RunSpec {
-            vmm: Vmm::Qemu,
+            vmm: Vmm::Auto,
             machine: Machine::Microvm,
             memory_mib: 16,
             job,
@@ -199,19 +267,17 @@ pub fn run_job(spec: &RunSpec) -> Result<RunOutcome, Error> {
         Some(p) => p.clone(),
         None => image::build(&BuildOptions::default())?.path,
     };
-    let (guest, gateway, backend, mac, netns) = match &spec.net {
+    let vmm = spec.vmm.resolve(spec);
+    let (guest, gateway, net, mac, netns) = match &spec.net {
         JobNet::Lab { name } => {
             let slot = lab::free_slot(name)?;
-            (
-                slot.address,
-                slot.gateway,
-                NetBackend::Netdev {
-                    netdev: slot.netdev,
-                    id: slot.id,
-                },
-                slot.mac,
-                None,
-            )
+            let net = GuestNet::Lab {
+                netdev: slot.netdev,
+                id: slot.id,
+                local: slot.local,
+                remote: slot.remote,
+            };
+            (slot.address, slot.gateway, net, slot.mac, None)
         }
         JobNet::Tap {
             ifname,
@@ -221,9 +287,7 @@ pub fn run_job(spec: &RunSpec) -> Result<RunOutcome, Error> {
         } => (
             guest.clone(),
             gateway.clone(),
-            NetBackend::Tap {
-                ifname: ifname.clone(),
-            },
+            GuestNet::Tap(ifname.clone()),
             "52:54:00:12:34:56".to_string(),
             netns.clone(),
         ),
@@ -242,11 +306,27 @@ pub fn run_job(spec: &RunSpec) -> Result<RunOutcome, Error> {
         None => None,
     };
     let host_timeout = spec.timeout + spec.job.hold + Duration::from_secs(10);
-    let out: Outcome = match spec.vmm {
-        Vmm::Qemu => {
+    let out: Outcome = match vmm {
+        Vmm::Monitor => {
+            let mut cfg = MonitorConfig::new(image, &cmdline);
+            cfg.memory_mib = spec.memory_mib;
+            cfg.net = Some(match net {
+                GuestNet::Lab { local, remote, .. } => MonitorNet::Udp { local, remote },
+                GuestNet::Tap(ifname) => MonitorNet::Tap { ifname },
+            });
+            cfg.mac = mac;
+            cfg.timeout = host_timeout;
+            cfg.netns = netns;
+            cfg.modules = module_file.iter().map(|f| f.0.clone()).collect();
+            monitor::run(&cfg)?
+        }
+        Vmm::Qemu | Vmm::Auto => {
             let mut cfg = VmConfig::new(image, spec.machine, &cmdline);
             cfg.memory_mib = spec.memory_mib;
-            cfg.net = Some(backend);
+            cfg.net = Some(match net {
+                GuestNet::Lab { netdev, id, .. } => NetBackend::Netdev { netdev, id },
+                GuestNet::Tap(ifname) => NetBackend::Tap { ifname },
+            });
             cfg.mac = mac;
             cfg.accel = spec.accel;
             cfg.timeout = host_timeout;
@@ -256,7 +336,7 @@ pub fn run_job(spec: &RunSpec) -> Result<RunOutcome, Error> {
             qemu::run(&cfg)?
         }
         Vmm::Firecracker => {
-            let NetBackend::Tap { ifname } = backend else {
+            let GuestNet::Tap(ifname) = net else {
                 return Err(Error::Setup {
                     command: "firecracker".into(),
                     stderr: "Firecracker attaches TAP devices only; the lab's VM front is a UDP socket (use qemu)".into(),

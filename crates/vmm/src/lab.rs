@@ -4,7 +4,7 @@
 //! MAC, QEMU `-netdev dgram` string with a local port per slot). We take the first slot
 //! whose local port is free, so several VMs can share one lab.
 
-use std::net::UdpSocket;
+use std::net::{Ipv4Addr, SocketAddr, UdpSocket};
 
 use crate::Error;
 
@@ -19,6 +19,10 @@ pub struct Slot {
     pub netdev: String,
     /// The netdev's `id=`.
     pub id: String,
+    /// The same UDP ends for a VMM that takes them as addresses (`vtnt-monitor`): the
+    /// guest's local end and the lab's VM front.
+    pub local: SocketAddr,
+    pub remote: SocketAddr,
 }
 
 /// The first slot of lab `name` whose local UDP port is free.
@@ -37,7 +41,13 @@ pub fn free_slot(name: &str) -> Result<Slot, Error> {
             .find_map(|kv| kv.strip_prefix("id="))
             .unwrap_or("vtnt0")
             .to_string();
+        let remote: SocketAddr = info.endpoint.parse().map_err(|_| Error::Setup {
+            command: format!("reading lab `{name}`'s vm.json"),
+            stderr: format!("bad VM front endpoint `{}`", info.endpoint),
+        })?;
         return Ok(Slot {
+            local: SocketAddr::from((Ipv4Addr::LOCALHOST, g.local_port)),
+            remote,
             address: g.address,
             gateway: g.gateway,
             mac: g.mac,

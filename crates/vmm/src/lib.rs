@@ -10,6 +10,8 @@
 //!   override.
 //! - [`breakdown`]: where a boot's time and exits go, step by step (guest step marks,
 //!   KVM tracepoints through `perf`).
+//! - [`monitor`]: the same over `vtnt-monitor`, our own monitor (one process per VM, only
+//!   `/dev/kvm`; the guest runs at privilege level 3, natively even under PVM).
 //! - [`firecracker`]: the same over Firecracker (`--no-api --config-file`), when a
 //!   `firecracker` binary is on `PATH`.
 //! - [`netns`]: a network namespace with a TAP device, removed on drop (tests, benchmarks).
@@ -32,6 +34,7 @@ pub mod firecracker;
 pub mod image;
 pub mod job;
 pub mod lab;
+pub mod monitor;
 pub use vtnt_netns as netns;
 pub mod outcome;
 pub mod qemu;

@@ -13,13 +13,16 @@
 //! - `q35` / `pc`: `virtio-net-pci` without an option ROM (`romfile=`).
 //!
 //! The console is read line by line from QEMU's stdout; the VM is killed at
-//! [`VmConfig::timeout`]; QEMU's peak RSS (VmHWM) is sampled while it runs, and its CPU
-//! time (user + system, all threads) is read from `/proc/<pid>/stat` once it has exited
-//! but before it is reaped (a zombie's stat still holds the totals).
+//! [`VmConfig::timeout`]; QEMU's peak RSS (VmHWM) is sampled while it runs, its exit is
+//! timed exactly (`waitid` without reaping), and its CPU time (user + system, all
+//! threads) is read from `/proc/<pid>/stat` once it has exited but before it is reaped
+//! (a zombie's stat still holds the totals).
 
 use crate::accel::{self, Accelerator};
 use crate::outcome::{status_from_console, status_from_qemu_code, GuestStatus, Outcome};
 use crate::Error;
+use nix::sys::wait::{waitid, Id, WaitPidFlag};
+use nix::unistd::Pid;
 use std::io::{BufRead, BufReader, Read};
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -272,31 +275,32 @@ pub(crate) fn supervise(
         let _ = stderr.read_to_string(&mut s);
         s
     });
+    // The exit's moment, exactly: a thread blocks in waitid(WNOWAIT), which returns when
+    // the VMM exits but leaves it a zombie, whose /proc stat still holds its CPU total.
+    let (exited_tx, exited_rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let flags = WaitPidFlag::WEXITED | WaitPidFlag::WNOWAIT;
+        let _ = waitid(Id::Pid(Pid::from_raw(pid as i32)), flags);
+        let _ = exited_tx.send(start.elapsed());
+    });
     let mut peak_rss_kib = None;
-    let mut cpu = None;
     let mut timed_out = false;
-    let exit = loop {
+    let wall = loop {
         if let Some(kib) = vm_hwm_kib(pid) {
             peak_rss_kib = Some(kib);
         }
-        // Read before `try_wait` reaps it: once the VMM is a zombie this is its total.
-        if let Some((state, t)) = cpu_time(pid) {
-            cpu = Some(t);
-            if state == 'Z' {
-                break child.wait()?;
-            }
+        match exited_rx.recv_timeout(Duration::from_millis(5)) {
+            Ok(at) => break at,
+            Err(mpsc::RecvTimeoutError::Disconnected) => break start.elapsed(),
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
         }
-        if let Some(status) = child.try_wait()? {
-            break status;
-        }
-        if start.elapsed() >= timeout {
+        if !timed_out && start.elapsed() >= timeout {
             timed_out = true;
             let _ = child.kill();
-            break child.wait()?;
         }
-        std::thread::sleep(Duration::from_millis(5));
     };
-    let wall = start.elapsed();
+    let cpu = cpu_time(pid).map(|(_, t)| t);
+    let exit = child.wait()?;
     let _ = out_thread.join();
     let stderr = err_thread.join().unwrap_or_default();
     let (line_times, lines): (Vec<Duration>, Vec<String>) = rx

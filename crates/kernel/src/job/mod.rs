@@ -159,7 +159,8 @@ pub fn run_loop<P: Prober>(
         let guest_now = time::now();
         let mut wake = prober.poll_timeout().map(|t| clock.guest(t));
         let in_flight = awaiting > 0 && guest_now < last_tx + flight;
-        if held.is_some() || in_flight {
+        // A wait that ends when a frame arrives needs no polling for replies.
+        if held.is_some() || (in_flight && !time::wakes_on_frames()) {
             wake = Some(wake.map_or(guest_now + POLL, |w| w.min(guest_now + POLL)));
         } else {
             awaiting = 0;
@@ -184,7 +185,7 @@ fn flight(kind: &JobKind) -> Duration {
 }
 
 /// Runs the job named on the command line and powers off.
-pub fn run(cmdline: &Cmdline, info: &impl BootInfo) -> ! {
+pub fn run(cmdline: &Cmdline, info: &dyn BootInfo) -> ! {
     let deadline =
         (cmdline.watchdog_s > 0).then(|| Instant::ZERO + Duration::from_secs(cmdline.watchdog_s));
     let words: Vec<&str> = cmdline.job_words().collect();
@@ -328,7 +329,7 @@ fn print_record(record: &Record, ann: &dyn Annotate) {
 }
 
 /// The spec's targets, from the spec or from boot module 0 (`targets=@module`).
-fn targets(spec: &JobSpec, info: &impl BootInfo) -> Vec<IpAddr> {
+fn targets(spec: &JobSpec, info: &dyn BootInfo) -> Vec<IpAddr> {
     let list = match &spec.targets {
         Targets::List(v) => v.clone(),
         Targets::Module => {
@@ -365,10 +366,6 @@ fn bring_up(cmdline: &Cmdline, deadline: Option<Instant>) -> Nic {
             "the job needs the network: give ip=ADDR/LEN (and gw=ADDR) or ip=dhcp"
         );
     };
-    let (transport, location) = match net::find_net(cmdline) {
-        Ok(t) => t,
-        Err(e) => fail!(Status::NoNic, "{e}"),
-    };
     let (addr, prefix) = match ip {
         Ip::Static(addr, prefix) => (addr, prefix),
         Ip::Dhcp => (Ipv4Addr::UNSPECIFIED, 32),
@@ -378,9 +375,23 @@ fn bring_up(cmdline: &Cmdline, deadline: Option<Instant>) -> Nic {
         prefix,
         gateway: cmdline.gw,
     };
-    let mut nic = match Nic::new(transport, cfg) {
-        Ok(n) => n,
-        Err(e) => fail!(Status::NoNic, "{location}: {e}"),
+    let (mut nic, location) = if crate::hvt::active() {
+        let Some(mac) = crate::hvt::mac() else {
+            fail!(
+                Status::NoNic,
+                "the monitor gave this VM no network (vtnt-monitor --net)"
+            );
+        };
+        (Nic::monitor(mac, cfg), net::discover::Location::Monitor)
+    } else {
+        let (transport, location) = match net::find_net(cmdline) {
+            Ok(t) => t,
+            Err(e) => fail!(Status::NoNic, "{e}"),
+        };
+        match Nic::new(transport, cfg) {
+            Ok(n) => (n, location),
+            Err(e) => fail!(Status::NoNic, "{location}: {e}"),
+        }
     };
     if ip == Ip::Dhcp {
         let timeout = time::now() + dhcp::TIMEOUT;
@@ -425,10 +436,7 @@ fn bring_up(cmdline: &Cmdline, deadline: Option<Instant>) -> Nic {
 /// Resolves the next hop towards `target` by ARP, or fails with `NoArp`.
 fn resolve_first_hop(nic: &mut Nic, target: IpAddr, deadline: Option<Instant>) {
     let IpAddr::V4(target) = target else {
-        fail!(
-            Status::JobFailed,
-            "{target}: IPv6 destinations are not supported yet"
-        );
+        fail!(Status::JobFailed, "IPv6 destinations are not supported yet");
     };
     let Some(hop) = nic.config().next_hop(target) else {
         fail!(

@@ -26,8 +26,17 @@ const MICROVM_MMIO_SLOTS: u64 = 24;
 /// Where the device was found, for the console.
 #[derive(Debug, Clone, Copy)]
 pub enum Location {
-    Mmio { base: u64, version: u32 },
-    Pci { bus: u8, device: u8, function: u8 },
+    Mmio {
+        base: u64,
+        version: u32,
+    },
+    Pci {
+        bus: u8,
+        device: u8,
+        function: u8,
+    },
+    /// `vtnt-monitor`'s frame hypercalls.
+    Monitor,
 }
 
 impl fmt::Display for Location {
@@ -41,6 +50,7 @@ impl fmt::Display for Location {
             } => {
                 write!(f, "virtio-pci {bus:02x}:{device:02x}.{function}")
             }
+            Location::Monitor => f.write_str("monitor"),
         }
     }
 }

@@ -1,4 +1,5 @@
-//! The network device as the prober sees it: a [`Nic`] that sends complete IPv4 packets
+//! The network device as the prober sees it: a [`Nic`] (over virtio-net, or over
+//! `vtnt-monitor`'s frame hypercalls) that sends complete IPv4 packets
 //! (framed by us, so TTL, IP ID, ToS and checksums go out exactly as the prober made
 //! them) to the next hop's MAC, and hands back every IPv4 packet addressed to us with its
 //! receive timestamp, answering ARP on the way. Raw frames in and out
@@ -115,18 +116,42 @@ impl fmt::Display for Mac {
 
 type Device = VirtIONetRaw<KernelHal, SomeTransport<'static>, QUEUE_SIZE>;
 
-/// The virtio-net interface.
-pub struct Nic {
+/// The virtio-net device and its buffers.
+struct Virtio {
     dev: Device,
-    mac: EthernetAddress,
-    cfg: Ipv4Config,
-    arp: arp::Cache,
     /// Receive buffers, indexed by the token (descriptor) they were posted under.
     rx: [Option<Box<[u8]>>; QUEUE_SIZE],
     /// Transmit buffers in flight, by token, with the length handed to the device.
     tx_busy: [Option<(Box<[u8]>, usize)>; QUEUE_SIZE],
     tx_free: Vec<Box<[u8]>>,
     tx_count: usize,
+}
+
+/// Where frames go.
+enum Link {
+    Virtio(Box<Virtio>),
+    /// `vtnt-monitor`'s hypercalls, with one frame buffer to send from and one batch
+    /// buffer to receive into (`rx_len` bytes of frames received at `rx_t`, the next at
+    /// `rx_at`; `rx_more`: the monitor holds more).
+    Monitor {
+        tx: Box<[u8]>,
+        rx: Box<[u8]>,
+        rx_len: usize,
+        rx_at: usize,
+        rx_more: bool,
+        rx_t: Instant,
+    },
+}
+
+/// Bytes of frames one receive hypercall may return (about 40 full-size frames).
+const MONITOR_BATCH: usize = 64 * 1024;
+
+/// The network interface.
+pub struct Nic {
+    link: Link,
+    mac: EthernetAddress,
+    cfg: Ipv4Config,
+    arp: arp::Cache,
     pub stats: Stats,
 }
 
@@ -144,31 +169,56 @@ impl fmt::Display for UpError {
     }
 }
 
+/// A zeroed frame buffer of `len` bytes.
+fn new_buf_of(len: usize) -> Box<[u8]> {
+    alloc::vec![0u8; len].into_boxed_slice()
+}
+
 fn new_buf() -> Box<[u8]> {
-    alloc::vec![0u8; BUF_LEN].into_boxed_slice()
+    new_buf_of(BUF_LEN)
 }
 
 impl Nic {
-    /// Initialises the device and posts all receive buffers.
+    /// Initialises the virtio device and posts all receive buffers.
     pub fn new(transport: SomeTransport<'static>, cfg: Ipv4Config) -> Result<Nic, UpError> {
         let dev = Device::new(transport).map_err(UpError::Virtio)?;
         let mac = EthernetAddress(dev.mac_address());
-        let mut nic = Nic {
+        let mut v = Box::new(Virtio {
             dev,
-            mac,
-            cfg,
-            arp: arp::Cache::default(),
             rx: [const { None }; QUEUE_SIZE],
             tx_busy: [const { None }; QUEUE_SIZE],
             tx_free: Vec::new(),
             tx_count: 0,
-            stats: Stats::default(),
-        };
+        });
         for _ in 0..QUEUE_SIZE {
-            nic.post_rx(new_buf()).map_err(UpError::Virtio)?;
+            v.post_rx(new_buf()).map_err(UpError::Virtio)?;
         }
         crate::steps::mark(crate::steps::Step::VirtioUp);
-        Ok(nic)
+        Ok(Nic::with_link(Link::Virtio(v), mac, cfg))
+    }
+
+    /// The interface `vtnt-monitor` gives us, with MAC address `mac`.
+    pub fn monitor(mac: [u8; 6], cfg: Ipv4Config) -> Nic {
+        let link = Link::Monitor {
+            tx: new_buf(),
+            rx: new_buf_of(MONITOR_BATCH),
+            rx_len: 0,
+            rx_at: 0,
+            rx_more: false,
+            rx_t: Instant::ZERO,
+        };
+        crate::steps::mark(crate::steps::Step::VirtioUp);
+        Nic::with_link(link, EthernetAddress(mac), cfg)
+    }
+
+    fn with_link(link: Link, mac: EthernetAddress, cfg: Ipv4Config) -> Nic {
+        Nic {
+            link,
+            mac,
+            cfg,
+            arp: arp::Cache::default(),
+            stats: Stats::default(),
+        }
     }
 
     /// Our MAC address.
@@ -191,62 +241,83 @@ impl Nic {
         self.arp.lookup(ip)
     }
 
-    fn post_rx(&mut self, mut buf: Box<[u8]>) -> Result<(), virtio_drivers::Error> {
-        // SAFETY: the buffer is owned by `self.rx[token]` from now until the device hands
-        // it back through `poll_receive`; nothing reads or writes it meanwhile.
-        let token = unsafe { self.dev.receive_begin(&mut buf)? };
-        self.rx[token as usize] = Some(buf);
-        Ok(())
-    }
-
-    /// Returns finished transmit buffers to the free list.
-    fn reap_tx(&mut self) {
-        while let Some(token) = self.dev.poll_transmit() {
-            let Some((buf, len)) = self.tx_busy.get_mut(token as usize).and_then(Option::take)
-            else {
-                break;
-            };
-            // SAFETY: `buf[..len]` is exactly the slice passed to `transmit_begin` for
-            // this token.
-            let _ = unsafe { self.dev.transmit_complete(token, &buf[..len]) };
-            self.tx_free.push(buf);
-        }
-    }
-
-    /// Sends one Ethernet frame built by `fill` (given the frame area after the virtio
-    /// header, returns the frame length).
+    /// Sends one Ethernet frame built by `fill` (given the frame area, returns the frame
+    /// length). Only this part is generic: the link's own work is in [`Nic::tx_take`] and
+    /// [`Nic::tx_give`], once in the image.
     fn send_frame(&mut self, fill: impl FnOnce(&mut [u8]) -> usize) -> Result<(), SendError> {
-        self.reap_tx();
-        if !self.dev.can_send() {
-            return Err(SendError::Busy);
-        }
-        let mut buf = match self.tx_free.pop() {
-            Some(b) => b,
-            None if self.tx_count < QUEUE_SIZE => {
-                self.tx_count += 1;
-                new_buf()
-            }
-            None => return Err(SendError::Busy),
-        };
-        let hdr = match self.dev.fill_buffer_header(&mut buf) {
-            Ok(h) => h,
-            Err(_) => {
-                self.tx_free.push(buf);
-                return Err(SendError::Invalid);
-            }
-        };
+        let (mut buf, hdr) = self.tx_take()?;
         let len = hdr + fill(&mut buf[hdr..]);
-        // SAFETY: the buffer moves into `tx_busy[token]` and is not touched until the
-        // device returns the token (see `reap_tx`).
-        match unsafe { self.dev.transmit_begin(&buf[..len]) } {
-            Ok(token) => {
-                self.tx_busy[token as usize] = Some((buf, len));
-                Ok(())
+        self.tx_give(buf, len)
+    }
+
+    /// A transmit buffer and where the frame starts in it.
+    fn tx_take(&mut self) -> Result<(Box<[u8]>, usize), SendError> {
+        match &mut self.link {
+            Link::Virtio(v) => v.tx_take(),
+            Link::Monitor { tx, .. } => Ok((core::mem::take(tx), 0)),
+        }
+    }
+
+    /// Sends the first `len` bytes of `buf` (from [`Nic::tx_take`]).
+    fn tx_give(&mut self, buf: Box<[u8]>, len: usize) -> Result<(), SendError> {
+        match &mut self.link {
+            Link::Virtio(v) => v.tx_give(buf, len),
+            Link::Monitor { tx, .. } => {
+                let sent = crate::hvt::net_write(&buf[..len]);
+                *tx = buf;
+                if sent {
+                    Ok(())
+                } else {
+                    Err(SendError::Busy)
+                }
             }
-            Err(_) => {
-                self.tx_free.push(buf);
-                Err(SendError::Busy)
+        }
+    }
+
+    /// The next received frame, lent with its buffer: give it back with
+    /// [`Nic::frame_done`]. Not generic, so that [`Nic::poll_frames`] calls its closure
+    /// from one place.
+    fn next_frame(&mut self) -> Option<Received> {
+        match &mut self.link {
+            Link::Virtio(v) => v.next_rx(),
+            Link::Monitor {
+                rx,
+                rx_len,
+                rx_at,
+                rx_more,
+                rx_t,
+                ..
+            } => {
+                if *rx_at >= *rx_len {
+                    if !*rx_more && !crate::hvt::frames_may_wait() {
+                        return None;
+                    }
+                    let (len, more) = crate::hvt::net_read(rx);
+                    (*rx_len, *rx_at, *rx_more, *rx_t) = (len, 0, more, crate::time::now());
+                }
+                let Some((bytes, next)) = vtnt_hvt::frame_at(&rx[..*rx_len], *rx_at) else {
+                    *rx_at = *rx_len;
+                    return None;
+                };
+                *rx_at = next;
+                Some(Received {
+                    at: (bytes.start, bytes.len()),
+                    t: *rx_t,
+                    buf: core::mem::take(rx),
+                })
             }
+        }
+    }
+
+    /// Takes back the buffer [`Nic::next_frame`] lent.
+    fn frame_done(&mut self, buf: Box<[u8]>) {
+        match &mut self.link {
+            Link::Virtio(v) => {
+                if v.post_rx(buf).is_err() {
+                    self.stats.rx_dropped += 1;
+                }
+            }
+            Link::Monitor { rx, .. } => *rx = buf,
         }
     }
 
@@ -333,22 +404,19 @@ impl Nic {
 
     /// Hands every received Ethernet frame, as it is, to `each(self, receive_time, frame)`.
     pub fn poll_frames(&mut self, mut each: impl FnMut(&mut Nic, Instant, &[u8])) {
-        self.reap_tx();
-        while let Some(token) = self.dev.poll_receive() {
-            let t = crate::time::now();
-            let Some(mut buf) = self.rx.get_mut(token as usize).and_then(Option::take) else {
-                break;
-            };
-            // SAFETY: `buf` is the buffer posted under `token` (see `post_rx`).
-            let res = unsafe { self.dev.receive_complete(token, &mut buf) };
-            if let Ok((hdr, len)) = res {
-                if let Some(frame) = buf.get(hdr..hdr + len) {
-                    each(self, t, frame);
-                }
+        if let Link::Virtio(v) = &mut self.link {
+            v.reap_tx();
+        }
+        while let Some(Received {
+            at: (at, len),
+            t,
+            buf,
+        }) = self.next_frame()
+        {
+            if let Some(frame) = buf.get(at..at + len) {
+                each(self, t, frame);
             }
-            if self.post_rx(buf).is_err() {
-                self.stats.rx_dropped += 1;
-            }
+            self.frame_done(buf);
         }
     }
 
@@ -428,6 +496,92 @@ impl Nic {
                 target_protocol_addr: source_protocol_addr,
             };
             let _ = self.send_arp(reply, source_hardware_addr);
+        }
+    }
+}
+
+/// A frame the virtio device received: where in `buf` (offset, length), and when.
+struct Received {
+    at: (usize, usize),
+    t: Instant,
+    buf: Box<[u8]>,
+}
+
+impl Virtio {
+    fn post_rx(&mut self, mut buf: Box<[u8]>) -> Result<(), virtio_drivers::Error> {
+        // SAFETY: the buffer is owned by `self.rx[token]` from now until the device hands
+        // it back through `poll_receive`; nothing reads or writes it meanwhile.
+        let token = unsafe { self.dev.receive_begin(&mut buf)? };
+        self.rx[token as usize] = Some(buf);
+        Ok(())
+    }
+
+    /// The next received frame; the caller posts its buffer again.
+    fn next_rx(&mut self) -> Option<Received> {
+        loop {
+            let token = self.dev.poll_receive()?;
+            let t = crate::time::now();
+            let mut buf = self.rx.get_mut(token as usize).and_then(Option::take)?;
+            // SAFETY: `buf` is the buffer posted under `token` (see `post_rx`).
+            match unsafe { self.dev.receive_complete(token, &mut buf) } {
+                Ok(at) => return Some(Received { at, t, buf }),
+                Err(_) => {
+                    let _ = self.post_rx(buf);
+                }
+            }
+        }
+    }
+
+    /// Returns finished transmit buffers to the free list.
+    fn reap_tx(&mut self) {
+        while let Some(token) = self.dev.poll_transmit() {
+            let Some((buf, len)) = self.tx_busy.get_mut(token as usize).and_then(Option::take)
+            else {
+                break;
+            };
+            // SAFETY: `buf[..len]` is exactly the slice passed to `transmit_begin` for
+            // this token.
+            let _ = unsafe { self.dev.transmit_complete(token, &buf[..len]) };
+            self.tx_free.push(buf);
+        }
+    }
+
+    /// A free transmit buffer with the virtio header filled in, and the header's length.
+    fn tx_take(&mut self) -> Result<(Box<[u8]>, usize), SendError> {
+        self.reap_tx();
+        if !self.dev.can_send() {
+            return Err(SendError::Busy);
+        }
+        let mut buf = match self.tx_free.pop() {
+            Some(b) => b,
+            None if self.tx_count < QUEUE_SIZE => {
+                self.tx_count += 1;
+                new_buf()
+            }
+            None => return Err(SendError::Busy),
+        };
+        match self.dev.fill_buffer_header(&mut buf) {
+            Ok(hdr) => Ok((buf, hdr)),
+            Err(_) => {
+                self.tx_free.push(buf);
+                Err(SendError::Invalid)
+            }
+        }
+    }
+
+    /// Hands the first `len` bytes of `buf` (from [`Virtio::tx_take`]) to the device.
+    fn tx_give(&mut self, buf: Box<[u8]>, len: usize) -> Result<(), SendError> {
+        // SAFETY: the buffer moves into `tx_busy[token]` and is not touched until the
+        // device returns the token (see `reap_tx`).
+        match unsafe { self.dev.transmit_begin(&buf[..len]) } {
+            Ok(token) => {
+                self.tx_busy[token as usize] = Some((buf, len));
+                Ok(())
+            }
+            Err(_) => {
+                self.tx_free.push(buf);
+                Err(SendError::Busy)
+            }
         }
     }
 }

@@ -14,6 +14,10 @@
 //!    where MMIO lives, uncached); switches to them,
 //! 5. sets up a stack and calls [`crate::rust_start`] with the start-info address.
 //!
+//! `vtnt-monitor` instead enters `hvt_start64`, named by a note of our own (see
+//! `vtnt_hvt`): 64-bit mode, privilege level 3, its page tables; the entry reads the TSC,
+//! takes the boot stack and calls [`crate::rust_start_hvt`].
+//!
 //! Few instructions, because on some hosts each one is emulated: KVM on PVM (no VMX/SVM)
 //! emulates the guest one instruction at a time, at 1-2 us each, until it can switch the
 //! vCPU to PVM mode, and the PVM host measured here never switched our guest (see
@@ -44,6 +48,18 @@ core::arch::global_asm!(
     ".asciz \"Xen\"",
     ".balign 4",
     ".long pvh_start32",
+    ".popsection",
+
+    // The vTNT note (`vtnt_hvt::NOTE_NAME`, type `NOTE_ENTRY64`): the 64-bit entry point
+    // `vtnt-monitor` enters at privilege level 3.
+    ".pushsection .note.vtnt, \"a\"",
+    ".balign 4",
+    ".long 5",
+    ".long 8",
+    ".long 1",
+    ".asciz \"vTNT\"",
+    ".balign 4",
+    ".quad hvt_start64",
     ".popsection",
 
     // Page tables: the early ones (the first 2 MiB, for the switch to 64-bit mode) and
@@ -171,9 +187,22 @@ core::arch::global_asm!(
     "cli",
     "hlt",
     "jmp vtnt_halt",
+
+    // `vtnt-monitor`'s entry: already in 64-bit mode at privilege level 3 on the
+    // monitor's identity-mapped page tables, `.bss` zeroed, `rdi` = boot info. Only the
+    // TSC and our own stack are left to set up.
+    ".global hvt_start64",
+    "hvt_start64:",
+    "rdtsc",
+    "mov dword ptr [rip + {boot_tsc}], eax",
+    "mov dword ptr [rip + {boot_tsc} + 4], edx",
+    "lea rsp, [rip + boot_stack_top]",
+    "call {rust_start_hvt}",
+    "ud2",
     ".popsection",
 
     stack_size = const STACK_SIZE,
     boot_tsc = sym BOOT_TSC,
     rust_start = sym crate::rust_start,
+    rust_start_hvt = sym crate::rust_start_hvt,
 );

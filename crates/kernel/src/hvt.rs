@@ -1,0 +1,205 @@
+//! The monitor platform: the kernel as a guest of `vtnt-monitor` (the interface is
+//! `vtnt_hvt`; read its docs first). Entered in 64-bit mode at privilege level 3 with
+//! the monitor's [`vtnt_hvt::BootInfo`]; every device is a hypercall (`out dx, eax` with
+//! the address of the call's argument structure): console lines, Ethernet frames in
+//! batches, waiting for a frame or a timeout, and the exit. No interrupt, MSR, APIC or
+//! PCI is touched on this platform, so no instruction needs ring 0: under KVM on PVM the
+//! whole kernel runs natively.
+//!
+//! [`active`] tells the rest of the kernel which platform it is on; the console, the
+//! clock, the NIC and the exit path each ask it once per operation.
+
+use crate::bootinfo::{self, MemKind, MemRegion, Module, Range};
+use core::arch::asm;
+use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
+use vtnt_hvt::{port, BootInfo as Info, NetRead, NetWrite, Poll, Puts};
+
+/// The monitor's boot information, once [`Boot::new`] accepted it (null before: the PVH
+/// platform).
+static INFO: AtomicPtr<Info> = AtomicPtr::new(core::ptr::null_mut());
+
+fn info() -> Option<&'static Info> {
+    // SAFETY: non-null only once `Boot::new` validated the monitor's structure, which
+    // stays mapped and unchanged for the kernel's lifetime.
+    unsafe { INFO.load(Ordering::Relaxed).as_ref() }
+}
+
+/// Whether the kernel runs under `vtnt-monitor`.
+pub fn active() -> bool {
+    info().is_some()
+}
+
+/// The NIC's MAC address, if the monitor gives the guest a network.
+pub fn mac() -> Option<[u8; 6]> {
+    let i = info()?;
+    let m = i.mac;
+    (i.net != 0).then_some([m[0], m[1], m[2], m[3], m[4], m[5]])
+}
+
+/// One hypercall on `port` with `arg`; the monitor reads and writes `*arg` before the
+/// guest resumes.
+fn call<T>(port: u16, arg: &mut T) {
+    let addr = arg as *mut T as u64;
+    debug_assert!(addr < 1 << 32);
+    // SAFETY: `out` to a hypercall port only exits to the monitor, which accesses `*arg`
+    // (a live, exclusively borrowed value in identity-mapped guest memory below 4 GiB:
+    // the monitor maps at most `vtnt_hvt::MEM_MAX`) and nothing else of ours. No
+    // `nomem`: the compiler must treat `*arg` as read and written by this instruction.
+    unsafe {
+        asm!("out dx, eax", in("dx") port, in("eax") addr as u32, options(nostack, preserves_flags))
+    };
+}
+
+/// Writes one console line (or piece of one).
+pub fn puts(bytes: &[u8]) {
+    let mut a = Puts {
+        data: bytes.as_ptr() as u64,
+        len: bytes.len() as u64,
+    };
+    call(port::PUTS, &mut a);
+}
+
+/// Ends the VM with `status`.
+pub fn exit(status: u8) -> ! {
+    let mut a = vtnt_hvt::Exit {
+        status: status as u64,
+    };
+    call(port::EXIT, &mut a);
+    // The monitor does not resume a guest after EXIT.
+    loop {
+        core::hint::spin_loop();
+    }
+}
+
+/// Whether the last poll or read said frames are waiting.
+static FRAMES_WAIT: AtomicBool = AtomicBool::new(true);
+/// Guest time (us) of the last receive hypercall.
+static LAST_READ_US: AtomicU64 = AtomicU64::new(0);
+/// How long frames may sit unread while the guest never waits (a send-bound loop).
+const READ_AT_LEAST_EVERY_US: u64 = 1000;
+
+/// Whether a receive hypercall may find frames: the last poll or read said so, or none
+/// happened for [`READ_AT_LEAST_EVERY_US`]. Saves an exit per run-loop turn.
+pub fn frames_may_wait() -> bool {
+    FRAMES_WAIT.load(Ordering::Relaxed)
+        || crate::time::now().as_micros()
+            >= LAST_READ_US.load(Ordering::Relaxed) + READ_AT_LEAST_EVERY_US
+}
+
+/// Waits until a frame can be read or `timeout_ns` passes; true if a frame is waiting.
+pub fn poll(timeout_ns: u64) -> bool {
+    let mut a = Poll {
+        timeout_ns,
+        ready: 0,
+    };
+    call(port::POLL, &mut a);
+    let ready = a.ready != 0;
+    if ready {
+        FRAMES_WAIT.store(true, Ordering::Relaxed);
+    }
+    ready
+}
+
+/// Sends one Ethernet frame; false if the monitor could not (the caller may retry).
+pub fn net_write(frame: &[u8]) -> bool {
+    let mut a = NetWrite {
+        data: frame.as_ptr() as u64,
+        len: frame.len() as u64,
+        ret: 0,
+    };
+    call(port::NET_WRITE, &mut a);
+    a.ret == 0
+}
+
+/// Fills `buf` with waiting frames (walk them with `vtnt_hvt::frames`); returns the bytes
+/// written and whether more frames wait.
+pub fn net_read(buf: &mut [u8]) -> (usize, bool) {
+    let mut a = NetRead {
+        data: buf.as_mut_ptr() as u64,
+        cap: buf.len() as u64,
+        ..NetRead::default()
+    };
+    call(port::NET_READ, &mut a);
+    FRAMES_WAIT.store(a.more != 0, Ordering::Relaxed);
+    LAST_READ_US.store(crate::time::now().as_micros(), Ordering::Relaxed);
+    ((a.len as usize).min(buf.len()), a.more != 0)
+}
+
+/// The monitor's boot information.
+pub struct Boot {
+    info: &'static Info,
+}
+
+impl Boot {
+    /// Reads the boot information at `addr` and marks the platform active; `None` if the
+    /// magic is wrong.
+    ///
+    /// # Safety
+    /// `addr` must be the address the monitor entered us with (`rdi`).
+    pub unsafe fn new(addr: u64) -> Option<Boot> {
+        // SAFETY: the caller passes the monitor's boot-info address: an aligned, mapped
+        // `BootInfo` that stays untouched for the kernel's lifetime.
+        let info = unsafe { &*(addr as *const Info) };
+        if info.magic != vtnt_hvt::MAGIC {
+            return None;
+        }
+        INFO.store(addr as *mut Info, Ordering::Relaxed);
+        Some(Boot { info })
+    }
+
+    /// The TSC frequency the monitor read from KVM.
+    pub fn tsc_hz(&self) -> Option<u64> {
+        (self.info.tsc_hz != 0).then_some(self.info.tsc_hz)
+    }
+}
+
+impl bootinfo::BootInfo for Boot {
+    fn protocol(&self) -> &'static str {
+        "hvt"
+    }
+
+    fn version(&self) -> u32 {
+        1
+    }
+
+    fn cmdline(&self) -> &'static [u8] {
+        let len = self.info.cmdline_len.min(vtnt_hvt::CMDLINE_MAX) as usize;
+        // SAFETY: the monitor wrote `cmdline_len` bytes at `cmdline` (checked against
+        // CMDLINE_MAX on its side, clamped here) and never changes them.
+        unsafe { core::slice::from_raw_parts(self.info.cmdline as *const u8, len) }
+    }
+
+    fn memory(&self, i: usize) -> Option<MemRegion> {
+        (i == 0).then_some(MemRegion {
+            start: 0,
+            len: self.info.mem_size,
+            kind: MemKind::Ram,
+        })
+    }
+
+    fn module(&self, i: usize) -> Option<Module> {
+        if i as u64 >= self.info.modules_count {
+            return None;
+        }
+        // SAFETY: the monitor wrote `modules_count` entries at `modules`, each naming
+        // bytes it placed in guest memory, and changes none of them afterwards.
+        let m = unsafe { *(self.info.modules as *const vtnt_hvt::Module).add(i) };
+        // SAFETY: as above: `len` bytes at `addr` are the module, mapped and unchanging.
+        let bytes = unsafe { core::slice::from_raw_parts(m.addr as *const u8, m.len as usize) };
+        Some(Module { bytes })
+    }
+
+    fn rsdp(&self) -> Option<u64> {
+        None
+    }
+
+    fn reserved(&self, i: usize) -> Option<Range> {
+        match i {
+            // The monitor's structures (boot info, command line, page tables).
+            0 => Some((0, vtnt_hvt::IMAGE_MIN)),
+            // The image and what the monitor put above it (modules and their table).
+            1 => Some((vtnt_hvt::IMAGE_MIN, self.info.used_end)),
+            _ => None,
+        }
+    }
+}

@@ -1,0 +1,144 @@
+//! Booting the unikernel under `vtnt-monitor`, our own microVM monitor (crate
+//! `vtnt-monitor`; the guest interface is `vtnt_hvt`): one monitor process per VM, which
+//! needs only `/dev/kvm`. The vCPU starts in 64-bit mode at privilege level 3 and every
+//! device is a hypercall, so under KVM on PVM the guest runs natively (QEMU's guests are
+//! emulated there an instruction at a time); see ARCHITECTURE.md.
+//!
+//! The monitor prints the guest's console lines on stdout and exits with the guest's
+//! status (125: it could not start the VM, 126: the guest faulted, 124: the watchdog);
+//! [`run`] supervises it like QEMU ([`crate::qemu::supervise`]).
+
+use crate::accel::{self, Accelerator};
+use crate::outcome::Outcome;
+use crate::{on_path, qemu, Error};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::Duration;
+
+/// The monitor's program name.
+pub const PROGRAM: &str = "vtnt-monitor";
+
+/// The monitor binary: next to the running executable (an installed or `cargo build`
+/// tree: `target/<profile>/`), one level up (a test binary in `target/<profile>/deps/`),
+/// else on `PATH`.
+pub fn binary() -> Option<PathBuf> {
+    let exe = std::env::current_exe().ok()?;
+    exe.ancestors()
+        .skip(1)
+        .take(2)
+        .map(|d| d.join(PROGRAM))
+        .find(|p| p.is_file())
+        .or_else(|| on_path(PROGRAM))
+}
+
+/// The guest's network under the monitor.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MonitorNet {
+    /// Raw Ethernet frames, one per UDP datagram, from `local` to `remote` (a lab's VM
+    /// front).
+    Udp {
+        local: SocketAddr,
+        remote: SocketAddr,
+    },
+    /// An existing TAP device in the namespace the monitor runs in.
+    Tap { ifname: String },
+}
+
+/// One VM under the monitor.
+#[derive(Debug, Clone)]
+pub struct MonitorConfig {
+    pub image: PathBuf,
+    pub memory_mib: u32,
+    /// The kernel command line (options, then `--` and the job).
+    pub cmdline: String,
+    pub net: Option<MonitorNet>,
+    pub mac: String,
+    /// The monitor's watchdog; the supervisor kills it a little later still.
+    pub timeout: Duration,
+    /// Run the monitor inside this network namespace (`ip netns exec`).
+    pub netns: Option<String>,
+    /// Files handed to the guest as boot modules (e.g. a target list).
+    pub modules: Vec<PathBuf>,
+    /// Ask the monitor for its own timings (a JSON line on its stderr).
+    pub stats: bool,
+}
+
+impl MonitorConfig {
+    /// A VM with 16 MiB, no network and a 60 s timeout.
+    pub fn new(image: PathBuf, cmdline: &str) -> MonitorConfig {
+        MonitorConfig {
+            image,
+            memory_mib: 16,
+            cmdline: cmdline.to_string(),
+            net: None,
+            mac: "52:54:00:12:34:56".into(),
+            timeout: Duration::from_secs(60),
+            netns: None,
+            modules: Vec::new(),
+            stats: false,
+        }
+    }
+
+    /// The monitor's arguments.
+    pub fn args(&self) -> Vec<String> {
+        let mut a = vec![
+            "--mem-mib".to_string(),
+            self.memory_mib.to_string(),
+            "--timeout".into(),
+            self.timeout.as_secs().max(1).to_string(),
+            "--mac".into(),
+            self.mac.clone(),
+        ];
+        match &self.net {
+            Some(MonitorNet::Udp { local, remote }) => {
+                a.push("--net".into());
+                a.push(format!("udp={local},{remote}"));
+            }
+            Some(MonitorNet::Tap { ifname }) => {
+                a.push("--net".into());
+                a.push(format!("tap={ifname}"));
+            }
+            None => {}
+        }
+        for m in &self.modules {
+            a.push("--module".into());
+            a.push(m.display().to_string());
+        }
+        if self.stats {
+            a.push("--stats".into());
+        }
+        a.push(self.image.display().to_string());
+        a.push("--cmdline".into());
+        a.push(self.cmdline.clone());
+        a
+    }
+}
+
+/// Whether the monitor can run VMs here: its binary exists and `/dev/kvm` opens
+/// read-write.
+pub fn usable() -> bool {
+    binary().is_some() && accel::kvm_kind().is_some()
+}
+
+/// Boots `cfg` under the monitor and waits for it.
+pub fn run(cfg: &MonitorConfig) -> Result<Outcome, Error> {
+    let program = binary().ok_or_else(|| Error::Spawn {
+        program: PROGRAM.into(),
+        source: std::io::Error::new(
+            std::io::ErrorKind::NotFound,
+            "not next to this executable nor on PATH (cargo build -p vtnt-monitor)",
+        ),
+    })?;
+    let mut cmd = match &cfg.netns {
+        Some(ns) => {
+            let mut c = Command::new("ip");
+            c.args(["netns", "exec", ns]).arg(&program);
+            c
+        }
+        None => Command::new(&program),
+    };
+    cmd.args(cfg.args());
+    let accel = accel::kvm_kind().unwrap_or(Accelerator::Kvm);
+    qemu::supervise(cmd, cfg.timeout + Duration::from_secs(5), false, accel)
+}
