@@ -27,6 +27,9 @@ pub enum Allowed {
     /// cpuset) are not mounted under /sys/fs/cgroup: the host booted with cgroup v2 only,
     /// which a kernel parameter and a reboot change, not a package.
     CgroupV1,
+    /// No usable `/dev/kvm` (neither hardware KVM nor PVM): a VM host without nested
+    /// virtualisation, which no package installs.
+    NoKvm,
 }
 
 impl Allowed {
@@ -34,6 +37,7 @@ impl Allowed {
     fn name(self) -> &'static str {
         match self {
             Allowed::CgroupV1 => "no cgroup v1 controllers",
+            Allowed::NoKvm => "no /dev/kvm",
         }
     }
 }

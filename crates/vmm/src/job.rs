@@ -200,6 +200,8 @@ pub struct RunOutcome {
     pub cpu: Option<Duration>,
     /// The accelerator the VM ran under.
     pub accel: crate::accel::Accelerator,
+    /// The VMM that ran it.
+    pub vmm: Vmm,
     /// The VMM's stderr.
     pub vmm_stderr: String,
     /// The kernel command line used.
@@ -378,6 +380,7 @@ pub fn run_job(spec: &RunSpec) -> Result<RunOutcome, Error> {
         peak_rss_kib: out.peak_rss_kib,
         cpu: out.cpu,
         accel: out.accel,
+        vmm,
         vmm_stderr: out.stderr,
         cmdline,
     })

@@ -15,8 +15,9 @@ use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
 use serde_json::Value;
+use vtnt_vmm::accel;
 use vtnt_vmm::image::{self, Image};
-use vtnt_vmm::job::{run_job, JobNet, RunOutcome, RunSpec};
+use vtnt_vmm::job::{run_job, JobNet, RunOutcome, RunSpec, Vmm};
 use vtnt_vmm::qemu::{Accel, Machine};
 use vtnt_vmm::GuestStatus;
 
@@ -139,14 +140,22 @@ impl Lab {
         v
     }
 
-    /// The job `spec` in a microVM on the lab, with the first free slot's static address.
+    /// The job `spec` in a microVM on the lab, with the first free slot's static address,
+    /// under the default VMM (the monitor wherever KVM works: checked).
     fn vm(&self, spec: &str, memory_mib: u32) -> RunOutcome {
-        self.vm_with(spec, memory_mib, false, Accel::Auto)
+        self.vm_with(spec, memory_mib, false, Accel::Auto, Vmm::Auto)
     }
 
-    /// The job `spec` in a microVM on the lab under `accel`, its address leased by DHCP
-    /// if `dhcp`.
-    fn vm_with(&self, spec: &str, memory_mib: u32, dhcp: bool, accel: Accel) -> RunOutcome {
+    /// The job `spec` in a microVM on the lab under `vmm` and `accel`, its address leased
+    /// by DHCP if `dhcp`.
+    fn vm_with(
+        &self,
+        spec: &str,
+        memory_mib: u32,
+        dhcp: bool,
+        accel: Accel,
+        vmm: Vmm,
+    ) -> RunOutcome {
         let _guard = serial();
         let mut run = RunSpec::new(
             vtnt_jobspec::decode(spec).unwrap_or_else(|e| panic!("{spec}: {e}")),
@@ -155,6 +164,7 @@ impl Lab {
             },
         );
         run.accel = accel;
+        run.vmm = vmm;
         run.machine = Machine::Microvm;
         run.memory_mib = memory_mib;
         run.timeout = Duration::from_secs(120);
@@ -164,6 +174,14 @@ impl Lab {
             .ok()
             .map(|s| s.trim().to_string());
         let out = run_job(&run).unwrap_or_else(|e| panic!("{e}"));
+        if vmm == Vmm::Auto && accel == Accel::Auto && accel::kvm_kind().is_some() {
+            assert_eq!(
+                out.vmm,
+                Vmm::Monitor,
+                "KVM works here, so the default VMM must be vtnt-monitor (built next to \
+                 this test: cargo build -p vtnt-monitor)"
+            );
+        }
         assert_eq!(
             out.status,
             GuestStatus::Exited(0),
@@ -327,21 +345,18 @@ fn trace_ping_and_tnt_on_the_lab_equal_native() {
     assert_same(&native, &vm, "ping", &ecmp);
 
     let native = lab.native(&format!("tnt --seed 9 {dsts}"));
-    // TCG: under KVM on PVM (this CI host's KVM, which emulates the whole guest) one of
-    // TNT's fingerprinting pings goes unanswered in the microVM (an LSR's `er` is null)
-    // while the native run gets it; trace and ping above do run under KVM.
-    let vm = lab.vm_with(
-        &format!("vtnt-job=1 kind=tnt seed=9 targets={list}"),
-        16,
-        false,
-        Accel::Tcg,
-    );
-    assert!(
-        vm.json_lines.iter().any(|l| l.contains("\"tnt\":")),
-        "annotations:\n{}",
-        vm.json_lines.join("\n")
-    );
-    assert_same(&native, &vm, "tnt", &ecmp);
+    let tnt = format!("vtnt-job=1 kind=tnt seed=9 targets={list}");
+    // Under the default VMM (vtnt-monitor where KVM works), and under QEMU with TCG so
+    // that both boot paths (hvt and PVH) stay covered.
+    for (vmm, accel) in [(Vmm::Auto, Accel::Auto), (Vmm::Qemu, Accel::Tcg)] {
+        let vm = lab.vm_with(&tnt, 16, false, accel, vmm);
+        assert!(
+            vm.json_lines.iter().any(|l| l.contains("\"tnt\":")),
+            "annotations:\n{}",
+            vm.json_lines.join("\n")
+        );
+        assert_same(&native, &vm, &format!("tnt under {}", vm.vmm.name()), &ecmp);
+    }
 }
 
 #[test]
@@ -368,6 +383,33 @@ fn long_target_lists_travel_as_a_boot_module() {
 }
 
 #[test]
+fn tnt_completes_in_2_mib_under_the_monitor() {
+    vtnt_testkit::require_root!("ip");
+    if accel::kvm_kind().is_none() {
+        vtnt_testkit::skip_or_fail(
+            "tnt_completes_in_2_mib_under_the_monitor",
+            "vtnt-monitor needs a working /dev/kvm",
+            Some(vtnt_testkit::Allowed::NoKvm),
+        );
+        return;
+    }
+    let lab = Lab::up("ram2");
+    let vm = lab.vm_with(
+        "vtnt-job=1 kind=tnt targets=203.0.113.26,203.0.113.42",
+        2,
+        false,
+        Accel::Auto,
+        Vmm::Monitor,
+    );
+    let traces = vm
+        .json_lines
+        .iter()
+        .filter(|l| l.starts_with("{\"type\":\"trace\""))
+        .count();
+    assert_eq!(traces, 2);
+}
+
+#[test]
 fn tnt_completes_in_4_mib() {
     vtnt_testkit::require_root!(vtnt_vmm::qemu::QEMU, "ip");
     let lab = Lab::up("ram");
@@ -386,7 +428,7 @@ fn ping_with_a_dhcp_lease_equals_ping_with_a_static_address() {
     let lab = Lab::up("dhcp");
     let job = "vtnt-job=1 kind=ping ping.count=3 ping.interval=100ms seed=5 targets=203.0.113.10,192.0.2.1";
     let fixed = lab.vm(job, 16);
-    let leased = lab.vm_with(job, 16, true, Accel::Auto);
+    let leased = lab.vm_with(job, 16, true, Accel::Auto, Vmm::Auto);
     assert!(
         leased.cmdline.contains(" ip=dhcp ") && !leased.cmdline.contains("gw="),
         "{}",
