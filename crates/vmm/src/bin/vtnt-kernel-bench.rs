@@ -1,12 +1,17 @@
 //! `vtnt-kernel-bench`: the unikernel's figures against its budgets, as `name: value`
 //! lines and a markdown table (for docs/benchmarks.md).
 //!
+//! Every figure is taken on each platform side by side: `vtnt-monitor` (where
+//! `/dev/kvm` works), QEMU microvm under `vtnt_vmm::accel`'s choice, and with
+//! `--qemu-kvm` QEMU under this host's KVM too where that choice is TCG (PVM hosts).
+//!
 //! - stripped image size (budget 256 KiB);
-//! - boot job on microvm, q35 and pc: guest time first instruction -> ready (TSC, printed
-//!   by the guest), host spawn -> exit, QEMU peak RSS (median of `--runs`, default 5);
+//! - boot job: guest time first instruction -> ready (TSC, printed by the guest), host
+//!   spawn -> exit, the VMM's peak RSS and host CPU (median of `--runs`, default 5); also
+//!   QEMU's q35 and pc machines;
 //! - a TNT job (2 lab destinations) in a microVM on a `vtnt lab` (root): guest time
-//!   first instruction -> first probe, host spawn -> first probe and -> exit, QEMU peak
-//!   RSS, guest heap high-water mark;
+//!   first instruction -> first probe, host spawn -> first probe and -> exit, the VMM's
+//!   peak RSS, guest heap high-water mark;
 //! - the smallest guest RAM (whole MiB, binary search over `-m`) in which that TNT job
 //!   completes (goal 4 MiB); without root, the boot job's;
 //! - host CPU time (user + system of the QEMU process, all threads) on microvm of the
@@ -33,9 +38,10 @@ use std::time::Duration;
 
 use vtnt_vmm::breakdown::{self, Counts, Timing};
 use vtnt_vmm::image::{self, BuildOptions};
-use vtnt_vmm::job::{run_job, JobNet, RunOutcome, RunSpec};
+use vtnt_vmm::job::{run_job, JobNet, RunOutcome, RunSpec, Vmm};
+use vtnt_vmm::monitor::{self, MonitorConfig};
 use vtnt_vmm::qemu::{self, Accel, Machine, VmConfig};
-use vtnt_vmm::{netns, GuestStatus};
+use vtnt_vmm::{netns, GuestStatus, Outcome};
 
 const BUDGET_IMAGE: u64 = 256 * 1024;
 const TNT_JOB: &str = "vtnt-job=1 kind=tnt targets=203.0.113.26,203.0.113.42";
@@ -69,6 +75,9 @@ struct Args {
     /// Print the step-by-step breakdown (times and exit counts) instead of the budgets.
     #[arg(long)]
     breakdown: bool,
+    /// Also measure QEMU under this host's KVM where QEMU's default is TCG (PVM hosts).
+    #[arg(long)]
+    qemu_kvm: bool,
 }
 
 /// A lab we started, stopped on drop.
@@ -190,43 +199,77 @@ fn main() {
         ),
     ));
 
-    let mut boot_cpu = Vec::new();
-    let machines: &[Machine] = if a.breakdown { &[] } else { &Machine::ALL };
-    for &machine in machines {
-        let (mut ready, mut wall, mut rss) = (Vec::new(), Vec::new(), Vec::new());
-        for _ in 0..a.runs {
-            let mut c = VmConfig::new(img.path.clone(), machine, "-- boot");
-            c.accel = accel;
-            match qemu::run(&c) {
-                Ok(o) if o.status == GuestStatus::Exited(0) => {
-                    ready.push(o.json_u64("ready", "ready_us").unwrap_or(0));
-                    wall.push(o.wall.as_micros() as u64);
-                    rss.push(o.peak_rss_kib.unwrap_or(0));
-                    if machine == Machine::Microvm {
-                        boot_cpu.push(o.cpu.map_or(0, |d| d.as_millis() as u64));
-                    }
-                }
-                other => println!("{}: boot failed: {other:?}", machine.name()),
+    let platforms = platforms(&img.path, a.qemu_kvm);
+    if !a.breakdown {
+        for p in &platforms {
+            let runs: Vec<Outcome> = (0..a.runs)
+                .filter_map(|_| boot_once(p, &img.path))
+                .collect();
+            if runs.len() < a.runs as usize {
+                println!(
+                    "boot ({}): {} of {} runs failed",
+                    p.label,
+                    a.runs as usize - runs.len(),
+                    a.runs
+                );
             }
+            let r = median(
+                runs.iter()
+                    .map(|o| o.json_u64("ready", "ready_us").unwrap_or(0))
+                    .collect(),
+            );
+            let w = median(runs.iter().map(|o| o.wall.as_micros() as u64).collect());
+            let m = median(runs.iter().map(|o| o.peak_rss_kib.unwrap_or(0)).collect());
+            let c = median(
+                runs.iter()
+                    .map(|o| o.cpu.map_or(0, |d| d.as_millis() as u64))
+                    .collect(),
+            );
+            println!("boot ({}): guest first-instruction->ready {r} us; host spawn->exit {w} us; VMM peak RSS {m} KiB; host CPU {c} ms", p.label);
+            table.push((
+                format!("boot job, {}: guest first instruction -> ready", p.label),
+                format!("{r} us"),
+                String::new(),
+            ));
+            table.push((
+                format!(
+                    "boot job, {}: host spawn -> exit / VMM peak RSS / host CPU",
+                    p.label
+                ),
+                format!(
+                    "{:.1} ms / {:.1} MiB / {} ms",
+                    w as f64 / 1000.0,
+                    m as f64 / 1024.0,
+                    c
+                ),
+                String::new(),
+            ));
         }
-        let (r, w, m) = (median(ready), median(wall), median(rss));
-        println!("boot_{}: guest first-instruction->ready {r} us ({acc}); host spawn->exit {w} us; qemu peak RSS {m} KiB", machine.name());
-        table.push((
-            format!(
-                "boot job, {} ({acc}): guest first instruction -> ready",
+        // The other machine types exist under QEMU only.
+        for machine in [Machine::Q35, Machine::Pc] {
+            let (mut ready, mut wall) = (Vec::new(), Vec::new());
+            for _ in 0..a.runs {
+                let mut c = VmConfig::new(img.path.clone(), machine, "-- boot");
+                c.accel = accel;
+                match qemu::run(&c) {
+                    Ok(o) if o.status == GuestStatus::Exited(0) => {
+                        ready.push(o.json_u64("ready", "ready_us").unwrap_or(0));
+                        wall.push(o.wall.as_micros() as u64);
+                    }
+                    other => println!("{}: boot failed: {other:?}", machine.name()),
+                }
+            }
+            let (r, w) = (median(ready), median(wall));
+            println!(
+                "boot_{}: guest first-instruction->ready {r} us ({acc}); host spawn->exit {w} us",
                 machine.name()
-            ),
-            format!("{r} us"),
-            String::new(),
-        ));
-        table.push((
-            format!(
-                "boot job, {} ({acc}): host spawn -> exit / QEMU peak RSS",
-                machine.name()
-            ),
-            format!("{:.1} ms / {:.1} MiB", w as f64 / 1000.0, m as f64 / 1024.0),
-            String::new(),
-        ));
+            );
+            table.push((
+                format!("boot job, QEMU {} ({acc}): guest first instruction -> ready / host spawn -> exit", machine.name()),
+                format!("{r} us / {:.1} ms", w as f64 / 1000.0),
+                String::new(),
+            ));
+        }
     }
 
     let lab_name;
@@ -300,18 +343,96 @@ fn main() {
         return;
     }
     // Host CPU time of a waiting guest.
-    let cpu_job = |line: &str| -> Option<(u64, u64)> {
-        let gw = vtnt_vmm::lab::free_slot(&lab_name).ok()?.gateway;
+    for p in &platforms {
+        lab_figures(p, &a, &img.path, &lab_name, &mut table);
+    }
+    print_table(&table);
+}
+
+/// One way to run the unikernel, measured side by side with the others.
+struct Platform {
+    vmm: Vmm,
+    accel: Accel,
+    /// `vtnt-monitor, PVM-KVM`, `QEMU microvm, TCG`, ...
+    label: String,
+    is_kvm: bool,
+}
+
+/// The monitor where it is usable, QEMU microvm under `vtnt_vmm::accel`'s choice, and
+/// with `qemu_kvm` also QEMU under this host's KVM when that choice was TCG.
+fn platforms(img: &std::path::Path, qemu_kvm: bool) -> Vec<Platform> {
+    let mut v = Vec::new();
+    let kvm = vtnt_vmm::accel::kvm_kind();
+    if let (true, Some(k)) = (monitor::usable(), kvm) {
+        v.push(Platform {
+            vmm: Vmm::Monitor,
+            accel: Accel::Auto,
+            label: format!("vtnt-monitor, {}", k.name()),
+            is_kvm: true,
+        });
+    }
+    let used = vtnt_vmm::accel::resolve(img);
+    v.push(Platform {
+        vmm: Vmm::Qemu,
+        accel: if used.is_kvm() {
+            Accel::Kvm
+        } else {
+            Accel::Tcg
+        },
+        label: format!("QEMU microvm, {}", used.name()),
+        is_kvm: used.is_kvm(),
+    });
+    if let (true, false, Some(k)) = (qemu_kvm, used.is_kvm(), kvm) {
+        v.push(Platform {
+            vmm: Vmm::Qemu,
+            accel: Accel::Kvm,
+            label: format!("QEMU microvm, {}", k.name()),
+            is_kvm: true,
+        });
+    }
+    v
+}
+
+/// The boot job once on `p`, if it succeeded.
+fn boot_once(p: &Platform, img: &std::path::Path) -> Option<Outcome> {
+    let out = match p.vmm {
+        Vmm::Monitor => monitor::run(&MonitorConfig::new(img.to_path_buf(), "-- boot")),
+        _ => {
+            let mut c = VmConfig::new(img.to_path_buf(), Machine::Microvm, "-- boot");
+            c.accel = p.accel;
+            qemu::run(&c)
+        }
+    };
+    out.ok().filter(|o| o.status == GuestStatus::Exited(0))
+}
+
+/// The lab jobs' figures on `p`: host CPU while pinging and holding, the TNT job's
+/// times, RSS and heap, and the smallest RAM it completes in.
+fn lab_figures(
+    p: &Platform,
+    a: &Args,
+    img: &std::path::Path,
+    lab_name: &str,
+    table: &mut Vec<(String, String, String)>,
+) {
+    let label = &p.label;
+    let spec = |line: &str, mib: u32| -> RunSpec {
         let mut r = RunSpec::new(
-            vtnt_jobspec::decode(&line.replace("GW", &gw)).expect("spec"),
+            vtnt_jobspec::decode(line).expect("spec"),
             JobNet::Lab {
-                name: lab_name.clone(),
+                name: lab_name.to_string(),
             },
         );
-        r.accel = accel;
+        r.vmm = p.vmm;
+        r.accel = p.accel;
+        r.memory_mib = mib;
         r.timeout = Duration::from_secs(60);
-        r.image = Some(img.path.clone());
-        let o = run_job(&r)
+        r.image = Some(img.to_path_buf());
+        r
+    };
+    let cpu_job = |line: &str| -> Option<(u64, u64)> {
+        let gw = vtnt_vmm::lab::free_slot(lab_name).ok()?.gateway;
+        let o = run_job(&spec(&line.replace("GW", &gw), 16))
             .ok()
             .filter(|o| o.status == GuestStatus::Exited(0))?;
         Some((
@@ -319,13 +440,6 @@ fn main() {
             o.timings.total.as_millis() as u64,
         ))
     };
-    let b = median(boot_cpu);
-    println!("cpu_boot_microvm: {b} ms host CPU ({acc})");
-    table.push((
-        format!("host CPU, boot job, microvm ({acc})"),
-        format!("{:.2} s", b as f64 / 1000.0),
-        String::new(),
-    ));
     let cpu_rows: [(&str, &str, Option<&str>); 2] = [
         (
             "ping -c 3 -i 1 to the lab gateway",
@@ -363,11 +477,11 @@ fn main() {
             "image has no hold: ping -c 2 -i 10 instead".to_string()
         };
         println!(
-            "cpu_{}: {c} ms host CPU over {w} ms wall ({acc}, microvm) {note}",
+            "cpu_{}: {c} ms host CPU over {w} ms wall ({label}) {note}",
             what.replace(' ', "_")
         );
         table.push((
-            format!("host CPU, {what}, microvm ({acc})"),
+            format!("host CPU, {what}, {label}"),
             format!(
                 "{:.2} s (wall {:.1} s)",
                 c as f64 / 1000.0,
@@ -378,17 +492,7 @@ fn main() {
     }
 
     let tnt = |mib: u32| -> Option<RunOutcome> {
-        let mut r = RunSpec::new(
-            vtnt_jobspec::decode(TNT_JOB).expect("spec"),
-            JobNet::Lab {
-                name: lab_name.clone(),
-            },
-        );
-        r.accel = accel;
-        r.memory_mib = mib;
-        r.timeout = Duration::from_secs(60);
-        r.image = Some(img.path.clone());
-        run_job(&r)
+        run_job(&spec(TNT_JOB, mib))
             .ok()
             .filter(|o| o.status == GuestStatus::Exited(0) && o.json_lines.len() == 4)
     };
@@ -418,13 +522,13 @@ fn main() {
         median(rss),
         median(heap),
     );
-    println!("tnt_microvm: guest first-instruction->first probe {g} us ({acc}, median of {n}); host spawn->first probe {h} us; spawn->exit {t} us; qemu peak RSS {m} KiB; guest heap peak {hp} bytes (-m 16)");
+    println!("tnt ({label}): guest first-instruction->first probe {g} us (median of {n}); host spawn->first probe {h} us; spawn->exit {t} us; VMM peak RSS {m} KiB; guest heap peak {hp} bytes (16 MiB)");
     table.push((
-        format!("TNT job, microvm ({acc}): guest first instruction -> first probe"),
+        format!("TNT job, {label}: guest first instruction -> first probe"),
         format!("{g} us"),
         format!(
             "<= 1 ms on KVM{}",
-            if used.is_kvm() {
+            if p.is_kvm {
                 if g <= 1000 {
                     ": met"
                 } else {
@@ -436,11 +540,11 @@ fn main() {
         ),
     ));
     table.push((
-        format!("TNT job, microvm ({acc}): host spawn -> first probe / -> exit"),
+        format!("TNT job, {label}: host spawn -> first probe / -> exit"),
         format!("{:.1} ms / {:.1} ms", h as f64 / 1000.0, t as f64 / 1000.0),
         format!(
             "spawn -> first probe <= 50 ms on KVM{}",
-            if used.is_kvm() {
+            if p.is_kvm {
                 if h <= 50_000 {
                     ": met"
                 } else {
@@ -452,12 +556,12 @@ fn main() {
         ),
     ));
     table.push((
-        format!("TNT job, microvm ({acc}): QEMU peak RSS (-m 16)"),
+        format!("TNT job, {label}: VMM peak RSS (16 MiB guest)"),
         format!("{:.1} MiB", m as f64 / 1024.0),
         "Firecracker <= 5 MiB per microVM (anchor)".into(),
     ));
     table.push((
-        "TNT job: guest heap high-water mark".into(),
+        format!("TNT job, {label}: guest heap high-water mark"),
         format!("{:.0} KiB", hp as f64 / 1024.0),
         String::new(),
     ));
@@ -474,14 +578,13 @@ fn main() {
                 lo = mid + 1;
             }
         }
-        println!("min_ram_tnt: {hi} MiB (microvm, {acc})");
+        println!("min_ram_tnt: {hi} MiB ({label})");
         table.push((
-            "smallest guest RAM in which the TNT job completes".into(),
+            format!("smallest guest RAM in which the TNT job completes, {label}"),
             format!("{hi} MiB"),
             format!("goal 4 MiB: {}", if hi <= 4 { "met" } else { "MISSED" }),
         ));
     }
-    print_table(&table);
 }
 
 /// The host marks of a light trace's data file (removed afterwards).
