@@ -122,6 +122,21 @@ impl Guest {
         self.abs(&[0x48, 0x89, 0x04, 0x25], addr, &[])
     }
 
+    /// `mov [addr], rdi`.
+    pub fn store_rdi(&mut self, addr: u64) -> &mut Self {
+        self.abs(&[0x48, 0x89, 0x3c, 0x25], addr, &[])
+    }
+
+    /// `mov [addr], rsp`.
+    pub fn store_rsp(&mut self, addr: u64) -> &mut Self {
+        self.abs(&[0x48, 0x89, 0x24, 0x25], addr, &[])
+    }
+
+    /// `mov rax, [rax]`.
+    pub fn deref_rax(&mut self) -> &mut Self {
+        self.raw(&[0x48, 0x8b, 0x00])
+    }
+
     /// `add [addr], rax`.
     pub fn add_rax_to(&mut self, addr: u64) -> &mut Self {
         self.abs(&[0x48, 0x01, 0x04, 0x25], addr, &[])
