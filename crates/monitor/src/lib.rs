@@ -111,12 +111,10 @@ impl FromStr for Net {
     fn from_str(s: &str) -> Result<Net, String> {
         let usage = "expected udp=LOCALIP:PORT,REMOTEIP:PORT or tap=IFNAME";
         if let Some(addrs) = s.strip_prefix("udp=") {
-            let (local, remote) = addrs
-                .split_once(',')
-                .ok_or_else(|| format!("{s:?}: {usage}"))?;
+            let (local, remote) = addrs.split_once(',').ok_or_else(|| usage.to_string())?;
             let addr = |a: &str| {
                 a.parse::<SocketAddr>()
-                    .map_err(|_| format!("{s:?}: {a:?} is not an IP:PORT address"))
+                    .map_err(|_| format!("{a:?} is not an IP:PORT address"))
             };
             Ok(Net::Udp {
                 local: addr(local)?,
@@ -124,13 +122,13 @@ impl FromStr for Net {
             })
         } else if let Some(ifname) = s.strip_prefix("tap=") {
             if ifname.is_empty() || ifname.len() >= libc::IFNAMSIZ {
-                return Err(format!("{s:?}: the interface name must be 1 to 15 bytes"));
+                return Err("the interface name must be 1 to 15 bytes".into());
             }
             Ok(Net::Tap {
                 ifname: ifname.into(),
             })
         } else {
-            Err(format!("{s:?}: {usage}"))
+            Err(usage.into())
         }
     }
 }

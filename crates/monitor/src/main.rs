@@ -29,7 +29,7 @@ struct Cli {
     #[arg(long = "module", value_name = "FILE")]
     modules: Vec<PathBuf>,
     /// Stop the guest after this many seconds.
-    #[arg(long, value_name = "SECS", default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, value_name = "SECS", default_value_t = 60, value_parser = parse_timeout)]
     timeout: u64,
     /// Print one JSON line of timings and exit counts on stderr at the end.
     #[arg(long)]
@@ -45,6 +45,15 @@ struct Cli {
         allow_hyphen_values = true
     )]
     cmdline: String,
+}
+
+/// A timeout: whole seconds, at least 1.
+fn parse_timeout(s: &str) -> Result<u64, String> {
+    match s.parse::<u64>() {
+        Ok(0) => Err("the timeout must be at least 1 s".into()),
+        Ok(n) => Ok(n),
+        Err(_) => Err("not a whole number of seconds".into()),
+    }
 }
 
 /// Prints `vtnt-monitor: error: <msg>` on stderr.

@@ -62,7 +62,8 @@ impl Watchdog {
     /// Starts the timer: `timeout` from now, the calling thread is interrupted.
     pub fn start(timeout: Duration) -> io::Result<Watchdog> {
         install_handler()?;
-        let deadline = Instant::now() + timeout;
+        // Beyond a year is forever (and Instant + a huge Duration would overflow).
+        let deadline = Instant::now() + timeout.min(Duration::from_secs(365 * 86400));
         let expired = Arc::new(AtomicBool::new(false));
         let done = Arc::new((Mutex::new(false), Condvar::new()));
         // SAFETY: pthread_self has no preconditions.

@@ -40,7 +40,12 @@ fn hello_prints_and_exits_with_its_status() {
 
     let path = g.write("hello-bin");
     let t = Instant::now();
-    let r = monitor().arg(&path).arg("--stats").output().unwrap();
+    // (A timeout of u64::MAX seconds is "forever", not an overflow.)
+    let r = monitor()
+        .arg(&path)
+        .args(["--stats", "--timeout", &u64::MAX.to_string()])
+        .output()
+        .unwrap();
     let took = t.elapsed();
     let stderr = String::from_utf8_lossy(&r.stderr);
     assert_eq!(r.status.code(), Some(3), "{stderr}");
