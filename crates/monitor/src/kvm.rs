@@ -30,7 +30,9 @@ const EFER_LME: u64 = 1 << 8;
 const EFER_LMA: u64 = 1 << 10;
 /// RFLAGS: bit 1 is always set; IOPL = 3 lets ring 3 execute `out` (under hardware KVM an
 /// `out` with a lower IOPL and no TSS I/O bitmap raises #GP instead of exiting). PVM
-/// accepts IOPL = 3 as well and exits on the `out` either way.
+/// accepts IOPL = 3 in KVM_SET_REGS but runs ring 3 with the host's user flags (the guest's
+/// `pushfq` shows IF = 1, IOPL = 0, and KVM_GET_REGS reads IOPL = 0 back); its `out`
+/// exits to the monitor all the same (tested), so no PVM-specific fallback is needed.
 const RFLAGS_FIXED: u64 = 1 << 1;
 const RFLAGS_IOPL3: u64 = 3 << 12;
 

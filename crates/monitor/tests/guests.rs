@@ -73,8 +73,8 @@ fn the_guest_gets_its_boot_information_registers_and_modules() {
     let last = mem - 8;
 
     let mut g = Guest::new();
-    let regs = g.words(&[0, 0]);
-    let p_regs = g.words(&[regs, 16]);
+    let regs = g.words(&[0, 0, 0]);
+    let p_regs = g.words(&[regs, 24]);
     let p_info = g.words(&[BOOT_INFO, 80]);
     let p_cmd = g.words(&[CMDLINE, cmdline.len() as u64]);
     let p_table = g.words(&[0, 32]);
@@ -82,6 +82,8 @@ fn the_guest_gets_its_boot_information_registers_and_modules() {
     let p_last = g.words(&[last, 8]);
     g.store_rdi(regs)
         .store_rsp(regs + 8)
+        .raw(&[0x9c, 0x58]) // pushfq; pop rax
+        .store_rax(regs + 16)
         .call(port::PUTS, p_regs)
         .call(port::PUTS, p_info)
         .call(port::PUTS, p_cmd)
@@ -111,8 +113,12 @@ fn the_guest_gets_its_boot_information_registers_and_modules() {
         });
     });
     assert_eq!(o.ended, Ended::Exit(0));
-    let (regs, rest) = out.split_at(16);
-    assert_eq!(words(regs), [BOOT_INFO, 0x8_0000], "rdi, rsp at entry");
+    let (regs, rest) = out.split_at(24);
+    let regs = words(regs);
+    assert_eq!(regs[..2], [BOOT_INFO, 0x8_0000], "rdi, rsp at entry");
+    // (Under PVM, ring 3 runs on the host's own user mode, so `pushfq` shows the host's
+    // IF = 1, IOPL = 0 whatever the monitor set; under hardware KVM it shows IOPL = 3.)
+    assert_eq!(regs[2] & 0x2, 0x2, "rflags bit 1");
     let (info, rest) = rest.split_at(80);
     let info = words(info);
     assert_eq!(info[0], MAGIC);
