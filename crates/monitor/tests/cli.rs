@@ -117,3 +117,52 @@ fn help_and_version_succeed() {
     let r = monitor().arg("--version").output().unwrap();
     assert_eq!(r.status.code(), Some(0));
 }
+
+/// When `/dev/kvm` is missing or refused, the one line says which: run the monitor with
+/// /dev hidden under a tmpfs in a mount namespace of its own, and as user `nobody`.
+#[test]
+fn a_missing_or_refused_dev_kvm_is_named() {
+    vtnt_testkit::require_root!("unshare", "setpriv");
+    let img = Guest::new().write("no-kvm");
+    let bin = env!("CARGO_BIN_EXE_vtnt-monitor");
+    let r = std::process::Command::new("unshare")
+        .args([
+            "--mount",
+            "sh",
+            "-c",
+            "mount -t tmpfs none /dev && exec \"$0\" \"$1\"",
+        ])
+        .args([bin, s(&img)])
+        .output()
+        .unwrap();
+    assert_eq!(r.status.code(), Some(125));
+    assert_eq!(
+        String::from_utf8_lossy(&r.stderr),
+        "vtnt-monitor: error: /dev/kvm does not exist: this host has no KVM (load kvm_intel, kvm_amd or kvm_pvm)\n"
+    );
+
+    use std::os::unix::fs::PermissionsExt;
+    let Ok(meta) = std::fs::metadata("/dev/kvm") else {
+        return; // nothing to refuse
+    };
+    if meta.permissions().mode() & 0o006 != 0 {
+        return; // everyone may open it here
+    }
+    let r = std::process::Command::new("setpriv")
+        .args([
+            "--reuid",
+            "65534",
+            "--regid",
+            "65534",
+            "--clear-groups",
+            bin,
+        ])
+        .arg(&img)
+        .output()
+        .unwrap();
+    assert_eq!(r.status.code(), Some(125));
+    assert_eq!(
+        String::from_utf8_lossy(&r.stderr),
+        "vtnt-monitor: error: permission denied opening /dev/kvm (run as root or join the group that owns it)\n"
+    );
+}
