@@ -304,6 +304,11 @@ pub fn run_with(cfg: &Config, console: &mut dyn Write) -> Result<Outcome, Error>
     })?;
     stats.load = t.elapsed();
 
+    // The network too: a port in use is reported before any KVM work.
+    let t = Instant::now();
+    let net = cfg.net.as_ref().map(Backend::open).transpose()?;
+    stats.net = t.elapsed();
+
     let t = Instant::now();
     let kvm_fd = kvm::open()?;
     stats.open_kvm = t.elapsed();
@@ -335,10 +340,6 @@ pub fn run_with(cfg: &Config, console: &mut dyn Write) -> Result<Outcome, Error>
     stats.vcpu += t.elapsed();
     drop(bytes);
 
-    let t = Instant::now();
-    let net = cfg.net.as_ref().map(Backend::open).transpose()?;
-    stats.net = t.elapsed();
-
     let watchdog = Watchdog::start(cfg.timeout)
         .map_err(|e| Error::Io(format!("cannot start the watchdog: {e}")))?;
     let mut machine = Machine {
@@ -352,8 +353,8 @@ pub fn run_with(cfg: &Config, console: &mut dyn Write) -> Result<Outcome, Error>
     };
     let t = Instant::now();
     let ended = machine.run(&watchdog);
-    drop(watchdog);
     machine.stats.boot_to_exit = t.elapsed();
+    drop(watchdog);
     let stats = machine.stats;
     // The vCPU and VM close before the memory is unmapped (fields drop in order).
     drop(machine.vcpu);

@@ -88,7 +88,7 @@ impl Backend {
     }
 }
 
-/// Attaches to the TAP device `ifname` (which should exist; root could create one).
+/// Attaches to the existing TAP device `ifname`.
 fn open_tap(ifname: &str) -> Result<File, Error> {
     let fail = |what: String| Error::Net(format!("tap={ifname}: {what}"));
     let name = ifname.as_bytes();
@@ -97,6 +97,13 @@ fn open_tap(ifname: &str) -> Result<File, Error> {
             "not an interface name (1 to {} bytes)",
             libc::IFNAMSIZ - 1
         )));
+    }
+    // TUNSETIFF would create a missing device (for root), which then leads nowhere: a
+    // misspelt name must be an error instead.
+    if !std::path::Path::new("/sys/class/net").join(ifname).exists() {
+        return Err(fail(
+            "no such network interface (create it first: ip tuntap add dev IFNAME mode tap)".into(),
+        ));
     }
     let file = OpenOptions::new()
         .read(true)

@@ -96,6 +96,12 @@ fn bad_options_are_refused_clearly() {
     let fat = write_file("fat-module", &vec![0u8; 1 << 20]);
     assert!(fails(&["--mem-mib", "2", "--module", s(&fat), img]).contains("do not fit"));
     assert!(fails(&["--bogus", img]).contains("--bogus"));
+    let taken = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let net = format!("udp={},127.0.0.1:9", taken.local_addr().unwrap());
+    let line = fails(&["--net", &net, img]);
+    assert!(line.contains(&format!("{net}: cannot bind: ")), "{line}");
+    let line = fails(&["--net", "tap=vtnt-no-such0", img]);
+    assert!(line.contains("tap=vtnt-no-such0: "), "{line}");
 }
 
 #[test]
