@@ -13,7 +13,12 @@ use vtnt_monitor::{parse_mac, Config, Ended, Net, EXIT_MONITOR_ERROR};
 
 /// Run one vTNT unikernel image in a microVM on /dev/kvm.
 #[derive(Debug, Parser)]
-#[command(name = "vtnt-monitor", version)]
+#[command(
+    name = "vtnt-monitor",
+    version,
+    after_help = "Exit status: the guest's own (0-255, from its EXIT call); 124 when it did not exit \
+                  within --timeout; 125 when the monitor could not run it; 126 when it faulted."
+)]
 struct Cli {
     /// Guest memory in MiB (even, at least 2).
     #[arg(long, value_name = "N", default_value_t = 16)]
