@@ -9,8 +9,11 @@
 //! [`BOOT_INFO`], the command line at [`CMDLINE`], page tables identity-mapping guest
 //! memory with 2 MiB user pages at [`PAGE_TABLES`], boot modules above the image, and
 //! enters the 64-bit entry point that the ELF note ([`NOTE_NAME`], [`NOTE_ENTRY64`])
-//! names, with `rdi` = [`BOOT_INFO`], in 64-bit mode at **privilege level 3** with
-//! `IOPL` = 3 and interrupts off.
+//! names, with `rdi` = [`BOOT_INFO`], in 64-bit mode at **privilege level 3**, asking for
+//! `IOPL` = 3 (so that `out` reaches the monitor under hardware KVM; PVM accepts the value
+//! but runs the guest with the host's user flags, IOPL 0 and interrupts enabled, and
+//! traps `out` to the monitor all the same). The guest relies on neither flag: it never
+//! enables interrupts it would have to handle, and the monitor injects none.
 //!
 //! Why ring 3: under KVM on PVM (pagetable-based virtualisation, no VMX/SVM) a guest's
 //! ring-0 code is emulated an instruction at a time (about 1 us each) unless it speaks

@@ -28,7 +28,7 @@ fn words(bytes: &[u8]) -> Vec<u64> {
 
 #[test]
 fn hello_prints_and_exits_with_its_status() {
-    require_kvm!();
+    vtnt_testkit::require_kvm!();
     let mut g = Guest::new();
     g.puts(b"hello\n").exit(3);
     let (o, out) = run(&g, "hello", |_| {});
@@ -65,7 +65,7 @@ fn hello_prints_and_exits_with_its_status() {
 
 #[test]
 fn the_guest_gets_its_boot_information_registers_and_modules() {
-    require_kvm!();
+    vtnt_testkit::require_kvm!();
     let cmdline = "job=trace target=192.0.2.1 --fast";
     let module_a = b"first module\n".to_vec();
     let module_b: Vec<u8> = (0..5000u32).map(|i| (i * 7) as u8).collect();
@@ -157,7 +157,7 @@ fn the_guest_gets_its_boot_information_registers_and_modules() {
 
 #[test]
 fn a_guest_that_halts_is_reported_as_a_fault_at_its_rip() {
-    require_kvm!();
+    vtnt_testkit::require_kvm!();
     let mut g = Guest::new();
     g.puts(b"about to halt\n");
     let at = g.here();
@@ -189,7 +189,7 @@ type Case = (&'static str, Box<dyn Fn(&mut Guest)>, &'static str);
 
 #[test]
 fn bad_hypercalls_are_guest_faults() {
-    require_kvm!();
+    vtnt_testkit::require_kvm!();
     let cases: Vec<Case> = vec![
         (
             "puts-outside",
@@ -262,7 +262,7 @@ fn bad_hypercalls_are_guest_faults() {
 
 #[test]
 fn without_a_network_net_calls_fail_and_poll_sleeps() {
-    require_kvm!();
+    vtnt_testkit::require_kvm!();
     let mut g = Guest::new();
     let frame = g.data(&[0xffu8; 60]);
     let w = g.words(&[frame, 60, 7]);
@@ -287,7 +287,7 @@ fn without_a_network_net_calls_fail_and_poll_sleeps() {
 
 #[test]
 fn the_watchdog_stops_a_guest_that_spins_natively() {
-    require_kvm!();
+    vtnt_testkit::require_kvm!();
     let mut g = Guest::new();
     g.puts(b"spinning\n").spin();
     let t = Instant::now();
@@ -318,7 +318,7 @@ fn the_watchdog_stops_a_guest_that_spins_natively() {
 
 #[test]
 fn the_watchdog_bounds_a_long_poll() {
-    require_kvm!();
+    vtnt_testkit::require_kvm!();
     let mut g = Guest::new();
     let p = g.words(&[u64::MAX, 0]);
     g.call(port::POLL, p).exit(0);

@@ -63,7 +63,7 @@ fn receive(g: &mut Guest, want: i8, cap: u64, wait_ns: u64, resend: Option<u64>)
 
 #[test]
 fn frames_the_guest_writes_arrive_byte_for_byte() {
-    require_kvm!();
+    vtnt_testkit::require_kvm!();
     let (peer, local) = sockets();
     let small: Vec<u8> = (0..60u8).collect();
     let full: Vec<u8> = (0..vtnt_hvt::FRAME_MAX).map(|i| (i * 13) as u8).collect();
@@ -102,7 +102,7 @@ fn frames_the_guest_writes_arrive_byte_for_byte() {
 
 #[test]
 fn frames_sent_to_the_guest_arrive_through_poll_and_net_read() {
-    require_kvm!();
+    vtnt_testkit::require_kvm!();
     let (peer, local) = sockets();
     let mut g = Guest::new();
     // First a "ready" frame, so the test knows the monitor's socket is there.
@@ -144,7 +144,7 @@ fn frames_sent_to_the_guest_arrive_through_poll_and_net_read() {
 
 #[test]
 fn a_tap_device_carries_frames_both_ways() {
-    require_kvm!();
+    vtnt_testkit::require_kvm!();
     vtnt_testkit::require_root!("ip", "sysctl");
     let ns = vtnt_netns::NetNs::create(&vtnt_netns::unique_name("vmon")).unwrap();
     // No IPv6 chatter on the TAP: the only frame the guest gets is the ARP reply.

@@ -120,6 +120,25 @@ macro_rules! skip_if {
     };
 }
 
+/// Why VMs cannot run under KVM here (`/dev/kvm` missing or refused), if they cannot.
+pub fn missing_kvm() -> Option<String> {
+    std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/kvm")
+        .err()
+        .map(|e| format!("cannot open /dev/kvm: {e}"))
+}
+
+/// Returns from the enclosing test (see [`skip_if!`]) unless `/dev/kvm` works; a host
+/// without it is on the allow-list ([`Allowed::NoKvm`]).
+#[macro_export]
+macro_rules! require_kvm {
+    () => {
+        $crate::skip_if!($crate::missing_kvm(), Some($crate::Allowed::NoKvm))
+    };
+}
+
 /// Returns from the enclosing test (see [`skip_if!`]) unless it runs as root with every
 /// one of the given tools on `PATH`.
 #[macro_export]

@@ -385,14 +385,7 @@ fn long_target_lists_travel_as_a_boot_module() {
 #[test]
 fn tnt_completes_in_2_mib_under_the_monitor() {
     vtnt_testkit::require_root!("ip");
-    if accel::kvm_kind().is_none() {
-        vtnt_testkit::skip_or_fail(
-            "tnt_completes_in_2_mib_under_the_monitor",
-            "vtnt-monitor needs a working /dev/kvm",
-            Some(vtnt_testkit::Allowed::NoKvm),
-        );
-        return;
-    }
+    vtnt_testkit::require_kvm!();
     let lab = Lab::up("ram2");
     let vm = lab.vm_with(
         "vtnt-job=1 kind=tnt targets=203.0.113.26,203.0.113.42",

@@ -225,26 +225,6 @@ pub fn write_file(name: &str, bytes: &[u8]) -> PathBuf {
     path
 }
 
-/// Why the tests that run guests cannot run here, if they cannot.
-pub fn no_kvm() -> Option<String> {
-    match std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open("/dev/kvm")
-    {
-        Ok(_) => None,
-        Err(e) => Some(format!("cannot open /dev/kvm: {e}")),
-    }
-}
-
-/// Returns from the test (through vtnt-testkit's skip) when /dev/kvm cannot be opened.
-#[macro_export]
-macro_rules! require_kvm {
-    () => {
-        vtnt_testkit::skip_if!(common::no_kvm())
-    };
-}
-
 /// The monitor binary.
 pub fn monitor() -> std::process::Command {
     std::process::Command::new(env!("CARGO_BIN_EXE_vtnt-monitor"))
