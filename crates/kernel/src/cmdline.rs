@@ -5,7 +5,9 @@
 //! ```
 //!
 //! Options: `ip=ADDR/LEN` or `ip=dhcp` (address, prefix and gateway leased by DHCPv4),
-//! `gw=ADDR` (with `ip=dhcp`, it replaces the leased router), `watchdog=SECONDS` (default 60, 0 = off),
+//! `gw=ADDR` (with `ip=dhcp`, it replaces the leased router), `gwmac=MAC` (the gateway's
+//! MAC when the host knows it, e.g. a lab's: the guest then sends no ARP request for it),
+//! `watchdog=SECONDS` (default 60, 0 = off),
 //! `epoch_us=MICROSECONDS` (the host's UNIX time at boot: records then carry real
 //! timestamps; default 0), `hostname=NAME` (the `hostname` of the `cycle-start` line),
 //! `virtio_mmio.device=SIZE@BASE:IRQ` (Linux syntax, as Firecracker and QEMU microvm pass
@@ -38,6 +40,8 @@ pub struct Cmdline<'a> {
     pub ip: Option<Ip>,
     /// The default gateway.
     pub gw: Option<Ipv4Addr>,
+    /// The gateway's MAC address when the host knows it (`gwmac=`): no ARP at boot.
+    pub gwmac: Option<[u8; 6]>,
     /// Watchdog deadline in seconds after boot (0 = none).
     pub watchdog_s: u64,
     /// virtio-mmio devices announced on the command line: (base, size).
@@ -96,6 +100,7 @@ impl<'a> Cmdline<'a> {
         let mut c = Cmdline {
             ip: None,
             gw: None,
+            gwmac: None,
             watchdog_s: 60,
             mmio: [(0, 0); MAX_MMIO],
             mmio_count: 0,
@@ -149,6 +154,9 @@ impl<'a> Cmdline<'a> {
             "gw" => {
                 self.gw = Some(value.parse().map_err(|_| bad("not an IPv4 address"))?);
             }
+            "gwmac" => {
+                self.gwmac = Some(parse_mac(value).ok_or(bad("expected a MAC address"))?);
+            }
             "watchdog" => {
                 self.watchdog_s = value.parse().map_err(|_| bad("expected whole seconds"))?;
             }
@@ -183,6 +191,20 @@ impl<'a> Cmdline<'a> {
         }
         Ok(())
     }
+}
+
+/// Parses `02:00:5e:10:00:01` (six hexadecimal bytes, `:`-separated).
+fn parse_mac(v: &str) -> Option<[u8; 6]> {
+    let mut mac = [0u8; 6];
+    let mut parts = v.split(':');
+    for b in &mut mac {
+        let p = parts.next()?;
+        if p.is_empty() || p.len() > 2 {
+            return None;
+        }
+        *b = u8::from_str_radix(p, 16).ok()?;
+    }
+    parts.next().is_none().then_some(mac)
 }
 
 /// Parses `SIZE@BASE:IRQ[:ID]` with SIZE like `512`, `4K`, `0x200`; BASE hex or decimal.
@@ -256,6 +278,17 @@ mod tests {
         ));
         assert!(Cmdline::parse(b"ip=192.0.2.10/33").is_err());
         assert!(Cmdline::parse(b"gw=1.2.3").is_err());
+        let c = Cmdline::parse(b"gwmac=02:76:74:6e:74:01").unwrap();
+        assert_eq!(c.gwmac, Some([2, 0x76, 0x74, 0x6e, 0x74, 1]));
+        for bad in [
+            "gwmac=02:76:74:6e:74",
+            "gwmac=02:76:74:6e:74:01:02",
+            "gwmac=0x:1:2:3:4:5",
+            "gwmac=",
+            "gwmac=002:1:2:3:4:5",
+        ] {
+            assert!(Cmdline::parse(bad.as_bytes()).is_err(), "{bad}");
+        }
         assert!(Cmdline::parse(b"watchdog=soon").is_err());
         assert!(Cmdline::parse(b"epoch_us=now").is_err());
         assert!(Cmdline::parse(b"hostname=").is_err());

@@ -23,8 +23,8 @@ const COM1: u16 = 0x3f8;
 /// QEMU's `isa-debugcon` port; reading it returns 0xe9 when the device is there.
 const DEBUGCON: u16 = 0xe9;
 /// The longest piece written at once (longer lines leave in several): one exit to the
-/// monitor under `vtnt-monitor`, where most result lines fit whole.
-const LINE: usize = 2048;
+/// monitor under `vtnt-monitor`, which takes several lines at a time.
+const LINE: usize = 4096;
 
 static ON_DEBUGCON: AtomicBool = AtomicBool::new(false);
 
@@ -60,7 +60,10 @@ pub fn init() {
 }
 
 /// Adds `bytes` to the line being gathered, writing it out at each `\n` (and when full).
+/// Under `vtnt-monitor` whole lines wait in the buffer until it is full or [`flush`] is
+/// called (before every wait and at the exit): one exit to the monitor for many lines.
 pub fn write_bytes(bytes: &[u8]) {
+    let batch = crate::hvt::active();
     // SAFETY: see `LineBuf`: nothing else accesses the buffer meanwhile.
     let (buf, len) = unsafe { &mut *PENDING.0.get() };
     let mut rest = bytes;
@@ -70,10 +73,20 @@ pub fn write_bytes(bytes: &[u8]) {
         buf[*len..*len + take].copy_from_slice(&rest[..take]);
         *len += take;
         rest = &rest[take..];
-        if *len == LINE || buf[*len - 1] == b'\n' {
+        if *len == LINE || (!batch && buf[*len - 1] == b'\n') {
             emit(&buf[..*len]);
             *len = 0;
         }
+    }
+}
+
+/// Writes out what the buffer holds.
+pub fn flush() {
+    // SAFETY: see `LineBuf`: nothing else accesses the buffer meanwhile.
+    let (buf, len) = unsafe { &mut *PENDING.0.get() };
+    if *len > 0 {
+        emit(&buf[..*len]);
+        *len = 0;
     }
 }
 

@@ -7,7 +7,9 @@
 //! whole kernel runs natively.
 //!
 //! [`active`] tells the rest of the kernel which platform it is on; the console, the
-//! clock, the NIC and the exit path each ask it once per operation.
+//! clock, the NIC and the exit path each ask it once per operation. The console's lines
+//! leave in batches, before each wait and at the exit: a guest that faults (no handler
+//! here: the monitor reports the fault and its `rip`) loses the lines since its last wait.
 
 use crate::bootinfo::{self, MemKind, MemRegion, Module, Range};
 use core::arch::asm;
@@ -61,6 +63,7 @@ pub fn puts(bytes: &[u8]) {
 
 /// Ends the VM with `status`.
 pub fn exit(status: u8) -> ! {
+    crate::console::flush();
     let mut a = vtnt_hvt::Exit {
         status: status as u64,
     };
@@ -88,6 +91,8 @@ pub fn frames_may_wait() -> bool {
 
 /// Waits until a frame can be read or `timeout_ns` passes; true if a frame is waiting.
 pub fn poll(timeout_ns: u64) -> bool {
+    // The console's lines go out before we wait (see `console::write_bytes`).
+    crate::console::flush();
     let mut a = Poll {
         timeout_ns,
         ready: 0,

@@ -23,6 +23,7 @@
 //! console lines and batches of frames, and waiting is one `POLL` call the monitor serves
 //! with `ppoll`.
 
+use nix::sys::resource::{getrusage, UsageWho};
 use std::fmt;
 use std::io::{self, Read, Write};
 use std::net::SocketAddr;
@@ -219,11 +220,13 @@ impl Stats {
     pub fn to_json(&self) -> String {
         let us = |d: Duration| d.as_micros();
         let p = &self.exits_by_port;
+        let (maxrss_kib, cpu) = own_usage();
         format!(
             concat!(
                 r#"{{"type":"monitor","open_kvm_us":{},"create_vm_us":{},"memory_us":{},"#,
                 r#""load_us":{},"vcpu_us":{},"net_us":{},"boot_to_exit_us":{},"exits":{},"#,
-                r#""exits_by_port":{{"puts":{},"net_write":{},"net_read":{},"poll":{},"exit":{}}}}}"#
+                r#""exits_by_port":{{"puts":{},"net_write":{},"net_read":{},"poll":{},"exit":{}}},"#,
+                r#""maxrss_kib":{},"cpu_us":{}}}"#
             ),
             us(self.open_kvm),
             us(self.create_vm),
@@ -238,7 +241,28 @@ impl Stats {
             p.net_read,
             p.poll,
             p.exit,
+            maxrss_kib,
+            us(cpu),
         )
+    }
+}
+
+/// This process's peak resident set (KiB) and CPU time (user + system) so far, from
+/// `getrusage`: exact where sampling `/proc` from outside misses a VM that lives a few
+/// milliseconds.
+pub fn own_usage() -> (u64, Duration) {
+    match getrusage(UsageWho::RUSAGE_SELF) {
+        Ok(u) => {
+            let tv = |t: nix::sys::time::TimeVal| {
+                Duration::from_secs(t.tv_sec().max(0) as u64)
+                    + Duration::from_micros(t.tv_usec().max(0) as u64)
+            };
+            (
+                u.max_rss().max(0) as u64,
+                tv(u.user_time()) + tv(u.system_time()),
+            )
+        }
+        Err(_) => (0, Duration::ZERO),
     }
 }
 

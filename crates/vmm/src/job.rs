@@ -230,9 +230,14 @@ pub fn split_console(lines: &[String]) -> (Vec<String>, Vec<String>) {
 }
 
 /// The kernel command line for `spec` on a guest at `guest` (`ADDR/LEN`) behind
-/// `gateway` (or `ip=dhcp` when `spec.dhcp`), and the boot module text (long target
-/// lists).
-pub fn cmdline(spec: &RunSpec, guest: &str, gateway: &str) -> (String, Option<String>) {
+/// `gateway` (or `ip=dhcp` when `spec.dhcp`), whose MAC is `gateway_mac` when known, and
+/// the boot module text (long target lists).
+pub fn cmdline(
+    spec: &RunSpec,
+    guest: &str,
+    gateway: &str,
+    gateway_mac: Option<&str>,
+) -> (String, Option<String>) {
     let (job, module) = vtnt_jobspec::encode_split(&spec.job, MAX_INLINE_TARGETS);
     let epoch_us = SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -246,6 +251,9 @@ pub fn cmdline(spec: &RunSpec, guest: &str, gateway: &str) -> (String, Option<St
         "console=ttyS0 {ip} watchdog={} epoch_us={epoch_us}",
         spec.timeout.as_secs().max(1)
     );
+    if let Some(m) = gateway_mac {
+        c.push_str(&format!(" gwmac={m}"));
+    }
     if spec.marks {
         c.push_str(" marks");
     }
@@ -270,7 +278,7 @@ pub fn run_job(spec: &RunSpec) -> Result<RunOutcome, Error> {
         None => image::build(&BuildOptions::default())?.path,
     };
     let vmm = spec.vmm.resolve(spec);
-    let (guest, gateway, net, mac, netns) = match &spec.net {
+    let (guest, gateway, gateway_mac, net, mac, netns) = match &spec.net {
         JobNet::Lab { name } => {
             let slot = lab::free_slot(name)?;
             let net = GuestNet::Lab {
@@ -279,7 +287,8 @@ pub fn run_job(spec: &RunSpec) -> Result<RunOutcome, Error> {
                 local: slot.local,
                 remote: slot.remote,
             };
-            (slot.address, slot.gateway, net, slot.mac, None)
+            let gateway_mac = Some(slot.gateway_mac);
+            (slot.address, slot.gateway, gateway_mac, net, slot.mac, None)
         }
         JobNet::Tap {
             ifname,
@@ -289,12 +298,13 @@ pub fn run_job(spec: &RunSpec) -> Result<RunOutcome, Error> {
         } => (
             guest.clone(),
             gateway.clone(),
+            None,
             GuestNet::Tap(ifname.clone()),
             "52:54:00:12:34:56".to_string(),
             netns.clone(),
         ),
     };
-    let (cmdline, module) = cmdline(spec, &guest, &gateway);
+    let (cmdline, module) = cmdline(spec, &guest, &gateway, gateway_mac.as_deref());
     let module_file = match &module {
         Some(text) => {
             let p = std::env::temp_dir().join(format!(
@@ -429,13 +439,20 @@ mod tests {
         let job = JobSpec::new(JobKind::Tnt(TntConfig::default()), targets);
         let mut spec = RunSpec::new(job, JobNet::Lab { name: "x".into() });
         spec.hostname = Some("host-1".into());
-        let (c, m) = cmdline(&spec, "192.0.2.10/24", "192.0.2.1");
+        let (c, m) = cmdline(
+            &spec,
+            "192.0.2.10/24",
+            "192.0.2.1",
+            Some("02:00:00:00:00:01"),
+        );
         assert!(
             c.starts_with("console=ttyS0 ip=192.0.2.10/24 gw=192.0.2.1 watchdog=300 epoch_us="),
             "{c}"
         );
         assert!(
-            c.ends_with(" hostname=host-1 -- vtnt-job=1 kind=tnt targets=@module"),
+            c.ends_with(
+                " gwmac=02:00:00:00:00:01 hostname=host-1 -- vtnt-job=1 kind=tnt targets=@module"
+            ),
             "{c}"
         );
         assert_eq!(m.unwrap().lines().count(), 20);
@@ -446,7 +463,7 @@ mod tests {
             Targets::Module
         );
         spec.dhcp = true;
-        let (c, _) = cmdline(&spec, "192.0.2.10/24", "192.0.2.1");
+        let (c, _) = cmdline(&spec, "192.0.2.10/24", "192.0.2.1", None);
         assert!(
             c.starts_with("console=ttyS0 ip=dhcp watchdog=300 epoch_us="),
             "{c}"

@@ -14,6 +14,8 @@ pub struct Slot {
     /// Guest address with prefix length (`192.0.2.10/24`).
     pub address: String,
     pub gateway: String,
+    /// The gateway's MAC (the lab's VM front answers for it): the guest needs no ARP.
+    pub gateway_mac: String,
     pub mac: String,
     /// QEMU `-netdev` value (`dgram,id=...`).
     pub netdev: String,
@@ -48,6 +50,7 @@ pub fn free_slot(name: &str) -> Result<Slot, Error> {
         return Ok(Slot {
             local: SocketAddr::from((Ipv4Addr::LOCALHOST, g.local_port)),
             remote,
+            gateway_mac: info.gateway_mac.clone(),
             address: g.address,
             gateway: g.gateway,
             mac: g.mac,

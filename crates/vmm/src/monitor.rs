@@ -6,10 +6,11 @@
 //!
 //! The monitor prints the guest's console lines on stdout and exits with the guest's
 //! status (125: it could not start the VM, 126: the guest faulted, 124: the watchdog);
-//! [`run`] supervises it like QEMU ([`crate::qemu::supervise`]).
+//! [`run`] supervises it like QEMU ([`crate::qemu::supervise`]) and takes its peak RSS
+//! and CPU time from the monitor's own `--stats` line.
 
 use crate::accel::{self, Accelerator};
-use crate::outcome::Outcome;
+use crate::outcome::{json_u64, Outcome};
 use crate::{on_path, qemu, Error};
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -60,8 +61,6 @@ pub struct MonitorConfig {
     pub netns: Option<String>,
     /// Files handed to the guest as boot modules (e.g. a target list).
     pub modules: Vec<PathBuf>,
-    /// Ask the monitor for its own timings (a JSON line on its stderr).
-    pub stats: bool,
 }
 
 impl MonitorConfig {
@@ -76,7 +75,6 @@ impl MonitorConfig {
             timeout: Duration::from_secs(60),
             netns: None,
             modules: Vec::new(),
-            stats: false,
         }
     }
 
@@ -105,9 +103,8 @@ impl MonitorConfig {
             a.push("--module".into());
             a.push(m.display().to_string());
         }
-        if self.stats {
-            a.push("--stats".into());
-        }
+        // Its timings, exit counts, peak RSS and CPU time (a JSON line on stderr).
+        a.push("--stats".into());
         a.push(self.image.display().to_string());
         a.push("--cmdline".into());
         a.push(self.cmdline.clone());
@@ -140,5 +137,23 @@ pub fn run(cfg: &MonitorConfig) -> Result<Outcome, Error> {
     };
     cmd.args(cfg.args());
     let accel = accel::kvm_kind().unwrap_or(Accelerator::Kvm);
-    qemu::supervise(cmd, cfg.timeout + Duration::from_secs(5), false, accel)
+    let mut out = qemu::supervise(cmd, cfg.timeout + Duration::from_secs(5), false, accel)?;
+    // The monitor's own account of its peak RSS and CPU time (getrusage) is exact, where
+    // sampling /proc from outside misses most of a VM that lives a few milliseconds.
+    if let Some(line) = stats_line(&out.stderr) {
+        if let Some(kib) = json_u64(line, "maxrss_kib") {
+            out.peak_rss_kib = Some(out.peak_rss_kib.map_or(kib, |k| k.max(kib)));
+        }
+        if let Some(us) = json_u64(line, "cpu_us") {
+            out.cpu = Some(Duration::from_micros(us));
+        }
+    }
+    Ok(out)
+}
+
+/// The monitor's `--stats` line in its stderr.
+pub fn stats_line(stderr: &str) -> Option<&str> {
+    stderr
+        .lines()
+        .find(|l| l.starts_with("{\"type\":\"monitor\""))
 }

@@ -421,6 +421,9 @@ fn bring_up(cmdline: &Cmdline, deadline: Option<Instant>) -> Nic {
         });
     }
     let c = *nic.config();
+    if let (Some(gw), Some(mac)) = (c.gateway, cmdline.gwmac) {
+        nic.add_neighbour(gw, mac);
+    }
     println!(
         "{{\"type\":\"nic\",\"device\":\"{}\",\"mac\":\"{}\",\"ip\":\"{}/{}\",\"gw\":\"{}\",\"up_us\":{}}}",
         location,

@@ -236,6 +236,11 @@ impl Nic {
         self.cfg = cfg;
     }
 
+    /// Records `mac` as `ip`'s MAC (a neighbour the host told us about).
+    pub fn add_neighbour(&mut self, ip: Ipv4Addr, mac: [u8; 6]) {
+        self.arp.insert(ip, EthernetAddress(mac));
+    }
+
     /// The cached MAC of `ip`.
     pub fn arp_lookup(&self, ip: Ipv4Addr) -> Option<EthernetAddress> {
         self.arp.lookup(ip)
