@@ -137,8 +137,15 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     }
     // After the run: the launcher has probed (and cached) the unikernel's accelerator.
     let accel = match args.runtime {
-        Runtime::Vm => Some(vtnt_deploy::vm::accel()),
-        Runtime::Microvm => vtnt_vmm::accel::overridden().or_else(vtnt_vmm::accel::cached),
+        Runtime::Vm => Some(vtnt_deploy::vm::accel().to_string()),
+        Runtime::Microvm => match vtnt_vmm::job::default_vmm() {
+            vtnt_vmm::job::Vmm::Monitor => {
+                vtnt_vmm::accel::kvm_kind().map(|a| format!("{a} (vtnt-monitor)"))
+            }
+            _ => vtnt_vmm::accel::overridden()
+                .or_else(vtnt_vmm::accel::cached)
+                .map(|a| format!("{a} (QEMU)")),
+        },
         _ => None,
     };
     if args.runtime == Runtime::Vm {

@@ -133,7 +133,8 @@ fn open_tap(ifname: &str) -> Result<File, Error> {
 /// just sleeps. Returns whether it is ready. A signal (the watchdog's) ends the wait early.
 pub(crate) fn wait_readable(fd: Option<RawFd>, timeout: Duration) -> bool {
     let ts = libc::timespec {
-        tv_sec: timeout.as_secs().min(i32::MAX as u64) as libc::time_t,
+        // `as _`: time_t is deprecated as a name on musl, and 32 or 64 bits wide.
+        tv_sec: timeout.as_secs().min(i32::MAX as u64) as _,
         tv_nsec: timeout.subsec_nanos() as libc::c_long,
     };
     let mut pfd = libc::pollfd {

@@ -66,8 +66,9 @@ impl Watchdog {
         let deadline = Instant::now() + timeout.min(Duration::from_secs(365 * 86400));
         let expired = Arc::new(AtomicBool::new(false));
         let done = Arc::new((Mutex::new(false), Condvar::new()));
-        // SAFETY: pthread_self has no preconditions.
-        let target = unsafe { libc::pthread_self() };
+        // SAFETY: pthread_self has no preconditions. Carried as an integer: `pthread_t`
+        // is a pointer (not `Send`) on musl, an integer on glibc.
+        let target = unsafe { libc::pthread_self() } as usize;
         let timer = std::thread::Builder::new()
             .name("vtnt-watchdog".into())
             .stack_size(64 << 10)
@@ -96,12 +97,7 @@ impl Watchdog {
 }
 
 /// The timer thread's body.
-fn watch(
-    deadline: Instant,
-    target: libc::pthread_t,
-    expired: &AtomicBool,
-    done: &(Mutex<bool>, Condvar),
-) {
+fn watch(deadline: Instant, target: usize, expired: &AtomicBool, done: &(Mutex<bool>, Condvar)) {
     let (lock, cv) = done;
     let mut stopped = lock.lock().unwrap_or_else(|e| e.into_inner());
     loop {
@@ -121,7 +117,7 @@ fn watch(
     while !*stopped {
         // SAFETY: the target thread is alive: it sets `stopped` (under this lock, which
         // we hold) before it can leave the run loop, and it has not done so yet.
-        unsafe { libc::pthread_kill(target, SIGNAL) };
+        unsafe { libc::pthread_kill(target as libc::pthread_t, SIGNAL) };
         stopped = cv
             .wait_timeout(stopped, RESEND)
             .unwrap_or_else(|e| e.into_inner())
