@@ -74,7 +74,7 @@ pub enum Runtime {
     DockerScratch,
     /// A Debian VM booting systemd (256 MB, like the paper's Vagrant box) under QEMU.
     Vm,
-    /// The vTNT unikernel under QEMU's microvm machine.
+    /// The vTNT unikernel in a microVM: under vtnt-monitor where /dev/kvm works, else QEMU microvm.
     #[value(alias = "unikernel")]
     Microvm,
 }
