@@ -199,6 +199,10 @@ pub struct Stats {
     pub net: Duration,
     /// From the first `KVM_RUN` to the end.
     pub boot_to_exit: Duration,
+    /// From the first `KVM_RUN` to the guest's first frame (`NET_WRITE`), and the exits
+    /// until then: with the gateway's MAC handed over, that frame is the first probe.
+    pub first_frame: Option<Duration>,
+    pub exits_to_first_frame: u64,
     /// Returns from `KVM_RUN` (each one an exit to the monitor).
     pub exits: u64,
     /// Hypercalls by port.
@@ -226,7 +230,7 @@ impl Stats {
                 r#"{{"type":"monitor","open_kvm_us":{},"create_vm_us":{},"memory_us":{},"#,
                 r#""load_us":{},"vcpu_us":{},"net_us":{},"boot_to_exit_us":{},"exits":{},"#,
                 r#""exits_by_port":{{"puts":{},"net_write":{},"net_read":{},"poll":{},"exit":{}}},"#,
-                r#""maxrss_kib":{},"cpu_us":{}}}"#
+                r#""first_frame_us":{},"exits_to_first_frame":{},"maxrss_kib":{},"cpu_us":{}}}"#
             ),
             us(self.open_kvm),
             us(self.create_vm),
@@ -241,6 +245,9 @@ impl Stats {
             p.net_read,
             p.poll,
             p.exit,
+            self.first_frame
+                .map_or_else(|| "null".to_string(), |d| d.as_micros().to_string()),
+            self.exits_to_first_frame,
             maxrss_kib,
             us(cpu),
         )
@@ -374,8 +381,9 @@ pub fn run_with(cfg: &Config, console: &mut dyn Write) -> Result<Outcome, Error>
         held: None,
         console,
         stats,
+        boot: Instant::now(),
     };
-    let t = Instant::now();
+    let t = machine.boot;
     let ended = machine.run(&watchdog);
     machine.stats.boot_to_exit = t.elapsed();
     drop(watchdog);
@@ -495,6 +503,8 @@ struct Machine<'a> {
     held: Option<usize>,
     console: &'a mut dyn Write,
     stats: Stats,
+    /// When the vCPU first ran.
+    boot: Instant,
 }
 
 impl Machine<'_> {
@@ -573,6 +583,10 @@ impl Machine<'_> {
             }
             port::NET_WRITE => {
                 counts.net_write += 1;
+                if self.stats.first_frame.is_none() {
+                    self.stats.first_frame = Some(self.boot.elapsed());
+                    self.stats.exits_to_first_frame = self.stats.exits;
+                }
                 let mut w: NetWrite = self.args("NET_WRITE", arg)?;
                 if w.len > FRAME_MAX as u64 {
                     return Err(Stop::Fault(format!(

@@ -306,6 +306,7 @@ fn main() {
                     name: lab_name.clone(),
                 },
             );
+            r.vmm = Vmm::Qemu;
             r.accel = accel;
             r.timeout = Duration::from_secs(60);
             r.image = Some(img.path.clone());
@@ -340,6 +341,9 @@ fn main() {
             times.len(),
             breakdown::table(&Timing::median(&times), counts.as_deref(), "first probe")
         );
+        if platforms.iter().any(|p| p.vmm == Vmm::Monitor) {
+            monitor_breakdown(&a, &img.path, &lab_name);
+        }
         return;
     }
     // Host CPU time of a waiting guest.
@@ -347,6 +351,93 @@ fn main() {
         lab_figures(p, &a, &img.path, &lab_name, &mut table);
     }
     print_table(&table);
+}
+
+/// Where the TNT job's time goes under `vtnt-monitor`, from spawn to the first probe: the
+/// monitor's set-up phases (its `--stats` line), the guest's boot steps (its exit line's
+/// `steps_us`) and the exits to the monitor until the first frame; medians of `--runs`.
+fn monitor_breakdown(a: &Args, img: &std::path::Path, lab_name: &str) {
+    const HOST: [(&str, &str); 6] = [
+        ("open_kvm_us", "open /dev/kvm"),
+        ("create_vm_us", "KVM_CREATE_VM"),
+        (
+            "memory_us",
+            "guest memory (mmap, KVM_SET_USER_MEMORY_REGION)",
+        ),
+        ("load_us", "image, page tables, boot information"),
+        ("vcpu_us", "vCPU (create, CPUID, registers)"),
+        ("net_us", "NIC (the lab's UDP socket)"),
+    ];
+    let runs: Vec<RunOutcome> = (0..a.runs)
+        .filter_map(|_| {
+            let mut r = RunSpec::new(
+                vtnt_jobspec::decode(TNT_JOB).expect("spec"),
+                JobNet::Lab {
+                    name: lab_name.to_string(),
+                },
+            );
+            r.vmm = Vmm::Monitor;
+            r.timeout = Duration::from_secs(60);
+            r.image = Some(img.to_path_buf());
+            run_job(&r)
+                .ok()
+                .filter(|o| o.status == GuestStatus::Exited(0))
+        })
+        .collect();
+    let stat = |key: &str| -> u64 {
+        median(
+            runs.iter()
+                .filter_map(|o| {
+                    let line = monitor::stats_line(&o.vmm_stderr)?;
+                    vtnt_vmm::outcome::json_u64(line, key)
+                })
+                .collect(),
+        )
+    };
+    let steps: Vec<Vec<u64>> = runs
+        .iter()
+        .filter_map(|o| {
+            let exit = o
+                .diagnostics
+                .iter()
+                .find(|l| l.starts_with("{\"type\":\"exit\""))?;
+            Some(breakdown::steps_us(exit))
+        })
+        .collect();
+    let step = |i: usize| median(steps.iter().filter_map(|s| s.get(i).copied()).collect());
+    let spawn = median(
+        runs.iter()
+            .filter_map(|o| Some(o.timings.spawn_to_first_probe?.as_micros() as u64))
+            .collect(),
+    );
+    let kvm = vtnt_vmm::accel::kvm_kind().map_or("KVM", |k| k.name());
+    println!(
+        "\n### TNT job (2 lab targets), vtnt-monitor ({kvm}), up to the first probe, median of {}\n",
+        runs.len()
+    );
+    println!("| step | time |\n|---|---|");
+    let mut host_total = 0;
+    for (key, what) in HOST {
+        let v = stat(key);
+        host_total += v;
+        println!("| monitor: {what} | {v} us |");
+    }
+    println!("| monitor set-up, total (before the guest's first instruction) | {host_total} us |");
+    let mut prev = 0;
+    for (i, name) in breakdown::STEPS.iter().enumerate() {
+        let t = step(i);
+        if t > 0 {
+            println!("| guest: {name} | {} us |", t.saturating_sub(prev));
+            prev = t;
+        }
+    }
+    println!("| guest: first instruction -> first probe | {prev} us |");
+    println!(
+        "| monitor: first KVM_RUN -> first frame (the first probe) | {} us, {} exits |",
+        stat("first_frame_us"),
+        stat("exits_to_first_frame")
+    );
+    println!("| host: spawn -> first-probe line (console lines leave at the guest's first wait) | {spawn} us |");
 }
 
 /// One way to run the unikernel, measured side by side with the others.
