@@ -9,7 +9,9 @@
 //! CPU model is `host,-arch-capabilities`. The kind is read from `/sys/module` and, when
 //! that says hardware but the boot fails, found by trying the PVM model.
 //!
-//! Order for the unikernel ([`resolve`]): `VTNT_ACCEL=tcg|kvm` wins (`kvm` takes this
+//! Order for the unikernel under QEMU ([`resolve`]; `vtnt-monitor`, the default VMM where
+//! `/dev/kvm` works, always runs on KVM, natively even under PVM because its guest runs in
+//! ring 3): `VTNT_ACCEL=tcg|kvm` wins (`kvm` takes this
 //! host's kind); no read-write `/dev/kvm` means TCG; PVM means TCG (see the last
 //! paragraph: measured slower, and not yet equal); otherwise our own image is booted
 //! once under KVM (microvm, `-- boot`, within [`PROBE_TIMEOUT`]), cached per process and
@@ -32,7 +34,7 @@
 //! mapped) and needs no exception delivered. So under PVM a Linux guest gets TCG (unless
 //! `VTNT_ACCEL=kvm` insists), under hardware KVM it gets KVM.
 //!
-//! PVM-KVM is not fast for the unikernel either, on the host measured: PVM starts a vCPU
+//! PVM-KVM is not fast for the unikernel under QEMU either, on the host measured: PVM starts a vCPU
 //! in an emulated "non-PVM mode" and is meant to switch it to native execution once it
 //! reaches 64-bit supervisor mode, but that host's `kvm_pvm` never switched ours (with
 //! CR0 NE/WP/AM/MP, EFER SCE/NXE, MSR_STAR, null data segments, a second far return
