@@ -63,30 +63,9 @@ impl Drop for TempDir {
     }
 }
 
-/// `<prefix>-<pid>-<n>`, unique within this process.
-pub fn unique(prefix: &str) -> String {
-    use std::sync::atomic::{AtomicU32, Ordering};
-    static N: AtomicU32 = AtomicU32::new(0);
-    format!(
-        "{prefix}-{}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed)
-    )
-}
+pub use vtnt_vmm::netns::unique_name as unique;
 
-/// The first `program` on `PATH` (or `program` itself when it contains a `/` and exists).
-pub fn which(program: &str) -> Option<PathBuf> {
-    if program.contains('/') {
-        let p = PathBuf::from(program);
-        return p.is_file().then_some(p);
-    }
-    let path = std::env::var_os("PATH")
-        .unwrap_or_else(|| "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin".into());
-    std::env::split_paths(&path)
-        .chain([PathBuf::from("/usr/sbin"), PathBuf::from("/sbin")])
-        .map(|d| d.join(program))
-        .find(|p| p.is_file())
-}
+pub use vtnt_vmm::netns::which;
 
 /// Like [`which`], failing with the Debian package that provides the program.
 pub fn need(program: &str, package: &str) -> anyhow::Result<PathBuf> {

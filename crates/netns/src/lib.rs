@@ -1,6 +1,6 @@
 //! Network namespaces of our own for tests and benchmarks: [`NetNs`] creates one (loopback
 //! up) and deletes it on drop, even when a test fails; [`Chain`] builds a line of Linux
-//! routers joined by veth pairs. Everything sent inside stays inside: no test here or that
+//! routers joined by veth pairs; [`which`] finds the host tools. Everything sent inside stays inside: no test here or that
 //! uses this crate reaches beyond the namespaces it made. Needs root and iproute2.
 
 use std::process::{Command, Output};
@@ -20,6 +20,23 @@ pub enum Error {
     /// A setup command failed.
     #[error("`{command}` failed: {stderr}")]
     Setup { command: String, stderr: String },
+}
+
+/// The first `program` on `PATH` (or `program` itself when it contains a `/` and is a
+/// file), also looking in /usr/sbin and /sbin, where root's tools live even when `PATH`
+/// leaves them out. The one lookup every crate uses to find the host tools it runs.
+pub fn which(program: &str) -> Option<std::path::PathBuf> {
+    use std::path::PathBuf;
+    if program.contains('/') {
+        let p = PathBuf::from(program);
+        return p.is_file().then_some(p);
+    }
+    let path = std::env::var_os("PATH")
+        .unwrap_or_else(|| "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin".into());
+    std::env::split_paths(&path)
+        .chain([PathBuf::from("/usr/sbin"), PathBuf::from("/sbin")])
+        .map(|d| d.join(program))
+        .find(|p| p.is_file())
 }
 
 /// A name unique to this process: `<prefix>-<pid>-<n>` (at most 15 bytes are used by

@@ -13,7 +13,6 @@
 //! so the test harness does not capture them: a skip shows in the log of a passing run.
 
 use std::io::Write;
-use std::path::PathBuf;
 
 /// The environment variable that turns skips not on the allow-list into failures.
 pub const REQUIRE_ALL: &str = "VTNT_REQUIRE_ALL";
@@ -73,7 +72,7 @@ fn say(line: &str) {
 pub fn missing_tools(tools: &[&str]) -> Option<String> {
     tools
         .iter()
-        .find(|t| on_path(t).is_none())
+        .find(|t| vtnt_netns::which(t).is_none())
         .map(|t| format!("`{t}` is not installed (scripts/setup.sh installs it)"))
 }
 
@@ -84,14 +83,6 @@ pub fn missing_root_or(tools: &[&str]) -> Option<String> {
     } else {
         Some("needs root (network namespaces, raw sockets)".into())
     }
-}
-
-/// Where `program` is on `PATH`, if it is.
-fn on_path(program: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|d| d.join(program))
-        .find(|p| p.is_file())
 }
 
 /// The name of the function this expands in (the test's), with its module path.

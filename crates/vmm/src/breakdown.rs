@@ -157,7 +157,7 @@ pub fn perf_script(data: &Path) -> Result<String, crate::Error> {
 /// Why exit counts cannot be taken here, if they cannot: no `perf`, or no KVM
 /// tracepoints (tracefs not mounted).
 pub fn unavailable() -> Option<String> {
-    if crate::on_path("perf").is_none() {
+    if crate::which("perf").is_none() {
         return Some("perf is not installed (apt-get install linux-perf)".into());
     }
     let tracefs = [

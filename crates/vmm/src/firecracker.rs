@@ -7,14 +7,14 @@
 //! those out even after `--`.
 
 use crate::outcome::Outcome;
-use crate::{on_path, qemu, Error};
+use crate::{qemu, which, Error};
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
 /// The Firecracker binary, if installed.
 pub fn binary() -> Option<PathBuf> {
-    on_path("firecracker")
+    which("firecracker")
 }
 
 /// One Firecracker microVM.

@@ -3,7 +3,7 @@
 //! is release with fat LTO and `opt-level = "z"`), then a stripped copy via
 //! `objcopy --strip-all` (or `strip`) when either is installed.
 
-use crate::{on_path, Error};
+use crate::{which, Error};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -131,7 +131,7 @@ pub fn strip(input: &Path, output: &Path) -> bool {
         ("strip", &["--strip-all", "-o"]),
     ];
     for (tool, args) in attempts {
-        if on_path(tool).is_none() {
+        if which(tool).is_none() {
             continue;
         }
         let mut cmd = Command::new(tool);

@@ -36,6 +36,7 @@ pub mod job;
 pub mod lab;
 pub mod monitor;
 pub use vtnt_netns as netns;
+pub use vtnt_netns::which;
 pub mod outcome;
 pub mod qemu;
 
@@ -89,12 +90,4 @@ impl From<std::io::Error> for Error {
     fn from(e: std::io::Error) -> Self {
         Error::Io(e)
     }
-}
-
-/// Whether `program` is an executable on `PATH`.
-pub fn on_path(program: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|d| d.join(program))
-        .find(|p| p.is_file())
 }

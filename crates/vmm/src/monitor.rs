@@ -11,7 +11,7 @@
 
 use crate::accel::{self, Accelerator};
 use crate::outcome::{json_u64, Outcome};
-use crate::{on_path, qemu, Error};
+use crate::{qemu, which, Error};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::Command;
@@ -30,7 +30,7 @@ pub fn binary() -> Option<PathBuf> {
         .take(2)
         .map(|d| d.join(PROGRAM))
         .find(|p| p.is_file())
-        .or_else(|| on_path(PROGRAM))
+        .or_else(|| which(PROGRAM))
 }
 
 /// The guest's network under the monitor.

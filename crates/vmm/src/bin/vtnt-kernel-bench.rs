@@ -108,7 +108,7 @@ fn heap_peak(o: &RunOutcome) -> Option<u64> {
 
 fn main() {
     let a = <Args as clap::Parser>::parse();
-    if vtnt_vmm::on_path(qemu::QEMU).is_none() {
+    if vtnt_vmm::which(qemu::QEMU).is_none() {
         die(format!("{} is not installed", qemu::QEMU));
     }
     let img = match &a.image {
