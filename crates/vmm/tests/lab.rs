@@ -386,33 +386,25 @@ fn long_target_lists_travel_as_a_boot_module() {
 fn tnt_completes_in_2_mib_under_the_monitor() {
     vtnt_testkit::require_root!("ip");
     vtnt_testkit::require_kvm!();
-    let lab = Lab::up("ram2");
-    let vm = lab.vm_with(
-        "vtnt-job=1 kind=tnt targets=203.0.113.26,203.0.113.42",
-        2,
-        false,
-        Accel::Auto,
-        Vmm::Monitor,
-    );
+    tnt_completes_in(&Lab::up("ram2"), 2, Vmm::Monitor);
+}
+
+/// A two-target TNT job completes in `mib` of guest memory under `vmm`.
+fn tnt_completes_in(lab: &Lab, mib: u32, vmm: Vmm) {
+    let job = "vtnt-job=1 kind=tnt targets=203.0.113.26,203.0.113.42";
+    let vm = lab.vm_with(job, mib, false, Accel::Auto, vmm);
     let traces = vm
         .json_lines
         .iter()
         .filter(|l| l.starts_with("{\"type\":\"trace\""))
         .count();
-    assert_eq!(traces, 2);
+    assert_eq!(traces, 2, "{} MiB under {}", mib, vm.vmm.name());
 }
 
 #[test]
-fn tnt_completes_in_4_mib() {
+fn tnt_completes_in_4_mib_under_qemu() {
     vtnt_testkit::require_root!(vtnt_vmm::qemu::QEMU, "ip");
-    let lab = Lab::up("ram");
-    let vm = lab.vm("vtnt-job=1 kind=tnt targets=203.0.113.26,203.0.113.42", 4);
-    let traces = vm
-        .json_lines
-        .iter()
-        .filter(|l| l.starts_with("{\"type\":\"trace\""))
-        .count();
-    assert_eq!(traces, 2);
+    tnt_completes_in(&Lab::up("ram"), 4, Vmm::Qemu);
 }
 
 #[test]
