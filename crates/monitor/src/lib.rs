@@ -39,6 +39,7 @@ use vtnt_hvt::{
 
 mod boot;
 mod elf;
+mod jail;
 mod kvm;
 mod memory;
 mod net;
@@ -75,6 +76,10 @@ pub struct Config {
     pub modules: Vec<PathBuf>,
     /// How long the guest may run before the monitor stops it.
     pub timeout: Duration,
+    /// Confine the process with its seccomp filter (`jail`) once the VM is set up. The
+    /// `vtnt-monitor` binary does (unless `--no-seccomp`); callers that run a VM inside a
+    /// process of their own (tests) leave it off, since it covers every thread.
+    pub seccomp: bool,
 }
 
 impl Config {
@@ -89,6 +94,7 @@ impl Config {
             mac: DEFAULT_MAC,
             modules: Vec::new(),
             timeout: Duration::from_secs(60),
+            seccomp: false,
         }
     }
 }
@@ -373,6 +379,10 @@ pub fn run_with(cfg: &Config, console: &mut dyn Write) -> Result<Outcome, Error>
 
     let watchdog = Watchdog::start(cfg.timeout)
         .map_err(|e| Error::Io(format!("cannot start the watchdog: {e}")))?;
+    if cfg.seccomp {
+        jail::install()
+            .map_err(|e| Error::Io(format!("cannot install the seccomp filter: {e}")))?;
+    }
     let mut machine = Machine {
         vcpu,
         mem,

@@ -39,6 +39,10 @@ struct Cli {
     /// Print one JSON line of timings and exit counts on stderr at the end.
     #[arg(long)]
     stats: bool,
+    /// Do not confine the monitor with its seccomp filter (for debugging a refused
+    /// system call: the filter kills the process with SIGSYS).
+    #[arg(long)]
+    no_seccomp: bool,
     /// The unikernel's ELF image.
     #[arg(value_name = "IMAGE")]
     image: PathBuf,
@@ -87,6 +91,7 @@ fn main() -> ExitCode {
         mac: cli.mac,
         modules: cli.modules,
         timeout: Duration::from_secs(cli.timeout),
+        seccomp: !cli.no_seccomp,
     };
     match vtnt_monitor::run(&cfg) {
         Ok(out) => {

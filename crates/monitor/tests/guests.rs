@@ -331,3 +331,37 @@ fn the_watchdog_bounds_a_long_poll() {
         "{took:?}"
     );
 }
+
+#[test]
+fn the_binary_confines_itself_with_seccomp_while_the_guest_runs() {
+    vtnt_testkit::require_kvm!();
+    let mut g = Guest::new();
+    // Wait 2 s (no network: POLL just sleeps), then exit 7.
+    let p = g.words(&[2_000_000_000, 0]);
+    g.call(port::POLL, p).exit(7);
+    let image = g.write("jailed");
+    let status_of = |extra: &[&str]| {
+        let mut child = monitor()
+            .args(extra)
+            .arg(&image)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(700));
+        let status = std::fs::read_to_string(format!("/proc/{}/status", child.id())).unwrap();
+        let seccomp = status
+            .lines()
+            .find_map(|l| l.strip_prefix("Seccomp:"))
+            .map(|v| v.trim().to_string());
+        let out = child.wait_with_output().unwrap();
+        (
+            seccomp,
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).to_string(),
+        )
+    };
+    // Mode 2: a filter; and the guest still runs to its own exit under it.
+    assert_eq!(status_of(&[]), (Some("2".into()), Some(7), String::new()));
+    assert_eq!(status_of(&["--no-seccomp"]).0, Some("0".into()));
+}
