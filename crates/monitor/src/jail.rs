@@ -60,7 +60,7 @@ const ALLOWED: &[libc::c_long] = &[
 /// Installs the filter on every thread of the process.
 pub(crate) fn install() -> Result<(), String> {
     let mut rules: BTreeMap<i64, Vec<SeccompRule>> =
-        ALLOWED.iter().map(|&nr| (nr as i64, Vec::new())).collect();
+        ALLOWED.iter().map(|&nr| (nr, Vec::new())).collect();
     let ioctl = [KVM_RUN, KVM_GET_REGS]
         .into_iter()
         .map(|req| {
@@ -69,7 +69,7 @@ pub(crate) fn install() -> Result<(), String> {
             SeccompRule::new(vec![c]).map_err(|e| e.to_string())
         })
         .collect::<Result<Vec<_>, String>>()?;
-    rules.insert(libc::SYS_ioctl as i64, ioctl);
+    rules.insert(libc::SYS_ioctl, ioctl);
     let filter = SeccompFilter::new(
         rules,
         SeccompAction::KillProcess,
