@@ -341,7 +341,7 @@ fn the_binary_confines_itself_with_seccomp_while_the_guest_runs() {
     g.call(port::POLL, p).exit(7);
     let image = g.write("jailed");
     let status_of = |extra: &[&str]| {
-        let mut child = monitor()
+        let child = monitor()
             .args(extra)
             .arg(&image)
             .stdout(std::process::Stdio::null())
