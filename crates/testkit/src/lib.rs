@@ -29,6 +29,9 @@ pub enum Allowed {
     /// No usable `/dev/kvm` (neither hardware KVM nor PVM): a VM host without nested
     /// virtualisation, which no package installs.
     NoKvm,
+    /// No `firecracker` binary: Debian does not package it, and its releases need a host
+    /// it supports.
+    NoFirecracker,
 }
 
 impl Allowed {
@@ -37,6 +40,7 @@ impl Allowed {
         match self {
             Allowed::CgroupV1 => "no cgroup v1 controllers",
             Allowed::NoKvm => "no /dev/kvm",
+            Allowed::NoFirecracker => "no firecracker",
         }
     }
 }

@@ -109,8 +109,8 @@ fn boots_under_tcg_when_forced() {
 /// kind (`-cpu host` on VMX/SVM, `host,-arch-capabilities` under PVM).
 #[test]
 fn boots_under_kvm_where_the_host_has_it() {
+    vtnt_testkit::require_kvm!();
     let Some(kind) = accel::kvm_kind() else {
-        eprintln!("SKIP: no read-write /dev/kvm on this host: nothing to boot under KVM");
         return;
     };
     if let Some(out) = boot_on(Machine::Microvm, Accel::Kvm) {
@@ -121,6 +121,24 @@ fn boots_under_kvm_where_the_host_has_it() {
             "the probe disagrees with the boot"
         );
     }
+}
+
+#[test]
+fn boots_under_firecracker_where_it_is_installed() {
+    vtnt_testkit::skip_if!(
+        vtnt_vmm::firecracker::binary()
+            .is_none()
+            .then(|| "no `firecracker` binary on PATH".to_string()),
+        Some(vtnt_testkit::Allowed::NoFirecracker)
+    );
+    vtnt_testkit::require_kvm!();
+    let Some(img) = image() else { return };
+    let out = vtnt_vmm::firecracker::run(&vtnt_vmm::firecracker::FcConfig::new(
+        img.path.clone(),
+        "-- boot",
+    ))
+    .expect("firecracker runs");
+    assert_eq!(out.status, GuestStatus::Exited(0), "{}", out.console());
 }
 
 #[test]
