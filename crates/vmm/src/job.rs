@@ -278,9 +278,12 @@ pub fn run_job(spec: &RunSpec) -> Result<RunOutcome, Error> {
         None => image::build(&BuildOptions::default())?.path,
     };
     let vmm = spec.vmm.resolve(spec);
+    // A lab slot stays ours until the VM is gone.
+    let mut slot_lock = None;
     let (guest, gateway, gateway_mac, net, mac, netns) = match &spec.net {
         JobNet::Lab { name } => {
-            let slot = lab::free_slot(name)?;
+            let (slot, lock) = lab::free_slot(name)?;
+            slot_lock = Some(lock);
             let net = GuestNet::Lab {
                 netdev: slot.netdev,
                 id: slot.id,
@@ -372,6 +375,7 @@ pub fn run_job(spec: &RunSpec) -> Result<RunOutcome, Error> {
         }
     };
     drop(module_file);
+    drop(slot_lock);
     let (json_lines, diagnostics) = split_console(&out.lines);
     let first = out
         .lines

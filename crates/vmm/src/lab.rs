@@ -2,9 +2,15 @@
 //! `/run/vtnt/lab/<name>/vm.json` (`vtnt_lab_linux::VmInfo`): a UDP endpoint on
 //! 127.0.0.1 that speaks raw Ethernet, and pre-computed slots (guest address, gateway,
 //! MAC, QEMU `-netdev dgram` string with a local port per slot). We take the first slot
-//! whose local port is free, so several VMs can share one lab.
+//! that no other VM holds, so several VMs can share one lab: holding is an exclusive
+//! `flock` on `slot-<index>.lock` in the lab's state directory, kept by the returned
+//! [`SlotLock`] until the VM is gone (testing the port by binding it was racy: two VMs
+//! started together could both find it free), and the port must still bind.
 
+use nix::fcntl::{Flock, FlockArg};
+use std::fs::{File, OpenOptions};
 use std::net::{Ipv4Addr, SocketAddr, UdpSocket};
+use std::path::Path;
 
 use crate::Error;
 
@@ -27,13 +33,36 @@ pub struct Slot {
     pub remote: SocketAddr,
 }
 
-/// The first slot of lab `name` whose local UDP port is free.
-pub fn free_slot(name: &str) -> Result<Slot, Error> {
+/// A slot held for one VM: released when dropped.
+#[derive(Debug)]
+pub struct SlotLock {
+    _held: Flock<File>,
+}
+
+/// Holds slot `index` of the lab whose state directory is `dir`, if no one else does.
+fn hold(dir: &Path, index: u32) -> Option<SlotLock> {
+    let file = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(dir.join(format!("slot-{index}.lock")))
+        .ok()?;
+    Flock::lock(file, FlockArg::LockExclusiveNonblock)
+        .ok()
+        .map(|held| SlotLock { _held: held })
+}
+
+/// The first slot of lab `name` that no other VM holds, held until the lock is dropped.
+pub fn free_slot(name: &str) -> Result<(Slot, SlotLock), Error> {
     let info = vtnt_lab_linux::vm_info(name).map_err(|e| Error::Setup {
         command: format!("reading lab `{name}`'s vm.json"),
         stderr: e.to_string(),
     })?;
+    let dir = vtnt_lab_linux::state::state_dir(name);
     for g in info.guests {
+        let Some(lock) = hold(&dir, g.index) else {
+            continue;
+        };
         if UdpSocket::bind(("127.0.0.1", g.local_port)).is_err() {
             continue;
         }
@@ -47,16 +76,19 @@ pub fn free_slot(name: &str) -> Result<Slot, Error> {
             command: format!("reading lab `{name}`'s vm.json"),
             stderr: format!("bad VM front endpoint `{}`", info.endpoint),
         })?;
-        return Ok(Slot {
-            local: SocketAddr::from((Ipv4Addr::LOCALHOST, g.local_port)),
-            remote,
-            gateway_mac: info.gateway_mac.clone(),
-            address: g.address,
-            gateway: g.gateway,
-            mac: g.mac,
-            netdev: g.netdev,
-            id,
-        });
+        return Ok((
+            Slot {
+                local: SocketAddr::from((Ipv4Addr::LOCALHOST, g.local_port)),
+                remote,
+                gateway_mac: info.gateway_mac.clone(),
+                address: g.address,
+                gateway: g.gateway,
+                mac: g.mac,
+                netdev: g.netdev,
+                id,
+            },
+            lock,
+        ));
     }
     Err(Error::Setup {
         command: format!("attaching to lab `{name}`"),

@@ -455,3 +455,16 @@ fn ping_with_a_dhcp_lease_equals_ping_with_a_static_address() {
         assert_eq!(o["statistics"]["replies"], 3, "{o}");
     }
 }
+
+#[test]
+fn vms_started_together_hold_different_slots() {
+    vtnt_testkit::require_root!("ip");
+    let lab = Lab::up("slots");
+    let (a, held_a) = vtnt_vmm::lab::free_slot(&lab.name).expect("a slot");
+    let (b, _held_b) = vtnt_vmm::lab::free_slot(&lab.name).expect("a second slot");
+    assert_ne!(a.address, b.address);
+    assert_ne!(a.local, b.local);
+    drop(held_a);
+    let (c, _held_c) = vtnt_vmm::lab::free_slot(&lab.name).expect("the first slot again");
+    assert_eq!(c.address, a.address);
+}

@@ -522,7 +522,7 @@ fn lab_figures(
         r
     };
     let cpu_job = |line: &str| -> Option<(u64, u64)> {
-        let gw = vtnt_vmm::lab::free_slot(lab_name).ok()?.gateway;
+        let gw = vtnt_vmm::lab::free_slot(lab_name).ok()?.0.gateway;
         let o = run_job(&spec(&line.replace("GW", &gw), 16))
             .ok()
             .filter(|o| o.status == GuestStatus::Exited(0))?;
