@@ -16,7 +16,7 @@ mod event_loop;
 mod route;
 mod sockets;
 
-pub use clock::Clock;
+pub use clock::{Clock, KernelStamps};
 pub use event_loop::{run, run_until, LoopStats};
 pub use route::{lab_access, own_addresses};
 pub use sockets::{RawSockets, Sent};

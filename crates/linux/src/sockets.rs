@@ -182,6 +182,7 @@ impl RawSockets {
         buf: &mut [u8],
         mut f: impl FnMut(Instant, &[u8]),
     ) -> Result<usize, Error> {
+        let stamps = clock.stamps();
         let mut n = 0;
         for i in 0..2 {
             let fd = if i == 0 {
@@ -198,7 +199,7 @@ impl RawSockets {
                             if let Ok(cmsgs) = msg.cmsgs() {
                                 for c in cmsgs {
                                     if let ControlMessageOwned::ScmTimestampns(t) = c {
-                                        ts = Some(clock.from_realtime(t.tv_sec(), t.tv_nsec()));
+                                        ts = Some(stamps.instant(t.tv_sec(), t.tv_nsec()));
                                     }
                                 }
                             }
