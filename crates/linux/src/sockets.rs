@@ -190,7 +190,12 @@ impl RawSockets {
             let addr = destination(p).ok_or(Errno::EINVAL)?;
             return sendto(self.send.as_raw_fd(), p, &addr, MsgFlags::empty()).map(|_| 1);
         }
-        let addrs: Vec<Option<SockaddrIn>> = packets.iter().map(|p| destination(p)).collect();
+        // A packet too short to name one goes to 0.0.0.0: the kernel refuses it (EINVAL).
+        let nowhere = SockaddrIn::from(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0));
+        let addrs: Vec<Option<SockaddrIn>> = packets
+            .iter()
+            .map(|p| Some(destination(p).unwrap_or(nowhere)))
+            .collect();
         let iovs: Vec<[IoSlice<'_>; 1]> = packets.iter().map(|p| [IoSlice::new(p)]).collect();
         let mut headers =
             nix::sys::socket::MultiHeaders::<SockaddrIn>::preallocate(packets.len(), None);

@@ -86,8 +86,8 @@ impl TxStamps {
         }
     }
 
-    /// Reads every stamp queued on `fd` and hands each to `f` with the first bytes of its
-    /// probe. Returns how many were handed.
+    /// Reads the stamps queued on `fd` (while probes wait for theirs) and hands each to
+    /// `f` with the first bytes of its probe. Returns how many were handed.
     pub fn read(
         &mut self,
         fd: BorrowedFd<'_>,
@@ -95,9 +95,11 @@ impl TxStamps {
         mut f: impl FnMut(Instant, &[u8]),
     ) -> Result<usize, Error> {
         let mut handed = 0;
-        loop {
+        // Stamps for no pending probe are of no use: no system call for them.
+        while !self.pending.is_empty() {
+            let batch = self.pending.len().min(BATCH);
             let mut headers = MultiHeaders::<()>::preallocate(
-                BATCH,
+                batch,
                 Some(nix::cmsg_space!(
                     Timestamps,
                     nix::libc::sock_extended_err,
@@ -147,10 +149,11 @@ impl TxStamps {
                     }
                 }
             }
-            if n < BATCH {
-                return Ok(handed);
+            if n < batch {
+                break;
             }
         }
+        Ok(handed)
     }
 
     /// The probe numbered `number`, forgetting the older ones (never stamped).
