@@ -1,4 +1,4 @@
-//! `vtnt bench probe-rate`: the sustained probe rate and pacing error of the engine and the
+//! `vtnt bench probe-rate`: the sustained probe rate, pacing and RTTs of the engine and the
 //! Linux driver on a namespace topology, with Debian's scamper measured at the same
 //! settings in the same run.
 //!
@@ -7,8 +7,12 @@
 //! and reply. Both tools run ping jobs (`count` probes per target, `interval` apart) whose
 //! combined demand exceeds the requested rate, so the pacer is what limits them. Both are
 //! measured the same way, from their own JSON records: rate = probes sent / (last reply's
-//! probe tx - first reply's probe tx); pacing error = |rate - requested| / requested. CPU
-//! is the user+system time of the prober (our engine thread, scamper's process).
+//! probe tx - first reply's probe tx); pacing error = |rate - requested| / requested;
+//! send gaps = the differences between consecutive answered probes' tx times; RTTs as
+//! recorded. vtnt's tx times are the kernel's transmit stamps (taken as the veth takes
+//! the packet), unless a row says it ran without them (then they are the times the
+//! engine handed the probes out: a batch shares one); scamper's are read before its send
+//! call. CPU is the user+system time of the prober (our engine thread, scamper's process).
 //!
 //! One core: the prober (our thread, scamper's process) is pinned to CPU 0 and, on a
 //! machine with more CPUs, every veth of the topology steers its received packets (RPS)
@@ -30,12 +34,20 @@ use vtnt_record::Record;
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct RateRow {
     pub tool: String,
+    /// Probes dated by a kernel transmit stamp (vtnt with stamps on; 0 otherwise).
+    pub tx_stamps: u64,
     pub requested_pps: u32,
     pub probes: u64,
     pub replies: u64,
     pub achieved_pps: f64,
     /// |achieved - requested| / requested.
     pub pacing_error: f64,
+    /// Median and 99th percentile of the gaps between consecutive sends, microseconds.
+    pub gap_p50_us: u64,
+    pub gap_p99_us: u64,
+    /// Median and 99th percentile RTT, microseconds.
+    pub rtt_p50_us: u64,
+    pub rtt_p99_us: u64,
     /// Prober CPU seconds per 1,000 probes.
     pub cpu_ms_per_kprobe: f64,
 }
@@ -49,6 +61,9 @@ pub struct RateOptions {
     pub seconds: f64,
     /// Probes per target.
     pub count: u16,
+    /// Also run vtnt at every rate without transmit stamps (a probe then dated when the
+    /// engine handed it out), to see what the stamps cost.
+    pub without_tx_stamps: bool,
 }
 
 impl Default for RateOptions {
@@ -57,41 +72,62 @@ impl Default for RateOptions {
             rates: vec![10_000, 50_000, 100_000, 150_000],
             seconds: 2.0,
             count: 10,
+            without_tx_stamps: false,
         }
     }
+}
+
+/// The `q`-quantile of sorted `v` (0 if empty).
+fn quantile(v: &[u64], q: f64) -> u64 {
+    if v.is_empty() {
+        return 0;
+    }
+    v[((v.len() - 1) as f64 * q).round() as usize]
 }
 
 fn target(i: u32) -> Ipv4Addr {
     Ipv4Addr::from(u32::from(Ipv4Addr::new(100, 64, 128, 0)) + 1 + i)
 }
 
-fn rate_of(records: &[Record], requested: u32, label: &str, cpu: f64) -> RateRow {
+fn rate_of(records: &[Record], requested: u32, label: &str, cpu: f64, tx_stamps: u64) -> RateRow {
     let mut probes = 0u64;
-    let mut replies = 0u64;
-    let (mut first, mut last) = (u64::MAX, 0u64);
+    let mut tx = Vec::new();
+    let mut rtt = Vec::new();
     for r in records {
         if let Record::Ping(p) = r {
             probes += p.ping_sent as u64;
             for rep in &p.responses {
-                replies += 1;
-                first = first.min(rep.tx.as_micros());
-                last = last.max(rep.tx.as_micros());
+                tx.push(rep.tx.as_micros());
+                rtt.push(rep.rtt.as_micros() as u64);
             }
         }
     }
-    let span = (last.saturating_sub(first)) as f64 / 1e6;
+    let replies = tx.len() as u64;
+    tx.sort_unstable();
+    rtt.sort_unstable();
+    let span = match (tx.first(), tx.last()) {
+        (Some(first), Some(last)) => (last - first) as f64 / 1e6,
+        _ => 0.0,
+    };
     let achieved = if span > 0.0 {
         (probes.saturating_sub(1)) as f64 / span
     } else {
         0.0
     };
+    let mut gaps: Vec<u64> = tx.windows(2).map(|w| w[1] - w[0]).collect();
+    gaps.sort_unstable();
     RateRow {
         tool: label.to_string(),
+        tx_stamps,
         requested_pps: requested,
         probes,
         replies,
         achieved_pps: achieved,
         pacing_error: (achieved - requested as f64).abs() / requested as f64,
+        gap_p50_us: quantile(&gaps, 0.5),
+        gap_p99_us: quantile(&gaps, 0.99),
+        rtt_p50_us: quantile(&rtt, 0.5),
+        rtt_p99_us: quantile(&rtt, 0.99),
         cpu_ms_per_kprobe: if probes > 0 {
             cpu * 1e6 / probes as f64
         } else {
@@ -113,8 +149,8 @@ fn children_cpu() -> anyhow::Result<f64> {
     Ok(secs(u.user_time()) + secs(u.system_time()))
 }
 
-/// Runs vtnt's engine in this thread, inside `ns`.
-fn ours(ns: &NetNs, pps: u32, opts: &RateOptions) -> anyhow::Result<RateRow> {
+/// Runs vtnt's engine in a thread of its own inside `ns`, with transmit stamps or not.
+fn ours(ns: &NetNs, pps: u32, opts: &RateOptions, tx_stamps: bool) -> anyhow::Result<RateRow> {
     let name = ns.name().to_string();
     let opts = opts.clone();
     std::thread::spawn(move || -> anyhow::Result<RateRow> {
@@ -130,7 +166,11 @@ fn ours(ns: &NetNs, pps: u32, opts: &RateOptions) -> anyhow::Result<RateRow> {
         config.max_active = (targets as usize).min(32_768);
         let mut engine = Engine::new(config).map_err(|e| anyhow::anyhow!("{e}"))?;
         let clock = vtnt_linux::Clock::new();
-        let mut sockets = vtnt_linux::RawSockets::open()?;
+        let mut sockets = vtnt_linux::RawSockets::open_with(tx_stamps)?;
+        anyhow::ensure!(
+            sockets.tx_stamps() == tx_stamps,
+            "this kernel gives no transmit stamps"
+        );
         let now = clock.now();
         for i in 0..targets {
             let mut o = PingOptions::new(IpAddr::V4(target(i)));
@@ -152,7 +192,13 @@ fn ours(ns: &NetNs, pps: u32, opts: &RateOptions) -> anyhow::Result<RateRow> {
                 Ok(())
             },
         )?;
-        Ok(rate_of(&records, pps, "vtnt", thread_cpu() - cpu0))
+        let label = if tx_stamps {
+            "vtnt"
+        } else {
+            "vtnt, no tx stamps"
+        };
+        let cpu = thread_cpu() - cpu0;
+        Ok(rate_of(&records, pps, label, cpu, engine.stats().tx_stamps))
     })
     .join()
     .map_err(|_| anyhow::anyhow!("probe thread panicked"))?
@@ -192,7 +238,7 @@ fn scamper(ns: &NetNs, pps: u32, opts: &RateOptions) -> anyhow::Result<RateRow> 
         })
         .collect();
     let _ = std::fs::remove_dir_all(&dir);
-    Ok(rate_of(&records, pps, "scamper", cpu))
+    Ok(rate_of(&records, pps, "scamper", cpu, 0))
 }
 
 /// The CPU the prober runs on.
@@ -240,7 +286,10 @@ pub fn probe_rate(opts: &RateOptions) -> anyhow::Result<Vec<RateRow>> {
     // scamper's usage clamps -p to 1..=10000.
     rows.push(scamper(chain.vantage(), 10_000, opts)?);
     for &pps in &opts.rates {
-        rows.push(ours(chain.vantage(), pps, opts)?);
+        rows.push(ours(chain.vantage(), pps, opts, true)?);
+        if opts.without_tx_stamps {
+            rows.push(ours(chain.vantage(), pps, opts, false)?);
+        }
     }
     Ok(rows)
 }
@@ -248,17 +297,22 @@ pub fn probe_rate(opts: &RateOptions) -> anyhow::Result<Vec<RateRow>> {
 /// The rows as a markdown table.
 pub fn to_markdown(rows: &[RateRow]) -> String {
     let mut s = String::from(
-        "| tool | requested pps | probes | replies | achieved pps | pacing error | CPU ms / 1k probes |\n|---|---|---|---|---|---|---|\n",
+        "| tool | requested pps | probes | tx stamps | replies | achieved pps | pacing error | send gap p50 / p99 (us) | RTT p50 / p99 (us) | CPU ms / 1k probes |\n|---|---|---|---|---|---|---|---|---|---|\n",
     );
     for r in rows {
         s.push_str(&format!(
-            "| {} | {} | {} | {} | {:.0} | {:.2}% | {:.1} |\n",
+            "| {} | {} | {} | {} | {} | {:.0} | {:.2}% | {} / {} | {} / {} | {:.1} |\n",
             r.tool,
             r.requested_pps,
             r.probes,
+            r.tx_stamps,
             r.replies,
             r.achieved_pps,
             r.pacing_error * 100.0,
+            r.gap_p50_us,
+            r.gap_p99_us,
+            r.rtt_p50_us,
+            r.rtt_p99_us,
             r.cpu_ms_per_kprobe
         ));
     }

@@ -12,6 +12,7 @@ fn small_probe_rate_run_fills_every_row() {
         rates: vec![2_000, 20_000],
         seconds: 0.5,
         count: 10,
+        without_tx_stamps: false,
     };
     let rows = probe_rate(&opts).expect("probe-rate");
     eprint!("{}", to_markdown(&rows));
@@ -25,7 +26,13 @@ fn small_probe_rate_run_fills_every_row() {
         // scamper needs a few seconds to reach its rate; a half-second run says nothing
         if r.tool == "vtnt" {
             assert!(r.pacing_error < 0.5, "{r:?}: rate nowhere near the request");
+            assert!(
+                r.tx_stamps >= r.replies,
+                "{r:?}: every answered probe dated by its transmit stamp"
+            );
         }
+        assert!(r.rtt_p50_us > 0 && r.rtt_p50_us <= r.rtt_p99_us, "{r:?}");
+        assert!(r.gap_p50_us <= r.gap_p99_us, "{r:?}");
         assert!(r.cpu_ms_per_kprobe > 0.0, "{r:?}");
     }
 }

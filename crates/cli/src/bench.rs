@@ -89,6 +89,10 @@ pub enum BenchCommand {
         /// Seconds of probing per rate.
         #[arg(long, default_value_t = 2.0)]
         seconds: f64,
+        /// Also run vtnt at every rate without kernel transmit stamps (probes dated when
+        /// the engine hands them out), to see what the stamps cost.
+        #[arg(long, default_value_t = false)]
+        without_tx_stamps: bool,
         /// Print JSON instead of a markdown table.
         #[arg(long, default_value_t = false)]
         json: bool,
@@ -180,6 +184,7 @@ pub fn run(cmd: BenchCommand) -> anyhow::Result<ExitCode> {
         BenchCommand::ProbeRate {
             rates,
             seconds,
+            without_tx_stamps,
             json,
         } => {
             anyhow::ensure!(
@@ -194,6 +199,7 @@ pub fn run(cmd: BenchCommand) -> anyhow::Result<ExitCode> {
                 rates,
                 seconds,
                 count: 10,
+                without_tx_stamps,
             };
             let rows = vtnt_bench::probe_rate::probe_rate(&opts)?;
             if json {

@@ -58,6 +58,8 @@ pub struct Stats {
     pub unmatched: u64,
     /// Probes the driver could not send ([`Engine::handle_send_error`]).
     pub send_errors: u64,
+    /// Transmit timestamps ([`Engine::handle_transmitted`]) that re-dated a probe.
+    pub tx_stamps: u64,
 }
 
 #[derive(Debug)]
@@ -192,18 +194,16 @@ impl Engine {
     }
 
     /// Tells the engine that the driver could not send `probe` (a packet from
-    /// [`Engine::poll_transmit`]) at `now`: the OS said `errno`. A trace stops with
-    /// `StopReason::Error` (stop data: `errno`, as scamper), a ping ends; neither counts
-    /// the probe as sent. Counted in [`Stats::send_errors`]; a packet that is not a probe
-    /// of a running measurement is ignored.
+    /// [`Engine::poll_transmit`], or its first [`crate::PROBE_ID_LEN`] bytes) at `now`:
+    /// the OS said `errno`. A trace stops with `StopReason::Error` (stop data: `errno`, as
+    /// scamper), a ping ends; neither counts the probe as sent. Counted in
+    /// [`Stats::send_errors`]; a packet that is not a probe of a running measurement is
+    /// ignored.
     pub fn handle_send_error(&mut self, now: Instant, probe: &[u8], errno: i32) {
         let now = self.tick(now);
         self.advance(now);
         self.stats.send_errors += 1;
-        let Some((key, number)) = probe::sent_probe(probe, self.tag) else {
-            return;
-        };
-        let Some(&i) = self.keys.get(&key) else {
+        let Some((i, number)) = self.sent_slot(probe) else {
             return;
         };
         let Some(slot) = self.slots[i].as_mut() else {
@@ -215,6 +215,40 @@ impl Engine {
         }
         self.reschedule(i, now);
         self.tidy_ready(now);
+    }
+
+    /// Tells the engine when `probe` (a packet from [`Engine::poll_transmit`], or its
+    /// first [`crate::PROBE_ID_LEN`] bytes) actually left: `at`, the driver's transmit
+    /// timestamp (the kernel's, or the moment the NIC took the frame). Without it a
+    /// probe's transmit time is the `now` it was handed out at, which a driver that holds
+    /// probes back (a full send queue) makes too early.
+    ///
+    /// The probe's transmit time becomes `at`, and the RTT of a reply already recorded
+    /// for it becomes its arrival time minus `at`: a report may come before or after the
+    /// reply. Like a receive time, `at` is the past time of an event, usually older than
+    /// the latest `now`; it does not move the engine's clock and changes no schedule
+    /// (reply deadlines, probe gaps and ping intervals run from the hand-over time).
+    /// Ignored, and not counted in [`Stats::tx_stamps`]: a report for no probe of a
+    /// running measurement (finished, never sent, not ours), and one that cannot be this
+    /// probe's: earlier than its hand-over time or an earlier report (no probe leaves
+    /// before it is handed out, so a stale stamp, or one of an earlier measurement's
+    /// identical probe, re-dates nothing), or later than a reply to it.
+    pub fn handle_transmitted(&mut self, at: Instant, probe: &[u8]) {
+        let Some((i, number)) = self.sent_slot(probe) else {
+            return;
+        };
+        let taken = match self.slots[i].as_mut().map(|s| &mut s.run) {
+            Some(Run::Trace(t)) => t.transmitted(number, at),
+            Some(Run::Ping(p)) => p.transmitted(number, at),
+            None => false,
+        };
+        self.stats.tx_stamps += u64::from(taken);
+    }
+
+    /// The slot of the running measurement that sent `probe`, and the probe's number.
+    fn sent_slot(&self, probe: &[u8]) -> Option<(usize, u16)> {
+        let (key, number) = probe::sent_probe(probe, self.tag)?;
+        Some((*self.keys.get(&key)?, number))
     }
 
     /// Hands the packet received at `rx` to the measurement it answers; returns that slot.

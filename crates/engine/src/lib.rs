@@ -14,17 +14,23 @@
 //!     while let Some(ev) = engine.poll_event() { output(ev) }
 //!     if engine.is_idle() { break }
 //!     sleep until engine.poll_timeout() or a packet arrives; now = clock();
+//!     for each transmit timestamp: engine.handle_transmitted(tx_time, probe);  // optional
 //!     for each received IPv4 packet: engine.handle_packet(rx_time, packet);
 //!     engine.handle_timeout(now);
 //! }
 //! ```
 //!
 //! The `now` given to `start`, `handle_timeout` and `poll_transmit` should not go
-//! backwards. A packet's receive time may be older than the last `now` (a kernel
-//! timestamp of a packet read late): it dates the reply, while the engine keeps
-//! scheduling on the latest time it was given. `poll_transmit` handles due deadlines
-//! itself, so a driver that only calls it and `handle_packet` still works; `handle_timeout` is for
-//! wake-ups with nothing to send (a finished measurement's event appears after it).
+//! backwards. Receive and transmit times are the past times of events, on the same clock
+//! and usually older than the last `now`: a packet's receive time (a kernel timestamp of
+//! a packet read late) dates the reply, a probe's transmit time (when it actually left:
+//! a kernel transmit timestamp, the moment a NIC took the frame) dates the probe, while
+//! the engine keeps scheduling on the latest `now` it was given. A probe's RTT is its
+//! reply's receive time minus its transmit time; a driver that reports no transmit time
+//! leaves it at the `now` the probe was handed out at. `poll_transmit` handles due
+//! deadlines itself, so a driver that only calls it and `handle_packet` still works;
+//! `handle_timeout` is for wake-ups with nothing to send (a finished measurement's event
+//! appears after it).
 //! Buffers handed to `poll_transmit` should hold [`MAX_PROBE_SIZE`] bytes; a probe that
 //! does not fit ends its measurement with `StopReason::Error`.
 //!
@@ -65,6 +71,7 @@ mod trace;
 pub use config::{Config, ConfigError};
 pub use engine::{Engine, Event, MeasurementId, Stats, Stranded, Transmit};
 pub use job::{Job, JobError, PingOptions, TraceOptions, MAX_PROBE_SIZE};
+pub use probe::PROBE_ID_LEN;
 pub use prober::Prober;
 pub use vtnt_policy as policy;
 pub use vtnt_policy::{LabAccess, Policy, Refusal};

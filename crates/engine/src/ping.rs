@@ -88,6 +88,25 @@ impl PingRun {
         self.end = Some(now);
     }
 
+    /// Probe `number` left at `at` (see [`crate::Engine::handle_transmitted`]): it and its
+    /// recorded replies are re-dated, unless `at` cannot be its transmit time. Returns
+    /// whether they were.
+    pub fn transmitted(&mut self, number: u16, at: Instant) -> bool {
+        let Some(tx) = self.sent.get_mut(usize::from(number).wrapping_sub(1)) else {
+            return false;
+        };
+        let seq = number - 1;
+        let arrivals = self.responses.iter().filter(|r| r.seq == seq);
+        if !probe::fits_stamp(*tx, at, arrivals.map(|r| r.tx + r.rtt)) {
+            return false;
+        }
+        for r in self.responses.iter_mut().filter(|r| r.seq == seq) {
+            probe::redate(&mut r.tx, &mut r.rtt, at);
+        }
+        *tx = at;
+        true
+    }
+
     pub fn on_reply(&mut self, now: Instant, r: &Reply<'_>) -> Outcome {
         if matches!(self.end, Some(end) if end <= now) {
             return Outcome::Unmatched;

@@ -22,6 +22,7 @@
 
 use alloc::vec::Vec;
 use core::net::{IpAddr, Ipv4Addr};
+use core::time::Duration;
 
 use vtnt_record::{Method, MplsLabel, Quoted};
 use vtnt_wire::build::{self, Ip};
@@ -29,6 +30,13 @@ use vtnt_wire::reply::{Body, QuotedTransport, Reply};
 use vtnt_wire::{checksum, icmp_type, proto, tcp_flags, Error};
 
 use crate::flow::{Flow, FlowKey};
+use crate::Instant;
+
+/// The leading bytes of a probe that name it: its IPv4 header and the first 8 bytes of
+/// its ICMP, UDP or TCP header. A driver that reports on a probe
+/// ([`crate::Engine::handle_transmitted`], [`crate::Engine::handle_send_error`]) after
+/// the packet is gone keeps these.
+pub const PROBE_ID_LEN: usize = 28;
 
 /// Zero payload the probes are cut from.
 static ZEROS: [u8; crate::MAX_PROBE_SIZE as usize] = [0; crate::MAX_PROBE_SIZE as usize];
@@ -278,6 +286,24 @@ pub(crate) fn sent_probe(p: &[u8], tag: u16) -> Option<(FlowKey, u16)> {
     let dst = Ipv4Addr::new(byte(16)?, byte(17)?, byte(18)?, byte(19)?);
     let number = number_of_ip_id(tag, be16(4)?)?;
     Some((FlowKey { proto, id, dst }, number))
+}
+
+/// Whether `at` can be the transmit time of a probe recorded as sent at `tx` (its
+/// hand-over time or an earlier stamp) whose replies so far arrived at `arrivals`: a probe
+/// leaves after it is handed out and before anything answers it.
+pub(crate) fn fits_stamp(
+    tx: Instant,
+    at: Instant,
+    mut arrivals: impl Iterator<Item = Instant>,
+) -> bool {
+    at >= tx && arrivals.all(|rx| at <= rx)
+}
+
+/// A reply's `(tx, rtt)` re-dated to its probe's transmit time `at`; the arrival time
+/// `tx + rtt` stays.
+pub(crate) fn redate(tx: &mut Instant, rtt: &mut Duration, at: Instant) {
+    *rtt = (*tx + *rtt).saturating_since(at);
+    *tx = at;
 }
 
 /// The parts of a reply both traces and pings record.

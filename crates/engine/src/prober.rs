@@ -4,16 +4,26 @@
 
 use crate::{Engine, Event, Instant};
 
-/// What a driver needs from a sans-IO prober. Call order per wake-up: `handle_packet` for
-/// every received packet, `handle_timeout`, then `poll_transmit` until `None` (with
-/// `handle_send_error` for each packet that could not be sent), then
-/// `poll_output` until `None`; sleep until `poll_timeout` or the next packet; stop when
-/// `is_idle`.
+/// What a driver needs from a sans-IO prober. Call order per wake-up: `handle_transmitted`
+/// for every transmit timestamp the driver has learnt, then `handle_packet` for every
+/// received packet (stamps first, so a reply finds its probe's real transmit time),
+/// `handle_timeout`, then `poll_transmit` until `None` (with `handle_send_error` for each
+/// packet that could not be sent), then `poll_output` until `None`; sleep until
+/// `poll_timeout` or the next packet; stop when `is_idle`. A driver that knows the
+/// transmit time as soon as the packet is sent (the unikernel) reports it right then.
+///
+/// Time: the `now` of `handle_timeout`, `poll_transmit` and `handle_send_error` never
+/// goes backwards. Receive and transmit timestamps are past times of events, on the
+/// same clock as `now` but usually older than the latest `now`.
 pub trait Prober {
     /// What the prober hands out when a measurement finishes.
     type Output;
     /// A received IPv4 packet and the time it arrived.
     fn handle_packet(&mut self, now: Instant, packet: &[u8]);
+    /// `packet` (from `poll_transmit`, or its first [`crate::PROBE_ID_LEN`] bytes) left at
+    /// `at`. A driver need not call it: a probe's transmit time is then the `now` it was
+    /// handed out at. See [`Engine::handle_transmitted`].
+    fn handle_transmitted(&mut self, at: Instant, packet: &[u8]);
     /// The driver could not send `packet` (from `poll_transmit`); the OS said `errno`.
     /// Call it in place of sending, before the next `poll_transmit`.
     fn handle_send_error(&mut self, now: Instant, packet: &[u8], errno: i32);
@@ -33,6 +43,9 @@ impl Prober for Engine {
     type Output = Event;
     fn handle_packet(&mut self, now: Instant, packet: &[u8]) {
         Engine::handle_packet(self, now, packet)
+    }
+    fn handle_transmitted(&mut self, at: Instant, packet: &[u8]) {
+        Engine::handle_transmitted(self, at, packet)
     }
     fn handle_send_error(&mut self, now: Instant, packet: &[u8], errno: i32) {
         Engine::handle_send_error(self, now, packet, errno)

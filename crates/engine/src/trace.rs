@@ -154,6 +154,29 @@ impl TraceRun {
         self.stop_with(StopReason::Error, u8::try_from(errno).unwrap_or(u8::MAX));
     }
 
+    /// Probe `number` left at `at` (see [`crate::Engine::handle_transmitted`]): it and its
+    /// recorded reply are re-dated, unless `at` cannot be its transmit time. Returns
+    /// whether it was.
+    pub fn transmitted(&mut self, number: u16, at: Instant) -> bool {
+        let Some(p) = self.probes.get_mut(usize::from(number).wrapping_sub(1)) else {
+            return false;
+        };
+        let answers = |h: &Hop| (h.probe_ttl, h.probe_id) == (p.ttl, p.attempt);
+        let arrivals = self
+            .hops
+            .iter()
+            .filter(|h| answers(h))
+            .map(|h| h.tx + h.rtt);
+        if !probe::fits_stamp(p.tx, at, arrivals) {
+            return false;
+        }
+        for h in self.hops.iter_mut().filter(|h| answers(h)) {
+            probe::redate(&mut h.tx, &mut h.rtt, at);
+        }
+        p.tx = at;
+        true
+    }
+
     pub fn on_timer(&mut self, now: Instant) {
         let State::Wait(deadline) = self.state else {
             return;

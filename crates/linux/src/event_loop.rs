@@ -1,4 +1,6 @@
-//! The single-threaded loop that runs a [`Prober`] on [`RawSockets`].
+//! The single-threaded loop that runs a [`Prober`] on [`RawSockets`]: each wake-up hands
+//! the prober the transmit stamps and the replies that came in, the time, then sends what
+//! it asks to send.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -24,6 +26,8 @@ pub struct LoopStats {
     pub received: u64,
     /// Times the kernel had no room for a probe and the loop waited.
     pub send_stalls: u64,
+    /// Transmit timestamps handed to the prober ([`RawSockets::recv_tx_stamps`]).
+    pub tx_stamps: u64,
     /// [`run_until`] was told to stop before the prober was idle.
     pub interrupted: bool,
     /// Probes the kernel refused to send (no route, ...), handed back to the prober.
@@ -135,6 +139,10 @@ pub fn run_until<P: Prober>(
                 }
             }
         }
+        // Transmit stamps first, so a reply finds its probe's real transmit time.
+        stats.tx_stamps += sockets.recv_tx_stamps(clock, |at, probe| {
+            prober.handle_transmitted(at, probe);
+        })? as u64;
         stats.received +=
             sockets.recv_all(clock, &mut rx, |ts, pkt| prober.handle_packet(ts, pkt))? as u64;
     }

@@ -1,12 +1,15 @@
 //! The Linux driver: where a sans-IO prober meets real packets.
 //!
 //! [`RawSockets`] sends the prober's complete IPv4 packets through an `IPPROTO_RAW` socket
-//! and receives ICMP and TCP through raw sockets with kernel receive timestamps
-//! (`SO_TIMESTAMPNS`), so RTTs do not include this process's scheduling delay.
-//! [`run`] is the single-threaded event loop: it hands the prober the time and every
-//! received packet, sends what it asks to send, and sleeps (with `ppoll`, microsecond
-//! resolution) until the prober's next deadline or the next packet; [`run_until`] also
-//! stops when a flag is set (the CLI sets it on SIGINT and SIGTERM).
+//! that has the kernel stamp each one as the device driver takes it (`SO_TIMESTAMPING`,
+//! see [`RawSockets::recv_tx_stamps`]), and receives ICMP and TCP through raw sockets with kernel receive
+//! timestamps (`SO_TIMESTAMPNS`), so RTTs include neither this process's scheduling
+//! delay nor time a probe spent in a full send queue. Every time the prober sees is on
+//! one monotonic [`Clock`], kernel stamps included.
+//! [`run`] is the single-threaded event loop: it hands the prober the time, the transmit
+//! stamps and every received packet, sends what it asks to send, and sleeps (with
+//! `ppoll`, microsecond resolution) until the prober's next deadline or the next packet;
+//! [`run_until`] also stops when a flag is set (the CLI sets it on SIGINT and SIGTERM).
 //!
 //! The prober is anything implementing [`Prober`] (vtnt-engine's driver-facing trait): the
 //! plain engine or TNT's runner.
@@ -15,8 +18,9 @@ mod clock;
 mod event_loop;
 mod route;
 mod sockets;
+mod tx_stamps;
 
-pub use clock::Clock;
+pub use clock::{Clock, KernelStamps};
 pub use event_loop::{run, run_until, LoopStats};
 pub use route::{lab_access, own_addresses};
 pub use sockets::{RawSockets, Sent};

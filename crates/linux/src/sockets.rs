@@ -1,5 +1,6 @@
-//! Raw sockets: one to send complete IPv4 packets, two to receive ICMP and TCP with their
-//! kernel receive timestamps.
+//! Raw sockets: one to send complete IPv4 packets, with a kernel transmit timestamp for
+//! each (see `tx_stamps.rs`), two to receive ICMP and TCP with their kernel receive
+//! timestamps.
 
 use std::io::{IoSlice, IoSliceMut};
 use std::net::{Ipv4Addr, SocketAddrV4};
@@ -11,6 +12,7 @@ use nix::sys::socket::{
     MsgFlags, SockFlag, SockProtocol, SockType, SockaddrIn,
 };
 
+use crate::tx_stamps::TxStamps;
 use crate::{Clock, Error, Instant};
 
 /// What became of one packet handed to [`RawSockets::send`].
@@ -46,6 +48,8 @@ pub struct RawSockets {
     icmp: OwnedFd,
     tcp: OwnedFd,
     cmsg: Vec<u8>,
+    /// The probes waiting for a transmit stamp, when `send` has them.
+    tx: Option<TxStamps>,
 }
 
 fn open(proto: SockProtocol, what: &'static str) -> Result<OwnedFd, Error> {
@@ -61,9 +65,25 @@ fn open(proto: SockProtocol, what: &'static str) -> Result<OwnedFd, Error> {
     })
 }
 
+/// The destination in an IPv4 packet's header.
+fn destination(packet: &[u8]) -> Option<SockaddrIn> {
+    let d = packet.get(16..20)?;
+    Some(SockaddrIn::from(SocketAddrV4::new(
+        Ipv4Addr::new(d[0], d[1], d[2], d[3]),
+        0,
+    )))
+}
+
 impl RawSockets {
-    /// Opens the sockets; fails with [`Error::Privilege`] without root or CAP_NET_RAW.
+    /// Opens the sockets, with a transmit timestamp for every probe where the kernel gives
+    /// them; fails with [`Error::Privilege`] without root or CAP_NET_RAW.
     pub fn open() -> Result<RawSockets, Error> {
+        RawSockets::open_with(true)
+    }
+
+    /// [`RawSockets::open`], asking for transmit timestamps only if `tx_stamps`. Without
+    /// them a probe's transmit time is when the prober handed it out.
+    pub fn open_with(tx_stamps: bool) -> Result<RawSockets, Error> {
         let send = open(SockProtocol::Raw, "IPPROTO_RAW")?;
         let icmp = open(SockProtocol::Icmp, "ICMP")?;
         let tcp = open(SockProtocol::Tcp, "TCP")?;
@@ -77,12 +97,23 @@ impl RawSockets {
             let _ = setsockopt(fd, sockopt::RcvBuf, &(8 << 20));
         }
         let _ = setsockopt(&send, sockopt::SndBufForce, &(8 << 20));
+        let tx = if tx_stamps {
+            TxStamps::enable(send.as_fd())
+        } else {
+            None
+        };
         Ok(RawSockets {
             send,
             icmp,
             tcp,
             cmsg: nix::cmsg_space!(nix::sys::time::TimeSpec),
+            tx,
         })
+    }
+
+    /// Whether sent probes get transmit timestamps ([`RawSockets::recv_tx_stamps`]).
+    pub fn tx_stamps(&self) -> bool {
+        self.tx.is_some()
     }
 
     /// The descriptors to wait on for received packets.
@@ -91,86 +122,106 @@ impl RawSockets {
     }
 
     /// Sends one complete IPv4 packet (the destination is read from its header).
-    pub fn send(&self, packet: &[u8]) -> Result<Sent, Error> {
-        let Some(dst) = packet.get(16..20) else {
-            return Ok(Sent::Refused(Errno::EINVAL));
-        };
-        let dst = Ipv4Addr::new(dst[0], dst[1], dst[2], dst[3]);
-        let addr = SockaddrIn::from(SocketAddrV4::new(dst, 0));
-        match sendto(self.send.as_raw_fd(), packet, &addr, MsgFlags::empty()) {
-            Ok(_) => Ok(Sent::Yes),
-            Err(Errno::EAGAIN | Errno::ENOBUFS) => Ok(Sent::NoRoom),
-            Err(e) if refused(e) => Ok(Sent::Refused(e)),
-            Err(source) => Err(Error::Socket {
-                what: "sendto",
-                source,
-            }),
-        }
+    pub fn send(&mut self, packet: &[u8]) -> Result<Sent, Error> {
+        let mut refused = None;
+        let n = self.send_batch(&[packet], |_, e| refused = Some(e))?;
+        Ok(match (n, refused) {
+            (0, _) => Sent::NoRoom,
+            (_, Some(e)) => Sent::Refused(e),
+            _ => Sent::Yes,
+        })
     }
 
-    /// Sends a batch of complete IPv4 packets with one `sendmmsg` call. Returns how many
-    /// the kernel took (a prefix of `packets`), sent or refused; fewer than all means it
-    /// has no room now. `refused(packet, errno)` is called for each packet the kernel
-    /// would not send.
+    /// Sends a batch of complete IPv4 packets, with as few system calls as it can
+    /// (`sendmmsg`). Returns how many the kernel took (a prefix of `packets`), sent or
+    /// refused; fewer than all means it has no room now. `refused(packet, errno)` is
+    /// called for each packet the kernel would not send.
     pub fn send_batch(
-        &self,
+        &mut self,
         packets: &[&[u8]],
         mut refused_with: impl FnMut(&[u8], Errno),
     ) -> Result<usize, Error> {
-        if packets.len() <= 1 {
-            let Some(p) = packets.first() else {
-                return Ok(0);
-            };
-            return Ok(match self.send(p)? {
-                Sent::Yes => 1,
-                Sent::NoRoom => 0,
-                Sent::Refused(e) => {
-                    refused_with(p, e);
-                    1
+        let mut done = 0;
+        // sendmmsg stops short at a packet it could not send without saying why: that
+        // packet is tried again at once, and its first try taken to have failed as the
+        // second does (it matters to the transmit stamps' numbering).
+        let mut retry = false;
+        while done < packets.len() {
+            match self.transmit(&packets[done..]) {
+                Ok(n) => {
+                    for p in &packets[done..done + n] {
+                        if let Some(tx) = &mut self.tx {
+                            tx.sent(p);
+                        }
+                    }
+                    done += n;
+                    retry = true;
+                    if n == 0 {
+                        break;
+                    }
                 }
-            });
+                Err(Errno::EAGAIN | Errno::ENOBUFS) => break,
+                Err(e) if refused(e) => {
+                    if let Some(tx) = &mut self.tx {
+                        tx.refused(e);
+                        if retry {
+                            tx.refused(e);
+                        }
+                    }
+                    refused_with(packets[done], e);
+                    done += 1;
+                    retry = false;
+                }
+                Err(source) => {
+                    return Err(Error::Socket {
+                        what: "sending probes",
+                        source,
+                    })
+                }
+            }
         }
+        Ok(done)
+    }
+
+    /// One system call: sends `packets` (at least one) until the first the kernel does not
+    /// take. Returns how many it took, or why it took none.
+    fn transmit(&self, packets: &[&[u8]]) -> Result<usize, Errno> {
+        if let [p] = packets {
+            let addr = destination(p).ok_or(Errno::EINVAL)?;
+            return sendto(self.send.as_raw_fd(), p, &addr, MsgFlags::empty()).map(|_| 1);
+        }
+        // A packet too short to name one goes to 0.0.0.0: the kernel refuses it (EINVAL).
+        let nowhere = SockaddrIn::from(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0));
         let addrs: Vec<Option<SockaddrIn>> = packets
             .iter()
-            .map(|p| {
-                let d = p.get(16..20).unwrap_or(&[0, 0, 0, 0]);
-                Some(SockaddrIn::from(SocketAddrV4::new(
-                    Ipv4Addr::new(d[0], d[1], d[2], d[3]),
-                    0,
-                )))
-            })
+            .map(|p| Some(destination(p).unwrap_or(nowhere)))
             .collect();
         let iovs: Vec<[IoSlice<'_>; 1]> = packets.iter().map(|p| [IoSlice::new(p)]).collect();
         let mut headers =
             nix::sys::socket::MultiHeaders::<SockaddrIn>::preallocate(packets.len(), None);
-        match sendmmsg(
+        sendmmsg(
             self.send.as_raw_fd(),
             &mut headers,
             &iovs,
             &addrs,
             [],
             MsgFlags::empty(),
-        ) {
-            Ok(results) => Ok(results.count()),
-            Err(Errno::EAGAIN | Errno::ENOBUFS) => Ok(0),
-            // The first packet was refused (no route, ...): send one by one to learn
-            // which ones were.
-            Err(e) if refused(e) => {
-                let mut n = 0;
-                for p in packets {
-                    match self.send(p)? {
-                        Sent::Yes => {}
-                        Sent::NoRoom => break,
-                        Sent::Refused(e) => refused_with(p, e),
-                    }
-                    n += 1;
-                }
-                Ok(n)
-            }
-            Err(source) => Err(Error::Socket {
-                what: "sendmmsg",
-                source,
-            }),
+        )
+        .map(|r| r.count())
+    }
+
+    /// Hands the transmit stamp of every probe the kernel has stamped since the last call
+    /// to `f` with the probe's first [`vtnt_engine::PROBE_ID_LEN`] bytes (what
+    /// [`crate::Prober::handle_transmitted`] takes). Returns how many were handed: none
+    /// without transmit stamps.
+    pub fn recv_tx_stamps(
+        &mut self,
+        clock: &Clock,
+        f: impl FnMut(Instant, &[u8]),
+    ) -> Result<usize, Error> {
+        match &mut self.tx {
+            Some(tx) => tx.read(self.send.as_fd(), &clock.stamps(), f),
+            None => Ok(0),
         }
     }
 
@@ -182,6 +233,7 @@ impl RawSockets {
         buf: &mut [u8],
         mut f: impl FnMut(Instant, &[u8]),
     ) -> Result<usize, Error> {
+        let stamps = clock.stamps();
         let mut n = 0;
         for i in 0..2 {
             let fd = if i == 0 {
@@ -198,7 +250,7 @@ impl RawSockets {
                             if let Ok(cmsgs) = msg.cmsgs() {
                                 for c in cmsgs {
                                     if let ControlMessageOwned::ScmTimestampns(t) = c {
-                                        ts = Some(clock.from_realtime(t.tv_sec(), t.tv_nsec()));
+                                        ts = Some(stamps.instant(t.tv_sec(), t.tv_nsec()));
                                     }
                                 }
                             }

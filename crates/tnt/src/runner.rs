@@ -11,6 +11,7 @@
 //!     while let Some(r) = runner.poll_result() { output(r) }
 //!     if runner.is_idle() { break }
 //!     sleep until runner.poll_timeout() or a packet arrives; now = clock();
+//!     for each transmit timestamp: runner.handle_transmitted(tx_time, probe);  // optional
 //!     for each received IPv4 packet: runner.handle_packet(rx_time, packet);
 //!     runner.handle_timeout(now);
 //! }
@@ -59,6 +60,12 @@ impl TntRunner {
     pub fn handle_packet(&mut self, now: Instant, packet: &[u8]) {
         self.engine.handle_packet(now, packet);
         self.pump(now);
+    }
+
+    /// `probe` left at `at` (see [`Engine::handle_transmitted`]). It changes no
+    /// schedule, so TNT has nothing to move.
+    pub fn handle_transmitted(&mut self, at: Instant, probe: &[u8]) {
+        self.engine.handle_transmitted(at, probe);
     }
 
     /// The driver could not send `probe` (see [`Engine::handle_send_error`]).
@@ -154,6 +161,9 @@ impl vtnt_engine::Prober for TntRunner {
     type Output = TntResult;
     fn handle_packet(&mut self, now: Instant, packet: &[u8]) {
         TntRunner::handle_packet(self, now, packet)
+    }
+    fn handle_transmitted(&mut self, at: Instant, packet: &[u8]) {
+        TntRunner::handle_transmitted(self, at, packet)
     }
     fn handle_send_error(&mut self, now: Instant, packet: &[u8], errno: i32) {
         TntRunner::handle_send_error(self, now, packet, errno)

@@ -13,6 +13,7 @@
 //! So a reply's receive time is late by up to `POLL` (200 us, plus the host's timer
 //! slack) while probes are in flight, and by up to the prober's next deadline for a reply
 //! that arrives later than its probe's wait (the engine treats those as late anyway).
+//! A probe is dated when the NIC takes its frame, not when the prober handed it out.
 //! After the results, the job's `hold` is spent halted, then the VM powers off.
 //!
 //! Results leave as scamper JSON lines (`cycle-start`, one `trace` / `ping` per record,
@@ -84,7 +85,9 @@ pub struct LoopStats {
 /// (`Err(Watchdog)`). Call order per turn, as `vtnt_engine::Prober` documents: received
 /// packets, due deadline, transmit until `None`, outputs. A packet the NIC cannot take
 /// yet (transmit backpressure, ARP pending) is held and retried; the prober is not asked
-/// for more until it is gone.
+/// for more until it is gone. Each probe's transmit time is the moment the NIC took it
+/// (`handle_transmitted` right after the send), so a held probe is not dated by the turn
+/// that handed it out.
 ///
 /// Between turns with nothing to do the CPU halts until the prober's next deadline, or
 /// for at most [`POLL`] while replies may come: more probes were sent than packets
@@ -124,16 +127,18 @@ pub fn run_loop<P: Prober>(
             };
             match nic.send_ipv4(time::now(), &buf[..len]) {
                 Ok(()) => {
+                    // The NIC has the frame: the probe's transmit time, also for a
+                    // probe held back and handed out turns ago.
+                    last_tx = time::now();
+                    prober.handle_transmitted(clock.at(last_tx), &buf[..len]);
                     stats.probes += 1;
                     awaiting += 1;
-                    last_tx = time::now();
                     if stats.first_probe.is_none() {
                         crate::steps::mark(crate::steps::Step::FirstProbe);
-                        let t = time::now();
-                        stats.first_probe = Some(t);
+                        stats.first_probe = Some(last_tx);
                         println!(
                             "{{\"type\":\"first-probe\",\"guest_us\":{}}}",
-                            t.as_micros()
+                            last_tx.as_micros()
                         );
                     }
                 }
