@@ -50,7 +50,7 @@ pub use output::{
 pub use path::{ping_reply_ttl, Path, PathHop, ReplyKind};
 pub use reveal::{
     buddies, read_revelation, RevealFailure, RevealMethod, RevealStatus, RevealedHop, Revelation,
-    TraceReading, TraceRequest,
+    Subject, TraceReading, TraceRequest,
 };
 pub use runner::TntRunner;
 pub use text::{dump, status_name};

@@ -31,7 +31,7 @@ use crate::classify::{
 };
 use crate::output::{build_result, Summary, Tested, TntError, TntResult};
 use crate::path::{ping_reply_ttl, Path};
-use crate::reveal::{RevealFailure, RevealStatus, Revelation};
+use crate::reveal::{RevealFailure, RevealStatus, Revelation, Subject};
 
 /// Identifies a job handed out by [`Tnt::poll_job`]; give it back with the record.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -465,11 +465,13 @@ impl Tnt {
             }
             None => {
                 let mut rev = Revelation::new(
-                    key.0,
-                    c.anchor_is_ingress,
-                    key.1,
-                    c.trigger,
-                    c.start_ttl,
+                    Subject {
+                        anchor: key.0,
+                        anchor_is_ingress: c.anchor_is_ingress,
+                        egress: key.1,
+                        trigger: c.trigger,
+                        start_ttl: c.start_ttl,
+                    },
                     self.config.buddy,
                     self.config.max_brpr_steps,
                 );
@@ -506,11 +508,11 @@ impl Tnt {
         let Some(e) = self.revelations.get(&key) else {
             return;
         };
-        if !e.rev.lsrs.is_empty() {
+        if !e.rev.lsrs().is_empty() {
             self.ping_revealed(key, id);
             return;
         }
-        if e.rev.status != RevealStatus::Failed(RevealFailure::NothingRevealed) {
+        if e.rev.status() != RevealStatus::Failed(RevealFailure::NothingRevealed) {
             return;
         }
         let Some(c) = self.targets[id]
@@ -555,7 +557,7 @@ impl Tnt {
             return;
         };
         let mut addrs: Vec<IpAddr> = e.rev.lsr_addrs().flatten().collect();
-        addrs.extend(e.rev.revealed_egress);
+        addrs.extend(e.rev.revealed_egress());
         for a in addrs {
             if self.need_ping(a, id) {
                 self.targets[id].waiting += 1;
@@ -578,7 +580,7 @@ impl Tnt {
         }
         let waiters = core::mem::take(&mut e.waiters);
         let origin = e.origin;
-        self.targets[origin].probes += e.rev.probes;
+        self.targets[origin].probes += e.rev.probes();
         for id in waiters {
             self.revelation_done(id, key);
             self.release(id);

@@ -340,8 +340,8 @@ pub fn build_result(
         let (Some(anchor), Some(egress)) = (addr(c.anchor), addr(c.egress)) else {
             continue;
         };
-        let Some(rev) = tst.revelation.filter(|r| !r.lsrs.is_empty()) else {
-            let status = tst.revelation.map(|r| r.status);
+        let Some(rev) = tst.revelation.filter(|r| !r.lsrs().is_empty()) else {
+            let status = tst.revelation.map(|r| r.status());
             if let Some(t) = c.opaque {
                 tunnels[t].revelation = tst.revelation.map(|r| info(r, tst.cached));
                 tunnels[t].note =
@@ -352,7 +352,7 @@ pub fn build_result(
                     ingress: anchor,
                     egress,
                     status,
-                    traces: tst.revelation.map_or(0, |r| r.traces),
+                    traces: tst.revelation.map_or(0, |r| r.traces()),
                     cached: tst.cached,
                 });
             }
@@ -372,7 +372,7 @@ pub fn build_result(
                     trigger: Some(c.trigger),
                     ingress: c.anchor_is_ingress.then_some(anchor),
                     egress: if uhp {
-                        rev.revealed_egress
+                        rev.revealed_egress()
                     } else {
                         Some(egress)
                     },
@@ -387,7 +387,7 @@ pub fn build_result(
         let class_t = tunnels[t].class;
         tunnels[t].lsrs = rev.lsr_addrs().collect();
         tunnels[t].revelation = Some(info(rev, tst.cached));
-        tunnels[t].note = match rev.status {
+        tunnels[t].note = match rev.status() {
             RevealStatus::Incomplete(_) => {
                 Some("revelation incomplete: BRPR blocked before the ingress")
             }
@@ -411,7 +411,7 @@ pub fn build_result(
             }
         }
         let mut spliced = Vec::new();
-        for l in &rev.lsrs {
+        for l in rev.lsrs() {
             let mut a = match &l.hop {
                 Some(h) => annotate(&PathHop::from_hop(0, h, er(h.addr))),
                 None => HopAnnotation::default(),
@@ -436,7 +436,7 @@ pub fn build_result(
             });
             spliced.push(e);
         }
-        if let (Some(eg), Trigger::DupIp) = (rev.revealed_egress, c.trigger) {
+        if let (Some(eg), Trigger::DupIp) = (rev.revealed_egress(), c.trigger) {
             let mut a = HopAnnotation {
                 er: er(eg),
                 ..HopAnnotation::default()
@@ -514,11 +514,11 @@ pub fn build_result(
 
 fn info(r: &Revelation, cached: bool) -> RevelationInfo {
     RevelationInfo {
-        status: r.status,
-        method: r.lsrs.last().map(|l| l.method),
-        steps: r.lsrs.iter().map(|l| l.step).max().unwrap_or(0),
-        traces: r.traces,
-        probes: r.probes,
+        status: r.status(),
+        method: r.lsrs().last().map(|l| l.method),
+        steps: r.lsrs().iter().map(|l| l.step).max().unwrap_or(0),
+        traces: r.traces(),
+        probes: r.probes(),
         cached,
     }
 }

@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::classify::{classify, ClassifyOptions};
-use crate::reveal::Revelation;
+use crate::reveal::{Revelation, Subject};
 use crate::testutil::*;
 use alloc::vec;
 
@@ -23,11 +23,13 @@ fn sample() -> TntResult {
     assert_eq!(class.candidates.len(), 1);
     let c = &class.candidates[0];
     let mut rev = Revelation::new(
-        ip("10.0.0.2"),
-        true,
-        ip("10.0.0.5"),
-        c.trigger,
-        c.start_ttl,
+        Subject {
+            anchor: ip("10.0.0.2"),
+            anchor_is_ingress: true,
+            egress: ip("10.0.0.5"),
+            trigger: c.trigger,
+            start_ttl: c.start_ttl,
+        },
         true,
         32,
     );

@@ -198,24 +198,33 @@ pub struct TraceRequest {
     pub first_ttl: u8,
 }
 
-/// The revelation of the tunnel between `anchor` and `egress`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Revelation {
+/// What a revelation is about: the candidate tunnel the classifier found, with its hops'
+/// addresses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Subject {
     pub anchor: IpAddr,
     pub anchor_is_ingress: bool,
     /// The address whose trace triggered the test (for DUP_IP: the router after the
     /// missing egress).
     pub egress: IpAddr,
     pub trigger: Trigger,
+    /// First TTL of revelation traces.
     pub start_ttl: u8,
+}
+
+/// The revelation of the tunnel between `anchor` and `egress`. Its state changes only
+/// through [`Revelation::handle_trace`]; callers read it through the accessors.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Revelation {
+    subject: Subject,
     /// Revealed LSRs in path order (ingress side first).
-    pub lsrs: Vec<RevealedHop>,
+    lsrs: Vec<RevealedHop>,
     /// The missing egress of a UHP tunnel, when a buddy trace reached it.
-    pub revealed_egress: Option<IpAddr>,
-    pub status: RevealStatus,
+    revealed_egress: Option<IpAddr>,
+    status: RevealStatus,
     /// Traces run and probes they sent.
-    pub traces: u16,
-    pub probes: u32,
+    traces: u16,
+    probes: u32,
     plan: VecDeque<(IpAddr, RevealMethod)>,
     current: Option<(IpAddr, RevealMethod)>,
     step: u8,
@@ -223,16 +232,15 @@ pub struct Revelation {
 }
 
 impl Revelation {
-    /// A revelation for a candidate; `buddy` enables buddy traces for DUP_IP.
-    pub fn new(
-        anchor: IpAddr,
-        anchor_is_ingress: bool,
-        egress: IpAddr,
-        trigger: Trigger,
-        start_ttl: u8,
-        buddy: bool,
-        max_steps: u8,
-    ) -> Revelation {
+    /// A revelation of `subject`; `buddy` enables buddy traces for DUP_IP, `max_steps`
+    /// bounds BRPR's steps.
+    pub fn new(subject: Subject, buddy: bool, max_steps: u8) -> Revelation {
+        let Subject {
+            anchor,
+            egress,
+            trigger,
+            ..
+        } = subject;
         let mut plan = VecDeque::new();
         if trigger == Trigger::DupIp && buddy {
             for b in buddies(egress) {
@@ -243,11 +251,7 @@ impl Revelation {
         }
         plan.push_back((egress, RevealMethod::Dpr));
         Revelation {
-            anchor,
-            anchor_is_ingress,
-            egress,
-            trigger,
-            start_ttl,
+            subject,
             lsrs: Vec::new(),
             revealed_egress: None,
             status: RevealStatus::Running,
@@ -258,6 +262,35 @@ impl Revelation {
             step: 0,
             max_steps: max_steps.max(1),
         }
+    }
+
+    /// What this revelation is about.
+    pub fn subject(&self) -> &Subject {
+        &self.subject
+    }
+
+    /// The LSRs revealed so far, in path order (ingress side first).
+    pub fn lsrs(&self) -> &[RevealedHop] {
+        &self.lsrs
+    }
+
+    /// The missing egress of a UHP tunnel, when a buddy trace reached it.
+    pub fn revealed_egress(&self) -> Option<IpAddr> {
+        self.revealed_egress
+    }
+
+    pub fn status(&self) -> RevealStatus {
+        self.status
+    }
+
+    /// Traces run so far.
+    pub fn traces(&self) -> u16 {
+        self.traces
+    }
+
+    /// Probes those traces sent.
+    pub fn probes(&self) -> u32 {
+        self.probes
     }
 
     /// The next trace to run, once; `None` while one is outstanding or when finished.
@@ -282,7 +315,7 @@ impl Revelation {
                 self.current = Some(n);
                 Some(TraceRequest {
                     dst: n.0,
-                    first_ttl: self.start_ttl,
+                    first_ttl: self.subject.start_ttl,
                 })
             }
             None => {
@@ -304,7 +337,7 @@ impl Revelation {
         let reading = match trace {
             Some(t) => {
                 self.probes += t.probe_count as u32;
-                read_revelation(t, self.anchor, self.anchor_is_ingress, dst)
+                read_revelation(t, self.subject.anchor, self.subject.anchor_is_ingress, dst)
             }
             None => TraceReading::Failed(RevealFailure::TargetNotReached),
         };
@@ -349,7 +382,7 @@ impl Revelation {
             TraceReading::Failed(f) => self.status = RevealStatus::Incomplete(f),
             TraceReading::Revealed(hops) => {
                 let known = |a: IpAddr| {
-                    a == self.egress
+                    a == self.subject.egress
                         || self
                             .lsrs
                             .iter()

@@ -70,11 +70,13 @@ fn repeated_target_ends_the_span() {
 #[test]
 fn dpr_reveals_everything_at_once() {
     let mut r = Revelation::new(
-        ip("10.0.0.3"),
-        true,
-        ip("10.0.1.9"),
-        Trigger::Frpla,
-        1,
+        Subject {
+            anchor: ip("10.0.0.3"),
+            anchor_is_ingress: true,
+            egress: ip("10.0.1.9"),
+            trigger: Trigger::Frpla,
+            start_ttl: 1,
+        },
         true,
         32,
     );
@@ -118,7 +120,17 @@ fn dpr_reveals_everything_at_once() {
 #[test]
 fn brpr_walks_back_to_the_ingress() {
     let (ing, l1, l2, l3, egr) = ("10.0.0.3", "10.0.1.1", "10.0.1.2", "10.0.1.3", "10.0.1.9");
-    let mut r = Revelation::new(ip(ing), true, ip(egr), Trigger::Rtla, 2, true, 32);
+    let mut r = Revelation::new(
+        Subject {
+            anchor: ip(ing),
+            anchor_is_ingress: true,
+            egress: ip(egr),
+            trigger: Trigger::Rtla,
+            start_ttl: 2,
+        },
+        true,
+        32,
+    );
     // Step 1: to the egress, the penultimate hop shows.
     assert_eq!(r.poll_trace().unwrap().dst, ip(egr));
     r.handle_trace(Some(&trace(
@@ -164,7 +176,17 @@ fn brpr_walks_back_to_the_ingress() {
 #[test]
 fn brpr_blocked_is_incomplete() {
     let (ing, l3, egr) = ("10.0.0.3", "10.0.1.3", "10.0.1.9");
-    let mut r = Revelation::new(ip(ing), true, ip(egr), Trigger::Frpla, 1, true, 32);
+    let mut r = Revelation::new(
+        Subject {
+            anchor: ip(ing),
+            anchor_is_ingress: true,
+            egress: ip(egr),
+            trigger: Trigger::Frpla,
+            start_ttl: 1,
+        },
+        true,
+        32,
+    );
     r.poll_trace();
     r.handle_trace(Some(&trace(
         egr,
@@ -182,7 +204,17 @@ fn brpr_blocked_is_incomplete() {
 #[test]
 fn brpr_step_limit() {
     let (ing, l3, egr) = ("10.0.0.3", "10.0.1.3", "10.0.1.9");
-    let mut r = Revelation::new(ip(ing), true, ip(egr), Trigger::Frpla, 1, true, 1);
+    let mut r = Revelation::new(
+        Subject {
+            anchor: ip(ing),
+            anchor_is_ingress: true,
+            egress: ip(egr),
+            trigger: Trigger::Frpla,
+            start_ttl: 1,
+        },
+        true,
+        1,
+    );
     r.poll_trace();
     r.handle_trace(Some(&trace(
         egr,
@@ -200,11 +232,13 @@ fn brpr_step_limit() {
 #[test]
 fn nothing_revealed_fails() {
     let mut r = Revelation::new(
-        ip("10.0.0.3"),
-        true,
-        ip("10.0.0.4"),
-        Trigger::Frpla,
-        1,
+        Subject {
+            anchor: ip("10.0.0.3"),
+            anchor_is_ingress: true,
+            egress: ip("10.0.0.4"),
+            trigger: Trigger::Frpla,
+            start_ttl: 1,
+        },
         true,
         32,
     );
@@ -235,7 +269,17 @@ fn buddy_for_duplicate_ip() {
     assert_eq!(buddies(ip("10.0.2.7")), vec![ip("10.0.2.6")]);
 
     let (ing, next) = ("10.0.0.3", "10.0.2.1");
-    let mut r = Revelation::new(ip(ing), true, ip(next), Trigger::DupIp, 1, true, 32);
+    let mut r = Revelation::new(
+        Subject {
+            anchor: ip(ing),
+            anchor_is_ingress: true,
+            egress: ip(next),
+            trigger: Trigger::DupIp,
+            start_ttl: 1,
+        },
+        true,
+        32,
+    );
     // First buddy (/30) does not exist: target not reached; the /31 one is the egress.
     assert_eq!(r.poll_trace().unwrap().dst, ip("10.0.2.2"));
     r.handle_trace(Some(&trace("10.0.2.2", &[te(1, ing, 254, 1)])));
@@ -257,11 +301,13 @@ fn buddy_for_duplicate_ip() {
 #[test]
 fn engine_refusal_counts_as_target_not_reached() {
     let mut r = Revelation::new(
-        ip("10.0.0.3"),
-        true,
-        ip("10.0.0.4"),
-        Trigger::Frpla,
-        1,
+        Subject {
+            anchor: ip("10.0.0.3"),
+            anchor_is_ingress: true,
+            egress: ip("10.0.0.4"),
+            trigger: Trigger::Frpla,
+            start_ttl: 1,
+        },
         true,
         32,
     );
