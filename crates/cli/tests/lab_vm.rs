@@ -9,7 +9,7 @@ use std::net::{Ipv4Addr, UdpSocket};
 use std::time::Duration;
 
 use lab_common::{vtnt, Lab};
-use vtnt_wire::build::{icmp_echo, Ip};
+use vtnt_wire::build::{icmp_echo, Echo, Ip};
 use vtnt_wire::reply::{parse, Body};
 
 fn vm_json(lab: &Lab) -> serde_json::Value {
@@ -73,7 +73,18 @@ impl Guest {
             tos: 0,
             ipid: seq,
         };
-        let n = icmp_echo(&mut p, &ip, 8, 0x5151, seq, &[0; 16], Some(0x1111)).unwrap();
+        let n = icmp_echo(
+            &mut p,
+            &ip,
+            &Echo {
+                icmp_type: 8,
+                ident: 0x5151,
+                seq,
+                payload: &[0; 16],
+                checksum: Some(0x1111),
+            },
+        )
+        .unwrap();
         f.extend_from_slice(&p[..n]);
         self.sock.send(&f).unwrap();
         let mut b = [0u8; 1600];

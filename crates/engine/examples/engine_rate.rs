@@ -43,7 +43,18 @@ fn answer(probe: &[u8], out: &mut Vec<u8>) {
             tos: 0,
             ipid: 1,
         };
-        build::icmp_error(out, &r, 11, 0, probe, 28, &[]).unwrap()
+        build::icmp_error(
+            out,
+            &r,
+            &build::IcmpError {
+                icmp_type: 11,
+                code: 0,
+                original: probe,
+                quote_len: 28,
+                mpls: &[],
+            },
+        )
+        .unwrap()
     } else {
         let h = Ip {
             src: dst,
@@ -58,8 +69,30 @@ fn answer(probe: &[u8], out: &mut Vec<u8>) {
                 seq,
                 payload,
                 ..
-            } => build::icmp_echo(out, &h, 0, ident, seq, payload, None).unwrap(),
-            Body::Udp { .. } => build::icmp_error(out, &h, 3, 3, probe, 28, &[]).unwrap(),
+            } => build::icmp_echo(
+                out,
+                &h,
+                &build::Echo {
+                    icmp_type: 0,
+                    ident,
+                    seq,
+                    payload,
+                    checksum: None,
+                },
+            )
+            .unwrap(),
+            Body::Udp { .. } => build::icmp_error(
+                out,
+                &h,
+                &build::IcmpError {
+                    icmp_type: 3,
+                    code: 3,
+                    original: probe,
+                    quote_len: 28,
+                    mpls: &[],
+                },
+            )
+            .unwrap(),
             Body::Tcp {
                 sport, dport, seq, ..
             } => {

@@ -106,11 +106,13 @@ pub(crate) fn build(buf: &mut [u8], flow: &Flow, p: &Probe) -> Result<usize, Err
             let n = build::icmp_echo(
                 buf,
                 &ip,
-                icmp_type::ECHO_REQUEST,
-                flow.sport(),
-                p.number,
-                payload,
-                None,
+                &build::Echo {
+                    icmp_type: icmp_type::ECHO_REQUEST,
+                    ident: flow.sport(),
+                    seq: p.number,
+                    payload,
+                    checksum: None,
+                },
             )?;
             let m = buf.get_mut(20..n).ok_or(Error::Truncated)?;
             let at = 8 + ICMP_TAG_AT;
@@ -123,7 +125,16 @@ pub(crate) fn build(buf: &mut [u8], flow: &Flow, p: &Probe) -> Result<usize, Err
         }
         proto::UDP => {
             let payload = payload(p.size, IP_UDP_ICMP_HEADERS)?;
-            build::udp(buf, &ip, flow.sport(), flow.dport, payload, Some(p.number))
+            build::udp(
+                buf,
+                &ip,
+                &build::Udp {
+                    sport: flow.sport(),
+                    dport: flow.dport,
+                    payload,
+                    checksum: Some(p.number),
+                },
+            )
         }
         _ => {
             let t = build::Tcp {

@@ -45,16 +45,29 @@ fn replies_to(probes: &[Vec<u8>]) -> Vec<Vec<u8>> {
             ipid: 4,
         };
         let mut b = vec![0u8; 400];
-        let n = build::icmp_error(&mut b, &router, 11, 0, p, 28, &[]).unwrap();
+        let n = build::icmp_error(
+            &mut b,
+            &router,
+            &build::IcmpError {
+                icmp_type: 11,
+                code: 0,
+                original: p,
+                quote_len: 28,
+                mpls: &[],
+            },
+        )
+        .unwrap();
         out.push(b[..n].to_vec());
         let n = build::icmp_error(
             &mut b,
             &router,
-            11,
-            0,
-            p,
-            28,
-            &[Lse::new(24001, 0, true, 1)],
+            &build::IcmpError {
+                icmp_type: 11,
+                code: 0,
+                original: p,
+                quote_len: 28,
+                mpls: &[Lse::new(24001, 0, true, 1)],
+            },
         )
         .unwrap();
         out.push(b[..n].to_vec());
@@ -64,8 +77,30 @@ fn replies_to(probes: &[Vec<u8>]) -> Vec<Vec<u8>> {
                 seq,
                 payload,
                 ..
-            } => build::icmp_echo(&mut b, &host, 0, ident, seq, payload, None).unwrap(),
-            Body::Udp { .. } => build::icmp_error(&mut b, &host, 3, 3, p, 28, &[]).unwrap(),
+            } => build::icmp_echo(
+                &mut b,
+                &host,
+                &build::Echo {
+                    icmp_type: 0,
+                    ident,
+                    seq,
+                    payload,
+                    checksum: None,
+                },
+            )
+            .unwrap(),
+            Body::Udp { .. } => build::icmp_error(
+                &mut b,
+                &host,
+                &build::IcmpError {
+                    icmp_type: 3,
+                    code: 3,
+                    original: p,
+                    quote_len: 28,
+                    mpls: &[],
+                },
+            )
+            .unwrap(),
             Body::Tcp {
                 sport, dport, seq, ..
             } => {

@@ -497,7 +497,17 @@ fn foreign_packets_are_counted_unmatched() {
         tos: 0,
         ipid: 1,
     };
-    let n = vtnt_wire::build::udp(&mut probe, &ip, 1234, 33435, &[0; 16], Some(1)).unwrap();
+    let n = vtnt_wire::build::udp(
+        &mut probe,
+        &ip,
+        &vtnt_wire::build::Udp {
+            sport: 1234,
+            dport: 33435,
+            payload: &[0; 16],
+            checksum: Some(1),
+        },
+    )
+    .unwrap();
     let rip = vtnt_wire::build::Ip {
         src: ip.dst,
         dst: SRC,
@@ -506,7 +516,18 @@ fn foreign_packets_are_counted_unmatched() {
         ipid: 9,
     };
     let mut b = [0u8; 200];
-    let m = vtnt_wire::build::icmp_error(&mut b, &rip, 11, 0, &probe[..n], 28, &[]).unwrap();
+    let m = vtnt_wire::build::icmp_error(
+        &mut b,
+        &rip,
+        &vtnt_wire::build::IcmpError {
+            icmp_type: 11,
+            code: 0,
+            original: &probe[..n],
+            quote_len: 28,
+            mpls: &[],
+        },
+    )
+    .unwrap();
     e.handle_packet(T0, &b[..m]);
     e.handle_packet(T0, &probe[..n]);
     e.handle_packet(T0, &[]);

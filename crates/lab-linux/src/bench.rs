@@ -6,7 +6,7 @@ use std::net::Ipv4Addr;
 use std::time::{Duration, Instant as Wall};
 
 use vtnt_lab::{Instant, Lab, Port, Topology};
-use vtnt_wire::build::{icmp_echo, Ip};
+use vtnt_wire::build::{icmp_echo, Echo, Ip};
 
 use crate::{sys, Error};
 
@@ -44,11 +44,13 @@ fn probes(src: Ipv4Addr, dsts: &[Ipv4Addr]) -> Vec<Vec<u8>> {
             if let Ok(n) = icmp_echo(
                 &mut b,
                 &ip,
-                8,
-                0x7674,
-                u16::from(ttl),
-                &[0; 16],
-                Some(0x4242),
+                &Echo {
+                    icmp_type: 8,
+                    ident: 0x7674,
+                    seq: u16::from(ttl),
+                    payload: &[0; 16],
+                    checksum: Some(0x4242),
+                },
             ) {
                 b.truncate(n);
                 v.push(b);

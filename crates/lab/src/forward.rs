@@ -433,7 +433,17 @@ impl Lab {
         };
         let mut buf = self.buffer();
         buf.resize(20 + 8 + QUOTE_LEN + 8 + 4 * labels.len(), 0);
-        let Ok(n) = build::icmp_error(&mut buf, &ip, ty, code, orig, QUOTE_LEN, labels) else {
+        let Ok(n) = build::icmp_error(
+            &mut buf,
+            &ip,
+            &build::IcmpError {
+                icmp_type: ty,
+                code,
+                original: orig,
+                quote_len: QUOTE_LEN,
+                mpls: labels,
+            },
+        ) else {
             return self.recycle(buf);
         };
         buf.truncate(n);
@@ -507,22 +517,26 @@ impl Lab {
             } => build::icmp_echo(
                 &mut buf,
                 &ip,
-                icmp_type::ECHO_REPLY,
-                ident,
-                seq,
-                payload,
-                None,
+                &build::Echo {
+                    icmp_type: icmp_type::ECHO_REPLY,
+                    ident,
+                    seq,
+                    payload,
+                    checksum: None,
+                },
             ),
             Body::Udp { .. } => {
                 ip.ttl = ittl_err;
                 build::icmp_error(
                     &mut buf,
                     &ip,
-                    icmp_type::DEST_UNREACH,
-                    3,
-                    pkt,
-                    QUOTE_LEN,
-                    &[],
+                    &build::IcmpError {
+                        icmp_type: icmp_type::DEST_UNREACH,
+                        code: 3,
+                        original: pkt,
+                        quote_len: QUOTE_LEN,
+                        mpls: &[],
+                    },
                 )
             }
             Body::Tcp {

@@ -11,13 +11,13 @@
 //! ```
 //! use vtnt_lab::{Lab, Port, Topology};
 //! use vtnt_record::Instant;
-//! use vtnt_wire::build::{icmp_echo, Ip};
+//! use vtnt_wire::build::{icmp_echo, Echo, Ip};
 //!
 //! let mut lab = Lab::new(Topology::reference());
 //! let dst = lab.truth().by_name("explicit").unwrap().dst;
 //! let ip = Ip { src: "192.0.2.2".parse().unwrap(), dst, ttl: 3, tos: 0, ipid: 1 };
 //! let mut probe = [0u8; 64];
-//! let n = icmp_echo(&mut probe, &ip, 8, 1, 1, &[0; 8], None).unwrap();
+//! let n = icmp_echo(&mut probe, &ip, &Echo { icmp_type: 8, ident: 1, seq: 1, payload: &[0; 8], checksum: None }).unwrap();
 //! lab.handle_packet(Instant::ZERO, Port(0), &probe[..n]);
 //! let due = lab.poll_timeout().unwrap();
 //! let mut buf = [0u8; 1500];

@@ -5,7 +5,7 @@
 use core::net::{IpAddr, Ipv4Addr};
 
 use vtnt_record::Instant;
-use vtnt_wire::build::{icmp_echo, Ip};
+use vtnt_wire::build::{icmp_echo, Echo, Ip};
 use vtnt_wire::reply::{self, Body};
 
 use crate::lab::{Lab, Port};
@@ -81,7 +81,18 @@ impl<'a> Tracer<'a> {
             ipid: self.seq,
         };
         let mut p = [0u8; 64];
-        let n = icmp_echo(&mut p, &ip, 8, 0x7a7a, self.seq, &[0; 16], Some(self.flow)).ok()?;
+        let n = icmp_echo(
+            &mut p,
+            &ip,
+            &Echo {
+                icmp_type: 8,
+                ident: 0x7a7a,
+                seq: self.seq,
+                payload: &[0; 16],
+                checksum: Some(self.flow),
+            },
+        )
+        .ok()?;
         let sent = self.now;
         self.lab.handle_packet(sent, self.port, &p[..n]);
         let mut found = None;

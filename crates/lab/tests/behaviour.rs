@@ -6,7 +6,7 @@ use std::net::Ipv4Addr;
 
 use vtnt_lab::tracer::Tracer;
 use vtnt_lab::{Instant, Lab, Port, Topology};
-use vtnt_wire::build::{tcp, udp, Ip, Tcp};
+use vtnt_wire::build::{tcp, udp, Ip, Tcp, Udp};
 use vtnt_wire::reply::{parse, Body};
 
 fn ip(s: &str) -> Ipv4Addr {
@@ -119,7 +119,18 @@ fn delays_add_up_and_poll_timeout_says_when() {
         tos: 0,
         ipid: 1,
     };
-    let n = vtnt_wire::build::icmp_echo(&mut b, &p, 8, 1, 1, &[0; 4], None).unwrap();
+    let n = vtnt_wire::build::icmp_echo(
+        &mut b,
+        &p,
+        &vtnt_wire::build::Echo {
+            icmp_type: 8,
+            ident: 1,
+            seq: 1,
+            payload: &[0; 4],
+            checksum: None,
+        },
+    )
+    .unwrap();
     lab.handle_packet(Instant::from_millis(10), Port(0), &b[..n]);
     // 0.05 ms to r1, then r1 answers?  No: 100.64.0.6 is r3's side of r1-r3 (3 ms).
     // Echo request VP -> r1 -> r3: 0.05 + 3 ms; reply r3 -> r1 -> VP: 3 + 0.05 ms.
@@ -174,7 +185,17 @@ fn hosts_answer_udp_and_tcp() {
         tos: 0,
         ipid: 7,
     };
-    let n = udp(&mut b, &pk, 40000, 33435, &[0; 8], None).unwrap();
+    let n = udp(
+        &mut b,
+        &pk,
+        &Udp {
+            sport: 40000,
+            dport: 33435,
+            payload: &[0; 8],
+            checksum: None,
+        },
+    )
+    .unwrap();
     lab.handle_packet(Instant::ZERO, Port(0), &b[..n]);
     let (_, len) = lab
         .poll_transmit(Instant::from_millis(100), &mut out)
@@ -213,7 +234,17 @@ fn hosts_answer_udp_and_tcp() {
     }
     // A TTL-limited UDP probe gets a time exceeded quoting the UDP header.
     let pk = Ip { ttl: 1, ..pk };
-    let n = udp(&mut b, &pk, 40000, 33436, &[0; 8], None).unwrap();
+    let n = udp(
+        &mut b,
+        &pk,
+        &Udp {
+            sport: 40000,
+            dport: 33436,
+            payload: &[0; 8],
+            checksum: None,
+        },
+    )
+    .unwrap();
     lab.handle_packet(Instant::ZERO, Port(0), &b[..n]);
     let (_, len) = lab
         .poll_transmit(Instant::from_millis(100), &mut out)

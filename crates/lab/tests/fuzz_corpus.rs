@@ -67,10 +67,29 @@ fn write_seed_corpus() {
         type Builder = fn(&mut [u8], &Ip) -> vtnt_wire::Result<usize>;
         let kinds: [(&str, Builder); 3] = [
             ("icmp", |b, ip| {
-                build::icmp_echo(b, ip, 8, 0x8001, 1, &[0; 12], None)
+                build::icmp_echo(
+                    b,
+                    ip,
+                    &build::Echo {
+                        icmp_type: 8,
+                        ident: 0x8001,
+                        seq: 1,
+                        payload: &[0; 12],
+                        checksum: None,
+                    },
+                )
             }),
             ("udp", |b, ip| {
-                build::udp(b, ip, 0x8001, 33435, &[0; 12], None)
+                build::udp(
+                    b,
+                    ip,
+                    &build::Udp {
+                        sport: 0x8001,
+                        dport: 33435,
+                        payload: &[0; 12],
+                        checksum: None,
+                    },
+                )
             }),
             ("tcp", |b, ip| build::tcp(b, ip, &SYN)),
         ];

@@ -53,18 +53,28 @@ fn force_checksum(seg: &mut [u8], csum_at: usize, fix_at: usize, extra: u16, tar
     seg[csum_at..csum_at + 2].copy_from_slice(&target.to_be_bytes());
 }
 
-/// An ICMP echo request (type 8) or reply (type 0) carrying `payload`. With
-/// `checksum = Some(c)` (Paris ICMP), the first two payload bytes are replaced so that the
-/// ICMP checksum is `c`; the payload must then be at least two bytes.
-pub fn icmp_echo(
-    buf: &mut [u8],
-    ip: &Ip,
-    icmp_type: u8,
-    ident: u16,
-    seq: u16,
-    payload: &[u8],
-    checksum: Option<u16>,
-) -> Result<usize> {
+/// An ICMP echo message: [`icmp_echo`] writes it.
+#[derive(Debug, Clone, Copy)]
+pub struct Echo<'a> {
+    /// 8 (request) or 0 (reply).
+    pub icmp_type: u8,
+    pub ident: u16,
+    pub seq: u16,
+    pub payload: &'a [u8],
+    /// `Some(c)` (Paris ICMP): the first two payload bytes are replaced so that the ICMP
+    /// checksum is `c`; the payload must then be at least two bytes.
+    pub checksum: Option<u16>,
+}
+
+/// An ICMP echo request or reply (see [`Echo`]).
+pub fn icmp_echo(buf: &mut [u8], ip: &Ip, e: &Echo) -> Result<usize> {
+    let Echo {
+        icmp_type,
+        ident,
+        seq,
+        payload,
+        checksum,
+    } = *e;
     let len = 8 + payload.len();
     let total = ipv4(buf, ip, proto::ICMP, len)?;
     let m = &mut buf[IP_LEN..total];
@@ -102,16 +112,25 @@ pub fn icmp_echo_checksum(m: &mut [u8], checksum: Option<u16>) -> Result<()> {
     Ok(())
 }
 
-/// A UDP datagram. With `checksum = Some(c)` (Paris UDP) the first two payload bytes are
-/// chosen so that the UDP checksum is `c` (must not be 0, which means "no checksum").
-pub fn udp(
-    buf: &mut [u8],
-    ip: &Ip,
-    sport: u16,
-    dport: u16,
-    payload: &[u8],
-    checksum: Option<u16>,
-) -> Result<usize> {
+/// A UDP datagram: [`udp`] writes it.
+#[derive(Debug, Clone, Copy)]
+pub struct Udp<'a> {
+    pub sport: u16,
+    pub dport: u16,
+    pub payload: &'a [u8],
+    /// `Some(c)` (Paris UDP): the first two payload bytes are chosen so that the UDP
+    /// checksum is `c` (must not be 0, which means "no checksum").
+    pub checksum: Option<u16>,
+}
+
+/// A UDP datagram (see [`Udp`]).
+pub fn udp(buf: &mut [u8], ip: &Ip, u: &Udp) -> Result<usize> {
+    let Udp {
+        sport,
+        dport,
+        payload,
+        checksum,
+    } = *u;
     let len = 8 + payload.len();
     let len16 = u16::try_from(len).map_err(|_| Error::Malformed)?;
     let total = ipv4(buf, ip, proto::UDP, len)?;
@@ -169,19 +188,29 @@ pub fn tcp(buf: &mut [u8], ip: &Ip, t: &Tcp) -> Result<usize> {
     Ok(total)
 }
 
-/// An ICMP error (time exceeded, destination unreachable) quoting the first
-/// `quote_len` bytes of `original` (fewer if it is shorter). With a non-empty `mpls`
-/// stack, the quote is zero-padded to 128 bytes, RFC 4884's length field is set and an
-/// RFC 4950 label stack object follows.
-pub fn icmp_error(
-    buf: &mut [u8],
-    ip: &Ip,
-    icmp_type: u8,
-    code: u8,
-    original: &[u8],
-    quote_len: usize,
-    mpls: &[Lse],
-) -> Result<usize> {
+/// An ICMP error (time exceeded, destination unreachable): [`icmp_error`] writes it.
+#[derive(Debug, Clone, Copy)]
+pub struct IcmpError<'a> {
+    pub icmp_type: u8,
+    pub code: u8,
+    /// The packet that caused it, of which the first `quote_len` bytes are quoted (fewer if
+    /// it is shorter).
+    pub original: &'a [u8],
+    pub quote_len: usize,
+    /// With a non-empty stack the quote is zero-padded to 128 bytes, RFC 4884's length
+    /// field is set and an RFC 4950 label stack object follows.
+    pub mpls: &'a [Lse],
+}
+
+/// An ICMP error (see [`IcmpError`]).
+pub fn icmp_error(buf: &mut [u8], ip: &Ip, e: &IcmpError) -> Result<usize> {
+    let IcmpError {
+        icmp_type,
+        code,
+        original,
+        quote_len,
+        mpls,
+    } = *e;
     let q = original.len().min(quote_len);
     let (quoted_space, ext_len) = if mpls.is_empty() {
         (q, 0)
@@ -222,7 +251,18 @@ mod tests {
     #[test]
     fn echo_request_matches_hand_made_bytes() {
         let mut b = [0xa5u8; 64];
-        let n = icmp_echo(&mut b, &IP, 8, 0x1234, 1, &[0, 0, 0, 0], None).unwrap();
+        let n = icmp_echo(
+            &mut b,
+            &IP,
+            &Echo {
+                icmp_type: 8,
+                ident: 0x1234,
+                seq: 1,
+                payload: &[0, 0, 0, 0],
+                checksum: None,
+            },
+        )
+        .unwrap();
         assert_eq!(n, 32);
         assert_eq!(
             &b[..32],
@@ -239,7 +279,18 @@ mod tests {
     fn paris_icmp_checksum_is_constant_across_sequence_numbers() {
         let mut b = [0u8; 64];
         for seq in 0..300u16 {
-            let n = icmp_echo(&mut b, &IP, 8, 0x1234, seq, &[0; 16], Some(0xbeef)).unwrap();
+            let n = icmp_echo(
+                &mut b,
+                &IP,
+                &Echo {
+                    icmp_type: 8,
+                    ident: 0x1234,
+                    seq,
+                    payload: &[0; 16],
+                    checksum: Some(0xbeef),
+                },
+            )
+            .unwrap();
             let Body::Echo {
                 checksum: c,
                 seq: s,
@@ -257,7 +308,17 @@ mod tests {
     fn paris_udp_checksum_carries_the_probe_id_and_verifies() {
         let mut b = [0u8; 64];
         for id in [1u16, 2, 0x7fff, 0xfffe] {
-            let n = udp(&mut b, &IP, 0x8001, 33435, &[0; 16], Some(id)).unwrap();
+            let n = udp(
+                &mut b,
+                &IP,
+                &Udp {
+                    sport: 0x8001,
+                    dport: 33435,
+                    payload: &[0; 16],
+                    checksum: Some(id),
+                },
+            )
+            .unwrap();
             let Body::Udp { checksum: c, .. } = reply::parse(&b[..n]).unwrap().body else {
                 panic!()
             };
@@ -266,7 +327,16 @@ mod tests {
             assert_eq!(checksum::add(checksum::sum(&b[20..n]), pseudo), 0xffff);
         }
         assert_eq!(
-            udp(&mut b, &IP, 1, 2, &[0; 4], Some(0)),
+            udp(
+                &mut b,
+                &IP,
+                &Udp {
+                    sport: 1,
+                    dport: 2,
+                    payload: &[0; 4],
+                    checksum: Some(0)
+                }
+            ),
             Err(Error::Malformed)
         );
     }
@@ -298,7 +368,18 @@ mod tests {
     #[test]
     fn time_exceeded_with_labels_round_trips() {
         let mut probe = [0u8; 64];
-        let pn = icmp_echo(&mut probe, &IP, 8, 7, 9, &[0; 24], Some(0x4242)).unwrap();
+        let pn = icmp_echo(
+            &mut probe,
+            &IP,
+            &Echo {
+                icmp_type: 8,
+                ident: 7,
+                seq: 9,
+                payload: &[0; 24],
+                checksum: Some(0x4242),
+            },
+        )
+        .unwrap();
         let router = Ip {
             src: Ipv4Addr::new(198, 51, 100, 1),
             dst: IP.src,
@@ -308,7 +389,18 @@ mod tests {
         };
         let stack = [Lse::new(300, 0, false, 1), Lse::new(17, 0, true, 1)];
         let mut b = [0u8; 256];
-        let n = icmp_error(&mut b, &router, 11, 0, &probe[..pn], 28, &stack).unwrap();
+        let n = icmp_error(
+            &mut b,
+            &router,
+            &IcmpError {
+                icmp_type: 11,
+                code: 0,
+                original: &probe[..pn],
+                quote_len: 28,
+                mpls: &stack,
+            },
+        )
+        .unwrap();
         assert_eq!(n, 20 + 8 + 128 + 16);
         assert_eq!(checksum::sum(&b[20..n]), 0xffff);
         let r = reply::parse(&b[..n]).unwrap();
@@ -326,7 +418,18 @@ mod tests {
         ));
         assert!(ext.unwrap().mpls_stack().eq(stack.iter().copied()));
         // without labels: plain 28-byte quote, no extension
-        let n = icmp_error(&mut b, &router, 11, 0, &probe[..pn], 28, &[]).unwrap();
+        let n = icmp_error(
+            &mut b,
+            &router,
+            &IcmpError {
+                icmp_type: 11,
+                code: 0,
+                original: &probe[..pn],
+                quote_len: 28,
+                mpls: &[],
+            },
+        )
+        .unwrap();
         assert_eq!(n, 20 + 8 + 28);
         assert!(matches!(
             reply::parse(&b[..n]).unwrap().body,

@@ -54,20 +54,85 @@ fn write_seed_corpus() {
         ipid: 1,
     };
     let mut probe = [0u8; 64];
-    let pn = build::icmp_echo(&mut probe, &probe_ip, 8, 0x8123, 3, &[0; 16], Some(0x4242)).unwrap();
+    let pn = build::icmp_echo(
+        &mut probe,
+        &probe_ip,
+        &build::Echo {
+            icmp_type: 8,
+            ident: 0x8123,
+            seq: 3,
+            payload: &[0; 16],
+            checksum: Some(0x4242),
+        },
+    )
+    .unwrap();
     let mut udp = [0u8; 64];
-    let un = build::udp(&mut udp, &probe_ip, 0x8123, 33435, &[0; 16], Some(3)).unwrap();
+    let un = build::udp(
+        &mut udp,
+        &probe_ip,
+        &build::Udp {
+            sport: 0x8123,
+            dport: 33435,
+            payload: &[0; 16],
+            checksum: Some(3),
+        },
+    )
+    .unwrap();
     let mut b = [0u8; 400];
     let mut seeds: Vec<(&str, Vec<u8>)> = Vec::new();
-    let n = build::icmp_error(&mut b, &router, 11, 0, &probe[..pn], 28, &[]).unwrap();
+    let n = build::icmp_error(
+        &mut b,
+        &router,
+        &build::IcmpError {
+            icmp_type: 11,
+            code: 0,
+            original: &probe[..pn],
+            quote_len: 28,
+            mpls: &[],
+        },
+    )
+    .unwrap();
     seeds.push(("te_icmp", b[..n].to_vec()));
     let stack = [Lse::new(24001, 0, false, 1), Lse::new(16, 0, true, 1)];
-    let n = build::icmp_error(&mut b, &router, 11, 0, &probe[..pn], 28, &stack).unwrap();
+    let n = build::icmp_error(
+        &mut b,
+        &router,
+        &build::IcmpError {
+            icmp_type: 11,
+            code: 0,
+            original: &probe[..pn],
+            quote_len: 28,
+            mpls: &stack,
+        },
+    )
+    .unwrap();
     let te_mpls = b[..n].to_vec();
     seeds.push(("te_mpls", te_mpls.clone()));
-    let n = build::icmp_error(&mut b, &router, 3, 3, &udp[..un], 28, &[]).unwrap();
+    let n = build::icmp_error(
+        &mut b,
+        &router,
+        &build::IcmpError {
+            icmp_type: 3,
+            code: 3,
+            original: &udp[..un],
+            quote_len: 28,
+            mpls: &[],
+        },
+    )
+    .unwrap();
     seeds.push(("port_unreach", b[..n].to_vec()));
-    let n = build::icmp_echo(&mut b, &router, 0, 0x8123, 3, &[1, 2, 3], None).unwrap();
+    let n = build::icmp_echo(
+        &mut b,
+        &router,
+        &build::Echo {
+            icmp_type: 0,
+            ident: 0x8123,
+            seq: 3,
+            payload: &[1, 2, 3],
+            checksum: None,
+        },
+    )
+    .unwrap();
     seeds.push(("echo_reply", b[..n].to_vec()));
     let t = build::Tcp {
         sport: 80,

@@ -264,7 +264,18 @@ impl Sim {
 
 fn icmp_error(ip: &Ip, t: u8, code: u8, quoted: &[u8], q: usize, stack: &[Lse]) -> Vec<u8> {
     let mut b = vec![0u8; 1600];
-    let n = build::icmp_error(&mut b, ip, t, code, quoted, q, stack).expect("icmp error");
+    let n = build::icmp_error(
+        &mut b,
+        ip,
+        &build::IcmpError {
+            icmp_type: t,
+            code,
+            original: quoted,
+            quote_len: q,
+            mpls: stack,
+        },
+    )
+    .expect("icmp error");
     b.truncate(n);
     b
 }
@@ -279,7 +290,18 @@ fn host_answer(ip: &Ip, host: &Host, probe: &[u8], ttl_left: u8) -> Option<Vec<u
             seq,
             payload,
             ..
-        } => build::icmp_echo(&mut b, ip, icmp_type::ECHO_REPLY, ident, seq, payload, None).ok()?,
+        } => build::icmp_echo(
+            &mut b,
+            ip,
+            &build::Echo {
+                icmp_type: icmp_type::ECHO_REPLY,
+                ident,
+                seq,
+                payload,
+                checksum: None,
+            },
+        )
+        .ok()?,
         Body::Udp { .. } => {
             let mut quoted = probe.to_vec();
             quoted[8] = ttl_left;
