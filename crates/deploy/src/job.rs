@@ -124,52 +124,29 @@ impl VmAttach {
 }
 
 impl Lab {
-    /// Reads a running lab's state (`/run/vtnt/lab/<name>/state.json` and `vm.json`).
+    /// Reads a running lab's state and VM front through `vtnt-lab-linux`'s types.
     pub fn open(name: &str) -> anyhow::Result<Lab> {
-        let dir = vtnt_lab_linux_state_dir(name);
-        let state: Value = read_json(&dir.join("state.json")).with_context(|| {
-            format!("lab `{name}` is not running (start it with `vtnt lab up --name {name}`)")
-        })?;
-        let vm: Value = read_json(&dir.join("vm.json"))?;
-        let netns = state["netns"].as_str().unwrap_or(name).to_string();
-        let netns_path = PathBuf::from("/run/netns").join(&netns);
+        let state = vtnt_lab_linux::lab_state(name)?;
+        let vm = vtnt_lab_linux::vm_info(name)?;
+        let netns_path = PathBuf::from("/run/netns").join(&state.netns);
         if !netns_path.exists() {
             anyhow::bail!(
                 "lab `{name}`: namespace {} is gone; restart the lab",
                 netns_path.display()
             );
         }
-        let vp = state["vp_address"]
-            .as_str()
-            .context("state.json: no vp_address")?;
+        let vp = state.vp_address.as_str();
         Ok(Lab {
             name: name.to_string(),
             netns_path,
             vp_address: vp.split('/').next().unwrap_or(vp).to_string(),
             vm: VmAttach {
-                port: vm["port"].as_u64().context("vm.json: no port")? as u16,
-                prefix: vm["prefix"]
-                    .as_str()
-                    .context("vm.json: no prefix")?
-                    .to_string(),
-                gateway: vm["gateway"]
-                    .as_str()
-                    .context("vm.json: no gateway")?
-                    .to_string(),
+                port: vm.port,
+                prefix: vm.prefix,
+                gateway: vm.gateway,
             },
         })
     }
-}
-
-fn vtnt_lab_linux_state_dir(name: &str) -> PathBuf {
-    std::env::var_os("VTNT_LAB_RUN_DIR")
-        .map_or_else(|| PathBuf::from("/run/vtnt/lab"), PathBuf::from)
-        .join(name)
-}
-
-fn read_json(p: &std::path::Path) -> anyhow::Result<Value> {
-    let s = std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
-    serde_json::from_str(&s).with_context(|| format!("parsing {}", p.display()))
 }
 
 const VARYING: [&str; 8] = [

@@ -319,6 +319,16 @@ pub fn running_topology(name: &str) -> Result<Topology, Error> {
     Ok(Topology::parse(&text, &source)?)
 }
 
+/// The state of running lab `name` (`state.json`).
+pub fn lab_state(name: &str) -> Result<LabState, Error> {
+    check_name(name).map_err(Error::msg)?;
+    read_json(&state_dir(name).join("state.json")).map_err(|_| {
+        Error::msg(format!(
+            "lab `{name}` is not running (start it with `vtnt lab up --name {name}`)"
+        ))
+    })
+}
+
 /// The VM attach parameters of lab `name`.
 pub fn vm_info(name: &str) -> Result<VmInfo, Error> {
     check_name(name).map_err(Error::msg)?;

@@ -23,7 +23,9 @@ pub mod state;
 mod sys;
 pub mod vm;
 
-pub use control::{down, exec, running_topology, status, up, vm_info, Status, UpOptions};
+pub use control::{
+    down, exec, lab_state, running_topology, status, up, vm_info, Status, UpOptions,
+};
 pub use daemon::{serve, ServeOptions};
 pub use state::{LabState, VmInfo};
 
