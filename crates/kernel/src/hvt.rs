@@ -116,7 +116,7 @@ pub fn net_write(frame: &[u8]) -> bool {
     a.ret == 0
 }
 
-/// Fills `buf` with waiting frames (walk them with `vtnt_hvt::frames`); returns the bytes
+/// Fills `buf` with waiting frames (walk them with `vtnt_hvt::frame_at`); returns the bytes
 /// written and whether more frames wait.
 pub fn net_read(buf: &mut [u8]) -> (usize, bool) {
     let mut a = NetRead {

@@ -263,7 +263,7 @@ impl Stats {
 /// This process's peak resident set (KiB) and CPU time (user + system) so far, from
 /// `getrusage`: exact where sampling `/proc` from outside misses a VM that lives a few
 /// milliseconds.
-pub fn own_usage() -> (u64, Duration) {
+fn own_usage() -> (u64, Duration) {
     match getrusage(UsageWho::RUSAGE_SELF) {
         Ok(u) => {
             let tv = |t: nix::sys::time::TimeVal| {
