@@ -9,6 +9,8 @@ export CARGO_TERM_COLOR=never
 # setup.sh installed every tool the tests need: a test that still skips fails, unless its
 # reason is on vtnt-testkit's allow-list (ARCHITECTURE.md, "Tests and fuzzing")
 export VTNT_REQUIRE_ALL=1
+# the VM image build needs about 2 GB of scratch space next to target/: say what there is
+df -h . /var/lib 2>/dev/null | sed 's/^/vtnt test: /' || true
 # Tests that start namespaces or VMs use unique names; two threads keep the 2-core machine
 # responsive under TCG emulation.
 cargo build --release -p vtnt-kernel --target x86_64-unknown-none -q 2>/dev/null || true

@@ -107,10 +107,33 @@ fn clear_files(dir: &Path) {
     }
 }
 
-/// Copies a rootfs tree (`cp -a`) to `dst`.
-pub fn copy_tree(src: &Path, dst: &Path) -> anyhow::Result<()> {
+/// A copy of a cached rootfs tree at `dst` that costs no data blocks: its files are hard
+/// links to the cache (`cp -al`; a plain `cp -a` when the two are on different file
+/// systems). Nothing may write into the copy in place, or the cache changes with it: add
+/// or change files with [`put_file`], which unlinks first.
+pub fn link_tree(src: &Path, dst: &Path) -> anyhow::Result<()> {
     let _ = std::fs::remove_dir_all(dst);
-    paths::run_cmd(Command::new("cp").arg("-a").arg(src).arg(dst))?;
+    if paths::run_cmd(Command::new("cp").arg("-al").arg(src).arg(dst)).is_err() {
+        let _ = std::fs::remove_dir_all(dst);
+        paths::run_cmd(Command::new("cp").arg("-a").arg(src).arg(dst))?;
+    }
+    Ok(())
+}
+
+/// Writes `bytes` to `path` in a tree made by [`link_tree`] as a new file (a previous file
+/// of that name is unlinked, never truncated), with permission bits `mode`.
+pub fn put_file(path: &Path, bytes: &[u8], mode: u32) -> anyhow::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    if let Some(d) = path.parent() {
+        std::fs::create_dir_all(d)?;
+    }
+    match std::fs::remove_file(path) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(e).with_context(|| format!("replacing {}", path.display())),
+    }
+    std::fs::write(path, bytes).with_context(|| format!("writing {}", path.display()))?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))?;
     Ok(())
 }
 

@@ -60,9 +60,9 @@ pub fn build_image(opts: &BuildOptions, flavor: Flavor) -> anyhow::Result<ImageI
         match flavor {
             Flavor::Debian => {
                 let base = debian::minbase(opts.rebuild)?;
-                debian::copy_tree(&base, &root)?;
-                std::fs::copy(&bin, root.join("usr/local/bin/vtnt"))
-                    .context("copying vtnt into the rootfs")?;
+                debian::link_tree(&base, &root)?;
+                let vtnt = std::fs::read(&bin).context("reading the static vtnt")?;
+                debian::put_file(&root.join("usr/local/bin/vtnt"), &vtnt, 0o755)?;
             }
             Flavor::Scratch => {
                 for d in ["proc", "dev", "sys", "etc", "tmp"] {

@@ -94,21 +94,30 @@ pub fn build_image(opts: &BuildOptions) -> anyhow::Result<ImageInfo> {
         let base = debian::vm_rootfs(opts.rebuild)?;
         let tmp = paths::TempDir::new("vm-build")?;
         let root = tmp.path().join("root");
-        debian::copy_tree(&base, &root)?;
-        std::fs::copy(&bin, root.join("usr/local/bin/vtnt"))
-            .context("copying vtnt into the VM rootfs")?;
-        write_exec(&root.join("usr/local/sbin/vtnt-job"), JOB_SCRIPT)?;
-        std::fs::write(root.join("etc/systemd/system/vtnt-job.service"), UNIT)?;
+        debian::link_tree(&base, &root)?;
+        let vtnt = std::fs::read(&bin).context("reading the static vtnt")?;
+        debian::put_file(&root.join("usr/local/bin/vtnt"), &vtnt, 0o755)?;
+        debian::put_file(
+            &root.join("usr/local/sbin/vtnt-job"),
+            JOB_SCRIPT.as_bytes(),
+            0o755,
+        )?;
+        debian::put_file(
+            &root.join("etc/systemd/system/vtnt-job.service"),
+            UNIT.as_bytes(),
+            0o644,
+        )?;
         let wants = root.join("etc/systemd/system/multi-user.target.wants");
         std::fs::create_dir_all(&wants)?;
         let link = wants.join("vtnt-job.service");
         let _ = std::fs::remove_file(&link);
         std::os::unix::fs::symlink("/etc/systemd/system/vtnt-job.service", &link)?;
-        std::fs::write(
-            root.join("etc/fstab"),
-            "/dev/vda / ext4 defaults,errors=remount-ro 0 1\n",
+        debian::put_file(
+            &root.join("etc/fstab"),
+            b"/dev/vda / ext4 defaults,errors=remount-ro 0 1\n",
+            0o644,
         )?;
-        std::fs::write(root.join("etc/hostname"), "vtnt-vm\n")?;
+        debian::put_file(&root.join("etc/hostname"), b"vtnt-vm\n", 0o644)?;
         let boot = tmp.path().join("box");
         std::fs::create_dir_all(&boot)?;
         for (prefix, name) in [("vmlinuz-", "vmlinuz"), ("initrd.img-", "initrd.img")] {
@@ -155,16 +164,6 @@ pub fn build_image(opts: &BuildOptions) -> anyhow::Result<ImageInfo> {
         size_note: "ext4 disk blocks in use + kernel + initrd; download is a compressed qcow2 box"
             .into(),
     })
-}
-
-fn write_exec(p: &Path, text: &str) -> anyhow::Result<()> {
-    use std::os::unix::fs::PermissionsExt;
-    if let Some(d) = p.parent() {
-        std::fs::create_dir_all(d)?;
-    }
-    std::fs::write(p, text).with_context(|| format!("writing {}", p.display()))?;
-    std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o755))?;
-    Ok(())
 }
 
 fn newest(dir: &Path, prefix: &str) -> anyhow::Result<PathBuf> {
