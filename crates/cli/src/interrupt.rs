@@ -8,8 +8,6 @@ use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use anyhow::Context;
-use nix::sys::signal::{kill, Signal};
-use nix::unistd::Pid;
 use signal_hook::consts::{SIGINT, SIGTERM};
 use signal_hook::flag;
 
@@ -42,15 +40,9 @@ fn caught() -> Option<(&'static str, ExitCode)> {
     Some((name, ExitCode::from(128 + sig as u8)))
 }
 
-/// Passes SIGTERM on to process `pid` (a job this process waits for) if SIGTERM is what
-/// arrived. SIGINT is not passed on: it comes from a terminal, which sends it to the
-/// job too, and a second one would make the job exit without its output.
-pub fn forward_sigterm(pid: u32) -> anyhow::Result<()> {
-    if SIGNAL.load(Ordering::SeqCst) != SIGTERM as usize {
-        return Ok(());
-    }
-    let pid = Pid::from_raw(i32::try_from(pid).context("process id out of range")?);
-    kill(pid, Signal::SIGTERM).with_context(|| format!("passing SIGTERM on to process {pid}"))
+/// Whether a SIGINT or SIGTERM has arrived since [`catch`].
+pub fn stopped() -> bool {
+    STOP.load(Ordering::SeqCst)
 }
 
 /// After a run that stopped on a signal: says so on stderr, with the records written and

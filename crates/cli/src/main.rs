@@ -8,14 +8,13 @@ use clap::{Parser, Subcommand};
 mod bench;
 mod convert;
 mod interrupt;
+mod jobline;
 mod lab;
 mod output;
 mod probe;
 mod runtime;
-mod targets;
 mod text;
 mod tnt;
-mod unikernel;
 
 /// vTNT: MPLS-revealing traceroute, from anywhere, in milliseconds.
 #[derive(Parser)]
@@ -27,12 +26,13 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Paris traceroute (scamper's trace options).
-    Trace(probe::TraceArgs),
-    /// Ping with ICMP echo, UDP or TCP SYN.
-    Ping(probe::PingArgs),
-    /// TNT: reveal MPLS tunnels along the paths to the targets and fingerprint routers.
-    Tnt(tnt::TntArgs),
+    /// trace, ping, tnt: probe from this host.
+    #[command(flatten)]
+    Job(vtnt_job::JobArgs),
+    /// Run a job given as its canonical line (`vtnt-job=1 kind=... targets=...`): what
+    /// every runtime's instance runs.
+    #[command(name = "job")]
+    JobLine(jobline::JobLineArgs),
     /// Convert between warts and scamper JSON.
     Convert(convert::ConvertArgs),
     /// The emulated MPLS Internet with ground truth (up, exec, truth, down, generate).
@@ -51,23 +51,16 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Trace(a) => {
-            probe::warn_unreachable_rate(&a.common, a.wait);
-            probe::run_jobs(
-                &a.common,
-                |dst| vtnt_engine::Job::Trace(a.options(dst)),
-                "traces",
-            )
+        Command::Job(vtnt_job::JobArgs::Tnt(a)) => tnt::run(a),
+        Command::Job(args) => {
+            if let Some(w) = args.rate_warning() {
+                eprintln!("vtnt: warning: {w}");
+            }
+            output::check(args.common().output.as_deref(), args.common().format)
+                .and_then(|()| args.job(vtnt_job::Vantage::Host))
+                .and_then(|job| probe::run(&job))
         }
-        Command::Ping(a) => {
-            probe::warn_unreachable_rate(&a.common, a.interval);
-            probe::run_jobs(
-                &a.common,
-                |dst| vtnt_engine::Job::Ping(a.options(dst)),
-                "pings",
-            )
-        }
-        Command::Tnt(a) => tnt::run(a),
+        Command::JobLine(a) => jobline::run(a),
         Command::Convert(a) => convert::run(a),
         Command::Lab(cmd) => lab::run(cmd),
         Command::Bench(cmd) => bench::run(cmd),

@@ -14,18 +14,9 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context};
 use vtnt_formats::{Annotate, Cycle, JsonWriter, NoAnnotations, Record, WartsWriter};
 
-use crate::text;
+use vtnt_job::Format;
 
-/// Output format (`-O`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Format {
-    /// scamper JSON, one object per line (what sc_warts2json prints).
-    Json,
-    /// scamper's binary warts.
-    Warts,
-    /// Human-readable, like scamper's text output.
-    Text,
-}
+use crate::text;
 
 /// Fails unless results can go to `path` (stdout when `None`) in `format`: see
 /// [`check_destination`]; binary warts never goes to a terminal.

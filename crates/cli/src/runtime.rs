@@ -1,20 +1,18 @@
-//! `vtnt image build <runtime>` and `vtnt run --runtime <runtime> -- <job>`: options only;
-//! the work is in `vtnt-deploy` (images cached in /var/cache/vtnt, a local image server,
-//! one instance started in the lab's network, destroyed and cleaned up afterwards), and
-//! for the unikernel in this command's `unikernel` module.
-//!
-//! Inside every guest the job runs as `vtnt run --runtime native --local [--hold S] --
-//! WORDS`: the job with this very binary, then a hold (the paper's density job sleeps
-//! 10 s after its trace). `--local --runtime microvm` boots the unikernel directly (what
-//! `vtnt-deploy` starts for a microVM instance).
+//! `vtnt image build <runtime>` and `vtnt run --runtime <runtime> -- <job>`: options only.
+//! The job words are parsed into a typed job (`vtnt-job`) here, once; the runtimes
+//! (`vtnt-deploy`: images cached in /var/cache/vtnt, a local image server, one instance
+//! started in the lab's network, destroyed and cleaned up afterwards) take that job and
+//! hand it to their instance encoded as its canonical line (`vtnt job LINE` in processes,
+//! containers and VMs; the kernel command line of the unikernel).
 
-use std::path::PathBuf;
+use std::io::Write;
 use std::process::ExitCode;
-use std::sync::atomic::Ordering;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::Context;
-use vtnt_deploy::{job::Job, BuildOptions, RunOptions, Runtime};
+use vtnt_deploy::{BuildOptions, RunOptions, Runtime};
+use vtnt_job::{Format, Vantage};
+use vtnt_vmm::job::Vmm;
 
 #[derive(clap::Subcommand)]
 pub enum ImageCommand {
@@ -48,12 +46,6 @@ pub struct RunArgs {
     /// Stay alive this many seconds after the job (the density job's hold).
     #[arg(long, default_value_t = 0)]
     pub hold: u32,
-    /// Run the job here with this binary, no image, no deploy (what guests run).
-    #[arg(long, hide = true)]
-    pub local: bool,
-    /// The unikernel image to boot with `--local --runtime microvm`.
-    #[arg(long, hide = true)]
-    pub image: Option<PathBuf>,
     /// The VMM for the microVM: auto (vtnt-monitor where /dev/kvm works, else QEMU),
     /// vtnt, qemu, firecracker.
     #[arg(long, default_value = "auto")]
@@ -73,22 +65,13 @@ pub fn image(cmd: ImageCommand) -> anyhow::Result<ExitCode> {
         rebuild,
         print_path,
     } = cmd;
-    let info = if runtime == Runtime::Microvm {
-        let (path, _) = unikernel_build_image()?;
-        if print_path {
-            println!("{}", path.display());
-            return Ok(ExitCode::SUCCESS);
-        }
-        vtnt_deploy::microvm::from_built(&path)?
-    } else {
-        runtime.build_image(&BuildOptions { rebuild })?
-    };
+    let info = runtime.build_image(&BuildOptions { rebuild })?;
     if print_path {
         println!("{}", info.path.display());
     } else {
         let accel = match runtime {
             Runtime::Vm => Some(vtnt_deploy::vm::accel()),
-            Runtime::Microvm => Some(vtnt_deploy::microvm::accel(&info.path)),
+            Runtime::Microvm => Some(vtnt_deploy::microvm::accel(&info.path, Vmm::Auto)),
             _ => None,
         };
         println!(
@@ -116,38 +99,47 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             args.runtime.name()
         );
     }
-    if args.local {
-        return run_local(&args);
+    let Some(vmm) = Vmm::from_name(&args.vmm) else {
+        anyhow::bail!(
+            "--vmm: unknown VMM `{}` (auto, vtnt, qemu, firecracker)",
+            args.vmm
+        );
+    };
+    let job = vtnt_job::parse_words(&args.job, Vantage::Lab)?
+        .with_hold(Duration::from_secs(u64::from(args.hold)))?;
+    anyhow::ensure!(
+        job.format == Format::Json,
+        "a job in a runtime prints scamper JSON only (-O json); convert with `vtnt convert`"
+    );
+    if let Some(p) = &job.output {
+        crate::output::check_destination(p)?;
     }
-    let job = Job::new(args.job.iter().cloned()).with_hold(args.hold);
     let opts = RunOptions {
         lab: args.lab.clone(),
         bandwidth_bps: args.bandwidth_mbps * 1_000_000,
         timeout: Duration::from_secs(args.timeout),
         dhcp: args.dhcp,
+        vmm,
         ..Default::default()
     };
     let out = args
         .runtime
-        .run(&job, &opts)
+        .run(&job.spec, &opts)
         .with_context(|| format!("running the job in the {} runtime", args.runtime.name()))?;
-    print!("{}", out.stdout);
+    match &job.output {
+        Some(path) => {
+            let (file, mut f) = crate::output::AtomicFile::create(path)
+                .with_context(|| format!("creating output file {}", path.display()))?;
+            f.write_all(out.stdout.as_bytes())?;
+            drop(f);
+            file.commit()?;
+        }
+        None => print!("{}", out.stdout),
+    }
     if !out.ok() {
         eprint!("{}", out.stderr);
     }
-    // After the run: the launcher has probed (and cached) the unikernel's accelerator.
-    let accel = match args.runtime {
-        Runtime::Vm => Some(vtnt_deploy::vm::accel().to_string()),
-        Runtime::Microvm => match vtnt_vmm::job::default_vmm() {
-            vtnt_vmm::job::Vmm::Monitor => {
-                vtnt_vmm::accel::kvm_kind().map(|a| format!("{a} (vtnt-monitor)"))
-            }
-            _ => vtnt_vmm::accel::overridden()
-                .or_else(vtnt_vmm::accel::cached)
-                .map(|a| format!("{a} (QEMU)")),
-        },
-        _ => None,
-    };
+    let accel = out.accelerator.clone();
     if args.runtime == Runtime::Vm {
         if let Some(why) = vtnt_vmm::accel::linux_tcg_reason() {
             eprintln!("vtnt run: vm: {why}");
@@ -163,68 +155,9 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         accel.map_or(String::new(), |a| format!(", accelerator {a}"))
     );
     Ok(match out.code {
+        Some(0) if job.some_bad => ExitCode::from(2),
         Some(0) => ExitCode::SUCCESS,
         Some(c) => ExitCode::from(u8::try_from(c).unwrap_or(1)),
         None => ExitCode::FAILURE,
     })
-}
-
-/// How often a native job's parent looks at its job and at the signal flag.
-const TICK: Duration = Duration::from_millis(100);
-
-/// The job here: this binary with the words (native), or the unikernel booted directly.
-fn run_local(args: &RunArgs) -> anyhow::Result<ExitCode> {
-    match args.runtime {
-        Runtime::Native => {
-            let me = std::env::current_exe().context("locating this executable")?;
-            // A signal stops the job, which finishes its output as on its own; this
-            // process waits for it and passes its exit code on.
-            let stop = crate::interrupt::catch()?;
-            let mut child = std::process::Command::new(&me)
-                .args(&args.job)
-                .spawn()
-                .with_context(|| format!("running {}", me.display()))?;
-            let mut forwarded = false;
-            let st = loop {
-                if let Some(st) = child.try_wait().context("waiting for the job")? {
-                    break st;
-                }
-                if !forwarded && stop.load(Ordering::SeqCst) {
-                    crate::interrupt::forward_sigterm(child.id())?;
-                    forwarded = true;
-                }
-                std::thread::sleep(TICK);
-            };
-            let code = ExitCode::from(st.code().and_then(|c| u8::try_from(c).ok()).unwrap_or(1));
-            // The hold, cut short by a signal.
-            let until = Instant::now() + Duration::from_secs(u64::from(args.hold));
-            while !stop.load(Ordering::SeqCst) && Instant::now() < until {
-                std::thread::sleep(TICK.min(until.saturating_duration_since(Instant::now())));
-            }
-            Ok(code)
-        }
-        Runtime::Microvm => {
-            if let Some(img) = &args.image {
-                std::env::set_var("VTNT_UNIKERNEL_IMAGE", img);
-            }
-            unikernel_run_microvm(&args.vmm, &args.job, Some(&args.lab), args.hold, args.dhcp)
-        }
-        other => anyhow::bail!("--local runs native or microvm jobs, not {}", other.name()),
-    }
-}
-
-// The unikernel side lives in this command's `unikernel` module. The image deployed
-// from the image server reaches `run_microvm` through `VTNT_UNIKERNEL_IMAGE` (set above).
-fn unikernel_build_image() -> anyhow::Result<(PathBuf, u64)> {
-    crate::unikernel::build_image().context("building the unikernel image")
-}
-
-fn unikernel_run_microvm(
-    vmm: &str,
-    job: &[String],
-    lab: Option<&str>,
-    hold: u32,
-    dhcp: bool,
-) -> anyhow::Result<ExitCode> {
-    crate::unikernel::run_microvm(vmm, job, lab, Duration::from_secs(u64::from(hold)), dhcp)
 }

@@ -13,84 +13,16 @@
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::Duration;
 
 use anyhow::{bail, Context};
-use vtnt_engine::{Engine, Method};
+use vtnt_engine::Engine;
 use vtnt_formats::{Item, Record, TntAnnotations, Trace};
-use vtnt_tnt::{Thresholds, Tnt, TntConfig, TntResult, TntRunner};
+use vtnt_job::{Common, Format, Job, JobKind, Targets, TntArgs, Vantage};
+use vtnt_tnt::{Tnt, TntResult, TntRunner};
 
 use crate::interrupt;
-use crate::output::{self, AtomicFile, Format, Output};
-use crate::probe::{self, Common};
-
-/// `vtnt tnt`.
-#[derive(clap::Args, Debug)]
-pub struct TntArgs {
-    /// Method of the initial and revelation traces: icmp-paris, udp-paris or tcp.
-    #[arg(short = 'P', long = "method", default_value = "icmp-paris", value_parser = probe::method)]
-    pub method: Method,
-    /// Probes per hop.
-    #[arg(short = 'q', long = "attempts", default_value_t = 3, value_parser = clap::value_parser!(u8).range(1..=20))]
-    pub attempts: u8,
-    /// Seconds to wait for a reply.
-    #[arg(short = 'w', long = "wait", default_value = "1", value_parser = probe::seconds)]
-    pub wait: Duration,
-    /// Unresponsive hops in a row before a trace gives up.
-    #[arg(short = 'g', long = "gap-limit", default_value_t = 5, value_parser = clap::value_parser!(u8).range(1..))]
-    pub gaplimit: u8,
-    /// Maximum TTL.
-    #[arg(short = 'm', long = "max-ttl", default_value_t = 255, value_parser = clap::value_parser!(u8).range(1..))]
-    pub max: u8,
-    /// Echo requests per hop address for its TTL signature.
-    #[arg(long = "ping-count", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=100))]
-    pub ping_count: u16,
-    /// FRPLA threshold of the invisible-tunnel trigger (TNT's -f).
-    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(i16).range(1..=64))]
-    pub frpla: i16,
-    /// RTLA threshold (TNT's -r).
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(i16).range(1..=64))]
-    pub rtla: i16,
-    /// Absolute u-turn sum that marks implicit tunnels.
-    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(i16).range(1..=64))]
-    pub uturn: i16,
-    /// Test every hop pair for a hidden tunnel, not only where a trigger fires (TNT's -b).
-    #[arg(short = 'b', long)]
-    pub brute_force: bool,
-    /// Detect and classify only; send no revelation traces.
-    #[arg(long)]
-    pub no_reveal: bool,
-    /// Do not try the buddy technique for duplicate-IP (UHP) candidates.
-    #[arg(long)]
-    pub no_buddy: bool,
-    /// Start from these traces (scamper JSON or warts) instead of tracing again.
-    #[arg(long = "from", value_name = "TRACES")]
-    pub from: Option<PathBuf>,
-    #[command(flatten)]
-    pub common: Common,
-}
-
-impl TntArgs {
-    /// TNT's configuration from the options.
-    pub fn config(&self) -> TntConfig {
-        let mut c = TntConfig::default();
-        c.trace.method = self.method;
-        c.trace.attempts = self.attempts;
-        c.trace.wait = self.wait;
-        c.trace.gaplimit = self.gaplimit;
-        c.trace.max_ttl = self.max;
-        c.ping.count = self.ping_count;
-        c.classify.thresholds = Thresholds {
-            frpla: self.frpla,
-            rtla: self.rtla,
-            uturn: self.uturn,
-        };
-        c.classify.brute_force = self.brute_force;
-        c.reveal = !self.no_reveal;
-        c.buddy = !self.no_buddy;
-        c
-    }
-}
+use crate::output::{self, AtomicFile, Output};
+use crate::probe;
 
 /// Reads traces to start from; bad records are reported with their position and skipped.
 fn seed_traces(path: &PathBuf) -> anyhow::Result<(Vec<Trace>, usize)> {
@@ -148,24 +80,51 @@ fn check_outputs(c: &Common) -> anyhow::Result<Option<PathBuf>> {
 
 pub fn run(a: TntArgs) -> anyhow::Result<ExitCode> {
     let side = check_outputs(&a.common)?;
-    probe::warn_unreachable_rate(&a.common, a.wait);
-    let tnt_config = a.config();
-    let tnt = Tnt::new(tnt_config).map_err(|e| anyhow::anyhow!("{e}"))?;
     let (seeds, bad_seeds) = match &a.from {
         Some(p) => seed_traces(p)?,
         None => (Vec::new(), 0),
     };
     let from_only =
         a.from.is_some() && a.common.targets.is_empty() && a.common.targets_file.is_none();
-    let (targets, config, some_bad) = if from_only {
+    let kind = JobKind::Tnt(a.config());
+    if let Some(w) = vtnt_job::rate_warning(&kind, a.common.pps, a.common.window) {
+        eprintln!("vtnt: warning: {w}");
+    }
+    let mut job = if from_only {
+        // Only the traces' destinations, checked as targets would be. The source is this
+        // host's (`-S` or the kernel's choice), never the one recorded in the file, which
+        // may be another host's.
         seeds.first().context("no trace to start from")?;
-        let mut c = a.common.clone_for_seeds(&seeds)?;
-        c.1 = c.1 || bad_seeds > 0;
-        (Vec::new(), c.0, c.1)
+        let check = Common {
+            targets: seeds.iter().map(|t| t.dst.to_string()).collect(),
+            targets_file: None,
+            ..a.common.clone()
+        };
+        let mut job = vtnt_job::job(kind, &check, Vantage::Host)?;
+        job.spec.targets = Targets::List(Vec::new());
+        job
     } else {
-        let (t, c, b) = probe::prepare(&a.common, probe::Vantage::Host)?;
-        (t, c, b || bad_seeds > 0)
+        vtnt_job::job(kind, &a.common, Vantage::Host)?
     };
+    job.some_bad |= bad_seeds > 0;
+    run_job(&job, seeds, side, from_only)
+}
+
+/// Runs a TNT job on this host: its targets, and the traces in `seeds` instead of initial
+/// traces (`from_only`: every seed's destination has been reported already when
+/// refused); `side`: the warts output's sidecar file.
+pub fn run_job(
+    job: &Job,
+    seeds: Vec<Trace>,
+    side: Option<PathBuf>,
+    from_only: bool,
+) -> anyhow::Result<ExitCode> {
+    let JobKind::Tnt(tnt_config) = &job.spec.kind else {
+        bail!("not a TNT job");
+    };
+    let tnt = Tnt::new(tnt_config.clone()).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let config = vtnt_job::host_config(&job.spec)?;
+    let targets = job.spec.target_list().to_vec();
     // Seeds go through the same policy as targets (the engine enforces it again on every
     // probe TNT sends, hop addresses included).
     let before = seeds.len();
@@ -174,7 +133,7 @@ pub fn run(a: TntArgs) -> anyhow::Result<ExitCode> {
         .filter(|s| match config.policy.check_target(s.dst, config.pps) {
             Ok(()) => true,
             Err(e) => {
-                // (with --from alone, prepare has reported it already)
+                // (with --from alone, the job's checks have reported it already)
                 if !from_only {
                     eprintln!("vtnt: skipping the trace to {} from --from: {e}", s.dst);
                 }
@@ -182,7 +141,7 @@ pub fn run(a: TntArgs) -> anyhow::Result<ExitCode> {
             }
         })
         .collect();
-    let some_bad = some_bad || seeds.len() < before;
+    let some_bad = job.some_bad || seeds.len() < before;
     if targets.is_empty() && seeds.is_empty() {
         anyhow::bail!("no target to probe: every trace of --from was refused");
     }
@@ -198,7 +157,7 @@ pub fn run(a: TntArgs) -> anyhow::Result<ExitCode> {
     let mut sockets = vtnt_linux::RawSockets::open()?;
     let clock = vtnt_linux::Clock::new();
     let stop = interrupt::catch()?;
-    let mut out = Output::open(a.common.output.as_deref(), a.common.format)?;
+    let mut out = Output::open(job.output.as_deref(), job.format)?;
     let mut sidecar = match &side {
         Some(p) => {
             let (f, w) = AtomicFile::create(p)?;
@@ -242,25 +201,10 @@ pub fn run(a: TntArgs) -> anyhow::Result<ExitCode> {
         s.targets, s.explicit, s.implicit, s.opaque, s.invisible_php, s.invisible_uhp, s.lsrs_revealed, s.unrevealed, s.reveal_send_errors, s.probes()
     );
     Ok(if stats.interrupted {
-        interrupt::report(records, a.common.output.as_deref())
+        interrupt::report(records, job.output.as_deref())
     } else if some_bad || failed > 0 || some_unsent {
         ExitCode::from(2)
     } else {
         ExitCode::SUCCESS
     })
-}
-
-impl Common {
-    /// The engine config for a run that only re-examines `seeds` (no targets given): their
-    /// destinations checked as targets would be. The source is this host's (`-S` or the
-    /// kernel's choice), never the one recorded in the file, which may be another host's.
-    fn clone_for_seeds(&self, seeds: &[Trace]) -> anyhow::Result<(vtnt_engine::Config, bool)> {
-        let check = Common {
-            targets: seeds.iter().map(|t| t.dst.to_string()).collect(),
-            targets_file: None,
-            ..self.clone()
-        };
-        let (_, c, bad) = probe::prepare(&check, probe::Vantage::Host)?;
-        Ok((c, bad))
-    }
 }

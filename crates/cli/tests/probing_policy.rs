@@ -178,6 +178,16 @@ fn every_entry_point_refuses_before_any_probe() {
             "raise --window",
         ),
         (
+            "a job line with a public target and no consent",
+            vec!["job", "vtnt-job=1 kind=trace targets=9.9.9.9"],
+            "job line",
+        ),
+        (
+            "a job line of an unknown version",
+            vec!["job", "vtnt-job=9", "kind=trace", "targets=192.0.2.1"],
+            "job line",
+        ),
+        (
             "more destinations than a generated topology has",
             vec!["lab", "generate", "--seed", "1", "--destinations", "200"],
             "1..=128",

@@ -19,9 +19,10 @@ use anyhow::Context;
 
 use crate::density::{self, Budget, DensityOptions, DensityResult};
 use crate::instance::{self, InstanceSpec, RunOutput};
-use crate::job::{Job, Lab};
+use crate::job::Lab;
 use crate::server::ImageServer;
 use crate::{ksm, BuildOptions, EngineGuard, ImageInfo, Runtime};
+use vtnt_job::JobSpec;
 
 /// Options of `vtnt bench deploy`.
 #[derive(Debug, Clone, clap::Args)]
@@ -211,7 +212,8 @@ pub fn bench_deploy(args: &BenchDeployArgs) -> anyhow::Result<Report> {
     );
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("creating {}", args.out.display()))?;
-    let job = Job::new(args.job.split_whitespace());
+    let words: Vec<String> = args.job.split_whitespace().map(String::from).collect();
+    let job = vtnt_job::parse_words(&words, vtnt_job::Vantage::Lab)?.spec;
     let cpus = args.cpu_budget_cpus.clone().unwrap_or_else(|| {
         (std::thread::available_parallelism().map_or(1, |n| n.get()) - 1).to_string()
     });
@@ -247,7 +249,9 @@ pub fn bench_deploy(args: &BenchDeployArgs) -> anyhow::Result<Report> {
             Ok(im) => {
                 let accel = match rt {
                     Runtime::Vm => Some(crate::vm::accel()),
-                    Runtime::Microvm => Some(crate::microvm::accel(&im.path)),
+                    Runtime::Microvm => {
+                        Some(crate::microvm::accel(&im.path, vtnt_vmm::job::Vmm::Auto))
+                    }
                     _ => None,
                 };
                 r.emulated = accel == Some(vtnt_vmm::accel::Accelerator::Tcg);
@@ -318,7 +322,7 @@ fn measure_runtime(
     image: &ImageInfo,
     server: &ImageServer,
     lab: &Lab,
-    job: &Job,
+    job: &JobSpec,
     reference: Option<&[String]>,
     args: &BenchDeployArgs,
     cpus: &str,
@@ -371,7 +375,10 @@ fn measure_runtime(
     }
     // memory of one instance, without and with KSM
     let deployed = instance::deploy(rt, image, server, engine.docker(), &lab.name)?;
-    let held = job.clone().with_hold(args.hold_secs);
+    let held = JobSpec {
+        hold: Duration::from_secs(u64::from(args.hold_secs)),
+        ..job.clone()
+    };
     let measure = |ksm: bool| -> anyhow::Result<Memory> {
         let guard = if ksm {
             Some(ksm::Ksm::enable(5000, 20)?)
@@ -416,7 +423,7 @@ fn measure_runtime(
     } else {
         args.density_max
     };
-    let djob = Job::density().with_hold(args.hold_secs);
+    let djob = crate::job::density(lab, Duration::from_secs(u64::from(args.hold_secs)))?;
     let mem_opts = DensityOptions {
         budget: Budget::Memory {
             bytes: args.memory_budget_mib << 20,

@@ -85,17 +85,29 @@ impl Cgroup {
 
     /// A command that joins this group (every controller) and then runs `program`.
     pub fn wrap(&self, program: &str) -> Command {
+        let words = self.wrapper();
+        let mut cmd = Command::new(&words[0]);
+        cmd.args(&words[1..]).arg(program);
+        cmd
+    }
+
+    /// The words of a command prefix that joins this group and then execs the words that
+    /// follow it (what [`Cgroup::wrap`] runs; `vtnt-vmm` puts a VMM under it).
+    pub fn wrapper(&self) -> Vec<String> {
         let files: Vec<String> = CONTROLLERS
             .iter()
             .map(|c| self.dir(c).join("cgroup.procs").display().to_string())
             .collect();
-        let mut cmd = Command::new("sh");
-        cmd.env("VTNT_CGROUP_PROCS", files.join(" "))
-            .arg("-c")
-            .arg(r#"for f in $VTNT_CGROUP_PROCS; do echo $$ > "$f" || exit 125; done; exec "$@""#)
-            .arg("sh")
-            .arg(program);
-        cmd
+        [
+            "env",
+            &format!("VTNT_CGROUP_PROCS={}", files.join(" ")),
+            "sh",
+            "-c",
+            r#"for f in $VTNT_CGROUP_PROCS; do echo $$ > "$f" || exit 125; done; exec "$@""#,
+            "sh",
+        ]
+        .map(String::from)
+        .to_vec()
     }
 
     /// Every pid inside this group or a group below it (the memory controller's view).

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use crate::cgroup::Cgroup;
 use crate::instance::{Deployed, Instance, InstanceSpec};
-use crate::job::Job;
+use vtnt_job::JobSpec;
 
 /// The budget of one density run.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -81,7 +81,7 @@ struct Slot {
 /// Runs one density experiment with `deployed`.
 pub fn run(
     deployed: &Deployed,
-    job: &Job,
+    job: &JobSpec,
     lab: &str,
     opts: &DensityOptions,
 ) -> anyhow::Result<DensityResult> {
@@ -112,12 +112,10 @@ pub fn run(
             if (slots.len() as u32) < opts.max {
                 let index = slots.len() as u32;
                 let spec = InstanceSpec {
-                    job: job.clone(),
-                    lab: lab.to_string(),
                     index,
                     cgroup_parent: Some(parent.rel().to_string()),
                     sample_every: None,
-                    dhcp: false,
+                    ..InstanceSpec::new(job.clone(), lab.to_string())
                 };
                 match deployed.start(&spec) {
                     Ok(inst) => slots.push(Slot {

@@ -170,7 +170,7 @@ impl Client {
             .arg("--cgroup-parent")
             .arg(format!("/{}", cgroup.rel()))
             .arg(image)
-            .args(spec.job.guest_args());
+            .args(crate::job::guest_args(&spec.job));
         Supervised::spawn(cmd, &format!("docker container {name}"))
     }
 

@@ -11,8 +11,11 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 
+use vtnt_job::JobSpec;
+use vtnt_vmm::job::Vmm;
+
 use crate::cgroup::Cgroup;
-use crate::job::{Job, Lab};
+use crate::job::Lab;
 use crate::paths::TempDir;
 use crate::proc::{Finished, Supervised};
 use crate::server::ImageServer;
@@ -21,7 +24,7 @@ use crate::{docker, microvm, native, runc, vm, ImageInfo, Runtime};
 /// What to start.
 #[derive(Debug, Clone)]
 pub struct InstanceSpec {
-    pub job: Job,
+    pub job: JobSpec,
     /// The lab whose network the instance joins.
     pub lab: String,
     /// Distinguishes concurrent instances (container names, guest addresses).
@@ -32,10 +35,14 @@ pub struct InstanceSpec {
     pub sample_every: Option<Duration>,
     /// The guest leases its address by DHCP (microvm only; the others ignore it).
     pub dhcp: bool,
+    /// The VMM of a microvm instance (the others ignore it).
+    pub vmm: Vmm,
+    /// How long a microvm guest may run before its watchdog stops it.
+    pub guest_timeout: Duration,
 }
 
 impl InstanceSpec {
-    pub fn new(job: Job, lab: String) -> InstanceSpec {
+    pub fn new(job: JobSpec, lab: String) -> InstanceSpec {
         InstanceSpec {
             job,
             lab,
@@ -43,6 +50,8 @@ impl InstanceSpec {
             cgroup_parent: None,
             sample_every: Some(Duration::from_millis(100)),
             dhcp: false,
+            vmm: Vmm::Auto,
+            guest_timeout: Duration::from_secs(600),
         }
     }
 }
@@ -66,6 +75,8 @@ pub struct RunOutput {
     /// The highest KSM `pages_sharing` seen while sampling (KSM counts only while the
     /// merged pages exist, i.e. while the instance runs).
     pub ksm_pages_sharing_max: u64,
+    /// What a VM ran under (`PVM-KVM (vtnt-monitor)`, `TCG`); None for containers.
+    pub accelerator: Option<String>,
 }
 
 impl RunOutput {
@@ -181,22 +192,15 @@ impl Deployed {
             None => format!("vtnt/{}", crate::paths::unique("inst")),
         };
         let cgroup = Cgroup::create(&rel)?;
-        // the density job traces the vantage LAN's gateway, the same hop for every runtime
-        let spec = &InstanceSpec {
-            job: spec
-                .job
-                .replace_word(crate::job::LOCAL, &self.lab.vm.gateway),
-            ..spec.clone()
-        };
         let mut cleanup = Cleanup::None;
         let mut engine_pids = Vec::new();
         let child = match &self.kind {
-            Kind::Native { bin } => native::start(bin, &self.lab, spec, &cgroup)?,
+            Kind::Native { bin } => native::start(bin, &self.lab, spec, &cgroup)?.into(),
             Kind::Runc { rootfs } => {
                 let (child, id, root) =
                     runc::start(rootfs, self.dir.path(), &self.lab, spec, &cgroup)?;
                 cleanup = Cleanup::Runc { id, root };
-                child
+                child.into()
             }
             Kind::Docker { client, image } => {
                 let name = crate::paths::unique("vtnt");
@@ -206,10 +210,17 @@ impl Deployed {
                     client: client.clone(),
                     name,
                 };
-                child
+                child.into()
             }
-            Kind::Vm { box_dir } => vm::start(box_dir, &self.lab, spec, &cgroup)?,
-            Kind::Microvm { image } => microvm::start(image, &self.lab, spec, &cgroup)?,
+            Kind::Vm { box_dir } => vm::start(box_dir, &self.lab, spec, &cgroup)?.into(),
+            Kind::Microvm { image } => Running::Microvm(microvm::start(
+                image,
+                &self.lab,
+                spec,
+                &cgroup,
+                spec.vmm,
+                spec.guest_timeout,
+            )?),
         };
         let cpu0 = engine_pids.iter().map(|&p| crate::proc::cpu_secs(p)).sum();
         Ok(Instance {
@@ -247,12 +258,41 @@ enum Cleanup {
 /// A running instance; destroyed on drop.
 pub struct Instance {
     pub runtime: Runtime,
-    child: Option<Supervised>,
+    child: Option<Running>,
     cgroup: Cgroup,
     cleanup: Cleanup,
     engine_pids: Vec<u32>,
     engine_cpu0: f64,
     spec: InstanceSpec,
+}
+
+/// An instance's process (a container's runtime, the VM's QEMU, the native process), or
+/// the unikernel's VMM run by `vtnt-vmm` from a thread of this process.
+enum Running {
+    Process(Supervised),
+    Microvm(microvm::Running),
+}
+
+impl From<Supervised> for Running {
+    fn from(s: Supervised) -> Running {
+        Running::Process(s)
+    }
+}
+
+impl Running {
+    fn started(&self) -> Instant {
+        match self {
+            Running::Process(p) => p.started(),
+            Running::Microvm(m) => m.started(),
+        }
+    }
+
+    fn finished(&mut self) -> bool {
+        match self {
+            Running::Process(p) => p.try_status().is_some(),
+            Running::Microvm(m) => m.finished(),
+        }
+    }
 }
 
 impl Instance {
@@ -268,13 +308,13 @@ impl Instance {
 
     /// Whether it has exited.
     pub fn exited(&mut self) -> bool {
-        self.child.as_mut().is_none_or(|c| c.try_status().is_some())
+        self.child.as_mut().is_none_or(|c| c.finished())
     }
 
     /// PSS of the instance's processes and the engine's, KiB.
     pub fn pss_kib(&self) -> u64 {
         let mut pids = self.cgroup.pids();
-        if let Some(c) = &self.child {
+        if let Some(Running::Process(c)) = &self.child {
             pids.push(c.pid());
         }
         pids.extend(&self.engine_pids);
@@ -293,42 +333,71 @@ impl Instance {
         let mut samples = Vec::new();
         let mut ksm_max = 0;
         if let Some(every) = self.spec.sample_every {
-            while child.try_status().is_none() && t0.elapsed() < timeout {
+            while !child.finished() && t0.elapsed() < timeout {
                 samples.push((t0.elapsed().as_secs_f64(), self.pss_kib()));
                 ksm_max = ksm_max.max(crate::ksm::Counters::read().pages_sharing);
                 std::thread::sleep(every);
             }
         }
-        // `Supervised::wait` counts `timeout` from the start, as the loop above did.
-        let fin: Finished = child.wait(timeout).map_err(|e| match &self.cleanup {
-            Cleanup::Docker { client, name } => {
-                e.context(format!("container state: {}", client.state(name)))
+        let (stdout, stderr, code, elapsed, accelerator) = match child {
+            // `Supervised::wait` counts `timeout` from the start, as the loop above did.
+            Running::Process(p) => {
+                let fin: Finished = p.wait(timeout).map_err(|e| match &self.cleanup {
+                    Cleanup::Docker { client, name } => {
+                        e.context(format!("container state: {}", client.state(name)))
+                    }
+                    _ => e,
+                })?;
+                match self.runtime {
+                    Runtime::Vm => (
+                        vm::guest_stdout(&fin.stdout),
+                        fin.stderr,
+                        vm::guest_code(&fin.stdout),
+                        fin.elapsed,
+                        Some(vm::accel().to_string()),
+                    ),
+                    _ => (fin.stdout, fin.stderr, fin.status.code(), fin.elapsed, None),
+                }
             }
-            _ => e,
-        })?;
+            Running::Microvm(m) => {
+                let deadline = t0 + timeout;
+                while !m.finished() && Instant::now() < deadline {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                if !m.finished() {
+                    // its VMM is in the instance's group
+                    self.cgroup.kill_all(Duration::from_secs(5));
+                    anyhow::bail!(
+                        "the vTNT microVM did not finish within {:.0} s",
+                        timeout.as_secs_f64()
+                    );
+                }
+                let fin = m.wait()?;
+                (
+                    fin.stdout,
+                    fin.stderr,
+                    fin.code,
+                    fin.elapsed,
+                    Some(fin.accelerator),
+                )
+            }
+        };
         let engine_cpu: f64 = self
             .engine_pids
             .iter()
             .map(|&p| crate::proc::cpu_secs(p))
             .sum::<f64>()
             - self.engine_cpu0;
-        let code = match self.runtime {
-            Runtime::Vm => vm::guest_code(&fin.stdout),
-            _ => fin.status.code(),
-        };
-        let stdout = match self.runtime {
-            Runtime::Vm => vm::guest_stdout(&fin.stdout),
-            _ => fin.stdout,
-        };
         Ok(RunOutput {
             stdout,
-            stderr: fin.stderr,
+            stderr,
             code,
             deploy_time: Duration::ZERO,
-            exec_time: fin.elapsed,
+            exec_time: elapsed,
             cpu_secs: self.cgroup.cpu_secs() + engine_cpu.max(0.0),
             pss_samples: samples,
             ksm_pages_sharing_max: ksm_max,
+            accelerator,
         })
     }
 }

@@ -1,78 +1,47 @@
 //! The job every runtime runs, and what it is compared on.
 //!
-//! A [`Job`] is the words after `vtnt` (`trace -P icmp-paris 203.0.113.10`, `tnt ...`),
-//! plus an optional *hold*: seconds to stay alive after the job (the paper's density job:
-//! "a traceroute on the address of the network interface, then a 10-second delay"; see
-//! [`LOCAL`]). In
-//! every guest the job runs as `vtnt run --runtime native --local --hold S -- WORDS` (or
-//! plain `vtnt WORDS` without a hold), so the same code does the same thing everywhere.
+//! A job is typed (`vtnt_job::JobSpec`: kind, engine settings, targets and a *hold*,
+//! seconds to stay alive after the results; the paper's density job is "a traceroute on
+//! the address of the network interface, then a 10-second delay", see [`density`]).
+//! Every instance receives it encoded as its canonical line ([`guest_args`]: `vtnt job
+//! LINE` for the static binary in a process, a container or a VM; the kernel command
+//! line for the unikernel), so the same code does the same thing everywhere and no
+//! runtime re-parses option words.
 //!
 //! [`normalize`] removes what legitimately differs between runs and runtimes from scamper
 //! JSON lines: times (`start`, `tx`, `rtt`, `start_time`, `stop_time`), the host name,
 //! reply IP ids (the lab's per-router counters advance between runs) and the vantage
 //! address (`src`: containers share the lab's 192.0.2.2, VMs take a guest slot address).
 
+use std::net::IpAddr;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use anyhow::Context;
 use serde_json::Value;
+use vtnt_job::{JobKind, JobSpec};
 
-/// A job word replaced at start by the vantage LAN's gateway (`192.0.2.1`): the density
-/// job traces it. The paper traced the local interface; one on-link hop is the same
-/// trivial trace, and every runtime (the unikernel has no loopback) can run it alike.
-pub const LOCAL: &str = "@local";
-
-/// One job: `vtnt <words>`, then stay alive `hold_secs`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Job {
-    pub words: Vec<String>,
-    pub hold_secs: u32,
+/// The paper's density job: a one-hop trace, then `hold`. The paper traced the local
+/// interface; the vantage LAN's gateway (`lab`'s) is the same trivial one-hop trace, and
+/// every runtime (the unikernel has no loopback) can run it alike.
+pub fn density(lab: &Lab, hold: Duration) -> anyhow::Result<JobSpec> {
+    let gateway: IpAddr = lab
+        .vm
+        .gateway
+        .parse()
+        .with_context(|| format!("lab `{}`: bad gateway {}", lab.name, lab.vm.gateway))?;
+    let mut trace =
+        vtnt_engine::TraceOptions::new(gateway).with_method(vtnt_engine::Method::IcmpParis);
+    trace.attempts = 1;
+    trace.wait = Duration::from_secs(1);
+    let mut spec = JobSpec::new(JobKind::Trace(trace), vec![gateway]);
+    spec.hold = hold;
+    Ok(spec)
 }
 
-impl Job {
-    pub fn new<I: IntoIterator<Item = S>, S: Into<String>>(words: I) -> Job {
-        Job {
-            words: words.into_iter().map(Into::into).collect(),
-            hold_secs: 0,
-        }
-    }
-
-    pub fn with_hold(mut self, secs: u32) -> Job {
-        self.hold_secs = secs;
-        self
-    }
-
-    /// The paper's density job: a one-hop trace (of [`LOCAL`]), then hold 10 s.
-    pub fn density() -> Job {
-        Job::new(["trace", "-P", "icmp-paris", "-q", "1", "-w", "1", LOCAL]).with_hold(10)
-    }
-
-    /// Arguments after the `vtnt` binary inside a guest.
-    pub fn guest_args(&self) -> Vec<String> {
-        if self.hold_secs == 0 {
-            return self.words.clone();
-        }
-        let mut v: Vec<String> = ["run", "--runtime", "native", "--local", "--hold"]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
-        v.push(self.hold_secs.to_string());
-        v.push("--".into());
-        v.extend(self.words.iter().cloned());
-        v
-    }
-
-    /// The same job with `from` replaced by `to` in its words (a VM traces its own address).
-    pub fn replace_word(&self, from: &str, to: &str) -> Job {
-        Job {
-            words: self
-                .words
-                .iter()
-                .map(|w| if w == from { to.to_string() } else { w.clone() })
-                .collect(),
-            hold_secs: self.hold_secs,
-        }
-    }
+/// Arguments after the `vtnt` binary inside a process, container or VM instance.
+pub fn guest_args(job: &JobSpec) -> Vec<String> {
+    vec!["job".into(), vtnt_jobspec::encode(job)]
 }
 
 /// Where a job's network comes from: a running lab (`vtnt lab up --name NAME`).
@@ -200,15 +169,29 @@ mod tests {
     }
 
     #[test]
-    fn guest_args_wrap_holds() {
-        let j = Job::density().replace_word(LOCAL, "192.0.2.2");
-        let a = j.guest_args();
+    fn guests_get_the_job_line() {
+        let lab = Lab {
+            name: "t".into(),
+            netns_path: PathBuf::new(),
+            vp_address: "192.0.2.2".into(),
+            vm: VmAttach {
+                port: 1,
+                prefix: "192.0.2.0/24".into(),
+                gateway: "192.0.2.1".into(),
+            },
+        };
+        let a = guest_args(&density(&lab, Duration::from_secs(10)).unwrap());
         assert_eq!(
-            &a[..6],
-            &["run", "--runtime", "native", "--local", "--hold", "10"]
+            a,
+            [
+                "job",
+                "vtnt-job=1 kind=trace trace.method=icmp-paris trace.attempts=1 trace.wait=1s hold=10s targets=192.0.2.1"
+            ]
         );
-        assert_eq!(a.last().unwrap(), "192.0.2.2");
-        assert_eq!(Job::new(["trace", "x"]).guest_args(), ["trace", "x"]);
+        assert_eq!(
+            vtnt_jobspec::decode(&a[1]).unwrap().hold,
+            Duration::from_secs(10)
+        );
     }
 
     #[test]

@@ -21,9 +21,11 @@
 //! cgroups, servers, temporary directories.
 //!
 //! ```no_run
-//! use vtnt_deploy::{Runtime, job::Job, RunOptions};
-//! let job = Job::new(["trace", "-P", "icmp-paris", "203.0.113.10"]);
-//! let out = Runtime::Runc.run(&job, &RunOptions::default())?;
+//! use vtnt_deploy::{Runtime, RunOptions};
+//! use vtnt_job::{parse_words, Vantage};
+//! let words = ["trace", "-P", "icmp-paris", "203.0.113.10"].map(String::from);
+//! let job = parse_words(&words, Vantage::Lab)?;
+//! let out = Runtime::Runc.run(&job.spec, &RunOptions::default())?;
 //! print!("{}", out.stdout);
 //! # Ok::<(), anyhow::Error>(())
 //! ```
@@ -132,7 +134,7 @@ impl Runtime {
     }
 
     /// Deploys from a fresh image server, runs `job` once, destroys and cleans up.
-    pub fn run(self, job: &job::Job, opts: &RunOptions) -> anyhow::Result<RunOutput> {
+    pub fn run(self, job: &vtnt_job::JobSpec, opts: &RunOptions) -> anyhow::Result<RunOutput> {
         let image = self.build_image(&opts.build)?;
         let server = server::ImageServer::start(&[&image], opts.bandwidth_bps)?;
         let engine = EngineGuard::for_runtime(self, &opts.lab)?;
@@ -141,6 +143,8 @@ impl Runtime {
         let deploy_time = t0.elapsed();
         let mut spec = InstanceSpec::new(job.clone(), opts.lab.clone());
         spec.dhcp = opts.dhcp;
+        spec.vmm = opts.vmm;
+        spec.guest_timeout = opts.timeout;
         let mut inst = deployed.start(&spec)?;
         let mut out = inst.wait(opts.timeout)?;
         out.deploy_time = deploy_time;
@@ -184,6 +188,8 @@ pub struct RunOptions {
     pub timeout: Duration,
     /// The guest leases its address by DHCP (the microvm runtime only).
     pub dhcp: bool,
+    /// The VMM of the microvm runtime.
+    pub vmm: vtnt_vmm::job::Vmm,
 }
 
 impl Default for RunOptions {
@@ -194,6 +200,7 @@ impl Default for RunOptions {
             bandwidth_bps: DEFAULT_BANDWIDTH_MBPS * 1_000_000,
             timeout: Duration::from_secs(600),
             dhcp: false,
+            vmm: vtnt_vmm::job::Vmm::Auto,
         }
     }
 }

@@ -1,51 +1,35 @@
 //! The `microvm` runtime: the vTNT unikernel under `vtnt-monitor` where `/dev/kvm` works,
 //! else under QEMU's microvm machine (`vtnt_vmm::job::default_vmm`).
 //!
-//! Building and booting the unikernel belong to the `vtnt` command (its `unikernel`
-//! module: `build_image()` and `run_microvm(vmm, job_words, lab)`), which this library
-//! cannot call. So it drives them through the static `vtnt` binary: the image comes from
-//! `vtnt image build unikernel` (whose last stdout line is the image path), and an
-//! instance is `vtnt run --runtime microvm --local --image FILE --lab LAB -- WORDS` in the
-//! instance's cgroup, i.e. the launcher plus its QEMU child, both measured.
-//!
-//! The unikernel runs the job's words as they are (no `run --hold` wrapper: it has no
-//! shell); a hold is passed as `--hold` to the launcher, which puts it in the job spec
-//! (`hold=`): the guest sits halted that long after its results, then powers off.
+//! The image is `vtnt-vmm`'s build of the unikernel, registered in the image cache. An
+//! instance is `vtnt_vmm::job::run_job` called with the typed job and the downloaded image
+//! in a thread of this process, whose VMM process runs under the instance's cgroup
+//! ([`Cgroup::wrapper`]): the VMM alone is the instance, measured like a container's
+//! processes. The job's hold is in the job itself (`hold=`): the guest sits halted that
+//! long after its results, then powers off.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
-use anyhow::Context;
 use vtnt_vmm::accel::Accelerator;
+use vtnt_vmm::job::{JobNet, RunOutcome, RunSpec, Vmm};
+use vtnt_vmm::GuestStatus;
 
 use crate::cgroup::Cgroup;
 use crate::instance::InstanceSpec;
 use crate::job::Lab;
-use crate::proc::Supervised;
 use crate::{paths, BuildOptions, ImageInfo, Runtime};
 
 /// File name of the unikernel in the image cache.
 pub const IMAGE_NAME: &str = "vtnt-unikernel.elf";
 
-/// The static `vtnt` binary that launches the unikernel.
-pub fn launcher() -> anyhow::Result<PathBuf> {
-    paths::static_vtnt()
-}
-
-/// Builds the unikernel through `vtnt image build unikernel` and copies it to the cache.
+/// Builds the unikernel (`vtnt-vmm`'s build, `--profile kernel`) and copies it to the
+/// cache.
 pub fn build_image(_opts: &BuildOptions) -> anyhow::Result<ImageInfo> {
-    let vtnt = launcher()?;
-    let out =
-        paths::run_cmd(Command::new(&vtnt).args(["image", "build", "unikernel", "--print-path"]))
-            .context("`vtnt image build unikernel` (the unikernel module of the vtnt command)")?;
-    let built = PathBuf::from(
-        out.lines()
-            .rev()
-            .find(|l| !l.trim().is_empty())
-            .context("`vtnt image build unikernel` printed no path")?
-            .trim(),
-    );
-    from_built(&built)
+    let built = vtnt_vmm::image::build(&vtnt_vmm::image::BuildOptions::default())
+        .map_err(|e| anyhow::anyhow!("building the unikernel: {e}"))?;
+    from_built(&built.path)
 }
 
 /// Registers an already built unikernel `built` as the microvm image.
@@ -62,33 +46,106 @@ pub fn from_built(built: &Path) -> anyhow::Result<ImageInfo> {
     })
 }
 
-/// The accelerator the launcher boots `image` under: KVM (of this host's kind) under
-/// `vtnt-monitor` where it is usable, else QEMU's choice (`VTNT_ACCEL`, else KVM when
-/// the image boots under it, else TCG; `vtnt_vmm::accel::resolve`, whose probe result
-/// the launcher shares through its cache).
-pub fn accel(image: &Path) -> Accelerator {
-    vtnt_vmm::job::default_vmm().accelerator(image, vtnt_vmm::qemu::Accel::Auto)
+/// The accelerator `vmm` boots `image` under: KVM (of this host's kind) under
+/// `vtnt-monitor` where it is usable, else QEMU's choice (`VTNT_ACCEL`, else KVM when the
+/// image boots under it, else TCG; `vtnt_vmm::accel::resolve`).
+pub fn accel(image: &Path, vmm: Vmm) -> Accelerator {
+    let vmm = match vmm {
+        Vmm::Auto => vtnt_vmm::job::default_vmm(),
+        v => v,
+    };
+    vmm.accelerator(image, vtnt_vmm::qemu::Accel::Auto)
 }
 
-/// Boots one unikernel instance through the launcher.
+/// A unikernel instance booting or running.
+pub struct Running {
+    thread: JoinHandle<Result<RunOutcome, vtnt_vmm::Error>>,
+    started: Instant,
+}
+
+/// What a finished unikernel instance produced.
+pub struct Finished {
+    /// The scamper JSON lines, one per line.
+    pub stdout: String,
+    /// The guest's diagnostics and the VMM's stderr.
+    pub stderr: String,
+    /// The guest's exit status (None: timed out or vanished).
+    pub code: Option<i32>,
+    pub elapsed: Duration,
+    /// The accelerator and the VMM (`PVM-KVM (vtnt-monitor)`).
+    pub accelerator: String,
+}
+
+/// Boots one unikernel instance of `spec`'s job from `image` under `vmm`, on a free VM
+/// slot of `lab`, its VMM in `cgroup`; `timeout`: the guest's watchdog.
 pub fn start(
     image: &Path,
     lab: &Lab,
     spec: &InstanceSpec,
     cgroup: &Cgroup,
-) -> anyhow::Result<Supervised> {
-    let vtnt = launcher()?;
-    let mut cmd = cgroup.wrap(&vtnt.display().to_string());
-    cmd.args(["run", "--runtime", "microvm", "--local", "--image"])
-        .arg(image)
-        .arg("--lab")
-        .arg(&lab.name);
-    if spec.dhcp {
-        cmd.arg("--dhcp");
+    vmm: Vmm,
+    timeout: Duration,
+) -> anyhow::Result<Running> {
+    let mut run = RunSpec::new(
+        spec.job.clone(),
+        JobNet::Lab {
+            name: lab.name.clone(),
+        },
+    );
+    run.vmm = vmm;
+    run.image = Some(image.to_path_buf());
+    run.dhcp = spec.dhcp;
+    run.timeout = timeout;
+    run.hostname = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|s| s.trim().to_string());
+    run.wrapper = cgroup.wrapper();
+    let started = Instant::now();
+    let thread = std::thread::Builder::new()
+        .name("vtnt-microvm".into())
+        .spawn(move || vtnt_vmm::job::run_job(&run))?;
+    Ok(Running { thread, started })
+}
+
+impl Running {
+    pub fn started(&self) -> Instant {
+        self.started
     }
-    if spec.job.hold_secs > 0 {
-        cmd.arg("--hold").arg(spec.job.hold_secs.to_string());
+
+    /// Whether the VM has stopped.
+    pub fn finished(&self) -> bool {
+        self.thread.is_finished()
     }
-    cmd.arg("--").args(&spec.job.words);
-    Supervised::spawn(cmd, "the vTNT microVM")
+
+    /// Waits for the VM (its own watchdog bounds the wait).
+    pub fn wait(self) -> anyhow::Result<Finished> {
+        let out = self
+            .thread
+            .join()
+            .map_err(|_| anyhow::anyhow!("the microVM's thread panicked"))?
+            .map_err(|e| anyhow::anyhow!("the microVM: {e}"))?;
+        let elapsed = self.started.elapsed();
+        let code = match out.status {
+            GuestStatus::Exited(n) => Some(i32::from(n)),
+            GuestStatus::TimedOut | GuestStatus::Vanished => None,
+        };
+        let mut stderr = out.diagnostics.join("\n");
+        stderr.push('\n');
+        stderr.push_str(&out.vmm_stderr);
+        Ok(Finished {
+            stdout: out.json_lines.iter().map(|l| format!("{l}\n")).collect(),
+            stderr,
+            code,
+            elapsed,
+            accelerator: format!("{} ({})", out.accel, vmm_label(out.vmm)),
+        })
+    }
+}
+
+fn vmm_label(vmm: Vmm) -> &'static str {
+    match vmm {
+        Vmm::Monitor => "vtnt-monitor",
+        Vmm::Firecracker => "Firecracker",
+        Vmm::Qemu | Vmm::Auto => "QEMU",
+    }
 }

@@ -49,6 +49,6 @@ pub fn start(
     let mut cmd = cgroup.wrap(&nsenter.display().to_string());
     cmd.arg(format!("--net={}", lab.netns_path.display()))
         .arg(bin)
-        .args(spec.job.guest_args());
+        .args(crate::job::guest_args(&spec.job));
     Supervised::spawn(cmd, "the native vtnt process")
 }

@@ -135,7 +135,7 @@ pub fn start(
     let bundle = dir.join(format!("bundle-{id}"));
     std::fs::create_dir_all(&bundle)?;
     let mut args = vec!["/vtnt".to_string()];
-    args.extend(spec.job.guest_args());
+    args.extend(crate::job::guest_args(&spec.job));
     let cfg = config(
         rootfs,
         &args,

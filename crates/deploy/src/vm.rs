@@ -241,7 +241,7 @@ pub fn start(
 ) -> anyhow::Result<Supervised> {
     let qemu = paths::need("qemu-system-x86_64", "qemu-system-x86")?;
     let (addr, len) = lab.vm.guest(spec.index)?;
-    let args = spec.job.guest_args();
+    let args = crate::job::guest_args(&spec.job);
     anyhow::ensure!(
         !args.iter().any(|w| w.contains('\n')),
         "job words may not contain newlines"

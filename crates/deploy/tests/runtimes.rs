@@ -7,13 +7,16 @@ mod common;
 
 use std::time::Duration;
 
-use vtnt_deploy::job::{normalize, Job};
+use vtnt_deploy::job::normalize;
 use vtnt_deploy::proc::retry_once_on_timeout;
 use vtnt_deploy::{RunOptions, Runtime};
 
 /// A fixed seed: every runtime probes the native run's flows, so takes its paths.
-fn job() -> Job {
-    Job::new(["trace", "-P", "icmp-paris", "--seed", "1", "203.0.113.10"])
+fn job() -> vtnt_job::JobSpec {
+    let words = ["trace", "-P", "icmp-paris", "--seed", "1", "203.0.113.10"].map(String::from);
+    vtnt_job::parse_words(&words, vtnt_job::Vantage::Lab)
+        .expect("a valid job")
+        .spec
 }
 
 fn check(test: &str, runtimes: &[Runtime], dhcp: bool) {

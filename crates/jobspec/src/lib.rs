@@ -75,6 +75,16 @@ impl JobKind {
             JobKind::Tnt(_) => "tnt",
         }
     }
+
+    /// The engine measurement of a trace or ping job towards `dst` (the template with its
+    /// destination set); `None` for TNT, which runs as a campaign over all targets.
+    pub fn measurement(&self, dst: IpAddr) -> Option<vtnt_engine::Job> {
+        match self {
+            JobKind::Trace(t) => Some(vtnt_engine::Job::Trace(TraceOptions { dst, ..t.clone() })),
+            JobKind::Ping(p) => Some(vtnt_engine::Job::Ping(PingOptions { dst, ..p.clone() })),
+            JobKind::Tnt(_) => None,
+        }
+    }
 }
 
 /// Engine-wide settings (`vtnt`'s `-p`, `--seed`, `--window`, `-S`).

@@ -77,15 +77,12 @@ impl Vmm {
 
     /// The VMM that runs `spec`: `Auto` is the monitor when it is usable here
     /// ([`crate::monitor::usable`]: `/dev/kvm` works and the binary exists) and the job
-    /// asks for nothing only QEMU has (another machine type, TCG, a wrapper such as
-    /// `perf`, port-0x80 step marks); otherwise QEMU.
+    /// asks for nothing only QEMU has (another machine type, TCG, port-0x80 step
+    /// marks); otherwise QEMU.
     pub fn resolve(self, spec: &RunSpec) -> Vmm {
         match self {
             Vmm::Auto
-                if spec.machine == Machine::Microvm
-                    && spec.accel != Accel::Tcg
-                    && spec.wrapper.is_empty()
-                    && !spec.marks =>
+                if spec.machine == Machine::Microvm && spec.accel != Accel::Tcg && !spec.marks =>
             {
                 default_vmm()
             }
@@ -149,7 +146,8 @@ pub struct RunSpec {
     pub dhcp: bool,
     /// The guest marks its boot steps on port 0x80 (`marks`, for [`crate::breakdown`]).
     pub marks: bool,
-    /// A command QEMU runs under ([`VmConfig::wrapper`]).
+    /// A command the VMM process runs under, whichever VMM it is ([`VmConfig::wrapper`],
+    /// [`MonitorConfig::wrapper`]): `perf record`, a placement into cgroups.
     pub wrapper: Vec<String>,
 }
 
@@ -333,6 +331,7 @@ pub fn run_job(spec: &RunSpec) -> Result<RunOutcome, Error> {
             cfg.timeout = host_timeout;
             cfg.netns = netns;
             cfg.modules = module_file.iter().map(|f| f.0.clone()).collect();
+            cfg.wrapper = spec.wrapper.clone();
             monitor::run(&cfg)?
         }
         Vmm::Qemu | Vmm::Auto => {
@@ -357,6 +356,13 @@ pub fn run_job(spec: &RunSpec) -> Result<RunOutcome, Error> {
                     stderr: "Firecracker attaches TAP devices only; the lab's VM front is a UDP socket (use qemu)".into(),
                 });
             };
+            if !spec.wrapper.is_empty() {
+                return Err(Error::Setup {
+                    command: "firecracker".into(),
+                    stderr: "the Firecracker path runs no wrapper (perf, cgroup placement) yet"
+                        .into(),
+                });
+            }
             if module.is_some() {
                 return Err(Error::Setup {
                     command: "firecracker".into(),

@@ -61,6 +61,9 @@ pub struct MonitorConfig {
     pub netns: Option<String>,
     /// Files handed to the guest as boot modules (e.g. a target list).
     pub modules: Vec<PathBuf>,
+    /// A command the monitor runs under (after `ip netns exec`): e.g. one that places it
+    /// in cgroups, then execs it. Empty: none.
+    pub wrapper: Vec<String>,
 }
 
 impl MonitorConfig {
@@ -75,6 +78,7 @@ impl MonitorConfig {
             timeout: Duration::from_secs(60),
             netns: None,
             modules: Vec::new(),
+            wrapper: Vec::new(),
         }
     }
 
@@ -127,15 +131,14 @@ pub fn run(cfg: &MonitorConfig) -> Result<Outcome, Error> {
             "not next to this executable nor on PATH (cargo build -p vtnt-monitor)",
         ),
     })?;
-    let mut cmd = match &cfg.netns {
-        Some(ns) => {
-            let mut c = Command::new("ip");
-            c.args(["netns", "exec", ns]).arg(&program);
-            c
-        }
-        None => Command::new(&program),
-    };
-    cmd.args(cfg.args());
+    let mut words: Vec<std::ffi::OsString> = Vec::new();
+    if let Some(ns) = &cfg.netns {
+        words.extend(["ip", "netns", "exec", ns].map(Into::into));
+    }
+    words.extend(cfg.wrapper.iter().map(Into::into));
+    words.push(program.into());
+    let mut cmd = Command::new(&words[0]);
+    cmd.args(&words[1..]).args(cfg.args());
     let accel = accel::kvm_kind().unwrap_or(Accelerator::Kvm);
     let mut out = qemu::supervise(cmd, cfg.timeout + Duration::from_secs(5), false, accel)?;
     // The monitor's own account of its peak RSS and CPU time (getrusage) is exact, where

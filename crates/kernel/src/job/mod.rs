@@ -294,14 +294,8 @@ pub fn run(cmdline: &Cmdline, info: &dyn BootInfo) -> ! {
         JobKind::Trace(_) | JobKind::Ping(_) => {
             let now = clock.now();
             for &dst in &targets {
-                let job = match &spec.kind {
-                    JobKind::Trace(t) => {
-                        vtnt_engine::Job::Trace(vtnt_engine::TraceOptions { dst, ..t.clone() })
-                    }
-                    JobKind::Ping(p) => {
-                        vtnt_engine::Job::Ping(vtnt_engine::PingOptions { dst, ..p.clone() })
-                    }
-                    JobKind::Tnt(_) => unreachable!(),
+                let Some(job) = spec.kind.measurement(dst) else {
+                    unreachable!()
                 };
                 if let Err(e) = engine.start(now, job) {
                     fail!(Status::JobFailed, "{dst}: {e}");

@@ -1,0 +1,366 @@
+//! vTNT's job vocabulary for every host-side consumer: the `vtnt` command, the runtimes
+//! (`vtnt-runtimes`), the evaluation and a fleet agent all take the same typed [`Job`].
+//!
+//! A user gives a job in `vtnt`'s own words (`trace -P icmp-paris -q 1 203.0.113.10`);
+//! [`options`] holds those options as clap types and [`parse_words`] (or
+//! [`JobArgs::job`] for options clap has already parsed) checks them the way `vtnt`
+//! does before any probe: the rate ceiling, consent to public targets, the exclusion
+//! lists, host names resolved in parallel ([`targets`]), bad targets reported on
+//! stderr. The result is a [`Job`]: the canonical [`JobSpec`] (what `vtnt-jobspec`
+//! encodes for guests and the unikernel: kind, engine settings, targets, hold) plus where
+//! its results go on this host.
+//!
+//! Where a job runs decides which lab addresses it may reach ([`Vantage`]): on this host,
+//! its routes say; in a runtime attached to the lab, every lab range is reachable.
+//!
+//! Imports: the sans-IO core (`vtnt-engine`, `vtnt-tnt`, `vtnt-jobspec`) and
+//! `vtnt-linux` (this host's addresses and routes); nothing that runs a job.
+
+pub mod options;
+pub mod targets;
+
+use std::net::{IpAddr, Ipv4Addr};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::Parser;
+use vtnt_engine::policy::{PrefixSet, MAX_PPS_LAB, MAX_PPS_PUBLIC};
+use vtnt_engine::{Config, LabAccess, Policy};
+pub use vtnt_jobspec::{EngineSpec, JobKind, JobSpec, Targets};
+
+pub use options::{Common, Format, PingArgs, TntArgs, TraceArgs};
+
+/// The exclusion list read on every run when it exists: prefixes never to probe, one per
+/// line (`#` comments), as an operator's opt-out list. `--exclude FILE` adds more.
+pub const DEFAULT_EXCLUDE: &str = "/etc/vtnt/exclude.conf";
+
+/// Where the probes of a job leave from, which decides which lab addresses lead into a
+/// lab.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Vantage {
+    /// This host's network namespace: its routes say where the lab is, and the source
+    /// address is one of its own.
+    Host,
+    /// A runtime attached to the lab's own network (every runtime's instance in the lab):
+    /// the source is the instance's own address unless `-S` names one.
+    Lab,
+}
+
+/// One job, typed: what to run and where its results go.
+#[derive(Debug, Clone)]
+pub struct Job {
+    /// The job itself, as every runtime and the unikernel take it.
+    pub spec: JobSpec,
+    /// Output format (`-O`).
+    pub format: Format,
+    /// Output file (`-o`); stdout when `None`.
+    pub output: Option<PathBuf>,
+    /// Some targets were refused or could not be resolved (reported on stderr; the job
+    /// exits 2 when it ends).
+    pub some_bad: bool,
+}
+
+impl Job {
+    /// The same job held `hold` after its results (the density job's delay).
+    pub fn with_hold(mut self, hold: Duration) -> anyhow::Result<Job> {
+        anyhow::ensure!(
+            hold <= vtnt_jobspec::MAX_HOLD,
+            "--hold: at most {} s",
+            vtnt_jobspec::MAX_HOLD.as_secs()
+        );
+        self.spec.hold = hold;
+        Ok(self)
+    }
+}
+
+/// The engine configuration of `spec` for a run on this host: the source is `-S` (which
+/// must be one of this host's addresses) or the kernel's choice for the first target, and
+/// this host's routes say which lab addresses lead into a lab.
+pub fn host_config(spec: &JobSpec) -> anyhow::Result<Config> {
+    let own = vtnt_linux::own_addresses().context("listing this host's addresses")?;
+    let src = match (spec.engine.src, spec.target_list().first()) {
+        (Some(s), _) => {
+            vtnt_engine::policy::check_source(s, &own).map_err(|e| anyhow::anyhow!("-S: {e}"))?;
+            s
+        }
+        (None, Some(t)) => targets::source_for(*t)?,
+        (None, None) => anyhow::bail!("no target to probe"),
+    };
+    let mut config = spec
+        .engine
+        .config(src)
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    config.policy.lab = vtnt_linux::lab_access(&own).context("reading this host's routes")?;
+    Ok(config)
+}
+
+/// `vtnt`'s job subcommands, as clap parses them.
+#[derive(clap::Subcommand, Debug)]
+pub enum JobArgs {
+    /// Paris traceroute (scamper's trace options).
+    Trace(TraceArgs),
+    /// Ping with ICMP echo, UDP or TCP SYN.
+    Ping(PingArgs),
+    /// TNT: reveal MPLS tunnels along the paths to the targets and fingerprint routers.
+    Tnt(TntArgs),
+}
+
+impl JobArgs {
+    /// The options every kind shares.
+    pub fn common(&self) -> &Common {
+        match self {
+            JobArgs::Trace(a) => &a.common,
+            JobArgs::Ping(a) => &a.common,
+            JobArgs::Tnt(a) => &a.common,
+        }
+    }
+
+    /// The job's kind with its options (a trace or ping template's `dst` is unspecified:
+    /// each target gets its own).
+    pub fn kind(&self) -> JobKind {
+        let any = IpAddr::V4(Ipv4Addr::UNSPECIFIED);
+        match self {
+            JobArgs::Trace(a) => JobKind::Trace(a.options(any)),
+            JobArgs::Ping(a) => JobKind::Ping(a.options(any)),
+            JobArgs::Tnt(a) => JobKind::Tnt(a.config()),
+        }
+    }
+
+    /// The warning for a rate the window cannot reach ([`rate_warning`]), known before
+    /// any target is checked.
+    pub fn rate_warning(&self) -> Option<String> {
+        let c = self.common();
+        rate_warning(&self.kind(), c.pps, c.window)
+    }
+
+    /// Checks the options and targets for a run from `vantage` (see [`job`]).
+    pub fn job(&self, vantage: Vantage) -> anyhow::Result<Job> {
+        if let (JobArgs::Tnt(a), Vantage::Lab) = (self, vantage) {
+            anyhow::ensure!(
+                a.from.is_none(),
+                "tnt --from reads local files; a job for a runtime cannot take it"
+            );
+        }
+        job(self.kind(), self.common(), vantage)
+    }
+}
+
+#[derive(Parser, Debug)]
+#[command(name = "vtnt")]
+struct Words {
+    #[command(subcommand)]
+    job: JobArgs,
+}
+
+/// Parses a job given in `vtnt`'s words (`["trace", "-q", "1", "192.0.2.9"]`) and checks
+/// it for a run from `vantage`. `--help` in the words is an error carrying clap's help.
+pub fn parse_words(words: &[String], vantage: Vantage) -> anyhow::Result<Job> {
+    let argv = std::iter::once("vtnt".to_string()).chain(words.iter().cloned());
+    let parsed = Words::try_parse_from(argv)
+        .map_err(|e| anyhow::anyhow!("job: {}", e.render().to_string().trim_end()))?;
+    parsed.job.job(vantage)
+}
+
+/// Checks the common options and resolves the targets against the probing policy (consent
+/// to public targets, the exclusion lists, which lab addresses lead into a lab from
+/// `vantage`, and on the host that `-S` is one of its addresses); reports bad targets on
+/// stderr. The engine enforces the same policy again on every probe.
+pub fn job(kind: JobKind, c: &Common, vantage: Vantage) -> anyhow::Result<Job> {
+    vtnt_engine::policy::check_rate(c.pps).map_err(|_| {
+        anyhow::anyhow!(
+            "--pps {} is out of range (1..={MAX_PPS_LAB}; {MAX_PPS_PUBLIC} at most with public targets)",
+            c.pps
+        )
+    })?;
+    let lab = match vantage {
+        Vantage::Host => {
+            let own = vtnt_linux::own_addresses().context("listing this host's addresses")?;
+            if let Some(src) = c.src {
+                vtnt_engine::policy::check_source(src, &own)
+                    .map_err(|e| anyhow::anyhow!("-S: {e}"))?;
+            }
+            vtnt_linux::lab_access(&own).context("reading this host's routes")?
+        }
+        Vantage::Lab => LabAccess::All,
+    };
+    let exclude = exclusions(c)?;
+    let policy = Policy {
+        allow_public: c.allow_public,
+        exclude: exclude.clone(),
+        lab,
+    };
+    let (good, bad) = targets::collect(&c.targets, c.targets_file.as_deref(), &policy, c.pps)?;
+    for b in &bad {
+        eprintln!("vtnt: skipping {b}");
+    }
+    if good.is_empty() {
+        anyhow::bail!("no target to probe (give TARGET arguments or --targets FILE)");
+    }
+    let src = match (c.src, vantage) {
+        (Some(s), _) => Some(s),
+        (None, Vantage::Host) => Some(targets::source_for(good[0])?),
+        (None, Vantage::Lab) => None,
+    };
+    let engine = EngineSpec {
+        pps: c.pps,
+        burst: (c.pps / 1000).max(1),
+        seed: c.seed.unwrap_or_else(default_seed),
+        window: c.window,
+        src,
+        allow_public: c.allow_public,
+        exclude,
+    };
+    Ok(Job {
+        spec: JobSpec {
+            kind,
+            engine,
+            targets: Targets::List(good),
+            hold: Duration::ZERO,
+        },
+        format: c.format,
+        output: c.output.clone(),
+        some_bad: !bad.is_empty(),
+    })
+}
+
+/// The warning for a `--pps` that `--window` measurements of `kind` cannot reach while
+/// each waits for an answer (a trace's `-w`, a ping's `-i`): unanswered probes hold the
+/// rate at `window / gap`.
+pub fn rate_warning(kind: &JobKind, pps: u32, window: u32) -> Option<String> {
+    let gap = match kind {
+        JobKind::Trace(o) => o.wait,
+        JobKind::Ping(o) => o.interval,
+        JobKind::Tnt(c) => c.trace.wait,
+    };
+    let most = f64::from(window) / gap.as_secs_f64().max(1e-6);
+    (f64::from(pps) > most && pps > 1).then(|| {
+        format!(
+            "--pps {pps} is more than {window} measurements at once can send while each waits {gap:?} for an answer (at most about {most:.0} pps); raise --window"
+        )
+    })
+}
+
+/// The exclusion lists of the options: /etc/vtnt/exclude.conf when it exists and every
+/// `--exclude FILE`, as one set.
+fn exclusions(c: &Common) -> anyhow::Result<PrefixSet> {
+    let default = std::path::Path::new(DEFAULT_EXCLUDE);
+    let files = default
+        .exists()
+        .then(|| default.to_path_buf())
+        .into_iter()
+        .chain(c.exclude.iter().cloned());
+    let mut prefixes = Vec::new();
+    for f in files {
+        let text = std::fs::read_to_string(&f)
+            .with_context(|| format!("reading exclusion list {}", f.display()))?;
+        let set = PrefixSet::parse(&text)
+            .map_err(|e| anyhow::anyhow!("exclusion list {}: {e}", f.display()))?;
+        prefixes.extend(set.iter().copied());
+    }
+    Ok(prefixes.into_iter().collect())
+}
+
+/// A seed no other process on the host is likely to have: the process id and the time.
+fn default_seed() -> u64 {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    (u64::from(std::process::id()) << 32) ^ nanos
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(s: &str) -> Vec<String> {
+        s.split_whitespace().map(String::from).collect()
+    }
+
+    #[test]
+    fn job_words_become_the_canonical_spec() {
+        let job = parse_words(
+            &words("trace -P icmp-paris -q 1 -w 1 --seed 7 198.51.100.1"),
+            Vantage::Lab,
+        )
+        .unwrap();
+        assert_eq!(
+            vtnt_jobspec::encode(&job.spec),
+            "vtnt-job=1 kind=trace trace.method=icmp-paris trace.attempts=1 trace.wait=1s seed=7 targets=198.51.100.1"
+        );
+        let job = parse_words(&words("ping -c 3 -i 0.1 --seed 1 192.0.2.1"), Vantage::Lab).unwrap();
+        assert_eq!(
+            vtnt_jobspec::encode(&job.spec),
+            "vtnt-job=1 kind=ping ping.count=3 ping.interval=100ms targets=192.0.2.1"
+        );
+        let job = parse_words(
+            &words("tnt -b --no-buddy -p 100 203.0.113.10 203.0.113.11"),
+            Vantage::Lab,
+        )
+        .unwrap();
+        let line = vtnt_jobspec::encode(&job.spec);
+        assert!(line.starts_with("vtnt-job=1 kind=tnt "), "{line}");
+        assert!(
+            line.contains(" tnt.brute-force=true tnt.buddy=false "),
+            "{line}"
+        );
+        assert_eq!(vtnt_jobspec::decode(&line).unwrap(), job.spec);
+    }
+
+    #[test]
+    fn where_results_go_and_refused_targets_are_kept_apart() {
+        let job = parse_words(
+            &words("ping -O text -o /tmp/x 192.0.2.1 8.8.8.8"),
+            Vantage::Lab,
+        )
+        .unwrap();
+        assert_eq!(job.format, Format::Text);
+        assert_eq!(job.output, Some(PathBuf::from("/tmp/x")));
+        assert!(job.some_bad, "8.8.8.8 needs --allow-public");
+        assert_eq!(
+            job.spec.target_list(),
+            &["192.0.2.1".parse::<IpAddr>().unwrap()]
+        );
+    }
+
+    #[test]
+    fn bad_job_words_are_errors() {
+        for w in [
+            "trace -q 0 192.0.2.1",
+            "dance 192.0.2.1",
+            "trace",
+            "trace 8.8.8.8",
+            "ping -p 0 192.0.2.1",
+            "tnt --from /etc/hostname",
+        ] {
+            assert!(parse_words(&words(w), Vantage::Lab).is_err(), "{w}");
+        }
+        let long = Job {
+            spec: JobSpec::new(
+                JobKind::Ping(vtnt_engine::PingOptions::new(IpAddr::V4(
+                    Ipv4Addr::LOCALHOST,
+                ))),
+                vec![],
+            ),
+            format: Format::Json,
+            output: None,
+            some_bad: false,
+        };
+        assert!(long.with_hold(Duration::from_secs(3601)).is_err());
+    }
+
+    #[test]
+    fn the_rate_warning_names_the_window() {
+        let job = parse_words(
+            &words("trace -p 5000 -w 5 --window 10 192.0.2.1"),
+            Vantage::Lab,
+        )
+        .unwrap();
+        let e = &job.spec.engine;
+        let w = rate_warning(&job.spec.kind, e.pps, e.window).unwrap();
+        assert!(w.contains("raise --window"), "{w}");
+        let job = parse_words(&words("trace 192.0.2.1"), Vantage::Lab).unwrap();
+        let e = &job.spec.engine;
+        assert_eq!(rate_warning(&job.spec.kind, e.pps, e.window), None);
+    }
+}

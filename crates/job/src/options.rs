@@ -1,0 +1,233 @@
+//! The options of `vtnt trace`, `vtnt ping` and `vtnt tnt` (scamper's letters where
+//! scamper has them) as clap types, and what each makes of them: a trace or ping template
+//! ([`TraceArgs::options`], [`PingArgs::options`]) or TNT's configuration
+//! ([`TntArgs::config`]).
+
+use std::net::{IpAddr, Ipv4Addr};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use vtnt_engine::{Method, PingOptions, TraceOptions};
+use vtnt_tnt::{Thresholds, TntConfig};
+
+/// Output format (`-O`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// scamper JSON, one object per line (what sc_warts2json prints).
+    Json,
+    /// scamper's binary warts.
+    Warts,
+    /// Human-readable, like scamper's text output.
+    Text,
+}
+
+/// Options every probing command shares.
+#[derive(clap::Args, Debug, Clone)]
+pub struct Common {
+    /// Targets: addresses or host names.
+    #[arg(value_name = "TARGET")]
+    pub targets: Vec<String>,
+    /// Read targets from FILE, one per line (`#` starts a comment); bad lines are reported
+    /// with their line number and the rest probed.
+    #[arg(long = "targets", value_name = "FILE")]
+    pub targets_file: Option<PathBuf>,
+    /// Probes per second for the whole run (scamper's -p). At most 500000; public targets
+    /// are probed only in runs of at most 1000.
+    #[arg(short = 'p', long = "pps", default_value_t = 20)]
+    pub pps: u32,
+    /// Output format.
+    #[arg(short = 'O', long = "format", value_enum, default_value_t = Format::Json)]
+    pub format: Format,
+    /// Write results to FILE instead of stdout. FILE must be a regular file or not exist;
+    /// it is replaced when the run ends (also on SIGINT or SIGTERM, with the records
+    /// finished so far) and left untouched when the run fails.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Allow targets outside loopback and the lab's ranges. Probing other people's
+    /// networks needs their consent.
+    #[arg(long)]
+    pub allow_public: bool,
+    /// Never probe the prefixes listed in FILE (one per line, `#` comments), on top of
+    /// /etc/vtnt/exclude.conf when it exists. May be repeated.
+    #[arg(long = "exclude", value_name = "FILE")]
+    pub exclude: Vec<PathBuf>,
+    /// Source address of the probes: one of this host's addresses (default: the kernel's
+    /// choice for the first target). vTNT does not spoof.
+    #[arg(short = 'S', long = "src")]
+    pub src: Option<Ipv4Addr>,
+    /// Seed for probe identifiers (ICMP idents, source ports, Paris checksums and the tag
+    /// every probe carries so that concurrent runs on one host never take each other's
+    /// replies). Default: drawn from the process id and the time, so concurrent runs
+    /// differ; give one to make a run reproducible (runs at the same time on one host
+    /// need different seeds).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Measurements running at once; the rest wait their turn.
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..=32768))]
+    pub window: u32,
+}
+
+pub fn seconds(s: &str) -> Result<Duration, String> {
+    let v: f64 = s
+        .parse()
+        .map_err(|_| format!("`{s}` is not a number of seconds"))?;
+    if !(0.001..=3600.0).contains(&v) {
+        return Err(format!("{v} s is out of range (0.001..=3600)"));
+    }
+    Ok(Duration::from_secs_f64(v))
+}
+
+pub fn method(s: &str) -> Result<Method, String> {
+    Method::from_option(s)
+        .ok_or_else(|| format!("unknown method `{s}` (icmp-paris, udp-paris, tcp)"))
+}
+
+/// `vtnt trace`.
+#[derive(clap::Args, Debug)]
+pub struct TraceArgs {
+    /// Probe method: icmp-paris, udp-paris or tcp.
+    #[arg(short = 'P', long = "method", default_value = "udp-paris", value_parser = method)]
+    pub method: Method,
+    /// First TTL.
+    #[arg(short = 'f', long = "first-ttl", default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..))]
+    pub first: u8,
+    /// Maximum TTL.
+    #[arg(short = 'm', long = "max-ttl", default_value_t = 255, value_parser = clap::value_parser!(u8).range(1..))]
+    pub max: u8,
+    /// Probes per hop.
+    #[arg(short = 'q', long = "attempts", default_value_t = 2, value_parser = clap::value_parser!(u8).range(1..=20))]
+    pub attempts: u8,
+    /// Seconds to wait for a reply.
+    #[arg(short = 'w', long = "wait", default_value = "5", value_parser = seconds)]
+    pub wait: Duration,
+    /// Unresponsive hops in a row before giving up.
+    #[arg(short = 'g', long = "gap-limit", default_value_t = 5, value_parser = clap::value_parser!(u8).range(1..))]
+    pub gaplimit: u8,
+    /// Times an address may repeat (non-adjacently) before the trace stops with LOOP.
+    #[arg(short = 'l', long = "loops", default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..))]
+    pub loops: u8,
+    /// Destination port (UDP default 33435, TCP default 80).
+    #[arg(short = 'd', long = "dport")]
+    pub dport: Option<u16>,
+    /// Source port (default: chosen per trace).
+    #[arg(short = 's', long = "sport")]
+    pub sport: Option<u16>,
+    #[command(flatten)]
+    pub common: Common,
+}
+
+impl TraceArgs {
+    pub fn options(&self, dst: IpAddr) -> TraceOptions {
+        let mut o = TraceOptions::new(dst).with_method(self.method);
+        o.first_ttl = self.first;
+        o.max_ttl = self.max;
+        o.attempts = self.attempts;
+        o.wait = self.wait;
+        o.gaplimit = self.gaplimit;
+        o.loops = self.loops;
+        o.dport = self.dport;
+        o.sport = self.sport;
+        o
+    }
+}
+
+/// `vtnt ping`.
+#[derive(clap::Args, Debug)]
+pub struct PingArgs {
+    /// Probes to send.
+    #[arg(short = 'c', long = "count", default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..))]
+    pub count: u16,
+    /// Seconds between probes.
+    #[arg(short = 'i', long = "interval", default_value = "1", value_parser = seconds)]
+    pub interval: Duration,
+    /// Probe method: icmp-paris (ICMP echo), udp-paris (UDP to a closed port) or tcp (SYN).
+    #[arg(short = 'P', long = "method", default_value = "icmp-paris", value_parser = method)]
+    pub method: Method,
+    /// IP-TTL of the probes.
+    #[arg(short = 'm', long = "ttl", default_value_t = 64, value_parser = clap::value_parser!(u8).range(1..))]
+    pub ttl: u8,
+    /// Seconds to wait for replies after the last probe.
+    #[arg(short = 'W', long = "timeout", default_value = "1", value_parser = seconds)]
+    pub timeout: Duration,
+    #[command(flatten)]
+    pub common: Common,
+}
+
+impl PingArgs {
+    pub fn options(&self, dst: IpAddr) -> PingOptions {
+        let mut o = PingOptions::new(dst).with_method(self.method);
+        o.count = self.count;
+        o.interval = self.interval;
+        o.ttl = self.ttl;
+        o.timeout = self.timeout;
+        o
+    }
+}
+
+/// `vtnt tnt`.
+#[derive(clap::Args, Debug)]
+pub struct TntArgs {
+    /// Method of the initial and revelation traces: icmp-paris, udp-paris or tcp.
+    #[arg(short = 'P', long = "method", default_value = "icmp-paris", value_parser = method)]
+    pub method: Method,
+    /// Probes per hop.
+    #[arg(short = 'q', long = "attempts", default_value_t = 3, value_parser = clap::value_parser!(u8).range(1..=20))]
+    pub attempts: u8,
+    /// Seconds to wait for a reply.
+    #[arg(short = 'w', long = "wait", default_value = "1", value_parser = seconds)]
+    pub wait: Duration,
+    /// Unresponsive hops in a row before a trace gives up.
+    #[arg(short = 'g', long = "gap-limit", default_value_t = 5, value_parser = clap::value_parser!(u8).range(1..))]
+    pub gaplimit: u8,
+    /// Maximum TTL.
+    #[arg(short = 'm', long = "max-ttl", default_value_t = 255, value_parser = clap::value_parser!(u8).range(1..))]
+    pub max: u8,
+    /// Echo requests per hop address for its TTL signature.
+    #[arg(long = "ping-count", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=100))]
+    pub ping_count: u16,
+    /// FRPLA threshold of the invisible-tunnel trigger (TNT's -f).
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(i16).range(1..=64))]
+    pub frpla: i16,
+    /// RTLA threshold (TNT's -r).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(i16).range(1..=64))]
+    pub rtla: i16,
+    /// Absolute u-turn sum that marks implicit tunnels.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(i16).range(1..=64))]
+    pub uturn: i16,
+    /// Test every hop pair for a hidden tunnel, not only where a trigger fires (TNT's -b).
+    #[arg(short = 'b', long)]
+    pub brute_force: bool,
+    /// Detect and classify only; send no revelation traces.
+    #[arg(long)]
+    pub no_reveal: bool,
+    /// Do not try the buddy technique for duplicate-IP (UHP) candidates.
+    #[arg(long)]
+    pub no_buddy: bool,
+    /// Start from these traces (scamper JSON or warts) instead of tracing again.
+    #[arg(long = "from", value_name = "TRACES")]
+    pub from: Option<PathBuf>,
+    #[command(flatten)]
+    pub common: Common,
+}
+
+impl TntArgs {
+    /// TNT's configuration from the options.
+    pub fn config(&self) -> TntConfig {
+        let mut c = TntConfig::default();
+        c.trace.method = self.method;
+        c.trace.attempts = self.attempts;
+        c.trace.wait = self.wait;
+        c.trace.gaplimit = self.gaplimit;
+        c.trace.max_ttl = self.max;
+        c.ping.count = self.ping_count;
+        c.classify.thresholds = Thresholds {
+            frpla: self.frpla,
+            rtla: self.rtla,
+            uturn: self.uturn,
+        };
+        c.classify.brute_force = self.brute_force;
+        c.reveal = !self.no_reveal;
+        c.buddy = !self.no_buddy;
+        c
+    }
+}
