@@ -23,9 +23,10 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context};
 
 use crate::cgroup::Cgroup;
-use crate::instance::InstanceSpec;
 use crate::proc::Supervised;
-use crate::{debian, paths, BuildOptions, ImageInfo, Runtime};
+use crate::runtime::{BuildOptions, ImageInfo, Runtime};
+use crate::spec::InstanceSpec;
+use crate::{debian, paths};
 
 /// Which Docker image.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -12,40 +12,13 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 
 use crate::cgroup::Cgroup;
-use crate::job::{Job, Lab};
+use crate::job::Lab;
 use crate::paths::TempDir;
 use crate::proc::{Finished, Supervised};
+use crate::runtime::{ImageInfo, Runtime};
 use crate::server::ImageServer;
-use crate::{docker, microvm, native, runc, vm, ImageInfo, Runtime};
-
-/// What to start.
-#[derive(Debug, Clone)]
-pub struct InstanceSpec {
-    pub job: Job,
-    /// The lab whose network the instance joins.
-    pub lab: String,
-    /// Distinguishes concurrent instances (container names, guest addresses).
-    pub index: u32,
-    /// The budget group the instance's own group goes under (relative, `vtnt/...`).
-    pub cgroup_parent: Option<String>,
-    /// Sample memory every this often while waiting (None: only CPU and time).
-    pub sample_every: Option<Duration>,
-    /// The guest leases its address by DHCP (microvm only; the others ignore it).
-    pub dhcp: bool,
-}
-
-impl InstanceSpec {
-    pub fn new(job: Job, lab: String) -> InstanceSpec {
-        InstanceSpec {
-            job,
-            lab,
-            index: 0,
-            cgroup_parent: None,
-            sample_every: Some(Duration::from_millis(100)),
-            dhcp: false,
-        }
-    }
-}
+use crate::spec::InstanceSpec;
+use crate::{docker, microvm, native, runc, vm};
 
 /// What one run produced and cost.
 #[derive(Debug, Clone, Default)]

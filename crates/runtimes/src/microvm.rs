@@ -19,10 +19,11 @@ use anyhow::Context;
 use vtnt_vmm::accel::Accelerator;
 
 use crate::cgroup::Cgroup;
-use crate::instance::InstanceSpec;
 use crate::job::Lab;
+use crate::paths;
 use crate::proc::Supervised;
-use crate::{paths, BuildOptions, ImageInfo, Runtime};
+use crate::runtime::{BuildOptions, ImageInfo, Runtime};
+use crate::spec::InstanceSpec;
 
 /// File name of the unikernel in the image cache.
 pub const IMAGE_NAME: &str = "vtnt-unikernel.elf";

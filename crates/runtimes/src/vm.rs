@@ -25,10 +25,11 @@ use anyhow::Context;
 use vtnt_vmm::accel::Accelerator;
 
 use crate::cgroup::Cgroup;
-use crate::instance::InstanceSpec;
 use crate::job::Lab;
 use crate::proc::Supervised;
-use crate::{debian, paths, BuildOptions, ImageInfo, Runtime};
+use crate::runtime::{BuildOptions, ImageInfo, Runtime};
+use crate::spec::InstanceSpec;
+use crate::{debian, paths};
 
 /// File name of the VM box.
 pub const IMAGE_NAME: &str = "vtnt-vm-box.tar";
