@@ -1,12 +1,12 @@
 //! `vtnt image build <runtime>` and `vtnt run --runtime <runtime> -- <job>`: options only;
-//! the work is in `vtnt-deploy` (images cached in /var/cache/vtnt, a local image server,
+//! the work is in `vtnt-runtimes` (images cached in /var/cache/vtnt, a local image server,
 //! one instance started in the lab's network, destroyed and cleaned up afterwards), and
 //! for the unikernel in this command's `unikernel` module.
 //!
 //! Inside every guest the job runs as `vtnt run --runtime native --local [--hold S] --
 //! WORDS`: the job with this very binary, then a hold (the paper's density job sleeps
 //! 10 s after its trace). `--local --runtime microvm` boots the unikernel directly (what
-//! `vtnt-deploy` starts for a microVM instance).
+//! `vtnt-runtimes` starts for a microVM instance).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -14,7 +14,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use vtnt_deploy::{job::Job, BuildOptions, RunOptions, Runtime};
+use vtnt_runtimes::{job::Job, BuildOptions, RunOptions, Runtime};
 
 #[derive(clap::Subcommand)]
 pub enum ImageCommand {
@@ -37,10 +37,10 @@ pub struct RunArgs {
     #[arg(long, default_value = "native")]
     pub runtime: Runtime,
     /// The lab whose network the job joins (`vtnt lab up --name NAME`).
-    #[arg(long, default_value = vtnt_deploy::DEFAULT_LAB)]
+    #[arg(long, default_value = vtnt_runtimes::DEFAULT_LAB)]
     pub lab: String,
     /// Image server bandwidth, Mbit/s.
-    #[arg(long, default_value_t = vtnt_deploy::DEFAULT_BANDWIDTH_MBPS)]
+    #[arg(long, default_value_t = vtnt_runtimes::DEFAULT_BANDWIDTH_MBPS)]
     pub bandwidth_mbps: u64,
     /// Seconds the job may run once started (VM boots under TCG take minutes).
     #[arg(long, default_value_t = 600)]
@@ -79,7 +79,7 @@ pub fn image(cmd: ImageCommand) -> anyhow::Result<ExitCode> {
             println!("{}", path.display());
             return Ok(ExitCode::SUCCESS);
         }
-        vtnt_deploy::microvm::from_built(&path)?
+        vtnt_runtimes::microvm::from_built(&path)?
     } else {
         runtime.build_image(&BuildOptions { rebuild })?
     };
@@ -87,8 +87,8 @@ pub fn image(cmd: ImageCommand) -> anyhow::Result<ExitCode> {
         println!("{}", info.path.display());
     } else {
         let accel = match runtime {
-            Runtime::Vm => Some(vtnt_deploy::vm::accel()),
-            Runtime::Microvm => Some(vtnt_deploy::microvm::accel(&info.path)),
+            Runtime::Vm => Some(vtnt_runtimes::vm::accel()),
+            Runtime::Microvm => Some(vtnt_runtimes::microvm::accel(&info.path)),
             _ => None,
         };
         println!(
@@ -137,7 +137,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     }
     // After the run: the launcher has probed (and cached) the unikernel's accelerator.
     let accel = match args.runtime {
-        Runtime::Vm => Some(vtnt_deploy::vm::accel().to_string()),
+        Runtime::Vm => Some(vtnt_runtimes::vm::accel().to_string()),
         Runtime::Microvm => match vtnt_vmm::job::default_vmm() {
             vtnt_vmm::job::Vmm::Monitor => {
                 vtnt_vmm::accel::kvm_kind().map(|a| format!("{a} (vtnt-monitor)"))

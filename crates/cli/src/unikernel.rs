@@ -119,7 +119,7 @@ fn hostname() -> Option<String> {
 /// errors. The guest then stays up (halted) `hold` after printing its results (the job
 /// spec's `hold=`, at most `vtnt_jobspec::MAX_HOLD`; the density job's delay). The image booted is
 /// With `dhcp` the guest leases its address from the lab's VM front. The image booted is
-/// `$VTNT_UNIKERNEL_IMAGE` when set (the file `vtnt-deploy` downloaded), else this
+/// `$VTNT_UNIKERNEL_IMAGE` when set (the file `vtnt-runtimes` downloaded), else this
 /// workspace's, built if needed.
 pub fn run_microvm(
     vmm: &str,
