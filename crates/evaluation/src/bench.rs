@@ -8,7 +8,7 @@
 //! 3. **Memory** (Fig. 5): one instance running the job and then holding `--hold-secs`,
 //!    PSS of its processes plus the engine's sampled every 200 ms, reported as the median
 //!    of the last `hold/2` s and the peak; again with KSM on (QEMU runtimes).
-//! 4. **Density** (Fig. 8): [`crate::density`] under the memory and the CPU budget.
+//! 4. **Density** (Fig. 8): `density` under the memory and the CPU budget.
 //!
 //! Every execution's output is compared with the native one
 //! ([`vtnt_runtimes::job::normalize`]).

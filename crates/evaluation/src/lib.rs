@@ -8,7 +8,7 @@
 //! What it may import: `vtnt-runtimes` (images, instances, jobs), `vtnt-measure`
 //! (processes, cgroups, KSM) and `vtnt-vmm` (accelerators); nothing imports it but the
 //! command line. Inside, imports go one way:
-//! - [`bench`] uses `density`, [`report`] and [`results`];
+//! - [`bench`](mod@bench) uses `density`, [`report`] and [`results`];
 //! - [`report`] uses [`plot`] and [`results`];
 //! - `density` and [`plot`] use [`results`] only;
 //! - [`results`] (the report's data) uses no other module.
