@@ -16,7 +16,7 @@ fi
 # scamper: the peer; qemu: VMs and the unikernel; docker.io/containerd/runc: container
 # runtimes; debootstrap/qemu-utils/e2fsprogs: the full-VM image; fonts: text in plots;
 # strace: the policy tests count the probes a refused run sends (none); util-linux
-# (nsenter, setpriv) and coreutils (mkfifo, mknod): the deploy and output-safety tests;
+# (nsenter, setpriv) and coreutils (mkfifo, mknod): the runtime and output-safety tests;
 # iptables: the transmit-stamp test refuses a probe with netfilter.
 # Every tool a test needs is here: scripts/test.sh fails a test that skips for want of one.
 packages=(scamper qemu-system-x86 qemu-utils iproute2 traceroute procps binutils

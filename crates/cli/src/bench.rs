@@ -36,7 +36,7 @@ pub enum BenchCommand {
     /// Seed 000's evaluation for every runtime (native, runc, docker, vm, microvm): image
     /// size, memory (+KSM), CPU, deploy + execution time, density under 1 GB and a CPU
     /// budget; writes report.md and fig*.png to --out. Needs root and a running lab.
-    Deploy(vtnt_deploy::BenchDeployArgs),
+    Deploy(vtnt_evaluation::BenchDeployArgs),
     /// Large campaigns (`vtnt trace -P icmp-paris -q 1 -w 1` over the reference lab's
     /// destinations repeated) driven like the Linux driver against the in-process lab
     /// under a virtual clock, with lost replies and late receive times: counts the runs
@@ -174,8 +174,8 @@ pub fn run(cmd: BenchCommand) -> anyhow::Result<ExitCode> {
             })
         }
         BenchCommand::Deploy(args) => {
-            let report = vtnt_deploy::bench_deploy(&args)?;
-            print!("{}", vtnt_deploy::report::markdown(&report));
+            let report = vtnt_evaluation::bench_deploy(&args)?;
+            print!("{}", vtnt_evaluation::report::markdown(&report));
             for f in &report.files {
                 eprintln!("wrote {}", f.display());
             }

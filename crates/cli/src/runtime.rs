@@ -1,6 +1,6 @@
 //! `vtnt image build <runtime>` and `vtnt run --runtime <runtime> -- <job>`: options only.
 //! The job words are parsed into a typed job (`vtnt-job`) here, once; the runtimes
-//! (`vtnt-deploy`: images cached in /var/cache/vtnt, a local image server, one instance
+//! (`vtnt-runtimes`: images cached in /var/cache/vtnt, a local image server, one instance
 //! started in the lab's network, destroyed and cleaned up afterwards) take that job and
 //! hand it to their instance encoded as its canonical line (`vtnt job LINE` in processes,
 //! containers and VMs; the kernel command line of the unikernel).
@@ -10,8 +10,8 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context;
-use vtnt_deploy::{BuildOptions, RunOptions, Runtime};
 use vtnt_job::{Format, Vantage};
+use vtnt_runtimes::{BuildOptions, RunOptions, Runtime};
 use vtnt_vmm::job::Vmm;
 
 #[derive(clap::Subcommand)]
@@ -35,10 +35,10 @@ pub struct RunArgs {
     #[arg(long, default_value = "native")]
     pub runtime: Runtime,
     /// The lab whose network the job joins (`vtnt lab up --name NAME`).
-    #[arg(long, default_value = vtnt_deploy::DEFAULT_LAB)]
+    #[arg(long, default_value = vtnt_runtimes::DEFAULT_LAB)]
     pub lab: String,
     /// Image server bandwidth, Mbit/s.
-    #[arg(long, default_value_t = vtnt_deploy::DEFAULT_BANDWIDTH_MBPS)]
+    #[arg(long, default_value_t = vtnt_runtimes::DEFAULT_BANDWIDTH_MBPS)]
     pub bandwidth_mbps: u64,
     /// Seconds the job may run once started (VM boots under TCG take minutes).
     #[arg(long, default_value_t = 600)]
@@ -70,8 +70,8 @@ pub fn image(cmd: ImageCommand) -> anyhow::Result<ExitCode> {
         println!("{}", info.path.display());
     } else {
         let accel = match runtime {
-            Runtime::Vm => Some(vtnt_deploy::vm::accel()),
-            Runtime::Microvm => Some(vtnt_deploy::microvm::accel(&info.path, Vmm::Auto)),
+            Runtime::Vm => Some(vtnt_runtimes::vm::accel()),
+            Runtime::Microvm => Some(vtnt_runtimes::microvm::accel(&info.path, Vmm::Auto)),
             _ => None,
         };
         println!(

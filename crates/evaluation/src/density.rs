@@ -13,9 +13,12 @@
 
 use std::time::{Duration, Instant};
 
-use crate::cgroup::Cgroup;
-use crate::instance::{Deployed, Instance, InstanceSpec};
 use vtnt_job::JobSpec;
+use vtnt_measure::cgroup::Cgroup;
+use vtnt_runtimes::instance::{Deployed, Instance};
+use vtnt_runtimes::InstanceSpec;
+
+use crate::results::{DensityResult, Sample};
 
 /// The budget of one density run.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -46,31 +49,6 @@ pub struct DensityOptions {
     pub deadline: Duration,
 }
 
-/// One timeline sample.
-#[derive(Debug, Clone, Copy, serde::Serialize)]
-pub struct Sample {
-    pub t: f64,
-    pub mem_mib: f64,
-    /// CPU use of the group in percent of one core over the last interval.
-    pub cpu_pct: f64,
-    pub running: u32,
-}
-
-/// What a density run found.
-#[derive(Debug, Clone, Default, serde::Serialize)]
-pub struct DensityResult {
-    pub budget: String,
-    pub started: u32,
-    pub completed: u32,
-    pub failed: u32,
-    /// All `max` instances completed: the real limit is higher.
-    pub capped: bool,
-    pub oom_kills: u64,
-    pub timeline: Vec<Sample>,
-    /// The first failure's reason.
-    pub first_failure: Option<String>,
-}
-
 struct Slot {
     inst: Instance,
     index: u32,
@@ -85,7 +63,7 @@ pub fn run(
     lab: &str,
     opts: &DensityOptions,
 ) -> anyhow::Result<DensityResult> {
-    let parent = Cgroup::create(&format!("vtnt/{}", crate::paths::unique("density")))?;
+    let parent = Cgroup::create(&format!("vtnt/{}", vtnt_runtimes::paths::unique("density")))?;
     match &opts.budget {
         Budget::Memory { bytes } => {
             parent.set("memory", "memory.limit_in_bytes", &bytes.to_string())?
@@ -151,7 +129,7 @@ pub fn run(
                             "instance {} exited with {:?}: {}",
                             s.index,
                             o.code,
-                            crate::proc::tail(&o.stderr, 300)
+                            vtnt_measure::proc::tail(&o.stderr, 300)
                         ),
                         Err(e) => format!("instance {}: {e:#}", s.index),
                     });

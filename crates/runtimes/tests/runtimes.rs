@@ -1,5 +1,5 @@
 //! Every runtime returns what the native run returns for the same job (scamper JSON
-//! lines, run-dependent fields aside: `vtnt_deploy::job::normalize`), each against a lab
+//! lines, run-dependent fields aside: `vtnt_runtimes::job::normalize`), each against a lab
 //! of its own. Needs root; a test whose components are missing skips through vtnt-testkit
 //! (failing under `VTNT_REQUIRE_ALL=1`: scripts/setup.sh installs them all).
 
@@ -7,9 +7,9 @@ mod common;
 
 use std::time::Duration;
 
-use vtnt_deploy::job::normalize;
-use vtnt_deploy::proc::retry_once_on_timeout;
-use vtnt_deploy::{RunOptions, Runtime};
+use vtnt_measure::proc::retry_once_on_timeout;
+use vtnt_runtimes::job::normalize;
+use vtnt_runtimes::{RunOptions, Runtime};
 
 /// A fixed seed: every runtime probes the native run's flows, so takes its paths.
 fn job() -> vtnt_job::JobSpec {

@@ -12,10 +12,11 @@ use anyhow::Context;
 use serde_json::json;
 
 use crate::cgroup::Cgroup;
-use crate::instance::InstanceSpec;
 use crate::job::Lab;
+use crate::paths;
 use crate::proc::Supervised;
-use crate::{paths, BuildOptions, ImageInfo, Runtime};
+use crate::runtime::{BuildOptions, ImageInfo, Runtime};
+use crate::spec::InstanceSpec;
 
 /// File name of the bundle tarball.
 pub const IMAGE_NAME: &str = "vtnt-oci-bundle.tar";

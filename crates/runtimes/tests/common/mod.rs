@@ -1,5 +1,6 @@
-//! Shared by the deploy tests: a lab of our own (`vtnt lab up --name <unique>`, taken
-//! down on drop), and why a test cannot run here (handed to vtnt-testkit to skip).
+//! Shared by the runtime tests and vtnt-evaluation's report test (which includes this
+//! file by path): a lab of our own (`vtnt lab up --name <unique>`, taken down on drop),
+//! and why a test cannot run here (handed to vtnt-testkit to skip).
 
 #![allow(dead_code)]
 
@@ -10,10 +11,10 @@ use std::process::Command;
 /// vtnt-testkit. cgroup v1 missing is on its allow-list (the host's boot-time choice);
 /// the rest is not (scripts/setup.sh provides it).
 pub fn basics_ready(test: &str) -> bool {
-    let (why, allowed) = if !vtnt_deploy::cgroup::available() {
+    let (why, allowed) = if !vtnt_measure::cgroup::available() {
         let why = format!(
             "cgroup v1 controllers {:?} are not mounted",
-            vtnt_deploy::cgroup::CONTROLLERS
+            vtnt_measure::cgroup::CONTROLLERS
         );
         (why, Some(vtnt_testkit::Allowed::CgroupV1))
     } else if let Some(why) = basic_missing() {
@@ -35,7 +36,7 @@ fn basic_missing() -> Option<String> {
         ("nsenter", "util-linux"),
         ("tar", "tar"),
     ] {
-        if vtnt_deploy::paths::which(p).is_none() {
+        if vtnt_runtimes::paths::which(p).is_none() {
             return Some(format!("`{p}` missing (Debian package {pkg})"));
         }
     }
@@ -55,9 +56,9 @@ fn rustup_has_musl() -> bool {
 }
 
 /// Why `rt` cannot run here, if it cannot.
-pub fn runtime_missing(rt: vtnt_deploy::Runtime) -> Option<String> {
-    use vtnt_deploy::paths::which;
-    use vtnt_deploy::Runtime::*;
+pub fn runtime_missing(rt: vtnt_runtimes::Runtime) -> Option<String> {
+    use vtnt_runtimes::paths::which;
+    use vtnt_runtimes::Runtime::*;
     let need = |progs: &[(&str, &str)]| {
         progs
             .iter()
@@ -96,7 +97,7 @@ pub struct LabGuard {
 
 impl LabGuard {
     pub fn up(tag: &str) -> anyhow::Result<LabGuard> {
-        let vtnt = vtnt_deploy::paths::static_vtnt()?;
+        let vtnt = vtnt_runtimes::paths::static_vtnt()?;
         let name = format!("vd{tag}{}", std::process::id());
         run(&vtnt, &["lab", "up", "--name", &name])?;
         Ok(LabGuard { name, vtnt })

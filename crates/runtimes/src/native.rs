@@ -8,10 +8,11 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 
 use crate::cgroup::Cgroup;
-use crate::instance::InstanceSpec;
 use crate::job::Lab;
+use crate::paths;
 use crate::proc::Supervised;
-use crate::{paths, BuildOptions, ImageInfo, Runtime};
+use crate::runtime::{BuildOptions, ImageInfo, Runtime};
+use crate::spec::InstanceSpec;
 
 /// File name of the native image.
 pub const IMAGE_NAME: &str = "vtnt-static";

@@ -25,10 +25,11 @@ use anyhow::Context;
 use vtnt_vmm::accel::Accelerator;
 
 use crate::cgroup::Cgroup;
-use crate::instance::InstanceSpec;
 use crate::job::Lab;
 use crate::proc::Supervised;
-use crate::{debian, paths, BuildOptions, ImageInfo, Runtime};
+use crate::runtime::{BuildOptions, ImageInfo, Runtime};
+use crate::spec::InstanceSpec;
+use crate::{debian, paths};
 
 /// File name of the VM box.
 pub const IMAGE_NAME: &str = "vtnt-vm-box.tar";
@@ -37,7 +38,7 @@ pub const MEMORY_MIB: u32 = 256;
 
 const JOB_SCRIPT: &str = r#"#!/bin/sh
 # vtnt-job: run the job from the kernel command line, report it on the serial console,
-# power off. Installed by vtnt-deploy.
+# power off. Installed by vtnt-runtimes.
 IP= GW= NETS= JOB=
 for w in $(cat /proc/cmdline); do
   case "$w" in

@@ -11,50 +11,14 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 
-use vtnt_job::JobSpec;
-use vtnt_vmm::job::Vmm;
-
 use crate::cgroup::Cgroup;
 use crate::job::Lab;
 use crate::paths::TempDir;
 use crate::proc::{Finished, Supervised};
+use crate::runtime::{ImageInfo, Runtime};
 use crate::server::ImageServer;
-use crate::{docker, microvm, native, runc, vm, ImageInfo, Runtime};
-
-/// What to start.
-#[derive(Debug, Clone)]
-pub struct InstanceSpec {
-    pub job: JobSpec,
-    /// The lab whose network the instance joins.
-    pub lab: String,
-    /// Distinguishes concurrent instances (container names, guest addresses).
-    pub index: u32,
-    /// The budget group the instance's own group goes under (relative, `vtnt/...`).
-    pub cgroup_parent: Option<String>,
-    /// Sample memory every this often while waiting (None: only CPU and time).
-    pub sample_every: Option<Duration>,
-    /// The guest leases its address by DHCP (microvm only; the others ignore it).
-    pub dhcp: bool,
-    /// The VMM of a microvm instance (the others ignore it).
-    pub vmm: Vmm,
-    /// How long a microvm guest may run before its watchdog stops it.
-    pub guest_timeout: Duration,
-}
-
-impl InstanceSpec {
-    pub fn new(job: JobSpec, lab: String) -> InstanceSpec {
-        InstanceSpec {
-            job,
-            lab,
-            index: 0,
-            cgroup_parent: None,
-            sample_every: Some(Duration::from_millis(100)),
-            dhcp: false,
-            vmm: Vmm::Auto,
-            guest_timeout: Duration::from_secs(600),
-        }
-    }
-}
+use crate::spec::InstanceSpec;
+use crate::{docker, microvm, native, runc, vm};
 
 /// What one run produced and cost.
 #[derive(Debug, Clone, Default)]

@@ -2,9 +2,13 @@
 //! here, a reduced density run (a few instances, 2 s holds), the report and its figures.
 //! Needs root; skipped through vtnt-testkit when the basics are missing.
 
+// The runtime tests' helpers (a lab of our own, what this host lacks), shared rather than
+// copied.
+#[path = "../../runtimes/tests/common/mod.rs"]
 mod common;
 
-use vtnt_deploy::{bench_deploy, BenchDeployArgs, Runtime};
+use vtnt_evaluation::{bench_deploy, BenchDeployArgs};
+use vtnt_runtimes::Runtime;
 
 #[test]
 fn small_report_is_complete() {
@@ -85,7 +89,7 @@ fn small_report_is_complete() {
         );
     }
     assert!(
-        vtnt_deploy::plot::text_renders().expect("font"),
+        vtnt_evaluation::plot::text_renders().expect("font"),
         "plot text does not render"
     );
     let _ = std::fs::remove_dir_all(&out);

@@ -8,21 +8,25 @@
 //! 3. **Memory** (Fig. 5): one instance running the job and then holding `--hold-secs`,
 //!    PSS of its processes plus the engine's sampled every 200 ms, reported as the median
 //!    of the last `hold/2` s and the peak; again with KSM on (QEMU runtimes).
-//! 4. **Density** (Fig. 8): [`crate::density`] under the memory and the CPU budget.
+//! 4. **Density** (Fig. 8): `density` under the memory and the CPU budget.
 //!
-//! Every execution's output is compared with the native one ([`crate::job::normalize`]).
+//! Every execution's output is compared with the native one
+//! ([`vtnt_runtimes::job::normalize`]).
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
 
-use crate::density::{self, Budget, DensityOptions, DensityResult};
-use crate::instance::{self, InstanceSpec, RunOutput};
-use crate::job::Lab;
-use crate::server::ImageServer;
-use crate::{ksm, BuildOptions, EngineGuard, ImageInfo, Runtime};
 use vtnt_job::JobSpec;
+use vtnt_measure::ksm;
+use vtnt_runtimes::instance::{self, RunOutput};
+use vtnt_runtimes::job::Lab;
+use vtnt_runtimes::server::ImageServer;
+use vtnt_runtimes::{BuildOptions, EngineGuard, ImageInfo, InstanceSpec, Runtime};
+
+use crate::density::{self, Budget, DensityOptions};
+use crate::results::{Memory, Rep, Report, RuntimeReport};
 
 /// Options of `vtnt bench deploy`.
 #[derive(Debug, Clone, clap::Args)]
@@ -41,14 +45,14 @@ pub struct BenchDeployArgs {
     )]
     pub runtimes: Vec<Runtime>,
     /// The lab whose network every runtime joins (`vtnt lab up`).
-    #[arg(long, default_value = crate::DEFAULT_LAB)]
+    #[arg(long, default_value = vtnt_runtimes::DEFAULT_LAB)]
     pub lab: String,
     /// The job, as `vtnt` words. Give it a `--seed` so that every runtime probes the
     /// same flows (and so the same paths) as the native run it is compared with.
     #[arg(long, default_value = "trace -P icmp-paris --seed 1 203.0.113.10")]
     pub job: String,
     /// Image server bandwidth, Mbit/s (the paper's Internet download).
-    #[arg(long, default_value_t = crate::DEFAULT_BANDWIDTH_MBPS)]
+    #[arg(long, default_value_t = vtnt_runtimes::DEFAULT_BANDWIDTH_MBPS)]
     pub bandwidth_mbps: u64,
     /// Seconds an instance holds after its job in the memory and density runs.
     #[arg(long, default_value_t = 10)]
@@ -102,88 +106,6 @@ impl Default for BenchDeployArgs {
     }
 }
 
-/// One deploy + run + destroy.
-#[derive(Debug, Clone, Copy, Default, serde::Serialize)]
-pub struct Rep {
-    pub deploy_s: f64,
-    pub exec_s: f64,
-    pub cleanup_s: f64,
-    pub cpu_s: f64,
-    pub ok: bool,
-    pub same_as_native: bool,
-}
-
-impl Rep {
-    pub fn total_s(&self) -> f64 {
-        self.deploy_s + self.exec_s + self.cleanup_s
-    }
-}
-
-/// Memory of one instance.
-#[derive(Debug, Clone, Copy, Default, serde::Serialize)]
-pub struct Memory {
-    pub late_mib: f64,
-    pub peak_mib: f64,
-    pub duration_s: f64,
-    pub ksm: Option<ksm::Counters>,
-}
-
-/// Everything measured for one runtime.
-#[derive(Debug, Clone, Default, serde::Serialize)]
-pub struct RuntimeReport {
-    pub runtime: String,
-    pub label: String,
-    /// The accelerator of a VM runtime (`KVM`, `PVM-KVM`, `TCG`); `None` for the others.
-    pub accel: Option<String>,
-    /// Ran under TCG.
-    pub emulated: bool,
-    pub skipped: Option<String>,
-    pub image_bytes: u64,
-    pub download_bytes: u64,
-    pub image_note: String,
-    pub reps: Vec<Rep>,
-    pub memory: Option<Memory>,
-    pub memory_ksm: Option<Memory>,
-    pub density_memory: Option<DensityResult>,
-    pub density_memory_ksm: Option<DensityResult>,
-    pub density_cpu: Option<DensityResult>,
-    pub errors: Vec<String>,
-    /// Runs that timed out and were retried once (see `retry_timeout`).
-    pub retried: Vec<String>,
-}
-
-/// The whole report.
-#[derive(Debug, Clone, Default, serde::Serialize)]
-pub struct Report {
-    /// The accelerators of the VM runtimes, e.g. `vm: TCG, microvm: PVM-KVM`.
-    pub accel: String,
-    /// Why a Linux VM runs under TCG on a host with KVM (PVM), if it does.
-    pub accel_note: Option<String>,
-    pub host: String,
-    pub job: String,
-    pub reps: u32,
-    pub bandwidth_mbps: u64,
-    pub memory_budget: String,
-    pub cpu_budget: String,
-    pub runtimes: Vec<RuntimeReport>,
-    /// Files written (report.md, report.json, figures).
-    pub files: Vec<PathBuf>,
-}
-
-/// Mean and sample standard deviation.
-pub fn mean_sd(v: &[f64]) -> (f64, f64) {
-    if v.is_empty() {
-        return (0.0, 0.0);
-    }
-    let m = v.iter().sum::<f64>() / v.len() as f64;
-    let sd = if v.len() > 1 {
-        (v.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (v.len() - 1) as f64).sqrt()
-    } else {
-        0.0
-    };
-    (m, sd)
-}
-
 fn host() -> String {
     let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
     let mem = std::fs::read_to_string("/proc/meminfo")
@@ -207,7 +129,7 @@ fn host() -> String {
 pub fn bench_deploy(args: &BenchDeployArgs) -> anyhow::Result<Report> {
     let lab = Lab::open(&args.lab)?;
     anyhow::ensure!(
-        crate::cgroup::available(),
+        vtnt_measure::cgroup::available(),
         "cgroup v1 memory/cpu/cpuacct/cpuset controllers are needed"
     );
     std::fs::create_dir_all(&args.out)
@@ -248,10 +170,11 @@ pub fn bench_deploy(args: &BenchDeployArgs) -> anyhow::Result<Report> {
         match rt.build_image(&BuildOptions::default()) {
             Ok(im) => {
                 let accel = match rt {
-                    Runtime::Vm => Some(crate::vm::accel()),
-                    Runtime::Microvm => {
-                        Some(crate::microvm::accel(&im.path, vtnt_vmm::job::Vmm::Auto))
-                    }
+                    Runtime::Vm => Some(vtnt_runtimes::vm::accel()),
+                    Runtime::Microvm => Some(vtnt_runtimes::microvm::accel(
+                        &im.path,
+                        vtnt_vmm::job::Vmm::Auto,
+                    )),
                     _ => None,
                 };
                 r.emulated = accel == Some(vtnt_vmm::accel::Accelerator::Tcg);
@@ -281,13 +204,13 @@ pub fn bench_deploy(args: &BenchDeployArgs) -> anyhow::Result<Report> {
     let mut reference: Option<Vec<String>> = None;
     let native_out = Runtime::Native.run(
         &job,
-        &crate::RunOptions {
+        &vtnt_runtimes::RunOptions {
             lab: args.lab.clone(),
             ..Default::default()
         },
     );
     if let Ok(o) = &native_out {
-        reference = Some(crate::job::normalize(&o.stdout));
+        reference = Some(vtnt_runtimes::job::normalize(&o.stdout));
     }
     for (rt, image) in &images {
         let r = report
@@ -346,13 +269,13 @@ fn measure_runtime(
         };
         match retry_timeout(r, &format!("rep {i}"), once) {
             Ok((deploy_s, o, cleanup_s)) => {
-                let same =
-                    reference.is_some_and(|r| r == crate::job::normalize(&o.stdout).as_slice());
+                let same = reference
+                    .is_some_and(|r| r == vtnt_runtimes::job::normalize(&o.stdout).as_slice());
                 if !o.ok() || !same {
                     r.errors.push(format!(
                         "rep {i}: exit {:?}, same output as native: {same}; stderr: {}",
                         o.code,
-                        crate::proc::tail(&o.stderr, 300)
+                        vtnt_measure::proc::tail(&o.stderr, 300)
                     ));
                 }
                 r.reps.push(Rep {
@@ -397,7 +320,7 @@ fn measure_runtime(
             out.ok(),
             "memory run exited with {:?}: {}",
             out.code,
-            crate::proc::tail(&out.stderr, 300)
+            vtnt_measure::proc::tail(&out.stderr, 300)
         );
         drop(guard);
         Ok(Memory {
@@ -423,7 +346,7 @@ fn measure_runtime(
     } else {
         args.density_max
     };
-    let djob = crate::job::density(lab, Duration::from_secs(u64::from(args.hold_secs)))?;
+    let djob = vtnt_runtimes::job::density(lab, Duration::from_secs(u64::from(args.hold_secs)))?;
     let mem_opts = DensityOptions {
         budget: Budget::Memory {
             bytes: args.memory_budget_mib << 20,
@@ -468,7 +391,7 @@ fn retry_timeout<T>(
     what: &str,
     f: impl FnMut() -> anyhow::Result<T>,
 ) -> anyhow::Result<T> {
-    crate::proc::retry_once_on_timeout(f, |e| {
+    vtnt_measure::proc::retry_once_on_timeout(f, |e| {
         eprintln!("  {what}: the instance timed out; retrying once");
         r.retried.push(format!("{what}: {e:#}"));
     })
@@ -477,7 +400,7 @@ fn retry_timeout<T>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::proc::TimedOut;
+    use vtnt_measure::proc::TimedOut;
 
     fn timed_out() -> anyhow::Error {
         anyhow::Error::new(TimedOut {

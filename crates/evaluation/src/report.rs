@@ -1,4 +1,4 @@
-//! The report of [`crate::bench_deploy`]: `report.md` (tables in the order of the
+//! The report of `bench_deploy`: `report.md` (tables in the order of the
 //! paper's Figs. 4-8, ratios against Docker (Debian) and the full VM, the conditions,
 //! which numbers come from TCG emulation), `report.json` (everything), and the figures
 //! ([`crate::plot`]).
@@ -8,7 +8,7 @@ use std::path::Path;
 
 use anyhow::Context;
 
-use crate::bench::{mean_sd, Report, RuntimeReport};
+use crate::results::{mean_sd, DensityResult, Report, RuntimeReport};
 
 fn mib(b: u64) -> f64 {
     b as f64 / 1048576.0
@@ -143,7 +143,7 @@ pub fn markdown(rep: &Report) -> String {
     let _ = writeln!(s, "\n## Fig. 8: instances that start and complete within a budget\n\nMemory: {}. CPU: {} (the paper's 4 of 16 cores at 25 %; here a quarter of this machine: one core of two, at 50 %), instances 0.1 s apart, each a one-hop trace then a hold.\n", rep.memory_budget, rep.cpu_budget);
     let _ = writeln!(s, "| runtime | memory budget | memory + KSM | CPU budget | first failure |\n|---|---:|---:|---:|---|");
     for r in rep.runtimes.iter().filter(|r| r.skipped.is_none()) {
-        let d = |x: &Option<crate::density::DensityResult>| {
+        let d = |x: &Option<DensityResult>| {
             x.as_ref().map_or("-".into(), |d| {
                 format!("{}{}", d.completed, if d.capped { "+" } else { "" })
             })

@@ -23,9 +23,10 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context};
 
 use crate::cgroup::Cgroup;
-use crate::instance::InstanceSpec;
 use crate::proc::Supervised;
-use crate::{debian, paths, BuildOptions, ImageInfo, Runtime};
+use crate::runtime::{BuildOptions, ImageInfo, Runtime};
+use crate::spec::InstanceSpec;
+use crate::{debian, paths};
 
 /// Which Docker image.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -124,7 +125,7 @@ impl Client {
 
     /// `docker import` of a fetched rootfs tarball as a fresh tag; returns the tag.
     pub fn load(&self, tarball: &Path, flavor: Flavor) -> anyhow::Result<String> {
-        let tag = format!("vtnt-deploy:{}", paths::unique("img"));
+        let tag = format!("vtnt-runtime:{}", paths::unique("img"));
         let change = format!("ENTRYPOINT [\"{}\"]", flavor.entrypoint());
         paths::run_cmd(
             self.cmd()

@@ -1,4 +1,5 @@
-//! The same vTNT job in every runtime, and seed 000's evaluation as a library call.
+//! The same vTNT job in every runtime: build an image, deploy it, run an instance,
+//! destroy it.
 //!
 //! A *runtime* is a way to run one job (`vtnt trace ...`, `vtnt tnt ...`): a static
 //! binary ([`native`]), an OCI bundle under runc ([`runc`]), a Docker image on Debian's
@@ -7,21 +8,28 @@
 //! *image* built once and cached under [`paths::cache_dir`] (`/var/cache/vtnt`), served by
 //! a local HTTP [`server`] with a bandwidth limit (the paper's download from the Internet),
 //! fetched, started inside the lab's network (`vtnt lab up`), run, destroyed and cleaned
-//! up ([`Runtime::run`]).
+//! up ([`Runtime::run`], or step by step with [`instance`]).
 //!
 //! The job's output (scamper JSON lines) is the same in every runtime once run-dependent
-//! fields are taken out ([`job::normalize`]).
-//!
-//! [`bench_deploy`] measures, per runtime: image size, memory of one instance with and
-//! without KSM, CPU time, deploy / execution / total time, and density under a 1 GB
-//! memory cgroup and a CPU budget; [`report`] writes it as markdown with PNG plots in the
-//! style of the paper's Figs. 4-8.
+//! fields are taken out ([`job::normalize`]). Seed 000's evaluation of the runtimes is
+//! `vtnt-evaluation`'s.
 //!
 //! Everything started here is stopped by a guard on drop: containers, VMs, engines,
 //! cgroups, servers, temporary directories.
 //!
+//! What it may import: `vtnt-measure` (processes, cgroups, KSM), `vtnt-vmm`,
+//! `vtnt-lab-linux` and `vtnt-policy`; never `vtnt-evaluation`. Inside, imports go one
+//! way, from the top down:
+//! - this root (`Runtime::build_image`, `Runtime::run`, [`EngineGuard`]) and [`instance`]
+//!   (which starts, samples and destroys any runtime's instance) use the runtime modules;
+//! - the runtime modules ([`native`], [`runc`], [`docker`], [`vm`], [`microvm`]) use
+//!   [`spec`] (what to start), [`runtime`], [`job`], [`paths`], [`debian`] and
+//!   `vtnt-measure`, never [`instance`] or this root;
+//! - [`server`] uses [`runtime`]; [`debian`] uses [`paths`]; [`spec`] uses [`job`];
+//!   [`runtime`], [`job`] and [`paths`] use no other module.
+//!
 //! ```no_run
-//! use vtnt_deploy::{Runtime, RunOptions};
+//! use vtnt_runtimes::{Runtime, RunOptions};
 //! use vtnt_job::{parse_words, Vantage};
 //! let words = ["trace", "-P", "icmp-paris", "203.0.113.10"].map(String::from);
 //! let job = parse_words(&words, Vantage::Lab)?;
@@ -30,96 +38,33 @@
 //! # Ok::<(), anyhow::Error>(())
 //! ```
 
-pub mod bench;
-pub mod cgroup;
 pub mod debian;
 pub mod docker;
 pub mod instance;
 pub mod job;
-pub mod ksm;
 pub mod microvm;
 pub mod native;
 pub mod paths;
-pub mod plot;
-// The only unsafe code: `proc` calls libc's kill(2) (a process group or one process) and
-// sysconf(_SC_CLK_TCK), each call with its SAFETY note.
-#[allow(unsafe_code)]
-pub mod proc;
-pub mod report;
 pub mod runc;
+pub mod runtime;
 pub mod server;
+pub mod spec;
 pub mod vm;
 
-mod density;
+// vtnt-measure's modules, under the paths they had when they were modules of this crate
+// (`crate::proc::Supervised`, `crate::cgroup::Cgroup`): imports of another crate, not
+// modules of this one, and private (callers use vtnt-measure).
+use vtnt_measure::{cgroup, ksm, proc};
 
-pub use bench::{bench_deploy, BenchDeployArgs, Report};
-pub use instance::{Instance, InstanceSpec, RunOutput};
+pub use instance::{Instance, RunOutput};
+pub use runtime::{BuildOptions, ImageInfo, Runtime};
+pub use spec::InstanceSpec;
 
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
 
-/// The runtimes, in the order reports list them.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, clap::ValueEnum, serde::Serialize,
-)]
-#[serde(rename_all = "kebab-case")]
-pub enum Runtime {
-    /// The static (musl) `vtnt` binary run as a process in the lab's namespace.
-    Native,
-    /// An OCI bundle (the static binary in a minimal rootfs) run by runc.
-    Runc,
-    /// Docker engine, Debian-based image (debootstrap minbase + vtnt): the paper's setup.
-    Docker,
-    /// Docker engine, `scratch` image holding only the static binary.
-    DockerScratch,
-    /// A Debian VM booting systemd (256 MB, like the paper's Vagrant box) under QEMU.
-    Vm,
-    /// The vTNT unikernel in a microVM: under vtnt-monitor where /dev/kvm works, else QEMU microvm.
-    #[value(alias = "unikernel")]
-    Microvm,
-}
-
 impl Runtime {
-    pub const ALL: [Runtime; 6] = [
-        Runtime::Native,
-        Runtime::Runc,
-        Runtime::Docker,
-        Runtime::DockerScratch,
-        Runtime::Vm,
-        Runtime::Microvm,
-    ];
-
-    /// The name used on the command line and in reports.
-    pub fn name(self) -> &'static str {
-        match self {
-            Runtime::Native => "native",
-            Runtime::Runc => "runc",
-            Runtime::Docker => "docker",
-            Runtime::DockerScratch => "docker-scratch",
-            Runtime::Vm => "vm",
-            Runtime::Microvm => "microvm",
-        }
-    }
-
-    /// The name used in figures (the paper's labels where there is one).
-    pub fn label(self) -> &'static str {
-        match self {
-            Runtime::Native => "native",
-            Runtime::Runc => "runc",
-            Runtime::Docker => "Docker (Debian)",
-            Runtime::DockerScratch => "Docker (scratch)",
-            Runtime::Vm => "VM (Debian+systemd)",
-            Runtime::Microvm => "vTNT (microVM)",
-        }
-    }
-
-    /// Whether it runs under QEMU, hence under TCG emulation on a host without usable KVM.
-    pub fn is_vm(self) -> bool {
-        matches!(self, Runtime::Vm | Runtime::Microvm)
-    }
-
     /// Builds (or finds in the cache) this runtime's image.
     pub fn build_image(self, opts: &BuildOptions) -> anyhow::Result<ImageInfo> {
         match self {
@@ -152,28 +97,6 @@ impl Runtime {
         drop(deployed);
         Ok(out)
     }
-}
-
-/// What every image build needs.
-#[derive(Debug, Clone, Default)]
-pub struct BuildOptions {
-    /// Rebuild even if the cache holds an image.
-    pub rebuild: bool,
-}
-
-/// A built image: the file the server offers and what it weighs.
-#[derive(Debug, Clone)]
-pub struct ImageInfo {
-    pub runtime: Runtime,
-    /// The file downloaded at deploy time (binary, tarball, VM box).
-    pub path: PathBuf,
-    /// Bytes downloaded.
-    pub download_bytes: u64,
-    /// Bytes the image takes once installed (Docker's image size, the VM's disk
-    /// allocation), which is what Fig. 4 compares.
-    pub size_bytes: u64,
-    /// How the size was measured.
-    pub size_note: String,
 }
 
 /// How [`Runtime::run`] runs.

@@ -17,9 +17,10 @@ use vtnt_vmm::job::{JobNet, RunOutcome, RunSpec, Vmm};
 use vtnt_vmm::GuestStatus;
 
 use crate::cgroup::Cgroup;
-use crate::instance::InstanceSpec;
 use crate::job::Lab;
-use crate::{paths, BuildOptions, ImageInfo, Runtime};
+use crate::paths;
+use crate::runtime::{BuildOptions, ImageInfo, Runtime};
+use crate::spec::InstanceSpec;
 
 /// File name of the unikernel in the image cache.
 pub const IMAGE_NAME: &str = "vtnt-unikernel.elf";

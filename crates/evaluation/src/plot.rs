@@ -1,4 +1,4 @@
-//! The figures of [`crate::report`], in the style of the paper's Figs. 4-8, drawn with
+//! The figures of `report.md`, in the style of the paper's Figs. 4-8, drawn with
 //! `plotters` into PNGs. Text is rendered through plotters' `ab_glyph` feature with
 //! DejaVu Sans from Debian's `fonts-dejavu-core` (`VTNT_FONT` overrides the file); without
 //! a font the figures are skipped with a message, the report stays complete.
@@ -11,8 +11,7 @@ use plotters::coord::types::RangedCoordusize;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use crate::bench::{mean_sd, Report, RuntimeReport};
-use crate::density::{DensityResult, Sample};
+use crate::results::{mean_sd, DensityResult, Rep, Report, RuntimeReport, Sample};
 
 const FONT_FILES: [&str; 2] = [
     "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
@@ -338,9 +337,8 @@ pub fn all(rep: &Report, out: &Path) -> anyhow::Result<Vec<PathBuf>> {
             false,
         )
     });
-    let stat = |r: &crate::bench::RuntimeReport, f: fn(&crate::bench::Rep) -> f64| {
-        mean_sd(&r.reps.iter().map(f).collect::<Vec<_>>())
-    };
+    let stat =
+        |r: &RuntimeReport, f: fn(&Rep) -> f64| mean_sd(&r.reps.iter().map(f).collect::<Vec<_>>());
     emit("fig6_time.png", &|p| {
         let mut d = Vec::new();
         for r in live.iter().filter(|r| !r.reps.is_empty()) {

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 
-use crate::ImageInfo;
+use crate::runtime::{ImageInfo, Runtime};
 
 const CHUNK: usize = 64 * 1024;
 
@@ -41,7 +41,7 @@ pub struct ImageServer {
     addr: SocketAddr,
     stop: Arc<AtomicBool>,
     thread: Option<std::thread::JoinHandle<()>>,
-    names: HashMap<crate::Runtime, String>,
+    names: HashMap<Runtime, String>,
 }
 
 impl ImageServer {
@@ -96,7 +96,7 @@ impl ImageServer {
     }
 
     /// `http://127.0.0.1:<port>/<file>` of a runtime's image.
-    pub fn url(&self, rt: crate::Runtime) -> anyhow::Result<String> {
+    pub fn url(&self, rt: Runtime) -> anyhow::Result<String> {
         let n = self
             .names
             .get(&rt)
@@ -220,7 +220,7 @@ mod tests {
         let f = dir.join("img.bin");
         std::fs::write(&f, vec![7u8; 1_000_000]).unwrap();
         let info = ImageInfo {
-            runtime: crate::Runtime::Native,
+            runtime: Runtime::Native,
             path: f,
             download_bytes: 1_000_000,
             size_bytes: 1_000_000,
@@ -229,7 +229,7 @@ mod tests {
         // 40 Mbit/s: 1 MB takes 0.2 s
         let srv = ImageServer::start(&[&info], 40_000_000).unwrap();
         let t = Instant::now();
-        let n = fetch(&srv.url(crate::Runtime::Native).unwrap(), &dir.join("got")).unwrap();
+        let n = fetch(&srv.url(Runtime::Native).unwrap(), &dir.join("got")).unwrap();
         let el = t.elapsed();
         assert_eq!(n, 1_000_000);
         assert!(el >= Duration::from_millis(180), "{el:?}");

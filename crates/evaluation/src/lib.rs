@@ -1,0 +1,24 @@
+//! Seed 000's evaluation of the runtimes, as a library call (`vtnt bench deploy`).
+//!
+//! [`bench_deploy`] measures, per runtime: image size, memory of one instance with and
+//! without KSM, CPU time, deploy / execution / total time, and density under a 1 GB
+//! memory cgroup and a CPU budget; [`report`] writes it as markdown with PNG plots
+//! ([`plot`]) in the style of the paper's Figs. 4-8.
+//!
+//! What it may import: `vtnt-runtimes` (images, instances, jobs), `vtnt-measure`
+//! (processes, cgroups, KSM) and `vtnt-vmm` (accelerators); nothing imports it but the
+//! command line. Inside, imports go one way:
+//! - [`bench`](mod@bench) uses `density`, [`report`] and [`results`];
+//! - [`report`] uses [`plot`] and [`results`];
+//! - `density` and [`plot`] use [`results`] only;
+//! - [`results`] (the report's data) uses no other module.
+
+pub mod bench;
+pub mod plot;
+pub mod report;
+pub mod results;
+
+mod density;
+
+pub use bench::{bench_deploy, BenchDeployArgs};
+pub use results::Report;

@@ -1,0 +1,116 @@
+//! What `bench_deploy` measured: the [`Report`] (per runtime:
+//! repetitions, memory, density results) that `bench` and `density` fill in and
+//! `report` and `plot` read, with [`mean_sd`], the statistic both print. A leaf: it
+//! imports no other module of this crate, so the producers and the consumers of a
+//! report depend on it rather than on each other.
+
+use std::path::PathBuf;
+
+use vtnt_measure::ksm;
+
+/// One deploy + run + destroy.
+#[derive(Debug, Clone, Copy, Default, serde::Serialize)]
+pub struct Rep {
+    pub deploy_s: f64,
+    pub exec_s: f64,
+    pub cleanup_s: f64,
+    pub cpu_s: f64,
+    pub ok: bool,
+    pub same_as_native: bool,
+}
+
+impl Rep {
+    pub fn total_s(&self) -> f64 {
+        self.deploy_s + self.exec_s + self.cleanup_s
+    }
+}
+
+/// Memory of one instance.
+#[derive(Debug, Clone, Copy, Default, serde::Serialize)]
+pub struct Memory {
+    pub late_mib: f64,
+    pub peak_mib: f64,
+    pub duration_s: f64,
+    pub ksm: Option<ksm::Counters>,
+}
+
+/// Everything measured for one runtime.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct RuntimeReport {
+    pub runtime: String,
+    pub label: String,
+    /// The accelerator of a VM runtime (`KVM`, `PVM-KVM`, `TCG`); `None` for the others.
+    pub accel: Option<String>,
+    /// Ran under TCG.
+    pub emulated: bool,
+    pub skipped: Option<String>,
+    pub image_bytes: u64,
+    pub download_bytes: u64,
+    pub image_note: String,
+    pub reps: Vec<Rep>,
+    pub memory: Option<Memory>,
+    pub memory_ksm: Option<Memory>,
+    pub density_memory: Option<DensityResult>,
+    pub density_memory_ksm: Option<DensityResult>,
+    pub density_cpu: Option<DensityResult>,
+    pub errors: Vec<String>,
+    /// Runs that timed out and were retried once (see `retry_timeout`).
+    pub retried: Vec<String>,
+}
+
+/// The whole report.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct Report {
+    /// The accelerators of the VM runtimes, e.g. `vm: TCG, microvm: PVM-KVM`.
+    pub accel: String,
+    /// Why a Linux VM runs under TCG on a host with KVM (PVM), if it does.
+    pub accel_note: Option<String>,
+    pub host: String,
+    pub job: String,
+    pub reps: u32,
+    pub bandwidth_mbps: u64,
+    pub memory_budget: String,
+    pub cpu_budget: String,
+    pub runtimes: Vec<RuntimeReport>,
+    /// Files written (report.md, report.json, figures).
+    pub files: Vec<PathBuf>,
+}
+
+/// Mean and sample standard deviation.
+pub fn mean_sd(v: &[f64]) -> (f64, f64) {
+    if v.is_empty() {
+        return (0.0, 0.0);
+    }
+    let m = v.iter().sum::<f64>() / v.len() as f64;
+    let sd = if v.len() > 1 {
+        (v.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (v.len() - 1) as f64).sqrt()
+    } else {
+        0.0
+    };
+    (m, sd)
+}
+
+/// One timeline sample.
+#[derive(Debug, Clone, Copy, serde::Serialize)]
+pub struct Sample {
+    pub t: f64,
+    pub mem_mib: f64,
+    /// CPU use of the group in percent of one core over the last interval.
+    pub cpu_pct: f64,
+    pub running: u32,
+}
+
+/// What a density run found.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct DensityResult {
+    pub budget: String,
+    pub started: u32,
+    pub completed: u32,
+    pub failed: u32,
+    /// All `max` instances completed: the real limit is higher.
+    pub capped: bool,
+    pub oom_kills: u64,
+    pub timeline: Vec<Sample>,
+    /// The first failure's reason.
+    pub first_failure: Option<String>,
+}

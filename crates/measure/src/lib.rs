@@ -1,0 +1,25 @@
+//! What processes cost on a Linux host, and the processes themselves.
+//!
+//! - [`proc`]: a child spawned in its own process group, its output read while it runs,
+//!   the whole group killed on timeout or drop ([`proc::Supervised`]); and from `/proc`
+//!   what a process costs: proportional set size (PSS), resident set size, CPU time.
+//! - [`cgroup`]: cgroup v1 groups of our own, one per instance (what it costs) or per
+//!   density run (the budget), emptied and removed on drop.
+//! - [`ksm`]: kernel samepage merging switched on for a measurement and restored after,
+//!   and its counters.
+//!
+//! `Supervised` lives here rather than with the runtimes because it is the process
+//! side of a measurement (its start time, elapsed time and process group are what the
+//! costs are read against) and shares `proc`'s kill(2), the crate's only unsafe code;
+//! it knows nothing of images or instances.
+//!
+//! What it may import: std, libc, anyhow and serde only; no other vTNT crate. Inside,
+//! `cgroup` uses `proc` (to kill what is left in a group); `proc` and `ksm` use no other
+//! module.
+
+pub mod cgroup;
+pub mod ksm;
+// The only unsafe code: `proc` calls libc's kill(2) (a process group or one process) and
+// sysconf(_SC_CLK_TCK), each call with its SAFETY note.
+#[allow(unsafe_code)]
+pub mod proc;

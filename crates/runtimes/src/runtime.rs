@@ -1,0 +1,90 @@
+//! Which runtimes there are and what their images are: [`Runtime`] (names and labels),
+//! [`BuildOptions`] and [`ImageInfo`]. A leaf: every runtime module builds an
+//! [`ImageInfo`] for its [`Runtime`], and the crate root (which dispatches to them in
+//! `Runtime::build_image` and `Runtime::run`) imports them all, so these types live
+//! apart from both.
+
+use std::path::PathBuf;
+
+/// The runtimes, in the order reports list them.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, clap::ValueEnum, serde::Serialize,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum Runtime {
+    /// The static (musl) `vtnt` binary run as a process in the lab's namespace.
+    Native,
+    /// An OCI bundle (the static binary in a minimal rootfs) run by runc.
+    Runc,
+    /// Docker engine, Debian-based image (debootstrap minbase + vtnt): the paper's setup.
+    Docker,
+    /// Docker engine, `scratch` image holding only the static binary.
+    DockerScratch,
+    /// A Debian VM booting systemd (256 MB, like the paper's Vagrant box) under QEMU.
+    Vm,
+    /// The vTNT unikernel in a microVM: under vtnt-monitor where /dev/kvm works, else QEMU microvm.
+    #[value(alias = "unikernel")]
+    Microvm,
+}
+
+impl Runtime {
+    pub const ALL: [Runtime; 6] = [
+        Runtime::Native,
+        Runtime::Runc,
+        Runtime::Docker,
+        Runtime::DockerScratch,
+        Runtime::Vm,
+        Runtime::Microvm,
+    ];
+
+    /// The name used on the command line and in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Runtime::Native => "native",
+            Runtime::Runc => "runc",
+            Runtime::Docker => "docker",
+            Runtime::DockerScratch => "docker-scratch",
+            Runtime::Vm => "vm",
+            Runtime::Microvm => "microvm",
+        }
+    }
+
+    /// The name used in figures (the paper's labels where there is one).
+    pub fn label(self) -> &'static str {
+        match self {
+            Runtime::Native => "native",
+            Runtime::Runc => "runc",
+            Runtime::Docker => "Docker (Debian)",
+            Runtime::DockerScratch => "Docker (scratch)",
+            Runtime::Vm => "VM (Debian+systemd)",
+            Runtime::Microvm => "vTNT (microVM)",
+        }
+    }
+
+    /// Whether it runs under QEMU, hence under TCG emulation on a host without usable KVM.
+    pub fn is_vm(self) -> bool {
+        matches!(self, Runtime::Vm | Runtime::Microvm)
+    }
+}
+
+/// What every image build needs.
+#[derive(Debug, Clone, Default)]
+pub struct BuildOptions {
+    /// Rebuild even if the cache holds an image.
+    pub rebuild: bool,
+}
+
+/// A built image: the file the server offers and what it weighs.
+#[derive(Debug, Clone)]
+pub struct ImageInfo {
+    pub runtime: Runtime,
+    /// The file downloaded at deploy time (binary, tarball, VM box).
+    pub path: PathBuf,
+    /// Bytes downloaded.
+    pub download_bytes: u64,
+    /// Bytes the image takes once installed (Docker's image size, the VM's disk
+    /// allocation), which is what Fig. 4 compares.
+    pub size_bytes: u64,
+    /// How the size was measured.
+    pub size_note: String,
+}
