@@ -232,6 +232,32 @@ fn hosts_answer_udp_and_tcp() {
         };
         assert_eq!((flags, ack, sport), (want, 1001, port));
     }
+    // A SYN carrying 4 bytes of data to a closed port: the RST acknowledges them too (as
+    // Linux does); the SYN-ACK of an open port only the SYN.
+    for (port, want, ack) in [(443u16, 0x12u8, 1001), (80, 0x14, 1005)] {
+        let t = Tcp {
+            sport: 40002,
+            dport: port,
+            seq: 1000,
+            ack: 0,
+            flags: 0x02,
+            window: 1024,
+        };
+        let n = tcp(&mut b, &pk, &t).unwrap();
+        b[n..n + 4].copy_from_slice(b"data");
+        b[2..4].copy_from_slice(&(n as u16 + 4).to_be_bytes());
+        lab.handle_packet(Instant::ZERO, Port(0), &b[..n + 4]);
+        let (_, len) = lab
+            .poll_transmit(Instant::from_millis(100), &mut out)
+            .unwrap();
+        let Body::Tcp {
+            flags, ack: got, ..
+        } = parse(&out[..len]).unwrap().body
+        else {
+            panic!()
+        };
+        assert_eq!((flags, got), (want, ack), "port {port}");
+    }
     // A TTL-limited UDP probe gets a time exceeded quoting the UDP header.
     let pk = Ip { ttl: 1, ..pk };
     let n = udp(
