@@ -4,13 +4,14 @@
 
 mod support;
 
-use std::net::{IpAddr, Ipv4Addr};
+use std::net::IpAddr;
 use std::time::Duration;
 
-use support::sim::{chain, run, run_like_linux, Sim};
+use support::drive::{run, run_like_linux};
+use support::topo::{chain, more_hosts, SRC};
+use support::wire::Wire;
 use vtnt_engine::{Config, Engine, Instant, Job, Method, Record, TraceOptions};
 
-const SRC: Ipv4Addr = Ipv4Addr::new(192, 0, 2, 1);
 const T0: Instant = Instant::from_millis(1_700_000_000_000);
 
 /// `vtnt trace -P icmp-paris -q 1 -w 1 --pps 50000` over `n` targets cycling through
@@ -25,15 +26,16 @@ fn campaign(n: u32, drop_every: u64, latency_us: u64) -> Result<usize, usize> {
         ..Config::new(SRC)
     })
     .unwrap();
-    let mut sim = Sim::new(SRC);
-    sim.default_path = Some(chain(4));
+    let mut def = chain(4);
+    let dsts = more_hosts(&mut def, 7);
+    let mut wire = Wire::new(def);
     let mut k = 0u64;
-    sim.shaper = Some(Box::new(move |_| {
+    wire.shaper = Some(Box::new(move |_| {
         k += 1;
         (!k.is_multiple_of(drop_every)).then_some(Duration::ZERO)
     }));
     for i in 0..n {
-        let dst = Ipv4Addr::new(100, 64, 0, 1 + (i % 7) as u8);
+        let dst = dsts[(i % 7) as usize];
         let mut o = TraceOptions::new(IpAddr::V4(dst)).with_method(Method::IcmpParis);
         o.attempts = 1;
         o.wait = Duration::from_secs(1);
@@ -42,7 +44,7 @@ fn campaign(n: u32, drop_every: u64, latency_us: u64) -> Result<usize, usize> {
     }
     let out = run_like_linux(
         &mut e,
-        &mut sim,
+        &mut wire,
         T0,
         Duration::from_micros(latency_us),
         T0 + Duration::from_secs(3600),
@@ -64,28 +66,28 @@ fn a_reply_read_late_does_not_strand_a_queued_probe() {
         ..Config::new(SRC)
     })
     .unwrap();
-    let mut sim = Sim::new(SRC);
-    sim.default_path = Some(chain(1));
-    let trace = |last: u8| {
-        let mut o = TraceOptions::new(IpAddr::V4(Ipv4Addr::new(100, 64, 0, last)))
-            .with_method(Method::IcmpParis);
+    let mut def = chain(1);
+    let dsts = more_hosts(&mut def, 3);
+    let mut wire = Wire::new(def);
+    let trace = |k: usize| {
+        let mut o = TraceOptions::new(IpAddr::V4(dsts[k])).with_method(Method::IcmpParis);
         o.attempts = 1;
         o.wait = Duration::from_secs(1);
         Job::Trace(o)
     };
     let mut buf = [0u8; 1500];
-    e.start(T0, trace(1)).unwrap();
+    e.start(T0, trace(0)).unwrap();
     let tx = e.poll_transmit(T0, &mut buf).unwrap();
-    sim.send(T0, &buf[..tx.len]);
+    wire.send(T0, &buf[..tx.len]);
     // The first hop answers at T0 + 2 ms, but the driver reads it only later.
-    let late = sim.arrivals(T0 + Duration::from_secs(1));
+    let late = wire.arrivals(T0 + Duration::from_secs(1));
     assert_eq!(late.len(), 1);
     // Meanwhile, at t1, two traces start; the pacer lets one of them go.
     let t1 = T0 + Duration::from_millis(200);
+    e.start(t1, trace(1)).unwrap();
     e.start(t1, trace(2)).unwrap();
-    e.start(t1, trace(3)).unwrap();
     let tx = e.poll_transmit(t1, &mut buf).unwrap();
-    sim.send(t1, &buf[..tx.len]);
+    wire.send(t1, &buf[..tx.len]);
     assert_eq!(
         e.poll_transmit(t1, &mut buf),
         None,
@@ -97,7 +99,7 @@ fn a_reply_read_late_does_not_strand_a_queued_probe() {
     e.handle_packet(*rx, pkt);
     e.check()
         .expect("every trace waits on a timer or in the send queue");
-    let out = run(&mut e, &mut sim, t1);
+    let out = run(&mut e, &mut wire, t1);
     assert_eq!(out.len(), 3);
 }
 

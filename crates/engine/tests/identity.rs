@@ -6,15 +6,15 @@
 mod support;
 
 use std::collections::BTreeMap;
-use std::net::{IpAddr, Ipv4Addr};
+use std::net::IpAddr;
 use std::time::Duration;
 
-use support::sim::{chain, run_shared, Sim};
+use support::drive::run_shared;
+use support::topo::{chain, DST, SRC};
+use support::wire::Wire;
 use vtnt_engine::{Config, Engine, Instant, Job, Method, PingOptions, Record, TraceOptions};
 use vtnt_wire::reply::{self, Body};
 
-const SRC: Ipv4Addr = Ipv4Addr::new(192, 0, 2, 1);
-const DST: Ipv4Addr = Ipv4Addr::new(203, 0, 113, 7);
 const T0: Instant = Instant::from_millis(5_000_000);
 
 fn engine(seed: u64) -> Engine {
@@ -62,12 +62,11 @@ fn colliding_seeds(job: &Job) -> (u64, u64) {
 /// Runs `job` on two engines (seeds `a`, `b`) over one network, the second starting
 /// `later`, so that a reply taken by the wrong engine has a wrong RTT.
 fn run_pair(job: &Job, (a, b): (u64, u64), later: Duration) -> [Record; 2] {
-    let mut sim = Sim::new(SRC);
-    sim.path(DST, chain(2));
+    let mut wire = Wire::new(chain(2));
     let (mut ea, mut eb) = (engine(a), engine(b));
     ea.start(T0, job.clone()).unwrap();
     eb.start(T0 + later, job.clone()).unwrap();
-    let mut out = run_shared(&mut [(&mut ea, T0), (&mut eb, T0 + later)], &mut sim);
+    let mut out = run_shared(&mut [(&mut ea, T0), (&mut eb, T0 + later)], &mut wire);
     let rb = out.pop().unwrap().pop().expect("second engine's record");
     let ra = out.pop().unwrap().pop().expect("first engine's record");
     for e in [&ea, &eb] {

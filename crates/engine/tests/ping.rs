@@ -1,35 +1,37 @@
-//! Ping against the simulated network: the three methods, timing, duplicates,
-//! reordering and TTL-limited pings.
+//! Ping against the lab: the three methods, timing, duplicates, reordering and
+//! TTL-limited pings.
 
 mod support;
 
-use std::net::{IpAddr, Ipv4Addr};
+use std::net::IpAddr;
 use std::time::Duration;
 
-use support::sim::{chain, run, Host, Sim};
+use support::drive::run;
+use support::topo::{chain, path, DST, SRC};
+use support::wire::Wire;
 use vtnt_engine::{Config, Engine, Instant, Job, Method, Ping, PingOptions, Record};
+use vtnt_lab::TopologyDef;
 use vtnt_wire::{icmp_type, proto, tcp_flags};
 
-const SRC: Ipv4Addr = Ipv4Addr::new(192, 0, 2, 1);
-const DST: Ipv4Addr = Ipv4Addr::new(203, 0, 113, 7);
 const T0: Instant = Instant::from_millis(5_000_000);
 
-fn ping_with(o: PingOptions, tweak: impl FnOnce(&mut Sim)) -> (Ping, Instant, Engine) {
+/// Two routers and the host, TCP port 443 open.
+fn topology() -> TopologyDef {
+    let mut def = chain(2);
+    def.hosts[0].tcp_open = vec![443];
+    def
+}
+
+fn ping_with(o: PingOptions, tweak: impl FnOnce(&mut Wire)) -> (Ping, Instant, Engine) {
     let mut e = Engine::new(Config {
         pps: 100,
         ..Config::new(SRC)
     })
     .unwrap();
-    let mut sim = Sim::new(SRC);
-    let mut path = chain(2);
-    path.host = Some(Host {
-        open_tcp: vec![443],
-        ..Host::default()
-    });
-    sim.path(DST, path);
-    tweak(&mut sim);
+    let mut wire = Wire::new(topology());
+    tweak(&mut wire);
     e.start(T0, Job::Ping(o)).unwrap();
-    let mut out = run(&mut e, &mut sim, T0);
+    let mut out = run(&mut e, &mut wire, T0);
     assert_eq!(out.len(), 1);
     let (_, at, Record::Ping(p)) = out.pop().unwrap() else {
         panic!("not a ping")
@@ -105,7 +107,7 @@ fn tcp_ping_gets_rst_or_syn_ack() {
 #[test]
 fn duplicates_are_recorded_like_scamper() {
     for m in [Method::IcmpParis, Method::UdpParis, Method::Tcp] {
-        let (p, _, e) = ping_with(opts(m), |s| s.duplicate = true);
+        let (p, _, e) = ping_with(opts(m), |w| w.duplicate = true);
         assert_eq!(p.responses.len(), 8, "{m:?}");
         let seqs: Vec<u16> = p.responses.iter().map(|r| r.seq).collect();
         assert_eq!(seqs, vec![0, 0, 1, 1, 2, 2, 3, 3]);
@@ -118,8 +120,8 @@ fn reordered_replies_keep_their_sequence_numbers() {
     let mut o = opts(Method::IcmpParis);
     o.count = 3;
     o.timeout = Duration::from_secs(2);
-    let (p, _, _) = ping_with(o, |s| {
-        s.shaper = Some(Box::new(|v| {
+    let (p, _, _) = ping_with(o, |w| {
+        w.shaper = Some(Box::new(|v| {
             Some(if v.number == 1 {
                 Duration::from_millis(1500)
             } else {
@@ -142,8 +144,8 @@ fn reordered_replies_keep_their_sequence_numbers() {
 fn replies_after_the_timeout_are_not_recorded() {
     let mut o = opts(Method::UdpParis);
     o.count = 2;
-    let (p, _, _) = ping_with(o, |s| {
-        s.shaper = Some(Box::new(|v| {
+    let (p, _, _) = ping_with(o, |w| {
+        w.shaper = Some(Box::new(|v| {
             Some(if v.number == 2 {
                 Duration::from_secs(3)
             } else {
@@ -162,8 +164,9 @@ fn ttl_limited_ping_records_time_exceeded() {
     o.count = 2;
     let (p, _, _) = ping_with(o, |_| {});
     assert_eq!(p.responses.len(), 2);
+    let second = path(&Wire::new(topology()).truth(), DST)[1];
     for r in &p.responses {
-        assert_eq!(r.from, IpAddr::V4(Ipv4Addr::new(198, 51, 100, 2)));
+        assert_eq!(r.from, second);
         assert_eq!(r.icmp, Some((icmp_type::TIME_EXCEEDED, 0)));
         assert_eq!(r.rtt, Duration::from_millis(4));
     }
@@ -174,8 +177,8 @@ fn lost_replies_are_just_missing() {
     let mut o = opts(Method::Tcp);
     o.count = 5;
     o.interval = Duration::from_millis(10);
-    let (p, _, _) = ping_with(o, |s| {
-        s.shaper = Some(Box::new(|v| (v.number % 2 == 1).then_some(Duration::ZERO)))
+    let (p, _, _) = ping_with(o, |w| {
+        w.shaper = Some(Box::new(|v| (v.number % 2 == 1).then_some(Duration::ZERO)))
     });
     assert_eq!(p.ping_sent, 5);
     let seqs: Vec<u16> = p.responses.iter().map(|r| r.seq).collect();

@@ -7,17 +7,21 @@ use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr};
 use std::time::Duration;
 
-use support::sim::{chain, run, Sim};
+use support::drive::run;
+use support::topo::{chain, more_hosts, SRC};
+use support::wire::Wire;
 use vtnt_engine::{
     Config, Engine, Instant, Job, Method, PingOptions, Record, StopReason, TraceOptions,
 };
+use vtnt_lab::TopologyDef;
 
-const SRC: Ipv4Addr = Ipv4Addr::new(192, 0, 2, 1);
 const T0: Instant = Instant::from_millis(1_700_000_000_000);
 
-/// Destination `i` of the 100.64.0.0/10 lab range.
-fn target(i: u32) -> Ipv4Addr {
-    Ipv4Addr::from(u32::from(Ipv4Addr::new(100, 64, 0, 0)) + i)
+/// `chain(routers)` with `n` more hosts on its last router: the lab and the hosts'
+/// addresses.
+fn lab(mut def: TopologyDef, n: u32) -> (Wire, Vec<Ipv4Addr>) {
+    let targets = more_hosts(&mut def, n);
+    (Wire::new(def), targets)
 }
 
 #[test]
@@ -32,12 +36,11 @@ fn ten_thousand_traces_at_a_fixed_rate() {
         ..Config::new(SRC)
     })
     .unwrap();
-    let mut sim = Sim::new(SRC);
-    let mut path = chain(3);
-    path.nodes[1].silent = true; // one timeout per trace, to mix deadlines into the pacing
-    sim.default_path = Some(path);
+    let mut def = chain(3);
+    def.routers[1].silent = true; // one timeout per trace, to mix deadlines into the pacing
+    let (mut wire, target) = lab(def, N);
     for i in 0..N {
-        let mut o = TraceOptions::new(IpAddr::V4(target(i)));
+        let mut o = TraceOptions::new(IpAddr::V4(target[i as usize]));
         o.method = [Method::IcmpParis, Method::UdpParis, Method::Tcp][i as usize % 3];
         o.probe_size = if o.method == Method::Tcp { 40 } else { 44 };
         o.wait = Duration::from_secs(1);
@@ -45,12 +48,12 @@ fn ten_thousand_traces_at_a_fixed_rate() {
         e.start(T0, Job::Trace(o)).unwrap();
     }
     assert_eq!((e.active(), e.queued()), (N as usize, 0));
-    let out = run(&mut e, &mut sim, T0);
+    let out = run(&mut e, &mut wire, T0);
     assert_eq!(out.len(), N as usize);
     for (_, _, r) in &out {
         let Record::Trace(t) = r else { panic!() };
         assert_eq!(t.stop_reason, StopReason::Completed, "trace {}", t.userid);
-        assert_eq!(t.dst, IpAddr::V4(target(t.userid)));
+        assert_eq!(t.dst, IpAddr::V4(target[t.userid as usize]));
         let ttls: Vec<u8> = t.hops.iter().map(|h| h.probe_ttl).collect();
         assert_eq!(ttls, vec![1, 3, 4], "trace {}", t.userid);
         assert_eq!(t.probe_count, 5);
@@ -61,7 +64,7 @@ fn ten_thousand_traces_at_a_fixed_rate() {
     assert_eq!(stats.unmatched, 0);
 
     // Pacing, on the virtual clock: probe k leaves at t0 + k/pps.
-    let times: Vec<u64> = sim.sent.iter().map(|(t, _)| t.as_micros()).collect();
+    let times: Vec<u64> = wire.sent.iter().map(|(t, _)| t.as_micros()).collect();
     let t0 = times[0];
     let mut max_dev = 0u64;
     for (k, &t) in times.iter().enumerate() {
@@ -81,29 +84,36 @@ fn ten_thousand_traces_at_a_fixed_rate() {
 
 #[test]
 fn probes_are_shared_round_robin() {
-    // Three long traces with nobody answering: each gets every third probe.
+    // Three long traces with nobody answering (the hosts and the only router are
+    // silent): each gets every third probe.
     let mut e = Engine::new(Config {
         pps: 100,
         ..Config::new(SRC)
     })
     .unwrap();
-    let mut sim = Sim::new(SRC);
-    sim.default_path = Some(support::sim::Path {
-        nodes: vec![],
-        host: None,
-    });
-    for i in 0..3 {
-        let mut o = TraceOptions::new(IpAddr::V4(target(i)));
+    let mut def = chain(1);
+    def.routers[0].silent = true;
+    let target = more_hosts(&mut def, 3);
+    for h in &mut def.hosts {
+        h.silent = true;
+    }
+    let mut wire = Wire::new(def);
+    for &t in &target {
+        let mut o = TraceOptions::new(IpAddr::V4(t));
         o.wait = Duration::from_millis(1);
         o.attempts = 4;
         o.gaplimit = 3;
         e.start(T0, Job::Trace(o)).unwrap();
     }
-    run(&mut e, &mut sim, T0);
-    let dsts: Vec<u8> = sim.sent.iter().map(|(_, p)| p[19]).collect();
+    run(&mut e, &mut wire, T0);
+    let dsts: Vec<Ipv4Addr> = wire
+        .sent
+        .iter()
+        .map(|(_, p)| Ipv4Addr::new(p[16], p[17], p[18], p[19]))
+        .collect();
     assert_eq!(dsts.len(), 36);
     for (k, d) in dsts.iter().enumerate() {
-        assert_eq!(*d as usize, k % 3, "probe {k}");
+        assert_eq!(*d, target[k % 3], "probe {k}");
     }
 }
 
@@ -115,18 +125,17 @@ fn jobs_beyond_max_active_wait_in_fifo_order() {
         ..Config::new(SRC)
     })
     .unwrap();
-    let mut sim = Sim::new(SRC);
-    sim.default_path = Some(chain(1));
+    let (mut wire, target) = lab(chain(1), 5);
     let mut ids = Vec::new();
     for i in 0..5 {
-        let mut o = PingOptions::new(IpAddr::V4(target(i)));
+        let mut o = PingOptions::new(IpAddr::V4(target[i as usize]));
         o.count = 2;
         o.interval = Duration::from_millis(100);
         o.timeout = Duration::from_millis(50 + 10 * (5 - i as u64));
         ids.push(e.start(T0, Job::Ping(o)).unwrap());
     }
     assert_eq!((e.active(), e.queued()), (2, 3));
-    let out = run(&mut e, &mut sim, T0);
+    let out = run(&mut e, &mut wire, T0);
     let starts: BTreeMap<u64, Instant> = out
         .iter()
         .map(|(id, _, r)| {
@@ -157,19 +166,18 @@ fn explicit_ports_to_one_destination_never_collide() {
         ..Config::new(SRC)
     })
     .unwrap();
-    let mut sim = Sim::new(SRC);
-    sim.default_path = Some(chain(2));
+    let (mut wire, target) = lab(chain(2), 3);
     for _ in 0..3 {
-        let mut o = TraceOptions::new(IpAddr::V4(target(1)));
+        let mut o = TraceOptions::new(IpAddr::V4(target[1]));
         o.sport = Some(40000);
         e.start(T0, Job::Trace(o)).unwrap();
     }
     // Same port, other destination: runs at once.
-    let mut o = TraceOptions::new(IpAddr::V4(target(2)));
+    let mut o = TraceOptions::new(IpAddr::V4(target[2]));
     o.sport = Some(40000);
     e.start(T0, Job::Trace(o)).unwrap();
     assert_eq!((e.active(), e.queued()), (2, 2));
-    let out = run(&mut e, &mut sim, T0);
+    let out = run(&mut e, &mut wire, T0);
     assert_eq!(out.len(), 4);
     for (_, _, r) in out {
         let Record::Trace(t) = r else { panic!() };
@@ -187,8 +195,10 @@ fn poll_timeout_reports_the_pacer_when_probes_wait_for_budget() {
         ..Config::new(SRC)
     })
     .unwrap();
-    for i in 0..2 {
-        e.start(T0, Job::Trace(TraceOptions::new(IpAddr::V4(target(i)))))
+    // No network: nothing is answered before the deadlines looked at.
+    let target = [Ipv4Addr::new(100, 64, 0, 1), Ipv4Addr::new(100, 64, 0, 2)];
+    for t in target {
+        e.start(T0, Job::Trace(TraceOptions::new(IpAddr::V4(t))))
             .unwrap();
     }
     let mut buf = [0u8; 1500];
@@ -197,7 +207,7 @@ fn poll_timeout_reports_the_pacer_when_probes_wait_for_budget() {
     assert_eq!(e.poll_timeout(), Some(T0 + Duration::from_millis(100)));
     let later = T0 + Duration::from_millis(100);
     let tx = e.poll_transmit(later, &mut buf).unwrap();
-    assert_eq!(tx.dst, IpAddr::V4(target(1)));
+    assert_eq!(tx.dst, IpAddr::V4(target[1]));
     // Nothing due now: the next deadline is the first probe's 5 s wait.
     assert_eq!(e.poll_timeout(), Some(T0 + Duration::from_secs(5)));
 }

@@ -1,5 +1,5 @@
-//! Traceroute semantics against the simulated network: hops, RTTs, timeouts and
-//! attempts, every stop reason, loops versus UHP duplicates, MPLS labels, reordered and
+//! Traceroute semantics against the lab: hops, RTTs, timeouts and attempts, every stop
+//! reason, forwarding loops versus invisible UHP duplicates, MPLS labels, reordered and
 //! duplicated replies, and Paris flow constancy for all three methods.
 
 mod support;
@@ -7,16 +7,16 @@ mod support;
 use std::net::{IpAddr, Ipv4Addr};
 use std::time::Duration;
 
-use support::sim::{chain, ip, run, Host, Node, Path, Sim};
+use support::drive::run;
+use support::topo::{chain, lsp, path, DST, SRC};
+use support::wire::Wire;
 use vtnt_engine::{
     Config, Engine, Instant, Job, Method, MplsLabel, Record, StopReason, Trace, TraceOptions,
 };
-use vtnt_wire::mpls::Lse;
+use vtnt_lab::{LspDef, Pop, RouteDef, TopologyDef};
 use vtnt_wire::reply::{self, Body};
 use vtnt_wire::{checksum, icmp_type, tcp_flags};
 
-const SRC: Ipv4Addr = Ipv4Addr::new(192, 0, 2, 1);
-const DST: Ipv4Addr = Ipv4Addr::new(203, 0, 113, 7);
 const T0: Instant = Instant::from_millis(1_000_000);
 
 fn engine() -> Engine {
@@ -33,27 +33,36 @@ fn opts(method: Method) -> TraceOptions {
     o
 }
 
-/// Runs one trace over `path`; returns it with the simulator (for the probes sent).
-fn trace_with(o: TraceOptions, path: Path, tweak: impl FnOnce(&mut Sim)) -> (Trace, Sim, Engine) {
+/// Runs one trace over the lab running `def`; returns it with the wire (for the probes
+/// sent).
+fn trace_with(
+    o: TraceOptions,
+    def: TopologyDef,
+    tweak: impl FnOnce(&mut Wire),
+) -> (Trace, Wire, Engine) {
     let mut e = engine();
-    let mut sim = Sim::new(SRC);
-    sim.path(DST, path);
-    tweak(&mut sim);
+    let mut wire = Wire::new(def);
+    tweak(&mut wire);
     e.start(T0, Job::Trace(o)).unwrap();
-    let mut out = run(&mut e, &mut sim, T0);
+    let mut out = run(&mut e, &mut wire, T0);
     assert_eq!(out.len(), 1);
     let Record::Trace(t) = out.pop().unwrap().2 else {
         panic!("not a trace")
     };
-    (t, sim, e)
+    (t, wire, e)
 }
 
-fn trace(o: TraceOptions, path: Path) -> Trace {
-    trace_with(o, path, |_| {}).0
+fn trace(o: TraceOptions, def: TopologyDef) -> Trace {
+    trace_with(o, def, |_| {}).0
 }
 
-fn router(i: u8) -> IpAddr {
-    IpAddr::V4(Ipv4Addr::new(198, 51, 100, i))
+/// The routers' addresses a traceroute to [`DST`] meets, TTL 1 first, from the truth.
+fn routers(def: &TopologyDef) -> Vec<IpAddr> {
+    path(&Wire::new(def.clone()).truth(), DST)
+}
+
+const fn dst() -> IpAddr {
+    IpAddr::V4(DST)
 }
 
 fn addrs(t: &Trace) -> Vec<(u8, u8, IpAddr)> {
@@ -65,17 +74,13 @@ fn addrs(t: &Trace) -> Vec<(u8, u8, IpAddr)> {
 
 #[test]
 fn icmp_trace_records_hops_rtts_and_reply_fields() {
+    let r = routers(&chain(3));
     let t = trace(opts(Method::IcmpParis), chain(3));
     assert_eq!(t.stop_reason, StopReason::Completed);
     assert_eq!((t.hop_count, t.probe_count, t.firsthop), (4, 4, 1));
     assert_eq!(
         addrs(&t),
-        vec![
-            (1, 1, router(1)),
-            (2, 1, router(2)),
-            (3, 1, router(3)),
-            (4, 1, IpAddr::V4(DST))
-        ]
+        vec![(1, 1, r[0]), (2, 1, r[1]), (3, 1, r[2]), (4, 1, dst())]
     );
     for (i, h) in t.hops.iter().enumerate() {
         assert_eq!(h.rtt, Duration::from_millis(2 * (i as u64 + 1)), "hop {i}");
@@ -83,7 +88,8 @@ fn icmp_trace_records_hops_rtts_and_reply_fields() {
     }
     let te = &t.hops[1];
     assert_eq!(te.icmp, Some((icmp_type::TIME_EXCEEDED, 0)));
-    assert_eq!((te.reply_ttl, te.reply_size), (254, 56));
+    // The lab quotes up to 128 bytes: the whole 44-byte probe.
+    assert_eq!((te.reply_ttl, te.reply_size), (254, 20 + 8 + 44));
     let q = te.quoted.unwrap();
     assert_eq!((q.ttl, q.ip_len, q.tos), (1, 44, 0));
     assert!(te.mpls.is_empty());
@@ -127,14 +133,11 @@ fn tcp_trace_completes_on_rst_and_on_syn_ack() {
     assert_eq!(t.stop_reason, StopReason::Completed);
     assert_eq!(t.hops.len(), 3);
 
-    let mut path = chain(2);
-    path.host = Some(Host {
-        open_tcp: vec![443],
-        ..Host::default()
-    });
+    let mut def = chain(2);
+    def.hosts[0].tcp_open = vec![443];
     let mut o = opts(Method::Tcp);
     o.dport = Some(443);
-    let t = trace(o, path);
+    let t = trace(o, def);
     assert_eq!(t.stop_reason, StopReason::Completed);
     assert_eq!(t.hops[2].tcp_flags, Some(tcp_flags::SYN | tcp_flags::ACK));
     assert_eq!(t.dport, 443);
@@ -142,16 +145,16 @@ fn tcp_trace_completes_on_rst_and_on_syn_ack() {
 
 #[test]
 fn silent_hop_gets_every_attempt_wait_apart() {
-    let mut path = chain(4);
-    path.nodes[1].silent = true;
+    let mut def = chain(4);
+    def.routers[1].silent = true;
     let mut o = opts(Method::UdpParis);
     o.attempts = 3;
-    let (t, sim, _) = trace_with(o, path, |_| {});
+    let (t, wire, _) = trace_with(o, def, |_| {});
     assert_eq!(t.stop_reason, StopReason::Completed);
     assert_eq!(t.probe_count, 1 + 3 + 3);
     assert_eq!(t.hop_count, 5);
     assert!(t.hops.iter().all(|h| h.probe_ttl != 2));
-    let ttl2: Vec<Instant> = sim
+    let ttl2: Vec<Instant> = wire
         .sent
         .iter()
         .filter(|(_, p)| p[8] == 2)
@@ -161,35 +164,32 @@ fn silent_hop_gets_every_attempt_wait_apart() {
     assert_eq!(ttl2[1].as_micros() - ttl2[0].as_micros(), 1_000_000);
     assert_eq!(ttl2[2].as_micros() - ttl2[1].as_micros(), 1_000_000);
     // the next TTL leaves as soon as the last attempt timed out
-    let ttl3 = sim.sent.iter().find(|(_, p)| p[8] == 3).unwrap().0;
+    let ttl3 = wire.sent.iter().find(|(_, p)| p[8] == 3).unwrap().0;
     assert_eq!(ttl3.as_micros() - ttl2[2].as_micros(), 1_000_000);
 }
 
 #[test]
 fn gap_limit_stops_after_consecutive_silent_hops() {
-    let path = Path {
-        nodes: vec![Node::new(ip("198.51.100.1")), Node::new(ip("198.51.100.2"))],
-        host: None,
-    };
+    let mut def = chain(2);
+    def.hosts[0].silent = true;
     let mut o = opts(Method::IcmpParis);
     o.gaplimit = 3;
     o.attempts = 1;
-    let t = trace(o, path);
+    let t = trace(o, def);
     assert_eq!(t.stop_reason, StopReason::GapLimit);
     assert_eq!((t.hop_count, t.probe_count, t.hops.len()), (5, 5, 2));
 }
 
 #[test]
 fn gap_limit_counts_from_first_ttl() {
-    let path = Path {
-        nodes: vec![],
-        host: None,
-    };
+    let mut def = chain(1);
+    def.routers[0].silent = true;
+    def.hosts[0].silent = true;
     let mut o = opts(Method::IcmpParis);
     o.first_ttl = 4;
     o.gaplimit = 2;
     o.attempts = 1;
-    let t = trace(o, path);
+    let t = trace(o, def);
     assert_eq!(t.stop_reason, StopReason::GapLimit);
     assert_eq!((t.firsthop, t.hop_count, t.probe_count), (4, 5, 2));
 }
@@ -202,107 +202,129 @@ fn hop_limit_stops_at_max_ttl() {
     assert_eq!(t.stop_reason, StopReason::HopLimit);
     assert_eq!((t.hop_count, t.hoplimit, t.hops.len()), (4, 4, 4));
     // also when the last hop is silent
-    let mut path = chain(10);
-    path.nodes[3].silent = true;
+    let mut def = chain(10);
+    def.routers[3].silent = true;
     let mut o = opts(Method::UdpParis);
     o.max_ttl = 4;
-    let t = trace(o, path);
+    let t = trace(o, def);
     assert_eq!(t.stop_reason, StopReason::HopLimit);
     assert_eq!((t.hop_count, t.hops.len(), t.probe_count), (4, 3, 5));
 }
 
-fn looping_path() -> Path {
-    let a = Node::new(ip("198.51.100.1"));
-    let b = Node::new(ip("198.51.100.2"));
-    let c = Node::new(ip("198.51.100.3"));
-    let mut nodes = vec![a];
-    for _ in 0..10 {
-        nodes.push(b.clone());
-        nodes.push(c.clone());
-    }
-    Path { nodes, host: None }
+/// `chain(4)` with a static route at r3 sending [`DST`]'s traffic back to r2, whose IGP
+/// route leads to r3: a forwarding loop.
+fn looping() -> TopologyDef {
+    let mut def = chain(4);
+    def.routes.push(RouteDef {
+        router: "r3".into(),
+        prefix: "203.0.113.0/24".into(),
+        via: "r2".into(),
+    });
+    def
 }
 
 #[test]
 fn loop_stops_when_an_address_returns_at_a_non_adjacent_ttl() {
-    let t = trace(opts(Method::IcmpParis), looping_path());
+    // r1, r2, r3, r2, r3, ...: r2 answers TTL 2 from its link to r1 and TTL 4 from its
+    // link to r3, so the first address to return is r3's, at TTL 5 (seen at 3); the
+    // second is r2's at TTL 6 (seen at 4).
+    let p = routers(&looping());
+    assert_ne!(p[3], p[1]);
+    assert_eq!((p[4], p[5]), (p[2], p[3]));
+    let t = trace(opts(Method::IcmpParis), looping());
     assert_eq!(t.stop_reason, StopReason::Loop);
-    assert_eq!(t.hop_count, 4);
-    assert_eq!(t.hops[3].addr, router(2));
+    assert_eq!(t.hop_count, 5);
+    assert_eq!(t.hops[4].addr, p[2]);
 
     let mut o = opts(Method::IcmpParis);
     o.loops = 2;
-    let t = trace(o, looping_path());
+    let t = trace(o, looping());
     assert_eq!(t.stop_reason, StopReason::Loop);
-    assert_eq!(t.hop_count, 5);
+    assert_eq!(t.hop_count, 6);
 
     let mut o = opts(Method::IcmpParis);
-    o.loops = 0; // no loop detection: the gap limit ends it past the path
+    o.loops = 0; // no loop detection: the trace goes round until the hop limit ends it
     o.attempts = 1;
-    let t = trace(o, looping_path());
-    assert_eq!(t.stop_reason, StopReason::GapLimit);
-    assert_eq!(t.hop_count, 21 + 5);
+    o.max_ttl = 12;
+    let t = trace(o, looping());
+    assert_eq!(t.stop_reason, StopReason::HopLimit);
+    assert_eq!(t.hop_count, 12);
+    let seen: Vec<IpAddr> = t.hops.iter().map(|h| h.addr).collect();
+    assert_eq!(seen, p[..12]);
 }
 
 #[test]
 fn same_address_at_consecutive_ttls_is_not_a_loop() {
-    // An invisible UHP tunnel: the egress answers for two TTLs in a row.
-    let c = Node::new(ip("198.51.100.3"));
-    let path = Path {
-        nodes: vec![
-            Node::new(ip("198.51.100.1")),
-            Node::new(ip("198.51.100.2")),
-            c.clone(),
-            c,
-            Node::new(ip("198.51.100.4")),
-        ],
-        host: Some(Host::default()),
-    };
+    // An invisible UHP tunnel r2-r3-r4: the egress r4 forwards the probe that reaches it
+    // with TTL 1, so r5 answers two TTLs in a row.
+    let mut def = chain(6);
+    def.lsps.push(LspDef {
+        ttl_propagate: false,
+        pop: Pop::Uhp,
+        egress_forwards_ttl1: true,
+        ..lsp("r2", "r4")
+    });
+    let truth = Wire::new(def.clone()).truth();
+    let d = truth.destination(DST).unwrap();
+    let signals = d.tunnels[0].signals.as_ref().unwrap();
+    assert!(signals.dup_ip);
+    let twice = IpAddr::V4(signals.hop);
+    // Six routers less the hidden LSR and egress, r5 twice, and the host.
+    let hops = d.forward.len() as u8 - 2 + 1 + 1;
     for m in [Method::IcmpParis, Method::UdpParis, Method::Tcp] {
-        let t = trace(opts(m), path.clone());
+        let t = trace(opts(m), def.clone());
         assert_eq!(t.stop_reason, StopReason::Completed, "{m:?}");
-        assert_eq!(t.hop_count, 6);
-        assert_eq!((t.hops[2].addr, t.hops[3].addr), (router(3), router(3)));
+        assert_eq!(t.hop_count, hops);
+        assert_eq!(
+            (t.hops[2].addr, t.hops[3].addr, t.hops[2].probe_ttl),
+            (twice, twice, signals.hop_ttl)
+        );
     }
 }
 
 #[test]
 fn destination_unreachable_from_a_router_stops_with_its_code() {
-    let mut path = chain(5);
-    path.nodes[2] = Node::new(ip("198.51.100.3")).unreach(1);
-    let t = trace(opts(Method::UdpParis), path);
+    // An address of the host's LAN nobody has: r3 answers host unreachable, from the
+    // address it answered TTL 3 from.
+    let r = routers(&chain(3));
+    let mut o = opts(Method::UdpParis);
+    o.dst = IpAddr::V4(Ipv4Addr::new(203, 0, 113, 9));
+    let t = trace(o, chain(3));
     assert_eq!(t.stop_reason, StopReason::Unreach);
     assert_eq!(t.stop_data, 1);
     assert_eq!(t.hop_count, 4);
-    assert_eq!(t.hops[3].addr, router(3));
+    assert_eq!(t.hops[3].addr, r[2]);
     assert_eq!(t.hops[3].icmp, Some((icmp_type::DEST_UNREACH, 1)));
 }
 
 #[test]
 fn mpls_labels_and_quoted_fields_are_recorded() {
-    let mut path = chain(4);
-    path.nodes[1] = Node::new(ip("198.51.100.2"))
-        .labels(&[Lse::new(24001, 0, false, 1), Lse::new(16, 5, true, 1)]);
-    let t = trace(opts(Method::IcmpParis), path);
+    // An explicit tunnel r1-r2-r3: its LSR r2 answers TTL 2 quoting its label (RFC 4950)
+    // with the LSE-TTL the ingress copied from the probe's.
+    let mut def = chain(4);
+    def.lsps.push(lsp("r1", "r3"));
+    let truth = Wire::new(def.clone()).truth();
+    let lsrs = &truth.destination(DST).unwrap().tunnels[0].lsrs;
+    let t = trace(opts(Method::IcmpParis), def);
     let h = &t.hops[1];
     assert_eq!(
-        h.mpls,
-        vec![
-            MplsLabel {
-                label: 24001,
-                exp: 0,
-                bottom: false,
-                ttl: 1
-            },
-            MplsLabel {
-                label: 16,
-                exp: 5,
-                bottom: true,
-                ttl: 1
-            },
-        ]
+        vec![h.addr],
+        lsrs.iter().map(|&a| IpAddr::V4(a)).collect::<Vec<_>>()
     );
-    assert_eq!(h.reply_size, 20 + 8 + 128 + 16);
+    let label = h.mpls.first().map_or(0, |l| l.label);
+    assert!(label >= 16, "not a reserved label: {label}");
+    assert_eq!(
+        h.mpls,
+        vec![MplsLabel {
+            label,
+            exp: 0,
+            bottom: true,
+            ttl: 1
+        }]
+    );
+    // The quote padded to 128 bytes (RFC 4884), then the extension: header, object
+    // header, one entry.
+    assert_eq!(h.reply_size, 20 + 8 + 128 + 8 + 4);
     assert_eq!(h.quoted.unwrap().ip_len, 44);
     assert!(t.hops[0].mpls.is_empty());
 }
@@ -313,14 +335,15 @@ fn late_replies_are_matched_by_what_they_quote_not_by_order() {
     // after 160 ms, past the 100 ms wait, so attempt 2 (probe 3) leaves; its answer is
     // held for 240 ms. Attempt 1's late answer arrives first and ends the hop; attempt
     // 2's arrives while TTL 3 is probed and is recorded as a late reply.
-    let mut path = chain(4);
-    for n in &mut path.nodes {
-        n.delay = Duration::from_millis(10);
+    let mut def = chain(4);
+    def.vantage_points[0].delay_ms = 10.0;
+    for l in &mut def.links {
+        l.delay_ms = 10.0;
     }
     let mut o = opts(Method::IcmpParis);
     o.wait = Duration::from_millis(100);
-    let (t, _, _) = trace_with(o, path, |sim| {
-        sim.shaper = Some(Box::new(|p| {
+    let (t, _, _) = trace_with(o, def, |wire| {
+        wire.shaper = Some(Box::new(|p| {
             Some(Duration::from_millis(match p.number {
                 2 => 120,
                 3 => 100,
@@ -352,12 +375,12 @@ fn late_replies_are_matched_by_what_they_quote_not_by_order() {
 fn duplicated_replies_are_recorded_once() {
     for m in [Method::IcmpParis, Method::UdpParis, Method::Tcp] {
         let plain = trace(opts(m), chain(3));
-        let (dup, mut sim, mut e) = trace_with(opts(m), chain(3), |s| s.duplicate = true);
+        let (dup, mut wire, mut e) = trace_with(opts(m), chain(3), |w| w.duplicate = true);
         assert_eq!(addrs(&plain), addrs(&dup), "{m:?}");
         assert_eq!(plain.hops.len(), dup.hops.len());
         // The copy of the last reply arrives after the trace ended: unmatched.
         let later = Instant::from_millis(2_000_000);
-        for (t, p) in sim.arrivals(later) {
+        for (t, p) in wire.arrivals(later) {
             e.handle_packet(t, &p);
         }
         assert_eq!(e.stats().replies, 2 * 4 - 1);
@@ -369,9 +392,9 @@ fn duplicated_replies_are_recorded_once() {
 fn wait_probe_spaces_the_probes_of_one_trace() {
     let mut o = opts(Method::UdpParis);
     o.wait_probe = Duration::from_millis(50);
-    let (t, sim, _) = trace_with(o, chain(3), |_| {});
+    let (t, wire, _) = trace_with(o, chain(3), |_| {});
     assert_eq!(t.wait_probe, Duration::from_millis(50));
-    for w in sim.sent.windows(2) {
+    for w in wire.sent.windows(2) {
         assert!(w[1].0.as_micros() - w[0].0.as_micros() >= 50_000);
     }
 }
@@ -380,19 +403,19 @@ fn wait_probe_spaces_the_probes_of_one_trace() {
 /// checksum and ident; for UDP and TCP the ports. The probe number varies.
 #[test]
 fn paris_flow_fields_are_constant_for_every_probe() {
-    let mut path = chain(6);
-    path.nodes[2].silent = true;
-    path.nodes[4].silent = true;
+    let mut def = chain(6);
+    def.routers[2].silent = true;
+    def.routers[4].silent = true;
     for m in [Method::IcmpParis, Method::UdpParis, Method::Tcp] {
         let mut o = opts(m);
         o.attempts = 3;
-        let (t, sim, _) = trace_with(o, path.clone(), |_| {});
+        let (t, wire, _) = trace_with(o, def.clone(), |_| {});
         assert_eq!(t.stop_reason, StopReason::Completed);
-        assert_eq!(sim.sent.len(), t.probe_count as usize);
-        assert_eq!(sim.sent.len(), 1 + 1 + 3 + 1 + 3 + 1 + 1);
+        assert_eq!(wire.sent.len(), t.probe_count as usize);
+        assert_eq!(wire.sent.len(), 1 + 1 + 3 + 1 + 3 + 1 + 1);
         let mut flows = std::collections::BTreeSet::new();
         let mut numbers = Vec::new();
-        for (_, p) in &sim.sent {
+        for (_, p) in &wire.sent {
             assert_eq!(checksum::sum(&p[..20]), 0xffff, "IP checksum");
             let r = reply::parse(p).unwrap();
             assert_eq!(r.len, 44.min(t.probe_size));
@@ -437,7 +460,7 @@ fn paris_flow_fields_are_constant_for_every_probe() {
         assert_eq!(flows.len(), 1, "{m:?}: one flow for all probes");
         assert_eq!(
             numbers,
-            (1..=sim.sent.len() as u32).collect::<Vec<_>>(),
+            (1..=wire.sent.len() as u32).collect::<Vec<_>>(),
             "{m:?}"
         );
     }
@@ -446,10 +469,10 @@ fn paris_flow_fields_are_constant_for_every_probe() {
 #[test]
 fn concurrent_traces_to_one_destination_keep_apart() {
     let mut e = engine();
-    let mut sim = Sim::new(SRC);
-    let mut path = chain(3);
-    path.nodes[1].silent = true;
-    sim.path(DST, path);
+    let mut def = chain(3);
+    def.routers[1].silent = true;
+    let hop = routers(&def);
+    let mut wire = Wire::new(def);
     let mut ids = Vec::new();
     for m in [
         Method::IcmpParis,
@@ -463,7 +486,7 @@ fn concurrent_traces_to_one_destination_keep_apart() {
         o.userid = ids.len() as u32;
         ids.push(e.start(T0, Job::Trace(o)).unwrap());
     }
-    let out = run(&mut e, &mut sim, T0);
+    let out = run(&mut e, &mut wire, T0);
     assert_eq!(out.len(), 6);
     let mut flows = std::collections::BTreeSet::new();
     for (id, _, r) in out {
@@ -472,11 +495,7 @@ fn concurrent_traces_to_one_destination_keep_apart() {
         assert_eq!(t.stop_reason, StopReason::Completed);
         assert_eq!(
             addrs(&t),
-            vec![
-                (1, 1, router(1)),
-                (3, 1, router(3)),
-                (4, 1, IpAddr::V4(DST))
-            ]
+            vec![(1, 1, hop[0]), (3, 1, hop[2]), (4, 1, dst())]
         );
         flows.insert((t.sport, t.icmp_sum));
     }

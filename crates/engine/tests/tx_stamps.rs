@@ -4,16 +4,16 @@
 
 mod support;
 
-use std::net::{IpAddr, Ipv4Addr};
+use std::net::IpAddr;
 use std::time::Duration;
 
-use support::sim::{chain, run, Sim};
+use support::drive::run;
+use support::topo::{chain, DST, SRC};
+use support::wire::Wire;
 use vtnt_engine::{
     Config, Engine, Event, Instant, Job, PingOptions, Prober, Record, TraceOptions, PROBE_ID_LEN,
 };
 
-const SRC: Ipv4Addr = Ipv4Addr::new(192, 0, 2, 1);
-const DST: Ipv4Addr = Ipv4Addr::new(203, 0, 113, 7);
 const T0: Instant = Instant::from_millis(5_000_000);
 /// How long the driver held the probe back (a full send queue).
 const STALL: Duration = Duration::from_millis(50);
@@ -49,26 +49,25 @@ fn one_probe(
     report: impl FnOnce(&mut Engine, &[u8], Instant),
 ) -> (Record, Engine) {
     let mut e = Engine::new(Config::new(SRC)).unwrap();
-    let mut sim = Sim::new(SRC);
-    sim.path(DST, chain(2));
+    let mut wire = Wire::new(chain(2));
     e.start(T0, job).unwrap();
     let mut buf = [0u8; 1500];
     let tx = e.poll_transmit(T0, &mut buf).unwrap();
     let probe = buf[..tx.len].to_vec();
     let left = T0 + STALL;
-    sim.send(left, &probe);
+    wire.send(left, &probe);
     let mut report = Some(report);
     if before {
         (report.take().unwrap())(&mut e, &probe, left);
     }
-    let at = sim.next_arrival().unwrap();
-    for (t, pkt) in sim.arrivals(at) {
+    let at = wire.next_arrival().unwrap();
+    for (t, pkt) in wire.arrivals(at) {
         e.handle_packet(t, &pkt);
     }
     if let Some(r) = report {
         r(&mut e, &probe, left);
     }
-    let mut out = run(&mut e, &mut sim, at);
+    let mut out = run(&mut e, &mut wire, at);
     assert_eq!(out.len(), 1);
     (out.pop().unwrap().2, e)
 }
@@ -139,8 +138,7 @@ fn the_latest_fitting_report_wins_and_an_older_one_is_stale() {
 #[test]
 fn a_late_report_dates_the_probe_and_moves_no_deadline() {
     let mut e = Engine::new(Config::new(SRC)).unwrap();
-    let mut sim = Sim::new(SRC);
-    sim.path(DST, chain(2));
+    let mut wire = Wire::new(chain(2));
     let mut opts = TraceOptions::new(IpAddr::V4(DST));
     opts.max_ttl = 1;
     opts.attempts = 2;
@@ -151,7 +149,7 @@ fn a_late_report_dates_the_probe_and_moves_no_deadline() {
     let first = buf[..tx.len].to_vec();
     let left = T0 + Duration::from_millis(300);
     // The reply is slow: 1.5 s, past the first attempt's wait.
-    sim.send(left, &first);
+    wire.send(left, &first);
     let arrival = left + Duration::from_millis(1500);
     // The first attempt times out (from its hand-over time) and the second leaves.
     let t1 = T0 + Duration::from_secs(1);
@@ -164,7 +162,7 @@ fn a_late_report_dates_the_probe_and_moves_no_deadline() {
     e.handle_transmitted(t1, &second);
     assert_eq!(e.poll_timeout(), deadline, "a stamp moves no deadline");
     assert_eq!(e.stats().tx_stamps, 2);
-    for (_, pkt) in sim.arrivals(sim.next_arrival().unwrap()) {
+    for (_, pkt) in wire.arrivals(wire.next_arrival().unwrap()) {
         e.handle_packet(arrival, &pkt);
     }
     let Some(Event::Finished {

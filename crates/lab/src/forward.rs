@@ -115,6 +115,16 @@ fn is_icmp_error(b: &[u8]) -> bool {
     b.get(9) == Some(&proto::ICMP) && matches!(b.get(ihl), Some(3 | 4 | 5 | 11 | 12))
 }
 
+/// Bytes of data a TCP segment carries past its header (0 when cut short).
+fn tcp_data_len(b: &[u8]) -> u32 {
+    let ihl = usize::from(b.first().map_or(5, |v| v & 0x0f)) * 4;
+    let total = b
+        .get(2..4)
+        .map_or(0, |w| usize::from(u16::from_be_bytes([w[0], w[1]])));
+    let doff = b.get(ihl + 12).map_or(20, |v| usize::from(v >> 4) * 4);
+    total.saturating_sub(ihl + doff) as u32
+}
+
 /// Who answers a packet addressed to it.
 #[derive(Clone, Copy)]
 enum Responder {
@@ -562,11 +572,13 @@ impl Lab {
                         window: 65535,
                     })
                 } else if syn {
+                    // RFC 793 (and Linux): ACK = SEG.SEQ + SEG.LEN, the SYN and any data
+                    // it carried.
                     Some(Tcp {
                         sport: dport,
                         dport: sport,
                         seq: 0,
-                        ack: seq.wrapping_add(1),
+                        ack: seq.wrapping_add(1).wrapping_add(tcp_data_len(pkt)),
                         flags: tcp_flags::RST | tcp_flags::ACK,
                         window: 0,
                     })

@@ -260,6 +260,7 @@ pub fn generate(seed: u64, opts: &GenOptions) -> Topology {
             links: Vec::new(),
             hosts: Vec::new(),
             lsps: Vec::new(),
+            routes: Vec::new(),
         },
         vendors,
         next_link: 0,

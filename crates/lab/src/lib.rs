@@ -2,11 +2,12 @@
 //!
 //! A [`Topology`] (TOML, see `docs/lab.md` and `topologies/reference.toml`) describes
 //! routers with vendor profiles, point-to-point links with delays and IGP costs, hosts,
-//! vantage points and LSPs. [`Lab`] runs it: IPv4 packets in from a vantage point, the
-//! network's answers out, due when the one-way delays they crossed have passed. No
-//! sockets, threads or clocks: the caller hands in the time (the engines' [`Instant`]).
-//! [`Truth`] says what a traceroute should infer: paths, tunnels and their classes,
-//! vendor signatures. [`generate`] makes random topologies with a chosen mix.
+//! vantage points, LSPs and static routes. [`Lab`] runs it: IPv4 packets in from a
+//! vantage point, the network's answers out, due when the one-way delays they crossed
+//! have passed. No sockets, threads or clocks: the caller hands in the time (the
+//! engines' [`Instant`]). [`Truth`] says what a traceroute should infer: paths, tunnels
+//! and their classes, vendor signatures. [`generate`] makes random topologies with a
+//! chosen mix.
 //!
 //! ```
 //! use vtnt_lab::{Lab, Port, Topology};
@@ -51,8 +52,8 @@ pub use lab::{vantage_points, Lab, Port, Stats, VantagePoint};
 pub use net::{Revelation, TunnelClass};
 pub use profile::Vendor;
 pub use topology::{
-    to_toml, HostDef, LinkDef, LspDef, Pop, RouterDef, Topology, TopologyDef, TopologyError,
-    VantagePointDef, REFERENCE_TOML,
+    to_toml, HostDef, LinkDef, LspDef, Pop, RouteDef, RouterDef, Topology, TopologyDef,
+    TopologyError, VantagePointDef, REFERENCE_TOML,
 };
 pub use truth::Truth;
 pub use vtnt_record::Instant;

@@ -1,7 +1,8 @@
 //! Routing computed by the emulator: all-pairs shortest paths on the IGP costs
 //! (Dijkstra from every router, directed, so `cost` and `cost-back` may differ), a FIB
-//! per router holding every equal-cost next hop per prefix (per-flow ECMP picks one), and
-//! the push table telling an ingress LER which LSP (and where cut) a prefix enters.
+//! per router holding every equal-cost next hop per prefix (per-flow ECMP picks one) or
+//! the one a static route names, and the push table telling an ingress LER which LSP
+//! (and where cut) a prefix enters.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -102,6 +103,14 @@ pub(crate) struct Push {
     pub f: u8,
 }
 
+/// A static route: `router` sends traffic for prefix `prefix` out of `out`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Static {
+    pub router: RouterId,
+    pub prefix: u32,
+    pub out: IfaceId,
+}
+
 /// The forwarding state of the whole network.
 #[derive(Debug, Clone)]
 pub(crate) struct Tables {
@@ -120,14 +129,25 @@ impl Tables {
         ifaces: &[Iface],
         prefixes: &[PrefixInfo],
         lsps: &[Lsp],
+        statics: &[Static],
     ) -> Tables {
         let np = prefixes.len();
+        let fixed = |r: RouterId, p: usize| {
+            statics
+                .iter()
+                .find(|s| (s.router, s.prefix as usize) == (r, p))
+                .map(|s| s.out)
+        };
         let mut fib_start = Vec::with_capacity(routers.len() * np + 1);
         let mut fib_hops = Vec::new();
         for (r, router) in routers.iter().enumerate() {
             let r = r as RouterId;
-            for p in prefixes {
+            for (pi, p) in prefixes.iter().enumerate() {
                 fib_start.push(fib_hops.len() as u32);
+                if let Some(o) = fixed(r, pi) {
+                    fib_hops.push(o);
+                    continue;
+                }
                 if p.attached.contains(&r) {
                     continue;
                 }
@@ -154,7 +174,7 @@ impl Tables {
             let e = lsp.path[egress_at];
             let row = push[ing as usize].get_or_insert_with(|| vec![None; np]);
             for (pi, p) in prefixes.iter().enumerate() {
-                if p.attached.contains(&ing) {
+                if p.attached.contains(&ing) || fixed(ing, pi).is_some() {
                     continue;
                 }
                 let internal = lsp.path.iter().skip(1).position(|r| p.attached.contains(r));

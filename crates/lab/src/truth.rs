@@ -143,7 +143,12 @@ fn sym_paths(net: &Net, r: RouterId, from: Option<IfaceId>, dst: Ipv4Addr) -> Ve
     let mut stack = vec![(r, from, SymPath::default())];
     while let Some((r, from, mut path)) = stack.pop() {
         path.hops.push((r, from));
-        if done.len() >= MAX_PATHS || path.hops.len() > 256 {
+        if done.len() >= MAX_PATHS {
+            continue;
+        }
+        // A forwarding loop (static routes): the path as far as a TTL could follow it.
+        if path.hops.len() > 256 {
+            done.push(path);
             continue;
         }
         let Some(p) = net.prefix_of(dst) else {

@@ -1,6 +1,7 @@
 //! Router and host behaviour outside the tunnel classes: per-flow ECMP (Paris keeps a
 //! path, classic traceroute does not), asymmetric return paths, delays, rate limits,
-//! silent routers, UDP and TCP answers, the sans-IO call order, and no panic on garbage.
+//! silent routers, UDP and TCP answers, static routes and forwarding loops, the sans-IO
+//! call order, and no panic on garbage.
 
 use std::net::Ipv4Addr;
 
@@ -210,7 +211,14 @@ fn hosts_answer_udp_and_tcp() {
             ..
         }
     ));
-    for (port, want) in [(443u16, 0x12u8), (80, 0x14)] {
+    // SYNs with and without 4 bytes of data: a closed port's RST acknowledges the data
+    // too (as Linux does), an open port's SYN-ACK only the SYN.
+    for (port, data, want, ack) in [
+        (443u16, 0usize, 0x12u8, 1001u32),
+        (80, 0, 0x14, 1001),
+        (443, 4, 0x12, 1001),
+        (80, 4, 0x14, 1005),
+    ] {
         let t = Tcp {
             sport: 40001,
             dport: port,
@@ -219,18 +227,22 @@ fn hosts_answer_udp_and_tcp() {
             flags: 0x02,
             window: 1024,
         };
-        let n = tcp(&mut b, &pk, &t).unwrap();
+        let n = tcp(&mut b, &pk, &t).unwrap() + data;
+        b[2..4].copy_from_slice(&(n as u16).to_be_bytes());
         lab.handle_packet(Instant::ZERO, Port(0), &b[..n]);
         let (_, len) = lab
             .poll_transmit(Instant::from_millis(100), &mut out)
             .unwrap();
         let Body::Tcp {
-            flags, ack, sport, ..
+            flags,
+            ack: got,
+            sport,
+            ..
         } = parse(&out[..len]).unwrap().body
         else {
             panic!()
         };
-        assert_eq!((flags, ack, sport), (want, 1001, port));
+        assert_eq!((flags, got, sport), (want, ack, port), "{data} bytes");
     }
     // A TTL-limited UDP probe gets a time exceeded quoting the UDP header.
     let pk = Ip { ttl: 1, ..pk };
@@ -305,4 +317,84 @@ fn garbage_never_panics() {
     let s = lab.stats();
     assert_eq!(s.received, 20_000);
     assert!(s.malformed > 0);
+}
+
+/// r1 - r2 - r3 - r4 - host, r3's static route for the host's LAN pointing back at r2.
+const LOOP: &str = r#"
+name = "loop"
+vantage-point = [{ name = "vp", address = "192.0.2.2/24", gateway = "192.0.2.1", router = "r1" }]
+router = [
+    { name = "r1", vendor = "cisco" },
+    { name = "r2", vendor = "juniper" },
+    { name = "r3", vendor = "linux" },
+    { name = "r4", vendor = "cisco" },
+]
+link = [
+    { a = "r1", b = "r2", prefix = "100.64.0.0/30" },
+    { a = "r2", b = "r3", prefix = "100.64.0.4/30" },
+    { a = "r3", b = "r4", prefix = "100.64.0.8/30" },
+]
+host = [{ name = "h", address = "198.51.100.2/30", gateway = "198.51.100.1", router = "r4" }]
+
+[[route]]
+router = "r3"
+prefix = "198.51.100.0/30"
+via = "r2"
+"#;
+
+#[test]
+fn a_static_route_pointing_back_makes_a_forwarding_loop() {
+    let mut lab = Lab::new(Topology::parse(LOOP, "loop.toml").unwrap());
+    let truth = lab.truth();
+    let mut t = Tracer::new(&mut lab);
+    let hops: Vec<Ipv4Addr> = t
+        .trace(ip("198.51.100.2"), 8)
+        .into_iter()
+        .map(|a| a.expect("every hop answers").from)
+        .collect();
+    // r2 and r3 hand the packet back and forth until its TTL runs out, each answering
+    // from the interface the probe came in on: r2 first from the r1 link, then always
+    // from the r3 link.
+    let (r2_from_r1, r2_from_r3, r3) = (ip("100.64.0.2"), ip("100.64.0.5"), ip("100.64.0.6"));
+    assert_eq!(
+        hops,
+        [
+            ip("192.0.2.1"),
+            r2_from_r1,
+            r3,
+            r2_from_r3,
+            r3,
+            r2_from_r3,
+            r3,
+            r2_from_r3
+        ]
+    );
+    // The truth follows the same tables: the loop, cut where no TTL reaches.
+    let forward: Vec<Ipv4Addr> = truth.destinations[0]
+        .forward
+        .iter()
+        .map(|h| h.addr)
+        .collect();
+    assert_eq!(forward[..8], hops[..]);
+    assert_eq!(forward.len(), 257);
+    assert_eq!(
+        t.lab.stats().dropped,
+        0,
+        "every probe expired and was answered"
+    );
+}
+
+#[test]
+fn a_static_route_wins_over_an_lsp() {
+    // Without the route, r1 pushes the host's traffic onto the LSP r1-r2-r3; with a route
+    // at r1 pointing at r2 (the IGP's choice too), it goes as plain IP.
+    let plain = LOOP.split("[[route]]").next().unwrap();
+    let lsp = "[[lsp]]\nname = \"x\"\ningress = \"r1\"\negress = \"r3\"\n";
+    let route = "[[route]]\nrouter = \"r1\"\nprefix = \"198.51.100.0/30\"\nvia = \"r2\"\n";
+    let tunnels = |text: &str| {
+        let lab = Lab::new(Topology::parse(text, "t.toml").unwrap());
+        lab.truth().destinations[0].tunnels.len()
+    };
+    assert_eq!(tunnels(&format!("{plain}{lsp}")), 1);
+    assert_eq!(tunnels(&format!("{plain}{lsp}{route}")), 0);
 }

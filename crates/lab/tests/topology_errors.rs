@@ -155,3 +155,47 @@ fn missing_file() {
     let e = Topology::load("/nonexistent/lab.toml".as_ref()).unwrap_err();
     assert!(e.to_string().starts_with("/nonexistent/lab.toml: "), "{e}");
 }
+
+#[test]
+fn static_routes_to_unknown_or_connected_prefixes_over_missing_links_or_twice() {
+    let route = |router: &str, prefix: &str, via: &str| {
+        format!("\n[[route]]\nrouter = \"{router}\"\nprefix = \"{prefix}\"\nvia = \"{via}\"\n")
+    };
+    for (extra, what) in [
+        (
+            route("r1", "100.64.0.8/30", "r2"),
+            "100.64.0.8/30 is not a prefix of the topology",
+        ),
+        (
+            route("r2", "100.64.0.4/31", "r1"),
+            "100.64.0.4/31 is connected to \"r2\"",
+        ),
+        (
+            route("r1", "100.64.0.4/31", "r3"),
+            "no link from \"r1\" to \"r3\"",
+        ),
+        (
+            route("r1", "100.64.0.4/31", "r9"),
+            "router \"r9\" is not defined",
+        ),
+        (
+            format!(
+                "{}{}",
+                route("r1", "100.64.0.4/31", "r2"),
+                route("r1", "100.64.0.4/31", "r2")
+            ),
+            "a second route for 100.64.0.4/31 on \"r1\"",
+        ),
+    ] {
+        let e = err(&extra);
+        let s = e.to_string();
+        assert!(
+            s.contains("[[route]] r1 ") || s.contains("[[route]] r2 "),
+            "{s}"
+        );
+        assert!(s.contains(what), "{s}");
+        assert_eq!(e.line(), line_of(&extra, "[[route]]"), "{s}");
+    }
+    let ok = format!("{BASE}{}", route("r1", "100.64.0.4/31", "r2"));
+    assert!(Topology::parse(&ok, "t.toml").is_ok());
+}

@@ -25,6 +25,8 @@ pub struct TopologyDef {
     pub hosts: Vec<HostDef>,
     #[serde(rename = "lsp", default)]
     pub lsps: Vec<LspDef>,
+    #[serde(rename = "route", default, skip_serializing_if = "Vec::is_empty")]
+    pub routes: Vec<RouteDef>,
 }
 
 /// A vantage point: a LAN on one router. The TUN front takes `address`; VMs get other
@@ -157,6 +159,20 @@ pub struct LspDef {
     pub egress_forwards_ttl1: bool,
 }
 
+/// A static route: `router` sends traffic for `prefix` to its neighbour `via`, whatever
+/// the IGP says, and pushes no LSP for it. Two routers pointing a prefix at each other
+/// make a forwarding loop.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct RouteDef {
+    pub router: String,
+    /// One of the topology's prefixes (a link, a LAN or a loopback), not connected to
+    /// `router`.
+    pub prefix: String,
+    /// A router `router` has a link to.
+    pub via: String,
+}
+
 fn is_false(b: &bool) -> bool {
     !*b
 }
@@ -201,4 +217,6 @@ pub(crate) struct Spans {
     pub hosts: Vec<toml::Spanned<toml::Table>>,
     #[serde(rename = "lsp", default)]
     pub lsps: Vec<toml::Spanned<toml::Table>>,
+    #[serde(rename = "route", default)]
+    pub routes: Vec<toml::Spanned<toml::Table>>,
 }

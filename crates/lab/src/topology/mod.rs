@@ -9,7 +9,7 @@ mod validate;
 
 use std::path::Path;
 
-pub use file::{HostDef, LinkDef, LspDef, Pop, RouterDef, TopologyDef, VantagePointDef};
+pub use file::{HostDef, LinkDef, LspDef, Pop, RouteDef, RouterDef, TopologyDef, VantagePointDef};
 
 use crate::net::Net;
 

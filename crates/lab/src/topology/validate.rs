@@ -12,7 +12,7 @@ use crate::addr::{in_lab_ranges, AddrLen, Prefix};
 use crate::net::{
     Host, Iface, IfaceId, Lsp, Net, Peer, PrefixInfo, PrefixKind, Router, RouterId, TunnelClass, Vp,
 };
-use crate::routing::{Dist, Tables, INF};
+use crate::routing::{Dist, Static, Tables, INF};
 
 /// Line of each object, by kind and index (empty for generated topologies).
 #[derive(Debug, Default)]
@@ -22,6 +22,7 @@ pub(crate) struct Lines {
     links: Vec<usize>,
     hosts: Vec<usize>,
     lsps: Vec<usize>,
+    routes: Vec<usize>,
 }
 
 impl Lines {
@@ -37,6 +38,7 @@ impl Lines {
             links: f(&s.links),
             hosts: f(&s.hosts),
             lsps: f(&s.lsps),
+            routes: f(&s.routes),
         }
     }
 }
@@ -63,6 +65,7 @@ impl Ctx<'_> {
             "router" => &self.lines.routers,
             "link" => &self.lines.links,
             "host" => &self.lines.hosts,
+            "route" => &self.lines.routes,
             _ => &self.lines.lsps,
         };
         TopologyError::Invalid {
@@ -414,7 +417,36 @@ pub(crate) fn resolve(def: &TopologyDef, file: &str, lines: &Lines) -> Result<Ne
             &mut next_label,
         )?);
     }
-    let tables = Tables::build(dist, &routers, &ifaces, &prefixes, &lsps);
+    let mut statics: Vec<Static> = Vec::new();
+    for (i, s) in def.routes.iter().enumerate() {
+        let obj = format!("{} {}", s.router, s.prefix);
+        let e = |m: String| cx.err("route", i, &obj, m);
+        let r = router("route", i, &obj, &s.router)?;
+        let via = router("route", i, &obj, &s.via)?;
+        let p: Prefix = s
+            .prefix
+            .parse()
+            .map_err(|x: crate::addr::BadPrefix| e(x.to_string()))?;
+        let prefix = prefixes.iter().position(|x| x.prefix == p).ok_or_else(|| {
+            e(format!(
+                "{p} is not a prefix of the topology (a link, a LAN or a loopback)"
+            ))
+        })? as u32;
+        if prefixes[prefix as usize].attached.contains(&r) {
+            return Err(e(format!("{p} is connected to \"{}\"", s.router)));
+        }
+        let out = link_between(&routers, &ifaces, r, via)
+            .ok_or_else(|| e(format!("no link from \"{}\" to \"{}\"", s.router, s.via)))?;
+        if statics.iter().any(|x| (x.router, x.prefix) == (r, prefix)) {
+            return Err(e(format!("a second route for {p} on \"{}\"", s.router)));
+        }
+        statics.push(Static {
+            router: r,
+            prefix,
+            out,
+        });
+    }
+    let tables = Tables::build(dist, &routers, &ifaces, &prefixes, &lsps, &statics);
     Ok(Net {
         routers,
         ifaces,
@@ -424,6 +456,16 @@ pub(crate) fn resolve(def: &TopologyDef, file: &str, lines: &Lines) -> Result<Ne
         lsps,
         tables,
     })
+}
+
+/// The cheapest link interface of `a` towards its neighbour `b`.
+fn link_between(routers: &[Router], ifaces: &[Iface], a: RouterId, b: RouterId) -> Option<IfaceId> {
+    routers[a as usize]
+        .links
+        .iter()
+        .copied()
+        .filter(|&o| matches!(ifaces[o as usize].peer, Peer::Router { router, .. } if router == b))
+        .min_by_key(|&o| ifaces[o as usize].cost)
 }
 
 /// The class an LSP's settings make, or why the combination is not supported.
@@ -494,16 +536,12 @@ fn lsp(
             }
             let mut out = Vec::new();
             for w in path.windows(2) {
-                let o = routers[w[0] as usize]
-                    .links
-                    .iter()
-                    .copied()
-                    .filter(|&o| matches!(ifaces[o as usize].peer, Peer::Router { router, .. } if router == w[1]))
-                    .min_by_key(|&o| ifaces[o as usize].cost)
-                    .ok_or_else(|| e(format!(
+                let o = link_between(routers, ifaces, w[0], w[1]).ok_or_else(|| {
+                    e(format!(
                         "no link from \"{}\" to \"{}\"",
                         routers[w[0] as usize].name, routers[w[1] as usize].name
-                    )))?;
+                    ))
+                })?;
                 out.push(o);
             }
             (path, out)
