@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use vtnt_job::{Format, Vantage};
+use vtnt_runtimes::net::Network;
 use vtnt_runtimes::{BuildOptions, RunOptions, Runtime};
 use vtnt_vmm::job::Vmm;
 
@@ -34,7 +35,12 @@ pub struct RunArgs {
     /// Where the job runs.
     #[arg(long, default_value = "native")]
     pub runtime: Runtime,
-    /// The lab whose network the job joins (`vtnt lab up --name NAME`).
+    /// The network the job probes: `lab[:NAME]` (a running `vtnt lab`), `host` (this
+    /// host's own network: native, runc, docker) or `tap:IFACE,ip=ADDR/LEN,gw=GATEWAY`
+    /// (an existing TAP device, up: vm, microvm). Default: the lab of `--lab`.
+    #[arg(long, value_name = "NET")]
+    pub net: Option<Network>,
+    /// The lab of `--net lab` (`vtnt lab up --name NAME`).
     #[arg(long, default_value = vtnt_runtimes::DEFAULT_LAB)]
     pub lab: String,
     /// Image server bandwidth, Mbit/s.
@@ -105,7 +111,14 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             args.vmm
         );
     };
-    let job = vtnt_job::parse_words(&args.job, Vantage::Lab)?
+    let net = args.net.clone().unwrap_or(Network::Lab(args.lab.clone()));
+    net.check(args.runtime)?;
+    // On the host's own network, targets are checked as `vtnt trace` checks them there.
+    let vantage = match net {
+        Network::Host => Vantage::Host,
+        Network::Lab(_) | Network::Tap(_) => Vantage::Lab,
+    };
+    let job = vtnt_job::parse_words(&args.job, vantage)?
         .with_hold(Duration::from_secs(u64::from(args.hold)))?;
     anyhow::ensure!(
         job.format == Format::Json,
@@ -115,7 +128,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         crate::output::check_destination(p)?;
     }
     let opts = RunOptions {
-        lab: args.lab.clone(),
+        net,
         bandwidth_bps: args.bandwidth_mbps * 1_000_000,
         timeout: Duration::from_secs(args.timeout),
         dhcp: args.dhcp,

@@ -22,6 +22,7 @@ use vtnt_job::JobSpec;
 use vtnt_measure::ksm;
 use vtnt_runtimes::instance::{self, RunOutput};
 use vtnt_runtimes::job::Lab;
+use vtnt_runtimes::net::Network;
 use vtnt_runtimes::server::ImageServer;
 use vtnt_runtimes::{BuildOptions, EngineGuard, ImageInfo, InstanceSpec, Runtime};
 
@@ -205,7 +206,7 @@ pub fn bench_deploy(args: &BenchDeployArgs) -> anyhow::Result<Report> {
     let native_out = Runtime::Native.run(
         &job,
         &vtnt_runtimes::RunOptions {
-            lab: args.lab.clone(),
+            net: Network::Lab(args.lab.clone()),
             ..Default::default()
         },
     );
@@ -251,14 +252,20 @@ fn measure_runtime(
     cpus: &str,
     r: &mut RuntimeReport,
 ) -> anyhow::Result<()> {
-    let engine = EngineGuard::for_runtime(rt, &lab.name)?;
+    let engine = EngineGuard::for_runtime(rt, &Network::Lab(lab.name.clone()))?;
     let timeout = Duration::from_secs(args.timeout_secs);
     for i in 0..args.reps {
         let once = || -> anyhow::Result<(f64, RunOutput, f64)> {
             let t0 = Instant::now();
-            let deployed = instance::deploy(rt, image, server, engine.docker(), &lab.name)?;
+            let deployed = instance::deploy(
+                rt,
+                image,
+                server,
+                engine.docker(),
+                &Network::Lab(lab.name.clone()),
+            )?;
             let deploy_s = t0.elapsed().as_secs_f64();
-            let mut spec = InstanceSpec::new(job.clone(), lab.name.clone());
+            let mut spec = InstanceSpec::new(job.clone());
             spec.sample_every = None;
             let mut inst = deployed.start(&spec)?;
             let out = inst.wait(timeout);
@@ -297,7 +304,13 @@ fn measure_runtime(
         );
     }
     // memory of one instance, without and with KSM
-    let deployed = instance::deploy(rt, image, server, engine.docker(), &lab.name)?;
+    let deployed = instance::deploy(
+        rt,
+        image,
+        server,
+        engine.docker(),
+        &Network::Lab(lab.name.clone()),
+    )?;
     let held = JobSpec {
         hold: Duration::from_secs(u64::from(args.hold_secs)),
         ..job.clone()
@@ -308,7 +321,7 @@ fn measure_runtime(
         } else {
             None
         };
-        let mut spec = InstanceSpec::new(held.clone(), lab.name.clone());
+        let mut spec = InstanceSpec::new(held.clone());
         spec.sample_every = Some(Duration::from_millis(200));
         let mut inst = deployed.start(&spec)?;
         let out = inst.wait(timeout)?;
@@ -356,11 +369,11 @@ fn measure_runtime(
         deadline: Duration::from_secs_f64(solo * 4.0 + 60.0).min(timeout),
     };
     eprintln!("  density under {}", mem_opts.budget.describe());
-    r.density_memory = Some(density::run(&deployed, &djob, &lab.name, &mem_opts)?);
+    r.density_memory = Some(density::run(&deployed, &djob, &mem_opts)?);
     if !args.no_ksm && rt.is_vm() && ksm::available() {
         let _ksm = ksm::Ksm::enable(5000, 20)?;
         eprintln!("  density under {} with KSM", mem_opts.budget.describe());
-        r.density_memory_ksm = Some(density::run(&deployed, &djob, &lab.name, &mem_opts)?);
+        r.density_memory_ksm = Some(density::run(&deployed, &djob, &mem_opts)?);
     }
     let cpu_opts = DensityOptions {
         budget: Budget::Cpu {
@@ -377,7 +390,7 @@ fn measure_runtime(
         cpu_opts.budget.describe(),
         cpu_opts.deadline.as_secs_f64()
     );
-    r.density_cpu = Some(density::run(&deployed, &djob, &lab.name, &cpu_opts)?);
+    r.density_cpu = Some(density::run(&deployed, &djob, &cpu_opts)?);
     Ok(())
 }
 

@@ -60,7 +60,6 @@ struct Slot {
 pub fn run(
     deployed: &Deployed,
     job: &JobSpec,
-    lab: &str,
     opts: &DensityOptions,
 ) -> anyhow::Result<DensityResult> {
     let parent = Cgroup::create(&format!("vtnt/{}", vtnt_runtimes::paths::unique("density")))?;
@@ -93,7 +92,7 @@ pub fn run(
                     index,
                     cgroup_parent: Some(parent.rel().to_string()),
                     sample_every: None,
-                    ..InstanceSpec::new(job.clone(), lab.to_string())
+                    ..InstanceSpec::new(job.clone())
                 };
                 match deployed.start(&spec) {
                     Ok(inst) => slots.push(Slot {

@@ -197,7 +197,8 @@ impl Client {
     }
 }
 
-/// An engine in a lab's namespace; stopped on drop if we started it.
+/// An engine in a lab's namespace (or this process's own); stopped on drop if we started
+/// it.
 pub struct Engine {
     lab: String,
     client: Client,
@@ -211,8 +212,10 @@ fn ns_inode(path: &Path) -> Option<(u64, u64)> {
 }
 
 impl Engine {
-    /// Finds or starts the engine for lab `lab`.
-    pub fn start(lab: &str) -> anyhow::Result<Engine> {
+    /// Finds or starts the engine in lab `lab`'s namespace, or with `None` in this
+    /// process's own (`--net host`; named after the namespace's inode, so engines of
+    /// different namespaces never meet).
+    pub fn start(lab: Option<&str>) -> anyhow::Result<Engine> {
         let docker = ["/usr/bin/docker"]
             .iter()
             .map(PathBuf::from)
@@ -221,12 +224,25 @@ impl Engine {
         let dockerd = paths::need("dockerd", "docker.io")?;
         let containerd = paths::need("containerd", "containerd")?;
         let nsenter = paths::need("nsenter", "util-linux")?;
-        let netns = PathBuf::from("/run/netns").join(lab);
-        anyhow::ensure!(
-            netns.exists(),
-            "lab `{lab}` is not running (no {}): `vtnt lab up --name {lab}`",
-            netns.display()
-        );
+        let (lab, netns) = match lab {
+            Some(lab) => {
+                let netns = PathBuf::from("/run/netns").join(lab);
+                anyhow::ensure!(
+                    netns.exists(),
+                    "lab `{lab}` is not running (no {}): `vtnt lab up --name {lab}`",
+                    netns.display()
+                );
+                (lab.to_string(), netns)
+            }
+            None => {
+                // this thread's namespace (a thread may have joined another than the
+                // process's first)
+                let netns = PathBuf::from("/proc/thread-self/ns/net");
+                let ino = ns_inode(&netns).map_or(0, |(_, ino)| ino);
+                (format!("host-{ino}"), netns)
+            }
+        };
+        let lab = lab.as_str();
         let dir = paths::run_dir()?.join(format!("docker-{lab}"));
         std::fs::create_dir_all(&dir)?;
         let sock = dir.join("docker.sock");

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 
 use crate::cgroup::Cgroup;
-use crate::job::Lab;
+use crate::net::{Attached, Network};
 use crate::paths::TempDir;
 use crate::proc::{Finished, Supervised};
 use crate::runtime::{ImageInfo, Runtime};
@@ -69,7 +69,7 @@ impl RunOutput {
 pub struct Deployed {
     pub runtime: Runtime,
     pub(crate) dir: TempDir,
-    pub(crate) lab: Lab,
+    pub(crate) net: Attached,
     pub(crate) kind: Kind,
 }
 
@@ -99,9 +99,9 @@ pub fn deploy(
     image: &ImageInfo,
     server: &ImageServer,
     engine: Option<&docker::Engine>,
-    lab: &str,
+    net: &Network,
 ) -> anyhow::Result<Deployed> {
-    let lab = Lab::open(lab)?;
+    let net = net.attach(rt)?;
     let dir = TempDir::new(&format!("deploy-{}", rt.name()))?;
     let file = dir.path().join(
         image
@@ -138,17 +138,12 @@ pub fn deploy(
     Ok(Deployed {
         runtime: rt,
         dir,
-        lab,
+        net,
         kind,
     })
 }
 
 impl Deployed {
-    /// The lab this image was deployed for.
-    pub fn lab(&self) -> &Lab {
-        &self.lab
-    }
-
     /// Starts one instance.
     pub fn start(&self, spec: &InstanceSpec) -> anyhow::Result<Instance> {
         let rel = match &spec.cgroup_parent {
@@ -159,10 +154,10 @@ impl Deployed {
         let mut cleanup = Cleanup::None;
         let mut engine_pids = Vec::new();
         let child = match &self.kind {
-            Kind::Native { bin } => native::start(bin, &self.lab, spec, &cgroup)?.into(),
+            Kind::Native { bin } => native::start(bin, &self.net, spec, &cgroup)?.into(),
             Kind::Runc { rootfs } => {
                 let (child, id, root) =
-                    runc::start(rootfs, self.dir.path(), &self.lab, spec, &cgroup)?;
+                    runc::start(rootfs, self.dir.path(), &self.net, spec, &cgroup)?;
                 cleanup = Cleanup::Runc { id, root };
                 child.into()
             }
@@ -176,10 +171,10 @@ impl Deployed {
                 };
                 child.into()
             }
-            Kind::Vm { box_dir } => vm::start(box_dir, &self.lab, spec, &cgroup)?.into(),
+            Kind::Vm { box_dir } => vm::start(box_dir, &self.net, spec, &cgroup)?.into(),
             Kind::Microvm { image } => Running::Microvm(microvm::start(
                 image,
-                &self.lab,
+                &self.net,
                 spec,
                 &cgroup,
                 spec.vmm,

@@ -9,7 +9,7 @@
 //! runtime re-parses option words.
 //!
 //! [`normalize`] removes what legitimately differs between runs and runtimes from scamper
-//! JSON lines: times (`start`, `tx`, `rtt`, `start_time`, `stop_time`), the host name,
+//! JSON lines: times (`start`, `tx`, `rtt`, TNT's `rtt_us`, `start_time`, `stop_time`), the host name,
 //! reply IP ids (the lab's per-router counters advance between runs) and the vantage
 //! address (`src`: containers share the lab's 192.0.2.2, VMs take a guest slot address).
 
@@ -118,10 +118,11 @@ impl Lab {
     }
 }
 
-const VARYING: [&str; 8] = [
+const VARYING: [&str; 9] = [
     "start",
     "tx",
     "rtt",
+    "rtt_us",
     "start_time",
     "stop_time",
     "hostname",

@@ -44,6 +44,7 @@ pub mod instance;
 pub mod job;
 pub mod microvm;
 pub mod native;
+pub mod net;
 pub mod paths;
 pub mod runc;
 pub mod runtime;
@@ -82,11 +83,12 @@ impl Runtime {
     pub fn run(self, job: &vtnt_job::JobSpec, opts: &RunOptions) -> anyhow::Result<RunOutput> {
         let image = self.build_image(&opts.build)?;
         let server = server::ImageServer::start(&[&image], opts.bandwidth_bps)?;
-        let engine = EngineGuard::for_runtime(self, &opts.lab)?;
+        opts.net.check(self)?;
+        let engine = EngineGuard::for_runtime(self, &opts.net)?;
         let t0 = Instant::now();
-        let deployed = instance::deploy(self, &image, &server, engine.docker(), &opts.lab)?;
+        let deployed = instance::deploy(self, &image, &server, engine.docker(), &opts.net)?;
         let deploy_time = t0.elapsed();
-        let mut spec = InstanceSpec::new(job.clone(), opts.lab.clone());
+        let mut spec = InstanceSpec::new(job.clone());
         spec.dhcp = opts.dhcp;
         spec.vmm = opts.vmm;
         spec.guest_timeout = opts.timeout;
@@ -103,8 +105,8 @@ impl Runtime {
 #[derive(Debug, Clone)]
 pub struct RunOptions {
     pub build: BuildOptions,
-    /// The lab (its network namespace and VM front) the job runs in.
-    pub lab: String,
+    /// The network the job probes (a lab's by default).
+    pub net: net::Network,
     /// Image server bandwidth in bits per second.
     pub bandwidth_bps: u64,
     /// How long the job may take once started (VM boots under TCG are slow).
@@ -119,7 +121,7 @@ impl Default for RunOptions {
     fn default() -> Self {
         RunOptions {
             build: BuildOptions::default(),
-            lab: DEFAULT_LAB.to_string(),
+            net: net::Network::Lab(DEFAULT_LAB.to_string()),
             bandwidth_bps: DEFAULT_BANDWIDTH_MBPS * 1_000_000,
             timeout: Duration::from_secs(600),
             dhcp: false,
@@ -137,9 +139,9 @@ pub const DEFAULT_BANDWIDTH_MBPS: u64 = 100;
 pub struct EngineGuard(Option<docker::Engine>);
 
 impl EngineGuard {
-    pub fn for_runtime(rt: Runtime, lab: &str) -> anyhow::Result<EngineGuard> {
+    pub fn for_runtime(rt: Runtime, net: &net::Network) -> anyhow::Result<EngineGuard> {
         Ok(EngineGuard(match rt {
-            Runtime::Docker | Runtime::DockerScratch => Some(docker::Engine::start(lab)?),
+            Runtime::Docker | Runtime::DockerScratch => Some(docker::Engine::start(net.netns())?),
             _ => None,
         }))
     }

@@ -17,7 +17,7 @@ use vtnt_vmm::job::{JobNet, RunOutcome, RunSpec, Vmm};
 use vtnt_vmm::GuestStatus;
 
 use crate::cgroup::Cgroup;
-use crate::job::Lab;
+use crate::net::Attached;
 use crate::paths;
 use crate::runtime::{BuildOptions, ImageInfo, Runtime};
 use crate::spec::InstanceSpec;
@@ -78,21 +78,31 @@ pub struct Finished {
 }
 
 /// Boots one unikernel instance of `spec`'s job from `image` under `vmm`, on a free VM
-/// slot of `lab`, its VMM in `cgroup`; `timeout`: the guest's watchdog.
+/// slot of the lab's front or on a TAP device, its VMM in `cgroup`; `timeout`: the
+/// guest's watchdog.
 pub fn start(
     image: &Path,
-    lab: &Lab,
+    net: &Attached,
     spec: &InstanceSpec,
     cgroup: &Cgroup,
     vmm: Vmm,
     timeout: Duration,
 ) -> anyhow::Result<Running> {
-    let mut run = RunSpec::new(
-        spec.job.clone(),
-        JobNet::Lab {
+    let job_net = match net {
+        Attached::Lab(lab) => JobNet::Lab {
             name: lab.name.clone(),
         },
-    );
+        Attached::Tap(t) => JobNet::Tap {
+            ifname: t.ifname.clone(),
+            netns: None,
+            guest: t.guest(),
+            gateway: t.gateway.to_string(),
+        },
+        Attached::Host => {
+            anyhow::bail!("the unikernel reaches a network through a lab or a TAP device")
+        }
+    };
+    let mut run = RunSpec::new(spec.job.clone(), job_net);
     run.vmm = vmm;
     run.image = Some(image.to_path_buf());
     run.dhcp = spec.dhcp;

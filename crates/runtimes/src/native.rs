@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 
 use crate::cgroup::Cgroup;
-use crate::job::Lab;
+use crate::net::Attached;
 use crate::paths;
 use crate::proc::Supervised;
 use crate::runtime::{BuildOptions, ImageInfo, Runtime};
@@ -39,17 +39,23 @@ pub fn install(file: &Path) -> anyhow::Result<PathBuf> {
     Ok(file.to_path_buf())
 }
 
-/// Starts `bin` with the job's words in the lab's namespace, in `cgroup`.
+/// Starts `bin` with the job in the network's namespace (the lab's; this host's with
+/// `--net host`), in `cgroup`.
 pub fn start(
     bin: &Path,
-    lab: &Lab,
+    net: &Attached,
     spec: &InstanceSpec,
     cgroup: &Cgroup,
 ) -> anyhow::Result<Supervised> {
-    let nsenter = paths::need("nsenter", "util-linux")?;
-    let mut cmd = cgroup.wrap(&nsenter.display().to_string());
-    cmd.arg(format!("--net={}", lab.netns_path.display()))
-        .arg(bin)
-        .args(crate::job::guest_args(&spec.job));
+    let mut cmd = match net.netns_path() {
+        Some(ns) => {
+            let nsenter = paths::need("nsenter", "util-linux")?;
+            let mut cmd = cgroup.wrap(&nsenter.display().to_string());
+            cmd.arg(format!("--net={}", ns.display())).arg(bin);
+            cmd
+        }
+        None => cgroup.wrap(&bin.display().to_string()),
+    };
+    cmd.args(crate::job::guest_args(&spec.job));
     Supervised::spawn(cmd, "the native vtnt process")
 }

@@ -12,7 +12,7 @@ use anyhow::Context;
 use serde_json::json;
 
 use crate::cgroup::Cgroup;
-use crate::job::Lab;
+use crate::net::Attached;
 use crate::paths;
 use crate::proc::Supervised;
 use crate::runtime::{BuildOptions, ImageInfo, Runtime};
@@ -82,10 +82,16 @@ pub fn install(tarball: &Path, dir: &Path) -> anyhow::Result<PathBuf> {
 pub fn config(
     rootfs: &Path,
     args: &[String],
-    netns: &Path,
+    netns: Option<&Path>,
     cgroups_path: &str,
 ) -> serde_json::Value {
     let caps = ["CAP_NET_RAW"];
+    // No network namespace entry: the container shares this host's (`--net host`).
+    let mut namespaces = vec![json!({ "type": "pid" })];
+    if let Some(ns) = netns {
+        namespaces.push(json!({ "type": "network", "path": ns }));
+    }
+    namespaces.extend(["ipc", "uts", "mount"].map(|t| json!({ "type": t })));
     json!({
         "ociVersion": "1.0.2",
         "process": {
@@ -109,13 +115,7 @@ pub fn config(
         "linux": {
             "cgroupsPath": cgroups_path,
             "resources": { "devices": [{ "allow": false, "access": "rwm" }] },
-            "namespaces": [
-                { "type": "pid" },
-                { "type": "network", "path": netns },
-                { "type": "ipc" },
-                { "type": "uts" },
-                { "type": "mount" }
-            ],
+            "namespaces": namespaces,
             "maskedPaths": ["/proc/acpi", "/proc/kcore", "/proc/keys", "/proc/timer_list", "/sys/firmware"],
             "readonlyPaths": ["/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger"]
         }
@@ -127,7 +127,7 @@ pub fn config(
 pub fn start(
     rootfs: &Path,
     dir: &Path,
-    lab: &Lab,
+    net: &Attached,
     spec: &InstanceSpec,
     cgroup: &Cgroup,
 ) -> anyhow::Result<(Supervised, String, PathBuf)> {
@@ -140,7 +140,7 @@ pub fn start(
     let cfg = config(
         rootfs,
         &args,
-        &lab.netns_path,
+        net.netns_path(),
         &format!("/{}/c", cgroup.rel()),
     );
     std::fs::write(bundle.join("config.json"), serde_json::to_vec_pretty(&cfg)?)?;

@@ -11,8 +11,6 @@ use vtnt_vmm::job::Vmm;
 #[derive(Debug, Clone)]
 pub struct InstanceSpec {
     pub job: JobSpec,
-    /// The lab whose network the instance joins.
-    pub lab: String,
     /// Distinguishes concurrent instances (container names, guest addresses).
     pub index: u32,
     /// The budget group the instance's own group goes under (relative, `vtnt/...`).
@@ -28,10 +26,9 @@ pub struct InstanceSpec {
 }
 
 impl InstanceSpec {
-    pub fn new(job: JobSpec, lab: String) -> InstanceSpec {
+    pub fn new(job: JobSpec) -> InstanceSpec {
         InstanceSpec {
             job,
-            lab,
             index: 0,
             cgroup_parent: None,
             sample_every: Some(Duration::from_millis(100)),

@@ -25,7 +25,7 @@ use anyhow::Context;
 use vtnt_vmm::accel::Accelerator;
 
 use crate::cgroup::Cgroup;
-use crate::job::Lab;
+use crate::net::Attached;
 use crate::proc::Supervised;
 use crate::runtime::{BuildOptions, ImageInfo, Runtime};
 use crate::spec::InstanceSpec;
@@ -233,51 +233,90 @@ fn base64(data: &[u8]) -> String {
     s
 }
 
-/// Boots one VM of the box in `box_dir` on the lab's VM front, in `cgroup`.
+/// Boots one VM of the box in `box_dir` on the lab's VM front (or a TAP device), in
+/// `cgroup`.
 pub fn start(
     box_dir: &Path,
-    lab: &Lab,
+    net: &Attached,
     spec: &InstanceSpec,
     cgroup: &Cgroup,
 ) -> anyhow::Result<Supervised> {
     let qemu = paths::need("qemu-system-x86_64", "qemu-system-x86")?;
-    let (addr, len) = lab.vm.guest(spec.index)?;
+    // the lab's ranges via the gateway (so the guest's route check knows the lab), and on
+    // a TAP also a default route: whatever that network reaches
+    let lab_nets = vtnt_policy::LAB_NETS.map(|n| n.to_string()).join(",");
+    let (addr, len, gateway, nets, netdev) = match net {
+        Attached::Lab(lab) => {
+            let (addr, len) = lab.vm.guest(spec.index)?;
+            let local_port = free_udp_port()?;
+            let netdev = format!(
+                "dgram,id=n0,local.type=inet,local.host=127.0.0.1,local.port={local_port},remote.type=inet,remote.host=127.0.0.1,remote.port={}",
+                lab.vm.port
+            );
+            (addr, len, lab.vm.gateway.clone(), lab_nets, netdev)
+        }
+        Attached::Tap(t) => (
+            t.addr.to_string(),
+            t.len,
+            t.gateway.to_string(),
+            format!("{lab_nets},default"),
+            format!("tap,id=n0,ifname={},script=no,downscript=no", t.ifname),
+        ),
+        Attached::Host => anyhow::bail!("the VM reaches a network through a lab or a TAP device"),
+    };
     let args = crate::job::guest_args(&spec.job);
     anyhow::ensure!(
         !args.iter().any(|w| w.contains('\n')),
         "job words may not contain newlines"
     );
     let words = args.join("\n");
-    let local_port = free_udp_port()?;
     let mac = format!("52:54:00:76:75:{:02x}", spec.index % 256);
     let append = format!(
-        "root=/dev/vda rw console=ttyS0 quiet loglevel=3 systemd.show_status=0 net.ifnames=0 vtnt.ip={addr}/{len} vtnt.gw={} vtnt.nets={} vtnt.job={}",
-        lab.vm.gateway,
-        vtnt_policy::LAB_NETS.map(|n| n.to_string()).join(","),
+        "root=/dev/vda rw console=ttyS0 quiet loglevel=3 systemd.show_status=0 net.ifnames=0 vtnt.ip={addr}/{len} vtnt.gw={gateway} vtnt.nets={nets} vtnt.job={}",
         base64(words.as_bytes())
     );
     let mut cmd = cgroup.wrap(&qemu.display().to_string());
-    cmd.args(["-machine", "q35", "-m", &MEMORY_MIB.to_string(), "-smp", "1"])
-        .args(accel().qemu_args())
-        .args(["-nodefaults", "-no-user-config", "-display", "none", "-serial", "stdio", "-no-reboot"])
-        .arg("-kernel")
-        .arg(box_dir.join("vmlinuz"))
-        .arg("-initrd")
-        .arg(box_dir.join("initrd.img"))
-        .arg("-append")
-        .arg(append)
-        .arg("-drive")
-        .arg(format!("file={},if=virtio,format=qcow2,snapshot=on", box_dir.join("disk.qcow2").display()))
-        .arg("-netdev")
-        .arg(format!(
-            "dgram,id=n0,local.type=inet,local.host=127.0.0.1,local.port={local_port},remote.type=inet,remote.host=127.0.0.1,remote.port={}",
-            lab.vm.port
-        ))
-        .arg("-device")
-        .arg(format!("virtio-net-pci,netdev=n0,mac={mac},romfile="))
-        // entropy for the guest's CRNG: TCG's CPU model has no RDRAND and the disk is a
-        // snapshot, so no random seed survives from one boot to the next
-        .args(["-object", "rng-random,id=rng0,filename=/dev/urandom", "-device", "virtio-rng-pci,rng=rng0"]);
+    cmd.args([
+        "-machine",
+        "q35",
+        "-m",
+        &MEMORY_MIB.to_string(),
+        "-smp",
+        "1",
+    ])
+    .args(accel().qemu_args())
+    .args([
+        "-nodefaults",
+        "-no-user-config",
+        "-display",
+        "none",
+        "-serial",
+        "stdio",
+        "-no-reboot",
+    ])
+    .arg("-kernel")
+    .arg(box_dir.join("vmlinuz"))
+    .arg("-initrd")
+    .arg(box_dir.join("initrd.img"))
+    .arg("-append")
+    .arg(append)
+    .arg("-drive")
+    .arg(format!(
+        "file={},if=virtio,format=qcow2,snapshot=on",
+        box_dir.join("disk.qcow2").display()
+    ))
+    .arg("-netdev")
+    .arg(netdev)
+    .arg("-device")
+    .arg(format!("virtio-net-pci,netdev=n0,mac={mac},romfile="))
+    // entropy for the guest's CRNG: TCG's CPU model has no RDRAND and the disk is a
+    // snapshot, so no random seed survives from one boot to the next
+    .args([
+        "-object",
+        "rng-random,id=rng0,filename=/dev/urandom",
+        "-device",
+        "virtio-rng-pci,rng=rng0",
+    ]);
     Supervised::spawn(cmd, &format!("the Debian VM (guest {addr})"))
 }
 

@@ -5,21 +5,56 @@
 
 mod common;
 
+use std::path::Path;
 use std::time::Duration;
 
 use vtnt_measure::proc::retry_once_on_timeout;
 use vtnt_runtimes::job::normalize;
+use vtnt_runtimes::net::Network;
 use vtnt_runtimes::{RunOptions, Runtime};
 
 /// A fixed seed: every runtime probes the native run's flows, so takes its paths.
 fn job() -> vtnt_job::JobSpec {
-    let words = ["trace", "-P", "icmp-paris", "--seed", "1", "203.0.113.10"].map(String::from);
+    parse("trace -P icmp-paris --seed 1 203.0.113.10")
+}
+
+/// TNT on the reference lab's explicit and invisible tunnels (fixed seed).
+fn tnt_job() -> vtnt_job::JobSpec {
+    parse("tnt --seed 1 -q 1 203.0.113.10 203.0.113.34")
+}
+
+fn parse(words: &str) -> vtnt_job::JobSpec {
+    let words: Vec<String> = words.split_whitespace().map(String::from).collect();
     vtnt_job::parse_words(&words, vtnt_job::Vantage::Lab)
         .expect("a valid job")
         .spec
 }
 
-fn check(test: &str, runtimes: &[Runtime], dhcp: bool) {
+/// How the runtimes under test reach the network the native reference run probes.
+#[derive(Clone, Copy, PartialEq)]
+enum Via {
+    /// The lab's namespace and VM front (static guest addresses).
+    Lab,
+    /// The same, the microVM leasing its address by DHCP.
+    Dhcp,
+    /// `--net host` from a thread inside the lab's namespace: the host's own network is
+    /// then the lab, as a real host's is the Internet it sits on.
+    Host,
+}
+
+/// Runs `f` in a thread that has joined the network namespace at `netns` (so does every
+/// process it starts).
+fn in_netns<T: Send + 'static>(netns: &Path, f: impl FnOnce() -> T + Send + 'static) -> T {
+    let ns = std::fs::File::open(netns).expect("opening the lab's namespace");
+    std::thread::spawn(move || {
+        nix::sched::setns(ns, nix::sched::CloneFlags::CLONE_NEWNET).expect("setns");
+        f()
+    })
+    .join()
+    .expect("the run's thread")
+}
+
+fn check(test: &str, runtimes: &[Runtime], via: Via) {
     if !common::basics_ready(test) {
         return;
     }
@@ -32,76 +67,94 @@ fn check(test: &str, runtimes: &[Runtime], dhcp: bool) {
     // a lab per test, named after its first letters (tests run in parallel)
     let lab = common::LabGuard::up(&test.chars().take(3).collect::<String>()).expect("vtnt lab up");
     let opts = RunOptions {
-        lab: lab.name.clone(),
+        net: Network::Lab(lab.name.clone()),
         bandwidth_bps: 1_000_000_000,
         timeout: Duration::from_secs(600),
         ..Default::default()
     };
-    let native = Runtime::Native.run(&job(), &opts).expect("native run");
-    assert!(native.ok(), "native run failed: {}", native.stderr);
-    let want = normalize(&native.stdout);
-    assert!(
-        want.iter().any(|l| l.contains("\"type\":\"trace\"")),
-        "native output has no trace: {}",
-        native.stdout
-    );
-    for &rt in runtimes {
-        let run = || {
-            rt.run(
-                &job(),
-                &RunOptions {
-                    dhcp,
-                    ..opts.clone()
-                },
-            )
-        };
-        // As `vtnt bench deploy` does: a run that outlived its timeout (a TCG guest that
-        // never finished, a `docker run` that never returned) is retried once, loudly.
-        let out = retry_once_on_timeout(run, |e| {
-            eprintln!("{test}: {} timed out, retrying once: {e:#}", rt.name())
-        })
-        .unwrap_or_else(|e| panic!("{} run: {e:#}", rt.name()));
+    // on the host's network, a TNT job too (its annotations compared like the hops)
+    let jobs = match via {
+        Via::Host => vec![job(), tnt_job()],
+        Via::Lab | Via::Dhcp => vec![job()],
+    };
+    for spec in &jobs {
+        let native = Runtime::Native.run(spec, &opts).expect("native run");
+        assert!(native.ok(), "native run failed: {}", native.stderr);
+        let want = normalize(&native.stdout);
         assert!(
-            out.ok(),
-            "{} run exited with {:?}: {}",
-            rt.name(),
-            out.code,
-            out.stderr
+            want.iter().any(|l| l.contains("\"type\":\"trace\"")),
+            "native output has no trace: {}",
+            native.stdout
         );
-        if dhcp {
-            // the lab leases hosts .130-.229 of the vantage LAN (docs/lab.md)
-            let leased = |l: &str| {
-                l.split("\"src\":\"192.0.2.")
-                    .nth(1)
-                    .and_then(|r| r.split('"').next())
-                    .and_then(|h| h.parse::<u8>().ok())
-                    .is_some_and(|h| (130..230).contains(&h))
+        for &rt in runtimes {
+            let netns = vtnt_runtimes::job::Lab::open(&lab.name)
+                .expect("the lab's state")
+                .netns_path;
+            let run = || match via {
+                Via::Host => {
+                    let opts = RunOptions {
+                        net: Network::Host,
+                        ..opts.clone()
+                    };
+                    let spec = spec.clone();
+                    in_netns(&netns, move || rt.run(&spec, &opts))
+                }
+                Via::Lab | Via::Dhcp => rt.run(
+                    spec,
+                    &RunOptions {
+                        dhcp: via == Via::Dhcp,
+                        ..opts.clone()
+                    },
+                ),
             };
+            // As `vtnt bench deploy` does: a run that outlived its timeout (a TCG guest that
+            // never finished, a `docker run` that never returned) is retried once, loudly.
+            let out = retry_once_on_timeout(run, |e| {
+                eprintln!("{test}: {} timed out, retrying once: {e:#}", rt.name())
+            })
+            .unwrap_or_else(|e| panic!("{} run: {e:#}", rt.name()));
             assert!(
-                out.stdout.lines().any(leased),
-                "{} with DHCP: no leased source address in {}",
+                out.ok(),
+                "{} run exited with {:?}: {}",
                 rt.name(),
-                out.stdout
+                out.code,
+                out.stderr
+            );
+            if via == Via::Dhcp {
+                // the lab leases hosts .130-.229 of the vantage LAN (docs/lab.md)
+                let leased = |l: &str| {
+                    l.split("\"src\":\"192.0.2.")
+                        .nth(1)
+                        .and_then(|r| r.split('"').next())
+                        .and_then(|h| h.parse::<u8>().ok())
+                        .is_some_and(|h| (130..230).contains(&h))
+                };
+                assert!(
+                    out.stdout.lines().any(leased),
+                    "{} with DHCP: no leased source address in {}",
+                    rt.name(),
+                    out.stdout
+                );
+            }
+            assert_eq!(
+                normalize(&out.stdout),
+                want,
+                "{} output differs from native",
+                rt.name()
+            );
+            eprintln!(
+                "{test}: {} deploy {:.2} s, execution {:.2} s",
+                rt.name(),
+                out.deploy_time.as_secs_f64(),
+                out.exec_time.as_secs_f64()
             );
         }
-        assert_eq!(
-            normalize(&out.stdout),
-            want,
-            "{} output differs from native",
-            rt.name()
-        );
-        eprintln!(
-            "{test}: {} deploy {:.2} s, execution {:.2} s",
-            rt.name(),
-            out.deploy_time.as_secs_f64(),
-            out.exec_time.as_secs_f64()
-        );
     }
 }
 
 #[test]
 fn runc_matches_native() {
-    check("runc_matches_native", &[Runtime::Runc], false);
+    check("runc_matches_native", &[Runtime::Runc], Via::Lab);
 }
 
 #[test]
@@ -109,21 +162,36 @@ fn docker_images_match_native() {
     check(
         "docker_images_match_native",
         &[Runtime::DockerScratch, Runtime::Docker],
-        false,
+        Via::Lab,
     );
 }
 
 #[test]
 fn vm_matches_native() {
-    check("vm_matches_native", &[Runtime::Vm], false);
+    check("vm_matches_native", &[Runtime::Vm], Via::Lab);
 }
 
 #[test]
 fn microvm_matches_native() {
-    check("microvm_matches_native", &[Runtime::Microvm], false);
+    check("microvm_matches_native", &[Runtime::Microvm], Via::Lab);
 }
 
 #[test]
 fn dhcp_microvm_matches_native() {
-    check("dhcp_microvm_matches_native", &[Runtime::Microvm], true);
+    check(
+        "dhcp_microvm_matches_native",
+        &[Runtime::Microvm],
+        Via::Dhcp,
+    );
+}
+
+/// Processes and containers on the host's own network (`--net host`) probe what the host
+/// probes: run from inside the lab's namespace, they match the native run in the lab.
+#[test]
+fn host_network_matches_native() {
+    check(
+        "host_network_matches_native",
+        &[Runtime::Native, Runtime::Runc, Runtime::DockerScratch],
+        Via::Host,
+    );
 }

@@ -1,0 +1,262 @@
+//! Which network an instance probes ([`Network`], `vtnt run --net`), and the checks that
+//! refuse a network before anything starts (an interface that does not exist, is down or
+//! is no TAP; a network a runtime cannot reach).
+//!
+//! - `lab[:NAME]`: a running `vtnt lab`: processes and containers join its namespace,
+//!   VMs its VM front (the default: the demo's network).
+//! - `host`: this host's own network namespace, routes and addresses: the static binary
+//!   as a process, runc and Docker containers share it.
+//! - `tap:IFACE,ip=ADDR/LEN,gw=GATEWAY`: an existing TAP device, up, on a segment where
+//!   GATEWAY routes; the VM's or unikernel's NIC attaches to it with address ADDR.
+
+use std::fmt;
+use std::net::Ipv4Addr;
+use std::path::Path;
+use std::str::FromStr;
+
+use anyhow::{bail, Context};
+
+use crate::job::Lab;
+use crate::Runtime;
+
+/// Where an instance's probes go.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Network {
+    /// A running lab, by name.
+    Lab(String),
+    /// This host's own network namespace.
+    Host,
+    /// An existing TAP device for a VM's NIC.
+    Tap(Tap),
+}
+
+/// A TAP device and the guest's place behind it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Tap {
+    pub ifname: String,
+    /// The guest's address.
+    pub addr: Ipv4Addr,
+    /// Its prefix length.
+    pub len: u8,
+    /// The router the guest sends everything to.
+    pub gateway: Ipv4Addr,
+}
+
+impl Tap {
+    /// `ADDR/LEN`.
+    pub fn guest(&self) -> String {
+        format!("{}/{}", self.addr, self.len)
+    }
+}
+
+impl fmt::Display for Network {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Network::Lab(n) => write!(f, "lab:{n}"),
+            Network::Host => f.write_str("host"),
+            Network::Tap(t) => write!(f, "tap:{},ip={},gw={}", t.ifname, t.guest(), t.gateway),
+        }
+    }
+}
+
+impl FromStr for Network {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Network, String> {
+        let (kind, rest) = s.split_once(':').unwrap_or((s, ""));
+        match (kind, rest) {
+            ("lab", "") => Ok(Network::Lab(crate::DEFAULT_LAB.to_string())),
+            ("lab", name) => Ok(Network::Lab(name.to_string())),
+            ("host", "") => Ok(Network::Host),
+            ("tap", spec) => parse_tap(spec).map(Network::Tap),
+            _ => Err(format!(
+                "`{s}`: a network is lab[:NAME], host or tap:IFACE,ip=ADDR/LEN,gw=GATEWAY"
+            )),
+        }
+    }
+}
+
+fn parse_tap(spec: &str) -> Result<Tap, String> {
+    let mut parts = spec.split(',');
+    let ifname = parts.next().unwrap_or_default().to_string();
+    if ifname.is_empty() || ifname.len() > 15 || ifname.contains('/') {
+        return Err(format!("tap:{spec}: `{ifname}` is not an interface name"));
+    }
+    let (mut ip, mut gw) = (None, None);
+    for p in parts {
+        match p.split_once('=') {
+            Some(("ip", v)) => ip = Some(v),
+            Some(("gw", v)) => gw = Some(v),
+            _ => {
+                return Err(format!(
+                    "tap:{spec}: unknown setting `{p}` (ip=ADDR/LEN, gw=GATEWAY)"
+                ))
+            }
+        }
+    }
+    let ip = ip.ok_or_else(|| format!("tap:{spec}: the guest needs ip=ADDR/LEN"))?;
+    let gw = gw.ok_or_else(|| format!("tap:{spec}: the guest needs gw=GATEWAY"))?;
+    let (addr, len) = ip
+        .split_once('/')
+        .ok_or_else(|| format!("tap:{spec}: ip={ip} needs a prefix length (ADDR/LEN)"))?;
+    let addr: Ipv4Addr = addr
+        .parse()
+        .map_err(|_| format!("tap:{spec}: `{addr}` is not an IPv4 address"))?;
+    let len: u8 = len
+        .parse()
+        .ok()
+        .filter(|l| (8..=30).contains(l))
+        .ok_or_else(|| format!("tap:{spec}: prefix length `{len}` is not 8..=30"))?;
+    let gateway: Ipv4Addr = gw
+        .parse()
+        .map_err(|_| format!("tap:{spec}: `{gw}` is not an IPv4 address"))?;
+    let mask = u32::MAX << (32 - u32::from(len));
+    if u32::from(addr) & mask != u32::from(gateway) & mask || addr == gateway {
+        return Err(format!(
+            "tap:{spec}: gateway {gateway} is not another address of {addr}/{len}"
+        ));
+    }
+    Ok(Tap {
+        ifname,
+        addr,
+        len,
+        gateway,
+    })
+}
+
+impl Network {
+    /// Fails, naming the problem, unless `runtime` can probe this network from here: the
+    /// lab is up, the TAP device exists, is a TAP and is up, and the runtime reaches this
+    /// kind of network at all.
+    pub fn check(&self, runtime: Runtime) -> anyhow::Result<()> {
+        match self {
+            Network::Lab(_) => Ok(()),
+            Network::Host if runtime.is_vm() => bail!(
+                "--net host: the {} runtime has a NIC of its own; attach it with \
+                 tap:IFACE,ip=ADDR/LEN,gw=GATEWAY",
+                runtime.name()
+            ),
+            Network::Host => Ok(()),
+            Network::Tap(_) if !runtime.is_vm() => bail!(
+                "--net tap: the {} runtime has no NIC of its own; use --net host",
+                runtime.name()
+            ),
+            Network::Tap(t) => check_tap(&t.ifname),
+        }
+    }
+}
+
+/// The TAP device `ifname` exists in this namespace, is a TAP (not TUN) and is up.
+fn check_tap(ifname: &str) -> anyhow::Result<()> {
+    let dir = Path::new("/sys/class/net").join(ifname);
+    if !dir.exists() {
+        bail!("--net tap:{ifname}: no interface `{ifname}` in this network namespace");
+    }
+    let flags = std::fs::read_to_string(dir.join("tun_flags"))
+        .with_context(|| format!("--net tap:{ifname}: `{ifname}` is not a TUN/TAP device"))?;
+    let flags = u32::from_str_radix(flags.trim().trim_start_matches("0x"), 16)
+        .with_context(|| format!("--net tap:{ifname}: unreadable tun_flags"))?;
+    const IFF_TAP: u32 = 0x0002;
+    if flags & IFF_TAP == 0 {
+        bail!("--net tap:{ifname}: `{ifname}` is a TUN device (layer 3); a NIC needs a TAP");
+    }
+    let up = std::fs::read_to_string(dir.join("flags"))
+        .ok()
+        .and_then(|f| u32::from_str_radix(f.trim().trim_start_matches("0x"), 16).ok())
+        .is_some_and(|f| f & 1 != 0);
+    if !up {
+        bail!("--net tap:{ifname}: `{ifname}` is down (ip link set {ifname} up)");
+    }
+    Ok(())
+}
+
+/// A network opened for instances: the lab's state read, the TAP checked.
+#[derive(Debug, Clone)]
+pub enum Attached {
+    Lab(Lab),
+    Host,
+    Tap(Tap),
+}
+
+impl Network {
+    /// Opens the network for `runtime`'s instances ([`Network::check`] first).
+    pub fn attach(&self, runtime: Runtime) -> anyhow::Result<Attached> {
+        self.check(runtime)?;
+        Ok(match self {
+            Network::Lab(name) => Attached::Lab(Lab::open(name)?),
+            Network::Host => Attached::Host,
+            Network::Tap(t) => Attached::Tap(t.clone()),
+        })
+    }
+
+    /// The named network namespace whose Docker engine serves this network's containers
+    /// (`None`: this host's own).
+    pub fn netns(&self) -> Option<&str> {
+        match self {
+            Network::Lab(name) => Some(name),
+            Network::Host | Network::Tap(_) => None,
+        }
+    }
+}
+
+impl Attached {
+    /// The network namespace processes and containers join (`None`: stay in this one).
+    pub fn netns_path(&self) -> Option<&Path> {
+        match self {
+            Attached::Lab(lab) => Some(&lab.netns_path),
+            Attached::Host | Attached::Tap(_) => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn networks_parse_and_print() {
+        for s in [
+            "lab:vtnt-lab",
+            "lab:other",
+            "host",
+            "tap:vtap0,ip=10.9.0.2/24,gw=10.9.0.1",
+        ] {
+            assert_eq!(s.parse::<Network>().unwrap().to_string(), s);
+        }
+        assert_eq!(
+            "lab".parse::<Network>().unwrap(),
+            Network::Lab(crate::DEFAULT_LAB.into())
+        );
+        for bad in [
+            "",
+            "hots",
+            "host:x",
+            "tap:",
+            "tap:vtap0",
+            "tap:vtap0,ip=10.9.0.2,gw=10.9.0.1",
+            "tap:vtap0,ip=10.9.0.2/24",
+            "tap:vtap0,ip=10.9.0.2/24,gw=10.8.0.1",
+            "tap:vtap0,ip=10.9.0.1/24,gw=10.9.0.1",
+            "tap:vtap0,ip=10.9.0.2/33,gw=10.9.0.1",
+            "tap:a/b,ip=10.9.0.2/24,gw=10.9.0.1",
+            "tap:vtap0,ip=10.9.0.2/24,gw=10.9.0.1,mtu=9000",
+        ] {
+            assert!(bad.parse::<Network>().is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn runtimes_refuse_networks_they_cannot_reach() {
+        let tap: Network = "tap:vtnt-nosuch0,ip=10.9.0.2/24,gw=10.9.0.1"
+            .parse()
+            .unwrap();
+        assert!(Network::Host.check(Runtime::Microvm).is_err());
+        assert!(Network::Host.check(Runtime::Runc).is_ok());
+        assert!(tap.check(Runtime::Docker).is_err());
+        let e = tap.check(Runtime::Microvm).unwrap_err().to_string();
+        assert!(e.contains("no interface"), "{e}");
+        let lo: Network = "tap:lo,ip=10.9.0.2/24,gw=10.9.0.1".parse().unwrap();
+        let e = lo.check(Runtime::Vm).unwrap_err().to_string();
+        assert!(e.contains("not a TUN/TAP"), "{e}");
+    }
+}
