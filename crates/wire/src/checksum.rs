@@ -79,7 +79,11 @@ mod tests {
     #[test]
     fn update_equals_recomputing_and_reverts() {
         let mut data = [0x45u8, 0x00, 0x12, 0x34, 0xc0, 0x00, 0x02, 0x0a, 0xde, 0xad];
-        for (at, new) in [(4usize, [0x0au8, 0x01]), (8, [0x00, 0x00]), (2, [0xff, 0xff])] {
+        for (at, new) in [
+            (4usize, [0x0au8, 0x01]),
+            (8, [0x00, 0x00]),
+            (2, [0xff, 0xff]),
+        ] {
             let before = of(&data);
             let old = sum(&data[at..at + 2]);
             data[at..at + 2].copy_from_slice(&new);
