@@ -1,5 +1,7 @@
-//! The Internet checksum (RFC 1071), and the trick Paris traceroute needs: choose two
-//! payload bytes so that a packet's checksum comes out at a wanted value.
+//! The Internet checksum (RFC 1071), the trick Paris traceroute needs (choose two payload
+//! bytes so that a packet's checksum comes out at a wanted value), and the incremental
+//! update a translator needs (RFC 1624: change some words, fix the checksum without
+//! reading the rest).
 
 use core::net::Ipv4Addr;
 
@@ -41,6 +43,15 @@ pub fn compensate(rest: u16, target: u16) -> u16 {
     add(!target, !rest)
 }
 
+/// RFC 1624, eqn. 3: the checksum of data whose checksum was `checksum` after words
+/// summing to `old` were replaced by words summing to `new` (one's-complement sums of the
+/// changed words, as [`sum`] and [`add`] give them). `update(update(c, old, new), new, old)`
+/// is `c` for every checksum a sender computes (all but 0xffff, which stands for a zero
+/// sum only in UDP and comes back as 0).
+pub fn update(checksum: u16, old: u16, new: u16) -> u16 {
+    !add(add(!checksum, !old), new)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -62,6 +73,23 @@ mod tests {
             let w = compensate(rest, target);
             data[4..6].copy_from_slice(&w.to_be_bytes());
             assert_eq!(of(&data), target, "target {target:#x}");
+        }
+    }
+
+    #[test]
+    fn update_equals_recomputing_and_reverts() {
+        let mut data = [0x45u8, 0x00, 0x12, 0x34, 0xc0, 0x00, 0x02, 0x0a, 0xde, 0xad];
+        for (at, new) in [
+            (4usize, [0x0au8, 0x01]),
+            (8, [0x00, 0x00]),
+            (2, [0xff, 0xff]),
+        ] {
+            let before = of(&data);
+            let old = sum(&data[at..at + 2]);
+            data[at..at + 2].copy_from_slice(&new);
+            let after = update(before, old, sum(&new));
+            assert_eq!(after, of(&data), "word at {at}");
+            assert_eq!(update(after, sum(&new), old), before, "reverts");
         }
     }
 }
