@@ -31,6 +31,48 @@ pub enum LabCommand {
         #[arg(long, default_value_t = 10)]
         timeout: u64,
     },
+    /// Start a front onto a real network: VMs attach as to a lab (`vtnt run --runtime
+    /// microvm --net lab:NAME`) and probe the upstream network through its one address,
+    /// behind a traceroute-aware NAT (vtnt-forward) with one policy and one rate budget
+    /// for all of them. Stop it with `vtnt lab down --name NAME`.
+    Front {
+        /// Front name: state directory /run/vtnt/lab/<NAME>.
+        #[arg(long)]
+        name: String,
+        /// The network namespace whose network the VMs probe [default: this host's].
+        #[arg(long)]
+        upstream: Option<String>,
+        /// The address probes leave from [default: the upstream's route source].
+        #[arg(long)]
+        public: Option<std::net::Ipv4Addr>,
+        /// Probes per second for all VMs together.
+        #[arg(long, default_value_t = 1000)]
+        pps: u32,
+        /// Public targets may be probed (needs the network owners' consent).
+        #[arg(long)]
+        allow_public: bool,
+        /// UDP port of the VM front on 127.0.0.1 (0 = any free port).
+        #[arg(long, default_value_t = 0)]
+        vm_port: u16,
+    },
+    /// The front daemon (started by `front`).
+    #[command(hide = true)]
+    ServeFront {
+        #[arg(long)]
+        name: String,
+        #[arg(long)]
+        state_dir: PathBuf,
+        #[arg(long)]
+        upstream: Option<String>,
+        #[arg(long)]
+        public: Option<std::net::Ipv4Addr>,
+        #[arg(long, default_value_t = 1000)]
+        pps: u32,
+        #[arg(long)]
+        allow_public: bool,
+        #[arg(long, default_value_t = 0)]
+        vm_port: u16,
+    },
     /// Stop a lab and remove its namespace and state.
     Down {
         #[arg(long, default_value = DEFAULT_NAME)]
@@ -165,6 +207,56 @@ pub fn run(cmd: LabCommand) -> anyhow::Result<ExitCode> {
                 "  VMs:       {} (vtnt lab vm-netdev --name {})",
                 vm.endpoint, s.name
             );
+            Ok(ExitCode::SUCCESS)
+        }
+        LabCommand::Front {
+            name,
+            upstream,
+            public,
+            pps,
+            allow_public,
+            vm_port,
+        } => {
+            need_root("front")?;
+            vtnt_engine::policy::check_rate(pps)
+                .map_err(|e| anyhow::anyhow!("--pps {pps}: {e}"))?;
+            let o = linux::FrontUpOptions {
+                name,
+                upstream,
+                public,
+                pps,
+                allow_public,
+                vm_port,
+                exe: std::env::current_exe().context("finding the vtnt binary")?,
+                timeout: std::time::Duration::from_secs(10),
+            };
+            let s = linux::front_up(&o)?;
+            let vm = linux::vm_info(&s.name)?;
+            println!("front `{}` up: {}", s.name, s.topology_source);
+            println!(
+                "  VMs:  {} on {} (vtnt run --runtime microvm --net lab:{} -- ...)",
+                vm.endpoint, vm.prefix, s.name
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        LabCommand::ServeFront {
+            name,
+            state_dir,
+            upstream,
+            public,
+            pps,
+            allow_public,
+            vm_port,
+        } => {
+            linux::serve_front(&linux::FrontOptions {
+                name,
+                state_dir,
+                upstream,
+                public,
+                pps,
+                allow_public,
+                vm_port,
+            })?;
             Ok(ExitCode::SUCCESS)
         }
         LabCommand::Down { name } => {

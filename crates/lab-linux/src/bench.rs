@@ -113,7 +113,7 @@ pub fn tun(name: &str, topo: &Topology, secs: f64, window: u64) -> Result<BenchR
     let name = name.to_string();
     let h = std::thread::spawn(move || -> Result<BenchResult, Error> {
         sys::enter_netns(&name)?;
-        let fd = sys::raw_icmp_socket()?;
+        let fd = sys::raw_socket(libc::IPPROTO_ICMP)?;
         let raw = std::os::fd::AsRawFd::as_raw_fd(&fd);
         let mut buf = [0u8; 2048];
         let (mut sent, mut got) = (0u64, 0u64);

@@ -103,37 +103,13 @@ fn start(
     let topo_path = dir.join("topology.toml");
     fs::write(&topo_path, text)?;
     netns::add(&o.name)?;
-    let log = fs::File::create(dir.join("log"))?;
     let mut cmd = Command::new(&o.exe);
     cmd.args(["lab", "serve", "--name", &o.name, "--state-dir"])
         .arg(dir)
         .args(["--vm-port", &o.vm_port.to_string(), "--source", source])
-        .arg(&topo_path)
-        .stdin(Stdio::null())
-        .stdout(log.try_clone()?)
-        .stderr(log);
-    // SAFETY: the closure only calls setsid(2), which is async-signal-safe.
-    unsafe {
-        cmd.pre_exec(sys::setsid);
-    }
-    let mut child = cmd
-        .spawn()
-        .map_err(|e| Error::msg(format!("starting {}: {e}", o.exe.display())))?;
-    fs::write(dir.join("pid"), format!("{}\n", child.id()))?;
+        .arg(&topo_path);
     let deadline = Wall::now() + o.timeout;
-    while !dir.join("ready").exists() {
-        if let Ok(Some(status)) = child.try_wait() {
-            let log = fs::read_to_string(dir.join("log")).unwrap_or_default();
-            return Err(Error::msg(format!(
-                "the lab daemon exited ({status}):\n{}",
-                log.trim()
-            )));
-        }
-        if Wall::now() > deadline {
-            return Err(Error::msg("the lab daemon did not become ready in time"));
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let child = launch(cmd, dir, deadline, "lab")?;
     let state: LabState = read_json(&dir.join("state.json"))?;
     // Someone to answer a UDP probe with port unreachable: the gateway, else a host.
     let truth = vtnt_lab::truth::truth(topo);
@@ -163,6 +139,105 @@ fn start(
     // The child is detached (own session); not waiting on it is intended.
     drop(child);
     Ok(state)
+}
+
+/// What `vtnt lab front` is told.
+#[derive(Debug, Clone)]
+pub struct FrontUpOptions {
+    pub name: String,
+    /// The namespace whose network the VMs probe (`None`: this host's).
+    pub upstream: Option<String>,
+    pub public: Option<Ipv4Addr>,
+    pub pps: u32,
+    pub allow_public: bool,
+    pub vm_port: u16,
+    /// The `vtnt` binary to run as `vtnt lab serve-front`.
+    pub exe: PathBuf,
+    pub timeout: Duration,
+}
+
+/// Starts a front (`crate::front`): checks the upstream namespace, starts the daemon and
+/// waits until it serves; on failure nothing is left behind.
+pub fn front_up(o: &FrontUpOptions) -> Result<LabState, Error> {
+    check_name(&o.name).map_err(Error::msg)?;
+    if let Some(ns) = &o.upstream {
+        if !netns::exists(ns) {
+            return Err(Error::msg(format!(
+                "--upstream {ns}: no such network namespace"
+            )));
+        }
+    }
+    clean_stale(&o.name)?;
+    let dir = state_dir(&o.name);
+    fs::create_dir_all(&dir)?;
+    let result = start_front(o, &dir);
+    if result.is_err() {
+        let _ = down(&o.name);
+    }
+    result
+}
+
+fn start_front(o: &FrontUpOptions, dir: &Path) -> Result<LabState, Error> {
+    let mut cmd = Command::new(&o.exe);
+    cmd.args(["lab", "serve-front", "--name", &o.name, "--state-dir"])
+        .arg(dir)
+        .args([
+            "--vm-port",
+            &o.vm_port.to_string(),
+            "--pps",
+            &o.pps.to_string(),
+        ]);
+    if let Some(ns) = &o.upstream {
+        cmd.args(["--upstream", ns]);
+    }
+    if let Some(p) = o.public {
+        cmd.args(["--public", &p.to_string()]);
+    }
+    if o.allow_public {
+        cmd.arg("--allow-public");
+    }
+    let child = launch(cmd, dir, Wall::now() + o.timeout, "front")?;
+    // The child is detached (own session); not waiting on it is intended.
+    drop(child);
+    read_json(&dir.join("state.json"))
+}
+
+/// Starts a daemon (`cmd`) in a session of its own, logging to `dir/log`, and waits
+/// until it has written `dir/ready` (or fails, or `deadline` passes).
+fn launch(
+    mut cmd: Command,
+    dir: &Path,
+    deadline: Wall,
+    what: &str,
+) -> Result<std::process::Child, Error> {
+    let log = fs::File::create(dir.join("log"))?;
+    cmd.stdin(Stdio::null())
+        .stdout(log.try_clone()?)
+        .stderr(log);
+    // SAFETY: the closure only calls setsid(2), which is async-signal-safe.
+    unsafe {
+        cmd.pre_exec(sys::setsid);
+    }
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| Error::msg(format!("starting {:?}: {e}", cmd.get_program())))?;
+    fs::write(dir.join("pid"), format!("{}\n", child.id()))?;
+    while !dir.join("ready").exists() {
+        if let Ok(Some(status)) = child.try_wait() {
+            let log = fs::read_to_string(dir.join("log")).unwrap_or_default();
+            return Err(Error::msg(format!(
+                "the {what} daemon exited ({status}):\n{}",
+                log.trim()
+            )));
+        }
+        if Wall::now() > deadline {
+            return Err(Error::msg(format!(
+                "the {what} daemon did not become ready in time"
+            )));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Ok(child)
 }
 
 /// Whether `target` answers a UDP probe with port unreachable, seen from inside

@@ -18,15 +18,18 @@ pub mod bench;
 pub mod control;
 pub mod daemon;
 pub mod dhcp;
+pub mod front;
 mod netns;
 pub mod state;
 mod sys;
 pub mod vm;
 
 pub use control::{
-    down, exec, lab_state, running_topology, status, up, vm_info, Status, UpOptions,
+    down, exec, front_up, lab_state, running_topology, status, up, vm_info, FrontUpOptions, Status,
+    UpOptions,
 };
 pub use daemon::{serve, ServeOptions};
+pub use front::{serve_front, FrontOptions};
 pub use state::{LabState, VmInfo};
 
 /// The lab's name (its namespace and state directory) when none is given.

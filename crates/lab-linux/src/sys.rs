@@ -150,14 +150,16 @@ pub fn signal(pid: i32, sig: libc::c_int) -> io::Result<()> {
     Ok(())
 }
 
-/// A raw ICMP socket (IPv4, IP_HDRINCL off), non-blocking: for the TUN benchmark.
-pub fn raw_icmp_socket() -> io::Result<OwnedFd> {
+/// A raw IPv4 socket of `protocol` (`IPPROTO_ICMP`, `IPPROTO_TCP`, `IPPROTO_RAW`),
+/// non-blocking, with IP_HDRINCL: what it sends carries our own IP header; what it
+/// receives (every packet of that protocol for this namespace) starts with one.
+pub fn raw_socket(protocol: libc::c_int) -> io::Result<OwnedFd> {
     // SAFETY: socket(2) has no memory arguments; the returned fd is owned by us.
     let fd = unsafe {
         libc::socket(
             libc::AF_INET,
             libc::SOCK_RAW | libc::SOCK_NONBLOCK,
-            libc::IPPROTO_ICMP,
+            protocol,
         )
     };
     if fd < 0 {

@@ -265,8 +265,15 @@ pub fn copy_if_newer(src: &Path, dst: &Path) -> anyhow::Result<()> {
     );
     let fresh = d.is_some_and(|d| d.len() == s.len() && d.modified().ok() >= s.modified().ok());
     if !fresh {
-        std::fs::copy(src, dst)
-            .with_context(|| format!("copying {} to {}", src.display(), dst.display()))?;
+        // a new file renamed over the old: an image server still sending the old one
+        // (another run at the same time) keeps reading it whole
+        let part = dst.with_extension(format!("part-{}", unique("copy")));
+        std::fs::copy(src, &part)
+            .and_then(|_| std::fs::rename(&part, dst))
+            .with_context(|| format!("copying {} to {}", src.display(), dst.display()))
+            .inspect_err(|_| {
+                let _ = std::fs::remove_file(&part);
+            })?;
     }
     Ok(())
 }

@@ -102,6 +102,29 @@ impl LabGuard {
         run(&vtnt, &["lab", "up", "--name", &name])?;
         Ok(LabGuard { name, vtnt })
     }
+
+    /// A front (`vtnt lab front`) whose upstream is this lab's namespace: VMs behind it
+    /// probe the lab from its vantage address; taken down on drop.
+    pub fn front(&self) -> anyhow::Result<LabGuard> {
+        let name = format!("{}f", self.name);
+        run(
+            &self.vtnt,
+            &[
+                "lab",
+                "front",
+                "--name",
+                &name,
+                "--upstream",
+                &self.name,
+                "--pps",
+                "2000",
+            ],
+        )?;
+        Ok(LabGuard {
+            name,
+            vtnt: self.vtnt.clone(),
+        })
+    }
 }
 
 fn run(vtnt: &Path, args: &[&str]) -> anyhow::Result<()> {

@@ -1,0 +1,245 @@
+//! `vtnt lab front`: a VM front onto a real network. VMs attach exactly as to a lab (the
+//! same `vm.json` slots, ARP, DHCP: [`VmFront`]), on a private LAN of their own; their
+//! probes leave through raw sockets in the upstream namespace (the host's, or a named
+//! one) from its single address, rewritten by `vtnt-forward`'s traceroute-aware NAT,
+//! which holds one probing policy and one rate budget for every VM behind it and hands
+//! each reply (ICMP errors by the probe they quote) back to the VM that sent the probe.
+//!
+//! Containers and processes need no front (`--net host`); a front is how many VMs share
+//! one address.
+
+use std::collections::HashMap;
+use std::fs;
+use std::net::{Ipv4Addr, UdpSocket};
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::path::PathBuf;
+use std::time::{Duration, Instant as Wall};
+
+use vtnt_forward::{Config, Forwarder, InstanceId};
+use vtnt_lab::addr::Prefix;
+use vtnt_lab::Instant;
+
+use crate::daemon::write_json;
+use crate::state::{LabState, VmInfo};
+use crate::vm::{FrameAction, VmFront};
+use crate::{sys, Error};
+
+/// The private LAN of the VMs behind a front.
+pub const FRONT_PREFIX: &str = "10.254.0.0/24";
+
+/// What `vtnt lab serve-front` is told.
+#[derive(Debug, Clone)]
+pub struct FrontOptions {
+    pub name: String,
+    pub state_dir: PathBuf,
+    /// The namespace whose network the VMs probe (`None`: this process's own).
+    pub upstream: Option<String>,
+    /// The upstream's address the probes leave from (`None`: the one its routes choose
+    /// towards the lab ranges, else towards the Internet).
+    pub public: Option<Ipv4Addr>,
+    /// Probes per second for all VMs together.
+    pub pps: u32,
+    /// Public targets may be probed (the operator's consent).
+    pub allow_public: bool,
+    /// UDP port of the VM front on 127.0.0.1 (0: any free port).
+    pub vm_port: u16,
+}
+
+/// What the front did (`stats.json`).
+#[derive(Debug, Default, serde::Serialize)]
+struct FrontStats {
+    vm_frames_in: u64,
+    vm_frames_out: u64,
+    probes_out: u64,
+    refused: u64,
+    replies_in: u64,
+    send_errors: u64,
+}
+
+/// Runs the front until a stop signal.
+pub fn serve_front(o: &FrontOptions) -> Result<(), Error> {
+    sys::catch_stop_signals();
+    let prefix: Prefix = FRONT_PREFIX
+        .parse()
+        .map_err(|e| Error::msg(format!("{FRONT_PREFIX}: {e:?}")))?;
+    let (gateway, unused) = (
+        prefix.nth(1).ok_or_else(|| Error::msg("front prefix"))?,
+        prefix.nth(2).ok_or_else(|| Error::msg("front prefix"))?,
+    );
+    let udp = UdpSocket::bind(("127.0.0.1", o.vm_port))
+        .map_err(|e| Error::msg(format!("VM front: bind 127.0.0.1:{}: {e}", o.vm_port)))?;
+    udp.set_nonblocking(true)?;
+    let vm_port = udp.local_addr()?.port();
+    if let Some(ns) = &o.upstream {
+        sys::enter_netns(ns).map_err(|e| Error::msg(format!("entering namespace {ns}: {e}")))?;
+    }
+    let public = match o.public {
+        Some(p) => p,
+        None => source_towards(Ipv4Addr::new(203, 0, 113, 1))
+            .or_else(|_| source_towards(Ipv4Addr::new(192, 0, 2, 1)))
+            .map_err(|e| Error::msg(format!("no address to probe from upstream: {e}")))?,
+    };
+    let mut config = Config::new(public);
+    config.pps = o.pps;
+    config.burst = (o.pps / 100).max(1);
+    config.policy.allow_public = o.allow_public;
+    let mut fwd = Forwarder::new(config).map_err(|e| Error::msg(format!("forwarder: {e}")))?;
+    let send =
+        sys::raw_socket(libc::IPPROTO_RAW).map_err(|e| Error::msg(format!("raw socket: {e}")))?;
+    let icmp = sys::raw_socket(libc::IPPROTO_ICMP)
+        .map_err(|e| Error::msg(format!("raw ICMP socket: {e}")))?;
+    let tcp = sys::raw_socket(libc::IPPROTO_TCP)
+        .map_err(|e| Error::msg(format!("raw TCP socket: {e}")))?;
+
+    let state = LabState {
+        name: o.name.clone(),
+        netns: o.upstream.clone().unwrap_or_default(),
+        pid: std::process::id() as i32,
+        topology: "front".into(),
+        topology_source: format!(
+            "upstream {} from {public}",
+            o.upstream.as_deref().unwrap_or("(this host)")
+        ),
+        tun: String::new(),
+        vp_address: format!("{public}/32"),
+        gateway: gateway.to_string(),
+        vm_port,
+        routes: Vec::new(),
+    };
+    let mut vms = VmFront::new(prefix, gateway, unused);
+    write_json(&o.state_dir.join("state.json"), &state)?;
+    write_json(
+        &o.state_dir.join("vm.json"),
+        &VmInfo::new(prefix, gateway, vm_port, vms.dhcp_pool()),
+    )?;
+    fs::write(o.state_dir.join("pid"), format!("{}\n", state.pid))?;
+    fs::write(o.state_dir.join("ready"), "")?;
+    eprintln!(
+        "vtnt lab front {}: VMs on {FRONT_PREFIX} (127.0.0.1:{vm_port}) probe from {public}",
+        o.name
+    );
+
+    let start = Wall::now();
+    let now = || Instant::from_micros(start.elapsed().as_micros() as u64);
+    let mut instances: HashMap<Ipv4Addr, InstanceId> = HashMap::new();
+    let mut buf = vec![0u8; 65536];
+    let mut out = vec![0u8; 65536];
+    let mut frame = Vec::with_capacity(2048);
+    let mut io = FrontStats::default();
+    let mut last_stats = Wall::now();
+    let fds = [udp.as_raw_fd(), icmp.as_raw_fd(), tcp.as_raw_fd()];
+    while !sys::stop_requested() {
+        let wait_us = fwd.poll_timeout().map_or(200_000, |t| {
+            t.as_micros().saturating_sub(now().as_micros()).min(200_000)
+        });
+        let ready = sys::poll_readable(&fds, wait_us)?;
+        if ready[0] {
+            for _ in 0..512 {
+                let Ok((n, peer)) = udp.recv_from(&mut buf) else {
+                    break;
+                };
+                io.vm_frames_in += 1;
+                match vms.handle_frame(peer, &buf[..n]) {
+                    FrameAction::Reply(r) => {
+                        io.vm_frames_out += 1;
+                        let _ = udp.send_to(&r, peer);
+                    }
+                    FrameAction::Ip(p) if p.len() >= 20 => {
+                        let src = Ipv4Addr::new(p[12], p[13], p[14], p[15]);
+                        let id = *instances
+                            .entry(src)
+                            .or_insert_with(|| fwd.add_instance(src));
+                        match fwd.handle_instance_packet(now(), id, p, &mut out) {
+                            Ok(len) => {
+                                let dst = Ipv4Addr::new(out[16], out[17], out[18], out[19]);
+                                match sys::raw_send(&send, &out[..len], dst) {
+                                    Ok(_) => io.probes_out += 1,
+                                    Err(_) => io.send_errors += 1,
+                                }
+                            }
+                            Err(_) => io.refused += 1,
+                        }
+                    }
+                    FrameAction::Ip(_) | FrameAction::Ignore => {}
+                }
+            }
+        }
+        for (i, sock) in [(1, &icmp), (2, &tcp)] {
+            if ready[i] {
+                upstream_in(
+                    sock,
+                    &mut fwd,
+                    &vms,
+                    &udp,
+                    now(),
+                    &mut buf,
+                    &mut out,
+                    &mut frame,
+                    &mut io,
+                );
+            }
+        }
+        fwd.handle_timeout(now());
+        if last_stats.elapsed() >= Duration::from_secs(1) {
+            last_stats = Wall::now();
+            let _ = write_json(&o.state_dir.join("stats.json"), &stats(&io, &fwd.stats()));
+        }
+    }
+    let _ = write_json(&o.state_dir.join("stats.json"), &stats(&io, &fwd.stats()));
+    let _ = fs::remove_file(o.state_dir.join("ready"));
+    eprintln!("vtnt lab front {}: stopped", o.name);
+    Ok(())
+}
+
+/// `stats.json`: the front's packets and the forwarder's counters.
+fn stats(io: &FrontStats, s: &vtnt_forward::Stats) -> serde_json::Value {
+    let r = &s.refused;
+    serde_json::json!({
+        "front": io,
+        "forwarder": {
+            "forwarded": s.forwarded, "delivered": s.delivered, "unmatched": s.unmatched,
+            "rewrites": s.rewrites, "dropped_rate": s.dropped_rate, "table_full": s.table_full,
+            "invalid": s.invalid, "expired": s.expired, "mappings": s.mappings,
+            "refused_policy": r.spoofed + r.not_unicast + r.public + r.public_rate
+                + r.excluded + r.lab_not_routed + r.other,
+        },
+    })
+}
+
+/// Replies read from one raw socket, handed to the VMs whose probes they answer.
+#[allow(clippy::too_many_arguments)]
+fn upstream_in(
+    sock: &OwnedFd,
+    fwd: &mut Forwarder,
+    vms: &VmFront,
+    udp: &UdpSocket,
+    now: Instant,
+    buf: &mut [u8],
+    out: &mut [u8],
+    frame: &mut Vec<u8>,
+    io: &mut FrontStats,
+) {
+    for _ in 0..512 {
+        let Ok(n) = sys::raw_recv(sock, buf) else {
+            break;
+        };
+        if let Some((_, len)) = fwd.handle_upstream_packet(now, &buf[..n], out) {
+            io.replies_in += 1;
+            if let Some(peer) = vms.frame_for(&out[..len], frame) {
+                io.vm_frames_out += 1;
+                let _ = udp.send_to(frame, peer);
+            }
+        }
+    }
+}
+
+/// The address this namespace's routes pick to reach `dst` (a connected UDP socket;
+/// nothing is sent).
+fn source_towards(dst: Ipv4Addr) -> std::io::Result<Ipv4Addr> {
+    let s = UdpSocket::bind("0.0.0.0:0")?;
+    s.connect((dst, 33434))?;
+    match s.local_addr()?.ip() {
+        std::net::IpAddr::V4(a) if !a.is_unspecified() => Ok(a),
+        _ => Err(std::io::Error::other("no IPv4 source")),
+    }
+}
