@@ -108,7 +108,11 @@ pub fn build(opts: &BuildOptions) -> Result<Image, Error> {
         .join(TARGET)
         .join(PROFILE)
         .join(format!("{PACKAGE}.stripped"));
-    let stripped = strip(&unstripped, &stripped_path);
+    // stripped beside it, then renamed into place: a run reading the image at the same
+    // time (another build's caller) never sees a half-written file
+    let part = stripped_path.with_extension(format!("part-{}", crate::netns::unique_name("s")));
+    let stripped = strip(&unstripped, &part) && std::fs::rename(&part, &stripped_path).is_ok();
+    let _ = std::fs::remove_file(&part);
     let path = if stripped {
         stripped_path
     } else {
