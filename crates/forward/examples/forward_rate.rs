@@ -17,11 +17,12 @@ use std::hint::black_box;
 use std::net::Ipv4Addr;
 use std::time::{Duration, Instant as Wall};
 
+use support::Method;
 use vtnt_forward::{Config, Forwarder, InstanceId};
 use vtnt_record::Instant;
-use vtnt_wire::build::{self, Ip};
-use vtnt_wire::mpls::Lse;
-use vtnt_wire::{icmp_type, tcp_flags};
+
+#[path = "../tests/support/mod.rs"]
+mod support;
 
 const PUBLIC: Ipv4Addr = Ipv4Addr::new(192, 0, 2, 2);
 const INSTANCES: u32 = 1000;
@@ -32,77 +33,39 @@ const STEP: Duration = Duration::from_micros(2);
 /// Probe of flow `i` from its instance's address.
 fn probe(i: u32, src: Ipv4Addr) -> Vec<u8> {
     let dst = Ipv4Addr::from(u32::from(Ipv4Addr::new(100, 64, 0, 0)) + i / INSTANCES);
-    let ip = Ip {
+    let method = [Method::IcmpParis, Method::Udp, Method::Tcp][((i / 4) % 3) as usize];
+    support::probe(
+        method,
         src,
         dst,
-        ttl: 4,
-        tos: 0,
-        ipid: 9,
-    };
-    let id = 0x8000 + ((i % INSTANCES) / 4) as u16;
-    let mut b = vec![0u8; 64];
-    let n = match (i / 4) % 3 {
-        0 => build::icmp_echo(
-            &mut b,
-            &ip,
-            &build::Echo {
-                icmp_type: icmp_type::ECHO_REQUEST,
-                ident: id,
-                seq: 4,
-                payload: &[0; 16],
-                checksum: Some(0x4242),
-            },
-        ),
-        1 => build::udp(
-            &mut b,
-            &ip,
-            &build::Udp {
-                sport: id,
-                dport: 33435,
-                payload: &[0; 16],
-                checksum: Some(4),
-            },
-        ),
-        _ => build::tcp(
-            &mut b,
-            &ip,
-            &build::Tcp {
-                sport: id,
-                dport: 80,
-                seq: 4,
-                ack: 0,
-                flags: tcp_flags::SYN,
-                window: 5840,
-            },
-        ),
-    }
-    .unwrap();
-    b.truncate(n);
-    b
+        0x8000 + ((i % INSTANCES) / 4) as u16,
+        4,
+        4,
+    )
 }
 
 /// A time exceeded with two labels quoting `sent` (as it left the forwarder).
 fn time_exceeded(sent: &[u8]) -> Vec<u8> {
-    let ip = Ip {
-        src: Ipv4Addr::new(198, 51, 100, 1),
-        dst: PUBLIC,
-        ttl: 250,
-        tos: 0,
-        ipid: 1,
-    };
-    let mut quoted = sent.to_vec();
-    quoted[8] = 1;
-    let mut b = vec![0u8; 256];
-    let e = build::IcmpError {
-        icmp_type: icmp_type::TIME_EXCEEDED,
-        code: 0,
-        original: &quoted,
-        quote_len: 128,
-        mpls: &[Lse::new(24001, 0, false, 1), Lse::new(16, 0, true, 1)],
-    };
-    let n = build::icmp_error(&mut b, &ip, &e).unwrap();
-    b.truncate(n);
-    b
+    support::replies(sent, 1).swap_remove(2)
+}
+
+/// Sends probe `k` of `probes` from the instance of flow `flows[k]`, each `STEP` after
+/// the last; returns the time spent in the forwarder.
+fn send(
+    fw: &mut Forwarder,
+    ids: &[InstanceId],
+    flows: &[u32],
+    probes: &[Vec<u8>],
+    now: &mut Instant,
+) -> Duration {
+    let mut out = [0u8; 1500];
+    let t = Wall::now();
+    for (&i, p) in flows.iter().zip(probes) {
+        *now = *now + STEP;
+        black_box(fw.handle_instance_packet(*now, ids[(i % INSTANCES) as usize], p, &mut out))
+            .expect("forwarded");
+    }
+    t.elapsed()
 }
 
 fn rss_bytes() -> u64 {
@@ -137,13 +100,7 @@ fn run(mappings: u32) {
             .iter()
             .map(|&i| probe(i, addr(i % INSTANCES)))
             .collect();
-        let t = Wall::now();
-        for (&i, p) in chunk.iter().zip(&probes) {
-            now = now + STEP;
-            black_box(fw.handle_instance_packet(now, ids[(i % INSTANCES) as usize], p, &mut out))
-                .expect("forwarded");
-        }
-        fill += t.elapsed();
+        fill += send(&mut fw, &ids, chunk, &probes, &mut now);
     }
     let s = fw.stats();
     assert_eq!(s.mappings, mappings as usize);
@@ -175,13 +132,8 @@ fn run(mappings: u32) {
         .collect();
     let (mut outbound, mut inbound) = (Duration::ZERO, Duration::ZERO);
     for _ in 0..ROUNDS {
-        let t = Wall::now();
-        for (&i, p) in sample.iter().zip(&probes) {
-            now = now + STEP;
-            black_box(fw.handle_instance_packet(now, ids[(i % INSTANCES) as usize], p, &mut out))
-                .expect("forwarded");
-        }
-        outbound += t.elapsed();
+        outbound += send(&mut fw, &ids, &sample, &probes, &mut now);
+
         let t = Wall::now();
         for r in &replies {
             black_box(fw.handle_upstream_packet(now, r, &mut out)).expect("delivered");

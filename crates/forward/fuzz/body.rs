@@ -15,8 +15,13 @@ use std::time::Duration;
 
 use vtnt_forward::{Config, Forwarder, InstanceId};
 use vtnt_record::Instant;
-use vtnt_wire::build::{self, Ip};
-use vtnt_wire::{checksum, icmp_type, reply, tcp_flags};
+use vtnt_wire::{checksum, reply};
+
+/// Probes and replies as `vtnt-wire` builds them, shared with the forwarder's tests.
+#[path = "../tests/support/mod.rs"]
+pub mod support;
+
+use support::Method;
 
 pub const PUBLIC: Ipv4Addr = Ipv4Addr::new(192, 0, 2, 2);
 pub const DST: Ipv4Addr = Ipv4Addr::new(203, 0, 113, 7);
@@ -46,57 +51,20 @@ pub fn forwarder() -> (Forwarder, Vec<InstanceId>, Vec<Sent>) {
     .expect("config");
     let ids: Vec<InstanceId> = ADDRS.iter().map(|&a| fw.add_instance(a)).collect();
     let mut sent = Vec::new();
-    let mut b = [0u8; 128];
     let mut out = [0u8; 1500];
-    // ICMP, ICMP (a conflict: the same ident towards the same destination), UDP, TCP.
-    for (i, kind) in SENDERS.into_iter().zip([0u8, 0, 1, 2]) {
-        let ip = Ip {
-            src: ADDRS[i],
-            dst: DST,
-            ttl: 3,
-            tos: 0,
-            ipid: 7,
-        };
-        let n = match kind {
-            0 => build::icmp_echo(
-                &mut b,
-                &ip,
-                &build::Echo {
-                    icmp_type: icmp_type::ECHO_REQUEST,
-                    ident: 0x8001,
-                    seq: 1,
-                    payload: &[0; 12],
-                    checksum: Some(0x4242),
-                },
-            ),
-            1 => build::udp(
-                &mut b,
-                &ip,
-                &build::Udp {
-                    sport: 0x8002,
-                    dport: 33435,
-                    payload: &[0; 12],
-                    checksum: Some(1),
-                },
-            ),
-            _ => build::tcp(
-                &mut b,
-                &ip,
-                &build::Tcp {
-                    sport: 0x8003,
-                    dport: 80,
-                    seq: 1,
-                    ack: 0,
-                    flags: tcp_flags::SYN,
-                    window: 5840,
-                },
-            ),
-        }
-        .expect("probe");
+    // Paris ICMP twice (a conflict: the same ident towards the same destination), UDP, TCP.
+    let flows = [
+        (Method::IcmpParis, 0x8001),
+        (Method::IcmpParis, 0x8001),
+        (Method::Udp, 0x8002),
+        (Method::Tcp, 0x8003),
+    ];
+    for (i, (method, ident)) in SENDERS.into_iter().zip(flows) {
+        let p = support::probe(method, ADDRS[i], DST, ident, 3, 1);
         let len = fw
-            .handle_instance_packet(T0, ids[i], &b[..n], &mut out)
+            .handle_instance_packet(T0, ids[i], &p, &mut out)
             .expect("forwarded");
-        sent.push((b[..n].to_vec(), out[..len].to_vec()));
+        sent.push((p, out[..len].to_vec()));
     }
     (fw, ids, sent)
 }

@@ -4,7 +4,6 @@
 
 #[path = "../fuzz/body.rs"]
 mod body;
-mod support;
 
 use std::path::PathBuf;
 
@@ -26,7 +25,7 @@ fn record(kind: u8, p: &[u8]) -> Vec<u8> {
 fn upstream() -> Vec<Vec<u8>> {
     let (_, _, sent) = body::forwarder();
     sent.iter()
-        .flat_map(|(_, p)| support::replies(p, 1))
+        .flat_map(|(_, p)| body::support::replies(p, 1))
         .map(|r| record(0, &r))
         .collect()
 }
@@ -107,7 +106,7 @@ fn write_seed_corpus() {
     let (_, _, sent) = body::forwarder();
     let mut all = Vec::new();
     for (k, ((original, p), at)) in sent.iter().zip(body::SENDERS).enumerate() {
-        let replies = support::replies(p, 1);
+        let replies = body::support::replies(p, 1);
         let names: &[&str] = match replies.len() {
             4 => &["te", "te_whole", "te_mpls", "answer"],
             _ => &["te", "te_whole", "te_mpls", "unreachable", "answer"],
