@@ -108,8 +108,15 @@ fn write_seed_corpus() {
     for (k, ((original, p), at)) in sent.iter().zip(body::SENDERS).enumerate() {
         let replies = body::support::replies(p, 1);
         let names: &[&str] = match replies.len() {
-            4 => &["te", "te_whole", "te_mpls", "answer"],
-            _ => &["te", "te_whole", "te_mpls", "unreachable", "answer"],
+            5 => &["te", "te_whole", "te_mpls", "te_mpls_short", "answer"],
+            _ => &[
+                "te",
+                "te_whole",
+                "te_mpls",
+                "te_mpls_short",
+                "unreachable",
+                "answer",
+            ],
         };
         for (r, name) in replies.iter().zip(names) {
             std::fs::write(dir.join(format!("{}_{name}", kinds[k])), record(0, r)).unwrap();

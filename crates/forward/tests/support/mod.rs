@@ -81,8 +81,9 @@ pub fn probe(m: Method, src: Ipv4Addr, dst: Ipv4Addr, id: u16, ttl: u8, number: 
 }
 
 /// The replies the network sends to `probe` (as it left), addressed to its source:
-/// time exceeded quoting 28 bytes, the whole probe, or 128 bytes with a label stack, and
-/// the destination's answer.
+/// time exceeded quoting 28 bytes, the whole probe, 128 bytes with a label stack, or 28
+/// bytes padded to 128 with a label stack, and the destination's answer (for UDP both a
+/// port unreachable and a UDP answer).
 pub fn replies(probe: &[u8], ipid: u16) -> Vec<Vec<u8>> {
     let p = reply::parse(probe).unwrap();
     let std::net::IpAddr::V4(to) = p.src else {
@@ -124,6 +125,15 @@ pub fn replies(probe: &[u8], ipid: u16) -> Vec<Vec<u8>> {
         error(&router, icmp_type::TIME_EXCEEDED, 0, &expired, 28, &[]),
         error(&router, icmp_type::TIME_EXCEEDED, 0, &expired, 576, &[]),
         error(&router, icmp_type::TIME_EXCEEDED, 0, &expired, 128, &stack),
+        // 28 bytes quoted, zero-padded to RFC 4884's 128 before the labels.
+        error(
+            &router,
+            icmp_type::TIME_EXCEEDED,
+            0,
+            &expired[..28],
+            128,
+            &stack,
+        ),
     ];
     let mut b = vec![0u8; 600];
     let n = match p.body {
