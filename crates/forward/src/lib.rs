@@ -383,7 +383,13 @@ impl Forwarder {
             IpAddr::V6(_) => None,
         };
         let (how, key) = match r.body {
-            Body::IcmpError { quote, .. } if quote.src == public => {
+            // Only the errors a traceroute reads: a redirect or a parameter problem
+            // would tell an instance about a network it does not see.
+            Body::IcmpError {
+                icmp_type: icmp_type::TIME_EXCEEDED | icmp_type::DEST_UNREACH,
+                quote,
+                ..
+            } if quote.src == public => {
                 let dst = v4(quote.dst)?;
                 let (quoted, id) = match quote.transport {
                     QuotedTransport::Icmp {

@@ -15,6 +15,7 @@ use support::{probe, replies, Method};
 use vtnt_forward::{Config, Forwarder, InstanceId};
 use vtnt_record::Instant;
 use vtnt_testkit::Rng;
+use vtnt_wire::build::{self, Ip};
 use vtnt_wire::reply::{self, Body};
 use vtnt_wire::{checksum, proto};
 
@@ -197,9 +198,30 @@ fn shared_identities_stay_apart_and_every_reply_reaches_its_own_instance() {
         for r in &stray {
             assert_eq!(fw.handle_upstream_packet(T0, r, &mut out), None);
         }
+        // A redirect quoting a real probe is not a traceroute's business: dropped.
+        let mut redirect = vec![0u8; 128];
+        let ip = Ip {
+            src: support::ROUTER,
+            dst: PUBLIC,
+            ttl: 250,
+            tos: 0,
+            ipid: 1,
+        };
+        let e = build::IcmpError {
+            icmp_type: 5,
+            code: 1,
+            original: &sent[0].2,
+            quote_len: 28,
+            mpls: &[],
+        };
+        let n = build::icmp_error(&mut redirect, &ip, &e).unwrap();
+        assert_eq!(
+            fw.handle_upstream_packet(T0, &redirect[..n], &mut out),
+            None
+        );
         let s = fw.stats();
         assert_eq!(s.delivered, upstream.len() as u64);
-        assert_eq!(s.unmatched, stray.len() as u64);
+        assert_eq!(s.unmatched, stray.len() as u64 + 1);
         assert_eq!(s.forwarded, sent.len() as u64);
         assert_eq!(s.mappings, flows.len());
     }
