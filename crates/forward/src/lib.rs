@@ -2,10 +2,11 @@
 //! on one host probe a real network through the host's single public address, and each
 //! gets exactly its own replies, as if it had sent its probes itself.
 //!
-//! Linux's NAT cannot do this for traceroute: it rewrites the packet an ICMP error
-//! quotes only as far as conntrack understands it, never keeps a Paris flow's ICMP
-//! checksum constant when it moves an ident, and cannot match a time exceeded to a flow
-//! whose probes all differ in TTL and sequence. Here (docs/forward.md has the design):
+//! A traceroute asks more of a NAT than Linux's conntrack promises: the packet an ICMP
+//! error quotes must come back byte for byte (the engine matches on quoted IP IDs,
+//! checksums and sequence numbers), and a Paris flow must keep one identity for the
+//! whole measurement, not per tracked connection (docs/forward.md says why in full).
+//! Here:
 //!
 //! - **Outbound** ([`Forwarder::handle_instance_packet`]): an IPv4 probe (ICMP echo
 //!   request, UDP, TCP SYN; any TTL) from a registered instance is checked against the
@@ -383,7 +384,13 @@ impl Forwarder {
             IpAddr::V6(_) => None,
         };
         let (how, key) = match r.body {
-            Body::IcmpError { quote, .. } if quote.src == public => {
+            // Only the errors a traceroute reads: a redirect or a parameter problem
+            // would tell an instance about a network it does not see.
+            Body::IcmpError {
+                icmp_type: icmp_type::TIME_EXCEEDED | icmp_type::DEST_UNREACH,
+                quote,
+                ..
+            } if quote.src == public => {
                 let dst = v4(quote.dst)?;
                 let (quoted, id) = match quote.transport {
                     QuotedTransport::Icmp {

@@ -165,8 +165,13 @@ pub(crate) fn error(pkt: &mut [u8], quoted: u8, swap: Swap) -> Option<()> {
     let mut changed = set_addr(icmp, q + 12, swap.addr.1)?;
     let header = changed;
     changed.add(fix(icmp, q + 10, header)?);
-    let csum_end = qh + checksum_at(quoted) + 2;
-    let has_checksum = csum_end <= quote_len.min(original);
+    // The transport checksum counts as quoted when the quote and the original datagram
+    // reach past it; a zero TCP checksum is taken for padding (a router that quoted 28
+    // bytes and padded to 128 for its extensions), at the price of leaving the one
+    // probe in 65,536 whose checksum really is zero with the public one.
+    let csum_at = qh + checksum_at(quoted);
+    let has_checksum = csum_at + 2 <= quote_len.min(original)
+        && (quoted != proto::TCP || get16(icmp, q + csum_at)? != 0);
     changed.add(transport(
         icmp.get_mut(q + qh..)?,
         quoted,

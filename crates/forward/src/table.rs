@@ -7,14 +7,22 @@
 //! next free value of a fixed walk over all 65,536 (odd stride, so every value comes up
 //! once) is taken instead, and kept for the mapping's life, so a Paris flow stays one flow.
 //!
+//! Both directions find a mapping with one hash lookup (hashbrown, `no_std`, with the
+//! small multiply-rotate hasher below: keys are a few integers). A reply's fields come
+//! from the network, but only instances' probes insert keys, so a fixed hash seed gives
+//! an outsider no way to crowd a bucket.
+//!
 //! Expiry is lazy: each mapping has one entry in `expiry`, at the deadline it had when the
 //! entry was made; traffic only moves `last_used`. A due entry whose mapping was used
 //! since is put back at its new deadline, so a probe costs no reordering of the timers.
 
-use alloc::collections::{BTreeMap, BTreeSet};
+use alloc::collections::BTreeSet;
 use alloc::vec::Vec;
+use core::hash::{BuildHasherDefault, Hasher};
 use core::net::Ipv4Addr;
 use core::time::Duration;
+
+use hashbrown::HashMap;
 
 use vtnt_record::Instant;
 use vtnt_wire::proto;
@@ -25,7 +33,7 @@ use crate::InstanceId;
 pub(crate) type PublicKey = (u8, Ipv4Addr, u16);
 
 /// The instance's side of a flow.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) struct InnerKey {
     pub instance: InstanceId,
     pub proto: u8,
@@ -49,12 +57,45 @@ pub(crate) struct Full;
 /// Step of the walk over identities on a conflict (odd: visits all 65,536).
 const STRIDE: u16 = 0x9e37;
 
+/// FxHash's step (rustc's hasher) with a final rotation, so that hashbrown's bucket
+/// (low bits) and tag (high bits) both depend on every word.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct Fx(u64);
+
+impl Hasher for Fx {
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+    fn write_u64(&mut self, word: u64) {
+        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+    fn write_u8(&mut self, v: u8) {
+        self.write_u64(v.into());
+    }
+    fn write_u16(&mut self, v: u16) {
+        self.write_u64(v.into());
+    }
+    fn write_u32(&mut self, v: u32) {
+        self.write_u64(v.into());
+    }
+    fn write_usize(&mut self, v: usize) {
+        self.write_u64(v as u64);
+    }
+    fn finish(&self) -> u64 {
+        self.0.rotate_left(26)
+    }
+}
+
+type Map<K> = HashMap<K, usize, BuildHasherDefault<Fx>>;
+
 #[derive(Debug)]
 pub(crate) struct Table {
     slots: Vec<Option<Mapping>>,
     free: Vec<usize>,
-    by_inner: BTreeMap<InnerKey, usize>,
-    by_public: BTreeMap<PublicKey, usize>,
+    by_inner: Map<InnerKey>,
+    by_public: Map<PublicKey>,
     expiry: BTreeSet<(Instant, usize)>,
     idle: Duration,
     max: usize,
@@ -65,8 +106,8 @@ impl Table {
         Table {
             slots: Vec::new(),
             free: Vec::new(),
-            by_inner: BTreeMap::new(),
-            by_public: BTreeMap::new(),
+            by_inner: Map::default(),
+            by_public: Map::default(),
             expiry: BTreeSet::new(),
             idle,
             max,
@@ -154,18 +195,13 @@ impl Table {
         n
     }
 
-    /// Removes every mapping of `instance`.
+    /// Removes every mapping of `instance` (a walk over the table: instances come and
+    /// go far more rarely than probes).
     pub fn remove_instance(&mut self, instance: InstanceId) {
-        let from = InnerKey {
-            instance,
-            proto: 0,
-            dst: Ipv4Addr::UNSPECIFIED,
-            id: 0,
-        };
         let slots: Vec<usize> = self
             .by_inner
-            .range(from..)
-            .take_while(|(k, _)| k.instance == instance)
+            .iter()
+            .filter(|(k, _)| k.instance == instance)
             .map(|(_, &i)| i)
             .collect();
         for i in slots {

@@ -6,39 +6,21 @@
 use std::net::Ipv4Addr;
 use std::time::Duration;
 
+mod support;
+
+use support::Method;
 use vtnt_forward::{Config, Forwarder, InstanceId, Refused};
 use vtnt_policy::{LabAccess, LabRoutes, Policy, PrefixSet, Refusal};
 use vtnt_record::Instant;
-use vtnt_wire::build::{self, Ip};
-use vtnt_wire::{icmp_type, tcp_flags};
+use vtnt_wire::tcp_flags;
 
 const PUBLIC: Ipv4Addr = Ipv4Addr::new(192, 0, 2, 2);
 const PRIVATE: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 2);
 const T0: Instant = Instant::from_millis(1_000_000);
 
-fn echo(src: Ipv4Addr, dst: Ipv4Addr, ident: u16, kind: u8) -> Vec<u8> {
-    let ip = Ip {
-        src,
-        dst,
-        ttl: 5,
-        tos: 0,
-        ipid: 1,
-    };
-    let mut b = vec![0u8; 64];
-    let e = build::Echo {
-        icmp_type: kind,
-        ident,
-        seq: 1,
-        payload: &[0; 8],
-        checksum: None,
-    };
-    let n = build::icmp_echo(&mut b, &ip, &e).unwrap();
-    b.truncate(n);
-    b
-}
-
+/// An ICMP echo request from the instance (one of `vtnt-wire`'s probes).
 fn probe(dst: Ipv4Addr, ident: u16) -> Vec<u8> {
-    echo(PRIVATE, dst, ident, icmp_type::ECHO_REQUEST)
+    support::probe(Method::IcmpPlain, PRIVATE, dst, ident, 5, 1)
 }
 
 fn forwarder(config: Config) -> (Forwarder, InstanceId) {
@@ -80,11 +62,13 @@ fn refused_targets_never_leave() {
             Refusal::LabNotRouted(ip("198.51.100.9")),
         ),
         (
-            echo(
+            support::probe(
+                Method::IcmpPlain,
                 ip("10.0.0.3"),
                 ip("203.0.113.7"),
                 1,
-                icmp_type::ECHO_REQUEST,
+                5,
+                1,
             ),
             Refusal::Spoofed(ip("10.0.0.3")),
         ),
@@ -227,32 +211,15 @@ fn the_table_is_bounded_and_frees_idle_mappings() {
 fn only_probes_leave() {
     let (mut fw, vm) = forwarder(Config::new(PUBLIC));
     let dst = Ipv4Addr::new(203, 0, 113, 7);
-    let ip = Ip {
-        src: PRIVATE,
-        dst,
-        ttl: 5,
-        tos: 0,
-        ipid: 1,
-    };
-    let mut ack = vec![0u8; 40];
-    let t = build::Tcp {
-        sport: 1,
-        dport: 80,
-        seq: 1,
-        ack: 1,
-        flags: tcp_flags::SYN | tcp_flags::ACK,
-        window: 0,
-    };
-    build::tcp(&mut ack, &ip, &t).unwrap();
+    // A SYN-ACK (what an instance's own TCP stack might send) and an echo reply: the
+    // forwarder refuses them before it reads a checksum.
+    let mut syn_ack = support::probe(Method::Tcp, PRIVATE, dst, 1, 5, 1);
+    syn_ack[33] |= tcp_flags::ACK;
+    let mut echo_reply = probe(dst, 1);
+    echo_reply[20] = 0;
     let mut fragment = probe(dst, 1);
     fragment[6] = 0x20; // more fragments
-    let not_probes = [
-        ack,
-        echo(PRIVATE, dst, 1, icmp_type::ECHO_REPLY),
-        fragment,
-        vec![0x45; 10],
-        vec![],
-    ];
+    let not_probes = [syn_ack, echo_reply, fragment, vec![0x45; 10], vec![]];
     let mut out = [0u8; 1500];
     for p in &not_probes {
         assert_eq!(

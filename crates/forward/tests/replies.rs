@@ -9,185 +9,18 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::Ipv4Addr;
 
+mod support;
+
+use support::{probe, replies, Method};
 use vtnt_forward::{Config, Forwarder, InstanceId};
 use vtnt_record::Instant;
 use vtnt_testkit::Rng;
 use vtnt_wire::build::{self, Ip};
-use vtnt_wire::mpls::Lse;
 use vtnt_wire::reply::{self, Body};
-use vtnt_wire::{checksum, icmp_type, proto, tcp_flags};
+use vtnt_wire::{checksum, proto};
 
 const PUBLIC: Ipv4Addr = Ipv4Addr::new(192, 0, 2, 2);
-const ROUTER: Ipv4Addr = Ipv4Addr::new(198, 51, 100, 1);
 const T0: Instant = Instant::from_millis(1_000_000);
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Method {
-    IcmpParis,
-    IcmpPlain,
-    Udp,
-    Tcp,
-}
-
-impl Method {
-    fn proto(self) -> u8 {
-        match self {
-            Method::IcmpParis | Method::IcmpPlain => proto::ICMP,
-            Method::Udp => proto::UDP,
-            Method::Tcp => proto::TCP,
-        }
-    }
-}
-
-/// Probe `number` of a flow, as an engine builds it.
-fn probe(m: Method, src: Ipv4Addr, dst: Ipv4Addr, id: u16, ttl: u8, number: u16) -> Vec<u8> {
-    let ip = Ip {
-        src,
-        dst,
-        ttl,
-        tos: 0x10,
-        ipid: number.wrapping_mul(7).wrapping_add(1),
-    };
-    let mut b = vec![0u8; 128];
-    let n = match m {
-        Method::IcmpParis | Method::IcmpPlain => build::icmp_echo(
-            &mut b,
-            &ip,
-            &build::Echo {
-                icmp_type: icmp_type::ECHO_REQUEST,
-                ident: id,
-                seq: number,
-                payload: &[0xab; 16],
-                checksum: (m == Method::IcmpParis).then_some(0x4242),
-            },
-        ),
-        Method::Udp => build::udp(
-            &mut b,
-            &ip,
-            &build::Udp {
-                sport: id,
-                dport: 33435,
-                payload: &[0; 12],
-                checksum: Some(number),
-            },
-        ),
-        Method::Tcp => build::tcp(
-            &mut b,
-            &ip,
-            &build::Tcp {
-                sport: id,
-                dport: 80,
-                seq: 0x5eed_0000 | u32::from(number),
-                ack: 0,
-                flags: tcp_flags::SYN,
-                window: 5840,
-            },
-        ),
-    }
-    .unwrap();
-    b.truncate(n);
-    b
-}
-
-/// The replies the network sends to `probe` (as it left), addressed to its source:
-/// time exceeded quoting 28 bytes, the whole probe, or 128 bytes with a label stack, and
-/// the destination's answer.
-fn replies(probe: &[u8], ipid: u16) -> Vec<Vec<u8>> {
-    let p = reply::parse(probe).unwrap();
-    let std::net::IpAddr::V4(to) = p.src else {
-        unreachable!()
-    };
-    let std::net::IpAddr::V4(dst) = p.dst else {
-        unreachable!()
-    };
-    let router = Ip {
-        src: ROUTER,
-        dst: to,
-        ttl: 250,
-        tos: 0xc0,
-        ipid,
-    };
-    let host = Ip { src: dst, ..router };
-    // A router quotes the probe with the TTL it had there, its checksum left stale.
-    let mut expired = probe.to_vec();
-    expired[8] = 1;
-    let stack = [Lse::new(24001, 0, false, 1), Lse::new(16, 5, true, 1)];
-    let error = |ip: &Ip, t: u8, code: u8, quoted: &[u8], quote_len: usize, mpls: &[Lse]| {
-        let mut b = vec![0u8; 600];
-        let n = build::icmp_error(
-            &mut b,
-            ip,
-            &build::IcmpError {
-                icmp_type: t,
-                code,
-                original: quoted,
-                quote_len,
-                mpls,
-            },
-        )
-        .unwrap();
-        b.truncate(n);
-        b
-    };
-    let mut out = vec![
-        error(&router, icmp_type::TIME_EXCEEDED, 0, &expired, 28, &[]),
-        error(&router, icmp_type::TIME_EXCEEDED, 0, &expired, 576, &[]),
-        error(&router, icmp_type::TIME_EXCEEDED, 0, &expired, 128, &stack),
-    ];
-    let mut b = vec![0u8; 600];
-    let n = match p.body {
-        Body::Echo {
-            ident,
-            seq,
-            payload,
-            ..
-        } => build::icmp_echo(
-            &mut b,
-            &host,
-            &build::Echo {
-                icmp_type: icmp_type::ECHO_REPLY,
-                ident,
-                seq,
-                payload,
-                checksum: None,
-            },
-        )
-        .unwrap(),
-        Body::Udp { sport, dport, .. } => {
-            out.push(error(&host, icmp_type::DEST_UNREACH, 3, probe, 576, &[]));
-            build::udp(
-                &mut b,
-                &host,
-                &build::Udp {
-                    sport: dport,
-                    dport: sport,
-                    payload: b"answer",
-                    checksum: None,
-                },
-            )
-            .unwrap()
-        }
-        Body::Tcp {
-            sport, dport, seq, ..
-        } => build::tcp(
-            &mut b,
-            &host,
-            &build::Tcp {
-                sport: dport,
-                dport: sport,
-                seq: 0,
-                ack: seq.wrapping_add(1),
-                flags: tcp_flags::RST | tcp_flags::ACK,
-                window: 0,
-            },
-        )
-        .unwrap(),
-        other => panic!("not a probe: {other:?}"),
-    };
-    b.truncate(n);
-    out.push(b);
-    out
-}
 
 /// The identity (ICMP ident, UDP/TCP source port) and transport checksum of a probe.
 fn identity(probe: &[u8]) -> (u16, u16) {
@@ -361,13 +194,34 @@ fn shared_identities_stay_apart_and_every_reply_reaches_its_own_instance() {
         }
         replies_total += upstream.len() as u64;
         // A reply to an identity nobody holds is dropped and counted.
-        let stray = probe(Method::Tcp, PUBLIC, dsts[0], 0x1234, 3, 1);
-        for r in replies(&stray, 1) {
-            assert_eq!(fw.handle_upstream_packet(T0, &r, &mut out), None);
+        let stray = replies(&probe(Method::Tcp, PUBLIC, dsts[0], 0x1234, 3, 1), 1);
+        for r in &stray {
+            assert_eq!(fw.handle_upstream_packet(T0, r, &mut out), None);
         }
+        // A redirect quoting a real probe is not a traceroute's business: dropped.
+        let mut redirect = vec![0u8; 128];
+        let ip = Ip {
+            src: support::ROUTER,
+            dst: PUBLIC,
+            ttl: 250,
+            tos: 0,
+            ipid: 1,
+        };
+        let e = build::IcmpError {
+            icmp_type: 5,
+            code: 1,
+            original: &sent[0].2,
+            quote_len: 28,
+            mpls: &[],
+        };
+        let n = build::icmp_error(&mut redirect, &ip, &e).unwrap();
+        assert_eq!(
+            fw.handle_upstream_packet(T0, &redirect[..n], &mut out),
+            None
+        );
         let s = fw.stats();
         assert_eq!(s.delivered, upstream.len() as u64);
-        assert_eq!(s.unmatched, 4);
+        assert_eq!(s.unmatched, stray.len() as u64 + 1);
         assert_eq!(s.forwarded, sent.len() as u64);
         assert_eq!(s.mappings, flows.len());
     }
