@@ -39,21 +39,8 @@ pub enum LabCommand {
         /// Front name: state directory /run/vtnt/lab/<NAME>.
         #[arg(long)]
         name: String,
-        /// The network namespace whose network the VMs probe [default: this host's].
-        #[arg(long)]
-        upstream: Option<String>,
-        /// The address probes leave from [default: the upstream's route source].
-        #[arg(long)]
-        public: Option<std::net::Ipv4Addr>,
-        /// Probes per second for all VMs together.
-        #[arg(long, default_value_t = 1000)]
-        pps: u32,
-        /// Public targets may be probed (needs the network owners' consent).
-        #[arg(long)]
-        allow_public: bool,
-        /// UDP port of the VM front on 127.0.0.1 (0 = any free port).
-        #[arg(long, default_value_t = 0)]
-        vm_port: u16,
+        #[command(flatten)]
+        front: FrontArgs,
     },
     /// The front daemon (started by `front`).
     #[command(hide = true)]
@@ -62,16 +49,8 @@ pub enum LabCommand {
         name: String,
         #[arg(long)]
         state_dir: PathBuf,
-        #[arg(long)]
-        upstream: Option<String>,
-        #[arg(long)]
-        public: Option<std::net::Ipv4Addr>,
-        #[arg(long, default_value_t = 1000)]
-        pps: u32,
-        #[arg(long)]
-        allow_public: bool,
-        #[arg(long, default_value_t = 0)]
-        vm_port: u16,
+        #[command(flatten)]
+        front: FrontArgs,
     },
     /// Stop a lab and remove its namespace and state.
     Down {
@@ -165,6 +144,26 @@ pub enum LabCommand {
     },
 }
 
+/// What a front is told, by the user and by `front` to its daemon.
+#[derive(clap::Args, Clone)]
+pub struct FrontArgs {
+    /// The network namespace whose network the VMs probe [default: this host's].
+    #[arg(long)]
+    upstream: Option<String>,
+    /// The address probes leave from [default: the upstream's route source].
+    #[arg(long)]
+    public: Option<std::net::Ipv4Addr>,
+    /// Probes per second for all VMs together.
+    #[arg(long, default_value_t = 1000)]
+    pps: u32,
+    /// Public targets may be probed (needs the network owners' consent).
+    #[arg(long)]
+    allow_public: bool,
+    /// UDP port of the VM front on 127.0.0.1 (0 = any free port).
+    #[arg(long, default_value_t = 0)]
+    vm_port: u16,
+}
+
 fn need_root(what: &str) -> anyhow::Result<()> {
     if !linux::is_root() {
         bail!("`vtnt lab {what}` needs root (network namespaces and TUN devices)");
@@ -209,24 +208,17 @@ pub fn run(cmd: LabCommand) -> anyhow::Result<ExitCode> {
             );
             Ok(ExitCode::SUCCESS)
         }
-        LabCommand::Front {
-            name,
-            upstream,
-            public,
-            pps,
-            allow_public,
-            vm_port,
-        } => {
+        LabCommand::Front { name, front: f } => {
             need_root("front")?;
-            vtnt_engine::policy::check_rate(pps)
-                .map_err(|e| anyhow::anyhow!("--pps {pps}: {e}"))?;
+            vtnt_engine::policy::check_rate(f.pps)
+                .map_err(|e| anyhow::anyhow!("--pps {}: {e}", f.pps))?;
             let o = linux::FrontUpOptions {
                 name,
-                upstream,
-                public,
-                pps,
-                allow_public,
-                vm_port,
+                upstream: f.upstream,
+                public: f.public,
+                pps: f.pps,
+                allow_public: f.allow_public,
+                vm_port: f.vm_port,
                 exe: std::env::current_exe().context("finding the vtnt binary")?,
                 timeout: std::time::Duration::from_secs(10),
             };
@@ -242,20 +234,16 @@ pub fn run(cmd: LabCommand) -> anyhow::Result<ExitCode> {
         LabCommand::ServeFront {
             name,
             state_dir,
-            upstream,
-            public,
-            pps,
-            allow_public,
-            vm_port,
+            front: f,
         } => {
             linux::serve_front(&linux::FrontOptions {
                 name,
                 state_dir,
-                upstream,
-                public,
-                pps,
-                allow_public,
-                vm_port,
+                upstream: f.upstream,
+                public: f.public,
+                pps: f.pps,
+                allow_public: f.allow_public,
+                vm_port: f.vm_port,
             })?;
             Ok(ExitCode::SUCCESS)
         }

@@ -235,6 +235,23 @@ fn every_entry_point_refuses_before_any_probe() {
             "lab[:NAME], host or tap",
         ),
         (
+            "a front onto a namespace that does not exist",
+            vec![
+                "lab",
+                "front",
+                "--name",
+                "vtntbadfront",
+                "--upstream",
+                "vtnt-nosuch-ns",
+            ],
+            "no such network namespace",
+        ),
+        (
+            "a front with a rate beyond the ceiling",
+            vec!["lab", "front", "--name", "vtntbadfront", "--pps", "900000"],
+            "--pps 900000",
+        ),
+        (
             "more destinations than a generated topology has",
             vec!["lab", "generate", "--seed", "1", "--destinations", "200"],
             "1..=128",
@@ -251,6 +268,11 @@ fn every_entry_point_refuses_before_any_probe() {
         assert!(!r.stderr().contains("panicked"), "{what}: {}", r.stderr());
         assert!(r.sends.is_empty(), "{what}: sent {:?}", r.sends);
     }
+
+    assert!(
+        !std::path::Path::new("/run/vtnt/lab/vtntbadfront").exists(),
+        "a refused front left its state directory behind"
+    );
 
     // The positive control: the counter sees probes where the policy allows them.
     let ok = net.vtnt(&with(&["trace", "198.51.100.7"]));

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant as Wall};
 use vtnt_lab::{Instant, Lab, Port, Topology};
 
 use crate::state::{LabState, VmInfo, TUN_NAME};
-use crate::vm::{FrameAction, VmFront};
+use crate::vm::VmFront;
 use crate::{netns, sys, Error};
 
 /// What `vtnt lab serve` is told.
@@ -117,20 +117,9 @@ pub fn serve(o: &ServeOptions) -> Result<(), Error> {
             }
         }
         if ready[1] {
-            for _ in 0..512 {
-                let Ok((n, peer)) = udp.recv_from(&mut buf) else {
-                    break;
-                };
-                io.vm_frames_in += 1;
-                match vms.handle_frame(peer, &buf[..n]) {
-                    FrameAction::Reply(r) => {
-                        io.vm_frames_out += 1;
-                        let _ = udp.send_to(&r, peer);
-                    }
-                    FrameAction::Ip(p) => lab.handle_packet(now(), Port(0), p),
-                    FrameAction::Ignore => {}
-                }
-            }
+            let (i, o) = vms.drain(&udp, &mut buf, |p| lab.handle_packet(now(), Port(0), p));
+            io.vm_frames_in += i;
+            io.vm_frames_out += o;
         }
         let t = now();
         while let Some((_, n)) = lab.poll_transmit(t, &mut buf) {

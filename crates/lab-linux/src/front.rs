@@ -21,7 +21,7 @@ use vtnt_lab::Instant;
 
 use crate::daemon::write_json;
 use crate::state::{LabState, VmInfo};
-use crate::vm::{FrameAction, VmFront};
+use crate::vm::VmFront;
 use crate::{sys, Error};
 
 /// The private LAN of the VMs behind a front.
@@ -134,35 +134,27 @@ pub fn serve_front(o: &FrontOptions) -> Result<(), Error> {
         });
         let ready = sys::poll_readable(&fds, wait_us)?;
         if ready[0] {
-            for _ in 0..512 {
-                let Ok((n, peer)) = udp.recv_from(&mut buf) else {
-                    break;
-                };
-                io.vm_frames_in += 1;
-                match vms.handle_frame(peer, &buf[..n]) {
-                    FrameAction::Reply(r) => {
-                        io.vm_frames_out += 1;
-                        let _ = udp.send_to(&r, peer);
-                    }
-                    FrameAction::Ip(p) if p.len() >= 20 => {
-                        let src = Ipv4Addr::new(p[12], p[13], p[14], p[15]);
-                        let id = *instances
-                            .entry(src)
-                            .or_insert_with(|| fwd.add_instance(src));
-                        match fwd.handle_instance_packet(now(), id, p, &mut out) {
-                            Ok(len) => {
-                                let dst = Ipv4Addr::new(out[16], out[17], out[18], out[19]);
-                                match sys::raw_send(&send, &out[..len], dst) {
-                                    Ok(_) => io.probes_out += 1,
-                                    Err(_) => io.send_errors += 1,
-                                }
-                            }
-                            Err(_) => io.refused += 1,
+            let (i, o) = vms.drain(&udp, &mut buf, |p| {
+                if p.len() < 20 {
+                    return;
+                }
+                let src = Ipv4Addr::new(p[12], p[13], p[14], p[15]);
+                let id = *instances
+                    .entry(src)
+                    .or_insert_with(|| fwd.add_instance(src));
+                match fwd.handle_instance_packet(now(), id, p, &mut out) {
+                    Ok(len) => {
+                        let dst = Ipv4Addr::new(out[16], out[17], out[18], out[19]);
+                        match sys::raw_send(&send, &out[..len], dst) {
+                            Ok(_) => io.probes_out += 1,
+                            Err(_) => io.send_errors += 1,
                         }
                     }
-                    FrameAction::Ip(_) | FrameAction::Ignore => {}
+                    Err(_) => io.refused += 1,
                 }
-            }
+            });
+            io.vm_frames_in += i;
+            io.vm_frames_out += o;
         }
         for (i, sock) in [(1, &icmp), (2, &tcp)] {
             if ready[i] {

@@ -6,7 +6,7 @@
 //! frames for the right guest. Pure logic, no sockets.
 
 use std::collections::HashMap;
-use std::net::{Ipv4Addr, SocketAddr};
+use std::net::{Ipv4Addr, SocketAddr, UdpSocket};
 
 use vtnt_lab::addr::Prefix;
 
@@ -54,6 +54,33 @@ fn ip4(b: &[u8]) -> Ipv4Addr {
 }
 
 impl VmFront {
+    /// Reads every frame waiting on the front's socket `udp` (up to a batch): answers
+    /// what the front answers itself and hands each guest's IPv4 packet to `ip`. Returns
+    /// (frames in, frames out).
+    pub fn drain(
+        &mut self,
+        udp: &UdpSocket,
+        buf: &mut [u8],
+        mut ip: impl FnMut(&[u8]),
+    ) -> (u64, u64) {
+        let (mut frames_in, mut frames_out) = (0, 0);
+        for _ in 0..512 {
+            let Ok((n, peer)) = udp.recv_from(buf) else {
+                break;
+            };
+            frames_in += 1;
+            match self.handle_frame(peer, &buf[..n]) {
+                FrameAction::Reply(r) => {
+                    frames_out += 1;
+                    let _ = udp.send_to(&r, peer);
+                }
+                FrameAction::Ip(p) => ip(p),
+                FrameAction::Ignore => {}
+            }
+        }
+        (frames_in, frames_out)
+    }
+
     /// The front of the LAN `prefix` behind `gateway`, where the vantage point has
     /// address `vp` (never leased).
     pub fn new(prefix: Prefix, gateway: Ipv4Addr, vp: Ipv4Addr) -> VmFront {
