@@ -247,6 +247,18 @@ fn every_entry_point_refuses_before_any_probe() {
             "no such network namespace",
         ),
         (
+            "a front whose public address is not the upstream's",
+            vec![
+                "lab",
+                "front",
+                "--name",
+                "vtntbadfront",
+                "--public",
+                "198.18.7.7",
+            ],
+            "not an address of the upstream",
+        ),
+        (
             "a front with a rate beyond the ceiling",
             vec!["lab", "front", "--name", "vtntbadfront", "--pps", "900000"],
             "--pps 900000",
@@ -273,6 +285,47 @@ fn every_entry_point_refuses_before_any_probe() {
         !std::path::Path::new("/run/vtnt/lab/vtntbadfront").exists(),
         "a refused front left its state directory behind"
     );
+
+    // A TAP device of the namespace: refused while down, and for an address it already
+    // has (the guest would not get its replies).
+    net.ns
+        .ip(&["tuntap", "add", "dev", "vtap9", "mode", "tap"])
+        .unwrap();
+    net.ns
+        .ip(&["addr", "add", "10.9.0.1/24", "dev", "vtap9"])
+        .unwrap();
+    let tap = |guest: &str| {
+        let spec = format!("tap:vtap9,ip={guest}/24,gw=10.9.0.3");
+        net.vtnt(&[
+            "run",
+            "--runtime",
+            "microvm",
+            "--net",
+            &spec,
+            "--",
+            "trace",
+            "192.0.2.1",
+        ])
+    };
+    for (what, r, says) in [
+        ("a TAP device that is down", tap("10.9.0.2"), "is down"),
+        (
+            "a guest address the host has",
+            {
+                net.ns.ip(&["link", "set", "vtap9", "up"]).unwrap();
+                tap("10.9.0.1")
+            },
+            "already an address",
+        ),
+    ] {
+        assert!(!r.out.status.success(), "{what}: accepted");
+        assert!(
+            r.stderr().contains(says),
+            "{what}: stderr does not say `{says}`:\n{}",
+            r.stderr()
+        );
+        assert!(r.sends.is_empty(), "{what}: sent {:?}", r.sends);
+    }
 
     // The positive control: the counter sees probes where the policy allows them.
     let ok = net.vtnt(&with(&["trace", "198.51.100.7"]));

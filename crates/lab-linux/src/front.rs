@@ -74,6 +74,12 @@ pub fn serve_front(o: &FrontOptions) -> Result<(), Error> {
         sys::enter_netns(ns).map_err(|e| Error::msg(format!("entering namespace {ns}: {e}")))?;
     }
     let public = match o.public {
+        // only an address the upstream has: replies to any other never come back here
+        Some(p) if UdpSocket::bind((p, 0)).is_err() => {
+            return Err(Error::msg(format!(
+                "--public {p}: not an address of the upstream network namespace"
+            )))
+        }
         Some(p) => p,
         None => source_towards(Ipv4Addr::new(203, 0, 113, 1))
             .or_else(|_| source_towards(Ipv4Addr::new(192, 0, 2, 1)))

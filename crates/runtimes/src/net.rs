@@ -141,7 +141,18 @@ impl Network {
                 "--net tap: the {} runtime has no NIC of its own; use --net host",
                 runtime.name()
             ),
-            Network::Tap(t) => check_tap(&t.ifname),
+            Network::Tap(t) => {
+                check_tap(&t.ifname)?;
+                // an address this host already has would answer for the guest
+                if std::net::UdpSocket::bind((t.addr, 0)).is_ok() {
+                    bail!(
+                        "--net tap:{}: {} is already an address of this host; give the guest its own",
+                        t.ifname,
+                        t.addr
+                    );
+                }
+                Ok(())
+            }
         }
     }
 }

@@ -40,6 +40,9 @@ enum Via {
     /// `--net host` from a thread inside the lab's namespace: the host's own network is
     /// then the lab, as a real host's is the Internet it sits on.
     Host,
+    /// VMs behind a front (`vtnt lab front`) whose upstream is the lab's namespace: they
+    /// probe the lab from its one vantage address, through the forwarder.
+    Front,
 }
 
 /// Runs `f` in a thread that has joined the network namespace at `netns` (so does every
@@ -74,9 +77,10 @@ fn check(test: &str, runtimes: &[Runtime], via: Via) {
     };
     // on the host's network, a TNT job too (its annotations compared like the hops)
     let jobs = match via {
-        Via::Host => vec![job(), tnt_job()],
+        Via::Host | Via::Front => vec![job(), tnt_job()],
         Via::Lab | Via::Dhcp => vec![job()],
     };
+    let front = (via == Via::Front).then(|| lab.front().expect("vtnt lab front"));
     for spec in &jobs {
         let native = Runtime::Native.run(spec, &opts).expect("native run");
         assert!(native.ok(), "native run failed: {}", native.stderr);
@@ -99,6 +103,13 @@ fn check(test: &str, runtimes: &[Runtime], via: Via) {
                     let spec = spec.clone();
                     in_netns(&netns, move || rt.run(&spec, &opts))
                 }
+                Via::Front => rt.run(
+                    spec,
+                    &RunOptions {
+                        net: Network::Lab(front.as_ref().expect("the front").name.clone()),
+                        ..opts.clone()
+                    },
+                ),
                 Via::Lab | Via::Dhcp => rt.run(
                     spec,
                     &RunOptions {
@@ -191,8 +202,24 @@ fn dhcp_microvm_matches_native() {
 fn host_network_matches_native() {
     check(
         "host_network_matches_native",
-        &[Runtime::Native, Runtime::Runc, Runtime::DockerScratch],
+        &[
+            Runtime::Native,
+            Runtime::Runc,
+            Runtime::DockerScratch,
+            Runtime::Docker,
+        ],
         Via::Host,
+    );
+}
+
+/// VMs on a real network through a front (`vtnt lab front`): the unikernel and the full
+/// Debian VM, a trace and a TNT job each, match the native run from the front's upstream.
+#[test]
+fn vms_behind_a_front_match_native() {
+    check(
+        "vms_behind_a_front_match_native",
+        &[Runtime::Microvm, Runtime::Vm],
+        Via::Front,
     );
 }
 
