@@ -310,7 +310,7 @@ impl Instance {
                 match self.runtime {
                     Runtime::Vm => (
                         vm::guest_stdout(&fin.stdout),
-                        fin.stderr,
+                        vm::guest_stderr(&fin.stdout) + &fin.stderr,
                         vm::guest_code(&fin.stdout),
                         fin.elapsed,
                         Some(vm::accel().to_string()),

@@ -94,7 +94,7 @@ pub fn start(
         },
         Attached::Tap(t) => JobNet::Tap {
             ifname: t.ifname.clone(),
-            netns: None,
+            netns: t.netns.clone(),
             guest: t.guest(),
             gateway: t.gateway.to_string(),
         },

@@ -6,8 +6,9 @@
 //!   VMs its VM front (the default: the demo's network).
 //! - `host`: this host's own network namespace, routes and addresses: the static binary
 //!   as a process, runc and Docker containers share it.
-//! - `tap:IFACE,ip=ADDR/LEN,gw=GATEWAY`: an existing TAP device, up, on a segment where
-//!   GATEWAY routes; the VM's or unikernel's NIC attaches to it with address ADDR.
+//! - `tap:IFACE,ip=ADDR/LEN,gw=GATEWAY[,netns=NAME]`: an existing TAP device, up, on a
+//!   segment where GATEWAY routes (in namespace NAME, where the VMM then runs); the VM's
+//!   or unikernel's NIC attaches to it with address ADDR.
 
 use std::fmt;
 use std::net::Ipv4Addr;
@@ -40,6 +41,8 @@ pub struct Tap {
     pub len: u8,
     /// The router the guest sends everything to.
     pub gateway: Ipv4Addr,
+    /// The network namespace the device is in (the VMM runs there); `None`: this one.
+    pub netns: Option<String>,
 }
 
 impl Tap {
@@ -54,7 +57,13 @@ impl fmt::Display for Network {
         match self {
             Network::Lab(n) => write!(f, "lab:{n}"),
             Network::Host => f.write_str("host"),
-            Network::Tap(t) => write!(f, "tap:{},ip={},gw={}", t.ifname, t.guest(), t.gateway),
+            Network::Tap(t) => {
+                write!(f, "tap:{},ip={},gw={}", t.ifname, t.guest(), t.gateway)?;
+                match &t.netns {
+                    Some(ns) => write!(f, ",netns={ns}"),
+                    None => Ok(()),
+                }
+            }
         }
     }
 }
@@ -82,14 +91,15 @@ fn parse_tap(spec: &str) -> Result<Tap, String> {
     if ifname.is_empty() || ifname.len() > 15 || ifname.contains('/') {
         return Err(format!("tap:{spec}: `{ifname}` is not an interface name"));
     }
-    let (mut ip, mut gw) = (None, None);
+    let (mut ip, mut gw, mut netns) = (None, None, None);
     for p in parts {
         match p.split_once('=') {
             Some(("ip", v)) => ip = Some(v),
             Some(("gw", v)) => gw = Some(v),
+            Some(("netns", v)) if !v.is_empty() && !v.contains('/') => netns = Some(v.to_string()),
             _ => {
                 return Err(format!(
-                    "tap:{spec}: unknown setting `{p}` (ip=ADDR/LEN, gw=GATEWAY)"
+                    "tap:{spec}: unknown setting `{p}` (ip=ADDR/LEN, gw=GATEWAY, netns=NAME)"
                 ))
             }
         }
@@ -121,6 +131,7 @@ fn parse_tap(spec: &str) -> Result<Tap, String> {
         addr,
         len,
         gateway,
+        netns,
     })
 }
 
@@ -141,42 +152,70 @@ impl Network {
                 "--net tap: the {} runtime has no NIC of its own; use --net host",
                 runtime.name()
             ),
-            Network::Tap(t) => {
-                check_tap(&t.ifname)?;
-                // an address this host already has would answer for the guest
-                if std::net::UdpSocket::bind((t.addr, 0)).is_ok() {
-                    bail!(
-                        "--net tap:{}: {} is already an address of this host; give the guest its own",
-                        t.ifname,
-                        t.addr
-                    );
-                }
-                Ok(())
-            }
+            Network::Tap(t) => check_tap(t),
         }
     }
 }
 
-/// The TAP device `ifname` exists in this namespace, is a TAP (not TUN) and is up.
-fn check_tap(ifname: &str) -> anyhow::Result<()> {
-    let dir = Path::new("/sys/class/net").join(ifname);
-    if !dir.exists() {
-        bail!("--net tap:{ifname}: no interface `{ifname}` in this network namespace");
+/// `ip [-n NETNS] ARGS` with JSON output.
+fn ip_json(netns: Option<&str>, args: &[&str]) -> anyhow::Result<serde_json::Value> {
+    let mut cmd = std::process::Command::new("ip");
+    if let Some(ns) = netns {
+        cmd.args(["-n", ns]);
     }
-    let flags = std::fs::read_to_string(dir.join("tun_flags"))
-        .with_context(|| format!("--net tap:{ifname}: `{ifname}` is not a TUN/TAP device"))?;
-    let flags = u32::from_str_radix(flags.trim().trim_start_matches("0x"), 16)
-        .with_context(|| format!("--net tap:{ifname}: unreadable tun_flags"))?;
-    const IFF_TAP: u32 = 0x0002;
-    if flags & IFF_TAP == 0 {
+    let out = cmd
+        .arg("-j")
+        .args(args)
+        .output()
+        .context("running ip (iproute2)")?;
+    if !out.status.success() {
+        bail!("{}", String::from_utf8_lossy(&out.stderr).trim());
+    }
+    serde_json::from_slice(&out.stdout).context("reading ip's JSON")
+}
+
+/// The TAP device exists (in its namespace), is a TAP (not TUN) and is up, and the
+/// guest's address is not one the namespace already has.
+fn check_tap(t: &Tap) -> anyhow::Result<()> {
+    let ifname = &t.ifname;
+    let ns = t.netns.as_deref();
+    let where_ = ns.map_or("this network namespace".to_string(), |n| {
+        format!("namespace {n}")
+    });
+    if let Some(n) = ns {
+        if !Path::new("/run/netns").join(n).exists() {
+            bail!("--net tap:{ifname}: no such network namespace `{n}`");
+        }
+    }
+    let link = ip_json(ns, &["-d", "link", "show", "dev", ifname])
+        .map_err(|_| anyhow::anyhow!("--net tap:{ifname}: no interface `{ifname}` in {where_}"))?;
+    let link = &link[0];
+    let info = &link["linkinfo"];
+    if info["info_kind"] != "tun" {
+        bail!("--net tap:{ifname}: `{ifname}` is not a TUN/TAP device");
+    }
+    if info["info_data"]["type"] != "tap" {
         bail!("--net tap:{ifname}: `{ifname}` is a TUN device (layer 3); a NIC needs a TAP");
     }
-    let up = std::fs::read_to_string(dir.join("flags"))
-        .ok()
-        .and_then(|f| u32::from_str_radix(f.trim().trim_start_matches("0x"), 16).ok())
-        .is_some_and(|f| f & 1 != 0);
+    let up = link["flags"]
+        .as_array()
+        .is_some_and(|f| f.iter().any(|f| f == "UP"));
     if !up {
         bail!("--net tap:{ifname}: `{ifname}` is down (ip link set {ifname} up)");
+    }
+    // an address the namespace already has would answer for the guest
+    let addrs = ip_json(ns, &["-4", "addr", "show"])?;
+    let taken = addrs
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|l| l["addr_info"].as_array().into_iter().flatten())
+        .any(|a| a["local"] == t.addr.to_string());
+    if taken {
+        bail!(
+            "--net tap:{ifname}: {} is already an address of {where_}; give the guest its own",
+            t.addr
+        );
     }
     Ok(())
 }
@@ -231,6 +270,7 @@ mod tests {
             "lab:other",
             "host",
             "tap:vtap0,ip=10.9.0.2/24,gw=10.9.0.1",
+            "tap:vtap0,ip=10.9.0.2/24,gw=10.9.0.1,netns=lab",
         ] {
             assert_eq!(s.parse::<Network>().unwrap().to_string(), s);
         }

@@ -25,7 +25,7 @@ use anyhow::Context;
 use vtnt_vmm::accel::Accelerator;
 
 use crate::cgroup::Cgroup;
-use crate::net::Attached;
+use crate::net::{Attached, Tap};
 use crate::proc::Supervised;
 use crate::runtime::{BuildOptions, ImageInfo, Runtime};
 use crate::spec::InstanceSpec;
@@ -242,8 +242,9 @@ pub fn start(
     cgroup: &Cgroup,
 ) -> anyhow::Result<Supervised> {
     let qemu = paths::need("qemu-system-x86_64", "qemu-system-x86")?;
-    // the lab's ranges via the gateway (so the guest's route check knows the lab), and on
-    // a TAP also a default route: whatever that network reaches
+    // The lab's ranges via the gateway (so the guest's route check knows the lab); on a
+    // TAP, a default route too when the job may probe public targets (the guest's policy
+    // then treats lab ranges behind that uplink as the Internet's, as it should).
     let lab_nets = vtnt_policy::LAB_NETS.map(|n| n.to_string()).join(",");
     let (addr, len, gateway, nets, netdev) = match net {
         Attached::Lab(lab) => {
@@ -259,7 +260,11 @@ pub fn start(
             t.addr.to_string(),
             t.len,
             t.gateway.to_string(),
-            format!("{lab_nets},default"),
+            if spec.job.engine.allow_public {
+                format!("{lab_nets},default")
+            } else {
+                lab_nets
+            },
             format!("tap,id=n0,ifname={},script=no,downscript=no", t.ifname),
         ),
         Attached::Host => anyhow::bail!("the VM reaches a network through a lab or a TAP device"),
@@ -275,7 +280,17 @@ pub fn start(
         "root=/dev/vda rw console=ttyS0 quiet loglevel=3 systemd.show_status=0 net.ifnames=0 vtnt.ip={addr}/{len} vtnt.gw={gateway} vtnt.nets={nets} vtnt.job={}",
         base64(words.as_bytes())
     );
-    let mut cmd = cgroup.wrap(&qemu.display().to_string());
+    // joins the cgroup first, then (a TAP in another namespace) that namespace
+    let mut cmd = match net {
+        Attached::Tap(Tap {
+            netns: Some(ns), ..
+        }) => {
+            let mut c = cgroup.wrap("ip");
+            c.args(["netns", "exec", ns]).arg(&qemu);
+            c
+        }
+        _ => cgroup.wrap(&qemu.display().to_string()),
+    };
     cmd.args([
         "-machine",
         "q35",
@@ -328,9 +343,18 @@ fn free_udp_port() -> anyhow::Result<u16> {
 
 /// The job's stdout from the serial console (the `VTNT|` lines).
 pub fn guest_stdout(console: &str) -> String {
+    guest_stream(console, "VTNT|")
+}
+
+/// The job's stderr from the serial console (the `VTNT-ERR|` lines).
+pub fn guest_stderr(console: &str) -> String {
+    guest_stream(console, "VTNT-ERR|")
+}
+
+fn guest_stream(console: &str, prefix: &str) -> String {
     console
         .lines()
-        .filter_map(|l| l.trim_end_matches('\r').strip_prefix("VTNT|"))
+        .filter_map(|l| l.trim_end_matches('\r').strip_prefix(prefix))
         .map(|l| format!("{l}\n"))
         .collect()
 }
@@ -342,15 +366,6 @@ pub fn guest_code(console: &str) -> Option<i32> {
             .strip_prefix("VTNT-END rc=")
             .and_then(|v| v.trim().parse().ok())
     })
-}
-
-/// The job's stderr from the console (`VTNT-ERR|` lines), for error messages.
-pub fn guest_stderr(console: &str) -> String {
-    console
-        .lines()
-        .filter_map(|l| l.trim_end_matches('\r').strip_prefix("VTNT-ERR|"))
-        .map(|l| format!("{l}\n"))
-        .collect()
 }
 
 #[cfg(test)]

@@ -328,3 +328,95 @@ fn microvms_behind_one_front_get_their_own_replies() {
         "the repeated identities: {f}"
     );
 }
+
+/// The hop addresses of the trace lines of scamper JSON output, in order.
+fn hop_addresses(stdout: &str) -> Vec<String> {
+    stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|v| v["type"] == "trace")
+        .flat_map(|v| {
+            v["hops"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|h| h["addr"].as_str().map(String::from))
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+/// VMs on a TAP device (`--net tap:...,netns=NS`): a TAP in the lab's namespace behind a
+/// Linux router that masquerades onto the lab (what a home router does); the unikernel
+/// and the Debian VM trace through it and see that router, then exactly the native hops.
+#[test]
+fn vms_on_a_tap_device_reach_the_network_behind_it() {
+    let test = "vms_on_a_tap_device_reach_the_network_behind_it";
+    if !common::basics_ready(test) {
+        return;
+    }
+    for rt in [Runtime::Microvm, Runtime::Vm] {
+        if let Some(why) = common::runtime_missing(rt) {
+            vtnt_testkit::skip_or_fail(test, &why, None);
+            return;
+        }
+    }
+    if vtnt_runtimes::paths::which("iptables").is_none() {
+        vtnt_testkit::skip_or_fail(test, "`iptables` missing (Debian package iptables)", None);
+        return;
+    }
+    let lab = common::LabGuard::up("tap").expect("vtnt lab up");
+    let state = vtnt_lab_linux::lab_state(&lab.name).expect("the lab's state");
+    let ns = state.netns.clone();
+    let sh = |cmd: &str| {
+        let out = std::process::Command::new("ip")
+            .args(["netns", "exec", &ns, "sh", "-c", cmd])
+            .output()
+            .expect("ip netns exec");
+        assert!(
+            out.status.success(),
+            "{cmd}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    sh("ip tuntap add dev vtap0 mode tap && ip addr add 10.77.0.1/24 dev vtap0 && ip link set vtap0 up");
+    sh("sysctl -qw net.ipv4.ip_forward=1");
+    sh(&format!(
+        "iptables -t nat -A POSTROUTING -s 10.77.0.0/24 -o {} -j MASQUERADE",
+        state.tun
+    ));
+    let opts = RunOptions {
+        net: Network::Lab(lab.name.clone()),
+        ..Default::default()
+    };
+    let native = Runtime::Native.run(&job(), &opts).expect("native run");
+    assert!(native.ok(), "native: {}", native.stderr);
+    let mut want = vec!["10.77.0.1".to_string()];
+    want.extend(hop_addresses(&native.stdout));
+    for (i, rt) in [Runtime::Microvm, Runtime::Vm].into_iter().enumerate() {
+        let net: Network = format!("tap:vtap0,ip=10.77.0.{}/24,gw=10.77.0.1,netns={ns}", 2 + i)
+            .parse()
+            .expect("a TAP network");
+        let out = retry_once_on_timeout(
+            || {
+                rt.run(
+                    &job(),
+                    &RunOptions {
+                        net: net.clone(),
+                        ..opts.clone()
+                    },
+                )
+            },
+            |e| eprintln!("{test}: {} timed out, retrying once: {e:#}", rt.name()),
+        )
+        .unwrap_or_else(|e| panic!("{} on a TAP: {e:#}", rt.name()));
+        assert!(
+            out.ok(),
+            "{} on a TAP: exit {:?}: {}",
+            rt.name(),
+            out.code,
+            out.stderr
+        );
+        assert_eq!(hop_addresses(&out.stdout), want, "{} on a TAP", rt.name());
+    }
+}

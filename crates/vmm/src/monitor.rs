@@ -131,11 +131,11 @@ pub fn run(cfg: &MonitorConfig) -> Result<Outcome, Error> {
             "not next to this executable nor on PATH (cargo build -p vtnt-monitor)",
         ),
     })?;
-    let mut words: Vec<std::ffi::OsString> = Vec::new();
+    // the wrapper first (it may join cgroups, which `ip netns exec`'s own /sys hides)
+    let mut words: Vec<std::ffi::OsString> = cfg.wrapper.iter().map(Into::into).collect();
     if let Some(ns) = &cfg.netns {
         words.extend(["ip", "netns", "exec", ns].map(Into::into));
     }
-    words.extend(cfg.wrapper.iter().map(Into::into));
     words.push(program.into());
     let mut cmd = Command::new(&words[0]);
     cmd.args(&words[1..]).args(cfg.args());

@@ -219,14 +219,14 @@ impl VmConfig {
         a
     }
 
-    /// The full command (with the `ip netns exec` prefix when a namespace is set, then
-    /// the wrapper).
+    /// The full command: the wrapper, then `ip netns exec` when a namespace is set,
+    /// then QEMU.
     pub fn command(&self, accel: Accelerator) -> Command {
-        let mut words: Vec<std::ffi::OsString> = Vec::new();
+        // the wrapper first (it may join cgroups, which `ip netns exec`'s own /sys hides)
+        let mut words: Vec<std::ffi::OsString> = self.wrapper.iter().map(Into::into).collect();
         if let Some(ns) = &self.netns {
             words.extend(["ip", "netns", "exec", ns].map(Into::into));
         }
-        words.extend(self.wrapper.iter().map(Into::into));
         words.push(self.qemu.clone().into());
         let mut cmd = Command::new(&words[0]);
         cmd.args(&words[1..]);
