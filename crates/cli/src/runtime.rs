@@ -111,6 +111,10 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             args.vmm
         );
     };
+    anyhow::ensure!(
+        vtnt_lab_linux::is_root(),
+        "`vtnt run` needs root: instances get cgroups, network namespaces and raw sockets, VMs TAP devices"
+    );
     let net = args.net.clone().unwrap_or(Network::Lab(args.lab.clone()));
     net.check(args.runtime)?;
     // On the host's own network, targets are checked as `vtnt trace` checks them there.

@@ -286,6 +286,19 @@ fn every_entry_point_refuses_before_any_probe() {
         "a refused front left its state directory behind"
     );
 
+    // Without root, `vtnt run` refuses at once (no half-made cgroup or image behind).
+    let nobody = std::process::Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(env!("CARGO_BIN_EXE_vtnt"))
+        .args(["run", "--runtime", "microvm", "--", "trace", "192.0.2.1"])
+        .output()
+        .expect("setpriv (util-linux)");
+    let err = String::from_utf8_lossy(&nobody.stderr);
+    assert!(
+        !nobody.status.success() && err.contains("needs root"),
+        "{err}"
+    );
+
     // A TAP device of the namespace: refused while down, and for an address it already
     // has (the guest would not get its replies).
     net.ns
