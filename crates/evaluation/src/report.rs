@@ -68,6 +68,7 @@ pub fn markdown(rep: &Report) -> String {
         "Host: {}. Job: `vtnt {}`. {} repetitions. Image server: {} Mbit/s on 127.0.0.1. QEMU accelerators: **{}**.\n",
         rep.host, rep.job, rep.reps, rep.bandwidth_mbps, rep.accel
     );
+    let _ = writeln!(s, "Provenance:\n\n{}", rep.provenance.markdown());
     if let Some(note) = &rep.accel_note {
         let _ = writeln!(s, "> {note}.\n");
     }

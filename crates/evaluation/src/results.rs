@@ -66,6 +66,8 @@ pub struct Report {
     /// Why a Linux VM runs under TCG on a host with KVM (PVM), if it does.
     pub accel_note: Option<String>,
     pub host: String,
+    /// The machine, tool versions, commit and command of this run.
+    pub provenance: vtnt_measure::provenance::Provenance,
     pub job: String,
     pub reps: u32,
     pub bandwidth_mbps: u64,

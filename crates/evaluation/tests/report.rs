@@ -49,6 +49,16 @@ fn small_report_is_complete() {
     };
     let rep = bench_deploy(&args).expect("bench_deploy");
     let md = std::fs::read_to_string(out.join("report.md")).expect("report.md");
+    // every report says where its figures come from
+    let json = std::fs::read_to_string(out.join("report.json")).expect("report.json");
+    assert!(
+        md.contains("Provenance:") && md.contains(&rep.provenance.commit),
+        "report.md lacks its provenance"
+    );
+    assert!(
+        json.contains("\"provenance\"") && json.contains("\"cpu_model\""),
+        "{json}"
+    );
     for rt in &rep.runtimes {
         if let Some(why) = &rt.skipped {
             vtnt_testkit::skip_or_fail(test, &format!("{}: {why}", rt.runtime), None);

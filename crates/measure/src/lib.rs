@@ -7,6 +7,8 @@
 //!   density run (the budget), emptied and removed on drop.
 //! - [`ksm`]: kernel samepage merging switched on for a measurement and restored after,
 //!   and its counters.
+//! - [`provenance`]: the machine, tool versions, commit and command a measurement ran
+//!   with, for every report.
 //!
 //! `Supervised` lives here rather than with the runtimes because it is the process
 //! side of a measurement (its start time, elapsed time and process group are what the
@@ -14,11 +16,12 @@
 //! it knows nothing of images or instances.
 //!
 //! What it may import: std, libc, anyhow and serde only; no other vTNT crate. Inside,
-//! `cgroup` uses `proc` (to kill what is left in a group); `proc` and `ksm` use no other
-//! module.
+//! `cgroup` uses `proc` (to kill what is left in a group); `proc`, `ksm` and `provenance`
+//! use no other module.
 
 pub mod cgroup;
 pub mod ksm;
+pub mod provenance;
 // The only unsafe code: `proc` calls libc's kill(2) (a process group or one process) and
 // sysconf(_SC_CLK_TCK), each call with its SAFETY note.
 #[allow(unsafe_code)]
