@@ -37,6 +37,8 @@ const SIZE: (u32, u32) = (1000, 560);
 const FOOT: u32 = 34;
 /// The width of one bar at least, in pixels, so that its value label fits.
 const BAR_PX: u32 = 62;
+/// The margin right of a line chart, which holds its legend, in pixels.
+const LEGEND_PX: u32 = 170;
 /// How much lighter a runtime is drawn where it ran under TCG (0: not, 1: white).
 const TCG_LIGHTER: f64 = 0.4;
 /// Notes, gaps and "n/a".
@@ -517,7 +519,7 @@ pub fn lines(
     let mut chart = ChartBuilder::on(&root)
         .caption(title, (FONT, 22))
         .margin(12)
-        .margin_right(24)
+        .margin_right(LEGEND_PX)
         .x_label_area_size(44)
         .y_label_area_size(80)
         .build_cartesian_2d(0.0..tmax, 0.0..ymax * 1.1)?;
@@ -533,31 +535,30 @@ pub fn lines(
         .bold_line_style(BLACK.mix(0.15))
         .light_line_style(TRANSPARENT)
         .draw()?;
-    for s in series {
+    // the legend right of the lines, never over them
+    let (x, top) = chart.backend_coord(&(tmax, ymax * 1.1));
+    let label = TextStyle::from((FONT, 15).into_font()).pos(Pos::new(HPos::Left, VPos::Center));
+    for (i, s) in series.iter().enumerate() {
         let c = color_of(&s.runtime, s.emulated);
         let style = c.stroke_width(3);
         let pts = s.points.iter().copied();
-        let drawn = if s.emulated {
-            chart.draw_series(DashedLineSeries::new(pts, 10, 6, style))?
+        let (name, swatch) = if s.emulated {
+            chart.draw_series(DashedLineSeries::new(pts, 10, 6, style))?;
+            (format!("{} (TCG)", s.runtime), &[(0, 10), (16, 26)][..])
         } else {
-            chart.draw_series(LineSeries::new(pts, style))?
+            chart.draw_series(LineSeries::new(pts, style))?;
+            (s.runtime.clone(), &[(0, 26)][..])
         };
-        let name = if s.emulated {
-            format!("{} (TCG)", s.runtime)
-        } else {
-            s.runtime.clone()
-        };
-        drawn
-            .label(name)
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 24, y)], style));
+        let y = top + 10 + 24 * i as i32;
+        // a dashed line's swatch is two dashes
+        for (from, to) in swatch {
+            root.draw(&PathElement::new(
+                vec![(x + 16 + from, y), (x + 16 + to, y)],
+                style,
+            ))?;
+        }
+        root.draw(&Text::new(name, (x + 50, y), label.clone()))?;
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK.mix(0.3))
-        .label_font((FONT, 15))
-        .draw()?;
     root.present()
         .with_context(|| format!("writing {}", path.display()))?;
     Ok(())
@@ -731,9 +732,9 @@ mod tests {
         [m - sd, m, m + sd]
     }
 
-    /// A density run of `n` instances (`capped` at the limit), `mib` each, 0.1 s apart
-    /// and held 10 s.
-    fn density(n: u32, capped: bool, mib: f64) -> Option<DensityResult> {
+    /// A density run of `n` instances (`capped` at the limit), `mib` and `cpu_pct` of a
+    /// core each, 0.1 s apart and held 10 s.
+    fn density(n: u32, capped: bool, mib: f64, cpu_pct: f64) -> Option<DensityResult> {
         let timeline = (0..=40)
             .map(|i| {
                 let t = f64::from(i) * 0.5;
@@ -742,7 +743,7 @@ mod tests {
                 Sample {
                     t,
                     mem_mib: running * mib,
-                    cpu_pct: (running * 0.6).min(57.0),
+                    cpu_pct: (running * cpu_pct).min(57.0),
                     running: running as u32,
                 }
             })
@@ -795,8 +796,9 @@ mod tests {
                 } else {
                     memory / 20.0 + 1.5
                 };
-                let [dm, dk, dc] =
-                    dens.map(|x| x.and_then(|(n, cap)| density(n, cap, per_instance)));
+                let [dm, dk, dc] = dens.map(|x| {
+                    x.and_then(|(n, cap)| density(n, cap, per_instance, times[3].0 * 10.0))
+                });
                 RuntimeReport {
                     runtime: name.into(),
                     label: name.into(),
