@@ -56,28 +56,6 @@ struct Slot {
     done: Option<bool>,
 }
 
-/// A runtime's daemons moved into a budget group; moved back to the root group on drop.
-struct Daemons(Vec<u32>);
-
-impl Daemons {
-    fn adopt(group: &Cgroup, pids: Vec<u32>) -> anyhow::Result<Daemons> {
-        let mut moved = Daemons(Vec::new());
-        for pid in pids {
-            group.adopt(pid)?;
-            moved.0.push(pid);
-        }
-        Ok(moved)
-    }
-}
-
-impl Drop for Daemons {
-    fn drop(&mut self) {
-        for &pid in &self.0 {
-            let _ = Cgroup::release(pid);
-        }
-    }
-}
-
 /// Runs one density experiment with `deployed`.
 pub fn run(
     deployed: &Deployed,
@@ -95,10 +73,6 @@ pub fn run(
             parent.set("cpu", "cpu.cfs_quota_us", &(quota_pct * 1000).to_string())?;
         }
     }
-    // The runtime's daemons run inside the budget during the run (their shims, children
-    // of containerd, start there too), so the budget pays for them as for a VM's QEMU;
-    // they go back to the root group afterwards, before the group is emptied.
-    let _daemons = Daemons::adopt(&parent, deployed.daemon_pids())?;
     let mut res = DensityResult {
         budget: opts.budget.describe(),
         ..Default::default()

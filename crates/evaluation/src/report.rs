@@ -141,7 +141,7 @@ pub fn markdown(rep: &Report) -> String {
             n = r.reps.len()
         );
     }
-    let _ = writeln!(s, "\n## Fig. 8: instances that start and complete within a budget\n\nMemory: {}. CPU: {} (the paper's 4 of 16 cores at 25 %; here a quarter of this machine: one core of two, at 50 %), instances 0.1 s apart, each a one-hop trace then a hold. A runtime's daemons run inside the budget group for the run (Docker's dockerd and containerd, and the shims containerd starts there), as each microVM's monitor and each VM's QEMU do.\n", rep.memory_budget, rep.cpu_budget);
+    let _ = writeln!(s, "\n## Fig. 8: instances that start and complete within a budget\n\nMemory: {}. CPU: {} (the paper's 4 of 16 cores at 25 %; here a quarter of this machine: one core of two, at 50 %), instances 0.1 s apart, each a one-hop trace then a hold.\n", rep.memory_budget, rep.cpu_budget);
     let _ = writeln!(s, "| runtime | memory budget | memory + KSM | CPU budget | first failure |\n|---|---:|---:|---:|---|");
     for r in rep.runtimes.iter().filter(|r| r.skipped.is_none()) {
         let d = |x: &Option<DensityResult>| {

@@ -110,30 +110,6 @@ impl Cgroup {
         .to_vec()
     }
 
-    /// Moves process `pid` (with its threads, and the memory it is charged for) into this
-    /// group in every controller; its future children start here too.
-    pub fn adopt(&self, pid: u32) -> anyhow::Result<()> {
-        for c in CONTROLLERS {
-            if c == "memory" {
-                // charges follow the process (anonymous and file pages)
-                let _ = self.set(c, "memory.move_charge_at_immigrate", "3");
-            }
-            self.set(c, "cgroup.procs", &pid.to_string())?;
-        }
-        Ok(())
-    }
-
-    /// Moves process `pid` back to the root group of every controller (where daemons
-    /// started outside any group of ours live).
-    pub fn release(pid: u32) -> anyhow::Result<()> {
-        for c in CONTROLLERS {
-            let procs = Path::new(ROOT).join(c).join("cgroup.procs");
-            std::fs::write(&procs, pid.to_string())
-                .with_context(|| format!("moving {pid} to {}", procs.display()))?;
-        }
-        Ok(())
-    }
-
     /// Every pid inside this group or a group below it (the memory controller's view).
     pub fn pids(&self) -> Vec<u32> {
         let mut v = Vec::new();

@@ -144,15 +144,6 @@ pub fn deploy(
 }
 
 impl Deployed {
-    /// The daemons this runtime's instances need (Docker's dockerd and containerd; none
-    /// for the others): a budget that is fair charges them too.
-    pub fn daemon_pids(&self) -> Vec<u32> {
-        match &self.kind {
-            Kind::Docker { client, .. } => client.engine_pids(),
-            _ => Vec::new(),
-        }
-    }
-
     /// Starts one instance.
     pub fn start(&self, spec: &InstanceSpec) -> anyhow::Result<Instance> {
         let rel = match &spec.cgroup_parent {
