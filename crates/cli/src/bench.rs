@@ -134,11 +134,7 @@ pub fn run(cmd: BenchCommand) -> anyhow::Result<ExitCode> {
                     vtnt: std::env::current_exe()?,
                 };
                 let report = vtnt_bench::soak_lab::soak_lab(&opts)?;
-                if json {
-                    println!("{}", serde_json::to_string_pretty(&report)?);
-                } else {
-                    print!("{}", report.to_markdown());
-                }
+                emit(json, serde_json::to_value(&report)?, report.to_markdown())?;
                 return Ok(if report.failed() > 0 {
                     ExitCode::FAILURE
                 } else {
@@ -162,11 +158,7 @@ pub fn run(cmd: BenchCommand) -> anyhow::Result<ExitCode> {
             };
             let report = vtnt_bench::soak::soak(&opts)
                 .map_err(|e| anyhow::anyhow!("soak (seed {seed}): {e}"))?;
-            if json {
-                println!("{}", serde_json::to_string_pretty(&report)?);
-            } else {
-                print!("{}", report.to_markdown());
-            }
+            emit(json, serde_json::to_value(&report)?, report.to_markdown())?;
             Ok(if report.stuck().next().is_some() {
                 ExitCode::FAILURE
             } else {
@@ -202,11 +194,11 @@ pub fn run(cmd: BenchCommand) -> anyhow::Result<ExitCode> {
                 without_tx_stamps,
             };
             let rows = vtnt_bench::probe_rate::probe_rate(&opts)?;
-            if json {
-                println!("{}", serde_json::to_string_pretty(&rows)?);
-            } else {
-                print!("{}", vtnt_bench::probe_rate::to_markdown(&rows));
-            }
+            emit(
+                json,
+                serde_json::to_value(&rows)?,
+                vtnt_bench::probe_rate::to_markdown(&rows),
+            )?;
             Ok(ExitCode::SUCCESS)
         }
     }
@@ -233,10 +225,24 @@ fn tnt_accuracy(topologies: usize, seed: Option<u64>, json: bool) -> anyhow::Res
     let opts = vtnt_bench::AccuracyOptions::new(topologies, seed);
     let report = vtnt_bench::tnt_accuracy(&opts)
         .map_err(|e| anyhow::anyhow!("tnt-accuracy (seed {seed}): {e}"))?;
-    if json {
-        println!("{}", report.to_json());
-    } else {
-        print!("{}", report.to_markdown());
-    }
+    emit(
+        json,
+        serde_json::from_str(&report.to_json())?,
+        report.to_markdown(),
+    )?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Prints a benchmark's report with its provenance (machine, tools, commit, command):
+/// JSON as `{"provenance": ..., "report": ...}`, markdown under a provenance list.
+fn emit(json: bool, report: serde_json::Value, markdown: String) -> anyhow::Result<()> {
+    let p =
+        vtnt_measure::provenance::Provenance::now(std::path::Path::new(env!("CARGO_MANIFEST_DIR")));
+    if json {
+        let v = serde_json::json!({ "provenance": p, "report": report });
+        println!("{}", serde_json::to_string_pretty(&v)?);
+    } else {
+        print!("Provenance:\n\n{}\n{markdown}", p.markdown());
+    }
+    Ok(())
 }
