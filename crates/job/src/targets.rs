@@ -216,13 +216,7 @@ pub fn collect(
 
 /// The local address the kernel would use to reach `dst`.
 pub fn source_for(dst: IpAddr) -> anyhow::Result<Ipv4Addr> {
-    let sock = std::net::UdpSocket::bind("0.0.0.0:0")?;
-    sock.connect((dst, 33434))
-        .map_err(|e| anyhow::anyhow!("no route to {dst}: {e}"))?;
-    match sock.local_addr()?.ip() {
-        IpAddr::V4(a) => Ok(a),
-        IpAddr::V6(_) => anyhow::bail!("no IPv4 source address for {dst}"),
-    }
+    vtnt_netns::route_source(dst).map_err(|e| anyhow::anyhow!("no route to {dst}: {e}"))
 }
 
 #[cfg(test)]

@@ -81,8 +81,8 @@ pub fn serve_front(o: &FrontOptions) -> Result<(), Error> {
             )))
         }
         Some(p) => p,
-        None => source_towards(Ipv4Addr::new(203, 0, 113, 1))
-            .or_else(|_| source_towards(Ipv4Addr::new(192, 0, 2, 1)))
+        None => vtnt_netns::route_source(Ipv4Addr::new(203, 0, 113, 1).into())
+            .or_else(|_| vtnt_netns::route_source(Ipv4Addr::new(192, 0, 2, 1).into()))
             .map_err(|e| Error::msg(format!("no address to probe from upstream: {e}")))?,
     };
     let mut config = Config::new(public);
@@ -228,16 +228,5 @@ fn upstream_in(
                 let _ = udp.send_to(frame, peer);
             }
         }
-    }
-}
-
-/// The address this namespace's routes pick to reach `dst` (a connected UDP socket;
-/// nothing is sent).
-fn source_towards(dst: Ipv4Addr) -> std::io::Result<Ipv4Addr> {
-    let s = UdpSocket::bind("0.0.0.0:0")?;
-    s.connect((dst, 33434))?;
-    match s.local_addr()?.ip() {
-        std::net::IpAddr::V4(a) if !a.is_unspecified() => Ok(a),
-        _ => Err(std::io::Error::other("no IPv4 source")),
     }
 }
