@@ -179,7 +179,8 @@ pub fn run_job(
         out.annotated(&record, &TntAnnotations(&r), Some(&vtnt_tnt::dump(&r)))?;
         if let Some((_, w)) = &mut sidecar {
             let line = serde_json::json!({
-                "type": "tnt", "dst": r.target.to_string(),
+                "type": "tnt", "vtnt_version": env!("CARGO_PKG_VERSION"),
+                "dst": r.target.to_string(),
                 "tnt": r.trace_annotation(), "hops": r.hops,
             });
             writeln!(w, "{line}")?;

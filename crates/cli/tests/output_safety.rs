@@ -391,6 +391,7 @@ fn lab_signals_stop_runs_with_complete_output() {
             for l in side.lines() {
                 let v: serde_json::Value = serde_json::from_str(l).expect("sidecar line");
                 assert_eq!(v["type"], "tnt");
+                assert_eq!(v["vtnt_version"], env!("CARGO_PKG_VERSION"), "{what}: {l}");
             }
         }
         println!("{what}: {n} records, stopped in {stop:?}");

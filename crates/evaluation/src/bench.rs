@@ -55,7 +55,8 @@ pub struct BenchDeployArgs {
     /// Image server bandwidth, Mbit/s (the paper's Internet download).
     #[arg(long, default_value_t = vtnt_runtimes::DEFAULT_BANDWIDTH_MBPS)]
     pub bandwidth_mbps: u64,
-    /// Seconds an instance holds after its job in the memory and density runs.
+    /// Seconds an instance holds after its job in the memory runs (density instances hold
+    /// until their ramp ends).
     #[arg(long, default_value_t = 10)]
     pub hold_secs: u32,
     /// Skip the KSM configurations.
@@ -80,10 +81,11 @@ pub struct BenchDeployArgs {
     /// CPU quota of the CPU budget, percent of one core.
     #[arg(long, default_value_t = 50)]
     pub cpu_budget_pct: u32,
-    /// Instances started at most per density run (processes, containers, microVMs).
-    #[arg(long, default_value_t = 120)]
+    /// The density ramp's limit (processes, containers, microVMs): far above what a
+    /// runtime reaches, so that runs end at a failure, not here.
+    #[arg(long, default_value_t = 1000)]
     pub density_max: u32,
-    /// Instances started at most per density run of the full VM.
+    /// The density ramp's limit for the full VM.
     #[arg(long, default_value_t = 10)]
     pub density_max_vm: u32,
     /// Under the CPU budget an instance must finish within this many times its
@@ -362,7 +364,7 @@ fn measure_runtime(
     } else {
         args.density_max
     };
-    let djob = vtnt_runtimes::job::density(lab, Duration::from_secs(u64::from(args.hold_secs)))?;
+    let djob = vtnt_runtimes::job::density(lab, vtnt_job::MAX_HOLD)?;
     let mem_opts = DensityOptions {
         budget: Budget::Memory {
             bytes: args.memory_budget_mib << 20,

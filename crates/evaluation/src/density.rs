@@ -1,15 +1,31 @@
-//! Density under a budget (the paper's Fig. 8): instances started 0.1 s apart inside one
-//! budget cgroup, each running the density job (a one-hop trace, then a 10 s hold); an
-//! instance counts when it exits with status 0 before its deadline. The budget group's
-//! memory use and CPU share are sampled every 250 ms for the timelines.
+//! Density under a budget (the paper's Fig. 8), measured as concurrency: how many
+//! instances can be alive and working at once inside one budget cgroup.
+//!
+//! The ramp starts an instance every `stagger` (the paper's 0.1 s), each running the
+//! density job (a one-hop trace, then a hold that outlasts the ramp), and keeps every
+//! instance alive until the ramp ends. An instance is *working* once its trace result
+//! has appeared on its output. The ramp ends at the first failure: an instance that
+//! cannot start, that exits while it should hold (the OOM killer's victims included), or
+//! that prints no result within `deadline`; or, for the memory budget, when the group's
+//! memory plus the growth of the runtime's daemons (Docker's engine and shims, which
+//! live outside the group) exceeds the budget. The density is the highest number alive
+//! and working at once before that failure.
+//!
+//! A ramp that ends without a failure is *capped* and says why ([`DensityResult::cap`]):
+//! the ramp's own limit, a slot limit of the lab's network (a limit of ours, not the
+//! runtime's), or the host running short of memory. [`DensityResult::check`] refuses a
+//! result at its limit that does not say so.
 //!
 //! Budgets (cgroup v1):
 //! - memory: `memory.limit_in_bytes` (1 GiB by default) on the group; the OOM killer
 //!   picks victims inside it;
 //! - CPU: the paper's "4 cores at 25 %" on a 16-core host is a quarter of the machine;
 //!   here `cpuset.cpus` = one core and `cpu.cfs_quota_us` = 50 % of it
-//!   (`cfs_period_us` 100 ms), a quarter of this 2-core machine, and an instance must
-//!   finish within `deadline_factor` times its unconstrained duration.
+//!   (`cfs_period_us` 100 ms), a quarter of this 2-core machine; an instance must print
+//!   its result within `deadline` (a multiple of its unconstrained duration).
+//!
+//! The group's memory, CPU share, instances alive and working, and the daemons' memory
+//! growth are sampled every 250 ms for the timelines.
 
 use std::time::{Duration, Instant};
 
@@ -18,7 +34,7 @@ use vtnt_measure::cgroup::Cgroup;
 use vtnt_runtimes::instance::{Deployed, Instance};
 use vtnt_runtimes::InstanceSpec;
 
-use crate::results::{DensityResult, Sample};
+use crate::results::{DaemonShare, DensityResult, Sample};
 
 /// The budget of one density run.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -42,39 +58,89 @@ impl Budget {
 #[derive(Debug, Clone)]
 pub struct DensityOptions {
     pub budget: Budget,
-    /// Instances started at most.
+    /// The ramp's limit: instances started at most (far above what runtimes reach).
     pub max: u32,
     pub stagger: Duration,
-    /// An instance failing to finish within this after its start does not count.
+    /// An instance that has printed no result this long after its start fails.
     pub deadline: Duration,
 }
+
+/// The ramp stops before the host itself runs short: below this much available memory
+/// (or a tenth of the total, whichever is more), the run ends capped.
+const HOST_RESERVE_MIB: u64 = 2048;
 
 struct Slot {
     inst: Instance,
     index: u32,
     started: Instant,
-    done: Option<bool>,
+    /// When its result appeared.
+    working: Option<Instant>,
 }
 
-/// Runs one density experiment with `deployed`.
+/// The daemons a runtime's instances need, outside the budget group: their memory
+/// growth since the ramp began is charged to the memory budget, their CPU time reported.
+struct Daemons<'a> {
+    deployed: &'a Deployed,
+    pss0_kib: u64,
+    cpu0: f64,
+}
+
+impl Daemons<'_> {
+    fn totals(&self) -> (u64, f64) {
+        let pids = self.deployed.daemon_pids();
+        (
+            pids.iter().map(|&p| vtnt_measure::proc::pss_kib(p)).sum(),
+            pids.iter().map(|&p| vtnt_measure::proc::cpu_secs(p)).sum(),
+        )
+    }
+
+    /// Memory growth (MiB) and CPU seconds since the start.
+    fn growth(&self) -> (f64, f64) {
+        let (pss, cpu) = self.totals();
+        (
+            pss.saturating_sub(self.pss0_kib) as f64 / 1024.0,
+            (cpu - self.cpu0).max(0.0),
+        )
+    }
+}
+
+/// Runs one density ramp with `deployed`; `job` is the density job (its hold must
+/// outlast the ramp: `vtnt_job::MAX_HOLD`).
 pub fn run(
     deployed: &Deployed,
     job: &JobSpec,
     opts: &DensityOptions,
 ) -> anyhow::Result<DensityResult> {
     let parent = Cgroup::create(&format!("vtnt/{}", vtnt_runtimes::paths::unique("density")))?;
-    match &opts.budget {
+    let mem_limit_mib = match &opts.budget {
         Budget::Memory { bytes } => {
-            parent.set("memory", "memory.limit_in_bytes", &bytes.to_string())?
+            parent.set("memory", "memory.limit_in_bytes", &bytes.to_string())?;
+            Some(*bytes as f64 / 1048576.0)
         }
         Budget::Cpu { cpus, quota_pct } => {
             parent.set("cpuset", "cpuset.cpus", cpus)?;
             parent.set("cpu", "cpu.cfs_period_us", "100000")?;
             parent.set("cpu", "cpu.cfs_quota_us", &(quota_pct * 1000).to_string())?;
+            None
         }
-    }
+    };
+    let (limit, limit_reason) = match deployed.capacity() {
+        Some((n, why)) if n < opts.max => (n, why),
+        _ => (
+            opts.max,
+            format!("the ramp's limit of {} instances", opts.max),
+        ),
+    };
+    let mut daemons = Daemons {
+        deployed,
+        pss0_kib: 0,
+        cpu0: 0.0,
+    };
+    (daemons.pss0_kib, daemons.cpu0) = daemons.totals();
+    let has_daemons = !deployed.daemon_pids().is_empty();
     let mut res = DensityResult {
         budget: opts.budget.describe(),
+        limit,
         ..Default::default()
     };
     let t0 = Instant::now();
@@ -82,82 +148,193 @@ pub fn run(
     let mut next_start = t0;
     let mut last_cpu = (t0, parent.cpu_secs());
     let mut last_sample = t0 - Duration::from_secs(1);
-    let mut launching = true;
+    let mut daemon_mib = 0.0;
+    let mut daemon_mib_at_peak = 0.0;
     loop {
         let now = Instant::now();
-        if launching && now >= next_start {
-            if (slots.len() as u32) < opts.max {
-                let index = slots.len() as u32;
-                let spec = InstanceSpec {
+        if res.first_failure.is_some() {
+            break;
+        }
+        if (slots.len() as u32) < limit && now >= next_start {
+            if let Some(low) = host_memory_low() {
+                res.cap = Some(low);
+                break;
+            }
+            let index = slots.len() as u32;
+            let spec = InstanceSpec {
+                index,
+                cgroup_parent: Some(parent.rel().to_string()),
+                sample_every: None,
+                ..InstanceSpec::new(job.clone())
+            };
+            match deployed.start(&spec) {
+                Ok(inst) => slots.push(Slot {
+                    inst,
                     index,
-                    cgroup_parent: Some(parent.rel().to_string()),
-                    sample_every: None,
-                    ..InstanceSpec::new(job.clone())
-                };
-                match deployed.start(&spec) {
-                    Ok(inst) => slots.push(Slot {
-                        inst,
-                        index,
-                        started: Instant::now(),
-                        done: None,
-                    }),
-                    Err(e) => {
-                        res.first_failure
-                            .get_or_insert(format!("start of instance {index}: {e:#}"));
-                        launching = false;
-                    }
+                    started: Instant::now(),
+                    working: None,
+                }),
+                Err(e) => {
+                    res.first_failure = Some(format!("start of instance {index}: {e:#}"));
+                    break;
                 }
-                next_start += opts.stagger;
-            } else {
-                launching = false;
+            }
+            next_start += opts.stagger;
+        }
+        for s in slots.iter_mut() {
+            if s.working.is_none() && has_result(&s.inst.stdout_now()) {
+                s.working = Some(Instant::now());
+            }
+            if s.inst.exited() {
+                res.first_failure = Some(exited(s));
+                break;
+            }
+            if s.working.is_none() && s.started.elapsed() > opts.deadline {
+                res.first_failure = Some(format!(
+                    "instance {} printed no result within its {:.0} s deadline",
+                    s.index,
+                    opts.deadline.as_secs_f64()
+                ));
+                break;
             }
         }
-        for s in slots.iter_mut().filter(|s| s.done.is_none()) {
-            let late = s.started.elapsed() > opts.deadline;
-            if s.inst.exited() || late {
-                let out = s.inst.wait(Duration::from_secs(1));
-                let ok = !late && out.as_ref().is_ok_and(|o| o.ok());
-                if !ok && res.first_failure.is_none() {
-                    res.first_failure = Some(match out {
-                        _ if late => format!(
-                            "instance {} missed its {:.0} s deadline",
-                            s.index,
-                            opts.deadline.as_secs_f64()
-                        ),
-                        Ok(o) => format!(
-                            "instance {} exited with {:?}: {}",
-                            s.index,
-                            o.code,
-                            vtnt_measure::proc::tail(&o.stderr, 300)
-                        ),
-                        Err(e) => format!("instance {}: {e:#}", s.index),
-                    });
-                }
-                s.done = Some(ok);
-            }
+        if res.first_failure.is_some() {
+            break;
         }
-        if now.duration_since(last_sample) >= Duration::from_millis(250) {
+        let working = slots.iter().filter(|s| s.working.is_some()).count() as u32;
+        let full = slots.len() as u32 == limit && working == limit;
+        if full || now.duration_since(last_sample) >= Duration::from_millis(250) {
             let cpu = parent.cpu_secs();
             let dt = now.duration_since(last_cpu.0).as_secs_f64().max(1e-3);
+            if has_daemons {
+                daemon_mib = daemons.growth().0;
+            }
+            let mem_mib = parent.read_u64("memory", "memory.usage_in_bytes") as f64 / 1048576.0;
             res.timeline.push(Sample {
                 t: now.duration_since(t0).as_secs_f64(),
-                mem_mib: parent.read_u64("memory", "memory.usage_in_bytes") as f64 / 1048576.0,
+                mem_mib,
                 cpu_pct: 100.0 * (cpu - last_cpu.1) / dt,
-                running: slots.iter().filter(|s| s.done.is_none()).count() as u32,
+                running: slots.len() as u32,
+                working,
+                daemon_mib,
             });
             last_cpu = (now, cpu);
             last_sample = now;
+            if let Some(limit_mib) = mem_limit_mib.filter(|_| has_daemons) {
+                if mem_mib + daemon_mib > limit_mib {
+                    res.first_failure = Some(format!(
+                        "the budget is full with the daemons' share: {mem_mib:.0} MiB in the group + {daemon_mib:.0} MiB of daemon growth > {limit_mib:.0} MiB"
+                    ));
+                    break;
+                }
+            }
         }
-        if !launching && slots.iter().all(|s| s.done.is_some()) {
+        if working > res.peak {
+            res.peak = working;
+            daemon_mib_at_peak = daemon_mib;
+        }
+        if full {
+            res.cap = Some(limit_reason.clone());
             break;
         }
         std::thread::sleep(Duration::from_millis(20));
     }
     res.started = slots.len() as u32;
-    res.completed = slots.iter().filter(|s| s.done == Some(true)).count() as u32;
-    res.failed = res.started - res.completed;
-    res.capped = res.completed == opts.max;
     res.oom_kills = parent.oom_kills();
-    drop(slots);
+    let mut ttw: Vec<f64> = slots
+        .iter()
+        .filter_map(|s| s.working.map(|w| w.duration_since(s.started).as_secs_f64()))
+        .collect();
+    ttw.sort_by(f64::total_cmp);
+    res.median_time_to_result_s = ttw.get(ttw.len() / 2).copied().unwrap_or(0.0);
+    if has_daemons {
+        let (_, cpu) = daemons.growth();
+        let per = |x: f64| {
+            if res.peak > 0 {
+                x / f64::from(res.peak)
+            } else {
+                0.0
+            }
+        };
+        res.daemons = Some(DaemonShare {
+            rule: match mem_limit_mib {
+                Some(_) => "memory growth charged to the budget; CPU reported".into(),
+                None => "memory growth and CPU reported, not charged".into(),
+            },
+            mem_mib_at_peak: daemon_mib_at_peak,
+            mem_mib_per_instance: per(daemon_mib_at_peak),
+            cpu_secs: cpu,
+            cpu_secs_per_instance: if res.started > 0 {
+                cpu / f64::from(res.started)
+            } else {
+                0.0
+            },
+        });
+    }
+    stop_all(slots);
+    res.check()?;
     Ok(res)
+}
+
+/// Whether a job's output holds its result (a trace or ping record).
+pub fn has_result(stdout: &str) -> bool {
+    stdout
+        .lines()
+        .any(|l| l.starts_with("{\"type\":\"trace\"") || l.starts_with("{\"type\":\"ping\""))
+}
+
+/// Why an instance that should still hold has exited.
+fn exited(s: &mut Slot) -> String {
+    match s.inst.wait(Duration::from_secs(2)) {
+        Ok(o) => format!(
+            "instance {} exited during the ramp with {:?}: {}",
+            s.index,
+            o.code,
+            vtnt_measure::proc::tail(&o.stderr, 300).trim()
+        ),
+        Err(e) => format!("instance {} exited during the ramp: {e:#}", s.index),
+    }
+}
+
+/// `Some(why)` when the host has less memory available than the ramp leaves it.
+fn host_memory_low() -> Option<String> {
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let kib = |key: &str| -> Option<u64> {
+        info.lines()
+            .find_map(|l| l.strip_prefix(key))
+            .and_then(|v| v.split_whitespace().next())
+            .and_then(|v| v.parse().ok())
+    };
+    let (avail, total) = (kib("MemAvailable:")? >> 10, kib("MemTotal:")? >> 10);
+    let reserve = HOST_RESERVE_MIB.max(total / 10);
+    (avail < reserve).then(|| {
+        format!("the host's available memory fell to {avail} MiB (the ramp leaves {reserve} MiB)")
+    })
+}
+
+/// Destroys every instance, a few at a time (a container's removal takes a while).
+fn stop_all(slots: Vec<Slot>) {
+    let mut slots = slots;
+    let per = slots.len().div_ceil(8).max(1);
+    std::thread::scope(|scope| {
+        while !slots.is_empty() {
+            let chunk: Vec<Slot> = slots.drain(..per.min(slots.len())).collect();
+            scope.spawn(move || drop(chunk));
+        }
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_result_is_a_trace_or_ping_line() {
+        assert!(has_result(
+            "{\"type\":\"cycle-start\"}\n{\"type\":\"trace\",\"x\":1}\n"
+        ));
+        assert!(has_result("{\"type\":\"ping\"}\n"));
+        assert!(!has_result("{\"type\":\"cycle-start\"}\n"));
+        assert!(!has_result(""));
+    }
 }

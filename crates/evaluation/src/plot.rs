@@ -175,11 +175,12 @@ impl Bar {
         }
     }
 
-    /// The instances a density run completed, capped when every one tried did.
+    /// The most instances a density run had alive and working at once; capped when the
+    /// ramp ended without a failure.
     pub fn density(d: &DensityResult) -> Bar {
         Bar {
-            capped: d.capped,
-            ..Bar::of(f64::from(d.completed))
+            capped: d.capped(),
+            ..Bar::of(f64::from(d.peak))
         }
     }
 
@@ -393,7 +394,7 @@ impl BarChart<'_> {
             note("(TCG), lighter: ran under QEMU's TCG emulator", &mut x)?;
         }
         if bars().any(|b| b.capped) {
-            note("N+ cap: every instance tried completed", &mut x)?;
+            note("N+ cap: the ramp ended without a failure", &mut x)?;
         }
         if bars().any(|b| b.sd > 0.0) {
             note("error bars: mean ± sd of the repetitions", &mut x)?;
@@ -694,12 +695,26 @@ pub fn all(rep: &Report, out: &Path) -> anyhow::Result<Vec<PathBuf>> {
         .draw(p)
     });
     emit("fig8a_memory_timeline.png", &|p| {
-        let s = timelines(rep, |r| r.density_memory.as_ref(), |x| x.mem_mib);
+        let s = timelines(
+            rep,
+            |r| r.density_memory.as_ref(),
+            |x| x.mem_mib + x.daemon_mib,
+        );
         lines(
             p,
-            "Fig. 8a: memory of the budget group over time",
+            "Fig. 8a: memory of the budget group (+ daemons' growth) over time",
             "MiB",
             Unit::MiB,
+            &s,
+        )
+    });
+    emit("fig8c_working_timeline.png", &|p| {
+        let s = timelines(rep, |r| r.density_memory.as_ref(), |x| f64::from(x.working));
+        lines(
+            p,
+            "Fig. 8c: instances alive and working in the memory budget over time",
+            "instances",
+            Unit::Count,
             &s,
         )
     });
@@ -738,21 +753,23 @@ mod tests {
         let timeline = (0..=40)
             .map(|i| {
                 let t = f64::from(i) * 0.5;
-                let running = (t * 10.0).min(f64::from(n)) - ((t - 10.0) * 10.0).max(0.0);
-                let running = running.max(0.0);
+                let running = (t * 10.0).min(f64::from(n));
                 Sample {
                     t,
                     mem_mib: running * mib,
                     cpu_pct: (running * cpu_pct).min(57.0),
                     running: running as u32,
+                    working: running as u32,
+                    daemon_mib: 0.0,
                 }
             })
             .collect();
         Some(DensityResult {
             budget: "memory".into(),
+            limit: 120,
             started: n,
-            completed: n,
-            capped,
+            peak: n,
+            cap: capped.then(|| "the ramp's limit of 120 instances".into()),
             timeline,
             ..DensityResult::default()
         })
@@ -845,9 +862,9 @@ mod tests {
 
     #[test]
     fn a_density_at_the_cap_reads_n_plus() {
-        let d = |completed, capped| DensityResult {
-            completed,
-            capped,
+        let d = |peak, capped: bool| DensityResult {
+            peak,
+            cap: capped.then(|| "the ramp's limit".into()),
             ..DensityResult::default()
         };
         assert_eq!(Bar::density(&d(120, true)).label(Unit::Count), "120+");
@@ -983,7 +1000,7 @@ mod tests {
             let _ = std::fs::remove_dir_all(&dir);
             std::fs::create_dir_all(&dir).unwrap();
             let files = all(&rep, &dir).unwrap();
-            assert_eq!(files.len(), 7, "{files:?}");
+            assert_eq!(files.len(), 8, "{files:?}");
             let md = crate::report::markdown(&rep);
             for f in &files {
                 let (w, h) = decoded(f);

@@ -93,26 +93,106 @@ pub fn mean_sd(v: &[f64]) -> (f64, f64) {
 }
 
 /// One timeline sample.
-#[derive(Debug, Clone, Copy, serde::Serialize)]
+#[derive(Debug, Clone, Copy, Default, serde::Serialize)]
 pub struct Sample {
     pub t: f64,
     pub mem_mib: f64,
     /// CPU use of the group in percent of one core over the last interval.
     pub cpu_pct: f64,
+    /// Instances started and alive.
     pub running: u32,
+    /// Of those, the ones whose result has appeared.
+    pub working: u32,
+    /// Memory growth of the runtime's daemons outside the group since the ramp began.
+    pub daemon_mib: f64,
 }
 
-/// What a density run found.
+/// What the daemons a runtime needs (Docker's engine and shims) cost during a density
+/// ramp, and how that was charged.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct DaemonShare {
+    pub rule: String,
+    /// Their memory growth (PSS) when the most instances worked at once.
+    pub mem_mib_at_peak: f64,
+    pub mem_mib_per_instance: f64,
+    /// Their CPU time during the ramp.
+    pub cpu_secs: f64,
+    pub cpu_secs_per_instance: f64,
+}
+
+/// What a density ramp found.
 #[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct DensityResult {
     pub budget: String,
+    /// Instances the ramp would start at most.
+    pub limit: u32,
     pub started: u32,
-    pub completed: u32,
-    pub failed: u32,
-    /// All `max` instances completed: the real limit is higher.
-    pub capped: bool,
-    pub oom_kills: u64,
-    pub timeline: Vec<Sample>,
-    /// The first failure's reason.
+    /// The density: the most instances alive and working at once.
+    pub peak: u32,
+    /// Why the ramp ended without a failure (the density is then at least `peak`).
+    pub cap: Option<String>,
+    /// The failure that ended the ramp.
     pub first_failure: Option<String>,
+    pub oom_kills: u64,
+    /// Median seconds from an instance's start to its result.
+    pub median_time_to_result_s: f64,
+    pub daemons: Option<DaemonShare>,
+    pub timeline: Vec<Sample>,
+}
+
+impl DensityResult {
+    /// Whether the real density is higher than `peak`.
+    pub fn capped(&self) -> bool {
+        self.cap.is_some()
+    }
+
+    /// Refuses a result that reached its limit without saying why it stopped there (a
+    /// cap, or the failure that ended it), or that ended with neither.
+    pub fn check(&self) -> anyhow::Result<()> {
+        if self.peak >= self.limit && !self.capped() && self.first_failure.is_none() {
+            anyhow::bail!(
+                "density run under {}: {} instances at the ramp's limit of {}, not marked as capped",
+                self.budget,
+                self.peak,
+                self.limit
+            );
+        }
+        if !self.capped() && self.first_failure.is_none() {
+            anyhow::bail!(
+                "density run under {}: ended with neither a failure nor a cap",
+                self.budget
+            );
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn result(peak: u32, limit: u32, cap: Option<&str>, failure: Option<&str>) -> DensityResult {
+        DensityResult {
+            budget: "test".into(),
+            limit,
+            started: peak,
+            peak,
+            cap: cap.map(String::from),
+            first_failure: failure.map(String::from),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_run_at_its_limit_must_say_it_is_capped() {
+        assert!(result(120, 120, None, None).check().is_err());
+        assert!(result(120, 120, None, Some("budget full")).check().is_ok());
+        assert!(result(120, 120, Some("the ramp's limit"), None)
+            .check()
+            .is_ok());
+        assert!(result(53, 1000, None, Some("instance 53 exited"))
+            .check()
+            .is_ok());
+        assert!(result(53, 1000, None, None).check().is_err());
+    }
 }

@@ -1,5 +1,6 @@
 //! `bench_deploy` end to end at small scale: 2 repetitions of every runtime that can run
-//! here, a reduced density run (a few instances, 2 s holds), the report and its figures.
+//! here, a reduced density ramp (limit 4: every runtime that fits 4 in the budgets ends
+//! capped, and the report must say so), the report and its figures.
 //! Needs root; skipped through vtnt-testkit when the basics are missing.
 
 // The runtime tests' helpers (a lab of our own, what this host lacks), shared rather than
@@ -78,8 +79,28 @@ fn small_report_is_complete() {
             rt.runtime
         );
         if rt.runtime != "vm" {
-            let d = rt.density_memory.as_ref().expect("memory density");
-            assert!(d.completed >= 1, "{}: {d:?}", rt.runtime);
+            for d in [&rt.density_memory, &rt.density_cpu] {
+                let d = d.as_ref().expect("density runs");
+                assert!(d.peak >= 1, "{}: {d:?}", rt.runtime);
+                // 4 alive and working at once in 1 GiB and a quarter of the machine: every
+                // runtime here but the full VM reaches the ramp's limit, which must read
+                // as a cap, never as a density
+                assert_eq!(d.peak, 4, "{}: {d:?}", rt.runtime);
+                assert!(
+                    d.cap.as_deref().is_some_and(|c| c.contains("limit of 4")),
+                    "{}: at the ramp's limit but not marked capped: {d:?}",
+                    rt.runtime
+                );
+                assert!(
+                    d.timeline.iter().any(|x| x.working == 4),
+                    "{}: the timeline never shows the 4 working: {d:?}",
+                    rt.runtime
+                );
+            }
+            let row = md
+                .lines()
+                .find(|l| l.starts_with(&format!("| {}", rt.label)) && l.contains("4+"));
+            assert!(row.is_some(), "report.md shows no `4+` for {}", rt.label);
         }
         assert!(md.contains(&rt.label), "report.md lacks {}", rt.label);
     }
@@ -89,6 +110,7 @@ fn small_report_is_complete() {
         "fig6_time.png",
         "fig7_cpu.png",
         "fig8_density.png",
+        "fig8c_working_timeline.png",
     ] {
         let p = out.join(fig);
         let len = std::fs::metadata(&p).map(|m| m.len()).unwrap_or(0);

@@ -27,7 +27,7 @@ use anyhow::Context;
 use clap::Parser;
 use vtnt_engine::policy::{PrefixSet, MAX_PPS_LAB, MAX_PPS_PUBLIC};
 use vtnt_engine::{Config, LabAccess, Policy};
-pub use vtnt_jobspec::{EngineSpec, JobKind, JobSpec, Targets};
+pub use vtnt_jobspec::{EngineSpec, JobKind, JobSpec, Targets, MAX_HOLD};
 
 pub use options::{Common, Format, PingArgs, TntArgs, TraceArgs};
 

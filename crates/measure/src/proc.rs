@@ -5,7 +5,7 @@
 use std::io::Read;
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::mpsc;
+use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
@@ -31,12 +31,16 @@ pub fn kill_pid(pid: u32, sig: i32) {
     }
 }
 
-/// A child in its own process group, stdout and stderr captured by reader threads,
-/// killed (whole group, SIGKILL) on drop if still running.
+/// A child in its own process group, stdout and stderr captured by reader threads (what
+/// it has written so far can be read while it runs), killed (whole group, SIGKILL) on
+/// drop if still running.
 pub struct Supervised {
     child: Child,
     what: String,
-    out: mpsc::Receiver<(bool, Vec<u8>)>,
+    /// stdout and stderr as read so far.
+    bufs: [Arc<Mutex<Vec<u8>>>; 2],
+    /// One message per reader thread at its pipe's end.
+    done: mpsc::Receiver<()>,
     started: Instant,
 }
 
@@ -99,38 +103,45 @@ impl Supervised {
         let mut child = cmd
             .spawn()
             .with_context(|| format!("starting {what}: {cmd:?}"))?;
-        let (tx, rx) = mpsc::channel();
-        for (is_out, pipe) in [
-            (
-                true,
-                child
-                    .stdout
-                    .take()
-                    .map(|p| Box::new(p) as Box<dyn Read + Send>),
-            ),
-            (
-                false,
-                child
-                    .stderr
-                    .take()
-                    .map(|p| Box::new(p) as Box<dyn Read + Send>),
-            ),
-        ] {
+        let (tx, done) = mpsc::channel();
+        let bufs: [Arc<Mutex<Vec<u8>>>; 2] = Default::default();
+        let pipes: [Option<Box<dyn Read + Send>>; 2] = [
+            child
+                .stdout
+                .take()
+                .map(|p| Box::new(p) as Box<dyn Read + Send>),
+            child
+                .stderr
+                .take()
+                .map(|p| Box::new(p) as Box<dyn Read + Send>),
+        ];
+        for (pipe, buf) in pipes.into_iter().zip(&bufs) {
             if let Some(mut p) = pipe {
-                let tx = tx.clone();
+                let (tx, buf) = (tx.clone(), buf.clone());
                 std::thread::spawn(move || {
-                    let mut buf = Vec::new();
-                    let _ = p.read_to_end(&mut buf);
-                    let _ = tx.send((is_out, buf));
+                    let mut chunk = [0u8; 4096];
+                    while let Ok(n @ 1..) = p.read(&mut chunk) {
+                        buf.lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .extend_from_slice(&chunk[..n]);
+                    }
+                    let _ = tx.send(());
                 });
             }
         }
         Ok(Supervised {
             child,
             what: what.to_string(),
-            out: rx,
+            bufs,
+            done,
             started,
         })
+    }
+
+    /// What it has written to stdout so far.
+    pub fn stdout_now(&self) -> String {
+        String::from_utf8_lossy(&self.bufs[0].lock().unwrap_or_else(|e| e.into_inner()))
+            .into_owned()
     }
 
     pub fn pid(&self) -> u32 {
@@ -181,23 +192,23 @@ impl Supervised {
         })
     }
 
+    /// stdout and stderr, once both pipes are closed or `wait` has passed.
     fn collect(&mut self, wait: Duration) -> (String, String) {
-        let (mut o, mut e) = (Vec::new(), Vec::new());
         let deadline = Instant::now() + wait;
         for _ in 0..2 {
-            match self
-                .out
+            if self
+                .done
                 .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+                .is_err()
             {
-                Ok((true, b)) => o = b,
-                Ok((false, b)) => e = b,
-                Err(_) => break,
+                break;
             }
         }
-        (
-            String::from_utf8_lossy(&o).into_owned(),
-            String::from_utf8_lossy(&e).into_owned(),
-        )
+        let take = |b: &Arc<Mutex<Vec<u8>>>| {
+            let bytes = std::mem::take(&mut *b.lock().unwrap_or_else(|e| e.into_inner()));
+            String::from_utf8_lossy(&bytes).into_owned()
+        };
+        (take(&self.bufs[0]), take(&self.bufs[1]))
     }
 }
 

@@ -153,8 +153,12 @@ impl Client {
         spec: &InstanceSpec,
         cgroup: &Cgroup,
     ) -> anyhow::Result<Supervised> {
-        let mut cmd = cgroup.wrap(&self.docker.display().to_string());
-        cmd.arg("-H").arg(&self.host).args([
+        // The client stays outside the instance's group: it only relays the container's
+        // output to us (a controller would not keep one per container); the container is
+        // placed in the group by `--cgroup-parent`, and what the engine spends for it is
+        // counted as the engine's (`Deployed::daemon_pids`).
+        let mut cmd = self.cmd();
+        cmd.args([
             "run",
             "--rm",
             "--name",

@@ -194,6 +194,46 @@ impl Deployed {
     }
 }
 
+impl Deployed {
+    /// The processes outside any instance that this runtime's instances need and make
+    /// grow (Docker: dockerd, containerd and the containerd shims), whose cost a fair
+    /// density run charges to the budget; empty for runtimes without a daemon.
+    pub fn daemon_pids(&self) -> Vec<u32> {
+        match &self.kind {
+            Kind::Docker { client, .. } => {
+                let mut pids = client.engine_pids();
+                pids.extend(crate::proc::pids_named("containerd-shim"));
+                pids
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    /// How many instances the network can hold at once when that is a limit of ours,
+    /// not the runtime's, and why: a lab's VM front has a fixed set of guest slots.
+    pub fn capacity(&self) -> Option<(u32, String)> {
+        let Attached::Lab(lab) = &self.net else {
+            return None;
+        };
+        match self.runtime {
+            Runtime::Microvm => vtnt_lab_linux::vm_info(&lab.name).ok().map(|v| {
+                let n = v.guests.len() as u32;
+                (
+                    n,
+                    format!("lab `{}`'s VM front has {n} unikernel slots", lab.name),
+                )
+            }),
+            Runtime::Vm => lab.vm.guest_capacity().ok().map(|n| {
+                (
+                    n,
+                    format!("lab prefix {} numbers {n} VM guests", lab.vm.prefix),
+                )
+            }),
+            _ => None,
+        }
+    }
+}
+
 impl Drop for Deployed {
     fn drop(&mut self) {
         if let Kind::Docker { client, image } = &self.kind {
@@ -265,6 +305,18 @@ impl Instance {
         self.child.as_ref().map(|c| c.started())
     }
 
+    /// What its job has printed so far (scamper JSON lines), while it runs.
+    pub fn stdout_now(&self) -> String {
+        match &self.child {
+            Some(Running::Process(p)) if self.runtime == Runtime::Vm => {
+                vm::guest_stdout(&p.stdout_now())
+            }
+            Some(Running::Process(p)) => p.stdout_now(),
+            Some(Running::Microvm(m)) => m.stdout_now(),
+            None => String::new(),
+        }
+    }
+
     /// Whether it has exited.
     pub fn exited(&mut self) -> bool {
         self.child.as_mut().is_none_or(|c| c.finished())
@@ -273,8 +325,12 @@ impl Instance {
     /// PSS of the instance's processes and the engine's, KiB.
     pub fn pss_kib(&self) -> u64 {
         let mut pids = self.cgroup.pids();
-        if let Some(Running::Process(c)) = &self.child {
-            pids.push(c.pid());
+        match &self.child {
+            // a `docker run` client only relays output (see `docker::Client::start`)
+            Some(Running::Process(c)) if !matches!(self.cleanup, Cleanup::Docker { .. }) => {
+                pids.push(c.pid())
+            }
+            _ => {}
         }
         pids.extend(&self.engine_pids);
         if matches!(self.cleanup, Cleanup::Docker { .. }) {

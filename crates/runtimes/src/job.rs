@@ -66,29 +66,42 @@ pub struct VmAttach {
     pub gateway: String,
 }
 
+/// The host number of guest 0 of [`VmAttach::guest`].
+const FIRST_GUEST: u32 = 230;
+
 impl VmAttach {
     /// Guest `i`'s address (`192.0.2.<230 + i>`) and prefix length; instance numbers
     /// keep concurrent guests apart. The LAN's other hosts: .10-.129 are the unikernel
     /// slots of `vm.json`, .130-.229 the VM front's DHCP pool (docs/lab.md).
     pub fn guest(&self, i: u32) -> anyhow::Result<(String, u8)> {
-        let (net, len) = self
-            .prefix
-            .split_once('/')
-            .with_context(|| format!("bad lab prefix {}", self.prefix))?;
-        let len: u8 = len
-            .parse()
-            .with_context(|| format!("bad lab prefix {}", self.prefix))?;
-        let base: std::net::Ipv4Addr = net
-            .parse()
-            .with_context(|| format!("bad lab prefix {}", self.prefix))?;
-        let host = 230 + i;
-        if len < 20 || host >= (1u32 << (32 - u32::from(len))) - 1 {
+        let (base, len) = self.parse_prefix()?;
+        if i >= self.guest_capacity()? {
             anyhow::bail!("lab prefix {} has no room for guest {i}", self.prefix);
         }
         Ok((
-            std::net::Ipv4Addr::from(u32::from(base) + host).to_string(),
+            std::net::Ipv4Addr::from(u32::from(base) + FIRST_GUEST + i).to_string(),
             len,
         ))
+    }
+
+    /// How many guests [`VmAttach::guest`] can number.
+    pub fn guest_capacity(&self) -> anyhow::Result<u32> {
+        let (_, len) = self.parse_prefix()?;
+        let hosts = (1u32 << (32 - u32::from(len))) - 1;
+        Ok(hosts.saturating_sub(FIRST_GUEST))
+    }
+
+    fn parse_prefix(&self) -> anyhow::Result<(std::net::Ipv4Addr, u8)> {
+        let bad = || format!("bad lab prefix {}", self.prefix);
+        let (net, len) = self.prefix.split_once('/').with_context(bad)?;
+        let len: u8 = len.parse().with_context(bad)?;
+        let base = net.parse().with_context(bad)?;
+        anyhow::ensure!(
+            (20..=30).contains(&len),
+            "lab prefix {}: expected /20 to /30",
+            self.prefix
+        );
+        Ok((base, len))
     }
 }
 

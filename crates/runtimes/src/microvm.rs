@@ -62,6 +62,7 @@ pub fn accel(image: &Path, vmm: Vmm) -> Accelerator {
 pub struct Running {
     thread: JoinHandle<Result<RunOutcome, vtnt_vmm::Error>>,
     started: Instant,
+    console: vtnt_vmm::ConsoleTap,
 }
 
 /// What a finished unikernel instance produced.
@@ -111,16 +112,32 @@ pub fn start(
         .ok()
         .map(|s| s.trim().to_string());
     run.wrapper = cgroup.wrapper();
+    let console = vtnt_vmm::ConsoleTap::default();
+    run.console = Some(console.clone());
     let started = Instant::now();
     let thread = std::thread::Builder::new()
         .name("vtnt-microvm".into())
         .spawn(move || vtnt_vmm::job::run_job(&run))?;
-    Ok(Running { thread, started })
+    Ok(Running {
+        thread,
+        started,
+        console,
+    })
 }
 
 impl Running {
     pub fn started(&self) -> Instant {
         self.started
+    }
+
+    /// The scamper JSON lines the guest has printed so far.
+    pub fn stdout_now(&self) -> String {
+        let lines = self.console.lock().unwrap_or_else(|e| e.into_inner());
+        lines
+            .iter()
+            .filter(|l| vtnt_vmm::job::is_result_line(l))
+            .map(|l| format!("{l}\n"))
+            .collect()
     }
 
     /// Whether the VM has stopped.

@@ -15,7 +15,7 @@
 //! carries the guest address (`vtnt.ip=`, `vtnt.gw=`, the lab ranges routed to the gateway
 //! instead of a default route: `vtnt.nets=`) and the job (`vtnt.job=`, base64 of
 //! one word per line); `vtnt-job.service` configures `eth0`, runs the job, prints its
-//! output on the serial console as `VTNT|` lines between `VTNT-BEGIN` and
+//! output on the serial console as `VTNT|` lines as it comes, between `VTNT-BEGIN` and
 //! `VTNT-END rc=N`, and powers the VM off (`-no-reboot` makes QEMU exit).
 
 use std::path::{Path, PathBuf};
@@ -64,9 +64,11 @@ set --
 while IFS= read -r w; do set -- "$@" "$w"; done <<EOF
 $(echo "$JOB" | base64 -d)
 EOF
-/usr/local/bin/vtnt "$@" >/run/vtnt.out 2>/run/vtnt.err
-rc=$?
-{ echo "VTNT-BEGIN"; sed 's/^/VTNT|/' /run/vtnt.out; sed 's/^/VTNT-ERR|/' /run/vtnt.err; echo "VTNT-END rc=$rc"; } >/dev/ttyS0
+# results stream out as they are printed (a density ramp watches for them while the
+# job holds); diagnostics and the status follow at the end
+echo "VTNT-BEGIN" >/dev/ttyS0
+{ /usr/local/bin/vtnt "$@" 2>/run/vtnt.err; echo $? >/run/vtnt.rc; } | sed -u 's/^/VTNT|/' >/dev/ttyS0
+{ sed 's/^/VTNT-ERR|/' /run/vtnt.err; echo "VTNT-END rc=$(cat /run/vtnt.rc)"; } >/dev/ttyS0
 systemctl poweroff --no-block
 "#;
 

@@ -209,7 +209,7 @@ fn boot_id() -> String {
 pub fn probe(image: &Path, accel: Accelerator) -> bool {
     let mut cfg = VmConfig::new(image.to_path_buf(), Machine::Microvm, "-- boot");
     cfg.timeout = PROBE_TIMEOUT;
-    matches!(qemu::supervise(cfg.command(accel), cfg.timeout, true, accel), Ok(o) if o.status == GuestStatus::Exited(0))
+    matches!(qemu::supervise(cfg.command(accel), cfg.timeout, true, accel, None), Ok(o) if o.status == GuestStatus::Exited(0))
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@
 //! `virtio_mmio.device=...` for its devices to the command line itself; the kernel picks
 //! those out even after `--`.
 
-use crate::outcome::Outcome;
+use crate::outcome::{ConsoleTap, Outcome};
 use crate::{qemu, which, Error};
 use std::path::PathBuf;
 use std::process::Command;
@@ -28,6 +28,8 @@ pub struct FcConfig {
     pub mac: String,
     pub timeout: Duration,
     pub netns: Option<String>,
+    /// Where console lines also go as they arrive.
+    pub console: Option<ConsoleTap>,
 }
 
 impl FcConfig {
@@ -40,6 +42,7 @@ impl FcConfig {
             mac: "06:00:c0:00:02:0a".into(),
             timeout: Duration::from_secs(60),
             netns: None,
+            console: None,
         }
     }
 
@@ -92,7 +95,7 @@ pub fn run(cfg: &FcConfig) -> Result<Outcome, Error> {
     cmd.arg("--no-api").arg("--config-file").arg(&config);
     // Firecracker always runs on KVM, of whichever kind this host has.
     let accel = crate::accel::kvm_kind().unwrap_or(crate::accel::Accelerator::Kvm);
-    let out = qemu::supervise(cmd, cfg.timeout, false, accel);
+    let out = qemu::supervise(cmd, cfg.timeout, false, accel, cfg.console.as_ref());
     let _ = std::fs::remove_dir_all(&dir);
     out
 }

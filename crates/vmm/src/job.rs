@@ -24,7 +24,7 @@ use crate::firecracker::{self, FcConfig};
 use crate::image::{self, BuildOptions};
 use crate::monitor::{self, MonitorConfig, MonitorNet};
 use crate::qemu::{self, Accel, Machine, NetBackend, VmConfig};
-use crate::{lab, Error, GuestStatus, Outcome};
+use crate::{lab, ConsoleTap, Error, GuestStatus, Outcome};
 
 /// The guest's network, before the chosen VMM's own form of it.
 enum GuestNet {
@@ -149,6 +149,8 @@ pub struct RunSpec {
     /// A command the VMM process runs under, whichever VMM it is ([`VmConfig::wrapper`],
     /// [`MonitorConfig::wrapper`]): `perf record`, a placement into cgroups.
     pub wrapper: Vec<String>,
+    /// Where console lines also go as they arrive.
+    pub console: Option<ConsoleTap>,
 }
 
 impl RunSpec {
@@ -168,6 +170,7 @@ impl RunSpec {
             dhcp: false,
             marks: false,
             wrapper: Vec::new(),
+            console: None,
         }
     }
 }
@@ -332,6 +335,7 @@ pub fn run_job(spec: &RunSpec) -> Result<RunOutcome, Error> {
             cfg.netns = netns;
             cfg.modules = module_file.iter().map(|f| f.0.clone()).collect();
             cfg.wrapper = spec.wrapper.clone();
+            cfg.console = spec.console.clone();
             monitor::run(&cfg)?
         }
         Vmm::Qemu | Vmm::Auto => {
@@ -347,6 +351,7 @@ pub fn run_job(spec: &RunSpec) -> Result<RunOutcome, Error> {
             cfg.netns = netns;
             cfg.module = module_file.as_ref().map(|f| f.0.clone());
             cfg.wrapper = spec.wrapper.clone();
+            cfg.console = spec.console.clone();
             qemu::run(&cfg)?
         }
         Vmm::Firecracker => {
@@ -377,6 +382,7 @@ pub fn run_job(spec: &RunSpec) -> Result<RunOutcome, Error> {
             cfg.mac = mac;
             cfg.timeout = host_timeout;
             cfg.netns = netns;
+            cfg.console = spec.console.clone();
             firecracker::run(&cfg)?
         }
     };

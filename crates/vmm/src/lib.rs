@@ -40,7 +40,7 @@ pub use vtnt_netns::which;
 pub mod outcome;
 pub mod qemu;
 
-pub use outcome::{GuestStatus, Outcome};
+pub use outcome::{ConsoleTap, GuestStatus, Outcome};
 
 use std::path::PathBuf;
 

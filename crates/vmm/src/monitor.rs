@@ -10,7 +10,7 @@
 //! and CPU time from the monitor's own `--stats` line.
 
 use crate::accel::{self, Accelerator};
-use crate::outcome::{json_u64, Outcome};
+use crate::outcome::{json_u64, ConsoleTap, Outcome};
 use crate::{qemu, which, Error};
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -64,6 +64,8 @@ pub struct MonitorConfig {
     /// A command the monitor runs under (after `ip netns exec`): e.g. one that places it
     /// in cgroups, then execs it. Empty: none.
     pub wrapper: Vec<String>,
+    /// Where console lines also go as they arrive.
+    pub console: Option<ConsoleTap>,
 }
 
 impl MonitorConfig {
@@ -79,6 +81,7 @@ impl MonitorConfig {
             netns: None,
             modules: Vec::new(),
             wrapper: Vec::new(),
+            console: None,
         }
     }
 
@@ -140,7 +143,13 @@ pub fn run(cfg: &MonitorConfig) -> Result<Outcome, Error> {
     let mut cmd = Command::new(&words[0]);
     cmd.args(&words[1..]).args(cfg.args());
     let accel = accel::kvm_kind().unwrap_or(Accelerator::Kvm);
-    let mut out = qemu::supervise(cmd, cfg.timeout + Duration::from_secs(5), false, accel)?;
+    let mut out = qemu::supervise(
+        cmd,
+        cfg.timeout + Duration::from_secs(5),
+        false,
+        accel,
+        cfg.console.as_ref(),
+    )?;
     // The monitor's own account of its peak RSS and CPU time (getrusage) is exact, where
     // sampling /proc from outside misses most of a VM that lives a few milliseconds.
     if let Some(line) = stats_line(&out.stderr) {

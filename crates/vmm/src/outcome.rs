@@ -7,7 +7,12 @@
 //! disagrees with it, or a missing line, is reported as such.
 
 use crate::accel::Accelerator;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
+
+/// Console lines as they arrive, shared with whoever watches a VM while it runs (a
+/// density ramp counts an instance as working once its result line is here).
+pub type ConsoleTap = Arc<Mutex<Vec<String>>>;
 
 /// How the guest ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -19,7 +19,9 @@
 //! (a zombie's stat still holds the totals).
 
 use crate::accel::{self, Accelerator};
-use crate::outcome::{status_from_console, status_from_qemu_code, GuestStatus, Outcome};
+use crate::outcome::{
+    status_from_console, status_from_qemu_code, ConsoleTap, GuestStatus, Outcome,
+};
 use crate::Error;
 use nix::sys::wait::{waitid, Id, WaitPidFlag};
 use nix::unistd::Pid;
@@ -111,6 +113,8 @@ pub struct VmConfig {
     /// A command QEMU runs under (program and arguments before QEMU's own), e.g.
     /// `perf record ... --` ([`crate::breakdown::perf_wrapper`]); empty: none.
     pub wrapper: Vec<String>,
+    /// Where console lines also go as they arrive.
+    pub console: Option<ConsoleTap>,
 }
 
 impl VmConfig {
@@ -129,6 +133,7 @@ impl VmConfig {
             module: None,
             qemu: PathBuf::from(QEMU),
             wrapper: Vec::new(),
+            console: None,
         }
     }
 
@@ -238,7 +243,13 @@ impl VmConfig {
 /// Boots `cfg` and waits for the guest to finish (or the timeout).
 pub fn run(cfg: &VmConfig) -> Result<Outcome, Error> {
     let accel = cfg.accel.resolve(&cfg.image);
-    supervise(cfg.command(accel), cfg.timeout, true, accel)
+    supervise(
+        cfg.command(accel),
+        cfg.timeout,
+        true,
+        accel,
+        cfg.console.as_ref(),
+    )
 }
 
 /// Runs a VMM process: collects console lines and stderr, samples its peak RSS, kills it
@@ -249,6 +260,7 @@ pub(crate) fn supervise(
     timeout: Duration,
     debug_exit: bool,
     accel: Accelerator,
+    tap: Option<&ConsoleTap>,
 ) -> Result<Outcome, Error> {
     let program = format!("{:?}", cmd.get_program());
     cmd.stdin(Stdio::null())
@@ -262,9 +274,15 @@ pub(crate) fn supervise(
     let stdout = child.stdout.take().expect("stdout is piped");
     let mut stderr = child.stderr.take().expect("stderr is piped");
     let (tx, rx) = mpsc::channel();
+    let tap = tap.cloned();
     let out_thread = std::thread::spawn(move || {
         for line in BufReader::new(stdout).lines() {
             let Ok(line) = line else { break };
+            if let Some(tap) = &tap {
+                tap.lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push(line.trim_end_matches('\r').to_string());
+            }
             if tx.send((start.elapsed(), line)).is_err() {
                 break;
             }
