@@ -356,18 +356,37 @@ pub fn guest_stderr(console: &str) -> String {
 fn guest_stream(console: &str, prefix: &str) -> String {
     console
         .lines()
-        .filter_map(|l| l.trim_end_matches('\r').strip_prefix(prefix))
+        .filter_map(|l| after(l, prefix))
         .map(|l| format!("{l}\n"))
         .collect()
 }
 
+/// What follows `marker` in a console line. A marker need not start its line: a getty's
+/// `login:` prompt, printed while a job holds, can precede it.
+fn after<'a>(line: &'a str, marker: &str) -> Option<&'a str> {
+    let line = line.trim_end_matches('\r');
+    line.find(marker).map(|i| &line[i + marker.len()..])
+}
+
+/// When the console lacks the job's `VTNT-END` line, a note with the console's last lines
+/// (what the guest did instead); empty otherwise.
+pub fn missing_end(console: &str) -> String {
+    if guest_code(console).is_some() {
+        return String::new();
+    }
+    let tail: Vec<&str> = console.lines().rev().take(15).collect();
+    let tail: Vec<&str> = tail.into_iter().rev().collect();
+    format!(
+        "the VM's console has no VTNT-END line; its last lines:\n{}\n",
+        tail.join("\n")
+    )
+}
+
 /// The job's exit code from the console's `VTNT-END rc=N` line.
 pub fn guest_code(console: &str) -> Option<i32> {
-    console.lines().find_map(|l| {
-        l.trim_end_matches('\r')
-            .strip_prefix("VTNT-END rc=")
-            .and_then(|v| v.trim().parse().ok())
-    })
+    console
+        .lines()
+        .find_map(|l| after(l, "VTNT-END rc=").and_then(|v| v.trim().parse().ok()))
 }
 
 #[cfg(test)]
@@ -389,5 +408,15 @@ mod tests {
         assert_eq!(guest_code(c), Some(0));
         assert_eq!(guest_stderr(c), "warn\n");
         assert_eq!(guest_code("nothing"), None);
+        assert!(missing_end("nothing").contains("no VTNT-END"));
+        assert_eq!(missing_end(c), "");
+    }
+
+    #[test]
+    fn markers_after_a_login_prompt_count() {
+        // a getty prints its prompt on the console while a job holds
+        let c = "VTNT|{\"a\":1}\r\n\r\nvtnt-vm login: VTNT-END rc=3\r\n";
+        assert_eq!(guest_code(c), Some(3));
+        assert_eq!(guest_stdout("vtnt-vm login: VTNT|{}\r\n"), "{}\n");
     }
 }

@@ -87,7 +87,10 @@ impl Accelerator {
         match self {
             Accelerator::Kvm => &["-accel", "kvm", "-cpu", "host"],
             Accelerator::PvmKvm => &["-accel", "kvm", "-cpu", "host,-arch-capabilities"],
-            Accelerator::Tcg => &["-accel", "tcg"],
+            // QEMU's TCG keeps up to 1 GiB of translated code per VM by default, filled as a
+            // Linux guest boots: memory no hardware-accelerated VM spends, which would let
+            // emulation, not the VM, decide memory figures and densities
+            Accelerator::Tcg => &["-accel", "tcg,tb-size=128"],
         }
     }
 
@@ -225,7 +228,7 @@ mod tests {
         assert!(Accelerator::PvmKvm
             .qemu_args()
             .contains(&"host,-arch-capabilities"));
-        assert_eq!(Accelerator::Tcg.qemu_args(), ["-accel", "tcg"]);
+        assert_eq!(Accelerator::Tcg.qemu_args(), ["-accel", "tcg,tb-size=128"]);
         assert!(!Accelerator::Tcg.is_kvm() && Accelerator::PvmKvm.is_kvm());
         assert_eq!(Accelerator::from_word("1"), None);
     }
