@@ -1,7 +1,8 @@
 //! Density under a budget (the paper's Fig. 8), measured as concurrency: how many
 //! instances can be alive and working at once inside one budget cgroup.
 //!
-//! The ramp starts an instance every `stagger` (the paper's 0.1 s), each running the
+//! The ramp starts an instance every `stagger` (the paper's 0.1 s; later when
+//! `max_pending` started instances have not printed their result yet), each running the
 //! density job (a one-hop trace, then a hold that outlasts the ramp), and keeps every
 //! instance alive until the ramp ends. An instance is *working* once its trace result
 //! has appeared on its output. The ramp ends at the first failure: an instance that
@@ -61,6 +62,10 @@ pub struct DensityOptions {
     /// The ramp's limit: instances started at most (far above what runtimes reach).
     pub max: u32,
     pub stagger: Duration,
+    /// Instances started and not yet working at most: the next waits for one to work,
+    /// so that slow starters (a VM boots for seconds) are not started by the dozen before
+    /// the first can show whether it fits.
+    pub max_pending: u32,
     /// An instance that has printed no result this long after its start fails.
     pub deadline: Duration,
 }
@@ -155,7 +160,8 @@ pub fn run(
         if res.first_failure.is_some() {
             break;
         }
-        if (slots.len() as u32) < limit && now >= next_start {
+        let pending = slots.iter().filter(|s| s.working.is_none()).count() as u32;
+        if (slots.len() as u32) < limit && now >= next_start && pending < opts.max_pending {
             if let Some(low) = host_memory_low() {
                 res.cap = Some(low);
                 break;
@@ -179,7 +185,7 @@ pub fn run(
                     break;
                 }
             }
-            next_start += opts.stagger;
+            next_start = now.max(next_start) + opts.stagger;
         }
         for s in slots.iter_mut() {
             if s.working.is_none() && has_result(&s.inst.stdout_now()) {

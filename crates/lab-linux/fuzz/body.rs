@@ -20,6 +20,7 @@ pub fn dhcp_handle(data: &[u8]) {
         "192.0.2.0/24".parse().unwrap(),
         GATEWAY,
         &[GATEWAY, VANTAGE],
+        vtnt_lab_linux::state::DHCP_FIRST_HOST,
     );
     let taken = server.pool()[1];
     let in_use = |a: Ipv4Addr, _mac: [u8; 6]| a == taken;

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant as Wall};
 
 use vtnt_lab::{Instant, Lab, Port, Topology};
 
-use crate::state::{LabState, VmInfo, TUN_NAME};
+use crate::state::{LabState, VmInfo, TUN_NAME, VM_SLOTS};
 use crate::vm::VmFront;
 use crate::{netns, sys, Error};
 
@@ -81,8 +81,8 @@ pub fn serve(o: &ServeOptions) -> Result<(), Error> {
         vm_port,
         routes,
     };
-    let mut vms = VmFront::new(vp.prefix, vp.gateway, vp.addr);
-    let vm_info = VmInfo::new(vp.prefix, vp.gateway, vm_port, vms.dhcp_pool());
+    let mut vms = VmFront::new(vp.prefix, vp.gateway, vp.addr, VM_SLOTS);
+    let vm_info = VmInfo::new(vp.prefix, vp.gateway, vm_port, vms.dhcp_pool(), VM_SLOTS);
     write_json(&o.state_dir.join("state.json"), &state)?;
     write_json(&o.state_dir.join("vm.json"), &vm_info)?;
     fs::write(o.state_dir.join("pid"), format!("{}\n", state.pid))?;

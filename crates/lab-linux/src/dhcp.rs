@@ -1,6 +1,6 @@
 //! The VM front's DHCPv4 server (pure logic): DISCOVER gets an OFFER, REQUEST an ACK (or
 //! a NAK for an address that is not the client's), with an address from the pool of the
-//! vantage point LAN ([`DHCP_FIRST_HOST`], [`DHCP_POOL`] hosts), the LAN's mask, the lab's
+//! vantage point LAN ([`DHCP_POOL`] hosts past the static slots), the LAN's mask, the lab's
 //! gateway as router and server identifier, and a [`LEASE_SECS`] lease. Each client MAC
 //! keeps its address for as long as the daemon runs. The pool lies apart from the
 //! static VM slots of `vm.json`; an address a guest already uses is never offered.
@@ -18,7 +18,7 @@ use smoltcp::wire::{
 };
 use vtnt_lab::addr::Prefix;
 
-use crate::state::{DHCP_FIRST_HOST, DHCP_POOL, GATEWAY_MAC};
+use crate::state::{DHCP_POOL, GATEWAY_MAC};
 
 /// Lease time granted, seconds.
 pub const LEASE_SECS: u32 = 3600;
@@ -46,10 +46,10 @@ pub struct DhcpServer {
     leases: HashMap<[u8; 6], Ipv4Addr>,
 }
 
-/// The pool of `prefix`: hosts [`DHCP_FIRST_HOST`].. of it, without the broadcast
+/// The pool of `prefix`: [`DHCP_POOL`] hosts from `first` on, without the broadcast
 /// address and the `reserved` ones (gateway, vantage point).
-pub fn pool(prefix: Prefix, reserved: &[Ipv4Addr]) -> Vec<Ipv4Addr> {
-    (DHCP_FIRST_HOST..DHCP_FIRST_HOST + DHCP_POOL)
+pub fn pool(prefix: Prefix, reserved: &[Ipv4Addr], first: u32) -> Vec<Ipv4Addr> {
+    (first..first + DHCP_POOL)
         .filter_map(|i| prefix.nth(i))
         .filter(|a| u32::from(*a) != prefix.last() && !reserved.contains(a))
         .collect()
@@ -72,12 +72,13 @@ fn dhcp_payload(ip: &[u8]) -> Option<&[u8]> {
 }
 
 impl DhcpServer {
-    /// A server for `prefix` behind `gateway`, never leasing `reserved` addresses.
-    pub fn new(prefix: Prefix, gateway: Ipv4Addr, reserved: &[Ipv4Addr]) -> DhcpServer {
+    /// A server for `prefix` behind `gateway`, leasing from host `first` on (past the
+    /// static slots, [`crate::state::DHCP_FIRST_HOST`] on a lab's LAN), never `reserved` addresses.
+    pub fn new(prefix: Prefix, gateway: Ipv4Addr, reserved: &[Ipv4Addr], first: u32) -> DhcpServer {
         DhcpServer {
             server: gateway,
             mask: Ipv4Addr::from(!(u32::MAX.checked_shr(prefix.len().into()).unwrap_or(0))),
-            pool: pool(prefix, reserved),
+            pool: pool(prefix, reserved, first),
             leases: HashMap::new(),
         }
     }
@@ -231,6 +232,7 @@ pub(crate) mod tests {
             "192.0.2.0/24".parse().unwrap(),
             GW,
             &[GW, Ipv4Addr::new(192, 0, 2, 2)],
+            crate::state::DHCP_FIRST_HOST,
         )
     }
 
@@ -450,7 +452,8 @@ pub(crate) mod tests {
                 all_taken
             )
             .is_none());
-        let p = pool("192.0.2.0/24".parse().unwrap(), &[]);
+        let first = crate::state::DHCP_FIRST_HOST;
+        let p = pool("192.0.2.0/24".parse().unwrap(), &[], first);
         assert_eq!(
             (p.len(), p[0], p[p.len() - 1]),
             (
@@ -460,7 +463,11 @@ pub(crate) mod tests {
             )
         );
         // A small LAN has no pool: hosts 130.. do not exist.
-        assert!(pool("192.0.2.0/26".parse().unwrap(), &[]).is_empty());
+        assert!(pool("192.0.2.0/26".parse().unwrap(), &[], first).is_empty());
+        // A front's LAN has its pool past its thousands of slots.
+        let front = crate::front::FRONT_SLOTS + crate::state::VM_FIRST_HOST;
+        let p = pool(crate::front::FRONT_PREFIX.parse().unwrap(), &[], front);
+        assert_eq!((p.len(), p[0]), (100, Ipv4Addr::new(10, 254, 15, 170)));
     }
 
     /// Rewrites the seeds of the `dhcp_handle` fuzz target (crates/lab-linux/fuzz):

@@ -24,8 +24,14 @@ use crate::state::{LabState, VmInfo};
 use crate::vm::VmFront;
 use crate::{sys, Error};
 
-/// The private LAN of the VMs behind a front.
-pub const FRONT_PREFIX: &str = "10.254.0.0/24";
+/// The private LAN of the VMs behind a front: room for [`FRONT_SLOTS`] guests and the
+/// DHCP pool after them.
+pub const FRONT_PREFIX: &str = "10.254.0.0/19";
+/// What a front's state says in place of a lab's topology name.
+pub const TOPOLOGY: &str = "front";
+/// Static guest slots of a front: far more VMs than a host runs at once, so that density
+/// runs end at a limit of the runtime's, not of the front's.
+pub const FRONT_SLOTS: u32 = 4000;
 
 /// What `vtnt lab serve-front` is told.
 #[derive(Debug, Clone)]
@@ -101,7 +107,7 @@ pub fn serve_front(o: &FrontOptions) -> Result<(), Error> {
         name: o.name.clone(),
         netns: o.upstream.clone().unwrap_or_default(),
         pid: std::process::id() as i32,
-        topology: "front".into(),
+        topology: TOPOLOGY.into(),
         topology_source: format!(
             "upstream {} from {public}",
             o.upstream.as_deref().unwrap_or("(this host)")
@@ -112,11 +118,11 @@ pub fn serve_front(o: &FrontOptions) -> Result<(), Error> {
         vm_port,
         routes: Vec::new(),
     };
-    let mut vms = VmFront::new(prefix, gateway, unused);
+    let mut vms = VmFront::new(prefix, gateway, unused, FRONT_SLOTS);
     write_json(&o.state_dir.join("state.json"), &state)?;
     write_json(
         &o.state_dir.join("vm.json"),
-        &VmInfo::new(prefix, gateway, vm_port, vms.dhcp_pool()),
+        &VmInfo::new(prefix, gateway, vm_port, vms.dhcp_pool(), FRONT_SLOTS),
     )?;
     fs::write(o.state_dir.join("pid"), format!("{}\n", state.pid))?;
     fs::write(o.state_dir.join("ready"), "")?;

@@ -19,13 +19,14 @@ use serde::{Deserialize, Serialize};
 pub const TUN_NAME: &str = "vtnt0";
 /// MAC address the lab's gateway answers ARP with on the VM front.
 pub const GATEWAY_MAC: [u8; 6] = [0x02, 0x76, 0x74, 0x6e, 0x74, 0x01];
-/// How many VM slots `vm.json` describes: as many microVMs as a density run starts at most.
+/// How many VM slots a lab's `vm.json` describes (its vantage LAN is a /24; a front,
+/// `crate::front`, has thousands).
 pub const VM_SLOTS: u32 = 120;
 /// First host number of VM guest addresses inside the vantage point's prefix.
 pub const VM_FIRST_HOST: u32 = 10;
-/// First host number of the VM front's DHCP pool inside the vantage point's prefix (far
-/// from the static slots `VM_FIRST_HOST..VM_FIRST_HOST + VM_SLOTS`).
-pub const DHCP_FIRST_HOST: u32 = 130;
+/// First host number of a lab's DHCP pool inside the vantage point's prefix (past the
+/// static slots `VM_FIRST_HOST..VM_FIRST_HOST + VM_SLOTS`).
+pub const DHCP_FIRST_HOST: u32 = VM_FIRST_HOST + VM_SLOTS;
 /// How many addresses the DHCP pool has (fewer when the prefix ends first).
 pub const DHCP_POOL: u32 = 100;
 
@@ -126,18 +127,21 @@ pub fn mac_string(m: &[u8; 6]) -> String {
 
 impl VmInfo {
     /// The attach parameters for the vantage point LAN `prefix` (gateway `gateway`), the
-    /// daemon's UDP `port` and its DHCP `pool`.
+    /// daemon's UDP `port`, its DHCP `pool` and `slots` static guest slots.
     pub fn new(
         prefix: vtnt_lab::addr::Prefix,
         gateway: std::net::Ipv4Addr,
         port: u16,
         pool: &[std::net::Ipv4Addr],
+        slots: u32,
     ) -> VmInfo {
-        let guests = (0..VM_SLOTS)
+        let guests = (0..slots)
             .filter_map(|i| {
-                let addr = prefix.nth(VM_FIRST_HOST + i)?;
-                let local_port = port.checked_add(1 + i as u16)?;
-                let mac = mac_string(&[0x52, 0x54, 0x00, 0x76, 0x74, (VM_FIRST_HOST + i) as u8]);
+                let host = VM_FIRST_HOST + i;
+                let addr = prefix.nth(host).filter(|a| u32::from(*a) != prefix.last())?;
+                let local_port = port.checked_add(u16::try_from(1 + i).ok()?)?;
+                let [_, _, hi, lo] = host.to_be_bytes();
+                let mac = mac_string(&[0x52, 0x54, 0x00, 0x76, 0x74 + hi, lo]);
                 Some(GuestSlot {
                     index: i,
                     address: format!("{addr}/{}", prefix.len()),
@@ -165,5 +169,47 @@ impl VmInfo {
                 _ => String::new(),
             },
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slots_have_their_own_address_mac_and_port() {
+        let check = |prefix: &str, slots: u32, port: u16, want: usize| {
+            let p: vtnt_lab::addr::Prefix = prefix.parse().unwrap();
+            let info = VmInfo::new(p, p.nth(1).unwrap(), port, &[], slots);
+            assert_eq!(info.guests.len(), want, "{prefix}");
+            for key in [
+                |g: &GuestSlot| g.address.clone(),
+                |g: &GuestSlot| g.mac.clone(),
+                |g: &GuestSlot| g.local_port.to_string(),
+            ] {
+                let mut v: Vec<String> = info.guests.iter().map(key).collect();
+                v.sort();
+                v.dedup();
+                assert_eq!(v.len(), want, "{prefix}: duplicates");
+            }
+        };
+        // a lab's /24: the 120 slots, the same MACs as ever (52:54:00:76:74:<host>)
+        check("192.0.2.0/24", VM_SLOTS, 40000, 120);
+        let p: vtnt_lab::addr::Prefix = "192.0.2.0/24".parse().unwrap();
+        let g = &VmInfo::new(p, p.nth(1).unwrap(), 40000, &[], VM_SLOTS).guests[0];
+        assert_eq!(
+            (g.address.as_str(), g.mac.as_str()),
+            ("192.0.2.10/24", "52:54:00:76:74:0a")
+        );
+        // a front's LAN holds thousands
+        check(
+            crate::front::FRONT_PREFIX,
+            crate::front::FRONT_SLOTS,
+            40000,
+            4000,
+        );
+        // slots stop where the prefix or the port range ends
+        check("192.0.2.0/26", VM_SLOTS, 40000, 53);
+        check("192.0.2.0/24", VM_SLOTS, 65500, 35);
     }
 }

@@ -11,7 +11,7 @@ use std::net::{Ipv4Addr, SocketAddr, UdpSocket};
 use vtnt_lab::addr::Prefix;
 
 use crate::dhcp::{self, DhcpServer};
-use crate::state::GATEWAY_MAC;
+use crate::state::{GATEWAY_MAC, VM_FIRST_HOST};
 
 const ETH_LEN: usize = 14;
 const ETHERTYPE_IPV4: u16 = 0x0800;
@@ -82,13 +82,14 @@ impl VmFront {
     }
 
     /// The front of the LAN `prefix` behind `gateway`, where the vantage point has
-    /// address `vp` (never leased).
-    pub fn new(prefix: Prefix, gateway: Ipv4Addr, vp: Ipv4Addr) -> VmFront {
+    /// address `vp` (never leased) and `slots` static guest slots come before the DHCP
+    /// pool.
+    pub fn new(prefix: Prefix, gateway: Ipv4Addr, vp: Ipv4Addr, slots: u32) -> VmFront {
         VmFront {
             prefix,
             gateway,
             guests: HashMap::new(),
-            dhcp: DhcpServer::new(prefix, gateway, &[gateway, vp]),
+            dhcp: DhcpServer::new(prefix, gateway, &[gateway, vp], VM_FIRST_HOST + slots),
         }
     }
 
@@ -205,6 +206,7 @@ mod tests {
             "192.0.2.0/24".parse().unwrap(),
             gw,
             Ipv4Addr::new(192, 0, 2, 2),
+            crate::state::VM_SLOTS,
         );
         let peer: SocketAddr = "127.0.0.1:5001".parse().unwrap();
         let m = [0x52, 0x54, 0, 0x76, 0x74, 10];
@@ -254,6 +256,7 @@ mod tests {
             "192.0.2.0/24".parse().unwrap(),
             gw,
             Ipv4Addr::new(192, 0, 2, 2),
+            crate::state::VM_SLOTS,
         );
         assert_eq!(v.dhcp_pool().len(), 100);
         let peer: SocketAddr = "127.0.0.1:5002".parse().unwrap();

@@ -196,17 +196,27 @@ impl Deployed {
 
 impl Deployed {
     /// The processes outside any instance that this runtime's instances need and make
-    /// grow (Docker: dockerd, containerd and the containerd shims), whose cost a fair
-    /// density run charges to the budget; empty for runtimes without a daemon.
+    /// grow, whose cost a fair density run charges to the budget: Docker's dockerd,
+    /// containerd and containerd shims; the front (`vtnt lab front`) VMs share one
+    /// address through. Empty when there is none (a lab's own VM front is the lab, which
+    /// every runtime shares).
     pub fn daemon_pids(&self) -> Vec<u32> {
-        match &self.kind {
+        let mut pids = match &self.kind {
             Kind::Docker { client, .. } => {
                 let mut pids = client.engine_pids();
                 pids.extend(crate::proc::pids_named("containerd-shim"));
                 pids
             }
             _ => Vec::new(),
+        };
+        if let Attached::Lab(lab) = &self.net {
+            if let Ok(state) = vtnt_lab_linux::lab_state(&lab.name) {
+                if state.topology == vtnt_lab_linux::front::TOPOLOGY && state.pid > 0 {
+                    pids.push(state.pid as u32);
+                }
+            }
         }
+        pids
     }
 
     /// How many instances the network can hold at once when that is a limit of ours,
@@ -220,7 +230,7 @@ impl Deployed {
                 let n = v.guests.len() as u32;
                 (
                     n,
-                    format!("lab `{}`'s VM front has {n} unikernel slots", lab.name),
+                    format!("`{}`'s VM front has {n} unikernel slots", lab.name),
                 )
             }),
             Runtime::Vm => lab.vm.guest_capacity().ok().map(|n| {
@@ -366,7 +376,7 @@ impl Instance {
                 match self.runtime {
                     Runtime::Vm => (
                         vm::guest_stdout(&fin.stdout),
-                        vm::guest_stderr(&fin.stdout) + &fin.stderr,
+                        vm::guest_stderr(&fin.stdout) + &fin.stderr + &vm::missing_end(&fin.stdout),
                         vm::guest_code(&fin.stdout),
                         fin.elapsed,
                         Some(vm::accel().to_string()),

@@ -259,6 +259,40 @@ impl Attached {
     }
 }
 
+/// A front (`vtnt lab front`) whose upstream is a lab's namespace, up for as long as
+/// this lives: VMs behind it (`Network::Lab(front.name)`) probe the lab from its vantage
+/// address through the traceroute-aware NAT, thousands of them on the front's LAN where
+/// the lab's own /24 numbers 120.
+pub struct Front {
+    pub name: String,
+}
+
+impl Front {
+    /// Starts a front of a name unique to this process over lab `lab`, `pps` probes per
+    /// second for all its VMs.
+    pub fn up(lab: &str, pps: u32) -> anyhow::Result<Front> {
+        let name = crate::paths::unique("front");
+        let o = vtnt_lab_linux::FrontUpOptions {
+            name: name.clone(),
+            upstream: Some(vtnt_lab_linux::lab_state(lab)?.netns),
+            public: None,
+            pps,
+            allow_public: false,
+            vm_port: 0,
+            exe: crate::paths::static_vtnt()?,
+            timeout: std::time::Duration::from_secs(10),
+        };
+        vtnt_lab_linux::front_up(&o).with_context(|| format!("starting front `{name}`"))?;
+        Ok(Front { name })
+    }
+}
+
+impl Drop for Front {
+    fn drop(&mut self) {
+        let _ = vtnt_lab_linux::down(&self.name);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
