@@ -43,7 +43,7 @@ mod jail;
 mod kvm;
 mod memory;
 mod net;
-mod watchdog;
+pub mod watchdog;
 
 use memory::GuestMemory;
 use net::Backend;

@@ -83,6 +83,10 @@ fn main() -> ExitCode {
             return ExitCode::from(EXIT_MONITOR_ERROR);
         }
     };
+    if let Err(e) = vtnt_monitor::watchdog::die_with_parent() {
+        error(&format!("tying the VM to its supervisor: {e}"));
+        return ExitCode::from(EXIT_MONITOR_ERROR);
+    }
     let cfg = Config {
         image: cli.image,
         cmdline: cli.cmdline,

@@ -8,6 +8,8 @@
 //! be lost, so the timer repeats it every [`RESEND`] until the run loop is done: the
 //! guest stops at most that much late, and no other thread ever touches the vCPU's
 //! `kvm_run` page.
+//!
+//! And [`die_with_parent`]: the VM does not outlive the process that started it either.
 #![allow(unsafe_code)]
 
 use std::io;
@@ -134,4 +136,32 @@ impl Drop for Watchdog {
             let _ = t.join();
         }
     }
+}
+
+/// Ties the monitor's life to the process that started it: when that dies (a benchmark
+/// stopped by a signal), the kernel kills the monitor and its VM, instead of leaving the
+/// VM to run out its watchdog. A parent that died before the request counts too.
+pub fn die_with_parent() -> std::io::Result<()> {
+    // SAFETY: prctl(PR_SET_PDEATHSIG) and getppid take and return plain integers.
+    let (r, ppid) = unsafe {
+        (
+            libc::prctl(
+                libc::PR_SET_PDEATHSIG,
+                libc::SIGKILL as libc::c_ulong,
+                0,
+                0,
+                0,
+            ),
+            libc::getppid(),
+        )
+    };
+    if r != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    if ppid == 1 {
+        return Err(std::io::Error::other(
+            "the process that started the monitor is gone",
+        ));
+    }
+    Ok(())
 }
