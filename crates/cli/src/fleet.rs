@@ -219,7 +219,7 @@ pub fn run(cmd: FleetCommand) -> anyhow::Result<ExitCode> {
                         "{}\t{}\t{}\t{}/{}\t{}\t{:.1} s ago\t{}\t{}\t{}",
                         i.node,
                         i.location,
-                        n.state(),
+                        n.status,
                         i.busy,
                         i.slots,
                         i.runtimes.join(","),
@@ -232,6 +232,7 @@ pub fn run(cmd: FleetCommand) -> anyhow::Result<ExitCode> {
                 for (subject, n) in &st.backlog {
                     println!("backlog {subject}: {n}");
                 }
+                println!("results stored: {} messages", st.results_stored);
             }
         }
         FleetCommand::Results {

@@ -132,16 +132,24 @@ pub struct NodeView {
     pub age_ms: u64,
     /// Its last heartbeat is older than its deadline.
     pub down: bool,
+    /// What to show: `up`, `draining`, `stopped` (its own word) or `down` (late).
+    pub status: &'static str,
 }
 
 impl NodeView {
-    /// `up`, `draining`, `stopped` or `down`.
-    pub fn state(&self) -> &'static str {
-        match (self.down, self.info.state) {
+    fn new(info: NodeInfo, age_ms: u64) -> NodeView {
+        let down = age_ms > info.deadline_ms;
+        let status = match (down, info.state) {
             (_, NodeState::Stopped) => "stopped",
             (true, _) => "down",
             (false, NodeState::Up) => "up",
             (false, NodeState::Draining) => "draining",
+        };
+        NodeView {
+            info,
+            age_ms,
+            down,
+            status,
         }
     }
 }
@@ -152,19 +160,26 @@ pub struct Status {
     pub nodes: Vec<NodeView>,
     /// Jobs waiting per work-queue subject.
     pub backlog: BTreeMap<String, u64>,
+    /// Messages stored in the results stream (records and summaries).
+    pub results_stored: u64,
 }
 
 pub fn status(c: &Connect) -> anyhow::Result<Status> {
     crate::block_on(async {
         let client = c.client("vtnt fleet status").await?;
-        let fleet = Fleet::open(client).await?;
+        let mut fleet = Fleet::open(client).await?;
         let nodes = nodes(&fleet).await?;
+        let results_stored = fleet.results.info().await?.state.messages;
         let mut backlog = BTreeMap::new();
         let mut subjects = fleet.jobs.info_with_subjects("vtnt.wq.>").await?;
         while let Some((s, n)) = subjects.try_next().await? {
             backlog.insert(s, n as u64);
         }
-        Ok(Status { nodes, backlog })
+        Ok(Status {
+            nodes,
+            backlog,
+            results_stored,
+        })
     })
 }
 
@@ -187,11 +202,7 @@ async fn nodes(fleet: &Fleet) -> anyhow::Result<Vec<NodeView>> {
             continue;
         };
         let age_ms = ((now_ns - m.time.unix_timestamp_nanos()).max(0) / 1_000_000) as u64;
-        out.push(NodeView {
-            down: age_ms > info.deadline_ms,
-            info,
-            age_ms,
-        });
+        out.push(NodeView::new(info, age_ms));
     }
     out.sort_by(|a, b| a.info.node.cmp(&b.info.node));
     Ok(out)
