@@ -277,6 +277,16 @@ impl Drop for Agent {
     }
 }
 
+/// The queue time (submission to start on the agent) a summary line reports, ms.
+fn queue_ms(summary: &str) -> f64 {
+    summary
+        .split(", queue ")
+        .nth(1)
+        .and_then(|r| r.split(" ms").next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no queue time in {summary}"))
+}
+
 fn lab_net(lab: &Lab) -> Vec<&str> {
     vec!["--lab", lab.0.as_str()]
 }
@@ -376,6 +386,12 @@ fn wait_mode_jobs_on_two_agents_all_complete_once() {
         );
     }
     assert_eq!(nodes.len(), 2, "both agents worked: {nodes:?}");
+    let queued: Vec<f64> = summaries
+        .iter()
+        .filter_map(|s| s.as_str())
+        .map(queue_ms)
+        .collect();
+    eprintln!("wait mode, submission to start on the agent, ms: {queued:?}");
     // 3 records per trace job (cycle start, trace, cycle stop), each printed once
     assert_eq!(lines.len(), 12, "{lines:?}");
     // stored exactly once: 3 records + 1 summary per job

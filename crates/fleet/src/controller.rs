@@ -267,7 +267,7 @@ pub fn results(
         let mut open: BTreeMap<String, BTreeMap<u64, String>> = BTreeMap::new();
         let mut finished: HashSet<String> = HashSet::new();
         let empty = consumer.info().await?.num_pending == 0;
-        if !(empty && !follow) {
+        if !empty || follow {
             let mut msgs = consumer.messages().await?;
             while let Some(m) = msgs.next().await {
                 let m = m?;
