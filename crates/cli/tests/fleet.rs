@@ -337,6 +337,10 @@ fn discard_with_every_slot_busy_is_decided_at_once_and_sigterm_drains() {
         )),
         "{s}"
     );
+    eprintln!(
+        "discard mode, submission to start on the agent: {} ms",
+        queue_ms(s)
+    );
     assert!(
         lines.iter().any(|l| l.contains("\"type\":\"ping\"")),
         "{lines:?}"
