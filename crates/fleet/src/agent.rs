@@ -7,7 +7,8 @@
 //!   one is taken (before it answers, so the server knows it is full), so a request with
 //!   no free agent gets "no responders" at once;
 //! - wait mode: while a slot is free it pulls one message at a time from its location's
-//!   work queue and `any`'s, reports progress while the job runs (so JetStream does not
+//!   work queue and from `any`'s (a long poll on each; should both deliver at once with
+//!   one slot free, the second is given back with a NAK), reports progress while the job runs (so JetStream does not
 //!   redeliver it before [`ACK_WAIT`](crate::ACK_WAIT) passes without news), and acks it
 //!   once its results are stored. A job of an agent that dies is redelivered.
 //!
@@ -55,8 +56,8 @@ pub struct AgentOptions {
 
 /// Heartbeats a node may miss before it is shown down.
 pub const MISSED_HEARTBEATS: u32 = 3;
-/// How long a wait-mode pull waits at the server for a job before the agent looks at the
-/// other queue (its location's, `any`'s).
+/// How long a wait-mode pull waits at the server for a job before the agent asks again
+/// (and looks whether it is draining).
 const PULL_EXPIRES: Duration = Duration::from_millis(250);
 
 /// Runs the agent until SIGTERM or SIGINT, then drains.
@@ -144,7 +145,10 @@ async fn agent(o: AgentOptions) -> anyhow::Result<()> {
     let mut term = signal(SignalKind::terminate())?;
     let mut int = signal(SignalKind::interrupt())?;
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-    let puller = tokio::spawn(pull(ctx.clone(), queues, stop_rx));
+    let pullers: Vec<_> = queues
+        .into_iter()
+        .map(|q| tokio::spawn(pull(ctx.clone(), q, stop_rx.clone())))
+        .collect();
     let mut beat = tokio::time::interval(ctx.o.heartbeat);
     let mut deploy: Option<SelectAll<async_nats::Subscriber>> = None;
     ctx.log(&format!(
@@ -238,7 +242,9 @@ async fn agent(o: AgentOptions) -> anyhow::Result<()> {
     let _ = stop_tx.send(true);
     ctx.log("event=draining");
     let _ = ctx.heartbeat(NodeState::Draining).await;
-    let _ = puller.await;
+    for p in pullers {
+        let _ = p.await;
+    }
     let all = u32::try_from(ctx.o.slots).unwrap_or(u32::MAX);
     let mut beat = tokio::time::interval(ctx.o.heartbeat);
     let drained = ctx.slots.acquire_many(all);
@@ -264,13 +270,13 @@ async fn next_request(
     }
 }
 
-/// Wait mode: while a slot is free, one job at a time from the work queues.
+/// Wait mode: while a slot is free, one job at a time from one work queue (one such task
+/// per queue: the location's and `any`'s).
 async fn pull(
     ctx: Arc<Ctx>,
-    queues: Vec<jetstream::consumer::PullConsumer>,
+    queue: jetstream::consumer::PullConsumer,
     stop: tokio::sync::watch::Receiver<bool>,
 ) {
-    let mut turn = 0;
     while !*stop.borrow() {
         if ctx.slots.available_permits() == 0 {
             tokio::select! {
@@ -279,9 +285,7 @@ async fn pull(
             }
             continue;
         }
-        let q = &queues[turn % queues.len()];
-        turn += 1;
-        let msg = match q
+        let msg = match queue
             .batch()
             .max_messages(1)
             .expires(PULL_EXPIRES)
@@ -304,7 +308,8 @@ async fn pull(
             None => continue,
         };
         let Ok(permit) = ctx.slots.clone().try_acquire_owned() else {
-            // a discard-mode job took the slot meanwhile: give it back at once
+            // another queue's job or a discard-mode one took the slot meanwhile: give it
+            // back at once (a delivery counted against MAX_DELIVER)
             let _ = msg.ack_with(AckKind::Nak(None)).await;
             continue;
         };

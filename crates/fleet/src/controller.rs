@@ -193,11 +193,10 @@ async fn nodes(fleet: &Fleet) -> anyhow::Result<Vec<NodeView>> {
     let now_ns = crate::now_us() as i128 * 1000;
     let mut out = Vec::new();
     for s in names {
-        let m = fleet
-            .nodes
-            .get_last_raw_message_by_subject(&s)
-            .await
-            .with_context(|| format!("reading {s}"))?;
+        // a node's subject listed a moment ago may have aged out since
+        let Ok(m) = fleet.nodes.get_last_raw_message_by_subject(&s).await else {
+            continue;
+        };
         let Ok(info) = serde_json::from_slice::<NodeInfo>(&m.payload) else {
             continue;
         };

@@ -120,7 +120,16 @@ impl Connect {
             (None, None) => {}
             _ => anyhow::bail!("--user and --password go together"),
         }
-        let connect = opts.connect(self.url.as_str());
+        let addrs = self
+            .url
+            .split(',')
+            .map(|u| {
+                u.trim()
+                    .parse::<async_nats::ServerAddr>()
+                    .map_err(|e| anyhow::anyhow!("--nats `{u}`: {e}"))
+            })
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        let connect = opts.connect(addrs);
         tokio::time::timeout(CONNECT_TIMEOUT + Duration::from_secs(1), connect)
             .await
             .map_err(|_| anyhow::anyhow!("no answer from {} within {CONNECT_TIMEOUT:?}", self.url))?
@@ -139,35 +148,41 @@ pub struct Fleet {
 impl Fleet {
     pub async fn open(client: async_nats::Client) -> anyhow::Result<Fleet> {
         let js = jetstream::new(client);
-        let jobs = js
-            .get_or_create_stream(jetstream::stream::Config {
+        let jobs = ensure_stream(
+            &js,
+            jetstream::stream::Config {
                 name: JOBS_STREAM.into(),
                 subjects: vec!["vtnt.wq.>".into()],
                 retention: jetstream::stream::RetentionPolicy::WorkQueue,
                 ..Default::default()
-            })
-            .await
-            .context("creating the work-queue stream (is JetStream on?)")?;
-        let results = js
-            .get_or_create_stream(jetstream::stream::Config {
+            },
+        )
+        .await
+        .context("creating the work-queue stream (is JetStream on?)")?;
+        let results = ensure_stream(
+            &js,
+            jetstream::stream::Config {
                 name: RESULTS_STREAM.into(),
                 subjects: vec!["vtnt.results.>".into()],
                 retention: jetstream::stream::RetentionPolicy::Limits,
                 duplicate_window: DEDUP_WINDOW,
                 ..Default::default()
-            })
-            .await
-            .context("creating the results stream")?;
-        let nodes = js
-            .get_or_create_stream(jetstream::stream::Config {
+            },
+        )
+        .await
+        .context("creating the results stream")?;
+        let nodes = ensure_stream(
+            &js,
+            jetstream::stream::Config {
                 name: NODES_STREAM.into(),
                 subjects: vec!["vtnt.nodes.*".into()],
                 max_messages_per_subject: 1,
                 max_age: Duration::from_secs(3600),
                 ..Default::default()
-            })
-            .await
-            .context("creating the nodes stream")?;
+            },
+        )
+        .await
+        .context("creating the nodes stream")?;
         Ok(Fleet {
             js,
             jobs,
@@ -182,20 +197,36 @@ impl Fleet {
         location: &str,
     ) -> anyhow::Result<jetstream::consumer::PullConsumer> {
         let name = format!("wq-{location}");
-        self.jobs
-            .get_or_create_consumer(
-                &name,
-                jetstream::consumer::pull::Config {
-                    durable_name: Some(name.clone()),
-                    filter_subject: wq_subject(location),
-                    ack_policy: jetstream::consumer::AckPolicy::Explicit,
-                    ack_wait: ACK_WAIT,
-                    max_deliver: MAX_DELIVER,
-                    ..Default::default()
-                },
-            )
+        let config = jetstream::consumer::pull::Config {
+            durable_name: Some(name.clone()),
+            filter_subject: wq_subject(location),
+            ack_policy: jetstream::consumer::AckPolicy::Explicit,
+            ack_wait: ACK_WAIT,
+            max_deliver: MAX_DELIVER,
+            ..Default::default()
+        };
+        // twice: another agent of the location may create it between lookup and creation
+        match self
+            .jobs
+            .get_or_create_consumer(&name, config.clone())
             .await
-            .with_context(|| format!("the work-queue consumer {name}"))
+        {
+            Ok(c) => Ok(c),
+            Err(_) => self.jobs.get_or_create_consumer(&name, config).await,
+        }
+        .with_context(|| format!("the work-queue consumer {name}"))
+    }
+}
+
+/// Gets or creates a stream; asks twice, since another client may create it between our
+/// lookup and our creation.
+async fn ensure_stream(
+    js: &jetstream::Context,
+    config: jetstream::stream::Config,
+) -> anyhow::Result<jetstream::stream::Stream> {
+    match js.get_or_create_stream(config.clone()).await {
+        Ok(s) => Ok(s),
+        Err(_) => Ok(js.get_or_create_stream(config).await?),
     }
 }
 
