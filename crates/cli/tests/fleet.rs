@@ -1,9 +1,12 @@
 //! `vtnt fleet` with real processes: each test starts its own broker (`vtnt fleet up` on a
 //! free loopback port, its own store, `down` on drop), its agents as children of the
-//! `vtnt` binary (SIGKILLed on drop) and, where jobs run, a lab of its own; jobs run the
-//! `native` runtime in that lab. Needs root, Debian's nats-server and what the native
-//! runtime needs (the static binary: the musl target or `VTNT_STATIC_BIN`; cgroup v1);
+//! `vtnt` binary (SIGKILLed on drop) and, where jobs run, a lab of its own (the runtime
+//! tests' `LabGuard`); jobs run the `native` runtime in that lab. Needs root, Debian's
+//! nats-server and what the native runtime needs (the runtime tests' `basics_ready`);
 //! missing, the test skips through vtnt-testkit.
+
+#[path = "../../runtimes/tests/common/mod.rs"]
+mod common;
 
 use std::io::Read;
 use std::net::TcpListener;
@@ -27,29 +30,15 @@ fn vtnt(args: &[&str]) -> Output {
         .expect("running vtnt")
 }
 
-/// Whether fleet tests with jobs can run here; when not, skips `test` (cgroup v1 missing
-/// is on vtnt-testkit's allow-list, as for the runtime tests).
+/// Whether a fleet test can run here; when not, skips `test` through vtnt-testkit. With
+/// `jobs`, also what the native runtime needs (the runtime tests' own check: root, cgroup
+/// v1 on the allow-list, the static binary).
 fn ready(test: &str, jobs: bool) -> bool {
-    let why = vtnt_testkit::missing_root_or(&["nats-server", "ip", "nsenter"]);
-    if let Some(why) = why {
+    if jobs && !common::basics_ready(test) {
+        return false;
+    }
+    if let Some(why) = vtnt_testkit::missing_root_or(&["nats-server"]) {
         vtnt_testkit::skip_or_fail(test, &why, None);
-        return false;
-    }
-    if !jobs {
-        return true;
-    }
-    if !vtnt_measure::cgroup::available() {
-        let why = "cgroup v1 controllers are not mounted";
-        vtnt_testkit::skip_or_fail(test, why, Some(vtnt_testkit::Allowed::CgroupV1));
-        return false;
-    }
-    let musl = Command::new("rustup")
-        .args(["target", "list", "--installed"])
-        .output()
-        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("x86_64-unknown-linux-musl"));
-    if !musl && std::env::var_os("VTNT_STATIC_BIN").is_none() {
-        let why = "rustup target x86_64-unknown-linux-musl is not installed (scripts/setup.sh)";
-        vtnt_testkit::skip_or_fail(test, why, None);
         return false;
     }
     true
@@ -175,28 +164,6 @@ impl Drop for Broker {
     }
 }
 
-/// A lab of the test's own, down on drop.
-struct Lab(String);
-
-impl Lab {
-    fn up(tag: &str) -> Lab {
-        let name = format!("fl{tag}{}", std::process::id());
-        let out = vtnt(&["lab", "up", "--name", &name]);
-        assert!(
-            out.status.success(),
-            "lab up: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        Lab(name)
-    }
-}
-
-impl Drop for Lab {
-    fn drop(&mut self) {
-        let _ = vtnt(&["lab", "down", "--name", &self.0]);
-    }
-}
-
 /// An agent process, SIGKILLed on drop; its stderr (the log) in a file.
 struct Agent {
     node: String,
@@ -287,8 +254,13 @@ fn queue_ms(summary: &str) -> f64 {
         .unwrap_or_else(|| panic!("no queue time in {summary}"))
 }
 
-fn lab_net(lab: &Lab) -> Vec<&str> {
-    vec!["--lab", lab.0.as_str()]
+/// A lab of the test's own (down on drop), as the runtime tests start theirs.
+fn lab(tag: &str) -> common::LabGuard {
+    common::LabGuard::up(tag).expect("vtnt lab up")
+}
+
+fn lab_net(lab: &common::LabGuard) -> Vec<&str> {
+    vec!["--lab", lab.name.as_str()]
 }
 
 /// (a) Every slot busy: a discard-mode request is discarded at once (the server's "no
@@ -299,7 +271,7 @@ fn discard_with_every_slot_busy_is_decided_at_once_and_sigterm_drains() {
         return;
     }
     let broker = Broker::up("dis");
-    let lab = Lab::up("dis");
+    let lab = lab("dis");
     let mut agent = Agent::start(&broker, "d1", "fr", &lab_net(&lab), &[]);
     let first = broker.submit(&["--mode", "discard", "--location", "fr"], LONG_JOB);
     assert_eq!(first["outcome"]["outcome"], "accepted", "{first}");
@@ -356,7 +328,7 @@ fn wait_mode_jobs_on_two_agents_all_complete_once() {
         return;
     }
     let broker = Broker::up("wai");
-    let lab = Lab::up("wai");
+    let lab = lab("wai");
     let _a = Agent::start(&broker, "w1", "fr", &lab_net(&lab), &[]);
     let _b = Agent::start(&broker, "w2", "pl", &lab_net(&lab), &[]);
     let mut jobs = Vec::new();
@@ -410,7 +382,7 @@ fn a_job_of_a_killed_agent_is_redelivered_and_stored_once() {
         return;
     }
     let broker = Broker::up("kil");
-    let lab = Lab::up("kil");
+    let lab = lab("kil");
     let mut agents = vec![
         Agent::start(&broker, "k1", "fr", &lab_net(&lab), &[]),
         Agent::start(&broker, "k2", "fr", &lab_net(&lab), &[]),
