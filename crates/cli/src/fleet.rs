@@ -241,7 +241,9 @@ pub fn run(cmd: FleetCommand) -> anyhow::Result<ExitCode> {
             follow,
         } => {
             let mut out = std::io::stdout().lock();
+            let mut jobs = 0;
             controller::results(&connect.connect()?, job.as_deref(), follow, |r| {
+                jobs += 1;
                 for rec in &r.records {
                     writeln!(out, "{rec}")?;
                 }
@@ -269,6 +271,9 @@ pub fn run(cmd: FleetCommand) -> anyhow::Result<ExitCode> {
                 }
                 Ok(())
             })?;
+            if let (Some(j), 0) = (&job, jobs) {
+                eprintln!("vtnt fleet: no results for job {j} (yet)");
+            }
         }
     }
     Ok(ExitCode::SUCCESS)
