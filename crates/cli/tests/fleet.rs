@@ -198,13 +198,14 @@ impl Agent {
         .args(extra)
         .stdout(Stdio::null())
         .stderr(file);
-        let child = cmd.spawn().expect("starting vtnt agent");
-        broker.wait_up(node);
-        Agent {
+        let agent = Agent {
             node: node.to_string(),
-            child,
+            child: cmd.spawn().expect("starting vtnt agent"),
             log,
-        }
+        };
+        // guarded first: a failure while waiting still kills it
+        broker.wait_up(node);
+        agent
     }
 
     fn log(&self) -> String {
@@ -537,7 +538,10 @@ fn bad_input_is_refused_clearly() {
         "--location",
     );
     let nowhere = format!("nats://127.0.0.1:{}", free_port());
-    fails(&["fleet", "status", "--nats", &nowhere], "cannot reach");
+    fails(
+        &["fleet", "status", "--nats", &nowhere],
+        "connecting to the NATS server",
+    );
     fails(
         &[
             "fleet",
@@ -550,7 +554,7 @@ fn bad_input_is_refused_clearly() {
             "trace",
             "192.0.2.1",
         ],
-        "cannot reach",
+        "connecting to the NATS server",
     );
     fails(
         &[
@@ -564,7 +568,7 @@ fn bad_input_is_refused_clearly() {
             "--net",
             "host",
         ],
-        "cannot reach",
+        "connecting to the NATS server",
     );
     // a public target the job asks for, refused by an agent without --allow-public
     let ev = broker.submit(&["--mode", "wait"], "trace --allow-public 8.8.8.8");

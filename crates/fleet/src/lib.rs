@@ -133,7 +133,7 @@ impl Connect {
         tokio::time::timeout(CONNECT_TIMEOUT + Duration::from_secs(1), connect)
             .await
             .map_err(|_| anyhow::anyhow!("no answer from {} within {CONNECT_TIMEOUT:?}", self.url))?
-            .with_context(|| format!("cannot reach the NATS server at {}", self.url))
+            .with_context(|| format!("connecting to the NATS server at {}", self.url))
     }
 }
 
