@@ -2,9 +2,10 @@
 //!
 //! - [`broker`]: `vtnt fleet up|down`, Debian's `nats-server` with JetStream, on loopback,
 //!   daemonised, its pid and URL under a state directory.
-//! - [`agent`]: `vtnt agent`, one per node: dials out, heartbeats to `vtnt.nodes.<node>` (stream
-//!   `VTNT_NODES`, the last one per node), takes a job only while it has a free slot, runs it with
-//!   `vtnt_runtimes::Runtime::run`, publishes one message per scamper record and a summary.
+//! - [`agent`]: `vtnt agent`, one per node: dials out, heartbeats to `vtnt.nodes.<node>`
+//!   (stream `VTNT_NODES`, the last one per node), takes a job only while it has a free
+//!   slot, runs it with `vtnt_runtimes::Runtime::run`, publishes one message per scamper
+//!   record and a summary.
 //! - [`controller`]: `vtnt fleet submit|status|results`.
 //! - [`proto`]: the JSON messages.
 //!
