@@ -8,9 +8,10 @@
 //!   no free agent gets "no responders" at once;
 //! - wait mode: while a slot is free it pulls one message at a time from its location's
 //!   work queue and from `any`'s (a long poll on each; should both deliver at once with
-//!   one slot free, the second is given back with a NAK), reports progress while the job runs (so JetStream does not
-//!   redeliver it before [`ACK_WAIT`](crate::ACK_WAIT) passes without news), and acks it
-//!   once its results are stored. A job of an agent that dies is redelivered.
+//!   one slot free, the second is given back with a NAK), reports progress while the job
+//!   runs (so JetStream does not redeliver it before [`ACK_WAIT`](crate::ACK_WAIT) passes
+//!   without news), and acks it once its results are stored. A job of an agent that dies
+//!   is redelivered.
 //!
 //! A job is re-checked here as the command line checks it (the line decoded, the probing
 //! policy with this host's exclusion list and this agent's consent to public targets),
