@@ -7,6 +7,7 @@ use clap::{Parser, Subcommand};
 
 mod bench;
 mod convert;
+mod fleet;
 mod interrupt;
 mod jobline;
 mod lab;
@@ -46,6 +47,11 @@ enum Command {
     /// Benchmarks that re-measure every figure vTNT claims (tnt-accuracy, ...).
     #[command(subcommand)]
     Bench(bench::BenchCommand),
+    /// Jobs on agents over NATS: a broker (up, down), submit, status, results.
+    #[command(subcommand)]
+    Fleet(fleet::FleetCommand),
+    /// A fleet node: takes jobs from the broker while it has a free slot.
+    Agent(fleet::AgentArgs),
 }
 
 fn main() -> ExitCode {
@@ -66,6 +72,8 @@ fn main() -> ExitCode {
         Command::Bench(cmd) => bench::run(cmd),
         Command::Image(cmd) => runtime::image(cmd),
         Command::Run(args) => runtime::run(args),
+        Command::Fleet(cmd) => fleet::run(cmd),
+        Command::Agent(args) => fleet::agent(args),
     };
     match result {
         Ok(code) => code,

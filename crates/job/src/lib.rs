@@ -244,12 +244,18 @@ pub fn rate_warning(kind: &JobKind, pps: u32, window: u32) -> Option<String> {
 /// The exclusion lists of the options: /etc/vtnt/exclude.conf when it exists and every
 /// `--exclude FILE`, as one set.
 fn exclusions(c: &Common) -> anyhow::Result<PrefixSet> {
+    exclusion_list(&c.exclude)
+}
+
+/// This host's exclusion list ([`DEFAULT_EXCLUDE`], when it exists) and every file of
+/// `extra`, as one set: what a job accepted here (a fleet agent's, too) must not probe.
+pub fn exclusion_list(extra: &[PathBuf]) -> anyhow::Result<PrefixSet> {
     let default = std::path::Path::new(DEFAULT_EXCLUDE);
     let files = default
         .exists()
         .then(|| default.to_path_buf())
         .into_iter()
-        .chain(c.exclude.iter().cloned());
+        .chain(extra.iter().cloned());
     let mut prefixes = Vec::new();
     for f in files {
         let text = std::fs::read_to_string(&f)

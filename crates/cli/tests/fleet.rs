@@ -1,0 +1,589 @@
+//! `vtnt fleet` with real processes: each test starts its own broker (`vtnt fleet up` on a
+//! free loopback port, its own store, `down` on drop), its agents as children of the
+//! `vtnt` binary (SIGKILLed on drop) and, where jobs run, a lab of its own (the runtime
+//! tests' `LabGuard`); jobs run the `native` runtime in that lab. Needs root, Debian's
+//! nats-server and what the native runtime needs (the runtime tests' `basics_ready`);
+//! missing, the test skips through vtnt-testkit.
+
+#[path = "../../runtimes/tests/common/mod.rs"]
+mod common;
+
+use std::io::Read;
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+const VTNT: &str = env!("CARGO_BIN_EXE_vtnt");
+
+/// A job long enough to still run while the test does something else (about 3 s).
+const LONG_JOB: &str = "ping -c 30 -i 0.1 203.0.113.10";
+/// A short job (a trace, about 1 s with deploy).
+const SHORT_JOB: &str = "trace -q 1 203.0.113.10";
+
+fn vtnt(args: &[&str]) -> Output {
+    Command::new(VTNT)
+        .args(args)
+        .output()
+        .expect("running vtnt")
+}
+
+/// Whether a fleet test can run here; when not, skips `test` through vtnt-testkit. With
+/// `jobs`, also what the native runtime needs (the runtime tests' own check: root, cgroup
+/// v1 on the allow-list, the static binary).
+fn ready(test: &str, jobs: bool) -> bool {
+    if jobs && !common::basics_ready(test) {
+        return false;
+    }
+    if let Some(why) = vtnt_testkit::missing_root_or(&["nats-server"]) {
+        vtnt_testkit::skip_or_fail(test, &why, None);
+        return false;
+    }
+    true
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port()
+}
+
+/// A broker of the test's own, down on drop.
+struct Broker {
+    name: String,
+    url: String,
+}
+
+impl Broker {
+    fn up(tag: &str) -> Broker {
+        let name = format!("t{tag}{}", std::process::id());
+        let port = free_port().to_string();
+        let out = vtnt(&["fleet", "up", "--name", &name, "--port", &port]);
+        assert!(
+            out.status.success(),
+            "fleet up: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let url = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        assert_eq!(url, format!("nats://127.0.0.1:{port}"));
+        Broker { name, url }
+    }
+
+    fn run(&self, cmd: &str, args: &[&str]) -> Output {
+        let mut a = vec!["fleet", cmd, "--nats", &self.url];
+        a.extend_from_slice(args);
+        vtnt(&a)
+    }
+
+    /// `fleet submit --json`: the event.
+    fn submit(&self, args: &[&str], job: &str) -> Value {
+        let mut a = vec!["--runtime", "native", "--json"];
+        a.extend_from_slice(args);
+        a.push("--");
+        a.extend(job.split_whitespace());
+        let out = self.run("submit", &a);
+        assert!(
+            out.status.success(),
+            "submit: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).expect("the event")
+    }
+
+    fn status(&self) -> Value {
+        let out = self.run("status", &["--json"]);
+        assert!(
+            out.status.success(),
+            "status: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).expect("status JSON")
+    }
+
+    fn node_state(&self, node: &str) -> Option<String> {
+        self.status()["nodes"]
+            .as_array()?
+            .iter()
+            .find(|n| n["node"] == node)
+            .map(|n| n["status"].as_str().unwrap_or("").to_string())
+    }
+
+    /// Waits until `node` heartbeats as up.
+    fn wait_up(&self, node: &str) {
+        let t0 = Instant::now();
+        while self.status()["nodes"]
+            .as_array()
+            .is_none_or(|ns| !ns.iter().any(|n| n["node"] == node && n["status"] == "up"))
+        {
+            assert!(
+                t0.elapsed() < Duration::from_secs(15),
+                "{node} never came up"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// `fleet results`: record lines per job and summaries, once `n` jobs are finished.
+    fn results(&self, n: usize) -> (Vec<String>, Vec<Value>) {
+        let t0 = Instant::now();
+        loop {
+            let out = self.run("results", &[]);
+            assert!(
+                out.status.success(),
+                "results: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let summaries: Vec<Value> = String::from_utf8_lossy(&out.stderr)
+                .lines()
+                .filter(|l| l.contains(" records, queue "))
+                .map(|l| Value::String(l.to_string()))
+                .collect();
+            if summaries.len() >= n {
+                let lines = String::from_utf8_lossy(&out.stdout)
+                    .lines()
+                    .map(String::from)
+                    .collect();
+                return (lines, summaries);
+            }
+            assert!(
+                t0.elapsed() < Duration::from_secs(60),
+                "only {} of {n} jobs finished",
+                summaries.len()
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+}
+
+impl Drop for Broker {
+    fn drop(&mut self) {
+        let _ = vtnt(&["fleet", "down", "--name", &self.name]);
+    }
+}
+
+/// An agent process, SIGKILLed on drop; its stderr (the log) in a file.
+struct Agent {
+    node: String,
+    child: Child,
+    log: PathBuf,
+}
+
+impl Agent {
+    fn start(broker: &Broker, node: &str, location: &str, net: &[&str], extra: &[&str]) -> Agent {
+        let log =
+            std::env::temp_dir().join(format!("vtnt-fleet-{node}-{}.log", std::process::id()));
+        let file = std::fs::File::create(&log).expect("agent log");
+        let mut cmd = Command::new(VTNT);
+        cmd.args([
+            "agent",
+            "--nats",
+            &broker.url,
+            "--node",
+            node,
+            "--location",
+            location,
+        ])
+        .args([
+            "--slots",
+            "1",
+            "--runtimes",
+            "native",
+            "--heartbeat-ms",
+            "200",
+        ])
+        .args(net)
+        .args(extra)
+        .stdout(Stdio::null())
+        .stderr(file);
+        let agent = Agent {
+            node: node.to_string(),
+            child: cmd.spawn().expect("starting vtnt agent"),
+            log,
+        };
+        // guarded first: a failure while waiting still kills it
+        broker.wait_up(node);
+        agent
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    fn signal(&self, sig: &str) {
+        let st = Command::new("kill")
+            .args([&format!("-{sig}"), &self.child.id().to_string()])
+            .status()
+            .expect("kill");
+        assert!(st.success());
+    }
+
+    /// Waits (bounded) for the agent to exit; its exit code.
+    fn wait_exit(&mut self, within: Duration) -> Option<i32> {
+        let t0 = Instant::now();
+        loop {
+            if let Some(st) = self.child.try_wait().expect("try_wait") {
+                return st.code();
+            }
+            assert!(
+                t0.elapsed() < within,
+                "{} did not exit within {within:?}",
+                self.node
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Agent {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_file(&self.log);
+    }
+}
+
+/// The queue time (submission to start on the agent) a summary line reports, ms.
+fn queue_ms(summary: &str) -> f64 {
+    summary
+        .split(", queue ")
+        .nth(1)
+        .and_then(|r| r.split(" ms").next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no queue time in {summary}"))
+}
+
+/// A lab of the test's own (down on drop), as the runtime tests start theirs.
+fn lab(tag: &str) -> common::LabGuard {
+    common::LabGuard::up(tag).expect("vtnt lab up")
+}
+
+fn lab_net(lab: &common::LabGuard) -> Vec<&str> {
+    vec!["--lab", lab.name.as_str()]
+}
+
+/// (a) Every slot busy: a discard-mode request is discarded at once (the server's "no
+/// responders"); then SIGTERM drains: the running job finishes and the agent exits 0.
+#[test]
+fn discard_with_every_slot_busy_is_decided_at_once_and_sigterm_drains() {
+    if !ready(vtnt_testkit::test_name!(), true) {
+        return;
+    }
+    let broker = Broker::up("dis");
+    let lab = lab("dis");
+    let mut agent = Agent::start(&broker, "d1", "fr", &lab_net(&lab), &[]);
+    let first = broker.submit(&["--mode", "discard", "--location", "fr"], LONG_JOB);
+    assert_eq!(first["outcome"]["outcome"], "accepted", "{first}");
+    assert_eq!(first["outcome"]["node"], "d1");
+    let mut decisions = Vec::new();
+    for _ in 0..5 {
+        let ev = broker.submit(&["--mode", "discard", "--location", "fr"], SHORT_JOB);
+        assert_eq!(ev["outcome"]["outcome"], "discarded", "{ev}");
+        decisions.push(ev["decision_us"].as_u64().expect("decision_us"));
+    }
+    let any = broker.submit(&["--mode", "discard"], SHORT_JOB);
+    assert_eq!(
+        any["outcome"]["outcome"], "discarded",
+        "location any: {any}"
+    );
+    eprintln!(
+        "discard decision with every slot busy, us: {decisions:?}; accepted: {} us",
+        first["decision_us"]
+    );
+    assert!(decisions.iter().all(|&d| d < 50_000), "{decisions:?}");
+    // drain while the job runs
+    agent.signal("TERM");
+    assert_eq!(
+        agent.wait_exit(Duration::from_secs(30)),
+        Some(0),
+        "{}",
+        agent.log()
+    );
+    let (lines, summaries) = broker.results(1);
+    let s = summaries[0].as_str().unwrap();
+    assert!(
+        s.contains(&format!(
+            "job {} on d1: ok, ",
+            first["job"].as_str().unwrap()
+        )),
+        "{s}"
+    );
+    eprintln!(
+        "discard mode, submission to start on the agent: {} ms",
+        queue_ms(s)
+    );
+    assert!(
+        lines.iter().any(|l| l.contains("\"type\":\"ping\"")),
+        "{lines:?}"
+    );
+    assert_eq!(broker.node_state("d1").as_deref(), Some("stopped"));
+}
+
+/// (b) Wait mode: more jobs than slots on two agents of one slot each; every job
+/// completes and every result is stored exactly once.
+#[test]
+fn wait_mode_jobs_on_two_agents_all_complete_once() {
+    if !ready(vtnt_testkit::test_name!(), true) {
+        return;
+    }
+    let broker = Broker::up("wai");
+    let lab = lab("wai");
+    let _a = Agent::start(&broker, "w1", "fr", &lab_net(&lab), &[]);
+    let _b = Agent::start(&broker, "w2", "pl", &lab_net(&lab), &[]);
+    let mut jobs = Vec::new();
+    let t0 = Instant::now();
+    for _ in 0..4 {
+        let ev = broker.submit(&["--mode", "wait"], SHORT_JOB);
+        assert_eq!(ev["outcome"]["outcome"], "queued", "{ev}");
+        jobs.push(ev["job"].as_str().unwrap().to_string());
+    }
+    let (lines, summaries) = broker.results(4);
+    eprintln!(
+        "4 jobs on 2 agents in wait mode: {:.1} s",
+        t0.elapsed().as_secs_f64()
+    );
+    let mut nodes = std::collections::BTreeSet::new();
+    for j in &jobs {
+        let s = summaries
+            .iter()
+            .filter_map(|s| s.as_str())
+            .find(|s| s.contains(&format!("job {j} on ")))
+            .unwrap_or_else(|| panic!("no summary for {j}: {summaries:?}"));
+        assert!(s.contains(": ok, 3 records"), "{s}");
+        nodes.insert(
+            s.split(" on ")
+                .nth(1)
+                .unwrap()
+                .split(':')
+                .next()
+                .unwrap()
+                .to_string(),
+        );
+    }
+    assert_eq!(nodes.len(), 2, "both agents worked: {nodes:?}");
+    let queued: Vec<f64> = summaries
+        .iter()
+        .filter_map(|s| s.as_str())
+        .map(queue_ms)
+        .collect();
+    eprintln!("wait mode, submission to start on the agent, ms: {queued:?}");
+    // 3 records per trace job (cycle start, trace, cycle stop), each printed once
+    assert_eq!(lines.len(), 12, "{lines:?}");
+    // stored exactly once: 3 records + 1 summary per job
+    assert_eq!(broker.status()["results_stored"], 16);
+}
+
+/// (c) An agent SIGKILLed in the middle of a wait-mode job: JetStream redelivers the job
+/// to the other agent once the ack wait passes; its result is stored exactly once.
+#[test]
+fn a_job_of_a_killed_agent_is_redelivered_and_stored_once() {
+    if !ready(vtnt_testkit::test_name!(), true) {
+        return;
+    }
+    let broker = Broker::up("kil");
+    let lab = lab("kil");
+    let mut agents = vec![
+        Agent::start(&broker, "k1", "fr", &lab_net(&lab), &[]),
+        Agent::start(&broker, "k2", "fr", &lab_net(&lab), &[]),
+    ];
+    let ev = broker.submit(&["--mode", "wait", "--location", "fr"], LONG_JOB);
+    let job = ev["job"].as_str().unwrap().to_string();
+    let t0 = Instant::now();
+    let started = loop {
+        if let Some(i) = agents
+            .iter()
+            .position(|a| a.log().contains(&format!("event=start job={job}")))
+        {
+            break i;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "no agent started {job}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    std::thread::sleep(Duration::from_millis(500));
+    let victim = agents.remove(started);
+    victim.signal("KILL");
+    let t_kill = Instant::now();
+    let survivor = &agents[0];
+    let (lines, summaries) = broker.results(1);
+    eprintln!(
+        "redelivered and finished {:.1} s after the SIGKILL",
+        t_kill.elapsed().as_secs_f64()
+    );
+    let s = summaries[0].as_str().unwrap();
+    assert!(
+        s.contains(&format!("job {job} on {}: ok, ", survivor.node)),
+        "{s}"
+    );
+    assert!(
+        survivor
+            .log()
+            .contains(&format!("job={job} runtime=native delivery=2")),
+        "{}",
+        survivor.log()
+    );
+    let records = lines.len() as u64;
+    assert!(records >= 3, "{lines:?}");
+    assert_eq!(broker.status()["results_stored"], records + 1);
+    drop(victim);
+}
+
+/// (d) A node that stops heartbeating (SIGSTOP) is shown down within its deadline
+/// (3 heartbeats of 200 ms), and up again when it resumes.
+#[test]
+fn a_silent_node_is_shown_down_within_its_deadline() {
+    if !ready(vtnt_testkit::test_name!(), false) {
+        return;
+    }
+    let broker = Broker::up("hb");
+    let agent = Agent::start(&broker, "h1", "fr", &["--net", "host"], &[]);
+    agent.signal("STOP");
+    let t0 = Instant::now();
+    while broker.node_state("h1").as_deref() != Some("down") {
+        assert!(t0.elapsed() < Duration::from_secs(5), "h1 never shown down");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let shown = t0.elapsed();
+    eprintln!(
+        "silent node shown down {:.0} ms after SIGSTOP (deadline 600 ms)",
+        shown.as_secs_f64() * 1e3
+    );
+    // the deadline counts from the last heartbeat, at most one period before the stop
+    assert!(shown <= Duration::from_millis(600 + 300), "{shown:?}");
+    agent.signal("CONT");
+    broker.wait_up("h1");
+}
+
+/// (e) Bad input fails at once with a clear message and a non-zero exit: an unknown
+/// runtime, a runtime no node offers, malformed job words, an unknown location, an
+/// unreachable broker; and a public target the agent was not allowed refused by it.
+#[test]
+fn bad_input_is_refused_clearly() {
+    if !ready(vtnt_testkit::test_name!(), false) {
+        return;
+    }
+    let broker = Broker::up("bad");
+    let _agent = Agent::start(&broker, "b1", "fr", &["--net", "host"], &[]);
+    let fails = |args: &[&str], says: &str| {
+        let t0 = Instant::now();
+        let out = vtnt(args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?} succeeded");
+        assert!(err.contains(says), "{args:?}: {err}");
+        assert!(
+            t0.elapsed() < Duration::from_secs(8),
+            "{args:?} took {:?}",
+            t0.elapsed()
+        );
+    };
+    let u = broker.url.as_str();
+    fn with<'a>(u: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+        [&["fleet", "submit", "--nats", u][..], extra].concat()
+    }
+    fails(
+        &with(u, &["--runtime", "dance", "--", "trace", "192.0.2.1"]),
+        "dance",
+    );
+    fails(
+        &with(u, &["--runtime", "runc", "--", "trace", "192.0.2.1"]),
+        "runs `runc`",
+    );
+    fails(
+        &with(
+            u,
+            &[
+                "--runtime",
+                "native",
+                "--location",
+                "xx",
+                "--",
+                "trace",
+                "192.0.2.1",
+            ],
+        ),
+        "location `xx`",
+    );
+    fails(
+        &with(u, &["--runtime", "native", "--", "dance", "192.0.2.1"]),
+        "job:",
+    );
+    fails(
+        &with(
+            u,
+            &["--runtime", "native", "--", "trace", "-q", "0", "192.0.2.1"],
+        ),
+        "job:",
+    );
+    fails(
+        &with(u, &["--runtime", "native", "--", "trace", "8.8.8.8"]),
+        "no target to probe",
+    );
+    fails(
+        &with(
+            u,
+            &[
+                "--runtime",
+                "native",
+                "--location",
+                "a.b",
+                "--",
+                "trace",
+                "192.0.2.1",
+            ],
+        ),
+        "--location",
+    );
+    let nowhere = format!("nats://127.0.0.1:{}", free_port());
+    fails(
+        &["fleet", "status", "--nats", &nowhere],
+        "connecting to the NATS server",
+    );
+    fails(
+        &[
+            "fleet",
+            "submit",
+            "--nats",
+            &nowhere,
+            "--runtime",
+            "native",
+            "--",
+            "trace",
+            "192.0.2.1",
+        ],
+        "connecting to the NATS server",
+    );
+    fails(
+        &[
+            "agent",
+            "--nats",
+            &nowhere,
+            "--node",
+            "x",
+            "--location",
+            "fr",
+            "--net",
+            "host",
+        ],
+        "connecting to the NATS server",
+    );
+    // a public target the job asks for, refused by an agent without --allow-public
+    let ev = broker.submit(&["--mode", "wait"], "trace --allow-public 8.8.8.8");
+    let (lines, summaries) = broker.results(1);
+    let s = summaries[0].as_str().unwrap();
+    assert!(
+        s.contains(&format!(
+            "job {} on b1: refused, 0 records",
+            ev["job"].as_str().unwrap()
+        )),
+        "{s}"
+    );
+    assert!(s.contains("--allow-public"), "{s}");
+    assert!(lines.is_empty(), "{lines:?}");
+    let mut out = String::new();
+    let _ = std::fs::File::open(&_agent.log).and_then(|mut f| f.read_to_string(&mut out));
+    assert!(out.contains("status=Refused"), "{out}");
+}

@@ -1,0 +1,578 @@
+//! `vtnt agent`: one per node. It dials out to the broker (a node opens no port),
+//! heartbeats its [`NodeInfo`] to `vtnt.nodes.<node>` (stream `VTNT_NODES`, the last
+//! one per node), and takes a job only while it has a free slot:
+//!
+//! - discard mode: it listens on `vtnt.deploy.<location>` and `vtnt.deploy.any` in the
+//!   queue group `vtnt-agents` while a slot is free, and stops listening when the last
+//!   one is taken (before it answers, so the server knows it is full), so a request with
+//!   no free agent gets "no responders" at once;
+//! - wait mode: while a slot is free it pulls one message at a time from its location's
+//!   work queue and from `any`'s (a long poll on each; should both deliver at once with
+//!   one slot free, the second is given back with a NAK), reports progress while the job
+//!   runs (so JetStream does not redeliver it before [`ACK_WAIT`](crate::ACK_WAIT) passes
+//!   without news), and acks it once its results are stored. A job of an agent that dies
+//!   is redelivered.
+//!
+//! A job is re-checked here as the command line checks it (the line decoded, the probing
+//! policy with this host's exclusion list and this agent's consent to public targets),
+//! then run by `vtnt_runtimes::Runtime::run` on a blocking thread. Its scamper records go
+//! out one message each, then its [`JobSummary`]. SIGTERM (or SIGINT) drains: running
+//! jobs finish, no new one is taken, the node says `stopped`, exit 0.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use async_nats::jetstream::{self, AckKind};
+use futures::stream::SelectAll;
+use futures::StreamExt;
+use tokio::signal::unix::{signal, SignalKind};
+use tokio::sync::{mpsc, Notify, OwnedSemaphorePermit, Semaphore};
+use vtnt_job::{JobSpec, Targets};
+use vtnt_runtimes::net::Network;
+use vtnt_runtimes::{RunOptions, Runtime};
+
+use crate::proto::{DeployReply, JobRequest, JobStatus, JobSummary, NodeInfo, NodeState, Timings};
+use crate::{Connect, Fleet, ANY, DEPLOY_GROUP};
+
+/// How an agent runs.
+#[derive(Debug, Clone)]
+pub struct AgentOptions {
+    pub connect: Connect,
+    pub node: String,
+    pub location: String,
+    pub slots: usize,
+    pub runtimes: Vec<Runtime>,
+    /// Where jobs probe (a lab's namespace, or this host's network).
+    pub net: Network,
+    /// Whether jobs may probe public targets (each job must ask too).
+    pub allow_public: bool,
+    pub heartbeat: Duration,
+    /// How long one job may run once started.
+    pub timeout: Duration,
+    /// Image server bandwidth, bit/s.
+    pub bandwidth_bps: u64,
+}
+
+/// Heartbeats a node may miss before it is shown down.
+pub const MISSED_HEARTBEATS: u32 = 3;
+/// How long a wait-mode pull waits at the server for a job before the agent asks again
+/// (and looks whether it is draining).
+const PULL_EXPIRES: Duration = Duration::from_millis(250);
+
+/// Runs the agent until SIGTERM or SIGINT, then drains.
+pub fn run(o: AgentOptions) -> anyhow::Result<()> {
+    crate::block_on(agent(o))
+}
+
+/// What every job task shares.
+struct Ctx {
+    o: AgentOptions,
+    fleet: Fleet,
+    slots: Arc<Semaphore>,
+    /// Told when a slot frees (the puller waits on it).
+    freed: Notify,
+    done: AtomicU64,
+    failed: AtomicU64,
+    clock_sync: String,
+    /// Told when a slot frees (the main loop re-joins the discard queue group).
+    freed_tx: mpsc::UnboundedSender<()>,
+}
+
+impl Ctx {
+    fn info(&self, state: NodeState) -> NodeInfo {
+        NodeInfo {
+            node: self.o.node.clone(),
+            location: self.o.location.clone(),
+            slots: self.o.slots,
+            busy: self.o.slots - self.slots.available_permits(),
+            runtimes: self
+                .o
+                .runtimes
+                .iter()
+                .map(|r| r.name().to_string())
+                .collect(),
+            heartbeat_ms: self.o.heartbeat.as_millis() as u64,
+            deadline_ms: (self.o.heartbeat * MISSED_HEARTBEATS).as_millis() as u64,
+            state,
+            clock_sync: self.clock_sync.clone(),
+            jobs_done: self.done.load(Ordering::Relaxed),
+            jobs_failed: self.failed.load(Ordering::Relaxed),
+        }
+    }
+
+    async fn heartbeat(&self, state: NodeState) -> anyhow::Result<()> {
+        let v = serde_json::to_vec(&self.info(state))?;
+        self.fleet
+            .js
+            .publish(crate::node_subject(&self.o.node), v.into())
+            .await?
+            .await
+            .context("heartbeat")?;
+        Ok(())
+    }
+
+    fn log(&self, what: &str) {
+        eprintln!("vtnt agent: node={} {what}", self.o.node);
+    }
+}
+
+async fn agent(o: AgentOptions) -> anyhow::Result<()> {
+    crate::check_token("--node", &o.node)?;
+    crate::check_token("--location", &o.location)?;
+    anyhow::ensure!(o.slots > 0, "--slots: at least 1");
+    anyhow::ensure!(!o.runtimes.is_empty(), "--runtimes: at least one");
+    for rt in &o.runtimes {
+        o.net.check(*rt)?;
+    }
+    let client = o.connect.client(&format!("vtnt-agent {}", o.node)).await?;
+    let fleet = Fleet::open(client.clone()).await?;
+    let mut queues = vec![fleet.wq_consumer(&o.location).await?];
+    if o.location != ANY {
+        queues.push(fleet.wq_consumer(ANY).await?);
+    }
+    let (freed_tx, mut freed_rx) = mpsc::unbounded_channel();
+    let ctx = Arc::new(Ctx {
+        slots: Arc::new(Semaphore::new(o.slots)),
+        freed: Notify::new(),
+        done: AtomicU64::new(0),
+        failed: AtomicU64::new(0),
+        clock_sync: clock_sync().await,
+        freed_tx,
+        fleet,
+        o,
+    });
+    let mut term = signal(SignalKind::terminate())?;
+    let mut int = signal(SignalKind::interrupt())?;
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let pullers: Vec<_> = queues
+        .into_iter()
+        .map(|q| tokio::spawn(pull(ctx.clone(), q, stop_rx.clone())))
+        .collect();
+    let mut beat = tokio::time::interval(ctx.o.heartbeat);
+    let mut deploy: Option<SelectAll<async_nats::Subscriber>> = None;
+    ctx.log(&format!(
+        "event=up location={} slots={} url={}",
+        ctx.o.location, ctx.o.slots, ctx.o.connect.url
+    ));
+    enum Ev {
+        Stop,
+        Beat,
+        Request(async_nats::Message),
+        Freed,
+    }
+    loop {
+        // In the queue group only while a slot is free.
+        let free = ctx.slots.available_permits() > 0;
+        if free && deploy.is_none() {
+            let mut subs = SelectAll::new();
+            for loc in [ctx.o.location.as_str(), ANY] {
+                subs.push(
+                    client
+                        .queue_subscribe(crate::deploy_subject(loc), DEPLOY_GROUP.into())
+                        .await?,
+                );
+                if loc == ANY {
+                    break;
+                }
+            }
+            client.flush().await?;
+            deploy = Some(subs);
+        } else if !free {
+            deploy = None;
+        }
+        let ev = tokio::select! {
+            _ = term.recv() => Ev::Stop,
+            _ = int.recv() => Ev::Stop,
+            _ = beat.tick() => Ev::Beat,
+            Some(()) = freed_rx.recv() => Ev::Freed,
+            Some(m) = next_request(&mut deploy) => Ev::Request(m),
+        };
+        match ev {
+            Ev::Stop => break,
+            Ev::Beat => {
+                if let Err(e) = ctx.heartbeat(NodeState::Up).await {
+                    ctx.log(&format!("event=heartbeat-failed error=\"{e:#}\""));
+                }
+            }
+            Ev::Freed => {}
+            Ev::Request(m) => {
+                let Some(reply) = m.reply.clone() else {
+                    continue;
+                };
+                let req: Result<JobRequest, _> = serde_json::from_slice(&m.payload);
+                let permit = ctx.slots.clone().try_acquire_owned().ok();
+                if ctx.slots.available_permits() == 0 {
+                    // Full: leave the group before answering, so the next request with
+                    // no other free agent gets "no responders".
+                    deploy = None;
+                    client.flush().await?;
+                }
+                let answer = match (&req, permit) {
+                    (Ok(req), Some(permit)) => {
+                        tokio::spawn(job(ctx.clone(), permit, req.clone(), None));
+                        DeployReply {
+                            accepted: true,
+                            job: req.id.clone(),
+                            node: ctx.o.node.clone(),
+                            reason: None,
+                        }
+                    }
+                    (Ok(req), None) => DeployReply {
+                        accepted: false,
+                        job: req.id.clone(),
+                        node: ctx.o.node.clone(),
+                        reason: Some("no free slot".into()),
+                    },
+                    (Err(e), _) => DeployReply {
+                        accepted: false,
+                        job: String::new(),
+                        node: ctx.o.node.clone(),
+                        reason: Some(format!("malformed job request: {e}")),
+                    },
+                };
+                client
+                    .publish(reply, serde_json::to_vec(&answer)?.into())
+                    .await?;
+            }
+        }
+    }
+    // Drain: out of the queue group, no more pulls, running jobs finish.
+    drop(deploy);
+    let _ = stop_tx.send(true);
+    ctx.log("event=draining");
+    let _ = ctx.heartbeat(NodeState::Draining).await;
+    for p in pullers {
+        let _ = p.await;
+    }
+    let all = u32::try_from(ctx.o.slots).unwrap_or(u32::MAX);
+    let mut beat = tokio::time::interval(ctx.o.heartbeat);
+    let drained = ctx.slots.acquire_many(all);
+    tokio::pin!(drained);
+    loop {
+        tokio::select! {
+            _ = &mut drained => break,
+            _ = beat.tick() => { let _ = ctx.heartbeat(NodeState::Draining).await; }
+        }
+    }
+    ctx.heartbeat(NodeState::Stopped).await?;
+    client.flush().await?;
+    ctx.log("event=stopped");
+    Ok(())
+}
+
+async fn next_request(
+    subs: &mut Option<SelectAll<async_nats::Subscriber>>,
+) -> Option<async_nats::Message> {
+    match subs {
+        Some(s) => s.next().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Wait mode: while a slot is free, one job at a time from one work queue (one such task
+/// per queue: the location's and `any`'s).
+async fn pull(
+    ctx: Arc<Ctx>,
+    queue: jetstream::consumer::PullConsumer,
+    stop: tokio::sync::watch::Receiver<bool>,
+) {
+    while !*stop.borrow() {
+        if ctx.slots.available_permits() == 0 {
+            tokio::select! {
+                _ = ctx.freed.notified() => {}
+                _ = tokio::time::sleep(PULL_EXPIRES) => {}
+            }
+            continue;
+        }
+        let msg = match queue
+            .batch()
+            .max_messages(1)
+            .expires(PULL_EXPIRES)
+            .messages()
+            .await
+        {
+            Ok(mut batch) => batch.next().await,
+            Err(e) => {
+                ctx.log(&format!("event=pull-failed error=\"{e}\""));
+                tokio::time::sleep(PULL_EXPIRES).await;
+                continue;
+            }
+        };
+        let msg = match msg {
+            Some(Ok(m)) => m,
+            Some(Err(e)) => {
+                ctx.log(&format!("event=pull-failed error=\"{e}\""));
+                continue;
+            }
+            None => continue,
+        };
+        let Ok(permit) = ctx.slots.clone().try_acquire_owned() else {
+            // another queue's job or a discard-mode one took the slot meanwhile: give it
+            // back at once (a delivery counted against MAX_DELIVER)
+            let _ = msg.ack_with(AckKind::Nak(None)).await;
+            continue;
+        };
+        if ctx.slots.available_permits() == 0 {
+            // wake the main loop, which leaves the discard queue group
+            let _ = ctx.freed_tx.send(());
+        }
+        match serde_json::from_slice::<JobRequest>(&msg.payload) {
+            Ok(req) => {
+                tokio::spawn(job(ctx.clone(), permit, req, Some(msg)));
+            }
+            Err(e) => {
+                ctx.log(&format!("event=bad-request error=\"{e}\""));
+                // never runnable: terminate it rather than have it redelivered
+                let _ = msg.ack_with(AckKind::Term).await;
+            }
+        }
+    }
+}
+
+/// Runs one job, publishes its results, acks its work-queue message, frees its slot.
+async fn job(
+    ctx: Arc<Ctx>,
+    permit: OwnedSemaphorePermit,
+    req: JobRequest,
+    wq: Option<jetstream::Message>,
+) {
+    let start_us = crate::now_us();
+    let t0 = Instant::now();
+    let delivery = wq
+        .as_ref()
+        .and_then(|m| m.info().ok().map(|i| i.delivered as u64))
+        .unwrap_or(1);
+    ctx.log(&format!(
+        "event=start job={} runtime={} delivery={delivery}",
+        req.id, req.runtime
+    ));
+    let wq = wq.map(Arc::new);
+    // Progress reports while the job runs, so JetStream does not give it to another.
+    let progress = wq.clone().map(|m| {
+        tokio::spawn(async move {
+            let mut t = tokio::time::interval(crate::ACK_WAIT / 4);
+            t.tick().await;
+            loop {
+                t.tick().await;
+                let _ = m.ack_with(AckKind::Progress).await;
+            }
+        })
+    });
+    let opts = RunOptions {
+        net: ctx.o.net.clone(),
+        bandwidth_bps: ctx.o.bandwidth_bps,
+        timeout: ctx.o.timeout,
+        ..Default::default()
+    };
+    let (allow_public, runtimes) = (ctx.o.allow_public, ctx.o.runtimes.clone());
+    let r = req.clone();
+    let ran = tokio::task::spawn_blocking(move || -> Result<_, (JobStatus, String)> {
+        let (rt, spec) = admit(&r, &runtimes, allow_public).map_err(|e| (JobStatus::Refused, e))?;
+        rt.run(&spec, &opts)
+            .map_err(|e| (JobStatus::Error, format!("{e:#}")))
+    })
+    .await
+    .unwrap_or_else(|e| Err((JobStatus::Error, format!("the job's thread: {e}"))));
+    let total = t0.elapsed();
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    let mut summary = JobSummary {
+        job: req.id.clone(),
+        tenant: req.tenant.clone(),
+        node: ctx.o.node.clone(),
+        location: ctx.o.location.clone(),
+        runtime: req.runtime.clone(),
+        status: JobStatus::Ok,
+        error: None,
+        code: None,
+        records: 0,
+        delivery,
+        timings: Timings {
+            queue_ms: start_us.saturating_sub(req.submitted_us) as f64 / 1e3,
+            deploy_ms: 0.0,
+            exec_ms: 0.0,
+            cleanup_ms: 0.0,
+            total_ms: ms(total),
+        },
+        clock_sync: ctx.clock_sync.clone(),
+    };
+    let records: Vec<String> = match ran {
+        Ok(out) => {
+            summary.code = out.code;
+            summary.timings.deploy_ms = ms(out.deploy_time);
+            summary.timings.exec_ms = ms(out.exec_time);
+            summary.timings.cleanup_ms = ms(total.saturating_sub(out.deploy_time + out.exec_time));
+            if !out.ok() {
+                summary.status = JobStatus::Failed;
+                let err = out.stderr.trim();
+                summary.error = Some(err[err.len().saturating_sub(2000)..].to_string());
+            }
+            out.stdout
+                .lines()
+                .filter(|l| !l.trim().is_empty())
+                .map(String::from)
+                .collect()
+        }
+        Err((status, e)) => {
+            summary.status = status;
+            summary.error = Some(e);
+            Vec::new()
+        }
+    };
+    summary.records = records.len() as u64;
+    let stored = publish(&ctx, &req, &records, &summary).await;
+    if let Some(p) = progress {
+        p.abort();
+    }
+    match (&stored, &wq) {
+        (Ok(()), Some(m)) => {
+            if let Err(e) = m.double_ack().await {
+                ctx.log(&format!("event=ack-failed job={} error=\"{e}\"", req.id));
+            }
+        }
+        (Err(e), _) => ctx.log(&format!(
+            "event=store-failed job={} error=\"{e:#}\"",
+            req.id
+        )),
+        _ => {}
+    }
+    ctx.done.fetch_add(1, Ordering::Relaxed);
+    if summary.status != JobStatus::Ok {
+        ctx.failed.fetch_add(1, Ordering::Relaxed);
+    }
+    ctx.log(&format!(
+        "event=done job={} status={:?} records={} total_ms={:.1}",
+        req.id, summary.status, summary.records, summary.timings.total_ms
+    ));
+    drop(permit);
+    ctx.freed.notify_one();
+    let _ = ctx.freed_tx.send(());
+}
+
+/// Checks a job as the command line would before any probe; returns what to run.
+fn admit(
+    req: &JobRequest,
+    runtimes: &[Runtime],
+    allow_public: bool,
+) -> Result<(Runtime, JobSpec), String> {
+    let rt = runtimes
+        .iter()
+        .copied()
+        .find(|r| r.name() == req.runtime)
+        .ok_or_else(|| format!("this node has no runtime `{}`", req.runtime))?;
+    let mut spec = vtnt_jobspec::decode(&req.line).map_err(|e| format!("job line: {e}"))?;
+    if !matches!(spec.targets, Targets::List(_)) {
+        return Err("job line: targets must be inline".into());
+    }
+    if spec.engine.allow_public && !allow_public {
+        return Err(
+            "refused: the job asks to probe public targets and this agent was not started with --allow-public"
+                .into(),
+        );
+    }
+    let host = vtnt_job::exclusion_list(&[]).map_err(|e| format!("{e:#}"))?;
+    spec.engine.exclude = spec
+        .engine
+        .exclude
+        .iter()
+        .chain(host.iter())
+        .copied()
+        .collect();
+    spec.check_targets(spec.target_list())
+        .map_err(|e| format!("refused: {e}"))?;
+    Ok((rt, spec))
+}
+
+/// Stores the records (one message each) and the summary in the results stream, every
+/// message with its id so that a redelivered job's land once.
+async fn publish(
+    ctx: &Ctx,
+    req: &JobRequest,
+    records: &[String],
+    summary: &JobSummary,
+) -> anyhow::Result<()> {
+    let js = &ctx.fleet.js;
+    let mut acks = Vec::with_capacity(records.len() + 1);
+    let subject = crate::results_subject(&req.tenant, &req.id, "r");
+    for (i, rec) in records.iter().enumerate() {
+        let mut h = async_nats::HeaderMap::new();
+        h.insert("Nats-Msg-Id", format!("{}.{i}", req.id).as_str());
+        h.insert("Vtnt-Index", i.to_string().as_str());
+        acks.push(
+            js.publish_with_headers(subject.clone(), h, rec.clone().into_bytes().into())
+                .await?,
+        );
+    }
+    for a in acks {
+        a.await.context("storing a record")?;
+    }
+    let mut h = async_nats::HeaderMap::new();
+    h.insert("Nats-Msg-Id", format!("{}.s", req.id).as_str());
+    js.publish_with_headers(
+        crate::results_subject(&req.tenant, &req.id, "s"),
+        h,
+        serde_json::to_vec(summary)?.into(),
+    )
+    .await?
+    .await
+    .context("storing the summary")?;
+    Ok(())
+}
+
+/// Whether this host's clock is synchronised (`timedatectl`'s NTPSynchronized): `yes`,
+/// `no`, or `unknown` when it cannot say within a second.
+async fn clock_sync() -> String {
+    let out = tokio::process::Command::new("timedatectl")
+        .args(["show", "-p", "NTPSynchronized", "--value"])
+        .kill_on_drop(true)
+        .output();
+    match tokio::time::timeout(Duration::from_secs(1), out).await {
+        Ok(Ok(o)) if o.status.success() => match String::from_utf8_lossy(&o.stdout).trim() {
+            "yes" => "yes".into(),
+            "no" => "no".into(),
+            _ => "unknown".into(),
+        },
+        _ => "unknown".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn req(words: &str, runtime: &str) -> JobRequest {
+        let w: Vec<String> = words.split_whitespace().map(String::from).collect();
+        let job = vtnt_job::parse_words(&w, vtnt_job::Vantage::Lab).unwrap();
+        JobRequest {
+            id: "j".into(),
+            tenant: "t".into(),
+            runtime: runtime.into(),
+            location: ANY.into(),
+            line: vtnt_jobspec::encode(&job.spec),
+            submitted_us: 0,
+        }
+    }
+
+    #[test]
+    fn the_agent_rechecks_what_it_is_given() {
+        let rts = [Runtime::Native];
+        assert!(admit(&req("trace 192.0.2.1", "native"), &rts, false).is_ok());
+        let e = admit(&req("trace 192.0.2.1", "runc"), &rts, false).unwrap_err();
+        assert!(e.contains("no runtime `runc`"), "{e}");
+        let public = req("trace --allow-public 8.8.8.8", "native");
+        let e = admit(&public, &rts, false).unwrap_err();
+        assert!(e.contains("--allow-public"), "{e}");
+        assert!(admit(&public, &rts, true).is_ok());
+        let mut bad = req("trace 192.0.2.1", "native");
+        bad.line = "vtnt-job=1 kind=dance targets=192.0.2.1".into();
+        assert!(admit(&bad, &rts, false)
+            .unwrap_err()
+            .starts_with("job line:"));
+        // a line that never went through the command line's checks: the public target
+        // without the job's consent is refused even by an agent that allows them
+        bad.line = "vtnt-job=1 kind=trace targets=8.8.8.8".into();
+        let e = admit(&bad, &rts, true).unwrap_err();
+        assert!(e.contains("8.8.8.8"), "{e}");
+    }
+}

@@ -1,0 +1,317 @@
+//! The controller's commands: `vtnt fleet submit` (a job placed in wait or discard mode),
+//! `vtnt fleet status` (nodes from their heartbeats, the work queues' backlog) and
+//! `vtnt fleet results` (each job's records, deduplicated and in order, then its
+//! summary).
+
+use std::collections::{BTreeMap, HashSet};
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use async_nats::jetstream;
+use futures::{StreamExt, TryStreamExt};
+use serde::Serialize;
+use vtnt_job::{Format, Vantage};
+use vtnt_runtimes::Runtime;
+
+use crate::proto::{
+    DeployReply, Event, JobRequest, JobSummary, Mode, NodeInfo, NodeState, Outcome,
+};
+use crate::{Connect, Fleet, ANY};
+
+/// How long a discard-mode request waits for an agent that is listening to answer.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// What `vtnt fleet submit` places.
+#[derive(Debug, Clone)]
+pub struct SubmitOptions {
+    pub runtime: Runtime,
+    pub location: String,
+    pub mode: Mode,
+    pub tenant: String,
+    /// The job in `vtnt`'s words (`trace -q 1 192.0.2.1`).
+    pub words: Vec<String>,
+}
+
+/// Checks the job as `vtnt run` does, then places it; the event says what became of it.
+pub fn submit(c: &Connect, o: &SubmitOptions) -> anyhow::Result<Event> {
+    crate::check_token("--location", &o.location)?;
+    crate::check_token("--tenant", &o.tenant)?;
+    let job = vtnt_job::parse_words(&o.words, Vantage::Lab)?;
+    anyhow::ensure!(
+        job.format == Format::Json && job.output.is_none(),
+        "a fleet job prints scamper JSON (no -O, no -o); its records come back through `vtnt fleet results`"
+    );
+    anyhow::ensure!(
+        !job.some_bad,
+        "some targets were refused (above); submit only targets the policy accepts"
+    );
+    let line = vtnt_jobspec::encode(&job.spec);
+    crate::block_on(async {
+        let client = c.client("vtnt fleet submit").await?;
+        let fleet = Fleet::open(client.clone()).await?;
+        let nodes = nodes(&fleet).await?;
+        let rt = o.runtime.name();
+        anyhow::ensure!(
+            nodes
+                .iter()
+                .any(|n| (o.location == ANY || n.info.location == o.location)
+                    && n.info.runtimes.iter().any(|r| r == rt)),
+            "no node {} runs `{rt}` (known nodes: {})",
+            if o.location == ANY {
+                "anywhere".to_string()
+            } else {
+                format!("in location `{}`", o.location)
+            },
+            describe(&nodes)
+        );
+        let submitted_us = crate::now_us();
+        let req = JobRequest {
+            id: nuid::next().to_string(),
+            tenant: o.tenant.clone(),
+            runtime: rt.to_string(),
+            location: o.location.clone(),
+            line,
+            submitted_us,
+        };
+        let payload: bytes::Bytes = serde_json::to_vec(&req)?.into();
+        let t0 = Instant::now();
+        let outcome = match o.mode {
+            Mode::Wait => {
+                let mut h = async_nats::HeaderMap::new();
+                h.insert("Nats-Msg-Id", req.id.as_str());
+                fleet
+                    .js
+                    .publish_with_headers(crate::wq_subject(&o.location), h, payload)
+                    .await?
+                    .await
+                    .context("queueing the job")?;
+                Outcome::Queued
+            }
+            Mode::Discard => {
+                let asked = client.request(crate::deploy_subject(&o.location), payload);
+                match tokio::time::timeout(REQUEST_TIMEOUT, asked).await {
+                    Err(_) => anyhow::bail!("no agent answered within {REQUEST_TIMEOUT:?}"),
+                    Ok(Err(e)) if e.kind() == async_nats::RequestErrorKind::NoResponders => {
+                        Outcome::Discarded {
+                            reason: "no free slot".into(),
+                        }
+                    }
+                    Ok(Err(e)) => return Err(e).context("asking the agents"),
+                    Ok(Ok(m)) => {
+                        let r: DeployReply =
+                            serde_json::from_slice(&m.payload).context("the agent's reply")?;
+                        match (r.accepted, r.reason) {
+                            (true, _) => Outcome::Accepted { node: r.node },
+                            (false, reason) => Outcome::Discarded {
+                                reason: reason.unwrap_or_else(|| "refused".into()),
+                            },
+                        }
+                    }
+                }
+            }
+        };
+        Ok(Event {
+            job: req.id,
+            mode: o.mode,
+            location: req.location,
+            runtime: req.runtime,
+            tenant: req.tenant,
+            outcome,
+            submitted_us,
+            decision_us: t0.elapsed().as_micros() as u64,
+        })
+    })
+}
+
+/// A node as `status` shows it.
+#[derive(Debug, Clone, Serialize)]
+pub struct NodeView {
+    #[serde(flatten)]
+    pub info: NodeInfo,
+    /// Milliseconds since its last heartbeat reached the broker (broker's clock).
+    pub age_ms: u64,
+    /// Its last heartbeat is older than its deadline.
+    pub down: bool,
+    /// What to show: `up`, `draining`, `stopped` (its own word) or `down` (late).
+    pub status: &'static str,
+}
+
+impl NodeView {
+    fn new(info: NodeInfo, age_ms: u64) -> NodeView {
+        let down = age_ms > info.deadline_ms;
+        let status = match (down, info.state) {
+            (_, NodeState::Stopped) => "stopped",
+            (true, _) => "down",
+            (false, NodeState::Up) => "up",
+            (false, NodeState::Draining) => "draining",
+        };
+        NodeView {
+            info,
+            age_ms,
+            down,
+            status,
+        }
+    }
+}
+
+/// What `vtnt fleet status` shows.
+#[derive(Debug, Clone, Serialize)]
+pub struct Status {
+    pub nodes: Vec<NodeView>,
+    /// Jobs waiting per work-queue subject.
+    pub backlog: BTreeMap<String, u64>,
+    /// Messages stored in the results stream (records and summaries).
+    pub results_stored: u64,
+}
+
+pub fn status(c: &Connect) -> anyhow::Result<Status> {
+    crate::block_on(async {
+        let client = c.client("vtnt fleet status").await?;
+        let mut fleet = Fleet::open(client).await?;
+        let nodes = nodes(&fleet).await?;
+        let results_stored = fleet.results.info().await?.state.messages;
+        let mut backlog = BTreeMap::new();
+        let mut subjects = fleet.jobs.info_with_subjects("vtnt.wq.>").await?;
+        while let Some((s, n)) = subjects.try_next().await? {
+            backlog.insert(s, n as u64);
+        }
+        Ok(Status {
+            nodes,
+            backlog,
+            results_stored,
+        })
+    })
+}
+
+/// Every node that ever heartbeated (within the stream's hour), by name.
+async fn nodes(fleet: &Fleet) -> anyhow::Result<Vec<NodeView>> {
+    let mut subjects = fleet.nodes.info_with_subjects("vtnt.nodes.*").await?;
+    let mut names = Vec::new();
+    while let Some((s, _)) = subjects.try_next().await? {
+        names.push(s);
+    }
+    let now_ns = crate::now_us() as i128 * 1000;
+    let mut out = Vec::new();
+    for s in names {
+        // a node's subject listed a moment ago may have aged out since
+        let Ok(m) = fleet.nodes.get_last_raw_message_by_subject(&s).await else {
+            continue;
+        };
+        let Ok(info) = serde_json::from_slice::<NodeInfo>(&m.payload) else {
+            continue;
+        };
+        let age_ms = ((now_ns - m.time.unix_timestamp_nanos()).max(0) / 1_000_000) as u64;
+        out.push(NodeView::new(info, age_ms));
+    }
+    out.sort_by(|a, b| a.info.node.cmp(&b.info.node));
+    Ok(out)
+}
+
+fn describe(nodes: &[NodeView]) -> String {
+    if nodes.is_empty() {
+        return "none; start `vtnt agent`".into();
+    }
+    nodes
+        .iter()
+        .map(|n| {
+            format!(
+                "{} in {} ({})",
+                n.info.node,
+                n.info.location,
+                n.info.runtimes.join(",")
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// One job's results.
+#[derive(Debug, Clone)]
+pub struct JobResults {
+    pub job: String,
+    /// Its scamper JSON records, in order, each once.
+    pub records: Vec<String>,
+    /// `None`: the job has not finished (or its agent died before it published it).
+    pub summary: Option<JobSummary>,
+}
+
+/// Reads the results stream (one job's, or all), and hands each job to `each` once its
+/// summary is in, in the order the summaries were stored; without `follow` it stops at
+/// the end of the stream and then hands over the jobs still without a summary.
+pub fn results(
+    c: &Connect,
+    job: Option<&str>,
+    follow: bool,
+    mut each: impl FnMut(JobResults) -> anyhow::Result<()>,
+) -> anyhow::Result<()> {
+    if let Some(j) = job {
+        crate::check_token("--job", j)?;
+    }
+    crate::block_on(async {
+        let client = c.client("vtnt fleet results").await?;
+        let fleet = Fleet::open(client).await?;
+        let filter = match job {
+            Some(j) => format!("vtnt.results.*.{j}.*"),
+            None => "vtnt.results.>".into(),
+        };
+        let mut consumer = fleet
+            .results
+            .create_consumer(jetstream::consumer::pull::OrderedConfig {
+                filter_subject: filter,
+                deliver_policy: jetstream::consumer::DeliverPolicy::All,
+                ..Default::default()
+            })
+            .await
+            .context("reading the results stream")?;
+        let mut open: BTreeMap<String, BTreeMap<u64, String>> = BTreeMap::new();
+        let mut finished: HashSet<String> = HashSet::new();
+        let empty = consumer.info().await?.num_pending == 0;
+        if !empty || follow {
+            let mut msgs = consumer.messages().await?;
+            while let Some(m) = msgs.next().await {
+                let m = m?;
+                let pending = m.info().map_or(0, |i| i.pending);
+                let parts: Vec<&str> = m.subject.split('.').collect();
+                if let [_, _, _tenant, job, kind] = parts[..] {
+                    let job = job.to_string();
+                    match kind {
+                        "r" if !finished.contains(&job) => {
+                            let idx = m
+                                .headers
+                                .as_ref()
+                                .and_then(|h| h.get("Vtnt-Index"))
+                                .and_then(|v| v.as_str().parse().ok());
+                            if let Some(i) = idx {
+                                open.entry(job).or_default().entry(i).or_insert_with(|| {
+                                    String::from_utf8_lossy(&m.payload).into_owned()
+                                });
+                            }
+                        }
+                        "s" if finished.insert(job.clone()) => {
+                            let summary: JobSummary = serde_json::from_slice(&m.payload)
+                                .with_context(|| format!("job {job}'s summary"))?;
+                            let records = open.remove(&job).unwrap_or_default();
+                            each(JobResults {
+                                job,
+                                records: records.into_values().collect(),
+                                summary: Some(summary),
+                            })?;
+                        }
+                        _ => {}
+                    }
+                }
+                if pending == 0 && !follow {
+                    break;
+                }
+            }
+        }
+        for (job, records) in open {
+            each(JobResults {
+                job,
+                records: records.into_values().collect(),
+                summary: None,
+            })?;
+        }
+        Ok(())
+    })
+}
