@@ -7,6 +7,7 @@ use clap::{Parser, Subcommand};
 
 mod bench;
 mod convert;
+#[cfg(feature = "fleet")]
 mod fleet;
 mod interrupt;
 mod jobline;
@@ -48,9 +49,11 @@ enum Command {
     #[command(subcommand)]
     Bench(bench::BenchCommand),
     /// Jobs on agents over NATS: a broker (up, down), submit, status, results.
+    #[cfg(feature = "fleet")]
     #[command(subcommand)]
     Fleet(fleet::FleetCommand),
     /// A fleet node: takes jobs from the broker while it has a free slot.
+    #[cfg(feature = "fleet")]
     Agent(fleet::AgentArgs),
 }
 
@@ -72,7 +75,9 @@ fn main() -> ExitCode {
         Command::Bench(cmd) => bench::run(cmd),
         Command::Image(cmd) => runtime::image(cmd),
         Command::Run(args) => runtime::run(args),
+        #[cfg(feature = "fleet")]
         Command::Fleet(cmd) => fleet::run(cmd),
+        #[cfg(feature = "fleet")]
         Command::Agent(args) => fleet::agent(args),
     };
     match result {

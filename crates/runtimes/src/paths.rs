@@ -2,7 +2,8 @@
 //! (`/var/cache/vtnt`, override with `VTNT_CACHE_DIR`), the run directory
 //! (`/run/vtnt/deploy`, sockets and runtime state), the work directory
 //! (`/var/lib/vtnt/deploy`, builds and deployed images), the workspace root, programs on `PATH`, the static `vtnt` binary
-//! (built with `cargo build --release --target x86_64-unknown-linux-musl -p vtnt`), and
+//! (built with `cargo build --release --target x86_64-unknown-linux-musl -p vtnt
+//! --no-default-features`: no fleet), and
 //! sizes of files and trees.
 
 use std::path::{Path, PathBuf};
@@ -130,7 +131,7 @@ fn find_static_vtnt() -> anyhow::Result<PathBuf> {
         let target_dir =
             std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| ws.join("target"), PathBuf::from);
         let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-        eprintln!("vtnt deploy: building the static vtnt binary and its microVM monitor (cargo build --release --target {MUSL_TARGET} -p vtnt -p vtnt-monitor)");
+        eprintln!("vtnt deploy: building the static vtnt binary and its microVM monitor (cargo build --release --target {MUSL_TARGET} -p vtnt -p vtnt-monitor --no-default-features)");
         let st = Command::new(&cargo)
             .current_dir(&ws)
             .env("CARGO_TARGET_DIR", &target_dir)
@@ -144,6 +145,8 @@ fn find_static_vtnt() -> anyhow::Result<PathBuf> {
                 "vtnt",
                 "-p",
                 "vtnt-monitor",
+                // one job per image: no fleet (tokio, NATS, TLS) in it
+                "--no-default-features",
             ])
             .status()
             .with_context(|| format!("running cargo in {}", ws.display()))?;
