@@ -64,22 +64,22 @@ pub struct VmAttach {
     /// `192.0.2.0/24`.
     pub prefix: String,
     pub gateway: String,
+    /// The host number of guest 0 of [`VmAttach::guest`]: the first after the LAN's
+    /// unikernel slots and DHCP pool (230 on a lab's /24, 4110 on a front's LAN).
+    pub first_guest: u32,
 }
 
-/// The host number of guest 0 of [`VmAttach::guest`].
-const FIRST_GUEST: u32 = 230;
-
 impl VmAttach {
-    /// Guest `i`'s address (`192.0.2.<230 + i>`) and prefix length; instance numbers
-    /// keep concurrent guests apart. The LAN's other hosts: .10-.129 are the unikernel
-    /// slots of `vm.json`, .130-.229 the VM front's DHCP pool (docs/lab.md).
+    /// Guest `i`'s address (host `first_guest + i`: `192.0.2.<230 + i>` on a lab) and
+    /// prefix length; instance numbers keep concurrent guests apart. The LAN's other
+    /// hosts: from .10 the unikernel slots of `vm.json`, then the DHCP pool (docs/lab.md).
     pub fn guest(&self, i: u32) -> anyhow::Result<(String, u8)> {
         let (base, len) = self.parse_prefix()?;
         if i >= self.guest_capacity()? {
             anyhow::bail!("lab prefix {} has no room for guest {i}", self.prefix);
         }
         Ok((
-            std::net::Ipv4Addr::from(u32::from(base) + FIRST_GUEST + i).to_string(),
+            std::net::Ipv4Addr::from(u32::from(base) + self.first_guest + i).to_string(),
             len,
         ))
     }
@@ -88,7 +88,7 @@ impl VmAttach {
     pub fn guest_capacity(&self) -> anyhow::Result<u32> {
         let (_, len) = self.parse_prefix()?;
         let hosts = (1u32 << (32 - u32::from(len))) - 1;
-        Ok(hosts.saturating_sub(FIRST_GUEST))
+        Ok(hosts.saturating_sub(self.first_guest))
     }
 
     fn parse_prefix(&self) -> anyhow::Result<(std::net::Ipv4Addr, u8)> {
@@ -97,8 +97,8 @@ impl VmAttach {
         let len: u8 = len.parse().with_context(bad)?;
         let base = net.parse().with_context(bad)?;
         anyhow::ensure!(
-            (20..=30).contains(&len),
-            "lab prefix {}: expected /20 to /30",
+            (8..=30).contains(&len),
+            "lab prefix {}: expected /8 to /30",
             self.prefix
         );
         Ok((base, len))
@@ -126,6 +126,9 @@ impl Lab {
                 port: vm.port,
                 prefix: vm.prefix,
                 gateway: vm.gateway,
+                first_guest: vtnt_lab_linux::state::VM_FIRST_HOST
+                    + vm.guests.len() as u32
+                    + vtnt_lab_linux::state::DHCP_POOL,
             },
         })
     }
@@ -192,6 +195,7 @@ mod tests {
                 port: 1,
                 prefix: "192.0.2.0/24".into(),
                 gateway: "192.0.2.1".into(),
+                first_guest: 230,
             },
         };
         let a = guest_args(&density(&lab, Duration::from_secs(10)).unwrap());
@@ -214,8 +218,18 @@ mod tests {
             port: 1,
             prefix: "192.0.2.0/24".into(),
             gateway: "192.0.2.1".into(),
+            first_guest: 230,
         };
         assert_eq!(v.guest(0).unwrap(), ("192.0.2.230".to_string(), 24));
         assert!(v.guest(300).is_err());
+        // a front's LAN: past its 4000 slots and its DHCP pool
+        let f = VmAttach {
+            prefix: "10.254.0.0/19".into(),
+            gateway: "10.254.0.1".into(),
+            first_guest: 4110,
+            ..v
+        };
+        assert_eq!(f.guest(0).unwrap(), ("10.254.16.14".to_string(), 19));
+        assert_eq!(f.guest_capacity().unwrap(), 8191 - 4110);
     }
 }
