@@ -1,5 +1,6 @@
 //! `vtnt job LINE`: runs a job given in its canonical line (`vtnt-jobspec`), on this host,
-//! printing scamper JSON, then stays alive for the line's `hold=`. This is what every
+//! printing scamper JSON, then stays alive for the line's `hold=` (running the job again
+//! every `every=` meanwhile, each round a whole cycle). This is what every
 //! runtime's instance runs (the static binary in a process, a container or a VM): the
 //! runtimes hand over the typed job itself, encoded, never `vtnt`'s option words.
 
@@ -36,21 +37,37 @@ pub fn run(a: JobLineArgs) -> anyhow::Result<ExitCode> {
     if let Some(w) = vtnt_job::rate_warning(&spec.kind, spec.engine.pps, spec.engine.window) {
         eprintln!("vtnt: warning: {w}");
     }
-    let hold = spec.hold;
     let job = Job {
         spec,
         format: Format::Json,
         output: None,
         some_bad: false,
     };
-    let code = match job.spec.kind {
-        JobKind::Tnt(_) => tnt::run_job(&job, Vec::new(), None, false)?,
-        _ => probe::run(&job)?,
+    let round = |job: &Job| match job.spec.kind {
+        JobKind::Tnt(_) => tnt::run_job(job, Vec::new(), None, false),
+        _ => probe::run(job),
     };
-    // The hold, cut short by a signal (the run caught them).
-    let until = Instant::now() + hold;
-    while !interrupt::stopped() && Instant::now() < until {
-        std::thread::sleep(TICK.min(until.saturating_duration_since(Instant::now())));
+    let start = Instant::now();
+    let mut code = round(&job)?;
+    let until = Instant::now() + job.spec.hold;
+    for at in job.spec.repeats(start.elapsed()) {
+        if !sleep_until(start + at) {
+            break;
+        }
+        // a failed round is the instance's status; later rounds still run
+        let c = round(&job)?;
+        if c != ExitCode::SUCCESS {
+            code = c;
+        }
     }
+    sleep_until(until);
     Ok(code)
+}
+
+/// Sleeps until `t`, cut short by a signal (the run caught them): false when cut short.
+fn sleep_until(t: Instant) -> bool {
+    while !interrupt::stopped() && Instant::now() < t {
+        std::thread::sleep(TICK.min(t.saturating_duration_since(Instant::now())));
+    }
+    !interrupt::stopped()
 }

@@ -52,6 +52,10 @@ pub struct RunArgs {
     /// Stay alive this many seconds after the job (the density job's hold).
     #[arg(long, default_value_t = 0)]
     pub hold: u32,
+    /// While holding, run the job again every this many seconds (0: once): a vantage
+    /// point that stays alive and keeps measuring.
+    #[arg(long, default_value_t = 0)]
+    pub every: u32,
     /// The VMM for the microVM: auto (vtnt-monitor where /dev/kvm works, else QEMU),
     /// vtnt, qemu, firecracker.
     #[arg(long, default_value = "auto")]
@@ -122,8 +126,10 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         Network::Host => Vantage::Host,
         Network::Lab(_) | Network::Tap(_) => Vantage::Lab,
     };
-    let job = vtnt_job::parse_words(&args.job, vantage)?
-        .with_hold(Duration::from_secs(u64::from(args.hold)))?;
+    let job = vtnt_job::parse_words(&args.job, vantage)?.with_hold(
+        Duration::from_secs(u64::from(args.hold)),
+        Duration::from_secs(u64::from(args.every)),
+    )?;
     anyhow::ensure!(
         job.format == Format::Json,
         "a job in a runtime prints scamper JSON only (-O json); convert with `vtnt convert`"

@@ -160,6 +160,22 @@ impl Engine {
         &self.config
     }
 
+    /// Back to the probe identities and pacing of a new engine of the same configuration,
+    /// so that jobs started again probe exactly as they did the first time (a held job's
+    /// next round) without building a new engine; buffers and statistics are kept. Only
+    /// an idle engine rewinds: false, and nothing changed, while measurements run.
+    pub fn rewind(&mut self) -> bool {
+        if !self.is_idle() {
+            return false;
+        }
+        let mut rng = Rng::new(self.config.seed);
+        self.pool.reseed(&mut rng);
+        self.rng = rng;
+        self.next_id = 0;
+        self.pacer = Pacer::new(self.config.pps, self.config.burst);
+        true
+    }
+
     /// Validates `job` and queues it; it starts probing at once if fewer than
     /// `max_active` measurements run, else when earlier jobs finish (FIFO).
     pub fn start(&mut self, now: Instant, job: Job) -> Result<MeasurementId, JobError> {

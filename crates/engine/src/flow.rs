@@ -103,14 +103,23 @@ const POOL_BASE: u16 = 0x8000;
 
 impl IdPool {
     pub fn new(rng: &mut Rng) -> IdPool {
-        let r = rng.next_u64();
-        IdPool {
+        let mut pool = IdPool {
             used: vec![0; POOL_SIZE / 64],
-            offset: (r as u32) & 0x7fff,
-            stride: ((r >> 32) as u32 & 0x7fff) | 1,
+            offset: 0,
+            stride: 1,
             cursor: 0,
             in_use: 0,
-        }
+        };
+        pool.reseed(rng);
+        pool
+    }
+
+    /// A new walk through the identifiers, drawn from `rng` (the ones in use stay so).
+    pub fn reseed(&mut self, rng: &mut Rng) {
+        let r = rng.next_u64();
+        self.offset = (r as u32) & 0x7fff;
+        self.stride = ((r >> 32) as u32 & 0x7fff) | 1;
+        self.cursor = 0;
     }
 
     /// The next free identifier for which `taken` is false, or `None` when none is left.

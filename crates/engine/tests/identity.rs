@@ -114,3 +114,32 @@ fn concurrent_traces_with_one_flow_each_see_only_their_replies() {
         }
     }
 }
+
+/// A rewound engine (a held job's next round) probes exactly as it did the first time:
+/// the same flow (ports, ICMP checksum) and the same hops.
+#[test]
+fn a_rewound_engine_probes_as_it_did() {
+    let flow = |r: Record| match r {
+        Record::Trace(t) => (
+            t.sport,
+            t.dport,
+            t.icmp_sum,
+            t.hops.iter().map(|h| h.addr).collect::<Vec<_>>(),
+        ),
+        other => panic!("not a trace: {other:?}"),
+    };
+    for m in methods() {
+        let job = Job::Trace(TraceOptions::new(IpAddr::V4(DST)).with_method(m));
+        let mut e = engine(7);
+        let mut rounds = Vec::new();
+        for at in [T0, T0 + Duration::from_secs(60)] {
+            assert!(e.rewind(), "an idle engine rewinds");
+            e.start(at, job.clone()).unwrap();
+            assert!(!e.rewind(), "a busy engine does not");
+            let mut out = run_shared(&mut [(&mut e, at)], &mut Wire::new(chain(2)));
+            rounds.push(flow(out.pop().unwrap().pop().expect("a record")));
+        }
+        assert_eq!(rounds[0], rounds[1], "{m:?}");
+        assert!(!rounds[0].3.is_empty(), "{m:?}: no hops");
+    }
+}

@@ -62,15 +62,15 @@ pub struct Job {
 }
 
 impl Job {
-    /// The same job held `hold` after its results (the density job's delay).
-    pub fn with_hold(mut self, hold: Duration) -> anyhow::Result<Job> {
-        anyhow::ensure!(
-            hold <= vtnt_jobspec::MAX_HOLD,
-            "--hold: at most {} s",
-            vtnt_jobspec::MAX_HOLD.as_secs()
-        );
+    /// The same job held `hold` after its results (the density job's delay), and run
+    /// again every `every` meanwhile (zero: once).
+    pub fn with_hold(mut self, hold: Duration, every: Duration) -> anyhow::Result<Job> {
         self.spec.hold = hold;
-        Ok(self)
+        self.spec.every = every;
+        match self.spec.hold_error() {
+            Some((key, why)) => anyhow::bail!("--{key}: {why}"),
+            None => Ok(self),
+        }
     }
 }
 
@@ -217,6 +217,7 @@ pub fn job(kind: JobKind, c: &Common, vantage: Vantage) -> anyhow::Result<Job> {
             engine,
             targets: Targets::List(good),
             hold: Duration::ZERO,
+            every: Duration::ZERO,
         },
         format: c.format,
         output: c.output.clone(),
@@ -352,7 +353,17 @@ mod tests {
             output: None,
             some_bad: false,
         };
-        assert!(long.with_hold(Duration::from_secs(3601)).is_err());
+        let s = Duration::from_secs;
+        let err = |j: &Job, h, e| j.clone().with_hold(s(h), s(e)).unwrap_err().to_string();
+        assert_eq!(
+            err(&long, 3601, 0),
+            "--hold: out of range (allowed: 0s..=3600s)"
+        );
+        assert_eq!(
+            err(&long, 5, 10),
+            "--every: 10s is longer than the hold (5s)"
+        );
+        assert_eq!(long.with_hold(s(60), s(1)).unwrap().spec.every, s(1));
     }
 
     #[test]

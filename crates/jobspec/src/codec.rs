@@ -9,7 +9,7 @@ use vtnt_engine::{Duration, JobError, PingOptions, TraceOptions};
 use vtnt_tnt::TntConfig;
 
 use crate::keys::{self, Fields};
-use crate::{EngineSpec, Error, ErrorKind, JobKind, JobSpec, Targets, MAGIC, MAX_HOLD, VERSION};
+use crate::{EngineSpec, Error, ErrorKind, JobKind, JobSpec, Targets, MAGIC, VERSION};
 
 const UNSPECIFIED: IpAddr = IpAddr::V4(Ipv4Addr::UNSPECIFIED);
 
@@ -92,6 +92,9 @@ pub fn encode(spec: &JobSpec) -> String {
     );
     if spec.hold != Duration::ZERO {
         s.push_str(&format!(" hold={}", keys::dur(spec.hold)));
+    }
+    if spec.every != Duration::ZERO {
+        s.push_str(&format!(" every={}", keys::dur(spec.every)));
     }
     s.push_str(" targets=");
     match &spec.targets {
@@ -223,6 +226,7 @@ pub fn decode(line: &str) -> Result<JobSpec, Error> {
     let mut engine = EngineSpec::default();
     let mut targets = None;
     let mut hold = Duration::ZERO;
+    let mut every = Duration::ZERO;
     for &(k, v) in &pairs {
         let known = match k {
             "kind" | "trace.method" | "ping.method" => {
@@ -268,12 +272,10 @@ pub fn decode(line: &str) -> Result<JobSpec, Error> {
             }
             "hold" => {
                 hold = keys::parse_dur(v).map_err(|w| bad(k, w))?;
-                if hold > MAX_HOLD {
-                    return Err(bad(
-                        k,
-                        format!("out of range (allowed: 0s..={})", keys::dur(MAX_HOLD)),
-                    ));
-                }
+                true
+            }
+            "every" => {
+                every = keys::parse_dur(v).map_err(|w| bad(k, w))?;
                 true
             }
             _ => {
@@ -334,7 +336,11 @@ pub fn decode(line: &str) -> Result<JobSpec, Error> {
         engine,
         targets,
         hold,
+        every,
     };
+    if let Some((k, why)) = spec.hold_error() {
+        return Err(bad(k, why));
+    }
     spec.check_targets(spec.target_list())?;
     Ok(spec)
 }

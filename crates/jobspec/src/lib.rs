@@ -23,6 +23,9 @@
 //!   own are errors, so a guest enforces what the host's CLI does;
 //! - `hold` (default `0s`, at most [`MAX_HOLD`]) is how long the runner stays alive after
 //!   the job has printed its results (the density job's "trace, then a 10 s delay");
+//! - `every` (default `0s`: once) runs the job again every `every` while it holds, each
+//!   round a whole cycle of output: a vantage point that stays alive and keeps working
+//!   (at least [`MIN_EVERY`], at most the hold);
 //! - an absent key has its default for the kind (`vtnt trace`, `vtnt ping` and TNT's
 //!   defaults; a `method` also resets `probe-size` to the method's default). [`encode`]
 //!   writes exactly the keys that differ from those defaults, in a fixed order, so one
@@ -47,6 +50,7 @@ use vtnt_engine::{Config, LabAccess, PingOptions, Policy, Refusal, TraceOptions}
 use vtnt_tnt::TntConfig;
 
 pub use codec::{decode, encode, encode_split, parse_target_list};
+use keys::dur as codec_dur;
 
 /// The version this crate writes and reads.
 pub const VERSION: u32 = 1;
@@ -54,6 +58,8 @@ pub const VERSION: u32 = 1;
 pub const MAGIC: &str = "vtnt-job";
 /// The longest `hold=` accepted.
 pub const MAX_HOLD: vtnt_engine::Duration = vtnt_engine::Duration::from_secs(3600);
+/// The shortest non-zero `every=`: a held job repeats at most once a second.
+pub const MIN_EVERY: vtnt_engine::Duration = vtnt_engine::Duration::from_secs(1);
 
 /// What the job does.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -174,6 +180,8 @@ pub struct JobSpec {
     pub targets: Targets,
     /// How long to stay alive after the results are out (`hold=`, 0..=[`MAX_HOLD`]).
     pub hold: vtnt_engine::Duration,
+    /// While holding, run the job again this often (`every=`; zero: once).
+    pub every: vtnt_engine::Duration,
 }
 
 impl JobSpec {
@@ -184,7 +192,55 @@ impl JobSpec {
             engine: EngineSpec::default(),
             targets: Targets::List(targets),
             hold: vtnt_engine::Duration::ZERO,
+            every: vtnt_engine::Duration::ZERO,
         }
+    }
+
+    /// What is wrong with `hold` and `every`, as the key at fault and why (the codec's
+    /// and the CLI's check).
+    pub fn hold_error(&self) -> Option<(&'static str, String)> {
+        let dur = codec_dur;
+        if self.hold > MAX_HOLD {
+            return Some((
+                "hold",
+                alloc::format!("out of range (allowed: 0s..={})", dur(MAX_HOLD)),
+            ));
+        }
+        if !self.every.is_zero() && !(MIN_EVERY..=MAX_HOLD).contains(&self.every) {
+            return Some((
+                "every",
+                alloc::format!(
+                    "out of range (allowed: 0s, or {}..={})",
+                    dur(MIN_EVERY),
+                    dur(MAX_HOLD)
+                ),
+            ));
+        }
+        (self.every > self.hold).then(|| {
+            (
+                "every",
+                alloc::format!(
+                    "{} is longer than the hold ({})",
+                    dur(self.every),
+                    dur(self.hold)
+                ),
+            )
+        })
+    }
+
+    /// When the rounds after the first start, as offsets from the first's start: each
+    /// multiple of `every` that comes before the hold ends (the hold counts from the end
+    /// of the first round, which took `first_took`).
+    pub fn repeats(
+        &self,
+        first_took: vtnt_engine::Duration,
+    ) -> impl Iterator<Item = vtnt_engine::Duration> {
+        let end = first_took.saturating_add(self.hold);
+        let every = self.every;
+        (1u32..).map_while(move |k| {
+            let at = every.checked_mul(k)?;
+            (!every.is_zero() && at < end).then_some(at)
+        })
     }
 
     /// Checks targets (a boot module's list, or any other) against the job's policy; the

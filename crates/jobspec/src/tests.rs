@@ -428,3 +428,40 @@ fn the_probing_policy_is_enforced_on_decoding() {
     let spec = decode("vtnt-job=1 kind=trace src=192.0.2.10 targets=203.0.113.1").unwrap();
     assert_eq!(spec.engine.config(own).unwrap().src, own);
 }
+
+#[test]
+fn every_repeats_within_the_hold() {
+    let mut spec = JobSpec::new(
+        JobKind::Ping(PingOptions::new(unspecified())),
+        vec![ip("192.0.2.9")],
+    );
+    assert_eq!(spec.repeats(Duration::from_secs(1)).count(), 0);
+    spec.hold = Duration::from_secs(10);
+    spec.every = Duration::from_secs(4);
+    assert_eq!(
+        round_trip(&spec),
+        "vtnt-job=1 kind=ping hold=10s every=4s targets=192.0.2.9"
+    );
+    // the first round took 1 s, so the hold ends 11 s after its start
+    let at: Vec<u64> = spec
+        .repeats(Duration::from_secs(1))
+        .map(|d| d.as_secs())
+        .collect();
+    assert_eq!(at, [4, 8]);
+    for (line, why) in [
+        (
+            "vtnt-job=1 kind=ping hold=10s every=500ms targets=192.0.2.1",
+            "job spec: key `every`: out of range (allowed: 0s, or 1s..=3600s)",
+        ),
+        (
+            "vtnt-job=1 kind=ping hold=2s every=3s targets=192.0.2.1",
+            "job spec: key `every`: 3s is longer than the hold (2s)",
+        ),
+        (
+            "vtnt-job=1 kind=ping every=1s targets=192.0.2.1",
+            "job spec: key `every`: 1s is longer than the hold (0s)",
+        ),
+    ] {
+        assert_eq!(decode(line).unwrap_err().to_string(), why, "{line}");
+    }
+}

@@ -58,6 +58,15 @@ fn in_netns<T: Send + 'static>(netns: &Path, f: impl FnOnce() -> T + Send + 'sta
 }
 
 fn check(test: &str, runtimes: &[Runtime], via: Via) {
+    // on the host's network, a TNT job too (its annotations compared like the hops)
+    let jobs = match via {
+        Via::Host | Via::Front => vec![job(), tnt_job()],
+        Via::Lab | Via::Dhcp => vec![job()],
+    };
+    check_jobs(test, runtimes, via, &jobs)
+}
+
+fn check_jobs(test: &str, runtimes: &[Runtime], via: Via, jobs: &[vtnt_job::JobSpec]) {
     if !common::basics_ready(test) {
         return;
     }
@@ -75,21 +84,26 @@ fn check(test: &str, runtimes: &[Runtime], via: Via) {
         timeout: Duration::from_secs(600),
         ..Default::default()
     };
-    // on the host's network, a TNT job too (its annotations compared like the hops)
-    let jobs = match via {
-        Via::Host | Via::Front => vec![job(), tnt_job()],
-        Via::Lab | Via::Dhcp => vec![job()],
-    };
     let front = (via == Via::Front).then(|| lab.front().expect("vtnt lab front"));
-    for spec in &jobs {
+    for spec in jobs {
         let native = Runtime::Native.run(spec, &opts).expect("native run");
         assert!(native.ok(), "native run failed: {}", native.stderr);
         let want = normalize(&native.stdout);
-        assert!(
-            want.iter().any(|l| l.contains("\"type\":\"trace\"")),
-            "native output has no trace: {}",
-            native.stdout
-        );
+        let traces = want
+            .iter()
+            .filter(|l| l.contains("\"type\":\"trace\""))
+            .count();
+        assert!(traces > 0, "native output has no trace: {}", native.stdout);
+        if !spec.every.is_zero() {
+            // a round at the start and at each `every` within the hold
+            let rounds = spec.hold.as_secs() / spec.every.as_secs() + 1;
+            assert_eq!(
+                traces as u64,
+                rounds * spec.target_list().len() as u64,
+                "native rounds: {}",
+                native.stdout
+            );
+        }
         for &rt in runtimes {
             let netns = vtnt_runtimes::job::Lab::open(&lab.name)
                 .expect("the lab's state")
@@ -185,6 +199,21 @@ fn vm_matches_native() {
 #[test]
 fn microvm_matches_native() {
     check("microvm_matches_native", &[Runtime::Microvm], Via::Lab);
+}
+
+/// A held job with `every=` runs again every round while it holds, on every runtime:
+/// rounds at 0, 1, 2 and 3 s of a 3 s hold, each the same trace as the native run's.
+#[test]
+fn held_jobs_repeat_every_round() {
+    let mut held = job();
+    held.hold = Duration::from_secs(3);
+    held.every = Duration::from_secs(1);
+    check_jobs(
+        "held_jobs_repeat_every_round",
+        &[Runtime::Runc, Runtime::DockerScratch, Runtime::Microvm],
+        Via::Lab,
+        &[held],
+    );
 }
 
 #[test]

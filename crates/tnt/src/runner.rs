@@ -47,6 +47,13 @@ impl TntRunner {
     }
 
     /// Adds a target; its trace starts at the next call that carries a `now`.
+    /// Ready for another round of the same targets (a held job's next): the engine
+    /// rewound ([`Engine::rewind`]), so traces take the flows they took before; what TNT
+    /// has learnt is kept, so no address is fingerprinted twice. False while it runs.
+    pub fn rewind(&mut self) -> bool {
+        self.engine.rewind()
+    }
+
     pub fn add_target(&mut self, dst: IpAddr) {
         self.tnt.add_target(dst);
     }

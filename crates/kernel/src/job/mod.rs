@@ -14,7 +14,9 @@
 //! slack) while probes are in flight, and by up to the prober's next deadline for a reply
 //! that arrives later than its probe's wait (the engine treats those as late anyway).
 //! A probe is dated when the NIC takes its frame, not when the prober handed it out.
-//! After the results, the job's `hold` is spent halted, then the VM powers off.
+//! After the results, the job's `hold` is spent halted (waking for another round every
+//! `every=`, each with its own watchdog, on the same engine rewound so that it probes
+//! as the first round did), then the VM powers off.
 //!
 //! Results leave as scamper JSON lines (`cycle-start`, one `trace` / `ping` per record,
 //! `cycle-stop`) printed by `vtnt-formats`' own line writer, the one the CLI uses, TNT's
@@ -273,15 +275,68 @@ pub fn run(cmdline: &Cmdline, info: &dyn BootInfo) -> ! {
     let clock = Clock {
         epoch_us: cmdline.epoch_us,
     };
-    let src = nic.config().addr;
-    let config = match spec.engine.config(src) {
-        Ok(c) => c,
-        Err(e) => fail!(Status::BadCmdline, "{e}"),
-    };
-    let mut engine = match Engine::new(config) {
-        Ok(e) => e,
-        Err(e) => fail!(Status::BadCmdline, "engine: {e}"),
-    };
+    // The prober, kept for the next round (rewound): `run` never returns, so it is never
+    // dropped (no drop glue in the image).
+    let mut prober = new_prober(&spec, nic.config().addr);
+    let (stats, done) = round(
+        &spec,
+        &mut prober,
+        &targets,
+        &mut nic,
+        clock,
+        cmdline,
+        deadline,
+    );
+    println!(
+        "{{\"type\":\"timing\",\"ready_us\":{},\"first_probe_us\":{},\"probes\":{},\"records\":{},\"tx\":{},\"rx\":{},\"heap_used\":{},\"heap_peak\":{}}}",
+        ready.as_micros(),
+        stats.first_probe.map_or(0, |t| t.as_micros()),
+        stats.probes,
+        done,
+        nic.stats.tx_packets,
+        nic.stats.rx_packets,
+        crate::heap::usage().0,
+        crate::heap::peak()
+    );
+    if spec.hold > Duration::ZERO {
+        let until = time::now() + spec.hold;
+        println!(
+            "{{\"type\":\"hold\",\"hold_us\":{},\"until_us\":{}}}",
+            spec.hold.as_micros() as u64,
+            until.as_micros()
+        );
+        // every `every=` while holding: another round, with its own watchdog
+        let first = ready;
+        for at in spec.repeats(time::now().saturating_since(first)) {
+            time::sleep_until(first + at);
+            let watchdog = deadline.map(|_| time::now() + Duration::from_secs(cmdline.watchdog_s));
+            prober.rewind();
+            round(
+                &spec,
+                &mut prober,
+                &targets,
+                &mut nic,
+                clock,
+                cmdline,
+                watchdog,
+            );
+        }
+        time::sleep_until(until);
+    }
+    exit::finish(Status::Ok)
+}
+
+/// One round of the job on `prober`: a cycle of records printed as they finish; fails
+/// the job (and powers off) when the watchdog fires or no probe could be sent.
+fn round(
+    spec: &JobSpec,
+    prober: &mut JobProber,
+    targets: &[IpAddr],
+    nic: &mut Nic,
+    clock: Clock,
+    cmdline: &Cmdline,
+    deadline: Option<Instant>,
+) -> (LoopStats, usize) {
     let mut cycle = Cycle {
         list_name: "default".into(),
         hostname: cmdline.hostname.map(String::from),
@@ -290,10 +345,10 @@ pub fn run(cmdline: &Cmdline, info: &dyn BootInfo) -> ! {
     };
     println_str(&vtnt_formats::cycle_start_line(&cycle));
     let flight = flight(&spec.kind);
-    let (result, done) = match spec.kind {
-        JobKind::Trace(_) | JobKind::Ping(_) => {
+    let (result, done) = match prober {
+        JobProber::Probe(engine) => {
             let now = clock.now();
-            for &dst in &targets {
+            for &dst in targets {
                 let Some(job) = spec.kind.measurement(dst) else {
                     unreachable!()
                 };
@@ -302,24 +357,19 @@ pub fn run(cmdline: &Cmdline, info: &dyn BootInfo) -> ! {
                 }
             }
             let mut done = 0usize;
-            let r = run_loop(&mut engine, &mut nic, clock, deadline, flight, |ev| {
+            let r = run_loop(engine, nic, clock, deadline, flight, |ev| {
                 let Event::Finished { record, .. } = ev;
                 done += 1;
                 print_record(&record, &NoAnnotations);
             });
             (r, done)
         }
-        JobKind::Tnt(config) => {
-            let tnt = match Tnt::new(config) {
-                Ok(t) => t,
-                Err(e) => fail!(Status::BadCmdline, "tnt: {e}"),
-            };
-            let mut runner = TntRunner::new(engine, tnt);
-            for &dst in &targets {
+        JobProber::Tnt(runner) => {
+            for &dst in targets {
                 runner.add_target(dst);
             }
             let mut done = 0usize;
-            let r = run_loop(&mut runner, &mut nic, clock, deadline, flight, |res| {
+            let r = run_loop(runner, nic, clock, deadline, flight, |res| {
                 done += 1;
                 match res.trace.clone() {
                     Some(trace) => print_record(&Record::Trace(trace), &TntAnnotations(&res)),
@@ -358,27 +408,45 @@ pub fn run(cmdline: &Cmdline, info: &dyn BootInfo) -> ! {
             fail!(Status::JobFailed, "no probe could be sent");
         }
     }
-    println!(
-        "{{\"type\":\"timing\",\"ready_us\":{},\"first_probe_us\":{},\"probes\":{},\"records\":{},\"tx\":{},\"rx\":{},\"heap_used\":{},\"heap_peak\":{}}}",
-        ready.as_micros(),
-        stats.first_probe.map_or(0, |t| t.as_micros()),
-        stats.probes,
-        done,
-        nic.stats.tx_packets,
-        nic.stats.rx_packets,
-        crate::heap::usage().0,
-        crate::heap::peak()
-    );
-    if spec.hold > Duration::ZERO {
-        let until = time::now() + spec.hold;
-        println!(
-            "{{\"type\":\"hold\",\"hold_us\":{},\"until_us\":{}}}",
-            spec.hold.as_micros(),
-            until.as_micros()
-        );
-        time::sleep_until(until);
+    (stats, done)
+}
+
+/// What runs the rounds: the engine itself (traces, pings) or TNT's runner over it.
+/// One per VM, made once and never moved: the variants' sizes do not matter.
+#[allow(clippy::large_enum_variant)]
+enum JobProber {
+    Probe(Engine),
+    Tnt(TntRunner),
+}
+
+impl JobProber {
+    /// Ready for another round, probing as the first did: the engine rewound
+    /// ([`Engine::rewind`]; TNT keeps the fingerprints it has).
+    fn rewind(&mut self) {
+        match self {
+            JobProber::Probe(e) => e.rewind(),
+            JobProber::Tnt(r) => r.rewind(),
+        };
     }
-    exit::finish(Status::Ok)
+}
+
+/// The prober of `spec`'s job, probing from `src`.
+fn new_prober(spec: &JobSpec, src: Ipv4Addr) -> JobProber {
+    let config = match spec.engine.config(src) {
+        Ok(c) => c,
+        Err(e) => fail!(Status::BadCmdline, "{e}"),
+    };
+    let engine = match Engine::new(config) {
+        Ok(e) => e,
+        Err(e) => fail!(Status::BadCmdline, "engine: {e}"),
+    };
+    match &spec.kind {
+        JobKind::Trace(_) | JobKind::Ping(_) => JobProber::Probe(engine),
+        JobKind::Tnt(config) => match Tnt::new(config.clone()) {
+            Ok(t) => JobProber::Tnt(TntRunner::new(engine, t)),
+            Err(e) => fail!(Status::BadCmdline, "tnt: {e}"),
+        },
+    }
 }
 
 /// Prints one record as the scamper JSON line the CLI prints.
