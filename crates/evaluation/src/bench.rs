@@ -33,8 +33,10 @@ use crate::density::{self, Budget, DensityOptions};
 const DENSITY_MAX_PENDING: u32 = 1;
 
 /// Probes per second for all the unikernels behind a density run's front: a ramp starts
-/// 10 instances a second, each a one-hop trace.
-const DENSITY_FRONT_PPS: u32 = 2000;
+/// 10 instances a second, each a one-hop trace, and under the CPU budget every instance
+/// traces once a second; far above what thousands of them send, so that this is never
+/// the limit.
+const DENSITY_FRONT_PPS: u32 = 20000;
 use crate::results::{Memory, Rep, Report, RuntimeReport};
 
 /// Options of `vtnt bench deploy`.
@@ -91,11 +93,16 @@ pub struct BenchDeployArgs {
     pub cpu_budget_pct: u32,
     /// The density ramp's limit (processes, containers, microVMs): far above what a
     /// runtime reaches, so that runs end at a failure, not here.
-    #[arg(long, default_value_t = 1000)]
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..))]
     pub density_max: u32,
     /// The density ramp's limit for the full VM.
-    #[arg(long, default_value_t = 10)]
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..))]
     pub density_max_vm: u32,
+    /// Under the CPU budget, each held instance traces again every this many seconds, so
+    /// that the ramp counts instances that keep working, not idle ones (0: they hold idle,
+    /// as in the memory budget).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(0..=3600))]
+    pub density_every: u64,
     /// Under the CPU budget an instance must finish within this many times its
     /// unconstrained duration (and at least 5 s more than it).
     #[arg(long, default_value_t = 2.0)]
@@ -168,6 +175,7 @@ pub fn bench_deploy(args: &BenchDeployArgs) -> anyhow::Result<Report> {
             quota_pct: args.cpu_budget_pct,
         }
         .describe(),
+        density_every_s: args.density_every,
         ..Default::default()
     };
     let mut runtimes = args.runtimes.clone();
@@ -417,11 +425,16 @@ fn measure_runtime(
             .min(timeout),
     };
     eprintln!(
-        "  density under {} (deadline {:.0} s)",
+        "  density under {} (a trace every {} s, deadline {:.0} s)",
         cpu_opts.budget.describe(),
+        args.density_every,
         cpu_opts.deadline.as_secs_f64()
     );
-    r.density_cpu = Some(density::run(deployed, &djob, &cpu_opts)?);
+    let working = JobSpec {
+        every: Duration::from_secs(args.density_every),
+        ..djob
+    };
+    r.density_cpu = Some(density::run(deployed, &working, &cpu_opts)?);
     Ok(())
 }
 

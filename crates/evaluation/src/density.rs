@@ -3,11 +3,13 @@
 //!
 //! The ramp starts an instance every `stagger` (the paper's 0.1 s; later when
 //! `max_pending` started instances have not printed their result yet), each running the
-//! density job (a one-hop trace, then a hold that outlasts the ramp), and keeps every
-//! instance alive until the ramp ends. An instance is *working* once its trace result
-//! has appeared on its output. The ramp ends at the first failure: an instance that
-//! cannot start, that exits while it should hold (the OOM killer's victims included), or
-//! that prints no result within `deadline`; or, for the memory budget, when the group's
+//! density job (a one-hop trace, then a hold that outlasts the ramp, during which a job
+//! with `every=` traces again every `every`), and keeps every instance alive until the
+//! ramp ends. An instance is *working* once its trace result has appeared on its output.
+//! The ramp ends at the first failure: an instance that cannot start, that exits while it
+//! should hold (the OOM killer's victims included), that prints no result within
+//! `deadline`, or, with `every=`, prints nothing for `every` + `deadline` once working (it
+//! no longer keeps up); or, for the memory budget, when the group's
 //! memory plus the growth of the runtime's daemons (Docker's engine and shims, which
 //! live outside the group) exceeds the budget. The density is the highest number alive
 //! and working at once before that failure.
@@ -27,6 +29,11 @@
 //!
 //! The group's memory, CPU share, instances alive and working, and the daemons' memory
 //! growth are sampled every 250 ms for the timelines.
+//!
+//! Daemons are charged to either budget: in the memory budget their memory growth, in
+//! the CPU budget their CPU use (a front forwarding the unikernels' probes, Docker's
+//! shims relaying output): the ramp fails once the group and the daemons together have
+//! used more than the quota over the last [`CPU_WINDOW`].
 
 use std::time::{Duration, Instant};
 
@@ -74,12 +81,20 @@ pub struct DensityOptions {
 /// (or a tenth of the total, whichever is more), the run ends capped.
 const HOST_RESERVE_MIB: u64 = 2048;
 
+/// The window over which the CPU budget's use, daemons included, is compared with its
+/// quota (the group alone cannot pass it: the kernel throttles it).
+const CPU_WINDOW: Duration = Duration::from_secs(5);
+
 struct Slot {
     inst: Instance,
     index: u32,
     started: Instant,
     /// When its result appeared.
     working: Option<Instant>,
+    /// Where its output was last read ([`Instance::new_records`]) and the records (rounds)
+    /// seen so far.
+    seen: usize,
+    rounds: u64,
 }
 
 /// The daemons a runtime's instances need, outside the budget group: their memory
@@ -117,16 +132,16 @@ pub fn run(
     opts: &DensityOptions,
 ) -> anyhow::Result<DensityResult> {
     let parent = Cgroup::create(&format!("vtnt/{}", vtnt_runtimes::paths::unique("density")))?;
-    let mem_limit_mib = match &opts.budget {
+    let (mem_limit_mib, cpu_limit_pct) = match &opts.budget {
         Budget::Memory { bytes } => {
             parent.set("memory", "memory.limit_in_bytes", &bytes.to_string())?;
-            Some(*bytes as f64 / 1048576.0)
+            (Some(*bytes as f64 / 1048576.0), None)
         }
         Budget::Cpu { cpus, quota_pct } => {
             parent.set("cpuset", "cpuset.cpus", cpus)?;
             parent.set("cpu", "cpu.cfs_period_us", "100000")?;
             parent.set("cpu", "cpu.cfs_quota_us", &(quota_pct * 1000).to_string())?;
-            None
+            (None, Some(f64::from(*quota_pct)))
         }
     };
     let (limit, limit_reason) = match deployed.capacity() {
@@ -145,6 +160,7 @@ pub fn run(
     let has_daemons = !deployed.daemon_pids().is_empty();
     let mut res = DensityResult {
         budget: opts.budget.describe(),
+        every_s: job.every.as_secs_f64(),
         limit,
         ..Default::default()
     };
@@ -154,7 +170,10 @@ pub fn run(
     let mut last_cpu = (t0, parent.cpu_secs());
     let mut last_sample = t0 - Duration::from_secs(1);
     let mut daemon_mib = 0.0;
+    let mut daemon_cpu = 0.0;
     let mut daemon_mib_at_peak = 0.0;
+    // (when, group CPU s, daemons' CPU s) over the last CPU_WINDOW
+    let mut cpu_window: std::collections::VecDeque<(Instant, f64, f64)> = Default::default();
     loop {
         let now = Instant::now();
         if res.first_failure.is_some() {
@@ -179,6 +198,8 @@ pub fn run(
                     index,
                     started: Instant::now(),
                     working: None,
+                    seen: 0,
+                    rounds: 0,
                 }),
                 Err(e) => {
                     res.first_failure = Some(format!("start of instance {index}: {e:#}"));
@@ -188,8 +209,11 @@ pub fn run(
             next_start = now.max(next_start) + opts.stagger;
         }
         for s in slots.iter_mut() {
-            if s.working.is_none() && has_result(&s.inst.stdout_now()) {
-                s.working = Some(Instant::now());
+            if s.working.is_none() {
+                s.rounds += s.inst.new_records(&mut s.seen) as u64;
+                if s.rounds > 0 {
+                    s.working = Some(Instant::now());
+                }
             }
             if s.inst.exited() {
                 res.first_failure = Some(exited(s));
@@ -210,10 +234,15 @@ pub fn run(
         let working = slots.iter().filter(|s| s.working.is_some()).count() as u32;
         let full = slots.len() as u32 == limit && working == limit;
         if full || now.duration_since(last_sample) >= Duration::from_millis(250) {
+            if let Some(why) = behind(&mut slots, job.every, now) {
+                res.first_failure = Some(why);
+                break;
+            }
             let cpu = parent.cpu_secs();
             let dt = now.duration_since(last_cpu.0).as_secs_f64().max(1e-3);
+            let daemon_cpu_before = daemon_cpu;
             if has_daemons {
-                daemon_mib = daemons.growth().0;
+                (daemon_mib, daemon_cpu) = daemons.growth();
             }
             let mem_mib = parent.read_u64("memory", "memory.usage_in_bytes") as f64 / 1048576.0;
             res.timeline.push(Sample {
@@ -223,8 +252,28 @@ pub fn run(
                 running: slots.len() as u32,
                 working,
                 daemon_mib,
+                daemon_cpu_pct: 100.0 * (daemon_cpu - daemon_cpu_before) / dt,
             });
             last_cpu = (now, cpu);
+            cpu_window.push_back((now, cpu, daemon_cpu));
+            while cpu_window.len() > 2 && now.duration_since(cpu_window[1].0) >= CPU_WINDOW {
+                cpu_window.pop_front();
+            }
+            if let (Some(quota), Some(&(then, cpu0, d0))) =
+                (cpu_limit_pct.filter(|_| has_daemons), cpu_window.front())
+            {
+                let span = now.duration_since(then).as_secs_f64();
+                let (group, own) = (
+                    100.0 * (cpu - cpu0) / span,
+                    100.0 * (daemon_cpu - d0) / span,
+                );
+                if span >= CPU_WINDOW.as_secs_f64() && group + own > quota {
+                    res.first_failure = Some(format!(
+                        "the budget is full with the daemons' share: {group:.0} % of a core in the group + {own:.0} % in the daemons > {quota:.0} % over {span:.0} s"
+                    ));
+                    break;
+                }
+            }
             last_sample = now;
             if let Some(limit_mib) = mem_limit_mib.filter(|_| has_daemons) {
                 if mem_mib + daemon_mib > limit_mib {
@@ -265,7 +314,10 @@ pub fn run(
         res.daemons = Some(DaemonShare {
             rule: match mem_limit_mib {
                 Some(_) => "memory growth charged to the budget; CPU reported".into(),
-                None => "memory growth and CPU reported, not charged".into(),
+                None => format!(
+                    "CPU charged to the budget (group + daemons over {} s); memory reported",
+                    CPU_WINDOW.as_secs()
+                ),
             },
             mem_mib_at_peak: daemon_mib_at_peak,
             mem_mib_per_instance: per(daemon_mib_at_peak),
@@ -282,11 +334,30 @@ pub fn run(
     Ok(res)
 }
 
-/// Whether a job's output holds its result (a trace or ping record).
-pub fn has_result(stdout: &str) -> bool {
-    stdout
-        .lines()
-        .any(|l| l.starts_with("{\"type\":\"trace\"") || l.starts_with("{\"type\":\"ping\""))
+/// With `every` (a job that keeps working while it holds): the first working instance
+/// whose next round is more than a round late (its rounds are due `every` apart from its
+/// first result), said as the ramp's failure. Lateness accumulates once the budget cannot
+/// run every round, so this finds an overload however slight, given time.
+fn behind(slots: &mut [Slot], every: Duration, now: Instant) -> Option<String> {
+    if every.is_zero() {
+        return None;
+    }
+    for s in slots.iter_mut() {
+        let Some(first) = s.working else { continue };
+        s.rounds += s.inst.new_records(&mut s.seen) as u64;
+        let late =
+            now.duration_since(first).as_secs_f64() - (s.rounds + 2) as f64 * every.as_secs_f64();
+        if late > 0.0 {
+            return Some(format!(
+                "instance {} fell behind: {} rounds in {:.1} s, one every {:.0} s due",
+                s.index,
+                s.rounds,
+                now.duration_since(first).as_secs_f64(),
+                every.as_secs_f64()
+            ));
+        }
+    }
+    None
 }
 
 /// Why an instance that should still hold has exited.
@@ -328,19 +399,4 @@ fn stop_all(slots: Vec<Slot>) {
             scope.spawn(move || drop(chunk));
         }
     });
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_result_is_a_trace_or_ping_line() {
-        assert!(has_result(
-            "{\"type\":\"cycle-start\"}\n{\"type\":\"trace\",\"x\":1}\n"
-        ));
-        assert!(has_result("{\"type\":\"ping\"}\n"));
-        assert!(!has_result("{\"type\":\"cycle-start\"}\n"));
-        assert!(!has_result(""));
-    }
 }

@@ -680,7 +680,7 @@ pub fn all(rep: &Report, out: &Path) -> anyhow::Result<Vec<PathBuf>> {
     emit("fig8_density.png", &|p| {
         let density = |d: &Option<DensityResult>| d.as_ref().map_or(Bar::default(), Bar::density);
         BarChart {
-            title: "Fig. 8: instances completed within the memory / CPU budget",
+            title: "Fig. 8: instances alive and working at once within a budget",
             ylabel: "instances",
             unit: Unit::Count,
             series: &["memory budget", "memory + KSM", "CPU budget"],
@@ -719,10 +719,14 @@ pub fn all(rep: &Report, out: &Path) -> anyhow::Result<Vec<PathBuf>> {
         )
     });
     emit("fig8b_cpu_timeline.png", &|p| {
-        let s = timelines(rep, |r| r.density_cpu.as_ref(), |x| x.cpu_pct);
+        let s = timelines(
+            rep,
+            |r| r.density_cpu.as_ref(),
+            |x| x.cpu_pct + x.daemon_cpu_pct,
+        );
         lines(
             p,
-            "Fig. 8b: CPU use of the budget group over time",
+            "Fig. 8b: CPU use of the budget group (+ daemons) over time",
             "% of one core",
             Unit::Percent,
             &s,
@@ -761,6 +765,7 @@ mod tests {
                     running: running as u32,
                     working: running as u32,
                     daemon_mib: 0.0,
+                    daemon_cpu_pct: 0.0,
                 }
             })
             .collect();

@@ -73,6 +73,8 @@ pub struct Report {
     pub bandwidth_mbps: u64,
     pub memory_budget: String,
     pub cpu_budget: String,
+    /// How often instances traced again while they held in the CPU budget, seconds.
+    pub density_every_s: u64,
     pub runtimes: Vec<RuntimeReport>,
     /// Files written (report.md, report.json, figures).
     pub files: Vec<PathBuf>,
@@ -105,6 +107,8 @@ pub struct Sample {
     pub working: u32,
     /// Memory growth of the runtime's daemons outside the group since the ramp began.
     pub daemon_mib: f64,
+    /// CPU use of those daemons in percent of one core over the last interval.
+    pub daemon_cpu_pct: f64,
 }
 
 /// What the daemons a runtime needs (Docker's engine and shims) cost during a density
@@ -124,6 +128,8 @@ pub struct DaemonShare {
 #[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct DensityResult {
     pub budget: String,
+    /// How often each held instance ran its job again, seconds (0: it held idle).
+    pub every_s: f64,
     /// Instances the ramp would start at most.
     pub limit: u32,
     pub started: u32,

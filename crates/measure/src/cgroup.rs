@@ -133,17 +133,19 @@ impl Cgroup {
         self.read_u64("memory", "memory.failcnt")
     }
 
-    /// OOM kills in this group (v1 `memory.oom_control`, kernels >= 4.13).
+    /// OOM kills in this group and the groups below it (v1 `memory.oom_control`,
+    /// kernels >= 4.13, counts a kill in the victim's own group).
     pub fn oom_kills(&self) -> u64 {
-        std::fs::read_to_string(self.dir("memory").join("memory.oom_control"))
-            .ok()
-            .and_then(|s| {
+        subdirs(&self.dir("memory"))
+            .iter()
+            .filter_map(|d| std::fs::read_to_string(d.join("memory.oom_control")).ok())
+            .filter_map(|s| {
                 s.lines().find_map(|l| {
                     l.strip_prefix("oom_kill ")
-                        .and_then(|v| v.trim().parse().ok())
+                        .and_then(|v| v.trim().parse::<u64>().ok())
                 })
             })
-            .unwrap_or(0)
+            .sum()
     }
 
     /// Peak memory charged to the group, bytes.

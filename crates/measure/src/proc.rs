@@ -138,10 +138,14 @@ impl Supervised {
         })
     }
 
-    /// What it has written to stdout so far.
-    pub fn stdout_now(&self) -> String {
-        String::from_utf8_lossy(&self.bufs[0].lock().unwrap_or_else(|e| e.into_inner()))
-            .into_owned()
+    /// Stdout from byte `from` on, up to its last complete line (cheap to poll: only
+    /// what is new is copied).
+    pub fn stdout_lines_from(&self, from: usize) -> Vec<u8> {
+        let buf = self.bufs[0].lock().unwrap_or_else(|e| e.into_inner());
+        let tail = buf.get(from..).unwrap_or_default();
+        tail.iter()
+            .rposition(|&b| b == b'\n')
+            .map_or_else(Vec::new, |i| tail[..=i].to_vec())
     }
 
     pub fn pid(&self) -> u32 {

@@ -315,15 +315,27 @@ impl Instance {
         self.child.as_ref().map(|c| c.started())
     }
 
-    /// What its job has printed so far (scamper JSON lines), while it runs.
-    pub fn stdout_now(&self) -> String {
+    /// Result records (scamper `trace` and `ping` lines) it has printed since `*seen`, a
+    /// position in its output that the call advances: cheap to poll, to tell when an
+    /// instance works and to count the rounds of a job that repeats.
+    pub fn new_records(&self, seen: &mut usize) -> usize {
         match &self.child {
-            Some(Running::Process(p)) if self.runtime == Runtime::Vm => {
-                vm::guest_stdout(&p.stdout_now())
+            Some(Running::Process(p)) => {
+                let new = p.stdout_lines_from(*seen);
+                *seen += new.len();
+                let vm = self.runtime == Runtime::Vm;
+                String::from_utf8_lossy(&new)
+                    .lines()
+                    // the Debian VM's job lines reach the serial console as `VTNT|` lines
+                    .filter_map(|l| match vm {
+                        true => l.find("VTNT|").map(|i| &l[i + 5..]),
+                        false => Some(l),
+                    })
+                    .filter(|l| is_record(l))
+                    .count()
             }
-            Some(Running::Process(p)) => p.stdout_now(),
-            Some(Running::Microvm(m)) => m.stdout_now(),
-            None => String::new(),
+            Some(Running::Microvm(m)) => m.count_lines(seen, is_record),
+            None => 0,
         }
     }
 
@@ -436,4 +448,9 @@ impl Drop for Instance {
             Cleanup::Docker { client, name } => client.remove(name),
         }
     }
+}
+
+/// Whether a line of a job's output is a result record (a trace or a ping).
+pub fn is_record(line: &str) -> bool {
+    line.starts_with("{\"type\":\"trace\"") || line.starts_with("{\"type\":\"ping\"")
 }

@@ -130,14 +130,12 @@ impl Running {
         self.started
     }
 
-    /// The scamper JSON lines the guest has printed so far.
-    pub fn stdout_now(&self) -> String {
+    /// Console lines from line `*seen` on that `is_record` accepts; advances `*seen`.
+    pub fn count_lines(&self, seen: &mut usize, is_record: impl Fn(&str) -> bool) -> usize {
         let lines = self.console.lock().unwrap_or_else(|e| e.into_inner());
-        lines
-            .iter()
-            .filter(|l| vtnt_vmm::job::is_result_line(l))
-            .map(|l| format!("{l}\n"))
-            .collect()
+        let new = lines.get(*seen..).unwrap_or_default();
+        *seen = lines.len();
+        new.iter().filter(|l| is_record(l)).count()
     }
 
     /// Whether the VM has stopped.

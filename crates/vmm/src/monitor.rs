@@ -22,13 +22,19 @@ pub const PROGRAM: &str = "vtnt-monitor";
 
 /// The monitor binary: next to the running executable (an installed or `cargo build`
 /// tree: `target/<profile>/`), one level up (a test binary in `target/<profile>/deps/`),
-/// else on `PATH`.
+/// in the same target directory's static build (`target/x86_64-unknown-linux-musl/
+/// release/`, which `vtnt` builds with the static binary its images carry), else on
+/// `PATH`.
 pub fn binary() -> Option<PathBuf> {
     let exe = std::env::current_exe().ok()?;
-    exe.ancestors()
+    let dirs: Vec<&std::path::Path> = exe.ancestors().skip(1).take(3).collect();
+    let beside = dirs.iter().take(2).map(|d| d.join(PROGRAM));
+    let static_build = dirs
+        .iter()
         .skip(1)
-        .take(2)
-        .map(|d| d.join(PROGRAM))
+        .map(|d| d.join("x86_64-unknown-linux-musl/release").join(PROGRAM));
+    beside
+        .chain(static_build)
         .find(|p| p.is_file())
         .or_else(|| which(PROGRAM))
 }
