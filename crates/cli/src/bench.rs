@@ -13,6 +13,9 @@
 //! - `deploy`: seed 000's evaluation (image size, memory with and without KSM, CPU,
 //!   deploy + execution time, density under memory and CPU budgets) for every runtime.
 //!
+//! - `fleet-scale`: the fleet's dispatch overhead with many agents (issue 17's scale
+//!   run): event to job start, placement decisions, events per second.
+//!
 //! Other benchmarks add their variant to [`BenchCommand`] and an arm
 //! to [`run`].
 
@@ -97,6 +100,33 @@ pub enum BenchCommand {
         #[arg(long, default_value_t = false)]
         json: bool,
     },
+    /// The fleet with many agents: a broker of its own, N agent processes (native runtime,
+    /// one slot each, over the paper's five locations) and a cheap job at a fixed event
+    /// rate in wait and in discard mode; event to job start, placement decision and
+    /// lateness (p50/p99), events per second. Needs root, nats-server and a running lab.
+    #[cfg(feature = "fleet")]
+    FleetScale {
+        #[arg(long, default_value_t = 100)]
+        agents: usize,
+        /// Events per second.
+        #[arg(long, default_value_t = 20.0)]
+        rate: f64,
+        /// Seconds of events per mode.
+        #[arg(long, default_value_t = 30.0)]
+        seconds: f64,
+        /// The lab the jobs probe (`vtnt lab up --name LAB`).
+        #[arg(long, default_value = vtnt_runtimes::DEFAULT_LAB)]
+        lab: String,
+        /// The job, in `vtnt`'s words.
+        #[arg(long, default_value = "ping -c 1 192.0.2.1")]
+        job: String,
+        /// Where the node and event files go.
+        #[arg(long, default_value = "bench-fleet-scale")]
+        out: std::path::PathBuf,
+        /// Print JSON instead of a markdown table.
+        #[arg(long, default_value_t = false)]
+        json: bool,
+    },
 }
 
 pub fn run(cmd: BenchCommand) -> anyhow::Result<ExitCode> {
@@ -171,6 +201,30 @@ pub fn run(cmd: BenchCommand) -> anyhow::Result<ExitCode> {
             for f in &report.files {
                 eprintln!("wrote {}", f.display());
             }
+            Ok(ExitCode::SUCCESS)
+        }
+        #[cfg(feature = "fleet")]
+        BenchCommand::FleetScale {
+            agents,
+            rate,
+            seconds,
+            lab,
+            job,
+            out,
+            json,
+        } => {
+            let report = vtnt_fleet::scale::run(
+                &vtnt_fleet::scale::ScaleOptions {
+                    agents,
+                    rate,
+                    seconds,
+                    lab,
+                    job,
+                    exe: std::env::current_exe()?,
+                },
+                &out,
+            )?;
+            emit(json, serde_json::to_value(&report)?, report.markdown())?;
             Ok(ExitCode::SUCCESS)
         }
         BenchCommand::ProbeRate {

@@ -1,4 +1,4 @@
-//! `vtnt fleet up|down|submit|status|results` and `vtnt agent`: options only; the broker,
+//! `vtnt fleet up|down|submit|status|results|replay` and `vtnt agent`: options only; the broker,
 //! the agent and the controller are `vtnt-fleet`'s (docs/fleet.md).
 
 use std::io::Write;
@@ -101,6 +101,21 @@ pub enum FleetCommand {
         /// Keep reading as results arrive.
         #[arg(long)]
         follow: bool,
+    },
+    /// Seed 000's controller experiment: place the events of EVENTS (`AT LOCATION RUNTIME
+    /// MODE JOB...` per line) at their times on the nodes of NODES (`NAME LOCATION` per
+    /// line, all up), then write one JSON line per event: its outcome, how late it was
+    /// placed, its job's summary and times (docs/fleet.md).
+    Replay {
+        #[command(flatten)]
+        connect: ConnectArgs,
+        nodes: PathBuf,
+        events: PathBuf,
+        #[arg(long, default_value = "default")]
+        tenant: String,
+        /// Seconds to wait for the jobs' summaries once the last event is placed.
+        #[arg(long, default_value_t = 600)]
+        results_timeout: u64,
     },
 }
 
@@ -273,6 +288,35 @@ pub fn run(cmd: FleetCommand) -> anyhow::Result<ExitCode> {
             })?;
             if let (Some(j), 0) = (&job, jobs) {
                 eprintln!("vtnt fleet: no results for job {j} (yet)");
+            }
+        }
+        FleetCommand::Replay {
+            connect,
+            nodes,
+            events,
+            tenant,
+            results_timeout,
+        } => {
+            let mut out = std::io::stdout().lock();
+            let st = vtnt_fleet::replay::replay(
+                &connect.connect()?,
+                &nodes,
+                &events,
+                &vtnt_fleet::replay::ReplayOptions {
+                    tenant,
+                    results_timeout: Duration::from_secs(results_timeout),
+                },
+                |r| {
+                    writeln!(out, "{}", serde_json::to_string(r)?)?;
+                    Ok(())
+                },
+            )?;
+            eprintln!(
+                "vtnt fleet: replayed {} events in {:.1} s: {} queued, {} accepted, {} discarded; {} jobs finished, {} not within the deadline",
+                st.events, st.duration_s, st.queued, st.accepted, st.discarded, st.finished, st.unfinished
+            );
+            if st.unfinished > 0 {
+                return Ok(ExitCode::from(2));
             }
         }
     }

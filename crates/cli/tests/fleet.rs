@@ -587,3 +587,130 @@ fn bad_input_is_refused_clearly() {
     let _ = std::fs::File::open(&_agent.log).and_then(|mut f| f.read_to_string(&mut out));
     assert!(out.contains("status=Refused"), "{out}");
 }
+
+/// (f) `vtnt fleet replay`: an event list of both modes placed on time on two nodes; one
+/// JSON line per event, every placed job's summary joined to it, the discarded ones
+/// named; and a node list naming a node that is not there refused before anything is
+/// placed, with its file and line.
+#[test]
+fn replay_places_events_on_time_and_joins_their_results() {
+    if !ready(vtnt_testkit::test_name!(), true) {
+        return;
+    }
+    let broker = Broker::up("rep");
+    let lab = lab("rep");
+    let _a = Agent::start(&broker, "r1", "fr", &lab_net(&lab), &[]);
+    let _b = Agent::start(&broker, "r2", "pl", &lab_net(&lab), &[]);
+    let dir = std::env::temp_dir().join(format!("vtnt-replay-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let nodes = dir.join("nodes");
+    std::fs::write(&nodes, "# the nodes\nr1 fr\nr2 pl\n").unwrap();
+    let events = dir.join("events");
+    // a long job on r1, then two discard events for fr while it runs (discarded), and
+    // wait events for both locations
+    let text = format!(
+        "0 fr native discard {LONG_JOB}\n0.5 fr native discard {SHORT_JOB}\n0.6 fr native discard {SHORT_JOB}\n\
+         0.2 pl native wait {SHORT_JOB}\n0.7 any native wait {SHORT_JOB}\n1.0 fr native wait {SHORT_JOB}\n"
+    );
+    std::fs::write(&events, text).unwrap();
+    let p = |f: &PathBuf| f.display().to_string();
+    let out = broker.run(
+        "replay",
+        &[&p(&nodes), &p(&events), "--results-timeout", "60"],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "replay: {err}");
+    eprintln!("{err}");
+    let lines: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect();
+    assert_eq!(lines.len(), 6, "{lines:?}");
+    let outcome = |l: &Value| l["outcome"]["outcome"].as_str().unwrap_or("").to_string();
+    // in time order, each with its line in the file
+    assert_eq!(
+        lines
+            .iter()
+            .map(|l| l["line"].as_u64().unwrap())
+            .collect::<Vec<_>>(),
+        [1, 4, 2, 3, 5, 6]
+    );
+    assert_eq!(outcome(&lines[0]), "accepted");
+    assert_eq!(outcome(&lines[2]), "discarded", "{}", lines[2]);
+    assert_eq!(outcome(&lines[3]), "discarded", "{}", lines[3]);
+    for l in &lines {
+        assert!(l["late_us"].as_u64().unwrap() < 200_000, "placed late: {l}");
+        if outcome(l) == "discarded" {
+            assert!(l["summary"].is_null(), "{l}");
+        } else {
+            assert_eq!(l["summary"]["status"], "ok", "{l}");
+            assert_eq!(l["summary"]["job"], l["job"], "{l}");
+        }
+    }
+    assert!(err.contains("2 discarded; 4 jobs finished, 0 not"), "{err}");
+    // a node that is not there: refused with the file and line, nothing placed
+    std::fs::write(&nodes, "r1 fr\nr9 fr\n").unwrap();
+    let out = broker.run("replay", &[&p(&nodes), &p(&events)]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains(&format!(
+            "{}:2: node `r9` has never announced itself",
+            p(&nodes)
+        )),
+        "{err}"
+    );
+    assert_eq!(broker.status()["results_stored"], 16, "nothing more placed");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// (g) `vtnt bench fleet-scale` at a small N (CI's size; docs/benchmarks.md has the full
+/// one): every wait-mode event starts and finishes, every discard-mode event is decided,
+/// and the figures are there.
+#[test]
+fn the_scale_benchmark_runs_at_a_small_n() {
+    if !ready(vtnt_testkit::test_name!(), true) {
+        return;
+    }
+    let lab = lab("sca");
+    let out = std::env::temp_dir().join(format!("vtnt-scale-{}", std::process::id()));
+    let o = vtnt(&[
+        "bench",
+        "fleet-scale",
+        "--agents",
+        "5",
+        "--rate",
+        "5",
+        "--seconds",
+        "2",
+        "--lab",
+        &lab.name,
+        "--json",
+        "--out",
+        &out.display().to_string(),
+    ]);
+    let _ = std::fs::remove_dir_all(&out);
+    assert!(
+        o.status.success(),
+        "fleet-scale: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let v: Value = serde_json::from_slice(&o.stdout).expect("the JSON report");
+    let modes = v["report"]["modes"].as_array().expect("modes");
+    assert_eq!(modes.len(), 2, "{v}");
+    let (wait, discard) = (&modes[0], &modes[1]);
+    assert_eq!(wait["mode"], "wait");
+    assert_eq!(wait["events"], 10);
+    assert_eq!(wait["placed"], 10);
+    assert_eq!(wait["finished"], 10, "{wait}");
+    assert_eq!(wait["start_ms"]["n"], 10);
+    assert!(wait["start_ms"]["p50"].as_f64().unwrap() > 0.0, "{wait}");
+    assert_eq!(discard["mode"], "discard");
+    assert_eq!(
+        discard["placed"].as_u64().unwrap() + discard["discarded"].as_u64().unwrap(),
+        10,
+        "{discard}"
+    );
+    assert_eq!(discard["decision_ms"]["n"], 10);
+    eprintln!("{}", serde_json::to_string_pretty(&v["report"]).unwrap());
+}

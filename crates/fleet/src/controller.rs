@@ -1,7 +1,7 @@
 //! The controller's commands: `vtnt fleet submit` (a job placed in wait or discard mode),
 //! `vtnt fleet status` (nodes from their heartbeats, the work queues' backlog) and
 //! `vtnt fleet results` (each job's records, deduplicated and in order, then its
-//! summary).
+//! summary); the pieces of `submit` serve `vtnt fleet replay` too (`crate::replay`).
 
 use std::collections::{BTreeMap, HashSet};
 use std::time::{Duration, Instant};
@@ -34,6 +34,18 @@ pub struct SubmitOptions {
 
 /// Checks the job as `vtnt run` does, then places it; the event says what became of it.
 pub fn submit(c: &Connect, o: &SubmitOptions) -> anyhow::Result<Event> {
+    let line = job_line(o)?;
+    crate::block_on(async {
+        let client = c.client("vtnt fleet submit").await?;
+        let fleet = Fleet::open(client.clone()).await?;
+        check_placeable(&nodes(&fleet).await?, o)?;
+        place(&client, &fleet, o, line).await
+    })
+}
+
+/// The job of `o` as its canonical line, once its words, location and tenant are checked
+/// as `vtnt run` checks them.
+pub fn job_line(o: &SubmitOptions) -> anyhow::Result<String> {
     crate::check_token("--location", &o.location)?;
     crate::check_token("--tenant", &o.tenant)?;
     let job = vtnt_job::parse_words(&o.words, Vantage::Lab)?;
@@ -45,81 +57,90 @@ pub fn submit(c: &Connect, o: &SubmitOptions) -> anyhow::Result<Event> {
         !job.some_bad,
         "some targets were refused (above); submit only targets the policy accepts"
     );
-    let line = vtnt_jobspec::encode(&job.spec);
-    crate::block_on(async {
-        let client = c.client("vtnt fleet submit").await?;
-        let fleet = Fleet::open(client.clone()).await?;
-        let nodes = nodes(&fleet).await?;
-        let rt = o.runtime.name();
-        anyhow::ensure!(
-            nodes
-                .iter()
-                .any(|n| (o.location == ANY || n.info.location == o.location)
-                    && n.info.runtimes.iter().any(|r| r == rt)),
-            "no node {} runs `{rt}` (known nodes: {})",
-            if o.location == ANY {
-                "anywhere".to_string()
-            } else {
-                format!("in location `{}`", o.location)
-            },
-            describe(&nodes)
-        );
-        let submitted_us = crate::now_us();
-        let req = JobRequest {
-            id: nuid::next().to_string(),
-            tenant: o.tenant.clone(),
-            runtime: rt.to_string(),
-            location: o.location.clone(),
-            line,
-            submitted_us,
-        };
-        let payload: bytes::Bytes = serde_json::to_vec(&req)?.into();
-        let t0 = Instant::now();
-        let outcome = match o.mode {
-            Mode::Wait => {
-                let mut h = async_nats::HeaderMap::new();
-                h.insert("Nats-Msg-Id", req.id.as_str());
-                fleet
-                    .js
-                    .publish_with_headers(crate::wq_subject(&o.location), h, payload)
-                    .await?
-                    .await
-                    .context("queueing the job")?;
-                Outcome::Queued
-            }
-            Mode::Discard => {
-                let asked = client.request(crate::deploy_subject(&o.location), payload);
-                match tokio::time::timeout(REQUEST_TIMEOUT, asked).await {
-                    Err(_) => anyhow::bail!("no agent answered within {REQUEST_TIMEOUT:?}"),
-                    Ok(Err(e)) if e.kind() == async_nats::RequestErrorKind::NoResponders => {
-                        Outcome::Discarded {
-                            reason: "no free slot".into(),
-                        }
+    Ok(vtnt_jobspec::encode(&job.spec))
+}
+
+/// Refuses a job that no known node could run: none in its location offers its runtime.
+pub fn check_placeable(nodes: &[NodeView], o: &SubmitOptions) -> anyhow::Result<()> {
+    let rt = o.runtime.name();
+    anyhow::ensure!(
+        nodes
+            .iter()
+            .any(|n| (o.location == ANY || n.info.location == o.location)
+                && n.info.runtimes.iter().any(|r| r == rt)),
+        "no node {} runs `{rt}` (known nodes: {})",
+        if o.location == ANY {
+            "anywhere".to_string()
+        } else {
+            format!("in location `{}`", o.location)
+        },
+        describe(nodes)
+    );
+    Ok(())
+}
+
+/// Places the job `line` of `o` (checked: [`job_line`], [`check_placeable`]) in its mode.
+pub async fn place(
+    client: &async_nats::Client,
+    fleet: &Fleet,
+    o: &SubmitOptions,
+    line: String,
+) -> anyhow::Result<Event> {
+    let submitted_us = crate::now_us();
+    let req = JobRequest {
+        id: nuid::next().to_string(),
+        tenant: o.tenant.clone(),
+        runtime: o.runtime.name().to_string(),
+        location: o.location.clone(),
+        line,
+        submitted_us,
+    };
+    let payload: bytes::Bytes = serde_json::to_vec(&req)?.into();
+    let t0 = Instant::now();
+    let outcome = match o.mode {
+        Mode::Wait => {
+            let mut h = async_nats::HeaderMap::new();
+            h.insert("Nats-Msg-Id", req.id.as_str());
+            fleet
+                .js
+                .publish_with_headers(crate::wq_subject(&o.location), h, payload)
+                .await?
+                .await
+                .context("queueing the job")?;
+            Outcome::Queued
+        }
+        Mode::Discard => {
+            let asked = client.request(crate::deploy_subject(&o.location), payload);
+            match tokio::time::timeout(REQUEST_TIMEOUT, asked).await {
+                Err(_) => anyhow::bail!("no agent answered within {REQUEST_TIMEOUT:?}"),
+                Ok(Err(e)) if e.kind() == async_nats::RequestErrorKind::NoResponders => {
+                    Outcome::Discarded {
+                        reason: "no free slot".into(),
                     }
-                    Ok(Err(e)) => return Err(e).context("asking the agents"),
-                    Ok(Ok(m)) => {
-                        let r: DeployReply =
-                            serde_json::from_slice(&m.payload).context("the agent's reply")?;
-                        match (r.accepted, r.reason) {
-                            (true, _) => Outcome::Accepted { node: r.node },
-                            (false, reason) => Outcome::Discarded {
-                                reason: reason.unwrap_or_else(|| "refused".into()),
-                            },
-                        }
+                }
+                Ok(Err(e)) => return Err(e).context("asking the agents"),
+                Ok(Ok(m)) => {
+                    let r: DeployReply =
+                        serde_json::from_slice(&m.payload).context("the agent's reply")?;
+                    match (r.accepted, r.reason) {
+                        (true, _) => Outcome::Accepted { node: r.node },
+                        (false, reason) => Outcome::Discarded {
+                            reason: reason.unwrap_or_else(|| "refused".into()),
+                        },
                     }
                 }
             }
-        };
-        Ok(Event {
-            job: req.id,
-            mode: o.mode,
-            location: req.location,
-            runtime: req.runtime,
-            tenant: req.tenant,
-            outcome,
-            submitted_us,
-            decision_us: t0.elapsed().as_micros() as u64,
-        })
+        }
+    };
+    Ok(Event {
+        job: req.id,
+        mode: o.mode,
+        location: req.location,
+        runtime: req.runtime,
+        tenant: req.tenant,
+        outcome,
+        submitted_us,
+        decision_us: t0.elapsed().as_micros() as u64,
     })
 }
 
@@ -184,7 +205,7 @@ pub fn status(c: &Connect) -> anyhow::Result<Status> {
 }
 
 /// Every node that ever heartbeated (within the stream's hour), by name.
-async fn nodes(fleet: &Fleet) -> anyhow::Result<Vec<NodeView>> {
+pub async fn nodes(fleet: &Fleet) -> anyhow::Result<Vec<NodeView>> {
     let mut subjects = fleet.nodes.info_with_subjects("vtnt.nodes.*").await?;
     let mut names = Vec::new();
     while let Some((s, _)) = subjects.try_next().await? {

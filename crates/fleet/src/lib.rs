@@ -7,6 +7,8 @@
 //!   slot, runs it with `vtnt_runtimes::Runtime::run`, publishes one message per scamper
 //!   record and a summary.
 //! - [`controller`]: `vtnt fleet submit|status|results`.
+//! - [`replay`]: `vtnt fleet replay NODES EVENTS`, seed 000's event list placed on time.
+//! - [`scale`]: `vtnt bench fleet-scale`, dispatch overhead with many agents.
 //! - [`proto`]: the JSON messages.
 //!
 //! Subjects and streams (docs/fleet.md):
@@ -28,6 +30,8 @@ pub mod agent;
 pub mod broker;
 pub mod controller;
 pub mod proto;
+pub mod replay;
+pub mod scale;
 
 use std::path::PathBuf;
 use std::time::Duration;

@@ -1,0 +1,316 @@
+//! `vtnt bench fleet-scale`: what the controller and the broker add when many agents
+//! listen (issue 17's scale run). A broker of its own, `agents` agent processes (this
+//! executable's `vtnt agent`, one slot each, the native runtime, spread over the paper's
+//! five locations, all measuring one lab), and an event list of a cheap job at a fixed
+//! rate to location `any`, replayed once in wait mode and once in discard mode
+//! ([`crate::replay`]). Figures per mode: event to job start on an agent (the summary's
+//! queue time: controller and agents share this host's clock), the placement decision,
+//! how late events were placed against their times, and the events per second placed.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use serde::Serialize;
+
+use crate::proto::Mode;
+use crate::replay::{self, ReplayOptions, Replayed};
+use crate::{broker, controller, Connect};
+
+/// The paper's locations (seed 000, Fig. 9), agents spread over them in turn.
+pub const LOCATIONS: [&str; 5] = ["france", "poland", "canada", "singapore", "australia"];
+
+/// How a scale run goes.
+#[derive(Debug, Clone)]
+pub struct ScaleOptions {
+    pub agents: usize,
+    /// Events per second.
+    pub rate: f64,
+    /// Seconds of events per mode.
+    pub seconds: f64,
+    /// The lab the jobs probe (`vtnt lab up --name LAB`).
+    pub lab: String,
+    /// The job, in `vtnt`'s words.
+    pub job: String,
+    /// The `vtnt` executable the agents run.
+    pub exe: PathBuf,
+}
+
+/// Quantiles of a sample.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Quantiles {
+    pub n: usize,
+    pub p50: f64,
+    pub p90: f64,
+    pub p99: f64,
+    pub max: f64,
+}
+
+impl Quantiles {
+    pub fn of(mut v: Vec<f64>) -> Quantiles {
+        v.sort_by(f64::total_cmp);
+        let q = |p: f64| {
+            v.get(((v.len() as f64 * p).ceil() as usize).saturating_sub(1))
+                .copied()
+                .unwrap_or(0.0)
+        };
+        Quantiles {
+            n: v.len(),
+            p50: q(0.5),
+            p90: q(0.9),
+            p99: q(0.99),
+            max: v.last().copied().unwrap_or(0.0),
+        }
+    }
+}
+
+/// One mode's figures.
+#[derive(Debug, Clone, Serialize)]
+pub struct ModeFigures {
+    pub mode: Mode,
+    pub events: usize,
+    /// Queued (wait) or accepted (discard).
+    pub placed: usize,
+    pub discarded: usize,
+    /// Jobs whose summary came back.
+    pub finished: usize,
+    /// Event to job start on an agent, ms (the summaries' queue times).
+    pub start_ms: Quantiles,
+    /// Placement decision (queued, accepted or discarded), ms.
+    pub decision_ms: Quantiles,
+    /// Placed this late against the event's time, ms.
+    pub late_ms: Quantiles,
+    /// Events placed per second, from the first event's time to the last placement.
+    pub placed_per_s: f64,
+}
+
+/// The scale run's report.
+#[derive(Debug, Clone, Serialize)]
+pub struct ScaleReport {
+    pub agents: usize,
+    pub rate: f64,
+    pub seconds: f64,
+    pub job: String,
+    pub modes: Vec<ModeFigures>,
+    /// Seconds for the whole run, agents' start-up included.
+    pub duration_s: f64,
+}
+
+impl ScaleReport {
+    /// The markdown table docs/benchmarks.md quotes.
+    pub fn markdown(&self) -> String {
+        let mut s = format!(
+            "{} agents, {} events/s for {} s per mode, job `{}`\n\n| mode | events | placed | discarded | finished | event to start p50 / p99 / max ms | decision p50 / p99 ms | late p50 / p99 ms | placed/s |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+            self.agents, self.rate, self.seconds, self.job
+        );
+        for m in &self.modes {
+            s.push_str(&format!(
+                "| {} | {} | {} | {} | {} | {:.2} / {:.2} / {:.2} | {:.3} / {:.3} | {:.2} / {:.2} | {:.1} |\n",
+                match m.mode {
+                    Mode::Wait => "wait",
+                    Mode::Discard => "discard",
+                },
+                m.events,
+                m.placed,
+                m.discarded,
+                m.finished,
+                m.start_ms.p50,
+                m.start_ms.p99,
+                m.start_ms.max,
+                m.decision_ms.p50,
+                m.decision_ms.p99,
+                m.late_ms.p50,
+                m.late_ms.p99,
+                m.placed_per_s
+            ));
+        }
+        s
+    }
+}
+
+/// The agents, SIGTERMed (then killed) and the broker stopped on drop.
+struct Fleet {
+    broker: String,
+    agents: Vec<Child>,
+}
+
+impl Drop for Fleet {
+    fn drop(&mut self) {
+        for a in &self.agents {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(a.id() as i32),
+                nix::sys::signal::Signal::SIGTERM,
+            );
+        }
+        let until = Instant::now() + Duration::from_secs(20);
+        for a in &mut self.agents {
+            while Instant::now() < until && matches!(a.try_wait(), Ok(None)) {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            let _ = a.kill();
+            let _ = a.wait();
+        }
+        let _ = broker::down(&self.broker);
+    }
+}
+
+/// Runs the scale benchmark; `dir` receives the node and event files.
+pub fn run(o: &ScaleOptions, dir: &Path) -> anyhow::Result<ScaleReport> {
+    anyhow::ensure!(o.agents >= 1, "--agents: at least 1");
+    anyhow::ensure!(
+        o.rate > 0.0 && o.rate <= 10_000.0,
+        "--rate: events per second, above 0 and at most 10000"
+    );
+    anyhow::ensure!(
+        o.seconds > 0.0 && o.seconds <= 3600.0,
+        "--seconds: above 0 and at most 3600"
+    );
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let t0 = Instant::now();
+    let name = format!("scale{}", std::process::id());
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .context("finding a free port")?
+        .port();
+    let b = broker::up(&name, port)?;
+    let mut fleet = Fleet {
+        broker: b.name.clone(),
+        agents: Vec::new(),
+    };
+    let connect = Connect {
+        url: b.url.clone(),
+        ..Default::default()
+    };
+    let mut nodes = String::new();
+    for i in 0..o.agents {
+        let node = format!("s{i}");
+        let location = LOCATIONS[i % LOCATIONS.len()];
+        nodes.push_str(&format!("{node} {location}\n"));
+        let child = Command::new(&o.exe)
+            .args(["agent", "--nats", &b.url, "--node", &node])
+            .args([
+                "--location",
+                location,
+                "--slots",
+                "1",
+                "--runtimes",
+                "native",
+            ])
+            .args(["--lab", &o.lab])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .with_context(|| format!("starting agent {node} ({})", o.exe.display()))?;
+        fleet.agents.push(child);
+    }
+    let nodes_file = dir.join("nodes.txt");
+    std::fs::write(&nodes_file, nodes)?;
+    wait_up(
+        &connect,
+        o.agents,
+        Duration::from_secs(30 + o.agents as u64 / 2),
+    )?;
+    let n = (o.rate * o.seconds).ceil() as usize;
+    let mut modes = Vec::new();
+    for mode in [Mode::Wait, Mode::Discard] {
+        let word = match mode {
+            Mode::Wait => "wait",
+            Mode::Discard => "discard",
+        };
+        let events: String = (0..n)
+            .map(|k| format!("{:.6} any native {word} {}\n", k as f64 / o.rate, o.job))
+            .collect();
+        let events_file = dir.join(format!("events-{word}.txt"));
+        std::fs::write(&events_file, events)?;
+        let mut lines: Vec<Replayed> = Vec::new();
+        let st = replay::replay(
+            &connect,
+            &nodes_file,
+            &events_file,
+            &ReplayOptions {
+                tenant: "scale".into(),
+                results_timeout: Duration::from_secs(120),
+            },
+            |r| {
+                lines.push(r.clone());
+                Ok(())
+            },
+        )?;
+        let last_placed = lines
+            .iter()
+            .map(|r| r.at_s + (r.late_us + r.event.decision_us) as f64 / 1e6)
+            .fold(0.0, f64::max);
+        modes.push(ModeFigures {
+            mode,
+            events: st.events,
+            placed: st.queued + st.accepted,
+            discarded: st.discarded,
+            finished: st.finished,
+            start_ms: Quantiles::of(
+                lines
+                    .iter()
+                    .filter_map(|r| Some(r.summary.as_ref()?.timings.queue_ms))
+                    .collect(),
+            ),
+            decision_ms: Quantiles::of(
+                lines
+                    .iter()
+                    .map(|r| r.event.decision_us as f64 / 1e3)
+                    .collect(),
+            ),
+            late_ms: Quantiles::of(lines.iter().map(|r| r.late_us as f64 / 1e3).collect()),
+            placed_per_s: if last_placed > 0.0 {
+                st.events as f64 / last_placed
+            } else {
+                0.0
+            },
+        });
+    }
+    drop(fleet);
+    Ok(ScaleReport {
+        agents: o.agents,
+        rate: o.rate,
+        seconds: o.seconds,
+        job: o.job.clone(),
+        modes,
+        duration_s: t0.elapsed().as_secs_f64(),
+    })
+}
+
+/// Waits until `n` nodes are up.
+fn wait_up(c: &Connect, n: usize, within: Duration) -> anyhow::Result<()> {
+    let until = Instant::now() + within;
+    loop {
+        let up = controller::status(c)?
+            .nodes
+            .iter()
+            .filter(|v| v.status == "up")
+            .count();
+        if up >= n {
+            return Ok(());
+        }
+        anyhow::ensure!(
+            Instant::now() < until,
+            "only {up} of {n} agents came up within {within:?}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quantiles_take_the_nearest_rank() {
+        let q = Quantiles::of((1..=100).map(f64::from).rev().collect());
+        assert_eq!(
+            (q.n, q.p50, q.p90, q.p99, q.max),
+            (100, 50.0, 90.0, 99.0, 100.0)
+        );
+        let one = Quantiles::of(vec![3.0]);
+        assert_eq!((one.p50, one.p99, one.max), (3.0, 3.0, 3.0));
+        assert_eq!(Quantiles::of(Vec::new()).n, 0);
+    }
+}
