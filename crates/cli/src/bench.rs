@@ -120,7 +120,7 @@ pub enum BenchCommand {
         /// The job, in `vtnt`'s words.
         #[arg(long, default_value = "ping -c 1 192.0.2.1")]
         job: String,
-        /// Where the node and event files go.
+        /// Where the node and event files and each event's result line (results-MODE.jsonl) go.
         #[arg(long, default_value = "bench-fleet-scale")]
         out: std::path::PathBuf,
         /// Print JSON instead of a markdown table.

@@ -126,6 +126,17 @@ async fn agent(o: AgentOptions) -> anyhow::Result<()> {
     for rt in &o.runtimes {
         o.net.check(*rt)?;
     }
+    // Images (and the static vtnt they carry) are made before the node announces itself:
+    // a node that is up starts a job at once, and a job's times are the job's.
+    let runtimes = o.runtimes.clone();
+    tokio::task::spawn_blocking(move || {
+        let build = vtnt_runtimes::BuildOptions::default();
+        runtimes
+            .iter()
+            .try_for_each(|rt| rt.build_image(&build).map(drop))
+    })
+    .await
+    .context("preparing the images")??;
     let client = o.connect.client(&format!("vtnt-agent {}", o.node)).await?;
     let fleet = Fleet::open(client.clone()).await?;
     let mut queues = vec![fleet.wq_consumer(&o.location).await?];

@@ -182,6 +182,8 @@ pub fn run(o: &ScaleOptions, dir: &Path) -> anyhow::Result<ScaleReport> {
         url: b.url.clone(),
         ..Default::default()
     };
+    // found (or built) once here, not by every agent as it prepares its image
+    let static_vtnt = vtnt_runtimes::paths::static_vtnt()?;
     let mut nodes = String::new();
     for i in 0..o.agents {
         let node = format!("s{i}");
@@ -198,6 +200,7 @@ pub fn run(o: &ScaleOptions, dir: &Path) -> anyhow::Result<ScaleReport> {
                 "native",
             ])
             .args(["--lab", &o.lab])
+            .env("VTNT_STATIC_BIN", &static_vtnt)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -237,6 +240,12 @@ pub fn run(o: &ScaleOptions, dir: &Path) -> anyhow::Result<ScaleReport> {
                 Ok(())
             },
         )?;
+        let mut jsonl = String::new();
+        for r in &lines {
+            jsonl.push_str(&serde_json::to_string(r)?);
+            jsonl.push('\n');
+        }
+        std::fs::write(dir.join(format!("results-{word}.jsonl")), jsonl)?;
         let last_placed = lines
             .iter()
             .map(|r| r.at_s + (r.late_us + r.event.decision_us) as f64 / 1e6)
