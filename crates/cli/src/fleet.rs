@@ -153,9 +153,28 @@ pub struct AgentArgs {
     /// Image server bandwidth, Mbit/s.
     #[arg(long, default_value_t = vtnt_runtimes::DEFAULT_BANDWIDTH_MBPS)]
     bandwidth_mbps: u64,
+    /// Print a systemd unit that runs this agent with these options, and exit:
+    /// `vtnt agent ... --systemd-unit > /etc/systemd/system/vtnt-agent.service`.
+    #[arg(long)]
+    systemd_unit: bool,
 }
 
 pub fn agent(a: AgentArgs) -> anyhow::Result<ExitCode> {
+    if a.systemd_unit {
+        vtnt_fleet::check_token("--node", &a.node)?;
+        vtnt_fleet::check_token("--location", &a.location)?;
+        let exe = std::env::current_exe()?;
+        let args: Vec<String> = std::env::args()
+            .skip(1)
+            .filter(|w| w != "--systemd-unit")
+            .collect();
+        let timeout = Duration::from_secs(a.timeout);
+        print!(
+            "{}",
+            vtnt_fleet::agent::systemd_unit(&exe, &args, &a.node, &a.location, timeout)
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
     anyhow::ensure!(
         vtnt_lab_linux::is_root(),
         "`vtnt agent` needs root: its jobs get cgroups, network namespaces and raw sockets"
@@ -226,12 +245,12 @@ pub fn run(cmd: FleetCommand) -> anyhow::Result<ExitCode> {
                 println!("{}", serde_json::to_string(&st)?);
             } else {
                 println!(
-                    "NODE\tLOCATION\tSTATE\tBUSY/SLOTS\tRUNTIMES\tHEARTBEAT\tCLOCK\tDONE\tFAILED"
+                    "NODE\tLOCATION\tSTATE\tBUSY/SLOTS\tRUNTIMES\tHEARTBEAT\tCLOCK\tDONE\tFAILED\tRECONNECTS"
                 );
                 for n in &st.nodes {
                     let i = &n.info;
                     println!(
-                        "{}\t{}\t{}\t{}/{}\t{}\t{:.1} s ago\t{}\t{}\t{}",
+                        "{}\t{}\t{}\t{}/{}\t{}\t{:.1} s ago\t{}\t{}\t{}\t{}",
                         i.node,
                         i.location,
                         n.status,
@@ -241,7 +260,8 @@ pub fn run(cmd: FleetCommand) -> anyhow::Result<ExitCode> {
                         n.age_ms as f64 / 1e3,
                         i.clock_sync,
                         i.jobs_done,
-                        i.jobs_failed
+                        i.jobs_failed,
+                        i.reconnects
                     );
                 }
                 for (subject, n) in &st.backlog {

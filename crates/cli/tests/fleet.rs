@@ -1,7 +1,8 @@
 //! `vtnt fleet` with real processes: each test starts its own broker (`vtnt fleet up` on a
 //! free loopback port, its own store, `down` on drop), its agents as children of the
 //! `vtnt` binary (SIGKILLed on drop) and, where jobs run, a lab of its own (the runtime
-//! tests' `LabGuard`); jobs run the `native` runtime in that lab. Needs root, Debian's
+//! tests' `LabGuard`); jobs run the `native` runtime in that lab. The cluster test starts
+//! three nats-servers of its own instead. Needs root, Debian's
 //! nats-server and what the native runtime needs (the runtime tests' `basics_ready`);
 //! missing, the test skips through vtnt-testkit.
 
@@ -55,6 +56,7 @@ fn free_port() -> u16 {
 struct Broker {
     name: String,
     url: String,
+    port: String,
 }
 
 impl Broker {
@@ -69,7 +71,34 @@ impl Broker {
         );
         let url = String::from_utf8_lossy(&out.stdout).trim().to_string();
         assert_eq!(url, format!("nats://127.0.0.1:{port}"));
-        Broker { name, url }
+        Broker { name, url, port }
+    }
+
+    /// Servers that are not this test's `vtnt fleet up` (a cluster): nothing to stop.
+    fn at(url: String) -> Broker {
+        Broker {
+            name: String::new(),
+            url,
+            port: String::new(),
+        }
+    }
+
+    /// SIGKILLs the server, then starts it again on the same port and store.
+    fn kill_and_restart(&self, down_for: Duration) {
+        let pid_file = format!("/run/vtnt/fleet/{}/pid", self.name);
+        let pid = std::fs::read_to_string(&pid_file).expect("the server's pid file");
+        let st = Command::new("kill")
+            .args(["-KILL", pid.trim()])
+            .status()
+            .expect("kill");
+        assert!(st.success());
+        std::thread::sleep(down_for);
+        let out = vtnt(&["fleet", "up", "--name", &self.name, "--port", &self.port]);
+        assert!(
+            out.status.success(),
+            "fleet up again: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
 
     fn run(&self, cmd: &str, args: &[&str]) -> Output {
@@ -127,15 +156,21 @@ impl Broker {
     }
 
     /// `fleet results`: record lines per job and summaries, once `n` jobs are finished.
+    /// A failing call is tried again until the deadline (a cluster electing new stream
+    /// leaders answers with timeouts meanwhile), and fails the test then.
     fn results(&self, n: usize) -> (Vec<String>, Vec<Value>) {
         let t0 = Instant::now();
         loop {
             let out = self.run("results", &[]);
-            assert!(
-                out.status.success(),
-                "results: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
+            if !out.status.success() {
+                assert!(
+                    t0.elapsed() < Duration::from_secs(60),
+                    "results: {}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
+                std::thread::sleep(Duration::from_millis(500));
+                continue;
+            }
             let summaries: Vec<Value> = String::from_utf8_lossy(&out.stderr)
                 .lines()
                 .filter(|l| l.contains(" records, queue "))
@@ -160,7 +195,9 @@ impl Broker {
 
 impl Drop for Broker {
     fn drop(&mut self) {
-        let _ = vtnt(&["fleet", "down", "--name", &self.name]);
+        if !self.name.is_empty() {
+            let _ = vtnt(&["fleet", "down", "--name", &self.name]);
+        }
     }
 }
 
@@ -712,5 +749,287 @@ fn the_scale_benchmark_runs_at_a_small_n() {
         "{discard}"
     );
     assert_eq!(discard["decision_ms"]["n"], 10);
+    let bare = &v["report"]["bare_request_ms"];
+    assert_eq!(bare["n"], 1000, "the peer: {bare}");
+    assert!(bare["p50"].as_f64().unwrap() > 0.0, "{bare}");
     eprintln!("{}", serde_json::to_string_pretty(&v["report"]).unwrap());
+}
+
+/// (h) nats-server SIGKILLed while wait-mode jobs run and wait, then started again on its
+/// store: the agents reconnect by themselves, and every accepted job completes with its
+/// results stored exactly once.
+#[test]
+fn a_broker_killed_and_restarted_loses_no_job_and_no_result() {
+    if !ready(vtnt_testkit::test_name!(), true) {
+        return;
+    }
+    let broker = Broker::up("rst");
+    let lab = lab("rst");
+    let agents = [
+        Agent::start(&broker, "r1", "fr", &lab_net(&lab), &[]),
+        Agent::start(&broker, "r2", "pl", &lab_net(&lab), &[]),
+    ];
+    let jobs: Vec<String> = (0..4)
+        .map(|_| {
+            let ev = broker.submit(&["--mode", "wait"], LONG_JOB);
+            assert_eq!(ev["outcome"]["outcome"], "queued", "{ev}");
+            ev["job"].as_str().unwrap().to_string()
+        })
+        .collect();
+    let t0 = Instant::now();
+    while !agents.iter().all(|a| a.log().contains("event=start job=")) {
+        assert!(
+            t0.elapsed() < Duration::from_secs(15),
+            "the agents never started"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    broker.kill_and_restart(Duration::from_secs(1));
+    for a in &agents {
+        broker.wait_up(&a.node);
+    }
+    // each agent's counters say it came back
+    let t0 = Instant::now();
+    while !broker.status()["nodes"].as_array().is_some_and(|ns| {
+        ns.iter()
+            .filter(|n| n["reconnects"].as_u64() >= Some(1))
+            .count()
+            == agents.len()
+    }) {
+        assert!(
+            t0.elapsed() < Duration::from_secs(15),
+            "reconnects not counted: {}",
+            broker.status()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let (lines, summaries) = broker.results(jobs.len());
+    eprintln!(
+        "{} jobs finished {:.1} s after the first started, across a broker restart",
+        jobs.len(),
+        t0.elapsed().as_secs_f64()
+    );
+    for j in &jobs {
+        let of_j: Vec<&str> = summaries
+            .iter()
+            .filter_map(|s| s.as_str())
+            .filter(|s| s.contains(&format!("job {j} on ")))
+            .collect();
+        assert_eq!(of_j.len(), 1, "{j}: {summaries:?}");
+        assert!(of_j[0].contains(": ok, "), "{}", of_j[0]);
+    }
+    assert_eq!(summaries.len(), jobs.len(), "{summaries:?}");
+    assert!(
+        lines
+            .iter()
+            .filter(|l| l.contains("\"type\":\"ping\""))
+            .count()
+            == jobs.len(),
+        "one ping record per job: {lines:?}"
+    );
+    assert_eq!(
+        broker.status()["results_stored"],
+        lines.len() as u64 + jobs.len() as u64
+    );
+}
+
+/// Three nats-servers in one cluster (JetStream on each, its own store), children of the
+/// test, SIGKILLed on drop.
+struct Cluster {
+    servers: Vec<Option<Child>>,
+    urls: Vec<String>,
+    dir: PathBuf,
+}
+
+impl Cluster {
+    fn up(tag: &str) -> Cluster {
+        let dir = std::env::temp_dir().join(format!("vtnt-cluster-{tag}-{}", std::process::id()));
+        let client: Vec<u16> = (0..3).map(|_| free_port()).collect();
+        let route: Vec<u16> = (0..3).map(|_| free_port()).collect();
+        let mut c = Cluster {
+            servers: Vec::new(),
+            urls: client
+                .iter()
+                .map(|p| format!("nats://127.0.0.1:{p}"))
+                .collect(),
+            dir,
+        };
+        for i in 0..3 {
+            let store = c.dir.join(format!("s{i}"));
+            std::fs::create_dir_all(&store).expect("a store");
+            let routes: Vec<String> = (0..3)
+                .filter(|&j| j != i)
+                .map(|j| format!("nats://127.0.0.1:{}", route[j]))
+                .collect();
+            let child = Command::new("nats-server")
+                .args(["--addr", "127.0.0.1", "--port", &client[i].to_string()])
+                .args(["--jetstream", "--store_dir", &store.display().to_string()])
+                .args(["--server_name", &format!("s{i}"), "--cluster_name", "vtnt"])
+                .args(["--cluster", &format!("nats://127.0.0.1:{}", route[i])])
+                .args(["--routes", &routes.join(",")])
+                .stdout(Stdio::null())
+                .stderr(
+                    std::fs::File::create(c.dir.join(format!("s{i}.log"))).expect("a server log"),
+                )
+                .spawn()
+                .expect("starting nats-server");
+            c.servers.push(Some(child));
+        }
+        // JetStream answers once the cluster has elected its meta leader
+        let t0 = Instant::now();
+        while !vtnt(&["fleet", "status", "--nats", &c.url()])
+            .status
+            .success()
+        {
+            assert!(
+                t0.elapsed() < Duration::from_secs(30),
+                "the cluster's JetStream never answered"
+            );
+            std::thread::sleep(Duration::from_millis(250));
+        }
+        c
+    }
+
+    /// Every server's URL, as a client gets them.
+    fn url(&self) -> String {
+        self.urls.join(",")
+    }
+
+    fn kill(&mut self, i: usize) {
+        if let Some(mut s) = self.servers[i].take() {
+            let _ = s.kill();
+            let _ = s.wait();
+        }
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        for i in 0..self.servers.len() {
+            self.kill(i);
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// (i) A three-server cluster, the fleet's streams kept on all three: one server is
+/// SIGKILLed while wait-mode jobs run and wait; the agents and the controller go on
+/// through the other two, and every job's results are stored exactly once.
+#[test]
+fn one_server_of_a_cluster_killed_and_work_goes_on() {
+    if !ready(vtnt_testkit::test_name!(), true) {
+        return;
+    }
+    let mut cluster = Cluster::up("clu");
+    let broker = Broker::at(cluster.url());
+    let lab = lab("clu");
+    let agents = [
+        Agent::start(&broker, "c1", "fr", &lab_net(&lab), &[]),
+        Agent::start(&broker, "c2", "pl", &lab_net(&lab), &[]),
+    ];
+    let jobs: Vec<String> = (0..4)
+        .map(|_| {
+            let ev = broker.submit(&["--mode", "wait"], LONG_JOB);
+            assert_eq!(ev["outcome"]["outcome"], "queued", "{ev}");
+            ev["job"].as_str().unwrap().to_string()
+        })
+        .collect();
+    let t0 = Instant::now();
+    while !agents.iter().all(|a| a.log().contains("event=start job=")) {
+        assert!(
+            t0.elapsed() < Duration::from_secs(15),
+            "the agents never started"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // the first URL is the one every client tried first
+    cluster.kill(0);
+    let broker = Broker::at(format!("{},{}", cluster.urls[1], cluster.urls[2]));
+    // the streams whose leader was on it elect another; JetStream answers requests on them
+    // with timeouts meanwhile (about 20 s here); bounded
+    let t_kill = Instant::now();
+    while !broker.run("results", &[]).status.success() {
+        assert!(
+            t_kill.elapsed() < Duration::from_secs(60),
+            "the two servers left never answered"
+        );
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    eprintln!(
+        "JetStream answered again {:.1} s after one server of three was killed",
+        t_kill.elapsed().as_secs_f64()
+    );
+    let (lines, summaries) = broker.results(jobs.len());
+    eprintln!(
+        "{} jobs finished {:.1} s after the first started, one server of three killed",
+        jobs.len(),
+        t0.elapsed().as_secs_f64()
+    );
+    for j in &jobs {
+        let of_j = summaries
+            .iter()
+            .filter_map(|s| s.as_str())
+            .filter(|s| s.contains(&format!("job {j} on ")) && s.contains(": ok, "))
+            .count();
+        assert_eq!(of_j, 1, "{j}: {summaries:?}");
+    }
+    assert_eq!(summaries.len(), jobs.len(), "{summaries:?}");
+    assert_eq!(
+        broker.status()["results_stored"],
+        lines.len() as u64 + jobs.len() as u64
+    );
+    // a new job still goes through the two servers left
+    let ev = broker.submit(&["--mode", "wait"], SHORT_JOB);
+    assert_eq!(ev["outcome"]["outcome"], "queued", "{ev}");
+    let (_, summaries) = broker.results(jobs.len() + 1);
+    assert!(
+        summaries
+            .iter()
+            .filter_map(|s| s.as_str())
+            .any(|s| s.contains(&format!("job {} on ", ev["job"].as_str().unwrap()))),
+        "{summaries:?}"
+    );
+}
+
+/// (j) `vtnt agent ... --systemd-unit` prints a unit running the same command (without
+/// the flag), connects to nothing, and refuses a node name the agent would refuse.
+#[test]
+fn an_agent_prints_its_systemd_unit() {
+    let out = vtnt(&[
+        "agent",
+        "--node",
+        "n1",
+        "--location",
+        "fr",
+        "--nats",
+        "nats://127.0.0.1:1",
+        "--systemd-unit",
+    ]);
+    let unit = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        unit.contains(&format!(
+            "\nExecStart={VTNT} agent --node n1 --location fr --nats nats://127.0.0.1:1\n"
+        )),
+        "{unit}"
+    );
+    assert!(unit.contains("\nKillMode=mixed\n"), "{unit}");
+    let out = vtnt(&[
+        "agent",
+        "--node",
+        "a.b",
+        "--location",
+        "fr",
+        "--systemd-unit",
+    ]);
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("--node `a.b`"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }

@@ -69,6 +69,7 @@ pub fn run(o: AgentOptions) -> anyhow::Result<()> {
 /// What every job task shares.
 struct Ctx {
     o: AgentOptions,
+    nats: async_nats::Client,
     fleet: Fleet,
     slots: Arc<Semaphore>,
     /// Told when a slot frees (the puller waits on it).
@@ -99,6 +100,13 @@ impl Ctx {
             clock_sync: self.clock_sync.clone(),
             jobs_done: self.done.load(Ordering::Relaxed),
             jobs_failed: self.failed.load(Ordering::Relaxed),
+            // its first connection counted out
+            reconnects: self
+                .nats
+                .statistics()
+                .connects
+                .load(Ordering::Relaxed)
+                .saturating_sub(1),
         }
     }
 
@@ -151,6 +159,7 @@ async fn agent(o: AgentOptions) -> anyhow::Result<()> {
         failed: AtomicU64::new(0),
         clock_sync: clock_sync().await,
         freed_tx,
+        nats: client.clone(),
         fleet,
         o,
     });
@@ -188,7 +197,6 @@ async fn agent(o: AgentOptions) -> anyhow::Result<()> {
                     break;
                 }
             }
-            client.flush().await?;
             deploy = Some(subs);
         } else if !free {
             deploy = None;
@@ -216,9 +224,11 @@ async fn agent(o: AgentOptions) -> anyhow::Result<()> {
                 let permit = ctx.slots.clone().try_acquire_owned().ok();
                 if ctx.slots.available_permits() == 0 {
                     // Full: leave the group before answering, so the next request with
-                    // no other free agent gets "no responders".
+                    // no other free agent gets "no responders". The UNSUB goes out on
+                    // this connection before the answer does, so the server has taken
+                    // it before the controller can ask again; no flush to wait for
+                    // (one would also stall this loop while the broker is away).
                     deploy = None;
-                    client.flush().await?;
                 }
                 let answer = match (&req, permit) {
                     (Ok(req), Some(permit)) => {
@@ -461,6 +471,62 @@ async fn job(
     let _ = ctx.freed_tx.send(());
 }
 
+/// A systemd unit that runs `exe args` as node `node`'s agent: it starts once the
+/// network is up and again after a failure; stopping it sends SIGTERM to the agent alone
+/// (`KillMode=mixed`: its jobs' processes are left to finish, so it drains), and gives
+/// the drain a job's `timeout` and half a minute before SIGKILL.
+pub fn systemd_unit(
+    exe: &std::path::Path,
+    args: &[String],
+    node: &str,
+    location: &str,
+    timeout: Duration,
+) -> String {
+    let exec: Vec<String> = std::iter::once(exe.display().to_string())
+        .chain(args.iter().cloned())
+        .map(|w| systemd_word(&w))
+        .collect();
+    format!(
+        "[Unit]\n\
+         Description=vTNT agent {node} ({location})\n\
+         After=network-online.target\n\
+         Wants=network-online.target\n\
+         \n\
+         [Service]\n\
+         ExecStart={}\n\
+         KillMode=mixed\n\
+         KillSignal=SIGTERM\n\
+         TimeoutStopSec={}\n\
+         Restart=on-failure\n\
+         RestartSec=2\n\
+         \n\
+         [Install]\n\
+         WantedBy=multi-user.target\n",
+        exec.join(" "),
+        timeout.as_secs() + 30
+    )
+}
+
+/// One word of an `ExecStart=` line: `%` and `$` doubled (systemd's specifiers and
+/// variables), and in double quotes, `\` and `"` escaped, when it is empty or holds a
+/// blank, a quote, a backslash or a `;`.
+fn systemd_word(w: &str) -> String {
+    let w = w.replace('%', "%%").replace('$', "$$");
+    let plain = !w.is_empty()
+        && !w
+            .chars()
+            .any(|c| c.is_whitespace() || matches!(c, '"' | '\'' | '\\' | ';'));
+    if plain {
+        return w;
+    }
+    format!(
+        "\"{}\"",
+        w.replace('\\', "\\\\")
+            .replace('"', "\\\"")
+            .replace('\n', "\\n")
+    )
+}
+
 /// Checks a job as the command line would before any probe; returns what to run.
 fn admit(
     req: &JobRequest,
@@ -563,6 +629,32 @@ mod tests {
             line: vtnt_jobspec::encode(&job.spec),
             submitted_us: 0,
         }
+    }
+
+    #[test]
+    fn a_systemd_unit_runs_the_same_command_and_lets_it_drain() {
+        let args: Vec<String> = ["agent", "--node", "n1", "--password", "a b\"c$%", ""]
+            .map(String::from)
+            .to_vec();
+        let u = systemd_unit(
+            std::path::Path::new("/usr/local/bin/vtnt"),
+            &args,
+            "n1",
+            "fr",
+            Duration::from_secs(600),
+        );
+        assert!(
+            u.contains(
+                "ExecStart=/usr/local/bin/vtnt agent --node n1 --password \"a b\\\"c$$%%\" \"\"\n"
+            ),
+            "{u}"
+        );
+        assert!(u.contains("KillMode=mixed\n"), "{u}");
+        assert!(u.contains("TimeoutStopSec=630\n"), "{u}");
+        assert!(
+            u.starts_with("[Unit]\nDescription=vTNT agent n1 (fr)\n"),
+            "{u}"
+        );
     }
 
     #[test]

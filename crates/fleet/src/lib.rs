@@ -65,6 +65,9 @@ pub const ACK_WAIT: Duration = Duration::from_secs(4);
 pub const MAX_DELIVER: i64 = 5;
 /// The results stream's deduplication window.
 pub const DEDUP_WINDOW: Duration = Duration::from_secs(600);
+/// How many servers of a cluster keep each of the fleet's streams (JetStream's usual R3;
+/// a cluster needs at least three servers with JetStream on).
+pub const CLUSTER_REPLICAS: usize = 3;
 /// How long connecting to the broker may take before the command gives up.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
 
@@ -152,22 +155,30 @@ pub struct Fleet {
 
 impl Fleet {
     pub async fn open(client: async_nats::Client) -> anyhow::Result<Fleet> {
+        // In a cluster every stream is kept on three servers, so losing one loses nothing.
+        let num_replicas = if client.server_info().cluster.is_some() {
+            CLUSTER_REPLICAS
+        } else {
+            1
+        };
         let js = jetstream::new(client);
         let jobs = ensure_stream(
             &js,
             jetstream::stream::Config {
                 name: JOBS_STREAM.into(),
+                num_replicas,
                 subjects: vec!["vtnt.wq.>".into()],
                 retention: jetstream::stream::RetentionPolicy::WorkQueue,
                 ..Default::default()
             },
         )
         .await
-        .context("creating the work-queue stream (is JetStream on?)")?;
+        .with_context(|| format!("creating the work-queue stream with {num_replicas} replica(s) (is JetStream on, on at least as many servers?)"))?;
         let results = ensure_stream(
             &js,
             jetstream::stream::Config {
                 name: RESULTS_STREAM.into(),
+                num_replicas,
                 subjects: vec!["vtnt.results.>".into()],
                 retention: jetstream::stream::RetentionPolicy::Limits,
                 duplicate_window: DEDUP_WINDOW,
@@ -180,6 +191,7 @@ impl Fleet {
             &js,
             jetstream::stream::Config {
                 name: NODES_STREAM.into(),
+                num_replicas,
                 subjects: vec!["vtnt.nodes.*".into()],
                 max_messages_per_subject: 1,
                 max_age: Duration::from_secs(3600),

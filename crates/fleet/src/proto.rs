@@ -53,6 +53,9 @@ pub struct NodeInfo {
     /// Jobs finished (any status) and failed (not `ok`) since the agent started.
     pub jobs_done: u64,
     pub jobs_failed: u64,
+    /// Times the agent's connection to the broker came back after it was lost.
+    #[serde(default)]
+    pub reconnects: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

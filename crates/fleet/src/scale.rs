@@ -6,12 +6,15 @@
 //! ([`crate::replay`]). Figures per mode: event to job start on an agent (the summary's
 //! queue time: controller and agents share this host's clock), the placement decision,
 //! how late events were placed against their times, and the events per second placed.
+//! The peer, measured in the same run: a bare NATS request and reply through the same
+//! broker between two connections of this process, the floor any placement pays.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
+use futures::StreamExt;
 use serde::Serialize;
 
 use crate::proto::Mode;
@@ -93,6 +96,8 @@ pub struct ScaleReport {
     pub seconds: f64,
     pub job: String,
     pub modes: Vec<ModeFigures>,
+    /// The peer: a bare request and reply through the broker, ms.
+    pub bare_request_ms: Quantiles,
     /// Seconds for the whole run, agents' start-up included.
     pub duration_s: f64,
 }
@@ -125,8 +130,57 @@ impl ScaleReport {
                 m.placed_per_s
             ));
         }
+        let b = &self.bare_request_ms;
+        s.push_str(&format!(
+            "\nPeer in the same run: a bare NATS request and reply through the same broker, p50 {:.3} / p99 {:.3} ms ({} of them).",
+            b.p50, b.p99, b.n
+        ));
+        for m in &self.modes {
+            if b.p50 > 0.0 {
+                s.push_str(&format!(
+                    " {}: decision p50 {:.1}x it, event to start p50 {:.1}x it.",
+                    match m.mode {
+                        Mode::Wait => "Wait",
+                        Mode::Discard => "Discard",
+                    },
+                    m.decision_ms.p50 / b.p50,
+                    m.start_ms.p50 / b.p50
+                ));
+            }
+        }
+        s.push('\n');
         s
     }
+}
+
+/// How many bare round trips the peer measures.
+const BARE_REQUESTS: usize = 1000;
+
+/// The peer: `n` bare requests, one after another, from one connection to a responder on
+/// another, through the broker at `c`.
+async fn bare_round_trips(c: &Connect, n: usize) -> anyhow::Result<Quantiles> {
+    let asker = c.client("vtnt bench fleet-scale (asker)").await?;
+    let responder = c.client("vtnt bench fleet-scale (responder)").await?;
+    let mut sub = responder.subscribe("vtnt.bench.echo").await?;
+    responder.flush().await?;
+    let echo = tokio::spawn(async move {
+        while let Some(m) = sub.next().await {
+            if let Some(reply) = m.reply {
+                let _ = responder.publish(reply, m.payload).await;
+            }
+        }
+    });
+    let mut ms = Vec::with_capacity(n);
+    for _ in 0..n {
+        let t = Instant::now();
+        asker
+            .request("vtnt.bench.echo", "x".into())
+            .await
+            .context("the bare request")?;
+        ms.push(t.elapsed().as_secs_f64() * 1e3);
+    }
+    echo.abort();
+    Ok(Quantiles::of(ms))
 }
 
 /// The agents, SIGTERMed (then killed) and the broker stopped on drop.
@@ -214,6 +268,7 @@ pub fn run(o: &ScaleOptions, dir: &Path) -> anyhow::Result<ScaleReport> {
         o.agents,
         Duration::from_secs(30 + o.agents as u64 / 2),
     )?;
+    let bare_request_ms = crate::block_on(bare_round_trips(&connect, BARE_REQUESTS))?;
     let n = (o.rate * o.seconds).ceil() as usize;
     let mut modes = Vec::new();
     for mode in [Mode::Wait, Mode::Discard] {
@@ -283,6 +338,7 @@ pub fn run(o: &ScaleOptions, dir: &Path) -> anyhow::Result<ScaleReport> {
         seconds: o.seconds,
         job: o.job.clone(),
         modes,
+        bare_request_ms,
         duration_s: t0.elapsed().as_secs_f64(),
     })
 }

@@ -28,6 +28,9 @@ use crate::runtime::{BuildOptions, ImageInfo, Runtime};
 use crate::spec::InstanceSpec;
 use crate::{debian, paths};
 
+/// How long `docker rm -f` may take before [`Client::remove`] gives up on it.
+pub const REMOVE_TIMEOUT: Duration = Duration::from_secs(60);
+
 /// Which Docker image.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Flavor {
@@ -190,14 +193,32 @@ impl Client {
         }
     }
 
-    /// `docker rm -f`, ignoring failures (the container may be gone already).
+    /// `docker rm -f`, ignoring failures (the container may be gone already), given up
+    /// after [`REMOVE_TIMEOUT`] with a warning: Debian's dockerd 20.10 can deadlock in
+    /// libnetwork when many containers exit at once, and a removal then never returns.
     pub fn remove(&self, name: &str) {
-        let _ = self
+        let Ok(mut child) = self
             .cmd()
             .args(["rm", "-f", name])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
-            .status();
+            .spawn()
+        else {
+            return;
+        };
+        let until = Instant::now() + REMOVE_TIMEOUT;
+        while matches!(child.try_wait(), Ok(None)) {
+            if Instant::now() > until {
+                let _ = child.kill();
+                eprintln!(
+                    "vtnt: docker rm -f {name}: no answer from the engine within {} s; the container is left behind",
+                    REMOVE_TIMEOUT.as_secs()
+                );
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = child.wait();
     }
 }
 
