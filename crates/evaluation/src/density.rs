@@ -364,10 +364,17 @@ fn behind(slots: &mut [Slot], every: Duration, now: Instant) -> Option<String> {
 fn exited(s: &mut Slot) -> String {
     match s.inst.wait(Duration::from_secs(2)) {
         Ok(o) => format!(
-            "instance {} exited during the ramp with {:?}: {}",
+            "instance {} exited during the ramp ({}){}",
             s.index,
-            o.code,
-            vtnt_measure::proc::tail(&o.stderr, 300).trim()
+            match o.code {
+                Some(c) => format!("status {c}"),
+                // the OOM killer's SIGKILL, mostly: the run's oom_kills says
+                None => "killed by a signal".into(),
+            },
+            match vtnt_measure::proc::tail(&o.stderr, 300).trim() {
+                "" => String::new(),
+                t => format!(": {t}"),
+            }
         ),
         Err(e) => format!("instance {} exited during the ramp: {e:#}", s.index),
     }

@@ -26,14 +26,16 @@ pub struct Provenance {
     /// MemTotal, MiB.
     pub memory_mib: u64,
     /// First line of each tool's version output, `missing` when not installed: QEMU,
-    /// Docker, runc, scamper, Firecracker.
+    /// Docker's engine (dockerd: the `docker` client on PATH may be another version),
+    /// containerd, runc, scamper, Firecracker.
     pub tools: Vec<(String, String)>,
 }
 
 /// The tools whose versions a report names, with the argument that prints it.
-const TOOLS: [(&str, &str); 5] = [
+const TOOLS: [(&str, &str); 6] = [
     ("qemu-system-x86_64", "--version"),
-    ("docker", "--version"),
+    ("dockerd", "--version"),
+    ("containerd", "--version"),
     ("runc", "--version"),
     ("scamper", "-v"),
     ("firecracker", "--version"),
