@@ -755,19 +755,17 @@ fn the_scale_benchmark_runs_at_a_small_n() {
     eprintln!("{}", serde_json::to_string_pretty(&v["report"]).unwrap());
 }
 
-/// (h) nats-server SIGKILLed while wait-mode jobs run and wait, then started again on its
-/// store: the agents reconnect by themselves, and every accepted job completes with its
-/// results stored exactly once.
-#[test]
-fn a_broker_killed_and_restarted_loses_no_job_and_no_result() {
-    if !ready(vtnt_testkit::test_name!(), true) {
-        return;
-    }
-    let broker = Broker::up("rst");
-    let lab = lab("rst");
+/// Two agents (`<tag>1` in fr, `<tag>2` in pl) and four wait-mode jobs of ~3 s, returned
+/// once each agent has started one (with the jobs' ids and when they were submitted):
+/// what the broker-failure tests break in the middle of.
+fn two_busy_agents(
+    broker: &Broker,
+    lab: &common::LabGuard,
+    tag: &str,
+) -> ([Agent; 2], Vec<String>, Instant) {
     let agents = [
-        Agent::start(&broker, "r1", "fr", &lab_net(&lab), &[]),
-        Agent::start(&broker, "r2", "pl", &lab_net(&lab), &[]),
+        Agent::start(broker, &format!("{tag}1"), "fr", &lab_net(lab), &[]),
+        Agent::start(broker, &format!("{tag}2"), "pl", &lab_net(lab), &[]),
     ];
     let jobs: Vec<String> = (0..4)
         .map(|_| {
@@ -784,12 +782,40 @@ fn a_broker_killed_and_restarted_loses_no_job_and_no_result() {
         );
         std::thread::sleep(Duration::from_millis(20));
     }
+    (agents, jobs, t0)
+}
+
+/// Every job of `jobs` has exactly one summary, and it says `ok`; no other summary.
+fn each_job_once_and_ok(jobs: &[String], summaries: &[Value]) {
+    for j in jobs {
+        let of_j: Vec<&str> = summaries
+            .iter()
+            .filter_map(|s| s.as_str())
+            .filter(|s| s.contains(&format!("job {j} on ")))
+            .collect();
+        assert_eq!(of_j.len(), 1, "{j}: {summaries:?}");
+        assert!(of_j[0].contains(": ok, "), "{}", of_j[0]);
+    }
+    assert_eq!(summaries.len(), jobs.len(), "{summaries:?}");
+}
+
+/// (h) nats-server SIGKILLed while wait-mode jobs run and wait, then started again on its
+/// store: the agents reconnect by themselves, and every accepted job completes with its
+/// results stored exactly once.
+#[test]
+fn a_broker_killed_and_restarted_loses_no_job_and_no_result() {
+    if !ready(vtnt_testkit::test_name!(), true) {
+        return;
+    }
+    let broker = Broker::up("rst");
+    let lab = lab("rst");
+    let (agents, jobs, t0) = two_busy_agents(&broker, &lab, "r");
     broker.kill_and_restart(Duration::from_secs(1));
     for a in &agents {
         broker.wait_up(&a.node);
     }
     // each agent's counters say it came back
-    let t0 = Instant::now();
+    let t_back = Instant::now();
     while !broker.status()["nodes"].as_array().is_some_and(|ns| {
         ns.iter()
             .filter(|n| n["reconnects"].as_u64() >= Some(1))
@@ -797,7 +823,7 @@ fn a_broker_killed_and_restarted_loses_no_job_and_no_result() {
             == agents.len()
     }) {
         assert!(
-            t0.elapsed() < Duration::from_secs(15),
+            t_back.elapsed() < Duration::from_secs(15),
             "reconnects not counted: {}",
             broker.status()
         );
@@ -809,16 +835,7 @@ fn a_broker_killed_and_restarted_loses_no_job_and_no_result() {
         jobs.len(),
         t0.elapsed().as_secs_f64()
     );
-    for j in &jobs {
-        let of_j: Vec<&str> = summaries
-            .iter()
-            .filter_map(|s| s.as_str())
-            .filter(|s| s.contains(&format!("job {j} on ")))
-            .collect();
-        assert_eq!(of_j.len(), 1, "{j}: {summaries:?}");
-        assert!(of_j[0].contains(": ok, "), "{}", of_j[0]);
-    }
-    assert_eq!(summaries.len(), jobs.len(), "{summaries:?}");
+    each_job_once_and_ok(&jobs, &summaries);
     assert!(
         lines
             .iter()
@@ -923,25 +940,7 @@ fn one_server_of_a_cluster_killed_and_work_goes_on() {
     let mut cluster = Cluster::up("clu");
     let broker = Broker::at(cluster.url());
     let lab = lab("clu");
-    let agents = [
-        Agent::start(&broker, "c1", "fr", &lab_net(&lab), &[]),
-        Agent::start(&broker, "c2", "pl", &lab_net(&lab), &[]),
-    ];
-    let jobs: Vec<String> = (0..4)
-        .map(|_| {
-            let ev = broker.submit(&["--mode", "wait"], LONG_JOB);
-            assert_eq!(ev["outcome"]["outcome"], "queued", "{ev}");
-            ev["job"].as_str().unwrap().to_string()
-        })
-        .collect();
-    let t0 = Instant::now();
-    while !agents.iter().all(|a| a.log().contains("event=start job=")) {
-        assert!(
-            t0.elapsed() < Duration::from_secs(15),
-            "the agents never started"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let (_agents, jobs, t0) = two_busy_agents(&broker, &lab, "c");
     // the first URL is the one every client tried first
     cluster.kill(0);
     let broker = Broker::at(format!("{},{}", cluster.urls[1], cluster.urls[2]));
@@ -965,15 +964,7 @@ fn one_server_of_a_cluster_killed_and_work_goes_on() {
         jobs.len(),
         t0.elapsed().as_secs_f64()
     );
-    for j in &jobs {
-        let of_j = summaries
-            .iter()
-            .filter_map(|s| s.as_str())
-            .filter(|s| s.contains(&format!("job {j} on ")) && s.contains(": ok, "))
-            .count();
-        assert_eq!(of_j, 1, "{j}: {summaries:?}");
-    }
-    assert_eq!(summaries.len(), jobs.len(), "{summaries:?}");
+    each_job_once_and_ok(&jobs, &summaries);
     assert_eq!(
         broker.status()["results_stored"],
         lines.len() as u64 + jobs.len() as u64
