@@ -6,18 +6,28 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
+use vtnt_fleet::auth::Role;
 use vtnt_fleet::broker;
 use vtnt_fleet::controller::{self, SubmitOptions};
 use vtnt_fleet::{Connect, Mode, Outcome};
 use vtnt_runtimes::net::Network;
 use vtnt_runtimes::Runtime;
 
-/// Where the broker is: every fleet command but `up` and `down` takes these.
+/// Where the broker is and who we are: every fleet command but `up` and `down` takes
+/// these.
 #[derive(clap::Args, Debug)]
 pub struct ConnectArgs {
-    /// The NATS server (`nats://HOST:PORT`). Default: the running `vtnt fleet up`.
+    /// The NATS server(s) (`nats://HOST:PORT`, `tls://HOST:PORT`, comma-separated).
+    /// Default: the fleet of --fleet, with its key for this command's role.
     #[arg(long, value_name = "URL")]
     pub nats: Option<String>,
+    /// A fleet this host runs (`vtnt fleet up --name NAME`): its URL, key and CA.
+    #[arg(long, value_name = "NAME", conflicts_with = "nats")]
+    pub fleet: Option<String>,
+    /// A file holding this user's nkey seed (`vtnt fleet up` writes them under
+    /// /run/vtnt/fleet/NAME/keys/).
+    #[arg(long, value_name = "FILE")]
+    pub nkey: Option<PathBuf>,
     /// A NATS credentials file (JWT and nkey seed).
     #[arg(long, value_name = "FILE")]
     pub creds: Option<PathBuf>,
@@ -27,22 +37,38 @@ pub struct ConnectArgs {
     /// Password (with --user).
     #[arg(long)]
     pub password: Option<String>,
+    /// The CA (PEM) that signed the server's certificate: TLS, verified against it.
+    #[arg(long, value_name = "FILE")]
+    pub tls_ca: Option<PathBuf>,
+    /// A client certificate (PEM, with --tls-key), for servers that verify clients.
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    /// The JetStream domain holding the fleet's streams, when another server holds them
+    /// (a leaf node's clients naming their hub's domain).
+    #[arg(long, value_name = "DOMAIN")]
+    pub js_domain: Option<String>,
 }
 
 impl ConnectArgs {
-    fn connect(&self) -> anyhow::Result<Connect> {
-        let url = match &self.nats {
-            Some(u) => u.clone(),
-            None => broker::url(broker::DEFAULT_NAME).ok_or_else(|| {
-                anyhow::anyhow!("no --nats URL and no running default fleet (`vtnt fleet up`)")
-            })?,
+    fn connect(&self, role: Role) -> anyhow::Result<Connect> {
+        let mut c = match &self.nats {
+            Some(u) => Connect::open(u, role),
+            None => Connect::local(self.fleet.as_deref().unwrap_or(broker::DEFAULT_NAME), role)?,
         };
-        Ok(Connect {
-            url,
-            creds: self.creds.clone(),
-            user: self.user.clone(),
-            password: self.password.clone(),
-        })
+        if self.nkey.is_some() {
+            c.nkey = self.nkey.clone();
+        }
+        if self.tls_ca.is_some() {
+            c.tls_ca = self.tls_ca.clone();
+        }
+        c.creds = self.creds.clone();
+        c.user = self.user.clone();
+        c.password = self.password.clone();
+        c.tls_cert = self.tls_cert.clone().zip(self.tls_key.clone());
+        c.js_domain = self.js_domain.clone();
+        Ok(c)
     }
 }
 
@@ -50,11 +76,29 @@ impl ConnectArgs {
 pub enum FleetCommand {
     /// Start a NATS server with JetStream on 127.0.0.1 (Debian's nats-server), state under
     /// /run/vtnt/fleet/NAME; prints its URL.
+    ///
+    /// Every client needs a key: one for the agents and one per tenant, made under
+    /// /run/vtnt/fleet/NAME/keys/ (root only); a tenant submits and reads results under
+    /// its own name only (docs/fleet.md).
     Up {
         #[arg(long, default_value = broker::DEFAULT_NAME)]
         name: String,
+        /// The address to listen on: another host's agents need a reachable one.
+        #[arg(long, default_value = "127.0.0.1")]
+        listen: std::net::IpAddr,
         #[arg(long, default_value_t = broker::DEFAULT_PORT)]
         port: u16,
+        /// A tenant who may place jobs (repeat for more).
+        #[arg(long = "tenant", value_name = "NAME", default_value = broker::DEFAULT_TENANT)]
+        tenants: Vec<String>,
+        /// The server's certificate (PEM): clients must speak TLS.
+        #[arg(long, value_name = "FILE", requires = "tls_key")]
+        tls_cert: Option<PathBuf>,
+        #[arg(long, value_name = "FILE", requires = "tls_cert")]
+        tls_key: Option<PathBuf>,
+        /// The CA that signed --tls-cert, given to this host's commands.
+        #[arg(long, value_name = "FILE", requires = "tls_cert")]
+        tls_ca: Option<PathBuf>,
     },
     /// Stop it and remove its state.
     Down {
@@ -74,7 +118,7 @@ pub enum FleetCommand {
         /// wait: queue it until a slot frees; discard: drop it when every slot is busy.
         #[arg(long, default_value = "wait")]
         mode: Mode,
-        #[arg(long, default_value = "default")]
+        #[arg(long, default_value = broker::DEFAULT_TENANT)]
         tenant: String,
         /// Print the event as a JSON line instead.
         #[arg(long)]
@@ -88,6 +132,9 @@ pub enum FleetCommand {
     Status {
         #[command(flatten)]
         connect: ConnectArgs,
+        /// The tenant whose backlog and results count are shown.
+        #[arg(long, default_value = broker::DEFAULT_TENANT)]
+        tenant: String,
         #[arg(long)]
         json: bool,
     },
@@ -95,6 +142,8 @@ pub enum FleetCommand {
     Results {
         #[command(flatten)]
         connect: ConnectArgs,
+        #[arg(long, default_value = broker::DEFAULT_TENANT)]
+        tenant: String,
         /// Only this job.
         #[arg(long)]
         job: Option<String>,
@@ -111,7 +160,7 @@ pub enum FleetCommand {
         connect: ConnectArgs,
         nodes: PathBuf,
         events: PathBuf,
-        #[arg(long, default_value = "default")]
+        #[arg(long, default_value = broker::DEFAULT_TENANT)]
         tenant: String,
         /// Seconds to wait for the jobs' summaries once the last event is placed.
         #[arg(long, default_value_t = 600)]
@@ -181,7 +230,7 @@ pub fn agent(a: AgentArgs) -> anyhow::Result<ExitCode> {
     );
     anyhow::ensure!(a.heartbeat_ms >= 10, "--heartbeat-ms: at least 10");
     vtnt_fleet::agent::run(vtnt_fleet::agent::AgentOptions {
-        connect: a.connect.connect()?,
+        connect: a.connect.connect(Role::Agent)?,
         node: a.node,
         location: a.location,
         slots: a.slots,
@@ -197,13 +246,31 @@ pub fn agent(a: AgentArgs) -> anyhow::Result<ExitCode> {
 
 pub fn run(cmd: FleetCommand) -> anyhow::Result<ExitCode> {
     match cmd {
-        FleetCommand::Up { name, port } => {
-            let b = broker::up(&name, port)?;
+        FleetCommand::Up {
+            name,
+            listen,
+            port,
+            tenants,
+            tls_cert,
+            tls_key,
+            tls_ca,
+        } => {
+            if !listen.is_loopback() && tls_cert.is_none() {
+                eprintln!("vtnt fleet: warning: listening on {listen} without TLS: keys authenticate, but jobs and results cross the network in clear");
+            }
+            let b = broker::up(&broker::UpOptions {
+                listen,
+                tenants,
+                tls: tls_cert.zip(tls_key),
+                tls_ca,
+                ..broker::UpOptions::new(&name, port)
+            })?;
             println!("{}", b.url);
             eprintln!(
-                "vtnt fleet: `{}` up, pid {}, state in {}",
+                "vtnt fleet: `{}` up, pid {}, state in {} (keys in {}/keys)",
                 b.name,
                 b.pid,
+                b.dir.display(),
                 b.dir.display()
             );
         }
@@ -218,7 +285,7 @@ pub fn run(cmd: FleetCommand) -> anyhow::Result<ExitCode> {
             job,
         } => {
             let ev = controller::submit(
-                &connect.connect()?,
+                &connect.connect(Role::Tenant(tenant.clone()))?,
                 &SubmitOptions {
                     runtime,
                     location,
@@ -239,8 +306,12 @@ pub fn run(cmd: FleetCommand) -> anyhow::Result<ExitCode> {
                 }
             }
         }
-        FleetCommand::Status { connect, json } => {
-            let st = controller::status(&connect.connect()?)?;
+        FleetCommand::Status {
+            connect,
+            tenant,
+            json,
+        } => {
+            let st = controller::status(&connect.connect(Role::Tenant(tenant.clone()))?, &tenant)?;
             if json {
                 println!("{}", serde_json::to_string(&st)?);
             } else {
@@ -272,12 +343,14 @@ pub fn run(cmd: FleetCommand) -> anyhow::Result<ExitCode> {
         }
         FleetCommand::Results {
             connect,
+            tenant,
             job,
             follow,
         } => {
             let mut out = std::io::stdout().lock();
             let mut jobs = 0;
-            controller::results(&connect.connect()?, job.as_deref(), follow, |r| {
+            let c = connect.connect(Role::Tenant(tenant.clone()))?;
+            controller::results(&c, &tenant, job.as_deref(), follow, |r| {
                 jobs += 1;
                 for rec in &r.records {
                     writeln!(out, "{rec}")?;
@@ -319,7 +392,7 @@ pub fn run(cmd: FleetCommand) -> anyhow::Result<ExitCode> {
         } => {
             let mut out = std::io::stdout().lock();
             let st = vtnt_fleet::replay::replay(
-                &connect.connect()?,
+                &connect.connect(Role::Tenant(tenant.clone()))?,
                 &nodes,
                 &events,
                 &vtnt_fleet::replay::ReplayOptions {

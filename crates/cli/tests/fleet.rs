@@ -55,30 +55,59 @@ fn free_port() -> u16 {
 /// A broker of the test's own, down on drop.
 struct Broker {
     name: String,
-    url: String,
     port: String,
+    /// How commands reach it: `--fleet NAME` (its keys found by role) or `--nats URL`.
+    reach: Vec<String>,
+    /// The tenant `status` asks as: the first `--tenant` it was started with.
+    tenant: String,
 }
 
 impl Broker {
     fn up(tag: &str) -> Broker {
+        Broker::up_with(tag, &[])
+    }
+
+    /// `vtnt fleet up` with `extra` options.
+    fn up_with(tag: &str, extra: &[&str]) -> Broker {
         let name = format!("t{tag}{}", std::process::id());
         let port = free_port().to_string();
-        let out = vtnt(&["fleet", "up", "--name", &name, "--port", &port]);
+        let mut args = vec!["fleet", "up", "--name", &name, "--port", &port];
+        args.extend_from_slice(extra);
+        let out = vtnt(&args);
         assert!(
             out.status.success(),
             "fleet up: {}",
             String::from_utf8_lossy(&out.stderr)
         );
         let url = String::from_utf8_lossy(&out.stdout).trim().to_string();
-        assert_eq!(url, format!("nats://127.0.0.1:{port}"));
-        Broker { name, url, port }
+        assert!(url.ends_with(&format!("://127.0.0.1:{port}")), "{url}");
+        let tenant = extra
+            .iter()
+            .position(|a| *a == "--tenant")
+            .map_or("default", |i| extra[i + 1]);
+        Broker {
+            reach: vec!["--fleet".into(), name.clone()],
+            tenant: tenant.to_string(),
+            name,
+            port,
+        }
     }
 
     /// Servers that are not this test's `vtnt fleet up` (a cluster): nothing to stop.
     fn at(url: String) -> Broker {
+        Broker::at_with(url, &[])
+    }
+
+    /// The same, with `extra` connection options.
+    fn at_with(url: String, extra: &[&str]) -> Broker {
         Broker {
             name: String::new(),
-            url,
+            reach: [&["--nats", &url][..], extra]
+                .concat()
+                .into_iter()
+                .map(String::from)
+                .collect(),
+            tenant: "default".into(),
             port: String::new(),
         }
     }
@@ -101,8 +130,14 @@ impl Broker {
         );
     }
 
+    /// The key file of `role` (`agent`, `tenant-<name>`).
+    fn key(&self, role: &str) -> String {
+        format!("/run/vtnt/fleet/{}/keys/{role}.nk", self.name)
+    }
+
     fn run(&self, cmd: &str, args: &[&str]) -> Output {
-        let mut a = vec!["fleet", cmd, "--nats", &self.url];
+        let mut a = vec!["fleet", cmd];
+        a.extend(self.reach.iter().map(String::as_str));
         a.extend_from_slice(args);
         vtnt(&a)
     }
@@ -123,7 +158,7 @@ impl Broker {
     }
 
     fn status(&self) -> Value {
-        let out = self.run("status", &["--json"]);
+        let out = self.run("status", &["--json", "--tenant", &self.tenant]);
         assert!(
             out.status.success(),
             "status: {}",
@@ -214,27 +249,21 @@ impl Agent {
             std::env::temp_dir().join(format!("vtnt-fleet-{node}-{}.log", std::process::id()));
         let file = std::fs::File::create(&log).expect("agent log");
         let mut cmd = Command::new(VTNT);
-        cmd.args([
-            "agent",
-            "--nats",
-            &broker.url,
-            "--node",
-            node,
-            "--location",
-            location,
-        ])
-        .args([
-            "--slots",
-            "1",
-            "--runtimes",
-            "native",
-            "--heartbeat-ms",
-            "200",
-        ])
-        .args(net)
-        .args(extra)
-        .stdout(Stdio::null())
-        .stderr(file);
+        cmd.arg("agent")
+            .args(&broker.reach)
+            .args(["--node", node, "--location", location])
+            .args([
+                "--slots",
+                "1",
+                "--runtimes",
+                "native",
+                "--heartbeat-ms",
+                "200",
+            ])
+            .args(net)
+            .args(extra)
+            .stdout(Stdio::null())
+            .stderr(file);
         let agent = Agent {
             node: node.to_string(),
             child: cmd.spawn().expect("starting vtnt agent"),
@@ -517,9 +546,9 @@ fn bad_input_is_refused_clearly() {
             t0.elapsed()
         );
     };
-    let u = broker.url.as_str();
-    fn with<'a>(u: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
-        [&["fleet", "submit", "--nats", u][..], extra].concat()
+    let u = [broker.reach[0].as_str(), broker.reach[1].as_str()];
+    fn with<'a>(u: [&'a str; 2], extra: &[&'a str]) -> Vec<&'a str> {
+        [&["fleet", "submit", u[0], u[1]][..], extra].concat()
     }
     fails(
         &with(u, &["--runtime", "dance", "--", "trace", "192.0.2.1"]),
@@ -859,52 +888,95 @@ struct Cluster {
 }
 
 impl Cluster {
+    /// Three servers, routed to each other, JetStream on each.
     fn up(tag: &str) -> Cluster {
-        let dir = std::env::temp_dir().join(format!("vtnt-cluster-{tag}-{}", std::process::id()));
         let client: Vec<u16> = (0..3).map(|_| free_port()).collect();
         let route: Vec<u16> = (0..3).map(|_| free_port()).collect();
-        let mut c = Cluster {
-            servers: Vec::new(),
-            urls: client
-                .iter()
-                .map(|p| format!("nats://127.0.0.1:{p}"))
-                .collect(),
-            dir,
-        };
+        let mut c = Cluster::new(tag, &client);
         for i in 0..3 {
             let store = c.dir.join(format!("s{i}"));
-            std::fs::create_dir_all(&store).expect("a store");
             let routes: Vec<String> = (0..3)
                 .filter(|&j| j != i)
                 .map(|j| format!("nats://127.0.0.1:{}", route[j]))
                 .collect();
-            let child = Command::new("nats-server")
-                .args(["--addr", "127.0.0.1", "--port", &client[i].to_string()])
-                .args(["--jetstream", "--store_dir", &store.display().to_string()])
-                .args(["--server_name", &format!("s{i}"), "--cluster_name", "vtnt"])
-                .args(["--cluster", &format!("nats://127.0.0.1:{}", route[i])])
-                .args(["--routes", &routes.join(",")])
-                .stdout(Stdio::null())
-                .stderr(
-                    std::fs::File::create(c.dir.join(format!("s{i}.log"))).expect("a server log"),
-                )
-                .spawn()
-                .expect("starting nats-server");
-            c.servers.push(Some(child));
+            c.spawn(
+                &[
+                    &["--addr", "127.0.0.1", "--port", &client[i].to_string()][..],
+                    &["--jetstream", "--store_dir", &store.display().to_string()],
+                    &["--server_name", &format!("s{i}"), "--cluster_name", "vtnt"],
+                    &["--cluster", &format!("nats://127.0.0.1:{}", route[i])],
+                    &["--routes", &routes.join(",")],
+                ]
+                .concat(),
+            );
         }
-        // JetStream answers once the cluster has elected its meta leader
+        c.wait_jetstream(&c.url(), &[]);
+        c
+    }
+
+    /// A hub with JetStream (`urls[0]`) and a leaf node without (`urls[1]`) that dials it.
+    fn hub_and_leaf(tag: &str) -> Cluster {
+        let (hub, leaf, leafnodes) = (free_port(), free_port(), free_port());
+        let mut c = Cluster::new(tag, &[hub, leaf]);
+        let store = c.dir.join("hub").display().to_string();
+        let conf = |name: &str, text: String| {
+            let f = c.dir.join(name);
+            std::fs::write(&f, text).expect("a server config");
+            f.display().to_string()
+        };
+        let hub_conf = conf(
+            "hub.conf",
+            format!("listen: \"127.0.0.1:{hub}\"\nserver_name: hub\njetstream {{ store_dir: \"{store}\", domain: hub }}\nleafnodes {{ listen: \"127.0.0.1:{leafnodes}\" }}\n"),
+        );
+        let leaf_conf = conf(
+            "leaf.conf",
+            format!("listen: \"127.0.0.1:{leaf}\"\nserver_name: leaf\nleafnodes {{ remotes: [ {{ url: \"nats-leaf://127.0.0.1:{leafnodes}\" }} ] }}\n"),
+        );
+        c.spawn(&["--config", &hub_conf]);
+        c.spawn(&["--config", &leaf_conf]);
+        c.wait_jetstream(&c.urls[1], &["--js-domain", "hub"]);
+        c
+    }
+
+    fn new(tag: &str, ports: &[u16]) -> Cluster {
+        let dir = std::env::temp_dir().join(format!("vtnt-cluster-{tag}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("the servers' directory");
+        Cluster {
+            servers: Vec::new(),
+            urls: ports
+                .iter()
+                .map(|p| format!("nats://127.0.0.1:{p}"))
+                .collect(),
+            dir,
+        }
+    }
+
+    /// Starts the next server with `args`, its log in the cluster's directory.
+    fn spawn(&mut self, args: &[&str]) {
+        let log = self.dir.join(format!("s{}.log", self.servers.len()));
+        let child = Command::new("nats-server")
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(log).expect("a server log"))
+            .spawn()
+            .expect("starting nats-server");
+        self.servers.push(Some(child));
+    }
+
+    /// Waits (bounded) until JetStream answers through `url` (a cluster elects its meta
+    /// leader first).
+    fn wait_jetstream(&self, url: &str, extra: &[&str]) {
         let t0 = Instant::now();
-        while !vtnt(&["fleet", "status", "--nats", &c.url()])
+        while !vtnt(&[&["fleet", "status", "--nats", url][..], extra].concat())
             .status
             .success()
         {
             assert!(
                 t0.elapsed() < Duration::from_secs(30),
-                "the cluster's JetStream never answered"
+                "JetStream never answered through {url}"
             );
             std::thread::sleep(Duration::from_millis(250));
         }
-        c
     }
 
     /// Every server's URL, as a client gets them.
@@ -982,6 +1054,38 @@ fn one_server_of_a_cluster_killed_and_work_goes_on() {
     );
 }
 
+/// A leaf node: the agent dials a leaf server (no JetStream of its own), the tenant the
+/// hub (JetStream domain `hub`); both modes work through it, the agent naming the hub's
+/// domain: a discard request is accepted, then
+/// discarded at once while the agent is busy, and a wait-mode job's results come back.
+#[test]
+fn an_agent_behind_a_leaf_node_works_unchanged() {
+    if !ready(vtnt_testkit::test_name!(), true) {
+        return;
+    }
+    let servers = Cluster::hub_and_leaf("leaf");
+    let hub = Broker::at(servers.urls[0].clone());
+    // the streams are the hub's: a leaf's clients name its JetStream domain
+    let leaf = Broker::at_with(servers.urls[1].clone(), &["--js-domain", "hub"]);
+    let lab = lab("leaf");
+    let _agent = Agent::start(&leaf, "l1", "fr", &lab_net(&lab), &[]);
+    hub.wait_up("l1");
+    let discard = ["--mode", "discard", "--location", "fr"];
+    let first = hub.submit(&discard, LONG_JOB);
+    assert_eq!(first["outcome"]["outcome"], "accepted", "{first}");
+    let second = hub.submit(&discard, SHORT_JOB);
+    assert_eq!(second["outcome"]["outcome"], "discarded", "{second}");
+    assert!(
+        second["decision_us"].as_u64().unwrap() < 100_000,
+        "{second}"
+    );
+    let third = hub.submit(&["--mode", "wait"], SHORT_JOB);
+    assert_eq!(third["outcome"]["outcome"], "queued", "{third}");
+    let (_, summaries) = hub.results(2);
+    let jobs = [first, third].map(|e| e["job"].as_str().unwrap().to_string());
+    each_job_once_and_ok(&jobs, &summaries);
+}
+
 /// (j) `vtnt agent ... --systemd-unit` prints a unit running the same command (without
 /// the flag), connects to nothing, and refuses a node name the agent would refuse.
 #[test]
@@ -1023,4 +1127,234 @@ fn an_agent_prints_its_systemd_unit() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// Tenants and trust: two tenants on one broker, each with its own key; an agent's key.
+/// Tenant b cannot read a's results or place a job as a (the server refuses, and says so),
+/// sees none of a's results under its own name; an agent with a key the broker does not
+/// know is refused; a's job runs and its results come back to a only.
+#[test]
+fn a_tenant_cannot_read_or_submit_as_another_and_strangers_are_refused() {
+    if !ready(vtnt_testkit::test_name!(), true) {
+        return;
+    }
+    let broker = Broker::up_with("ten", &["--tenant", "a", "--tenant", "b"]);
+    let lab = lab("ten");
+    let _agent = Agent::start(&broker, "t1", "fr", &lab_net(&lab), &[]);
+    let job = |tenant: &str, key: &str| {
+        broker.run(
+            "submit",
+            &[
+                "--tenant",
+                tenant,
+                "--nkey",
+                key,
+                "--runtime",
+                "native",
+                "--",
+                "trace",
+                "-q",
+                "1",
+                "203.0.113.10",
+            ],
+        )
+    };
+    let (key_a, key_b) = (broker.key("tenant-a"), broker.key("tenant-b"));
+    let out = job("a", &key_a);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let id = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let refused = |out: Output, what: &str| {
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{what} succeeded");
+        assert!(
+            err.contains("the NATS server refused: Permissions Violation"),
+            "{what}: {err}"
+        );
+    };
+    // b with its own key, as a: placing a job and reading a's results are refused
+    refused(job("a", &key_b), "b submitting as a");
+    refused(
+        broker.run("results", &["--tenant", "a", "--nkey", &key_b]),
+        "b reading a's results",
+    );
+    // a's job finishes, and a reads it
+    let t0 = Instant::now();
+    let a_sees = loop {
+        let out = broker.run("results", &["--tenant", "a", "--job", &id]);
+        let err = String::from_utf8_lossy(&out.stderr).to_string();
+        if err.contains(" records, queue ") {
+            break (String::from_utf8_lossy(&out.stdout).to_string(), err);
+        }
+        assert!(t0.elapsed() < Duration::from_secs(30), "a's job: {err}");
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert!(a_sees.1.contains(": ok, "), "{}", a_sees.1);
+    assert!(a_sees.0.contains("\"type\":\"trace\""), "{}", a_sees.0);
+    // b, under its own name, sees nothing of it
+    let out = broker.run("results", &["--tenant", "b", "--job", &id]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.stdout.is_empty());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no results for job"));
+    // an agent with a key the broker does not know
+    let stranger = std::env::temp_dir().join(format!("vtnt-stranger-{}.nk", std::process::id()));
+    std::fs::write(&stranger, nkeys::KeyPair::new_user().seed().unwrap()).unwrap();
+    let out = vtnt(&[
+        "agent",
+        "--fleet",
+        &broker.reach[1],
+        "--nkey",
+        &stranger.display().to_string(),
+        "--node",
+        "x",
+        "--location",
+        "fr",
+        "--net",
+        "host",
+    ]);
+    let _ = std::fs::remove_file(&stranger);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(err.contains("authorization violation"), "{err}");
+}
+
+/// TLS with the user's CA: a broker with a certificate signed by a CA of the test's own
+/// speaks TLS only; an agent and the commands trusting that CA place a job and read its
+/// results; a client that does not trust it is refused before it says anything.
+#[test]
+fn tls_with_the_users_ca() {
+    let test = vtnt_testkit::test_name!();
+    if !ready(test, true) {
+        return;
+    }
+    if let Some(why) = vtnt_testkit::missing_tools(&["openssl"]) {
+        vtnt_testkit::skip_or_fail(test, &why, None);
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("vtnt-tls-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = |n: &str| dir.join(n).display().to_string();
+    let ec = [
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:prime256v1",
+        "-nodes",
+    ];
+    let openssl = |args: &[&str]| {
+        let out = Command::new("openssl")
+            .args(args)
+            .output()
+            .expect("openssl");
+        assert!(
+            out.status.success(),
+            "openssl {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    openssl(
+        &[
+            &["req", "-x509"][..],
+            &ec,
+            &[
+                "-keyout",
+                &f("ca.key"),
+                "-out",
+                &f("ca.pem"),
+                "-days",
+                "1",
+                "-subj",
+                "/CN=vtnt test CA",
+            ],
+        ]
+        .concat(),
+    );
+    openssl(
+        &[
+            &["req"][..],
+            &ec,
+            &[
+                "-keyout",
+                &f("srv.key"),
+                "-out",
+                &f("srv.csr"),
+                "-subj",
+                "/CN=127.0.0.1",
+            ],
+        ]
+        .concat(),
+    );
+    std::fs::write(dir.join("ext"), "subjectAltName=IP:127.0.0.1\n").unwrap();
+    openssl(&[
+        "x509",
+        "-req",
+        "-in",
+        &f("srv.csr"),
+        "-CA",
+        &f("ca.pem"),
+        "-CAkey",
+        &f("ca.key"),
+        "-CAcreateserial",
+        "-out",
+        &f("srv.pem"),
+        "-days",
+        "1",
+        "-extfile",
+        &f("ext"),
+    ]);
+    let broker = Broker::up_with(
+        "tls",
+        &[
+            "--tls-cert",
+            &f("srv.pem"),
+            "--tls-key",
+            &f("srv.key"),
+            "--tls-ca",
+            &f("ca.pem"),
+        ],
+    );
+    let url = std::fs::read_to_string(format!("/run/vtnt/fleet/{}/url", broker.name)).unwrap();
+    let url = url.trim();
+    assert!(url.starts_with("tls://"), "{url}");
+    let lab = lab("tls");
+    let _agent = Agent::start(&broker, "s1", "fr", &lab_net(&lab), &[]);
+    let ev = broker.submit(&[], SHORT_JOB);
+    let (lines, summaries) = broker.results(1);
+    assert!(summaries[0]
+        .as_str()
+        .unwrap()
+        .contains(&format!("job {}", ev["job"].as_str().unwrap())));
+    assert!(!lines.is_empty());
+    // the same key, but no CA to check the server with
+    let key = broker.key("tenant-default");
+    for u in [url.to_string(), url.replace("tls://", "nats://")] {
+        let out = vtnt(&["fleet", "status", "--nats", &u, "--nkey", &key]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{u}: connected without the CA");
+        assert!(err.contains("connecting to the NATS server"), "{u}: {err}");
+    }
+    // and with it
+    let out = vtnt(&[
+        "fleet",
+        "status",
+        "--nats",
+        url,
+        "--nkey",
+        &key,
+        "--tls-ca",
+        &f("ca.pem"),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }

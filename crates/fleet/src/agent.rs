@@ -145,11 +145,13 @@ async fn agent(o: AgentOptions) -> anyhow::Result<()> {
     })
     .await
     .context("preparing the images")??;
-    let client = o.connect.client(&format!("vtnt-agent {}", o.node)).await?;
-    let fleet = Fleet::open(client.clone()).await?;
-    let mut queues = vec![fleet.wq_consumer(&o.location).await?];
+    let (client, fleet) = o.connect.fleet(&format!("vtnt-agent {}", o.node)).await?;
+    let jobs = fleet.jobs().await?;
+    // the heartbeats' stream, before the first heartbeat
+    fleet.nodes().await?;
+    let mut queues = vec![fleet.wq_consumer(&jobs, &o.location).await?];
     if o.location != ANY {
-        queues.push(fleet.wq_consumer(ANY).await?);
+        queues.push(fleet.wq_consumer(&jobs, ANY).await?);
     }
     let (freed_tx, mut freed_rx) = mpsc::unbounded_channel();
     let ctx = Arc::new(Ctx {
@@ -190,7 +192,7 @@ async fn agent(o: AgentOptions) -> anyhow::Result<()> {
             for loc in [ctx.o.location.as_str(), ANY] {
                 subs.push(
                     client
-                        .queue_subscribe(crate::deploy_subject(loc), DEPLOY_GROUP.into())
+                        .queue_subscribe(crate::deploy_subject("*", loc), DEPLOY_GROUP.into())
                         .await?,
                 );
                 if loc == ANY {
@@ -220,7 +222,7 @@ async fn agent(o: AgentOptions) -> anyhow::Result<()> {
                 let Some(reply) = m.reply.clone() else {
                     continue;
                 };
-                let req: Result<JobRequest, _> = serde_json::from_slice(&m.payload);
+                let req = request(&m.subject, &m.payload);
                 let permit = ctx.slots.clone().try_acquire_owned().ok();
                 if ctx.slots.available_permits() == 0 {
                     // Full: leave the group before answering, so the next request with
@@ -250,7 +252,7 @@ async fn agent(o: AgentOptions) -> anyhow::Result<()> {
                         accepted: false,
                         job: String::new(),
                         node: ctx.o.node.clone(),
-                        reason: Some(format!("malformed job request: {e}")),
+                        reason: Some(e.clone()),
                     },
                 };
                 client
@@ -339,7 +341,7 @@ async fn pull(
             // wake the main loop, which leaves the discard queue group
             let _ = ctx.freed_tx.send(());
         }
-        match serde_json::from_slice::<JobRequest>(&msg.payload) {
+        match request(&msg.subject, &msg.payload) {
             Ok(req) => {
                 tokio::spawn(job(ctx.clone(), permit, req, Some(msg)));
             }
@@ -349,6 +351,22 @@ async fn pull(
                 let _ = msg.ack_with(AckKind::Term).await;
             }
         }
+    }
+}
+
+/// The job request of a message on `subject`, whose tenant must be the one the subject
+/// names (the broker lets a tenant publish under its own name only): a tenant cannot
+/// have its job's results stored as another's.
+fn request(subject: &str, payload: &[u8]) -> Result<JobRequest, String> {
+    let req: JobRequest =
+        serde_json::from_slice(payload).map_err(|e| format!("malformed job request: {e}"))?;
+    match crate::subject_tenant(subject) {
+        Some(t) if t == req.tenant => Ok(req),
+        t => Err(format!(
+            "refused: the job names tenant `{}` but came under {}",
+            req.tenant,
+            t.map_or_else(|| format!("subject {subject}"), |t| format!("tenant `{t}`"))
+        )),
     }
 }
 
@@ -655,6 +673,24 @@ mod tests {
             u.starts_with("[Unit]\nDescription=vTNT agent n1 (fr)\n"),
             "{u}"
         );
+    }
+
+    #[test]
+    fn a_job_under_another_tenants_name_is_refused() {
+        let body = serde_json::to_vec(&req("trace 192.0.2.1", "native")).unwrap();
+        assert_eq!(request("vtnt.wq.t.fr", &body).unwrap().tenant, "t");
+        assert!(request("vtnt.deploy.t.any", &body).is_ok());
+        let e = request("vtnt.wq.u.fr", &body).unwrap_err();
+        assert!(
+            e.contains("names tenant `t` but came under tenant `u`"),
+            "{e}"
+        );
+        assert!(request("vtnt.other", &body)
+            .unwrap_err()
+            .contains("subject vtnt.other"));
+        assert!(request("vtnt.wq.t.fr", b"{")
+            .unwrap_err()
+            .starts_with("malformed job request"));
     }
 
     #[test]

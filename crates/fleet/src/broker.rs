@@ -1,9 +1,11 @@
 //! `vtnt fleet up|down`: the embedded broker, Debian's `nats-server` with JetStream on,
-//! listening on 127.0.0.1, its store, pid, log and URL under
-//! `/run/vtnt/fleet/<name>/`. `up` returns once the server accepts connections; `down`
-//! stops it (SIGTERM, then SIGKILL after 5 s) and removes the directory.
+//! listening on 127.0.0.1 (or the address given), its configuration, store, pid, log,
+//! URL and users' keys (`keys/agent.nk`, `keys/tenant-<name>.nk`: [`crate::auth`])
+//! under `/run/vtnt/fleet/<name>/`. Every client needs a key; with a certificate the
+//! server speaks TLS only. `up` returns once the server accepts connections; `down` stops
+//! it (SIGTERM, then SIGKILL after 5 s) and removes the directory.
 
-use std::net::{SocketAddr, TcpStream};
+use std::net::{IpAddr, SocketAddr, TcpStream};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -19,6 +21,10 @@ pub const DEFAULT_NAME: &str = "default";
 pub const DEFAULT_PORT: u16 = 4222;
 /// The program, from Debian's package `nats-server`.
 pub const NATS_SERVER: &str = "nats-server";
+/// The tenant of commands given none.
+pub const DEFAULT_TENANT: &str = "default";
+/// A copy of the CA `up` was given, for local commands.
+pub const TLS_CA_FILE: &str = "tls-ca.pem";
 /// How long `up` waits for the server to accept connections.
 const READY_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -41,10 +47,43 @@ pub struct Broker {
     pub dir: PathBuf,
 }
 
-/// Starts the broker `name` on 127.0.0.1:`port`, daemonised, and waits until it accepts
-/// connections.
-pub fn up(name: &str, port: u16) -> anyhow::Result<Broker> {
+/// What `vtnt fleet up` starts.
+#[derive(Debug, Clone)]
+pub struct UpOptions {
+    pub name: String,
+    pub listen: IpAddr,
+    pub port: u16,
+    /// The tenants who may submit (each gets a key).
+    pub tenants: Vec<String>,
+    /// The server's certificate and key (PEM): TLS only.
+    pub tls: Option<(PathBuf, PathBuf)>,
+    /// The CA that signed the certificate, handed to local commands.
+    pub tls_ca: Option<PathBuf>,
+}
+
+impl UpOptions {
+    /// On loopback, tenant `default`, no TLS.
+    pub fn new(name: &str, port: u16) -> UpOptions {
+        UpOptions {
+            name: name.to_string(),
+            listen: IpAddr::from([127, 0, 0, 1]),
+            port,
+            tenants: vec![DEFAULT_TENANT.to_string()],
+            tls: None,
+            tls_ca: None,
+        }
+    }
+}
+
+/// Starts the broker `o.name`, daemonised, and waits until it accepts connections.
+pub fn up(o: &UpOptions) -> anyhow::Result<Broker> {
+    let (name, port) = (o.name.as_str(), o.port);
     crate::check_token("--name", name)?;
+    anyhow::ensure!(!o.tenants.is_empty(), "--tenant: at least one");
+    anyhow::ensure!(
+        o.tls.is_some() || o.tls_ca.is_none(),
+        "--tls-ca goes with --tls-cert and --tls-key"
+    );
     let dir = state_dir(name);
     if let Some(pid) = read_pid(&dir) {
         if alive(pid) {
@@ -59,16 +98,23 @@ pub fn up(name: &str, port: u16) -> anyhow::Result<Broker> {
     };
     let store = dir.join("store");
     std::fs::create_dir_all(&store).with_context(|| format!("creating {}", store.display()))?;
-    let addr = SocketAddr::from(([127, 0, 0, 1], port));
-    if TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
-        bail!("127.0.0.1:{port} is taken by another program; choose --port");
+    let addr = SocketAddr::from((o.listen, port));
+    // where this host reaches it
+    let local = if o.listen.is_unspecified() {
+        SocketAddr::from(([127, 0, 0, 1], port))
+    } else {
+        addr
+    };
+    if TcpStream::connect_timeout(&local, Duration::from_millis(200)).is_ok() {
+        bail!("{local} is taken by another program; choose --port");
     }
+    let config = dir.join("nats.conf");
+    std::fs::write(&config, self::config(o, &dir, &store)?.to_string())
+        .with_context(|| format!("writing {}", config.display()))?;
     let log = dir.join("log");
     let mut child = Command::new(&server)
-        .arg("--jetstream")
-        .arg("--store_dir")
-        .arg(&store)
-        .args(["--addr", "127.0.0.1", "--port", &port.to_string()])
+        .arg("--config")
+        .arg(&config)
         .arg("--pid")
         .arg(dir.join("pid"))
         .arg("--log")
@@ -80,13 +126,14 @@ pub fn up(name: &str, port: u16) -> anyhow::Result<Broker> {
         .process_group(0)
         .spawn()
         .with_context(|| format!("starting {}", server.display()))?;
-    let url = format!("nats://127.0.0.1:{port}");
+    let scheme = if o.tls.is_some() { "tls" } else { "nats" };
+    let url = format!("{scheme}://{local}");
     let t0 = Instant::now();
     loop {
         if let Some(st) = child.try_wait()? {
             bail!("nats-server exited ({st}): {}", tail(&log));
         }
-        if TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
+        if TcpStream::connect_timeout(&local, Duration::from_millis(200)).is_ok() {
             break;
         }
         if t0.elapsed() > READY_TIMEOUT {
@@ -106,6 +153,31 @@ pub fn up(name: &str, port: u16) -> anyhow::Result<Broker> {
         pid,
         dir,
     })
+}
+
+/// nats-server's configuration (JSON is a subset of its format): JetStream, the users of
+/// [`crate::auth::users`], TLS if given (the CA copied for local commands).
+fn config(o: &UpOptions, dir: &Path, store: &Path) -> anyhow::Result<serde_json::Value> {
+    let mut c = serde_json::json!({
+        "listen": SocketAddr::from((o.listen, o.port)).to_string(),
+        "jetstream": {"store_dir": store},
+        "authorization": {"users": crate::auth::users(dir, &o.tenants)?},
+    });
+    if let Some((cert, key)) = &o.tls {
+        for (what, f) in [("--tls-cert", cert), ("--tls-key", key)] {
+            anyhow::ensure!(f.is_file(), "{what} {}: no such file", f.display());
+        }
+        c["tls"] = serde_json::json!({
+            "cert_file": std::fs::canonicalize(cert)?,
+            "key_file": std::fs::canonicalize(key)?,
+            "timeout": 2,
+        });
+    }
+    if let Some(ca) = &o.tls_ca {
+        std::fs::copy(ca, dir.join(TLS_CA_FILE))
+            .with_context(|| format!("--tls-ca {}", ca.display()))?;
+    }
+    Ok(c)
 }
 
 /// Stops the broker `name` and removes its state (store included).

@@ -36,9 +36,10 @@ pub struct SubmitOptions {
 pub fn submit(c: &Connect, o: &SubmitOptions) -> anyhow::Result<Event> {
     let line = job_line(o)?;
     crate::block_on(async {
-        let client = c.client("vtnt fleet submit").await?;
-        let fleet = Fleet::open(client.clone()).await?;
+        let (client, fleet) = c.fleet("vtnt fleet submit").await?;
         check_placeable(&nodes(&fleet).await?, o)?;
+        // where its results will land, before an agent stores them
+        fleet.results(&o.tenant).await?;
         place(&client, &fleet, o, line).await
     })
 }
@@ -103,14 +104,14 @@ pub async fn place(
             h.insert("Nats-Msg-Id", req.id.as_str());
             fleet
                 .js
-                .publish_with_headers(crate::wq_subject(&o.location), h, payload)
+                .publish_with_headers(crate::wq_subject(&o.tenant, &o.location), h, payload)
                 .await?
                 .await
                 .context("queueing the job")?;
             Outcome::Queued
         }
         Mode::Discard => {
-            let asked = client.request(crate::deploy_subject(&o.location), payload);
+            let asked = client.request(crate::deploy_subject(&o.tenant, &o.location), payload);
             match tokio::time::timeout(REQUEST_TIMEOUT, asked).await {
                 Err(_) => anyhow::bail!("no agent answered within {REQUEST_TIMEOUT:?}"),
                 Ok(Err(e)) if e.kind() == async_nats::RequestErrorKind::NoResponders => {
@@ -175,26 +176,33 @@ impl NodeView {
     }
 }
 
-/// What `vtnt fleet status` shows.
+/// What `vtnt fleet status` shows a tenant.
 #[derive(Debug, Clone, Serialize)]
 pub struct Status {
     pub nodes: Vec<NodeView>,
-    /// Jobs waiting per work-queue subject.
+    /// The tenant's jobs waiting, per work-queue subject.
     pub backlog: BTreeMap<String, u64>,
-    /// Messages stored in the results stream (records and summaries).
+    /// Messages stored in the tenant's results stream (records and summaries).
     pub results_stored: u64,
 }
 
-pub fn status(c: &Connect) -> anyhow::Result<Status> {
+pub fn status(c: &Connect, tenant: &str) -> anyhow::Result<Status> {
+    crate::check_token("--tenant", tenant)?;
     crate::block_on(async {
-        let client = c.client("vtnt fleet status").await?;
-        let mut fleet = Fleet::open(client).await?;
+        let (_, fleet) = c.fleet("vtnt fleet status").await?;
         let nodes = nodes(&fleet).await?;
-        let results_stored = fleet.results.info().await?.state.messages;
+        let results_stored = match fleet.existing(&crate::results_stream(tenant)).await? {
+            Some(mut r) => r.info().await?.state.messages,
+            None => 0,
+        };
         let mut backlog = BTreeMap::new();
-        let mut subjects = fleet.jobs.info_with_subjects("vtnt.wq.>").await?;
-        while let Some((s, n)) = subjects.try_next().await? {
-            backlog.insert(s, n as u64);
+        if let Some(jobs) = fleet.existing(crate::JOBS_STREAM).await? {
+            let mut subjects = jobs
+                .info_with_subjects(crate::wq_subject(tenant, "*"))
+                .await?;
+            while let Some((s, n)) = subjects.try_next().await? {
+                backlog.insert(s, n as u64);
+            }
         }
         Ok(Status {
             nodes,
@@ -204,9 +212,13 @@ pub fn status(c: &Connect) -> anyhow::Result<Status> {
     })
 }
 
-/// Every node that ever heartbeated (within the stream's hour), by name.
+/// Every node that ever heartbeated (within the stream's hour), by name; none before the
+/// first agent came.
 pub async fn nodes(fleet: &Fleet) -> anyhow::Result<Vec<NodeView>> {
-    let mut subjects = fleet.nodes.info_with_subjects("vtnt.nodes.*").await?;
+    let Some(stream) = fleet.existing(crate::NODES_STREAM).await? else {
+        return Ok(Vec::new());
+    };
+    let mut subjects = stream.info_with_subjects("vtnt.nodes.*").await?;
     let mut names = Vec::new();
     while let Some((s, _)) = subjects.try_next().await? {
         names.push(s);
@@ -215,7 +227,7 @@ pub async fn nodes(fleet: &Fleet) -> anyhow::Result<Vec<NodeView>> {
     let mut out = Vec::new();
     for s in names {
         // a node's subject listed a moment ago may have aged out since
-        let Ok(m) = fleet.nodes.get_last_raw_message_by_subject(&s).await else {
+        let Ok(m) = stream.get_last_raw_message_by_subject(&s).await else {
             continue;
         };
         let Ok(info) = serde_json::from_slice::<NodeInfo>(&m.payload) else {
@@ -261,22 +273,24 @@ pub struct JobResults {
 /// the end of the stream and then hands over the jobs still without a summary.
 pub fn results(
     c: &Connect,
+    tenant: &str,
     job: Option<&str>,
     follow: bool,
     mut each: impl FnMut(JobResults) -> anyhow::Result<()>,
 ) -> anyhow::Result<()> {
+    crate::check_token("--tenant", tenant)?;
     if let Some(j) = job {
         crate::check_token("--job", j)?;
     }
     crate::block_on(async {
-        let client = c.client("vtnt fleet results").await?;
-        let fleet = Fleet::open(client).await?;
-        let filter = match job {
-            Some(j) => format!("vtnt.results.*.{j}.*"),
-            None => "vtnt.results.>".into(),
-        };
-        let mut consumer = fleet
-            .results
+        let results = c
+            .fleet("vtnt fleet results")
+            .await?
+            .1
+            .results(tenant)
+            .await?;
+        let filter = crate::results_subject(tenant, job.unwrap_or("*"), "*");
+        let mut consumer = results
             .create_consumer(jetstream::consumer::pull::OrderedConfig {
                 filter_subject: filter,
                 deliver_policy: jetstream::consumer::DeliverPolicy::All,

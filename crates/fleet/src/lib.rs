@@ -10,23 +10,30 @@
 //! - [`replay`]: `vtnt fleet replay NODES EVENTS`, seed 000's event list placed on time.
 //! - [`scale`]: `vtnt bench fleet-scale`, dispatch overhead with many agents.
 //! - [`proto`]: the JSON messages.
+//! - [`auth`]: the agents' and tenants' keys and permissions.
 //!
 //! Subjects and streams (docs/fleet.md):
-//! - discard: a core request to `vtnt.deploy.<location>`; agents with a free slot listen
-//!   in queue group `vtnt-agents` on their location's subject and on `vtnt.deploy.any`;
-//!   none free: "no responders", the event is discarded.
-//! - wait: stream `VTNT_JOBS` (work-queue retention) on `vtnt.wq.<location>`; one durable
-//!   pull consumer per location (`wq-<location>`), shared by that location's agents, who
-//!   pull one job per free slot and ack it once its results are stored.
-//! - results: stream `VTNT_RESULTS` (limits retention) on
+//! - discard: a core request to `vtnt.deploy.<tenant>.<location>`; agents with a free
+//!   slot listen in queue group `vtnt-agents` on `vtnt.deploy.*.<location>` and
+//!   `vtnt.deploy.*.any`; none free: "no responders", the event is discarded.
+//! - wait: stream `VTNT_JOBS` (work-queue retention) on `vtnt.wq.<tenant>.<location>`;
+//!   one durable pull consumer per location (`wq-<location>`, on `vtnt.wq.*.<location>`),
+//!   shared by that location's agents, who pull one job per free slot and ack it once its
+//!   results are stored.
+//! - results: one stream per tenant, `VTNT_RESULTS_<tenant>` (limits retention), on
 //!   `vtnt.results.<tenant>.<job>.r` (records, `Nats-Msg-Id` = `<job>.<index>`) and
 //!   `vtnt.results.<tenant>.<job>.s` (the summary, `<job>.s`), deduplicated by the
-//!   server within its window, so a redelivered job's results land once.
+//!   server within its window, so a redelivered job's results land once. The tenant
+//!   creates it (before its first job); only it may read it ([`auth`]).
+//!
+//! The tenant of a job is the token its subject carries, which the broker's permissions
+//! tie to the tenant's key; the agent refuses a job whose body names another.
 //!
 //! Every entry point takes a [`Connect`] (URL and credentials) and runs on its own tokio
 //! runtime; the command line stays synchronous.
 
 pub mod agent;
+pub mod auth;
 pub mod broker;
 pub mod controller;
 pub mod proto;
@@ -48,8 +55,10 @@ pub fn node_subject(node: &str) -> String {
     format!("vtnt.nodes.{node}")
 }
 
-/// The results stream.
-pub const RESULTS_STREAM: &str = "VTNT_RESULTS";
+/// A tenant's results stream.
+pub fn results_stream(tenant: &str) -> String {
+    format!("VTNT_RESULTS_{tenant}")
+}
 /// The stream of node heartbeats, the last one per node (`vtnt.nodes.<node>`): a
 /// key-value bucket in all but name: creating a real one with async-nats 0.51 against
 /// Debian's nats-server 2.9.10 failed here (its reply did not parse).
@@ -71,14 +80,23 @@ pub const CLUSTER_REPLICAS: usize = 3;
 /// How long connecting to the broker may take before the command gives up.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
 
-/// The discard-mode subject of a location.
-pub fn deploy_subject(location: &str) -> String {
-    format!("vtnt.deploy.{location}")
+/// The discard-mode subject of a tenant's jobs for a location (`*`: any tenant's).
+pub fn deploy_subject(tenant: &str, location: &str) -> String {
+    format!("vtnt.deploy.{tenant}.{location}")
 }
 
-/// The work-queue subject of a location.
-pub fn wq_subject(location: &str) -> String {
-    format!("vtnt.wq.{location}")
+/// The work-queue subject of a tenant's jobs for a location (`*`: any tenant's).
+pub fn wq_subject(tenant: &str, location: &str) -> String {
+    format!("vtnt.wq.{tenant}.{location}")
+}
+
+/// The tenant a job's subject (`vtnt.deploy.<tenant>.<location>` or
+/// `vtnt.wq.<tenant>.<location>`) names.
+pub fn subject_tenant(subject: &str) -> Option<&str> {
+    match subject.split('.').collect::<Vec<_>>()[..] {
+        ["vtnt", "deploy" | "wq", tenant, _] => Some(tenant),
+        _ => None,
+    }
 }
 
 /// The subject of a job's results: records (`r`) or summary (`s`).
@@ -101,22 +119,117 @@ pub fn check_token(what: &str, value: &str) -> anyhow::Result<()> {
 }
 
 /// Where the broker is and who we are to it.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Connect {
-    /// `nats://host:port` (or several, comma-separated).
+    /// `nats://host:port` or `tls://host:port` (or several, comma-separated).
     pub url: String,
     /// A NATS credentials file (JWT and nkey seed).
     pub creds: Option<PathBuf>,
+    /// A file holding a user's nkey seed (`vtnt fleet up` makes them).
+    pub nkey: Option<PathBuf>,
     pub user: Option<String>,
     pub password: Option<String>,
+    /// The CA that signed the server's certificate (PEM).
+    pub tls_ca: Option<PathBuf>,
+    /// A client certificate and its key (PEM), for servers that verify clients.
+    pub tls_cert: Option<(PathBuf, PathBuf)>,
+    /// The JetStream domain of the fleet's streams, when they are on another server's
+    /// (a leaf node's clients naming their hub's).
+    pub js_domain: Option<String>,
+    /// Whose inbox its replies come to ([`auth::Role::inbox_prefix`]).
+    pub role: auth::Role,
 }
 
 impl Connect {
+    /// `url` with no credentials, as `role`.
+    pub fn open(url: &str, role: auth::Role) -> Connect {
+        Connect {
+            url: url.to_string(),
+            creds: None,
+            nkey: None,
+            user: None,
+            password: None,
+            tls_ca: None,
+            tls_cert: None,
+            js_domain: None,
+            role,
+        }
+    }
+
+    /// The broker `vtnt fleet up --name <name>` started, as `role`, with the key and CA
+    /// it keeps for local commands.
+    pub fn local(name: &str, role: auth::Role) -> anyhow::Result<Connect> {
+        let url = broker::url(name).ok_or_else(|| {
+            anyhow::anyhow!(
+                "no --nats URL and no running fleet `{name}` (`vtnt fleet up --name {name}`)"
+            )
+        })?;
+        let dir = broker::state_dir(name);
+        let key = auth::key_file(&dir, &role);
+        anyhow::ensure!(
+            key.exists(),
+            "fleet `{name}` has no key for {} ({}); `vtnt fleet up --tenant ...` names its tenants",
+            role.key_name(),
+            key.display()
+        );
+        let ca = dir.join(broker::TLS_CA_FILE);
+        Ok(Connect {
+            nkey: Some(key),
+            tls_ca: ca.exists().then_some(ca),
+            ..Connect::open(&url, role)
+        })
+    }
+
+    /// Connects ([`Connect::client`]); the fleet's streams through that connection.
+    pub async fn fleet(&self, name: &str) -> anyhow::Result<(async_nats::Client, Fleet)> {
+        let client = self.client(name).await?;
+        let js = match &self.js_domain {
+            Some(d) => jetstream::with_domain(client.clone(), d),
+            None => jetstream::new(client.clone()),
+        };
+        // In a cluster every stream is kept on three servers, so losing one loses nothing
+        // (fewer where the server turns that down: `ensure_stream`).
+        let num_replicas = if client.server_info().cluster.is_some() {
+            CLUSTER_REPLICAS
+        } else {
+            1
+        };
+        Ok((client, Fleet { js, num_replicas }))
+    }
+
     /// Connects, giving up after [`CONNECT_TIMEOUT`] with an error naming the URL.
     pub async fn client(&self, name: &str) -> anyhow::Result<async_nats::Client> {
         let mut opts = async_nats::ConnectOptions::new()
             .name(name)
-            .connection_timeout(CONNECT_TIMEOUT);
+            .custom_inbox_prefix(self.role.inbox_prefix())
+            .connection_timeout(CONNECT_TIMEOUT)
+            // A refusal (a permission the user lacks) comes back on its own, not as the
+            // answer to what was refused, which would time out: it ends the command.
+            .event_callback(|e| async move {
+                use async_nats::ServerError;
+                match e {
+                    async_nats::Event::ServerError(e @ ServerError::AuthorizationViolation) => {
+                        refused(format!("the NATS server refused: {e}"))
+                    }
+                    async_nats::Event::ServerError(ServerError::Other(e))
+                        if e.contains("Permissions Violation") =>
+                    {
+                        refused(format!("the NATS server refused: {e}"))
+                    }
+                    async_nats::Event::ServerError(e) => eprintln!("vtnt: NATS server: {e}"),
+                    _ => {}
+                }
+            });
+        if let Some(k) = &self.nkey {
+            opts = opts.nkey(auth::read_seed(k)?);
+        }
+        if let Some(ca) = &self.tls_ca {
+            anyhow::ensure!(ca.exists(), "--tls-ca {}: no such file", ca.display());
+            opts = opts.add_root_certificates(ca.clone()).require_tls(true);
+        }
+        if let Some((cert, key)) = &self.tls_cert {
+            opts = opts.add_client_certificate(cert.clone(), key.clone());
+        }
         if let Some(c) = &self.creds {
             opts = opts
                 .credentials_file(c)
@@ -145,53 +258,39 @@ impl Connect {
     }
 }
 
-/// The fleet's JetStream objects, created on first use by whoever comes first.
+/// The fleet's JetStream objects ([`Connect::fleet`]). Agents create the work queue and the nodes' stream
+/// (the first agent to come); a tenant creates its results stream before its first job.
 pub struct Fleet {
     pub js: jetstream::Context,
-    pub jobs: jetstream::stream::Stream,
-    pub results: jetstream::stream::Stream,
-    pub nodes: jetstream::stream::Stream,
+    /// How many servers keep each stream.
+    num_replicas: usize,
 }
 
 impl Fleet {
-    pub async fn open(client: async_nats::Client) -> anyhow::Result<Fleet> {
-        // In a cluster every stream is kept on three servers, so losing one loses nothing.
-        let num_replicas = if client.server_info().cluster.is_some() {
-            CLUSTER_REPLICAS
-        } else {
-            1
-        };
-        let js = jetstream::new(client);
-        let jobs = ensure_stream(
-            &js,
+    /// The work-queue stream, created unless it exists (agents).
+    pub async fn jobs(&self) -> anyhow::Result<jetstream::stream::Stream> {
+        let n = self.num_replicas;
+        ensure_stream(
+            &self.js,
             jetstream::stream::Config {
                 name: JOBS_STREAM.into(),
-                num_replicas,
+                num_replicas: n,
                 subjects: vec!["vtnt.wq.>".into()],
                 retention: jetstream::stream::RetentionPolicy::WorkQueue,
                 ..Default::default()
             },
         )
         .await
-        .with_context(|| format!("creating the work-queue stream with {num_replicas} replica(s) (is JetStream on, on at least as many servers?)"))?;
-        let results = ensure_stream(
-            &js,
-            jetstream::stream::Config {
-                name: RESULTS_STREAM.into(),
-                num_replicas,
-                subjects: vec!["vtnt.results.>".into()],
-                retention: jetstream::stream::RetentionPolicy::Limits,
-                duplicate_window: DEDUP_WINDOW,
-                ..Default::default()
-            },
-        )
-        .await
-        .context("creating the results stream")?;
-        let nodes = ensure_stream(
-            &js,
+        .with_context(|| format!("creating the work-queue stream with {n} replica(s) (is JetStream on, on at least as many servers?)"))
+    }
+
+    /// The nodes' heartbeat stream, created unless it exists (agents).
+    pub async fn nodes(&self) -> anyhow::Result<jetstream::stream::Stream> {
+        ensure_stream(
+            &self.js,
             jetstream::stream::Config {
                 name: NODES_STREAM.into(),
-                num_replicas,
+                num_replicas: self.num_replicas,
                 subjects: vec!["vtnt.nodes.*".into()],
                 max_messages_per_subject: 1,
                 max_age: Duration::from_secs(3600),
@@ -199,50 +298,81 @@ impl Fleet {
             },
         )
         .await
-        .context("creating the nodes stream")?;
-        Ok(Fleet {
-            js,
-            jobs,
-            results,
-            nodes,
-        })
+        .context("creating the nodes stream")
+    }
+
+    /// A tenant's results stream, created unless it exists (the tenant).
+    pub async fn results(&self, tenant: &str) -> anyhow::Result<jetstream::stream::Stream> {
+        ensure_stream(
+            &self.js,
+            jetstream::stream::Config {
+                name: results_stream(tenant),
+                num_replicas: self.num_replicas,
+                subjects: vec![format!("vtnt.results.{tenant}.>")],
+                retention: jetstream::stream::RetentionPolicy::Limits,
+                duplicate_window: DEDUP_WINDOW,
+                ..Default::default()
+            },
+        )
+        .await
+        .with_context(|| format!("creating tenant {tenant}'s results stream"))
+    }
+
+    /// A stream the agents create, as a tenant sees it: `None` until an agent came.
+    pub async fn existing(&self, name: &str) -> anyhow::Result<Option<jetstream::stream::Stream>> {
+        match self.js.get_stream(name).await {
+            Ok(s) => Ok(Some(s)),
+            Err(e)
+                if matches!(e.kind(), jetstream::context::GetStreamErrorKind::JetStream(j)
+                    if j.error_code() == jetstream::ErrorCode::STREAM_NOT_FOUND) =>
+            {
+                Ok(None)
+            }
+            Err(e) => Err(e).with_context(|| format!("looking up stream {name}")),
+        }
     }
 
     /// The durable pull consumer of a location's work queue, shared by its agents.
     pub async fn wq_consumer(
         &self,
+        jobs: &jetstream::stream::Stream,
         location: &str,
     ) -> anyhow::Result<jetstream::consumer::PullConsumer> {
         let name = format!("wq-{location}");
         let config = jetstream::consumer::pull::Config {
             durable_name: Some(name.clone()),
-            filter_subject: wq_subject(location),
+            filter_subject: wq_subject("*", location),
             ack_policy: jetstream::consumer::AckPolicy::Explicit,
             ack_wait: ACK_WAIT,
             max_deliver: MAX_DELIVER,
             ..Default::default()
         };
         // twice: another agent of the location may create it between lookup and creation
-        match self
-            .jobs
-            .get_or_create_consumer(&name, config.clone())
-            .await
-        {
+        match jobs.get_or_create_consumer(&name, config.clone()).await {
             Ok(c) => Ok(c),
-            Err(_) => self.jobs.get_or_create_consumer(&name, config).await,
+            Err(_) => jobs.get_or_create_consumer(&name, config).await,
         }
         .with_context(|| format!("the work-queue consumer {name}"))
     }
 }
 
 /// Gets or creates a stream; asks twice, since another client may create it between our
-/// lookup and our creation.
+/// lookup and our creation. A server that holds no cluster's JetStream (the hub of a leaf
+/// node says it is in a cluster) keeps one replica.
 async fn ensure_stream(
     js: &jetstream::Context,
-    config: jetstream::stream::Config,
+    mut config: jetstream::stream::Config,
 ) -> anyhow::Result<jetstream::stream::Stream> {
+    use jetstream::context::CreateStreamErrorKind;
     match js.get_or_create_stream(config.clone()).await {
         Ok(s) => Ok(s),
+        Err(e)
+            if matches!(e.kind(), CreateStreamErrorKind::JetStream(j)
+                if j.error_code() == jetstream::ErrorCode::STREAM_REPLICAS_NOT_SUPPORTED) =>
+        {
+            config.num_replicas = 1;
+            Ok(js.get_or_create_stream(config).await?)
+        }
         Err(_) => Ok(js.get_or_create_stream(config).await?),
     }
 }
@@ -254,14 +384,38 @@ pub fn now_us() -> u64 {
         .map_or(0, |d| d.as_micros() as u64)
 }
 
-/// Runs `fut` on a fresh multi-threaded tokio runtime.
+/// The first refusal a server sent on any connection of this process, and its signal.
+static REFUSAL: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+static REFUSED: tokio::sync::Notify = tokio::sync::Notify::const_new();
+
+/// Records a refusal of the server: the command in [`block_on`] ends with it.
+fn refused(what: String) {
+    if REFUSAL.set(what).is_ok() {
+        REFUSED.notify_waiters();
+    }
+}
+
+/// Runs `fut` on a fresh multi-threaded tokio runtime; a refusal by the server ends it
+/// with that refusal as the error.
 pub fn block_on<T>(fut: impl std::future::Future<Output = anyhow::Result<T>>) -> anyhow::Result<T> {
+    let refusal = async {
+        let notified = REFUSED.notified();
+        if REFUSAL.get().is_none() {
+            notified.await;
+        }
+        REFUSAL.get().cloned().unwrap_or_default()
+    };
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .context("starting the tokio runtime")?
-        .block_on(fut)
+        .block_on(async {
+            tokio::select! {
+                r = fut => r,
+                why = refusal => Err(anyhow::anyhow!(why)),
+            }
+        })
 }
 
 #[cfg(test)]
@@ -270,8 +424,11 @@ mod tests {
 
     #[test]
     fn subjects_and_tokens() {
-        assert_eq!(deploy_subject("fr"), "vtnt.deploy.fr");
-        assert_eq!(wq_subject(ANY), "vtnt.wq.any");
+        assert_eq!(deploy_subject("t", "fr"), "vtnt.deploy.t.fr");
+        assert_eq!(wq_subject("*", ANY), "vtnt.wq.*.any");
+        assert_eq!(subject_tenant("vtnt.wq.t.fr"), Some("t"));
+        assert_eq!(subject_tenant("vtnt.deploy.t.any"), Some("t"));
+        assert_eq!(subject_tenant("vtnt.results.t.j.r"), None);
         assert_eq!(results_subject("t", "j", "r"), "vtnt.results.t.j.r");
         assert!(check_token("node", "n-1_a").is_ok());
         for bad in ["", "a.b", "a b", "*", ">", &"x".repeat(65)] {

@@ -245,8 +245,8 @@ pub fn replay(
         .map(|e| controller::job_line(&e.submit))
         .collect::<anyhow::Result<_>>()?;
     crate::block_on(async {
-        let client = c.client("vtnt fleet replay").await?;
-        let fleet = Fleet::open(client.clone()).await?;
+        let (client, fleet) = c.fleet("vtnt fleet replay").await?;
+        fleet.results(&o.tenant).await?;
         check_fleet(
             &controller::nodes(&fleet).await?,
             &want,
@@ -321,7 +321,8 @@ async fn summaries(
     }
     let deadline = Instant::now() + timeout;
     let consumer = fleet
-        .results
+        .results(tenant)
+        .await?
         .create_consumer(jetstream::consumer::pull::OrderedConfig {
             filter_subject: crate::results_subject(tenant, "*", "s"),
             deliver_policy: jetstream::consumer::DeliverPolicy::All,

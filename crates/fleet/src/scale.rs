@@ -17,9 +17,13 @@ use anyhow::Context;
 use futures::StreamExt;
 use serde::Serialize;
 
+use crate::auth::Role;
 use crate::proto::Mode;
 use crate::replay::{self, ReplayOptions, Replayed};
 use crate::{broker, controller, Connect};
+
+/// The tenant whose jobs the benchmark places.
+const TENANT: &str = "scale";
 
 /// The paper's locations (seed 000, Fig. 9), agents spread over them in turn.
 pub const LOCATIONS: [&str; 5] = ["france", "poland", "canada", "singapore", "australia"];
@@ -156,12 +160,19 @@ impl ScaleReport {
 /// How many bare round trips the peer measures.
 const BARE_REQUESTS: usize = 1000;
 
-/// The peer: `n` bare requests, one after another, from one connection to a responder on
-/// another, through the broker at `c`.
-async fn bare_round_trips(c: &Connect, n: usize) -> anyhow::Result<Quantiles> {
-    let asker = c.client("vtnt bench fleet-scale (asker)").await?;
-    let responder = c.client("vtnt bench fleet-scale (responder)").await?;
-    let mut sub = responder.subscribe("vtnt.bench.echo").await?;
+/// The peer: `n` bare requests, one after another, from the tenant's connection `asker`
+/// to a responder on an agent's, through the broker, on a subject no agent serves.
+async fn bare_round_trips(
+    asker: &Connect,
+    responder: &Connect,
+    n: usize,
+) -> anyhow::Result<Quantiles> {
+    let echo_subject = crate::deploy_subject(TENANT, "bench-echo");
+    let asker = asker.client("vtnt bench fleet-scale (asker)").await?;
+    let responder = responder
+        .client("vtnt bench fleet-scale (responder)")
+        .await?;
+    let mut sub = responder.subscribe(echo_subject.clone()).await?;
     responder.flush().await?;
     let echo = tokio::spawn(async move {
         while let Some(m) = sub.next().await {
@@ -174,7 +185,7 @@ async fn bare_round_trips(c: &Connect, n: usize) -> anyhow::Result<Quantiles> {
     for _ in 0..n {
         let t = Instant::now();
         asker
-            .request("vtnt.bench.echo", "x".into())
+            .request(echo_subject.clone(), "x".into())
             .await
             .context("the bare request")?;
         ms.push(t.elapsed().as_secs_f64() * 1e3);
@@ -227,15 +238,15 @@ pub fn run(o: &ScaleOptions, dir: &Path) -> anyhow::Result<ScaleReport> {
         .and_then(|l| l.local_addr())
         .context("finding a free port")?
         .port();
-    let b = broker::up(&name, port)?;
+    let b = broker::up(&broker::UpOptions {
+        tenants: vec![TENANT.into()],
+        ..broker::UpOptions::new(&name, port)
+    })?;
     let mut fleet = Fleet {
         broker: b.name.clone(),
         agents: Vec::new(),
     };
-    let connect = Connect {
-        url: b.url.clone(),
-        ..Default::default()
-    };
+    let connect = Connect::local(&name, Role::Tenant(TENANT.into()))?;
     // found (or built) once here, not by every agent as it prepares its image
     let static_vtnt = vtnt_runtimes::paths::static_vtnt()?;
     let mut nodes = String::new();
@@ -244,7 +255,7 @@ pub fn run(o: &ScaleOptions, dir: &Path) -> anyhow::Result<ScaleReport> {
         let location = LOCATIONS[i % LOCATIONS.len()];
         nodes.push_str(&format!("{node} {location}\n"));
         let child = Command::new(&o.exe)
-            .args(["agent", "--nats", &b.url, "--node", &node])
+            .args(["agent", "--fleet", &name, "--node", &node])
             .args([
                 "--location",
                 location,
@@ -268,7 +279,8 @@ pub fn run(o: &ScaleOptions, dir: &Path) -> anyhow::Result<ScaleReport> {
         o.agents,
         Duration::from_secs(30 + o.agents as u64 / 2),
     )?;
-    let bare_request_ms = crate::block_on(bare_round_trips(&connect, BARE_REQUESTS))?;
+    let agent = Connect::local(&name, Role::Agent)?;
+    let bare_request_ms = crate::block_on(bare_round_trips(&connect, &agent, BARE_REQUESTS))?;
     let n = (o.rate * o.seconds).ceil() as usize;
     let mut modes = Vec::new();
     for mode in [Mode::Wait, Mode::Discard] {
@@ -287,7 +299,7 @@ pub fn run(o: &ScaleOptions, dir: &Path) -> anyhow::Result<ScaleReport> {
             &nodes_file,
             &events_file,
             &ReplayOptions {
-                tenant: "scale".into(),
+                tenant: TENANT.into(),
                 results_timeout: Duration::from_secs(120),
             },
             |r| {
@@ -347,7 +359,7 @@ pub fn run(o: &ScaleOptions, dir: &Path) -> anyhow::Result<ScaleReport> {
 fn wait_up(c: &Connect, n: usize, within: Duration) -> anyhow::Result<()> {
     let until = Instant::now() + within;
     loop {
-        let up = controller::status(c)?
+        let up = controller::status(c, TENANT)?
             .nodes
             .iter()
             .filter(|v| v.status == "up")
