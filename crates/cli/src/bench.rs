@@ -13,6 +13,7 @@
 //! - `deploy`: seed 000's evaluation (image size, memory with and without KSM, CPU,
 //!   deploy + execution time, density under memory and CPU budgets) for every runtime.
 //!
+//! - `fleet`: seed 000's controller experiment (Figs. 10, 11) over five emulated sites.
 //! - `fleet-scale`: the fleet's dispatch overhead with many agents (issue 17's scale
 //!   run): event to job start, placement decisions, events per second.
 //!
@@ -97,6 +98,46 @@ pub enum BenchCommand {
         #[arg(long, default_value_t = false)]
         without_tx_stamps: bool,
         /// Print JSON instead of a markdown table.
+        #[arg(long, default_value_t = false)]
+        json: bool,
+    },
+    /// Seed 000's controller experiment (Figs. 10, 11): five sites on this host, each a
+    /// network namespace behind a link with the paper's round trip (France 10 ms, Poland
+    /// 30, Canada 90, Singapore 170, Australia 280) and 100 Mbit/s of download, one agent
+    /// in each; the paper's event list replayed per runtime in wait and discard mode.
+    /// Needs root, nats-server and a running lab (docs/fleet.md).
+    #[cfg(feature = "fleet")]
+    Fleet {
+        #[arg(
+            long,
+            value_delimiter = ',',
+            default_value = "microvm,docker,vm,native,runc"
+        )]
+        runtimes: Vec<vtnt_runtimes::Runtime>,
+        #[arg(long, value_delimiter = ',', default_value = "wait,discard")]
+        modes: Vec<vtnt_fleet::Mode>,
+        /// Repetitions (the paper: 30).
+        #[arg(long, default_value_t = 1)]
+        reps: usize,
+        /// Events per replay (the paper: 60).
+        #[arg(long, default_value_t = 60)]
+        events: usize,
+        /// Seconds between events (the paper: 1).
+        #[arg(long, default_value_t = 1.0)]
+        interval: f64,
+        /// The lab the jobs probe (`vtnt lab up --name LAB`).
+        #[arg(long, default_value = vtnt_runtimes::DEFAULT_LAB)]
+        lab: String,
+        /// The job, in `vtnt`'s words.
+        #[arg(long, default_value = "tnt 203.0.113.10")]
+        job: String,
+        /// Seconds a replay waits for its jobs once its last event is placed.
+        #[arg(long, default_value_t = 3600)]
+        results_timeout: u64,
+        /// Where the node and event files, events.jsonl and the figures go.
+        #[arg(long, default_value = "bench-fleet")]
+        out: std::path::PathBuf,
+        /// Print JSON instead of markdown.
         #[arg(long, default_value_t = false)]
         json: bool,
     },
@@ -201,6 +242,36 @@ pub fn run(cmd: BenchCommand) -> anyhow::Result<ExitCode> {
             for f in &report.files {
                 eprintln!("wrote {}", f.display());
             }
+            Ok(ExitCode::SUCCESS)
+        }
+        #[cfg(feature = "fleet")]
+        BenchCommand::Fleet {
+            runtimes,
+            modes,
+            reps,
+            events,
+            interval,
+            lab,
+            job,
+            results_timeout,
+            out,
+            json,
+        } => {
+            let report = vtnt_fleet::paper::run(
+                &vtnt_fleet::paper::PaperOptions {
+                    runtimes,
+                    modes,
+                    reps,
+                    events,
+                    interval_s: interval,
+                    lab,
+                    job,
+                    results_timeout: std::time::Duration::from_secs(results_timeout),
+                    exe: std::env::current_exe()?,
+                },
+                &out,
+            )?;
+            emit(json, serde_json::to_value(&report)?, report.markdown())?;
             Ok(ExitCode::SUCCESS)
         }
         #[cfg(feature = "fleet")]

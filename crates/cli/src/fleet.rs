@@ -199,9 +199,13 @@ pub struct AgentArgs {
     /// Seconds a job may run once started.
     #[arg(long, default_value_t = 600)]
     timeout: u64,
-    /// Image server bandwidth, Mbit/s.
+    /// Bandwidth of each job's own image server, Mbit/s.
     #[arg(long, default_value_t = vtnt_runtimes::DEFAULT_BANDWIDTH_MBPS)]
     bandwidth_mbps: u64,
+    /// Fetch images from this image server (`http://HOST:PORT`, serving vtnt's images by
+    /// file name) instead of one of each job's own, so downloads cross the real path.
+    #[arg(long, value_name = "URL")]
+    images_from: Option<String>,
     /// Print a systemd unit that runs this agent with these options, and exit:
     /// `vtnt agent ... --systemd-unit > /etc/systemd/system/vtnt-agent.service`.
     #[arg(long)]
@@ -240,6 +244,7 @@ pub fn agent(a: AgentArgs) -> anyhow::Result<ExitCode> {
         heartbeat: Duration::from_millis(a.heartbeat_ms),
         timeout: Duration::from_secs(a.timeout),
         bandwidth_bps: a.bandwidth_mbps * 1_000_000,
+        images_from: a.images_from,
     })?;
     Ok(ExitCode::SUCCESS)
 }

@@ -1358,3 +1358,75 @@ fn tls_with_the_users_ca() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `vtnt bench fleet` (Figs. 10 and 11) at a small N (CI's size; docs/benchmarks.md has
+/// the paper's): five sites with their round trips, both modes, two runtimes; every job
+/// finishes, every discard event is decided, a node's answer takes at least its site's
+/// round trip (the emulated links are in effect), and both figures are drawn.
+#[test]
+fn the_paper_fleet_benchmark_runs_at_a_small_n() {
+    if !ready(vtnt_testkit::test_name!(), true) {
+        return;
+    }
+    let lab = lab("pap");
+    let out = std::env::temp_dir().join(format!("vtnt-paper-{}", std::process::id()));
+    let o = vtnt(&[
+        "bench",
+        "fleet",
+        "--runtimes",
+        "native,microvm",
+        "--events",
+        "3",
+        "--interval",
+        "0.5",
+        "--lab",
+        &lab.name,
+        "--job",
+        SHORT_JOB,
+        "--json",
+        "--out",
+        &out.display().to_string(),
+    ]);
+    assert!(
+        o.status.success(),
+        "bench fleet: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let v: Value = serde_json::from_slice(&o.stdout).expect("the JSON report");
+    let r = &v["report"];
+    assert_eq!(r["sites"].as_array().map(Vec::len), Some(5), "{r}");
+    let rts = r["runtimes"].as_array().expect("runtimes");
+    assert_eq!(rts.len(), 2);
+    for rt in rts {
+        assert!(rt["errors"].as_array().unwrap().is_empty(), "{rt}");
+        assert_eq!(rt["wait"]["ok"], 3, "{rt}");
+        assert!(rt["wait"]["deploy_exec_s"]["mean"].as_f64().unwrap() > 0.0);
+        let d = &rt["discard"];
+        let decided = ["served", "discarded", "failed"].map(|k| d[k].as_u64().unwrap());
+        assert_eq!(decided.iter().sum::<u64>(), 3, "{d}");
+        assert!(decided[0] >= 1, "{d}");
+    }
+    let rtt: std::collections::HashMap<String, f64> = r["sites"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| (s[0].as_str().unwrap().to_string(), s[1].as_f64().unwrap()))
+        .collect();
+    let events = std::fs::read_to_string(out.join("events.jsonl")).expect("events.jsonl");
+    let mut answered = 0;
+    for l in events.lines() {
+        let e: Value = serde_json::from_str(l).unwrap();
+        if e["outcome"]["outcome"] == "accepted" {
+            let node = e["outcome"]["node"].as_str().unwrap();
+            let ms = e["decision_us"].as_f64().unwrap() / 1e3;
+            assert!(ms >= rtt[node] - 1.0, "{node} answered in {ms} ms: {e}");
+            answered += 1;
+        }
+    }
+    assert!(answered >= 2, "{events}");
+    for f in ["fig10-wait.png", "fig11-discard.png"] {
+        assert!(out.join(f).exists(), "{f}");
+    }
+    let _ = std::fs::remove_dir_all(&out);
+    eprintln!("{}", serde_json::to_string_pretty(r).unwrap());
+}

@@ -191,14 +191,7 @@ pub fn bench_deploy(args: &BenchDeployArgs) -> anyhow::Result<Report> {
         };
         match rt.build_image(&BuildOptions::default()) {
             Ok(im) => {
-                let accel = match rt {
-                    Runtime::Vm => Some(vtnt_runtimes::vm::accel()),
-                    Runtime::Microvm => Some(vtnt_runtimes::microvm::accel(
-                        &im.path,
-                        vtnt_vmm::job::Vmm::Auto,
-                    )),
-                    _ => None,
-                };
+                let accel = rt.accelerator(&im);
                 r.emulated = accel == Some(vtnt_vmm::accel::Accelerator::Tcg);
                 r.accel = accel.map(|a| a.name().to_string());
                 r.image_bytes = im.size_bytes;
@@ -281,7 +274,7 @@ fn measure_runtime(
             let deployed = instance::deploy(
                 rt,
                 image,
-                server,
+                &server.url(rt)?,
                 engine.docker(),
                 &Network::Lab(lab.name.clone()),
             )?;
@@ -328,7 +321,7 @@ fn measure_runtime(
     let deployed = instance::deploy(
         rt,
         image,
-        server,
+        &server.url(rt)?,
         engine.docker(),
         &Network::Lab(lab.name.clone()),
     )?;
@@ -391,8 +384,13 @@ fn measure_runtime(
     let behind_front;
     let deployed = match &front {
         Some(f) => {
-            behind_front =
-                instance::deploy(rt, image, server, None, &Network::Lab(f.name.clone()))?;
+            behind_front = instance::deploy(
+                rt,
+                image,
+                &server.url(rt)?,
+                None,
+                &Network::Lab(f.name.clone()),
+            )?;
             &behind_front
         }
         None => &deployed,

@@ -53,6 +53,8 @@ pub struct AgentOptions {
     pub timeout: Duration,
     /// Image server bandwidth, bit/s.
     pub bandwidth_bps: u64,
+    /// Fetch images from this image server (`http://HOST:PORT`) rather than one per job.
+    pub images_from: Option<String>,
 }
 
 /// Heartbeats a node may miss before it is shown down.
@@ -402,6 +404,7 @@ async fn job(
     let opts = RunOptions {
         net: ctx.o.net.clone(),
         bandwidth_bps: ctx.o.bandwidth_bps,
+        images_from: ctx.o.images_from.clone(),
         timeout: ctx.o.timeout,
         ..Default::default()
     };

@@ -9,18 +9,19 @@
 //! The peer, measured in the same run: a bare NATS request and reply through the same
 //! broker between two connections of this process, the floor any placement pays.
 
+use std::net::IpAddr;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use futures::StreamExt;
 use serde::Serialize;
 
-use crate::auth::Role;
+use crate::local::LocalFleet;
 use crate::proto::Mode;
 use crate::replay::{self, ReplayOptions, Replayed};
-use crate::{broker, controller, Connect};
+use crate::Connect;
 
 /// The tenant whose jobs the benchmark places.
 const TENANT: &str = "scale";
@@ -194,32 +195,6 @@ async fn bare_round_trips(
     Ok(Quantiles::of(ms))
 }
 
-/// The agents, SIGTERMed (then killed) and the broker stopped on drop.
-struct Fleet {
-    broker: String,
-    agents: Vec<Child>,
-}
-
-impl Drop for Fleet {
-    fn drop(&mut self) {
-        for a in &self.agents {
-            let _ = nix::sys::signal::kill(
-                nix::unistd::Pid::from_raw(a.id() as i32),
-                nix::sys::signal::Signal::SIGTERM,
-            );
-        }
-        let until = Instant::now() + Duration::from_secs(20);
-        for a in &mut self.agents {
-            while Instant::now() < until && matches!(a.try_wait(), Ok(None)) {
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            let _ = a.kill();
-            let _ = a.wait();
-        }
-        let _ = broker::down(&self.broker);
-    }
-}
-
 /// Runs the scale benchmark; `dir` receives the node and event files.
 pub fn run(o: &ScaleOptions, dir: &Path) -> anyhow::Result<ScaleReport> {
     anyhow::ensure!(o.agents >= 1, "--agents: at least 1");
@@ -233,53 +208,23 @@ pub fn run(o: &ScaleOptions, dir: &Path) -> anyhow::Result<ScaleReport> {
     );
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let t0 = Instant::now();
-    let name = format!("scale{}", std::process::id());
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .context("finding a free port")?
-        .port();
-    let b = broker::up(&broker::UpOptions {
-        tenants: vec![TENANT.into()],
-        ..broker::UpOptions::new(&name, port)
-    })?;
-    let mut fleet = Fleet {
-        broker: b.name.clone(),
-        agents: Vec::new(),
-    };
-    let connect = Connect::local(&name, Role::Tenant(TENANT.into()))?;
-    // found (or built) once here, not by every agent as it prepares its image
-    let static_vtnt = vtnt_runtimes::paths::static_vtnt()?;
+    let mut fleet = LocalFleet::up("scale", IpAddr::from([127, 0, 0, 1]), TENANT)?;
+    let connect = fleet.tenant()?;
     let mut nodes = String::new();
     for i in 0..o.agents {
         let node = format!("s{i}");
         let location = LOCATIONS[i % LOCATIONS.len()];
         nodes.push_str(&format!("{node} {location}\n"));
-        let child = Command::new(&o.exe)
-            .args(["agent", "--fleet", &name, "--node", &node])
-            .args([
-                "--location",
-                location,
-                "--slots",
-                "1",
-                "--runtimes",
-                "native",
-            ])
-            .args(["--lab", &o.lab])
-            .env("VTNT_STATIC_BIN", &static_vtnt)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .with_context(|| format!("starting agent {node} ({})", o.exe.display()))?;
-        fleet.agents.push(child);
+        let mut cmd = Command::new(&o.exe);
+        cmd.args(["agent", "--fleet", &fleet.broker.name, "--node", &node])
+            .args(["--location", location, "--slots", "1"])
+            .args(["--runtimes", "native", "--lab", &o.lab]);
+        fleet.spawn(cmd, &node)?;
     }
     let nodes_file = dir.join("nodes.txt");
     std::fs::write(&nodes_file, nodes)?;
-    wait_up(
-        &connect,
-        o.agents,
-        Duration::from_secs(30 + o.agents as u64 / 2),
-    )?;
-    let agent = Connect::local(&name, Role::Agent)?;
+    fleet.wait_up(o.agents, Duration::from_secs(30 + o.agents as u64 / 2))?;
+    let agent = fleet.agent()?;
     let bare_request_ms = crate::block_on(bare_round_trips(&connect, &agent, BARE_REQUESTS))?;
     let n = (o.rate * o.seconds).ceil() as usize;
     let mut modes = Vec::new();
@@ -353,26 +298,6 @@ pub fn run(o: &ScaleOptions, dir: &Path) -> anyhow::Result<ScaleReport> {
         bare_request_ms,
         duration_s: t0.elapsed().as_secs_f64(),
     })
-}
-
-/// Waits until `n` nodes are up.
-fn wait_up(c: &Connect, n: usize, within: Duration) -> anyhow::Result<()> {
-    let until = Instant::now() + within;
-    loop {
-        let up = controller::status(c, TENANT)?
-            .nodes
-            .iter()
-            .filter(|v| v.status == "up")
-            .count();
-        if up >= n {
-            return Ok(());
-        }
-        anyhow::ensure!(
-            Instant::now() < until,
-            "only {up} of {n} agents came up within {within:?}"
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
 }
 
 #[cfg(test)]

@@ -1,5 +1,5 @@
 //! One deployed image and the instances started from it, the same way for every runtime:
-//! [`deploy`] fetches the image from the [`ImageServer`] and installs it (untar a bundle,
+//! [`deploy`] fetches the image from the [`crate::server::ImageServer`] and installs it (untar a bundle,
 //! `docker load`, unpack a VM box); [`Deployed::start`] starts an [`Instance`] in a cgroup
 //! of its own; [`Instance::wait`] collects its output and what it cost (PSS sampled while
 //! it runs, CPU from `cpuacct` plus the engine's processes). Dropping an instance
@@ -16,7 +16,6 @@ use crate::net::{Attached, Network};
 use crate::paths::TempDir;
 use crate::proc::{Finished, Supervised};
 use crate::runtime::{ImageInfo, Runtime};
-use crate::server::ImageServer;
 use crate::spec::InstanceSpec;
 use crate::{docker, microvm, native, runc, vm};
 
@@ -92,12 +91,12 @@ pub(crate) enum Kind {
     },
 }
 
-/// Fetches `image` from `server` and installs it for lab `lab`; `engine` is needed for
-/// Docker images.
+/// Fetches `image` from `url` (an image server's: [`crate::server::ImageServer::url`]) and installs it
+/// for lab `lab`; `engine` is needed for Docker images.
 pub fn deploy(
     rt: Runtime,
     image: &ImageInfo,
-    server: &ImageServer,
+    url: &str,
     engine: Option<&docker::Engine>,
     net: &Network,
 ) -> anyhow::Result<Deployed> {
@@ -109,7 +108,7 @@ pub fn deploy(
             .file_name()
             .context("image without a file name")?,
     );
-    crate::server::fetch(&server.url(rt)?, &file)
+    crate::server::fetch(url, &file)
         .with_context(|| format!("fetching the {} image", rt.name()))?;
     let kind = match rt {
         Runtime::Native => Kind::Native {

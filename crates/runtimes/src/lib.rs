@@ -79,14 +79,31 @@ impl Runtime {
         .with_context(|| format!("building the {} image", self.name()))
     }
 
+    /// The accelerator an instance of `image` runs under: `None` for the runtimes that
+    /// run on this host's kernel.
+    pub fn accelerator(self, image: &ImageInfo) -> Option<vtnt_vmm::accel::Accelerator> {
+        match self {
+            Runtime::Vm => Some(vm::accel()),
+            Runtime::Microvm => Some(microvm::accel(&image.path, vtnt_vmm::job::Vmm::Auto)),
+            _ => None,
+        }
+    }
+
     /// Deploys from a fresh image server, runs `job` once, destroys and cleans up.
     pub fn run(self, job: &vtnt_job::JobSpec, opts: &RunOptions) -> anyhow::Result<RunOutput> {
         let image = self.build_image(&opts.build)?;
-        let server = server::ImageServer::start(&[&image], opts.bandwidth_bps)?;
+        let (_server, url) = match &opts.images_from {
+            Some(base) => (None, format!("{base}/{}", server::file_name(&image)?)),
+            None => {
+                let s = server::ImageServer::start(&[&image], opts.bandwidth_bps)?;
+                let url = s.url(self)?;
+                (Some(s), url)
+            }
+        };
         opts.net.check(self)?;
         let engine = EngineGuard::for_runtime(self, &opts.net)?;
         let t0 = Instant::now();
-        let deployed = instance::deploy(self, &image, &server, engine.docker(), &opts.net)?;
+        let deployed = instance::deploy(self, &image, &url, engine.docker(), &opts.net)?;
         let deploy_time = t0.elapsed();
         let mut spec = InstanceSpec::new(job.clone());
         spec.dhcp = opts.dhcp;
@@ -109,6 +126,9 @@ pub struct RunOptions {
     pub net: net::Network,
     /// Image server bandwidth in bits per second.
     pub bandwidth_bps: u64,
+    /// Fetch the image from this image server (`http://HOST:PORT`, serving the same
+    /// images by file name: [`server::ImageServer`]) instead of one of the run's own.
+    pub images_from: Option<String>,
     /// How long the job may take once started (VM boots under TCG are slow).
     pub timeout: Duration,
     /// The guest leases its address by DHCP (the microvm runtime only).
@@ -123,6 +143,7 @@ impl Default for RunOptions {
             build: BuildOptions::default(),
             net: net::Network::Lab(DEFAULT_LAB.to_string()),
             bandwidth_bps: DEFAULT_BANDWIDTH_MBPS * 1_000_000,
+            images_from: None,
             timeout: Duration::from_secs(600),
             dhcp: false,
             vmm: vtnt_vmm::job::Vmm::Auto,

@@ -45,22 +45,27 @@ pub struct ImageServer {
 }
 
 impl ImageServer {
-    /// Serves `images` (by file name) at `bandwidth_bps` bits per second in total.
+    /// Serves `images` (by file name) on 127.0.0.1 at `bandwidth_bps` bits per second in
+    /// total.
     pub fn start(images: &[&ImageInfo], bandwidth_bps: u64) -> anyhow::Result<ImageServer> {
+        ImageServer::start_on(SocketAddr::from(([127, 0, 0, 1], 0)), images, bandwidth_bps)
+    }
+
+    /// The same on `listen` (port 0: an ephemeral one).
+    pub fn start_on(
+        listen: SocketAddr,
+        images: &[&ImageInfo],
+        bandwidth_bps: u64,
+    ) -> anyhow::Result<ImageServer> {
         let mut files: HashMap<String, PathBuf> = HashMap::new();
         let mut names = HashMap::new();
         for im in images {
-            let name = im
-                .path
-                .file_name()
-                .and_then(|n| n.to_str())
-                .context("image without a file name")?
-                .to_string();
+            let name = file_name(im)?;
             files.insert(name.clone(), im.path.clone());
             names.insert(im.runtime, name);
         }
         let listener =
-            TcpListener::bind("127.0.0.1:0").context("image server: binding 127.0.0.1:0")?;
+            TcpListener::bind(listen).with_context(|| format!("image server: binding {listen}"))?;
         let addr = listener.local_addr()?;
         listener.set_nonblocking(true)?;
         let stop = Arc::new(AtomicBool::new(false));
@@ -95,7 +100,7 @@ impl ImageServer {
         })
     }
 
-    /// `http://127.0.0.1:<port>/<file>` of a runtime's image.
+    /// `http://<address>:<port>/<file>` of a runtime's image.
     pub fn url(&self, rt: Runtime) -> anyhow::Result<String> {
         let n = self
             .names
@@ -107,6 +112,16 @@ impl ImageServer {
     pub fn addr(&self) -> SocketAddr {
         self.addr
     }
+}
+
+/// The name an image is served by.
+pub fn file_name(image: &ImageInfo) -> anyhow::Result<String> {
+    Ok(image
+        .path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .context("image without a file name")?
+        .to_string())
 }
 
 impl Drop for ImageServer {
