@@ -597,6 +597,9 @@ async fn publish(
         let mut h = async_nats::HeaderMap::new();
         h.insert("Nats-Msg-Id", format!("{}.{i}", req.id).as_str());
         h.insert("Vtnt-Index", i.to_string().as_str());
+        // where and under which clock each record was measured
+        h.insert("Vtnt-Node", ctx.o.node.as_str());
+        h.insert("Vtnt-Clock-Sync", ctx.clock_sync.as_str());
         acks.push(
             js.publish_with_headers(subject.clone(), h, rec.clone().into_bytes().into())
                 .await?,
