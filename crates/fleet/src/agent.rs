@@ -234,32 +234,24 @@ async fn agent(o: AgentOptions) -> anyhow::Result<()> {
                     // (one would also stall this loop while the broker is away).
                     deploy = None;
                 }
-                let answer = match (&req, permit) {
-                    (Ok(req), Some(permit)) => {
-                        tokio::spawn(job(ctx.clone(), permit, req.clone(), None));
-                        DeployReply {
-                            accepted: true,
-                            job: req.id.clone(),
-                            node: ctx.o.node.clone(),
-                            reason: None,
-                        }
-                    }
-                    (Ok(req), None) => DeployReply {
-                        accepted: false,
-                        job: req.id.clone(),
-                        node: ctx.o.node.clone(),
-                        reason: Some("no free slot".into()),
-                    },
-                    (Err(e), _) => DeployReply {
-                        accepted: false,
-                        job: String::new(),
-                        node: ctx.o.node.clone(),
-                        reason: Some(e.clone()),
+                let answer = DeployReply {
+                    accepted: req.is_ok() && permit.is_some(),
+                    job: req.as_ref().map_or(String::new(), |r| r.id.clone()),
+                    node: ctx.o.node.clone(),
+                    reason: match (&req, &permit) {
+                        (Ok(_), Some(_)) => None,
+                        (Ok(_), None) => Some("no free slot".into()),
+                        (Err(e), _) => Some(e.clone()),
                     },
                 };
+                // the answer goes out before the job starts competing for the CPU: the
+                // controller's decision is this round trip
                 client
                     .publish(reply, serde_json::to_vec(&answer)?.into())
                     .await?;
+                if let (Ok(req), Some(permit)) = (req, permit) {
+                    tokio::spawn(job(ctx.clone(), permit, req, None));
+                }
             }
         }
     }
