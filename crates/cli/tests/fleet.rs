@@ -740,28 +740,13 @@ fn the_scale_benchmark_runs_at_a_small_n() {
     }
     let lab = lab("sca");
     let out = std::env::temp_dir().join(format!("vtnt-scale-{}", std::process::id()));
-    let o = vtnt(&[
-        "bench",
+    let v = bench_json(
         "fleet-scale",
-        "--agents",
-        "5",
-        "--rate",
-        "5",
-        "--seconds",
-        "2",
-        "--lab",
-        &lab.name,
-        "--json",
-        "--out",
-        &out.display().to_string(),
-    ]);
-    let _ = std::fs::remove_dir_all(&out);
-    assert!(
-        o.status.success(),
-        "fleet-scale: {}",
-        String::from_utf8_lossy(&o.stderr)
+        &lab,
+        &out,
+        &["--agents", "5", "--rate", "5", "--seconds", "2"],
     );
-    let v: Value = serde_json::from_slice(&o.stdout).expect("the JSON report");
+    let _ = std::fs::remove_dir_all(&out);
     let modes = v["report"]["modes"].as_array().expect("modes");
     assert_eq!(modes.len(), 2, "{v}");
     let (wait, discard) = (&modes[0], &modes[1]);
@@ -782,6 +767,24 @@ fn the_scale_benchmark_runs_at_a_small_n() {
     assert_eq!(bare["n"], 1000, "the peer: {bare}");
     assert!(bare["p50"].as_f64().unwrap() > 0.0, "{bare}");
     eprintln!("{}", serde_json::to_string_pretty(&v["report"]).unwrap());
+}
+
+/// `vtnt bench BENCH ARGS --lab LAB --json --out OUT`, which must succeed: its JSON.
+fn bench_json(bench: &str, lab: &common::LabGuard, out: &std::path::Path, args: &[&str]) -> Value {
+    let out = out.display().to_string();
+    let all = [
+        &["bench", bench][..],
+        args,
+        &["--lab", &lab.name, "--json", "--out", &out],
+    ]
+    .concat();
+    let o = vtnt(&all);
+    assert!(
+        o.status.success(),
+        "bench {bench}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    serde_json::from_slice(&o.stdout).expect("the JSON report")
 }
 
 /// Two agents (`<tag>1` in fr, `<tag>2` in pl) and four wait-mode jobs of ~3 s, returned
@@ -1370,29 +1373,21 @@ fn the_paper_fleet_benchmark_runs_at_a_small_n() {
     }
     let lab = lab("pap");
     let out = std::env::temp_dir().join(format!("vtnt-paper-{}", std::process::id()));
-    let o = vtnt(&[
-        "bench",
+    let v = bench_json(
         "fleet",
-        "--runtimes",
-        "native,microvm",
-        "--events",
-        "3",
-        "--interval",
-        "0.5",
-        "--lab",
-        &lab.name,
-        "--job",
-        SHORT_JOB,
-        "--json",
-        "--out",
-        &out.display().to_string(),
-    ]);
-    assert!(
-        o.status.success(),
-        "bench fleet: {}",
-        String::from_utf8_lossy(&o.stderr)
+        &lab,
+        &out,
+        &[
+            "--runtimes",
+            "native,microvm",
+            "--events",
+            "3",
+            "--interval",
+            "0.5",
+            "--job",
+            SHORT_JOB,
+        ],
     );
-    let v: Value = serde_json::from_slice(&o.stdout).expect("the JSON report");
     let r = &v["report"];
     assert_eq!(r["sites"].as_array().map(Vec::len), Some(5), "{r}");
     let rts = r["runtimes"].as_array().expect("runtimes");

@@ -1,9 +1,9 @@
 //! `vtnt bench fleet`: seed 000's controller experiment (Sec. V, Figs. 10 and 11) on
 //! this host. Five sites ([`crate::site`]), each a network namespace behind a link with
 //! the paper's round trip from the controller in Belgium (France 10 ms, Poland 30,
-//! Canada 90, Singapore 170, Australia 280) and 100 Mbit/s toward the site; in each, one
-//! agent (one slot, every runtime asked for) that dials the broker and fetches its images
-//! from the controller's image server across that link; jobs measure the lab. The
+//! Canada 90, Singapore 170, Australia 280) and 100 Mbit/s toward the site; for each, one
+//! agent (one slot, every runtime asked for) whose connections to the broker and to the
+//! controller's image server leave from the site, across that link; jobs measure the lab. The
 //! controller replays the paper's event list (`--events`, one every `--interval`
 //! seconds, to any site) per runtime, in wait mode and in discard mode, `--reps` times
 //! ([`crate::replay`]). Fig. 10: deploy + execution per job in wait mode; Fig. 11: the

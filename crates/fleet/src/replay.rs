@@ -29,7 +29,7 @@ use vtnt_runtimes::Runtime;
 
 use crate::controller::{self, NodeView, SubmitOptions};
 use crate::proto::{Event, JobSummary, Mode, Outcome};
-use crate::{Connect, Fleet};
+use crate::Connect;
 
 /// The latest an event may be (a day).
 const MAX_AT: f64 = 86_400.0;
@@ -246,7 +246,7 @@ pub fn replay(
         .collect::<anyhow::Result<_>>()?;
     crate::block_on(async {
         let (client, fleet) = c.fleet("vtnt fleet replay").await?;
-        fleet.results(&o.tenant).await?;
+        let results = fleet.results(&o.tenant).await?;
         check_fleet(
             &controller::nodes(&fleet).await?,
             &want,
@@ -293,7 +293,7 @@ pub fn replay(
             .filter(|r| !matches!(r.event.outcome, Outcome::Discarded { .. }))
             .map(|r| r.event.job.clone())
             .collect();
-        let mut summaries = summaries(&fleet, &o.tenant, &jobs, o.results_timeout).await?;
+        let mut summaries = summaries(&results, &o.tenant, &jobs, o.results_timeout).await?;
         for r in &mut replayed {
             r.summary = summaries.remove(&r.event.job);
         }
@@ -310,7 +310,7 @@ pub fn replay(
 /// The summaries of `jobs` (of `tenant`), read from the results stream until all are in
 /// or `timeout` has passed since the call.
 async fn summaries(
-    fleet: &Fleet,
+    results: &jetstream::stream::Stream,
     tenant: &str,
     jobs: &HashSet<String>,
     timeout: Duration,
@@ -320,9 +320,7 @@ async fn summaries(
         return Ok(found);
     }
     let deadline = Instant::now() + timeout;
-    let consumer = fleet
-        .results(tenant)
-        .await?
+    let consumer = results
         .create_consumer(jetstream::consumer::pull::OrderedConfig {
             filter_subject: crate::results_subject(tenant, "*", "s"),
             deliver_policy: jetstream::consumer::DeliverPolicy::All,

@@ -1,7 +1,7 @@
 //! A remote site on this host, for `vtnt bench fleet`: a network namespace joined to the
 //! host through a link with the site's round-trip time and a download bandwidth, so that
-//! an agent inside dials the broker and fetches its images across a path like the
-//! paper's (seed 000: Belgium to France, Poland, Canada, Singapore, Australia).
+//! connections leaving from it ([`Site::relay`]) cross a path like the paper's (seed 000:
+//! Belgium to France, Poland, Canada, Singapore, Australia).
 //!
 //! This kernel has no `netem` (nor modules to load one), so the delay is a userspace
 //! delay line, on real packets: the host's end `fh<pid><i>` (198.18.i.1/30) is a veth
