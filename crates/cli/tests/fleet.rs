@@ -603,6 +603,23 @@ fn bad_input_is_refused_clearly() {
         ),
         "--location",
     );
+    // a broker refused before it writes anything
+    let name = format!("tbad-up{}", std::process::id());
+    let port = free_port().to_string();
+    for extra in [
+        &["--tenant", "a.b"][..],
+        &["--tls-cert", "/nope", "--tls-key", "/nope"],
+    ] {
+        fails(
+            &[
+                &["fleet", "up", "--name", &name, "--port", &port][..],
+                extra,
+            ]
+            .concat(),
+            "--t",
+        );
+        assert!(!std::path::Path::new("/run/vtnt/fleet").join(&name).exists());
+    }
     let nowhere = format!("nats://127.0.0.1:{}", free_port());
     fails(
         &["fleet", "status", "--nats", &nowhere],

@@ -84,6 +84,17 @@ pub fn up(o: &UpOptions) -> anyhow::Result<Broker> {
         o.tls.is_some() || o.tls_ca.is_none(),
         "--tls-ca goes with --tls-cert and --tls-key"
     );
+    // what can be refused is, before anything is written
+    for t in &o.tenants {
+        crate::check_token("--tenant", t)?;
+    }
+    let files = o
+        .tls
+        .iter()
+        .flat_map(|(c, k)| [("--tls-cert", c), ("--tls-key", k)]);
+    for (what, f) in files.chain(o.tls_ca.iter().map(|c| ("--tls-ca", c))) {
+        anyhow::ensure!(f.is_file(), "{what} {}: no such file", f.display());
+    }
     let dir = state_dir(name);
     if let Some(pid) = read_pid(&dir) {
         if alive(pid) {
@@ -164,9 +175,6 @@ fn config(o: &UpOptions, dir: &Path, store: &Path) -> anyhow::Result<serde_json:
         "authorization": {"users": crate::auth::users(dir, &o.tenants)?},
     });
     if let Some((cert, key)) = &o.tls {
-        for (what, f) in [("--tls-cert", cert), ("--tls-key", key)] {
-            anyhow::ensure!(f.is_file(), "{what} {}: no such file", f.display());
-        }
         c["tls"] = serde_json::json!({
             "cert_file": std::fs::canonicalize(cert)?,
             "key_file": std::fs::canonicalize(key)?,
