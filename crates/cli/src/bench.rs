@@ -161,6 +161,17 @@ pub enum BenchCommand {
         /// The job, in `vtnt`'s words.
         #[arg(long, default_value = "ping -c 1 192.0.2.1")]
         job: String,
+        /// The capacity sweep's offered rates, events per second (events placed where
+        /// no agent is).
+        #[arg(
+            long,
+            value_delimiter = ',',
+            default_value = "100,200,500,1000,2000,5000,10000"
+        )]
+        capacity_rates: Vec<f64>,
+        /// Seconds of events per rate of the capacity sweep.
+        #[arg(long, default_value_t = 2.0)]
+        capacity_seconds: f64,
         /// Where the node and event files and each event's result line (results-MODE.jsonl) go.
         #[arg(long, default_value = "bench-fleet-scale")]
         out: std::path::PathBuf,
@@ -257,6 +268,8 @@ pub fn run(cmd: BenchCommand) -> anyhow::Result<ExitCode> {
             out,
             json,
         } => {
+            // Ctrl-C ends the run at its next step, its agents, broker and sites removed
+            vtnt_fleet::stop_on(crate::interrupt::catch()?);
             let report = vtnt_fleet::paper::run(
                 &vtnt_fleet::paper::PaperOptions {
                     runtimes,
@@ -281,9 +294,12 @@ pub fn run(cmd: BenchCommand) -> anyhow::Result<ExitCode> {
             seconds,
             lab,
             job,
+            capacity_rates,
+            capacity_seconds,
             out,
             json,
         } => {
+            vtnt_fleet::stop_on(crate::interrupt::catch()?);
             let report = vtnt_fleet::scale::run(
                 &vtnt_fleet::scale::ScaleOptions {
                     agents,
@@ -292,6 +308,8 @@ pub fn run(cmd: BenchCommand) -> anyhow::Result<ExitCode> {
                     lab,
                     job,
                     exe: std::env::current_exe()?,
+                    capacity_rates,
+                    capacity_seconds,
                 },
                 &out,
             )?;

@@ -761,7 +761,18 @@ fn the_scale_benchmark_runs_at_a_small_n() {
         "fleet-scale",
         &lab,
         &out,
-        &["--agents", "5", "--rate", "5", "--seconds", "2"],
+        &[
+            "--agents",
+            "5",
+            "--rate",
+            "5",
+            "--seconds",
+            "2",
+            "--capacity-rates",
+            "50,100",
+            "--capacity-seconds",
+            "0.5",
+        ],
     );
     let _ = std::fs::remove_dir_all(&out);
     let modes = v["report"]["modes"].as_array().expect("modes");
@@ -781,9 +792,88 @@ fn the_scale_benchmark_runs_at_a_small_n() {
     );
     assert_eq!(discard["decision_ms"]["n"], 10);
     let bare = &v["report"]["bare_request_ms"];
-    assert_eq!(bare["n"], 1000, "the peer: {bare}");
+    assert_eq!(bare["n"], 10, "the peer, one per event: {bare}");
     assert!(bare["p50"].as_f64().unwrap() > 0.0, "{bare}");
+    // the capacity sweep: every event placed where no agent is, in both modes
+    let sweep = v["report"]["capacity"].as_array().expect("capacity");
+    for p in sweep {
+        assert_eq!(p["failed"], 0, "{p}");
+        assert_eq!(p["placed"], p["events"], "{p}");
+    }
+    for mode in ["wait", "discard"] {
+        assert!(sweep.iter().any(|p| p["mode"] == mode), "{mode}: {sweep:?}");
+    }
     eprintln!("{}", serde_json::to_string_pretty(&v["report"]).unwrap());
+}
+
+/// Ctrl-C in a fleet benchmark: it stops at its next step, removes what it made (its
+/// agents, its broker and their state) and exits non-zero; nothing keeps running.
+#[test]
+fn an_interrupted_benchmark_removes_its_agents_and_broker() {
+    if !ready(vtnt_testkit::test_name!(), true) {
+        return;
+    }
+    let lab = lab("int");
+    let out = std::env::temp_dir().join(format!("vtnt-int-{}", std::process::id()));
+    let mut child = Command::new(VTNT)
+        .args(["bench", "fleet-scale", "--agents", "3", "--rate", "1"])
+        .args(["--seconds", "600", "--lab", &lab.name, "--out"])
+        .arg(&out)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("vtnt bench fleet-scale");
+    let name = format!("scale{}", child.id());
+    let state = PathBuf::from("/run/vtnt/fleet").join(&name);
+    let agents_of = |name: &str| -> usize {
+        std::fs::read_dir("/proc")
+            .unwrap()
+            .filter_map(|e| std::fs::read(e.ok()?.path().join("cmdline")).ok())
+            .filter(|c| {
+                let c = String::from_utf8_lossy(c);
+                c.contains("agent") && c.contains(&format!("\0{name}\0"))
+            })
+            .count()
+    };
+    // interrupted while it measures, its agents up
+    let until = Instant::now() + Duration::from_secs(120);
+    while agents_of(&name) < 3 {
+        assert!(Instant::now() < until, "its agents never started");
+        assert!(matches!(child.try_wait(), Ok(None)), "the benchmark ended");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::sleep(Duration::from_secs(5));
+    assert!(state.exists(), "{}", state.display());
+    assert_eq!(agents_of(&name), 3, "its agents run");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let until = Instant::now() + Duration::from_secs(60);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(Instant::now() < until, "still running 60 s after SIGINT");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    assert!(!status.success(), "{err}");
+    assert!(err.contains("interrupted"), "{err}");
+    assert!(
+        !state.exists(),
+        "its broker's state is left: {}",
+        state.display()
+    );
+    assert_eq!(agents_of(&name), 0, "its agents are left");
+    let _ = std::fs::remove_dir_all(&out);
 }
 
 /// `vtnt bench BENCH ARGS --lab LAB --json --out OUT`, which must succeed: its JSON.

@@ -4,8 +4,8 @@
 //!
 //! - discard mode: it listens on `vtnt.deploy.<location>` and `vtnt.deploy.any` in the
 //!   queue group `vtnt-agents` while a slot is free, and stops listening when the last
-//!   one is taken (before it answers, so the server knows it is full), so a request with
-//!   no free agent gets "no responders" at once;
+//!   one is taken (right after its answer), so a request with no free agent gets "no
+//!   responders" at once;
 //! - wait mode: while a slot is free it pulls one message at a time from its location's
 //!   work queue and from `any`'s (a long poll on each; should both deliver at once with
 //!   one slot free, the second is given back with a NAK), reports progress while the job
@@ -59,6 +59,9 @@ pub struct AgentOptions {
 
 /// Heartbeats a node may miss before it is shown down.
 pub const MISSED_HEARTBEATS: u32 = 3;
+/// How long a discard-mode answer may take to leave, and a group to be left (a broker
+/// that is away holds nothing up longer).
+const ANSWER_FLUSH: Duration = Duration::from_millis(100);
 /// How long a wait-mode pull waits at the server for a job before the agent asks again
 /// (and looks whether it is draining).
 const PULL_EXPIRES: Duration = Duration::from_millis(250);
@@ -226,29 +229,36 @@ async fn agent(o: AgentOptions) -> anyhow::Result<()> {
                 };
                 let req = request(&m.subject, &m.payload);
                 let permit = ctx.slots.clone().try_acquire_owned().ok();
-                if ctx.slots.available_permits() == 0 {
-                    // Full: leave the group before answering, so the next request with
-                    // no other free agent gets "no responders". The UNSUB goes out on
-                    // this connection before the answer does, so the server has taken
-                    // it before the controller can ask again; no flush to wait for
-                    // (one would also stall this loop while the broker is away).
-                    deploy = None;
-                }
                 let answer = DeployReply {
                     accepted: req.is_ok() && permit.is_some(),
                     job: req.as_ref().map_or(String::new(), |r| r.id.clone()),
                     node: ctx.o.node.clone(),
+                    busy: req.is_ok() && permit.is_none(),
                     reason: match (&req, &permit) {
                         (Ok(_), Some(_)) => None,
                         (Ok(_), None) => Some("no free slot".into()),
                         (Err(e), _) => Some(e.clone()),
                     },
                 };
-                // the answer goes out before the job starts competing for the CPU: the
-                // controller's decision is this round trip
+                // the answer goes out first: the controller's decision is this round trip
                 client
                     .publish(reply, serde_json::to_vec(&answer)?.into())
                     .await?;
+                let full = ctx.slots.available_permits() == 0;
+                if full || answer.accepted {
+                    // On the wire before the group changes and before the job starts:
+                    // the server held an answer read together with an UNSUB until it had
+                    // changed the queue group (half a millisecond), and a job started at
+                    // once ran before the answer left. Bounded: a broker that is away
+                    // holds nothing up.
+                    let _ = tokio::time::timeout(ANSWER_FLUSH, client.flush()).await;
+                }
+                if full {
+                    // so that a request with no other free agent gets "no responders"
+                    if let Some(subs) = deploy.take() {
+                        leave(&client, subs, &ctx.o.node).await;
+                    }
+                }
                 if let (Ok(req), Some(permit)) = (req, permit) {
                     tokio::spawn(job(ctx.clone(), permit, req, None));
                 }
@@ -277,6 +287,30 @@ async fn agent(o: AgentOptions) -> anyhow::Result<()> {
     client.flush().await?;
     ctx.log("event=stopped");
     Ok(())
+}
+
+/// Leaves the discard queue group (its last slot taken); a request the server routed
+/// here before it took the UNSUB is answered `busy`, and the controller asks again.
+async fn leave(client: &async_nats::Client, subs: SelectAll<async_nats::Subscriber>, node: &str) {
+    for mut sub in subs {
+        let _ = sub.unsubscribe().await;
+        // the subscription's messages end once the client has taken the UNSUB
+        while let Ok(Some(m)) = tokio::time::timeout(ANSWER_FLUSH, sub.next()).await {
+            let (Some(reply), Ok(req)) = (m.reply, request(&m.subject, &m.payload)) else {
+                continue;
+            };
+            let busy = DeployReply {
+                accepted: false,
+                job: req.id,
+                node: node.to_string(),
+                busy: true,
+                reason: Some("no free slot".into()),
+            };
+            if let Ok(v) = serde_json::to_vec(&busy) {
+                let _ = client.publish(reply, v.into()).await;
+            }
+        }
+    }
 }
 
 async fn next_request(

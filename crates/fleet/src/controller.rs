@@ -20,6 +20,8 @@ use crate::{Connect, Fleet, ANY};
 
 /// How long a discard-mode request waits for an agent that is listening to answer.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
+/// How many times a discard-mode job is asked for while agents answer that they are busy.
+const DISCARD_ASKS: u32 = 3;
 
 /// What `vtnt fleet submit` places.
 #[derive(Debug, Clone)]
@@ -111,23 +113,33 @@ pub async fn place(
             Outcome::Queued
         }
         Mode::Discard => {
-            let asked = client.request(crate::deploy_subject(&o.tenant, &o.location), payload);
-            match tokio::time::timeout(REQUEST_TIMEOUT, asked).await {
-                Err(_) => anyhow::bail!("no agent answered within {REQUEST_TIMEOUT:?}"),
-                Ok(Err(e)) if e.kind() == async_nats::RequestErrorKind::NoResponders => {
-                    Outcome::Discarded {
-                        reason: "no free slot".into(),
+            let subject = crate::deploy_subject(&o.tenant, &o.location);
+            let mut asked = 0;
+            loop {
+                asked += 1;
+                let answer = client.request(subject.clone(), payload.clone());
+                match tokio::time::timeout(REQUEST_TIMEOUT, answer).await {
+                    Err(_) => anyhow::bail!("no agent answered within {REQUEST_TIMEOUT:?}"),
+                    Ok(Err(e)) if e.kind() == async_nats::RequestErrorKind::NoResponders => {
+                        break Outcome::Discarded {
+                            reason: "no free slot".into(),
+                        }
                     }
-                }
-                Ok(Err(e)) => return Err(e).context("asking the agents"),
-                Ok(Ok(m)) => {
-                    let r: DeployReply =
-                        serde_json::from_slice(&m.payload).context("the agent's reply")?;
-                    match (r.accepted, r.reason) {
-                        (true, _) => Outcome::Accepted { node: r.node },
-                        (false, reason) => Outcome::Discarded {
-                            reason: reason.unwrap_or_else(|| "refused".into()),
-                        },
+                    Ok(Err(e)) => return Err(e).context("asking the agents"),
+                    Ok(Ok(m)) => {
+                        let r: DeployReply =
+                            serde_json::from_slice(&m.payload).context("the agent's reply")?;
+                        match (r.accepted, r.busy, r.reason) {
+                            (true, _, _) => break Outcome::Accepted { node: r.node },
+                            // it filled its last slot as the request came, and has left
+                            // the group since: another may be free
+                            (false, true, _) if asked < DISCARD_ASKS => continue,
+                            (false, _, reason) => {
+                                break Outcome::Discarded {
+                                    reason: reason.unwrap_or_else(|| "refused".into()),
+                                }
+                            }
+                        }
                     }
                 }
             }

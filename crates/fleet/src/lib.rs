@@ -401,9 +401,35 @@ fn refused(what: String) {
     }
 }
 
-/// Runs `fut` on a fresh multi-threaded tokio runtime; a refusal by the server ends it
-/// with that refusal as the error.
+/// The flag a signal sets (the command line's SIGINT and SIGTERM), once given.
+static STOP: std::sync::OnceLock<&'static std::sync::atomic::AtomicBool> =
+    std::sync::OnceLock::new();
+
+/// From now on, `flag` set ends the command [`block_on`] runs (with an error, so what the
+/// caller set up is dropped and removed): the benchmarks' teardown on Ctrl-C.
+pub fn stop_on(flag: &'static std::sync::atomic::AtomicBool) {
+    let _ = STOP.set(flag);
+}
+
+/// Whether the flag given to [`stop_on`] is set.
+pub fn interrupted() -> bool {
+    STOP.get()
+        .is_some_and(|f| f.load(std::sync::atomic::Ordering::SeqCst))
+}
+
+/// Runs `fut` on a fresh single-threaded tokio runtime (no hand-over between threads on
+/// a placement's path; jobs run on blocking threads); a refusal by the server ends it
+/// with that refusal as the error, and so does the flag of [`stop_on`].
 pub fn block_on<T>(fut: impl std::future::Future<Output = anyhow::Result<T>>) -> anyhow::Result<T> {
+    let stop = async {
+        if STOP.get().is_none() {
+            std::future::pending::<()>().await;
+        }
+        let mut tick = tokio::time::interval(Duration::from_millis(100));
+        while !interrupted() {
+            tick.tick().await;
+        }
+    };
     let refusal = async {
         let notified = REFUSED.notified();
         if REFUSAL.get().is_none() {
@@ -411,8 +437,7 @@ pub fn block_on<T>(fut: impl std::future::Future<Output = anyhow::Result<T>>) ->
         }
         REFUSAL.get().cloned().unwrap_or_default()
     };
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+    tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .context("starting the tokio runtime")?
@@ -420,6 +445,7 @@ pub fn block_on<T>(fut: impl std::future::Future<Output = anyhow::Result<T>>) ->
             tokio::select! {
                 r = fut => r,
                 why = refusal => Err(anyhow::anyhow!(why)),
+                () = stop => Err(anyhow::anyhow!("interrupted")),
             }
         })
 }

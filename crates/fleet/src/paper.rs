@@ -232,7 +232,7 @@ pub fn run(o: &PaperOptions, dir: &Path) -> anyhow::Result<PaperReport> {
     for rep in 0..o.reps {
         for (k, &rt) in o.runtimes.iter().enumerate() {
             for &mode in &o.modes {
-                let word = mode_word(mode);
+                let word = mode.word();
                 eprintln!(
                     "vtnt bench fleet: rep {}/{}, {} {word}: {} events",
                     rep + 1,
@@ -267,6 +267,9 @@ pub fn run(o: &PaperOptions, dir: &Path) -> anyhow::Result<PaperReport> {
                     },
                 );
                 if let Err(e) = placed {
+                    if crate::interrupted() {
+                        return Err(e);
+                    }
                     figures[k]
                         .errors
                         .push(format!("rep {} {word}: {e:#}", rep + 1));
@@ -305,13 +308,6 @@ pub fn run(o: &PaperOptions, dir: &Path) -> anyhow::Result<PaperReport> {
     };
     plots(&report, dir)?;
     Ok(report)
-}
-
-fn mode_word(mode: Mode) -> &'static str {
-    match mode {
-        Mode::Wait => "wait",
-        Mode::Discard => "discard",
-    }
 }
 
 /// Fig. 10's figures from the wait-mode replays (one list per repetition).

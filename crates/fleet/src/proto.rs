@@ -29,7 +29,11 @@ pub struct DeployReply {
     pub accepted: bool,
     pub job: String,
     pub node: String,
-    /// Why not, when not accepted (the agent filled its last slot meanwhile).
+    /// Not accepted for want of a free slot only (the agent filled its last one as the
+    /// request came): another agent may take it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub busy: bool,
+    /// Why not, when not accepted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
 }
@@ -159,6 +163,16 @@ pub enum Mode {
     Wait,
     /// Drop it (core request, "no responders").
     Discard,
+}
+
+impl Mode {
+    /// Its word, as the command line and event files spell it.
+    pub fn word(self) -> &'static str {
+        match self {
+            Mode::Wait => "wait",
+            Mode::Discard => "discard",
+        }
+    }
 }
 
 impl std::str::FromStr for Mode {

@@ -254,19 +254,15 @@ pub fn replay(
             &events,
             events_file,
         )?;
-        let t0 = tokio::time::Instant::now();
-        let placed = futures::future::join_all(events.iter().zip(lines).map(|(e, line)| {
-            let (client, fleet) = (&client, &fleet);
-            async move {
-                let due = t0 + e.at;
-                tokio::time::sleep_until(due).await;
-                let late = tokio::time::Instant::now().saturating_duration_since(due);
-                let ev = controller::place(client, fleet, &e.submit, line)
-                    .await
-                    .with_context(|| format!("{}:{}", events_file.display(), e.line))?;
-                anyhow::Ok((late, ev))
-            }
-        }))
+        let t0 = Instant::now();
+        let placed = place_all(
+            &client,
+            &fleet,
+            events
+                .iter()
+                .zip(lines)
+                .map(|(e, line)| (e.at, &e.submit, line)),
+        )
         .await;
         let mut stats = ReplayStats {
             events: events.len(),
@@ -274,7 +270,8 @@ pub fn replay(
         };
         let mut replayed = Vec::new();
         for (e, r) in events.iter().zip(placed) {
-            let (late, event) = r?;
+            let (late, event) =
+                r.with_context(|| format!("{}:{}", events_file.display(), e.line))?;
             match &event.outcome {
                 Outcome::Queued => stats.queued += 1,
                 Outcome::Accepted { .. } => stats.accepted += 1,
@@ -305,6 +302,24 @@ pub fn replay(
         }
         Ok(stats)
     })
+}
+
+/// Places every event (its time from now, its options, its checked job line) at its time,
+/// concurrently, over one connection: a slow answer delays no other event. Each result is
+/// how late the event was placed against its time, and the placement.
+pub async fn place_all<'a>(
+    client: &async_nats::Client,
+    fleet: &crate::Fleet,
+    events: impl IntoIterator<Item = (Duration, &'a SubmitOptions, String)>,
+) -> Vec<anyhow::Result<(Duration, Event)>> {
+    let t0 = tokio::time::Instant::now();
+    futures::future::join_all(events.into_iter().map(|(at, submit, line)| async move {
+        let due = t0 + at;
+        tokio::time::sleep_until(due).await;
+        let late = tokio::time::Instant::now().saturating_duration_since(due);
+        Ok((late, controller::place(client, fleet, submit, line).await?))
+    }))
+    .await
 }
 
 /// The summaries of `jobs` (of `tenant`), read from the results stream until all are in

@@ -6,8 +6,15 @@
 //! ([`crate::replay`]). Figures per mode: event to job start on an agent (the summary's
 //! queue time: controller and agents share this host's clock), the placement decision,
 //! how late events were placed against their times, and the events per second placed.
-//! The peer, measured in the same run: a bare NATS request and reply through the same
-//! broker between two connections of this process, the floor any placement pays.
+//! The peer, measured in the same run at the events' pace: a bare NATS request and reply
+//! through the same broker between two connections of this process, the floor any
+//! placement pays.
+//!
+//! Then the controller's own limit, a sweep of offered rates ([`capacity`]): events placed
+//! where no agent is (wait mode: queued to a location none serves; discard mode: asked
+//! where none listens, each decided by "no responders"), so no job competes for the CPU;
+//! a rate is sustained when every event is placed and placements run at most
+//! [`SUSTAINED_LATE_P99_MS`] late at p99.
 
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
@@ -18,6 +25,9 @@ use anyhow::Context;
 use futures::StreamExt;
 use serde::Serialize;
 
+use vtnt_runtimes::Runtime;
+
+use crate::controller::{self, SubmitOptions};
 use crate::local::LocalFleet;
 use crate::proto::Mode;
 use crate::replay::{self, ReplayOptions, Replayed};
@@ -43,7 +53,17 @@ pub struct ScaleOptions {
     pub job: String,
     /// The `vtnt` executable the agents run.
     pub exe: PathBuf,
+    /// The capacity sweep's offered rates, events per second (none: no sweep).
+    pub capacity_rates: Vec<f64>,
+    /// Seconds of events per rate of the sweep.
+    pub capacity_seconds: f64,
 }
+
+/// A rate is sustained when placements run at most this late at p99 (issue 17's p99
+/// budget for event to start).
+pub const SUSTAINED_LATE_P99_MS: f64 = 10.0;
+/// The location no agent serves, where the capacity sweep places its events.
+const NOWHERE: &str = "capacity-sweep";
 
 /// Quantiles of a sample.
 #[derive(Debug, Clone, Default, Serialize)]
@@ -103,8 +123,41 @@ pub struct ScaleReport {
     pub modes: Vec<ModeFigures>,
     /// The peer: a bare request and reply through the broker, ms.
     pub bare_request_ms: Quantiles,
+    /// The capacity sweep, per mode and offered rate.
+    pub capacity: Vec<CapacityPoint>,
     /// Seconds for the whole run, agents' start-up included.
     pub duration_s: f64,
+}
+
+/// One offered rate of the capacity sweep.
+#[derive(Debug, Clone, Serialize)]
+pub struct CapacityPoint {
+    pub mode: Mode,
+    /// Events per second offered.
+    pub offered_per_s: f64,
+    pub events: usize,
+    /// Queued (wait) or decided (discard: "no responders").
+    pub placed: usize,
+    /// Placements that failed (the error of the first).
+    pub failed: usize,
+    pub first_error: Option<String>,
+    /// Events placed per second, from the first event's time to the last placement.
+    pub achieved_per_s: f64,
+    pub decision_ms: Quantiles,
+    pub late_ms: Quantiles,
+    /// Every event placed, at most [`SUSTAINED_LATE_P99_MS`] late at p99.
+    pub sustained: bool,
+}
+
+impl ScaleReport {
+    /// The highest offered rate sustained in `mode` (0: none).
+    pub fn sustained(&self, mode: Mode) -> f64 {
+        self.capacity
+            .iter()
+            .filter(|p| p.mode == mode && p.sustained)
+            .map(|p| p.offered_per_s)
+            .fold(0.0, f64::max)
+    }
 }
 
 impl ScaleReport {
@@ -117,10 +170,7 @@ impl ScaleReport {
         for m in &self.modes {
             s.push_str(&format!(
                 "| {} | {} | {} | {} | {} | {:.2} / {:.2} / {:.2} | {:.3} / {:.3} | {:.2} / {:.2} | {:.1} |\n",
-                match m.mode {
-                    Mode::Wait => "wait",
-                    Mode::Discard => "discard",
-                },
+                m.mode.word(),
                 m.events,
                 m.placed,
                 m.discarded,
@@ -137,36 +187,130 @@ impl ScaleReport {
         }
         let b = &self.bare_request_ms;
         s.push_str(&format!(
-            "\nPeer in the same run: a bare NATS request and reply through the same broker, p50 {:.3} / p99 {:.3} ms ({} of them).",
+            "\nPeer in the same run: a bare NATS request and reply through the same broker at the events' pace, p50 {:.3} / p99 {:.3} ms ({} of them).",
             b.p50, b.p99, b.n
         ));
         for m in &self.modes {
             if b.p50 > 0.0 {
                 s.push_str(&format!(
-                    " {}: decision p50 {:.1}x it, event to start p50 {:.1}x it.",
-                    match m.mode {
-                        Mode::Wait => "Wait",
-                        Mode::Discard => "Discard",
-                    },
+                    " In {} mode: decision p50 {:.1}x it, event to start p50 {:.1}x it.",
+                    m.mode.word(),
                     m.decision_ms.p50 / b.p50,
                     m.start_ms.p50 / b.p50
                 ));
             }
         }
         s.push('\n');
+        if !self.capacity.is_empty() {
+            s.push_str(&format!(
+                "\nCapacity sweep (events placed where no agent is; sustained: all placed, late p99 <= {SUSTAINED_LATE_P99_MS} ms):\n\n| mode | offered/s | events | placed | failed | achieved/s | decision p50 / p99 ms | late p50 / p99 ms | sustained |\n|---|---:|---:|---:|---:|---:|---:|---:|---|\n"
+            ));
+            for p in &self.capacity {
+                s.push_str(&format!(
+                    "| {} | {} | {} | {} | {} | {:.0} | {:.3} / {:.3} | {:.2} / {:.2} | {} |\n",
+                    p.mode.word(),
+                    p.offered_per_s,
+                    p.events,
+                    p.placed,
+                    p.failed,
+                    p.achieved_per_s,
+                    p.decision_ms.p50,
+                    p.decision_ms.p99,
+                    p.late_ms.p50,
+                    p.late_ms.p99,
+                    if p.sustained { "yes" } else { "no" }
+                ));
+            }
+            s.push_str(&format!(
+                "\nSustained: {} events/s in wait mode, {} in discard mode.\n",
+                self.sustained(Mode::Wait),
+                self.sustained(Mode::Discard)
+            ));
+        }
         s
     }
 }
 
-/// How many bare round trips the peer measures.
-const BARE_REQUESTS: usize = 1000;
+/// The capacity sweep: per mode, each offered rate of `rates` for `seconds`, events of
+/// the job `words` placed where no agent is.
+async fn capacity(
+    connect: &Connect,
+    rates: &[f64],
+    seconds: f64,
+    words: &[String],
+) -> anyhow::Result<Vec<CapacityPoint>> {
+    let (client, fleet) = connect.fleet("vtnt bench fleet-scale (capacity)").await?;
+    let mut points = Vec::new();
+    for mode in [Mode::Wait, Mode::Discard] {
+        for &rate in rates {
+            let submit = SubmitOptions {
+                runtime: Runtime::Native,
+                location: NOWHERE.into(),
+                mode,
+                tenant: TENANT.into(),
+                words: words.to_vec(),
+            };
+            let line = controller::job_line(&submit)?;
+            let n = (rate * seconds).ceil() as usize;
+            let at = |k: usize| Duration::from_secs_f64(k as f64 / rate);
+            let placed = replay::place_all(
+                &client,
+                &fleet,
+                (0..n).map(|k| (at(k), &submit, line.clone())),
+            )
+            .await;
+            let (mut decision, mut late, mut last) = (Vec::new(), Vec::new(), 0.0f64);
+            let (mut failed, mut first_error) = (0, None);
+            for (k, p) in placed.into_iter().enumerate() {
+                match p {
+                    Ok((l, ev)) => {
+                        let d = Duration::from_micros(ev.decision_us);
+                        decision.push(d.as_secs_f64() * 1e3);
+                        late.push(l.as_secs_f64() * 1e3);
+                        last = last.max((at(k) + l + d).as_secs_f64());
+                    }
+                    Err(e) => {
+                        failed += 1;
+                        first_error.get_or_insert_with(|| format!("{e:#}"));
+                    }
+                }
+            }
+            let (decision_ms, late_ms) = (Quantiles::of(decision), Quantiles::of(late));
+            let point = CapacityPoint {
+                mode,
+                offered_per_s: rate,
+                events: n,
+                placed: decision_ms.n,
+                failed,
+                first_error,
+                achieved_per_s: if last > 0.0 {
+                    decision_ms.n as f64 / last
+                } else {
+                    0.0
+                },
+                sustained: failed == 0 && late_ms.p99 <= SUSTAINED_LATE_P99_MS,
+                decision_ms,
+                late_ms,
+            };
+            points.push(point);
+        }
+    }
+    Ok(points)
+}
 
-/// The peer: `n` bare requests, one after another, from the tenant's connection `asker`
-/// to a responder on an agent's, through the broker, on a subject no agent serves.
+/// The most bare round trips the peer measures, and the longest it takes.
+const BARE_REQUESTS: usize = 1000;
+const BARE_SECONDS: f64 = 10.0;
+
+/// The peer: `n` bare requests, one every `every` (the events' pace: a connection that
+/// has been idle answers slower than one kept busy), from the tenant's connection
+/// `asker` to a responder on an agent's, through the broker, on a subject no agent
+/// serves.
 async fn bare_round_trips(
     asker: &Connect,
     responder: &Connect,
     n: usize,
+    every: Duration,
 ) -> anyhow::Result<Quantiles> {
     let echo_subject = crate::deploy_subject(TENANT, "bench-echo");
     let asker = asker.client("vtnt bench fleet-scale (asker)").await?;
@@ -193,7 +337,9 @@ async fn bare_round_trips(
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     let mut ms = Vec::with_capacity(n);
+    let mut pace = tokio::time::interval(every);
     for _ in 0..n {
+        pace.tick().await;
         let t = Instant::now();
         asker
             .request(echo_subject.clone(), "x".into())
@@ -216,6 +362,14 @@ pub fn run(o: &ScaleOptions, dir: &Path) -> anyhow::Result<ScaleReport> {
         o.seconds > 0.0 && o.seconds <= 3600.0,
         "--seconds: above 0 and at most 3600"
     );
+    anyhow::ensure!(
+        o.capacity_rates.iter().all(|r| *r > 0.0 && *r <= 100_000.0),
+        "--capacity-rates: events per second, above 0 and at most 100000"
+    );
+    anyhow::ensure!(
+        o.capacity_seconds > 0.0 && o.capacity_seconds <= 60.0,
+        "--capacity-seconds: above 0 and at most 60"
+    );
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let t0 = Instant::now();
     let mut fleet = LocalFleet::up("scale", IpAddr::from([127, 0, 0, 1]), TENANT)?;
@@ -235,14 +389,16 @@ pub fn run(o: &ScaleOptions, dir: &Path) -> anyhow::Result<ScaleReport> {
     std::fs::write(&nodes_file, nodes)?;
     fleet.wait_up(o.agents, Duration::from_secs(30 + o.agents as u64 / 2))?;
     let agent = fleet.agent()?;
-    let bare_request_ms = crate::block_on(bare_round_trips(&connect, &agent, BARE_REQUESTS))?;
     let n = (o.rate * o.seconds).ceil() as usize;
+    let bare_request_ms = crate::block_on(bare_round_trips(
+        &connect,
+        &agent,
+        ((o.rate * o.seconds.min(BARE_SECONDS)).ceil() as usize).min(BARE_REQUESTS),
+        Duration::from_secs_f64(1.0 / o.rate),
+    ))?;
     let mut modes = Vec::new();
     for mode in [Mode::Wait, Mode::Discard] {
-        let word = match mode {
-            Mode::Wait => "wait",
-            Mode::Discard => "discard",
-        };
+        let word = mode.word();
         let events: String = (0..n)
             .map(|k| format!("{:.6} any native {word} {}\n", k as f64 / o.rate, o.job))
             .collect();
@@ -298,6 +454,13 @@ pub fn run(o: &ScaleOptions, dir: &Path) -> anyhow::Result<ScaleReport> {
             },
         });
     }
+    let words: Vec<String> = o.job.split_whitespace().map(String::from).collect();
+    let capacity = crate::block_on(capacity(
+        &connect,
+        &o.capacity_rates,
+        o.capacity_seconds,
+        &words,
+    ))?;
     drop(fleet);
     Ok(ScaleReport {
         agents: o.agents,
@@ -306,6 +469,7 @@ pub fn run(o: &ScaleOptions, dir: &Path) -> anyhow::Result<ScaleReport> {
         job: o.job.clone(),
         modes,
         bare_request_ms,
+        capacity,
         duration_s: t0.elapsed().as_secs_f64(),
     })
 }

@@ -12,6 +12,7 @@
 //! its handshake, slow start and window limits are those of the path. The download
 //! bandwidth is `tbf` on the host's end (frames toward the site), which this kernel has.
 
+use std::fs::File;
 use std::net::{Ipv4Addr, Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -19,6 +20,7 @@ use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
+use nix::fcntl::{Flock, FlockArg};
 use vtnt_netns::NetNs;
 
 /// The largest frame a packet socket hands over with GSO: 64 KiB of payload, headers.
@@ -34,6 +36,36 @@ pub struct Site {
     links: [String; 2],
     stop: Arc<AtomicBool>,
     threads: Vec<std::thread::JoinHandle<()>>,
+    /// The site number's lock: its addresses are fixed, one holder per host.
+    _held: Flock<File>,
+}
+
+/// Where the sites' locks are.
+const LOCKS: &str = "/run/vtnt/sites";
+
+/// Holds site number `i` for this process, or says who has it.
+fn hold(i: u8) -> anyhow::Result<Flock<File>> {
+    std::fs::create_dir_all(LOCKS).with_context(|| format!("creating {LOCKS}"))?;
+    let path = Path::new(LOCKS).join(format!("site-{i}.lock"));
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .read(true)
+        .write(true)
+        .open(&path)
+        .with_context(|| format!("opening {}", path.display()))?;
+    let mut held = Flock::lock(file, FlockArg::LockExclusiveNonblock).map_err(|(f, _)| {
+        let holder = std::fs::read_to_string(&path).unwrap_or_default();
+        drop(f);
+        anyhow::anyhow!(
+            "site {i} (198.18.{i}.0/30) is in use by process {} on this host: one \
+             `vtnt bench fleet` at a time",
+            holder.trim()
+        )
+    })?;
+    held.set_len(0)?;
+    std::io::Write::write_all(&mut *held, std::process::id().to_string().as_bytes())?;
+    Ok(held)
 }
 
 impl Site {
@@ -41,6 +73,7 @@ impl Site {
     /// `download_bps` toward the site.
     pub fn up(i: u8, name: &str, rtt: Duration, download_bps: u64) -> anyhow::Result<Site> {
         anyhow::ensure!(i < 64, "at most 64 sites");
+        let held = hold(i)?;
         let netns = NetNs::create(name)?;
         let pid = std::process::id();
         let [h, a, b, n] = ["h", "a", "b", "n"].map(|r| format!("f{r}{pid}{i}"));
@@ -54,6 +87,7 @@ impl Site {
             links: [h.clone(), b.clone()],
             stop: Arc::new(AtomicBool::new(false)),
             threads: Vec::new(),
+            _held: held,
         };
         ip(&["link", "add", &h, "type", "veth", "peer", "name", &a])?;
         ip(&[
@@ -344,5 +378,15 @@ mod tests {
         assert!(took >= Duration::from_millis(330), "{took:?}");
         assert!(took < Duration::from_secs(5), "{took:?}");
         eprintln!("handshakes {handshakes:?}; 4 MiB in {took:?}");
+        // its addresses are fixed: a second holder is refused, naming this process
+        let err = Site::up(63, "vtntsitetwice", Duration::from_millis(1), 1_000_000)
+            .err()
+            .expect("site 63 twice");
+        assert!(
+            err.to_string()
+                .contains(&format!("in use by process {}", std::process::id())),
+            "{err}"
+        );
+        assert!(!std::path::Path::new("/run/netns/vtntsitetwice").exists());
     }
 }
