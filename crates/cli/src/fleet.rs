@@ -99,6 +99,10 @@ pub enum FleetCommand {
         /// The CA that signed --tls-cert, given to this host's commands.
         #[arg(long, value_name = "FILE", requires = "tls_cert")]
         tls_ca: Option<PathBuf>,
+        /// Mutual TLS: every client (agents, tenants, this host's commands) must also
+        /// present a certificate signed by --tls-ca (`--tls-cert`/`--tls-key`).
+        #[arg(long, requires = "tls_ca")]
+        tls_verify: bool,
     },
     /// Stop it and remove its state.
     Down {
@@ -259,6 +263,7 @@ pub fn run(cmd: FleetCommand) -> anyhow::Result<ExitCode> {
             tls_cert,
             tls_key,
             tls_ca,
+            tls_verify,
         } => {
             if !listen.is_loopback() && tls_cert.is_none() {
                 eprintln!("vtnt fleet: warning: listening on {listen} without TLS: keys authenticate, but jobs and results cross the network in clear");
@@ -268,6 +273,7 @@ pub fn run(cmd: FleetCommand) -> anyhow::Result<ExitCode> {
                 tenants,
                 tls: tls_cert.zip(tls_key),
                 tls_ca,
+                tls_verify,
                 ..broker::UpOptions::new(&name, port)
             })?;
             println!("{}", b.url);

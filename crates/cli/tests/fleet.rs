@@ -1466,6 +1466,120 @@ fn tls_with_the_users_ca() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    // mutual TLS: a client certificate the CA signed is let in, none is refused
+    openssl(
+        &[
+            &["req"][..],
+            &ec,
+            &[
+                "-keyout",
+                &f("cli.key"),
+                "-out",
+                &f("cli.csr"),
+                "-subj",
+                "/CN=vtnt client",
+            ],
+        ]
+        .concat(),
+    );
+    // an X.509 v3 certificate (an extension makes it one): rustls takes no v1
+    std::fs::write(dir.join("cli-ext"), "extendedKeyUsage=clientAuth\n").unwrap();
+    openssl(&[
+        "x509",
+        "-req",
+        "-extfile",
+        &f("cli-ext"),
+        "-in",
+        &f("cli.csr"),
+        "-CA",
+        &f("ca.pem"),
+        "-CAkey",
+        &f("ca.key"),
+        "-CAcreateserial",
+        "-out",
+        &f("cli.pem"),
+        "-days",
+        "1",
+    ]);
+    let mtls = Broker::up_with(
+        "mtls",
+        &[
+            "--tls-cert",
+            &f("srv.pem"),
+            "--tls-key",
+            &f("srv.key"),
+            "--tls-ca",
+            &f("ca.pem"),
+            "--tls-verify",
+        ],
+    );
+    let url = std::fs::read_to_string(format!("/run/vtnt/fleet/{}/url", mtls.name)).unwrap();
+    let key = mtls.key("tenant-default");
+    let status = |extra: &[&str]| {
+        let base = [
+            "fleet",
+            "status",
+            "--nats",
+            url.trim(),
+            "--nkey",
+            &key,
+            "--tls-ca",
+            &f("ca.pem"),
+        ];
+        vtnt(&[&base[..], extra].concat())
+    };
+    let out = status(&[]);
+    assert!(
+        !out.status.success(),
+        "connected with no client certificate"
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("connecting to the NATS server"), "{err}");
+    let out = status(&["--tls-cert", &f("cli.pem"), "--tls-key", &f("cli.key")]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // a server certificate is not a client's: signed by the CA, it is let in too, but one
+    // signed by another CA is not
+    openssl(
+        &[
+            &["req", "-x509"][..],
+            &ec,
+            &[
+                "-keyout",
+                &f("other.key"),
+                "-out",
+                &f("other.pem"),
+                "-days",
+                "1",
+                "-subj",
+                "/CN=another CA",
+            ],
+        ]
+        .concat(),
+    );
+    let out = status(&["--tls-cert", &f("other.pem"), "--tls-key", &f("other.key")]);
+    assert!(!out.status.success(), "a stranger's certificate let in");
+    // --tls-verify without the CA to verify with
+    let out = vtnt(&[
+        "fleet",
+        "up",
+        "--name",
+        "vtntmtlsbad",
+        "--tls-cert",
+        &f("srv.pem"),
+        "--tls-key",
+        &f("srv.key"),
+        "--tls-verify",
+    ]);
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("--tls-ca"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 

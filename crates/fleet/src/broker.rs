@@ -59,6 +59,8 @@ pub struct UpOptions {
     pub tls: Option<(PathBuf, PathBuf)>,
     /// The CA that signed the certificate, handed to local commands.
     pub tls_ca: Option<PathBuf>,
+    /// Clients must also present a certificate signed by `tls_ca` (mutual TLS).
+    pub tls_verify: bool,
 }
 
 impl UpOptions {
@@ -71,6 +73,7 @@ impl UpOptions {
             tenants: vec![DEFAULT_TENANT.to_string()],
             tls: None,
             tls_ca: None,
+            tls_verify: false,
         }
     }
 }
@@ -83,6 +86,10 @@ pub fn up(o: &UpOptions) -> anyhow::Result<Broker> {
     anyhow::ensure!(
         o.tls.is_some() || o.tls_ca.is_none(),
         "--tls-ca goes with --tls-cert and --tls-key"
+    );
+    anyhow::ensure!(
+        !o.tls_verify || o.tls_ca.is_some(),
+        "--tls-verify needs --tls-ca: the CA that signs the clients' certificates"
     );
     // what can be refused is, before anything is written
     for t in &o.tenants {
@@ -167,7 +174,8 @@ pub fn up(o: &UpOptions) -> anyhow::Result<Broker> {
 }
 
 /// nats-server's configuration (JSON is a subset of its format): JetStream, the users of
-/// [`crate::auth::users`], TLS if given (the CA copied for local commands).
+/// [`crate::auth::users`], TLS if given (the CA copied for local commands; with
+/// `tls_verify`, the server checks clients' certificates against it).
 fn config(o: &UpOptions, dir: &Path, store: &Path) -> anyhow::Result<serde_json::Value> {
     let mut c = serde_json::json!({
         "listen": SocketAddr::from((o.listen, o.port)).to_string(),
@@ -182,8 +190,13 @@ fn config(o: &UpOptions, dir: &Path, store: &Path) -> anyhow::Result<serde_json:
         });
     }
     if let Some(ca) = &o.tls_ca {
-        std::fs::copy(ca, dir.join(TLS_CA_FILE))
-            .with_context(|| format!("--tls-ca {}", ca.display()))?;
+        let copy = dir.join(TLS_CA_FILE);
+        std::fs::copy(ca, &copy).with_context(|| format!("--tls-ca {}", ca.display()))?;
+        if o.tls_verify {
+            // every client shows a certificate this CA signed, or is refused at handshake
+            c["tls"]["ca_file"] = serde_json::json!(copy);
+            c["tls"]["verify"] = serde_json::json!(true);
+        }
     }
     Ok(c)
 }

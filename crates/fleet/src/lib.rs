@@ -260,6 +260,15 @@ impl Connect {
         tokio::time::timeout(CONNECT_TIMEOUT + Duration::from_secs(1), connect)
             .await
             .map_err(|_| anyhow::anyhow!("no answer from {} within {CONNECT_TIMEOUT:?}", self.url))?
+            .map_err(|e| {
+                let e = anyhow::Error::from(e);
+                if format!("{e:#}").contains("could not add certificate or key") {
+                    // rustls's own words say no more
+                    e.context("--tls-cert and --tls-key: the certificate must be X.509 v3 and match the key")
+                } else {
+                    e
+                }
+            })
             .with_context(|| format!("connecting to the NATS server at {}", self.url))
     }
 }
