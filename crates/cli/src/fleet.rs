@@ -1,4 +1,4 @@
-//! `vtnt fleet up|down|submit|status|results|replay` and `vtnt agent`: options only; the broker,
+//! `vtnt fleet up|down|submit|status|results|replay|images` and `vtnt agent`: options only; the broker,
 //! the agent and the controller are `vtnt-fleet`'s (docs/fleet.md).
 
 use std::io::Write;
@@ -170,6 +170,30 @@ pub enum FleetCommand {
         #[arg(long, default_value_t = 600)]
         results_timeout: u64,
     },
+    /// The runtimes' images in the fleet's object store (bucket `vtnt-images`), which
+    /// agents started with `--images-from nats` fetch from. Uses the operator's key.
+    Images {
+        #[command(subcommand)]
+        what: ImagesCommand,
+    },
+}
+
+#[derive(clap::Subcommand)]
+pub enum ImagesCommand {
+    /// Build the images of --runtimes and store each under its file name (an object of
+    /// that name is replaced).
+    Put {
+        #[command(flatten)]
+        connect: ConnectArgs,
+        /// The runtimes whose images to store, comma-separated.
+        #[arg(long, value_delimiter = ',', required = true)]
+        runtimes: Vec<Runtime>,
+    },
+    /// The images stored: name, bytes, chunks.
+    List {
+        #[command(flatten)]
+        connect: ConnectArgs,
+    },
 }
 
 #[derive(clap::Args)]
@@ -207,7 +231,8 @@ pub struct AgentArgs {
     #[arg(long, default_value_t = vtnt_runtimes::DEFAULT_BANDWIDTH_MBPS)]
     bandwidth_mbps: u64,
     /// Fetch images from this image server (`http://HOST:PORT`, serving vtnt's images by
-    /// file name) instead of one of each job's own, so downloads cross the real path.
+    /// file name), or `nats`: from the fleet's object store (`vtnt fleet images put`),
+    /// instead of one server of each job's own, so downloads cross the real path.
     #[arg(long, value_name = "URL")]
     images_from: Option<String>,
     /// Print a systemd unit that runs this agent with these options, and exit:
@@ -315,6 +340,20 @@ pub fn run(cmd: FleetCommand) -> anyhow::Result<ExitCode> {
                     }
                     _ => println!("{}", ev.job),
                 }
+            }
+        }
+        FleetCommand::Images { what } => {
+            let stored = match what {
+                ImagesCommand::Put { connect, runtimes } => {
+                    vtnt_fleet::images::put(&connect.connect(Role::Operator)?, &runtimes)?
+                }
+                ImagesCommand::List { connect } => {
+                    vtnt_fleet::images::list(&connect.connect(Role::Operator)?)?
+                }
+            };
+            println!("NAME\tBYTES\tCHUNKS");
+            for i in stored {
+                println!("{}\t{}\t{}", i.name, i.bytes, i.chunks);
             }
         }
         FleetCommand::Status {

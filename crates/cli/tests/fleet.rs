@@ -1583,6 +1583,78 @@ fn tls_with_the_users_ca() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Images from the fleet's NATS object store: the operator puts them, an agent started
+/// with `--images-from nats` fetches its job's image from there; a tenant may not put
+/// images, and an agent asking for a store that is not there says so.
+#[test]
+fn an_agent_fetches_its_images_from_the_object_store() {
+    if !ready(vtnt_testkit::test_name!(), true) {
+        return;
+    }
+    let broker = Broker::up("obj");
+    let images = |what: &str, extra: &[&str]| {
+        let a = [
+            &["fleet", "images", what, "--fleet", &broker.name][..],
+            extra,
+        ]
+        .concat();
+        vtnt(&a)
+    };
+    // none stored yet: an agent that needs them refuses to start
+    let out = vtnt(&[
+        "agent",
+        "--fleet",
+        &broker.name,
+        "--node",
+        "o0",
+        "--location",
+        "fr",
+        "--images-from",
+        "nats",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(err.contains("vtnt fleet images put"), "{err}");
+    let tenant_key = broker.key("tenant-default");
+    let out = images("put", &["--runtimes", "native", "--nkey", &tenant_key]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "a tenant put an image");
+    assert!(err.contains("Permissions Violation"), "{err}");
+    let out = images("put", &["--runtimes", "native"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let listed = String::from_utf8_lossy(&images("list", &[]).stdout).to_string();
+    let row: Vec<&str> = listed
+        .lines()
+        .nth(1)
+        .expect("an image listed")
+        .split('\t')
+        .collect();
+    assert!(row[1].parse::<u64>().unwrap() > 1_000_000, "{listed}");
+    let lab = lab("obj");
+    let agent = Agent::start(
+        &broker,
+        "o1",
+        "fr",
+        &lab_net(&lab),
+        &["--images-from", "nats"],
+    );
+    let ev = broker.submit(&[], SHORT_JOB);
+    let (lines, summaries) = broker.results(1);
+    assert!(!lines.is_empty(), "{:?}", agent.log());
+    assert!(summaries[0]
+        .as_str()
+        .unwrap()
+        .contains(&format!("job {}", ev["job"].as_str().unwrap())));
+    assert!(
+        summaries[0].as_str().unwrap().contains("ok"),
+        "{summaries:?}"
+    );
+}
+
 /// `vtnt bench fleet` (Figs. 10 and 11) at a small N (CI's size; docs/benchmarks.md has
 /// the paper's): five sites with their round trips, both modes, two runtimes; every job
 /// finishes, every discard event is decided, a node's answer takes at least its site's

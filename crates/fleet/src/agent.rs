@@ -31,7 +31,7 @@ use tokio::signal::unix::{signal, SignalKind};
 use tokio::sync::{mpsc, Notify, OwnedSemaphorePermit, Semaphore};
 use vtnt_job::{JobSpec, Targets};
 use vtnt_runtimes::net::Network;
-use vtnt_runtimes::{RunOptions, Runtime};
+use vtnt_runtimes::{ImageSource, RunOptions, Runtime};
 
 use crate::proto::{DeployReply, JobRequest, JobStatus, JobSummary, NodeInfo, NodeState, Timings};
 use crate::{Connect, Fleet, ANY, DEPLOY_GROUP};
@@ -53,10 +53,13 @@ pub struct AgentOptions {
     pub timeout: Duration,
     /// Image server bandwidth, bit/s.
     pub bandwidth_bps: u64,
-    /// Fetch images from this image server (`http://HOST:PORT`) rather than one per job.
+    /// Fetch images from this image server (`http://HOST:PORT`), or from the fleet's
+    /// object store (`nats`: [`crate::images`]), rather than one server per job.
     pub images_from: Option<String>,
 }
 
+/// `--images-from` naming the fleet's object store.
+pub const IMAGES_FROM_NATS: &str = "nats";
 /// Heartbeats a node may miss before it is shown down.
 pub const MISSED_HEARTBEATS: u32 = 3;
 /// How long a discard-mode answer may take to leave, and a group to be left (a broker
@@ -82,6 +85,8 @@ struct Ctx {
     done: AtomicU64,
     failed: AtomicU64,
     clock_sync: String,
+    /// Where jobs fetch their images.
+    images: ImageSource,
     /// Told when a slot frees (the main loop re-joins the discard queue group).
     freed_tx: mpsc::UnboundedSender<()>,
 }
@@ -158,6 +163,20 @@ async fn agent(o: AgentOptions) -> anyhow::Result<()> {
     if o.location != ANY {
         queues.push(fleet.wq_consumer(&jobs, ANY).await?);
     }
+    let images = match o.images_from.as_deref() {
+        None => ImageSource::Own,
+        Some(IMAGES_FROM_NATS) => ImageSource::Fetch(crate::images::fetcher(
+            crate::images::open(&fleet).await?,
+            tokio::runtime::Handle::current(),
+        )),
+        Some(url) => {
+            anyhow::ensure!(
+                url.starts_with("http://"),
+                "--images-from `{url}`: an image server's http://HOST:PORT, or `{IMAGES_FROM_NATS}` (the fleet's object store)"
+            );
+            ImageSource::Server(url.trim_end_matches('/').to_string())
+        }
+    };
     let (freed_tx, mut freed_rx) = mpsc::unbounded_channel();
     let ctx = Arc::new(Ctx {
         slots: Arc::new(Semaphore::new(o.slots)),
@@ -165,6 +184,7 @@ async fn agent(o: AgentOptions) -> anyhow::Result<()> {
         done: AtomicU64::new(0),
         failed: AtomicU64::new(0),
         clock_sync: clock_sync().await,
+        images,
         freed_tx,
         nats: client.clone(),
         fleet,
@@ -430,7 +450,7 @@ async fn job(
     let opts = RunOptions {
         net: ctx.o.net.clone(),
         bandwidth_bps: ctx.o.bandwidth_bps,
-        images_from: ctx.o.images_from.clone(),
+        images: ctx.images.clone(),
         timeout: ctx.o.timeout,
         ..Default::default()
     };

@@ -1,6 +1,7 @@
-//! Who may do what on a fleet's broker. Two kinds of users, each with its own nkey:
-//! agents (one key, `agent`, for every node) and tenants (`tenant-<name>`). The
-//! permissions `vtnt fleet up` writes into nats-server's configuration are allow-lists:
+//! Who may do what on a fleet's broker. Three kinds of users, each with its own nkey:
+//! agents (one key, `agent`, for every node), tenants (`tenant-<name>`) and the
+//! operator (`operator`, who puts the images). The permissions `vtnt fleet up` writes
+//! into nats-server's configuration are allow-lists:
 //!
 //! - a tenant publishes jobs only under its own name (`vtnt.wq.<tenant>.*`,
 //!   `vtnt.deploy.<tenant>.*`), so an agent can take the tenant from the subject; it reads
@@ -9,7 +10,8 @@
 //!   only on its own inbox prefix (`_INBOX_T.<tenant>`), so no other tenant's replies or
 //!   deliveries reach it;
 //! - agents take jobs (the work-queue consumers, the discard subjects), answer requests,
-//!   heartbeat, and store results for any tenant; they cannot read results back.
+//!   heartbeat, and store results for any tenant; they cannot read results back. They
+//!   read the images' object store (`vtnt-images`), which only the operator writes.
 //!
 //! One NATS account holds everything: discard needs the server's "no responders" answer,
 //! which nats-server 2.9 does not give across an account's service import (measured: the
@@ -27,6 +29,22 @@ use serde_json::{json, Value};
 pub enum Role {
     Agent,
     Tenant(String),
+    Operator,
+}
+
+/// What reading the images' object store takes: its stream's info, its messages (the
+/// objects' metadata), and an ordered consumer of an object's chunks.
+fn read_images() -> Vec<String> {
+    let s = format!("OBJ_{}", crate::IMAGES_BUCKET);
+    vec![
+        format!("$JS.API.STREAM.INFO.{s}"),
+        format!("$JS.API.STREAM.MSG.GET.{s}"),
+        format!("$JS.API.DIRECT.GET.{s}.>"),
+        format!("$JS.API.CONSUMER.CREATE.{s}"),
+        format!("$JS.API.CONSUMER.CREATE.{s}.>"),
+        format!("$JS.API.CONSUMER.DELETE.{s}.>"),
+        format!("$JS.FC.{s}.>"),
+    ]
 }
 
 impl Role {
@@ -35,6 +53,7 @@ impl Role {
         match self {
             Role::Agent => "agent".into(),
             Role::Tenant(t) => format!("tenant-{t}"),
+            Role::Operator => "operator".into(),
         }
     }
 
@@ -43,6 +62,7 @@ impl Role {
         match self {
             Role::Agent => "_INBOX_AGENT".into(),
             Role::Tenant(t) => format!("_INBOX_T.{t}"),
+            Role::Operator => "_INBOX_OPERATOR".into(),
         }
     }
 
@@ -52,19 +72,24 @@ impl Role {
             Role::Agent => {
                 let jobs = crate::JOBS_STREAM;
                 let nodes = crate::NODES_STREAM;
+                let mut allow: Vec<String> = [
+                    "vtnt.results.>".to_string(),
+                    "vtnt.nodes.*".into(),
+                    "$JS.API.INFO".into(),
+                    format!("$JS.API.STREAM.INFO.{jobs}"),
+                    format!("$JS.API.STREAM.CREATE.{jobs}"),
+                    format!("$JS.API.STREAM.INFO.{nodes}"),
+                    format!("$JS.API.STREAM.CREATE.{nodes}"),
+                    format!("$JS.API.CONSUMER.CREATE.{jobs}.>"),
+                    format!("$JS.API.CONSUMER.DURABLE.CREATE.{jobs}.>"),
+                    format!("$JS.API.CONSUMER.INFO.{jobs}.>"),
+                    format!("$JS.API.CONSUMER.MSG.NEXT.{jobs}.>"),
+                    format!("$JS.ACK.{jobs}.>"),
+                ]
+                .into();
+                allow.extend(read_images());
                 json!({
-                    "publish": {"allow": [
-                        "vtnt.results.>", "vtnt.nodes.*", "$JS.API.INFO",
-                        format!("$JS.API.STREAM.INFO.{jobs}"),
-                        format!("$JS.API.STREAM.CREATE.{jobs}"),
-                        format!("$JS.API.STREAM.INFO.{nodes}"),
-                        format!("$JS.API.STREAM.CREATE.{nodes}"),
-                        format!("$JS.API.CONSUMER.CREATE.{jobs}.>"),
-                        format!("$JS.API.CONSUMER.DURABLE.CREATE.{jobs}.>"),
-                        format!("$JS.API.CONSUMER.INFO.{jobs}.>"),
-                        format!("$JS.API.CONSUMER.MSG.NEXT.{jobs}.>"),
-                        format!("$JS.ACK.{jobs}.>"),
-                    ]},
+                    "publish": {"allow": allow},
                     "subscribe": {"allow": ["vtnt.deploy.*.*", format!("{}.>", self.inbox_prefix())]},
                     "allow_responses": true,
                 })
@@ -92,6 +117,21 @@ impl Role {
                     "subscribe": {"allow": [format!("{}.>", self.inbox_prefix())]},
                 })
             }
+            Role::Operator => {
+                let b = crate::IMAGES_BUCKET;
+                let s = format!("OBJ_{b}");
+                let mut allow = read_images();
+                allow.extend([
+                    "$JS.API.INFO".to_string(),
+                    format!("$JS.API.STREAM.CREATE.{s}"),
+                    format!("$JS.API.STREAM.PURGE.{s}"),
+                    format!("$O.{b}.>"),
+                ]);
+                json!({
+                    "publish": {"allow": allow},
+                    "subscribe": {"allow": [format!("{}.>", self.inbox_prefix())]},
+                })
+            }
         }
     }
 }
@@ -103,11 +143,13 @@ pub fn key_file(fleet_dir: &Path, role: &Role) -> PathBuf {
         .join(format!("{}.nk", role.key_name()))
 }
 
-/// The users of nats-server's configuration for the agents and `tenants`: each user's
+/// The users of nats-server's configuration for the agents, the operator and `tenants`: each user's
 /// public key and permissions. A role's key is made (a seed in a file only root reads)
 /// unless it exists, so a broker started again keeps its users' keys.
 pub fn users(fleet_dir: &Path, tenants: &[String]) -> anyhow::Result<Vec<Value>> {
-    let roles = std::iter::once(Role::Agent).chain(tenants.iter().cloned().map(Role::Tenant));
+    let roles = [Role::Agent, Role::Operator]
+        .into_iter()
+        .chain(tenants.iter().cloned().map(Role::Tenant));
     let mut users = Vec::new();
     for role in roles {
         if let Role::Tenant(t) = &role {
@@ -193,8 +235,8 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("vtnt-auth-{}", std::process::id()));
         let first = users(&dir, &["a".into()]).unwrap();
         let again = users(&dir, &["a".into(), "b".into()]).unwrap();
-        assert_eq!(first[..], again[..2]);
-        assert_eq!(again.len(), 3);
+        assert_eq!(first[..], again[..3]);
+        assert_eq!(again.len(), 4);
         let seed = read_seed(&key_file(&dir, &Role::Tenant("b".into()))).unwrap();
         assert!(seed.starts_with("SU"), "{seed}");
         assert!(users(&dir, &["a.b".into()]).is_err());

@@ -39,6 +39,7 @@ pub mod agent;
 pub mod auth;
 pub mod broker;
 pub mod controller;
+pub mod images;
 pub mod local;
 pub mod paper;
 pub mod proto;
@@ -56,6 +57,8 @@ pub use proto::{Event, JobStatus, JobSummary, Mode, NodeInfo, Outcome};
 
 /// The work-queue stream (wait mode).
 pub const JOBS_STREAM: &str = "VTNT_JOBS";
+/// The object store of the runtimes' images ([`images`]).
+pub const IMAGES_BUCKET: &str = "vtnt-images";
 /// The subject of a node's heartbeats.
 pub fn node_subject(node: &str) -> String {
     format!("vtnt.nodes.{node}")

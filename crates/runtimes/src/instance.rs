@@ -6,7 +6,7 @@
 //! destroys it (container removed, VM killed, cgroup emptied and removed); dropping a
 //! [`Deployed`] removes the installed image.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
@@ -100,6 +100,24 @@ pub fn deploy(
     engine: Option<&docker::Engine>,
     net: &Network,
 ) -> anyhow::Result<Deployed> {
+    deploy_from(
+        rt,
+        image,
+        &|file| crate::server::fetch(url, file),
+        engine,
+        net,
+    )
+}
+
+/// [`deploy`], the image fetched by `fetch` (it writes the file it is given and returns
+/// the bytes written): an image server's or another store's.
+pub fn deploy_from(
+    rt: Runtime,
+    image: &ImageInfo,
+    fetch: &dyn Fn(&Path) -> anyhow::Result<u64>,
+    engine: Option<&docker::Engine>,
+    net: &Network,
+) -> anyhow::Result<Deployed> {
     let net = net.attach(rt)?;
     let dir = TempDir::new(&format!("deploy-{}", rt.name()))?;
     let file = dir.path().join(
@@ -108,8 +126,7 @@ pub fn deploy(
             .file_name()
             .context("image without a file name")?,
     );
-    crate::server::fetch(url, &file)
-        .with_context(|| format!("fetching the {} image", rt.name()))?;
+    fetch(&file).with_context(|| format!("fetching the {} image", rt.name()))?;
     let kind = match rt {
         Runtime::Native => Kind::Native {
             bin: native::install(&file)?,

@@ -92,18 +92,24 @@ impl Runtime {
     /// Deploys from a fresh image server, runs `job` once, destroys and cleans up.
     pub fn run(self, job: &vtnt_job::JobSpec, opts: &RunOptions) -> anyhow::Result<RunOutput> {
         let image = self.build_image(&opts.build)?;
-        let (_server, url) = match &opts.images_from {
-            Some(base) => (None, format!("{base}/{}", server::file_name(&image)?)),
-            None => {
+        let name = server::file_name(&image)?;
+        let (_server, url) = match &opts.images {
+            ImageSource::Server(base) => (None, format!("{base}/{name}")),
+            ImageSource::Own => {
                 let s = server::ImageServer::start(&[&image], opts.bandwidth_bps)?;
                 let url = s.url(self)?;
                 (Some(s), url)
             }
+            ImageSource::Fetch(_) => (None, String::new()),
+        };
+        let fetch = |file: &std::path::Path| match &opts.images {
+            ImageSource::Fetch(f) => f(&name, file),
+            _ => server::fetch(&url, file),
         };
         opts.net.check(self)?;
         let engine = EngineGuard::for_runtime(self, &opts.net)?;
         let t0 = Instant::now();
-        let deployed = instance::deploy(self, &image, &url, engine.docker(), &opts.net)?;
+        let deployed = instance::deploy_from(self, &image, &fetch, engine.docker(), &opts.net)?;
         let deploy_time = t0.elapsed();
         let mut spec = InstanceSpec::new(job.clone());
         spec.dhcp = opts.dhcp;
@@ -126,9 +132,8 @@ pub struct RunOptions {
     pub net: net::Network,
     /// Image server bandwidth in bits per second.
     pub bandwidth_bps: u64,
-    /// Fetch the image from this image server (`http://HOST:PORT`, serving the same
-    /// images by file name: [`server::ImageServer`]) instead of one of the run's own.
-    pub images_from: Option<String>,
+    /// Where the image comes from.
+    pub images: ImageSource,
     /// How long the job may take once started (VM boots under TCG are slow).
     pub timeout: Duration,
     /// The guest leases its address by DHCP (the microvm runtime only).
@@ -143,10 +148,36 @@ impl Default for RunOptions {
             build: BuildOptions::default(),
             net: net::Network::Lab(DEFAULT_LAB.to_string()),
             bandwidth_bps: DEFAULT_BANDWIDTH_MBPS * 1_000_000,
-            images_from: None,
+            images: ImageSource::Own,
             timeout: Duration::from_secs(600),
             dhcp: false,
             vmm: vtnt_vmm::job::Vmm::Auto,
+        }
+    }
+}
+
+/// A fetcher of images: (the image's file name, where to write it) to bytes written.
+pub type FetchImage = dyn Fn(&str, &std::path::Path) -> anyhow::Result<u64> + Send + Sync;
+
+/// Where [`Runtime::run`] fetches its image from.
+#[derive(Clone, Default)]
+pub enum ImageSource {
+    /// An image server of the run's own, at [`RunOptions::bandwidth_bps`].
+    #[default]
+    Own,
+    /// An image server (`http://HOST:PORT`) serving the same images by file name
+    /// ([`server::ImageServer`]).
+    Server(String),
+    /// A fetcher of the caller's (a NATS object store, for the fleet's agents).
+    Fetch(std::sync::Arc<FetchImage>),
+}
+
+impl std::fmt::Debug for ImageSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ImageSource::Own => f.write_str("Own"),
+            ImageSource::Server(url) => write!(f, "Server({url})"),
+            ImageSource::Fetch(_) => f.write_str("Fetch"),
         }
     }
 }

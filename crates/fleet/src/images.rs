@@ -1,0 +1,122 @@
+//! Images in a NATS object store (bucket [`IMAGES_BUCKET`](crate::IMAGES_BUCKET)), the
+//! other way agents fetch them besides an image server: `vtnt fleet images put` (the
+//! operator's key) builds the images of the runtimes asked for and stores each under its
+//! file name; an agent started with `--images-from nats` fetches a job's image from the
+//! bucket over its own broker connection, inside the job's deploy time. Chunks are
+//! JetStream messages, so the store is replicated like the fleet's streams and reaches
+//! agents wherever the broker does (leaf nodes, clusters).
+
+use std::path::Path;
+use std::sync::Arc;
+
+use anyhow::Context;
+use async_nats::jetstream::object_store::{self, ObjectStore};
+use futures::StreamExt;
+use serde::Serialize;
+use vtnt_runtimes::{BuildOptions, FetchImage, Runtime};
+
+use crate::{Connect, IMAGES_BUCKET};
+
+/// An image in the bucket.
+#[derive(Debug, Clone, Serialize)]
+pub struct StoredImage {
+    pub name: String,
+    pub bytes: usize,
+    pub chunks: usize,
+}
+
+/// The bucket, created unless it exists (the operator).
+async fn create(fleet: &crate::Fleet) -> anyhow::Result<ObjectStore> {
+    match fleet.js.get_object_store(IMAGES_BUCKET).await {
+        Ok(s) => Ok(s),
+        Err(_) => fleet
+            .js
+            .create_object_store(object_store::Config {
+                bucket: IMAGES_BUCKET.into(),
+                description: Some("vtnt's runtime images, by file name".into()),
+                num_replicas: fleet.num_replicas,
+                ..Default::default()
+            })
+            .await
+            .context("creating the images' object store"),
+    }
+}
+
+/// The bucket as an agent sees it: there, or a clear error.
+pub async fn open(fleet: &crate::Fleet) -> anyhow::Result<ObjectStore> {
+    fleet.js.get_object_store(IMAGES_BUCKET).await.map_err(|e| {
+        anyhow::anyhow!(
+            "the fleet has no images' object store ({e}): `vtnt fleet images put` first"
+        )
+    })
+}
+
+/// Builds the images of `runtimes` and stores each under its file name (replacing an
+/// object of that name).
+pub fn put(c: &Connect, runtimes: &[Runtime]) -> anyhow::Result<Vec<StoredImage>> {
+    let images = runtimes
+        .iter()
+        .map(|rt| rt.build_image(&BuildOptions::default()))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    crate::block_on(async {
+        let (_client, fleet) = c.fleet("vtnt fleet images").await?;
+        let store = create(&fleet).await?;
+        let mut out = Vec::new();
+        for im in &images {
+            let name = vtnt_runtimes::server::file_name(im)?;
+            let mut file = tokio::fs::File::open(&im.path)
+                .await
+                .with_context(|| format!("{}", im.path.display()))?;
+            let info = store
+                .put(name.as_str(), &mut file)
+                .await
+                .with_context(|| format!("storing {name}"))?;
+            out.push(StoredImage {
+                name,
+                bytes: info.size,
+                chunks: info.chunks,
+            });
+        }
+        Ok(out)
+    })
+}
+
+/// The images in the bucket.
+pub fn list(c: &Connect) -> anyhow::Result<Vec<StoredImage>> {
+    crate::block_on(async {
+        let (_client, fleet) = c.fleet("vtnt fleet images").await?;
+        let store = open(&fleet).await?;
+        let mut all = store.list().await.context("listing the images")?;
+        let mut out = Vec::new();
+        while let Some(i) = all.next().await {
+            let i = i.context("listing the images")?;
+            out.push(StoredImage {
+                name: i.name,
+                bytes: i.size,
+                chunks: i.chunks,
+            });
+        }
+        Ok(out)
+    })
+}
+
+/// A fetcher for [`vtnt_runtimes::ImageSource::Fetch`] reading `store` on the runtime of
+/// `handle` (the agent's, whose main thread drives it; jobs call it from their blocking
+/// threads).
+pub fn fetcher(store: ObjectStore, handle: tokio::runtime::Handle) -> Arc<FetchImage> {
+    Arc::new(move |name: &str, dest: &Path| {
+        handle.block_on(async {
+            let mut obj = store.get(name).await.map_err(|e| {
+                anyhow::anyhow!("image `{name}` from the fleet's object store: {e}")
+            })?;
+            let mut file = tokio::fs::File::create(dest)
+                .await
+                .with_context(|| format!("{}", dest.display()))?;
+            let n = tokio::io::copy(&mut obj, &mut file)
+                .await
+                .with_context(|| format!("image `{name}` from the fleet's object store"))?;
+            tokio::io::AsyncWriteExt::flush(&mut file).await?;
+            Ok(n)
+        })
+    })
+}
