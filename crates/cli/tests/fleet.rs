@@ -1354,13 +1354,6 @@ fn tls_with_the_users_ca() {
     let dir = std::env::temp_dir().join(format!("vtnt-tls-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let f = |n: &str| dir.join(n).display().to_string();
-    let ec = [
-        "-newkey",
-        "ec",
-        "-pkeyopt",
-        "ec_paramgen_curve:prime256v1",
-        "-nodes",
-    ];
     let openssl = |args: &[&str]| {
         let out = Command::new("openssl")
             .args(args)
@@ -1372,67 +1365,64 @@ fn tls_with_the_users_ca() {
             String::from_utf8_lossy(&out.stderr)
         );
     };
-    openssl(
-        &[
-            &["req", "-x509"][..],
-            &ec,
-            &[
-                "-keyout",
-                &f("ca.key"),
-                "-out",
-                &f("ca.pem"),
-                "-days",
-                "1",
-                "-subj",
-                "/CN=vtnt test CA",
-            ],
-        ]
-        .concat(),
-    );
-    openssl(
-        &[
-            &["req"][..],
-            &ec,
-            &[
-                "-keyout",
-                &f("srv.key"),
-                "-out",
-                &f("srv.csr"),
-                "-subj",
-                "/CN=127.0.0.1",
-            ],
-        ]
-        .concat(),
-    );
-    std::fs::write(dir.join("ext"), "subjectAltName=IP:127.0.0.1\n").unwrap();
-    openssl(&[
-        "x509",
-        "-req",
-        "-in",
-        &f("srv.csr"),
-        "-CA",
-        &f("ca.pem"),
-        "-CAkey",
-        &f("ca.key"),
-        "-CAcreateserial",
-        "-out",
-        &f("srv.pem"),
-        "-days",
-        "1",
-        "-extfile",
-        &f("ext"),
-    ]);
-    let broker = Broker::up_with(
-        "tls",
-        &[
-            "--tls-cert",
-            &f("srv.pem"),
-            "--tls-key",
-            &f("srv.key"),
-            "--tls-ca",
-            &f("ca.pem"),
-        ],
-    );
+    let ec = [
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:prime256v1",
+        "-nodes",
+    ];
+    // a CA of its own: NAME.pem, NAME.key
+    let ca = |name: &str, cn: &str| {
+        let (key, pem) = (f(&format!("{name}.key")), f(&format!("{name}.pem")));
+        let subj = format!("/CN={cn}");
+        let tail = ["-keyout", &key, "-out", &pem, "-days", "1", "-subj", &subj];
+        openssl(&[&["req", "-x509"][..], &ec, &tail].concat());
+    };
+    // a key and a certificate the CA `ca` signed, with the extension line `ext` (an
+    // extension makes an X.509 v3 certificate: rustls takes no v1)
+    let signed = |name: &str, cn: &str, ext: &str| {
+        let (key, csr, pem) = (
+            f(&format!("{name}.key")),
+            f(&format!("{name}.csr")),
+            f(&format!("{name}.pem")),
+        );
+        let subj = format!("/CN={cn}");
+        let tail = ["-keyout", &key, "-out", &csr, "-subj", &subj];
+        openssl(&[&["req"][..], &ec, &tail].concat());
+        let ext_file = f(&format!("{name}.ext"));
+        std::fs::write(&ext_file, format!("{ext}\n")).unwrap();
+        let (ca_pem, ca_key) = (f("ca.pem"), f("ca.key"));
+        openssl(&[
+            "x509",
+            "-req",
+            "-in",
+            &csr,
+            "-CA",
+            &ca_pem,
+            "-CAkey",
+            &ca_key,
+            "-CAcreateserial",
+            "-out",
+            &pem,
+            "-days",
+            "1",
+            "-extfile",
+            &ext_file,
+        ]);
+    };
+    ca("ca", "vtnt test CA");
+    signed("srv", "127.0.0.1", "subjectAltName=IP:127.0.0.1");
+    let (srv_pem, srv_key, ca_pem) = (f("srv.pem"), f("srv.key"), f("ca.pem"));
+    let tls_up = [
+        "--tls-cert",
+        &srv_pem,
+        "--tls-key",
+        &srv_key,
+        "--tls-ca",
+        &ca_pem,
+    ];
+    let broker = Broker::up_with("tls", &tls_up);
     let url = std::fs::read_to_string(format!("/run/vtnt/fleet/{}/url", broker.name)).unwrap();
     let url = url.trim();
     assert!(url.starts_with("tls://"), "{url}");
@@ -1470,52 +1460,8 @@ fn tls_with_the_users_ca() {
         String::from_utf8_lossy(&out.stderr)
     );
     // mutual TLS: a client certificate the CA signed is let in, none is refused
-    openssl(
-        &[
-            &["req"][..],
-            &ec,
-            &[
-                "-keyout",
-                &f("cli.key"),
-                "-out",
-                &f("cli.csr"),
-                "-subj",
-                "/CN=vtnt client",
-            ],
-        ]
-        .concat(),
-    );
-    // an X.509 v3 certificate (an extension makes it one): rustls takes no v1
-    std::fs::write(dir.join("cli-ext"), "extendedKeyUsage=clientAuth\n").unwrap();
-    openssl(&[
-        "x509",
-        "-req",
-        "-extfile",
-        &f("cli-ext"),
-        "-in",
-        &f("cli.csr"),
-        "-CA",
-        &f("ca.pem"),
-        "-CAkey",
-        &f("ca.key"),
-        "-CAcreateserial",
-        "-out",
-        &f("cli.pem"),
-        "-days",
-        "1",
-    ]);
-    let mtls = Broker::up_with(
-        "mtls",
-        &[
-            "--tls-cert",
-            &f("srv.pem"),
-            "--tls-key",
-            &f("srv.key"),
-            "--tls-ca",
-            &f("ca.pem"),
-            "--tls-verify",
-        ],
-    );
+    signed("cli", "vtnt client", "extendedKeyUsage=clientAuth");
+    let mtls = Broker::up_with("mtls", &[&tls_up[..], &["--tls-verify"]].concat());
     let url = std::fs::read_to_string(format!("/run/vtnt/fleet/{}/url", mtls.name)).unwrap();
     let key = mtls.key("tenant-default");
     let status = |extra: &[&str]| {
@@ -1544,25 +1490,8 @@ fn tls_with_the_users_ca() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    // a server certificate is not a client's: signed by the CA, it is let in too, but one
-    // signed by another CA is not
-    openssl(
-        &[
-            &["req", "-x509"][..],
-            &ec,
-            &[
-                "-keyout",
-                &f("other.key"),
-                "-out",
-                &f("other.pem"),
-                "-days",
-                "1",
-                "-subj",
-                "/CN=another CA",
-            ],
-        ]
-        .concat(),
-    );
+    // nor is one another CA signed
+    ca("other", "another CA");
     let out = status(&["--tls-cert", &f("other.pem"), "--tls-key", &f("other.key")]);
     assert!(!out.status.success(), "a stranger's certificate let in");
     // --tls-verify without the CA to verify with
