@@ -1,13 +1,24 @@
 //! Build script: links the kernel with `linker.ld` (load address, PVH note segment and
-//! layout `ASSERT`s) as a position-dependent executable, but only for bare-metal targets,
-//! so that `cargo check` on the host still works.
+//! layout `ASSERT`s) as a position-dependent executable, or, with the `spt` feature, as a
+//! static Linux executable at 0x400000; only for bare-metal targets, so that
+//! `cargo check` on the host still works.
 
 fn main() {
     let dir = std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR");
     println!("cargo:rerun-if-changed=linker.ld");
     println!("cargo:rerun-if-changed=build.rs");
+    println!("cargo:rerun-if-env-changed=CARGO_FEATURE_SPT");
     let os = std::env::var("CARGO_CFG_TARGET_OS").unwrap_or_default();
-    if os == "none" {
+    if os == "none" && std::env::var_os("CARGO_FEATURE_SPT").is_some() {
+        // A static executable Linux loads at a fixed address: no PIE, so no relocation
+        // to apply at run time (there is no loader to apply it).
+        println!("cargo:rustc-link-arg-bins=--no-pie");
+        println!("cargo:rustc-link-arg-bins=-static");
+        println!("cargo:rustc-link-arg-bins=--image-base=0x400000");
+        println!("cargo:rustc-link-arg-bins=-znoexecstack");
+        println!("cargo:rustc-link-arg-bins=--gc-sections");
+        println!("cargo:rustc-link-arg-bins=--icf=all");
+    } else if os == "none" {
         println!("cargo:rustc-link-arg-bins=-T{dir}/linker.ld");
         // The 32-bit PVH entry uses absolute addresses: link at a fixed address, not PIE.
         println!("cargo:rustc-link-arg-bins=--no-pie");

@@ -57,6 +57,7 @@ pub fn color(rt: Runtime) -> RGBColor {
         Runtime::DockerScratch => RGBColor(86, 180, 233), // sky blue
         Runtime::Vm => RGBColor(230, 159, 0),       // orange
         Runtime::Microvm => RGBColor(213, 94, 0),   // vermillion
+        Runtime::Spt => RGBColor(0, 0, 0),          // black
     }
 }
 

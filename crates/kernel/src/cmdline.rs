@@ -7,6 +7,7 @@
 //! Options: `ip=ADDR/LEN` or `ip=dhcp` (address, prefix and gateway leased by DHCPv4),
 //! `gw=ADDR` (with `ip=dhcp`, it replaces the leased router), `gwmac=MAC` (the gateway's
 //! MAC when the host knows it, e.g. a lab's: the guest then sends no ARP request for it),
+//! `mac=MAC` (the interface's own MAC where no device has one: a process's socket),
 //! `watchdog=SECONDS` (default 60, 0 = off),
 //! `epoch_us=MICROSECONDS` (the host's UNIX time at boot: records then carry real
 //! timestamps; default 0), `hostname=NAME` (the `hostname` of the `cycle-start` line),
@@ -42,6 +43,8 @@ pub struct Cmdline<'a> {
     pub gw: Option<Ipv4Addr>,
     /// The gateway's MAC address when the host knows it (`gwmac=`): no ARP at boot.
     pub gwmac: Option<[u8; 6]>,
+    /// Our own MAC address (`mac=`), where the platform's link has none.
+    pub mac: Option<[u8; 6]>,
     /// Watchdog deadline in seconds after boot (0 = none).
     pub watchdog_s: u64,
     /// virtio-mmio devices announced on the command line: (base, size).
@@ -90,6 +93,7 @@ impl<'a> Cmdline<'a> {
     }
 
     /// The virtio-mmio devices from the command line.
+    #[cfg_attr(feature = "spt", allow(dead_code))]
     pub fn mmio(&self) -> &[(u64, u64)] {
         &self.mmio[..self.mmio_count]
     }
@@ -101,6 +105,7 @@ impl<'a> Cmdline<'a> {
             ip: None,
             gw: None,
             gwmac: None,
+            mac: None,
             watchdog_s: 60,
             mmio: [(0, 0); MAX_MMIO],
             mmio_count: 0,
@@ -156,6 +161,9 @@ impl<'a> Cmdline<'a> {
             }
             "gwmac" => {
                 self.gwmac = Some(parse_mac(value).ok_or(bad("expected a MAC address"))?);
+            }
+            "mac" => {
+                self.mac = Some(parse_mac(value).ok_or(bad("expected a MAC address"))?);
             }
             "watchdog" => {
                 self.watchdog_s = value.parse().map_err(|_| bad("expected whole seconds"))?;
@@ -278,8 +286,10 @@ mod tests {
         ));
         assert!(Cmdline::parse(b"ip=192.0.2.10/33").is_err());
         assert!(Cmdline::parse(b"gw=1.2.3").is_err());
-        let c = Cmdline::parse(b"gwmac=02:76:74:6e:74:01").unwrap();
+        let c = Cmdline::parse(b"gwmac=02:76:74:6e:74:01 mac=52:54:00:76:74:0a").unwrap();
         assert_eq!(c.gwmac, Some([2, 0x76, 0x74, 0x6e, 0x74, 1]));
+        assert_eq!(c.mac, Some([0x52, 0x54, 0, 0x76, 0x74, 0x0a]));
+        assert!(Cmdline::parse(b"mac=52:54").is_err());
         for bad in [
             "gwmac=02:76:74:6e:74",
             "gwmac=02:76:74:6e:74:01:02",

@@ -4,9 +4,8 @@
 //! The final line is always `{"type":"exit","status":N,"reason":"...","guest_us":T,
 //! "steps_us":[...]}` (`steps_us`: see [`crate::steps`]). Under QEMU with
 //! `isa-debug-exit` the process exit status is `(N << 1) | 1`, so success is QEMU status 1;
-//! `vtnt-vmm` maps it back to `N`.
+//! `vtnt-vmm` maps it back to `N`. Under the monitor and as a process, the status is `N`.
 
-use crate::arch::x86_64::power;
 use core::fmt::{self, Write};
 
 /// Guest exit statuses (stable: the host side and docs rely on them).
@@ -58,14 +57,12 @@ pub fn finish(status: Status) -> ! {
         "{{\"type\":\"exit\",\"status\":{},\"reason\":\"{}\",\"guest_us\":{},",
         status as u8,
         status.reason(),
-        crate::time::now().as_micros()
+        crate::platform::now().as_micros()
     );
     let _ = crate::steps::write_json(&mut con);
     crate::println!("}}");
-    if crate::hvt::active() {
-        crate::hvt::exit(status as u8)
-    }
-    power::exit(status as u8)
+    crate::console::flush();
+    crate::platform::exit(status)
 }
 
 /// Prints `vtnt: error: <what>` and powers off with `status`.

@@ -1,18 +1,17 @@
 //! vtnt-kernel: the vTNT unikernel.
 //!
-//! A PVH-bootable x86_64 ELF that runs exactly one job (a trace, ping or TNT campaign,
-//! given as a `vtnt-jobspec` line) with the sans-IO `vtnt-engine` / `vtnt-tnt` over
-//! virtio-net, prints its results as scamper JSON lines on COM1 (the lines the native
-//! `vtnt` prints), and powers off with a documented status (see [`exit::Status`]).
+//! An x86_64 kernel that runs exactly one job (a trace, ping or TNT campaign, given as a
+//! `vtnt-jobspec` line) with the sans-IO `vtnt-engine` / `vtnt-tnt`, prints its results
+//! as scamper JSON lines on its console (the lines the native `vtnt` prints), and ends
+//! with a documented status (see [`exit::Status`]).
 //!
-//! Two platforms: a PVH boot ([`rust_start`]: QEMU, Firecracker; virtio-net, the local
-//! APIC timer, port-I/O console) and our own monitor ([`rust_start_hvt`]: `vtnt-monitor`,
-//! hypercalls only, privilege level 3; see [`hvt`]). Boot sequence ([`boot`], each step's
-//! end recorded by [`steps`]): console -> boot info -> clock (TSC frequency measured, or
-//! given by the monitor) -> idling (IDT and local APIC timer for `hlt`, or the monitor's
-//! poll) -> command line -> heap (from the memory map) -> job. Jobs that need the network
-//! then find a virtio-net device (MMIO or PCI), lease an address by DHCP when told
-//! `ip=dhcp`, resolve the gateway by ARP, and enter the run loop in [`job`].
+//! Everything here but [`platform`] is the job's code and knows no platform: [`job`] (the
+//! run loop), [`net`] (Ethernet, ARP, DHCP over a platform `Link`), [`console`] (lines),
+//! [`cmdline`], [`heap`], [`steps`], [`exit`]. The platforms: a virtual machine
+//! (`platform::vm`: PVH + virtio-net under QEMU and Firecracker, or `vtnt-monitor`'s
+//! hypercalls; the default build) and a Linux process (`platform::spt`, feature `spt`:
+//! raw system calls in a seccomp sandbox, started by `vtnt run --runtime spt`). Each
+//! platform's entry point sets up its console, clock and heap, then calls [`start`].
 //!
 //! Built for any other target (e.g. by a host `cargo test --workspace`), the crate is a
 //! stub binary plus the host-testable parts (the command-line parser, kvmclock's
@@ -23,10 +22,6 @@
 #[cfg(target_os = "none")]
 extern crate alloc;
 
-#[cfg(target_os = "none")]
-mod arch;
-#[cfg(target_os = "none")]
-mod bootinfo;
 #[cfg_attr(not(target_os = "none"), allow(dead_code))]
 mod cmdline;
 #[cfg(target_os = "none")]
@@ -36,20 +31,16 @@ mod exit;
 #[cfg(target_os = "none")]
 mod heap;
 #[cfg(target_os = "none")]
-mod hvt;
-#[cfg(target_os = "none")]
 mod job;
 #[cfg(target_os = "none")]
 mod net;
-#[cfg_attr(not(target_os = "none"), allow(dead_code))]
+#[cfg(target_os = "none")]
+mod platform;
+#[cfg_attr(any(not(target_os = "none"), feature = "spt"), allow(dead_code))]
 mod pvclock;
 #[cfg(target_os = "none")]
 mod steps;
-#[cfg(target_os = "none")]
-mod time;
 
-#[cfg(target_os = "none")]
-use bootinfo::BootInfo;
 #[cfg(target_os = "none")]
 use exit::Status;
 
@@ -60,106 +51,30 @@ fn main() {
     std::process::exit(2);
 }
 
-/// Rust entry point of a PVH boot (QEMU, Firecracker), called by the boot code in long
-/// mode with the PVH start-info address.
+/// Prints the banner: the kernel, the platform's boot protocol and the command line.
 #[cfg(target_os = "none")]
-#[no_mangle]
-pub extern "C" fn rust_start(start_info: u32) -> ! {
-    let long_mode_tsc = arch::x86_64::io::rdtsc();
-    console::init();
-    // SAFETY: `start_info` is the `ebx` the PVH loader entered us with; the heap (not yet
-    // set up) avoids everything it points to.
-    let Some(info) = (unsafe { bootinfo::Pvh::new(start_info as u64) }) else {
-        fail!(
-            Status::BootFailed,
-            "no PVH start info (bad magic at {start_info:#x})"
-        );
-    };
-    boot(&info, long_mode_tsc, None)
-}
-
-/// Rust entry point under `vtnt-monitor` (see [`hvt`]), called at privilege level 3 with
-/// the monitor's boot-information address.
-#[cfg(target_os = "none")]
-#[no_mangle]
-pub extern "C" fn rust_start_hvt(boot_info: u64) -> ! {
-    let long_mode_tsc = arch::x86_64::io::rdtsc();
-    // SAFETY: `boot_info` is the `rdi` the monitor entered us with.
-    let Some(info) = (unsafe { hvt::Boot::new(boot_info) }) else {
-        // Without the boot information we cannot know we are under the monitor: no
-        // console. The monitor reports the exit status.
-        hvt::exit(Status::BootFailed as u8)
-    };
-    boot(&info, long_mode_tsc, Some(info.tsc_hz()))
-}
-
-/// The boot sequence after the entry points (module docs); the TSC frequency is measured
-/// unless the monitor gives it (`monitor_tsc_hz`: `Some` under the monitor).
-#[cfg(target_os = "none")]
-fn boot(info: &dyn BootInfo, long_mode_tsc: u64, monitor_tsc_hz: Option<Option<u64>>) -> ! {
-    // Marks are port writes for a VMM traced from outside (QEMU under `perf`); the
-    // monitor counts its own exits instead.
-    if steps::wanted(info.cmdline()) && !hvt::active() {
-        steps::enable_marks();
-    }
-    steps::mark_at(steps::Step::LongMode, long_mode_tsc);
+fn banner(protocol: &str, version: u32, cmdline: &[u8]) {
     println!(
         "vtnt-kernel {} booting ({} v{}, cmdline \"{}\")",
         env!("CARGO_PKG_VERSION"),
-        info.protocol(),
-        info.version(),
-        console::JsonStr(core::str::from_utf8(info.cmdline()).unwrap_or("<not utf-8>"))
+        protocol,
+        version,
+        console::JsonStr(core::str::from_utf8(cmdline).unwrap_or("<not utf-8>"))
     );
-    steps::mark(steps::Step::Console);
-    let clock_start_tsc = arch::x86_64::io::rdtsc();
-    let clock = match monitor_tsc_hz {
-        Some(given) => given.map(|hz| time::use_frequency(hz, time::Source::Monitor)),
-        None => time::calibrate(),
-    };
-    let Some((hz, source)) = clock else {
-        fail!(
-            Status::BootFailed,
-            "no clock: TSC frequency unknown (no CPUID leaf, no PIT, none from a monitor)"
-        );
-    };
-    steps::mark(steps::Step::Clock);
-    let idle = time::init_idle();
-    steps::mark(steps::Step::Idle);
-    let cmdline = match cmdline::Cmdline::parse(info.cmdline()) {
+}
+
+/// After the platform's own boot (console, clock, heap): parses the command line and
+/// runs the job.
+#[cfg(target_os = "none")]
+fn start(cmdline: &'static [u8]) -> ! {
+    let cmdline = match cmdline::Cmdline::parse(cmdline) {
         Ok(c) => c,
         Err(e) => fail!(Status::BadCmdline, "command line: {e}"),
     };
     if let Some(word) = cmdline.unknown {
         println!("vtnt: warning: ignoring unknown option `{word}`");
     }
-    let Some(heap_range) = heap::choose(info) else {
-        fail!(
-            Status::BootFailed,
-            "no free RAM of {} KiB for the heap",
-            heap::MIN_HEAP / 1024
-        );
-    };
-    // SAFETY: `choose` returned RAM that is identity-mapped and used by nothing else.
-    unsafe { heap::init(heap_range) };
-    let (mut modules, mut module_bytes) = (0, 0);
-    while let Some(m) = info.module(modules) {
-        modules += 1;
-        module_bytes += m.bytes.len();
-    }
-    println!(
-        "{{\"type\":\"boot\",\"tsc_hz\":{},\"tsc_source\":\"{}\",\"idle\":\"{}\",\"heap_kib\":{},\"modules\":{},\"module_bytes\":{},\"acpi\":{},\"clock_start_us\":{},\"boot_us\":{}}}",
-        hz,
-        source.name(),
-        idle,
-        (heap_range.1 - heap_range.0) / 1024,
-        modules,
-        module_bytes,
-        info.rsdp().is_some(),
-        time::tsc_to_instant(clock_start_tsc).as_micros(),
-        time::now().as_micros()
-    );
-    steps::mark(steps::Step::Heap);
-    job::run(&cmdline, info)
+    job::run(&cmdline)
 }
 
 #[cfg(target_os = "none")]

@@ -17,7 +17,7 @@ use crate::paths::TempDir;
 use crate::proc::{Finished, Supervised};
 use crate::runtime::{ImageInfo, Runtime};
 use crate::spec::InstanceSpec;
-use crate::{docker, microvm, native, runc, vm};
+use crate::{docker, microvm, native, runc, spt, vm};
 
 /// What one run produced and cost.
 #[derive(Debug, Clone, Default)]
@@ -89,6 +89,9 @@ pub(crate) enum Kind {
     Microvm {
         image: PathBuf,
     },
+    Spt {
+        image: PathBuf,
+    },
 }
 
 /// Fetches `image` from `url` (an image server's: [`crate::server::ImageServer::url`]) and installs it
@@ -150,6 +153,9 @@ pub fn deploy_from(
             box_dir: vm::install(&file, dir.path())?,
         },
         Runtime::Microvm => Kind::Microvm { image: file },
+        Runtime::Spt => Kind::Spt {
+            image: spt::install(&file)?,
+        },
     };
     Ok(Deployed {
         runtime: rt,
@@ -196,6 +202,12 @@ impl Deployed {
                 spec.vmm,
                 spec.guest_timeout,
             )?),
+            Kind::Spt { image } => {
+                let (child, slot) =
+                    spt::start(image, &self.net, spec, &cgroup, spec.guest_timeout)?;
+                cleanup = Cleanup::Slot(slot);
+                child.into()
+            }
         };
         let cpu0 = engine_pids.iter().map(|&p| crate::proc::cpu_secs(p)).sum();
         Ok(Instance {
@@ -242,7 +254,7 @@ impl Deployed {
             return None;
         };
         match self.runtime {
-            Runtime::Microvm => vtnt_lab_linux::vm_info(&lab.name).ok().map(|v| {
+            Runtime::Microvm | Runtime::Spt => vtnt_lab_linux::vm_info(&lab.name).ok().map(|v| {
                 let n = v.guests.len() as u32;
                 (
                     n,
@@ -270,6 +282,8 @@ impl Drop for Deployed {
 
 enum Cleanup {
     None,
+    /// A lab slot the instance holds (an spt guest's), released when dropped.
+    Slot(#[allow(dead_code)] vtnt_vmm::lab::SlotLock),
     Runc {
         id: String,
         root: PathBuf,
@@ -409,6 +423,19 @@ impl Instance {
                         fin.elapsed,
                         Some(vm::accel().to_string()),
                     ),
+                    Runtime::Spt => {
+                        let lines: Vec<String> = fin.stdout.lines().map(String::from).collect();
+                        let (results, mut diagnostics) = vtnt_vmm::job::split_console(&lines);
+                        let (code, why) = spt::outcome(fin.status);
+                        diagnostics.extend(why);
+                        (
+                            results.iter().map(|l| format!("{l}\n")).collect(),
+                            diagnostics.join("\n") + "\n" + &fin.stderr,
+                            code,
+                            fin.elapsed,
+                            Some("none (a Linux process under seccomp)".into()),
+                        )
+                    }
                     _ => (fin.stdout, fin.stderr, fin.status.code(), fin.elapsed, None),
                 }
             }
@@ -459,7 +486,7 @@ impl Drop for Instance {
     fn drop(&mut self) {
         drop(self.child.take());
         match &self.cleanup {
-            Cleanup::None => {}
+            Cleanup::None | Cleanup::Slot(_) => {}
             Cleanup::Runc { id, root } => runc::destroy(id, root),
             Cleanup::Docker { client, name } => client.remove(name),
         }

@@ -9,7 +9,8 @@
 //! runtime re-parses option words.
 //!
 //! [`normalize`] removes what legitimately differs between runs and runtimes from scamper
-//! JSON lines: times (`start`, `tx`, `rtt`, TNT's `rtt_us`, `start_time`, `stop_time`), the host name,
+//! JSON lines: times (`start`, `tx`, `rx`, `rtt` and a ping's round-trip statistics `min`,
+//! `avg`, `max`, `stddev`, TNT's `rtt_us`, `start_time`, `stop_time`), the host name,
 //! reply IP ids (the lab's per-router counters advance between runs) and the vantage
 //! address (`src`: containers share the lab's 192.0.2.2, VMs take a guest slot address).
 
@@ -134,10 +135,15 @@ impl Lab {
     }
 }
 
-const VARYING: [&str; 9] = [
+const VARYING: [&str; 14] = [
     "start",
     "tx",
+    "rx",
     "rtt",
+    "min",
+    "avg",
+    "max",
+    "stddev",
     "rtt_us",
     "start_time",
     "stop_time",

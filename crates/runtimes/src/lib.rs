@@ -4,7 +4,8 @@
 //! A *runtime* is a way to run one job (`vtnt trace ...`, `vtnt tnt ...`): a static
 //! binary ([`native`]), an OCI bundle under runc ([`runc`]), a Docker image on Debian's
 //! engine ([`docker`], Debian-based like the paper, or `scratch`), a full Debian VM with
-//! systemd under QEMU ([`vm`]) and the unikernel microVM ([`microvm`]). Each has an
+//! systemd under QEMU ([`vm`]), the unikernel microVM ([`microvm`]) and the unikernel as a
+//! sandboxed process ([`spt`]). Each has an
 //! *image* built once and cached under [`paths::cache_dir`] (`/var/cache/vtnt`), served by
 //! a local HTTP [`server`] with a bandwidth limit (the paper's download from the Internet),
 //! fetched, started inside the lab's network (`vtnt lab up`), run, destroyed and cleaned
@@ -22,7 +23,7 @@
 //! way, from the top down:
 //! - this root (`Runtime::build_image`, `Runtime::run`, [`EngineGuard`]) and [`instance`]
 //!   (which starts, samples and destroys any runtime's instance) use the runtime modules;
-//! - the runtime modules ([`native`], [`runc`], [`docker`], [`vm`], [`microvm`]) use
+//! - the runtime modules ([`native`], [`runc`], [`docker`], [`vm`], [`microvm`], [`spt`]) use
 //!   [`spec`] (what to start), [`runtime`], [`job`], [`paths`], [`debian`] and
 //!   `vtnt-measure`, never [`instance`] or this root;
 //! - [`server`] uses [`runtime`]; [`debian`] uses [`paths`]; [`spec`] uses [`job`];
@@ -50,6 +51,7 @@ pub mod runc;
 pub mod runtime;
 pub mod server;
 pub mod spec;
+pub mod spt;
 pub mod vm;
 
 // vtnt-measure's modules, under the paths they had when they were modules of this crate
@@ -75,6 +77,7 @@ impl Runtime {
             Runtime::DockerScratch => docker::build_image(opts, docker::Flavor::Scratch),
             Runtime::Vm => vm::build_image(opts),
             Runtime::Microvm => microvm::build_image(opts),
+            Runtime::Spt => spt::build_image(opts),
         }
         .with_context(|| format!("building the {} image", self.name()))
     }

@@ -2,10 +2,7 @@
 //! downloading it; run as a process that joins the lab's network namespace
 //! (`nsenter --net=/run/netns/<lab>`), inside its own cgroup.
 
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-
-use anyhow::Context;
 
 use crate::cgroup::Cgroup;
 use crate::net::Attached;
@@ -34,9 +31,7 @@ pub fn build_image(_opts: &BuildOptions) -> anyhow::Result<ImageInfo> {
 
 /// Makes the downloaded binary executable.
 pub fn install(file: &Path) -> anyhow::Result<PathBuf> {
-    std::fs::set_permissions(file, std::fs::Permissions::from_mode(0o755))
-        .with_context(|| format!("chmod {}", file.display()))?;
-    Ok(file.to_path_buf())
+    paths::make_executable(file)
 }
 
 /// Starts `bin` with the job in the network's namespace (the lab's; this host's with

@@ -142,13 +142,13 @@ impl Network {
     pub fn check(&self, runtime: Runtime) -> anyhow::Result<()> {
         match self {
             Network::Lab(_) => Ok(()),
-            Network::Host if runtime.is_vm() => bail!(
+            Network::Host if runtime.has_nic() => bail!(
                 "--net host: the {} runtime has a NIC of its own; attach it with \
                  tap:IFACE,ip=ADDR/LEN,gw=GATEWAY",
                 runtime.name()
             ),
             Network::Host => Ok(()),
-            Network::Tap(_) if !runtime.is_vm() => bail!(
+            Network::Tap(_) if !runtime.has_nic() => bail!(
                 "--net tap: the {} runtime has no NIC of its own; use --net host",
                 runtime.name()
             ),

@@ -184,6 +184,14 @@ pub fn is_static_elf(path: &Path) -> anyhow::Result<bool> {
 }
 
 /// Size of a file in bytes.
+/// Makes a downloaded `file` executable (mode 0755); returns its path.
+pub fn make_executable(file: &Path) -> anyhow::Result<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(file, std::fs::Permissions::from_mode(0o755))
+        .with_context(|| format!("chmod {}", file.display()))?;
+    Ok(file.to_path_buf())
+}
+
 pub fn file_size(p: &Path) -> anyhow::Result<u64> {
     Ok(std::fs::metadata(p)
         .with_context(|| format!("stat {}", p.display()))?

@@ -25,16 +25,20 @@ pub enum Runtime {
     /// The vTNT unikernel in a microVM: under vtnt-monitor where /dev/kvm works, else QEMU microvm.
     #[value(alias = "unikernel")]
     Microvm,
+    /// The vTNT unikernel as a sandboxed Linux process (Solo5's spt model): a seccomp
+    /// filter of six system calls, no VMM.
+    Spt,
 }
 
 impl Runtime {
-    pub const ALL: [Runtime; 6] = [
+    pub const ALL: [Runtime; 7] = [
         Runtime::Native,
         Runtime::Runc,
         Runtime::Docker,
         Runtime::DockerScratch,
         Runtime::Vm,
         Runtime::Microvm,
+        Runtime::Spt,
     ];
 
     /// The name used on the command line and in reports.
@@ -46,6 +50,7 @@ impl Runtime {
             Runtime::DockerScratch => "docker-scratch",
             Runtime::Vm => "vm",
             Runtime::Microvm => "microvm",
+            Runtime::Spt => "spt",
         }
     }
 
@@ -58,12 +63,20 @@ impl Runtime {
             Runtime::DockerScratch => "Docker (scratch)",
             Runtime::Vm => "VM (Debian+systemd)",
             Runtime::Microvm => "vTNT (microVM)",
+            Runtime::Spt => "vTNT (spt process)",
         }
     }
 
     /// Whether it runs under QEMU, hence under TCG emulation on a host without usable KVM.
     pub fn is_vm(self) -> bool {
         matches!(self, Runtime::Vm | Runtime::Microvm)
+    }
+
+    /// Whether its instances have a network interface of their own (a VM's NIC, the spt
+    /// guest's frames), attached to a lab's VM front or a TAP device, rather than the
+    /// host's or a namespace's stack.
+    pub fn has_nic(self) -> bool {
+        self.is_vm() || self == Runtime::Spt
     }
 }
 

@@ -1,7 +1,9 @@
 //! Building the unikernel image: `cargo build -p vtnt-kernel --target x86_64-unknown-none
 //! --profile kernel` in the workspace (honouring `CARGO_TARGET_DIR`; the `kernel` profile
 //! is release with fat LTO and `opt-level = "z"`), then a stripped copy via
-//! `objcopy --strip-all` (or `strip`) when either is installed.
+//! `objcopy --strip-all` (or `strip`) when either is installed. With
+//! [`BuildOptions::spt`], the same kernel for the process platform (`--features spt`, in
+//! the target directory's `spt/`, so that the two images never overwrite each other).
 
 use crate::{which, Error};
 use std::path::{Path, PathBuf};
@@ -21,6 +23,9 @@ pub struct BuildOptions {
     pub workspace: Option<PathBuf>,
     /// Target directory; default: `CARGO_TARGET_DIR`, else `<workspace>/target`.
     pub target_dir: Option<PathBuf>,
+    /// Build the process platform (a static Linux executable run by an spt tender)
+    /// instead of the virtual machine's.
+    pub spt: bool,
 }
 
 /// A built image.
@@ -72,6 +77,11 @@ pub fn build(opts: &BuildOptions) -> Result<Image, Error> {
     } else {
         target_dir
     };
+    let target_dir = if opts.spt {
+        target_dir.join("spt")
+    } else {
+        target_dir
+    };
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let out = Command::new(&cargo)
         .current_dir(&ws)
@@ -84,6 +94,12 @@ pub fn build(opts: &BuildOptions) -> Result<Image, Error> {
             "--profile",
             PROFILE,
         ])
+        .args(
+            opts.spt
+                .then_some(["--features", "spt"])
+                .into_iter()
+                .flatten(),
+        )
         .env("CARGO_TARGET_DIR", &target_dir)
         // Flags meant for the host build must not leak into the bare-metal one.
         .env_remove("RUSTFLAGS")

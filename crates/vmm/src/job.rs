@@ -240,6 +240,25 @@ pub fn cmdline(
     gateway_mac: Option<&str>,
 ) -> (String, Option<String>) {
     let (job, module) = vtnt_jobspec::encode_split(&spec.job, MAX_INLINE_TARGETS);
+    let options = options(spec, guest, gateway, gateway_mac);
+    (format!("{options} -- {job}"), module)
+}
+
+/// The kernel command line of a guest that is a process (the spt platform): no boot
+/// module, so every target inline, and the interface's own MAC `mac` (a socket has none).
+pub fn process_cmdline(
+    spec: &RunSpec,
+    guest: &str,
+    gateway: &str,
+    gateway_mac: Option<&str>,
+    mac: &str,
+) -> String {
+    let options = options(spec, guest, gateway, gateway_mac);
+    format!("{options} mac={mac} -- {}", vtnt_jobspec::encode(&spec.job))
+}
+
+/// The options before the job (see [`cmdline`]).
+fn options(spec: &RunSpec, guest: &str, gateway: &str, gateway_mac: Option<&str>) -> String {
     let epoch_us = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_micros() as u64);
@@ -261,9 +280,7 @@ pub fn cmdline(
     if let Some(h) = spec.hostname.as_deref().filter(|h| valid_hostname(h)) {
         c.push_str(&format!(" hostname={h}"));
     }
-    c.push_str(" -- ");
-    c.push_str(&job);
-    (c, module)
+    c
 }
 
 fn valid_hostname(h: &str) -> bool {

@@ -7,7 +7,7 @@
 //! over the virtio [`Nic`], with the TSC clock shifted by the host's `epoch_us=`.
 //!
 //! Waiting: when the prober has nothing to send and the NIC no packet, the loop halts the
-//! CPU (`time::wait_until`, local APIC timer + `hlt`) until the prober's next deadline,
+//! CPU (`platform::wait_until`, local APIC timer + `hlt`) until the prober's next deadline,
 //! or at most [`POLL`] while probes may still be answered (see [`run_loop`]). The NIC
 //! raises no interrupt: received packets are found, and timestamped, by the next poll.
 //! So a reply's receive time is late by up to `POLL` (200 us, plus the host's timer
@@ -24,12 +24,11 @@
 //! diagnostic: `{"type":"boot"|"dhcp"|"nic"|"arp"|"first-probe"|"timing"|"exit",...}` lines
 //! and `vtnt: ...` messages.
 
-use crate::bootinfo::BootInfo;
 use crate::cmdline::{Cmdline, Ip};
 use crate::console::println_str;
 use crate::exit::{self, Status};
 use crate::net::{self, dhcp, Ipv4Config, Mac, Nic, SendError};
-use crate::time::{self, Instant};
+use crate::platform;
 use crate::{fail, println};
 use alloc::string::String;
 use alloc::vec::Vec;
@@ -38,6 +37,7 @@ use vtnt_engine::{Engine, Event, Prober};
 use vtnt_formats::{Annotate, Cycle, NoAnnotations, Record, TntAnnotations};
 use vtnt_jobspec::{JobKind, JobSpec, Targets};
 use vtnt_record::Duration;
+use vtnt_record::Instant;
 use vtnt_tnt::{Tnt, TntRunner};
 
 /// How long ARP may take for the first next hop before we give up.
@@ -67,7 +67,7 @@ impl Clock {
 
     /// Now, on the engine's clock.
     pub fn now(self) -> Instant {
-        self.at(time::now())
+        self.at(platform::now())
     }
 }
 
@@ -172,7 +172,7 @@ fn drive(
     loop {
         let rx = nic.poll_recv(&mut |t, pkt| prober.packet(clock.at(t), pkt));
         awaiting = awaiting.saturating_sub(rx as u64);
-        let guest_now = time::now();
+        let guest_now = platform::now();
         if deadline.is_some_and(|d| guest_now >= d) {
             return Err(Status::Watchdog);
         }
@@ -188,11 +188,11 @@ fn drive(
                     None => break,
                 },
             };
-            match nic.send_ipv4(time::now(), &buf[..len]) {
+            match nic.send_ipv4(platform::now(), &buf[..len]) {
                 Ok(()) => {
                     // The NIC has the frame: the probe's transmit time, also for a
                     // probe held back and handed out turns ago.
-                    last_tx = time::now();
+                    last_tx = platform::now();
                     prober.transmitted(clock.at(last_tx), &buf[..len]);
                     stats.probes += 1;
                     awaiting += 1;
@@ -222,11 +222,11 @@ fn drive(
         if prober.idle() && held.is_none() {
             return Ok(stats);
         }
-        let guest_now = time::now();
+        let guest_now = platform::now();
         let mut wake = prober.next_timeout().map(|t| clock.guest(t));
         let in_flight = awaiting > 0 && guest_now < last_tx + flight;
         // A wait that ends when a frame arrives needs no polling for replies.
-        if held.is_some() || (in_flight && !time::wakes_on_frames()) {
+        if held.is_some() || (in_flight && !platform::wakes_on_frames()) {
             wake = Some(wake.map_or(guest_now + POLL, |w| w.min(guest_now + POLL)));
         } else {
             awaiting = 0;
@@ -235,7 +235,7 @@ fn drive(
             wake = Some(wake.map_or(d, |w| w.min(d)));
         }
         // Nothing at all to wait for would be a prober bug; poll now and then anyway.
-        time::wait_until(wake.unwrap_or(guest_now + Duration::from_secs(1)));
+        platform::wait_until(wake.unwrap_or(guest_now + Duration::from_secs(1)));
     }
 }
 
@@ -251,14 +251,14 @@ fn flight(kind: &JobKind) -> Duration {
 }
 
 /// Runs the job named on the command line and powers off.
-pub fn run(cmdline: &Cmdline, info: &dyn BootInfo) -> ! {
+pub fn run(cmdline: &Cmdline) -> ! {
     let deadline =
         (cmdline.watchdog_s > 0).then(|| Instant::ZERO + Duration::from_secs(cmdline.watchdog_s));
     let words: Vec<&str> = cmdline.job_words().collect();
     if words.is_empty() || words == ["boot"] {
         println!(
             "{{\"type\":\"ready\",\"ready_us\":{}}}",
-            time::now().as_micros()
+            platform::now().as_micros()
         );
         exit::finish(Status::Ok)
     }
@@ -267,11 +267,11 @@ pub fn run(cmdline: &Cmdline, info: &dyn BootInfo) -> ! {
         Ok(s) => s,
         Err(e) => fail!(Status::BadCmdline, "{e}"),
     };
-    let targets = targets(&spec, info);
+    let targets = targets(&spec);
     let mut nic = bring_up(cmdline, deadline);
     resolve_first_hop(&mut nic, targets[0], deadline);
     crate::steps::mark(crate::steps::Step::Arp);
-    let ready = time::now();
+    let ready = platform::now();
     let clock = Clock {
         epoch_us: cmdline.epoch_us,
     };
@@ -299,7 +299,7 @@ pub fn run(cmdline: &Cmdline, info: &dyn BootInfo) -> ! {
         crate::heap::peak()
     );
     if spec.hold > Duration::ZERO {
-        let until = time::now() + spec.hold;
+        let until = platform::now() + spec.hold;
         println!(
             "{{\"type\":\"hold\",\"hold_us\":{},\"until_us\":{}}}",
             spec.hold.as_micros() as u64,
@@ -307,9 +307,10 @@ pub fn run(cmdline: &Cmdline, info: &dyn BootInfo) -> ! {
         );
         // every `every=` while holding: another round, with its own watchdog
         let first = ready;
-        for at in spec.repeats(time::now().saturating_since(first)) {
-            time::sleep_until(first + at);
-            let watchdog = deadline.map(|_| time::now() + Duration::from_secs(cmdline.watchdog_s));
+        for at in spec.repeats(platform::now().saturating_since(first)) {
+            platform::sleep_until(first + at);
+            let watchdog =
+                deadline.map(|_| platform::now() + Duration::from_secs(cmdline.watchdog_s));
             prober.rewind();
             round(
                 &spec,
@@ -321,7 +322,7 @@ pub fn run(cmdline: &Cmdline, info: &dyn BootInfo) -> ! {
                 watchdog,
             );
         }
-        time::sleep_until(until);
+        platform::sleep_until(until);
     }
     exit::finish(Status::Ok)
 }
@@ -455,17 +456,17 @@ fn print_record(record: &Record, ann: &dyn Annotate) {
 }
 
 /// The spec's targets, from the spec or from boot module 0 (`targets=@module`).
-fn targets(spec: &JobSpec, info: &dyn BootInfo) -> Vec<IpAddr> {
+fn targets(spec: &JobSpec) -> Vec<IpAddr> {
     let list = match &spec.targets {
         Targets::List(v) => v.clone(),
         Targets::Module => {
-            let Some(m) = info.module(0) else {
+            let Some(m) = platform::module(0) else {
                 fail!(
                     Status::BadCmdline,
                     "job spec says targets=@module but no boot module was given"
                 );
             };
-            let Ok(text) = core::str::from_utf8(m.bytes) else {
+            let Ok(text) = core::str::from_utf8(m) else {
                 fail!(Status::BadCmdline, "target module is not UTF-8");
             };
             match vtnt_jobspec::parse_target_list(text).and_then(|v| {
@@ -501,26 +502,9 @@ fn bring_up(cmdline: &Cmdline, deadline: Option<Instant>) -> Nic {
         prefix,
         gateway: cmdline.gw,
     };
-    let (mut nic, location) = if crate::hvt::active() {
-        let Some(mac) = crate::hvt::mac() else {
-            fail!(
-                Status::NoNic,
-                "the monitor gave this VM no network (vtnt-monitor --net)"
-            );
-        };
-        (Nic::monitor(mac, cfg), net::discover::Location::Monitor)
-    } else {
-        let (transport, location) = match net::find_net(cmdline) {
-            Ok(t) => t,
-            Err(e) => fail!(Status::NoNic, "{e}"),
-        };
-        match Nic::new(transport, cfg) {
-            Ok(n) => (n, location),
-            Err(e) => fail!(Status::NoNic, "{location}: {e}"),
-        }
-    };
+    let mut nic = Nic::new(platform::open_net(cmdline), cfg);
     if ip == Ip::Dhcp {
-        let timeout = time::now() + dhcp::TIMEOUT;
+        let timeout = platform::now() + dhcp::TIMEOUT;
         let give_up = deadline.map_or(timeout, |d| d.min(timeout));
         let Some(lease) = dhcp::acquire(&mut nic, give_up) else {
             if give_up < timeout {
@@ -539,7 +523,7 @@ fn bring_up(cmdline: &Cmdline, deadline: Option<Instant>) -> Nic {
             c.prefix,
             c.gateway.unwrap_or(Ipv4Addr::UNSPECIFIED),
             lease.server,
-            time::now().as_micros()
+            platform::now().as_micros()
         );
         nic.set_config(Ipv4Config {
             gateway: cmdline.gw.or(c.gateway),
@@ -552,12 +536,12 @@ fn bring_up(cmdline: &Cmdline, deadline: Option<Instant>) -> Nic {
     }
     println!(
         "{{\"type\":\"nic\",\"device\":\"{}\",\"mac\":\"{}\",\"ip\":\"{}/{}\",\"gw\":\"{}\",\"up_us\":{}}}",
-        location,
+        nic.location(),
         Mac(nic.mac()),
         c.addr,
         c.prefix,
         c.gateway.unwrap_or(Ipv4Addr::UNSPECIFIED),
-        time::now().as_micros()
+        platform::now().as_micros()
     );
     nic
 }
@@ -573,9 +557,9 @@ fn resolve_first_hop(nic: &mut Nic, target: IpAddr, deadline: Option<Instant>) {
             "{target} is off-link and no gw= was given"
         );
     };
-    let give_up = time::now() + ARP_TIMEOUT;
+    let give_up = platform::now() + ARP_TIMEOUT;
     loop {
-        let now = time::now();
+        let now = platform::now();
         if nic.resolve(now, hop) {
             break;
         }
@@ -590,12 +574,12 @@ fn resolve_first_hop(nic: &mut Nic, target: IpAddr, deadline: Option<Instant>) {
             fail!(Status::Watchdog, "watchdog: still resolving {hop}");
         }
         nic.poll_recv(&mut |_, _| {});
-        time::wait_until((now + POLL).min(give_up));
+        platform::wait_until((now + POLL).min(give_up));
     }
     if let Some(mac) = nic.arp_lookup(hop).map(Mac) {
         println!(
             "{{\"type\":\"arp\",\"ip\":\"{hop}\",\"mac\":\"{mac}\",\"at_us\":{}}}",
-            time::now().as_micros()
+            platform::now().as_micros()
         );
     }
 }

@@ -5,7 +5,7 @@
 //! renewed: jobs are far shorter than any lease.
 
 use super::{Ipv4Config, Nic, ETH_HDR, MTU};
-use crate::time;
+use crate::platform;
 use alloc::vec::Vec;
 use core::net::Ipv4Addr;
 use smoltcp::iface::{Config, Interface, SocketSet, SocketStorage};
@@ -93,12 +93,12 @@ fn smol(t: Instant) -> smoltcp::time::Instant {
 pub fn acquire(nic: &mut Nic, give_up: Instant) -> Option<Lease> {
     let mut config = Config::new(HardwareAddress::Ethernet(nic.mac()));
     // The transaction ID comes from this: differ from boot to boot.
-    config.random_seed = crate::arch::x86_64::io::rdtsc();
+    config.random_seed = platform::random_seed();
     let mut dev = Frames {
         nic,
         rx: Vec::new(),
     };
-    let mut iface = Interface::new(config, &mut dev, smol(time::now()));
+    let mut iface = Interface::new(config, &mut dev, smol(platform::now()));
     let mut socket = dhcpv4::Socket::new();
     let mut retry = RetryConfig::default();
     retry.discover_timeout = DISCOVER_RETRY;
@@ -107,7 +107,7 @@ pub fn acquire(nic: &mut Nic, give_up: Instant) -> Option<Lease> {
     let mut sockets = SocketSet::new(&mut storage[..]);
     let handle = sockets.add(socket);
     loop {
-        let now = time::now();
+        let now = platform::now();
         let rx = &mut dev.rx;
         dev.nic.poll_frames(|_, _, f| rx.push(f.to_vec()));
         iface.poll(smol(now), &mut dev, &mut sockets);
@@ -128,6 +128,6 @@ pub fn acquire(nic: &mut Nic, give_up: Instant) -> Option<Lease> {
         let wait = iface
             .poll_delay(smol(now), &sockets)
             .map_or(POLL, |d| Duration::from_micros(d.total_micros()).min(POLL));
-        time::wait_until((now + wait).min(give_up));
+        platform::wait_until((now + wait).min(give_up));
     }
 }

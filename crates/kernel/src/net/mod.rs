@@ -1,44 +1,34 @@
-//! The network device as the prober sees it: a [`Nic`] (over virtio-net, or over
-//! `vtnt-monitor`'s frame hypercalls) that sends complete IPv4 packets
-//! (framed by us, so TTL, IP ID, ToS and checksums go out exactly as the prober made
-//! them) to the next hop's MAC, and hands back every IPv4 packet addressed to us with its
-//! receive timestamp, answering ARP on the way. Raw frames in and out
-//! ([`Nic::poll_frames`], [`Nic::send_raw`]) serve [`dhcp`] before the job starts.
+//! The network interface as the prober sees it: a [`Nic`] over the platform's
+//! [`Link`] (virtio-net, `vtnt-monitor`'s frame hypercalls, a datagram socket) that sends
+//! complete IPv4 packets (framed by us, so TTL, IP ID, ToS and checksums go out exactly
+//! as the prober made them) to the next hop's MAC, and hands back every IPv4 packet
+//! addressed to us with its receive timestamp, answering ARP on the way. Raw frames in
+//! and out ([`Nic::poll_frames`], [`Nic::send_raw`]) serve [`dhcp`] before the job starts.
 //!
 //! Polling only (no interrupts). Transmit has backpressure: [`Nic::send_ipv4`] returns
-//! [`SendError::Busy`] when all transmit buffers are in flight, and
-//! [`SendError::Unresolved`] while the next hop's MAC is being resolved; the caller keeps
-//! the packet and retries. The virtio device itself cannot refuse a frame; what never
+//! [`SendError::Busy`] when the link has no room, and [`SendError::Unresolved`] while the
+//! next hop's MAC is being resolved; the caller keeps the packet and retries. What never
 //! leaves is ours to refuse: [`SendError::NoRoute`] (off-link, no gateway) and
 //! [`SendError::Invalid`].
 
 pub mod arp;
 pub mod dhcp;
-pub mod discover;
-pub mod hal;
 
+use crate::platform::{Link, LinkError, Received};
 use alloc::boxed::Box;
-use alloc::vec::Vec;
 use core::fmt;
 use core::net::Ipv4Addr;
-use hal::KernelHal;
 use smoltcp::wire::{
     ArpOperation, ArpPacket, ArpRepr, EthernetAddress, EthernetFrame, EthernetProtocol,
     EthernetRepr,
 };
-use virtio_drivers::device::net::VirtIONetRaw;
-use virtio_drivers::transport::SomeTransport;
 use vtnt_record::Instant;
 
-pub use discover::find_net;
-
-/// Descriptors per virtqueue (receive and transmit).
-pub const QUEUE_SIZE: usize = 16;
-/// Bytes per DMA buffer: virtio-net header (<= 12) + Ethernet (14) + 1500 of IP, rounded.
-const BUF_LEN: usize = 1536;
 /// Largest IPv4 packet we send (Ethernet MTU).
 pub const MTU: usize = 1500;
 const ETH_HDR: usize = 14;
+/// The largest Ethernet frame (header + MTU), without a device header.
+pub const FRAME_MAX: usize = ETH_HDR + MTU;
 
 /// Why a packet was not sent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -114,111 +104,30 @@ impl fmt::Display for Mac {
     }
 }
 
-type Device = VirtIONetRaw<KernelHal, SomeTransport<'static>, QUEUE_SIZE>;
-
-/// The virtio-net device and its buffers.
-struct Virtio {
-    dev: Device,
-    /// Receive buffers, indexed by the token (descriptor) they were posted under.
-    rx: [Option<Box<[u8]>>; QUEUE_SIZE],
-    /// Transmit buffers in flight, by token, with the length handed to the device.
-    tx_busy: [Option<(Box<[u8]>, usize)>; QUEUE_SIZE],
-    tx_free: Vec<Box<[u8]>>,
-    tx_count: usize,
-}
-
-/// Where frames go.
-enum Link {
-    Virtio(Box<Virtio>),
-    /// `vtnt-monitor`'s hypercalls, with one frame buffer to send from and one batch
-    /// buffer to receive into (`rx_len` bytes of frames received at `rx_t`, the next at
-    /// `rx_at`; `rx_more`: the monitor holds more).
-    Monitor {
-        tx: Box<[u8]>,
-        rx: Box<[u8]>,
-        rx_len: usize,
-        rx_at: usize,
-        rx_more: bool,
-        rx_t: Instant,
-    },
-}
-
-/// Bytes of frames one receive hypercall may return (about 40 full-size frames).
-const MONITOR_BATCH: usize = 64 * 1024;
-
 /// The network interface.
 pub struct Nic {
-    link: Link,
+    link: Box<dyn Link>,
     mac: EthernetAddress,
     cfg: Ipv4Config,
     arp: arp::Cache,
     pub stats: Stats,
 }
 
-/// Why the interface could not be brought up.
-#[derive(Debug)]
-pub enum UpError {
-    Virtio(virtio_drivers::Error),
-}
-
-impl fmt::Display for UpError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            UpError::Virtio(e) => write!(f, "virtio-net initialisation failed: {e}"),
-        }
-    }
-}
-
-/// A zeroed frame buffer of `len` bytes.
-fn new_buf_of(len: usize) -> Box<[u8]> {
-    alloc::vec![0u8; len].into_boxed_slice()
-}
-
-fn new_buf() -> Box<[u8]> {
-    new_buf_of(BUF_LEN)
-}
-
 impl Nic {
-    /// Initialises the virtio device and posts all receive buffers.
-    pub fn new(transport: SomeTransport<'static>, cfg: Ipv4Config) -> Result<Nic, UpError> {
-        let dev = Device::new(transport).map_err(UpError::Virtio)?;
-        let mac = EthernetAddress(dev.mac_address());
-        let mut v = Box::new(Virtio {
-            dev,
-            rx: [const { None }; QUEUE_SIZE],
-            tx_busy: [const { None }; QUEUE_SIZE],
-            tx_free: Vec::new(),
-            tx_count: 0,
-        });
-        for _ in 0..QUEUE_SIZE {
-            v.post_rx(new_buf()).map_err(UpError::Virtio)?;
-        }
-        crate::steps::mark(crate::steps::Step::VirtioUp);
-        Ok(Nic::with_link(Link::Virtio(v), mac, cfg))
-    }
-
-    /// The interface `vtnt-monitor` gives us, with MAC address `mac`.
-    pub fn monitor(mac: [u8; 6], cfg: Ipv4Config) -> Nic {
-        let link = Link::Monitor {
-            tx: new_buf(),
-            rx: new_buf_of(MONITOR_BATCH),
-            rx_len: 0,
-            rx_at: 0,
-            rx_more: false,
-            rx_t: Instant::ZERO,
-        };
-        crate::steps::mark(crate::steps::Step::VirtioUp);
-        Nic::with_link(link, EthernetAddress(mac), cfg)
-    }
-
-    fn with_link(link: Link, mac: EthernetAddress, cfg: Ipv4Config) -> Nic {
+    /// The interface over `link`, configured with `cfg`.
+    pub fn new(link: Box<dyn Link>, cfg: Ipv4Config) -> Nic {
         Nic {
+            mac: EthernetAddress(link.mac()),
             link,
-            mac,
             cfg,
             arp: arp::Cache::default(),
             stats: Stats::default(),
         }
+    }
+
+    /// Where the link is, for the console.
+    pub fn location(&self) -> &dyn fmt::Display {
+        self.link.location()
     }
 
     /// Our MAC address.
@@ -247,83 +156,12 @@ impl Nic {
     }
 
     /// Sends one Ethernet frame built by `fill` (given the frame area, returns the frame
-    /// length). Only this part is generic: the link's own work is in [`Nic::tx_take`] and
-    /// [`Nic::tx_give`], once in the image.
+    /// length). Only this part is generic: the link's own work is behind `dyn Link`, once in
+    /// the image.
     fn send_frame(&mut self, fill: impl FnOnce(&mut [u8]) -> usize) -> Result<(), SendError> {
-        let (mut buf, hdr) = self.tx_take()?;
+        let (mut buf, hdr) = self.link.tx_take().map_err(SendError::from)?;
         let len = hdr + fill(&mut buf[hdr..]);
-        self.tx_give(buf, len)
-    }
-
-    /// A transmit buffer and where the frame starts in it.
-    fn tx_take(&mut self) -> Result<(Box<[u8]>, usize), SendError> {
-        match &mut self.link {
-            Link::Virtio(v) => v.tx_take(),
-            Link::Monitor { tx, .. } => Ok((core::mem::take(tx), 0)),
-        }
-    }
-
-    /// Sends the first `len` bytes of `buf` (from [`Nic::tx_take`]).
-    fn tx_give(&mut self, buf: Box<[u8]>, len: usize) -> Result<(), SendError> {
-        match &mut self.link {
-            Link::Virtio(v) => v.tx_give(buf, len),
-            Link::Monitor { tx, .. } => {
-                let sent = crate::hvt::net_write(&buf[..len]);
-                *tx = buf;
-                if sent {
-                    Ok(())
-                } else {
-                    Err(SendError::Busy)
-                }
-            }
-        }
-    }
-
-    /// The next received frame, lent with its buffer: give it back with
-    /// [`Nic::frame_done`]. Not generic, so that [`Nic::poll_frames`] calls its closure
-    /// from one place.
-    fn next_frame(&mut self) -> Option<Received> {
-        match &mut self.link {
-            Link::Virtio(v) => v.next_rx(),
-            Link::Monitor {
-                rx,
-                rx_len,
-                rx_at,
-                rx_more,
-                rx_t,
-                ..
-            } => {
-                if *rx_at >= *rx_len {
-                    if !*rx_more && !crate::hvt::frames_may_wait() {
-                        return None;
-                    }
-                    let (len, more) = crate::hvt::net_read(rx);
-                    (*rx_len, *rx_at, *rx_more, *rx_t) = (len, 0, more, crate::time::now());
-                }
-                let Some((bytes, next)) = vtnt_hvt::frame_at(&rx[..*rx_len], *rx_at) else {
-                    *rx_at = *rx_len;
-                    return None;
-                };
-                *rx_at = next;
-                Some(Received {
-                    at: (bytes.start, bytes.len()),
-                    t: *rx_t,
-                    buf: core::mem::take(rx),
-                })
-            }
-        }
-    }
-
-    /// Takes back the buffer [`Nic::next_frame`] lent.
-    fn frame_done(&mut self, buf: Box<[u8]>) {
-        match &mut self.link {
-            Link::Virtio(v) => {
-                if v.post_rx(buf).is_err() {
-                    self.stats.rx_dropped += 1;
-                }
-            }
-            Link::Monitor { rx, .. } => *rx = buf,
-        }
+        self.link.tx_give(buf, len).map_err(SendError::from)
     }
 
     /// Sends a complete IPv4 packet, unchanged, to the next hop's MAC.
@@ -409,25 +247,24 @@ impl Nic {
 
     /// Hands every received Ethernet frame, as it is, to `each(self, receive_time, frame)`.
     pub fn poll_frames(&mut self, mut each: impl FnMut(&mut Nic, Instant, &[u8])) {
-        if let Link::Virtio(v) = &mut self.link {
-            v.reap_tx();
-        }
         while let Some(Received {
             at: (at, len),
             t,
             buf,
-        }) = self.next_frame()
+        }) = self.link.next_frame()
         {
             if let Some(frame) = buf.get(at..at + len) {
                 each(self, t, frame);
             }
-            self.frame_done(buf);
+            if !self.link.frame_done(buf) {
+                self.stats.rx_dropped += 1;
+            }
         }
     }
 
     /// Sends a complete Ethernet frame, as it is.
     pub fn send_raw(&mut self, frame: &[u8]) -> Result<(), SendError> {
-        if frame.len() > ETH_HDR + MTU {
+        if frame.len() > FRAME_MAX {
             return Err(SendError::Invalid);
         }
         self.send_frame(|buf| {
@@ -505,88 +342,11 @@ impl Nic {
     }
 }
 
-/// A frame the virtio device received: where in `buf` (offset, length), and when.
-struct Received {
-    at: (usize, usize),
-    t: Instant,
-    buf: Box<[u8]>,
-}
-
-impl Virtio {
-    fn post_rx(&mut self, mut buf: Box<[u8]>) -> Result<(), virtio_drivers::Error> {
-        // SAFETY: the buffer is owned by `self.rx[token]` from now until the device hands
-        // it back through `poll_receive`; nothing reads or writes it meanwhile.
-        let token = unsafe { self.dev.receive_begin(&mut buf)? };
-        self.rx[token as usize] = Some(buf);
-        Ok(())
-    }
-
-    /// The next received frame; the caller posts its buffer again.
-    fn next_rx(&mut self) -> Option<Received> {
-        loop {
-            let token = self.dev.poll_receive()?;
-            let t = crate::time::now();
-            let mut buf = self.rx.get_mut(token as usize).and_then(Option::take)?;
-            // SAFETY: `buf` is the buffer posted under `token` (see `post_rx`).
-            match unsafe { self.dev.receive_complete(token, &mut buf) } {
-                Ok(at) => return Some(Received { at, t, buf }),
-                Err(_) => {
-                    let _ = self.post_rx(buf);
-                }
-            }
-        }
-    }
-
-    /// Returns finished transmit buffers to the free list.
-    fn reap_tx(&mut self) {
-        while let Some(token) = self.dev.poll_transmit() {
-            let Some((buf, len)) = self.tx_busy.get_mut(token as usize).and_then(Option::take)
-            else {
-                break;
-            };
-            // SAFETY: `buf[..len]` is exactly the slice passed to `transmit_begin` for
-            // this token.
-            let _ = unsafe { self.dev.transmit_complete(token, &buf[..len]) };
-            self.tx_free.push(buf);
-        }
-    }
-
-    /// A free transmit buffer with the virtio header filled in, and the header's length.
-    fn tx_take(&mut self) -> Result<(Box<[u8]>, usize), SendError> {
-        self.reap_tx();
-        if !self.dev.can_send() {
-            return Err(SendError::Busy);
-        }
-        let mut buf = match self.tx_free.pop() {
-            Some(b) => b,
-            None if self.tx_count < QUEUE_SIZE => {
-                self.tx_count += 1;
-                new_buf()
-            }
-            None => return Err(SendError::Busy),
-        };
-        match self.dev.fill_buffer_header(&mut buf) {
-            Ok(hdr) => Ok((buf, hdr)),
-            Err(_) => {
-                self.tx_free.push(buf);
-                Err(SendError::Invalid)
-            }
-        }
-    }
-
-    /// Hands the first `len` bytes of `buf` (from [`Virtio::tx_take`]) to the device.
-    fn tx_give(&mut self, buf: Box<[u8]>, len: usize) -> Result<(), SendError> {
-        // SAFETY: the buffer moves into `tx_busy[token]` and is not touched until the
-        // device returns the token (see `reap_tx`).
-        match unsafe { self.dev.transmit_begin(&buf[..len]) } {
-            Ok(token) => {
-                self.tx_busy[token as usize] = Some((buf, len));
-                Ok(())
-            }
-            Err(_) => {
-                self.tx_free.push(buf);
-                Err(SendError::Busy)
-            }
+impl From<LinkError> for SendError {
+    fn from(e: LinkError) -> SendError {
+        match e {
+            LinkError::Busy => SendError::Busy,
+            LinkError::Invalid => SendError::Invalid,
         }
     }
 }

@@ -86,6 +86,8 @@ pub fn runtime_missing(rt: vtnt_runtimes::Runtime) -> Option<String> {
             ("mkfs.ext4", "e2fsprogs"),
         ]),
         Microvm => need(&[("qemu-system-x86_64", "qemu-system-x86")]),
+        // a process: the kernel's build (the toolchain's bare-metal target) is all it needs
+        Spt => None,
     }
 }
 

@@ -5,8 +5,8 @@
 //! devices plugged from the top slot down;
 //! a read of an empty or unassigned slot returns no virtio magic).
 
+use super::arch::x86_64::io::{inl, outl};
 use super::hal::KernelHal;
-use crate::arch::x86_64::io::{inl, outl};
 use crate::cmdline::Cmdline;
 use crate::steps::Step;
 use core::fmt;
@@ -26,17 +26,8 @@ const MICROVM_MMIO_SLOTS: u64 = 24;
 /// Where the device was found, for the console.
 #[derive(Debug, Clone, Copy)]
 pub enum Location {
-    Mmio {
-        base: u64,
-        version: u32,
-    },
-    Pci {
-        bus: u8,
-        device: u8,
-        function: u8,
-    },
-    /// `vtnt-monitor`'s frame hypercalls.
-    Monitor,
+    Mmio { base: u64, version: u32 },
+    Pci { bus: u8, device: u8, function: u8 },
 }
 
 impl fmt::Display for Location {
@@ -50,7 +41,6 @@ impl fmt::Display for Location {
             } => {
                 write!(f, "virtio-pci {bus:02x}:{device:02x}.{function}")
             }
-            Location::Monitor => f.write_str("monitor"),
         }
     }
 }

@@ -12,11 +12,11 @@
 //!    PML4 and PDPT and the statics, not the stack or the page directories, which are
 //!    written whole: the first 4 GiB identity-mapped with 2 MiB pages (the top GiB,
 //!    where MMIO lives, uncached); switches to them,
-//! 5. sets up a stack and calls [`crate::rust_start`] with the start-info address.
+//! 5. sets up a stack and calls [`crate::platform::vm::rust_start`] with the start-info address.
 //!
 //! `vtnt-monitor` instead enters `hvt_start64`, named by a note of our own (see
 //! `vtnt_hvt`): 64-bit mode, privilege level 3, its page tables; the entry reads the TSC,
-//! takes the boot stack and calls [`crate::rust_start_hvt`].
+//! takes the boot stack and calls [`crate::platform::vm::rust_start_hvt`].
 //!
 //! Few instructions, because on some hosts each one is emulated: KVM on PVM (no VMX/SVM)
 //! emulates the guest one instruction at a time, at 1-2 us each, until it can switch the
@@ -203,6 +203,6 @@ core::arch::global_asm!(
 
     stack_size = const STACK_SIZE,
     boot_tsc = sym BOOT_TSC,
-    rust_start = sym crate::rust_start,
-    rust_start_hvt = sym crate::rust_start_hvt,
+    rust_start = sym crate::platform::vm::rust_start,
+    rust_start_hvt = sym crate::platform::vm::rust_start_hvt,
 );

@@ -14,9 +14,9 @@
 //! the monitor waits instead (one hypercall, which also returns when a frame arrives),
 //! and its TSC frequency replaces the calibration.
 
-use crate::arch::x86_64::boot::boot_tsc;
-use crate::arch::x86_64::io::{cpuid, inb, outb, rdtsc, wrmsr};
-use crate::arch::x86_64::{apic, interrupts};
+use super::arch::x86_64::boot::boot_tsc;
+use super::arch::x86_64::io::{cpuid, inb, outb, rdtsc, wrmsr};
+use super::arch::x86_64::{apic, interrupts};
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 pub use vtnt_record::Instant;
 
@@ -106,7 +106,7 @@ pub fn instant_to_tsc(t: Instant) -> u64 {
 /// or `spin` without a local APIC; `monitor-poll` under `vtnt-monitor`, which waits for
 /// us and needs neither).
 pub fn init_idle() -> &'static str {
-    if crate::hvt::active() {
+    if super::hvt::active() {
         return "monitor-poll";
     }
     interrupts::init();
@@ -122,17 +122,17 @@ pub fn init_idle() -> &'static str {
 /// Whether [`wait_until`] also returns when a frame arrives (under `vtnt-monitor`), so
 /// callers need not poll the NIC while they expect one.
 pub fn wakes_on_frames() -> bool {
-    crate::hvt::active()
+    super::hvt::active()
 }
 
 /// Waits until guest time `deadline` or an earlier interrupt, whichever comes first
 /// (callers loop and re-check their conditions). The CPU halts meanwhile; without a
 /// local APIC this is one busy-poll turn.
 pub fn wait_until(deadline: Instant) {
-    if crate::hvt::active() {
+    if super::hvt::active() {
         let left = deadline.as_micros().saturating_sub(now().as_micros());
         if left > 0 {
-            crate::hvt::poll(left.saturating_mul(1000));
+            super::hvt::poll(left.saturating_mul(1000));
         }
         return;
     }
@@ -146,13 +146,6 @@ pub fn wait_until(deadline: Instant) {
     let tsc_per_us = (TSC_HZ.load(Ordering::Relaxed) / 1_000_000).max(1);
     apic::arm(instant_to_tsc(deadline), tsc_per_us);
     interrupts::halt();
-}
-
-/// Halts until guest time `until` (the job's `hold`).
-pub fn sleep_until(until: Instant) {
-    while now() < until {
-        wait_until(until);
-    }
 }
 
 fn from_cpuid15() -> Option<u64> {

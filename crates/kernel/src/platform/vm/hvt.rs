@@ -11,7 +11,9 @@
 //! leave in batches, before each wait and at the exit: a guest that faults (no handler
 //! here: the monitor reports the fault and its `rip`) loses the lines since its last wait.
 
-use crate::bootinfo::{self, MemKind, MemRegion, Module, Range};
+use super::bootinfo::{self, MemKind, MemRegion, Module, Range};
+use crate::platform::{Link, LinkError, Received};
+use alloc::boxed::Box;
 use core::arch::asm;
 use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
 use vtnt_hvt::{port, BootInfo as Info, NetRead, NetWrite, Poll, Puts};
@@ -85,7 +87,7 @@ const READ_AT_LEAST_EVERY_US: u64 = 1000;
 /// happened for [`READ_AT_LEAST_EVERY_US`]. Saves an exit per run-loop turn.
 pub fn frames_may_wait() -> bool {
     FRAMES_WAIT.load(Ordering::Relaxed)
-        || crate::time::now().as_micros()
+        || super::time::now().as_micros()
             >= LAST_READ_US.load(Ordering::Relaxed) + READ_AT_LEAST_EVERY_US
 }
 
@@ -126,7 +128,7 @@ pub fn net_read(buf: &mut [u8]) -> (usize, bool) {
     };
     call(port::NET_READ, &mut a);
     FRAMES_WAIT.store(a.more != 0, Ordering::Relaxed);
-    LAST_READ_US.store(crate::time::now().as_micros(), Ordering::Relaxed);
+    LAST_READ_US.store(super::time::now().as_micros(), Ordering::Relaxed);
     ((a.len as usize).min(buf.len()), a.more != 0)
 }
 
@@ -206,5 +208,86 @@ impl bootinfo::BootInfo for Boot {
             1 => Some((vtnt_hvt::IMAGE_MIN, self.info.used_end)),
             _ => None,
         }
+    }
+}
+
+/// Bytes of frames one receive hypercall may return (about 40 full-size frames).
+const BATCH: usize = 64 * 1024;
+
+/// The monitor's frame hypercalls as a [`Link`]: one buffer to send from, one batch
+/// buffer to receive into (`rx_len` bytes of frames received at `rx_t`, the next at
+/// `rx_at`; `rx_more`: the monitor holds more).
+pub struct MonitorLink {
+    mac: [u8; 6],
+    tx: Box<[u8]>,
+    rx: Box<[u8]>,
+    rx_len: usize,
+    rx_at: usize,
+    rx_more: bool,
+    rx_t: vtnt_record::Instant,
+}
+
+impl MonitorLink {
+    /// The interface the monitor gives us, with MAC address `mac`.
+    pub fn new(mac: [u8; 6]) -> MonitorLink {
+        crate::steps::mark(crate::steps::Step::VirtioUp);
+        MonitorLink {
+            mac,
+            tx: alloc::vec![0u8; crate::net::FRAME_MAX].into_boxed_slice(),
+            rx: alloc::vec![0u8; BATCH].into_boxed_slice(),
+            rx_len: 0,
+            rx_at: 0,
+            rx_more: false,
+            rx_t: vtnt_record::Instant::ZERO,
+        }
+    }
+}
+
+impl Link for MonitorLink {
+    fn mac(&self) -> [u8; 6] {
+        self.mac
+    }
+
+    fn location(&self) -> &dyn core::fmt::Display {
+        &"monitor"
+    }
+
+    fn tx_take(&mut self) -> Result<(Box<[u8]>, usize), LinkError> {
+        Ok((core::mem::take(&mut self.tx), 0))
+    }
+
+    fn tx_give(&mut self, buf: Box<[u8]>, len: usize) -> Result<(), LinkError> {
+        let sent = net_write(&buf[..len]);
+        self.tx = buf;
+        if sent {
+            Ok(())
+        } else {
+            Err(LinkError::Busy)
+        }
+    }
+
+    fn next_frame(&mut self) -> Option<Received> {
+        if self.rx_at >= self.rx_len {
+            if !self.rx_more && !frames_may_wait() {
+                return None;
+            }
+            let (len, more) = net_read(&mut self.rx);
+            (self.rx_len, self.rx_at, self.rx_more, self.rx_t) = (len, 0, more, super::time::now());
+        }
+        let Some((bytes, next)) = vtnt_hvt::frame_at(&self.rx[..self.rx_len], self.rx_at) else {
+            self.rx_at = self.rx_len;
+            return None;
+        };
+        self.rx_at = next;
+        Some(Received {
+            at: (bytes.start, bytes.len()),
+            t: self.rx_t,
+            buf: core::mem::take(&mut self.rx),
+        })
+    }
+
+    fn frame_done(&mut self, buf: Box<[u8]>) -> bool {
+        self.rx = buf;
+        true
     }
 }

@@ -1,0 +1,394 @@
+//! The process platform ("spt", after Solo5's): the kernel as a static Linux executable
+//! that talks to Linux through raw system calls only, on the descriptors its tender gave
+//! it (the interface is `vtnt_spt`; read its docs first).
+//!
+//! Entry ([`_start`], the ELF entry point): the stack Linux built holds `argc`, `argv`;
+//! `argv[1]` is the command line. The first act installs the guest's own seccomp filter
+//! (`vtnt_spt::GUEST_FILTER`: no `execve`, no `seccomp`, no file system), then the clock
+//! starts, the heap is a static arena in `.bss` (pages Linux maps only when touched), and
+//! the job starts. The clock is `CLOCK_MONOTONIC`; waiting is `ppoll` on the network
+//! descriptor with the deadline as its timeout (so a wait ends when a frame arrives);
+//! frames go out and come in with `write`/`read` on it (non-blocking: one Ethernet frame
+//! per call); the console is `write` on standard output; the exit is `exit_group` with
+//! the kernel's status.
+
+use crate::exit::Status;
+use crate::fail;
+use crate::platform::{Link, LinkError, Received};
+use alloc::boxed::Box;
+use core::arch::{asm, global_asm};
+use core::cell::UnsafeCell;
+use core::sync::atomic::{AtomicU64, Ordering};
+use vtnt_record::Instant;
+use vtnt_spt::{nr, CONSOLE_FD, NET_FD};
+
+/// Bytes of heap: far more than a job needs (its peak is printed); untouched pages cost
+/// no memory.
+const HEAP: usize = 8 << 20;
+const EAGAIN: isize = 11;
+const EBADF: isize = 9;
+const EINTR: isize = 4;
+const POLLIN: i16 = 1;
+const POLLNVAL: i16 = 0x20;
+const CLOCK_MONOTONIC: usize = 1;
+
+/// One system call with up to six arguments; the kernel's return value (`-errno` on
+/// failure).
+///
+/// # Safety
+/// The arguments must be valid for call `n` (pointers to live memory of the right size).
+unsafe fn syscall(n: u32, a: [usize; 6]) -> isize {
+    let ret: isize;
+    // SAFETY: the `syscall` instruction enters Linux, which reads the arguments (and the
+    // memory they point to, valid by the caller's contract) and clobbers rcx and r11.
+    unsafe {
+        asm!(
+            "syscall",
+            inlateout("rax") n as isize => ret,
+            in("rdi") a[0], in("rsi") a[1], in("rdx") a[2],
+            in("r10") a[3], in("r8") a[4], in("r9") a[5],
+            lateout("rcx") _, lateout("r11") _,
+            options(nostack)
+        )
+    };
+    ret
+}
+
+// The ELF entry: Linux enters with rsp at argc (16-byte aligned); pass it to `spt_main`.
+global_asm!(
+    ".globl _start",
+    "_start:",
+    "mov rdi, rsp",
+    "and rsp, -16",
+    "call {main}",
+    "ud2",
+    main = sym spt_main,
+);
+
+/// The heap arena.
+#[repr(C, align(4096))]
+struct Arena(UnsafeCell<[u8; HEAP]>);
+// SAFETY: handed to the allocator once, in `spt_main`, and never touched otherwise.
+unsafe impl Sync for Arena {}
+static ARENA: Arena = Arena(UnsafeCell::new([0; HEAP]));
+
+/// `CLOCK_MONOTONIC` at the first instruction, in nanoseconds.
+static START_NS: AtomicU64 = AtomicU64::new(0);
+
+extern "C" fn spt_main(sp: *const usize) -> ! {
+    // SAFETY: the filter is a valid BPF program that outlives the call (a static);
+    // installing it only restricts us.
+    let sealed = unsafe {
+        let prog = SockFprog {
+            len: vtnt_spt::GUEST_FILTER.len() as u16,
+            filter: vtnt_spt::GUEST_FILTER.as_ptr(),
+        };
+        syscall(
+            nr::SECCOMP,
+            [
+                vtnt_spt::SET_MODE_FILTER as usize,
+                0,
+                &prog as *const SockFprog as usize,
+                0,
+                0,
+                0,
+            ],
+        )
+    };
+    START_NS.store(mono_ns(), Ordering::Relaxed);
+    let start_ticks = ticks();
+    crate::steps::mark_at(crate::steps::Step::LongMode, start_ticks);
+    if sealed != 0 {
+        fail!(
+            Status::BootFailed,
+            "seccomp: the guest could not install its own filter (errno {})",
+            -sealed
+        );
+    }
+    // SAFETY: Linux's initial stack: argc, then argc pointers to NUL-terminated strings.
+    let cmdline = unsafe {
+        let argc = *sp;
+        if argc < 2 {
+            &[][..]
+        } else {
+            let p = *sp.add(2) as *const u8;
+            let mut n = 0;
+            while *p.add(n) != 0 {
+                n += 1;
+            }
+            core::slice::from_raw_parts(p, n)
+        }
+    };
+    crate::banner("spt", 1, cmdline);
+    crate::steps::mark(crate::steps::Step::Console);
+    crate::steps::mark(crate::steps::Step::Clock);
+    crate::steps::mark(crate::steps::Step::Idle);
+    // SAFETY: the arena is a static used by nothing else, and this is the only call.
+    unsafe { crate::heap::init(ARENA.0.get().cast(), HEAP as u64) };
+    crate::println!(
+        "{{\"type\":\"boot\",\"platform\":\"spt\",\"mono_start_ns\":{},\"heap_kib\":{},\"boot_us\":{}}}",
+        START_NS.load(Ordering::Relaxed),
+        HEAP / 1024,
+        now().as_micros()
+    );
+    crate::steps::mark(crate::steps::Step::Heap);
+    crate::start(cmdline)
+}
+
+/// `struct sock_fprog`.
+#[repr(C)]
+struct SockFprog {
+    len: u16,
+    filter: *const vtnt_spt::SockFilter,
+}
+
+/// `struct timespec`.
+#[repr(C)]
+#[derive(Default)]
+struct Timespec {
+    sec: i64,
+    nsec: i64,
+}
+
+/// `struct pollfd`.
+#[repr(C)]
+struct PollFd {
+    fd: i32,
+    events: i16,
+    revents: i16,
+}
+
+fn mono_ns() -> u64 {
+    let mut ts = Timespec::default();
+    // SAFETY: `ts` is a live timespec the kernel writes.
+    unsafe {
+        syscall(
+            nr::CLOCK_GETTIME,
+            [
+                CLOCK_MONOTONIC,
+                &mut ts as *mut Timespec as usize,
+                0,
+                0,
+                0,
+                0,
+            ],
+        )
+    };
+    ts.sec as u64 * 1_000_000_000 + ts.nsec as u64
+}
+
+/// Now, in microseconds since the first instruction.
+pub fn now() -> Instant {
+    ticks_to_instant(ticks())
+}
+
+/// Nanoseconds of `CLOCK_MONOTONIC`, for the boot steps.
+pub fn ticks() -> u64 {
+    mono_ns()
+}
+
+/// A [`ticks`] value as guest time.
+pub fn ticks_to_instant(t: u64) -> Instant {
+    Instant::from_micros(t.saturating_sub(START_NS.load(Ordering::Relaxed)) / 1000)
+}
+
+/// Waits until `deadline` or until a frame arrives, whichever is first.
+pub fn wait_until(deadline: Instant) {
+    let left_us = deadline.as_micros().saturating_sub(now().as_micros());
+    if left_us > 0 {
+        poll(left_us);
+    }
+}
+
+/// `ppoll` on the network descriptor for at most `us` microseconds; its `revents`.
+fn poll(us: u64) -> i16 {
+    let ts = Timespec {
+        sec: (us / 1_000_000) as i64,
+        nsec: (us % 1_000_000 * 1000) as i64,
+    };
+    let mut fd = PollFd {
+        fd: NET_FD as i32,
+        events: POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one live pollfd and a live timespec; no signal mask.
+    unsafe {
+        syscall(
+            nr::PPOLL,
+            [
+                &mut fd as *mut PollFd as usize,
+                1,
+                &ts as *const Timespec as usize,
+                0,
+                8,
+                0,
+            ],
+        )
+    };
+    fd.revents
+}
+
+/// A wait ends when a frame arrives: callers need not poll while they expect one.
+pub fn wakes_on_frames() -> bool {
+    true
+}
+
+/// Writes `bytes` to standard output.
+pub fn console_emit(mut bytes: &[u8]) {
+    while !bytes.is_empty() {
+        // SAFETY: writes from a live slice.
+        let n = unsafe {
+            syscall(
+                nr::WRITE,
+                [
+                    CONSOLE_FD as usize,
+                    bytes.as_ptr() as usize,
+                    bytes.len(),
+                    0,
+                    0,
+                    0,
+                ],
+            )
+        };
+        match n {
+            n if n > 0 => bytes = &bytes[(n as usize).min(bytes.len())..],
+            n if n == -EINTR => {}
+            _ => return,
+        }
+    }
+}
+
+/// Each line leaves as it ends (a system call costs little).
+pub fn console_batches() -> bool {
+    false
+}
+
+/// Ends the process with `status`.
+pub fn exit(status: Status) -> ! {
+    loop {
+        // SAFETY: exit_group takes no pointer and does not return.
+        unsafe { syscall(nr::EXIT_GROUP, [status as usize, 0, 0, 0, 0, 0]) };
+    }
+}
+
+/// A process has no boot modules (targets come in the job line).
+pub fn module(_: usize) -> Option<&'static [u8]> {
+    None
+}
+
+/// No port marks: a process's steps are read from its exit line alone.
+pub fn mark_step(_: u8) {}
+
+/// A seed for DHCP's transaction ids.
+pub fn random_seed() -> u64 {
+    // SAFETY: `rdtsc` only reads the time-stamp counter.
+    unsafe { core::arch::x86_64::_rdtsc() }
+}
+
+/// The network descriptor, with the MAC the command line gives (`mac=`).
+pub fn open_net(cmdline: &crate::cmdline::Cmdline) -> Box<dyn Link> {
+    let Some(mac) = cmdline.mac else {
+        fail!(
+            Status::NoNic,
+            "a process's network needs its MAC on the command line (mac=)"
+        );
+    };
+    if poll(0) & POLLNVAL != 0 {
+        fail!(
+            Status::NoNic,
+            "descriptor {NET_FD} is not open: the tender gives the network there"
+        );
+    }
+    crate::steps::mark(crate::steps::Step::NicFound);
+    crate::steps::mark(crate::steps::Step::VirtioUp);
+    Box::new(SocketLink {
+        mac,
+        tx: new_frame(),
+        rx: new_frame(),
+    })
+}
+
+fn new_frame() -> Box<[u8]> {
+    alloc::vec![0u8; crate::net::FRAME_MAX].into_boxed_slice()
+}
+
+/// Frames over [`NET_FD`], one per datagram.
+struct SocketLink {
+    mac: [u8; 6],
+    tx: Box<[u8]>,
+    rx: Box<[u8]>,
+}
+
+impl Link for SocketLink {
+    fn mac(&self) -> [u8; 6] {
+        self.mac
+    }
+
+    fn location(&self) -> &dyn core::fmt::Display {
+        &"fd 3"
+    }
+
+    fn tx_take(&mut self) -> Result<(Box<[u8]>, usize), LinkError> {
+        Ok((core::mem::take(&mut self.tx), 0))
+    }
+
+    fn tx_give(&mut self, buf: Box<[u8]>, len: usize) -> Result<(), LinkError> {
+        // SAFETY: writes from a live buffer of at least `len` bytes.
+        let n = unsafe {
+            syscall(
+                nr::WRITE,
+                [
+                    NET_FD as usize,
+                    buf.as_ptr() as usize,
+                    len.min(buf.len()),
+                    0,
+                    0,
+                    0,
+                ],
+            )
+        };
+        self.tx = buf;
+        // A full queue, or the front not there yet (a refused datagram): try again later.
+        if n < 0 {
+            Err(LinkError::Busy)
+        } else {
+            Ok(())
+        }
+    }
+
+    fn next_frame(&mut self) -> Option<Received> {
+        loop {
+            // SAFETY: reads into a live buffer of its own length.
+            let n = unsafe {
+                syscall(
+                    nr::READ,
+                    [
+                        NET_FD as usize,
+                        self.rx.as_mut_ptr() as usize,
+                        self.rx.len(),
+                        0,
+                        0,
+                        0,
+                    ],
+                )
+            };
+            if n > 0 {
+                return Some(Received {
+                    at: (0, n as usize),
+                    t: now(),
+                    buf: core::mem::take(&mut self.rx),
+                });
+            }
+            // EAGAIN: nothing waiting; any other error (one queued by an earlier send, a
+            // refused datagram): read on, unless it is the descriptor's own.
+            if n == -EAGAIN || n == 0 || n == -EBADF {
+                return None;
+            }
+        }
+    }
+
+    fn frame_done(&mut self, buf: Box<[u8]>) -> bool {
+        self.rx = buf;
+        true
+    }
+}
