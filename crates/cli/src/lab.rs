@@ -27,6 +27,10 @@ pub enum LabCommand {
         /// UDP port of the VM front on 127.0.0.1 (0 = any free port).
         #[arg(long, default_value_t = 0)]
         vm_port: u16,
+        /// The VMs' own LAN, routed to the vantage point like its LAN: slots past the
+        /// vantage LAN's 120 and most of the DHCP pool [default: 10.253.0.0/16].
+        #[arg(long)]
+        vm_prefix: Option<String>,
         /// Seconds to wait for the lab to answer.
         #[arg(long, default_value_t = 10)]
         timeout: u64,
@@ -110,7 +114,7 @@ pub enum LabCommand {
         /// Which VM slot (each has its own guest address and local UDP port).
         #[arg(long, default_value_t = 0)]
         index: u32,
-        /// Print the whole vm.json.
+        /// Print vm.json, with the slot computed (`slot`).
         #[arg(long)]
         json: bool,
     },
@@ -138,6 +142,8 @@ pub enum LabCommand {
         state_dir: PathBuf,
         #[arg(long, default_value_t = 0)]
         vm_port: u16,
+        #[arg(long, default_value = linux::state::VM_PREFIX)]
+        vm_prefix: String,
         #[arg(long, default_value = "")]
         source: String,
         topology: PathBuf,
@@ -164,6 +170,12 @@ pub struct FrontArgs {
     vm_port: u16,
 }
 
+/// `--vm-prefix`: an IPv4 prefix without host bits.
+fn parse_prefix(s: &str) -> anyhow::Result<vtnt_lab::addr::Prefix> {
+    s.parse()
+        .map_err(|e| anyhow::anyhow!("--vm-prefix {s}: {e}"))
+}
+
 fn need_root(what: &str) -> anyhow::Result<()> {
     if !linux::is_root() {
         bail!("`vtnt lab {what}` needs root (network namespaces and TUN devices)");
@@ -177,6 +189,7 @@ pub fn run(cmd: LabCommand) -> anyhow::Result<ExitCode> {
             topology,
             name,
             vm_port,
+            vm_prefix,
             timeout,
         } => {
             if let Some(p) = &topology {
@@ -184,10 +197,12 @@ pub fn run(cmd: LabCommand) -> anyhow::Result<ExitCode> {
             }
             need_root("up")?;
             let exe = std::env::current_exe().context("finding the vtnt binary")?;
+            let vm_prefix = vm_prefix.as_deref().map(parse_prefix).transpose()?;
             let o = linux::UpOptions {
                 name,
                 topology,
                 vm_port,
+                vm_prefix,
                 exe,
                 timeout: std::time::Duration::from_secs(timeout),
             };
@@ -363,15 +378,14 @@ pub fn run(cmd: LabCommand) -> anyhow::Result<ExitCode> {
         }
         LabCommand::VmNetdev { name, index, json } => {
             let vm = linux::vm_info(&name)?;
+            let g = vm.slot(index).context("no such VM slot")?;
             if json {
-                println!("{}", serde_json::to_string_pretty(&vm)?);
+                // vm.json with the slot computed
+                let mut v = serde_json::to_value(&vm)?;
+                v["slot"] = serde_json::to_value(&g)?;
+                println!("{}", serde_json::to_string_pretty(&v)?);
                 return Ok(ExitCode::SUCCESS);
             }
-            let g = vm
-                .guests
-                .iter()
-                .find(|g| g.index == index)
-                .context("no such VM slot")?;
             println!("-netdev {} -device {}", g.netdev, g.device);
             println!(
                 "# guest: {}  (older QEMU: -netdev {})",
@@ -389,6 +403,7 @@ pub fn run(cmd: LabCommand) -> anyhow::Result<ExitCode> {
             name,
             state_dir,
             vm_port,
+            vm_prefix,
             source,
             topology,
         } => {
@@ -398,6 +413,7 @@ pub fn run(cmd: LabCommand) -> anyhow::Result<ExitCode> {
                 topology,
                 source,
                 vm_port,
+                vm_prefix: parse_prefix(&vm_prefix)?,
             })?;
             Ok(ExitCode::SUCCESS)
         }
@@ -433,6 +449,7 @@ fn bench(probes: u64, seconds: f64, window: u64, no_tun: bool) -> anyhow::Result
         name: name.clone(),
         topology: Some(file.clone()),
         vm_port: 0,
+        vm_prefix: None,
         exe,
         timeout: std::time::Duration::from_secs(10),
     };

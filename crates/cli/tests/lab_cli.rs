@@ -125,10 +125,11 @@ fn vm_netdev_prints_the_attach_contract() {
     let out = vtnt(&["lab", "vm-netdev", "--name", &lab.name, "--json"]);
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["gateway"], "192.0.2.1");
-    assert_eq!(v["guests"][0]["address"], "192.0.2.10/24");
-    assert_eq!(v["guests"][0]["cmdline"], "ip=192.0.2.10/24 gw=192.0.2.1");
+    assert_eq!(v["slot"]["address"], "192.0.2.10/24");
+    assert_eq!(v["slot"]["cmdline"], "ip=192.0.2.10/24 gw=192.0.2.1");
+    assert_eq!(v["lans"][1]["prefix"], "10.253.0.0/16");
     let port = v["port"].as_u64().unwrap();
-    assert!(v["guests"][0]["netdev"]
+    assert!(v["slot"]["netdev"]
         .as_str()
         .unwrap()
         .contains(&format!("remote.port={port}")));

@@ -6,6 +6,7 @@
 use std::net::Ipv4Addr;
 
 use vtnt_lab_linux::dhcp::DhcpServer;
+use vtnt_lab_linux::state::{Lan, DHCP_FIRST_HOST, LAN_POOL, LAN_SLOTS};
 
 pub const GATEWAY: Ipv4Addr = Ipv4Addr::new(192, 0, 2, 1);
 pub const VANTAGE: Ipv4Addr = Ipv4Addr::new(192, 0, 2, 2);
@@ -16,12 +17,13 @@ pub const VANTAGE: Ipv4Addr = Ipv4Addr::new(192, 0, 2, 2);
 /// whole Ethernet frame, and an address it binds is in the pool, not taken, and the one
 /// the server says the client holds.
 pub fn dhcp_handle(data: &[u8]) {
-    let mut server = DhcpServer::new(
+    let mut server = DhcpServer::new(&[Lan::new(
         "192.0.2.0/24".parse().unwrap(),
         GATEWAY,
         &[GATEWAY, VANTAGE],
-        vtnt_lab_linux::state::DHCP_FIRST_HOST,
-    );
+        (0, LAN_SLOTS),
+        (DHCP_FIRST_HOST, LAN_POOL),
+    )]);
     let taken = server.pool()[1];
     let in_use = |a: Ipv4Addr, _mac: [u8; 6]| a == taken;
     let mut rest = data;

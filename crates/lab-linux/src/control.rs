@@ -24,6 +24,9 @@ pub struct UpOptions {
     pub topology: Option<PathBuf>,
     /// UDP port of the VM front on 127.0.0.1 (0: any free port).
     pub vm_port: u16,
+    /// The VMs' own LAN past the vantage point LAN's slots (`None`:
+    /// [`crate::state::VM_PREFIX`]); it may not overlap the topology.
+    pub vm_prefix: Option<vtnt_lab::addr::Prefix>,
     /// The `vtnt` binary to run as `vtnt lab serve`.
     pub exe: PathBuf,
     /// How long to wait for the lab to answer.
@@ -83,10 +86,18 @@ pub fn up(o: &UpOptions) -> Result<LabState, Error> {
         None => (REFERENCE_TOML.to_string(), "reference".to_string()),
     };
     let topo = Topology::parse(&text, &source)?;
+    let vm_prefix = match o.vm_prefix {
+        Some(p) => p,
+        None => crate::state::VM_PREFIX
+            .parse()
+            .map_err(|e| Error::msg(format!("{}: {e:?}", crate::state::VM_PREFIX)))?,
+    };
+    // refused here rather than by the daemon: a VM LAN overlapping the topology
+    let topo = topo.with_vm_lan(vm_prefix)?;
     clean_stale(&o.name)?;
     let dir = state_dir(&o.name);
     fs::create_dir_all(&dir)?;
-    let result = start(o, &dir, &text, &source, &topo);
+    let result = start(o, &dir, (&text, &source), &topo, vm_prefix);
     if result.is_err() {
         let _ = down(&o.name);
     }
@@ -96,9 +107,9 @@ pub fn up(o: &UpOptions) -> Result<LabState, Error> {
 fn start(
     o: &UpOptions,
     dir: &Path,
-    text: &str,
-    source: &str,
+    (text, source): (&str, &str),
     topo: &Topology,
+    vm_prefix: vtnt_lab::addr::Prefix,
 ) -> Result<LabState, Error> {
     let topo_path = dir.join("topology.toml");
     fs::write(&topo_path, text)?;
@@ -107,6 +118,7 @@ fn start(
     cmd.args(["lab", "serve", "--name", &o.name, "--state-dir"])
         .arg(dir)
         .args(["--vm-port", &o.vm_port.to_string(), "--source", source])
+        .args(["--vm-prefix", &vm_prefix.to_string()])
         .arg(&topo_path);
     let deadline = Wall::now() + o.timeout;
     let child = launch(cmd, dir, deadline, "lab")?;

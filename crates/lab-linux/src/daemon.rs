@@ -2,7 +2,8 @@
 //! (in the host's namespace), enters the lab namespace, creates the TUN device there with
 //! the vantage point's address and routes for the lab ranges, writes its state files,
 //! then runs the emulator on a monotonic clock until SIGTERM: packets from the TUN and
-//! from VMs in (ARP and DHCP answered by the VM front itself), the lab's answers out to
+//! from VMs (on the vantage point LAN, then on the lab's VM LAN, which the emulator routes
+//! to the vantage point like its LAN) in (ARP and DHCP answered by the VM front itself), the lab's answers out to
 //! whoever owns the destination address.
 
 use std::fs;
@@ -14,7 +15,7 @@ use std::time::{Duration, Instant as Wall};
 
 use vtnt_lab::{Instant, Lab, Port, Topology};
 
-use crate::state::{LabState, VmInfo, TUN_NAME, VM_SLOTS};
+use crate::state::{LabState, Lan, VmInfo, TUN_NAME};
 use crate::vm::VmFront;
 use crate::{netns, sys, Error};
 
@@ -29,6 +30,9 @@ pub struct ServeOptions {
     pub source: String,
     /// UDP port of the VM front on 127.0.0.1 (0: any free port).
     pub vm_port: u16,
+    /// The VMs' own LAN, routed to the vantage point as its LAN is
+    /// ([`crate::state::VM_PREFIX`] unless told).
+    pub vm_prefix: vtnt_lab::addr::Prefix,
 }
 
 /// The lab ranges routed into the TUN, except what the vantage point LAN covers.
@@ -43,7 +47,7 @@ pub fn routes(vp_prefix: vtnt_lab::addr::Prefix) -> Vec<String> {
 /// Runs the daemon until a stop signal.
 pub fn serve(o: &ServeOptions) -> Result<(), Error> {
     sys::catch_stop_signals();
-    let topo = Topology::load(&o.topology)?;
+    let topo = Topology::load(&o.topology)?.with_vm_lan(o.vm_prefix)?;
     let mut lab = Lab::new(topo);
     let vp = lab
         .vantage_points()
@@ -81,8 +85,9 @@ pub fn serve(o: &ServeOptions) -> Result<(), Error> {
         vm_port,
         routes,
     };
-    let mut vms = VmFront::new(vp.prefix, vp.gateway, vp.addr, VM_SLOTS);
-    let vm_info = VmInfo::new(vp.prefix, vp.gateway, vm_port, vms.dhcp_pool(), VM_SLOTS);
+    let lans = Lan::lab(&vp, o.vm_prefix);
+    let mut vms = VmFront::new(&lans);
+    let vm_info = VmInfo::new(vp.prefix, vp.gateway, vm_port, &lans);
     write_json(&o.state_dir.join("state.json"), &state)?;
     write_json(&o.state_dir.join("vm.json"), &vm_info)?;
     fs::write(o.state_dir.join("pid"), format!("{}\n", state.pid))?;

@@ -1,13 +1,16 @@
 //! The VM front's DHCPv4 server (pure logic): DISCOVER gets an OFFER, REQUEST an ACK (or
-//! a NAK for an address that is not the client's), with an address from the pool of the
-//! vantage point LAN ([`DHCP_POOL`] hosts past the static slots), the LAN's mask, the lab's
+//! a NAK for an address that is not the client's), with an address from the pools of the
+//! front's LANs ([`crate::state::Lan`]: [`crate::state::DHCP_POOL`] addresses past the
+//! static slots, a lab's first ones on its vantage point LAN), that LAN's mask, its
 //! gateway as router and server identifier, and a [`LEASE_SECS`] lease. Each client MAC
-//! keeps its address for as long as the daemon runs. The pool lies apart from the
+//! keeps its address for as long as the daemon runs. The pools lie apart from the
 //! static VM slots of `vm.json`; an address a guest already uses is never offered.
+//! Allocation takes the next free address after the last one granted: constant time
+//! while the pool has room, however many thousands it holds.
 //! Parsing and emitting are smoltcp's (`DhcpPacket`, `DhcpRepr`); anything malformed,
 //! or meant for another server, is ignored.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::net::Ipv4Addr;
 
 use smoltcp::phy::ChecksumCapabilities;
@@ -18,7 +21,7 @@ use smoltcp::wire::{
 };
 use vtnt_lab::addr::Prefix;
 
-use crate::state::{DHCP_POOL, GATEWAY_MAC};
+use crate::state::{Lan, GATEWAY_MAC};
 
 /// Lease time granted, seconds.
 pub const LEASE_SECS: u32 = 3600;
@@ -36,23 +39,16 @@ pub struct Answer {
     pub bound: Option<Ipv4Addr>,
 }
 
-/// Leases of the vantage point LAN, by client MAC.
+/// Leases of a front's LANs, by client MAC.
 #[derive(Debug)]
 pub struct DhcpServer {
-    /// Our identifier and the clients' router: the lab's gateway.
-    server: Ipv4Addr,
-    mask: Ipv4Addr,
+    /// Each LAN's prefix and gateway (the router and server identifier of its leases).
+    lans: Vec<(Prefix, Ipv4Addr)>,
     pool: Vec<Ipv4Addr>,
     leases: HashMap<[u8; 6], Ipv4Addr>,
-}
-
-/// The pool of `prefix`: [`DHCP_POOL`] hosts from `first` on, without the broadcast
-/// address and the `reserved` ones (gateway, vantage point).
-pub fn pool(prefix: Prefix, reserved: &[Ipv4Addr], first: u32) -> Vec<Ipv4Addr> {
-    (first..first + DHCP_POOL)
-        .filter_map(|i| prefix.nth(i))
-        .filter(|a| u32::from(*a) != prefix.last() && !reserved.contains(a))
-        .collect()
+    leased: HashSet<Ipv4Addr>,
+    /// Where the search for a free address starts.
+    next: usize,
 }
 
 /// Whether the IPv4 packet `ip` is UDP to the DHCP server port (then the front answers
@@ -72,15 +68,22 @@ fn dhcp_payload(ip: &[u8]) -> Option<&[u8]> {
 }
 
 impl DhcpServer {
-    /// A server for `prefix` behind `gateway`, leasing from host `first` on (past the
-    /// static slots, [`crate::state::DHCP_FIRST_HOST`] on a lab's LAN), never `reserved` addresses.
-    pub fn new(prefix: Prefix, gateway: Ipv4Addr, reserved: &[Ipv4Addr], first: u32) -> DhcpServer {
+    /// A server leasing the pools of `lans`, in order.
+    pub fn new(lans: &[Lan]) -> DhcpServer {
         DhcpServer {
-            server: gateway,
-            mask: Ipv4Addr::from(!(u32::MAX.checked_shr(prefix.len().into()).unwrap_or(0))),
-            pool: pool(prefix, reserved, first),
+            lans: lans.iter().map(|l| (l.prefix, l.gateway)).collect(),
+            pool: lans.iter().flat_map(|l| l.pool.iter().copied()).collect(),
             leases: HashMap::new(),
+            leased: HashSet::new(),
+            next: 0,
         }
+    }
+
+    /// The LAN of a leased address: its gateway and mask.
+    fn lan_of(&self, a: Ipv4Addr) -> Option<(Ipv4Addr, Ipv4Addr)> {
+        let &(p, gw) = self.lans.iter().find(|(p, _)| p.contains(a))?;
+        let mask = Ipv4Addr::from(!(u32::MAX.checked_shr(p.len().into()).unwrap_or(0)));
+        Some((gw, mask))
     }
 
     /// The addresses it leases.
@@ -109,7 +112,10 @@ impl DhcpServer {
         let (message_type, addr) = match req.message_type {
             DhcpMessageType::Discover => (DhcpMessageType::Offer, self.allocate(mac, &in_use)?),
             DhcpMessageType::Request => {
-                if req.server_identifier.is_some_and(|s| s != self.server) {
+                if req
+                    .server_identifier
+                    .is_some_and(|s| !self.lans.iter().any(|(_, gw)| *gw == s))
+                {
                     return None; // the client chose another server
                 }
                 let wanted = req
@@ -126,6 +132,16 @@ impl DhcpServer {
             _ => return None,
         };
         let granted = message_type != DhcpMessageType::Nak;
+        // a NAK comes from the server the client named (else the first LAN's)
+        let lan = self.lan_of(addr).or_else(|| {
+            let named = req.server_identifier.and_then(|s| self.lan_of(s));
+            named.or_else(|| {
+                self.lans
+                    .first()
+                    .map(|&(_, gw)| (gw, Ipv4Addr::UNSPECIFIED))
+            })
+        });
+        let (server, mask) = lan?;
         let reply = DhcpRepr {
             message_type,
             transaction_id: req.transaction_id,
@@ -134,13 +150,13 @@ impl DhcpServer {
             client_ip: Ipv4Addr::UNSPECIFIED,
             your_ip: addr,
             server_ip: Ipv4Addr::UNSPECIFIED,
-            router: granted.then_some(self.server),
-            subnet_mask: granted.then_some(self.mask),
+            router: granted.then_some(server),
+            subnet_mask: granted.then_some(mask),
             relay_agent_ip: req.relay_agent_ip,
             broadcast: req.broadcast,
             requested_ip: None,
             client_identifier: None,
-            server_identifier: Some(self.server),
+            server_identifier: Some(server),
             parameter_request_list: None,
             dns_servers: None,
             max_size: None,
@@ -150,7 +166,7 @@ impl DhcpServer {
             additional_options: &[],
         };
         Some(Answer {
-            frame: self.frame(&reply)?,
+            frame: frame(server, &reply)?,
             bound: (message_type == DhcpMessageType::Ack).then_some(addr),
         })
     }
@@ -164,59 +180,62 @@ impl DhcpServer {
         if let Some(a) = self.lease(mac) {
             return Some(a);
         }
-        let a = *self
-            .pool
-            .iter()
-            .find(|a| !in_use(**a, mac) && !self.leases.values().any(|l| l == *a))?;
+        let n = self.pool.len();
+        let k = (0..n)
+            .map(|j| (self.next + j) % n)
+            .find(|&k| !self.leased.contains(&self.pool[k]) && !in_use(self.pool[k], mac))?;
+        let a = self.pool[k];
+        self.next = k + 1;
         self.leases.insert(mac, a);
+        self.leased.insert(a);
         Some(a)
     }
+}
 
-    /// `reply` framed for its client: from the gateway (MAC and address) to the IPv4
-    /// broadcast address (the client has no address yet), Ethernet-broadcast only when
-    /// the client asked for it.
-    fn frame(&self, reply: &DhcpRepr) -> Option<Vec<u8>> {
-        let dhcp_len = reply.buffer_len();
-        let mut f = vec![0u8; ETH_LEN + IPV4_LEN + UDP_LEN + dhcp_len];
-        let dst_mac = if reply.broadcast {
-            EthernetAddress::BROADCAST
-        } else {
-            reply.client_hardware_address
-        };
-        let mut eth = EthernetFrame::new_unchecked(&mut f[..]);
-        EthernetRepr {
-            src_addr: EthernetAddress(GATEWAY_MAC),
-            dst_addr: dst_mac,
-            ethertype: EthernetProtocol::Ipv4,
-        }
-        .emit(&mut eth);
-        let (src, dst) = (self.server, Ipv4Addr::BROADCAST);
-        let checksums = ChecksumCapabilities::default();
-        let mut ip = Ipv4Packet::new_unchecked(eth.payload_mut());
-        Ipv4Repr {
-            src_addr: src,
-            dst_addr: dst,
-            next_header: IpProtocol::Udp,
-            payload_len: UDP_LEN + dhcp_len,
-            hop_limit: 64,
-        }
-        .emit(&mut ip, &checksums);
-        let mut emitted = Ok(());
-        UdpRepr {
-            src_port: DHCP_SERVER_PORT,
-            dst_port: DHCP_CLIENT_PORT,
-        }
-        .emit(
-            &mut UdpPacket::new_unchecked(ip.payload_mut()),
-            &src.into(),
-            &dst.into(),
-            dhcp_len,
-            |buf| emitted = reply.emit(&mut DhcpPacket::new_unchecked(buf)),
-            &checksums,
-        );
-        emitted.ok()?;
-        Some(f)
+/// `reply` framed for its client: from the LAN's gateway `server` (and its MAC) to the
+/// IPv4 broadcast address (the client has no address yet), Ethernet-broadcast only when
+/// the client asked for it.
+fn frame(server: Ipv4Addr, reply: &DhcpRepr) -> Option<Vec<u8>> {
+    let dhcp_len = reply.buffer_len();
+    let mut f = vec![0u8; ETH_LEN + IPV4_LEN + UDP_LEN + dhcp_len];
+    let dst_mac = if reply.broadcast {
+        EthernetAddress::BROADCAST
+    } else {
+        reply.client_hardware_address
+    };
+    let mut eth = EthernetFrame::new_unchecked(&mut f[..]);
+    EthernetRepr {
+        src_addr: EthernetAddress(GATEWAY_MAC),
+        dst_addr: dst_mac,
+        ethertype: EthernetProtocol::Ipv4,
     }
+    .emit(&mut eth);
+    let (src, dst) = (server, Ipv4Addr::BROADCAST);
+    let checksums = ChecksumCapabilities::default();
+    let mut ip = Ipv4Packet::new_unchecked(eth.payload_mut());
+    Ipv4Repr {
+        src_addr: src,
+        dst_addr: dst,
+        next_header: IpProtocol::Udp,
+        payload_len: UDP_LEN + dhcp_len,
+        hop_limit: 64,
+    }
+    .emit(&mut ip, &checksums);
+    let mut emitted = Ok(());
+    UdpRepr {
+        src_port: DHCP_SERVER_PORT,
+        dst_port: DHCP_CLIENT_PORT,
+    }
+    .emit(
+        &mut UdpPacket::new_unchecked(ip.payload_mut()),
+        &src.into(),
+        &dst.into(),
+        dhcp_len,
+        |buf| emitted = reply.emit(&mut DhcpPacket::new_unchecked(buf)),
+        &checksums,
+    );
+    emitted.ok()?;
+    Some(f)
 }
 
 #[cfg(test)]
@@ -227,13 +246,14 @@ pub(crate) mod tests {
     const OTHER: [u8; 6] = [0x52, 0x54, 0, 0x12, 0x34, 0x57];
     const GW: Ipv4Addr = Ipv4Addr::new(192, 0, 2, 1);
 
+    /// A lab's LANs: the reference vantage point LAN, the default VM LAN.
+    pub(crate) fn lab_lans() -> Vec<Lan> {
+        let vp = vtnt_lab::vantage_points(&vtnt_lab::Topology::reference()).remove(0);
+        Lan::lab(&vp, crate::state::VM_PREFIX.parse().unwrap())
+    }
+
     fn server() -> DhcpServer {
-        DhcpServer::new(
-            "192.0.2.0/24".parse().unwrap(),
-            GW,
-            &[GW, Ipv4Addr::new(192, 0, 2, 2)],
-            crate::state::DHCP_FIRST_HOST,
-        )
+        DhcpServer::new(&lab_lans())
     }
 
     fn free(_: Ipv4Addr, _: [u8; 6]) -> bool {
@@ -298,7 +318,7 @@ pub(crate) mod tests {
         p
     }
 
-    /// The DHCP message inside an answer frame, checked down the stack.
+    /// The DHCP message inside an answer frame to [`MAC`], checked down the stack.
     fn reply(
         a: &Answer,
     ) -> (
@@ -309,19 +329,39 @@ pub(crate) mod tests {
         Option<Ipv4Addr>,
         Option<u32>,
     ) {
+        reply_to(a, MAC)
+    }
+
+    /// The DHCP message inside an answer frame to `mac`, checked down the stack.
+    fn reply_to(
+        a: &Answer,
+        mac: [u8; 6],
+    ) -> (
+        DhcpMessageType,
+        Ipv4Addr,
+        Option<Ipv4Addr>,
+        Option<Ipv4Addr>,
+        Option<Ipv4Addr>,
+        Option<u32>,
+    ) {
         let eth = EthernetFrame::new_checked(&a.frame[..]).unwrap();
         assert_eq!(eth.src_addr(), EthernetAddress(GATEWAY_MAC));
-        assert_eq!(eth.dst_addr(), EthernetAddress(MAC));
+        assert_eq!(eth.dst_addr(), EthernetAddress(mac));
         let ip = Ipv4Packet::new_checked(eth.payload()).unwrap();
         assert!(ip.verify_checksum());
         let ipr = Ipv4Repr::parse(&ip, &ChecksumCapabilities::default()).unwrap();
-        assert_eq!((ipr.src_addr, ipr.dst_addr), (GW, Ipv4Addr::BROADCAST));
+        assert_eq!(ipr.dst_addr, Ipv4Addr::BROADCAST);
         let udp = UdpPacket::new_checked(ip.payload()).unwrap();
         assert!(udp.verify_checksum(&ipr.src_addr.into(), &ipr.dst_addr.into()));
         assert_eq!((udp.src_port(), udp.dst_port()), (67, 68));
         let p = DhcpPacket::new_checked(udp.payload()).unwrap();
         let r = DhcpRepr::parse(&p).unwrap();
         assert_eq!(r.transaction_id, 0x1234_5678);
+        assert_eq!(
+            Some(ipr.src_addr),
+            r.server_identifier,
+            "from its LAN's gateway"
+        );
         (
             r.message_type,
             r.your_ip,
@@ -452,22 +492,52 @@ pub(crate) mod tests {
                 all_taken
             )
             .is_none());
-        let first = crate::state::DHCP_FIRST_HOST;
-        let p = pool("192.0.2.0/24".parse().unwrap(), &[], first);
-        assert_eq!(
-            (p.len(), p[0], p[p.len() - 1]),
-            (
-                100,
-                Ipv4Addr::new(192, 0, 2, 130),
-                Ipv4Addr::new(192, 0, 2, 229)
-            )
+    }
+
+    #[test]
+    fn the_pool_holds_thousands_past_the_vantage_lan() {
+        let mut s = server();
+        assert_eq!(s.pool().len() as u32, crate::state::DHCP_POOL);
+        let t = std::time::Instant::now();
+        let mut leased = Vec::new();
+        for i in 0..crate::state::DHCP_POOL {
+            let mut m = MAC;
+            m[3..6].copy_from_slice(&i.to_be_bytes()[1..]);
+            let a = s
+                .handle(&client(DhcpMessageType::Discover, m, None, None), free)
+                .unwrap();
+            let (kind, addr, mask, router, ..) = reply_to(&a, m);
+            assert_eq!(kind, DhcpMessageType::Offer);
+            let a = s
+                .handle(
+                    &client(DhcpMessageType::Request, m, Some(addr), router),
+                    free,
+                )
+                .unwrap();
+            assert_eq!(
+                (reply_to(&a, m).0, a.bound),
+                (DhcpMessageType::Ack, Some(addr))
+            );
+            leased.push((addr, mask, router));
+        }
+        // a whole pool in well under a second (no scan of the leases per offer)
+        assert!(t.elapsed().as_millis() < 2000, "{:?}", t.elapsed());
+        let gw = Some(GW);
+        let mask24 = Some(Ipv4Addr::new(255, 255, 255, 0));
+        assert_eq!(leased[0], (Ipv4Addr::new(192, 0, 2, 130), mask24, gw));
+        assert_eq!(leased[99], (Ipv4Addr::new(192, 0, 2, 229), mask24, gw));
+        let (vm_gw, mask16) = (
+            Some(Ipv4Addr::new(10, 253, 0, 1)),
+            Some(Ipv4Addr::new(255, 255, 0, 0)),
         );
-        // A small LAN has no pool: hosts 130.. do not exist.
-        assert!(pool("192.0.2.0/26".parse().unwrap(), &[], first).is_empty());
-        // A front's LAN has its pool past its thousands of slots.
-        let front = crate::front::FRONT_SLOTS + crate::state::VM_FIRST_HOST;
-        let p = pool(crate::front::FRONT_PREFIX.parse().unwrap(), &[], front);
-        assert_eq!((p.len(), p[0]), (100, Ipv4Addr::new(10, 254, 15, 170)));
+        assert_eq!(leased[100], (Ipv4Addr::new(10, 253, 31, 74), mask16, vm_gw));
+        assert_eq!(leased[300], (Ipv4Addr::new(10, 253, 32, 18), mask16, vm_gw));
+        let distinct: HashSet<Ipv4Addr> = leased.iter().map(|l| l.0).collect();
+        assert_eq!(distinct.len(), leased.len());
+        // every address taken: nothing left to offer
+        assert!(s
+            .handle(&client(DhcpMessageType::Discover, OTHER, None, None), free)
+            .is_none());
     }
 
     /// Rewrites the seeds of the `dhcp_handle` fuzz target (crates/lab-linux/fuzz):

@@ -20,18 +20,15 @@ use vtnt_lab::addr::Prefix;
 use vtnt_lab::Instant;
 
 use crate::daemon::write_json;
-use crate::state::{LabState, VmInfo};
+use crate::state::{LabState, Lan, VmInfo, DHCP_POOL, VM_SLOTS};
 use crate::vm::VmFront;
 use crate::{sys, Error};
 
-/// The private LAN of the VMs behind a front: room for [`FRONT_SLOTS`] guests and the
-/// DHCP pool after them.
-pub const FRONT_PREFIX: &str = "10.254.0.0/19";
+/// The private LAN of the VMs behind a front: room for [`VM_SLOTS`] guests, the
+/// [`crate::state::DHCP_POOL`] after them and numbered full VMs past those.
+pub const FRONT_PREFIX: &str = "10.254.0.0/16";
 /// What a front's state says in place of a lab's topology name.
 pub const TOPOLOGY: &str = "front";
-/// Static guest slots of a front: far more VMs than a host runs at once, so that density
-/// runs end at a limit of the runtime's, not of the front's.
-pub const FRONT_SLOTS: u32 = 4000;
 
 /// What `vtnt lab serve-front` is told.
 #[derive(Debug, Clone)]
@@ -68,10 +65,8 @@ pub fn serve_front(o: &FrontOptions) -> Result<(), Error> {
     let prefix: Prefix = FRONT_PREFIX
         .parse()
         .map_err(|e| Error::msg(format!("{FRONT_PREFIX}: {e:?}")))?;
-    let (gateway, unused) = (
-        prefix.nth(1).ok_or_else(|| Error::msg("front prefix"))?,
-        prefix.nth(2).ok_or_else(|| Error::msg("front prefix"))?,
-    );
+    let lans = [Lan::front(prefix, (0, VM_SLOTS), DHCP_POOL)];
+    let gateway = lans[0].gateway;
     let udp = UdpSocket::bind(("127.0.0.1", o.vm_port))
         .map_err(|e| Error::msg(format!("VM front: bind 127.0.0.1:{}: {e}", o.vm_port)))?;
     udp.set_nonblocking(true)?;
@@ -118,11 +113,11 @@ pub fn serve_front(o: &FrontOptions) -> Result<(), Error> {
         vm_port,
         routes: Vec::new(),
     };
-    let mut vms = VmFront::new(prefix, gateway, unused, FRONT_SLOTS);
+    let mut vms = VmFront::new(&lans);
     write_json(&o.state_dir.join("state.json"), &state)?;
     write_json(
         &o.state_dir.join("vm.json"),
-        &VmInfo::new(prefix, gateway, vm_port, vms.dhcp_pool(), FRONT_SLOTS),
+        &VmInfo::new(prefix, gateway, vm_port, &lans),
     )?;
     fs::write(o.state_dir.join("pid"), format!("{}\n", state.pid))?;
     fs::write(o.state_dir.join("ready"), "")?;

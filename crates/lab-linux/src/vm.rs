@@ -1,6 +1,7 @@
 //! The VM front's Ethernet side: QEMU sends each guest frame as one UDP datagram
 //! (`-netdev dgram` or `-netdev socket,udp=`). The daemon answers ARP for every address
-//! of the vantage point LAN (proxy ARP: the gateway's MAC), learns each guest's address,
+//! of the front's LANs (proxy ARP: the gateway's MAC; a lab's vantage point LAN and its VM
+//! LAN, [`crate::state::Lan`]), learns each guest's address,
 //! MAC and UDP endpoint from its ARP and IPv4 frames (and from the DHCP leases it grants,
 //! see [`crate::dhcp`]), hands IPv4 packets to the lab and wraps the lab's answers into
 //! frames for the right guest. Pure logic, no sockets.
@@ -11,7 +12,7 @@ use std::net::{Ipv4Addr, SocketAddr, UdpSocket};
 use vtnt_lab::addr::Prefix;
 
 use crate::dhcp::{self, DhcpServer};
-use crate::state::{GATEWAY_MAC, VM_FIRST_HOST};
+use crate::state::{Lan, GATEWAY_MAC};
 
 const ETH_LEN: usize = 14;
 const ETHERTYPE_IPV4: u16 = 0x0800;
@@ -34,11 +35,11 @@ pub enum FrameAction<'a> {
     Ignore,
 }
 
-/// Guests on the vantage point LAN, by address.
+/// Guests on the front's LANs, by address.
 #[derive(Debug)]
 pub struct VmFront {
-    prefix: Prefix,
-    gateway: Ipv4Addr,
+    /// Each LAN and its gateway.
+    lans: Vec<(Prefix, Ipv4Addr)>,
     guests: HashMap<Ipv4Addr, Guest>,
     dhcp: DhcpServer,
 }
@@ -81,21 +82,18 @@ impl VmFront {
         (frames_in, frames_out)
     }
 
-    /// The front of the LAN `prefix` behind `gateway`, where the vantage point has
-    /// address `vp` (never leased) and `slots` static guest slots come before the DHCP
-    /// pool.
-    pub fn new(prefix: Prefix, gateway: Ipv4Addr, vp: Ipv4Addr, slots: u32) -> VmFront {
+    /// The front of `lans` (their slots for static guests, their pools leased by DHCP).
+    pub fn new(lans: &[Lan]) -> VmFront {
         VmFront {
-            prefix,
-            gateway,
+            lans: lans.iter().map(|l| (l.prefix, l.gateway)).collect(),
             guests: HashMap::new(),
-            dhcp: DhcpServer::new(prefix, gateway, &[gateway, vp], VM_FIRST_HOST + slots),
+            dhcp: DhcpServer::new(lans),
         }
     }
 
-    /// The addresses the DHCP server leases.
-    pub fn dhcp_pool(&self) -> &[Ipv4Addr] {
-        self.dhcp.pool()
+    /// Whether `addr` is on one of the front's LANs.
+    fn on_lan(&self, addr: Ipv4Addr) -> bool {
+        self.lans.iter().any(|(p, _)| p.contains(addr))
     }
 
     pub fn guests(&self) -> &HashMap<Ipv4Addr, Guest> {
@@ -103,7 +101,11 @@ impl VmFront {
     }
 
     fn learn(&mut self, addr: Ipv4Addr, peer: SocketAddr, m: [u8; 6]) {
-        if self.prefix.contains(addr) && addr != self.gateway && m[0] & 1 == 0 {
+        let guest = self
+            .lans
+            .iter()
+            .any(|&(p, gw)| p.contains(addr) && addr != gw);
+        if guest && m[0] & 1 == 0 {
             self.guests.insert(addr, Guest { peer, mac: m });
         }
     }
@@ -125,7 +127,7 @@ impl VmFront {
                 self.learn(spa, peer, sha);
                 if op != 1
                     || spa == tpa
-                    || !self.prefix.contains(tpa)
+                    || !self.on_lan(tpa)
                     || self.guests.get(&tpa).is_some_and(|g| g.peer == peer)
                 {
                     return FrameAction::Ignore;
@@ -201,13 +203,7 @@ mod tests {
 
     #[test]
     fn answers_arp_for_the_gateway_and_learns_guests() {
-        let gw = Ipv4Addr::new(192, 0, 2, 1);
-        let mut v = VmFront::new(
-            "192.0.2.0/24".parse().unwrap(),
-            gw,
-            Ipv4Addr::new(192, 0, 2, 2),
-            crate::state::VM_SLOTS,
-        );
+        let mut v = VmFront::new(&crate::dhcp::tests::lab_lans());
         let peer: SocketAddr = "127.0.0.1:5001".parse().unwrap();
         let m = [0x52, 0x54, 0, 0x76, 0x74, 10];
         let req = arp_request(m, [192, 0, 2, 10], [192, 0, 2, 1]);
@@ -221,11 +217,25 @@ mod tests {
         assert_eq!(&r[28..32], &[192, 0, 2, 1]);
         assert_eq!(&r[38..42], &[192, 0, 2, 10]);
         assert_eq!(v.guests()[&Ipv4Addr::new(192, 0, 2, 10)].peer, peer);
-        // outside the LAN: ignored
+        // outside the LANs: ignored
         assert_eq!(
             v.handle_frame(peer, &arp_request(m, [192, 0, 2, 10], [10, 0, 0, 1])),
             FrameAction::Ignore
         );
+        // a guest of the VM LAN asking for its gateway: answered, the guest learnt
+        let (far, m2) = (
+            "127.0.0.1:9001".parse().unwrap(),
+            [0x52, 0x54, 0, 0x76, 0x87, 0x91],
+        );
+        let req = arp_request(m2, [10, 253, 19, 25], [10, 253, 0, 1]);
+        let FrameAction::Reply(r) = v.handle_frame(far, &req) else {
+            panic!()
+        };
+        assert_eq!(
+            (&r[22..28], &r[28..32]),
+            (&GATEWAY_MAC[..], &[10, 253, 0, 1][..])
+        );
+        assert_eq!(v.guests()[&Ipv4Addr::new(10, 253, 19, 25)].peer, far);
         // IPv4 frame: passed on, reply wrapped for the guest
         let mut f = vec![0u8; 14 + 28];
         f[6..12].copy_from_slice(&m);
@@ -252,13 +262,7 @@ mod tests {
     fn answers_dhcp_and_learns_the_leased_guest() {
         use smoltcp::wire::DhcpMessageType;
         let gw = Ipv4Addr::new(192, 0, 2, 1);
-        let mut v = VmFront::new(
-            "192.0.2.0/24".parse().unwrap(),
-            gw,
-            Ipv4Addr::new(192, 0, 2, 2),
-            crate::state::VM_SLOTS,
-        );
-        assert_eq!(v.dhcp_pool().len(), 100);
+        let mut v = VmFront::new(&crate::dhcp::tests::lab_lans());
         let peer: SocketAddr = "127.0.0.1:5002".parse().unwrap();
         let m = crate::dhcp::tests::MAC;
         let frame = |p: Vec<u8>| {

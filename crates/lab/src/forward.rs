@@ -332,7 +332,7 @@ impl Lab {
                         self.respond(Responder::Host(host), t, &w.buf, dst);
                         return self.recycle(w.buf);
                     }
-                    (PrefixKind::VpLan { vp, iface }, Some(Owner::Vp(_))) => {
+                    (PrefixKind::VpLan { vp, iface, .. }, Some(Owner::Vp(_))) => {
                         let t = w.t + net.ifaces[iface as usize].delay_us;
                         self.emit(t, vp as u16, w.buf);
                         return;

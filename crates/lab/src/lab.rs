@@ -54,6 +54,9 @@ pub struct VantagePoint {
     pub gateway: core::net::Ipv4Addr,
     /// Name of the router the LAN hangs off.
     pub router: String,
+    /// The VM LAN routed here too ([`Topology::with_vm_lan`]) and the router's address on
+    /// it (its host 1).
+    pub vm_lan: Option<(crate::addr::Prefix, core::net::Ipv4Addr)>,
 }
 
 pub(crate) struct Out {
@@ -265,6 +268,7 @@ pub fn vantage_points(topo: &Topology) -> Vec<VantagePoint> {
             prefix: v.prefix,
             gateway: n.ifaces[v.gw_iface as usize].addr,
             router: n.routers[v.router as usize].name.clone(),
+            vm_lan: v.vm_lan,
         })
         .collect()
 }

@@ -55,10 +55,24 @@ pub(crate) struct Iface {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum PrefixKind {
-    Link { ifaces: [IfaceId; 2] },
-    Loopback { iface: IfaceId },
-    HostLan { host: u32, iface: IfaceId },
-    VpLan { vp: u32, iface: IfaceId },
+    Link {
+        ifaces: [IfaceId; 2],
+    },
+    Loopback {
+        iface: IfaceId,
+    },
+    HostLan {
+        host: u32,
+        iface: IfaceId,
+    },
+    /// A vantage point's LAN (the topology's), or the VM LAN the fronts add to the first
+    /// one ([`crate::Topology::with_vm_lan`]): the router answers for `gateway` (the LAN
+    /// interface's address, or the VM LAN's host 1), every other address is the port's.
+    VpLan {
+        vp: u32,
+        iface: IfaceId,
+        gateway: Ipv4Addr,
+    },
 }
 
 #[derive(Debug, Clone)]
@@ -89,6 +103,8 @@ pub(crate) struct Vp {
     pub router: RouterId,
     pub gw_iface: IfaceId,
     pub delay_us: u64,
+    /// The VM LAN routed to this vantage point too, with the router's address on it.
+    pub vm_lan: Option<(Prefix, Ipv4Addr)>,
 }
 
 /// The TNT class of an LSP (shared with `vtnt-tnt` through `vtnt-record`).
@@ -195,8 +211,8 @@ impl Net {
                     None
                 }
             }
-            PrefixKind::VpLan { vp, iface } => {
-                if self.ifaces[iface as usize].addr == addr {
+            PrefixKind::VpLan { vp, iface, gateway } => {
+                if gateway == addr {
                     Some(Owner::Iface(iface))
                 } else {
                     Some(Owner::Vp(vp))

@@ -255,7 +255,7 @@ impl Deployed {
         };
         match self.runtime {
             Runtime::Microvm | Runtime::Spt => vtnt_lab_linux::vm_info(&lab.name).ok().map(|v| {
-                let n = v.guests.len() as u32;
+                let n = v.slots;
                 (
                     n,
                     format!("`{}`'s VM front has {n} unikernel slots", lab.name),

@@ -24,13 +24,13 @@ use vtnt_job::{JobKind, JobSpec};
 
 /// The paper's density job: a one-hop trace, then `hold`. The paper traced the local
 /// interface; the vantage LAN's gateway (`lab`'s) is the same trivial one-hop trace, and
-/// every runtime (the unikernel has no loopback) can run it alike.
+/// every runtime (the unikernel has no loopback) can run it alike, from the vantage LAN
+/// or the VM LAN.
 pub fn density(lab: &Lab, hold: Duration) -> anyhow::Result<JobSpec> {
     let gateway: IpAddr = lab
-        .vm
         .gateway
         .parse()
-        .with_context(|| format!("lab `{}`: bad gateway {}", lab.name, lab.vm.gateway))?;
+        .with_context(|| format!("lab `{}`: bad gateway {}", lab.name, lab.gateway))?;
     let mut trace =
         vtnt_engine::TraceOptions::new(gateway).with_method(vtnt_engine::Method::IcmpParis);
     trace.attempts = 1;
@@ -53,25 +53,28 @@ pub struct Lab {
     pub netns_path: PathBuf,
     /// The vantage point's address without prefix (`192.0.2.2`).
     pub vp_address: String,
+    /// The vantage point LAN's gateway (`192.0.2.1`): every guest's first hop.
+    pub gateway: String,
     /// The VM attach contract.
     pub vm: VmAttach,
 }
 
-/// What a QEMU guest needs to join the lab's vantage LAN.
+/// What a QEMU guest needs to join the lab's VM LAN (`vm.json`'s last LAN).
 #[derive(Debug, Clone)]
 pub struct VmAttach {
     /// UDP port of the lab's VM front on 127.0.0.1.
     pub port: u16,
-    /// `192.0.2.0/24`.
+    /// `10.253.0.0/16`.
     pub prefix: String,
+    /// The guests' gateway on it (`10.253.0.1`).
     pub gateway: String,
     /// The host number of guest 0 of [`VmAttach::guest`]: the first after the LAN's
-    /// unikernel slots and DHCP pool (230 on a lab's /24, 4110 on a front's LAN).
+    /// unikernel slots and DHCP pool (`vm.json`'s `first_guest`, 16010).
     pub first_guest: u32,
 }
 
 impl VmAttach {
-    /// Guest `i`'s address (host `first_guest + i`: `192.0.2.<230 + i>` on a lab) and
+    /// Guest `i`'s address (host `first_guest + i`: `10.253.62.<138 + i>` on a lab) and
     /// prefix length; instance numbers keep concurrent guests apart. The LAN's other
     /// hosts: from .10 the unikernel slots of `vm.json`, then the DHCP pool (docs/lab.md).
     pub fn guest(&self, i: u32) -> anyhow::Result<(String, u8)> {
@@ -119,18 +122,20 @@ impl Lab {
             );
         }
         let vp = state.vp_address.as_str();
+        let lan = vm
+            .guest_lan()
+            .with_context(|| format!("lab `{name}`: vm.json has no LAN"))?;
         Ok(Lab {
             name: name.to_string(),
             netns_path,
             vp_address: vp.split('/').next().unwrap_or(vp).to_string(),
             vm: VmAttach {
                 port: vm.port,
-                prefix: vm.prefix,
-                gateway: vm.gateway,
-                first_guest: vtnt_lab_linux::state::VM_FIRST_HOST
-                    + vm.guests.len() as u32
-                    + vtnt_lab_linux::state::DHCP_POOL,
+                prefix: lan.prefix.clone(),
+                gateway: lan.gateway.clone(),
+                first_guest: vm.first_guest,
             },
+            gateway: vm.gateway,
         })
     }
 }
@@ -197,11 +202,12 @@ mod tests {
             name: "t".into(),
             netns_path: PathBuf::new(),
             vp_address: "192.0.2.2".into(),
+            gateway: "192.0.2.1".into(),
             vm: VmAttach {
                 port: 1,
-                prefix: "192.0.2.0/24".into(),
-                gateway: "192.0.2.1".into(),
-                first_guest: 230,
+                prefix: "10.253.0.0/16".into(),
+                gateway: "10.253.0.1".into(),
+                first_guest: 16010,
             },
         };
         let a = guest_args(&density(&lab, Duration::from_secs(10)).unwrap());
@@ -228,14 +234,14 @@ mod tests {
         };
         assert_eq!(v.guest(0).unwrap(), ("192.0.2.230".to_string(), 24));
         assert!(v.guest(300).is_err());
-        // a front's LAN: past its 4000 slots and its DHCP pool
+        // a lab's VM LAN or a front's: past their 8000 slots and 8000 leases
         let f = VmAttach {
-            prefix: "10.254.0.0/19".into(),
-            gateway: "10.254.0.1".into(),
-            first_guest: 4110,
+            prefix: "10.253.0.0/16".into(),
+            gateway: "10.253.0.1".into(),
+            first_guest: 16010,
             ..v
         };
-        assert_eq!(f.guest(0).unwrap(), ("10.254.16.14".to_string(), 19));
-        assert_eq!(f.guest_capacity().unwrap(), 8191 - 4110);
+        assert_eq!(f.guest(0).unwrap(), ("10.253.62.138".to_string(), 16));
+        assert_eq!(f.guest_capacity().unwrap(), 65535 - 16010);
     }
 }

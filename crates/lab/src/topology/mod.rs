@@ -63,7 +63,7 @@ impl Topology {
         let def: TopologyDef = toml::from_str(text).map_err(|e| syntax(text, file, &e))?;
         let spans: file::Spans = toml::from_str(text).map_err(|e| syntax(text, file, &e))?;
         let lines = validate::Lines::from_spans(text, &spans);
-        let net = validate::resolve(&def, file, &lines)?;
+        let net = validate::resolve(&def, file, &lines, None)?;
         Ok(Topology {
             def,
             file: file.to_string(),
@@ -84,8 +84,24 @@ impl Topology {
     /// Validates a definition built in code (the generator's); errors carry line 0.
     pub fn from_def(def: TopologyDef) -> Result<Topology, TopologyError> {
         let file = format!("<{}>", def.name);
-        let net = validate::resolve(&def, &file, &validate::Lines::default())?;
+        let net = validate::resolve(&def, &file, &validate::Lines::default(), None)?;
         Ok(Topology { def, file, net })
+    }
+
+    /// The same network with `lan` routed to the first vantage point as its LAN is: the
+    /// VM fronts put guests there when the vantage LAN is too small for them. The
+    /// router answers for the LAN's host 1 (the guests' gateway, on-link); anything else
+    /// in it goes to the vantage point's port, past the same hops as the vantage point's
+    /// own address. Fails when `lan` overlaps a prefix of the topology or is smaller
+    /// than a /30.
+    pub fn with_vm_lan(self, lan: crate::addr::Prefix) -> Result<Topology, TopologyError> {
+        let net = validate::resolve(
+            &self.def,
+            &self.file,
+            &validate::Lines::default(),
+            Some(lan),
+        )?;
+        Ok(Topology { net, ..self })
     }
 
     /// The shipped reference topology (`topologies/reference.toml`).

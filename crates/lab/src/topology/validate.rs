@@ -111,7 +111,14 @@ fn addr(s: &str) -> Result<Ipv4Addr, String> {
 }
 
 /// Resolves a definition into the network.
-pub(crate) fn resolve(def: &TopologyDef, file: &str, lines: &Lines) -> Result<Net, TopologyError> {
+/// `vm_lan`: a prefix routed to the first vantage point as well (its VMs' LAN, outside
+/// the lab ranges if the caller likes), whose host 1 the router answers for.
+pub(crate) fn resolve(
+    def: &TopologyDef,
+    file: &str,
+    lines: &Lines,
+    vm_lan: Option<Prefix>,
+) -> Result<Net, TopologyError> {
     let cx = Ctx { file, lines };
     let top = |message: String| TopologyError::Invalid {
         file: file.to_string(),
@@ -294,10 +301,31 @@ pub(crate) fn resolve(def: &TopologyDef, file: &str, lines: &Lines) -> Result<Ne
             kind: PrefixKind::VpLan {
                 vp: i as u32,
                 iface: gw_iface,
+                gateway: gw,
             },
             attached: vec![r],
         };
-        prefixes.push((info, "vantage-point", i, obj));
+        prefixes.push((info, "vantage-point", i, obj.clone()));
+        let vm_lan = match vm_lan.filter(|_| i == 0) {
+            Some(lan) => {
+                let gw = lan
+                    .nth(1)
+                    .filter(|_| lan.len() <= 30)
+                    .ok_or_else(|| e(format!("VM LAN {lan}: a LAN needs at least a /30")))?;
+                let info = PrefixInfo {
+                    prefix: lan,
+                    kind: PrefixKind::VpLan {
+                        vp: 0,
+                        iface: gw_iface,
+                        gateway: gw,
+                    },
+                    attached: vec![r],
+                };
+                prefixes.push((info, "vantage-point", i, format!("{obj} (VM LAN)")));
+                Some((lan, gw))
+            }
+            None => None,
+        };
         vps.push(Vp {
             name: v.name.clone(),
             addr: a,
@@ -305,6 +333,7 @@ pub(crate) fn resolve(def: &TopologyDef, file: &str, lines: &Lines) -> Result<Ne
             router: r,
             gw_iface,
             delay_us,
+            vm_lan,
         });
     }
 
@@ -350,9 +379,10 @@ pub(crate) fn resolve(def: &TopologyDef, file: &str, lines: &Lines) -> Result<Ne
         });
     }
 
-    // Prefixes: lab ranges only, no overlap; then index them in address order.
+    // Prefixes: lab ranges only (the VM LAN may lie anywhere), no overlap; then index
+    // them in address order.
     for (info, kind, i, obj) in &prefixes {
-        if !in_lab_ranges(info.prefix) {
+        if !in_lab_ranges(info.prefix) && vm_lan != Some(info.prefix) {
             return Err(cx.err(kind, *i, obj, format!(
                 "{} is outside the lab ranges (192.0.2.0/24, 198.51.100.0/24, 203.0.113.0/24, 100.64.0.0/10)",
                 info.prefix

@@ -286,6 +286,7 @@ fn main() {
             name: lab_name.clone(),
             topology: None,
             vm_port: 0,
+            vm_prefix: None,
             exe,
             timeout: Duration::from_secs(20),
         };
