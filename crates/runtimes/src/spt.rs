@@ -186,6 +186,7 @@ pub fn start(
     cgroup: &Cgroup,
     timeout: std::time::Duration,
 ) -> anyhow::Result<(Supervised, vtnt_vmm::lab::SlotLock)> {
+    seccomp_kills_processes(&std::fs::read_to_string(ACTIONS_AVAIL).unwrap_or_default())?;
     let Attached::Lab(lab) = net else {
         anyhow::bail!("the spt runtime reaches a network through a lab's VM front (--net lab:NAME)")
     };
@@ -244,6 +245,22 @@ pub fn start(
     Ok((child, lock))
 }
 
+/// Where Linux lists the seccomp actions it supports.
+const ACTIONS_AVAIL: &str = "/proc/sys/kernel/seccomp/actions_avail";
+
+/// Whether a kernel whose `actions_avail` reads `avail` can hold a guest: seccomp filters
+/// with the kill-process action (Linux 4.14+, `CONFIG_SECCOMP_FILTER`).
+fn seccomp_kills_processes(avail: &str) -> anyhow::Result<()> {
+    if avail.split_whitespace().any(|a| a == "kill_process") {
+        return Ok(());
+    }
+    anyhow::bail!(
+        "seccomp is unavailable: this kernel's {ACTIONS_AVAIL} does not list kill_process \
+         (Linux 4.14 or later with CONFIG_SECCOMP_FILTER): the spt runtime will not run a \
+         guest unfiltered"
+    )
+}
+
 /// What the guest's exit means: its status (the kernel's `exit::Status`), or why there
 /// is none, as a `vtnt: error:` line for the instance's diagnostics.
 pub fn outcome(status: ExitStatus) -> (Option<i32>, Option<String>) {
@@ -271,5 +288,55 @@ pub fn outcome(status: ExitStatus) -> (Option<i32>, Option<String>) {
             None,
             Some("vtnt: error: the spt guest ended without a status".into()),
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_kernel_without_seccomp_filters_is_refused_by_name() {
+        assert!(seccomp_kills_processes(
+            "kill_process kill_thread trap errno user_notif log allow"
+        )
+        .is_ok());
+        for avail in ["", "kill_thread trap errno allow"] {
+            let e = seccomp_kills_processes(avail).unwrap_err().to_string();
+            assert!(e.contains("seccomp is unavailable"), "{e}");
+        }
+    }
+
+    #[test]
+    fn a_missing_or_corrupt_image_is_refused_with_its_reason() {
+        let dir = std::env::temp_dir().join(format!("vtnt-spt-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let missing = install(&dir.join("none.elf")).unwrap_err();
+        assert!(format!("{missing:#}").contains("none.elf"), "{missing:#}");
+        let corrupt = dir.join("corrupt.elf");
+        std::fs::write(
+            &corrupt,
+            b"\x7fELF but not really an executable of any kind at all, no",
+        )
+        .unwrap();
+        let e = install(&corrupt).unwrap_err().to_string();
+        assert!(e.contains("not a static x86_64 ELF executable"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn the_tender_adds_only_its_execve_and_seccomp() {
+        let prog = tender_filter(0x7fff_0000_1000);
+        let guest = vtnt_spt::filter_len(&GUEST_CALLS);
+        // the guest's rules, plus 7 instructions for execve's pinned pointer and 3 for seccomp
+        assert_eq!(prog.len(), guest + 10);
+    }
+
+    #[test]
+    fn a_sigsys_death_is_named() {
+        let (code, why) = outcome(ExitStatus::from_raw(libc::SIGSYS));
+        assert_eq!(code, None);
+        assert!(why.unwrap().contains("SIGSYS"));
+        assert_eq!(outcome(ExitStatus::from_raw(2 << 8)), (Some(2), None));
     }
 }

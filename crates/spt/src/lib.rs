@@ -23,6 +23,9 @@
 //!   the stricter decides.
 #![no_std]
 
+#[cfg(test)]
+extern crate std;
+
 /// The console: standard output.
 pub const CONSOLE_FD: u32 = 1;
 /// The network: a datagram socket, one Ethernet frame per datagram.
@@ -171,6 +174,8 @@ pub const GUEST_FILTER: [SockFilter; filter_len(&GUEST_CALLS)] = {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::format;
+    use std::vec::Vec;
 
     /// Runs the program on one `seccomp_data` (number, architecture, first argument).
     fn run(prog: &[SockFilter], nr: u32, arch: u32, arg0: u64) -> u32 {
@@ -241,6 +246,30 @@ mod tests {
             ]
         );
         assert_eq!(GUEST_FILTER.len(), filter_len(&GUEST_CALLS));
+    }
+
+    /// docs/deploy.md's table of the guest's calls is [`GUEST_CALLS`], row for row.
+    #[test]
+    fn the_docs_list_the_filter() {
+        let doc = include_str!("../../../docs/deploy.md");
+        let rows: Vec<(&str, &str)> = doc
+            .lines()
+            .skip_while(|l| *l != "| call | allowed on |")
+            .skip(2)
+            .take_while(|l| l.starts_with('|'))
+            .filter_map(|l| {
+                let mut cells = l.split('|').map(str::trim).filter(|c| !c.is_empty());
+                Some((cells.next()?.trim_matches('`'), cells.next()?))
+            })
+            .collect();
+        assert_eq!(rows.len(), GUEST_CALLS.len(), "{rows:?}");
+        for (rule, (name, on)) in GUEST_CALLS.iter().zip(&rows) {
+            assert_eq!(rule.name, *name);
+            match rule.arg0 {
+                Some(fd) => assert!(on.starts_with(&format!("descriptor {fd}")), "{on}"),
+                None => assert!(on.starts_with("any"), "{on}"),
+            }
+        }
     }
 
     #[test]

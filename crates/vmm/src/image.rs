@@ -26,6 +26,9 @@ pub struct BuildOptions {
     /// Build the process platform (a static Linux executable run by an spt tender)
     /// instead of the virtual machine's.
     pub spt: bool,
+    /// More features of `vtnt-kernel` (test builds); each gets a target directory of its
+    /// own.
+    pub features: Vec<String>,
 }
 
 /// A built image.
@@ -77,10 +80,13 @@ pub fn build(opts: &BuildOptions) -> Result<Image, Error> {
     } else {
         target_dir
     };
-    let target_dir = if opts.spt {
-        target_dir.join("spt")
-    } else {
-        target_dir
+    let mut features = opts.features.clone();
+    if opts.spt {
+        features.insert(0, "spt".into());
+    }
+    let target_dir = match features.is_empty() {
+        true => target_dir,
+        false => target_dir.join(features.join("+")),
     };
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let out = Command::new(&cargo)
@@ -95,8 +101,8 @@ pub fn build(opts: &BuildOptions) -> Result<Image, Error> {
             PROFILE,
         ])
         .args(
-            opts.spt
-                .then_some(["--features", "spt"])
+            (!features.is_empty())
+                .then(|| ["--features".to_string(), features.join(",")])
                 .into_iter()
                 .flatten(),
         )

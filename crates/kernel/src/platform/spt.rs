@@ -95,6 +95,11 @@ extern "C" fn spt_main(sp: *const usize) -> ! {
             ],
         )
     };
+    #[cfg(feature = "spt-forbidden-call")]
+    // SAFETY: `open` of a static NUL-terminated path; the filter kills us first.
+    unsafe {
+        syscall(2, [b"/etc/hostname\0".as_ptr() as usize, 0, 0, 0, 0, 0])
+    };
     START_NS.store(mono_ns(), Ordering::Relaxed);
     let start_ticks = ticks();
     crate::steps::mark_at(crate::steps::Step::LongMode, start_ticks);
