@@ -98,7 +98,7 @@ extern "C" fn spt_main(sp: *const usize) -> ! {
     #[cfg(feature = "spt-forbidden-call")]
     // SAFETY: `open` of a static NUL-terminated path; the filter kills us first.
     unsafe {
-        syscall(2, [b"/etc/hostname\0".as_ptr() as usize, 0, 0, 0, 0, 0])
+        syscall(2, [c"/etc/hostname".as_ptr() as usize, 0, 0, 0, 0, 0])
     };
     START_NS.store(mono_ns(), Ordering::Relaxed);
     let start_ticks = ticks();
