@@ -52,7 +52,7 @@ pub struct BenchDeployArgs {
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "native,runc,docker,docker-scratch,vm,microvm"
+        default_value = "native,runc,docker,docker-scratch,vm,microvm,spt"
     )]
     pub runtimes: Vec<Runtime>,
     /// The lab whose network every runtime joins (`vtnt lab up`).
@@ -79,7 +79,7 @@ pub struct BenchDeployArgs {
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "native,runc,docker,docker-scratch,vm,microvm"
+        default_value = "native,runc,docker,docker-scratch,vm,microvm,spt"
     )]
     pub density_runtimes: Vec<Runtime>,
     /// Memory budget of the density run, MiB.
@@ -92,8 +92,9 @@ pub struct BenchDeployArgs {
     #[arg(long, default_value_t = 50)]
     pub cpu_budget_pct: u32,
     /// The density ramp's limit (processes, containers, microVMs): far above what a
-    /// runtime reaches, so that runs end at a failure, not here.
-    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..))]
+    /// runtime reaches, so that runs end at a failure, not here (the lab's VM front has
+    /// 16000 slots).
+    #[arg(long, default_value_t = 16000, value_parser = clap::value_parser!(u32).range(1..))]
     pub density_max: u32,
     /// The density ramp's limit for the full VM.
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..))]
@@ -306,6 +307,7 @@ fn measure_runtime(
                     cpu_s: o.cpu_secs,
                     ok: o.ok(),
                     same_as_native: same,
+                    first_probe_ms: o.spawn_to_first_probe.map(|d| d.as_secs_f64() * 1e3),
                 });
             }
             Err(e) => r.errors.push(format!("rep {i}: {e:#}")),

@@ -836,6 +836,7 @@ mod tests {
                             cpu_s: cpu[i],
                             ok: true,
                             same_as_native: true,
+                            first_probe_ms: None,
                         })
                         .collect(),
                     memory: Some(mem(memory)),

@@ -151,9 +151,14 @@ pub fn markdown(rep: &Report) -> String {
         };
         let ok = r.reps.iter().filter(|x| x.ok).count();
         let same = r.reps.iter().filter(|x| x.same_as_native).count();
+        let mut first: Vec<f64> = r.reps.iter().filter_map(|x| x.first_probe_ms).collect();
+        first.sort_by(f64::total_cmp);
+        let first = first
+            .get(first.len() / 2)
+            .map_or("-".into(), |m| format!("{m:.2}"));
         let _ = writeln!(
             s,
-            "| {}{} | {} | {} | {} | {} | {} | {ok}/{n} | {same}/{n} |",
+            "| {}{} | {} | {} | {} | {} | {} | {first} | {ok}/{n} | {same}/{n} |",
             r.label,
             tag(r),
             f(r.reps.iter().map(|x| x.deploy_s).collect()),

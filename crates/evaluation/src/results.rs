@@ -17,6 +17,9 @@ pub struct Rep {
     pub cpu_s: f64,
     pub ok: bool,
     pub same_as_native: bool,
+    /// From the instance's spawn to its first probe, where the runtime tells (the
+    /// unikernels'), milliseconds.
+    pub first_probe_ms: Option<f64>,
 }
 
 impl Rep {

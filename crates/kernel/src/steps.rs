@@ -15,20 +15,22 @@ use core::sync::atomic::{AtomicU64, Ordering};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(u8)]
 pub enum Step {
-    /// In 64-bit mode: the 32-bit PVH entry (page tables, long mode) is done.
+    /// The first Rust instruction: in a VM, the 32-bit PVH entry (page tables, long mode)
+    /// is done; as a process, the guest's own seccomp filter is in.
     LongMode = 1,
     /// The console is set up and the banner printed.
     Console = 2,
-    /// The TSC frequency is known.
+    /// The clock is known (a VM's TSC frequency; a process's clock needs nothing).
     Clock = 3,
-    /// IDT and local APIC timer set up.
+    /// A VM's IDT and local APIC timer set up (a process waits in `ppoll`).
     Idle = 4,
-    /// Command line parsed, heap set up, boot line printed.
+    /// Heap set up, boot line printed.
     Heap = 5,
-    /// The virtio-net device found (PCI scan, virtio-mmio probing).
+    /// The network found (a VM's PCI scan or virtio-mmio probing; a process's fd 3).
     NicFound = 6,
-    /// The device's queues set up and receive buffers posted.
-    VirtioUp = 7,
+    /// The link ready: virtio's queues set up and receive buffers posted, the monitor's
+    /// or the socket's buffers allocated.
+    LinkUp = 7,
     /// The first hop's MAC address known (ARP).
     Arp = 8,
     /// The first probe sent.

@@ -24,7 +24,7 @@ pub const GATEWAY_MAC: [u8; 6] = [0x02, 0x76, 0x74, 0x6e, 0x74, 0x01];
 /// How many static VM slots a front has (a lab's and `vtnt lab front`'s alike): far more
 /// guests than a host runs at once, so that density runs end at a limit of the runtime's,
 /// not of the front's.
-pub const VM_SLOTS: u32 = 8000;
+pub const VM_SLOTS: u32 = 16000;
 /// How many addresses a front's DHCP pool has.
 pub const DHCP_POOL: u32 = 8000;
 /// First host number of the static slots on each LAN of a front.
@@ -388,15 +388,15 @@ mod tests {
         assert_eq!(lans[0].pool.len(), 100);
         assert_eq!(lans[0].pool[0], Ipv4Addr::new(192, 0, 2, 130));
         assert_eq!(lans[1].pool.len(), 7900);
-        assert_eq!(lans[1].pool[0], Ipv4Addr::new(10, 253, 31, 74));
-        assert_eq!(info.lans[1].dhcp_range, "10.253.31.74-10.253.62.37");
+        assert_eq!(lans[1].pool[0], Ipv4Addr::new(10, 253, 62, 138));
+        assert_eq!(info.lans[1].dhcp_range, "10.253.62.138-10.253.93.101");
         let hosts: HashSet<Ipv4Addr> = lans.iter().flat_map(|l| l.pool.clone()).collect();
         assert_eq!(hosts.len() as u32, DHCP_POOL);
         for g in &slots {
             let a: vtnt_lab::addr::AddrLen = g.address.parse().unwrap();
             assert!(!hosts.contains(&a.addr), "a slot in the pool: {g:?}");
         }
-        assert_eq!(info.first_guest, 16010);
+        assert_eq!(info.first_guest, 24010);
         assert_eq!(info.guest_lan().unwrap().prefix, VM_PREFIX);
 
         // small vantage prefixes keep what fits, the VM LAN takes the rest
@@ -416,7 +416,7 @@ mod tests {
     #[test]
     fn slot_ports_stay_below_65536() {
         assert_eq!(first_port(40000, VM_SLOTS), 40001);
-        assert_eq!(first_port(65500, VM_SLOTS), 65500 - 8000);
+        assert_eq!(first_port(65500, VM_SLOTS), 65500 - VM_SLOTS as u16);
         let (_, info) = lab("192.0.2.2/24", "192.0.2.1", 65500);
         let slots = check_slots(&info);
         assert_eq!(slots.len() as u32, VM_SLOTS);

@@ -291,7 +291,7 @@ fn a_guest_past_slot_1000_and_a_lease_past_200_reach_the_lab() {
     }
     assert_eq!(leased[0], ("192.0.2.130".parse().unwrap(), lab_gw));
     let (addr, router) = leased[249];
-    assert_eq!((addr, router), ("10.253.31.223".parse().unwrap(), gw));
+    assert_eq!((addr, router), ("10.253.63.31".parse().unwrap(), gw));
     let c = last.unwrap();
     assert_eq!(c.arp(router), GATEWAY_MAC);
     assert_eq!(c.ping(dst, 1, 1), (lab_gw, 11));

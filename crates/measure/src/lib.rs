@@ -22,7 +22,7 @@
 pub mod cgroup;
 pub mod ksm;
 pub mod provenance;
-// The only unsafe code: `proc` calls libc's kill(2) (a process group or one process) and
-// sysconf(_SC_CLK_TCK), each call with its SAFETY note.
+// The only unsafe code: `proc` calls libc's kill(2) (a process group or one process),
+// waitpid(2) (a child it adopted) and sysconf(_SC_CLK_TCK), each call with its SAFETY note.
 #[allow(unsafe_code)]
 pub mod proc;

@@ -35,7 +35,7 @@ pub fn kill_pid(pid: u32, sig: i32) {
 /// it has written so far can be read while it runs), killed (whole group, SIGKILL) on
 /// drop if still running.
 pub struct Supervised {
-    child: Child,
+    child: Proc,
     what: String,
     /// stdout and stderr as read so far.
     bufs: [Arc<Mutex<Vec<u8>>>; 2],
@@ -92,6 +92,71 @@ pub fn retry_once_on_timeout<T>(
     }
 }
 
+/// A supervised child: one `std` spawned, or one started by a raw `clone` (the spt
+/// tender's, which must not copy this process's memory) that is reaped here.
+enum Proc {
+    Std(Child),
+    Raw {
+        pid: u32,
+        status: Option<ExitStatus>,
+    },
+}
+
+impl Proc {
+    fn id(&self) -> u32 {
+        match self {
+            Proc::Std(c) => c.id(),
+            Proc::Raw { pid, .. } => *pid,
+        }
+    }
+
+    fn wait_raw(pid: u32, flags: i32) -> std::io::Result<Option<ExitStatus>> {
+        use std::os::unix::process::ExitStatusExt;
+        let mut st = 0;
+        loop {
+            // SAFETY: waitpid writes one int; `pid` is our own child, not yet reaped.
+            let r = unsafe { libc::waitpid(pid as i32, &mut st, flags) };
+            match r {
+                0 => return Ok(None),
+                r if r > 0 => return Ok(Some(ExitStatus::from_raw(st))),
+                _ => {
+                    let e = std::io::Error::last_os_error();
+                    if e.kind() != std::io::ErrorKind::Interrupted {
+                        return Err(e);
+                    }
+                }
+            }
+        }
+    }
+
+    fn try_wait(&mut self) -> std::io::Result<Option<ExitStatus>> {
+        match self {
+            Proc::Std(c) => c.try_wait(),
+            Proc::Raw {
+                status: Some(s), ..
+            } => Ok(Some(*s)),
+            Proc::Raw { pid, status } => {
+                *status = Proc::wait_raw(*pid, libc::WNOHANG)?;
+                Ok(*status)
+            }
+        }
+    }
+
+    fn wait(&mut self) -> std::io::Result<ExitStatus> {
+        match self {
+            Proc::Std(c) => c.wait(),
+            Proc::Raw {
+                status: Some(s), ..
+            } => Ok(*s),
+            Proc::Raw { pid, status } => {
+                let s = Proc::wait_raw(*pid, 0)?.ok_or(std::io::ErrorKind::WouldBlock)?;
+                *status = Some(s);
+                Ok(s)
+            }
+        }
+    }
+}
+
 impl Supervised {
     /// Spawns `cmd` (stdin null, stdout/stderr piped) in a new process group.
     pub fn spawn(mut cmd: Command, what: &str) -> anyhow::Result<Supervised> {
@@ -103,8 +168,6 @@ impl Supervised {
         let mut child = cmd
             .spawn()
             .with_context(|| format!("starting {what}: {cmd:?}"))?;
-        let (tx, done) = mpsc::channel();
-        let bufs: [Arc<Mutex<Vec<u8>>>; 2] = Default::default();
         let pipes: [Option<Box<dyn Read + Send>>; 2] = [
             child
                 .stdout
@@ -115,27 +178,65 @@ impl Supervised {
                 .take()
                 .map(|p| Box::new(p) as Box<dyn Read + Send>),
         ];
+        Ok(Supervised::with_readers(
+            Proc::Std(child),
+            pipes,
+            what,
+            started,
+        ))
+    }
+
+    /// Supervises `pid`, a child of this process leading its own process group that the
+    /// caller started (and will not wait for), whose standard output is `stdout` and
+    /// which has no standard error.
+    pub fn adopt(
+        pid: u32,
+        stdout: std::os::fd::OwnedFd,
+        what: &str,
+        started: Instant,
+    ) -> Supervised {
+        let out = Box::new(std::fs::File::from(stdout)) as Box<dyn Read + Send>;
+        Supervised::with_readers(
+            Proc::Raw { pid, status: None },
+            [Some(out), None],
+            what,
+            started,
+        )
+    }
+
+    /// Reader threads for the child's `pipes` (stdout, stderr), each reporting on `done`
+    /// at its pipe's end (an absent pipe at once).
+    fn with_readers(
+        child: Proc,
+        pipes: [Option<Box<dyn Read + Send>>; 2],
+        what: &str,
+        started: Instant,
+    ) -> Supervised {
+        let (tx, done) = mpsc::channel();
+        let bufs: [Arc<Mutex<Vec<u8>>>; 2] = Default::default();
         for (pipe, buf) in pipes.into_iter().zip(&bufs) {
-            if let Some(mut p) = pipe {
-                let (tx, buf) = (tx.clone(), buf.clone());
-                std::thread::spawn(move || {
-                    let mut chunk = [0u8; 4096];
-                    while let Ok(n @ 1..) = p.read(&mut chunk) {
-                        buf.lock()
-                            .unwrap_or_else(|e| e.into_inner())
-                            .extend_from_slice(&chunk[..n]);
-                    }
-                    let _ = tx.send(());
-                });
-            }
+            let Some(mut p) = pipe else {
+                let _ = tx.send(());
+                continue;
+            };
+            let (tx, buf) = (tx.clone(), buf.clone());
+            std::thread::spawn(move || {
+                let mut chunk = [0u8; 4096];
+                while let Ok(n @ 1..) = p.read(&mut chunk) {
+                    buf.lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .extend_from_slice(&chunk[..n]);
+                }
+                let _ = tx.send(());
+            });
         }
-        Ok(Supervised {
+        Supervised {
             child,
             what: what.to_string(),
             bufs,
             done,
             started,
-        })
+        }
     }
 
     /// Stdout from byte `from` on, up to its last complete line (cheap to poll: only

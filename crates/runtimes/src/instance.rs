@@ -40,6 +40,9 @@ pub struct RunOutput {
     pub ksm_pages_sharing_max: u64,
     /// What a VM ran under (`PVM-KVM (vtnt-monitor)`, `TCG`); None for containers.
     pub accelerator: Option<String>,
+    /// From the instance's spawn to its first probe, where the runtime can tell (the
+    /// unikernel's: it prints when it sent its first probe).
+    pub spawn_to_first_probe: Option<Duration>,
 }
 
 impl RunOutput {
@@ -203,10 +206,12 @@ impl Deployed {
                 spec.guest_timeout,
             )?),
             Kind::Spt { image } => {
-                let (child, slot) =
-                    spt::start(image, &self.net, spec, &cgroup, spec.guest_timeout)?;
-                cleanup = Cleanup::Slot(slot);
-                child.into()
+                let started = spt::start(image, &self.net, spec, &cgroup, spec.guest_timeout)?;
+                cleanup = Cleanup::Spt {
+                    _slot: started.slot,
+                    spawn_ns: started.spawn_ns,
+                };
+                started.child.into()
             }
         };
         let cpu0 = engine_pids.iter().map(|&p| crate::proc::cpu_secs(p)).sum();
@@ -282,8 +287,11 @@ impl Drop for Deployed {
 
 enum Cleanup {
     None,
-    /// A lab slot the instance holds (an spt guest's), released when dropped.
-    Slot(#[allow(dead_code)] vtnt_vmm::lab::SlotLock),
+    /// An spt guest's lab slot, released when dropped, and when it was spawned.
+    Spt {
+        _slot: vtnt_vmm::lab::SlotLock,
+        spawn_ns: u64,
+    },
     Runc {
         id: String,
         root: PathBuf,
@@ -406,6 +414,7 @@ impl Instance {
                 std::thread::sleep(every);
             }
         }
+        let mut first_probe = None;
         let (stdout, stderr, code, elapsed, accelerator) = match child {
             // `Supervised::wait` counts `timeout` from the start, as the loop above did.
             Running::Process(p) => {
@@ -424,6 +433,9 @@ impl Instance {
                         Some(vm::accel().to_string()),
                     ),
                     Runtime::Spt => {
+                        if let Cleanup::Spt { spawn_ns, .. } = self.cleanup {
+                            first_probe = spt::spawn_to_first_probe(spawn_ns, &fin.stdout);
+                        }
                         let lines: Vec<String> = fin.stdout.lines().map(String::from).collect();
                         let (results, mut diagnostics) = vtnt_vmm::job::split_console(&lines);
                         let (code, why) = spt::outcome(fin.status);
@@ -453,6 +465,7 @@ impl Instance {
                     );
                 }
                 let fin = m.wait()?;
+                first_probe = fin.spawn_to_first_probe;
                 (
                     fin.stdout,
                     fin.stderr,
@@ -478,6 +491,7 @@ impl Instance {
             pss_samples: samples,
             ksm_pages_sharing_max: ksm_max,
             accelerator,
+            spawn_to_first_probe: first_probe,
         })
     }
 }
@@ -486,7 +500,7 @@ impl Drop for Instance {
     fn drop(&mut self) {
         drop(self.child.take());
         match &self.cleanup {
-            Cleanup::None | Cleanup::Slot(_) => {}
+            Cleanup::None | Cleanup::Spt { .. } => {}
             Cleanup::Runc { id, root } => runc::destroy(id, root),
             Cleanup::Docker { client, name } => client.remove(name),
         }

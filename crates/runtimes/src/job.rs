@@ -69,12 +69,12 @@ pub struct VmAttach {
     /// The guests' gateway on it (`10.253.0.1`).
     pub gateway: String,
     /// The host number of guest 0 of [`VmAttach::guest`]: the first after the LAN's
-    /// unikernel slots and DHCP pool (`vm.json`'s `first_guest`, 16010).
+    /// unikernel slots and DHCP pool (`vm.json`'s `first_guest`, 24010).
     pub first_guest: u32,
 }
 
 impl VmAttach {
-    /// Guest `i`'s address (host `first_guest + i`: `10.253.62.<138 + i>` on a lab) and
+    /// Guest `i`'s address (host `first_guest + i`: `10.253.93.<202 + i>` on a lab) and
     /// prefix length; instance numbers keep concurrent guests apart. The LAN's other
     /// hosts: from .10 the unikernel slots of `vm.json`, then the DHCP pool (docs/lab.md).
     pub fn guest(&self, i: u32) -> anyhow::Result<(String, u8)> {
@@ -234,7 +234,7 @@ mod tests {
         };
         assert_eq!(v.guest(0).unwrap(), ("192.0.2.230".to_string(), 24));
         assert!(v.guest(300).is_err());
-        // a lab's VM LAN or a front's: past their 8000 slots and 8000 leases
+        // a lab's VM LAN or a front's: past their 16000 slots and 8000 leases
         let f = VmAttach {
             prefix: "10.253.0.0/16".into(),
             gateway: "10.253.0.1".into(),

@@ -76,6 +76,8 @@ pub struct Finished {
     pub elapsed: Duration,
     /// The accelerator and the VMM (`PVM-KVM (vtnt-monitor)`).
     pub accelerator: String,
+    /// From the VMM's spawn to the guest's first-probe line.
+    pub spawn_to_first_probe: Option<Duration>,
 }
 
 /// Boots one unikernel instance of `spec`'s job from `image` under `vmm`, on a free VM
@@ -164,6 +166,7 @@ impl Running {
             code,
             elapsed,
             accelerator: format!("{} ({})", out.accel, vmm_label(out.vmm)),
+            spawn_to_first_probe: out.timings.spawn_to_first_probe,
         })
     }
 }

@@ -19,15 +19,16 @@
 #![allow(unsafe_code)]
 
 use std::ffi::CString;
+use std::io::Read;
 use std::net::UdpSocket;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
-use std::process::{Command, ExitStatus};
+use std::process::ExitStatus;
 
 use anyhow::Context;
-use vtnt_spt::{SockFilter, GUEST_CALLS, NET_FD};
+use vtnt_spt::{SockFilter, CONSOLE_FD, GUEST_CALLS, NET_FD};
 
 use crate::cgroup::{Cgroup, CONTROLLERS};
 use crate::net::Attached;
@@ -96,7 +97,7 @@ fn tender_filter(path_ptr: u64) -> Vec<SockFilter> {
     prog
 }
 
-/// The `execve` a tender makes, prepared before the fork (no allocation after it).
+/// What the tender needs, prepared before the `clone` (nothing is allocated after it).
 struct Exec {
     path: CString,
     /// Keeps the strings `argv` points into.
@@ -107,51 +108,87 @@ struct Exec {
     /// `cgroup.procs` of each controller, open for the child to write itself into.
     procs: Vec<std::fs::File>,
     net: OwnedFd,
+    /// The write end of the console's pipe: the guest's standard output.
+    console: OwnedFd,
+    /// Where a failed step is reported (close-on-exec: a successful `execve` closes it).
+    report: OwnedFd,
+    /// The signal mask to give back to the child before it executes the guest.
+    sigmask: libc::sigset_t,
 }
 
-// SAFETY: the raw pointers point into the `CString`s the struct owns (heap memory that
-// does not move with the struct); nothing mutates them.
-unsafe impl Send for Exec {}
-// SAFETY: as above: read-only data.
-unsafe impl Sync for Exec {}
+/// The tender's steps, in order, as reported when one fails.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u32)]
+enum Step {
+    ProcessGroup,
+    Cgroup,
+    Descriptors,
+    NoNewPrivs,
+    Seccomp,
+}
+
+impl Step {
+    const ALL: [Step; 5] = [
+        Step::ProcessGroup,
+        Step::Cgroup,
+        Step::Descriptors,
+        Step::NoNewPrivs,
+        Step::Seccomp,
+    ];
+
+    fn describe(self) -> &'static str {
+        match self {
+            Step::ProcessGroup => "starting a process group",
+            Step::Cgroup => "joining the instance's cgroup",
+            Step::Descriptors => "setting up descriptors 1 and 3",
+            Step::NoNewPrivs => "setting no_new_privs",
+            Step::Seccomp => "installing the seccomp filter (is seccomp available?)",
+        }
+    }
+}
 
 impl Exec {
-    /// The tender's steps in the child (module docs). Only async-signal-safe calls.
-    fn tender(&self) -> std::io::Result<()> {
-        let last = || Err(std::io::Error::last_os_error());
-        for f in &self.procs {
-            // SAFETY: writes 1 byte from a static string to an open descriptor.
-            if unsafe { libc::write(f.as_raw_fd(), b"0".as_ptr().cast(), 1) } != 1 {
-                return last();
-            }
-        }
-        // SAFETY: plain descriptor operations on descriptors this process owns.
+    /// The tender's steps in the child (module docs): only system calls, on data prepared
+    /// before the `clone`. Returns only when a step failed, with that step and its errno.
+    fn tender(&self) -> (Step, i32) {
+        let errno = || std::io::Error::last_os_error().raw_os_error().unwrap_or(0);
+        // SAFETY: plain system calls on descriptors and memory this process owns; the
+        // filter and the strings outlive the calls (they are the parent's, which waits).
         unsafe {
+            if libc::setpgid(0, 0) != 0 {
+                return (Step::ProcessGroup, errno());
+            }
+            for f in &self.procs {
+                if libc::write(f.as_raw_fd(), b"0".as_ptr().cast(), 1) != 1 {
+                    return (Step::Cgroup, errno());
+                }
+            }
             // (dup2 onto itself keeps close-on-exec: clear it either way)
-            if libc::dup2(self.net.as_raw_fd(), NET_FD as i32) < 0
+            if libc::dup2(self.console.as_raw_fd(), CONSOLE_FD as i32) < 0
+                || libc::fcntl(CONSOLE_FD as i32, libc::F_SETFD, 0) < 0
+                || libc::dup2(self.net.as_raw_fd(), NET_FD as i32) < 0
                 || libc::fcntl(NET_FD as i32, libc::F_SETFD, 0) < 0
             {
-                return last();
+                return (Step::Descriptors, errno());
             }
             let flags = libc::fcntl(NET_FD as i32, libc::F_GETFL);
             if flags < 0 || libc::fcntl(NET_FD as i32, libc::F_SETFL, flags | libc::O_NONBLOCK) < 0
             {
-                return last();
+                return (Step::Descriptors, errno());
             }
             libc::close(0);
             libc::close(2);
-            // every other descriptor closes at the execve (std's own error pipe, which
-            // is already close-on-exec, stays usable until then)
+            // every other descriptor closes at the execve (the report pipe, already
+            // close-on-exec, stays usable until then)
             const CLOSE_RANGE_CLOEXEC: libc::c_uint = 4;
             if libc::syscall(libc::SYS_close_range, 4u32, u32::MAX, CLOSE_RANGE_CLOEXEC) != 0 {
                 for fd in 4..4096 {
-                    if libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) < 0 {
-                        continue;
-                    }
+                    libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
                 }
             }
+            libc::pthread_sigmask(libc::SIG_SETMASK, &self.sigmask, std::ptr::null_mut());
             if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
-                return last();
+                return (Step::NoNewPrivs, errno());
             }
             let prog = libc::sock_fprog {
                 len: self.filter.len() as u16,
@@ -164,28 +201,122 @@ impl Exec {
                 &prog as *const libc::sock_fprog,
             ) != 0
             {
-                return last();
+                return (Step::Seccomp, errno());
             }
             libc::execve(self.path.as_ptr(), self.argv.as_ptr(), self.envp.as_ptr());
             // Only exit_group is left to say that the execve failed (the filter kills a
-            // write to std's error pipe): a status of our own.
+            // write to the report pipe): a status of our own.
             libc::_exit(EXEC_FAILED)
         }
     }
 }
 
+/// The child of the `clone`: runs the tender; reports the step that failed.
+extern "C" fn tender_main(arg: *mut libc::c_void) -> libc::c_int {
+    // SAFETY: `arg` is the `Exec` the parent passed, alive until the child has executed
+    // the guest or exited (CLONE_VFORK suspends the parent until then).
+    let exec = unsafe { &*(arg as *const Exec) };
+    let (step, errno) = exec.tender();
+    let mut msg = [0u8; 8];
+    msg[..4].copy_from_slice(&(step as u32).to_le_bytes());
+    msg[4..].copy_from_slice(&errno.to_le_bytes());
+    // SAFETY: writes 8 bytes from a live array to the report pipe, then exits without
+    // running anything of the parent's (atexit handlers, buffers).
+    unsafe {
+        libc::write(exec.report.as_raw_fd(), msg.as_ptr().cast(), msg.len());
+        libc::_exit(127)
+    }
+}
+
+/// A pipe, both ends close-on-exec: (read, write).
+fn pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0; 2];
+    // SAFETY: pipe2 writes two descriptors into a live array.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: both descriptors were just opened and are owned by nobody else.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+/// Starts the tender: a `clone` that shares this process's memory and suspends the
+/// calling thread until the child has executed the guest or failed (what `vfork` does,
+/// and `posix_spawn` inside). A plain `fork` would copy this process's page tables and
+/// mappings for every guest, then throw them away at the `execve`: with thousands of
+/// guests supervised (a reader thread and its stack each) that costs milliseconds of
+/// system time per start, charged to the new instance. Returns the child's pid.
+fn spawn(exec: &Exec, report: OwnedFd) -> anyhow::Result<u32> {
+    const STACK: usize = 64 * 1024;
+    let mut stack = vec![0u8; STACK];
+    // SAFETY: the stack's end, aligned down to 16 bytes as the ABI wants.
+    let top = unsafe { stack.as_mut_ptr().add(STACK) } as usize & !15;
+    // SAFETY: blocks every signal in this thread while the child runs on our memory (a
+    // handler of ours must not run in it); the child restores `exec.sigmask` itself.
+    // The child runs `tender_main` on its own stack with `exec` alive (CLONE_VFORK: we
+    // resume only once it has executed the guest or exited).
+    let pid = unsafe {
+        let mut all: libc::sigset_t = std::mem::zeroed();
+        libc::sigfillset(&mut all);
+        let mut old: libc::sigset_t = std::mem::zeroed();
+        libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
+        let pid = libc::clone(
+            tender_main,
+            top as *mut libc::c_void,
+            libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
+            exec as *const Exec as *mut libc::c_void,
+        );
+        libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
+        pid
+    };
+    drop(stack);
+    if pid < 0 {
+        anyhow::bail!(
+            "starting the spt tender (clone): {}",
+            std::io::Error::last_os_error()
+        );
+    }
+    // the child has executed the guest or failed a step (CLONE_VFORK): a report, if any,
+    // is already in the pipe, whose write end we still hold, so read without waiting
+    let mut msg = [0u8; 8];
+    // SAFETY: sets a flag on a descriptor we own.
+    unsafe { libc::fcntl(report.as_raw_fd(), libc::F_SETFL, libc::O_NONBLOCK) };
+    let n = std::fs::File::from(report).read(&mut msg).unwrap_or(0);
+    if n == msg.len() {
+        let step = u32::from_le_bytes([msg[0], msg[1], msg[2], msg[3]]);
+        let errno = i32::from_le_bytes([msg[4], msg[5], msg[6], msg[7]]);
+        // SAFETY: reaps our own child, which has exited.
+        unsafe { libc::waitpid(pid, std::ptr::null_mut(), 0) };
+        let what = Step::ALL
+            .get(step as usize)
+            .map_or("an unknown step", |s| s.describe());
+        anyhow::bail!(
+            "the spt tender failed {what}: {}",
+            std::io::Error::from_raw_os_error(errno)
+        );
+    }
+    Ok(pid as u32)
+}
+
 /// The exit status of a tender whose `execve` of the guest failed.
 const EXEC_FAILED: i32 = 126;
 
+/// A started guest: the process, the lab slot it holds until it is dropped, and
+/// `CLOCK_MONOTONIC` just before the fork (for [`spawn_to_first_probe`]).
+pub struct Started {
+    pub child: Supervised,
+    pub slot: vtnt_vmm::lab::SlotLock,
+    pub spawn_ns: u64,
+}
+
 /// Starts the guest `image` with `spec`'s job on a free slot of the lab's VM front, in
-/// `cgroup`. The returned lock holds the slot until the instance is gone.
+/// `cgroup`.
 pub fn start(
     image: &Path,
     net: &Attached,
     spec: &InstanceSpec,
     cgroup: &Cgroup,
     timeout: std::time::Duration,
-) -> anyhow::Result<(Supervised, vtnt_vmm::lab::SlotLock)> {
+) -> anyhow::Result<Started> {
     seccomp_kills_processes(&std::fs::read_to_string(ACTIONS_AVAIL).unwrap_or_default())?;
     let Attached::Lab(lab) = net else {
         anyhow::bail!("the spt runtime reaches a network through a lab's VM front (--net lab:NAME)")
@@ -228,6 +359,8 @@ pub fn start(
         .collect::<anyhow::Result<Vec<_>>>()?;
     let path = CString::new(image.as_os_str().as_bytes()).context("image path")?;
     let cmdline = CString::new(cmdline).context("the guest's command line has a NUL")?;
+    let (console_r, console_w) = pipe().context("the console's pipe")?;
+    let (report_r, report_w) = pipe().context("the tender's report pipe")?;
     let exec = Exec {
         filter: tender_filter(path.as_ptr() as u64),
         argv: [path.as_ptr(), cmdline.as_ptr(), std::ptr::null()],
@@ -236,13 +369,53 @@ pub fn start(
         _cmdline: cmdline,
         procs,
         net: OwnedFd::from(sock),
+        console: console_w,
+        report: report_w,
+        // SAFETY: reads this thread's signal mask into a zeroed set.
+        sigmask: unsafe {
+            let mut m: libc::sigset_t = std::mem::zeroed();
+            libc::pthread_sigmask(libc::SIG_SETMASK, std::ptr::null(), &mut m);
+            m
+        },
     };
-    let mut cmd = Command::new(image);
-    // SAFETY: the hook makes only async-signal-safe calls on data prepared before the
-    // fork, and allocates nothing.
-    unsafe { cmd.pre_exec(move || exec.tender()) };
-    let child = Supervised::spawn(cmd, "the spt guest")?;
-    Ok((child, lock))
+    let started = std::time::Instant::now();
+    let spawn_ns = monotonic_ns();
+    let pid = spawn(&exec, report_r)?;
+    // our copies of the child's ends (the console's write end above all) close here, so
+    // that the guest's exit ends the console's reads
+    drop(exec);
+    let child = Supervised::adopt(pid, console_r, "the spt guest", started);
+    Ok(Started {
+        child,
+        slot: lock,
+        spawn_ns,
+    })
+}
+
+/// `CLOCK_MONOTONIC` in nanoseconds: the guest's clock, read from outside.
+fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a live timespec the kernel writes.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// From the fork of a guest started at `spawn_ns` to its first probe, read from its
+/// console: its clock's origin (`mono_start_ns` of the boot line, the same clock) plus
+/// the first probe's guest time.
+pub fn spawn_to_first_probe(spawn_ns: u64, console: &str) -> Option<std::time::Duration> {
+    let line = |ty: &str| {
+        console
+            .lines()
+            .find(|l| l.starts_with(&format!("{{\"type\":\"{ty}\"")))
+    };
+    let start = vtnt_vmm::outcome::json_u64(line("boot")?, "mono_start_ns")?;
+    let first_us = vtnt_vmm::outcome::json_u64(line("first-probe")?, "guest_us")?;
+    let at = (start + first_us * 1000).checked_sub(spawn_ns)?;
+    Some(std::time::Duration::from_nanos(at))
 }
 
 /// Where Linux lists the seccomp actions it supports.
@@ -330,6 +503,16 @@ mod tests {
         let guest = vtnt_spt::filter_len(&GUEST_CALLS);
         // the guest's rules, plus 7 instructions for execve's pinned pointer and 3 for seccomp
         assert_eq!(prog.len(), guest + 10);
+    }
+
+    #[test]
+    fn spawn_to_first_probe_is_read_on_the_guests_clock() {
+        let console = "vtnt-kernel 0.1.0 booting (spt v1)\n{\"type\":\"boot\",\"platform\":\"spt\",\"mono_start_ns\":5000300,\"heap_kib\":8192}\n{\"type\":\"first-probe\",\"guest_us\":154}\n";
+        assert_eq!(
+            spawn_to_first_probe(5_000_000, console),
+            Some(std::time::Duration::from_nanos(154_300))
+        );
+        assert_eq!(spawn_to_first_probe(5_000_000, "no lines"), None);
     }
 
     #[test]

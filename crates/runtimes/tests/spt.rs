@@ -46,9 +46,9 @@ fn start(
         .expect("the lab");
     let cgroup =
         Cgroup::create(&format!("vtnt/spt-{tag}-{}", std::process::id())).expect("a cgroup");
-    let (child, slot) =
+    let started =
         spt::start(image, &net, spec, &cgroup, Duration::from_secs(30)).expect("the tender");
-    (child, slot, cgroup)
+    (started.child, started.slot, cgroup)
 }
 
 #[test]

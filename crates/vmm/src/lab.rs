@@ -7,7 +7,7 @@
 //! byte `<index>` of `slots.lock` in the lab's state directory, kept by the returned
 //! [`SlotLock`] until the VM is gone (testing the port by binding it was racy: two VMs
 //! started together could both find it free), and the port must still bind. One open
-//! and one `fcntl` per slot tried: claiming the 8000th slot takes milliseconds.
+//! and one `fcntl` per slot tried: claiming the last slot takes milliseconds.
 
 use nix::fcntl::{fcntl, FcntlArg};
 use std::fs::{File, OpenOptions};
@@ -128,7 +128,7 @@ mod tests {
     /// A lab state directory with a front's `vm.json` (no daemon: only the slots are
     /// read), its first 7999 slots held by another open of the lock file.
     #[test]
-    fn claiming_the_8000th_slot_takes_milliseconds() {
+    fn claiming_the_last_slot_takes_milliseconds() {
         let root = std::env::temp_dir().join(format!("vtnt-slots-{}", std::process::id()));
         let name = "slots";
         // the only test of this binary touching VTNT_LAB_RUN_DIR

@@ -4,19 +4,22 @@
 //! `vtnt`'s own options), or `boot` / nothing (boot, print timings, exit 0). Trace and
 //! ping jobs run `vtnt_engine::Engine`, TNT jobs `vtnt_tnt::TntRunner`: exactly the code
 //! the native CLI runs, driven through `vtnt_engine::Prober` by the generic [`run_loop`]
-//! over the virtio [`Nic`], with the TSC clock shifted by the host's `epoch_us=`.
+//! over the platform's [`Nic`], with the platform's clock shifted by the host's
+//! `epoch_us=`.
 //!
-//! Waiting: when the prober has nothing to send and the NIC no packet, the loop halts the
-//! CPU (`platform::wait_until`, local APIC timer + `hlt`) until the prober's next deadline,
-//! or at most [`POLL`] while probes may still be answered (see [`run_loop`]). The NIC
-//! raises no interrupt: received packets are found, and timestamped, by the next poll.
+//! Waiting: when the prober has nothing to send and the NIC no packet, the loop waits
+//! (`platform::wait_until`: `hlt` on the local APIC timer in a VM, the monitor's poll,
+//! a process's `ppoll`) until the prober's next deadline, or at most [`POLL`] while probes
+//! may still be answered and the platform's wait does not end when a frame arrives (see
+//! [`run_loop`]). The NIC raises no interrupt: received packets are found, and
+//! timestamped, by the next poll.
 //! So a reply's receive time is late by up to `POLL` (200 us, plus the host's timer
 //! slack) while probes are in flight, and by up to the prober's next deadline for a reply
 //! that arrives later than its probe's wait (the engine treats those as late anyway).
 //! A probe is dated when the NIC takes its frame, not when the prober handed it out.
-//! After the results, the job's `hold` is spent halted (waking for another round every
+//! After the results, the job's `hold` is spent waiting (waking for another round every
 //! `every=`, each with its own watchdog, on the same engine rewound so that it probes
-//! as the first round did), then the VM powers off.
+//! as the first round did), then the kernel exits.
 //!
 //! Results leave as scamper JSON lines (`cycle-start`, one `trace` / `ping` per record,
 //! `cycle-stop`) printed by `vtnt-formats`' own line writer, the one the CLI uses, TNT's

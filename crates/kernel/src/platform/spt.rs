@@ -305,7 +305,7 @@ pub fn open_net(cmdline: &crate::cmdline::Cmdline) -> Box<dyn Link> {
         );
     }
     crate::steps::mark(crate::steps::Step::NicFound);
-    crate::steps::mark(crate::steps::Step::VirtioUp);
+    crate::steps::mark(crate::steps::Step::LinkUp);
     Box::new(SocketLink {
         mac,
         tx: new_frame(),

@@ -6,8 +6,9 @@
 //! PCI is touched on this platform, so no instruction needs ring 0: under KVM on PVM the
 //! whole kernel runs natively.
 //!
-//! [`active`] tells the rest of the kernel which platform it is on; the console, the
-//! clock, the NIC and the exit path each ask it once per operation. The console's lines
+//! [`active`] tells the VM platform's functions (`super`) which of the image's two boot
+//! paths ran; the console, the clock, the link and the exit each ask it once per
+//! operation. The console's lines
 //! leave in batches, before each wait and at the exit: a guest that faults (no handler
 //! here: the monitor reports the fault and its `rip`) loses the lines since its last wait.
 
@@ -230,7 +231,7 @@ pub struct MonitorLink {
 impl MonitorLink {
     /// The interface the monitor gives us, with MAC address `mac`.
     pub fn new(mac: [u8; 6]) -> MonitorLink {
-        crate::steps::mark(crate::steps::Step::VirtioUp);
+        crate::steps::mark(crate::steps::Step::LinkUp);
         MonitorLink {
             mac,
             tx: alloc::vec![0u8; crate::net::FRAME_MAX].into_boxed_slice(),
