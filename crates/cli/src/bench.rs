@@ -111,7 +111,7 @@ pub enum BenchCommand {
         #[arg(
             long,
             value_delimiter = ',',
-            default_value = "microvm,docker,vm,native,runc"
+            default_value = "microvm,docker,vm,native,runc,spt"
         )]
         runtimes: Vec<vtnt_runtimes::Runtime>,
         #[arg(long, value_delimiter = ',', default_value = "wait,discard")]

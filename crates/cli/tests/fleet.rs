@@ -1588,7 +1588,8 @@ fn an_agent_fetches_its_images_from_the_object_store() {
 }
 
 /// `vtnt bench fleet` (Figs. 10 and 11) at a small N (CI's size; docs/benchmarks.md has
-/// the paper's): five sites with their round trips, both modes, two runtimes; every job
+/// the paper's): five sites with their round trips, both modes, three runtimes (the
+/// unikernel as a microVM and as an spt process among them); every job
 /// finishes, every discard event is decided, a node's answer takes at least its site's
 /// round trip (the emulated links are in effect), and both figures are drawn.
 #[test]
@@ -1604,7 +1605,7 @@ fn the_paper_fleet_benchmark_runs_at_a_small_n() {
         &out,
         &[
             "--runtimes",
-            "native,microvm",
+            "native,microvm,spt",
             "--events",
             "3",
             "--interval",
@@ -1616,7 +1617,7 @@ fn the_paper_fleet_benchmark_runs_at_a_small_n() {
     let r = &v["report"];
     assert_eq!(r["sites"].as_array().map(Vec::len), Some(5), "{r}");
     let rts = r["runtimes"].as_array().expect("runtimes");
-    assert_eq!(rts.len(), 2);
+    assert_eq!(rts.len(), 3);
     for rt in rts {
         assert!(rt["errors"].as_array().unwrap().is_empty(), "{rt}");
         assert_eq!(rt["wait"]["ok"], 3, "{rt}");

@@ -230,6 +230,20 @@ fn every_entry_point_refuses_before_any_probe() {
             "not a TUN/TAP",
         ),
         (
+            "the spt runtime on a lab that is not up",
+            vec![
+                "run",
+                "--runtime",
+                "spt",
+                "--lab",
+                "vtnt-nosuchlab",
+                "--",
+                "trace",
+                "192.0.2.1",
+            ],
+            "vtnt-nosuchlab",
+        ),
+        (
             "a network of no known kind",
             vec!["run", "--net", "wifi", "--", "trace", "192.0.2.1"],
             "lab[:NAME], host or tap",

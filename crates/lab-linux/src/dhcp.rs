@@ -530,7 +530,10 @@ pub(crate) mod tests {
             Some(Ipv4Addr::new(10, 253, 0, 1)),
             Some(Ipv4Addr::new(255, 255, 0, 0)),
         );
-        assert_eq!(leased[100], (Ipv4Addr::new(10, 253, 62, 138), mask16, vm_gw));
+        assert_eq!(
+            leased[100],
+            (Ipv4Addr::new(10, 253, 62, 138), mask16, vm_gw)
+        );
         assert_eq!(leased[300], (Ipv4Addr::new(10, 253, 63, 82), mask16, vm_gw));
         let distinct: HashSet<Ipv4Addr> = leased.iter().map(|l| l.0).collect();
         assert_eq!(distinct.len(), leased.len());

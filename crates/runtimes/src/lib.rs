@@ -94,6 +94,9 @@ impl Runtime {
 
     /// Deploys from a fresh image server, runs `job` once, destroys and cleans up.
     pub fn run(self, job: &vtnt_job::JobSpec, opts: &RunOptions) -> anyhow::Result<RunOutput> {
+        // a network that is not there (a lab not up, a TAP missing) is said before any
+        // image is built
+        opts.net.attach(self)?;
         let image = self.build_image(&opts.build)?;
         let name = server::file_name(&image)?;
         let (_server, url) = match &opts.images {
@@ -109,7 +112,6 @@ impl Runtime {
             ImageSource::Fetch(f) => f(&name, file),
             _ => server::fetch(&url, file),
         };
-        opts.net.check(self)?;
         let engine = EngineGuard::for_runtime(self, &opts.net)?;
         let t0 = Instant::now();
         let deployed = instance::deploy_from(self, &image, &fetch, engine.docker(), &opts.net)?;

@@ -2,8 +2,8 @@
 //! the interface is `vtnt_spt`). The image is the kernel built for the process platform
 //! (`vtnt-vmm`'s build with `spt`): a static ELF of a few hundred KiB.
 //!
-//! The tender is this process's child between `fork` and `execve`: it joins the
-//! instance's cgroup, puts the network (a UDP socket bound to a free slot of the lab's VM
+//! The tender is this process's child between a `vfork`-style `clone` and `execve`
+//! ([`spawn`]): it starts a process group, joins the instance's cgroup, puts the network (a UDP socket bound to a free slot of the lab's VM
 //! front and connected to the front, one Ethernet frame per datagram, as QEMU's
 //! `-netdev dgram`) at descriptor 3 and non-blocking, keeps standard output (the
 //! console) and closes every other descriptor, sets `no_new_privs`, installs the seccomp
@@ -14,8 +14,8 @@
 //!
 //! A guest that makes a call outside its filter is killed by SIGSYS; [`outcome`] says so.
 //!
-//! `unsafe` here: the tender's system calls between `fork` and `execve` (raw, because
-//! nothing may allocate there), each in a commented block.
+//! `unsafe` here: the `clone` and the tender's system calls before its `execve` (raw,
+//! because nothing may allocate there), each in a commented block.
 #![allow(unsafe_code)]
 
 use std::ffi::CString;
