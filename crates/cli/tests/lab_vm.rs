@@ -140,7 +140,7 @@ fn qemu_attaches_with_the_printed_netdev() {
     vtnt_testkit::require_root!("qemu-system-x86_64");
     let lab = Lab::up("qemu", None);
     let v = vm_json(&lab);
-    let g = &v["guests"][0];
+    let g = &v["slot"];
     let mut q = std::process::Command::new("qemu-system-x86_64")
         .args([
             "-nographic",
