@@ -318,20 +318,6 @@ pub(crate) mod tests {
         p
     }
 
-    /// The DHCP message inside an answer frame to [`MAC`], checked down the stack.
-    fn reply(
-        a: &Answer,
-    ) -> (
-        DhcpMessageType,
-        Ipv4Addr,
-        Option<Ipv4Addr>,
-        Option<Ipv4Addr>,
-        Option<Ipv4Addr>,
-        Option<u32>,
-    ) {
-        reply_to(a, MAC)
-    }
-
     /// The DHCP message inside an answer frame to `mac`, checked down the stack.
     fn reply_to(
         a: &Answer,
@@ -380,7 +366,7 @@ pub(crate) mod tests {
             .unwrap();
         let first = Ipv4Addr::new(192, 0, 2, 130);
         assert_eq!(
-            reply(&a),
+            reply_to(&a, MAC),
             (
                 DhcpMessageType::Offer,
                 first,
@@ -397,8 +383,8 @@ pub(crate) mod tests {
                 free,
             )
             .unwrap();
-        assert_eq!(reply(&a).0, DhcpMessageType::Ack);
-        assert_eq!(reply(&a).1, first);
+        assert_eq!(reply_to(&a, MAC).0, DhcpMessageType::Ack);
+        assert_eq!(reply_to(&a, MAC).1, first);
         assert_eq!(a.bound, Some(first));
         // Renewal-style request (no server identifier) for the leased address: ACK again.
         let a = s
@@ -407,7 +393,7 @@ pub(crate) mod tests {
                 free,
             )
             .unwrap();
-        assert_eq!(reply(&a).0, DhcpMessageType::Ack);
+        assert_eq!(reply_to(&a, MAC).0, DhcpMessageType::Ack);
     }
 
     #[test]
@@ -463,7 +449,7 @@ pub(crate) mod tests {
                 free,
             )
             .unwrap();
-        assert_eq!(reply(&a).0, DhcpMessageType::Nak);
+        assert_eq!(reply_to(&a, MAC).0, DhcpMessageType::Nak);
         assert_eq!(a.bound, None);
         // Other message types, a multicast client MAC, not UDP/67, garbage: ignored.
         assert!(s
