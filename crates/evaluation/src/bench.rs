@@ -75,6 +75,12 @@ pub struct BenchDeployArgs {
     /// Skip the density experiments.
     #[arg(long)]
     pub no_density: bool,
+    /// Set the kernel's cgroup `favordynmods` for this run (a remount of the cgroup2
+    /// hierarchy, restored after): joining a cgroup then takes microseconds instead of an
+    /// RCU grace period (10-20 ms on this kind of host), what hosts that start many
+    /// instances set. Every runtime joins cgroups, so all rows run under it.
+    #[arg(long)]
+    pub favordynmods: bool,
     /// Runtimes whose density is measured (of those measured at all).
     #[arg(
         long,
@@ -155,12 +161,17 @@ pub fn bench_deploy(args: &BenchDeployArgs) -> anyhow::Result<Report> {
         .with_context(|| format!("creating {}", args.out.display()))?;
     let words: Vec<String> = args.job.split_whitespace().map(String::from).collect();
     let job = vtnt_job::parse_words(&words, vtnt_job::Vantage::Lab)?.spec;
+    let _dynmods = args
+        .favordynmods
+        .then(vtnt_measure::dynmods::FavorDynmods::enable)
+        .transpose()?;
     let cpus = args.cpu_budget_cpus.clone().unwrap_or_else(|| {
         (std::thread::available_parallelism().map_or(1, |n| n.get()) - 1).to_string()
     });
     let mut report = Report {
         accel_note: vtnt_vmm::accel::linux_tcg_reason().map(String::from),
         host: host(),
+        cgroup_favordynmods: vtnt_measure::dynmods::enabled(),
         provenance: vtnt_measure::provenance::Provenance::now(Path::new(env!(
             "CARGO_MANIFEST_DIR"
         ))),
@@ -308,6 +319,7 @@ fn measure_runtime(
                     ok: o.ok(),
                     same_as_native: same,
                     first_probe_ms: o.spawn_to_first_probe.map(|d| d.as_secs_f64() * 1e3),
+                    cgroup_join_ms: o.cgroup_join.map(|d| d.as_secs_f64() * 1e3),
                 });
             }
             Err(e) => r.errors.push(format!("rep {i}: {e:#}")),

@@ -837,6 +837,7 @@ mod tests {
                             ok: true,
                             same_as_native: true,
                             first_probe_ms: None,
+                            cgroup_join_ms: None,
                         })
                         .collect(),
                     memory: Some(mem(memory)),

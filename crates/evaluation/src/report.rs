@@ -91,6 +91,16 @@ pub fn markdown(rep: &Report) -> String {
         "Host: {}. Job: `vtnt {}`. {} repetitions. Image server: {} Mbit/s on 127.0.0.1. QEMU accelerators: **{}**.\n",
         rep.host, rep.job, rep.reps, rep.bandwidth_mbps, rep.accel
     );
+    let _ = writeln!(
+        s,
+        "cgroups: `favordynmods` {} (joining a cgroup {}).\n",
+        if rep.cgroup_favordynmods { "on" } else { "off" },
+        if rep.cgroup_favordynmods {
+            "takes microseconds"
+        } else {
+            "waits for an RCU grace period: `--favordynmods`"
+        }
+    );
     let _ = writeln!(s, "Provenance:\n\n{}", rep.provenance.markdown());
     if let Some(note) = &rep.accel_note {
         let _ = writeln!(s, "> {note}.\n");
@@ -143,7 +153,7 @@ pub fn markdown(rep: &Report) -> String {
             .map_or("-".into(), |c| c.pages_sharing.to_string());
         let _ = writeln!(s, "| {}{} | {m} | {p} | {k} | {c} |", r.label, tag(r));
     }
-    let _ = writeln!(s, "\n## Figs. 6, 7: deploy + execution time and CPU ({} reps, mean ± sd)\n\n| runtime | deploy s | execution s | cleanup s | total s | CPU s | ok | same output as native |\n|---|---:|---:|---:|---:|---:|---:|---:|", rep.reps);
+    let _ = writeln!(s, "\n## Figs. 6, 7: deploy + execution time and CPU ({} reps, mean ± sd)\n\n| runtime | deploy s | execution s | cleanup s | total s | CPU s | spawn -> first probe ms (median) | of which cgroup join ms | ok | same output as native |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|", rep.reps);
     for r in rep.runtimes.iter().filter(|r| r.skipped.is_none()) {
         let f = |v: Vec<f64>| {
             let (m, sd) = mean_sd(&v);
@@ -151,14 +161,16 @@ pub fn markdown(rep: &Report) -> String {
         };
         let ok = r.reps.iter().filter(|x| x.ok).count();
         let same = r.reps.iter().filter(|x| x.same_as_native).count();
-        let mut first: Vec<f64> = r.reps.iter().filter_map(|x| x.first_probe_ms).collect();
-        first.sort_by(f64::total_cmp);
-        let first = first
-            .get(first.len() / 2)
-            .map_or("-".into(), |m| format!("{m:.2}"));
+        let median = |v: fn(&crate::results::Rep) -> Option<f64>| {
+            let mut x: Vec<f64> = r.reps.iter().filter_map(v).collect();
+            x.sort_by(f64::total_cmp);
+            x.get(x.len() / 2).map_or("-".into(), |m| format!("{m:.2}"))
+        };
+        let first = median(|x| x.first_probe_ms);
+        let join = median(|x| x.cgroup_join_ms);
         let _ = writeln!(
             s,
-            "| {}{} | {} | {} | {} | {} | {} | {first} | {ok}/{n} | {same}/{n} |",
+            "| {}{} | {} | {} | {} | {} | {} | {first} | {join} | {ok}/{n} | {same}/{n} |",
             r.label,
             tag(r),
             f(r.reps.iter().map(|x| x.deploy_s).collect()),

@@ -20,6 +20,8 @@ pub struct Rep {
     /// From the instance's spawn to its first probe, where the runtime tells (the
     /// unikernels'), milliseconds.
     pub first_probe_ms: Option<f64>,
+    /// Of that, joining the instance's cgroup, where the runtime tells (spt), ms.
+    pub cgroup_join_ms: Option<f64>,
 }
 
 impl Rep {
@@ -69,6 +71,8 @@ pub struct Report {
     /// Why a Linux VM runs under TCG on a host with KVM (PVM), if it does.
     pub accel_note: Option<String>,
     pub host: String,
+    /// Whether the kernel's cgroup `favordynmods` was on (see `vtnt_measure::dynmods`).
+    pub cgroup_favordynmods: bool,
     /// The machine, tool versions, commit and command of this run.
     pub provenance: vtnt_measure::provenance::Provenance,
     pub job: String,

@@ -7,22 +7,27 @@
 //!   density run (the budget), emptied and removed on drop.
 //! - [`ksm`]: kernel samepage merging switched on for a measurement and restored after,
 //!   and its counters.
+//! - [`dynmods`]: the kernel's cgroup `favordynmods` (joining a cgroup without waiting
+//!   for an RCU grace period) switched on for a measurement and restored after.
 //! - [`provenance`]: the machine, tool versions, commit and command a measurement ran
 //!   with, for every report.
 //!
 //! `Supervised` lives here rather than with the runtimes because it is the process
 //! side of a measurement (its start time, elapsed time and process group are what the
-//! costs are read against) and shares `proc`'s kill(2), the crate's only unsafe code;
-//! it knows nothing of images or instances.
+//! costs are read against) and shares `proc`'s kill(2); it knows nothing of images or
+//! instances. Unsafe code is in `proc` and `dynmods` (mount(2)) only.
 //!
 //! What it may import: std, libc, anyhow and serde only; no other vTNT crate. Inside,
-//! `cgroup` uses `proc` (to kill what is left in a group); `proc`, `ksm` and `provenance`
-//! use no other module.
+//! `cgroup` uses `proc` (to kill what is left in a group); `proc`, `ksm`, `dynmods` and
+//! `provenance` use no other module.
 
 pub mod cgroup;
+// mount(2), to remount the cgroup2 hierarchy (its SAFETY note).
+#[allow(unsafe_code)]
+pub mod dynmods;
 pub mod ksm;
 pub mod provenance;
-// The only unsafe code: `proc` calls libc's kill(2) (a process group or one process),
+// `proc` calls libc's kill(2) (a process group or one process),
 // waitpid(2) (a child it adopted) and sysconf(_SC_CLK_TCK), each call with its SAFETY note.
 #[allow(unsafe_code)]
 pub mod proc;

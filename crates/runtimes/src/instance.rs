@@ -43,6 +43,9 @@ pub struct RunOutput {
     /// From the instance's spawn to its first probe, where the runtime can tell (the
     /// unikernel's: it prints when it sent its first probe).
     pub spawn_to_first_probe: Option<Duration>,
+    /// Of that, the time the instance's first process took to join its cgroup, where the
+    /// runtime can tell (spt's tender times its own writes).
+    pub cgroup_join: Option<Duration>,
 }
 
 impl RunOutput {
@@ -210,6 +213,7 @@ impl Deployed {
                 cleanup = Cleanup::Spt {
                     _slot: started.slot,
                     spawn_ns: started.spawn_ns,
+                    cgroup_join: started.cgroup_join,
                 };
                 started.child.into()
             }
@@ -287,10 +291,12 @@ impl Drop for Deployed {
 
 enum Cleanup {
     None,
-    /// An spt guest's lab slot, released when dropped, and when it was spawned.
+    /// An spt guest's lab slot, released when dropped, when it was spawned and how long
+    /// its tender took to join the cgroup.
     Spt {
         _slot: vtnt_vmm::lab::SlotLock,
         spawn_ns: u64,
+        cgroup_join: Duration,
     },
     Runc {
         id: String,
@@ -415,6 +421,7 @@ impl Instance {
             }
         }
         let mut first_probe = None;
+        let mut cgroup_join = None;
         let (stdout, stderr, code, elapsed, accelerator) = match child {
             // `Supervised::wait` counts `timeout` from the start, as the loop above did.
             Running::Process(p) => {
@@ -433,8 +440,14 @@ impl Instance {
                         Some(vm::accel().to_string()),
                     ),
                     Runtime::Spt => {
-                        if let Cleanup::Spt { spawn_ns, .. } = self.cleanup {
+                        if let Cleanup::Spt {
+                            spawn_ns,
+                            cgroup_join: join,
+                            ..
+                        } = self.cleanup
+                        {
                             first_probe = spt::spawn_to_first_probe(spawn_ns, &fin.stdout);
+                            cgroup_join = Some(join);
                         }
                         let lines: Vec<String> = fin.stdout.lines().map(String::from).collect();
                         let (results, mut diagnostics) = vtnt_vmm::job::split_console(&lines);
@@ -492,6 +505,7 @@ impl Instance {
             ksm_pages_sharing_max: ksm_max,
             accelerator,
             spawn_to_first_probe: first_probe,
+            cgroup_join,
         })
     }
 }

@@ -26,6 +26,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
 use std::process::ExitStatus;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use anyhow::Context;
 use vtnt_spt::{SockFilter, CONSOLE_FD, GUEST_CALLS, NET_FD};
@@ -114,6 +115,8 @@ struct Exec {
     report: OwnedFd,
     /// The signal mask to give back to the child before it executes the guest.
     sigmask: libc::sigset_t,
+    /// How long the child's writes to `procs` took, nanoseconds (it shares our memory).
+    join_ns: AtomicU64,
 }
 
 /// The tender's steps, in order, as reported when one fails.
@@ -158,11 +161,13 @@ impl Exec {
             if libc::setpgid(0, 0) != 0 {
                 return (Step::ProcessGroup, errno());
             }
+            let t0 = monotonic_ns();
             for f in &self.procs {
                 if libc::write(f.as_raw_fd(), b"0".as_ptr().cast(), 1) != 1 {
                     return (Step::Cgroup, errno());
                 }
             }
+            self.join_ns.store(monotonic_ns() - t0, Ordering::Relaxed);
             // (dup2 onto itself keeps close-on-exec: clear it either way)
             if libc::dup2(self.console.as_raw_fd(), CONSOLE_FD as i32) < 0
                 || libc::fcntl(CONSOLE_FD as i32, libc::F_SETFD, 0) < 0
@@ -300,12 +305,16 @@ fn spawn(exec: &Exec, report: OwnedFd) -> anyhow::Result<u32> {
 /// The exit status of a tender whose `execve` of the guest failed.
 const EXEC_FAILED: i32 = 126;
 
-/// A started guest: the process, the lab slot it holds until it is dropped, and
-/// `CLOCK_MONOTONIC` just before the fork (for [`spawn_to_first_probe`]).
+/// A started guest: the process, the lab slot it holds until it is dropped,
+/// `CLOCK_MONOTONIC` just before the fork (for [`spawn_to_first_probe`]) and how long
+/// the tender took to join the instance's cgroup (on cgroup v1 the kernel makes that
+/// write wait for an RCU grace period unless `favordynmods` is set: often most of the
+/// time to the first probe).
 pub struct Started {
     pub child: Supervised,
     pub slot: vtnt_vmm::lab::SlotLock,
     pub spawn_ns: u64,
+    pub cgroup_join: std::time::Duration,
 }
 
 /// Starts the guest `image` with `spec`'s job on a free slot of the lab's VM front, in
@@ -377,10 +386,12 @@ pub fn start(
             libc::pthread_sigmask(libc::SIG_SETMASK, std::ptr::null(), &mut m);
             m
         },
+        join_ns: AtomicU64::new(0),
     };
     let started = std::time::Instant::now();
     let spawn_ns = monotonic_ns();
     let pid = spawn(&exec, report_r)?;
+    let cgroup_join = std::time::Duration::from_nanos(exec.join_ns.load(Ordering::Relaxed));
     // our copies of the child's ends (the console's write end above all) close here, so
     // that the guest's exit ends the console's reads
     drop(exec);
@@ -389,6 +400,7 @@ pub fn start(
         child,
         slot: lock,
         spawn_ns,
+        cgroup_join,
     })
 }
 

@@ -172,6 +172,15 @@ fn check_jobs(test: &str, runtimes: &[Runtime], via: Via, jobs: &[vtnt_job::JobS
                 "{} output differs from native",
                 rt.name()
             );
+            if rt == Runtime::Spt && via == Via::Lab {
+                // the time to the first probe, and its cgroup join, are measured
+                let first = out.spawn_to_first_probe.expect("spt: spawn -> first probe");
+                let join = out.cgroup_join.expect("spt: the tender's cgroup join");
+                assert!(
+                    join < first,
+                    "join {join:?} within spawn -> first probe {first:?}"
+                );
+            }
             eprintln!(
                 "{test}: {} deploy {:.2} s, execution {:.2} s",
                 rt.name(),
