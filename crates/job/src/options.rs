@@ -203,6 +203,19 @@ pub struct TntArgs {
     /// Do not try the buddy technique for duplicate-IP (UHP) candidates.
     #[arg(long)]
     pub no_buddy: bool,
+    /// Trigger FRPLA on a hop's own value, not on its rise over its ingress's (docs/tnt.md,
+    /// "Heuristics and their switches").
+    #[arg(long)]
+    pub no_frpla_relative: bool,
+    /// Count any run of non-zero u-turns, not only runs shaped like an LSP's.
+    #[arg(long)]
+    pub no_uturn_shape: bool,
+    /// Hop pairs tested before an FRPLA/RTLA candidate that revealed nothing (0: none).
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u8).range(0..=8))]
+    pub walk_back: u8,
+    /// Longest BRPR walk, in steps.
+    #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u8).range(1..=64))]
+    pub max_brpr_steps: u8,
     /// Start from these traces (scamper JSON or warts) instead of tracing again.
     #[arg(long = "from", value_name = "TRACES")]
     pub from: Option<PathBuf>,
@@ -226,8 +239,12 @@ impl TntArgs {
             uturn: self.uturn,
         };
         c.classify.brute_force = self.brute_force;
+        c.classify.frpla_relative = !self.no_frpla_relative;
+        c.classify.uturn_shape = !self.no_uturn_shape;
         c.reveal = !self.no_reveal;
         c.buddy = !self.no_buddy;
+        c.walk_back = self.walk_back;
+        c.max_brpr_steps = self.max_brpr_steps;
         c
     }
 }

@@ -9,9 +9,12 @@
 //! - no labels, quoted TTL `> 1` and `!= 255` -> implicit LSR; the j-th LSR of a tunnel
 //!   quotes TTL j, so a run starting at quoted TTL q also holds the q-1 hops before it as
 //!   LSRs, and the hop before those is the ingress;
-//! - a run of consecutive non-zero u-turns (not explained by RTLA) whose absolute sum
-//!   reaches the threshold marks implicit LSRs; the hops around the run are ingress and
-//!   egress;
+//! - a run of consecutive u-turns (not explained by RTLA) shaped like an LSP's (positive,
+//!   falling by 2 per hop: an LSR's time exceeded travels on to the egress and back) whose
+//!   sum reaches the threshold marks implicit LSRs; the hops around the run are ingress
+//!   and egress (with `uturn_shape` off, any run of non-zero u-turns whose absolute sum
+//!   reaches it, as before: replies returning over ECMP branches of unequal length make
+//!   such runs on MPLS-free paths);
 //! - a hop outside visible tunnels is an invisible-tunnel egress candidate, its previous
 //!   hop the ingress, when: it is an opaque egress (MTTL), it repeats the previous address
 //!   (DUP_IP: ingress two hops back, UHP), its RTLA >= threshold, or its FRPLA >=
@@ -231,6 +234,10 @@ pub struct ClassifyOptions {
     /// FRPLA exceeds its ingress's (positive) FRPLA by the threshold, so each tunnel is
     /// tested once. `sc_tnt` needs no such rule because it only tests the first tunnel.
     pub frpla_relative: bool,
+    /// A u-turn run marks an implicit tunnel only when shaped like an LSP's: every
+    /// u-turn positive and each 2 below the one before (the j-th of n LSRs turns around
+    /// `2 (n - j)` hops). Off: any run of non-zero u-turns counts by its absolute sum.
+    pub uturn_shape: bool,
 }
 
 impl Default for ClassifyOptions {
@@ -239,6 +246,7 @@ impl Default for ClassifyOptions {
             thresholds: Thresholds::default(),
             brute_force: false,
             frpla_relative: true,
+            uturn_shape: true,
         }
     }
 }
@@ -395,15 +403,25 @@ pub fn classify(path: &Path, opts: &ClassifyOptions) -> Classification {
             _ => 0,
         }
     };
+    // with the shape rule, a run starts at a positive u-turn and goes on while each is
+    // 2 below the one before
+    let starts = |i: usize| u(i) > 0 || (!opts.uturn_shape && u(i) != 0);
+    let goes_on = |prev: i16, next: i16| {
+        if opts.uturn_shape {
+            next > 0 && next == prev - 2
+        } else {
+            next != 0
+        }
+    };
     let mut i = 0;
     while i < n {
-        if u(i) == 0 || c.in_tunnel(i) {
+        if !starts(i) || c.in_tunnel(i) {
             i += 1;
             continue;
         }
         let mut end = i;
         let mut sum = u(i).unsigned_abs();
-        while end + 1 < n && u(end + 1) != 0 && !c.in_tunnel(end + 1) {
+        while end + 1 < n && goes_on(u(end), u(end + 1)) && !c.in_tunnel(end + 1) {
             end += 1;
             sum += u(end).unsigned_abs();
         }

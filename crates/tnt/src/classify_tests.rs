@@ -207,6 +207,40 @@ fn implicit_by_uturn_run() {
 }
 
 #[test]
+fn uturns_of_alternating_sign_are_no_tunnel() {
+    // Replies of one router returning over ECMP branches 2 hops apart: u-turns -2, +2, +2.
+    let t = trace(
+        "10.0.0.9",
+        &[
+            plain(1, "10.0.0.1", 1),
+            plain(2, "10.0.0.2", 2),
+            plain(3, "10.0.0.3", 3),
+            plain(4, "10.0.0.4", 4 + 2),
+            plain(5, "10.0.0.5", 5 + 2),
+            plain(6, "10.0.0.6", 6),
+        ],
+    );
+    let er = [
+        ("10.0.0.1", 255),
+        ("10.0.0.2", 254),
+        ("10.0.0.3", 253 - 2),
+        ("10.0.0.4", 252),
+        ("10.0.0.5", 251),
+        ("10.0.0.6", 250),
+    ];
+    let c = classify_default(&t, &er);
+    assert!(c.tunnels.is_empty(), "{c:?}");
+    // without the shape rule, their absolute sum (6) marks a tunnel
+    let loose = ClassifyOptions {
+        uturn_shape: false,
+        ..ClassifyOptions::default()
+    };
+    let c = classify(&path_of(&t, &er), &loose);
+    assert_eq!(c.tunnels.len(), 1, "{c:?}");
+    assert_eq!(c.tunnels[0].lsrs, vec![2, 3, 4]);
+}
+
+#[test]
 fn small_uturn_run_is_ignored() {
     let t = trace(
         "10.0.0.9",

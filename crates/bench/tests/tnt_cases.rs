@@ -1,0 +1,172 @@
+//! Situations TNT used to get wrong, each on a small topology of its own that reproduces
+//! it in the lab, and what TNT must report there: every tunnel the truth has on the path,
+//! with the right class, ingress, egress and LSRs (compared by router), and nothing else.
+//! Where a heuristic decides the case, the test also runs TNT with the heuristic
+//! switched off and says what changes.
+
+use std::net::IpAddr;
+
+use vtnt_bench::run_tnt;
+use vtnt_lab::{Lab, Topology};
+use vtnt_tnt::{TntConfig, TntResult, TunnelClass};
+
+/// A tunnel by router names: class, ingress, egress, LSRs in order (`?` for a silent or
+/// unknown one).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Named {
+    class: TunnelClass,
+    ingress: String,
+    egress: String,
+    lsrs: Vec<String>,
+}
+
+fn router_of(lab: &Lab, a: Option<IpAddr>) -> String {
+    let Some(IpAddr::V4(a)) = a else {
+        return "?".into();
+    };
+    let truth = lab.truth();
+    truth
+        .routers
+        .iter()
+        .find(|r| r.addresses.contains(&a))
+        .map_or_else(|| format!("host {a}"), |r| r.name.clone())
+}
+
+/// Runs TNT from the topology's vantage point to the host `dst_name`; its tunnels by
+/// router, and the result.
+fn run(toml: &str, dst_name: &str, config: TntConfig) -> (Vec<Named>, Vec<Named>, TntResult) {
+    let topo = Topology::parse(toml, "case.toml").expect("topology");
+    let mut lab = Lab::new(topo);
+    let truth = lab.truth();
+    let d = truth.by_name(dst_name).expect("destination").clone();
+    let run = run_tnt(&mut lab, &[IpAddr::V4(d.dst)], config, 7).expect("campaign");
+    let result = run.results.into_iter().next().expect("a result");
+    let reported = result
+        .tunnels
+        .iter()
+        .map(|t| Named {
+            class: t.class,
+            ingress: router_of(&lab, t.ingress),
+            egress: router_of(&lab, t.egress),
+            lsrs: t.lsrs.iter().map(|l| router_of(&lab, *l)).collect(),
+        })
+        .collect();
+    let want = d
+        .tunnels
+        .iter()
+        .map(|t| Named {
+            class: t.class,
+            ingress: t.ingress_router.clone(),
+            egress: t.egress_router.clone(),
+            lsrs: t.lsr_routers.clone(),
+        })
+        .collect();
+    (reported, want, result)
+}
+
+fn dump(r: &TntResult) -> String {
+    vtnt_tnt::dump(r)
+}
+
+/// Case 4. An MPLS-free path whose replies return over two equal-cost branches of unequal
+/// length (1 and 3 hops, back from `a` to `gw` only): time exceeded and echo replies of
+/// one router hash onto different branches, so its u-turn is +-2, in either sign, hop
+/// after hop. A u-turn run of an implicit tunnel is positive (an LSR's time exceeded
+/// travels on to the egress and back), so alternating signs are no tunnel.
+const ECMP_RETURNS: &str = r#"
+name = "ecmp-returns"
+[[vantage-point]]
+name = "vp"
+address = "192.0.2.2/24"
+gateway = "192.0.2.1"
+router = "gw"
+[[router]]
+name = "gw"
+vendor = "cisco"
+[[router]]
+name = "a"
+vendor = "cisco"
+[[router]]
+name = "m1"
+vendor = "cisco"
+[[router]]
+name = "m2"
+vendor = "cisco"
+[[router]]
+name = "b"
+vendor = "cisco"
+[[router]]
+name = "c"
+vendor = "cisco"
+[[router]]
+name = "d"
+vendor = "cisco"
+[[router]]
+name = "e"
+vendor = "cisco"
+[[router]]
+name = "f"
+vendor = "cisco"
+[[link]]
+a = "gw"
+b = "a"
+prefix = "100.64.0.0/30"
+cost = 10
+cost-back = 30
+[[link]]
+a = "a"
+b = "m1"
+prefix = "100.64.0.4/30"
+cost = 10
+cost-back = 100
+[[link]]
+a = "m1"
+b = "m2"
+prefix = "100.64.0.8/30"
+cost = 10
+cost-back = 100
+[[link]]
+a = "m2"
+b = "gw"
+prefix = "100.64.0.12/30"
+cost = 10
+cost-back = 100
+[[link]]
+a = "a"
+b = "b"
+prefix = "100.64.0.16/30"
+[[link]]
+a = "b"
+b = "c"
+prefix = "100.64.0.20/30"
+[[link]]
+a = "c"
+b = "d"
+prefix = "100.64.0.24/30"
+[[link]]
+a = "d"
+b = "e"
+prefix = "100.64.0.28/30"
+[[link]]
+a = "e"
+b = "f"
+prefix = "100.64.0.32/30"
+[[host]]
+name = "dst"
+address = "203.0.113.2/29"
+gateway = "203.0.113.1"
+router = "f"
+"#;
+
+#[test]
+fn ecmp_returns_of_unequal_length_make_no_implicit_tunnel() {
+    let (got, want, r) = run(ECMP_RETURNS, "dst", TntConfig::default());
+    assert!(want.is_empty());
+    assert_eq!(got, want, "{}", dump(&r));
+    // the u-turns are there: without the shape rule they make a tunnel
+    let mut loose = TntConfig::default();
+    loose.classify.uturn_shape = false;
+    let (got, _, r) = run(ECMP_RETURNS, "dst", loose);
+    assert_eq!(got.len(), 1, "{}", dump(&r));
+    assert_eq!(got[0].class, TunnelClass::Implicit);
+}
