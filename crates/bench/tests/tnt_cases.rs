@@ -170,3 +170,153 @@ fn ecmp_returns_of_unequal_length_make_no_implicit_tunnel() {
     assert_eq!(got.len(), 1, "{}", dump(&r));
     assert_eq!(got[0].class, TunnelClass::Implicit);
 }
+
+/// Case 2. An invisible PHP tunnel `i -> e` (LSRs l1-l3, DPR reveals them) whose ingress
+/// answers over a 3-hop detour (`i` routes back through d1-d3) while the egress's replies
+/// come back over a path as long as the real forward one (through `z`, avoiding `i`):
+/// FRPLA is 3 at the ingress and 3 at the egress. The relative FRPLA rule (a hop fires on
+/// its rise over its ingress's FRPLA) sees a rise of 0 at the egress; the rise at the
+/// ingress fires, reveals nothing, and the hop pair after it is tested against the same
+/// base.
+const DETOUR_AT_INGRESS: &str = r#"
+name = "detour-at-ingress"
+[[vantage-point]]
+name = "vp"
+address = "192.0.2.2/24"
+gateway = "192.0.2.1"
+router = "gw"
+[[router]]
+name = "gw"
+vendor = "cisco"
+[[router]]
+name = "x"
+vendor = "cisco"
+[[router]]
+name = "i"
+vendor = "cisco"
+[[router]]
+name = "d1"
+vendor = "cisco"
+[[router]]
+name = "d2"
+vendor = "cisco"
+[[router]]
+name = "d3"
+vendor = "cisco"
+[[router]]
+name = "l1"
+vendor = "cisco"
+[[router]]
+name = "l2"
+vendor = "cisco"
+[[router]]
+name = "l3"
+vendor = "cisco"
+[[router]]
+name = "e"
+vendor = "cisco"
+[[router]]
+name = "z"
+vendor = "cisco"
+[[router]]
+name = "y"
+vendor = "cisco"
+[[link]]
+a = "gw"
+b = "x"
+prefix = "100.64.0.0/30"
+[[link]]
+a = "x"
+b = "i"
+prefix = "100.64.0.4/30"
+cost = 10
+cost-back = 50
+[[link]]
+a = "i"
+b = "d1"
+prefix = "100.64.0.8/30"
+cost = 1
+cost-back = 100
+[[link]]
+a = "d1"
+b = "d2"
+prefix = "100.64.0.12/30"
+cost = 1
+cost-back = 100
+[[link]]
+a = "d2"
+b = "d3"
+prefix = "100.64.0.16/30"
+cost = 1
+cost-back = 100
+[[link]]
+a = "d3"
+b = "x"
+prefix = "100.64.0.20/30"
+cost = 1
+cost-back = 100
+[[link]]
+a = "i"
+b = "l1"
+prefix = "100.64.0.24/30"
+cost = 10
+cost-back = 100
+[[link]]
+a = "l1"
+b = "l2"
+prefix = "100.64.0.28/30"
+[[link]]
+a = "l2"
+b = "l3"
+prefix = "100.64.0.32/30"
+[[link]]
+a = "l3"
+b = "e"
+prefix = "100.64.0.36/30"
+[[link]]
+a = "l1"
+b = "z"
+prefix = "100.64.0.40/30"
+cost = 10
+cost-back = 100
+[[link]]
+a = "z"
+b = "x"
+prefix = "100.64.0.44/30"
+cost = 10
+cost-back = 100
+[[link]]
+a = "e"
+b = "y"
+prefix = "100.64.0.48/30"
+[[host]]
+name = "dst"
+address = "203.0.113.2/29"
+gateway = "203.0.113.1"
+router = "y"
+[[lsp]]
+name = "hidden"
+ingress = "i"
+egress = "e"
+ttl-propagate = false
+rfc4950 = false
+"#;
+
+#[test]
+fn a_detour_at_the_ingress_does_not_hide_the_tunnel_after_it() {
+    let (got, want, r) = run(DETOUR_AT_INGRESS, "dst", TntConfig::default());
+    assert_eq!(want.len(), 1, "{want:?}");
+    assert_eq!(got, want, "{}", dump(&r));
+    // without the walk forward the relative rule misses it; without the relative rule
+    // the egress fires by itself
+    let no_walk = TntConfig {
+        walk_forward: 0,
+        ..TntConfig::default()
+    };
+    let (got, _, r) = run(DETOUR_AT_INGRESS, "dst", no_walk.clone());
+    assert!(got.is_empty(), "{}", dump(&r));
+    let mut absolute = no_walk;
+    absolute.classify.frpla_relative = false;
+    let (got, _, r) = run(DETOUR_AT_INGRESS, "dst", absolute);
+    assert_eq!(got, want, "{}", dump(&r));
+}

@@ -213,6 +213,9 @@ pub struct TntArgs {
     /// Hop pairs tested before an FRPLA/RTLA candidate that revealed nothing (0: none).
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u8).range(0..=8))]
     pub walk_back: u8,
+    /// Hop pairs tested after an FRPLA candidate that revealed nothing (0: none).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u8).range(0..=8))]
+    pub walk_forward: u8,
     /// Longest BRPR walk, in steps.
     #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u8).range(1..=64))]
     pub max_brpr_steps: u8,
@@ -244,6 +247,7 @@ impl TntArgs {
         c.reveal = !self.no_reveal;
         c.buddy = !self.no_buddy;
         c.walk_back = self.walk_back;
+        c.walk_forward = self.walk_forward;
         c.max_brpr_steps = self.max_brpr_steps;
         c
     }

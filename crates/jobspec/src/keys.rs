@@ -163,6 +163,7 @@ pub(crate) fn tnt_fields(c: &TntConfig) -> Fields {
         ("buddy", c.buddy.to_string()),
         ("max-brpr-steps", c.max_brpr_steps.to_string()),
         ("walk-back", c.walk_back.to_string()),
+        ("walk-forward", c.walk_forward.to_string()),
     ]
 }
 
@@ -180,6 +181,7 @@ pub(crate) fn set_tnt(c: &mut TntConfig, key: &str, v: &str) -> Result<bool, Why
         "buddy" => c.buddy = boolean(v)?,
         "max-brpr-steps" => c.max_brpr_steps = num(v, "a step count (1..=64)")?,
         "walk-back" => c.walk_back = num(v, "a count (0..=8)")?,
+        "walk-forward" => c.walk_forward = num(v, "a count (0..=8)")?,
         _ => return Ok(false),
     }
     Ok(true)

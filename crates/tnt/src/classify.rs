@@ -146,6 +146,9 @@ pub struct Candidate {
     /// Hops this candidate was moved back from the one its trigger fired on (see
     /// `TntConfig::walk_back`); 0 for a trigger's own pair.
     pub walked_back: u8,
+    /// Hops this candidate was moved on from the one its trigger fired on (see
+    /// `TntConfig::walk_forward`); 0 for a trigger's own pair.
+    pub walked_forward: u8,
 }
 
 /// Per-hop numbers, `0` where they do not apply.
@@ -516,6 +519,7 @@ pub fn classify(path: &Path, opts: &ClassifyOptions) -> Classification {
                 start_ttl,
                 opaque,
                 walked_back: 0,
+                walked_forward: 0,
             });
         }
     }

@@ -27,7 +27,7 @@ use vtnt_record::{Duration, Method, Ping, Record, Trace};
 
 use crate::analysis::ConfigError;
 use crate::classify::{
-    classify, Candidate, Classification, ClassifyOptions, Role, Trigger, TunnelClass,
+    classify, hop_metrics, Candidate, Classification, ClassifyOptions, Role, Trigger, TunnelClass,
 };
 use crate::output::{build_result, Summary, Tested, TntError, TntResult};
 use crate::path::{ping_reply_ttl, Path};
@@ -60,6 +60,12 @@ pub struct TntConfig {
     /// own replies do not betray it (e.g. a `<64,64>` egress that pushes its replies
     /// with the LSP's no-propagate setting).
     pub walk_back: u8,
+    /// When an FRPLA candidate reveals nothing, test the hop pairs after it, at most this
+    /// many (1, range 0..=8; 0 is `sc_tnt`'s behaviour), each against the FRPLA the
+    /// failed candidate rose from. With `frpla_relative`, a hop fires on its rise over its
+    /// ingress's FRPLA; when that ingress's own rise came from a detour of its replies,
+    /// not from a tunnel, the rise of the next hop hides a real tunnel (docs/tnt.md).
+    pub walk_forward: u8,
 }
 
 impl Default for TntConfig {
@@ -81,6 +87,7 @@ impl Default for TntConfig {
             buddy: true,
             max_brpr_steps: 32,
             walk_back: 2,
+            walk_forward: 1,
         }
     }
 }
@@ -98,6 +105,12 @@ impl TntConfig {
         if self.walk_back > 8 {
             return Err(ConfigError {
                 option: "walk-back",
+                range: "0..=8",
+            });
+        }
+        if self.walk_forward > 8 {
+            return Err(ConfigError {
+                option: "walk-forward",
                 range: "0..=8",
             });
         }
@@ -502,8 +515,9 @@ impl Tnt {
     }
 
     /// A revelation target `id` uses is over: ping what it revealed, or, when a return-path
-    /// trigger (FRPLA, RTLA) revealed nothing, walk one hop back: the hidden return hops
-    /// that made it fire may belong to a tunnel ending at an earlier hop.
+    /// trigger (FRPLA, RTLA) revealed nothing, walk one hop back (the hidden return hops
+    /// that made it fire may belong to a tunnel ending at an earlier hop) and one forward
+    /// (they may be a detour of the egress's own replies, hiding the next hop's rise).
     fn revelation_done(&mut self, id: usize, key: RevKey) {
         let Some(e) = self.revelations.get(&key) else {
             return;
@@ -523,6 +537,9 @@ impl Tnt {
         else {
             return;
         };
+        if c.walked_back == 0 {
+            self.walk_forward(id, &c);
+        }
         if !matches!(c.trigger, Trigger::Frpla | Trigger::Rtla)
             || !c.anchor_is_ingress
             || c.walked_back >= self.config.walk_back
@@ -550,6 +567,46 @@ impl Tnt {
             ..c
         };
         self.request(id, back);
+    }
+
+    /// After FRPLA candidate `c` revealed nothing: tests the next hop pair when the next
+    /// hop's FRPLA rises over the FRPLA `c` was measured from by the threshold (what the
+    /// relative rule would have asked had `c`'s egress not risen itself).
+    fn walk_forward(&mut self, id: usize, c: &Candidate) {
+        if c.trigger != Trigger::Frpla || c.walked_forward >= self.config.walk_forward {
+            return;
+        }
+        let t = &self.targets[id];
+        let next = c.egress + 1;
+        let (Some(egress), Some(hop)) = (t.path.get(c.egress), t.path.get(next)) else {
+            return;
+        };
+        if !hop.is_time_exceeded()
+            || hop.addr == egress.addr
+            || t.class.roles(next).next().is_some()
+            || t.class.roles(c.egress).any(|(_, r)| r == Role::Lsr)
+        {
+            return;
+        }
+        let base = if self.config.classify.frpla_relative {
+            t.path
+                .get(c.anchor)
+                .map_or(0, |a| hop_metrics(a).frpla.max(0))
+        } else {
+            0
+        };
+        if hop_metrics(hop).frpla - base < self.config.classify.thresholds.frpla {
+            return;
+        }
+        let on = Candidate {
+            anchor: c.egress,
+            anchor_is_ingress: true,
+            egress: next,
+            start_ttl: egress.ttl.saturating_sub(2).max(1),
+            walked_forward: c.walked_forward + 1,
+            ..c.clone()
+        };
+        self.request(id, on);
     }
 
     fn ping_revealed(&mut self, key: RevKey, id: usize) {
