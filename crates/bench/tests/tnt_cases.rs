@@ -10,8 +10,8 @@ use vtnt_bench::run_tnt;
 use vtnt_lab::{Lab, Topology};
 use vtnt_tnt::{TntConfig, TntResult, TunnelClass};
 
-/// A tunnel by router names: class, ingress, egress, LSRs in order (`?` for a silent or
-/// unknown one).
+/// A tunnel by router names: class, ingress, egress, LSRs in order (`?` for an unknown
+/// one; the truth's silent routers are `?` too: they answer no probe).
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Named {
     class: TunnelClass,
@@ -51,14 +51,23 @@ fn run(toml: &str, dst_name: &str, config: TntConfig) -> (Vec<Named>, Vec<Named>
             lsrs: t.lsrs.iter().map(|l| router_of(&lab, *l)).collect(),
         })
         .collect();
+    // a silent router can only be reported as an unanswered slot
+    let shown = |name: &String| {
+        let silent = truth.routers.iter().any(|r| &r.name == name && r.silent);
+        if silent {
+            "?".to_string()
+        } else {
+            name.clone()
+        }
+    };
     let want = d
         .tunnels
         .iter()
         .map(|t| Named {
             class: t.class,
-            ingress: t.ingress_router.clone(),
-            egress: t.egress_router.clone(),
-            lsrs: t.lsr_routers.clone(),
+            ingress: shown(&t.ingress_router),
+            egress: shown(&t.egress_router),
+            lsrs: t.lsr_routers.iter().map(shown).collect(),
         })
         .collect();
     (reported, want, result)
@@ -318,5 +327,90 @@ fn a_detour_at_the_ingress_does_not_hide_the_tunnel_after_it() {
     let mut absolute = no_walk;
     absolute.classify.frpla_relative = false;
     let (got, _, r) = run(DETOUR_AT_INGRESS, "dst", absolute);
+    assert_eq!(got, want, "{}", dump(&r));
+}
+
+/// An invisible UHP tunnel `u1 -> u4` whose LSRs are `silent` (each an argument: the
+/// LSR routers' `silent` setting).
+fn uhp_tunnel(silent_lsrs: bool) -> String {
+    format!(
+        r#"
+name = "uhp"
+[[vantage-point]]
+name = "vp"
+address = "192.0.2.2/24"
+gateway = "192.0.2.1"
+router = "gw"
+[[router]]
+name = "gw"
+vendor = "cisco"
+[[router]]
+name = "u1"
+vendor = "cisco"
+[[router]]
+name = "u2"
+vendor = "cisco"
+silent = {silent_lsrs}
+[[router]]
+name = "u3"
+vendor = "cisco"
+silent = {silent_lsrs}
+[[router]]
+name = "u4"
+vendor = "cisco"
+[[router]]
+name = "u5"
+vendor = "nokia"
+[[link]]
+a = "gw"
+b = "u1"
+prefix = "100.64.0.0/30"
+[[link]]
+a = "u1"
+b = "u2"
+prefix = "100.64.7.0/30"
+[[link]]
+a = "u2"
+b = "u3"
+prefix = "100.64.7.4/30"
+[[link]]
+a = "u3"
+b = "u4"
+prefix = "100.64.7.8/30"
+[[link]]
+a = "u4"
+b = "u5"
+prefix = "100.64.7.12/30"
+[[host]]
+name = "dst"
+address = "203.0.113.50/29"
+gateway = "203.0.113.49"
+router = "u5"
+[[lsp]]
+name = "uhp"
+ingress = "u1"
+egress = "u4"
+ttl-propagate = false
+pop = "uhp"
+rfc4950 = false
+egress-forwards-ttl1 = true
+"#
+    )
+}
+
+/// Case 1. An invisible UHP tunnel whose LSRs are silent, revealed without the buddy
+/// trace (off here; in the wild it fails when the egress does not answer on its far
+/// address): the DPR trace to the repeated hop ends `u1, *, *, u4, u5`, and the hop
+/// before the traced address is the missing egress, not an LSR.
+#[test]
+fn a_uhp_egress_revealed_by_dpr_is_the_egress() {
+    let no_buddy = TntConfig {
+        buddy: false,
+        ..TntConfig::default()
+    };
+    let (got, want, r) = run(&uhp_tunnel(true), "dst", no_buddy);
+    assert_eq!(want.len(), 1, "{want:?}");
+    assert_eq!(got, want, "{}", dump(&r));
+    let (got, want, r) = run(&uhp_tunnel(false), "dst", TntConfig::default());
     assert_eq!(got, want, "{}", dump(&r));
 }

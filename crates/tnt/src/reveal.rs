@@ -348,15 +348,26 @@ impl Revelation {
                         self.status = RevealStatus::Failed(f);
                     }
                 }
-                TraceReading::Revealed(hops) => {
+                TraceReading::Revealed(mut hops) => {
                     self.step = 1;
+                    // A DPR trace to the hop after a missing UHP egress (DUP_IP) shows
+                    // that egress last, before the traced address: it is no LSR.
+                    if method == RevealMethod::Dpr
+                        && self.subject.trigger == Trigger::DupIp
+                        && hops.len() > 1
+                    {
+                        if let Some(Some(e)) = hops.last() {
+                            self.revealed_egress = Some(e.addr);
+                            hops.pop();
+                        }
+                    }
                     let several = hops.len() > 1;
                     let method = match method {
                         RevealMethod::Buddy => {
                             self.revealed_egress = Some(dst);
                             RevealMethod::Buddy
                         }
-                        _ if several => RevealMethod::Dpr,
+                        _ if several || self.revealed_egress.is_some() => RevealMethod::Dpr,
                         _ => RevealMethod::Brpr,
                     };
                     self.lsrs = hops
