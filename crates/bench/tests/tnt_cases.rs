@@ -414,3 +414,81 @@ fn a_uhp_egress_revealed_by_dpr_is_the_egress() {
     let (got, want, r) = run(&uhp_tunnel(false), "dst", TntConfig::default());
     assert_eq!(got, want, "{}", dump(&r));
 }
+
+/// Case 7. A one-LSR invisible PHP tunnel whose internal prefixes are not label switched:
+/// the trace to the egress shows its one LSR, and the BRPR step after it shows nothing
+/// more. The trace that revealed it went to the egress: DPR, as the truth says.
+const ONE_LSR: &str = r#"
+name = "one-lsr"
+[[vantage-point]]
+name = "vp"
+address = "192.0.2.2/24"
+gateway = "192.0.2.1"
+router = "gw"
+[[router]]
+name = "gw"
+vendor = "cisco"
+[[router]]
+name = "i"
+vendor = "cisco"
+[[router]]
+name = "l"
+vendor = "cisco"
+[[router]]
+name = "e"
+vendor = "juniper"
+[[router]]
+name = "y"
+vendor = "linux"
+[[link]]
+a = "gw"
+b = "i"
+prefix = "100.64.0.0/30"
+[[link]]
+a = "i"
+b = "l"
+prefix = "100.64.0.4/30"
+[[link]]
+a = "l"
+b = "e"
+prefix = "100.64.0.8/30"
+[[link]]
+a = "e"
+b = "y"
+prefix = "100.64.0.12/30"
+[[host]]
+name = "dst"
+address = "203.0.113.2/29"
+gateway = "203.0.113.1"
+router = "y"
+[[lsp]]
+name = "one"
+ingress = "i"
+egress = "e"
+ttl-propagate = false
+rfc4950 = false
+[[lsp]]
+name = "one-back"
+ingress = "e"
+egress = "i"
+ttl-propagate = false
+rfc4950 = false
+"#;
+
+#[test]
+fn a_one_lsr_tunnel_revealed_by_the_trace_to_its_egress_is_dpr() {
+    let (got, want, r) = run(ONE_LSR, "dst", TntConfig::default());
+    assert_eq!(want.len(), 1, "{want:?}");
+    assert_eq!(got, want, "{}", dump(&r));
+    let topo = Topology::parse(ONE_LSR, "case.toml").unwrap();
+    let truth = Lab::new(topo).truth();
+    let t = &truth.by_name("dst").unwrap().tunnels[0];
+    assert_eq!(t.revelation, vtnt_lab::Revelation::Dpr);
+    let rev = r.tunnels[0].revelation.expect("revealed");
+    assert_eq!(
+        rev.method,
+        Some(vtnt_tnt::RevealMethod::Dpr),
+        "{}",
+        dump(&r)
+    );
+}

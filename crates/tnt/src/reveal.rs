@@ -388,6 +388,13 @@ impl Revelation {
         // A BRPR step towards the first revealed LSR.
         match reading {
             TraceReading::Failed(RevealFailure::NothingRevealed) => {
+                // nothing beyond the first trace's one LSR: that trace, to the egress,
+                // showed the whole tunnel (DPR), not one BRPR step of it
+                if self.step == 1 {
+                    for l in &mut self.lsrs {
+                        l.method = RevealMethod::Dpr;
+                    }
+                }
                 self.status = RevealStatus::Complete;
             }
             TraceReading::Failed(f) => self.status = RevealStatus::Incomplete(f),
