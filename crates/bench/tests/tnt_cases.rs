@@ -492,3 +492,92 @@ fn a_one_lsr_tunnel_revealed_by_the_trace_to_its_egress_is_dpr() {
         dump(&r)
     );
 }
+
+/// An invisible PHP tunnel `i -> e` over LSRs l1-l3 (DPR reveals them), its egress
+/// `silent` or not.
+fn php_tunnel(silent_egress: bool) -> String {
+    format!(
+        r#"
+name = "php"
+[[vantage-point]]
+name = "vp"
+address = "192.0.2.2/24"
+gateway = "192.0.2.1"
+router = "gw"
+[[router]]
+name = "gw"
+vendor = "cisco"
+[[router]]
+name = "i"
+vendor = "cisco"
+[[router]]
+name = "l1"
+vendor = "cisco"
+[[router]]
+name = "l2"
+vendor = "cisco"
+[[router]]
+name = "l3"
+vendor = "cisco"
+[[router]]
+name = "e"
+vendor = "cisco"
+silent = {silent_egress}
+[[router]]
+name = "y"
+vendor = "cisco"
+[[router]]
+name = "w"
+vendor = "cisco"
+[[link]]
+a = "gw"
+b = "i"
+prefix = "100.64.0.0/30"
+[[link]]
+a = "i"
+b = "l1"
+prefix = "100.64.0.4/30"
+[[link]]
+a = "l1"
+b = "l2"
+prefix = "100.64.0.8/30"
+[[link]]
+a = "l2"
+b = "l3"
+prefix = "100.64.0.12/30"
+[[link]]
+a = "l3"
+b = "e"
+prefix = "100.64.0.16/30"
+[[link]]
+a = "e"
+b = "y"
+prefix = "100.64.0.20/30"
+[[link]]
+a = "y"
+b = "w"
+prefix = "100.64.0.24/30"
+[[host]]
+name = "dst"
+address = "203.0.113.2/29"
+gateway = "203.0.113.1"
+router = "w"
+[[lsp]]
+name = "php"
+ingress = "i"
+egress = "e"
+ttl-propagate = false
+rfc4950 = false
+"#
+    )
+}
+
+/// Case 6. A silent egress: the initial trace shows `i, *, y`; the tunnel is `i -> ?`
+/// with l1-l3, and its revelation is complete only if no LSR slot is unknown.
+#[test]
+fn a_silent_egress_is_unknown_not_replaced() {
+    let (got, want, r) = run(&php_tunnel(false), "dst", TntConfig::default());
+    assert_eq!(got, want, "{}", dump(&r));
+    let (got, want, r) = run(&php_tunnel(true), "dst", TntConfig::default());
+    assert_eq!(got, want, "{}", dump(&r));
+}

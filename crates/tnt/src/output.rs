@@ -370,9 +370,11 @@ pub fn build_result(
                     },
                     evidence: None,
                     trigger: Some(c.trigger),
-                    ingress: c.anchor_is_ingress.then_some(anchor),
+                    ingress: (c.anchor_is_ingress || rev.silent_egress()).then_some(anchor),
                     egress: if uhp {
                         rev.revealed_egress()
+                    } else if rev.silent_egress() {
+                        None
                     } else {
                         Some(egress)
                     },
@@ -402,11 +404,12 @@ pub fn build_result(
             method,
             step,
         };
+        let anchor_is_ingress = c.anchor_is_ingress || rev.silent_egress();
         if c.opaque.is_none() {
-            if c.anchor_is_ingress {
+            if anchor_is_ingress {
                 members[c.anchor].push(m(Role::Ingress, None, None));
             }
-            if c.trigger != Trigger::DupIp {
+            if c.trigger != Trigger::DupIp && !rev.silent_egress() {
                 members[c.egress].push(m(Role::Egress, None, None));
             }
         }
@@ -437,13 +440,14 @@ pub fn build_result(
             spliced.push(e);
         }
         if let (Some(eg), Trigger::DupIp) = (rev.revealed_egress(), c.trigger) {
+            // found by the buddy trace, or last in a DPR trace to the hop after it
+            let method = rev.lsrs().first().map_or(RevealMethod::Buddy, |l| l.method);
             let mut a = HopAnnotation {
                 er: er(eg),
                 ..HopAnnotation::default()
             };
             a.signature = Signature::from_reply_ttls(None, a.er);
-            a.mpls
-                .push(m(Role::Egress, Some(RevealMethod::Buddy), Some(1)));
+            a.mpls.push(m(Role::Egress, Some(method), Some(1)));
             spliced.push(PathEntry {
                 probe_ttl: None,
                 addr: Some(eg),
@@ -451,14 +455,14 @@ pub fn build_result(
                 hop: None,
                 revealed: Some(Revealed {
                     tunnel: t,
-                    method: RevealMethod::Buddy,
+                    method,
                     step: 1,
                 }),
                 annotation: a,
                 labels: Vec::new(),
             });
         }
-        let after = if c.anchor_is_ingress {
+        let after = if anchor_is_ingress {
             c.anchor
         } else {
             c.anchor + 1

@@ -116,6 +116,11 @@ pub enum TraceReading {
     Failed(RevealFailure),
     /// New hops in path order (ingress side first); `None` for unanswered slots.
     Revealed(Vec<Option<Hop>>),
+    /// Read for an anchor that was not known to be the ingress (an unanswered slot
+    /// followed it in the initial trace): the hop after the anchor answered and the slot
+    /// before the target did not, so the anchor is the ingress and that slot a silent
+    /// egress (the target lies beyond the tunnel). The hops are the LSRs.
+    BehindSilentEgress(Vec<Option<Hop>>),
 }
 
 /// Reads a revelation trace towards `target` starting from `anchor`.
@@ -146,7 +151,17 @@ pub fn read_revelation(
     while path.get(start + 1).is_some_and(|h| h.addr == anchor) {
         start += 1;
     }
-    if !anchor_is_ingress {
+    // The unanswered slot after the anchor in the initial trace is either a silent
+    // ingress (the revelation trace shows it unanswered right after the anchor) or a
+    // silent egress (unanswered right before the target, LSRs between).
+    let mut end = end;
+    let silent_egress = !anchor_is_ingress
+        && start + 2 < end
+        && path.get(start + 1).is_some()
+        && path.get(end - 1).is_none();
+    if silent_egress {
+        end -= 1;
+    } else if !anchor_is_ingress {
         start += 1;
     }
     if start + 1 >= end {
@@ -164,7 +179,11 @@ pub fn read_revelation(
     if hops.iter().all(Option::is_none) {
         return TraceReading::Failed(RevealFailure::NothingRevealed);
     }
-    TraceReading::Revealed(hops)
+    if silent_egress {
+        TraceReading::BehindSilentEgress(hops)
+    } else {
+        TraceReading::Revealed(hops)
+    }
 }
 
 /// The other addresses of the point-to-point link `addr` is on: the /30 neighbour when
@@ -221,6 +240,9 @@ pub struct Revelation {
     lsrs: Vec<RevealedHop>,
     /// The missing egress of a UHP tunnel, when a buddy trace reached it.
     revealed_egress: Option<IpAddr>,
+    /// The anchor turned out to be the ingress, the unanswered slot after it a silent
+    /// egress ([`TraceReading::BehindSilentEgress`]).
+    silent_egress: bool,
     status: RevealStatus,
     /// Traces run and probes they sent.
     traces: u16,
@@ -254,6 +276,7 @@ impl Revelation {
             subject,
             lsrs: Vec::new(),
             revealed_egress: None,
+            silent_egress: false,
             status: RevealStatus::Running,
             traces: 0,
             probes: 0,
@@ -277,6 +300,12 @@ impl Revelation {
     /// The missing egress of a UHP tunnel, when a buddy trace reached it.
     pub fn revealed_egress(&self) -> Option<IpAddr> {
         self.revealed_egress
+    }
+
+    /// The anchor is the ingress and the tunnel's egress did not answer (see
+    /// [`TraceReading::BehindSilentEgress`]).
+    pub fn silent_egress(&self) -> bool {
+        self.silent_egress
     }
 
     pub fn status(&self) -> RevealStatus {
@@ -337,18 +366,27 @@ impl Revelation {
         let reading = match trace {
             Some(t) => {
                 self.probes += t.probe_count as u32;
-                read_revelation(t, self.subject.anchor, self.subject.anchor_is_ingress, dst)
+                let anchor_is_ingress = self.subject.anchor_is_ingress || self.silent_egress;
+                read_revelation(t, self.subject.anchor, anchor_is_ingress, dst)
             }
             None => TraceReading::Failed(RevealFailure::TargetNotReached),
         };
+        let reading = match reading {
+            TraceReading::BehindSilentEgress(hops) => {
+                self.silent_egress = true;
+                Ok(hops)
+            }
+            TraceReading::Revealed(hops) => Ok(hops),
+            TraceReading::Failed(f) => Err(f),
+        };
         if self.step == 0 {
             match reading {
-                TraceReading::Failed(f) => {
+                Err(f) => {
                     if self.plan.is_empty() {
                         self.status = RevealStatus::Failed(f);
                     }
                 }
-                TraceReading::Revealed(mut hops) => {
+                Ok(mut hops) => {
                     self.step = 1;
                     // A DPR trace to the hop after a missing UHP egress (DUP_IP) shows
                     // that egress last, before the traced address: it is no LSR.
@@ -387,7 +425,7 @@ impl Revelation {
         }
         // A BRPR step towards the first revealed LSR.
         match reading {
-            TraceReading::Failed(RevealFailure::NothingRevealed) => {
+            Err(RevealFailure::NothingRevealed) => {
                 // nothing beyond the first trace's one LSR: that trace, to the egress,
                 // showed the whole tunnel (DPR), not one BRPR step of it
                 if self.step == 1 {
@@ -397,8 +435,8 @@ impl Revelation {
                 }
                 self.status = RevealStatus::Complete;
             }
-            TraceReading::Failed(f) => self.status = RevealStatus::Incomplete(f),
-            TraceReading::Revealed(hops) => {
+            Err(f) => self.status = RevealStatus::Incomplete(f),
+            Ok(hops) => {
                 let known = |a: IpAddr| {
                     a == self.subject.egress
                         || self
