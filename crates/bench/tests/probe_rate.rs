@@ -1,5 +1,5 @@
 //! `vtnt bench probe-rate` end to end at a small scale: the topology is built, scamper and
-//! vtnt both probe it and every row is filled in. The figures themselves are the
+//! vtnt both probe it, the router captures every probe, and every row is filled in. The figures themselves are the
 //! benchmark's business (docs/benchmarks.md), so only gross errors fail here. Needs root
 //! and scamper; skipped through vtnt-testkit otherwise.
 
@@ -34,5 +34,14 @@ fn small_probe_rate_run_fills_every_row() {
         assert!(r.rtt_p50_us > 0 && r.rtt_p50_us <= r.rtt_p99_us, "{r:?}");
         assert!(r.gap_p50_us <= r.gap_p99_us, "{r:?}");
         assert!(r.cpu_ms_per_kprobe > 0.0, "{r:?}");
+        assert_eq!(
+            r.wire_drops, 0,
+            "{r:?}: the capture keeps up at these rates"
+        );
+        assert_eq!(
+            r.wire_probes, r.probes,
+            "{r:?}: every probe sent seen at the wire"
+        );
+        assert!(r.wire_pps > 0.0 && r.burst_1ms >= 1, "{r:?}");
     }
 }

@@ -5,7 +5,8 @@
 //!   generated ones), per class.
 //!
 //! - `probe-rate`: sustained probe rate and pacing error of the engine + Linux driver on a
-//!   namespace topology, next to Debian's scamper in the same run.
+//!   namespace topology, next to Debian's scamper in the same run, each from the tool's own
+//!   records and at the wire (the router's receive stamps).
 //!
 //! - `soak`: large `vtnt trace` campaigns on the in-process lab under a virtual clock,
 //!   again and again, counting the runs that never end.
@@ -80,8 +81,10 @@ pub enum BenchCommand {
         lab: bool,
     },
     /// Sustained probe rate and pacing error of the engine + Linux driver through a Linux
-    /// router in namespaces, with scamper (at its 10,000 pps ceiling) in the same run.
-    /// Needs root and scamper.
+    /// router in namespaces, with scamper (at its 10,000 pps ceiling) in the same run; each
+    /// from the tool's own records and at the wire (every probe as the router receives it:
+    /// rate, error, the most probes in 1 ms, packets the capture lost). Needs root and
+    /// scamper.
     ProbeRate {
         /// Rates to request, probes per second.
         #[arg(
