@@ -581,3 +581,95 @@ fn a_silent_egress_is_unknown_not_replaced() {
     let (got, want, r) = run(&php_tunnel(true), "dst", TntConfig::default());
     assert_eq!(got, want, "{}", dump(&r));
 }
+
+/// An explicit tunnel `i -> e` over l1, l2 ending with UHP; `e` is the destination's
+/// gateway when `egress_is_gateway` (its LAN label switched, as LDP does for every IGP
+/// prefix), else `y` follows it.
+fn explicit_uhp(egress_is_gateway: bool) -> String {
+    let (tail, gw) = if egress_is_gateway {
+        ("", "e")
+    } else {
+        (
+            r#"
+[[router]]
+name = "y"
+vendor = "cisco"
+[[link]]
+a = "e"
+b = "y"
+prefix = "100.64.0.16/30"
+"#,
+            "y",
+        )
+    };
+    format!(
+        r#"
+name = "explicit-uhp"
+[[vantage-point]]
+name = "vp"
+address = "192.0.2.2/24"
+gateway = "192.0.2.1"
+router = "gw"
+[[router]]
+name = "gw"
+vendor = "cisco"
+[[router]]
+name = "i"
+vendor = "cisco"
+[[router]]
+name = "l1"
+vendor = "cisco"
+[[router]]
+name = "l2"
+vendor = "cisco"
+[[router]]
+name = "e"
+vendor = "cisco"
+[[link]]
+a = "gw"
+b = "i"
+prefix = "100.64.0.0/30"
+[[link]]
+a = "i"
+b = "l1"
+prefix = "100.64.0.4/30"
+[[link]]
+a = "l1"
+b = "l2"
+prefix = "100.64.0.8/30"
+[[link]]
+a = "l2"
+b = "e"
+prefix = "100.64.0.12/30"
+{tail}
+[[host]]
+name = "dst"
+address = "203.0.113.2/29"
+gateway = "203.0.113.1"
+router = "{gw}"
+[[lsp]]
+name = "explicit"
+ingress = "i"
+egress = "e"
+pop = "uhp"
+internal-labelled = {egress_is_gateway}
+"#
+    )
+}
+
+/// Case 3. An explicit tunnel ending with UHP: the egress is the last labelled hop
+/// (LSE-TTL 1, it pops the label itself), not the hop after it; when the egress is the
+/// destination's gateway, the host is no egress.
+#[test]
+fn an_explicit_uhp_egress_is_the_last_labelled_hop() {
+    for gateway in [false, true] {
+        let (got, want, r) = run(&explicit_uhp(gateway), "dst", TntConfig::default());
+        assert_eq!(want.len(), 1, "{want:?}");
+        assert_eq!(got, want, "{}", dump(&r));
+        // without the explicit-null rule, the egress is taken for an LSR
+        let mut off = TntConfig::default();
+        off.classify.explicit_null_egress = false;
+        let (got, _, r) = run(&explicit_uhp(gateway), "dst", off);
+        assert_eq!(got[0].lsrs, ["l1", "l2", "e"], "{}", dump(&r));
+    }
+}

@@ -210,6 +210,9 @@ pub struct TntArgs {
     /// Count any run of non-zero u-turns, not only runs shaped like an LSP's.
     #[arg(long)]
     pub no_uturn_shape: bool,
+    /// Count a last labelled hop quoting explicit null as an LSR, not as a UHP egress.
+    #[arg(long)]
+    pub no_explicit_null_egress: bool,
     /// Hop pairs tested before an FRPLA/RTLA candidate that revealed nothing (0: none).
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u8).range(0..=8))]
     pub walk_back: u8,
@@ -244,6 +247,7 @@ impl TntArgs {
         c.classify.brute_force = self.brute_force;
         c.classify.frpla_relative = !self.no_frpla_relative;
         c.classify.uturn_shape = !self.no_uturn_shape;
+        c.classify.explicit_null_egress = !self.no_explicit_null_egress;
         c.reveal = !self.no_reveal;
         c.buddy = !self.no_buddy;
         c.walk_back = self.walk_back;

@@ -159,6 +159,10 @@ pub(crate) fn tnt_fields(c: &TntConfig) -> Fields {
         ("brute-force", c.classify.brute_force.to_string()),
         ("frpla-relative", c.classify.frpla_relative.to_string()),
         ("uturn-shape", c.classify.uturn_shape.to_string()),
+        (
+            "explicit-null-egress",
+            c.classify.explicit_null_egress.to_string()
+        ),
         ("reveal", c.reveal.to_string()),
         ("buddy", c.buddy.to_string()),
         ("max-brpr-steps", c.max_brpr_steps.to_string()),
@@ -177,6 +181,7 @@ pub(crate) fn set_tnt(c: &mut TntConfig, key: &str, v: &str) -> Result<bool, Why
         "brute-force" => c.classify.brute_force = boolean(v)?,
         "frpla-relative" => c.classify.frpla_relative = boolean(v)?,
         "uturn-shape" => c.classify.uturn_shape = boolean(v)?,
+        "explicit-null-egress" => c.classify.explicit_null_egress = boolean(v)?,
         "reveal" => c.reveal = boolean(v)?,
         "buddy" => c.buddy = boolean(v)?,
         "max-brpr-steps" => c.max_brpr_steps = num(v, "a step count (1..=64)")?,

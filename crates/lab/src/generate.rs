@@ -206,6 +206,7 @@ impl Builder {
             internal_labelled,
             icmp_tunnelling: tunnelling,
             egress_forwards_ttl1: forwards,
+            non_null_uhp: false,
         };
         let back = self.rng.chance(o.return_lsp);
         self.def

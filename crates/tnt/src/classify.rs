@@ -5,7 +5,8 @@
 //!
 //! Rules (see `shared/notes/tnt.md`):
 //! - labelled time-exceeded: top LSE-TTL `<= 1` or `== 255` -> explicit LSR, otherwise
-//!   the egress of an opaque tunnel (the only visible hop of it);
+//!   the egress of an opaque tunnel (the only visible hop of it); the last hop of an
+//!   explicit run quoting explicit null is a UHP egress, not an LSR;
 //! - no labels, quoted TTL `> 1` and `!= 255` -> implicit LSR; the j-th LSR of a tunnel
 //!   quotes TTL j, so a run starting at quoted TTL q also holds the q-1 hops before it as
 //!   LSRs, and the hop before those is the ingress;
@@ -241,6 +242,11 @@ pub struct ClassifyOptions {
     /// u-turn positive and each 2 below the one before (the j-th of n LSRs turns around
     /// `2 (n - j)` hops). Off: any run of non-zero u-turns counts by its absolute sum.
     pub uturn_shape: bool,
+    /// The last labelled hop of an explicit tunnel that quotes an explicit-null label
+    /// (0, IPv6 2) is the egress: UHP's penultimate hop swaps to explicit null, so only
+    /// the egress receives it. Off: it counts as an LSR and the hop after it as the
+    /// egress, as for PHP.
+    pub explicit_null_egress: bool,
 }
 
 impl Default for ClassifyOptions {
@@ -250,6 +256,7 @@ impl Default for ClassifyOptions {
             brute_force: false,
             frpla_relative: true,
             uturn_shape: true,
+            explicit_null_egress: true,
         }
     }
 }
@@ -299,9 +306,18 @@ pub fn classify(path: &Path, opts: &ClassifyOptions) -> Classification {
             (Some(x), Some(y)) => x.addr == y.addr,
             _ => false,
         };
+        let explicit_null = |k: usize| {
+            path.get(k)
+                .and_then(|h| h.top_label)
+                .is_some_and(|l| l == 0 || l == 2)
+        };
         let (egress, next) = if labelled(last + 1).is_some() && same(last, last + 1) {
             lsrs.pop();
             (Some(last + 1), last + 2)
+        } else if opts.explicit_null_egress && explicit_null(last) && lsrs.len() > 1 {
+            // UHP with explicit null: the last labelled hop is the egress
+            lsrs.pop();
+            (Some(last), last + 1)
         } else {
             let e = Some(last + 1).filter(|&k| path.get(k).is_some() && labelled(k).is_none());
             (e, last + 1)

@@ -51,6 +51,8 @@ pub struct PathHop {
     pub qttl: Option<u8>,
     /// LSE-TTL of the top label stack entry of an RFC 4950 extension.
     pub top_lse_ttl: Option<u8>,
+    /// Label of that entry.
+    pub top_label: Option<u32>,
     /// Echo-reply TTL of `addr` from the fingerprint ping (`er`), when it answered.
     pub er: Option<u8>,
 }
@@ -70,6 +72,7 @@ impl PathHop {
                 _ => None,
             },
             top_lse_ttl: hop.mpls.first().map(|l| l.ttl),
+            top_label: hop.mpls.first().map(|l| l.label),
             er,
         }
     }

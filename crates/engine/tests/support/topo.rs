@@ -71,6 +71,7 @@ pub fn lsp(ingress: &str, egress: &str) -> LspDef {
         internal_labelled: false,
         icmp_tunnelling: false,
         egress_forwards_ttl1: false,
+        non_null_uhp: false,
     }
 }
 

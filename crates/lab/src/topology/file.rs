@@ -157,6 +157,12 @@ pub struct LspDef {
     /// (the next hop then shows twice: invisible UHP).
     #[serde(default, skip_serializing_if = "is_false")]
     pub egress_forwards_ttl1: bool,
+    /// UHP with a label of the egress's own. Default (`false`): the penultimate hop swaps
+    /// to IPv4 explicit null (label 0), as UHP is deployed, and the egress quotes label 0
+    /// when the LSE-TTL expires there; with `true` it quotes an ordinary label, like any
+    /// LSR (a traceroute cannot tell it from one).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub non_null_uhp: bool,
 }
 
 /// A static route: `router` sends traffic for `prefix` to its neighbour `via`, whatever

@@ -6,6 +6,9 @@
 use std::collections::HashMap;
 use std::net::Ipv4Addr;
 
+/// IPv4 explicit null (RFC 3032): the label a UHP egress gets unless `non-null-uhp`.
+const EXPLICIT_NULL: u32 = 0;
+
 use super::file::{LspDef, Spans, TopologyDef};
 use super::{line_of, Pop, TopologyError};
 use crate::addr::{in_lab_ranges, AddrLen, Prefix};
@@ -500,6 +503,9 @@ fn link_between(routers: &[Router], ifaces: &[Iface], a: RouterId, b: RouterId) 
 
 /// The class an LSP's settings make, or why the combination is not supported.
 pub(crate) fn class_of(l: &LspDef) -> Result<TunnelClass, String> {
+    if l.non_null_uhp && l.pop != Pop::Uhp {
+        return Err("non-null-uhp needs pop = \"uhp\"".into());
+    }
     if l.egress_forwards_ttl1 && (l.pop != Pop::Uhp || l.ttl_propagate) {
         return Err("egress-forwards-ttl1 needs pop = \"uhp\" and ttl-propagate = false".into());
     }
@@ -592,6 +598,10 @@ fn lsp(
     let mut labels = vec![vec![0u32; n]; n];
     for (f, row) in labels.iter_mut().enumerate().skip(1) {
         for (k, slot) in row.iter_mut().enumerate().take(f + 1).skip(1) {
+            if k == f && l.pop == Pop::Uhp && !l.non_null_uhp {
+                *slot = EXPLICIT_NULL;
+                continue;
+            }
             let r = path[k] as usize;
             *slot = next_label[r] & 0xf_ffff;
             next_label[r] += 1;
