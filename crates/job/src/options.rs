@@ -213,6 +213,10 @@ pub struct TntArgs {
     /// Count a last labelled hop quoting explicit null as an LSR, not as a UHP egress.
     #[arg(long)]
     pub no_explicit_null_egress: bool,
+    /// Never take a revelation trace's hop at the ingress's TTL for the ingress answering
+    /// from another interface.
+    #[arg(long)]
+    pub no_anchor_alias: bool,
     /// Hop pairs tested before an FRPLA/RTLA candidate that revealed nothing (0: none).
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u8).range(0..=8))]
     pub walk_back: u8,
@@ -252,6 +256,7 @@ impl TntArgs {
         c.buddy = !self.no_buddy;
         c.walk_back = self.walk_back;
         c.walk_forward = self.walk_forward;
+        c.anchor_alias = !self.no_anchor_alias;
         c.max_brpr_steps = self.max_brpr_steps;
         c
     }

@@ -66,6 +66,11 @@ pub struct TntConfig {
     /// ingress's FRPLA; when that ingress's own rise came from a detour of its replies,
     /// not from a tunnel, the rise of the next hop hides a real tunnel (docs/tnt.md).
     pub walk_forward: u8,
+    /// When a revelation trace does not show the anchor, take the hop at the anchor's
+    /// TTL for it if it answers with the anchor's reply TTL (true): ECMP before the
+    /// ingress can send the trace in over another link, and the ingress answers from
+    /// that interface.
+    pub anchor_alias: bool,
 }
 
 impl Default for TntConfig {
@@ -88,6 +93,7 @@ impl Default for TntConfig {
             max_brpr_steps: 32,
             walk_back: 2,
             walk_forward: 1,
+            anchor_alias: true,
         }
     }
 }
@@ -484,6 +490,10 @@ impl Tnt {
                         egress: key.1,
                         trigger: c.trigger,
                         start_ttl: c.start_ttl,
+                        anchor_seen: self
+                            .config
+                            .anchor_alias
+                            .then_some((anchor.ttl, anchor.reply_ttl)),
                     },
                     self.config.buddy,
                     self.config.max_brpr_steps,
