@@ -413,8 +413,15 @@ fn a_uhp_egress_revealed_by_dpr_is_the_egress() {
     let (got, want, r) = run(&uhp_tunnel(true), "dst", no_buddy);
     assert_eq!(want.len(), 1, "{want:?}");
     assert_eq!(got, want, "{}", dump(&r));
+    // Case 7: found by the buddy trace, the egress is known by its address on the link
+    // to the repeated hop, and the result says so.
     let (got, want, r) = run(&uhp_tunnel(false), "dst", TntConfig::default());
     assert_eq!(got, want, "{}", dump(&r));
+    assert!(
+        r.tunnels[0].note.is_some_and(|n| n.contains("buddy")),
+        "{}",
+        dump(&r)
+    );
 }
 
 /// Case 7. A one-LSR invisible PHP tunnel whose internal prefixes are not label switched:

@@ -399,6 +399,11 @@ pub fn build_result(
             RevealStatus::Incomplete(_) => {
                 Some("revelation incomplete: BRPR blocked before the ingress")
             }
+            _ if c.trigger == Trigger::DupIp
+                && rev.lsrs().first().map(|l| l.method) == Some(RevealMethod::Buddy) =>
+            {
+                Some("egress: its address on the link to the repeated hop (buddy), not the one it receives the tunnel's packets on")
+            }
             _ => None,
         };
         let m = |role, method, step| Membership {
