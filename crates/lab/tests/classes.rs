@@ -1,6 +1,7 @@
 //! What a traceroute sees through each tunnel class of the reference topology: reply
 //! TTLs, quoted TTLs, labels, and the TNT triggers (FRPLA, RTLA, u-turn) computed with
-//! `sc_tnt`'s formulas. Every expected number is derived by hand in the comments.
+//! `sc_tnt`'s formulas; and what the oracle observes of each tunnel. Every expected
+//! number is derived by hand in the comments.
 //!
 //! Conventions: the vantage point (VP, 192.0.2.2) hangs off `gw`; probe TTL k expires
 //! at the k-th router that decrements it. A router's reply loses one TTL per router that
@@ -310,6 +311,46 @@ fn vendor_signatures() {
         let r = truth.routers.iter().find(|r| r.name == name).unwrap();
         assert_eq!((r.signature[0], r.signature[1]), sig);
     }
+}
+
+/// The oracle on the reference tunnels, as the tests above show the packets: every
+/// tunnel observable; labels from the explicit LSRs and the opaque egress only; every
+/// hiding tunnel's LSRs in one trace (DPR, buddy) except BRPR's, pieced together link by
+/// link; the UHP egress never answers a trace to the destination (its next hop answers
+/// twice instead).
+#[test]
+fn reference_oracle_observations() {
+    let topo = Topology::reference();
+    let truth = vtnt_lab::truth::truth(&topo);
+    let oracle = vtnt_lab::oracle(&topo, &truth, &vtnt_lab::OracleOptions::default());
+    // Every interface and host, eight flows each.
+    assert_eq!(oracle.traces, oracle.targets * 8);
+    let seen = |name: &str| {
+        let i = truth
+            .destinations
+            .iter()
+            .position(|d| d.name == name)
+            .unwrap();
+        assert_eq!(oracle.tunnels[i].len(), 1, "{name}");
+        let o = oracle.tunnels[i][0];
+        assert!(
+            o.observable && o.ingress_seen && o.links_seen,
+            "{name}: {o:?}"
+        );
+        (o.egress_seen, o.label_seen, o.lsrs_seen_in_order)
+    };
+    assert_eq!(seen("explicit"), (true, true, true));
+    assert_eq!(seen("implicit"), (true, false, true));
+    assert_eq!(seen("opaque"), (true, true, true));
+    assert_eq!(seen("invisible-php-dpr"), (true, false, true));
+    assert_eq!(seen("invisible-php-brpr"), (true, false, false));
+    assert_eq!(seen("invisible-uhp"), (false, false, true));
+    let plain = truth
+        .destinations
+        .iter()
+        .position(|d| d.name == "plain")
+        .unwrap();
+    assert!(oracle.tunnels[plain].is_empty());
 }
 
 /// The truth's observability of the reference tunnels, as derived by hand in the tests
