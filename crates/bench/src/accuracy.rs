@@ -915,10 +915,6 @@ mod tests {
             pop: Pop::Php,
             whole: true,
             revelation: Revelation::NotNeeded,
-            detectable: false,
-            signals: None,
-            revealable_by: None,
-            revelation_possible: false,
         }
     }
 

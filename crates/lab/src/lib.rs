@@ -36,7 +36,6 @@
 mod forward;
 mod lab;
 mod net;
-mod observe;
 mod rng;
 mod routing;
 mod topology;
