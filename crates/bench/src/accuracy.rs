@@ -1,37 +1,45 @@
 //! `tnt-accuracy`: TNT run against the lab's ground truth, on the reference topology and
-//! on generated ones, scored per class.
+//! on generated ones, scored strictly per class, against every tunnel that exists and
+//! against the tunnels the lab's oracle says probing can observe.
 //!
 //! Matching is by router, not address (a revealed LSR answers from the interface the
 //! revelation trace enters it on, a buddy egress from the far end of a link): every
 //! address TNT reports is mapped to the router that owns it with the truth's address
-//! lists. A detected tunnel matches a truth tunnel of the same path when their ingress
-//! routers, egress routers or LSR routers overlap.
+//! lists. Truth tunnels are counted once per destination and router sequence (ECMP
+//! variants crossing the same routers are one tunnel).
 //!
-//! The truth says what is observable (`detectable`, `signals`, `revealable_by`,
-//! `revelation_possible`, computed by the lab from emulated probes), so TNT is scored
-//! against what a traceroute can show, not against every tunnel that exists.
+//! A reported tunnel is *correct* when its class, ingress router, egress router and
+//! ordered LSR routers all equal a truth tunnel's of its destination. For classes whose
+//! LSRs a trace does not show (opaque, invisible) the LSRs TNT revealed are compared, so
+//! an unrevealed tunnel is not correct. A reported tunnel that is not correct but
+//! *overlaps* a truth tunnel (same ingress, same egress, or a router of either's LSRs
+//! is any router of the other) is *partial*, judged against the overlapping truth
+//! tunnel it differs least from, with its reasons: wrong class, wrong ingress, wrong
+//! egress, LSRs missing, LSRs extra or wrong (an LSR that is not one of the truth's, or
+//! more LSRs than the truth has), LSR order. One overlapping no truth tunnel is a
+//! *false tunnel* (counted apart on MPLS-free paths). *Wrong LSRs* are the LSR routers
+//! of partial reports that are not LSRs of their truth tunnel.
 //!
-//! Scores:
-//! - per class: truth tunnels, detectable ones, detected (a matching detected tunnel of
-//!   the same class; for invisible tunnels also a trigger of the right kind that TNT
-//!   listed as unrevealed), recall over the detectable ones; precision: detected tunnels
-//!   with a matching truth tunnel of their class;
-//! - hidden LSRs of invisible tunnels revealed, in order (longest common subsequence of
-//!   truth and revealed LSR routers): (a) where the truth says revelation is possible,
-//!   (b) every revealable tunnel, and of those the ones a candidate of TNT tested (its
-//!   hop pair is the tunnel's), (c) the same in brute-force mode;
-//! - false tunnels: anything detected on a path the truth calls MPLS-free;
-//! - signatures: for every router with both halves of a signature, the `<te, er>` TNT
-//!   inferred against the truth's; routers without are counted apart, as unknown;
-//! - probes per revealed LSR: revelation probes over distinct revealed LSRs.
+//! Scores per class:
+//! - against what exists: truth tunnels, correct (some report is correct for it),
+//!   right class and ends (a report with its class, ingress and egress), partial (a
+//!   report overlaps it, or TNT listed its ingress and egress as an unrevealed
+//!   candidate), missed; recall = correct / truth; precision = correct reports /
+//!   reports of the class;
+//! - against the oracle ([`vtnt_lab::oracle`], no TNT rule in it): observable truth
+//!   tunnels and how many of them are correct.
+//!
+//! Also: signatures (for every router with both halves of a signature, the `<te, er>`
+//! TNT inferred against the truth's), probes per revealed LSR, and the same strict
+//! scores in brute-force mode (every hop pair tested).
 
 use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr};
 
 use serde::Serialize;
-use vtnt_lab::truth::Tunnel as TruthTunnel;
-use vtnt_lab::{generate, GenOptions, Lab, Revelation, Topology, Truth};
-use vtnt_tnt::{TntConfig, TntResult, Trigger, TunnelClass};
+use vtnt_lab::truth::{Destination, Tunnel as TruthTunnel};
+use vtnt_lab::{generate, GenOptions, Lab, Observation, Oracle, OracleOptions, Topology, Truth};
+use vtnt_tnt::{TntConfig, TntResult, TunnelClass};
 
 use crate::drive::{run_tnt, DriveError};
 
@@ -49,6 +57,8 @@ pub struct AccuracyOptions {
     /// Also run every topology in brute-force mode (every hop pair tested), which
     /// separates what TNT's triggers miss from what revelation misses.
     pub brute_force_too: bool,
+    /// How the oracle probes each topology.
+    pub oracle: OracleOptions,
 }
 
 impl AccuracyOptions {
@@ -61,81 +71,94 @@ impl AccuracyOptions {
             generate: GenOptions::default(),
             tnt: TntConfig::default(),
             brute_force_too: true,
+            oracle: OracleOptions::default(),
         }
     }
 }
 
-/// Scores of one class.
+/// Strict scores of one class (or of all, `class` "all").
 #[derive(Debug, Clone, Default, Serialize, PartialEq)]
 pub struct ClassScore {
     pub class: &'static str,
-    /// Tunnels of this class on the traced paths (per path, so a tunnel crossed by two
-    /// paths counts twice).
+    /// Truth tunnels of this class on the destinations' forward paths (every ECMP
+    /// variant), once per destination and router sequence.
     pub truth: usize,
-    /// Of those, the ones a traceroute can show, as the truth says from emulated probes
-    /// (explicit: a labelled LSR; implicit: a quoted TTL above 1 or a u-turn run of 3;
-    /// opaque: a labelled egress with LSE-TTL not 1; invisible: a trigger condition).
-    pub detectable: usize,
-    /// Of the truth tunnels, detected with the right class.
-    pub detected: usize,
-    /// Of the detectable ones, detected with the right class.
-    pub detected_detectable: usize,
-    /// `detected_detectable / detectable`.
-    pub recall: f64,
-    /// Tunnels TNT reported with this class.
-    pub reported: usize,
-    /// Of those, matching a truth tunnel of this class.
+    /// Of those, reported correctly.
     pub correct: usize,
+    /// Of those, reported with the right class, ingress and egress (LSRs aside).
+    pub ends_right: usize,
+    /// Not correct, but overlapped by a report or listed as an unrevealed candidate.
+    pub partial: usize,
+    /// Neither.
+    pub missed: usize,
+    /// `correct / truth`.
+    pub recall: f64,
+    /// Tunnels TNT reported with this class, and of those the correct ones.
+    pub reported: usize,
+    pub reported_correct: usize,
+    /// `reported_correct / reported`.
     pub precision: f64,
-    /// LSRs of the truth tunnels, and how many TNT listed in the right order.
-    pub lsrs: usize,
-    pub lsrs_found: usize,
+    /// Truth tunnels the oracle calls observable, and of those the correct ones.
+    pub observable: usize,
+    pub observable_correct: usize,
+    /// `observable_correct / observable`.
+    pub observable_recall: f64,
 }
 
-/// Hidden LSRs of a set of invisible tunnels, and how many TNT revealed in the right
-/// order (longest common subsequence with the truth).
-#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq)]
-pub struct LsrShare {
-    pub tunnels: usize,
-    pub lsrs: usize,
-    pub revealed: usize,
-    /// `revealed / lsrs` (1 when there are none).
-    pub share: f64,
-}
-
-impl LsrShare {
-    fn add(&mut self, lsrs: usize, revealed: usize) {
-        self.tunnels += 1;
-        self.lsrs += lsrs;
-        self.revealed += revealed;
+impl ClassScore {
+    fn add(&mut self, o: &ClassScore) {
+        self.truth += o.truth;
+        self.correct += o.correct;
+        self.ends_right += o.ends_right;
+        self.partial += o.partial;
+        self.missed += o.missed;
+        self.reported += o.reported;
+        self.reported_correct += o.reported_correct;
+        self.observable += o.observable;
+        self.observable_correct += o.observable_correct;
     }
     fn finish(&mut self) {
-        self.share = ratio(self.revealed, self.lsrs);
+        self.recall = ratio(self.correct, self.truth);
+        self.precision = ratio(self.reported_correct, self.reported);
+        self.observable_recall = ratio(self.observable_correct, self.observable);
     }
 }
 
-/// Hidden LSRs of invisible tunnels.
+/// Partial reports, and how many of them have each reason (one report may have
+/// several).
 #[derive(Debug, Clone, Default, Serialize, PartialEq)]
-pub struct HiddenScore {
-    /// Tunnels the truth says TNT can reveal: a revelation works (`revealable_by` dpr,
-    /// brpr or buddy, emulated) and a trigger condition holds at the default thresholds.
-    pub possible: LsrShare,
-    /// Every tunnel a revelation works for, triggers or not.
-    pub revealable: LsrShare,
-    /// Revealable tunnels a trigger of TNT's fired for (a candidate matched them,
-    /// revealed or not): revelation quality apart from trigger coverage.
-    pub triggered: LsrShare,
-    /// Invisible tunnels no revelation can show, and how many TNT flagged (trigger
-    /// fired, revelation reported as failed).
-    pub unrevealable_tunnels: usize,
-    pub unrevealable_flagged: usize,
+pub struct PartialReports {
+    pub tunnels: usize,
+    pub wrong_class: usize,
+    pub wrong_ingress: usize,
+    pub wrong_egress: usize,
+    pub lsrs_missing: usize,
+    /// An LSR that is not one of the truth tunnel's, or more LSRs than it has.
+    pub lsrs_extra: usize,
+    /// The truth's LSRs, no other, in another order.
+    pub lsr_order: usize,
+}
+
+/// The strict scores of one mode.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct StrictScore {
+    pub classes: Vec<ClassScore>,
+    /// Every class together.
+    pub all: ClassScore,
+    pub partial: PartialReports,
+    /// LSR routers of partial reports that are not LSRs of their truth tunnel (goal 0).
+    pub wrong_lsrs: usize,
+    /// Reports overlapping no truth tunnel, on paths with MPLS (goal 0).
+    pub false_tunnels: usize,
+    /// Destinations whose forward paths cross no tunnel, and the reports on them.
+    pub mpls_free_paths: usize,
+    pub false_tunnels_on_mpls_free_paths: usize,
 }
 
 /// The brute-force run (every hop pair tested).
 #[derive(Debug, Clone, Default, Serialize, PartialEq)]
 pub struct BruteForceScore {
-    pub hidden: HiddenScore,
-    pub false_tunnels_on_mpls_free_paths: usize,
+    pub strict: StrictScore,
     pub probes: ProbeScore,
 }
 
@@ -165,23 +188,32 @@ pub struct ProbeScore {
     pub per_revealed_lsr: f64,
 }
 
+/// What the oracle ran.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct OracleScore {
+    pub flows: u16,
+    pub max_ttl: u8,
+    /// Destinations traced over all topologies, traces and probes.
+    pub targets: usize,
+    pub traces: usize,
+    pub probes: u64,
+}
+
 /// The whole report.
 #[derive(Debug, Clone, Default, Serialize, PartialEq)]
 pub struct AccuracyReport {
     pub seed: u64,
     pub topologies: usize,
     pub destinations: usize,
-    pub classes: Vec<ClassScore>,
-    pub hidden: HiddenScore,
-    pub mpls_free_paths: usize,
-    pub false_tunnels_on_mpls_free_paths: usize,
+    pub oracle: OracleScore,
+    pub strict: StrictScore,
     pub routers: RouterScore,
     pub probes: ProbeScore,
     pub brute_force: Option<BruteForceScore>,
     /// Virtual time of all campaigns, in seconds.
     pub virtual_seconds: f64,
-    /// One line per miss (undetected, misclassified, false, wrong signature), at most
-    /// 40 of each kind.
+    /// One line per failure (missed, partial, unrevealed, false tunnel, wrong
+    /// signature...), at most 40 of each kind.
     pub misses: Vec<String>,
 }
 
@@ -195,6 +227,13 @@ pub fn topology_seed(base: u64, i: usize) -> u64 {
     z ^ (z >> 31)
 }
 
+/// One topology with its truth and the oracle's observations.
+struct Case {
+    topo: Topology,
+    truth: Truth,
+    oracle: Oracle,
+}
+
 /// Runs the benchmark.
 pub fn tnt_accuracy(opts: &AccuracyOptions) -> Result<AccuracyReport, DriveError> {
     let mut topos: Vec<Topology> = Vec::new();
@@ -204,21 +243,32 @@ pub fn tnt_accuracy(opts: &AccuracyOptions) -> Result<AccuracyReport, DriveError
     for i in 0..opts.topologies {
         topos.push(generate(topology_seed(opts.seed, i), &opts.generate));
     }
-    let cases: Vec<(Topology, Truth)> = topos
+    let cases: Vec<Case> = topos
         .into_iter()
-        .map(|t| {
-            let truth = vtnt_lab::truth::truth(&t);
-            (t, truth)
+        .map(|topo| {
+            let truth = vtnt_lab::truth::truth(&topo);
+            let oracle = vtnt_lab::oracle(&topo, &truth, &opts.oracle);
+            Case {
+                topo,
+                truth,
+                oracle,
+            }
         })
         .collect();
     let mut report = run_mode(opts, &opts.tnt, &cases)?;
+    report.oracle = OracleScore {
+        flows: opts.oracle.flows,
+        max_ttl: opts.oracle.max_ttl,
+        targets: cases.iter().map(|c| c.oracle.targets).sum(),
+        traces: cases.iter().map(|c| c.oracle.traces).sum(),
+        probes: cases.iter().map(|c| c.oracle.probes).sum(),
+    };
     if opts.brute_force_too {
         let mut cfg = opts.tnt.clone();
         cfg.classify.brute_force = true;
         let b = run_mode(opts, &cfg, &cases)?;
         report.brute_force = Some(BruteForceScore {
-            hidden: b.hidden,
-            false_tunnels_on_mpls_free_paths: b.false_tunnels_on_mpls_free_paths,
+            strict: b.strict,
             probes: b.probes,
         });
         report.virtual_seconds += b.virtual_seconds;
@@ -229,16 +279,17 @@ pub fn tnt_accuracy(opts: &AccuracyOptions) -> Result<AccuracyReport, DriveError
 fn run_mode(
     opts: &AccuracyOptions,
     cfg: &TntConfig,
-    cases: &[(Topology, Truth)],
+    cases: &[Case],
 ) -> Result<AccuracyReport, DriveError> {
     let mut acc = Scorer::default();
     let mut report = AccuracyReport {
         seed: opts.seed,
         ..AccuracyReport::default()
     };
-    for (i, (topo, truth)) in cases.iter().enumerate() {
-        let mut lab = Lab::new(topo.clone());
-        let targets: Vec<IpAddr> = truth
+    for (i, c) in cases.iter().enumerate() {
+        let mut lab = Lab::new(c.topo.clone());
+        let targets: Vec<IpAddr> = c
+            .truth
             .destinations
             .iter()
             .map(|d| IpAddr::V4(d.dst))
@@ -257,7 +308,7 @@ fn run_mode(
         report.probes.pings += run.summary.ping_probes;
         report.probes.revelation += run.summary.revelation_probes;
         report.probes.lsrs_revealed += run.summary.lsrs_revealed;
-        acc.score(truth, &run.results);
+        acc.score(&c.truth, &c.oracle, &run.results);
     }
     acc.finish(&mut report);
     Ok(report)
@@ -273,41 +324,151 @@ fn vendor_family(v: &str) -> &'static str {
     }
 }
 
-/// Longest common subsequence length.
-fn lcs<T: PartialEq>(a: &[T], b: &[T]) -> usize {
-    let mut prev = vec![0usize; b.len() + 1];
-    for x in a {
-        let mut cur = vec![0usize; b.len() + 1];
-        for (j, y) in b.iter().enumerate() {
-            cur[j + 1] = if x == y {
-                prev[j] + 1
-            } else {
-                prev[j + 1].max(cur[j])
-            };
-        }
-        prev = cur;
-    }
-    prev[b.len()]
-}
-
-/// A detected tunnel, addresses mapped to routers.
-struct Det {
+/// A reported tunnel, addresses mapped to router names (an address no router owns keeps
+/// its text, so it matches no router; `None`: an LSR slot that did not answer).
+#[derive(Debug, Clone)]
+struct Reported {
     class: TunnelClass,
     ingress: Option<String>,
     egress: Option<String>,
-    lsrs: Vec<String>,
+    lsrs: Vec<Option<String>>,
+}
+
+/// Why a report is partial.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Reasons {
+    wrong_class: bool,
+    wrong_ingress: bool,
+    wrong_egress: bool,
+    lsrs_missing: bool,
+    lsrs_extra: bool,
+    lsr_order: bool,
+}
+
+impl Reasons {
+    fn count(&self) -> usize {
+        [
+            self.wrong_class,
+            self.wrong_ingress,
+            self.wrong_egress,
+            self.lsrs_missing,
+            self.lsrs_extra,
+            self.lsr_order,
+        ]
+        .iter()
+        .filter(|&&b| b)
+        .count()
+    }
+    fn names(&self) -> Vec<&'static str> {
+        [
+            (self.wrong_class, "wrong class"),
+            (self.wrong_ingress, "wrong ingress"),
+            (self.wrong_egress, "wrong egress"),
+            (self.lsrs_missing, "LSRs missing"),
+            (self.lsrs_extra, "LSRs extra/wrong"),
+            (self.lsr_order, "LSR order"),
+        ]
+        .into_iter()
+        .filter_map(|(b, n)| b.then_some(n))
+        .collect()
+    }
+}
+
+/// How a report compares with the truth tunnels of its destination.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Verdict {
+    /// Equal to truth tunnel `.0`.
+    Correct(usize),
+    /// Overlaps truth tunnel `truth`, the one it differs least from; `wrong_lsrs` of
+    /// its LSRs are not LSRs of that tunnel.
+    Partial {
+        truth: usize,
+        reasons: Reasons,
+        wrong_lsrs: usize,
+    },
+    /// Overlaps no truth tunnel.
+    False,
+}
+
+/// Same ingress, same egress, or a router of either's LSRs is any router of the other.
+fn overlaps(x: &Reported, t: &TruthTunnel) -> bool {
+    let is = |r: &Option<String>, name: &String| r.as_ref() == Some(name);
+    is(&x.ingress, &t.ingress_router)
+        || is(&x.egress, &t.egress_router)
+        || x.lsrs
+            .iter()
+            .flatten()
+            .any(|l| *l == t.ingress_router || *l == t.egress_router || t.lsr_routers.contains(l))
+        || t.lsr_routers
+            .iter()
+            .any(|l| is(&x.ingress, l) || is(&x.egress, l))
+}
+
+/// What differs between report `x` and truth tunnel `t`, and how many of the report's
+/// LSRs are not LSRs of `t`.
+fn differences(x: &Reported, t: &TruthTunnel) -> (Reasons, usize) {
+    let wrong_lsrs = x
+        .lsrs
+        .iter()
+        .flatten()
+        .filter(|l| !t.lsr_routers.contains(l))
+        .count();
+    let lsrs_missing = t
+        .lsr_routers
+        .iter()
+        .any(|l| !x.lsrs.iter().flatten().any(|x| x == l));
+    let lsrs_extra = wrong_lsrs > 0 || x.lsrs.len() > t.lsr_routers.len();
+    let in_order = x
+        .lsrs
+        .iter()
+        .map(Option::as_ref)
+        .eq(t.lsr_routers.iter().map(Some));
+    let reasons = Reasons {
+        wrong_class: x.class != t.class,
+        wrong_ingress: x.ingress.as_ref() != Some(&t.ingress_router),
+        wrong_egress: x.egress.as_ref() != Some(&t.egress_router),
+        lsrs_missing,
+        lsrs_extra,
+        lsr_order: !lsrs_missing && !lsrs_extra && !in_order,
+    };
+    (reasons, wrong_lsrs)
+}
+
+/// Judges report `x` against the truth tunnels of its destination.
+fn judge(truth: &[&TruthTunnel], x: &Reported) -> Verdict {
+    truth
+        .iter()
+        .enumerate()
+        .filter(|(_, t)| overlaps(x, t))
+        .map(|(i, t)| {
+            let (reasons, wrong_lsrs) = differences(x, t);
+            (i, reasons, wrong_lsrs)
+        })
+        .min_by_key(|&(_, r, w)| (r.count(), w))
+        .map_or(Verdict::False, |(i, reasons, wrong_lsrs)| {
+            if reasons.count() == 0 {
+                Verdict::Correct(i)
+            } else {
+                Verdict::Partial {
+                    truth: i,
+                    reasons,
+                    wrong_lsrs,
+                }
+            }
+        })
 }
 
 /// What was seen of one router: te iTTL, er iTTL, truth signature, truth vendor.
 type SeenRouter = (Option<u8>, Option<u8>, [u8; 2], &'static str);
 
+/// An unrevealed candidate of TNT's: ingress and egress routers.
+type Candidate = (Option<String>, Option<String>);
+
 #[derive(Default)]
 struct Scorer {
     classes: BTreeMap<TunnelClass, ClassScore>,
-    hidden: HiddenScore,
-    mpls_free: usize,
-    false_free: usize,
-    /// router -> (te iTTL, er iTTL) seen, truth signature, vendor, silent
+    strict: StrictScore,
+    /// router -> (te iTTL, er iTTL) seen, truth signature, vendor
     sigs: BTreeMap<(usize, String), SeenRouter>,
     topo: usize,
     misses: BTreeMap<&'static str, Vec<String>>,
@@ -321,7 +482,7 @@ impl Scorer {
         }
     }
 
-    fn score(&mut self, truth: &Truth, results: &[TntResult]) {
+    fn score(&mut self, truth: &Truth, oracle: &Oracle, results: &[TntResult]) {
         self.topo += 1;
         let owner: BTreeMap<Ipv4Addr, &str> = truth
             .routers
@@ -330,193 +491,204 @@ impl Scorer {
             .collect();
         let router = |a: Option<IpAddr>| -> Option<String> {
             match a? {
-                IpAddr::V4(v4) => owner.get(&v4).map(|s| s.to_string()),
-                IpAddr::V6(_) => None,
+                IpAddr::V4(v4) => Some(owner.get(&v4).map_or(v4.to_string(), |s| s.to_string())),
+                IpAddr::V6(v6) => Some(v6.to_string()),
             }
         };
         let by_dst: BTreeMap<IpAddr, &TntResult> = results.iter().map(|r| (r.target, r)).collect();
         let topo = self.topo;
-        for d in &truth.destinations {
-            let Some(r) = by_dst.get(&IpAddr::V4(d.dst)) else {
-                self.miss(
-                    "no-result",
-                    format!("{}: no result for {}", truth.topology, d.name),
-                );
+        for (i, d) in truth.destinations.iter().enumerate() {
+            let r = by_dst.get(&IpAddr::V4(d.dst)).copied();
+            let at = format!("{} {}", truth.topology, d.name);
+            let Some(r) = r else {
+                self.miss("no-result", format!("{at}: no result"));
+                self.destination(&at, d, &oracle.tunnels[i], &[], &[], "no result");
                 continue;
             };
-            let dets: Vec<Det> = r
+            self.signatures(topo, truth, r, &router);
+            let reported: Vec<Reported> = r
                 .tunnels
                 .iter()
-                .map(|t| Det {
+                .map(|t| Reported {
                     class: t.class,
                     ingress: router(t.ingress),
                     egress: router(t.egress),
-                    lsrs: t.lsrs.iter().filter_map(|a| router(*a)).collect(),
+                    lsrs: t.lsrs.iter().map(|a| router(*a)).collect(),
                 })
                 .collect();
-            self.signatures(topo, truth, r, &router);
-            if d.tunnels.is_empty() {
-                self.mpls_free += 1;
-                self.false_free += dets.len();
-                for t in &r.tunnels {
+            let candidates: Vec<Candidate> = r
+                .unrevealed
+                .iter()
+                .map(|u| (router(Some(u.ingress)), router(Some(u.egress))))
+                .collect();
+            self.destination(
+                &at,
+                d,
+                &oracle.tunnels[i],
+                &reported,
+                &candidates,
+                &describe(r),
+            );
+        }
+    }
+
+    /// Scores the reports and unrevealed candidates of one destination; `seen` is the
+    /// oracle's observations of its tunnels, `tnt` TNT's output for the miss lines.
+    fn destination(
+        &mut self,
+        at: &str,
+        d: &Destination,
+        seen: &[Observation],
+        reported: &[Reported],
+        candidates: &[Candidate],
+        tnt: &str,
+    ) {
+        let mut truth: Vec<&TruthTunnel> = Vec::new();
+        let mut observed: Vec<Observation> = Vec::new();
+        for (t, o) in d.tunnels.iter().zip(seen) {
+            let same = |u: &&TruthTunnel| {
+                u.class == t.class
+                    && u.ingress_router == t.ingress_router
+                    && u.egress_router == t.egress_router
+                    && u.lsr_routers == t.lsr_routers
+            };
+            if !truth.iter().any(same) {
+                truth.push(t);
+                observed.push(*o);
+            }
+        }
+        let show = |x: &Reported| {
+            format!(
+                "{} {}->{} {:?}",
+                x.class.name(),
+                x.ingress.as_deref().unwrap_or("?"),
+                x.egress.as_deref().unwrap_or("?"),
+                x.lsrs
+            )
+        };
+        let show_truth = |t: &TruthTunnel| {
+            format!(
+                "{} {}->{} {:?} ({:?})",
+                t.class.name(),
+                t.ingress_router,
+                t.egress_router,
+                t.lsr_routers,
+                t.pop
+            )
+        };
+        for x in reported {
+            self.classes.entry(x.class).or_default().reported += 1;
+        }
+        if truth.is_empty() {
+            self.strict.mpls_free_paths += 1;
+            self.strict.false_tunnels_on_mpls_free_paths += reported.len();
+            for x in reported {
+                self.miss(
+                    "false-tunnel-mpls-free",
+                    format!("{at}: reported {} on an MPLS-free path", show(x)),
+                );
+            }
+            return;
+        }
+        let mut correct = vec![false; truth.len()];
+        let mut touched = vec![false; truth.len()];
+        for x in reported {
+            match judge(&truth, x) {
+                Verdict::Correct(i) => {
+                    correct[i] = true;
+                    self.classes.entry(x.class).or_default().reported_correct += 1;
+                }
+                Verdict::Partial {
+                    truth: i,
+                    reasons,
+                    wrong_lsrs,
+                } => {
+                    touched[i] = true;
+                    let p = &mut self.strict.partial;
+                    p.tunnels += 1;
+                    p.wrong_class += usize::from(reasons.wrong_class);
+                    p.wrong_ingress += usize::from(reasons.wrong_ingress);
+                    p.wrong_egress += usize::from(reasons.wrong_egress);
+                    p.lsrs_missing += usize::from(reasons.lsrs_missing);
+                    p.lsrs_extra += usize::from(reasons.lsrs_extra);
+                    p.lsr_order += usize::from(reasons.lsr_order);
+                    self.strict.wrong_lsrs += wrong_lsrs;
+                    self.miss(
+                        "partial",
+                        format!(
+                            "{at}: reported {} for truth {} ({}; oracle {:?})",
+                            show(x),
+                            show_truth(truth[i]),
+                            reasons.names().join(", "),
+                            observed[i],
+                        ),
+                    );
+                }
+                Verdict::False => {
+                    self.strict.false_tunnels += 1;
                     self.miss(
                         "false-tunnel",
                         format!(
-                            "{} {}: false {} tunnel {:?} -> {:?} on an MPLS-free path",
-                            truth.topology,
-                            d.name,
-                            t.class.name(),
-                            t.ingress,
-                            t.egress
+                            "{at}: reported {} overlaps no truth tunnel ({:?})",
+                            show(x),
+                            truth.iter().map(|t| show_truth(t)).collect::<Vec<_>>()
                         ),
                     );
                 }
             }
-            let matches = |t: &TruthTunnel, x: &Det| {
-                x.ingress.as_deref() == Some(&t.ingress_router)
-                    || x.egress.as_deref() == Some(&t.egress_router)
-                    || x.lsrs.iter().any(|l| t.lsr_routers.contains(l))
-            };
-            for t in &d.tunnels {
-                let class = t.class;
-                let row = self.classes.entry(class).or_default();
-                row.truth += 1;
-                let detectable = t.detectable;
-                if detectable {
-                    row.detectable += 1;
-                }
-                row.lsrs += t.lsr_routers.len();
-                let found = dets
-                    .iter()
-                    .filter(|x| x.class == class && matches(t, x))
-                    .max_by_key(|x| lcs(&t.lsr_routers, &x.lsrs));
-                if let Some(x) = found {
-                    row.detected += 1;
-                    if detectable {
-                        row.detected_detectable += 1;
-                    }
-                    row.lsrs_found += lcs(&t.lsr_routers, &x.lsrs);
-                }
-                if class.is_invisible() {
-                    let revealable = matches!(
-                        t.revealable_by,
-                        Some(Revelation::Dpr | Revelation::Brpr | Revelation::Buddy)
-                    );
-                    let after_egress = d
-                        .forward
-                        .iter()
-                        .position(|h| h.router == t.egress_router)
-                        .and_then(|i| d.forward.get(i + 1))
-                        .map(|h| h.router.clone());
-                    // A candidate tested this tunnel: its hop pair is the tunnel's ingress
-                    // and egress (or, UHP, the hop after the missing egress).
-                    let candidate_matches = |ing: IpAddr, egr: IpAddr| {
-                        let (ui, ue) = (router(Some(ing)), router(Some(egr)));
-                        ui.as_deref() == Some(&t.ingress_router)
-                            && (ue.as_deref() == Some(&t.egress_router)
-                                || (ue.is_some() && ue == after_egress))
-                    };
-                    let best = dets
-                        .iter()
-                        .filter(|x| x.class.is_invisible() && matches(t, x))
-                        .map(|x| lcs(&t.lsr_routers, &x.lsrs))
-                        .max();
-                    let triggered = best.is_some()
-                        || r.unrevealed
-                            .iter()
-                            .any(|u| candidate_matches(u.ingress, u.egress));
-                    // An invisible tunnel TNT suspected but could not reveal is listed in
-                    // `unrevealed`: detected, when the trigger points to its class.
-                    let flagged = r.unrevealed.iter().any(|u| {
-                        let same_class = match u.trigger {
-                            Trigger::DupIp => class == TunnelClass::InvisibleUhp,
-                            Trigger::Rtla | Trigger::Frpla => class == TunnelClass::InvisiblePhp,
-                            Trigger::Mttl => false,
-                            Trigger::BruteForce => true,
-                        };
-                        same_class && candidate_matches(u.ingress, u.egress)
-                    });
-                    if found.is_none() && flagged {
-                        let row = self.classes.entry(class).or_default();
-                        row.detected += 1;
-                        if detectable {
-                            row.detected_detectable += 1;
-                        }
-                    }
-                    let n = t.lsr_routers.len();
-                    if revealable {
-                        let best = best.unwrap_or(0);
-                        self.hidden.revealable.add(n, best);
-                        if t.revelation_possible {
-                            self.hidden.possible.add(n, best);
-                        }
-                        if triggered {
-                            self.hidden.triggered.add(n, best);
-                        }
-                        if best < n && (t.revelation_possible || triggered) {
-                            let kind = if triggered {
-                                "hidden-lsrs"
-                            } else {
-                                "not-triggered"
-                            };
-                            self.miss(kind, format!(
-                                "{} {}: {} tunnel {}->{} (revealable by {:?}, possible {}, signals {:?}): revealed {best}/{} LSRs {:?}; TNT: {}",
-                                truth.topology,
-                                d.name,
-                                class.name(),
-                                t.ingress_router,
-                                t.egress_router,
-                                t.revealable_by,
-                                t.revelation_possible,
-                                t.signals.as_ref().map(|s| (&s.triggers, s.frpla, s.frpla_ingress, s.rtla)),
-                                n,
-                                t.lsr_routers,
-                                describe(r),
-                            ));
-                        }
-                    } else {
-                        self.hidden.unrevealable_tunnels += 1;
-                        let flagged = triggered;
-                        if flagged {
-                            self.hidden.unrevealable_flagged += 1;
-                        }
-                    }
-                } else if found.is_none() && detectable {
+        }
+        for (i, t) in truth.iter().enumerate() {
+            let ends_right = reported.iter().any(|x| {
+                let (r, _) = differences(x, t);
+                !(r.wrong_class || r.wrong_ingress || r.wrong_egress)
+            });
+            // The routers after the egress on each ECMP variant: where an invisible UHP
+            // tunnel's candidate ends (the egress itself does not answer).
+            let after_egress: Vec<&str> = d
+                .forward_paths
+                .iter()
+                .filter_map(|p| {
+                    let e = p.iter().position(|h| h.router == t.egress_router)?;
+                    p.get(e + 1).map(|h| h.router.as_str())
+                })
+                .collect();
+            let candidate = candidates.iter().any(|(ci, ce)| {
+                ci.as_ref() == Some(&t.ingress_router)
+                    && ce
+                        .as_deref()
+                        .is_some_and(|ce| ce == t.egress_router || after_egress.contains(&ce))
+            });
+            let row = self.classes.entry(t.class).or_default();
+            row.truth += 1;
+            row.ends_right += usize::from(ends_right);
+            if observed[i].observable {
+                row.observable += 1;
+                row.observable_correct += usize::from(correct[i]);
+            }
+            if correct[i] {
+                row.correct += 1;
+            } else if touched[i] || candidate {
+                row.partial += 1;
+                if !touched[i] {
                     self.miss(
-                        "undetected",
+                        "unrevealed",
                         format!(
-                            "{} {}: {} tunnel {}->{} not detected; TNT: {}",
-                            truth.topology,
-                            d.name,
-                            class.name(),
-                            t.ingress_router,
-                            t.egress_router,
-                            describe(r)
+                            "{at}: truth {} only listed as an unrevealed candidate (oracle {:?}); TNT: {tnt}",
+                            show_truth(t),
+                            observed[i]
                         ),
                     );
                 }
-            }
-            for x in &dets {
-                let row = self.classes.entry(x.class).or_default();
-                row.reported += 1;
-                let ok = d
-                    .tunnels
-                    .iter()
-                    .any(|t| t.class == x.class && matches(t, x));
-                if ok {
-                    row.correct += 1;
-                } else if !d.tunnels.is_empty() {
-                    self.miss("unmatched-report", format!(
-                        "{} {}: reported {} tunnel {:?}->{:?} {:?} matches no truth tunnel ({:?})",
-                        truth.topology,
-                        d.name,
-                        x.class.name(),
-                        x.ingress,
-                        x.egress,
-                        x.lsrs,
-                        d.tunnels.iter().map(|t| (t.class, &t.ingress_router, &t.egress_router)).collect::<Vec<_>>()
-                    ));
-                }
+            } else {
+                row.missed += 1;
+                self.miss(
+                    "missed",
+                    format!(
+                        "{at}: truth {} not reported (oracle {:?}); TNT: {tnt}",
+                        show_truth(t),
+                        observed[i]
+                    ),
+                );
             }
         }
     }
@@ -544,19 +716,20 @@ impl Scorer {
     }
 
     fn finish(mut self, report: &mut AccuracyReport) {
+        let mut all = ClassScore {
+            class: "all",
+            ..ClassScore::default()
+        };
         for class in TunnelClass::ALL {
             let mut row = self.classes.remove(&class).unwrap_or_default();
             row.class = class.name();
-            row.recall = ratio(row.detected_detectable, row.detectable);
-            row.precision = ratio(row.correct, row.reported);
-            report.classes.push(row);
+            row.finish();
+            all.add(&row);
+            self.strict.classes.push(row);
         }
-        self.hidden.possible.finish();
-        self.hidden.revealable.finish();
-        self.hidden.triggered.finish();
-        report.hidden = self.hidden.clone();
-        report.mpls_free_paths = self.mpls_free;
-        report.false_tunnels_on_mpls_free_paths = self.false_free;
+        all.finish();
+        self.strict.all = all;
+        report.strict = core::mem::take(&mut self.strict);
         let mut rs = RouterScore::default();
         let mut wrong = Vec::new();
         for ((topo, name), (te, er, truth_sig, vendor)) in &self.sigs {
@@ -643,70 +816,21 @@ impl AccuracyReport {
         serde_json::to_string_pretty(self).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"))
     }
 
-    /// The report as markdown: the per-class table, then hidden LSRs, false tunnels,
-    /// signatures and probes.
+    /// The report as markdown: the strict per-class table (default mode, then brute
+    /// force), partial reasons, wrong LSRs and false tunnels, signatures and probes.
     pub fn to_markdown(&self) -> String {
-        let mut s = String::new();
-        s.push_str(&format!(
-            "TNT accuracy: {} topologies (seed {}), {} destinations\n\n",
-            self.topologies, self.seed, self.destinations
-        ));
-        s.push_str("| class | truth | detectable | detected | recall (of detectable) | reported | correct | precision | LSRs in order |\n");
-        s.push_str("|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
-        for c in &self.classes {
-            s.push_str(&format!(
-                "| {} | {} | {} | {} | {:.1}% ({}/{}) | {} | {} | {:.1}% | {}/{} |\n",
-                c.class,
-                c.truth,
-                c.detectable,
-                c.detected,
-                c.recall * 100.0,
-                c.detected_detectable,
-                c.detectable,
-                c.reported,
-                c.correct,
-                c.precision * 100.0,
-                c.lsrs_found,
-                c.lsrs
-            ));
-        }
-        let h = &self.hidden;
-        let row = |what: &str, x: &LsrShare| {
-            format!(
-                "| {what} | {} | {} | {} | {:.1}% |\n",
-                x.tunnels,
-                x.lsrs,
-                x.revealed,
-                x.share * 100.0
-            )
-        };
-        s.push_str("\n| hidden LSRs of invisible tunnels, revealed in order | tunnels | LSRs | revealed | share |\n");
-        s.push_str("|---|---:|---:|---:|---:|\n");
-        s.push_str(&row(
-            "(a) revelation possible (truth: revealable and a trigger fires)",
-            &h.possible,
-        ));
-        s.push_str(&row("(b) all revealable, default mode", &h.revealable));
-        s.push_str(&row("    of which a trigger of TNT fired", &h.triggered));
+        let o = &self.oracle;
+        let mut s = format!(
+            "TNT accuracy: {} topologies (seed {}), {} destinations; oracle: {} Paris flows, TTL <= {}, {} destinations traced ({} traces, {} probes)\n\n",
+            self.topologies, self.seed, self.destinations, o.flows, o.max_ttl, o.targets, o.traces, o.probes
+        );
+        s.push_str(
+            "Default mode (strict: class, ingress, egress and LSRs in order all right):\n\n",
+        );
+        s.push_str(&self.strict.to_markdown());
         if let Some(b) = &self.brute_force {
-            s.push_str(&row(
-                "(c) all revealable, brute force",
-                &b.hidden.revealable,
-            ));
-        }
-        s.push_str(&format!(
-            "\nUnrevealable invisible tunnels: {} ({} flagged as such)\n",
-            h.unrevealable_tunnels, h.unrevealable_flagged
-        ));
-        s.push_str(&format!(
-            "False tunnels on MPLS-free paths: {} (over {} paths)",
-            self.false_tunnels_on_mpls_free_paths, self.mpls_free_paths
-        ));
-        if let Some(b) = &self.brute_force {
-            s.push_str(&format!(
-                "; brute force: {}",
-                b.false_tunnels_on_mpls_free_paths
-            ));
+            s.push_str("\nBrute force (every hop pair tested):\n\n");
+            s.push_str(&b.strict.to_markdown());
         }
         s.push('\n');
         let r = &self.routers;
@@ -727,5 +851,279 @@ impl AccuracyReport {
         }
         s.push_str(&format!("Virtual time: {:.1} s\n", self.virtual_seconds));
         s
+    }
+}
+
+impl StrictScore {
+    /// The per-class table, then partial reasons, wrong LSRs and false tunnels.
+    pub fn to_markdown(&self) -> String {
+        let mut s = String::from(
+            "| class | exist | correct | class+ends right | partial | missed | recall (exist) | observable | correct | recall (observable) | reported | correct | precision |\n\
+             |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+        );
+        for c in self.classes.iter().chain([&self.all]) {
+            s.push_str(&format!(
+                "| {} | {} | {} | {} | {} | {} | {:.1}% | {} | {} | {:.1}% | {} | {} | {:.1}% |\n",
+                c.class,
+                c.truth,
+                c.correct,
+                c.ends_right,
+                c.partial,
+                c.missed,
+                c.recall * 100.0,
+                c.observable,
+                c.observable_correct,
+                c.observable_recall * 100.0,
+                c.reported,
+                c.reported_correct,
+                c.precision * 100.0,
+            ));
+        }
+        let p = &self.partial;
+        s.push_str(&format!(
+            "\nPartial reports: {} (wrong class {}, wrong ingress {}, wrong egress {}, LSRs missing {}, LSRs extra/wrong {}, LSR order {})\n",
+            p.tunnels, p.wrong_class, p.wrong_ingress, p.wrong_egress, p.lsrs_missing, p.lsrs_extra, p.lsr_order
+        ));
+        s.push_str(&format!(
+            "Wrong LSRs: {}; false tunnels: {} on paths with MPLS, {} on {} MPLS-free paths\n",
+            self.wrong_lsrs,
+            self.false_tunnels,
+            self.false_tunnels_on_mpls_free_paths,
+            self.mpls_free_paths
+        ));
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use vtnt_lab::truth::Hop;
+    use vtnt_lab::{Pop, Revelation};
+
+    /// A truth tunnel through routers `ingress`, `lsrs`, `egress` (addresses unused).
+    fn truth(class: TunnelClass, ingress: &str, lsrs: &[&str], egress: &str) -> TruthTunnel {
+        TruthTunnel {
+            lsp: "l".into(),
+            class,
+            ingress: Ipv4Addr::UNSPECIFIED,
+            ingress_router: ingress.into(),
+            egress: Ipv4Addr::UNSPECIFIED,
+            egress_router: egress.into(),
+            lsrs: vec![Ipv4Addr::UNSPECIFIED; lsrs.len()],
+            lsr_routers: lsrs.iter().map(|s| s.to_string()).collect(),
+            pop: Pop::Php,
+            whole: true,
+            revelation: Revelation::NotNeeded,
+        }
+    }
+
+    fn report(class: TunnelClass, ingress: &str, lsrs: &[Option<&str>], egress: &str) -> Reported {
+        Reported {
+            class,
+            ingress: Some(ingress.into()),
+            egress: Some(egress.into()),
+            lsrs: lsrs.iter().map(|l| l.map(String::from)).collect(),
+        }
+    }
+
+    use TunnelClass::{Explicit, InvisiblePhp, InvisibleUhp, Opaque};
+
+    fn partial(v: Verdict) -> (usize, Vec<&'static str>, usize) {
+        match v {
+            Verdict::Partial {
+                truth,
+                reasons,
+                wrong_lsrs,
+            } => (truth, reasons.names(), wrong_lsrs),
+            other => panic!("not partial: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn the_same_routers_in_order_are_correct() {
+        let t = truth(Explicit, "a", &["b", "c"], "d");
+        let x = report(Explicit, "a", &[Some("b"), Some("c")], "d");
+        assert_eq!(judge(&[&t], &x), Verdict::Correct(0));
+        let t = truth(InvisiblePhp, "a", &[], "d");
+        let x = report(InvisiblePhp, "a", &[], "d");
+        assert_eq!(judge(&[&t], &x), Verdict::Correct(0));
+    }
+
+    #[test]
+    fn each_difference_makes_a_partial_with_its_reason() {
+        let t = truth(Explicit, "a", &["b", "c"], "d");
+        let j = |x: Reported| partial(judge(&[&t], &x));
+        let lsrs = [Some("b"), Some("c")];
+        assert_eq!(
+            j(report(Opaque, "a", &lsrs, "d")),
+            (0, vec!["wrong class"], 0)
+        );
+        assert_eq!(
+            j(report(Explicit, "z", &lsrs, "d")),
+            (0, vec!["wrong ingress"], 0)
+        );
+        assert_eq!(
+            j(report(Explicit, "a", &lsrs, "z")),
+            (0, vec!["wrong egress"], 0)
+        );
+        // An opaque or invisible tunnel whose LSRs were not revealed.
+        assert_eq!(
+            j(report(Explicit, "a", &[], "d")),
+            (0, vec!["LSRs missing"], 0)
+        );
+        // An LSR slot that did not answer names no router: that LSR is missing.
+        assert_eq!(
+            j(report(Explicit, "a", &[Some("b"), None], "d")),
+            (0, vec!["LSRs missing"], 0)
+        );
+        // A router that is not an LSR of the tunnel: a wrong LSR.
+        assert_eq!(
+            j(report(
+                Explicit,
+                "a",
+                &[Some("b"), Some("x"), Some("c")],
+                "d"
+            )),
+            (0, vec!["LSRs extra/wrong"], 1)
+        );
+        // One LSR slot more than the tunnel has.
+        assert_eq!(
+            j(report(Explicit, "a", &[Some("b"), None, Some("c")], "d")),
+            (0, vec!["LSRs extra/wrong"], 0)
+        );
+        assert_eq!(
+            j(report(Explicit, "a", &[Some("c"), Some("b")], "d")),
+            (0, vec!["LSR order"], 0)
+        );
+        // The egress taken for an LSR and the next router for the egress.
+        assert_eq!(
+            j(report(
+                Explicit,
+                "a",
+                &[Some("b"), Some("c"), Some("d")],
+                "e"
+            )),
+            (0, vec!["wrong egress", "LSRs extra/wrong"], 1)
+        );
+    }
+
+    #[test]
+    fn a_report_overlapping_no_truth_tunnel_is_false() {
+        let t = truth(Explicit, "a", &["b", "c"], "d");
+        let x = report(InvisiblePhp, "x", &[Some("y")], "z");
+        assert_eq!(judge(&[&t], &x), Verdict::False);
+        // Touching the tunnel only end to end (its egress as the ingress) is no overlap.
+        let x = report(InvisiblePhp, "d", &[], "e");
+        assert_eq!(judge(&[&t], &x), Verdict::False);
+        // Starting at one of its LSRs is.
+        let x = report(InvisiblePhp, "b", &[], "e");
+        assert_eq!(
+            partial(judge(&[&t], &x)).1,
+            [
+                "wrong class",
+                "wrong ingress",
+                "wrong egress",
+                "LSRs missing"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_partial_is_judged_against_the_closest_truth_tunnel() {
+        let t0 = truth(Explicit, "a", &["b"], "c");
+        let t1 = truth(InvisibleUhp, "c", &["d", "e"], "f");
+        let x = report(InvisibleUhp, "c", &[Some("d")], "f");
+        assert_eq!(
+            partial(judge(&[&t0, &t1], &x)),
+            (1, vec!["LSRs missing"], 0)
+        );
+    }
+
+    fn destination(tunnels: Vec<TruthTunnel>, path: &[&str]) -> Destination {
+        let hops: Vec<Hop> = path
+            .iter()
+            .map(|r| Hop {
+                router: r.to_string(),
+                addr: Ipv4Addr::UNSPECIFIED,
+            })
+            .collect();
+        Destination {
+            dst: Ipv4Addr::UNSPECIFIED,
+            name: "h".into(),
+            vantage_point: "vp".into(),
+            forward: hops.clone(),
+            forward_paths: vec![hops],
+            return_path: Vec::new(),
+            tunnels,
+            return_tunnels: Vec::new(),
+        }
+    }
+
+    fn seen(observable: bool) -> Observation {
+        Observation {
+            observable,
+            ..Observation::default()
+        }
+    }
+
+    #[test]
+    fn scores_count_truth_tunnels_reports_and_false_tunnels() {
+        let mut s = Scorer::default();
+        // Three tunnels: one reported right, one with its egress wrong, one (UHP, egress
+        // d2 hidden, next hop e) only listed as unrevealed; the last is not observable.
+        let d = destination(
+            vec![
+                truth(Explicit, "a", &["a1"], "b"),
+                truth(Explicit, "b", &["b1"], "c"),
+                truth(InvisibleUhp, "c", &["c1"], "d"),
+            ],
+            &["a", "a1", "b", "b1", "c", "c1", "d", "e"],
+        );
+        let reports = [
+            report(Explicit, "a", &[Some("a1")], "b"),
+            report(Explicit, "b", &[Some("b1"), Some("c")], "c1"),
+            report(InvisiblePhp, "x", &[], "y"),
+        ];
+        let candidates = [(Some("c".to_string()), Some("e".to_string()))];
+        s.destination(
+            "t",
+            &d,
+            &[seen(true), seen(true), seen(false)],
+            &reports,
+            &candidates,
+            "",
+        );
+        // And an MPLS-free path with one report on it.
+        let free = destination(Vec::new(), &["a", "z"]);
+        s.destination("t", &free, &[], &[report(Opaque, "a", &[], "z")], &[], "");
+        let mut r = AccuracyReport::default();
+        s.finish(&mut r);
+        let x = &r.strict;
+        let e = &x.classes[0];
+        assert_eq!(e.class, "explicit");
+        assert_eq!(
+            (e.truth, e.correct, e.ends_right, e.partial, e.missed),
+            (2, 1, 1, 1, 0)
+        );
+        assert_eq!((e.reported, e.reported_correct, e.precision), (2, 1, 0.5));
+        assert_eq!((e.observable, e.observable_correct), (2, 1));
+        let u = &x.classes[4];
+        assert_eq!(u.class, "invisible-uhp");
+        assert_eq!((u.truth, u.correct, u.partial, u.observable), (1, 0, 1, 0));
+        assert_eq!(
+            (x.all.truth, x.all.correct, x.all.recall),
+            (3, 1, 1.0 / 3.0)
+        );
+        assert_eq!(x.partial.tunnels, 1);
+        assert_eq!((x.partial.wrong_egress, x.partial.lsrs_extra), (1, 1));
+        assert_eq!(x.wrong_lsrs, 1);
+        assert_eq!(x.false_tunnels, 1);
+        assert_eq!(
+            (x.mpls_free_paths, x.false_tunnels_on_mpls_free_paths),
+            (1, 1)
+        );
+        // The opaque report on the free path counts against opaque precision.
+        assert_eq!((x.classes[2].reported, x.classes[2].precision), (1, 0.0));
     }
 }

@@ -22,7 +22,7 @@ pub mod soak;
 pub mod soak_lab;
 
 pub use accuracy::{
-    tnt_accuracy, topology_seed, AccuracyOptions, AccuracyReport, ClassScore, HiddenScore,
-    LsrShare, ProbeScore, RouterScore,
+    tnt_accuracy, topology_seed, AccuracyOptions, AccuracyReport, BruteForceScore, ClassScore,
+    OracleScore, PartialReports, ProbeScore, RouterScore, StrictScore,
 };
 pub use drive::{lab_engine_config, run_tnt, DriveError, LabRun};

@@ -2,7 +2,7 @@
 //! options and calls `vtnt-bench`; the table it prints is what docs/benchmarks.md quotes.
 //!
 //! - `tnt-accuracy`: TNT against the lab's ground truth (reference topology plus
-//!   generated ones), per class.
+//!   generated ones), scored strictly per class.
 //!
 //! - `probe-rate`: sustained probe rate and pacing error of the engine + Linux driver on a
 //!   namespace topology, next to Debian's scamper in the same run, each from the tool's own
@@ -25,8 +25,10 @@ use std::process::ExitCode;
 
 #[derive(clap::Subcommand)]
 pub enum BenchCommand {
-    /// TNT accuracy against the lab's ground truth: detection precision/recall per class,
-    /// hidden LSRs revealed, false tunnels on MPLS-free paths, signatures, probe cost.
+    /// TNT accuracy against the lab's ground truth, strict (class, ingress, egress and
+    /// LSRs in order): recall per class against every tunnel and against the lab
+    /// oracle's observable ones, precision, partial reports by reason, wrong LSRs, false
+    /// tunnels, signatures, probe cost.
     TntAccuracy {
         /// Generated topologies to run besides the reference one.
         #[arg(long, default_value_t = 100)]

@@ -59,8 +59,8 @@ pub struct GenOptions {
     pub vendors: Vec<Vendor>,
     /// LSRs per LSP, inclusive range.
     pub lsrs: (usize, usize),
-    /// Fewest LSRs of an implicit LSP (2; 1 allows single-LSR implicit tunnels, which
-    /// a traceroute cannot tell from plain routers: the truth marks them not detectable).
+    /// Fewest LSRs of an implicit LSP (2; 1 allows single-LSR implicit tunnels, whose
+    /// lone LSR quotes IP-TTL 1 and no label, like a plain router).
     pub implicit_min_lsrs: usize,
     /// Longest forward or return path, in routers from the vantage point's router to the
     /// destination's, both counted (30, as on the Internet; at least 8). Branches hang

@@ -6,8 +6,8 @@
 //! vantage point, the network's answers out, due when the one-way delays they crossed
 //! have passed. No sockets, threads or clocks: the caller hands in the time (the
 //! engines' [`Instant`]). [`Truth`] says what a traceroute should infer: paths, tunnels
-//! and their classes, vendor signatures. [`generate`] makes random topologies with a
-//! chosen mix.
+//! and their classes, vendor signatures; the [`oracle`] says what exhaustive probing
+//! can observe of each tunnel. [`generate`] makes random topologies with a chosen mix.
 //!
 //! ```
 //! use vtnt_lab::{Lab, Port, Topology};
@@ -30,19 +30,19 @@
 //!
 //! Modules: [`addr`] (prefixes, lab ranges), [`profile`] (vendors), `topology` (file,
 //! validation), `routing` (Dijkstra, FIB, ECMP, push table), `forward` (TTL and label
-//! mechanics, replies), `lab` (the API), [`truth`] (with `observe`: what a traceroute can
-//! see of each tunnel, from emulated probes), [`generate`].
+//! mechanics, replies), `lab` (the API), [`truth`], [`oracle`] (what probing shows of
+//! each tunnel, from emulated traces), [`tracer`], [`generate`].
 
 mod forward;
 mod lab;
 mod net;
-mod observe;
 mod rng;
 mod routing;
 mod topology;
 
 pub mod addr;
 pub mod generate;
+pub mod oracle;
 pub mod profile;
 pub mod tracer;
 pub mod truth;
@@ -50,6 +50,7 @@ pub mod truth;
 pub use generate::{generate, GenOptions};
 pub use lab::{vantage_points, Lab, Port, Stats, VantagePoint};
 pub use net::{Revelation, TunnelClass};
+pub use oracle::{oracle, Observation, Oracle, OracleOptions};
 pub use profile::Vendor;
 pub use topology::{
     to_toml, HostDef, LinkDef, LspDef, Pop, RouteDef, RouterDef, Topology, TopologyDef,

@@ -120,10 +120,6 @@ pub enum Revelation {
     Dpr,
     /// Traces to the egress, then to each newly revealed LSR, show one LSR each.
     Brpr,
-    /// A trace to the other address of the link after the missing (UHP) egress, which
-    /// belongs to the egress, shows every LSR and the egress (truth's `revealable_by`
-    /// only: the per-LSP `revelation` calls this case `dpr`).
-    Buddy,
     /// Neither works (internal prefixes are label switched and the LSP ends with UHP).
     None,
 }

@@ -2,8 +2,9 @@
 //! host, the router-level forward path from the first vantage point (every equal-cost
 //! variant when ECMP splits it), the return path, and every LSP crossed with its class,
 //! ingress, egress and LSRs as the addresses a traceroute would show (the interface each
-//! router receives the packet on), and which revelation (DPR, BRPR) can show hidden LSRs;
-//! plus each router's vendor profile and TTL signature.
+//! router receives the packet on), and which revelation (DPR, BRPR) the LSP's
+//! configuration allows; plus each router's vendor profile and TTL signature. What
+//! probing can observe of each tunnel is the oracle's business ([`crate::oracle`]).
 //!
 //! JSON shape (serde): `{"topology", "vantage_points":[...], "routers":[...],
 //! "lsps":[...], "destinations":[{"dst", "name", "forward":[...], "return":[...],
@@ -14,8 +15,6 @@ use core::net::Ipv4Addr;
 use serde::Serialize;
 
 use crate::net::{IfaceId, Net, Owner, Peer, PrefixKind, Revelation, RouterId, TunnelClass};
-use crate::observe::Observer;
-pub use crate::observe::{LaterHop, Signals};
 use crate::topology::{Pop, Topology};
 
 /// The whole ground truth of a topology.
@@ -90,22 +89,6 @@ pub struct Tunnel {
     pub whole: bool,
     /// Which technique reveals the hidden LSRs, from the LSP's configuration alone.
     pub revelation: Revelation,
-    /// Observability, found by emulating a traceroute, pings and revelation traces from
-    /// the vantage point (forward tunnels only; `false`/null on return tunnels): see
-    /// docs/lab.md. Explicit: an LSR answers with an RFC 4950 label; implicit: an LSR
-    /// quotes an IP-TTL above 1, or its LSRs' u-turns run to |sum| >= 3; opaque: the
-    /// egress quotes a label with LSE-TTL neither <= 1 nor 255; invisible: a trigger
-    /// condition of [`Signals::triggers`] holds.
-    pub detectable: bool,
-    /// Opaque and invisible tunnels: what the traceroute shows at the hop after the
-    /// ingress, and which of TNT's triggers fire there.
-    pub signals: Option<Signals>,
-    /// Which revelation, emulated, shows every hidden LSR in order (`not-needed`,
-    /// `dpr`, `brpr`, `buddy`, `none`); null on return tunnels.
-    pub revealable_by: Option<Revelation>,
-    /// `revealable_by` is dpr, brpr or buddy and a trigger fires: TNT at its default
-    /// thresholds can reveal the tunnel.
-    pub revelation_possible: bool,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -239,10 +222,6 @@ fn tunnels(net: &Net, path: &SymPath) -> Vec<Tunnel> {
                 pop: lsp.pop,
                 whole: f == lsp.egress_index(),
                 revelation: lsp.revelation(),
-                detectable: false,
-                signals: None,
-                revealable_by: None,
-                revelation_possible: false,
             }
         })
         .collect()
@@ -250,17 +229,6 @@ fn tunnels(net: &Net, path: &SymPath) -> Vec<Tunnel> {
 
 /// The truth for one destination address seen from vantage point `vp`.
 pub fn destination(topo: &Topology, vp: usize, dst: Ipv4Addr, name: &str) -> Option<Destination> {
-    let mut obs = Observer::new(topo, vp)?;
-    destination_with(topo, &mut obs, vp, dst, name)
-}
-
-fn destination_with(
-    topo: &Topology,
-    obs: &mut Observer,
-    vp: usize,
-    dst: Ipv4Addr,
-    name: &str,
-) -> Option<Destination> {
     let net = &topo.net;
     let v = net.vps.get(vp)?;
     let fwd = sym_paths(net, v.router, Some(v.gw_iface), dst);
@@ -285,17 +253,6 @@ fn destination_with(
         Owner::Iface(i) => (net.ifaces[i as usize].router, None),
         Owner::Vp(_) => (v.router, Some(v.gw_iface)),
     };
-    let observed = obs.observe(dst, &tun, forward_paths.len() > 1);
-    for (t, o) in tun.iter_mut().zip(observed) {
-        t.detectable = o.detectable;
-        t.revelation_possible = o.detectable
-            && matches!(
-                o.revealable_by,
-                Some(Revelation::Dpr | Revelation::Brpr | Revelation::Buddy)
-            );
-        t.signals = o.signals;
-        t.revealable_by = Some(o.revealable_by.unwrap_or(Revelation::None));
-    }
     let back = sym_paths(net, start, from, v.addr);
     let first_back = back.first().cloned().unwrap_or_default();
     Some(Destination {
@@ -364,14 +321,11 @@ pub fn truth(topo: &Topology) -> Truth {
             revelation: l.revelation(),
         })
         .collect();
-    let destinations = match Observer::new(topo, 0) {
-        Some(mut obs) => net
-            .hosts
-            .iter()
-            .filter_map(|h| destination_with(topo, &mut obs, 0, h.addr, &h.name))
-            .collect(),
-        None => Vec::new(),
-    };
+    let destinations = net
+        .hosts
+        .iter()
+        .filter_map(|h| destination(topo, 0, h.addr, &h.name))
+        .collect();
     Truth {
         topology: topo.name().to_string(),
         vantage_points,

@@ -1,6 +1,7 @@
 //! What a traceroute sees through each tunnel class of the reference topology: reply
 //! TTLs, quoted TTLs, labels, and the TNT triggers (FRPLA, RTLA, u-turn) computed with
-//! `sc_tnt`'s formulas. Every expected number is derived by hand in the comments.
+//! `sc_tnt`'s formulas; and what the oracle observes of each tunnel. Every expected
+//! number is derived by hand in the comments.
 //!
 //! Conventions: the vantage point (VP, 192.0.2.2) hangs off `gw`; probe TTL k expires
 //! at the k-th router that decrements it. A router's reply loses one TTL per router that
@@ -312,67 +313,42 @@ fn vendor_signatures() {
     }
 }
 
-/// The truth's observability of the reference tunnels, as derived by hand in the tests
-/// above: every class detectable, the trigger signals TNT would see, and the technique
-/// that reveals each hiding tunnel.
+/// The oracle on the reference tunnels, as the tests above show the packets: every
+/// tunnel observable; labels from the explicit LSRs and the opaque egress only; every
+/// hiding tunnel's LSRs in one trace (DPR, buddy) except BRPR's, pieced together link by
+/// link; the UHP egress never answers a trace to the destination (its next hop answers
+/// twice instead).
 #[test]
-fn reference_truth_observability() {
-    let truth = reference().truth();
-    let t = |name: &str| truth.by_name(name).unwrap().tunnels[0].clone();
-    for name in ["explicit", "implicit"] {
-        let x = t(name);
-        assert!(x.detectable, "{name}");
-        assert_eq!(x.revealable_by, Some(vtnt_lab::Revelation::NotNeeded));
-        assert!(x.signals.is_none() && !x.revelation_possible);
-    }
-    let cases = [
-        (
-            "opaque",
-            vtnt_lab::Revelation::Dpr,
-            vec!["mttl"],
-            2,
-            0,
-            false,
-        ),
-        (
-            "invisible-php-dpr",
-            vtnt_lab::Revelation::Dpr,
-            vec!["rtla", "frpla"],
-            3,
-            3,
-            false,
-        ),
-        (
-            "invisible-php-brpr",
-            vtnt_lab::Revelation::Brpr,
-            vec!["frpla"],
-            3,
-            0,
-            false,
-        ),
-        (
-            "invisible-uhp",
-            vtnt_lab::Revelation::Buddy,
-            vec!["dup-ip", "frpla"],
-            3,
-            0,
-            true,
-        ),
-    ];
-    for (name, by, triggers, frpla, rtla, dup) in cases {
-        let x = t(name);
-        let s = x.signals.as_ref().unwrap();
-        assert!(x.detectable && x.revelation_possible, "{name}");
-        assert_eq!(x.revealable_by, Some(by), "{name}");
-        assert_eq!(s.triggers, triggers, "{name}");
-        assert_eq!((s.frpla, s.rtla, s.dup_ip), (frpla, rtla, dup), "{name}");
-        assert_eq!(
-            (s.ingress_ttl, s.hop_ttl, s.paths, s.paths_firing),
-            (2, 3, 1, 1)
+fn reference_oracle_observations() {
+    let topo = Topology::reference();
+    let truth = vtnt_lab::truth::truth(&topo);
+    let oracle = vtnt_lab::oracle(&topo, &truth, &vtnt_lab::OracleOptions::default());
+    // Every interface and host, eight flows each.
+    assert_eq!(oracle.traces, oracle.targets * 8);
+    let seen = |name: &str| {
+        let i = truth
+            .destinations
+            .iter()
+            .position(|d| d.name == name)
+            .unwrap();
+        assert_eq!(oracle.tunnels[i].len(), 1, "{name}");
+        let o = oracle.tunnels[i][0];
+        assert!(
+            o.observable && o.ingress_seen && o.links_seen,
+            "{name}: {o:?}"
         );
-    }
-    // Return tunnels carry no observation.
-    for d in &truth.destinations {
-        assert!(d.return_tunnels.iter().all(|r| r.revealable_by.is_none()));
-    }
+        (o.egress_seen, o.label_seen, o.lsrs_seen_in_order)
+    };
+    assert_eq!(seen("explicit"), (true, true, true));
+    assert_eq!(seen("implicit"), (true, false, true));
+    assert_eq!(seen("opaque"), (true, true, true));
+    assert_eq!(seen("invisible-php-dpr"), (true, false, true));
+    assert_eq!(seen("invisible-php-brpr"), (true, false, false));
+    assert_eq!(seen("invisible-uhp"), (false, false, true));
+    let plain = truth
+        .destinations
+        .iter()
+        .position(|d| d.name == "plain")
+        .unwrap();
+    assert!(oracle.tunnels[plain].is_empty());
 }

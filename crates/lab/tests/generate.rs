@@ -6,7 +6,7 @@ use std::net::Ipv4Addr;
 use vtnt_lab::generate::{generate_toml, ClassMix};
 use vtnt_lab::tracer::Tracer;
 use vtnt_lab::truth::Destination;
-use vtnt_lab::{generate, GenOptions, Lab, Revelation, Topology, TunnelClass};
+use vtnt_lab::{generate, GenOptions, Lab, OracleOptions, Revelation, Topology, TunnelClass};
 
 #[test]
 fn same_seed_same_topology() {
@@ -140,11 +140,11 @@ fn paths_stay_within_30_routers() {
     }
 }
 
-/// Implicit LSPs have two LSRs or more by default, and then always show (quoted TTL 2);
-/// with `implicit_min_lsrs = 1`, lone-LSR implicit tunnels are in the truth as not
-/// detectable.
+/// Implicit LSPs have two LSRs or more by default, and the oracle then sees them in
+/// order with no label; with `implicit_min_lsrs = 1`, lone-LSR implicit tunnels are in
+/// the truth, their LSR quoting IP-TTL 1 and no label, like a plain router.
 #[test]
-fn implicit_lsrs_and_detectability() {
+fn implicit_lsrs_and_what_shows() {
     let only_implicit = ClassMix {
         none: 0,
         explicit: 0,
@@ -160,16 +160,21 @@ fn implicit_lsrs_and_detectability() {
     };
     let mut n = 0;
     for seed in 0..5 {
-        let truth = Lab::new(generate(seed, &o)).truth();
-        for t in truth.destinations.iter().flat_map(|d| &d.tunnels) {
-            assert_eq!(t.class, TunnelClass::Implicit);
-            if t.whole {
-                assert!(t.lsrs.len() >= 2, "seed {seed}: {t:?}");
+        let topo = generate(seed, &o);
+        let truth = vtnt_lab::truth::truth(&topo);
+        let oracle = vtnt_lab::oracle(&topo, &truth, &OracleOptions::default());
+        for (d, seen) in truth.destinations.iter().zip(&oracle.tunnels) {
+            for (t, x) in d.tunnels.iter().zip(seen) {
+                assert_eq!(t.class, TunnelClass::Implicit);
+                if t.whole {
+                    assert!(t.lsrs.len() >= 2, "seed {seed}: {t:?}");
+                }
+                assert!(!x.label_seen, "seed {seed}: {t:?}");
+                if !t.lsr_routers.iter().any(|r| silent(&truth, r)) {
+                    assert!(x.observable && x.lsrs_seen_in_order, "seed {seed}: {t:?}");
+                }
+                n += 1;
             }
-            if t.lsrs.len() >= 2 {
-                assert!(t.detectable, "seed {seed}: {t:?}");
-            }
-            n += 1;
         }
     }
     assert!(n > 50);
@@ -179,18 +184,32 @@ fn implicit_lsrs_and_detectability() {
         icmp_tunnelling: 0.0,
         ..o
     };
-    let truth = Lab::new(generate(3, &one)).truth();
+    let mut lab = Lab::new(generate(3, &one));
+    let truth = lab.truth();
     assert!(!truth.destinations.is_empty());
-    for t in truth.destinations.iter().flat_map(|d| &d.tunnels) {
-        assert_eq!(t.lsrs.len(), 1);
-        assert!(!t.detectable, "a lone implicit LSR quotes TTL 1: {t:?}");
+    let mut t = Tracer::new(&mut lab);
+    for d in &truth.destinations {
+        let trace = t.trace(d.dst, 64);
+        for tun in &d.tunnels {
+            assert_eq!(tun.lsrs.len(), 1);
+            for a in trace.iter().flatten().filter(|a| a.from == tun.lsrs[0]) {
+                assert_eq!((a.q_ttl, a.labels.len()), (Some(1), 0), "{tun:?}");
+            }
+        }
     }
 }
 
-/// The truth's trigger signals are the numbers the packets carry: recompute FRPLA, RTLA
-/// and the duplicate IP from a plain trace and pings for invisible tunnels without ECMP.
+fn silent(truth: &vtnt_lab::Truth, router: &str) -> bool {
+    truth.routers.iter().any(|r| r.name == router && r.silent)
+}
+
+/// The oracle agrees with a plain trace to each destination (no ECMP, so every flow
+/// takes its path): the ingress and egress answer there or not, a label is quoted by an
+/// LSR or the egress or not; a tunnel whose LSRs the trace shows is seen in order; and
+/// every tunnel with answering routers whose LSP lets some trace show its LSRs (not UHP
+/// with labelled internal prefixes) is observable.
 #[test]
-fn signals_agree_with_traces() {
+fn oracle_agrees_with_traces() {
     let o = GenOptions {
         ecmp: 0.0,
         ..GenOptions::default()
@@ -198,45 +217,45 @@ fn signals_agree_with_traces() {
     let mut checked = 0;
     for seed in 0..20 {
         let topo = generate(seed, &o);
-        let mut lab = Lab::new(topo.clone());
-        let truth = lab.truth();
-        let sig = |name: &str| {
-            let r = truth.routers.iter().find(|r| r.name == name).unwrap();
-            (i16::from(r.signature[0]), i16::from(r.signature[1]))
-        };
+        let truth = vtnt_lab::truth::truth(&topo);
+        let oracle = vtnt_lab::oracle(&topo, &truth, &OracleOptions::default());
+        let mut lab = Lab::new(topo);
         let mut t = Tracer::new(&mut lab);
-        for d in &truth.destinations {
-            let trace = t.trace(d.dst, 64);
-            for tun in d.tunnels.iter().filter(|x| x.class.is_invisible()) {
-                let s = tun
-                    .signals
-                    .as_ref()
-                    .expect("signals of an invisible tunnel");
-                let at = usize::from(s.hop_ttl) - 1;
-                let hop = trace[at].as_ref().unwrap();
-                assert_eq!(hop.from, s.hop);
-                let (te, er) = sig(&s.hop_router);
-                let frpla = te - i16::from(hop.reply_ttl) + 1 - i16::from(hop.probe_ttl);
-                assert_eq!(frpla, s.frpla, "seed {seed} {}", d.name);
-                let ping = t.ping(hop.from).unwrap();
-                let rtla = if te == 255 && er != 255 {
-                    frpla + i16::from(hop.probe_ttl) - (er - i16::from(ping.reply_ttl) + 1)
-                } else {
-                    0
+        let of = |router: &str| {
+            let r = truth.routers.iter().find(|r| r.name == router).unwrap();
+            r.addresses.clone()
+        };
+        for (d, seen) in truth.destinations.iter().zip(&oracle.tunnels) {
+            let trace: Vec<_> = t.trace(d.dst, 64).into_iter().flatten().collect();
+            for (tun, x) in d.tunnels.iter().zip(seen) {
+                let answers = |router: &str| {
+                    let addrs = of(router);
+                    trace.iter().any(|a| addrs.contains(&a.from))
                 };
-                assert_eq!(rtla, s.rtla, "seed {seed} {}", d.name);
-                let dup = trace[at + 1].as_ref().is_some_and(|n| n.from == hop.from);
-                assert_eq!(dup, s.dup_ip, "seed {seed} {}", d.name);
-                assert_eq!(dup, tun.class == TunnelClass::InvisibleUhp);
-                assert_eq!(tun.detectable, s.fires());
-                assert_eq!(
-                    tun.revelation_possible,
-                    s.fires()
-                        && matches!(
-                            tun.revealable_by,
-                            Some(Revelation::Dpr | Revelation::Brpr | Revelation::Buddy)
-                        )
-                );
+                let at = format!("seed {seed} {}: {tun:?}", d.name);
+                assert_eq!(x.ingress_seen, answers(&tun.ingress_router), "{at}");
+                assert_eq!(x.egress_seen, answers(&tun.egress_router), "{at}");
+                let labelled = tun
+                    .lsr_routers
+                    .iter()
+                    .chain([&tun.egress_router])
+                    .flat_map(|r| of(r))
+                    .any(|addr| trace.iter().any(|a| a.from == addr && !a.labels.is_empty()));
+                assert_eq!(x.label_seen, labelled, "{at}");
+                if [&tun.ingress_router, &tun.egress_router]
+                    .into_iter()
+                    .chain(&tun.lsr_routers)
+                    .all(|r| answers(r))
+                {
+                    assert!(x.lsrs_seen_in_order, "{at}");
+                }
+                let quiet = [&tun.ingress_router, &tun.egress_router]
+                    .into_iter()
+                    .chain(&tun.lsr_routers)
+                    .any(|r| silent(&truth, r));
+                if !quiet && tun.revelation != Revelation::None {
+                    assert!(x.observable, "{at}");
+                }
                 checked += 1;
             }
         }
