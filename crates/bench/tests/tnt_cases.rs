@@ -231,3 +231,29 @@ fn an_ingress_met_under_another_address_is_still_the_ingress() {
         "{aliased} aliased, {lost} lost"
     );
 }
+
+/// A blind spot (invisible-php.toml, egress `<64,64>`, the return path a tunnel too):
+/// both directions hide the LSRs and the egress pushes its own replies without
+/// propagating, so FRPLA is 0 and RTLA does not apply. Only a test of the hop pair finds
+/// it: the blind-spot candidate.
+#[test]
+fn a_tunnel_hidden_both_ways_behind_a_64_64_egress_is_found() {
+    let topo = || {
+        case("invisible-php", |d| {
+            for r in d.routers.iter_mut().filter(|r| r.name == "e") {
+                r.vendor = vtnt_lab::Vendor::Linux;
+            }
+            let mut back = d.lsps[0].clone();
+            back.name = "php-back".into();
+            std::mem::swap(&mut back.ingress, &mut back.egress);
+            d.lsps.push(back);
+        })
+    };
+    let (got, want, r) = run(topo(), "dst", TntConfig::default());
+    assert_eq!(want.len(), 1, "{want:?}");
+    assert_eq!(got, want, "{}", dump(&r));
+    let mut off = TntConfig::default();
+    off.classify.blind_spots = false;
+    let (got, _, r) = run(topo(), "dst", off);
+    assert!(got.is_empty(), "{}", dump(&r));
+}

@@ -39,6 +39,12 @@ pub enum BenchCommand {
         /// Print the report as JSON instead of a markdown table.
         #[arg(long, default_value_t = false)]
         json: bool,
+        /// TNT's FRPLA threshold (as `vtnt tnt --frpla`).
+        #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(i16).range(1..=64))]
+        frpla: i16,
+        /// No blind-spot candidates (as `vtnt tnt --no-blind-spots`).
+        #[arg(long)]
+        no_blind_spots: bool,
     },
     /// Seed 000's evaluation for every runtime (native, runc, docker, vm, microvm): image
     /// size, memory (+KSM), CPU, deploy + execution time, density under 1 GB and a CPU
@@ -192,7 +198,9 @@ pub fn run(cmd: BenchCommand) -> anyhow::Result<ExitCode> {
             topologies,
             seed,
             json,
-        } => tnt_accuracy(topologies, seed, json),
+            frpla,
+            no_blind_spots,
+        } => tnt_accuracy(topologies, seed, json, frpla, !no_blind_spots),
         BenchCommand::Soak {
             runs,
             targets,
@@ -365,12 +373,20 @@ fn random_seed() -> u64 {
     h.finish()
 }
 
-fn tnt_accuracy(topologies: usize, seed: Option<u64>, json: bool) -> anyhow::Result<ExitCode> {
+fn tnt_accuracy(
+    topologies: usize,
+    seed: Option<u64>,
+    json: bool,
+    frpla: i16,
+    blind_spots: bool,
+) -> anyhow::Result<ExitCode> {
     let seed = seed.unwrap_or_else(random_seed);
     eprintln!(
         "vtnt bench tnt-accuracy: seed {seed}, {topologies} generated topologies + reference"
     );
-    let opts = vtnt_bench::AccuracyOptions::new(topologies, seed);
+    let mut opts = vtnt_bench::AccuracyOptions::new(topologies, seed);
+    opts.tnt.classify.thresholds.frpla = frpla;
+    opts.tnt.classify.blind_spots = blind_spots;
     let report = vtnt_bench::tnt_accuracy(&opts)
         .map_err(|e| anyhow::anyhow!("tnt-accuracy (seed {seed}): {e}"))?;
     emit(

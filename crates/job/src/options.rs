@@ -217,6 +217,9 @@ pub struct TntArgs {
     /// from another interface.
     #[arg(long)]
     pub no_anchor_alias: bool,
+    /// Test no hop pair before a `<64,64>` or `<128,128>` router unless a trigger fires.
+    #[arg(long)]
+    pub no_blind_spots: bool,
     /// Hop pairs tested before an FRPLA/RTLA candidate that revealed nothing (0: none).
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u8).range(0..=8))]
     pub walk_back: u8,
@@ -252,6 +255,7 @@ impl TntArgs {
         c.classify.frpla_relative = !self.no_frpla_relative;
         c.classify.uturn_shape = !self.no_uturn_shape;
         c.classify.explicit_null_egress = !self.no_explicit_null_egress;
+        c.classify.blind_spots = !self.no_blind_spots;
         c.reveal = !self.no_reveal;
         c.buddy = !self.no_buddy;
         c.walk_back = self.walk_back;

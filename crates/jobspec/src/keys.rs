@@ -163,6 +163,7 @@ pub(crate) fn tnt_fields(c: &TntConfig) -> Fields {
             "explicit-null-egress",
             c.classify.explicit_null_egress.to_string()
         ),
+        ("blind-spots", c.classify.blind_spots.to_string()),
         ("reveal", c.reveal.to_string()),
         ("buddy", c.buddy.to_string()),
         ("max-brpr-steps", c.max_brpr_steps.to_string()),
@@ -183,6 +184,7 @@ pub(crate) fn set_tnt(c: &mut TntConfig, key: &str, v: &str) -> Result<bool, Why
         "frpla-relative" => c.classify.frpla_relative = boolean(v)?,
         "uturn-shape" => c.classify.uturn_shape = boolean(v)?,
         "explicit-null-egress" => c.classify.explicit_null_egress = boolean(v)?,
+        "blind-spots" => c.classify.blind_spots = boolean(v)?,
         "reveal" => c.reveal = boolean(v)?,
         "buddy" => c.buddy = boolean(v)?,
         "max-brpr-steps" => c.max_brpr_steps = num(v, "a step count (1..=64)")?,

@@ -127,6 +127,7 @@ fn every_key_changed_round_trips() {
     c.classify.frpla_relative = false;
     c.classify.uturn_shape = false;
     c.classify.explicit_null_egress = false;
+    c.classify.blind_spots = false;
     c.reveal = false;
     c.buddy = false;
     c.max_brpr_steps = 10;

@@ -72,6 +72,9 @@ pub enum Trigger {
     Frpla,
     /// Brute-force mode: every hop pair is tested.
     BruteForce,
+    /// A hop whose own replies cannot show a tunnel ending at it (see
+    /// `ClassifyOptions::blind_spots`).
+    Blind,
 }
 
 impl Trigger {
@@ -83,6 +86,7 @@ impl Trigger {
             Trigger::Rtla => "RTLA",
             Trigger::Frpla => "FRPLA",
             Trigger::BruteForce => "BRTF",
+            Trigger::Blind => "BLIND",
         }
     }
 }
@@ -205,6 +209,13 @@ impl Classification {
     }
 }
 
+/// A time exceeded from a router whose signature is `<64,64>` or `<128,128>` (see
+/// `ClassifyOptions::blind_spots`).
+fn blind(hop: &PathHop) -> bool {
+    let te = initial_ttl(hop.reply_ttl);
+    hop.er.is_some_and(|er| initial_ttl(er) == te && te != 255)
+}
+
 fn label_class(hop: &PathHop) -> Option<TunnelClass> {
     if !hop.is_time_exceeded() {
         return None;
@@ -247,6 +258,12 @@ pub struct ClassifyOptions {
     /// the egress receives it. Off: it counts as an LSR and the hop after it as the
     /// egress, as for PHP.
     pub explicit_null_egress: bool,
+    /// Test the hop pair before a hop whose TTL signature is `<64,64>` or `<128,128>`
+    /// (trigger [`Trigger::Blind`]): such routers push their own replies with the return
+    /// LSP's no-propagate setting and answer time exceeded and echo alike, so when the
+    /// return path is a tunnel too, neither FRPLA nor RTLA can show a tunnel ending at
+    /// them. Off: only TNT's triggers (and brute force) make candidates.
+    pub blind_spots: bool,
 }
 
 impl Default for ClassifyOptions {
@@ -257,6 +274,7 @@ impl Default for ClassifyOptions {
             frpla_relative: true,
             uturn_shape: true,
             explicit_null_egress: true,
+            blind_spots: true,
         }
     }
 }
@@ -520,6 +538,8 @@ pub fn classify(path: &Path, opts: &ClassifyOptions) -> Classification {
                 Some(Trigger::Rtla)
             } else if m.frpla - base >= th.frpla {
                 Some(Trigger::Frpla)
+            } else if opts.blind_spots && blind(hop) {
+                Some(Trigger::Blind)
             } else if brute_force {
                 Some(Trigger::BruteForce)
             } else {
