@@ -257,3 +257,23 @@ fn a_tunnel_hidden_both_ways_behind_a_64_64_egress_is_found() {
     let (got, _, r) = run(topo(), "dst", off);
     assert!(got.is_empty(), "{}", dump(&r));
 }
+
+/// An invisible UHP tunnel whose internal prefixes are label switched
+/// (invisible-uhp.toml, `internal-labelled`): no trace can show its LSRs, but the buddy
+/// trace reaches the missing egress right after the ingress, so the tunnel is reported
+/// with its class and both ends, its LSRs hidden and said to be.
+#[test]
+fn an_unrevealable_uhp_tunnel_is_reported_with_its_ends() {
+    let topo = case("invisible-uhp", |d| d.lsps[0].internal_labelled = true);
+    let (got, want, r) = run(topo, "dst", TntConfig::default());
+    assert_eq!(want.len(), 1, "{want:?}");
+    assert_eq!(got.len(), 1, "{}", dump(&r));
+    assert_eq!(
+        (got[0].class, &got[0].ingress, &got[0].egress),
+        (want[0].class, &want[0].ingress, &want[0].egress),
+        "{}",
+        dump(&r)
+    );
+    assert!(got[0].lsrs.is_empty());
+    assert!(r.tunnels[0].note.is_some_and(|n| n.contains("LSRs hidden")));
+}

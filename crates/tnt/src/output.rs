@@ -346,10 +346,38 @@ pub fn build_result(
         };
         let Some(rev) = tst.revelation.filter(|r| !r.lsrs().is_empty()) else {
             let status = tst.revelation.map(|r| r.status());
+            let egress_only = tst
+                .revelation
+                .filter(|_| c.trigger == Trigger::DupIp && c.anchor_is_ingress)
+                .and_then(|r| r.revealed_egress().map(|e| (r, e)));
             if let Some(t) = c.opaque {
                 tunnels[t].revelation = tst.revelation.map(|r| info(r, tst.cached));
                 tunnels[t].note =
                     Some("opaque: revelation showed no LSR; count estimated from the LSE-TTL");
+            } else if let Some((rev, e)) = egress_only {
+                // the buddy trace reached the missing UHP egress right after the ingress
+                let t = tunnels.len();
+                tunnels.push(Tunnel {
+                    class: TunnelClass::InvisibleUhp,
+                    evidence: None,
+                    trigger: Some(c.trigger),
+                    ingress: Some(anchor),
+                    egress: Some(e),
+                    lsrs: Vec::new(),
+                    hidden_estimate: None,
+                    revelation: Some(info(rev, tst.cached)),
+                    note: Some("LSRs hidden: the buddy trace reached the egress right after the ingress (internal prefixes label switched)"),
+                    ingress_alias: rev.anchor_alias(),
+                });
+                members[c.anchor].push(Membership {
+                    tunnel: t,
+                    class: TunnelClass::InvisibleUhp,
+                    role: Role::Ingress,
+                    evidence: None,
+                    trigger: Some(c.trigger),
+                    method: None,
+                    step: None,
+                });
             } else {
                 unrevealed.push(Unrevealed {
                     trigger: c.trigger,

@@ -406,6 +406,12 @@ impl Revelation {
         if self.step == 0 {
             match reading {
                 Err(f) => {
+                    // a buddy trace that reached the missing egress right after the
+                    // ingress: the LSRs stay hidden (internal prefixes label switched),
+                    // but the egress is known
+                    if method == RevealMethod::Buddy && f == RevealFailure::NothingRevealed {
+                        self.revealed_egress = Some(dst);
+                    }
                     if self.plan.is_empty() {
                         self.status = RevealStatus::Failed(f);
                     }
