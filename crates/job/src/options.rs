@@ -213,10 +213,10 @@ pub struct TntArgs {
     /// Count a last labelled hop quoting explicit null as an LSR, not as a UHP egress.
     #[arg(long)]
     pub no_explicit_null_egress: bool,
-    /// Never take a revelation trace's hop at the ingress's TTL for the ingress answering
-    /// from another interface.
-    #[arg(long)]
-    pub no_anchor_alias: bool,
+    /// Times a revelation trace that does not show the ingress is run again, on another
+    /// flow (0: never).
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u8).range(0..=8))]
+    pub ingress_retries: u8,
     /// Test no hop pair before a `<64,64>` or `<128,128>` router unless a trigger fires.
     #[arg(long)]
     pub no_blind_spots: bool,
@@ -260,7 +260,7 @@ impl TntArgs {
         c.buddy = !self.no_buddy;
         c.walk_back = self.walk_back;
         c.walk_forward = self.walk_forward;
-        c.anchor_alias = !self.no_anchor_alias;
+        c.ingress_retries = self.ingress_retries;
         c.max_brpr_steps = self.max_brpr_steps;
         c
     }

@@ -169,7 +169,7 @@ pub(crate) fn tnt_fields(c: &TntConfig) -> Fields {
         ("max-brpr-steps", c.max_brpr_steps.to_string()),
         ("walk-back", c.walk_back.to_string()),
         ("walk-forward", c.walk_forward.to_string()),
-        ("anchor-alias", c.anchor_alias.to_string()),
+        ("ingress-retries", c.ingress_retries.to_string()),
     ]
 }
 
@@ -190,7 +190,7 @@ pub(crate) fn set_tnt(c: &mut TntConfig, key: &str, v: &str) -> Result<bool, Why
         "max-brpr-steps" => c.max_brpr_steps = num(v, "a step count (1..=64)")?,
         "walk-back" => c.walk_back = num(v, "a count (0..=8)")?,
         "walk-forward" => c.walk_forward = num(v, "a count (0..=8)")?,
-        "anchor-alias" => c.anchor_alias = boolean(v)?,
+        "ingress-retries" => c.ingress_retries = num(v, "a count (0..=8)")?,
         _ => return Ok(false),
     }
     Ok(true)

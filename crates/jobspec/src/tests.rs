@@ -133,7 +133,7 @@ fn every_key_changed_round_trips() {
     c.max_brpr_steps = 10;
     c.walk_back = 0;
     c.walk_forward = 3;
-    c.anchor_alias = false;
+    c.ingress_retries = 1;
     let line = round_trip(&JobSpec::new(JobKind::Tnt(c), vec![ip("192.0.2.1")]));
     assert!(line.contains(" tnt.walk-back=0 "), "{line}");
 }

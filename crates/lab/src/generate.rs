@@ -76,6 +76,12 @@ pub struct GenOptions {
     pub asymmetry: f64,
     /// Chance an explicit or implicit LSP tunnels its ICMP.
     pub icmp_tunnelling: f64,
+    /// Chance a diamond's second branch is two routers long at the same cost: replies
+    /// (and forward flows) of the routers behind it take paths of unequal length, which
+    /// gives u-turns and FRPLA of a few hops on paths without MPLS.
+    pub unequal_ecmp: f64,
+    /// Initial TTLs of the destination hosts, drawn uniformly (empty: 64).
+    pub host_ttls: Vec<u8>,
 }
 
 impl Default for GenOptions {
@@ -92,6 +98,8 @@ impl Default for GenOptions {
             ecmp: 0.2,
             asymmetry: 0.3,
             icmp_tunnelling: 0.2,
+            unequal_ecmp: 0.3,
+            host_ttls: vec![64, 128, 255],
         }
     }
 }
@@ -136,17 +144,26 @@ impl Builder {
         });
     }
     /// A plain hop from `u` to a new router (or an ECMP diamond to it); returns it and
-    /// how many routers deeper it is (1, or 2 through a diamond).
+    /// how many routers deeper it is (1, or 2 or 3 through a diamond).
     fn plain_hop(&mut self, u: &str, o: &GenOptions) -> (String, usize) {
         let v = self.router();
         if self.rng.chance(o.ecmp) {
             let (x, y) = (self.router(), self.router());
             let back = self.rng.chance(o.asymmetry).then_some(30);
             self.link(u, &x, 10, back);
-            self.link(u, &y, 10, None);
             self.link(&x, &v, 10, back);
-            self.link(&y, &v, 10, None);
-            (v, 2)
+            if self.rng.chance(o.unequal_ecmp) {
+                // u - y - y2 - v, as cheap as u - x - v
+                let y2 = self.router();
+                self.link(u, &y, 7, None);
+                self.link(&y, &y2, 7, None);
+                self.link(&y2, &v, 6, None);
+                (v, 3)
+            } else {
+                self.link(u, &y, 10, None);
+                self.link(&y, &v, 10, None);
+                (v, 2)
+            }
         } else {
             self.link(u, &v, 10, None);
             (v, 1)
@@ -220,7 +237,8 @@ impl Builder {
                 .push(mk(format!("lsp{n}-{}-back", class.name()), rev));
         }
     }
-    fn host(&mut self, router: &str) {
+    fn host(&mut self, router: &str, o: &GenOptions) {
+        let ttl = *self.rng.pick(&o.host_ttls).unwrap_or(&64);
         let i = self.next_host;
         self.next_host += 1;
         let (c, k) = if i < 64 {
@@ -237,7 +255,7 @@ impl Builder {
             gateway: gw.to_string(),
             router: router.into(),
             delay_ms: 0.5,
-            ttl: 64,
+            ttl,
             tcp_open: vec![80],
             silent: false,
         });
@@ -284,7 +302,7 @@ pub fn generate(seed: u64, opts: &GenOptions) -> Topology {
     let mut attach = vec![(r0, 1usize)];
     for _ in 0..opts.destinations.min(MAX_DESTINATIONS) {
         // Plan the branch, then hang it where it fits under `max_hops`: plain hops count
-        // two routers each (they may be diamonds); ttl-propagate LSPs count their LSRs
+        // three routers each (they may be diamonds); ttl-propagate LSPs count their LSRs
         // twice (an LSR's time exceeded may be tunnelled to the egress and back).
         let class = b.class(&opts.mix);
         let mut plain = b.rng.below(3) as usize;
@@ -301,7 +319,7 @@ pub fn generate(seed: u64, opts: &GenOptions) -> Topology {
         };
         let propagate = matches!(class, Some(TunnelClass::Explicit | TunnelClass::Implicit));
         let need = |plain: usize, lsrs: usize| {
-            2 * plain
+            3 * plain
                 + match class {
                     Some(_) => lsrs + 2 + if propagate { lsrs } else { 0 },
                     None => 0,
@@ -341,7 +359,7 @@ pub fn generate(seed: u64, opts: &GenOptions) -> Topology {
         }
         let v = b.router();
         b.link(&u, &v, 10, None);
-        b.host(&v);
+        b.host(&v, opts);
         attach.push((v, depth + 1));
     }
     match Topology::from_def(b.def) {

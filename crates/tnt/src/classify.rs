@@ -11,7 +11,7 @@
 //!   quotes TTL j, so a run starting at quoted TTL q also holds the q-1 hops before it as
 //!   LSRs, and the hop before those is the ingress;
 //! - a run of consecutive u-turns (not explained by RTLA) shaped like an LSP's (positive,
-//!   falling by 2 per hop: an LSR's time exceeded travels on to the egress and back) whose
+//!   falling by 2 per hop to 2: an LSR's time exceeded travels on to the egress and back) whose
 //!   sum reaches the threshold marks implicit LSRs; the hops around the run are ingress
 //!   and egress (with `uturn_shape` off, any run of non-zero u-turns whose absolute sum
 //!   reaches it, as before: replies returning over ECMP branches of unequal length make
@@ -250,8 +250,9 @@ pub struct ClassifyOptions {
     /// tested once. `sc_tnt` needs no such rule because it only tests the first tunnel.
     pub frpla_relative: bool,
     /// A u-turn run marks an implicit tunnel only when shaped like an LSP's: every
-    /// u-turn positive and each 2 below the one before (the j-th of n LSRs turns around
-    /// `2 (n - j)` hops). Off: any run of non-zero u-turns counts by its absolute sum.
+    /// u-turn positive, each 2 below the one before and the last 2 (the j-th of n LSRs
+    /// turns around `2 (n - j)` hops). Off: any run of non-zero u-turns counts by its
+    /// absolute sum.
     pub uturn_shape: bool,
     /// The last labelled hop of an explicit tunnel that quotes an explicit-null label
     /// (0, IPv6 2) is the egress: UHP's penultimate hop swaps to explicit null, so only
@@ -462,7 +463,9 @@ pub fn classify(path: &Path, opts: &ClassifyOptions) -> Classification {
             end += 1;
             sum += u(end).unsigned_abs();
         }
-        if sum >= th.uturn as u16 {
+        // the last LSR turns around at the egress: 1 hop there, 1 back
+        let ends_at_egress = !opts.uturn_shape || u(end) == 2;
+        if sum >= th.uturn as u16 && ends_at_egress {
             let ingress = i.checked_sub(1).filter(|&k| path.get(k).is_some());
             let egress = Some(end + 1).filter(|&k| path.get(k).is_some());
             c.tunnels.push(VisibleTunnel {

@@ -66,11 +66,11 @@ pub struct TntConfig {
     /// ingress's FRPLA; when that ingress's own rise came from a detour of its replies,
     /// not from a tunnel, the rise of the next hop hides a real tunnel (docs/tnt.md).
     pub walk_forward: u8,
-    /// When a revelation trace does not show the anchor, take the hop at the anchor's
-    /// TTL for it if it answers with the anchor's reply TTL (true): ECMP before the
-    /// ingress can send the trace in over another link, and the ingress answers from
-    /// that interface.
-    pub anchor_alias: bool,
+    /// A revelation trace that does not show the anchor is run again, on another flow,
+    /// up to this many times (3, range 0..=8; 0 is `sc_tnt`'s behaviour): ECMP before the
+    /// ingress can send a trace to another destination in over another link, where the
+    /// ingress answers from another address.
+    pub ingress_retries: u8,
 }
 
 impl Default for TntConfig {
@@ -93,7 +93,7 @@ impl Default for TntConfig {
             max_brpr_steps: 32,
             walk_back: 2,
             walk_forward: 1,
-            anchor_alias: true,
+            ingress_retries: 3,
         }
     }
 }
@@ -117,6 +117,12 @@ impl TntConfig {
         if self.walk_forward > 8 {
             return Err(ConfigError {
                 option: "walk-forward",
+                range: "0..=8",
+            });
+        }
+        if self.ingress_retries > 8 {
+            return Err(ConfigError {
+                option: "ingress-retries",
                 range: "0..=8",
             });
         }
@@ -490,14 +496,11 @@ impl Tnt {
                         egress: key.1,
                         trigger: c.trigger,
                         start_ttl: c.start_ttl,
-                        anchor_seen: self
-                            .config
-                            .anchor_alias
-                            .then_some((anchor.ttl, anchor.reply_ttl)),
                     },
                     self.config.buddy,
                     self.config.max_brpr_steps,
-                );
+                )
+                .with_ingress_retries(self.config.ingress_retries);
                 let req = rev.poll_trace();
                 self.revelations.insert(
                     key,

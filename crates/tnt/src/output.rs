@@ -117,9 +117,6 @@ pub struct Tunnel {
     pub revelation: Option<RevelationInfo>,
     /// Plain statement of what could not be done, instead of a guess.
     pub note: Option<&'static str>,
-    /// Another address of the ingress's router: the one it answered a revelation trace
-    /// from (ECMP before it sent that trace in over another link).
-    pub ingress_alias: Option<IpAddr>,
 }
 
 /// A trigger that fired but whose revelation showed no LSR: not reported as a tunnel.
@@ -317,7 +314,6 @@ pub fn build_result(
             hidden_estimate: vt.hidden_estimate,
             revelation: None,
             note,
-            ingress_alias: None,
         });
         let m = |role| Membership {
             tunnel: t,
@@ -367,7 +363,6 @@ pub fn build_result(
                     hidden_estimate: None,
                     revelation: Some(info(rev, tst.cached)),
                     note: Some("LSRs hidden: the buddy trace reached the egress right after the ingress (internal prefixes label switched)"),
-                    ingress_alias: rev.anchor_alias(),
                 });
                 members[c.anchor].push(Membership {
                     tunnel: t,
@@ -414,14 +409,12 @@ pub fn build_result(
                     hidden_estimate: None,
                     revelation: None,
                     note: None,
-                    ingress_alias: None,
                 });
                 tunnels.len() - 1
             }
         };
         let class_t = tunnels[t].class;
         tunnels[t].lsrs = rev.lsr_addrs().collect();
-        tunnels[t].ingress_alias = rev.anchor_alias();
         tunnels[t].revelation = Some(info(rev, tst.cached));
         tunnels[t].note = match rev.status() {
             RevealStatus::Incomplete(_) => {

@@ -29,7 +29,6 @@ fn sample() -> TntResult {
             egress: ip("10.0.0.5"),
             trigger: c.trigger,
             start_ttl: c.start_ttl,
-            anchor_seen: None,
         },
         true,
         32,

@@ -229,11 +229,6 @@ pub struct Subject {
     pub trigger: Trigger,
     /// First TTL of revelation traces.
     pub start_ttl: u8,
-    /// How the anchor answered the initial trace: (probe TTL, reply TTL). When a
-    /// revelation trace does not show the anchor's address, a time exceeded at that TTL
-    /// with that reply TTL is taken for the anchor answering from another interface (ECMP
-    /// before it sent the trace in over another link). `None`: no such fallback.
-    pub anchor_seen: Option<(u8, u8)>,
 }
 
 /// The revelation of the tunnel between `anchor` and `egress`. Its state changes only
@@ -248,9 +243,8 @@ pub struct Revelation {
     /// The anchor turned out to be the ingress, the unanswered slot after it a silent
     /// egress ([`TraceReading::BehindSilentEgress`]).
     silent_egress: bool,
-    /// The address the anchor answered a revelation trace from, when not its own
-    /// ([`Subject::anchor_seen`]).
-    anchor_alias: Option<IpAddr>,
+    /// Times a trace that did not show the anchor may still be run again.
+    ingress_retries: u8,
     status: RevealStatus,
     /// Traces run and probes they sent.
     traces: u16,
@@ -285,7 +279,7 @@ impl Revelation {
             lsrs: Vec::new(),
             revealed_egress: None,
             silent_egress: false,
-            anchor_alias: None,
+            ingress_retries: 0,
             status: RevealStatus::Running,
             traces: 0,
             probes: 0,
@@ -311,10 +305,13 @@ impl Revelation {
         self.revealed_egress
     }
 
-    /// Another address of the anchor's router, met in a revelation trace instead of the
-    /// anchor's ([`Subject::anchor_seen`]).
-    pub fn anchor_alias(&self) -> Option<IpAddr> {
-        self.anchor_alias
+    /// Runs a trace that did not show the anchor again, up to `n` times in all: each
+    /// run is a new Paris flow, so ECMP before the ingress, which sent the trace in over
+    /// another link (where the ingress answers from another address), may send it in
+    /// over the initial trace's link.
+    pub fn with_ingress_retries(mut self, n: u8) -> Revelation {
+        self.ingress_retries = n;
+        self
     }
 
     /// The anchor is the ingress and the tunnel's egress did not answer (see
@@ -382,19 +379,20 @@ impl Revelation {
             Some(t) => {
                 self.probes += t.probe_count as u32;
                 let anchor_is_ingress = self.subject.anchor_is_ingress || self.silent_egress;
-                let mut r = read_revelation(t, self.subject.anchor, anchor_is_ingress, dst);
-                if r == TraceReading::Failed(RevealFailure::IngressNotFound) {
-                    if let Some(alias) = self.alias_in(t) {
-                        r = read_revelation(t, alias, anchor_is_ingress, dst);
-                        if !matches!(r, TraceReading::Failed(_)) {
-                            self.anchor_alias = Some(alias);
-                        }
-                    }
-                }
-                r
+                read_revelation(t, self.subject.anchor, anchor_is_ingress, dst)
             }
             None => TraceReading::Failed(RevealFailure::TargetNotReached),
         };
+        if reading == TraceReading::Failed(RevealFailure::IngressNotFound)
+            && self.ingress_retries > 0
+        {
+            // the same trace again, on another flow (a BRPR step asks it again by itself)
+            self.ingress_retries -= 1;
+            if self.step == 0 {
+                self.plan.push_front((dst, method));
+            }
+            return;
+        }
         let reading = match reading {
             TraceReading::BehindSilentEgress(hops) => {
                 self.silent_egress = true;
@@ -497,18 +495,6 @@ impl Revelation {
                 }
             }
         }
-    }
-
-    /// The address at the anchor's TTL in `trace` when it answered a time exceeded with
-    /// the anchor's reply TTL (see [`Subject::anchor_seen`]).
-    fn alias_in(&self, trace: &Trace) -> Option<IpAddr> {
-        let (ttl, reply_ttl) = self.subject.anchor_seen?;
-        trace
-            .hops
-            .iter()
-            .find(|h| h.probe_ttl == ttl && h.icmp == Some((11, 0)) && h.reply_ttl == reply_ttl)
-            .map(|h| h.addr)
-            .filter(|&a| a != self.subject.anchor)
     }
 
     /// Addresses of the revealed LSRs, in path order.

@@ -115,9 +115,6 @@ pub fn dump(r: &TntResult) -> String {
         if let Some(n) = t.hidden_estimate.filter(|_| t.class == TunnelClass::Opaque) {
             let _ = write!(out, " hidden~{n}");
         }
-        if let Some(a) = t.ingress_alias {
-            let _ = write!(out, " ingress-alias={a}");
-        }
         if let Some(rev) = t.revelation {
             let _ = write!(out, " revelation={}", status_name(rev.status));
             if rev.cached {
