@@ -174,7 +174,15 @@ pub struct RouterScore {
     /// Routers without a full signature (never answered the ping or never sent a
     /// time-exceeded).
     pub unknown: usize,
+    /// Of the responsive routers: TNT named the router's vendor family ...
     pub vendor_right: usize,
+    /// ... of which a family of several vendors (`<255,255>`: Cisco, Huawei, H3C;
+    /// `<64,64>`: Linux, MikroTik, Nokia, Brocade), so the vendor itself stays open;
+    pub vendor_ambiguous: usize,
+    /// TNT named another family (a router whose signature is another vendor's);
+    pub vendor_wrong: usize,
+    /// TNT said unknown (a signature outside its table).
+    pub vendor_unknown: usize,
 }
 
 /// Probe costs.
@@ -312,6 +320,11 @@ fn run_mode(
     }
     acc.finish(&mut report);
     Ok(report)
+}
+
+/// Whether the family TNT names from a signature holds several of the lab's vendors.
+fn shared_family(family: &str) -> bool {
+    matches!(family, "cisco" | "linux")
 }
 
 fn vendor_family(v: &str) -> &'static str {
@@ -753,6 +766,11 @@ impl Scorer {
                     .name();
                     if ours == vendor_family(vendor) {
                         rs.vendor_right += 1;
+                        rs.vendor_ambiguous += usize::from(shared_family(ours));
+                    } else if ours == "unknown" {
+                        rs.vendor_unknown += 1;
+                    } else {
+                        rs.vendor_wrong += 1;
                     }
                 }
                 _ => rs.unknown += 1,
@@ -835,8 +853,8 @@ impl AccuracyReport {
         s.push('\n');
         let r = &self.routers;
         s.push_str(&format!(
-            "Signatures: {} routers seen, {} responsive (time exceeded and echo reply): {} right, {} wrong; {} unknown (no echo reply or no time-exceeded); vendor right {}\n",
-            r.seen, r.responsive, r.signature_right, r.signature_wrong, r.unknown, r.vendor_right
+            "Signatures: {} routers seen, {} responsive (time exceeded and echo reply): {} right, {} wrong; {} unknown (no echo reply or no time-exceeded)\nVendors of the responsive routers: family right {} (of which {} a family of several vendors), wrong {} (another vendor's signature), unknown {} (a signature outside TNT's table)\n",
+            r.seen, r.responsive, r.signature_right, r.signature_wrong, r.unknown, r.vendor_right, r.vendor_ambiguous, r.vendor_wrong, r.vendor_unknown
         ));
         let p = &self.probes;
         s.push_str(&format!(

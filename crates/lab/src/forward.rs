@@ -433,7 +433,7 @@ impl Lab {
         if is_icmp_error(orig) || !self.may_send(r, t) {
             return;
         }
-        let ttl = self.net().routers[r as usize].vendor.error_ttl();
+        let ttl = self.net().routers[r as usize].signature.0;
         let ip = Ip {
             src,
             dst: addr_at(orig, 12),
@@ -488,8 +488,8 @@ impl Lab {
                 if !self.may_send(r, t) {
                     return;
                 }
-                let v = self.net().routers[r as usize].vendor;
-                (v.error_ttl(), v.reply_ttl(), r, None)
+                let (te, er) = self.net().routers[r as usize].signature;
+                (te, er, r, None)
             }
             Responder::Host(h) => {
                 let host = &self.net().hosts[h as usize];

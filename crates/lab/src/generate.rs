@@ -82,6 +82,10 @@ pub struct GenOptions {
     pub unequal_ecmp: f64,
     /// Initial TTLs of the destination hosts, drawn uniformly (empty: 64).
     pub host_ttls: Vec<u8>,
+    /// Chance a router's TTL signature is not its vendor's: half of them outside TNT's
+    /// table (`<255,128>`, `<128,64>`, `<32,32>`), half another vendor family's, so that a
+    /// fingerprint can be unknown or wrong.
+    pub odd_signatures: f64,
 }
 
 impl Default for GenOptions {
@@ -100,6 +104,7 @@ impl Default for GenOptions {
             icmp_tunnelling: 0.2,
             unequal_ecmp: 0.3,
             host_ttls: vec![64, 128, 255],
+            odd_signatures: 0.05,
         }
     }
 }
@@ -108,6 +113,7 @@ struct Builder {
     rng: Rng,
     def: TopologyDef,
     vendors: Vec<Vendor>,
+    odd_signatures: f64,
     next_link: u32,
     next_host: u32,
 }
@@ -116,12 +122,26 @@ impl Builder {
     fn router(&mut self) -> String {
         let name = format!("r{}", self.def.routers.len());
         let vendor = *self.rng.pick(&self.vendors).unwrap_or(&Vendor::Cisco);
+        const OFF_TABLE: [[u8; 2]; 3] = [[255, 128], [128, 64], [32, 32]];
+        const TABLE: [[u8; 2]; 4] = [[255, 255], [255, 64], [64, 64], [128, 128]];
+        let signature = if self.rng.chance(self.odd_signatures) {
+            let own = vendor.signature();
+            let others: Vec<[u8; 2]> = if self.rng.chance(0.5) {
+                OFF_TABLE.to_vec()
+            } else {
+                TABLE.into_iter().filter(|s| (s[0], s[1]) != own).collect()
+            };
+            self.rng.pick(&others).copied()
+        } else {
+            None
+        };
         self.def.routers.push(RouterDef {
             name: name.clone(),
             vendor,
             loopback: None,
             silent: false,
             icmp_rate: 0,
+            signature,
         });
         name
     }
@@ -282,6 +302,7 @@ pub fn generate(seed: u64, opts: &GenOptions) -> Topology {
             routes: Vec::new(),
         },
         vendors,
+        odd_signatures: opts.odd_signatures,
         next_link: 0,
         next_host: 0,
     };

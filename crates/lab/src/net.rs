@@ -19,6 +19,8 @@ pub(crate) type IfaceId = u32;
 pub(crate) struct Router {
     pub name: String,
     pub vendor: Vendor,
+    /// `<time exceeded, echo reply>` initial TTLs: the vendor's or the topology's own.
+    pub signature: (u8, u8),
     pub silent: bool,
     pub icmp_rate: u32,
     /// All interfaces, loopback included.

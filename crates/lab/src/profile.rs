@@ -60,14 +60,6 @@ impl Vendor {
             Vendor::Linux | Vendor::Mikrotik | Vendor::Nokia | Vendor::Brocade => (64, 64),
         }
     }
-    /// Initial TTL of ICMP errors (time exceeded, unreachable) the router sends.
-    pub const fn error_ttl(self) -> u8 {
-        self.signature().0
-    }
-    /// Initial TTL of echo replies and TCP segments the router sends.
-    pub const fn reply_ttl(self) -> u8 {
-        self.signature().1
-    }
     pub const fn local_push(self) -> LocalPush {
         match self {
             Vendor::Cisco | Vendor::Huawei | Vendor::H3c => LocalPush::Propagate,

@@ -284,7 +284,7 @@ pub fn truth(topo: &Topology) -> Truth {
         .routers
         .iter()
         .map(|r| {
-            let (te, er) = r.vendor.signature();
+            let (te, er) = r.signature;
             RouterTruth {
                 name: r.name.clone(),
                 vendor: r.vendor.name(),

@@ -313,6 +313,24 @@ fn vendor_signatures() {
     }
 }
 
+/// A router's own `signature` replaces its vendor's, in the packets and in the truth.
+#[test]
+fn a_router_signature_replaces_the_vendors() {
+    let mut def = reference().topology().def().clone();
+    for r in def.routers.iter_mut().filter(|r| r.name == "a1") {
+        r.signature = Some([32, 128]);
+    }
+    let mut lab = Lab::new(vtnt_lab::Topology::from_def(def).unwrap());
+    let truth = lab.truth();
+    let mut t = Tracer::new(&mut lab);
+    let te = t.probe(ip("203.0.113.2"), 2).unwrap();
+    assert_eq!(te.from, ip("100.64.0.2"));
+    let er = t.ping(ip("100.64.0.2")).unwrap();
+    assert_eq!((te.ittl(), er.ittl()), (32, 128));
+    let r = truth.routers.iter().find(|r| r.name == "a1").unwrap();
+    assert_eq!((r.vendor, r.signature), ("mikrotik", [32, 128]));
+}
+
 /// The oracle on the reference tunnels, as the tests above show the packets: every
 /// tunnel observable; labels from the explicit LSRs and the opaque egress only; every
 /// hiding tunnel's LSRs in one trace (DPR, buddy) except BRPR's, pieced together link by

@@ -51,6 +51,13 @@ fn line_of(extra: &str, needle: &str) -> usize {
 }
 
 #[test]
+fn a_signature_ttl_of_zero_is_refused() {
+    let extra = "\n[[router]]\nname = \"r4\"\nvendor = \"cisco\"\nsignature = [0, 64]\n";
+    let s = err(extra).to_string();
+    assert!(s.contains("[[router]] \"r4\": a signature's initial TTLs are 1..=255"), "{s}");
+}
+
+#[test]
 fn base_is_valid() {
     let t = Topology::parse(BASE, "t.toml").unwrap();
     assert_eq!(t.name(), "t");

@@ -36,6 +36,7 @@ pub fn chain(n: u8) -> TopologyDef {
                 loopback: None,
                 silent: false,
                 icmp_rate: 0,
+                signature: None,
             })
             .collect(),
         links: (1..n)

@@ -63,6 +63,11 @@ pub struct RouterDef {
     /// 0 = unlimited.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub icmp_rate: u32,
+    /// Initial TTLs `[time exceeded, echo reply]` instead of the vendor's: a router of
+    /// that vendor whose signature is outside TNT's table or another vendor's (the
+    /// vendor still decides how it pushes its own traffic).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signature: Option<[u8; 2]>,
 }
 
 /// A point-to-point link between two routers: a /30 or /31.

@@ -153,9 +153,22 @@ pub(crate) fn resolve(
             return Err(cx.err("router", i, &obj, format!("name already used by a {kind}")));
         }
         by_name.insert(&r.name, i as RouterId);
+        let signature = match r.signature {
+            Some([0, _] | [_, 0]) => {
+                return Err(cx.err(
+                    "router",
+                    i,
+                    &obj,
+                    "a signature's initial TTLs are 1..=255".into(),
+                ))
+            }
+            Some([te, er]) => (te, er),
+            None => r.vendor.signature(),
+        };
         routers.push(Router {
             name: r.name.clone(),
             vendor: r.vendor,
+            signature,
             silent: r.silent,
             icmp_rate: r.icmp_rate,
             ifaces: Vec::new(),
