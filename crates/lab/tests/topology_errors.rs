@@ -54,7 +54,10 @@ fn line_of(extra: &str, needle: &str) -> usize {
 fn a_signature_ttl_of_zero_is_refused() {
     let extra = "\n[[router]]\nname = \"r4\"\nvendor = \"cisco\"\nsignature = [0, 64]\n";
     let s = err(extra).to_string();
-    assert!(s.contains("[[router]] \"r4\": a signature's initial TTLs are 1..=255"), "{s}");
+    assert!(
+        s.contains("[[router]] \"r4\": a signature's initial TTLs are 1..=255"),
+        "{s}"
+    );
 }
 
 #[test]

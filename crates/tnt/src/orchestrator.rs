@@ -108,23 +108,17 @@ impl TntConfig {
                 range: "1..=64",
             });
         }
-        if self.walk_back > 8 {
-            return Err(ConfigError {
-                option: "walk-back",
-                range: "0..=8",
-            });
-        }
-        if self.walk_forward > 8 {
-            return Err(ConfigError {
-                option: "walk-forward",
-                range: "0..=8",
-            });
-        }
-        if self.ingress_retries > 8 {
-            return Err(ConfigError {
-                option: "ingress-retries",
-                range: "0..=8",
-            });
+        for (option, count) in [
+            ("walk-back", self.walk_back),
+            ("walk-forward", self.walk_forward),
+            ("ingress-retries", self.ingress_retries),
+        ] {
+            if count > 8 {
+                return Err(ConfigError {
+                    option,
+                    range: "0..=8",
+                });
+            }
         }
         if self.ping.count == 0 {
             return Err(ConfigError {
