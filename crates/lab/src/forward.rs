@@ -188,14 +188,6 @@ impl Lab {
         }
     }
 
-    /// The address a router answers from: the interface the packet came in on, else its
-    /// first interface.
-    fn reply_src(&self, r: RouterId, from: Option<IfaceId>) -> Ipv4Addr {
-        let n = self.net();
-        let id = from.or_else(|| n.routers[r as usize].ifaces.first().copied());
-        id.map_or(Ipv4Addr::UNSPECIFIED, |i| n.ifaces[i as usize].addr)
-    }
-
     fn walk(&mut self, mut w: Walk) {
         loop {
             w.steps += 1;
@@ -220,7 +212,7 @@ impl Lab {
                 if !w.originated && m.ttl <= 1 {
                     let labels: &[Lse] = if rfc4950 { &[lse] } else { &[] };
                     let tunnel = (tunnelling && m.i < m.f).then_some(m);
-                    let src = self.reply_src(r, w.from);
+                    let src = self.net().reply_addr(r, w.from, addr_at(&w.buf, 12));
                     self.icmp_error(
                         r,
                         src,
@@ -298,7 +290,7 @@ impl Lab {
                                 .map(|_| lse)
                         });
                         let labels: Vec<Lse> = label.into_iter().collect();
-                        let src = self.reply_src(r, w.from);
+                        let src = self.net().reply_addr(r, w.from, addr_at(&w.buf, 12));
                         self.icmp_error(
                             r,
                             src,
@@ -388,7 +380,7 @@ impl Lab {
     }
 
     fn unreachable(&mut self, r: RouterId, w: &Walk, code: u8) {
-        let src = self.reply_src(r, w.from);
+        let src = self.net().reply_addr(r, w.from, addr_at(&w.buf, 12));
         self.icmp_error(
             r,
             src,

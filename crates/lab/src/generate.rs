@@ -16,7 +16,7 @@ use crate::net::TunnelClass;
 use crate::profile::Vendor;
 use crate::rng::Rng;
 use crate::topology::{
-    HostDef, LinkDef, LspDef, Pop, RouterDef, Topology, TopologyDef, VantagePointDef,
+    HostDef, LinkDef, LspDef, Pop, ReplyFrom, RouterDef, Topology, TopologyDef, VantagePointDef,
 };
 
 /// Most destination hosts a generated topology has (one branch each).
@@ -86,6 +86,9 @@ pub struct GenOptions {
     /// table (`<255,128>`, `<128,64>`, `<32,32>`), half another vendor family's, so that a
     /// fingerprint can be unknown or wrong.
     pub odd_signatures: f64,
+    /// Chance a router sends its ICMP errors from the interface towards the source, not
+    /// the one the packet came in on (`reply-from = "outgoing"`).
+    pub reply_from_outgoing: f64,
 }
 
 impl Default for GenOptions {
@@ -105,6 +108,7 @@ impl Default for GenOptions {
             unequal_ecmp: 0.3,
             host_ttls: vec![64, 128, 255],
             odd_signatures: 0.05,
+            reply_from_outgoing: 0.05,
         }
     }
 }
@@ -114,6 +118,7 @@ struct Builder {
     def: TopologyDef,
     vendors: Vec<Vendor>,
     odd_signatures: f64,
+    reply_from_outgoing: f64,
     next_link: u32,
     next_host: u32,
 }
@@ -142,6 +147,11 @@ impl Builder {
             silent: false,
             icmp_rate: 0,
             signature,
+            reply_from: if self.rng.chance(self.reply_from_outgoing) {
+                ReplyFrom::Outgoing
+            } else {
+                ReplyFrom::Incoming
+            },
         });
         name
     }
@@ -303,6 +313,7 @@ pub fn generate(seed: u64, opts: &GenOptions) -> Topology {
         },
         vendors,
         odd_signatures: opts.odd_signatures,
+        reply_from_outgoing: opts.reply_from_outgoing,
         next_link: 0,
         next_host: 0,
     };

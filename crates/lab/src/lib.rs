@@ -53,7 +53,7 @@ pub use net::{Revelation, TunnelClass};
 pub use oracle::{oracle, Observation, Oracle, OracleOptions};
 pub use profile::Vendor;
 pub use topology::{
-    to_toml, HostDef, LinkDef, LspDef, Pop, RouteDef, RouterDef, Topology, TopologyDef,
+    to_toml, HostDef, LinkDef, LspDef, Pop, ReplyFrom, RouteDef, RouterDef, Topology, TopologyDef,
     TopologyError, VantagePointDef, REFERENCE_TOML,
 };
 pub use truth::Truth;

@@ -10,7 +10,7 @@ use serde::Serialize;
 use crate::addr::Prefix;
 use crate::profile::Vendor;
 use crate::routing::Tables;
-use crate::topology::Pop;
+use crate::topology::{Pop, ReplyFrom};
 
 pub(crate) type RouterId = u32;
 pub(crate) type IfaceId = u32;
@@ -21,6 +21,7 @@ pub(crate) struct Router {
     pub vendor: Vendor,
     /// `<time exceeded, echo reply>` initial TTLs: the vendor's or the topology's own.
     pub signature: (u8, u8),
+    pub reply_from: ReplyFrom,
     pub silent: bool,
     pub icmp_rate: u32,
     /// All interfaces, loopback included.
@@ -221,6 +222,38 @@ impl Net {
 
     pub fn owner(&self, addr: Ipv4Addr) -> Option<Owner> {
         self.owner_in(self.prefix_of(addr)?, addr)
+    }
+
+    /// The address router `r`'s ICMP error about a packet from `to` comes from, the
+    /// packet having come in on `from` (see [`ReplyFrom`]); its first interface when none
+    /// applies.
+    pub fn reply_addr(&self, r: RouterId, from: Option<IfaceId>, to: Ipv4Addr) -> Ipv4Addr {
+        let router = &self.routers[r as usize];
+        let id = match router.reply_from {
+            ReplyFrom::Incoming => from,
+            ReplyFrom::Loopback => router
+                .ifaces
+                .iter()
+                .copied()
+                .find(|&i| self.ifaces[i as usize].peer == Peer::Loopback)
+                .or(from),
+            ReplyFrom::Outgoing => self.out_iface(r, to).or(from),
+        };
+        id.or_else(|| router.ifaces.first().copied())
+            .map_or(Ipv4Addr::UNSPECIFIED, |i| self.ifaces[i as usize].addr)
+    }
+
+    /// The interface `r` sends a packet for `to` out of (the first ECMP next hop).
+    fn out_iface(&self, r: RouterId, to: Ipv4Addr) -> Option<IfaceId> {
+        let p = self.prefix_of(to)?;
+        if self.prefixes[p as usize].attached.contains(&r) {
+            return self.routers[r as usize]
+                .ifaces
+                .iter()
+                .copied()
+                .find(|&i| self.prefix_of(self.ifaces[i as usize].addr) == Some(p));
+        }
+        self.tables.next_hops(r, p).first().copied()
     }
 
     pub fn router_name(&self, r: RouterId) -> &str {

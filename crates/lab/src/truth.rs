@@ -68,7 +68,8 @@ pub struct LspTruth {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Hop {
     pub router: String,
-    /// The interface the packet arrives on (what answers a traceroute probe).
+    /// The address it answers a traceroute probe from: the interface the packet arrives
+    /// on, or its router's `reply-from` choice.
     pub addr: Ipv4Addr,
 }
 
@@ -189,25 +190,24 @@ fn in_iface(net: &Net, out: IfaceId) -> Option<IfaceId> {
     }
 }
 
-fn hop(net: &Net, (r, from): (RouterId, Option<IfaceId>)) -> Hop {
-    let addr = from
-        .or_else(|| net.routers[r as usize].ifaces.first().copied())
-        .map_or(Ipv4Addr::UNSPECIFIED, |i| net.ifaces[i as usize].addr);
+/// Router `r` entered on `from`, as a traceroute from `vp` sees it.
+fn hop(net: &Net, vp: Ipv4Addr, (r, from): (RouterId, Option<IfaceId>)) -> Hop {
+    let addr = net.reply_addr(r, from, vp);
     Hop {
         router: net.router_name(r).to_string(),
         addr,
     }
 }
 
-fn tunnels(net: &Net, path: &SymPath) -> Vec<Tunnel> {
+fn tunnels(net: &Net, vp: Ipv4Addr, path: &SymPath) -> Vec<Tunnel> {
     path.pushes
         .iter()
         .map(|&(l, f, at)| {
             let lsp = &net.lsps[usize::from(l)];
             let f = usize::from(f);
-            let ing = hop(net, path.hops[at]);
+            let ing = hop(net, vp, path.hops[at]);
             let seen: Vec<Hop> = (1..=f)
-                .map(|k| hop(net, (lsp.path[k], in_iface(net, lsp.out[k - 1]))))
+                .map(|k| hop(net, vp, (lsp.path[k], in_iface(net, lsp.out[k - 1]))))
                 .collect();
             let (lsrs, egress) = seen.split_at(f - 1);
             Tunnel {
@@ -235,11 +235,11 @@ pub fn destination(topo: &Topology, vp: usize, dst: Ipv4Addr, name: &str) -> Opt
     let mut forward_paths: Vec<Vec<Hop>> = Vec::new();
     let mut tun: Vec<Tunnel> = Vec::new();
     for p in &fwd {
-        let hops: Vec<Hop> = p.hops.iter().map(|&h| hop(net, h)).collect();
+        let hops: Vec<Hop> = p.hops.iter().map(|&h| hop(net, v.addr, h)).collect();
         if !forward_paths.contains(&hops) {
             forward_paths.push(hops);
         }
-        for t in tunnels(net, p) {
+        for t in tunnels(net, v.addr, p) {
             if !tun.contains(&t) {
                 tun.push(t);
             }
@@ -261,9 +261,13 @@ pub fn destination(topo: &Topology, vp: usize, dst: Ipv4Addr, name: &str) -> Opt
         vantage_point: v.name.clone(),
         forward: forward_paths.first().cloned().unwrap_or_default(),
         forward_paths,
-        return_path: first_back.hops.iter().map(|&h| hop(net, h)).collect(),
+        return_path: first_back
+            .hops
+            .iter()
+            .map(|&h| hop(net, v.addr, h))
+            .collect(),
         tunnels: tun,
-        return_tunnels: tunnels(net, &first_back),
+        return_tunnels: tunnels(net, v.addr, &first_back),
     })
 }
 

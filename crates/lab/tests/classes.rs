@@ -370,3 +370,45 @@ fn reference_oracle_observations() {
         .unwrap();
     assert!(oracle.tunnels[plain].is_empty());
 }
+
+/// `reply-from`: a router's time exceeded come from its loopback, or from the interface
+/// towards the source; the truth's hop address follows.
+#[test]
+fn a_router_answers_from_where_reply_from_says() {
+    use vtnt_lab::{ReplyFrom, Topology};
+    let with = |topo: &Topology, name: &str, how: ReplyFrom| {
+        let mut def = topo.def().clone();
+        for r in def.routers.iter_mut().filter(|r| r.name == name) {
+            r.reply_from = how;
+        }
+        Lab::new(Topology::from_def(def).unwrap())
+    };
+    // e1 (loopback 100.127.0.11) at TTL 2 towards the explicit branch
+    let mut lab = with(reference().topology(), "e1", ReplyFrom::Loopback);
+    let truth = lab.truth();
+    let te = Tracer::new(&mut lab).probe(ip("203.0.113.10"), 2).unwrap();
+    assert_eq!(te.from, ip("100.127.0.11"));
+    let d = truth.by_name("explicit").unwrap();
+    assert_eq!(d.forward[1].addr, ip("100.127.0.11"));
+    // i in detour-at-ingress.toml: in from x (100.64.0.6), back out through d1
+    // (100.64.0.9)
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../topologies/cases/detour-at-ingress.toml");
+    let detour = Topology::load(&path).unwrap();
+    let mut lab = with(&detour, "i", ReplyFrom::Incoming);
+    assert_eq!(
+        Tracer::new(&mut lab)
+            .probe(ip("203.0.113.2"), 3)
+            .unwrap()
+            .from,
+        ip("100.64.0.6")
+    );
+    let mut lab = with(&detour, "i", ReplyFrom::Outgoing);
+    let truth = lab.truth();
+    let te = Tracer::new(&mut lab).probe(ip("203.0.113.2"), 3).unwrap();
+    assert_eq!(te.from, ip("100.64.0.9"));
+    assert_eq!(
+        truth.by_name("dst").unwrap().forward[2].addr,
+        ip("100.64.0.9")
+    );
+}

@@ -37,6 +37,7 @@ pub fn chain(n: u8) -> TopologyDef {
                 silent: false,
                 icmp_rate: 0,
                 signature: None,
+                reply_from: Default::default(),
             })
             .collect(),
         links: (1..n)

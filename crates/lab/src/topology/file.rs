@@ -68,6 +68,28 @@ pub struct RouterDef {
     /// vendor still decides how it pushes its own traffic).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub signature: Option<[u8; 2]>,
+    /// The address its ICMP errors (time exceeded, unreachable) come from.
+    #[serde(default, skip_serializing_if = "ReplyFrom::is_incoming")]
+    pub reply_from: ReplyFrom,
+}
+
+/// Which of its addresses a router's ICMP errors come from.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ReplyFrom {
+    /// The interface the packet came in on (RFC 1812's recommendation, the common case).
+    #[default]
+    Incoming,
+    /// The interface the error leaves on, towards the packet's source.
+    Outgoing,
+    /// Its loopback (the incoming interface when it has none).
+    Loopback,
+}
+
+impl ReplyFrom {
+    fn is_incoming(&self) -> bool {
+        *self == ReplyFrom::Incoming
+    }
 }
 
 /// A point-to-point link between two routers: a /30 or /31.

@@ -9,7 +9,9 @@ mod validate;
 
 use std::path::Path;
 
-pub use file::{HostDef, LinkDef, LspDef, Pop, RouteDef, RouterDef, TopologyDef, VantagePointDef};
+pub use file::{
+    HostDef, LinkDef, LspDef, Pop, ReplyFrom, RouteDef, RouterDef, TopologyDef, VantagePointDef,
+};
 
 use crate::net::Net;
 

@@ -169,6 +169,7 @@ pub(crate) fn resolve(
             name: r.name.clone(),
             vendor: r.vendor,
             signature,
+            reply_from: r.reply_from,
             silent: r.silent,
             icmp_rate: r.icmp_rate,
             ifaces: Vec::new(),
