@@ -89,6 +89,9 @@ pub struct GenOptions {
     /// Chance a router sends its ICMP errors from the interface towards the source, not
     /// the one the packet came in on (`reply-from = "outgoing"`).
     pub reply_from_outgoing: f64,
+    /// Chance a branch's host sits on the LSP's egress itself (its LAN label switched over
+    /// the LSP: the tunnel ends at the destination's gateway), not one router further.
+    pub host_at_egress: f64,
 }
 
 impl Default for GenOptions {
@@ -109,6 +112,7 @@ impl Default for GenOptions {
             host_ttls: vec![64, 128, 255],
             odd_signatures: 0.05,
             reply_from_outgoing: 0.05,
+            host_at_egress: 0.2,
         }
     }
 }
@@ -254,6 +258,7 @@ impl Builder {
             icmp_tunnelling: tunnelling,
             egress_forwards_ttl1: forwards,
             non_null_uhp: false,
+            egress_lans_labelled: true,
         };
         let back = self.rng.chance(o.return_lsp);
         self.def
@@ -388,6 +393,11 @@ pub fn generate(seed: u64, opts: &GenOptions) -> Topology {
             depth += path.len();
             u = path[path.len() - 1].clone();
             b.lsp(class, path, opts);
+            if b.rng.chance(opts.host_at_egress) {
+                b.host(&u, opts);
+                attach.push((u, depth));
+                continue;
+            }
         }
         let v = b.router();
         b.link(&u, &v, 10, None);

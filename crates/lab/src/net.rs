@@ -138,6 +138,7 @@ pub(crate) struct Lsp {
     pub pop: Pop,
     pub rfc4950: bool,
     pub internal_labelled: bool,
+    pub egress_lans_labelled: bool,
     pub icmp_tunnelling: bool,
     pub egress_forwards_ttl1: bool,
     pub class: TunnelClass,

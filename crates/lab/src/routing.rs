@@ -7,7 +7,7 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use crate::net::{Iface, IfaceId, Lsp, Peer, PrefixInfo, Router, RouterId};
+use crate::net::{Iface, IfaceId, Lsp, Peer, PrefixInfo, PrefixKind, Router, RouterId};
 use crate::topology::Pop;
 
 /// Unreachable distance.
@@ -178,8 +178,13 @@ impl Tables {
                     continue;
                 }
                 let internal = lsp.path.iter().skip(1).position(|r| p.attached.contains(r));
+                // a host LAN on the egress is a customer prefix reached over the LSP (its
+                // BGP next hop is the egress), whether or not the IGP's are labelled
+                let egress_lan = matches!(p.kind, PrefixKind::HostLan { .. })
+                    && internal == Some(egress_at - 1)
+                    && lsp.egress_lans_labelled;
                 let f = match internal {
-                    Some(j) if lsp.internal_labelled => j + 1,
+                    Some(j) if lsp.internal_labelled || egress_lan => j + 1,
                     Some(_) => continue,
                     None => {
                         let via = dist.get(ing, e).saturating_add(dist.to_prefix(e, p));

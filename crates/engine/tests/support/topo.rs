@@ -74,6 +74,7 @@ pub fn lsp(ingress: &str, egress: &str) -> LspDef {
         icmp_tunnelling: false,
         egress_forwards_ttl1: false,
         non_null_uhp: false,
+        egress_lans_labelled: true,
     }
 }
 

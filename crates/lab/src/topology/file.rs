@@ -190,6 +190,11 @@ pub struct LspDef {
     /// LSR (a traceroute cannot tell it from one).
     #[serde(default, skip_serializing_if = "is_false")]
     pub non_null_uhp: bool,
+    /// Host LANs on the egress are label switched over the whole LSP even with
+    /// `internal-labelled = false` (customer prefixes whose BGP next hop is the egress).
+    /// `false`: only with `internal-labelled`, as the egress's other prefixes.
+    #[serde(default = "yes", skip_serializing_if = "is_true")]
+    pub egress_lans_labelled: bool,
 }
 
 /// A static route: `router` sends traffic for `prefix` to its neighbour `via`, whatever
@@ -208,6 +213,9 @@ pub struct RouteDef {
 
 fn is_false(b: &bool) -> bool {
     !*b
+}
+fn is_true(b: &bool) -> bool {
+    *b
 }
 fn is_zero(n: &u32) -> bool {
     *n == 0

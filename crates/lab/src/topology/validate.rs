@@ -629,6 +629,7 @@ fn lsp(
         pop: l.pop,
         rfc4950: l.rfc4950,
         internal_labelled: l.internal_labelled,
+        egress_lans_labelled: l.egress_lans_labelled,
         icmp_tunnelling: l.icmp_tunnelling,
         egress_forwards_ttl1: l.egress_forwards_ttl1,
         class,
