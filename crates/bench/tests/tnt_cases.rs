@@ -198,7 +198,7 @@ fn an_explicit_uhp_egress_is_the_last_labelled_hop() {
         assert_eq!(got, want, "{name}: {}", dump(&r));
         // without the explicit-null rule, the egress is taken for an LSR
         let mut off = TntConfig::default();
-        off.classify.explicit_null_egress = false;
+        off.classify.egress_label = false;
         let (got, _, r) = run(case(name, |_| {}), "dst", off);
         assert_eq!(got[0].lsrs, ["l1", "l2", "e"], "{name}: {}", dump(&r));
     }
@@ -271,4 +271,34 @@ fn an_unrevealable_uhp_tunnel_is_reported_with_its_ends() {
     );
     assert!(got[0].lsrs.is_empty());
     assert!(r.tunnels[0].note.is_some_and(|n| n.contains("LSRs hidden")));
+}
+
+/// A label stack (explicit-uhp.toml made PHP with a service label): the LSRs quote the
+/// transport label over the egress's VPN label; the penultimate hop pops the transport
+/// label, so the egress quotes the service label alone, a stack one shallower. It is the
+/// egress, not a last LSR.
+#[test]
+fn a_service_label_left_alone_marks_the_egress() {
+    let topo = || {
+        case("explicit-uhp", |d| {
+            d.lsps[0].pop = vtnt_lab::Pop::Php;
+            d.lsps[0].vpn_label = true;
+        })
+    };
+    let (got, want, r) = run(topo(), "dst", TntConfig::default());
+    assert_eq!(want.len(), 1, "{want:?}");
+    assert_eq!(got, want, "{}", dump(&r));
+    let depths: Vec<usize> = r
+        .trace
+        .as_ref()
+        .unwrap()
+        .hops
+        .iter()
+        .map(|h| h.mpls.len())
+        .collect();
+    assert!(depths.contains(&2) && depths.contains(&1), "{depths:?}");
+    let mut off = TntConfig::default();
+    off.classify.egress_label = false;
+    let (got, _, r) = run(topo(), "dst", off);
+    assert_eq!(got[0].lsrs, ["l1", "l2", "e"], "{}", dump(&r));
 }

@@ -210,9 +210,10 @@ pub struct TntArgs {
     /// Count any run of non-zero u-turns, not only runs shaped like an LSP's.
     #[arg(long)]
     pub no_uturn_shape: bool,
-    /// Count a last labelled hop quoting explicit null as an LSR, not as a UHP egress.
+    /// Count a last labelled hop quoting explicit null or a shallower label stack as an
+    /// LSR, not as the egress.
     #[arg(long)]
-    pub no_explicit_null_egress: bool,
+    pub no_egress_label: bool,
     /// Times a revelation trace that does not show the ingress is run again, on another
     /// flow (0: never).
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u8).range(0..=8))]
@@ -254,7 +255,7 @@ impl TntArgs {
         c.classify.brute_force = self.brute_force;
         c.classify.frpla_relative = !self.no_frpla_relative;
         c.classify.uturn_shape = !self.no_uturn_shape;
-        c.classify.explicit_null_egress = !self.no_explicit_null_egress;
+        c.classify.egress_label = !self.no_egress_label;
         c.classify.blind_spots = !self.no_blind_spots;
         c.reveal = !self.no_reveal;
         c.buddy = !self.no_buddy;

@@ -159,10 +159,7 @@ pub(crate) fn tnt_fields(c: &TntConfig) -> Fields {
         ("brute-force", c.classify.brute_force.to_string()),
         ("frpla-relative", c.classify.frpla_relative.to_string()),
         ("uturn-shape", c.classify.uturn_shape.to_string()),
-        (
-            "explicit-null-egress",
-            c.classify.explicit_null_egress.to_string()
-        ),
+        ("egress-label", c.classify.egress_label.to_string()),
         ("blind-spots", c.classify.blind_spots.to_string()),
         ("reveal", c.reveal.to_string()),
         ("buddy", c.buddy.to_string()),
@@ -183,7 +180,7 @@ pub(crate) fn set_tnt(c: &mut TntConfig, key: &str, v: &str) -> Result<bool, Why
         "brute-force" => c.classify.brute_force = boolean(v)?,
         "frpla-relative" => c.classify.frpla_relative = boolean(v)?,
         "uturn-shape" => c.classify.uturn_shape = boolean(v)?,
-        "explicit-null-egress" => c.classify.explicit_null_egress = boolean(v)?,
+        "egress-label" => c.classify.egress_label = boolean(v)?,
         "blind-spots" => c.classify.blind_spots = boolean(v)?,
         "reveal" => c.reveal = boolean(v)?,
         "buddy" => c.buddy = boolean(v)?,

@@ -126,7 +126,7 @@ fn every_key_changed_round_trips() {
     c.classify.brute_force = true;
     c.classify.frpla_relative = false;
     c.classify.uturn_shape = false;
-    c.classify.explicit_null_egress = false;
+    c.classify.egress_label = false;
     c.classify.blind_spots = false;
     c.reveal = false;
     c.buddy = false;

@@ -43,6 +43,12 @@ pub(crate) struct Mpls {
     pub f: u8,
     pub i: u8,
     pub ttl: u8,
+    /// The LSE-TTL of a service (VPN) label under the transport label, if the LSP
+    /// carries one.
+    pub service: Option<u8>,
+    /// The transport label is gone (popped by the penultimate hop): the service label
+    /// alone is left, `ttl` is its LSE-TTL.
+    pub service_only: bool,
 }
 
 /// A packet being walked through the network.
@@ -202,15 +208,23 @@ impl Lab {
                 let Some(lsp) = net.lsps.get(usize::from(m.lsp)) else {
                     return self.recycle(w.buf);
                 };
-                let label = lsp
-                    .labels
-                    .get(usize::from(m.f))
-                    .and_then(|v| v.get(usize::from(m.i)));
-                let lse = Lse::new(label.copied().unwrap_or(3), 0, true, m.ttl);
+                let label = if m.service_only {
+                    lsp.vpn
+                } else {
+                    lsp.labels
+                        .get(usize::from(m.f))
+                        .and_then(|v| v.get(usize::from(m.i)))
+                        .copied()
+                };
+                let lse = Lse::new(label.unwrap_or(3), 0, m.service.is_none(), m.ttl);
+                // the stack as received: the top label, and a service label under it
+                let stack: Vec<Lse> = core::iter::once(lse)
+                    .chain(m.service.zip(lsp.vpn).map(|(t, v)| Lse::new(v, 0, true, t)))
+                    .collect();
                 let (rfc4950, tunnelling, pop) = (lsp.rfc4950, lsp.icmp_tunnelling, lsp.pop);
                 let out = lsp.out.get(usize::from(m.i)).copied();
                 if !w.originated && m.ttl <= 1 {
-                    let labels: &[Lse] = if rfc4950 { &[lse] } else { &[] };
+                    let labels: &[Lse] = if rfc4950 { &stack } else { &[] };
                     let tunnel = (tunnelling && m.i < m.f).then_some(m);
                     let src = self.net().reply_addr(r, w.from, addr_at(&w.buf, 12));
                     self.icmp_error(
@@ -231,9 +245,23 @@ impl Lab {
                         return self.recycle(w.buf);
                     };
                     if pop == Pop::Php && m.i + 1 == m.f {
-                        let t = ip_ttl(&w.buf).min(ttl);
-                        set_ip_ttl(&mut w.buf, t);
-                        w.mpls = None;
+                        match m.service {
+                            // the service label takes the popped label's TTL
+                            Some(s) => {
+                                w.mpls = Some(Mpls {
+                                    i: m.i + 1,
+                                    ttl: ttl.min(s),
+                                    service: None,
+                                    service_only: true,
+                                    ..m
+                                })
+                            }
+                            None => {
+                                let t = ip_ttl(&w.buf).min(ttl);
+                                set_ip_ttl(&mut w.buf, t);
+                                w.mpls = None;
+                            }
+                        }
                     } else {
                         w.mpls = Some(Mpls {
                             i: m.i + 1,
@@ -351,11 +379,14 @@ impl Lab {
                 let Some(&o) = lsp.out.first() else {
                     return self.recycle(w.buf);
                 };
+                let whole = usize::from(push.f) == lsp.egress_index();
                 w.mpls = Some(Mpls {
                     lsp: push.lsp,
                     f: push.f,
                     i: 1,
                     ttl,
+                    service: (whole && lsp.vpn.is_some()).then_some(ttl),
+                    service_only: false,
                 });
                 if self.cross(&mut w, o) {
                     continue;
@@ -451,8 +482,11 @@ impl Lab {
         buf.truncate(n);
         let mpls = tunnel.and_then(|m| {
             let lsp = self.net().lsps.get(usize::from(m.lsp))?;
+            // the error rides on with the stack it came with, each LSE-TTL set afresh
+            let fresh = if lsp.propagate { ttl } else { 255 };
             Some(Mpls {
-                ttl: if lsp.propagate { ttl } else { 255 },
+                ttl: fresh,
+                service: m.service.map(|_| fresh),
                 ..m
             })
         });

@@ -92,6 +92,9 @@ pub struct GenOptions {
     /// Chance a branch's host sits on the LSP's egress itself (its LAN label switched over
     /// the LSP: the tunnel ends at the destination's gateway), not one router further.
     pub host_at_egress: f64,
+    /// Chance an LSP other than an implicit one carries a service (VPN) label under its
+    /// transport label.
+    pub vpn_labels: f64,
 }
 
 impl Default for GenOptions {
@@ -113,6 +116,7 @@ impl Default for GenOptions {
             odd_signatures: 0.05,
             reply_from_outgoing: 0.05,
             host_at_egress: 0.2,
+            vpn_labels: 0.2,
         }
     }
 }
@@ -245,6 +249,9 @@ impl Builder {
             _ => r.chance(0.3),
         };
         let tunnelling = propagate && r.chance(o.icmp_tunnelling);
+        // (not on implicit LSPs: their egress, expiring on the service label, quotes the
+        // rising TTL of one more LSR, and no traceroute reading can tell it from one)
+        let vpn = class != TunnelClass::Implicit && r.chance(o.vpn_labels);
         let n = self.def.lsps.len();
         let mk = |name: String, path: Vec<String>| LspDef {
             name,
@@ -259,6 +266,7 @@ impl Builder {
             egress_forwards_ttl1: forwards,
             non_null_uhp: false,
             egress_lans_labelled: true,
+            vpn_label: vpn,
         };
         let back = self.rng.chance(o.return_lsp);
         self.def

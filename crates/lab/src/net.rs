@@ -145,6 +145,9 @@ pub(crate) struct Lsp {
     /// `labels[f][i]`: the label `path[i]` expects for the LSP cut at `path[f]` (0 where
     /// unused). `f = path.len() - 1` is the whole LSP; shorter ones carry internal FECs.
     pub labels: Vec<Vec<u32>>,
+    /// The egress's service (VPN) label, pushed under the transport label on traffic
+    /// that rides the whole LSP (`vpn-label`).
+    pub vpn: Option<u32>,
 }
 
 impl Lsp {

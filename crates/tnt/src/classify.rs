@@ -6,7 +6,8 @@
 //! Rules (see `shared/notes/tnt.md`):
 //! - labelled time-exceeded: top LSE-TTL `<= 1` or `== 255` -> explicit LSR, otherwise
 //!   the egress of an opaque tunnel (the only visible hop of it); the last hop of an
-//!   explicit run quoting explicit null is a UHP egress, not an LSR;
+//!   explicit run quoting explicit null, or a shallower stack than the LSRs before it (a
+//!   service label alone), is the egress, not an LSR;
 //! - no labels, quoted TTL `> 1` and `!= 255` -> implicit LSR; the j-th LSR of a tunnel
 //!   quotes TTL j, so a run starting at quoted TTL q also holds the q-1 hops before it as
 //!   LSRs, and the hop before those is the ingress;
@@ -254,11 +255,12 @@ pub struct ClassifyOptions {
     /// turns around `2 (n - j)` hops). Off: any run of non-zero u-turns counts by its
     /// absolute sum.
     pub uturn_shape: bool,
-    /// The last labelled hop of an explicit tunnel that quotes an explicit-null label
-    /// (0, IPv6 2) is the egress: UHP's penultimate hop swaps to explicit null, so only
-    /// the egress receives it. Off: it counts as an LSR and the hop after it as the
-    /// egress, as for PHP.
-    pub explicit_null_egress: bool,
+    /// The last labelled hop of an explicit tunnel is the egress when its label says so:
+    /// it quotes explicit null (0, IPv6 2; UHP's penultimate hop swaps to it, so only the
+    /// egress receives it), or a stack shallower than the LSRs before it (a service label
+    /// alone: the penultimate hop popped the transport label). Off: it counts as an LSR
+    /// and the hop after it as the egress, as for PHP.
+    pub egress_label: bool,
     /// Test the hop pair before a hop whose TTL signature is `<64,64>` or `<128,128>`
     /// (trigger [`Trigger::Blind`]): such routers push their own replies with the return
     /// LSP's no-propagate setting and answer time exceeded and echo alike, so when the
@@ -274,7 +276,7 @@ impl Default for ClassifyOptions {
             brute_force: false,
             frpla_relative: true,
             uturn_shape: true,
-            explicit_null_egress: true,
+            egress_label: true,
             blind_spots: true,
         }
     }
@@ -330,11 +332,14 @@ pub fn classify(path: &Path, opts: &ClassifyOptions) -> Classification {
                 .and_then(|h| h.top_label)
                 .is_some_and(|l| l == 0 || l == 2)
         };
+        let depth = |k: usize| path.get(k).map_or(0, |h| h.label_depth);
+        let shallower = lsrs.len() > 1 && depth(last) < depth(lsrs[lsrs.len() - 2]);
         let (egress, next) = if labelled(last + 1).is_some() && same(last, last + 1) {
             lsrs.pop();
             (Some(last + 1), last + 2)
-        } else if opts.explicit_null_egress && explicit_null(last) && lsrs.len() > 1 {
-            // UHP with explicit null: the last labelled hop is the egress
+        } else if opts.egress_label && (explicit_null(last) || shallower) && lsrs.len() > 1 {
+            // UHP with explicit null, or a service label left alone by PHP: the last
+            // labelled hop is the egress
             lsrs.pop();
             (Some(last), last + 1)
         } else {

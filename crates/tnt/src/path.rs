@@ -53,6 +53,8 @@ pub struct PathHop {
     pub top_lse_ttl: Option<u8>,
     /// Label of that entry.
     pub top_label: Option<u32>,
+    /// Entries in the quoted label stack (0: none).
+    pub label_depth: u8,
     /// Echo-reply TTL of `addr` from the fingerprint ping (`er`), when it answered.
     pub er: Option<u8>,
 }
@@ -73,6 +75,7 @@ impl PathHop {
             },
             top_lse_ttl: hop.mpls.first().map(|l| l.ttl),
             top_label: hop.mpls.first().map(|l| l.label),
+            label_depth: hop.mpls.len().min(255) as u8,
             er,
         }
     }

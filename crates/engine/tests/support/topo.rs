@@ -75,6 +75,7 @@ pub fn lsp(ingress: &str, egress: &str) -> LspDef {
         egress_forwards_ttl1: false,
         non_null_uhp: false,
         egress_lans_labelled: true,
+        vpn_label: false,
     }
 }
 

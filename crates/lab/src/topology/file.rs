@@ -195,6 +195,11 @@ pub struct LspDef {
     /// `false`: only with `internal-labelled`, as the egress's other prefixes.
     #[serde(default = "yes", skip_serializing_if = "is_true")]
     pub egress_lans_labelled: bool,
+    /// The ingress pushes a service (VPN) label of the egress's under the transport label
+    /// on traffic that rides the whole LSP: LSRs quote a stack of two, and with PHP the
+    /// egress receives the service label alone.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub vpn_label: bool,
 }
 
 /// A static route: `router` sends traffic for `prefix` to its neighbour `via`, whatever

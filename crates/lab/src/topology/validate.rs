@@ -527,6 +527,9 @@ pub(crate) fn class_of(l: &LspDef) -> Result<TunnelClass, String> {
         match (l.ttl_propagate, l.pop, l.rfc4950, l.egress_forwards_ttl1) {
             (true, _, true, _) => TunnelClass::Explicit,
             (true, _, false, _) => TunnelClass::Implicit,
+            // the egress receives the service label and quotes it, LSE-TTL 255 - LSRs,
+            // when the probe expires there: what an opaque tunnel shows
+            (false, Pop::Php, true, _) if l.vpn_label => TunnelClass::Opaque,
             (false, Pop::Php, _, _) => TunnelClass::InvisiblePhp,
             (false, Pop::Uhp, _, true) => TunnelClass::InvisibleUhp,
             (false, Pop::Uhp, true, false) => TunnelClass::Opaque,
@@ -621,6 +624,11 @@ fn lsp(
             next_label[r] += 1;
         }
     }
+    let vpn = l.vpn_label.then(|| {
+        let e = path[n - 1] as usize;
+        next_label[e] += 1;
+        (next_label[e] - 1) & 0xf_ffff
+    });
     Ok(Lsp {
         name: l.name.clone(),
         path,
@@ -634,5 +642,6 @@ fn lsp(
         egress_forwards_ttl1: l.egress_forwards_ttl1,
         class,
         labels,
+        vpn,
     })
 }
