@@ -8,7 +8,7 @@
 use std::net::IpAddr;
 
 use vtnt_bench::run_tnt;
-use vtnt_lab::{Lab, Topology, TopologyDef};
+use vtnt_lab::{Lab, Topology, TopologyDef, Truth};
 use vtnt_tnt::{TntConfig, TntResult, TunnelClass};
 
 /// A tunnel by router names: class, ingress, egress, LSRs in order (`?` for an unknown
@@ -41,11 +41,11 @@ fn silence(def: &mut TopologyDef, routers: &[&str]) {
     }
 }
 
-fn router_of(lab: &Lab, a: Option<IpAddr>) -> String {
+fn router_of(truth: &Truth, a: Option<IpAddr>) -> String {
     let Some(IpAddr::V4(a)) = a else {
         return "?".into();
     };
-    lab.truth()
+    truth
         .routers
         .iter()
         .find(|r| r.addresses.contains(&a))
@@ -65,9 +65,9 @@ fn run(topo: Topology, dst_name: &str, config: TntConfig) -> (Vec<Named>, Vec<Na
         .iter()
         .map(|t| Named {
             class: t.class,
-            ingress: router_of(&lab, t.ingress),
-            egress: router_of(&lab, t.egress),
-            lsrs: t.lsrs.iter().map(|l| router_of(&lab, *l)).collect(),
+            ingress: router_of(&truth, t.ingress),
+            egress: router_of(&truth, t.egress),
+            lsrs: t.lsrs.iter().map(|l| router_of(&truth, *l)).collect(),
         })
         .collect();
     // a silent router can only be reported as an unanswered slot

@@ -179,6 +179,16 @@ pub fn hop_metrics(hop: &PathHop) -> HopMetrics {
     }
 }
 
+/// What a hop's FRPLA is measured against when slot `anchor` is its ingress: the
+/// anchor's positive FRPLA with `frpla_relative`, else 0.
+pub(crate) fn frpla_base(path: &Path, anchor: usize, opts: &ClassifyOptions) -> i16 {
+    if opts.frpla_relative {
+        path.get(anchor).map_or(0, |a| hop_metrics(a).frpla.max(0))
+    } else {
+        0
+    }
+}
+
 /// Everything the path shows by itself.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Classification {
@@ -537,11 +547,7 @@ pub fn classify(path: &Path, opts: &ClassifyOptions) -> Classification {
             None
         } else {
             let m = hop_metrics(hop);
-            let base = if opts.frpla_relative {
-                path.get(anchor).map_or(0, |a| hop_metrics(a).frpla.max(0))
-            } else {
-                0
-            };
+            let base = frpla_base(path, anchor, opts);
             if m.rtla >= th.rtla {
                 Some(Trigger::Rtla)
             } else if m.frpla - base >= th.frpla {

@@ -27,7 +27,8 @@ use vtnt_record::{Duration, Method, Ping, Record, Trace};
 
 use crate::analysis::ConfigError;
 use crate::classify::{
-    classify, hop_metrics, Candidate, Classification, ClassifyOptions, Role, Trigger, TunnelClass,
+    classify, frpla_base, hop_metrics, Candidate, Classification, ClassifyOptions, Role, Trigger,
+    TunnelClass,
 };
 use crate::output::{build_result, Summary, Tested, TntError, TntResult};
 use crate::path::{ping_reply_ttl, Path};
@@ -595,13 +596,7 @@ impl Tnt {
         {
             return;
         }
-        let base = if self.config.classify.frpla_relative {
-            t.path
-                .get(c.anchor)
-                .map_or(0, |a| hop_metrics(a).frpla.max(0))
-        } else {
-            0
-        };
+        let base = frpla_base(&t.path, c.anchor, &self.config.classify);
         if hop_metrics(hop).frpla - base < self.config.classify.thresholds.frpla {
             return;
         }
