@@ -95,6 +95,10 @@ pub struct GenOptions {
     /// Chance an LSP other than an implicit one carries a service (VPN) label under its
     /// transport label.
     pub vpn_labels: f64,
+    /// Chance an LSP of at least three LSRs rides an RSVP-TE LSP over some of them (LDP
+    /// over RSVP-TE, `over`): its LSRs there quote a stack of two labels, and the TE
+    /// LSP's egress, quoting one again, is no egress of the tunnel.
+    pub te_stacks: f64,
 }
 
 impl Default for GenOptions {
@@ -117,6 +121,7 @@ impl Default for GenOptions {
             reply_from_outgoing: 0.05,
             host_at_egress: 0.2,
             vpn_labels: 0.2,
+            te_stacks: 0.15,
         }
     }
 }
@@ -267,11 +272,34 @@ impl Builder {
             non_null_uhp: false,
             egress_lans_labelled: true,
             vpn_label: vpn,
+            over: None,
         };
         let back = self.rng.chance(o.return_lsp);
-        self.def
-            .lsps
-            .push(mk(format!("lsp{n}-{}", class.name()), path.clone()));
+        let name = format!("lsp{n}-{}", class.name());
+        let mut lsp = mk(name.clone(), path.clone());
+        // an RSVP-TE LSP between two of its LSRs (at least one LSR of its own), carrying
+        // it with the same TTL and RFC 4950 behaviour
+        let k = path.len();
+        if k >= 5 && o.te_stacks > 0.0 && self.rng.chance(o.te_stacks) {
+            let at = self.rng.range(1, k as u64 - 4) as usize;
+            let tail = self.rng.range(at as u64 + 2, k as u64 - 2) as usize;
+            let te_pop = if !propagate && !rfc4950 || self.rng.chance(0.7) {
+                Pop::Php
+            } else {
+                Pop::Uhp
+            };
+            let te = LspDef {
+                pop: te_pop,
+                internal_labelled: false,
+                icmp_tunnelling: false,
+                egress_forwards_ttl1: false,
+                vpn_label: false,
+                ..mk(format!("{name}-te"), path[at..=tail].to_vec())
+            };
+            lsp.over = Some(te.name.clone());
+            self.def.lsps.push(te);
+        }
+        self.def.lsps.push(lsp);
         if back {
             let mut rev = path;
             rev.reverse();

@@ -13,7 +13,8 @@ use super::file::{LspDef, Spans, TopologyDef};
 use super::{line_of, Pop, TopologyError};
 use crate::addr::{in_lab_ranges, AddrLen, Prefix};
 use crate::net::{
-    Host, Iface, IfaceId, Lsp, Net, Peer, PrefixInfo, PrefixKind, Router, RouterId, TunnelClass, Vp,
+    Host, Iface, IfaceId, Lsp, Net, Over, Peer, PrefixInfo, PrefixKind, Router, RouterId,
+    TunnelClass, Vp,
 };
 use crate::routing::{Dist, Static, Tables, INF};
 
@@ -464,6 +465,13 @@ pub(crate) fn resolve(
             &mut next_label,
         )?);
     }
+    for (i, l) in def.lsps.iter().enumerate() {
+        if let Some(name) = &l.over {
+            let o = over(&def.lsps, &lsps, i, name)
+                .map_err(|m| cx.err("lsp", i, &format!("\"{}\"", l.name), m))?;
+            lsps[i].over = Some(o);
+        }
+    }
     let mut statics: Vec<Static> = Vec::new();
     for (i, s) in def.routes.iter().enumerate() {
         let obj = format!("{} {}", s.router, s.prefix);
@@ -643,5 +651,54 @@ fn lsp(
         class,
         labels,
         vpn,
+        over: None,
+    })
+}
+
+/// Where LSP `i` rides the LSP named `name` (`over`): that LSP's routers must be
+/// consecutive LSRs of `i`'s path, and the two must agree on how TTLs and labels show.
+fn over(defs: &[LspDef], lsps: &[Lsp], i: usize, name: &str) -> Result<Over, String> {
+    let j = lsps
+        .iter()
+        .position(|l| l.name == name)
+        .ok_or_else(|| format!("over: no LSP is named \"{name}\""))?;
+    if j == i {
+        return Err("over: an LSP cannot ride itself".into());
+    }
+    if defs[j].over.is_some() {
+        return Err(format!(
+            "over: \"{name}\" rides another LSP itself (one level of stacking is modelled)"
+        ));
+    }
+    let (inner, outer) = (&lsps[i], &lsps[j]);
+    let at = inner
+        .path
+        .windows(outer.path.len())
+        .position(|w| w == outer.path.as_slice())
+        .ok_or_else(|| {
+            format!(
+                "over: the routers of \"{name}\" are not consecutive routers of this LSP's path"
+            )
+        })?;
+    if at == 0 || at + outer.egress_index() >= inner.egress_index() {
+        return Err(format!(
+            "over: \"{name}\" must start and end at LSRs of this LSP, strictly between its \
+             ingress and egress"
+        ));
+    }
+    if outer.propagate != inner.propagate || outer.rfc4950 != inner.rfc4950 {
+        return Err(format!(
+            "over: \"{name}\" must have this LSP's ttl-propagate and rfc4950 (a stack whose \
+             labels disagree on them is not modelled)"
+        ));
+    }
+    if outer.egress_forwards_ttl1 {
+        return Err(format!(
+            "over: \"{name}\" has egress-forwards-ttl1, which is not modelled under a stack"
+        ));
+    }
+    Ok(Over {
+        lsp: j as u16,
+        at: at as u8,
     })
 }
