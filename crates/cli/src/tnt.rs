@@ -198,8 +198,8 @@ pub fn run_job(
     }
     let s = runner.summary();
     eprintln!(
-        "vtnt: {} targets: tunnels explicit {} implicit {} opaque {} invisible-php {} invisible-uhp {}; {} LSRs revealed; {} not revealable; {} not revealed (send errors); {} probes",
-        s.targets, s.explicit, s.implicit, s.opaque, s.invisible_php, s.invisible_uhp, s.lsrs_revealed, s.unrevealed, s.reveal_send_errors, s.probes()
+        "vtnt: {} targets: tunnels explicit {} implicit {} opaque {} invisible-php {} invisible-uhp {}; {} LSRs revealed; {} not revealable; {} blind spots clear; {} not revealed (send errors); {} probes",
+        s.targets, s.explicit, s.implicit, s.opaque, s.invisible_php, s.invisible_uhp, s.lsrs_revealed, s.unrevealed, s.blind_spots_clear, s.reveal_send_errors, s.probes()
     );
     Ok(if stats.interrupted {
         interrupt::report(records, job.output.as_deref())

@@ -652,6 +652,7 @@ impl Tnt {
         for u in &r.unrevealed {
             match u.status {
                 Some(RevealStatus::Failed(RevealFailure::SendError)) => s.reveal_send_errors += 1,
+                _ if u.trigger == Trigger::Blind => s.blind_spots_clear += 1,
                 _ => s.unrevealed += 1,
             }
         }
