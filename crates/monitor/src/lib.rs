@@ -452,10 +452,11 @@ fn load(
     for s in &image.segments {
         let data = &bytes[s.file.clone()];
         mem.write(s.paddr, data).ok_or_else(|| bug("a segment"))?;
-        let rest = s.memsz - data.len() as u64;
-        mem.slice_mut(s.paddr + data.len() as u64, rest)
-            .ok_or_else(|| bug("a segment"))?
-            .fill(0);
+        // The rest (.bss) must read as zeroes. Guest memory starts zeroed, so this writes
+        // only where another segment put bytes: the pages stay untouched, and cost no
+        // host memory until the guest uses them (most of a 100 KiB .bss is a stack).
+        mem.clear(s.paddr + data.len() as u64, s.memsz - data.len() as u64)
+            .ok_or_else(|| bug("a segment"))?;
     }
     let cr3 = boot::write_page_tables(mem).ok_or_else(|| bug("the page tables"))?;
     mem.write(CMDLINE, cfg.cmdline.as_bytes())

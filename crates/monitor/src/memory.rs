@@ -17,6 +17,9 @@ use std::ptr::NonNull;
 
 use vtnt_hvt::{BootInfo, Exit, Module, NetRead, NetWrite, Poll, Puts};
 
+/// The host's page size (x86_64).
+const PAGE: u64 = 4096;
+
 /// Plain data that can be copied to and from guest memory as bytes.
 ///
 /// # Safety
@@ -102,6 +105,22 @@ impl GuestMemory {
         Some(unsafe { std::slice::from_raw_parts_mut(self.base.as_ptr().add(off), len as usize) })
     }
 
+    /// Makes `[gpa, gpa + len)` read as zeroes, writing only the pages that hold a
+    /// nonzero byte: a page nobody has touched reads as the kernel's shared zero page, and
+    /// stays free of host memory until the guest itself writes it.
+    pub fn clear(&mut self, gpa: u64, len: u64) -> Option<()> {
+        let bytes = self.slice_mut(gpa, len)?;
+        // The first chunk ends at a page boundary, the others are whole pages.
+        let head = (PAGE - gpa % PAGE) as usize;
+        let (first, rest) = bytes.split_at_mut(head.min(bytes.len()));
+        for chunk in std::iter::once(first).chain(rest.chunks_mut(PAGE as usize)) {
+            if chunk.iter().any(|&b| b != 0) {
+                chunk.fill(0);
+            }
+        }
+        Some(())
+    }
+
     /// Copies `bytes` to `gpa`.
     pub fn write(&mut self, gpa: u64, bytes: &[u8]) -> Option<()> {
         self.slice_mut(gpa, bytes.len() as u64)?
@@ -157,5 +176,22 @@ mod tests {
         let q: Puts = m.read_obj(0x2001).unwrap();
         assert_eq!((q.data, q.len), (7, 9));
         assert_eq!(m.read_obj::<u64>(0x2009), Some(9));
+    }
+
+    #[test]
+    fn clear_zeroes_exactly_its_range() {
+        let mut m = GuestMemory::new(2 << 20).unwrap();
+        m.write(0x2ff0, &[0xaa; 0x1020]).unwrap();
+        m.clear(0x2ff8, 0x1010).unwrap();
+        assert_eq!(m.slice(0x2ff0, 8).unwrap(), [0xaa; 8]);
+        assert!(m.slice(0x2ff8, 0x1010).unwrap().iter().all(|&b| b == 0));
+        assert_eq!(m.slice(0x4008, 8).unwrap(), [0xaa; 8]);
+        // Untouched memory, a range inside one page, an empty range, the very end.
+        m.clear(0x10_0000, 0x10_0000).unwrap();
+        m.clear(0x2ff1, 2).unwrap();
+        assert_eq!(m.slice(0x2ff0, 4).unwrap(), [0xaa, 0, 0, 0xaa]);
+        m.clear(0x5000, 0).unwrap();
+        m.clear((2 << 20) - 1, 1).unwrap();
+        assert!(m.clear((2 << 20) - 1, 2).is_none());
     }
 }
