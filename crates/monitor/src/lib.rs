@@ -45,7 +45,7 @@ mod memory;
 mod net;
 pub mod watchdog;
 
-use memory::GuestMemory;
+use memory::{GuestMemory, PAGE};
 use net::Backend;
 use watchdog::Watchdog;
 
@@ -62,7 +62,9 @@ pub const DEFAULT_MAC: [u8; 6] = [0x52, 0x54, 0x00, 0x12, 0x34, 0x56];
 /// What to run, and how.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Config {
-    /// The unikernel's ELF image (x86_64 executable with the vTNT entry note).
+    /// The unikernel's ELF image (x86_64 executable with the vTNT entry note). Its pages
+    /// are mapped into the guest copy-on-write, so it must not be rewritten in place
+    /// while the guest runs (replace it by renaming a new file over it).
     pub image: PathBuf,
     /// The command line the guest reads (at most [`CMDLINE_MAX`] bytes, no NUL).
     pub cmdline: String,
@@ -322,7 +324,12 @@ pub fn run_with(cfg: &Config, console: &mut dyn Write) -> Result<Outcome, Error>
     let t = Instant::now();
     let mem_size = check(cfg)?;
     let img_name = cfg.image.display();
-    let bytes = std::fs::read(&cfg.image)
+    let (file, bytes) = std::fs::File::open(&cfg.image)
+        .and_then(|mut f| {
+            let mut bytes = Vec::new();
+            f.read_to_end(&mut bytes)?;
+            Ok((f, bytes))
+        })
         .map_err(|e| Error::Image(format!("cannot read the image {img_name}: {e}")))?;
     let image =
         elf::parse(&bytes, mem_size).map_err(|e| Error::Image(format!("{img_name}: {e}")))?;
@@ -369,13 +376,17 @@ pub fn run_with(cfg: &Config, console: &mut dyn Write) -> Result<Outcome, Error>
     stats.vcpu = t.elapsed();
 
     let t = Instant::now();
-    let cr3 = load(cfg, &bytes, &image, &lens, &placement, tsc_hz, &mut mem)?;
+    let img = ImageFile {
+        file: &file,
+        bytes: &bytes,
+    };
+    let cr3 = load(cfg, &img, &image, &lens, &placement, tsc_hz, &mut mem)?;
     stats.load += t.elapsed();
 
     let t = Instant::now();
     kvm::enter(&vcpu, cr3, image.entry, BOOT_INFO)?;
     stats.vcpu += t.elapsed();
-    drop(bytes);
+    drop((bytes, file));
 
     let watchdog = Watchdog::start(cfg.timeout)
         .map_err(|e| Error::Io(format!("cannot start the watchdog: {e}")))?;
@@ -431,11 +442,36 @@ fn check(cfg: &Config) -> Result<u64, Error> {
     Ok(cfg.mem_mib << 20)
 }
 
-/// Writes the image, the page tables, the command line, the modules and the boot
-/// information into guest memory; returns the page tables' root (for CR3).
+/// The image file, open, and its bytes as parsed.
+struct ImageFile<'a> {
+    file: &'a std::fs::File,
+    bytes: &'a [u8],
+}
+
+/// The whole pages of segment `s`'s file bytes that can be mapped from the image file
+/// rather than copied: those whose file offset and address agree modulo the page size,
+/// and which no page of another segment shares.
+fn mappable(s: &elf::Segment, all: &[elf::Segment]) -> Option<std::ops::Range<u64>> {
+    let (offset, filesz) = (s.file.start as u64, s.file.len() as u64);
+    if offset % PAGE != s.paddr % PAGE {
+        return None;
+    }
+    // parse() checked that paddr + memsz (>= filesz) fits in guest memory.
+    let start = boot::align_up(s.paddr, PAGE)?;
+    let end = (s.paddr + filesz) & !(PAGE - 1);
+    let shared = all.iter().filter(|o| !std::ptr::eq(*o, s)).any(|o| {
+        let first = o.paddr & !(PAGE - 1);
+        boot::align_up(o.paddr + o.memsz, PAGE).is_none_or(|last| first < end && start < last)
+    });
+    (start < end && !shared).then_some(start..end)
+}
+
+/// Writes the image (its whole pages mapped from the file where they can be:
+/// [`GuestMemory::map_file`]), the page tables, the command line, the modules and the
+/// boot information into guest memory; returns the page tables' root (for CR3).
 fn load(
     cfg: &Config,
-    bytes: &[u8],
+    img: &ImageFile<'_>,
     image: &elf::Image,
     lens: &[u64],
     placement: &boot::Placement,
@@ -450,8 +486,26 @@ fn load(
         ))
     };
     for s in &image.segments {
-        let data = &bytes[s.file.clone()];
-        mem.write(s.paddr, data).ok_or_else(|| bug("a segment"))?;
+        let data = &img.bytes[s.file.clone()];
+        let mut copy = [(s.paddr, data), (s.paddr, &data[..0])];
+        if let Some(pages) = mappable(s, &image.segments) {
+            let (from, to) = (
+                (pages.start - s.paddr) as usize,
+                (pages.end - s.paddr) as usize,
+            );
+            let offset = s.file.start as u64 + from as u64;
+            let mapped = mem
+                .map_file(pages.start, pages.end - pages.start, img.file, offset)
+                .map_err(|e| {
+                    Error::Image(format!("cannot map the image into guest memory: {e}"))
+                })?;
+            if mapped {
+                copy = [(s.paddr, &data[..from]), (pages.end, &data[to..])];
+            }
+        }
+        for (at, part) in copy {
+            mem.write(at, part).ok_or_else(|| bug("a segment"))?;
+        }
         // The rest (.bss) must read as zeroes. Guest memory starts zeroed, so this writes
         // only where another segment put bytes: the pages stay untouched, and cost no
         // host memory until the guest uses them (most of a 100 KiB .bss is a stack).
@@ -723,5 +777,47 @@ fn describe(exit: &VcpuExit<'_>) -> String {
             format!("a write to 0x{addr:x}, outside guest memory")
         }
         other => format!("unexpected KVM exit {other:?}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn seg(paddr: u64, offset: usize, filesz: usize, memsz: u64) -> elf::Segment {
+        elf::Segment {
+            paddr,
+            file: offset..offset + filesz,
+            memsz,
+        }
+    }
+
+    #[test]
+    fn whole_pages_of_a_segment_map_unless_another_shares_them() {
+        let one = |s: &elf::Segment| mappable(s, std::slice::from_ref(s));
+        // The kernel's layout: file offset 0 at 1 MiB, .bss after the file bytes.
+        assert_eq!(
+            one(&seg(0x10_0000, 0, 0x4_0d88, 0x5_c190)),
+            Some(0x10_0000..0x14_0000)
+        );
+        // Not starting on a page: the whole pages inside; none at all; offsets that do
+        // not agree with addresses modulo the page size.
+        assert_eq!(
+            one(&seg(0x10_0800, 0x800, 0x2000, 0x2000)),
+            Some(0x10_1000..0x10_2000)
+        );
+        assert_eq!(one(&seg(0x10_0000, 0, 0xfff, 0x1000)), None);
+        assert_eq!(one(&seg(0x10_0000, 0x800, 0x4000, 0x4000)), None);
+        // Two segments that share a page map the pages they do not share; segments that
+        // overlap map nothing.
+        let a = seg(0x10_0000, 0, 0x3000, 0x3800);
+        let b = seg(0x10_3800, 0x3800, 0x2800, 0x2800);
+        let both = [a.clone(), b.clone()];
+        assert_eq!(mappable(&both[0], &both), Some(0x10_0000..0x10_3000));
+        assert_eq!(mappable(&both[1], &both), Some(0x10_4000..0x10_6000));
+        let c = seg(0x10_1000, 0x1000, 0x1000, 0x1000);
+        let overlapping = [a, c];
+        assert_eq!(mappable(&overlapping[0], &overlapping), None);
+        assert_eq!(mappable(&overlapping[1], &overlapping), None);
     }
 }

@@ -5,20 +5,24 @@
 //!
 //! The mapping is `MAP_PRIVATE | MAP_NORESERVE`: pages cost host memory only once the
 //! monitor or the guest touches them, which keeps a 16 MiB guest that uses 300 KiB at a
-//! few hundred KiB of resident memory.
+//! few hundred KiB of resident memory. The image's whole pages are mapped over it from
+//! the image file ([`GuestMemory::map_file`], copy-on-write), so every guest booted from
+//! one file shares its code in the page cache and owns only the pages it writes.
 //!
 //! Aliasing: the guest writes this memory while it runs. The monitor has one vCPU and runs
 //! it on the thread that owns this value, so while any slice handed out here is alive the
 //! vCPU is stopped in userspace (inside an exit), and nothing else writes the memory.
 #![allow(unsafe_code)]
 
+use std::fs::File;
 use std::io;
+use std::os::fd::AsRawFd;
 use std::ptr::NonNull;
 
 use vtnt_hvt::{BootInfo, Exit, Module, NetRead, NetWrite, Poll, Puts};
 
 /// The host's page size (x86_64).
-const PAGE: u64 = 4096;
+pub(crate) const PAGE: u64 = 4096;
 
 /// Plain data that can be copied to and from guest memory as bytes.
 ///
@@ -105,6 +109,66 @@ impl GuestMemory {
         Some(unsafe { std::slice::from_raw_parts_mut(self.base.as_ptr().add(off), len as usize) })
     }
 
+    /// Maps `len` bytes of `file` from `offset` at `gpa` (all three multiples of [`PAGE`],
+    /// the range inside guest memory), private and writable: the pages are the file's page
+    /// cache, shared with every process that maps the file, until the guest or the monitor
+    /// writes one, which then becomes a private copy. The file must not change while the
+    /// guest runs: a page not yet copied would show the change (and past a truncation, the
+    /// monitor reading it would die of SIGBUS).
+    ///
+    /// `Ok(false)`: nothing was mapped, and the caller writes the bytes instead; when the
+    /// arguments are not page-aligned or lie outside, nothing changed; when the file
+    /// cannot be mapped (a pipe, a file system without `mmap`), the range is fresh zeroed
+    /// memory again. `Err`: not even that could be restored, and this guest memory must
+    /// not be used.
+    pub fn map_file(&mut self, gpa: u64, len: u64, file: &File, offset: u64) -> io::Result<bool> {
+        let aligned = [gpa, len, offset].iter().all(|n| n % PAGE == 0);
+        let (Some(off), Ok(file_off), true) = (
+            self.offset(gpa, len),
+            libc::off_t::try_from(offset),
+            aligned && len > 0,
+        ) else {
+            return Ok(false);
+        };
+        // SAFETY: `off + len` lies inside the mapping (checked by `offset`), so `at` does.
+        let at = unsafe { self.base.as_ptr().add(off) }.cast::<libc::c_void>();
+        // SAFETY: MAP_FIXED replaces pages of this value's own mapping only (the range was
+        // checked above), and no slice of it is alive (`&mut self`); the new pages are
+        // readable and writable like those they replace, and `drop` unmaps them with the
+        // rest. `file` is an open descriptor, borrowed for the call (the mapping keeps its
+        // own reference).
+        let addr = unsafe {
+            libc::mmap(
+                at,
+                len as usize,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_FIXED,
+                file.as_raw_fd(),
+                file_off,
+            )
+        };
+        if addr != libc::MAP_FAILED {
+            return Ok(true);
+        }
+        // A MAP_FIXED that failed may have unmapped the range already: make it fresh
+        // anonymous memory again.
+        // SAFETY: as above, with anonymous memory (what `new` mapped there).
+        let again = unsafe {
+            libc::mmap(
+                at,
+                len as usize,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE | libc::MAP_FIXED,
+                -1,
+                0,
+            )
+        };
+        if again == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(false)
+    }
+
     /// Makes `[gpa, gpa + len)` read as zeroes, writing only the pages that hold a
     /// nonzero byte: a page nobody has touched reads as the kernel's shared zero page, and
     /// stays free of host memory until the guest itself writes it.
@@ -176,6 +240,46 @@ mod tests {
         let q: Puts = m.read_obj(0x2001).unwrap();
         assert_eq!((q.data, q.len), (7, 9));
         assert_eq!(m.read_obj::<u64>(0x2009), Some(9));
+    }
+
+    #[test]
+    fn a_file_is_mapped_copy_on_write() {
+        let path = std::env::temp_dir().join(format!("vtnt-monitor-map-{}", std::process::id()));
+        // Pages of 1s, 2s and 3s.
+        let content: Vec<u8> = (0..3 * PAGE).map(|i| (i / PAGE + 1) as u8).collect();
+        std::fs::write(&path, &content).unwrap();
+        let file = File::open(&path).unwrap();
+        let mut m = GuestMemory::new(2 << 20).unwrap();
+        assert!(m.map_file(0x10_0000, 2 * PAGE, &file, PAGE).unwrap());
+        let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+        let start = format!("{:x}-", m.host_addr() + 0x10_0000);
+        let name = path.to_str().unwrap();
+        assert!(
+            maps.lines()
+                .any(|l| l.starts_with(&start) && l.ends_with(name)),
+            "{maps}"
+        );
+        assert_eq!(m.slice(0x0f_ffff, 2).unwrap(), [0, 2]);
+        assert_eq!(m.slice(0x10_0fff, 2).unwrap(), [2, 3]);
+        assert_eq!(m.slice(0x10_1fff, 2).unwrap(), [3, 0]);
+        // A write copies the page: the file does not change.
+        m.write(0x10_0000, &[9]).unwrap();
+        assert_eq!(m.slice(0x10_0000, 2).unwrap(), [9, 2]);
+        assert_eq!(std::fs::read(&path).unwrap(), content);
+        std::fs::remove_file(&path).unwrap();
+        // Not page-aligned, outside memory or empty: nothing is mapped.
+        assert!(!m.map_file(0x10_0800, PAGE, &file, 0).unwrap());
+        assert!(!m.map_file(0x10_0000, PAGE, &file, 0x800).unwrap());
+        assert!(!m.map_file(0x1f_f000, 2 * PAGE, &file, 0).unwrap());
+        assert!(!m.map_file(0x10_0000, 0, &file, 0).unwrap());
+        assert_eq!(m.slice(0x10_0000, 2).unwrap(), [9, 2]);
+        // A pipe cannot be mapped: the range is fresh memory again, and usable.
+        let (reader, _writer) = std::io::pipe().unwrap();
+        let pipe = File::from(std::os::fd::OwnedFd::from(reader));
+        assert!(!m.map_file(0x10_0000, PAGE, &pipe, 0).unwrap());
+        assert_eq!(m.slice(0x10_0fff, 2).unwrap(), [0, 3]);
+        m.write(0x10_0000, &[7]).unwrap();
+        assert_eq!(m.slice(0x10_0000, 1).unwrap(), [7]);
     }
 
     #[test]

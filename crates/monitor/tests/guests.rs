@@ -64,6 +64,31 @@ fn hello_prints_and_exits_with_its_status() {
 }
 
 #[test]
+fn image_pages_come_from_the_file_and_writes_stay_private() {
+    vtnt_testkit::require_kvm!();
+    let mut g = Guest::new();
+    // Three pages of data make the image's first pages (the code's too) whole pages of
+    // the file, which the monitor maps from it rather than copies.
+    let data = g.data(&[0x11; 0x3000]);
+    let word = (data + 0x1000) & !0xfff;
+    let puts = g.words(&[word, 8]);
+    g.load_rax(word)
+        .sub_rax(1)
+        .store_rax(word)
+        .call(port::PUTS, puts)
+        .exit(0);
+    let image = g.write("cow");
+    let before = std::fs::read(&image).unwrap();
+    for _ in 0..2 {
+        let mut out = Vec::new();
+        let o = run_with(&Config::new(&image), &mut out).unwrap();
+        assert_eq!(o.ended, Ended::Exit(0));
+        assert_eq!(out, (0x1111_1111_1111_1111u64 - 1).to_le_bytes());
+    }
+    assert_eq!(std::fs::read(&image).unwrap(), before);
+}
+
+#[test]
 fn the_guest_gets_its_boot_information_registers_and_modules() {
     vtnt_testkit::require_kvm!();
     let cmdline = "job=trace target=192.0.2.1 --fast";
