@@ -2,7 +2,7 @@
 //! process may make only the system calls its run loop needs, and `ioctl` only with
 //! `KVM_RUN` and `KVM_GET_REGS`. Anything else kills the process (`SIGSYS`), so a guest
 //! that took over the monitor through a bug in a hypercall handler could not open files,
-//! start programs or reach other devices. Installed on every thread (the watchdog's too).
+//! start programs or reach other devices. Installed on every thread (the monitor runs one).
 
 use seccompiler::{
     apply_filter_all_threads, BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp,
@@ -16,11 +16,10 @@ const KVM_RUN: u64 = 0xae80;
 const KVM_GET_REGS: u64 = 0x8090_ae81;
 
 /// System calls allowed whatever their arguments: console and frame I/O, waiting, the
-/// watchdog's signal and timed waits, memory the allocator returns or takes, closing
-/// descriptors (std checks them with `fcntl(F_GETFD)` first) and the exit, `getrusage`
-/// for `--stats`, and what the watchdog thread's start-up may still be doing when the
-/// filter arrives (`rseq`, `set_robust_list`, `prctl` for its name, `sched_getaffinity`,
-/// `mprotect` for its stack guard).
+/// watchdog's signal (its handler's return) and its timer's deletion, memory the
+/// allocator returns or takes, closing descriptors (std checks them with
+/// `fcntl(F_GETFD)` first) and the exit, `getrusage` for `--stats`, and what an abort
+/// needs to raise its signal (`getpid`, `gettid`, `tgkill`).
 const ALLOWED: &[libc::c_long] = &[
     libc::SYS_read,
     libc::SYS_write,
@@ -47,12 +46,8 @@ const ALLOWED: &[libc::c_long] = &[
     libc::SYS_brk,
     libc::SYS_close,
     libc::SYS_fcntl,
-    libc::SYS_rseq,
-    libc::SYS_set_robust_list,
-    libc::SYS_prctl,
-    libc::SYS_sched_getaffinity,
-    libc::SYS_mprotect,
     libc::SYS_getrusage,
+    libc::SYS_timer_delete,
     libc::SYS_exit,
     libc::SYS_exit_group,
 ];

@@ -1,21 +1,20 @@
 //! The watchdog: stops a guest that runs past its time even if it never exits to the
 //! monitor (a guest spinning natively in ring 3 never does).
 //!
-//! A timer thread waits for the deadline; then it sets the `expired` flag and sends
-//! [`SIGNAL`] to the vCPU thread, whose no-op handler is installed without `SA_RESTART`,
-//! so a `KVM_RUN` (or `ppoll`, or a console write) in progress returns `EINTR` and the run
-//! loop sees the flag. A signal that lands just before the thread enters `KVM_RUN` would
-//! be lost, so the timer repeats it every [`RESEND`] until the run loop is done: the
-//! guest stops at most that much late, and no other thread ever touches the vCPU's
-//! `kvm_run` page.
+//! A POSIX timer (the kernel's: no thread of ours) sends [`SIGNAL`] to the vCPU thread at
+//! the deadline. Its no-op handler is installed without `SA_RESTART`, so a `KVM_RUN` (or
+//! `ppoll`, or a console write) in progress returns `EINTR` and the run loop sees that
+//! the deadline has passed. A signal that lands just before the thread enters `KVM_RUN`
+//! would be lost, so the timer repeats it every [`RESEND`] until the run loop is done
+//! and deletes it: the guest stops at most that much late, and nothing else ever touches
+//! the vCPU's `kvm_run` page.
 //!
 //! And [`die_with_parent`]: the VM does not outlive the process that started it either.
 #![allow(unsafe_code)]
 
 use std::io;
-use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
-use std::sync::{Arc, Condvar, Mutex, Once};
-use std::thread::JoinHandle;
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::Once;
 use std::time::{Duration, Instant};
 
 /// The signal that interrupts the vCPU thread. The monitor installs a no-op handler for
@@ -51,45 +50,50 @@ fn install_handler() -> io::Result<()> {
     }
 }
 
-/// A running watchdog for the calling thread (the vCPU thread). Dropping it stops the
-/// timer (and waits for it), after which no signal is sent.
+/// A running watchdog for the calling thread (the vCPU thread). Dropping it deletes the
+/// timer, after which no signal is sent.
 pub(crate) struct Watchdog {
     deadline: Instant,
-    expired: Arc<AtomicBool>,
-    done: Arc<(Mutex<bool>, Condvar)>,
-    timer: Option<JoinHandle<()>>,
+    timer: libc::timer_t,
 }
 
 impl Watchdog {
     /// Starts the timer: `timeout` from now, the calling thread is interrupted.
     pub fn start(timeout: Duration) -> io::Result<Watchdog> {
         install_handler()?;
-        // Beyond a year is forever (and Instant + a huge Duration would overflow).
-        let deadline = Instant::now() + timeout.min(Duration::from_secs(365 * 86400));
-        let expired = Arc::new(AtomicBool::new(false));
-        let done = Arc::new((Mutex::new(false), Condvar::new()));
-        // SAFETY: pthread_self has no preconditions. Carried as an integer: `pthread_t`
-        // is a pointer (not `Send`) on musl, an integer on glibc.
-        let target = unsafe { libc::pthread_self() } as usize;
-        let timer = std::thread::Builder::new()
-            .name("vtnt-watchdog".into())
-            .stack_size(64 << 10)
-            .spawn({
-                let expired = expired.clone();
-                let done = done.clone();
-                move || watch(deadline, target, &expired, &done)
-            })?;
-        Ok(Watchdog {
-            deadline,
-            expired,
-            done,
-            timer: Some(timer),
-        })
+        // Beyond a year is forever (and Instant + a huge Duration would overflow); a zero
+        // first expiry would disarm the timer.
+        let timeout = timeout.clamp(Duration::from_nanos(1), Duration::from_secs(365 * 86400));
+        let deadline = Instant::now() + timeout;
+        // SAFETY: an all-zero sigevent is a valid value; the fields used are set below.
+        let mut event: libc::sigevent = unsafe { std::mem::zeroed() };
+        event.sigev_notify = libc::SIGEV_THREAD_ID;
+        event.sigev_signo = SIGNAL;
+        // SAFETY: gettid takes no argument and cannot fail.
+        event.sigev_notify_thread_id = unsafe { libc::syscall(libc::SYS_gettid) } as libc::pid_t;
+        let mut timer: libc::timer_t = std::ptr::null_mut();
+        // SAFETY: `event` and `timer` are live and initialised; the kernel reads the first
+        // and writes the new timer's id to the second. CLOCK_MONOTONIC is Instant's clock.
+        if unsafe { libc::timer_create(libc::CLOCK_MONOTONIC, &mut event, &mut timer) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // From here on, dropping `dog` deletes the timer.
+        let dog = Watchdog { deadline, timer };
+        let spec = libc::itimerspec {
+            it_value: timespec(timeout),
+            it_interval: timespec(RESEND),
+        };
+        // SAFETY: `dog.timer` is the timer just created, `spec` is live and initialised,
+        // and the old setting is not wanted.
+        if unsafe { libc::timer_settime(dog.timer, 0, &spec, std::ptr::null_mut()) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(dog)
     }
 
     /// Whether the deadline has passed.
     pub fn expired(&self) -> bool {
-        self.expired.load(Ordering::Acquire) || Instant::now() >= self.deadline
+        Instant::now() >= self.deadline
     }
 
     /// The time left before the deadline.
@@ -98,43 +102,19 @@ impl Watchdog {
     }
 }
 
-/// The timer thread's body.
-fn watch(deadline: Instant, target: usize, expired: &AtomicBool, done: &(Mutex<bool>, Condvar)) {
-    let (lock, cv) = done;
-    let mut stopped = lock.lock().unwrap_or_else(|e| e.into_inner());
-    loop {
-        if *stopped {
-            return;
-        }
-        let now = Instant::now();
-        if now >= deadline {
-            break;
-        }
-        stopped = cv
-            .wait_timeout(stopped, deadline - now)
-            .unwrap_or_else(|e| e.into_inner())
-            .0;
-    }
-    expired.store(true, Ordering::Release);
-    while !*stopped {
-        // SAFETY: the target thread is alive: it sets `stopped` (under this lock, which
-        // we hold) before it can leave the run loop, and it has not done so yet.
-        unsafe { libc::pthread_kill(target as libc::pthread_t, SIGNAL) };
-        stopped = cv
-            .wait_timeout(stopped, RESEND)
-            .unwrap_or_else(|e| e.into_inner())
-            .0;
+/// `d` (at most a year) as a timespec.
+fn timespec(d: Duration) -> libc::timespec {
+    libc::timespec {
+        tv_sec: d.as_secs() as _,
+        tv_nsec: libc::c_long::from(d.subsec_nanos()),
     }
 }
 
 impl Drop for Watchdog {
     fn drop(&mut self) {
-        let (lock, cv) = &*self.done;
-        *lock.lock().unwrap_or_else(|e| e.into_inner()) = true;
-        cv.notify_all();
-        if let Some(t) = self.timer.take() {
-            let _ = t.join();
-        }
+        // SAFETY: the timer was created by `start` and is deleted once, here. A signal it
+        // sent that is still pending runs the no-op handler later, harmlessly.
+        unsafe { libc::timer_delete(self.timer) };
     }
 }
 
