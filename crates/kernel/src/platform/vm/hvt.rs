@@ -212,12 +212,16 @@ impl bootinfo::BootInfo for Boot {
     }
 }
 
-/// Bytes of frames one receive hypercall may return (about 40 full-size frames).
+/// Bytes of frames one receive hypercall may return at most (about 40 full-size frames).
 const BATCH: usize = 64 * 1024;
+/// The receive buffer's first size (two full-size frames), doubled up to [`BATCH`] each
+/// time the monitor still held frames once it was full: a guest that receives little (an
+/// idle one) keeps one page of host memory for it, not sixteen.
+const BATCH_FIRST: usize = 4 * 1024;
 
 /// The monitor's frame hypercalls as a [`Link`]: one buffer to send from, one batch
-/// buffer to receive into (`rx_len` bytes of frames received at `rx_t`, the next at
-/// `rx_at`; `rx_more`: the monitor holds more).
+/// buffer of [`BATCH_FIRST`] to [`BATCH`] bytes to receive into (`rx_len` bytes of frames
+/// received at `rx_t`, the next at `rx_at`; `rx_more`: the monitor holds more).
 pub struct MonitorLink {
     mac: [u8; 6],
     tx: Box<[u8]>,
@@ -235,7 +239,7 @@ impl MonitorLink {
         MonitorLink {
             mac,
             tx: alloc::vec![0u8; crate::net::FRAME_MAX].into_boxed_slice(),
-            rx: alloc::vec![0u8; BATCH].into_boxed_slice(),
+            rx: alloc::vec![0u8; BATCH_FIRST].into_boxed_slice(),
             rx_len: 0,
             rx_at: 0,
             rx_more: false,
@@ -271,6 +275,9 @@ impl Link for MonitorLink {
         if self.rx_at >= self.rx_len {
             if !self.rx_more && !frames_may_wait() {
                 return None;
+            }
+            if self.rx_more && self.rx.len() < BATCH {
+                self.rx = alloc::vec![0u8; self.rx.len() * 2].into_boxed_slice();
             }
             let (len, more) = net_read(&mut self.rx);
             (self.rx_len, self.rx_at, self.rx_more, self.rx_t) = (len, 0, more, super::time::now());
