@@ -26,10 +26,15 @@ use crate::spec::InstanceSpec;
 pub const IMAGE_NAME: &str = "vtnt-unikernel.elf";
 
 /// Builds the unikernel (`vtnt-vmm`'s build, `--profile kernel`) and copies it to the
-/// cache.
+/// cache. In a source tree, the static (musl) `vtnt-monitor` is built too, with the
+/// static `vtnt`: `vtnt_vmm::monitor::binary` takes it unless it is older than the one
+/// beside this executable, and it holds ~110 KiB less per microVM.
 pub fn build_image(_opts: &BuildOptions) -> anyhow::Result<ImageInfo> {
     let built = vtnt_vmm::image::build(&vtnt_vmm::image::BuildOptions::default())
         .map_err(|e| anyhow::anyhow!("building the unikernel: {e}"))?;
+    if paths::workspace_root().is_some() {
+        paths::static_vtnt()?;
+    }
     from_built(&built.path)
 }
 
