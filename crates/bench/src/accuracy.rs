@@ -923,6 +923,7 @@ mod tests {
     fn truth(class: TunnelClass, ingress: &str, lsrs: &[&str], egress: &str) -> TruthTunnel {
         TruthTunnel {
             lsp: "l".into(),
+            branch: 0,
             class,
             ingress: Ipv4Addr::UNSPECIFIED,
             ingress_router: ingress.into(),

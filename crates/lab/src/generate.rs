@@ -258,6 +258,7 @@ impl Builder {
             ingress: path[0].clone(),
             egress: path[path.len() - 1].clone(),
             path: Some(path),
+            ecmp: false,
             ttl_propagate: propagate,
             pop,
             rfc4950,

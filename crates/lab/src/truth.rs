@@ -1,10 +1,11 @@
 //! Ground truth: what the lab knows and a traceroute has to infer. For every destination
 //! host, the router-level forward path from the first vantage point (every equal-cost
-//! variant when ECMP splits it), the return path, and every LSP crossed with its class,
-//! ingress, egress and LSRs as the addresses a traceroute would show (the interface each
-//! router receives the packet on), and which revelation (DPR, BRPR) the LSP's
-//! configuration allows; plus each router's vendor profile and TTL signature. What
-//! probing can observe of each tunnel is the oracle's business ([`crate::oracle`]).
+//! variant when ECMP splits it, an `ecmp` LSP's paths included), the return path, and
+//! every LSP crossed with its class, ingress, egress and LSRs as the addresses a
+//! traceroute would show (the interface each router receives the packet on), and which
+//! revelation (DPR, BRPR) the LSP's configuration allows; plus each router's vendor
+//! profile and TTL signature. What probing can observe of each tunnel is the oracle's
+//! business ([`crate::oracle`]).
 //!
 //! JSON shape (serde): `{"topology", "vantage_points":[...], "routers":[...],
 //! "lsps":[...], "destinations":[{"dst", "name", "forward":[...], "return":[...],
@@ -50,6 +51,9 @@ pub struct RouterTruth {
 #[derive(Debug, Clone, Serialize)]
 pub struct LspTruth {
     pub name: String,
+    /// Which of the LSP's equal-cost paths this is (`ecmp`: one entry per path, named
+    /// alike; 0 otherwise).
+    pub branch: u8,
     pub class: TunnelClass,
     pub ingress: String,
     pub egress: String,
@@ -77,6 +81,9 @@ pub struct Hop {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Tunnel {
     pub lsp: String,
+    /// Which of the LSP's equal-cost paths (`ecmp`; 0 otherwise): the tunnels of one
+    /// destination with the same `lsp` are alternatives, each flow crossing one of them.
+    pub branch: u8,
     pub class: TunnelClass,
     pub ingress: Ipv4Addr,
     pub ingress_router: String,
@@ -158,14 +165,19 @@ fn sym_paths(net: &Net, r: RouterId, from: Option<IfaceId>, dst: Ipv4Addr) -> Ve
             done.push(path);
             continue;
         }
-        if let Some(push) = net.tables.push(r, p) {
-            let lsp = &net.lsps[usize::from(push.lsp)];
-            path.pushes.push((push.lsp, push.f, path.hops.len() - 1));
-            let f = usize::from(push.f);
-            for k in 1..f {
-                path.hops.push((lsp.path[k], in_iface(net, lsp.out[k - 1])));
+        let pushes = net.tables.pushes(r, p);
+        if !pushes.is_empty() {
+            // every path of an `ecmp` LSP, as ECMP
+            for push in pushes.iter().rev() {
+                let mut path = path.clone();
+                let lsp = &net.lsps[usize::from(push.lsp)];
+                path.pushes.push((push.lsp, push.f, path.hops.len() - 1));
+                let f = usize::from(push.f);
+                for k in 1..f {
+                    path.hops.push((lsp.path[k], in_iface(net, lsp.out[k - 1])));
+                }
+                stack.push((lsp.path[f], in_iface(net, lsp.out[f - 1]), path));
             }
-            stack.push((lsp.path[f], in_iface(net, lsp.out[f - 1]), path));
             continue;
         }
         let hops = net.tables.next_hops(r, p);
@@ -212,6 +224,7 @@ fn tunnels(net: &Net, vp: Ipv4Addr, path: &SymPath) -> Vec<Tunnel> {
             let (lsrs, egress) = seen.split_at(f - 1);
             Tunnel {
                 lsp: lsp.name.clone(),
+                branch: lsp.branch,
                 class: lsp.class,
                 ingress: ing.addr,
                 ingress_router: ing.router,
@@ -308,6 +321,7 @@ pub fn truth(topo: &Topology) -> Truth {
         .iter()
         .map(|l| LspTruth {
             name: l.name.clone(),
+            branch: l.branch,
             class: l.class,
             ingress: net.router_name(l.path[0]).to_string(),
             egress: net.router_name(l.path[l.egress_index()]).to_string(),

@@ -140,6 +140,21 @@ fn lsp_over_a_missing_link_or_to_an_unreachable_egress() {
 }
 
 #[test]
+fn an_ecmp_lsp_with_a_path_is_refused() {
+    let extra = "\n[[lsp]]\nname = \"e\"\ningress = \"r1\"\negress = \"r3\"\necmp = true\npath = [\"r1\", \"r2\", \"r3\"]\n";
+    let e = err(extra);
+    assert!(
+        e.to_string()
+            .contains("[[lsp]] \"e\": ecmp follows the IGP's equal-cost paths"),
+        "{e}"
+    );
+    assert_eq!(e.line(), line_of(extra, "[[lsp]]"));
+    // without a path it is fine, one path or several
+    let extra = "\n[[lsp]]\nname = \"e\"\ningress = \"r1\"\negress = \"r3\"\necmp = true\n";
+    Topology::parse(&format!("{BASE}{extra}"), "t.toml").unwrap();
+}
+
+#[test]
 fn syntax_unknown_field_and_unknown_vendor_have_lines() {
     let extra = "\n[[router]]\nname = \"r4\"\nvendor = \"cisco\"\ncolour = \"red\"\n";
     let e = err(extra);

@@ -1,13 +1,15 @@
 //! From a topology definition to the resolved network: names resolved, addresses parsed
-//! and checked (lab ranges only, no overlap, no duplicate), LSP paths found or checked,
-//! labels allocated, routing tables built. The first problem found is returned, naming
-//! the file, line and object.
+//! and checked (lab ranges only, no overlap, no duplicate), LSP paths found (each
+//! equal-cost one of an `ecmp` LSP) or checked, labels allocated, routing tables built.
+//! The first problem found is returned, naming the file, line and object.
 
 use std::collections::HashMap;
 use std::net::Ipv4Addr;
 
 /// IPv4 explicit null (RFC 3032): the label a UHP egress gets unless `non-null-uhp`.
 const EXPLICIT_NULL: u32 = 0;
+/// Most equal-cost paths an `ecmp` LSP follows.
+const MAX_ECMP_PATHS: usize = 8;
 
 use super::file::{LspDef, Spans, TopologyDef};
 use super::{line_of, Pop, TopologyError};
@@ -453,16 +455,29 @@ pub(crate) fn resolve(
                 "name already used by another LSP".into(),
             ));
         }
-        lsps.push(lsp(
-            &cx,
-            i,
-            l,
-            &by_name,
-            &routers,
-            &ifaces,
-            &dist,
-            &mut next_label,
-        )?);
+        // an `ecmp` LSP: one Lsp per equal-cost path
+        for branch in 0..if l.ecmp { MAX_ECMP_PATHS } else { 1 } {
+            let Some(x) = lsp(
+                &cx,
+                i,
+                l,
+                branch,
+                &by_name,
+                &routers,
+                &ifaces,
+                &dist,
+                &mut next_label,
+            )?
+            else {
+                break;
+            };
+            lsps.push(x);
+        }
+        if lsps.len() > 60_000 {
+            return Err(top(
+                "too many LSPs (each equal-cost path of an ecmp one counts)".into(),
+            ));
+        }
     }
     let mut statics: Vec<Static> = Vec::new();
     for (i, s) in def.routes.iter().enumerate() {
@@ -545,17 +560,20 @@ pub(crate) fn class_of(l: &LspDef) -> Result<TunnelClass, String> {
     )
 }
 
+/// The LSP `l` resolved, along its equal-cost path number `branch` when it is `ecmp`
+/// (0 otherwise); `None` when it has no such path.
 #[allow(clippy::too_many_arguments)]
 fn lsp(
     cx: &Ctx<'_>,
     i: usize,
     l: &LspDef,
+    branch: usize,
     by_name: &HashMap<&str, RouterId>,
     routers: &[Router],
     ifaces: &[Iface],
     dist: &Dist,
     next_label: &mut [u32],
-) -> Result<Lsp, TopologyError> {
+) -> Result<Option<Lsp>, TopologyError> {
     let obj = format!("\"{}\"", l.name);
     let e = |m: String| cx.err("lsp", i, &obj, m);
     let find = |n: &str| {
@@ -577,8 +595,17 @@ fn lsp(
                     l.egress, l.ingress
                 )));
             }
-            dist.path(routers, ifaces, ing, egr)
-                .ok_or_else(|| e("no path from ingress to egress".into()))?
+            let paths = dist.paths(routers, ifaces, ing, egr, branch + 1);
+            match paths.into_iter().nth(branch) {
+                Some(p) => p,
+                None if branch == 0 => return Err(e("no path from ingress to egress".into())),
+                None => return Ok(None),
+            }
+        }
+        Some(_) if l.ecmp => {
+            return Err(e(
+                "ecmp follows the IGP's equal-cost paths: it cannot have a path".into(),
+            ))
         }
         Some(names) => {
             let path: Vec<RouterId> = names.iter().map(|n| find(n)).collect::<Result<_, _>>()?;
@@ -629,8 +656,9 @@ fn lsp(
         next_label[e] += 1;
         (next_label[e] - 1) & 0xf_ffff
     });
-    Ok(Lsp {
+    Ok(Some(Lsp {
         name: l.name.clone(),
+        branch: branch as u8,
         path,
         out,
         propagate: l.ttl_propagate,
@@ -643,5 +671,5 @@ fn lsp(
         class,
         labels,
         vpn,
-    })
+    }))
 }
