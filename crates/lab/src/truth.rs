@@ -128,13 +128,28 @@ struct SymPath {
 
 const MAX_PATHS: usize = 32;
 
-/// Every forward path from router `r` (entered on `from`) to `dst`, ECMP expanded.
-fn sym_paths(net: &Net, r: RouterId, from: Option<IfaceId>, dst: Ipv4Addr) -> Vec<SymPath> {
+/// Every forward path from router `r` (entered on `from`) to `dst`, ECMP expanded, at
+/// most [`MAX_PATHS`] of them. With `once`, each router (and interface it is entered
+/// on) is followed once, a path meeting one again ending there: not every path, but
+/// every push on the way (those of the paths of several `ecmp` LSPs in a row, which
+/// multiply, included).
+fn sym_paths(
+    net: &Net,
+    r: RouterId,
+    from: Option<IfaceId>,
+    dst: Ipv4Addr,
+    once: bool,
+) -> Vec<SymPath> {
     let mut done = Vec::new();
+    let mut followed = std::collections::BTreeSet::new();
     let mut stack = vec![(r, from, SymPath::default())];
     while let Some((r, from, mut path)) = stack.pop() {
         path.hops.push((r, from));
-        if done.len() >= MAX_PATHS {
+        if once && !followed.insert((r, from)) {
+            done.push(path);
+            continue;
+        }
+        if !once && done.len() >= MAX_PATHS {
             continue;
         }
         // A forwarding loop (static routes): the path as far as a TTL could follow it.
@@ -244,14 +259,16 @@ fn tunnels(net: &Net, vp: Ipv4Addr, path: &SymPath) -> Vec<Tunnel> {
 pub fn destination(topo: &Topology, vp: usize, dst: Ipv4Addr, name: &str) -> Option<Destination> {
     let net = &topo.net;
     let v = net.vps.get(vp)?;
-    let fwd = sym_paths(net, v.router, Some(v.gw_iface), dst);
+    let fwd = sym_paths(net, v.router, Some(v.gw_iface), dst, false);
     let mut forward_paths: Vec<Vec<Hop>> = Vec::new();
-    let mut tun: Vec<Tunnel> = Vec::new();
     for p in &fwd {
         let hops: Vec<Hop> = p.hops.iter().map(|&h| hop(net, v.addr, h)).collect();
         if !forward_paths.contains(&hops) {
             forward_paths.push(hops);
         }
+    }
+    let mut tun: Vec<Tunnel> = Vec::new();
+    for p in &sym_paths(net, v.router, Some(v.gw_iface), dst, true) {
         for t in tunnels(net, v.addr, p) {
             if !tun.contains(&t) {
                 tun.push(t);
@@ -266,7 +283,7 @@ pub fn destination(topo: &Topology, vp: usize, dst: Ipv4Addr, name: &str) -> Opt
         Owner::Iface(i) => (net.ifaces[i as usize].router, None),
         Owner::Vp(_) => (v.router, Some(v.gw_iface)),
     };
-    let back = sym_paths(net, start, from, v.addr);
+    let back = sym_paths(net, start, from, v.addr, false);
     let first_back = back.first().cloned().unwrap_or_default();
     Some(Destination {
         dst,

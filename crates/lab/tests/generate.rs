@@ -355,3 +355,30 @@ fn every_path_of_an_ecmp_lsp_is_observable() {
     }
     assert!(checked > 20, "{checked}");
 }
+
+/// A host's traffic rides every LSP on its path whole, so the truth lists every path of
+/// each `ecmp` LSP it crosses, however many combinations of paths there are (seed
+/// 16636106807449963335 crosses five such LSPs: more combinations than the truth lists
+/// forward paths).
+#[test]
+fn the_truth_lists_every_path_of_every_ecmp_lsp_crossed() {
+    let o = GenOptions {
+        lsp_ecmp: 1.0,
+        ..GenOptions::default()
+    };
+    for seed in (0..10).chain([16636106807449963335]) {
+        let truth = Lab::new(generate(seed, &o)).truth();
+        for d in &truth.destinations {
+            for t in &d.tunnels {
+                let paths = truth.lsps.iter().filter(|l| l.name == t.lsp).count();
+                let listed: std::collections::BTreeSet<u8> = d
+                    .tunnels
+                    .iter()
+                    .filter(|u| u.lsp == t.lsp)
+                    .map(|u| u.branch)
+                    .collect();
+                assert_eq!(listed.len(), paths, "seed {seed} {}: {}", d.name, t.lsp);
+            }
+        }
+    }
+}
