@@ -2,7 +2,8 @@
 //! process may make only the system calls its run loop needs, and `ioctl` only with
 //! `KVM_RUN` and `KVM_GET_REGS`. Anything else kills the process (`SIGSYS`), so a guest
 //! that took over the monitor through a bug in a hypercall handler could not open files,
-//! start programs or reach other devices. Installed on every thread (the watchdog's too).
+//! start programs or reach other devices. Installed on every thread (the watchdog's too),
+//! after a monitor started as root has become `nobody` ([`drop_privileges`]).
 
 use seccompiler::{
     apply_filter_all_threads, BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp,
@@ -56,6 +57,26 @@ const ALLOWED: &[libc::c_long] = &[
     libc::SYS_exit,
     libc::SYS_exit_group,
 ];
+
+/// The user and group a monitor started as root runs its guest as (`nobody`).
+const NOBODY: u32 = 65534;
+
+/// Gives up root before the filter goes on (as Firecracker's jailer does): no
+/// supplementary groups, then group and user `nobody`, real, effective and saved, which
+/// takes every capability with them. The descriptors already open (the VM and its vCPU,
+/// the NIC) stay usable. A monitor started by another user keeps that user. The kernel
+/// clears the parent-death signal on a change of credentials: it is set again.
+pub(crate) fn drop_privileges() -> Result<(), String> {
+    use nix::unistd::{setgroups, setresgid, setresuid, Gid, Uid};
+    if !nix::unistd::geteuid().is_root() {
+        return Ok(());
+    }
+    let (g, u) = (Gid::from_raw(NOBODY), Uid::from_raw(NOBODY));
+    setgroups(&[]).map_err(|e| format!("dropping supplementary groups: {e}"))?;
+    setresgid(g, g, g).map_err(|e| format!("becoming group {NOBODY}: {e}"))?;
+    setresuid(u, u, u).map_err(|e| format!("becoming user {NOBODY}: {e}"))?;
+    crate::watchdog::die_with_parent().map_err(|e| format!("after dropping root: {e}"))
+}
 
 /// Installs the filter on every thread of the process.
 pub(crate) fn install() -> Result<(), String> {
