@@ -20,8 +20,9 @@ const KVM_GET_REGS: u64 = 0x8090_ae81;
 /// watchdog's signal and timed waits, memory the allocator returns or takes, closing
 /// descriptors (std checks them with `fcntl(F_GETFD)` first) and the exit, `getrusage`
 /// for `--stats`, and what the watchdog thread's start-up may still be doing when the
-/// filter arrives (`rseq`, `set_robust_list`, `prctl` for its name, `sched_getaffinity`,
-/// `mprotect` for its stack guard).
+/// filter arrives (`rseq`, `set_robust_list`, `prctl` for its name, `sched_getaffinity`).
+/// `mmap` and `mprotect` (the allocator, the thread's stack guard) are allowed without
+/// `PROT_EXEC` only ([`install`]).
 const ALLOWED: &[libc::c_long] = &[
     libc::SYS_read,
     libc::SYS_write,
@@ -41,7 +42,6 @@ const ALLOWED: &[libc::c_long] = &[
     libc::SYS_clock_nanosleep,
     libc::SYS_nanosleep,
     libc::SYS_sched_yield,
-    libc::SYS_mmap,
     libc::SYS_munmap,
     libc::SYS_mremap,
     libc::SYS_madvise,
@@ -52,7 +52,6 @@ const ALLOWED: &[libc::c_long] = &[
     libc::SYS_set_robust_list,
     libc::SYS_prctl,
     libc::SYS_sched_getaffinity,
-    libc::SYS_mprotect,
     libc::SYS_getrusage,
     libc::SYS_exit,
     libc::SYS_exit_group,
@@ -91,6 +90,18 @@ pub(crate) fn install() -> Result<(), String> {
         })
         .collect::<Result<Vec<_>, String>>()?;
     rules.insert(libc::SYS_ioctl, ioctl);
+    // memory, but never executable: no new code after the filter
+    for nr in [libc::SYS_mmap, libc::SYS_mprotect] {
+        let no_exec = SeccompCondition::new(
+            2,
+            SeccompCmpArgLen::Dword,
+            SeccompCmpOp::MaskedEq(libc::PROT_EXEC as u64),
+            0,
+        )
+        .and_then(|c| SeccompRule::new(vec![c]))
+        .map_err(|e| e.to_string())?;
+        rules.insert(nr, vec![no_exec]);
+    }
     let filter = SeccompFilter::new(
         rules,
         SeccompAction::KillProcess,
