@@ -345,3 +345,42 @@ fn a_tunnel_with_ecmp_inside_is_reported_on_one_path() {
         assert_eq!(paths.len(), 2, "{dsts:?}: always the same path {paths:?}");
     }
 }
+
+/// LDP over RSVP-TE (ldp-over-te.toml): inside the TE LSP the LSRs quote two labels, and
+/// its egress, the LDP LSP's penultimate hop, quotes the LDP label alone (TE PHP) or
+/// under explicit null (TE UHP): shallower than the hop before it, or label 0 on top,
+/// yet an LSR; the egress is the next hop. Also with a service label under the LDP
+/// label, and with both LSPs invisible (the trace to the egress is IP-routed to l1,
+/// which sends it over the TE LSP, hiding l2 from it too).
+#[test]
+fn a_te_tunnel_inside_an_ldp_tunnel_is_no_egress() {
+    type Edit = fn(&mut TopologyDef);
+    let variants: [(&str, Edit); 4] = [
+        ("te php", |_| {}),
+        ("te uhp", |d| d.lsps[0].pop = vtnt_lab::Pop::Uhp),
+        ("vpn", |d| d.lsps[1].vpn_label = true),
+        ("invisible", |d| {
+            for l in &mut d.lsps {
+                l.ttl_propagate = false;
+            }
+        }),
+    ];
+    for (name, edit) in variants {
+        let (got, want, r) = run(case("ldp-over-te", edit), "dst", TntConfig::default());
+        assert_eq!(want.len(), 1, "{name}: {want:?}");
+        assert_eq!(want[0].lsrs, ["l1", "l2", "l3"], "{name}");
+        assert_eq!(got, want, "{name}: {}", dump(&r));
+        if name != "invisible" {
+            let depths: Vec<usize> = r
+                .trace
+                .as_ref()
+                .unwrap()
+                .hops
+                .iter()
+                .map(|h| h.mpls.len())
+                .collect();
+            let deepest = if name == "vpn" { 3 } else { 2 };
+            assert!(depths.contains(&deepest), "{name}: {depths:?}");
+        }
+    }
+}

@@ -249,17 +249,7 @@ async fn agent(o: AgentOptions) -> anyhow::Result<()> {
                 };
                 let req = request(&m.subject, &m.payload);
                 let permit = ctx.slots.clone().try_acquire_owned().ok();
-                let answer = DeployReply {
-                    accepted: req.is_ok() && permit.is_some(),
-                    job: req.as_ref().map_or(String::new(), |r| r.id.clone()),
-                    node: ctx.o.node.clone(),
-                    busy: req.is_ok() && permit.is_none(),
-                    reason: match (&req, &permit) {
-                        (Ok(_), Some(_)) => None,
-                        (Ok(_), None) => Some("no free slot".into()),
-                        (Err(e), _) => Some(e.clone()),
-                    },
-                };
+                let answer = answer(&req, permit.is_some(), &ctx.o.node);
                 // the answer goes out first: the controller's decision is this round trip
                 client
                     .publish(reply, serde_json::to_vec(&answer)?.into())
@@ -316,17 +306,11 @@ async fn leave(client: &async_nats::Client, subs: SelectAll<async_nats::Subscrib
         let _ = sub.unsubscribe().await;
         // the subscription's messages end once the client has taken the UNSUB
         while let Ok(Some(m)) = tokio::time::timeout(ANSWER_FLUSH, sub.next()).await {
-            let (Some(reply), Ok(req)) = (m.reply, request(&m.subject, &m.payload)) else {
+            let req = request(&m.subject, &m.payload);
+            let (Some(reply), true) = (m.reply, req.is_ok()) else {
                 continue;
             };
-            let busy = DeployReply {
-                accepted: false,
-                job: req.id,
-                node: node.to_string(),
-                busy: true,
-                reason: Some("no free slot".into()),
-            };
-            if let Ok(v) = serde_json::to_vec(&busy) {
+            if let Ok(v) = serde_json::to_vec(&answer(&req, false, node)) {
                 let _ = client.publish(reply, v.into()).await;
             }
         }
@@ -405,6 +389,22 @@ async fn pull(
 /// The job request of a message on `subject`, whose tenant must be the one the subject
 /// names (the broker lets a tenant publish under its own name only): a tenant cannot
 /// have its job's results stored as another's.
+/// The answer to a discard-mode request: accepted with a free slot, `busy` without one
+/// (another agent may take it), refused with the reason when the request is bad.
+fn answer(req: &Result<JobRequest, String>, free: bool, node: &str) -> DeployReply {
+    DeployReply {
+        accepted: req.is_ok() && free,
+        job: req.as_ref().map_or(String::new(), |r| r.id.clone()),
+        node: node.to_string(),
+        busy: req.is_ok() && !free,
+        reason: match (req, free) {
+            (Ok(_), true) => None,
+            (Ok(_), false) => Some("no free slot".into()),
+            (Err(e), _) => Some(e.clone()),
+        },
+    }
+}
+
 fn request(subject: &str, payload: &[u8]) -> Result<JobRequest, String> {
     let req: JobRequest =
         serde_json::from_slice(payload).map_err(|e| format!("malformed job request: {e}"))?;

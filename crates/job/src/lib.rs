@@ -59,6 +59,8 @@ pub struct Job {
     /// Some targets were refused or could not be resolved (reported on stderr; the job
     /// exits 2 when it ends).
     pub some_bad: bool,
+    /// No progress display (`--quiet`).
+    pub quiet: bool,
 }
 
 impl Job {
@@ -222,6 +224,7 @@ pub fn job(kind: JobKind, c: &Common, vantage: Vantage) -> anyhow::Result<Job> {
         format: c.format,
         output: c.output.clone(),
         some_bad: !bad.is_empty(),
+        quiet: c.quiet,
     })
 }
 
@@ -352,6 +355,7 @@ mod tests {
             format: Format::Json,
             output: None,
             some_bad: false,
+            quiet: false,
         };
         let s = Duration::from_secs;
         let err = |j: &Job, h, e| j.clone().with_hold(s(h), s(e)).unwrap_err().to_string();

@@ -62,6 +62,10 @@ pub struct Common {
     /// need different seeds).
     #[arg(long)]
     pub seed: Option<u64>,
+    /// No progress on stderr (by default a bar on a terminal, otherwise a status line
+    /// every 10 s).
+    #[arg(long)]
+    pub quiet: bool,
     /// Measurements running at once; the rest wait their turn.
     #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..=32768))]
     pub window: u32,

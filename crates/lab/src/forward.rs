@@ -28,7 +28,7 @@ use vtnt_wire::reply::{self, Body};
 use vtnt_wire::{icmp_type, proto, tcp_flags};
 
 use crate::lab::{Lab, Port};
-use crate::net::{IfaceId, Owner, Peer, PrefixKind, RouterId};
+use crate::net::{IfaceId, Lsp, Owner, Peer, PrefixKind, RouterId};
 use crate::profile::LocalPush;
 use crate::topology::Pop;
 
@@ -50,6 +50,29 @@ pub(crate) struct Mpls {
     /// The transport label is gone (popped by the penultimate hop): the service label
     /// alone is left, `ttl` is its LSE-TTL.
     pub service_only: bool,
+    /// The LSE-TTL of the outer LSP's label on top, while the packet rides the LSP this
+    /// one is `over` (LDP over RSVP-TE).
+    pub outer: Option<u8>,
+}
+
+/// What became of a packet at a router of the outer LSP it rides.
+enum Ride {
+    /// Sent on to the next router.
+    Forwarded,
+    /// Expired or dropped.
+    Gone,
+    /// The outer label popped here (UHP): the inner label is looked at next.
+    Popped(Mpls),
+}
+
+/// The stack a router receives under any outer label: the transport label (`label`, or
+/// the service label alone once the transport is popped) and a service label under it.
+fn inner_stack(lsp: &Lsp, m: &Mpls, label: Option<u32>) -> Vec<Lse> {
+    let label = if m.service_only { lsp.vpn } else { label };
+    let lse = Lse::new(label.unwrap_or(3), 0, m.service.is_none(), m.ttl);
+    core::iter::once(lse)
+        .chain(m.service.zip(lsp.vpn).map(|(t, v)| Lse::new(v, 0, true, t)))
+        .collect()
 }
 
 /// A packet being walked through the network.
@@ -210,24 +233,26 @@ impl Lab {
             }
             let r = w.at;
             let mut popped: Option<(u16, Lse)> = None;
-            if let Some(m) = w.mpls {
+            if let Some(mut m) = w.mpls {
+                if let Some(ot) = m.outer {
+                    match self.ride(&mut w, m, ot) {
+                        Ride::Forwarded => continue,
+                        Ride::Gone => return self.recycle(w.buf),
+                        Ride::Popped(inner) => m = inner,
+                    }
+                }
                 let net = self.net();
                 let Some(lsp) = net.lsps.get(usize::from(m.lsp)) else {
                     return self.recycle(w.buf);
                 };
-                let label = if m.service_only {
-                    lsp.vpn
-                } else {
-                    lsp.labels
-                        .get(usize::from(m.f))
-                        .and_then(|v| v.get(usize::from(m.i)))
-                        .copied()
-                };
-                let lse = Lse::new(label.unwrap_or(3), 0, m.service.is_none(), m.ttl);
+                let label = lsp
+                    .labels
+                    .get(usize::from(m.f))
+                    .and_then(|v| v.get(usize::from(m.i)))
+                    .copied();
                 // the stack as received: the top label, and a service label under it
-                let stack: Vec<Lse> = core::iter::once(lse)
-                    .chain(m.service.zip(lsp.vpn).map(|(t, v)| Lse::new(v, 0, true, t)))
-                    .collect();
+                let stack = inner_stack(lsp, &m, label);
+                let lse = stack[0];
                 let (rfc4950, tunnelling, pop) = (lsp.rfc4950, lsp.icmp_tunnelling, lsp.pop);
                 let out = lsp.out.get(usize::from(m.i)).copied();
                 if !w.originated && m.ttl <= 1 {
@@ -270,9 +295,19 @@ impl Lab {
                             }
                         }
                     } else {
+                        // the head of an outer LSP this one rides pushes its label on top,
+                        // when the packet goes on past that LSP's egress
+                        let outer =
+                            lsp.over.and_then(|ov| {
+                                let te = net.lsps.get(usize::from(ov.lsp))?;
+                                let tail = usize::from(ov.at) + te.egress_index();
+                                (ov.at == m.i && tail < usize::from(m.f))
+                                    .then_some(if te.propagate { ttl } else { 255 })
+                            });
                         w.mpls = Some(Mpls {
                             i: m.i + 1,
                             ttl,
+                            outer,
                             ..m
                         });
                     }
@@ -394,6 +429,7 @@ impl Lab {
                     ttl,
                     service: (whole && lsp.vpn.is_some()).then_some(ttl),
                     service_only: false,
+                    outer: None,
                 });
                 if self.cross(&mut w, o) {
                     continue;
@@ -412,6 +448,81 @@ impl Lab {
             if !self.cross(&mut w, o) {
                 return self.recycle(w.buf);
             }
+        }
+    }
+
+    /// Packet `w` carrying `m` under an outer label of LSE-TTL `ot` at a router of the
+    /// outer LSP (LDP over RSVP-TE): the router looks at the outer label only, with the
+    /// TTL rules of any LSP (expire, swap, PHP or UHP pop); a pop leaves the inner
+    /// LSE-TTL the smaller of both when the outer LSP propagates TTLs.
+    fn ride(&mut self, w: &mut Walk, m: Mpls, ot: u8) -> Ride {
+        let net = self.net();
+        let Some(lsp) = net.lsps.get(usize::from(m.lsp)) else {
+            return Ride::Gone;
+        };
+        let Some((ov, te)) = lsp
+            .over
+            .and_then(|ov| Some((ov, net.lsps.get(usize::from(ov.lsp))?)))
+        else {
+            return Ride::Gone;
+        };
+        let last = te.egress_index();
+        let Some(k) = usize::from(m.i).checked_sub(usize::from(ov.at)) else {
+            return Ride::Gone;
+        };
+        let Some(&top) = te.labels.get(last).and_then(|v| v.get(k)) else {
+            return Ride::Gone;
+        };
+        let inner = |ttl: u8| Mpls {
+            ttl: if te.propagate { m.ttl.min(ttl) } else { m.ttl },
+            outer: None,
+            ..m
+        };
+        if !w.originated && ot <= 1 {
+            let label = lsp
+                .labels
+                .get(usize::from(m.f))
+                .and_then(|v| v.get(usize::from(ov.at) + last))
+                .copied();
+            let stack: Vec<Lse> = core::iter::once(Lse::new(top, 0, false, ot))
+                .chain(inner_stack(lsp, &m, label))
+                .collect();
+            let labels: &[Lse] = if te.rfc4950 { &stack } else { &[] };
+            let tunnel = (lsp.icmp_tunnelling && m.i < m.f).then_some(m);
+            let src = net.reply_addr(w.at, w.from, addr_at(&w.buf, 12));
+            let (r, t) = (w.at, w.t);
+            self.icmp_error(
+                r,
+                src,
+                t,
+                &w.buf,
+                icmp_type::TIME_EXCEEDED,
+                0,
+                labels,
+                tunnel,
+            );
+            return Ride::Gone;
+        }
+        if k >= last {
+            return Ride::Popped(inner(ot));
+        }
+        let ot = if w.originated { ot } else { ot - 1 };
+        let next = if te.pop == Pop::Php && k + 1 == last {
+            inner(ot)
+        } else {
+            Mpls {
+                outer: Some(ot),
+                ..m
+            }
+        };
+        let Some(&o) = lsp.out.get(usize::from(m.i)) else {
+            return Ride::Gone;
+        };
+        w.mpls = Some(Mpls { i: m.i + 1, ..next });
+        if self.cross(w, o) {
+            Ride::Forwarded
+        } else {
+            Ride::Gone
         }
     }
 
@@ -492,6 +603,7 @@ impl Lab {
             Some(Mpls {
                 ttl: fresh,
                 service: m.service.map(|_| fresh),
+                outer: m.outer.map(|_| fresh),
                 ..m
             })
         });

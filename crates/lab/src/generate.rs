@@ -85,7 +85,8 @@ pub struct GenOptions {
     /// Chance an LSP of two LSRs or more has equal-cost paths inside (`ecmp`, which LDP
     /// follows: flows to different destinations cross different LSRs): one of its LSRs
     /// gets a twin linked to the same neighbours at the same costs, or two routers in a
-    /// row at the same total cost; its return LSP too.
+    /// row at the same total cost; its return LSP too. Such an LSP rides no TE LSP
+    /// (`te_stacks`).
     pub lsp_ecmp: f64,
     /// Initial TTLs of the destination hosts, drawn uniformly (empty: 64).
     pub host_ttls: Vec<u8>,
@@ -102,6 +103,10 @@ pub struct GenOptions {
     /// Chance an LSP other than an implicit one carries a service (VPN) label under its
     /// transport label.
     pub vpn_labels: f64,
+    /// Chance an LSP of at least three LSRs rides an RSVP-TE LSP over some of them (LDP
+    /// over RSVP-TE, `over`): its LSRs there quote a stack of two labels, and the TE
+    /// LSP's egress, quoting one again, is no egress of the tunnel.
+    pub te_stacks: f64,
 }
 
 impl Default for GenOptions {
@@ -125,6 +130,7 @@ impl Default for GenOptions {
             reply_from_outgoing: 0.05,
             host_at_egress: 0.2,
             vpn_labels: 0.2,
+            te_stacks: 0.15,
         }
     }
 }
@@ -278,11 +284,35 @@ impl Builder {
             non_null_uhp: false,
             egress_lans_labelled: true,
             vpn_label: vpn,
+            over: None,
         };
         let back = self.rng.chance(o.return_lsp);
-        self.def
-            .lsps
-            .push(mk(format!("lsp{n}-{}", class.name()), path.clone()));
+        let name = format!("lsp{n}-{}", class.name());
+        let mut lsp = mk(name.clone(), path.clone());
+        // an RSVP-TE LSP between two of its LSRs (at least one LSR of its own), carrying
+        // it with the same TTL and RFC 4950 behaviour (not with paths inside: riding is
+        // modelled along one path)
+        let k = path.len();
+        if !ecmp && k >= 5 && o.te_stacks > 0.0 && self.rng.chance(o.te_stacks) {
+            let at = self.rng.range(1, k as u64 - 4) as usize;
+            let tail = self.rng.range(at as u64 + 2, k as u64 - 2) as usize;
+            let te_pop = if !propagate && !rfc4950 || self.rng.chance(0.7) {
+                Pop::Php
+            } else {
+                Pop::Uhp
+            };
+            let te = LspDef {
+                pop: te_pop,
+                internal_labelled: false,
+                icmp_tunnelling: false,
+                egress_forwards_ttl1: false,
+                vpn_label: false,
+                ..mk(format!("{name}-te"), path[at..=tail].to_vec())
+            };
+            lsp.over = Some(te.name.clone());
+            self.def.lsps.push(te);
+        }
+        self.def.lsps.push(lsp);
         if back {
             let mut rev = path;
             rev.reverse();

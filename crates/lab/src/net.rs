@@ -151,6 +151,18 @@ pub(crate) struct Lsp {
     /// The egress's service (VPN) label, pushed under the transport label on traffic
     /// that rides the whole LSP (`vpn-label`).
     pub vpn: Option<u32>,
+    /// The LSP this one rides where it crosses that LSP's routers (`over`).
+    pub over: Option<Over>,
+}
+
+/// Where an LSP rides another one (LDP over RSVP-TE).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Over {
+    /// The outer LSP.
+    pub lsp: u16,
+    /// The index in the inner LSP's path of the outer LSP's ingress (an LSR of the
+    /// inner one; so is the outer egress).
+    pub at: u8,
 }
 
 impl Lsp {

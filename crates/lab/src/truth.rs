@@ -66,6 +66,9 @@ pub struct LspTruth {
     pub icmp_tunnelling: bool,
     pub egress_forwards_ttl1: bool,
     pub revelation: Revelation,
+    /// The LSP this one rides where it crosses its routers (LDP over RSVP-TE).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub over: Option<String>,
 }
 
 /// One router on a path and the address a traceroute sees for it.
@@ -354,6 +357,7 @@ pub fn truth(topo: &Topology) -> Truth {
             icmp_tunnelling: l.icmp_tunnelling,
             egress_forwards_ttl1: l.egress_forwards_ttl1,
             revelation: l.revelation(),
+            over: l.over.map(|o| net.lsps[usize::from(o.lsp)].name.clone()),
         })
         .collect();
     let destinations = net

@@ -139,6 +139,62 @@ fn lsp_over_a_missing_link_or_to_an_unreachable_egress() {
     assert!(err(extra).to_string().contains("not a TNT class"));
 }
 
+/// Five routers in a row, an LSP `te` (`te` is the rest of its fields) and an LDP LSP
+/// r1 -> r5 (`ldp` adds fields) that rides it: the file's text.
+fn stacked(te: &str, ldp: &str) -> String {
+    let router = |n: &str| format!("\n[[router]]\nname = \"{n}\"\nvendor = \"cisco\"\n");
+    let link = |a: &str, b: &str, p: &str| {
+        format!("\n[[link]]\na = \"{a}\"\nb = \"{b}\"\nprefix = \"{p}\"\n")
+    };
+    format!(
+        "{}{}{}{}\n[[lsp]]\nname = \"te\"\n{te}\n\n[[lsp]]\nname = \"ldp\"\ningress = \"r1\"\negress = \"r5\"\n{ldp}\n",
+        router("r4"),
+        router("r5"),
+        link("r3", "r4", "100.64.0.8/30"),
+        link("r4", "r5", "100.64.0.12/30"),
+    )
+}
+
+#[test]
+fn an_lsp_rides_only_an_lsp_strictly_inside_it_that_shows_ttls_alike() {
+    let inside = "ingress = \"r2\"\negress = \"r4\"";
+    let ok = format!("{BASE}{}", stacked(inside, "over = \"te\""));
+    Topology::parse(&ok, "t.toml").expect("a TE LSP strictly inside");
+    for (te, ldp, want) in [
+        (inside, "over = \"nope\"", "over: no LSP is named \"nope\""),
+        (inside, "over = \"ldp\"", "over: an LSP cannot ride itself"),
+        (
+            "ingress = \"r1\"\negress = \"r3\"",
+            "over = \"te\"",
+            "must start and end at LSRs of this LSP",
+        ),
+        (
+            "ingress = \"r2\"\negress = \"r5\"",
+            "over = \"te\"",
+            "must start and end at LSRs of this LSP",
+        ),
+        (
+            inside,
+            "over = \"te\"\nttl-propagate = false",
+            "must have this LSP's ttl-propagate and rfc4950",
+        ),
+        (
+            inside,
+            "over = \"te\"\nrfc4950 = false",
+            "must have this LSP's ttl-propagate and rfc4950",
+        ),
+    ] {
+        let extra = stacked(te, ldp);
+        let e = err(&extra);
+        let s = e.to_string();
+        assert!(
+            s.contains("[[lsp]] \"ldp\": over") && s.contains(want),
+            "{te} / {ldp}: {s}"
+        );
+        assert_eq!(e.line(), line_of(&extra, "[[lsp]]"), "{e}");
+    }
+}
+
 #[test]
 fn an_ecmp_lsp_with_a_path_is_refused() {
     let extra = "\n[[lsp]]\nname = \"e\"\ningress = \"r1\"\negress = \"r3\"\necmp = true\npath = [\"r1\", \"r2\", \"r3\"]\n";
@@ -152,6 +208,16 @@ fn an_ecmp_lsp_with_a_path_is_refused() {
     // without a path it is fine, one path or several
     let extra = "\n[[lsp]]\nname = \"e\"\ningress = \"r1\"\negress = \"r3\"\necmp = true\n";
     Topology::parse(&format!("{BASE}{extra}"), "t.toml").unwrap();
+    // nor does it ride another LSP (riding is modelled along one path)
+    let over = format!(
+        "{extra}\n[[lsp]]\nname = \"ldp\"\ningress = \"r1\"\negress = \"r3\"\nover = \"e\"\n"
+    );
+    let e = err(&over);
+    assert!(
+        e.to_string()
+            .contains("[[lsp]] \"ldp\": over: \"e\" or this LSP is ecmp"),
+        "{e}"
+    );
 }
 
 #[test]

@@ -2,7 +2,8 @@
 //! process may make only the system calls its run loop needs, and `ioctl` only with
 //! `KVM_RUN` and `KVM_GET_REGS`. Anything else kills the process (`SIGSYS`), so a guest
 //! that took over the monitor through a bug in a hypercall handler could not open files,
-//! start programs or reach other devices. Installed on every thread (the watchdog's too).
+//! start programs or reach other devices. Installed on every thread (the watchdog's too),
+//! after a monitor started as root has become `nobody` ([`drop_privileges`]).
 
 use seccompiler::{
     apply_filter_all_threads, BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp,
@@ -19,8 +20,9 @@ const KVM_GET_REGS: u64 = 0x8090_ae81;
 /// watchdog's signal and timed waits, memory the allocator returns or takes, closing
 /// descriptors (std checks them with `fcntl(F_GETFD)` first) and the exit, `getrusage`
 /// for `--stats`, and what the watchdog thread's start-up may still be doing when the
-/// filter arrives (`rseq`, `set_robust_list`, `prctl` for its name, `sched_getaffinity`,
-/// `mprotect` for its stack guard).
+/// filter arrives (`rseq`, `set_robust_list`, `prctl` for its name, `sched_getaffinity`).
+/// `mmap` and `mprotect` (the allocator, the thread's stack guard) are allowed without
+/// `PROT_EXEC` only ([`install`]).
 const ALLOWED: &[libc::c_long] = &[
     libc::SYS_read,
     libc::SYS_write,
@@ -40,7 +42,6 @@ const ALLOWED: &[libc::c_long] = &[
     libc::SYS_clock_nanosleep,
     libc::SYS_nanosleep,
     libc::SYS_sched_yield,
-    libc::SYS_mmap,
     libc::SYS_munmap,
     libc::SYS_mremap,
     libc::SYS_madvise,
@@ -51,11 +52,30 @@ const ALLOWED: &[libc::c_long] = &[
     libc::SYS_set_robust_list,
     libc::SYS_prctl,
     libc::SYS_sched_getaffinity,
-    libc::SYS_mprotect,
     libc::SYS_getrusage,
     libc::SYS_exit,
     libc::SYS_exit_group,
 ];
+
+/// The user and group a monitor started as root runs its guest as (`nobody`).
+const NOBODY: u32 = 65534;
+
+/// Gives up root before the filter goes on (as Firecracker's jailer does): no
+/// supplementary groups, then group and user `nobody`, real, effective and saved, which
+/// takes every capability with them. The descriptors already open (the VM and its vCPU,
+/// the NIC) stay usable. A monitor started by another user keeps that user. The kernel
+/// clears the parent-death signal on a change of credentials: it is set again.
+pub(crate) fn drop_privileges() -> Result<(), String> {
+    use nix::unistd::{setgroups, setresgid, setresuid, Gid, Uid};
+    if !nix::unistd::geteuid().is_root() {
+        return Ok(());
+    }
+    let (g, u) = (Gid::from_raw(NOBODY), Uid::from_raw(NOBODY));
+    setgroups(&[]).map_err(|e| format!("dropping supplementary groups: {e}"))?;
+    setresgid(g, g, g).map_err(|e| format!("becoming group {NOBODY}: {e}"))?;
+    setresuid(u, u, u).map_err(|e| format!("becoming user {NOBODY}: {e}"))?;
+    crate::watchdog::die_with_parent().map_err(|e| format!("after dropping root: {e}"))
+}
 
 /// Installs the filter on every thread of the process.
 pub(crate) fn install() -> Result<(), String> {
@@ -70,6 +90,18 @@ pub(crate) fn install() -> Result<(), String> {
         })
         .collect::<Result<Vec<_>, String>>()?;
     rules.insert(libc::SYS_ioctl, ioctl);
+    // memory, but never executable: no new code after the filter
+    for nr in [libc::SYS_mmap, libc::SYS_mprotect] {
+        let no_exec = SeccompCondition::new(
+            2,
+            SeccompCmpArgLen::Dword,
+            SeccompCmpOp::MaskedEq(libc::PROT_EXEC as u64),
+            0,
+        )
+        .and_then(|c| SeccompRule::new(vec![c]))
+        .map_err(|e| e.to_string())?;
+        rules.insert(nr, vec![no_exec]);
+    }
     let filter = SeccompFilter::new(
         rules,
         SeccompAction::KillProcess,

@@ -99,18 +99,19 @@ impl Runtime {
         opts.net.attach(self)?;
         let image = self.build_image(&opts.build)?;
         let name = server::file_name(&image)?;
-        let (_server, url) = match &opts.images {
-            ImageSource::Server(base) => (None, format!("{base}/{name}")),
+        let mut _own_server = None;
+        let fetch: Box<FetchFile> = match &opts.images {
+            ImageSource::Fetch(f) => Box::new(move |file| f(&name, file)),
+            ImageSource::Server(base) => {
+                let url = format!("{base}/{name}");
+                Box::new(move |file| server::fetch(&url, file))
+            }
             ImageSource::Own => {
                 let s = server::ImageServer::start(&[&image], opts.bandwidth_bps)?;
                 let url = s.url(self)?;
-                (Some(s), url)
+                _own_server = Some(s);
+                Box::new(move |file| server::fetch(&url, file))
             }
-            ImageSource::Fetch(_) => (None, String::new()),
-        };
-        let fetch = |file: &std::path::Path| match &opts.images {
-            ImageSource::Fetch(f) => f(&name, file),
-            _ => server::fetch(&url, file),
         };
         let engine = EngineGuard::for_runtime(self, &opts.net)?;
         let t0 = Instant::now();
@@ -163,6 +164,9 @@ impl Default for RunOptions {
 
 /// A fetcher of images: (the image's file name, where to write it) to bytes written.
 pub type FetchImage = dyn Fn(&str, &std::path::Path) -> anyhow::Result<u64> + Send + Sync;
+
+/// Fetches one run's image into a file, returning the bytes fetched.
+type FetchFile<'a> = dyn Fn(&std::path::Path) -> anyhow::Result<u64> + 'a;
 
 /// Where [`Runtime::run`] fetches its image from.
 #[derive(Clone, Default)]

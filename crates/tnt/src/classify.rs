@@ -342,12 +342,17 @@ pub fn classify(path: &Path, opts: &ClassifyOptions) -> Classification {
                 .and_then(|h| h.top_label)
                 .is_some_and(|l| l == 0 || l == 2)
         };
+        // Stack depths tell the egress from the egress of an LSP this one rides (LDP over
+        // RSVP-TE), which quotes one label fewer than the hops inside it, or label 0 on
+        // top: the tunnel's own egress quotes no deeper a stack than any LSR before it.
         let depth = |k: usize| path.get(k).map_or(0, |h| h.label_depth);
-        let shallower = lsrs.len() > 1 && depth(last) < depth(lsrs[lsrs.len() - 2]);
+        let earlier = lsrs[..lsrs.len() - 1].iter().map(|&k| depth(k)).min();
+        let null_egress = explicit_null(last) && earlier.is_none_or(|d| depth(last) <= d);
+        let shallower = earlier.is_some_and(|d| depth(last) < d);
         let (egress, next) = if labelled(last + 1).is_some() && same(last, last + 1) {
             lsrs.pop();
             (Some(last + 1), last + 2)
-        } else if opts.egress_label && (explicit_null(last) || shallower) && lsrs.len() > 1 {
+        } else if opts.egress_label && (null_egress || shallower) && lsrs.len() > 1 {
             // UHP with explicit null, or a service label left alone by PHP: the last
             // labelled hop is the egress
             lsrs.pop();

@@ -221,8 +221,11 @@ pub struct Summary {
     pub opaque: usize,
     pub invisible_php: usize,
     pub invisible_uhp: usize,
-    /// Triggers whose revelation showed nothing.
+    /// Triggers whose revelation showed nothing (blind-spot tests apart).
     pub unrevealed: usize,
+    /// Blind-spot tests that showed nothing: the hop pair before a `<64,64>` or
+    /// `<128,128>` router hides no tunnel, as for most such routers.
+    pub blind_spots_clear: usize,
     /// Triggers whose revelation could not run: its probes could not be sent (not
     /// counted in `unrevealed`: nothing is known of these tunnels).
     pub reveal_send_errors: usize,

@@ -197,6 +197,8 @@ pub struct RunOutcome {
     pub timings: Timings,
     /// The VMM's peak resident set, KiB.
     pub peak_rss_kib: Option<u64>,
+    /// The VMM's largest PSS seen, KiB ([`crate::outcome::Outcome::peak_pss_kib`]).
+    pub peak_pss_kib: Option<u64>,
     /// The VMM's host CPU time (user + system, 10 ms resolution).
     pub cpu: Option<Duration>,
     /// The accelerator the VM ran under.
@@ -421,6 +423,7 @@ pub fn run_job(spec: &RunSpec) -> Result<RunOutcome, Error> {
         status: out.status,
         timings,
         peak_rss_kib: out.peak_rss_kib,
+        peak_pss_kib: out.peak_pss_kib,
         cpu: out.cpu,
         accel: out.accel,
         vmm,

@@ -11,7 +11,7 @@
 
 use crate::accel::{self, Accelerator};
 use crate::outcome::{json_u64, ConsoleTap, Outcome};
-use crate::{qemu, which, Error};
+use crate::{qemu, which, Error, GuestStatus};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::Command;
@@ -149,13 +149,27 @@ pub fn run(cfg: &MonitorConfig) -> Result<Outcome, Error> {
     let mut cmd = Command::new(&words[0]);
     cmd.args(&words[1..]).args(cfg.args());
     let accel = accel::kvm_kind().unwrap_or(Accelerator::Kvm);
-    let mut out = qemu::supervise(
+    let supervised = qemu::supervise(
         cmd,
         cfg.timeout + Duration::from_secs(5),
         false,
         accel,
         cfg.console.as_ref(),
-    )?;
+    );
+    let mut out = match supervised {
+        // the monitor's one-line message, without its statistics line
+        Err(Error::Vmm { status, stderr }) => {
+            return Err(Error::Vmm {
+                status,
+                stderr: message(&stderr),
+            })
+        }
+        r => r?,
+    };
+    // the monitor's watchdog stopped a guest that had printed lines but never its exit
+    if out.status == GuestStatus::Vanished && out.vmm_code == Some(EXIT_TIMED_OUT) {
+        out.status = GuestStatus::TimedOut;
+    }
     // The monitor's own account of its peak RSS and CPU time (getrusage) is exact, where
     // sampling /proc from outside misses most of a VM that lives a few milliseconds.
     if let Some(line) = stats_line(&out.stderr) {
@@ -169,9 +183,38 @@ pub fn run(cfg: &MonitorConfig) -> Result<Outcome, Error> {
     Ok(out)
 }
 
+/// The monitor's exit status when its watchdog stopped the guest.
+const EXIT_TIMED_OUT: i32 = 124;
+
+/// What the monitor said on stderr, its statistics line left out, on one line.
+fn message(stderr: &str) -> String {
+    let lines: Vec<&str> = stderr
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with("{\"type\":\"monitor\""))
+        .collect();
+    lines.join("; ")
+}
+
 /// The monitor's `--stats` line in its stderr.
 pub fn stats_line(stderr: &str) -> Option<&str> {
     stderr
         .lines()
         .find(|l| l.starts_with("{\"type\":\"monitor\""))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_message_is_one_line_without_the_statistics() {
+        let stderr = "vtnt-monitor: the guest faulted at rip 0x1234 (page fault)\n\
+                      {\"type\":\"monitor\",\"exits\":3}\n\n";
+        assert_eq!(
+            message(stderr),
+            "vtnt-monitor: the guest faulted at rip 0x1234 (page fault)"
+        );
+        assert_eq!(message("a\nb\n"), "a; b");
+    }
 }

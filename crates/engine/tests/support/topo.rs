@@ -77,6 +77,7 @@ pub fn lsp(ingress: &str, egress: &str) -> LspDef {
         non_null_uhp: false,
         egress_lans_labelled: true,
         vpn_label: false,
+        over: None,
     }
 }
 

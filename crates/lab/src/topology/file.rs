@@ -205,6 +205,13 @@ pub struct LspDef {
     /// egress receives the service label alone.
     #[serde(default, skip_serializing_if = "is_false")]
     pub vpn_label: bool,
+    /// LDP over RSVP-TE: the name of another LSP whose routers, ingress to egress, are
+    /// consecutive LSRs of this one. Where this LSP's traffic crosses them it rides that
+    /// LSP: its ingress pushes its own label on top, its LSRs quote both labels (and the
+    /// service label), and its penultimate hop (PHP) or egress (UHP) pops its label before
+    /// this LSP's is looked at again. Both agree on `ttl-propagate` and `rfc4950`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub over: Option<String>,
 }
 
 /// A static route: `router` sends traffic for `prefix` to its neighbour `via`, whatever

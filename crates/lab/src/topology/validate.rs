@@ -15,7 +15,8 @@ use super::file::{LspDef, Spans, TopologyDef};
 use super::{line_of, Pop, TopologyError};
 use crate::addr::{in_lab_ranges, AddrLen, Prefix};
 use crate::net::{
-    Host, Iface, IfaceId, Lsp, Net, Peer, PrefixInfo, PrefixKind, Router, RouterId, TunnelClass, Vp,
+    Host, Iface, IfaceId, Lsp, Net, Over, Peer, PrefixInfo, PrefixKind, Router, RouterId,
+    TunnelClass, Vp,
 };
 use crate::routing::{Dist, Static, Tables, INF};
 
@@ -446,6 +447,7 @@ pub(crate) fn resolve(
     let mut lsps = Vec::new();
     let mut next_label: Vec<u32> = routers.iter().map(|r| r.vendor.label_base()).collect();
     let mut lsp_names = std::collections::HashSet::new();
+    let mut first = Vec::with_capacity(def.lsps.len());
     for (i, l) in def.lsps.iter().enumerate() {
         if !lsp_names.insert(l.name.as_str()) {
             return Err(cx.err(
@@ -456,6 +458,7 @@ pub(crate) fn resolve(
             ));
         }
         // an `ecmp` LSP: one Lsp per equal-cost path
+        first.push(lsps.len());
         for branch in 0..if l.ecmp { MAX_ECMP_PATHS } else { 1 } {
             let Some(x) = lsp(
                 &cx,
@@ -477,6 +480,13 @@ pub(crate) fn resolve(
             return Err(top(
                 "too many LSPs (each equal-cost path of an ecmp one counts)".into(),
             ));
+        }
+    }
+    for (i, l) in def.lsps.iter().enumerate() {
+        if let Some(name) = &l.over {
+            let o = over(&def.lsps, &lsps, &first, i, name)
+                .map_err(|m| cx.err("lsp", i, &format!("\"{}\"", l.name), m))?;
+            lsps[first[i]].over = Some(o);
         }
     }
     let mut statics: Vec<Static> = Vec::new();
@@ -671,5 +681,66 @@ fn lsp(
         class,
         labels,
         vpn,
+        over: None,
     }))
+}
+
+/// Where LSP `i` rides the LSP named `name` (`over`): that LSP's routers must be
+/// consecutive LSRs of `i`'s path, and the two must agree on how TTLs and labels show.
+/// `first[k]`: the index in `lsps` of definition `k`'s (first) path.
+fn over(
+    defs: &[LspDef],
+    lsps: &[Lsp],
+    first: &[usize],
+    i: usize,
+    name: &str,
+) -> Result<Over, String> {
+    let j = defs
+        .iter()
+        .position(|l| l.name == name)
+        .ok_or_else(|| format!("over: no LSP is named \"{name}\""))?;
+    if j == i {
+        return Err("over: an LSP cannot ride itself".into());
+    }
+    if defs[j].over.is_some() {
+        return Err(format!(
+            "over: \"{name}\" rides another LSP itself (one level of stacking is modelled)"
+        ));
+    }
+    if defs[i].ecmp || defs[j].ecmp {
+        return Err(format!(
+            "over: \"{name}\" or this LSP is ecmp; riding is modelled along one path only"
+        ));
+    }
+    let (inner, outer) = (&lsps[first[i]], &lsps[first[j]]);
+    let at = inner
+        .path
+        .windows(outer.path.len())
+        .position(|w| w == outer.path.as_slice())
+        .ok_or_else(|| {
+            format!(
+                "over: the routers of \"{name}\" are not consecutive routers of this LSP's path"
+            )
+        })?;
+    if at == 0 || at + outer.egress_index() >= inner.egress_index() {
+        return Err(format!(
+            "over: \"{name}\" must start and end at LSRs of this LSP, strictly between its \
+             ingress and egress"
+        ));
+    }
+    if outer.propagate != inner.propagate || outer.rfc4950 != inner.rfc4950 {
+        return Err(format!(
+            "over: \"{name}\" must have this LSP's ttl-propagate and rfc4950 (a stack whose \
+             labels disagree on them is not modelled)"
+        ));
+    }
+    if outer.egress_forwards_ttl1 {
+        return Err(format!(
+            "over: \"{name}\" has egress-forwards-ttl1, which is not modelled under a stack"
+        ));
+    }
+    Ok(Over {
+        lsp: first[j] as u16,
+        at: at as u8,
+    })
 }
