@@ -114,3 +114,40 @@ pub(crate) fn install() -> Result<(), String> {
         .map_err(|e: seccompiler::BackendError| e.to_string())?;
     apply_filter_all_threads(&program).map_err(|e| e.to_string())
 }
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::process::ExitStatusExt;
+
+    /// Set in the child run of [`a_call_outside_the_filter_kills_the_process`].
+    const CHILD: &str = "VTNT_JAIL_TEST_CHILD";
+
+    /// The filter installed, a call it does not allow (`openat`) kills the process with
+    /// SIGSYS. The test runs itself again as a child process, which installs the filter
+    /// and opens a file.
+    #[test]
+    fn a_call_outside_the_filter_kills_the_process() {
+        if std::env::var_os(CHILD).is_some() {
+            super::install().unwrap();
+            let _ = std::fs::File::open("/proc/self/status");
+            std::process::exit(0);
+        }
+        let exe = std::env::current_exe().unwrap();
+        let out = std::process::Command::new(exe)
+            .args([
+                "--exact",
+                "jail::tests::a_call_outside_the_filter_kills_the_process",
+                "--nocapture",
+            ])
+            .env(CHILD, "1")
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.signal(),
+            Some(libc::SIGSYS),
+            "{:?}: {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
