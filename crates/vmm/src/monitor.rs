@@ -13,8 +13,9 @@ use crate::accel::{self, Accelerator};
 use crate::outcome::{json_u64, ConsoleTap, Outcome};
 use crate::{qemu, which, Error, GuestStatus};
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::OnceLock;
 use std::time::Duration;
 
 /// The monitor's program name.
@@ -123,6 +124,45 @@ impl MonitorConfig {
         a.push(self.cmdline.clone());
         a
     }
+}
+
+/// Where [`boots`] keeps its answer for this host boot.
+const BOOTS_CACHE: &str = "vtnt-monitor-boots";
+
+/// Whether the monitor boots `image` on this host, checked once: on PVM, where every
+/// release is tested (CI), yes; on other KVM (hardware virtualisation, where no release
+/// has run yet), a `-- boot` job must exit 0 under it, once per host boot (the answer is
+/// cached in the temporary directory, like QEMU's accelerator probe). A failed check is
+/// said on stderr, once.
+pub fn boots(image: &Path) -> bool {
+    static BOOTS: OnceLock<bool> = OnceLock::new();
+    *BOOTS.get_or_init(|| {
+        if accel::kvm_kind() == Some(Accelerator::PvmKvm) {
+            return true;
+        }
+        let cache = std::env::temp_dir().join(BOOTS_CACHE);
+        let id = accel::boot_id();
+        if let Some((at, word)) = std::fs::read_to_string(&cache).ok().and_then(|s| {
+            s.trim()
+                .split_once(' ')
+                .map(|(a, w)| (a.to_string(), w.to_string()))
+        }) {
+            if at == id && !id.is_empty() {
+                return word == "yes";
+            }
+        }
+        let mut cfg = MonitorConfig::new(image.to_path_buf(), "-- boot");
+        cfg.timeout = Duration::from_secs(5);
+        let ok = run(&cfg).is_ok_and(|o| o.status == GuestStatus::Exited(0));
+        let _ = std::fs::write(&cache, format!("{id} {}\n", if ok { "yes" } else { "no" }));
+        if !ok {
+            eprintln!(
+                "vtnt: vtnt-monitor did not boot a test guest on this host's KVM: microVMs \
+                 run under QEMU (`--vmm vtnt` forces the monitor)"
+            );
+        }
+        ok
+    })
 }
 
 /// Whether the monitor can run VMs here: its binary exists and `/dev/kvm` opens
