@@ -109,6 +109,14 @@ fn dump(r: &TntResult) -> String {
     vtnt_tnt::dump(r)
 }
 
+/// The depth of the label stack each hop of the initial trace quoted.
+fn stack_depths(r: &TntResult) -> Vec<usize> {
+    r.trace
+        .as_ref()
+        .map(|t| t.hops.iter().map(|h| h.mpls.len()).collect())
+        .unwrap_or_default()
+}
+
 /// Case 4 (ecmp-returns.toml): no false implicit tunnel from u-turns of alternating sign.
 #[test]
 fn ecmp_returns_of_unequal_length_make_no_implicit_tunnel() {
@@ -299,14 +307,7 @@ fn a_service_label_left_alone_marks_the_egress() {
     let (got, want, r) = run(topo(), "dst", TntConfig::default());
     assert_eq!(want.len(), 1, "{want:?}");
     assert_eq!(got, want, "{}", dump(&r));
-    let depths: Vec<usize> = r
-        .trace
-        .as_ref()
-        .unwrap()
-        .hops
-        .iter()
-        .map(|h| h.mpls.len())
-        .collect();
+    let depths = stack_depths(&r);
     assert!(depths.contains(&2) && depths.contains(&1), "{depths:?}");
     let mut off = TntConfig::default();
     off.classify.egress_label = false;
@@ -371,14 +372,7 @@ fn a_te_tunnel_inside_an_ldp_tunnel_is_no_egress() {
         assert_eq!(want[0].lsrs, ["l1", "l2", "l3"], "{name}");
         assert_eq!(got, want, "{name}: {}", dump(&r));
         if name != "invisible" {
-            let depths: Vec<usize> = r
-                .trace
-                .as_ref()
-                .unwrap()
-                .hops
-                .iter()
-                .map(|h| h.mpls.len())
-                .collect();
+            let depths = stack_depths(&r);
             let deepest = if name == "vpn" { 3 } else { 2 };
             assert!(depths.contains(&deepest), "{name}: {depths:?}");
         }
