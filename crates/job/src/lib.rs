@@ -414,7 +414,21 @@ mod tests {
     #[test]
     fn bad_job_words_are_errors() {
         for w in [
+            "trace -P ICMP-Paris 192.0.2.1",
+            "ping -P ICMP 192.0.2.1",
+            "tnt -P TCP 192.0.2.1",
+        ] {
+            assert!(parse_words(&words(w), Vantage::Lab).is_ok(), "{w}");
+        }
+        let classic = parse_words(&words("trace -P icmp 192.0.2.1"), Vantage::Lab).unwrap_err();
+        assert!(
+            classic.to_string().contains("classic traceroute"),
+            "{classic}"
+        );
+        for w in [
             "trace -q 0 192.0.2.1",
+            "trace -P udp 192.0.2.1",
+            "tnt -P icmp 192.0.2.1",
             "dance 192.0.2.1",
             "trace",
             "trace 8.8.8.8",

@@ -81,16 +81,29 @@ pub fn seconds(s: &str) -> Result<Duration, String> {
     Ok(Duration::from_secs_f64(v))
 }
 
+/// A ping's `-P`, in any case (as scamper takes it): icmp (icmp-echo), udp, tcp.
 pub fn method(s: &str) -> Result<Method, String> {
-    Method::from_option(s)
+    Method::from_option(&s.to_ascii_lowercase())
         .ok_or_else(|| format!("unknown method `{s}` (icmp-paris, udp-paris, tcp)"))
+}
+
+/// A trace's `-P`, in any case: icmp-paris, udp-paris, tcp. Classic traceroute (`icmp`,
+/// `udp`: a new flow for every probe) is refused, not run as its Paris variant.
+pub fn trace_method(s: &str) -> Result<Method, String> {
+    match s.to_ascii_lowercase().as_str() {
+        "icmp" | "icmp-echo" | "udp" => Err(format!(
+            "`{s}` is classic traceroute (a new flow for every probe), which vTNT does not \
+             run: it traces one Paris flow (icmp-paris, udp-paris or tcp)"
+        )),
+        _ => method(s),
+    }
 }
 
 /// `vtnt trace`.
 #[derive(clap::Args, Debug)]
 pub struct TraceArgs {
     /// Probe method: icmp-paris, udp-paris or tcp.
-    #[arg(short = 'P', long = "method", default_value = "udp-paris", value_parser = method)]
+    #[arg(short = 'P', long = "method", default_value = "udp-paris", value_parser = trace_method)]
     pub method: Method,
     /// First TTL.
     #[arg(short = 'f', long = "first-ttl", default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..))]
@@ -172,7 +185,7 @@ impl PingArgs {
 #[derive(clap::Args, Debug)]
 pub struct TntArgs {
     /// Method of the initial and revelation traces: icmp-paris, udp-paris or tcp.
-    #[arg(short = 'P', long = "method", default_value = "icmp-paris", value_parser = method)]
+    #[arg(short = 'P', long = "method", default_value = "icmp-paris", value_parser = trace_method)]
     pub method: Method,
     /// Probes per hop.
     #[arg(short = 'q', long = "attempts", default_value_t = 3, value_parser = clap::value_parser!(u8).range(1..=20))]
