@@ -87,6 +87,26 @@ fn trace_matches_scamper_for_every_method() {
         assert_eq!(vt[0]["stop_reason"], "COMPLETED");
         assert_eq!(vt[0]["method"], st[0]["method"], "{ours}");
         assert_eq!(vt[0]["dst"], st[0]["dst"]);
+        // scamper's defaults: probe size and destination port
+        assert_eq!(vt[0]["probe_size"], st[0]["probe_size"], "{ours}");
+        assert_eq!(vt[0]["dport"], st[0]["dport"], "{ours}");
+    }
+}
+
+/// A UDP or TCP ping sends what scamper's does by default: 40-byte probes to port 33435.
+#[test]
+fn udp_and_tcp_pings_default_like_scamper() {
+    vtnt_testkit::require_root!("scamper");
+    let chain = Chain::build("vpd", 1).expect("namespace chain");
+    let target = chain.target();
+    for (ours, theirs) in [("udp", "udp"), ("tcp", "tcp-syn")] {
+        let v = vtnt(chain.vantage(), &["ping", "-P", ours, "-c", "1", &target]);
+        let s = scamper(chain.vantage(), &format!("ping -P {theirs} -c 1"), &target);
+        let (vp, sp) = (of_type(&v, "ping"), of_type(&s, "ping"));
+        assert_eq!((vp.len(), sp.len()), (1, 1), "{ours}");
+        for key in ["method", "probe_size", "dport"] {
+            assert_eq!(vp[0][key], sp[0][key], "{ours}: {key}");
+        }
     }
 }
 

@@ -572,10 +572,10 @@ impl Engine {
                 (self.pool.alloc(taken)?, true)
             }
         };
+        // scamper's default destination port, for UDP and TCP alike
         let dport = match method {
             Method::IcmpParis => 0,
-            Method::UdpParis => dport.unwrap_or(33435),
-            Method::Tcp => dport.unwrap_or(80),
+            Method::UdpParis | Method::Tcp => dport.unwrap_or(33435),
         };
         let icmp_sum = if is_trace && method == Method::IcmpParis {
             self.rng.checksum()

@@ -132,10 +132,11 @@ impl PingOptions {
         }
     }
 
-    /// Sets the method and a fitting default probe size (40 for TCP, 84 else).
+    /// Sets the method and scamper's default probe size for it (84 for ICMP echo, 40 for
+    /// UDP and TCP).
     pub fn with_method(mut self, method: Method) -> PingOptions {
         self.method = method;
-        self.probe_size = if method == Method::Tcp { 40 } else { 84 };
+        self.probe_size = if method == Method::IcmpParis { 84 } else { 40 };
         self
     }
 

@@ -124,7 +124,7 @@ fn tcp_trace_completes_on_rst_and_on_syn_ack() {
     let last = t.hops.last().unwrap();
     assert_eq!((last.addr, last.icmp), (IpAddr::V4(DST), None));
     assert_eq!(last.tcp_flags, Some(tcp_flags::RST | tcp_flags::ACK));
-    assert_eq!(t.dport, 80);
+    assert_eq!(t.dport, 33435);
 
     // 44-byte SYNs carry 4 bytes of data, which the RST acknowledges too.
     let mut o = opts(Method::Tcp);

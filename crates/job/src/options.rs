@@ -123,7 +123,7 @@ pub struct TraceArgs {
     /// Times an address may repeat (non-adjacently) before the trace stops with LOOP.
     #[arg(short = 'l', long = "loops", default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..))]
     pub loops: u8,
-    /// Destination port (UDP default 33435, TCP default 80).
+    /// Destination port (33435, scamper's, for UDP and TCP).
     #[arg(short = 'd', long = "dport")]
     pub dport: Option<u16>,
     /// Source port (default: chosen per trace).
