@@ -66,6 +66,9 @@ pub struct Common {
     /// every 10 s).
     #[arg(long)]
     pub quiet: bool,
+    /// A number of the user's, stored in every record (scamper's `-U`).
+    #[arg(short = 'U', long = "userid", default_value_t = 0)]
+    pub userid: u32,
     /// Measurements running at once; the rest wait their turn.
     #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..=32768))]
     pub window: u32,
@@ -129,6 +132,13 @@ pub struct TraceArgs {
     /// Source port (default: chosen per trace).
     #[arg(short = 's', long = "sport")]
     pub sport: Option<u16>,
+    /// Type of service byte of the probes.
+    #[arg(short = 't', long = "tos", default_value_t = 0)]
+    pub tos: u8,
+    /// Least time between two probes of the trace, in tens of milliseconds as scamper's
+    /// `-W` (0..=200).
+    #[arg(short = 'W', long = "wait-probe", default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=200))]
+    pub wait_probe: u8,
     #[command(flatten)]
     pub common: Common,
 }
@@ -144,6 +154,9 @@ impl TraceArgs {
         o.loops = self.loops;
         o.dport = self.dport;
         o.sport = self.sport;
+        o.tos = self.tos;
+        o.wait_probe = Duration::from_millis(10 * u64::from(self.wait_probe));
+        o.userid = self.common.userid;
         o
     }
 }
@@ -166,6 +179,15 @@ pub struct PingArgs {
     /// Seconds to wait for replies after the last probe.
     #[arg(short = 'W', long = "timeout", default_value = "1", value_parser = seconds)]
     pub timeout: Duration,
+    /// IP length of each probe (scamper's: 84 for ICMP echo, 40 for UDP and TCP).
+    #[arg(short = 's', long = "size")]
+    pub size: Option<u16>,
+    /// Destination port of UDP and TCP probes (33435).
+    #[arg(short = 'd', long = "dport")]
+    pub dport: Option<u16>,
+    /// Source port of UDP and TCP probes (default: chosen per ping).
+    #[arg(short = 'F', long = "sport")]
+    pub sport: Option<u16>,
     #[command(flatten)]
     pub common: Common,
 }
@@ -177,6 +199,10 @@ impl PingArgs {
         o.interval = self.interval;
         o.ttl = self.ttl;
         o.timeout = self.timeout;
+        o.probe_size = self.size.unwrap_or(o.probe_size);
+        o.dport = self.dport;
+        o.sport = self.sport;
+        o.userid = self.common.userid;
         o
     }
 }
@@ -264,6 +290,8 @@ impl TntArgs {
         c.trace.gaplimit = self.gaplimit;
         c.trace.max_ttl = self.max;
         c.ping.count = self.ping_count;
+        c.trace.userid = self.common.userid;
+        c.ping.userid = self.common.userid;
         c.classify.thresholds = Thresholds {
             frpla: self.frpla,
             rtla: self.rtla,
