@@ -81,7 +81,6 @@ impl TraceOptions {
         check("attempts", "1..=20", (1..=20).contains(&self.attempts))?;
         check("first_ttl", "1..=255", self.first_ttl >= 1)?;
         check("max_ttl", "first_ttl..=255", self.max_ttl >= self.first_ttl)?;
-        check("gaplimit", "1..=255", self.gaplimit >= 1)?;
         check(
             "wait",
             "1ms..=60s",

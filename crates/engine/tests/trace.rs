@@ -194,6 +194,20 @@ fn gap_limit_counts_from_first_ttl() {
     assert_eq!((t.firsthop, t.hop_count, t.probe_count), (4, 5, 2));
 }
 
+/// A gap limit of 0 is none, as scamper's: silent hops go on to the hop limit.
+#[test]
+fn a_gap_limit_of_zero_is_no_limit() {
+    let mut def = chain(2);
+    def.hosts[0].silent = true;
+    let mut o = opts(Method::IcmpParis);
+    o.gaplimit = 0;
+    o.attempts = 1;
+    o.max_ttl = 12;
+    let t = trace(o, def);
+    assert_eq!(t.stop_reason, StopReason::HopLimit);
+    assert_eq!((t.hop_count, t.hops.len()), (12, 2));
+}
+
 #[test]
 fn hop_limit_stops_at_max_ttl() {
     let mut o = opts(Method::UdpParis);

@@ -120,11 +120,12 @@ pub struct TraceArgs {
     /// Seconds to wait for a reply.
     #[arg(short = 'w', long = "wait", default_value = "5", value_parser = seconds)]
     pub wait: Duration,
-    /// Unresponsive hops in a row before giving up.
-    #[arg(short = 'g', long = "gap-limit", default_value_t = 5, value_parser = clap::value_parser!(u8).range(1..))]
+    /// Unresponsive hops in a row before giving up (0: no limit, as scamper's).
+    #[arg(short = 'g', long = "gap-limit", default_value_t = 5)]
     pub gaplimit: u8,
-    /// Times an address may repeat (non-adjacently) before the trace stops with LOOP.
-    #[arg(short = 'l', long = "loops", default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..))]
+    /// Times an address may repeat (non-adjacently) before the trace stops with LOOP (0:
+    /// no loop check, as scamper's).
+    #[arg(short = 'l', long = "loops", default_value_t = 1)]
     pub loops: u8,
     /// Destination port (33435, scamper's, for UDP and TCP).
     #[arg(short = 'd', long = "dport")]
@@ -219,8 +220,8 @@ pub struct TntArgs {
     /// Seconds to wait for a reply.
     #[arg(short = 'w', long = "wait", default_value = "1", value_parser = seconds)]
     pub wait: Duration,
-    /// Unresponsive hops in a row before a trace gives up.
-    #[arg(short = 'g', long = "gap-limit", default_value_t = 5, value_parser = clap::value_parser!(u8).range(1..))]
+    /// Unresponsive hops in a row before a trace gives up (0: no limit).
+    #[arg(short = 'g', long = "gap-limit", default_value_t = 5)]
     pub gaplimit: u8,
     /// Maximum TTL.
     #[arg(short = 'm', long = "max-ttl", default_value_t = 255, value_parser = clap::value_parser!(u8).range(1..))]
