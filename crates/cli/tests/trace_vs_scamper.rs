@@ -204,13 +204,14 @@ fn shared_options_record_like_scamper() {
     vtnt_testkit::require_root!("scamper");
     let chain = Chain::build("vpo", 1).expect("namespace chain");
     let target = chain.target();
-    let trace = "trace -P udp-paris";
+    let trace = "trace";
     let ping = "ping -c 1";
     for (base, opts, keys) in [
         (trace, "-q 1 -w 1 -U 9", &["userid"][..]),
         (trace, "-q 1 -w 1 -t 4", &["tos"]),
         (trace, "-q 1 -w 1 -W 5", &["wait_probe"]),
         (trace, "-q 1 -w 1 -d 4000", &["dport"]),
+        (trace, "-P icmp-paris -q 1 -w 1 -d 4000", &["icmp_sum"]),
         (trace, "-q 1 -w 1 -s 5000", &["sport"]),
         (trace, "-q 1 -w 1 -f 2 -m 9", &["firsthop", "hoplimit"]),
         (trace, "-q 2 -w 1", &["attempts"]),

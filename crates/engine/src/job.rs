@@ -87,6 +87,12 @@ impl TraceOptions {
             (MIN_WAIT..=MAX_WAIT).contains(&self.wait),
         )?;
         check("wait_probe", "0..=2s", self.wait_probe <= MAX_WAIT_PROBE)?;
+        // an ICMP-Paris trace takes `dport` for its ICMP checksum, which cannot be 0xffff
+        check(
+            "dport",
+            "1..=65534 (the ICMP checksum of an icmp-paris trace)",
+            !(self.method == Method::IcmpParis && self.dport == Some(0xffff)),
+        )?;
         check_ports(self.sport, self.dport)?;
         check_size(self.method, self.probe_size)
     }
