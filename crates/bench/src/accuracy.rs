@@ -6,7 +6,9 @@
 //! revelation trace enters it on, a buddy egress from the far end of a link): every
 //! address TNT reports is mapped to the router that owns it with the truth's address
 //! lists. Truth tunnels are counted once per destination and router sequence (ECMP
-//! variants crossing the same routers are one tunnel).
+//! variants crossing the same routers are one tunnel), and the equal-cost paths of an
+//! `ecmp` LSP (LDP following every IGP path) are one tunnel with alternatives: it exists
+//! once, it is observable when one of them is, and a report may equal any one of them.
 //!
 //! A reported tunnel is *correct* when its class, ingress router, egress router and
 //! ordered LSR routers all equal a truth tunnel's of its destination. For classes whose
@@ -15,10 +17,11 @@
 //! *overlaps* a truth tunnel (same ingress, same egress, or a router of either's LSRs
 //! is any router of the other) is *partial*, judged against the overlapping truth
 //! tunnel it differs least from, with its reasons: wrong class, wrong ingress, wrong
-//! egress, LSRs missing, LSRs extra or wrong (an LSR that is not one of the truth's, or
-//! more LSRs than the truth has), LSR order. One overlapping no truth tunnel is a
-//! *false tunnel* (counted apart on MPLS-free paths). *Wrong LSRs* are the LSR routers
-//! of partial reports that are not LSRs of their truth tunnel.
+//! egress, LSRs missing, LSRs extra or wrong (an LSR that is not one of the truth's, nor
+//! of another path of its LSP, or more LSRs than the truth has), LSRs of two paths (an
+//! LSR of another path of its `ecmp` LSP), LSR order. One overlapping no truth tunnel is
+//! a *false tunnel* (counted apart on MPLS-free paths). *Wrong LSRs* are the LSR routers
+//! of partial reports that are LSRs of no path of their truth tunnel's LSP.
 //!
 //! Scores per class:
 //! - against what exists: truth tunnels, correct (some report is correct for it),
@@ -81,7 +84,7 @@ impl AccuracyOptions {
 pub struct ClassScore {
     pub class: &'static str,
     /// Truth tunnels of this class on the destinations' forward paths (every ECMP
-    /// variant), once per destination and router sequence.
+    /// variant), once per destination and router sequence; an `ecmp` LSP's paths once.
     pub truth: usize,
     /// Of those, reported correctly.
     pub correct: usize,
@@ -98,7 +101,8 @@ pub struct ClassScore {
     pub reported_correct: usize,
     /// `reported_correct / reported`.
     pub precision: f64,
-    /// Truth tunnels the oracle calls observable, and of those the correct ones.
+    /// Truth tunnels the oracle calls observable (one path of an `ecmp` LSP is), and of
+    /// those the correct ones.
     pub observable: usize,
     pub observable_correct: usize,
     /// `observable_correct / observable`.
@@ -133,8 +137,11 @@ pub struct PartialReports {
     pub wrong_ingress: usize,
     pub wrong_egress: usize,
     pub lsrs_missing: usize,
-    /// An LSR that is not one of the truth tunnel's, or more LSRs than it has.
+    /// An LSR that is on no path of the truth tunnel's LSP, or more LSRs than it has.
     pub lsrs_extra: usize,
+    /// An LSR of another of the equal-cost paths of the truth tunnel's `ecmp` LSP: the
+    /// report mixes two paths.
+    pub lsrs_of_two_paths: usize,
     /// The truth's LSRs, no other, in another order.
     pub lsr_order: usize,
 }
@@ -146,7 +153,8 @@ pub struct StrictScore {
     /// Every class together.
     pub all: ClassScore,
     pub partial: PartialReports,
-    /// LSR routers of partial reports that are not LSRs of their truth tunnel (goal 0).
+    /// LSR routers of partial reports that are LSRs of no path of their truth tunnel's
+    /// LSP (goal 0).
     pub wrong_lsrs: usize,
     /// Reports overlapping no truth tunnel, on paths with MPLS (goal 0).
     pub false_tunnels: usize,
@@ -355,6 +363,7 @@ struct Reasons {
     wrong_egress: bool,
     lsrs_missing: bool,
     lsrs_extra: bool,
+    lsrs_of_two_paths: bool,
     lsr_order: bool,
 }
 
@@ -366,6 +375,7 @@ impl Reasons {
             self.wrong_egress,
             self.lsrs_missing,
             self.lsrs_extra,
+            self.lsrs_of_two_paths,
             self.lsr_order,
         ]
         .iter()
@@ -379,6 +389,7 @@ impl Reasons {
             (self.wrong_egress, "wrong egress"),
             (self.lsrs_missing, "LSRs missing"),
             (self.lsrs_extra, "LSRs extra/wrong"),
+            (self.lsrs_of_two_paths, "LSRs of two paths"),
             (self.lsr_order, "LSR order"),
         ]
         .into_iter()
@@ -387,13 +398,13 @@ impl Reasons {
     }
 }
 
-/// How a report compares with the truth tunnels of its destination.
+/// How a report compares with the truth tunnels of its destination, grouped by LSP.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Verdict {
-    /// Equal to truth tunnel `.0`.
+    /// Equal to a tunnel of group `.0`.
     Correct(usize),
-    /// Overlaps truth tunnel `truth`, the one it differs least from; `wrong_lsrs` of
-    /// its LSRs are not LSRs of that tunnel.
+    /// Overlaps a tunnel of group `truth`, the one it differs least from; `wrong_lsrs`
+    /// of its LSRs are on no path of that LSP.
     Partial {
         truth: usize,
         reasons: Reasons,
@@ -417,15 +428,17 @@ fn overlaps(x: &Reported, t: &TruthTunnel) -> bool {
             .any(|l| is(&x.ingress, l) || is(&x.egress, l))
 }
 
-/// What differs between report `x` and truth tunnel `t`, and how many of the report's
-/// LSRs are not LSRs of `t`.
-fn differences(x: &Reported, t: &TruthTunnel) -> (Reasons, usize) {
-    let wrong_lsrs = x
+/// What differs between report `x` and truth tunnel `t`, one of `alts` (the paths of
+/// its LSP: `t` alone unless `ecmp`), and how many of the report's LSRs are LSRs of
+/// none of them.
+fn differences(x: &Reported, t: &TruthTunnel, alts: &[&TruthTunnel]) -> (Reasons, usize) {
+    let on_alts = |l: &String| alts.iter().any(|u| u.lsr_routers.contains(l));
+    let wrong_lsrs = x.lsrs.iter().flatten().filter(|l| !on_alts(l)).count();
+    let lsrs_of_two_paths = x
         .lsrs
         .iter()
         .flatten()
-        .filter(|l| !t.lsr_routers.contains(l))
-        .count();
+        .any(|l| !t.lsr_routers.contains(l) && on_alts(l));
     let lsrs_missing = t
         .lsr_routers
         .iter()
@@ -442,20 +455,23 @@ fn differences(x: &Reported, t: &TruthTunnel) -> (Reasons, usize) {
         wrong_egress: x.egress.as_ref() != Some(&t.egress_router),
         lsrs_missing,
         lsrs_extra,
-        lsr_order: !lsrs_missing && !lsrs_extra && !in_order,
+        lsrs_of_two_paths,
+        lsr_order: !lsrs_missing && !lsrs_extra && !lsrs_of_two_paths && !in_order,
     };
     (reasons, wrong_lsrs)
 }
 
-/// Judges report `x` against the truth tunnels of its destination.
-fn judge(truth: &[&TruthTunnel], x: &Reported) -> Verdict {
+/// Judges report `x` against the truth tunnels of its destination, grouped by LSP
+/// (each group the paths of one LSP: one tunnel unless `ecmp`).
+fn judge(truth: &[Vec<&TruthTunnel>], x: &Reported) -> Verdict {
     truth
         .iter()
         .enumerate()
-        .filter(|(_, t)| overlaps(x, t))
-        .map(|(i, t)| {
-            let (reasons, wrong_lsrs) = differences(x, t);
-            (i, reasons, wrong_lsrs)
+        .flat_map(|(i, alts)| {
+            alts.iter().filter(|t| overlaps(x, t)).map(move |t| {
+                let (reasons, wrong_lsrs) = differences(x, t, alts);
+                (i, reasons, wrong_lsrs)
+            })
         })
         .min_by_key(|&(_, r, w)| (r.count(), w))
         .map_or(Verdict::False, |(i, reasons, wrong_lsrs)| {
@@ -556,8 +572,10 @@ impl Scorer {
         candidates: &[Candidate],
         tnt: &str,
     ) {
-        let mut truth: Vec<&TruthTunnel> = Vec::new();
-        let mut observed: Vec<Observation> = Vec::new();
+        // Truth tunnels by LSP: the paths of an `ecmp` one (LDP follows each equal-cost
+        // path) are one tunnel; ECMP variants crossing the same routers are one path.
+        let mut truth: Vec<Vec<&TruthTunnel>> = Vec::new();
+        let mut observed: Vec<Vec<Observation>> = Vec::new();
         for (t, o) in d.tunnels.iter().zip(seen) {
             let same = |u: &&TruthTunnel| {
                 u.class == t.class
@@ -565,9 +583,18 @@ impl Scorer {
                     && u.egress_router == t.egress_router
                     && u.lsr_routers == t.lsr_routers
             };
-            if !truth.iter().any(same) {
-                truth.push(t);
-                observed.push(*o);
+            if truth.iter().flatten().any(same) {
+                continue;
+            }
+            match truth.iter().position(|alts| alts[0].lsp == t.lsp) {
+                Some(i) => {
+                    truth[i].push(t);
+                    observed[i].push(*o);
+                }
+                None => {
+                    truth.push(vec![t]);
+                    observed.push(vec![*o]);
+                }
             }
         }
         let show = |x: &Reported| {
@@ -579,13 +606,18 @@ impl Scorer {
                 x.lsrs
             )
         };
-        let show_truth = |t: &TruthTunnel| {
+        let show_truth = |alts: &[&TruthTunnel]| {
+            let lsrs: Vec<String> = alts
+                .iter()
+                .map(|t| format!("{:?}", t.lsr_routers))
+                .collect();
+            let t = alts[0];
             format!(
-                "{} {}->{} {:?} ({:?})",
+                "{} {}->{} {} ({:?})",
                 t.class.name(),
                 t.ingress_router,
                 t.egress_router,
-                t.lsr_routers,
+                lsrs.join(" or "),
                 t.pop
             )
         };
@@ -624,6 +656,7 @@ impl Scorer {
                     p.wrong_egress += usize::from(reasons.wrong_egress);
                     p.lsrs_missing += usize::from(reasons.lsrs_missing);
                     p.lsrs_extra += usize::from(reasons.lsrs_extra);
+                    p.lsrs_of_two_paths += usize::from(reasons.lsrs_of_two_paths);
                     p.lsr_order += usize::from(reasons.lsr_order);
                     self.strict.wrong_lsrs += wrong_lsrs;
                     self.miss(
@@ -631,7 +664,7 @@ impl Scorer {
                         format!(
                             "{at}: reported {} for truth {} ({}; oracle {:?})",
                             show(x),
-                            show_truth(truth[i]),
+                            show_truth(&truth[i]),
                             reasons.names().join(", "),
                             observed[i],
                         ),
@@ -650,31 +683,35 @@ impl Scorer {
                 }
             }
         }
-        for (i, t) in truth.iter().enumerate() {
+        for (i, alts) in truth.iter().enumerate() {
             let ends_right = reported.iter().any(|x| {
-                let (r, _) = differences(x, t);
-                !(r.wrong_class || r.wrong_ingress || r.wrong_egress)
+                alts.iter().any(|t| {
+                    let (r, _) = differences(x, t, alts);
+                    !(r.wrong_class || r.wrong_ingress || r.wrong_egress)
+                })
             });
             // The routers after the egress on each ECMP variant: where an invisible UHP
             // tunnel's candidate ends (the egress itself does not answer).
-            let after_egress: Vec<&str> = d
-                .forward_paths
-                .iter()
-                .filter_map(|p| {
-                    let e = p.iter().position(|h| h.router == t.egress_router)?;
-                    p.get(e + 1).map(|h| h.router.as_str())
+            let candidate = alts.iter().any(|t| {
+                let after_egress: Vec<&str> = d
+                    .forward_paths
+                    .iter()
+                    .filter_map(|p| {
+                        let e = p.iter().position(|h| h.router == t.egress_router)?;
+                        p.get(e + 1).map(|h| h.router.as_str())
+                    })
+                    .collect();
+                candidates.iter().any(|(ci, ce)| {
+                    ci.as_ref() == Some(&t.ingress_router)
+                        && ce
+                            .as_deref()
+                            .is_some_and(|ce| ce == t.egress_router || after_egress.contains(&ce))
                 })
-                .collect();
-            let candidate = candidates.iter().any(|(ci, ce)| {
-                ci.as_ref() == Some(&t.ingress_router)
-                    && ce
-                        .as_deref()
-                        .is_some_and(|ce| ce == t.egress_router || after_egress.contains(&ce))
             });
-            let row = self.classes.entry(t.class).or_default();
+            let row = self.classes.entry(alts[0].class).or_default();
             row.truth += 1;
             row.ends_right += usize::from(ends_right);
-            if observed[i].observable {
+            if observed[i].iter().any(|o| o.observable) {
                 row.observable += 1;
                 row.observable_correct += usize::from(correct[i]);
             }
@@ -687,7 +724,7 @@ impl Scorer {
                         "unrevealed",
                         format!(
                             "{at}: truth {} only listed as an unrevealed candidate (oracle {:?}); TNT: {tnt}",
-                            show_truth(t),
+                            show_truth(alts),
                             observed[i]
                         ),
                     );
@@ -698,7 +735,7 @@ impl Scorer {
                     "missed",
                     format!(
                         "{at}: truth {} not reported (oracle {:?}); TNT: {tnt}",
-                        show_truth(t),
+                        show_truth(alts),
                         observed[i]
                     ),
                 );
@@ -899,8 +936,8 @@ impl StrictScore {
         }
         let p = &self.partial;
         s.push_str(&format!(
-            "\nPartial reports: {} (wrong class {}, wrong ingress {}, wrong egress {}, LSRs missing {}, LSRs extra/wrong {}, LSR order {})\n",
-            p.tunnels, p.wrong_class, p.wrong_ingress, p.wrong_egress, p.lsrs_missing, p.lsrs_extra, p.lsr_order
+            "\nPartial reports: {} (wrong class {}, wrong ingress {}, wrong egress {}, LSRs missing {}, LSRs extra/wrong {}, LSRs of two paths {}, LSR order {})\n",
+            p.tunnels, p.wrong_class, p.wrong_ingress, p.wrong_egress, p.lsrs_missing, p.lsrs_extra, p.lsrs_of_two_paths, p.lsr_order
         ));
         s.push_str(&format!(
             "Wrong LSRs: {}; false tunnels: {} on paths with MPLS, {} on {} MPLS-free paths\n",
@@ -919,10 +956,12 @@ mod tests {
     use vtnt_lab::truth::Hop;
     use vtnt_lab::{Pop, Revelation};
 
-    /// A truth tunnel through routers `ingress`, `lsrs`, `egress` (addresses unused).
+    /// A truth tunnel through routers `ingress`, `lsrs`, `egress` (addresses unused), of
+    /// an LSP named after its ends.
     fn truth(class: TunnelClass, ingress: &str, lsrs: &[&str], egress: &str) -> TruthTunnel {
         TruthTunnel {
-            lsp: "l".into(),
+            lsp: format!("{ingress}-{egress}"),
+            branch: 0,
             class,
             ingress: Ipv4Addr::UNSPECIFIED,
             ingress_router: ingress.into(),
@@ -962,16 +1001,16 @@ mod tests {
     fn the_same_routers_in_order_are_correct() {
         let t = truth(Explicit, "a", &["b", "c"], "d");
         let x = report(Explicit, "a", &[Some("b"), Some("c")], "d");
-        assert_eq!(judge(&[&t], &x), Verdict::Correct(0));
+        assert_eq!(judge(&[vec![&t]], &x), Verdict::Correct(0));
         let t = truth(InvisiblePhp, "a", &[], "d");
         let x = report(InvisiblePhp, "a", &[], "d");
-        assert_eq!(judge(&[&t], &x), Verdict::Correct(0));
+        assert_eq!(judge(&[vec![&t]], &x), Verdict::Correct(0));
     }
 
     #[test]
     fn each_difference_makes_a_partial_with_its_reason() {
         let t = truth(Explicit, "a", &["b", "c"], "d");
-        let j = |x: Reported| partial(judge(&[&t], &x));
+        let j = |x: Reported| partial(judge(&[vec![&t]], &x));
         let lsrs = [Some("b"), Some("c")];
         assert_eq!(
             j(report(Opaque, "a", &lsrs, "d")),
@@ -1030,14 +1069,14 @@ mod tests {
     fn a_report_overlapping_no_truth_tunnel_is_false() {
         let t = truth(Explicit, "a", &["b", "c"], "d");
         let x = report(InvisiblePhp, "x", &[Some("y")], "z");
-        assert_eq!(judge(&[&t], &x), Verdict::False);
+        assert_eq!(judge(&[vec![&t]], &x), Verdict::False);
         // Touching the tunnel only end to end (its egress as the ingress) is no overlap.
         let x = report(InvisiblePhp, "d", &[], "e");
-        assert_eq!(judge(&[&t], &x), Verdict::False);
+        assert_eq!(judge(&[vec![&t]], &x), Verdict::False);
         // Starting at one of its LSRs is.
         let x = report(InvisiblePhp, "b", &[], "e");
         assert_eq!(
-            partial(judge(&[&t], &x)).1,
+            partial(judge(&[vec![&t]], &x)).1,
             [
                 "wrong class",
                 "wrong ingress",
@@ -1053,8 +1092,54 @@ mod tests {
         let t1 = truth(InvisibleUhp, "c", &["d", "e"], "f");
         let x = report(InvisibleUhp, "c", &[Some("d")], "f");
         assert_eq!(
-            partial(judge(&[&t0, &t1], &x)),
+            partial(judge(&[vec![&t0], vec![&t1]], &x)),
             (1, vec!["LSRs missing"], 0)
+        );
+    }
+
+    /// The paths of an `ecmp` LSP `a -> d`: through b1 and c1, and through b2 and c2.
+    fn two_paths(class: TunnelClass) -> [TruthTunnel; 2] {
+        let t0 = truth(class, "a", &["b1", "c1"], "d");
+        let t1 = TruthTunnel {
+            branch: 1,
+            ..truth(class, "a", &["b2", "c2"], "d")
+        };
+        [t0, t1]
+    }
+
+    #[test]
+    fn either_path_of_an_ecmp_lsp_is_correct() {
+        let [t0, t1] = two_paths(Explicit);
+        let alts = [vec![&t0, &t1]];
+        let x = report(Explicit, "a", &[Some("b2"), Some("c2")], "d");
+        assert_eq!(judge(&alts, &x), Verdict::Correct(0));
+        let x = report(Explicit, "a", &[Some("b1"), Some("c1")], "d");
+        assert_eq!(judge(&alts, &x), Verdict::Correct(0));
+    }
+
+    #[test]
+    fn lsrs_of_two_paths_are_partial_not_wrong() {
+        let [t0, t1] = two_paths(InvisiblePhp);
+        let alts = [vec![&t0, &t1]];
+        let j = |x: Reported| partial(judge(&alts, &x));
+        // b1 then c2: each an LSR of the LSP, no path has both
+        assert_eq!(
+            j(report(InvisiblePhp, "a", &[Some("b1"), Some("c2")], "d")),
+            (0, vec!["LSRs missing", "LSRs of two paths"], 0)
+        );
+        assert_eq!(
+            j(report(
+                InvisiblePhp,
+                "a",
+                &[Some("b1"), Some("b2"), Some("c1")],
+                "d"
+            )),
+            (0, vec!["LSRs extra/wrong", "LSRs of two paths"], 0)
+        );
+        // a router on no path is a wrong LSR, judged against the closest path
+        assert_eq!(
+            j(report(InvisiblePhp, "a", &[Some("b2"), Some("x")], "d")),
+            (0, vec!["LSRs missing", "LSRs extra/wrong"], 1)
         );
     }
 
@@ -1143,5 +1228,37 @@ mod tests {
         );
         // The opaque report on the free path counts against opaque precision.
         assert_eq!((x.classes[2].reported, x.classes[2].precision), (1, 0.0));
+    }
+
+    #[test]
+    fn the_paths_of_an_ecmp_lsp_are_one_tunnel() {
+        let mut s = Scorer::default();
+        // One LSP over two paths, only the second observable: found on the second by one
+        // report, mixed by another.
+        let [t0, t1] = two_paths(Explicit);
+        let d = destination(vec![t0, t1], &["a", "b2", "c2", "d", "e"]);
+        let reports = [
+            report(Explicit, "a", &[Some("b2"), Some("c2")], "d"),
+            report(Explicit, "a", &[Some("b2"), Some("c1")], "d"),
+        ];
+        s.destination("t", &d, &[seen(false), seen(true)], &reports, &[], "");
+        // Not reported at all: missed once.
+        let [t0, t1] = two_paths(Opaque);
+        let d = destination(vec![t0, t1], &["a", "b1", "c1", "d", "e"]);
+        s.destination("t", &d, &[seen(true), seen(true)], &[], &[], "");
+        let mut r = AccuracyReport::default();
+        s.finish(&mut r);
+        let x = &r.strict;
+        let e = &x.classes[0];
+        assert_eq!(
+            (e.truth, e.correct, e.ends_right, e.partial, e.missed),
+            (1, 1, 1, 0, 0)
+        );
+        assert_eq!((e.observable, e.observable_correct), (1, 1));
+        assert_eq!((e.reported, e.reported_correct), (2, 1));
+        let o = &x.classes[2];
+        assert_eq!((o.truth, o.missed, o.observable), (1, 1, 1));
+        assert_eq!((x.partial.tunnels, x.partial.lsrs_of_two_paths), (1, 1));
+        assert_eq!(x.wrong_lsrs, 0);
     }
 }

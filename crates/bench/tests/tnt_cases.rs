@@ -55,10 +55,20 @@ fn router_of(truth: &Truth, a: Option<IpAddr>) -> String {
 /// Runs TNT from the topology's vantage point to the host `dst_name`: what it reported
 /// and what the truth has, by router, and the result.
 fn run(topo: Topology, dst_name: &str, config: TntConfig) -> (Vec<Named>, Vec<Named>, TntResult) {
+    run_seeded(topo, dst_name, config, 7)
+}
+
+/// [`run`] with the engine seeded with `seed` (its probes' flow identifiers).
+fn run_seeded(
+    topo: Topology,
+    dst_name: &str,
+    config: TntConfig,
+    seed: u64,
+) -> (Vec<Named>, Vec<Named>, TntResult) {
     let mut lab = Lab::new(topo);
     let truth = lab.truth();
     let d = truth.by_name(dst_name).expect("destination").clone();
-    let run = run_tnt(&mut lab, &[IpAddr::V4(d.dst)], config, 7).expect("campaign");
+    let run = run_tnt(&mut lab, &[IpAddr::V4(d.dst)], config, seed).expect("campaign");
     let result = run.results.into_iter().next().expect("a result");
     let reported = result
         .tunnels
@@ -79,7 +89,8 @@ fn run(topo: Topology, dst_name: &str, config: TntConfig) -> (Vec<Named>, Vec<Na
             name.clone()
         }
     };
-    // (a tunnel on every ECMP variant of the path is listed once per variant)
+    // (a tunnel on every ECMP variant of the path is listed once per variant; an `ecmp`
+    // LSP once per path)
     let mut want: Vec<Named> = d
         .tunnels
         .iter()
@@ -96,6 +107,14 @@ fn run(topo: Topology, dst_name: &str, config: TntConfig) -> (Vec<Named>, Vec<Na
 
 fn dump(r: &TntResult) -> String {
     vtnt_tnt::dump(r)
+}
+
+/// The depth of the label stack each hop of the initial trace quoted.
+fn stack_depths(r: &TntResult) -> Vec<usize> {
+    r.trace
+        .as_ref()
+        .map(|t| t.hops.iter().map(|h| h.mpls.len()).collect())
+        .unwrap_or_default()
 }
 
 /// Case 4 (ecmp-returns.toml): no false implicit tunnel from u-turns of alternating sign.
@@ -288,19 +307,44 @@ fn a_service_label_left_alone_marks_the_egress() {
     let (got, want, r) = run(topo(), "dst", TntConfig::default());
     assert_eq!(want.len(), 1, "{want:?}");
     assert_eq!(got, want, "{}", dump(&r));
-    let depths: Vec<usize> = r
-        .trace
-        .as_ref()
-        .unwrap()
-        .hops
-        .iter()
-        .map(|h| h.mpls.len())
-        .collect();
+    let depths = stack_depths(&r);
     assert!(depths.contains(&2) && depths.contains(&1), "{depths:?}");
     let mut off = TntConfig::default();
     off.classify.egress_label = false;
     let (got, _, r) = run(topo(), "dst", off);
     assert_eq!(got[0].lsrs, ["l1", "l2", "e"], "{}", dump(&r));
+}
+
+/// ECMP inside LSPs (ecmp-inside-lsp.toml): LDP follows both equal-cost paths of each
+/// LSP, the ingress choosing one per flow. TNT reports each tunnel on one path: its
+/// class, its ends and the LSRs of one of its paths, in order, never LSRs of two. The
+/// explicit tunnel shows on both paths across four destinations; the invisible one is
+/// revealed by BRPR, each step a trace to the address the last revealed LSR answered
+/// from, which names the link it was entered on and so keeps to its path, whichever
+/// path the engine's flows take first.
+#[test]
+fn a_tunnel_with_ecmp_inside_is_reported_on_one_path() {
+    let topo = || case("ecmp-inside-lsp", |_| {});
+    for (dsts, seeds) in [
+        (["x1", "x2", "x3", "x4"], 7..=7),
+        (["b1", "b2", "b3", "b4"], 1..=4),
+    ] {
+        let mut paths = std::collections::BTreeSet::new();
+        for d in dsts {
+            for seed in seeds.clone() {
+                let (got, want, r) = run_seeded(topo(), d, TntConfig::default(), seed);
+                assert_eq!(want.len(), 2, "{d}: {want:?}");
+                assert_eq!(got.len(), 1, "{d} seed {seed}: {}", dump(&r));
+                assert!(
+                    want.contains(&got[0]),
+                    "{d} seed {seed}: {got:?} is on no one path of {want:?}: {}",
+                    dump(&r)
+                );
+                paths.insert(got[0].lsrs.clone());
+            }
+        }
+        assert_eq!(paths.len(), 2, "{dsts:?}: always the same path {paths:?}");
+    }
 }
 
 /// LDP over RSVP-TE (ldp-over-te.toml): inside the TE LSP the LSRs quote two labels, and
@@ -328,14 +372,7 @@ fn a_te_tunnel_inside_an_ldp_tunnel_is_no_egress() {
         assert_eq!(want[0].lsrs, ["l1", "l2", "l3"], "{name}");
         assert_eq!(got, want, "{name}: {}", dump(&r));
         if name != "invisible" {
-            let depths: Vec<usize> = r
-                .trace
-                .as_ref()
-                .unwrap()
-                .hops
-                .iter()
-                .map(|h| h.mpls.len())
-                .collect();
+            let depths = stack_depths(&r);
             let deepest = if name == "vpn" { 3 } else { 2 };
             assert!(depths.contains(&deepest), "{name}: {depths:?}");
         }

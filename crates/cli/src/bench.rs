@@ -45,6 +45,10 @@ pub enum BenchCommand {
         /// No blind-spot candidates (as `vtnt tnt --no-blind-spots`).
         #[arg(long)]
         no_blind_spots: bool,
+        /// Share of generated LSPs (two LSRs or more) with equal-cost paths inside; 0 gives
+        /// the topologies of the generator before it had them.
+        #[arg(long, default_value_t = vtnt_lab::GenOptions::default().lsp_ecmp)]
+        lsp_ecmp: f64,
     },
     /// Seed 000's evaluation for every runtime (native, runc, docker, vm, microvm): image
     /// size, memory (+KSM), CPU, deploy + execution time, density under 1 GB and a CPU
@@ -200,7 +204,8 @@ pub fn run(cmd: BenchCommand) -> anyhow::Result<ExitCode> {
             json,
             frpla,
             no_blind_spots,
-        } => tnt_accuracy(topologies, seed, json, frpla, !no_blind_spots),
+            lsp_ecmp,
+        } => tnt_accuracy(topologies, seed, json, frpla, !no_blind_spots, lsp_ecmp),
         BenchCommand::Soak {
             runs,
             targets,
@@ -379,7 +384,11 @@ fn tnt_accuracy(
     json: bool,
     frpla: i16,
     blind_spots: bool,
+    lsp_ecmp: f64,
 ) -> anyhow::Result<ExitCode> {
+    if !(0.0..=1.0).contains(&lsp_ecmp) {
+        anyhow::bail!("--lsp-ecmp: a share, 0 to 1 (got {lsp_ecmp})");
+    }
     let seed = seed.unwrap_or_else(random_seed);
     eprintln!(
         "vtnt bench tnt-accuracy: seed {seed}, {topologies} generated topologies + reference"
@@ -387,6 +396,7 @@ fn tnt_accuracy(
     let mut opts = vtnt_bench::AccuracyOptions::new(topologies, seed);
     opts.tnt.classify.thresholds.frpla = frpla;
     opts.tnt.classify.blind_spots = blind_spots;
+    opts.generate.lsp_ecmp = lsp_ecmp;
     let report = vtnt_bench::tnt_accuracy(&opts)
         .map_err(|e| anyhow::anyhow!("tnt-accuracy (seed {seed}): {e}"))?;
     emit(

@@ -42,6 +42,7 @@ pub fn run(a: JobLineArgs) -> anyhow::Result<ExitCode> {
         format: Format::Json,
         output: None,
         some_bad: false,
+        quiet: true,
     };
     let round = |job: &Job| match job.spec.kind {
         JobKind::Tnt(_) => tnt::run_job(job, Vec::new(), None, false),

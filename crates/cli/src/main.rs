@@ -14,6 +14,7 @@ mod jobline;
 mod lab;
 mod output;
 mod probe;
+mod progress;
 mod runtime;
 mod text;
 mod tnt;

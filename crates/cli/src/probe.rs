@@ -1,7 +1,7 @@
 //! `vtnt trace` and `vtnt ping` on this host: a typed job (`vtnt-job`) driven by the Linux
 //! driver, results in scamper's formats.
 
-use std::io::IsTerminal;
+use std::cell::RefCell;
 use std::process::ExitCode;
 
 use anyhow::Context;
@@ -10,6 +10,7 @@ use vtnt_job::{Job, JobKind};
 
 use crate::interrupt;
 use crate::output::{self, Output};
+use crate::progress::Progress;
 
 /// Reports the probes the kernel refused to send (`vtnt: N probes could not be sent:
 /// why`); fails when none could be sent at all. Returns whether some were refused.
@@ -26,22 +27,6 @@ pub fn check_sent(stats: &vtnt_linux::LoopStats) -> anyhow::Result<bool> {
         anyhow::bail!("no probe could be sent");
     }
     Ok(true)
-}
-
-/// A progress bar on stderr for long target lists, hidden when stderr is not a terminal.
-pub fn progress(n: usize, what: &str) -> indicatif::ProgressBar {
-    if n < 2 || !std::io::stderr().is_terminal() {
-        return indicatif::ProgressBar::hidden();
-    }
-    let bar = indicatif::ProgressBar::new(n as u64);
-    bar.set_style(
-        indicatif::ProgressStyle::with_template(
-            "{spinner} {pos}/{len} {msg} [{elapsed_precise}] {wide_bar} {eta}",
-        )
-        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-    );
-    bar.set_message(what.to_string());
-    bar
 }
 
 /// Runs a trace or ping job (one measurement per target) and writes every record; on
@@ -71,14 +56,22 @@ pub fn run(job: &Job) -> anyhow::Result<ExitCode> {
     }
     let stop = interrupt::catch()?;
     let mut out = Output::open(job.output.as_deref(), job.format)?;
-    let bar = progress(targets.len(), what);
-    let stats = vtnt_linux::run_until(&mut engine, &mut sockets, &clock, stop, |ev| {
-        let Event::Finished { record, .. } = ev;
-        bar.inc(1);
-        out.record(&record)
-    })
+    // (both closures tell it what happened; the loop calls them one at a time)
+    let progress = RefCell::new(Progress::new(targets.len(), what, job.quiet));
+    let stats = vtnt_linux::run_watched(
+        &mut engine,
+        &mut sockets,
+        &clock,
+        stop,
+        |ev| {
+            let Event::Finished { record, .. } = ev;
+            progress.borrow_mut().target_done();
+            out.record(&record)
+        },
+        |s| progress.borrow_mut().stats(s),
+    )
     .context("probing")?;
-    bar.finish_and_clear();
+    progress.into_inner().finish();
     let some_unsent = check_sent(&stats)?;
     let records = out.finish()?;
     Ok(if stats.interrupted {

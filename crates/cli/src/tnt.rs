@@ -10,6 +10,7 @@
 //! follows the same rules as the output file (regular files only, committed on SIGINT
 //! and SIGTERM with the records finished so far).
 
+use std::cell::RefCell;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -23,6 +24,7 @@ use vtnt_tnt::{Tnt, TntResult, TntRunner};
 use crate::interrupt;
 use crate::output::{self, AtomicFile, Output};
 use crate::probe;
+use crate::progress::Progress;
 
 /// Reads traces to start from; bad records are reported with their position and skipped.
 fn seed_traces(path: &PathBuf) -> anyhow::Result<(Vec<Trace>, usize)> {
@@ -165,14 +167,17 @@ pub fn run_job(
         }
         None => None,
     };
-    let bar = probe::progress(n, "targets");
+    // (both closures tell it what happened; the loop calls them one at a time)
+    let progress = RefCell::new(Progress::new(n, "targets", job.quiet));
     let mut failed = 0usize;
-    let stats = vtnt_linux::run_until(&mut runner, &mut sockets, &clock, stop, |r: TntResult| {
-        bar.inc(1);
+    let on_result = |r: TntResult| {
+        progress.borrow_mut().target_done();
         let Some(trace) = &r.trace else {
             failed += 1;
             let why = r.error.as_ref().map(|e| e.to_string()).unwrap_or_default();
-            bar.suspend(|| eprintln!("vtnt: {}: {why}", r.target));
+            progress
+                .borrow()
+                .suspend(|| eprintln!("vtnt: {}: {why}", r.target));
             return Ok(());
         };
         let record = Record::Trace(trace.clone());
@@ -186,9 +191,12 @@ pub fn run_job(
             writeln!(w, "{line}")?;
         }
         Ok(())
+    };
+    let stats = vtnt_linux::run_watched(&mut runner, &mut sockets, &clock, stop, on_result, |s| {
+        progress.borrow_mut().stats(s)
     })
     .context("probing")?;
-    bar.finish_and_clear();
+    progress.into_inner().finish();
     let some_unsent = probe::check_sent(&stats)?;
     let records = out.finish()?;
     if let Some((f, mut w)) = sidecar {

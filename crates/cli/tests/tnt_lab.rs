@@ -107,3 +107,45 @@ fn cli_through_tun_equals_in_process_run() {
         );
     }
 }
+
+/// A run longer than 10 s with stderr not a terminal says how it stands every 10 s
+/// (targets done, probes, replies, ETA); `--quiet` says nothing but the summary.
+#[test]
+fn a_long_run_reports_progress_unless_quiet() {
+    vtnt_testkit::require_root!("ip");
+    let lab = lab_common::Lab::up("prog", None);
+    let targets = lab.destinations();
+    let run = |quiet: bool| {
+        let mut args = vec![lab_common::VTNT, "tnt", "--pps", "10", "--seed", "4"];
+        if quiet {
+            args.push("--quiet");
+        }
+        args.extend(targets.iter().map(String::as_str));
+        let o = lab.exec(&args);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8_lossy(&o.stderr).to_string()
+    };
+    let (loud, quiet) = std::thread::scope(|s| {
+        let loud = s.spawn(|| run(false));
+        let quiet = s.spawn(|| run(true));
+        (loud.join().unwrap(), quiet.join().unwrap())
+    });
+    let n = targets.len();
+    let status: Vec<&str> = loud
+        .lines()
+        .filter(|l| l.contains(" probes sent, "))
+        .collect();
+    assert!(!status.is_empty(), "no progress line in:\n{loud}");
+    let prefix = format!("/{n} targets, ");
+    assert!(
+        status
+            .iter()
+            .all(|l| l.starts_with("vtnt: ") && l.contains(&prefix)),
+        "{status:?}"
+    );
+    assert!(!quiet.contains(" probes sent, "), "{quiet}");
+    assert!(
+        quiet.contains(&format!("vtnt: {n} targets: tunnels")),
+        "{quiet}"
+    );
+}

@@ -87,6 +87,26 @@ fn trace_matches_scamper_for_every_method() {
         assert_eq!(vt[0]["stop_reason"], "COMPLETED");
         assert_eq!(vt[0]["method"], st[0]["method"], "{ours}");
         assert_eq!(vt[0]["dst"], st[0]["dst"]);
+        // scamper's defaults: probe size and destination port
+        assert_eq!(vt[0]["probe_size"], st[0]["probe_size"], "{ours}");
+        assert_eq!(vt[0]["dport"], st[0]["dport"], "{ours}");
+    }
+}
+
+/// A UDP or TCP ping sends what scamper's does by default: 40-byte probes to port 33435.
+#[test]
+fn udp_and_tcp_pings_default_like_scamper() {
+    vtnt_testkit::require_root!("scamper");
+    let chain = Chain::build("vpd", 1).expect("namespace chain");
+    let target = chain.target();
+    for (ours, theirs) in [("udp", "udp"), ("tcp", "tcp-syn")] {
+        let v = vtnt(chain.vantage(), &["ping", "-P", ours, "-c", "1", &target]);
+        let s = scamper(chain.vantage(), &format!("ping -P {theirs} -c 1"), &target);
+        let (vp, sp) = (of_type(&v, "ping"), of_type(&s, "ping"));
+        assert_eq!((vp.len(), sp.len()), (1, 1), "{ours}");
+        for key in ["method", "probe_size", "dport"] {
+            assert_eq!(vp[0][key], sp[0][key], "{ours}: {key}");
+        }
     }
 }
 
@@ -175,4 +195,45 @@ fn without_privilege_the_error_says_so() {
         "{}",
         String::from_utf8_lossy(&o.stderr)
     );
+}
+
+/// Each option vTNT shares with scamper, given to both with the same value, shows the same
+/// in both records (docs/scamper.md has the whole table).
+#[test]
+fn shared_options_record_like_scamper() {
+    vtnt_testkit::require_root!("scamper");
+    let chain = Chain::build("vpo", 1).expect("namespace chain");
+    let target = chain.target();
+    let trace = "trace";
+    let ping = "ping -c 1";
+    for (base, opts, keys) in [
+        (trace, "-q 1 -w 1 -U 9", &["userid"][..]),
+        (trace, "-q 1 -w 1 -t 4", &["tos"]),
+        (trace, "-q 1 -w 1 -W 5", &["wait_probe"]),
+        (trace, "-q 1 -w 1 -d 4000", &["dport"]),
+        (trace, "-P icmp-paris -q 1 -w 1 -d 4000", &["icmp_sum"]),
+        (trace, "-q 1 -w 1 -s 5000", &["sport"]),
+        (trace, "-q 1 -w 1 -f 2 -m 9", &["firsthop", "hoplimit"]),
+        (trace, "-q 2 -w 1", &["attempts"]),
+        (trace, "-q 1 -w 2", &["wait"]),
+        (ping, "-U 7", &["userid"]),
+        (ping, "-i 0.5", &["ping_sent"]),
+        (ping, "-P udp -s 60", &["probe_size"]),
+        (ping, "-P udp -d 4000", &["dport"]),
+        (ping, "-P udp -F 5555", &["sport"]),
+        (ping, "-m 30", &["ttl"]),
+    ] {
+        let words = format!("{base} {opts}");
+        let mut ours: Vec<&str> = words.split_whitespace().collect();
+        ours.extend(["--pps", "100", &target]);
+        let v = vtnt(chain.vantage(), &ours);
+        let s = scamper(chain.vantage(), &words, &target);
+        let kind = ours[0];
+        let (vr, sr) = (of_type(&v, kind), of_type(&s, kind));
+        assert_eq!((vr.len(), sr.len()), (1, 1), "{words}");
+        for key in keys {
+            assert!(!vr[0][key].is_null(), "{words}: no {key} in {}", vr[0]);
+            assert_eq!(vr[0][key], sr[0][key], "{words}: {key}");
+        }
+    }
 }

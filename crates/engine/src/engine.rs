@@ -572,13 +572,16 @@ impl Engine {
                 (self.pool.alloc(taken)?, true)
             }
         };
+        let requested_dport = dport;
+        // scamper's default destination port, for UDP and TCP alike
         let dport = match method {
             Method::IcmpParis => 0,
-            Method::UdpParis => dport.unwrap_or(33435),
-            Method::Tcp => dport.unwrap_or(80),
+            Method::UdpParis | Method::Tcp => dport.unwrap_or(33435),
         };
+        // an ICMP-Paris trace's checksum: the one asked for (scamper's `-d` means that
+        // for this method), else a random one
         let icmp_sum = if is_trace && method == Method::IcmpParis {
-            self.rng.checksum()
+            requested_dport.unwrap_or_else(|| self.rng.checksum())
         } else {
             0
         };

@@ -81,13 +81,18 @@ impl TraceOptions {
         check("attempts", "1..=20", (1..=20).contains(&self.attempts))?;
         check("first_ttl", "1..=255", self.first_ttl >= 1)?;
         check("max_ttl", "first_ttl..=255", self.max_ttl >= self.first_ttl)?;
-        check("gaplimit", "1..=255", self.gaplimit >= 1)?;
         check(
             "wait",
             "1ms..=60s",
             (MIN_WAIT..=MAX_WAIT).contains(&self.wait),
         )?;
         check("wait_probe", "0..=2s", self.wait_probe <= MAX_WAIT_PROBE)?;
+        // an ICMP-Paris trace takes `dport` for its ICMP checksum, which cannot be 0xffff
+        check(
+            "dport",
+            "1..=65534 (the ICMP checksum of an icmp-paris trace)",
+            !(self.method == Method::IcmpParis && self.dport == Some(0xffff)),
+        )?;
         check_ports(self.sport, self.dport)?;
         check_size(self.method, self.probe_size)
     }
@@ -132,10 +137,11 @@ impl PingOptions {
         }
     }
 
-    /// Sets the method and a fitting default probe size (40 for TCP, 84 else).
+    /// Sets the method and scamper's default probe size for it (84 for ICMP echo, 40 for
+    /// UDP and TCP).
     pub fn with_method(mut self, method: Method) -> PingOptions {
         self.method = method;
-        self.probe_size = if method == Method::Tcp { 40 } else { 84 };
+        self.probe_size = if method == Method::IcmpParis { 84 } else { 40 };
         self
     }
 

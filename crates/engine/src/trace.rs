@@ -196,9 +196,10 @@ impl TraceRun {
             self.stop_with(StopReason::HopLimit, 0);
             return;
         }
+        // (a gap limit of 0 is none, as scamper's)
         let gap = self.opts.gaplimit as u16;
         let probed = self.hop_count + 1 - self.opts.first_ttl as u16;
-        if probed >= gap {
+        if gap > 0 && probed >= gap {
             let from = (self.hop_count + 1 - gap) as u8;
             let silent = !self.hops.iter().any(|h| h.probe_ttl >= from);
             if silent {

@@ -36,7 +36,10 @@ fn trace_options_out_of_range_are_named() {
             o.first_ttl = 10;
             o.max_ttl = 9
         }),
-        ("gaplimit", |o| o.gaplimit = 0),
+        ("dport", |o| {
+            o.method = Method::IcmpParis;
+            o.dport = Some(0xffff)
+        }),
         ("wait", |o| o.wait = Duration::ZERO),
         ("wait", |o| o.wait = Duration::from_micros(999)),
         ("wait", |o| o.wait = Duration::from_secs(61)),

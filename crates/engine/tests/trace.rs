@@ -124,7 +124,7 @@ fn tcp_trace_completes_on_rst_and_on_syn_ack() {
     let last = t.hops.last().unwrap();
     assert_eq!((last.addr, last.icmp), (IpAddr::V4(DST), None));
     assert_eq!(last.tcp_flags, Some(tcp_flags::RST | tcp_flags::ACK));
-    assert_eq!(t.dport, 80);
+    assert_eq!(t.dport, 33435);
 
     // 44-byte SYNs carry 4 bytes of data, which the RST acknowledges too.
     let mut o = opts(Method::Tcp);
@@ -192,6 +192,20 @@ fn gap_limit_counts_from_first_ttl() {
     let t = trace(o, def);
     assert_eq!(t.stop_reason, StopReason::GapLimit);
     assert_eq!((t.firsthop, t.hop_count, t.probe_count), (4, 5, 2));
+}
+
+/// A gap limit of 0 is none, as scamper's: silent hops go on to the hop limit.
+#[test]
+fn a_gap_limit_of_zero_is_no_limit() {
+    let mut def = chain(2);
+    def.hosts[0].silent = true;
+    let mut o = opts(Method::IcmpParis);
+    o.gaplimit = 0;
+    o.attempts = 1;
+    o.max_ttl = 12;
+    let t = trace(o, def);
+    assert_eq!(t.stop_reason, StopReason::HopLimit);
+    assert_eq!((t.hop_count, t.hops.len()), (12, 2));
 }
 
 #[test]

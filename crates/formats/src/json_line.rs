@@ -11,8 +11,8 @@
 
 use alloc::format;
 use alloc::string::{String, ToString};
+use alloc::vec::Vec;
 
-use serde_json::{Map, Value};
 use vtnt_record::{Hop, Ping, PingReply, Record, Trace};
 
 use crate::json_fmt::{
@@ -24,13 +24,18 @@ use crate::Cycle;
 /// Supplies extra fields for the objects [`JsonWriter`] prints. Fields are appended after
 /// scamper's own, in the map's order; a key that repeats one of scamper's is the caller's
 /// mistake (JSON readers would see it twice).
+/// Extra fields of an object: each key with its value as compact JSON text (the
+/// unikernel prints them without building a `serde_json::Value`, which its image has no
+/// room for).
+pub type Extra = Vec<(&'static str, String)>;
+
 pub trait Annotate {
     /// Extra fields for a trace or ping object.
-    fn record_extra(&self, _record: &Record) -> Option<Map<String, Value>> {
+    fn record_extra(&self, _record: &Record) -> Option<Extra> {
         None
     }
     /// Extra fields for the hop `trace.hops[index]`.
-    fn hop_extra(&self, _trace: &Trace, _index: usize, _hop: &Hop) -> Option<Map<String, Value>> {
+    fn hop_extra(&self, _trace: &Trace, _index: usize, _hop: &Hop) -> Option<Extra> {
         None
     }
 }
@@ -146,7 +151,7 @@ pub(crate) fn wait_probe_cs(t: &Trace) -> u8 {
     u8::try_from(t.wait_probe.as_millis() / 10).unwrap_or(u8::MAX)
 }
 
-fn hop_obj(s: &mut String, h: &Hop, extra: Option<Map<String, Value>>) {
+fn hop_obj(s: &mut String, h: &Hop, extra: Option<Extra>) {
     push_fmt(s, format_args!("{{\"addr\":\"{}\"", h.addr));
     push_fmt(
         s,
@@ -248,16 +253,12 @@ fn json_str(text: &str) -> String {
     serde_json::to_string(text).unwrap_or_default()
 }
 
-fn push_extra(s: &mut String, extra: Option<Map<String, Value>>) {
-    if let Some(map) = extra {
-        for (k, v) in map {
-            s.push_str(", ");
-            s.push_str(&json_str(&k));
-            s.push(':');
-            // Compact, as `Value`'s Display prints it (without also linking its `{:#}`
-            // pretty printer). Serializing a `Value` cannot fail.
-            s.push_str(&serde_json::to_string(&v).unwrap_or_default());
-        }
+fn push_extra(s: &mut String, extra: Option<Extra>) {
+    for (k, v) in extra.into_iter().flatten() {
+        s.push_str(", ");
+        s.push_str(&json_str(k));
+        s.push(':');
+        s.push_str(&v);
     }
 }
 

@@ -69,7 +69,9 @@ use alloc::string::String;
 pub use convert::{convert, convert_paths, json_to_warts, warts_to_json, ConvertReport, Format};
 #[cfg(feature = "std")]
 pub use error::{ConvertError, JsonError, JsonErrorKind, WartsError, WartsErrorKind};
-pub use json_line::{cycle_start_line, cycle_stop_line, record_line, Annotate, NoAnnotations};
+pub use json_line::{
+    cycle_start_line, cycle_stop_line, record_line, Annotate, Extra, NoAnnotations,
+};
 #[cfg(feature = "std")]
 pub use json_read::{parse_json_line, JsonReader};
 #[cfg(feature = "std")]
@@ -81,7 +83,6 @@ pub use warts_read::{read_warts, WartsReader};
 #[cfg(feature = "std")]
 pub use warts_write::WartsWriter;
 
-pub use serde_json::{Map, Value};
 pub use vtnt_record::{Hop, Ping, PingReply, Record, Trace};
 
 /// A measurement cycle as scamper's `cycle-start` / `cycle-stop` objects show it.

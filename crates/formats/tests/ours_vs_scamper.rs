@@ -147,19 +147,11 @@ fn conversions_agree() {
 
 struct Tnt;
 impl Annotate for Tnt {
-    fn record_extra(&self, r: &Record) -> Option<Map<String, Value>> {
-        matches!(r, Record::Trace(_)).then(|| {
-            let mut m = Map::new();
-            m.insert("tnt".into(), serde_json::json!({"tunnels": 1}));
-            m
-        })
+    fn record_extra(&self, r: &Record) -> Option<Extra> {
+        matches!(r, Record::Trace(_)).then(|| vec![("tnt", r#"{"tunnels":1}"#.to_string())])
     }
-    fn hop_extra(&self, _t: &Trace, i: usize, h: &Hop) -> Option<Map<String, Value>> {
-        (!h.mpls.is_empty()).then(|| {
-            let mut m = Map::new();
-            m.insert("tnt_class".into(), Value::String(format!("explicit-{i}")));
-            m
-        })
+    fn hop_extra(&self, _t: &Trace, i: usize, h: &Hop) -> Option<Extra> {
+        (!h.mpls.is_empty()).then(|| vec![("tnt_class", format!("\"explicit-{i}\""))])
     }
 }
 
@@ -174,7 +166,7 @@ fn annotations_are_appended_and_ignored_by_readers() {
         line.trim_end().ends_with("], \"tnt\":{\"tunnels\":1}}"),
         "{line}"
     );
-    let v: Value = serde_json::from_str(&line).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&line).unwrap();
     assert_eq!(v["hops"][1]["tnt_class"], "explicit-1");
     let back = parse_json_line(&line, 1).unwrap();
     assert_eq!(back, Item::Record(records[0].clone()));

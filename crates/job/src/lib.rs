@@ -59,6 +59,8 @@ pub struct Job {
     /// Some targets were refused or could not be resolved (reported on stderr; the job
     /// exits 2 when it ends).
     pub some_bad: bool,
+    /// No progress display (`--quiet`).
+    pub quiet: bool,
 }
 
 impl Job {
@@ -167,6 +169,7 @@ pub fn parse_words(words: &[String], vantage: Vantage) -> anyhow::Result<Job> {
 /// `vantage`, and on the host that `-S` is one of its addresses); reports bad targets on
 /// stderr. The engine enforces the same policy again on every probe.
 pub fn job(kind: JobKind, c: &Common, vantage: Vantage) -> anyhow::Result<Job> {
+    check_options(&kind)?;
     vtnt_engine::policy::check_rate(c.pps).map_err(|_| {
         anyhow::anyhow!(
             "--pps {} is out of range (1..={MAX_PPS_LAB}; {MAX_PPS_PUBLIC} at most with public targets)",
@@ -222,7 +225,62 @@ pub fn job(kind: JobKind, c: &Common, vantage: Vantage) -> anyhow::Result<Job> {
         format: c.format,
         output: c.output.clone(),
         some_bad: !bad.is_empty(),
+        quiet: c.quiet,
     })
+}
+
+/// Checks what the flags cannot check one by one (`-m` below `-f`, port 0...) as the
+/// engine will, naming the flags the user typed rather than the engine's fields.
+fn check_options(kind: &JobKind) -> anyhow::Result<()> {
+    let any = IpAddr::V4(Ipv4Addr::UNSPECIFIED);
+    let jobs = match kind {
+        JobKind::Tnt(t) => vec![
+            vtnt_engine::Job::Trace(vtnt_engine::TraceOptions {
+                dst: any,
+                ..t.trace.clone()
+            }),
+            vtnt_engine::Job::Ping(vtnt_engine::PingOptions {
+                dst: any,
+                ..t.ping.clone()
+            }),
+        ],
+        k => k.measurement(any).into_iter().collect(),
+    };
+    for j in jobs {
+        if let Err(vtnt_engine::JobError::OutOfRange { option, range }) = j.validate() {
+            let ping = matches!(j, vtnt_engine::Job::Ping(_));
+            anyhow::bail!(
+                "{} out of range (allowed: {})",
+                flag(option, ping),
+                range.replace("first_ttl", "-f")
+            );
+        }
+    }
+    Ok(())
+}
+
+/// The flag that sets an engine option of a trace (or of a ping: `ping`).
+fn flag(option: &str, ping: bool) -> String {
+    let f = match (option, ping) {
+        ("attempts", _) => "-q/--attempts",
+        ("first_ttl", _) => "-f/--first-ttl",
+        ("max_ttl", _) => "-m/--max-ttl",
+        ("gaplimit", _) => "-g/--gap-limit",
+        ("wait", _) => "-w/--wait",
+        ("sport", _) => "-s/--sport",
+        ("dport", _) => "-d/--dport",
+        ("count", true) => "-c/--count",
+        ("interval", true) => "-i/--interval",
+        ("ttl", true) => "-m/--ttl",
+        ("timeout", true) => "-W/--timeout",
+        _ => {
+            return format!(
+                "the {} option `{option}`",
+                if ping { "ping" } else { "trace" }
+            )
+        }
+    };
+    f.to_string()
 }
 
 /// The warning for a `--pps` that `--window` measurements of `kind` cannot reach while
@@ -331,9 +389,46 @@ mod tests {
     }
 
     #[test]
+    fn options_out_of_range_together_name_the_flags() {
+        for (w, want) in [
+            (
+                "trace -f 10 -m 5 192.0.2.1",
+                "-m/--max-ttl out of range (allowed: -f..=255)",
+            ),
+            (
+                "trace -d 0 192.0.2.1",
+                "-d/--dport out of range (allowed: 1..=65535)",
+            ),
+            (
+                "trace -s 0 192.0.2.1",
+                "-s/--sport out of range (allowed: 1..=65535)",
+            ),
+        ] {
+            let e = parse_words(&words(w), Vantage::Lab)
+                .map(|_| ())
+                .unwrap_err();
+            assert_eq!(e.to_string(), want, "{w}");
+        }
+    }
+
+    #[test]
     fn bad_job_words_are_errors() {
         for w in [
+            "trace -P ICMP-Paris 192.0.2.1",
+            "ping -P ICMP 192.0.2.1",
+            "tnt -P TCP 192.0.2.1",
+        ] {
+            assert!(parse_words(&words(w), Vantage::Lab).is_ok(), "{w}");
+        }
+        let classic = parse_words(&words("trace -P icmp 192.0.2.1"), Vantage::Lab).unwrap_err();
+        assert!(
+            classic.to_string().contains("classic traceroute"),
+            "{classic}"
+        );
+        for w in [
             "trace -q 0 192.0.2.1",
+            "trace -P udp 192.0.2.1",
+            "tnt -P icmp 192.0.2.1",
             "dance 192.0.2.1",
             "trace",
             "trace 8.8.8.8",
@@ -352,6 +447,7 @@ mod tests {
             format: Format::Json,
             output: None,
             some_bad: false,
+            quiet: false,
         };
         let s = Duration::from_secs;
         let err = |j: &Job, h, e| j.clone().with_hold(s(h), s(e)).unwrap_err().to_string();

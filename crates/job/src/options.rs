@@ -62,6 +62,13 @@ pub struct Common {
     /// need different seeds).
     #[arg(long)]
     pub seed: Option<u64>,
+    /// No progress on stderr (by default a bar on a terminal, otherwise a status line
+    /// every 10 s).
+    #[arg(long)]
+    pub quiet: bool,
+    /// A number of the user's, stored in every record (scamper's `-U`).
+    #[arg(short = 'U', long = "userid", default_value_t = 0)]
+    pub userid: u32,
     /// Measurements running at once; the rest wait their turn.
     #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..=32768))]
     pub window: u32,
@@ -77,16 +84,29 @@ pub fn seconds(s: &str) -> Result<Duration, String> {
     Ok(Duration::from_secs_f64(v))
 }
 
+/// A ping's `-P`, in any case (as scamper takes it): icmp (icmp-echo), udp, tcp.
 pub fn method(s: &str) -> Result<Method, String> {
-    Method::from_option(s)
+    Method::from_option(&s.to_ascii_lowercase())
         .ok_or_else(|| format!("unknown method `{s}` (icmp-paris, udp-paris, tcp)"))
+}
+
+/// A trace's `-P`, in any case: icmp-paris, udp-paris, tcp. Classic traceroute (`icmp`,
+/// `udp`: a new flow for every probe) is refused, not run as its Paris variant.
+pub fn trace_method(s: &str) -> Result<Method, String> {
+    match s.to_ascii_lowercase().as_str() {
+        "icmp" | "icmp-echo" | "udp" => Err(format!(
+            "`{s}` is classic traceroute (a new flow for every probe), which vTNT does not \
+             run: it traces one Paris flow (icmp-paris, udp-paris or tcp)"
+        )),
+        _ => method(s),
+    }
 }
 
 /// `vtnt trace`.
 #[derive(clap::Args, Debug)]
 pub struct TraceArgs {
     /// Probe method: icmp-paris, udp-paris or tcp.
-    #[arg(short = 'P', long = "method", default_value = "udp-paris", value_parser = method)]
+    #[arg(short = 'P', long = "method", default_value = "udp-paris", value_parser = trace_method)]
     pub method: Method,
     /// First TTL.
     #[arg(short = 'f', long = "first-ttl", default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..))]
@@ -100,18 +120,26 @@ pub struct TraceArgs {
     /// Seconds to wait for a reply.
     #[arg(short = 'w', long = "wait", default_value = "5", value_parser = seconds)]
     pub wait: Duration,
-    /// Unresponsive hops in a row before giving up.
-    #[arg(short = 'g', long = "gap-limit", default_value_t = 5, value_parser = clap::value_parser!(u8).range(1..))]
+    /// Unresponsive hops in a row before giving up (0: no limit, as scamper's).
+    #[arg(short = 'g', long = "gap-limit", default_value_t = 5)]
     pub gaplimit: u8,
-    /// Times an address may repeat (non-adjacently) before the trace stops with LOOP.
-    #[arg(short = 'l', long = "loops", default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..))]
+    /// Times an address may repeat (non-adjacently) before the trace stops with LOOP (0:
+    /// no loop check, as scamper's).
+    #[arg(short = 'l', long = "loops", default_value_t = 1)]
     pub loops: u8,
-    /// Destination port (UDP default 33435, TCP default 80).
+    /// Destination port (33435, scamper's, for UDP and TCP).
     #[arg(short = 'd', long = "dport")]
     pub dport: Option<u16>,
     /// Source port (default: chosen per trace).
     #[arg(short = 's', long = "sport")]
     pub sport: Option<u16>,
+    /// Type of service byte of the probes.
+    #[arg(short = 't', long = "tos", default_value_t = 0)]
+    pub tos: u8,
+    /// Least time between two probes of the trace, in tens of milliseconds as scamper's
+    /// `-W` (0..=200).
+    #[arg(short = 'W', long = "wait-probe", default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=200))]
+    pub wait_probe: u8,
     #[command(flatten)]
     pub common: Common,
 }
@@ -127,6 +155,9 @@ impl TraceArgs {
         o.loops = self.loops;
         o.dport = self.dport;
         o.sport = self.sport;
+        o.tos = self.tos;
+        o.wait_probe = Duration::from_millis(10 * u64::from(self.wait_probe));
+        o.userid = self.common.userid;
         o
     }
 }
@@ -149,6 +180,15 @@ pub struct PingArgs {
     /// Seconds to wait for replies after the last probe.
     #[arg(short = 'W', long = "timeout", default_value = "1", value_parser = seconds)]
     pub timeout: Duration,
+    /// IP length of each probe (scamper's: 84 for ICMP echo, 40 for UDP and TCP).
+    #[arg(short = 's', long = "size")]
+    pub size: Option<u16>,
+    /// Destination port of UDP and TCP probes (33435).
+    #[arg(short = 'd', long = "dport")]
+    pub dport: Option<u16>,
+    /// Source port of UDP and TCP probes (default: chosen per ping).
+    #[arg(short = 'F', long = "sport")]
+    pub sport: Option<u16>,
     #[command(flatten)]
     pub common: Common,
 }
@@ -160,6 +200,10 @@ impl PingArgs {
         o.interval = self.interval;
         o.ttl = self.ttl;
         o.timeout = self.timeout;
+        o.probe_size = self.size.unwrap_or(o.probe_size);
+        o.dport = self.dport;
+        o.sport = self.sport;
+        o.userid = self.common.userid;
         o
     }
 }
@@ -168,7 +212,7 @@ impl PingArgs {
 #[derive(clap::Args, Debug)]
 pub struct TntArgs {
     /// Method of the initial and revelation traces: icmp-paris, udp-paris or tcp.
-    #[arg(short = 'P', long = "method", default_value = "icmp-paris", value_parser = method)]
+    #[arg(short = 'P', long = "method", default_value = "icmp-paris", value_parser = trace_method)]
     pub method: Method,
     /// Probes per hop.
     #[arg(short = 'q', long = "attempts", default_value_t = 3, value_parser = clap::value_parser!(u8).range(1..=20))]
@@ -176,8 +220,8 @@ pub struct TntArgs {
     /// Seconds to wait for a reply.
     #[arg(short = 'w', long = "wait", default_value = "1", value_parser = seconds)]
     pub wait: Duration,
-    /// Unresponsive hops in a row before a trace gives up.
-    #[arg(short = 'g', long = "gap-limit", default_value_t = 5, value_parser = clap::value_parser!(u8).range(1..))]
+    /// Unresponsive hops in a row before a trace gives up (0: no limit).
+    #[arg(short = 'g', long = "gap-limit", default_value_t = 5)]
     pub gaplimit: u8,
     /// Maximum TTL.
     #[arg(short = 'm', long = "max-ttl", default_value_t = 255, value_parser = clap::value_parser!(u8).range(1..))]
@@ -247,6 +291,8 @@ impl TntArgs {
         c.trace.gaplimit = self.gaplimit;
         c.trace.max_ttl = self.max;
         c.ping.count = self.ping_count;
+        c.trace.userid = self.common.userid;
+        c.ping.userid = self.common.userid;
         c.classify.thresholds = Thresholds {
             frpla: self.frpla,
             rtla: self.rtla,

@@ -107,7 +107,7 @@ pub(crate) fn set_trace(o: &mut TraceOptions, key: &str, v: &str) -> Result<bool
         "attempts" => o.attempts = num(v, "a count (1..=20)")?,
         "wait" => o.wait = parse_dur(v)?,
         "wait-probe" => o.wait_probe = parse_dur(v)?,
-        "gap-limit" => o.gaplimit = num(v, "a count (1..=255)")?,
+        "gap-limit" => o.gaplimit = num(v, "a count (0..=255; 0: no limit)")?,
         "loops" => o.loops = num(v, "a count (1..=255)")?,
         "sport" => o.sport = parse_port(v)?,
         "dport" => o.dport = parse_port(v)?,

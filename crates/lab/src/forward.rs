@@ -1,6 +1,7 @@
-//! How a packet crosses the network: IP forwarding with TTL checks, per-flow ECMP, label
-//! push / swap / pop with the LSE-TTL rules of MPLS, and the replies routers and hosts
-//! originate (time exceeded with RFC 4950 labels, unreachables, echo replies, TCP).
+//! How a packet crosses the network: IP forwarding with TTL checks, per-flow ECMP (next
+//! hops, and an `ecmp` LSP's paths at its ingress), label push / swap / pop with the
+//! LSE-TTL rules of MPLS, and the replies routers and hosts originate (time exceeded
+//! with RFC 4950 labels, unreachables, echo replies, TCP).
 //!
 //! TTL rules, as in `shared/notes/tnt.md`:
 //! - an IP router checks the TTL (expires when <= 1) and decrements it;
@@ -102,6 +103,12 @@ pub(crate) fn flow_hash(b: &[u8]) -> u64 {
     let mut h = word(12) ^ (word(16) << 32) ^ proto.rotate_left(17);
     h = mix(h ^ word(ihl).rotate_left(29));
     h
+}
+
+/// Which of `n` equal-cost choices router `r` makes for a flow (0 when `n` is 0): IP
+/// ECMP's next hop, an ingress's path of an `ecmp` LSP.
+pub(crate) fn ecmp_index(flow: u64, r: RouterId, n: usize) -> usize {
+    (mix(flow ^ u64::from(r).wrapping_mul(0x9e37_79b9_7f4a_7c15)) % n.max(1) as u64) as usize
 }
 
 pub(crate) fn mix(mut x: u64) -> u64 {
@@ -398,7 +405,7 @@ impl Lab {
                 self.stats.dropped += 1;
                 return self.recycle(w.buf);
             }
-            if let Some(push) = net.tables.push(r, p) {
+            if let Some(push) = net.tables.push(r, p, w.flow) {
                 let lsp = &net.lsps[usize::from(push.lsp)];
                 let ip = ip_ttl(&w.buf);
                 let propagate = if w.originated {
@@ -437,9 +444,7 @@ impl Lab {
                 self.stats.dropped += 1;
                 return self.recycle(w.buf);
             }
-            let k = (mix(w.flow ^ u64::from(r).wrapping_mul(0x9e37_79b9_7f4a_7c15))
-                % hops.len() as u64) as usize;
-            let o = hops[k];
+            let o = hops[ecmp_index(w.flow, r, hops.len())];
             if !self.cross(&mut w, o) {
                 return self.recycle(w.buf);
             }

@@ -3,7 +3,8 @@
 //! Shape: a tree grown from the vantage point's router. Each destination gets a branch
 //! from a random router already in the tree: zero to two plain routers (sometimes an
 //! ECMP diamond, sometimes with asymmetric costs), then, drawn from the class mix, an
-//! LSP (a new ingress, `lsrs` LSRs, an egress; sometimes with its return LSP), then one
+//! LSP (a new ingress, `lsrs` LSRs, an egress; sometimes with equal-cost paths inside,
+//! a twin of an LSR or two routers in a row; sometimes with its return LSP), then one
 //! plain router and the host. Branches hang only where the whole path stays within
 //! `max_hops` routers (30 by default, as on the Internet: this also keeps every reply
 //! TTL of a 64-iTTL router above 32, where TTL-based signatures stay unambiguous).
@@ -78,8 +79,15 @@ pub struct GenOptions {
     pub icmp_tunnelling: f64,
     /// Chance a diamond's second branch is two routers long at the same cost: replies
     /// (and forward flows) of the routers behind it take paths of unequal length, which
-    /// gives u-turns and FRPLA of a few hops on paths without MPLS.
+    /// gives u-turns and FRPLA of a few hops on paths without MPLS. Also the chance an
+    /// LSP's parallel branch (`lsp_ecmp`) is two routers, not a twin.
     pub unequal_ecmp: f64,
+    /// Chance an LSP of two LSRs or more has equal-cost paths inside (`ecmp`, which LDP
+    /// follows: flows to different destinations cross different LSRs): one of its LSRs
+    /// gets a twin linked to the same neighbours at the same costs, or two routers in a
+    /// row at the same total cost; its return LSP too. Such an LSP rides no TE LSP
+    /// (`te_stacks`).
+    pub lsp_ecmp: f64,
     /// Initial TTLs of the destination hosts, drawn uniformly (empty: 64).
     pub host_ttls: Vec<u8>,
     /// Chance a router's TTL signature is not its vendor's: half of them outside TNT's
@@ -116,6 +124,7 @@ impl Default for GenOptions {
             asymmetry: 0.3,
             icmp_tunnelling: 0.2,
             unequal_ecmp: 0.3,
+            lsp_ecmp: 0.15,
             host_ttls: vec![64, 128, 255],
             odd_signatures: 0.05,
             reply_from_outgoing: 0.05,
@@ -235,7 +244,9 @@ impl Builder {
         }
         None
     }
-    fn lsp(&mut self, class: TunnelClass, path: Vec<String>, o: &GenOptions) {
+    /// An LSP along `path`, or along the IGP's equal-cost paths from its first router to
+    /// its last with `ecmp`.
+    fn lsp(&mut self, class: TunnelClass, path: Vec<String>, ecmp: bool, o: &GenOptions) {
         let r = &mut self.rng;
         let (propagate, pop, rfc4950, forwards) = match class {
             TunnelClass::Explicit => (
@@ -262,7 +273,8 @@ impl Builder {
             name,
             ingress: path[0].clone(),
             egress: path[path.len() - 1].clone(),
-            path: Some(path),
+            path: (!ecmp).then_some(path),
+            ecmp,
             ttl_propagate: propagate,
             pop,
             rfc4950,
@@ -278,9 +290,10 @@ impl Builder {
         let name = format!("lsp{n}-{}", class.name());
         let mut lsp = mk(name.clone(), path.clone());
         // an RSVP-TE LSP between two of its LSRs (at least one LSR of its own), carrying
-        // it with the same TTL and RFC 4950 behaviour
+        // it with the same TTL and RFC 4950 behaviour (not with paths inside: riding is
+        // modelled along one path)
         let k = path.len();
-        if k >= 5 && o.te_stacks > 0.0 && self.rng.chance(o.te_stacks) {
+        if !ecmp && k >= 5 && o.te_stacks > 0.0 && self.rng.chance(o.te_stacks) {
             let at = self.rng.range(1, k as u64 - 4) as usize;
             let tail = self.rng.range(at as u64 + 2, k as u64 - 2) as usize;
             let te_pop = if !propagate && !rfc4950 || self.rng.chance(0.7) {
@@ -391,10 +404,15 @@ pub fn generate(seed: u64, opts: &GenOptions) -> Topology {
             None => 0,
         };
         let propagate = matches!(class, Some(TunnelClass::Explicit | TunnelClass::Implicit));
+        // equal-cost paths inside the LSP: a twin of an LSR, or two routers in a row in
+        // its place (one LSR more on that path)
+        let mut inner = lsrs >= 2 && opts.lsp_ecmp > 0.0 && b.rng.chance(opts.lsp_ecmp);
+        let detour = inner && b.rng.chance(opts.unequal_ecmp);
+        let extra = usize::from(detour);
         let need = |plain: usize, lsrs: usize| {
             3 * plain
                 + match class {
-                    Some(_) => lsrs + 2 + if propagate { lsrs } else { 0 },
+                    Some(_) => lsrs + extra + 2 + if propagate { lsrs + extra } else { 0 },
                     None => 0,
                 }
                 + 1
@@ -406,8 +424,9 @@ pub fn generate(seed: u64, opts: &GenOptions) -> Topology {
             Some(&i) => i,
             None => {
                 plain = 0;
-                let room = max_hops - 1 - 1 - 2;
+                let room = max_hops - 1 - 1 - 2 - extra;
                 lsrs = lsrs.min(if propagate { room / 2 } else { room }).max(1);
+                inner &= lsrs >= 2;
                 0
             }
         };
@@ -426,9 +445,24 @@ pub fn generate(seed: u64, opts: &GenOptions) -> Topology {
                 b.link(&last, &v, 10, None);
                 path.push(v);
             }
-            depth += path.len();
+            if inner {
+                let k = b.rng.range(1, lsrs as u64) as usize;
+                let (before, after) = (path[k - 1].clone(), path[k + 1].clone());
+                if detour {
+                    // before - y - y2 - after, as cheap as before - path[k] - after
+                    let (y, y2) = (b.router(), b.router());
+                    b.link(&before, &y, 7, None);
+                    b.link(&y, &y2, 7, None);
+                    b.link(&y2, &after, 6, None);
+                } else {
+                    let twin = b.router();
+                    b.link(&before, &twin, 10, None);
+                    b.link(&twin, &after, 10, None);
+                }
+            }
+            depth += path.len() + usize::from(inner && detour);
             u = path[path.len() - 1].clone();
-            b.lsp(class, path, opts);
+            b.lsp(class, path, inner, opts);
             if b.rng.chance(opts.host_at_egress) {
                 b.host(&u, opts);
                 attach.push((u, depth));

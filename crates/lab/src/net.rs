@@ -130,6 +130,9 @@ pub enum Revelation {
 #[derive(Debug, Clone)]
 pub(crate) struct Lsp {
     pub name: String,
+    /// Which of the LSP's equal-cost paths this is (`ecmp`; 0 otherwise). Each path is
+    /// an `Lsp` of its own, named alike, next to the others in [`Net::lsps`].
+    pub branch: u8,
     /// Routers from ingress (index 0) to egress (last).
     pub path: Vec<RouterId>,
     /// `out[i]`: interface of `path[i]` towards `path[i + 1]`.

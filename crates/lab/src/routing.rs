@@ -2,11 +2,13 @@
 //! (Dijkstra from every router, directed, so `cost` and `cost-back` may differ), a FIB
 //! per router holding every equal-cost next hop per prefix (per-flow ECMP picks one) or
 //! the one a static route names, and the push table telling an ingress LER which LSP
-//! (and where cut) a prefix enters.
+//! (and where cut) a prefix enters: of an `ecmp` LSP, each equal-cost path the flows
+//! are spread over.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
+use crate::forward::ecmp_index;
 use crate::net::{Iface, IfaceId, Lsp, Peer, PrefixInfo, PrefixKind, Router, RouterId};
 use crate::topology::Pop;
 
@@ -59,40 +61,59 @@ impl Dist {
             .unwrap_or(INF)
     }
 
-    /// A shortest path `s -> t` as routers and the interfaces between them, ties broken
-    /// by the lowest interface index. `None` when `t` is unreachable.
-    pub fn path(
+    /// Up to `max` shortest paths `s -> t`, each as routers and the interfaces between
+    /// them, in the order of their interfaces (the first takes the lowest interface index
+    /// at every tie). Empty when `t` is unreachable.
+    pub fn paths(
         &self,
         routers: &[Router],
         ifaces: &[Iface],
         s: RouterId,
         t: RouterId,
-    ) -> Option<(Vec<RouterId>, Vec<IfaceId>)> {
+        max: usize,
+    ) -> Vec<(Vec<RouterId>, Vec<IfaceId>)> {
+        let mut done = Vec::new();
         if self.get(s, t) == INF {
-            return None;
+            return done;
         }
-        let (mut path, mut out) = (vec![s], Vec::new());
-        let mut u = s;
-        while u != t {
-            let next = routers[u as usize].links.iter().copied().find_map(|o| {
-                let i = &ifaces[o as usize];
-                match i.peer {
-                    Peer::Router { router: v, .. }
-                        if i.cost.saturating_add(self.get(v, t)) == self.get(u, t) =>
-                    {
-                        Some((o, v))
-                    }
-                    _ => None,
-                }
-            })?;
-            out.push(next.0);
-            path.push(next.1);
-            u = next.1;
+        // every step keeps to a shortest path (costs are positive), so each partial path
+        // on the stack ends at `t`
+        let mut stack = vec![(vec![s], Vec::new())];
+        while let Some((path, out)) = stack.pop() {
+            if done.len() >= max {
+                break;
+            }
+            let u = path[path.len() - 1];
+            if u == t {
+                done.push((path, out));
+                continue;
+            }
             if path.len() > routers.len() {
-                return None;
+                continue;
+            }
+            let next: Vec<(IfaceId, RouterId)> = routers[u as usize]
+                .links
+                .iter()
+                .filter_map(|&o| {
+                    let i = &ifaces[o as usize];
+                    match i.peer {
+                        Peer::Router { router: v, .. }
+                            if i.cost.saturating_add(self.get(v, t)) == self.get(u, t) =>
+                        {
+                            Some((o, v))
+                        }
+                        _ => None,
+                    }
+                })
+                .collect();
+            for (o, v) in next.into_iter().rev() {
+                let (mut path, mut out) = (path.clone(), out.clone());
+                path.push(v);
+                out.push(o);
+                stack.push((path, out));
             }
         }
-        Some((path, out))
+        done
     }
 }
 
@@ -118,8 +139,9 @@ pub(crate) struct Tables {
     /// `fib_start[r * P + p] .. fib_start[r * P + p + 1]` indexes `fib_hops`.
     fib_start: Vec<u32>,
     fib_hops: Vec<IfaceId>,
-    /// Per router (ingress LERs only): per prefix, the push decision.
-    push: Vec<Option<Vec<Option<Push>>>>,
+    /// Per router (ingress LERs only): per prefix, the LSP pushed (empty: none), or the
+    /// equal-cost paths of an `ecmp` LSP the ingress chooses from per flow.
+    push: Vec<Option<Vec<Vec<Push>>>>,
 }
 
 impl Tables {
@@ -167,50 +189,73 @@ impl Tables {
         }
         fib_start.push(fib_hops.len() as u32);
 
-        let mut push: Vec<Option<Vec<Option<Push>>>> = vec![None; routers.len()];
-        for (li, lsp) in lsps.iter().enumerate() {
-            let ing = lsp.path[0];
-            let egress_at = lsp.egress_index();
-            let e = lsp.path[egress_at];
-            let row = push[ing as usize].get_or_insert_with(|| vec![None; np]);
+        let mut push: Vec<Option<Vec<Vec<Push>>>> = vec![None; routers.len()];
+        let mut li = 0;
+        // an `ecmp` LSP's equal-cost paths lie next to each other: one LSP, its branches
+        for group in lsps.chunk_by(|a, b| a.name == b.name) {
+            let base = li;
+            li += group.len();
+            let ing = group[0].path[0];
+            let row = push[ing as usize].get_or_insert_with(|| vec![Vec::new(); np]);
             for (pi, p) in prefixes.iter().enumerate() {
                 if p.attached.contains(&ing) || fixed(ing, pi).is_some() {
                     continue;
                 }
-                let internal = lsp.path.iter().skip(1).position(|r| p.attached.contains(r));
-                // a host LAN on the egress is a customer prefix reached over the LSP (its
-                // BGP next hop is the egress), whether or not the IGP's are labelled
-                let egress_lan = matches!(p.kind, PrefixKind::HostLan { .. })
-                    && internal == Some(egress_at - 1)
-                    && lsp.egress_lans_labelled;
-                let f = match internal {
-                    Some(j) if lsp.internal_labelled || egress_lan => j + 1,
-                    Some(_) => continue,
-                    None => {
-                        let via = dist.get(ing, e).saturating_add(dist.to_prefix(e, p));
-                        if via == INF || via != dist.to_prefix(ing, p) {
-                            continue;
+                // each branch's cut for the prefix, how far it is, and whether it is
+                // label switched there
+                let mut cands: Vec<(Push, u32, bool)> = Vec::new();
+                for (k, lsp) in group.iter().enumerate() {
+                    let egress_at = lsp.egress_index();
+                    let e = lsp.path[egress_at];
+                    let internal = lsp.path.iter().skip(1).position(|r| p.attached.contains(r));
+                    // a host LAN on the egress is a customer prefix reached over the LSP (its
+                    // BGP next hop is the egress), whether or not the IGP's are labelled
+                    let egress_lan = matches!(p.kind, PrefixKind::HostLan { .. })
+                        && internal == Some(egress_at - 1)
+                        && lsp.egress_lans_labelled;
+                    let (f, labelled) = match internal {
+                        Some(j) => (j + 1, lsp.internal_labelled || egress_lan),
+                        None => {
+                            let via = dist.get(ing, e).saturating_add(dist.to_prefix(e, p));
+                            if via == INF || via != dist.to_prefix(ing, p) {
+                                continue;
+                            }
+                            (egress_at, true)
                         }
-                        egress_at
-                    }
+                    };
+                    let min_f = if lsp.pop == Pop::Php { 2 } else { 1 };
+                    let cand = Push {
+                        lsp: (base + k) as u16,
+                        f: f as u8,
+                    };
+                    cands.push((cand, dist.get(ing, lsp.path[f]), labelled && f >= min_f));
+                }
+                // LDP follows the shortest paths to the prefix: the branches cut nearest
+                // (none when the prefix is not label switched there), each route once
+                // (branches alike up to the cut are one)
+                let Some(near) = cands.iter().map(|c| c.1).min() else {
+                    continue;
                 };
-                let min_f = if lsp.pop == Pop::Php { 2 } else { 1 };
-                if f < min_f {
+                let mut alts: Vec<Push> = Vec::new();
+                for (c, d, labelled) in cands {
+                    let route = |x: &Push| &lsps[usize::from(x.lsp)].out[..usize::from(x.f)];
+                    if d == near && labelled && !alts.iter().any(|a| route(a) == route(&c)) {
+                        alts.push(c);
+                    }
+                }
+                if alts.is_empty() {
                     continue;
                 }
-                let cand = Push {
-                    lsp: li as u16,
-                    f: f as u8,
-                };
-                let better = match row[pi] {
+                // of several LSPs, the one cut farthest
+                let better = match row[pi].first() {
                     None => true,
                     Some(old) => {
-                        let old_lsp = &lsps[old.lsp as usize];
-                        dist.get(ing, lsp.path[f]) > dist.get(ing, old_lsp.path[old.f as usize])
+                        let old_lsp = &lsps[usize::from(old.lsp)];
+                        near > dist.get(ing, old_lsp.path[usize::from(old.f)])
                     }
                 };
                 if better {
-                    row[pi] = Some(cand);
+                    row[pi] = alts;
                 }
             }
         }
@@ -232,13 +277,20 @@ impl Tables {
         }
     }
 
-    /// The LSP `r` pushes packets to prefix `p` onto, if any.
-    pub fn push(&self, r: RouterId, p: u32) -> Option<Push> {
+    /// The LSPs `r` may push packets to prefix `p` onto: one, the equal-cost paths of an
+    /// `ecmp` LSP, or none.
+    pub fn pushes(&self, r: RouterId, p: u32) -> &[Push] {
         self.push
-            .get(r as usize)?
-            .as_ref()?
-            .get(p as usize)
-            .copied()
-            .flatten()
+            .get(r as usize)
+            .and_then(Option::as_ref)
+            .and_then(|row| row.get(p as usize))
+            .map_or(&[], Vec::as_slice)
+    }
+
+    /// The LSP `r` pushes a packet of flow `flow` to prefix `p` onto, if any: of an
+    /// `ecmp` LSP's paths, the one the flow hashes to at `r` (as IP ECMP picks).
+    pub fn push(&self, r: RouterId, p: u32, flow: u64) -> Option<Push> {
+        let alts = self.pushes(r, p);
+        alts.get(ecmp_index(flow, r, alts.len())).copied()
     }
 }

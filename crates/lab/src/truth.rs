@@ -1,10 +1,11 @@
 //! Ground truth: what the lab knows and a traceroute has to infer. For every destination
 //! host, the router-level forward path from the first vantage point (every equal-cost
-//! variant when ECMP splits it), the return path, and every LSP crossed with its class,
-//! ingress, egress and LSRs as the addresses a traceroute would show (the interface each
-//! router receives the packet on), and which revelation (DPR, BRPR) the LSP's
-//! configuration allows; plus each router's vendor profile and TTL signature. What
-//! probing can observe of each tunnel is the oracle's business ([`crate::oracle`]).
+//! variant when ECMP splits it, an `ecmp` LSP's paths included), the return path, and
+//! every LSP crossed with its class, ingress, egress and LSRs as the addresses a
+//! traceroute would show (the interface each router receives the packet on), and which
+//! revelation (DPR, BRPR) the LSP's configuration allows; plus each router's vendor
+//! profile and TTL signature. What probing can observe of each tunnel is the oracle's
+//! business ([`crate::oracle`]).
 //!
 //! JSON shape (serde): `{"topology", "vantage_points":[...], "routers":[...],
 //! "lsps":[...], "destinations":[{"dst", "name", "forward":[...], "return":[...],
@@ -50,6 +51,9 @@ pub struct RouterTruth {
 #[derive(Debug, Clone, Serialize)]
 pub struct LspTruth {
     pub name: String,
+    /// Which of the LSP's equal-cost paths this is (`ecmp`: one entry per path, named
+    /// alike; 0 otherwise).
+    pub branch: u8,
     pub class: TunnelClass,
     pub ingress: String,
     pub egress: String,
@@ -80,6 +84,9 @@ pub struct Hop {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Tunnel {
     pub lsp: String,
+    /// Which of the LSP's equal-cost paths (`ecmp`; 0 otherwise): the tunnels of one
+    /// destination with the same `lsp` are alternatives, each flow crossing one of them.
+    pub branch: u8,
     pub class: TunnelClass,
     pub ingress: Ipv4Addr,
     pub ingress_router: String,
@@ -124,13 +131,28 @@ struct SymPath {
 
 const MAX_PATHS: usize = 32;
 
-/// Every forward path from router `r` (entered on `from`) to `dst`, ECMP expanded.
-fn sym_paths(net: &Net, r: RouterId, from: Option<IfaceId>, dst: Ipv4Addr) -> Vec<SymPath> {
+/// Every forward path from router `r` (entered on `from`) to `dst`, ECMP expanded, at
+/// most [`MAX_PATHS`] of them. With `once`, each router (and interface it is entered
+/// on) is followed once, a path meeting one again ending there: not every path, but
+/// every push on the way (those of the paths of several `ecmp` LSPs in a row, which
+/// multiply, included).
+fn sym_paths(
+    net: &Net,
+    r: RouterId,
+    from: Option<IfaceId>,
+    dst: Ipv4Addr,
+    once: bool,
+) -> Vec<SymPath> {
     let mut done = Vec::new();
+    let mut followed = std::collections::BTreeSet::new();
     let mut stack = vec![(r, from, SymPath::default())];
     while let Some((r, from, mut path)) = stack.pop() {
         path.hops.push((r, from));
-        if done.len() >= MAX_PATHS {
+        if once && !followed.insert((r, from)) {
+            done.push(path);
+            continue;
+        }
+        if !once && done.len() >= MAX_PATHS {
             continue;
         }
         // A forwarding loop (static routes): the path as far as a TTL could follow it.
@@ -161,14 +183,19 @@ fn sym_paths(net: &Net, r: RouterId, from: Option<IfaceId>, dst: Ipv4Addr) -> Ve
             done.push(path);
             continue;
         }
-        if let Some(push) = net.tables.push(r, p) {
-            let lsp = &net.lsps[usize::from(push.lsp)];
-            path.pushes.push((push.lsp, push.f, path.hops.len() - 1));
-            let f = usize::from(push.f);
-            for k in 1..f {
-                path.hops.push((lsp.path[k], in_iface(net, lsp.out[k - 1])));
+        let pushes = net.tables.pushes(r, p);
+        if !pushes.is_empty() {
+            // every path of an `ecmp` LSP, as ECMP
+            for push in pushes.iter().rev() {
+                let mut path = path.clone();
+                let lsp = &net.lsps[usize::from(push.lsp)];
+                path.pushes.push((push.lsp, push.f, path.hops.len() - 1));
+                let f = usize::from(push.f);
+                for k in 1..f {
+                    path.hops.push((lsp.path[k], in_iface(net, lsp.out[k - 1])));
+                }
+                stack.push((lsp.path[f], in_iface(net, lsp.out[f - 1]), path));
             }
-            stack.push((lsp.path[f], in_iface(net, lsp.out[f - 1]), path));
             continue;
         }
         let hops = net.tables.next_hops(r, p);
@@ -215,6 +242,7 @@ fn tunnels(net: &Net, vp: Ipv4Addr, path: &SymPath) -> Vec<Tunnel> {
             let (lsrs, egress) = seen.split_at(f - 1);
             Tunnel {
                 lsp: lsp.name.clone(),
+                branch: lsp.branch,
                 class: lsp.class,
                 ingress: ing.addr,
                 ingress_router: ing.router,
@@ -234,14 +262,16 @@ fn tunnels(net: &Net, vp: Ipv4Addr, path: &SymPath) -> Vec<Tunnel> {
 pub fn destination(topo: &Topology, vp: usize, dst: Ipv4Addr, name: &str) -> Option<Destination> {
     let net = &topo.net;
     let v = net.vps.get(vp)?;
-    let fwd = sym_paths(net, v.router, Some(v.gw_iface), dst);
+    let fwd = sym_paths(net, v.router, Some(v.gw_iface), dst, false);
     let mut forward_paths: Vec<Vec<Hop>> = Vec::new();
-    let mut tun: Vec<Tunnel> = Vec::new();
     for p in &fwd {
         let hops: Vec<Hop> = p.hops.iter().map(|&h| hop(net, v.addr, h)).collect();
         if !forward_paths.contains(&hops) {
             forward_paths.push(hops);
         }
+    }
+    let mut tun: Vec<Tunnel> = Vec::new();
+    for p in &sym_paths(net, v.router, Some(v.gw_iface), dst, true) {
         for t in tunnels(net, v.addr, p) {
             if !tun.contains(&t) {
                 tun.push(t);
@@ -256,7 +286,7 @@ pub fn destination(topo: &Topology, vp: usize, dst: Ipv4Addr, name: &str) -> Opt
         Owner::Iface(i) => (net.ifaces[i as usize].router, None),
         Owner::Vp(_) => (v.router, Some(v.gw_iface)),
     };
-    let back = sym_paths(net, start, from, v.addr);
+    let back = sym_paths(net, start, from, v.addr, false);
     let first_back = back.first().cloned().unwrap_or_default();
     Some(Destination {
         dst,
@@ -311,6 +341,7 @@ pub fn truth(topo: &Topology) -> Truth {
         .iter()
         .map(|l| LspTruth {
             name: l.name.clone(),
+            branch: l.branch,
             class: l.class,
             ingress: net.router_name(l.path[0]).to_string(),
             egress: net.router_name(l.path[l.egress_index()]).to_string(),

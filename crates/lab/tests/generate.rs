@@ -109,6 +109,7 @@ fn truth_agrees_with_traces_on_generated_topologies() {
     for seed in 0..30 {
         let o = GenOptions {
             ecmp: 0.0,
+            lsp_ecmp: 0.0,
             ..GenOptions::default()
         };
         let mut lab = Lab::new(generate(seed, &o));
@@ -136,8 +137,16 @@ fn truth_agrees_with_traces_on_generated_topologies() {
 /// arrives above 32 and its initial TTL reads right).
 #[test]
 fn paths_stay_within_30_routers() {
-    for seed in 0..40 {
-        let truth = Lab::new(generate(seed, &GenOptions::default())).truth();
+    let inner = GenOptions {
+        lsp_ecmp: 1.0,
+        unequal_ecmp: 1.0,
+        ..GenOptions::default()
+    };
+    for (seed, o) in (0..40)
+        .map(|s| (s, GenOptions::default()))
+        .chain((0..20).map(|s| (s, inner.clone())))
+    {
+        let truth = Lab::new(generate(seed, &o)).truth();
         for d in &truth.destinations {
             for p in &d.forward_paths {
                 assert!(p.len() <= 30, "seed {seed} {}: {} routers", d.name, p.len());
@@ -219,6 +228,7 @@ fn silent(truth: &vtnt_lab::Truth, router: &str) -> bool {
 fn oracle_agrees_with_traces() {
     let o = GenOptions {
         ecmp: 0.0,
+        lsp_ecmp: 0.0,
         ..GenOptions::default()
     };
     let mut checked = 0;
@@ -268,4 +278,114 @@ fn oracle_agrees_with_traces() {
         }
     }
     assert!(checked > 50, "{checked}");
+}
+
+/// LSPs with equal-cost paths inside (no ECMP diamonds elsewhere): each is `ecmp` with no
+/// path, and the truth lists a tunnel per path; every Paris flow's trace is what one of
+/// the destination's forward paths shows, and flows spread over the paths.
+#[test]
+fn flows_through_an_ecmp_lsp_take_one_of_its_paths() {
+    let o = GenOptions {
+        ecmp: 0.0,
+        lsp_ecmp: 1.0,
+        ..GenOptions::default()
+    };
+    let (mut split, mut both) = (0, 0);
+    for seed in 0..10 {
+        let topo = generate(seed, &o);
+        assert!(topo
+            .def()
+            .lsps
+            .iter()
+            .filter(|l| l.ecmp)
+            .all(|l| l.path.is_none()));
+        let mut lab = Lab::new(topo);
+        let truth = lab.truth();
+        let mut t = Tracer::new(&mut lab);
+        for d in &truth.destinations {
+            let mut taken = std::collections::BTreeSet::new();
+            for flow in 0..8u16 {
+                t.flow = 0x4242 ^ flow.wrapping_mul(0x9e37);
+                let seen: Vec<Ipv4Addr> = t
+                    .trace(d.dst, 64)
+                    .iter()
+                    .map(|h| h.as_ref().map_or(Ipv4Addr::UNSPECIFIED, |a| a.from))
+                    .collect();
+                let k = d
+                    .forward_paths
+                    .iter()
+                    .position(|p| expected_hops(d, p) == seen);
+                let k = k.unwrap_or_else(|| {
+                    panic!(
+                        "seed {seed} {}: {seen:?} is none of {:#?}",
+                        d.name, d.forward_paths
+                    )
+                });
+                taken.insert(k);
+            }
+            if d.forward_paths.len() > 1 {
+                split += 1;
+                both += usize::from(taken.len() > 1);
+                assert!(
+                    d.tunnels.iter().any(|t| t.branch > 0),
+                    "seed {seed} {}",
+                    d.name
+                );
+            }
+        }
+    }
+    assert!(split > 30 && both * 2 > split, "{both} of {split}");
+}
+
+/// Every path of an `ecmp` LSP shows to exhaustive probing when the LSP's configuration
+/// lets any trace show its LSRs: each internal prefix is reached over the paths it is
+/// nearest on (a prefix next to the ingress on one path is not pushed onto another).
+#[test]
+fn every_path_of_an_ecmp_lsp_is_observable() {
+    let o = GenOptions {
+        lsp_ecmp: 1.0,
+        ..GenOptions::default()
+    };
+    let mut checked = 0;
+    for seed in 0..6 {
+        let topo = generate(seed, &o);
+        let truth = vtnt_lab::truth::truth(&topo);
+        let oracle = vtnt_lab::oracle(&topo, &truth, &OracleOptions::default());
+        for (d, seen) in truth.destinations.iter().zip(&oracle.tunnels) {
+            for (t, x) in d.tunnels.iter().zip(seen) {
+                if t.revelation != Revelation::None {
+                    assert!(x.observable, "seed {seed} {}: {t:?}", d.name);
+                    checked += usize::from(t.branch > 0);
+                }
+            }
+        }
+    }
+    assert!(checked > 20, "{checked}");
+}
+
+/// A host's traffic rides every LSP on its path whole, so the truth lists every path of
+/// each `ecmp` LSP it crosses, however many combinations of paths there are (seed
+/// 16636106807449963335 crosses five such LSPs: more combinations than the truth lists
+/// forward paths).
+#[test]
+fn the_truth_lists_every_path_of_every_ecmp_lsp_crossed() {
+    let o = GenOptions {
+        lsp_ecmp: 1.0,
+        ..GenOptions::default()
+    };
+    for seed in (0..10).chain([16636106807449963335]) {
+        let truth = Lab::new(generate(seed, &o)).truth();
+        for d in &truth.destinations {
+            for t in &d.tunnels {
+                let paths = truth.lsps.iter().filter(|l| l.name == t.lsp).count();
+                let listed: std::collections::BTreeSet<u8> = d
+                    .tunnels
+                    .iter()
+                    .filter(|u| u.lsp == t.lsp)
+                    .map(|u| u.branch)
+                    .collect();
+                assert_eq!(listed.len(), paths, "seed {seed} {}: {}", d.name, t.lsp);
+            }
+        }
+    }
 }

@@ -196,6 +196,31 @@ fn an_lsp_rides_only_an_lsp_strictly_inside_it_that_shows_ttls_alike() {
 }
 
 #[test]
+fn an_ecmp_lsp_with_a_path_is_refused() {
+    let extra = "\n[[lsp]]\nname = \"e\"\ningress = \"r1\"\negress = \"r3\"\necmp = true\npath = [\"r1\", \"r2\", \"r3\"]\n";
+    let e = err(extra);
+    assert!(
+        e.to_string()
+            .contains("[[lsp]] \"e\": ecmp follows the IGP's equal-cost paths"),
+        "{e}"
+    );
+    assert_eq!(e.line(), line_of(extra, "[[lsp]]"));
+    // without a path it is fine, one path or several
+    let extra = "\n[[lsp]]\nname = \"e\"\ningress = \"r1\"\negress = \"r3\"\necmp = true\n";
+    Topology::parse(&format!("{BASE}{extra}"), "t.toml").unwrap();
+    // nor does it ride another LSP (riding is modelled along one path)
+    let over = format!(
+        "{extra}\n[[lsp]]\nname = \"ldp\"\ningress = \"r1\"\negress = \"r3\"\nover = \"e\"\n"
+    );
+    let e = err(&over);
+    assert!(
+        e.to_string()
+            .contains("[[lsp]] \"ldp\": over: \"e\" or this LSP is ecmp"),
+        "{e}"
+    );
+}
+
+#[test]
 fn syntax_unknown_field_and_unknown_vendor_have_lines() {
     let extra = "\n[[router]]\nname = \"r4\"\nvendor = \"cisco\"\ncolour = \"red\"\n";
     let e = err(extra);

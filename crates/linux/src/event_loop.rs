@@ -55,7 +55,20 @@ pub fn run_until<P: Prober>(
     sockets: &mut RawSockets,
     clock: &Clock,
     stop: &AtomicBool,
+    output: impl FnMut(P::Output) -> std::io::Result<()>,
+) -> Result<LoopStats, Error> {
+    run_watched(prober, sockets, clock, stop, output, |_| {})
+}
+
+/// [`run_until`], showing `watch` the counters so far after every wake-up (at least
+/// once a second: no wait is longer), for a progress display.
+pub fn run_watched<P: Prober>(
+    prober: &mut P,
+    sockets: &mut RawSockets,
+    clock: &Clock,
+    stop: &AtomicBool,
     mut output: impl FnMut(P::Output) -> std::io::Result<()>,
+    mut watch: impl FnMut(&LoopStats),
 ) -> Result<LoopStats, Error> {
     let mut stats = LoopStats::default();
     // Probes are gathered into a batch and leave with one sendmmsg; what the kernel had no
@@ -145,6 +158,7 @@ pub fn run_until<P: Prober>(
         })? as u64;
         stats.received +=
             sockets.recv_all(clock, &mut rx, |ts, pkt| prober.handle_packet(ts, pkt))? as u64;
+        watch(&stats);
     }
 }
 

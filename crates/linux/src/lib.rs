@@ -21,7 +21,7 @@ mod sockets;
 mod tx_stamps;
 
 pub use clock::{Clock, KernelStamps};
-pub use event_loop::{run, run_until, LoopStats};
+pub use event_loop::{run, run_until, run_watched, LoopStats};
 pub use route::{lab_access, own_addresses};
 pub use sockets::{RawSockets, Sent};
 pub use vtnt_engine::Prober;

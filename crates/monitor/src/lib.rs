@@ -78,7 +78,8 @@ pub struct Config {
     pub modules: Vec<PathBuf>,
     /// How long the guest may run before the monitor stops it.
     pub timeout: Duration,
-    /// Confine the process with its seccomp filter (`jail`) once the VM is set up. The
+    /// Confine the process once the VM is set up: root dropped for `nobody`, then its
+    /// seccomp filter (`jail`). The
     /// `vtnt-monitor` binary does (unless `--no-seccomp`); callers that run a VM inside a
     /// process of their own (tests) leave it off, since it covers every thread.
     pub seccomp: bool,
@@ -391,6 +392,7 @@ pub fn run_with(cfg: &Config, console: &mut dyn Write) -> Result<Outcome, Error>
     let watchdog = Watchdog::start(cfg.timeout)
         .map_err(|e| Error::Io(format!("cannot start the watchdog: {e}")))?;
     if cfg.seccomp {
+        jail::drop_privileges().map_err(|e| Error::Io(format!("cannot drop root: {e}")))?;
         jail::install()
             .map_err(|e| Error::Io(format!("cannot install the seccomp filter: {e}")))?;
     }

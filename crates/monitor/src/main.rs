@@ -39,8 +39,8 @@ struct Cli {
     /// Print one JSON line of timings and exit counts on stderr at the end.
     #[arg(long)]
     stats: bool,
-    /// Do not confine the monitor with its seccomp filter (for debugging a refused
-    /// system call: the filter kills the process with SIGSYS).
+    /// Do not confine the monitor: it keeps root and installs no seccomp filter (for
+    /// debugging a refused system call: the filter kills the process with SIGSYS).
     #[arg(long)]
     no_seccomp: bool,
     /// The unikernel's ELF image.

@@ -358,7 +358,7 @@ fn the_watchdog_bounds_a_long_poll() {
 }
 
 #[test]
-fn the_binary_confines_itself_with_seccomp_while_the_guest_runs() {
+fn the_binary_drops_root_and_confines_itself_with_seccomp_while_the_guest_runs() {
     vtnt_testkit::require_kvm!();
     let mut g = Guest::new();
     // Wait 2 s (no network: POLL just sleeps), then exit 7.
@@ -375,18 +375,31 @@ fn the_binary_confines_itself_with_seccomp_while_the_guest_runs() {
             .unwrap();
         std::thread::sleep(Duration::from_millis(700));
         let status = std::fs::read_to_string(format!("/proc/{}/status", child.id())).unwrap();
-        let seccomp = status
-            .lines()
-            .find_map(|l| l.strip_prefix("Seccomp:"))
-            .map(|v| v.trim().to_string());
+        let field = |name: &str| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix(name))
+                .map(|v| v.split_whitespace().collect::<Vec<_>>().join(" "))
+        };
+        let (seccomp, uid, caps) = (field("Seccomp:"), field("Uid:"), field("CapEff:"));
         let out = child.wait_with_output().unwrap();
         (
-            seccomp,
+            (seccomp, uid, caps),
             out.status.code(),
             String::from_utf8_lossy(&out.stderr).to_string(),
         )
     };
     // Mode 2: a filter; and the guest still runs to its own exit under it.
-    assert_eq!(status_of(&[]), (Some("2".into()), Some(7), String::new()));
-    assert_eq!(status_of(&["--no-seccomp"]).0, Some("0".into()));
+    let ((seccomp, uid, caps), code, stderr) = status_of(&[]);
+    assert_eq!(
+        (seccomp, code, stderr),
+        (Some("2".into()), Some(7), String::new())
+    );
+    let ((seccomp, root_uid, _), _, _) = status_of(&["--no-seccomp"]);
+    assert_eq!(seccomp, Some("0".into()));
+    // started as root, it runs the guest as nobody, without a capability
+    if root_uid.as_deref() == Some("0 0 0 0") {
+        assert_eq!(uid.as_deref(), Some("65534 65534 65534 65534"));
+        assert_eq!(caps.as_deref(), Some("0000000000000000"));
+    }
 }

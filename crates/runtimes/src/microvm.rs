@@ -57,7 +57,7 @@ pub fn from_built(built: &Path) -> anyhow::Result<ImageInfo> {
 /// image boots under it, else TCG; `vtnt_vmm::accel::resolve`).
 pub fn accel(image: &Path, vmm: Vmm) -> Accelerator {
     let vmm = match vmm {
-        Vmm::Auto => vtnt_vmm::job::default_vmm(),
+        Vmm::Auto => vtnt_vmm::job::default_vmm(image),
         v => v,
     };
     vmm.accelerator(image, vtnt_vmm::qemu::Accel::Auto)

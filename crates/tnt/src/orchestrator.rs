@@ -331,13 +331,10 @@ impl Tnt {
         Job::Trace(o)
     }
 
-    fn queue(&mut self, purpose: Purpose, mut job: Job) {
+    /// Queues `job` under a tag of its own; its records keep the user's `userid`.
+    fn queue(&mut self, purpose: Purpose, job: Job) {
         let tag = JobTag(self.next_tag);
         self.next_tag += 1;
-        match &mut job {
-            Job::Trace(o) => o.userid = tag.0 as u32,
-            Job::Ping(o) => o.userid = tag.0 as u32,
-        }
         self.outstanding.insert(tag, purpose);
         self.ready.push_back((tag, job));
     }

@@ -475,3 +475,23 @@ fn walk_back_finds_a_tunnel_ending_before_the_trigger() {
     tnt.add_target(ip("10.0.9.1"));
     assert!(net.run(&mut tnt)[0].tunnels.is_empty());
 }
+
+#[test]
+fn every_job_keeps_the_users_userid() {
+    let mut net = php_net();
+    let mut config = TntConfig::default();
+    config.trace.userid = 4242;
+    config.ping.userid = 4243;
+    let mut tnt = Tnt::new(config).unwrap();
+    tnt.add_target(ip("10.0.9.1"));
+    tnt.add_target(ip("10.0.9.2"));
+    net.run(&mut tnt);
+    assert!(net.jobs.iter().any(|j| matches!(j, Job::Ping(_))));
+    assert!(net.jobs.len() > 2, "revelation traces too");
+    for j in &net.jobs {
+        match j {
+            Job::Trace(o) => assert_eq!(o.userid, 4242),
+            Job::Ping(o) => assert_eq!(o.userid, 4243),
+        }
+    }
+}

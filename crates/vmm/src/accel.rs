@@ -201,7 +201,7 @@ pub fn cached() -> Option<Accelerator> {
         .flatten()
 }
 
-fn boot_id() -> String {
+pub(crate) fn boot_id() -> String {
     std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
         .unwrap_or_default()
         .trim()

@@ -75,16 +75,15 @@ impl Vmm {
         }
     }
 
-    /// The VMM that runs `spec`: `Auto` is the monitor when it is usable here
-    /// ([`crate::monitor::usable`]: `/dev/kvm` works and the binary exists) and the job
-    /// asks for nothing only QEMU has (another machine type, TCG, port-0x80 step
-    /// marks); otherwise QEMU.
-    pub fn resolve(self, spec: &RunSpec) -> Vmm {
+    /// The VMM that runs `spec` (its image `image`): `Auto` is the monitor when it is
+    /// usable here ([`default_vmm`]) and the job asks for nothing only QEMU has (another
+    /// machine type, TCG, port-0x80 step marks); otherwise QEMU.
+    pub fn resolve(self, spec: &RunSpec, image: &Path) -> Vmm {
         match self {
             Vmm::Auto
                 if spec.machine == Machine::Microvm && spec.accel != Accel::Tcg && !spec.marks =>
             {
-                default_vmm()
+                default_vmm(image)
             }
             Vmm::Auto => Vmm::Qemu,
             v => v,
@@ -100,10 +99,11 @@ impl Vmm {
     }
 }
 
-/// The VMM of a plain microVM job on this host: the monitor where it is usable
-/// ([`crate::monitor::usable`]), else QEMU.
-pub fn default_vmm() -> Vmm {
-    if crate::monitor::usable() {
+/// The VMM of a plain microVM job booting `image` on this host: the monitor where it is
+/// usable ([`crate::monitor::usable`]: `/dev/kvm` works and the binary exists) and boots
+/// here ([`crate::monitor::boots`]), else QEMU.
+pub fn default_vmm(image: &Path) -> Vmm {
+    if crate::monitor::usable() && crate::monitor::boots(image) {
         Vmm::Monitor
     } else {
         Vmm::Qemu
@@ -197,6 +197,8 @@ pub struct RunOutcome {
     pub timings: Timings,
     /// The VMM's peak resident set, KiB.
     pub peak_rss_kib: Option<u64>,
+    /// The VMM's largest PSS seen, KiB ([`crate::outcome::Outcome::peak_pss_kib`]).
+    pub peak_pss_kib: Option<u64>,
     /// The VMM's host CPU time (user + system, 10 ms resolution).
     pub cpu: Option<Duration>,
     /// The accelerator the VM ran under.
@@ -295,7 +297,7 @@ pub fn run_job(spec: &RunSpec) -> Result<RunOutcome, Error> {
         Some(p) => p.clone(),
         None => image::build(&BuildOptions::default())?.path,
     };
-    let vmm = spec.vmm.resolve(spec);
+    let vmm = spec.vmm.resolve(spec, &image);
     // A lab slot stays ours until the VM is gone.
     let mut slot_lock = None;
     let (guest, gateway, gateway_mac, net, mac, netns) = match &spec.net {
@@ -421,6 +423,7 @@ pub fn run_job(spec: &RunSpec) -> Result<RunOutcome, Error> {
         status: out.status,
         timings,
         peak_rss_kib: out.peak_rss_kib,
+        peak_pss_kib: out.peak_pss_kib,
         cpu: out.cpu,
         accel: out.accel,
         vmm,

@@ -11,10 +11,11 @@
 
 use crate::accel::{self, Accelerator};
 use crate::outcome::{json_u64, ConsoleTap, Outcome};
-use crate::{qemu, which, Error};
+use crate::{qemu, which, Error, GuestStatus};
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::OnceLock;
 use std::time::Duration;
 
 /// The monitor's program name.
@@ -134,6 +135,45 @@ impl MonitorConfig {
     }
 }
 
+/// Where [`boots`] keeps its answer for this host boot.
+const BOOTS_CACHE: &str = "vtnt-monitor-boots";
+
+/// Whether the monitor boots `image` on this host, checked once: on PVM, where every
+/// release is tested (CI), yes; on other KVM (hardware virtualisation, where no release
+/// has run yet), a `-- boot` job must exit 0 under it, once per host boot (the answer is
+/// cached in the temporary directory, like QEMU's accelerator probe). A failed check is
+/// said on stderr, once.
+pub fn boots(image: &Path) -> bool {
+    static BOOTS: OnceLock<bool> = OnceLock::new();
+    *BOOTS.get_or_init(|| {
+        if accel::kvm_kind() == Some(Accelerator::PvmKvm) {
+            return true;
+        }
+        let cache = std::env::temp_dir().join(BOOTS_CACHE);
+        let id = accel::boot_id();
+        if let Some((at, word)) = std::fs::read_to_string(&cache).ok().and_then(|s| {
+            s.trim()
+                .split_once(' ')
+                .map(|(a, w)| (a.to_string(), w.to_string()))
+        }) {
+            if at == id && !id.is_empty() {
+                return word == "yes";
+            }
+        }
+        let mut cfg = MonitorConfig::new(image.to_path_buf(), "-- boot");
+        cfg.timeout = Duration::from_secs(5);
+        let ok = run(&cfg).is_ok_and(|o| o.status == GuestStatus::Exited(0));
+        let _ = std::fs::write(&cache, format!("{id} {}\n", if ok { "yes" } else { "no" }));
+        if !ok {
+            eprintln!(
+                "vtnt: vtnt-monitor did not boot a test guest on this host's KVM: microVMs \
+                 run under QEMU (`--vmm vtnt` forces the monitor)"
+            );
+        }
+        ok
+    })
+}
+
 /// Whether the monitor can run VMs here: its binary exists and `/dev/kvm` opens
 /// read-write.
 pub fn usable() -> bool {
@@ -158,13 +198,27 @@ pub fn run(cfg: &MonitorConfig) -> Result<Outcome, Error> {
     let mut cmd = Command::new(&words[0]);
     cmd.args(&words[1..]).args(cfg.args());
     let accel = accel::kvm_kind().unwrap_or(Accelerator::Kvm);
-    let mut out = qemu::supervise(
+    let supervised = qemu::supervise(
         cmd,
         cfg.timeout + Duration::from_secs(5),
         false,
         accel,
         cfg.console.as_ref(),
-    )?;
+    );
+    let mut out = match supervised {
+        // the monitor's one-line message, without its statistics line
+        Err(Error::Vmm { status, stderr }) => {
+            return Err(Error::Vmm {
+                status,
+                stderr: message(&stderr),
+            })
+        }
+        r => r?,
+    };
+    // the monitor's watchdog stopped a guest that had printed lines but never its exit
+    if out.status == GuestStatus::Vanished && out.vmm_code == Some(EXIT_TIMED_OUT) {
+        out.status = GuestStatus::TimedOut;
+    }
     // The monitor's own account of its peak RSS and CPU time (getrusage) is exact, where
     // sampling /proc from outside misses most of a VM that lives a few milliseconds.
     if let Some(line) = stats_line(&out.stderr) {
@@ -178,9 +232,38 @@ pub fn run(cfg: &MonitorConfig) -> Result<Outcome, Error> {
     Ok(out)
 }
 
+/// The monitor's exit status when its watchdog stopped the guest.
+const EXIT_TIMED_OUT: i32 = 124;
+
+/// What the monitor said on stderr, its statistics line left out, on one line.
+fn message(stderr: &str) -> String {
+    let lines: Vec<&str> = stderr
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with("{\"type\":\"monitor\""))
+        .collect();
+    lines.join("; ")
+}
+
 /// The monitor's `--stats` line in its stderr.
 pub fn stats_line(stderr: &str) -> Option<&str> {
     stderr
         .lines()
         .find(|l| l.starts_with("{\"type\":\"monitor\""))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_message_is_one_line_without_the_statistics() {
+        let stderr = "vtnt-monitor: the guest faulted at rip 0x1234 (page fault)\n\
+                      {\"type\":\"monitor\",\"exits\":3}\n\n";
+        assert_eq!(
+            message(stderr),
+            "vtnt-monitor: the guest faulted at rip 0x1234 (page fault)"
+        );
+        assert_eq!(message("a\nb\n"), "a; b");
+    }
 }

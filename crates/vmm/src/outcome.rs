@@ -56,6 +56,9 @@ pub struct Outcome {
     pub wall: Duration,
     /// Peak resident set of the VMM process (VmHWM), in KiB, if it could be read.
     pub peak_rss_kib: Option<u64>,
+    /// Largest proportional set size of the VMM process seen (sampled every 100 ms, so
+    /// a VM of a few milliseconds may show none), in KiB.
+    pub peak_pss_kib: Option<u64>,
     /// Host CPU time of the VMM process (user + system, all threads; 10 ms resolution),
     /// if it could be read.
     pub cpu: Option<Duration>,

@@ -302,10 +302,18 @@ pub(crate) fn supervise(
         let _ = exited_tx.send(start.elapsed());
     });
     let mut peak_rss_kib = None;
+    let (mut peak_pss_kib, mut pss_at) = (None, None::<Instant>);
     let mut timed_out = false;
     let wall = loop {
         if let Some(kib) = vm_hwm_kib(pid) {
             peak_rss_kib = Some(kib);
+        }
+        if pss_at.is_none_or(|t| t.elapsed() >= PSS_EVERY) {
+            let kib = vtnt_measure::proc::pss_kib(pid);
+            if kib > 0 {
+                peak_pss_kib = Some(peak_pss_kib.map_or(kib, |k: u64| k.max(kib)));
+            }
+            pss_at = Some(Instant::now());
         }
         // VmHWM every 5 ms while a VM is young (most live milliseconds), then every
         // 200 ms: hundreds of held VMs must not keep their host busy reading /proc. The
@@ -356,10 +364,14 @@ pub(crate) fn supervise(
         vmm_code,
         wall,
         peak_rss_kib,
+        peak_pss_kib,
         cpu,
         accel,
     })
 }
+
+/// How often [`supervise`] reads a VMM's PSS (`smaps_rollup` walks its every mapping).
+const PSS_EVERY: Duration = Duration::from_millis(100);
 
 /// Clock ticks per second of `/proc/<pid>/stat` (`USER_HZ`, 100 on every x86_64 Linux).
 const USER_HZ: u64 = 100;

@@ -67,6 +67,7 @@ pub fn lsp(ingress: &str, egress: &str) -> LspDef {
         ingress: ingress.into(),
         egress: egress.into(),
         path: None,
+        ecmp: false,
         ttl_propagate: true,
         pop: Pop::Php,
         rfc4950: true,

@@ -164,6 +164,11 @@ pub struct LspDef {
     /// Routers from ingress to egress (RSVP-TE style); default the IGP shortest path.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path: Option<Vec<String>>,
+    /// Follow every equal-cost IGP path from ingress to egress, as LDP does (at most
+    /// eight, in interface order), each with labels of its own; the ingress picks one
+    /// per flow, as IP ECMP does. Not with `path`.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub ecmp: bool,
     /// Ingress copies IP-TTL into the LSE-TTL (`true`) or sets 255 (`false`).
     #[serde(default = "yes")]
     pub ttl_propagate: bool,

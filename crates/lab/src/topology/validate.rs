@@ -1,13 +1,15 @@
 //! From a topology definition to the resolved network: names resolved, addresses parsed
-//! and checked (lab ranges only, no overlap, no duplicate), LSP paths found or checked,
-//! labels allocated, routing tables built. The first problem found is returned, naming
-//! the file, line and object.
+//! and checked (lab ranges only, no overlap, no duplicate), LSP paths found (each
+//! equal-cost one of an `ecmp` LSP) or checked, labels allocated, routing tables built.
+//! The first problem found is returned, naming the file, line and object.
 
 use std::collections::HashMap;
 use std::net::Ipv4Addr;
 
 /// IPv4 explicit null (RFC 3032): the label a UHP egress gets unless `non-null-uhp`.
 const EXPLICIT_NULL: u32 = 0;
+/// Most equal-cost paths an `ecmp` LSP follows.
+const MAX_ECMP_PATHS: usize = 8;
 
 use super::file::{LspDef, Spans, TopologyDef};
 use super::{line_of, Pop, TopologyError};
@@ -445,6 +447,7 @@ pub(crate) fn resolve(
     let mut lsps = Vec::new();
     let mut next_label: Vec<u32> = routers.iter().map(|r| r.vendor.label_base()).collect();
     let mut lsp_names = std::collections::HashSet::new();
+    let mut first = Vec::with_capacity(def.lsps.len());
     for (i, l) in def.lsps.iter().enumerate() {
         if !lsp_names.insert(l.name.as_str()) {
             return Err(cx.err(
@@ -454,22 +457,36 @@ pub(crate) fn resolve(
                 "name already used by another LSP".into(),
             ));
         }
-        lsps.push(lsp(
-            &cx,
-            i,
-            l,
-            &by_name,
-            &routers,
-            &ifaces,
-            &dist,
-            &mut next_label,
-        )?);
+        // an `ecmp` LSP: one Lsp per equal-cost path
+        first.push(lsps.len());
+        for branch in 0..if l.ecmp { MAX_ECMP_PATHS } else { 1 } {
+            let Some(x) = lsp(
+                &cx,
+                i,
+                l,
+                branch,
+                &by_name,
+                &routers,
+                &ifaces,
+                &dist,
+                &mut next_label,
+            )?
+            else {
+                break;
+            };
+            lsps.push(x);
+        }
+        if lsps.len() > 60_000 {
+            return Err(top(
+                "too many LSPs (each equal-cost path of an ecmp one counts)".into(),
+            ));
+        }
     }
     for (i, l) in def.lsps.iter().enumerate() {
         if let Some(name) = &l.over {
-            let o = over(&def.lsps, &lsps, i, name)
+            let o = over(&def.lsps, &lsps, &first, i, name)
                 .map_err(|m| cx.err("lsp", i, &format!("\"{}\"", l.name), m))?;
-            lsps[i].over = Some(o);
+            lsps[first[i]].over = Some(o);
         }
     }
     let mut statics: Vec<Static> = Vec::new();
@@ -553,17 +570,20 @@ pub(crate) fn class_of(l: &LspDef) -> Result<TunnelClass, String> {
     )
 }
 
+/// The LSP `l` resolved, along its equal-cost path number `branch` when it is `ecmp`
+/// (0 otherwise); `None` when it has no such path.
 #[allow(clippy::too_many_arguments)]
 fn lsp(
     cx: &Ctx<'_>,
     i: usize,
     l: &LspDef,
+    branch: usize,
     by_name: &HashMap<&str, RouterId>,
     routers: &[Router],
     ifaces: &[Iface],
     dist: &Dist,
     next_label: &mut [u32],
-) -> Result<Lsp, TopologyError> {
+) -> Result<Option<Lsp>, TopologyError> {
     let obj = format!("\"{}\"", l.name);
     let e = |m: String| cx.err("lsp", i, &obj, m);
     let find = |n: &str| {
@@ -585,8 +605,17 @@ fn lsp(
                     l.egress, l.ingress
                 )));
             }
-            dist.path(routers, ifaces, ing, egr)
-                .ok_or_else(|| e("no path from ingress to egress".into()))?
+            let paths = dist.paths(routers, ifaces, ing, egr, branch + 1);
+            match paths.into_iter().nth(branch) {
+                Some(p) => p,
+                None if branch == 0 => return Err(e("no path from ingress to egress".into())),
+                None => return Ok(None),
+            }
+        }
+        Some(_) if l.ecmp => {
+            return Err(e(
+                "ecmp follows the IGP's equal-cost paths: it cannot have a path".into(),
+            ))
         }
         Some(names) => {
             let path: Vec<RouterId> = names.iter().map(|n| find(n)).collect::<Result<_, _>>()?;
@@ -637,8 +666,9 @@ fn lsp(
         next_label[e] += 1;
         (next_label[e] - 1) & 0xf_ffff
     });
-    Ok(Lsp {
+    Ok(Some(Lsp {
         name: l.name.clone(),
+        branch: branch as u8,
         path,
         out,
         propagate: l.ttl_propagate,
@@ -652,13 +682,20 @@ fn lsp(
         labels,
         vpn,
         over: None,
-    })
+    }))
 }
 
 /// Where LSP `i` rides the LSP named `name` (`over`): that LSP's routers must be
 /// consecutive LSRs of `i`'s path, and the two must agree on how TTLs and labels show.
-fn over(defs: &[LspDef], lsps: &[Lsp], i: usize, name: &str) -> Result<Over, String> {
-    let j = lsps
+/// `first[k]`: the index in `lsps` of definition `k`'s (first) path.
+fn over(
+    defs: &[LspDef],
+    lsps: &[Lsp],
+    first: &[usize],
+    i: usize,
+    name: &str,
+) -> Result<Over, String> {
+    let j = defs
         .iter()
         .position(|l| l.name == name)
         .ok_or_else(|| format!("over: no LSP is named \"{name}\""))?;
@@ -670,7 +707,12 @@ fn over(defs: &[LspDef], lsps: &[Lsp], i: usize, name: &str) -> Result<Over, Str
             "over: \"{name}\" rides another LSP itself (one level of stacking is modelled)"
         ));
     }
-    let (inner, outer) = (&lsps[i], &lsps[j]);
+    if defs[i].ecmp || defs[j].ecmp {
+        return Err(format!(
+            "over: \"{name}\" or this LSP is ecmp; riding is modelled along one path only"
+        ));
+    }
+    let (inner, outer) = (&lsps[first[i]], &lsps[first[j]]);
     let at = inner
         .path
         .windows(outer.path.len())
@@ -698,7 +740,7 @@ fn over(defs: &[LspDef], lsps: &[Lsp], i: usize, name: &str) -> Result<Over, Str
         ));
     }
     Ok(Over {
-        lsp: j as u16,
+        lsp: first[j] as u16,
         at: at as u8,
     })
 }
