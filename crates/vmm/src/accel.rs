@@ -183,25 +183,34 @@ pub fn probed(image: &Path) -> Accelerator {
             .into_iter()
             .find(|&a| probe(image, a))
             .unwrap_or(Accelerator::Tcg);
-        let _ = std::fs::write(
-            std::env::temp_dir().join(CACHE),
-            format!("{} {}\n", boot_id(), found.word()),
-        );
+        remember(CACHE, found.word());
         found
     })
 }
 
 /// The probe's result cached for this host boot, if any (no probe).
 pub fn cached() -> Option<Accelerator> {
-    let s = std::fs::read_to_string(std::env::temp_dir().join(CACHE)).ok()?;
-    let (id, w) = s.trim().split_once(' ')?;
-    let boot_id = boot_id();
-    (id == boot_id && !boot_id.is_empty())
-        .then(|| Accelerator::from_word(w))
-        .flatten()
+    recalled(CACHE).and_then(|w| Accelerator::from_word(&w))
 }
 
-pub(crate) fn boot_id() -> String {
+/// The word a probe stored under `name` in the temporary directory during this host
+/// boot, if any.
+pub(crate) fn recalled(name: &str) -> Option<String> {
+    let s = std::fs::read_to_string(std::env::temp_dir().join(name)).ok()?;
+    let (id, w) = s.trim().split_once(' ')?;
+    let boot_id = boot_id();
+    (id == boot_id && !boot_id.is_empty()).then(|| w.to_string())
+}
+
+/// Stores a probe's `word` under `name` for the rest of this host boot ([`recalled`]).
+pub(crate) fn remember(name: &str, word: &str) {
+    let _ = std::fs::write(
+        std::env::temp_dir().join(name),
+        format!("{} {word}\n", boot_id()),
+    );
+}
+
+fn boot_id() -> String {
     std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
         .unwrap_or_default()
         .trim()

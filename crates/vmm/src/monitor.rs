@@ -149,21 +149,13 @@ pub fn boots(image: &Path) -> bool {
         if accel::kvm_kind() == Some(Accelerator::PvmKvm) {
             return true;
         }
-        let cache = std::env::temp_dir().join(BOOTS_CACHE);
-        let id = accel::boot_id();
-        if let Some((at, word)) = std::fs::read_to_string(&cache).ok().and_then(|s| {
-            s.trim()
-                .split_once(' ')
-                .map(|(a, w)| (a.to_string(), w.to_string()))
-        }) {
-            if at == id && !id.is_empty() {
-                return word == "yes";
-            }
+        if let Some(word) = accel::recalled(BOOTS_CACHE) {
+            return word == "yes";
         }
         let mut cfg = MonitorConfig::new(image.to_path_buf(), "-- boot");
         cfg.timeout = Duration::from_secs(5);
         let ok = run(&cfg).is_ok_and(|o| o.status == GuestStatus::Exited(0));
-        let _ = std::fs::write(&cache, format!("{id} {}\n", if ok { "yes" } else { "no" }));
+        accel::remember(BOOTS_CACHE, if ok { "yes" } else { "no" });
         if !ok {
             eprintln!(
                 "vtnt: vtnt-monitor did not boot a test guest on this host's KVM: microVMs \
