@@ -245,11 +245,7 @@ impl Lab {
                 let Some(lsp) = net.lsps.get(usize::from(m.lsp)) else {
                     return self.recycle(w.buf);
                 };
-                let label = lsp
-                    .labels
-                    .get(usize::from(m.f))
-                    .and_then(|v| v.get(usize::from(m.i)))
-                    .copied();
+                let label = lsp.label(usize::from(m.f), usize::from(m.i));
                 // the stack as received: the top label, and a service label under it
                 let stack = inner_stack(lsp, &m, label);
                 let lse = stack[0];
@@ -470,7 +466,7 @@ impl Lab {
         let Some(k) = usize::from(m.i).checked_sub(usize::from(ov.at)) else {
             return Ride::Gone;
         };
-        let Some(&top) = te.labels.get(last).and_then(|v| v.get(k)) else {
+        let Some(top) = te.label(last, k) else {
             return Ride::Gone;
         };
         let inner = |ttl: u8| Mpls {
@@ -479,11 +475,7 @@ impl Lab {
             ..m
         };
         if !w.originated && ot <= 1 {
-            let label = lsp
-                .labels
-                .get(usize::from(m.f))
-                .and_then(|v| v.get(usize::from(ov.at) + last))
-                .copied();
+            let label = lsp.label(usize::from(m.f), usize::from(ov.at) + last);
             let stack: Vec<Lse> = core::iter::once(Lse::new(top, 0, false, ot))
                 .chain(inner_stack(lsp, &m, label))
                 .collect();

@@ -166,6 +166,10 @@ pub(crate) struct Over {
 }
 
 impl Lsp {
+    /// The label router `path[i]` expects on this LSP cut at `path[f]`.
+    pub fn label(&self, f: usize, i: usize) -> Option<u32> {
+        self.labels.get(f).and_then(|v| v.get(i)).copied()
+    }
     pub fn egress_index(&self) -> usize {
         self.path.len() - 1
     }
