@@ -266,6 +266,9 @@ pub fn run(cmd: BenchCommand) -> anyhow::Result<ExitCode> {
             })
         }
         BenchCommand::Deploy(args) => {
+            // Ctrl-C ends the run at its next step, its instances removed and the KSM and
+            // `favordynmods` settings restored
+            vtnt_measure::stop::stop_on(crate::interrupt::catch()?);
             let report = vtnt_evaluation::bench_deploy(&args)?;
             print!("{}", vtnt_evaluation::report::markdown(&report));
             for f in &report.files {
@@ -287,7 +290,7 @@ pub fn run(cmd: BenchCommand) -> anyhow::Result<ExitCode> {
             json,
         } => {
             // Ctrl-C ends the run at its next step, its agents, broker and sites removed
-            vtnt_fleet::stop_on(crate::interrupt::catch()?);
+            vtnt_measure::stop::stop_on(crate::interrupt::catch()?);
             let report = vtnt_fleet::paper::run(
                 &vtnt_fleet::paper::PaperOptions {
                     runtimes,
@@ -317,7 +320,7 @@ pub fn run(cmd: BenchCommand) -> anyhow::Result<ExitCode> {
             out,
             json,
         } => {
-            vtnt_fleet::stop_on(crate::interrupt::catch()?);
+            vtnt_measure::stop::stop_on(crate::interrupt::catch()?);
             let report = vtnt_fleet::scale::run(
                 &vtnt_fleet::scale::ScaleOptions {
                     agents,

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 
 use vtnt_job::JobSpec;
-use vtnt_measure::ksm;
+use vtnt_measure::{ksm, stop};
 use vtnt_runtimes::instance::{self, RunOutput};
 use vtnt_runtimes::job::Lab;
 use vtnt_runtimes::net::{Front, Network};
@@ -196,6 +196,7 @@ pub fn bench_deploy(args: &BenchDeployArgs) -> anyhow::Result<Report> {
     // images first: a runtime whose image cannot be built is reported as skipped
     let mut images: Vec<(Runtime, ImageInfo)> = Vec::new();
     for &rt in &runtimes {
+        stop::check()?;
         let mut r = RuntimeReport {
             runtime: rt.name().into(),
             label: rt.label().into(),
@@ -257,6 +258,8 @@ pub fn bench_deploy(args: &BenchDeployArgs) -> anyhow::Result<Report> {
             &cpus,
             r,
         ) {
+            // a signal ends the run: no report of half a run
+            stop::check()?;
             eprintln!("vtnt bench deploy: {}: {e:#}", rt.name());
             r.errors.push(format!("{e:#}"));
         }
@@ -281,6 +284,7 @@ fn measure_runtime(
     let engine = EngineGuard::for_runtime(rt, &Network::Lab(lab.name.clone()))?;
     let timeout = Duration::from_secs(args.timeout_secs);
     for i in 0..args.reps {
+        stop::check()?;
         let once = || -> anyhow::Result<(f64, RunOutput, f64)> {
             let t0 = Instant::now();
             let deployed = instance::deploy(
@@ -331,6 +335,7 @@ fn measure_runtime(
             r.reps.last().map_or(0.0, |x| x.total_s())
         );
     }
+    stop::check()?;
     // memory of one instance, without and with KSM
     let deployed = instance::deploy(
         rt,
@@ -381,6 +386,7 @@ fn measure_runtime(
     if args.no_density || !args.density_runtimes.contains(&rt) {
         return Ok(());
     }
+    stop::check()?;
     let solo = r.memory.map_or(30.0, |m| m.duration_s);
     let max = if rt == Runtime::Vm {
         args.density_max_vm

@@ -179,6 +179,10 @@ pub fn run(
         if res.first_failure.is_some() {
             break;
         }
+        if vtnt_measure::stop::interrupted() {
+            stop_all(slots);
+            anyhow::bail!("interrupted");
+        }
         let pending = slots.iter().filter(|s| s.working.is_none()).count() as u32;
         if (slots.len() as u32) < limit && now >= next_start && pending < opts.max_pending {
             if let Some(low) = host_memory_low() {

@@ -413,32 +413,16 @@ fn refused(what: String) {
     }
 }
 
-/// The flag a signal sets (the command line's SIGINT and SIGTERM), once given.
-static STOP: std::sync::OnceLock<&'static std::sync::atomic::AtomicBool> =
-    std::sync::OnceLock::new();
-
-/// From now on, `flag` set ends the command [`block_on`] runs (with an error, so what the
-/// caller set up is dropped and removed): the benchmarks' teardown on Ctrl-C.
-pub fn stop_on(flag: &'static std::sync::atomic::AtomicBool) {
-    let _ = STOP.set(flag);
-}
-
-/// Whether the flag given to [`stop_on`] is set.
-pub fn interrupted() -> bool {
-    STOP.get()
-        .is_some_and(|f| f.load(std::sync::atomic::Ordering::SeqCst))
-}
-
 /// Runs `fut` on a fresh single-threaded tokio runtime (no hand-over between threads on
 /// a placement's path; jobs run on blocking threads); a refusal by the server ends it
-/// with that refusal as the error, and so does the flag of [`stop_on`].
+/// with that refusal as the error, and so does the stop flag ([`vtnt_measure::stop`]).
 pub fn block_on<T>(fut: impl std::future::Future<Output = anyhow::Result<T>>) -> anyhow::Result<T> {
     let stop = async {
-        if STOP.get().is_none() {
+        if !vtnt_measure::stop::armed() {
             std::future::pending::<()>().await;
         }
         let mut tick = tokio::time::interval(Duration::from_millis(100));
-        while !interrupted() {
+        while !vtnt_measure::stop::interrupted() {
             tick.tick().await;
         }
     };

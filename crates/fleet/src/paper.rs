@@ -267,7 +267,7 @@ pub fn run(o: &PaperOptions, dir: &Path) -> anyhow::Result<PaperReport> {
                     },
                 );
                 if let Err(e) = placed {
-                    if crate::interrupted() {
+                    if vtnt_measure::stop::interrupted() {
                         return Err(e);
                     }
                     figures[k]

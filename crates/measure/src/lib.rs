@@ -11,6 +11,8 @@
 //!   for an RCU grace period) switched on for a measurement and restored after.
 //! - [`provenance`]: the machine, tool versions, commit and command a measurement ran
 //!   with, for every report.
+//! - [`stop`]: the flag a signal sets to end a long measurement at its next step, so its
+//!   guards are dropped rather than left behind.
 //!
 //! `Supervised` lives here rather than with the runtimes because it is the process
 //! side of a measurement (its start time, elapsed time and process group are what the
@@ -18,8 +20,9 @@
 //! instances. Unsafe code is in `proc` and `dynmods` (mount(2)) only.
 //!
 //! What it may import: std, libc, anyhow and serde only; no other vTNT crate. Inside,
-//! `cgroup` uses `proc` (to kill what is left in a group); `proc`, `ksm`, `dynmods` and
-//! `provenance` use no other module.
+//! `cgroup` uses `proc` (to kill what is left in a group); `proc` uses `stop` (a
+//! wait ends when the run is interrupted); `ksm`, `dynmods`, `provenance` and `stop` use no
+//! other module.
 
 pub mod cgroup;
 // mount(2), to remount the cgroup2 hierarchy (its SAFETY note).
@@ -27,6 +30,7 @@ pub mod cgroup;
 pub mod dynmods;
 pub mod ksm;
 pub mod provenance;
+pub mod stop;
 // `proc` calls libc's kill(2) (a process group or one process),
 // waitpid(2) (a child it adopted) and sysconf(_SC_CLK_TCK), each call with its SAFETY note.
 #[allow(unsafe_code)]

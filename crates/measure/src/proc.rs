@@ -262,7 +262,8 @@ impl Supervised {
         self.child.try_wait().ok().flatten()
     }
 
-    /// Waits until it exits or `timeout` passes (then kills the group and fails).
+    /// Waits until it exits or `timeout` passes (then kills the group and fails), or the
+    /// run is interrupted ([`crate::stop`]: the group is killed too).
     pub fn wait(mut self, timeout: Duration) -> anyhow::Result<Finished> {
         let deadline = self.started + timeout;
         let status = loop {
@@ -272,6 +273,11 @@ impl Supervised {
                 .with_context(|| format!("waiting for {}", self.what))?
             {
                 break st;
+            }
+            if crate::stop::interrupted() {
+                kill_group(self.child.id(), libc::SIGKILL);
+                let _ = self.child.wait();
+                anyhow::bail!("interrupted: {} killed", self.what);
             }
             if Instant::now() >= deadline {
                 kill_group(self.child.id(), libc::SIGKILL);

@@ -414,7 +414,8 @@ impl Instance {
         let mut samples = Vec::new();
         let mut ksm_max = 0;
         if let Some(every) = self.spec.sample_every {
-            while !child.finished() && t0.elapsed() < timeout {
+            while !child.finished() && t0.elapsed() < timeout && !vtnt_measure::stop::interrupted()
+            {
                 samples.push((t0.elapsed().as_secs_f64(), self.pss_kib()));
                 ksm_max = ksm_max.max(crate::ksm::Counters::read().pages_sharing);
                 std::thread::sleep(every);

@@ -1,0 +1,146 @@
+//! Ctrl-C in the middle of `vtnt bench deploy`'s density ramp: the run ends within
+//! seconds with the reason, every instance and cgroup it started is gone, the kernel's
+//! `favordynmods` is as it was, and no report of half a run is written. Real processes:
+//! the `vtnt` binary, a lab of its own, native instances in cgroups.
+
+mod lab_common;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use lab_common::{Lab, VTNT};
+
+/// The density groups under the memory controller (`vtnt/density-*`).
+fn density_groups() -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir("/sys/fs/cgroup/memory/vtnt")
+        .map(|d| {
+            d.filter_map(|e| e.ok()?.file_name().into_string().ok())
+                .filter(|n| n.starts_with("density"))
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+/// The mounts whose options carry `favordynmods`.
+fn dynmods_mounts() -> Vec<String> {
+    std::fs::read_to_string("/proc/self/mountinfo")
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| l.contains("favordynmods"))
+        .map(String::from)
+        .collect()
+}
+
+#[test]
+fn sigint_in_a_density_ramp_leaves_nothing_behind() {
+    vtnt_testkit::skip_if!(vtnt_testkit::missing_root_or(&["ip"]));
+    if !vtnt_measure::cgroup::available() {
+        vtnt_testkit::skip_or_fail(
+            vtnt_testkit::test_name!(),
+            "cgroup v1 controllers are not mounted",
+            Some(vtnt_testkit::Allowed::CgroupV1),
+        );
+        return;
+    }
+    let lab = Lab::up("intr", None);
+    let out = std::env::temp_dir().join(format!("vtnt-intr-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out);
+    let groups = density_groups();
+    let dynmods = dynmods_mounts();
+    // favordynmods needs a cgroup2 mount to set it on; without one the run goes on as is
+    let favor = std::path::Path::new("/sys/fs/cgroup/unified/cgroup.procs").exists();
+    let mut args = vec![
+        "bench",
+        "deploy",
+        "--lab",
+        &lab.name,
+        "--runtimes",
+        "native",
+        "--density-runtimes",
+        "native",
+        "--reps",
+        "1",
+        "--no-ksm",
+        "--density-max",
+        "2000",
+        "--hold-secs",
+        "1",
+        "--out",
+    ];
+    let out_s = out.to_str().unwrap().to_string();
+    args.push(&out_s);
+    if favor {
+        args.push("--favordynmods");
+    }
+    let mut child = Command::new(VTNT)
+        .args(&args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("vtnt bench deploy");
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    // wait for the ramp, let it start some instances, then Ctrl-C
+    let t0 = Instant::now();
+    let mut seen = Vec::new();
+    loop {
+        match rx.recv_timeout(Duration::from_secs(1)) {
+            Ok(l) => {
+                let ramp = l.contains("density under");
+                seen.push(l);
+                if ramp {
+                    break;
+                }
+            }
+            Err(_) => {
+                assert!(
+                    t0.elapsed() < Duration::from_secs(300) && child.try_wait().unwrap().is_none(),
+                    "no density ramp: {seen:#?}"
+                )
+            }
+        }
+    }
+    std::thread::sleep(Duration::from_secs(3));
+    assert!(
+        density_groups().len() > groups.len(),
+        "the ramp made no group: {seen:#?}"
+    );
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let t1 = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if t1.elapsed() > Duration::from_secs(120) {
+            let _ = child.kill();
+            panic!("vtnt bench deploy still runs 120 s after SIGINT");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    std::thread::sleep(Duration::from_millis(300));
+    seen.extend(rx.try_iter());
+    assert!(!status.success(), "exit {status:?}");
+    assert!(
+        seen.iter().any(|l| l.contains("interrupted")),
+        "no reason given: {seen:#?}"
+    );
+    assert_eq!(density_groups(), groups, "density groups left behind");
+    assert_eq!(dynmods_mounts(), dynmods, "favordynmods not restored");
+    assert!(
+        !out.join("report.md").exists() && !out.join("report.json").exists(),
+        "a report of half a run was written"
+    );
+    let _ = std::fs::remove_dir_all(&out);
+}
