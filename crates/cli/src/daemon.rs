@@ -381,7 +381,12 @@ fn client(mut conn: Conn, name: &str, shared: &Arc<Shared>) -> anyhow::Result<()
                     }
                 }
             }
-            Ok(ClientEvent::Closed) => gone = true,
+            Ok(ClientEvent::Closed) => {
+                if running > 0 {
+                    eprintln!("vtnt: client {name} left: cutting its {running} running commands");
+                }
+                gone = true;
+            }
             Ok(ClientEvent::Ended(outcomes)) => {
                 running -= 1;
                 for o in outcomes {

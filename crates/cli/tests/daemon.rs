@@ -11,8 +11,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output};
 use std::time::{Duration, Instant};
 
+use records_common::{hops, json_lines, of_type, replies, vtnt};
 use serde_json::Value;
 use vtnt_netns::{unique_name, Chain, NetNs};
+
+mod records_common;
 
 const VTNT: &str = env!("CARGO_BIN_EXE_vtnt");
 
@@ -88,67 +91,10 @@ impl Drop for Daemon {
     }
 }
 
-fn json_lines(text: &[u8]) -> Vec<Value> {
-    String::from_utf8_lossy(text)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("bad JSON {l}: {e}")))
-        .collect()
-}
-
-fn of_type<'a>(objs: &'a [Value], ty: &str) -> Vec<&'a Value> {
-    objs.iter().filter(|o| o["type"] == ty).collect()
-}
-
-fn ok(out: Output, who: &str) -> Output {
-    assert!(
-        out.status.success(),
-        "{who} failed: {}\n{}",
-        String::from_utf8_lossy(&out.stderr),
-        String::from_utf8_lossy(&out.stdout)
-    );
-    out
-}
-
-/// `vtnt ARGS` run directly in `ns`, as JSON objects.
-fn vtnt(ns: &NetNs, args: &[&str]) -> Vec<Value> {
-    json_lines(&ok(ns.exec(VTNT, args).unwrap(), "vtnt").stdout)
-}
-
 /// The records of a warts file, as sc_warts2json prints them.
 fn warts(path: &Path) -> Vec<Value> {
     let out = Command::new("sc_warts2json").arg(path).output().unwrap();
-    json_lines(&ok(out, "sc_warts2json").stdout)
-}
-
-/// (probe_ttl, addr, reply_ttl) of every hop.
-fn hops(trace: &Value) -> Vec<(u64, String, u64)> {
-    trace["hops"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|h| {
-            (
-                h["probe_ttl"].as_u64().unwrap(),
-                h["addr"].as_str().unwrap().to_string(),
-                h["reply_ttl"].as_u64().unwrap(),
-            )
-        })
-        .collect()
-}
-
-/// (from, reply_ttl) of every ping reply.
-fn replies(ping: &Value) -> Vec<(String, u64)> {
-    ping["responses"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| {
-            (
-                r["from"].as_str().unwrap().to_string(),
-                r["reply_ttl"].as_u64().unwrap(),
-            )
-        })
-        .collect()
+    json_lines(&out, "sc_warts2json")
 }
 
 const TRACE: &str = "trace -q 1 -w 1";
@@ -203,47 +149,64 @@ fn check_against_the_cli(ns: &NetNs, records: &[Value], target: &str) {
     }
 }
 
-fn commands(dir: &Scratch, target: &str) -> PathBuf {
-    let p = dir.path("cmds.txt");
-    std::fs::write(
-        &p,
-        format!("{TRACE} {target}\n{PING} {target}\n{TNT} {target}\n"),
-    )
-    .unwrap();
-    p
+/// Runs the trace, ping and tnt commands through sc_attach against a daemon in a chain's
+/// vantage point, listening (`listen`: `-U PATH` or `-P PORT`) where sc_attach connects
+/// (`connect`: its `-U PATH` or `-p PORT`); checks the records against the command line,
+/// then SIGTERM. Returns the records.
+fn through_sc_attach(
+    chain: &Chain,
+    dir: &Scratch,
+    listen: [&str; 2],
+    connect: [&str; 2],
+) -> Vec<Value> {
+    let target = chain.target();
+    let ns = chain.vantage();
+    let ready = || match listen[0] {
+        "-U" => Path::new(listen[1]).exists(),
+        _ => !ns
+            .exec("ss", &["-Hltn", "sport", "=", &format!(":{}", listen[1])])
+            .unwrap()
+            .stdout
+            .is_empty(),
+    };
+    let daemon = Daemon::start(ns, &[listen[0], listen[1], "-p", "200"], ready);
+    if listen[0] == "-U" {
+        let meta = std::fs::metadata(listen[1]).unwrap();
+        let mode = std::os::unix::fs::PermissionsExt::mode(&meta.permissions());
+        assert_eq!(mode & 0o777, 0o600, "the socket is its owner's alone");
+    }
+    let cmds = dir.path("cmds.txt");
+    let t = &target;
+    std::fs::write(&cmds, format!("{TRACE} {t}\n{PING} {t}\n{TNT} {t}\n")).unwrap();
+    let out = dir.path("out.warts");
+    let (cmds, out_s) = (cmds.to_str().unwrap(), out.to_str().unwrap());
+    let run = ns
+        .exec(
+            "sc_attach",
+            &["-i", cmds, "-o", out_s, connect[0], connect[1]],
+        )
+        .unwrap();
+    assert!(run.status.success(), "sc_attach: {run:?}");
+    let records = warts(&out);
+    check_against_the_cli(ns, &records, &target);
+    let stopped = daemon.stop();
+    assert!(stopped.status.success(), "{stopped:?}");
+    records
 }
 
 #[test]
 fn sc_attach_runs_trace_ping_and_tnt_over_the_unix_socket() {
     vtnt_testkit::require_root!("sc_attach", "sc_warts2json");
     let chain = Chain::build("vdu", 2).expect("namespace chain");
-    let target = chain.target();
     let dir = Scratch::new("vtnt-daemon-unix");
     let sock = dir.path("ctl.sock");
     let sock_s = sock.to_str().unwrap();
-    let daemon = Daemon::start(chain.vantage(), &["-U", sock_s, "-p", "200"], || {
-        sock.exists()
-    });
-    let mode =
-        std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&sock).unwrap().permissions());
-    assert_eq!(mode & 0o777, 0o600, "the socket is the owner's only");
-    let cmds = commands(&dir, &target);
-    let out = dir.path("out.warts");
-    let run = Command::new("sc_attach")
-        .args([
-            "-i",
-            cmds.to_str().unwrap(),
-            "-o",
-            out.to_str().unwrap(),
-            "-U",
-            sock_s,
-        ])
-        .output()
-        .unwrap();
-    ok(run, "sc_attach");
-    check_against_the_cli(chain.vantage(), &warts(&out), &target);
-    let stopped = daemon.stop();
-    assert!(stopped.status.success(), "{stopped:?}");
+    let records = through_sc_attach(&chain, &dir, ["-U", sock_s], ["-U", sock_s]);
+    assert_eq!(
+        of_type(&records, "cycle-start")[0]["list_name"],
+        format!("{sock_s}:0"),
+        "a unix-domain client's list is named by the socket, as scamper's"
+    );
     assert!(!sock.exists(), "the socket file is removed on SIGTERM");
 }
 
@@ -251,38 +214,9 @@ fn sc_attach_runs_trace_ping_and_tnt_over_the_unix_socket() {
 fn sc_attach_runs_trace_ping_and_tnt_over_tcp() {
     vtnt_testkit::require_root!("sc_attach", "sc_warts2json");
     let chain = Chain::build("vdt", 2).expect("namespace chain");
-    let target = chain.target();
     let dir = Scratch::new("vtnt-daemon-tcp");
     // the namespace's loopback is its own: any port is free there
-    let port = "31337";
-    let ns = chain.vantage();
-    let listening = || {
-        let out = ns.exec("ss", &["-Hltn", "sport", "=", ":31337"]).unwrap();
-        !out.stdout.is_empty()
-    };
-    let daemon = Daemon::start(ns, &["-P", port, "-p", "200"], listening);
-    // a second daemon on the same port: one line, exit 1
-    let twice = ns.exec(VTNT, &["daemon", "-P", port]).unwrap();
-    let err = String::from_utf8_lossy(&twice.stderr);
-    assert_eq!(twice.status.code(), Some(1), "{err}");
-    assert!(err.contains("-P 31337") && err.contains("in use"), "{err}");
-    let cmds = commands(&dir, &target);
-    let out = dir.path("out.warts");
-    let run = ns
-        .exec(
-            "sc_attach",
-            &[
-                "-i",
-                cmds.to_str().unwrap(),
-                "-o",
-                out.to_str().unwrap(),
-                "-p",
-                port,
-            ],
-        )
-        .unwrap();
-    ok(run, "sc_attach");
-    let records = warts(&out);
+    let records = through_sc_attach(&chain, &dir, ["-P", "31337"], ["-p", "31337"]);
     assert!(
         of_type(&records, "cycle-start")[0]["list_name"]
             .as_str()
@@ -290,8 +224,20 @@ fn sc_attach_runs_trace_ping_and_tnt_over_tcp() {
             .starts_with("127.0.0.1:"),
         "a TCP client's list is named by its address, as scamper's"
     );
-    check_against_the_cli(ns, &records, &target);
-    assert!(daemon.stop().status.success());
+    // a port in use: one line, exit 1
+    let _holder = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = _holder.local_addr().unwrap().port().to_string();
+    let twice = Command::new(VTNT)
+        .args(["daemon", "-P", &port])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&twice.stderr);
+    assert_eq!(twice.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(&format!("-P {port}")) && err.contains("in use"),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
 }
 
 /// A client of our own: sends `text`, reads until the daemon closes (or `wait` passes).
@@ -320,7 +266,7 @@ fn data_json(text: &str) -> Vec<Value> {
 
 #[test]
 fn bad_commands_get_err_lines_and_the_daemon_carries_on() {
-    vtnt_testkit::require_root!("sc_attach");
+    vtnt_testkit::require_root!();
     let chain = Chain::build("vdb", 1).expect("namespace chain");
     let target = chain.target();
     let dir = Scratch::new("vtnt-daemon-bad");
@@ -398,5 +344,10 @@ fn bad_commands_get_err_lines_and_the_daemon_carries_on() {
 
     let stopped = daemon.stop();
     assert!(stopped.status.success(), "{stopped:?}");
+    let said = String::from_utf8_lossy(&stopped.stderr);
+    assert!(
+        said.contains("left: cutting its 1 running commands"),
+        "{said}"
+    );
     assert!(!sock.exists(), "the socket file is removed on SIGTERM");
 }

@@ -427,7 +427,6 @@ fn now_unix() -> u32 {
 mod tests {
     use super::*;
     use vtnt_formats::{Item, NoAnnotations, WartsReader};
-    use vtnt_record::{Duration, Instant, Method, Ping};
 
     fn session(window: u32) -> Session {
         Session::new(SessionInfo {
@@ -450,24 +449,13 @@ mod tests {
         (String::from_utf8(s.take_output()).unwrap(), cmds)
     }
 
+    /// A ping as `vtnt ping -c 1 127.0.0.1` printed it.
     fn ping() -> Record {
-        Record::Ping(Ping {
-            src: "192.0.2.1".parse().unwrap(),
-            dst: "192.0.2.9".parse().unwrap(),
-            method: Method::IcmpParis,
-            sport: 1,
-            dport: 0,
-            userid: 0,
-            start: Instant::from_millis(1_795_677_211_000),
-            ping_sent: 1,
-            probe_size: 84,
-            ttl: 64,
-            wait: Duration::from_secs(1),
-            timeout: Duration::from_secs(1),
-            tcp_seq: 0,
-            tcp_ack: 0,
-            responses: Vec::new(),
-        })
+        let line = r#"{"type":"ping", "version":"0.4", "method":"icmp-echo", "src":"127.0.0.1", "dst":"127.0.0.1", "start":{"sec":1795677856,"usec":456357}, "ping_sent":1, "probe_size":84, "userid":0, "ttl":64, "wait":1, "timeout":1, "responses":[{"from":"127.0.0.1", "seq":0, "reply_size":84, "reply_ttl":64, "reply_proto":"icmp", "tx":{"sec":1795677856, "usec":456729}, "rx":{"sec":1795677856, "usec":456739}, "rtt":0.010, "probe_ipid":58609, "reply_ipid":381, "icmp_type":0, "icmp_code":0}],"statistics":{"replies":1, "loss":0, "min":0.010, "max":0.010, "avg":0.010, "stddev":0.000}}"#;
+        match vtnt_formats::parse_json_line(line, 1).unwrap() {
+            Item::Record(r) => r,
+            other => panic!("{other:?}"),
+        }
     }
 
     /// The warts bytes of every `DATA` block in `text`, checking each length.
