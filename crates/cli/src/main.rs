@@ -7,6 +7,7 @@ use clap::{Parser, Subcommand};
 
 mod bench;
 mod convert;
+mod daemon;
 #[cfg(feature = "fleet")]
 mod fleet;
 mod interrupt;
@@ -36,6 +37,9 @@ enum Command {
     /// every runtime's instance runs.
     #[command(name = "job")]
     JobLine(jobline::JobLineArgs),
+    /// scamper's control socket (-P PORT, -U PATH): sc_attach and other scamper drivers
+    /// run trace, ping and tnt on this host.
+    Daemon(daemon::DaemonArgs),
     /// Convert between warts and scamper JSON.
     Convert(convert::ConvertArgs),
     /// The emulated MPLS Internet with ground truth (up, exec, truth, down, generate).
@@ -71,6 +75,7 @@ fn main() -> ExitCode {
                 .and_then(|job| probe::run(&job))
         }
         Command::JobLine(a) => jobline::run(a),
+        Command::Daemon(a) => daemon::run(a),
         Command::Convert(a) => convert::run(a),
         Command::Lab(cmd) => lab::run(cmd),
         Command::Bench(cmd) => bench::run(cmd),

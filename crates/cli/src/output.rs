@@ -187,7 +187,8 @@ fn io_err(e: impl std::fmt::Display) -> io::Error {
     io::Error::other(e.to_string())
 }
 
-fn unix_now() -> u32 {
+/// Seconds since the UNIX epoch.
+pub fn unix_now() -> u32 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs() as u32)
@@ -284,7 +285,8 @@ impl Output {
     }
 }
 
-fn hostname() -> Option<String> {
+/// This host's name, for a cycle's `hostname`.
+pub fn hostname() -> Option<String> {
     std::fs::read_to_string("/proc/sys/kernel/hostname")
         .ok()
         .map(|s| s.trim().to_string())

@@ -29,22 +29,12 @@ pub fn check_sent(stats: &vtnt_linux::LoopStats) -> anyhow::Result<bool> {
     Ok(true)
 }
 
-/// Runs a trace or ping job (one measurement per target) and writes every record; on
-/// SIGINT or SIGTERM stops probing and keeps the records finished so far.
-pub fn run(job: &Job) -> anyhow::Result<ExitCode> {
-    let what = match &job.spec.kind {
-        JobKind::Trace(_) => "traces",
-        JobKind::Ping(_) => "pings",
-        JobKind::Tnt(_) => anyhow::bail!("a TNT job runs through `vtnt tnt`"),
-    };
-    output::check(job.output.as_deref(), job.format)?;
+/// The engine of a trace or ping job on this host, every target's measurement started at
+/// `now`.
+pub fn engine(job: &Job, now: vtnt_engine::Instant) -> anyhow::Result<Engine> {
     let config = vtnt_job::host_config(&job.spec)?;
-    let targets = job.spec.target_list();
-    let mut sockets = vtnt_linux::RawSockets::open()?;
-    let clock = vtnt_linux::Clock::new();
     let mut engine = Engine::new(config).map_err(|e| anyhow::anyhow!("{e}"))?;
-    let now = clock.now();
-    for t in targets {
+    for t in job.spec.target_list() {
         let measurement = job
             .spec
             .kind
@@ -54,6 +44,22 @@ pub fn run(job: &Job) -> anyhow::Result<ExitCode> {
             .start(now, measurement)
             .map_err(|e| anyhow::anyhow!("{e}"))?;
     }
+    Ok(engine)
+}
+
+/// Runs a trace or ping job (one measurement per target) and writes every record; on
+/// SIGINT or SIGTERM stops probing and keeps the records finished so far.
+pub fn run(job: &Job) -> anyhow::Result<ExitCode> {
+    let what = match &job.spec.kind {
+        JobKind::Trace(_) => "traces",
+        JobKind::Ping(_) => "pings",
+        JobKind::Tnt(_) => anyhow::bail!("a TNT job runs through `vtnt tnt`"),
+    };
+    output::check(job.output.as_deref(), job.format)?;
+    let targets = job.spec.target_list();
+    let mut sockets = vtnt_linux::RawSockets::open()?;
+    let clock = vtnt_linux::Clock::new();
+    let mut engine = engine(job, clock.now())?;
     let stop = interrupt::catch()?;
     let mut out = Output::open(job.output.as_deref(), job.format)?;
     // (both closures tell it what happened; the loop calls them one at a time)

@@ -121,41 +121,7 @@ pub fn run_job(
     side: Option<PathBuf>,
     from_only: bool,
 ) -> anyhow::Result<ExitCode> {
-    let JobKind::Tnt(tnt_config) = &job.spec.kind else {
-        bail!("not a TNT job");
-    };
-    let tnt = Tnt::new(tnt_config.clone()).map_err(|e| anyhow::anyhow!("{e}"))?;
-    let config = vtnt_job::host_config(&job.spec)?;
-    let targets = job.spec.target_list().to_vec();
-    // Seeds go through the same policy as targets (the engine enforces it again on every
-    // probe TNT sends, hop addresses included).
-    let before = seeds.len();
-    let seeds: Vec<Trace> = seeds
-        .into_iter()
-        .filter(|s| match config.policy.check_target(s.dst, config.pps) {
-            Ok(()) => true,
-            Err(e) => {
-                // (with --from alone, the job's checks have reported it already)
-                if !from_only {
-                    eprintln!("vtnt: skipping the trace to {} from --from: {e}", s.dst);
-                }
-                false
-            }
-        })
-        .collect();
-    let some_bad = job.some_bad || seeds.len() < before;
-    if targets.is_empty() && seeds.is_empty() {
-        anyhow::bail!("no target to probe: every trace of --from was refused");
-    }
-    let engine = Engine::new(config).map_err(|e| anyhow::anyhow!("{e}"))?;
-    let mut runner = TntRunner::new(engine, tnt);
-    let n = targets.len() + seeds.len();
-    for t in targets {
-        runner.add_target(t);
-    }
-    for s in seeds {
-        runner.add_seed_trace(s);
-    }
+    let (mut runner, n, some_bad) = runner(job, seeds, from_only)?;
     let mut sockets = vtnt_linux::RawSockets::open()?;
     let clock = vtnt_linux::Clock::new();
     let stop = interrupt::catch()?;
@@ -216,4 +182,51 @@ pub fn run_job(
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// TNT's runner for a job on this host: its targets, and the traces in `seeds` that pass
+/// the policy instead of initial traces (`from_only`: every seed's destination has been
+/// reported already when refused). Returns the runner, the number of targets and seeds it
+/// took, and whether a seed or target was refused.
+pub fn runner(
+    job: &Job,
+    seeds: Vec<Trace>,
+    from_only: bool,
+) -> anyhow::Result<(TntRunner, usize, bool)> {
+    let JobKind::Tnt(tnt_config) = &job.spec.kind else {
+        bail!("not a TNT job");
+    };
+    let tnt = Tnt::new(tnt_config.clone()).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let config = vtnt_job::host_config(&job.spec)?;
+    let targets = job.spec.target_list().to_vec();
+    // Seeds go through the same policy as targets (the engine enforces it again on every
+    // probe TNT sends, hop addresses included).
+    let before = seeds.len();
+    let seeds: Vec<Trace> = seeds
+        .into_iter()
+        .filter(|s| match config.policy.check_target(s.dst, config.pps) {
+            Ok(()) => true,
+            Err(e) => {
+                // (with --from alone, the job's checks have reported it already)
+                if !from_only {
+                    eprintln!("vtnt: skipping the trace to {} from --from: {e}", s.dst);
+                }
+                false
+            }
+        })
+        .collect();
+    let some_bad = job.some_bad || seeds.len() < before;
+    if targets.is_empty() && seeds.is_empty() {
+        anyhow::bail!("no target to probe: every trace of --from was refused");
+    }
+    let engine = Engine::new(config).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let mut runner = TntRunner::new(engine, tnt);
+    let n = targets.len() + seeds.len();
+    for t in targets {
+        runner.add_target(t);
+    }
+    for s in seeds {
+        runner.add_seed_trace(s);
+    }
+    Ok((runner, n, some_bad))
 }

@@ -5,54 +5,17 @@
 
 use std::process::Command;
 
+mod records_common;
+
+use records_common::{hops, json_lines, of_type, replies, vtnt};
 use serde_json::Value;
 use vtnt_netns::{Chain, NetNs};
-
-fn json_lines(out: &std::process::Output, who: &str) -> Vec<Value> {
-    assert!(
-        out.status.success(),
-        "{who} failed: {}\n{}",
-        String::from_utf8_lossy(&out.stderr),
-        String::from_utf8_lossy(&out.stdout)
-    );
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{who}: bad JSON {l}: {e}")))
-        .collect()
-}
-
-fn of_type<'a>(objs: &'a [Value], ty: &str) -> Vec<&'a Value> {
-    objs.iter().filter(|o| o["type"] == ty).collect()
-}
-
-fn vtnt(ns: &NetNs, args: &[&str]) -> Vec<Value> {
-    let out = ns.exec(env!("CARGO_BIN_EXE_vtnt"), args).expect("run vtnt");
-    json_lines(&out, "vtnt")
-}
 
 fn scamper(ns: &NetNs, cmd: &str, target: &str) -> Vec<Value> {
     let out = ns
         .exec("scamper", &["-c", cmd, "-O", "json", "-i", target])
         .expect("run scamper");
     json_lines(&out, "scamper")
-}
-
-/// (probe_ttl, addr, reply_ttl) of every hop.
-fn hops(trace: &Value) -> Vec<(u64, String, u64)> {
-    trace["hops"]
-        .as_array()
-        .map(|hs| {
-            hs.iter()
-                .map(|h| {
-                    (
-                        h["probe_ttl"].as_u64().unwrap(),
-                        h["addr"].as_str().unwrap().to_string(),
-                        h["reply_ttl"].as_u64().unwrap(),
-                    )
-                })
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 #[test]
@@ -119,19 +82,6 @@ fn ping_matches_scamper() {
     let s = scamper(chain.vantage(), "ping -c 3 -i 1", &target);
     let (vp, sp) = (of_type(&v, "ping"), of_type(&s, "ping"));
     assert_eq!((vp.len(), sp.len()), (1, 1));
-    let replies = |p: &Value| -> Vec<(String, u64)> {
-        p["responses"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|r| {
-                (
-                    r["from"].as_str().unwrap().to_string(),
-                    r["reply_ttl"].as_u64().unwrap(),
-                )
-            })
-            .collect()
-    };
     assert_eq!(replies(vp[0]), replies(sp[0]));
     assert_eq!(replies(vp[0]).len(), 3);
     assert_eq!(

@@ -158,10 +158,36 @@ struct Words {
 /// Parses a job given in `vtnt`'s words (`["trace", "-q", "1", "192.0.2.9"]`) and checks
 /// it for a run from `vantage`. `--help` in the words is an error carrying clap's help.
 pub fn parse_words(words: &[String], vantage: Vantage) -> anyhow::Result<Job> {
+    parse_args(words, &[])?.job(vantage)
+}
+
+/// Parses a job given in `vtnt`'s words into its options, unchecked; an option whose
+/// field is named in `refused` (`"pps"`, `"output"`...) is an error naming its flag when
+/// the words give it (a daemon's commands may not set its run-wide options).
+pub fn parse_args(words: &[String], refused: &[&str]) -> anyhow::Result<JobArgs> {
+    use clap::{CommandFactory, FromArgMatches};
     let argv = std::iter::once("vtnt".to_string()).chain(words.iter().cloned());
-    let parsed = Words::try_parse_from(argv)
-        .map_err(|e| anyhow::anyhow!("job: {}", e.render().to_string().trim_end()))?;
-    parsed.job.job(vantage)
+    let render = |e: clap::Error| anyhow::anyhow!("job: {}", e.render().to_string().trim_end());
+    let cmd = Words::command();
+    let matches = cmd.clone().try_get_matches_from(argv).map_err(render)?;
+    if let Some((name, sub)) = matches.subcommand() {
+        let given = refused.iter().find(|id| {
+            sub.try_get_raw(id).is_ok_and(|v| v.is_some())
+                && sub.value_source(id) == Some(clap::parser::ValueSource::CommandLine)
+        });
+        if let Some(id) = given {
+            let arg = cmd
+                .find_subcommand(name)
+                .and_then(|c| c.get_arguments().find(|a| a.get_id() == *id));
+            let flag = match arg.map(|a| (a.get_short(), a.get_long())) {
+                Some((Some(s), Some(l))) => format!("-{s}/--{l}"),
+                Some((None, Some(l))) => format!("--{l}"),
+                _ => (*id).to_string(),
+            };
+            anyhow::bail!("{flag} is not accepted here");
+        }
+    }
+    Ok(Words::from_arg_matches(&matches).map_err(render)?.job)
 }
 
 /// Checks the common options and resolves the targets against the probing policy (consent
@@ -169,6 +195,20 @@ pub fn parse_words(words: &[String], vantage: Vantage) -> anyhow::Result<Job> {
 /// `vantage`, and on the host that `-S` is one of its addresses); reports bad targets on
 /// stderr. The engine enforces the same policy again on every probe.
 pub fn job(kind: JobKind, c: &Common, vantage: Vantage) -> anyhow::Result<Job> {
+    let (job, bad) = check_job(kind, c, vantage)?;
+    for b in &bad {
+        eprintln!("vtnt: skipping {b}");
+    }
+    job.context("no target to probe (give TARGET arguments or --targets FILE)")
+}
+
+/// [`job`], printing nothing: the targets refused (or not resolved) come back beside the
+/// job, which is `None` when no target is left.
+pub fn check_job(
+    kind: JobKind,
+    c: &Common,
+    vantage: Vantage,
+) -> anyhow::Result<(Option<Job>, Vec<targets::BadTarget>)> {
     check_options(&kind)?;
     vtnt_engine::policy::check_rate(c.pps).map_err(|_| {
         anyhow::anyhow!(
@@ -194,11 +234,8 @@ pub fn job(kind: JobKind, c: &Common, vantage: Vantage) -> anyhow::Result<Job> {
         lab,
     };
     let (good, bad) = targets::collect(&c.targets, c.targets_file.as_deref(), &policy, c.pps)?;
-    for b in &bad {
-        eprintln!("vtnt: skipping {b}");
-    }
     if good.is_empty() {
-        anyhow::bail!("no target to probe (give TARGET arguments or --targets FILE)");
+        return Ok((None, bad));
     }
     let src = match (c.src, vantage) {
         (Some(s), _) => Some(s),
@@ -214,7 +251,7 @@ pub fn job(kind: JobKind, c: &Common, vantage: Vantage) -> anyhow::Result<Job> {
         allow_public: c.allow_public,
         exclude,
     };
-    Ok(Job {
+    let job = Job {
         spec: JobSpec {
             kind,
             engine,
@@ -226,7 +263,8 @@ pub fn job(kind: JobKind, c: &Common, vantage: Vantage) -> anyhow::Result<Job> {
         output: c.output.clone(),
         some_bad: !bad.is_empty(),
         quiet: c.quiet,
-    })
+    };
+    Ok((Some(job), bad))
 }
 
 /// Checks what the flags cannot check one by one (`-m` below `-f`, port 0...) as the
@@ -460,6 +498,29 @@ mod tests {
             "--every: 10s is longer than the hold (5s)"
         );
         assert_eq!(long.with_hold(s(60), s(1)).unwrap().spec.every, s(1));
+    }
+
+    #[test]
+    fn refused_options_are_named_by_their_flags() {
+        let refused = ["pps", "allow_public", "output", "from"];
+        for (w, want) in [
+            ("trace -p 100 192.0.2.1", "-p/--pps is not accepted here"),
+            (
+                "ping --allow-public 8.8.8.8",
+                "--allow-public is not accepted here",
+            ),
+            ("tnt --from x.json", "--from is not accepted here"),
+            (
+                "ping -o/tmp/x 192.0.2.1",
+                "-o/--output is not accepted here",
+            ),
+        ] {
+            let e = parse_args(&words(w), &refused).unwrap_err();
+            assert_eq!(e.to_string(), want, "{w}");
+        }
+        let a = parse_args(&words("trace -q 1 -w 1 192.0.2.1"), &refused).unwrap();
+        assert_eq!(a.common().targets, ["192.0.2.1"]);
+        assert!(parse_args(&words("trace --bogus 192.0.2.1"), &refused).is_err());
     }
 
     #[test]
