@@ -36,7 +36,8 @@ use crate::Instant;
 /// The leading bytes of a probe that name it: its IPv4 header (options included: 60
 /// bytes at most) and the first 8 bytes of its ICMP, UDP or TCP header. A driver that
 /// reports on a probe ([`crate::Engine::handle_transmitted`],
-/// [`crate::Engine::handle_send_error`]) after the packet is gone keeps these.
+/// [`crate::Engine::handle_send_error`]) after the packet is gone keeps these (all of
+/// a shorter probe).
 pub const PROBE_ID_LEN: usize = 68;
 
 /// Zero payload the probes are cut from.
@@ -470,6 +471,37 @@ mod tests {
             }
         ));
         assert_eq!(b[44], 0xa5);
+    }
+
+    #[test]
+    fn data_and_record_route_go_into_the_probe_and_it_is_still_named() {
+        let f = flow(proto::ICMP);
+        let data = payload_bytes(124 - 28 - 40, 0, &[0xab, 0xcd, 0xef], true);
+        let p = Probe {
+            src: SRC,
+            ttl: 64,
+            tos: 0x20,
+            number: 3,
+            size: 124,
+            data: &data,
+            record_route: true,
+        };
+        let mut b = [0u8; 200];
+        let n = build(&mut b, &f, &p).unwrap();
+        assert_eq!((n, b[0], b[1]), (124, 0x4f, 0x20));
+        assert_eq!(&b[20..23], &[7, 39, 4]);
+        // the pattern, its bytes 2 and 3 the tag
+        assert_eq!(
+            &b[68..76],
+            &[0xab, 0xcd, 0xff, 0xf0, 0xcd, 0xef, 0xab, 0xcd]
+        );
+        assert_eq!(checksum::sum(&b[60..n]), 0xffff, "ICMP checksum");
+        assert_eq!(sent_probe(&b[..PROBE_ID_LEN], f.tag), Some((f.key, 3)));
+        let short = Probe { size: 60, ..p };
+        assert!(build(&mut b, &f, &short).is_err(), "no room for the option");
+        // a payload (not repeated) behind two checksum bytes, zeros after it
+        assert_eq!(payload_bytes(6, 2, &[1, 2], false), [0, 0, 1, 2, 0, 0]);
+        assert!(payload_bytes(6, 2, &[], false).is_empty());
     }
 
     #[test]
