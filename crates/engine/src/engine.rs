@@ -535,11 +535,16 @@ impl Engine {
     fn activate(&mut self, now: Instant) {
         let mut scan = 0;
         while self.active < self.config.max_active && scan < self.queue.len() {
-            let (method, sport, dport, dst, is_trace) = match &self.queue[scan].1 {
-                Job::Trace(t) => (t.method, t.sport, t.dport, t.dst, true),
-                Job::Ping(p) => (p.method, p.sport, p.dport, p.dst, false),
+            // an ICMP-Paris trace's `-d` is its checksum (random when not given), a
+            // ping's checksum is its `-C`
+            let (method, sport, dport, dst, sum) = match &self.queue[scan].1 {
+                Job::Trace(t) if t.method == Method::IcmpParis => {
+                    (t.method, t.sport, None, t.dst, Some(t.dport))
+                }
+                Job::Trace(t) => (t.method, t.sport, t.dport, t.dst, None),
+                Job::Ping(p) => (p.method, p.sport, p.dport, p.dst, p.icmp_sum.map(Some)),
             };
-            let Some(flow_and_pooled) = self.allocate(method, sport, dport, dst, is_trace) else {
+            let Some(flow_and_pooled) = self.allocate(method, sport, dport, dst, sum) else {
                 scan += 1;
                 continue;
             };
@@ -550,14 +555,15 @@ impl Engine {
         }
     }
 
-    /// Picks the flow of a job, or `None` when its identifier is taken.
+    /// Picks the flow of a job, or `None` when its identifier is taken. `sum`: the ICMP
+    /// checksum to pin (`Some(None)`: a random one).
     fn allocate(
         &mut self,
         method: Method,
         sport: Option<u16>,
         dport: Option<u16>,
         dst: IpAddr,
-        is_trace: bool,
+        sum: Option<Option<u16>>,
     ) -> Option<(Flow, bool)> {
         let IpAddr::V4(dst) = dst else { return None };
         let proto = probe::protocol(method);
@@ -572,18 +578,14 @@ impl Engine {
                 (self.pool.alloc(taken)?, true)
             }
         };
-        let requested_dport = dport;
         // scamper's default destination port, for UDP and TCP alike
         let dport = match method {
             Method::IcmpParis => 0,
             Method::UdpParis | Method::Tcp => dport.unwrap_or(33435),
         };
-        // an ICMP-Paris trace's checksum: the one asked for (scamper's `-d` means that
-        // for this method), else a random one
-        let icmp_sum = if is_trace && method == Method::IcmpParis {
-            requested_dport.unwrap_or_else(|| self.rng.checksum())
-        } else {
-            0
+        let icmp_sum = match sum {
+            Some(c) => c.unwrap_or_else(|| self.rng.checksum()),
+            None => 0,
         };
         Some((
             Flow {

@@ -4,7 +4,9 @@
 use core::fmt;
 use core::net::IpAddr;
 
-use vtnt_record::{Duration, Method};
+use alloc::vec::Vec;
+
+use vtnt_record::{Duration, Method, ProbeData};
 
 /// Largest probe the engine builds (IP total length); a driver's transmit buffer must
 /// hold this many bytes.
@@ -43,6 +45,14 @@ pub struct TraceOptions {
     pub tos: u8,
     /// Caller's tag, copied into the record's `userid`.
     pub userid: u32,
+    /// `-Q`: send every attempt of a hop even once one is answered (false).
+    pub all_attempts: bool,
+    /// `-T`: a time exceeded from the destination does not complete the trace (false).
+    pub ignore_ttl_dst: bool,
+    /// `-p`: the probes' payload (UDP and ICMP; empty: zeros). Its first two bytes pin
+    /// the checksum, as scamper's; an ICMP probe's next two carry the engine's tag. The
+    /// probe size is 28 + its length ([`TraceOptions::with_payload`]).
+    pub payload: Vec<u8>,
 }
 
 impl TraceOptions {
@@ -63,6 +73,9 @@ impl TraceOptions {
             probe_size: 44,
             tos: 0,
             userid: 0,
+            all_attempts: false,
+            ignore_ttl_dst: false,
+            payload: Vec::new(),
         }
     }
 
@@ -70,6 +83,16 @@ impl TraceOptions {
     pub fn with_method(mut self, method: Method) -> TraceOptions {
         self.method = method;
         self.probe_size = if method == Method::Tcp { 40 } else { 44 };
+        self
+    }
+
+    /// Sets the payload (`-p`) and the probe size it makes, as scamper's: 28 bytes of
+    /// headers and the payload (44 without one).
+    pub fn with_payload(mut self, payload: Vec<u8>) -> TraceOptions {
+        if !payload.is_empty() {
+            self.probe_size = u16::try_from(28 + payload.len()).unwrap_or(u16::MAX);
+        }
+        self.payload = payload;
         self
     }
 
@@ -94,7 +117,17 @@ impl TraceOptions {
             !(self.method == Method::IcmpParis && self.dport == Some(0xffff)),
         )?;
         check_ports(self.sport, self.dport)?;
-        check_size(self.method, self.probe_size)
+        check(
+            "payload",
+            "none for tcp",
+            self.payload.is_empty() || self.method != Method::Tcp,
+        )?;
+        check_size(self.method, self.probe_size)?;
+        check(
+            "payload",
+            "at most the probe's payload",
+            payload_room(self.method, self.probe_size, false) >= self.payload.len(),
+        )
     }
 }
 
@@ -115,9 +148,20 @@ pub struct PingOptions {
     pub sport: Option<u16>,
     pub dport: Option<u16>,
     /// IP length of each probe (84, as scamper's default ICMP ping); the least is as for
-    /// traces.
+    /// traces, 40 more with `record_route`.
     pub probe_size: u16,
     pub userid: u32,
+    /// `-z`: IP ToS byte of the probes (0).
+    pub tos: u8,
+    /// `-C`: the ICMP checksum of every probe (ICMP echo only; two payload bytes pin it).
+    pub icmp_sum: Option<u16>,
+    /// `-o`: replies after which the ping stops (0: send every probe).
+    pub reply_count: u16,
+    /// `-p` or `-B`: what the probes carry (after the two checksum bytes with
+    /// `icmp_sum`); an ICMP probe's payload bytes 2 and 3 carry the engine's tag.
+    pub data: Option<ProbeData>,
+    /// `-R`: the probes carry a record route option (40 bytes of the probe size).
+    pub record_route: bool,
 }
 
 impl PingOptions {
@@ -134,6 +178,11 @@ impl PingOptions {
             dport: None,
             probe_size: 84,
             userid: 0,
+            tos: 0,
+            icmp_sum: None,
+            reply_count: 0,
+            data: None,
+            record_route: false,
         }
     }
 
@@ -141,8 +190,26 @@ impl PingOptions {
     /// UDP and TCP).
     pub fn with_method(mut self, method: Method) -> PingOptions {
         self.method = method;
-        self.probe_size = if method == Method::IcmpParis { 84 } else { 40 };
+        self.probe_size = self.default_size();
         self
+    }
+
+    /// scamper's probe size for the method and the other options set: the headers (40
+    /// more with `-R`, 2 more with `-C`), then a `-B` payload, or else 56 bytes for ICMP
+    /// echo and 12 for UDP.
+    pub fn default_size(&self) -> u16 {
+        let headers = match self.method {
+            Method::Tcp => 40,
+            Method::UdpParis => 28,
+            Method::IcmpParis => 28 + if self.icmp_sum.is_some() { 2 } else { 0 },
+        } + if self.record_route { 40 } else { 0 };
+        let rest = match (&self.data, self.method) {
+            (Some(ProbeData::Payload(b)), _) => b.len(),
+            (_, Method::IcmpParis) => 56,
+            (_, Method::UdpParis) => 12,
+            (_, Method::Tcp) => 0,
+        };
+        u16::try_from(headers + rest).unwrap_or(u16::MAX)
     }
 
     /// Checks every option against its range (the engine calls this in `start`).
@@ -163,8 +230,41 @@ impl PingOptions {
             (MIN_WAIT..=MAX_WAIT).contains(&self.timeout),
         )?;
         check_ports(self.sport, self.dport)?;
-        check_size(self.method, self.probe_size)
+        check(
+            "icmp_sum",
+            "1..=65534, icmp-echo only",
+            match self.icmp_sum {
+                None => true,
+                Some(c) => self.method == Method::IcmpParis && c != 0 && c != 0xffff,
+            },
+        )?;
+        let rr = if self.record_route { 40 } else { 0 };
+        check_size(self.method, self.probe_size.saturating_sub(rr))?;
+        check(
+            "probe_size",
+            "at most 1500",
+            self.probe_size <= MAX_PROBE_SIZE,
+        )?;
+        let lead = if self.icmp_sum.is_some() { 2 } else { 0 };
+        let room = payload_room(self.method, self.probe_size, self.record_route);
+        check(
+            "data",
+            "a pattern of 1..=16 bytes, or a payload of 1..=1000 that fits the probe size",
+            match &self.data {
+                Some(ProbeData::Pattern(b)) => (1..=16).contains(&b.len()),
+                Some(ProbeData::Payload(b)) => {
+                    (1..=1000).contains(&b.len()) && lead + b.len() <= room
+                }
+                None => true,
+            },
+        )
     }
+}
+
+/// Payload bytes of a probe of `size` (IP total length) with `method`.
+pub(crate) fn payload_room(method: Method, size: u16, record_route: bool) -> usize {
+    let headers = if method == Method::Tcp { 40 } else { 28 } + if record_route { 40 } else { 0 };
+    usize::from(size).saturating_sub(headers)
 }
 
 const MIN_WAIT: Duration = Duration::from_millis(1);

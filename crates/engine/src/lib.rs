@@ -76,5 +76,6 @@ pub use prober::Prober;
 pub use vtnt_policy as policy;
 pub use vtnt_policy::{LabAccess, Policy, Refusal};
 pub use vtnt_record::{
-    Duration, Hop, Instant, Method, MplsLabel, Ping, PingReply, Quoted, Record, StopReason, Trace,
+    Duration, Hop, Instant, Method, MplsLabel, Ping, PingReply, ProbeData, Quoted, Record,
+    StopReason, Trace,
 };

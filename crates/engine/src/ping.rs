@@ -3,6 +3,12 @@
 //! reply recorded in arrival order, duplicates included (as scamper does), and the ping
 //! finished `timeout` after its last probe.
 //!
+//! With `reply_count` (`-o`) the ping ends as soon as that many probes are answered.
+//! Probes carry `data` (`-p`, `-B`) behind the two checksum-pinning bytes of `icmp_sum`
+//! (`-C`), and a record route option with `record_route` (`-R`); the addresses it
+//! brings back are read from an echo reply's header or an ICMP error's quote, where
+//! scamper reads them.
+//!
 //! Replies: ICMP echo replies, port unreachables for UDP probes to a closed port, RST or
 //! SYN-ACK for TCP SYNs, and any ICMP error quoting a probe (a small `ttl` makes routers
 //! answer with time exceeded, recorded like scamper does).
@@ -10,7 +16,7 @@
 use alloc::vec::Vec;
 use core::net::{IpAddr, Ipv4Addr};
 
-use vtnt_record::{Ping, PingReply, StopReason};
+use vtnt_record::{IpAddr as Addr, Ping, PingReply, ProbeData, StopReason};
 use vtnt_wire::reply::{Body, Reply};
 
 use crate::flow::Flow;
@@ -30,11 +36,16 @@ pub(crate) struct PingRun {
     next_send: Instant,
     /// Set once the last probe is out (or the ping was halted).
     end: Option<Instant>,
+    /// The probes' payload ([`probe::payload_bytes`] of `data`).
+    payload: Vec<u8>,
+    /// Probes answered at least once.
+    answered: u16,
 }
 
 impl PingRun {
     pub fn new(now: Instant, src: Ipv4Addr, opts: PingOptions, flow: Flow) -> PingRun {
         PingRun {
+            payload: payload(&opts),
             opts,
             src,
             flow,
@@ -43,6 +54,7 @@ impl PingRun {
             responses: Vec::new(),
             next_send: now,
             end: None,
+            answered: 0,
         }
     }
 
@@ -60,9 +72,11 @@ impl PingRun {
         let p = Probe {
             src: self.src,
             ttl: self.opts.ttl,
-            tos: 0,
+            tos: self.opts.tos,
             number,
             size: self.opts.probe_size,
+            data: &self.payload,
+            record_route: self.opts.record_route,
         };
         let len = probe::build(buf, &self.flow, &p)?;
         self.sent.push(now);
@@ -128,9 +142,18 @@ impl PingRun {
         }
         let tx = self.sent[n as usize - 1];
         let f = probe::reply_fields(r);
+        let seq = n - 1;
+        if !self.responses.iter().any(|p| p.seq == seq) {
+            self.answered += 1;
+        }
+        let rr = match r.body {
+            Body::Echo { .. } => r.rr,
+            Body::IcmpError { quote, .. } => quote.rr,
+            _ => None,
+        };
         self.responses.push(PingReply {
             from: r.src,
-            seq: n - 1,
+            seq,
             tx,
             rtt: now.saturating_since(tx),
             reply_size: r.len,
@@ -141,7 +164,13 @@ impl PingRun {
             reply_ipid: r.ipid,
             icmp: f.icmp,
             tcp_flags: f.tcp_flags,
+            rr: rr.map_or_else(Vec::new, |rr| {
+                rr.addrs().iter().map(|&a| Addr::V4(a)).collect()
+            }),
         });
+        if self.opts.reply_count != 0 && self.answered >= self.opts.reply_count {
+            self.end = Some(now);
+        }
         Outcome::Matched
     }
 
@@ -172,7 +201,24 @@ impl PingRun {
                 0
             },
             tcp_ack: 0,
+            tos: self.opts.tos,
+            icmp_sum: self.opts.icmp_sum,
+            reply_count: self.opts.reply_count,
+            data: self.opts.data,
+            record_route: self.opts.record_route,
             responses: self.responses,
         }
+    }
+}
+
+/// The payload of a ping's probes: its pattern or payload behind the checksum-pinning
+/// bytes of `-C`.
+fn payload(o: &PingOptions) -> Vec<u8> {
+    let room = crate::job::payload_room(o.method, o.probe_size, o.record_route);
+    let lead = if o.icmp_sum.is_some() { 2 } else { 0 };
+    match &o.data {
+        Some(ProbeData::Pattern(b)) => probe::payload_bytes(room, lead, b, true),
+        Some(ProbeData::Payload(b)) => probe::payload_bytes(room, lead, b, false),
+        None => Vec::new(),
     }
 }

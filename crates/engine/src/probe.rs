@@ -26,17 +26,19 @@ use core::time::Duration;
 
 use vtnt_record::{Method, MplsLabel, Quoted};
 use vtnt_wire::build::{self, Ip};
+use vtnt_wire::ipopt::RECORD_ROUTE_LEN;
 use vtnt_wire::reply::{Body, QuotedTransport, Reply};
 use vtnt_wire::{checksum, icmp_type, proto, tcp_flags, Error};
 
 use crate::flow::{Flow, FlowKey};
 use crate::Instant;
 
-/// The leading bytes of a probe that name it: its IPv4 header and the first 8 bytes of
-/// its ICMP, UDP or TCP header. A driver that reports on a probe
-/// ([`crate::Engine::handle_transmitted`], [`crate::Engine::handle_send_error`]) after
-/// the packet is gone keeps these.
-pub const PROBE_ID_LEN: usize = 28;
+/// The leading bytes of a probe that name it: its IPv4 header (options included: 60
+/// bytes at most) and the first 8 bytes of its ICMP, UDP or TCP header. A driver that
+/// reports on a probe ([`crate::Engine::handle_transmitted`],
+/// [`crate::Engine::handle_send_error`]) after the packet is gone keeps these (all of
+/// a shorter probe).
+pub const PROBE_ID_LEN: usize = 68;
 
 /// Zero payload the probes are cut from.
 static ZEROS: [u8; crate::MAX_PROBE_SIZE as usize] = [0; crate::MAX_PROBE_SIZE as usize];
@@ -51,13 +53,36 @@ const TCP_WINDOW: u16 = 5840;
 
 /// What differs between two probes of a measurement.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Probe {
+pub(crate) struct Probe<'a> {
     pub src: Ipv4Addr,
     pub ttl: u8,
     pub tos: u8,
     pub number: u16,
     /// IP total length.
     pub size: u16,
+    /// The whole payload ([`payload_bytes`]); empty: zeros.
+    pub data: &'a [u8],
+    /// A record route option goes into the IP header (its 40 bytes count in `size`).
+    pub record_route: bool,
+}
+
+/// The payload of a measurement's probes, once for all of them: `len` bytes, `data`
+/// from byte `lead` on (repeated to the end if `repeat`: a ping's pattern), zeros
+/// elsewhere; empty when there is nothing but zeros.
+pub(crate) fn payload_bytes(len: usize, lead: usize, data: &[u8], repeat: bool) -> Vec<u8> {
+    if data.is_empty() {
+        return Vec::new();
+    }
+    let mut p = alloc::vec![0u8; len];
+    let rest = p.get_mut(lead..).unwrap_or_default();
+    if repeat {
+        rest.iter_mut()
+            .zip(data.iter().cycle())
+            .for_each(|(o, i)| *o = *i);
+    } else {
+        rest.iter_mut().zip(data).for_each(|(o, i)| *o = *i);
+    }
+    p
 }
 
 /// The protocol a method probes with.
@@ -93,6 +118,19 @@ fn number_of_tcp_seq(tag: u16, seq: u32) -> Option<u16> {
 
 /// Writes probe `p` of `flow` at the start of `buf`; returns its length.
 pub(crate) fn build(buf: &mut [u8], flow: &Flow, p: &Probe) -> Result<usize, Error> {
+    if !p.record_route {
+        return build_plain(buf, flow, p);
+    }
+    let size = p
+        .size
+        .checked_sub(RECORD_ROUTE_LEN as u16)
+        .ok_or(Error::Malformed)?;
+    let n = build_plain(buf, flow, &Probe { size, ..*p })?;
+    vtnt_wire::ipopt::insert_record_route(buf, n)
+}
+
+/// [`build`] without IP options.
+fn build_plain(buf: &mut [u8], flow: &Flow, p: &Probe) -> Result<usize, Error> {
     let ip = Ip {
         src: p.src,
         dst: flow.key.dst,
@@ -102,7 +140,7 @@ pub(crate) fn build(buf: &mut [u8], flow: &Flow, p: &Probe) -> Result<usize, Err
     };
     match flow.key.proto {
         proto::ICMP => {
-            let payload = payload(p.size, IP_UDP_ICMP_HEADERS)?;
+            let payload = payload(p, IP_UDP_ICMP_HEADERS)?;
             let n = build::icmp_echo(
                 buf,
                 &ip,
@@ -124,7 +162,7 @@ pub(crate) fn build(buf: &mut [u8], flow: &Flow, p: &Probe) -> Result<usize, Err
             Ok(n)
         }
         proto::UDP => {
-            let payload = payload(p.size, IP_UDP_ICMP_HEADERS)?;
+            let payload = payload(p, IP_UDP_ICMP_HEADERS)?;
             build::udp(
                 buf,
                 &ip,
@@ -146,25 +184,31 @@ pub(crate) fn build(buf: &mut [u8], flow: &Flow, p: &Probe) -> Result<usize, Err
                 window: TCP_WINDOW,
             };
             let n = build::tcp(buf, &ip, &t)?;
-            pad_tcp(buf, &ip, n, p.size)
+            let payload = payload(p, IP_TCP_HEADERS)?;
+            pad_tcp(buf, &ip, n, payload)
         }
     }
 }
 
-fn payload(size: u16, headers: u16) -> Result<&'static [u8], Error> {
-    let n = size.checked_sub(headers).ok_or(Error::Malformed)?;
-    ZEROS.get(..n as usize).ok_or(Error::Malformed)
+/// The payload of probe `p` behind `headers` bytes of headers: its data, or zeros.
+fn payload<'a>(p: &Probe<'a>, headers: u16) -> Result<&'a [u8], Error> {
+    let n = usize::from(p.size.checked_sub(headers).ok_or(Error::Malformed)?);
+    match p.data {
+        [] => ZEROS.get(..n).ok_or(Error::Malformed),
+        d => d.get(..n).filter(|d| d.len() == n).ok_or(Error::Malformed),
+    }
 }
 
-/// Extends the 40-byte SYN at `buf[..n]` with zero payload to `size` bytes, fixing the IP
-/// length and both checksums.
-fn pad_tcp(buf: &mut [u8], ip: &Ip, n: usize, size: u16) -> Result<usize, Error> {
-    let total = size as usize;
+/// Extends the 40-byte SYN at `buf[..n]` with `payload`, fixing the IP length and both
+/// checksums.
+fn pad_tcp(buf: &mut [u8], ip: &Ip, n: usize, payload: &[u8]) -> Result<usize, Error> {
+    let total = n + payload.len();
     if total <= n {
         return Ok(n);
     }
+    let size = u16::try_from(total).map_err(|_| Error::Malformed)?;
     let pkt = buf.get_mut(..total).ok_or(Error::Truncated)?;
-    pkt[n..].fill(0);
+    pkt[n..].copy_from_slice(payload);
     pkt[2..4].copy_from_slice(&size.to_be_bytes());
     pkt[10..12].fill(0);
     let c = checksum::of(&pkt[..20]);
@@ -279,19 +323,21 @@ pub(crate) fn probe_number(
 }
 
 /// The flow and probe number of a probe this engine built, e.g. one the driver could not
-/// send. The bytes are our own ([`build`]: a 20-byte IPv4 header, then ICMP echo, UDP or
+/// send. The bytes are our own ([`build`]: an IPv4 header, then ICMP echo, UDP or
 /// TCP), so the fields are read where we wrote them rather than through the reply parser
 /// (which would cost the unikernel a second copy of it).
 pub(crate) fn sent_probe(p: &[u8], tag: u16) -> Option<(FlowKey, u16)> {
     let byte = |i: usize| p.get(i).copied();
     let be16 = |i: usize| Some(u16::from_be_bytes([byte(i)?, byte(i + 1)?]));
-    if byte(0)? != 0x45 {
+    let v_ihl = byte(0)?;
+    let ihl = usize::from(v_ihl & 0x0f) * 4;
+    if v_ihl >> 4 != 4 || ihl < 20 {
         return None;
     }
     let proto = byte(9)?;
     let id = match proto {
-        proto::ICMP if byte(20)? == icmp_type::ECHO_REQUEST => be16(24)?,
-        proto::UDP | proto::TCP => be16(20)?,
+        proto::ICMP if byte(ihl)? == icmp_type::ECHO_REQUEST => be16(ihl + 4)?,
+        proto::UDP | proto::TCP => be16(ihl)?,
         _ => return None,
     };
     let dst = Ipv4Addr::new(byte(16)?, byte(17)?, byte(18)?, byte(19)?);
@@ -406,6 +452,8 @@ mod tests {
             tos: 0,
             number: 7,
             size: 44,
+            data: &[],
+            record_route: false,
         };
         let n = build(&mut b, &f, &p).unwrap();
         assert_eq!(n, 44);
@@ -423,6 +471,37 @@ mod tests {
             }
         ));
         assert_eq!(b[44], 0xa5);
+    }
+
+    #[test]
+    fn data_and_record_route_go_into_the_probe_and_it_is_still_named() {
+        let f = flow(proto::ICMP);
+        let data = payload_bytes(124 - 28 - 40, 0, &[0xab, 0xcd, 0xef], true);
+        let p = Probe {
+            src: SRC,
+            ttl: 64,
+            tos: 0x20,
+            number: 3,
+            size: 124,
+            data: &data,
+            record_route: true,
+        };
+        let mut b = [0u8; 200];
+        let n = build(&mut b, &f, &p).unwrap();
+        assert_eq!((n, b[0], b[1]), (124, 0x4f, 0x20));
+        assert_eq!(&b[20..23], &[7, 39, 4]);
+        // the pattern, its bytes 2 and 3 the tag
+        assert_eq!(
+            &b[68..76],
+            &[0xab, 0xcd, 0xff, 0xf0, 0xcd, 0xef, 0xab, 0xcd]
+        );
+        assert_eq!(checksum::sum(&b[60..n]), 0xffff, "ICMP checksum");
+        assert_eq!(sent_probe(&b[..PROBE_ID_LEN], f.tag), Some((f.key, 3)));
+        let short = Probe { size: 60, ..p };
+        assert!(build(&mut b, &f, &short).is_err(), "no room for the option");
+        // a payload (not repeated) behind two checksum bytes, zeros after it
+        assert_eq!(payload_bytes(6, 2, &[1, 2], false), [0, 0, 1, 2, 0, 0]);
+        assert!(payload_bytes(6, 2, &[], false).is_empty());
     }
 
     #[test]
@@ -447,6 +526,8 @@ mod tests {
             tos: 0,
             number: 7,
             size: 10,
+            data: &[],
+            record_route: false,
         };
         assert!(build(&mut b, &flow(proto::UDP), &p).is_err());
         assert!(build(&mut b, &flow(proto::ICMP), &p).is_err());

@@ -14,6 +14,10 @@
 //! - Only the first reply to each probe is recorded. A late reply to an earlier probe is
 //!   recorded (and may stop the trace) but does not move the current TTL, unless it
 //!   answers the current TTL.
+//! - `all_attempts` (`-Q`): an answer to the last attempt sent brings the next attempt,
+//!   not the next TTL; after the last attempt (answered or not) every reply at that TTL
+//!   is checked for a stop reason, in attempt order.
+//! - `ignore_ttl_dst` (`-T`): a time exceeded from the destination is an ordinary hop.
 //! - Loops: as scamper's `trace_isloop`, the same address at two adjacent TTLs is not a
 //!   loop (invisible UHP MPLS tunnels and zero-TTL forwarding produce exactly that).
 
@@ -85,6 +89,8 @@ pub(crate) struct TraceRun {
     last_tx: Option<Instant>,
     stop: (StopReason, u8),
     state: State,
+    /// The probes' payload ([`probe::payload_bytes`] of `-p`).
+    payload: Vec<u8>,
 }
 
 impl TraceRun {
@@ -102,6 +108,12 @@ impl TraceRun {
             last_tx: None,
             stop: (StopReason::None, 0),
             state: State::SendAt(now),
+            payload: probe::payload_bytes(
+                crate::job::payload_room(opts.method, opts.probe_size, false),
+                0,
+                &opts.payload,
+                false,
+            ),
             opts,
         }
     }
@@ -125,6 +137,8 @@ impl TraceRun {
             tos: self.opts.tos,
             number,
             size: self.opts.probe_size,
+            data: &self.payload,
+            record_route: false,
         };
         let len = probe::build(buf, &self.flow, &p)?;
         self.attempt += 1;
@@ -188,10 +202,17 @@ impl TraceRun {
             self.send_next(now);
             return;
         }
-        // Every attempt at this TTL went unanswered.
+        // Every attempt at this TTL went unanswered (or, with `all_attempts`, the last).
+        let ttl = self.ttl;
         self.hop_count += 1;
         self.ttl += 1;
         self.attempt = 0;
+        if self.opts.all_attempts {
+            if let Some((reason, data)) = self.stop_reason_at_ttl(ttl) {
+                self.stop_with(reason, data);
+                return;
+            }
+        }
         if self.at_hop_limit() {
             self.stop_with(StopReason::HopLimit, 0);
             return;
@@ -259,10 +280,26 @@ impl TraceRun {
             }
             return Outcome::Matched;
         }
+        if self.opts.all_attempts {
+            // scamper's `-Q`: the next attempt once the last one sent is answered; the hop
+            // ends, and every reply at it may stop the trace, after the last attempt.
+            if p.attempt != self.attempt {
+                return Outcome::Matched;
+            }
+            if self.attempt < self.opts.attempts {
+                self.send_next(now);
+                return Outcome::Matched;
+            }
+        }
         self.hop_count += 1;
         self.ttl += 1;
         self.attempt = 0;
-        if let Some((reason, data)) = self.stop_reason(at) {
+        let stop = if self.opts.all_attempts {
+            self.stop_reason_at_ttl(self.ttl - 1)
+        } else {
+            self.stop_reason(at)
+        };
+        if let Some((reason, data)) = stop {
             self.stop_with(reason, data);
         } else if self.at_hop_limit() {
             self.stop_with(StopReason::HopLimit, 0);
@@ -298,6 +335,13 @@ impl TraceRun {
         self.state = State::Done;
     }
 
+    /// The first stop reason among the replies to probes at `ttl`, in attempt order.
+    fn stop_reason_at_ttl(&mut self, ttl: u16) -> Option<(StopReason, u8)> {
+        let from = self.hops.partition_point(|h| u16::from(h.probe_ttl) < ttl);
+        let to = self.hops.partition_point(|h| u16::from(h.probe_ttl) <= ttl);
+        (from..to).find_map(|at| self.stop_reason(at))
+    }
+
     /// scamper's `trace_stop_reason` for the hop at `at`.
     fn stop_reason(&mut self, at: usize) -> Option<(StopReason, u8)> {
         let hop = &self.hops[at];
@@ -312,7 +356,7 @@ impl TraceRun {
                 (method == Method::IcmpParis).then_some((StopReason::Completed, 0))
             }
             _ if self.opts.loops != 0 && self.is_loop(at) => Some((StopReason::Loop, 0)),
-            (Some((icmp_type::TIME_EXCEEDED, _)), _) if from_dst => {
+            (Some((icmp_type::TIME_EXCEEDED, _)), _) if from_dst && !self.opts.ignore_ttl_dst => {
                 Some((StopReason::Completed, 0))
             }
             (None, Some(_)) if method == Method::Tcp => Some((StopReason::Completed, 0)),
@@ -374,6 +418,8 @@ impl TraceRun {
             probe_size: self.opts.probe_size,
             probe_count: self.probes.len() as u16,
             hop_count: self.hop_count.min(255) as u8,
+            all_attempts: self.opts.all_attempts,
+            ignore_ttl_dst: self.opts.ignore_ttl_dst,
             hops: self.hops,
         }
     }

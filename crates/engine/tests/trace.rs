@@ -588,3 +588,31 @@ fn a_buffer_too_small_for_the_probe_ends_the_trace_with_an_error() {
     );
     assert!(e.is_idle());
 }
+
+/// `-Q`: every attempt of every hop is sent and recorded, answered or not, and the trace
+/// still completes at the destination; `--payload` sets the probes' bytes and size.
+#[test]
+fn all_attempts_sends_every_attempt_and_payload_sizes_the_probes() {
+    let r = routers(&chain(3));
+    let mut o = opts(Method::UdpParis).with_payload(vec![0xde, 0xad, 0xbe, 0xef, 1]);
+    o.attempts = 3;
+    o.all_attempts = true;
+    let (t, wire, _) = trace_with(o, chain(3), |_| {});
+    assert_eq!(t.stop_reason, StopReason::Completed);
+    assert!(t.all_attempts);
+    assert_eq!(t.probe_count, 12, "three attempts at each of four TTLs");
+    let want: Vec<(u8, u8, IpAddr)> = (1..=4u8)
+        .flat_map(|ttl| {
+            let a = r.get(usize::from(ttl) - 1).copied().unwrap_or(dst());
+            (1..=3u8).map(move |id| (ttl, id, a))
+        })
+        .collect();
+    assert_eq!(addrs(&t), want);
+    assert_eq!(t.probe_size, 33);
+    assert_eq!(wire.sent.len(), 12);
+    for (_, p) in &wire.sent {
+        assert_eq!(p.len(), 33);
+        // UDP payload: two checksum-pinning bytes, then the rest of ours
+        assert_eq!(&p[30..33], &[0xbe, 0xef, 1]);
+    }
+}

@@ -6,7 +6,7 @@ use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
 
-use vtnt_record::{Duration, Hop, IpAddr, Ping, PingReply, Quoted, Trace};
+use vtnt_record::{Duration, Hop, IpAddr, Ping, PingReply, ProbeData, Quoted, Trace};
 
 /// The correctly rounded square root: `f64::sqrt` with std, `libm::sqrt` (also correctly
 /// rounded, IEEE 754) without, so both builds print the same `stddev`.
@@ -19,6 +19,39 @@ fn sqrt(x: f64) -> f64 {
     {
         libm::sqrt(x)
     }
+}
+
+/// Ping flags (`SCAMPER_PING_FLAG_*`) vTNT sets: record route (`-R`), the data is a
+/// payload (`-B`) rather than a pattern, a pinned ICMP checksum (`-C`).
+pub(crate) const PING_FLAG_V4RR: u8 = 0x01;
+pub(crate) const PING_FLAG_PAYLOAD: u8 = 0x04;
+pub(crate) const PING_FLAG_ICMPSUM: u8 = 0x20;
+/// The names scamper's JSON gives ping flag bits 0, 1, 2 ... (`flags`).
+pub(crate) const PING_FLAG_NAMES: [&str; 9] = [
+    "v4rr",
+    "spoof",
+    "payload",
+    "tsonly",
+    "tsandaddr",
+    "icmpsum",
+    "dl",
+    "tbt",
+    "nosrc",
+];
+
+/// scamper's ping flags for what `pg` did (`SCAMPER_PING_FLAG_*`).
+pub(crate) fn ping_flags(pg: &Ping) -> u8 {
+    let mut f = 0;
+    if pg.record_route {
+        f |= PING_FLAG_V4RR;
+    }
+    if matches!(pg.data, Some(ProbeData::Payload(_))) {
+        f |= PING_FLAG_PAYLOAD;
+    }
+    if pg.icmp_sum.is_some() {
+        f |= PING_FLAG_ICMPSUM;
+    }
+    f
 }
 
 /// Microseconds of a duration as scamper keeps RTTs (a 32-bit count).

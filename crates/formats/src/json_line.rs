@@ -16,8 +16,8 @@ use alloc::vec::Vec;
 use vtnt_record::{Hop, Ping, PingReply, Record, Trace};
 
 use crate::json_fmt::{
-    ftime, hop_icmp, icmp_ptb, icmp_quotes, loss_str, ordered_replies, ping_stats,
-    quoted_or_default, rtt_ms, visible_hops,
+    ftime, hop_icmp, icmp_ptb, icmp_quotes, loss_str, ordered_replies, ping_flags, ping_stats,
+    quoted_or_default, rtt_ms, visible_hops, PING_FLAG_NAMES,
 };
 use crate::Cycle;
 
@@ -319,6 +319,34 @@ fn ping_line(p: &Ping, ann: &dyn Annotate, r: &Record) -> String {
         }
         vtnt_record::Method::IcmpParis => {}
     }
+    if let Some(d) = &p.data {
+        let key = match d {
+            vtnt_record::ProbeData::Payload(_) => "payload",
+            vtnt_record::ProbeData::Pattern(_) => "pattern",
+        };
+        let hex = vtnt_record::to_hex(d.bytes());
+        push_fmt(&mut s, format_args!(", \"{key}\":\"{hex}\""));
+    }
+    let flags = ping_flags(p);
+    if flags != 0 {
+        s.push_str(", \"flags\":[");
+        let names = PING_FLAG_NAMES.iter().enumerate();
+        let set: Vec<&str> = names
+            .filter(|(bit, _)| u32::from(flags) & (1 << bit) != 0)
+            .map(|(_, n)| *n)
+            .collect();
+        for (i, n) in set.iter().enumerate() {
+            if i > 0 {
+                s.push(',');
+            }
+            push_fmt(&mut s, format_args!("\"{n}\""));
+        }
+        s.push(']');
+    }
+    if let (vtnt_record::Method::IcmpParis, Some(c)) = (p.method, p.icmp_sum) {
+        // scamper 20211212 puts a space after this key's colon.
+        push_fmt(&mut s, format_args!(", \"icmp_csum\": {c}"));
+    }
     s.push_str(", \"responses\":[");
     for (i, reply) in ordered_replies(p).into_iter().enumerate() {
         if i > 0 {
@@ -439,6 +467,16 @@ fn reply_obj(s: &mut String, r: &PingReply) {
             s,
             format_args!(", \"tcp_flags\":{}", r.tcp_flags.unwrap_or(0)),
         );
+    }
+    if !r.rr.is_empty() {
+        s.push_str(", \"RR\":[");
+        for (i, a) in r.rr.iter().enumerate() {
+            if i > 0 {
+                s.push(',');
+            }
+            push_fmt(s, format_args!("\"{a}\""));
+        }
+        s.push(']');
     }
     s.push('}');
 }

@@ -7,8 +7,8 @@ use std::io::BufRead;
 
 use serde_json::{Map, Value};
 use vtnt_record::{
-    Duration, Hop, Instant, IpAddr, Method, MplsLabel, Ping, PingReply, Quoted, Record, StopReason,
-    Trace,
+    Duration, Hop, Instant, IpAddr, Method, MplsLabel, Ping, PingReply, ProbeData, Quoted, Record,
+    StopReason, Trace,
 };
 
 use crate::error::{JsonError, JsonErrorKind};
@@ -213,6 +213,17 @@ impl<'a> Obj<'a> {
             })
             .collect()
     }
+    /// An array of strings (empty when absent).
+    fn strings(&self, k: &str) -> Result<Vec<String>, JsonErrorKind> {
+        let Some(v) = self.map.get(k) else {
+            return Ok(Vec::new());
+        };
+        let a = v.as_array().ok_or_else(|| self.bad(k, "not an array"))?;
+        a.iter()
+            .map(|e| e.as_str().map(String::from))
+            .collect::<Option<_>>()
+            .ok_or_else(|| self.bad(k, "not an array of strings"))
+    }
     /// `{"sec":..,"usec":..}` as an [`Instant`].
     fn timeval(&self, k: &str) -> Result<Instant, JsonErrorKind> {
         let t = self.obj(k)?;
@@ -274,6 +285,9 @@ fn trace(o: &Obj) -> Result<Trace, JsonErrorKind> {
         probe_size: o.num("probe_size")?,
         probe_count: o.opt_num("probe_count")?.unwrap_or(0),
         hop_count,
+        // scamper's JSON does not show these trace flags (its warts does)
+        all_attempts: false,
+        ignore_ttl_dst: false,
         hops,
     })
 }
@@ -356,6 +370,29 @@ fn ping(o: &Obj) -> Result<Ping, JsonErrorKind> {
         }
         responses.push(reply);
     }
+    let flags = o.strings("flags")?;
+    let flag = |name: &str| flags.iter().any(|f| f == name);
+    let hex = |k: &str| -> Result<Option<Vec<u8>>, JsonErrorKind> {
+        match o.map.get(k) {
+            None => Ok(None),
+            Some(_) => {
+                let s = o.str(k)?;
+                let b = vtnt_record::from_hex(s).ok_or_else(|| o.bad(k, "not hex bytes"))?;
+                Ok(Some(b))
+            }
+        }
+    };
+    let data = match (hex("payload")?, hex("pattern")?) {
+        (Some(b), None) if flag("payload") => Some(ProbeData::Payload(b)),
+        (None, Some(b)) if !flag("payload") => Some(ProbeData::Pattern(b)),
+        (None, None) => None,
+        _ => return Err(o.bad("payload", "payload and pattern disagree with flags")),
+    };
+    let icmp_sum = match o.opt_num::<u16>("icmp_csum")? {
+        Some(c) if flag("icmpsum") => Some(c),
+        None if !flag("icmpsum") => None,
+        _ => return Err(o.bad("icmp_csum", "disagrees with flags")),
+    };
     let wait_s: u64 = o.num::<u8>("wait")?.into();
     let wait_us: u64 = o.opt_num::<u32>("wait_us")?.unwrap_or(0).into();
     let timeout: u64 = o.opt_num::<u8>("timeout")?.map(u64::from).unwrap_or(wait_s);
@@ -374,6 +411,12 @@ fn ping(o: &Obj) -> Result<Ping, JsonErrorKind> {
         timeout: Duration::from_secs(timeout),
         tcp_seq: o.opt_num("tcp_seq")?.unwrap_or(0),
         tcp_ack: o.opt_num("tcp_ack")?.unwrap_or(0),
+        // scamper's JSON shows neither the ToS nor the reply count (its warts does)
+        tos: 0,
+        icmp_sum,
+        reply_count: 0,
+        data,
+        record_route: flag("v4rr"),
         responses,
     })
 }
@@ -410,5 +453,13 @@ fn reply(r: &Obj) -> Result<PingReply, JsonErrorKind> {
         reply_ipid: r.opt_num::<u32>("reply_ipid")?.unwrap_or(0) as u16,
         icmp,
         tcp_flags: r.opt_num("tcp_flags")?,
+        rr: r
+            .strings("RR")?
+            .iter()
+            .map(|a| {
+                a.parse()
+                    .map_err(|_| r.bad("RR", format!("{a:?} is not an IP address")))
+            })
+            .collect::<Result<_, _>>()?,
     })
 }

@@ -24,7 +24,10 @@ pub(crate) const TYPE_PING: u16 = 0x0007;
 pub(crate) const TRACE_TYPE_TCP: u8 = 0x03;
 pub(crate) const TRACE_TYPE_ICMP_PARIS: u8 = 0x04;
 pub(crate) const TRACE_TYPE_UDP_PARIS: u8 = 0x05;
-/// Trace flag: the ICMP checksum is stored where the destination port is.
+/// Trace flags (`SCAMPER_TRACE_FLAG_*`): every attempt sent (`-Q`), a time exceeded from
+/// the destination ignored (`-T`), the ICMP checksum stored where the destination port is.
+pub(crate) const TRACE_FLAG_ALLATTEMPTS: u8 = 0x01;
+pub(crate) const TRACE_FLAG_IGNORETTLDST: u8 = 0x08;
 pub(crate) const TRACE_FLAG_ICMPCSUMDP: u8 = 0x20;
 
 /// Hop flags (`SCAMPER_TRACE_HOP_FLAG_*`).
@@ -96,6 +99,14 @@ impl Params {
     pub fn addr(&mut self, id: u8, table: &mut AddrTable, a: &IpAddr) {
         self.set(id);
         table.encode(a, &mut self.data);
+    }
+    /// A count byte, then each address (a ping reply's record route).
+    pub fn addrs(&mut self, id: u8, table: &mut AddrTable, list: &[IpAddr]) {
+        self.set(id);
+        self.data.push(u8::try_from(list.len()).unwrap_or(u8::MAX));
+        for a in list.iter().take(usize::from(u8::MAX)) {
+            table.encode(a, &mut self.data);
+        }
     }
     /// Appends flags, parameter length and parameters to `out`.
     pub fn finish(self, what: &'static str, out: &mut Vec<u8>) -> Result<(), WartsErrorKind> {

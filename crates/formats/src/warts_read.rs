@@ -10,12 +10,12 @@ use std::collections::HashMap;
 use std::io::Read;
 
 use vtnt_record::{
-    Duration, Hop, Instant, IpAddr, Method, MplsLabel, Ping, PingReply, Quoted, Record, StopReason,
-    Trace,
+    Duration, Hop, Instant, IpAddr, Method, MplsLabel, Ping, PingReply, ProbeData, Quoted, Record,
+    StopReason, Trace,
 };
 
 use crate::error::{WartsError, WartsErrorKind};
-use crate::json_fmt::icmp_quotes;
+use crate::json_fmt::{icmp_quotes, PING_FLAG_ICMPSUM, PING_FLAG_PAYLOAD, PING_FLAG_V4RR};
 use crate::warts::*;
 use crate::{Cycle, Item};
 
@@ -259,6 +259,8 @@ fn trace(c: &mut Cursor) -> Result<Trace, WartsError> {
         probe_size: 0,
         probe_count: 0,
         hop_count: 0,
+        all_attempts: false,
+        ignore_ttl_dst: false,
         hops: Vec::new(),
     };
     let (mut ty, mut flags8, mut flags32) = (0u8, 0u8, None);
@@ -317,6 +319,8 @@ fn trace(c: &mut Cursor) -> Result<Trace, WartsError> {
     t.stop_reason = StopReason::from_code(stop)
         .ok_or_else(|| WartsError::invalid(stop_at, "trace stop reason", format!("code {stop}")))?;
     let flags = flags32.map_or(u32::from(flags8), |f| f);
+    t.all_attempts = flags & u32::from(TRACE_FLAG_ALLATTEMPTS) != 0;
+    t.ignore_ttl_dst = flags & u32::from(TRACE_FLAG_IGNORETTLDST) != 0;
     t.method = match ty {
         TRACE_TYPE_ICMP_PARIS => Method::IcmpParis,
         TRACE_TYPE_UDP_PARIS => Method::UdpParis,
@@ -501,9 +505,14 @@ fn ping(c: &mut Cursor) -> Result<Ping, WartsError> {
         timeout: Duration::ZERO,
         tcp_seq: 0,
         tcp_ack: 0,
+        tos: 0,
+        icmp_sum: None,
+        reply_count: 0,
+        data: None,
+        record_route: false,
         responses: Vec::new(),
     };
-    let mut datalen = 0u16;
+    let (mut datalen, mut data, mut flags, mut icmp_sum) = (0u16, Vec::new(), 0u32, 0u16);
     for id in 1..=32u8 {
         if !f.has(id) {
             continue;
@@ -517,18 +526,14 @@ fn ping(c: &mut Cursor) -> Result<Ping, WartsError> {
                 c.u8("ping stop reason/data")?;
             }
             8 => datalen = c.u16("ping data length")?,
-            9 => {
-                c.take(usize::from(datalen), "ping data")?;
-            }
+            9 => data = c.take(usize::from(datalen), "ping data")?.to_vec(),
             10 => {
                 c.u16("ping probe count")?;
             }
             11 => p.probe_size = c.u16("ping probe size")?,
             12 => wait = c.u8("ping wait")?,
             13 => p.ttl = c.u8("ping ttl")?,
-            14 => {
-                c.u16("ping reply count")?;
-            }
+            14 => p.reply_count = c.u16("ping reply count")?,
             15 => p.ping_sent = c.u16("ping sent")?,
             16 => method = c.u8("ping method")?,
             17 => p.sport = c.u16("ping sport")?,
@@ -536,24 +541,22 @@ fn ping(c: &mut Cursor) -> Result<Ping, WartsError> {
             19 => p.userid = c.u32("ping userid")?,
             20 => src = Some(c.addr(&mut table, "ping src")?),
             21 => dst = Some(c.addr(&mut table, "ping dst")?),
-            22 | 23 => {
-                c.u8("ping flags/tos")?;
-            }
+            22 => flags |= u32::from(c.u8("ping flags")?),
+            23 => p.tos = c.u8("ping tos")?,
             24 => {
                 let n = c.u8("ping timestamp prespecified count")?;
                 for _ in 0..n {
                     c.addr(&mut table, "ping timestamp address")?;
                 }
             }
-            25 | 26 => {
-                c.u16("ping icmp sum/pmtu")?;
+            25 => icmp_sum = c.u16("ping icmp sum")?,
+            26 => {
+                c.u16("ping reply pmtu")?;
             }
             27 => timeout = Some(c.u8("ping timeout")?),
             28 => wait_us = c.u32("ping wait us")?,
             29 => p.tcp_ack = c.u32("ping tcp ack")?,
-            30 => {
-                c.u32("ping flags")?;
-            }
+            30 => flags = c.u32("ping flags")?,
             31 => p.tcp_seq = c.u32("ping tcp seq")?,
             32 => {
                 let mut scratch = Vec::new();
@@ -563,6 +566,13 @@ fn ping(c: &mut Cursor) -> Result<Ping, WartsError> {
         }
     }
     end_params(c, &f, "ping parameters")?;
+    p.record_route = flags & u32::from(PING_FLAG_V4RR) != 0;
+    p.icmp_sum = (flags & u32::from(PING_FLAG_ICMPSUM) != 0 && icmp_sum != 0).then_some(icmp_sum);
+    p.data = match (data.is_empty(), flags & u32::from(PING_FLAG_PAYLOAD) != 0) {
+        (true, _) => None,
+        (false, true) => Some(ProbeData::Payload(data)),
+        (false, false) => Some(ProbeData::Pattern(data)),
+    };
     p.method = match method {
         PING_METHOD_ICMP_ECHO => Method::IcmpParis,
         PING_METHOD_UDP => Method::UdpParis,
@@ -620,6 +630,7 @@ fn reply(
         reply_ipid: 0,
         icmp: None,
         tcp_flags: None,
+        rr: Vec::new(),
     };
     let (mut tc, mut tcp, mut from) = ((0u8, 0u8), 0u8, None);
     for id in 1..=17u8 {
@@ -643,7 +654,7 @@ fn reply(
             13 => {
                 let n = c.u8("reply record route count")?;
                 for _ in 0..n {
-                    c.addr(table, "reply record route address")?;
+                    r.rr.push(c.addr(table, "reply record route address")?);
                 }
             }
             14 => {

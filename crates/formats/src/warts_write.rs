@@ -11,7 +11,7 @@ use std::io::Write;
 use vtnt_record::{Hop, Method, Ping, PingReply, Record, Trace};
 
 use crate::error::{WartsError, WartsErrorKind};
-use crate::json_fmt::{hop_icmp, icmp_ptb, icmp_quotes, micros_u32, ordered_replies};
+use crate::json_fmt::{hop_icmp, icmp_ptb, icmp_quotes, micros_u32, ordered_replies, ping_flags};
 use crate::json_line::{
     ping_timeout_secs, ping_wait_secs, reply_is_icmp, wait_probe_cs, wait_secs,
 };
@@ -188,11 +188,17 @@ fn secs_u32(us: u64) -> u32 {
 fn trace_body(t: &Trace, list: u32, cycle: u32) -> Result<Vec<u8>, WartsErrorKind> {
     let mut table = AddrTable::default();
     let mut p = Params::default();
-    let (ty, flags, dport) = match t.method {
+    let (ty, mut flags, dport) = match t.method {
         Method::IcmpParis => (TRACE_TYPE_ICMP_PARIS, TRACE_FLAG_ICMPCSUMDP, t.icmp_sum),
         Method::UdpParis => (TRACE_TYPE_UDP_PARIS, 0, t.dport),
         Method::Tcp => (TRACE_TYPE_TCP, 0, t.dport),
     };
+    if t.all_attempts {
+        flags |= TRACE_FLAG_ALLATTEMPTS;
+    }
+    if t.ignore_ttl_dst {
+        flags |= TRACE_FLAG_IGNORETTLDST;
+    }
     p.u32(1, list);
     p.u32(2, cycle);
     p.timeval(5, secs_u32(t.start.as_micros()), t.start.subsec_micros());
@@ -333,16 +339,26 @@ fn ping_body(pg: &Ping, list: u32, cycle: u32) -> Result<Vec<u8>, WartsErrorKind
     let replies = ordered_replies(pg);
     let wait = ping_wait_secs(pg);
     let timeout = ping_timeout_secs(pg);
+    let data = pg.data.as_ref().map_or(&[][..], |d| d.bytes());
+    let data_len = u16::try_from(data.len()).map_err(|_| WartsErrorKind::Encode {
+        what: "ping data",
+        why: format!("{} bytes exceed 65535", data.len()),
+    })?;
+    let flags = ping_flags(pg);
     p.u32(1, list);
     p.u32(2, cycle);
     p.timeval(5, secs_u32(pg.start.as_micros()), pg.start.subsec_micros());
     p.u8(6, PING_STOP_COMPLETED);
     p.u8(7, 0);
+    if !data.is_empty() {
+        p.u16(8, data_len);
+        p.bytes(9, data);
+    }
     p.u16(10, pg.ping_sent); // probe count
     p.u16(11, pg.probe_size);
     p.u8(12, wait);
     p.u8(13, pg.ttl);
-    p.u16(14, u16::try_from(replies.len()).unwrap_or(u16::MAX));
+    p.u16(14, pg.reply_count);
     p.u16(15, pg.ping_sent);
     if method != 0 {
         p.u8(16, method);
@@ -358,6 +374,15 @@ fn ping_body(pg: &Ping, list: u32, cycle: u32) -> Result<Vec<u8>, WartsErrorKind
     }
     p.addr(20, &mut table, &pg.src);
     p.addr(21, &mut table, &pg.dst);
+    if flags != 0 {
+        p.u8(22, flags);
+    }
+    if pg.tos != 0 {
+        p.u8(23, pg.tos);
+    }
+    if let Some(c) = pg.icmp_sum.filter(|&c| c != 0) {
+        p.u16(25, c);
+    }
     if timeout != wait {
         p.u8(27, timeout);
     }
@@ -412,6 +437,9 @@ fn reply_params(pg: &Ping, r: &PingReply, table: &mut AddrTable) -> Params {
         p.u8(11, r.tcp_flags.unwrap_or(0));
     }
     p.addr(12, table, &r.from);
+    if !r.rr.is_empty() {
+        p.addrs(13, table, &r.rr);
+    }
     if r.tx.secs() as u32 != 0 {
         p.timeval(16, secs_u32(r.tx.as_micros()), r.tx.subsec_micros());
     }

@@ -42,7 +42,7 @@ fn our_warts_through_sc_warts2json_equals_our_json() {
     );
     assert_eq!(
         dump.matches("ping from").count(),
-        5,
+        7,
         "sc_wartsdump saw every ping"
     );
     assert!(
@@ -105,6 +105,24 @@ fn warts_round_trip_is_exact() {
         items.last(),
         Some(&Item::CycleStop(cycle(1_795_312_150, 1_795_312_160)))
     );
+}
+
+/// What scamper keeps in warts only (trace `-Q` and `-T`, ping `-z` and `-o`) goes
+/// through our warts and back, scamper reads it, and its JSON is ours.
+#[test]
+fn warts_only_fields_round_trip() {
+    let records = warts_only_samples();
+    let (warts, json) = write_both(&records);
+    let items: Vec<Item> = read_warts(&warts).into_iter().map(|r| r.unwrap()).collect();
+    for (got, want) in items[1..].iter().zip(&records) {
+        assert_eq!(got, &Item::Record(want.clone()));
+    }
+    assert_eq!(items.len(), records.len() + 2);
+    vtnt_testkit::require_tools!("sc_warts2json", "sc_wartsdump");
+    let path = scratch("wartsonly").join("w.warts");
+    std::fs::write(&path, &warts).unwrap();
+    assert_same_lines(&json, &sc_tool("sc_warts2json", &path), "warts-only fields");
+    sc_tool("sc_wartsdump", &path);
 }
 
 #[test]

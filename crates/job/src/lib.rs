@@ -311,6 +311,10 @@ fn flag(option: &str, ping: bool) -> String {
         ("interval", true) => "-i/--interval",
         ("ttl", true) => "-m/--ttl",
         ("timeout", true) => "-W/--timeout",
+        ("payload" | "probe_size", false) => "--payload",
+        ("probe_size", true) => "-s/--size",
+        ("icmp_sum", true) => "-C/--icmp-sum",
+        ("data", true) => "--pattern/-B/--payload",
         _ => {
             return format!(
                 "the {} option `{option}`",
@@ -441,6 +445,26 @@ mod tests {
                 "trace -s 0 192.0.2.1",
                 "-s/--sport out of range (allowed: 1..=65535)",
             ),
+            (
+                "trace -P tcp --payload 00 192.0.2.1",
+                "--payload out of range (allowed: none for tcp)",
+            ),
+            (
+                "ping -C 0 192.0.2.1",
+                "-C/--icmp-sum out of range (allowed: 1..=65534, icmp-echo only)",
+            ),
+            (
+                "ping -P udp -C 7 192.0.2.1",
+                "-C/--icmp-sum out of range (allowed: 1..=65534, icmp-echo only)",
+            ),
+            (
+                "ping -R -s 60 192.0.2.1",
+                "-s/--size out of range (allowed: 32..=1500)",
+            ),
+            (
+                "ping -B 0102 -s 30 192.0.2.1",
+                "-s/--size out of range (allowed: 32..=1500)",
+            ),
         ] {
             let e = parse_words(&words(w), Vantage::Lab)
                 .map(|_| ())
@@ -472,6 +496,10 @@ mod tests {
             "trace 8.8.8.8",
             "ping -p 0 192.0.2.1",
             "tnt --from /etc/hostname",
+            "trace --payload abc 192.0.2.1",
+            "ping --pattern 0102 -B 03 192.0.2.1",
+            "ping --pattern 000102030405060708090a0b0c0d0e0f10 192.0.2.1",
+            "ping -B zz 192.0.2.1",
         ] {
             assert!(parse_words(&words(w), Vantage::Lab).is_err(), "{w}");
         }

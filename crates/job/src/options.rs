@@ -7,7 +7,7 @@ use std::net::{IpAddr, Ipv4Addr};
 use std::path::PathBuf;
 use std::time::Duration;
 
-use vtnt_engine::{Method, PingOptions, TraceOptions};
+use vtnt_engine::{Method, PingOptions, ProbeData, TraceOptions};
 use vtnt_tnt::{Thresholds, TntConfig};
 
 /// Output format (`-O`).
@@ -102,6 +102,38 @@ pub fn trace_method(s: &str) -> Result<Method, String> {
     }
 }
 
+/// Bytes given in hex on the command line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Hex(pub Vec<u8>);
+
+/// A trace's `--payload` (scamper's trace `-p`): hex bytes, at most a probe's worth.
+fn trace_payload(s: &str) -> Result<Hex, String> {
+    let max = usize::from(vtnt_engine::MAX_PROBE_SIZE) - 28;
+    vtnt_jobspec::parse_hex(s, max).map(Hex)
+}
+
+/// A ping's `-B` (scamper's): 1 to 1000 hex bytes.
+fn ping_payload(s: &str) -> Result<Hex, String> {
+    match vtnt_jobspec::parse_hex(s, 1000)? {
+        b if b.is_empty() => Err("an empty payload".into()),
+        b => Ok(Hex(b)),
+    }
+}
+
+/// A ping's `--pattern` (scamper's `-p`): 1 to 32 hex digits; an odd count reads as if
+/// led by a 0, as scamper's does.
+fn pattern(s: &str) -> Result<Hex, String> {
+    let even = if !s.len().is_multiple_of(2) {
+        format!("0{s}")
+    } else {
+        s.to_string()
+    };
+    match vtnt_jobspec::parse_hex(&even, 16)? {
+        b if b.is_empty() => Err("an empty pattern".into()),
+        b => Ok(Hex(b)),
+    }
+}
+
 /// `vtnt trace`.
 #[derive(clap::Args, Debug)]
 pub struct TraceArgs {
@@ -140,6 +172,17 @@ pub struct TraceArgs {
     /// `-W` (0..=200).
     #[arg(short = 'W', long = "wait-probe", default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=200))]
     pub wait_probe: u8,
+    /// Send every attempt of a hop, even once one is answered (scamper's -Q).
+    #[arg(short = 'Q', long = "all-attempts")]
+    pub all_attempts: bool,
+    /// A time exceeded from the destination does not end the trace (scamper's -T).
+    #[arg(short = 'T', long = "ignore-ttl-dst")]
+    pub ignore_ttl_dst: bool,
+    /// Payload of the UDP and ICMP probes in hex (scamper's trace -p; -p here is the
+    /// run's rate). Its first two bytes pin the checksum, an ICMP probe's next two carry
+    /// vTNT's tag; the probe size becomes 28 + its length.
+    #[arg(long = "payload", value_name = "HEX", value_parser = trace_payload)]
+    pub payload: Option<Hex>,
     #[command(flatten)]
     pub common: Common,
 }
@@ -158,7 +201,9 @@ impl TraceArgs {
         o.tos = self.tos;
         o.wait_probe = Duration::from_millis(10 * u64::from(self.wait_probe));
         o.userid = self.common.userid;
-        o
+        o.all_attempts = self.all_attempts;
+        o.ignore_ttl_dst = self.ignore_ttl_dst;
+        o.with_payload(self.payload.clone().map(|h| h.0).unwrap_or_default())
     }
 }
 
@@ -189,6 +234,28 @@ pub struct PingArgs {
     /// Source port of UDP and TCP probes (default: chosen per ping).
     #[arg(short = 'F', long = "sport")]
     pub sport: Option<u16>,
+    /// Type of service byte of the probes (scamper's -z).
+    #[arg(short = 'z', long = "tos", default_value_t = 0)]
+    pub tos: u8,
+    /// The ICMP checksum of every echo request (scamper's -C; 1..=65534).
+    #[arg(short = 'C', long = "icmp-sum")]
+    pub icmp_sum: Option<u16>,
+    /// Stop once this many probes are answered (scamper's -o; -o here is the output
+    /// file). 0: send every probe.
+    #[arg(long = "reply-count", default_value_t = 0)]
+    pub reply_count: u16,
+    /// Fill the probes with this pattern, 1 to 16 bytes in hex (scamper's -p; -p here is
+    /// the run's rate). An ICMP probe's payload bytes 2 and 3 carry vTNT's tag.
+    #[arg(long = "pattern", value_name = "HEX", value_parser = pattern, conflicts_with = "payload")]
+    pub pattern: Option<Hex>,
+    /// The probes' payload in hex, 1 to 1000 bytes (scamper's -B); the probe size follows
+    /// from it. An ICMP probe's payload bytes 2 and 3 carry vTNT's tag.
+    #[arg(short = 'B', long = "payload", value_name = "HEX", value_parser = ping_payload)]
+    pub payload: Option<Hex>,
+    /// Probes carry the IP record route option; replies show the addresses recorded
+    /// (scamper's -R).
+    #[arg(short = 'R', long = "record-route")]
+    pub record_route: bool,
     #[command(flatten)]
     pub common: Common,
 }
@@ -200,10 +267,19 @@ impl PingArgs {
         o.interval = self.interval;
         o.ttl = self.ttl;
         o.timeout = self.timeout;
-        o.probe_size = self.size.unwrap_or(o.probe_size);
         o.dport = self.dport;
         o.sport = self.sport;
         o.userid = self.common.userid;
+        o.tos = self.tos;
+        o.icmp_sum = self.icmp_sum;
+        o.reply_count = self.reply_count;
+        o.data = match (&self.pattern, &self.payload) {
+            (Some(p), _) => Some(ProbeData::Pattern(p.0.clone())),
+            (None, Some(b)) => Some(ProbeData::Payload(b.0.clone())),
+            (None, None) => None,
+        };
+        o.record_route = self.record_route;
+        o.probe_size = self.size.unwrap_or_else(|| o.default_size());
         o
     }
 }

@@ -6,7 +6,7 @@ use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 use core::str::FromStr;
 
-use vtnt_engine::{Duration, Method, PingOptions, TraceOptions};
+use vtnt_engine::{Duration, Method, PingOptions, ProbeData, TraceOptions};
 use vtnt_tnt::TntConfig;
 
 /// `(key without prefix, value)` in canonical order.
@@ -69,6 +69,20 @@ pub(crate) fn method(v: &str) -> Result<Method, Why> {
     }
 }
 
+use vtnt_record::to_hex as hex;
+
+/// Reads hex digits, two per byte (scamper's `-p` and `-B`; `vtnt` takes the same), at
+/// most `max` bytes. Empty is no bytes.
+pub fn parse_hex(v: &str, max: usize) -> Result<Vec<u8>, Why> {
+    if !v.len().is_multiple_of(2) {
+        return Err(format!("`{v}` is not hex bytes (an odd number of digits)"));
+    }
+    if v.len() / 2 > max {
+        return Err(format!("{} bytes is more than {max}", v.len() / 2));
+    }
+    vtnt_record::from_hex(v).ok_or_else(|| format!("`{v}` is not hex bytes"))
+}
+
 fn port(p: Option<u16>) -> String {
     p.map_or_else(String::new, |p| p.to_string())
 }
@@ -95,6 +109,9 @@ pub(crate) fn trace_fields(o: &TraceOptions) -> Fields {
         ("probe-size", o.probe_size.to_string()),
         ("tos", o.tos.to_string()),
         ("userid", o.userid.to_string()),
+        ("all-attempts", o.all_attempts.to_string()),
+        ("ignore-ttl-dst", o.ignore_ttl_dst.to_string()),
+        ("payload", hex(&o.payload)),
     ]
 }
 
@@ -114,6 +131,9 @@ pub(crate) fn set_trace(o: &mut TraceOptions, key: &str, v: &str) -> Result<bool
         "probe-size" => o.probe_size = num(v, "a size in bytes")?,
         "tos" => o.tos = num(v, "a byte")?,
         "userid" => o.userid = num(v, "a 32-bit number")?,
+        "all-attempts" => o.all_attempts = boolean(v)?,
+        "ignore-ttl-dst" => o.ignore_ttl_dst = boolean(v)?,
+        "payload" => o.payload = parse_hex(v, usize::from(vtnt_engine::MAX_PROBE_SIZE))?,
         _ => return Ok(false),
     }
     Ok(true)
@@ -130,7 +150,34 @@ pub(crate) fn ping_fields(o: &PingOptions) -> Fields {
         ("dport", port(o.dport)),
         ("probe-size", o.probe_size.to_string()),
         ("userid", o.userid.to_string()),
+        ("tos", o.tos.to_string()),
+        (
+            "icmp-sum",
+            o.icmp_sum.map_or_else(String::new, |c| c.to_string())
+        ),
+        ("reply-count", o.reply_count.to_string()),
+        ("pattern", data(o, true)),
+        ("payload", data(o, false)),
+        ("record-route", o.record_route.to_string()),
     ]
+}
+
+/// A ping's pattern (`pattern`) or payload as hex; empty when it has not that one.
+fn data(o: &PingOptions, pattern: bool) -> String {
+    match &o.data {
+        Some(ProbeData::Pattern(b)) if pattern => hex(b),
+        Some(ProbeData::Payload(b)) if !pattern => hex(b),
+        _ => String::new(),
+    }
+}
+
+/// Sets a ping's pattern or payload, refusing both.
+fn set_data(o: &mut PingOptions, d: ProbeData) -> Result<(), Why> {
+    if o.data.is_some() {
+        return Err("a ping carries a pattern or a payload, not both".into());
+    }
+    o.data = (!d.bytes().is_empty()).then_some(d);
+    Ok(())
 }
 
 /// Sets one ping field; `Ok(false)`: no such key.
@@ -144,6 +191,12 @@ pub(crate) fn set_ping(o: &mut PingOptions, key: &str, v: &str) -> Result<bool, 
         "dport" => o.dport = parse_port(v)?,
         "probe-size" => o.probe_size = num(v, "a size in bytes")?,
         "userid" => o.userid = num(v, "a 32-bit number")?,
+        "tos" => o.tos = num(v, "a byte")?,
+        "icmp-sum" => o.icmp_sum = Some(num(v, "a checksum (1..=65534)")?),
+        "reply-count" => o.reply_count = num(v, "a count (0..=65535)")?,
+        "pattern" => set_data(o, ProbeData::Pattern(parse_hex(v, 16)?))?,
+        "payload" => set_data(o, ProbeData::Payload(parse_hex(v, 1000)?))?,
+        "record-route" => o.record_route = boolean(v)?,
         _ => return Ok(false),
     }
     Ok(true)
@@ -209,6 +262,9 @@ pub(crate) fn engine_option_key(option: &str) -> &'static str {
         "interval" => "interval",
         "ttl" => "ttl",
         "timeout" => "timeout",
+        "payload" => "payload",
+        "icmp_sum" => "icmp-sum",
+        "data" => "pattern|payload",
         _ => "?",
     }
 }

@@ -51,6 +51,7 @@ use vtnt_tnt::TntConfig;
 
 pub use codec::{decode, encode, encode_split, parse_target_list};
 use keys::dur as codec_dur;
+pub use keys::parse_hex;
 
 /// The version this crate writes and reads.
 pub const VERSION: u32 = 1;

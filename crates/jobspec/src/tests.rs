@@ -6,7 +6,7 @@ use alloc::vec;
 use alloc::vec::Vec;
 use core::net::IpAddr;
 
-use vtnt_engine::{Duration, Method, PingOptions, TraceOptions};
+use vtnt_engine::{Duration, Method, PingOptions, ProbeData, TraceOptions};
 use vtnt_tnt::TntConfig;
 
 use crate::*;
@@ -139,6 +139,38 @@ fn every_key_changed_round_trips() {
 }
 
 #[test]
+fn scamper_option_keys_round_trip() {
+    let mut t = TraceOptions::new(unspecified()).with_payload(vec![0xde, 0xad, 0xbe, 0xef]);
+    t.all_attempts = true;
+    t.ignore_ttl_dst = true;
+    let line = round_trip(&JobSpec::new(JobKind::Trace(t), vec![ip("192.0.2.1")]));
+    assert!(
+        line.contains(" trace.probe-size=32 trace.all-attempts=true trace.ignore-ttl-dst=true trace.payload=deadbeef "),
+        "{line}"
+    );
+    let mut p = PingOptions::new(unspecified());
+    p.tos = 0x20;
+    p.icmp_sum = Some(0x1234);
+    p.reply_count = 2;
+    p.data = Some(ProbeData::Pattern(vec![0xab, 0xcd]));
+    p.record_route = true;
+    p.probe_size = p.default_size();
+    let line = round_trip(&JobSpec::new(
+        JobKind::Ping(p.clone()),
+        vec![ip("192.0.2.1")],
+    ));
+    assert!(
+        line.contains(" ping.probe-size=126 ping.tos=32 ping.icmp-sum=4660 ping.reply-count=2 ping.pattern=abcd ping.record-route=true "),
+        "{line}"
+    );
+    p.data = Some(ProbeData::Payload(vec![1, 2, 3]));
+    p.probe_size = p.default_size();
+    let line = round_trip(&JobSpec::new(JobKind::Ping(p), vec![ip("192.0.2.1")]));
+    assert!(line.contains(" ping.probe-size=73 "), "{line}");
+    assert!(line.contains(" ping.payload=010203 "), "{line}");
+}
+
+#[test]
 fn method_resets_probe_size_unless_given() {
     let spec = decode("vtnt-job=1 kind=trace trace.method=tcp targets=192.0.2.1").unwrap();
     let JobKind::Trace(t) = &spec.kind else {
@@ -232,6 +264,31 @@ fn errors_name_the_key() {
             "vtnt-job=1 kind=trace trace.attempts=0 targets=192.0.2.1",
             "trace.attempts",
             "job spec: key `trace.attempts`: out of range (allowed: 1..=20)",
+        ),
+        (
+            "vtnt-job=1 kind=ping ping.pattern=ab ping.payload=cd targets=192.0.2.1",
+            "ping.payload",
+            "job spec: key `ping.payload`: a ping carries a pattern or a payload, not both",
+        ),
+        (
+            "vtnt-job=1 kind=ping ping.pattern=abc targets=192.0.2.1",
+            "ping.pattern",
+            "job spec: key `ping.pattern`: `abc` is not hex bytes (an odd number of digits)",
+        ),
+        (
+            "vtnt-job=1 kind=trace trace.payload=zz targets=192.0.2.1",
+            "trace.payload",
+            "job spec: key `trace.payload`: `zz` is not hex bytes",
+        ),
+        (
+            "vtnt-job=1 kind=ping ping.icmp-sum=0 targets=192.0.2.1",
+            "ping.icmp-sum",
+            "job spec: key `ping.icmp-sum`: out of range (allowed: 1..=65534, icmp-echo only)",
+        ),
+        (
+            "vtnt-job=1 kind=trace trace.method=tcp trace.payload=00 targets=192.0.2.1",
+            "trace.payload",
+            "job spec: key `trace.payload`: out of range (allowed: none for tcp)",
         ),
         (
             "vtnt-job=1 kind=trace trace.attempts=300 targets=192.0.2.1",

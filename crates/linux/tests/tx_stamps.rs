@@ -21,8 +21,12 @@ struct Recorder {
     stamps: Vec<(Instant, Instant)>,
 }
 
+/// The probe's first bytes as the driver keeps them (zero-padded when shorter).
 fn id(probe: &[u8]) -> [u8; PROBE_ID_LEN] {
-    probe[..PROBE_ID_LEN].try_into().unwrap()
+    let mut id = [0u8; PROBE_ID_LEN];
+    let n = probe.len().min(PROBE_ID_LEN);
+    id[..n].copy_from_slice(&probe[..n]);
+    id
 }
 
 impl Prober for Recorder {

@@ -8,6 +8,7 @@
 #![no_std]
 extern crate alloc;
 
+use alloc::string::String;
 use alloc::vec::Vec;
 pub use core::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 pub use core::time::Duration;
@@ -214,6 +215,12 @@ pub struct Trace {
     pub probe_count: u16,
     /// Highest TTL at which a reply (or the last probe) was seen; scamper `hop_count`.
     pub hop_count: u8,
+    /// Every attempt of a hop was sent, answered or not (scamper `-Q`, warts flag
+    /// `ALLATTEMPTS`).
+    pub all_attempts: bool,
+    /// A time exceeded from the destination did not complete the trace (scamper `-T`,
+    /// warts flag `IGNORETTLDST`).
+    pub ignore_ttl_dst: bool,
     /// Every reply, ordered by probe TTL then attempt.
     pub hops: Vec<Hop>,
 }
@@ -235,6 +242,49 @@ pub struct PingReply {
     pub reply_ipid: u16,
     pub icmp: Option<(u8, u8)>,
     pub tcp_flags: Option<u8>,
+    /// The addresses of the record route option the reply carried (scamper `RR`; pings
+    /// with `-R`), empty when it carried none.
+    pub rr: Vec<IpAddr>,
+}
+
+/// Bytes a ping's probes carry (scamper's `-p pattern` or `-B payload`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum ProbeData {
+    /// Repeated through the payload (`-p`, at most 16 bytes).
+    Pattern(Vec<u8>),
+    /// The payload itself (`-B`); the probe size follows from it.
+    Payload(Vec<u8>),
+}
+
+impl ProbeData {
+    /// The bytes given.
+    pub fn bytes(&self) -> &[u8] {
+        match self {
+            ProbeData::Pattern(b) | ProbeData::Payload(b) => b,
+        }
+    }
+}
+
+/// Bytes as lowercase hex, two digits each: how scamper prints probe data and how
+/// `vtnt` and job lines give it.
+pub fn to_hex(b: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    b.iter()
+        .flat_map(|x| [DIGITS[usize::from(x >> 4)], DIGITS[usize::from(x & 15)]])
+        .map(char::from)
+        .collect()
+}
+
+/// Hex digits, two per byte (either case), back to bytes; `None` for anything else.
+pub fn from_hex(s: &str) -> Option<Vec<u8>> {
+    if !s.len().is_multiple_of(2) {
+        return None;
+    }
+    let digit = |c: u8| (c as char).to_digit(16).map(|d| d as u8);
+    s.as_bytes()
+        .chunks_exact(2)
+        .map(|p| Some(digit(p[0])? << 4 | digit(p[1])?))
+        .collect()
 }
 
 /// A finished ping.
@@ -261,6 +311,16 @@ pub struct Ping {
     pub tcp_seq: u32,
     /// TCP acknowledgment number of the probes (TCP pings; 0 otherwise). scamper's `tcp_ack`.
     pub tcp_ack: u32,
+    /// ToS byte of the probes (scamper `-z`).
+    pub tos: u8,
+    /// The constant ICMP checksum of the probes (scamper `-C`, flag `icmpsum`).
+    pub icmp_sum: Option<u16>,
+    /// Replies after which the ping stopped early (scamper `-o`; 0: all probes sent).
+    pub reply_count: u16,
+    /// What the probes carried (scamper `pattern` or `payload`).
+    pub data: Option<ProbeData>,
+    /// The probes carried a record route option (scamper `-R`, flag `v4rr`).
+    pub record_route: bool,
     /// Replies in the order they arrived.
     pub responses: Vec<PingReply>,
 }

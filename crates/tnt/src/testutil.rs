@@ -78,6 +78,8 @@ pub fn trace(dst: &str, hops: &[Hop]) -> Trace {
         probe_size: 44,
         probe_count: hop_count as u16,
         hop_count,
+        all_attempts: false,
+        ignore_ttl_dst: false,
         hops: hops.to_vec(),
     }
 }
@@ -98,6 +100,11 @@ pub fn ping(dst: &str, ttls: &[u8]) -> Ping {
         timeout: Duration::from_secs(1),
         tcp_seq: 0,
         tcp_ack: 0,
+        tos: 0,
+        icmp_sum: None,
+        reply_count: 0,
+        data: None,
+        record_route: false,
         responses: ttls
             .iter()
             .enumerate()
@@ -114,6 +121,7 @@ pub fn ping(dst: &str, ttls: &[u8]) -> Ping {
                 reply_ipid: 0,
                 icmp: Some((0, 0)),
                 tcp_flags: None,
+                rr: Vec::new(),
             })
             .collect(),
     }

@@ -13,12 +13,22 @@ pub fn reply_parse(data: &[u8]) {
         r.len as usize <= data.len(),
         "total length beyond the buffer"
     );
+    for rr in r.rr.into_iter().chain(quoted_rr(&r.body)) {
+        assert!((1..=vtnt_wire::ipopt::RECORD_ROUTE_MAX).contains(&rr.addrs().len()));
+    }
     match r.body {
         Body::IcmpError { ext: Some(ext), .. } => walk(ext),
         Body::Echo { payload, .. } | Body::Udp { payload, .. } => {
             assert!(payload.len() <= data.len());
         }
         _ => {}
+    }
+}
+
+fn quoted_rr(b: &Body<'_>) -> Option<vtnt_wire::ipopt::RecordRoute> {
+    match b {
+        Body::IcmpError { quote, .. } => quote.rr,
+        _ => None,
     }
 }
 

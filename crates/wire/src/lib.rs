@@ -7,6 +7,7 @@
 //!
 //! - [`mpls`]: MPLS label stack entries (RFC 3032);
 //! - [`icmpext`]: RFC 4884 multi-part ICMP messages carrying the RFC 4950 MPLS object;
+//! - [`ipopt`]: the IPv4 record route option (scamper's `ping -R`);
 //! - [`reply`]: one call that turns a received IP packet into what a prober matches on
 //!   (ICMP errors with the quoted probe, echo replies, TCP and UDP segments);
 //! - [`build`]: probes with a chosen TTL, IP ID and flow identifier (Paris traceroute keeps
@@ -23,6 +24,7 @@
 pub mod build;
 pub mod checksum;
 pub mod icmpext;
+pub mod ipopt;
 pub mod mpls;
 pub mod reply;
 

@@ -6,6 +6,7 @@
 use core::net::{IpAddr, Ipv4Addr};
 
 use crate::icmpext::{self, Extensions};
+use crate::ipopt::{self, RecordRoute};
 use crate::{be16, be32, icmp_type, proto, Error, Result};
 
 /// A received IP datagram, summarised.
@@ -19,6 +20,8 @@ pub struct Reply<'a> {
     pub ipid: u16,
     /// IP total length.
     pub len: u16,
+    /// The addresses of a record route option in the header, if it has one.
+    pub rr: Option<RecordRoute>,
     pub body: Body<'a>,
 }
 
@@ -68,6 +71,8 @@ pub struct Quote {
     pub ipid: u16,
     /// IP total length of the quoted packet.
     pub ip_len: u16,
+    /// The addresses of a record route option in the quoted header, if it has one.
+    pub rr: Option<RecordRoute>,
     pub transport: QuotedTransport,
 }
 
@@ -106,6 +111,7 @@ struct Ipv4Header {
     total_len: u16,
     protocol: u8,
     header_len: usize,
+    rr: Option<RecordRoute>,
 }
 
 /// Reads the IPv4 header at the start of `b`. Accepts a truncated payload (as quoted
@@ -132,6 +138,7 @@ fn ipv4_header(b: &[u8]) -> Result<Ipv4Header> {
         total_len: be16(b, 2).ok_or(Error::Truncated)?,
         protocol: b[9],
         header_len: ihl,
+        rr: ipopt::record_route(&b[20..ihl]),
     })
 }
 
@@ -145,6 +152,7 @@ fn quote(q: &[u8]) -> Result<Quote> {
         total_len: ip_len,
         protocol,
         header_len,
+        rr,
     } = ipv4_header(q)?;
     let t = &q[header_len..];
     let transport = if t.len() < 8 {
@@ -178,6 +186,7 @@ fn quote(q: &[u8]) -> Result<Quote> {
         tos,
         ipid,
         ip_len,
+        rr,
         transport,
     })
 }
@@ -196,6 +205,7 @@ pub fn parse(b: &[u8]) -> Result<Reply<'_>> {
         total_len: len,
         protocol,
         header_len,
+        rr,
     } = ipv4_header(b)?;
     if (len as usize) < header_len {
         return Err(Error::Malformed);
@@ -235,6 +245,7 @@ pub fn parse(b: &[u8]) -> Result<Reply<'_>> {
         tos,
         ipid,
         len,
+        rr,
         body,
     })
 }

@@ -134,6 +134,16 @@ fn write_seed_corpus() {
     )
     .unwrap();
     seeds.push(("echo_reply", b[..n].to_vec()));
+    // an echo reply with a record route option holding two addresses, and the same with
+    // a malformed option (pointer off a boundary, length past the header)
+    let n = vtnt_wire::ipopt::insert_record_route(&mut b, n).unwrap();
+    b[22] = 12;
+    b[23..27].copy_from_slice(&[10, 0, 0, 1]);
+    b[27..31].copy_from_slice(&[10, 0, 1, 1]);
+    seeds.push(("echo_reply_rr", b[..n].to_vec()));
+    b[22] = 13;
+    b[21] = 200;
+    seeds.push(("echo_reply_bad_rr", b[..n].to_vec()));
     let t = build::Tcp {
         sport: 80,
         dport: 0x8123,

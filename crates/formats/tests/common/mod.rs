@@ -174,6 +174,8 @@ fn base_trace(method: Method, dst: &str) -> Trace {
         probe_size: 44,
         probe_count: 0,
         hop_count: 0,
+        all_attempts: false,
+        ignore_ttl_dst: false,
         hops: Vec::new(),
     }
 }
@@ -322,6 +324,7 @@ fn reply(seq: u16, rtt_us: u64) -> PingReply {
         reply_ipid: 200 + seq,
         icmp: Some((0, 0)),
         tcp_flags: None,
+        rr: Vec::new(),
     }
 }
 
@@ -349,6 +352,11 @@ fn base_ping(method: Method) -> Ping {
         timeout: Duration::from_secs(1),
         tcp_seq: 0,
         tcp_ack: 0,
+        tos: 0,
+        icmp_sum: None,
+        reply_count: 0,
+        data: None,
+        record_route: false,
         responses: Vec::new(),
     }
 }
@@ -400,6 +408,58 @@ pub fn sample_pings() -> Vec<Record> {
             r
         })
         .collect();
+    v.push(Record::Ping(p));
+
+    // scamper's -R -C -p: flags, icmp_csum, pattern, RR arrays
+    let mut p = base_ping(Method::IcmpParis);
+    p.probe_size = 126;
+    p.icmp_sum = Some(4660);
+    p.data = Some(ProbeData::Pattern(vec![0xab, 0xcd, 0x01]));
+    p.record_route = true;
+    p.responses = (0..2)
+        .map(|s| {
+            let mut r = reply(s, 60 + u64::from(s));
+            r.reply_size = 124;
+            r.rr = ["198.51.100.1", "203.0.113.2", "203.0.113.2", "198.51.100.2"]
+                .iter()
+                .map(|a| ip(a))
+                .collect();
+            r
+        })
+        .collect();
+    v.push(Record::Ping(p));
+
+    // scamper's -B: a payload, UDP
+    let mut p = base_ping(Method::UdpParis);
+    p.data = Some(ProbeData::Payload(vec![0xde, 0xad, 0xbe, 0xef, 0x00]));
+    p.probe_size = 33;
+    v.push(Record::Ping(p));
+    v
+}
+
+/// Records with what scamper keeps in warts but its JSON does not show: a trace's `-Q`
+/// and `-T` flags, a ping's `-z` ToS and `-o` reply count.
+pub fn warts_only_samples() -> Vec<Record> {
+    let mut v = Vec::new();
+    // scamper's -Q -T: two replies per hop (warts flags only)
+    let mut t = base_trace(Method::UdpParis, "203.0.113.9");
+    t.attempts = 2;
+    t.all_attempts = true;
+    t.ignore_ttl_dst = true;
+    t.hops = vec![
+        te_hop("192.0.2.2", 1, 1, 1, vec![]),
+        te_hop("192.0.2.2", 1, 2, 1, vec![]),
+    ];
+    t.hop_count = 1;
+    t.probe_count = 2;
+    t.stop_reason = StopReason::HopLimit;
+    t.hoplimit = 1;
+    v.push(Record::Trace(t));
+
+    let mut p = base_ping(Method::IcmpParis);
+    p.tos = 0x20;
+    p.reply_count = 2;
+    p.responses = vec![reply(0, 47), reply(1, 52)];
     v.push(Record::Ping(p));
     v
 }
