@@ -81,9 +81,14 @@ impl TraceOptions {
 
     /// Sets the method and scamper's default probe size for it (40 for TCP, 44 else).
     pub fn with_method(mut self, method: Method) -> TraceOptions {
+        self.set_method(method);
+        self
+    }
+
+    /// [`TraceOptions::with_method`] in place.
+    pub fn set_method(&mut self, method: Method) {
         self.method = method;
         self.probe_size = if method == Method::Tcp { 40 } else { 44 };
-        self
     }
 
     /// Sets the payload (`-p`) and the probe size it makes, as scamper's: 28 bytes of
@@ -189,9 +194,14 @@ impl PingOptions {
     /// Sets the method and scamper's default probe size for it (84 for ICMP echo, 40 for
     /// UDP and TCP).
     pub fn with_method(mut self, method: Method) -> PingOptions {
+        self.set_method(method);
+        self
+    }
+
+    /// [`PingOptions::with_method`] in place.
+    pub fn set_method(&mut self, method: Method) {
         self.method = method;
         self.probe_size = self.default_size();
-        self
     }
 
     /// scamper's probe size for the method and the other options set: the headers (40

@@ -219,6 +219,6 @@ fn payload(o: &PingOptions) -> Vec<u8> {
     match &o.data {
         Some(ProbeData::Pattern(b)) => probe::payload_bytes(room, lead, b, true),
         Some(ProbeData::Payload(b)) => probe::payload_bytes(room, lead, b, false),
-        None => Vec::new(),
+        None => probe::payload_bytes(room, 0, &[], false),
     }
 }

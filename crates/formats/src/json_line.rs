@@ -247,6 +247,20 @@ fn push_fmt(s: &mut String, args: core::fmt::Arguments<'_>) {
     let _ = core::fmt::Write::write_fmt(s, args);
 }
 
+/// `, "key":["a","b"]`: values that need no escaping (flag names, addresses).
+fn push_strings<'a>(
+    s: &mut String,
+    key: &str,
+    values: impl Iterator<Item = &'a dyn core::fmt::Display>,
+) {
+    push_fmt(s, format_args!(", \"{key}\":["));
+    for (i, v) in values.enumerate() {
+        let comma = if i > 0 { "," } else { "" };
+        push_fmt(s, format_args!("{comma}\"{v}\""));
+    }
+    s.push(']');
+}
+
 /// `text` as a JSON string literal (quoted and escaped), as `Value::String` displays it.
 fn json_str(text: &str) -> String {
     // Serializing a string cannot fail.
@@ -329,19 +343,13 @@ fn ping_line(p: &Ping, ann: &dyn Annotate, r: &Record) -> String {
     }
     let flags = ping_flags(p);
     if flags != 0 {
-        s.push_str(", \"flags\":[");
-        let names = PING_FLAG_NAMES.iter().enumerate();
-        let set: Vec<&str> = names
-            .filter(|(bit, _)| u32::from(flags) & (1 << bit) != 0)
-            .map(|(_, n)| *n)
-            .collect();
-        for (i, n) in set.iter().enumerate() {
-            if i > 0 {
-                s.push(',');
-            }
-            push_fmt(&mut s, format_args!("\"{n}\""));
-        }
-        s.push(']');
+        let set = PING_FLAG_NAMES.iter().enumerate();
+        let set = set.filter(|(bit, _)| u32::from(flags) & (1 << bit) != 0);
+        push_strings(
+            &mut s,
+            "flags",
+            set.map(|(_, n)| n as &dyn core::fmt::Display),
+        );
     }
     if let (vtnt_record::Method::IcmpParis, Some(c)) = (p.method, p.icmp_sum) {
         // scamper 20211212 puts a space after this key's colon.
@@ -469,14 +477,7 @@ fn reply_obj(s: &mut String, r: &PingReply) {
         );
     }
     if !r.rr.is_empty() {
-        s.push_str(", \"RR\":[");
-        for (i, a) in r.rr.iter().enumerate() {
-            if i > 0 {
-                s.push(',');
-            }
-            push_fmt(s, format_args!("\"{a}\""));
-        }
-        s.push(']');
+        push_strings(s, "RR", r.rr.iter().map(|a| a as &dyn core::fmt::Display));
     }
     s.push('}');
 }

@@ -8,7 +8,7 @@ use core::net::{IpAddr, Ipv4Addr};
 use vtnt_engine::{Duration, JobError, PingOptions, TraceOptions};
 use vtnt_tnt::TntConfig;
 
-use crate::keys::{self, Fields};
+use crate::keys::{self, Fields, Why};
 use crate::{EngineSpec, Error, ErrorKind, JobKind, JobSpec, Targets, MAGIC, VERSION};
 
 const UNSPECIFIED: IpAddr = IpAddr::V4(Ipv4Addr::UNSPECIFIED);
@@ -198,7 +198,7 @@ pub fn decode(line: &str) -> Result<JobSpec, Error> {
     }
     let get = |key: &str| pairs.iter().find(|(k, _)| *k == key).map(|&(_, v)| v);
     let kind_name = get("kind").ok_or_else(|| err("kind", ErrorKind::Missing))?;
-    let (mut trace, mut ping, mut tnt) = match kind_name {
+    let (mut trace, mut ping, tnt) = match kind_name {
         "trace" => (Some(default_trace()), None, None),
         "ping" => (None, Some(default_ping()), None),
         "tnt" => {
@@ -214,86 +214,34 @@ pub fn decode(line: &str) -> Result<JobSpec, Error> {
     };
     // A method first: it resets the probe size, which an explicit key then overrides.
     if let (Some(t), Some(v)) = (trace.as_mut(), get("trace.method")) {
-        *t = t
-            .clone()
-            .with_method(keys::method(v).map_err(|w| bad("trace.method", w))?);
+        t.set_method(keys::method(v).map_err(|w| bad("trace.method", w))?);
     }
     if let (Some(p), Some(v)) = (ping.as_mut(), get("ping.method")) {
-        *p = p
-            .clone()
-            .with_method(keys::method(v).map_err(|w| bad("ping.method", w))?);
+        p.set_method(keys::method(v).map_err(|w| bad("ping.method", w))?);
     }
-    let mut engine = EngineSpec::default();
-    let mut targets = None;
-    let mut hold = Duration::ZERO;
-    let mut every = Duration::ZERO;
+    let mut st = Parts {
+        trace,
+        ping,
+        tnt,
+        engine: EngineSpec::default(),
+        targets: None,
+        hold: Duration::ZERO,
+        every: Duration::ZERO,
+    };
     for &(k, v) in &pairs {
-        let known = match k {
-            "kind" | "trace.method" | "ping.method" => {
-                // Applied above; a template the kind lacks makes the key unknown.
-                k == "kind"
-                    || (k == "trace.method" && trace.is_some())
-                    || (k == "ping.method" && ping.is_some())
-            }
-            "pps" => {
-                engine.pps = keys::num(v, "a rate (1..=500000)").map_err(|w| bad(k, w))?;
-                true
-            }
-            "burst" => {
-                engine.burst = keys::num(v, "a count (1..=100000)").map_err(|w| bad(k, w))?;
-                true
-            }
-            "seed" => {
-                engine.seed = keys::num(v, "a 64-bit number").map_err(|w| bad(k, w))?;
-                true
-            }
-            "window" => {
-                engine.window = keys::num(v, "a count (1..=32768)").map_err(|w| bad(k, w))?;
-                true
-            }
-            "src" => {
-                engine.src = Some(keys::num(v, "an IPv4 address").map_err(|w| bad(k, w))?);
-                true
-            }
-            "allow-public" => {
-                engine.allow_public = keys::boolean(v).map_err(|w| bad(k, w))?;
-                true
-            }
-            "exclude" => {
-                for p in v.split(',') {
-                    let p = p.parse().map_err(|e| bad(k, format!("{e}")))?;
-                    engine.exclude.insert(p);
-                }
-                true
-            }
-            "targets" => {
-                targets = Some(parse_targets(v)?);
-                true
-            }
-            "hold" => {
-                hold = keys::parse_dur(v).map_err(|w| bad(k, w))?;
-                true
-            }
-            "every" => {
-                every = keys::parse_dur(v).map_err(|w| bad(k, w))?;
-                true
-            }
-            _ => {
-                if let (Some(rest), Some(t)) = (k.strip_prefix("trace."), trace.as_mut()) {
-                    keys::set_trace(t, rest, v).map_err(|w| bad(k, w))?
-                } else if let (Some(rest), Some(p)) = (k.strip_prefix("ping."), ping.as_mut()) {
-                    keys::set_ping(p, rest, v).map_err(|w| bad(k, w))?
-                } else if let (Some(rest), Some(c)) = (k.strip_prefix("tnt."), tnt.as_mut()) {
-                    keys::set_tnt(c, rest, v).map_err(|w| bad(k, w))?
-                } else {
-                    false
-                }
-            }
-        };
-        if !known {
+        if !st.set(k, v).map_err(|w| bad(k, w))? {
             return Err(err(k, ErrorKind::UnknownKey));
         }
     }
+    let Parts {
+        trace,
+        ping,
+        tnt,
+        engine,
+        targets,
+        hold,
+        every,
+    } = st;
     let targets = targets.ok_or_else(|| err("targets", ErrorKind::Missing))?;
     if let Some(t) = &trace {
         t.validate().map_err(|e| job_error("trace.", e))?;
@@ -345,18 +293,66 @@ pub fn decode(line: &str) -> Result<JobSpec, Error> {
     Ok(spec)
 }
 
-fn parse_targets(v: &str) -> Result<Targets, Error> {
+fn parse_targets(v: &str) -> Result<Targets, Why> {
     if v == "@module" {
         return Ok(Targets::Module);
     }
     if v.is_empty() {
-        return Err(bad("targets", "no target given"));
+        return Err("no target given".into());
     }
     v.split(',')
-        .map(|t| {
-            t.parse()
-                .map_err(|_| bad("targets", format!("`{t}` is not an IP address")))
-        })
-        .collect::<Result<Vec<IpAddr>, Error>>()
+        .map(|t| t.parse().map_err(|_| format!("`{t}` is not an IP address")))
+        .collect::<Result<Vec<IpAddr>, Why>>()
         .map(Targets::List)
+}
+
+/// What [`decode`] assembles, key by key.
+struct Parts {
+    trace: Option<TraceOptions>,
+    ping: Option<PingOptions>,
+    tnt: Option<TntConfig>,
+    engine: EngineSpec,
+    targets: Option<Targets>,
+    hold: Duration,
+    every: Duration,
+}
+
+impl Parts {
+    /// Applies one `key=value`; `Ok(false)`: no such key for this kind. One error path
+    /// for every key (the unikernel's image pays for each).
+    fn set(&mut self, k: &str, v: &str) -> Result<bool, Why> {
+        let e = &mut self.engine;
+        match k {
+            // applied first; a template the kind lacks makes the key unknown
+            "kind" => {}
+            "trace.method" => return Ok(self.trace.is_some()),
+            "ping.method" => return Ok(self.ping.is_some()),
+            "pps" => e.pps = keys::num(v, "a rate (1..=500000)")?,
+            "burst" => e.burst = keys::num(v, "a count (1..=100000)")?,
+            "seed" => e.seed = keys::num(v, "a 64-bit number")?,
+            "window" => e.window = keys::num(v, "a count (1..=32768)")?,
+            "src" => e.src = Some(keys::addr(v)?),
+            "allow-public" => e.allow_public = keys::boolean(v)?,
+            "exclude" => {
+                for p in v.split(',') {
+                    e.exclude.insert(p.parse().map_err(|x| format!("{x}"))?);
+                }
+            }
+            "targets" => self.targets = Some(parse_targets(v)?),
+            "hold" => self.hold = keys::parse_dur(v)?,
+            "every" => self.every = keys::parse_dur(v)?,
+            _ => {
+                return if let (Some(rest), Some(t)) = (k.strip_prefix("trace."), &mut self.trace) {
+                    keys::set_trace(t, rest, v)
+                } else if let (Some(rest), Some(p)) = (k.strip_prefix("ping."), &mut self.ping) {
+                    keys::set_ping(p, rest, v)
+                } else if let (Some(rest), Some(c)) = (k.strip_prefix("tnt."), &mut self.tnt) {
+                    keys::set_tnt(c, rest, v)
+                } else {
+                    Ok(false)
+                };
+            }
+        }
+        Ok(true)
+    }
 }

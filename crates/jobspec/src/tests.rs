@@ -273,12 +273,12 @@ fn errors_name_the_key() {
         (
             "vtnt-job=1 kind=ping ping.pattern=abc targets=192.0.2.1",
             "ping.pattern",
-            "job spec: key `ping.pattern`: `abc` is not hex bytes (an odd number of digits)",
+            "job spec: key `ping.pattern`: `abc` is not hex bytes (two digits a byte, 0-9 and a-f)",
         ),
         (
             "vtnt-job=1 kind=trace trace.payload=zz targets=192.0.2.1",
             "trace.payload",
-            "job spec: key `trace.payload`: `zz` is not hex bytes",
+            "job spec: key `trace.payload`: `zz` is not hex bytes (two digits a byte, 0-9 and a-f)",
         ),
         (
             "vtnt-job=1 kind=ping ping.icmp-sum=0 targets=192.0.2.1",
