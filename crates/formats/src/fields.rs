@@ -107,8 +107,8 @@ impl TntFields {
             hops: alloc::vec![None; hops],
         };
         if let Some(list) = top.get("hops") {
-            let list: Vec<&RawValue> = serde_json::from_str(list.get())
-                .map_err(|e| format!("hops: not an array: {e}"))?;
+            let list: Vec<&RawValue> =
+                serde_json::from_str(list.get()).map_err(|e| format!("hops: not an array: {e}"))?;
             if list.len() > hops {
                 return Err(format!("{} hop annotations for {hops} hops", list.len()));
             }

@@ -54,8 +54,55 @@ pub fn tnt_records(r: &TntResult, mut f: impl FnMut(&Record, &dyn Annotate)) {
     }
 }
 
-/// The role a record's `"tnt"` field gives it; the error says what is wrong.
+/// The role a record's `"tnt"` field gives it; the error says what is wrong. An
+/// annotation of layout version 1 (vTNT wrote initial traces only) is an initial trace's.
 #[cfg(feature = "std")]
 pub fn record_role(tnt: &str) -> Result<RecordRole, String> {
-    serde_json::from_str(tnt).map_err(|e| e.to_string())
+    serde_json::from_str(tnt).or_else(|e| {
+        let v: serde_json::Value = serde_json::from_str(tnt).map_err(|_| e.to_string())?;
+        match (v.get("role"), v.get("version")) {
+            (None, Some(version)) if version == 1 => Ok(RecordRole::Initial),
+            _ => Err(e.to_string()),
+        }
+    })
+}
+
+#[cfg(all(test, feature = "std"))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn roles_read_back_from_their_annotations() {
+        let reveal = RecordRole::Reveal {
+            anchor: "10.0.0.2".parse().unwrap(),
+            egress: "10.0.0.5".parse().unwrap(),
+            trigger: vtnt_tnt::Trigger::DupIp,
+            method: vtnt_tnt::RevealMethod::Buddy,
+            step: 1,
+        };
+        let json = serde_json::to_string(&reveal).unwrap();
+        assert_eq!(
+            json,
+            r#"{"role":"reveal","anchor":"10.0.0.2","egress":"10.0.0.5","trigger":"dup-ip","method":"buddy","step":1}"#
+        );
+        assert_eq!(record_role(&json), Ok(reveal));
+        let initial = r#"{"role":"initial","version":2,"tunnels":[],"probes":9}"#;
+        assert_eq!(record_role(initial), Ok(RecordRole::Initial));
+        assert_eq!(
+            record_role(r#"{"version":1,"tunnels":[]}"#),
+            Ok(RecordRole::Initial)
+        );
+        for bad in [
+            r#"{"role":"pong"}"#,
+            r#"{"role":"ping"}"#,
+            r#"{"role":"reveal","anchor":"x","egress":"10.0.0.5"}"#,
+            r#"{"version":2}"#,
+            "[1]",
+        ] {
+            assert!(record_role(bad).is_err(), "{bad}");
+        }
+        assert!(record_role(r#"{"role":"pong"}"#)
+            .unwrap_err()
+            .contains("unknown variant `pong`"));
+    }
 }

@@ -170,11 +170,7 @@ impl<W: Write> WartsWriter<W> {
 
     /// The warts id of a list, writing its list record the first time.
     fn list_id(&mut self, name: &str, human: u32) -> Result<u32, WartsError> {
-        if let Some((_, _, id)) = self
-            .lists
-            .iter()
-            .find(|(n, h, _)| n == name && *h == human)
-        {
+        if let Some((_, _, id)) = self.lists.iter().find(|(n, h, _)| n == name && *h == human) {
             return Ok(*id);
         }
         // description: scamper repeats the name

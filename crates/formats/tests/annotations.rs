@@ -67,7 +67,10 @@ fn json_to_warts_to_json_keeps_every_annotation_byte_for_byte() {
     );
     let again: Vec<Item> = read_warts(&warts).into_iter().map(Result::unwrap).collect();
     assert_eq!(
-        again.iter().filter(|i| matches!(i, Item::Annotated(..))).count(),
+        again
+            .iter()
+            .filter(|i| matches!(i, Item::Annotated(..)))
+            .count(),
         items
             .iter()
             .filter(|i| matches!(i, Item::Annotated(..)))
@@ -145,7 +148,10 @@ fn a_malformed_annotation_list_fails_its_record_at_its_offset() {
         e.contains("tnt annotations") && e.contains("unknown key \"tnx\""),
         "{e}"
     );
-    assert!(errors[0].offset > at as u64, "names the record after the list");
+    assert!(
+        errors[0].offset > at as u64,
+        "names the record after the list"
+    );
     assert_eq!(
         read.iter().filter(|r| r.is_ok()).count(),
         items.len() - 1,

@@ -558,5 +558,8 @@ fn records_read_back_stand_in_for_measurements() {
     let second = net.run(&mut again).remove(0);
     assert!(net.jobs.is_empty(), "probed again: {:?}", net.jobs);
     assert_eq!(again.summary().probes(), 0);
-    assert_eq!(second, first, "the same result, records and probe count included");
+    assert_eq!(
+        second, first,
+        "the same result, records and probe count included"
+    );
 }
