@@ -88,6 +88,10 @@ mod tests {
         assert_eq!(record_role(&json), Ok(reveal));
         let initial = r#"{"role":"initial","version":2,"tunnels":[],"probes":9}"#;
         assert_eq!(record_role(initial), Ok(RecordRole::Initial));
+        let r = TntResult::failed("192.0.2.9".parse().unwrap(), vtnt_tnt::TntError::NotATrace);
+        let written = serde_json::to_string(&r.trace_annotation()).unwrap();
+        assert!(written.starts_with(r#"{"role":"initial","version":2,"#));
+        assert_eq!(record_role(&written), Ok(RecordRole::Initial));
         assert_eq!(
             record_role(r#"{"version":1,"tunnels":[]}"#),
             Ok(RecordRole::Initial)

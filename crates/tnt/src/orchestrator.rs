@@ -172,8 +172,13 @@ struct Target {
 
 #[derive(Debug)]
 enum PingEntry {
-    Pending { waiters: Vec<usize>, origin: usize },
+    Pending {
+        waiters: Vec<usize>,
+        origin: usize,
+    },
     Done(Option<u8>),
+    /// Read back ([`Tnt::add_ping`]), not yet part of a result.
+    Read(Ping),
 }
 
 #[derive(Debug)]
@@ -196,10 +201,9 @@ pub struct Tnt {
     results: VecDeque<TntResult>,
     summary: Summary,
     seen: BTreeSet<TunnelKey>,
-    /// Pings read back, not yet part of a result (their addresses are `Done`).
-    read_pings: BTreeMap<IpAddr, Ping>,
-    /// Revelation traces read back, by revelation and destination, in the order run.
-    read_traces: BTreeMap<(RevKey, IpAddr), VecDeque<Trace>>,
+    /// Revelation traces read back, by revelation, in the order given (a list, not a
+    /// map: the unikernel, which reads nothing back, pays for its code too).
+    read_traces: Vec<(RevKey, Trace)>,
 }
 
 type TunnelKey = (
@@ -224,8 +228,7 @@ impl Tnt {
             results: VecDeque::new(),
             summary: Summary::default(),
             seen: BTreeSet::new(),
-            read_pings: BTreeMap::new(),
-            read_traces: BTreeMap::new(),
+            read_traces: Vec::new(),
         })
     }
 
@@ -255,19 +258,14 @@ impl Tnt {
         if self.pings.contains_key(&ping.dst) {
             return;
         }
-        self.pings
-            .insert(ping.dst, PingEntry::Done(ping_reply_ttl(ping)));
-        self.read_pings.insert(ping.dst, ping.clone());
+        self.pings.insert(ping.dst, PingEntry::Read(ping.clone()));
     }
 
     /// Feeds an existing revelation trace of the candidate `anchor -> egress`: a
     /// revelation of that candidate that asks for a trace to `trace.dst` takes it instead
     /// of probing (traces to one destination in the order given, for retries and steps).
     pub fn add_revelation_trace(&mut self, anchor: IpAddr, egress: IpAddr, trace: Trace) {
-        self.read_traces
-            .entry(((anchor, egress), trace.dst))
-            .or_default()
-            .push_back(trace);
+        self.read_traces.push(((anchor, egress), trace));
     }
 
     /// The next job to run, with its tag. Every ready job comes out at once.
@@ -395,15 +393,18 @@ impl Tnt {
     /// Registers that target `id` needs the ping of `addr`; true when it must wait.
     fn need_ping(&mut self, addr: IpAddr, id: usize, purpose: PingPurpose) -> bool {
         match self.pings.get_mut(&addr) {
-            Some(PingEntry::Done(_)) => {
-                if let Some(p) = self.read_pings.remove(&addr) {
-                    let t = &mut self.targets[id];
-                    t.probes += u32::from(p.ping_sent);
-                    t.measured.push(Measurement {
-                        role: RecordRole::Ping { purpose },
-                        record: Record::Ping(p),
-                    });
-                }
+            Some(PingEntry::Done(_)) => false,
+            Some(e @ PingEntry::Read(_)) => {
+                let PingEntry::Read(p) = core::mem::replace(e, PingEntry::Done(None)) else {
+                    return false;
+                };
+                *e = PingEntry::Done(ping_reply_ttl(&p));
+                let t = &mut self.targets[id];
+                t.probes += u32::from(p.ping_sent);
+                t.measured.push(Measurement {
+                    role: RecordRole::Ping { purpose },
+                    record: Record::Ping(p),
+                });
                 false
             }
             Some(PingEntry::Pending { waiters, .. }) => {
@@ -429,6 +430,7 @@ impl Tnt {
     fn er(&self, addr: IpAddr) -> Option<u8> {
         match self.pings.get(&addr) {
             Some(PingEntry::Done(t)) => *t,
+            Some(PingEntry::Read(p)) => ping_reply_ttl(p),
             _ => None,
         }
     }
@@ -575,10 +577,13 @@ impl Tnt {
     fn reveal_trace(&mut self, key: RevKey, req: TraceRequest) {
         let read = self
             .read_traces
-            .get_mut(&(key, req.dst))
-            .and_then(VecDeque::pop_front);
+            .iter()
+            .position(|(k, t)| *k == key && t.dst == req.dst);
         match read {
-            Some(t) => self.got_reveal_trace(key, req.method, req.step, t),
+            Some(i) => {
+                let (_, t) = self.read_traces.remove(i);
+                self.got_reveal_trace(key, req.method, req.step, t)
+            }
             None => {
                 let job = self.trace_job(req.dst, req.first_ttl);
                 self.queue(Purpose::Reveal(key, req.method, req.step), job);

@@ -227,9 +227,9 @@ pub struct TntResult {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct TraceAnnotation<'a> {
-    /// [`RecordRole::Initial`].
-    #[cfg_attr(feature = "serde", serde(flatten))]
-    pub role: RecordRole,
+    /// `"initial"`: [`RecordRole::Initial`] as its tag (a plain string: serde's
+    /// `flatten` of the role would cost the unikernel's image a map serializer).
+    pub role: &'static str,
     /// Version of this annotation layout (2: records of every role are written).
     pub version: u8,
     pub tunnels: &'a [Tunnel],
@@ -242,7 +242,7 @@ impl TntResult {
     /// The object to add as `"tnt"` to the scamper-JSON trace object.
     pub fn trace_annotation(&self) -> TraceAnnotation<'_> {
         TraceAnnotation {
-            role: RecordRole::Initial,
+            role: "initial",
             version: 2,
             tunnels: &self.tunnels,
             unrevealed: &self.unrevealed,
