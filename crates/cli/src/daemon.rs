@@ -33,7 +33,7 @@ use std::time::Duration;
 use anyhow::{bail, Context};
 use vtnt_daemon::{Session, SessionInfo};
 use vtnt_engine::Event;
-use vtnt_formats::{NoAnnotations, Record, TntAnnotations};
+use vtnt_formats::{NoAnnotations, Record};
 use vtnt_job::{Common, Job, JobKind, Vantage};
 use vtnt_tnt::TntResult;
 
@@ -393,9 +393,9 @@ fn client(mut conn: Conn, name: &str, shared: &Arc<Shared>) -> anyhow::Result<()
                     match o {
                         Outcome::Record(r) => session.result(&r, &NoAnnotations),
                         Outcome::Tnt(r) => match &r.trace {
-                            Some(t) => {
-                                session.result(&Record::Trace(t.clone()), &TntAnnotations(&r))
-                            }
+                            Some(_) => vtnt_formats::tnt_records(&r, |record, ann| {
+                                session.result(record, ann)
+                            }),
                             None => eprintln!(
                                 "vtnt: client {name}: tnt {}: {}",
                                 r.target,
@@ -487,7 +487,7 @@ fn measure(job: &Job, shared: &Shared, cancel: &AtomicBool) -> anyhow::Result<Ve
     let mut out = Vec::new();
     let stats = match job.spec.kind {
         JobKind::Tnt(_) => {
-            let (runner, _, _) = tnt::runner(job, Vec::new(), false)?;
+            let (runner, _, _) = tnt::runner(job, tnt::ReadBack::default(), false)?;
             let mut p = Budgeted::new(runner, &shared.budget);
             vtnt_linux::run_until(&mut p, &mut sockets, clock, cancel, |r| {
                 out.push(Outcome::Tnt(Box::new(r)));

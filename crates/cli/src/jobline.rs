@@ -45,7 +45,7 @@ pub fn run(a: JobLineArgs) -> anyhow::Result<ExitCode> {
         quiet: true,
     };
     let round = |job: &Job| match job.spec.kind {
-        JobKind::Tnt(_) => tnt::run_job(job, Vec::new(), None, false),
+        JobKind::Tnt(_) => tnt::run_job(job, tnt::ReadBack::default(), false),
         _ => probe::run(job),
     };
     let start = Instant::now();

@@ -12,7 +12,7 @@ use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
-use vtnt_formats::{Annotate, Cycle, JsonWriter, NoAnnotations, Record, WartsWriter};
+use vtnt_formats::{Annotate, Cycle, JsonWriter, NoAnnotations, Record, TntFields, WartsWriter};
 
 use vtnt_job::Format;
 
@@ -237,7 +237,8 @@ impl Output {
         self.annotated(r, &NoAnnotations, None)
     }
 
-    /// Writes one record with extra JSON fields, or the given text in text mode.
+    /// Writes one record with extra JSON fields (in warts its `"tnt"` fields, in a list of
+    /// its own: [`TntFields`]), or the given text in text mode.
     pub fn annotated(
         &mut self,
         r: &Record,
@@ -249,7 +250,10 @@ impl Output {
                 w.write_annotated(r, ann).map_err(io_err)?;
                 w.flush().map_err(io_err)?;
             }
-            Writer::Warts(w) => w.write(r).map_err(io_err)?,
+            Writer::Warts(w) => match TntFields::from_annotate(r, ann) {
+                Some(f) => w.write_annotated(r, &f).map_err(io_err)?,
+                None => w.write(r).map_err(io_err)?,
+            },
             Writer::Text(w) => {
                 match text {
                     Some(t) => w.write_all(t.as_bytes())?,

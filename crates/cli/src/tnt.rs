@@ -1,91 +1,117 @@
 //! `vtnt tnt`: TNT over the Linux driver. Options follow `vtnt trace` for the initial
-//! traces, plus TNT's own (thresholds, brute force, revelation switches). Traces already
-//! measured (scamper JSON or warts, ours or scamper's) can stand in for the initial traces
-//! (`--from`), as PyTNT allows.
+//! traces, plus TNT's own (thresholds, brute force, revelation switches). Records already
+//! measured can stand in for measurements (`--from`, as PyTNT allows): traces of any
+//! scamper file as initial traces, and from a `vtnt tnt` output also its pings and
+//! revelation traces, told apart by their role, so nothing it holds is probed again.
 //!
-//! Output: scamper JSON whose trace and hop objects carry an extra `"tnt"` field (see
-//! docs/tnt.md; scamper-JSON readers ignore it), sc_tnt-like text (`-O text`), or warts
-//! with the annotations in a JSON sidecar `FILE.tnt.json` (warts has no place for them
-//! that current scamper releases leave free), so `-O warts` needs `-o FILE`. The sidecar
-//! follows the same rules as the output file (regular files only, committed on SIGINT
-//! and SIGTERM with the records finished so far).
+//! Output: every record TNT made, per target: its initial trace, then the pings and
+//! revelation traces it started, each with a `"tnt"` field saying its role (docs/tnt.md).
+//! In scamper JSON that is an extra field on the objects (scamper-JSON readers ignore
+//! it); in warts a list object of the record's own carries it, so warts goes to stdout
+//! too; `-O text` prints the sc_tnt-like view per target.
 
 use std::cell::RefCell;
-use std::io::{BufRead, BufReader, Write};
-use std::path::{Path, PathBuf};
+use std::io::{BufRead, BufReader};
+use std::net::IpAddr;
+use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::{bail, Context};
 use vtnt_engine::Engine;
-use vtnt_formats::{Item, Record, TntAnnotations, Trace};
+use vtnt_formats::{Item, Ping, Record, TntAnnotations, Trace};
 use vtnt_job::{Common, Format, Job, JobKind, Targets, TntArgs, Vantage};
-use vtnt_tnt::{Tnt, TntResult, TntRunner};
+use vtnt_tnt::{RecordRole, Tnt, TntResult, TntRunner};
 
 use crate::interrupt;
-use crate::output::{self, AtomicFile, Output};
+use crate::output::{self, Output};
 use crate::probe;
 use crate::progress::Progress;
 
-/// Reads traces to start from; bad records are reported with their position and skipped.
-fn seed_traces(path: &PathBuf) -> anyhow::Result<(Vec<Trace>, usize)> {
+/// What `--from` holds: initial traces (a scamper file's traces, or those whose role says
+/// so), and the pings and revelation traces of a `vtnt tnt` output.
+#[derive(Default)]
+pub struct ReadBack {
+    seeds: Vec<Trace>,
+    pings: Vec<Ping>,
+    reveals: Vec<(IpAddr, IpAddr, Trace)>,
+}
+
+impl ReadBack {
+    /// Files one record by its role (`None`: a record without annotations).
+    fn add(&mut self, r: Record, role: Option<RecordRole>) -> Result<(), String> {
+        match (role, r) {
+            (None | Some(RecordRole::Initial), Record::Trace(t)) => self.seeds.push(t),
+            (None, Record::Ping(_)) => {}
+            (Some(RecordRole::Ping { .. }), Record::Ping(p)) => self.pings.push(p),
+            (Some(RecordRole::Reveal { anchor, egress, .. }), Record::Trace(t)) => {
+                self.reveals.push((anchor, egress, t))
+            }
+            (Some(role), r) => {
+                let kind = match r {
+                    Record::Trace(_) => "a trace",
+                    Record::Ping(_) => "a ping",
+                };
+                return Err(format!("role {role:?} on {kind}"));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Reads the records to start from; bad records (unreadable, or a malformed role) are
+/// reported with their position and skipped. Also returns how many were skipped.
+fn read_back(path: &Path) -> anyhow::Result<(ReadBack, usize)> {
     let f = std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
     let mut r = BufReader::new(f);
     let warts = r.fill_buf()?.starts_with(&[0x12, 0x05]);
-    let items: Vec<Result<Item, String>> = if warts {
-        vtnt_formats::WartsReader::new(r)
-            .map(|i| i.map_err(|e| e.to_string()))
-            .collect()
+    // Each item with where it is.
+    let items: Vec<(Result<Item, String>, String)> = if warts {
+        let mut rd = vtnt_formats::WartsReader::new(r);
+        std::iter::from_fn(|| {
+            let i = rd.next()?;
+            Some((
+                i.map_err(|e| e.to_string()),
+                format!("byte {}", rd.offset()),
+            ))
+        })
+        .collect()
     } else {
-        vtnt_formats::JsonReader::new(r)
-            .map(|i| i.map_err(|e| e.to_string()))
-            .collect()
+        let mut rd = vtnt_formats::JsonReader::new(r);
+        std::iter::from_fn(|| {
+            let i = rd.next()?;
+            Some((i.map_err(|e| e.to_string()), format!("line {}", rd.line())))
+        })
+        .collect()
     };
-    let mut traces = Vec::new();
+    let mut back = ReadBack::default();
     let mut bad = 0;
-    for item in items {
-        match item {
-            Ok(Item::Record(Record::Trace(t))) => traces.push(t),
-            Ok(_) => {}
-            Err(e) => {
-                bad += 1;
-                eprintln!("vtnt: {}: skipping {e}", path.display());
-            }
+    for (n, (item, at)) in items.into_iter().enumerate() {
+        let filed = match item {
+            Ok(Item::Record(r)) => back.add(r, None),
+            Ok(Item::Annotated(r, f)) => match f.record.as_deref() {
+                Some(tnt) => vtnt_formats::record_role(tnt)
+                    .and_then(|role| back.add(r, Some(role)))
+                    .map_err(|e| format!("object {} (ending at {at}): tnt role: {e}", n + 1)),
+                None => Err(format!("object {} (ending at {at}): no tnt role", n + 1)),
+            },
+            Ok(_) => Ok(()),
+            Err(e) => Err(e),
+        };
+        if let Err(e) = filed {
+            bad += 1;
+            eprintln!("vtnt: {}: skipping {e}", path.display());
         }
     }
-    Ok((traces, bad))
-}
-
-/// The annotations file beside a warts output.
-fn sidecar_path(output: &Path) -> PathBuf {
-    let mut p = output.as_os_str().to_os_string();
-    p.push(".tnt.json");
-    PathBuf::from(p)
-}
-
-/// Where results go, checked before anything else: the output and, with warts, its
-/// sidecar (which warts to stdout would have nowhere to put).
-fn check_outputs(c: &Common) -> anyhow::Result<Option<PathBuf>> {
-    output::check(c.output.as_deref(), c.format)?;
-    match (c.format, &c.output) {
-        (Format::Warts, None) => bail!(
-            "-O warts needs -o FILE: TNT's annotations (tunnels, revealed hops) have no place \
-             in warts and go to FILE.tnt.json beside it"
-        ),
-        (Format::Warts, Some(p)) => {
-            let side = sidecar_path(p);
-            output::check_destination(&side)?;
-            Ok(Some(side))
-        }
-        _ => Ok(None),
-    }
+    Ok((back, bad))
 }
 
 pub fn run(a: TntArgs) -> anyhow::Result<ExitCode> {
-    let side = check_outputs(&a.common)?;
-    let (seeds, bad_seeds) = match &a.from {
-        Some(p) => seed_traces(p)?,
-        None => (Vec::new(), 0),
+    output::check(a.common.output.as_deref(), a.common.format)?;
+    let (back, bad_seeds) = match &a.from {
+        Some(p) => read_back(p)?,
+        None => (ReadBack::default(), 0),
     };
+    let seeds = &back.seeds;
     let from_only =
         a.from.is_some() && a.common.targets.is_empty() && a.common.targets_file.is_none();
     let kind = JobKind::Tnt(a.config());
@@ -109,30 +135,18 @@ pub fn run(a: TntArgs) -> anyhow::Result<ExitCode> {
         vtnt_job::job(kind, &a.common, Vantage::Host)?
     };
     job.some_bad |= bad_seeds > 0;
-    run_job(&job, seeds, side, from_only)
+    run_job(&job, back, from_only)
 }
 
-/// Runs a TNT job on this host: its targets, and the traces in `seeds` instead of initial
-/// traces (`from_only`: every seed's destination has been reported already when
-/// refused); `side`: the warts output's sidecar file.
-pub fn run_job(
-    job: &Job,
-    seeds: Vec<Trace>,
-    side: Option<PathBuf>,
-    from_only: bool,
-) -> anyhow::Result<ExitCode> {
-    let (mut runner, n, some_bad) = runner(job, seeds, from_only)?;
+/// Runs a TNT job on this host: its targets, and the records in `back` instead of
+/// measurements (`from_only`: every seed's destination has been reported already when
+/// refused).
+pub fn run_job(job: &Job, back: ReadBack, from_only: bool) -> anyhow::Result<ExitCode> {
+    let (mut runner, n, some_bad) = runner(job, back, from_only)?;
     let mut sockets = vtnt_linux::RawSockets::open()?;
     let clock = vtnt_linux::Clock::new();
     let stop = interrupt::catch()?;
     let mut out = Output::open(job.output.as_deref(), job.format)?;
-    let mut sidecar = match &side {
-        Some(p) => {
-            let (f, w) = AtomicFile::create(p)?;
-            Some((f, std::io::BufWriter::new(w)))
-        }
-        None => None,
-    };
     // (both closures tell it what happened; the loop calls them one at a time)
     let progress = RefCell::new(Progress::new(n, "targets", job.quiet));
     let mut failed = 0usize;
@@ -146,17 +160,17 @@ pub fn run_job(
                 .suspend(|| eprintln!("vtnt: {}: {why}", r.target));
             return Ok(());
         };
-        let record = Record::Trace(trace.clone());
-        out.annotated(&record, &TntAnnotations(&r), Some(&vtnt_tnt::dump(&r)))?;
-        if let Some((_, w)) = &mut sidecar {
-            let line = serde_json::json!({
-                "type": "tnt", "vtnt_version": env!("CARGO_PKG_VERSION"),
-                "dst": r.target.to_string(),
-                "tnt": r.trace_annotation(), "hops": r.hops,
-            });
-            writeln!(w, "{line}")?;
+        if job.format == Format::Text {
+            let record = Record::Trace(trace.clone());
+            return out.annotated(&record, &TntAnnotations(&r), Some(&vtnt_tnt::dump(&r)));
         }
-        Ok(())
+        let mut written = Ok(());
+        vtnt_formats::tnt_records(&r, |record, ann| {
+            if written.is_ok() {
+                written = out.annotated(record, ann, None);
+            }
+        });
+        written
     };
     let stats = vtnt_linux::run_watched(&mut runner, &mut sockets, &clock, stop, on_result, |s| {
         progress.borrow_mut().stats(s)
@@ -165,15 +179,10 @@ pub fn run_job(
     progress.into_inner().finish();
     let some_unsent = probe::check_sent(&stats)?;
     let records = out.finish()?;
-    if let Some((f, mut w)) = sidecar {
-        w.flush()?;
-        drop(w);
-        f.commit()?;
-    }
     let s = runner.summary();
     eprintln!(
-        "vtnt: {} targets: tunnels explicit {} implicit {} opaque {} invisible-php {} invisible-uhp {}; {} LSRs revealed; {} not revealable; {} blind spots clear; {} not revealed (send errors); {} probes",
-        s.targets, s.explicit, s.implicit, s.opaque, s.invisible_php, s.invisible_uhp, s.lsrs_revealed, s.unrevealed, s.blind_spots_clear, s.reveal_send_errors, s.probes()
+        "vtnt: {} targets: tunnels explicit {} implicit {} opaque {} invisible-php {} invisible-uhp {}; {} LSRs revealed; {} not revealable; {} blind spots clear; {} not revealed (send errors); {} probes ({} in initial traces, {} in pings, {} in revelation traces)",
+        s.targets, s.explicit, s.implicit, s.opaque, s.invisible_php, s.invisible_uhp, s.lsrs_revealed, s.unrevealed, s.blind_spots_clear, s.reveal_send_errors, s.probes(), s.trace_probes, s.ping_probes, s.revelation_probes
     );
     Ok(if stats.interrupted {
         interrupt::report(records, job.output.as_deref())
@@ -184,13 +193,14 @@ pub fn run_job(
     })
 }
 
-/// TNT's runner for a job on this host: its targets, and the traces in `seeds` that pass
-/// the policy instead of initial traces (`from_only`: every seed's destination has been
+/// TNT's runner for a job on this host: its targets, and the records in `back` (the
+/// traces that pass the policy instead of initial traces, pings and revelation traces
+/// instead of measuring them again; `from_only`: every seed's destination has been
 /// reported already when refused). Returns the runner, the number of targets and seeds it
 /// took, and whether a seed or target was refused.
 pub fn runner(
     job: &Job,
-    seeds: Vec<Trace>,
+    back: ReadBack,
     from_only: bool,
 ) -> anyhow::Result<(TntRunner, usize, bool)> {
     let JobKind::Tnt(tnt_config) = &job.spec.kind else {
@@ -199,6 +209,11 @@ pub fn runner(
     let tnt = Tnt::new(tnt_config.clone()).map_err(|e| anyhow::anyhow!("{e}"))?;
     let config = vtnt_job::host_config(&job.spec)?;
     let targets = job.spec.target_list().to_vec();
+    let ReadBack {
+        seeds,
+        pings,
+        reveals,
+    } = back;
     // Seeds go through the same policy as targets (the engine enforces it again on every
     // probe TNT sends, hop addresses included).
     let before = seeds.len();
@@ -224,6 +239,13 @@ pub fn runner(
     let n = targets.len() + seeds.len();
     for t in targets {
         runner.add_target(t);
+    }
+    // (pings and revelation traces before the seeds that use them)
+    for p in &pings {
+        runner.add_ping(p);
+    }
+    for (anchor, egress, t) in reveals {
+        runner.add_revelation_trace(anchor, egress, t);
     }
     for s in seeds {
         runner.add_seed_trace(s);

@@ -52,7 +52,7 @@ fn cli_through_tun_equals_in_process_run() {
     let native: Vec<(String, Value, Vec<Value>)> = String::from_utf8_lossy(&out.stdout)
         .lines()
         .map(|l| serde_json::from_str::<Value>(l).unwrap())
-        .filter(|o| o["type"] == "trace")
+        .filter(|o| o["type"] == "trace" && o["tnt"]["role"] == "initial")
         .map(|t| {
             let hops = t["hops"]
                 .as_array()

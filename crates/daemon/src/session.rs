@@ -304,7 +304,11 @@ impl Session {
         };
         let format = *format;
         let r = match enc {
-            Encoder::Warts(w) => w.write(record).map_err(|e| e.to_string()),
+            Encoder::Warts(w) => match vtnt_formats::TntFields::from_annotate(record, ann) {
+                Some(f) => w.write_annotated(record, &f),
+                None => w.write(record),
+            }
+            .map_err(|e| e.to_string()),
             Encoder::Json(w) => w.write_annotated(record, ann).map_err(|e| e.to_string()),
         };
         self.objects_out(format, r);

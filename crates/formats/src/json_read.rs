@@ -1,7 +1,8 @@
 //! The scamper JSON reader: parses `cycle-start`, `cycle-stop`, `trace` and `ping` lines
 //! (ours or scamper's) back into [`Item`]s. Each line gives its own result, so one bad
 //! line does not stop the rest; errors carry the line number and the field at fault.
-//! Fields the reader does not know (TNT annotations, `statistics`, `rx`) are ignored.
+//! Fields the reader does not know (`statistics`, `rx`) are ignored; `"tnt"` fields on a
+//! trace, ping or hop object are kept as they are written ([`Item::Annotated`]).
 
 use std::io::BufRead;
 
@@ -12,7 +13,7 @@ use vtnt_record::{
 };
 
 use crate::error::{JsonError, JsonErrorKind};
-use crate::{Cycle, Item};
+use crate::{Cycle, Item, TntFields};
 
 /// Reads scamper JSON lines; an iterator of per-line results (blank lines are skipped).
 #[derive(Debug)]
@@ -30,6 +31,11 @@ impl<R: BufRead> JsonReader<R> {
             line: 0,
             done: false,
         }
+    }
+
+    /// The line of the last item (lines read so far).
+    pub fn line(&self) -> usize {
+        self.line
     }
 }
 
@@ -102,10 +108,46 @@ pub fn parse_json_line(text: &str, line: usize) -> Result<Item, JsonError> {
                 Item::CycleStop(c)
             })
         }
-        "trace" => Ok(Item::Record(Record::Trace(trace(&o).map_err(err)?))),
-        "ping" => Ok(Item::Record(Record::Ping(ping(&o).map_err(err)?))),
+        "trace" | "ping" => {
+            let r = if ty == "trace" {
+                Record::Trace(trace(&o).map_err(err)?)
+            } else {
+                Record::Ping(ping(&o).map_err(err)?)
+            };
+            let annotated = o.map.contains_key("tnt")
+                || o.array("hops")
+                    .map_err(err)?
+                    .iter()
+                    .any(|h| h.map.contains_key("tnt"));
+            if !annotated {
+                return Ok(Item::Record(r));
+            }
+            let fields = tnt_fields(text, &r).map_err(err)?;
+            Ok(Item::Annotated(r, fields))
+        }
         other => Err(err(JsonErrorKind::UnknownType(other.to_string()))),
     }
+}
+
+/// The `"tnt"` fields of the object `text` (which holds `r`), as they are written.
+fn tnt_fields(text: &str, r: &Record) -> Result<TntFields, JsonErrorKind> {
+    use serde_json::value::RawValue;
+    use std::collections::BTreeMap;
+    type Raw<'a> = BTreeMap<String, &'a RawValue>;
+    let syntax = |e: serde_json::Error| JsonErrorKind::Syntax(e.to_string());
+    let top: Raw = serde_json::from_str(text).map_err(syntax)?;
+    let tnt = |m: &Raw| m.get("tnt").map(|v| v.get().to_string());
+    let hops = match (r, top.get("hops")) {
+        (Record::Trace(_), Some(h)) => {
+            let hops: Vec<Raw> = serde_json::from_str(h.get()).map_err(syntax)?;
+            hops.iter().map(tnt).collect()
+        }
+        _ => Vec::new(),
+    };
+    Ok(TntFields {
+        record: tnt(&top),
+        hops,
+    })
 }
 
 /// A JSON object with the path that leads to it, for error messages.

@@ -55,6 +55,7 @@ impl<W: Write> JsonWriter<W> {
             Item::CycleStart(c) => self.cycle_start(c),
             Item::CycleStop(c) => self.cycle_stop(c),
             Item::Record(r) => self.write(r),
+            Item::Annotated(r, f) => self.write_annotated(r, f),
         }
     }
 

@@ -10,7 +10,8 @@
 //!   records that Debian's `sc_wartsdump`, `sc_warts2json` and `sc_analysis_dump` read.
 //! - [`WartsReader`] reads ours and scamper's files, skips record types it does not know,
 //!   and reports errors with the byte offset; it never panics on corrupt input.
-//! - [`convert`] and friends turn one format into the other.
+//! - [`convert`] and friends turn one format into the other, annotations included: a
+//!   record's `"tnt"` fields ([`TntFields`]) become a warts list of its own and back.
 //!
 //! ```
 //! use vtnt_formats::{Cycle, JsonWriter, WartsReader, WartsWriter, Item};
@@ -48,6 +49,7 @@ extern crate alloc;
 mod convert;
 #[cfg(feature = "std")]
 mod error;
+mod fields;
 mod json_fmt;
 mod json_line;
 #[cfg(feature = "std")]
@@ -69,6 +71,7 @@ use alloc::string::String;
 pub use convert::{convert, convert_paths, json_to_warts, warts_to_json, ConvertReport, Format};
 #[cfg(feature = "std")]
 pub use error::{ConvertError, JsonError, JsonErrorKind, WartsError, WartsErrorKind};
+pub use fields::{TntFields, TNT_LIST};
 pub use json_line::{
     cycle_start_line, cycle_stop_line, record_line, Annotate, Extra, NoAnnotations,
 };
@@ -76,8 +79,10 @@ pub use json_line::{
 pub use json_read::{parse_json_line, JsonReader};
 #[cfg(feature = "std")]
 pub use json_write::JsonWriter;
+#[cfg(all(feature = "tnt", feature = "std"))]
+pub use tnt::record_role;
 #[cfg(feature = "tnt")]
-pub use tnt::TntAnnotations;
+pub use tnt::{tnt_records, RoleAnnotation, TntAnnotations};
 #[cfg(feature = "std")]
 pub use warts_read::{read_warts, WartsReader};
 #[cfg(feature = "std")]
@@ -114,4 +119,16 @@ pub enum Item {
     CycleStop(Cycle),
     /// A trace or ping.
     Record(Record),
+    /// A trace or ping with `"tnt"` fields (JSON) or in a [`TNT_LIST`] list (warts).
+    Annotated(Record, TntFields),
+}
+
+impl Item {
+    /// The trace or ping, annotated or not.
+    pub fn record(&self) -> Option<&Record> {
+        match self {
+            Item::Record(r) | Item::Annotated(r, _) => Some(r),
+            Item::CycleStart(_) | Item::CycleStop(_) => None,
+        }
+    }
 }

@@ -171,6 +171,7 @@ pub(crate) fn record(ty: u16, body: &[u8]) -> Result<Vec<u8>, WartsErrorKind> {
 }
 
 /// A cursor over one record body that knows its offset in the stream.
+#[derive(Clone)]
 pub(crate) struct Cursor<'a> {
     data: &'a [u8],
     pos: usize,

@@ -17,7 +17,7 @@ use vtnt_record::{
 use crate::error::{WartsError, WartsErrorKind};
 use crate::json_fmt::{icmp_quotes, PING_FLAG_ICMPSUM, PING_FLAG_PAYLOAD, PING_FLAG_V4RR};
 use crate::warts::*;
-use crate::{Cycle, Item};
+use crate::{Cycle, Item, TntFields, TNT_LIST};
 
 /// Largest record body the reader accepts (a guard against absurd lengths).
 const MAX_RECORD: u32 = 64 << 20;
@@ -28,8 +28,8 @@ pub struct WartsReader<R: Read> {
     input: R,
     offset: u64,
     done: bool,
-    /// warts list id -> (human id, name).
-    lists: HashMap<u32, (u32, String)>,
+    /// warts list id -> (human id, name, description).
+    lists: HashMap<u32, (u32, String, Option<String>)>,
     /// warts cycle id -> cycle.
     cycles: HashMap<u32, Cycle>,
 }
@@ -138,8 +138,28 @@ impl<R: Read> WartsReader<R> {
                 None
             }
             TYPE_CYCLE_STOP => Some(Item::CycleStop(self.cycle_stop(c)?)),
-            TYPE_TRACE => Some(Item::Record(Record::Trace(trace(c)?))),
-            TYPE_PING => Some(Item::Record(Record::Ping(ping(c)?))),
+            TYPE_TRACE | TYPE_PING => {
+                let at = c.offset();
+                let list = list_of(c)?;
+                let r = if ty == TYPE_TRACE {
+                    Record::Trace(trace(c)?)
+                } else {
+                    Record::Ping(ping(c)?)
+                };
+                match self.lists.get(&list) {
+                    Some((_, name, Some(descr))) if name == TNT_LIST => {
+                        let hops = match &r {
+                            Record::Trace(t) => t.hops.len(),
+                            Record::Ping(_) => 0,
+                        };
+                        let f = TntFields::from_descr(descr, hops).map_err(|why| {
+                            WartsError::invalid(at, "tnt annotations (list description)", why)
+                        })?;
+                        Some(Item::Annotated(r, f))
+                    }
+                    _ => Some(Item::Record(r)),
+                }
+            }
             _ => None,
         })
     }
@@ -149,8 +169,16 @@ impl<R: Read> WartsReader<R> {
         let human = c.u32("list human id")?;
         let name = c.string("list name")?;
         let f = c.flags("list flags")?;
+        let descr = if f.has(1) {
+            Some(c.string("list description")?)
+        } else {
+            None
+        };
+        if c.pos() > f.end {
+            return Err(c.invalid("list parameters", "overrun their length"));
+        }
         c.seek(f.end, "list parameters")?;
-        self.lists.insert(warts_id, (human, name));
+        self.lists.insert(warts_id, (human, name, descr));
         Ok(())
     }
 
@@ -158,9 +186,13 @@ impl<R: Read> WartsReader<R> {
         let warts_id = c.u32("cycle id")?;
         let at = c.offset();
         let list = c.u32("cycle list id")?;
-        let (list_id, list_name) = self.lists.get(&list).cloned().ok_or_else(|| {
-            WartsError::invalid(at, "cycle list id", format!("list {list} not defined"))
-        })?;
+        let (list_id, list_name) = self
+            .lists
+            .get(&list)
+            .map(|(h, n, _)| (*h, n.clone()))
+            .ok_or_else(|| {
+                WartsError::invalid(at, "cycle list id", format!("list {list} not defined"))
+            })?;
         let id = c.u32("cycle human id")?;
         let start_time = c.u32("cycle start time")?;
         let f = c.flags("cycle flags")?;
@@ -223,6 +255,18 @@ impl<R: Read> Iterator for WartsReader<R> {
 enum Failure {
     Record(WartsError),
     Stream(WartsError),
+}
+
+/// The warts list id a trace or ping body names (its parameter 1; 0 without), leaving
+/// the cursor where it was.
+fn list_of(c: &Cursor) -> Result<u32, WartsError> {
+    let mut peek = c.clone();
+    let f = peek.flags("record flags")?;
+    if f.has(1) {
+        peek.u32("record list id")
+    } else {
+        Ok(0)
+    }
 }
 
 /// Fails if the parameters read overran the announced parameter length, then moves to

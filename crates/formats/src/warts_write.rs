@@ -3,8 +3,10 @@
 //! scamper_ping_warts.c). Addresses are embedded per object: defined on first use,
 //! referenced by id after that.
 //!
-//! Only parameters scamper itself defines are written; vTNT's own annotations never go
-//! into warts (no trace flag 0x80, no hop attribute 20 — TNT's old mistake).
+//! Only parameters scamper itself defines are written: vTNT's annotations go into a list
+//! object of the record's own ([`crate::TntFields`]), never into trace flags or hop
+//! attributes scamper may give another meaning (no trace flag 0x80, no hop attribute 20
+//! — TNT's old mistake).
 
 use std::io::Write;
 
@@ -16,15 +18,17 @@ use crate::json_line::{
     ping_timeout_secs, ping_wait_secs, reply_is_icmp, wait_probe_cs, wait_secs,
 };
 use crate::warts::*;
-use crate::{Cycle, Item};
+use crate::{Cycle, Item, TntFields, TNT_LIST};
 
 /// Writes warts records to `W`.
 #[derive(Debug)]
 pub struct WartsWriter<W: Write> {
     out: W,
     written: u64,
-    /// Lists written so far: (name, human id) -> warts id (from 1).
-    lists: Vec<(String, u32)>,
+    /// Named lists written so far: (name, human id, warts id).
+    lists: Vec<(String, u32, u32)>,
+    /// Lists written so far, annotation lists included (warts ids run from 1).
+    lists_written: u32,
     /// The open cycle: (warts cycle id, warts list id).
     cycle: Option<(u32, u32)>,
     cycles_written: u32,
@@ -39,6 +43,7 @@ impl<W: Write> WartsWriter<W> {
             out,
             written: 0,
             lists: Vec::new(),
+            lists_written: 0,
             cycle: None,
             cycles_written: 0,
             objects: 0,
@@ -91,10 +96,24 @@ impl<W: Write> WartsWriter<W> {
 
     /// Writes a trace or ping record.
     pub fn write(&mut self, r: &Record) -> Result<(), WartsError> {
-        let (list, cycle) = match self.cycle {
-            Some((c, l)) => (l, c),
-            None => (self.list_id("default", 0)?, 0),
+        let list = match self.cycle {
+            Some((_, l)) => l,
+            None => self.list_id("default", 0)?,
         };
+        self.write_in(r, list)
+    }
+
+    /// Writes a trace or ping record with its annotations: first a [`TNT_LIST`] list
+    /// whose description holds them, then the record in that list (and in the open
+    /// cycle). Fails before writing anything when they exceed a list's 65,534 bytes.
+    pub fn write_annotated(&mut self, r: &Record, f: &TntFields) -> Result<(), WartsError> {
+        let list = self.new_list(TNT_LIST, 0, Some(&f.descr()))?;
+        self.write_in(r, list)
+    }
+
+    /// Writes a trace or ping record in the warts list `list`.
+    fn write_in(&mut self, r: &Record, list: u32) -> Result<(), WartsError> {
+        let cycle = self.cycle.map_or(0, |(c, _)| c);
         let at = self.written;
         let (ty, body) = match r {
             Record::Trace(t) => (TYPE_TRACE, trace_body(t, list, cycle)),
@@ -112,6 +131,7 @@ impl<W: Write> WartsWriter<W> {
             Item::CycleStart(c) => self.cycle_start(c),
             Item::CycleStop(c) => self.cycle_stop(c),
             Item::Record(r) => self.write(r),
+            Item::Annotated(r, f) => self.write_annotated(r, f),
         }
     }
 
@@ -150,24 +170,29 @@ impl<W: Write> WartsWriter<W> {
 
     /// The warts id of a list, writing its list record the first time.
     fn list_id(&mut self, name: &str, human: u32) -> Result<u32, WartsError> {
-        if let Some(i) = self
-            .lists
-            .iter()
-            .position(|(n, h)| n == name && *h == human)
-        {
-            return Ok(i as u32 + 1);
+        if let Some((_, _, id)) = self.lists.iter().find(|(n, h, _)| n == name && *h == human) {
+            return Ok(*id);
         }
-        let id = self.lists.len() as u32 + 1;
+        // description: scamper repeats the name
+        let id = self.new_list(name, human, None)?;
+        self.lists.push((name.to_string(), human, id));
+        Ok(id)
+    }
+
+    /// Writes a list record (`descr`: its description, else the name) and returns its
+    /// warts id.
+    fn new_list(&mut self, name: &str, human: u32, descr: Option<&str>) -> Result<u32, WartsError> {
+        let id = self.lists_written + 1;
         let mut body = Vec::new();
         body.extend_from_slice(&id.to_be_bytes());
         body.extend_from_slice(&human.to_be_bytes());
         body.extend_from_slice(name.as_bytes());
         body.push(0);
         let mut p = Params::default();
-        p.string(1, name); // description: scamper repeats the name
+        p.string(1, descr.unwrap_or(name));
         self.finish_params(p, "list", &mut body)?;
         self.emit(TYPE_LIST, &body)?;
-        self.lists.push((name.to_string(), human));
+        self.lists_written = id;
         Ok(id)
     }
 

@@ -44,8 +44,9 @@ pub use classify::{
 };
 pub use orchestrator::{JobTag, Tnt, TntConfig};
 pub use output::{
-    annotate, build_result, HopAnnotation, Membership, PathEntry, Revealed, RevelationInfo,
-    Summary, Tested, TntError, TntResult, TraceAnnotation, Tunnel, Unrevealed,
+    annotate, build_result, HopAnnotation, Measurement, Membership, PathEntry, PingPurpose,
+    RecordRole, Revealed, RevelationInfo, Summary, Tested, TntError, TntResult, TraceAnnotation,
+    Tunnel, Unrevealed,
 };
 pub use path::{ping_reply_ttl, Path, PathHop, ReplyKind};
 pub use reveal::{

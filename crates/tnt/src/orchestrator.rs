@@ -8,6 +8,12 @@
 //! targets, then pings of the revealed LSRs. Every ready job is handed out at once; the
 //! engine's packets-per-second budget paces them.
 //!
+//! Every ping and revelation trace a target starts comes back in its result
+//! ([`TntResult::measurements`], with its [`RecordRole`]). Records read back from an
+//! earlier run stand in for measurements: seed traces for initial traces, pings
+//! ([`Tnt::add_ping`]) and revelation traces ([`Tnt::add_revelation_trace`]) for the jobs
+//! they answered; give pings and revelation traces before the seeds that use them.
+//!
 //! ```text
 //! tnt.add_target(dst);
 //! loop {
@@ -30,9 +36,11 @@ use crate::classify::{
     classify, frpla_base, hop_metrics, Candidate, Classification, ClassifyOptions, Role, Trigger,
     TunnelClass,
 };
-use crate::output::{build_result, Summary, Tested, TntError, TntResult};
+use crate::output::{
+    build_result, Measurement, PingPurpose, RecordRole, Summary, Tested, TntError, TntResult,
+};
 use crate::path::{ping_reply_ttl, Path};
-use crate::reveal::{RevealFailure, RevealStatus, Revelation, Subject};
+use crate::reveal::{RevealFailure, RevealMethod, RevealStatus, Revelation, Subject, TraceRequest};
 
 /// Identifies a job handed out by [`Tnt::poll_job`]; give it back with the record.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -136,8 +144,9 @@ type RevKey = (IpAddr, IpAddr);
 #[derive(Debug)]
 enum Purpose {
     Initial(usize),
-    Ping(IpAddr),
-    Reveal(RevKey),
+    Ping(IpAddr, PingPurpose),
+    /// A revelation trace: its revelation, method and step.
+    Reveal(RevKey, RevealMethod, u8),
 }
 
 #[derive(Debug, PartialEq, Eq)]
@@ -158,12 +167,18 @@ struct Target {
     path: Path,
     tested: Vec<(Candidate, Option<RevKey>, bool)>,
     probes: u32,
+    measured: Vec<Measurement>,
 }
 
 #[derive(Debug)]
 enum PingEntry {
-    Pending { waiters: Vec<usize>, origin: usize },
+    Pending {
+        waiters: Vec<usize>,
+        origin: usize,
+    },
     Done(Option<u8>),
+    /// Read back ([`Tnt::add_ping`]), not yet part of a result.
+    Read(Ping),
 }
 
 #[derive(Debug)]
@@ -186,6 +201,9 @@ pub struct Tnt {
     results: VecDeque<TntResult>,
     summary: Summary,
     seen: BTreeSet<TunnelKey>,
+    /// Revelation traces read back, by revelation, in the order given (a list, not a
+    /// map: the unikernel, which reads nothing back, pays for its code too).
+    read_traces: Vec<(RevKey, Trace)>,
 }
 
 type TunnelKey = (
@@ -210,6 +228,7 @@ impl Tnt {
             results: VecDeque::new(),
             summary: Summary::default(),
             seen: BTreeSet::new(),
+            read_traces: Vec::new(),
         })
     }
 
@@ -228,15 +247,25 @@ impl Tnt {
     /// Adds an existing trace as the initial trace of its destination (PyTNT's seeds).
     pub fn add_seed_trace(&mut self, trace: Trace) {
         let id = self.new_target(trace.dst);
+        self.targets[id].probes += u32::from(trace.probe_count);
         self.got_initial(id, trace);
     }
 
-    /// Feeds an existing fingerprint ping (its address will not be pinged again).
+    /// Feeds an existing fingerprint ping: its address is not pinged again, and the ping
+    /// joins the result of the first target that needs it. The first ping of an address
+    /// counts.
     pub fn add_ping(&mut self, ping: &Ping) {
-        if !matches!(self.pings.get(&ping.dst), Some(PingEntry::Pending { .. })) {
-            self.pings
-                .insert(ping.dst, PingEntry::Done(ping_reply_ttl(ping)));
+        if self.pings.contains_key(&ping.dst) {
+            return;
         }
+        self.pings.insert(ping.dst, PingEntry::Read(ping.clone()));
+    }
+
+    /// Feeds an existing revelation trace of the candidate `anchor -> egress`: a
+    /// revelation of that candidate that asks for a trace to `trace.dst` takes it instead
+    /// of probing (traces to one destination in the order given, for retries and steps).
+    pub fn add_revelation_trace(&mut self, anchor: IpAddr, egress: IpAddr, trace: Trace) {
+        self.read_traces.push(((anchor, egress), trace));
     }
 
     /// The next job to run, with its tag. Every ready job comes out at once.
@@ -258,13 +287,21 @@ impl Tnt {
                 self.targets[id].probes += t.probe_count as u32;
                 self.got_initial(id, t);
             }
-            (Purpose::Ping(a), Record::Ping(p)) => {
+            (Purpose::Ping(a, purpose), Record::Ping(p)) => {
                 self.summary.ping_probes += p.ping_sent as u64;
-                self.got_ping(a, ping_reply_ttl(&p), p.ping_sent as u32);
+                let (ttl, sent) = (ping_reply_ttl(&p), p.ping_sent as u32);
+                if let Some(PingEntry::Pending { origin, .. }) = self.pings.get(&a) {
+                    let role = RecordRole::Ping { purpose };
+                    self.targets[*origin].measured.push(Measurement {
+                        role,
+                        record: Record::Ping(p),
+                    });
+                }
+                self.got_ping(a, ttl, sent);
             }
-            (Purpose::Reveal(k), Record::Trace(t)) => {
+            (Purpose::Reveal(k, method, step), Record::Trace(t)) => {
                 self.summary.revelation_probes += t.probe_count as u64;
-                self.got_reveal(k, Some(&t));
+                self.got_reveal_trace(k, method, step, t);
             }
             (p, _) => self.failed(p, TntError::NotATrace),
         }
@@ -320,6 +357,7 @@ impl Tnt {
             path: Path::default(),
             tested: Vec::new(),
             probes: 0,
+            measured: Vec::new(),
         });
         self.targets.len() - 1
     }
@@ -347,15 +385,28 @@ impl Tnt {
                 self.summary.targets_done += 1;
                 self.results.push_back(r);
             }
-            Purpose::Ping(a) => self.got_ping(a, None, 0),
-            Purpose::Reveal(k) => self.got_reveal(k, None),
+            Purpose::Ping(a, _) => self.got_ping(a, None, 0),
+            Purpose::Reveal(k, _, _) => self.got_reveal(k, None),
         }
     }
 
     /// Registers that target `id` needs the ping of `addr`; true when it must wait.
-    fn need_ping(&mut self, addr: IpAddr, id: usize) -> bool {
+    fn need_ping(&mut self, addr: IpAddr, id: usize, purpose: PingPurpose) -> bool {
         match self.pings.get_mut(&addr) {
             Some(PingEntry::Done(_)) => false,
+            Some(e @ PingEntry::Read(_)) => {
+                let PingEntry::Read(p) = core::mem::replace(e, PingEntry::Done(None)) else {
+                    return false;
+                };
+                *e = PingEntry::Done(ping_reply_ttl(&p));
+                let t = &mut self.targets[id];
+                t.probes += u32::from(p.ping_sent);
+                t.measured.push(Measurement {
+                    role: RecordRole::Ping { purpose },
+                    record: Record::Ping(p),
+                });
+                false
+            }
             Some(PingEntry::Pending { waiters, .. }) => {
                 waiters.push(id);
                 true
@@ -370,7 +421,7 @@ impl Tnt {
                 );
                 let mut o = self.config.ping.clone();
                 o.dst = addr;
-                self.queue(Purpose::Ping(addr), Job::Ping(o));
+                self.queue(Purpose::Ping(addr, purpose), Job::Ping(o));
                 true
             }
         }
@@ -379,6 +430,7 @@ impl Tnt {
     fn er(&self, addr: IpAddr) -> Option<u8> {
         match self.pings.get(&addr) {
             Some(PingEntry::Done(t)) => *t,
+            Some(PingEntry::Read(p)) => ping_reply_ttl(p),
             _ => None,
         }
     }
@@ -395,7 +447,7 @@ impl Tnt {
         self.targets[id].trace = Some(trace);
         self.targets[id].stage = Stage::Pinging;
         for a in addrs {
-            if self.need_ping(a, id) {
+            if self.need_ping(a, id, PingPurpose::Hop) {
                 self.targets[id].waiting += 1;
             }
         }
@@ -470,6 +522,7 @@ impl Tnt {
             return;
         }
         let mut done = false;
+        let mut first = None;
         let cached = match self.revelations.get_mut(&key) {
             Some(e) if e.rev.is_done() => {
                 done = true;
@@ -503,10 +556,7 @@ impl Tnt {
                     },
                 );
                 self.targets[id].waiting += 1;
-                if let Some(req) = req {
-                    let job = self.trace_job(req.dst, req.first_ttl);
-                    self.queue(Purpose::Reveal(key), job);
-                }
+                first = req;
                 false
             }
         };
@@ -517,6 +567,47 @@ impl Tnt {
         if done {
             self.revelation_done(id, key);
         }
+        if let Some(req) = first {
+            self.reveal_trace(key, req);
+        }
+    }
+
+    /// Runs the trace `req` of the revelation `key`: a trace read back for it when there
+    /// is one, else a job.
+    fn reveal_trace(&mut self, key: RevKey, req: TraceRequest) {
+        let read = self
+            .read_traces
+            .iter()
+            .position(|(k, t)| *k == key && t.dst == req.dst);
+        match read {
+            Some(i) => {
+                let (_, t) = self.read_traces.remove(i);
+                self.got_reveal_trace(key, req.method, req.step, t)
+            }
+            None => {
+                let job = self.trace_job(req.dst, req.first_ttl);
+                self.queue(Purpose::Reveal(key, req.method, req.step), job);
+            }
+        }
+    }
+
+    /// A revelation trace of `key` is in: it joins the result of the target that started
+    /// the revelation, then the revelation reads it.
+    fn got_reveal_trace(&mut self, key: RevKey, method: RevealMethod, step: u8, t: Trace) {
+        if let Some(e) = self.revelations.get(&key) {
+            let role = RecordRole::Reveal {
+                anchor: key.0,
+                egress: key.1,
+                trigger: e.rev.subject().trigger,
+                method,
+                step,
+            };
+            let record = Record::Trace(t.clone());
+            self.targets[e.origin]
+                .measured
+                .push(Measurement { role, record });
+        }
+        self.got_reveal(key, Some(&t));
     }
 
     /// A revelation target `id` uses is over: ping what it revealed, or, when a return-path
@@ -615,7 +706,7 @@ impl Tnt {
         let mut addrs: Vec<IpAddr> = e.rev.lsr_addrs().flatten().collect();
         addrs.extend(e.rev.revealed_egress());
         for a in addrs {
-            if self.need_ping(a, id) {
+            if self.need_ping(a, id, PingPurpose::Revealed) {
                 self.targets[id].waiting += 1;
             }
         }
@@ -627,8 +718,7 @@ impl Tnt {
         };
         e.rev.handle_trace(trace);
         if let Some(req) = e.rev.poll_trace() {
-            let job = self.trace_job(req.dst, req.first_ttl);
-            self.queue(Purpose::Reveal(key), job);
+            self.reveal_trace(key, req);
             return;
         }
         if !e.rev.is_done() {
@@ -682,6 +772,7 @@ impl Tnt {
         let Some(trace) = t.trace.take() else { return };
         let class = core::mem::take(&mut t.class);
         let tested_raw = core::mem::take(&mut t.tested);
+        let measured = core::mem::take(&mut t.measured);
         let probes = t.probes;
         let path = Path::from_trace(&trace, |a| self.er(a));
         let tested: Vec<Tested<'_>> = tested_raw
@@ -693,7 +784,8 @@ impl Tnt {
             })
             .collect();
         let er = |a: IpAddr| self.er(a);
-        let r = build_result(trace, &path, &class, &tested, &er, probes);
+        let mut r = build_result(trace, &path, &class, &tested, &er, probes);
+        r.measurements = measured;
         self.count(&r);
         self.results.push_back(r);
     }

@@ -495,3 +495,71 @@ fn every_job_keeps_the_users_userid() {
         }
     }
 }
+
+#[test]
+fn every_ping_and_revelation_trace_comes_back_with_its_role() {
+    let mut net = php_net();
+    let mut tnt = Tnt::new(TntConfig::default()).unwrap();
+    tnt.add_target(ip("10.0.9.1"));
+    tnt.add_target(ip("10.0.9.2"));
+    let r = net.run(&mut tnt);
+    let measured: Vec<&Measurement> = r.iter().flat_map(|r| &r.measurements).collect();
+    // every job but the two initial traces, once
+    assert_eq!(measured.len(), net.jobs.len() - 2);
+    let pings = |purpose| {
+        measured
+            .iter()
+            .filter(|m| m.role == RecordRole::Ping { purpose })
+            .count()
+    };
+    assert_eq!(pings(PingPurpose::Hop), 5, "A, B, E and the two targets");
+    assert_eq!(pings(PingPurpose::Revealed), 3, "the three LSRs");
+    let reveals: Vec<&RecordRole> = measured
+        .iter()
+        .map(|m| &m.role)
+        .filter(|r| matches!(r, RecordRole::Reveal { .. }))
+        .collect();
+    assert_eq!(
+        reveals,
+        [&RecordRole::Reveal {
+            anchor: ip("10.0.0.2"),
+            egress: ip("10.0.0.5"),
+            trigger: Trigger::Frpla,
+            method: RevealMethod::Dpr,
+            step: 1,
+        }],
+        "one DPR trace, cached for the second target"
+    );
+    // The target that asked first holds the shared measurements.
+    assert!(r.iter().all(|r| !r.measurements.is_empty()));
+}
+
+#[test]
+fn records_read_back_stand_in_for_measurements() {
+    let mut net = php_net();
+    let mut tnt = Tnt::new(TntConfig::default()).unwrap();
+    tnt.add_target(ip("10.0.9.1"));
+    let first = net.run(&mut tnt).remove(0);
+    let sent = tnt.summary().probes();
+    assert!(sent > 0);
+
+    let mut again = Tnt::new(TntConfig::default()).unwrap();
+    for m in &first.measurements {
+        match (&m.role, &m.record) {
+            (RecordRole::Ping { .. }, Record::Ping(p)) => again.add_ping(p),
+            (RecordRole::Reveal { anchor, egress, .. }, Record::Trace(t)) => {
+                again.add_revelation_trace(*anchor, *egress, t.clone())
+            }
+            _ => unreachable!(),
+        }
+    }
+    again.add_seed_trace(first.trace.clone().unwrap());
+    net.jobs.clear();
+    let second = net.run(&mut again).remove(0);
+    assert!(net.jobs.is_empty(), "probed again: {:?}", net.jobs);
+    assert_eq!(again.summary().probes(), 0);
+    assert_eq!(
+        second, first,
+        "the same result, records and probe count included"
+    );
+}

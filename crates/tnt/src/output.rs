@@ -11,7 +11,7 @@ use alloc::vec::Vec;
 use core::net::IpAddr;
 
 use vtnt_engine::JobError;
-use vtnt_record::{Hop, Trace};
+use vtnt_record::{Hop, Record, Trace};
 
 use crate::analysis::{Signature, Vendor};
 use crate::classify::{
@@ -154,6 +154,54 @@ impl core::fmt::Display for TntError {
 
 impl core::error::Error for TntError {}
 
+/// Why TNT sent a ping.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize, serde::Deserialize),
+    serde(rename_all = "kebab-case")
+)]
+pub enum PingPurpose {
+    /// A reply address of the initial trace: its echo-reply TTL completes the hop's
+    /// `<te,er>` signature and is what RTLA compares.
+    Hop,
+    /// A revealed LSR or egress: its signature.
+    Revealed,
+}
+
+/// What a record TNT made was for: the `role` key of its `"tnt"` field (docs/tnt.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize, serde::Deserialize),
+    serde(tag = "role", rename_all = "kebab-case")
+)]
+pub enum RecordRole {
+    /// A target's initial (or seed) trace; its `"tnt"` is the [`TraceAnnotation`].
+    Initial,
+    /// A fingerprint ping.
+    Ping { purpose: PingPurpose },
+    /// A revelation trace of the candidate tunnel `anchor -> egress` (the revelation's
+    /// cache key: `anchor` is the ingress, or the hop before an unanswered one).
+    Reveal {
+        anchor: IpAddr,
+        egress: IpAddr,
+        trigger: Trigger,
+        /// What the trace was run as (DPR: to the egress; buddy; BRPR: to the newest
+        /// revealed LSR).
+        method: RevealMethod,
+        /// The revelation step it is for (1: the first trace, +1 per BRPR step).
+        step: u8,
+    },
+}
+
+/// A ping or revelation trace TNT made, with what it was for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Measurement {
+    pub role: RecordRole,
+    pub record: Record,
+}
+
 /// TNT's result for one target.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TntResult {
@@ -167,15 +215,22 @@ pub struct TntResult {
     pub path: Vec<PathEntry>,
     pub tunnels: Vec<Tunnel>,
     pub unrevealed: Vec<Unrevealed>,
-    /// Probes this target cost: its trace, the pings and revelation traces it started.
+    /// Probes this target cost: its trace, the pings and revelation traces it started
+    /// (measured in this run or read back, [`crate::Tnt::add_seed_trace`] and friends).
     pub probes: u32,
+    /// The pings and revelation traces this target started, in the order they finished
+    /// (a ping or revelation shared with other targets is the first asker's).
+    pub measurements: Vec<Measurement>,
 }
 
 /// The trace-level `"tnt"` object: everything but the trace and the per-hop annotations.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct TraceAnnotation<'a> {
-    /// Version of this annotation layout (1).
+    /// `"initial"`: [`RecordRole::Initial`] as its tag (a plain string: serde's
+    /// `flatten` of the role would cost the unikernel's image a map serializer).
+    pub role: &'static str,
+    /// Version of this annotation layout (2: records of every role are written).
     pub version: u8,
     pub tunnels: &'a [Tunnel],
     pub unrevealed: &'a [Unrevealed],
@@ -187,7 +242,8 @@ impl TntResult {
     /// The object to add as `"tnt"` to the scamper-JSON trace object.
     pub fn trace_annotation(&self) -> TraceAnnotation<'_> {
         TraceAnnotation {
-            version: 1,
+            role: "initial",
+            version: 2,
             tunnels: &self.tunnels,
             unrevealed: &self.unrevealed,
             path: &self.path,
@@ -205,6 +261,7 @@ impl TntResult {
             tunnels: Vec::new(),
             unrevealed: Vec::new(),
             probes: 0,
+            measurements: Vec::new(),
         }
     }
 }
@@ -548,6 +605,7 @@ pub fn build_result(
         tunnels,
         unrevealed,
         probes,
+        measurements: Vec::new(),
     }
 }
 

@@ -111,7 +111,8 @@ fn json_annotation_shape() {
         })
     );
     let t = serde_json::to_value(r.trace_annotation()).unwrap();
-    assert_eq!(t["version"], 1);
+    assert_eq!(t["version"], 2);
+    assert_eq!(t["role"], "initial");
     assert_eq!(t["probes"], 42);
     let tun = &t["tunnels"][0];
     assert_eq!(tun["class"], "invisible-php");

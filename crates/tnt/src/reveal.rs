@@ -22,7 +22,7 @@ use crate::path::Path;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[cfg_attr(
     feature = "serde",
-    derive(serde::Serialize),
+    derive(serde::Serialize, serde::Deserialize),
     serde(rename_all = "kebab-case")
 )]
 pub enum RevealMethod {
@@ -215,6 +215,11 @@ pub fn buddies(addr: IpAddr) -> Vec<IpAddr> {
 pub struct TraceRequest {
     pub dst: IpAddr,
     pub first_ttl: u8,
+    /// What the trace is run as: DPR (to the egress), buddy, or a BRPR step (to the
+    /// newest revealed LSR).
+    pub method: RevealMethod,
+    /// The revelation step the trace is for (1: the first trace; +1 per BRPR step).
+    pub step: u8,
 }
 
 /// What a revelation is about: the candidate tunnel the classifier found, with its hops'
@@ -357,6 +362,8 @@ impl Revelation {
                 Some(TraceRequest {
                     dst: n.0,
                     first_ttl: self.subject.start_ttl,
+                    method: n.1,
+                    step: self.step.saturating_add(1),
                 })
             }
             None => {

@@ -85,7 +85,9 @@ fn dpr_reveals_everything_at_once() {
         req,
         TraceRequest {
             dst: ip("10.0.1.9"),
-            first_ttl: 1
+            first_ttl: 1,
+            method: RevealMethod::Dpr,
+            step: 1,
         }
     );
     assert_eq!(r.poll_trace(), None, "one trace at a time");
@@ -143,7 +145,9 @@ fn brpr_walks_back_to_the_ingress() {
         r.poll_trace().unwrap(),
         TraceRequest {
             dst: ip(l3),
-            first_ttl: 2
+            first_ttl: 2,
+            method: RevealMethod::Brpr,
+            step: 2,
         }
     );
     r.handle_trace(Some(&trace(

@@ -24,6 +24,7 @@ use alloc::collections::BTreeMap;
 use core::net::IpAddr;
 
 use vtnt_engine::{Engine, Event, Instant, MeasurementId, Stats, Trace, Transmit};
+use vtnt_record::Ping;
 
 use crate::orchestrator::{JobTag, Tnt};
 use crate::output::{Summary, TntResult};
@@ -61,6 +62,16 @@ impl TntRunner {
     /// Adds an existing trace as a target's initial trace.
     pub fn add_seed_trace(&mut self, trace: Trace) {
         self.tnt.add_seed_trace(trace);
+    }
+
+    /// Feeds an existing fingerprint ping ([`Tnt::add_ping`]).
+    pub fn add_ping(&mut self, ping: &Ping) {
+        self.tnt.add_ping(ping);
+    }
+
+    /// Feeds an existing revelation trace ([`Tnt::add_revelation_trace`]).
+    pub fn add_revelation_trace(&mut self, anchor: IpAddr, egress: IpAddr, trace: Trace) {
+        self.tnt.add_revelation_trace(anchor, egress, trace);
     }
 
     /// Feeds one received IPv4 packet.

@@ -37,7 +37,7 @@ use alloc::string::String;
 use alloc::vec::Vec;
 use core::net::{IpAddr, Ipv4Addr};
 use vtnt_engine::{Engine, Event, Prober};
-use vtnt_formats::{Annotate, Cycle, NoAnnotations, Record, TntAnnotations};
+use vtnt_formats::{Annotate, Cycle, NoAnnotations, Record};
 use vtnt_jobspec::{JobKind, JobSpec, Targets};
 use vtnt_record::Duration;
 use vtnt_record::Instant;
@@ -375,8 +375,9 @@ fn round(
             let mut done = 0usize;
             let r = run_loop(runner, nic, clock, deadline, flight, |res| {
                 done += 1;
-                match res.trace.clone() {
-                    Some(trace) => print_record(&Record::Trace(trace), &TntAnnotations(&res)),
+                match res.trace {
+                    // the initial trace, then the pings and revelation traces, as the CLI
+                    Some(_) => vtnt_formats::tnt_records(&res, print_record),
                     None => println!(
                         "vtnt: warning: tnt: {}: {}",
                         res.target,
