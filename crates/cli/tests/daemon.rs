@@ -102,13 +102,13 @@ const PING: &str = "ping -c 3 -i 0.2";
 const TNT: &str = "tnt -q 1 -w 1";
 
 /// Checks sc_attach's warts against `vtnt trace|ping|tnt` run directly with the same
-/// options: one trace, one ping, one TNT trace, each as the command line measures it.
+/// options: one trace, one ping, and TNT's records (its initial trace, pings and
+/// revelation traces), each as the command line measures it.
 fn check_against_the_cli(ns: &NetNs, records: &[Value], target: &str) {
     assert_eq!(of_type(records, "cycle-start").len(), 1, "{records:?}");
     assert_eq!(of_type(records, "cycle-stop").len(), 1, "{records:?}");
     let traces = of_type(records, "trace");
     let pings = of_type(records, "ping");
-    assert_eq!((traces.len(), pings.len()), (2, 1), "{records:?}");
     let words =
         |c: &str| -> Vec<String> { c.split(' ').chain([target]).map(String::from).collect() };
     let run = |c: &str| {
@@ -123,8 +123,27 @@ fn check_against_the_cli(ns: &NetNs, records: &[Value], target: &str) {
         of_type(&cli_ping, "ping")[0],
         of_type(&cli_tnt, "trace")[0],
     );
-    // a trace's method tells the plain trace (udp-paris) from TNT's (icmp-echo-paris)
-    let by_method = |m: &Value| *traces.iter().find(|t| t["method"] == *m).unwrap();
+    // the plain trace and ping, and TNT's records: the same counts as the command line's
+    let tnt_count = |ty: &str| of_type(&cli_tnt, ty).len();
+    assert_eq!(
+        (traces.len(), pings.len()),
+        (1 + tnt_count("trace"), 1 + tnt_count("ping")),
+        "{records:?}"
+    );
+    // a trace's method tells the plain trace (udp-paris) from TNT's initial trace
+    // (icmp-echo-paris, to the target; its revelation traces go elsewhere)
+    let by_method = |m: &Value| {
+        *traces
+            .iter()
+            .find(|t| t["method"] == *m && t["dst"] == target)
+            .unwrap()
+    };
+    // the plain ping: three probes (TNT's send one)
+    let pings: Vec<&Value> = pings
+        .into_iter()
+        .filter(|p| p["ping_sent"] == cp["ping_sent"] && p["dst"] == target)
+        .collect();
+    assert_eq!(pings.len(), 1, "{records:?}");
     for (ours, cli) in [
         (by_method(&ct["method"]), ct),
         (by_method(&cn["method"]), cn),
