@@ -12,6 +12,7 @@ mod fleet;
 mod interrupt;
 mod jobline;
 mod lab;
+mod micro;
 mod output;
 mod probe;
 mod progress;
