@@ -346,4 +346,26 @@ mod tests {
             "every runtime and the microVM under each VMM"
         );
     }
+
+    #[test]
+    fn values_out_of_range_are_refused_by_name() {
+        use clap::Parser;
+        #[derive(clap::Parser, Debug)]
+        struct W {
+            #[command(flatten)]
+            a: BenchMicroArgs,
+        }
+        for (args, says) in [
+            (&["--fib", "94"][..], "--fib"),
+            (&["--reps", "0"], "--reps"),
+            (&["--calls", "100000001"], "--calls"),
+            (&["--syscalls", "0"], "--syscalls"),
+            (&["--runtimes", "native,microvm:xen"], "microvm:xen"),
+        ] {
+            let e = W::try_parse_from(std::iter::once("micro").chain(args.iter().copied()))
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(says), "{args:?}: {e}");
+        }
+    }
 }
