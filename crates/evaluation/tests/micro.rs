@@ -8,6 +8,7 @@
 // copied.
 #[path = "../../runtimes/tests/common/mod.rs"]
 mod common;
+mod figures;
 
 use vtnt_evaluation::{bench_micro, BenchMicroArgs};
 
@@ -102,22 +103,17 @@ fn small_micro_report_is_complete() {
             r.row
         );
     }
-    for fig in [
-        "micro_boot.png",
-        "micro_cpu.png",
-        "micro_syscall.png",
-        "micro_funcall.png",
-        "micro_clock.png",
-        "micro_image.png",
-        "micro_memory.png",
-    ] {
-        let p = out.join(fig);
-        let len = std::fs::metadata(&p).map(|m| m.len()).unwrap_or(0);
-        assert!(
-            len > 10_000,
-            "{} missing or empty ({len} bytes)",
-            p.display()
-        );
-    }
+    figures::assert_drawn(
+        &out,
+        &[
+            "micro_boot.png",
+            "micro_cpu.png",
+            "micro_syscall.png",
+            "micro_funcall.png",
+            "micro_clock.png",
+            "micro_image.png",
+            "micro_memory.png",
+        ],
+    );
     let _ = std::fs::remove_dir_all(&out);
 }

@@ -170,60 +170,48 @@ impl<S: AsRef<str>> fmt::Display for Totals<S> {
 }
 
 impl<'a> Totals<&'a str> {
-    /// Reads a result line back (the exact form `Display` writes); `None` if `line` is
-    /// not one.
+    /// Reads a result line back (every field `Display` writes, once each, and no other);
+    /// `None` if `line` is not one.
     pub fn parse(line: &'a str) -> Option<Totals<&'a str>> {
+        const NUMBERS: [&str; 7] = [
+            "fib",
+            "calls",
+            "syscalls",
+            "fib_ns",
+            "funcall_ns",
+            "clock_ns",
+            "syscall_ns",
+        ];
         let body = line
             .trim()
             .strip_prefix("{\"type\":\"micro\",")?
             .strip_suffix('}')?;
-        let mut t = Totals::default();
-        let mut seen = 0u8;
+        let mut n: [Option<u64>; 7] = [None; 7];
+        let mut syscall = None;
         for field in body.split(',') {
             let (k, v) = field.split_once(':')?;
-            let n = || v.parse::<u64>().ok();
-            let small = || v.parse::<u32>().ok();
-            let bit = match k {
-                "\"fib\"" => {
-                    t.fib = small()?;
-                    1
-                }
-                "\"calls\"" => {
-                    t.calls = small()?;
-                    2
-                }
-                "\"syscalls\"" => {
-                    t.syscalls = small()?;
-                    4
-                }
-                "\"syscall\"" => {
-                    t.syscall = v.strip_prefix('"')?.strip_suffix('"')?;
-                    8
-                }
-                "\"fib_ns\"" => {
-                    t.fib_ns = n()?;
-                    16
-                }
-                "\"funcall_ns\"" => {
-                    t.funcall_ns = n()?;
-                    32
-                }
-                "\"clock_ns\"" => {
-                    t.clock_ns = n()?;
-                    64
-                }
-                "\"syscall_ns\"" => {
-                    t.syscall_ns = n()?;
-                    128
+            let k = k.strip_prefix('"')?.strip_suffix('"')?;
+            let slot = match NUMBERS.iter().position(|x| *x == k) {
+                Some(i) if n[i].is_none() => &mut n[i],
+                None if k == "syscall" && syscall.is_none() => {
+                    syscall = Some(v.strip_prefix('"')?.strip_suffix('"')?);
+                    continue;
                 }
                 _ => return None,
             };
-            if seen & bit != 0 {
-                return None;
-            }
-            seen |= bit;
+            *slot = Some(v.parse().ok()?);
         }
-        (seen == 255).then_some(t)
+        let small = |i: usize| u32::try_from(n[i]?).ok();
+        Some(Totals {
+            fib: small(0)?,
+            calls: small(1)?,
+            syscalls: small(2)?,
+            syscall: syscall?,
+            fib_ns: n[3]?,
+            funcall_ns: n[4]?,
+            clock_ns: n[5]?,
+            syscall_ns: n[6]?,
+        })
     }
 }
 

@@ -136,13 +136,7 @@ pub struct BenchMicroArgs {
 
 impl Default for BenchMicroArgs {
     fn default() -> Self {
-        use clap::Parser;
-        #[derive(clap::Parser)]
-        struct W {
-            #[command(flatten)]
-            a: BenchMicroArgs,
-        }
-        W::parse_from(["bench-micro"]).a
+        crate::bench::clap_defaults("bench-micro")
     }
 }
 
@@ -349,12 +343,8 @@ mod tests {
 
     #[test]
     fn values_out_of_range_are_refused_by_name() {
-        use clap::Parser;
-        #[derive(clap::Parser, Debug)]
-        struct W {
-            #[command(flatten)]
-            a: BenchMicroArgs,
-        }
+        use clap::{Args, FromArgMatches};
+        let cmd = BenchMicroArgs::augment_args(clap::Command::new("micro"));
         for (args, says) in [
             (&["--fib", "94"][..], "--fib"),
             (&["--reps", "0"], "--reps"),
@@ -362,7 +352,10 @@ mod tests {
             (&["--syscalls", "0"], "--syscalls"),
             (&["--runtimes", "native,microvm:xen"], "microvm:xen"),
         ] {
-            let e = W::try_parse_from(std::iter::once("micro").chain(args.iter().copied()))
+            let e = cmd
+                .clone()
+                .try_get_matches_from(std::iter::once("micro").chain(args.iter().copied()))
+                .and_then(|m| BenchMicroArgs::from_arg_matches(&m))
                 .unwrap_err()
                 .to_string();
             assert!(e.contains(says), "{args:?}: {e}");

@@ -6,8 +6,6 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use anyhow::Context;
-
 use super::data::{stat, MicroReport, RowReport, Sd, SeedRow, EL_KABIR, SEED_001};
 use crate::plot::{self, Bar, BarChart, Group, Unit};
 
@@ -127,15 +125,7 @@ fn cell(v: Sd, decimals: usize) -> String {
 pub fn write(rep: &mut MicroReport, out: &Path) -> anyhow::Result<()> {
     let figs = figures(rep, out);
     rep.files.extend(figs);
-    let md_path = out.join("micro.md");
-    std::fs::write(&md_path, markdown(rep))
-        .with_context(|| format!("writing {}", md_path.display()))?;
-    rep.files.push(md_path);
-    let json_path = out.join("micro.json");
-    rep.files.push(json_path.clone());
-    std::fs::write(&json_path, serde_json::to_vec_pretty(rep)?)
-        .with_context(|| format!("writing {}", json_path.display()))?;
-    Ok(())
+    crate::report::write_md_json(rep, out, "micro", markdown, |r| &mut r.files)
 }
 
 /// The markdown report.
