@@ -1,7 +1,7 @@
 //! `bench_micro` end to end at small scale: 2 repetitions of the rows that are quick here
 //! (native, the unikernel as a process and as a microVM under its default VMM), a row
-//! whose runtime is not installed (Docker, its programs hidden from `PATH`) that the
-//! report must name without stopping the others, and the report and its figures.
+//! whose VMM is not installed (Firecracker, where it is not) that the report must name
+//! without stopping the others, and the report and its figures.
 //! Needs root; skipped through vtnt-testkit when the basics are missing.
 
 // The runtime tests' helpers (a lab of our own, what this host lacks), shared rather than
@@ -18,20 +18,17 @@ fn small_micro_report_is_complete() {
     if !common::basics_ready(test) {
         return;
     }
-    let mut rows = vec!["native", "spt", "docker"];
+    let mut rows = vec!["native", "spt"];
     if let Some(why) = common::runtime_missing(vtnt_runtimes::Runtime::Microvm) {
         vtnt_testkit::skip_or_fail(test, &format!("microvm: {why}"), None);
     } else {
         rows.push("microvm");
     }
-    // Docker "not installed": this test is its binary's only one, so changing PATH here
-    // races with nothing
-    let path = std::env::var("PATH").unwrap_or_default();
-    let hidden: Vec<&str> = path
-        .split(':')
-        .filter(|d| !std::path::Path::new(d).join("dockerd").exists())
-        .collect();
-    std::env::set_var("PATH", hidden.join(":"));
+    // a VMM this host lacks (no package installs Firecracker)
+    let firecracker = vtnt_vmm::firecracker::binary().is_none();
+    if firecracker {
+        rows.push("microvm:firecracker");
+    }
     let lab = common::LabGuard::up("mic").expect("vtnt lab up");
     let out = std::env::temp_dir().join(format!("vtnt-bench-micro-{}", std::process::id()));
     let args = BenchMicroArgs {
@@ -45,7 +42,6 @@ fn small_micro_report_is_complete() {
         ..BenchMicroArgs::default()
     };
     let rep = bench_micro(&args).expect("bench_micro");
-    std::env::set_var("PATH", path);
     let md = std::fs::read_to_string(out.join("micro.md")).expect("micro.md");
     let json = std::fs::read_to_string(out.join("micro.json")).expect("micro.json");
     assert!(
@@ -62,18 +58,20 @@ fn small_micro_report_is_complete() {
     ] {
         assert!(md.contains(seed), "micro.md lacks {seed}");
     }
-    let docker = rep
-        .rows
-        .iter()
-        .find(|r| r.row == "docker")
-        .expect("docker row");
-    let why = docker.skipped.as_deref().expect("docker not measured");
-    assert!(why.contains("dockerd"), "{why}");
-    assert!(
-        md.contains("## Not measured") && md.contains("- `docker`: "),
-        "micro.md does not say Docker is missing:\n{md}"
-    );
-    for r in rep.rows.iter().filter(|r| r.row != "docker") {
+    if firecracker {
+        let fc = rep
+            .rows
+            .iter()
+            .find(|r| r.row == "microvm:firecracker")
+            .expect("firecracker row");
+        let why = fc.skipped.as_deref().expect("firecracker not measured");
+        assert!(why.contains("not installed"), "{why}");
+        assert!(
+            md.contains("## Not measured") && md.contains("- `microvm:firecracker`: "),
+            "micro.md does not say Firecracker is missing:\n{md}"
+        );
+    }
+    for r in rep.rows.iter().filter(|r| r.row != "microvm:firecracker") {
         assert!(
             r.skipped.is_none() && r.errors.is_empty(),
             "{}: {r:?}",

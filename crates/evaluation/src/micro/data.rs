@@ -33,8 +33,8 @@ pub struct RowReport {
     pub syscall_ns: Vec<f64>,
     pub funcall_ns: Vec<f64>,
     pub clock_ns: Vec<f64>,
-    /// Per repetition of the loops: the instance's peak PSS (its processes, a container
-    /// engine's), MiB.
+    /// Per repetition of the loops: the most memory the instance's cgroup was charged
+    /// (its processes', a container's, not the engine's), MiB.
     pub peak_mib: Vec<f64>,
     pub errors: Vec<String>,
 }

@@ -8,8 +8,9 @@
 //!    `main() { return 0; }` with `time`;
 //! 2. **the loops** (one instance per repetition): ns per iteration of fib(`fib`), the
 //!    "system call" (what it is per runtime: docs/benchmarks.md), the function call and
-//!    the clock read, from the job's own result line; and the instance's peak PSS,
-//!    sampled every 10 ms while it runs;
+//!    the clock read, from the job's own result line; and the most memory the
+//!    instance's cgroup was charged (its processes', a container's; not a container
+//!    engine's, which serves every container);
 //! 3. **image size**: what the runtime's image takes installed (`vtnt-runtimes`).
 //!
 //! A row is a runtime, and for the microVM a VMM and accelerator ([`Row`]), so that the
@@ -45,23 +46,24 @@ pub struct Row {
 }
 
 /// The microVM rows by name, after `microvm:`.
-const MICROVM_ROWS: [(&str, Vmm, Accel); 4] = [
+const MICROVM_ROWS: [(&str, Vmm, Accel); 5] = [
     ("monitor", Vmm::Monitor, Accel::Auto),
     ("qemu", Vmm::Qemu, Accel::Auto),
     ("qemu-kvm", Vmm::Qemu, Accel::Kvm),
     ("qemu-tcg", Vmm::Qemu, Accel::Tcg),
+    ("firecracker", Vmm::Firecracker, Accel::Auto),
 ];
 
 impl std::str::FromStr for Row {
     type Err = String;
 
-    /// A runtime's name, or `microvm:monitor|qemu|qemu-kvm|qemu-tcg`.
+    /// A runtime's name, or `microvm:monitor|qemu|qemu-kvm|qemu-tcg|firecracker`.
     fn from_str(s: &str) -> Result<Row, String> {
         use clap::ValueEnum;
         let (name, vmm) = s.split_once(':').unwrap_or((s, ""));
         let runtime = Runtime::from_str(name, false).map_err(|_| {
             format!(
-                "`{s}`: not a runtime ({}; microvm:monitor, microvm:qemu, microvm:qemu-kvm, microvm:qemu-tcg)",
+                "`{s}`: not a runtime ({}; microvm:monitor, microvm:qemu, microvm:qemu-kvm, microvm:qemu-tcg, microvm:firecracker)",
                 Runtime::ALL.map(Runtime::name).join(", ")
             )
         })?;
@@ -72,7 +74,9 @@ impl std::str::FromStr for Row {
                 .find(|r| r.0 == v)
                 .map(|r| (r.1, r.2))
                 .ok_or_else(|| {
-                    format!("`{s}`: the microVM's VMM is monitor, qemu, qemu-kvm or qemu-tcg")
+                    format!(
+                        "`{s}`: the microVM's VMM is monitor, qemu, qemu-kvm, qemu-tcg or firecracker"
+                    )
                 })?,
             _ => return Err(format!("`{s}`: only the microvm runtime takes a VMM")),
         };
@@ -107,11 +111,11 @@ pub struct BenchMicroArgs {
     #[arg(long, default_value = "bench-micro")]
     pub out: PathBuf,
     /// Rows to measure: runtimes, the microVM as `microvm:VMM` (monitor, qemu, qemu-kvm,
-    /// qemu-tcg; plain `microvm`: its default VMM).
+    /// qemu-tcg, firecracker; plain `microvm`: its default VMM).
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "native,runc,docker,docker-scratch,vm,microvm:monitor,microvm:qemu-tcg,microvm:qemu-kvm,spt"
+        default_value = "native,runc,docker,docker-scratch,vm,microvm:monitor,microvm:qemu-tcg,microvm:qemu-kvm,microvm:firecracker,spt"
     )]
     pub runtimes: Vec<Row>,
     /// The lab whose network every instance joins (`vtnt lab up`): the loops use none,
@@ -139,9 +143,6 @@ impl Default for BenchMicroArgs {
         crate::bench::clap_defaults("bench-micro")
     }
 }
-
-/// How often the loops' instance's memory is sampled.
-const SAMPLE_EVERY: Duration = Duration::from_millis(10);
 
 /// Runs the micro-benchmarks and writes the report into `args.out`.
 pub fn bench_micro(args: &BenchMicroArgs) -> anyhow::Result<MicroReport> {
@@ -177,7 +178,13 @@ pub fn bench_micro(args: &BenchMicroArgs) -> anyhow::Result<MicroReport> {
                 images.len() - 1
             }),
         };
-        match image.and_then(|i| net.attach(row.runtime).map(|_| &images[i].1)) {
+        let ready = image.and_then(|i| {
+            if let Some(why) = vmm_missing(row) {
+                anyhow::bail!("{why}");
+            }
+            net.attach(row.runtime).map(|_| &images[i].1)
+        });
+        match ready {
             Ok(im) => {
                 r.image_bytes = im.size_bytes;
                 r.image_note = im.size_note.clone();
@@ -244,11 +251,12 @@ fn measure_row(
         calls: args.calls,
         syscalls: args.syscalls,
     });
-    let run = |job: &JobSpec, sample: Option<Duration>| -> anyhow::Result<RunOutput> {
+    let run = |job: &JobSpec| -> anyhow::Result<RunOutput> {
         let mut spec = InstanceSpec::new(job.clone());
         spec.vmm = row.vmm;
         spec.accel = row.accel;
-        spec.sample_every = sample;
+        // no PSS samples: their pauses would decide when the exit is seen
+        spec.sample_every = None;
         spec.guest_timeout = timeout;
         let out = deployed.start(&spec)?.wait(timeout)?;
         anyhow::ensure!(
@@ -260,7 +268,7 @@ fn measure_row(
         Ok(out)
     };
     for i in 0..args.reps {
-        match run(&empty, None) {
+        match run(&empty) {
             Ok(o) => {
                 r.boot_ms.push(o.exec_time.as_secs_f64() * 1e3);
                 if let Some(a) = o.accelerator {
@@ -271,7 +279,7 @@ fn measure_row(
         }
     }
     for i in 0..args.reps {
-        let got = run(&loops, Some(SAMPLE_EVERY)).and_then(|o| {
+        let got = run(&loops).and_then(|o| {
             let line = o.stdout.lines().find_map(Totals::parse).with_context(|| {
                 format!(
                     "no micro result line in the output: {}",
@@ -284,7 +292,7 @@ fn measure_row(
             r.clock_ns.push(per(line.clock_ns, line.calls));
             r.syscall_ns.push(per(line.syscall_ns, line.syscalls));
             r.syscall = Some(line.syscall.to_string());
-            r.peak_mib.push(o.peak_pss_kib() as f64 / 1024.0);
+            r.peak_mib.push(o.mem_peak_bytes as f64 / 1048576.0);
             Ok(())
         });
         if let Err(e) = got {
@@ -295,10 +303,27 @@ fn measure_row(
     Ok(())
 }
 
+/// Why the VMM a microVM row names cannot run here, if it cannot.
+fn vmm_missing(row: Row) -> Option<&'static str> {
+    match (row.runtime, row.vmm) {
+        (Runtime::Microvm, Vmm::Monitor) if !vtnt_vmm::monitor::usable() => {
+            Some("vtnt-monitor cannot run here: its binary or a usable /dev/kvm is missing")
+        }
+        (Runtime::Microvm, Vmm::Firecracker) if vtnt_vmm::firecracker::binary().is_none() => {
+            Some("`firecracker` is not installed (no Debian package: github.com/firecracker-microvm/firecracker releases)")
+        }
+        (Runtime::Microvm, Vmm::Qemu) if vtnt_vmm::which("qemu-system-x86_64").is_none() => {
+            Some("`qemu-system-x86_64` is not installed (Debian package qemu-system-x86)")
+        }
+        _ => None,
+    }
+}
+
 /// A row's label in figures: the runtime's, and the microVM's VMM when the row names it.
 fn label(row: Row) -> String {
     match (row.runtime, row.vmm) {
         (Runtime::Microvm, Vmm::Monitor) => "vTNT (microVM, vtnt-monitor)".into(),
+        (Runtime::Microvm, Vmm::Firecracker) => "vTNT (microVM, Firecracker)".into(),
         (Runtime::Microvm, Vmm::Qemu) => match row.accel {
             Accel::Auto => "vTNT (microVM, QEMU)".into(),
             Accel::Kvm => "vTNT (microVM, QEMU+KVM)".into(),
@@ -322,13 +347,17 @@ mod tests {
             "microvm:qemu",
             "microvm:qemu-kvm",
             "microvm:qemu-tcg",
+            "microvm:firecracker",
             "spt",
         ] {
             assert_eq!(s.parse::<Row>().unwrap().to_string(), s);
         }
         for (bad, why) in [
             ("nope", "not a runtime"),
-            ("microvm:xen", "monitor, qemu, qemu-kvm or qemu-tcg"),
+            (
+                "microvm:xen",
+                "monitor, qemu, qemu-kvm, qemu-tcg or firecracker",
+            ),
             ("native:qemu", "only the microvm runtime"),
         ] {
             let e = bad.parse::<Row>().unwrap_err();
@@ -336,7 +365,7 @@ mod tests {
         }
         assert_eq!(
             BenchMicroArgs::default().runtimes.len(),
-            9,
+            10,
             "every runtime and the microVM under each VMM"
         );
     }

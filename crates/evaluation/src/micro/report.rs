@@ -100,9 +100,9 @@ const MEASURES: [Measure; 7] = [
         seed: |s| s.image_mib.map(|v| (v, 0.0)),
     },
     Measure {
-        column: "peak memory (MiB)",
+        column: "peak memory, cgroup (MiB)",
         figure: "micro_memory.png",
-        title: "Peak memory while the loops run (PSS)",
+        title: "Peak memory while the loops run (the instance's cgroup)",
         ylabel: "MiB",
         unit: Unit::MiB,
         to_figure: 1.0,
