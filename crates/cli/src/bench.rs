@@ -14,6 +14,9 @@
 //! - `deploy`: seed 000's evaluation (image size, memory with and without KSM, CPU,
 //!   deploy + execution time, density under memory and CPU budgets) for every runtime.
 //!
+//! - `micro`: seed 001's micro-benchmarks (boot + shutdown, fib, a "system call", a
+//!   function call, the clock's gap, image size, peak memory) for every runtime.
+//!
 //! - `fleet`: seed 000's controller experiment (Figs. 10, 11) over five emulated sites.
 //! - `fleet-scale`: the fleet's dispatch overhead with many agents (issue 17's scale
 //!   run): event to job start, placement decisions, events per second.
@@ -54,6 +57,11 @@ pub enum BenchCommand {
     /// size, memory (+KSM), CPU, deploy + execution time, density under 1 GB and a CPU
     /// budget; writes report.md and fig*.png to --out. Needs root and a running lab.
     Deploy(vtnt_evaluation::BenchDeployArgs),
+    /// Seed 001's micro-benchmarks for every runtime (and the microVM under each VMM and
+    /// accelerator): boot + shutdown, CPU (fib), a "system call", a function call, the
+    /// clock's gap, image size and peak memory, mean ± sd beside the seeds' rows; writes
+    /// micro.md and micro_*.png to --out. Needs root and a running lab.
+    Micro(vtnt_evaluation::BenchMicroArgs),
     /// Large campaigns (`vtnt trace -P icmp-paris -q 1 -w 1` over the reference lab's
     /// destinations repeated) driven like the Linux driver against the in-process lab
     /// under a virtual clock, with lost replies and late receive times: counts the runs
@@ -271,6 +279,14 @@ pub fn run(cmd: BenchCommand) -> anyhow::Result<ExitCode> {
             vtnt_measure::stop::stop_on(crate::interrupt::catch()?);
             let report = vtnt_evaluation::bench_deploy(&args)?;
             print!("{}", vtnt_evaluation::report::markdown(&report));
+            for f in &report.files {
+                eprintln!("wrote {}", f.display());
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        BenchCommand::Micro(args) => {
+            let report = vtnt_evaluation::bench_micro(&args)?;
+            print!("{}", vtnt_evaluation::micro::report::markdown(&report));
             for f in &report.files {
                 eprintln!("wrote {}", f.display());
             }

@@ -1,5 +1,6 @@
 //! `vtnt job LINE`: runs a job given in its canonical line (`vtnt-jobspec`), on this host,
-//! printing scamper JSON, then stays alive for the line's `hold=` (running the job again
+//! printing scamper JSON (a micro job: its one result line, [`crate::micro`]), then stays
+//! alive for the line's `hold=` (running the job again
 //! every `every=` meanwhile, each round a whole cycle). This is what every
 //! runtime's instance runs (the static binary in a process, a container or a VM): the
 //! runtimes hand over the typed job itself, encoded, never `vtnt`'s option words.
@@ -9,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use vtnt_job::{Format, Job, JobKind, Targets};
 
-use crate::{interrupt, probe, tnt};
+use crate::{interrupt, micro, probe, tnt};
 
 #[derive(clap::Args, Debug)]
 pub struct JobLineArgs {
@@ -46,6 +47,7 @@ pub fn run(a: JobLineArgs) -> anyhow::Result<ExitCode> {
     };
     let round = |job: &Job| match job.spec.kind {
         JobKind::Tnt(_) => tnt::run_job(job, tnt::ReadBack::default(), false),
+        JobKind::Micro(o) => micro::run(&o),
         _ => probe::run(job),
     };
     let start = Instant::now();

@@ -13,6 +13,7 @@ mod fleet;
 mod interrupt;
 mod jobline;
 mod lab;
+mod micro;
 mod output;
 mod probe;
 mod progress;

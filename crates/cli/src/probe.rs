@@ -54,6 +54,7 @@ pub fn run(job: &Job) -> anyhow::Result<ExitCode> {
         JobKind::Trace(_) => "traces",
         JobKind::Ping(_) => "pings",
         JobKind::Tnt(_) => anyhow::bail!("a TNT job runs through `vtnt tnt`"),
+        JobKind::Micro(_) => anyhow::bail!("a micro job runs through `vtnt job`"),
     };
     output::check(job.output.as_deref(), job.format)?;
     let targets = job.spec.target_list();

@@ -79,11 +79,7 @@ pub fn image(cmd: ImageCommand) -> anyhow::Result<ExitCode> {
     if print_path {
         println!("{}", info.path.display());
     } else {
-        let accel = match runtime {
-            Runtime::Vm => Some(vtnt_runtimes::vm::accel()),
-            Runtime::Microvm => Some(vtnt_runtimes::microvm::accel(&info.path, Vmm::Auto)),
-            _ => None,
-        };
+        let accel = runtime.accelerator(&info);
         println!(
             "{}: {} ({:.2} MiB; download {:.2} MiB; {}){}",
             runtime.name(),

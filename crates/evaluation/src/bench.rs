@@ -121,14 +121,14 @@ pub struct BenchDeployArgs {
 
 impl Default for BenchDeployArgs {
     fn default() -> Self {
-        use clap::Parser;
-        #[derive(clap::Parser)]
-        struct W {
-            #[command(flatten)]
-            a: BenchDeployArgs,
-        }
-        W::parse_from(["bench-deploy"]).a
+        clap_defaults("bench-deploy")
     }
+}
+
+/// A command's options as clap defaults them (no argument given).
+pub(crate) fn clap_defaults<A: clap::Args + clap::FromArgMatches>(name: &'static str) -> A {
+    let m = A::augment_args(clap::Command::new(name)).get_matches_from([name]);
+    A::from_arg_matches(&m).unwrap_or_else(|e| panic!("{name}: its defaults do not parse: {e}"))
 }
 
 fn host() -> String {

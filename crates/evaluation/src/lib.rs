@@ -3,7 +3,8 @@
 //! [`bench_deploy`] measures, per runtime: image size, memory of one instance with and
 //! without KSM, CPU time, deploy / execution / total time, and density under a 1 GB
 //! memory cgroup and a CPU budget; [`report`] writes it as markdown with PNG plots
-//! ([`plot`]) in the style of the paper's Figs. 4-8.
+//! ([`plot`]) in the style of the paper's Figs. 4-8. [`bench_micro`] is seed 001's
+//! micro-benchmarks in every runtime (`vtnt bench micro`, [`micro`]).
 //!
 //! What it may import: `vtnt-runtimes` (images, instances, jobs), `vtnt-measure`
 //! (processes, cgroups, KSM) and `vtnt-vmm` (accelerators); nothing imports it but the
@@ -11,9 +12,11 @@
 //! - [`bench`](mod@bench) uses `density`, [`report`] and [`results`];
 //! - [`report`] uses [`plot`] and [`results`];
 //! - `density` and [`plot`] use [`results`] only;
-//! - [`results`] (the report's data) uses no other module.
+//! - [`results`] (the report's data) uses no other module;
+//! - [`micro`] uses [`plot`] and [`results`] (`mean_sd`); nothing uses it.
 
 pub mod bench;
+pub mod micro;
 pub mod plot;
 pub mod report;
 pub mod results;
@@ -21,4 +24,5 @@ pub mod results;
 mod density;
 
 pub use bench::{bench_deploy, BenchDeployArgs};
+pub use micro::{bench_micro, BenchMicroArgs};
 pub use results::Report;

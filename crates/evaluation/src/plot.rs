@@ -61,12 +61,14 @@ pub fn color(rt: Runtime) -> RGBColor {
     }
 }
 
-/// The colour of the runtime a report names, drawn lighter if it ran under TCG; grey for
-/// a name no runtime has.
+/// The colour of the runtime a report names (`microvm`, or a row of it such as
+/// `microvm:qemu-tcg`), drawn lighter if it ran under TCG; grey for a name no runtime has
+/// (a seed's row).
 fn color_of(name: &str, emulated: bool) -> RGBColor {
+    let runtime = name.split(':').next().unwrap_or(name);
     let c = Runtime::ALL
         .into_iter()
-        .find(|r| r.name() == name)
+        .find(|r| r.name() == runtime)
         .map_or(MUTED, color);
     if emulated {
         lighten(c, TCG_LIGHTER)
@@ -89,6 +91,7 @@ pub enum Unit {
     /// Instances: integers.
     Count,
     Percent,
+    Nanoseconds,
 }
 
 impl Unit {
@@ -107,6 +110,12 @@ impl Unit {
             Unit::Seconds => format!("{v:.1} s"),
             Unit::Count => format!("{v:.0}"),
             Unit::Percent => format!("{v:.0} %"),
+            Unit::Nanoseconds if v >= 1e6 => format!("{:.1} ms", v / 1e6),
+            Unit::Nanoseconds if v >= 1e4 => format!("{:.0} us", v / 1e3),
+            Unit::Nanoseconds if v >= 1e3 => format!("{:.1} us", v / 1e3),
+            Unit::Nanoseconds if v >= 100.0 => format!("{v:.0} ns"),
+            Unit::Nanoseconds if v >= 10.0 => format!("{v:.1} ns"),
+            Unit::Nanoseconds => format!("{v:.2} ns"),
         }
     }
 
@@ -255,7 +264,16 @@ impl BarChart<'_> {
             bail!("no data for {}", path.display());
         }
         let bars = self.groups.len() * self.series.len().max(1);
-        let width = SIZE.0.max(BAR_PX * bars as u32 + 160);
+        // room for every group's bars and for its name under them
+        let name_px = self
+            .groups
+            .iter()
+            .map(|g| g.runtime.chars().count() as u32 * 8 + 30)
+            .max()
+            .unwrap_or(0);
+        let width = SIZE
+            .0
+            .max((BAR_PX * bars as u32).max(name_px * self.groups.len() as u32) + 160);
         let root = BitMapBackend::new(path, (width, SIZE.1)).into_drawing_area();
         root.fill(&WHITE)?;
         let (main, foot) = root.split_vertically(SIZE.1 - FOOT);

@@ -71,15 +71,25 @@ fn metric(r: &RuntimeReport, which: &str) -> Option<f64> {
 pub fn write(rep: &mut Report, out: &Path) -> anyhow::Result<()> {
     let figs = crate::plot::all(rep, out)?;
     rep.files.extend(figs);
-    let md = markdown(rep);
-    let md_path = out.join("report.md");
-    std::fs::write(&md_path, md).with_context(|| format!("writing {}", md_path.display()))?;
-    rep.files.push(md_path);
-    let json_path = out.join("report.json");
-    rep.files.push(json_path.clone());
+    write_md_json(rep, out, "report", markdown, |r| &mut r.files)
+}
+
+/// Writes `<stem>.md` (`markdown` of `rep`) and `<stem>.json` (all of `rep`, its list of
+/// files, `files`, already naming both) into `out`.
+pub(crate) fn write_md_json<R: serde::Serialize>(
+    rep: &mut R,
+    out: &Path,
+    stem: &str,
+    markdown: fn(&R) -> String,
+    files: fn(&mut R) -> &mut Vec<std::path::PathBuf>,
+) -> anyhow::Result<()> {
+    let md_path = out.join(format!("{stem}.md"));
+    std::fs::write(&md_path, markdown(rep))
+        .with_context(|| format!("writing {}", md_path.display()))?;
+    let json_path = out.join(format!("{stem}.json"));
+    files(rep).extend([md_path, json_path.clone()]);
     std::fs::write(&json_path, serde_json::to_vec_pretty(rep)?)
-        .with_context(|| format!("writing {}", json_path.display()))?;
-    Ok(())
+        .with_context(|| format!("writing {}", json_path.display()))
 }
 
 /// The markdown report.

@@ -7,6 +7,7 @@
 // copied.
 #[path = "../../runtimes/tests/common/mod.rs"]
 mod common;
+mod figures;
 
 use vtnt_evaluation::{bench_deploy, BenchDeployArgs};
 use vtnt_runtimes::Runtime;
@@ -104,22 +105,17 @@ fn small_report_is_complete() {
         }
         assert!(md.contains(&rt.label), "report.md lacks {}", rt.label);
     }
-    for fig in [
-        "fig4_image_size.png",
-        "fig5_memory.png",
-        "fig6_time.png",
-        "fig7_cpu.png",
-        "fig8_density.png",
-        "fig8c_working_timeline.png",
-    ] {
-        let p = out.join(fig);
-        let len = std::fs::metadata(&p).map(|m| m.len()).unwrap_or(0);
-        assert!(
-            len > 10_000,
-            "{} missing or empty ({len} bytes)",
-            p.display()
-        );
-    }
+    figures::assert_drawn(
+        &out,
+        &[
+            "fig4_image_size.png",
+            "fig5_memory.png",
+            "fig6_time.png",
+            "fig7_cpu.png",
+            "fig8_density.png",
+            "fig8c_working_timeline.png",
+        ],
+    );
     assert!(
         vtnt_evaluation::plot::text_renders().expect("font"),
         "plot text does not render"

@@ -27,7 +27,7 @@ use anyhow::Context;
 use clap::Parser;
 use vtnt_engine::policy::{PrefixSet, MAX_PPS_LAB, MAX_PPS_PUBLIC};
 use vtnt_engine::{Config, LabAccess, Policy};
-pub use vtnt_jobspec::{EngineSpec, JobKind, JobSpec, Targets, MAX_HOLD};
+pub use vtnt_jobspec::{micro, EngineSpec, JobKind, JobSpec, Targets, MAX_HOLD};
 
 pub use options::{Common, Format, PingArgs, TntArgs, TraceArgs};
 
@@ -333,6 +333,7 @@ pub fn rate_warning(kind: &JobKind, pps: u32, window: u32) -> Option<String> {
         JobKind::Trace(o) => o.wait,
         JobKind::Ping(o) => o.interval,
         JobKind::Tnt(c) => c.trace.wait,
+        JobKind::Micro(_) => return None,
     };
     let most = f64::from(window) / gap.as_secs_f64().max(1e-6);
     (f64::from(pps) > most && pps > 1).then(|| {

@@ -71,7 +71,8 @@ fn engine_fields(e: &EngineSpec) -> Fields {
 }
 
 /// The canonical line of `spec`: `vtnt-job=1`, `kind`, the keys that differ from the
-/// kind's defaults in a fixed order, `targets` last. Templates' `dst` is not written.
+/// kind's defaults in a fixed order, `targets` last (none for a micro job, which has no
+/// target). Templates' `dst` is not written.
 pub fn encode(spec: &JobSpec) -> String {
     let mut s = format!("{MAGIC}={VERSION} kind={}", spec.kind.name());
     match &spec.kind {
@@ -83,6 +84,12 @@ pub fn encode(spec: &JobSpec) -> String {
             push_ping(&mut s, &c.ping, d.ping.clone());
             push_diff(&mut s, "tnt.", keys::tnt_fields(c), keys::tnt_fields(&d));
         }
+        JobKind::Micro(m) => push_diff(
+            &mut s,
+            "micro.",
+            keys::micro_fields(m),
+            keys::micro_fields(&vtnt_micro::Options::default()),
+        ),
     }
     push_diff(
         &mut s,
@@ -95,6 +102,9 @@ pub fn encode(spec: &JobSpec) -> String {
     }
     if spec.every != Duration::ZERO {
         s.push_str(&format!(" every={}", keys::dur(spec.every)));
+    }
+    if matches!(spec.kind, JobKind::Micro(_)) {
+        return s;
     }
     s.push_str(" targets=");
     match &spec.targets {
@@ -198,6 +208,7 @@ pub fn decode(line: &str) -> Result<JobSpec, Error> {
     }
     let get = |key: &str| pairs.iter().find(|(k, _)| *k == key).map(|&(_, v)| v);
     let kind_name = get("kind").ok_or_else(|| err("kind", ErrorKind::Missing))?;
+    let mut micro = None;
     let (mut trace, mut ping, tnt) = match kind_name {
         "trace" => (Some(default_trace()), None, None),
         "ping" => (None, Some(default_ping()), None),
@@ -205,10 +216,14 @@ pub fn decode(line: &str) -> Result<JobSpec, Error> {
             let d = TntConfig::default();
             (Some(d.trace.clone()), Some(d.ping.clone()), Some(d))
         }
+        "micro" => {
+            micro = Some(vtnt_micro::Options::default());
+            (None, None, None)
+        }
         other => {
             return Err(bad(
                 "kind",
-                format!("`{other}` is not a job kind (trace, ping, tnt)"),
+                format!("`{other}` is not a job kind (trace, ping, tnt, micro)"),
             ))
         }
     };
@@ -223,6 +238,7 @@ pub fn decode(line: &str) -> Result<JobSpec, Error> {
         trace,
         ping,
         tnt,
+        micro,
         engine: EngineSpec::default(),
         targets: None,
         hold: Duration::ZERO,
@@ -237,12 +253,17 @@ pub fn decode(line: &str) -> Result<JobSpec, Error> {
         trace,
         ping,
         tnt,
+        micro,
         engine,
         targets,
         hold,
         every,
     } = st;
-    let targets = targets.ok_or_else(|| err("targets", ErrorKind::Missing))?;
+    let targets = match (targets, &micro) {
+        (Some(t), _) => t,
+        (None, Some(_)) => Targets::List(Vec::new()),
+        (None, None) => return Err(err("targets", ErrorKind::Missing)),
+    };
     if let Some(t) = &trace {
         t.validate().map_err(|e| job_error("trace.", e))?;
     }
@@ -262,10 +283,19 @@ pub fn decode(line: &str) -> Result<JobSpec, Error> {
                 bad(key, format!("out of range (allowed: {range})"))
             }
         })?;
-    let kind = match (kind_name, trace, ping, tnt) {
-        ("trace", Some(t), _, _) => JobKind::Trace(t),
-        ("ping", _, Some(p), _) => JobKind::Ping(p),
-        (_, Some(t), Some(p), Some(mut c)) => {
+    let kind = match (kind_name, trace, ping, tnt, micro) {
+        (_, _, _, _, Some(m)) => {
+            if let Some((field, range)) = m.out_of_range() {
+                return Err(bad(
+                    &format!("micro.{field}"),
+                    format!("out of range (allowed: {range})"),
+                ));
+            }
+            JobKind::Micro(m)
+        }
+        ("trace", Some(t), _, _, _) => JobKind::Trace(t),
+        ("ping", _, Some(p), _, _) => JobKind::Ping(p),
+        (_, Some(t), Some(p), Some(mut c), _) => {
             c.trace = t;
             c.ping = p;
             c.validate().map_err(|e| {
@@ -311,6 +341,7 @@ struct Parts {
     trace: Option<TraceOptions>,
     ping: Option<PingOptions>,
     tnt: Option<TntConfig>,
+    micro: Option<vtnt_micro::Options>,
     engine: EngineSpec,
     targets: Option<Targets>,
     hold: Duration,
@@ -338,7 +369,8 @@ impl Parts {
                     e.exclude.insert(p.parse().map_err(|x| format!("{x}"))?);
                 }
             }
-            "targets" => self.targets = Some(parse_targets(v)?),
+            // a micro job probes nothing: `targets` is not one of its keys
+            "targets" if self.micro.is_none() => self.targets = Some(parse_targets(v)?),
             "hold" => self.hold = keys::parse_dur(v)?,
             "every" => self.every = keys::parse_dur(v)?,
             _ => {
@@ -348,6 +380,8 @@ impl Parts {
                     keys::set_ping(p, rest, v)
                 } else if let (Some(rest), Some(c)) = (k.strip_prefix("tnt."), &mut self.tnt) {
                     keys::set_tnt(c, rest, v)
+                } else if let (Some(rest), Some(m)) = (k.strip_prefix("micro."), &mut self.micro) {
+                    keys::set_micro(m, rest, v)
                 } else {
                     Ok(false)
                 };

@@ -257,6 +257,27 @@ pub(crate) fn set_tnt(c: &mut TntConfig, key: &str, v: &str) -> Result<bool, Why
     Ok(true)
 }
 
+/// A micro job's fields (`micro.*`).
+pub(crate) fn micro_fields(o: &vtnt_micro::Options) -> Fields {
+    alloc::vec![
+        ("fib", o.fib.to_string()),
+        ("calls", o.calls.to_string()),
+        ("syscalls", o.syscalls.to_string()),
+    ]
+}
+
+/// Sets one micro field; `Ok(false)`: no such key.
+pub(crate) fn set_micro(o: &mut vtnt_micro::Options, key: &str, v: &str) -> Result<bool, Why> {
+    const COUNT: &str = "a count";
+    match key {
+        "fib" => o.fib = num(v, "a Fibonacci index")?,
+        "calls" => o.calls = num(v, COUNT)?,
+        "syscalls" => o.syscalls = num(v, COUNT)?,
+        _ => return Ok(false),
+    }
+    Ok(true)
+}
+
 /// The spec key of an engine `JobError::OutOfRange` option name.
 pub(crate) fn engine_option_key(option: &str) -> &'static str {
     match option {

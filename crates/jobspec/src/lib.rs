@@ -10,7 +10,7 @@
 //! Rules (version 1):
 //! - the first word is `vtnt-job=1`; words are separated by ASCII whitespace, values
 //!   contain none;
-//! - `kind` is `trace`, `ping` or `tnt`; options of the trace template are `trace.*`,
+//! - `kind` is `trace`, `ping`, `tnt` or `micro`; options of the trace template are `trace.*`,
 //!   of the ping template `ping.*` (a `tnt` job has both: its initial/revelation traces
 //!   and its fingerprint pings), TNT's own are `tnt.*`, the engine's are bare (`pps`,
 //!   `burst`, `seed`, `window`, `src`), the probing policy's are `allow-public` and
@@ -52,6 +52,8 @@ use vtnt_tnt::TntConfig;
 pub use codec::{decode, encode, encode_split, parse_target_list};
 use keys::dur as codec_dur;
 pub use keys::parse_hex;
+/// Seed 001's micro-benchmarks, the loops a `micro` job runs.
+pub use vtnt_micro as micro;
 
 /// The version this crate writes and reads.
 pub const VERSION: u32 = 1;
@@ -71,6 +73,8 @@ pub enum JobKind {
     Ping(PingOptions),
     /// A TNT campaign over all targets.
     Tnt(TntConfig),
+    /// Seed 001's micro-benchmarks ([`micro::run`]): no probe, no target.
+    Micro(micro::Options),
 }
 
 impl JobKind {
@@ -80,16 +84,18 @@ impl JobKind {
             JobKind::Trace(_) => "trace",
             JobKind::Ping(_) => "ping",
             JobKind::Tnt(_) => "tnt",
+            JobKind::Micro(_) => "micro",
         }
     }
 
     /// The engine measurement of a trace or ping job towards `dst` (the template with its
-    /// destination set); `None` for TNT, which runs as a campaign over all targets.
+    /// destination set); `None` for TNT, which runs as a campaign over all targets, and
+    /// for a micro job, which probes nothing.
     pub fn measurement(&self, dst: IpAddr) -> Option<vtnt_engine::Job> {
         match self {
             JobKind::Trace(t) => Some(vtnt_engine::Job::Trace(TraceOptions { dst, ..t.clone() })),
             JobKind::Ping(p) => Some(vtnt_engine::Job::Ping(PingOptions { dst, ..p.clone() })),
-            JobKind::Tnt(_) => None,
+            JobKind::Tnt(_) | JobKind::Micro(_) => None,
         }
     }
 }

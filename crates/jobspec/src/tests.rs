@@ -248,7 +248,7 @@ fn errors_name_the_key() {
         (
             "vtnt-job=1 kind=dance targets=192.0.2.1",
             "kind",
-            "job spec: key `kind`: `dance` is not a job kind (trace, ping, tnt)",
+            "job spec: key `kind`: `dance` is not a job kind (trace, ping, tnt, micro)",
         ),
         (
             "vtnt-job=1 kind=trace trace.wait=5 targets=192.0.2.1",
@@ -525,5 +525,51 @@ fn every_repeats_within_the_hold() {
         ),
     ] {
         assert_eq!(decode(line).unwrap_err().to_string(), why, "{line}");
+    }
+}
+
+#[test]
+fn micro_jobs_have_no_targets() {
+    let spec = JobSpec::new(JobKind::Micro(micro::Options::default()), vec![]);
+    assert_eq!(round_trip(&spec), "vtnt-job=1 kind=micro");
+    let empty = JobSpec::new(JobKind::Micro(micro::Options::EMPTY), vec![]);
+    assert_eq!(
+        round_trip(&empty),
+        "vtnt-job=1 kind=micro micro.fib=0 micro.calls=0 micro.syscalls=0"
+    );
+    assert_eq!(spec.kind.measurement(unspecified()), None);
+    for (line, key, msg) in [
+        (
+            "vtnt-job=1 kind=micro targets=192.0.2.1",
+            "targets",
+            "job spec: unknown key `targets`",
+        ),
+        (
+            "vtnt-job=1 kind=micro micro.fib=94",
+            "micro.fib",
+            "job spec: key `micro.fib`: out of range (allowed: 0..=93)",
+        ),
+        (
+            "vtnt-job=1 kind=micro micro.syscalls=100000001",
+            "micro.syscalls",
+            "job spec: key `micro.syscalls`: out of range (allowed: 0..=100000000)",
+        ),
+        (
+            "vtnt-job=1 kind=micro micro.calls=-1",
+            "micro.calls",
+            "job spec: key `micro.calls`: `-1` is not a count",
+        ),
+        (
+            "vtnt-job=1 kind=trace micro.calls=1 targets=192.0.2.1",
+            "micro.calls",
+            "job spec: unknown key `micro.calls`",
+        ),
+    ] {
+        let e = error(line);
+        assert_eq!(
+            (e.key.as_str(), e.to_string()),
+            (key, msg.to_string()),
+            "{line}"
+        );
     }
 }

@@ -46,6 +46,10 @@ pub struct RunOutput {
     /// Of that, the time the instance's first process took to join its cgroup, where the
     /// runtime can tell (spt's tender times its own writes).
     pub cgroup_join: Option<Duration>,
+    /// The most memory its cgroup was charged at once (`memory.max_usage_in_bytes`: its
+    /// processes', a container's, page cache they brought in), bytes; exact however short
+    /// the run, where PSS samples may miss it.
+    pub mem_peak_bytes: u64,
 }
 
 impl RunOutput {
@@ -502,6 +506,7 @@ impl Instance {
             deploy_time: Duration::ZERO,
             exec_time: elapsed,
             cpu_secs: self.cgroup.cpu_secs() + engine_cpu.max(0.0),
+            mem_peak_bytes: self.cgroup.mem_peak(),
             pss_samples: samples,
             ksm_pages_sharing_max: ksm_max,
             accelerator,

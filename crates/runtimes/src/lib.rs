@@ -87,7 +87,11 @@ impl Runtime {
     pub fn accelerator(self, image: &ImageInfo) -> Option<vtnt_vmm::accel::Accelerator> {
         match self {
             Runtime::Vm => Some(vm::accel()),
-            Runtime::Microvm => Some(microvm::accel(&image.path, vtnt_vmm::job::Vmm::Auto)),
+            Runtime::Microvm => Some(microvm::accel(
+                &image.path,
+                vtnt_vmm::job::Vmm::Auto,
+                vtnt_vmm::qemu::Accel::Auto,
+            )),
             _ => None,
         }
     }

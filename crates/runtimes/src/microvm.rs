@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 
 use vtnt_vmm::accel::Accelerator;
 use vtnt_vmm::job::{JobNet, RunOutcome, RunSpec, Vmm};
+use vtnt_vmm::qemu::Accel;
 use vtnt_vmm::GuestStatus;
 
 use crate::cgroup::Cgroup;
@@ -53,19 +54,21 @@ pub fn from_built(built: &Path) -> anyhow::Result<ImageInfo> {
 }
 
 /// The accelerator `vmm` boots `image` under: KVM (of this host's kind) under
-/// `vtnt-monitor` where it is usable, else QEMU's choice (`VTNT_ACCEL`, else KVM when the
-/// image boots under it, else TCG; `vtnt_vmm::accel::resolve`).
-pub fn accel(image: &Path, vmm: Vmm) -> Accelerator {
+/// `vtnt-monitor` where it is usable, else QEMU's choice `accel` (`Auto`: `VTNT_ACCEL`,
+/// else KVM when the image boots under it, else TCG; `vtnt_vmm::accel::resolve`).
+pub fn accel(image: &Path, vmm: Vmm, accel: Accel) -> Accelerator {
     let vmm = match vmm {
         Vmm::Auto => vtnt_vmm::job::default_vmm(image),
         v => v,
     };
-    vmm.accelerator(image, vtnt_vmm::qemu::Accel::Auto)
+    vmm.accelerator(image, accel)
 }
 
 /// A unikernel instance booting or running.
 pub struct Running {
-    thread: JoinHandle<Result<RunOutcome, vtnt_vmm::Error>>,
+    /// The VMM's run and when it ended (so that the time does not depend on when it is
+    /// joined).
+    thread: JoinHandle<(Result<RunOutcome, vtnt_vmm::Error>, Instant)>,
     started: Instant,
     console: vtnt_vmm::ConsoleTap,
 }
@@ -112,6 +115,7 @@ pub fn start(
     };
     let mut run = RunSpec::new(spec.job.clone(), job_net);
     run.vmm = vmm;
+    run.accel = spec.accel;
     run.image = Some(image.to_path_buf());
     run.dhcp = spec.dhcp;
     run.timeout = timeout;
@@ -124,7 +128,7 @@ pub fn start(
     let started = Instant::now();
     let thread = std::thread::Builder::new()
         .name("vtnt-microvm".into())
-        .spawn(move || vtnt_vmm::job::run_job(&run))?;
+        .spawn(move || (vtnt_vmm::job::run_job(&run), Instant::now()))?;
     Ok(Running {
         thread,
         started,
@@ -152,12 +156,12 @@ impl Running {
 
     /// Waits for the VM (its own watchdog bounds the wait).
     pub fn wait(self) -> anyhow::Result<Finished> {
-        let out = self
+        let (out, ended) = self
             .thread
             .join()
-            .map_err(|_| anyhow::anyhow!("the microVM's thread panicked"))?
-            .map_err(|e| anyhow::anyhow!("the microVM: {e}"))?;
-        let elapsed = self.started.elapsed();
+            .map_err(|_| anyhow::anyhow!("the microVM's thread panicked"))?;
+        let out = out.map_err(|e| anyhow::anyhow!("the microVM: {e}"))?;
+        let elapsed = ended.saturating_duration_since(self.started);
         let code = match out.status {
             GuestStatus::Exited(n) => Some(i32::from(n)),
             GuestStatus::TimedOut | GuestStatus::Vanished => None,

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use vtnt_job::JobSpec;
 use vtnt_vmm::job::Vmm;
+use vtnt_vmm::qemu::Accel;
 
 /// What to start.
 #[derive(Debug, Clone)]
@@ -21,6 +22,8 @@ pub struct InstanceSpec {
     pub dhcp: bool,
     /// The VMM of a microvm instance (the others ignore it).
     pub vmm: Vmm,
+    /// QEMU's accelerator for a microvm instance under QEMU (the others ignore it).
+    pub accel: Accel,
     /// How long a microvm guest may run before its watchdog stops it.
     pub guest_timeout: Duration,
 }
@@ -34,6 +37,7 @@ impl InstanceSpec {
             sample_every: Some(Duration::from_millis(100)),
             dhcp: false,
             vmm: Vmm::Auto,
+            accel: Accel::Auto,
             guest_timeout: Duration::from_secs(600),
         }
     }

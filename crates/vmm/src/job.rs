@@ -220,11 +220,18 @@ impl RunOutcome {
     }
 }
 
-/// Whether a console line is a scamper JSON result (cycle-start/stop, trace, ping).
+/// Whether a console line is a result: scamper JSON (cycle-start/stop, trace, ping) or a
+/// micro job's line.
 pub fn is_result_line(line: &str) -> bool {
-    ["cycle-start", "cycle-stop", "trace", "ping"]
-        .iter()
-        .any(|t| line.starts_with(&format!("{{\"type\":\"{t}\"")))
+    [
+        "cycle-start",
+        "cycle-stop",
+        "trace",
+        "ping",
+        vtnt_jobspec::micro::TYPE,
+    ]
+    .iter()
+    .any(|t| line.starts_with(&format!("{{\"type\":\"{t}\"")))
 }
 
 /// Splits console lines into (results, diagnostics).

@@ -1,7 +1,8 @@
 //! Jobs and the run loop.
 //!
 //! The job after `--` is the canonical job spec of `vtnt-jobspec` (the CLI writes it from
-//! `vtnt`'s own options), or `boot` / nothing (boot, print timings, exit 0). Trace and
+//! `vtnt`'s own options), or `boot` / nothing (boot, print timings, exit 0). A micro job
+//! runs seed 001's micro-benchmarks without the network ([`micro`]). Trace and
 //! ping jobs run `vtnt_engine::Engine`, TNT jobs `vtnt_tnt::TntRunner`: exactly the code
 //! the native CLI runs, driven through `vtnt_engine::Prober` by the generic [`run_loop`]
 //! over the platform's [`Nic`], with the platform's clock shifted by the host's
@@ -42,6 +43,8 @@ use vtnt_jobspec::{JobKind, JobSpec, Targets};
 use vtnt_record::Duration;
 use vtnt_record::Instant;
 use vtnt_tnt::{Tnt, TntRunner};
+
+mod micro;
 
 /// How long ARP may take for the first next hop before we give up.
 pub const ARP_TIMEOUT: Duration = Duration::from_secs(3);
@@ -250,6 +253,7 @@ fn flight(kind: &JobKind) -> Duration {
         JobKind::Trace(t) => t.wait,
         JobKind::Ping(p) => ping(p),
         JobKind::Tnt(c) => c.trace.wait.max(ping(&c.ping)),
+        JobKind::Micro(_) => Duration::ZERO,
     }
 }
 
@@ -270,6 +274,9 @@ pub fn run(cmdline: &Cmdline) -> ! {
         Ok(s) => s,
         Err(e) => fail!(Status::BadCmdline, "{e}"),
     };
+    if let JobKind::Micro(o) = &spec.kind {
+        micro::run(o)
+    }
     let targets = targets(&spec);
     let mut nic = bring_up(cmdline, deadline);
     resolve_first_hop(&mut nic, targets[0], deadline);
@@ -446,7 +453,7 @@ fn new_prober(spec: &JobSpec, src: Ipv4Addr) -> JobProber {
         Err(e) => fail!(Status::BadCmdline, "engine: {e}"),
     };
     match &spec.kind {
-        JobKind::Trace(_) | JobKind::Ping(_) => JobProber::Probe(engine),
+        JobKind::Trace(_) | JobKind::Ping(_) | JobKind::Micro(_) => JobProber::Probe(engine),
         JobKind::Tnt(config) => match Tnt::new(config.clone()) {
             Ok(t) => JobProber::Tnt(TntRunner::new(engine, t)),
             Err(e) => fail!(Status::BadCmdline, "tnt: {e}"),

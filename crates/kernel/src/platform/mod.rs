@@ -4,7 +4,8 @@
 //! Ethernet framing, the console's line buffer, the exit line) reaches its platform only
 //! through what is declared here: frames in and out ([`Link`]), a monotonic clock
 //! ([`now`]), waiting until a deadline or a frame ([`wait_until`]), writing to the console
-//! ([`console_emit`]), boot modules ([`module`]) and the exit ([`exit`]). Two builds:
+//! ([`console_emit`]), boot modules ([`module`]), the exit ([`exit`]) and, for the micro
+//! job, the cheapest call that leaves the guest ([`leave`]). Two builds:
 //!
 //! - [`vm`] (default): a virtual machine. One image boots two ways: PVH + virtio-net under
 //!   QEMU and Firecracker, and hypercalls under our own `vtnt-monitor` (`vm::hvt`).
@@ -27,8 +28,8 @@ pub mod vm;
 use vm as imp;
 
 pub use imp::{
-    console_batches, console_emit, exit, mark_step, module, now, open_net, random_seed, ticks,
-    ticks_to_instant, wait_until, wakes_on_frames,
+    console_batches, console_emit, exit, leave, leave_name, mark_step, module, now, open_net,
+    random_seed, ticks, ticks_to_instant, wait_until, wakes_on_frames,
 };
 
 /// Why a frame could not be handed to the link.

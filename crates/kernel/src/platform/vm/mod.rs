@@ -182,6 +182,26 @@ pub fn exit(status: Status) -> ! {
     arch::x86_64::power::exit(status as u8)
 }
 
+/// The micro job's "system call" (`vtnt_micro::Platform::leave`): the cheapest exit to
+/// whatever runs the VM, with no effect: an empty console hypercall to the monitor, a
+/// read of the debug console's port under QEMU.
+pub fn leave() {
+    if hvt::active() {
+        hvt::puts(&[])
+    } else {
+        console::read_port()
+    }
+}
+
+/// What [`leave`] is, for the micro job's result.
+pub fn leave_name() -> &'static str {
+    if hvt::active() {
+        "hypercall"
+    } else {
+        "port-read"
+    }
+}
+
 /// Whether the `marks` option asked for port marks (see `crate::steps`).
 static MARKS: AtomicBool = AtomicBool::new(false);
 
