@@ -189,10 +189,13 @@ fn shared_options_record_like_scamper() {
 }
 
 /// A record with what differs between any two runs taken out: times, RTTs, IP IDs, the
-/// source port and a trace's random ICMP checksum (both tools draw their own).
+/// source port, a trace's random ICMP checksum and a TCP ping's sequence and
+/// acknowledgment numbers (both tools draw their own; a case with `-A` checks it).
 fn normalised(v: &Value) -> Value {
-    const VOLATILE: [&str; 12] = [
+    const VOLATILE: [&str; 14] = [
         "start",
+        "tcp_seq",
+        "tcp_ack",
         "tx",
         "rx",
         "rtt",
@@ -217,10 +220,10 @@ fn normalised(v: &Value) -> Value {
     }
 }
 
-/// scamper's trace -Q, -T, -p and ping -C, -p, -B, -o, -z, -R, each given to both tools
-/// (in each one's letters: vTNT's `-p` and `-o` are the run's rate and output file) on one
-/// chain of Linux routers: the whole records agree once times, RTTs, IP IDs and drawn
-/// identifiers are taken out.
+/// scamper's trace -Q, -T, -p, -P tcp-ack and ping -C, -p, -B, -o, -z, -R, -P tcp-ack,
+/// -A, -P udp-dport, each given to both tools (in each one's letters: vTNT's `-p` and
+/// `-o` are the run's rate and output file) on one chain of Linux routers: the whole
+/// records agree once times, RTTs, IP IDs and drawn identifiers are taken out.
 #[test]
 fn scamper_options_record_like_scamper() {
     vtnt_testkit::require_root!("scamper");
@@ -230,6 +233,11 @@ fn scamper_options_record_like_scamper() {
     // that both lack it
     let rr = |r: &Value| r["responses"][0]["RR"].as_array().map_or(0, Vec::len);
     let second_attempt = |r: &Value| r["hops"][1]["probe_id"].clone();
+    // every reply a RST (a RST answers an ACK; without ACK bit, as it acknowledges nothing)
+    let rsts = |r: &Value, n: usize| {
+        let rs = r["responses"].as_array().map_or(&[][..], Vec::as_slice);
+        rs.len() == n && rs.iter().all(|x| x["tcp_flags"] == 4)
+    };
     for (ours, theirs, shows) in [
         (
             "trace -q 2 -w 1 -Q",
@@ -281,6 +289,29 @@ fn scamper_options_record_like_scamper() {
             "ping -c 2 -R -P udp",
             &|r: &Value| rr(r) > 0,
         ),
+        (
+            "trace -P tcp-ack -q 1 -w 1",
+            "trace -P tcp-ack -q 1 -w 1",
+            &|r: &Value| {
+                let last = r["hops"].as_array().and_then(|h| h.last()).cloned();
+                r["method"] == "tcp-ack" && last.is_some_and(|h| h["tcp_flags"] == 4)
+            },
+        ),
+        (
+            "ping -c 3 -i 0.2 -P tcp-ack",
+            "ping -c 3 -i 0.2 -P tcp-ack",
+            &|r: &Value| rsts(r, 3),
+        ),
+        (
+            "ping -c 2 -i 0.2 -P tcp-ack -A 12345",
+            "ping -c 2 -i 0.2 -P tcp-ack -A 12345",
+            &|r: &Value| rsts(r, 2) && r["tcp_ack"] == 12345,
+        ),
+        (
+            "ping -c 3 -i 0.2 -P udp-dport -d 4000",
+            "ping -c 3 -i 0.2 -P udp-dport -d 4000",
+            &|r: &Value| r["dport"] == 4000 && r["statistics"]["replies"] == 3,
+        ),
     ] {
         let mut args: Vec<&str> = ours.split_whitespace().collect();
         args.extend(["--pps", "100", &target]);
@@ -297,5 +328,81 @@ fn scamper_options_record_like_scamper() {
             sr[0]
         );
         assert!(shows(vr[0]), "{ours}: {}", vr[0]);
+        assert!(shows(sr[0]), "{theirs}: {}", sr[0]);
     }
+}
+
+/// The ping of `out`, a warts file `who` wrote.
+fn warts_ping(out: &std::path::Path, who: &str) -> vtnt_formats::Ping {
+    let bytes = std::fs::read(out).unwrap_or_else(|e| panic!("{who}: {e}"));
+    let pings: Vec<_> = vtnt_formats::read_warts(&bytes)
+        .into_iter()
+        .filter_map(|i| match i.unwrap_or_else(|e| panic!("{who}: {e}")) {
+            vtnt_formats::Item::Record(vtnt_formats::Record::Ping(p)) => Some(p),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(pings.len(), 1, "{who}: one ping");
+    pings.into_iter().next().unwrap()
+}
+
+/// An ICMP ping's `-d` is its first sequence number: scamper keeps it in warts only (its
+/// destination port; JSON shows nothing), where ours has it too, and every reply is
+/// matched to its probe as without it.
+#[test]
+fn icmp_ping_first_sequence_number_like_scamper() {
+    vtnt_testkit::require_root!("scamper");
+    let chain = Chain::build("vpq", 1).expect("namespace chain");
+    let target = chain.target();
+    let dir = std::env::temp_dir().join(format!("vtnt-pingseq-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (ours, theirs) = (dir.join("ours.warts"), dir.join("theirs.warts"));
+    let o = chain
+        .vantage()
+        .exec(
+            env!("CARGO_BIN_EXE_vtnt"),
+            &[
+                "ping",
+                "-c",
+                "3",
+                "-i",
+                "0.2",
+                "-d",
+                "65535",
+                "-O",
+                "warts",
+                "-o",
+                ours.to_str().unwrap(),
+                &target,
+            ],
+        )
+        .expect("run vtnt");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = chain
+        .vantage()
+        .exec(
+            "scamper",
+            &[
+                "-c",
+                "ping -c 3 -i 0.2 -d 65535",
+                "-O",
+                "warts",
+                "-o",
+                theirs.to_str().unwrap(),
+                "-i",
+                &target,
+            ],
+        )
+        .expect("run scamper");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let (v, s) = (warts_ping(&ours, "vtnt"), warts_ping(&theirs, "scamper"));
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!((v.dport, s.dport), (65535, 65535));
+    let seqs = |p: &vtnt_formats::Ping| p.responses.iter().map(|r| r.seq).collect::<Vec<_>>();
+    assert_eq!(
+        seqs(&v),
+        [0, 1, 2],
+        "every probe answered, across the wrap to 0"
+    );
+    assert_eq!(seqs(&v), seqs(&s));
 }

@@ -19,7 +19,7 @@ use vtnt_record::{Method, Record, StopReason};
 use vtnt_wire::reply;
 
 use crate::config::{Config, ConfigError};
-use crate::flow::{self, Flow, FlowKey, IdPool, Rng};
+use crate::flow::{self, Flow, FlowKey, IdPool, Rng, Vary};
 use crate::pacer::Pacer;
 use crate::ping::PingRun;
 use crate::probe;
@@ -544,7 +544,8 @@ impl Engine {
                 Job::Trace(t) => (t.method, t.sport, t.dport, t.dst, None),
                 Job::Ping(p) => (p.method, p.sport, p.dport, p.dst, p.icmp_sum.map(Some)),
             };
-            let Some(flow_and_pooled) = self.allocate(method, sport, dport, dst, sum) else {
+            let vary = vary(&self.queue[scan].1);
+            let Some(flow_and_pooled) = self.allocate(method, sport, dport, dst, sum, vary) else {
                 scan += 1;
                 continue;
             };
@@ -564,12 +565,13 @@ impl Engine {
         dport: Option<u16>,
         dst: IpAddr,
         sum: Option<Option<u16>>,
+        vary: Vary,
     ) -> Option<(Flow, bool)> {
         let IpAddr::V4(dst) = dst else { return None };
         let proto = probe::protocol(method);
         let keys = &self.keys;
         let (id, pooled) = match (method, sport) {
-            (Method::UdpParis | Method::Tcp, Some(s)) => {
+            (_, Some(s)) if method != Method::IcmpParis => {
                 let k = FlowKey { proto, id: s, dst };
                 (!keys.contains_key(&k)).then_some((s, false))?
             }
@@ -581,7 +583,7 @@ impl Engine {
         // scamper's default destination port, for UDP and TCP alike
         let dport = match method {
             Method::IcmpParis => 0,
-            Method::UdpParis | Method::Tcp => dport.unwrap_or(33435),
+            _ => dport.unwrap_or(33435),
         };
         let icmp_sum = match sum {
             Some(c) => c.unwrap_or_else(|| self.rng.checksum()),
@@ -593,6 +595,7 @@ impl Engine {
                 dport,
                 icmp_sum,
                 tag: self.tag,
+                vary,
             },
             pooled,
         ))
@@ -625,5 +628,24 @@ impl Engine {
         self.keys.insert(flow.key, i);
         self.active += 1;
         self.reschedule(i, now);
+    }
+}
+
+/// What a job's probes vary beyond the probe number ([`Vary`]).
+fn vary(job: &Job) -> Vary {
+    match job {
+        Job::Trace(t) => Vary {
+            tcp_ack: t.method == Method::TcpAck,
+            ..Vary::default()
+        },
+        Job::Ping(p) => Vary {
+            tcp_ack: p.method == Method::TcpAck,
+            fixed_ack: p.tcp_ack,
+            dport_counts: p.method == Method::UdpDport,
+            seq_offset: match (p.method, p.dport) {
+                (Method::IcmpParis, Some(d)) => d.wrapping_sub(1),
+                _ => 0,
+            },
+        },
     }
 }

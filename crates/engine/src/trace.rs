@@ -235,11 +235,9 @@ impl TraceRun {
         if self.state == State::Done {
             return Outcome::Unmatched;
         }
-        let sent = self.probes.len();
+        let sent = u16::try_from(self.probes.len()).unwrap_or(u16::MAX);
         let tcp_payload = probe::tcp_payload_len(self.opts.probe_size);
-        let Some(n) = probe::probe_number(&self.flow, r, tcp_payload, |n| {
-            n >= 1 && (n as usize) <= sent
-        }) else {
+        let Some(n) = probe::probe_number(&self.flow, r, tcp_payload, sent) else {
             return Outcome::Unmatched;
         };
         if !self.answers_method(r) {
@@ -314,7 +312,7 @@ impl TraceRun {
     fn answers_method(&self, r: &Reply<'_>) -> bool {
         match r.body {
             Body::Echo { .. } => self.opts.method == Method::IcmpParis,
-            Body::Tcp { .. } => self.opts.method == Method::Tcp,
+            Body::Tcp { .. } => self.opts.method.is_tcp(),
             _ => true,
         }
     }
@@ -359,7 +357,7 @@ impl TraceRun {
             (Some((icmp_type::TIME_EXCEEDED, _)), _) if from_dst && !self.opts.ignore_ttl_dst => {
                 Some((StopReason::Completed, 0))
             }
-            (None, Some(_)) if method == Method::Tcp => Some((StopReason::Completed, 0)),
+            (None, Some(_)) if method.is_tcp() => Some((StopReason::Completed, 0)),
             _ => None,
         }
     }

@@ -321,15 +321,13 @@ fn trace(c: &mut Cursor) -> Result<Trace, WartsError> {
     let flags = flags32.map_or(u32::from(flags8), |f| f);
     t.all_attempts = flags & u32::from(TRACE_FLAG_ALLATTEMPTS) != 0;
     t.ignore_ttl_dst = flags & u32::from(TRACE_FLAG_IGNORETTLDST) != 0;
-    t.method = match ty {
-        TRACE_TYPE_ICMP_PARIS => Method::IcmpParis,
-        TRACE_TYPE_UDP_PARIS => Method::UdpParis,
-        TRACE_TYPE_TCP => Method::Tcp,
-        other => {
-            let name = match other {
+    t.method = match code_method(&TRACE_TYPES, ty) {
+        // classic UDP traceroute is not one of vTNT's trace methods
+        Some(m) if m != Method::UdpDport => m,
+        _ => {
+            let name = match ty {
                 1 => "icmp-echo".to_string(),
                 2 => "udp".to_string(),
-                6 => "tcp-ack".to_string(),
                 n => format!("type {n}"),
             };
             return Err(c.err(WartsErrorKind::Unsupported {
@@ -573,14 +571,12 @@ fn ping(c: &mut Cursor) -> Result<Ping, WartsError> {
         (false, true) => Some(ProbeData::Payload(data)),
         (false, false) => Some(ProbeData::Pattern(data)),
     };
-    p.method = match method {
-        PING_METHOD_ICMP_ECHO => Method::IcmpParis,
-        PING_METHOD_UDP => Method::UdpParis,
-        PING_METHOD_TCP_SYN => Method::Tcp,
-        m => {
+    p.method = match code_method(&PING_METHODS, method) {
+        Some(m) => m,
+        None => {
             return Err(c.err(WartsErrorKind::Unsupported {
                 what: "ping method",
-                why: format!("method {m}"),
+                why: format!("method {method}"),
             }))
         }
     };

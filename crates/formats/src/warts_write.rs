@@ -188,10 +188,10 @@ fn secs_u32(us: u64) -> u32 {
 fn trace_body(t: &Trace, list: u32, cycle: u32) -> Result<Vec<u8>, WartsErrorKind> {
     let mut table = AddrTable::default();
     let mut p = Params::default();
-    let (ty, mut flags, dport) = match t.method {
-        Method::IcmpParis => (TRACE_TYPE_ICMP_PARIS, TRACE_FLAG_ICMPCSUMDP, t.icmp_sum),
-        Method::UdpParis => (TRACE_TYPE_UDP_PARIS, 0, t.dport),
-        Method::Tcp => (TRACE_TYPE_TCP, 0, t.dport),
+    let ty = method_code(&TRACE_TYPES, t.method);
+    let (mut flags, dport) = match t.method {
+        Method::IcmpParis => (TRACE_FLAG_ICMPCSUMDP, t.icmp_sum),
+        _ => (0, t.dport),
     };
     if t.all_attempts {
         flags |= TRACE_FLAG_ALLATTEMPTS;
@@ -331,11 +331,7 @@ fn ping_body(pg: &Ping, list: u32, cycle: u32) -> Result<Vec<u8>, WartsErrorKind
     }
     let mut table = AddrTable::default();
     let mut p = Params::default();
-    let method = match pg.method {
-        Method::IcmpParis => PING_METHOD_ICMP_ECHO,
-        Method::UdpParis => PING_METHOD_UDP,
-        Method::Tcp => PING_METHOD_TCP_SYN,
-    };
+    let method = method_code(&PING_METHODS, pg.method);
     let replies = ordered_replies(pg);
     let wait = ping_wait_secs(pg);
     let timeout = ping_timeout_secs(pg);

@@ -59,14 +59,12 @@ pub(crate) fn boolean(v: &str) -> Result<bool, Why> {
 }
 
 pub(crate) fn method(v: &str) -> Result<Method, Why> {
-    match v {
-        "icmp-paris" => Ok(Method::IcmpParis),
-        "udp-paris" => Ok(Method::UdpParis),
-        "tcp" => Ok(Method::Tcp),
-        _ => Err(format!(
-            "`{v}` is not a method (icmp-paris, udp-paris, tcp)"
-        )),
-    }
+    Method::ALL
+        .into_iter()
+        .find(|m| m.option_name() == v)
+        .ok_or_else(|| {
+            format!("`{v}` is not a method (icmp-paris, udp-paris, tcp, tcp-ack, udp-dport)")
+        })
 }
 
 use vtnt_record::to_hex as hex;
@@ -159,6 +157,10 @@ pub(crate) fn ping_fields(o: &PingOptions) -> Fields {
         ("pattern", data(o, true)),
         ("payload", data(o, false)),
         ("record-route", o.record_route.to_string()),
+        (
+            "tcp-ack",
+            o.tcp_ack.map_or_else(String::new, |a| a.to_string())
+        ),
     ]
 }
 
@@ -197,6 +199,7 @@ pub(crate) fn set_ping(o: &mut PingOptions, key: &str, v: &str) -> Result<bool, 
         "pattern" => set_data(o, ProbeData::Pattern(parse_hex(v, 16)?))?,
         "payload" => set_data(o, ProbeData::Payload(parse_hex(v, 1000)?))?,
         "record-route" => o.record_route = boolean(v)?,
+        "tcp-ack" => o.tcp_ack = Some(num(v, "an acknowledgment number (1..=4294967295)")?),
         _ => return Ok(false),
     }
     Ok(true)
@@ -264,6 +267,8 @@ pub(crate) fn engine_option_key(option: &str) -> &'static str {
         "timeout" => "timeout",
         "payload" => "payload",
         "icmp_sum" => "icmp-sum",
+        "tcp_ack" => "tcp-ack",
+        "method" => "method",
         "data" => "pattern|payload",
         _ => "?",
     }

@@ -260,6 +260,11 @@ pub fn sample_records() -> Vec<Record> {
     t.hop_count = 2;
     t.probe_count = 2;
     t.dport = 80;
+    v.push(Record::Trace(t.clone()));
+
+    // TCP ACK: a RST (no ACK bit) from the destination.
+    t.method = Method::TcpAck;
+    t.hops[1].tcp_flags = Some(4);
     v.push(Record::Trace(t));
 
     // One small trace per remaining stop reason.
@@ -410,6 +415,40 @@ pub fn sample_pings() -> Vec<Record> {
         .collect();
     v.push(Record::Ping(p));
 
+    // tcp-ack, -A: RSTs, the ACKs' sequence and acknowledgment numbers
+    let mut p = base_ping(Method::TcpAck);
+    p.probe_size = 40;
+    p.tcp_seq = 93_311_536;
+    p.tcp_ack = 12_345;
+    p.ping_sent = 2;
+    p.responses = (0..2)
+        .map(|s| {
+            let mut r = reply(s, 301 + u64::from(s));
+            r.icmp = None;
+            r.reply_proto = 6;
+            r.tcp_flags = Some(4);
+            r.reply_size = 40;
+            r.reply_ipid = 0;
+            r
+        })
+        .collect();
+    v.push(Record::Ping(p));
+
+    // udp-dport: port unreachables for ports 4000, 4001
+    let mut p = base_ping(Method::UdpDport);
+    p.probe_size = 40;
+    p.dport = 4000;
+    p.ping_sent = 2;
+    p.responses = (0..2)
+        .map(|s| {
+            let mut r = reply(s, 90);
+            r.icmp = Some((3, 3));
+            r.reply_size = 68;
+            r
+        })
+        .collect();
+    v.push(Record::Ping(p));
+
     // scamper's -R -C -p: flags, icmp_csum, pattern, RR arrays
     let mut p = base_ping(Method::IcmpParis);
     p.probe_size = 126;
@@ -438,7 +477,7 @@ pub fn sample_pings() -> Vec<Record> {
 }
 
 /// Records with what scamper keeps in warts but its JSON does not show: a trace's `-Q`
-/// and `-T` flags, a ping's `-z` ToS and `-o` reply count.
+/// and `-T` flags, a ping's `-z` ToS, `-o` reply count and an ICMP ping's `-d`.
 pub fn warts_only_samples() -> Vec<Record> {
     let mut v = Vec::new();
     // scamper's -Q -T: two replies per hop (warts flags only)
@@ -460,6 +499,12 @@ pub fn warts_only_samples() -> Vec<Record> {
     p.tos = 0x20;
     p.reply_count = 2;
     p.responses = vec![reply(0, 47), reply(1, 52)];
+    v.push(Record::Ping(p));
+
+    // an ICMP ping's -d: its first sequence number, in warts' destination port
+    let mut p = base_ping(Method::IcmpParis);
+    p.dport = 100;
+    p.responses = vec![reply(0, 47)];
     v.push(Record::Ping(p));
     v
 }
