@@ -50,6 +50,10 @@ pub struct TraceOptions {
     pub all_attempts: bool,
     /// `-T`: a time exceeded from the destination does not complete the trace (false).
     pub ignore_ttl_dst: bool,
+    /// `-G 2`: once the gap limit is reached, `attempts` probes with TTL 255 ask whether
+    /// the destination answers at all (false: `-G 1`, stop at once). The trace stops
+    /// with GAPLIMIT either way.
+    pub last_ditch: bool,
     /// `-p`: the probes' payload (UDP and ICMP; empty: zeros). Its first two bytes pin
     /// the checksum, as scamper's; an ICMP probe's next two carry the engine's tag. The
     /// probe size is 28 + its length ([`TraceOptions::with_payload`]).
@@ -76,6 +80,7 @@ impl TraceOptions {
             userid: 0,
             all_attempts: false,
             ignore_ttl_dst: false,
+            last_ditch: false,
             payload: Vec::new(),
         }
     }

@@ -286,6 +286,9 @@ fn trace(o: &Obj) -> Result<Trace, JsonErrorKind> {
         all_attempts: false,
         ignore_ttl_dst: false,
         hops,
+        // scamper's JSON shows neither
+        last_ditch: false,
+        lastditch: Vec::new(),
     })
 }
 

@@ -35,6 +35,14 @@ pub(crate) const TRACE_FLAG_ALLATTEMPTS: u8 = 0x01;
 pub(crate) const TRACE_FLAG_IGNORETTLDST: u8 = 0x08;
 pub(crate) const TRACE_FLAG_ICMPCSUMDP: u8 = 0x20;
 
+/// Gap actions (`SCAMPER_TRACE_GAPACTION_*`): stop, or last-ditch TTL-255 probes.
+pub(crate) const GAP_STOP: u8 = 1;
+pub(crate) const GAP_LASTDITCH: u8 = 2;
+/// A trace's optional sections: a 4-bit type and a 12-bit length, then the section;
+/// type 2 holds the last-ditch replies (`WARTS_TRACE_ATTR_LASTDITCH`).
+pub(crate) const ATTR_LASTDITCH: u16 = 2;
+pub(crate) const ATTR_LEN_MAX: u16 = 0x0fff;
+
 /// Hop flags (`SCAMPER_TRACE_HOP_FLAG_*`).
 pub(crate) const HOP_FLAG_SOCK_RX: u8 = 0x01;
 pub(crate) const HOP_FLAG_REPLY_TTL: u8 = 0x10;

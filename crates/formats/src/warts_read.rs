@@ -262,6 +262,8 @@ fn trace(c: &mut Cursor) -> Result<Trace, WartsError> {
         all_attempts: false,
         ignore_ttl_dst: false,
         hops: Vec::new(),
+        last_ditch: false,
+        lastditch: Vec::new(),
     };
     let (mut ty, mut flags8, mut flags32) = (0u8, 0u8, None);
     if f.has(3) || f.has(4) {
@@ -293,7 +295,8 @@ fn trace(c: &mut Cursor) -> Result<Trace, WartsError> {
             15 => t.firsthop = c.u8("trace firsthop")?.max(1),
             16 => t.tos = c.u8("trace tos")?,
             17 => t.wait = Duration::from_secs(c.u8("trace wait")?.into()),
-            18 | 21 | 22 | 25 | 31 => {
+            21 => t.last_ditch = c.u8("trace gap action")? == GAP_LASTDITCH,
+            18 | 22 | 25 | 31 => {
                 c.u8("trace parameter")?;
             }
             19 => t.hop_count = u8::try_from(c.u16("trace hop count")?).unwrap_or(u8::MAX),
@@ -348,14 +351,25 @@ fn trace(c: &mut Cursor) -> Result<Trace, WartsError> {
     for _ in 0..count {
         t.hops.push(hop(c, &mut table)?);
     }
-    // Optional data (PMTUD, last-ditch, doubletree) until a zero header.
+    // Optional data (PMTUD, last-ditch, doubletree) until a zero header; the
+    // last-ditch replies are read, the others skipped.
     loop {
         let hdr = c.u16("trace optional data header")?;
         if hdr == 0 {
             break;
         }
-        let len = usize::from(hdr & 0x0fff);
-        c.take(len, "trace optional data")?;
+        let end = c.pos() + usize::from(hdr & ATTR_LEN_MAX);
+        if hdr >> 12 == ATTR_LASTDITCH {
+            let f = c.flags("trace last-ditch flags")?;
+            end_params(c, &f, "trace last-ditch flags")?;
+            for _ in 0..c.u16("trace last-ditch reply count")? {
+                t.lastditch.push(hop(c, &mut table)?);
+            }
+            if c.pos() > end {
+                return Err(c.invalid("trace last-ditch replies", "overrun their section"));
+            }
+        }
+        c.seek(end, "trace optional data")?;
     }
     Ok(t)
 }

@@ -180,6 +180,11 @@ pub struct TraceArgs {
     /// A time exceeded from the destination does not end the trace (scamper's -T).
     #[arg(short = 'T', long = "ignore-ttl-dst")]
     pub ignore_ttl_dst: bool,
+    /// At the gap limit (scamper's -G): 1 stops; 2 first sends up to -q probes with TTL
+    /// 255 to see whether the destination answers at all (the trace still stops with
+    /// GAPLIMIT; warts keeps the reply).
+    #[arg(short = 'G', long = "gap-action", default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=2))]
+    pub gap_action: u8,
     /// Payload of the UDP and ICMP probes in hex (scamper's trace -p; -p here is the
     /// run's rate). Its first two bytes pin the checksum, an ICMP probe's next two carry
     /// vTNT's tag; the probe size becomes 28 + its length.
@@ -205,6 +210,7 @@ impl TraceArgs {
         o.userid = self.common.userid;
         o.all_attempts = self.all_attempts;
         o.ignore_ttl_dst = self.ignore_ttl_dst;
+        o.last_ditch = self.gap_action == 2;
         o.with_payload(self.payload.clone().map(|h| h.0).unwrap_or_default())
     }
 }

@@ -109,6 +109,7 @@ pub(crate) fn trace_fields(o: &TraceOptions) -> Fields {
         ("userid", o.userid.to_string()),
         ("all-attempts", o.all_attempts.to_string()),
         ("ignore-ttl-dst", o.ignore_ttl_dst.to_string()),
+        ("last-ditch", o.last_ditch.to_string()),
         ("payload", hex(&o.payload)),
     ]
 }
@@ -131,6 +132,7 @@ pub(crate) fn set_trace(o: &mut TraceOptions, key: &str, v: &str) -> Result<bool
         "userid" => o.userid = num(v, "a 32-bit number")?,
         "all-attempts" => o.all_attempts = boolean(v)?,
         "ignore-ttl-dst" => o.ignore_ttl_dst = boolean(v)?,
+        "last-ditch" => o.last_ditch = boolean(v)?,
         "payload" => o.payload = parse_hex(v, usize::from(vtnt_engine::MAX_PROBE_SIZE))?,
         _ => return Ok(false),
     }

@@ -143,9 +143,10 @@ fn scamper_option_keys_round_trip() {
     let mut t = TraceOptions::new(unspecified()).with_payload(vec![0xde, 0xad, 0xbe, 0xef]);
     t.all_attempts = true;
     t.ignore_ttl_dst = true;
+    t.last_ditch = true;
     let line = round_trip(&JobSpec::new(JobKind::Trace(t), vec![ip("192.0.2.1")]));
     assert!(
-        line.contains(" trace.probe-size=32 trace.all-attempts=true trace.ignore-ttl-dst=true trace.payload=deadbeef "),
+        line.contains(" trace.probe-size=32 trace.all-attempts=true trace.ignore-ttl-dst=true trace.last-ditch=true trace.payload=deadbeef "),
         "{line}"
     );
     let mut p = PingOptions::new(unspecified());

@@ -254,6 +254,13 @@ pub struct Trace {
     pub ignore_ttl_dst: bool,
     /// Every reply, ordered by probe TTL then attempt.
     pub hops: Vec<Hop>,
+    /// After the gap limit, TTL-255 probes asked whether the destination still answers
+    /// (scamper `-G 2`, warts gap action "last-ditch"); the trace still stops with
+    /// GAPLIMIT.
+    pub last_ditch: bool,
+    /// The replies to those probes (warts' last-ditch section; scamper's JSON shows
+    /// neither).
+    pub lastditch: Vec<Hop>,
 }
 
 /// One reply to one ping probe.

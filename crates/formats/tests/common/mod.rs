@@ -177,6 +177,8 @@ fn base_trace(method: Method, dst: &str) -> Trace {
         all_attempts: false,
         ignore_ttl_dst: false,
         hops: Vec::new(),
+        last_ditch: false,
+        lastditch: Vec::new(),
     }
 }
 
@@ -477,7 +479,8 @@ pub fn sample_pings() -> Vec<Record> {
 }
 
 /// Records with what scamper keeps in warts but its JSON does not show: a trace's `-Q`
-/// and `-T` flags, a ping's `-z` ToS, `-o` reply count and an ICMP ping's `-d`.
+/// and `-T` flags, `-G 2` and its last-ditch replies, a ping's `-z` ToS, `-o` reply count
+/// and an ICMP ping's `-d`.
 pub fn warts_only_samples() -> Vec<Record> {
     let mut v = Vec::new();
     // scamper's -Q -T: two replies per hop (warts flags only)
@@ -506,6 +509,23 @@ pub fn warts_only_samples() -> Vec<Record> {
     p.dport = 100;
     p.responses = vec![reply(0, 47)];
     v.push(Record::Ping(p));
+
+    // -G 2: silent routers, then the destination answers a TTL-255 probe (warts'
+    // last-ditch section; its address already in the table, then a new one)
+    let mut t = base_trace(Method::UdpParis, "203.0.113.9");
+    (t.gaplimit, t.attempts, t.hop_count, t.probe_count) = (2, 2, 2, 6);
+    t.stop_reason = StopReason::GapLimit;
+    t.last_ditch = true;
+    let mut ld = te_hop("203.0.113.9", 3, 2, 253, vec![]);
+    (ld.probe_ttl, ld.icmp) = (255, Some((3, 3)));
+    t.lastditch = vec![ld.clone()];
+    v.push(Record::Trace(t.clone()));
+    ld.addr = ip("198.51.100.7");
+    t.lastditch.push(ld);
+    v.push(Record::Trace(t.clone()));
+    // -G 2 and no answer: the gap action alone
+    t.lastditch.clear();
+    v.push(Record::Trace(t));
     v
 }
 
