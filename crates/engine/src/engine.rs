@@ -544,8 +544,7 @@ impl Engine {
                 Job::Trace(t) => (t.method, t.sport, t.dport, t.dst, None),
                 Job::Ping(p) => (p.method, p.sport, p.dport, p.dst, p.icmp_sum.map(Some)),
             };
-            let vary = vary(&self.queue[scan].1);
-            let Some(flow_and_pooled) = self.allocate(method, sport, dport, dst, sum, vary) else {
+            let Some(flow_and_pooled) = self.allocate(method, sport, dport, dst, sum) else {
                 scan += 1;
                 continue;
             };
@@ -565,7 +564,6 @@ impl Engine {
         dport: Option<u16>,
         dst: IpAddr,
         sum: Option<Option<u16>>,
-        vary: Vary,
     ) -> Option<(Flow, bool)> {
         let IpAddr::V4(dst) = dst else { return None };
         let proto = probe::protocol(method);
@@ -595,7 +593,8 @@ impl Engine {
                 dport,
                 icmp_sum,
                 tag: self.tag,
-                vary,
+                // what the run's options make vary (`TraceRun::new`, `PingRun::new`)
+                vary: Vary::default(),
             },
             pooled,
         ))
@@ -628,24 +627,5 @@ impl Engine {
         self.keys.insert(flow.key, i);
         self.active += 1;
         self.reschedule(i, now);
-    }
-}
-
-/// What a job's probes vary beyond the probe number ([`Vary`]).
-fn vary(job: &Job) -> Vary {
-    match job {
-        Job::Trace(t) => Vary {
-            tcp_ack: t.method == Method::TcpAck,
-            ..Vary::default()
-        },
-        Job::Ping(p) => Vary {
-            tcp_ack: p.method == Method::TcpAck,
-            fixed_ack: p.tcp_ack,
-            dport_counts: p.method == Method::UdpDport,
-            seq_offset: match (p.method, p.dport) {
-                (Method::IcmpParis, Some(d)) => d.wrapping_sub(1),
-                _ => 0,
-            },
-        },
     }
 }

@@ -109,7 +109,7 @@ impl TraceOptions {
         }
         check(
             "method",
-            "icmp-paris, udp-paris, tcp or tcp-ack (udp-dport is a ping's)",
+            "not udp-dport (a ping's)",
             self.method != Method::UdpDport,
         )?;
         check("attempts", "1..=20", (1..=20).contains(&self.attempts))?;
@@ -257,7 +257,7 @@ impl PingOptions {
         )?;
         check(
             "tcp_ack",
-            "1..=4294967295, tcp-ack only",
+            "tcp-ack only, not 0",
             self.tcp_ack
                 .is_none_or(|a| self.method == Method::TcpAck && a != 0),
         )?;

@@ -19,7 +19,7 @@ use core::net::{IpAddr, Ipv4Addr};
 use vtnt_record::{IpAddr as Addr, Method, Ping, PingReply, ProbeData, StopReason};
 use vtnt_wire::reply::{Body, Reply};
 
-use crate::flow::Flow;
+use crate::flow::{Flow, Vary};
 use crate::probe::{self, Probe};
 use crate::trace::{Outcome, Wake};
 use crate::{Instant, PingOptions};
@@ -43,7 +43,18 @@ pub(crate) struct PingRun {
 }
 
 impl PingRun {
-    pub fn new(now: Instant, src: Ipv4Addr, opts: PingOptions, flow: Flow) -> PingRun {
+    /// Not inlined, as [`crate::trace::TraceRun::new`].
+    #[inline(never)]
+    pub fn new(now: Instant, src: Ipv4Addr, opts: PingOptions, mut flow: Flow) -> PingRun {
+        flow.vary = Vary {
+            tcp_ack: opts.method == Method::TcpAck,
+            fixed_ack: opts.tcp_ack,
+            dport_counts: opts.method == Method::UdpDport,
+            seq_offset: match (opts.method, opts.dport) {
+                (Method::IcmpParis, Some(d)) => d.wrapping_sub(1),
+                _ => 0,
+            },
+        };
         PingRun {
             payload: payload(&opts),
             opts,

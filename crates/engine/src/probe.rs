@@ -573,6 +573,7 @@ mod tests {
         .unwrap()
     }
 
+    /// Probe `number` of `size` (at most 40 bytes), its payload zeros.
     fn plain(number: u16, size: u16) -> Probe<'static> {
         Probe {
             src: SRC,
@@ -580,7 +581,7 @@ mod tests {
             tos: 0,
             number,
             size,
-            data: &[],
+            data: &[0; 12],
             record_route: false,
         }
     }

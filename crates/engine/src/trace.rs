@@ -105,7 +105,10 @@ pub(crate) struct TraceRun {
 }
 
 impl TraceRun {
-    pub fn new(now: Instant, src: Ipv4Addr, opts: TraceOptions, flow: Flow) -> TraceRun {
+    /// Not inlined into `Engine::activate`: the unikernel's image is 1.8 KiB smaller so.
+    #[inline(never)]
+    pub fn new(now: Instant, src: Ipv4Addr, opts: TraceOptions, mut flow: Flow) -> TraceRun {
+        flow.vary.tcp_ack = opts.method == Method::TcpAck;
         TraceRun {
             ttl: opts.first_ttl as u16,
             hop_count: opts.first_ttl as u16 - 1,

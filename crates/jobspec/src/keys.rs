@@ -201,7 +201,7 @@ pub(crate) fn set_ping(o: &mut PingOptions, key: &str, v: &str) -> Result<bool, 
         "pattern" => set_data(o, ProbeData::Pattern(parse_hex(v, 16)?))?,
         "payload" => set_data(o, ProbeData::Payload(parse_hex(v, 1000)?))?,
         "record-route" => o.record_route = boolean(v)?,
-        "tcp-ack" => o.tcp_ack = Some(num(v, "an acknowledgment number (1..=4294967295)")?),
+        "tcp-ack" => o.tcp_ack = Some(num(v, "a 32-bit number")?),
         _ => return Ok(false),
     }
     Ok(true)

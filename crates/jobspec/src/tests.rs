@@ -401,17 +401,17 @@ fn errors_name_the_key() {
         (
             "vtnt-job=1 kind=trace trace.method=udp-dport targets=192.0.2.1",
             "trace.method",
-            "job spec: key `trace.method`: out of range (allowed: icmp-paris, udp-paris, tcp or tcp-ack (udp-dport is a ping's))",
+            "job spec: key `trace.method`: out of range (allowed: not udp-dport (a ping's))",
         ),
         (
             "vtnt-job=1 kind=ping ping.tcp-ack=7 targets=192.0.2.1",
             "ping.tcp-ack",
-            "job spec: key `ping.tcp-ack`: out of range (allowed: 1..=4294967295, tcp-ack only)",
+            "job spec: key `ping.tcp-ack`: out of range (allowed: tcp-ack only, not 0)",
         ),
         (
             "vtnt-job=1 kind=ping ping.method=tcp-ack ping.tcp-ack=x targets=192.0.2.1",
             "ping.tcp-ack",
-            "job spec: key `ping.tcp-ack`: `x` is not an acknowledgment number (1..=4294967295)",
+            "job spec: key `ping.tcp-ack`: `x` is not a 32-bit number",
         ),
         (
             "vtnt-job=1 kind=ping hold=1s hold=2s targets=192.0.2.1",
