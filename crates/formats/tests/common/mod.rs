@@ -335,6 +335,17 @@ fn reply(seq: u16, rtt_us: u64) -> PingReply {
     }
 }
 
+/// A 40-byte TCP reply with `flags` to probe `seq`.
+fn tcp_reply(seq: u16, rtt_us: u64, flags: u8) -> PingReply {
+    let mut r = reply(seq, rtt_us);
+    r.icmp = None;
+    r.reply_proto = 6;
+    r.tcp_flags = Some(flags);
+    r.reply_size = 40;
+    r.reply_ipid = 0;
+    r
+}
+
 fn base_ping(method: Method) -> Ping {
     Ping {
         src: ip("192.0.2.1"),
@@ -405,15 +416,7 @@ pub fn sample_pings() -> Vec<Record> {
     p.tcp_seq = 93_311_536;
     p.ping_sent = 2;
     p.responses = (0..2)
-        .map(|s| {
-            let mut r = reply(s, 5721 - u64::from(s) * 5000);
-            r.icmp = None;
-            r.reply_proto = 6;
-            r.tcp_flags = Some(20);
-            r.reply_size = 40;
-            r.reply_ipid = 0;
-            r
-        })
+        .map(|s| tcp_reply(s, 5721 - u64::from(s) * 5000, 20))
         .collect();
     v.push(Record::Ping(p));
 
@@ -424,15 +427,7 @@ pub fn sample_pings() -> Vec<Record> {
     p.tcp_ack = 12_345;
     p.ping_sent = 2;
     p.responses = (0..2)
-        .map(|s| {
-            let mut r = reply(s, 301 + u64::from(s));
-            r.icmp = None;
-            r.reply_proto = 6;
-            r.tcp_flags = Some(4);
-            r.reply_size = 40;
-            r.reply_ipid = 0;
-            r
-        })
+        .map(|s| tcp_reply(s, 301 + u64::from(s), 4))
         .collect();
     v.push(Record::Ping(p));
 
