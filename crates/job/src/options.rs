@@ -303,7 +303,7 @@ impl PingArgs {
 /// `vtnt tnt`.
 #[derive(clap::Args, Debug)]
 pub struct TntArgs {
-    /// Method of the initial and revelation traces: icmp-paris, udp-paris or tcp.
+    /// Method of the initial and revelation traces: icmp-paris, udp-paris, tcp or tcp-ack.
     #[arg(short = 'P', long = "method", default_value = "icmp-paris", value_parser = trace_method)]
     pub method: Method,
     /// Probes per hop.
