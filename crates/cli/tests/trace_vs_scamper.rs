@@ -9,6 +9,7 @@ mod records_common;
 
 use records_common::{hops, json_lines, of_type, replies, vtnt};
 use serde_json::Value;
+use vtnt_formats::Record;
 use vtnt_netns::{Chain, NetNs};
 
 fn scamper(ns: &NetNs, cmd: &str, target: &str) -> Vec<Value> {
@@ -189,10 +190,13 @@ fn shared_options_record_like_scamper() {
 }
 
 /// A record with what differs between any two runs taken out: times, RTTs, IP IDs, the
-/// source port and a trace's random ICMP checksum (both tools draw their own).
+/// source port, a trace's random ICMP checksum and a TCP ping's sequence and
+/// acknowledgment numbers (both tools draw their own; a case with `-A` checks it).
 fn normalised(v: &Value) -> Value {
-    const VOLATILE: [&str; 12] = [
+    const VOLATILE: [&str; 14] = [
         "start",
+        "tcp_seq",
+        "tcp_ack",
         "tx",
         "rx",
         "rtt",
@@ -217,10 +221,10 @@ fn normalised(v: &Value) -> Value {
     }
 }
 
-/// scamper's trace -Q, -T, -p and ping -C, -p, -B, -o, -z, -R, each given to both tools
-/// (in each one's letters: vTNT's `-p` and `-o` are the run's rate and output file) on one
-/// chain of Linux routers: the whole records agree once times, RTTs, IP IDs and drawn
-/// identifiers are taken out.
+/// scamper's trace -Q, -T, -p, -P tcp-ack and ping -C, -p, -B, -o, -z, -R, -P tcp-ack,
+/// -A, -P udp-dport, each given to both tools (in each one's letters: vTNT's `-p` and
+/// `-o` are the run's rate and output file) on one chain of Linux routers: the whole
+/// records agree once times, RTTs, IP IDs and drawn identifiers are taken out.
 #[test]
 fn scamper_options_record_like_scamper() {
     vtnt_testkit::require_root!("scamper");
@@ -230,6 +234,11 @@ fn scamper_options_record_like_scamper() {
     // that both lack it
     let rr = |r: &Value| r["responses"][0]["RR"].as_array().map_or(0, Vec::len);
     let second_attempt = |r: &Value| r["hops"][1]["probe_id"].clone();
+    // every reply a RST (a RST answers an ACK; without ACK bit, as it acknowledges nothing)
+    let rsts = |r: &Value, n: usize| {
+        let rs = r["responses"].as_array().map_or(&[][..], Vec::as_slice);
+        rs.len() == n && rs.iter().all(|x| x["tcp_flags"] == 4)
+    };
     for (ours, theirs, shows) in [
         (
             "trace -q 2 -w 1 -Q",
@@ -281,6 +290,29 @@ fn scamper_options_record_like_scamper() {
             "ping -c 2 -R -P udp",
             &|r: &Value| rr(r) > 0,
         ),
+        (
+            "trace -P tcp-ack -q 1 -w 1",
+            "trace -P tcp-ack -q 1 -w 1",
+            &|r: &Value| {
+                let last = r["hops"].as_array().and_then(|h| h.last()).cloned();
+                r["method"] == "tcp-ack" && last.is_some_and(|h| h["tcp_flags"] == 4)
+            },
+        ),
+        (
+            "ping -c 3 -i 0.2 -P tcp-ack",
+            "ping -c 3 -i 0.2 -P tcp-ack",
+            &|r: &Value| rsts(r, 3),
+        ),
+        (
+            "ping -c 2 -i 0.2 -P tcp-ack -A 12345",
+            "ping -c 2 -i 0.2 -P tcp-ack -A 12345",
+            &|r: &Value| rsts(r, 2) && r["tcp_ack"] == 12345,
+        ),
+        (
+            "ping -c 3 -i 0.2 -P udp-dport -d 4000",
+            "ping -c 3 -i 0.2 -P udp-dport -d 4000",
+            &|r: &Value| r["dport"] == 4000 && r["statistics"]["replies"] == 3,
+        ),
     ] {
         let mut args: Vec<&str> = ours.split_whitespace().collect();
         args.extend(["--pps", "100", &target]);
@@ -297,5 +329,128 @@ fn scamper_options_record_like_scamper() {
             sr[0]
         );
         assert!(shows(vr[0]), "{ours}: {}", vr[0]);
+        assert!(shows(sr[0]), "{theirs}: {}", sr[0]);
     }
+}
+
+/// The one record of `out`, a warts file `who` wrote.
+fn warts_record(out: &std::path::Path, who: &str) -> vtnt_formats::Record {
+    let bytes = std::fs::read(out).unwrap_or_else(|e| panic!("{who}: {e}"));
+    let records: Vec<_> = vtnt_formats::read_warts(&bytes)
+        .into_iter()
+        .filter_map(|i| match i.unwrap_or_else(|e| panic!("{who}: {e}")) {
+            vtnt_formats::Item::Record(r) => Some(r),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(records.len(), 1, "{who}: one record");
+    records.into_iter().next().unwrap()
+}
+
+/// `vtnt ARGS` and `scamper -c CMD` in `ns`, each writing warts to a file of its own
+/// (vTNT's with `-O warts -o`); their records as our reader reads them.
+fn both_warts(
+    ns: &NetNs,
+    ours: &[&str],
+    theirs: &str,
+) -> (vtnt_formats::Record, vtnt_formats::Record) {
+    let dir = std::env::temp_dir().join(format!("vtnt-warts-{}", vtnt_netns::unique_name("o")));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (o, t) = (dir.join("ours.warts"), dir.join("theirs.warts"));
+    let mut args = ours.to_vec();
+    args.extend(["-O", "warts", "-o", o.to_str().unwrap()]);
+    let out = ns
+        .exec(env!("CARGO_BIN_EXE_vtnt"), &args)
+        .expect("run vtnt");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let target = ours.last().unwrap();
+    let out = ns
+        .exec(
+            "scamper",
+            &[
+                "-c",
+                theirs,
+                "-O",
+                "warts",
+                "-o",
+                t.to_str().unwrap(),
+                "-i",
+                target,
+            ],
+        )
+        .expect("run scamper");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let records = (warts_record(&o, "vtnt"), warts_record(&t, "scamper"));
+    let _ = std::fs::remove_dir_all(&dir);
+    records
+}
+
+/// An ICMP ping's `-d` is its first sequence number: scamper keeps it in warts only (its
+/// destination port; JSON shows nothing), where ours has it too, and every reply is
+/// matched to its probe as without it.
+#[test]
+fn icmp_ping_first_sequence_number_like_scamper() {
+    vtnt_testkit::require_root!("scamper");
+    let chain = Chain::build("vpq", 1).expect("namespace chain");
+    let target = chain.target();
+    let (v, s) = both_warts(
+        chain.vantage(),
+        &["ping", "-c", "3", "-i", "0.2", "-d", "65535", &target],
+        "ping -c 3 -i 0.2 -d 65535",
+    );
+    let (Record::Ping(v), Record::Ping(s)) = (v, s) else {
+        panic!("not pings")
+    };
+    assert_eq!((v.dport, s.dport), (65535, 65535));
+    let seqs = |p: &vtnt_formats::Ping| p.responses.iter().map(|r| r.seq).collect::<Vec<_>>();
+    assert_eq!(
+        seqs(&v),
+        [0, 1, 2],
+        "every probe answered, across the wrap to 0"
+    );
+    assert_eq!(seqs(&v), seqs(&s));
+}
+
+/// scamper's `-G 2`: routers that send nothing (their own packets unroutable) make the
+/// trace reach its gap limit, then a TTL-255 probe finds the destination. Both tools
+/// stop with GAPLIMIT, count that probe, and keep its reply in warts' last-ditch
+/// section (which scamper's JSON does not show): the same record in both, once times,
+/// RTTs and IP IDs are taken out.
+#[test]
+fn trace_last_ditch_like_scamper() {
+    vtnt_testkit::require_root!("scamper");
+    let chain = Chain::build("vpg", 2).expect("namespace chain");
+    for router in &chain.nodes[1..3] {
+        router
+            .ip(&["rule", "add", "iif", "lo", "prohibit", "pref", "100"])
+            .expect("silence a router");
+    }
+    let target = chain.target();
+    let cmd = "trace -q 1 -w 1 -g 2 -G 2";
+    let mut ours: Vec<&str> = cmd.split_whitespace().collect();
+    ours.extend(["--pps", "100", &target]);
+    let (v, s) = both_warts(chain.vantage(), &ours, cmd);
+    let (Record::Trace(mut v), Record::Trace(mut s)) = (v, s) else {
+        panic!("not traces")
+    };
+    assert_eq!(v.stop_reason, vtnt_engine::StopReason::GapLimit);
+    assert!(v.hops.is_empty(), "the routers are silent");
+    assert_eq!((v.probe_count, v.lastditch.len()), (3, 1), "{v:?}");
+    let ld = &v.lastditch[0];
+    assert_eq!((ld.addr.to_string(), ld.probe_ttl), (target.clone(), 255));
+    for t in [&mut v, &mut s] {
+        (t.start, t.sport) = (vtnt_engine::Instant::ZERO, 0);
+        for h in &mut t.lastditch {
+            (h.tx, h.rtt, h.reply_ipid) = (vtnt_engine::Instant::ZERO, Default::default(), 0);
+        }
+    }
+    assert_eq!(v, s);
 }

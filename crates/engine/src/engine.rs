@@ -19,7 +19,7 @@ use vtnt_record::{Method, Record, StopReason};
 use vtnt_wire::reply;
 
 use crate::config::{Config, ConfigError};
-use crate::flow::{self, Flow, FlowKey, IdPool, Rng};
+use crate::flow::{self, Flow, FlowKey, IdPool, Rng, Vary};
 use crate::pacer::Pacer;
 use crate::ping::PingRun;
 use crate::probe;
@@ -569,7 +569,7 @@ impl Engine {
         let proto = probe::protocol(method);
         let keys = &self.keys;
         let (id, pooled) = match (method, sport) {
-            (Method::UdpParis | Method::Tcp, Some(s)) => {
+            (_, Some(s)) if method != Method::IcmpParis => {
                 let k = FlowKey { proto, id: s, dst };
                 (!keys.contains_key(&k)).then_some((s, false))?
             }
@@ -581,7 +581,7 @@ impl Engine {
         // scamper's default destination port, for UDP and TCP alike
         let dport = match method {
             Method::IcmpParis => 0,
-            Method::UdpParis | Method::Tcp => dport.unwrap_or(33435),
+            _ => dport.unwrap_or(33435),
         };
         let icmp_sum = match sum {
             Some(c) => c.unwrap_or_else(|| self.rng.checksum()),
@@ -593,6 +593,8 @@ impl Engine {
                 dport,
                 icmp_sum,
                 tag: self.tag,
+                // what the run's options make vary (`TraceRun::new`, `PingRun::new`)
+                vary: Vary::default(),
             },
             pooled,
         ))

@@ -39,6 +39,23 @@ pub(crate) struct Flow {
     pub icmp_sum: u16,
     /// The engine's [`instance_tag`].
     pub tag: u16,
+    /// What varies from probe to probe besides the probe number (see [`crate::probe`]).
+    pub vary: Vary,
+}
+
+/// How a measurement's probes differ from scamper's defaults, per method.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct Vary {
+    /// TCP probes are ACKs (tcp-ack), not SYNs.
+    pub tcp_ack: bool,
+    /// A tcp-ack ping's `-A`: the acknowledgment number of every probe (by default the
+    /// probe's own, which numbers it).
+    pub fixed_ack: Option<u32>,
+    /// UDP probe n goes to `dport + n - 1` (udp-dport).
+    pub dport_counts: bool,
+    /// The ICMP sequence number of probe 1, less one (a ping's `-d`; 0: the sequence
+    /// number is the probe number).
+    pub seq_offset: u16,
 }
 
 impl Flow {

@@ -34,7 +34,8 @@ pub struct TraceOptions {
     pub loops: u8,
     /// `-s`: source port (UDP, TCP); chosen by the engine when `None`.
     pub sport: Option<u16>,
-    /// `-d`: destination port (UDP 33435, TCP 80 when `None`).
+    /// `-d`: destination port (33435 when `None`, UDP and TCP alike); an icmp-paris
+    /// trace's ICMP checksum.
     pub dport: Option<u16>,
     /// IP length of each probe (44, as scamper's default). At least 30 for UDP (headers
     /// and the two payload bytes that pin the checksum), 32 for ICMP (two more for the
@@ -49,6 +50,10 @@ pub struct TraceOptions {
     pub all_attempts: bool,
     /// `-T`: a time exceeded from the destination does not complete the trace (false).
     pub ignore_ttl_dst: bool,
+    /// `-G 2`: once the gap limit is reached, `attempts` probes with TTL 255 ask whether
+    /// the destination answers at all (false: `-G 1`, stop at once). The trace stops
+    /// with GAPLIMIT either way.
+    pub last_ditch: bool,
     /// `-p`: the probes' payload (UDP and ICMP; empty: zeros). Its first two bytes pin
     /// the checksum, as scamper's; an ICMP probe's next two carry the engine's tag. The
     /// probe size is 28 + its length ([`TraceOptions::with_payload`]).
@@ -75,6 +80,7 @@ impl TraceOptions {
             userid: 0,
             all_attempts: false,
             ignore_ttl_dst: false,
+            last_ditch: false,
             payload: Vec::new(),
         }
     }
@@ -88,7 +94,7 @@ impl TraceOptions {
     /// [`TraceOptions::with_method`] in place.
     pub fn set_method(&mut self, method: Method) {
         self.method = method;
-        self.probe_size = if method == Method::Tcp { 40 } else { 44 };
+        self.probe_size = if method.is_tcp() { 40 } else { 44 };
     }
 
     /// Sets the payload (`-p`) and the probe size it makes, as scamper's: 28 bytes of
@@ -106,6 +112,11 @@ impl TraceOptions {
         if self.dst.is_ipv6() {
             return Err(JobError::Ipv6Unsupported);
         }
+        check(
+            "method",
+            "not udp-dport (a ping's)",
+            self.method != Method::UdpDport,
+        )?;
         check("attempts", "1..=20", (1..=20).contains(&self.attempts))?;
         check("first_ttl", "1..=255", self.first_ttl >= 1)?;
         check("max_ttl", "first_ttl..=255", self.max_ttl >= self.first_ttl)?;
@@ -125,7 +136,7 @@ impl TraceOptions {
         check(
             "payload",
             "none for tcp",
-            self.payload.is_empty() || self.method != Method::Tcp,
+            self.payload.is_empty() || !self.method.is_tcp(),
         )?;
         check_size(self.method, self.probe_size)?;
         check(
@@ -140,7 +151,7 @@ impl TraceOptions {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PingOptions {
     pub dst: IpAddr,
-    /// `-P`: probe method (ICMP echo, UDP, TCP SYN).
+    /// `-P`: probe method (ICMP echo, UDP, UDP to a port counting up, TCP SYN, TCP ACK).
     pub method: Method,
     /// `-c`: probes to send (4).
     pub count: u16,
@@ -151,6 +162,8 @@ pub struct PingOptions {
     /// How long to wait for replies after the last probe (1 s; scamper's `-W`).
     pub timeout: Duration,
     pub sport: Option<u16>,
+    /// `-d`: the destination port of UDP and TCP probes (udp-dport: the first one), the
+    /// sequence number of the first ICMP echo request.
     pub dport: Option<u16>,
     /// IP length of each probe (84, as scamper's default ICMP ping); the least is as for
     /// traces, 40 more with `record_route`.
@@ -167,6 +180,9 @@ pub struct PingOptions {
     pub data: Option<ProbeData>,
     /// `-R`: the probes carry a record route option (40 bytes of the probe size).
     pub record_route: bool,
+    /// `-A`: the acknowledgment number of every tcp-ack probe (by default each probe's
+    /// own, which numbers it). With it, a RST is taken for the last probe sent.
+    pub tcp_ack: Option<u32>,
 }
 
 impl PingOptions {
@@ -188,6 +204,7 @@ impl PingOptions {
             reply_count: 0,
             data: None,
             record_route: false,
+            tcp_ack: None,
         }
     }
 
@@ -209,15 +226,15 @@ impl PingOptions {
     /// echo and 12 for UDP.
     pub fn default_size(&self) -> u16 {
         let headers = match self.method {
-            Method::Tcp => 40,
-            Method::UdpParis => 28,
+            Method::Tcp | Method::TcpAck => 40,
+            Method::UdpParis | Method::UdpDport => 28,
             Method::IcmpParis => 28 + if self.icmp_sum.is_some() { 2 } else { 0 },
         } + if self.record_route { 40 } else { 0 };
         let rest = match (&self.data, self.method) {
             (Some(ProbeData::Payload(b)), _) => b.len(),
             (_, Method::IcmpParis) => 56,
-            (_, Method::UdpParis) => 12,
-            (_, Method::Tcp) => 0,
+            (_, Method::UdpParis | Method::UdpDport) => 12,
+            (_, Method::Tcp | Method::TcpAck) => 0,
         };
         u16::try_from(headers + rest).unwrap_or(u16::MAX)
     }
@@ -248,6 +265,12 @@ impl PingOptions {
                 Some(c) => self.method == Method::IcmpParis && c != 0 && c != 0xffff,
             },
         )?;
+        check(
+            "tcp_ack",
+            "tcp-ack only, not 0",
+            self.tcp_ack
+                .is_none_or(|a| self.method == Method::TcpAck && a != 0),
+        )?;
         let rr = if self.record_route { 40 } else { 0 };
         check_size(self.method, self.probe_size.saturating_sub(rr))?;
         check(
@@ -273,7 +296,7 @@ impl PingOptions {
 
 /// Payload bytes of a probe of `size` (IP total length) with `method`.
 pub(crate) fn payload_room(method: Method, size: u16, record_route: bool) -> usize {
-    let headers = if method == Method::Tcp { 40 } else { 28 } + if record_route { 40 } else { 0 };
+    let headers = if method.is_tcp() { 40 } else { 28 } + if record_route { 40 } else { 0 };
     usize::from(size).saturating_sub(headers)
 }
 
@@ -298,8 +321,8 @@ fn check_ports(sport: Option<u16>, dport: Option<u16>) -> Result<(), JobError> {
 /// and two for the engine's tag (see the `probe` module).
 fn check_size(method: Method, size: u16) -> Result<(), JobError> {
     let (min, range) = match method {
-        Method::Tcp => (40, "40..=1500"),
-        Method::UdpParis => (30, "30..=1500"),
+        Method::Tcp | Method::TcpAck => (40, "40..=1500"),
+        Method::UdpParis | Method::UdpDport => (30, "30..=1500"),
         Method::IcmpParis => (32, "32..=1500"),
     };
     check("probe_size", range, (min..=MAX_PROBE_SIZE).contains(&size))

@@ -10,16 +10,16 @@
 //! scamper reads them.
 //!
 //! Replies: ICMP echo replies, port unreachables for UDP probes to a closed port, RST or
-//! SYN-ACK for TCP SYNs, and any ICMP error quoting a probe (a small `ttl` makes routers
+//! SYN-ACK for TCP SYNs, RST for TCP ACKs, and any ICMP error quoting a probe (a small `ttl` makes routers
 //! answer with time exceeded, recorded like scamper does).
 
 use alloc::vec::Vec;
 use core::net::{IpAddr, Ipv4Addr};
 
-use vtnt_record::{IpAddr as Addr, Ping, PingReply, ProbeData, StopReason};
+use vtnt_record::{IpAddr as Addr, Method, Ping, PingReply, ProbeData, StopReason};
 use vtnt_wire::reply::{Body, Reply};
 
-use crate::flow::Flow;
+use crate::flow::{Flow, Vary};
 use crate::probe::{self, Probe};
 use crate::trace::{Outcome, Wake};
 use crate::{Instant, PingOptions};
@@ -43,7 +43,18 @@ pub(crate) struct PingRun {
 }
 
 impl PingRun {
-    pub fn new(now: Instant, src: Ipv4Addr, opts: PingOptions, flow: Flow) -> PingRun {
+    /// Not inlined, as [`crate::trace::TraceRun::new`].
+    #[inline(never)]
+    pub fn new(now: Instant, src: Ipv4Addr, opts: PingOptions, mut flow: Flow) -> PingRun {
+        flow.vary = Vary {
+            tcp_ack: opts.method == Method::TcpAck,
+            fixed_ack: opts.tcp_ack,
+            dport_counts: opts.method == Method::UdpDport,
+            seq_offset: match (opts.method, opts.dport) {
+                (Method::IcmpParis, Some(d)) => d.wrapping_sub(1),
+                _ => 0,
+            },
+        };
         PingRun {
             payload: payload(&opts),
             opts,
@@ -125,16 +136,14 @@ impl PingRun {
         if matches!(self.end, Some(end) if end <= now) {
             return Outcome::Unmatched;
         }
-        let sent = self.sent.len();
+        let sent = u16::try_from(self.sent.len()).unwrap_or(u16::MAX);
         let tcp_payload = probe::tcp_payload_len(self.opts.probe_size);
-        let Some(n) = probe::probe_number(&self.flow, r, tcp_payload, |n| {
-            n >= 1 && (n as usize) <= sent
-        }) else {
+        let Some(n) = probe::probe_number(&self.flow, r, tcp_payload, sent) else {
             return Outcome::Unmatched;
         };
         let fits = match r.body {
             Body::Echo { .. } => self.flow.is_icmp(),
-            Body::Tcp { .. } => self.opts.method == vtnt_record::Method::Tcp,
+            Body::Tcp { .. } => self.opts.method.is_tcp(),
             _ => true,
         };
         if !fits {
@@ -175,10 +184,19 @@ impl PingRun {
     }
 
     pub fn into_record(self) -> Ping {
+        // an ICMP ping's `-d` is its first sequence number, kept where scamper keeps it
         let (sport, dport) = if self.flow.is_icmp() {
-            (0, 0)
+            (0, self.opts.dport.unwrap_or(0))
         } else {
             (self.flow.sport(), self.flow.dport)
+        };
+        // Probe n carries sequence number n (under the tag), and a tcp-ack probe the
+        // same acknowledgment number unless `-A` fixed it: the first probe's are reported.
+        let first = probe::tcp_seq(self.flow.tag, 1);
+        let (tcp_seq, tcp_ack) = match self.opts.method {
+            Method::Tcp => (first, 0),
+            Method::TcpAck => (first, self.opts.tcp_ack.unwrap_or(first)),
+            _ => (0, 0),
         };
         Ping {
             src: IpAddr::V4(self.src),
@@ -193,14 +211,8 @@ impl PingRun {
             ttl: self.opts.ttl,
             wait: self.opts.interval,
             timeout: self.opts.timeout,
-            // Probe n carries sequence number n (under the tag): the first probe's is
-            // reported.
-            tcp_seq: if self.opts.method == vtnt_record::Method::Tcp {
-                probe::tcp_seq(self.flow.tag, 1)
-            } else {
-                0
-            },
-            tcp_ack: 0,
+            tcp_seq,
+            tcp_ack,
             tos: self.opts.tos,
             icmp_sum: self.opts.icmp_sum,
             reply_count: self.opts.reply_count,

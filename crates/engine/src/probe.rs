@@ -12,6 +12,13 @@
 //! | ICMP echo | type, code, ident, checksum, payload | sequence | IP ID; payload bytes 2..4 | IP ID, ident, seq | echo reply (ident, seq, payload) |
 //! | UDP | ports | UDP checksum (never 0) | IP ID | IP ID, ports, checksum | port unreachable (quote) |
 //! | TCP SYN | ports | sequence number, low 16 bits | sequence number, high 16 bits | ports, seq | RST or SYN-ACK, ack = seq + 1 |
+//! | TCP ACK | ports | sequence and acknowledgment numbers, low 16 bits | both, high 16 bits | ports, seq | RST, seq = the probe's ack |
+//!
+//! A ping's options vary more, as scamper's do: udp-dport sends probe n to `dport + n -
+//! 1` (an error's quote must show that port); `-d` of an ICMP ping makes probe n's
+//! sequence number `d + n - 1`; `-A` of a tcp-ack ping gives every probe the same
+//! acknowledgment number, so that a RST (which brings back only that) is taken for the
+//! last probe sent, as scamper takes it.
 //!
 //! The IP ID is [`ip_id`]`(tag, number)`: tag and number together, never 0 (Linux
 //! replaces a zero IP ID of a raw packet). UDP falls back to it for the probe number when
@@ -30,7 +37,7 @@ use vtnt_wire::ipopt::RECORD_ROUTE_LEN;
 use vtnt_wire::reply::{Body, QuotedTransport, Reply};
 use vtnt_wire::{checksum, icmp_type, proto, tcp_flags, Error};
 
-use crate::flow::{Flow, FlowKey};
+use crate::flow::{Flow, FlowKey, Vary};
 use crate::Instant;
 
 /// The leading bytes of a probe that name it: its IPv4 header (options included: 60
@@ -85,8 +92,17 @@ pub(crate) fn payload_bytes(len: usize, lead: usize, data: &[u8], repeat: bool) 
 pub(crate) fn protocol(method: Method) -> u8 {
     match method {
         Method::IcmpParis => proto::ICMP,
-        Method::UdpParis => proto::UDP,
-        Method::Tcp => proto::TCP,
+        Method::UdpParis | Method::UdpDport => proto::UDP,
+        Method::Tcp | Method::TcpAck => proto::TCP,
+    }
+}
+
+/// The UDP destination port of probe `number` of `flow`.
+fn udp_dport(flow: &Flow, number: u16) -> u16 {
+    if flow.vary.dport_counts {
+        flow.dport.wrapping_add(number.wrapping_sub(1))
+    } else {
+        flow.dport
     }
 }
 
@@ -143,7 +159,7 @@ fn build_plain(buf: &mut [u8], flow: &Flow, p: &Probe) -> Result<usize, Error> {
                 &build::Echo {
                     icmp_type: icmp_type::ECHO_REQUEST,
                     ident: flow.sport(),
-                    seq: p.number,
+                    seq: p.number.wrapping_add(flow.vary.seq_offset),
                     payload,
                     checksum: None,
                 },
@@ -164,19 +180,24 @@ fn build_plain(buf: &mut [u8], flow: &Flow, p: &Probe) -> Result<usize, Error> {
                 &ip,
                 &build::Udp {
                     sport: flow.sport(),
-                    dport: flow.dport,
+                    dport: udp_dport(flow, p.number),
                     payload,
                     checksum: Some(p.number),
                 },
             )
         }
         _ => {
+            let seq = tcp_seq(flow.tag, p.number);
+            let (ack, flags) = match flow.vary {
+                Vary { tcp_ack: false, .. } => (0, tcp_flags::SYN),
+                Vary { fixed_ack, .. } => (fixed_ack.unwrap_or(seq), tcp_flags::ACK),
+            };
             let t = build::Tcp {
                 sport: flow.sport(),
                 dport: flow.dport,
-                seq: tcp_seq(flow.tag, p.number),
-                ack: 0,
-                flags: tcp_flags::SYN,
+                seq,
+                ack,
+                flags,
                 window: TCP_WINDOW,
             };
             let n = build::tcp(buf, &ip, &t)?;
@@ -192,7 +213,7 @@ fn payload<'a>(p: &Probe<'a>, headers: u16) -> Result<&'a [u8], Error> {
     p.data.get(..n).ok_or(Error::Malformed)
 }
 
-/// Extends the 40-byte SYN at `buf[..n]` with `payload`, fixing the IP length and both
+/// Extends the 40-byte TCP segment at `buf[..n]` with `payload`, fixing the IP length and both
 /// checksums.
 fn pad_tcp(buf: &mut [u8], ip: &Ip, n: usize, payload: &[u8]) -> Result<usize, Error> {
     let total = n + payload.len();
@@ -262,30 +283,27 @@ fn is_error(t: u8) -> bool {
     t == icmp_type::TIME_EXCEEDED || t == icmp_type::DEST_UNREACH
 }
 
-/// The probe number `r` answers, if it fits `flow` and carries its tag; `sent(n)` says
-/// whether probe `n` was sent, `tcp_payload` is the payload length of TCP probes.
-pub(crate) fn probe_number(
-    flow: &Flow,
-    r: &Reply<'_>,
-    tcp_payload: u32,
-    sent: impl Fn(u16) -> bool,
-) -> Option<u16> {
+/// The probe number `r` answers, if it fits `flow` and carries its tag; probes 1 to
+/// `sent` were sent, `tcp_payload` is the payload length of TCP probes.
+pub(crate) fn probe_number(flow: &Flow, r: &Reply<'_>, tcp_payload: u32, sent: u16) -> Option<u16> {
     let tag = flow.tag;
+    let was_sent = |n: u16| (1..=sent).contains(&n);
     let n = match r.body {
         Body::IcmpError { quote, .. } => {
             let n = match quote.transport {
-                QuotedTransport::Icmp { seq, .. } => seq,
+                QuotedTransport::Icmp { seq, .. } => seq.wrapping_sub(flow.vary.seq_offset),
                 QuotedTransport::Udp {
                     dport, checksum, ..
-                } if dport == flow.dport => {
-                    if checksum != 0 && sent(checksum) {
+                } => {
+                    let n = if checksum != 0 && was_sent(checksum) {
                         checksum
                     } else {
                         number_of_ip_id(tag, quote.ipid)?
-                    }
+                    };
+                    (dport == udp_dport(flow, n)).then_some(n)?
                 }
                 QuotedTransport::Tcp { dport, seq, .. } if dport == flow.dport => {
-                    return number_of_tcp_seq(tag, seq).filter(|&n| sent(n));
+                    return number_of_tcp_seq(tag, seq).filter(|&n| was_sent(n));
                 }
                 _ => return None,
             };
@@ -294,7 +312,20 @@ pub(crate) fn probe_number(
         Body::Echo { seq, payload, .. } => {
             let at = ICMP_TAG_AT;
             let echoed = payload.get(at..at + 2)?;
-            (echoed == tag.to_be_bytes()).then_some(seq)?
+            (echoed == tag.to_be_bytes()).then_some(seq.wrapping_sub(flow.vary.seq_offset))?
+        }
+        // An ACK is answered by a RST whose sequence number is the ACK's acknowledgment
+        // number.
+        Body::Tcp {
+            sport, seq, flags, ..
+        } if sport == flow.dport && flow.vary.tcp_ack => {
+            if flags & tcp_flags::RST == 0 {
+                return None;
+            }
+            return match flow.vary.fixed_ack {
+                Some(a) => (seq == a && sent > 0).then_some(sent),
+                None => number_of_tcp_seq(tag, seq).filter(|&n| was_sent(n)),
+            };
         }
         Body::Tcp {
             sport, ack, flags, ..
@@ -308,11 +339,11 @@ pub(crate) fn probe_number(
             [plain, with_payload]
                 .into_iter()
                 .filter_map(|a| number_of_tcp_seq(tag, a))
-                .find(|&a| sent(a))?
+                .find(|&a| was_sent(a))?
         }
         _ => return None,
     };
-    sent(n).then_some(n)
+    was_sent(n).then_some(n)
 }
 
 /// The flow and probe number of a probe this engine built, e.g. one the driver could not
@@ -432,6 +463,7 @@ mod tests {
             dport: 33435,
             icmp_sum: 0,
             tag: 0xfff0,
+            vary: Vary::default(),
         }
     }
 
@@ -495,6 +527,125 @@ mod tests {
         // a payload (not repeated) behind two checksum bytes, zeros after it
         assert_eq!(payload_bytes(6, 2, &[1, 2], false), [0, 0, 1, 2, 0, 0]);
         assert_eq!(payload_bytes(3, 0, &[], false), [0, 0, 0]);
+    }
+
+    /// The TCP segment [`answer`] takes when it builds an ICMP error.
+    const UNUSED: build::Tcp = build::Tcp {
+        sport: 0,
+        dport: 0,
+        seq: 0,
+        ack: 0,
+        flags: 0,
+        window: 0,
+    };
+
+    /// A reply of `dst` to the probe in `probe`: an ICMP error quoting it when `icmp`,
+    /// else the TCP segment `t` (from the probe's destination to its source).
+    fn answer(buf: &mut [u8], probe: &[u8], icmp: Option<u8>, t: &build::Tcp) -> usize {
+        let ip = Ip {
+            src: DST,
+            dst: SRC,
+            ttl: 60,
+            tos: 0,
+            ipid: 1,
+        };
+        match icmp {
+            Some(icmp_type) => build::icmp_error(
+                buf,
+                &ip,
+                &build::IcmpError {
+                    icmp_type,
+                    code: 3,
+                    original: probe,
+                    quote_len: 28,
+                    mpls: &[],
+                },
+            ),
+            None => build::tcp(buf, &ip, t),
+        }
+        .unwrap()
+    }
+
+    /// Probe `number` of `size` (at most 40 bytes), its payload zeros.
+    fn plain(number: u16, size: u16) -> Probe<'static> {
+        Probe {
+            src: SRC,
+            ttl: 64,
+            tos: 0,
+            number,
+            size,
+            data: &[0; 12],
+            record_route: false,
+        }
+    }
+
+    #[test]
+    fn tcp_ack_probes_are_numbered_by_the_rst_they_draw() {
+        let mut f = flow(proto::TCP);
+        f.vary.tcp_ack = true;
+        let (mut b, mut r) = ([0u8; 64], [0u8; 128]);
+        let n = build(&mut b, &f, &plain(3, 40)).unwrap();
+        let Body::Tcp {
+            seq, ack, flags, ..
+        } = reply::parse(&b[..n]).unwrap().body
+        else {
+            panic!("not TCP")
+        };
+        assert_eq!(
+            (seq, ack, flags),
+            (0xfff0_0003, 0xfff0_0003, tcp_flags::ACK)
+        );
+        let rst = |seq| build::Tcp {
+            sport: 33435,
+            dport: 0x8123,
+            seq,
+            ack: 0,
+            flags: tcp_flags::RST,
+            window: 0,
+        };
+        let number = |f: &Flow, r: &[u8], sent| probe_number(f, &reply::parse(r).unwrap(), 0, sent);
+        let m = answer(&mut r, &b[..n], None, &rst(0xfff0_0003));
+        assert_eq!(number(&f, &r[..m], 5), Some(3));
+        assert_eq!(number(&f, &r[..m], 2), None, "not sent yet");
+        let m = answer(&mut r, &b[..n], None, &rst(0x1234_0003));
+        assert_eq!(number(&f, &r[..m], 5), None, "another engine's tag");
+        // an ICMP error quotes the sequence number
+        let m = answer(&mut r, &b[..n], Some(icmp_type::DEST_UNREACH), &rst(0));
+        assert_eq!(number(&f, &r[..m], 5), Some(3));
+        // -A: the same ack in every probe, a RST with it is the last probe's
+        f.vary.fixed_ack = Some(12345);
+        let n = build(&mut b, &f, &plain(3, 40)).unwrap();
+        assert_eq!(&b[28..32], &12345u32.to_be_bytes());
+        let m = answer(&mut r, &b[..n], None, &rst(12345));
+        assert_eq!(number(&f, &r[..m], 4), Some(4));
+        assert_eq!(number(&f, &r[..m], 0), None);
+        let m = answer(&mut r, &b[..n], None, &rst(12346));
+        assert_eq!(number(&f, &r[..m], 4), None);
+    }
+
+    #[test]
+    fn udp_dport_and_icmp_first_seq_vary_per_probe_and_still_match() {
+        let mut f = flow(proto::UDP);
+        f.vary.dport_counts = true;
+        let (mut b, mut r) = ([0u8; 64], [0u8; 128]);
+        let n = build(&mut b, &f, &plain(4, 40)).unwrap();
+        assert_eq!(&b[22..24], &(33435u16 + 3).to_be_bytes());
+        let unreach = Some(icmp_type::DEST_UNREACH);
+        let m = answer(&mut r, &b[..n], unreach, &UNUSED);
+        let q = reply::parse(&r[..m]).unwrap();
+        assert_eq!(probe_number(&f, &q, 0, 4), Some(4));
+        // the quote of a probe to another port is not probe 4's
+        f.vary.dport_counts = false;
+        assert_eq!(probe_number(&f, &q, 0, 4), None);
+
+        let mut f = flow(proto::ICMP);
+        f.vary.seq_offset = 99; // `-d 100`
+        let n = build(&mut b, &f, &plain(2, 40)).unwrap();
+        assert_eq!(&b[26..28], &101u16.to_be_bytes());
+        let m = answer(&mut r, &b[..n], unreach, &UNUSED);
+        let q = reply::parse(&r[..m]).unwrap();
+        assert_eq!(probe_number(&f, &q, 0, 2), Some(2));
+        assert_eq!(sent_probe(&b[..n], f.tag), Some((f.key, 2)));
     }
 
     #[test]

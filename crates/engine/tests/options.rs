@@ -59,6 +59,11 @@ fn trace_options_out_of_range_are_named() {
             o.method = Method::Tcp;
             o.probe_size = 39
         }),
+        ("method", |o| o.method = Method::UdpDport),
+        ("payload", |o| {
+            o.method = Method::TcpAck;
+            o.payload = vec![1, 2]
+        }),
     ];
     for (name, f) in cases {
         let mut o = base.clone();
@@ -84,6 +89,15 @@ fn ping_options_out_of_range_are_named() {
         ("probe_size", |o| {
             o.method = Method::Tcp;
             o.probe_size = 28
+        }),
+        ("tcp_ack", |o| o.tcp_ack = Some(5)),
+        ("tcp_ack", |o| {
+            o.method = Method::Tcp;
+            o.tcp_ack = Some(5)
+        }),
+        ("tcp_ack", |o| {
+            o.method = Method::TcpAck;
+            o.tcp_ack = Some(0)
         }),
     ];
     for (name, f) in cases {

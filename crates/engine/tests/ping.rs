@@ -104,6 +104,37 @@ fn tcp_ping_gets_rst_or_syn_ack() {
         .all(|r| r.tcp_flags == Some(tcp_flags::SYN | tcp_flags::ACK)));
 }
 
+/// tcp-ack: RSTs numbered by the acknowledgment number they bring back, or, with `-A`,
+/// taken for the last probe; udp-dport: one port per probe; an ICMP ping's `-d`: the
+/// first sequence number. Every probe is answered and matched either way.
+#[test]
+fn tcp_ack_udp_dport_and_first_seq_pings_match_every_reply() {
+    let answered = |o: PingOptions| ping_with(o, |_| {}).0;
+    let seqs = |p: &Ping| p.responses.iter().map(|r| r.seq).collect::<Vec<_>>();
+    let p = answered(opts(Method::TcpAck));
+    assert_eq!(seqs(&p), [0, 1, 2, 3]);
+    assert!(p
+        .responses
+        .iter()
+        .all(|r| r.tcp_flags == Some(tcp_flags::RST)));
+    assert_eq!(p.tcp_ack, p.tcp_seq, "the first probe's, which numbers it");
+    let mut o = opts(Method::TcpAck);
+    o.tcp_ack = Some(12345);
+    let p = answered(o);
+    assert_eq!((seqs(&p), p.tcp_ack), (vec![0, 1, 2, 3], 12345));
+
+    let mut o = opts(Method::UdpDport);
+    o.dport = Some(4000);
+    let p = answered(o);
+    assert_eq!((seqs(&p), p.dport), (vec![0, 1, 2, 3], 4000));
+    assert!(p.responses.iter().all(|r| r.icmp == Some((3, 3))));
+
+    let mut o = opts(Method::IcmpParis);
+    o.dport = Some(65534);
+    let p = answered(o);
+    assert_eq!((seqs(&p), p.dport), (vec![0, 1, 2, 3], 65534));
+}
+
 #[test]
 fn duplicates_are_recorded_like_scamper() {
     for m in [Method::IcmpParis, Method::UdpParis, Method::Tcp] {

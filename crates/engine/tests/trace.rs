@@ -144,6 +144,53 @@ fn tcp_trace_completes_on_rst_and_on_syn_ack() {
 }
 
 #[test]
+fn tcp_ack_trace_completes_on_rst() {
+    let (t, wire, _) = trace_with(opts(Method::TcpAck), chain(2), |_| {});
+    assert_eq!(
+        (t.stop_reason, t.method),
+        (StopReason::Completed, Method::TcpAck)
+    );
+    assert_eq!(addrs(&t).len(), 3);
+    let last = t.hops.last().unwrap();
+    assert_eq!((last.addr, last.tcp_flags), (dst(), Some(tcp_flags::RST)));
+    assert!(wire.sent.iter().all(|(_, p)| p[33] == tcp_flags::ACK));
+}
+
+/// `-G 2`: after the gap limit, TTL-255 probes; a reply ends the trace (still GAPLIMIT)
+/// and is kept apart; without one every attempt goes out, `wait` apart.
+#[test]
+fn last_ditch_probes_follow_the_gap_limit() {
+    let mut def = chain(2);
+    def.routers.iter_mut().for_each(|r| r.silent = true);
+    let mut o = opts(Method::UdpParis);
+    (o.gaplimit, o.attempts, o.last_ditch) = (2, 1, true);
+    let t = trace(o.clone(), def.clone());
+    assert_eq!(t.stop_reason, StopReason::GapLimit);
+    assert_eq!((t.hop_count, t.probe_count, t.hops.len()), (2, 3, 0));
+    let ld: Vec<_> = t
+        .lastditch
+        .iter()
+        .map(|h| (h.probe_ttl, h.probe_id, h.addr))
+        .collect();
+    assert_eq!(ld, [(255, 1, dst())]);
+    assert!(t.last_ditch);
+
+    def.hosts[0].silent = true;
+    o.attempts = 2;
+    let (t, wire, _) = trace_with(o, def, |_| {});
+    assert_eq!(t.stop_reason, StopReason::GapLimit);
+    assert_eq!((t.probe_count, t.lastditch.len()), (6, 0));
+    let at: Vec<u64> = wire
+        .sent
+        .iter()
+        .filter(|(_, p)| p[8] == 255)
+        .map(|(at, _)| at.as_micros())
+        .collect();
+    assert_eq!(at.len(), 2);
+    assert_eq!(at[1] - at[0], 1_000_000);
+}
+
+#[test]
 fn silent_hop_gets_every_attempt_wait_apart() {
     let mut def = chain(4);
     def.routers[1].silent = true;

@@ -76,14 +76,13 @@ pub(crate) fn trace_line(t: &Trace, ann: &dyn Annotate, r: &Record, utc_offset: 
     );
     push_fmt(&mut s, format_args!(", \"src\":\"{}\"", t.src));
     push_fmt(&mut s, format_args!(", \"dst\":\"{}\"", t.dst));
-    match t.method {
-        vtnt_record::Method::UdpParis | vtnt_record::Method::Tcp => push_fmt(
+    if t.method == vtnt_record::Method::IcmpParis {
+        push_fmt(&mut s, format_args!(", \"icmp_sum\":{}", t.icmp_sum));
+    } else {
+        push_fmt(
             &mut s,
             format_args!(", \"sport\":{}, \"dport\":{}", t.sport, t.dport),
-        ),
-        vtnt_record::Method::IcmpParis => {
-            push_fmt(&mut s, format_args!(", \"icmp_sum\":{}", t.icmp_sum))
-        }
+        );
     }
     push_fmt(
         &mut s,
@@ -316,22 +315,17 @@ fn ping_line(p: &Ping, ann: &dyn Annotate, r: &Record) -> String {
         &mut s,
         format_args!(", \"timeout\":{}", ping_timeout_secs(p)),
     );
-    match p.method {
-        vtnt_record::Method::UdpParis => push_fmt(
+    if p.method != vtnt_record::Method::IcmpParis {
+        push_fmt(
             &mut s,
             format_args!(", \"sport\":{}, \"dport\":{}", p.sport, p.dport),
-        ),
-        vtnt_record::Method::Tcp => {
-            push_fmt(
-                &mut s,
-                format_args!(", \"sport\":{}, \"dport\":{}", p.sport, p.dport),
-            );
-            push_fmt(
-                &mut s,
-                format_args!(", \"tcp_seq\":{}, \"tcp_ack\":{}", p.tcp_seq, p.tcp_ack),
-            );
-        }
-        vtnt_record::Method::IcmpParis => {}
+        );
+    }
+    if p.method.is_tcp() {
+        push_fmt(
+            &mut s,
+            format_args!(", \"tcp_seq\":{}, \"tcp_ack\":{}", p.tcp_seq, p.tcp_ack),
+        );
     }
     if let Some(d) = &p.data {
         let key = match d {

@@ -280,17 +280,14 @@ impl<'a> Obj<'a> {
 
 fn trace(o: &Obj) -> Result<Trace, JsonErrorKind> {
     let name = o.str("method")?;
-    let method = match name {
-        "icmp-echo-paris" => Method::IcmpParis,
-        "udp-paris" => Method::UdpParis,
-        "tcp" => Method::Tcp,
-        other => {
-            return Err(JsonErrorKind::Unsupported {
-                what: "trace method",
-                why: other.into(),
-            })
-        }
-    };
+    // classic UDP traceroute ("udp") is not one of vTNT's trace methods
+    let method = Method::ALL
+        .into_iter()
+        .find(|m| m.trace_json_name() == name && *m != Method::UdpDport)
+        .ok_or_else(|| JsonErrorKind::Unsupported {
+            what: "trace method",
+            why: name.into(),
+        })?;
     let stop = o.str("stop_reason")?;
     let stop_reason =
         StopReason::from_name(stop).ok_or_else(|| o.bad("stop_reason", format!("{stop:?}")))?;
@@ -331,6 +328,9 @@ fn trace(o: &Obj) -> Result<Trace, JsonErrorKind> {
         all_attempts: false,
         ignore_ttl_dst: false,
         hops,
+        // scamper's JSON shows neither
+        last_ditch: false,
+        lastditch: Vec::new(),
     })
 }
 
@@ -390,17 +390,13 @@ fn hop(h: &Obj) -> Result<Hop, JsonErrorKind> {
 
 fn ping(o: &Obj) -> Result<Ping, JsonErrorKind> {
     let name = o.str("method")?;
-    let method = match name {
-        "icmp-echo" => Method::IcmpParis,
-        "udp" => Method::UdpParis,
-        "tcp-syn" => Method::Tcp,
-        other => {
-            return Err(JsonErrorKind::Unsupported {
-                what: "ping method",
-                why: other.into(),
-            })
-        }
-    };
+    let method = Method::ALL
+        .into_iter()
+        .find(|m| m.ping_json_name() == name)
+        .ok_or_else(|| JsonErrorKind::Unsupported {
+            what: "ping method",
+            why: name.into(),
+        })?;
     // scamper lists only these replies; warts refuses others, JSON drops them.
     let ping_sent: u16 = o.num("ping_sent")?;
     let mut responses = Vec::new();

@@ -8,7 +8,7 @@
 //! parameter length follows; otherwise a u16 gives the length of the parameters, which
 //! are laid out in flag order.
 
-use vtnt_record::IpAddr;
+use vtnt_record::{IpAddr, Method};
 
 use crate::error::{WartsError, WartsErrorKind};
 
@@ -20,15 +20,28 @@ pub(crate) const TYPE_CYCLE_STOP: u16 = 0x0004;
 pub(crate) const TYPE_TRACE: u16 = 0x0006;
 pub(crate) const TYPE_PING: u16 = 0x0007;
 
-/// scamper trace types (`SCAMPER_TRACE_TYPE_*`).
-pub(crate) const TRACE_TYPE_TCP: u8 = 0x03;
-pub(crate) const TRACE_TYPE_ICMP_PARIS: u8 = 0x04;
-pub(crate) const TRACE_TYPE_UDP_PARIS: u8 = 0x05;
+/// scamper trace types (`SCAMPER_TRACE_TYPE_*`) of the methods vTNT traces with (2,
+/// `udp`, is classic traceroute: its destination port counts up).
+pub(crate) const TRACE_TYPES: [(Method, u8); 5] = [
+    (Method::UdpDport, 0x02),
+    (Method::Tcp, 0x03),
+    (Method::IcmpParis, 0x04),
+    (Method::UdpParis, 0x05),
+    (Method::TcpAck, 0x06),
+];
 /// Trace flags (`SCAMPER_TRACE_FLAG_*`): every attempt sent (`-Q`), a time exceeded from
 /// the destination ignored (`-T`), the ICMP checksum stored where the destination port is.
 pub(crate) const TRACE_FLAG_ALLATTEMPTS: u8 = 0x01;
 pub(crate) const TRACE_FLAG_IGNORETTLDST: u8 = 0x08;
 pub(crate) const TRACE_FLAG_ICMPCSUMDP: u8 = 0x20;
+
+/// Gap actions (`SCAMPER_TRACE_GAPACTION_*`): stop, or last-ditch TTL-255 probes.
+pub(crate) const GAP_STOP: u8 = 1;
+pub(crate) const GAP_LASTDITCH: u8 = 2;
+/// A trace's optional sections: a 4-bit type and a 12-bit length, then the section;
+/// type 2 holds the last-ditch replies (`WARTS_TRACE_ATTR_LASTDITCH`).
+pub(crate) const ATTR_LASTDITCH: u16 = 2;
+pub(crate) const ATTR_LEN_MAX: u16 = 0x0fff;
 
 /// Hop flags (`SCAMPER_TRACE_HOP_FLAG_*`).
 pub(crate) const HOP_FLAG_SOCK_RX: u8 = 0x01;
@@ -36,10 +49,24 @@ pub(crate) const HOP_FLAG_REPLY_TTL: u8 = 0x10;
 pub(crate) const HOP_FLAG_TCP: u8 = 0x20;
 pub(crate) const HOP_FLAG_UDP: u8 = 0x40;
 
-/// scamper ping methods (`SCAMPER_PING_METHOD_*`).
-pub(crate) const PING_METHOD_ICMP_ECHO: u8 = 0;
-pub(crate) const PING_METHOD_UDP: u8 = 3;
-pub(crate) const PING_METHOD_TCP_SYN: u8 = 6;
+/// scamper ping methods (`SCAMPER_PING_METHOD_*`) vTNT pings with.
+pub(crate) const PING_METHODS: [(Method, u8); 5] = [
+    (Method::IcmpParis, 0),
+    (Method::TcpAck, 1),
+    (Method::UdpParis, 3),
+    (Method::UdpDport, 4),
+    (Method::Tcp, 6),
+];
+
+/// The code of `m` in a table of [`TRACE_TYPES`] or [`PING_METHODS`].
+pub(crate) fn method_code(table: &[(Method, u8)], m: Method) -> u8 {
+    table.iter().find(|(x, _)| *x == m).map_or(0, |(_, c)| *c)
+}
+
+/// The method of `code` in a table of [`TRACE_TYPES`] or [`PING_METHODS`].
+pub(crate) fn code_method(table: &[(Method, u8)], code: u8) -> Option<Method> {
+    table.iter().find(|(_, c)| *c == code).map(|(m, _)| *m)
+}
 /// Ping reply flags (`SCAMPER_PING_REPLY_FLAG_*`).
 pub(crate) const REPLY_FLAG_REPLY_TTL: u8 = 0x01;
 pub(crate) const REPLY_FLAG_REPLY_IPID: u8 = 0x02;

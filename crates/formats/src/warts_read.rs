@@ -306,6 +306,8 @@ fn trace(c: &mut Cursor) -> Result<Trace, WartsError> {
         all_attempts: false,
         ignore_ttl_dst: false,
         hops: Vec::new(),
+        last_ditch: false,
+        lastditch: Vec::new(),
     };
     let (mut ty, mut flags8, mut flags32) = (0u8, 0u8, None);
     if f.has(3) || f.has(4) {
@@ -337,7 +339,8 @@ fn trace(c: &mut Cursor) -> Result<Trace, WartsError> {
             15 => t.firsthop = c.u8("trace firsthop")?.max(1),
             16 => t.tos = c.u8("trace tos")?,
             17 => t.wait = Duration::from_secs(c.u8("trace wait")?.into()),
-            18 | 21 | 22 | 25 | 31 => {
+            21 => t.last_ditch = c.u8("trace gap action")? == GAP_LASTDITCH,
+            18 | 22 | 25 | 31 => {
                 c.u8("trace parameter")?;
             }
             19 => t.hop_count = u8::try_from(c.u16("trace hop count")?).unwrap_or(u8::MAX),
@@ -365,15 +368,13 @@ fn trace(c: &mut Cursor) -> Result<Trace, WartsError> {
     let flags = flags32.map_or(u32::from(flags8), |f| f);
     t.all_attempts = flags & u32::from(TRACE_FLAG_ALLATTEMPTS) != 0;
     t.ignore_ttl_dst = flags & u32::from(TRACE_FLAG_IGNORETTLDST) != 0;
-    t.method = match ty {
-        TRACE_TYPE_ICMP_PARIS => Method::IcmpParis,
-        TRACE_TYPE_UDP_PARIS => Method::UdpParis,
-        TRACE_TYPE_TCP => Method::Tcp,
-        other => {
-            let name = match other {
+    t.method = match code_method(&TRACE_TYPES, ty) {
+        // classic UDP traceroute is not one of vTNT's trace methods
+        Some(m) if m != Method::UdpDport => m,
+        _ => {
+            let name = match ty {
                 1 => "icmp-echo".to_string(),
                 2 => "udp".to_string(),
-                6 => "tcp-ack".to_string(),
                 n => format!("type {n}"),
             };
             return Err(c.err(WartsErrorKind::Unsupported {
@@ -394,14 +395,25 @@ fn trace(c: &mut Cursor) -> Result<Trace, WartsError> {
     for _ in 0..count {
         t.hops.push(hop(c, &mut table)?);
     }
-    // Optional data (PMTUD, last-ditch, doubletree) until a zero header.
+    // Optional data (PMTUD, last-ditch, doubletree) until a zero header; the
+    // last-ditch replies are read, the others skipped.
     loop {
         let hdr = c.u16("trace optional data header")?;
         if hdr == 0 {
             break;
         }
-        let len = usize::from(hdr & 0x0fff);
-        c.take(len, "trace optional data")?;
+        let end = c.pos() + usize::from(hdr & ATTR_LEN_MAX);
+        if hdr >> 12 == ATTR_LASTDITCH {
+            let f = c.flags("trace last-ditch flags")?;
+            end_params(c, &f, "trace last-ditch flags")?;
+            for _ in 0..c.u16("trace last-ditch reply count")? {
+                t.lastditch.push(hop(c, &mut table)?);
+            }
+            if c.pos() > end {
+                return Err(c.invalid("trace last-ditch replies", "overrun their section"));
+            }
+        }
+        c.seek(end, "trace optional data")?;
     }
     Ok(t)
 }
@@ -617,14 +629,12 @@ fn ping(c: &mut Cursor) -> Result<Ping, WartsError> {
         (false, true) => Some(ProbeData::Payload(data)),
         (false, false) => Some(ProbeData::Pattern(data)),
     };
-    p.method = match method {
-        PING_METHOD_ICMP_ECHO => Method::IcmpParis,
-        PING_METHOD_UDP => Method::UdpParis,
-        PING_METHOD_TCP_SYN => Method::Tcp,
-        m => {
+    p.method = match code_method(&PING_METHODS, method) {
+        Some(m) => m,
+        None => {
             return Err(c.err(WartsErrorKind::Unsupported {
                 what: "ping method",
-                why: format!("method {m}"),
+                why: format!("method {method}"),
             }))
         }
     };

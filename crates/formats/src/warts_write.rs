@@ -213,10 +213,10 @@ fn secs_u32(us: u64) -> u32 {
 fn trace_body(t: &Trace, list: u32, cycle: u32) -> Result<Vec<u8>, WartsErrorKind> {
     let mut table = AddrTable::default();
     let mut p = Params::default();
-    let (ty, mut flags, dport) = match t.method {
-        Method::IcmpParis => (TRACE_TYPE_ICMP_PARIS, TRACE_FLAG_ICMPCSUMDP, t.icmp_sum),
-        Method::UdpParis => (TRACE_TYPE_UDP_PARIS, 0, t.dport),
-        Method::Tcp => (TRACE_TYPE_TCP, 0, t.dport),
+    let ty = method_code(&TRACE_TYPES, t.method);
+    let (mut flags, dport) = match t.method {
+        Method::IcmpParis => (TRACE_FLAG_ICMPCSUMDP, t.icmp_sum),
+        _ => (0, t.dport),
     };
     if t.all_attempts {
         flags |= TRACE_FLAG_ALLATTEMPTS;
@@ -244,7 +244,14 @@ fn trace_body(t: &Trace, list: u32, cycle: u32) -> Result<Vec<u8>, WartsErrorKin
     p.u8(18, 1); // loops: scamper's default
     p.u16(19, u16::from(t.hop_count));
     p.u8(20, t.gaplimit);
-    p.u8(21, 1); // gap action: stop
+    p.u8(
+        21,
+        if t.last_ditch {
+            GAP_LASTDITCH
+        } else {
+            GAP_STOP
+        },
+    );
     p.u8(22, 0); // loop action
     p.u16(23, t.probe_count);
     p.u8(24, wait_probe_cs(t));
@@ -264,8 +271,34 @@ fn trace_body(t: &Trace, list: u32, cycle: u32) -> Result<Vec<u8>, WartsErrorKin
     for h in &t.hops {
         hop_params(t, h, &mut table)?.finish("hop parameters", &mut body)?;
     }
+    if !t.lastditch.is_empty() {
+        lastditch(t, &mut table, &mut body)?;
+    }
     body.extend_from_slice(&0u16.to_be_bytes()); // end of optional trace data
     Ok(body)
+}
+
+/// scamper's last-ditch section: its attribute header (type and length), a flag byte
+/// (none set), the reply count and the replies as hops, their addresses in the trace's
+/// table.
+fn lastditch(t: &Trace, table: &mut AddrTable, body: &mut Vec<u8>) -> Result<(), WartsErrorKind> {
+    let too_big = |why: String| WartsErrorKind::Encode {
+        what: "trace last-ditch replies",
+        why,
+    };
+    let count = u16::try_from(t.lastditch.len()).map_err(|_| too_big("over 65535".into()))?;
+    let mut section = vec![0u8];
+    section.extend_from_slice(&count.to_be_bytes());
+    for h in &t.lastditch {
+        hop_params(t, h, table)?.finish("last-ditch hop parameters", &mut section)?;
+    }
+    let len = u16::try_from(section.len())
+        .ok()
+        .filter(|&l| l <= ATTR_LEN_MAX)
+        .ok_or_else(|| too_big(format!("{} bytes exceed 4095", section.len())))?;
+    body.extend_from_slice(&(ATTR_LASTDITCH << 12 | len).to_be_bytes());
+    body.extend_from_slice(&section);
+    Ok(())
 }
 
 fn hop_params(t: &Trace, h: &Hop, table: &mut AddrTable) -> Result<Params, WartsErrorKind> {
@@ -356,11 +389,7 @@ fn ping_body(pg: &Ping, list: u32, cycle: u32) -> Result<Vec<u8>, WartsErrorKind
     }
     let mut table = AddrTable::default();
     let mut p = Params::default();
-    let method = match pg.method {
-        Method::IcmpParis => PING_METHOD_ICMP_ECHO,
-        Method::UdpParis => PING_METHOD_UDP,
-        Method::Tcp => PING_METHOD_TCP_SYN,
-    };
+    let method = method_code(&PING_METHODS, pg.method);
     let replies = ordered_replies(pg);
     let wait = ping_wait_secs(pg);
     let timeout = ping_timeout_secs(pg);

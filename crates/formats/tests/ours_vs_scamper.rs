@@ -37,12 +37,12 @@ fn our_warts_through_sc_warts2json_equals_our_json() {
     let dump = sc_tool("sc_wartsdump", &path);
     assert_eq!(
         dump.matches("traceroute from").count(),
-        12,
+        13,
         "sc_wartsdump saw every trace:\n{dump}"
     );
     assert_eq!(
         dump.matches("ping from").count(),
-        7,
+        9,
         "sc_wartsdump saw every ping"
     );
     assert!(
@@ -52,7 +52,7 @@ fn our_warts_through_sc_warts2json_equals_our_json() {
     let analysis = sc_tool("sc_analysis_dump", &path);
     assert_eq!(
         analysis.lines().filter(|l| l.starts_with("T\t")).count(),
-        12,
+        13,
         "{analysis}"
     );
 }
@@ -107,7 +107,8 @@ fn warts_round_trip_is_exact() {
     );
 }
 
-/// What scamper keeps in warts only (trace `-Q` and `-T`, ping `-z` and `-o`) goes
+/// What scamper keeps in warts only (trace `-Q` and `-T`, ping `-z`, `-o` and an ICMP
+/// ping's `-d`) goes
 /// through our warts and back, scamper reads it, and its JSON is ours.
 #[test]
 fn warts_only_fields_round_trip() {

@@ -116,10 +116,17 @@ fn truncation_sweep(b: &[u8], what: &str) {
     }
 }
 
+/// Every sample record, those only warts can carry too.
+fn all_samples() -> Vec<Record> {
+    let mut v = sample_records();
+    v.extend(warts_only_samples());
+    v
+}
+
 fn our_samples() -> Vec<u8> {
     let mut w = WartsWriter::new(Vec::new());
     w.cycle_start(&cycle(1_795_312_150, 0)).unwrap();
-    for r in sample_records() {
+    for r in all_samples() {
         w.write(&r).unwrap();
     }
     w.cycle_stop(&cycle(1_795_312_150, 1_795_312_160)).unwrap();
@@ -154,7 +161,7 @@ fn unknown_record_types_are_skipped() {
     b.extend(our_samples());
     let items = read_warts(&b);
     assert!(items.iter().all(Result::is_ok));
-    assert_eq!(items.len(), sample_records().len() + 2);
+    assert_eq!(items.len(), all_samples().len() + 2);
 }
 
 #[test]

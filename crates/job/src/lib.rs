@@ -315,6 +315,8 @@ fn flag(option: &str, ping: bool) -> String {
         ("probe_size", true) => "-s/--size",
         ("icmp_sum", true) => "-C/--icmp-sum",
         ("data", true) => "--pattern/-B/--payload",
+        ("tcp_ack", true) => "-A/--tcp-ack",
+        ("method", _) => "-P/--method",
         _ => {
             return format!(
                 "the {} option `{option}`",
@@ -465,6 +467,14 @@ mod tests {
             (
                 "ping -B 0102 -s 30 192.0.2.1",
                 "-s/--size out of range (allowed: 32..=1500)",
+            ),
+            (
+                "ping -P tcp -A 5 192.0.2.1",
+                "-A/--tcp-ack out of range (allowed: tcp-ack only, not 0)",
+            ),
+            (
+                "trace -P tcp-ack --payload 00 192.0.2.1",
+                "--payload out of range (allowed: none for tcp)",
             ),
         ] {
             let e = parse_words(&words(w), Vantage::Lab)

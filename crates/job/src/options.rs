@@ -84,19 +84,21 @@ pub fn seconds(s: &str) -> Result<Duration, String> {
     Ok(Duration::from_secs_f64(v))
 }
 
-/// A ping's `-P`, in any case (as scamper takes it): icmp (icmp-echo), udp, tcp.
+/// A ping's `-P`, in any case (as scamper takes it): icmp (icmp-echo), udp, udp-dport,
+/// tcp (tcp-syn), tcp-ack.
 pub fn method(s: &str) -> Result<Method, String> {
-    Method::from_option(&s.to_ascii_lowercase())
-        .ok_or_else(|| format!("unknown method `{s}` (icmp-paris, udp-paris, tcp)"))
+    Method::from_option(&s.to_ascii_lowercase()).ok_or_else(|| {
+        format!("unknown method `{s}` (icmp-paris, udp-paris, udp-dport, tcp, tcp-ack)")
+    })
 }
 
-/// A trace's `-P`, in any case: icmp-paris, udp-paris, tcp. Classic traceroute (`icmp`,
-/// `udp`: a new flow for every probe) is refused, not run as its Paris variant.
+/// A trace's `-P`, in any case: icmp-paris, udp-paris, tcp, tcp-ack. Classic traceroute
+/// (`icmp`, `udp`: a new flow for every probe) is refused, not run as its Paris variant.
 pub fn trace_method(s: &str) -> Result<Method, String> {
     match s.to_ascii_lowercase().as_str() {
-        "icmp" | "icmp-echo" | "udp" => Err(format!(
+        "icmp" | "icmp-echo" | "udp" | "udp-dport" => Err(format!(
             "`{s}` is classic traceroute (a new flow for every probe), which vTNT does not \
-             run: it traces one Paris flow (icmp-paris, udp-paris or tcp)"
+             run: it traces one Paris flow (icmp-paris, udp-paris, tcp or tcp-ack)"
         )),
         _ => method(s),
     }
@@ -137,7 +139,7 @@ fn pattern(s: &str) -> Result<Hex, String> {
 /// `vtnt trace`.
 #[derive(clap::Args, Debug)]
 pub struct TraceArgs {
-    /// Probe method: icmp-paris, udp-paris or tcp.
+    /// Probe method: icmp-paris, udp-paris, tcp (SYN) or tcp-ack.
     #[arg(short = 'P', long = "method", default_value = "udp-paris", value_parser = trace_method)]
     pub method: Method,
     /// First TTL.
@@ -178,6 +180,11 @@ pub struct TraceArgs {
     /// A time exceeded from the destination does not end the trace (scamper's -T).
     #[arg(short = 'T', long = "ignore-ttl-dst")]
     pub ignore_ttl_dst: bool,
+    /// At the gap limit (scamper's -G): 1 stops; 2 first sends up to -q probes with TTL
+    /// 255 to see whether the destination answers at all (the trace still stops with
+    /// GAPLIMIT; warts keeps the reply).
+    #[arg(short = 'G', long = "gap-action", default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=2))]
+    pub gap_action: u8,
     /// Payload of the UDP and ICMP probes in hex (scamper's trace -p; -p here is the
     /// run's rate). Its first two bytes pin the checksum, an ICMP probe's next two carry
     /// vTNT's tag; the probe size becomes 28 + its length.
@@ -203,6 +210,7 @@ impl TraceArgs {
         o.userid = self.common.userid;
         o.all_attempts = self.all_attempts;
         o.ignore_ttl_dst = self.ignore_ttl_dst;
+        o.last_ditch = self.gap_action == 2;
         o.with_payload(self.payload.clone().map(|h| h.0).unwrap_or_default())
     }
 }
@@ -216,7 +224,8 @@ pub struct PingArgs {
     /// Seconds between probes.
     #[arg(short = 'i', long = "interval", default_value = "1", value_parser = seconds)]
     pub interval: Duration,
-    /// Probe method: icmp-paris (ICMP echo), udp-paris (UDP to a closed port) or tcp (SYN).
+    /// Probe method: icmp-paris (ICMP echo), udp-paris (UDP to a closed port), udp-dport
+    /// (the destination port counting up from -d, one per probe), tcp (SYN) or tcp-ack.
     #[arg(short = 'P', long = "method", default_value = "icmp-paris", value_parser = method)]
     pub method: Method,
     /// IP-TTL of the probes.
@@ -228,7 +237,8 @@ pub struct PingArgs {
     /// IP length of each probe (scamper's: 84 for ICMP echo, 40 for UDP and TCP).
     #[arg(short = 's', long = "size")]
     pub size: Option<u16>,
-    /// Destination port of UDP and TCP probes (33435).
+    /// Destination port of UDP and TCP probes (33435; udp-dport: the first); the
+    /// sequence number of the first ICMP echo request.
     #[arg(short = 'd', long = "dport")]
     pub dport: Option<u16>,
     /// Source port of UDP and TCP probes (default: chosen per ping).
@@ -256,6 +266,11 @@ pub struct PingArgs {
     /// (scamper's -R).
     #[arg(short = 'R', long = "record-route")]
     pub record_route: bool,
+    /// The acknowledgment number of every tcp-ack probe (scamper's -A; default: each
+    /// probe's own, which tells its reply from the others'). With it a reply is taken for
+    /// the last probe sent.
+    #[arg(short = 'A', long = "tcp-ack", value_parser = clap::value_parser!(u32).range(1..))]
+    pub tcp_ack: Option<u32>,
     #[command(flatten)]
     pub common: Common,
 }
@@ -279,6 +294,7 @@ impl PingArgs {
             (None, None) => None,
         };
         o.record_route = self.record_route;
+        o.tcp_ack = self.tcp_ack;
         o.probe_size = self.size.unwrap_or_else(|| o.default_size());
         o
     }
@@ -287,7 +303,7 @@ impl PingArgs {
 /// `vtnt tnt`.
 #[derive(clap::Args, Debug)]
 pub struct TntArgs {
-    /// Method of the initial and revelation traces: icmp-paris, udp-paris or tcp.
+    /// Method of the initial and revelation traces: icmp-paris, udp-paris, tcp or tcp-ack.
     #[arg(short = 'P', long = "method", default_value = "icmp-paris", value_parser = trace_method)]
     pub method: Method,
     /// Probes per hop.

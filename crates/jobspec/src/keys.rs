@@ -70,14 +70,12 @@ pub(crate) fn boolean(v: &str) -> Result<bool, Why> {
 }
 
 pub(crate) fn method(v: &str) -> Result<Method, Why> {
-    match v {
-        "icmp-paris" => Ok(Method::IcmpParis),
-        "udp-paris" => Ok(Method::UdpParis),
-        "tcp" => Ok(Method::Tcp),
-        _ => Err(format!(
-            "`{v}` is not a method (icmp-paris, udp-paris, tcp)"
-        )),
-    }
+    Method::ALL
+        .into_iter()
+        .find(|m| m.option_name() == v)
+        .ok_or_else(|| {
+            format!("`{v}` is not a method (icmp-paris, udp-paris, tcp, tcp-ack, udp-dport)")
+        })
 }
 
 use vtnt_record::to_hex as hex;
@@ -122,6 +120,7 @@ pub(crate) fn trace_fields(o: &TraceOptions) -> Fields {
         ("userid", o.userid.to_string()),
         ("all-attempts", o.all_attempts.to_string()),
         ("ignore-ttl-dst", o.ignore_ttl_dst.to_string()),
+        ("last-ditch", o.last_ditch.to_string()),
         ("payload", hex(&o.payload)),
     ]
 }
@@ -144,6 +143,7 @@ pub(crate) fn set_trace(o: &mut TraceOptions, key: &str, v: &str) -> Result<bool
         "userid" => o.userid = num(v, "a 32-bit number")?,
         "all-attempts" => o.all_attempts = boolean(v)?,
         "ignore-ttl-dst" => o.ignore_ttl_dst = boolean(v)?,
+        "last-ditch" => o.last_ditch = boolean(v)?,
         "payload" => o.payload = parse_hex(v, usize::from(vtnt_engine::MAX_PROBE_SIZE))?,
         _ => return Ok(false),
     }
@@ -170,6 +170,10 @@ pub(crate) fn ping_fields(o: &PingOptions) -> Fields {
         ("pattern", data(o, true)),
         ("payload", data(o, false)),
         ("record-route", o.record_route.to_string()),
+        (
+            "tcp-ack",
+            o.tcp_ack.map_or_else(String::new, |a| a.to_string())
+        ),
     ]
 }
 
@@ -208,6 +212,7 @@ pub(crate) fn set_ping(o: &mut PingOptions, key: &str, v: &str) -> Result<bool, 
         "pattern" => set_data(o, ProbeData::Pattern(parse_hex(v, 16)?))?,
         "payload" => set_data(o, ProbeData::Payload(parse_hex(v, 1000)?))?,
         "record-route" => o.record_route = boolean(v)?,
+        "tcp-ack" => o.tcp_ack = Some(num(v, "a 32-bit number")?),
         _ => return Ok(false),
     }
     Ok(true)
@@ -296,6 +301,8 @@ pub(crate) fn engine_option_key(option: &str) -> &'static str {
         "timeout" => "timeout",
         "payload" => "payload",
         "icmp_sum" => "icmp-sum",
+        "tcp_ack" => "tcp-ack",
+        "method" => "method",
         "data" => "pattern|payload",
         _ => "?",
     }

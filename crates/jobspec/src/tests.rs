@@ -143,9 +143,10 @@ fn scamper_option_keys_round_trip() {
     let mut t = TraceOptions::new(unspecified()).with_payload(vec![0xde, 0xad, 0xbe, 0xef]);
     t.all_attempts = true;
     t.ignore_ttl_dst = true;
+    t.last_ditch = true;
     let line = round_trip(&JobSpec::new(JobKind::Trace(t), vec![ip("192.0.2.1")]));
     assert!(
-        line.contains(" trace.probe-size=32 trace.all-attempts=true trace.ignore-ttl-dst=true trace.payload=deadbeef "),
+        line.contains(" trace.probe-size=32 trace.all-attempts=true trace.ignore-ttl-dst=true trace.last-ditch=true trace.payload=deadbeef "),
         "{line}"
     );
     let mut p = PingOptions::new(unspecified());
@@ -168,6 +169,23 @@ fn scamper_option_keys_round_trip() {
     let line = round_trip(&JobSpec::new(JobKind::Ping(p), vec![ip("192.0.2.1")]));
     assert!(line.contains(" ping.probe-size=73 "), "{line}");
     assert!(line.contains(" ping.payload=010203 "), "{line}");
+    let mut p = PingOptions::new(unspecified()).with_method(Method::TcpAck);
+    p.tcp_ack = Some(12345);
+    let line = round_trip(&JobSpec::new(JobKind::Ping(p), vec![ip("192.0.2.1")]));
+    assert!(
+        line.contains(" ping.method=tcp-ack ping.tcp-ack=12345 "),
+        "{line}"
+    );
+    let mut p = PingOptions::new(unspecified()).with_method(Method::UdpDport);
+    p.dport = Some(4000);
+    let line = round_trip(&JobSpec::new(JobKind::Ping(p), vec![ip("192.0.2.1")]));
+    assert!(
+        line.contains(" ping.method=udp-dport ping.dport=4000 "),
+        "{line}"
+    );
+    let t = TraceOptions::new(unspecified()).with_method(Method::TcpAck);
+    let line = round_trip(&JobSpec::new(JobKind::Trace(t), vec![ip("192.0.2.1")]));
+    assert!(line.contains(" trace.method=tcp-ack "), "{line}");
 }
 
 #[test]
@@ -343,7 +361,7 @@ fn errors_name_the_key() {
         (
             "vtnt-job=1 kind=ping ping.method=smoke targets=192.0.2.1",
             "ping.method",
-            "job spec: key `ping.method`: `smoke` is not a method (icmp-paris, udp-paris, tcp)",
+            "job spec: key `ping.method`: `smoke` is not a method (icmp-paris, udp-paris, tcp, tcp-ack, udp-dport)",
         ),
         (
             "vtnt-job=1 kind=ping ping.sport=0 targets=192.0.2.1",
@@ -379,6 +397,21 @@ fn errors_name_the_key() {
             "vtnt-job=1 kind=ping hold=10 targets=192.0.2.1",
             "hold",
             "job spec: key `hold`: `10` is not a duration (e.g. 1s, 250ms, 40us)",
+        ),
+        (
+            "vtnt-job=1 kind=trace trace.method=udp-dport targets=192.0.2.1",
+            "trace.method",
+            "job spec: key `trace.method`: out of range (allowed: not udp-dport (a ping's))",
+        ),
+        (
+            "vtnt-job=1 kind=ping ping.tcp-ack=7 targets=192.0.2.1",
+            "ping.tcp-ack",
+            "job spec: key `ping.tcp-ack`: out of range (allowed: tcp-ack only, not 0)",
+        ),
+        (
+            "vtnt-job=1 kind=ping ping.method=tcp-ack ping.tcp-ack=x targets=192.0.2.1",
+            "ping.tcp-ack",
+            "job spec: key `ping.tcp-ack`: `x` is not a 32-bit number",
         ),
         (
             "vtnt-job=1 kind=ping hold=1s hold=2s targets=192.0.2.1",

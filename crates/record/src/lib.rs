@@ -38,17 +38,33 @@ pub enum Method {
     IcmpParis,
     /// UDP with constant ports, the checksum identifying the probe (`udp-paris`).
     UdpParis,
-    /// TCP SYN with constant ports (`tcp`).
+    /// TCP SYN with constant ports (`tcp`; a ping's `tcp-syn`).
     Tcp,
+    /// TCP ACK with constant ports (`tcp-ack`): answered by RSTs whose sequence number is
+    /// the probe's acknowledgment number.
+    TcpAck,
+    /// UDP whose destination port counts up from `dport`, one per probe (a ping's
+    /// `udp-dport`; for traces it would be classic traceroute, which is not run).
+    UdpDport,
 }
 
 impl Method {
+    /// Every method.
+    pub const ALL: [Method; 5] = [
+        Method::IcmpParis,
+        Method::UdpParis,
+        Method::Tcp,
+        Method::TcpAck,
+        Method::UdpDport,
+    ];
     /// The option value scamper and `vtnt` accept after `-P`.
     pub const fn option_name(self) -> &'static str {
         match self {
             Method::IcmpParis => "icmp-paris",
             Method::UdpParis => "udp-paris",
             Method::Tcp => "tcp",
+            Method::TcpAck => "tcp-ack",
+            Method::UdpDport => "udp-dport",
         }
     }
     /// The `method` string of scamper's trace JSON.
@@ -57,6 +73,9 @@ impl Method {
             Method::IcmpParis => "icmp-echo-paris",
             Method::UdpParis => "udp-paris",
             Method::Tcp => "tcp",
+            Method::TcpAck => "tcp-ack",
+            // scamper's classic UDP traceroute varies the destination port
+            Method::UdpDport => "udp",
         }
     }
     /// The `method` string of scamper's ping JSON.
@@ -65,7 +84,17 @@ impl Method {
             Method::IcmpParis => "icmp-echo",
             Method::UdpParis => "udp",
             Method::Tcp => "tcp-syn",
+            Method::TcpAck => "tcp-ack",
+            Method::UdpDport => "udp-dport",
         }
+    }
+    /// Whether the probes are TCP segments.
+    pub const fn is_tcp(self) -> bool {
+        matches!(self, Method::Tcp | Method::TcpAck)
+    }
+    /// Whether the probes are UDP datagrams.
+    pub const fn is_udp(self) -> bool {
+        matches!(self, Method::UdpParis | Method::UdpDport)
     }
     /// Parses a `-P` option value (scamper's spellings, plus the JSON names).
     pub fn from_option(s: &str) -> Option<Method> {
@@ -73,6 +102,8 @@ impl Method {
             "icmp-paris" | "icmp-echo-paris" | "icmp" | "icmp-echo" => Some(Method::IcmpParis),
             "udp-paris" | "udp" => Some(Method::UdpParis),
             "tcp" | "tcp-syn" => Some(Method::Tcp),
+            "tcp-ack" => Some(Method::TcpAck),
+            "udp-dport" => Some(Method::UdpDport),
             _ => None,
         }
     }
@@ -223,6 +254,13 @@ pub struct Trace {
     pub ignore_ttl_dst: bool,
     /// Every reply, ordered by probe TTL then attempt.
     pub hops: Vec<Hop>,
+    /// After the gap limit, TTL-255 probes asked whether the destination still answers
+    /// (scamper `-G 2`, warts gap action "last-ditch"); the trace still stops with
+    /// GAPLIMIT.
+    pub last_ditch: bool,
+    /// The replies to those probes (warts' last-ditch section; scamper's JSON shows
+    /// neither).
+    pub lastditch: Vec<Hop>,
 }
 
 /// One reply to one ping probe.

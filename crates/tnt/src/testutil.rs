@@ -81,6 +81,8 @@ pub fn trace(dst: &str, hops: &[Hop]) -> Trace {
         all_attempts: false,
         ignore_ttl_dst: false,
         hops: hops.to_vec(),
+        last_ditch: false,
+        lastditch: Vec::new(),
     }
 }
 

@@ -177,6 +177,8 @@ fn base_trace(method: Method, dst: &str) -> Trace {
         all_attempts: false,
         ignore_ttl_dst: false,
         hops: Vec::new(),
+        last_ditch: false,
+        lastditch: Vec::new(),
     }
 }
 
@@ -260,6 +262,11 @@ pub fn sample_records() -> Vec<Record> {
     t.hop_count = 2;
     t.probe_count = 2;
     t.dport = 80;
+    v.push(Record::Trace(t.clone()));
+
+    // TCP ACK: a RST (no ACK bit) from the destination.
+    t.method = Method::TcpAck;
+    t.hops[1].tcp_flags = Some(4);
     v.push(Record::Trace(t));
 
     // One small trace per remaining stop reason.
@@ -326,6 +333,17 @@ fn reply(seq: u16, rtt_us: u64) -> PingReply {
         tcp_flags: None,
         rr: Vec::new(),
     }
+}
+
+/// A 40-byte TCP reply with `flags` to probe `seq`.
+fn tcp_reply(seq: u16, rtt_us: u64, flags: u8) -> PingReply {
+    let mut r = reply(seq, rtt_us);
+    r.icmp = None;
+    r.reply_proto = 6;
+    r.tcp_flags = Some(flags);
+    r.reply_size = 40;
+    r.reply_ipid = 0;
+    r
 }
 
 fn base_ping(method: Method) -> Ping {
@@ -398,13 +416,31 @@ pub fn sample_pings() -> Vec<Record> {
     p.tcp_seq = 93_311_536;
     p.ping_sent = 2;
     p.responses = (0..2)
+        .map(|s| tcp_reply(s, 5721 - u64::from(s) * 5000, 20))
+        .collect();
+    v.push(Record::Ping(p));
+
+    // tcp-ack, -A: RSTs, the ACKs' sequence and acknowledgment numbers
+    let mut p = base_ping(Method::TcpAck);
+    p.probe_size = 40;
+    p.tcp_seq = 93_311_536;
+    p.tcp_ack = 12_345;
+    p.ping_sent = 2;
+    p.responses = (0..2)
+        .map(|s| tcp_reply(s, 301 + u64::from(s), 4))
+        .collect();
+    v.push(Record::Ping(p));
+
+    // udp-dport: port unreachables for ports 4000, 4001
+    let mut p = base_ping(Method::UdpDport);
+    p.probe_size = 40;
+    p.dport = 4000;
+    p.ping_sent = 2;
+    p.responses = (0..2)
         .map(|s| {
-            let mut r = reply(s, 5721 - u64::from(s) * 5000);
-            r.icmp = None;
-            r.reply_proto = 6;
-            r.tcp_flags = Some(20);
-            r.reply_size = 40;
-            r.reply_ipid = 0;
+            let mut r = reply(s, 90);
+            r.icmp = Some((3, 3));
+            r.reply_size = 68;
             r
         })
         .collect();
@@ -438,7 +474,8 @@ pub fn sample_pings() -> Vec<Record> {
 }
 
 /// Records with what scamper keeps in warts but its JSON does not show: a trace's `-Q`
-/// and `-T` flags, a ping's `-z` ToS and `-o` reply count.
+/// and `-T` flags, `-G 2` and its last-ditch replies, a ping's `-z` ToS, `-o` reply count
+/// and an ICMP ping's `-d`.
 pub fn warts_only_samples() -> Vec<Record> {
     let mut v = Vec::new();
     // scamper's -Q -T: two replies per hop (warts flags only)
@@ -461,6 +498,29 @@ pub fn warts_only_samples() -> Vec<Record> {
     p.reply_count = 2;
     p.responses = vec![reply(0, 47), reply(1, 52)];
     v.push(Record::Ping(p));
+
+    // an ICMP ping's -d: its first sequence number, in warts' destination port
+    let mut p = base_ping(Method::IcmpParis);
+    p.dport = 100;
+    p.responses = vec![reply(0, 47)];
+    v.push(Record::Ping(p));
+
+    // -G 2: silent routers, then the destination answers a TTL-255 probe (warts'
+    // last-ditch section; its address already in the table, then a new one)
+    let mut t = base_trace(Method::UdpParis, "203.0.113.9");
+    (t.gaplimit, t.attempts, t.hop_count, t.probe_count) = (2, 2, 2, 6);
+    t.stop_reason = StopReason::GapLimit;
+    t.last_ditch = true;
+    let mut ld = te_hop("203.0.113.9", 3, 2, 253, vec![]);
+    (ld.probe_ttl, ld.icmp) = (255, Some((3, 3)));
+    t.lastditch = vec![ld.clone()];
+    v.push(Record::Trace(t.clone()));
+    ld.addr = ip("198.51.100.7");
+    t.lastditch.push(ld);
+    v.push(Record::Trace(t.clone()));
+    // -G 2 and no answer: the gap action alone
+    t.lastditch.clear();
+    v.push(Record::Trace(t));
     v
 }
 
