@@ -5,15 +5,21 @@
 //! memory cgroup and a CPU budget; [`report`] writes it as markdown with PNG plots
 //! ([`plot`]) in the style of the paper's Figs. 4-8.
 //!
+//! [`net::bench_net`] is seed 004's TCP/UDP stream study (`vtnt bench net`): iperf3
+//! against an endpoint in each runtime, its own report and figures ([`net::report`],
+//! drawn with [`plot`]).
+//!
 //! What it may import: `vtnt-runtimes` (images, instances, jobs), `vtnt-measure`
 //! (processes, cgroups, KSM) and `vtnt-vmm` (accelerators); nothing imports it but the
 //! command line. Inside, imports go one way:
 //! - [`bench`](mod@bench) uses `density`, [`report`] and [`results`];
 //! - [`report`] uses [`plot`] and [`results`];
 //! - `density` and [`plot`] use [`results`] only;
-//! - [`results`] (the report's data) uses no other module.
+//! - [`results`] (the report's data) uses no other module;
+//! - [`net`] uses [`plot`] only.
 
 pub mod bench;
+pub mod net;
 pub mod plot;
 pub mod report;
 pub mod results;
@@ -21,4 +27,5 @@ pub mod results;
 mod density;
 
 pub use bench::{bench_deploy, BenchDeployArgs};
+pub use net::{bench_net, BenchNetArgs};
 pub use results::Report;

@@ -61,12 +61,15 @@ pub fn color(rt: Runtime) -> RGBColor {
     }
 }
 
-/// The colour of the runtime a report names, drawn lighter if it ran under TCG; grey for
-/// a name no runtime has.
+/// The colour of the runtime a report names (or of `RUNTIME-variant`, e.g.
+/// `microvm-qemu-tcg`), drawn lighter if it ran under TCG; grey for a name no runtime has.
 fn color_of(name: &str, emulated: bool) -> RGBColor {
+    let named = |r: &Runtime| r.name() == name;
+    let variant = |r: &Runtime| name.starts_with(&format!("{}-", r.name()));
     let c = Runtime::ALL
         .into_iter()
-        .find(|r| r.name() == name)
+        .find(named)
+        .or_else(|| Runtime::ALL.into_iter().find(variant))
         .map_or(MUTED, color);
     if emulated {
         lighten(c, TCG_LIGHTER)
@@ -89,6 +92,8 @@ pub enum Unit {
     /// Instances: integers.
     Count,
     Percent,
+    /// Throughput, or a ratio: plain numbers.
+    Number,
 }
 
 impl Unit {
@@ -107,6 +112,7 @@ impl Unit {
             Unit::Seconds => format!("{v:.1} s"),
             Unit::Count => format!("{v:.0}"),
             Unit::Percent => format!("{v:.0} %"),
+            Unit::Number => format!("{v:.3}"),
         }
     }
 
@@ -512,6 +518,26 @@ pub fn lines(
     unit: Unit,
     series: &[Line],
 ) -> anyhow::Result<()> {
+    lines_over(
+        path,
+        title,
+        ("seconds since the first start", Unit::Seconds),
+        ylabel,
+        unit,
+        series,
+    )
+}
+
+/// Lines over `x` (its axis name and unit), one per runtime in its colour, named in a
+/// legend.
+pub fn lines_over(
+    path: &Path,
+    title: &str,
+    x: (&str, Unit),
+    ylabel: &str,
+    unit: Unit,
+    series: &[Line],
+) -> anyhow::Result<()> {
     ensure_font()?;
     let root = BitMapBackend::new(path, SIZE).into_drawing_area();
     root.fill(&WHITE)?;
@@ -526,11 +552,11 @@ pub fn lines(
         .y_label_area_size(80)
         .build_cartesian_2d(0.0..tmax, 0.0..ymax * 1.1)?;
     let tick = |v: &f64| unit.tick(*v);
-    let seconds = |v: &f64| Unit::Seconds.tick(*v);
+    let xtick = |v: &f64| x.1.tick(*v);
     chart
         .configure_mesh()
-        .x_desc("seconds since the first start")
-        .x_label_formatter(&seconds)
+        .x_desc(x.0)
+        .x_label_formatter(&xtick)
         .y_desc(ylabel)
         .y_label_formatter(&tick)
         .label_style((FONT, 14))

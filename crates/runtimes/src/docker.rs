@@ -115,7 +115,9 @@ pub struct Client {
 }
 
 impl Client {
-    fn cmd(&self) -> Command {
+    /// `docker -H <this engine>`, for commands of the caller's own (`vtnt bench net`'s
+    /// endpoint containers).
+    pub fn command(&self) -> Command {
         let mut c = Command::new(&self.docker);
         c.arg("-H").arg(&self.host);
         c
@@ -131,7 +133,7 @@ impl Client {
         let tag = format!("vtnt-runtime:{}", paths::unique("img"));
         let change = format!("ENTRYPOINT [\"{}\"]", flavor.entrypoint());
         paths::run_cmd(
-            self.cmd()
+            self.command()
                 .arg("import")
                 .arg("--change")
                 .arg(change)
@@ -144,7 +146,7 @@ impl Client {
 
     /// `docker rmi`, ignoring failures.
     pub fn remove_image(&self, tag: &str) {
-        let _ = self.cmd().args(["rmi", "-f", tag]).output();
+        let _ = self.command().args(["rmi", "-f", tag]).output();
     }
 
     /// `docker run` of `image` with the job's words, in the lab's namespace (the engine's),
@@ -160,7 +162,7 @@ impl Client {
         // output to us (a controller would not keep one per container); the container is
         // placed in the group by `--cgroup-parent`, and what the engine spends for it is
         // counted as the engine's (`Deployed::daemon_pids`).
-        let mut cmd = self.cmd();
+        let mut cmd = self.command();
         cmd.args([
             "run",
             "--rm",
@@ -186,7 +188,7 @@ impl Client {
     /// is none: says, when a `docker run` client hangs, whether the job did too.
     pub fn state(&self, name: &str) -> String {
         let fmt = "{{.State.Status}} exit={{.State.ExitCode}} pid={{.State.Pid}}";
-        match self.cmd().args(["inspect", "-f", fmt, name]).output() {
+        match self.command().args(["inspect", "-f", fmt, name]).output() {
             Ok(o) if o.status.success() => String::from_utf8_lossy(&o.stdout).trim().to_string(),
             Ok(o) => String::from_utf8_lossy(&o.stderr).trim().to_string(),
             Err(e) => format!("docker inspect: {e}"),
@@ -198,7 +200,7 @@ impl Client {
     /// libnetwork when many containers exit at once, and a removal then never returns.
     pub fn remove(&self, name: &str) {
         let Ok(mut child) = self
-            .cmd()
+            .command()
             .args(["rm", "-f", name])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -283,7 +285,7 @@ impl Engine {
                 ns_inode(&PathBuf::from(format!("/proc/{pid}/ns/net"))) == ns_inode(&netns);
             if same_ns
                 && client
-                    .cmd()
+                    .command()
                     .arg("version")
                     .stdout(Stdio::null())
                     .stderr(Stdio::null())
@@ -365,7 +367,7 @@ impl Engine {
         let c = engine.client.clone();
         wait_for(
             || {
-                c.cmd()
+                c.command()
                     .arg("version")
                     .stdout(Stdio::null())
                     .stderr(Stdio::null())

@@ -234,7 +234,11 @@ struct Sockets {
 impl Sockets {
     fn open(set: &mut SocketSet<'static>, port: u16) -> Sockets {
         let ctrl = set.add(tcp_socket(4096, 4096, port));
-        let data = set.add(tcp_socket(TCP_RX, 1024, port));
+        let mut d = tcp_socket(TCP_RX, 1024, port);
+        // ACK at once: a sender with a small socket buffer (the seed's 100 bytes) would
+        // otherwise wait out smoltcp's 10 ms delayed ACK for every buffer's worth
+        d.set_ack_delay(None);
+        let data = set.add(d);
         let mut u = udp::Socket::new(
             udp::PacketBuffer::new(vec![udp::PacketMetadata::EMPTY; UDP_SLOTS], vec![0; UDP_RX]),
             udp::PacketBuffer::new(vec![udp::PacketMetadata::EMPTY; 4], vec![0; 256]),
