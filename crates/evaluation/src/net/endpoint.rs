@@ -407,3 +407,51 @@ fn start_guest(
         _ns: None,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An endpoint that never listens is given up after the bounded wait, and a test
+    /// against it fails with iperf3's words within its connect timeout: both say what
+    /// happened, neither hangs.
+    #[test]
+    fn an_endpoint_that_never_answers_is_bounded() {
+        vtnt_testkit::require_root!("iperf3", "ip");
+        if !vtnt_measure::cgroup::available() {
+            return vtnt_testkit::skip_or_fail(
+                vtnt_testkit::test_name!(),
+                "no cgroup v1 controllers",
+                Some(vtnt_testkit::Allowed::CgroupV1),
+            );
+        }
+        let client = NetNs::create(&vtnt_vmm::netns::unique_name("vnetq")).unwrap();
+        let ns = NetNs::create(&vtnt_vmm::netns::unique_name("vnetr")).unwrap();
+        client
+            .link("vnq0", "10.79.250.1/24", &ns, "eth0", "10.79.250.2/24")
+            .unwrap();
+        let cgroup = Cgroup::create(&format!("vtnt/{}", paths::unique("net-test"))).unwrap();
+        let mut silent = cgroup.wrap("sleep");
+        silent.arg("60");
+        let mut ep = Endpoint {
+            addr: Ipv4Addr::new(10, 79, 250, 2),
+            accel: None,
+            cgroup,
+            kind: Kind::Process(Supervised::spawn(silent, "sleep").unwrap()),
+            _ns: Some(ns),
+        };
+        let t0 = Instant::now();
+        let e = ep
+            .ready(&client, Duration::from_secs(1))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("did not listen within 1 s"), "{e}");
+        assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
+        let t0 = Instant::now();
+        let e = super::super::test(&client, &ep, super::super::Sweep::TcpMsg, 1024, 1)
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("iperf3: unable to connect"), "{e}");
+        assert!(t0.elapsed() < Duration::from_secs(15), "{:?}", t0.elapsed());
+    }
+}

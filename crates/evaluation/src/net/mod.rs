@@ -470,6 +470,35 @@ mod tests {
         assert!(parse(&serde_json::json!({"end": {}}), Sweep::TcpMsg, 1, 0.0).is_err());
     }
 
+    #[derive(clap::Parser)]
+    struct Cli {
+        #[command(flatten)]
+        net: BenchNetArgs,
+    }
+
+    #[test]
+    fn sweep_values_out_of_range_are_refused_by_name() {
+        use clap::Parser;
+        let ok = Cli::try_parse_from(["x", "--tcp-buffers", "100,20000", "--udp-msgs", "50"]);
+        assert_eq!(ok.unwrap().net.tcp_buffers, [100, 20000]);
+        for (flag, bad) in [
+            ("--tcp-buffers", "0"),
+            ("--tcp-buffers", "100,99999999"),
+            ("--tcp-msgs", "2000000"),
+            ("--udp-msgs", "8"),
+            ("--udp-msgs", "70000"),
+            ("--seconds", "0"),
+            ("--reps", "0"),
+            ("--runtimes", "native,bogus"),
+        ] {
+            let e = Cli::try_parse_from(["x", flag, bad])
+                .err()
+                .unwrap()
+                .to_string();
+            assert!(e.contains(flag), "{flag} {bad}: {e}");
+        }
+    }
+
     #[test]
     fn ratios_are_to_native_at_the_same_point() {
         let point = |rt, mbps| Point {

@@ -15,7 +15,8 @@
 //! apply: the data socket's receive buffer is fixed at [`TCP_RX`] (window scaling on).
 //!
 //! Command line: the platform's options, then `-- stream [port=P] [tests=N]` (default
-//! 5201, serve forever); after `N` tests the kernel exits 0. Console lines:
+//! 5201, serve forever); after `N` tests (and their connections
+//! closed, or [`LINGER`]) the kernel exits 0. Console lines:
 //! `{"type":"stream-ready","port":P,...}` once it listens, and per test
 //! `{"type":"stream-test","proto":"tcp"|"udp","bytes":B,"packets":P,"errors":E,
 //! "jitter_us":J,"us":T,"ok":true|false}`.
@@ -45,6 +46,8 @@ const COOKIE: usize = 37;
 const POLL: Duration = Duration::from_micros(200);
 /// The longest halt where the platform wakes on frames.
 const IDLE: Duration = Duration::from_millis(100);
+/// How long the endpoint waits, after its last test, for its connections to close.
+const LINGER: Duration = Duration::from_secs(3);
 /// How long a test may stall (no byte on any of its sockets) before it is dropped.
 const STALL: Duration = Duration::from_secs(30);
 
@@ -296,6 +299,7 @@ pub fn run(cmdline: &Cmdline, mut nic: Nic, deadline: Option<Instant>) -> ! {
     let mut closing = Vec::new();
     let mut test = Test::new(platform::now());
     let mut served = 0u64;
+    let mut leaving: Option<Instant> = None;
     println!(
         "{{\"type\":\"stream-ready\",\"port\":{},\"ip\":\"{}\",\"tcp_rx\":{},\"udp_rx\":{},\"us\":{}}}",
         o.port,
@@ -338,10 +342,14 @@ pub fn run(cmdline: &Cmdline, mut nic: Nic, deadline: Option<Instant>) -> ! {
             socks = Sockets::open(&mut set, o.port);
             test = Test::new(now);
             if o.tests.is_some_and(|n| served >= n) {
-                exit::finish(Status::Ok);
+                leaving.get_or_insert(now + LINGER);
             }
         }
         reap(&mut set, &mut closing);
+        // the last results may still be in flight (or due for a retransmission)
+        if leaving.is_some_and(|t| closing.is_empty() || now >= t) {
+            exit::finish(Status::Ok);
+        }
         if got == 0 && !moved {
             let delay = iface
                 .poll_delay(smol(now), &set)
