@@ -76,15 +76,7 @@ pub fn build_image(opts: &BuildOptions, flavor: Flavor) -> anyhow::Result<ImageI
             }
         }
         let tar = tmp.path().join("rootfs.tar");
-        paths::run_cmd(
-            Command::new("tar")
-                .arg("-C")
-                .arg(&root)
-                .arg("--numeric-owner")
-                .arg("-cf")
-                .arg(&tar)
-                .arg("."),
-        )?;
+        tar_rootfs(&root, &tar)?;
         let raw = paths::file_size(&tar)?;
         paths::run_cmd(Command::new("gzip").arg("-6").arg(&tar))?;
         let tmp_dst = dst.with_extension("part");
@@ -104,6 +96,20 @@ pub fn build_image(opts: &BuildOptions, flavor: Flavor) -> anyhow::Result<ImageI
         path: image.path,
         size_note: "uncompressed image (rootfs tarball); download is gzip".into(),
     })
+}
+
+/// Writes the tree `root` as a tarball of its contents (`docker import`'s input).
+pub fn tar_rootfs(root: &Path, tar: &Path) -> anyhow::Result<()> {
+    paths::run_cmd(
+        Command::new("tar")
+            .arg("-C")
+            .arg(root)
+            .arg("--numeric-owner")
+            .arg("-cf")
+            .arg(tar)
+            .arg("."),
+    )?;
+    Ok(())
 }
 
 /// Talks to one engine (Debian's `docker` client, `-H unix://...`).

@@ -182,7 +182,10 @@ pub fn start(
                 NetRuntime::Runc => {
                     let dir = paths::TempDir::new("net-runc")?;
                     let rootfs = rootfs(&iperf3, dir.path())?;
-                    let (child, id, root) = run_runc(&rootfs, dir.path(), &ns, &cgroup)?;
+                    let netns = PathBuf::from("/run/netns").join(ns.name());
+                    let args = server_args(&iperf3);
+                    let (child, id, root) =
+                        runc::run(&rootfs, dir.path(), &args, Some(&netns), &cgroup)?;
                     Kind::Runc {
                         _child: child,
                         id,
@@ -243,52 +246,13 @@ fn server_args(iperf3: &Path) -> Vec<String> {
     ]
 }
 
-fn run_runc(
-    rootfs: &Path,
-    dir: &Path,
-    ns: &NetNs,
-    cgroup: &Cgroup,
-) -> anyhow::Result<(Supervised, String, PathBuf)> {
-    let runc = paths::need("runc", "runc")?;
-    let id = paths::unique("vtnt-net");
-    let bundle = dir.join("bundle");
-    std::fs::create_dir_all(&bundle)?;
-    let netns = PathBuf::from("/run/netns").join(ns.name());
-    let iperf3 = PathBuf::from("/usr/bin/iperf3");
-    let cfg = runc::config(
-        rootfs,
-        &server_args(&iperf3),
-        Some(&netns),
-        &format!("/{}/c", cgroup.rel()),
-    );
-    std::fs::write(bundle.join("config.json"), serde_json::to_vec_pretty(&cfg)?)?;
-    let root = paths::run_dir()?.join("runc");
-    let mut cmd = cgroup.wrap(&runc.display().to_string());
-    cmd.arg("--root")
-        .arg(&root)
-        .arg("run")
-        .arg("--bundle")
-        .arg(&bundle)
-        .arg(&id);
-    let child = Supervised::spawn(cmd, &format!("runc container {id}"))?;
-    Ok((child, id, root))
-}
-
 fn start_docker(iperf3: &Path, ns: &NetNs, cgroup: &Cgroup) -> anyhow::Result<Kind> {
     let engine = docker::Engine::start(Some(ns.name()))?;
     let client = engine.client();
     let dir = paths::TempDir::new("net-docker")?;
     let root = rootfs(iperf3, dir.path())?;
     let tarball = dir.path().join("rootfs.tar");
-    paths::run_cmd(
-        Command::new("tar")
-            .arg("-C")
-            .arg(&root)
-            .arg("--numeric-owner")
-            .arg("-cf")
-            .arg(&tarball)
-            .arg("."),
-    )?;
+    docker::tar_rootfs(&root, &tarball)?;
     let tag = format!("vtnt-net:{}", paths::unique("img"));
     paths::run_cmd(client.command().arg("import").arg(&tarball).arg(&tag))
         .context("docker import")?;

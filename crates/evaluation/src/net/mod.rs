@@ -291,35 +291,29 @@ fn test(
     if let Some(e) = j["error"].as_str() {
         bail!("iperf3: {e}");
     }
-    parse(&j, sweep, value, cpu)
+    parse(&j, sweep, cpu)
 }
 
-/// A [`Rep`] from iperf3's JSON (`cpu`: the endpoint's CPU seconds).
-fn parse(j: &serde_json::Value, sweep: Sweep, value: u32, cpu: f64) -> anyhow::Result<Rep> {
-    let end = &j["end"];
-    let (mbps, loss_pct, seconds) = if sweep == Sweep::UdpMsg {
-        let s = &end["sum"];
-        let packets = s["packets"].as_f64().unwrap_or(0.0);
-        let lost = s["lost_packets"].as_f64().unwrap_or(0.0);
-        let secs = s["seconds"].as_f64().unwrap_or(0.0);
-        let received = (packets - lost).max(0.0) * f64::from(value) * 8.0;
-        let mbps = if secs > 0.0 {
-            received / secs / 1e6
-        } else {
-            0.0
-        };
-        (mbps, s["lost_percent"].as_f64(), secs)
-    } else {
-        let s = &end["sum_received"];
-        (
-            s["bits_per_second"].as_f64().unwrap_or(0.0) / 1e6,
-            None,
-            s["seconds"].as_f64().unwrap_or(0.0),
-        )
-    };
+/// A [`Rep`] from iperf3's JSON (`cpu`: the endpoint's CPU seconds): what the receiver
+/// reported (`end.sum_received`), and for UDP the share of datagrams sent that it did not
+/// count (a receiver that drops fragments sees no sequence gap, so its own loss figure
+/// would read 0).
+fn parse(j: &serde_json::Value, sweep: Sweep, cpu: f64) -> anyhow::Result<Rep> {
+    let received = &j["end"]["sum_received"];
+    let mbps = received["bits_per_second"].as_f64().unwrap_or(0.0) / 1e6;
+    let seconds = received["seconds"].as_f64().unwrap_or(0.0);
     if seconds <= 0.0 {
         bail!("iperf3 reported no test time");
     }
+    let loss_pct = (sweep == Sweep::UdpMsg).then(|| {
+        let sent = j["end"]["sum_sent"]["packets"].as_f64().unwrap_or(0.0);
+        let got = received["packets"].as_f64().unwrap_or(0.0);
+        if sent > 0.0 {
+            (100.0 * (1.0 - got / sent)).max(0.0)
+        } else {
+            0.0
+        }
+    });
     Ok(Rep {
         mbps,
         cpu_s: cpu,
@@ -457,17 +451,26 @@ mod tests {
     use super::*;
 
     #[test]
-    fn udp_throughput_counts_what_arrived() {
+    fn udp_throughput_is_what_the_receiver_counted() {
         let j = serde_json::json!({
             "start": {"sndbuf_actual": 4608, "rcvbuf_actual": 2304},
-            "end": {"sum": {"packets": 1000, "lost_packets": 250, "seconds": 2.0, "lost_percent": 25.0}}
+            "end": {
+                "sum_sent": {"packets": 1000, "seconds": 2.0},
+                "sum_received": {"packets": 750, "seconds": 2.0, "bits_per_second": 3e6}
+            }
         });
-        let r = parse(&j, Sweep::UdpMsg, 1000, 0.5).unwrap();
+        let r = parse(&j, Sweep::UdpMsg, 0.5).unwrap();
         assert!((r.mbps - 3.0).abs() < 1e-9, "{}", r.mbps);
         assert_eq!(r.loss_pct, Some(25.0));
         assert_eq!(r.sndbuf, Some(4608));
         assert!((r.gbit - 0.006).abs() < 1e-12);
-        assert!(parse(&serde_json::json!({"end": {}}), Sweep::TcpMsg, 1, 0.0).is_err());
+        // fragments dropped whole: nothing counted is all lost, whatever the gaps say
+        let j = serde_json::json!({"end": {
+            "sum_sent": {"packets": 10},
+            "sum_received": {"packets": 0, "seconds": 1.0, "bits_per_second": 0.0, "lost_percent": 0.0}
+        }});
+        assert_eq!(parse(&j, Sweep::UdpMsg, 0.0).unwrap().loss_pct, Some(100.0));
+        assert!(parse(&serde_json::json!({"end": {}}), Sweep::TcpMsg, 0.0).is_err());
     }
 
     #[derive(clap::Parser)]

@@ -154,6 +154,9 @@ fn series(rep: &NetReport, sweep: Sweep, y: impl Fn(&Point) -> Option<f64>) -> V
         .collect()
 }
 
+/// What a figure plots of a point.
+type Value<'a> = dyn Fn(&Point) -> Option<f64> + 'a;
+
 /// Draws the figures; returns the files written.
 fn figures(rep: &NetReport, out: &Path) -> Vec<PathBuf> {
     if let Err(e) = plot::ensure_font() {
@@ -162,7 +165,7 @@ fn figures(rep: &NetReport, out: &Path) -> Vec<PathBuf> {
     }
     let mut files = Vec::new();
     for (i, sweep) in Sweep::ALL.into_iter().enumerate() {
-        let figs: [(&str, &str, Box<dyn Fn(&Point) -> Option<f64>>); 2] = [
+        let figs: [(&str, &str, Box<Value>); 2] = [
             (
                 "throughput",
                 "Mbit/s",
