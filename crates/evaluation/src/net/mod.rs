@@ -295,9 +295,9 @@ fn test(
 }
 
 /// A [`Rep`] from iperf3's JSON (`cpu`: the endpoint's CPU seconds): what the receiver
-/// reported (`end.sum_received`), and for UDP the share of datagrams sent that it did not
-/// count (a receiver that drops fragments sees no sequence gap, so its own loss figure
-/// would read 0).
+/// reported (`end.sum_received`), and for UDP the larger of the receiver's loss (from
+/// sequence gaps: iperf3's `packets` is the last sequence number seen) and the share of
+/// datagrams sent that it did not count (a receiver that drops fragments sees no gap).
 fn parse(j: &serde_json::Value, sweep: Sweep, cpu: f64) -> anyhow::Result<Rep> {
     let received = &j["end"]["sum_received"];
     let mbps = received["bits_per_second"].as_f64().unwrap_or(0.0) / 1e6;
@@ -308,11 +308,12 @@ fn parse(j: &serde_json::Value, sweep: Sweep, cpu: f64) -> anyhow::Result<Rep> {
     let loss_pct = (sweep == Sweep::UdpMsg).then(|| {
         let sent = j["end"]["sum_sent"]["packets"].as_f64().unwrap_or(0.0);
         let got = received["packets"].as_f64().unwrap_or(0.0);
-        if sent > 0.0 {
+        let uncounted = if sent > 0.0 {
             (100.0 * (1.0 - got / sent)).max(0.0)
         } else {
             0.0
-        }
+        };
+        uncounted.max(received["lost_percent"].as_f64().unwrap_or(0.0))
     });
     Ok(Rep {
         mbps,
@@ -470,6 +471,12 @@ mod tests {
             "sum_received": {"packets": 0, "seconds": 1.0, "bits_per_second": 0.0, "lost_percent": 0.0}
         }});
         assert_eq!(parse(&j, Sweep::UdpMsg, 0.0).unwrap().loss_pct, Some(100.0));
+        // Linux's receiver: `packets` is the last sequence number, the gaps its loss
+        let j = serde_json::json!({"end": {
+            "sum_sent": {"packets": 10},
+            "sum_received": {"packets": 10, "seconds": 1.0, "bits_per_second": 1.0, "lost_percent": 30.0}
+        }});
+        assert_eq!(parse(&j, Sweep::UdpMsg, 0.0).unwrap().loss_pct, Some(30.0));
         assert!(parse(&serde_json::json!({"end": {}}), Sweep::TcpMsg, 0.0).is_err());
     }
 
