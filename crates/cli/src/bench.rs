@@ -16,6 +16,7 @@
 //!
 //! - `micro`: seed 001's micro-benchmarks (boot + shutdown, fib, a "system call", a
 //!   function call, the clock's gap, image size, peak memory) for every runtime.
+//! - `net`: seed 004's TCP/UDP stream throughput into every runtime's endpoint.
 //!
 //! - `fleet`: seed 000's controller experiment (Figs. 10, 11) over five emulated sites.
 //! - `fleet-scale`: the fleet's dispatch overhead with many agents (issue 17's scale
@@ -62,6 +63,11 @@ pub enum BenchCommand {
     /// clock's gap, image size and peak memory, mean ± sd beside the seeds' rows; writes
     /// micro.md and micro_*.png to --out. Needs root and a running lab.
     Micro(vtnt_evaluation::BenchMicroArgs),
+    /// Seed 004's TCP/UDP stream throughput (iperf3 as the driver) into an endpoint in
+    /// each runtime (the unikernel's own, smoltcp), swept over socket buffer and message
+    /// sizes, normalised to native in the same run, with the endpoint's CPU per gigabit;
+    /// writes report.md, report.json and fig*.png to --out. Needs root and iperf3.
+    Net(vtnt_evaluation::BenchNetArgs),
     /// Large campaigns (`vtnt trace -P icmp-paris -q 1 -w 1` over the reference lab's
     /// destinations repeated) driven like the Linux driver against the in-process lab
     /// under a virtual clock, with lost replies and late receive times: counts the runs
@@ -287,6 +293,16 @@ pub fn run(cmd: BenchCommand) -> anyhow::Result<ExitCode> {
         BenchCommand::Micro(args) => {
             let report = vtnt_evaluation::bench_micro(&args)?;
             print!("{}", vtnt_evaluation::micro::report::markdown(&report));
+            for f in &report.files {
+                eprintln!("wrote {}", f.display());
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        BenchCommand::Net(args) => {
+            // Ctrl-C ends the run at its next test, its endpoints and namespaces removed
+            vtnt_measure::stop::stop_on(crate::interrupt::catch()?);
+            let report = vtnt_evaluation::bench_net(&args)?;
+            print!("{}", vtnt_evaluation::net::report::markdown(&report));
             for f in &report.files {
                 eprintln!("wrote {}", f.display());
             }

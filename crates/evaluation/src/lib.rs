@@ -6,6 +6,10 @@
 //! ([`plot`]) in the style of the paper's Figs. 4-8. [`bench_micro`] is seed 001's
 //! micro-benchmarks in every runtime (`vtnt bench micro`, [`micro`]).
 //!
+//! [`net::bench_net`] is seed 004's TCP/UDP stream study (`vtnt bench net`): iperf3
+//! against an endpoint in each runtime, its own report and figures ([`net::report`],
+//! drawn with [`plot`]).
+//!
 //! What it may import: `vtnt-runtimes` (images, instances, jobs), `vtnt-measure`
 //! (processes, cgroups, KSM) and `vtnt-vmm` (accelerators); nothing imports it but the
 //! command line. Inside, imports go one way:
@@ -14,9 +18,11 @@
 //! - `density` and [`plot`] use [`results`] only;
 //! - [`results`] (the report's data) uses no other module;
 //! - [`micro`] uses [`plot`] and [`results`] (`mean_sd`); nothing uses it.
+//! - [`net`] uses [`plot`] only.
 
 pub mod bench;
 pub mod micro;
+pub mod net;
 pub mod plot;
 pub mod report;
 pub mod results;
@@ -25,4 +31,5 @@ mod density;
 
 pub use bench::{bench_deploy, BenchDeployArgs};
 pub use micro::{bench_micro, BenchMicroArgs};
+pub use net::{bench_net, BenchNetArgs};
 pub use results::Report;

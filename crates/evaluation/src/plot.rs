@@ -92,6 +92,8 @@ pub enum Unit {
     Count,
     Percent,
     Nanoseconds,
+    /// Throughput, or a ratio: plain numbers.
+    Number,
 }
 
 impl Unit {
@@ -116,6 +118,7 @@ impl Unit {
             Unit::Nanoseconds if v >= 100.0 => format!("{v:.0} ns"),
             Unit::Nanoseconds if v >= 10.0 => format!("{v:.1} ns"),
             Unit::Nanoseconds => format!("{v:.2} ns"),
+            Unit::Number => format!("{v:.3}"),
         }
     }
 
@@ -530,6 +533,26 @@ pub fn lines(
     unit: Unit,
     series: &[Line],
 ) -> anyhow::Result<()> {
+    lines_over(
+        path,
+        title,
+        ("seconds since the first start", Unit::Seconds),
+        ylabel,
+        unit,
+        series,
+    )
+}
+
+/// Lines over `x` (its axis name and unit), one per runtime in its colour, named in a
+/// legend.
+pub fn lines_over(
+    path: &Path,
+    title: &str,
+    x: (&str, Unit),
+    ylabel: &str,
+    unit: Unit,
+    series: &[Line],
+) -> anyhow::Result<()> {
     ensure_font()?;
     let root = BitMapBackend::new(path, SIZE).into_drawing_area();
     root.fill(&WHITE)?;
@@ -544,11 +567,11 @@ pub fn lines(
         .y_label_area_size(80)
         .build_cartesian_2d(0.0..tmax, 0.0..ymax * 1.1)?;
     let tick = |v: &f64| unit.tick(*v);
-    let seconds = |v: &f64| Unit::Seconds.tick(*v);
+    let xtick = |v: &f64| x.1.tick(*v);
     chart
         .configure_mesh()
-        .x_desc("seconds since the first start")
-        .x_label_formatter(&seconds)
+        .x_desc(x.0)
+        .x_label_formatter(&xtick)
         .y_desc(ylabel)
         .y_label_formatter(&tick)
         .label_style((FONT, 14))

@@ -13,6 +13,9 @@
 //! raw system calls in a seccomp sandbox, started by `vtnt run --runtime spt`). Each
 //! platform's entry point sets up its console, clock and heap, then calls [`start`].
 //!
+//! With the feature `stream` the image is the stream endpoint instead (`net::stream`, an
+//! iperf3 server for `vtnt bench net`) on the same platforms and NIC bring-up.
+//!
 //! Built for any other target (e.g. by a host `cargo test --workspace`), the crate is a
 //! stub binary plus the host-testable parts (the command-line parser, kvmclock's
 //! arithmetic).
@@ -31,6 +34,7 @@ mod exit;
 #[cfg(target_os = "none")]
 mod heap;
 #[cfg(target_os = "none")]
+#[cfg_attr(feature = "stream", allow(dead_code))]
 mod job;
 #[cfg(target_os = "none")]
 mod net;
@@ -74,6 +78,9 @@ fn start(cmdline: &'static [u8]) -> ! {
     if let Some(word) = cmdline.unknown {
         println!("vtnt: warning: ignoring unknown option `{word}`");
     }
+    #[cfg(feature = "stream")]
+    job::run_stream(&cmdline);
+    #[cfg(not(feature = "stream"))]
     job::run(&cmdline)
 }
 

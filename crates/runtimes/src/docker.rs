@@ -76,15 +76,7 @@ pub fn build_image(opts: &BuildOptions, flavor: Flavor) -> anyhow::Result<ImageI
             }
         }
         let tar = tmp.path().join("rootfs.tar");
-        paths::run_cmd(
-            Command::new("tar")
-                .arg("-C")
-                .arg(&root)
-                .arg("--numeric-owner")
-                .arg("-cf")
-                .arg(&tar)
-                .arg("."),
-        )?;
+        tar_rootfs(&root, &tar)?;
         let raw = paths::file_size(&tar)?;
         paths::run_cmd(Command::new("gzip").arg("-6").arg(&tar))?;
         let tmp_dst = dst.with_extension("part");
@@ -106,6 +98,20 @@ pub fn build_image(opts: &BuildOptions, flavor: Flavor) -> anyhow::Result<ImageI
     })
 }
 
+/// Writes the tree `root` as a tarball of its contents (`docker import`'s input).
+pub fn tar_rootfs(root: &Path, tar: &Path) -> anyhow::Result<()> {
+    paths::run_cmd(
+        Command::new("tar")
+            .arg("-C")
+            .arg(root)
+            .arg("--numeric-owner")
+            .arg("-cf")
+            .arg(tar)
+            .arg("."),
+    )?;
+    Ok(())
+}
+
 /// Talks to one engine (Debian's `docker` client, `-H unix://...`).
 #[derive(Debug, Clone)]
 pub struct Client {
@@ -115,7 +121,9 @@ pub struct Client {
 }
 
 impl Client {
-    fn cmd(&self) -> Command {
+    /// `docker -H <this engine>`, for commands of the caller's own (`vtnt bench net`'s
+    /// endpoint containers).
+    pub fn command(&self) -> Command {
         let mut c = Command::new(&self.docker);
         c.arg("-H").arg(&self.host);
         c
@@ -131,7 +139,7 @@ impl Client {
         let tag = format!("vtnt-runtime:{}", paths::unique("img"));
         let change = format!("ENTRYPOINT [\"{}\"]", flavor.entrypoint());
         paths::run_cmd(
-            self.cmd()
+            self.command()
                 .arg("import")
                 .arg("--change")
                 .arg(change)
@@ -144,7 +152,7 @@ impl Client {
 
     /// `docker rmi`, ignoring failures.
     pub fn remove_image(&self, tag: &str) {
-        let _ = self.cmd().args(["rmi", "-f", tag]).output();
+        let _ = self.command().args(["rmi", "-f", tag]).output();
     }
 
     /// `docker run` of `image` with the job's words, in the lab's namespace (the engine's),
@@ -160,7 +168,7 @@ impl Client {
         // output to us (a controller would not keep one per container); the container is
         // placed in the group by `--cgroup-parent`, and what the engine spends for it is
         // counted as the engine's (`Deployed::daemon_pids`).
-        let mut cmd = self.cmd();
+        let mut cmd = self.command();
         cmd.args([
             "run",
             "--rm",
@@ -186,7 +194,7 @@ impl Client {
     /// is none: says, when a `docker run` client hangs, whether the job did too.
     pub fn state(&self, name: &str) -> String {
         let fmt = "{{.State.Status}} exit={{.State.ExitCode}} pid={{.State.Pid}}";
-        match self.cmd().args(["inspect", "-f", fmt, name]).output() {
+        match self.command().args(["inspect", "-f", fmt, name]).output() {
             Ok(o) if o.status.success() => String::from_utf8_lossy(&o.stdout).trim().to_string(),
             Ok(o) => String::from_utf8_lossy(&o.stderr).trim().to_string(),
             Err(e) => format!("docker inspect: {e}"),
@@ -198,7 +206,7 @@ impl Client {
     /// libnetwork when many containers exit at once, and a removal then never returns.
     pub fn remove(&self, name: &str) {
         let Ok(mut child) = self
-            .cmd()
+            .command()
             .args(["rm", "-f", name])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -283,7 +291,7 @@ impl Engine {
                 ns_inode(&PathBuf::from(format!("/proc/{pid}/ns/net"))) == ns_inode(&netns);
             if same_ns
                 && client
-                    .cmd()
+                    .command()
                     .arg("version")
                     .stdout(Stdio::null())
                     .stderr(Stdio::null())
@@ -365,7 +373,7 @@ impl Engine {
         let c = engine.client.clone();
         wait_for(
             || {
-                c.cmd()
+                c.command()
                     .arg("version")
                     .stdout(Stdio::null())
                     .stderr(Stdio::null())

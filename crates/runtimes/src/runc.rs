@@ -131,18 +131,25 @@ pub fn start(
     spec: &InstanceSpec,
     cgroup: &Cgroup,
 ) -> anyhow::Result<(Supervised, String, PathBuf)> {
+    let mut args = vec!["/vtnt".to_string()];
+    args.extend(crate::job::guest_args(&spec.job));
+    run(rootfs, dir, &args, net.netns_path(), cgroup)
+}
+
+/// Starts a container running `args` in `rootfs`, in network namespace `netns` (`None`:
+/// this one) and under `cgroup`; what [`start`] returns.
+pub fn run(
+    rootfs: &Path,
+    dir: &Path,
+    args: &[String],
+    netns: Option<&Path>,
+    cgroup: &Cgroup,
+) -> anyhow::Result<(Supervised, String, PathBuf)> {
     let runc = paths::need("runc", "runc")?;
     let id = paths::unique("vtnt");
     let bundle = dir.join(format!("bundle-{id}"));
     std::fs::create_dir_all(&bundle)?;
-    let mut args = vec!["/vtnt".to_string()];
-    args.extend(crate::job::guest_args(&spec.job));
-    let cfg = config(
-        rootfs,
-        &args,
-        net.netns_path(),
-        &format!("/{}/c", cgroup.rel()),
-    );
+    let cfg = config(rootfs, args, netns, &format!("/{}/c", cgroup.rel()));
     std::fs::write(bundle.join("config.json"), serde_json::to_vec_pretty(&cfg)?)?;
     let root = paths::run_dir()?.join("runc");
     let mut cmd = cgroup.wrap(&runc.display().to_string());

@@ -259,8 +259,7 @@ fn flight(kind: &JobKind) -> Duration {
 
 /// Runs the job named on the command line and powers off.
 pub fn run(cmdline: &Cmdline) -> ! {
-    let deadline =
-        (cmdline.watchdog_s > 0).then(|| Instant::ZERO + Duration::from_secs(cmdline.watchdog_s));
+    let deadline = watchdog(cmdline);
     let words: Vec<&str> = cmdline.job_words().collect();
     if words.is_empty() || words == ["boot"] {
         println!(
@@ -335,6 +334,20 @@ pub fn run(cmdline: &Cmdline) -> ! {
         platform::sleep_until(until);
     }
     exit::finish(Status::Ok)
+}
+
+/// The watchdog's deadline (guest time), if there is one.
+fn watchdog(cmdline: &Cmdline) -> Option<Instant> {
+    (cmdline.watchdog_s > 0).then(|| Instant::ZERO + Duration::from_secs(cmdline.watchdog_s))
+}
+
+/// The stream endpoint's image (feature `stream`): the NIC brought up as for a job, then
+/// `net::stream` serves iperf3 tests until its count or the watchdog.
+#[cfg(feature = "stream")]
+pub fn run_stream(cmdline: &Cmdline) -> ! {
+    let deadline = watchdog(cmdline);
+    let nic = bring_up(cmdline, deadline);
+    crate::net::stream::run(cmdline, nic, deadline)
 }
 
 /// One round of the job on `prober`: a cycle of records printed as they finish; fails

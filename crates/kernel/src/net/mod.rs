@@ -13,6 +13,9 @@
 
 pub mod arp;
 pub mod dhcp;
+pub mod smol;
+#[cfg(feature = "stream")]
+pub mod stream;
 
 use crate::platform::{Link, LinkError, Received};
 use alloc::boxed::Box;
@@ -247,19 +250,26 @@ impl Nic {
 
     /// Hands every received Ethernet frame, as it is, to `each(self, receive_time, frame)`.
     pub fn poll_frames(&mut self, mut each: impl FnMut(&mut Nic, Instant, &[u8])) {
-        while let Some(Received {
+        while self.next_frame(&mut each) {}
+    }
+
+    /// Hands the next received Ethernet frame to `each`; false if none was waiting.
+    pub fn next_frame(&mut self, each: &mut impl FnMut(&mut Nic, Instant, &[u8])) -> bool {
+        let Some(Received {
             at: (at, len),
             t,
             buf,
         }) = self.link.next_frame()
-        {
-            if let Some(frame) = buf.get(at..at + len) {
-                each(self, t, frame);
-            }
-            if !self.link.frame_done(buf) {
-                self.stats.rx_dropped += 1;
-            }
+        else {
+            return false;
+        };
+        if let Some(frame) = buf.get(at..at + len) {
+            each(self, t, frame);
         }
+        if !self.link.frame_done(buf) {
+            self.stats.rx_dropped += 1;
+        }
+        true
     }
 
     /// Sends a complete Ethernet frame, as it is.

@@ -1,0 +1,421 @@
+//! The stream endpoint of each runtime, on a path from the client's namespace: an
+//! `iperf3 -s` process in a namespace of its own behind a veth (native), the same in a
+//! runc container or a Docker container whose network is that namespace (so the three
+//! Linux runtimes share one path), and the unikernel's own endpoint (`vtnt-kernel`
+//! feature `stream`) behind a TAP device in the client's namespace, under `vtnt-monitor`
+//! or QEMU. Each endpoint runs in a cgroup of its own, whose CPU time is what the
+//! endpoint side costs; everything is removed on drop.
+
+use std::net::Ipv4Addr;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context};
+use vtnt_measure::cgroup::Cgroup;
+use vtnt_measure::proc::Supervised;
+use vtnt_runtimes::{docker, paths, runc};
+use vtnt_vmm::netns::NetNs;
+
+use super::NetRuntime;
+
+/// The port every endpoint listens on (iperf3's default).
+pub const PORT: u16 = 5201;
+
+/// A running endpoint.
+pub struct Endpoint {
+    /// Where the client sends to.
+    pub addr: Ipv4Addr,
+    /// The accelerator it runs on (`None`: this host's kernel).
+    pub accel: Option<String>,
+    /// Its cgroup (CPU time).
+    pub cgroup: Cgroup,
+    kind: Kind,
+    // dropped last: the namespace outlives what runs in it
+    _ns: Option<NetNs>,
+}
+
+enum Kind {
+    Process(Supervised),
+    Runc {
+        _child: Supervised,
+        id: String,
+        root: PathBuf,
+        _dir: paths::TempDir,
+    },
+    Docker {
+        _child: Supervised,
+        name: String,
+        client: docker::Client,
+        tag: String,
+        _engine: docker::Engine,
+    },
+    Guest {
+        console: vtnt_vmm::ConsoleTap,
+        thread: Option<JoinHandle<Result<vtnt_vmm::Outcome, vtnt_vmm::Error>>>,
+    },
+}
+
+impl Endpoint {
+    /// CPU seconds the endpoint has used so far.
+    pub fn cpu_secs(&self) -> f64 {
+        self.cgroup.cpu_secs()
+    }
+
+    /// Waits until the endpoint listens (at most `wait`); fails naming what it saw.
+    pub fn ready(&mut self, client: &NetNs, wait: Duration) -> anyhow::Result<()> {
+        let until = Instant::now() + wait;
+        loop {
+            let up = match &mut self.kind {
+                Kind::Guest { console, thread } => {
+                    let lines = console.lock().map(|l| l.clone()).unwrap_or_default();
+                    if thread.as_ref().is_some_and(JoinHandle::is_finished) {
+                        let tail: Vec<&String> = lines.iter().rev().take(3).collect();
+                        bail!("the guest ended before it listened: {tail:?}");
+                    }
+                    lines
+                        .iter()
+                        .any(|l| l.starts_with("{\"type\":\"stream-ready\""))
+                }
+                Kind::Process(p) => {
+                    if p.try_status().is_some() {
+                        bail!(
+                            "iperf3 -s exited: {}",
+                            String::from_utf8_lossy(&p.stdout_lines_from(0)).trim()
+                        )
+                    }
+                    listens(client, self.addr)
+                }
+                _ => listens(client, self.addr),
+            };
+            if up {
+                return Ok(());
+            }
+            if Instant::now() > until {
+                bail!(
+                    "the endpoint at {}:{PORT} did not listen within {} s",
+                    self.addr,
+                    wait.as_secs()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// The guest's console so far (the unikernel's endpoints), for the report.
+    pub fn console(&self) -> Vec<String> {
+        match &self.kind {
+            Kind::Guest { console, .. } => console.lock().map(|l| l.clone()).unwrap_or_default(),
+            _ => Vec::new(),
+        }
+    }
+}
+
+impl Drop for Endpoint {
+    fn drop(&mut self) {
+        match &mut self.kind {
+            Kind::Runc { id, root, .. } => runc::destroy(id, root),
+            Kind::Docker {
+                name, client, tag, ..
+            } => {
+                client.remove(name);
+                client.remove_image(tag);
+            }
+            Kind::Guest { thread, .. } => {
+                self.cgroup.kill_all(Duration::from_secs(2));
+                if let Some(t) = thread.take() {
+                    let _ = t.join();
+                }
+            }
+            Kind::Process(_) => {}
+        }
+        self.cgroup.kill_all(Duration::from_secs(2));
+    }
+}
+
+/// Whether something in the client's namespace sees `addr` listen on [`PORT`] (a TCP
+/// connect through bash's `/dev/tcp`, bounded by `timeout`).
+fn listens(client: &NetNs, addr: Ipv4Addr) -> bool {
+    client
+        .command("timeout")
+        .args([
+            "1",
+            "bash",
+            "-c",
+            &format!("exec 3<>/dev/tcp/{addr}/{PORT}"),
+        ])
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// Runtime `rt`'s endpoint, number `index` of the run (its addresses are
+/// `10.79.INDEX.0/24`), reached from `client`; `tests`: how many tests the unikernel
+/// serves before it exits; `wait`: the longest boot.
+pub fn start(
+    rt: NetRuntime,
+    index: u8,
+    client: &NetNs,
+    tests: u64,
+    wait: Duration,
+) -> anyhow::Result<Endpoint> {
+    let near = format!("10.79.{index}.1/24");
+    let addr = Ipv4Addr::new(10, 79, index, 2);
+    let cgroup = Cgroup::create(&format!("vtnt/{}", paths::unique("net")))?;
+    match rt {
+        NetRuntime::Native | NetRuntime::Runc | NetRuntime::Docker => {
+            let ns = NetNs::create(&vtnt_vmm::netns::unique_name("vnets"))?;
+            let (a, b) = (format!("vnc{index}"), "eth0".to_string());
+            client.link(&a, &near, &ns, &b, &format!("{addr}/24"))?;
+            let iperf3 = paths::need("iperf3", "iperf3")?;
+            let kind = match rt {
+                NetRuntime::Native => {
+                    let mut cmd = cgroup.wrap("ip");
+                    cmd.args(["netns", "exec", ns.name()]).arg(&iperf3).args([
+                        "-s",
+                        "-p",
+                        &PORT.to_string(),
+                    ]);
+                    Kind::Process(Supervised::spawn(cmd, "iperf3 -s")?)
+                }
+                NetRuntime::Runc => {
+                    let dir = paths::TempDir::new("net-runc")?;
+                    let rootfs = rootfs(&iperf3, dir.path())?;
+                    let netns = PathBuf::from("/run/netns").join(ns.name());
+                    let args = server_args(&iperf3);
+                    let (child, id, root) =
+                        runc::run(&rootfs, dir.path(), &args, Some(&netns), &cgroup)?;
+                    Kind::Runc {
+                        _child: child,
+                        id,
+                        root,
+                        _dir: dir,
+                    }
+                }
+                _ => start_docker(&iperf3, &ns, &cgroup)?,
+            };
+            Ok(Endpoint {
+                addr,
+                accel: None,
+                cgroup,
+                kind,
+                _ns: Some(ns),
+            })
+        }
+        NetRuntime::Microvm | NetRuntime::MicrovmQemuTcg | NetRuntime::MicrovmQemuKvm => {
+            let tap = format!("vnt{index}");
+            client.add_tap(&tap, &near)?;
+            start_guest(rt, client, &tap, addr, index, cgroup, tests, wait)
+        }
+        NetRuntime::Vm | NetRuntime::Spt => bail!(
+            "no stream endpoint for the {} runtime yet (see docs/benchmarks.md)",
+            rt.name()
+        ),
+    }
+}
+
+/// A minimal rootfs holding `iperf3` and the shared libraries it loads (`ldd`), for the
+/// containers.
+fn rootfs(iperf3: &Path, dir: &Path) -> anyhow::Result<PathBuf> {
+    let root = dir.join("rootfs");
+    for d in ["proc", "dev", "sys", "tmp", "etc"] {
+        std::fs::create_dir_all(root.join(d))?;
+    }
+    let ldd = paths::run_cmd(Command::new("ldd").arg(iperf3))?;
+    let mut files = vec![iperf3.to_path_buf()];
+    files.extend(
+        ldd.split_whitespace()
+            .filter(|w| w.starts_with('/'))
+            .map(PathBuf::from),
+    );
+    for f in files {
+        let to = root.join(f.strip_prefix("/").unwrap_or(&f));
+        std::fs::create_dir_all(to.parent().unwrap_or(&root))?;
+        std::fs::copy(&f, &to).with_context(|| format!("copying {}", f.display()))?;
+    }
+    Ok(root)
+}
+
+fn server_args(iperf3: &Path) -> Vec<String> {
+    vec![
+        format!("/{}", iperf3.strip_prefix("/").unwrap_or(iperf3).display()),
+        "-s".into(),
+        "-p".into(),
+        PORT.to_string(),
+    ]
+}
+
+fn start_docker(iperf3: &Path, ns: &NetNs, cgroup: &Cgroup) -> anyhow::Result<Kind> {
+    let engine = docker::Engine::start(Some(ns.name()))?;
+    let client = engine.client();
+    let dir = paths::TempDir::new("net-docker")?;
+    let root = rootfs(iperf3, dir.path())?;
+    let tarball = dir.path().join("rootfs.tar");
+    docker::tar_rootfs(&root, &tarball)?;
+    let tag = format!("vtnt-net:{}", paths::unique("img"));
+    paths::run_cmd(client.command().arg("import").arg(&tarball).arg(&tag))
+        .context("docker import")?;
+    let name = paths::unique("vtnt-net");
+    let mut cmd = client.command();
+    cmd.args(["run", "--rm", "--name", &name, "--network", "host"])
+        .arg("--cgroup-parent")
+        .arg(format!("/{}", cgroup.rel()))
+        .arg(&tag)
+        .args(server_args(iperf3));
+    let child = Supervised::spawn(cmd, &format!("docker container {name}"))?;
+    Ok(Kind::Docker {
+        _child: child,
+        name,
+        client,
+        tag,
+        _engine: engine,
+    })
+}
+
+/// The unikernel's endpoint image (built once per run).
+fn stream_image() -> anyhow::Result<PathBuf> {
+    static IMAGE: std::sync::OnceLock<Result<PathBuf, String>> = std::sync::OnceLock::new();
+    IMAGE
+        .get_or_init(|| {
+            vtnt_vmm::image::build(&vtnt_vmm::image::BuildOptions {
+                features: vec!["stream".into()],
+                ..Default::default()
+            })
+            .map(|i| i.path)
+            .map_err(|e| e.to_string())
+        })
+        .clone()
+        .map_err(anyhow::Error::msg)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn start_guest(
+    rt: NetRuntime,
+    client: &NetNs,
+    tap: &str,
+    addr: Ipv4Addr,
+    index: u8,
+    cgroup: Cgroup,
+    tests: u64,
+    wait: Duration,
+) -> anyhow::Result<Endpoint> {
+    use vtnt_vmm::monitor::{MonitorConfig, MonitorNet};
+    use vtnt_vmm::qemu::{Accel, Machine, NetBackend, VmConfig};
+    let image = stream_image()?;
+    let console: vtnt_vmm::ConsoleTap = Arc::new(Mutex::new(Vec::new()));
+    // the guest's watchdog ends it if the run does not: every test at most a minute
+    let watchdog = wait.as_secs() + tests * 60;
+    let cmdline = format!(
+        "console=ttyS0 ip={addr}/24 gw=10.79.{index}.1 watchdog={watchdog} -- stream port={PORT} tests={tests}"
+    );
+    let timeout = Duration::from_secs(watchdog + 10);
+    let mac = format!("52:54:00:4e:{index:02x}:02");
+    let ns = Some(client.name().to_string());
+    let (thread, accel) = match rt {
+        NetRuntime::Microvm => {
+            anyhow::ensure!(
+                vtnt_vmm::monitor::usable(),
+                "vtnt-monitor is not usable here (no binary beside vtnt, or no /dev/kvm)"
+            );
+            let mut cfg = MonitorConfig::new(image, &cmdline);
+            cfg.memory_mib = 64;
+            cfg.net = Some(MonitorNet::Tap {
+                ifname: tap.to_string(),
+            });
+            cfg.mac = mac;
+            cfg.timeout = timeout;
+            cfg.netns = ns;
+            cfg.wrapper = cgroup.wrapper();
+            cfg.console = Some(console.clone());
+            let accel = vtnt_vmm::accel::kvm_kind().unwrap_or(vtnt_vmm::accel::Accelerator::Kvm);
+            (
+                std::thread::spawn(move || vtnt_vmm::monitor::run(&cfg)),
+                accel,
+            )
+        }
+        _ => {
+            paths::need("qemu-system-x86_64", "qemu-system-x86")?;
+            let want = if rt == NetRuntime::MicrovmQemuKvm {
+                anyhow::ensure!(
+                    vtnt_vmm::accel::kvm_kind().is_some(),
+                    "no usable /dev/kvm for QEMU"
+                );
+                Accel::Kvm
+            } else {
+                Accel::Tcg
+            };
+            let mut cfg = VmConfig::new(image.clone(), Machine::Microvm, &cmdline);
+            cfg.memory_mib = 64;
+            cfg.net = Some(NetBackend::Tap {
+                ifname: tap.to_string(),
+            });
+            cfg.mac = mac;
+            cfg.accel = want;
+            cfg.timeout = timeout;
+            cfg.netns = ns;
+            cfg.wrapper = cgroup.wrapper();
+            cfg.console = Some(console.clone());
+            let accel = want.resolve(&image);
+            (std::thread::spawn(move || vtnt_vmm::qemu::run(&cfg)), accel)
+        }
+    };
+    Ok(Endpoint {
+        addr,
+        accel: Some(accel.name().to_string()),
+        cgroup,
+        kind: Kind::Guest {
+            console,
+            thread: Some(thread),
+        },
+        _ns: None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An endpoint that never listens is given up after the bounded wait, and a test
+    /// against it fails with iperf3's words within its connect timeout: both say what
+    /// happened, neither hangs.
+    #[test]
+    fn an_endpoint_that_never_answers_is_bounded() {
+        vtnt_testkit::require_root!("iperf3", "ip");
+        if !vtnt_measure::cgroup::available() {
+            return vtnt_testkit::skip_or_fail(
+                vtnt_testkit::test_name!(),
+                "no cgroup v1 controllers",
+                Some(vtnt_testkit::Allowed::CgroupV1),
+            );
+        }
+        let client = NetNs::create(&vtnt_vmm::netns::unique_name("vnetq")).unwrap();
+        let ns = NetNs::create(&vtnt_vmm::netns::unique_name("vnetr")).unwrap();
+        client
+            .link("vnq0", "10.79.250.1/24", &ns, "eth0", "10.79.250.2/24")
+            .unwrap();
+        let cgroup = Cgroup::create(&format!("vtnt/{}", paths::unique("net-test"))).unwrap();
+        let mut silent = cgroup.wrap("sleep");
+        silent.arg("60");
+        let mut ep = Endpoint {
+            addr: Ipv4Addr::new(10, 79, 250, 2),
+            accel: None,
+            cgroup,
+            kind: Kind::Process(Supervised::spawn(silent, "sleep").unwrap()),
+            _ns: Some(ns),
+        };
+        let t0 = Instant::now();
+        let e = ep
+            .ready(&client, Duration::from_secs(1))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("did not listen within 1 s"), "{e}");
+        assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
+        let t0 = Instant::now();
+        let e = super::super::test(&client, &ep, super::super::Sweep::TcpMsg, 1024, 1)
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("iperf3: unable to connect"), "{e}");
+        assert!(t0.elapsed() < Duration::from_secs(15), "{:?}", t0.elapsed());
+    }
+}

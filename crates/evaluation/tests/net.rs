@@ -1,0 +1,97 @@
+//! `vtnt bench net` end to end at a small N: native (the baseline), runc, Docker and the
+//! unikernel's endpoint under QEMU (TCG) and vtnt-monitor, two points of each sweep, one
+//! second per test; the report, its figures and sane values. The full VM and spt have no
+//! endpoint yet: the report must say so and the run go on. Needs root, iperf3 and
+//! cgroup v1; skipped through vtnt-testkit otherwise.
+
+use vtnt_evaluation::net::{bench_net, BenchNetArgs, NetRuntime, Sweep};
+
+#[test]
+fn small_net_report_is_complete() {
+    vtnt_testkit::require_root!("iperf3", "ip", "qemu-system-x86_64", "runc", "dockerd");
+    if !vtnt_measure::cgroup::available() {
+        return vtnt_testkit::skip_or_fail(
+            vtnt_testkit::test_name!(),
+            "no cgroup v1 controllers",
+            Some(vtnt_testkit::Allowed::CgroupV1),
+        );
+    }
+    let out = std::env::temp_dir().join(format!("vtnt-bench-net-{}", std::process::id()));
+    let args = BenchNetArgs {
+        runtimes: vec![
+            NetRuntime::Native,
+            NetRuntime::Runc,
+            NetRuntime::Docker,
+            NetRuntime::MicrovmQemuTcg,
+            NetRuntime::Microvm,
+            NetRuntime::Vm,
+        ],
+        reps: 1,
+        tcp_buffers: vec![100, 20000],
+        tcp_msgs: vec![16384],
+        udp_msgs: vec![1000],
+        seconds: 1,
+        wait: 60,
+        out: out.clone(),
+    };
+    let rep = bench_net(&args).expect("bench_net");
+    let md = std::fs::read_to_string(out.join("report.md")).expect("report.md");
+    let json = std::fs::read_to_string(out.join("report.json")).expect("report.json");
+    assert!(md.contains(&rep.provenance.commit) && json.contains("\"provenance\""));
+    // the full VM has no endpoint: said, and the run went on past it
+    assert!(
+        md.contains("## Missing") && md.contains("- vm: no stream endpoint"),
+        "{md}"
+    );
+    // a microVM monitor that cannot run here is a line of the report, not a failure
+    let monitor = vtnt_vmm::monitor::usable();
+    for rt in [
+        NetRuntime::Native,
+        NetRuntime::Runc,
+        NetRuntime::Docker,
+        NetRuntime::MicrovmQemuTcg,
+    ]
+    .into_iter()
+    .chain(monitor.then_some(NetRuntime::Microvm))
+    {
+        for sweep in Sweep::ALL {
+            let points: Vec<_> = rep
+                .points
+                .iter()
+                .filter(|p| p.runtime == rt && p.sweep == sweep)
+                .collect();
+            assert!(!points.is_empty(), "{rt:?} {sweep:?}: no point");
+            for p in points {
+                let (mbps, _) = p.mbps().unwrap_or_else(|| panic!("{p:?}"));
+                // between a trickle and more than this host's memory bandwidth
+                assert!(mbps > 0.5 && mbps < 200_000.0, "{p:?}");
+                let ratio = rep.ratio(p).expect("a ratio to native");
+                assert!(ratio > 0.0, "{p:?}");
+                let cpu = p.cpu_per_gbit().expect("CPU per gigabit");
+                assert!(cpu > 0.0 && cpu < 1000.0, "{p:?}: {cpu} s/Gbit");
+                // every row says what it ran on
+                assert_eq!(
+                    p.accel.is_some(),
+                    rt == NetRuntime::MicrovmQemuTcg || rt == NetRuntime::Microvm
+                );
+            }
+        }
+    }
+    // Linux's floor: the seed's 100-byte buffer is Linux's minimum, doubled
+    let floor = rep
+        .points
+        .iter()
+        .find(|p| p.runtime == NetRuntime::Native && p.sweep == Sweep::TcpBuffer && p.value == 100)
+        .unwrap();
+    assert_eq!(floor.reps[0].sndbuf, Some(4608), "{floor:?}");
+    assert!(md.contains("| microvm:qemu-tcg | TCG |"), "{md}");
+    for f in [
+        "fig1_tcp_buffer_throughput.png",
+        "fig1_tcp_buffer_ratio.png",
+        "fig3_udp_msg_throughput.png",
+    ] {
+        let len = std::fs::metadata(out.join(f)).map(|m| m.len()).unwrap_or(0);
+        assert!(len > 1000, "{f}: {len} bytes");
+    }
+    let _ = std::fs::remove_dir_all(&out);
+}
