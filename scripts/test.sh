@@ -20,6 +20,8 @@ cargo clippy --workspace --exclude vtnt-kernel --all-targets -q -- -D warnings
 cargo clippy -p vtnt-kernel --target x86_64-unknown-none -q -- -D warnings
 # the process platform (spt), and its test build that makes a forbidden call
 cargo clippy -p vtnt-kernel --target x86_64-unknown-none --features spt-forbidden-call -q -- -D warnings
+# the stream endpoint's image (`vtnt bench net`)
+cargo clippy -p vtnt-kernel --target x86_64-unknown-none --features stream -q -- -D warnings
 cargo test --workspace --exclude vtnt-kernel -- --test-threads=2
 # the kernel's host-testable parts (command line, kvmclock arithmetic)
 cargo test -p vtnt-kernel
