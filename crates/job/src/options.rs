@@ -51,7 +51,13 @@ pub struct Common {
     pub pps: u32,
     /// Output format (json by default; the last one given counts) and, for a trace,
     /// `ptr`: hop names. May be repeated (`-O warts -O ptr`).
-    #[arg(id = "format", short = 'O', long = "format", value_enum, value_name = "FORMAT")]
+    #[arg(
+        id = "format",
+        short = 'O',
+        long = "format",
+        value_enum,
+        value_name = "FORMAT"
+    )]
     pub output_options: Vec<OutputOption>,
     /// Write results to FILE instead of stdout. FILE must be a regular file or not exist;
     /// it is replaced when the run ends (also on SIGINT or SIGTERM, with the records

@@ -93,9 +93,7 @@ fn resolve_all(names: Vec<String>) -> Vec<Result<IpAddr, String>> {
         );
     }
     let deadline = std::time::Instant::now() + LOOKUP_DEADLINE;
-    let pool = Lookups::new(RESOLVERS.min(n), |(_, name): &(usize, String)| {
-        lookup(name)
-    });
+    let pool = Lookups::new(RESOLVERS.min(n), |(_, name): &(usize, String)| lookup(name));
     for job in names.into_iter().enumerate() {
         pool.ask(job);
     }
