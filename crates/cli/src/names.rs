@@ -8,6 +8,7 @@
 //! waits for its names at most [`WAIT`] after it finished; a name not in by then, or
 //! that the resolver does not know, stays empty. Records leave in the order they came.
 
+use std::collections::hash_map::Entry;
 use std::collections::{HashMap, VecDeque};
 use std::net::IpAddr;
 use std::time::{Duration, Instant};
@@ -49,8 +50,8 @@ impl Names {
     pub fn hold(&mut self, r: Record) {
         if let Record::Trace(t) = &r {
             for h in &t.hops {
-                if !self.known.contains_key(&h.addr) {
-                    self.known.insert(h.addr, None);
+                if let Entry::Vacant(e) = self.known.entry(h.addr) {
+                    e.insert(None);
                     self.pool.ask(h.addr);
                 }
             }
