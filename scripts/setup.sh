@@ -20,11 +20,13 @@ fi
 # iptables: the transmit-stamp test refuses a probe with netfilter; nats-server: the
 # fleet's broker (`vtnt fleet up`) and its tests; openssl: the fleet's TLS test makes its
 # own CA; musl-tools: musl-gcc for the C parts of the static vtnt's TLS (ring;
-# .cargo/config.toml); iperf3: `vtnt bench net`'s driver and Linux endpoints.
+# .cargo/config.toml); iperf3: `vtnt bench net`'s driver and Linux endpoints;
+# dnsmasq-base: PTR records for `trace -O ptr`'s test.
 # Every tool a test needs is here: scripts/test.sh fails a test that skips for want of one.
 packages=(scamper qemu-system-x86 qemu-utils iproute2 traceroute procps binutils
   ca-certificates docker.io containerd runc debootstrap e2fsprogs fonts-dejavu-core
-  util-linux coreutils gzip tar strace iptables nats-server openssl musl-tools iperf3)
+  util-linux coreutils gzip tar strace iptables nats-server openssl musl-tools iperf3
+  dnsmasq-base)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -41,6 +41,7 @@ pub fn run(a: JobLineArgs) -> anyhow::Result<ExitCode> {
     let job = Job {
         spec,
         format: Format::Json,
+        names: false,
         output: None,
         some_bad: false,
         quiet: true,

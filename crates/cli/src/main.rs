@@ -14,6 +14,7 @@ mod interrupt;
 mod jobline;
 mod lab;
 mod micro;
+mod names;
 mod output;
 mod probe;
 mod progress;
@@ -71,7 +72,7 @@ fn main() -> ExitCode {
             if let Some(w) = args.rate_warning() {
                 eprintln!("vtnt: warning: {w}");
             }
-            output::check(args.common().output.as_deref(), args.common().format)
+            output::check(args.common().output.as_deref(), args.common().format())
                 .and_then(|()| args.job(vtnt_job::Vantage::Host))
                 .and_then(|job| probe::run(&job))
         }

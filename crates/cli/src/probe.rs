@@ -1,5 +1,5 @@
 //! `vtnt trace` and `vtnt ping` on this host: a typed job (`vtnt-job`) driven by the Linux
-//! driver, results in scamper's formats.
+//! driver, results in scamper's formats (with `-O ptr`, a trace's hop names: [`crate::names`]).
 
 use std::cell::RefCell;
 use std::process::ExitCode;
@@ -9,6 +9,7 @@ use vtnt_engine::{Engine, Event};
 use vtnt_job::{Job, JobKind};
 
 use crate::interrupt;
+use crate::names::Names;
 use crate::output::{self, Output};
 use crate::progress::Progress;
 
@@ -65,6 +66,7 @@ pub fn run(job: &Job) -> anyhow::Result<ExitCode> {
     let mut out = Output::open(job.output.as_deref(), job.format)?;
     // (both closures tell it what happened; the loop calls them one at a time)
     let progress = RefCell::new(Progress::new(targets.len(), what, job.quiet));
+    let mut names = job.names.then(Names::start);
     let stats = vtnt_linux::run_watched(
         &mut engine,
         &mut sockets,
@@ -73,12 +75,23 @@ pub fn run(job: &Job) -> anyhow::Result<ExitCode> {
         |ev| {
             let Event::Finished { record, .. } = ev;
             progress.borrow_mut().target_done();
-            out.record(&record)
+            match &mut names {
+                None => out.record(&record),
+                Some(n) => {
+                    n.hold(record);
+                    n.ready().iter().try_for_each(|r| out.record(r))
+                }
+            }
         },
         |s| progress.borrow_mut().stats(s),
     )
     .context("probing")?;
     progress.into_inner().finish();
+    if let Some(n) = names {
+        for r in n.rest(!stats.interrupted) {
+            out.record(&r).context("writing results")?;
+        }
+    }
     let some_unsent = check_sent(&stats)?;
     let records = out.finish()?;
     Ok(if stats.interrupted {

@@ -106,7 +106,7 @@ fn read_back(path: &Path) -> anyhow::Result<(ReadBack, usize)> {
 }
 
 pub fn run(a: TntArgs) -> anyhow::Result<ExitCode> {
-    output::check(a.common.output.as_deref(), a.common.format)?;
+    output::check(a.common.output.as_deref(), a.common.format())?;
     let (back, bad_seeds) = match &a.from {
         Some(p) => read_back(p)?,
         None => (ReadBack::default(), 0),

@@ -355,7 +355,20 @@ fn both_warts(
     theirs: &str,
 ) -> (vtnt_formats::Record, vtnt_formats::Record) {
     let dir = std::env::temp_dir().join(format!("vtnt-warts-{}", vtnt_netns::unique_name("o")));
-    std::fs::create_dir_all(&dir).unwrap();
+    let (o, t) = both_warts_files(ns, ours, theirs, &dir);
+    let records = (warts_record(&o, "vtnt"), warts_record(&t, "scamper"));
+    let _ = std::fs::remove_dir_all(&dir);
+    records
+}
+
+/// Runs `vtnt ours -O warts` and `scamper -c theirs` in `ns`, their warts files in `dir`.
+fn both_warts_files(
+    ns: &NetNs,
+    ours: &[&str],
+    theirs: &str,
+    dir: &std::path::Path,
+) -> (std::path::PathBuf, std::path::PathBuf) {
+    std::fs::create_dir_all(dir).unwrap();
     let (o, t) = (dir.join("ours.warts"), dir.join("theirs.warts"));
     let mut args = ours.to_vec();
     args.extend(["-O", "warts", "-o", o.to_str().unwrap()]);
@@ -388,9 +401,7 @@ fn both_warts(
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let records = (warts_record(&o, "vtnt"), warts_record(&t, "scamper"));
-    let _ = std::fs::remove_dir_all(&dir);
-    records
+    (o, t)
 }
 
 /// An ICMP ping's `-d` is its first sequence number: scamper keeps it in warts only (its
@@ -453,4 +464,139 @@ fn trace_last_ditch_like_scamper() {
         }
     }
     assert_eq!(v, s);
+}
+
+/// Debian's dnsmasq in a namespace, answering PTR queries on its 127.0.0.1 only, and the
+/// namespace's resolv.conf (/etc/netns/NS/resolv.conf, which `ip netns exec` puts in
+/// place) naming it; both gone when dropped.
+struct Dns {
+    child: std::process::Child,
+    etc: std::path::PathBuf,
+}
+
+impl Dns {
+    fn start(ns: &NetNs, ptrs: &[(&str, &str)]) -> Dns {
+        let etc = std::path::Path::new("/etc/netns").join(ns.name());
+        std::fs::create_dir_all(&etc).unwrap();
+        std::fs::write(etc.join("resolv.conf"), "nameserver 127.0.0.1\n").unwrap();
+        let mut args = vec![
+            "--keep-in-foreground".to_string(),
+            "--conf-file=/dev/null".into(),
+            "--no-resolv".into(),
+            "--no-hosts".into(),
+            "--bind-interfaces".into(),
+            "--listen-address=127.0.0.1".into(),
+            "--pid-file=".into(),
+        ];
+        for (addr, name) in ptrs {
+            let rev: Vec<&str> = addr.split('.').rev().collect();
+            args.push(format!(
+                "--ptr-record={}.in-addr.arpa,{name}",
+                rev.join(".")
+            ));
+        }
+        let child = ns
+            .command("dnsmasq")
+            .args(&args)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("start dnsmasq");
+        let dns = Dns { child, etc };
+        // ready once it answers the first record
+        let (addr, name) = ptrs[0];
+        for _ in 0..100 {
+            let out = ns.exec("getent", &["hosts", addr]).expect("run getent");
+            if String::from_utf8_lossy(&out.stdout).contains(name) {
+                return dns;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        panic!("dnsmasq does not answer");
+    }
+}
+
+impl Drop for Dns {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.etc);
+    }
+}
+
+/// The hop lines (`hop N ADDR [name NAME]`) and the trace's flags line of sc_wartsdump.
+fn dump_names(path: &std::path::Path) -> (Vec<String>, String) {
+    let out = Command::new("sc_wartsdump").arg(path).output().unwrap();
+    assert!(out.status.success(), "sc_wartsdump {}", path.display());
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let hops = text
+        .lines()
+        .filter(|l| l.starts_with("hop "))
+        .map(String::from)
+        .collect();
+    let flags = text
+        .lines()
+        .find(|l| l.starts_with(" flags: "))
+        .unwrap_or("");
+    (hops, flags.to_string())
+}
+
+/// scamper's trace `-O ptr`: both tools look every hop address up through the
+/// namespace's resolver (dnsmasq serving PTR records for the first and third routers and
+/// the target, none for the second) and give each hop the same name, or none, in warts
+/// (sc_wartsdump's `name`, the trace flag `ptr`) and JSON. `-W 5` leaves scamper time
+/// for the target's answer before its last probe.
+#[test]
+fn ptr_names_like_scamper() {
+    vtnt_testkit::require_root!("scamper", "dnsmasq", "sc_wartsdump");
+    let chain = Chain::build("vpr", 3).expect("namespace chain");
+    let target = chain.target();
+    let (r1, r2, r3) = (Chain::right(0), Chain::right(1), Chain::right(2));
+    let _dns = Dns::start(
+        chain.vantage(),
+        &[
+            (&r1, "r1.ptr.example"),
+            (&r3, "r3.ptr.example"),
+            (&target, "target.ptr.example"),
+        ],
+    );
+    let cmd = "trace -q 2 -Q -W 5 -w 1 -O ptr";
+    let mut ours: Vec<&str> = cmd.split_whitespace().collect();
+    ours.extend(["--pps", "100", &target]);
+    let dir = std::env::temp_dir().join(format!("vtnt-ptr-{}", vtnt_netns::unique_name("o")));
+    let (o, t) = both_warts_files(chain.vantage(), &ours, cmd, &dir);
+    let (v, s) = (dump_names(&o), dump_names(&t));
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(v, s, "sc_wartsdump: hop names and trace flags");
+    assert_eq!(v.1, " flags: 0x101 ( all-attempts ptr )");
+    let want = [
+        format!("hop  1  {r1} name r1.ptr.example"),
+        format!("hop  2  {r2}"),
+        format!("hop  3  {r3} name r3.ptr.example"),
+        format!("hop  4  {target} name target.ptr.example"),
+    ];
+    let got: Vec<&str> = v.0.iter().map(|l| l.trim_end()).collect();
+    let want2: Vec<&str> = want.iter().flat_map(|w| [w.as_str(), w.as_str()]).collect();
+    assert_eq!(got, want2, "two replies a hop, named where a PTR record is");
+
+    let names = |r: &Value| -> Vec<(u64, String, Option<String>)> {
+        r["hops"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| {
+                let name = h["name"].as_str().map(String::from);
+                (
+                    h["probe_ttl"].as_u64().unwrap(),
+                    h["addr"].to_string(),
+                    name,
+                )
+            })
+            .collect()
+    };
+    let vj = vtnt(chain.vantage(), &ours);
+    let sj = scamper(chain.vantage(), cmd, &target);
+    let (vt, st) = (of_type(&vj, "trace"), of_type(&sj, "trace"));
+    assert_eq!(names(vt[0]), names(st[0]), "JSON: hop names");
+    assert_eq!(names(vt[0])[0].2.as_deref(), Some("r1.ptr.example"));
 }

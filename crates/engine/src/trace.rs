@@ -343,6 +343,7 @@ impl TraceRun {
             tcp_flags: f.tcp_flags,
             quoted: f.quoted,
             mpls: f.mpls,
+            name: None,
         }
     }
 
@@ -460,6 +461,7 @@ impl TraceRun {
             hops: self.hops,
             last_ditch: self.opts.last_ditch,
             lastditch: self.lastditch,
+            ptr: false,
         }
     }
 }

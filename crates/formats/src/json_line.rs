@@ -152,6 +152,9 @@ pub(crate) fn wait_probe_cs(t: &Trace) -> u8 {
 
 fn hop_obj(s: &mut String, h: &Hop, extra: Option<Extra>) {
     push_fmt(s, format_args!("{{\"addr\":\"{}\"", h.addr));
+    if let Some(name) = &h.name {
+        push_fmt(s, format_args!(", \"name\":{}", json_str(name)));
+    }
     push_fmt(
         s,
         format_args!(

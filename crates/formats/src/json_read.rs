@@ -327,10 +327,12 @@ fn trace(o: &Obj) -> Result<Trace, JsonErrorKind> {
         // scamper's JSON does not show these trace flags (its warts does)
         all_attempts: false,
         ignore_ttl_dst: false,
-        hops,
         // scamper's JSON shows neither
         last_ditch: false,
         lastditch: Vec::new(),
+        // nor the PTR flag; a hop name says names were looked up
+        ptr: hops.iter().any(|h| h.name.is_some()),
+        hops,
     })
 }
 
@@ -385,6 +387,7 @@ fn hop(h: &Obj) -> Result<Hop, JsonErrorKind> {
         tcp_flags: h.opt_num("tcp_flags")?,
         quoted,
         mpls,
+        name: h.opt_str("name")?.map(String::from),
     })
 }
 

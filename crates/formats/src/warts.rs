@@ -34,6 +34,11 @@ pub(crate) const TRACE_TYPES: [(Method, u8); 5] = [
 pub(crate) const TRACE_FLAG_ALLATTEMPTS: u8 = 0x01;
 pub(crate) const TRACE_FLAG_IGNORETTLDST: u8 = 0x08;
 pub(crate) const TRACE_FLAG_ICMPCSUMDP: u8 = 0x20;
+/// Hop names were looked up (`-O ptr`): past the first byte, so it goes into the 32-bit
+/// flags (parameter 32), which scamper writes only when a flag above 0xff is set.
+pub(crate) const TRACE_FLAG_PTR: u32 = 0x100;
+/// The hop parameter that holds a hop's name (a NUL-terminated string).
+pub(crate) const HOP_NAME: u8 = 20;
 
 /// Gap actions (`SCAMPER_TRACE_GAPACTION_*`): stop, or last-ditch TTL-255 probes.
 pub(crate) const GAP_STOP: u8 = 1;

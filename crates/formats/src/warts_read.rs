@@ -308,6 +308,7 @@ fn trace(c: &mut Cursor) -> Result<Trace, WartsError> {
         hops: Vec::new(),
         last_ditch: false,
         lastditch: Vec::new(),
+        ptr: false,
     };
     let (mut ty, mut flags8, mut flags32) = (0u8, 0u8, None);
     if f.has(3) || f.has(4) {
@@ -368,6 +369,7 @@ fn trace(c: &mut Cursor) -> Result<Trace, WartsError> {
     let flags = flags32.map_or(u32::from(flags8), |f| f);
     t.all_attempts = flags & u32::from(TRACE_FLAG_ALLATTEMPTS) != 0;
     t.ignore_ttl_dst = flags & u32::from(TRACE_FLAG_IGNORETTLDST) != 0;
+    t.ptr = flags & TRACE_FLAG_PTR != 0;
     t.method = match code_method(&TRACE_TYPES, ty) {
         // classic UDP traceroute is not one of vTNT's trace methods
         Some(m) if m != Method::UdpDport => m,
@@ -442,6 +444,7 @@ fn hop(c: &mut Cursor, table: &mut Vec<Option<IpAddr>>) -> Result<Hop, WartsErro
         tcp_flags: None,
         quoted: None,
         mpls: Vec::new(),
+        name: None,
     };
     let (mut flags, mut tc, mut tcp) = (0u8, (0u8, 0u8), 0u8);
     let (mut q_ipl, mut q_ttl, mut q_tos) = (None, None, 0u8);
@@ -471,9 +474,7 @@ fn hop(c: &mut Cursor, table: &mut Vec<Option<IpAddr>>) -> Result<Hop, WartsErro
             17 => h.mpls = icmpext(c)?,
             18 => addr = Some(c.addr(table, "hop address")?),
             19 => h.tx = Instant::from_micros(c.timeval("hop tx")?),
-            20 => {
-                c.string("hop name")?;
-            }
+            HOP_NAME => h.name = Some(c.string("hop name")?),
             _ => {}
         }
     }

@@ -5,8 +5,8 @@
 //!
 //! Only parameters scamper itself defines are written: vTNT's annotations go into a list
 //! object of the record's own ([`crate::TntFields`]), never into trace flags or hop
-//! attributes scamper may give another meaning (no trace flag 0x80, no hop attribute 20
-//! — TNT's old mistake).
+//! attributes scamper may give another meaning (no trace flag 0x80, and hop attribute 20
+//! is scamper's hop name, not TNT's old annotation).
 
 use std::io::Write;
 
@@ -229,8 +229,9 @@ fn trace_body(t: &Trace, list: u32, cycle: u32) -> Result<Vec<u8>, WartsErrorKin
     p.timeval(5, secs_u32(t.start.as_micros()), t.start.subsec_micros());
     p.u8(6, t.stop_reason.code());
     p.u8(7, t.stop_data);
-    if flags != 0 {
-        p.u8(8, flags);
+    let flags = u32::from(flags) | if t.ptr { TRACE_FLAG_PTR } else { 0 };
+    if flags & 0xff != 0 {
+        p.u8(8, (flags & 0xff) as u8);
     }
     p.u8(9, t.attempts);
     p.u8(10, t.hoplimit);
@@ -260,6 +261,9 @@ fn trace_body(t: &Trace, list: u32, cycle: u32) -> Result<Vec<u8>, WartsErrorKin
     p.addr(27, &mut table, &t.dst);
     if t.userid != 0 {
         p.u32(28, t.userid);
+    }
+    if flags > 0xff {
+        p.u32(32, flags);
     }
     let mut body = Vec::new();
     p.finish("trace parameters", &mut body)?;
@@ -375,6 +379,15 @@ fn hop_params(t: &Trace, h: &Hop, table: &mut AddrTable) -> Result<Params, Warts
     p.addr(18, table, &h.addr);
     if h.tx.secs() as u32 != 0 {
         p.timeval(19, secs_u32(h.tx.as_micros()), h.tx.subsec_micros());
+    }
+    if let Some(name) = &h.name {
+        if name.contains('\0') {
+            return Err(WartsErrorKind::Encode {
+                what: "hop name",
+                why: "holds a NUL byte (warts strings end at one)".into(),
+            });
+        }
+        p.string(HOP_NAME, name);
     }
     let _ = t;
     Ok(p)

@@ -16,6 +16,7 @@
 //! Imports: the sans-IO core (`vtnt-engine`, `vtnt-tnt`, `vtnt-jobspec`) and
 //! `vtnt-linux` (this host's addresses and routes); nothing that runs a job.
 
+pub mod lookup;
 pub mod options;
 pub mod targets;
 
@@ -29,7 +30,7 @@ use vtnt_engine::policy::{PrefixSet, MAX_PPS_LAB, MAX_PPS_PUBLIC};
 use vtnt_engine::{Config, LabAccess, Policy};
 pub use vtnt_jobspec::{micro, EngineSpec, JobKind, JobSpec, Targets, MAX_HOLD};
 
-pub use options::{Common, Format, PingArgs, TntArgs, TraceArgs};
+pub use options::{Common, Format, OutputOption, PingArgs, TntArgs, TraceArgs};
 
 /// The exclusion list read on every run when it exists: prefixes never to probe, one per
 /// line (`#` comments), as an operator's opt-out list. `--exclude FILE` adds more.
@@ -54,6 +55,9 @@ pub struct Job {
     pub spec: JobSpec,
     /// Output format (`-O`).
     pub format: Format,
+    /// Look up hop names (`-O ptr`): only for traces run on this host, through its
+    /// resolver; never part of the [`JobSpec`] (a runtime's job cannot take it).
+    pub names: bool,
     /// Output file (`-o`); stdout when `None`.
     pub output: Option<PathBuf>,
     /// Some targets were refused or could not be resolved (reported on stderr; the job
@@ -157,8 +161,16 @@ struct Words {
 
 /// Parses a job given in `vtnt`'s words (`["trace", "-q", "1", "192.0.2.9"]`) and checks
 /// it for a run from `vantage`. `--help` in the words is an error carrying clap's help.
+/// `-O ptr` is refused: hop names are looked up through this host's resolver by `vtnt
+/// trace` itself, which a job for a runtime is not (and the unikernel has no resolver).
 pub fn parse_words(words: &[String], vantage: Vantage) -> anyhow::Result<Job> {
-    parse_args(words, &[])?.job(vantage)
+    let args = parse_args(words, &[])?;
+    anyhow::ensure!(
+        !args.common().ptr(),
+        "-O ptr: hop names are looked up by `vtnt trace` on this host; a job for a runtime \
+         cannot take it (the unikernel has no resolver)"
+    );
+    args.job(vantage)
 }
 
 /// Parses a job given in `vtnt`'s words into its options, unchecked; an option whose
@@ -210,6 +222,10 @@ pub fn check_job(
     vantage: Vantage,
 ) -> anyhow::Result<(Option<Job>, Vec<targets::BadTarget>)> {
     check_options(&kind)?;
+    anyhow::ensure!(
+        !c.ptr() || matches!(kind, JobKind::Trace(_)),
+        "-O ptr: only `vtnt trace` looks up hop names (scamper's trace option)"
+    );
     vtnt_engine::policy::check_rate(c.pps).map_err(|_| {
         anyhow::anyhow!(
             "--pps {} is out of range (1..={MAX_PPS_LAB}; {MAX_PPS_PUBLIC} at most with public targets)",
@@ -259,7 +275,8 @@ pub fn check_job(
             hold: Duration::ZERO,
             every: Duration::ZERO,
         },
-        format: c.format,
+        format: c.format(),
+        names: c.ptr(),
         output: c.output.clone(),
         some_bad: !bad.is_empty(),
         quiet: c.quiet,
@@ -434,6 +451,28 @@ mod tests {
     }
 
     #[test]
+    fn ptr_is_a_trace_option_of_this_host_only() {
+        let parsed = parse_args(&words("trace -O warts -O ptr 192.0.2.1"), &[]).unwrap();
+        assert_eq!(parsed.common().format(), Format::Warts);
+        assert!(parsed.common().ptr());
+        let job = parsed.job(Vantage::Lab).unwrap();
+        assert!(job.names);
+        assert_eq!(job.format, Format::Warts);
+        let plain = parse_args(&words("trace -O ptr 192.0.2.1"), &[]).unwrap();
+        assert_eq!(plain.common().format(), Format::Json);
+        let refused = |e: anyhow::Error, want: &str| {
+            let e = e.to_string();
+            assert!(e.starts_with("-O ptr: ") && e.contains(want), "{e}");
+        };
+        for w in ["ping -O ptr 192.0.2.1", "tnt -O ptr 192.0.2.1"] {
+            let parsed = parse_args(&words(w), &[]).unwrap();
+            refused(parsed.job(Vantage::Lab).unwrap_err(), "only `vtnt trace`");
+        }
+        let e = parse_words(&words("trace -O ptr 192.0.2.1"), Vantage::Lab).unwrap_err();
+        refused(e, "a job for a runtime cannot take it");
+    }
+
+    #[test]
     fn options_out_of_range_together_name_the_flags() {
         for (w, want) in [
             (
@@ -522,6 +561,7 @@ mod tests {
                 vec![],
             ),
             format: Format::Json,
+            names: false,
             output: None,
             some_bad: false,
             quiet: false,

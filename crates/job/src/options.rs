@@ -21,6 +21,20 @@ pub enum Format {
     Text,
 }
 
+/// A value of `-O`: an output format, or scamper's trace option `ptr`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum OutputOption {
+    /// scamper JSON, one object per line (what sc_warts2json prints).
+    Json,
+    /// scamper's binary warts.
+    Warts,
+    /// Human-readable, like scamper's text output.
+    Text,
+    /// Traces: look up the reverse DNS name of every hop through this host's resolver
+    /// (scamper's trace -O ptr).
+    Ptr,
+}
+
 /// Options every probing command shares.
 #[derive(clap::Args, Debug, Clone)]
 pub struct Common {
@@ -35,9 +49,16 @@ pub struct Common {
     /// are probed only in runs of at most 1000.
     #[arg(short = 'p', long = "pps", default_value_t = 20)]
     pub pps: u32,
-    /// Output format.
-    #[arg(short = 'O', long = "format", value_enum, default_value_t = Format::Json)]
-    pub format: Format,
+    /// Output format (json by default; the last one given counts) and, for a trace,
+    /// `ptr`: hop names. May be repeated (`-O warts -O ptr`).
+    #[arg(
+        id = "format",
+        short = 'O',
+        long = "format",
+        value_enum,
+        value_name = "FORMAT"
+    )]
+    pub output_options: Vec<OutputOption>,
     /// Write results to FILE instead of stdout. FILE must be a regular file or not exist;
     /// it is replaced when the run ends (also on SIGINT or SIGTERM, with the records
     /// finished so far) and left untouched when the run fails.
@@ -72,6 +93,28 @@ pub struct Common {
     /// Measurements running at once; the rest wait their turn.
     #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..=32768))]
     pub window: u32,
+}
+
+impl Common {
+    /// The output format `-O` gives.
+    pub fn format(&self) -> Format {
+        let format = |o: &OutputOption| match o {
+            OutputOption::Json => Some(Format::Json),
+            OutputOption::Warts => Some(Format::Warts),
+            OutputOption::Text => Some(Format::Text),
+            OutputOption::Ptr => None,
+        };
+        self.output_options
+            .iter()
+            .rev()
+            .find_map(format)
+            .unwrap_or(Format::Json)
+    }
+
+    /// `-O ptr`: look up hop names.
+    pub fn ptr(&self) -> bool {
+        self.output_options.contains(&OutputOption::Ptr)
+    }
 }
 
 pub fn seconds(s: &str) -> Result<Duration, String> {

@@ -2,14 +2,14 @@
 //! host name, name resolution (in parallel, each name with a deadline), and the probing
 //! policy (`vtnt-policy`) applied to every target before any probe.
 
-use std::collections::VecDeque;
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, ToSocketAddrs};
 use std::path::Path;
-use std::sync::{mpsc, Arc, Mutex};
 use std::time::Duration;
 
 use vtnt_engine::Policy;
+
+use crate::lookup::Lookups;
 
 /// Host names resolved at once.
 const RESOLVERS: usize = 64;
@@ -83,7 +83,6 @@ fn classify(text: &str) -> Result<Text, String> {
 /// [`LOOKUP_DEADLINE`] is reported as timed out.
 fn resolve_all(names: Vec<String>) -> Vec<Result<IpAddr, String>> {
     let n = names.len();
-    let mut out: Vec<Option<Result<IpAddr, String>>> = vec![None; n];
     if n == 0 {
         return Vec::new();
     }
@@ -94,34 +93,16 @@ fn resolve_all(names: Vec<String>) -> Vec<Result<IpAddr, String>> {
         );
     }
     let deadline = std::time::Instant::now() + LOOKUP_DEADLINE;
-    let queue = Arc::new(Mutex::new(
-        names.into_iter().enumerate().collect::<VecDeque<_>>(),
-    ));
-    let (tx, rx) = mpsc::channel();
-    for _ in 0..RESOLVERS.min(n) {
-        let (queue, tx) = (Arc::clone(&queue), tx.clone());
-        std::thread::spawn(move || loop {
-            let Some((i, name)) = queue.lock().ok().and_then(|mut q| q.pop_front()) else {
-                return;
-            };
-            if tx.send((i, lookup(&name))).is_err() {
-                return;
-            }
-        });
+    let pool = Lookups::new(RESOLVERS.min(n), |(_, name): &(usize, String)| lookup(name));
+    for job in names.into_iter().enumerate() {
+        pool.ask(job);
     }
-    drop(tx);
-    let mut left = n;
-    while left > 0 {
-        match rx.recv_timeout(deadline.saturating_duration_since(std::time::Instant::now())) {
-            Ok((i, r)) => {
-                out[i] = Some(r);
-                left -= 1;
-            }
-            Err(_) => break,
-        }
-    }
-    if let Ok(mut q) = queue.lock() {
-        q.clear();
+    let mut out: Vec<Option<Result<IpAddr, String>>> = vec![None; n];
+    for _ in 0..n {
+        let Some(((i, _), r)) = pool.answer_by(deadline) else {
+            break;
+        };
+        out[i] = Some(r);
     }
     out.into_iter()
         .map(|r| r.unwrap_or_else(|| Err("host name lookup timed out".into())))

@@ -208,6 +208,10 @@ pub struct Hop {
     pub quoted: Option<Quoted>,
     /// RFC 4950 label stack, top entry first; empty when none.
     pub mpls: Vec<MplsLabel>,
+    /// The address's reverse DNS name, when the trace looked names up ([`Trace::ptr`])
+    /// and one came back in time (scamper's hop name: warts hop parameter 20, JSON
+    /// `"name"`). Probers leave it `None`; the host's driver fills it in.
+    pub name: Option<String>,
 }
 
 /// A finished traceroute.
@@ -261,6 +265,9 @@ pub struct Trace {
     /// The replies to those probes (warts' last-ditch section; scamper's JSON shows
     /// neither).
     pub lastditch: Vec<Hop>,
+    /// Hop names were looked up (scamper `-O ptr`, warts trace flag `PTR`; JSON does
+    /// not show it): what was found is in each hop's `name`.
+    pub ptr: bool,
 }
 
 /// One reply to one ping probe.

@@ -32,6 +32,7 @@ pub fn te(ttl: u8, addr: &str, reply_ttl: u8, qttl: u8) -> Hop {
             tos: 0,
         }),
         mpls: Vec::new(),
+        name: None,
     }
 }
 
@@ -83,6 +84,7 @@ pub fn trace(dst: &str, hops: &[Hop]) -> Trace {
         hops: hops.to_vec(),
         last_ditch: false,
         lastditch: Vec::new(),
+        ptr: false,
     }
 }
 

@@ -128,6 +128,7 @@ fn te_hop(addr: &str, ttl: u8, id: u8, qttl: u8, mpls: Vec<MplsLabel>) -> Hop {
             tos: 0,
         }),
         mpls,
+        name: None,
     }
 }
 
@@ -179,6 +180,7 @@ fn base_trace(method: Method, dst: &str) -> Trace {
         hops: Vec::new(),
         last_ditch: false,
         lastditch: Vec::new(),
+        ptr: false,
     }
 }
 
@@ -220,6 +222,12 @@ pub fn sample_records() -> Vec<Record> {
     last.reply_size = 44;
     last.reply_ipid = 0; // omitted in warts, printed as 0
     t.hops.push(last);
+    // -O ptr: names where a PTR record answered (both attempts of a hop share it)
+    t.ptr = true;
+    t.hops[0].name = Some("r1.example.net".into());
+    for h in &mut t.hops[2..4] {
+        h.name = Some("ae-3.core-2.example.net".into());
+    }
     t.hop_count = 5;
     t.probe_count = 9;
     t.userid = 7;
@@ -478,11 +486,13 @@ pub fn sample_pings() -> Vec<Record> {
 /// and an ICMP ping's `-d`.
 pub fn warts_only_samples() -> Vec<Record> {
     let mut v = Vec::new();
-    // scamper's -Q -T: two replies per hop (warts flags only)
+    // scamper's -Q -T -O ptr with no PTR record: two replies per hop (warts flags only;
+    // PTR's in the 32-bit flags beside the others)
     let mut t = base_trace(Method::UdpParis, "203.0.113.9");
     t.attempts = 2;
     t.all_attempts = true;
     t.ignore_ttl_dst = true;
+    t.ptr = true;
     t.hops = vec![
         te_hop("192.0.2.2", 1, 1, 1, vec![]),
         te_hop("192.0.2.2", 1, 2, 1, vec![]),
