@@ -331,6 +331,8 @@ fn trace(o: &Obj) -> Result<Trace, JsonErrorKind> {
         // scamper's JSON shows neither
         last_ditch: false,
         lastditch: Vec::new(),
+        squeries: 1,
+        confidence: 0,
     })
 }
 

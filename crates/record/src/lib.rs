@@ -261,6 +261,11 @@ pub struct Trace {
     /// The replies to those probes (warts' last-ditch section; scamper's JSON shows
     /// neither).
     pub lastditch: Vec<Hop>,
+    /// Consecutive hops probed at once (scamper `-N`, warts' `squeries`, written when
+    /// above 1; JSON shows neither it nor `confidence`).
+    pub squeries: u8,
+    /// Confidence level each hop was probed to (scamper `-c`: 95 or 99; 0: off).
+    pub confidence: u8,
 }
 
 /// One reply to one ping probe.

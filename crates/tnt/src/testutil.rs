@@ -83,6 +83,8 @@ pub fn trace(dst: &str, hops: &[Hop]) -> Trace {
         hops: hops.to_vec(),
         last_ditch: false,
         lastditch: Vec::new(),
+        squeries: 1,
+        confidence: 0,
     }
 }
 
