@@ -61,6 +61,16 @@ fn routers(def: &TopologyDef) -> Vec<IpAddr> {
     path(&Wire::new(def.clone()).truth(), DST)
 }
 
+/// A chain of `n` routers whose links (the vantage point's too) take 10 ms each way.
+fn slow_chain(n: u8) -> TopologyDef {
+    let mut def = chain(n);
+    def.vantage_points[0].delay_ms = 10.0;
+    for l in &mut def.links {
+        l.delay_ms = 10.0;
+    }
+    def
+}
+
 const fn dst() -> IpAddr {
     IpAddr::V4(DST)
 }
@@ -397,11 +407,7 @@ fn late_replies_are_matched_by_what_they_quote_not_by_order() {
     // after 160 ms, past the 100 ms wait, so attempt 2 (probe 3) leaves; its answer is
     // held for 240 ms. Attempt 1's late answer arrives first and ends the hop; attempt
     // 2's arrives while TTL 3 is probed and is recorded as a late reply.
-    let mut def = chain(4);
-    def.vantage_points[0].delay_ms = 10.0;
-    for l in &mut def.links {
-        l.delay_ms = 10.0;
-    }
+    let def = slow_chain(4);
     let mut o = opts(Method::IcmpParis);
     o.wait = Duration::from_millis(100);
     let (t, _, _) = trace_with(o, def, |wire| {
@@ -670,11 +676,7 @@ fn all_attempts_sends_every_attempt_and_payload_sizes_the_probes() {
 /// The hops up to the destination are those of the one-at-a-time trace.
 #[test]
 fn squeries_keep_several_ttls_in_flight() {
-    let mut def = chain(3);
-    def.vantage_points[0].delay_ms = 10.0;
-    for l in &mut def.links {
-        l.delay_ms = 10.0;
-    }
+    let def = slow_chain(3);
     let mut o = opts(Method::UdpParis);
     o.attempts = 1;
     let serial = trace(o.clone(), def.clone());
