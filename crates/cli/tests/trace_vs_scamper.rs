@@ -445,24 +445,12 @@ fn trace_last_ditch_like_scamper() {
             .expect("silence a router");
     }
     let target = chain.target();
-    let cmd = "trace -q 1 -w 1 -g 2 -G 2";
-    let mut ours: Vec<&str> = cmd.split_whitespace().collect();
-    ours.extend(["--pps", "100", &target]);
-    let (v, s) = both_warts(chain.vantage(), &ours, cmd);
-    let (Record::Trace(mut v), Record::Trace(mut s)) = (v, s) else {
-        panic!("not traces")
-    };
+    let (v, s) = both_traces(chain.vantage(), "trace -q 1 -w 1 -g 2 -G 2", &target);
     assert_eq!(v.stop_reason, vtnt_engine::StopReason::GapLimit);
     assert!(v.hops.is_empty(), "the routers are silent");
     assert_eq!((v.probe_count, v.lastditch.len()), (3, 1), "{v:?}");
     let ld = &v.lastditch[0];
     assert_eq!((ld.addr.to_string(), ld.probe_ttl), (target.clone(), 255));
-    for t in [&mut v, &mut s] {
-        (t.start, t.sport) = (vtnt_engine::Instant::ZERO, 0);
-        for h in &mut t.lastditch {
-            (h.tx, h.rtt, h.reply_ipid) = (vtnt_engine::Instant::ZERO, Default::default(), 0);
-        }
-    }
     assert_eq!(v, s);
 }
 
@@ -599,4 +587,68 @@ fn ptr_names_like_scamper() {
     let (vt, st) = (of_type(&vj, "trace"), of_type(&sj, "trace"));
     assert_eq!(names(vt[0]), names(st[0]), "JSON: hop names");
     assert_eq!(names(vt[0])[0].2.as_deref(), Some("r1.ptr.example"));
+}
+
+/// Times, RTTs, IP IDs and the drawn source port of a trace, zeroed for comparison.
+fn timeless(t: &mut vtnt_formats::Trace) {
+    (t.start, t.sport) = (vtnt_engine::Instant::ZERO, 0);
+    for h in t.hops.iter_mut().chain(&mut t.lastditch) {
+        (h.tx, h.rtt, h.reply_ipid) = (vtnt_engine::Instant::ZERO, Default::default(), 0);
+    }
+}
+
+/// `cmd` run by both tools in `ns` towards `target`, both records read from warts.
+fn both_traces(ns: &NetNs, cmd: &str, target: &str) -> (vtnt_formats::Trace, vtnt_formats::Trace) {
+    let mut ours: Vec<&str> = cmd.split_whitespace().collect();
+    ours.extend(["--pps", "100", target]);
+    let (Record::Trace(mut v), Record::Trace(mut s)) = both_warts(ns, &ours, cmd) else {
+        panic!("not traces")
+    };
+    timeless(&mut v);
+    timeless(&mut s);
+    (v, s)
+}
+
+/// scamper's `-N 3`: three TTLs in flight. On a chain of three routers both tools record
+/// the same hops (the replies past the destination to the TTLs still in flight when it
+/// answered included, and `hop_count` with them), stop reason and probe count; with the
+/// routers beyond the first silent, both stop at the gap limit after the same probes.
+#[test]
+fn trace_squeries_like_scamper() {
+    vtnt_testkit::require_root!("scamper");
+    let chain = Chain::build("vpn", 3).expect("namespace chain");
+    let target = chain.target();
+    let (v, s) = both_traces(chain.vantage(), "trace -q 1 -w 1 -N 3", &target);
+    assert_eq!(v.stop_reason, vtnt_engine::StopReason::Completed);
+    assert_eq!(v.squeries, 3);
+    let dst_ttl = v.hops.iter().find(|h| h.addr.to_string() == target);
+    assert_eq!(dst_ttl.map(|h| h.probe_ttl), Some(4), "{v:?}");
+    assert_eq!(v, s);
+    for router in &chain.nodes[2..] {
+        router
+            .ip(&["rule", "add", "iif", "lo", "prohibit", "pref", "100"])
+            .expect("silence a router");
+    }
+    let (v, s) = both_traces(chain.vantage(), "trace -q 2 -w 1 -g 3 -N 3", &target);
+    assert_eq!(v.stop_reason, vtnt_engine::StopReason::GapLimit);
+    assert_eq!(v, s);
+}
+
+/// scamper's `-c 95` and `-c 99`: each hop of a chain (one interface each: Linux routers
+/// answer from one address) is probed until the confidence table's count for one
+/// interface, 6 or 8 probes whatever `-q` says, every probe answered; both tools record
+/// the same replies and stop reason.
+#[test]
+fn trace_confidence_like_scamper() {
+    vtnt_testkit::require_root!("scamper");
+    let chain = Chain::build("vpc", 2).expect("namespace chain");
+    let target = chain.target();
+    for (cmd, per_hop) in [("trace -q 1 -w 1 -c 95", 6), ("trace -w 1 -c 99", 8)] {
+        let (v, s) = both_traces(chain.vantage(), cmd, &target);
+        assert_eq!(v.stop_reason, vtnt_engine::StopReason::Completed, "{cmd}");
+        assert_eq!(v.confidence, cmd[cmd.len() - 2..].parse::<u8>().unwrap());
+        assert_eq!(v.probe_count, 3 * per_hop, "{cmd}: three hops");
+        assert_eq!(v.hops.len(), usize::from(v.probe_count), "{cmd}");
+        assert_eq!(v, s, "{cmd}");
+    }
 }

@@ -58,6 +58,12 @@ pub struct TraceOptions {
     /// the checksum, as scamper's; an ICMP probe's next two carry the engine's tag. The
     /// probe size is 28 + its length ([`TraceOptions::with_payload`]).
     pub payload: Vec<u8>,
+    /// `-N`: consecutive hops probed at once (1: one probe outstanding). More than 1 is
+    /// scamper's parallel mode (see the `trace` module), at most `gaplimit`.
+    pub squeries: u8,
+    /// `-c`: probe each hop until this sure (95 or 99 %) of having seen every interface
+    /// answering at it (0: off, `attempts` probes per hop). Not with `all_attempts`.
+    pub confidence: u8,
 }
 
 impl TraceOptions {
@@ -82,6 +88,8 @@ impl TraceOptions {
             ignore_ttl_dst: false,
             last_ditch: false,
             payload: Vec::new(),
+            squeries: 1,
+            confidence: 0,
         }
     }
 
@@ -126,6 +134,16 @@ impl TraceOptions {
             (MIN_WAIT..=MAX_WAIT).contains(&self.wait),
         )?;
         check("wait_probe", "0..=2s", self.wait_probe <= MAX_WAIT_PROBE)?;
+        check(
+            "squeries",
+            "1..=255, at most the gap limit (-N, -g)",
+            self.squeries >= 1 && (self.squeries == 1 || self.squeries <= self.gaplimit),
+        )?;
+        check(
+            "confidence",
+            "0, 95 or 99 (-c), and not with all attempts (-Q)",
+            matches!(self.confidence, 0 | 95 | 99) && !(self.confidence != 0 && self.all_attempts),
+        )?;
         // an ICMP-Paris trace takes `dport` for its ICMP checksum, which cannot be 0xffff
         check(
             "dport",

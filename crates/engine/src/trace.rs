@@ -25,6 +25,12 @@
 //!   `lastditch`) and ends the trace, which stops with GAPLIMIT either way. A late reply
 //!   to an earlier probe is still recorded then, without ending it (scamper's
 //!   `handleicmp_lastditch`).
+//! - `confidence` (`-c`): a hop is probed like `-Q`'s (the next attempt once the last one
+//!   sent is answered, or after `wait`), but until the count scamper's table gives for
+//!   the interfaces seen at it so far ([`confidence`]), not `attempts`; every reply at
+//!   the hop is then checked for a stop reason.
+//! - `squeries` (`-N`) above 1: scamper's parallel mode ([`parallel`]), which leaves
+//!   `-Q`, `-c` and `-G 2` aside as scamper's does.
 
 use alloc::vec::Vec;
 use core::net::{IpAddr, Ipv4Addr};
@@ -36,6 +42,9 @@ use vtnt_wire::reply::{Body, Reply};
 use crate::flow::Flow;
 use crate::probe::{self, Probe};
 use crate::{Instant, TraceOptions};
+
+mod confidence;
+mod parallel;
 
 /// What a measurement wants from the engine next.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -102,6 +111,10 @@ pub(crate) struct TraceRun {
     in_lastditch: bool,
     /// Replies to those.
     lastditch: Vec<Hop>,
+    /// `confidence`: the addresses that answered at the current TTL.
+    interfaces: Vec<IpAddr>,
+    /// `squeries` above 1: the hops in flight.
+    window: parallel::Window,
 }
 
 impl TraceRun {
@@ -130,6 +143,8 @@ impl TraceRun {
             ),
             in_lastditch: false,
             lastditch: Vec::new(),
+            interfaces: Vec::new(),
+            window: parallel::Window::new(opts.first_ttl),
             opts,
         }
     }
@@ -146,7 +161,12 @@ impl TraceRun {
     pub fn build(&mut self, now: Instant, buf: &mut [u8]) -> Result<usize, vtnt_wire::Error> {
         let number =
             u16::try_from(self.probes.len() + 1).map_err(|_| vtnt_wire::Error::Malformed)?;
-        let ttl = u8::try_from(self.ttl).map_err(|_| vtnt_wire::Error::Malformed)?;
+        let (ttl, attempt) = if self.parallel() {
+            self.window.next_probe(&mut self.ttl, number, now)
+        } else {
+            (self.ttl, self.attempt + 1)
+        };
+        let ttl = u8::try_from(ttl).map_err(|_| vtnt_wire::Error::Malformed)?;
         let p = Probe {
             src: self.src,
             ttl,
@@ -157,16 +177,20 @@ impl TraceRun {
             record_route: false,
         };
         let len = probe::build(buf, &self.flow, &p)?;
-        self.attempt += 1;
         self.probes.push(Sent {
             ttl,
-            attempt: self.attempt,
+            attempt,
             tx: now,
             replied: false,
             lastditch: self.in_lastditch,
         });
         self.last_tx = Some(now);
-        self.state = State::Wait(now + self.opts.wait);
+        if self.parallel() {
+            self.queue(now);
+        } else {
+            self.attempt = attempt;
+            self.state = State::Wait(now + self.opts.wait);
+        }
         Ok(len)
     }
 
@@ -210,13 +234,19 @@ impl TraceRun {
     }
 
     pub fn on_timer(&mut self, now: Instant) {
+        if self.parallel() {
+            if self.state != State::Done {
+                self.queue(now);
+            }
+            return;
+        }
         let State::Wait(deadline) = self.state else {
             return;
         };
         if deadline > now {
             return;
         }
-        if self.attempt < self.opts.attempts {
+        if self.attempt < self.hop_probes().unwrap_or(self.attempt) {
             self.send_next(now);
             return;
         }
@@ -230,7 +260,8 @@ impl TraceRun {
         self.hop_count += 1;
         self.ttl += 1;
         self.attempt = 0;
-        if self.opts.all_attempts {
+        self.interfaces.clear();
+        if self.every_reply_stops() {
             if let Some((reason, data)) = self.stop_reason_at_ttl(ttl) {
                 self.stop_with(reason, data);
                 return;
@@ -240,21 +271,48 @@ impl TraceRun {
             self.stop_with(StopReason::HopLimit, 0);
             return;
         }
-        // (a gap limit of 0 is none, as scamper's)
-        let gap = self.opts.gaplimit as u16;
-        let probed = self.hop_count + 1 - self.opts.first_ttl as u16;
-        if gap > 0 && probed >= gap {
-            let from = (self.hop_count + 1 - gap) as u8;
-            let silent = !self.hops.iter().any(|h| h.probe_ttl >= from);
-            if silent && self.opts.last_ditch {
+        if self.gap_reached() {
+            if self.opts.last_ditch {
                 self.in_lastditch = true;
                 self.ttl = 255;
-            } else if silent {
+            } else {
                 self.stop_with(StopReason::GapLimit, 0);
                 return;
             }
         }
         self.send_next(now);
+    }
+
+    /// Whether the last `gaplimit` TTLs up to `hop_count` are all finished and silent (a
+    /// gap limit of 0 is none, as scamper's).
+    fn gap_reached(&self) -> bool {
+        let gap = self.opts.gaplimit as u16;
+        let probed = self.hop_count + 1 - self.opts.first_ttl as u16;
+        if gap == 0 || probed < gap {
+            return false;
+        }
+        let from = (self.hop_count + 1 - gap) as u8;
+        !self.hops.iter().any(|h| h.probe_ttl >= from)
+    }
+
+    /// Whether hops are probed in scamper's parallel mode (`squeries` above 1).
+    fn parallel(&self) -> bool {
+        self.opts.squeries > 1
+    }
+
+    /// Whether a finished hop is checked for a stop reason in every reply at it (`-Q`,
+    /// `-c`), not just the one that ended it.
+    fn every_reply_stops(&self) -> bool {
+        self.opts.all_attempts || self.opts.confidence != 0
+    }
+
+    /// Probes the current hop takes: `attempts`, or with `confidence` the count for the
+    /// interfaces seen so far; `None` past the table (the hop ends with its next reply).
+    fn hop_probes(&self) -> Option<u8> {
+        if self.opts.confidence == 0 {
+            return Some(self.opts.attempts);
+        }
+        confidence::probes(self.opts.confidence, self.interfaces.len())
     }
 
     pub fn on_reply(&mut self, now: Instant, r: &Reply<'_>) -> Outcome {
@@ -288,6 +346,10 @@ impl TraceRun {
         if self.in_lastditch {
             return Outcome::Matched;
         }
+        if self.parallel() {
+            self.parallel_reply(now, &p, n, at);
+            return Outcome::Matched;
+        }
 
         if p.ttl as u16 != self.ttl {
             // A late reply: record it, stop if it says so, keep waiting otherwise.
@@ -306,11 +368,27 @@ impl TraceRun {
                 self.send_next(now);
                 return Outcome::Matched;
             }
+        } else if self.opts.confidence != 0 {
+            // scamper's `-c`: as `-Q`, until the count for the interfaces seen so far
+            let addr = self.hops[at].addr;
+            if !self.interfaces.contains(&addr) {
+                self.interfaces.push(addr);
+            }
+            if let Some(k) = self.hop_probes() {
+                if p.attempt != self.attempt {
+                    return Outcome::Matched;
+                }
+                if self.attempt < k {
+                    self.send_next(now);
+                    return Outcome::Matched;
+                }
+            }
         }
         self.hop_count += 1;
         self.ttl += 1;
         self.attempt = 0;
-        let stop = if self.opts.all_attempts {
+        self.interfaces.clear();
+        let stop = if self.every_reply_stops() {
             self.stop_reason_at_ttl(self.ttl - 1)
         } else {
             self.stop_reason(at)
@@ -462,6 +540,8 @@ impl TraceRun {
             last_ditch: self.opts.last_ditch,
             lastditch: self.lastditch,
             ptr: false,
+            squeries: self.opts.squeries,
+            confidence: self.opts.confidence,
         }
     }
 }

@@ -61,6 +61,16 @@ fn routers(def: &TopologyDef) -> Vec<IpAddr> {
     path(&Wire::new(def.clone()).truth(), DST)
 }
 
+/// A chain of `n` routers whose links (the vantage point's too) take 10 ms each way.
+fn slow_chain(n: u8) -> TopologyDef {
+    let mut def = chain(n);
+    def.vantage_points[0].delay_ms = 10.0;
+    for l in &mut def.links {
+        l.delay_ms = 10.0;
+    }
+    def
+}
+
 const fn dst() -> IpAddr {
     IpAddr::V4(DST)
 }
@@ -397,11 +407,7 @@ fn late_replies_are_matched_by_what_they_quote_not_by_order() {
     // after 160 ms, past the 100 ms wait, so attempt 2 (probe 3) leaves; its answer is
     // held for 240 ms. Attempt 1's late answer arrives first and ends the hop; attempt
     // 2's arrives while TTL 3 is probed and is recorded as a late reply.
-    let mut def = chain(4);
-    def.vantage_points[0].delay_ms = 10.0;
-    for l in &mut def.links {
-        l.delay_ms = 10.0;
-    }
+    let def = slow_chain(4);
     let mut o = opts(Method::IcmpParis);
     o.wait = Duration::from_millis(100);
     let (t, _, _) = trace_with(o, def, |wire| {
@@ -661,5 +667,63 @@ fn all_attempts_sends_every_attempt_and_payload_sizes_the_probes() {
         assert_eq!(p.len(), 33);
         // UDP payload: two checksum-pinning bytes, then the rest of ours
         assert_eq!(&p[30..33], &[0xbe, 0xef, 1]);
+    }
+}
+
+/// `-N 3` over 10 ms links: three TTLs leave at once and each reply lets one more go, so
+/// when the destination answers TTL 4 the probes to TTLs 5 and 6 are still out; as in
+/// scamper their replies are recorded too and `hop_count` is the highest TTL answered.
+/// The hops up to the destination are those of the one-at-a-time trace.
+#[test]
+fn squeries_keep_several_ttls_in_flight() {
+    let def = slow_chain(3);
+    let mut o = opts(Method::UdpParis);
+    o.attempts = 1;
+    let serial = trace(o.clone(), def.clone());
+    o.squeries = 3;
+    let (t, wire, _) = trace_with(o, def, |_| {});
+    assert_eq!(t.stop_reason, StopReason::Completed);
+    assert_eq!((serial.hop_count, t.hop_count, t.probe_count), (4, 6, 6));
+    assert_eq!(t.squeries, 3);
+    assert_eq!(addrs(&t)[..4], addrs(&serial)[..]);
+    assert!(t.hops[4..].iter().all(|h| h.addr == dst()), "{t:?}");
+    // the first three probes left before any reply came back
+    let first_reply = T0 + t.hops[0].rtt;
+    assert!(wire.sent[..3].iter().all(|(at, _)| *at < first_reply));
+}
+
+/// `-N 2` with silent routers beyond the first: retries before new TTLs, and the gap
+/// limit once nothing is in flight, after the same probes as one at a time.
+#[test]
+fn squeries_stop_at_the_gap_limit_like_one_at_a_time() {
+    let mut def = chain(6);
+    def.vantage_points[0].delay_ms = 10.0;
+    let mut o = opts(Method::UdpParis);
+    o.gaplimit = 3;
+    let silence =
+        |w: &mut Wire| w.shaper = Some(Box::new(|p| (p.ttl <= 1).then_some(Duration::ZERO)));
+    let (serial, _, _) = trace_with(o.clone(), def.clone(), silence);
+    o.squeries = 2;
+    let (t, _, _) = trace_with(o, def, silence);
+    assert_eq!(t.stop_reason, StopReason::GapLimit);
+    assert_eq!(
+        (t.hop_count, t.probe_count, addrs(&t)),
+        (serial.hop_count, serial.probe_count, addrs(&serial))
+    );
+    assert_eq!((t.hop_count, t.probe_count), (4, 7));
+}
+
+/// `-c 95` and `-c 99`: every hop (one interface each) takes scamper's count for one
+/// interface, 6 or 8 probes, whatever `-q` says, all answered.
+#[test]
+fn confidence_probes_each_hop_by_the_table() {
+    for (level, per_hop) in [(95, 6), (99, 8)] {
+        let mut o = opts(Method::IcmpParis);
+        (o.attempts, o.confidence) = (1, level);
+        let t = trace(o, chain(3));
+        assert_eq!(t.stop_reason, StopReason::Completed);
+        assert_eq!((t.hop_count, t.probe_count), (4, 4 * per_hop), "{level}");
+        assert_eq!(t.hops.len(), usize::from(4 * per_hop));
+        assert_eq!(t.confidence, level);
     }
 }

@@ -330,6 +330,8 @@ fn trace(o: &Obj) -> Result<Trace, JsonErrorKind> {
         // scamper's JSON shows neither
         last_ditch: false,
         lastditch: Vec::new(),
+        squeries: 1,
+        confidence: 0,
         // nor the PTR flag; a hop name says names were looked up
         ptr: hops.iter().any(|h| h.name.is_some()),
         hops,

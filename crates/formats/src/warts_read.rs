@@ -309,6 +309,8 @@ fn trace(c: &mut Cursor) -> Result<Trace, WartsError> {
         last_ditch: false,
         lastditch: Vec::new(),
         ptr: false,
+        squeries: 1,
+        confidence: 0,
     };
     let (mut ty, mut flags8, mut flags32) = (0u8, 0u8, None);
     if f.has(3) || f.has(4) {
@@ -341,7 +343,9 @@ fn trace(c: &mut Cursor) -> Result<Trace, WartsError> {
             16 => t.tos = c.u8("trace tos")?,
             17 => t.wait = Duration::from_secs(c.u8("trace wait")?.into()),
             21 => t.last_ditch = c.u8("trace gap action")? == GAP_LASTDITCH,
-            18 | 22 | 25 | 31 => {
+            25 => t.confidence = c.u8("trace confidence")?,
+            31 => t.squeries = c.u8("trace squeries")?.max(1),
+            18 | 22 => {
                 c.u8("trace parameter")?;
             }
             19 => t.hop_count = u8::try_from(c.u16("trace hop count")?).unwrap_or(u8::MAX),

@@ -256,11 +256,14 @@ fn trace_body(t: &Trace, list: u32, cycle: u32) -> Result<Vec<u8>, WartsErrorKin
     p.u8(22, 0); // loop action
     p.u16(23, t.probe_count);
     p.u8(24, wait_probe_cs(t));
-    p.u8(25, 0); // confidence
+    p.u8(25, t.confidence);
     p.addr(26, &mut table, &t.src);
     p.addr(27, &mut table, &t.dst);
     if t.userid != 0 {
         p.u32(28, t.userid);
+    }
+    if t.squeries > 1 {
+        p.u8(31, t.squeries);
     }
     if flags > 0xff {
         p.u32(32, flags);

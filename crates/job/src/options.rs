@@ -233,8 +233,27 @@ pub struct TraceArgs {
     /// vTNT's tag; the probe size becomes 28 + its length.
     #[arg(long = "payload", value_name = "HEX", value_parser = trace_payload)]
     pub payload: Option<Hex>,
+    /// Consecutive hops probed at once (scamper's -N; 1..=255, at most -g). Above 1,
+    /// hops answer out of order and replies past the destination are kept, as
+    /// scamper's; -Q, -c and -G 2 then play no part.
+    #[arg(short = 'N', long = "squeries", default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..))]
+    pub squeries: u8,
+    /// Probe each hop until 95 or 99 % sure of having seen every interface answering at
+    /// it (scamper's -c; the probes per hop come from scamper's table, not -q). Not with
+    /// -Q.
+    #[arg(short = 'c', long = "confidence", value_parser = confidence)]
+    pub confidence: Option<u8>,
     #[command(flatten)]
     pub common: Common,
+}
+
+/// scamper's `-c`: 95 or 99.
+fn confidence(v: &str) -> Result<u8, String> {
+    match v {
+        "95" => Ok(95),
+        "99" => Ok(99),
+        _ => Err(format!("`{v}` is not 95 or 99")),
+    }
 }
 
 impl TraceArgs {
@@ -254,6 +273,8 @@ impl TraceArgs {
         o.all_attempts = self.all_attempts;
         o.ignore_ttl_dst = self.ignore_ttl_dst;
         o.last_ditch = self.gap_action == 2;
+        o.squeries = self.squeries;
+        o.confidence = self.confidence.unwrap_or(0);
         o.with_payload(self.payload.clone().map(|h| h.0).unwrap_or_default())
     }
 }

@@ -122,6 +122,8 @@ pub(crate) fn trace_fields(o: &TraceOptions) -> Fields {
         ("ignore-ttl-dst", o.ignore_ttl_dst.to_string()),
         ("last-ditch", o.last_ditch.to_string()),
         ("payload", hex(&o.payload)),
+        ("squeries", o.squeries.to_string()),
+        ("confidence", o.confidence.to_string()),
     ]
 }
 
@@ -145,6 +147,8 @@ pub(crate) fn set_trace(o: &mut TraceOptions, key: &str, v: &str) -> Result<bool
         "ignore-ttl-dst" => o.ignore_ttl_dst = boolean(v)?,
         "last-ditch" => o.last_ditch = boolean(v)?,
         "payload" => o.payload = parse_hex(v, usize::from(vtnt_engine::MAX_PROBE_SIZE))?,
+        "squeries" => o.squeries = num(v, "a count (1..=255)")?,
+        "confidence" => o.confidence = num(v, "0, 95 or 99")?,
         _ => return Ok(false),
     }
     Ok(true)

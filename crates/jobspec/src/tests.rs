@@ -149,6 +149,22 @@ fn scamper_option_keys_round_trip() {
         line.contains(" trace.probe-size=32 trace.all-attempts=true trace.ignore-ttl-dst=true trace.last-ditch=true trace.payload=deadbeef "),
         "{line}"
     );
+    let mut t = TraceOptions::new(unspecified());
+    (t.squeries, t.confidence) = (3, 99);
+    let line = round_trip(&JobSpec::new(JobKind::Trace(t), vec![ip("192.0.2.1")]));
+    assert!(
+        line.contains(" trace.squeries=3 trace.confidence=99 "),
+        "{line}"
+    );
+    for bad in [
+        "trace.confidence=90",
+        "trace.squeries=6",
+        "trace.squeries=0",
+    ] {
+        let line = alloc::format!("vtnt-job=1 kind=trace {bad} targets=192.0.2.1");
+        let e = decode(&line).unwrap_err().to_string();
+        assert!(e.contains("out of range"), "{line}: {e}");
+    }
     let mut p = PingOptions::new(unspecified());
     p.tos = 0x20;
     p.icmp_sum = Some(0x1234);

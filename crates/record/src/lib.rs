@@ -268,6 +268,11 @@ pub struct Trace {
     /// Hop names were looked up (scamper `-O ptr`, warts trace flag `PTR`; JSON does
     /// not show it): what was found is in each hop's `name`.
     pub ptr: bool,
+    /// Consecutive hops probed at once (scamper `-N`, warts' `squeries`, written when
+    /// above 1; JSON shows neither it nor `confidence`).
+    pub squeries: u8,
+    /// Confidence level each hop was probed to (scamper `-c`: 95 or 99; 0: off).
+    pub confidence: u8,
 }
 
 /// One reply to one ping probe.

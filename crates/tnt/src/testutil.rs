@@ -85,6 +85,8 @@ pub fn trace(dst: &str, hops: &[Hop]) -> Trace {
         last_ditch: false,
         lastditch: Vec::new(),
         ptr: false,
+        squeries: 1,
+        confidence: 0,
     }
 }
 

@@ -181,6 +181,8 @@ fn base_trace(method: Method, dst: &str) -> Trace {
         last_ditch: false,
         lastditch: Vec::new(),
         ptr: false,
+        squeries: 1,
+        confidence: 0,
     }
 }
 
@@ -482,7 +484,7 @@ pub fn sample_pings() -> Vec<Record> {
 }
 
 /// Records with what scamper keeps in warts but its JSON does not show: a trace's `-Q`
-/// and `-T` flags, `-G 2` and its last-ditch replies, a ping's `-z` ToS, `-o` reply count
+/// and `-T` flags, `-G 2` and its last-ditch replies, `-N` and `-c`, a ping's `-z` ToS, `-o` reply count
 /// and an ICMP ping's `-d`.
 pub fn warts_only_samples() -> Vec<Record> {
     let mut v = Vec::new();
@@ -530,6 +532,11 @@ pub fn warts_only_samples() -> Vec<Record> {
     v.push(Record::Trace(t.clone()));
     // -G 2 and no answer: the gap action alone
     t.lastditch.clear();
+    v.push(Record::Trace(t));
+
+    // -N 3 -c 99: warts' squeries and confidence (JSON shows neither)
+    let mut t = base_trace(Method::UdpParis, "203.0.113.9");
+    (t.squeries, t.confidence) = (3, 99);
     v.push(Record::Trace(t));
     v
 }
