@@ -34,9 +34,10 @@ use anyhow::{bail, Context};
 use vtnt_daemon::{Session, SessionInfo};
 use vtnt_engine::Event;
 use vtnt_formats::{NoAnnotations, Record};
-use vtnt_job::{Common, Job, JobKind, Vantage};
+use vtnt_job::{Common, Job, JobKind, OutputOption, Vantage};
 use vtnt_tnt::TntResult;
 
+use crate::names::Names;
 use crate::{interrupt, output, probe, tnt};
 use budget::{Budget, Budgeted};
 
@@ -77,14 +78,13 @@ pub struct DaemonArgs {
 
 /// The options of `vtnt trace|ping|tnt` that are the daemon's, or would read or write
 /// the daemon's files: a command that gives one is refused.
-const DAEMON_OWNS: [&str; 10] = [
+const DAEMON_OWNS: [&str; 9] = [
     "pps",
     "window",
     "allow_public",
     "exclude",
     "seed",
     "output",
-    "format",
     "targets_file",
     "from",
     "quiet",
@@ -434,6 +434,9 @@ fn client(mut conn: Conn, name: &str, shared: &Arc<Shared>) -> anyhow::Result<()
 fn command(words: &[String], shared: &Shared) -> anyhow::Result<Job> {
     let parsed = vtnt_job::parse_args(words, &DAEMON_OWNS)?;
     let c = parsed.common();
+    if c.output_options.iter().any(|o| *o != OutputOption::Ptr) {
+        bail!("-O/--format: a client chooses the format when it attaches; a command takes only `-O ptr`");
+    }
     if c.targets.len() != 1 {
         bail!("give one target (a command measures one address, as scamper's do)");
     }
@@ -497,11 +500,20 @@ fn measure(job: &Job, shared: &Shared, cancel: &AtomicBool) -> anyhow::Result<Ve
         _ => {
             let engine = probe::engine(job, clock.now())?;
             let mut p = Budgeted::new(engine, &shared.budget);
-            vtnt_linux::run_until(&mut p, &mut sockets, clock, cancel, |ev| {
+            let mut names = job.names.then(Names::start);
+            let stats = vtnt_linux::run_until(&mut p, &mut sockets, clock, cancel, |ev| {
                 let Event::Finished { record, .. } = ev;
-                out.push(Outcome::Record(record));
+                match &mut names {
+                    None => out.push(Outcome::Record(record)),
+                    Some(n) => n.hold(record),
+                }
                 Ok(())
-            })
+            });
+            if let Some(n) = names {
+                let cut = cancel.load(Ordering::SeqCst);
+                out.extend(n.rest(!cut).into_iter().map(Outcome::Record));
+            }
+            stats
         }
     }
     .context("probing")?;

@@ -310,12 +310,12 @@ fn bad_commands_get_err_lines_and_the_daemon_carries_on() {
         &format!(
             "bogus\nattach format text\nattach\nbogus 1\ntrace\ntrace -q 0 {t}\n\
              trace -p 5000 {t}\ntrace {t} {t}\nping 8.8.8.8\ntrace -o /tmp/x {t}\n\
-             ping \"{t}\ndone\n"
+             trace -O json {t}\nping \"{t}\ndone\n"
         ),
         Duration::from_secs(10),
     );
     let errs: Vec<&str> = out.lines().filter(|l| l.starts_with("ERR")).collect();
-    assert_eq!(errs.len(), 10, "{out}");
+    assert_eq!(errs.len(), 11, "{out}");
     for (i, want) in [
         "ERR unhandled command 'bogus'",
         "ERR format must be warts or json",
@@ -326,6 +326,7 @@ fn bad_commands_get_err_lines_and_the_daemon_carries_on() {
         "give one target",
         "target `8.8.8.8`",
         "-o/--output is not accepted here",
+        "a command takes only `-O ptr`",
         "ERR a double quote is not closed",
     ]
     .iter()
@@ -369,4 +370,65 @@ fn bad_commands_get_err_lines_and_the_daemon_carries_on() {
         "{said}"
     );
     assert!(!sock.exists(), "the socket file is removed on SIGTERM");
+}
+
+/// scamper's `trace -O ptr` through the daemon: every hop gets the name the host's
+/// resolver gives it, here from the hosts file `ip netns exec` puts in place for the
+/// daemon's namespace (/etc/netns/NS/hosts), and a hop without one gets none.
+#[test]
+fn a_daemon_trace_takes_o_ptr() {
+    vtnt_testkit::require_root!();
+    let chain = Chain::build("vdn", 2).expect("namespace chain");
+    let target = chain.target();
+    let etc = Path::new("/etc/netns").join(chain.vantage().name());
+    std::fs::create_dir_all(&etc).unwrap();
+    struct Gone(PathBuf);
+    impl Drop for Gone {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+    let _gone = Gone(etc.clone());
+    let r1 = Chain::right(0);
+    std::fs::write(
+        etc.join("hosts"),
+        format!("{r1} r1.hosts.example\n{target} dst.hosts.example\n"),
+    )
+    .unwrap();
+    let dir = Scratch::new("vtnt-daemon-ptr");
+    let sock = dir.path("ctl.sock");
+    let daemon = Daemon::start(
+        chain.vantage(),
+        &["-U", sock.to_str().unwrap(), "-p", "200"],
+        || sock.exists(),
+    );
+    let out = converse(
+        &sock,
+        &format!("attach format json\ntrace -q 1 -w 1 -O ptr {target}\ndone\n"),
+        Duration::from_secs(20),
+    );
+    let traces: Vec<Value> = data_json(&out)
+        .into_iter()
+        .filter(|v| v["type"] == "trace")
+        .collect();
+    assert_eq!(traces.len(), 1, "{out}");
+    let names: Vec<(String, Option<String>)> = traces[0]["hops"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| {
+            let name = h["name"].as_str().map(str::to_string);
+            (h["addr"].as_str().unwrap().to_string(), name)
+        })
+        .collect();
+    assert_eq!(
+        names,
+        [
+            (r1, Some("r1.hosts.example".to_string())),
+            (Chain::right(1), None),
+            (target, Some("dst.hosts.example".to_string())),
+        ],
+        "{out}"
+    );
+    assert!(daemon.stop().status.success());
 }
