@@ -58,6 +58,13 @@ pub struct TraceOptions {
     /// the checksum, as scamper's; an ICMP probe's next two carry the engine's tag. The
     /// probe size is 28 + its length ([`TraceOptions::with_payload`]).
     pub payload: Vec<u8>,
+    /// `-M`: once the trace has stopped on an answer (COMPLETED, UNREACH), path MTU
+    /// discovery with TTL-255 don't-fragment probes from `if_mtu` bytes down (UDP
+    /// only, from TTL 1; see the `pmtud` module).
+    pub pmtud: bool,
+    /// MTU of the interface towards `dst`, which the driver fills in for `pmtud`
+    /// (0: unknown, and `pmtud` is refused). 68..=[`MAX_PROBE_SIZE`].
+    pub if_mtu: u16,
 }
 
 impl TraceOptions {
@@ -82,6 +89,8 @@ impl TraceOptions {
             ignore_ttl_dst: false,
             last_ditch: false,
             payload: Vec::new(),
+            pmtud: false,
+            if_mtu: 0,
         }
     }
 
@@ -143,7 +152,23 @@ impl TraceOptions {
             "payload",
             "at most the probe's payload",
             payload_room(self.method, self.probe_size, false) >= self.payload.len(),
-        )
+        )?;
+        if self.pmtud {
+            check(
+                "pmtud",
+                "udp-paris only, from first_ttl 1 (as scamper's -M)",
+                self.method == Method::UdpParis && self.first_ttl == 1,
+            )?;
+            // (0 until a driver fills it in: `Engine::start` refuses that)
+            check(
+                "if_mtu",
+                "probe_size..=1500 for pmtud (larger probes are not built)",
+                self.if_mtu == 0
+                    || (self.probe_size.max(crate::pmtud::MIN_MTU)..=MAX_PROBE_SIZE)
+                        .contains(&self.if_mtu),
+            )?;
+        }
+        Ok(())
     }
 }
 

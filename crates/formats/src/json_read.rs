@@ -331,6 +331,8 @@ fn trace(o: &Obj) -> Result<Trace, JsonErrorKind> {
         // scamper's JSON shows neither
         last_ditch: false,
         lastditch: Vec::new(),
+        pmtud: false,
+        pmtud_result: None,
     })
 }
 
@@ -385,6 +387,8 @@ fn hop(h: &Obj) -> Result<Hop, JsonErrorKind> {
         tcp_flags: h.opt_num("tcp_flags")?,
         quoted,
         mpls,
+        // (scamper 20211212 spells the key with a colon inside the quotes)
+        nhmtu: h.opt_num("icmp_nhmtu:")?.unwrap_or(0),
     })
 }
 

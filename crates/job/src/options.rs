@@ -190,6 +190,12 @@ pub struct TraceArgs {
     /// vTNT's tag; the probe size becomes 28 + its length.
     #[arg(long = "payload", value_name = "HEX", value_parser = trace_payload)]
     pub payload: Option<Hex>,
+    /// Once the trace reaches the destination, path MTU discovery (scamper's -M):
+    /// don't-fragment probes of the interface's MTU, shrunk at each "fragmentation
+    /// needed", a size search where big probes vanish silently (warts keeps the result;
+    /// udp-paris only).
+    #[arg(short = 'M', long = "pmtud")]
+    pub pmtud: bool,
     #[command(flatten)]
     pub common: Common,
 }
@@ -211,6 +217,7 @@ impl TraceArgs {
         o.all_attempts = self.all_attempts;
         o.ignore_ttl_dst = self.ignore_ttl_dst;
         o.last_ditch = self.gap_action == 2;
+        o.pmtud = self.pmtud;
         o.with_payload(self.payload.clone().map(|h| h.0).unwrap_or_default())
     }
 }

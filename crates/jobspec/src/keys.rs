@@ -122,6 +122,7 @@ pub(crate) fn trace_fields(o: &TraceOptions) -> Fields {
         ("ignore-ttl-dst", o.ignore_ttl_dst.to_string()),
         ("last-ditch", o.last_ditch.to_string()),
         ("payload", hex(&o.payload)),
+        ("pmtud", o.pmtud.to_string()),
     ]
 }
 
@@ -144,6 +145,7 @@ pub(crate) fn set_trace(o: &mut TraceOptions, key: &str, v: &str) -> Result<bool
         "all-attempts" => o.all_attempts = boolean(v)?,
         "ignore-ttl-dst" => o.ignore_ttl_dst = boolean(v)?,
         "last-ditch" => o.last_ditch = boolean(v)?,
+        "pmtud" => o.pmtud = boolean(v)?,
         "payload" => o.payload = parse_hex(v, usize::from(vtnt_engine::MAX_PROBE_SIZE))?,
         _ => return Ok(false),
     }

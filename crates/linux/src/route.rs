@@ -3,7 +3,8 @@
 //! probing policy. Fails closed: a lab-range address is reachable only through a route other
 //! than the default route, out of an interface that carries no default route (a real uplink
 //! may use RFC 5737 or carrier-grade NAT space; the lab never sits behind one), or when it
-//! is one of this host's own addresses.
+//! is one of this host's own addresses. Also the MTU of the route to a destination
+//! ([`route_mtu`]), where path MTU discovery starts.
 
 use std::net::Ipv4Addr;
 
@@ -73,6 +74,29 @@ pub fn own_addresses() -> std::io::Result<Vec<Ipv4Addr>> {
 pub fn lab_access(own: &[Ipv4Addr]) -> std::io::Result<LabAccess> {
     let routes = parse_routes(&std::fs::read_to_string("/proc/net/route")?);
     Ok(LabAccess::Routed(lab_routes(&routes, own)))
+}
+
+/// The MTU of the route to `dst` (the kernel's `IP_MTU` of a UDP socket connected
+/// there; no packet leaves): its outgoing interface's MTU unless the route sets a
+/// smaller one. This is where path MTU discovery (`-M`) starts, as scamper starts from
+/// the interface it sends on.
+pub fn route_mtu(dst: std::net::IpAddr) -> std::io::Result<u16> {
+    use nix::sys::socket::{self, sockopt, AddressFamily, SockFlag, SockType, SockaddrIn};
+    let std::net::IpAddr::V4(v4) = dst else {
+        return Err(std::io::Error::other("IPv4 only"));
+    };
+    let fd = socket::socket(
+        AddressFamily::Inet,
+        SockType::Datagram,
+        SockFlag::SOCK_CLOEXEC,
+        None,
+    )?;
+    socket::connect(
+        std::os::fd::AsRawFd::as_raw_fd(&fd),
+        &SockaddrIn::from(std::net::SocketAddrV4::new(v4, 33435)),
+    )?;
+    let mtu = socket::getsockopt(&fd, sockopt::IpMtu)?;
+    u16::try_from(mtu).map_err(|_| std::io::Error::other(format!("MTU {mtu} out of range")))
 }
 
 #[cfg(test)]

@@ -32,6 +32,7 @@ pub fn te(ttl: u8, addr: &str, reply_ttl: u8, qttl: u8) -> Hop {
             tos: 0,
         }),
         mpls: Vec::new(),
+        nhmtu: 0,
     }
 }
 
@@ -83,6 +84,8 @@ pub fn trace(dst: &str, hops: &[Hop]) -> Trace {
         hops: hops.to_vec(),
         last_ditch: false,
         lastditch: Vec::new(),
+        pmtud: false,
+        pmtud_result: None,
     }
 }
 

@@ -128,6 +128,7 @@ fn te_hop(addr: &str, ttl: u8, id: u8, qttl: u8, mpls: Vec<MplsLabel>) -> Hop {
             tos: 0,
         }),
         mpls,
+        nhmtu: 0,
     }
 }
 
@@ -179,6 +180,8 @@ fn base_trace(method: Method, dst: &str) -> Trace {
         hops: Vec::new(),
         last_ditch: false,
         lastditch: Vec::new(),
+        pmtud: false,
+        pmtud_result: None,
     }
 }
 
