@@ -42,8 +42,8 @@ pub fn engine(job: &Job, now: vtnt_engine::Instant) -> anyhow::Result<Engine> {
             .context("a trace or ping job")?;
         if let vtnt_engine::Job::Trace(o) = &mut measurement {
             if o.pmtud {
-                o.if_mtu = vtnt_linux::route_mtu(*t)
-                    .with_context(|| format!("-M: the MTU of the route to {t}"))?;
+                o.if_mtu = vtnt_linux::interface_mtu(*t)
+                    .with_context(|| format!("-M: the MTU of the interface towards {t}"))?;
             }
         }
         engine
