@@ -36,11 +36,17 @@ pub fn engine(job: &Job, now: vtnt_engine::Instant) -> anyhow::Result<Engine> {
     let config = vtnt_job::host_config(&job.spec)?;
     let mut engine = Engine::new(config).map_err(|e| anyhow::anyhow!("{e}"))?;
     for t in job.spec.target_list() {
-        let measurement = job
+        let mut measurement = job
             .spec
             .kind
             .measurement(*t)
             .context("a trace or ping job")?;
+        if let vtnt_engine::Job::Trace(o) = &mut measurement {
+            if o.pmtud {
+                o.if_mtu = vtnt_linux::interface_mtu(*t)
+                    .with_context(|| format!("-M: the MTU of the interface towards {t}"))?;
+            }
+        }
         engine
             .start(now, measurement)
             .map_err(|e| anyhow::anyhow!("{e}"))?;

@@ -652,3 +652,94 @@ fn trace_confidence_like_scamper() {
         assert_eq!(v, s, "{cmd}");
     }
 }
+
+/// `-M` on a chain whose middle link has an MTU of 1400: the first router answers the
+/// interface-sized probe with a "fragmentation needed" (next-hop MTU 1400) and the
+/// destination the next one. Then the same router's PTBs dropped (iptables in its
+/// namespace), so the size search finds 1400 and the TTL search the last router that
+/// still answers. Both tools' PMTUD sections (warts) are the same once times, RTTs and
+/// IP IDs are taken out; both tools' JSON counts the PMTUD probes and shows nothing more.
+#[test]
+fn trace_pmtud_like_scamper() {
+    vtnt_testkit::require_root!("scamper");
+    let chain = Chain::build("vpm", 2).expect("namespace chain");
+    chain.nodes[1]
+        .ip(&["link", "set", "east", "mtu", "1400"])
+        .expect("small link");
+    chain.nodes[2]
+        .ip(&["link", "set", "west", "mtu", "1400"])
+        .expect("small link");
+    let target = chain.target();
+    let cmd = "trace -M -q 1 -w 1";
+    let mut ours: Vec<&str> = cmd.split_whitespace().collect();
+    ours.extend(["--pps", "100", &target]);
+    let compare = |what: &str| {
+        let (v, s) = both_warts(chain.vantage(), &ours, cmd);
+        let (Record::Trace(v), Record::Trace(s)) = (v, s) else {
+            panic!("not traces")
+        };
+        assert!(v.pmtud && s.pmtud, "{what}: the PMTUD flag");
+        assert_eq!(v.probe_count, s.probe_count, "{what}");
+        let strip = |t: vtnt_formats::Trace| {
+            let mut d = t.pmtud_result.expect("a PMTUD section");
+            for h in &mut d.hops {
+                (h.tx, h.rtt, h.reply_ipid) = (vtnt_engine::Instant::ZERO, Default::default(), 0);
+            }
+            d
+        };
+        let (v, s) = (strip(v), strip(s));
+        assert_eq!(v, s, "{what}");
+        v
+    };
+    let d = compare("PTB");
+    assert_eq!((d.ifmtu, d.pmtu, d.outmtu), (1500, 1400, 0));
+    let ptb = vtnt_formats::PmtudNote {
+        kind: vtnt_formats::PmtudNoteKind::Ptb,
+        nhmtu: 1400,
+        hop: Some(0),
+    };
+    assert_eq!(d.notes, [ptb]);
+    assert_eq!(d.hops[0].addr.to_string(), Chain::right(0));
+    assert_eq!(d.hops[0].nhmtu, 1400);
+    assert_eq!(d.hops[1].addr.to_string(), target);
+
+    // JSON: the PMTUD probes counted, nothing of PMTUD shown
+    let v = vtnt(chain.vantage(), &ours);
+    let s = scamper(chain.vantage(), cmd, &target);
+    let (vt, st) = (of_type(&v, "trace"), of_type(&s, "trace"));
+    assert_eq!(vt[0]["probe_count"], st[0]["probe_count"]);
+    assert_eq!(hops(vt[0]), hops(st[0]));
+
+    if vtnt_netns::which("iptables").is_none() {
+        eprintln!("skipping the silent case: no iptables to drop the router's PTBs");
+        return;
+    }
+    chain.nodes[1]
+        .exec(
+            "iptables",
+            &[
+                "-A",
+                "OUTPUT",
+                "-p",
+                "icmp",
+                "--icmp-type",
+                "fragmentation-needed",
+                "-j",
+                "DROP",
+            ],
+        )
+        .expect("drop PTBs");
+    let d = compare("silent");
+    assert_eq!((d.ifmtu, d.pmtu), (1500, 1400));
+    assert_eq!(d.notes.len(), 1);
+    let n = d.notes[0];
+    assert_eq!(
+        (n.kind, n.nhmtu),
+        (vtnt_formats::PmtudNoteKind::Silence, 1400)
+    );
+    let last = &d.hops[usize::from(n.hop.expect("a hop"))];
+    assert_eq!(
+        (last.addr.to_string(), last.probe_ttl),
+        (Chain::right(0), 1)
+    );
+}

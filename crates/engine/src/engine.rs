@@ -180,6 +180,14 @@ impl Engine {
     /// `max_active` measurements run, else when earlier jobs finish (FIFO).
     pub fn start(&mut self, now: Instant, job: Job) -> Result<MeasurementId, JobError> {
         job.validate()?;
+        if let Job::Trace(t) = &job {
+            if t.pmtud && t.if_mtu == 0 {
+                return Err(JobError::OutOfRange {
+                    option: "pmtud",
+                    range: "only where the driver gives the interface MTU (if_mtu)",
+                });
+            }
+        }
         self.config
             .policy
             .check_target(job.dst(), self.config.pps)

@@ -64,6 +64,13 @@ pub struct TraceOptions {
     /// `-c`: probe each hop until this sure (95 or 99 %) of having seen every interface
     /// answering at it (0: off, `attempts` probes per hop). Not with `all_attempts`.
     pub confidence: u8,
+    /// `-M`: once the trace has stopped on an answer (COMPLETED, UNREACH), path MTU
+    /// discovery with TTL-255 don't-fragment probes from `if_mtu` bytes down (UDP
+    /// only, from TTL 1; see the `pmtud` module).
+    pub pmtud: bool,
+    /// MTU of the interface towards `dst`, which the driver fills in for `pmtud`
+    /// (0: unknown, and `pmtud` is refused). 68..=[`MAX_PROBE_SIZE`].
+    pub if_mtu: u16,
 }
 
 impl TraceOptions {
@@ -90,6 +97,8 @@ impl TraceOptions {
             payload: Vec::new(),
             squeries: 1,
             confidence: 0,
+            pmtud: false,
+            if_mtu: 0,
         }
     }
 
@@ -161,7 +170,23 @@ impl TraceOptions {
             "payload",
             "at most the probe's payload",
             payload_room(self.method, self.probe_size, false) >= self.payload.len(),
-        )
+        )?;
+        if self.pmtud {
+            check(
+                "pmtud",
+                "udp-paris only, from first_ttl 1 (as scamper's -M), one hop at a time (-N 1)",
+                self.method == Method::UdpParis && self.first_ttl == 1 && self.squeries == 1,
+            )?;
+            // (0 until a driver fills it in: `Engine::start` refuses that)
+            check(
+                "if_mtu",
+                "probe_size..=1500 for pmtud (larger probes are not built)",
+                self.if_mtu == 0
+                    || (self.probe_size.max(crate::pmtud::MIN_MTU)..=MAX_PROBE_SIZE)
+                        .contains(&self.if_mtu),
+            )?;
+        }
+        Ok(())
     }
 }
 

@@ -64,6 +64,7 @@ mod flow;
 mod job;
 mod pacer;
 mod ping;
+mod pmtud;
 mod probe;
 mod prober;
 mod trace;

@@ -395,6 +395,8 @@ pub(crate) struct ReplyFields {
     pub quoted: Option<Quoted>,
     pub mpls: Vec<MplsLabel>,
     pub proto: u8,
+    /// The next-hop MTU of a "fragmentation needed"; 0 for any other reply.
+    pub nhmtu: u16,
 }
 
 pub(crate) fn reply_fields(r: &Reply<'_>) -> ReplyFields {
@@ -402,10 +404,16 @@ pub(crate) fn reply_fields(r: &Reply<'_>) -> ReplyFields {
         Body::IcmpError {
             icmp_type,
             code,
+            nhmtu,
             quote,
             ext,
         } => ReplyFields {
             icmp: Some((icmp_type, code)),
+            nhmtu: if (icmp_type, code) == (icmp_type::DEST_UNREACH, 4) {
+                nhmtu
+            } else {
+                0
+            },
             quoted: Some(Quoted {
                 ttl: quote.ttl,
                 ip_len: quote.ip_len,

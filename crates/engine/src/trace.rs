@@ -31,6 +31,9 @@
 //!   the hop is then checked for a stop reason.
 //! - `squeries` (`-N`) above 1: scamper's parallel mode ([`parallel`]), which leaves
 //!   `-Q`, `-c` and `-G 2` aside as scamper's does.
+//! - `pmtud` (`-M`): once the trace stops with COMPLETED or UNREACH, path MTU discovery
+//!   (the `pmtud` module) sends its probes through the same attempts and waits; late
+//!   replies to the trace's probes are still recorded then, without a stop check.
 
 use alloc::vec::Vec;
 use core::net::{IpAddr, Ipv4Addr};
@@ -40,6 +43,7 @@ use vtnt_wire::icmp_type;
 use vtnt_wire::reply::{Body, Reply};
 
 use crate::flow::Flow;
+use crate::pmtud::{self, Pmtud, Step};
 use crate::probe::{self, Probe};
 use crate::{Instant, TraceOptions};
 
@@ -76,6 +80,8 @@ struct Sent {
     replied: bool,
     /// A TTL-255 probe sent after the gap limit (`last_ditch`).
     lastditch: bool,
+    /// A path MTU discovery probe: the mode it was sent in, and its IP length.
+    pmtud: Option<(pmtud::Mode, u16)>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -115,6 +121,10 @@ pub(crate) struct TraceRun {
     interfaces: Vec<IpAddr>,
     /// `squeries` above 1: the hops in flight.
     window: parallel::Window,
+    /// Path MTU discovery, once the trace has stopped (`-M`).
+    pmtud: Option<Pmtud>,
+    /// Its probes' payload (zeros, as scamper's).
+    pmtud_payload: Vec<u8>,
 }
 
 impl TraceRun {
@@ -145,6 +155,8 @@ impl TraceRun {
             lastditch: Vec::new(),
             interfaces: Vec::new(),
             window: parallel::Window::new(opts.first_ttl),
+            pmtud: None,
+            pmtud_payload: Vec::new(),
             opts,
         }
     }
@@ -161,28 +173,39 @@ impl TraceRun {
     pub fn build(&mut self, now: Instant, buf: &mut [u8]) -> Result<usize, vtnt_wire::Error> {
         let number =
             u16::try_from(self.probes.len() + 1).map_err(|_| vtnt_wire::Error::Malformed)?;
-        let (ttl, attempt) = if self.parallel() {
-            self.window.next_probe(&mut self.ttl, number, now)
-        } else {
-            (self.ttl, self.attempt + 1)
+        let pmtud = self.pmtud.as_ref().map(Pmtud::probe);
+        let (ttl, attempt, size, data) = match pmtud {
+            Some((_, ttl, size)) => (ttl, self.attempt + 1, size, &self.pmtud_payload),
+            None => {
+                let (ttl, attempt) = if self.parallel() {
+                    self.window.next_probe(&mut self.ttl, number, now)
+                } else {
+                    (self.ttl, self.attempt + 1)
+                };
+                let ttl = u8::try_from(ttl).map_err(|_| vtnt_wire::Error::Malformed)?;
+                (ttl, attempt, self.opts.probe_size, &self.payload)
+            }
         };
-        let ttl = u8::try_from(ttl).map_err(|_| vtnt_wire::Error::Malformed)?;
         let p = Probe {
             src: self.src,
             ttl,
             tos: self.opts.tos,
             number,
-            size: self.opts.probe_size,
-            data: &self.payload,
+            size,
+            data,
             record_route: false,
         };
         let len = probe::build(buf, &self.flow, &p)?;
+        if pmtud.is_some() {
+            vtnt_wire::build::set_dont_fragment(buf)?;
+        }
         self.probes.push(Sent {
             ttl,
             attempt,
             tx: now,
             replied: false,
             lastditch: self.in_lastditch,
+            pmtud: pmtud.map(|(mode, _, size)| (mode, size)),
         });
         self.last_tx = Some(now);
         if self.parallel() {
@@ -219,6 +242,11 @@ impl TraceRun {
         let answers = |h: &Hop| (h.probe_ttl, h.probe_id) == (p.ttl, p.attempt);
         let hops = if p.lastditch {
             &mut self.lastditch
+        } else if p.pmtud.is_some() {
+            match self.pmtud.as_mut() {
+                Some(d) => d.hops_mut(),
+                None => return false,
+            }
         } else {
             &mut self.hops
         };
@@ -248,6 +276,12 @@ impl TraceRun {
         }
         if self.attempt < self.hop_probes().unwrap_or(self.attempt) {
             self.send_next(now);
+            return;
+        }
+        if let Some(d) = self.pmtud.as_mut() {
+            self.attempt = 0;
+            let step = d.on_timeout(&self.hops);
+            self.pmtud_step(now, step);
             return;
         }
         if self.in_lastditch {
@@ -334,6 +368,17 @@ impl TraceRun {
         p.replied = true;
         let p = *p;
         let hop = self.hop(&p, now, r);
+        if let Some((mode, _)) = p.pmtud {
+            let Some(d) = self.pmtud.as_mut() else {
+                return Outcome::Unmatched;
+            };
+            let step = d.on_reply(mode, hop, &self.hops);
+            if step == Step::Ignore {
+                return Outcome::Duplicate;
+            }
+            self.pmtud_step(now, step);
+            return Outcome::Matched;
+        }
         if p.lastditch {
             self.lastditch.push(hop);
             self.stop_with(StopReason::GapLimit, 0);
@@ -343,7 +388,7 @@ impl TraceRun {
             .hops
             .partition_point(|h| (h.probe_ttl, h.probe_id) <= (p.ttl, p.attempt));
         self.hops.insert(at, hop);
-        if self.in_lastditch {
+        if self.in_lastditch || self.pmtud.is_some() {
             return Outcome::Matched;
         }
         if self.parallel() {
@@ -410,7 +455,7 @@ impl TraceRun {
             addr: r.src,
             probe_ttl: p.ttl,
             probe_id: p.attempt,
-            probe_size: self.opts.probe_size,
+            probe_size: p.pmtud.map_or(self.opts.probe_size, |(_, size)| size),
             tx: p.tx,
             rtt: now.saturating_since(p.tx),
             reply_ttl: r.ttl,
@@ -422,6 +467,7 @@ impl TraceRun {
             quoted: f.quoted,
             mpls: f.mpls,
             name: None,
+            nhmtu: f.nhmtu,
         }
     }
 
@@ -444,11 +490,34 @@ impl TraceRun {
         self.state = State::SendAt(earliest.max(now));
     }
 
+    /// Stops the trace; the first stop is its reason. A trace with `pmtud` that stopped
+    /// on an answer goes on with path MTU discovery (scamper's `trace_next_mode`).
     fn stop_with(&mut self, reason: StopReason, data: u8) {
         if self.stop.0 == StopReason::None {
             self.stop = (reason, data);
+            if self.opts.pmtud && matches!(reason, StopReason::Completed | StopReason::Unreach) {
+                let d = Pmtud::new(self.opts.if_mtu);
+                self.pmtud_payload = alloc::vec![0; crate::job::payload_room(self.opts.method, self.opts.if_mtu, false)];
+                self.pmtud = Some(d);
+                self.attempt = 0;
+                let earliest = self.last_tx.map(|t| t + self.opts.wait_probe);
+                self.state = State::SendAt(earliest.unwrap_or(self.start));
+                return;
+            }
         }
         self.state = State::Done;
+    }
+
+    /// Acts on what path MTU discovery wants next.
+    fn pmtud_step(&mut self, now: Instant, step: Step) {
+        match step {
+            Step::Ignore | Step::Wait => {}
+            Step::Probe => {
+                self.attempt = 0;
+                self.send_next(now);
+            }
+            Step::Done => self.state = State::Done,
+        }
     }
 
     /// The first stop reason among the replies to probes at `ttl`, in attempt order.
@@ -542,6 +611,8 @@ impl TraceRun {
             ptr: false,
             squeries: self.opts.squeries,
             confidence: self.opts.confidence,
+            pmtud: self.opts.pmtud,
+            pmtud_result: self.pmtud.map(Pmtud::into_record),
         }
     }
 }

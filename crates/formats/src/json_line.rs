@@ -207,7 +207,7 @@ fn hop_obj(s: &mut String, h: &Hop, extra: Option<Extra>) {
         }
         if icmp_ptb(&h.addr, icmp) {
             // scamper 20211212 spells this key with a colon inside the quotes.
-            s.push_str(", \"icmp_nhmtu:\":0");
+            push_fmt(s, format_args!(", \"icmp_nhmtu:\":{}", h.nhmtu));
         }
     } else if let Some(f) = h.tcp_flags {
         push_fmt(s, format_args!(", \"tcp_flags\":{}", f));

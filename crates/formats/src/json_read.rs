@@ -335,6 +335,8 @@ fn trace(o: &Obj) -> Result<Trace, JsonErrorKind> {
         // nor the PTR flag; a hop name says names were looked up
         ptr: hops.iter().any(|h| h.name.is_some()),
         hops,
+        pmtud: false,
+        pmtud_result: None,
     })
 }
 
@@ -390,6 +392,8 @@ fn hop(h: &Obj) -> Result<Hop, JsonErrorKind> {
         quoted,
         mpls,
         name: h.opt_str("name")?.map(String::from),
+        // (scamper 20211212 spells the key with a colon inside the quotes)
+        nhmtu: h.opt_num("icmp_nhmtu:")?.unwrap_or(0),
     })
 }
 

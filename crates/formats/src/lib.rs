@@ -88,7 +88,7 @@ pub use warts_read::{read_warts, WartsReader};
 #[cfg(feature = "std")]
 pub use warts_write::WartsWriter;
 
-pub use vtnt_record::{Hop, Ping, PingReply, Record, Trace};
+pub use vtnt_record::{Hop, Ping, PingReply, Pmtud, PmtudNote, PmtudNoteKind, Record, Trace};
 
 /// A measurement cycle as scamper's `cycle-start` / `cycle-stop` objects show it.
 ///

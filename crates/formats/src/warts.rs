@@ -32,6 +32,7 @@ pub(crate) const TRACE_TYPES: [(Method, u8); 5] = [
 /// Trace flags (`SCAMPER_TRACE_FLAG_*`): every attempt sent (`-Q`), a time exceeded from
 /// the destination ignored (`-T`), the ICMP checksum stored where the destination port is.
 pub(crate) const TRACE_FLAG_ALLATTEMPTS: u8 = 0x01;
+pub(crate) const TRACE_FLAG_PMTUD: u8 = 0x02;
 pub(crate) const TRACE_FLAG_IGNORETTLDST: u8 = 0x08;
 pub(crate) const TRACE_FLAG_ICMPCSUMDP: u8 = 0x20;
 /// Hop names were looked up (`-O ptr`): past the first byte, so it goes into the 32-bit
@@ -44,8 +45,12 @@ pub(crate) const HOP_NAME: u8 = 20;
 pub(crate) const GAP_STOP: u8 = 1;
 pub(crate) const GAP_LASTDITCH: u8 = 2;
 /// A trace's optional sections: a 4-bit type and a 12-bit length, then the section;
-/// type 2 holds the last-ditch replies (`WARTS_TRACE_ATTR_LASTDITCH`).
+/// type 1 holds path MTU discovery (`WARTS_TRACE_ATTR_PMTUD`), type 2 the last-ditch
+/// replies (`WARTS_TRACE_ATTR_LASTDITCH`).
+pub(crate) const ATTR_PMTUD: u16 = 1;
 pub(crate) const ATTR_LASTDITCH: u16 = 2;
+/// The PMTUD section's version (2: interface, path and first-hop MTUs, every reply).
+pub(crate) const PMTUD_VERSION: u8 = 2;
 pub(crate) const ATTR_LEN_MAX: u16 = 0x0fff;
 
 /// Hop flags (`SCAMPER_TRACE_HOP_FLAG_*`).

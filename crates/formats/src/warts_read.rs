@@ -10,8 +10,8 @@ use std::collections::HashMap;
 use std::io::Read;
 
 use vtnt_record::{
-    Duration, Hop, Instant, IpAddr, Method, MplsLabel, Ping, PingReply, ProbeData, Quoted, Record,
-    StopReason, Trace,
+    Duration, Hop, Instant, IpAddr, Method, MplsLabel, Ping, PingReply, Pmtud, PmtudNote,
+    PmtudNoteKind, ProbeData, Quoted, Record, StopReason, Trace,
 };
 
 use crate::error::{WartsError, WartsErrorKind};
@@ -311,6 +311,8 @@ fn trace(c: &mut Cursor) -> Result<Trace, WartsError> {
         ptr: false,
         squeries: 1,
         confidence: 0,
+        pmtud: false,
+        pmtud_result: None,
     };
     let (mut ty, mut flags8, mut flags32) = (0u8, 0u8, None);
     if f.has(3) || f.has(4) {
@@ -374,6 +376,7 @@ fn trace(c: &mut Cursor) -> Result<Trace, WartsError> {
     t.all_attempts = flags & u32::from(TRACE_FLAG_ALLATTEMPTS) != 0;
     t.ignore_ttl_dst = flags & u32::from(TRACE_FLAG_IGNORETTLDST) != 0;
     t.ptr = flags & TRACE_FLAG_PTR != 0;
+    t.pmtud = flags & u32::from(TRACE_FLAG_PMTUD) != 0;
     t.method = match code_method(&TRACE_TYPES, ty) {
         // classic UDP traceroute is not one of vTNT's trace methods
         Some(m) if m != Method::UdpDport => m,
@@ -401,15 +404,20 @@ fn trace(c: &mut Cursor) -> Result<Trace, WartsError> {
     for _ in 0..count {
         t.hops.push(hop(c, &mut table)?);
     }
-    // Optional data (PMTUD, last-ditch, doubletree) until a zero header; the
-    // last-ditch replies are read, the others skipped.
+    // Optional data (PMTUD, last-ditch, doubletree) until a zero header; PMTUD and the
+    // last-ditch replies are read, doubletree skipped.
     loop {
         let hdr = c.u16("trace optional data header")?;
         if hdr == 0 {
             break;
         }
         let end = c.pos() + usize::from(hdr & ATTR_LEN_MAX);
-        if hdr >> 12 == ATTR_LASTDITCH {
+        if hdr >> 12 == ATTR_PMTUD {
+            t.pmtud_result = Some(pmtud(c, &mut table)?);
+            if c.pos() > end {
+                return Err(c.invalid("trace PMTUD", "overruns its section"));
+            }
+        } else if hdr >> 12 == ATTR_LASTDITCH {
             let f = c.flags("trace last-ditch flags")?;
             end_params(c, &f, "trace last-ditch flags")?;
             for _ in 0..c.u16("trace last-ditch reply count")? {
@@ -422,6 +430,59 @@ fn trace(c: &mut Cursor) -> Result<Trace, WartsError> {
         c.seek(end, "trace optional data")?;
     }
     Ok(t)
+}
+
+/// A trace's PMTUD section (scamper's `warts_trace_pmtud_read`): parameters, replies,
+/// notes.
+fn pmtud(c: &mut Cursor, table: &mut Vec<Option<IpAddr>>) -> Result<Pmtud, WartsError> {
+    let f = c.flags("trace PMTUD flags")?;
+    let mut d = Pmtud::default();
+    let mut notes = 0u8;
+    for id in 1..=5u8 {
+        if !f.has(id) {
+            continue;
+        }
+        match id {
+            1 => d.ifmtu = c.u16("PMTUD interface mtu")?,
+            2 => d.pmtu = c.u16("PMTUD path mtu")?,
+            3 => d.outmtu = c.u16("PMTUD first-hop mtu")?,
+            4 => {
+                c.u8("PMTUD version")?;
+            }
+            _ => notes = c.u8("PMTUD note count")?,
+        }
+    }
+    end_params(c, &f, "trace PMTUD parameters")?;
+    for _ in 0..c.u16("PMTUD reply count")? {
+        d.hops.push(hop(c, table)?);
+    }
+    for _ in 0..notes {
+        let at = c.offset();
+        let f = c.flags("PMTUD note flags")?;
+        let (mut kind, mut nhmtu, mut hop) = (0u8, 0u16, None);
+        for id in 1..=3u8 {
+            if !f.has(id) {
+                continue;
+            }
+            match id {
+                1 => kind = c.u8("PMTUD note type")?,
+                2 => nhmtu = c.u16("PMTUD note next-hop mtu")?,
+                _ => hop = Some(c.u16("PMTUD note hop")?),
+            }
+        }
+        end_params(c, &f, "PMTUD note parameters")?;
+        let kind = PmtudNoteKind::from_u8(kind)
+            .ok_or_else(|| WartsError::invalid(at, "PMTUD note type", format!("{kind}")))?;
+        if hop.is_some_and(|h| usize::from(h) >= d.hops.len()) {
+            return Err(WartsError::invalid(
+                at,
+                "PMTUD note hop",
+                "past the replies",
+            ));
+        }
+        d.notes.push(PmtudNote { kind, nhmtu, hop });
+    }
+    Ok(d)
 }
 
 fn hop(c: &mut Cursor, table: &mut Vec<Option<IpAddr>>) -> Result<Hop, WartsError> {
@@ -449,6 +510,7 @@ fn hop(c: &mut Cursor, table: &mut Vec<Option<IpAddr>>) -> Result<Hop, WartsErro
         quoted: None,
         mpls: Vec::new(),
         name: None,
+        nhmtu: 0,
     };
     let (mut flags, mut tc, mut tcp) = (0u8, (0u8, 0u8), 0u8);
     let (mut q_ipl, mut q_ttl, mut q_tos) = (None, None, 0u8);
@@ -468,9 +530,7 @@ fn hop(c: &mut Cursor, table: &mut Vec<Option<IpAddr>>) -> Result<Hop, WartsErro
             9 => h.reply_size = c.u16("hop reply size")?,
             10 => h.reply_ipid = c.u16("hop reply ipid")?,
             11 => h.reply_tos = c.u8("hop reply tos")?,
-            12 => {
-                c.u16("hop next-hop mtu")?;
-            }
+            12 => h.nhmtu = c.u16("hop next-hop mtu")?,
             13 => q_ipl = Some(c.u16("hop quoted length")?),
             14 => q_ttl = Some(c.u8("hop quoted ttl")?),
             15 => tcp = c.u8("hop tcp flags")?,

@@ -10,7 +10,7 @@
 
 use std::io::Write;
 
-use vtnt_record::{Hop, Method, Ping, PingReply, Record, Trace};
+use vtnt_record::{Hop, Method, Ping, PingReply, Pmtud, Record, Trace};
 
 use crate::error::{WartsError, WartsErrorKind};
 use crate::json_fmt::{hop_icmp, icmp_ptb, icmp_quotes, micros_u32, ordered_replies, ping_flags};
@@ -224,6 +224,9 @@ fn trace_body(t: &Trace, list: u32, cycle: u32) -> Result<Vec<u8>, WartsErrorKin
     if t.ignore_ttl_dst {
         flags |= TRACE_FLAG_IGNORETTLDST;
     }
+    if t.pmtud {
+        flags |= TRACE_FLAG_PMTUD;
+    }
     p.u32(1, list);
     p.u32(2, cycle);
     p.timeval(5, secs_u32(t.start.as_micros()), t.start.subsec_micros());
@@ -278,6 +281,9 @@ fn trace_body(t: &Trace, list: u32, cycle: u32) -> Result<Vec<u8>, WartsErrorKin
     for h in &t.hops {
         hop_params(t, h, &mut table)?.finish("hop parameters", &mut body)?;
     }
+    if let Some(d) = &t.pmtud_result {
+        pmtud(t, d, &mut table, &mut body)?;
+    }
     if !t.lastditch.is_empty() {
         lastditch(t, &mut table, &mut body)?;
     }
@@ -285,26 +291,93 @@ fn trace_body(t: &Trace, list: u32, cycle: u32) -> Result<Vec<u8>, WartsErrorKin
     Ok(body)
 }
 
-/// scamper's last-ditch section: its attribute header (type and length), a flag byte
-/// (none set), the reply count and the replies as hops, their addresses in the trace's
-/// table.
-fn lastditch(t: &Trace, table: &mut AddrTable, body: &mut Vec<u8>) -> Result<(), WartsErrorKind> {
-    let too_big = |why: String| WartsErrorKind::Encode {
-        what: "trace last-ditch replies",
-        why,
-    };
-    let count = u16::try_from(t.lastditch.len()).map_err(|_| too_big("over 65535".into()))?;
-    let mut section = vec![0u8];
-    section.extend_from_slice(&count.to_be_bytes());
-    for h in &t.lastditch {
-        hop_params(t, h, table)?.finish("last-ditch hop parameters", &mut section)?;
+/// scamper's PMTUD section (`warts_trace_pmtud_write`): the interface, path and
+/// first-hop MTUs, the version and the note count as parameters, then the replies as
+/// hops (their addresses in the trace's table), then every note (type, next-hop MTU,
+/// the index of its hop).
+fn pmtud(
+    t: &Trace,
+    d: &Pmtud,
+    table: &mut AddrTable,
+    body: &mut Vec<u8>,
+) -> Result<(), WartsErrorKind> {
+    let what = "trace PMTUD";
+    let notes = u8::try_from(d.notes.len()).map_err(|_| WartsErrorKind::Encode {
+        what,
+        why: format!("{} notes exceed 255", d.notes.len()),
+    })?;
+    let mut p = Params::default();
+    for (id, mtu) in [(1, d.ifmtu), (2, d.pmtu), (3, d.outmtu)] {
+        if mtu != 0 {
+            p.u16(id, mtu);
+        }
     }
+    p.u8(4, PMTUD_VERSION);
+    if notes != 0 {
+        p.u8(5, notes);
+    }
+    let mut section = Vec::new();
+    p.finish("PMTUD parameters", &mut section)?;
+    hop_list(t, &d.hops, table, what, &mut section)?;
+    for n in &d.notes {
+        let mut p = Params::default();
+        p.u8(1, n.kind as u8);
+        if n.nhmtu != 0 {
+            p.u16(2, n.nhmtu);
+        }
+        if let Some(h) = n.hop {
+            p.u16(3, h);
+        }
+        p.finish("PMTUD note parameters", &mut section)?;
+    }
+    attribute(ATTR_PMTUD, what, &section, body)
+}
+
+/// scamper's last-ditch section: a flag byte (none set), the reply count and the
+/// replies as hops, their addresses in the trace's table.
+fn lastditch(t: &Trace, table: &mut AddrTable, body: &mut Vec<u8>) -> Result<(), WartsErrorKind> {
+    let what = "trace last-ditch replies";
+    let mut section = vec![0u8];
+    hop_list(t, &t.lastditch, table, what, &mut section)?;
+    attribute(ATTR_LASTDITCH, what, &section, body)
+}
+
+/// A section's hop list: the count, then the hops.
+fn hop_list(
+    t: &Trace,
+    hops: &[Hop],
+    table: &mut AddrTable,
+    what: &'static str,
+    section: &mut Vec<u8>,
+) -> Result<(), WartsErrorKind> {
+    let count = u16::try_from(hops.len()).map_err(|_| WartsErrorKind::Encode {
+        what,
+        why: "over 65535 replies".into(),
+    })?;
+    section.extend_from_slice(&count.to_be_bytes());
+    for h in hops {
+        hop_params(t, h, table)?.finish("hop parameters", section)?;
+    }
+    Ok(())
+}
+
+/// Appends an optional trace section: its attribute header (type and 12-bit length),
+/// then the section.
+fn attribute(
+    ty: u16,
+    what: &'static str,
+    section: &[u8],
+    body: &mut Vec<u8>,
+) -> Result<(), WartsErrorKind> {
     let len = u16::try_from(section.len())
         .ok()
         .filter(|&l| l <= ATTR_LEN_MAX)
-        .ok_or_else(|| too_big(format!("{} bytes exceed 4095", section.len())))?;
-    body.extend_from_slice(&(ATTR_LASTDITCH << 12 | len).to_be_bytes());
-    body.extend_from_slice(&section);
+        .ok_or_else(|| WartsErrorKind::Encode {
+            what,
+            why: format!("{} bytes exceed 4095", section.len()),
+        })?;
+    body.extend_from_slice(&(ty << 12 | len).to_be_bytes());
+    body.extend_from_slice(section);
     Ok(())
 }
 
@@ -339,7 +412,7 @@ fn hop_params(t: &Trace, h: &Hop, table: &mut AddrTable) -> Result<Params, Warts
     }
     p.u8(11, h.reply_tos);
     if icmp_ptb(&h.addr, icmp) {
-        p.u16(12, 0);
+        p.u16(12, h.nhmtu);
     }
     let q = h.quoted;
     if quotes {

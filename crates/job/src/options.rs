@@ -243,6 +243,12 @@ pub struct TraceArgs {
     /// -Q.
     #[arg(short = 'c', long = "confidence", value_parser = confidence)]
     pub confidence: Option<u8>,
+    /// Once the trace reaches the destination, path MTU discovery (scamper's -M):
+    /// don't-fragment probes of the interface's MTU, shrunk at each "fragmentation
+    /// needed", a size search where big probes vanish silently (warts keeps the result;
+    /// udp-paris only).
+    #[arg(short = 'M', long = "pmtud")]
+    pub pmtud: bool,
     #[command(flatten)]
     pub common: Common,
 }
@@ -275,6 +281,7 @@ impl TraceArgs {
         o.last_ditch = self.gap_action == 2;
         o.squeries = self.squeries;
         o.confidence = self.confidence.unwrap_or(0);
+        o.pmtud = self.pmtud;
         o.with_payload(self.payload.clone().map(|h| h.0).unwrap_or_default())
     }
 }

@@ -124,6 +124,7 @@ pub(crate) fn trace_fields(o: &TraceOptions) -> Fields {
         ("payload", hex(&o.payload)),
         ("squeries", o.squeries.to_string()),
         ("confidence", o.confidence.to_string()),
+        ("pmtud", o.pmtud.to_string()),
     ]
 }
 
@@ -146,6 +147,7 @@ pub(crate) fn set_trace(o: &mut TraceOptions, key: &str, v: &str) -> Result<bool
         "all-attempts" => o.all_attempts = boolean(v)?,
         "ignore-ttl-dst" => o.ignore_ttl_dst = boolean(v)?,
         "last-ditch" => o.last_ditch = boolean(v)?,
+        "pmtud" => o.pmtud = boolean(v)?,
         "payload" => o.payload = parse_hex(v, usize::from(vtnt_engine::MAX_PROBE_SIZE))?,
         "squeries" => o.squeries = num(v, "a count (1..=255)")?,
         "confidence" => o.confidence = num(v, "0, 95 or 99")?,

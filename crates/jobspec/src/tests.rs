@@ -160,6 +160,8 @@ fn scamper_option_keys_round_trip() {
         "trace.confidence=90",
         "trace.squeries=6",
         "trace.squeries=0",
+        "trace.pmtud=true trace.squeries=2",
+        "trace.pmtud=true trace.method=icmp-paris",
     ] {
         let line = alloc::format!("vtnt-job=1 kind=trace {bad} targets=192.0.2.1");
         let e = decode(&line).unwrap_err().to_string();

@@ -151,6 +151,7 @@ fn decode(b: &[u8], seq: u16, ttl: u8, sent: Instant, now: Instant) -> Option<An
             code,
             quote,
             ext,
+            ..
         } => {
             if !matches!(quote.transport, vtnt_wire::reply::QuotedTransport::Icmp { seq: s, .. } if s == seq)
             {

@@ -3,7 +3,8 @@
 //! probing policy. Fails closed: a lab-range address is reachable only through a route other
 //! than the default route, out of an interface that carries no default route (a real uplink
 //! may use RFC 5737 or carrier-grade NAT space; the lab never sits behind one), or when it
-//! is one of this host's own addresses.
+//! is one of this host's own addresses. Also the MTU of the interface towards a
+//! destination ([`interface_mtu`]), where path MTU discovery starts.
 
 use std::net::Ipv4Addr;
 
@@ -73,6 +74,49 @@ pub fn own_addresses() -> std::io::Result<Vec<Ipv4Addr>> {
 pub fn lab_access(own: &[Ipv4Addr]) -> std::io::Result<LabAccess> {
     let routes = parse_routes(&std::fs::read_to_string("/proc/net/route")?);
     Ok(LabAccess::Routed(lab_routes(&routes, own)))
+}
+
+/// The MTU of the interface the route to `dst` leaves through, where path MTU
+/// discovery (`-M`) starts, as scamper's starts from the interface it sends on. (Not
+/// the route's `IP_MTU`: that drops to a path MTU the kernel learnt from an earlier
+/// "fragmentation needed".) The interface is the one holding the source address a UDP
+/// socket connected to `dst` gets (no packet leaves); its MTU is read from sysfs, which
+/// must be this network namespace's (its interface index is checked).
+pub fn interface_mtu(dst: std::net::IpAddr) -> std::io::Result<u16> {
+    use nix::sys::socket::{self, AddressFamily, SockFlag, SockType, SockaddrIn};
+    use std::os::fd::AsRawFd;
+    let std::net::IpAddr::V4(v4) = dst else {
+        return Err(std::io::Error::other("IPv4 only"));
+    };
+    let fd = socket::socket(
+        AddressFamily::Inet,
+        SockType::Datagram,
+        SockFlag::SOCK_CLOEXEC,
+        None,
+    )?;
+    socket::connect(
+        fd.as_raw_fd(),
+        &SockaddrIn::from(std::net::SocketAddrV4::new(v4, 33435)),
+    )?;
+    let src = socket::getsockname::<SockaddrIn>(fd.as_raw_fd())?.ip();
+    let name = nix::ifaddrs::getifaddrs()?
+        .find(|i| i.address.and_then(|a| a.as_sockaddr_in().map(|s| s.ip())) == Some(src))
+        .map(|i| i.interface_name)
+        .ok_or_else(|| std::io::Error::other(format!("no interface holds {src}")))?;
+    let sys = |what: &str| -> std::io::Result<u32> {
+        let path = format!("/sys/class/net/{name}/{what}");
+        let text = std::fs::read_to_string(&path)?;
+        text.trim()
+            .parse()
+            .map_err(|_| std::io::Error::other(format!("{path}: not a number")))
+    };
+    if sys("ifindex")? != nix::net::if_::if_nametoindex(name.as_str())? {
+        return Err(std::io::Error::other(format!(
+            "/sys/class/net/{name} is another network namespace's"
+        )));
+    }
+    let mtu = sys("mtu")?;
+    u16::try_from(mtu).map_err(|_| std::io::Error::other(format!("{name}: MTU {mtu} out of range")))
 }
 
 #[cfg(test)]

@@ -65,6 +65,16 @@ fn open(proto: SockProtocol, what: &'static str) -> Result<OwnedFd, Error> {
     })
 }
 
+use nix::{libc, setsockopt_impl, sockopt_impl};
+sockopt_impl!(
+    /// How the kernel treats the path MTU of a socket's packets (`IP_MTU_DISCOVER`).
+    PmtuDiscover,
+    SetOnly,
+    libc::IPPROTO_IP,
+    libc::IP_MTU_DISCOVER,
+    libc::c_int
+);
+
 /// The destination in an IPv4 packet's header.
 fn destination(packet: &[u8]) -> Option<SockaddrIn> {
     let d = packet.get(16..20)?;
@@ -97,6 +107,15 @@ impl RawSockets {
             let _ = setsockopt(fd, sockopt::RcvBuf, &(8 << 20));
         }
         let _ = setsockopt(&send, sockopt::SndBufForce, &(8 << 20));
+        // Probes keep the size and don't-fragment bit the engine gave them, whatever path
+        // MTU the kernel learnt for their destination (a `-M` probe of the interface's MTU
+        // would otherwise fail with EMSGSIZE once a router has answered one with a PTB).
+        setsockopt(&send, PmtuDiscover, &libc::IP_PMTUDISC_PROBE).map_err(|source| {
+            Error::Socket {
+                what: "IP_MTU_DISCOVER",
+                source,
+            }
+        })?;
         let tx = if tx_stamps {
             TxStamps::enable(send.as_fd())
         } else {

@@ -212,6 +212,8 @@ pub struct Hop {
     /// and one came back in time (scamper's hop name: warts hop parameter 20, JSON
     /// `"name"`). Probers leave it `None`; the host's driver fills it in.
     pub name: Option<String>,
+    /// Next-hop MTU of an ICMP "fragmentation needed" (type 3 code 4); 0 otherwise.
+    pub nhmtu: u16,
 }
 
 /// A finished traceroute.
@@ -273,6 +275,60 @@ pub struct Trace {
     pub squeries: u8,
     /// Confidence level each hop was probed to (scamper `-c`: 95 or 99; 0: off).
     pub confidence: u8,
+    /// Path MTU discovery was asked for (scamper `-M`, warts flag `PMTUD`).
+    pub pmtud: bool,
+    /// What it found, when it ran (warts' PMTUD section; scamper's JSON shows nothing).
+    pub pmtud_result: Option<Pmtud>,
+}
+
+/// Path MTU discovery after a trace (scamper's `scamper_trace_pmtud_t`, version 2).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Pmtud {
+    /// MTU of the interface the probes left through.
+    pub ifmtu: u16,
+    /// The path MTU found; 0 when none was.
+    pub pmtu: u16,
+    /// MTU towards the first router when it is below the interface's (inferred when
+    /// even the first hop stays silent); 0 otherwise.
+    pub outmtu: u16,
+    /// What was inferred, in order.
+    pub notes: Vec<PmtudNote>,
+    /// Every reply to a PMTUD probe, in the order they came.
+    pub hops: Vec<Hop>,
+}
+
+/// One inference of a path MTU discovery.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PmtudNote {
+    pub kind: PmtudNoteKind,
+    /// The next-hop MTU it gives.
+    pub nhmtu: u16,
+    /// The reply it rests on: an index into [`Pmtud::hops`].
+    pub hop: Option<u16>,
+}
+
+/// What a [`PmtudNote`] says (warts' note types 1..=3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PmtudNoteKind {
+    /// A router sent a "fragmentation needed" with a usable next-hop MTU.
+    Ptb = 1,
+    /// One without a usable next-hop MTU; the size was searched for.
+    PtbBad = 2,
+    /// Big probes vanished without one: the size was searched for, and the hop is the
+    /// farthest that still answered them when TTL-limited.
+    Silence = 3,
+}
+
+impl PmtudNoteKind {
+    /// The kind of warts note type `t`.
+    pub fn from_u8(t: u8) -> Option<PmtudNoteKind> {
+        match t {
+            1 => Some(PmtudNoteKind::Ptb),
+            2 => Some(PmtudNoteKind::PtbBad),
+            3 => Some(PmtudNoteKind::Silence),
+            _ => None,
+        }
+    }
 }
 
 /// One reply to one ping probe.

@@ -33,6 +33,7 @@ pub fn te(ttl: u8, addr: &str, reply_ttl: u8, qttl: u8) -> Hop {
         }),
         mpls: Vec::new(),
         name: None,
+        nhmtu: 0,
     }
 }
 
@@ -87,6 +88,8 @@ pub fn trace(dst: &str, hops: &[Hop]) -> Trace {
         ptr: false,
         squeries: 1,
         confidence: 0,
+        pmtud: false,
+        pmtud_result: None,
     }
 }
 

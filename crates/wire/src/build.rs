@@ -43,6 +43,18 @@ fn ipv4(buf: &mut [u8], ip: &Ip, protocol: u8, payload_len: usize) -> Result<usi
     Ok(total)
 }
 
+/// Sets the don't-fragment bit of the IPv4 packet at the start of `buf` and fixes its
+/// header checksum (path MTU discovery's probes must not be fragmented on the way).
+pub fn set_dont_fragment(buf: &mut [u8]) -> Result<()> {
+    let ihl = usize::from(buf.first().ok_or(Error::Truncated)? & 0x0f) * 4;
+    let h = buf.get_mut(..ihl.max(IP_LEN)).ok_or(Error::Truncated)?;
+    h[6] |= 0x40;
+    h[10..12].fill(0);
+    let c = checksum::of(h);
+    h[10..12].copy_from_slice(&c.to_be_bytes());
+    Ok(())
+}
+
 /// Places `target` as the checksum at `csum_at` of `seg`, adjusting the two bytes at
 /// `fix_at` (which must be zero on entry); `extra` is the pseudo-header sum (0 for ICMP).
 fn force_checksum(seg: &mut [u8], csum_at: usize, fix_at: usize, extra: u16, target: u16) {

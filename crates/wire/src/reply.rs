@@ -32,6 +32,9 @@ pub enum Body<'a> {
     IcmpError {
         icmp_type: u8,
         code: u8,
+        /// Bytes 6..8 of the ICMP header: the next-hop MTU of a "fragmentation needed"
+        /// (type 3 code 4, RFC 1191); 0 when unused.
+        nhmtu: u16,
         quote: Quote,
         ext: Option<Extensions<'a>>,
     },
@@ -267,6 +270,7 @@ fn icmp(m: &[u8]) -> Result<Body<'_>> {
         icmp_type::DEST_UNREACH | icmp_type::TIME_EXCEEDED | 4 | 5 | 12 => Body::IcmpError {
             icmp_type: t,
             code,
+            nhmtu: w(6),
             quote: quote(&m[8..])?,
             ext: icmpext::find(m),
         },
@@ -314,6 +318,7 @@ mod tests {
             code,
             quote,
             ext,
+            ..
         } = r.body
         else {
             panic!()

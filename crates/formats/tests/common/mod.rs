@@ -129,6 +129,7 @@ fn te_hop(addr: &str, ttl: u8, id: u8, qttl: u8, mpls: Vec<MplsLabel>) -> Hop {
         }),
         mpls,
         name: None,
+        nhmtu: 0,
     }
 }
 
@@ -183,6 +184,8 @@ fn base_trace(method: Method, dst: &str) -> Trace {
         ptr: false,
         squeries: 1,
         confidence: 0,
+        pmtud: false,
+        pmtud_result: None,
     }
 }
 
