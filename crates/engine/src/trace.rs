@@ -122,7 +122,7 @@ pub(crate) struct TraceRun {
     /// `squeries` above 1: the hops in flight.
     window: parallel::Window,
     /// Path MTU discovery, once the trace has stopped (`-M`).
-    pmtud: Option<Pmtud>,
+    pmtud: Option<alloc::boxed::Box<Pmtud>>,
     /// Its probes' payload (zeros, as scamper's).
     pmtud_payload: Vec<u8>,
 }
@@ -173,7 +173,7 @@ impl TraceRun {
     pub fn build(&mut self, now: Instant, buf: &mut [u8]) -> Result<usize, vtnt_wire::Error> {
         let number =
             u16::try_from(self.probes.len() + 1).map_err(|_| vtnt_wire::Error::Malformed)?;
-        let pmtud = self.pmtud.as_ref().map(Pmtud::probe);
+        let pmtud = self.pmtud.as_deref().map(Pmtud::probe);
         let (ttl, attempt, size, data) = match pmtud {
             Some((_, ttl, size)) => (ttl, self.attempt + 1, size, &self.pmtud_payload),
             None => {
@@ -498,7 +498,7 @@ impl TraceRun {
             if self.opts.pmtud && matches!(reason, StopReason::Completed | StopReason::Unreach) {
                 let d = Pmtud::new(self.opts.if_mtu);
                 self.pmtud_payload = alloc::vec![0; crate::job::payload_room(self.opts.method, self.opts.if_mtu, false)];
-                self.pmtud = Some(d);
+                self.pmtud = Some(alloc::boxed::Box::new(d));
                 self.attempt = 0;
                 let earliest = self.last_tx.map(|t| t + self.opts.wait_probe);
                 self.state = State::SendAt(earliest.unwrap_or(self.start));
@@ -612,7 +612,7 @@ impl TraceRun {
             squeries: self.opts.squeries,
             confidence: self.opts.confidence,
             pmtud: self.opts.pmtud,
-            pmtud_result: self.pmtud.map(Pmtud::into_record),
+            pmtud_result: self.pmtud.map(|d| d.into_record()),
         }
     }
 }
