@@ -181,10 +181,11 @@ impl Engine {
     pub fn start(&mut self, now: Instant, job: Job) -> Result<MeasurementId, JobError> {
         job.validate()?;
         if let Job::Trace(t) = &job {
-            if t.pmtud && t.if_mtu == 0 {
+            if t.pmtud && (t.if_mtu == 0 || cfg!(not(feature = "pmtud"))) {
                 return Err(JobError::OutOfRange {
                     option: "pmtud",
-                    range: "only where the driver gives the interface MTU (if_mtu)",
+                    range:
+                        "only where the driver gives the interface MTU (if_mtu; the Linux driver)",
                 });
             }
         }

@@ -495,6 +495,7 @@ impl TraceRun {
     fn stop_with(&mut self, reason: StopReason, data: u8) {
         if self.stop.0 == StopReason::None {
             self.stop = (reason, data);
+            #[cfg(feature = "pmtud")]
             if self.opts.pmtud && matches!(reason, StopReason::Completed | StopReason::Unreach) {
                 let d = Pmtud::new(self.opts.if_mtu);
                 self.pmtud_payload = alloc::vec![0; crate::job::payload_room(self.opts.method, self.opts.if_mtu, false)];

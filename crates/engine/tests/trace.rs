@@ -727,3 +727,17 @@ fn confidence_probes_each_hop_by_the_table() {
         assert_eq!(t.confidence, level);
     }
 }
+
+/// `-M` runs only in a build with the `pmtud` feature (the Linux driver's) and where the
+/// driver gave the interface's MTU; anything else is refused when the job starts, naming
+/// the option, rather than traced without it.
+#[test]
+fn pmtud_needs_the_feature_and_the_interface_mtu() {
+    let mut o = opts(Method::UdpParis);
+    o.pmtud = true;
+    let e = engine().start(T0, Job::Trace(o.clone())).unwrap_err();
+    assert!(e.to_string().contains("pmtud"), "{e}");
+    o.if_mtu = 1500;
+    let started = engine().start(T0, Job::Trace(o));
+    assert_eq!(started.is_ok(), cfg!(feature = "pmtud"), "{started:?}");
+}
