@@ -1,14 +1,15 @@
 //! The stream endpoint of each runtime, on a path from the client's namespace: an
 //! `iperf3 -s` process in a namespace of its own behind a veth (native), the same in a
 //! runc container or a Docker container whose network is that namespace (so the three
-//! Linux runtimes share one path), and the unikernel's own endpoint (`vtnt-kernel`
-//! feature `stream`) behind a TAP device in the client's namespace, under `vtnt-monitor`
-//! or QEMU. Each endpoint runs in a cgroup of its own, whose CPU time is what the
-//! endpoint side costs; everything is removed on drop.
+//! Linux runtimes share one path), `iperf3 -s` in the full Debian VM (its box carries
+//! Debian's iperf3; `vtnt_runtimes::vm::start_iperf3`) and the unikernel's own endpoint
+//! (`vtnt-kernel` feature `stream`, booted through `vtnt_vmm::job::run_job` with the
+//! row's VMM) behind a TAP device in the client's namespace. Each endpoint runs in a
+//! cgroup of its own (the VMM's process for the VMs), whose CPU time is what the endpoint
+//! side costs; everything is removed on drop.
 
 use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -16,10 +17,11 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context};
 use vtnt_measure::cgroup::Cgroup;
 use vtnt_measure::proc::Supervised;
-use vtnt_runtimes::{docker, paths, runc};
+use vtnt_runtimes::{docker, paths, runc, vm, Runtime};
+use vtnt_vmm::job::{JobNet, Payload, RunSpec};
 use vtnt_vmm::netns::NetNs;
 
-use super::NetRuntime;
+use crate::row::Row;
 
 /// The port every endpoint listens on (iperf3's default).
 pub const PORT: u16 = 5201;
@@ -54,7 +56,11 @@ enum Kind {
     },
     Guest {
         console: vtnt_vmm::ConsoleTap,
-        thread: Option<JoinHandle<Result<vtnt_vmm::Outcome, vtnt_vmm::Error>>>,
+        thread: Option<JoinHandle<Result<vtnt_vmm::job::RunOutcome, vtnt_vmm::Error>>>,
+    },
+    Vm {
+        qemu: Supervised,
+        _dir: paths::TempDir,
     },
 }
 
@@ -80,12 +86,11 @@ impl Endpoint {
                         .any(|l| l.starts_with("{\"type\":\"stream-ready\""))
                 }
                 Kind::Process(p) => {
-                    if p.try_status().is_some() {
-                        bail!(
-                            "iperf3 -s exited: {}",
-                            String::from_utf8_lossy(&p.stdout_lines_from(0)).trim()
-                        )
-                    }
+                    running(p, "iperf3 -s")?;
+                    listens(client, self.addr)
+                }
+                Kind::Vm { qemu, .. } => {
+                    running(qemu, "the VM")?;
                     listens(client, self.addr)
                 }
                 _ => listens(client, self.addr),
@@ -129,10 +134,22 @@ impl Drop for Endpoint {
                     let _ = t.join();
                 }
             }
-            Kind::Process(_) => {}
+            Kind::Process(_) | Kind::Vm { .. } => {}
         }
         self.cgroup.kill_all(Duration::from_secs(2));
     }
+}
+
+/// Fails, with the end of what it printed, if `p` has exited.
+fn running(p: &mut Supervised, what: &str) -> anyhow::Result<()> {
+    if p.try_status().is_some() {
+        let out = String::from_utf8_lossy(&p.stdout_lines_from(0)).to_string();
+        bail!(
+            "{what} exited before it listened: {}",
+            vtnt_measure::proc::tail(out.trim(), 400)
+        )
+    }
+    Ok(())
 }
 
 /// Whether something in the client's namespace sees `addr` listen on [`PORT`] (a TCP
@@ -150,11 +167,11 @@ fn listens(client: &NetNs, addr: Ipv4Addr) -> bool {
         .is_ok_and(|o| o.status.success())
 }
 
-/// Runtime `rt`'s endpoint, number `index` of the run (its addresses are
+/// Row `row`'s endpoint, number `index` of the run (its addresses are
 /// `10.79.INDEX.0/24`), reached from `client`; `tests`: how many tests the unikernel
 /// serves before it exits; `wait`: the longest boot.
 pub fn start(
-    rt: NetRuntime,
+    row: Row,
     index: u8,
     client: &NetNs,
     tests: u64,
@@ -162,15 +179,18 @@ pub fn start(
 ) -> anyhow::Result<Endpoint> {
     let near = format!("10.79.{index}.1/24");
     let addr = Ipv4Addr::new(10, 79, index, 2);
+    if let Some(why) = row.vmm_missing() {
+        bail!("{why}");
+    }
     let cgroup = Cgroup::create(&format!("vtnt/{}", paths::unique("net")))?;
-    match rt {
-        NetRuntime::Native | NetRuntime::Runc | NetRuntime::Docker => {
+    match row.runtime {
+        Runtime::Native | Runtime::Runc | Runtime::Docker => {
             let ns = NetNs::create(&vtnt_vmm::netns::unique_name("vnets"))?;
             let (a, b) = (format!("vnc{index}"), "eth0".to_string());
             client.link(&a, &near, &ns, &b, &format!("{addr}/24"))?;
             let iperf3 = paths::need("iperf3", "iperf3")?;
-            let kind = match rt {
-                NetRuntime::Native => {
+            let kind = match row.runtime {
+                Runtime::Native => {
                     let mut cmd = cgroup.wrap("ip");
                     cmd.args(["netns", "exec", ns.name()]).arg(&iperf3).args([
                         "-s",
@@ -179,7 +199,7 @@ pub fn start(
                     ]);
                     Kind::Process(Supervised::spawn(cmd, "iperf3 -s")?)
                 }
-                NetRuntime::Runc => {
+                Runtime::Runc => {
                     let dir = paths::TempDir::new("net-runc")?;
                     let rootfs = rootfs(&iperf3, dir.path())?;
                     let netns = PathBuf::from("/run/netns").join(ns.name());
@@ -203,14 +223,38 @@ pub fn start(
                 _ns: Some(ns),
             })
         }
-        NetRuntime::Microvm | NetRuntime::MicrovmQemuTcg | NetRuntime::MicrovmQemuKvm => {
+        Runtime::Vm => {
             let tap = format!("vnt{index}");
             client.add_tap(&tap, &near)?;
-            start_guest(rt, client, &tap, addr, index, cgroup, tests, wait)
+            let dir = paths::TempDir::new("net-vm")?;
+            let image = Runtime::Vm.build_image(&Default::default())?;
+            let box_dir = vm::install(&image.path, dir.path())?;
+            let net = vtnt_runtimes::net::Attached::Tap(vtnt_runtimes::net::Tap {
+                ifname: tap,
+                addr,
+                len: 24,
+                gateway: Ipv4Addr::new(10, 79, index, 1),
+                netns: Some(client.name().to_string()),
+            });
+            let qemu = vm::start_iperf3(&box_dir, &net, u32::from(index), PORT, &cgroup)?;
+            Ok(Endpoint {
+                addr,
+                accel: Some(vm::accel().name().to_string()),
+                cgroup,
+                kind: Kind::Vm { qemu, _dir: dir },
+                _ns: None,
+            })
         }
-        NetRuntime::Vm | NetRuntime::Spt => bail!(
-            "no stream endpoint for the {} runtime yet (see docs/benchmarks.md)",
-            rt.name()
+        Runtime::Microvm => {
+            let tap = format!("vnt{index}");
+            client.add_tap(&tap, &near)?;
+            start_guest(row, client, &tap, addr, index, cgroup, tests, wait)
+        }
+        Runtime::DockerScratch => bail!(
+            "not a row of bench net: the docker row's container already holds iperf3 alone"
+        ),
+        Runtime::Spt => bail!(
+            "no stream endpoint for the spt runtime yet: its tender gives the guest a lab's UDP front only, not a TAP on the client's path (see docs/benchmarks.md)"
         ),
     }
 }
@@ -222,18 +266,7 @@ fn rootfs(iperf3: &Path, dir: &Path) -> anyhow::Result<PathBuf> {
     for d in ["proc", "dev", "sys", "tmp", "etc"] {
         std::fs::create_dir_all(root.join(d))?;
     }
-    let ldd = paths::run_cmd(Command::new("ldd").arg(iperf3))?;
-    let mut files = vec![iperf3.to_path_buf()];
-    files.extend(
-        ldd.split_whitespace()
-            .filter(|w| w.starts_with('/'))
-            .map(PathBuf::from),
-    );
-    for f in files {
-        let to = root.join(f.strip_prefix("/").unwrap_or(&f));
-        std::fs::create_dir_all(to.parent().unwrap_or(&root))?;
-        std::fs::copy(&f, &to).with_context(|| format!("copying {}", f.display()))?;
-    }
+    vtnt_runtimes::debian::add_program(iperf3, &root)?;
     Ok(root)
 }
 
@@ -289,9 +322,11 @@ fn stream_image() -> anyhow::Result<PathBuf> {
         .map_err(anyhow::Error::msg)
 }
 
+/// The unikernel's endpoint under the row's VMM, through the path every microVM job
+/// takes (`vtnt_vmm::job::run_job`), with the endpoint's words instead of a job.
 #[allow(clippy::too_many_arguments)]
 fn start_guest(
-    rt: NetRuntime,
+    row: Row,
     client: &NetNs,
     tap: &str,
     addr: Ipv4Addr,
@@ -300,66 +335,27 @@ fn start_guest(
     tests: u64,
     wait: Duration,
 ) -> anyhow::Result<Endpoint> {
-    use vtnt_vmm::monitor::{MonitorConfig, MonitorNet};
-    use vtnt_vmm::qemu::{Accel, Machine, NetBackend, VmConfig};
     let image = stream_image()?;
     let console: vtnt_vmm::ConsoleTap = Arc::new(Mutex::new(Vec::new()));
-    // the guest's watchdog ends it if the run does not: every test at most a minute
-    let watchdog = wait.as_secs() + tests * 60;
-    let cmdline = format!(
-        "console=ttyS0 ip={addr}/24 gw=10.79.{index}.1 watchdog={watchdog} -- stream port={PORT} tests={tests}"
+    let mut run = RunSpec::with_payload(
+        Payload::Words(format!("stream port={PORT} tests={tests}")),
+        JobNet::Tap {
+            ifname: tap.to_string(),
+            netns: Some(client.name().to_string()),
+            guest: format!("{addr}/24"),
+            gateway: format!("10.79.{index}.1"),
+        },
     );
-    let timeout = Duration::from_secs(watchdog + 10);
-    let mac = format!("52:54:00:4e:{index:02x}:02");
-    let ns = Some(client.name().to_string());
-    let (thread, accel) = match rt {
-        NetRuntime::Microvm => {
-            anyhow::ensure!(
-                vtnt_vmm::monitor::usable(),
-                "vtnt-monitor is not usable here (no binary beside vtnt, or no /dev/kvm)"
-            );
-            let mut cfg = MonitorConfig::new(image, &cmdline);
-            cfg.memory_mib = 64;
-            cfg.net = Some(MonitorNet::Tap {
-                ifname: tap.to_string(),
-            });
-            cfg.mac = mac;
-            cfg.timeout = timeout;
-            cfg.netns = ns;
-            cfg.wrapper = cgroup.wrapper();
-            cfg.console = Some(console.clone());
-            let accel = vtnt_vmm::accel::kvm_kind().unwrap_or(vtnt_vmm::accel::Accelerator::Kvm);
-            (
-                std::thread::spawn(move || vtnt_vmm::monitor::run(&cfg)),
-                accel,
-            )
-        }
-        _ => {
-            paths::need("qemu-system-x86_64", "qemu-system-x86")?;
-            let want = if rt == NetRuntime::MicrovmQemuKvm {
-                anyhow::ensure!(
-                    vtnt_vmm::accel::kvm_kind().is_some(),
-                    "no usable /dev/kvm for QEMU"
-                );
-                Accel::Kvm
-            } else {
-                Accel::Tcg
-            };
-            let mut cfg = VmConfig::new(image.clone(), Machine::Microvm, &cmdline);
-            cfg.memory_mib = 64;
-            cfg.net = Some(NetBackend::Tap {
-                ifname: tap.to_string(),
-            });
-            cfg.mac = mac;
-            cfg.accel = want;
-            cfg.timeout = timeout;
-            cfg.netns = ns;
-            cfg.wrapper = cgroup.wrapper();
-            cfg.console = Some(console.clone());
-            let accel = want.resolve(&image);
-            (std::thread::spawn(move || vtnt_vmm::qemu::run(&cfg)), accel)
-        }
-    };
+    run.vmm = row.vmm;
+    run.accel = row.accel;
+    run.memory_mib = 64;
+    // the guest's watchdog ends it if the run does not: every test at most a minute
+    run.timeout = Duration::from_secs(wait.as_secs() + tests * 60);
+    run.wrapper = cgroup.wrapper();
+    run.console = Some(console.clone());
+    let accel = run.vmm.resolve(&run, &image).accelerator(&image, run.accel);
+    run.image = Some(image);
+    let thread = std::thread::spawn(move || vtnt_vmm::job::run_job(&run));
     Ok(Endpoint {
         addr,
         accel: Some(accel.name().to_string()),
