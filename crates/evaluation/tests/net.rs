@@ -24,9 +24,17 @@ fn small_net_report_is_complete() {
     }
     let out = std::env::temp_dir().join(format!("vtnt-bench-net-{}", std::process::id()));
     let args = BenchNetArgs {
-        runtimes: ["native", "runc", "docker", "microvm:qemu-tcg", "microvm:monitor", "vm", "spt"]
-            .map(row)
-            .to_vec(),
+        runtimes: [
+            "native",
+            "runc",
+            "docker",
+            "microvm:qemu-tcg",
+            "microvm:monitor",
+            "vm",
+            "spt",
+        ]
+        .map(row)
+        .to_vec(),
         reps: 1,
         tcp_buffers: vec![100, 20000],
         tcp_msgs: vec![16384],

@@ -146,7 +146,10 @@ pub fn add_program(program: &Path, root: &Path) -> anyhow::Result<()> {
         .split_whitespace()
         .filter(|w| w.starts_with('/'))
         .map(PathBuf::from);
-    for (i, f) in std::iter::once(program.to_path_buf()).chain(libs).enumerate() {
+    for (i, f) in std::iter::once(program.to_path_buf())
+        .chain(libs)
+        .enumerate()
+    {
         let to = root.join(f.strip_prefix("/").unwrap_or(&f));
         // (a Debian tree's /lib is a link to usr/lib: a library there exists too)
         if i > 0 && to.exists() {

@@ -298,7 +298,10 @@ pub fn process_cmdline(
     mac: &str,
 ) -> String {
     let options = options(spec, guest, gateway, gateway_mac);
-    format!("{options} mac={mac} -- {}", spec.payload.encode(usize::MAX).0)
+    format!(
+        "{options} mac={mac} -- {}",
+        spec.payload.encode(usize::MAX).0
+    )
 }
 
 /// The options before the job (see [`cmdline`]).

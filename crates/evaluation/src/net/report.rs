@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 
 use super::{NetReport, Point, Sweep};
-use crate::row::Row;
 use crate::plot::{self, Line, Unit};
+use crate::row::Row;
 
 /// Seed 004's published TCP_STREAM rows (netperf -s 100 and 1100, -m 131072, 10 s, a
 /// 100 Mbit/s cable): (runtime, socket size, Mbit/s, ratio to the local OS).
