@@ -128,6 +128,8 @@ pub enum JobNet {
 }
 
 /// What the guest runs: what follows `--` on its command line.
+// one per run, as the `JobSpec` held inline before: its size costs nothing
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone)]
 pub enum Payload {
     /// A measurement job: `vtnt-jobspec`'s line (long target lists as a boot module).

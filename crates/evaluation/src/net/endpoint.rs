@@ -91,7 +91,12 @@ impl Endpoint {
                 }
                 Kind::Vm { qemu, .. } => {
                     running(qemu, "the VM")?;
-                    listens(client, self.addr)
+                    // iperf3 -s serves one client at a time, and under TCG it takes a
+                    // while to drop the probe's connection: a test at once is reset
+                    listens(client, self.addr) && {
+                        std::thread::sleep(Duration::from_secs(3));
+                        true
+                    }
                 }
                 _ => listens(client, self.addr),
             };

@@ -77,7 +77,7 @@ pub fn markdown(rep: &NetReport) -> String {
             let _ = writeln!(
                 s,
                 "| {} | {} | {} | {} | {} | {} | {} | {} |",
-                p.runtime.to_string(),
+                p.runtime,
                 p.accel.as_deref().unwrap_or("host kernel"),
                 p.value,
                 effective(p),
