@@ -4,7 +4,8 @@
 //! Linux runtimes share one path), `iperf3 -s` in the full Debian VM (its box carries
 //! Debian's iperf3; `vtnt_runtimes::vm::start_iperf3`) and the unikernel's own endpoint
 //! (`vtnt-kernel` feature `stream`, booted through `vtnt_vmm::job::run_job` with the
-//! row's VMM) behind a TAP device in the client's namespace. Each endpoint runs in a
+//! row's VMM, or as an spt process with the TAP at its descriptor 3:
+//! `vtnt_runtimes::spt::start_on_tap`) behind a TAP device in the client's namespace. Each endpoint runs in a
 //! cgroup of its own (the VMM's process for the VMs), whose CPU time is what the endpoint
 //! side costs; everything is removed on drop.
 
@@ -17,6 +18,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context};
 use vtnt_measure::cgroup::Cgroup;
 use vtnt_measure::proc::Supervised;
+use vtnt_runtimes::net::{Attached, Tap};
 use vtnt_runtimes::{docker, paths, runc, vm, Runtime};
 use vtnt_vmm::job::{JobNet, Payload, RunSpec};
 use vtnt_vmm::netns::NetNs;
@@ -62,6 +64,8 @@ enum Kind {
         qemu: Supervised,
         _dir: paths::TempDir,
     },
+    /// The unikernel's endpoint as a process (spt).
+    Spt(Supervised),
 }
 
 impl Endpoint {
@@ -81,22 +85,19 @@ impl Endpoint {
                         let tail: Vec<&String> = lines.iter().rev().take(3).collect();
                         bail!("the guest ended before it listened: {tail:?}");
                     }
-                    lines
-                        .iter()
-                        .any(|l| l.starts_with("{\"type\":\"stream-ready\""))
+                    stream_ready(&lines)
                 }
                 Kind::Process(p) => {
                     running(p, "iperf3 -s")?;
                     listens(client, self.addr)
                 }
+                Kind::Spt(p) => {
+                    running(p, "the spt guest")?;
+                    stream_ready(&console_lines(p))
+                }
                 Kind::Vm { qemu, .. } => {
                     running(qemu, "the VM")?;
-                    // iperf3 -s serves one client at a time, and under TCG it takes a
-                    // while to drop the probe's connection: a test at once is reset
-                    listens(client, self.addr) && {
-                        std::thread::sleep(Duration::from_secs(3));
-                        true
-                    }
+                    listens(client, self.addr)
                 }
                 _ => listens(client, self.addr),
             };
@@ -118,6 +119,7 @@ impl Endpoint {
     pub fn console(&self) -> Vec<String> {
         match &self.kind {
             Kind::Guest { console, .. } => console.lock().map(|l| l.clone()).unwrap_or_default(),
+            Kind::Spt(p) => console_lines(p),
             _ => Vec::new(),
         }
     }
@@ -139,10 +141,25 @@ impl Drop for Endpoint {
                     let _ = t.join();
                 }
             }
-            Kind::Process(_) | Kind::Vm { .. } => {}
+            Kind::Process(_) | Kind::Vm { .. } | Kind::Spt(_) => {}
         }
         self.cgroup.kill_all(Duration::from_secs(2));
     }
+}
+
+/// Whether the unikernel's console says its endpoint listens.
+fn stream_ready(console: &[String]) -> bool {
+    console
+        .iter()
+        .any(|l| l.starts_with("{\"type\":\"stream-ready\""))
+}
+
+/// A process's console (its standard output) so far, as lines.
+fn console_lines(p: &Supervised) -> Vec<String> {
+    String::from_utf8_lossy(&p.stdout_lines_from(0))
+        .lines()
+        .map(String::from)
+        .collect()
 }
 
 /// Fails, with the end of what it printed, if `p` has exited.
@@ -229,18 +246,10 @@ pub fn start(
             })
         }
         Runtime::Vm => {
-            let tap = format!("vnt{index}");
-            client.add_tap(&tap, &near)?;
+            let net = Attached::Tap(add_tap(client, index)?);
             let dir = paths::TempDir::new("net-vm")?;
             let image = Runtime::Vm.build_image(&Default::default())?;
             let box_dir = vm::install(&image.path, dir.path())?;
-            let net = vtnt_runtimes::net::Attached::Tap(vtnt_runtimes::net::Tap {
-                ifname: tap,
-                addr,
-                len: 24,
-                gateway: Ipv4Addr::new(10, 79, index, 1),
-                netns: Some(client.name().to_string()),
-            });
             let qemu = vm::start_iperf3(&box_dir, &net, u32::from(index), PORT, &cgroup)?;
             Ok(Endpoint {
                 addr,
@@ -250,17 +259,28 @@ pub fn start(
                 _ns: None,
             })
         }
-        Runtime::Microvm => {
-            let tap = format!("vnt{index}");
-            client.add_tap(&tap, &near)?;
-            start_guest(row, client, &tap, addr, index, cgroup, tests, wait)
+        Runtime::Microvm => start_guest(row, &add_tap(client, index)?, cgroup, tests, wait),
+        Runtime::DockerScratch => {
+            bail!("not a row of bench net: the docker row's container already holds iperf3 alone")
         }
-        Runtime::DockerScratch => bail!(
-            "not a row of bench net: the docker row's container already holds iperf3 alone"
-        ),
-        Runtime::Spt => bail!(
-            "no stream endpoint for the spt runtime yet: its tender gives the guest a lab's UDP front only, not a TAP on the client's path (see docs/benchmarks.md)"
-        ),
+        Runtime::Spt => {
+            let tap = add_tap(client, index)?;
+            let image = stream_image(true)?;
+            let guest = vtnt_runtimes::spt::start_on_tap(
+                &image,
+                &tap,
+                stream_words(tests),
+                &cgroup,
+                guest_watchdog(wait, tests),
+            )?;
+            Ok(Endpoint {
+                addr,
+                accel: None,
+                cgroup,
+                kind: Kind::Spt(guest),
+                _ns: None,
+            })
+        }
     }
 }
 
@@ -311,12 +331,14 @@ fn start_docker(iperf3: &Path, ns: &NetNs, cgroup: &Cgroup) -> anyhow::Result<Ki
     })
 }
 
-/// The unikernel's endpoint image (built once per run).
-fn stream_image() -> anyhow::Result<PathBuf> {
-    static IMAGE: std::sync::OnceLock<Result<PathBuf, String>> = std::sync::OnceLock::new();
-    IMAGE
+/// The unikernel's endpoint image for a VM or (`spt`) a process, built once per run.
+fn stream_image(spt: bool) -> anyhow::Result<PathBuf> {
+    type Built = std::sync::OnceLock<Result<PathBuf, String>>;
+    static IMAGES: [Built; 2] = [Built::new(), Built::new()];
+    IMAGES[usize::from(spt)]
         .get_or_init(|| {
             vtnt_vmm::image::build(&vtnt_vmm::image::BuildOptions {
+                spt,
                 features: vec!["stream".into()],
                 ..Default::default()
             })
@@ -327,42 +349,62 @@ fn stream_image() -> anyhow::Result<PathBuf> {
         .map_err(anyhow::Error::msg)
 }
 
+/// What the unikernel's endpoint is told: serve `tests` tests on [`PORT`], then exit.
+fn stream_words(tests: u64) -> Payload {
+    Payload::Words(format!("stream port={PORT} tests={tests}"))
+}
+
+/// The unikernel's watchdog, which ends it if the run does not: the boot, and every test
+/// at most a minute.
+fn guest_watchdog(wait: Duration, tests: u64) -> Duration {
+    Duration::from_secs(wait.as_secs() + tests * 60)
+}
+
+/// A TAP device `vntINDEX` in the client's namespace at `10.79.INDEX.1/24`, the guest at
+/// `.2` behind it.
+fn add_tap(client: &NetNs, index: u8) -> anyhow::Result<Tap> {
+    let ifname = format!("vnt{index}");
+    client.add_tap(&ifname, &format!("10.79.{index}.1/24"))?;
+    Ok(Tap {
+        ifname,
+        addr: Ipv4Addr::new(10, 79, index, 2),
+        len: 24,
+        gateway: Ipv4Addr::new(10, 79, index, 1),
+        netns: Some(client.name().to_string()),
+    })
+}
+
 /// The unikernel's endpoint under the row's VMM, through the path every microVM job
 /// takes (`vtnt_vmm::job::run_job`), with the endpoint's words instead of a job.
-#[allow(clippy::too_many_arguments)]
 fn start_guest(
     row: Row,
-    client: &NetNs,
-    tap: &str,
-    addr: Ipv4Addr,
-    index: u8,
+    tap: &Tap,
     cgroup: Cgroup,
     tests: u64,
     wait: Duration,
 ) -> anyhow::Result<Endpoint> {
-    let image = stream_image()?;
+    let image = stream_image(false)?;
     let console: vtnt_vmm::ConsoleTap = Arc::new(Mutex::new(Vec::new()));
     let mut run = RunSpec::with_payload(
-        Payload::Words(format!("stream port={PORT} tests={tests}")),
+        stream_words(tests),
         JobNet::Tap {
-            ifname: tap.to_string(),
-            netns: Some(client.name().to_string()),
-            guest: format!("{addr}/24"),
-            gateway: format!("10.79.{index}.1"),
+            ifname: tap.ifname.clone(),
+            netns: tap.netns.clone(),
+            guest: tap.guest(),
+            gateway: tap.gateway.to_string(),
         },
     );
     run.vmm = row.vmm;
     run.accel = row.accel;
     run.memory_mib = 64;
-    // the guest's watchdog ends it if the run does not: every test at most a minute
-    run.timeout = Duration::from_secs(wait.as_secs() + tests * 60);
+    run.timeout = guest_watchdog(wait, tests);
     run.wrapper = cgroup.wrapper();
     run.console = Some(console.clone());
     let accel = run.vmm.resolve(&run, &image).accelerator(&image, run.accel);
     run.image = Some(image);
     let thread = std::thread::spawn(move || vtnt_vmm::job::run_job(&run));
     Ok(Endpoint {
-        addr,
+        addr: tap.addr,
         accel: Some(accel.name().to_string()),
         cgroup,
         kind: Kind::Guest {

@@ -248,6 +248,19 @@ fn test(
     parse(&j, sweep, cpu)
 }
 
+/// `run` again, once, 2 s after a connection the endpoint reset: `iperf3 -s` serves one
+/// client at a time, and under TCG it can take a while to drop the last test's (or the
+/// readiness probe's) connection, so a test started at once is refused.
+fn retried(run: impl Fn() -> anyhow::Result<Rep>) -> anyhow::Result<Rep> {
+    run().or_else(|e| {
+        if !format!("{e:#}").contains("Connection reset by peer") {
+            return Err(e);
+        }
+        std::thread::sleep(Duration::from_secs(2));
+        run()
+    })
+}
+
 /// A [`Rep`] from iperf3's JSON (`cpu`: the endpoint's CPU seconds): what the receiver
 /// reported (`end.sum_received`), and for UDP the larger of the receiver's loss (from
 /// sequence gaps: iperf3's `packets` is the last sequence number seen) and the share of
@@ -364,7 +377,7 @@ pub fn bench_net(args: &BenchNetArgs) -> anyhow::Result<NetReport> {
                 };
                 for _ in 0..args.reps {
                     vtnt_measure::stop::check()?;
-                    match test(&client, &ep, sweep, value, args.seconds) {
+                    match retried(|| test(&client, &ep, sweep, value, args.seconds)) {
                         Ok(r) => p.reps.push(r),
                         Err(e) => {
                             failures += 1;
