@@ -17,8 +17,10 @@
 //! - [`report`] uses [`plot`] and [`results`];
 //! - `density` and [`plot`] use [`results`] only;
 //! - [`results`] (the report's data) uses no other module;
-//! - [`micro`] uses [`plot`] and [`results`] (`mean_sd`); nothing uses it.
-//! - [`net`] uses [`plot`] only.
+//! - [`micro`] uses [`plot`] and [`results`] (`mean_sd`); nothing uses it;
+//! - [`net`] uses [`plot`] only;
+//! - [`micro`], [`net`] and [`plot`] name their rows with [`row`], which uses no other
+//!   module.
 
 pub mod bench;
 pub mod micro;
@@ -26,6 +28,7 @@ pub mod net;
 pub mod plot;
 pub mod report;
 pub mod results;
+pub mod row;
 
 mod density;
 

@@ -65,11 +65,9 @@ pub fn color(rt: Runtime) -> RGBColor {
 /// `microvm:qemu-tcg`), drawn lighter if it ran under TCG; grey for a name no runtime has
 /// (a seed's row).
 fn color_of(name: &str, emulated: bool) -> RGBColor {
-    let runtime = name.split(':').next().unwrap_or(name);
-    let c = Runtime::ALL
-        .into_iter()
-        .find(|r| r.name() == runtime)
-        .map_or(MUTED, color);
+    let c = name
+        .parse::<crate::row::Row>()
+        .map_or(MUTED, |r| color(r.runtime));
     if emulated {
         lighten(c, TCG_LIGHTER)
     } else {

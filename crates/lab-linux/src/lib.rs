@@ -9,7 +9,8 @@
 //! - [`state`]: the state directory `/run/vtnt/lab/<name>/` and its files;
 //! - [`bench`]: packets per second of the core and through the TUN;
 //! - `netns`, `sys`: iproute2 and the few raw kernel calls (TUN ioctl, setns, setsid),
-//!   the only `unsafe` code, each block with its SAFETY comment.
+//!   the only `unsafe` code, each block with its SAFETY comment; [`open_tap`] (an
+//!   existing TAP device in a namespace) serves `vtnt-runtimes`' spt guests too.
 //!
 //! Lab addresses exist only inside the namespace the lab creates: the TUN, its address
 //! and its routes are all made there; the VM front listens on 127.0.0.1 only.
@@ -31,6 +32,7 @@ pub use control::{
 pub use daemon::{serve, ServeOptions};
 pub use front::{serve_front, FrontOptions};
 pub use state::{LabState, VmInfo};
+pub use sys::open_tap;
 
 /// The lab's name (its namespace and state directory) when none is given.
 pub const DEFAULT_NAME: &str = "vtnt-lab";

@@ -1,4 +1,4 @@
-//! The few kernel calls std does not wrap: opening a TUN device (TUNSETIFF), entering a
+//! The few kernel calls std does not wrap: opening a TUN or TAP device (TUNSETIFF), entering a
 //! network namespace (setns), detaching a daemon (setsid), polling file descriptors and
 //! catching SIGTERM/SIGINT. Every `unsafe` block says why it is sound.
 
@@ -10,6 +10,37 @@ use std::sync::atomic::{AtomicBool, Ordering};
 /// Opens `/dev/net/tun` and attaches it to a new layer-3 TUN device `name` without
 /// packet information headers, non-blocking.
 pub fn open_tun(name: &str) -> io::Result<File> {
+    open_dev(name, libc::IFF_TUN)
+}
+
+/// Opens the existing TAP device `name` (one Ethernet frame per read and write, no packet
+/// information headers) in the network namespace `netns` (`None`: this one), from a
+/// thread that enters it; the descriptor is non-blocking. For a guest that is a process
+/// (spt), whose tender hands it the descriptor.
+pub fn open_tap(netns: Option<&str>, name: &str) -> io::Result<File> {
+    let (netns, name) = (netns.map(String::from), name.to_string());
+    std::thread::spawn(move || {
+        if let Some(ns) = &netns {
+            enter_netns(ns)?;
+        }
+        let c_name = std::ffi::CString::new(name.as_str())
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "NUL in a device name"))?;
+        // SAFETY: a live NUL-terminated string; the lookup is in this thread's namespace.
+        if unsafe { libc::if_nametoindex(c_name.as_ptr()) } == 0 {
+            // TUNSETIFF would create it (for root), leading nowhere
+            return Err(io::Error::new(
+                io::ErrorKind::NotFound,
+                format!("no TAP device {name}"),
+            ));
+        }
+        open_dev(&name, libc::IFF_TAP)
+    })
+    .join()
+    .map_err(|_| io::Error::other("the thread opening the TAP device panicked"))?
+}
+
+/// `/dev/net/tun` attached to device `name` of kind `kind` (`IFF_TUN`, `IFF_TAP`).
+fn open_dev(name: &str, kind: libc::c_int) -> io::Result<File> {
     let file = std::fs::OpenOptions::new()
         .read(true)
         .write(true)
@@ -25,7 +56,7 @@ pub fn open_tun(name: &str) -> io::Result<File> {
     for (d, s) in req.ifr_name.iter_mut().zip(name.bytes()) {
         *d = s as libc::c_char;
     }
-    req.ifr_ifru.ifru_flags = (libc::IFF_TUN | libc::IFF_NO_PI) as libc::c_short;
+    req.ifr_ifru.ifru_flags = (kind | libc::IFF_NO_PI) as libc::c_short;
     // SAFETY: TUNSETIFF reads and writes one `struct ifreq`; `req` is a live, properly
     // aligned ifreq for the duration of the call and the fd is open.
     let rc = unsafe {

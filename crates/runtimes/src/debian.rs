@@ -137,6 +137,30 @@ pub fn put_file(path: &Path, bytes: &[u8], mode: u32) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Copies this host's `program` into the tree `root` at the same path, with the shared
+/// libraries it loads (`ldd`) that `root` lacks (a Debian rootfs of the host's suite keeps
+/// its own libc; an empty tree gets them all). Files go in through [`put_file`].
+pub fn add_program(program: &Path, root: &Path) -> anyhow::Result<()> {
+    let ldd = paths::run_cmd(Command::new("ldd").arg(program))?;
+    let libs = ldd
+        .split_whitespace()
+        .filter(|w| w.starts_with('/'))
+        .map(PathBuf::from);
+    for (i, f) in std::iter::once(program.to_path_buf())
+        .chain(libs)
+        .enumerate()
+    {
+        let to = root.join(f.strip_prefix("/").unwrap_or(&f));
+        // (a Debian tree's /lib is a link to usr/lib: a library there exists too)
+        if i > 0 && to.exists() {
+            continue;
+        }
+        let bytes = std::fs::read(&f).with_context(|| format!("reading {}", f.display()))?;
+        put_file(&to, &bytes, 0o755)?;
+    }
+    Ok(())
+}
+
 /// Apparent size of a directory tree in bytes (`du -sb`).
 pub fn tree_bytes(dir: &Path) -> anyhow::Result<u64> {
     let out = paths::run_cmd(Command::new("du").arg("-sb").arg(dir))?;

@@ -5,7 +5,8 @@
 //! The tender is this process's child between a `vfork`-style `clone` and `execve`
 //! ([`spawn`]): it starts a process group, joins the instance's cgroup, puts the network (a UDP socket bound to a free slot of the lab's VM
 //! front and connected to the front, one Ethernet frame per datagram, as QEMU's
-//! `-netdev dgram`) at descriptor 3 and non-blocking, keeps standard output (the
+//! `-netdev dgram`; or a TAP device, one frame per read and write: [`start_on_tap`],
+//! `vtnt bench net`'s endpoint) at descriptor 3 and non-blocking, keeps standard output (the
 //! console) and closes every other descriptor, sets `no_new_privs`, installs the seccomp
 //! filter (the guest's calls, its `execve` pinned to the image's path, and `seccomp`),
 //! and executes the guest with its command line. Nothing of the tender stays resident:
@@ -32,7 +33,7 @@ use anyhow::Context;
 use vtnt_spt::{SockFilter, CONSOLE_FD, GUEST_CALLS, NET_FD};
 
 use crate::cgroup::{Cgroup, CONTROLLERS};
-use crate::net::Attached;
+use crate::net::{Attached, Tap};
 use crate::paths;
 use crate::proc::Supervised;
 use crate::runtime::{BuildOptions, ImageInfo, Runtime};
@@ -356,6 +357,56 @@ pub fn start(
         Some(&slot.gateway_mac),
         &slot.mac,
     );
+    let (child, spawn_ns, cgroup_join) = launch(image, OwnedFd::from(sock), cmdline, cgroup)?;
+    Ok(Started {
+        child,
+        slot: lock,
+        spawn_ns,
+        cgroup_join,
+    })
+}
+
+/// The MAC address of a guest on a TAP device (a process's frames carry the one it is
+/// given; its lab slot's otherwise).
+const TAP_MAC: &str = "52:54:00:73:70:74";
+
+/// Starts the guest `image` with `payload` (an image that runs no job: the stream
+/// endpoint's words) on the existing TAP device `tap`, at its static address, in
+/// `cgroup`; the guest's watchdog is `timeout`.
+pub fn start_on_tap(
+    image: &Path,
+    tap: &Tap,
+    payload: vtnt_vmm::job::Payload,
+    cgroup: &Cgroup,
+    timeout: std::time::Duration,
+) -> anyhow::Result<Supervised> {
+    seccomp_kills_processes(&std::fs::read_to_string(ACTIONS_AVAIL).unwrap_or_default())?;
+    let dev = vtnt_lab_linux::open_tap(tap.netns.as_deref(), &tap.ifname)
+        .with_context(|| format!("opening the TAP device {}", tap.ifname))?;
+    let gateway = tap.gateway.to_string();
+    let mut run = vtnt_vmm::job::RunSpec::with_payload(
+        payload,
+        vtnt_vmm::job::JobNet::Tap {
+            ifname: tap.ifname.clone(),
+            netns: tap.netns.clone(),
+            guest: tap.guest(),
+            gateway: gateway.clone(),
+        },
+    );
+    run.timeout = timeout;
+    let cmdline = vtnt_vmm::job::process_cmdline(&run, &tap.guest(), &gateway, None, TAP_MAC);
+    Ok(launch(image, OwnedFd::from(dev), cmdline, cgroup)?.0)
+}
+
+/// Executes the guest `image` with `cmdline` through the tender, its network `net` at
+/// descriptor 3, in `cgroup`: the process, `CLOCK_MONOTONIC` before the fork, and how
+/// long the tender took to join the cgroup.
+fn launch(
+    image: &Path,
+    net: OwnedFd,
+    cmdline: String,
+    cgroup: &Cgroup,
+) -> anyhow::Result<(Supervised, u64, std::time::Duration)> {
     let procs = CONTROLLERS
         .iter()
         .map(|c| {
@@ -377,7 +428,7 @@ pub fn start(
         path,
         _cmdline: cmdline,
         procs,
-        net: OwnedFd::from(sock),
+        net,
         console: console_w,
         report: report_w,
         // SAFETY: reads this thread's signal mask into a zeroed set.
@@ -396,12 +447,7 @@ pub fn start(
     // that the guest's exit ends the console's reads
     drop(exec);
     let child = Supervised::adopt(pid, console_r, "the spt guest", started);
-    Ok(Started {
-        child,
-        slot: lock,
-        spawn_ns,
-        cgroup_join,
-    })
+    Ok((child, spawn_ns, cgroup_join))
 }
 
 /// `CLOCK_MONOTONIC` in nanoseconds: the guest's clock, read from outside.

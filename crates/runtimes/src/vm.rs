@@ -2,7 +2,8 @@
 //!
 //! **Image (a "box").** The cached debootstrap rootfs with `systemd-sysv` and Debian's
 //! `linux-image-amd64` (installed *in the rootfs*, whose initramfs-tools made the initrd
-//! there), plus `/usr/local/bin/vtnt`, a job script and a systemd unit, written into an
+//! there), plus `/usr/local/bin/vtnt`, a job script and a systemd unit (and this host's
+//! Debian `iperf3` with the libraries the rootfs lacks, for `vtnt bench net`), written into an
 //! ext4 file system with `mkfs.ext4 -d` (no loop mount) and converted to a compressed
 //! qcow2. The box is a tarball of `disk.qcow2`, `vmlinuz` and `initrd.img` (QEMU boots
 //! the kernel directly; Vagrant's box would boot through GRUB). Built once, cached.
@@ -16,7 +17,9 @@
 //! instead of a default route: `vtnt.nets=`) and the job (`vtnt.job=`, base64 of
 //! one word per line); `vtnt-job.service` configures `eth0`, runs the job, prints its
 //! output on the serial console as `VTNT|` lines as it comes, between `VTNT-BEGIN` and
-//! `VTNT-END rc=N`, and powers the VM off (`-no-reboot` makes QEMU exit).
+//! `VTNT-END rc=N`, and powers the VM off (`-no-reboot` makes QEMU exit). With
+//! `vtnt.iperf3=PORT` instead of a job ([`start_iperf3`]) it configures `eth0` the same
+//! way and runs `iperf3 -s -p PORT` until the VM is killed.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -39,13 +42,14 @@ pub const MEMORY_MIB: u32 = 256;
 const JOB_SCRIPT: &str = r#"#!/bin/sh
 # vtnt-job: run the job from the kernel command line, report it on the serial console,
 # power off. Installed by vtnt-runtimes.
-IP= GW= NETS= JOB=
+IP= GW= NETS= JOB= IPERF3=
 for w in $(cat /proc/cmdline); do
   case "$w" in
     vtnt.ip=*) IP=${w#vtnt.ip=} ;;
     vtnt.gw=*) GW=${w#vtnt.gw=} ;;
     vtnt.nets=*) NETS=${w#vtnt.nets=} ;;
     vtnt.job=*) JOB=${w#vtnt.job=} ;;
+    vtnt.iperf3=*) IPERF3=${w#vtnt.iperf3=} ;;
   esac
 done
 ip link set lo up
@@ -59,6 +63,11 @@ if [ -n "$IP" ]; then
   for n in $(echo "$NETS" | tr , ' '); do
     [ -n "$GW" ] && { ip route add "$n" via "$GW" 2>/dev/null || true; }
   done
+fi
+# `vtnt.iperf3=PORT`: the stream endpoint of `vtnt bench net` instead of a job
+if [ -n "$IPERF3" ]; then
+  echo "VTNT-IPERF3 port=$IPERF3" >/dev/ttyS0
+  exec iperf3 -s -p "$IPERF3" >/dev/null 2>&1
 fi
 set --
 while IFS= read -r w; do set -- "$@" "$w"; done <<EOF
@@ -74,7 +83,8 @@ systemctl poweroff --no-block
 
 const UNIT: &str = "[Unit]
 Description=vTNT job from the kernel command line
-ConditionKernelCommandLine=vtnt.job
+ConditionKernelCommandLine=|vtnt.job
+ConditionKernelCommandLine=|vtnt.iperf3
 
 [Service]
 Type=oneshot
@@ -98,6 +108,11 @@ pub fn build_image(opts: &BuildOptions) -> anyhow::Result<ImageInfo> {
         let tmp = paths::TempDir::new("vm-build")?;
         let root = tmp.path().join("root");
         debian::link_tree(&base, &root)?;
+        // Debian's iperf3 for `vtnt bench net`'s endpoint in the VM, copied from this
+        // host (the same suite) with the libraries the rootfs lacks
+        if let Some(iperf3) = paths::which("iperf3") {
+            debian::add_program(&iperf3, &root)?;
+        }
         let vtnt = std::fs::read(&bin).context("reading the static vtnt")?;
         debian::put_file(&root.join("usr/local/bin/vtnt"), &vtnt, 0o755)?;
         debian::put_file(
@@ -236,11 +251,56 @@ fn base64(data: &[u8]) -> String {
 }
 
 /// Boots one VM of the box in `box_dir` on the lab's VM front (or a TAP device), in
-/// `cgroup`.
+/// `cgroup`, to run `spec`'s job.
 pub fn start(
     box_dir: &Path,
     net: &Attached,
     spec: &InstanceSpec,
+    cgroup: &Cgroup,
+) -> anyhow::Result<Supervised> {
+    let args = crate::job::guest_args(&spec.job);
+    anyhow::ensure!(
+        !args.iter().any(|w| w.contains('\n')),
+        "job words may not contain newlines"
+    );
+    let what = format!("vtnt.job={}", base64(args.join("\n").as_bytes()));
+    boot(
+        box_dir,
+        net,
+        spec.index,
+        spec.job.engine.allow_public,
+        &what,
+        cgroup,
+    )
+}
+
+/// Boots one VM of the box in `box_dir` on `net`, in `cgroup`, to serve iperf3 on `port`
+/// instead of a job (`vtnt bench net`'s endpoint in the full VM) until it is killed.
+pub fn start_iperf3(
+    box_dir: &Path,
+    net: &Attached,
+    index: u32,
+    port: u16,
+    cgroup: &Cgroup,
+) -> anyhow::Result<Supervised> {
+    boot(
+        box_dir,
+        net,
+        index,
+        false,
+        &format!("vtnt.iperf3={port}"),
+        cgroup,
+    )
+}
+
+/// Boots the box: guest number `index` on `net` (a default route too when
+/// `allow_public`), with `what` (`vtnt.job=` or `vtnt.iperf3=`) on its command line.
+fn boot(
+    box_dir: &Path,
+    net: &Attached,
+    index: u32,
+    allow_public: bool,
+    what: &str,
     cgroup: &Cgroup,
 ) -> anyhow::Result<Supervised> {
     let qemu = paths::need("qemu-system-x86_64", "qemu-system-x86")?;
@@ -250,7 +310,7 @@ pub fn start(
     let lab_nets = vtnt_policy::LAB_NETS.map(|n| n.to_string()).join(",");
     let (addr, len, gateway, nets, netdev) = match net {
         Attached::Lab(lab) => {
-            let (addr, len) = lab.vm.guest(spec.index)?;
+            let (addr, len) = lab.vm.guest(index)?;
             let local_port = free_udp_port()?;
             let netdev = format!(
                 "dgram,id=n0,local.type=inet,local.host=127.0.0.1,local.port={local_port},remote.type=inet,remote.host=127.0.0.1,remote.port={}",
@@ -262,7 +322,7 @@ pub fn start(
             t.addr.to_string(),
             t.len,
             t.gateway.to_string(),
-            if spec.job.engine.allow_public {
+            if allow_public {
                 format!("{lab_nets},default")
             } else {
                 lab_nets
@@ -271,21 +331,14 @@ pub fn start(
         ),
         Attached::Host => anyhow::bail!("the VM reaches a network through a lab or a TAP device"),
     };
-    let args = crate::job::guest_args(&spec.job);
-    anyhow::ensure!(
-        !args.iter().any(|w| w.contains('\n')),
-        "job words may not contain newlines"
-    );
-    let words = args.join("\n");
-    let mac = format!("52:54:00:76:75:{:02x}", spec.index % 256);
+    let mac = format!("52:54:00:76:75:{:02x}", index % 256);
     // No login prompt on the console: a getty starting on ttyS0 hangs it up, and the
     // job's writers there lose their output (its last lines, or the whole job with a
     // broken pipe) when several guests boot slowly under TCG. `no_timer_check`: a guest
     // starved of CPU while booting under TCG otherwise may panic on "IO-APIC + timer
     // doesn't work" (both seen in `vtnt bench fleet`, four VMs on two cores).
     let append = format!(
-        "root=/dev/vda rw console=ttyS0 quiet loglevel=3 systemd.show_status=0 systemd.mask=serial-getty@ttyS0.service no_timer_check net.ifnames=0 vtnt.ip={addr}/{len} vtnt.gw={gateway} vtnt.nets={nets} vtnt.job={}",
-        base64(words.as_bytes())
+        "root=/dev/vda rw console=ttyS0 quiet loglevel=3 systemd.show_status=0 systemd.mask=serial-getty@ttyS0.service no_timer_check net.ifnames=0 vtnt.ip={addr}/{len} vtnt.gw={gateway} vtnt.nets={nets} {what}"
     );
     // joins the cgroup first, then (a TAP in another namespace) that namespace
     let mut cmd = match net {

@@ -1,7 +1,9 @@
 //! Running one measurement job in a microVM end to end: [`run_job`] encodes the
 //! [`JobSpec`] (`vtnt-jobspec`, long target lists as a boot module), boots the unikernel
 //! on the chosen network (a running `vtnt lab`'s VM front, or a TAP device), and splits
-//! the console into the scamper JSON result lines and everything else.
+//! the console into the scamper JSON result lines and everything else. An image that
+//! runs no job (the stream endpoint) goes the same way with its own words after `--`
+//! ([`Payload::Words`]).
 //!
 //! ```no_run
 //! use vtnt_vmm::job::{run_job, JobNet, RunSpec};
@@ -125,13 +127,43 @@ pub enum JobNet {
     },
 }
 
-/// One job to run in a microVM.
+/// What the guest runs: what follows `--` on its command line.
+// one per run, as the `JobSpec` held inline before: its size costs nothing
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug, Clone)]
+pub enum Payload {
+    /// A measurement job: `vtnt-jobspec`'s line (long target lists as a boot module).
+    Job(JobSpec),
+    /// The words of an image that runs no job: the stream endpoint's (`vtnt-kernel`
+    /// feature `stream`) `stream port=P tests=N`.
+    Words(String),
+}
+
+impl Payload {
+    /// The words after `--`, and the boot module's text when the targets do not fit.
+    fn encode(&self, max_inline: usize) -> (String, Option<String>) {
+        match self {
+            Payload::Job(job) => vtnt_jobspec::encode_split(job, max_inline),
+            Payload::Words(w) => (w.clone(), None),
+        }
+    }
+
+    /// How long the guest holds after its results (a job's `hold`).
+    fn hold(&self) -> Duration {
+        match self {
+            Payload::Job(job) => job.hold,
+            Payload::Words(_) => Duration::ZERO,
+        }
+    }
+}
+
+/// One job (or other payload) to run in a microVM.
 #[derive(Debug, Clone)]
 pub struct RunSpec {
     pub vmm: Vmm,
     pub machine: Machine,
     pub memory_mib: u32,
-    pub job: JobSpec,
+    pub payload: Payload,
     pub net: JobNet,
     pub accel: Accel,
     /// Guest watchdog; the host kills the VM 10 s later (plus the job's `hold`, which the
@@ -157,11 +189,16 @@ impl RunSpec {
     /// The automatic VMM (microvm shape), 16 MiB, automatic acceleration, a 300 s
     /// watchdog, no hostname, a static address.
     pub fn new(job: JobSpec, net: JobNet) -> RunSpec {
+        RunSpec::with_payload(Payload::Job(job), net)
+    }
+
+    /// The same defaults with another payload.
+    pub fn with_payload(payload: Payload, net: JobNet) -> RunSpec {
         RunSpec {
             vmm: Vmm::Auto,
             machine: Machine::Microvm,
             memory_mib: 16,
-            job,
+            payload,
             net,
             accel: Accel::Auto,
             timeout: Duration::from_secs(300),
@@ -248,7 +285,7 @@ pub fn cmdline(
     gateway: &str,
     gateway_mac: Option<&str>,
 ) -> (String, Option<String>) {
-    let (job, module) = vtnt_jobspec::encode_split(&spec.job, MAX_INLINE_TARGETS);
+    let (job, module) = spec.payload.encode(MAX_INLINE_TARGETS);
     let options = options(spec, guest, gateway, gateway_mac);
     (format!("{options} -- {job}"), module)
 }
@@ -263,7 +300,10 @@ pub fn process_cmdline(
     mac: &str,
 ) -> String {
     let options = options(spec, guest, gateway, gateway_mac);
-    format!("{options} mac={mac} -- {}", vtnt_jobspec::encode(&spec.job))
+    format!(
+        "{options} mac={mac} -- {}",
+        spec.payload.encode(usize::MAX).0
+    )
 }
 
 /// The options before the job (see [`cmdline`]).
@@ -347,7 +387,7 @@ pub fn run_job(spec: &RunSpec) -> Result<RunOutcome, Error> {
         }
         None => None,
     };
-    let host_timeout = spec.timeout + spec.job.hold + Duration::from_secs(10);
+    let host_timeout = spec.timeout + spec.payload.hold() + Duration::from_secs(10);
     let out: Outcome = match vmm {
         Vmm::Monitor => {
             let mut cfg = MonitorConfig::new(image, &cmdline);

@@ -13,7 +13,7 @@
 //!    engine's, which serves every container);
 //! 3. **image size**: what the runtime's image takes installed (`vtnt-runtimes`).
 //!
-//! A row is a runtime, and for the microVM a VMM and accelerator ([`Row`]), so that the
+//! A row is a runtime, and for the microVM a VMM and accelerator ([`crate::row::Row`]), so that the
 //! unikernel is measured under `vtnt-monitor` and under QEMU with each accelerator. A
 //! row that cannot run here (a runtime not installed, a VMM not usable) is reported as
 //! not measured, with why, and the others go on. The report ([`report`]) puts the seeds'
@@ -32,74 +32,9 @@ use vtnt_runtimes::instance::{self, Deployed, RunOutput};
 use vtnt_runtimes::net::Network;
 use vtnt_runtimes::server::ImageServer;
 use vtnt_runtimes::{BuildOptions, EngineGuard, InstanceSpec, Runtime};
-use vtnt_vmm::job::Vmm;
-use vtnt_vmm::qemu::Accel;
 
+use crate::row::Row;
 use data::{MicroReport, RowReport};
-
-/// A row of the report: a runtime, with the VMM and QEMU accelerator of a microVM.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Row {
-    pub runtime: Runtime,
-    pub vmm: Vmm,
-    pub accel: Accel,
-}
-
-/// The microVM rows by name, after `microvm:`.
-const MICROVM_ROWS: [(&str, Vmm, Accel); 5] = [
-    ("monitor", Vmm::Monitor, Accel::Auto),
-    ("qemu", Vmm::Qemu, Accel::Auto),
-    ("qemu-kvm", Vmm::Qemu, Accel::Kvm),
-    ("qemu-tcg", Vmm::Qemu, Accel::Tcg),
-    ("firecracker", Vmm::Firecracker, Accel::Auto),
-];
-
-impl std::str::FromStr for Row {
-    type Err = String;
-
-    /// A runtime's name, or `microvm:monitor|qemu|qemu-kvm|qemu-tcg|firecracker`.
-    fn from_str(s: &str) -> Result<Row, String> {
-        use clap::ValueEnum;
-        let (name, vmm) = s.split_once(':').unwrap_or((s, ""));
-        let runtime = Runtime::from_str(name, false).map_err(|_| {
-            format!(
-                "`{s}`: not a runtime ({}; microvm:monitor, microvm:qemu, microvm:qemu-kvm, microvm:qemu-tcg, microvm:firecracker)",
-                Runtime::ALL.map(Runtime::name).join(", ")
-            )
-        })?;
-        let (vmm, accel) = match (runtime, vmm) {
-            (_, "") => (Vmm::Auto, Accel::Auto),
-            (Runtime::Microvm, v) => MICROVM_ROWS
-                .iter()
-                .find(|r| r.0 == v)
-                .map(|r| (r.1, r.2))
-                .ok_or_else(|| {
-                    format!(
-                        "`{s}`: the microVM's VMM is monitor, qemu, qemu-kvm, qemu-tcg or firecracker"
-                    )
-                })?,
-            _ => return Err(format!("`{s}`: only the microvm runtime takes a VMM")),
-        };
-        Ok(Row {
-            runtime,
-            vmm,
-            accel,
-        })
-    }
-}
-
-impl std::fmt::Display for Row {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.runtime.name())?;
-        match MICROVM_ROWS
-            .iter()
-            .find(|r| (r.1, r.2) == (self.vmm, self.accel))
-        {
-            Some(r) if self.runtime == Runtime::Microvm => write!(f, ":{}", r.0),
-            _ => Ok(()),
-        }
-    }
-}
 
 /// Options of `vtnt bench micro`.
 #[derive(Debug, Clone, clap::Args)]
@@ -167,7 +102,7 @@ pub fn bench_micro(args: &BenchMicroArgs) -> anyhow::Result<MicroReport> {
         let mut r = RowReport {
             row: row.to_string(),
             runtime: row.runtime.name().into(),
-            label: label(row),
+            label: row.label(),
             ..Default::default()
         };
         let built = images.iter().position(|(rt, _)| *rt == row.runtime);
@@ -179,7 +114,7 @@ pub fn bench_micro(args: &BenchMicroArgs) -> anyhow::Result<MicroReport> {
             }),
         };
         let ready = image.and_then(|i| {
-            if let Some(why) = vmm_missing(row) {
+            if let Some(why) = row.vmm_missing() {
                 anyhow::bail!("{why}");
             }
             net.attach(row.runtime).map(|_| &images[i].1)
@@ -303,66 +238,12 @@ fn measure_row(
     Ok(())
 }
 
-/// Why the VMM a microVM row names cannot run here, if it cannot.
-fn vmm_missing(row: Row) -> Option<&'static str> {
-    match (row.runtime, row.vmm) {
-        (Runtime::Microvm, Vmm::Monitor) if !vtnt_vmm::monitor::usable() => {
-            Some("vtnt-monitor cannot run here: its binary or a usable /dev/kvm is missing")
-        }
-        (Runtime::Microvm, Vmm::Firecracker) if vtnt_vmm::firecracker::binary().is_none() => {
-            Some("`firecracker` is not installed (no Debian package: github.com/firecracker-microvm/firecracker releases)")
-        }
-        (Runtime::Microvm, Vmm::Qemu) if vtnt_vmm::which("qemu-system-x86_64").is_none() => {
-            Some("`qemu-system-x86_64` is not installed (Debian package qemu-system-x86)")
-        }
-        _ => None,
-    }
-}
-
-/// A row's label in figures: the runtime's, and the microVM's VMM when the row names it.
-fn label(row: Row) -> String {
-    match (row.runtime, row.vmm) {
-        (Runtime::Microvm, Vmm::Monitor) => "vTNT (microVM, vtnt-monitor)".into(),
-        (Runtime::Microvm, Vmm::Firecracker) => "vTNT (microVM, Firecracker)".into(),
-        (Runtime::Microvm, Vmm::Qemu) => match row.accel {
-            Accel::Auto => "vTNT (microVM, QEMU)".into(),
-            Accel::Kvm => "vTNT (microVM, QEMU+KVM)".into(),
-            Accel::Tcg => "vTNT (microVM, QEMU+TCG)".into(),
-        },
-        (rt, _) => rt.label().into(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn rows_parse_and_print() {
-        for s in [
-            "native",
-            "docker-scratch",
-            "microvm",
-            "microvm:monitor",
-            "microvm:qemu",
-            "microvm:qemu-kvm",
-            "microvm:qemu-tcg",
-            "microvm:firecracker",
-            "spt",
-        ] {
-            assert_eq!(s.parse::<Row>().unwrap().to_string(), s);
-        }
-        for (bad, why) in [
-            ("nope", "not a runtime"),
-            (
-                "microvm:xen",
-                "monitor, qemu, qemu-kvm, qemu-tcg or firecracker",
-            ),
-            ("native:qemu", "only the microvm runtime"),
-        ] {
-            let e = bad.parse::<Row>().unwrap_err();
-            assert!(e.contains(why), "{bad}: {e}");
-        }
+    fn every_runtime_is_a_default_row() {
         assert_eq!(
             BenchMicroArgs::default().runtimes.len(),
             10,

@@ -1,14 +1,16 @@
 //! The stream endpoint of each runtime, on a path from the client's namespace: an
 //! `iperf3 -s` process in a namespace of its own behind a veth (native), the same in a
 //! runc container or a Docker container whose network is that namespace (so the three
-//! Linux runtimes share one path), and the unikernel's own endpoint (`vtnt-kernel`
-//! feature `stream`) behind a TAP device in the client's namespace, under `vtnt-monitor`
-//! or QEMU. Each endpoint runs in a cgroup of its own, whose CPU time is what the
-//! endpoint side costs; everything is removed on drop.
+//! Linux runtimes share one path), `iperf3 -s` in the full Debian VM (its box carries
+//! Debian's iperf3; `vtnt_runtimes::vm::start_iperf3`) and the unikernel's own endpoint
+//! (`vtnt-kernel` feature `stream`, booted through `vtnt_vmm::job::run_job` with the
+//! row's VMM, or as an spt process with the TAP at its descriptor 3:
+//! `vtnt_runtimes::spt::start_on_tap`) behind a TAP device in the client's namespace. Each endpoint runs in a
+//! cgroup of its own (the VMM's process for the VMs), whose CPU time is what the endpoint
+//! side costs; everything is removed on drop.
 
 use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -16,10 +18,12 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context};
 use vtnt_measure::cgroup::Cgroup;
 use vtnt_measure::proc::Supervised;
-use vtnt_runtimes::{docker, paths, runc};
+use vtnt_runtimes::net::{Attached, Tap};
+use vtnt_runtimes::{docker, paths, runc, vm, Runtime};
+use vtnt_vmm::job::{JobNet, Payload, RunSpec};
 use vtnt_vmm::netns::NetNs;
 
-use super::NetRuntime;
+use crate::row::Row;
 
 /// The port every endpoint listens on (iperf3's default).
 pub const PORT: u16 = 5201;
@@ -54,8 +58,14 @@ enum Kind {
     },
     Guest {
         console: vtnt_vmm::ConsoleTap,
-        thread: Option<JoinHandle<Result<vtnt_vmm::Outcome, vtnt_vmm::Error>>>,
+        thread: Option<JoinHandle<Result<vtnt_vmm::job::RunOutcome, vtnt_vmm::Error>>>,
     },
+    Vm {
+        qemu: Supervised,
+        _dir: paths::TempDir,
+    },
+    /// The unikernel's endpoint as a process (spt).
+    Spt(Supervised),
 }
 
 impl Endpoint {
@@ -75,17 +85,18 @@ impl Endpoint {
                         let tail: Vec<&String> = lines.iter().rev().take(3).collect();
                         bail!("the guest ended before it listened: {tail:?}");
                     }
-                    lines
-                        .iter()
-                        .any(|l| l.starts_with("{\"type\":\"stream-ready\""))
+                    stream_ready(&lines)
                 }
                 Kind::Process(p) => {
-                    if p.try_status().is_some() {
-                        bail!(
-                            "iperf3 -s exited: {}",
-                            String::from_utf8_lossy(&p.stdout_lines_from(0)).trim()
-                        )
-                    }
+                    running(p, "iperf3 -s")?;
+                    listens(client, self.addr)
+                }
+                Kind::Spt(p) => {
+                    running(p, "the spt guest")?;
+                    stream_ready(&console_lines(p))
+                }
+                Kind::Vm { qemu, .. } => {
+                    running(qemu, "the VM")?;
                     listens(client, self.addr)
                 }
                 _ => listens(client, self.addr),
@@ -108,6 +119,7 @@ impl Endpoint {
     pub fn console(&self) -> Vec<String> {
         match &self.kind {
             Kind::Guest { console, .. } => console.lock().map(|l| l.clone()).unwrap_or_default(),
+            Kind::Spt(p) => console_lines(p),
             _ => Vec::new(),
         }
     }
@@ -129,10 +141,37 @@ impl Drop for Endpoint {
                     let _ = t.join();
                 }
             }
-            Kind::Process(_) => {}
+            Kind::Process(_) | Kind::Vm { .. } | Kind::Spt(_) => {}
         }
         self.cgroup.kill_all(Duration::from_secs(2));
     }
+}
+
+/// Whether the unikernel's console says its endpoint listens.
+fn stream_ready(console: &[String]) -> bool {
+    console
+        .iter()
+        .any(|l| l.starts_with("{\"type\":\"stream-ready\""))
+}
+
+/// A process's console (its standard output) so far, as lines.
+fn console_lines(p: &Supervised) -> Vec<String> {
+    String::from_utf8_lossy(&p.stdout_lines_from(0))
+        .lines()
+        .map(String::from)
+        .collect()
+}
+
+/// Fails, with the end of what it printed, if `p` has exited.
+fn running(p: &mut Supervised, what: &str) -> anyhow::Result<()> {
+    if p.try_status().is_some() {
+        let out = String::from_utf8_lossy(&p.stdout_lines_from(0)).to_string();
+        bail!(
+            "{what} exited before it listened: {}",
+            vtnt_measure::proc::tail(out.trim(), 400)
+        )
+    }
+    Ok(())
 }
 
 /// Whether something in the client's namespace sees `addr` listen on [`PORT`] (a TCP
@@ -150,11 +189,11 @@ fn listens(client: &NetNs, addr: Ipv4Addr) -> bool {
         .is_ok_and(|o| o.status.success())
 }
 
-/// Runtime `rt`'s endpoint, number `index` of the run (its addresses are
+/// Row `row`'s endpoint, number `index` of the run (its addresses are
 /// `10.79.INDEX.0/24`), reached from `client`; `tests`: how many tests the unikernel
 /// serves before it exits; `wait`: the longest boot.
 pub fn start(
-    rt: NetRuntime,
+    row: Row,
     index: u8,
     client: &NetNs,
     tests: u64,
@@ -162,15 +201,18 @@ pub fn start(
 ) -> anyhow::Result<Endpoint> {
     let near = format!("10.79.{index}.1/24");
     let addr = Ipv4Addr::new(10, 79, index, 2);
+    if let Some(why) = row.vmm_missing() {
+        bail!("{why}");
+    }
     let cgroup = Cgroup::create(&format!("vtnt/{}", paths::unique("net")))?;
-    match rt {
-        NetRuntime::Native | NetRuntime::Runc | NetRuntime::Docker => {
+    match row.runtime {
+        Runtime::Native | Runtime::Runc | Runtime::Docker => {
             let ns = NetNs::create(&vtnt_vmm::netns::unique_name("vnets"))?;
             let (a, b) = (format!("vnc{index}"), "eth0".to_string());
             client.link(&a, &near, &ns, &b, &format!("{addr}/24"))?;
             let iperf3 = paths::need("iperf3", "iperf3")?;
-            let kind = match rt {
-                NetRuntime::Native => {
+            let kind = match row.runtime {
+                Runtime::Native => {
                     let mut cmd = cgroup.wrap("ip");
                     cmd.args(["netns", "exec", ns.name()]).arg(&iperf3).args([
                         "-s",
@@ -179,7 +221,7 @@ pub fn start(
                     ]);
                     Kind::Process(Supervised::spawn(cmd, "iperf3 -s")?)
                 }
-                NetRuntime::Runc => {
+                Runtime::Runc => {
                     let dir = paths::TempDir::new("net-runc")?;
                     let rootfs = rootfs(&iperf3, dir.path())?;
                     let netns = PathBuf::from("/run/netns").join(ns.name());
@@ -203,15 +245,42 @@ pub fn start(
                 _ns: Some(ns),
             })
         }
-        NetRuntime::Microvm | NetRuntime::MicrovmQemuTcg | NetRuntime::MicrovmQemuKvm => {
-            let tap = format!("vnt{index}");
-            client.add_tap(&tap, &near)?;
-            start_guest(rt, client, &tap, addr, index, cgroup, tests, wait)
+        Runtime::Vm => {
+            let net = Attached::Tap(add_tap(client, index)?);
+            let dir = paths::TempDir::new("net-vm")?;
+            let image = Runtime::Vm.build_image(&Default::default())?;
+            let box_dir = vm::install(&image.path, dir.path())?;
+            let qemu = vm::start_iperf3(&box_dir, &net, u32::from(index), PORT, &cgroup)?;
+            Ok(Endpoint {
+                addr,
+                accel: Some(vm::accel().name().to_string()),
+                cgroup,
+                kind: Kind::Vm { qemu, _dir: dir },
+                _ns: None,
+            })
         }
-        NetRuntime::Vm | NetRuntime::Spt => bail!(
-            "no stream endpoint for the {} runtime yet (see docs/benchmarks.md)",
-            rt.name()
-        ),
+        Runtime::Microvm => start_guest(row, &add_tap(client, index)?, cgroup, tests, wait),
+        Runtime::DockerScratch => {
+            bail!("not a row of bench net: the docker row's container already holds iperf3 alone")
+        }
+        Runtime::Spt => {
+            let tap = add_tap(client, index)?;
+            let image = stream_image(true)?;
+            let guest = vtnt_runtimes::spt::start_on_tap(
+                &image,
+                &tap,
+                stream_words(tests),
+                &cgroup,
+                guest_watchdog(wait, tests),
+            )?;
+            Ok(Endpoint {
+                addr,
+                accel: None,
+                cgroup,
+                kind: Kind::Spt(guest),
+                _ns: None,
+            })
+        }
     }
 }
 
@@ -222,18 +291,7 @@ fn rootfs(iperf3: &Path, dir: &Path) -> anyhow::Result<PathBuf> {
     for d in ["proc", "dev", "sys", "tmp", "etc"] {
         std::fs::create_dir_all(root.join(d))?;
     }
-    let ldd = paths::run_cmd(Command::new("ldd").arg(iperf3))?;
-    let mut files = vec![iperf3.to_path_buf()];
-    files.extend(
-        ldd.split_whitespace()
-            .filter(|w| w.starts_with('/'))
-            .map(PathBuf::from),
-    );
-    for f in files {
-        let to = root.join(f.strip_prefix("/").unwrap_or(&f));
-        std::fs::create_dir_all(to.parent().unwrap_or(&root))?;
-        std::fs::copy(&f, &to).with_context(|| format!("copying {}", f.display()))?;
-    }
+    vtnt_runtimes::debian::add_program(iperf3, &root)?;
     Ok(root)
 }
 
@@ -273,12 +331,14 @@ fn start_docker(iperf3: &Path, ns: &NetNs, cgroup: &Cgroup) -> anyhow::Result<Ki
     })
 }
 
-/// The unikernel's endpoint image (built once per run).
-fn stream_image() -> anyhow::Result<PathBuf> {
-    static IMAGE: std::sync::OnceLock<Result<PathBuf, String>> = std::sync::OnceLock::new();
-    IMAGE
+/// The unikernel's endpoint image for a VM or (`spt`) a process, built once per run.
+fn stream_image(spt: bool) -> anyhow::Result<PathBuf> {
+    type Built = std::sync::OnceLock<Result<PathBuf, String>>;
+    static IMAGES: [Built; 2] = [Built::new(), Built::new()];
+    IMAGES[usize::from(spt)]
         .get_or_init(|| {
             vtnt_vmm::image::build(&vtnt_vmm::image::BuildOptions {
+                spt,
                 features: vec!["stream".into()],
                 ..Default::default()
             })
@@ -289,79 +349,62 @@ fn stream_image() -> anyhow::Result<PathBuf> {
         .map_err(anyhow::Error::msg)
 }
 
-#[allow(clippy::too_many_arguments)]
+/// What the unikernel's endpoint is told: serve `tests` tests on [`PORT`], then exit.
+fn stream_words(tests: u64) -> Payload {
+    Payload::Words(format!("stream port={PORT} tests={tests}"))
+}
+
+/// The unikernel's watchdog, which ends it if the run does not: the boot, and every test
+/// at most a minute.
+fn guest_watchdog(wait: Duration, tests: u64) -> Duration {
+    Duration::from_secs(wait.as_secs() + tests * 60)
+}
+
+/// A TAP device `vntINDEX` in the client's namespace at `10.79.INDEX.1/24`, the guest at
+/// `.2` behind it.
+fn add_tap(client: &NetNs, index: u8) -> anyhow::Result<Tap> {
+    let ifname = format!("vnt{index}");
+    client.add_tap(&ifname, &format!("10.79.{index}.1/24"))?;
+    Ok(Tap {
+        ifname,
+        addr: Ipv4Addr::new(10, 79, index, 2),
+        len: 24,
+        gateway: Ipv4Addr::new(10, 79, index, 1),
+        netns: Some(client.name().to_string()),
+    })
+}
+
+/// The unikernel's endpoint under the row's VMM, through the path every microVM job
+/// takes (`vtnt_vmm::job::run_job`), with the endpoint's words instead of a job.
 fn start_guest(
-    rt: NetRuntime,
-    client: &NetNs,
-    tap: &str,
-    addr: Ipv4Addr,
-    index: u8,
+    row: Row,
+    tap: &Tap,
     cgroup: Cgroup,
     tests: u64,
     wait: Duration,
 ) -> anyhow::Result<Endpoint> {
-    use vtnt_vmm::monitor::{MonitorConfig, MonitorNet};
-    use vtnt_vmm::qemu::{Accel, Machine, NetBackend, VmConfig};
-    let image = stream_image()?;
+    let image = stream_image(false)?;
     let console: vtnt_vmm::ConsoleTap = Arc::new(Mutex::new(Vec::new()));
-    // the guest's watchdog ends it if the run does not: every test at most a minute
-    let watchdog = wait.as_secs() + tests * 60;
-    let cmdline = format!(
-        "console=ttyS0 ip={addr}/24 gw=10.79.{index}.1 watchdog={watchdog} -- stream port={PORT} tests={tests}"
+    let mut run = RunSpec::with_payload(
+        stream_words(tests),
+        JobNet::Tap {
+            ifname: tap.ifname.clone(),
+            netns: tap.netns.clone(),
+            guest: tap.guest(),
+            gateway: tap.gateway.to_string(),
+        },
     );
-    let timeout = Duration::from_secs(watchdog + 10);
-    let mac = format!("52:54:00:4e:{index:02x}:02");
-    let ns = Some(client.name().to_string());
-    let (thread, accel) = match rt {
-        NetRuntime::Microvm => {
-            anyhow::ensure!(
-                vtnt_vmm::monitor::usable(),
-                "vtnt-monitor is not usable here (no binary beside vtnt, or no /dev/kvm)"
-            );
-            let mut cfg = MonitorConfig::new(image, &cmdline);
-            cfg.memory_mib = 64;
-            cfg.net = Some(MonitorNet::Tap {
-                ifname: tap.to_string(),
-            });
-            cfg.mac = mac;
-            cfg.timeout = timeout;
-            cfg.netns = ns;
-            cfg.wrapper = cgroup.wrapper();
-            cfg.console = Some(console.clone());
-            let accel = vtnt_vmm::accel::kvm_kind().unwrap_or(vtnt_vmm::accel::Accelerator::Kvm);
-            (
-                std::thread::spawn(move || vtnt_vmm::monitor::run(&cfg)),
-                accel,
-            )
-        }
-        _ => {
-            paths::need("qemu-system-x86_64", "qemu-system-x86")?;
-            let want = if rt == NetRuntime::MicrovmQemuKvm {
-                anyhow::ensure!(
-                    vtnt_vmm::accel::kvm_kind().is_some(),
-                    "no usable /dev/kvm for QEMU"
-                );
-                Accel::Kvm
-            } else {
-                Accel::Tcg
-            };
-            let mut cfg = VmConfig::new(image.clone(), Machine::Microvm, &cmdline);
-            cfg.memory_mib = 64;
-            cfg.net = Some(NetBackend::Tap {
-                ifname: tap.to_string(),
-            });
-            cfg.mac = mac;
-            cfg.accel = want;
-            cfg.timeout = timeout;
-            cfg.netns = ns;
-            cfg.wrapper = cgroup.wrapper();
-            cfg.console = Some(console.clone());
-            let accel = want.resolve(&image);
-            (std::thread::spawn(move || vtnt_vmm::qemu::run(&cfg)), accel)
-        }
-    };
+    run.vmm = row.vmm;
+    run.accel = row.accel;
+    run.memory_mib = 64;
+    run.timeout = guest_watchdog(wait, tests);
+    run.wrapper = cgroup.wrapper();
+    run.console = Some(console.clone());
+    let accel = run.vmm.resolve(&run, &image).accelerator(&image, run.accel);
+    run.image = Some(image);
+    let thread = std::thread::spawn(move || vtnt_vmm::job::run_job(&run));
     Ok(Endpoint {
-        addr,
+        addr: tap.addr,
         accel: Some(accel.name().to_string()),
         cgroup,
         kind: Kind::Guest {

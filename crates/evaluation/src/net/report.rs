@@ -8,8 +8,9 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 
-use super::{NetReport, NetRuntime, Point, Sweep};
+use super::{NetReport, Point, Sweep};
 use crate::plot::{self, Line, Unit};
+use crate::row::Row;
 
 /// Seed 004's published TCP_STREAM rows (netperf -s 100 and 1100, -m 131072, 10 s, a
 /// 100 Mbit/s cable): (runtime, socket size, Mbit/s, ratio to the local OS).
@@ -76,7 +77,7 @@ pub fn markdown(rep: &NetReport) -> String {
             let _ = writeln!(
                 s,
                 "| {} | {} | {} | {} | {} | {} | {} | {} |",
-                p.runtime.name(),
+                p.runtime,
                 p.accel.as_deref().unwrap_or("host kernel"),
                 p.value,
                 effective(p),
@@ -110,7 +111,7 @@ pub fn markdown(rep: &NetReport) -> String {
     if !rep.missing.is_empty() {
         let _ = writeln!(s, "## Missing\n");
         for (rt, why) in &rep.missing {
-            let _ = writeln!(s, "- {}: {}", rt.name(), why.replace('\n', " "));
+            let _ = writeln!(s, "- {}: {}", rt, why.replace('\n', " "));
         }
         let _ = writeln!(s);
     }
@@ -131,7 +132,7 @@ pub fn markdown(rep: &NetReport) -> String {
 
 /// One line per runtime of `sweep`: (value, `y(point)`).
 fn series(rep: &NetReport, sweep: Sweep, y: impl Fn(&Point) -> Option<f64>) -> Vec<Line> {
-    let mut runtimes: Vec<NetRuntime> = rep.points.iter().map(|p| p.runtime).collect();
+    let mut runtimes: Vec<Row> = rep.points.iter().map(|p| p.runtime).collect();
     runtimes.dedup();
     runtimes
         .into_iter()
@@ -146,7 +147,7 @@ fn series(rep: &NetReport, sweep: Sweep, y: impl Fn(&Point) -> Option<f64>) -> V
                 .filter_map(|p| Some((f64::from(p.value), y(p)?)))
                 .collect();
             (!points.is_empty()).then(|| Line {
-                runtime: rt.name().to_string(),
+                runtime: rt.to_string(),
                 emulated: pts.iter().any(|p| p.accel.as_deref() == Some("TCG")),
                 points,
             })
