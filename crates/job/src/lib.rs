@@ -473,6 +473,21 @@ mod tests {
     }
 
     #[test]
+    fn max_ttl_zero_is_scampers_default() {
+        for w in ["trace -m 0 192.0.2.1", "tnt -m 0 192.0.2.1"] {
+            let parsed = parse_args(&words(w), &[]).unwrap();
+            let max = match parsed.job(Vantage::Lab).unwrap().spec.kind {
+                JobKind::Trace(t) => t.max_ttl,
+                JobKind::Tnt(c) => c.trace.max_ttl,
+                k => panic!("{w}: {k:?}"),
+            };
+            assert_eq!(max, 255, "{w}");
+        }
+        let e = parse_args(&words("trace -m 256 192.0.2.1"), &[]).unwrap_err();
+        assert!(e.to_string().contains("is not a TTL"), "{e}");
+    }
+
+    #[test]
     fn options_out_of_range_together_name_the_flags() {
         for (w, want) in [
             (

@@ -117,6 +117,15 @@ impl Common {
     }
 }
 
+/// `-m`: a TTL of 1..=255, or 0 for scamper's default (255).
+fn max_ttl(s: &str) -> Result<u8, String> {
+    match s.parse::<u8>() {
+        Ok(0) => Ok(255),
+        Ok(v) => Ok(v),
+        Err(_) => Err(format!("`{s}` is not a TTL (0..=255; 0: the default, 255)")),
+    }
+}
+
 pub fn seconds(s: &str) -> Result<Duration, String> {
     let v: f64 = s
         .parse()
@@ -188,8 +197,8 @@ pub struct TraceArgs {
     /// First TTL.
     #[arg(short = 'f', long = "first-ttl", default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..))]
     pub first: u8,
-    /// Maximum TTL.
-    #[arg(short = 'm', long = "max-ttl", default_value_t = 255, value_parser = clap::value_parser!(u8).range(1..))]
+    /// Maximum TTL (0: the default, 255, as scamper's).
+    #[arg(short = 'm', long = "max-ttl", default_value_t = 255, value_parser = max_ttl)]
     pub max: u8,
     /// Probes per hop.
     #[arg(short = 'q', long = "attempts", default_value_t = 2, value_parser = clap::value_parser!(u8).range(1..=20))]
@@ -386,8 +395,8 @@ pub struct TntArgs {
     /// Unresponsive hops in a row before a trace gives up (0: no limit).
     #[arg(short = 'g', long = "gap-limit", default_value_t = 5)]
     pub gaplimit: u8,
-    /// Maximum TTL.
-    #[arg(short = 'm', long = "max-ttl", default_value_t = 255, value_parser = clap::value_parser!(u8).range(1..))]
+    /// Maximum TTL (0: the default, 255, as scamper's).
+    #[arg(short = 'm', long = "max-ttl", default_value_t = 255, value_parser = max_ttl)]
     pub max: u8,
     /// Echo requests per hop address for its TTL signature.
     #[arg(long = "ping-count", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=100))]
