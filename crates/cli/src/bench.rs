@@ -291,6 +291,9 @@ pub fn run(cmd: BenchCommand) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         BenchCommand::Micro(args) => {
+            // Ctrl-C ends the run at its next repetition, the instance it waits for
+            // stopped and removed, and no report is written
+            vtnt_measure::stop::stop_on(crate::interrupt::catch()?);
             let report = vtnt_evaluation::bench_micro(&args)?;
             print!("{}", vtnt_evaluation::micro::report::markdown(&report));
             for f in &report.files {

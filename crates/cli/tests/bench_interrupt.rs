@@ -1,27 +1,111 @@
-//! Ctrl-C in the middle of `vtnt bench deploy`'s density ramp: the run ends within
-//! seconds with the reason, every instance and cgroup it started is gone, the kernel's
-//! `favordynmods` is as it was, and no report of half a run is written. Real processes:
-//! the `vtnt` binary, a lab of its own, native instances in cgroups.
+//! Ctrl-C in the middle of `vtnt bench deploy`'s density ramp and of `vtnt bench
+//! micro`'s repetitions: the run ends within seconds with the reason, every instance and
+//! cgroup it started is gone (and for deploy the kernel's `favordynmods` is as it was),
+//! and no report of half a run is written. Real processes: the `vtnt` binary, a lab of
+//! its own, native instances in cgroups.
 
 mod lab_common;
 
 use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
 
 use lab_common::{Lab, VTNT};
 
-/// The density groups under the memory controller (`vtnt/density-*`).
-fn density_groups() -> Vec<String> {
+/// The groups under the memory controller's `vtnt` whose names start with `prefix`.
+fn groups_named(prefix: &str) -> Vec<String> {
     let mut v: Vec<String> = std::fs::read_dir("/sys/fs/cgroup/memory/vtnt")
         .map(|d| {
             d.filter_map(|e| e.ok()?.file_name().into_string().ok())
-                .filter(|n| n.starts_with("density"))
+                .filter(|n| n.starts_with(prefix))
                 .collect()
         })
         .unwrap_or_default();
     v.sort();
     v
+}
+
+/// The density groups (`vtnt/density-*`).
+fn density_groups() -> Vec<String> {
+    groups_named("density")
+}
+
+/// Whether the cgroup v1 controllers `vtnt bench` measures with are mounted; if not, the
+/// test is skipped (allowed: a cgroup-v2-only host).
+fn cgroups_or_skip(test: &str) -> bool {
+    let ok = vtnt_measure::cgroup::available();
+    if !ok {
+        vtnt_testkit::skip_or_fail(
+            test,
+            "cgroup v1 controllers are not mounted",
+            Some(vtnt_testkit::Allowed::CgroupV1),
+        );
+    }
+    ok
+}
+
+/// Starts `vtnt ARGS` and waits (5 minutes at most, failing if it ends first) for the
+/// first line of its stderr that contains `want`: the child, the rest of its stderr
+/// (read on a thread of its own) and the lines so far.
+fn start(args: &[&str], want: &str) -> (Child, Receiver<String>, Vec<String>) {
+    let mut child = Command::new(VTNT)
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("vtnt bench");
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let (t0, mut seen) = (Instant::now(), Vec::new());
+    loop {
+        match rx.recv_timeout(Duration::from_secs(1)) {
+            Ok(l) => {
+                let found = l.contains(want);
+                seen.push(l);
+                if found {
+                    return (child, rx, seen);
+                }
+            }
+            Err(_) => assert!(
+                t0.elapsed() < Duration::from_secs(300) && child.try_wait().unwrap().is_none(),
+                "no `{want}`: {seen:#?}"
+            ),
+        }
+    }
+}
+
+/// SIGINT to `child`; it must end, failed and saying it was interrupted, within
+/// `within`. The rest of its stderr goes into `seen`.
+fn interrupt(child: &mut Child, rx: &Receiver<String>, within: Duration, seen: &mut Vec<String>) {
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let t1 = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if t1.elapsed() > within {
+            let _ = child.kill();
+            panic!("vtnt still runs {within:?} after SIGINT");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    std::thread::sleep(Duration::from_millis(300));
+    seen.extend(rx.try_iter());
+    assert!(!status.success(), "exit {status:?}");
+    assert!(
+        seen.iter().any(|l| l.contains("interrupted")),
+        "no reason given: {seen:#?}"
+    );
 }
 
 /// The mounts whose options carry `favordynmods`.
@@ -37,12 +121,7 @@ fn dynmods_mounts() -> Vec<String> {
 #[test]
 fn sigint_in_a_density_ramp_leaves_nothing_behind() {
     vtnt_testkit::skip_if!(vtnt_testkit::missing_root_or(&["ip"]));
-    if !vtnt_measure::cgroup::available() {
-        vtnt_testkit::skip_or_fail(
-            vtnt_testkit::test_name!(),
-            "cgroup v1 controllers are not mounted",
-            Some(vtnt_testkit::Allowed::CgroupV1),
-        );
+    if !cgroups_or_skip(vtnt_testkit::test_name!()) {
         return;
     }
     let lab = Lab::up("intr", None);
@@ -75,71 +154,63 @@ fn sigint_in_a_density_ramp_leaves_nothing_behind() {
     if favor {
         args.push("--favordynmods");
     }
-    let mut child = Command::new(VTNT)
-        .args(&args)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("vtnt bench deploy");
-    let stderr = child.stderr.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            let _ = tx.send(line);
-        }
-    });
     // wait for the ramp, let it start some instances, then Ctrl-C
-    let t0 = Instant::now();
-    let mut seen = Vec::new();
-    loop {
-        match rx.recv_timeout(Duration::from_secs(1)) {
-            Ok(l) => {
-                let ramp = l.contains("density under");
-                seen.push(l);
-                if ramp {
-                    break;
-                }
-            }
-            Err(_) => {
-                assert!(
-                    t0.elapsed() < Duration::from_secs(300) && child.try_wait().unwrap().is_none(),
-                    "no density ramp: {seen:#?}"
-                )
-            }
-        }
-    }
+    let (mut child, rx, mut seen) = start(&args, "density under");
     std::thread::sleep(Duration::from_secs(3));
     assert!(
         density_groups().len() > groups.len(),
         "the ramp made no group: {seen:#?}"
     );
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(child.id() as i32),
-        nix::sys::signal::Signal::SIGINT,
-    )
-    .unwrap();
-    let t1 = Instant::now();
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        if t1.elapsed() > Duration::from_secs(120) {
-            let _ = child.kill();
-            panic!("vtnt bench deploy still runs 120 s after SIGINT");
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    };
-    std::thread::sleep(Duration::from_millis(300));
-    seen.extend(rx.try_iter());
-    assert!(!status.success(), "exit {status:?}");
-    assert!(
-        seen.iter().any(|l| l.contains("interrupted")),
-        "no reason given: {seen:#?}"
-    );
+    interrupt(&mut child, &rx, Duration::from_secs(120), &mut seen);
     assert_eq!(density_groups(), groups, "density groups left behind");
     assert_eq!(dynmods_mounts(), dynmods, "favordynmods not restored");
     assert!(
         !out.join("report.md").exists() && !out.join("report.json").exists(),
+        "a report of half a run was written"
+    );
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+#[test]
+fn sigint_in_bench_micro_leaves_nothing_behind() {
+    vtnt_testkit::skip_if!(vtnt_testkit::missing_root_or(&["ip"]));
+    if !cgroups_or_skip(vtnt_testkit::test_name!()) {
+        return;
+    }
+    let lab = Lab::up("intm", None);
+    let out = std::env::temp_dir().join(format!("vtnt-intm-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out);
+    let out_s = out.to_str().unwrap().to_string();
+    let (mut child, rx, mut seen) = start(
+        &[
+            "bench",
+            "micro",
+            "--lab",
+            &lab.name,
+            "--runtimes",
+            "native",
+            "--reps",
+            "1000",
+            "--calls",
+            "1000",
+            "--syscalls",
+            "100",
+            "--out",
+            &out_s,
+        ],
+        "bench micro: native",
+    );
+    // a second in, instances come and go many times a second
+    std::thread::sleep(Duration::from_secs(1));
+    let mine = format!("inst-{}-", child.id());
+    interrupt(&mut child, &rx, Duration::from_secs(60), &mut seen);
+    assert_eq!(
+        groups_named(&mine),
+        Vec::<String>::new(),
+        "instance groups left behind"
+    );
+    assert!(
+        !out.join("micro.md").exists() && !out.join("micro.json").exists(),
         "a report of half a run was written"
     );
     let _ = std::fs::remove_dir_all(&out);

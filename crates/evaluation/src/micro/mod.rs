@@ -144,6 +144,7 @@ pub fn bench_micro(args: &BenchMicroArgs) -> anyhow::Result<MicroReport> {
         vtnt_runtimes::DEFAULT_BANDWIDTH_MBPS * 1_000_000,
     )?;
     for (row, r) in rows.iter().zip(&mut report.rows) {
+        vtnt_measure::stop::check()?;
         let Some((_, image)) = images.iter().find(|(rt, _)| *rt == row.runtime) else {
             continue;
         };
@@ -167,6 +168,7 @@ pub fn bench_micro(args: &BenchMicroArgs) -> anyhow::Result<MicroReport> {
         }
     }
     drop(server);
+    vtnt_measure::stop::check()?;
     report::write(&mut report, &args.out)?;
     Ok(report)
 }
@@ -203,6 +205,7 @@ fn measure_row(
         Ok(out)
     };
     for i in 0..args.reps {
+        vtnt_measure::stop::check()?;
         match run(&empty) {
             Ok(o) => {
                 r.boot_ms.push(o.exec_time.as_secs_f64() * 1e3);
@@ -214,6 +217,7 @@ fn measure_row(
         }
     }
     for i in 0..args.reps {
+        vtnt_measure::stop::check()?;
         let got = run(&loops).and_then(|o| {
             let line = o.stdout.lines().find_map(Totals::parse).with_context(|| {
                 format!(
