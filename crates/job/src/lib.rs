@@ -334,6 +334,9 @@ fn flag(option: &str, ping: bool) -> String {
         ("data", true) => "--pattern/-B/--payload",
         ("tcp_ack", true) => "-A/--tcp-ack",
         ("method", _) => "-P/--method",
+        ("squeries", false) => "-N/--squeries",
+        ("confidence", false) => "-c/--confidence",
+        ("pmtud" | "if_mtu", false) => "-M/--pmtud",
         _ => {
             return format!(
                 "the {} option `{option}`",
@@ -497,6 +500,18 @@ mod tests {
             (
                 "trace -d 0 192.0.2.1",
                 "-d/--dport out of range (allowed: 1..=65535)",
+            ),
+            (
+                "trace -N 9 192.0.2.1",
+                "-N/--squeries out of range (allowed: 1..=255, at most the gap limit (-N, -g))",
+            ),
+            (
+                "trace -c 95 -Q 192.0.2.1",
+                "-c/--confidence out of range (allowed: 0, 95 or 99 (-c), and not with all attempts (-Q))",
+            ),
+            (
+                "trace -M -P icmp-paris 192.0.2.1",
+                "-M/--pmtud out of range (allowed: udp-paris only, from -f 1 (as scamper's -M), one hop at a time (-N 1))",
             ),
             (
                 "trace -s 0 192.0.2.1",
