@@ -248,19 +248,28 @@ fn test(
     parse(&j, sweep, cpu)
 }
 
-/// `run` again, once, 2 s after a connection the endpoint reset or refused: `iperf3 -s`
-/// serves one client at a time, and under TCG it can take a while to drop the last
-/// test's (or the readiness probe's) connection and listen again, so a test started at
-/// once is reset or refused (the full run of 2026-11-26 lost one VM test so).
+/// `run` again while the endpoint is not ready for the next test, after 2, 4 and 8 s:
+/// `iperf3 -s` serves one client at a time, and under TCG it can take seconds to finish
+/// the last test (or the readiness probe), drop its connection and listen again, so a
+/// test started at once is reset, refused or told the server is busy (the full run of
+/// 2026-11-26 lost a VM test to a refusal, a CI run one to "busy").
 fn retried(run: impl Fn() -> anyhow::Result<Rep>) -> anyhow::Result<Rep> {
-    run().or_else(|e| {
-        let why = format!("{e:#}");
-        if !why.contains("Connection reset by peer") && !why.contains("Connection refused") {
-            return Err(e);
+    const NOT_READY: [&str; 3] = [
+        "Connection reset by peer",
+        "Connection refused",
+        "the server is busy",
+    ];
+    let mut got = run();
+    for wait in [2, 4, 8] {
+        match &got {
+            Err(e) if NOT_READY.iter().any(|m| format!("{e:#}").contains(m)) => {
+                std::thread::sleep(Duration::from_secs(wait));
+                got = run();
+            }
+            _ => break,
         }
-        std::thread::sleep(Duration::from_secs(2));
-        run()
-    })
+    }
+    got
 }
 
 /// A [`Rep`] from iperf3's JSON (`cpu`: the endpoint's CPU seconds): what the receiver
