@@ -136,3 +136,64 @@ fn vm_netdev_prints_the_attach_contract() {
     let out = vtnt(&["lab", "vm-netdev", "--name", &lab.name]);
     assert!(String::from_utf8_lossy(&out.stdout).starts_with("-netdev dgram,id=vtnt0,"));
 }
+
+/// The lab names its routers for reverse look-ups inside its namespace: `vtnt trace -O
+/// ptr` run through `lab exec` gives every hop the name of the router the ground truth
+/// says owns its address (`<router>.<lab>.lab`); `lab down` removes the hosts file.
+#[test]
+fn lab_exec_trace_o_ptr_names_the_truths_routers() {
+    vtnt_testkit::require_root!();
+    let lab = Lab::up("ptr", None);
+    let truth = vtnt(&["lab", "truth", "--json", "--name", &lab.name]);
+    let truth: serde_json::Value = serde_json::from_slice(&truth.stdout).unwrap();
+    let owner = |addr: &str| {
+        truth["routers"].as_array().unwrap().iter().find_map(|r| {
+            let mine = r["addresses"].as_array()?.iter().any(|a| a == addr);
+            mine.then(|| {
+                let name = r["name"].as_str().unwrap().to_ascii_lowercase();
+                name.replace(|c: char| !c.is_ascii_alphanumeric(), "-")
+            })
+        })
+    };
+    let dst = truth["destinations"][0]["dst"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let out = lab.exec(&[
+        lab_common::VTNT,
+        "trace",
+        "-q",
+        "1",
+        "-w",
+        "1",
+        "-O",
+        "ptr",
+        "--quiet",
+        &dst,
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let trace: serde_json::Value = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find(|v| v["type"] == "trace")
+        .unwrap();
+    let hops = trace["hops"].as_array().unwrap();
+    let mut named = 0;
+    for h in hops {
+        let addr = h["addr"].as_str().unwrap();
+        if let Some(router) = owner(addr) {
+            let want = format!("{router}.{}.lab", lab.name.to_ascii_lowercase());
+            assert_eq!(h["name"].as_str(), Some(want.as_str()), "{addr}");
+            named += 1;
+        }
+    }
+    assert!(named >= 2, "{hops:?}");
+    let etc = std::path::Path::new("/etc/netns").join(&lab.name);
+    assert!(etc.join("hosts").exists());
+    drop(lab);
+    assert!(!etc.exists(), "the lab's hosts file outlived it");
+}

@@ -125,6 +125,7 @@ fn start(
     let state: LabState = read_json(&dir.join("state.json"))?;
     // Someone to answer a UDP probe with port unreachable: the gateway, else a host.
     let truth = vtnt_lab::truth::truth(topo);
+    write_hosts(&o.name, &truth)?;
     let mut targets: Vec<Ipv4Addr> = Vec::new();
     let def = topo.def();
     let gw_router = &truth.vantage_points[0].router;
@@ -310,7 +311,50 @@ pub fn down(name: &str) -> Result<bool, Error> {
         found = true;
         fs::remove_dir_all(&dir)?;
     }
+    remove_hosts(name);
     Ok(found)
+}
+
+/// `/etc/netns/NAME`, whose files `ip netns exec NAME` (hence `vtnt lab exec`) mounts over
+/// `/etc`'s.
+fn netns_etc(name: &str) -> PathBuf {
+    Path::new("/etc/netns").join(name)
+}
+
+/// Names every router address of the lab in the `hosts` file its namespace sees
+/// (`<router>.<lab>.lab`, and the destinations by their names), so that reverse look-ups
+/// inside the lab (`vtnt lab exec -- vtnt trace -O ptr ...`, scamper's `-O ptr`) find the
+/// ground truth's names. Removed by [`down`].
+fn write_hosts(name: &str, truth: &vtnt_lab::truth::Truth) -> Result<(), Error> {
+    let mut text = String::from("127.0.0.1 localhost\n");
+    let label = |s: &str| {
+        s.to_ascii_lowercase()
+            .replace(|c: char| !c.is_ascii_alphanumeric(), "-")
+    };
+    for r in &truth.routers {
+        for a in &r.addresses {
+            text.push_str(&format!("{a} {}.{}.lab\n", label(&r.name), label(name)));
+        }
+    }
+    for d in &truth.destinations {
+        text.push_str(&format!(
+            "{} {}.{}.lab\n",
+            d.dst,
+            label(&d.name),
+            label(name)
+        ));
+    }
+    let dir = netns_etc(name);
+    fs::create_dir_all(&dir)?;
+    fs::write(dir.join("hosts"), text)?;
+    Ok(())
+}
+
+/// Removes what [`write_hosts`] wrote (and the directory, when nothing else is in it).
+fn remove_hosts(name: &str) {
+    let dir = netns_etc(name);
+    let _ = fs::remove_file(dir.join("hosts"));
+    let _ = fs::remove_dir(&dir);
 }
 
 /// Reaps `pid` if it is our zombie child (when `up` and `down` run in one process).
