@@ -279,38 +279,23 @@ pub fn run(cmd: BenchCommand) -> anyhow::Result<ExitCode> {
                 ExitCode::SUCCESS
             })
         }
-        BenchCommand::Deploy(args) => {
-            // Ctrl-C ends the run at its next step, its instances removed and the KSM and
-            // `favordynmods` settings restored
-            vtnt_measure::stop::stop_on(crate::interrupt::catch()?);
-            let report = vtnt_evaluation::bench_deploy(&args)?;
-            print!("{}", vtnt_evaluation::report::markdown(&report));
-            for f in &report.files {
-                eprintln!("wrote {}", f.display());
-            }
-            Ok(ExitCode::SUCCESS)
-        }
-        BenchCommand::Micro(args) => {
-            // Ctrl-C ends the run at its next repetition, the instance it waits for
-            // stopped and removed, and no report is written
-            vtnt_measure::stop::stop_on(crate::interrupt::catch()?);
-            let report = vtnt_evaluation::bench_micro(&args)?;
-            print!("{}", vtnt_evaluation::micro::report::markdown(&report));
-            for f in &report.files {
-                eprintln!("wrote {}", f.display());
-            }
-            Ok(ExitCode::SUCCESS)
-        }
-        BenchCommand::Net(args) => {
-            // Ctrl-C ends the run at its next test, its endpoints and namespaces removed
-            vtnt_measure::stop::stop_on(crate::interrupt::catch()?);
-            let report = vtnt_evaluation::bench_net(&args)?;
-            print!("{}", vtnt_evaluation::net::report::markdown(&report));
-            for f in &report.files {
-                eprintln!("wrote {}", f.display());
-            }
-            Ok(ExitCode::SUCCESS)
-        }
+        // Ctrl-C ends the run at its next step, its instances removed and the KSM and
+        // `favordynmods` settings restored
+        BenchCommand::Deploy(args) => interruptible(
+            || vtnt_evaluation::bench_deploy(&args),
+            |r| (vtnt_evaluation::report::markdown(r), &r.files),
+        ),
+        // Ctrl-C ends the run at its next repetition, the instance it waits for stopped
+        // and removed
+        BenchCommand::Micro(args) => interruptible(
+            || vtnt_evaluation::bench_micro(&args),
+            |r| (vtnt_evaluation::micro::report::markdown(r), &r.files),
+        ),
+        // Ctrl-C ends the run at its next test, its endpoints and namespaces removed
+        BenchCommand::Net(args) => interruptible(
+            || vtnt_evaluation::bench_net(&args),
+            |r| (vtnt_evaluation::net::report::markdown(r), &r.files),
+        ),
         #[cfg(feature = "fleet")]
         BenchCommand::Fleet {
             runtimes,
@@ -401,6 +386,22 @@ pub fn run(cmd: BenchCommand) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+/// Runs a benchmark that Ctrl-C ends at its next step (nothing left behind, no report
+/// written), then prints its report's markdown and the files it wrote.
+fn interruptible<R>(
+    bench: impl FnOnce() -> anyhow::Result<R>,
+    shown: impl FnOnce(&R) -> (String, &Vec<std::path::PathBuf>),
+) -> anyhow::Result<ExitCode> {
+    vtnt_measure::stop::stop_on(crate::interrupt::catch()?);
+    let report = bench()?;
+    let (markdown, files) = shown(&report);
+    print!("{markdown}");
+    for f in files {
+        eprintln!("wrote {}", f.display());
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 fn random_seed() -> u64 {
