@@ -50,3 +50,31 @@ fn walk(ext: icmpext::Extensions<'_>) {
         let _ = (lse.label(), lse.tc(), lse.bottom(), lse.ttl());
     }
 }
+
+/// `reassembly_push`: any bytes as a run of packets (each: two bytes of length, big
+/// endian, one of time step in milliseconds, then the packet) into a reassembler of four
+/// datagrams; what comes out whole is one valid, unfragmented IPv4 packet.
+pub fn reassembly_push(mut data: &[u8]) {
+    use vtnt_wire::reassembly::{Push, Reassembly};
+    let mut r = Reassembly::new(4, 100_000);
+    let mut now = 0u64;
+    while let [a, b, step, rest @ ..] = data {
+        let n = usize::from(u16::from_be_bytes([*a, *b])).min(rest.len());
+        let (packet, next) = rest.split_at(n);
+        data = next;
+        now += u64::from(*step) * 1_000;
+        if let Push::Done(p) = r.push(packet, now) {
+            let hlen = usize::from(p[0] & 0x0f) * 4;
+            assert!(p.len() <= 65_535 && hlen >= 20 && p.len() >= hlen);
+            assert_eq!(usize::from(u16::from_be_bytes([p[2], p[3]])), p.len());
+            assert_eq!(p[6] & 0x3f, 0, "more-fragments or offset left");
+            assert_eq!(p[7], 0, "offset left");
+            assert_eq!(
+                vtnt_wire::checksum::sum(&p[..hlen]),
+                0xffff,
+                "header checksum"
+            );
+        }
+        assert!(r.pending() <= 4);
+    }
+}

@@ -11,21 +11,25 @@
 //! - [`reply`]: one call that turns a received IP packet into what a prober matches on
 //!   (ICMP errors with the quoted probe, echo replies, TCP and UDP segments);
 //! - [`build`]: probes with a chosen TTL, IP ID and flow identifier (Paris traceroute keeps
-//!   the checksum or ports constant), and the ICMP replies a router or host sends.
+//!   the checksum or ports constant), and the ICMP replies a router or host sends;
+//! - [`reassembly`]: IPv4 fragments back into datagrams.
 //!
 //! Panic contract: every parser takes untrusted bytes and returns `Option`/`Result`; no
 //! function here panics on any input. Builders return [`Error::Truncated`] when the
-//! buffer is too small. `no_std`, no allocation, no unsafe.
+//! buffer is too small. `no_std`, no unsafe, no allocation but in [`reassembly`].
 //!
 //! IPv6: [`reply::Reply`] and [`reply::Quote`] carry `core::net::IpAddr`; ICMPv6 parsing
 //! slots in as another arm of [`reply::parse`].
 #![no_std]
+
+extern crate alloc;
 
 pub mod build;
 pub mod checksum;
 pub mod icmpext;
 pub mod ipopt;
 pub mod mpls;
+pub mod reassembly;
 pub mod reply;
 
 pub use smoltcp::wire::{

@@ -36,6 +36,11 @@ fn icmpext_find_corpus() {
 }
 
 #[test]
+fn reassembly_push_corpus() {
+    run("reassembly_push", body::reassembly_push);
+}
+
+#[test]
 #[ignore]
 fn write_seed_corpus() {
     let src = Ipv4Addr::new(192, 0, 2, 1);
@@ -170,4 +175,45 @@ fn write_seed_corpus() {
     let ext = 8 + 128;
     nosum[ext + 2..ext + 4].fill(0); // checksum "not computed"
     std::fs::write(dir("icmpext_find").join("zero_checksum"), &nosum).unwrap();
+    // reassembly_push takes a run of packets (length, time step, bytes): a 3,000-byte
+    // UDP datagram in three fragments, in order, backwards, and with one lost then a
+    // second datagram
+    std::fs::create_dir_all(dir("reassembly_push")).unwrap();
+    let frags = |id: u8| -> Vec<Vec<u8>> {
+        (0..3u16)
+            .map(|i| {
+                let len: u16 = if i < 2 { 1480 } else { 3008 - 2960 };
+                let word = (i * 185) | if i < 2 { 0x2000 } else { 0 };
+                let mut p = vec![0x45, 0, 0, 0, 0, id, 0, 0, 64, 17, 0, 0, 10, 0, 0, 1];
+                p.extend_from_slice(&[10, 0, 0, 2]);
+                p[2..4].copy_from_slice(&(20 + len).to_be_bytes());
+                p[6..8].copy_from_slice(&word.to_be_bytes());
+                let sum = vtnt_wire::checksum::of(&p);
+                p[10..12].copy_from_slice(&sum.to_be_bytes());
+                p.extend((0..len).map(|b| b as u8));
+                p
+            })
+            .collect()
+    };
+    let run_of = |packets: &[&Vec<u8>]| -> Vec<u8> {
+        let mut out = Vec::new();
+        for p in packets {
+            out.extend_from_slice(&(p.len() as u16).to_be_bytes());
+            out.push(1);
+            out.extend_from_slice(p);
+        }
+        out
+    };
+    let (a, b) = (frags(1), frags(2));
+    let runs = [
+        ("in_order", run_of(&[&a[0], &a[1], &a[2]])),
+        ("backwards", run_of(&[&a[2], &a[1], &a[0]])),
+        (
+            "one_lost",
+            run_of(&[&a[0], &a[2], &b[0], &b[1], &b[2], &a[1]]),
+        ),
+    ];
+    for (name, s) in &runs {
+        std::fs::write(dir("reassembly_push").join(name), s).unwrap();
+    }
 }

@@ -106,7 +106,7 @@ pub fn markdown(rep: &NetReport) -> String {
          point on Linux runtimes: the effective sizes are in the tables. iperf3 sets `-w` \
          on both ends (netperf's `-s` is the sender's only); the unikernel ignores it and \
          keeps its fixed receive window (256 KiB, scaled). UDP messages above 1,472 bytes \
-         are IP fragments, which the unikernel's endpoint does not reassemble.\n"
+         are IP fragments: a datagram with one fragment lost is lost whole.\n"
     );
     if !rep.missing.is_empty() {
         let _ = writeln!(s, "## Missing\n");

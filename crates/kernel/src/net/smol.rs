@@ -29,9 +29,20 @@ impl<'a> Frames<'a> {
     /// Queues the frames the NIC has received, at most [`PULL`] (a link that always has
     /// more, a UDP flood, must not grow the queue without bound); returns how many.
     pub fn pull(&mut self) -> usize {
+        self.pull_with(Some)
+    }
+
+    /// [`Frames::pull`], each frame through `keep`, which may hold it back (`None`) or
+    /// hand smoltcp another (an IPv4 fragment: its whole datagram, once complete).
+    pub fn pull_with(&mut self, mut keep: impl FnMut(Vec<u8>) -> Option<Vec<u8>>) -> usize {
         let rx = &mut self.rx;
         let mut n = 0;
-        while n < PULL && self.nic.next_frame(&mut |_, _, f| rx.push_back(f.to_vec())) {
+        let mut take = |_: &mut Nic, _, f: &[u8]| {
+            if let Some(f) = keep(f.to_vec()) {
+                rx.push_back(f);
+            }
+        };
+        while n < PULL && self.nic.next_frame(&mut take) {
             n += 1;
         }
         n

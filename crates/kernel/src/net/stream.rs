@@ -13,6 +13,8 @@
 //! closing connection). Reverse, bidirectional and parallel
 //! tests are refused with `ACCESS_DENIED`. The client's `-w` (socket buffer) does not
 //! apply: the data socket's receive buffer is fixed at [`TCP_RX`] (window scaling on).
+//! UDP datagrams longer than the MTU come as IPv4 fragments, which
+//! `vtnt_wire::reassembly` puts back together before smoltcp sees them.
 //!
 //! Command line: the platform's options, then `-- stream [port=P] [tests=N]` (default
 //! 5201, serve forever); after `N` tests (and their connections
@@ -22,7 +24,7 @@
 //! "jitter_us":J,"us":T,"ok":true|false}`.
 
 use super::smol::{smol, Frames};
-use super::Nic;
+use super::{Nic, ETH_HDR};
 use crate::cmdline::Cmdline;
 use crate::exit::{self, Status};
 use crate::{fail, platform, println};
@@ -34,12 +36,17 @@ use smoltcp::iface::{Config, Interface, SocketHandle, SocketSet};
 use smoltcp::socket::{tcp, udp};
 use smoltcp::wire::{HardwareAddress, IpAddress, IpCidr, IpEndpoint};
 use vtnt_record::{Duration, Instant};
+use vtnt_wire::reassembly::{Push, Reassembly};
 
 /// The data socket's receive buffer (its window; smoltcp scales it).
 pub const TCP_RX: usize = 256 * 1024;
 /// The UDP socket's receive buffer, bytes and datagrams.
 const UDP_RX: usize = 256 * 1024;
 const UDP_SLOTS: usize = 256;
+/// Datagrams in reassembly at once (a new one evicts the oldest: with fragments arriving
+/// in order, that is one that lost a fragment), and how long one may take.
+const REASSEMBLING: usize = 8;
+const REASSEMBLY_TIMEOUT: Duration = Duration::from_secs(1);
 /// iperf3's cookie: 36 characters and a NUL.
 const COOKIE: usize = 37;
 /// The longest halt between two looks at a NIC that raises no wake-up for frames.
@@ -278,6 +285,24 @@ fn reap(set: &mut SocketSet<'static>, closing: &mut Vec<(SocketHandle, Instant)>
     });
 }
 
+/// A received frame as smoltcp is to see it: an IPv4 fragment is held until its datagram
+/// is whole, which goes on in one frame (the last fragment's Ethernet header), above the
+/// MTU (smoltcp bounds what it sends by the MTU, not what it receives).
+fn whole(defrag: &mut Reassembly, frame: Vec<u8>, now: Instant) -> Option<Vec<u8>> {
+    if frame.get(12..14) != Some(&[0x08, 0x00][..]) {
+        return Some(frame);
+    }
+    match defrag.push(&frame[ETH_HDR..], now.as_micros()) {
+        Push::Whole => Some(frame),
+        Push::Held | Push::Dropped => None,
+        Push::Done(ip) => {
+            let mut f = frame[..ETH_HDR].to_vec();
+            f.extend_from_slice(&ip);
+            Some(f)
+        }
+    }
+}
+
 /// Runs the endpoint: brings the NIC up, serves tests until the count is reached (exit
 /// 0) or the watchdog fires.
 pub fn run(cmdline: &Cmdline, mut nic: Nic, deadline: Option<Instant>) -> ! {
@@ -309,6 +334,7 @@ pub fn run(cmdline: &Cmdline, mut nic: Nic, deadline: Option<Instant>) -> ! {
         platform::now().as_micros()
     );
     let mut scratch = vec![0u8; 64 * 1024];
+    let mut defrag = Reassembly::new(REASSEMBLING, REASSEMBLY_TIMEOUT.as_micros() as u64);
     loop {
         let now = platform::now();
         if deadline.is_some_and(|d| now >= d) {
@@ -319,7 +345,7 @@ pub fn run(cmdline: &Cmdline, mut nic: Nic, deadline: Option<Instant>) -> ! {
                 cmdline.watchdog_s
             );
         }
-        let got = dev.pull();
+        let got = dev.pull_with(|f| whole(&mut defrag, f, now));
         iface.poll(smol(now), &mut dev, &mut set);
         let moved = step(&mut test, &socks, &mut set, &mut scratch, now);
         let finished = test.phase == Phase::Done;
