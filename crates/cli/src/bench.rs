@@ -53,6 +53,10 @@ pub enum BenchCommand {
         /// the topologies of the generator before it had them.
         #[arg(long, default_value_t = vtnt_lab::GenOptions::default().lsp_ecmp)]
         lsp_ecmp: f64,
+        /// A setting of the generated topologies, NAME=VALUE, as `vtnt lab generate
+        /// --set` takes it (repeatable; `vtnt lab generate --settings` lists them).
+        #[arg(long = "set", value_name = "NAME=VALUE")]
+        set: Vec<String>,
     },
     /// Seed 000's evaluation for every runtime (native, runc, docker, vm, microvm): image
     /// size, memory (+KSM), CPU, deploy + execution time, density under 1 GB and a CPU
@@ -219,7 +223,16 @@ pub fn run(cmd: BenchCommand) -> anyhow::Result<ExitCode> {
             frpla,
             no_blind_spots,
             lsp_ecmp,
-        } => tnt_accuracy(topologies, seed, json, frpla, !no_blind_spots, lsp_ecmp),
+            set,
+        } => tnt_accuracy(
+            topologies,
+            seed,
+            json,
+            frpla,
+            !no_blind_spots,
+            lsp_ecmp,
+            &set,
+        ),
         BenchCommand::Soak {
             runs,
             targets,
@@ -424,9 +437,19 @@ fn tnt_accuracy(
     frpla: i16,
     blind_spots: bool,
     lsp_ecmp: f64,
+    set: &[String],
 ) -> anyhow::Result<ExitCode> {
     if !(0.0..=1.0).contains(&lsp_ecmp) {
         anyhow::bail!("--lsp-ecmp: a share, 0 to 1 (got {lsp_ecmp})");
+    }
+    let mut generate = vtnt_lab::GenOptions {
+        lsp_ecmp,
+        ..Default::default()
+    };
+    for kv in set {
+        generate
+            .set_pair(kv)
+            .map_err(|e| anyhow::anyhow!("--set: {e} (see vtnt lab generate --settings)"))?;
     }
     let seed = seed.unwrap_or_else(random_seed);
     eprintln!(
@@ -435,7 +458,7 @@ fn tnt_accuracy(
     let mut opts = vtnt_bench::AccuracyOptions::new(topologies, seed);
     opts.tnt.classify.thresholds.frpla = frpla;
     opts.tnt.classify.blind_spots = blind_spots;
-    opts.generate.lsp_ecmp = lsp_ecmp;
+    opts.generate = generate;
     let report = vtnt_bench::tnt_accuracy(&opts)
         .map_err(|e| anyhow::anyhow!("tnt-accuracy (seed {seed}): {e}"))?;
     emit(

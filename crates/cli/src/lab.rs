@@ -90,8 +90,8 @@ pub enum LabCommand {
     },
     /// Write a random topology (same seed, same topology).
     Generate {
-        #[arg(long)]
-        seed: u64,
+        #[arg(long, required_unless_present = "settings")]
+        seed: Option<u64>,
         /// Output file [default: standard output].
         #[arg(long)]
         out: Option<PathBuf>,
@@ -101,9 +101,17 @@ pub enum LabCommand {
         /// Class mix as weights none,explicit,implicit,opaque,invisible-php,invisible-uhp.
         #[arg(long, default_value = "20,50,6,4,15,5")]
         mix: String,
-        /// LSRs per LSP, MIN-MAX.
+        /// LSRs per LSP, MIN-MAX (1 to 60).
         #[arg(long, default_value = "1-6")]
         lsrs: String,
+        /// A generator setting, NAME=VALUE (repeatable): shares of ECMP, TE stacks, odd
+        /// signatures, service labels and the like, vendors, host TTLs, path length;
+        /// `--settings` lists them.
+        #[arg(long = "set", value_name = "NAME=VALUE")]
+        set: Vec<String>,
+        /// Print every setting `--set` takes, its default and what it means, and exit.
+        #[arg(long)]
+        settings: bool,
     },
     /// Validate a topology file and say what it holds.
     Check { topology: PathBuf },
@@ -335,17 +343,38 @@ pub fn run(cmd: LabCommand) -> anyhow::Result<ExitCode> {
             destinations,
             mix,
             lsrs,
+            set,
+            settings,
         } => {
+            if settings {
+                let o = GenOptions::default();
+                for (name, what) in vtnt_lab::generate::SETTINGS {
+                    let default = o.get(name).unwrap_or_default();
+                    println!("{name:<20} {default:<12} {what}");
+                }
+                return Ok(ExitCode::SUCCESS);
+            }
+            let seed = seed.context("--seed is required")?;
+            const MIX: &str = "--mix: six comma-separated weights (none,explicit,implicit,opaque,invisible-php,invisible-uhp), not all 0";
             let w: Vec<u32> = mix
                 .split(',')
                 .map(|s| s.trim().parse())
                 .collect::<Result<_, _>>()
-                .context("--mix: six comma-separated weights")?;
+                .context(MIX)?;
             let [none, explicit, implicit, opaque, invisible_php, invisible_uhp] = w[..] else {
-                bail!("--mix: six comma-separated weights: none,explicit,implicit,opaque,invisible-php,invisible-uhp");
+                bail!(MIX);
             };
-            let (lo, hi) = lsrs.split_once('-').context("--lsrs MIN-MAX")?;
-            let o = GenOptions {
+            if w.iter().all(|&x| x == 0) {
+                bail!(MIX);
+            }
+            let range = lsrs
+                .split_once('-')
+                .and_then(|(lo, hi)| Some((lo.trim().parse().ok()?, hi.trim().parse().ok()?)))
+                .filter(|&(lo, hi): &(usize, usize)| 1 <= lo && lo <= hi && hi <= 60);
+            let Some(lsrs) = range else {
+                bail!("--lsrs `{lsrs}`: MIN-MAX, 1 <= MIN <= MAX <= 60");
+            };
+            let mut o = GenOptions {
                 destinations: destinations as usize,
                 mix: ClassMix {
                     none,
@@ -355,9 +384,13 @@ pub fn run(cmd: LabCommand) -> anyhow::Result<ExitCode> {
                     invisible_php,
                     invisible_uhp,
                 },
-                lsrs: (lo.parse().context("--lsrs")?, hi.parse().context("--lsrs")?),
+                lsrs,
                 ..GenOptions::default()
             };
+            for kv in &set {
+                o.set_pair(kv)
+                    .map_err(|e| anyhow::anyhow!("--set: {e} (see --settings)"))?;
+            }
             let text = generate_toml(seed, &o);
             match out {
                 Some(p) => {

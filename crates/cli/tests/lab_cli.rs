@@ -69,6 +69,53 @@ fn generate_is_deterministic_and_checkable() {
 }
 
 #[test]
+fn generate_takes_settings_and_refuses_bad_ones_by_flag() {
+    let out = vtnt(&["lab", "generate", "--settings"]);
+    let list = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success() && list.lines().count() >= 17, "{list}");
+    assert!(
+        list.lines()
+            .any(|l| l.starts_with("te-stacks ") && l.contains("0.15")),
+        "{list}"
+    );
+    let set = |args: &[&str]| {
+        let mut all = vec!["lab", "generate", "--seed", "4"];
+        all.extend_from_slice(args);
+        vtnt(&all)
+    };
+    let out = set(&["--set", "vendors=juniper", "--set", "host-ttls=128"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("vendor = \"juniper\"") && !text.contains("vendor = \"cisco\""));
+    for (args, says) in [
+        (
+            &["--set", "ecmp=2"][..],
+            "--set: setting `ecmp`: `2` is not a share from 0 to 1",
+        ),
+        (
+            &["--set", "ecmp"][..],
+            "--set: `ecmp` is not NAME=VALUE (see --settings)",
+        ),
+        (&["--set", "nope=1"][..], "no generator setting `nope`"),
+        (
+            &["--lsrs", "5-2"][..],
+            "--lsrs `5-2`: MIN-MAX, 1 <= MIN <= MAX <= 60",
+        ),
+        (&["--lsrs", "0-3"][..], "1 <= MIN"),
+        (&["--mix", "0,0,0,0,0,0"][..], "not all 0"),
+    ] {
+        let out = set(args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success() && out.stdout.is_empty(), "{args:?}");
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+}
+
+#[test]
 fn exec_passes_the_exit_status_through() {
     vtnt_testkit::require_root!();
     let lab = Lab::up("exit", None);

@@ -135,6 +135,178 @@ impl Default for GenOptions {
     }
 }
 
+/// The settings `vtnt lab generate --set NAME=VALUE` takes, with what each means (the
+/// class mix, destinations and LSRs per LSP have flags of their own).
+pub const SETTINGS: [(&str, &str); 17] = [
+    (
+        "vendors",
+        "vendors drawn for every router, comma-separated (all: every profile)",
+    ),
+    (
+        "host-ttls",
+        "initial TTLs of the destination hosts, drawn uniformly, comma-separated",
+    ),
+    (
+        "implicit-min-lsrs",
+        "fewest LSRs of an implicit LSP (1 allows ones no trace can see)",
+    ),
+    (
+        "max-hops",
+        "longest forward or return path in routers, 8 to 255",
+    ),
+    (
+        "brpr-share",
+        "share of invisible PHP tunnels whose internal prefixes are labelled",
+    ),
+    ("return-lsp", "chance an LSP gets its return LSP"),
+    ("ecmp", "chance a plain hop is an ECMP diamond"),
+    ("asymmetry", "chance a diamond's costs differ by direction"),
+    (
+        "icmp-tunnelling",
+        "chance an explicit or implicit LSP tunnels its ICMP",
+    ),
+    (
+        "unequal-ecmp",
+        "chance a diamond's (or an LSP's) second branch is two routers long",
+    ),
+    (
+        "lsp-ecmp",
+        "chance an LSP of two LSRs or more has equal-cost paths inside",
+    ),
+    (
+        "odd-signatures",
+        "chance a router's TTL signature is not its vendor's",
+    ),
+    (
+        "reply-from-outgoing",
+        "chance a router answers from its interface towards the source",
+    ),
+    (
+        "host-at-egress",
+        "chance a branch's host sits on its LSP's egress",
+    ),
+    (
+        "vpn-labels",
+        "chance a non-implicit LSP carries a service label",
+    ),
+    (
+        "te-stacks",
+        "chance an LSP of three LSRs or more rides an RSVP-TE LSP",
+    ),
+    (
+        "destinations",
+        "destination hosts, one branch each, 1 to 128 (also --destinations)",
+    ),
+];
+
+impl GenOptions {
+    /// Sets one of [`SETTINGS`] from its text; the error names the setting and the values
+    /// it takes.
+    pub fn set(&mut self, name: &str, value: &str) -> Result<(), String> {
+        let bad = |what: &str| format!("setting `{name}`: `{value}` is not {what}");
+        let list = || value.split(',').map(str::trim).filter(|w| !w.is_empty());
+        match name {
+            "vendors" if value == "all" => self.vendors = Vec::new(),
+            "vendors" => {
+                let vendors: Vec<Vendor> = list()
+                    .map(|w| Vendor::ALL.into_iter().find(|v| v.name() == w).ok_or(w))
+                    .collect::<Result<_, _>>()
+                    .map_err(|w| {
+                        let names: Vec<&str> = Vendor::ALL.iter().map(|v| v.name()).collect();
+                        bad(&format!(
+                            "a list of vendors ({}; `{w}` is none)",
+                            names.join(", ")
+                        ))
+                    })?;
+                if vendors.is_empty() {
+                    return Err(bad("a list of vendors"));
+                }
+                self.vendors = vendors;
+            }
+            "host-ttls" => {
+                self.host_ttls = list()
+                    .map(|w| w.parse::<u8>().ok().filter(|&t| t > 0))
+                    .collect::<Option<_>>()
+                    .filter(|v: &Vec<u8>| !v.is_empty())
+                    .ok_or_else(|| bad("a list of TTLs from 1 to 255"))?;
+            }
+            "implicit-min-lsrs" | "max-hops" | "destinations" => {
+                let (lo, hi) = match name {
+                    "implicit-min-lsrs" => (1, 60),
+                    "max-hops" => (8, 255),
+                    _ => (1, MAX_DESTINATIONS),
+                };
+                let n = value
+                    .parse::<usize>()
+                    .ok()
+                    .filter(|n| (lo..=hi).contains(n))
+                    .ok_or_else(|| bad(&format!("a number from {lo} to {hi}")))?;
+                *match name {
+                    "implicit-min-lsrs" => &mut self.implicit_min_lsrs,
+                    "max-hops" => &mut self.max_hops,
+                    _ => &mut self.destinations,
+                } = n;
+            }
+            _ => {
+                let share = self.share(name).ok_or_else(|| {
+                    let names: Vec<&str> = SETTINGS.iter().map(|s| s.0).collect();
+                    format!(
+                        "no generator setting `{name}` (settings: {})",
+                        names.join(", ")
+                    )
+                })?;
+                *share = value
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|p| (0.0..=1.0).contains(p))
+                    .ok_or_else(|| bad("a share from 0 to 1"))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// [`GenOptions::set`] from `NAME=VALUE`.
+    pub fn set_pair(&mut self, pair: &str) -> Result<(), String> {
+        let (name, value) = pair
+            .split_once('=')
+            .ok_or_else(|| format!("`{pair}` is not NAME=VALUE"))?;
+        self.set(name.trim(), value.trim())
+    }
+
+    /// The setting `name` of [`SETTINGS`] as [`GenOptions::set`] takes it.
+    pub fn get(&self, name: &str) -> Option<String> {
+        let join = |v: Vec<String>| v.join(",");
+        Some(match name {
+            "vendors" if self.vendors.is_empty() => "all".into(),
+            "vendors" => join(self.vendors.iter().map(|v| v.name().to_string()).collect()),
+            "host-ttls" => join(self.host_ttls.iter().map(u8::to_string).collect()),
+            "implicit-min-lsrs" => self.implicit_min_lsrs.to_string(),
+            "max-hops" => self.max_hops.to_string(),
+            "destinations" => self.destinations.to_string(),
+            _ => self.clone().share(name)?.to_string(),
+        })
+    }
+
+    /// The share (a chance, 0 to 1) named `name`.
+    fn share(&mut self, name: &str) -> Option<&mut f64> {
+        Some(match name {
+            "brpr-share" => &mut self.brpr_share,
+            "return-lsp" => &mut self.return_lsp,
+            "ecmp" => &mut self.ecmp,
+            "asymmetry" => &mut self.asymmetry,
+            "icmp-tunnelling" => &mut self.icmp_tunnelling,
+            "unequal-ecmp" => &mut self.unequal_ecmp,
+            "lsp-ecmp" => &mut self.lsp_ecmp,
+            "odd-signatures" => &mut self.odd_signatures,
+            "reply-from-outgoing" => &mut self.reply_from_outgoing,
+            "host-at-egress" => &mut self.host_at_egress,
+            "vpn-labels" => &mut self.vpn_labels,
+            "te-stacks" => &mut self.te_stacks,
+            _ => return None,
+        })
+    }
+}
+
 struct Builder {
     rng: Rng,
     def: TopologyDef,

@@ -389,3 +389,63 @@ fn the_truth_lists_every_path_of_every_ecmp_lsp_crossed() {
         }
     }
 }
+
+/// Every setting of `vtnt lab generate --set` reads back as it was set, and moved away
+/// from its default it changes some topology: each is wired to the generator.
+#[test]
+fn every_setting_reads_back_and_moves_the_topology() {
+    let base = GenOptions::default();
+    for (name, _) in vtnt_lab::generate::SETTINGS {
+        let default = base.get(name).unwrap_or_else(|| panic!("{name}: no value"));
+        let mut o = base.clone();
+        o.set(name, &default).unwrap();
+        assert_eq!(o, base, "{name}={default} is not the default");
+        let other = match name {
+            "vendors" => "juniper,linux",
+            "host-ttls" => "128",
+            "implicit-min-lsrs" => "1",
+            "max-hops" => "12",
+            "destinations" => "5",
+            _ if default == "0" => "1",
+            _ => "0",
+        };
+        let mut o = base.clone();
+        o.set(name, other).unwrap();
+        assert_eq!(o.get(name).as_deref(), Some(other), "{name}");
+        assert!(
+            (1..=8).any(|seed| generate_toml(seed, &o) != generate_toml(seed, &base)),
+            "{name}={other} changes no topology"
+        );
+    }
+}
+
+#[test]
+fn a_bad_setting_is_refused_by_name() {
+    let mut o = GenOptions::default();
+    for (name, value, says) in [
+        (
+            "ecmp",
+            "1.5",
+            "setting `ecmp`: `1.5` is not a share from 0 to 1",
+        ),
+        ("te-stacks", "NaN", "`NaN` is not a share from 0 to 1"),
+        ("max-hops", "7", "`7` is not a number from 8 to 255"),
+        ("destinations", "129", "a number from 1 to 128"),
+        ("vendors", "cisco,acme", "`acme` is none"),
+        ("vendors", ",", "`,` is not a list of vendors"),
+        ("host-ttls", "64,0", "a list of TTLs from 1 to 255"),
+        (
+            "colour",
+            "1",
+            "no generator setting `colour` (settings: vendors, ",
+        ),
+    ] {
+        let e = o.set(name, value).unwrap_err();
+        assert!(e.contains(says), "{name}={value}: {e}");
+    }
+    assert_eq!(
+        o,
+        GenOptions::default(),
+        "a refused setting changes nothing"
+    );
+}
