@@ -31,20 +31,6 @@ fn density_groups() -> Vec<String> {
     groups_named("density")
 }
 
-/// Whether the cgroup v1 controllers `vtnt bench` measures with are mounted; if not, the
-/// test is skipped (allowed: a cgroup-v2-only host).
-fn cgroups_or_skip(test: &str) -> bool {
-    let ok = vtnt_measure::cgroup::available();
-    if !ok {
-        vtnt_testkit::skip_or_fail(
-            test,
-            "cgroup v1 controllers are not mounted",
-            Some(vtnt_testkit::Allowed::CgroupV1),
-        );
-    }
-    ok
-}
-
 /// Starts `vtnt ARGS` and waits (5 minutes at most, failing if it ends first) for the
 /// first line of its stderr that contains `want`: the child, the rest of its stderr
 /// (read on a thread of its own) and the lines so far.
@@ -121,9 +107,7 @@ fn dynmods_mounts() -> Vec<String> {
 #[test]
 fn sigint_in_a_density_ramp_leaves_nothing_behind() {
     vtnt_testkit::skip_if!(vtnt_testkit::missing_root_or(&["ip"]));
-    if !cgroups_or_skip(vtnt_testkit::test_name!()) {
-        return;
-    }
+    vtnt_testkit::require_cgroup_v1!(vtnt_measure::cgroup::available());
     let lab = Lab::up("intr", None);
     let out = std::env::temp_dir().join(format!("vtnt-intr-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&out);
@@ -174,9 +158,7 @@ fn sigint_in_a_density_ramp_leaves_nothing_behind() {
 #[test]
 fn sigint_in_bench_micro_leaves_nothing_behind() {
     vtnt_testkit::skip_if!(vtnt_testkit::missing_root_or(&["ip"]));
-    if !cgroups_or_skip(vtnt_testkit::test_name!()) {
-        return;
-    }
+    vtnt_testkit::require_cgroup_v1!(vtnt_measure::cgroup::available());
     let lab = Lab::up("intm", None);
     let out = std::env::temp_dir().join(format!("vtnt-intm-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&out);

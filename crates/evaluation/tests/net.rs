@@ -16,13 +16,7 @@ fn row(s: &str) -> Row {
 #[test]
 fn small_net_report_is_complete() {
     vtnt_testkit::require_root!("iperf3", "ip", "qemu-system-x86_64", "runc", "dockerd");
-    if !vtnt_measure::cgroup::available() {
-        return vtnt_testkit::skip_or_fail(
-            vtnt_testkit::test_name!(),
-            "no cgroup v1 controllers",
-            Some(vtnt_testkit::Allowed::CgroupV1),
-        );
-    }
+    vtnt_testkit::require_cgroup_v1!(vtnt_measure::cgroup::available());
     let out = std::env::temp_dir().join(format!("vtnt-bench-net-{}", std::process::id()));
     let args = BenchNetArgs {
         runtimes: [

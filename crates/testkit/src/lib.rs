@@ -143,6 +143,20 @@ macro_rules! require_root {
     };
 }
 
+/// Returns from the enclosing test (see [`skip_if!`]) unless `$available`, whether the
+/// cgroup v1 controllers `vtnt bench` measures with are mounted (the caller's
+/// `vtnt_measure::cgroup::available()`, a crate this one does not depend on); their
+/// absence is on the allow-list ([`Allowed::CgroupV1`]).
+#[macro_export]
+macro_rules! require_cgroup_v1 {
+    ($available:expr) => {
+        $crate::skip_if!(
+            (!$available).then(|| "cgroup v1 controllers are not mounted".to_string()),
+            Some($crate::Allowed::CgroupV1)
+        )
+    };
+}
+
 /// Returns from the enclosing test (see [`skip_if!`]) unless every one of the given tools
 /// is on `PATH`.
 #[macro_export]

@@ -425,13 +425,7 @@ mod tests {
     #[test]
     fn an_endpoint_that_never_answers_is_bounded() {
         vtnt_testkit::require_root!("iperf3", "ip");
-        if !vtnt_measure::cgroup::available() {
-            return vtnt_testkit::skip_or_fail(
-                vtnt_testkit::test_name!(),
-                "no cgroup v1 controllers",
-                Some(vtnt_testkit::Allowed::CgroupV1),
-            );
-        }
+        vtnt_testkit::require_cgroup_v1!(vtnt_measure::cgroup::available());
         let client = NetNs::create(&vtnt_vmm::netns::unique_name("vnetq")).unwrap();
         let ns = NetNs::create(&vtnt_vmm::netns::unique_name("vnetr")).unwrap();
         client
@@ -469,13 +463,7 @@ mod tests {
     #[test]
     fn the_unikernels_endpoint_reads_datagrams_longer_than_the_mtu() {
         vtnt_testkit::require_root!("iperf3", "ip");
-        if !vtnt_measure::cgroup::available() {
-            return vtnt_testkit::skip_or_fail(
-                vtnt_testkit::test_name!(),
-                "no cgroup v1 controllers",
-                Some(vtnt_testkit::Allowed::CgroupV1),
-            );
-        }
+        vtnt_testkit::require_cgroup_v1!(vtnt_measure::cgroup::available());
         let client = NetNs::create(&vtnt_vmm::netns::unique_name("vnetf")).unwrap();
         let wait = Duration::from_secs(120);
         let mut ep = start("spt".parse().unwrap(), 251, &client, 3, wait).unwrap();
