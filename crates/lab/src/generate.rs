@@ -136,7 +136,8 @@ impl Default for GenOptions {
 }
 
 /// The settings `vtnt lab generate --set NAME=VALUE` takes, with what each means (the
-/// class mix, destinations and LSRs per LSP have flags of their own).
+/// class mix and LSRs per LSP have flags of their own; destinations has both, since
+/// `vtnt bench tnt-accuracy` has no flag for it).
 pub const SETTINGS: [(&str, &str); 17] = [
     (
         "vendors",
@@ -230,24 +231,15 @@ impl GenOptions {
                     .filter(|v: &Vec<u8>| !v.is_empty())
                     .ok_or_else(|| bad("a list of TTLs from 1 to 255"))?;
             }
-            "implicit-min-lsrs" | "max-hops" | "destinations" => {
-                let (lo, hi) = match name {
-                    "implicit-min-lsrs" => (1, 60),
-                    "max-hops" => (8, 255),
-                    _ => (1, MAX_DESTINATIONS),
-                };
-                let n = value
-                    .parse::<usize>()
-                    .ok()
-                    .filter(|n| (lo..=hi).contains(n))
-                    .ok_or_else(|| bad(&format!("a number from {lo} to {hi}")))?;
-                *match name {
-                    "implicit-min-lsrs" => &mut self.implicit_min_lsrs,
-                    "max-hops" => &mut self.max_hops,
-                    _ => &mut self.destinations,
-                } = n;
-            }
             _ => {
+                if let Some((count, lo, hi)) = self.count(name) {
+                    *count = value
+                        .parse::<usize>()
+                        .ok()
+                        .filter(|n| (lo..=hi).contains(n))
+                        .ok_or_else(|| bad(&format!("a number from {lo} to {hi}")))?;
+                    return Ok(());
+                }
                 let share = self.share(name).ok_or_else(|| {
                     let names: Vec<&str> = SETTINGS.iter().map(|s| s.0).collect();
                     format!(
@@ -280,10 +272,23 @@ impl GenOptions {
             "vendors" if self.vendors.is_empty() => "all".into(),
             "vendors" => join(self.vendors.iter().map(|v| v.name().to_string()).collect()),
             "host-ttls" => join(self.host_ttls.iter().map(u8::to_string).collect()),
-            "implicit-min-lsrs" => self.implicit_min_lsrs.to_string(),
-            "max-hops" => self.max_hops.to_string(),
-            "destinations" => self.destinations.to_string(),
-            _ => self.clone().share(name)?.to_string(),
+            _ => {
+                let mut o = self.clone();
+                match o.count(name) {
+                    Some((n, ..)) => n.to_string(),
+                    None => o.share(name)?.to_string(),
+                }
+            }
+        })
+    }
+
+    /// The count named `name`, with the least and most it takes.
+    fn count(&mut self, name: &str) -> Option<(&mut usize, usize, usize)> {
+        Some(match name {
+            "implicit-min-lsrs" => (&mut self.implicit_min_lsrs, 1, 60),
+            "max-hops" => (&mut self.max_hops, 8, 255),
+            "destinations" => (&mut self.destinations, 1, MAX_DESTINATIONS),
+            _ => return None,
         })
     }
 
