@@ -158,13 +158,16 @@ impl Broker {
     }
 
     fn status(&self) -> Value {
+        self.try_status().unwrap_or_else(|e| panic!("status: {e}"))
+    }
+
+    /// `fleet status --json`, or its error.
+    fn try_status(&self) -> Result<Value, String> {
         let out = self.run("status", &["--json", "--tenant", &self.tenant]);
-        assert!(
-            out.status.success(),
-            "status: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        serde_json::from_slice(&out.stdout).expect("status JSON")
+        if !out.status.success() {
+            return Err(String::from_utf8_lossy(&out.stderr).into_owned());
+        }
+        Ok(serde_json::from_slice(&out.stdout).expect("status JSON"))
     }
 
     fn node_state(&self, node: &str) -> Option<String> {
@@ -175,17 +178,25 @@ impl Broker {
             .map(|n| n["status"].as_str().unwrap_or("").to_string())
     }
 
-    /// Waits until `node` heartbeats as up.
+    /// Waits until `node` heartbeats as up. A failing status call counts as not yet: a
+    /// three-server cluster just started answers with timeouts while it elects the
+    /// streams' leaders (CI saw one on a busy host).
     fn wait_up(&self, node: &str) {
         let t0 = Instant::now();
-        while self.status()["nodes"]
-            .as_array()
-            .is_none_or(|ns| !ns.iter().any(|n| n["node"] == node && n["status"] == "up"))
-        {
+        loop {
+            let got = self.try_status();
+            let up = got.as_ref().is_ok_and(|s| {
+                s["nodes"]
+                    .as_array()
+                    .is_some_and(|ns| ns.iter().any(|n| n["node"] == node && n["status"] == "up"))
+            });
+            if up {
+                return;
+            }
             // (generous: agents of tests running side by side start on a busy host)
             assert!(
                 t0.elapsed() < Duration::from_secs(45),
-                "{node} never came up"
+                "{node} never came up (last status: {got:?})"
             );
             std::thread::sleep(Duration::from_millis(50));
         }
