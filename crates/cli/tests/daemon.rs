@@ -188,7 +188,9 @@ fn through_sc_attach(
             .stdout
             .is_empty(),
     };
-    let daemon = Daemon::start(ns, &[listen[0], listen[1], "-p", "200"], ready);
+    // Debian's sc_attach is 20211212's: it refuses today's `DATA LEN id-N`
+    let args = [listen[0], listen[1], "-p", "200", "--protocol", "20211212"];
+    let daemon = Daemon::start(ns, &args, ready);
     if listen[0] == "-U" {
         let meta = std::fs::metadata(listen[1]).unwrap();
         let mode = std::os::unix::fs::PermissionsExt::mode(&meta.permissions());
@@ -275,6 +277,8 @@ fn data_json(text: &str) -> Vec<Value> {
     let mut lines = text.lines();
     while let Some(l) = lines.next() {
         if let Some(n) = l.strip_prefix("DATA ") {
+            // (`DATA LEN` or today's `DATA LEN id-N`)
+            let n = n.split(' ').next().unwrap();
             let line = lines.next().unwrap();
             assert_eq!(line.len() + 1, n.parse::<usize>().unwrap());
             out.push(serde_json::from_str(line).unwrap());
