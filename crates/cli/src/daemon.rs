@@ -64,6 +64,11 @@ pub struct DaemonArgs {
     /// their turn, clients taking turns.
     #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..=32768))]
     pub window: u32,
+    /// Commands one client may have probing at once. Default: the window less one place
+    /// for each other client --max-clients allows (but at least half the window), so
+    /// that a client that comes while another fills the window starts at once.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=32768))]
+    pub client_window: Option<u32>,
     /// Clients connected at once; one more is answered `ERR too many clients` and closed.
     #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..=4096))]
     pub max_clients: u64,
@@ -92,6 +97,16 @@ pub struct DaemonArgs {
     /// (concurrent commands need different seeds). Default: drawn per command.
     #[arg(long)]
     pub seed: Option<u64>,
+}
+
+impl DaemonArgs {
+    /// `--client-window`, or its default.
+    fn client_window(&self) -> u32 {
+        let others = u32::try_from(self.max_clients - 1).unwrap_or(u32::MAX);
+        self.client_window
+            .unwrap_or(self.window - others.min(self.window / 2))
+            .min(self.window)
+    }
 }
 
 /// `--protocol`.

@@ -37,6 +37,12 @@ pub struct Listeners {
 /// Whose a record waiting for its names is: a client's key and a task's id.
 type Tag = (u64, u32);
 
+/// Lines worked through per client, and commands started, per turn of the loop: checking
+/// and starting a command reads the host's addresses and routes, so a client that sends
+/// a thousand at once must not hold the loop (and every other client's probes) for the
+/// time they all take. What is left waits for the next turn, which comes at once.
+const PER_TURN: usize = 16;
+
 struct Daemon<'a> {
     args: &'a DaemonArgs,
     limits: Limits,
@@ -57,6 +63,8 @@ struct Daemon<'a> {
     unsent: Option<(Tag, Vec<u8>)>,
     /// Commands accepted so far (the seed offset of the next).
     commands: u64,
+    /// Work was left for the next turn: do not sleep.
+    busy: bool,
 }
 
 /// Serves until `stop` is set; then ends every session and closes.
@@ -84,6 +92,7 @@ pub fn run(
         clock: Clock::new(),
         unsent: None,
         commands: 0,
+        busy: false,
     };
     let mut probe = vec![0u8; 2048];
     let mut rx = vec![0u8; 65536];
@@ -99,6 +108,7 @@ pub fn run(
                 c.read();
             }
         }
+        d.busy = false;
         let keys: Vec<u64> = d.clients.keys().copied().collect();
         for &k in &keys {
             d.commands_of(k);
@@ -158,6 +168,9 @@ impl Daemon<'_> {
             .filter_map(|c| c.stall_deadline(&self.limits))
             .min();
         let mut wait = wake.as_micros().saturating_sub(now.as_micros());
+        if self.busy {
+            wait = 0;
+        }
         if let Some(s) = stall {
             let left = s.saturating_duration_since(std::time::Instant::now());
             wait = wait.min(left.as_micros() as u64 + 1_000);
@@ -268,7 +281,14 @@ impl Daemon<'_> {
         let Some(c) = self.clients.get_mut(&k) else {
             return;
         };
-        while !c.slowed(&self.limits) && c.gone.is_none() {
+        for turn in 0.. {
+            if c.slowed(&self.limits) || c.gone.is_some() {
+                break;
+            }
+            if turn == PER_TURN {
+                self.busy = true;
+                break;
+            }
             let Some(cmd) = c.session.next_command() else {
                 break;
             };
@@ -300,15 +320,24 @@ impl Daemon<'_> {
         self.slots.insert(k, weight);
     }
 
-    /// Starts waiting commands while the window has room, clients taking turns.
+    /// Starts waiting commands while the window has room, clients taking turns, none
+    /// past its own share (`--client-window`).
     fn start(&mut self, now: Instant) {
-        while self.running < self.args.window as usize {
+        let own = self.args.client_window() as usize;
+        for turn in 0.. {
+            if self.running >= self.args.window as usize {
+                break;
+            }
+            if turn == PER_TURN {
+                self.busy = true;
+                break;
+            }
             let (clients, limits, running) = (&mut self.clients, &self.limits, &mut self.running);
             let took = self.slots.next(|k| {
                 let Some(c) = clients.get_mut(&k) else {
                     return false;
                 };
-                if c.gone.is_some() || c.slowed(limits) {
+                if c.gone.is_some() || c.slowed(limits) || c.running.len() >= own {
                     return false;
                 }
                 let Some((id, job)) = c.queue.pop_front() else {
