@@ -17,7 +17,7 @@ pub enum Outcome {
 }
 
 enum Run {
-    Probe(Engine),
+    Probe(Box<Engine>),
     Tnt(Box<TntRunner>),
 }
 
@@ -38,7 +38,7 @@ impl Task {
                 let (runner, _, _) = tnt::runner(job, tnt::ReadBack::default(), false)?;
                 Run::Tnt(Box::new(runner))
             }
-            _ => Run::Probe(probe::engine(job, now)?),
+            _ => Run::Probe(Box::new(probe::engine(job, now)?)),
         };
         Ok(Task {
             id,
@@ -76,7 +76,7 @@ impl Prober for Task {
     }
     fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<usize> {
         match &mut self.run {
-            Run::Probe(p) => Prober::poll_transmit(p, now, buf),
+            Run::Probe(p) => Prober::poll_transmit(p.as_mut(), now, buf),
             Run::Tnt(p) => Prober::poll_transmit(p.as_mut(), now, buf),
         }
     }
