@@ -131,10 +131,17 @@ impl Ctrl {
     /// Sends a command; its task id.
     fn task(&mut self, cmd: &str) -> u32 {
         self.send(cmd);
-        match self.answer() {
-            Resp::Ok(ok) => ok.strip_prefix("id-").unwrap().parse().unwrap(),
-            other => panic!("{cmd}: {other:?}"),
-        }
+        self.ids(1)[0]
+    }
+
+    /// The ids of the next `n` commands sent.
+    fn ids(&mut self, n: usize) -> Vec<u32> {
+        (0..n)
+            .map(|_| match self.answer() {
+                Resp::Ok(ok) => ok.strip_prefix("id-").unwrap().parse().unwrap(),
+                other => panic!("a command refused: {other:?}"),
+            })
+            .collect()
     }
 
     /// Waits for task `id`'s result.
@@ -201,12 +208,7 @@ fn a_driver_of_today_s_protocol_runs_to_the_end() {
     c.send(&format!("ping -c 3 -i 0.2 {TARGET}"));
     c.send(&format!("trace -q 1 -w 1 {TARGET}"));
     c.send(&format!("tnt -q 1 -w 1 {TARGET}"));
-    let ids: Vec<u32> = (0..3)
-        .map(|_| match c.answer() {
-            Resp::Ok(ok) => ok.strip_prefix("id-").unwrap().parse().unwrap(),
-            other => panic!("{other:?}"),
-        })
-        .collect();
+    let ids = c.ids(3);
     assert_eq!(ids, [2, 3, 4]);
     let kinds: Vec<Value> = ids.iter().map(|&i| c.wait(i)["type"].clone()).collect();
     assert_eq!(
@@ -380,12 +382,7 @@ fn three_pings(sock: &Path) -> Duration {
     for _ in 0..3 {
         c.send(&format!("ping -c 3 -i 0.2 {TARGET}"));
     }
-    let ids: Vec<u32> = (0..3)
-        .map(|_| match c.answer() {
-            Resp::Ok(ok) => ok.strip_prefix("id-").unwrap().parse().unwrap(),
-            other => panic!("{other:?}"),
-        })
-        .collect();
+    let ids = c.ids(3);
     for id in ids {
         let p = c.wait(id);
         assert_eq!(p["ping_sent"], 3, "{p}");
