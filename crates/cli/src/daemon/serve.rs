@@ -435,20 +435,20 @@ impl Daemon<'_> {
     /// Passes finished measurements to their sessions; ends the tasks that are idle.
     fn collect(&mut self) {
         for (&k, c) in self.clients.iter_mut() {
-            let mut i = 0;
-            while i < c.running.len() {
-                let mut t = match c.running.remove(i) {
-                    Some(t) => t,
-                    None => break,
-                };
-                deliver(c, &mut self.names, k, &mut t);
-                if t.is_idle() {
-                    self.running -= 1;
-                    end_task(c, t.id);
-                } else {
-                    c.running.insert(i, t);
-                    i += 1;
+            let mut ended = Vec::new();
+            let mut running = std::mem::take(&mut c.running);
+            running.retain_mut(|t| {
+                deliver(c, &mut self.names, k, t);
+                let idle = t.is_idle();
+                if idle {
+                    ended.push(t.id);
                 }
+                !idle
+            });
+            c.running = running;
+            self.running -= ended.len();
+            for id in ended {
+                end_task(c, id);
             }
         }
         let Some(names) = &mut self.names else {
