@@ -1,67 +1,90 @@
-//! `vtnt daemon`: scamper's control socket (`scamper -P PORT` / `-U PATH`), so that
-//! scamper's drivers (Debian's `sc_attach`, scripts written for scamper) run `trace`,
-//! `ping` and `tnt` on this host. The protocol is `vtnt-daemon`'s [`Session`]; this is
-//! its driver over std threads: an accept loop, a thread per client (with one reading
-//! its socket), a thread per command.
+//! `vtnt daemon`: scamper's control socket (`scamper -P [ADDR:]PORT` / `-U PATH`), so
+//! that scamper's drivers (Debian's `sc_attach`, libscamperctrl and its Python module,
+//! scripts written for scamper) run `trace`, `ping` and `tnt` on this host. The protocol,
+//! either generation (`--protocol`), is `vtnt-daemon`'s [`vtnt_daemon::Session`]; its
+//! driver is one loop on one thread ([`serve`]), every command a sans-IO prober on the
+//! daemon's one set of raw sockets.
 //!
 //! Every command is parsed and checked as `vtnt trace|ping|tnt` would check it
 //! (`vtnt-job`), with the daemon's run-wide options (`-p`, `--window`, `--allow-public`,
 //! `--exclude`, `--seed`) in place of the command's own, which a command may not set.
-//! Each runs its own prober on its own sockets (concurrent runs on one host keep apart
-//! through their seeds' tags), all of them under one probe-rate budget
-//! ([`budget::Budget`]) and at most `--window` at once.
+//! All commands probe under one probe-rate budget ([`budget::Budget`]) and at most
+//! `--window` at once; clients take turns at both, weighted by their `attach priority`.
+//! What one client can hold is bounded (`--max-clients`, `--client-queue`,
+//! `--client-buffer`, `--stall-timeout`: [`client`]).
 //!
 //! SIGINT or SIGTERM: the daemon stops accepting, cuts the running commands (their
 //! finished records still go out), ends every attached session with its cycle stop,
 //! closes the connections and removes the unix-domain socket.
 
 mod budget;
+mod client;
+mod serve;
+mod task;
 
-use std::io::{ErrorKind, Read, Write};
-use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
-use std::os::fd::AsFd;
+use std::io::ErrorKind;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener};
 use std::os::unix::fs::FileTypeExt;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::mpsc::{self, RecvTimeoutError, Sender};
-use std::sync::{Arc, Condvar, Mutex};
-use std::thread::JoinHandle;
-use std::time::Duration;
 
 use anyhow::{bail, Context};
-use vtnt_daemon::{Session, SessionInfo};
-use vtnt_engine::Event;
-use vtnt_formats::{NoAnnotations, Record};
-use vtnt_job::{Common, Job, JobKind, OutputOption, Vantage};
-use vtnt_tnt::TntResult;
+use vtnt_job::{Common, Job, OutputOption, Vantage};
 
-use crate::names::Names;
-use crate::{interrupt, output, probe, tnt};
-use budget::{Budget, Budgeted};
+use crate::interrupt;
 
 #[derive(clap::Args, Debug)]
 pub struct DaemonArgs {
-    /// Listen for clients on this TCP port (scamper's -P), on 127.0.0.1 unless --listen.
-    #[arg(short = 'P', long = "port")]
-    pub port: Option<u16>,
-    /// The address the TCP port listens on. Anyone who reaches it can make this host
-    /// probe (within its policy): a warning is printed for anything but loopback.
-    #[arg(long, default_value = "127.0.0.1", requires = "port")]
-    pub listen: IpAddr,
+    /// Listen for clients on this TCP port (scamper's -P [ADDR:]PORT), on 127.0.0.1
+    /// unless an address is given (here or with --listen). Anyone who reaches it can
+    /// make this host probe (within its policy): a warning is printed for anything but
+    /// loopback.
+    #[arg(short = 'P', long = "port", value_name = "[ADDR:]PORT", value_parser = parse_listen)]
+    pub port: Option<(Option<IpAddr>, u16)>,
+    /// The address the TCP port listens on (the same as -P ADDR:PORT).
+    #[arg(long, requires = "port")]
+    pub listen: Option<IpAddr>,
     /// Listen on this unix-domain socket (scamper's -U), created mode 0600 and removed
     /// when the daemon stops. A stale socket there is replaced; anything else is not.
     #[arg(short = 'U', long = "unix", value_name = "PATH")]
     pub unix: Option<PathBuf>,
+    /// The generation of scamper's control protocol to speak: `current` (scamper since
+    /// 20230224: the DATA block that ends a task says whose, `DATA LEN id-N`, which
+    /// libscamperctrl and scamper's Python module wait for) or `20211212` (Debian 12's
+    /// scamper and its sc_attach, which refuse that tag). Nothing a client sends tells
+    /// them apart.
+    #[arg(long, value_enum, default_value = "current")]
+    pub protocol: ProtocolArg,
     /// Probes per second for all commands together (scamper's -p). At most 500000;
     /// public targets are probed only by a daemon of at most 1000.
     #[arg(short = 'p', long = "pps", default_value_t = 20)]
     pub pps: u32,
-    /// Commands running at once (scamper's window); the rest wait their turn, and a
-    /// client is asked for more (`MORE`) only while it has fewer outstanding.
+    /// Commands probing at once, all clients together (scamper's window); the rest wait
+    /// their turn, clients taking turns.
     #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..=32768))]
     pub window: u32,
+    /// Commands one client may have probing at once. Default: the window less one place
+    /// for each other client --max-clients allows (but at least half the window), so
+    /// that a client that comes while another fills the window starts at once.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=32768))]
+    pub client_window: Option<u32>,
+    /// Clients connected at once; one more is answered `ERR too many clients` and closed.
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..=4096))]
+    pub max_clients: u64,
+    /// Commands one client may have waiting for the window (beyond those probing); one
+    /// more is refused (`ERR command not accepted: ...`). scamper's drivers send the next
+    /// command after `MORE`, which comes once none waits.
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub client_queue: u32,
+    /// Bytes of output one client may leave unread before it is slowed: nothing more is
+    /// read from it and none of its waiting commands starts until it reads.
+    #[arg(long, default_value_t = 1 << 20, value_name = "BYTES")]
+    pub client_buffer: usize,
+    /// Seconds a client may leave its output unread (none of it taken) before it is
+    /// dropped, its commands cut.
+    #[arg(long, default_value_t = 30.0, value_name = "SECONDS", value_parser = parse_stall)]
+    pub stall_timeout: f64,
     /// Allow targets outside loopback and the lab's ranges. Probing other people's
     /// networks needs their consent.
     #[arg(long)]
@@ -74,6 +97,43 @@ pub struct DaemonArgs {
     /// (concurrent commands need different seeds). Default: drawn per command.
     #[arg(long)]
     pub seed: Option<u64>,
+}
+
+impl DaemonArgs {
+    /// `--client-window`, or its default.
+    fn client_window(&self) -> u32 {
+        let others = u32::try_from(self.max_clients - 1).unwrap_or(u32::MAX);
+        self.client_window
+            .unwrap_or(self.window - others.min(self.window / 2))
+            .min(self.window)
+    }
+}
+
+/// `--protocol`.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProtocolArg {
+    Current,
+    #[value(name = "20211212")]
+    V20211212,
+}
+
+/// `-P [ADDR:]PORT`, as scamper takes it.
+fn parse_listen(s: &str) -> Result<(Option<IpAddr>, u16), String> {
+    if let Ok(port) = s.parse::<u16>() {
+        return Ok((None, port));
+    }
+    s.parse::<SocketAddr>()
+        .map(|a| (Some(a.ip()), a.port()))
+        .map_err(|_| format!("`{s}` is neither a port nor ADDR:PORT (IPv6: [ADDR]:PORT)"))
+}
+
+fn parse_stall(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if (0.1..=86_400.0).contains(&v) => Ok(v),
+        _ => Err(format!(
+            "`{s}` is not a number of seconds from 0.1 to 86400"
+        )),
+    }
 }
 
 /// The options of `vtnt trace|ping|tnt` that are the daemon's, or would read or write
@@ -90,24 +150,9 @@ const DAEMON_OWNS: [&str; 9] = [
     "quiet",
 ];
 
-/// How often threads look at the stop flags.
-const TICK: Duration = Duration::from_millis(100);
-/// A client that takes no bytes for this long is dropped.
-const WRITE_TIMEOUT: Duration = Duration::from_secs(30);
-
-/// What every client thread shares.
-struct Shared {
-    args: DaemonArgs,
-    budget: Budget,
-    slots: Slots,
-    clock: vtnt_linux::Clock,
-    /// Commands accepted so far (the seed offset of the next).
-    commands: AtomicU64,
-}
-
 pub fn run(args: DaemonArgs) -> anyhow::Result<ExitCode> {
     if args.port.is_none() && args.unix.is_none() {
-        bail!("give -P PORT or -U PATH (or both): where clients connect");
+        bail!("give -P [ADDR:]PORT or -U PATH (or both): where clients connect");
     }
     vtnt_engine::policy::check_rate(args.pps).map_err(|_| {
         anyhow::anyhow!(
@@ -117,9 +162,17 @@ pub fn run(args: DaemonArgs) -> anyhow::Result<ExitCode> {
     })?;
     vtnt_job::exclusion_list(&args.exclude)?;
     // fail now, not at the first command, without the privilege to probe
-    drop(vtnt_linux::RawSockets::open()?);
+    let sockets = vtnt_linux::RawSockets::open()?;
     let tcp = match args.port {
-        Some(port) => Some(listen_tcp(args.listen, port)?),
+        Some((addr, port)) => {
+            let addr = match (addr, args.listen) {
+                (Some(a), Some(b)) if a != b => {
+                    bail!("-P {a}:{port} and --listen {b}: give the address once")
+                }
+                (a, b) => a.or(b).unwrap_or(IpAddr::V4(Ipv4Addr::LOCALHOST)),
+            };
+            Some(listen_tcp(addr, port)?)
+        }
         None => None,
     };
     let unix = match &args.unix {
@@ -127,67 +180,13 @@ pub fn run(args: DaemonArgs) -> anyhow::Result<ExitCode> {
         None => None,
     };
     let stop = interrupt::catch()?;
-    let shared = Arc::new(Shared {
-        budget: Budget::new(args.pps),
-        slots: Slots::new(args.window),
-        clock: vtnt_linux::Clock::new(),
-        commands: AtomicU64::new(0),
-        args,
-    });
     if let Some(l) = &tcp {
         eprintln!("vtnt: daemon listening on {}", l.local_addr()?);
     }
     if let Some(u) = &unix {
         eprintln!("vtnt: daemon listening on {}", u.path.display());
     }
-    let mut clients: Vec<JoinHandle<()>> = Vec::new();
-    let mut unix_clients = 0u64;
-    while !stop.load(Ordering::SeqCst) {
-        let mut fds = Vec::new();
-        if let Some(l) = &tcp {
-            fds.push(nix::poll::PollFd::new(
-                l.as_fd(),
-                nix::poll::PollFlags::POLLIN,
-            ));
-        }
-        if let Some(u) = &unix {
-            fds.push(nix::poll::PollFd::new(
-                u.listener.as_fd(),
-                nix::poll::PollFlags::POLLIN,
-            ));
-        }
-        match nix::poll::poll(&mut fds, nix::poll::PollTimeout::from(200u16)) {
-            Ok(_) | Err(nix::errno::Errno::EINTR) => {}
-            Err(e) => bail!("waiting for clients: {e}"),
-        }
-        if let Some(l) = &tcp {
-            match l.accept() {
-                Ok((s, peer)) => {
-                    let name = peer.to_string();
-                    clients.push(spawn_client(Conn::Tcp(s), name, &shared)?);
-                }
-                Err(e) if e.kind() == ErrorKind::WouldBlock => {}
-                Err(e) => eprintln!("vtnt: accepting a TCP client: {e}"),
-            }
-        }
-        if let Some(u) = &unix {
-            match u.listener.accept() {
-                Ok((s, _)) => {
-                    let name = format!("{}:{unix_clients}", u.path.display());
-                    unix_clients += 1;
-                    clients.push(spawn_client(Conn::Unix(s), name, &shared)?);
-                }
-                Err(e) if e.kind() == ErrorKind::WouldBlock => {}
-                Err(e) => eprintln!("vtnt: accepting a unix-domain client: {e}"),
-            }
-        }
-        clients.retain(|c| !c.is_finished());
-    }
-    eprintln!("vtnt: stopping: ending {} client sessions", clients.len());
-    for c in clients {
-        let _ = c.join();
-    }
-    drop(unix);
+    serve::run(&args, serve::Listeners { tcp, unix }, sockets, stop)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -205,7 +204,7 @@ fn listen_tcp(addr: IpAddr, port: u16) -> anyhow::Result<TcpListener> {
 }
 
 /// The unix-domain listener; its file is removed when this is dropped.
-struct UnixSocket {
+pub struct UnixSocket {
     listener: UnixListener,
     path: PathBuf,
 }
@@ -247,191 +246,9 @@ impl Drop for UnixSocket {
     }
 }
 
-/// A client's connection.
-enum Conn {
-    Tcp(TcpStream),
-    Unix(UnixStream),
-}
-
-impl Conn {
-    fn try_clone(&self) -> std::io::Result<Conn> {
-        Ok(match self {
-            Conn::Tcp(s) => Conn::Tcp(s.try_clone()?),
-            Conn::Unix(s) => Conn::Unix(s.try_clone()?),
-        })
-    }
-    fn prepare(&self) -> std::io::Result<()> {
-        match self {
-            Conn::Tcp(s) => {
-                s.set_nonblocking(false)?;
-                s.set_write_timeout(Some(WRITE_TIMEOUT))
-            }
-            Conn::Unix(s) => {
-                s.set_nonblocking(false)?;
-                s.set_write_timeout(Some(WRITE_TIMEOUT))
-            }
-        }
-    }
-    fn shutdown(&self) {
-        let _ = match self {
-            Conn::Tcp(s) => s.shutdown(std::net::Shutdown::Both),
-            Conn::Unix(s) => s.shutdown(std::net::Shutdown::Both),
-        };
-    }
-}
-
-impl Read for Conn {
-    fn read(&mut self, b: &mut [u8]) -> std::io::Result<usize> {
-        match self {
-            Conn::Tcp(s) => s.read(b),
-            Conn::Unix(s) => s.read(b),
-        }
-    }
-}
-
-impl Write for Conn {
-    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-        match self {
-            Conn::Tcp(s) => s.write(b),
-            Conn::Unix(s) => s.write(b),
-        }
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        match self {
-            Conn::Tcp(s) => s.flush(),
-            Conn::Unix(s) => s.flush(),
-        }
-    }
-}
-
-/// What a client's thread waits for.
-enum ClientEvent {
-    Input(Vec<u8>),
-    /// The client closed its side (or reading failed).
-    Closed,
-    /// A command ended, with what it measured.
-    Ended(Vec<Outcome>),
-}
-
-/// One result of a command.
-enum Outcome {
-    Record(Record),
-    Tnt(Box<TntResult>),
-}
-
-fn spawn_client(conn: Conn, name: String, shared: &Arc<Shared>) -> anyhow::Result<JoinHandle<()>> {
-    let shared = Arc::clone(shared);
-    std::thread::Builder::new()
-        .name(format!("client {name}"))
-        .spawn(move || {
-            if let Err(e) = client(conn, &name, &shared) {
-                eprintln!("vtnt: client {name}: {e:#}");
-            }
-        })
-        .context("starting a client thread")
-}
-
-/// One client's conversation, until its session ends, it leaves, or the daemon stops.
-fn client(mut conn: Conn, name: &str, shared: &Arc<Shared>) -> anyhow::Result<()> {
-    conn.prepare()?;
-    let (tx, rx) = mpsc::channel();
-    let mut reader = conn.try_clone()?;
-    let reader_tx = tx.clone();
-    std::thread::spawn(move || {
-        let mut buf = vec![0u8; 4096];
-        loop {
-            match reader.read(&mut buf) {
-                Ok(0) | Err(_) => {
-                    let _ = reader_tx.send(ClientEvent::Closed);
-                    return;
-                }
-                Ok(n) => {
-                    if reader_tx
-                        .send(ClientEvent::Input(buf[..n].to_vec()))
-                        .is_err()
-                    {
-                        return;
-                    }
-                }
-            }
-        }
-    });
-    let mut session = Session::new(SessionInfo {
-        list_name: name.to_string(),
-        hostname: output::hostname(),
-        start_time: output::unix_now(),
-        pps: shared.args.pps,
-        window: shared.args.window,
-    });
-    let cancel = Arc::new(AtomicBool::new(false));
-    let mut running = 0u32;
-    let mut gone = false;
-    loop {
-        match rx.recv_timeout(TICK) {
-            Ok(ClientEvent::Input(bytes)) => {
-                session.receive(&bytes);
-                while let Some(words) = session.next_command() {
-                    match command(&words, shared) {
-                        Ok(job) => {
-                            let id = session.accept();
-                            running += 1;
-                            spawn_command(job, format!("{name} id-{id}"), shared, &cancel, &tx)?;
-                        }
-                        Err(e) => session.refuse(&format!("{e:#}")),
-                    }
-                }
-            }
-            Ok(ClientEvent::Closed) => {
-                if running > 0 {
-                    eprintln!("vtnt: client {name} left: cutting its {running} running commands");
-                }
-                gone = true;
-            }
-            Ok(ClientEvent::Ended(outcomes)) => {
-                running -= 1;
-                for o in outcomes {
-                    match o {
-                        Outcome::Record(r) => session.result(&r, &NoAnnotations),
-                        Outcome::Tnt(r) => match &r.trace {
-                            Some(_) => vtnt_formats::tnt_records(&r, |record, ann| {
-                                session.result(record, ann)
-                            }),
-                            None => eprintln!(
-                                "vtnt: client {name}: tnt {}: {}",
-                                r.target,
-                                r.error.as_ref().map(|e| e.to_string()).unwrap_or_default()
-                            ),
-                        },
-                    }
-                }
-                session.finished();
-            }
-            Err(RecvTimeoutError::Timeout) => {}
-            Err(RecvTimeoutError::Disconnected) => gone = true,
-        }
-        if gone || interrupt::stopped() {
-            // cut what runs; its finished records still come back
-            cancel.store(true, Ordering::SeqCst);
-            if running == 0 {
-                session.end();
-            }
-        }
-        let out = session.take_output();
-        if !gone && !out.is_empty() && conn.write_all(&out).is_err() {
-            gone = true;
-            continue;
-        }
-        if running == 0 && (session.is_closed() || gone) {
-            break;
-        }
-    }
-    conn.shutdown();
-    Ok(())
-}
-
 /// Parses and checks a command as `vtnt trace|ping|tnt` would, with the daemon's
-/// run-wide options.
-fn command(words: &[String], shared: &Shared) -> anyhow::Result<Job> {
+/// run-wide options; `n`: the commands accepted before it.
+fn command(words: &[String], a: &DaemonArgs, n: u64) -> anyhow::Result<Job> {
     let parsed = vtnt_job::parse_args(words, &DAEMON_OWNS)?;
     let c = parsed.common();
     if c.output_options.iter().any(|o| *o != OutputOption::Ptr) {
@@ -440,8 +257,6 @@ fn command(words: &[String], shared: &Shared) -> anyhow::Result<Job> {
     if c.targets.len() != 1 {
         bail!("give one target (a command measures one address, as scamper's do)");
     }
-    let a = &shared.args;
-    let n = shared.commands.load(Ordering::SeqCst);
     let common = Common {
         pps: a.pps,
         window: a.window,
@@ -455,112 +270,5 @@ fn command(words: &[String], shared: &Shared) -> anyhow::Result<Job> {
     if let Some(b) = bad.first() {
         bail!("target `{}`: {}", b.text, b.reason);
     }
-    shared.commands.fetch_add(1, Ordering::SeqCst);
     job.context("no target to probe")
-}
-
-fn spawn_command(
-    job: Job,
-    name: String,
-    shared: &Arc<Shared>,
-    cancel: &Arc<AtomicBool>,
-    tx: &Sender<ClientEvent>,
-) -> anyhow::Result<()> {
-    let (shared, cancel, tx) = (Arc::clone(shared), Arc::clone(cancel), tx.clone());
-    std::thread::Builder::new()
-        .name(name.clone())
-        .spawn(move || {
-            let outcomes = match shared.slots.take(&cancel) {
-                Some(_slot) => measure(&job, &shared, &cancel).unwrap_or_else(|e| {
-                    eprintln!("vtnt: {name}: {e:#}");
-                    Vec::new()
-                }),
-                None => Vec::new(),
-            };
-            let _ = tx.send(ClientEvent::Ended(outcomes));
-        })
-        .context("starting a command thread")?;
-    Ok(())
-}
-
-/// Runs one command on its own sockets under the daemon's budget.
-fn measure(job: &Job, shared: &Shared, cancel: &AtomicBool) -> anyhow::Result<Vec<Outcome>> {
-    let mut sockets = vtnt_linux::RawSockets::open()?;
-    let clock = &shared.clock;
-    let mut out = Vec::new();
-    let stats = match job.spec.kind {
-        JobKind::Tnt(_) => {
-            let (runner, _, _) = tnt::runner(job, tnt::ReadBack::default(), false)?;
-            let mut p = Budgeted::new(runner, &shared.budget);
-            vtnt_linux::run_until(&mut p, &mut sockets, clock, cancel, |r| {
-                out.push(Outcome::Tnt(Box::new(r)));
-                Ok(())
-            })
-        }
-        _ => {
-            let engine = probe::engine(job, clock.now())?;
-            let mut p = Budgeted::new(engine, &shared.budget);
-            let mut names = job.names.then(Names::start);
-            let stats = vtnt_linux::run_until(&mut p, &mut sockets, clock, cancel, |ev| {
-                let Event::Finished { record, .. } = ev;
-                match &mut names {
-                    None => out.push(Outcome::Record(record)),
-                    Some(n) => n.hold(record),
-                }
-                Ok(())
-            });
-            if let Some(n) = names {
-                let cut = cancel.load(Ordering::SeqCst);
-                out.extend(n.rest(!cut).into_iter().map(Outcome::Record));
-            }
-            stats
-        }
-    }
-    .context("probing")?;
-    probe::check_sent(&stats)?;
-    Ok(out)
-}
-
-/// The window: commands measuring at once.
-struct Slots {
-    free: Mutex<u32>,
-    freed: Condvar,
-}
-
-/// A slot taken; given back when dropped.
-struct Slot<'a>(&'a Slots);
-
-impl Slots {
-    fn new(n: u32) -> Slots {
-        Slots {
-            free: Mutex::new(n),
-            freed: Condvar::new(),
-        }
-    }
-
-    /// Waits for a free slot; `None` once `cancel` is set.
-    fn take(&self, cancel: &AtomicBool) -> Option<Slot<'_>> {
-        let mut free = self.free.lock().unwrap_or_else(|e| e.into_inner());
-        loop {
-            if cancel.load(Ordering::SeqCst) {
-                return None;
-            }
-            if *free > 0 {
-                *free -= 1;
-                return Some(Slot(self));
-            }
-            free = self
-                .freed
-                .wait_timeout(free, TICK)
-                .unwrap_or_else(|e| e.into_inner())
-                .0;
-        }
-    }
-}
-
-impl Drop for Slot<'_> {
-    fn drop(&mut self) {
-        *self.0.free.lock().unwrap_or_else(|e| e.into_inner()) += 1;
-        self.0.freed.notify_one();
-    }
 }

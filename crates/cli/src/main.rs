@@ -39,8 +39,8 @@ enum Command {
     /// every runtime's instance runs.
     #[command(name = "job")]
     JobLine(jobline::JobLineArgs),
-    /// scamper's control socket (-P PORT, -U PATH): sc_attach and other scamper drivers
-    /// run trace, ping and tnt on this host.
+    /// scamper's control socket (-P [ADDR:]PORT, -U PATH): sc_attach, scamper's Python
+    /// module and other scamper drivers run trace, ping and tnt on this host.
     Daemon(daemon::DaemonArgs),
     /// Convert between warts and scamper JSON.
     Convert(convert::ConvertArgs),

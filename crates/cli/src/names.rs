@@ -6,7 +6,9 @@
 //! Look-ups run on a pool of threads while probing goes on; the probing loop only hands
 //! over finished traces and takes back those whose names are in, never waiting. A trace
 //! waits for its names at most [`WAIT`] after it finished; a name not in by then, or
-//! that the resolver does not know, stays empty. Records leave in the order they came.
+//! that the resolver does not know, stays empty. Records leave in the order they came,
+//! each with the tag it came with (whose it is: `vtnt daemon` runs one pool for the
+//! commands of all its clients).
 
 use std::collections::hash_map::Entry;
 use std::collections::{HashMap, VecDeque};
@@ -26,18 +28,18 @@ fn ptr(addr: &IpAddr) -> Option<String> {
     dns_lookup::lookup_addr(addr).ok()
 }
 
-/// Finished records waiting for their hops' names.
-pub struct Names {
+/// Finished records waiting for their hops' names, each with a tag `T`.
+pub struct Names<T = ()> {
     pool: Lookups<IpAddr, Option<String>>,
     /// Every address asked for: `None` while its look-up runs.
     known: HashMap<IpAddr, Option<Option<String>>>,
     /// Records in the order they finished, with when their wait ends.
-    held: VecDeque<(Instant, Record)>,
+    held: VecDeque<(Instant, T, Record)>,
 }
 
-impl Names {
+impl<T> Names<T> {
     /// Starts the look-up threads.
-    pub fn start() -> Names {
+    pub fn start() -> Names<T> {
         Names {
             pool: Lookups::new(THREADS, ptr),
             known: HashMap::new(),
@@ -47,7 +49,7 @@ impl Names {
 
     /// Takes a finished record: the addresses of a trace's hops not asked for yet are
     /// looked up, and the record is held until [`Names::ready`] gives it back.
-    pub fn hold(&mut self, r: Record) {
+    pub fn hold(&mut self, tag: T, r: Record) {
         if let Record::Trace(t) = &r {
             for h in &t.hops {
                 if let Entry::Vacant(e) = self.known.entry(h.addr) {
@@ -56,22 +58,22 @@ impl Names {
                 }
             }
         }
-        self.held.push_back((Instant::now() + WAIT, r));
+        self.held.push_back((Instant::now() + WAIT, tag, r));
     }
 
     /// The records at the front whose names are all in or whose wait is over, with
     /// their names; never waits.
-    pub fn ready(&mut self) -> Vec<Record> {
+    pub fn ready(&mut self) -> Vec<(T, Record)> {
         while let Some((a, name)) = self.pool.answer_now() {
             self.known.insert(a, Some(name));
         }
         let mut out = Vec::new();
-        while let Some((until, r)) = self.held.front() {
+        while let Some((until, _, r)) = self.held.front() {
             if !self.named(r) && Instant::now() < *until {
                 break;
             }
-            if let Some((_, r)) = self.held.pop_front() {
-                out.push(self.fill(r));
+            if let Some((_, tag, r)) = self.held.pop_front() {
+                out.push((tag, self.fill(r)));
             }
         }
         out
@@ -79,9 +81,9 @@ impl Names {
 
     /// Every record still held, once its names are in or its wait is over (`wait`
     /// false: at once, with the names that came).
-    pub fn rest(mut self, wait: bool) -> Vec<Record> {
+    pub fn rest(mut self, wait: bool) -> Vec<(T, Record)> {
         let mut out = self.ready();
-        while let Some((until, _)) = self.held.front() {
+        while let Some((until, _, _)) = self.held.front() {
             if !wait {
                 break;
             }
@@ -90,16 +92,21 @@ impl Names {
                     self.known.insert(a, Some(name));
                 }
                 None => {
-                    if let Some((_, r)) = self.held.pop_front() {
-                        out.push(self.fill(r));
+                    if let Some((_, tag, r)) = self.held.pop_front() {
+                        out.push((tag, self.fill(r)));
                     }
                 }
             }
             out.extend(self.ready());
         }
         let held = std::mem::take(&mut self.held);
-        out.extend(held.into_iter().map(|(_, r)| self.fill(r)));
+        out.extend(held.into_iter().map(|(_, tag, r)| (tag, self.fill(r))));
         out
+    }
+
+    /// Whether records wait for their names.
+    pub fn holding(&self) -> bool {
+        !self.held.is_empty()
     }
 
     /// Whether every hop address of `r` has its answer.

@@ -84,8 +84,8 @@ pub fn run(job: &Job) -> anyhow::Result<ExitCode> {
             match &mut names {
                 None => out.record(&record),
                 Some(n) => {
-                    n.hold(record);
-                    n.ready().iter().try_for_each(|r| out.record(r))
+                    n.hold((), record);
+                    n.ready().iter().try_for_each(|(_, r)| out.record(r))
                 }
             }
         },
@@ -94,7 +94,7 @@ pub fn run(job: &Job) -> anyhow::Result<ExitCode> {
     .context("probing")?;
     progress.into_inner().finish();
     if let Some(n) = names {
-        for r in n.rest(!stats.interrupted) {
+        for (_, r) in n.rest(!stats.interrupted) {
             out.record(&r).context("writing results")?;
         }
     }

@@ -8,88 +8,17 @@
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
 use records_common::{hops, json_lines, of_type, replies, vtnt};
 use serde_json::Value;
-use vtnt_netns::{unique_name, Chain, NetNs};
+use vtnt_netns::{Chain, NetNs};
 
+mod daemon_common;
 mod records_common;
 
-const VTNT: &str = env!("CARGO_BIN_EXE_vtnt");
-
-/// A scratch directory, removed when dropped.
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new(tag: &str) -> Scratch {
-        let d = std::env::temp_dir().join(unique_name(tag));
-        std::fs::create_dir_all(&d).unwrap();
-        Scratch(d)
-    }
-    fn path(&self, name: &str) -> PathBuf {
-        self.0.join(name)
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-/// A daemon running in a namespace; SIGTERM and reaped when dropped.
-struct Daemon {
-    child: Option<Child>,
-}
-
-impl Daemon {
-    /// Starts `vtnt daemon ARGS` in `ns` and waits until `ready` says it listens.
-    fn start(ns: &NetNs, args: &[&str], ready: impl Fn() -> bool) -> Daemon {
-        let child = ns
-            .command(VTNT)
-            .arg("daemon")
-            .args(args)
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .expect("starting vtnt daemon");
-        let mut d = Daemon { child: Some(child) };
-        let t0 = Instant::now();
-        while !ready() {
-            if let Some(st) = d.child.as_mut().unwrap().try_wait().unwrap() {
-                let out = d.child.take().unwrap().wait_with_output().unwrap();
-                panic!(
-                    "daemon exited {st}: {}",
-                    String::from_utf8_lossy(&out.stderr)
-                );
-            }
-            assert!(t0.elapsed() < Duration::from_secs(10), "daemon not ready");
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        d
-    }
-
-    /// SIGTERM, then the daemon's exit and stderr.
-    fn stop(mut self) -> Output {
-        let child = self.child.take().unwrap();
-        nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(child.id() as i32),
-            nix::sys::signal::Signal::SIGTERM,
-        )
-        .unwrap();
-        child.wait_with_output().unwrap()
-    }
-}
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
+use daemon_common::{data_json, Daemon, Scratch, VTNT};
 
 /// The records of a warts file, as sc_warts2json prints them.
 fn warts(path: &Path) -> Vec<Value> {
@@ -188,7 +117,9 @@ fn through_sc_attach(
             .stdout
             .is_empty(),
     };
-    let daemon = Daemon::start(ns, &[listen[0], listen[1], "-p", "200"], ready);
+    // Debian's sc_attach is 20211212's: it refuses today's `DATA LEN id-N`
+    let args = [listen[0], listen[1], "-p", "200", "--protocol", "20211212"];
+    let daemon = Daemon::start(ns, &args, ready);
     if listen[0] == "-U" {
         let meta = std::fs::metadata(listen[1]).unwrap();
         let mode = std::os::unix::fs::PermissionsExt::mode(&meta.permissions());
@@ -267,20 +198,6 @@ fn converse(sock: &Path, text: &str, wait: Duration) -> String {
     let mut out = Vec::new();
     let _ = s.read_to_end(&mut out);
     String::from_utf8(out).unwrap()
-}
-
-/// The JSON objects of every `DATA` block (attach format json).
-fn data_json(text: &str) -> Vec<Value> {
-    let mut out = Vec::new();
-    let mut lines = text.lines();
-    while let Some(l) = lines.next() {
-        if let Some(n) = l.strip_prefix("DATA ") {
-            let line = lines.next().unwrap();
-            assert_eq!(line.len() + 1, n.parse::<usize>().unwrap());
-            out.push(serde_json::from_str(line).unwrap());
-        }
-    }
-    out
 }
 
 #[test]

@@ -1,17 +1,13 @@
 //! One client of the control socket: its mode (interactive, attached, done), the lines
-//! it sent, and what goes back to it, in order.
+//! it sent, its tasks (queued, running) and what goes back to it, in order.
 
-use std::cell::RefCell;
-use std::io::Write;
-use std::rc::Rc;
+use std::collections::BTreeMap;
 
-use vtnt_formats::{Annotate, Cycle, JsonWriter, Record, WartsWriter};
+use vtnt_formats::{Annotate, Cycle, Record};
 
-use crate::uuencode;
+use crate::attach::Attach;
+use crate::encode::Encoder;
 use crate::words::split_words;
-
-/// The scamper version a `get version` reports: the release whose protocol this is.
-pub const VERSION: &str = "20211212";
 
 /// Longest line a client may send (scamper reads whole lines of any length; a limit keeps
 /// a client that never sends a newline from growing the daemon without end).
@@ -21,28 +17,54 @@ pub const MAX_LINE: usize = 8192;
 /// TNT).
 pub const JOB_COMMANDS: [&str; 3] = ["trace", "ping", "tnt"];
 
-/// How results are sent (`attach format ...`).
+/// The generation of scamper's control protocol a session speaks. Nothing a client sends
+/// tells them apart (both attach with `attach`), so the daemon is told which.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Format {
-    /// Each object uuencoded warts (scamper's default).
-    Warts,
-    /// Each object one scamper-JSON line.
-    Json,
+pub enum Protocol {
+    /// scamper since 20230224 (read from 20260420's source): the `DATA` block that ends
+    /// a task carries its id, `DATA <length> id-N`; libscamperctrl and its Python module
+    /// (`ScamperCtrl`) wait for it.
+    Current,
+    /// scamper 20211212 (Debian 12's): `DATA <length>` alone; its `sc_attach` refuses
+    /// anything after the length.
+    Scamper20211212,
+}
+
+impl Protocol {
+    /// The scamper version whose protocol this is, for `get version`.
+    pub fn version(self) -> &'static str {
+        match self {
+            Protocol::Current => "20260420",
+            Protocol::Scamper20211212 => "20211212",
+        }
+    }
 }
 
 /// What a session needs to know about the daemon and the client.
 #[derive(Debug, Clone)]
 pub struct SessionInfo {
-    /// The cycle's list name (scamper: the socket path and a count for a unix-domain
-    /// client, the client's address and port for TCP).
+    /// The cycle's list name unless the client names it (scamper: the socket path and a
+    /// count for a unix-domain client, the client's address and port for TCP).
     pub list_name: String,
     pub hostname: Option<String>,
     /// Seconds since the UNIX epoch, when the client attaches.
     pub start_time: u32,
     /// The daemon's `-p`, for `get pps`.
     pub pps: u32,
-    /// Commands this session may have outstanding before it stops asking for more.
+    /// The daemon's window, for `get window`.
     pub window: u32,
+    /// Commands the client may have waiting to start; one more is refused.
+    pub queue: u32,
+    pub protocol: Protocol,
+}
+
+/// A line the driver acts on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Command {
+    /// A measurement command's words: [`Session::accept`] or [`Session::refuse`] it.
+    Measure(Vec<String>),
+    /// `halt N` of a task the client has: stop it, then [`Session::halted`].
+    Halt(u32),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,23 +76,12 @@ enum Mode {
     Closed,
 }
 
-/// A `Write` whose bytes the session takes out after each object.
-#[derive(Clone, Default)]
-struct Sink(Rc<RefCell<Vec<u8>>>);
-
-impl Write for Sink {
-    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-        self.0.borrow_mut().extend_from_slice(b);
-        Ok(b.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-enum Encoder {
-    Warts(WartsWriter<Sink>),
-    Json(JsonWriter<Sink>),
+/// An accepted command.
+#[derive(Debug, Default)]
+struct Task {
+    started: bool,
+    /// Its latest object, held back to go out tagged when the task ends.
+    held: Option<Vec<u8>>,
 }
 
 /// One client's conversation.
@@ -82,13 +93,12 @@ pub struct Session {
     /// The rest of an over-long line is being skipped.
     skipping: bool,
     out: Vec<u8>,
-    sink: Sink,
-    encoder: Option<(Format, Encoder)>,
+    attach: Option<(Attach, Encoder)>,
     next_id: u32,
-    outstanding: u32,
-    /// A `MORE` is due once a command finishes.
-    owe_more: bool,
-    /// A command was handed out and is neither accepted nor refused yet.
+    tasks: BTreeMap<u32, Task>,
+    /// Accepted tasks not started yet.
+    queued: u32,
+    /// A measurement command was handed out and is neither accepted nor refused yet.
     pending: bool,
 }
 
@@ -100,11 +110,10 @@ impl Session {
             input: Vec::new(),
             skipping: false,
             out: Vec::new(),
-            sink: Sink::default(),
-            encoder: None,
+            attach: None,
             next_id: 1,
-            outstanding: 0,
-            owe_more: false,
+            tasks: BTreeMap::new(),
+            queued: 0,
             pending: false,
         }
     }
@@ -114,11 +123,15 @@ impl Session {
         self.input.extend_from_slice(bytes);
     }
 
-    /// Works through the complete lines received, answering all but measurement
-    /// commands; returns the words of the next measurement command (the caller must
-    /// [`Session::accept`] or [`Session::refuse`] it before calling again), `None` when
-    /// no complete line is left.
-    pub fn next_command(&mut self) -> Option<Vec<String>> {
+    /// Bytes received and not yet worked through.
+    pub fn unread(&self) -> usize {
+        self.input.len()
+    }
+
+    /// Works through the complete lines received, answering all but the lines the driver
+    /// acts on; returns the next of those, `None` when no complete line is left. A
+    /// [`Command::Measure`] must be accepted or refused before the next call.
+    pub fn next_command(&mut self) -> Option<Command> {
         assert!(!self.pending, "a command is waiting for accept or refuse");
         while self.mode != Mode::Closed {
             let Some(end) = self.input.iter().position(|&b| b == b'\n') else {
@@ -150,16 +163,16 @@ impl Session {
             }
             // (printable ASCII only, checked above)
             let line = String::from_utf8_lossy(line).into_owned();
-            if let Some(words) = self.handle_line(&line) {
-                self.pending = true;
-                return Some(words);
+            if let Some(c) = self.handle_line(&line) {
+                self.pending = matches!(c, Command::Measure(_));
+                return Some(c);
             }
         }
         None
     }
 
-    /// Answers one line; the words of a measurement command are returned instead.
-    fn handle_line(&mut self, line: &str) -> Option<Vec<String>> {
+    /// Answers one line; the lines the driver acts on are returned instead.
+    fn handle_line(&mut self, line: &str) -> Option<Command> {
         let words = match split_words(line) {
             Ok(w) if w.is_empty() => return None,
             Ok(w) => w,
@@ -171,14 +184,26 @@ impl Session {
         let first = words[0].to_ascii_lowercase();
         match self.mode {
             Mode::Interactive => self.interactive(&first, &words[1..]),
-            Mode::Attached if first == "done" => {
+            Mode::Attached if first == "done" && words.len() == 1 => {
                 self.line_out("OK");
                 self.mode = Mode::Done;
                 self.maybe_end();
             }
-            Mode::Attached if JOB_COMMANDS.contains(&first.as_str()) => return Some(words),
+            Mode::Attached if first == "halt" => return self.halt(&words[1..]),
+            Mode::Attached if JOB_COMMANDS.contains(&first.as_str()) => {
+                if self.queued >= self.info.queue {
+                    self.line_out(&format!(
+                        "ERR command not accepted: {} commands of this client wait to start, \
+                         the most it may queue (the daemon's --client-queue); send the next \
+                         after MORE",
+                        self.queued
+                    ));
+                    return None;
+                }
+                return Some(Command::Measure(words));
+            }
             Mode::Attached => self.line_out(&format!(
-                "ERR command not accepted: unknown command '{}' (trace, ping, tnt, done)",
+                "ERR command not accepted: unknown command '{}' (trace, ping, tnt, halt, done)",
                 words[0]
             )),
             Mode::Done => self.line_out("ERR command not accepted: the session is done"),
@@ -187,108 +212,103 @@ impl Session {
         None
     }
 
+    /// `halt N`, answered as scamper does when N is not a task of this client.
+    fn halt(&mut self, args: &[String]) -> Option<Command> {
+        let [n] = args else {
+            self.line_out("ERR usage: halt [id]");
+            return None;
+        };
+        if n.is_empty() || !n.bytes().all(|b| b.is_ascii_digit()) {
+            self.line_out("ERR usage: halt [id]");
+            return None;
+        }
+        match n.parse::<u32>() {
+            Ok(id) if id > 0 && self.tasks.contains_key(&id) => Some(Command::Halt(id)),
+            Ok(id) if id > 0 => {
+                self.line_out(&format!("ERR no task id-{id}"));
+                None
+            }
+            _ => {
+                self.line_out("ERR halt number invalid");
+                None
+            }
+        }
+    }
+
     fn interactive(&mut self, first: &str, args: &[String]) {
         match first {
-            "attach" => self.attach(args),
+            "attach" => match Attach::parse(args) {
+                Ok(a) => self.attach(a),
+                Err(line) => self.line_out(&line),
+            },
             "get" => match args.first().map(|a| a.to_ascii_lowercase()).as_deref() {
                 Some("version") => self.line_out(&format!(
-                    "OK version {VERSION} (vtnt {})",
+                    "OK version {} (vtnt {})",
+                    self.info.protocol.version(),
                     env!("CARGO_PKG_VERSION")
                 )),
                 Some("pps") => self.line_out(&format!("OK pps {}", self.info.pps)),
                 Some("window") => self.line_out(&format!(
                     "OK window {}/{}",
-                    self.outstanding, self.info.window
+                    self.tasks.len(),
+                    self.info.window
                 )),
                 _ => self.line_out("ERR usage: get [version | pps | window]"),
             },
             "help" => self.line_out(
-                "OK commands: attach [format warts|json], get [version|pps|window], help, \
-                 exit; once attached: trace ..., ping ..., tnt ..., done",
+                "OK commands: attach [format warts|json] [priority N] [name S] [list_id N] \
+                 [cycle_id N], get [version|pps|window], help, exit; once attached: trace ..., \
+                 ping ..., tnt ..., halt N, done",
             ),
             "exit" => self.mode = Mode::Closed,
             _ => self.line_out(&format!("ERR unhandled command '{first}'")),
         }
     }
 
-    /// `attach [format warts|json] [priority N]`.
-    fn attach(&mut self, args: &[String]) {
-        let mut format = None;
-        let mut priority = None;
-        let mut it = args.iter();
-        while let Some(p) = it.next() {
-            let key = p.to_ascii_lowercase();
-            let slot = match key.as_str() {
-                "format" => &mut format,
-                "priority" => &mut priority,
-                _ => return self.line_out(&format!("ERR command attach param '{p}' failed")),
-            };
-            match it.next() {
-                Some(v) if slot.is_none() => *slot = Some(v.to_ascii_lowercase()),
-                _ => return self.line_out(&format!("ERR command attach param '{p}' failed")),
-            }
-        }
-        if priority.is_some_and(|p| p.parse::<u32>().is_err()) {
-            return self.line_out("ERR invalid priority");
-        }
-        let format = match format.as_deref() {
-            None | Some("warts") => Format::Warts,
-            Some("json") => Format::Json,
-            Some(_) => return self.line_out("ERR format must be warts or json"),
-        };
+    /// Attached: `OK`, `MORE`, and the cycle's header objects.
+    fn attach(&mut self, a: Attach) {
         self.line_out("OK");
         self.line_out("MORE");
         self.mode = Mode::Attached;
-        let sink = self.sink.clone();
+        let enc = Encoder::new(a.format);
+        self.attach = Some((a, enc));
         let cycle = self.cycle(0);
-        let enc = match format {
-            Format::Warts => {
-                let mut w = WartsWriter::new(sink);
-                let r = w.cycle_start(&cycle).map_err(|e| e.to_string());
-                self.objects_out(format, r);
-                Encoder::Warts(w)
-            }
-            Format::Json => {
-                let mut w = JsonWriter::new(sink);
-                let r = w.cycle_start(&cycle).map_err(|e| e.to_string());
-                self.objects_out(format, r);
-                Encoder::Json(w)
-            }
-        };
-        self.encoder = Some((format, enc));
+        if let Some((_, enc)) = &mut self.attach {
+            let objects = enc.cycle_start(&cycle);
+            self.objects_out(objects, None);
+        }
     }
 
-    /// The session's cycle (scamper's: list id 0, cycle id 1).
+    /// The session's cycle (scamper's defaults: list id 0, cycle id 1).
     fn cycle(&self, stop_time: u32) -> Cycle {
+        let a = self.attach.as_ref().map(|(a, _)| a);
         Cycle {
-            list_name: self.info.list_name.clone(),
-            list_id: 0,
-            id: 1,
+            list_name: a
+                .and_then(|a| a.name.clone())
+                .unwrap_or_else(|| self.info.list_name.clone()),
+            list_id: a.map_or(0, |a| a.list_id),
+            id: a.map_or(1, |a| a.cycle_id),
             hostname: self.info.hostname.clone(),
             start_time: self.info.start_time,
             stop_time,
         }
     }
 
-    /// Accepts the command [`Session::next_command`] returned: `OK id-N`, and `MORE`
-    /// while fewer than the window's commands are outstanding. Returns N.
+    /// Accepts the command [`Session::next_command`] returned: `OK id-N`; it waits to
+    /// start ([`Session::started`]). Returns N.
     pub fn accept(&mut self) -> u32 {
         assert!(self.pending, "no command to accept");
         self.pending = false;
         let id = self.next_id;
-        self.next_id += 1;
-        self.outstanding += 1;
+        self.next_id = self.next_id.checked_add(1).unwrap_or(1);
+        self.tasks.insert(id, Task::default());
+        self.queued += 1;
         self.line_out(&format!("OK id-{id}"));
-        if self.outstanding < self.info.window {
-            self.line_out("MORE");
-        } else {
-            self.owe_more = true;
-        }
         id
     }
 
     /// Refuses the command [`Session::next_command`] returned, saying why (scamper:
-    /// `ERR command not accepted`; the reason is ours).
+    /// `ERR command not accepted: REASON`).
     pub fn refuse(&mut self, why: &str) {
         assert!(self.pending, "no command to refuse");
         self.pending = false;
@@ -296,46 +316,85 @@ impl Session {
         self.line_out(&format!("ERR command not accepted: {why}"));
     }
 
-    /// A finished record of an accepted command, sent as `DATA`. With JSON, `ann` adds
-    /// its fields (TNT's annotations); warts has no place for them.
-    pub fn result(&mut self, record: &Record, ann: &dyn Annotate) {
-        let Some((format, enc)) = &mut self.encoder else {
+    /// Task `id` started probing: as scamper does, `MORE` once none of the client's
+    /// commands waits to start.
+    pub fn started(&mut self, id: u32) {
+        let Some(t) = self.tasks.get_mut(&id) else {
             return;
         };
-        let format = *format;
-        let r = match enc {
-            Encoder::Warts(w) => match vtnt_formats::TntFields::from_annotate(record, ann) {
-                Some(f) => w.write_annotated(record, &f),
-                None => w.write(record),
+        if !std::mem::replace(&mut t.started, true) {
+            self.queued = self.queued.saturating_sub(1);
+            if self.queued == 0 && self.mode == Mode::Attached {
+                self.line_out("MORE");
             }
-            .map_err(|e| e.to_string()),
-            Encoder::Json(w) => w.write_annotated(record, ann).map_err(|e| e.to_string()),
-        };
-        self.objects_out(format, r);
+        }
     }
 
-    /// An accepted command has ended (its records, if any, given to
-    /// [`Session::result`]): a `MORE` that was held back goes out, and after `done` the
-    /// last one ends the session.
-    pub fn finished(&mut self) {
-        self.outstanding = self.outstanding.saturating_sub(1);
-        if self.mode == Mode::Attached && std::mem::take(&mut self.owe_more) {
-            self.line_out("MORE");
+    /// A record of task `id`, sent as `DATA`. With JSON, `ann` adds its fields (TNT's
+    /// annotations); with warts they go in a list object before the record. Today's
+    /// protocol tags the last object of a task with its id, so each object is held back
+    /// until the next one or the task's end shows whether it is the last.
+    pub fn result(&mut self, id: u32, record: &Record, ann: &dyn Annotate) {
+        let Some((_, enc)) = &mut self.attach else {
+            return;
+        };
+        let objects = enc.record(record, ann);
+        let Ok(objects) = objects else {
+            return self.objects_out(objects, None);
+        };
+        for o in objects {
+            let task = self.tasks.get_mut(&id);
+            match (self.info.protocol, task) {
+                (Protocol::Current, Some(t)) => {
+                    if let Some(before) = t.held.replace(o) {
+                        self.data_out(&before, None);
+                    }
+                }
+                _ => self.data_out(&o, None),
+            }
+        }
+    }
+
+    /// Task `id` has ended (its records given to [`Session::result`]): its last object
+    /// goes out, tagged; after `done` the last task ends the session.
+    pub fn finished(&mut self, id: u32) {
+        let Some(t) = self.tasks.remove(&id) else {
+            return;
+        };
+        if !t.started {
+            self.queued = self.queued.saturating_sub(1);
+        }
+        if let Some(o) = t.held {
+            self.data_out(&o, Some(id));
         }
         self.maybe_end();
     }
 
-    /// Commands accepted and not finished.
-    pub fn outstanding(&self) -> u32 {
-        self.outstanding
+    /// Task `id` was halted (`halt N`): `OK halted N`, and it ends.
+    pub fn halted(&mut self, id: u32) {
+        self.line_out(&format!("OK halted {id}"));
+        self.finished(id);
     }
 
-    /// Ends the session now (the daemon is stopping): an attached one gets its cycle
-    /// stop.
+    /// Commands accepted and not finished.
+    pub fn outstanding(&self) -> u32 {
+        self.tasks.len() as u32
+    }
+
+    /// The client's share of the daemon against other clients' (`attach priority`).
+    pub fn priority(&self) -> u32 {
+        self.attach.as_ref().map_or(1, |(a, _)| a.priority)
+    }
+
+    /// Ends the session now (the daemon is stopping, or cut the client's tasks): every
+    /// task ends, an attached session gets its cycle stop.
     pub fn end(&mut self) {
         if matches!(self.mode, Mode::Attached | Mode::Done) {
-            self.outstanding = 0;
+            let ids: Vec<u32> = self.tasks.keys().copied().collect();
             self.mode = Mode::Done;
+            for id in ids {
+                self.finished(id);
+            }
             self.maybe_end();
         }
         self.mode = Mode::Closed;
@@ -343,17 +402,13 @@ impl Session {
 
     /// After `done` with nothing outstanding: the cycle stop, then the end.
     fn maybe_end(&mut self) {
-        if self.mode != Mode::Done || self.outstanding > 0 {
+        if self.mode != Mode::Done || !self.tasks.is_empty() {
             return;
         }
         let stop = self.cycle(now_unix());
-        if let Some((format, enc)) = &mut self.encoder {
-            let format = *format;
-            let r = match enc {
-                Encoder::Warts(w) => w.cycle_stop(&stop).map_err(|e| e.to_string()),
-                Encoder::Json(w) => w.cycle_stop(&stop).map_err(|e| e.to_string()),
-            };
-            self.objects_out(format, r);
+        if let Some((_, enc)) = &mut self.attach {
+            let objects = enc.cycle_stop(&stop);
+            self.objects_out(objects, None);
         }
         self.mode = Mode::Closed;
     }
@@ -365,7 +420,7 @@ impl Session {
 
     /// Whether the client has attached.
     pub fn attached(&self) -> bool {
-        self.encoder.is_some()
+        self.attach.is_some()
     }
 
     /// What to send to the client now.
@@ -378,47 +433,23 @@ impl Session {
         self.out.push(b'\n');
     }
 
-    /// Frames what the encoder wrote into the sink as one `DATA` per object; an encoder
-    /// error is reported as an `ERR` line instead (nothing half-written goes out).
-    fn objects_out(&mut self, format: Format, written: Result<(), String>) {
-        let bytes = std::mem::take(&mut *self.sink.0.borrow_mut());
-        if let Err(e) = written {
-            return self.line_out(&format!("ERR could not encode a result: {e}"));
-        }
-        for object in objects(format, &bytes) {
-            let body = match format {
-                Format::Warts => uuencode::encode(object).into_bytes(),
-                Format::Json => object.to_vec(),
-            };
-            self.out
-                .extend_from_slice(format!("DATA {}\n", body.len()).as_bytes());
-            self.out.extend_from_slice(&body);
+    /// One `DATA` per object; an encoder error is an `ERR` line instead (nothing
+    /// half-written goes out).
+    fn objects_out(&mut self, objects: Result<Vec<Vec<u8>>, String>, id: Option<u32>) {
+        match objects {
+            Ok(objects) => objects.iter().for_each(|o| self.data_out(o, id)),
+            Err(e) => self.line_out(&format!("ERR could not encode a result: {e}")),
         }
     }
-}
 
-/// Splits what an encoder wrote into its objects: warts objects by their headers' length
-/// (8 bytes: magic, type, body length), JSON by lines (each with its newline).
-fn objects(format: Format, bytes: &[u8]) -> Vec<&[u8]> {
-    let mut out = Vec::new();
-    let mut rest = bytes;
-    while !rest.is_empty() {
-        let len = match format {
-            Format::Warts if rest.len() >= 8 => {
-                let body = u32::from_be_bytes([rest[4], rest[5], rest[6], rest[7]]) as usize;
-                (8 + body).min(rest.len())
-            }
-            Format::Warts => rest.len(),
-            Format::Json => rest
-                .iter()
-                .position(|&b| b == b'\n')
-                .map_or(rest.len(), |i| i + 1),
+    fn data_out(&mut self, body: &[u8], id: Option<u32>) {
+        let head = match (self.info.protocol, id) {
+            (Protocol::Current, Some(id)) => format!("DATA {} id-{id}\n", body.len()),
+            _ => format!("DATA {}\n", body.len()),
         };
-        let (object, after) = rest.split_at(len);
-        out.push(object);
-        rest = after;
+        self.out.extend_from_slice(head.as_bytes());
+        self.out.extend_from_slice(body);
     }
-    out
 }
 
 fn now_unix() -> u32 {
@@ -428,195 +459,4 @@ fn now_unix() -> u32 {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use vtnt_formats::{Item, NoAnnotations, WartsReader};
-
-    fn session(window: u32) -> Session {
-        Session::new(SessionInfo {
-            list_name: "/run/vtnt.sock:0".into(),
-            hostname: Some("vm".into()),
-            start_time: 1_795_677_211,
-            pps: 100,
-            window,
-        })
-    }
-
-    /// Feeds `text`, refusing nothing: every command is accepted.
-    fn say(s: &mut Session, text: &str) -> (String, Vec<Vec<String>>) {
-        s.receive(text.as_bytes());
-        let mut cmds = Vec::new();
-        while let Some(w) = s.next_command() {
-            s.accept();
-            cmds.push(w);
-        }
-        (String::from_utf8(s.take_output()).unwrap(), cmds)
-    }
-
-    /// A ping as `vtnt ping -c 1 127.0.0.1` printed it.
-    fn ping() -> Record {
-        let line = r#"{"type":"ping", "version":"0.4", "method":"icmp-echo", "src":"127.0.0.1", "dst":"127.0.0.1", "start":{"sec":1795677856,"usec":456357}, "ping_sent":1, "probe_size":84, "userid":0, "ttl":64, "wait":1, "timeout":1, "responses":[{"from":"127.0.0.1", "seq":0, "reply_size":84, "reply_ttl":64, "reply_proto":"icmp", "tx":{"sec":1795677856, "usec":456729}, "rx":{"sec":1795677856, "usec":456739}, "rtt":0.010, "probe_ipid":58609, "reply_ipid":381, "icmp_type":0, "icmp_code":0}],"statistics":{"replies":1, "loss":0, "min":0.010, "max":0.010, "avg":0.010, "stddev":0.000}}"#;
-        match vtnt_formats::parse_json_line(line, 1).unwrap() {
-            Item::Record(r) => r,
-            other => panic!("{other:?}"),
-        }
-    }
-
-    /// The warts bytes of every `DATA` block in `text`, checking each length.
-    fn data_blocks(text: &str) -> Vec<u8> {
-        let mut out = Vec::new();
-        let mut lines = text.split_inclusive('\n');
-        while let Some(l) = lines.next() {
-            let Some(n) = l.strip_prefix("DATA ") else {
-                continue;
-            };
-            let mut left: usize = n.trim().parse().unwrap();
-            while left > 0 {
-                let l = lines.next().expect("DATA shorter than its length");
-                left -= l.len();
-                let v: Vec<u8> = l.trim_end().bytes().map(|c| (c - b' ') & 0x3f).collect();
-                for g in v[1..].chunks(4) {
-                    out.extend([
-                        (g[0] << 2) | (g[1] >> 4),
-                        (g[1] << 4) | (g[2] >> 2),
-                        (g[2] << 6) | g[3],
-                    ]);
-                }
-                let keep = out.len() - v[1..].len() / 4 * 3 + usize::from(v[0]);
-                out.truncate(keep);
-            }
-        }
-        out
-    }
-
-    #[test]
-    fn interactive_commands_answer_as_scamper_does() {
-        let mut s = session(10);
-        let (out, cmds) = say(
-            &mut s,
-            "get version\r\nget pps\nget window\n\nbogus 1\ndone\ntrace 192.0.2.1\nhelp\n\x01\n",
-        );
-        assert!(cmds.is_empty());
-        let lines: Vec<&str> = out.lines().collect();
-        assert!(lines[0].starts_with("OK version 20211212"), "{out}");
-        assert_eq!(
-            lines[1..6],
-            [
-                "OK pps 100",
-                "OK window 0/10",
-                "ERR unhandled command 'bogus'",
-                "ERR unhandled command 'done'",
-                "ERR unhandled command 'trace'",
-            ]
-        );
-        assert!(lines[6].starts_with("OK commands: attach"), "{out}");
-        assert_eq!(lines[7], "ERR invalid character in line");
-        assert!(!s.is_closed());
-        let (out, _) = say(&mut s, "exit\nget pps\n");
-        assert_eq!(out, "");
-        assert!(s.is_closed());
-    }
-
-    #[test]
-    fn bad_attach_parameters_are_refused_like_scamper() {
-        let mut s = session(10);
-        let (out, _) = say(
-            &mut s,
-            "attach bogus 1\nattach format\nattach format text\nattach priority x\n",
-        );
-        assert_eq!(
-            out,
-            "ERR command attach param 'bogus' failed\nERR command attach param 'format' failed\n\
-             ERR format must be warts or json\nERR invalid priority\n"
-        );
-        assert!(!s.attached());
-    }
-
-    #[test]
-    fn an_attached_warts_session_streams_objects_sc_attach_can_decode() {
-        let mut s = session(10);
-        let (out, _) = say(&mut s, "attach priority 1\n");
-        assert!(out.starts_with("OK\nMORE\nDATA "), "{out}");
-        assert_eq!(
-            out.matches("DATA ").count(),
-            2,
-            "the list and the cycle start"
-        );
-        let mut all = out;
-        let (out, cmds) = say(&mut s, "trace -q 1 192.0.2.9\nbogus\ndone\n");
-        assert_eq!(cmds, [["trace", "-q", "1", "192.0.2.9"]]);
-        assert_eq!(
-            out,
-            "OK id-1\nMORE\nERR command not accepted: unknown command 'bogus' (trace, ping, tnt, done)\nOK\n"
-        );
-        assert!(!s.is_closed(), "a result is outstanding");
-        s.result(&ping(), &NoAnnotations);
-        s.finished();
-        assert!(s.is_closed());
-        let out = String::from_utf8(s.take_output()).unwrap();
-        assert_eq!(
-            out.matches("DATA ").count(),
-            2,
-            "the ping and the cycle stop"
-        );
-        assert!(!out.contains("MORE"), "no MORE after done");
-        all.push_str(&out);
-        let items: Vec<Item> = WartsReader::new(&data_blocks(&all)[..])
-            .map(|i| i.unwrap())
-            .collect();
-        assert_eq!(items.len(), 3, "{items:?}");
-        let Item::CycleStart(c) = &items[0] else {
-            panic!("{items:?}")
-        };
-        assert_eq!((c.list_name.as_str(), c.id), ("/run/vtnt.sock:0", 1));
-        assert_eq!(items[1], Item::Record(ping()));
-        assert!(matches!(items[2], Item::CycleStop(_)));
-    }
-
-    #[test]
-    fn a_full_window_holds_more_back_until_a_command_finishes() {
-        let mut s = session(1);
-        say(&mut s, "attach\n");
-        s.receive(b"ping 192.0.2.9\nping 8.8.8.8\n");
-        assert!(s.next_command().is_some());
-        assert_eq!(s.accept(), 1);
-        assert_eq!(s.take_output(), b"OK id-1\n");
-        assert!(s.next_command().is_some());
-        s.refuse("8.8.8.8 needs\n--allow-public");
-        assert_eq!(
-            String::from_utf8(s.take_output()).unwrap(),
-            "ERR command not accepted: 8.8.8.8 needs --allow-public\n"
-        );
-        s.finished();
-        assert_eq!(s.take_output(), b"MORE\n");
-        s.end();
-        let out = String::from_utf8(s.take_output()).unwrap();
-        assert!(out.starts_with("DATA ") && s.is_closed(), "{out}");
-    }
-
-    #[test]
-    fn json_objects_are_sent_as_lines() {
-        let mut s = session(10);
-        let (out, _) = say(&mut s, "attach format json\n");
-        let line = r#"{"type":"cycle-start", "list_name":"/run/vtnt.sock:0", "id":1, "hostname":"vm", "start_time":1795677211}"#;
-        assert_eq!(out, format!("OK\nMORE\nDATA {}\n{line}\n", line.len() + 1));
-        s.end();
-        let out = String::from_utf8(s.take_output()).unwrap();
-        assert!(out.contains(r#"{"type":"cycle-stop""#), "{out}");
-    }
-
-    #[test]
-    fn long_lines_are_refused_once_and_skipped() {
-        let mut s = session(10);
-        s.receive(&vec![b'a'; MAX_LINE + 10]);
-        assert!(s.next_command().is_none());
-        s.receive(&vec![b'a'; MAX_LINE + 10]);
-        assert!(s.next_command().is_none());
-        s.receive(b"aaa\nget pps\n");
-        assert!(s.next_command().is_none());
-        assert_eq!(
-            String::from_utf8(s.take_output()).unwrap(),
-            format!("ERR line longer than {MAX_LINE} bytes\nOK pps 100\n")
-        );
-    }
-}
+mod tests;
