@@ -2,13 +2,42 @@
 //! `.cargo/config.toml`). Everything an installed `vtnt` needs at run time is produced
 //! here, once, so that no run-time code path ever invokes cargo.
 
+use std::path::PathBuf;
+
 use clap::Parser;
+
+mod notices;
 
 /// The tasks.
 #[derive(Debug, Parser)]
 #[command(name = "cargo xtask", about = "vTNT's developer and packaging tasks")]
-enum Task {}
+enum Task {
+    /// The third-party notice file: every crate compiled into vtnt, the static vtnt,
+    /// vtnt-monitor and the unikernel images, with its licence texts.
+    Notices {
+        /// Where to write it.
+        #[arg(long, default_value = "THIRD-PARTY-NOTICES")]
+        out: PathBuf,
+    },
+}
 
 fn main() -> anyhow::Result<()> {
-    match Task::parse() {}
+    match Task::parse() {
+        Task::Notices { out } => {
+            let s = notices::write(&out)?;
+            eprintln!(
+                "xtask notices: {} crates, {} licence texts in {}",
+                s.crates,
+                s.texts,
+                out.display()
+            );
+            if !s.without_files.is_empty() {
+                eprintln!(
+                    "xtask notices: no licence file in the package of {} (standard texts used)",
+                    s.without_files.join(", ")
+                );
+            }
+            Ok(())
+        }
+    }
 }
