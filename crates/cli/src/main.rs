@@ -22,9 +22,13 @@ mod runtime;
 mod text;
 mod tnt;
 
+/// This build: the version and the commit it was compiled from (`build.rs`), which
+/// `--version`, every output cycle and every benchmark report name.
+const VERSION: &str = env!("VTNT_VERSION");
+
 /// vTNT: MPLS-revealing traceroute, from anywhere, in milliseconds.
 #[derive(Parser)]
-#[command(version, about, propagate_version = true)]
+#[command(version = VERSION, about, propagate_version = true)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -65,6 +69,7 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    vtnt_measure::provenance::set_build(env!("CARGO_PKG_VERSION"), env!("VTNT_COMMIT"));
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Job(vtnt_job::JobArgs::Tnt(a)) => tnt::run(a),

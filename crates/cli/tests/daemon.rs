@@ -106,6 +106,14 @@ const TNT: &str = "tnt -q 1 -w 1";
 /// revelation traces), each as the command line measures it.
 fn check_against_the_cli(ns: &NetNs, records: &[Value], target: &str) {
     assert_eq!(of_type(records, "cycle-start").len(), 1, "{records:?}");
+    // the daemon's build names itself in the cycle, as the CLI's does
+    let build = of_type(records, "cycle-start")[0]["vtnt"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        build.starts_with(&format!("{} (commit ", env!("CARGO_PKG_VERSION"))),
+        "{records:?}"
+    );
     assert_eq!(of_type(records, "cycle-stop").len(), 1, "{records:?}");
     let traces = of_type(records, "trace");
     let pings = of_type(records, "ping");

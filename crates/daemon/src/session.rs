@@ -43,6 +43,8 @@ pub struct SessionInfo {
     pub pps: u32,
     /// Commands this session may have outstanding before it stops asking for more.
     pub window: u32,
+    /// The vTNT build the cycle names ([`vtnt_formats::Cycle::vtnt`]).
+    pub vtnt: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -267,6 +269,7 @@ impl Session {
             hostname: self.info.hostname.clone(),
             start_time: self.info.start_time,
             stop_time,
+            vtnt: self.info.vtnt.clone(),
         }
     }
 
@@ -439,6 +442,7 @@ mod tests {
             start_time: 1_795_677_211,
             pps: 100,
             window,
+            vtnt: Some("0.1.0 (commit 1a2b3c4d)".into()),
         })
     }
 
@@ -569,6 +573,7 @@ mod tests {
             panic!("{items:?}")
         };
         assert_eq!((c.list_name.as_str(), c.id), ("/run/vtnt.sock:0", 1));
+        assert_eq!(c.vtnt.as_deref(), Some("0.1.0 (commit 1a2b3c4d)"));
         assert_eq!(items[1], Item::Record(ping()));
         assert!(matches!(items[2], Item::CycleStop(_)));
     }
@@ -598,7 +603,7 @@ mod tests {
     fn json_objects_are_sent_as_lines() {
         let mut s = session(10);
         let (out, _) = say(&mut s, "attach format json\n");
-        let line = r#"{"type":"cycle-start", "list_name":"/run/vtnt.sock:0", "id":1, "hostname":"vm", "start_time":1795677211}"#;
+        let line = r#"{"type":"cycle-start", "list_name":"/run/vtnt.sock:0", "id":1, "hostname":"vm", "start_time":1795677211, "vtnt":"0.1.0 (commit 1a2b3c4d)"}"#;
         assert_eq!(out, format!("OK\nMORE\nDATA {}\n{line}\n", line.len() + 1));
         s.end();
         let out = String::from_utf8(s.take_output()).unwrap();
