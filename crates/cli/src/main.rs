@@ -3,7 +3,7 @@
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 mod bench;
 mod convert;
@@ -13,6 +13,7 @@ mod fleet;
 mod interrupt;
 mod jobline;
 mod lab;
+mod manual;
 mod micro;
 mod names;
 mod output;
@@ -66,6 +67,11 @@ enum Command {
     /// A fleet node: takes jobs from the broker while it has a free slot.
     #[cfg(feature = "fleet")]
     Agent(fleet::AgentArgs),
+    /// Shell completions (bash, zsh, fish) on stdout.
+    Completions(manual::CompletionsArgs),
+    /// Man pages for vtnt and every subcommand, into a directory (`cargo xtask man`).
+    #[command(hide = true)]
+    ManPages(manual::ManPagesArgs),
 }
 
 fn main() -> ExitCode {
@@ -92,6 +98,8 @@ fn main() -> ExitCode {
         Command::Fleet(cmd) => fleet::run(cmd),
         #[cfg(feature = "fleet")]
         Command::Agent(args) => fleet::agent(args),
+        Command::Completions(a) => manual::completions(a, Cli::command()),
+        Command::ManPages(a) => manual::man_pages(a, Cli::command()),
     };
     match result {
         Ok(code) => code,

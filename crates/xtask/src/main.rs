@@ -6,6 +6,7 @@ use std::path::PathBuf;
 
 use clap::Parser;
 
+mod man;
 mod notices;
 
 /// The tasks.
@@ -18,6 +19,15 @@ enum Task {
         /// Where to write it.
         #[arg(long, default_value = "THIRD-PARTY-NOTICES")]
         out: PathBuf,
+    },
+    /// Man pages for vtnt and each of its subcommands, from its clap definitions.
+    Man {
+        /// The directory to write them into.
+        #[arg(long)]
+        out: PathBuf,
+        /// The vtnt binary to ask (default: build it, dev profile).
+        #[arg(long)]
+        vtnt: Option<PathBuf>,
     },
 }
 
@@ -37,6 +47,15 @@ fn main() -> anyhow::Result<()> {
                     s.without_files.join(", ")
                 );
             }
+            Ok(())
+        }
+        Task::Man { out, vtnt } => {
+            let vtnt = match vtnt {
+                Some(v) => v,
+                None => man::build_vtnt(&notices::workspace_root())?,
+            };
+            let pages = man::write(&vtnt, &out)?;
+            eprintln!("xtask man: {} pages in {}", pages.len(), out.display());
             Ok(())
         }
     }

@@ -217,7 +217,7 @@ impl Texts {
 }
 
 /// The checkout this xtask was built from.
-fn workspace_root() -> PathBuf {
+pub(crate) fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../..")
         .canonicalize()
