@@ -49,3 +49,14 @@ installed_targets=$(rustup target list --installed 2>/dev/null || true)
 for t in x86_64-unknown-none x86_64-unknown-linux-musl; do
   grep -qx "$t" <<<"$installed_targets" || rustup target add "$t" >/dev/null
 done
+
+# cargo-deny, for the licence and advisory checks of scripts/test.sh (`cargo xtask
+# deny`), which sets VTNT_SETUP_CHECKS: it is built from crates.io (about 4.5 minutes of
+# CPU, once per machine), which the demo need not wait for
+if [ -n "${VTNT_SETUP_CHECKS:-}" ]; then
+  deny_version=0.20.2
+  if [ "$(cargo deny --version 2>/dev/null)" != "cargo-deny $deny_version" ]; then
+    echo "vtnt setup: building cargo-deny $deny_version (a few minutes, once)" >&2
+    cargo install --quiet --locked cargo-deny --version "$deny_version" >&2
+  fi
+fi
