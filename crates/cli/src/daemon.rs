@@ -362,7 +362,7 @@ fn client(mut conn: Conn, name: &str, shared: &Arc<Shared>) -> anyhow::Result<()
         start_time: output::unix_now(),
         pps: shared.args.pps,
         window: shared.args.window,
-        vtnt: Some(crate::VERSION.into()),
+        vtnt: crate::VERSION.into(),
     });
     let cancel = Arc::new(AtomicBool::new(false));
     let mut running = 0u32;

@@ -43,8 +43,9 @@ pub struct SessionInfo {
     pub pps: u32,
     /// Commands this session may have outstanding before it stops asking for more.
     pub window: u32,
-    /// The vTNT build the cycle names ([`vtnt_formats::Cycle::vtnt`]).
-    pub vtnt: Option<String>,
+    /// The vTNT build (`0.1.0 (commit 1a2b3c4d)`) that `get version` and the cycle
+    /// ([`vtnt_formats::Cycle::vtnt`]) name.
+    pub vtnt: String,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -193,10 +194,9 @@ impl Session {
         match first {
             "attach" => self.attach(args),
             "get" => match args.first().map(|a| a.to_ascii_lowercase()).as_deref() {
-                Some("version") => self.line_out(&format!(
-                    "OK version {VERSION} (vtnt {})",
-                    env!("CARGO_PKG_VERSION")
-                )),
+                Some("version") => {
+                    self.line_out(&format!("OK version {VERSION} (vtnt {})", self.info.vtnt))
+                }
                 Some("pps") => self.line_out(&format!("OK pps {}", self.info.pps)),
                 Some("window") => self.line_out(&format!(
                     "OK window {}/{}",
@@ -269,7 +269,7 @@ impl Session {
             hostname: self.info.hostname.clone(),
             start_time: self.info.start_time,
             stop_time,
-            vtnt: self.info.vtnt.clone(),
+            vtnt: Some(self.info.vtnt.clone()),
         }
     }
 
@@ -442,7 +442,7 @@ mod tests {
             start_time: 1_795_677_211,
             pps: 100,
             window,
-            vtnt: Some("0.1.0 (commit 1a2b3c4d)".into()),
+            vtnt: "0.1.0 (commit 1a2b3c4d)".into(),
         })
     }
 
@@ -502,7 +502,10 @@ mod tests {
         );
         assert!(cmds.is_empty());
         let lines: Vec<&str> = out.lines().collect();
-        assert!(lines[0].starts_with("OK version 20211212"), "{out}");
+        assert_eq!(
+            lines[0], "OK version 20211212 (vtnt 0.1.0 (commit 1a2b3c4d))",
+            "{out}"
+        );
         assert_eq!(
             lines[1..6],
             [
