@@ -6,6 +6,7 @@ use std::path::PathBuf;
 
 use clap::Parser;
 
+mod deny;
 mod man;
 mod notices;
 
@@ -19,6 +20,14 @@ enum Task {
         /// Where to write it.
         #[arg(long, default_value = "THIRD-PARTY-NOTICES")]
         out: PathBuf,
+    },
+    /// The licence, advisory, source and ban checks of the dependency tree (cargo-deny,
+    /// deny.toml), advisories from a local snapshot of RustSec's database.
+    Deny {
+        /// The snapshot: a git repository of RustSec's advisory-db with a main branch
+        /// (default: $VTNT_ADVISORY_DB, else ../shared/advisory-db beside the checkout).
+        #[arg(long)]
+        advisory_db: Option<PathBuf>,
     },
     /// Man pages for vtnt and each of its subcommands, from its clap definitions.
     Man {
@@ -48,6 +57,11 @@ fn main() -> anyhow::Result<()> {
                 );
             }
             Ok(())
+        }
+        Task::Deny { advisory_db } => {
+            let root = notices::workspace_root();
+            let db = deny::find_db(&root, advisory_db);
+            deny::check(&root, &root.join("deny.toml"), db.as_deref())
         }
         Task::Man { out, vtnt } => {
             let vtnt = match vtnt {
