@@ -106,14 +106,6 @@ const TNT: &str = "tnt -q 1 -w 1";
 /// revelation traces), each as the command line measures it.
 fn check_against_the_cli(ns: &NetNs, records: &[Value], target: &str) {
     assert_eq!(of_type(records, "cycle-start").len(), 1, "{records:?}");
-    // the daemon's build names itself in the cycle, as the CLI's does
-    let build = of_type(records, "cycle-start")[0]["vtnt"]
-        .as_str()
-        .unwrap_or_default();
-    assert!(
-        build.starts_with(&format!("{} (commit ", env!("CARGO_PKG_VERSION"))),
-        "{records:?}"
-    );
     assert_eq!(of_type(records, "cycle-stop").len(), 1, "{records:?}");
     let traces = of_type(records, "trace");
     let pings = of_type(records, "ping");
@@ -216,6 +208,17 @@ fn through_sc_attach(
     assert!(run.status.success(), "sc_attach: {run:?}");
     let records = warts(&out);
     check_against_the_cli(ns, &records, &target);
+    // the daemon's build names itself in the cycle, as the CLI's does: in warts the
+    // description of the cycle's list, which sc_warts2json does not print
+    let first = vtnt_formats::WartsReader::new(std::fs::File::open(&out).unwrap()).next();
+    let Some(Ok(vtnt_formats::Item::CycleStart(cycle))) = first else {
+        panic!("no cycle start first: {first:?}")
+    };
+    let build = cycle.vtnt.unwrap_or_default();
+    assert!(
+        build.starts_with(&format!("{} (commit ", env!("CARGO_PKG_VERSION"))),
+        "{build}"
+    );
     let stopped = daemon.stop();
     assert!(stopped.status.success(), "{stopped:?}");
     records
