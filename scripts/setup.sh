@@ -21,12 +21,13 @@ fi
 # fleet's broker (`vtnt fleet up`) and its tests; openssl: the fleet's TLS test makes its
 # own CA; musl-tools: musl-gcc for the C parts of the static vtnt's TLS (ring;
 # .cargo/config.toml); iperf3: `vtnt bench net`'s driver and Linux endpoints;
-# dnsmasq-base: PTR records for `trace -O ptr`'s test.
+# dnsmasq-base: PTR records for `trace -O ptr`'s test; man-db: the test that renders
+# every man page (`man -l`).
 # Every tool a test needs is here: scripts/test.sh fails a test that skips for want of one.
 packages=(scamper qemu-system-x86 qemu-utils iproute2 traceroute procps binutils
   ca-certificates docker.io containerd runc debootstrap e2fsprogs fonts-dejavu-core
   util-linux coreutils gzip tar strace iptables nats-server openssl musl-tools iperf3
-  dnsmasq-base)
+  dnsmasq-base man-db)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -48,3 +49,14 @@ installed_targets=$(rustup target list --installed 2>/dev/null || true)
 for t in x86_64-unknown-none x86_64-unknown-linux-musl; do
   grep -qx "$t" <<<"$installed_targets" || rustup target add "$t" >/dev/null
 done
+
+# cargo-deny, for the licence and advisory checks of scripts/test.sh (`cargo xtask
+# deny`), which sets VTNT_SETUP_CHECKS: it is built from crates.io (about 4.5 minutes of
+# CPU, once per machine), which the demo need not wait for
+if [ -n "${VTNT_SETUP_CHECKS:-}" ]; then
+  deny_version=0.20.2
+  if [ "$(cargo deny --version 2>/dev/null)" != "cargo-deny $deny_version" ]; then
+    echo "vtnt setup: building cargo-deny $deny_version (a few minutes, once)" >&2
+    cargo install --quiet --locked cargo-deny --version "$deny_version" >&2
+  fi
+fi

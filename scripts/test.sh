@@ -4,6 +4,7 @@
 # peer, QEMU boots of the unikernel). Needs root for namespaces and raw sockets.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+export VTNT_SETUP_CHECKS=1
 source scripts/setup.sh
 export CARGO_TERM_COLOR=never
 # setup.sh installed every tool the tests need: a test that still skips fails, unless its
@@ -22,6 +23,9 @@ cargo clippy -p vtnt-kernel --target x86_64-unknown-none -q -- -D warnings
 cargo clippy -p vtnt-kernel --target x86_64-unknown-none --features spt-forbidden-call -q -- -D warnings
 # the stream endpoint's image (`vtnt bench net`)
 cargo clippy -p vtnt-kernel --target x86_64-unknown-none --features stream -q -- -D warnings
+# licences and advisories of the dependency tree (deny.toml; docs/release.md): a licence
+# deny.toml does not allow, or an advisory against a crate in the tree, fails here
+cargo xtask deny
 cargo test --workspace --exclude vtnt-kernel -- --test-threads=2
 # the kernel's host-testable parts (command line, kvmclock arithmetic)
 cargo test -p vtnt-kernel

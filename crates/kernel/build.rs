@@ -1,9 +1,14 @@
 //! Build script: links the kernel with `linker.ld` (load address, PVH note segment and
 //! layout `ASSERT`s) as a position-dependent executable, or, with the `spt` feature, as a
 //! static Linux executable at 0x400000; only for bare-metal targets, so that
-//! `cargo check` on the host still works.
+//! `cargo check` on the host still works. Also stamps the build (`VTNT_VERSION`) as the
+//! `vtnt` command's build script does, with the same code.
+
+#[path = "../cli/version.rs"]
+mod version;
 
 fn main() {
+    version::emit();
     let dir = std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR");
     println!("cargo:rerun-if-changed=linker.ld");
     println!("cargo:rerun-if-changed=build.rs");

@@ -3,7 +3,7 @@
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 mod bench;
 mod convert;
@@ -13,6 +13,7 @@ mod fleet;
 mod interrupt;
 mod jobline;
 mod lab;
+mod manual;
 mod micro;
 mod names;
 mod output;
@@ -22,9 +23,13 @@ mod runtime;
 mod text;
 mod tnt;
 
+/// This build: the version and the commit it was compiled from (`build.rs`), which
+/// `--version`, every output cycle and every benchmark report name.
+const VERSION: &str = env!("VTNT_VERSION");
+
 /// vTNT: MPLS-revealing traceroute, from anywhere, in milliseconds.
 #[derive(Parser)]
-#[command(version, about, propagate_version = true)]
+#[command(version = VERSION, about, propagate_version = true)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -62,9 +67,15 @@ enum Command {
     /// A fleet node: takes jobs from the broker while it has a free slot.
     #[cfg(feature = "fleet")]
     Agent(fleet::AgentArgs),
+    /// Shell completions (bash, zsh, fish) on stdout.
+    Completions(manual::CompletionsArgs),
+    /// Man pages for vtnt and every subcommand, into a directory (`cargo xtask man`).
+    #[command(hide = true)]
+    ManPages(manual::ManPagesArgs),
 }
 
 fn main() -> ExitCode {
+    vtnt_measure::provenance::set_build(env!("CARGO_PKG_VERSION"), env!("VTNT_COMMIT"));
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Job(vtnt_job::JobArgs::Tnt(a)) => tnt::run(a),
@@ -87,6 +98,8 @@ fn main() -> ExitCode {
         Command::Fleet(cmd) => fleet::run(cmd),
         #[cfg(feature = "fleet")]
         Command::Agent(args) => fleet::agent(args),
+        Command::Completions(a) => manual::completions(a, Cli::command()),
+        Command::ManPages(a) => manual::man_pages(a, Cli::command()),
     };
     match result {
         Ok(code) => code,

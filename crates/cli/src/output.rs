@@ -216,6 +216,7 @@ impl Output {
             list_name: "default".into(),
             hostname: hostname(),
             start_time: unix_now(),
+            vtnt: Some(crate::VERSION.into()),
             ..Cycle::default()
         };
         let mut out = Output {

@@ -139,6 +139,17 @@ fn through_sc_attach(
     assert!(run.status.success(), "sc_attach: {run:?}");
     let records = warts(&out);
     check_against_the_cli(ns, &records, &target);
+    // the daemon's build names itself in the cycle, as the CLI's does: in warts the
+    // description of the cycle's list, which sc_warts2json does not print
+    let first = vtnt_formats::WartsReader::new(std::fs::File::open(&out).unwrap()).next();
+    let Some(Ok(vtnt_formats::Item::CycleStart(cycle))) = first else {
+        panic!("no cycle start first: {first:?}")
+    };
+    let build = cycle.vtnt.unwrap_or_default();
+    assert!(
+        build.starts_with(&format!("{} (commit ", env!("CARGO_PKG_VERSION"))),
+        "{build}"
+    );
     let stopped = daemon.stop();
     assert!(stopped.status.success(), "{stopped:?}");
     records

@@ -12,6 +12,15 @@ use serde_json::Value;
 use vtnt_formats::Record;
 use vtnt_netns::{Chain, NetNs};
 
+/// What `vtnt --version` prints, without the newline.
+fn version() -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_vtnt"))
+        .arg("--version")
+        .output()
+        .expect("run vtnt");
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
 fn scamper(ns: &NetNs, cmd: &str, target: &str) -> Vec<Value> {
     let out = ns
         .exec("scamper", &["-c", cmd, "-O", "json", "-i", target])
@@ -44,6 +53,14 @@ fn trace_matches_scamper_for_every_method() {
         assert_eq!((vt.len(), st.len()), (1, 1), "{ours}: one trace each");
         assert_eq!(of_type(&v, "cycle-start").len(), 1);
         assert_eq!(of_type(&v, "cycle-stop").len(), 1);
+        // the build that wrote them, as `vtnt --version` names it (docs/scamper.md)
+        assert_eq!(
+            format!(
+                "vtnt {}",
+                of_type(&v, "cycle-start")[0]["vtnt"].as_str().unwrap()
+            ),
+            version()
+        );
         let (vh, sh) = (hops(vt[0]), hops(st[0]));
         assert_eq!(vh, sh, "{ours}: hops differ from scamper's");
         assert_eq!(vh.len(), 4, "{ours}: three routers and the target");

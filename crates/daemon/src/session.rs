@@ -56,6 +56,9 @@ pub struct SessionInfo {
     /// Commands the client may have waiting to start; one more is refused.
     pub queue: u32,
     pub protocol: Protocol,
+    /// The vTNT build (`0.1.0 (commit 1a2b3c4d)`) that `get version` and the cycle
+    /// ([`vtnt_formats::Cycle::vtnt`]) name.
+    pub vtnt: String,
 }
 
 /// A line the driver acts on.
@@ -245,7 +248,7 @@ impl Session {
                 Some("version") => self.line_out(&format!(
                     "OK version {} (vtnt {})",
                     self.info.protocol.version(),
-                    env!("CARGO_PKG_VERSION")
+                    self.info.vtnt
                 )),
                 Some("pps") => self.line_out(&format!("OK pps {}", self.info.pps)),
                 Some("window") => self.line_out(&format!(
@@ -291,6 +294,7 @@ impl Session {
             hostname: self.info.hostname.clone(),
             start_time: self.info.start_time,
             stop_time,
+            vtnt: Some(self.info.vtnt.clone()),
         }
     }
 

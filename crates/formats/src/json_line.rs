@@ -56,8 +56,14 @@ pub fn record_line(r: &Record, ann: &dyn Annotate, utc_offset: i64) -> String {
 }
 
 /// The `cycle-start` object (without the newline).
+/// vTNT's build, when the cycle names it, follows scamper's fields as `"vtnt"`.
 pub fn cycle_start_line(c: &Cycle) -> String {
-    cycle_line("cycle-start", c, "start_time", c.start_time)
+    let mut s = cycle_line("cycle-start", c, "start_time", c.start_time);
+    if let Some(v) = &c.vtnt {
+        s.pop();
+        push_fmt(&mut s, format_args!(", \"vtnt\":{}}}", json_str(v)));
+    }
+    s
 }
 
 /// The `cycle-stop` object (without the newline).

@@ -101,6 +101,7 @@ pub fn parse_json_line(text: &str, line: usize) -> Result<Item, JsonError> {
                 } else {
                     o.num("stop_time").map_err(err)?
                 },
+                vtnt: o.opt_str("vtnt").map_err(err)?.map(str::to_string),
             };
             Ok(if start {
                 Item::CycleStart(c)

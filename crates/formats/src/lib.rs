@@ -108,6 +108,10 @@ pub struct Cycle {
     pub start_time: u32,
     /// Seconds since the UNIX epoch when the cycle stopped (0 while running).
     pub stop_time: u32,
+    /// The vTNT build that wrote the cycle (`0.1.0 (commit 1a2b3c4d)`), vTNT's own field:
+    /// the `"vtnt"` key of a JSON `cycle-start`, and in warts the description of the
+    /// cycle's list, `vtnt <build>` (scamper's is the list's name). docs/scamper.md.
+    pub vtnt: Option<String>,
 }
 
 /// One object of a scamper file, in file order.

@@ -20,6 +20,15 @@ pub(crate) const TYPE_CYCLE_STOP: u16 = 0x0004;
 pub(crate) const TYPE_TRACE: u16 = 0x0006;
 pub(crate) const TYPE_PING: u16 = 0x0007;
 
+/// How the description of a cycle's list names the vTNT build that wrote it
+/// ([`crate::Cycle::vtnt`]): `vtnt 0.1.0 (commit 1a2b3c4d)`.
+pub(crate) const VTNT_DESCR: &str = "vtnt ";
+
+/// The build a list description names, if it is one of ours ([`VTNT_DESCR`]).
+pub(crate) fn vtnt_of(descr: Option<&str>) -> Option<String> {
+    descr?.strip_prefix(VTNT_DESCR).map(String::from)
+}
+
 /// scamper trace types (`SCAMPER_TRACE_TYPE_*`) of the methods vTNT traces with (2,
 /// `udp`, is classic traceroute: its destination port counts up).
 pub(crate) const TRACE_TYPES: [(Method, u8); 5] = [

@@ -186,10 +186,10 @@ impl<R: Read> WartsReader<R> {
         let warts_id = c.u32("cycle id")?;
         let at = c.offset();
         let list = c.u32("cycle list id")?;
-        let (list_id, list_name) = self
+        let (list_id, list_name, vtnt) = self
             .lists
             .get(&list)
-            .map(|(h, n, _)| (*h, n.clone()))
+            .map(|(h, n, d)| (*h, n.clone(), vtnt_of(d.as_deref())))
             .ok_or_else(|| {
                 WartsError::invalid(at, "cycle list id", format!("list {list} not defined"))
             })?;
@@ -203,6 +203,7 @@ impl<R: Read> WartsReader<R> {
             hostname: None,
             start_time,
             stop_time: 0,
+            vtnt,
         };
         if f.has(1) {
             cy.stop_time = c.u32("cycle stop time")?;

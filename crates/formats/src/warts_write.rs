@@ -53,7 +53,8 @@ impl<W: Write> WartsWriter<W> {
     /// Writes a cycle start record (and, the first time a list is named, its list
     /// record). Records written until [`WartsWriter::cycle_stop`] belong to this cycle.
     pub fn cycle_start(&mut self, c: &Cycle) -> Result<(), WartsError> {
-        let list = self.list_id(&c.list_name, c.list_id)?;
+        let descr = c.vtnt.as_ref().map(|v| format!("{VTNT_DESCR}{v}"));
+        let list = self.list_id(&c.list_name, c.list_id, descr.as_deref())?;
         self.cycles_written += 1;
         let id = self.cycles_written;
         let mut body = Vec::new();
@@ -98,7 +99,7 @@ impl<W: Write> WartsWriter<W> {
     pub fn write(&mut self, r: &Record) -> Result<(), WartsError> {
         let list = match self.cycle {
             Some((_, l)) => l,
-            None => self.list_id("default", 0)?,
+            None => self.list_id("default", 0, None)?,
         };
         self.write_in(r, list)
     }
@@ -168,13 +169,13 @@ impl<W: Write> WartsWriter<W> {
             .map_err(|k| WartsError::new(self.written, k))
     }
 
-    /// The warts id of a list, writing its list record the first time.
-    fn list_id(&mut self, name: &str, human: u32) -> Result<u32, WartsError> {
+    /// The warts id of a list, writing its list record (with `descr`, else the name as
+    /// scamper does) the first time.
+    fn list_id(&mut self, name: &str, human: u32, descr: Option<&str>) -> Result<u32, WartsError> {
         if let Some((_, _, id)) = self.lists.iter().find(|(n, h, _)| n == name && *h == human) {
             return Ok(*id);
         }
-        // description: scamper repeats the name
-        let id = self.new_list(name, human, None)?;
+        let id = self.new_list(name, human, descr)?;
         self.lists.push((name.to_string(), human, id));
         Ok(id)
     }

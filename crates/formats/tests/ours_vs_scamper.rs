@@ -253,3 +253,58 @@ fn icmp_paris_echo_id_is_kept_in_warts_as_scamper_keeps_it() {
     };
     assert_eq!(back.sport, 0);
 }
+
+/// The vTNT build a cycle names (`Cycle::vtnt`) rides in the description of the cycle's
+/// list: scamper's tools read the file as before (`sc_warts2json` prints our JSON line
+/// for line, but for the cycle start's `"vtnt"` key, which only our JSON has), and both
+/// of our readers give the build back.
+#[test]
+fn the_writing_build_rides_in_the_cycle_list() {
+    let build = "0.1.0 (commit 1a2b3c4d-dirty)";
+    let start = Cycle {
+        vtnt: Some(build.into()),
+        ..cycle(1_795_312_150, 0)
+    };
+    let stop = Cycle {
+        stop_time: 1_795_312_160,
+        ..start.clone()
+    };
+    let records = sample_records();
+    let mut w = WartsWriter::new(Vec::new());
+    let mut j = JsonWriter::new(Vec::new());
+    w.cycle_start(&start).unwrap();
+    j.cycle_start(&start).unwrap();
+    for r in &records {
+        w.write(r).unwrap();
+        j.write(r).unwrap();
+    }
+    w.cycle_stop(&stop).unwrap();
+    j.cycle_stop(&stop).unwrap();
+    let (warts, json) = (w.into_inner(), String::from_utf8(j.into_inner()).unwrap());
+    let first = json.lines().next().unwrap();
+    let key = format!(", \"vtnt\":\"{build}\"");
+    assert!(
+        first.ends_with(&format!("\"start_time\":1795312150{key}}}")),
+        "{first}"
+    );
+    let from_warts: Vec<Item> = read_warts(&warts).into_iter().map(|r| r.unwrap()).collect();
+    assert_eq!(from_warts[0], Item::CycleStart(start.clone()));
+    assert_eq!(from_warts.last(), Some(&Item::CycleStop(stop)));
+    let from_json = JsonReader::new(json.as_bytes()).next().unwrap().unwrap();
+    assert_eq!(from_json, Item::CycleStart(start));
+
+    vtnt_testkit::require_tools!("sc_warts2json", "sc_wartsdump");
+    let path = scratch("build").join("build.warts");
+    std::fs::write(&path, &warts).unwrap();
+    let theirs = sc_tool("sc_warts2json", &path);
+    assert_same_lines(
+        &json.replacen(&key, "", 1),
+        &theirs,
+        "a cycle naming its build",
+    );
+    let dump = sc_tool("sc_wartsdump", &path);
+    assert!(
+        dump.contains(build),
+        "sc_wartsdump shows the list's description:\n{dump}"
+    );
+}

@@ -1,8 +1,11 @@
 //! Where a figure comes from: the machine, the software and the command that produced
 //! it ([`Provenance`]), recorded in every benchmark report so that each figure in
-//! docs/benchmarks.md can be traced to its conditions.
+//! docs/benchmarks.md can be traced to its conditions. The software is the build of the
+//! program that runs, which names itself once through [`set_build`] (the `vtnt`
+//! command does, from its build script's stamp: docs/release.md).
 
 use std::process::Command;
+use std::sync::OnceLock;
 
 use serde::Serialize;
 
@@ -11,8 +14,8 @@ use serde::Serialize;
 pub struct Provenance {
     /// `vtnt` version (the workspace's).
     pub vtnt_version: String,
-    /// The source tree's commit (`git describe --always --dirty`), or `unknown` outside a
-    /// checkout.
+    /// The commit the program was built from (`1a2b3c4d`, `-dirty` when its tree had
+    /// changes), or `unknown`.
     pub commit: String,
     /// The command line that ran the benchmark.
     pub command: String,
@@ -41,20 +44,28 @@ const TOOLS: [(&str, &str); 6] = [
     ("firecracker", "--version"),
 ];
 
+/// The running program's build: (version, commit).
+static BUILD: OnceLock<(&'static str, &'static str)> = OnceLock::new();
+
+/// Names the build of the running program, its version and commit, for every
+/// [`Provenance`] it records; the first call wins. Without one (a library's own tests)
+/// a report names this crate's version and commit `unknown`.
+pub fn set_build(version: &'static str, commit: &'static str) {
+    let _ = BUILD.set((version, commit));
+}
+
 impl Provenance {
-    /// Reads this machine's conditions now; `source_dir`: where `git` finds the commit.
-    pub fn now(source_dir: &std::path::Path) -> Provenance {
+    /// Reads this machine's conditions now.
+    pub fn now() -> Provenance {
         let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
         let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
+        let (version, commit) = BUILD
+            .get()
+            .copied()
+            .unwrap_or((env!("CARGO_PKG_VERSION"), "unknown"));
         Provenance {
-            vtnt_version: env!("CARGO_PKG_VERSION").to_string(),
-            commit: first_line(
-                Command::new("git")
-                    .arg("-C")
-                    .arg(source_dir)
-                    .args(["describe", "--always", "--dirty"]),
-            )
-            .unwrap_or_else(|| "unknown".into()),
+            vtnt_version: version.to_string(),
+            commit: commit.to_string(),
             command: std::env::args().collect::<Vec<_>>().join(" "),
             date: first_line(Command::new("date").args(["-u", "+%Y-%m-%dT%H:%M:%SZ"]))
                 .unwrap_or_default(),
@@ -146,7 +157,14 @@ mod tests {
 
     #[test]
     fn this_machine_is_described() {
-        let p = Provenance::now(std::path::Path::new(env!("CARGO_MANIFEST_DIR")));
+        let p = Provenance::now();
+        assert_eq!(p.commit, "unknown", "nothing named the build");
+        set_build("9.9.9", "1a2b3c4d-dirty");
+        let p = Provenance::now();
+        assert_eq!(
+            (&p.vtnt_version[..], &p.commit[..]),
+            ("9.9.9", "1a2b3c4d-dirty")
+        );
         assert!(p.cpus > 0 && p.memory_mib > 0, "{p:?}");
         assert!(!p.kernel.is_empty() && p.date.ends_with('Z'), "{p:?}");
         assert_eq!(p.tools.len(), TOOLS.len());

@@ -295,8 +295,11 @@ fn ping_on(machine: Machine) {
             "{p}"
         );
     }
+    // the image names its own build (docs/scamper.md)
+    let build = format!(", \"vtnt\":\"{} (commit ", env!("CARGO_PKG_VERSION"));
     assert!(
-        out.line_with("{\"type\":\"cycle-start\"").is_some(),
+        out.line_with("{\"type\":\"cycle-start\"")
+            .is_some_and(|l| l.contains(&build)),
         "{console}"
     );
     assert!(

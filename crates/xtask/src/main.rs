@@ -2,13 +2,75 @@
 //! `.cargo/config.toml`). Everything an installed `vtnt` needs at run time is produced
 //! here, once, so that no run-time code path ever invokes cargo.
 
+use std::path::PathBuf;
+
 use clap::Parser;
+
+mod deny;
+mod man;
+mod notices;
 
 /// The tasks.
 #[derive(Debug, Parser)]
 #[command(name = "cargo xtask", about = "vTNT's developer and packaging tasks")]
-enum Task {}
+enum Task {
+    /// The third-party notice file: every crate compiled into vtnt, the static vtnt,
+    /// vtnt-monitor and the unikernel images, with its licence texts.
+    Notices {
+        /// Where to write it.
+        #[arg(long, default_value = "THIRD-PARTY-NOTICES")]
+        out: PathBuf,
+    },
+    /// The licence, advisory, source and ban checks of the dependency tree (cargo-deny,
+    /// deny.toml), advisories from a local snapshot of RustSec's database.
+    Deny {
+        /// The snapshot: a git repository of RustSec's advisory-db with a main branch
+        /// (default: $VTNT_ADVISORY_DB, else ../shared/advisory-db beside the checkout).
+        #[arg(long)]
+        advisory_db: Option<PathBuf>,
+    },
+    /// Man pages for vtnt and each of its subcommands, from its clap definitions.
+    Man {
+        /// The directory to write them into.
+        #[arg(long)]
+        out: PathBuf,
+        /// The vtnt binary to ask (default: build it, dev profile).
+        #[arg(long)]
+        vtnt: Option<PathBuf>,
+    },
+}
 
 fn main() -> anyhow::Result<()> {
-    match Task::parse() {}
+    match Task::parse() {
+        Task::Notices { out } => {
+            let s = notices::write(&out)?;
+            eprintln!(
+                "xtask notices: {} crates, {} licence texts in {}",
+                s.crates,
+                s.texts,
+                out.display()
+            );
+            if !s.without_files.is_empty() {
+                eprintln!(
+                    "xtask notices: no licence file in the package of {} (standard texts used)",
+                    s.without_files.join(", ")
+                );
+            }
+            Ok(())
+        }
+        Task::Deny { advisory_db } => {
+            let root = notices::workspace_root();
+            let db = deny::find_db(&root, advisory_db);
+            deny::check(&root, &root.join("deny.toml"), db.as_deref())
+        }
+        Task::Man { out, vtnt } => {
+            let vtnt = match vtnt {
+                Some(v) => v,
+                None => man::build_vtnt(&notices::workspace_root())?,
+            };
+            let pages = man::write(&vtnt, &out)?;
+            eprintln!("xtask man: {} pages in {}", pages.len(), out.display());
+            Ok(())
+        }
+    }
 }

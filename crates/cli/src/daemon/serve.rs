@@ -268,6 +268,7 @@ impl Daemon<'_> {
                 window: self.args.window,
                 queue: self.args.client_queue,
                 protocol: self.args.protocol.into(),
+                vtnt: crate::VERSION.into(),
             });
             self.clients
                 .insert(self.next_key, Client::new(name, conn, session));

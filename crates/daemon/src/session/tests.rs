@@ -12,6 +12,7 @@ fn session_of(protocol: Protocol, queue: u32) -> Session {
         window: 10,
         queue,
         protocol,
+        vtnt: "0.1.0 (commit 1a2b3c4d)".into(),
     })
 }
 
@@ -91,7 +92,10 @@ fn interactive_commands_answer_as_scamper_does() {
     );
     assert!(cmds.is_empty());
     let lines: Vec<&str> = out.lines().collect();
-    assert!(lines[0].starts_with("OK version 20211212"), "{out}");
+    assert_eq!(
+        lines[0], "OK version 20211212 (vtnt 0.1.0 (commit 1a2b3c4d))",
+        "{out}"
+    );
     assert_eq!(
         lines[1..6],
         [
@@ -159,6 +163,7 @@ fn an_attached_warts_session_streams_objects_sc_attach_can_decode() {
         panic!("{items:?}")
     };
     assert_eq!((c.list_name.as_str(), c.id), ("/run/vtnt.sock:0", 1));
+    assert_eq!(c.vtnt.as_deref(), Some("0.1.0 (commit 1a2b3c4d)"));
     assert_eq!(items[1], Item::Record(ping()));
     assert!(matches!(items[2], Item::CycleStop(_)));
 }
@@ -285,7 +290,7 @@ fn halt_answers_as_scamper_does() {
 fn json_objects_are_sent_as_lines() {
     let mut s = session();
     let (out, _) = say(&mut s, "attach format json\n");
-    let line = r#"{"type":"cycle-start", "list_name":"/run/vtnt.sock:0", "id":1, "hostname":"vm", "start_time":1795677211}"#;
+    let line = r#"{"type":"cycle-start", "list_name":"/run/vtnt.sock:0", "id":1, "hostname":"vm", "start_time":1795677211, "vtnt":"0.1.0 (commit 1a2b3c4d)"}"#;
     assert_eq!(out, format!("OK\nMORE\nDATA {}\n{line}\n", line.len() + 1));
     s.end();
     let out = out_of(&mut s);

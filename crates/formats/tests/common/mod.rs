@@ -99,6 +99,7 @@ pub fn cycle(start: u32, stop: u32) -> Cycle {
         hostname: Some("vm".into()),
         start_time: start,
         stop_time: stop,
+        vtnt: None,
     }
 }
 

@@ -365,6 +365,8 @@ fn round(
         list_name: "default".into(),
         hostname: cmdline.hostname.map(String::from),
         start_time: clock.now().secs() as u32,
+        // the image's own build (build.rs), which may not be the host's
+        vtnt: Some(env!("VTNT_VERSION").into()),
         ..Cycle::default()
     };
     println_str(&vtnt_formats::cycle_start_line(&cycle));
