@@ -42,6 +42,7 @@ mod topology;
 
 pub mod addr;
 pub mod generate;
+pub mod limits;
 pub mod oracle;
 pub mod profile;
 pub mod tracer;
