@@ -35,15 +35,15 @@ fn bad_topology_names_file_line_and_object_and_starts_nothing() {
 #[test]
 fn a_topology_file_past_the_size_limit_is_refused_unread() {
     let f = std::env::temp_dir().join(format!("vtnt-huge-{}.toml", std::process::id()));
-    // sparse: 256 MiB and a byte, of which nothing may be read
+    // sparse: 128 MiB and a byte, of which nothing may be read
     let file = std::fs::File::create(&f).unwrap();
-    file.set_len((256 << 20) + 1).unwrap();
+    file.set_len((128 << 20) + 1).unwrap();
     let out = vtnt(&["lab", "check", f.to_str().unwrap()]);
     let _ = std::fs::remove_file(&f);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success());
     assert!(
-        err.contains(": 268435457 bytes of topology is more than the lab takes (268435456 at most"),
+        err.contains(": 134217729 bytes of topology is more than the lab takes (134217728 at most"),
         "{err}"
     );
 }

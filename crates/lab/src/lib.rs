@@ -29,9 +29,10 @@
 //! ```
 //!
 //! Modules: [`addr`] (prefixes, lab ranges), [`profile`] (vendors), `topology` (file,
-//! validation), `routing` (Dijkstra, FIB, ECMP, push table), `forward` (TTL and label
-//! mechanics, replies), `lab` (the API), [`truth`], [`oracle`] (what probing shows of
-//! each tunnel, from emulated traces), [`tracer`], [`generate`].
+//! validation), [`limits`] (the largest topology the lab takes), `routing` (distances
+//! through biconnected parts, next hops, ECMP, LSP pushes, derived per packet),
+//! `forward` (TTL and label mechanics, replies), `lab` (the API), [`truth`], [`oracle`]
+//! (what probing shows of each tunnel, from emulated traces), [`tracer`], [`generate`].
 
 mod forward;
 mod lab;

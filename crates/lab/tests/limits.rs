@@ -9,8 +9,8 @@ use std::net::Ipv4Addr;
 use vtnt_lab::limits::{MAX_MESH_WORK, MAX_ROUTERS, MAX_TOPOLOGY_BYTES};
 use vtnt_lab::tracer::Tracer;
 use vtnt_lab::{
-    GenOptions, HostDef, Lab, LinkDef, LspDef, Pop, ReplyFrom, RouterDef, Topology, TopologyDef,
-    TopologyError, VantagePointDef, Vendor,
+    GenOptions, HostDef, Lab, LinkDef, ReplyFrom, RouterDef, Topology, TopologyDef, TopologyError,
+    VantagePointDef, Vendor,
 };
 
 fn router(i: usize) -> RouterDef {
@@ -91,23 +91,8 @@ fn more_routers_or_lsps_than_the_lab_takes_are_refused_by_count() {
          docs/lab.md, \"Limits\")"
     );
     let mut def = routers(3);
-    let lsp = LspDef {
-        name: String::new(),
-        ingress: "r0".into(),
-        egress: "r2".into(),
-        path: None,
-        ecmp: false,
-        ttl_propagate: true,
-        pop: Pop::Php,
-        rfc4950: true,
-        internal_labelled: false,
-        icmp_tunnelling: false,
-        egress_forwards_ttl1: false,
-        non_null_uhp: false,
-        egress_lans_labelled: true,
-        vpn_label: false,
-        over: None,
-    };
+    // (counted before anything is resolved: these name routers the topology lacks)
+    let lsp = Topology::reference().def().lsps[0].clone();
     def.lsps = vec![lsp; 60_001];
     let e = too_large(Topology::from_def(def));
     assert!(
