@@ -68,8 +68,8 @@ impl Dist {
         let mut members: Vec<Vec<RouterId>> = Vec::with_capacity(tops.len());
         for (b, (links, &top)) in edges.iter().zip(&tops).enumerate() {
             let mut m = vec![top];
-            for &l in links {
-                for r in ends(ifaces, l) {
+            for &o in links {
+                for r in ends(ifaces, o) {
                     if r != top && home[r as usize] == NONE {
                         home[r as usize] = b as u32;
                         loc[r as usize] = m.len() as u32;
@@ -289,9 +289,9 @@ impl Dist {
     }
 }
 
-/// The two routers link `l` joins (through the interface it starts from).
-fn ends(ifaces: &[Iface], l: IfaceId) -> [RouterId; 2] {
-    let i = &ifaces[l as usize];
+/// The two routers the link out of interface `o` joins.
+fn ends(ifaces: &[Iface], o: IfaceId) -> [RouterId; 2] {
+    let i = &ifaces[o as usize];
     match i.peer {
         Peer::Router { router, .. } => [i.router, router],
         _ => [i.router, i.router],
