@@ -451,6 +451,9 @@ fn tnt_accuracy(
             .set_pair(kv)
             .map_err(|e| anyhow::anyhow!("--set: {e} (see vtnt lab generate --settings)"))?;
     }
+    generate
+        .check()
+        .map_err(|e| anyhow::anyhow!("--set: generated topologies: {e}"))?;
     let seed = seed.unwrap_or_else(random_seed);
     eprintln!(
         "vtnt bench tnt-accuracy: seed {seed}, {topologies} generated topologies + reference"

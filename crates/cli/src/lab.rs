@@ -95,9 +95,11 @@ pub enum LabCommand {
         /// Output file [default: standard output].
         #[arg(long)]
         out: Option<PathBuf>,
-        /// Destination hosts (one branch each, 1..=128).
-        #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u16).range(1..=vtnt_lab::generate::MAX_DESTINATIONS as i64))]
-        destinations: u16,
+        /// Destination hosts, one branch each (1..=15000; about 8 routers each with the
+        /// default settings, up to 13 + the most LSRs per LSP: the lab takes 250,000
+        /// routers).
+        #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u64).range(1..=vtnt_lab::generate::MAX_DESTINATIONS as u64))]
+        destinations: u64,
         /// Class mix as weights none,explicit,implicit,opaque,invisible-php,invisible-uhp.
         #[arg(long, default_value = "20,50,6,4,15,5")]
         mix: String,
@@ -391,6 +393,8 @@ pub fn run(cmd: LabCommand) -> anyhow::Result<ExitCode> {
                 o.set_pair(kv)
                     .map_err(|e| anyhow::anyhow!("--set: {e} (see --settings)"))?;
             }
+            o.check()
+                .map_err(|e| anyhow::anyhow!("lab generate: {e}"))?;
             let text = generate_toml(seed, &o);
             match out {
                 Some(p) => {

@@ -32,6 +32,22 @@ fn bad_topology_names_file_line_and_object_and_starts_nothing() {
     assert!(!out.status.success());
 }
 
+#[test]
+fn a_topology_file_past_the_size_limit_is_refused_unread() {
+    let f = std::env::temp_dir().join(format!("vtnt-huge-{}.toml", std::process::id()));
+    // sparse: 128 MiB and a byte, of which nothing may be read
+    let file = std::fs::File::create(&f).unwrap();
+    file.set_len((128 << 20) + 1).unwrap();
+    let out = vtnt(&["lab", "check", f.to_str().unwrap()]);
+    let _ = std::fs::remove_file(&f);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains(": 134217729 bytes of topology is more than the lab takes (134217728 at most"),
+        "{err}"
+    );
+}
+
 fn vtnt_reference() -> String {
     std::fs::read_to_string(concat!(
         env!("CARGO_MANIFEST_DIR"),
@@ -107,6 +123,20 @@ fn generate_takes_settings_and_refuses_bad_ones_by_flag() {
         ),
         (&["--lsrs", "0-3"][..], "1 <= MIN"),
         (&["--mix", "0,0,0,0,0,0"][..], "not all 0"),
+        // the largest topology the lab takes, refused before anything is generated
+        (
+            &["--destinations", "15000", "--lsrs", "1-60"][..],
+            "lab generate: 1095000 routers (the most 15000 destinations may make: 73 each, \
+             with up to 60 LSRs per LSP) is more than the lab takes (300000 at most",
+        ),
+        (
+            &["--destinations", "15001"][..],
+            "15001 is not in 1..=15000",
+        ),
+        (
+            &["--set", "destinations=15001"][..],
+            "`15001` is not a number from 1 to 15000",
+        ),
     ] {
         let out = set(args);
         let err = String::from_utf8_lossy(&out.stderr);

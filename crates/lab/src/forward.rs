@@ -30,6 +30,7 @@ use vtnt_wire::{icmp_type, proto, tcp_flags};
 use crate::lab::{Lab, Port};
 use crate::net::{IfaceId, Lsp, Owner, Peer, PrefixKind, RouterId};
 use crate::profile::LocalPush;
+use crate::routing::Step;
 use crate::topology::Pop;
 
 /// How many bytes of the offending packet an ICMP error quotes.
@@ -401,7 +402,9 @@ impl Lab {
                 self.stats.dropped += 1;
                 return self.recycle(w.buf);
             }
-            if let Some(push) = net.tables.push(r, p, w.flow) {
+            let step = self.routes.step(&self.topo.net, r, p, w.flow);
+            let net = self.net();
+            if let Step::Push(push) = step {
                 let lsp = &net.lsps[usize::from(push.lsp)];
                 let ip = ip_ttl(&w.buf);
                 let propagate = if w.originated {
@@ -432,15 +435,13 @@ impl Lab {
                 }
                 return self.recycle(w.buf);
             }
-            let hops = net.tables.next_hops(r, p);
-            if hops.is_empty() {
+            let Step::Out(o) = step else {
                 if !w.originated {
                     self.unreachable(r, &w, 0);
                 }
                 self.stats.dropped += 1;
                 return self.recycle(w.buf);
-            }
-            let o = hops[ecmp_index(w.flow, r, hops.len())];
+            };
             if !self.cross(&mut w, o) {
                 return self.recycle(w.buf);
             }

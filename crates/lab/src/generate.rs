@@ -13,6 +13,7 @@
 //! PRNG is SplitMix64, written here).
 
 use crate::addr::Prefix;
+use crate::limits::{self, TooLarge, MAX_LSPS, MAX_ROUTERS};
 use crate::net::TunnelClass;
 use crate::profile::Vendor;
 use crate::rng::Rng;
@@ -20,8 +21,10 @@ use crate::topology::{
     HostDef, LinkDef, LspDef, Pop, ReplyFrom, RouterDef, Topology, TopologyDef, VantagePointDef,
 };
 
-/// Most destination hosts a generated topology has (one branch each).
-pub const MAX_DESTINATIONS: usize = 128;
+/// Most destination hosts a generated topology has (one branch each): each branch makes
+/// up to four LSPs (one with two equal-cost paths, and its return), and the lab takes
+/// [`MAX_LSPS`]. Routers limit them further: [`GenOptions::max_destinations`].
+pub const MAX_DESTINATIONS: usize = MAX_LSPS / 4;
 
 /// Relative weights of what a branch carries.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -53,7 +56,8 @@ impl Default for ClassMix {
 /// What to generate.
 #[derive(Debug, Clone, PartialEq)]
 pub struct GenOptions {
-    /// Destination hosts, one branch each, at most [`MAX_DESTINATIONS`] (more are not made).
+    /// Destination hosts, one branch each, at most [`GenOptions::max_destinations`]
+    /// (more are not made; [`GenOptions::check`] refuses them).
     pub destinations: usize,
     pub mix: ClassMix,
     /// Vendors drawn uniformly for every router (empty: all).
@@ -196,7 +200,7 @@ pub const SETTINGS: [(&str, &str); 17] = [
     ),
     (
         "destinations",
-        "destination hosts, one branch each, 1 to 128 (also --destinations)",
+        "destination hosts, one branch each, 1 to 15000, fewer with long LSPs (also --destinations)",
     ),
 ];
 
@@ -280,6 +284,48 @@ impl GenOptions {
                 }
             }
         })
+    }
+
+    /// Routers one branch may make at most: two plain hops of an ECMP diamond with a
+    /// detour (8), an LSP of the most LSRs with its ingress, egress and a detour inside
+    /// (4 more), and the host's router.
+    fn branch_routers(&self) -> usize {
+        let (lo, hi) = self.lsr_range();
+        let implicit = if self.mix.implicit > 0 {
+            self.implicit_min_lsrs.max(lo)
+        } else {
+            0
+        };
+        13 + hi.max(implicit)
+    }
+
+    /// LSRs per LSP as the generator takes them.
+    fn lsr_range(&self) -> (usize, usize) {
+        let lo = self.lsrs.0.max(1);
+        (lo, self.lsrs.1.clamp(lo, 60))
+    }
+
+    /// The most destinations these options may have: every branch at its largest stays
+    /// within [`MAX_ROUTERS`], and at most [`MAX_DESTINATIONS`].
+    pub fn max_destinations(&self) -> usize {
+        (MAX_ROUTERS / self.branch_routers()).min(MAX_DESTINATIONS)
+    }
+
+    /// Whether the lab takes the largest topology these options may make (before anything
+    /// is generated): the error names the limit and the value.
+    pub fn check(&self) -> Result<(), TooLarge> {
+        let d = self.destinations;
+        limits::check("destinations", d, MAX_DESTINATIONS)?;
+        let per = self.branch_routers();
+        let (_, hi) = self.lsr_range();
+        limits::check(
+            &format!(
+                "routers (the most {d} destinations may make: {per} each, with up to {hi} \
+                 LSRs per LSP)"
+            ),
+            d.saturating_mul(per),
+            MAX_ROUTERS,
+        )
     }
 
     /// The count named `name`, with the least and most it takes.
@@ -502,14 +548,15 @@ impl Builder {
         let ttl = *self.rng.pick(&o.host_ttls).unwrap_or(&64);
         let i = self.next_host;
         self.next_host += 1;
-        let (c, k) = if i < 64 {
-            ([203, 0, 113], i)
-        } else {
-            ([198, 51, 100], i - 64)
+        // the first 128 in the documentation ranges, the rest from the top of 100.64/10
+        // down (links grow from its bottom up)
+        let base = match i {
+            0..64 => u32::from(core::net::Ipv4Addr::new(203, 0, 113, 0)) + i * 4,
+            64..128 => u32::from(core::net::Ipv4Addr::new(198, 51, 100, 0)) + (i - 64) * 4,
+            _ => u32::from(core::net::Ipv4Addr::new(100, 127, 255, 252)) - (i - 128) * 4,
         };
-        let base = (k * 4) as u8;
-        let addr = core::net::Ipv4Addr::new(c[0], c[1], c[2], base + 2);
-        let gw = core::net::Ipv4Addr::new(c[0], c[1], c[2], base + 1);
+        let addr = core::net::Ipv4Addr::from(base + 2);
+        let gw = core::net::Ipv4Addr::from(base + 1);
         self.def.hosts.push(HostDef {
             name: format!("h{i}"),
             address: format!("{addr}/30"),
@@ -521,6 +568,56 @@ impl Builder {
             silent: false,
         });
     }
+}
+
+/// Routers a branch may hang from, with their depth (routers from the vantage point's
+/// router, both counted), in the order they were made; and how many of each depth every
+/// run of [`CHUNK`] of them holds, so that the k-th of those no deeper than a limit is
+/// found without scanning them all (which, once per branch, would be quadratic).
+#[derive(Default)]
+struct Places {
+    all: Vec<(String, usize)>,
+    chunks: Vec<[u32; 256]>,
+}
+
+/// Places per chunk of [`Places`].
+const CHUNK: usize = 1024;
+
+impl Places {
+    fn push(&mut self, router: String, depth: usize) {
+        if self.all.len().is_multiple_of(CHUNK) {
+            self.chunks.push([0; 256]);
+        }
+        if let Some(c) = self.chunks.last_mut() {
+            c[depth.min(255)] += 1;
+        }
+        self.all.push((router, depth));
+    }
+    /// Places no deeper than `deepest`.
+    fn count(&self, deepest: usize) -> usize {
+        self.chunks.iter().map(|c| in_chunk(c, deepest)).sum()
+    }
+    /// The index of the `k`-th (from 0) place no deeper than `deepest`, in order.
+    fn nth(&self, deepest: usize, mut k: usize) -> usize {
+        for (ci, c) in self.chunks.iter().enumerate() {
+            let here = in_chunk(c, deepest);
+            if k >= here {
+                k -= here;
+                continue;
+            }
+            let start = ci * CHUNK;
+            let end = (start + CHUNK).min(self.all.len());
+            if let Some(i) = (start..end).filter(|&i| self.all[i].1 <= deepest).nth(k) {
+                return i;
+            }
+        }
+        0
+    }
+}
+
+/// Places of chunk `c` no deeper than `deepest`.
+fn in_chunk(c: &[u32; 256], deepest: usize) -> usize {
+    c[..=deepest.min(255)].iter().map(|&n| n as usize).sum()
 }
 
 /// A random topology; same `seed` and options, same topology.
@@ -556,14 +653,12 @@ pub fn generate(seed: u64, opts: &GenOptions) -> Topology {
         router: r0.clone(),
         delay_ms: 0.05,
     });
-    let (lo, hi) = (
-        opts.lsrs.0.max(1),
-        opts.lsrs.1.clamp(opts.lsrs.0.max(1), 60),
-    );
+    let (lo, hi) = opts.lsr_range();
     let max_hops = opts.max_hops.clamp(8, 255);
     // (router, routers from the vantage point's router to it, both counted)
-    let mut attach = vec![(r0, 1usize)];
-    for _ in 0..opts.destinations.min(MAX_DESTINATIONS) {
+    let mut attach = Places::default();
+    attach.push(r0, 1);
+    for _ in 0..opts.destinations.min(opts.max_destinations()) {
         // Plan the branch, then hang it where it fits under `max_hops`: plain hops count
         // three routers each (they may be diamonds); ttl-propagate LSPs count their LSRs
         // twice (an LSR's time exceeded may be tunnelled to the egress and back).
@@ -594,11 +689,10 @@ pub fn generate(seed: u64, opts: &GenOptions) -> Topology {
                 }
                 + 1
         };
-        let fits: Vec<usize> = (0..attach.len())
-            .filter(|&i| attach[i].1 + need(plain, lsrs) <= max_hops)
-            .collect();
-        let at = match b.rng.pick(&fits) {
-            Some(&i) => i,
+        let deepest = max_hops.checked_sub(need(plain, lsrs));
+        let fits = deepest.map_or(0, |d| attach.count(d));
+        let at = match deepest.filter(|_| fits > 0) {
+            Some(d) => attach.nth(d, b.rng.below(fits as u64) as usize),
             None => {
                 plain = 0;
                 let room = max_hops - 1 - 1 - 2 - extra;
@@ -607,7 +701,7 @@ pub fn generate(seed: u64, opts: &GenOptions) -> Topology {
                 0
             }
         };
-        let (mut u, mut depth) = attach[at].clone();
+        let (mut u, mut depth) = attach.all[at].clone();
         for _ in 0..plain {
             let (v, d) = b.plain_hop(&u, opts);
             u = v;
@@ -642,14 +736,14 @@ pub fn generate(seed: u64, opts: &GenOptions) -> Topology {
             b.lsp(class, path, inner, opts);
             if b.rng.chance(opts.host_at_egress) {
                 b.host(&u, opts);
-                attach.push((u, depth));
+                attach.push(u, depth);
                 continue;
             }
         }
         let v = b.router();
         b.link(&u, &v, 10, None);
         b.host(&v, opts);
-        attach.push((v, depth + 1));
+        attach.push(v, depth + 1);
     }
     match Topology::from_def(b.def) {
         Ok(t) => t,

@@ -16,6 +16,7 @@ use std::collections::BinaryHeap;
 use vtnt_record::Instant;
 
 use crate::net::{Net, RouterId};
+use crate::routing::RouteCache;
 use crate::topology::Topology;
 use crate::truth::{self, Truth};
 
@@ -129,6 +130,7 @@ pub struct Lab {
     pub(crate) pool: Vec<Vec<u8>>,
     pub(crate) stats: Stats,
     pub(crate) work: Vec<crate::forward::Walk>,
+    pub(crate) routes: RouteCache,
 }
 
 impl Lab {
@@ -152,6 +154,7 @@ impl Lab {
             pool: Vec::new(),
             stats: Stats::default(),
             work: Vec::new(),
+            routes: RouteCache::default(),
             topo: topology,
         }
     }

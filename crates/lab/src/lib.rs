@@ -29,9 +29,10 @@
 //! ```
 //!
 //! Modules: [`addr`] (prefixes, lab ranges), [`profile`] (vendors), `topology` (file,
-//! validation), `routing` (Dijkstra, FIB, ECMP, push table), `forward` (TTL and label
-//! mechanics, replies), `lab` (the API), [`truth`], [`oracle`] (what probing shows of
-//! each tunnel, from emulated traces), [`tracer`], [`generate`].
+//! validation), [`limits`] (the largest topology the lab takes), `routing` (distances
+//! through biconnected parts, next hops, ECMP, LSP pushes, derived per packet),
+//! `forward` (TTL and label mechanics, replies), `lab` (the API), [`truth`], [`oracle`]
+//! (what probing shows of each tunnel, from emulated traces), [`tracer`], [`generate`].
 
 mod forward;
 mod lab;
@@ -42,6 +43,7 @@ mod topology;
 
 pub mod addr;
 pub mod generate;
+pub mod limits;
 pub mod oracle;
 pub mod profile;
 pub mod tracer;

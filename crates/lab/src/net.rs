@@ -145,9 +145,13 @@ pub(crate) struct Lsp {
     pub icmp_tunnelling: bool,
     pub egress_forwards_ttl1: bool,
     pub class: TunnelClass,
-    /// `labels[f][i]`: the label `path[i]` expects for the LSP cut at `path[f]` (0 where
-    /// unused). `f = path.len() - 1` is the whole LSP; shorter ones carry internal FECs.
-    pub labels: Vec<Vec<u32>>,
+    /// `label_base[i]`: the first label `path[i]` allocated for this LSP; it allocates
+    /// one per cut `f >= i` in turn (the cut at `path[f]` carries an internal FEC,
+    /// `f = path.len() - 1` is the whole LSP), skipping `f = i` when that is explicit
+    /// null. See [`Lsp::label`].
+    pub label_base: Vec<u32>,
+    /// UHP with IPv4 explicit null: the last router of every cut expects label 0.
+    pub explicit_null: bool,
     /// The egress's service (VPN) label, pushed under the transport label on traffic
     /// that rides the whole LSP (`vpn-label`).
     pub vpn: Option<u32>,
@@ -167,8 +171,17 @@ pub(crate) struct Over {
 
 impl Lsp {
     /// The label router `path[i]` expects on this LSP cut at `path[f]`.
+    /// (0 where unused: at the ingress, or past the cut; `None` off the path.)
     pub fn label(&self, f: usize, i: usize) -> Option<u32> {
-        self.labels.get(f).and_then(|v| v.get(i)).copied()
+        let n = self.path.len();
+        if f >= n || i >= n {
+            return None;
+        }
+        if i == 0 || i > f || (i == f && self.explicit_null) {
+            return Some(0);
+        }
+        let k = (f - i) as u32 - u32::from(self.explicit_null);
+        Some(self.label_base[i].wrapping_add(k) & 0xf_ffff)
     }
     pub fn egress_index(&self) -> usize {
         self.path.len() - 1
@@ -276,7 +289,7 @@ impl Net {
                 .copied()
                 .find(|&i| self.prefix_of(self.ifaces[i as usize].addr) == Some(p));
         }
-        self.tables.next_hops(r, p).first().copied()
+        self.next_hops(r, p).next()
     }
 
     pub fn router_name(&self, r: RouterId) -> &str {

@@ -138,8 +138,13 @@ type Hop = Option<(RouterId, bool)>;
 struct Probing {
     /// Per destination, per flow: the answers by probe TTL.
     to: BTreeMap<Ipv4Addr, Vec<Vec<Hop>>>,
-    /// Maximal runs of consecutive answering routers, repeats collapsed.
+    /// Maximal runs of consecutive answering routers, repeats collapsed: a set while
+    /// probing, then a list.
     runs: BTreeSet<Vec<RouterId>>,
+    ordered: Vec<Vec<RouterId>>,
+    /// Where each router shows in `ordered`: run, position. A tunnel's ingress is looked
+    /// up here, not searched for in every run (which, per tunnel, would be quadratic).
+    at: BTreeMap<RouterId, Vec<(u32, u32)>>,
     /// Consecutive pairs of every run.
     links: BTreeSet<(RouterId, RouterId)>,
     traces: usize,
@@ -160,6 +165,8 @@ impl Probing {
         let mut p = Probing {
             to: BTreeMap::new(),
             runs: BTreeSet::new(),
+            ordered: Vec::new(),
+            at: BTreeMap::new(),
             links: BTreeSet::new(),
             traces: 0,
             probes: 0,
@@ -182,6 +189,12 @@ impl Probing {
                 flows.push(hops);
             }
             p.to.insert(dst, flows);
+        }
+        p.ordered = core::mem::take(&mut p.runs).into_iter().collect();
+        for (i, run) in p.ordered.iter().enumerate() {
+            for (j, &r) in run.iter().enumerate() {
+                p.at.entry(r).or_default().push((i as u32, j as u32));
+            }
         }
         p
     }
@@ -225,10 +238,10 @@ impl Probing {
             ingress_seen,
             egress_seen: answers().any(|&(r, _)| r == egress),
             label_seen: answers().any(|&(r, l)| l && (r == egress || lsrs.contains(&r))),
-            lsrs_seen_in_order: self
-                .runs
-                .iter()
-                .any(|run| run.windows(chain.len()).any(|w| w == chain)),
+            lsrs_seen_in_order: self.at.get(&ingress).is_some_and(|at| {
+                at.iter()
+                    .any(|&(i, j)| self.ordered[i as usize][j as usize..].starts_with(&chain))
+            }),
             links_seen,
             observable: ingress_seen && links_seen,
         }

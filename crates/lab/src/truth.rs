@@ -183,7 +183,7 @@ fn sym_paths(
             done.push(path);
             continue;
         }
-        let pushes = net.tables.pushes(r, p);
+        let pushes = net.pushes(r, p);
         if !pushes.is_empty() {
             // every path of an `ecmp` LSP, as ECMP
             for push in pushes.iter().rev() {
@@ -198,7 +198,7 @@ fn sym_paths(
             }
             continue;
         }
-        let hops = net.tables.next_hops(r, p);
+        let hops: Vec<IfaceId> = net.next_hops(r, p).collect();
         if hops.is_empty() {
             done.push(path);
             continue;

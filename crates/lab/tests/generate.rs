@@ -430,7 +430,7 @@ fn a_bad_setting_is_refused_by_name() {
         ),
         ("te-stacks", "NaN", "`NaN` is not a share from 0 to 1"),
         ("max-hops", "7", "`7` is not a number from 8 to 255"),
-        ("destinations", "129", "a number from 1 to 128"),
+        ("destinations", "15001", "a number from 1 to 15000"),
         ("vendors", "cisco,acme", "`acme` is none"),
         ("vendors", ",", "`,` is not a list of vendors"),
         ("host-ttls", "64,0", "a list of TTLs from 1 to 255"),

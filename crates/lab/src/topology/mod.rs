@@ -13,6 +13,7 @@ pub use file::{
     HostDef, LinkDef, LspDef, Pop, ReplyFrom, RouteDef, RouterDef, TopologyDef, VantagePointDef,
 };
 
+use crate::limits::{self, TooLarge};
 use crate::net::Net;
 
 /// The reference topology shipped with the lab (`topologies/reference.toml`).
@@ -39,13 +40,16 @@ pub enum TopologyError {
         object: String,
         message: String,
     },
+    /// The topology is larger than the lab takes ([`crate::limits`]); nothing was built.
+    #[error("{file}: {limit}")]
+    TooLarge { file: String, limit: TooLarge },
 }
 
 impl TopologyError {
     /// The line the error points at (0 when not known).
     pub fn line(&self) -> usize {
         match self {
-            TopologyError::Io { .. } => 0,
+            TopologyError::Io { .. } | TopologyError::TooLarge { .. } => 0,
             TopologyError::Syntax { line, .. } | TopologyError::Invalid { line, .. } => *line,
         }
     }
@@ -60,12 +64,19 @@ pub struct Topology {
 }
 
 impl Topology {
-    /// Parses and validates topology text; `file` names it in errors.
+    /// Parses and validates topology text; `file` names it in errors. Text longer than
+    /// [`limits::MAX_TOPOLOGY_BYTES`] is refused unread, a topology with more objects
+    /// than [`crate::limits`] allows once parsed, before anything else.
     pub fn parse(text: &str, file: &str) -> Result<Topology, TopologyError> {
+        let too_large = |limit| TopologyError::TooLarge {
+            file: file.to_string(),
+            limit,
+        };
+        limits::check("bytes of topology", text.len(), limits::MAX_TOPOLOGY_BYTES)
+            .map_err(too_large)?;
         let def: TopologyDef = toml::from_str(text).map_err(|e| syntax(text, file, &e))?;
-        let spans: file::Spans = toml::from_str(text).map_err(|e| syntax(text, file, &e))?;
-        let lines = validate::Lines::from_spans(text, &spans);
-        let net = validate::resolve(&def, file, &lines, None)?;
+        limits::check_counts(&def).map_err(too_large)?;
+        let net = validate::resolve(&def, file, &validate::Lines::of(text), None)?;
         Ok(Topology {
             def,
             file: file.to_string(),
@@ -76,10 +87,21 @@ impl Topology {
     /// Reads, parses and validates a topology file.
     pub fn load(path: &Path) -> Result<Topology, TopologyError> {
         let file = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|e| TopologyError::Io {
+        let io = |e: std::io::Error| TopologyError::Io {
             file: file.clone(),
             message: e.to_string(),
+        };
+        let len = std::fs::metadata(path).map_err(io)?.len();
+        limits::check(
+            "bytes of topology",
+            usize::try_from(len).unwrap_or(usize::MAX),
+            limits::MAX_TOPOLOGY_BYTES,
+        )
+        .map_err(|limit| TopologyError::TooLarge {
+            file: file.clone(),
+            limit,
         })?;
+        let text = std::fs::read_to_string(path).map_err(io)?;
         Topology::parse(&text, &file)
     }
 

@@ -6,77 +6,71 @@
 use std::collections::HashMap;
 use std::net::Ipv4Addr;
 
-/// IPv4 explicit null (RFC 3032): the label a UHP egress gets unless `non-null-uhp`.
-const EXPLICIT_NULL: u32 = 0;
 /// Most equal-cost paths an `ecmp` LSP follows.
 const MAX_ECMP_PATHS: usize = 8;
 
 use super::file::{LspDef, Spans, TopologyDef};
 use super::{line_of, Pop, TopologyError};
 use crate::addr::{in_lab_ranges, AddrLen, Prefix};
+use crate::limits::{self, MAX_LSPS};
 use crate::net::{
     Host, Iface, IfaceId, Lsp, Net, Over, Peer, PrefixInfo, PrefixKind, Router, RouterId,
     TunnelClass, Vp,
 };
 use crate::routing::{Dist, Static, Tables, INF};
 
-/// Line of each object, by kind and index (empty for generated topologies).
+/// Where each object is in the file's text, found only when an error needs it: the
+/// spans of 100,000 objects would cost a second parse of the whole file (as much time
+/// and memory as the first) for nothing when the topology is valid.
 #[derive(Debug, Default)]
-pub(crate) struct Lines {
-    vps: Vec<usize>,
-    routers: Vec<usize>,
-    links: Vec<usize>,
-    hosts: Vec<usize>,
-    lsps: Vec<usize>,
-    routes: Vec<usize>,
+pub(crate) struct Lines<'a> {
+    /// The file's text (none for generated topologies: every line is 0).
+    text: Option<&'a str>,
 }
 
-impl Lines {
-    pub fn from_spans(text: &str, s: &Spans) -> Lines {
-        let f = |v: &Vec<toml::Spanned<toml::Table>>| -> Vec<usize> {
-            v.iter()
-                .map(|t| header_line(text, t.span().start))
-                .collect()
+impl<'a> Lines<'a> {
+    pub fn of(text: &'a str) -> Lines<'a> {
+        Lines { text: Some(text) }
+    }
+
+    /// The line of the `[[...]]` header of object `idx` of `kind` (0 when unknown).
+    fn line(&self, kind: &str, idx: usize) -> usize {
+        let Some(text) = self.text else { return 0 };
+        let Ok(s) = toml::from_str::<Spans>(text) else {
+            return 0;
         };
-        Lines {
-            vps: f(&s.vantage_points),
-            routers: f(&s.routers),
-            links: f(&s.links),
-            hosts: f(&s.hosts),
-            lsps: f(&s.lsps),
-            routes: f(&s.routes),
-        }
+        let list = match kind {
+            "vantage-point" => s.vantage_points,
+            "router" => s.routers,
+            "link" => s.links,
+            "host" => s.hosts,
+            "route" => s.routes,
+            _ => s.lsps,
+        };
+        list.get(idx)
+            .map_or(0, |t| line_of(text, header(text, t.span().start)))
     }
 }
 
-/// The line of the `[[...]]` header an object's span starts at or after.
-fn header_line(text: &str, at: usize) -> usize {
+/// Where the `[[...]]` header an object's span starts at or after begins.
+fn header(text: &str, at: usize) -> usize {
     let at = at.min(text.len());
     if text[at..].starts_with("[[") {
-        return line_of(text, at);
+        return at;
     }
-    let start = text[..at].rfind("[[").unwrap_or(at);
-    line_of(text, start)
+    text[..at].rfind("[[").unwrap_or(at)
 }
 
 struct Ctx<'a> {
     file: &'a str,
-    lines: &'a Lines,
+    lines: &'a Lines<'a>,
 }
 
 impl Ctx<'_> {
     fn err(&self, kind: &str, idx: usize, name: &str, message: String) -> TopologyError {
-        let list = match kind {
-            "vantage-point" => &self.lines.vps,
-            "router" => &self.lines.routers,
-            "link" => &self.lines.links,
-            "host" => &self.lines.hosts,
-            "route" => &self.lines.routes,
-            _ => &self.lines.lsps,
-        };
         TopologyError::Invalid {
             file: self.file.to_string(),
-            line: list.get(idx).copied().unwrap_or(0),
+            line: self.lines.line(kind, idx),
             object: format!("[[{kind}]] {name}"),
             message,
         }
@@ -137,9 +131,11 @@ pub(crate) fn resolve(
             "no [[vantage-point]]: probes need somewhere to come from".into(),
         ));
     }
-    if def.vantage_points.len() > usize::from(u16::MAX) || def.lsps.len() > 60_000 {
-        return Err(top("too many vantage points or LSPs".into()));
-    }
+    let too_large = |limit| TopologyError::TooLarge {
+        file: file.to_string(),
+        limit,
+    };
+    limits::check_counts(def).map_err(too_large)?;
 
     let mut routers = Vec::new();
     let mut ifaces: Vec<Iface> = Vec::new();
@@ -443,13 +439,13 @@ pub(crate) fn resolve(
     let mut sorted: Vec<Option<PrefixInfo>> = prefixes.into_iter().map(|p| Some(p.0)).collect();
     let prefixes: Vec<PrefixInfo> = order.iter().filter_map(|&k| sorted[k].take()).collect();
 
-    let dist = Dist::compute(&routers, &ifaces);
+    let dist = Dist::compute(&routers, &ifaces).map_err(too_large)?;
     let mut lsps = Vec::new();
     let mut next_label: Vec<u32> = routers.iter().map(|r| r.vendor.label_base()).collect();
-    let mut lsp_names = std::collections::HashSet::new();
+    let mut lsp_names: HashMap<&str, usize> = HashMap::new();
     let mut first = Vec::with_capacity(def.lsps.len());
     for (i, l) in def.lsps.iter().enumerate() {
-        if !lsp_names.insert(l.name.as_str()) {
+        if lsp_names.insert(l.name.as_str(), i).is_some() {
             return Err(cx.err(
                 "lsp",
                 i,
@@ -476,20 +472,22 @@ pub(crate) fn resolve(
             };
             lsps.push(x);
         }
-        if lsps.len() > 60_000 {
-            return Err(top(
-                "too many LSPs (each equal-cost path of an ecmp one counts)".into(),
-            ));
-        }
+        limits::check(
+            "LSPs (each equal-cost path of an ecmp one counted)",
+            lsps.len(),
+            MAX_LSPS,
+        )
+        .map_err(too_large)?;
     }
     for (i, l) in def.lsps.iter().enumerate() {
         if let Some(name) = &l.over {
-            let o = over(&def.lsps, &lsps, &first, i, name)
+            let o = over(&def.lsps, &lsp_names, &lsps, &first, i, name)
                 .map_err(|m| cx.err("lsp", i, &format!("\"{}\"", l.name), m))?;
             lsps[first[i]].over = Some(o);
         }
     }
     let mut statics: Vec<Static> = Vec::new();
+    let mut routed = std::collections::HashSet::new();
     for (i, s) in def.routes.iter().enumerate() {
         let obj = format!("{} {}", s.router, s.prefix);
         let e = |m: String| cx.err("route", i, &obj, m);
@@ -499,17 +497,21 @@ pub(crate) fn resolve(
             .prefix
             .parse()
             .map_err(|x: crate::addr::BadPrefix| e(x.to_string()))?;
-        let prefix = prefixes.iter().position(|x| x.prefix == p).ok_or_else(|| {
-            e(format!(
-                "{p} is not a prefix of the topology (a link, a LAN or a loopback)"
-            ))
-        })? as u32;
+        let prefix = prefixes
+            .binary_search_by_key(&(p.first(), p.last()), |x| {
+                (x.prefix.first(), x.prefix.last())
+            })
+            .map_err(|_| {
+                e(format!(
+                    "{p} is not a prefix of the topology (a link, a LAN or a loopback)"
+                ))
+            })? as u32;
         if prefixes[prefix as usize].attached.contains(&r) {
             return Err(e(format!("{p} is connected to \"{}\"", s.router)));
         }
         let out = link_between(&routers, &ifaces, r, via)
             .ok_or_else(|| e(format!("no link from \"{}\" to \"{}\"", s.router, s.via)))?;
-        if statics.iter().any(|x| (x.router, x.prefix) == (r, prefix)) {
+        if !routed.insert((r, prefix)) {
             return Err(e(format!("a second route for {p} on \"{}\"", s.router)));
         }
         statics.push(Static {
@@ -518,7 +520,7 @@ pub(crate) fn resolve(
             out,
         });
     }
-    let tables = Tables::build(dist, &routers, &ifaces, &prefixes, &lsps, &statics);
+    let tables = Tables::new(dist, routers.len(), &lsps, statics);
     Ok(Net {
         routers,
         ifaces,
@@ -649,17 +651,14 @@ fn lsp(
         return Err(e("an LSP of more than 200 routers".into()));
     }
     let n = path.len();
-    let mut labels = vec![vec![0u32; n]; n];
-    for (f, row) in labels.iter_mut().enumerate().skip(1) {
-        for (k, slot) in row.iter_mut().enumerate().take(f + 1).skip(1) {
-            if k == f && l.pop == Pop::Uhp && !l.non_null_uhp {
-                *slot = EXPLICIT_NULL;
-                continue;
-            }
-            let r = path[k] as usize;
-            *slot = next_label[r] & 0xf_ffff;
-            next_label[r] += 1;
-        }
+    // each LSR (and the egress) allocates one label per cut of the LSP at it or past it
+    // (explicit null excepted), in turn
+    let explicit_null = l.pop == Pop::Uhp && !l.non_null_uhp;
+    let mut label_base = vec![0u32; n];
+    for k in 1..n {
+        let r = path[k] as usize;
+        label_base[k] = next_label[r];
+        next_label[r] = next_label[r].wrapping_add((n - k) as u32 - u32::from(explicit_null));
     }
     let vpn = l.vpn_label.then(|| {
         let e = path[n - 1] as usize;
@@ -679,7 +678,8 @@ fn lsp(
         icmp_tunnelling: l.icmp_tunnelling,
         egress_forwards_ttl1: l.egress_forwards_ttl1,
         class,
-        labels,
+        label_base,
+        explicit_null,
         vpn,
         over: None,
     }))
@@ -687,17 +687,18 @@ fn lsp(
 
 /// Where LSP `i` rides the LSP named `name` (`over`): that LSP's routers must be
 /// consecutive LSRs of `i`'s path, and the two must agree on how TTLs and labels show.
-/// `first[k]`: the index in `lsps` of definition `k`'s (first) path.
+/// `first[k]`: the index in `lsps` of definition `k`'s (first) path; `names`: each
+/// definition's index by name.
 fn over(
     defs: &[LspDef],
+    names: &HashMap<&str, usize>,
     lsps: &[Lsp],
     first: &[usize],
     i: usize,
     name: &str,
 ) -> Result<Over, String> {
-    let j = defs
-        .iter()
-        .position(|l| l.name == name)
+    let j = *names
+        .get(name)
         .ok_or_else(|| format!("over: no LSP is named \"{name}\""))?;
     if j == i {
         return Err("over: an LSP cannot ride itself".into());
