@@ -22,6 +22,10 @@ cargo clippy -p vtnt-kernel --target x86_64-unknown-none -q -- -D warnings
 cargo clippy -p vtnt-kernel --target x86_64-unknown-none --features spt-forbidden-call -q -- -D warnings
 # the stream endpoint's image (`vtnt bench net`)
 cargo clippy -p vtnt-kernel --target x86_64-unknown-none --features stream -q -- -D warnings
+# what an installed vtnt carries, built once (docs/install.md): the static vtnt,
+# vtnt-monitor and the unikernel's images in target/dist/lib/vtnt, which the tests' vtnt
+# and the runtimes find through target/lib
+cargo xtask dist >/dev/null
 cargo test --workspace --exclude vtnt-kernel -- --test-threads=2
 # the kernel's host-testable parts (command line, kvmclock arithmetic)
 cargo test -p vtnt-kernel

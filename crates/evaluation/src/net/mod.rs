@@ -338,9 +338,9 @@ pub fn bench_net(args: &BenchNetArgs) -> anyhow::Result<NetReport> {
     ];
     let tests: u64 = sweeps.iter().map(|(_, v)| v.len() as u64).sum::<u64>() * u64::from(args.reps);
     let mut rep = NetReport {
-        provenance: vtnt_measure::provenance::Provenance::now(
-            &vtnt_runtimes::paths::workspace_root().unwrap_or_else(|| ".".into()),
-        ),
+        provenance: vtnt_measure::provenance::Provenance::now(std::path::Path::new(env!(
+            "CARGO_MANIFEST_DIR"
+        ))),
         iperf3: version,
         seconds: args.seconds,
         reps: args.reps,
