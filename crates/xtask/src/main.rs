@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use clap::Parser;
-use vtnt_xtask::dist;
+use vtnt_xtask::{deb, dist};
 
 /// The tasks.
 #[derive(Debug, Parser)]
@@ -15,6 +15,8 @@ enum Task {
     /// unikernel's images) into an install tree with a manifest of SHA-256s
     /// (docs/install.md).
     Dist(DistArgs),
+    /// Build the Debian package (target/dist/vtnt_<version>_amd64.deb) from the tree.
+    Deb(DistArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -46,6 +48,11 @@ fn main() -> anyhow::Result<()> {
         Task::Dist(a) => {
             let d = dist::build(&a.options())?;
             println!("{}", d.root.display());
+        }
+        Task::Deb(a) => {
+            let d = dist::build(&a.options())?;
+            let deb = deb::build(&d)?;
+            println!("{}", deb.display());
         }
     }
     Ok(())
