@@ -179,7 +179,7 @@ pub struct RunSpec {
     pub timeout: Duration,
     /// `hostname` of the `cycle-start` line (the native CLI prints the machine's).
     pub hostname: Option<String>,
-    /// The image to boot; `None`: build it ([`image::build`]).
+    /// The image to boot; `None`: the installed job image ([`image::job`]).
     pub image: Option<PathBuf>,
     /// The guest asks for its address by DHCP (`ip=dhcp`; the lab's VM front serves it)
     /// instead of taking the lab slot's (or the TAP spec's) static address.
