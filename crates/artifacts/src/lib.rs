@@ -156,6 +156,16 @@ pub fn find(artifact: Artifact) -> Result<Found, Error> {
     Ok(found)
 }
 
+/// The commit that built the installed files: the first manifest on the standard
+/// [`SearchPath`] says (benchmark reports name it).
+pub fn built_commit() -> Option<String> {
+    SearchPath::standard()
+        .dirs()
+        .iter()
+        .find_map(|d| Manifest::read(&d.join(MANIFEST)).ok())
+        .map(|m| m.commit)
+}
+
 fn stamp(p: &Path) -> Option<std::time::SystemTime> {
     std::fs::metadata(p).and_then(|m| m.modified()).ok()
 }

@@ -472,8 +472,7 @@ fn tnt_accuracy(
 /// Prints a benchmark's report with its provenance (machine, tools, commit, command):
 /// JSON as `{"provenance": ..., "report": ...}`, markdown under a provenance list.
 fn emit(json: bool, report: serde_json::Value, markdown: String) -> anyhow::Result<()> {
-    let p =
-        vtnt_measure::provenance::Provenance::now(std::path::Path::new(env!("CARGO_MANIFEST_DIR")));
+    let p = vtnt_measure::provenance::Provenance::now(vtnt_artifacts::built_commit());
     if json {
         let v = serde_json::json!({ "provenance": p, "report": report });
         println!("{}", serde_json::to_string_pretty(&v)?);

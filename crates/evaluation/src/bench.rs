@@ -13,7 +13,7 @@
 //! Every execution's output is compared with the native one
 //! ([`vtnt_runtimes::job::normalize`]).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
@@ -172,9 +172,7 @@ pub fn bench_deploy(args: &BenchDeployArgs) -> anyhow::Result<Report> {
         accel_note: vtnt_vmm::accel::linux_tcg_reason().map(String::from),
         host: host(),
         cgroup_favordynmods: vtnt_measure::dynmods::enabled(),
-        provenance: vtnt_measure::provenance::Provenance::now(Path::new(env!(
-            "CARGO_MANIFEST_DIR"
-        ))),
+        provenance: vtnt_measure::provenance::Provenance::now(vtnt_artifacts::built_commit()),
         job: args.job.clone(),
         reps: args.reps,
         bandwidth_mbps: args.bandwidth_mbps,

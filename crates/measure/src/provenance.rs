@@ -11,8 +11,8 @@ use serde::Serialize;
 pub struct Provenance {
     /// `vtnt` version (the workspace's).
     pub vtnt_version: String,
-    /// The source tree's commit (`git describe --always --dirty`), or `unknown` outside a
-    /// checkout.
+    /// The commit that built vtnt's installed files (`git describe --always --dirty`, as
+    /// their manifest says: `vtnt_artifacts::built_commit`), or `unknown`.
     pub commit: String,
     /// The command line that ran the benchmark.
     pub command: String,
@@ -42,19 +42,13 @@ const TOOLS: [(&str, &str); 6] = [
 ];
 
 impl Provenance {
-    /// Reads this machine's conditions now; `source_dir`: where `git` finds the commit.
-    pub fn now(source_dir: &std::path::Path) -> Provenance {
+    /// Reads this machine's conditions now; `commit`: what built this vtnt, if known.
+    pub fn now(commit: Option<String>) -> Provenance {
         let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
         let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
         Provenance {
             vtnt_version: env!("CARGO_PKG_VERSION").to_string(),
-            commit: first_line(
-                Command::new("git")
-                    .arg("-C")
-                    .arg(source_dir)
-                    .args(["describe", "--always", "--dirty"]),
-            )
-            .unwrap_or_else(|| "unknown".into()),
+            commit: commit.unwrap_or_else(|| "unknown".into()),
             command: std::env::args().collect::<Vec<_>>().join(" "),
             date: first_line(Command::new("date").args(["-u", "+%Y-%m-%dT%H:%M:%SZ"]))
                 .unwrap_or_default(),
@@ -146,7 +140,7 @@ mod tests {
 
     #[test]
     fn this_machine_is_described() {
-        let p = Provenance::now(std::path::Path::new(env!("CARGO_MANIFEST_DIR")));
+        let p = Provenance::now(Some("48faf41".into()));
         assert!(p.cpus > 0 && p.memory_mib > 0, "{p:?}");
         assert!(!p.kernel.is_empty() && p.date.ends_with('Z'), "{p:?}");
         assert_eq!(p.tools.len(), TOOLS.len());

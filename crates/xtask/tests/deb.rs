@@ -92,9 +92,8 @@ fn the_package_holds_the_tree_and_lets_a_user_trace_without_root() {
     ]
     .map(String::from)
     .to_vec();
-    expected.extend(
-        vtnt_artifacts::Artifact::ALL.map(|a| format!("./usr/lib/vtnt/{}", a.file_name())),
-    );
+    expected
+        .extend(vtnt_artifacts::Artifact::ALL.map(|a| format!("./usr/lib/vtnt/{}", a.file_name())));
     let mut got: Vec<String> = files.iter().map(|f| f.to_string()).collect();
     got.sort();
     expected.sort();
@@ -107,7 +106,13 @@ fn the_package_holds_the_tree_and_lets_a_user_trace_without_root() {
     assert!(depends.ends_with("libcap2-bin"), "{depends}");
     assert_eq!(field(&deb, "Recommends"), "iproute2");
     let suggests = field(&deb, "Suggests");
-    for p in ["qemu-system-x86", "runc", "docker.io", "nats-server", "scamper"] {
+    for p in [
+        "qemu-system-x86",
+        "runc",
+        "docker.io",
+        "nats-server",
+        "scamper",
+    ] {
         assert!(suggests.contains(p), "{suggests}");
     }
     let control = dir.0.join("control");
@@ -153,7 +158,10 @@ fn the_package_holds_the_tree_and_lets_a_user_trace_without_root() {
             .expect("setpriv")
     };
     for (job, answered) in [
-        (vec!["trace", "-P", "icmp-paris", "-w", "1", &target], "addr"),
+        (
+            vec!["trace", "-P", "icmp-paris", "-w", "1", &target],
+            "addr",
+        ),
         (vec!["ping", "-c", "2", "-i", "0.2", &target], "from"),
         (vec!["tnt", "-w", "1", &target], "addr"),
     ] {

@@ -22,7 +22,7 @@
 pub mod data;
 pub mod report;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Context;
@@ -85,9 +85,7 @@ pub fn bench_micro(args: &BenchMicroArgs) -> anyhow::Result<MicroReport> {
         .with_context(|| format!("creating {}", args.out.display()))?;
     let net = Network::Lab(args.lab.clone());
     let mut report = MicroReport {
-        provenance: vtnt_measure::provenance::Provenance::now(Path::new(env!(
-            "CARGO_MANIFEST_DIR"
-        ))),
+        provenance: vtnt_measure::provenance::Provenance::now(vtnt_artifacts::built_commit()),
         reps: args.reps,
         fib: args.fib,
         calls: args.calls,

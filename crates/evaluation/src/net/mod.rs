@@ -338,9 +338,7 @@ pub fn bench_net(args: &BenchNetArgs) -> anyhow::Result<NetReport> {
     ];
     let tests: u64 = sweeps.iter().map(|(_, v)| v.len() as u64).sum::<u64>() * u64::from(args.reps);
     let mut rep = NetReport {
-        provenance: vtnt_measure::provenance::Provenance::now(std::path::Path::new(env!(
-            "CARGO_MANIFEST_DIR"
-        ))),
+        provenance: vtnt_measure::provenance::Provenance::now(vtnt_artifacts::built_commit()),
         iperf3: version,
         seconds: args.seconds,
         reps: args.reps,
