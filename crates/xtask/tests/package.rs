@@ -1,12 +1,25 @@
-//! The Debian package (`cargo xtask deb`): built from an install tree of its own, it holds
-//! the files docs/install.md lists and declares what it needs; unpacked into a root of
-//! its own (no checkout, no cargo there) with the capability its postinst sets, its
-//! `vtnt` finds its artifacts beside itself, and an unprivileged user traces, pings and
-//! runs TNT through a chain of routers in namespaces the test makes; without the
-//! capability the same user is refused with the reason. Needs root for the namespaces.
+//! The Debian package (`cargo xtask deb`), built once from an install tree of its own:
+//!
+//! - it holds the files docs/install.md lists and declares what it needs; unpacked into a
+//!   directory with the capability its postinst sets, its `vtnt` finds its artifacts
+//!   beside itself, and an unprivileged user traces, pings and runs TNT through a chain of
+//!   routers in namespaces the test makes; without the capability the same user is refused
+//!   with the reason;
+//! - installed with apt into a clean Debian root (the cached debootstrap minbase of the
+//!   runtimes, copied; no checkout, no cargo), an unprivileged user traces, and root runs
+//!   a lab, `vtnt run --runtime spt` and `--runtime microvm` (under `vtnt-monitor` where
+//!   `/dev/kvm` works), and an agent that takes a queued job and returns its result
+//!   within 5 s of starting (clean_root.rs).
+//!
+//! Needs root (namespaces, the root's mounts) and the Debian mirror (apt, as
+//! scripts/setup.sh).
+
+#[path = "package/clean_root.rs"]
+mod clean_root;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::sync::OnceLock;
 
 use vtnt_xtask::{deb, dist};
 
@@ -14,8 +27,8 @@ use vtnt_xtask::{deb, dist};
 struct Dir(PathBuf);
 
 impl Dir {
-    fn new() -> Dir {
-        let d = std::env::temp_dir().join(format!("vtnt-deb-test-{}", std::process::id()));
+    fn new(tag: &str) -> Dir {
+        let d = std::env::temp_dir().join(format!("vtnt-package-{tag}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&d);
         std::fs::create_dir_all(&d).unwrap();
         chmod(&d, 0o755);
@@ -32,6 +45,25 @@ impl Drop for Dir {
 fn chmod(p: &Path, mode: u32) {
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap();
+}
+
+/// The package, built once per test binary into `target/package-test/` (none when a
+/// tool it needs is missing: the test skips through vtnt-testkit).
+fn package(test: &str) -> Option<&'static Path> {
+    if let Some(why) = vtnt_testkit::missing_tools(&["dpkg-deb", "objcopy", "readelf"]) {
+        vtnt_testkit::skip_or_fail(test, &why, None);
+        return None;
+    }
+    static DEB: OnceLock<PathBuf> = OnceLock::new();
+    let pkg = DEB.get_or_init(|| {
+        let tree = dist::build(&dist::Options {
+            out: Some(vtnt_xtask::cargo::target_dir().join("package-test/dist")),
+            ..Default::default()
+        })
+        .unwrap_or_else(|e| panic!("{e:#}"));
+        deb::build(&tree).unwrap_or_else(|e| panic!("{e:#}"))
+    });
+    Some(pkg)
 }
 
 fn run(cmd: &mut Command) -> Output {
@@ -57,24 +89,17 @@ fn field(deb: &Path, name: &str) -> String {
 
 #[test]
 fn the_package_holds_the_tree_and_lets_a_user_trace_without_root() {
-    if let Some(why) = vtnt_testkit::missing_tools(&["dpkg-deb", "objcopy", "readelf"]) {
-        vtnt_testkit::skip_or_fail(vtnt_testkit::test_name!(), &why, None);
+    let Some(pkg) = package(vtnt_testkit::test_name!()) else {
         return;
-    }
-    let dir = Dir::new();
-    let tree = dist::build(&dist::Options {
-        out: Some(dir.0.join("dist")),
-        ..Default::default()
-    })
-    .unwrap_or_else(|e| panic!("{e:#}"));
-    let deb = deb::build(&tree).unwrap_or_else(|e| panic!("{e:#}"));
+    };
+    let dir = Dir::new("unpacked");
     assert_eq!(
-        deb.file_name().and_then(|n| n.to_str()),
+        pkg.file_name().and_then(|n| n.to_str()),
         Some(deb::file_name(vtnt_artifacts::VERSION).as_str())
     );
 
     // what it holds
-    let listing = text(&run(Command::new("dpkg-deb").arg("-c").arg(&deb)).stdout);
+    let listing = text(&run(Command::new("dpkg-deb").arg("-c").arg(pkg)).stdout);
     let files: Vec<&str> = listing
         .lines()
         .filter(|l| !l.starts_with('d'))
@@ -101,11 +126,11 @@ fn the_package_holds_the_tree_and_lets_a_user_trace_without_root() {
     assert!(listing.contains("-rwxr-xr-x root/root"), "{listing}");
 
     // what it declares
-    let depends = field(&deb, "Depends");
+    let depends = field(pkg, "Depends");
     assert!(depends.contains("libc6 (>= 2."), "{depends}");
     assert!(depends.ends_with("libcap2-bin"), "{depends}");
-    assert_eq!(field(&deb, "Recommends"), "iproute2");
-    let suggests = field(&deb, "Suggests");
+    assert_eq!(field(pkg, "Recommends"), "iproute2");
+    let suggests = field(pkg, "Suggests");
     for p in [
         "qemu-system-x86",
         "runc",
@@ -116,7 +141,7 @@ fn the_package_holds_the_tree_and_lets_a_user_trace_without_root() {
         assert!(suggests.contains(p), "{suggests}");
     }
     let control = dir.0.join("control");
-    run(Command::new("dpkg-deb").arg("-e").arg(&deb).arg(&control));
+    run(Command::new("dpkg-deb").arg("-e").arg(pkg).arg(&control));
     assert_eq!(
         std::fs::read_to_string(control.join("conffiles")).unwrap(),
         "/etc/default/vtnt\n"
@@ -136,7 +161,7 @@ fn the_package_holds_the_tree_and_lets_a_user_trace_without_root() {
     }
     // unpacked into a root of its own, the postinst's capability set as it sets it
     let root = dir.0.join("root");
-    run(Command::new("dpkg-deb").arg("-x").arg(&deb).arg(&root));
+    run(Command::new("dpkg-deb").arg("-x").arg(pkg).arg(&root));
     chmod(&root, 0o755);
     let vtnt = root.join(path.trim_start_matches('/'));
     run(Command::new("setcap").arg(caps).arg(&vtnt));
