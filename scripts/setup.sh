@@ -22,12 +22,13 @@ fi
 # own CA; musl-tools: musl-gcc for the C parts of the static vtnt's TLS (ring;
 # .cargo/config.toml); iperf3: `vtnt bench net`'s driver and Linux endpoints;
 # dnsmasq-base: PTR records for `trace -O ptr`'s test; libcap2-bin: setcap, which the
-# package's postinst runs and its test repeats (docs/install.md).
+# package's postinst runs and its test repeats, and systemd: systemd-analyze, which checks
+# the package's units (docs/install.md).
 # Every tool a test needs is here: scripts/test.sh fails a test that skips for want of one.
 packages=(scamper qemu-system-x86 qemu-utils iproute2 traceroute procps binutils
   ca-certificates docker.io containerd runc debootstrap e2fsprogs fonts-dejavu-core
   util-linux coreutils gzip tar strace iptables nats-server openssl musl-tools iperf3
-  dnsmasq-base libcap2-bin)
+  dnsmasq-base libcap2-bin systemd)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

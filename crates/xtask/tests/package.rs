@@ -155,7 +155,9 @@ fn the_package_holds_the_tree_and_lets_a_user_trace_without_root() {
     let (caps, path) = setcap.split_once(' ').expect("setcap CAPS FILE");
     assert_eq!((caps, path), ("cap_net_raw+ep", "/usr/bin/vtnt"));
 
-    if let Some(why) = vtnt_testkit::missing_root_or(&["ip", "setcap", "setpriv"]) {
+    if let Some(why) =
+        vtnt_testkit::missing_root_or(&["ip", "setcap", "setpriv", "systemd-analyze"])
+    {
         vtnt_testkit::skip_or_fail(vtnt_testkit::test_name!(), &why, None);
         return;
     }
@@ -209,6 +211,19 @@ fn the_package_holds_the_tree_and_lets_a_user_trace_without_root() {
         "{}",
         text(&out.stderr)
     );
+    // its units are what systemd reads (ExecStart at the unpacked binary)
+    let units = dir.0.join("units");
+    std::fs::create_dir_all(&units).unwrap();
+    let mut verify = Command::new("systemd-analyze");
+    verify.args(["verify", "--man=no"]);
+    for unit in ["vtnt-agent.service", "vtnt-daemon.service"] {
+        let text = std::fs::read_to_string(root.join("lib/systemd/system").join(unit)).unwrap();
+        let here = text.replace("/usr/bin/vtnt", &vtnt.display().to_string());
+        std::fs::write(units.join(unit), here).unwrap();
+        verify.arg(units.join(unit));
+    }
+    let out = run(&mut verify);
+    assert!(out.stderr.is_empty(), "{}", text(&out.stderr));
     // its artifacts are found beside it, checked
     std::fs::create_dir_all(dir.0.join("cache")).unwrap();
     chmod(&dir.0.join("cache"), 0o777);
