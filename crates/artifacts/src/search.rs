@@ -1,7 +1,7 @@
 //! Where artifacts are looked for, in order (docs/install.md):
 //!
-//! 1. `VTNT_LIB_DIR`, when it is set: then it alone, so that a test or an operator who
-//!    names a directory never gets a file from another;
+//! 1. `VTNT_LIB_DIR`, when it is set and not empty: then it alone, so that a test or an
+//!    operator who names a directory never gets a file from another;
 //! 2. `<the running executable's directory>/../lib/vtnt` (`/usr/bin/vtnt` ->
 //!    `/usr/lib/vtnt`, `~/.local/bin/vtnt` -> `~/.local/lib/vtnt`, a checkout's
 //!    `target/release/vtnt` -> `target/lib/vtnt`, which `cargo xtask dist` links to its
