@@ -6,9 +6,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/setup.sh
-echo "vtnt demo: building (release)..." >&2
-cargo build --release -q -p vtnt
-V="$PWD/target/release/vtnt"
+echo "vtnt demo: building vtnt and what it runs (cargo xtask dist, release)..." >&2
+cargo xtask dist >/dev/null
+V="$PWD/target/dist/bin/vtnt"
 NAME=vtnt-demo
 OUT="$PWD/demo-results"
 mkdir -p "$OUT"

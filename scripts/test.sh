@@ -26,6 +26,10 @@ cargo clippy -p vtnt-kernel --target x86_64-unknown-none --features stream -q --
 # licences and advisories of the dependency tree (deny.toml; docs/release.md): a licence
 # deny.toml does not allow, or an advisory against a crate in the tree, fails here
 cargo xtask deny
+# what an installed vtnt carries, built once (docs/install.md): the static vtnt,
+# vtnt-monitor and the unikernel's images in target/dist/lib/vtnt, which the tests' vtnt
+# and the runtimes find through target/lib
+cargo xtask dist >/dev/null
 cargo test --workspace --exclude vtnt-kernel -- --test-threads=2
 # the kernel's host-testable parts (command line, kvmclock arithmetic)
 cargo test -p vtnt-kernel

@@ -189,7 +189,8 @@ pub enum ImagesCommand {
         #[arg(long, value_delimiter = ',', required = true)]
         runtimes: Vec<Runtime>,
     },
-    /// The images stored: name, bytes, chunks.
+    /// The images stored: name, bytes, chunks, and the SHA-256 an installed artifact is
+    /// pinned to (`-` for images built on a host).
     List {
         #[command(flatten)]
         connect: ConnectArgs,
@@ -351,9 +352,10 @@ pub fn run(cmd: FleetCommand) -> anyhow::Result<ExitCode> {
                     vtnt_fleet::images::list(&connect.connect(Role::Operator)?)?
                 }
             };
-            println!("NAME\tBYTES\tCHUNKS");
+            println!("NAME\tBYTES\tCHUNKS\tSHA256");
             for i in stored {
-                println!("{}\t{}\t{}", i.name, i.bytes, i.chunks);
+                let sha256 = i.sha256.as_deref().unwrap_or("-");
+                println!("{}\t{}\t{}\t{sha256}", i.name, i.bytes, i.chunks);
             }
         }
         FleetCommand::Status {

@@ -104,8 +104,21 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("vtnt: error: {e:#}");
+            // a file an install lacks is one line that says where it was looked for and
+            // how to get it, whatever was being done
+            match e.chain().find_map(missing_artifact) {
+                Some(missing) => eprintln!("vtnt: {missing}"),
+                None => eprintln!("vtnt: error: {e:#}"),
+            }
             ExitCode::FAILURE
         }
     }
+}
+
+/// `e` if it is an installed file that is missing (`vtnt_artifacts::Error::Missing`).
+fn missing_artifact<'a>(
+    e: &'a (dyn std::error::Error + 'static),
+) -> Option<&'a vtnt_artifacts::Error> {
+    e.downcast_ref::<vtnt_artifacts::Error>()
+        .filter(|a| matches!(a, vtnt_artifacts::Error::Missing { .. }))
 }

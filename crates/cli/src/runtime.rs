@@ -17,7 +17,9 @@ use vtnt_vmm::job::Vmm;
 
 #[derive(clap::Subcommand)]
 pub enum ImageCommand {
-    /// Build (or find in /var/cache/vtnt) the image of a runtime and print its size.
+    /// Make (or find in /var/cache/vtnt) the image of a runtime and print its size: native,
+    /// microvm and spt copy the installed files (lib/vtnt, checked against their
+    /// manifest; docs/install.md), runc, docker and vm build theirs here.
     Build {
         /// native, runc, docker, docker-scratch, vm, unikernel (= microvm).
         runtime: Runtime,

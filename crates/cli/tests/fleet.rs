@@ -1578,6 +1578,11 @@ fn an_agent_fetches_its_images_from_the_object_store() {
         .split('\t')
         .collect();
     assert!(row[1].parse::<u64>().unwrap() > 1_000_000, "{listed}");
+    // the static vtnt, stored with the SHA-256 the installed manifest pins
+    let pin = vtnt_artifacts::find(vtnt_artifacts::Artifact::StaticVtnt)
+        .expect("the installed static vtnt")
+        .pin;
+    assert_eq!(row[3], pin.sha256, "{listed}");
     let lab = lab("obj");
     let agent = Agent::start(
         &broker,

@@ -5,6 +5,11 @@
 //! bucket over its own broker connection, inside the job's deploy time. Chunks are
 //! JetStream messages, so the store is replicated like the fleet's streams and reaches
 //! agents wherever the broker does (leaf nodes, clusters).
+//!
+//! An image that is an installed artifact (the static vtnt, the unikernel's) is stored
+//! with the SHA-256 its manifest pins (object metadata `sha256`, shown by `list`); an
+//! agent checks what it fetched against its own manifest's pin before it installs it
+//! (`vtnt_runtimes::instance::deploy_from`), so it boots only images its package ships.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -23,7 +28,12 @@ pub struct StoredImage {
     pub name: String,
     pub bytes: usize,
     pub chunks: usize,
+    /// The SHA-256 the putter's manifest pins it to (`None`: an image built on a host).
+    pub sha256: Option<String>,
 }
+
+/// The object metadata key of an image's pinned SHA-256.
+const SHA256: &str = "sha256";
 
 /// The bucket, created unless it exists (the operator).
 async fn create(fleet: &crate::Fleet) -> anyhow::Result<ObjectStore> {
@@ -67,14 +77,21 @@ pub fn put(c: &Connect, runtimes: &[Runtime]) -> anyhow::Result<Vec<StoredImage>
             let mut file = tokio::fs::File::open(&im.path)
                 .await
                 .with_context(|| format!("{}", im.path.display()))?;
+            let sha256 = im.pin.as_ref().map(|p| p.sha256.clone());
+            let meta = object_store::ObjectMetadata {
+                name: name.clone(),
+                metadata: sha256.iter().map(|h| (SHA256.into(), h.clone())).collect(),
+                ..Default::default()
+            };
             let info = store
-                .put(name.as_str(), &mut file)
+                .put(meta, &mut file)
                 .await
                 .with_context(|| format!("storing {name}"))?;
             out.push(StoredImage {
                 name,
                 bytes: info.size,
                 chunks: info.chunks,
+                sha256,
             });
         }
         Ok(out)
@@ -91,6 +108,7 @@ pub fn list(c: &Connect) -> anyhow::Result<Vec<StoredImage>> {
         while let Some(i) = all.next().await {
             let i = i.context("listing the images")?;
             out.push(StoredImage {
+                sha256: i.metadata.get(SHA256).cloned(),
                 name: i.name,
                 bytes: i.size,
                 chunks: i.chunks,

@@ -47,12 +47,9 @@ impl LocalFleet {
         Connect::local(&self.broker.name, Role::Agent)
     }
 
-    /// Starts `cmd` (an agent) with the static vtnt found once here, not by every agent
-    /// as it prepares its images, its output discarded; stopped on drop.
+    /// Starts `cmd` (an agent), its output discarded; stopped on drop.
     pub fn spawn(&mut self, mut cmd: Command, node: &str) -> anyhow::Result<()> {
-        let static_vtnt = vtnt_runtimes::paths::static_vtnt()?;
         let child = cmd
-            .env("VTNT_STATIC_BIN", &static_vtnt)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()

@@ -95,6 +95,7 @@ pub fn build_image(opts: &BuildOptions, flavor: Flavor) -> anyhow::Result<ImageI
         size_bytes: image.size()?,
         path: image.path,
         size_note: "uncompressed image (rootfs tarball); download is gzip".into(),
+        pin: None,
     })
 }
 

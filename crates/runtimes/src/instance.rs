@@ -140,6 +140,14 @@ pub fn deploy_from(
             .context("image without a file name")?,
     );
     fetch(&file).with_context(|| format!("fetching the {} image", rt.name()))?;
+    if let Some(pin) = &image.pin {
+        pin.verify(&file).with_context(|| {
+            format!(
+                "the {} image as fetched differs from what this host's artifacts.toml pins",
+                rt.name()
+            )
+        })?;
+    }
     let kind = match rt {
         Runtime::Native => Kind::Native {
             bin: native::install(&file)?,

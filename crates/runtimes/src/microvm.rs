@@ -26,30 +26,16 @@ use crate::spec::InstanceSpec;
 /// File name of the unikernel in the image cache.
 pub const IMAGE_NAME: &str = "vtnt-unikernel.elf";
 
-/// Builds the unikernel (`vtnt-vmm`'s build, `--profile kernel`) and copies it to the
-/// cache. In a source tree, the static (musl) `vtnt-monitor` is built too, with the
-/// static `vtnt`: `vtnt_vmm::monitor::binary` takes it unless it is older than the one
-/// beside this executable, and it holds ~110 KiB less per microVM.
+/// Copies the installed unikernel (`lib/vtnt/vtnt-unikernel.elf`) into the image cache.
 pub fn build_image(_opts: &BuildOptions) -> anyhow::Result<ImageInfo> {
-    let built = vtnt_vmm::image::build(&vtnt_vmm::image::BuildOptions::default())
-        .map_err(|e| anyhow::anyhow!("building the unikernel: {e}"))?;
-    if paths::workspace_root().is_some() {
-        paths::static_vtnt()?;
-    }
-    from_built(&built.path)
-}
-
-/// Registers an already built unikernel `built` as the microvm image.
-pub fn from_built(built: &Path) -> anyhow::Result<ImageInfo> {
-    let dst = paths::images_dir()?.join(IMAGE_NAME);
-    paths::copy_if_newer(built, &dst)?;
-    let size = paths::file_size(&dst)?;
+    let (path, pin) = paths::stage(vtnt_artifacts::Artifact::JobVm, IMAGE_NAME)?;
     Ok(ImageInfo {
         runtime: Runtime::Microvm,
-        path: dst,
-        download_bytes: size,
-        size_bytes: size,
+        path,
+        download_bytes: pin.size,
+        size_bytes: pin.size,
         size_note: "unikernel ELF (PVH)".into(),
+        pin: Some(pin),
     })
 }
 

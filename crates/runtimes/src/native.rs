@@ -14,18 +14,16 @@ use crate::spec::InstanceSpec;
 /// File name of the native image.
 pub const IMAGE_NAME: &str = "vtnt-static";
 
-/// Copies the static binary into the image cache.
+/// Copies the installed static binary into the image cache.
 pub fn build_image(_opts: &BuildOptions) -> anyhow::Result<ImageInfo> {
-    let bin = paths::static_vtnt()?;
-    let dst = paths::images_dir()?.join(IMAGE_NAME);
-    paths::copy_if_newer(&bin, &dst)?;
-    let size = paths::file_size(&dst)?;
+    let (path, pin) = paths::stage(vtnt_artifacts::Artifact::StaticVtnt, IMAGE_NAME)?;
     Ok(ImageInfo {
         runtime: Runtime::Native,
-        path: dst,
-        download_bytes: size,
-        size_bytes: size,
+        path,
+        download_bytes: pin.size,
+        size_bytes: pin.size,
         size_note: "static musl binary".into(),
+        pin: Some(pin),
     })
 }
 

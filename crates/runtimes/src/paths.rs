@@ -1,10 +1,9 @@
 //! Where things live and the few host facts every runtime needs: the image cache
 //! (`/var/cache/vtnt`, override with `VTNT_CACHE_DIR`), the run directory
 //! (`/run/vtnt/deploy`, sockets and runtime state), the work directory
-//! (`/var/lib/vtnt/deploy`, builds and deployed images), the workspace root, programs on `PATH`, the static `vtnt` binary
-//! (built with `cargo build --release --target x86_64-unknown-linux-musl -p vtnt
-//! --no-default-features`: no fleet), and
-//! sizes of files and trees.
+//! (`/var/lib/vtnt/deploy`, builds and deployed images), programs on `PATH`, the static
+//! `vtnt` binary (installed in `lib/vtnt` by `cargo xtask dist` or the package:
+//! `vtnt-artifacts`), and sizes of files and trees.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -75,115 +74,34 @@ pub fn need(program: &str, package: &str) -> anyhow::Result<PathBuf> {
     })
 }
 
-/// The workspace root: the nearest directory above the current one (or above this
-/// executable) whose Cargo.toml has a `[workspace]` table; `VTNT_WORKSPACE` overrides.
-pub fn workspace_root() -> Option<PathBuf> {
-    if let Some(w) = std::env::var_os("VTNT_WORKSPACE") {
-        return Some(PathBuf::from(w));
-    }
-    let starts = [
-        std::env::current_dir().ok(),
-        std::env::current_exe().ok(),
-        Some(PathBuf::from(env!("CARGO_MANIFEST_DIR"))),
-    ];
-    for start in starts.into_iter().flatten() {
-        for dir in start.ancestors() {
-            let toml = dir.join("Cargo.toml");
-            if std::fs::read_to_string(&toml).is_ok_and(|s| s.contains("[workspace]"))
-                && dir.join("crates/cli").is_dir()
-            {
-                return Some(dir.to_path_buf());
-            }
-        }
-    }
-    None
-}
-
-/// The musl target the static binary is built for.
-pub const MUSL_TARGET: &str = "x86_64-unknown-linux-musl";
-
-/// The static `vtnt` binary: `VTNT_STATIC_BIN` if set, else this executable when it is a
-/// static `vtnt`, else built from the workspace (`cargo build --release --target
-/// x86_64-unknown-linux-musl -p vtnt`, target dir from `CARGO_TARGET_DIR` or
-/// `<workspace>/target`).
+/// The static `vtnt` (musl, no fleet) that runtime images carry, as installed
+/// (`vtnt-artifacts`: `lib/vtnt/vtnt-static`), checked against its manifest.
 pub fn static_vtnt() -> anyhow::Result<PathBuf> {
-    static BIN: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    if let Some(p) = BIN.get() {
-        return Ok(p.clone());
-    }
-    let p = find_static_vtnt()?;
-    Ok(BIN.get_or_init(|| p).clone())
+    Ok(vtnt_artifacts::find(vtnt_artifacts::Artifact::StaticVtnt)?.path)
 }
 
-fn find_static_vtnt() -> anyhow::Result<PathBuf> {
-    if let Some(p) = std::env::var_os("VTNT_STATIC_BIN") {
-        let p = PathBuf::from(p);
-        if !is_static_elf(&p)? {
-            bail!("VTNT_STATIC_BIN={} is not a static executable", p.display());
-        }
-        return Ok(p);
+/// Copies the installed `artifact` into the image cache as `name` (unless the cache
+/// holds it already, byte for byte), and returns the copy and what the manifest pins.
+pub fn stage(
+    artifact: vtnt_artifacts::Artifact,
+    name: &str,
+) -> anyhow::Result<(PathBuf, vtnt_artifacts::Pin)> {
+    let found = vtnt_artifacts::find(artifact)?;
+    let dst = images_dir()?.join(name);
+    if found.pin.verify(&dst).is_err() {
+        // a new file renamed over the old: an image server still sending the old one
+        // (another run at the same time) keeps reading it whole
+        let part = dst.with_extension(format!("part-{}", unique("copy")));
+        std::fs::copy(&found.path, &part)
+            .and_then(|_| std::fs::rename(&part, &dst))
+            .with_context(|| format!("copying {} to {}", found.path.display(), dst.display()))
+            .inspect_err(|_| {
+                let _ = std::fs::remove_file(&part);
+            })?;
     }
-    let me = std::env::current_exe().context("locating this executable")?;
-    if me.file_name().is_some_and(|n| n == "vtnt") && is_static_elf(&me)? {
-        return Ok(me);
-    }
-    if let Some(ws) = workspace_root() {
-        let target_dir =
-            std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| ws.join("target"), PathBuf::from);
-        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-        eprintln!("vtnt deploy: building the static vtnt binary and its microVM monitor (cargo build --release --target {MUSL_TARGET} -p vtnt -p vtnt-monitor --no-default-features)");
-        let st = Command::new(&cargo)
-            .current_dir(&ws)
-            .env("CARGO_TARGET_DIR", &target_dir)
-            .args([
-                "build",
-                "--release",
-                "-q",
-                "--target",
-                MUSL_TARGET,
-                "-p",
-                "vtnt",
-                "-p",
-                "vtnt-monitor",
-                // one job per image: no fleet (tokio, NATS, TLS) in it
-                "--no-default-features",
-            ])
-            .status()
-            .with_context(|| format!("running cargo in {}", ws.display()))?;
-        if !st.success() {
-            bail!("cargo build --release --target {MUSL_TARGET} -p vtnt failed ({st}); is the target installed (scripts/setup.sh)?");
-        }
-        let bin = target_dir.join(MUSL_TARGET).join("release/vtnt");
-        if !is_static_elf(&bin)? {
-            bail!("{} is not statically linked", bin.display());
-        }
-        return Ok(bin);
-    }
-    bail!("no static vtnt binary: run inside the vTNT workspace, or set VTNT_STATIC_BIN to a musl build")
+    Ok((dst, found.pin))
 }
 
-/// Whether `path` is an ELF executable without a program interpreter (PT_INTERP).
-pub fn is_static_elf(path: &Path) -> anyhow::Result<bool> {
-    let b = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
-    if b.len() < 64 || &b[..4] != b"\x7fELF" || b[4] != 2 {
-        return Ok(false);
-    }
-    let u16_at = |o: usize| u16::from_le_bytes([b[o], b[o + 1]]) as usize;
-    let phoff = u64::from_le_bytes(b[32..40].try_into().unwrap_or([0; 8])) as usize;
-    let (phentsize, phnum) = (u16_at(54), u16_at(56));
-    for i in 0..phnum {
-        let o = phoff + i * phentsize;
-        if o + 4 > b.len() {
-            return Ok(false);
-        }
-        if u32::from_le_bytes([b[o], b[o + 1], b[o + 2], b[o + 3]]) == 3 {
-            return Ok(false);
-        }
-    }
-    Ok(true)
-}
-
-/// Size of a file in bytes.
 /// Makes a downloaded `file` executable (mode 0755); returns its path.
 pub fn make_executable(file: &Path) -> anyhow::Result<PathBuf> {
     use std::os::unix::fs::PermissionsExt;
@@ -192,6 +110,7 @@ pub fn make_executable(file: &Path) -> anyhow::Result<PathBuf> {
     Ok(file.to_path_buf())
 }
 
+/// Size of a file in bytes.
 pub fn file_size(p: &Path) -> anyhow::Result<u64> {
     Ok(std::fs::metadata(p)
         .with_context(|| format!("stat {}", p.display()))?
@@ -266,25 +185,4 @@ pub fn run_cmd(cmd: &mut Command) -> anyhow::Result<String> {
         bail!("{desc} failed ({}): {tail}", out.status);
     }
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-}
-
-/// Copies `src` to `dst` unless `dst` already has the same size and mtime not older.
-pub fn copy_if_newer(src: &Path, dst: &Path) -> anyhow::Result<()> {
-    let (s, d) = (
-        std::fs::metadata(src).with_context(|| format!("stat {}", src.display()))?,
-        std::fs::metadata(dst).ok(),
-    );
-    let fresh = d.is_some_and(|d| d.len() == s.len() && d.modified().ok() >= s.modified().ok());
-    if !fresh {
-        // a new file renamed over the old: an image server still sending the old one
-        // (another run at the same time) keeps reading it whole
-        let part = dst.with_extension(format!("part-{}", unique("copy")));
-        std::fs::copy(src, &part)
-            .and_then(|_| std::fs::rename(&part, dst))
-            .with_context(|| format!("copying {} to {}", src.display(), dst.display()))
-            .inspect_err(|_| {
-                let _ = std::fs::remove_file(&part);
-            })?;
-    }
-    Ok(())
 }

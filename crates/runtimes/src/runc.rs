@@ -57,6 +57,7 @@ pub fn build_image(opts: &BuildOptions) -> anyhow::Result<ImageInfo> {
         download_bytes: size,
         size_bytes: size,
         size_note: "OCI bundle tarball (rootfs + static binary)".into(),
+        pin: None,
     })
 }
 

@@ -100,4 +100,8 @@ pub struct ImageInfo {
     pub size_bytes: u64,
     /// How the size was measured.
     pub size_note: String,
+    /// What the installed manifest pins the file to (the images that are installed
+    /// artifacts: the static binary, the unikernel's); a deploy refuses a fetched copy
+    /// that differs. `None` for images built on this host (containers, the VM).
+    pub pin: Option<vtnt_artifacts::Pin>,
 }

@@ -240,6 +240,7 @@ mod tests {
             download_bytes: 1_000_000,
             size_bytes: 1_000_000,
             size_note: String::new(),
+            pin: None,
         };
         // 40 Mbit/s: 1 MB takes 0.2 s
         let srv = ImageServer::start(&[&info], 40_000_000).unwrap();

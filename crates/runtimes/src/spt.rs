@@ -42,22 +42,17 @@ use crate::spec::InstanceSpec;
 /// File name of the spt guest in the image cache.
 pub const IMAGE_NAME: &str = "vtnt-spt.elf";
 
-/// Builds the kernel for the process platform and copies it to the cache.
+/// Copies the installed kernel for the process platform (`lib/vtnt/vtnt-spt.elf`) into
+/// the image cache.
 pub fn build_image(_opts: &BuildOptions) -> anyhow::Result<ImageInfo> {
-    let built = vtnt_vmm::image::build(&vtnt_vmm::image::BuildOptions {
-        spt: true,
-        ..Default::default()
-    })
-    .map_err(|e| anyhow::anyhow!("building the spt guest: {e}"))?;
-    let dst = paths::images_dir()?.join(IMAGE_NAME);
-    paths::copy_if_newer(&built.path, &dst)?;
-    let size = paths::file_size(&dst)?;
+    let (path, pin) = paths::stage(vtnt_artifacts::Artifact::JobSpt, IMAGE_NAME)?;
     Ok(ImageInfo {
         runtime: Runtime::Spt,
-        path: dst,
-        download_bytes: size,
-        size_bytes: size,
+        path,
+        download_bytes: pin.size,
+        size_bytes: pin.size,
         size_note: "unikernel ELF (static Linux executable)".into(),
+        pin: Some(pin),
     })
 }
 

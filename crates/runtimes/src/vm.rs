@@ -181,6 +181,7 @@ pub fn build_image(opts: &BuildOptions) -> anyhow::Result<ImageInfo> {
         path: image.path,
         size_note: "ext4 disk blocks in use + kernel + initrd; download is a compressed qcow2 box"
             .into(),
+        pin: None,
     })
 }
 

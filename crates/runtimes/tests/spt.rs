@@ -19,15 +19,18 @@ fn job(words: &str) -> vtnt_job::JobSpec {
         .spec
 }
 
-/// The guest image with `features` (none: the real one).
+/// The guest image with `features` besides `spt` (none: the installed one, as `vtnt
+/// run` takes it; else a test build, through `vtnt-xtask`).
 fn image(features: &[&str]) -> std::path::PathBuf {
-    vtnt_vmm::image::build(&vtnt_vmm::image::BuildOptions {
-        spt: true,
-        features: features.iter().map(|f| f.to_string()).collect(),
-        ..Default::default()
-    })
-    .expect("building the spt guest")
-    .path
+    if features.is_empty() {
+        return vtnt_artifacts::find(vtnt_artifacts::Artifact::JobSpt)
+            .expect("the installed spt guest (cargo xtask dist)")
+            .path;
+    }
+    let features: Vec<&str> = ["spt"].iter().chain(features).copied().collect();
+    vtnt_xtask::kernel::build(&features)
+        .expect("building the spt guest")
+        .path
 }
 
 /// A guest started by the tender on `lab`, in a cgroup of its own.

@@ -23,7 +23,7 @@ use vtnt_jobspec::JobSpec;
 
 use crate::accel::{kvm_kind, Accelerator};
 use crate::firecracker::{self, FcConfig};
-use crate::image::{self, BuildOptions};
+use crate::image;
 use crate::monitor::{self, MonitorConfig, MonitorNet};
 use crate::qemu::{self, Accel, Machine, NetBackend, VmConfig};
 use crate::{lab, ConsoleTap, Error, GuestStatus, Outcome};
@@ -101,14 +101,22 @@ impl Vmm {
     }
 }
 
-/// The VMM of a plain microVM job booting `image` on this host: the monitor where it is
-/// usable ([`crate::monitor::usable`]: `/dev/kvm` works and the binary exists) and boots
-/// here ([`crate::monitor::boots`]), else QEMU.
+/// The VMM of a plain microVM job booting `image` on this host: the monitor where
+/// `/dev/kvm` works, the monitor is installed ([`crate::monitor::binary`]) and boots here
+/// ([`crate::monitor::boots`]), else QEMU. A monitor missing where KVM works is said on
+/// stderr, once.
 pub fn default_vmm(image: &Path) -> Vmm {
-    if crate::monitor::usable() && crate::monitor::boots(image) {
-        Vmm::Monitor
-    } else {
-        Vmm::Qemu
+    if kvm_kind().is_none() {
+        return Vmm::Qemu;
+    }
+    match crate::monitor::binary() {
+        Ok(_) if crate::monitor::boots(image) => Vmm::Monitor,
+        Ok(_) => Vmm::Qemu,
+        Err(e) => {
+            static SAID: std::sync::Once = std::sync::Once::new();
+            SAID.call_once(|| eprintln!("vtnt: {e}: microVMs run under QEMU"));
+            Vmm::Qemu
+        }
     }
 }
 
@@ -171,7 +179,7 @@ pub struct RunSpec {
     pub timeout: Duration,
     /// `hostname` of the `cycle-start` line (the native CLI prints the machine's).
     pub hostname: Option<String>,
-    /// The image to boot; `None`: build it ([`image::build`]).
+    /// The image to boot; `None`: the installed job image ([`image::job`]).
     pub image: Option<PathBuf>,
     /// The guest asks for its address by DHCP (`ip=dhcp`; the lab's VM front serves it)
     /// instead of taking the lab slot's (or the TAP spec's) static address.
@@ -342,7 +350,7 @@ fn valid_hostname(h: &str) -> bool {
 pub fn run_job(spec: &RunSpec) -> Result<RunOutcome, Error> {
     let image = match &spec.image {
         Some(p) => p.clone(),
-        None => image::build(&BuildOptions::default())?.path,
+        None => image::job()?,
     };
     let vmm = spec.vmm.resolve(spec, &image);
     // A lab slot stays ours until the VM is gone.

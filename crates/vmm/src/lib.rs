@@ -1,6 +1,6 @@
 //! Host side of the vTNT unikernel: build the image, boot it, read what it says.
 //!
-//! - [`image`]: build `vtnt-kernel` for `x86_64-unknown-none` and strip it.
+//! - [`image`]: the unikernel's installed images (`vtnt-artifacts`), checked before boot.
 //! - [`qemu`]: launch QEMU (microvm / q35 / pc; KVM or TCG) with a TAP or socket/stream
 //!   network, capture the serial console, enforce a timeout, and map QEMU's
 //!   `isa-debug-exit` status back to the guest's [`GuestStatus`].
@@ -21,8 +21,8 @@
 //!
 //! ```no_run
 //! use vtnt_vmm::{image, qemu::{Machine, VmConfig}};
-//! let img = image::build(&image::BuildOptions::default())?;
-//! let cfg = VmConfig::new(img.path.clone(), Machine::Microvm, "-- boot");
+//! let img = image::job()?;
+//! let cfg = VmConfig::new(img, Machine::Microvm, "-- boot");
 //! let out = vtnt_vmm::qemu::run(&cfg)?;
 //! assert_eq!(out.status, vtnt_vmm::GuestStatus::Exited(0));
 //! # Ok::<(), vtnt_vmm::Error>(())
@@ -42,8 +42,6 @@ pub mod qemu;
 
 pub use outcome::{ConsoleTap, GuestStatus, Outcome};
 
-use std::path::PathBuf;
-
 /// Errors of the host side.
 #[derive(Debug)]
 pub enum Error {
@@ -52,10 +50,8 @@ pub enum Error {
         program: String,
         source: std::io::Error,
     },
-    /// Building the kernel image failed; `output` is cargo's stderr tail.
-    Build { output: String },
-    /// The workspace root (a `Cargo.toml` with `[workspace]`) was not found above `from`.
-    NoWorkspace { from: PathBuf },
+    /// An installed file (image, monitor) is missing or refused.
+    Artifact(vtnt_artifacts::Error),
     /// The VMM refused to start or died without a guest status; `stderr` is its message.
     Vmm { status: Option<i32>, stderr: String },
     /// A host command needed for setup failed (`ip netns add`, ...).
@@ -68,10 +64,7 @@ impl std::fmt::Display for Error {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Error::Spawn { program, source } => write!(f, "cannot run `{program}`: {source}"),
-            Error::Build { output } => write!(f, "building vtnt-kernel failed:\n{output}"),
-            Error::NoWorkspace { from } => {
-                write!(f, "no cargo workspace root above {}", from.display())
-            }
+            Error::Artifact(e) => write!(f, "{e}"),
             Error::Vmm { status, stderr } => {
                 write!(
                     f,

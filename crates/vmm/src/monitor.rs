@@ -11,7 +11,7 @@
 
 use crate::accel::{self, Accelerator};
 use crate::outcome::{json_u64, ConsoleTap, Outcome};
-use crate::{qemu, which, Error, GuestStatus};
+use crate::{qemu, Error, GuestStatus};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -21,32 +21,11 @@ use std::time::Duration;
 /// The monitor's program name.
 pub const PROGRAM: &str = "vtnt-monitor";
 
-/// The monitor binary: next to the running executable (an installed or `cargo build`
-/// tree: `target/<profile>/`), one level up (a test binary in `target/<profile>/deps/`),
-/// or in the same target directory's static build (`target/x86_64-unknown-linux-musl/
-/// release/`, which `vtnt` builds with the static binary its images carry), else on
-/// `PATH`. Of a build beside and a static build, the static one unless it is the older:
-/// it maps no shared libraries, so each microVM's monitor holds ~110 KiB less memory
-/// (docs/benchmarks.md, Fig. 8).
-pub fn binary() -> Option<PathBuf> {
-    let exe = std::env::current_exe().ok()?;
-    let dirs: Vec<&std::path::Path> = exe.ancestors().skip(1).take(3).collect();
-    let beside = dirs
-        .iter()
-        .take(2)
-        .map(|d| d.join(PROGRAM))
-        .find(|p| p.is_file());
-    let static_build = dirs
-        .iter()
-        .skip(1)
-        .map(|d| d.join("x86_64-unknown-linux-musl/release").join(PROGRAM))
-        .find(|p| p.is_file());
-    let modified = |p: &PathBuf| std::fs::metadata(p).and_then(|m| m.modified()).ok();
-    match (beside, static_build) {
-        (Some(b), Some(s)) if modified(&s) < modified(&b) => Some(b),
-        (b, s) => s.or(b),
-    }
-    .or_else(|| which(PROGRAM))
+/// The monitor binary as installed (`vtnt-artifacts`: `lib/vtnt/vtnt-monitor`, a static
+/// musl build, which maps no shared libraries, so each microVM's monitor holds ~110 KiB
+/// less memory; docs/benchmarks.md, Fig. 8), checked against its manifest.
+pub fn binary() -> Result<PathBuf, Error> {
+    crate::image::find(crate::image::Artifact::Monitor)
 }
 
 /// The guest's network under the monitor.
@@ -166,21 +145,15 @@ pub fn boots(image: &Path) -> bool {
     })
 }
 
-/// Whether the monitor can run VMs here: its binary exists and `/dev/kvm` opens
+/// Whether the monitor can run VMs here: its binary is installed and `/dev/kvm` opens
 /// read-write.
 pub fn usable() -> bool {
-    binary().is_some() && accel::kvm_kind().is_some()
+    binary().is_ok() && accel::kvm_kind().is_some()
 }
 
 /// Boots `cfg` under the monitor and waits for it.
 pub fn run(cfg: &MonitorConfig) -> Result<Outcome, Error> {
-    let program = binary().ok_or_else(|| Error::Spawn {
-        program: PROGRAM.into(),
-        source: std::io::Error::new(
-            std::io::ErrorKind::NotFound,
-            "not next to this executable nor on PATH (cargo build -p vtnt-monitor)",
-        ),
-    })?;
+    let program = binary()?;
     // the wrapper first (it may join cgroups, which `ip netns exec`'s own /sys hides)
     let mut words: Vec<std::ffi::OsString> = cfg.wrapper.iter().map(Into::into).collect();
     if let Some(ns) = &cfg.netns {

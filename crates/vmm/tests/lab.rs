@@ -6,8 +6,10 @@
 //! statically addressed one gets, from its leased address.
 //!
 //! Needs root, qemu-system-x86_64 and iproute2 (skipped through vtnt-testkit
-//! otherwise). Builds the native `vtnt` with cargo (the workspace's `CARGO_TARGET_DIR`),
-//! starts its own lab under a unique name and always takes it down. VMs run one at a time.
+//! otherwise). Builds the native `vtnt` and the unikernel with cargo (the workspace's
+//! `CARGO_TARGET_DIR`, through `vtnt-xtask`), boots the latter under the installed
+//! `vtnt-monitor` (`cargo xtask dist`), starts its own lab under a unique name and always
+//! takes it down. VMs run one at a time.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -16,7 +18,6 @@ use std::time::Duration;
 
 use serde_json::Value;
 use vtnt_vmm::accel;
-use vtnt_vmm::image::{self, Image};
 use vtnt_vmm::job::{run_job, JobNet, RunOutcome, RunSpec, Vmm};
 use vtnt_vmm::qemu::{Accel, Machine};
 use vtnt_vmm::GuestStatus;
@@ -26,27 +27,15 @@ fn serial() -> MutexGuard<'static, ()> {
     LOCK.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-fn workspace() -> PathBuf {
-    image::workspace_root(std::path::Path::new(env!("CARGO_MANIFEST_DIR"))).expect("workspace")
-}
-
-fn target_dir() -> PathBuf {
-    let ws = workspace();
-    std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| ws.join("target"), |d| ws.join(d))
-}
-
 /// The native `vtnt`, built once per test binary.
 fn vtnt() -> &'static PathBuf {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
     BIN.get_or_init(|| {
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let out = Command::new(cargo)
-            .current_dir(workspace())
+        let out = vtnt_xtask::cargo::command()
             .args(["build", "-p", "vtnt"])
-            .env("CARGO_TARGET_DIR", target_dir())
             .output()
             .expect("running cargo");
-        let bin = target_dir().join("debug").join("vtnt");
+        let bin = vtnt_xtask::cargo::target_dir().join("debug").join("vtnt");
         if !out.status.success() {
             // A workspace mid-edit elsewhere must not hide this crate's results.
             assert!(
@@ -63,11 +52,9 @@ fn vtnt() -> &'static PathBuf {
     })
 }
 
-fn image() -> &'static Image {
-    static IMAGE: OnceLock<Image> = OnceLock::new();
-    IMAGE.get_or_init(|| {
-        image::build(&image::BuildOptions::default()).unwrap_or_else(|e| panic!("{e}"))
-    })
+fn image() -> &'static vtnt_xtask::kernel::Image {
+    static IMAGE: OnceLock<vtnt_xtask::kernel::Image> = OnceLock::new();
+    IMAGE.get_or_init(|| vtnt_xtask::kernel::build(&[]).unwrap_or_else(|e| panic!("{e:#}")))
 }
 
 /// A lab of our own, taken down on drop.
@@ -178,8 +165,8 @@ impl Lab {
             assert_eq!(
                 out.vmm,
                 Vmm::Monitor,
-                "KVM works here, so the default VMM must be vtnt-monitor (built next to \
-                 this test: cargo build -p vtnt-monitor)"
+                "KVM works here, so the default VMM must be vtnt-monitor (installed by \
+                 `cargo xtask dist`)"
             );
         }
         assert_eq!(

@@ -265,7 +265,7 @@ pub fn start(
         }
         Runtime::Spt => {
             let tap = add_tap(client, index)?;
-            let image = stream_image(true)?;
+            let image = vtnt_vmm::image::stream(true)?;
             let guest = vtnt_runtimes::spt::start_on_tap(
                 &image,
                 &tap,
@@ -331,24 +331,6 @@ fn start_docker(iperf3: &Path, ns: &NetNs, cgroup: &Cgroup) -> anyhow::Result<Ki
     })
 }
 
-/// The unikernel's endpoint image for a VM or (`spt`) a process, built once per run.
-fn stream_image(spt: bool) -> anyhow::Result<PathBuf> {
-    type Built = std::sync::OnceLock<Result<PathBuf, String>>;
-    static IMAGES: [Built; 2] = [Built::new(), Built::new()];
-    IMAGES[usize::from(spt)]
-        .get_or_init(|| {
-            vtnt_vmm::image::build(&vtnt_vmm::image::BuildOptions {
-                spt,
-                features: vec!["stream".into()],
-                ..Default::default()
-            })
-            .map(|i| i.path)
-            .map_err(|e| e.to_string())
-        })
-        .clone()
-        .map_err(anyhow::Error::msg)
-}
-
 /// What the unikernel's endpoint is told: serve `tests` tests on [`PORT`], then exit.
 fn stream_words(tests: u64) -> Payload {
     Payload::Words(format!("stream port={PORT} tests={tests}"))
@@ -383,7 +365,7 @@ fn start_guest(
     tests: u64,
     wait: Duration,
 ) -> anyhow::Result<Endpoint> {
-    let image = stream_image(false)?;
+    let image = vtnt_vmm::image::stream(false)?;
     let console: vtnt_vmm::ConsoleTap = Arc::new(Mutex::new(Vec::new()));
     let mut run = RunSpec::with_payload(
         stream_words(tests),

@@ -40,19 +40,10 @@ fn basic_missing() -> Option<String> {
             return Some(format!("`{p}` missing (Debian package {pkg})"));
         }
     }
-    if !rustup_has_musl() && std::env::var_os("VTNT_STATIC_BIN").is_none() {
-        return Some(
-            "rustup target x86_64-unknown-linux-musl is not installed (scripts/setup.sh)".into(),
-        );
-    }
-    None
-}
-
-fn rustup_has_musl() -> bool {
-    Command::new("rustup")
-        .args(["target", "list", "--installed"])
-        .output()
-        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("x86_64-unknown-linux-musl"))
+    // the runtimes take their static vtnt and images from the installed tree
+    vtnt_runtimes::paths::static_vtnt()
+        .err()
+        .map(|e| format!("{e:#}"))
 }
 
 /// Why `rt` cannot run here, if it cannot.

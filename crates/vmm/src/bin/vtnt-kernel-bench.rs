@@ -19,8 +19,9 @@
 //!   then `hold=10s`; an image without `hold` gets `ping -c 2 -i 10`, i.e. 10 s of
 //!   waiting, instead), median of `--runs`: what a guest costs its host while it waits.
 //!
-//! `--image FILE` boots that image instead of building this workspace's (e.g. an older
-//! build, for before/after figures).
+//! It boots the installed job image (`lib/vtnt/vtnt-unikernel.elf`, which `cargo xtask
+//! dist` lays out: run that first after a change to the kernel); `--image FILE` boots
+//! that image instead (e.g. an older build, for before/after figures).
 //!
 //! `--breakdown` prints instead where the boot's time and exits go, step by step
 //! (`vtnt_vmm::breakdown`): the boot job, and with a lab the TNT job up to its first
@@ -28,8 +29,7 @@
 //! traced with `perf` (KVM tracepoints) and the guest's step marks.
 //!
 //! The lab: `--lab NAME` uses a running one; otherwise one is started (and stopped) with
-//! the `vtnt` binary given by `--vtnt PATH` or found at `$CARGO_TARGET_DIR/debug/vtnt` /
-//! `target/debug/vtnt`. The accelerator is `vtnt_vmm::accel`'s choice (KVM of this host's
+//! the `vtnt` binary given by `--vtnt PATH` or found beside this executable. The accelerator is `vtnt_vmm::accel`'s choice (KVM of this host's
 //! kind where our image boots under it, else TCG; `VTNT_ACCEL=tcg|kvm` overrides); every
 //! figure says which (KVM, PVM-KVM or TCG).
 
@@ -37,7 +37,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use vtnt_vmm::breakdown::{self, Counts, Timing};
-use vtnt_vmm::image::{self, BuildOptions};
+use vtnt_vmm::image;
 use vtnt_vmm::job::{run_job, JobNet, RunOutcome, RunSpec, Vmm};
 use vtnt_vmm::monitor::{self, MonitorConfig};
 use vtnt_vmm::qemu::{self, Accel, Machine, VmConfig};
@@ -65,10 +65,10 @@ struct Args {
     /// Use this running `vtnt lab` instead of starting one.
     #[arg(long, conflicts_with = "vtnt")]
     lab: Option<String>,
-    /// The `vtnt` binary that starts the lab (default: the workspace's debug build).
+    /// The `vtnt` binary that starts the lab (default: the one beside this executable).
     #[arg(long)]
     vtnt: Option<PathBuf>,
-    /// Boot this image instead of building the workspace's.
+    /// Boot this image instead of the installed one.
     #[arg(long)]
     image: Option<PathBuf>,
     /// Print the step-by-step breakdown (times and exit counts) instead of the budgets.
@@ -90,11 +90,15 @@ impl Drop for OwnLab {
 
 fn find_vtnt(given: Option<PathBuf>) -> Option<PathBuf> {
     given.or_else(|| {
-        let ws = image::workspace_root(std::path::Path::new(env!("CARGO_MANIFEST_DIR"))).ok()?;
-        let td =
-            std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| ws.join("target"), |d| ws.join(d));
-        Some(td.join("debug").join("vtnt")).filter(|p| p.is_file())
+        let beside = std::env::current_exe().ok()?.with_file_name("vtnt");
+        Some(beside).filter(|p| p.is_file())
     })
+}
+
+/// A boot image and its size.
+struct Img {
+    path: PathBuf,
+    size: u64,
 }
 
 fn heap_peak(o: &RunOutcome) -> Option<u64> {
@@ -110,21 +114,14 @@ fn main() {
     if vtnt_vmm::which(qemu::QEMU).is_none() {
         die(format!("{} is not installed", qemu::QEMU));
     }
-    let img = match &a.image {
-        Some(p) => {
-            let size = std::fs::metadata(p)
-                .unwrap_or_else(|e| die(format!("{}: {e}", p.display())))
-                .len();
-            image::Image {
-                path: p.clone(),
-                size,
-                unstripped: p.clone(),
-                unstripped_size: size,
-                stripped: true,
-            }
-        }
-        None => image::build(&BuildOptions::default()).unwrap_or_else(|e| die(e)),
+    let path = match &a.image {
+        Some(p) => p.clone(),
+        None => image::job().unwrap_or_else(|e| die(e)),
     };
+    let size = std::fs::metadata(&path)
+        .unwrap_or_else(|e| die(format!("{}: {e}", path.display())))
+        .len();
+    let img = Img { path, size };
     let used = vtnt_vmm::accel::resolve(&img.path);
     let accel = if used.is_kvm() {
         Accel::Kvm
@@ -175,15 +172,10 @@ fn main() {
         );
     }
     println!(
-        "image_size: {} bytes ({:.1} KiB, {}; unstripped {} bytes)",
+        "image_size: {} bytes ({:.1} KiB, {})",
         img.size,
         img.size as f64 / 1024.0,
-        if img.stripped {
-            "stripped"
-        } else {
-            "not stripped"
-        },
-        img.unstripped_size
+        img.path.display()
     );
     table.push((
         "stripped image size".into(),
