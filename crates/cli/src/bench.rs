@@ -26,6 +26,7 @@
 //! to [`run`].
 
 use std::process::ExitCode;
+use vtnt_job::say;
 
 #[derive(clap::Subcommand)]
 pub enum BenchCommand {
@@ -269,7 +270,7 @@ pub fn run(cmd: BenchCommand) -> anyhow::Result<ExitCode> {
                 });
             }
             let seed = seed.unwrap_or_else(random_seed);
-            eprintln!(
+            say!(
                 "vtnt bench soak: seeds {seed}..={} ({runs} runs)",
                 seed.wrapping_add((runs as u64).saturating_sub(1))
             );
@@ -412,7 +413,7 @@ fn interruptible<R>(
     let (markdown, files) = shown(&report);
     print!("{markdown}");
     for f in files {
-        eprintln!("wrote {}", f.display());
+        say!("wrote {}", f.display());
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -452,9 +453,7 @@ fn tnt_accuracy(
             .map_err(|e| anyhow::anyhow!("--set: {e} (see vtnt lab generate --settings)"))?;
     }
     let seed = seed.unwrap_or_else(random_seed);
-    eprintln!(
-        "vtnt bench tnt-accuracy: seed {seed}, {topologies} generated topologies + reference"
-    );
+    say!("vtnt bench tnt-accuracy: seed {seed}, {topologies} generated topologies + reference");
     let mut opts = vtnt_bench::AccuracyOptions::new(topologies, seed);
     opts.tnt.classify.thresholds.frpla = frpla;
     opts.tnt.classify.blind_spots = blind_spots;

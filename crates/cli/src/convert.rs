@@ -9,6 +9,7 @@
 use std::io::{BufRead, BufReader, BufWriter, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use vtnt_job::say;
 
 use anyhow::Context;
 use vtnt_formats::Format;
@@ -64,10 +65,10 @@ pub fn run(a: ConvertArgs) -> anyhow::Result<ExitCode> {
     let report = vtnt_formats::convert(input, from, out, to)
         .with_context(|| format!("converting {}", a.input.display()))?;
     for s in &report.skipped {
-        eprintln!("vtnt: skipped {s}");
+        say!("vtnt: skipped {s}");
     }
     if let Some(e) = &report.stopped {
-        eprintln!(
+        say!(
             "vtnt: {} is damaged, reading stopped after {} objects: {e}",
             a.input.display(),
             report.written
@@ -81,7 +82,7 @@ pub fn run(a: ConvertArgs) -> anyhow::Result<ExitCode> {
         f.commit()
             .with_context(|| format!("moving the output into {}", a.output.display()))?;
     }
-    eprintln!("vtnt: wrote {} objects", report.written);
+    say!("vtnt: wrote {} objects", report.written);
     Ok(if partial {
         ExitCode::from(2)
     } else {

@@ -15,6 +15,7 @@
 //! finished records still go out), ends every attached session with its cycle stop,
 //! closes the connections and removes the unix-domain socket.
 
+use vtnt_job::say;
 mod budget;
 
 use std::io::{ErrorKind, Read, Write};
@@ -135,10 +136,10 @@ pub fn run(args: DaemonArgs) -> anyhow::Result<ExitCode> {
         args,
     });
     if let Some(l) = &tcp {
-        eprintln!("vtnt: daemon listening on {}", l.local_addr()?);
+        say!("vtnt: daemon listening on {}", l.local_addr()?);
     }
     if let Some(u) = &unix {
-        eprintln!("vtnt: daemon listening on {}", u.path.display());
+        say!("vtnt: daemon listening on {}", u.path.display());
     }
     let mut clients: Vec<JoinHandle<()>> = Vec::new();
     let mut unix_clients = 0u64;
@@ -167,7 +168,7 @@ pub fn run(args: DaemonArgs) -> anyhow::Result<ExitCode> {
                     clients.push(spawn_client(Conn::Tcp(s), name, &shared)?);
                 }
                 Err(e) if e.kind() == ErrorKind::WouldBlock => {}
-                Err(e) => eprintln!("vtnt: accepting a TCP client: {e}"),
+                Err(e) => say!("vtnt: accepting a TCP client: {e}"),
             }
         }
         if let Some(u) = &unix {
@@ -178,12 +179,12 @@ pub fn run(args: DaemonArgs) -> anyhow::Result<ExitCode> {
                     clients.push(spawn_client(Conn::Unix(s), name, &shared)?);
                 }
                 Err(e) if e.kind() == ErrorKind::WouldBlock => {}
-                Err(e) => eprintln!("vtnt: accepting a unix-domain client: {e}"),
+                Err(e) => say!("vtnt: accepting a unix-domain client: {e}"),
             }
         }
         clients.retain(|c| !c.is_finished());
     }
-    eprintln!("vtnt: stopping: ending {} client sessions", clients.len());
+    say!("vtnt: stopping: ending {} client sessions", clients.len());
     for c in clients {
         let _ = c.join();
     }
@@ -196,7 +197,7 @@ fn listen_tcp(addr: IpAddr, port: u16) -> anyhow::Result<TcpListener> {
     let l = TcpListener::bind(at).with_context(|| format!("-P {port}: listening on {at}"))?;
     l.set_nonblocking(true)?;
     if !addr.is_loopback() {
-        eprintln!(
+        say!(
             "vtnt: warning: the control socket listens on {at}: whoever reaches it can make \
              this host probe (within its policy)"
         );
@@ -325,7 +326,7 @@ fn spawn_client(conn: Conn, name: String, shared: &Arc<Shared>) -> anyhow::Resul
         .name(format!("client {name}"))
         .spawn(move || {
             if let Err(e) = client(conn, &name, &shared) {
-                eprintln!("vtnt: client {name}: {e:#}");
+                say!("vtnt: client {name}: {e:#}");
             }
         })
         .context("starting a client thread")
@@ -383,7 +384,7 @@ fn client(mut conn: Conn, name: &str, shared: &Arc<Shared>) -> anyhow::Result<()
             }
             Ok(ClientEvent::Closed) => {
                 if running > 0 {
-                    eprintln!("vtnt: client {name} left: cutting its {running} running commands");
+                    say!("vtnt: client {name} left: cutting its {running} running commands");
                 }
                 gone = true;
             }
@@ -396,7 +397,7 @@ fn client(mut conn: Conn, name: &str, shared: &Arc<Shared>) -> anyhow::Result<()
                             Some(_) => vtnt_formats::tnt_records(&r, |record, ann| {
                                 session.result(record, ann)
                             }),
-                            None => eprintln!(
+                            None => say!(
                                 "vtnt: client {name}: tnt {}: {}",
                                 r.target,
                                 r.error.as_ref().map(|e| e.to_string()).unwrap_or_default()
@@ -472,7 +473,7 @@ fn spawn_command(
         .spawn(move || {
             let outcomes = match shared.slots.take(&cancel) {
                 Some(_slot) => measure(&job, &shared, &cancel).unwrap_or_else(|e| {
-                    eprintln!("vtnt: {name}: {e:#}");
+                    say!("vtnt: {name}: {e:#}");
                     Vec::new()
                 }),
                 None => Vec::new(),
@@ -498,7 +499,7 @@ fn measure(job: &Job, shared: &Shared, cancel: &AtomicBool) -> anyhow::Result<Ve
             })
         }
         _ => {
-            let engine = probe::engine(job, clock.now())?;
+            let (engine, _) = probe::engine(job, clock.now())?;
             let mut p = Budgeted::new(engine, &shared.budget);
             let mut names = job.names.then(Names::start);
             let stats = vtnt_linux::run_until(&mut p, &mut sockets, clock, cancel, |ev| {

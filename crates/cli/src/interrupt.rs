@@ -6,6 +6,7 @@
 use std::path::Path;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use vtnt_job::say;
 
 use anyhow::Context;
 use signal_hook::consts::{SIGINT, SIGTERM};
@@ -50,9 +51,9 @@ pub fn stopped() -> bool {
 pub fn report(records: u64, path: Option<&Path>) -> ExitCode {
     let to = path.map_or_else(|| "stdout".to_string(), |p| p.display().to_string());
     let Some((name, code)) = caught() else {
-        eprintln!("vtnt: interrupted: {records} records written to {to}");
+        say!("vtnt: interrupted: {records} records written to {to}");
         return ExitCode::FAILURE;
     };
-    eprintln!("vtnt: interrupted by {name}: {records} records written to {to}");
+    say!("vtnt: interrupted by {name}: {records} records written to {to}");
     code
 }

@@ -2,6 +2,7 @@
 //! and only parses options and calls into the crate that does the work.
 
 use std::process::ExitCode;
+use vtnt_job::say;
 
 use clap::{Parser, Subcommand};
 
@@ -70,7 +71,7 @@ fn main() -> ExitCode {
         Command::Job(vtnt_job::JobArgs::Tnt(a)) => tnt::run(a),
         Command::Job(args) => {
             if let Some(w) = args.rate_warning() {
-                eprintln!("vtnt: warning: {w}");
+                say!("vtnt: warning: {w}");
             }
             output::check(args.common().output.as_deref(), args.common().format())
                 .and_then(|()| args.job(vtnt_job::Vantage::Host))
@@ -91,7 +92,7 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("vtnt: error: {e:#}");
+            say!("vtnt: error: {e:#}");
             ExitCode::FAILURE
         }
     }

@@ -4,6 +4,7 @@
 
 use std::io::IsTerminal;
 use std::time::{Duration, Instant};
+use vtnt_job::say;
 
 use indicatif::{ProgressBar, ProgressStyle};
 use vtnt_linux::LoopStats;
@@ -109,7 +110,7 @@ impl Progress {
         match &self.show {
             Show::Bar(bar) => bar.set_message(detail),
             Show::Lines if self.start.elapsed() >= LINE_EVERY => {
-                eprintln!("vtnt: {}/{} {detail}", self.done, self.n);
+                say!("vtnt: {}/{} {detail}", self.done, self.n);
             }
             _ => {}
         }

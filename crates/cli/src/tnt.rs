@@ -15,9 +15,9 @@ use std::io::{BufRead, BufReader};
 use std::net::IpAddr;
 use std::path::Path;
 use std::process::ExitCode;
+use vtnt_job::say;
 
 use anyhow::{bail, Context};
-use vtnt_engine::Engine;
 use vtnt_formats::{Item, Ping, Record, TntAnnotations, Trace};
 use vtnt_job::{Common, Format, Job, JobKind, Targets, TntArgs, Vantage};
 use vtnt_tnt::{RecordRole, Tnt, TntResult, TntRunner};
@@ -99,7 +99,7 @@ fn read_back(path: &Path) -> anyhow::Result<(ReadBack, usize)> {
         };
         if let Err(e) = filed {
             bad += 1;
-            eprintln!("vtnt: {}: skipping {e}", path.display());
+            say!("vtnt: {}: skipping {e}", path.display());
         }
     }
     Ok((back, bad))
@@ -116,7 +116,7 @@ pub fn run(a: TntArgs) -> anyhow::Result<ExitCode> {
         a.from.is_some() && a.common.targets.is_empty() && a.common.targets_file.is_none();
     let kind = JobKind::Tnt(a.config());
     if let Some(w) = vtnt_job::rate_warning(&kind, a.common.pps, a.common.window) {
-        eprintln!("vtnt: warning: {w}");
+        say!("vtnt: warning: {w}");
     }
     let mut job = if from_only {
         // Only the traces' destinations, checked as targets would be. The source is this
@@ -157,7 +157,7 @@ pub fn run_job(job: &Job, back: ReadBack, from_only: bool) -> anyhow::Result<Exi
             let why = r.error.as_ref().map(|e| e.to_string()).unwrap_or_default();
             progress
                 .borrow()
-                .suspend(|| eprintln!("vtnt: {}: {why}", r.target));
+                .suspend(|| say!("vtnt: {}: {why}", r.target));
             return Ok(());
         };
         if job.format == Format::Text {
@@ -180,7 +180,7 @@ pub fn run_job(job: &Job, back: ReadBack, from_only: bool) -> anyhow::Result<Exi
     let some_unsent = probe::check_sent(&stats)?;
     let records = out.finish()?;
     let s = runner.summary();
-    eprintln!(
+    say!(
         "vtnt: {} targets: tunnels explicit {} implicit {} opaque {} invisible-php {} invisible-uhp {}; {} LSRs revealed; {} not revealable; {} blind spots clear; {} not revealed (send errors); {} probes ({} in initial traces, {} in pings, {} in revelation traces)",
         s.targets, s.explicit, s.implicit, s.opaque, s.invisible_php, s.invisible_uhp, s.lsrs_revealed, s.unrevealed, s.blind_spots_clear, s.reveal_send_errors, s.probes(), s.trace_probes, s.ping_probes, s.revelation_probes
     );
@@ -207,7 +207,8 @@ pub fn runner(
         bail!("not a TNT job");
     };
     let tnt = Tnt::new(tnt_config.clone()).map_err(|e| anyhow::anyhow!("{e}"))?;
-    let config = vtnt_job::host_config(&job.spec)?;
+    let engine = vtnt_job::host_engine(&job.spec)?;
+    let config = engine.config();
     let targets = job.spec.target_list().to_vec();
     let ReadBack {
         seeds,
@@ -224,7 +225,7 @@ pub fn runner(
             Err(e) => {
                 // (with --from alone, the job's checks have reported it already)
                 if !from_only {
-                    eprintln!("vtnt: skipping the trace to {} from --from: {e}", s.dst);
+                    say!("vtnt: skipping the trace to {} from --from: {e}", s.dst);
                 }
                 false
             }
@@ -234,7 +235,6 @@ pub fn runner(
     if targets.is_empty() && seeds.is_empty() {
         anyhow::bail!("no target to probe: every trace of --from was refused");
     }
-    let engine = Engine::new(config).map_err(|e| anyhow::anyhow!("{e}"))?;
     let mut runner = TntRunner::new(engine, tnt);
     let n = targets.len() + seeds.len();
     for t in targets {
