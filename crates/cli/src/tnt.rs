@@ -6,6 +6,8 @@
 //!
 //! Output: every record TNT made, per target: its initial trace, then the pings and
 //! revelation traces it started, each with a `"tnt"` field saying its role (docs/tnt.md).
+//! A run stopped by a signal also writes the targets whose pings or revelations were not
+//! over, as far as they went (`"incomplete": true`).
 //! In scamper JSON that is an extra field on the objects (scamper-JSON readers ignore
 //! it); in warts a list object of the record's own carries it, so warts goes to stdout
 //! too; `-O text` prints the sc_tnt-like view per target.
@@ -150,7 +152,7 @@ pub fn run_job(job: &Job, back: ReadBack, from_only: bool) -> anyhow::Result<Exi
     // (both closures tell it what happened; the loop calls them one at a time)
     let progress = RefCell::new(Progress::new(n, "targets", job.quiet));
     let mut failed = 0usize;
-    let on_result = |r: TntResult| {
+    let mut on_result = |r: TntResult| {
         progress.borrow_mut().target_done();
         let Some(trace) = &r.trace else {
             failed += 1;
@@ -172,10 +174,21 @@ pub fn run_job(job: &Job, back: ReadBack, from_only: bool) -> anyhow::Result<Exi
         });
         written
     };
-    let stats = vtnt_linux::run_watched(&mut runner, &mut sockets, &clock, stop, on_result, |s| {
-        progress.borrow_mut().stats(s)
-    })
+    let stats = vtnt_linux::run_watched(
+        &mut runner,
+        &mut sockets,
+        &clock,
+        stop,
+        &mut on_result,
+        |s| progress.borrow_mut().stats(s),
+    )
     .context("probing")?;
+    if stats.interrupted {
+        // every trace and ping that finished, of targets whose revelation had not
+        for r in runner.take_unfinished() {
+            on_result(r).context("writing results")?;
+        }
+    }
     progress.into_inner().finish();
     let some_unsent = probe::check_sent(&stats)?;
     let records = out.finish()?;
