@@ -127,7 +127,7 @@ pub fn run(args: DaemonArgs) -> anyhow::Result<ExitCode> {
         Some(path) => Some(UnixSocket::bind(path)?),
         None => None,
     };
-    let stop = interrupt::catch()?;
+    let stop = interrupt::catch_serving()?;
     let shared = Arc::new(Shared {
         budget: Budget::new(args.pps),
         slots: Slots::new(args.window),
