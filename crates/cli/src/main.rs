@@ -65,8 +65,27 @@ enum Command {
     Agent(fleet::AgentArgs),
 }
 
+/// The options, or clap's error printed (long numbers in it cut short:
+/// [`vtnt_job::elide_long_numbers`]) and the exit it calls for.
+fn parse() -> Result<Cli, ExitCode> {
+    let e = match Cli::try_parse() {
+        Ok(cli) => return Ok(cli),
+        Err(e) => e,
+    };
+    let text = e.render().to_string();
+    let short = vtnt_job::elide_long_numbers(&text);
+    if short == text || !e.use_stderr() {
+        e.exit()
+    }
+    say!("{}", short.trim_end());
+    Err(ExitCode::from(e.exit_code().clamp(0, 255) as u8))
+}
+
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match parse() {
+        Ok(cli) => cli,
+        Err(code) => return code,
+    };
     let result = match cli.command {
         Command::Job(vtnt_job::JobArgs::Tnt(a)) => tnt::run(a),
         Command::Job(args) => {
@@ -92,8 +111,10 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) => {
-            say!("vtnt: error: {e:#}");
-            ExitCode::FAILURE
+            let text = format!("{e:#}");
+            say!("vtnt: error: {}", vtnt_job::elide_long_numbers(&text));
+            // a run stopped by a signal (its pipe closed, say) exits as the signal says
+            interrupt::exit_code().unwrap_or(ExitCode::FAILURE)
         }
     }
 }

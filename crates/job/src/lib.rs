@@ -29,6 +29,36 @@ macro_rules! say {
     };
 }
 
+/// The longest run of digits a message shows whole (a `u64` has 20).
+const DIGITS_SHOWN: usize = 20;
+
+/// `text` with every run of more than 20 digits cut to its first 20 and its length
+/// (`99999999999999999999… (300 digits)`), so that an error quoting a number someone
+/// typed 300 digits long stays readable.
+pub fn elide_long_numbers(text: &str) -> std::borrow::Cow<'_, str> {
+    let long = |run: &str| run.len() > DIGITS_SHOWN;
+    let runs = || text.split(|c: char| !c.is_ascii_digit());
+    if !runs().any(long) {
+        return text.into();
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find(|c: char| c.is_ascii_digit()) {
+        out.push_str(&rest[..start]);
+        let run = &rest[start..];
+        let len = run.find(|c: char| !c.is_ascii_digit()).unwrap_or(run.len());
+        if len > DIGITS_SHOWN {
+            out.push_str(&run[..DIGITS_SHOWN]);
+            out.push_str(&format!("… ({len} digits)"));
+        } else {
+            out.push_str(&run[..len]);
+        }
+        rest = &run[len..];
+    }
+    out.push_str(rest);
+    out.into()
+}
+
 /// What [`say!`] does: writes `args` and a newline to stderr, ignoring failure.
 #[doc(hidden)]
 pub fn stderr_line(args: std::fmt::Arguments) {
@@ -230,7 +260,10 @@ pub fn parse_words(words: &[String], vantage: Vantage) -> anyhow::Result<Job> {
 pub fn parse_args(words: &[String], refused: &[&str]) -> anyhow::Result<JobArgs> {
     use clap::{CommandFactory, FromArgMatches};
     let argv = std::iter::once("vtnt".to_string()).chain(words.iter().cloned());
-    let render = |e: clap::Error| anyhow::anyhow!("job: {}", e.render().to_string().trim_end());
+    let render = |e: clap::Error| {
+        let text = e.render().to_string();
+        anyhow::anyhow!("job: {}", elide_long_numbers(text.trim_end()))
+    };
     let cmd = Words::command();
     let matches = cmd.clone().try_get_matches_from(argv).map_err(render)?;
     if let Some((name, sub)) = matches.subcommand() {
@@ -685,6 +718,23 @@ mod tests {
         let a = parse_args(&words("trace -q 1 -w 1 192.0.2.1"), &refused).unwrap();
         assert_eq!(a.common().targets, ["192.0.2.1"]);
         assert!(parse_args(&words("trace --bogus 192.0.2.1"), &refused).is_err());
+    }
+
+    #[test]
+    fn long_numbers_are_cut_in_messages() {
+        let n = "9".repeat(300);
+        let e = parse_args(&words(&format!("trace -q {n} 192.0.2.1")), &[]).unwrap_err();
+        let e = e.to_string();
+        assert!(e.contains("99999999999999999999… (300 digits)"), "{e}");
+        assert!(e.len() < 300, "{e}");
+        assert_eq!(
+            elide_long_numbers("port 65535, id 18446744073709551615"),
+            "port 65535, id 18446744073709551615"
+        );
+        assert_eq!(
+            elide_long_numbers(&format!("a{}b 1", "1".repeat(21))),
+            "a11111111111111111111… (21 digits)b 1"
+        );
     }
 
     #[test]
