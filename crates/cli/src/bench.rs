@@ -26,6 +26,7 @@
 //! to [`run`].
 
 use std::process::ExitCode;
+
 use vtnt_job::say;
 
 #[derive(clap::Subcommand)]

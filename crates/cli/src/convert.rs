@@ -11,10 +11,10 @@
 use std::io::{BufRead, BufReader, BufWriter, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use vtnt_job::say;
 
 use anyhow::Context;
 use vtnt_formats::Format;
+use vtnt_job::say;
 
 use crate::interrupt;
 use crate::output::AtomicFile;

@@ -15,7 +15,6 @@
 //! finished records still go out), ends every attached session with its cycle stop,
 //! closes the connections and removes the unix-domain socket.
 
-use vtnt_job::say;
 mod budget;
 
 use std::io::{ErrorKind, Read, Write};
@@ -35,7 +34,7 @@ use anyhow::{bail, Context};
 use vtnt_daemon::{Session, SessionInfo};
 use vtnt_engine::Event;
 use vtnt_formats::{NoAnnotations, Record};
-use vtnt_job::{Common, Job, JobKind, OutputOption, Vantage};
+use vtnt_job::{say, Common, Job, JobKind, OutputOption, Vantage};
 use vtnt_tnt::TntResult;
 
 use crate::names::Names;

@@ -5,12 +5,12 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
-use vtnt_job::say;
 
 use vtnt_fleet::auth::Role;
 use vtnt_fleet::broker;
 use vtnt_fleet::controller::{self, SubmitOptions};
 use vtnt_fleet::{Connect, Mode, Outcome};
+use vtnt_job::say;
 use vtnt_runtimes::net::Network;
 use vtnt_runtimes::Runtime;
 

@@ -7,9 +7,8 @@
 
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
-use vtnt_job::say;
 
-use vtnt_job::{Format, Job, JobKind, Targets};
+use vtnt_job::{say, Format, Job, JobKind, Targets};
 
 use crate::{interrupt, micro, probe, tnt};
 

@@ -2,9 +2,9 @@
 //! and only parses options and calls into the crate that does the work.
 
 use std::process::ExitCode;
-use vtnt_job::say;
 
 use clap::{Parser, Subcommand};
+use vtnt_job::say;
 
 mod bench;
 mod convert;

@@ -3,11 +3,10 @@
 
 use std::cell::RefCell;
 use std::process::ExitCode;
-use vtnt_job::say;
 
 use anyhow::Context;
 use vtnt_engine::{Engine, Event};
-use vtnt_job::{Job, JobKind};
+use vtnt_job::{say, Job, JobKind};
 
 use crate::interrupt;
 use crate::names::Names;

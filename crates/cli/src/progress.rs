@@ -4,9 +4,9 @@
 
 use std::io::IsTerminal;
 use std::time::{Duration, Instant};
-use vtnt_job::say;
 
 use indicatif::{ProgressBar, ProgressStyle};
+use vtnt_job::say;
 use vtnt_linux::LoopStats;
 
 /// How often the status line is printed when stderr is not a terminal.

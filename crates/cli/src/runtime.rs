@@ -8,10 +8,9 @@
 use std::io::Write;
 use std::process::ExitCode;
 use std::time::Duration;
-use vtnt_job::say;
 
 use anyhow::Context;
-use vtnt_job::{Format, Vantage};
+use vtnt_job::{say, Format, Vantage};
 use vtnt_runtimes::net::Network;
 use vtnt_runtimes::{BuildOptions, RunOptions, Runtime};
 use vtnt_vmm::job::Vmm;

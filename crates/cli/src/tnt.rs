@@ -17,11 +17,10 @@ use std::io::{BufRead, BufReader};
 use std::net::IpAddr;
 use std::path::Path;
 use std::process::ExitCode;
-use vtnt_job::say;
 
 use anyhow::{bail, Context};
 use vtnt_formats::{Item, Ping, Record, TntAnnotations, Trace};
-use vtnt_job::{Common, Format, Job, JobKind, Targets, TntArgs, Vantage};
+use vtnt_job::{say, Common, Format, Job, JobKind, Targets, TntArgs, Vantage};
 use vtnt_tnt::{RecordRole, Tnt, TntResult, TntRunner};
 
 use crate::interrupt;
