@@ -34,7 +34,7 @@ use anyhow::{bail, Context};
 use vtnt_daemon::{Session, SessionInfo};
 use vtnt_engine::Event;
 use vtnt_formats::{NoAnnotations, Record};
-use vtnt_job::{say, Common, Job, JobKind, OutputOption, Vantage};
+use vtnt_job::{Common, Job, JobKind, OutputOption, Vantage};
 use vtnt_tnt::TntResult;
 
 use crate::names::Names;
@@ -126,7 +126,7 @@ pub fn run(args: DaemonArgs) -> anyhow::Result<ExitCode> {
         Some(path) => Some(UnixSocket::bind(path)?),
         None => None,
     };
-    let stop = interrupt::catch_serving()?;
+    let stop = interrupt::catch()?;
     let shared = Arc::new(Shared {
         budget: Budget::new(args.pps),
         slots: Slots::new(args.window),
@@ -135,10 +135,10 @@ pub fn run(args: DaemonArgs) -> anyhow::Result<ExitCode> {
         args,
     });
     if let Some(l) = &tcp {
-        say!("vtnt: daemon listening on {}", l.local_addr()?);
+        eprintln!("vtnt: daemon listening on {}", l.local_addr()?);
     }
     if let Some(u) = &unix {
-        say!("vtnt: daemon listening on {}", u.path.display());
+        eprintln!("vtnt: daemon listening on {}", u.path.display());
     }
     let mut clients: Vec<JoinHandle<()>> = Vec::new();
     let mut unix_clients = 0u64;
@@ -167,7 +167,7 @@ pub fn run(args: DaemonArgs) -> anyhow::Result<ExitCode> {
                     clients.push(spawn_client(Conn::Tcp(s), name, &shared)?);
                 }
                 Err(e) if e.kind() == ErrorKind::WouldBlock => {}
-                Err(e) => say!("vtnt: accepting a TCP client: {e}"),
+                Err(e) => eprintln!("vtnt: accepting a TCP client: {e}"),
             }
         }
         if let Some(u) = &unix {
@@ -178,12 +178,12 @@ pub fn run(args: DaemonArgs) -> anyhow::Result<ExitCode> {
                     clients.push(spawn_client(Conn::Unix(s), name, &shared)?);
                 }
                 Err(e) if e.kind() == ErrorKind::WouldBlock => {}
-                Err(e) => say!("vtnt: accepting a unix-domain client: {e}"),
+                Err(e) => eprintln!("vtnt: accepting a unix-domain client: {e}"),
             }
         }
         clients.retain(|c| !c.is_finished());
     }
-    say!("vtnt: stopping: ending {} client sessions", clients.len());
+    eprintln!("vtnt: stopping: ending {} client sessions", clients.len());
     for c in clients {
         let _ = c.join();
     }
@@ -196,7 +196,7 @@ fn listen_tcp(addr: IpAddr, port: u16) -> anyhow::Result<TcpListener> {
     let l = TcpListener::bind(at).with_context(|| format!("-P {port}: listening on {at}"))?;
     l.set_nonblocking(true)?;
     if !addr.is_loopback() {
-        say!(
+        eprintln!(
             "vtnt: warning: the control socket listens on {at}: whoever reaches it can make \
              this host probe (within its policy)"
         );
@@ -325,7 +325,7 @@ fn spawn_client(conn: Conn, name: String, shared: &Arc<Shared>) -> anyhow::Resul
         .name(format!("client {name}"))
         .spawn(move || {
             if let Err(e) = client(conn, &name, &shared) {
-                say!("vtnt: client {name}: {e:#}");
+                eprintln!("vtnt: client {name}: {e:#}");
             }
         })
         .context("starting a client thread")
@@ -383,7 +383,7 @@ fn client(mut conn: Conn, name: &str, shared: &Arc<Shared>) -> anyhow::Result<()
             }
             Ok(ClientEvent::Closed) => {
                 if running > 0 {
-                    say!("vtnt: client {name} left: cutting its {running} running commands");
+                    eprintln!("vtnt: client {name} left: cutting its {running} running commands");
                 }
                 gone = true;
             }
@@ -396,7 +396,7 @@ fn client(mut conn: Conn, name: &str, shared: &Arc<Shared>) -> anyhow::Result<()
                             Some(_) => vtnt_formats::tnt_records(&r, |record, ann| {
                                 session.result(record, ann)
                             }),
-                            None => say!(
+                            None => eprintln!(
                                 "vtnt: client {name}: tnt {}: {}",
                                 r.target,
                                 r.error.as_ref().map(|e| e.to_string()).unwrap_or_default()
@@ -472,7 +472,7 @@ fn spawn_command(
         .spawn(move || {
             let outcomes = match shared.slots.take(&cancel) {
                 Some(_slot) => measure(&job, &shared, &cancel).unwrap_or_else(|e| {
-                    say!("vtnt: {name}: {e:#}");
+                    eprintln!("vtnt: {name}: {e:#}");
                     Vec::new()
                 }),
                 None => Vec::new(),
@@ -498,7 +498,7 @@ fn measure(job: &Job, shared: &Shared, cancel: &AtomicBool) -> anyhow::Result<Ve
             })
         }
         _ => {
-            let (engine, _) = probe::engine(job, clock.now())?;
+            let engine = probe::engine(job, clock.now())?;
             let mut p = Budgeted::new(engine, &shared.budget);
             let mut names = job.names.then(Names::start);
             let stats = vtnt_linux::run_until(&mut p, &mut sockets, clock, cancel, |ev| {

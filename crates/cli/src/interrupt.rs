@@ -1,14 +1,14 @@
 //! Signals during a command: SIGINT, SIGTERM, SIGHUP and SIGPIPE, and the temporary
 //! files no signal may leave behind.
 //!
-//! A probing run ([`catch`]) stops at the first signal: probing stops, the run writes
+//! A probing run ([`catch_run`]) stops at the first signal: probing stops, the run writes
 //! every record it finished, commits its output, and exits 128 + the signal (129 SIGHUP,
 //! 130 SIGINT, 141 SIGPIPE, 143 SIGTERM). A second SIGINT, SIGTERM or SIGHUP while that
 //! happens exits at once with its code. A SIGPIPE never does: it is the run's own write
 //! to a pipe nobody reads any more (its stderr, say), so the run still writes its file.
-//! The daemon ([`catch_serving`]) leaves SIGPIPE ignored: a client that hangs up is no
-//! reason to stop serving the others. A command that cannot stop half-way
-//! ([`exit_on_signal`]: `vtnt convert`) exits at the first signal.
+//! A server or a benchmark ([`catch`]) stops the same way but leaves SIGPIPE ignored: a
+//! client that hangs up is no reason to stop serving the others. A command that cannot
+//! stop half-way ([`exit_on_signal`]: `vtnt convert`) exits at the first signal.
 //!
 //! Whichever way the process exits on a signal, every file being written under a
 //! temporary name ([`temporary`]) is removed first, and no rename ([`settle`]) happens
@@ -36,14 +36,14 @@ static TEMPORARIES: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
 /// Whether (and how) the handlers are installed: once per process.
 static INSTALLED: OnceLock<Result<(), String>> = OnceLock::new();
 
-/// Catches SIGINT, SIGTERM, SIGHUP and SIGPIPE from now on, for a run that stops at the
-/// first; returns the flag they set.
-pub fn catch() -> anyhow::Result<&'static AtomicBool> {
+/// Catches SIGINT, SIGTERM, SIGHUP and SIGPIPE from now on, for a probing run that stops
+/// at the first and keeps what it measured; returns the flag they set.
+pub fn catch_run() -> anyhow::Result<&'static AtomicBool> {
     install(&[SIGHUP, SIGINT, SIGPIPE, SIGTERM], true)
 }
 
-/// [`catch`] for a server: SIGPIPE stays ignored.
-pub fn catch_serving() -> anyhow::Result<&'static AtomicBool> {
+/// [`catch_run`] for a server or a benchmark: SIGPIPE stays ignored.
+pub fn catch() -> anyhow::Result<&'static AtomicBool> {
     install(&[SIGHUP, SIGINT, SIGTERM], true)
 }
 
@@ -138,7 +138,7 @@ pub fn exit_code() -> Option<ExitCode> {
     caught().map(|(_, sig)| ExitCode::from(128 + sig as u8))
 }
 
-/// Whether a signal has arrived since [`catch`].
+/// Whether a signal has arrived since [`catch`] or [`catch_run`].
 pub fn stopped() -> bool {
     STOP.load(Ordering::SeqCst)
 }

@@ -32,8 +32,13 @@ pub fn check_sent(stats: &vtnt_linux::LoopStats) -> anyhow::Result<bool> {
 
 /// The engine of a trace or ping job on this host, every target's measurement started at
 /// `now`. A target the engine refuses (the policy, no source address) is reported on
-/// stderr and left out; the second value says whether one was. Fails when none is left.
-pub fn engine(job: &Job, now: vtnt_engine::Instant) -> anyhow::Result<(Engine, bool)> {
+/// stderr and left out; fails when none is left.
+pub fn engine(job: &Job, now: vtnt_engine::Instant) -> anyhow::Result<Engine> {
+    started(job, now).map(|(engine, _)| engine)
+}
+
+/// [`engine`], and how many targets it refused.
+fn started(job: &Job, now: vtnt_engine::Instant) -> anyhow::Result<(Engine, usize)> {
     let mut engine = vtnt_job::host_engine(&job.spec)?;
     let mut refused = 0;
     for t in job.spec.target_list() {
@@ -56,7 +61,7 @@ pub fn engine(job: &Job, now: vtnt_engine::Instant) -> anyhow::Result<(Engine, b
     if refused == job.spec.target_list().len() {
         anyhow::bail!("no target to probe: every one was refused");
     }
-    Ok((engine, refused > 0))
+    Ok((engine, refused))
 }
 
 /// Runs a trace or ping job (one measurement per target) and writes every record; on
@@ -72,8 +77,8 @@ pub fn run(job: &Job) -> anyhow::Result<ExitCode> {
     let targets = job.spec.target_list();
     let mut sockets = vtnt_linux::RawSockets::open()?;
     let clock = vtnt_linux::Clock::new();
-    let (mut engine, some_refused) = engine(job, clock.now())?;
-    let stop = interrupt::catch()?;
+    let (mut engine, refused) = started(job, clock.now())?;
+    let stop = interrupt::catch_run()?;
     let mut out = Output::open(job.output.as_deref(), job.format)?;
     // (both closures tell it what happened; the loop calls them one at a time)
     let progress = RefCell::new(Progress::new(targets.len(), what, job.quiet));
@@ -107,7 +112,7 @@ pub fn run(job: &Job) -> anyhow::Result<ExitCode> {
     let records = out.finish()?;
     Ok(if stats.interrupted {
         interrupt::report(records, job.output.as_deref())
-    } else if job.some_bad || some_refused || some_unsent {
+    } else if job.some_bad || refused > 0 || some_unsent {
         ExitCode::from(2)
     } else {
         ExitCode::SUCCESS

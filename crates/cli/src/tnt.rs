@@ -146,7 +146,7 @@ pub fn run_job(job: &Job, back: ReadBack, from_only: bool) -> anyhow::Result<Exi
     let (mut runner, n, some_bad) = runner(job, back, from_only)?;
     let mut sockets = vtnt_linux::RawSockets::open()?;
     let clock = vtnt_linux::Clock::new();
-    let stop = interrupt::catch()?;
+    let stop = interrupt::catch_run()?;
     let mut out = Output::open(job.output.as_deref(), job.format)?;
     // (both closures tell it what happened; the loop calls them one at a time)
     let progress = RefCell::new(Progress::new(n, "targets", job.quiet));
