@@ -27,6 +27,8 @@
 
 use std::process::ExitCode;
 
+use vtnt_job::say;
+
 #[derive(clap::Subcommand)]
 pub enum BenchCommand {
     /// TNT accuracy against the lab's ground truth, strict (class, ingress, egress and
@@ -269,7 +271,7 @@ pub fn run(cmd: BenchCommand) -> anyhow::Result<ExitCode> {
                 });
             }
             let seed = seed.unwrap_or_else(random_seed);
-            eprintln!(
+            say!(
                 "vtnt bench soak: seeds {seed}..={} ({runs} runs)",
                 seed.wrapping_add((runs as u64).saturating_sub(1))
             );
@@ -412,7 +414,7 @@ fn interruptible<R>(
     let (markdown, files) = shown(&report);
     print!("{markdown}");
     for f in files {
-        eprintln!("wrote {}", f.display());
+        say!("wrote {}", f.display());
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -455,9 +457,7 @@ fn tnt_accuracy(
         .check()
         .map_err(|e| anyhow::anyhow!("--set: generated topologies: {e}"))?;
     let seed = seed.unwrap_or_else(random_seed);
-    eprintln!(
-        "vtnt bench tnt-accuracy: seed {seed}, {topologies} generated topologies + reference"
-    );
+    say!("vtnt bench tnt-accuracy: seed {seed}, {topologies} generated topologies + reference");
     let mut opts = vtnt_bench::AccuracyOptions::new(topologies, seed);
     opts.tnt.classify.thresholds.frpla = frpla;
     opts.tnt.classify.blind_spots = blind_spots;

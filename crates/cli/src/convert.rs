@@ -4,7 +4,9 @@
 //! (a truncated warts file) is reported with its offset after every complete object
 //! before it has been written. Either way the exit code is 2. The output file appears
 //! only when something was converted and all of it was written (temporary name, renamed
-//! at the end).
+//! at the end); an input with nothing in it is an error (exit 1, no output). A signal
+//! (SIGINT, SIGTERM, SIGHUP, SIGPIPE) ends a conversion at once, its temporary file
+//! removed (exit 128 + the signal).
 
 use std::io::{BufRead, BufReader, BufWriter, Write};
 use std::path::PathBuf;
@@ -12,7 +14,9 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use vtnt_formats::Format;
+use vtnt_job::say;
 
+use crate::interrupt;
 use crate::output::AtomicFile;
 
 /// `vtnt convert`.
@@ -39,6 +43,7 @@ pub fn run(a: ConvertArgs) -> anyhow::Result<ExitCode> {
             )
         })?,
     };
+    interrupt::exit_on_signal()?;
     let mut input: Box<dyn BufRead> = if a.input.as_os_str() == "-" {
         Box::new(BufReader::new(std::io::stdin()))
     } else {
@@ -49,6 +54,9 @@ pub fn run(a: ConvertArgs) -> anyhow::Result<ExitCode> {
     let head = input
         .fill_buf()
         .with_context(|| format!("reading {}", a.input.display()))?;
+    if head.is_empty() {
+        anyhow::bail!("{}: empty: nothing to convert", a.input.display());
+    }
     let from = if head.starts_with(&[0x12, 0x05]) {
         Format::Warts
     } else {
@@ -64,10 +72,10 @@ pub fn run(a: ConvertArgs) -> anyhow::Result<ExitCode> {
     let report = vtnt_formats::convert(input, from, out, to)
         .with_context(|| format!("converting {}", a.input.display()))?;
     for s in &report.skipped {
-        eprintln!("vtnt: skipped {s}");
+        say!("vtnt: skipped {s}");
     }
     if let Some(e) = &report.stopped {
-        eprintln!(
+        say!(
             "vtnt: {} is damaged, reading stopped after {} objects: {e}",
             a.input.display(),
             report.written
@@ -77,11 +85,14 @@ pub fn run(a: ConvertArgs) -> anyhow::Result<ExitCode> {
     if report.written == 0 && partial {
         anyhow::bail!("{}: nothing could be converted", a.input.display());
     }
+    if report.written == 0 {
+        anyhow::bail!("{}: holds no object: nothing to convert", a.input.display());
+    }
     if let Some(f) = file {
         f.commit()
             .with_context(|| format!("moving the output into {}", a.output.display()))?;
     }
-    eprintln!("vtnt: wrote {} objects", report.written);
+    say!("vtnt: wrote {} objects", report.written);
     Ok(if partial {
         ExitCode::from(2)
     } else {

@@ -28,6 +28,7 @@ use std::os::unix::fs::FileTypeExt;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use vtnt_job::say;
 
 use anyhow::{bail, Context};
 use vtnt_job::{Common, Job, OutputOption, Vantage};
@@ -181,10 +182,10 @@ pub fn run(args: DaemonArgs) -> anyhow::Result<ExitCode> {
     };
     let stop = interrupt::catch()?;
     if let Some(l) = &tcp {
-        eprintln!("vtnt: daemon listening on {}", l.local_addr()?);
+        say!("vtnt: daemon listening on {}", l.local_addr()?);
     }
     if let Some(u) = &unix {
-        eprintln!("vtnt: daemon listening on {}", u.path.display());
+        say!("vtnt: daemon listening on {}", u.path.display());
     }
     serve::run(&args, serve::Listeners { tcp, unix }, sockets, stop)?;
     Ok(ExitCode::SUCCESS)
@@ -195,7 +196,7 @@ fn listen_tcp(addr: IpAddr, port: u16) -> anyhow::Result<TcpListener> {
     let l = TcpListener::bind(at).with_context(|| format!("-P {port}: listening on {at}"))?;
     l.set_nonblocking(true)?;
     if !addr.is_loopback() {
-        eprintln!(
+        say!(
             "vtnt: warning: the control socket listens on {at}: whoever reaches it can make \
              this host probe (within its policy)"
         );

@@ -10,6 +10,7 @@ use vtnt_fleet::auth::Role;
 use vtnt_fleet::broker;
 use vtnt_fleet::controller::{self, SubmitOptions};
 use vtnt_fleet::{Connect, Mode, Outcome};
+use vtnt_job::say;
 use vtnt_runtimes::net::Network;
 use vtnt_runtimes::Runtime;
 
@@ -292,7 +293,7 @@ pub fn run(cmd: FleetCommand) -> anyhow::Result<ExitCode> {
             tls_verify,
         } => {
             if !listen.is_loopback() && tls_cert.is_none() {
-                eprintln!("vtnt fleet: warning: listening on {listen} without TLS: keys authenticate, but jobs and results cross the network in clear");
+                say!("vtnt fleet: warning: listening on {listen} without TLS: keys authenticate, but jobs and results cross the network in clear");
             }
             let b = broker::up(&broker::UpOptions {
                 listen,
@@ -303,7 +304,7 @@ pub fn run(cmd: FleetCommand) -> anyhow::Result<ExitCode> {
                 ..broker::UpOptions::new(&name, port)
             })?;
             println!("{}", b.url);
-            eprintln!(
+            say!(
                 "vtnt fleet: `{}` up, pid {}, state in {} (keys in {}/keys)",
                 b.name,
                 b.pid,
@@ -337,7 +338,7 @@ pub fn run(cmd: FleetCommand) -> anyhow::Result<ExitCode> {
                 match &ev.outcome {
                     Outcome::Discarded { reason } => {
                         println!("discarded");
-                        eprintln!("vtnt fleet: discarded: {reason}");
+                        say!("vtnt fleet: discarded: {reason}");
                     }
                     _ => println!("{}", ev.job),
                 }
@@ -409,7 +410,7 @@ pub fn run(cmd: FleetCommand) -> anyhow::Result<ExitCode> {
                 }
                 out.flush()?;
                 match &r.summary {
-                    Some(s) => eprintln!(
+                    Some(s) => say!(
                         "vtnt fleet: job {} on {}: {}, {} records, queue {:.1} ms, deploy {:.1} ms, execution {:.1} ms, cleanup {:.1} ms, total {:.1} ms, clock sync {}{}",
                         r.job,
                         s.node,
@@ -423,7 +424,7 @@ pub fn run(cmd: FleetCommand) -> anyhow::Result<ExitCode> {
                         s.clock_sync,
                         s.error.as_ref().map_or(String::new(), |e| format!(": {e}"))
                     ),
-                    None => eprintln!(
+                    None => say!(
                         "vtnt fleet: job {}: {} records, not finished",
                         r.job,
                         r.records.len()
@@ -432,7 +433,7 @@ pub fn run(cmd: FleetCommand) -> anyhow::Result<ExitCode> {
                 Ok(())
             })?;
             if let (Some(j), 0) = (&job, jobs) {
-                eprintln!("vtnt fleet: no results for job {j} (yet)");
+                say!("vtnt fleet: no results for job {j} (yet)");
             }
         }
         FleetCommand::Replay {
@@ -456,7 +457,7 @@ pub fn run(cmd: FleetCommand) -> anyhow::Result<ExitCode> {
                     Ok(())
                 },
             )?;
-            eprintln!(
+            say!(
                 "vtnt fleet: replayed {} events in {:.1} s: {} queued, {} accepted, {} discarded; {} jobs finished, {} not within the deadline",
                 st.events, st.duration_s, st.queued, st.accepted, st.discarded, st.finished, st.unfinished
             );

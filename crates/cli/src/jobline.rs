@@ -8,7 +8,7 @@
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use vtnt_job::{Format, Job, JobKind, Targets};
+use vtnt_job::{say, Format, Job, JobKind, Targets};
 
 use crate::{interrupt, micro, probe, tnt};
 
@@ -36,7 +36,7 @@ pub fn run(a: JobLineArgs) -> anyhow::Result<ExitCode> {
         "job line: targets=@module names the unikernel's boot module; give the targets inline"
     );
     if let Some(w) = vtnt_job::rate_warning(&spec.kind, spec.engine.pps, spec.engine.window) {
-        eprintln!("vtnt: warning: {w}");
+        say!("vtnt: warning: {w}");
     }
     let job = Job {
         spec,

@@ -70,7 +70,9 @@ pub enum LabCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Run a command inside the lab's namespace; its exit status is passed through.
+    /// Run a command inside the lab's namespace, in this process's place (as `ip netns
+    /// exec` does): its exit status is the command's, and a signal to this process is a
+    /// signal to the command.
     Exec {
         #[arg(long, default_value = DEFAULT_NAME)]
         name: String,
@@ -319,8 +321,7 @@ pub fn run(cmd: LabCommand) -> anyhow::Result<ExitCode> {
         }
         LabCommand::Exec { name, command } => {
             need_root("exec")?;
-            let code = linux::exec(&name, &command)?;
-            Ok(ExitCode::from(code.clamp(0, 255) as u8))
+            Err(linux::exec(&name, &command).into())
         }
         LabCommand::Truth {
             topology,

@@ -4,6 +4,7 @@
 use std::process::ExitCode;
 
 use clap::{CommandFactory, Parser, Subcommand};
+use vtnt_job::say;
 
 mod bench;
 mod convert;
@@ -74,14 +75,33 @@ enum Command {
     ManPages(manual::ManPagesArgs),
 }
 
+/// The options, or clap's error printed (long numbers in it cut short:
+/// [`vtnt_job::elide_long_numbers`]) and the exit it calls for.
+fn parse() -> Result<Cli, ExitCode> {
+    let e = match Cli::try_parse() {
+        Ok(cli) => return Ok(cli),
+        Err(e) => e,
+    };
+    let text = e.render().to_string();
+    let short = vtnt_job::elide_long_numbers(&text);
+    if short == text || !e.use_stderr() {
+        e.exit()
+    }
+    say!("{}", short.trim_end());
+    Err(ExitCode::from(e.exit_code().clamp(0, 255) as u8))
+}
+
 fn main() -> ExitCode {
     vtnt_measure::provenance::set_build(env!("CARGO_PKG_VERSION"), env!("VTNT_COMMIT"));
-    let cli = Cli::parse();
+    let cli = match parse() {
+        Ok(cli) => cli,
+        Err(code) => return code,
+    };
     let result = match cli.command {
         Command::Job(vtnt_job::JobArgs::Tnt(a)) => tnt::run(a),
         Command::Job(args) => {
             if let Some(w) = args.rate_warning() {
-                eprintln!("vtnt: warning: {w}");
+                say!("vtnt: warning: {w}");
             }
             output::check(args.common().output.as_deref(), args.common().format())
                 .and_then(|()| args.job(vtnt_job::Vantage::Host))
@@ -107,10 +127,14 @@ fn main() -> ExitCode {
             // a file an install lacks is one line that says where it was looked for and
             // how to get it, whatever was being done
             match e.chain().find_map(missing_artifact) {
-                Some(missing) => eprintln!("vtnt: {missing}"),
-                None => eprintln!("vtnt: error: {e:#}"),
+                Some(missing) => say!("vtnt: {missing}"),
+                None => {
+                    let text = format!("{e:#}");
+                    say!("vtnt: error: {}", vtnt_job::elide_long_numbers(&text));
+                }
             }
-            ExitCode::FAILURE
+            // a run stopped by a signal (its pipe closed, say) exits as the signal says
+            interrupt::exit_code().unwrap_or(ExitCode::FAILURE)
         }
     }
 }

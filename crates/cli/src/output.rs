@@ -4,11 +4,18 @@
 //! symbolic link, directory, FIFO, device or socket) before the run probes, and never
 //! replaces it. Results are written to a new hidden file beside the path (created with
 //! `O_EXCL`, so it cannot be, or follow, a link someone planted) and renamed over the path
-//! when the output is finished; a run that fails removes it and leaves the old file alone.
+//! when the output is finished; a run that fails, or is killed by a signal
+//! ([`crate::interrupt`]), removes it and leaves the old file alone.
+//!
+//! A file replaced keeps what protected it: the new file gets the old one's owner, group
+//! and permission bits (not set-user-ID, set-group-ID or sticky) before a byte of results
+//! is in it, and a path vtnt cannot give them is refused before the run probes. A file
+//! with several hard links is refused too: renaming a new file over one name would leave
+//! the others holding the old results.
 
-use std::fs::{File, FileType, OpenOptions};
+use std::fs::{File, FileType, OpenOptions, Permissions};
 use std::io::{self, BufWriter, Write};
-use std::os::unix::fs::FileTypeExt;
+use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
@@ -16,7 +23,7 @@ use vtnt_formats::{Annotate, Cycle, JsonWriter, NoAnnotations, Record, TntFields
 
 use vtnt_job::Format;
 
-use crate::text;
+use crate::{interrupt, text};
 
 /// Fails unless results can go to `path` (stdout when `None`) in `format`: see
 /// [`check_destination`]; binary warts never goes to a terminal.
@@ -30,13 +37,20 @@ pub fn check(path: Option<&Path>, format: Format) -> anyhow::Result<()> {
     }
 }
 
-/// Fails unless `path` names a regular file or nothing in an existing directory: the
-/// error names the path and what is there.
+/// Fails unless `path` names a regular file with one link or nothing in an existing
+/// directory: the error names the path and what is there.
 pub fn check_destination(path: &Path) -> anyhow::Result<()> {
     if path.file_name().is_none() {
         bail!("output path {}: names no file", path.display());
     }
     match std::fs::symlink_metadata(path) {
+        Ok(m) if m.is_file() && m.nlink() > 1 => bail!(
+            "output path {} has {} hard links: vtnt writes a new file and renames it over the \
+             path, which would leave the other names with the old contents (remove the other \
+             links or choose another path)",
+            path.display(),
+            m.nlink()
+        ),
         Ok(m) if m.is_file() => Ok(()),
         Ok(m) => bail!(
             "output path {} is {}: vtnt writes only regular files and replaces nothing else \
@@ -105,12 +119,15 @@ fn directory_of(path: &Path) -> &Path {
 pub struct AtomicFile {
     tmp: PathBuf,
     dst: PathBuf,
+    /// The temporary file (for its owner and mode).
+    file: File,
     done: bool,
 }
 
 impl AtomicFile {
     /// Checks `dst` ([`check_destination`]) and creates a new, empty temporary file
-    /// beside it.
+    /// beside it, with the owner and mode of the file at `dst` if there is one (fails if
+    /// it cannot have them).
     pub fn create(dst: &Path) -> anyhow::Result<(AtomicFile, File)> {
         check_destination(dst)?;
         let name = dst.file_name().unwrap_or_default().to_string_lossy();
@@ -120,11 +137,14 @@ impl AtomicFile {
             let tmp = dst.with_file_name(format!(".{name}.tmp-{pid}-{n}"));
             match OpenOptions::new().write(true).create_new(true).open(&tmp) {
                 Ok(f) => {
+                    interrupt::temporary(&tmp);
                     let a = AtomicFile {
                         tmp,
                         dst: dst.to_path_buf(),
+                        file: f.try_clone().context("duplicating a file descriptor")?,
                         done: false,
                     };
+                    a.keep_owner_and_mode()?;
                     return Ok((a, f));
                 }
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
@@ -145,18 +165,57 @@ impl AtomicFile {
         )
     }
 
-    /// Renames the written file over the destination, unless the destination turned into
-    /// something that is not a regular file meanwhile (the results then stay where they
-    /// were written, and the error says where).
+    /// Gives the temporary file the owner, group and permission bits of the regular file
+    /// at the destination, if there is one.
+    fn keep_owner_and_mode(&self) -> anyhow::Result<()> {
+        let old = match std::fs::symlink_metadata(&self.dst) {
+            Ok(m) if m.is_file() => m,
+            _ => return Ok(()),
+        };
+        let new = self.file.metadata().context("reading a new file's owner")?;
+        if (new.uid(), new.gid()) != (old.uid(), old.gid()) {
+            std::os::unix::fs::fchown(&self.file, Some(old.uid()), Some(old.gid())).map_err(
+                |e| {
+                    anyhow::anyhow!(
+                        "output path {} belongs to user {} and group {}, which vtnt cannot \
+                         give the file that replaces it ({e}); it replaces a file only with \
+                         its owner kept (remove it or choose another path)",
+                        self.dst.display(),
+                        old.uid(),
+                        old.gid()
+                    )
+                },
+            )?;
+        }
+        self.file
+            .set_permissions(Permissions::from_mode(old.mode() & 0o777))
+            .with_context(|| {
+                format!(
+                    "output path {}: giving the new file the mode {:o} of the old one",
+                    self.dst.display(),
+                    old.mode() & 0o777
+                )
+            })
+    }
+
+    /// Renames the written file over the destination, with the destination's owner and
+    /// mode as they are now, unless the destination turned into something that is not a
+    /// regular file with one link meanwhile, or its owner cannot be kept (the results
+    /// then stay where they were written, and the error says where).
     pub fn commit(mut self) -> anyhow::Result<()> {
-        if let Err(e) = check_destination(&self.dst) {
-            self.done = true;
+        let moved = check_destination(&self.dst)
+            .and_then(|()| self.keep_owner_and_mode())
+            .and_then(|()| {
+                interrupt::settle(&self.tmp, || std::fs::rename(&self.tmp, &self.dst)).with_context(
+                    || format!("renaming {} to {}", self.tmp.display(), self.dst.display()),
+                )
+            });
+        self.done = true;
+        if let Err(e) = moved {
+            // measured results are never removed: they stay where they are
+            interrupt::settle(&self.tmp, || ());
             return Err(e.context(format!("results left in {}", self.tmp.display())));
         }
-        std::fs::rename(&self.tmp, &self.dst).with_context(|| {
-            format!("renaming {} to {}", self.tmp.display(), self.dst.display())
-        })?;
-        self.done = true;
         Ok(())
     }
 }
@@ -164,7 +223,7 @@ impl AtomicFile {
 impl Drop for AtomicFile {
     fn drop(&mut self) {
         if !self.done {
-            let _ = std::fs::remove_file(&self.tmp);
+            interrupt::settle(&self.tmp, || std::fs::remove_file(&self.tmp)).ok();
         }
     }
 }

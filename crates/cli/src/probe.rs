@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use vtnt_engine::{Engine, Event};
-use vtnt_job::{Job, JobKind};
+use vtnt_job::{say, Job, JobKind};
 
 use crate::interrupt;
 use crate::names::Names;
@@ -20,7 +20,7 @@ pub fn check_sent(stats: &vtnt_linux::LoopStats) -> anyhow::Result<bool> {
         return Ok(false);
     };
     let why = std::io::Error::from_raw_os_error(errno);
-    eprintln!(
+    say!(
         "vtnt: {} probes could not be sent: {why}",
         stats.send_errors
     );
@@ -31,10 +31,16 @@ pub fn check_sent(stats: &vtnt_linux::LoopStats) -> anyhow::Result<bool> {
 }
 
 /// The engine of a trace or ping job on this host, every target's measurement started at
-/// `now`.
+/// `now`. A target the engine refuses (the policy, no source address) is reported on
+/// stderr and left out; fails when none is left.
 pub fn engine(job: &Job, now: vtnt_engine::Instant) -> anyhow::Result<Engine> {
-    let config = vtnt_job::host_config(&job.spec)?;
-    let mut engine = Engine::new(config).map_err(|e| anyhow::anyhow!("{e}"))?;
+    started(job, now).map(|(engine, _)| engine)
+}
+
+/// [`engine`], and how many targets it refused.
+fn started(job: &Job, now: vtnt_engine::Instant) -> anyhow::Result<(Engine, usize)> {
+    let mut engine = vtnt_job::host_engine(&job.spec)?;
+    let mut refused = 0;
     for t in job.spec.target_list() {
         let mut measurement = job
             .spec
@@ -47,11 +53,15 @@ pub fn engine(job: &Job, now: vtnt_engine::Instant) -> anyhow::Result<Engine> {
                     .with_context(|| format!("-M: the MTU of the interface towards {t}"))?;
             }
         }
-        engine
-            .start(now, measurement)
-            .map_err(|e| anyhow::anyhow!("{e}"))?;
+        if let Err(e) = engine.start(now, measurement) {
+            refused += 1;
+            say!("vtnt: skipping {t}: {e}");
+        }
     }
-    Ok(engine)
+    if refused == job.spec.target_list().len() {
+        anyhow::bail!("no target to probe: every one was refused");
+    }
+    Ok((engine, refused))
 }
 
 /// Runs a trace or ping job (one measurement per target) and writes every record; on
@@ -67,8 +77,8 @@ pub fn run(job: &Job) -> anyhow::Result<ExitCode> {
     let targets = job.spec.target_list();
     let mut sockets = vtnt_linux::RawSockets::open()?;
     let clock = vtnt_linux::Clock::new();
-    let mut engine = engine(job, clock.now())?;
-    let stop = interrupt::catch()?;
+    let (mut engine, refused) = started(job, clock.now())?;
+    let stop = interrupt::catch_run()?;
     let mut out = Output::open(job.output.as_deref(), job.format)?;
     // (both closures tell it what happened; the loop calls them one at a time)
     let progress = RefCell::new(Progress::new(targets.len(), what, job.quiet));
@@ -102,7 +112,7 @@ pub fn run(job: &Job) -> anyhow::Result<ExitCode> {
     let records = out.finish()?;
     Ok(if stats.interrupted {
         interrupt::report(records, job.output.as_deref())
-    } else if job.some_bad || some_unsent {
+    } else if job.some_bad || refused > 0 || some_unsent {
         ExitCode::from(2)
     } else {
         ExitCode::SUCCESS

@@ -6,6 +6,7 @@ use std::io::IsTerminal;
 use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressStyle};
+use vtnt_job::say;
 use vtnt_linux::LoopStats;
 
 /// How often the status line is printed when stderr is not a terminal.
@@ -109,7 +110,7 @@ impl Progress {
         match &self.show {
             Show::Bar(bar) => bar.set_message(detail),
             Show::Lines if self.start.elapsed() >= LINE_EVERY => {
-                eprintln!("vtnt: {}/{} {detail}", self.done, self.n);
+                say!("vtnt: {}/{} {detail}", self.done, self.n);
             }
             _ => {}
         }

@@ -10,7 +10,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context;
-use vtnt_job::{Format, Vantage};
+use vtnt_job::{say, Format, Vantage};
 use vtnt_runtimes::net::Network;
 use vtnt_runtimes::{BuildOptions, RunOptions, Runtime};
 use vtnt_vmm::job::Vmm;
@@ -158,15 +158,15 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         None => print!("{}", out.stdout),
     }
     if !out.ok() {
-        eprint!("{}", out.stderr);
+        say!("{}", out.stderr.trim_end());
     }
     let accel = out.accelerator.clone();
     if args.runtime == Runtime::Vm {
         if let Some(why) = vtnt_vmm::accel::linux_tcg_reason() {
-            eprintln!("vtnt run: vm: {why}");
+            say!("vtnt run: vm: {why}");
         }
     }
-    eprintln!(
+    say!(
         "vtnt run: {}: deploy {:.3} s, execution {:.3} s, CPU {:.3} s, exit {:?}{}",
         args.runtime.name(),
         out.deploy_time.as_secs_f64(),

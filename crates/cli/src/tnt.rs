@@ -6,6 +6,8 @@
 //!
 //! Output: every record TNT made, per target: its initial trace, then the pings and
 //! revelation traces it started, each with a `"tnt"` field saying its role (docs/tnt.md).
+//! A run stopped by a signal also writes the targets whose pings or revelations were not
+//! over, as far as they went (`"incomplete": true`).
 //! In scamper JSON that is an extra field on the objects (scamper-JSON readers ignore
 //! it); in warts a list object of the record's own carries it, so warts goes to stdout
 //! too; `-O text` prints the sc_tnt-like view per target.
@@ -17,9 +19,8 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::{bail, Context};
-use vtnt_engine::Engine;
 use vtnt_formats::{Item, Ping, Record, TntAnnotations, Trace};
-use vtnt_job::{Common, Format, Job, JobKind, Targets, TntArgs, Vantage};
+use vtnt_job::{say, Common, Format, Job, JobKind, Targets, TntArgs, Vantage};
 use vtnt_tnt::{RecordRole, Tnt, TntResult, TntRunner};
 
 use crate::interrupt;
@@ -99,7 +100,7 @@ fn read_back(path: &Path) -> anyhow::Result<(ReadBack, usize)> {
         };
         if let Err(e) = filed {
             bad += 1;
-            eprintln!("vtnt: {}: skipping {e}", path.display());
+            say!("vtnt: {}: skipping {e}", path.display());
         }
     }
     Ok((back, bad))
@@ -116,7 +117,7 @@ pub fn run(a: TntArgs) -> anyhow::Result<ExitCode> {
         a.from.is_some() && a.common.targets.is_empty() && a.common.targets_file.is_none();
     let kind = JobKind::Tnt(a.config());
     if let Some(w) = vtnt_job::rate_warning(&kind, a.common.pps, a.common.window) {
-        eprintln!("vtnt: warning: {w}");
+        say!("vtnt: warning: {w}");
     }
     let mut job = if from_only {
         // Only the traces' destinations, checked as targets would be. The source is this
@@ -145,19 +146,19 @@ pub fn run_job(job: &Job, back: ReadBack, from_only: bool) -> anyhow::Result<Exi
     let (mut runner, n, some_bad) = runner(job, back, from_only)?;
     let mut sockets = vtnt_linux::RawSockets::open()?;
     let clock = vtnt_linux::Clock::new();
-    let stop = interrupt::catch()?;
+    let stop = interrupt::catch_run()?;
     let mut out = Output::open(job.output.as_deref(), job.format)?;
     // (both closures tell it what happened; the loop calls them one at a time)
     let progress = RefCell::new(Progress::new(n, "targets", job.quiet));
     let mut failed = 0usize;
-    let on_result = |r: TntResult| {
+    let mut on_result = |r: TntResult| {
         progress.borrow_mut().target_done();
         let Some(trace) = &r.trace else {
             failed += 1;
             let why = r.error.as_ref().map(|e| e.to_string()).unwrap_or_default();
             progress
                 .borrow()
-                .suspend(|| eprintln!("vtnt: {}: {why}", r.target));
+                .suspend(|| say!("vtnt: {}: {why}", r.target));
             return Ok(());
         };
         if job.format == Format::Text {
@@ -172,15 +173,26 @@ pub fn run_job(job: &Job, back: ReadBack, from_only: bool) -> anyhow::Result<Exi
         });
         written
     };
-    let stats = vtnt_linux::run_watched(&mut runner, &mut sockets, &clock, stop, on_result, |s| {
-        progress.borrow_mut().stats(s)
-    })
+    let stats = vtnt_linux::run_watched(
+        &mut runner,
+        &mut sockets,
+        &clock,
+        stop,
+        &mut on_result,
+        |s| progress.borrow_mut().stats(s),
+    )
     .context("probing")?;
+    if stats.interrupted {
+        // every trace and ping that finished, of targets whose revelation had not
+        for r in runner.take_unfinished() {
+            on_result(r).context("writing results")?;
+        }
+    }
     progress.into_inner().finish();
     let some_unsent = probe::check_sent(&stats)?;
     let records = out.finish()?;
     let s = runner.summary();
-    eprintln!(
+    say!(
         "vtnt: {} targets: tunnels explicit {} implicit {} opaque {} invisible-php {} invisible-uhp {}; {} LSRs revealed; {} not revealable; {} blind spots clear; {} not revealed (send errors); {} probes ({} in initial traces, {} in pings, {} in revelation traces)",
         s.targets, s.explicit, s.implicit, s.opaque, s.invisible_php, s.invisible_uhp, s.lsrs_revealed, s.unrevealed, s.blind_spots_clear, s.reveal_send_errors, s.probes(), s.trace_probes, s.ping_probes, s.revelation_probes
     );
@@ -207,7 +219,8 @@ pub fn runner(
         bail!("not a TNT job");
     };
     let tnt = Tnt::new(tnt_config.clone()).map_err(|e| anyhow::anyhow!("{e}"))?;
-    let config = vtnt_job::host_config(&job.spec)?;
+    let engine = vtnt_job::host_engine(&job.spec)?;
+    let config = engine.config();
     let targets = job.spec.target_list().to_vec();
     let ReadBack {
         seeds,
@@ -224,7 +237,7 @@ pub fn runner(
             Err(e) => {
                 // (with --from alone, the job's checks have reported it already)
                 if !from_only {
-                    eprintln!("vtnt: skipping the trace to {} from --from: {e}", s.dst);
+                    say!("vtnt: skipping the trace to {} from --from: {e}", s.dst);
                 }
                 false
             }
@@ -234,7 +247,6 @@ pub fn runner(
     if targets.is_empty() && seeds.is_empty() {
         anyhow::bail!("no target to probe: every trace of --from was refused");
     }
-    let engine = Engine::new(config).map_err(|e| anyhow::anyhow!("{e}"))?;
     let mut runner = TntRunner::new(engine, tnt);
     let n = targets.len() + seeds.len();
     for t in targets {

@@ -1,5 +1,6 @@
 //! `vtnt convert` on files Debian's scamper wrote: warts to JSON equals what
-//! sc_warts2json prints; corrupt input fails with a position and leaves no output file.
+//! sc_warts2json prints; corrupt or empty input fails with a position or a reason and
+//! leaves no output file; a signal ends a conversion without leaving its temporary file.
 
 use std::process::Command;
 
@@ -234,4 +235,76 @@ fn icmp_paris_trace_keeps_its_echo_id_in_warts_and_through_convert() {
     let o = convert(&warts, again.to_str().unwrap());
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert_eq!(echo_id(&again), id);
+}
+
+#[test]
+fn empty_input_is_an_error_and_makes_no_file() {
+    let out = tmp("from-empty.warts");
+    for (name, body) in [("empty.json", ""), ("blank.json", "\n\n")] {
+        let input = tmp(name);
+        std::fs::write(&input, body).unwrap();
+        let o = convert(&input, out.to_str().unwrap());
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{name}: {err}");
+        assert!(err.contains("nothing to convert"), "{name}: {err}");
+        assert!(!out.exists(), "{name}: an output file appeared");
+    }
+    // from stdin too
+    let o = Command::new(env!("CARGO_BIN_EXE_vtnt"))
+        .args(["convert", "-", out.to_str().unwrap()])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    assert!(!out.exists());
+}
+
+#[test]
+fn a_signal_ends_a_conversion_without_a_temporary_file() {
+    use std::io::Write;
+    use std::process::Stdio;
+    let dir = tmp("signals");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let samples = samples_warts();
+    for (sig, code) in [("INT", 130), ("TERM", 143), ("HUP", 129)] {
+        let out = dir.join(format!("out-{sig}.json"));
+        // input on a pipe that stays open: the conversion waits for more
+        let mut child = Command::new(env!("CARGO_BIN_EXE_vtnt"))
+            .args(["convert", "-"])
+            .arg(&out)
+            .stdin(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(&samples).unwrap();
+        stdin.flush().unwrap();
+        // the temporary file appears, then the signal
+        let t0 = std::time::Instant::now();
+        let temporaries = || -> Vec<String> {
+            std::fs::read_dir(&dir)
+                .unwrap()
+                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .filter(|n| n.contains(".tmp-"))
+                .collect()
+        };
+        while temporaries().is_empty() {
+            assert!(t0.elapsed().as_secs() < 10, "{sig}: no temporary file");
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        let k = Command::new("kill")
+            .arg(format!("-{sig}"))
+            .arg(child.id().to_string())
+            .status()
+            .unwrap();
+        assert!(k.success());
+        let o = child.wait_with_output().unwrap();
+        drop(stdin);
+        assert_eq!(o.status.code(), Some(code), "{sig}: {:?}", o.status);
+        assert_eq!(temporaries(), Vec::<String>::new(), "{sig}");
+        assert!(!out.exists(), "{sig}: an unfinished output appeared");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -5,7 +5,8 @@
 //! exit 0 and a complete result, or a message on stderr and a non-zero exit; never a
 //! panic, and never a half-written output: whatever output exists holds only complete
 //! objects, as many as the command says it wrote and every complete object of the input
-//! (the library's readers tell which). Damaged input never exits 0.
+//! (the library's readers tell which). Damaged input never exits 0, nor does an input
+//! with nothing in it (exit 1, no output file).
 //!
 //! The cases are drawn from a fixed seed; `VTNT_HOSTILE_SEED=n` draws others, and every
 //! failure names the seed that reproduces it.
@@ -281,10 +282,19 @@ fn check(dir: &Path, input: &Path, name: &str, expect: Expect, out: Out, seed: u
         r.code != 0 || sound,
         "{what}: damaged input converted without complaint"
     );
+    // An input with nothing in it is an error, as convert documents.
+    let nothing = sound && keep == 0;
     assert!(
-        r.code == 0 || !sound || warts,
+        r.code == 0 || !sound || warts || nothing,
         "{what}: sound input refused"
     );
+    if nothing {
+        assert_eq!(r.code, 1, "{what}: an input with nothing in it converted");
+        assert!(
+            target.as_ref().is_none_or(|t| !t.exists()),
+            "{what}: an output file for nothing"
+        );
+    }
     if r.code == 0 {
         assert!(
             !r.stderr.contains("skipped") && !r.stderr.contains("damaged"),

@@ -1,6 +1,8 @@
 //! `vtnt lab` verbs through the real binary: errors that name file and line and start
-//! nothing, exit status passed through `exec`, recovery after a killed daemon, the VM
-//! attach contract, `generate` determinism. The namespace tests need root.
+//! nothing (names that do not print as themselves, numbers hundreds of digits long,
+//! shown cut), exit status passed through `exec` and a signal to `exec` reaching its
+//! command, recovery after a killed daemon, the VM attach contract, `generate`
+//! determinism. The namespace tests need root.
 
 mod lab_common;
 
@@ -158,6 +160,104 @@ fn exec_passes_the_exit_status_through() {
     assert!(!String::from_utf8_lossy(&host.stdout).contains("vtnt0"));
     let routes = Command::new("ip").args(["route"]).output().unwrap();
     assert!(!String::from_utf8_lossy(&routes.stdout).contains("vtnt0"));
+}
+
+#[test]
+fn a_signal_to_exec_reaches_its_command_and_leaves_nothing_running() {
+    use std::os::unix::process::ExitStatusExt;
+    vtnt_testkit::require_root!("sh", "sleep");
+    let lab = Lab::up("execsig", None);
+    let pidfile = std::env::temp_dir().join(format!("vtnt-execsig-{}", std::process::id()));
+    let _ = std::fs::remove_file(&pidfile);
+    let script = format!("echo $$ > {}; exec sleep 300", pidfile.display());
+    let mut child = Command::new(lab_common::VTNT)
+        .args([
+            "lab", "exec", "--name", &lab.name, "--", "sh", "-c", &script,
+        ])
+        .spawn()
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    let pid = loop {
+        if let Some(p) = std::fs::read_to_string(&pidfile)
+            .ok()
+            .and_then(|s| s.trim().parse::<u32>().ok())
+        {
+            break p;
+        }
+        assert!(t0.elapsed().as_secs() < 10, "the command never started");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let st = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let status = child.wait().unwrap();
+    // the command died of the signal itself, and nothing of it is left
+    assert_eq!(status.signal(), Some(15), "{status:?}");
+    let t0 = std::time::Instant::now();
+    while std::path::Path::new(&format!("/proc/{pid}")).exists() {
+        assert!(
+            t0.elapsed().as_secs() < 2,
+            "the command {pid} outlived `vtnt lab exec`"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let _ = std::fs::remove_file(&pidfile);
+}
+
+#[test]
+fn names_that_do_not_print_as_themselves_and_long_numbers_are_shown_safely() {
+    let dir = std::env::temp_dir().join(format!("vtnt-badnames-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join("escape.toml");
+    let text = vtnt_reference().replacen("name = \"gw\"", "name = \"gw\\u001b]0;owned\\u0007\"", 1);
+    assert_ne!(text, vtnt_reference(), "the reference has a router gw");
+    std::fs::write(&f, text).unwrap();
+    for verb in [&["lab", "check"][..], &["lab", "truth"]] {
+        let mut args = verb.to_vec();
+        args.push(f.to_str().unwrap());
+        let out = vtnt(&args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{verb:?}: {err}");
+        assert!(err.contains("escape.toml:"), "{verb:?}: {err}");
+        assert!(err.contains("a control character"), "{verb:?}: {err}");
+        assert!(
+            !out.stderr.contains(&0x1b) && !out.stdout.contains(&0x1b),
+            "{verb:?}: an escape reached the terminal"
+        );
+    }
+    let long = "9".repeat(300);
+    for args in [
+        vec![
+            "trace".to_string(),
+            "-q".into(),
+            long.clone(),
+            "192.0.2.1".into(),
+        ],
+        vec![
+            "lab".into(),
+            "generate".into(),
+            "--seed".into(),
+            long.clone(),
+        ],
+        vec![
+            "lab".into(),
+            "generate".into(),
+            "--seed".into(),
+            "1".into(),
+            "--lsrs".into(),
+            format!("1-{long}"),
+        ],
+    ] {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let out = vtnt(&args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{err}");
+        assert!(err.contains("99999999999999999999… (300 digits)"), "{err}");
+        assert!(!err.contains(&long[..21]), "{err}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]

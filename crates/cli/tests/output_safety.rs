@@ -4,11 +4,17 @@
 //!   missing directory is refused with an error naming the path and what it is; the run
 //!   sends no probe (it runs in a namespace of its own whose only way out is a veth into
 //!   nowhere, whose tx counter must not move), creates nothing and changes nothing.
-//! - SIGINT and SIGTERM at seeded random points of lab campaigns (`VTNT_SIGNAL_SEED`
-//!   replays a run) stop `vtnt trace` and `vtnt tnt` within about a second, exit 130 or
-//!   143, and leave at the path a file that vtnt-formats reads to the end (JSON with its
-//!   cycle-stop line, warts with its cycle stop record, text), holding exactly the records
-//!   the run says it finished, and no temporary file.
+//! - SIGINT, SIGTERM, SIGHUP and SIGPIPE at seeded random points of lab campaigns
+//!   (`VTNT_SIGNAL_SEED` replays a run) stop `vtnt trace` and `vtnt tnt` within about a
+//!   second, exit 128 + the signal, and leave at the path a file that vtnt-formats reads
+//!   to the end (JSON with its cycle-stop line, warts with its cycle stop record, text),
+//!   holding exactly the records the run says it finished, and no temporary file; two
+//!   signals at once end the run at once, also without a temporary file.
+//! - A tnt campaign stopped while its targets wait for their pings writes their initial
+//!   traces, marked `"incomplete": true`.
+//! - `-o` onto an existing file keeps its mode and owner; a file with two hard links is
+//!   refused before any probe; stderr that cannot be written (a full device, a closed
+//!   pipe, closed) never changes the exit status.
 
 mod lab_common;
 
@@ -85,6 +91,22 @@ impl Isolated {
         String::from_utf8_lossy(&o.stdout).trim().parse().unwrap()
     }
 
+    /// A short trace to [`TARGET`] into `path`.
+    fn trace_to(&self, path: &Path) -> Output {
+        self.vtnt(&[
+            "trace",
+            "-q",
+            "1",
+            "-w",
+            "0.1",
+            "-m",
+            "2",
+            "-o",
+            path_str(path),
+            TARGET,
+        ])
+    }
+
     fn vtnt(&self, args: &[&str]) -> Output {
         Command::new("ip")
             .args(["netns", "exec", &self.name, lab_common::VTNT])
@@ -140,18 +162,7 @@ fn refused_outputs_fail_before_any_probe_and_touch_nothing() {
     // Control: the same command with a good path probes, and the counter sees it.
     let good = dir.join("side/good.json");
     let tx0 = ns.tx_packets();
-    let o = ns.vtnt(&[
-        "trace",
-        "-q",
-        "1",
-        "-w",
-        "0.1",
-        "-m",
-        "2",
-        "-o",
-        path_str(&good),
-        TARGET,
-    ]);
+    let o = ns.trace_to(&good);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(ns.tx_packets() > tx0, "the control run sent nothing");
     std::fs::remove_file(&good).unwrap();
@@ -245,6 +256,17 @@ fn a_failed_run_leaves_the_old_file_alone() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// The exit status of a run a signal stopped: 128 + the signal.
+fn signal_code(sig: &str) -> i32 {
+    128 + match sig {
+        "HUP" => 1,
+        "INT" => 2,
+        "PIPE" => 13,
+        "TERM" => 15,
+        _ => panic!("signal {sig}"),
+    }
+}
+
 /// Uniform in `lo..hi` milliseconds.
 fn millis(rng: &mut Rng, lo: u64, hi: u64) -> Duration {
     Duration::from_millis(lo + rng.below((hi - lo) as usize) as u64)
@@ -314,6 +336,10 @@ fn lab_signals_stop_runs_with_complete_output() {
         ("trace", Kind::Json, false, "TERM"),
         ("tnt", Kind::Warts, true, "INT"),
         ("tnt", Kind::Json, true, "TERM"),
+        ("trace", Kind::Json, true, "HUP"),
+        ("tnt", Kind::Json, true, "HUP"),
+        ("trace", Kind::Warts, true, "PIPE"),
+        ("tnt", Kind::Json, true, "PIPE"),
     ];
     for (i, (cmd, kind, to_file, sig)) in cases.into_iter().enumerate() {
         let format = match kind {
@@ -362,7 +388,7 @@ fn lab_signals_stop_runs_with_complete_output() {
         let what = format!(
             "case {i} ({cmd} -O {format}, file {to_file}, SIG{sig} after {delay:?}, seed {seed})"
         );
-        let code = if sig == "INT" { 130 } else { 143 };
+        let code = signal_code(sig);
         assert_eq!(o.status.code(), Some(code), "{what}: {err}");
         assert!(
             stop < Duration::from_millis(1500),
@@ -399,5 +425,193 @@ fn lab_signals_stop_runs_with_complete_output() {
         want,
         "seed {seed}: temporary files left behind"
     );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// The names of a directory's files being written under a temporary name.
+fn temporaries(dir: &Path) -> Vec<String> {
+    names(dir)
+        .into_iter()
+        .filter(|n| n.contains(".tmp-"))
+        .collect()
+}
+
+/// `vtnt ARGS` inside the lab `lab`, its stdout and stderr piped.
+fn spawn_in(lab: &str, args: &[String]) -> std::process::Child {
+    Command::new("ip")
+        .args(["netns", "exec", lab, lab_common::VTNT])
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+#[test]
+fn two_signals_at_once_end_a_run_at_once_and_leave_no_temporary_file() {
+    use nix::sys::signal::{kill, Signal};
+    use nix::unistd::Pid;
+    vtnt_testkit::require_root!("ip");
+    let lab = lab_common::Lab::up("outtwo", None);
+    let dir = scratch("two");
+    let out = dir.join("out.json");
+    let mut args: Vec<String> = ["trace", "-q", "1", "-w", "1", "--pps", "20", "-o"]
+        .map(String::from)
+        .to_vec();
+    args.push(path_str(&out).to_string());
+    args.extend(lab.destinations());
+    for round in 0..3 {
+        let child = spawn_in(&lab.name, &args);
+        std::thread::sleep(Duration::from_millis(700 + 300 * round));
+        let pid = Pid::from_raw(child.id() as i32);
+        // two different signals, so that they cannot merge into one
+        kill(pid, Signal::SIGINT).unwrap();
+        kill(pid, Signal::SIGTERM).unwrap();
+        let o = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            matches!(o.status.code(), Some(130 | 143)),
+            "round {round}: {:?}: {err}",
+            o.status
+        );
+        assert_eq!(temporaries(&dir), Vec::<String>::new(), "round {round}");
+        if let Ok(bytes) = std::fs::read(&out) {
+            records(&bytes, Kind::Json);
+        }
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_tnt_campaign_stopped_early_keeps_its_finished_traces_marked_incomplete() {
+    vtnt_testkit::require_root!("ip");
+    let lab = lab_common::Lab::up("outinc", None);
+    let dsts = lab.destinations();
+    let dir = scratch("incomplete");
+    let out = dir.join("tnt.json");
+    // Each hop address is pinged 100 times, one a second: the targets' initial traces
+    // are in after about a second, their pings last 100 s.
+    let mut args: Vec<String> = [
+        "tnt",
+        "-q",
+        "1",
+        "-w",
+        "0.5",
+        "--pps",
+        "200",
+        "--ping-count",
+        "100",
+        "-o",
+    ]
+    .map(String::from)
+    .to_vec();
+    args.push(path_str(&out).to_string());
+    args.extend(dsts.iter().take(3).cloned());
+    let child = spawn_in(&lab.name, &args);
+    std::thread::sleep(Duration::from_secs(6));
+    sh(&["kill", "-INT", &child.id().to_string()]);
+    let o = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(130), "{err}");
+    let n = written(&err, "SIGINT");
+    let bytes = std::fs::read(&out).unwrap();
+    assert_eq!(records(&bytes, Kind::Json), n, "{err}");
+    let traces: Vec<serde_json::Value> = String::from_utf8_lossy(&bytes)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .filter(|v: &serde_json::Value| v["type"] == "trace")
+        .collect();
+    assert_eq!(traces.len(), 3, "every target's initial trace: {err}");
+    for t in &traces {
+        assert_eq!(t["tnt"]["role"], "initial", "{t}");
+        assert_eq!(t["tnt"]["incomplete"], true, "{t}");
+        assert!(t["hops"].as_array().is_some_and(|h| !h.is_empty()), "{t}");
+    }
+    assert_eq!(names(&dir), ["tnt.json"]);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn an_existing_file_keeps_its_mode_and_owner_and_a_linked_one_is_refused() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    vtnt_testkit::require_root!("ip");
+    let ns = Isolated::new("keep");
+    let dir = scratch("keep");
+    let out = dir.join("kept.json");
+    std::fs::write(&out, "old\n").unwrap();
+    std::fs::set_permissions(&out, std::fs::Permissions::from_mode(0o640)).unwrap();
+    std::os::unix::fs::chown(&out, Some(4242), Some(4343)).unwrap();
+    let o = ns.trace_to(&out);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let m = std::fs::metadata(&out).unwrap();
+    assert_eq!(m.mode() & 0o7777, 0o640);
+    assert_eq!((m.uid(), m.gid()), (4242, 4343));
+    records(&std::fs::read(&out).unwrap(), Kind::Json);
+
+    // two names for one file: replacing one would leave the other with the old results
+    let other = dir.join("other-name.json");
+    std::fs::hard_link(&out, &other).unwrap();
+    let before = std::fs::read(&out).unwrap();
+    let tx0 = ns.tx_packets();
+    let o = ns.trace_to(&out);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("has 2 hard links"), "{err}");
+    assert_eq!(ns.tx_packets(), tx0, "it probed before refusing");
+    assert_eq!(std::fs::read(&out).unwrap(), before);
+    assert_eq!(std::fs::metadata(&other).unwrap().ino(), m.ino());
+    assert_eq!(names(&dir), ["kept.json", "other-name.json"]);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_file_whose_owner_cannot_be_kept_is_not_replaced() {
+    use std::os::unix::fs::PermissionsExt;
+    vtnt_testkit::require_root!("setpriv");
+    let dir = scratch("owner");
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let input = dir.join("in.json");
+    std::fs::write(
+        &input,
+        "{\"type\":\"cycle-start\", \"list_name\":\"default\", \"id\":0, \"start_time\":1}\n",
+    )
+    .unwrap();
+    let out = dir.join("root-owned.json");
+    std::fs::write(&out, "old\n").unwrap();
+    std::fs::set_permissions(&out, std::fs::Permissions::from_mode(0o666)).unwrap();
+    // as nobody, who may write the file and the directory but not give a file to root
+    let o = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(lab_common::VTNT)
+        .args(["convert", path_str(&input), path_str(&out)])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("belongs to user 0 and group 0"), "{err}");
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "old\n");
+    assert_eq!(names(&dir), ["in.json", "root-owned.json"]);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn stderr_that_cannot_be_written_never_changes_the_exit_status() {
+    vtnt_testkit::require_root!("ip", "sh");
+    let ns = Isolated::new("stderr");
+    let dir = scratch("stderr");
+    // 192.0.0.1 is refused (public) and reported on stderr: the run exits 2
+    for (i, redirect) in ["2>/dev/full", "2>&-", "2>/dev/null"].iter().enumerate() {
+        let out = dir.join(format!("out{i}.json"));
+        let script = format!(
+            "exec ip netns exec {} {} trace -q 1 -w 0.1 -m 2 -o {} {TARGET} 192.0.0.1 {redirect}",
+            ns.name,
+            lab_common::VTNT,
+            path_str(&out)
+        );
+        let o = Command::new("sh").args(["-c", &script]).output().unwrap();
+        assert_eq!(o.status.code(), Some(2), "{redirect}: {:?}", o.status);
+        assert_eq!(records(&std::fs::read(&out).unwrap(), Kind::Json), 1);
+    }
+    assert_eq!(temporaries(&dir), Vec::<String>::new());
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -11,7 +11,8 @@ use crate::flow::POOL_SIZE;
 /// Settings of one [`crate::Engine`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Config {
-    /// Source address written into every probe.
+    /// Source address written into every probe, unless the driver looks one up per
+    /// destination ([`crate::Engine::set_source_lookup`]).
     pub src: Ipv4Addr,
     /// Probes per second for all measurements together (scamper's `-p`;
     /// 1..=[`vtnt_policy::MAX_PPS_LAB`]; runs that probe public addresses are held lower by the policy).

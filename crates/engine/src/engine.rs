@@ -11,9 +11,10 @@
 //! neither the queue nor the timers, and the engine never idle). [`Engine::check`]
 //! verifies that every slot is in one of the two.
 
+use alloc::boxed::Box;
 use alloc::collections::{BTreeMap, BTreeSet, VecDeque};
 use alloc::vec::Vec;
-use core::net::IpAddr;
+use core::net::{IpAddr, Ipv4Addr};
 
 use vtnt_record::{Method, Record, StopReason};
 use vtnt_wire::reply;
@@ -24,7 +25,26 @@ use crate::pacer::Pacer;
 use crate::ping::PingRun;
 use crate::probe;
 use crate::trace::{Outcome, TraceRun, Wake};
-use crate::{Instant, Job, JobError};
+use crate::{Instant, Job, JobError, NoSource};
+
+/// The driver's source address for a destination: the one its route gives, as the kernel
+/// would choose it ([`Engine::set_source_lookup`]).
+pub type SourceLookup = Box<dyn FnMut(Ipv4Addr) -> Result<Ipv4Addr, NoSource> + Send>;
+
+/// Where probes leave from: [`Config::src`], or the driver's lookup per destination.
+#[derive(Default)]
+struct Sources {
+    lookup: Option<SourceLookup>,
+}
+
+impl core::fmt::Debug for Sources {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(match self.lookup {
+            Some(_) => "Sources(per destination)",
+            None => "Sources(config.src)",
+        })
+    }
+}
 
 /// Names one measurement from [`Engine::start`] to its [`Event::Finished`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -115,7 +135,9 @@ pub struct Engine {
     /// Carried by every probe: see [`flow::instance_tag`].
     tag: u16,
     next_id: u64,
-    queue: VecDeque<(MeasurementId, Job)>,
+    /// Jobs waiting to start, each with its source address.
+    queue: VecDeque<(MeasurementId, Job, Ipv4Addr)>,
+    sources: Sources,
     slots: Vec<Option<Slot>>,
     free_slots: Vec<usize>,
     active: usize,
@@ -144,6 +166,7 @@ impl Engine {
             tag,
             next_id: 0,
             queue: VecDeque::new(),
+            sources: Sources::default(),
             slots: Vec::new(),
             free_slots: Vec::new(),
             active: 0,
@@ -158,6 +181,26 @@ impl Engine {
 
     pub fn config(&self) -> &Config {
         &self.config
+    }
+
+    /// From now on each measurement's source address is what `lookup` says for its
+    /// destination (a driver's route lookup: the route's own source, as the kernel would
+    /// choose it), not [`Config::src`]: one run may probe loopback from 127.0.0.1 and the
+    /// lab from its vantage point's address. A destination `lookup` finds no source for
+    /// is refused by [`Engine::start`] ([`JobError::NoSource`]).
+    pub fn set_source_lookup(&mut self, lookup: SourceLookup) {
+        self.sources.lookup = Some(lookup);
+    }
+
+    /// The source address of probes to `dst`.
+    fn source_for(&mut self, dst: IpAddr) -> Result<Ipv4Addr, JobError> {
+        let IpAddr::V4(dst) = dst else {
+            return Err(JobError::Ipv6Unsupported);
+        };
+        match &mut self.sources.lookup {
+            Some(lookup) => lookup(dst).map_err(|why| JobError::NoSource(dst, why)),
+            None => Ok(self.config.src),
+        }
     }
 
     /// Back to the probe identities and pacing of a new engine of the same configuration,
@@ -193,10 +236,11 @@ impl Engine {
             .policy
             .check_target(job.dst(), self.config.pps)
             .map_err(JobError::Refused)?;
+        let src = self.source_for(job.dst())?;
         let now = self.tick(now);
         let id = MeasurementId(self.next_id);
         self.next_id += 1;
-        self.queue.push_back((id, job));
+        self.queue.push_back((id, job, src));
         self.activate(now);
         Ok(id)
     }
@@ -557,10 +601,10 @@ impl Engine {
                 scan += 1;
                 continue;
             };
-            let Some((id, job)) = self.queue.remove(scan) else {
+            let Some((id, job, src)) = self.queue.remove(scan) else {
                 break;
             };
-            self.launch(now, id, job, flow_and_pooled);
+            self.launch(now, id, job, src, flow_and_pooled);
         }
     }
 
@@ -609,8 +653,14 @@ impl Engine {
         ))
     }
 
-    fn launch(&mut self, now: Instant, id: MeasurementId, job: Job, (flow, pooled): (Flow, bool)) {
-        let src = self.config.src;
+    fn launch(
+        &mut self,
+        now: Instant,
+        id: MeasurementId,
+        job: Job,
+        src: Ipv4Addr,
+        (flow, pooled): (Flow, bool),
+    ) {
         let run = match job {
             Job::Trace(t) => Run::Trace(TraceRun::new(now, src, t, flow)),
             Job::Ping(p) => Run::Ping(PingRun::new(now, src, p, flow)),

@@ -412,7 +412,15 @@ pub enum JobError {
     TooManyActive,
     /// The probing policy refuses the destination ([`crate::Config::policy`]).
     Refused(vtnt_policy::Refusal),
+    /// The driver's source lookup ([`crate::Engine::set_source_lookup`]) has no source
+    /// address for the destination.
+    NoSource(core::net::Ipv4Addr, NoSource),
 }
+
+/// Why a driver has no source address for a destination: its words (`"no route to it"`,
+/// `"the kernel routes it as a broadcast address"`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NoSource(pub &'static str);
 
 impl fmt::Display for JobError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -423,6 +431,7 @@ impl fmt::Display for JobError {
             JobError::Ipv6Unsupported => f.write_str("IPv6 destinations are not supported yet"),
             JobError::TooManyActive => f.write_str("every flow identifier is in use"),
             JobError::Refused(r) => write!(f, "refused by the probing policy: {r}"),
+            JobError::NoSource(dst, why) => write!(f, "no source address for {dst}: {}", why.0),
         }
     }
 }

@@ -70,8 +70,8 @@ mod prober;
 mod trace;
 
 pub use config::{Config, ConfigError};
-pub use engine::{Engine, Event, MeasurementId, Stats, Stranded, Transmit};
-pub use job::{Job, JobError, PingOptions, TraceOptions, MAX_PROBE_SIZE};
+pub use engine::{Engine, Event, MeasurementId, SourceLookup, Stats, Stranded, Transmit};
+pub use job::{Job, JobError, NoSource, PingOptions, TraceOptions, MAX_PROBE_SIZE};
 pub use probe::PROBE_ID_LEN;
 pub use prober::Prober;
 pub use vtnt_policy as policy;

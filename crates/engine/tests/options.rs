@@ -219,6 +219,66 @@ fn the_engine_enforces_the_probing_policy() {
     ));
     assert!(matches!(
         refused(Config::new(SRC), "224.0.0.1"),
-        Refusal::NotUnicast(_)
+        Refusal::NotUnicast(..)
     ));
+}
+
+/// With a driver's source lookup, each measurement leaves from its own destination's
+/// source (loopback from 127.0.0.1, the lab from its address), whatever came first; a
+/// destination without one is refused and changes nothing for the others.
+#[test]
+fn each_destination_gets_its_own_source() {
+    use vtnt_engine::{Event, NoSource, Record};
+    let mut config = Config::new(Ipv4Addr::UNSPECIFIED);
+    config.burst = 10;
+    let mut e = Engine::new(config).unwrap();
+    e.set_source_lookup(Box::new(|dst: Ipv4Addr| {
+        if dst.is_loopback() {
+            Ok(Ipv4Addr::LOCALHOST)
+        } else if dst.octets()[3] == 255 {
+            Err(NoSource("the kernel routes it as a broadcast address"))
+        } else {
+            Ok(SRC)
+        }
+    }));
+    let now = Instant::from_millis(1);
+    let trace = |d: &str| {
+        let mut o = TraceOptions::new(d.parse().unwrap());
+        o.attempts = 1;
+        o.gaplimit = 1;
+        Job::Trace(o)
+    };
+    e.start(now, trace("127.0.0.1")).unwrap();
+    let err = e.start(now, trace("203.0.113.255")).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "no source address for 203.0.113.255: the kernel routes it as a broadcast address"
+    );
+    e.start(now, trace("203.0.113.7")).unwrap();
+    let mut buf = [0u8; vtnt_engine::MAX_PROBE_SIZE as usize];
+    let mut sources = Vec::new();
+    while let Some(tx) = e.poll_transmit(now, &mut buf) {
+        let src = Ipv4Addr::new(buf[12], buf[13], buf[14], buf[15]);
+        sources.push((tx.dst.to_string(), src.to_string()));
+    }
+    assert_eq!(
+        sources,
+        [
+            ("127.0.0.1".to_string(), "127.0.0.1".to_string()),
+            ("203.0.113.7".to_string(), SRC.to_string())
+        ]
+    );
+    while !e.is_idle() {
+        let t = e.poll_timeout().unwrap();
+        e.handle_timeout(t);
+        while let Some(Event::Finished { record, .. }) = e.poll_event() {
+            let Record::Trace(t) = record else { panic!() };
+            let want = if t.dst.is_loopback() {
+                "127.0.0.1"
+            } else {
+                "192.0.2.1"
+            };
+            assert_eq!(t.src.to_string(), want, "{}", t.dst);
+        }
+    }
 }

@@ -164,7 +164,7 @@ impl PolicyRefusals {
     fn count(&mut self, r: &Refusal) {
         *match r {
             Refusal::Spoofed(_) => &mut self.spoofed,
-            Refusal::NotUnicast(_) => &mut self.not_unicast,
+            Refusal::NotUnicast(..) => &mut self.not_unicast,
             Refusal::Public(_) => &mut self.public,
             Refusal::PublicRate { .. } => &mut self.public_rate,
             Refusal::Excluded { .. } => &mut self.excluded,

@@ -55,7 +55,7 @@ fn refused_targets_never_leave() {
         ),
         (
             probe(ip("224.0.0.1"), 1),
-            Refusal::NotUnicast(ip("224.0.0.1")),
+            Refusal::NotUnicast(ip("224.0.0.1"), vtnt_policy::Special::Multicast),
         ),
         (
             probe(ip("198.51.100.9"), 1),

@@ -20,6 +20,52 @@ pub mod lookup;
 pub mod options;
 pub mod targets;
 
+/// `eprintln!` that never panics: one line to stderr, dropped when stderr cannot take it
+/// (a full device, a closed pipe), so that a report never changes how a run ends.
+#[macro_export]
+macro_rules! say {
+    ($($arg:tt)*) => {
+        $crate::stderr_line(::core::format_args!($($arg)*))
+    };
+}
+
+/// The longest run of digits a message shows whole (a `u64` has 20).
+const DIGITS_SHOWN: usize = 20;
+
+/// `text` with every run of more than 20 digits cut to its first 20 and its length
+/// (`99999999999999999999… (300 digits)`), so that an error quoting a number someone
+/// typed 300 digits long stays readable.
+pub fn elide_long_numbers(text: &str) -> std::borrow::Cow<'_, str> {
+    let long = |run: &str| run.len() > DIGITS_SHOWN;
+    let runs = || text.split(|c: char| !c.is_ascii_digit());
+    if !runs().any(long) {
+        return text.into();
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find(|c: char| c.is_ascii_digit()) {
+        out.push_str(&rest[..start]);
+        let run = &rest[start..];
+        let len = run.find(|c: char| !c.is_ascii_digit()).unwrap_or(run.len());
+        if len > DIGITS_SHOWN {
+            out.push_str(&run[..DIGITS_SHOWN]);
+            out.push_str(&format!("… ({len} digits)"));
+        } else {
+            out.push_str(&run[..len]);
+        }
+        rest = &run[len..];
+    }
+    out.push_str(rest);
+    out.into()
+}
+
+/// What [`say!`] does: writes `args` and a newline to stderr, ignoring failure.
+#[doc(hidden)]
+pub fn stderr_line(args: std::fmt::Arguments) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr().lock(), "{args}");
+}
+
 use std::net::{IpAddr, Ipv4Addr};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -27,7 +73,7 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::Parser;
 use vtnt_engine::policy::{PrefixSet, MAX_PPS_LAB, MAX_PPS_PUBLIC};
-use vtnt_engine::{Config, LabAccess, Policy};
+use vtnt_engine::{Config, Engine, LabAccess, Policy};
 pub use vtnt_jobspec::{micro, EngineSpec, JobKind, JobSpec, Targets, MAX_HOLD};
 
 pub use options::{Common, Format, OutputOption, PingArgs, TntArgs, TraceArgs};
@@ -80,25 +126,60 @@ impl Job {
     }
 }
 
-/// The engine configuration of `spec` for a run on this host: the source is `-S` (which
-/// must be one of this host's addresses) or the kernel's choice for the first target, and
-/// this host's routes say which lab addresses lead into a lab.
-pub fn host_config(spec: &JobSpec) -> anyhow::Result<Config> {
-    let own = vtnt_linux::own_addresses().context("listing this host's addresses")?;
-    let src = match (spec.engine.src, spec.target_list().first()) {
-        (Some(s), _) => {
-            vtnt_engine::policy::check_source(s, &own).map_err(|e| anyhow::anyhow!("-S: {e}"))?;
-            s
+/// What this host's network says for the policy: its addresses (`-S` must be one), which
+/// lab addresses lead into a lab, and the prefixes of its links.
+struct HostNet {
+    own: Vec<Ipv4Addr>,
+    lab: LabAccess,
+    links: Vec<vtnt_engine::policy::Prefix>,
+}
+
+impl HostNet {
+    fn read() -> anyhow::Result<HostNet> {
+        let own = vtnt_linux::own_addresses().context("listing this host's addresses")?;
+        let lab = vtnt_linux::lab_access(&own).context("reading this host's routes")?;
+        let links = vtnt_linux::own_links().context("listing this host's links")?;
+        Ok(HostNet { own, lab, links })
+    }
+
+    /// Fails unless `-S src` is one of this host's addresses.
+    fn check_source(&self, src: Option<Ipv4Addr>) -> anyhow::Result<()> {
+        match src {
+            Some(s) => vtnt_engine::policy::check_source(s, &self.own)
+                .map_err(|e| anyhow::anyhow!("-S: {e}")),
+            None => Ok(()),
         }
-        (None, Some(t)) => targets::source_for(*t)?,
-        (None, None) => anyhow::bail!("no target to probe"),
-    };
+    }
+}
+
+/// The engine configuration of `spec` for a run on this host: the source is `-S` (which
+/// must be one of this host's addresses; without it the engine of [`host_engine`] asks
+/// the kernel per destination and `src` is unspecified), this host's routes say which lab
+/// addresses lead into a lab, and its links which addresses are their network and
+/// broadcast addresses.
+pub fn host_config(spec: &JobSpec) -> anyhow::Result<Config> {
+    let net = HostNet::read()?;
+    net.check_source(spec.engine.src)?;
+    let src = spec.engine.src.unwrap_or(Ipv4Addr::UNSPECIFIED);
     let mut config = spec
         .engine
         .config(src)
         .map_err(|e| anyhow::anyhow!("{e}"))?;
-    config.policy.lab = vtnt_linux::lab_access(&own).context("reading this host's routes")?;
+    config.policy.lab = net.lab;
+    config.policy.links = net.links;
     Ok(config)
+}
+
+/// The engine of `spec` on this host ([`host_config`]): without `-S`, each measurement's
+/// source is the one the kernel's route to its destination gives
+/// ([`vtnt_linux::RouteSources`]), so a loopback target is probed from 127.0.0.1 and
+/// changes nothing for the others.
+pub fn host_engine(spec: &JobSpec) -> anyhow::Result<Engine> {
+    let mut engine = Engine::new(host_config(spec)?).map_err(|e| anyhow::anyhow!("{e}"))?;
+    if spec.engine.src.is_none() {
+        engine.set_source_lookup(vtnt_linux::RouteSources::new().into_lookup());
+    }
+    Ok(engine)
 }
 
 /// `vtnt`'s job subcommands, as clap parses them.
@@ -179,7 +260,10 @@ pub fn parse_words(words: &[String], vantage: Vantage) -> anyhow::Result<Job> {
 pub fn parse_args(words: &[String], refused: &[&str]) -> anyhow::Result<JobArgs> {
     use clap::{CommandFactory, FromArgMatches};
     let argv = std::iter::once("vtnt".to_string()).chain(words.iter().cloned());
-    let render = |e: clap::Error| anyhow::anyhow!("job: {}", e.render().to_string().trim_end());
+    let render = |e: clap::Error| {
+        let text = e.render().to_string();
+        anyhow::anyhow!("job: {}", elide_long_numbers(text.trim_end()))
+    };
     let cmd = Words::command();
     let matches = cmd.clone().try_get_matches_from(argv).map_err(render)?;
     if let Some((name, sub)) = matches.subcommand() {
@@ -204,12 +288,15 @@ pub fn parse_args(words: &[String], refused: &[&str]) -> anyhow::Result<JobArgs>
 
 /// Checks the common options and resolves the targets against the probing policy (consent
 /// to public targets, the exclusion lists, which lab addresses lead into a lab from
-/// `vantage`, and on the host that `-S` is one of its addresses); reports bad targets on
-/// stderr. The engine enforces the same policy again on every probe.
+/// `vantage`, only unicast addresses; on the host also that `-S` is one of its addresses,
+/// that no target is the network or broadcast address of one of its links, and, without
+/// `-S`, that the kernel routes each target to a source address); reports bad targets on
+/// stderr, one line each, and the job goes on with the rest (it exits 2 at the end). The
+/// engine enforces the same policy again on every probe.
 pub fn job(kind: JobKind, c: &Common, vantage: Vantage) -> anyhow::Result<Job> {
     let (job, bad) = check_job(kind, c, vantage)?;
     for b in &bad {
-        eprintln!("vtnt: skipping {b}");
+        say!("vtnt: skipping {b}");
     }
     job.context("no target to probe (give TARGET arguments or --targets FILE)")
 }
@@ -232,38 +319,39 @@ pub fn check_job(
             c.pps
         )
     })?;
-    let lab = match vantage {
+    let (lab, links, mut routes) = match vantage {
         Vantage::Host => {
-            let own = vtnt_linux::own_addresses().context("listing this host's addresses")?;
-            if let Some(src) = c.src {
-                vtnt_engine::policy::check_source(src, &own)
-                    .map_err(|e| anyhow::anyhow!("-S: {e}"))?;
-            }
-            vtnt_linux::lab_access(&own).context("reading this host's routes")?
+            let net = HostNet::read()?;
+            net.check_source(c.src)?;
+            // with -S every probe leaves from it; without, from its route's source
+            let routes = c.src.is_none().then(vtnt_linux::RouteSources::new);
+            (net.lab, net.links, routes)
         }
-        Vantage::Lab => LabAccess::All,
+        Vantage::Lab => (LabAccess::All, Vec::new(), None),
     };
     let exclude = exclusions(c)?;
     let policy = Policy {
         allow_public: c.allow_public,
         exclude: exclude.clone(),
         lab,
+        links,
     };
-    let (good, bad) = targets::collect(&c.targets, c.targets_file.as_deref(), &policy, c.pps)?;
+    let (good, bad) = targets::collect(
+        &c.targets,
+        c.targets_file.as_deref(),
+        &policy,
+        c.pps,
+        routes.as_mut(),
+    )?;
     if good.is_empty() {
         return Ok((None, bad));
     }
-    let src = match (c.src, vantage) {
-        (Some(s), _) => Some(s),
-        (None, Vantage::Host) => Some(targets::source_for(good[0])?),
-        (None, Vantage::Lab) => None,
-    };
     let engine = EngineSpec {
         pps: c.pps,
         burst: (c.pps / 1000).max(1),
         seed: c.seed.unwrap_or_else(default_seed),
         window: c.window,
-        src,
+        src: c.src,
         allow_public: c.allow_public,
         exclude,
     };
@@ -630,6 +718,23 @@ mod tests {
         let a = parse_args(&words("trace -q 1 -w 1 192.0.2.1"), &refused).unwrap();
         assert_eq!(a.common().targets, ["192.0.2.1"]);
         assert!(parse_args(&words("trace --bogus 192.0.2.1"), &refused).is_err());
+    }
+
+    #[test]
+    fn long_numbers_are_cut_in_messages() {
+        let n = "9".repeat(300);
+        let e = parse_args(&words(&format!("trace -q {n} 192.0.2.1")), &[]).unwrap_err();
+        let e = e.to_string();
+        assert!(e.contains("99999999999999999999… (300 digits)"), "{e}");
+        assert!(e.len() < 300, "{e}");
+        assert_eq!(
+            elide_long_numbers("port 65535, id 18446744073709551615"),
+            "port 65535, id 18446744073709551615"
+        );
+        assert_eq!(
+            elide_long_numbers(&format!("a{}b 1", "1".repeat(21))),
+            "a11111111111111111111… (21 digits)b 1"
+        );
     }
 
     #[test]

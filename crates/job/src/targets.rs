@@ -3,11 +3,12 @@
 //! policy (`vtnt-policy`) applied to every target before any probe.
 
 use std::fmt;
-use std::net::{IpAddr, Ipv4Addr, ToSocketAddrs};
+use std::net::{IpAddr, ToSocketAddrs};
 use std::path::Path;
 use std::time::Duration;
 
 use vtnt_engine::Policy;
+use vtnt_linux::RouteSources;
 
 use crate::lookup::Lookups;
 
@@ -87,7 +88,7 @@ fn resolve_all(names: Vec<String>) -> Vec<Result<IpAddr, String>> {
         return Vec::new();
     }
     if n > RESOLVERS {
-        eprintln!(
+        crate::say!(
             "vtnt: resolving {n} host names (at most {} s)",
             LOOKUP_DEADLINE.as_secs()
         );
@@ -140,13 +141,15 @@ fn file_lines(path: &Path) -> anyhow::Result<Vec<(String, Option<String>)>> {
 }
 
 /// Resolves every target of the command line and of the target file and checks each
-/// against `policy` for a run at `pps`. Good targets come back in order; bad ones are
-/// listed with their place so the caller can report them and probe the rest.
+/// against `policy` for a run at `pps` and, with `routes`, that the kernel gives it a
+/// source address (a route, and not a broadcast one). Good targets come back in order;
+/// bad ones are listed with their place so the caller can report them and probe the rest.
 pub fn collect(
     args: &[String],
     file: Option<&Path>,
     policy: &Policy,
     pps: u32,
+    mut routes: Option<&mut RouteSources>,
 ) -> anyhow::Result<(Vec<IpAddr>, Vec<BadTarget>)> {
     let mut items: Vec<(String, Option<String>)> = args
         .iter()
@@ -178,11 +181,15 @@ pub fn collect(
                 .next()
                 .unwrap_or_else(|| Err("not resolved".into()))
         });
+        let routed = |a: IpAddr, routes: Option<&mut RouteSources>| match (a, routes) {
+            (IpAddr::V4(v4), Some(r)) => r.source(v4).map(|_| a).map_err(|e| e.0.to_string()),
+            _ => Ok(a),
+        };
         match r.and_then(|a| {
             policy
                 .check_target(a, pps)
-                .map(|_| a)
                 .map_err(|e| e.to_string())
+                .and_then(|()| routed(a, routes.as_deref_mut()))
         }) {
             Ok(a) => good.push(a),
             Err(reason) => bad.push(BadTarget {
@@ -193,11 +200,6 @@ pub fn collect(
         }
     }
     Ok((good, bad))
-}
-
-/// The local address the kernel would use to reach `dst`.
-pub fn source_for(dst: IpAddr) -> anyhow::Result<Ipv4Addr> {
-    vtnt_netns::route_source(dst).map_err(|e| anyhow::anyhow!("no route to {dst}: {e}"))
 }
 
 #[cfg(test)]
@@ -219,7 +221,7 @@ mod tests {
             b"192.0.2.1\n\n# comment\nnot a host!\n8.8.8.8\n203.0.113.7 # x\n",
         );
         let p = Policy::default();
-        let (good, bad) = collect(&["198.51.100.3".into()], Some(&f), &p, 20).unwrap();
+        let (good, bad) = collect(&["198.51.100.3".into()], Some(&f), &p, 20, None).unwrap();
         assert_eq!(good.len(), 3);
         assert_eq!(bad.len(), 2);
         assert!(bad[0].place.ends_with("t.txt:4"), "{}", bad[0]);
@@ -228,7 +230,7 @@ mod tests {
             allow_public: true,
             ..Policy::default()
         };
-        let (good, bad) = collect(&["8.8.8.8".into()], None, &public, 20).unwrap();
+        let (good, bad) = collect(&["8.8.8.8".into()], None, &public, 20, None).unwrap();
         assert_eq!((good.len(), bad.len()), (1, 0));
         std::fs::remove_dir_all(f.parent().unwrap()).unwrap();
     }
@@ -258,7 +260,7 @@ mod tests {
         body.extend(std::iter::repeat_n(b'9', 10 << 20));
         body.extend(b"\n203.0.113.2\r\n");
         let f = tmp("hostile", &body);
-        let (good, bad) = collect(&[], Some(&f), &Policy::default(), 20).unwrap();
+        let (good, bad) = collect(&[], Some(&f), &Policy::default(), 20, None).unwrap();
         assert_eq!(good.len(), 2, "{bad:?}");
         assert_eq!(bad.len(), 3);
         assert!(bad[1].reason.contains("UTF-8"));

@@ -160,12 +160,14 @@ impl EngineSpec {
     }
 
     /// The probing policy of the job. A guest decoding a job sits on the lab's own network
-    /// (every runtime attaches to the lab), so every lab range is reachable.
+    /// (every runtime attaches to the lab), so every lab range is reachable; the prober
+    /// adds the prefixes of its own links once it knows them ([`Policy::links`]).
     pub fn policy(&self) -> Policy {
         Policy {
             allow_public: self.allow_public,
             exclude: self.exclude.clone(),
             lab: LabAccess::All,
+            links: Vec::new(),
         }
     }
 }

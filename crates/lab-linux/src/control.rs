@@ -6,7 +6,7 @@
 use std::ffi::OsString;
 use std::fs;
 use std::net::{Ipv4Addr, UdpSocket};
-use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant as Wall};
@@ -413,27 +413,28 @@ pub fn status(name: Option<&str>) -> Result<Vec<Status>, Error> {
     Ok(out)
 }
 
-/// Runs `cmd` inside lab `name`'s namespace; returns its exit code (128 + signal when
-/// killed by one).
-pub fn exec(name: &str, cmd: &[OsString]) -> Result<i32, Error> {
-    check_name(name).map_err(Error::msg)?;
-    if !netns::exists(name) || daemon_pid(&state_dir(name)).is_none() {
-        return Err(Error::msg(format!(
-            "lab `{name}` is not running (`vtnt lab up --name {name}`)"
-        )));
+/// Runs `cmd` inside lab `name`'s namespace in this process's place (`ip netns exec`,
+/// which enters the namespace and runs `cmd` in its own place in turn), so that a signal
+/// sent to this process reaches `cmd` itself and nothing is left running behind it; its
+/// exit status is the caller's. Returns only when it could not be started.
+pub fn exec(name: &str, cmd: &[OsString]) -> Error {
+    if let Err(e) = check_name(name) {
+        return Error::msg(e);
     }
-    let (prog, args) = cmd
-        .split_first()
-        .ok_or_else(|| Error::msg("no command given"))?;
-    let status = Command::new("ip")
+    if !netns::exists(name) || daemon_pid(&state_dir(name)).is_none() {
+        return Error::msg(format!(
+            "lab `{name}` is not running (`vtnt lab up --name {name}`)"
+        ));
+    }
+    let Some((prog, args)) = cmd.split_first() else {
+        return Error::msg("no command given");
+    };
+    let e = Command::new("ip")
         .args(["netns", "exec", name])
         .arg(prog)
         .args(args)
-        .status()
-        .map_err(|e| Error::msg(format!("running ip netns exec: {e}")))?;
-    Ok(status
-        .code()
-        .unwrap_or_else(|| 128 + status.signal().unwrap_or(0)))
+        .exec();
+    Error::msg(format!("running ip netns exec: {e}"))
 }
 
 /// The topology lab `name` runs.

@@ -290,3 +290,33 @@ fn static_routes_to_unknown_or_connected_prefixes_over_missing_links_or_twice() 
     let ok = format!("{BASE}{}", route("r1", "100.64.0.4/31", "r2"));
     assert!(Topology::parse(&ok, "t.toml").is_ok());
 }
+
+#[test]
+fn names_that_do_not_print_as_themselves_are_refused_with_their_line() {
+    for (what, header, name) in [
+        ("a newline", "[[router]]", "r4\\nfake line"),
+        ("a terminal escape", "[[router]]", "r4\\u001b[31m"),
+        ("a bidirectional control", "[[host]]", "h\\u202Egnp.exe"),
+    ] {
+        let extra = if header == "[[router]]" {
+            format!("\n{header}\nname = \"{name}\"\nvendor = \"cisco\"\n")
+        } else {
+            format!(
+                "\n{header}\nname = \"{name}\"\naddress = \"203.0.113.10/24\"\n\
+                 gateway = \"203.0.113.1\"\nrouter = \"r3\"\n"
+            )
+        };
+        let e = err(&extra);
+        let s = e.to_string();
+        assert_eq!(e.line(), line_of(&extra, header), "{what}: {s}");
+        assert!(s.contains("a control character"), "{what}: {s}");
+        assert!(
+            !s.chars().any(|c| c.is_control() || c == '\u{202e}'),
+            "{what}: the error itself prints the name escaped: {s:?}"
+        );
+    }
+    let e = Topology::parse(&BASE.replace("name = \"t\"", "name = \"t\\r\""), "t.toml")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("a control character"), "{e}");
+}

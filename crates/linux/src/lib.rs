@@ -22,7 +22,7 @@ mod tx_stamps;
 
 pub use clock::{Clock, KernelStamps};
 pub use event_loop::{run, run_until, run_watched, LoopStats};
-pub use route::{interface_mtu, lab_access, own_addresses};
+pub use route::{interface_mtu, lab_access, own_addresses, own_links, RouteSources};
 pub use sockets::{RawSockets, Sent};
 pub use vtnt_engine::Prober;
 pub use vtnt_record::Instant;

@@ -3,13 +3,16 @@
 //! probing policy. Fails closed: a lab-range address is reachable only through a route other
 //! than the default route, out of an interface that carries no default route (a real uplink
 //! may use RFC 5737 or carrier-grade NAT space; the lab never sits behind one), or when it
-//! is one of this host's own addresses. Also the MTU of the interface towards a
-//! destination ([`interface_mtu`]), where path MTU discovery starts.
+//! is one of this host's own addresses. Also the prefixes of this host's links
+//! ([`own_links`]: their network and broadcast addresses are not targets), the source
+//! address the kernel gives each destination ([`RouteSources`]), and the MTU of the
+//! interface towards a destination ([`interface_mtu`]), where path MTU discovery starts.
 
+use std::collections::HashMap;
 use std::net::Ipv4Addr;
 
 use vtnt_engine::policy::{LabRoutes, Prefix, LAB_NETS};
-use vtnt_engine::LabAccess;
+use vtnt_engine::{LabAccess, NoSource, SourceLookup};
 
 /// One IPv4 route of the main table.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -67,6 +70,64 @@ pub fn own_addresses() -> std::io::Result<Vec<Ipv4Addr>> {
     Ok(addrs
         .filter_map(|i| i.address?.as_sockaddr_in().map(|s| s.ip()))
         .collect())
+}
+
+/// The prefixes of this host's links: every interface address with its netmask (every
+/// interface, up or not), for [`vtnt_engine::Policy::links`].
+pub fn own_links() -> std::io::Result<Vec<Prefix>> {
+    let addrs = nix::ifaddrs::getifaddrs().map_err(std::io::Error::from)?;
+    Ok(addrs
+        .filter_map(|i| {
+            let a = u32::from(i.address?.as_sockaddr_in()?.ip());
+            let mask = u32::from(i.netmask?.as_sockaddr_in()?.ip());
+            (mask.leading_ones() == mask.count_ones()).then_some(())?;
+            Prefix::new(Ipv4Addr::from(a & mask), mask.count_ones() as u8)
+        })
+        .collect())
+}
+
+/// The source address the kernel gives each destination: the route's own, as for a
+/// socket connected there. Each destination is asked once (a UDP socket connected to it,
+/// so no packet leaves) and remembered.
+#[derive(Debug, Default)]
+pub struct RouteSources {
+    known: HashMap<Ipv4Addr, Result<Ipv4Addr, NoSource>>,
+}
+
+impl RouteSources {
+    pub fn new() -> RouteSources {
+        RouteSources::default()
+    }
+
+    /// The source of probes to `dst`, or why there is none (no route; a broadcast route,
+    /// which a socket may not connect to).
+    pub fn source(&mut self, dst: Ipv4Addr) -> Result<Ipv4Addr, NoSource> {
+        *self.known.entry(dst).or_insert_with(|| ask_kernel(dst))
+    }
+
+    /// The lookup an engine takes ([`vtnt_engine::Engine::set_source_lookup`]).
+    pub fn into_lookup(mut self) -> SourceLookup {
+        Box::new(move |dst| self.source(dst))
+    }
+}
+
+/// One route lookup (a fresh socket each time: a connected socket keeps its first
+/// source address for the next connect).
+fn ask_kernel(dst: Ipv4Addr) -> Result<Ipv4Addr, NoSource> {
+    let failed = NoSource("the kernel's route lookup failed");
+    let sock = std::net::UdpSocket::bind((Ipv4Addr::UNSPECIFIED, 0)).map_err(|_| failed)?;
+    if let Err(e) = sock.connect((dst, 33434)) {
+        return Err(match e.raw_os_error() {
+            Some(nix::libc::EACCES) => NoSource("the kernel routes it as a broadcast address"),
+            Some(nix::libc::ENETUNREACH | nix::libc::EHOSTUNREACH) => NoSource("no route to it"),
+            Some(nix::libc::EINVAL) => NoSource("the kernel takes it for no destination"),
+            _ => failed,
+        });
+    }
+    match sock.local_addr().map(|a| a.ip()) {
+        Ok(std::net::IpAddr::V4(a)) if !a.is_unspecified() => Ok(a),
+        _ => Err(failed),
+    }
 }
 
 /// Which lab addresses lead into a lab from this network namespace, from
@@ -146,6 +207,21 @@ mod tests {
 
     fn reachable(t: &LabRoutes, a: &str) -> bool {
         t.reaches(a.parse().unwrap())
+    }
+
+    #[test]
+    fn the_kernel_names_loopbacks_source_and_refuses_broadcast() {
+        let mut s = RouteSources::new();
+        assert_eq!(
+            s.source(Ipv4Addr::new(127, 0, 0, 9)),
+            Ok(Ipv4Addr::LOCALHOST)
+        );
+        assert_eq!(
+            s.source(Ipv4Addr::BROADCAST),
+            Err(NoSource("the kernel routes it as a broadcast address"))
+        );
+        let links = own_links().unwrap();
+        assert!(links.contains(&"127.0.0.0/8".parse().unwrap()), "{links:?}");
     }
 
     #[test]

@@ -12,8 +12,11 @@
 //!   [`MAX_PPS_PUBLIC`] for the whole run.
 //! - **Excluded prefixes** ([`PrefixSet`], an operator's opt-out list, as ZMap's blocklist)
 //!   are never probed, whatever else is allowed.
-//! - **Only unicast IPv4** is probed; the source of the probes must be one of the prober's
-//!   own addresses ([`check_source`]): vTNT never spoofs.
+//! - **Only unicast IPv4** is probed ([`Special`] says what else an address is: the
+//!   unspecified address and the rest of 0.0.0.0/8, multicast, the limited broadcast, class
+//!   E, and the network and broadcast addresses of the prober's own links,
+//!   [`Policy::links`]); the source of the probes must be one of the prober's own
+//!   addresses ([`check_source`]): vTNT never spoofs.
 //! - Rates are at most [`MAX_PPS_LAB`].
 //!
 //! ```
@@ -105,6 +108,86 @@ pub struct Policy {
     pub exclude: PrefixSet,
     /// Which lab addresses really lead into a lab.
     pub lab: LabAccess,
+    /// The prefixes of the prober's own links (each interface address with its prefix
+    /// length): their network and broadcast addresses are not unicast targets (a /31 or
+    /// /32 has neither, RFC 3021). Empty: the prober knows none.
+    pub links: alloc::vec::Vec<Prefix>,
+}
+
+/// What an address that is not a unicast target is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Special {
+    /// 0.0.0.0, "this host" (RFC 1122): a source address only.
+    Unspecified,
+    /// Elsewhere in 0.0.0.0/8, "this network" (RFC 1122): a source address only.
+    ThisNetwork,
+    /// 224.0.0.0/4.
+    Multicast,
+    /// 255.255.255.255, the limited broadcast.
+    Broadcast,
+    /// 240.0.0.0/4 (class E) but the limited broadcast: reserved, never routed.
+    Reserved,
+    /// The broadcast address (all host bits set) of a prefix of the prober's own links.
+    LinkBroadcast(Prefix),
+    /// The network address (no host bit set) of a prefix of the prober's own links.
+    LinkNetwork(Prefix),
+}
+
+impl fmt::Display for Special {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Special::Unspecified => f.write_str("the unspecified address"),
+            Special::ThisNetwork => {
+                f.write_str("in 0.0.0.0/8 (\"this network\", a source address only)")
+            }
+            Special::Multicast => f.write_str("a multicast address"),
+            Special::Broadcast => f.write_str("the limited broadcast address"),
+            Special::Reserved => f.write_str("reserved (240.0.0.0/4, class E)"),
+            Special::LinkBroadcast(p) => {
+                write!(
+                    f,
+                    "the broadcast address of {p}, a prefix of this prober's links"
+                )
+            }
+            Special::LinkNetwork(p) => {
+                write!(
+                    f,
+                    "the network address of {p}, a prefix of this prober's links"
+                )
+            }
+        }
+    }
+}
+
+/// What `a` is when it is not an address probes may go to; `links`: the prober's own
+/// link prefixes ([`Policy::links`]).
+pub fn special(a: Ipv4Addr, links: &[Prefix]) -> Option<Special> {
+    let [first, ..] = a.octets();
+    let s = if a.is_unspecified() {
+        Special::Unspecified
+    } else if first == 0 {
+        Special::ThisNetwork
+    } else if a.is_multicast() {
+        Special::Multicast
+    } else if a.is_broadcast() {
+        Special::Broadcast
+    } else if first >= 240 {
+        Special::Reserved
+    } else {
+        return links.iter().find_map(|&p| {
+            let host = u32::MAX.checked_shr(u32::from(p.bits())).unwrap_or(0);
+            if p.bits() > 30 || !p.contains(a) {
+                None
+            } else if u32::from(a) & host == host {
+                Some(Special::LinkBroadcast(p))
+            } else if u32::from(a) & host == 0 {
+                Some(Special::LinkNetwork(p))
+            } else {
+                None
+            }
+        });
+    };
+    Some(s)
 }
 
 /// Why a target, rate or source address is refused.
@@ -112,8 +195,8 @@ pub struct Policy {
 pub enum Refusal {
     /// IPv6 destinations are not probed yet.
     Ipv6,
-    /// Not a unicast address (unspecified, multicast, broadcast, class E).
-    NotUnicast(Ipv4Addr),
+    /// Not a unicast address, and what it is instead.
+    NotUnicast(Ipv4Addr, Special),
     /// A public address without consent.
     Public(Ipv4Addr),
     /// A public address at a rate above [`MAX_PPS_PUBLIC`].
@@ -132,7 +215,9 @@ impl fmt::Display for Refusal {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Refusal::Ipv6 => f.write_str("IPv6 targets are not probed yet"),
-            Refusal::NotUnicast(a) => write!(f, "{a} is not a unicast address"),
+            Refusal::NotUnicast(a, what) => {
+                write!(f, "{a} is {what}: only unicast addresses are probed")
+            }
             Refusal::Public(a) => write!(
                 f,
                 "{a} is outside loopback and the lab's ranges; pass --allow-public to probe it"
@@ -159,11 +244,6 @@ impl fmt::Display for Refusal {
 
 impl core::error::Error for Refusal {}
 
-/// Whether `a` is an address probes may go to at all.
-fn unicast(a: Ipv4Addr) -> bool {
-    !(a.is_unspecified() || a.is_multicast() || a.is_broadcast() || a.octets()[0] >= 240)
-}
-
 impl Policy {
     /// Lab and loopback only, no exclusions, every lab range reachable.
     pub fn lab_only() -> Policy {
@@ -175,8 +255,8 @@ impl Policy {
         let IpAddr::V4(a) = dst else {
             return Err(Refusal::Ipv6);
         };
-        if !unicast(a) {
-            return Err(Refusal::NotUnicast(a));
+        if let Some(what) = special(a, &self.links) {
+            return Err(Refusal::NotUnicast(a, what));
         }
         if let Some(prefix) = self.exclude.find(a) {
             return Err(Refusal::Excluded { addr: a, prefix });

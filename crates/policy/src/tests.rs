@@ -84,7 +84,7 @@ fn targets_lab_public_and_excluded() {
         assert!(
             matches!(
                 p.check_target(bad.parse().unwrap(), 20),
-                Err(Refusal::NotUnicast(_))
+                Err(Refusal::NotUnicast(..))
             ),
             "{bad}"
         );
@@ -198,4 +198,53 @@ fn insert_folds_like_collect() {
     let all: PrefixSet = list.iter().map(|p| p.parse().unwrap()).collect();
     assert_eq!(one, all);
     assert_eq!(one.len(), 4);
+}
+
+#[test]
+fn what_is_not_unicast_is_named() {
+    let p = Policy {
+        links: Vec::from([
+            "192.0.2.0/24".parse().unwrap(),
+            "10.0.0.0/31".parse().unwrap(),
+            "10.0.0.9/32".parse().unwrap(),
+        ]),
+        ..Policy::default()
+    };
+    let what = |s: &str| match p.check_target(s.parse().unwrap(), 20) {
+        Err(Refusal::NotUnicast(_, w)) => Some(w),
+        _ => None,
+    };
+    let link: Prefix = "192.0.2.0/24".parse().unwrap();
+    for (addr, want) in [
+        ("0.0.0.0", Some(Special::Unspecified)),
+        ("0.1.2.3", Some(Special::ThisNetwork)),
+        ("224.0.0.1", Some(Special::Multicast)),
+        ("239.255.255.255", Some(Special::Multicast)),
+        ("255.255.255.255", Some(Special::Broadcast)),
+        ("240.0.0.1", Some(Special::Reserved)),
+        ("192.0.2.255", Some(Special::LinkBroadcast(link))),
+        ("192.0.2.0", Some(Special::LinkNetwork(link))),
+        ("192.0.2.1", None),
+        // a /31 and a /32 have no network or broadcast address (RFC 3021)
+        ("10.0.0.0", None),
+        ("10.0.0.1", None),
+        ("10.0.0.9", None),
+        // outside every link: a directed broadcast the prober cannot know of
+        ("203.0.113.255", None),
+    ] {
+        assert_eq!(what(addr), want, "{addr}");
+    }
+    let e = p
+        .check_target("192.0.2.255".parse().unwrap(), 20)
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        e,
+        "192.0.2.255 is the broadcast address of 192.0.2.0/24, a prefix of this prober's \
+         links: only unicast addresses are probed"
+    );
+    // without links, the same address is an ordinary lab address
+    assert!(Policy::default()
+        .check_target("192.0.2.255".parse().unwrap(), 20)
+        .is_ok());
 }

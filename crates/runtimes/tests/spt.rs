@@ -156,3 +156,49 @@ fn a_job_line_the_guest_rejects_is_one_error_line() {
     assert_eq!(errors.len(), 1, "{stdout}");
     assert!(!stdout.contains("\"type\":\"trace\""));
 }
+
+/// The guest checks targets as the host does, one by one: its LAN's broadcast and
+/// network addresses are refused (its `ip=` says what they are), loopback too (it has
+/// none), each with a line naming it, and the rest of the job runs.
+#[test]
+fn a_guest_refuses_what_it_cannot_probe_target_by_target() {
+    let test = "a_guest_refuses_what_it_cannot_probe_target_by_target";
+    if !common::basics_ready(test) {
+        return;
+    }
+    let lab = common::LabGuard::up("tgt").expect("vtnt lab up");
+    let image = image(&[]);
+    let spec = InstanceSpec::new(job(
+        "trace -q 1 -w 0.5 127.0.0.1 192.0.2.255 192.0.2.0 203.0.113.10",
+    ));
+    let (child, _slot, _cgroup) = start("tgt", &lab.name, &image, &spec);
+    let fin = child.wait(Duration::from_secs(30)).expect("the guest ends");
+    let out = &fin.stdout;
+    assert_eq!(spt::outcome(fin.status), (Some(0), None), "{out}");
+    // the first slot is on the vantage LAN, 192.0.2.0/24
+    assert!(out.contains("\"ip\":\"192.0.2."), "{out}");
+    assert!(out.contains("/24\""), "{out}");
+    for (addr, why) in [
+        ("127.0.0.1", "the unikernel has no loopback interface"),
+        (
+            "192.0.2.255",
+            "192.0.2.255 is the broadcast address of 192.0.2.0/24",
+        ),
+        (
+            "192.0.2.0",
+            "192.0.2.0 is the network address of 192.0.2.0/24",
+        ),
+    ] {
+        assert!(
+            out.lines()
+                .any(|l| l.starts_with(&format!("vtnt: skipping {addr}: ")) && l.contains(why)),
+            "{addr}: {out}"
+        );
+    }
+    let traces: Vec<&str> = out
+        .lines()
+        .filter(|l| l.starts_with("{\"type\":\"trace\""))
+        .collect();
+    assert_eq!(traces.len(), 1, "{out}");
+    assert!(traces[0].contains("\"dst\":\"203.0.113.10\""), "{out}");
+}

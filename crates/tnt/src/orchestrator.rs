@@ -764,12 +764,20 @@ impl Tnt {
     }
 
     fn finish(&mut self, id: usize) {
+        if let Some(r) = self.close(id) {
+            self.results.push_back(r);
+        }
+    }
+
+    /// Ends target `id` (if it was not over yet) and builds its result from what it has:
+    /// `None` when its initial trace is not in.
+    fn close(&mut self, id: usize) -> Option<TntResult> {
         let t = &mut self.targets[id];
         if t.stage == Stage::Done {
-            return;
+            return None;
         }
         t.stage = Stage::Done;
-        let Some(trace) = t.trace.take() else { return };
+        let trace = t.trace.take()?;
         let class = core::mem::take(&mut t.class);
         let tested_raw = core::mem::take(&mut t.tested);
         let measured = core::mem::take(&mut t.measured);
@@ -787,7 +795,23 @@ impl Tnt {
         let mut r = build_result(trace, &path, &class, &tested, &er, probes);
         r.measurements = measured;
         self.count(&r);
-        self.results.push_back(r);
+        Some(r)
+    }
+
+    /// For a campaign stopped early (a signal): the result, as far as it went, of every
+    /// target whose initial trace is in but whose pings or revelations are not over,
+    /// marked [`TntResult::incomplete`], with every ping and revelation trace of it that
+    /// finished (revelations still running say so: `running`). Those targets are over
+    /// afterwards; one still being traced has no finished record and gives none.
+    pub fn take_unfinished(&mut self) -> Vec<TntResult> {
+        let mut out = Vec::new();
+        for id in 0..self.targets.len() {
+            if let Some(mut r) = self.close(id) {
+                r.incomplete = true;
+                out.push(r);
+            }
+        }
+        out
     }
 }
 

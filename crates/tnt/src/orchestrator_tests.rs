@@ -563,3 +563,53 @@ fn records_read_back_stand_in_for_measurements() {
         "the same result, records and probe count included"
     );
 }
+
+#[test]
+fn a_campaign_stopped_early_gives_its_unfinished_targets_as_far_as_they_went() {
+    let mut net = php_net();
+    let mut tnt = Tnt::new(TntConfig::default()).unwrap();
+    tnt.add_target(ip("10.0.9.1"));
+    tnt.add_target(ip("10.0.9.2"));
+    // the initial traces and pings are answered, the revelation trace never is
+    for _ in 0..10 {
+        let jobs: Vec<_> = core::iter::from_fn(|| tnt.poll_job()).collect();
+        for (tag, job) in jobs {
+            if matches!(&job, Job::Trace(o) if o.dst == ip("10.0.0.5")) {
+                continue;
+            }
+            let rec = net.answer(&job);
+            tnt.handle_record(tag, rec);
+        }
+    }
+    // a third target still tracing: nothing of it has finished
+    tnt.add_target(ip("10.0.9.3"));
+    assert!(tnt.poll_result().is_none());
+    let rs = tnt.take_unfinished();
+    assert_eq!(rs.len(), 2);
+    for r in &rs {
+        assert!(r.incomplete);
+        assert!(r.trace.is_some());
+        assert_eq!(r.unrevealed.len(), 1, "{:?}", r.unrevealed);
+        assert_eq!(r.unrevealed[0].status, Some(RevealStatus::Running));
+    }
+    let pings = |r: &TntResult| {
+        r.measurements
+            .iter()
+            .filter(|m| matches!(m.role, RecordRole::Ping { .. }))
+            .count()
+    };
+    // every hop address pinged once, with the first target that asked (the second
+    // target's own address is its own)
+    assert_eq!((pings(&rs[0]), pings(&rs[1])), (4, 1));
+    assert!(
+        tnt.take_unfinished().is_empty(),
+        "each target is given once"
+    );
+    let text = crate::dump(&rs[0]);
+    assert!(
+        text.ends_with(
+            "incomplete: the run stopped before this target's pings and revelations were over\n"
+        ),
+        "{text}"
+    );
+}

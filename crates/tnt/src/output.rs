@@ -221,6 +221,9 @@ pub struct TntResult {
     /// The pings and revelation traces this target started, in the order they finished
     /// (a ping or revelation shared with other targets is the first asker's).
     pub measurements: Vec<Measurement>,
+    /// The campaign stopped before this target's pings and revelations were over
+    /// ([`crate::Tnt::take_unfinished`]): the result holds what was measured by then.
+    pub incomplete: bool,
 }
 
 /// The trace-level `"tnt"` object: everything but the trace and the per-hop annotations.
@@ -236,6 +239,10 @@ pub struct TraceAnnotation<'a> {
     pub unrevealed: &'a [Unrevealed],
     pub path: &'a [PathEntry],
     pub probes: u32,
+    /// Written only when true: the campaign stopped before this target's pings and
+    /// revelations were over ([`TntResult::incomplete`]).
+    #[cfg_attr(feature = "serde", serde(skip_serializing_if = "core::ops::Not::not"))]
+    pub incomplete: bool,
 }
 
 impl TntResult {
@@ -248,6 +255,7 @@ impl TntResult {
             unrevealed: &self.unrevealed,
             path: &self.path,
             probes: self.probes,
+            incomplete: self.incomplete,
         }
     }
     /// A result for a target whose trace failed.
@@ -262,6 +270,7 @@ impl TntResult {
             unrevealed: Vec::new(),
             probes: 0,
             measurements: Vec::new(),
+            incomplete: false,
         }
     }
 }
@@ -606,6 +615,7 @@ pub fn build_result(
         unrevealed,
         probes,
         measurements: Vec::new(),
+        incomplete: false,
     }
 }
 

@@ -21,6 +21,7 @@
 //! the engine queues what exceeds its `max_active` and paces probes to its pps budget.
 
 use alloc::collections::BTreeMap;
+use alloc::vec::Vec;
 use core::net::IpAddr;
 
 use vtnt_engine::{Engine, Event, Instant, MeasurementId, Stats, Trace, Transmit};
@@ -134,6 +135,12 @@ impl TntRunner {
     /// The engine's counters.
     pub fn stats(&self) -> Stats {
         self.engine.stats()
+    }
+
+    /// For a campaign stopped early: the targets whose revelation had not ended, as far
+    /// as they went ([`Tnt::take_unfinished`]).
+    pub fn take_unfinished(&mut self) -> Vec<TntResult> {
+        self.tnt.take_unfinished()
     }
 
     /// The campaign's counts.

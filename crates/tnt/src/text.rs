@@ -137,6 +137,11 @@ pub fn dump(r: &TntResult) -> String {
         );
     }
     let _ = writeln!(out, "probes {}", r.probes);
+    if r.incomplete {
+        out.push_str(
+            "incomplete: the run stopped before this target's pings and revelations were over\n",
+        );
+    }
     out
 }
 

@@ -10,6 +10,7 @@ use std::net::TcpStream;
 use std::os::fd::{AsFd, BorrowedFd};
 use std::os::unix::net::UnixStream;
 use std::time::{Duration, Instant};
+use vtnt_job::say;
 
 use vtnt_daemon::{Session, MAX_LINE};
 use vtnt_job::Job;
@@ -193,13 +194,13 @@ impl Client {
             String::new()
         };
         match &self.gone {
-            Some(Gone::Left) | None => eprintln!("vtnt: client {} left{cut}", self.name),
-            Some(Gone::Stalled(n)) => eprintln!(
+            Some(Gone::Left) | None => say!("vtnt: client {} left{cut}", self.name),
+            Some(Gone::Stalled(n)) => say!(
                 "vtnt: client {} took none of its output ({n} bytes waiting): dropped{cut}",
                 self.name
             ),
             Some(Gone::Broken(e)) => {
-                eprintln!("vtnt: client {}: writing: {e}: dropped{cut}", self.name)
+                say!("vtnt: client {}: writing: {e}: dropped{cut}", self.name)
             }
         }
     }

@@ -13,6 +13,7 @@ use std::net::TcpListener;
 use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
+use vtnt_job::say;
 
 use anyhow::Context;
 use nix::poll::{PollFd, PollFlags};
@@ -351,7 +352,7 @@ impl Daemon<'_> {
                         *running += 1;
                     }
                     Err(e) => {
-                        eprintln!("vtnt: client {} id-{id}: {e:#}", c.name);
+                        say!("vtnt: client {} id-{id}: {e:#}", c.name);
                         c.session.finished(id);
                     }
                 }
@@ -486,7 +487,7 @@ impl Daemon<'_> {
     /// The daemon stops: running commands are cut (what they finished goes out), every
     /// session ends with its cycle stop, and what is left to write gets up to 2 s.
     fn stop(mut self) {
-        eprintln!(
+        say!(
             "vtnt: stopping: ending {} client sessions",
             self.clients.len()
         );
@@ -520,7 +521,7 @@ fn deliver(c: &mut Client, names: &mut Option<Names<Tag>>, k: u64, t: &mut Task)
                 Some(_) => {
                     vtnt_formats::tnt_records(&r, |rec, ann| c.session.result(t.id, rec, ann))
                 }
-                None => eprintln!(
+                None => say!(
                     "vtnt: client {}: tnt {}: {}",
                     c.name,
                     r.target,

@@ -286,7 +286,7 @@ pub fn run(cmdline: &Cmdline) -> ! {
     };
     // The prober, kept for the next round (rewound): `run` never returns, so it is never
     // dropped (no drop glue in the image).
-    let mut prober = new_prober(&spec, nic.config().addr);
+    let mut prober = new_prober(&spec, nic.config());
     let (stats, done) = round(
         &spec,
         &mut prober,
@@ -374,13 +374,22 @@ fn round(
     let (result, done) = match prober {
         JobProber::Probe(engine) => {
             let now = clock.now();
+            let mut started = 0;
             for &dst in targets {
                 let Some(job) = spec.kind.measurement(dst) else {
                     unreachable!()
                 };
-                if let Err(e) = engine.start(now, job) {
-                    fail!(Status::JobFailed, "{dst}: {e}");
+                // a refused target is skipped, as the CLI skips it
+                match engine.start(now, job) {
+                    Ok(_) => started += 1,
+                    Err(e) => println!("vtnt: skipping {dst}: {e}"),
                 }
+            }
+            if started == 0 {
+                fail!(
+                    Status::JobFailed,
+                    "no target to probe: every one was refused"
+                );
             }
             let mut done = 0usize;
             let r = run_loop(engine, nic, clock, deadline, flight, |ev| {
@@ -457,16 +466,32 @@ impl JobProber {
     }
 }
 
-/// The prober of `spec`'s job, probing from `src`.
-fn new_prober(spec: &JobSpec, src: Ipv4Addr) -> JobProber {
-    let config = match spec.engine.config(src) {
+/// The prober of `spec`'s job, probing from the NIC's address; the network and
+/// broadcast addresses of its LAN are refused as the host refuses its links'.
+fn new_prober(spec: &JobSpec, nic: &Ipv4Config) -> JobProber {
+    let mut config = match spec.engine.config(nic.addr) {
         Ok(c) => c,
         Err(e) => fail!(Status::BadCmdline, "{e}"),
     };
-    let engine = match Engine::new(config) {
+    config.policy.links.extend(vtnt_engine::policy::Prefix::new(
+        Ipv4Addr::from(u32::from(nic.addr) & nic.mask()),
+        nic.prefix,
+    ));
+    let mut engine = match Engine::new(config) {
         Ok(e) => e,
         Err(e) => fail!(Status::BadCmdline, "engine: {e}"),
     };
+    // One interface, no loopback: every destination but loopback leaves from its address.
+    let src = nic.addr;
+    engine.set_source_lookup(alloc::boxed::Box::new(move |dst: Ipv4Addr| {
+        if dst.is_loopback() {
+            Err(vtnt_engine::NoSource(
+                "the unikernel has no loopback interface",
+            ))
+        } else {
+            Ok(src)
+        }
+    }));
     match &spec.kind {
         JobKind::Trace(_) | JobKind::Ping(_) | JobKind::Micro(_) => JobProber::Probe(engine),
         JobKind::Tnt(config) => match Tnt::new(config.clone()) {

@@ -77,9 +77,14 @@ pub struct Ipv4Config {
 }
 
 impl Ipv4Config {
+    /// The netmask of the prefix length, as a number.
+    pub fn mask(&self) -> u32 {
+        u32::MAX.checked_shl(32 - self.prefix as u32).unwrap_or(0)
+    }
+
     /// Whether `ip` is on our segment.
     pub fn on_link(&self, ip: Ipv4Addr) -> bool {
-        let mask = u32::MAX.checked_shl(32 - self.prefix as u32).unwrap_or(0);
+        let mask = self.mask();
         u32::from(ip) & mask == u32::from(self.addr) & mask
     }
 

@@ -104,6 +104,20 @@ fn us(ms: f64) -> Option<u64> {
     (ms.is_finite() && (0.0..=60_000.0).contains(&ms)).then(|| (ms * 1000.0).round() as u64)
 }
 
+/// Why `name` cannot name an object, if it cannot: it must be non-empty and print as
+/// itself (no control character such as a newline or a terminal escape, no
+/// bidirectional-text control), so that `lab check` and `lab truth` show what it says.
+fn bad_name(name: &str) -> Option<String> {
+    if name.is_empty() {
+        return Some("empty name".into());
+    }
+    let bidi = |c: char| matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
+    let c = name.chars().find(|&c| c.is_control() || bidi(c))?;
+    Some(format!(
+        "the name holds {c:?}, a control character: a name must print as itself"
+    ))
+}
+
 fn addr(s: &str) -> Result<Ipv4Addr, String> {
     s.trim()
         .parse()
@@ -126,6 +140,9 @@ pub(crate) fn resolve(
         object: "topology".into(),
         message,
     };
+    if let Some(why) = bad_name(&def.name) {
+        return Err(top(why));
+    }
     if def.vantage_points.is_empty() {
         return Err(top(
             "no [[vantage-point]]: probes need somewhere to come from".into(),
@@ -144,9 +161,9 @@ pub(crate) fn resolve(
     let mut names: HashMap<&str, &str> = HashMap::new();
 
     for (i, r) in def.routers.iter().enumerate() {
-        let obj = format!("\"{}\"", r.name);
-        if r.name.is_empty() {
-            return Err(cx.err("router", i, &obj, "empty name".into()));
+        let obj = format!("{:?}", r.name);
+        if let Some(why) = bad_name(&r.name) {
+            return Err(cx.err("router", i, &obj, why));
         }
         if let Some(kind) = names.insert(&r.name, "router") {
             return Err(cx.err("router", i, &obj, format!("name already used by a {kind}")));
@@ -199,11 +216,11 @@ pub(crate) fn resolve(
         by_name
             .get(n)
             .copied()
-            .ok_or_else(|| cx.err(kind, i, obj, format!("router \"{n}\" is not defined")))
+            .ok_or_else(|| cx.err(kind, i, obj, format!("router {n:?} is not defined")))
     };
 
     for (i, l) in def.links.iter().enumerate() {
-        let obj = format!("{}-{}", l.a, l.b);
+        let obj = format!("{}-{}", l.a.escape_debug(), l.b.escape_debug());
         let e = |m: String| cx.err("link", i, &obj, m);
         let a = router("link", i, &obj, &l.a)?;
         let b = router("link", i, &obj, &l.b)?;
@@ -296,8 +313,11 @@ pub(crate) fn resolve(
 
     let mut vps = Vec::new();
     for (i, v) in def.vantage_points.iter().enumerate() {
-        let obj = format!("\"{}\"", v.name);
+        let obj = format!("{:?}", v.name);
         let e = |m: String| cx.err("vantage-point", i, &obj, m);
+        if let Some(why) = bad_name(&v.name) {
+            return Err(e(why));
+        }
         if let Some(kind) = names.insert(&v.name, "vantage point") {
             return Err(e(format!("name already used by a {kind}")));
         }
@@ -355,8 +375,11 @@ pub(crate) fn resolve(
 
     let mut hosts = Vec::new();
     for (i, h) in def.hosts.iter().enumerate() {
-        let obj = format!("\"{}\"", h.name);
+        let obj = format!("{:?}", h.name);
         let e = |m: String| cx.err("host", i, &obj, m);
+        if let Some(why) = bad_name(&h.name) {
+            return Err(e(why));
+        }
         if let Some(kind) = names.insert(&h.name, "host") {
             return Err(e(format!("name already used by a {kind}")));
         }
@@ -445,11 +468,14 @@ pub(crate) fn resolve(
     let mut lsp_names: HashMap<&str, usize> = HashMap::new();
     let mut first = Vec::with_capacity(def.lsps.len());
     for (i, l) in def.lsps.iter().enumerate() {
+        if let Some(why) = bad_name(&l.name) {
+            return Err(cx.err("lsp", i, &format!("{:?}", l.name), why));
+        }
         if lsp_names.insert(l.name.as_str(), i).is_some() {
             return Err(cx.err(
                 "lsp",
                 i,
-                &format!("\"{}\"", l.name),
+                &format!("{:?}", l.name),
                 "name already used by another LSP".into(),
             ));
         }
@@ -482,14 +508,14 @@ pub(crate) fn resolve(
     for (i, l) in def.lsps.iter().enumerate() {
         if let Some(name) = &l.over {
             let o = over(&def.lsps, &lsp_names, &lsps, &first, i, name)
-                .map_err(|m| cx.err("lsp", i, &format!("\"{}\"", l.name), m))?;
+                .map_err(|m| cx.err("lsp", i, &format!("{:?}", l.name), m))?;
             lsps[first[i]].over = Some(o);
         }
     }
     let mut statics: Vec<Static> = Vec::new();
     let mut routed = std::collections::HashSet::new();
     for (i, s) in def.routes.iter().enumerate() {
-        let obj = format!("{} {}", s.router, s.prefix);
+        let obj = format!("{} {}", s.router.escape_debug(), s.prefix.escape_debug());
         let e = |m: String| cx.err("route", i, &obj, m);
         let r = router("route", i, &obj, &s.router)?;
         let via = router("route", i, &obj, &s.via)?;
@@ -586,13 +612,13 @@ fn lsp(
     dist: &Dist,
     next_label: &mut [u32],
 ) -> Result<Option<Lsp>, TopologyError> {
-    let obj = format!("\"{}\"", l.name);
+    let obj = format!("{:?}", l.name);
     let e = |m: String| cx.err("lsp", i, &obj, m);
     let find = |n: &str| {
         by_name
             .get(n)
             .copied()
-            .ok_or_else(|| e(format!("router \"{n}\" is not defined")))
+            .ok_or_else(|| e(format!("router {n:?} is not defined")))
     };
     let (ing, egr) = (find(&l.ingress)?, find(&l.egress)?);
     if ing == egr {
