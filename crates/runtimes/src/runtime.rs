@@ -72,6 +72,18 @@ impl Runtime {
         matches!(self, Runtime::Vm | Runtime::Microvm)
     }
 
+    /// The most targets one job of this runtime takes, where the runtime sets a bound:
+    /// the spt guest reads its job, targets included, from its one argument (the kernel
+    /// command line), which Linux caps at 128 KiB (`MAX_ARG_STRLEN`), at most 16 bytes a
+    /// target. The other runtimes take a long list as data ([`crate::job::GuestJob`], a
+    /// boot module for the microVM): no bound of their own.
+    pub fn max_targets(self) -> Option<usize> {
+        match self {
+            Runtime::Spt => Some(8000),
+            _ => None,
+        }
+    }
+
     /// Whether its instances have a network interface of their own (a VM's NIC, the spt
     /// guest's frames), attached to a lab's VM front or a TAP device, rather than the
     /// host's or a namespace's stack.
