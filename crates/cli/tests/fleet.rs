@@ -513,6 +513,114 @@ fn a_job_of_a_killed_agent_is_redelivered_and_stored_once() {
     drop(victim);
 }
 
+/// A file of the test's own, removed when dropped.
+struct TempFile(PathBuf);
+
+impl TempFile {
+    /// `lines` one a line, in the temporary directory under `name` and the test's pid.
+    fn lines(name: &str, lines: impl Iterator<Item = String>) -> TempFile {
+        let p = std::env::temp_dir().join(format!("vtnt-{name}-{}", std::process::id()));
+        let mut text = String::new();
+        for l in lines {
+            text.push_str(&l);
+            text.push('\n');
+        }
+        std::fs::write(&p, text).expect("a targets file");
+        TempFile(p)
+    }
+
+    fn path(&self) -> String {
+        self.0.display().to_string()
+    }
+}
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// `n` lab addresses in 100.64.0.0/10, from 100.64.0.1 on (the lab's hosts answer pings
+/// there), 250 a /24.
+fn lab_targets(n: usize) -> impl Iterator<Item = String> {
+    (0..n).map(|i| format!("100.{}.{}.{}", 64 + i / 62_500, i / 250 % 250, i % 250 + 1))
+}
+
+/// (k) A job of 20,000 targets (a ping each, 20,000 a second into the lab): its target
+/// list travels apart from its request (past NATS's largest message as a line on main) and
+/// from the process's arguments (past Linux's largest); every target's record comes back,
+/// once. A job past what a fleet job or its runtime takes is refused before anything is
+/// sent, saying so.
+#[test]
+fn a_job_of_twenty_thousand_targets_runs_and_larger_ones_are_refused_at_once() {
+    if !ready(vtnt_testkit::test_name!(), true) {
+        return;
+    }
+    let broker = Broker::up("big");
+    let lab = lab("big");
+    let _agent = Agent::start(&broker, "g1", "fr", &lab_net(&lab), &[]);
+    let list = TempFile::lines("big", lab_targets(20_000));
+    let t0 = Instant::now();
+    let job = format!(
+        "ping -c 1 --pps 20000 --window 20000 --targets {}",
+        list.path()
+    );
+    let ev = broker.submit(&["--mode", "wait"], &job);
+    let (lines, summaries) = broker.results(1);
+    eprintln!(
+        "a 20,000-target job submitted, run and its results read in {:.1} s",
+        t0.elapsed().as_secs_f64()
+    );
+    let s = summaries[0].as_str().unwrap();
+    assert!(
+        s.contains(&format!(
+            "job {} on g1: ok, 20002 records",
+            ev["job"].as_str().unwrap()
+        )),
+        "{s}"
+    );
+    let pinged: std::collections::BTreeSet<&str> = lines
+        .iter()
+        .filter(|l| l.starts_with("{\"type\":\"ping\""))
+        .filter_map(|l| l.split("\"dst\":\"").nth(1)?.split('"').next())
+        .collect();
+    assert_eq!((lines.len(), pinged.len()), (20_002, 20_000));
+    // too many for the spt runtime's command line, too many for any fleet job: refused
+    // before the broker is asked
+    let spt = TempFile::lines("big-spt", lab_targets(8001));
+    let most = TempFile::lines("big-most", lab_targets((1 << 20) + 1));
+    for (runtime, file, says) in [
+        (
+            "spt",
+            &spt,
+            "the spt runtime takes at most 8000 targets and this job has 8001",
+        ),
+        (
+            "native",
+            &most,
+            "a fleet job takes at most 1048576 targets and this job has 1048577",
+        ),
+    ] {
+        let t0 = Instant::now();
+        let out = broker.run(
+            "submit",
+            &[
+                "--runtime",
+                runtime,
+                "--",
+                "ping",
+                "-c",
+                "1",
+                "--targets",
+                &file.path(),
+            ],
+        );
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success() && err.contains(says), "{err}");
+        eprintln!("refused in {:.1} s: {says}", t0.elapsed().as_secs_f64());
+    }
+}
+
 /// (d) A node that stops heartbeating (SIGSTOP) is shown down within its deadline
 /// (3 heartbeats of 200 ms), and up again when it resumes.
 #[test]
@@ -660,7 +768,7 @@ fn bad_input_is_refused_clearly() {
             "--nats",
             &nowhere,
             "--node",
-            "x",
+            "bad-x",
             "--location",
             "fr",
             "--net",
@@ -1338,7 +1446,7 @@ fn a_tenant_cannot_read_or_submit_as_another_and_strangers_are_refused() {
         "--nkey",
         &stranger.display().to_string(),
         "--node",
-        "x",
+        "stranger-x",
         "--location",
         "fr",
         "--net",
@@ -1439,7 +1547,7 @@ fn tls_with_the_users_ca() {
     let url = url.trim();
     assert!(url.starts_with("tls://"), "{url}");
     let lab = lab("tls");
-    let _agent = Agent::start(&broker, "s1", "fr", &lab_net(&lab), &[]);
+    let _agent = Agent::start(&broker, "tls1", "fr", &lab_net(&lab), &[]);
     let ev = broker.submit(&[], SHORT_JOB);
     let (lines, summaries) = broker.results(1);
     assert!(summaries[0]
@@ -1558,7 +1666,11 @@ fn an_agent_fetches_its_images_from_the_object_store() {
     ]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success());
-    assert!(err.contains("vtnt fleet images put"), "{err}");
+    assert!(
+        err.contains("has no `vtnt-static`")
+            && err.contains("vtnt fleet images put --runtimes native"),
+        "{err}"
+    );
     let tenant_key = broker.key("tenant-default");
     let out = images("put", &["--runtimes", "native", "--nkey", &tenant_key]);
     let err = String::from_utf8_lossy(&out.stderr);
