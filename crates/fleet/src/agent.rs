@@ -73,12 +73,15 @@ const ERROR_BYTES: usize = 2000;
 /// (and looks whether it is draining).
 const PULL_EXPIRES: Duration = Duration::from_millis(250);
 
-/// Runs the agent until SIGTERM or SIGINT, then drains.
+/// Runs the agent until SIGTERM or SIGINT, then drains. Before anything runs a thread,
+/// it takes its node's lock on this host, removes what a dead predecessor left and
+/// starts its watchdog ([`crate::watchdog`]).
 pub fn run(o: AgentOptions) -> anyhow::Result<()> {
     crate::check_token("--node", &o.node)?;
     crate::check_token("--location", &o.location)?;
     anyhow::ensure!(o.slots > 0, "--slots: at least 1");
     anyhow::ensure!(!o.runtimes.is_empty(), "--runtimes: at least one");
+    let _leftovers = crate::watchdog::start(&o.node)?;
     crate::block_on(agent(o))
 }
 

@@ -15,6 +15,8 @@
 //! - [`proto`]: the JSON messages.
 //! - [`auth`]: the agents' and tenants' accounts, keys and permissions.
 //! - [`targets`]: long target lists, apart from their jobs' requests.
+//! - [`watchdog`]: an agent's instances do not outlive it (its node's scope, lock and
+//!   watchdog).
 //!
 //! Subjects and streams (docs/fleet.md):
 //! - discard: a core request to `vtnt.deploy.<tenant>.<location>`; agents with a free
@@ -48,6 +50,7 @@ pub mod replay;
 pub mod scale;
 pub mod site;
 pub mod targets;
+pub mod watchdog;
 
 use std::path::PathBuf;
 use std::time::Duration;
