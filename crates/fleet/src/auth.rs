@@ -58,8 +58,17 @@ pub fn tenant_account(t: &str) -> String {
     format!("TENANT_{t}")
 }
 
-/// How much a tenant's account may store (its results), bytes.
+/// How much a tenant's account may store (its results) at most, bytes; less where the
+/// disk has less room ([`tenant_store_bytes`]).
 pub const TENANT_STORE_BYTES: u64 = 16 << 30;
+
+/// What each of `tenants` tenants' accounts may store, given `free` bytes free on the
+/// store's disk: nats-server reserves an account's limit against its own (75 % of the
+/// disk's free space when it starts) and will not start when they exceed it, so the
+/// tenants share half of the free space, [`TENANT_STORE_BYTES`] each at most.
+pub fn tenant_store_bytes(free: u64, tenants: usize) -> u64 {
+    (free / 2 / tenants.max(1) as u64).min(TENANT_STORE_BYTES)
+}
 /// How many consumers a tenant's account may hold at once (each `vtnt fleet results` makes
 /// one, gone once idle).
 pub const TENANT_CONSUMERS: u64 = 256;
@@ -213,10 +222,10 @@ pub fn key_file(fleet_dir: &Path, role: &Role) -> PathBuf {
 }
 
 /// nats-server's `accounts` for the agents, the operator and `tenants` (see the module's
-/// docs): each user's public key and permissions, the exports and imports. A role's keys
-/// are made (seeds in a file only root reads) unless they exist, so a broker started again
-/// keeps its users' keys.
-pub fn accounts(fleet_dir: &Path, tenants: &[String]) -> anyhow::Result<Value> {
+/// docs): each user's public key and permissions, the exports and imports, each tenant's
+/// account storing `tenant_store` bytes at most. A role's keys are made (seeds in a file
+/// only root reads) unless they exist, so a broker started again keeps its users' keys.
+pub fn accounts(fleet_dir: &Path, tenants: &[String], tenant_store: u64) -> anyhow::Result<Value> {
     for t in tenants {
         crate::check_token("--tenant", t)?;
     }
@@ -274,7 +283,7 @@ pub fn accounts(fleet_dir: &Path, tenants: &[String]) -> anyhow::Result<Value> {
             json!({
                 "jetstream": {
                     "max_mem": 64 << 20,
-                    "max_file": TENANT_STORE_BYTES,
+                    "max_file": tenant_store,
                     "max_streams": 1,
                     "max_consumers": TENANT_CONSUMERS,
                 },
@@ -436,14 +445,17 @@ mod tests {
     #[test]
     fn keys_are_made_once_and_kept_and_accounts_hold_each_tenant() {
         let dir = std::env::temp_dir().join(format!("vtnt-auth-{}", std::process::id()));
-        let first = accounts(&dir, &["a".into()]).unwrap();
-        let again = accounts(&dir, &["a".into(), "b".into()]).unwrap();
+        let first = accounts(&dir, &["a".into()], 1 << 30).unwrap();
+        let again = accounts(&dir, &["a".into(), "b".into()], 1 << 30).unwrap();
         assert_eq!(
             first[FLEET_ACCOUNT]["users"][0]["nkey"],
             again[FLEET_ACCOUNT]["users"][0]["nkey"]
         );
         assert_eq!(first["TENANT_a"]["users"], again["TENANT_a"]["users"]);
         assert_eq!(again["TENANT_b"]["jetstream"]["max_streams"], 1);
+        assert_eq!(again["TENANT_b"]["jetstream"]["max_file"], 1 << 30);
+        assert_eq!(tenant_store_bytes(100 << 30, 2), TENANT_STORE_BYTES);
+        assert_eq!(tenant_store_bytes(20 << 30, 4), 5 << 29);
         // agent, operator, setup, and each tenant's requester
         assert_eq!(again[FLEET_ACCOUNT]["users"].as_array().unwrap().len(), 5);
         let b = key_file(&dir, &Role::Tenant("b".into()));
@@ -453,10 +465,10 @@ mod tests {
         // a tenant key of one seed (an older broker's) keeps it and gains the second
         std::fs::remove_file(&b).unwrap();
         write_secret(&b, &seeds[0]).unwrap();
-        accounts(&dir, &["b".into()]).unwrap();
+        accounts(&dir, &["b".into()], 1 << 30).unwrap();
         let kept = read_seeds(&b).unwrap();
         assert_eq!((kept.len(), &kept[0]), (2, &seeds[0]));
-        assert!(accounts(&dir, &["a.b".into()]).is_err());
+        assert!(accounts(&dir, &["a.b".into()], 1 << 30).is_err());
         std::fs::write(&b, "not a seed\n").unwrap();
         let e = read_seeds(&b).unwrap_err().to_string();
         assert!(e.contains("line 1 is not an nkey seed"), "{e}");

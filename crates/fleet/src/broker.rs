@@ -259,7 +259,7 @@ fn config(
     let mut c = serde_json::json!({
         "listen": listen.to_string(),
         "jetstream": {"store_dir": store},
-        "accounts": crate::auth::accounts(dir, &o.tenants)?,
+        "accounts": crate::auth::accounts(dir, &o.tenants, tenant_store(store, o.tenants.len()))?,
     });
     if !tls {
         return Ok(c);
@@ -281,6 +281,14 @@ fn config(
         }
     }
     Ok(c)
+}
+
+/// What each tenant's account may store, from the room on the store's disk
+/// ([`crate::auth::tenant_store_bytes`]).
+fn tenant_store(store: &Path, tenants: usize) -> u64 {
+    let free =
+        nix::sys::statvfs::statvfs(store).map_or(0, |s| s.blocks_available() * s.fragment_size());
+    crate::auth::tenant_store_bytes(free, tenants)
 }
 
 /// Stops the broker `name` and removes its state (store included).

@@ -29,11 +29,15 @@
 //! - results: one stream per tenant, `VTNT_RESULTS_<tenant>` (limits retention), on
 //!   `vtnt.results.<tenant>.<job>.r` (records, `Nats-Msg-Id` = `<job>.<index>`) and
 //!   `vtnt.results.<tenant>.<job>.s` (the summary, `<job>.s`), deduplicated by the
-//!   server within its window, so a redelivered job's results land once. The tenant
-//!   creates it (before its first job); only it may read it ([`auth`]).
+//!   server within its window, so a redelivered job's results land once. It is in the
+//!   tenant's own NATS account, made by `vtnt fleet up`; only the tenant reads it
+//!   ([`auth`]).
+//! - long target lists: `VTNT_DATA_<tenant>`, on `vtnt.data.<tenant>.<job>.<chunk>`
+//!   ([`targets`]).
 //!
-//! The tenant of a job is the token its subject carries, which the broker's permissions
-//! tie to the tenant's key; the agent refuses a job whose body names another.
+//! The tenant of a job is the token its subject carries, which the broker's accounts and
+//! permissions tie to the tenant's key; the agent refuses a job whose body names another,
+//! and answers a discard request only on that tenant's inbox.
 //!
 //! Every entry point takes a [`Connect`] (URL and credentials) and runs on its own tokio
 //! runtime; the command line stays synchronous.
