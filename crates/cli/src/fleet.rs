@@ -79,8 +79,9 @@ pub enum FleetCommand {
     /// /run/vtnt/fleet/NAME; prints its URL.
     ///
     /// Every client needs a key: one for the agents and one per tenant, made under
-    /// /run/vtnt/fleet/NAME/keys/ (root only); a tenant submits and reads results under
-    /// its own name only (docs/fleet.md).
+    /// /run/vtnt/fleet/NAME/keys/ (root only); each tenant is a NATS account of its own,
+    /// submits under its own name only and alone reads its results; `up` makes every
+    /// stream (docs/fleet.md).
     Up {
         #[arg(long, default_value = broker::DEFAULT_NAME)]
         name: String,

@@ -3,10 +3,14 @@
 //! alive for the line's `hold=` (running the job again
 //! every `every=` meanwhile, each round a whole cycle). This is what every
 //! runtime's instance runs (the static binary in a process, a container or a VM): the
-//! runtimes hand over the typed job itself, encoded, never `vtnt`'s option words.
+//! runtimes hand over the typed job itself, encoded, never `vtnt`'s option words. A long
+//! target list travels as data, never as an argument: the line says `targets=@module`
+//! and `--targets FILE` (`-`: standard input) holds the list, one address a line.
 
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
+
+use anyhow::Context;
 
 use vtnt_job::{say, Format, Job, JobKind, Targets};
 
@@ -14,6 +18,10 @@ use crate::{interrupt, micro, probe, tnt};
 
 #[derive(clap::Args, Debug)]
 pub struct JobLineArgs {
+    /// The job's targets, one address a line (`-`: standard input), for a line that says
+    /// `targets=@module`.
+    #[arg(long, value_name = "FILE")]
+    pub targets: Option<std::path::PathBuf>,
     /// The job line (`vtnt-job=1 kind=trace ... targets=192.0.2.1`), as one argument or
     /// as several words.
     #[arg(
@@ -29,12 +37,30 @@ pub struct JobLineArgs {
 const TICK: Duration = Duration::from_millis(100);
 
 pub fn run(a: JobLineArgs) -> anyhow::Result<ExitCode> {
-    let spec =
+    let mut spec =
         vtnt_jobspec::decode(&a.line.join(" ")).map_err(|e| anyhow::anyhow!("job line: {e}"))?;
-    anyhow::ensure!(
-        !matches!(spec.targets, Targets::Module),
-        "job line: targets=@module names the unikernel's boot module; give the targets inline"
-    );
+    match (&spec.targets, &a.targets) {
+        (Targets::Module, Some(file)) => {
+            let text = if file.as_os_str() == "-" {
+                std::io::read_to_string(std::io::stdin()).context("--targets -: standard input")?
+            } else {
+                std::fs::read_to_string(file)
+                    .with_context(|| format!("--targets {}", file.display()))?
+            };
+            let list = vtnt_jobspec::parse_target_list(&text)
+                .and_then(|v| spec.check_targets(&v).map(|()| v))
+                .map_err(|e| anyhow::anyhow!("--targets {}: {e}", file.display()))?;
+            anyhow::ensure!(!list.is_empty(), "--targets {}: no target", file.display());
+            spec.targets = Targets::List(list);
+        }
+        (Targets::Module, None) => anyhow::bail!(
+            "job line: targets=@module: give the list with --targets FILE (`-`: standard input)"
+        ),
+        (Targets::List(_), Some(_)) => {
+            anyhow::bail!("--targets goes with a line that says targets=@module")
+        }
+        (Targets::List(_), None) => {}
+    }
     if let Some(w) = vtnt_job::rate_warning(&spec.kind, spec.engine.pps, spec.engine.window) {
         say!("vtnt: warning: {w}");
     }

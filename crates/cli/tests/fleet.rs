@@ -456,10 +456,15 @@ fn wait_mode_jobs_on_two_agents_all_complete_once() {
     assert_eq!(broker.status()["results_stored"], 16);
 }
 
-/// (c) An agent SIGKILLed in the middle of a wait-mode job: JetStream redelivers the job
-/// to the other agent once the ack wait passes; its result is stored exactly once.
+/// (c) An agent SIGKILLed in the middle of a wait-mode job: its watchdog kills the job's
+/// processes and removes its deploy directories and cgroups within seconds, and JetStream
+/// redelivers the job to the other agent once the ack wait passes. That agent is
+/// SIGKILLed with its watchdog in the middle of the redelivered run: its job's processes
+/// outlive both, until a new agent of the same node starts and removes them, its
+/// directories and cgroups; the job comes a third time, and its result is stored exactly
+/// once.
 #[test]
-fn a_job_of_a_killed_agent_is_redelivered_and_stored_once() {
+fn a_killed_agent_leaves_nothing_behind_and_its_job_is_stored_once() {
     if !ready(vtnt_testkit::test_name!(), true) {
         return;
     }
@@ -469,48 +474,311 @@ fn a_job_of_a_killed_agent_is_redelivered_and_stored_once() {
         Agent::start(&broker, "k1", "fr", &lab_net(&lab), &[]),
         Agent::start(&broker, "k2", "fr", &lab_net(&lab), &[]),
     ];
-    let ev = broker.submit(&["--mode", "wait", "--location", "fr"], LONG_JOB);
+    // about 5 s: still probing while the test looks
+    let ev = broker.submit(
+        &["--mode", "wait", "--location", "fr"],
+        "ping -c 50 -i 0.1 203.0.113.10",
+    );
     let job = ev["job"].as_str().unwrap().to_string();
-    let t0 = Instant::now();
-    let started = loop {
-        if let Some(i) = agents
-            .iter()
-            .position(|a| a.log().contains(&format!("event=start job={job}")))
-        {
-            break i;
-        }
-        assert!(
-            t0.elapsed() < Duration::from_secs(10),
-            "no agent started {job}"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    std::thread::sleep(Duration::from_millis(500));
-    let victim = agents.remove(started);
+    let victim = agents.remove(running(&agents, &job, 1));
+    let probing = job_processes(&victim);
     victim.signal("KILL");
     let t_kill = Instant::now();
-    let survivor = &agents[0];
-    let (lines, summaries) = broker.results(1);
+    gone(&probing, &scope_dirs(&victim.node), Duration::from_secs(3));
     eprintln!(
-        "redelivered and finished {:.1} s after the SIGKILL",
-        t_kill.elapsed().as_secs_f64()
+        "the SIGKILLed agent's job processes, cgroups and directories gone {:.0} ms after the kill",
+        t_kill.elapsed().as_secs_f64() * 1e3
     );
+    drop(victim);
+    // the redelivered run: its agent and its watchdog are SIGKILLed together
+    let victim = agents.remove(running(&agents, &job, 2));
+    let probing = job_processes(&victim);
+    // what its job has on the host: cgroups, deploy directories
+    let held: Vec<PathBuf> = scope_dirs(&victim.node)
+        .iter()
+        .filter_map(|d| std::fs::read_dir(d).ok())
+        .flat_map(|d| d.flatten().map(|e| e.path()).collect::<Vec<_>>())
+        .filter(|p| p.is_dir())
+        .collect();
+    assert!(!held.is_empty());
+    for w in watchdogs(&victim) {
+        kill9(w);
+    }
+    victim.signal("KILL");
+    std::thread::sleep(Duration::from_secs(1));
+    assert!(
+        probing.iter().all(alive),
+        "with no watchdog, the job's processes outlive their agent until it comes back"
+    );
+    // (its log goes: the new agent's has the same name)
+    let node = victim.node.clone();
+    drop(victim);
+    let again = Agent::start(&broker, &node, "fr", &lab_net(&lab), &[]);
+    gone(&probing, &held, Duration::from_secs(1));
+    assert!(
+        again.log().contains("event=cleaned processes="),
+        "{}",
+        again.log()
+    );
+    let (lines, summaries) = broker.results(1);
     let s = summaries[0].as_str().unwrap();
     assert!(
-        s.contains(&format!("job {job} on {}: ok, ", survivor.node)),
+        s.contains(&format!("job {job} on {}: ok, ", again.node)),
         "{s}"
     );
     assert!(
-        survivor
+        again
             .log()
-            .contains(&format!("job={job} runtime=native delivery=2")),
+            .contains(&format!("job={job} runtime=native delivery=3")),
         "{}",
-        survivor.log()
+        again.log()
     );
     let records = lines.len() as u64;
     assert!(records >= 3, "{lines:?}");
     assert_eq!(broker.status()["results_stored"], records + 1);
-    drop(victim);
+}
+
+/// Which of `agents` started delivery `delivery` of `job`, waited for (bounded).
+fn running(agents: &[Agent], job: &str, delivery: u32) -> usize {
+    let t0 = Instant::now();
+    let started = format!("event=start job={job} runtime=native delivery={delivery}");
+    loop {
+        if let Some(i) = agents.iter().position(|a| a.log().contains(&started)) {
+            return i;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(20),
+            "no agent started delivery {delivery} of {job}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A process and its start time (a pid may be reused).
+type Proc = (u32, u64);
+
+/// `pid`'s parent and start time (`/proc/<pid>/stat`), unless it is gone or a zombie
+/// (dead, waiting for whoever adopted it to reap it).
+fn stat(pid: u32) -> Option<(u32, u64)> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let f: Vec<&str> = s.rsplit_once(')')?.1.split_whitespace().collect();
+    if f.first() == Some(&"Z") {
+        return None;
+    }
+    Some((f.get(1)?.parse().ok()?, f.get(19)?.parse().ok()?))
+}
+
+fn alive(p: &Proc) -> bool {
+    stat(p.0).is_some_and(|(_, start)| start == p.1)
+}
+
+fn cmdline(pid: u32) -> String {
+    std::fs::read(format!("/proc/{pid}/cmdline"))
+        .map(|b| String::from_utf8_lossy(&b).replace('\0', " "))
+        .unwrap_or_default()
+}
+
+/// Every process below `pid`.
+fn descendants(pid: u32) -> Vec<Proc> {
+    let all: Vec<(u32, u32, u64)> = std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse().ok())
+        .filter_map(|p: u32| stat(p).map(|(ppid, start)| (p, ppid, start)))
+        .collect();
+    let mut out: Vec<Proc> = Vec::new();
+    let mut parents = vec![pid];
+    while let Some(parent) = parents.pop() {
+        for &(p, ppid, start) in &all {
+            if ppid == parent {
+                out.push((p, start));
+                parents.push(p);
+            }
+        }
+    }
+    out
+}
+
+/// The processes of the job `agent` runs (`vtnt job ...`, whatever runs it), waited for.
+fn job_processes(agent: &Agent) -> Vec<Proc> {
+    let t0 = Instant::now();
+    loop {
+        let found: Vec<Proc> = descendants(agent.child.id())
+            .into_iter()
+            .filter(|p| cmdline(p.0).contains("vtnt-job=1"))
+            .collect();
+        if !found.is_empty() {
+            return found;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(20),
+            "{} started no job process",
+            agent.node
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// `agent`'s watchdogs: its children running `vtnt agent` too (a fork of it).
+fn watchdogs(agent: &Agent) -> Vec<Proc> {
+    descendants(agent.child.id())
+        .into_iter()
+        .filter(|p| cmdline(p.0).contains(" agent "))
+        .collect()
+}
+
+fn kill9(p: Proc) {
+    if alive(&p) {
+        let _ = Command::new("kill")
+            .args(["-KILL", &p.0.to_string()])
+            .status();
+    }
+}
+
+/// Where node `node`'s agent keeps what its jobs leave on the host: its cgroup (the
+/// memory controller's), its run and work directories.
+fn scope_dirs(node: &str) -> [PathBuf; 3] {
+    let scope = format!("agent-{node}");
+    [
+        PathBuf::from("/sys/fs/cgroup/memory/vtnt").join(&scope),
+        vtnt_runtimes::paths::run_base().join(&scope),
+        vtnt_runtimes::paths::work_base().join(&scope),
+    ]
+}
+
+/// Waits until `procs` and `paths` are gone; fails after `within`.
+fn gone(procs: &[Proc], paths: &[PathBuf], within: Duration) {
+    let left = || -> Vec<String> {
+        let mut left: Vec<String> = procs
+            .iter()
+            .filter(|p| alive(p))
+            .map(|p| format!("process {} ({})", p.0, cmdline(p.0)))
+            .collect();
+        left.extend(
+            paths
+                .iter()
+                .filter(|d| d.exists())
+                .map(|d| d.display().to_string()),
+        );
+        left
+    };
+    let t0 = Instant::now();
+    while !left().is_empty() {
+        assert!(
+            t0.elapsed() < within,
+            "still there {within:?} on: {:?}",
+            left()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A file of the test's own, removed when dropped.
+struct TempFile(PathBuf);
+
+impl TempFile {
+    /// `lines` one a line, in the temporary directory under `name` and the test's pid.
+    fn lines(name: &str, lines: impl Iterator<Item = String>) -> TempFile {
+        let p = std::env::temp_dir().join(format!("vtnt-{name}-{}", std::process::id()));
+        let mut text = String::new();
+        for l in lines {
+            text.push_str(&l);
+            text.push('\n');
+        }
+        std::fs::write(&p, text).expect("a targets file");
+        TempFile(p)
+    }
+
+    fn path(&self) -> String {
+        self.0.display().to_string()
+    }
+}
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// `n` lab addresses in 100.64.0.0/10, from 100.64.0.1 on (the lab's hosts answer pings
+/// there), 250 a /24.
+fn lab_targets(n: usize) -> impl Iterator<Item = String> {
+    (0..n).map(|i| format!("100.{}.{}.{}", 64 + i / 62_500, i / 250 % 250, i % 250 + 1))
+}
+
+/// (k) A job of 20,000 targets (a ping each, 20,000 a second into the lab): its target
+/// list travels apart from its request (past NATS's largest message as a line on main) and
+/// from the process's arguments (past Linux's largest); every target's record comes back,
+/// once. A job past what a fleet job or its runtime takes is refused before anything is
+/// sent, saying so.
+#[test]
+fn a_job_of_twenty_thousand_targets_runs_and_larger_ones_are_refused_at_once() {
+    if !ready(vtnt_testkit::test_name!(), true) {
+        return;
+    }
+    let broker = Broker::up("big");
+    let lab = lab("big");
+    let _agent = Agent::start(&broker, "g1", "fr", &lab_net(&lab), &[]);
+    let list = TempFile::lines("big", lab_targets(20_000));
+    let t0 = Instant::now();
+    let job = format!(
+        "ping -c 1 --pps 20000 --window 20000 --targets {}",
+        list.path()
+    );
+    let ev = broker.submit(&["--mode", "wait"], &job);
+    let (lines, summaries) = broker.results(1);
+    eprintln!(
+        "a 20,000-target job submitted, run and its results read in {:.1} s",
+        t0.elapsed().as_secs_f64()
+    );
+    let s = summaries[0].as_str().unwrap();
+    assert!(
+        s.contains(&format!(
+            "job {} on g1: ok, 20002 records",
+            ev["job"].as_str().unwrap()
+        )),
+        "{s}"
+    );
+    let pinged: std::collections::BTreeSet<&str> = lines
+        .iter()
+        .filter(|l| l.starts_with("{\"type\":\"ping\""))
+        .filter_map(|l| l.split("\"dst\":\"").nth(1)?.split('"').next())
+        .collect();
+    assert_eq!((lines.len(), pinged.len()), (20_002, 20_000));
+    // too many for the spt runtime's command line, too many for any fleet job: refused
+    // before the broker is asked
+    let spt = TempFile::lines("big-spt", lab_targets(8001));
+    let most = TempFile::lines("big-most", lab_targets((1 << 20) + 1));
+    for (runtime, file, says) in [
+        (
+            "spt",
+            &spt,
+            "the spt runtime takes at most 8000 targets and this job has 8001",
+        ),
+        (
+            "native",
+            &most,
+            "a fleet job takes at most 1048576 targets and this job has 1048577",
+        ),
+    ] {
+        let t0 = Instant::now();
+        let out = broker.run(
+            "submit",
+            &[
+                "--runtime",
+                runtime,
+                "--",
+                "ping",
+                "-c",
+                "1",
+                "--targets",
+                &file.path(),
+            ],
+        );
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success() && err.contains(says), "{err}");
+        eprintln!("refused in {:.1} s: {says}", t0.elapsed().as_secs_f64());
+    }
 }
 
 /// (d) A node that stops heartbeating (SIGSTOP) is shown down within its deadline
@@ -660,7 +928,7 @@ fn bad_input_is_refused_clearly() {
             "--nats",
             &nowhere,
             "--node",
-            "x",
+            "bad-x",
             "--location",
             "fr",
             "--net",
@@ -840,16 +1108,30 @@ fn an_interrupted_benchmark_removes_its_agents_and_broker() {
         .expect("vtnt bench fleet-scale");
     let name = format!("scale{}", child.id());
     let state = PathBuf::from("/run/vtnt/fleet").join(&name);
-    let agents_of = |name: &str| -> usize {
+    // its agents' processes: the agents, or their watchdogs (forks of them, each leading
+    // a session of its own)
+    let of = |name: &str, watchdogs: bool| -> usize {
         std::fs::read_dir("/proc")
             .unwrap()
-            .filter_map(|e| std::fs::read(e.ok()?.path().join("cmdline")).ok())
-            .filter(|c| {
-                let c = String::from_utf8_lossy(c);
-                c.contains("agent") && c.contains(&format!("\0{name}\0"))
+            .filter_map(|e| {
+                let pid: u32 = e.ok()?.file_name().to_str()?.parse().ok()?;
+                let c = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+                let st = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+                let sid: u32 = st
+                    .rsplit_once(')')?
+                    .1
+                    .split_whitespace()
+                    .nth(3)?
+                    .parse()
+                    .ok()?;
+                Some((String::from_utf8_lossy(&c).into_owned(), sid == pid))
+            })
+            .filter(|(c, leader)| {
+                c.contains("agent") && c.contains(&format!("\0{name}\0")) && *leader == watchdogs
             })
             .count()
     };
+    let agents_of = |name: &str| of(name, false);
     // interrupted while it measures, its agents up
     let until = Instant::now() + Duration::from_secs(120);
     while agents_of(&name) < 3 {
@@ -888,6 +1170,12 @@ fn an_interrupted_benchmark_removes_its_agents_and_broker() {
         state.display()
     );
     assert_eq!(agents_of(&name), 0, "its agents are left");
+    // their watchdogs have nothing to clean, and go
+    let until = Instant::now() + Duration::from_secs(10);
+    while of(&name, true) > 0 {
+        assert!(Instant::now() < until, "its agents' watchdogs are left");
+        std::thread::sleep(Duration::from_millis(100));
+    }
     let _ = std::fs::remove_dir_all(&out);
 }
 
@@ -1338,7 +1626,7 @@ fn a_tenant_cannot_read_or_submit_as_another_and_strangers_are_refused() {
         "--nkey",
         &stranger.display().to_string(),
         "--node",
-        "x",
+        "stranger-x",
         "--location",
         "fr",
         "--net",
@@ -1439,7 +1727,7 @@ fn tls_with_the_users_ca() {
     let url = url.trim();
     assert!(url.starts_with("tls://"), "{url}");
     let lab = lab("tls");
-    let _agent = Agent::start(&broker, "s1", "fr", &lab_net(&lab), &[]);
+    let _agent = Agent::start(&broker, "tls1", "fr", &lab_net(&lab), &[]);
     let ev = broker.submit(&[], SHORT_JOB);
     let (lines, summaries) = broker.results(1);
     assert!(summaries[0]
@@ -1558,7 +1846,11 @@ fn an_agent_fetches_its_images_from_the_object_store() {
     ]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success());
-    assert!(err.contains("vtnt fleet images put"), "{err}");
+    assert!(
+        err.contains("has no `vtnt-static`")
+            && err.contains("vtnt fleet images put --runtimes native"),
+        "{err}"
+    );
     let tenant_key = broker.key("tenant-default");
     let out = images("put", &["--runtimes", "native", "--nkey", &tenant_key]);
     let err = String::from_utf8_lossy(&out.stderr);

@@ -65,12 +65,23 @@ pub const MISSED_HEARTBEATS: u32 = 3;
 /// How long a discard-mode answer may take to leave, and a group to be left (a broker
 /// that is away holds nothing up longer).
 const ANSWER_FLUSH: Duration = Duration::from_millis(100);
+/// Records published before their acknowledgements are awaited.
+const PUBLISH_WINDOW: usize = 1024;
+/// How much of an error (a failed job's stderr) its summary keeps, bytes.
+const ERROR_BYTES: usize = 2000;
 /// How long a wait-mode pull waits at the server for a job before the agent asks again
 /// (and looks whether it is draining).
 const PULL_EXPIRES: Duration = Duration::from_millis(250);
 
-/// Runs the agent until SIGTERM or SIGINT, then drains.
+/// Runs the agent until SIGTERM or SIGINT, then drains. Before anything runs a thread,
+/// it takes its node's lock on this host, removes what a dead predecessor left and
+/// starts its watchdog ([`crate::watchdog`]).
 pub fn run(o: AgentOptions) -> anyhow::Result<()> {
+    crate::check_token("--node", &o.node)?;
+    crate::check_token("--location", &o.location)?;
+    anyhow::ensure!(o.slots > 0, "--slots: at least 1");
+    anyhow::ensure!(!o.runtimes.is_empty(), "--runtimes: at least one");
+    let _leftovers = crate::watchdog::start(&o.node)?;
     crate::block_on(agent(o))
 }
 
@@ -137,21 +148,18 @@ impl Ctx {
 }
 
 async fn agent(o: AgentOptions) -> anyhow::Result<()> {
-    crate::check_token("--node", &o.node)?;
-    crate::check_token("--location", &o.location)?;
-    anyhow::ensure!(o.slots > 0, "--slots: at least 1");
-    anyhow::ensure!(!o.runtimes.is_empty(), "--runtimes: at least one");
     for rt in &o.runtimes {
         o.net.check(*rt)?;
     }
     // Images (and the static vtnt they carry) are made before the node announces itself:
     // a node that is up starts a job at once, and a job's times are the job's.
     let runtimes = o.runtimes.clone();
-    tokio::task::spawn_blocking(move || {
+    let built = tokio::task::spawn_blocking(move || {
         let build = vtnt_runtimes::BuildOptions::default();
         runtimes
             .iter()
-            .try_for_each(|rt| rt.build_image(&build).map(drop))
+            .map(|rt| rt.build_image(&build))
+            .collect::<anyhow::Result<Vec<_>>>()
     })
     .await
     .context("preparing the images")??;
@@ -165,10 +173,14 @@ async fn agent(o: AgentOptions) -> anyhow::Result<()> {
     }
     let images = match o.images_from.as_deref() {
         None => ImageSource::Own,
-        Some(IMAGES_FROM_NATS) => ImageSource::Fetch(crate::images::fetcher(
-            crate::images::open(&fleet).await?,
-            tokio::runtime::Handle::current(),
-        )),
+        Some(IMAGES_FROM_NATS) => {
+            let store = crate::images::open(&fleet).await?;
+            crate::images::check(&store, &built).await?;
+            ImageSource::Fetch(crate::images::fetcher(
+                store,
+                tokio::runtime::Handle::current(),
+            ))
+        }
         Some(url) => {
             anyhow::ensure!(
                 url.starts_with("http://"),
@@ -244,7 +256,11 @@ async fn agent(o: AgentOptions) -> anyhow::Result<()> {
             }
             Ev::Freed => {}
             Ev::Request(m) => {
-                let Some(reply) = m.reply.clone() else {
+                let Some(reply) = reply_to(&m) else {
+                    ctx.log(&format!(
+                        "event=bad-reply subject={} reply={:?}",
+                        m.subject, m.reply
+                    ));
                     continue;
                 };
                 let req = request(&m.subject, &m.payload);
@@ -307,7 +323,7 @@ async fn leave(client: &async_nats::Client, subs: SelectAll<async_nats::Subscrib
         // the subscription's messages end once the client has taken the UNSUB
         while let Ok(Some(m)) = tokio::time::timeout(ANSWER_FLUSH, sub.next()).await {
             let req = request(&m.subject, &m.payload);
-            let (Some(reply), true) = (m.reply, req.is_ok()) else {
+            let (Some(reply), true) = (reply_to(&m), req.is_ok()) else {
                 continue;
             };
             if let Ok(v) = serde_json::to_vec(&answer(&req, false, node)) {
@@ -386,9 +402,17 @@ async fn pull(
     }
 }
 
-/// The job request of a message on `subject`, whose tenant must be the one the subject
-/// names (the broker lets a tenant publish under its own name only): a tenant cannot
-/// have its job's results stored as another's.
+/// Where a discard-mode request may be answered: on the inbox of the tenant its subject
+/// names, nowhere else. The reply subject is the requester's to choose, and an answer
+/// goes out with the agent's rights (which store results for every tenant), so an answer
+/// elsewhere could land in another tenant's results or inbox ([`crate::auth`]).
+fn reply_to(m: &async_nats::Message) -> Option<async_nats::Subject> {
+    let reply = m.reply.as_ref()?;
+    let tenant = crate::subject_tenant(&m.subject)?;
+    let inbox = crate::auth::Role::Tenant(tenant.to_string()).inbox_prefix();
+    (reply.strip_prefix(inbox.as_str())?.starts_with('.')).then(|| reply.clone())
+}
+
 /// The answer to a discard-mode request: accepted with a free slot, `busy` without one
 /// (another agent may take it), refused with the reason when the request is bad.
 fn answer(req: &Result<JobRequest, String>, free: bool, node: &str) -> DeployReply {
@@ -405,6 +429,9 @@ fn answer(req: &Result<JobRequest, String>, free: bool, node: &str) -> DeployRep
     }
 }
 
+/// The job request of a message on `subject`, whose tenant must be the one the subject
+/// names (the broker lets a tenant publish under its own name only): a tenant cannot
+/// have its job's results stored as another's.
 fn request(subject: &str, payload: &[u8]) -> Result<JobRequest, String> {
     let req: JobRequest =
         serde_json::from_slice(payload).map_err(|e| format!("malformed job request: {e}"))?;
@@ -456,13 +483,17 @@ async fn job(
     };
     let (allow_public, runtimes) = (ctx.o.allow_public, ctx.o.runtimes.clone());
     let r = req.clone();
-    let ran = tokio::task::spawn_blocking(move || -> Result<_, (JobStatus, String)> {
-        let (rt, spec) = admit(&r, &runtimes, allow_public).map_err(|e| (JobStatus::Refused, e))?;
-        rt.run(&spec, &opts)
-            .map_err(|e| (JobStatus::Error, format!("{e:#}")))
-    })
-    .await
-    .unwrap_or_else(|e| Err((JobStatus::Error, format!("the job's thread: {e}"))));
+    let ran = match crate::targets::fetch(&ctx.fleet, &req).await {
+        Err(e) => Err((JobStatus::Error, e)),
+        Ok(list) => tokio::task::spawn_blocking(move || -> Result<_, (JobStatus, String)> {
+            let (rt, spec) = admit(&r, list.as_deref(), &runtimes, allow_public)
+                .map_err(|e| (JobStatus::Refused, e))?;
+            rt.run(&spec, &opts)
+                .map_err(|e| (JobStatus::Error, format!("{e:#}")))
+        })
+        .await
+        .unwrap_or_else(|e| Err((JobStatus::Error, format!("the job's thread: {e}")))),
+    };
     let total = t0.elapsed();
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
     let mut summary = JobSummary {
@@ -485,7 +516,7 @@ async fn job(
         },
         clock_sync: ctx.clock_sync.clone(),
     };
-    let records: Vec<String> = match ran {
+    let stdout = match ran {
         Ok(out) => {
             summary.code = out.code;
             summary.timings.deploy_ms = ms(out.deploy_time);
@@ -493,23 +524,19 @@ async fn job(
             summary.timings.cleanup_ms = ms(total.saturating_sub(out.deploy_time + out.exec_time));
             if !out.ok() {
                 summary.status = JobStatus::Failed;
-                let err = out.stderr.trim();
-                summary.error = Some(err[err.len().saturating_sub(2000)..].to_string());
+                summary.error = Some(tail(out.stderr.trim()));
             }
             out.stdout
-                .lines()
-                .filter(|l| !l.trim().is_empty())
-                .map(String::from)
-                .collect()
         }
         Err((status, e)) => {
             summary.status = status;
-            summary.error = Some(e);
-            Vec::new()
+            summary.error = Some(tail(&e));
+            String::new()
         }
     };
-    summary.records = records.len() as u64;
-    let stored = publish(&ctx, &req, &records, &summary).await;
+    let records = || stdout.lines().filter(|l| !l.trim().is_empty());
+    summary.records = records().count() as u64;
+    let stored = publish(&ctx, &req, records(), &summary).await;
     if let Some(p) = progress {
         p.abort();
     }
@@ -524,6 +551,14 @@ async fn job(
             req.id
         )),
         _ => {}
+    }
+    if stored.is_ok() {
+        if let Err(e) = crate::targets::remove(&ctx.fleet, &req).await {
+            ctx.log(&format!(
+                "event=remove-failed job={} error=\"{e:#}\"",
+                req.id
+            ));
+        }
     }
     ctx.done.fetch_add(1, Ordering::Relaxed);
     if summary.status != JobStatus::Ok {
@@ -594,9 +629,11 @@ fn systemd_word(w: &str) -> String {
     )
 }
 
-/// Checks a job as the command line would before any probe; returns what to run.
+/// Checks a job, its long target list `list` if it has one, as the command line would
+/// before any probe; returns what to run.
 fn admit(
     req: &JobRequest,
+    list: Option<&str>,
     runtimes: &[Runtime],
     allow_public: bool,
 ) -> Result<(Runtime, JobSpec), String> {
@@ -606,8 +643,27 @@ fn admit(
         .find(|r| r.name() == req.runtime)
         .ok_or_else(|| format!("this node has no runtime `{}`", req.runtime))?;
     let mut spec = vtnt_jobspec::decode(&req.line).map_err(|e| format!("job line: {e}"))?;
-    if !matches!(spec.targets, Targets::List(_)) {
-        return Err("job line: targets must be inline".into());
+    match (&spec.targets, list) {
+        (Targets::List(_), None) => {}
+        (Targets::Module, Some(text)) => {
+            let v = vtnt_jobspec::parse_target_list(text)
+                .map_err(|e| format!("its target list: {e}"))?;
+            let declared = req.targets.map_or(0, |t| t.count);
+            if v.len() as u64 != declared || v.len() > crate::MAX_TARGETS {
+                return Err(format!(
+                    "its target list holds {} targets, its request says {declared} (at most {})",
+                    v.len(),
+                    crate::MAX_TARGETS
+                ));
+            }
+            spec.targets = Targets::List(v);
+        }
+        (Targets::List(_), Some(_)) => {
+            return Err("job line: inline targets and a target list apart".into())
+        }
+        (Targets::Module, None) => {
+            return Err("job line: targets=@module, and no target list came with it".into())
+        }
     }
     if spec.engine.allow_public && !allow_public {
         return Err(
@@ -633,23 +689,29 @@ fn admit(
 async fn publish(
     ctx: &Ctx,
     req: &JobRequest,
-    records: &[String],
+    records: impl Iterator<Item = &str>,
     summary: &JobSummary,
 ) -> anyhow::Result<()> {
     let js = &ctx.fleet.js;
-    let mut acks = Vec::with_capacity(records.len() + 1);
+    let mut acks = std::collections::VecDeque::with_capacity(PUBLISH_WINDOW);
     let subject = crate::results_subject(&req.tenant, &req.id, "r");
-    for (i, rec) in records.iter().enumerate() {
+    for (i, rec) in records.enumerate() {
         let mut h = async_nats::HeaderMap::new();
         h.insert("Nats-Msg-Id", format!("{}.{i}", req.id).as_str());
         h.insert("Vtnt-Index", i.to_string().as_str());
         // where and under which clock each record was measured
         h.insert("Vtnt-Node", ctx.o.node.as_str());
         h.insert("Vtnt-Clock-Sync", ctx.clock_sync.as_str());
-        acks.push(
-            js.publish_with_headers(subject.clone(), h, rec.clone().into_bytes().into())
+        acks.push_back(
+            js.publish_with_headers(subject.clone(), h, rec.to_string().into_bytes().into())
                 .await?,
         );
+        // a bounded number in flight, however many records a job has
+        if acks.len() == PUBLISH_WINDOW {
+            if let Some(a) = acks.pop_front() {
+                a.await.context("storing a record")?;
+            }
+        }
     }
     for a in acks {
         a.await.context("storing a record")?;
@@ -665,6 +727,15 @@ async fn publish(
     .await
     .context("storing the summary")?;
     Ok(())
+}
+
+/// The end of `text`, at most [`ERROR_BYTES`] of it: what a summary keeps of an error.
+fn tail(text: &str) -> String {
+    let mut from = text.len().saturating_sub(ERROR_BYTES);
+    while !text.is_char_boundary(from) {
+        from += 1;
+    }
+    text[from..].to_string()
 }
 
 /// Whether this host's clock is synchronised (`timedatectl`'s NTPSynchronized): `yes`,
@@ -697,6 +768,7 @@ mod tests {
             runtime: runtime.into(),
             location: ANY.into(),
             line: vtnt_jobspec::encode(&job.spec),
+            targets: None,
             submitted_us: 0,
         }
     }
@@ -748,22 +820,63 @@ mod tests {
     #[test]
     fn the_agent_rechecks_what_it_is_given() {
         let rts = [Runtime::Native];
-        assert!(admit(&req("trace 192.0.2.1", "native"), &rts, false).is_ok());
-        let e = admit(&req("trace 192.0.2.1", "runc"), &rts, false).unwrap_err();
+        assert!(admit(&req("trace 192.0.2.1", "native"), None, &rts, false).is_ok());
+        let e = admit(&req("trace 192.0.2.1", "runc"), None, &rts, false).unwrap_err();
         assert!(e.contains("no runtime `runc`"), "{e}");
         let public = req("trace --allow-public 8.8.8.8", "native");
-        let e = admit(&public, &rts, false).unwrap_err();
+        let e = admit(&public, None, &rts, false).unwrap_err();
         assert!(e.contains("--allow-public"), "{e}");
-        assert!(admit(&public, &rts, true).is_ok());
+        assert!(admit(&public, None, &rts, true).is_ok());
         let mut bad = req("trace 192.0.2.1", "native");
         bad.line = "vtnt-job=1 kind=dance targets=192.0.2.1".into();
-        assert!(admit(&bad, &rts, false)
+        assert!(admit(&bad, None, &rts, false)
             .unwrap_err()
             .starts_with("job line:"));
         // a line that never went through the command line's checks: the public target
         // without the job's consent is refused even by an agent that allows them
         bad.line = "vtnt-job=1 kind=trace targets=8.8.8.8".into();
-        let e = admit(&bad, &rts, true).unwrap_err();
+        let e = admit(&bad, None, &rts, true).unwrap_err();
         assert!(e.contains("8.8.8.8"), "{e}");
+        // a long list apart: parsed, counted and checked like inline targets
+        let mut long = req("trace 192.0.2.1", "native");
+        long.line = "vtnt-job=1 kind=trace targets=@module".into();
+        long.targets = Some(crate::proto::TargetList {
+            count: 2,
+            bytes: 22,
+            chunks: 1,
+        });
+        let (_, spec) = admit(&long, Some("192.0.2.1\n192.0.2.2\n"), &rts, false).unwrap();
+        assert_eq!(spec.target_list().len(), 2);
+        let e = admit(&long, Some("192.0.2.1\n"), &rts, false).unwrap_err();
+        assert!(e.contains("holds 1 targets, its request says 2"), "{e}");
+        let e = admit(&long, Some("192.0.2.1\n8.8.8.8\n"), &rts, false).unwrap_err();
+        assert!(e.contains("8.8.8.8"), "{e}");
+        let e = admit(&long, None, &rts, false).unwrap_err();
+        assert!(e.contains("no target list came with it"), "{e}");
+    }
+
+    #[test]
+    fn a_discard_request_is_answered_on_its_tenants_inbox_only() {
+        let msg = |subject: &str, reply: Option<&str>| async_nats::Message {
+            subject: subject.into(),
+            reply: reply.map(Into::into),
+            payload: Default::default(),
+            headers: None,
+            status: None,
+            description: None,
+            length: 0,
+        };
+        let ok = msg("vtnt.deploy.a.fr", Some("_INBOX_T.a.x1.2"));
+        assert_eq!(reply_to(&ok).as_deref(), Some("_INBOX_T.a.x1.2"));
+        for bad in [
+            msg("vtnt.deploy.a.fr", Some("vtnt.results.b.j.s")),
+            msg("vtnt.deploy.a.fr", Some("_INBOX_T.b.x1")),
+            msg("vtnt.deploy.a.fr", Some("_INBOX_T.ab.x1")),
+            msg("vtnt.deploy.a.fr", Some("_INBOX_T.a")),
+            msg("vtnt.deploy.a.fr", None),
+            msg("vtnt.other", Some("_INBOX_T.a.x")),
+        ] {
+            assert_eq!(reply_to(&bad), None, "{:?}", bad.reply);
+        }
     }
 }

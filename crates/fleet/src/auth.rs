@@ -1,22 +1,43 @@
-//! Who may do what on a fleet's broker. Three kinds of users, each with its own nkey:
-//! agents (one key, `agent`, for every node), tenants (`tenant-<name>`) and the
-//! operator (`operator`, who puts the images). The permissions `vtnt fleet up` writes
-//! into nats-server's configuration are allow-lists:
+//! Who may do what on a fleet's broker, and in which NATS account. `vtnt fleet up` writes
+//! nats-server's `accounts` (this module's [`accounts`]): one for the fleet itself
+//! ([`FLEET_ACCOUNT`]: agents, the operator, the work queue, the nodes' heartbeats, the
+//! images) and one per tenant ([`tenant_account`]: that tenant's results stream, and
+//! nothing else). What crosses between them is an explicit service export and import:
 //!
-//! - a tenant publishes jobs only under its own name (`vtnt.wq.<tenant>.*`,
-//!   `vtnt.deploy.<tenant>.*`), so an agent can take the tenant from the subject; it reads
-//!   and creates only its own results stream (`VTNT_RESULTS_<tenant>`) through the
-//!   JetStream API, reads the nodes' heartbeats and the work queue's counts, and receives
-//!   only on its own inbox prefix (`_INBOX_T.<tenant>`), so no other tenant's replies or
-//!   deliveries reach it;
-//! - agents take jobs (the work-queue consumers, the discard subjects), answer requests,
-//!   heartbeat, and store results for any tenant; they cannot read results back. They
-//!   read the images' object store (`vtnt-images`), which only the operator writes.
+//! - a tenant's jobs (`vtnt.wq.<t>.*`) and large target lists (`vtnt.data.<t>.>`) go from
+//!   its account to the fleet's, and JetStream's acknowledgements come back;
+//! - its results (`vtnt.results.<t>.>`) go from the fleet's account, where the agents
+//!   publish them, to its account, where its stream stores them;
+//! - the info of the nodes' and the work queue's streams is imported into every tenant's
+//!   account under [`FLEET_API`] (its own JetStream keeps `$JS.API`).
 //!
-//! One NATS account holds everything: discard needs the server's "no responders" answer,
-//! which nats-server 2.9 does not give across an account's service import (measured: the
-//! request timed out after 10 s), so accounts per tenant would cost the discard mode its
-//! point. Isolation comes from the permissions above instead.
+//! Why accounts: in one account, whatever a user publishes may carry any reply subject,
+//! and JetStream (an API answer, a publish acknowledgement, a pull consumer's deliveries)
+//! and every responder answer there, unchecked by the permissions; a tenant could so write
+//! into another's results stream. Across accounts a reply only reaches the requester's own
+//! account. Everything a tenant could subscribe to, capture in a stream, mirror or source
+//! is in its own account, which holds only its own data.
+//!
+//! Discard mode needs the server's "no responders" answer, which nats-server 2.9 does not
+//! give across a service import (measured with 2.9.10: the request waits out its
+//! timeout). So each tenant has a second user, in the fleet's account, whose only right is
+//! to send discard-mode requests under its own name (`vtnt.deploy.<t>.*`) and to receive
+//! the answers on its own inbox; its seed is the second line of the tenant's key file. An
+//! agent answers a request only on the inbox of the tenant the subject names (the reply
+//! subject is the requester's choice), so no answer lands anywhere else.
+//!
+//! The fleet's streams are made by `vtnt fleet up` with a setup user of each account
+//! ([`Role::Setup`], keys that stay on the broker's host); no other user may create,
+//! update, delete or purge a stream, or create one with subjects, a mirror or sources of
+//! its choosing. Within the allow-lists below:
+//!
+//! - a tenant reads only its own results stream (`VTNT_RESULTS_<t>`: info, consumers of its
+//!   own, their messages), submits only under its own name, reads the nodes' heartbeats and
+//!   the work queue's info, and receives only on its own inbox prefix (`_INBOX_T.<t>`);
+//! - agents take jobs (the work-queue consumers, the discard subjects, the large target
+//!   lists), answer requests, heartbeat, and store results for any tenant; they read no
+//!   results back (those are in the tenants' accounts), and read the images' object store,
+//!   which the operator writes.
 
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
@@ -24,18 +45,110 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use serde_json::{json, Value};
 
+use crate::{data_stream, results_stream, IMAGES_BUCKET, JOBS_STREAM, NODES_STREAM};
+
+/// The fleet's own account.
+pub const FLEET_ACCOUNT: &str = "VTNT";
+/// Where a tenant's account finds the fleet's streams' info (imported from the fleet's
+/// `$JS.API`).
+pub const FLEET_API: &str = "$JS.FLEET.API";
+
+/// Tenant `t`'s account.
+pub fn tenant_account(t: &str) -> String {
+    format!("TENANT_{t}")
+}
+
+/// How much a tenant's account may store (its results) at most, bytes; less where the
+/// disk has less room ([`tenant_store_bytes`]).
+pub const TENANT_STORE_BYTES: u64 = 16 << 30;
+
+/// What each of `tenants` tenants' accounts may store, given `free` bytes free on the
+/// store's disk: nats-server reserves an account's limit against its own (75 % of the
+/// disk's free space when it starts) and will not start when they exceed it, so the
+/// tenants share half of the free space, [`TENANT_STORE_BYTES`] each at most.
+pub fn tenant_store_bytes(free: u64, tenants: usize) -> u64 {
+    (free / 2 / tenants.max(1) as u64).min(TENANT_STORE_BYTES)
+}
+/// How many consumers a tenant's account may hold at once (each `vtnt fleet results` makes
+/// one, gone once idle).
+pub const TENANT_CONSUMERS: u64 = 256;
+
 /// Who connects.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Role {
     Agent,
     Tenant(String),
     Operator,
+    /// `vtnt fleet up` making the streams of the fleet's account (`None`) or of a
+    /// tenant's.
+    Setup(Option<String>),
+}
+
+impl Role {
+    /// The name of its key file under a fleet's `keys/`.
+    pub fn key_name(&self) -> String {
+        match self {
+            Role::Agent => "agent".into(),
+            Role::Tenant(t) => format!("tenant-{t}"),
+            Role::Operator => "operator".into(),
+            Role::Setup(None) => "setup".into(),
+            Role::Setup(Some(t)) => format!("setup-{t}"),
+        }
+    }
+
+    /// The prefix of its reply subjects: a tenant's are its own (in its account, and for
+    /// its discard-mode requests in the fleet's).
+    pub fn inbox_prefix(&self) -> String {
+        match self {
+            Role::Agent => "_INBOX_AGENT".into(),
+            Role::Tenant(t) => format!("_INBOX_T.{t}"),
+            Role::Operator => "_INBOX_OPERATOR".into(),
+            Role::Setup(_) => "_INBOX_SETUP".into(),
+        }
+    }
+
+    /// How many seeds its key file holds: a tenant's second is its requests' user.
+    fn seeds(&self) -> usize {
+        match self {
+            Role::Tenant(_) => 2,
+            _ => 1,
+        }
+    }
+}
+
+/// A tenant's discard-mode requests' user, in the fleet's account.
+fn requester(t: &str) -> Value {
+    json!({
+        "publish": {"allow": [crate::deploy_subject(t, "*")]},
+        "subscribe": {"allow": [format!("{}.>", Role::Tenant(t.into()).inbox_prefix())]},
+    })
+}
+
+/// A tenant in its own account: its jobs, its results stream, the fleet's streams' info.
+fn tenant(t: &str) -> Value {
+    let r = results_stream(t);
+    json!({
+        "publish": {"allow": [
+            crate::wq_subject(t, "*"),
+            crate::data_subject(t, ">", None),
+            format!("$JS.API.STREAM.INFO.{r}"),
+            format!("$JS.API.CONSUMER.CREATE.{r}"),
+            format!("$JS.API.CONSUMER.CREATE.{r}.>"),
+            format!("$JS.API.CONSUMER.INFO.{r}.>"),
+            format!("$JS.API.CONSUMER.DELETE.{r}.>"),
+            format!("$JS.API.CONSUMER.MSG.NEXT.{r}.>"),
+            format!("{FLEET_API}.STREAM.INFO.{NODES_STREAM}"),
+            format!("{FLEET_API}.STREAM.MSG.GET.{NODES_STREAM}"),
+            format!("{FLEET_API}.STREAM.INFO.{JOBS_STREAM}"),
+        ]},
+        "subscribe": {"allow": [format!("{}.>", Role::Tenant(t.into()).inbox_prefix())]},
+    })
 }
 
 /// What reading the images' object store takes: its stream's info, its messages (the
 /// objects' metadata), and an ordered consumer of an object's chunks.
 fn read_images() -> Vec<String> {
-    let s = format!("OBJ_{}", crate::IMAGES_BUCKET);
+    let s = format!("OBJ_{IMAGES_BUCKET}");
     vec![
         format!("$JS.API.STREAM.INFO.{s}"),
         format!("$JS.API.STREAM.MSG.GET.{s}"),
@@ -47,93 +160,58 @@ fn read_images() -> Vec<String> {
     ]
 }
 
-impl Role {
-    /// The name of its key file under a fleet's `keys/`.
-    pub fn key_name(&self) -> String {
-        match self {
-            Role::Agent => "agent".into(),
-            Role::Tenant(t) => format!("tenant-{t}"),
-            Role::Operator => "operator".into(),
-        }
+/// The agents: jobs (both modes, the tenants' large target lists), heartbeats, results
+/// for every tenant, the images.
+fn agent(tenants: &[String]) -> Value {
+    let (jobs, nodes) = (JOBS_STREAM, NODES_STREAM);
+    let mut allow: Vec<String> = vec![
+        "vtnt.results.>".into(),
+        "vtnt.nodes.*".into(),
+        format!("$JS.API.STREAM.INFO.{jobs}"),
+        format!("$JS.API.STREAM.INFO.{nodes}"),
+        format!("$JS.API.CONSUMER.CREATE.{jobs}.>"),
+        format!("$JS.API.CONSUMER.DURABLE.CREATE.{jobs}.>"),
+        format!("$JS.API.CONSUMER.INFO.{jobs}.>"),
+        format!("$JS.API.CONSUMER.MSG.NEXT.{jobs}.>"),
+        format!("$JS.ACK.{jobs}.>"),
+    ];
+    for t in tenants {
+        let d = data_stream(t);
+        allow.extend([
+            format!("$JS.API.STREAM.INFO.{d}"),
+            format!("$JS.API.STREAM.MSG.GET.{d}"),
+            format!("$JS.API.STREAM.PURGE.{d}"),
+        ]);
     }
+    allow.extend(read_images());
+    json!({
+        "publish": {"allow": allow},
+        "subscribe": {"allow": [crate::deploy_subject("*", "*"), format!("{}.>", Role::Agent.inbox_prefix())]},
+        // answers to discard-mode requests, on the requester's inbox only (checked by
+        // the agent: `agent::reply_to`)
+        "allow_responses": true,
+    })
+}
 
-    /// The prefix of its reply subjects: a tenant's are its own.
-    pub fn inbox_prefix(&self) -> String {
-        match self {
-            Role::Agent => "_INBOX_AGENT".into(),
-            Role::Tenant(t) => format!("_INBOX_T.{t}"),
-            Role::Operator => "_INBOX_OPERATOR".into(),
-        }
-    }
+/// The operator: the images' object store (made by `vtnt fleet up`), written and read.
+fn operator() -> Value {
+    let mut allow = read_images();
+    allow.extend([
+        format!("$JS.API.STREAM.PURGE.OBJ_{IMAGES_BUCKET}"),
+        format!("$O.{IMAGES_BUCKET}.>"),
+    ]);
+    json!({
+        "publish": {"allow": allow},
+        "subscribe": {"allow": [format!("{}.>", Role::Operator.inbox_prefix())]},
+    })
+}
 
-    /// Its permissions, in nats-server's configuration.
-    pub fn permissions(&self) -> Value {
-        match self {
-            Role::Agent => {
-                let jobs = crate::JOBS_STREAM;
-                let nodes = crate::NODES_STREAM;
-                let mut allow: Vec<String> = [
-                    "vtnt.results.>".to_string(),
-                    "vtnt.nodes.*".into(),
-                    "$JS.API.INFO".into(),
-                    format!("$JS.API.STREAM.INFO.{jobs}"),
-                    format!("$JS.API.STREAM.CREATE.{jobs}"),
-                    format!("$JS.API.STREAM.INFO.{nodes}"),
-                    format!("$JS.API.STREAM.CREATE.{nodes}"),
-                    format!("$JS.API.CONSUMER.CREATE.{jobs}.>"),
-                    format!("$JS.API.CONSUMER.DURABLE.CREATE.{jobs}.>"),
-                    format!("$JS.API.CONSUMER.INFO.{jobs}.>"),
-                    format!("$JS.API.CONSUMER.MSG.NEXT.{jobs}.>"),
-                    format!("$JS.ACK.{jobs}.>"),
-                ]
-                .into();
-                allow.extend(read_images());
-                json!({
-                    "publish": {"allow": allow},
-                    "subscribe": {"allow": ["vtnt.deploy.*.*", format!("{}.>", self.inbox_prefix())]},
-                    "allow_responses": true,
-                })
-            }
-            Role::Tenant(t) => {
-                let r = crate::results_stream(t);
-                let jobs = crate::JOBS_STREAM;
-                let nodes = crate::NODES_STREAM;
-                json!({
-                    "publish": {"allow": [
-                        format!("vtnt.wq.{t}.*"), format!("vtnt.deploy.{t}.*"), "$JS.API.INFO",
-                        format!("$JS.API.STREAM.INFO.{jobs}"),
-                        format!("$JS.API.STREAM.INFO.{nodes}"),
-                        format!("$JS.API.STREAM.MSG.GET.{nodes}"),
-                        format!("$JS.API.STREAM.INFO.{r}"),
-                        format!("$JS.API.STREAM.CREATE.{r}"),
-                        format!("$JS.API.CONSUMER.CREATE.{r}"),
-                        format!("$JS.API.CONSUMER.CREATE.{r}.>"),
-                        format!("$JS.API.CONSUMER.INFO.{r}.>"),
-                        format!("$JS.API.CONSUMER.DELETE.{r}.>"),
-                        format!("$JS.API.CONSUMER.MSG.NEXT.{r}.>"),
-                        format!("$JS.ACK.{r}.>"),
-                        format!("$JS.FC.{r}.>"),
-                    ]},
-                    "subscribe": {"allow": [format!("{}.>", self.inbox_prefix())]},
-                })
-            }
-            Role::Operator => {
-                let b = crate::IMAGES_BUCKET;
-                let s = format!("OBJ_{b}");
-                let mut allow = read_images();
-                allow.extend([
-                    "$JS.API.INFO".to_string(),
-                    format!("$JS.API.STREAM.CREATE.{s}"),
-                    format!("$JS.API.STREAM.PURGE.{s}"),
-                    format!("$O.{b}.>"),
-                ]);
-                json!({
-                    "publish": {"allow": allow},
-                    "subscribe": {"allow": [format!("{}.>", self.inbox_prefix())]},
-                })
-            }
-        }
-    }
+/// A setup user: JetStream's API in its own account.
+fn setup() -> Value {
+    json!({
+        "publish": {"allow": ["$JS.API.>"]},
+        "subscribe": {"allow": [format!("{}.>", Role::Setup(None).inbox_prefix())]},
+    })
 }
 
 /// The key file of `role` under a fleet's directory.
@@ -143,31 +221,117 @@ pub fn key_file(fleet_dir: &Path, role: &Role) -> PathBuf {
         .join(format!("{}.nk", role.key_name()))
 }
 
-/// The users of nats-server's configuration for the agents, the operator and `tenants`: each user's
-/// public key and permissions. A role's key is made (a seed in a file only root reads)
-/// unless it exists, so a broker started again keeps its users' keys.
-pub fn users(fleet_dir: &Path, tenants: &[String]) -> anyhow::Result<Vec<Value>> {
-    let roles = [Role::Agent, Role::Operator]
-        .into_iter()
-        .chain(tenants.iter().cloned().map(Role::Tenant));
-    let mut users = Vec::new();
-    for role in roles {
-        if let Role::Tenant(t) = &role {
-            crate::check_token("--tenant", t)?;
-        }
-        let file = key_file(fleet_dir, &role);
-        let key = match std::fs::read_to_string(&file) {
-            Ok(seed) => nkeys::KeyPair::from_seed(seed.trim())
-                .map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?,
-            Err(_) => {
-                let key = nkeys::KeyPair::new_user();
-                write_secret(&file, &key.seed().map_err(|e| anyhow::anyhow!("{e}"))?)?;
-                key
-            }
-        };
-        users.push(json!({"nkey": key.public_key(), "permissions": role.permissions()}));
+/// nats-server's `accounts` for the agents, the operator and `tenants` (see the module's
+/// docs): each user's public key and permissions, the exports and imports, each tenant's
+/// account storing `tenant_store` bytes at most. A role's keys are made (seeds in a file
+/// only root reads) unless they exist, so a broker started again keeps its users' keys.
+pub fn accounts(fleet_dir: &Path, tenants: &[String], tenant_store: u64) -> anyhow::Result<Value> {
+    for t in tenants {
+        crate::check_token("--tenant", t)?;
     }
-    Ok(users)
+    let public = |role: &Role| -> anyhow::Result<Vec<String>> {
+        Ok(keys(fleet_dir, role)?
+            .iter()
+            .map(nkeys::KeyPair::public_key)
+            .collect())
+    };
+    let user = |nkey: &str, permissions: Value| json!({"nkey": nkey, "permissions": permissions});
+    let mut fleet_users = vec![
+        user(&public(&Role::Agent)?[0], agent(tenants)),
+        user(&public(&Role::Operator)?[0], operator()),
+        user(&public(&Role::Setup(None))?[0], setup()),
+    ];
+    let everyone: Vec<String> = tenants.iter().map(|t| tenant_account(t)).collect();
+    let mut exports: Vec<Value> = [
+        format!("$JS.API.STREAM.INFO.{NODES_STREAM}"),
+        format!("$JS.API.STREAM.MSG.GET.{NODES_STREAM}"),
+        format!("$JS.API.STREAM.INFO.{JOBS_STREAM}"),
+    ]
+    .into_iter()
+    .map(|s| json!({"service": s, "accounts": everyone}))
+    .collect();
+    let mut imports = Vec::new();
+    let mut out = serde_json::Map::new();
+    for t in tenants {
+        let account = tenant_account(t);
+        let keys = public(&Role::Tenant(t.clone()))?;
+        fleet_users.push(user(&keys[1], requester(t)));
+        let to_fleet = [crate::wq_subject(t, "*"), crate::data_subject(t, ">", None)];
+        let mut t_imports: Vec<Value> = to_fleet
+            .iter()
+            .map(|s| json!({"service": {"account": FLEET_ACCOUNT, "subject": s}}))
+            .collect();
+        exports.extend(
+            to_fleet
+                .iter()
+                .map(|s| json!({"service": s, "accounts": [account]})),
+        );
+        for s in ["STREAM.INFO.", "STREAM.MSG.GET.", "STREAM.INFO."]
+            .iter()
+            .zip([NODES_STREAM, NODES_STREAM, JOBS_STREAM])
+            .map(|(verb, stream)| format!("{verb}{stream}"))
+        {
+            t_imports.push(json!({
+                "service": {"account": FLEET_ACCOUNT, "subject": format!("$JS.API.{s}")},
+                "to": format!("{FLEET_API}.{s}"),
+            }));
+        }
+        let results = format!("vtnt.results.{t}.>");
+        imports.push(json!({"service": {"account": account, "subject": results}}));
+        out.insert(
+            account,
+            json!({
+                "jetstream": {
+                    "max_mem": 64 << 20,
+                    "max_file": tenant_store,
+                    "max_streams": 1,
+                    "max_consumers": TENANT_CONSUMERS,
+                },
+                "users": [
+                    user(&keys[0], tenant(t)),
+                    user(&public(&Role::Setup(Some(t.clone())))?[0], setup()),
+                ],
+                "exports": [{"service": results, "accounts": [FLEET_ACCOUNT]}],
+                "imports": t_imports,
+            }),
+        );
+    }
+    out.insert(
+        FLEET_ACCOUNT.into(),
+        json!({"jetstream": "enabled", "users": fleet_users, "exports": exports, "imports": imports}),
+    );
+    Ok(Value::Object(out))
+}
+
+/// The key pairs of `role` (made and written unless its file holds them; a file with
+/// fewer seeds than the role has, from an older broker, keeps its first ones).
+fn keys(fleet_dir: &Path, role: &Role) -> anyhow::Result<Vec<nkeys::KeyPair>> {
+    let file = key_file(fleet_dir, role);
+    let mut seeds = match std::fs::read_to_string(&file) {
+        Ok(_) => read_seeds(&file)?,
+        Err(_) => Vec::new(),
+    };
+    if seeds.len() >= role.seeds() {
+        return seeds
+            .iter()
+            .map(|s| {
+                nkeys::KeyPair::from_seed(s).map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))
+            })
+            .collect();
+    }
+    let had = seeds.len();
+    while seeds.len() < role.seeds() {
+        seeds.push(
+            nkeys::KeyPair::new_user()
+                .seed()
+                .map_err(|e| anyhow::anyhow!("{e}"))?,
+        );
+    }
+    if had > 0 {
+        std::fs::remove_file(&file).with_context(|| format!("replacing {}", file.display()))?;
+    }
+    write_secret(&file, &seeds.join("\n"))?;
+    keys(fleet_dir, role)
 }
 
 /// Writes `text` to `path` readable by its owner only (the directory made if need be).
@@ -185,23 +349,36 @@ fn write_secret(path: &Path, text: &str) -> anyhow::Result<()> {
     writeln!(f, "{text}").with_context(|| format!("writing {}", path.display()))
 }
 
-/// The seed in a key file, for `async_nats::ConnectOptions::nkey`.
-pub fn read_seed(path: &Path) -> anyhow::Result<String> {
-    let seed = std::fs::read_to_string(path)
-        .with_context(|| format!("--nkey {}", path.display()))?
-        .trim()
-        .to_string();
-    nkeys::KeyPair::from_seed(&seed)
-        .map_err(|e| anyhow::anyhow!("--nkey {}: not an nkey seed ({e})", path.display()))?;
-    Ok(seed)
+/// The seeds in a key file, one a line: the user's, then (a tenant's key made by `vtnt
+/// fleet up`) its discard-mode requests' user.
+pub fn read_seeds(path: &Path) -> anyhow::Result<Vec<String>> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("--nkey {}", path.display()))?;
+    let seeds: Vec<String> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .map(String::from)
+        .collect();
+    anyhow::ensure!(!seeds.is_empty(), "--nkey {}: empty", path.display());
+    for (i, s) in seeds.iter().enumerate() {
+        nkeys::KeyPair::from_seed(s).map_err(|e| {
+            anyhow::anyhow!(
+                "--nkey {}: line {} is not an nkey seed ({e})",
+                path.display(),
+                i + 1
+            )
+        })?;
+    }
+    Ok(seeds)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn allowed(role: &Role, what: &str) -> Vec<String> {
-        role.permissions()[what]["allow"]
+    fn allowed(p: &Value, what: &str) -> Vec<String> {
+        p[what]["allow"]
             .as_array()
             .unwrap()
             .iter()
@@ -210,20 +387,55 @@ mod tests {
     }
 
     #[test]
-    fn a_tenant_publishes_and_reads_under_its_own_name_only() {
-        let a = Role::Tenant("a".into());
-        let publish = allowed(&a, "publish");
+    fn no_user_but_setup_may_make_or_change_a_stream() {
+        let writes = [
+            "CREATE",
+            "UPDATE",
+            "DELETE",
+            "PURGE",
+            "MSG.DELETE",
+            "LIST",
+            "NAMES",
+        ];
+        for (who, p) in [
+            ("tenant", tenant("a")),
+            ("requester", requester("a")),
+            ("agent", agent(&["a".into()])),
+            ("operator", operator()),
+        ] {
+            let publish = allowed(&p, "publish");
+            for s in &publish {
+                let api = s.strip_prefix("$JS.API.STREAM.").unwrap_or("");
+                let purges_own = s == "$JS.API.STREAM.PURGE.VTNT_DATA_a"
+                    || s == "$JS.API.STREAM.PURGE.OBJ_vtnt-images";
+                assert!(
+                    purges_own || !writes.iter().any(|w| api.starts_with(w)),
+                    "{who} may publish {s}"
+                );
+                assert!(
+                    s != "$JS.API.>" && s != ">" && !s.starts_with("$KV"),
+                    "{who}: {s}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_tenant_acts_under_its_own_name_only() {
+        let publish = allowed(&tenant("a"), "publish");
         assert!(publish.contains(&"vtnt.wq.a.*".to_string()));
         assert!(publish.contains(&"$JS.API.CONSUMER.MSG.NEXT.VTNT_RESULTS_a.>".to_string()));
-        // every wildcard it may publish to is its own results stream's
+        // every wildcard it may publish to is under its own name
         assert!(
-            publish
-                .iter()
-                .all(|s| !s.ends_with(".>") || s.contains("VTNT_RESULTS_a.")),
+            publish.iter().all(|s| !s.ends_with(".>")
+                || s.contains("VTNT_RESULTS_a.")
+                || s.starts_with("vtnt.data.a.")),
             "{publish:?}"
         );
-        assert_eq!(allowed(&a, "subscribe"), ["_INBOX_T.a.>"]);
-        let agent = allowed(&Role::Agent, "publish");
+        assert_eq!(allowed(&tenant("a"), "subscribe"), ["_INBOX_T.a.>"]);
+        assert_eq!(allowed(&requester("a"), "publish"), ["vtnt.deploy.a.*"]);
+        assert_eq!(allowed(&requester("a"), "subscribe"), ["_INBOX_T.a.>"]);
+        let agent = allowed(&agent(&["a".into()]), "publish");
         assert!(
             agent.iter().all(|s| !s.contains("VTNT_RESULTS")),
             "{agent:?}"
@@ -231,15 +443,35 @@ mod tests {
     }
 
     #[test]
-    fn keys_are_made_once_and_kept() {
+    fn keys_are_made_once_and_kept_and_accounts_hold_each_tenant() {
         let dir = std::env::temp_dir().join(format!("vtnt-auth-{}", std::process::id()));
-        let first = users(&dir, &["a".into()]).unwrap();
-        let again = users(&dir, &["a".into(), "b".into()]).unwrap();
-        assert_eq!(first[..], again[..3]);
-        assert_eq!(again.len(), 4);
-        let seed = read_seed(&key_file(&dir, &Role::Tenant("b".into()))).unwrap();
-        assert!(seed.starts_with("SU"), "{seed}");
-        assert!(users(&dir, &["a.b".into()]).is_err());
+        let first = accounts(&dir, &["a".into()], 1 << 30).unwrap();
+        let again = accounts(&dir, &["a".into(), "b".into()], 1 << 30).unwrap();
+        assert_eq!(
+            first[FLEET_ACCOUNT]["users"][0]["nkey"],
+            again[FLEET_ACCOUNT]["users"][0]["nkey"]
+        );
+        assert_eq!(first["TENANT_a"]["users"], again["TENANT_a"]["users"]);
+        assert_eq!(again["TENANT_b"]["jetstream"]["max_streams"], 1);
+        assert_eq!(again["TENANT_b"]["jetstream"]["max_file"], 1 << 30);
+        assert_eq!(tenant_store_bytes(100 << 30, 2), TENANT_STORE_BYTES);
+        assert_eq!(tenant_store_bytes(20 << 30, 4), 5 << 29);
+        // agent, operator, setup, and each tenant's requester
+        assert_eq!(again[FLEET_ACCOUNT]["users"].as_array().unwrap().len(), 5);
+        let b = key_file(&dir, &Role::Tenant("b".into()));
+        let seeds = read_seeds(&b).unwrap();
+        assert_eq!(seeds.len(), 2);
+        assert!(seeds.iter().all(|s| s.starts_with("SU")), "{seeds:?}");
+        // a tenant key of one seed (an older broker's) keeps it and gains the second
+        std::fs::remove_file(&b).unwrap();
+        write_secret(&b, &seeds[0]).unwrap();
+        accounts(&dir, &["b".into()], 1 << 30).unwrap();
+        let kept = read_seeds(&b).unwrap();
+        assert_eq!((kept.len(), &kept[0]), (2, &seeds[0]));
+        assert!(accounts(&dir, &["a.b".into()], 1 << 30).is_err());
+        std::fs::write(&b, "not a seed\n").unwrap();
+        let e = read_seeds(&b).unwrap_err().to_string();
+        assert!(e.contains("line 1 is not an nkey seed"), "{e}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -1,9 +1,10 @@
 //! `vtnt fleet up|down`: the embedded broker, Debian's `nats-server` with JetStream on,
 //! listening on 127.0.0.1 (or the address given), its configuration, store, pid, log,
-//! URL and users' keys (`keys/agent.nk`, `keys/tenant-<name>.nk`: [`crate::auth`])
+//! URL and users' keys (`keys/agent.nk`, `keys/tenant-<name>.nk`, ...: [`crate::auth`])
 //! under `/run/vtnt/fleet/<name>/`. Every client needs a key; with a certificate the
-//! server speaks TLS only. `up` returns once the server accepts connections; `down` stops
-//! it (SIGTERM, then SIGKILL after 5 s) and removes the directory.
+//! server speaks TLS only. `up` returns once the server accepts connections and the
+//! fleet's streams exist (made by each account's setup user: [`make_streams`]); `down`
+//! stops it (SIGTERM, then SIGKILL after 5 s) and removes the directory.
 
 use std::net::{IpAddr, SocketAddr, TcpStream};
 use std::os::unix::process::CommandExt;
@@ -127,12 +128,61 @@ pub fn up(o: &UpOptions) -> anyhow::Result<Broker> {
         bail!("{local} is taken by another program; choose --port");
     }
     let config = dir.join("nats.conf");
-    std::fs::write(&config, self::config(o, &dir, &store)?.to_string())
-        .with_context(|| format!("writing {}", config.display()))?;
+    if o.tls_verify {
+        // every client must show a certificate, `up` has none: the streams are made first
+        // by the same server on a loopback port of its own, without TLS
+        let setup = dir.join("nats-setup.conf");
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .context("finding a free port")?;
+        std::fs::write(
+            &setup,
+            self::config(o, &dir, &store, port, false)?.to_string(),
+        )
+        .with_context(|| format!("writing {}", setup.display()))?;
+        let mut child = start(&server, &setup, &dir, port)?;
+        let made = make_streams(&dir, &format!("nats://{port}"), None, &o.tenants);
+        stop(child.id() as i32);
+        let _ = child.wait();
+        made?;
+    }
+    std::fs::write(
+        &config,
+        self::config(o, &dir, &store, addr, true)?.to_string(),
+    )
+    .with_context(|| format!("writing {}", config.display()))?;
+    let child = start(&server, &config, &dir, local)?;
+    let scheme = if o.tls.is_some() { "tls" } else { "nats" };
+    let url = format!("{scheme}://{local}");
+    std::fs::write(dir.join("url"), format!("{url}\n"))?;
+    let pid = i32::try_from(child.id()).context("pid")?;
+    if !o.tls_verify {
+        let ca = o.tls_ca.as_ref().map(|_| dir.join(TLS_CA_FILE));
+        if let Err(e) = make_streams(&dir, &url, ca, &o.tenants) {
+            stop(pid);
+            return Err(e);
+        }
+    }
+    Ok(Broker {
+        name: name.to_string(),
+        url,
+        pid,
+        dir,
+    })
+}
+
+/// Starts nats-server with `config` (its pid file and log in `dir`), in a session of its
+/// own, and waits until it accepts connections on `local`.
+fn start(
+    server: &Path,
+    config: &Path,
+    dir: &Path,
+    local: SocketAddr,
+) -> anyhow::Result<std::process::Child> {
     let log = dir.join("log");
-    let mut child = Command::new(&server)
+    let mut child = Command::new(server)
         .arg("--config")
-        .arg(&config)
+        .arg(config)
         .arg("--pid")
         .arg(dir.join("pid"))
         .arg("--log")
@@ -144,44 +194,76 @@ pub fn up(o: &UpOptions) -> anyhow::Result<Broker> {
         .process_group(0)
         .spawn()
         .with_context(|| format!("starting {}", server.display()))?;
-    let scheme = if o.tls.is_some() { "tls" } else { "nats" };
-    let url = format!("{scheme}://{local}");
     let t0 = Instant::now();
     loop {
         if let Some(st) = child.try_wait()? {
             bail!("nats-server exited ({st}): {}", tail(&log));
         }
         if TcpStream::connect_timeout(&local, Duration::from_millis(200)).is_ok() {
-            break;
+            return Ok(child);
         }
         if t0.elapsed() > READY_TIMEOUT {
             let _ = child.kill();
             bail!(
-                "nats-server did not listen on {addr} within {READY_TIMEOUT:?}: {}",
+                "nats-server did not listen on {local} within {READY_TIMEOUT:?}: {}",
                 tail(&log)
             );
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-    std::fs::write(dir.join("url"), format!("{url}\n"))?;
-    let pid = i32::try_from(child.id()).context("pid")?;
-    Ok(Broker {
-        name: name.to_string(),
-        url,
-        pid,
-        dir,
-    })
 }
 
-/// nats-server's configuration (JSON is a subset of its format): JetStream, the users of
-/// [`crate::auth::users`], TLS if given (the CA copied for local commands; with
+/// Makes the fleet's streams unless they exist, each as its account's setup user: in the
+/// fleet's account the work queue, the nodes' heartbeats, the images' object store and
+/// each tenant's target lists; in each tenant's account its results stream. No other user
+/// may create a stream ([`crate::auth`]).
+fn make_streams(
+    dir: &Path,
+    url: &str,
+    tls_ca: Option<PathBuf>,
+    tenants: &[String],
+) -> anyhow::Result<()> {
+    let as_setup = |t: Option<&String>| {
+        let role = crate::auth::Role::Setup(t.cloned());
+        crate::Connect {
+            nkey: Some(crate::auth::key_file(dir, &role)),
+            tls_ca: tls_ca.clone(),
+            ..crate::Connect::open(url, role)
+        }
+    };
+    crate::block_on(async {
+        let (_, fleet) = as_setup(None).fleet("vtnt fleet up").await?;
+        fleet.jobs().await?;
+        fleet.nodes().await?;
+        crate::images::create(&fleet).await?;
+        for t in tenants {
+            fleet.data(t).await?;
+            let (_, own) = as_setup(Some(t)).fleet("vtnt fleet up").await?;
+            own.results(t).await?;
+        }
+        Ok(())
+    })
+    .context("making the fleet's streams")
+}
+
+/// nats-server's configuration (JSON is a subset of its format): listening on `listen`,
+/// JetStream, the accounts of [`crate::auth::accounts`], TLS if given and `tls` (the CA copied for local commands; with
 /// `tls_verify`, the server checks clients' certificates against it).
-fn config(o: &UpOptions, dir: &Path, store: &Path) -> anyhow::Result<serde_json::Value> {
+fn config(
+    o: &UpOptions,
+    dir: &Path,
+    store: &Path,
+    listen: SocketAddr,
+    tls: bool,
+) -> anyhow::Result<serde_json::Value> {
     let mut c = serde_json::json!({
-        "listen": SocketAddr::from((o.listen, o.port)).to_string(),
+        "listen": listen.to_string(),
         "jetstream": {"store_dir": store},
-        "authorization": {"users": crate::auth::users(dir, &o.tenants)?},
+        "accounts": crate::auth::accounts(dir, &o.tenants, tenant_store(store, o.tenants.len()))?,
     });
+    if !tls {
+        return Ok(c);
+    }
     if let Some((cert, key)) = &o.tls {
         c["tls"] = serde_json::json!({
             "cert_file": std::fs::canonicalize(cert)?,
@@ -201,6 +283,14 @@ fn config(o: &UpOptions, dir: &Path, store: &Path) -> anyhow::Result<serde_json:
     Ok(c)
 }
 
+/// What each tenant's account may store, from the room on the store's disk
+/// ([`crate::auth::tenant_store_bytes`]).
+fn tenant_store(store: &Path, tenants: usize) -> u64 {
+    let free =
+        nix::sys::statvfs::statvfs(store).map_or(0, |s| s.blocks_available() * s.fragment_size());
+    crate::auth::tenant_store_bytes(free, tenants)
+}
+
 /// Stops the broker `name` and removes its state (store included).
 pub fn down(name: &str) -> anyhow::Result<()> {
     crate::check_token("--name", name)?;
@@ -209,16 +299,21 @@ pub fn down(name: &str) -> anyhow::Result<()> {
         bail!("no fleet `{name}` ({} does not exist)", dir.display());
     }
     if let Some(pid) = read_pid(&dir) {
-        let _ = kill(Pid::from_raw(pid), Signal::SIGTERM);
-        let t0 = Instant::now();
-        while alive(pid) && t0.elapsed() < Duration::from_secs(5) {
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        if alive(pid) {
-            let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
-        }
+        stop(pid);
     }
     std::fs::remove_dir_all(&dir).with_context(|| format!("removing {}", dir.display()))
+}
+
+/// Stops the server `pid`: SIGTERM, then SIGKILL after 5 s.
+fn stop(pid: i32) {
+    let _ = kill(Pid::from_raw(pid), Signal::SIGTERM);
+    let t0 = Instant::now();
+    while alive(pid) && t0.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    if alive(pid) {
+        let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
+    }
 }
 
 /// The URL of the running broker `name`, if it runs.

@@ -38,17 +38,25 @@ pub struct SubmitOptions {
 pub fn submit(c: &Connect, o: &SubmitOptions) -> anyhow::Result<Event> {
     let line = job_line(o)?;
     crate::block_on(async {
-        let (client, fleet) = c.fleet("vtnt fleet submit").await?;
+        let (_, fleet) = c.fleet("vtnt fleet submit").await?;
         check_placeable(&nodes(&fleet).await?, o)?;
         // where its results will land, before an agent stores them
         fleet.results(&o.tenant).await?;
-        place(&client, &fleet, o, line).await
+        place(&fleet, o, line).await
     })
 }
 
-/// The job of `o` as its canonical line, once its words, location and tenant are checked
-/// as `vtnt run` checks them.
-pub fn job_line(o: &SubmitOptions) -> anyhow::Result<String> {
+/// A checked job: its canonical line and, past [`INLINE_TARGETS`](crate::INLINE_TARGETS)
+/// targets, its target list apart (the line says `targets=@module`), one address a line.
+#[derive(Debug, Clone)]
+pub struct JobLine {
+    pub line: String,
+    pub targets: Option<String>,
+}
+
+/// The job of `o` as its canonical line, once its words, location, tenant and size are
+/// checked as `vtnt run` checks them.
+pub fn job_line(o: &SubmitOptions) -> anyhow::Result<JobLine> {
     crate::check_token("--location", &o.location)?;
     crate::check_token("--tenant", &o.tenant)?;
     let job = vtnt_job::parse_words(&o.words, Vantage::Lab)?;
@@ -60,7 +68,17 @@ pub fn job_line(o: &SubmitOptions) -> anyhow::Result<String> {
         !job.some_bad,
         "some targets were refused (above); submit only targets the policy accepts"
     );
-    Ok(vtnt_jobspec::encode(&job.spec))
+    let n = job.spec.target_list().len();
+    let (most, whose) = match o.runtime.max_targets() {
+        Some(m) if m < crate::MAX_TARGETS => (m, format!("the {} runtime", o.runtime.name())),
+        _ => (crate::MAX_TARGETS, "a fleet job".to_string()),
+    };
+    anyhow::ensure!(
+        n <= most,
+        "{whose} takes at most {most} targets and this job has {n}: split it into several jobs"
+    );
+    let (line, targets) = vtnt_jobspec::encode_split(&job.spec, crate::INLINE_TARGETS);
+    Ok(JobLine { line, targets })
 }
 
 /// Refuses a job that no known node could run: none in its location offers its runtime.
@@ -82,20 +100,28 @@ pub fn check_placeable(nodes: &[NodeView], o: &SubmitOptions) -> anyhow::Result<
     Ok(())
 }
 
-/// Places the job `line` of `o` (checked: [`job_line`], [`check_placeable`]) in its mode.
-pub async fn place(
-    client: &async_nats::Client,
-    fleet: &Fleet,
-    o: &SubmitOptions,
-    line: String,
-) -> anyhow::Result<Event> {
+/// Places the job `job` of `o` (checked: [`job_line`], [`check_placeable`]) in its mode;
+/// a long target list goes first ([`crate::targets`]).
+pub async fn place(fleet: &Fleet, o: &SubmitOptions, job: JobLine) -> anyhow::Result<Event> {
+    // connected before the clocks start (a tenant's requests' user connects when first
+    // needed): the times are the placement's
+    let requests = match o.mode {
+        Mode::Discard => Some(fleet.requests().await?),
+        Mode::Wait => None,
+    };
     let submitted_us = crate::now_us();
+    let id = nuid::next().to_string();
+    let targets = match &job.targets {
+        Some(list) => Some(crate::targets::store(fleet, &o.tenant, &id, list).await?),
+        None => None,
+    };
     let req = JobRequest {
-        id: nuid::next().to_string(),
+        id,
         tenant: o.tenant.clone(),
         runtime: o.runtime.name().to_string(),
         location: o.location.clone(),
-        line,
+        line: job.line,
+        targets,
         submitted_us,
     };
     let payload: bytes::Bytes = serde_json::to_vec(&req)?.into();
@@ -117,7 +143,9 @@ pub async fn place(
             let mut asked = 0;
             loop {
                 asked += 1;
-                let answer = client.request(subject.clone(), payload.clone());
+                let answer = requests
+                    .context("no connection for requests")?
+                    .request(subject.clone(), payload.clone());
                 match tokio::time::timeout(REQUEST_TIMEOUT, answer).await {
                     Err(_) => anyhow::bail!("no agent answered within {REQUEST_TIMEOUT:?}"),
                     Ok(Err(e)) if e.kind() == async_nats::RequestErrorKind::NoResponders => {
@@ -203,12 +231,13 @@ pub fn status(c: &Connect, tenant: &str) -> anyhow::Result<Status> {
     crate::block_on(async {
         let (_, fleet) = c.fleet("vtnt fleet status").await?;
         let nodes = nodes(&fleet).await?;
-        let results_stored = match fleet.existing(&crate::results_stream(tenant)).await? {
-            Some(mut r) => r.info().await?.state.messages,
-            None => 0,
-        };
+        let results_stored =
+            match crate::existing(&fleet.js, &crate::results_stream(tenant)).await? {
+                Some(mut r) => r.info().await?.state.messages,
+                None => 0,
+            };
         let mut backlog = BTreeMap::new();
-        if let Some(jobs) = fleet.existing(crate::JOBS_STREAM).await? {
+        if let Some(jobs) = crate::existing(&fleet.shared, crate::JOBS_STREAM).await? {
             let mut subjects = jobs
                 .info_with_subjects(crate::wq_subject(tenant, "*"))
                 .await?;
@@ -227,7 +256,7 @@ pub fn status(c: &Connect, tenant: &str) -> anyhow::Result<Status> {
 /// Every node that ever heartbeated (within the stream's hour), by name; none before the
 /// first agent came.
 pub async fn nodes(fleet: &Fleet) -> anyhow::Result<Vec<NodeView>> {
-    let Some(stream) = fleet.existing(crate::NODES_STREAM).await? else {
+    let Some(stream) = crate::existing(&fleet.shared, crate::NODES_STREAM).await? else {
         return Ok(Vec::new());
     };
     let mut subjects = stream.info_with_subjects("vtnt.nodes.*").await?;

@@ -35,8 +35,9 @@ pub struct StoredImage {
 /// The object metadata key of an image's pinned SHA-256.
 const SHA256: &str = "sha256";
 
-/// The bucket, created unless it exists (the operator).
-async fn create(fleet: &crate::Fleet) -> anyhow::Result<ObjectStore> {
+/// The bucket, created unless it exists (`vtnt fleet up`; the operator on a server of
+/// one's own).
+pub(crate) async fn create(fleet: &crate::Fleet) -> anyhow::Result<ObjectStore> {
     match fleet.js.get_object_store(IMAGES_BUCKET).await {
         Ok(s) => Ok(s),
         Err(_) => fleet
@@ -59,6 +60,21 @@ pub async fn open(fleet: &crate::Fleet) -> anyhow::Result<ObjectStore> {
             "the fleet has no images' object store ({e}): `vtnt fleet images put` first"
         )
     })
+}
+
+/// Checks that `store` holds each of `images` (an agent's, by runtime), or says which
+/// is missing and how to put it.
+pub async fn check(store: &ObjectStore, images: &[vtnt_runtimes::ImageInfo]) -> anyhow::Result<()> {
+    for im in images {
+        let name = vtnt_runtimes::server::file_name(im)?;
+        store.info(name.as_str()).await.map_err(|e| {
+            anyhow::anyhow!(
+                "the fleet's images' object store has no `{name}` ({e}): `vtnt fleet images put --runtimes {}` first",
+                im.runtime.name()
+            )
+        })?;
+    }
+    Ok(())
 }
 
 /// Builds the images of `runtimes` and stores each under its file name (replacing an

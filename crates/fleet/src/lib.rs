@@ -13,7 +13,10 @@
 //! - [`local`]: a broker and agent processes on this host, for the benchmarks.
 //! - [`site`]: a network namespace behind a link of a given round trip and bandwidth.
 //! - [`proto`]: the JSON messages.
-//! - [`auth`]: the agents' and tenants' keys and permissions.
+//! - [`auth`]: the agents' and tenants' accounts, keys and permissions.
+//! - [`targets`]: long target lists, apart from their jobs' requests.
+//! - [`watchdog`]: an agent's instances do not outlive it (its node's scope, lock and
+//!   watchdog).
 //!
 //! Subjects and streams (docs/fleet.md):
 //! - discard: a core request to `vtnt.deploy.<tenant>.<location>`; agents with a free
@@ -26,11 +29,15 @@
 //! - results: one stream per tenant, `VTNT_RESULTS_<tenant>` (limits retention), on
 //!   `vtnt.results.<tenant>.<job>.r` (records, `Nats-Msg-Id` = `<job>.<index>`) and
 //!   `vtnt.results.<tenant>.<job>.s` (the summary, `<job>.s`), deduplicated by the
-//!   server within its window, so a redelivered job's results land once. The tenant
-//!   creates it (before its first job); only it may read it ([`auth`]).
+//!   server within its window, so a redelivered job's results land once. It is in the
+//!   tenant's own NATS account, made by `vtnt fleet up`; only the tenant reads it
+//!   ([`auth`]).
+//! - long target lists: `VTNT_DATA_<tenant>`, on `vtnt.data.<tenant>.<job>.<chunk>`
+//!   ([`targets`]).
 //!
-//! The tenant of a job is the token its subject carries, which the broker's permissions
-//! tie to the tenant's key; the agent refuses a job whose body names another.
+//! The tenant of a job is the token its subject carries, which the broker's accounts and
+//! permissions tie to the tenant's key; the agent refuses a job whose body names another,
+//! and answers a discard request only on that tenant's inbox.
 //!
 //! Every entry point takes a [`Connect`] (URL and credentials) and runs on its own tokio
 //! runtime; the command line stays synchronous.
@@ -46,6 +53,8 @@ pub mod proto;
 pub mod replay;
 pub mod scale;
 pub mod site;
+pub mod targets;
+pub mod watchdog;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -68,6 +77,22 @@ pub fn node_subject(node: &str) -> String {
 pub fn results_stream(tenant: &str) -> String {
     format!("VTNT_RESULTS_{tenant}")
 }
+
+/// A tenant's stream of large target lists (`vtnt.data.<tenant>.<job>.<chunk>`): a job's
+/// list too long to travel in its request, in chunks, until the job is done.
+pub fn data_stream(tenant: &str) -> String {
+    format!("VTNT_DATA_{tenant}")
+}
+
+/// The subject of chunk `chunk` of job `job`'s target list (`>`: all of the tenant's, as
+/// `data_subject(t, ">", None)`; a job's: `data_subject(t, job, None)`).
+pub fn data_subject(tenant: &str, job: &str, chunk: Option<u32>) -> String {
+    match chunk {
+        Some(c) => format!("vtnt.data.{tenant}.{job}.{c}"),
+        None if job == ">" => format!("vtnt.data.{tenant}.>"),
+        None => format!("vtnt.data.{tenant}.{job}.>"),
+    }
+}
 /// The stream of node heartbeats, the last one per node (`vtnt.nodes.<node>`): a
 /// key-value bucket in all but name: creating a real one with async-nats 0.51 against
 /// Debian's nats-server 2.9.10 failed here (its reply did not parse).
@@ -86,6 +111,22 @@ pub const DEDUP_WINDOW: Duration = Duration::from_secs(600);
 /// How many servers of a cluster keep each of the fleet's streams (JetStream's usual R3;
 /// a cluster needs at least three servers with JetStream on).
 pub const CLUSTER_REPLICAS: usize = 3;
+/// The most targets one fleet job takes (`vtnt fleet submit` refuses more before anything
+/// is sent).
+pub const MAX_TARGETS: usize = 1 << 20;
+/// The longest target list, bytes: [`MAX_TARGETS`] IPv4 addresses of 15 characters and a
+/// newline each.
+pub const MAX_TARGET_BYTES: usize = 16 * MAX_TARGETS;
+/// A job with more targets than this sends them apart from its request, in chunks
+/// ([`data_stream`]); its request stays small.
+pub const INLINE_TARGETS: usize = 1000;
+/// A tenant's large target lists, at most this many bytes at once (each list is at most
+/// [`MAX_TARGET_BYTES`]).
+pub const DATA_STREAM_BYTES: i64 = 256 << 20;
+/// How long a large target list waits for its job at most.
+pub const DATA_MAX_AGE: Duration = Duration::from_secs(24 * 3600);
+/// The size of one chunk of a large target list (NATS's default largest message is 1 MiB).
+pub const DATA_CHUNK_BYTES: usize = 512 << 10;
 /// How long connecting to the broker may take before the command gives up.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
 
@@ -189,12 +230,32 @@ impl Connect {
         })
     }
 
-    /// Connects ([`Connect::client`]); the fleet's streams through that connection.
+    /// The seeds of `--nkey`: the user's, then (a tenant's key that `vtnt fleet up` made)
+    /// its discard-mode requests' user in the fleet's account ([`auth`]).
+    fn seeds(&self) -> anyhow::Result<Vec<String>> {
+        self.nkey
+            .as_deref()
+            .map_or(Ok(Vec::new()), auth::read_seeds)
+    }
+
+    /// Connects ([`Connect::client`]); the fleet's streams through that connection. A
+    /// tenant whose key holds a second seed is in an account of its own: the fleet's
+    /// streams' info comes through [`auth::FLEET_API`], and its discard-mode requests go
+    /// out as that second user ([`Fleet::requests`]).
     pub async fn fleet(&self, name: &str) -> anyhow::Result<(async_nats::Client, Fleet)> {
-        let client = self.client(name).await?;
+        let seeds = self.seeds()?;
+        let client = self.client_as(name, seeds.first()).await?;
         let js = match &self.js_domain {
             Some(d) => jetstream::with_domain(client.clone(), d),
             None => jetstream::new(client.clone()),
+        };
+        let requester = match (&self.role, seeds.get(1)) {
+            (auth::Role::Tenant(_), Some(seed)) => Some((self.clone(), seed.clone())),
+            _ => None,
+        };
+        let shared = match requester {
+            Some(_) => jetstream::with_prefix(client.clone(), auth::FLEET_API),
+            None => js.clone(),
         };
         // In a cluster every stream is kept on three servers, so losing one loses nothing
         // (fewer where the server turns that down: `ensure_stream`).
@@ -203,11 +264,39 @@ impl Connect {
         } else {
             1
         };
-        Ok((client, Fleet { js, num_replicas }))
+        let fleet = Fleet {
+            js,
+            shared,
+            num_replicas,
+            client: client.clone(),
+            requester,
+            requests: tokio::sync::OnceCell::new(),
+        };
+        Ok((client, fleet))
     }
 
-    /// Connects, giving up after [`CONNECT_TIMEOUT`] with an error naming the URL.
+    /// Connects as `--nkey`'s user, giving up after [`CONNECT_TIMEOUT`] with an error naming the URL.
     pub async fn client(&self, name: &str) -> anyhow::Result<async_nats::Client> {
+        self.client_as(name, self.seeds()?.first()).await
+    }
+
+    /// The connection a tenant's discard-mode requests go out on: as its second user
+    /// when its key holds one ([`Connect::fleet`]), else [`Connect::client`].
+    pub async fn requests_client(&self, name: &str) -> anyhow::Result<async_nats::Client> {
+        let seeds = self.seeds()?;
+        let seed = match self.role {
+            auth::Role::Tenant(_) => seeds.get(1).or(seeds.first()),
+            _ => seeds.first(),
+        };
+        self.client_as(name, seed).await
+    }
+
+    /// Connects with the nkey `seed` (if any) and the other credentials.
+    async fn client_as(
+        &self,
+        name: &str,
+        seed: Option<&String>,
+    ) -> anyhow::Result<async_nats::Client> {
         let mut opts = async_nats::ConnectOptions::new()
             .name(name)
             .custom_inbox_prefix(self.role.inbox_prefix())
@@ -229,8 +318,8 @@ impl Connect {
                     _ => {}
                 }
             });
-        if let Some(k) = &self.nkey {
-            opts = opts.nkey(auth::read_seed(k)?);
+        if let Some(seed) = seed {
+            opts = opts.nkey(seed.clone());
         }
         if let Some(ca) = &self.tls_ca {
             anyhow::ensure!(ca.exists(), "--tls-ca {}: no such file", ca.display());
@@ -276,20 +365,49 @@ impl Connect {
     }
 }
 
-/// The fleet's JetStream objects ([`Connect::fleet`]). Agents create the work queue and the nodes' stream
-/// (the first agent to come); a tenant creates its results stream before its first job.
+/// The fleet's JetStream objects ([`Connect::fleet`]). `vtnt fleet up` makes every stream
+/// (as each account's setup user, [`auth::Role::Setup`]); against a server of one's own
+/// with no such setup, the first client to need a stream creates it.
 pub struct Fleet {
+    /// This user's own account's JetStream (a tenant's results; the fleet's streams for
+    /// the agents and the operator).
     pub js: jetstream::Context,
+    /// The fleet's streams (work queue, nodes) as this user reaches them: `js` itself, or
+    /// for a tenant in an account of its own, the fleet's API it imports.
+    pub shared: jetstream::Context,
     /// How many servers keep each stream.
     num_replicas: usize,
+    client: async_nats::Client,
+    /// A tenant's discard-mode requests' user: how to connect, its seed.
+    requester: Option<(Connect, String)>,
+    requests: tokio::sync::OnceCell<async_nats::Client>,
 }
 
 impl Fleet {
-    /// The work-queue stream, created unless it exists (agents).
+    /// The connection discard-mode requests go out on: the tenant's second user (connected
+    /// once, when first needed) or this connection.
+    pub async fn requests(&self) -> anyhow::Result<&async_nats::Client> {
+        self.requests
+            .get_or_try_init(|| async {
+                match &self.requester {
+                    Some((c, seed)) => c.client_as("vtnt fleet (requests)", Some(seed)).await,
+                    None => Ok(self.client.clone()),
+                }
+            })
+            .await
+    }
+
+    /// Whether this is a tenant in an account of its own, whose streams `vtnt fleet up`
+    /// made (it makes none itself).
+    pub fn own_account(&self) -> bool {
+        self.requester.is_some()
+    }
+
+    /// The work-queue stream, created unless it exists.
     pub async fn jobs(&self) -> anyhow::Result<jetstream::stream::Stream> {
         let n = self.num_replicas;
         ensure_stream(
-            &self.js,
+            &self.shared,
             jetstream::stream::Config {
                 name: JOBS_STREAM.into(),
                 num_replicas: n,
@@ -299,13 +417,13 @@ impl Fleet {
             },
         )
         .await
-        .with_context(|| format!("creating the work-queue stream with {n} replica(s) (is JetStream on, on at least as many servers?)"))
+        .with_context(|| format!("the work-queue stream with {n} replica(s) (is JetStream on, on at least as many servers?)"))
     }
 
-    /// The nodes' heartbeat stream, created unless it exists (agents).
+    /// The nodes' heartbeat stream, created unless it exists.
     pub async fn nodes(&self) -> anyhow::Result<jetstream::stream::Stream> {
         ensure_stream(
-            &self.js,
+            &self.shared,
             jetstream::stream::Config {
                 name: NODES_STREAM.into(),
                 num_replicas: self.num_replicas,
@@ -316,10 +434,31 @@ impl Fleet {
             },
         )
         .await
-        .context("creating the nodes stream")
+        .context("the nodes stream")
     }
 
-    /// A tenant's results stream, created unless it exists (the tenant).
+    /// A tenant's stream of large target lists, created unless it exists: bounded in
+    /// bytes (refusing more, so one tenant fills only its own) and in age.
+    pub async fn data(&self, tenant: &str) -> anyhow::Result<jetstream::stream::Stream> {
+        ensure_stream(
+            &self.shared,
+            jetstream::stream::Config {
+                name: data_stream(tenant),
+                num_replicas: self.num_replicas,
+                subjects: vec![data_subject(tenant, ">", None)],
+                max_bytes: DATA_STREAM_BYTES,
+                discard: jetstream::stream::DiscardPolicy::New,
+                max_age: DATA_MAX_AGE,
+                max_message_size: DATA_CHUNK_BYTES as i32 + 1024,
+                duplicate_window: Duration::from_secs(120),
+                ..Default::default()
+            },
+        )
+        .await
+        .with_context(|| format!("tenant {tenant}'s target lists stream"))
+    }
+
+    /// A tenant's results stream, created unless it exists.
     pub async fn results(&self, tenant: &str) -> anyhow::Result<jetstream::stream::Stream> {
         ensure_stream(
             &self.js,
@@ -333,21 +472,7 @@ impl Fleet {
             },
         )
         .await
-        .with_context(|| format!("creating tenant {tenant}'s results stream"))
-    }
-
-    /// A stream the agents create, as a tenant sees it: `None` until an agent came.
-    pub async fn existing(&self, name: &str) -> anyhow::Result<Option<jetstream::stream::Stream>> {
-        match self.js.get_stream(name).await {
-            Ok(s) => Ok(Some(s)),
-            Err(e)
-                if matches!(e.kind(), jetstream::context::GetStreamErrorKind::JetStream(j)
-                    if j.error_code() == jetstream::ErrorCode::STREAM_NOT_FOUND) =>
-            {
-                Ok(None)
-            }
-            Err(e) => Err(e).with_context(|| format!("looking up stream {name}")),
-        }
+        .with_context(|| format!("tenant {tenant}'s results stream"))
     }
 
     /// The durable pull consumer of a location's work queue, shared by its agents.
@@ -371,6 +496,24 @@ impl Fleet {
             Err(_) => jobs.get_or_create_consumer(&name, config).await,
         }
         .with_context(|| format!("the work-queue consumer {name}"))
+    }
+}
+
+/// A stream as `js` reaches it: `None` while nobody has made it (a server of one's own
+/// before the first agent came).
+pub async fn existing(
+    js: &jetstream::Context,
+    name: &str,
+) -> anyhow::Result<Option<jetstream::stream::Stream>> {
+    match js.get_stream(name).await {
+        Ok(s) => Ok(Some(s)),
+        Err(e)
+            if matches!(e.kind(), jetstream::context::GetStreamErrorKind::JetStream(j)
+                if j.error_code() == jetstream::ErrorCode::STREAM_NOT_FOUND) =>
+        {
+            Ok(None)
+        }
+        Err(e) => Err(e).with_context(|| format!("looking up stream {name}")),
     }
 }
 

@@ -19,8 +19,22 @@ pub struct JobRequest {
     pub location: String,
     /// The job, as its canonical line (`vtnt_jobspec::encode`).
     pub line: String,
+    /// A target list too long for the request (the line says `targets=@module`), stored
+    /// apart in chunks (`crate::data_stream`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub targets: Option<TargetList>,
     /// When the controller submitted it, microseconds since the Unix epoch.
     pub submitted_us: u64,
+}
+
+/// Where a job's long target list is: `chunks` messages on
+/// `vtnt.data.<tenant>.<job>.<0..chunks>`, `bytes` in all, one address a line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TargetList {
+    pub count: u64,
+    pub bytes: u64,
+    pub chunks: u32,
 }
 
 /// An agent's answer to a discard-mode request.
@@ -198,6 +212,7 @@ mod tests {
             runtime: "native".into(),
             location: "any".into(),
             line: "vtnt-job=1 kind=ping targets=192.0.2.1".into(),
+            targets: None,
             submitted_us: 7,
         };
         let s = serde_json::to_string(&r).unwrap();

@@ -27,7 +27,7 @@ use futures::StreamExt;
 use serde::Serialize;
 use vtnt_runtimes::Runtime;
 
-use crate::controller::{self, NodeView, SubmitOptions};
+use crate::controller::{self, JobLine, NodeView, SubmitOptions};
 use crate::proto::{Event, JobSummary, Mode, Outcome};
 use crate::Connect;
 
@@ -240,12 +240,12 @@ pub fn replay(
     crate::check_token("--tenant", &o.tenant)?;
     let want = parse_nodes(nodes_file)?;
     let events = parse_events(events_file, &o.tenant)?;
-    let lines: Vec<String> = events
+    let lines: Vec<JobLine> = events
         .iter()
         .map(|e| controller::job_line(&e.submit))
         .collect::<anyhow::Result<_>>()?;
     crate::block_on(async {
-        let (client, fleet) = c.fleet("vtnt fleet replay").await?;
+        let (_, fleet) = c.fleet("vtnt fleet replay").await?;
         let results = fleet.results(&o.tenant).await?;
         check_fleet(
             &controller::nodes(&fleet).await?,
@@ -256,7 +256,6 @@ pub fn replay(
         )?;
         let t0 = Instant::now();
         let placed = place_all(
-            &client,
             &fleet,
             events
                 .iter()
@@ -308,16 +307,15 @@ pub fn replay(
 /// concurrently, over one connection: a slow answer delays no other event. Each result is
 /// how late the event was placed against its time, and the placement.
 pub async fn place_all<'a>(
-    client: &async_nats::Client,
     fleet: &crate::Fleet,
-    events: impl IntoIterator<Item = (Duration, &'a SubmitOptions, String)>,
+    events: impl IntoIterator<Item = (Duration, &'a SubmitOptions, JobLine)>,
 ) -> Vec<anyhow::Result<(Duration, Event)>> {
     let t0 = tokio::time::Instant::now();
     futures::future::join_all(events.into_iter().map(|(at, submit, line)| async move {
         let due = t0 + at;
         tokio::time::sleep_until(due).await;
         let late = tokio::time::Instant::now().saturating_duration_since(due);
-        Ok((late, controller::place(client, fleet, submit, line).await?))
+        Ok((late, controller::place(fleet, submit, line).await?))
     }))
     .await
 }

@@ -239,7 +239,7 @@ async fn capacity(
     seconds: f64,
     words: &[String],
 ) -> anyhow::Result<Vec<CapacityPoint>> {
-    let (client, fleet) = connect.fleet("vtnt bench fleet-scale (capacity)").await?;
+    let (_, fleet) = connect.fleet("vtnt bench fleet-scale (capacity)").await?;
     let mut points = Vec::new();
     for mode in [Mode::Wait, Mode::Discard] {
         for &rate in rates {
@@ -253,12 +253,8 @@ async fn capacity(
             let line = controller::job_line(&submit)?;
             let n = (rate * seconds).ceil() as usize;
             let at = |k: usize| Duration::from_secs_f64(k as f64 / rate);
-            let placed = replay::place_all(
-                &client,
-                &fleet,
-                (0..n).map(|k| (at(k), &submit, line.clone())),
-            )
-            .await;
+            let placed =
+                replay::place_all(&fleet, (0..n).map(|k| (at(k), &submit, line.clone()))).await;
             let (mut decision, mut late, mut last) = (Vec::new(), Vec::new(), 0.0f64);
             let (mut failed, mut first_error) = (0, None);
             for (k, p) in placed.into_iter().enumerate() {
@@ -313,7 +309,9 @@ async fn bare_round_trips(
     every: Duration,
 ) -> anyhow::Result<Quantiles> {
     let echo_subject = crate::deploy_subject(TENANT, "bench-echo");
-    let asker = asker.client("vtnt bench fleet-scale (asker)").await?;
+    let asker = asker
+        .requests_client("vtnt bench fleet-scale (asker)")
+        .await?;
     let responder = responder
         .client("vtnt bench fleet-scale (responder)")
         .await?;

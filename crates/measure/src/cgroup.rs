@@ -2,8 +2,11 @@
 //! `cpuacct`, `cpuset` under `/sys/fs/cgroup/<controller>/`): one [`Cgroup`] per instance
 //! (what it costs) or per density run (the budget). Processes enter through
 //! [`Cgroup::wrap`] (a `sh` that writes its pid to `cgroup.procs`, then execs), runc
-//! through `cgroupsPath`, Docker through `--cgroup-parent`. On drop, whatever is still
-//! inside is killed and the directories are removed, children first.
+//! through `cgroupsPath`, Docker through `--cgroup-parent`. Where the `freezer`
+//! controller is mounted the group is made there too, so that [`Cgroup::kill_all`] stops
+//! everything inside at once (no process forks away while its siblings are killed) and
+//! then kills it (v1 has no `cgroup.kill`). On drop, whatever is still inside is killed
+//! and the directories are removed, children first.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -13,7 +16,18 @@ use anyhow::{bail, Context};
 
 /// The controllers we use.
 pub const CONTROLLERS: [&str; 4] = ["memory", "cpu", "cpuacct", "cpuset"];
+/// The controller that stops a group's processes, used where it is mounted.
+const FREEZER: &str = "freezer";
 const ROOT: &str = "/sys/fs/cgroup";
+
+/// The controllers a group is made in: [`CONTROLLERS`], and the freezer where mounted.
+fn controllers() -> Vec<&'static str> {
+    let mut v = CONTROLLERS.to_vec();
+    if Path::new(ROOT).join(FREEZER).join("cgroup.procs").exists() {
+        v.push(FREEZER);
+    }
+    v
+}
 
 /// A group at the same relative path in every controller of [`CONTROLLERS`].
 #[derive(Debug)]
@@ -37,7 +51,7 @@ impl Cgroup {
             bail!("cgroup v1 controllers {CONTROLLERS:?} are not all mounted under {ROOT}");
         }
         let rel = rel.trim_matches('/').to_string();
-        for c in CONTROLLERS {
+        for c in controllers() {
             let mut p = PathBuf::from(ROOT).join(c);
             for part in rel.split('/') {
                 let parent = p.clone();
@@ -56,6 +70,24 @@ impl Cgroup {
             }
         }
         Ok(Cgroup { rel, owned: true })
+    }
+
+    /// The group `rel` if it exists (one a process that died left), owned: dropping it
+    /// kills what is inside and removes it.
+    pub fn existing(rel: &str) -> Option<Cgroup> {
+        let rel = rel.trim_matches('/').to_string();
+        controllers()
+            .iter()
+            .any(|c| Path::new(ROOT).join(c).join(&rel).is_dir())
+            .then_some(Cgroup { rel, owned: true })
+    }
+
+    /// Every `cgroup.procs` a process writes its pid to to join this group.
+    pub fn procs_files(&self) -> Vec<PathBuf> {
+        controllers()
+            .iter()
+            .map(|c| self.dir(c).join("cgroup.procs"))
+            .collect()
     }
 
     /// The relative path (`vtnt/...`), as runc's `cgroupsPath` and Docker's
@@ -94,9 +126,10 @@ impl Cgroup {
     /// The words of a command prefix that joins this group and then execs the words that
     /// follow it (what [`Cgroup::wrap`] runs; `vtnt-vmm` puts a VMM under it).
     pub fn wrapper(&self) -> Vec<String> {
-        let files: Vec<String> = CONTROLLERS
+        let files: Vec<String> = self
+            .procs_files()
             .iter()
-            .map(|c| self.dir(c).join("cgroup.procs").display().to_string())
+            .map(|f| f.display().to_string())
             .collect();
         [
             "env",
@@ -112,8 +145,13 @@ impl Cgroup {
 
     /// Every pid inside this group or a group below it (the memory controller's view).
     pub fn pids(&self) -> Vec<u32> {
+        self.pids_in("memory")
+    }
+
+    /// Every pid inside this group or a group below it, as `controller` sees them.
+    fn pids_in(&self, controller: &str) -> Vec<u32> {
         let mut v = Vec::new();
-        for d in subdirs(&self.dir("memory")) {
+        for d in subdirs(&self.dir(controller)) {
             if let Ok(s) = std::fs::read_to_string(d.join("cgroup.procs")) {
                 v.extend(s.lines().filter_map(|l| l.trim().parse::<u32>().ok()));
             }
@@ -153,19 +191,52 @@ impl Cgroup {
         self.read_u64("memory", "memory.max_usage_in_bytes")
     }
 
-    /// Kills every process inside (SIGKILL) and waits up to `wait` for them to go.
-    pub fn kill_all(&self, wait: Duration) {
+    /// Kills every process inside (SIGKILL) and waits up to `wait` for them to go; how
+    /// many it killed. With the freezer, the group is frozen first (none runs, so none
+    /// forks), every process in it is killed, and it is thawed (a frozen process dies as
+    /// it thaws); without, it kills until the group is empty.
+    pub fn kill_all(&self, wait: Duration) -> usize {
         let deadline = Instant::now() + wait;
+        let freezer = self.dir(FREEZER);
+        let frozen = freezer.join("freezer.state").exists() && self.freeze(&freezer, deadline);
+        let mut killed = std::collections::BTreeSet::new();
         loop {
-            let pids = self.pids();
+            let mut pids = self.pids();
+            if freezer.exists() {
+                pids.extend(self.pids_in(FREEZER));
+            }
             if pids.is_empty() || Instant::now() >= deadline {
-                return;
+                break;
             }
             for p in pids {
                 crate::proc::kill_pid(p, libc::SIGKILL);
+                killed.insert(p);
             }
-            std::thread::sleep(Duration::from_millis(50));
+            if frozen {
+                let _ = std::fs::write(freezer.join("freezer.state"), "THAWED");
+            }
+            std::thread::sleep(Duration::from_millis(20));
         }
+        if frozen {
+            let _ = std::fs::write(freezer.join("freezer.state"), "THAWED");
+        }
+        killed.len()
+    }
+
+    /// Freezes the group (and those below it) in `freezer`, waiting until the kernel says
+    /// it is frozen (or `deadline`); whether it is.
+    fn freeze(&self, freezer: &Path, deadline: Instant) -> bool {
+        let state = freezer.join("freezer.state");
+        if std::fs::write(&state, "FROZEN").is_err() {
+            return false;
+        }
+        while Instant::now() < deadline {
+            if std::fs::read_to_string(&state).is_ok_and(|s| s.trim() == "FROZEN") {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        false
     }
 }
 
@@ -192,7 +263,7 @@ impl Drop for Cgroup {
             return;
         }
         self.kill_all(Duration::from_secs(5));
-        for c in CONTROLLERS {
+        for c in controllers() {
             let base = self.dir(c);
             let mut dirs = subdirs(&base);
             dirs.reverse();

@@ -163,15 +163,25 @@ impl Proc {
 
 impl Supervised {
     /// Spawns `cmd` (stdin null, stdout/stderr piped) in a new process group.
-    pub fn spawn(mut cmd: Command, what: &str) -> anyhow::Result<Supervised> {
-        cmd.stdin(Stdio::null())
+    pub fn spawn(cmd: Command, what: &str) -> anyhow::Result<Supervised> {
+        Supervised::spawn_with_input(cmd, what, None)
+    }
+
+    /// [`Supervised::spawn`], with `input` (a file: a job's target list) as its standard
+    /// input.
+    pub fn spawn_with_input(
+        mut cmd: Command,
+        what: &str,
+        input: Option<std::fs::File>,
+    ) -> anyhow::Result<Supervised> {
+        cmd.stdin(input.map_or_else(Stdio::null, Stdio::from))
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .process_group(0);
         let started = Instant::now();
         let mut child = cmd
             .spawn()
-            .with_context(|| format!("starting {what}: {cmd:?}"))?;
+            .with_context(|| format!("starting {what}: {}", brief(&cmd)))?;
         let pipes: [Option<Box<dyn Read + Send>>; 2] = [
             child
                 .stdout
@@ -462,3 +472,19 @@ pub fn tree(pid: u32) -> Vec<u32> {
     }
     out
 }
+/// `cmd` as an error shows it: the program and its words, cut at [`BRIEF_CHARS`]
+/// (a job's line may be long; an error that repeats it helps nobody).
+fn brief(cmd: &Command) -> String {
+    let words = std::iter::once(cmd.get_program())
+        .chain(cmd.get_args())
+        .map(|w| w.to_string_lossy())
+        .collect::<Vec<_>>()
+        .join(" ");
+    match words.char_indices().nth(BRIEF_CHARS) {
+        Some((cut, _)) => format!("{}... ({} bytes)", &words[..cut], words.len()),
+        None => words,
+    }
+}
+
+/// How much of a command line an error shows.
+const BRIEF_CHARS: usize = 300;

@@ -10,8 +10,9 @@
 //! (`--network` takes bridge/host/none/container:), so vTNT runs *its own* engine inside
 //! the lab's namespace: `containerd` and `dockerd` started through `nsenter
 //! --net=/run/netns/<lab>`, with their own socket, exec root and state
-//! (`/run/vtnt/deploy/docker-<lab>/`) and data roots (`/var/lib/vtnt/{docker,containerd}/<lab>`,
-//! removed when it stops), no bridge
+//! (`/run/vtnt/deploy/docker-<lab>/`) and data roots
+//! (`/var/lib/vtnt/deploy/{docker,containerd}-<lab>`, removed when it stops; both in the
+//! scope's directories for an agent, `crate::scope`), no bridge
 //! and no iptables. Containers run with `--network host`, i.e. in the lab's namespace,
 //! with only `CAP_NET_RAW`. An engine already serving that socket is reused and left
 //! running; one we started is stopped when its [`Engine`] is dropped.
@@ -182,13 +183,27 @@ impl Client {
             "--cap-add",
             "NET_RAW",
         ]);
+        let job = crate::job::guest_job(&spec.job, "-");
+        if job.targets.is_some() {
+            // the target list comes on standard input
+            cmd.arg("--interactive");
+        }
+        if let Some(scope) = paths::scope() {
+            // found and removed by whoever cleans the scope up after its owner died
+            cmd.arg("--label").arg(paths::scope_label(scope));
+        }
         cmd.arg("--hostname")
             .arg("vtnt")
             .arg("--cgroup-parent")
             .arg(format!("/{}", cgroup.rel()))
             .arg(image)
-            .args(crate::job::guest_args(&spec.job));
-        Supervised::spawn(cmd, &format!("docker container {name}"))
+            .args(&job.args);
+        let input = job
+            .targets
+            .as_deref()
+            .map(crate::job::targets_input)
+            .transpose()?;
+        Supervised::spawn_with_input(cmd, &format!("docker container {name}"), input)
     }
 
     /// `docker inspect`'s view of container `name` (status, exit code, pid), or why there
@@ -238,6 +253,8 @@ pub struct Engine {
     client: Client,
     started: Vec<Child>,
     dir: PathBuf,
+    /// Its data roots (docker's, containerd's).
+    roots: [PathBuf; 2],
 }
 
 fn ns_inode(path: &Path) -> Option<(u64, u64)> {
@@ -278,6 +295,7 @@ impl Engine {
         };
         let lab = lab.as_str();
         let dir = paths::run_dir()?.join(format!("docker-{lab}"));
+        let roots = data_roots(&paths::work_dir()?, lab);
         std::fs::create_dir_all(&dir)?;
         let sock = dir.join("docker.sock");
         let host = format!("unix://{}", sock.display());
@@ -308,6 +326,7 @@ impl Engine {
                     client,
                     started: Vec::new(),
                     dir,
+                    roots,
                 });
             }
             bail!("a vtnt docker engine (pid {pid}) runs outside lab `{lab}`'s namespace; stop it first (kill {pid})");
@@ -319,7 +338,7 @@ impl Engine {
             format!(
                 "version = 2\nroot = \"{root}\"\nstate = \"{d}/containerd-state\"\ndisabled_plugins = [\"io.containerd.grpc.v1.cri\"]\n[grpc]\n  address = \"{d}/containerd.sock\"\n[ttrpc]\n  address = \"{d}/containerd.sock.ttrpc\"\n",
                 d = dir.display(),
-                root = data_root(lab, "containerd").display()
+                root = roots[1].display()
             ),
         )?;
         let mut engine = Engine {
@@ -327,6 +346,7 @@ impl Engine {
             client,
             started: Vec::new(),
             dir: dir.clone(),
+            roots: roots.clone(),
         };
         let spawn = |prog: &Path, args: Vec<String>| -> anyhow::Result<Child> {
             use std::os::unix::process::CommandExt;
@@ -357,7 +377,7 @@ impl Engine {
             &dockerd,
             [
                 format!("--host={}", engine.client.host),
-                format!("--data-root={}", data_root(lab, "docker").display()),
+                format!("--data-root={}", roots[0].display()),
                 format!("--exec-root={}/exec", dir.display()),
                 format!("--pidfile={}/dockerd.pid", dir.display()),
                 format!("--containerd={}/containerd.sock", dir.display()),
@@ -407,10 +427,11 @@ impl Engine {
     }
 }
 
-/// Persistent state of one lab's engine: `/var/lib/vtnt/<what>/<lab>` (removed when the
-/// engine we started stops: every deploy imports its image again anyway).
-fn data_root(lab: &str, what: &str) -> PathBuf {
-    PathBuf::from("/var/lib/vtnt").join(what).join(lab)
+/// Persistent state of one lab's engine: `<work>/docker-<lab>` and
+/// `<work>/containerd-<lab>`, in a work directory (removed when the engine we started
+/// stops: every deploy imports its image again anyway).
+fn data_roots(work: &Path, lab: &str) -> [PathBuf; 2] {
+    ["docker", "containerd"].map(|what| work.join(format!("{what}-{lab}")))
 }
 
 fn read_pid(p: &Path) -> Option<u32> {
@@ -429,8 +450,86 @@ fn wait_for(mut f: impl FnMut() -> bool, timeout: Duration) -> anyhow::Result<()
     bail!("timed out after {} s", timeout.as_secs())
 }
 
+/// What a stopped engine leaves: its sockets and pid files in `dir`, the namespace mount
+/// dockerd leaves (ours: unmounted), its data roots `roots`, `dir` itself.
+fn remove_state(dir: &Path, roots: &[PathBuf]) {
+    for f in [
+        "dockerd.pid",
+        "containerd.pid",
+        "docker.sock",
+        "containerd.sock",
+        "containerd.sock.ttrpc",
+    ] {
+        let _ = std::fs::remove_file(dir.join(f));
+    }
+    // dockerd leaves its namespace bind mount (exec/netns/default) behind: ours, unmount
+    unmount_below(&dir.join("exec"));
+    for d in roots.iter().chain([&dir.to_path_buf()]) {
+        if !mounted_below(d) {
+            let _ = std::fs::remove_dir_all(d);
+        }
+    }
+}
+
+/// Stops every engine under `run` (a scope's run directory, whose owner died): its
+/// containers labelled [`paths::scope_label`] of `scope` removed, dockerd then
+/// containerd stopped (SIGTERM, SIGKILL after 10 s), their state removed (their data
+/// roots under `work`, the scope's work directory); how many containers it removed.
+pub fn clean_scope(run: &Path, work: &Path, scope: &str) -> usize {
+    let Ok(dirs) = std::fs::read_dir(run) else {
+        return 0;
+    };
+    let mut removed = 0;
+    for d in dirs.flatten() {
+        let name = d.file_name().to_string_lossy().into_owned();
+        let Some(lab) = name.strip_prefix("docker-") else {
+            continue;
+        };
+        let dir = d.path();
+        let client = Client {
+            docker: paths::which("docker").unwrap_or_else(|| PathBuf::from("docker")),
+            host: format!("unix://{}", dir.join("docker.sock").display()),
+            pids: Vec::new(),
+        };
+        if let Some(dockerd) = read_pid(&dir.join("dockerd.pid")) {
+            let out = client
+                .command()
+                .args(["ps", "-aq", "--filter"])
+                .arg(format!("label={}", paths::scope_label(scope)))
+                .output();
+            for id in out.iter().flat_map(|o| {
+                String::from_utf8_lossy(&o.stdout)
+                    .into_owned()
+                    .split_whitespace()
+                    .map(String::from)
+                    .collect::<Vec<_>>()
+            }) {
+                client.remove(&id);
+                removed += 1;
+            }
+            stop_pid(dockerd);
+        }
+        if let Some(containerd) = read_pid(&dir.join("containerd.pid")) {
+            stop_pid(containerd);
+        }
+        remove_state(&dir, &data_roots(work, lab));
+    }
+    removed
+}
+
+/// Stops `pid` (not our child: a dead process's engine): SIGTERM, then its process group
+/// SIGKILLed after 10 s.
+fn stop_pid(pid: u32) {
+    crate::proc::kill_pid(pid, libc::SIGTERM);
+    let t = Instant::now();
+    while Path::new(&format!("/proc/{pid}")).exists() && t.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    crate::proc::kill_group(pid, libc::SIGKILL);
+}
+
 /// Whether anything is still mounted at or below `dir` (then it is left alone).
-fn mounted_below(dir: &Path) -> bool {
+pub(crate) fn mounted_below(dir: &Path) -> bool {
     let d = dir.display().to_string();
     std::fs::read_to_string("/proc/self/mountinfo").is_ok_and(|m| {
         m.lines().any(|l| {
@@ -442,7 +541,7 @@ fn mounted_below(dir: &Path) -> bool {
 }
 
 /// Unmounts everything mounted at or below `dir`, deepest first.
-fn unmount_below(dir: &Path) {
+pub(crate) fn unmount_below(dir: &Path) {
     let d = dir.display().to_string();
     let mut mps: Vec<String> = std::fs::read_to_string("/proc/self/mountinfo")
         .unwrap_or_default()
@@ -479,25 +578,6 @@ impl Drop for Engine {
                 let _ = child.wait();
             }
         }
-        for f in [
-            "dockerd.pid",
-            "containerd.pid",
-            "docker.sock",
-            "containerd.sock",
-            "containerd.sock.ttrpc",
-        ] {
-            let _ = std::fs::remove_file(self.dir.join(f));
-        }
-        // dockerd leaves its namespace bind mount (exec/netns/default) behind: ours, unmount
-        unmount_below(&self.dir.join("exec"));
-        for d in [
-            data_root(&self.lab, "docker"),
-            data_root(&self.lab, "containerd"),
-            self.dir.clone(),
-        ] {
-            if !mounted_below(&d) {
-                let _ = std::fs::remove_dir_all(&d);
-            }
-        }
+        remove_state(&self.dir, &self.roots);
     }
 }

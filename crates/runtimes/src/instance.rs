@@ -188,7 +188,11 @@ impl Deployed {
     pub fn start(&self, spec: &InstanceSpec) -> anyhow::Result<Instance> {
         let rel = match &spec.cgroup_parent {
             Some(p) => format!("{p}/i{}", spec.index),
-            None => format!("vtnt/{}", crate::paths::unique("inst")),
+            None => format!(
+                "{}/{}",
+                crate::paths::cgroup_parent(),
+                crate::paths::unique("inst")
+            ),
         };
         let cgroup = Cgroup::create(&rel)?;
         let mut cleanup = Cleanup::None;

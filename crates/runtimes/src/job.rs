@@ -3,10 +3,13 @@
 //! A job is typed (`vtnt_job::JobSpec`: kind, engine settings, targets and a *hold*,
 //! seconds to stay alive after the results; the paper's density job is "a traceroute on
 //! the address of the network interface, then a 10-second delay", see [`density`]).
-//! Every instance receives it encoded as its canonical line ([`guest_args`]: `vtnt job
+//! Every instance receives it encoded as its canonical line ([`guest_job`]: `vtnt job
 //! LINE` for the static binary in a process, a container or a VM; the kernel command
 //! line for the unikernel), so the same code does the same thing everywhere and no
-//! runtime re-parses option words.
+//! runtime re-parses option words. A long target list travels as data, never in an
+//! argument (Linux caps one at 128 KiB): past [`INLINE_TARGETS`] targets the line says
+//! `targets=@module` and the list comes as the process's standard input (a process, a
+//! container), a disk of its own (a VM) or a boot module (the unikernel).
 //!
 //! [`normalize`] removes what legitimately differs between runs and runtimes from scamper
 //! JSON lines: times (`start`, `tx`, `rx`, `rtt` and a ping's round-trip statistics `min`,
@@ -40,9 +43,47 @@ pub fn density(lab: &Lab, hold: Duration) -> anyhow::Result<JobSpec> {
     Ok(spec)
 }
 
-/// Arguments after the `vtnt` binary inside a process, container or VM instance.
-pub fn guest_args(job: &JobSpec) -> Vec<String> {
-    vec!["job".into(), vtnt_jobspec::encode(job)]
+/// Targets beyond this many travel as data, not in the job's line.
+pub const INLINE_TARGETS: usize = 64;
+
+/// A job as a process, container or VM instance receives it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GuestJob {
+    /// The words after the `vtnt` binary: `job [--targets AT] LINE`.
+    pub args: Vec<String>,
+    /// The target list (one address a line) the instance reads at `AT`, when the line
+    /// does not hold it.
+    pub targets: Option<String>,
+}
+
+/// `job` for an instance that finds a long target list at `targets_at` (`-`: its
+/// standard input; a VM: the disk it sees it on).
+pub fn guest_job(job: &JobSpec, targets_at: &str) -> GuestJob {
+    let (line, targets) = vtnt_jobspec::encode_split(job, INLINE_TARGETS);
+    let mut args = vec!["job".to_string()];
+    if targets.is_some() {
+        args.extend(["--targets".to_string(), targets_at.to_string()]);
+    }
+    args.push(line);
+    GuestJob { args, targets }
+}
+
+/// A file holding `list`, open for reading from its start and already unlinked (nothing
+/// is left behind however the instance ends): the standard input of an instance.
+pub fn targets_input(list: &str) -> anyhow::Result<std::fs::File> {
+    use std::io::{Seek, Write};
+    let path = crate::paths::run_dir()?.join(crate::paths::unique("targets"));
+    let mut f = std::fs::File::options()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .open(&path)
+        .with_context(|| format!("creating {}", path.display()))?;
+    let _ = std::fs::remove_file(&path);
+    f.write_all(list.as_bytes())
+        .and_then(|()| f.rewind())
+        .with_context(|| format!("writing the target list to {}", path.display()))?;
+    Ok(f)
 }
 
 /// Where a job's network comes from: a running lab (`vtnt lab up --name NAME`).
@@ -197,6 +238,29 @@ mod tests {
     }
 
     #[test]
+    fn long_target_lists_travel_apart_from_the_line() {
+        let many: Vec<IpAddr> = (0..=INLINE_TARGETS as u32)
+            .map(|i| IpAddr::from([198, 51, 100, (i % 250) as u8]))
+            .collect();
+        let mut spec = JobSpec::new(
+            JobKind::Ping(vtnt_engine::PingOptions::new(many[0])),
+            many[..INLINE_TARGETS].to_vec(),
+        );
+        let short = guest_job(&spec, "-");
+        assert_eq!((short.args.len(), short.targets), (2, None));
+        spec.targets = vtnt_job::Targets::List(many.clone());
+        let long = guest_job(&spec, "/dev/vdb");
+        assert_eq!(long.args[..3], ["job", "--targets", "/dev/vdb"]);
+        assert!(long.args[3].ends_with("targets=@module"), "{:?}", long.args);
+        let list = long.targets.unwrap();
+        assert_eq!(vtnt_jobspec::parse_target_list(&list).unwrap(), many);
+        let mut f = targets_input(&list).unwrap();
+        let mut back = String::new();
+        std::io::Read::read_to_string(&mut f, &mut back).unwrap();
+        assert_eq!(back, list);
+    }
+
+    #[test]
     fn guests_get_the_job_line() {
         let lab = Lab {
             name: "t".into(),
@@ -210,7 +274,7 @@ mod tests {
                 first_guest: 16010,
             },
         };
-        let a = guest_args(&density(&lab, Duration::from_secs(10)).unwrap());
+        let a = guest_job(&density(&lab, Duration::from_secs(10)).unwrap(), "-").args;
         assert_eq!(
             a,
             [

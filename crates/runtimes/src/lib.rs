@@ -21,8 +21,9 @@
 //! What it may import: `vtnt-measure` (processes, cgroups, KSM), `vtnt-vmm`,
 //! `vtnt-lab-linux` and `vtnt-policy`; never `vtnt-evaluation`. Inside, imports go one
 //! way, from the top down:
-//! - this root (`Runtime::build_image`, `Runtime::run`, [`EngineGuard`]) and [`instance`]
-//!   (which starts, samples and destroys any runtime's instance) use the runtime modules;
+//! - this root (`Runtime::build_image`, `Runtime::run`, [`EngineGuard`]), [`instance`]
+//!   (which starts, samples and destroys any runtime's instance) and [`scope`] (which
+//!   removes what the instances of a dead process left) use the runtime modules;
 //! - the runtime modules ([`native`], [`runc`], [`docker`], [`vm`], [`microvm`], [`spt`]) use
 //!   [`spec`] (what to start), [`runtime`], [`job`], [`paths`], [`debian`] and
 //!   `vtnt-measure`, never [`instance`] or this root;
@@ -49,6 +50,7 @@ pub mod net;
 pub mod paths;
 pub mod runc;
 pub mod runtime;
+pub mod scope;
 pub mod server;
 pub mod spec;
 pub mod spt;

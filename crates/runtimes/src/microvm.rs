@@ -109,6 +109,8 @@ pub fn start(
         .ok()
         .map(|s| s.trim().to_string());
     run.wrapper = cgroup.wrapper();
+    // a long target list's boot module, with the rest of the run's files
+    run.scratch = Some(crate::paths::run_dir()?);
     let console = vtnt_vmm::ConsoleTap::default();
     run.console = Some(console.clone());
     let started = Instant::now();

@@ -49,6 +49,12 @@ pub fn start(
         }
         None => cgroup.wrap(&bin.display().to_string()),
     };
-    cmd.args(crate::job::guest_args(&spec.job));
-    Supervised::spawn(cmd, "the native vtnt process")
+    let job = crate::job::guest_job(&spec.job, "-");
+    cmd.args(&job.args);
+    let input = job
+        .targets
+        .as_deref()
+        .map(crate::job::targets_input)
+        .transpose()?;
+    Supervised::spawn_with_input(cmd, "the native vtnt process", input)
 }

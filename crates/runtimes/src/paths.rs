@@ -23,19 +23,83 @@ pub fn images_dir() -> anyhow::Result<PathBuf> {
     Ok(d)
 }
 
-/// Per-run scratch space (bundles, fetched images, engine state): `/run/vtnt/deploy`.
+/// The scope this process's instances are in, once it has entered one ([`enter_scope`]).
+static SCOPE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// From now on, everything this process's instances leave on the host is under scope
+/// `name` (an agent's: `agent-<node>`): the run and work directories below are
+/// `<dir>/<name>`, instance cgroups go under [`cgroup_parent`], containers carry the label
+/// [`scope_label`]; `crate::scope::clean` removes it all. Once per process.
+pub fn enter_scope(name: &str) -> anyhow::Result<()> {
+    anyhow::ensure!(
+        !name.is_empty()
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_'),
+        "scope `{name}`: letters, digits, `-` and `_` only"
+    );
+    SCOPE.set(name.to_string()).map_err(|_| {
+        anyhow::anyhow!(
+            "this process is already in scope `{}`",
+            scope().unwrap_or("")
+        )
+    })
+}
+
+/// The scope this process entered, if any.
+pub fn scope() -> Option<&'static str> {
+    SCOPE.get().map(String::as_str)
+}
+
+/// The cgroup (relative path) instances go under: `vtnt`, or `vtnt/<scope>`.
+pub fn cgroup_parent() -> String {
+    scoped_cgroup(scope())
+}
+
+/// The cgroup of scope `name` (or of no scope).
+pub fn scoped_cgroup(name: Option<&str>) -> String {
+    match name {
+        Some(s) => format!("vtnt/{s}"),
+        None => "vtnt".into(),
+    }
+}
+
+/// The Docker label that marks a scope's containers, `vtnt.scope=<scope>`.
+pub fn scope_label(name: &str) -> String {
+    format!("vtnt.scope={name}")
+}
+
+/// `/run/vtnt/deploy` (or `VTNT_DEPLOY_RUN_DIR`), whatever the scope.
+pub fn run_base() -> PathBuf {
+    std::env::var_os("VTNT_DEPLOY_RUN_DIR")
+        .map_or_else(|| PathBuf::from("/run/vtnt/deploy"), PathBuf::from)
+}
+
+/// `/var/lib/vtnt/deploy` (or `VTNT_DEPLOY_WORK_DIR`), whatever the scope.
+pub fn work_base() -> PathBuf {
+    std::env::var_os("VTNT_DEPLOY_WORK_DIR")
+        .map_or_else(|| PathBuf::from("/var/lib/vtnt/deploy"), PathBuf::from)
+}
+
+/// Per-run scratch space (bundles, fetched images, engine state): `/run/vtnt/deploy`,
+/// override with `VTNT_DEPLOY_RUN_DIR`; in a scope, the scope's directory below it.
 pub fn run_dir() -> anyhow::Result<PathBuf> {
-    let d = std::env::var_os("VTNT_DEPLOY_RUN_DIR")
-        .map_or_else(|| PathBuf::from("/run/vtnt/deploy"), PathBuf::from);
-    std::fs::create_dir_all(&d).with_context(|| format!("creating {}", d.display()))?;
-    Ok(d)
+    made(run_base())
 }
 
 /// Scratch space on disk for builds and deployed images (a VM box is hundreds of MB, too
-/// much for the /run tmpfs): `/var/lib/vtnt/deploy`, override with `VTNT_DEPLOY_WORK_DIR`.
+/// much for the /run tmpfs): `/var/lib/vtnt/deploy`, override with `VTNT_DEPLOY_WORK_DIR`;
+/// in a scope, the scope's directory below it.
 pub fn work_dir() -> anyhow::Result<PathBuf> {
-    let d = std::env::var_os("VTNT_DEPLOY_WORK_DIR")
-        .map_or_else(|| PathBuf::from("/var/lib/vtnt/deploy"), PathBuf::from);
+    made(work_base())
+}
+
+/// `base` (the scope's directory below it, in a scope), created.
+fn made(base: PathBuf) -> anyhow::Result<PathBuf> {
+    let d = match scope() {
+        Some(s) => base.join(s),
+        None => base,
+    };
     std::fs::create_dir_all(&d).with_context(|| format!("creating {}", d.display()))?;
     Ok(d)
 }

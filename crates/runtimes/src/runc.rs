@@ -132,19 +132,27 @@ pub fn start(
     spec: &InstanceSpec,
     cgroup: &Cgroup,
 ) -> anyhow::Result<(Supervised, String, PathBuf)> {
+    let job = crate::job::guest_job(&spec.job, "-");
     let mut args = vec!["/vtnt".to_string()];
-    args.extend(crate::job::guest_args(&spec.job));
-    run(rootfs, dir, &args, net.netns_path(), cgroup)
+    args.extend(job.args);
+    let input = job
+        .targets
+        .as_deref()
+        .map(crate::job::targets_input)
+        .transpose()?;
+    run(rootfs, dir, &args, net.netns_path(), cgroup, input)
 }
 
 /// Starts a container running `args` in `rootfs`, in network namespace `netns` (`None`:
-/// this one) and under `cgroup`; what [`start`] returns.
+/// this one) and under `cgroup`, with `input` as its standard input (runc passes its own
+/// through); what [`start`] returns.
 pub fn run(
     rootfs: &Path,
     dir: &Path,
     args: &[String],
     netns: Option<&Path>,
     cgroup: &Cgroup,
+    input: Option<std::fs::File>,
 ) -> anyhow::Result<(Supervised, String, PathBuf)> {
     let runc = paths::need("runc", "runc")?;
     let id = paths::unique("vtnt");
@@ -160,7 +168,7 @@ pub fn run(
         .arg("--bundle")
         .arg(&bundle)
         .arg(&id);
-    let child = Supervised::spawn(cmd, &format!("runc container {id}"))?;
+    let child = Supervised::spawn_with_input(cmd, &format!("runc container {id}"), input)?;
     Ok((child, id, root))
 }
 

@@ -72,6 +72,21 @@ impl Runtime {
         matches!(self, Runtime::Vm | Runtime::Microvm)
     }
 
+    /// The most targets one job of this runtime takes, where the runtime sets a bound:
+    /// the spt guest reads its job, targets included, from its one argument (the kernel
+    /// command line), which Linux caps at 128 KiB (`MAX_ARG_STRLEN`), at most 16 bytes a
+    /// target; the unikernel's heap is a fixed 8 MiB arena (measured under vtnt-monitor:
+    /// 15,000 targets pinged 15,000 at once and 30,000 a thousand at once fit, 20,000 at
+    /// once and 50,000 a thousand at once do not). The other runtimes take a long list as
+    /// data ([`crate::job::GuestJob`]) and run the host's `vtnt`: no bound of their own.
+    pub fn max_targets(self) -> Option<usize> {
+        match self {
+            Runtime::Spt => Some(8000),
+            Runtime::Microvm => Some(10_000),
+            _ => None,
+        }
+    }
+
     /// Whether its instances have a network interface of their own (a VM's NIC, the spt
     /// guest's frames), attached to a lab's VM front or a TAP device, rather than the
     /// host's or a namespace's stack.

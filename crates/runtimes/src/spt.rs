@@ -32,7 +32,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use anyhow::Context;
 use vtnt_spt::{SockFilter, CONSOLE_FD, GUEST_CALLS, NET_FD};
 
-use crate::cgroup::{Cgroup, CONTROLLERS};
+use crate::cgroup::Cgroup;
 use crate::net::{Attached, Tap};
 use crate::paths;
 use crate::proc::Supervised;
@@ -393,6 +393,9 @@ pub fn start_on_tap(
     Ok(launch(image, OwnedFd::from(dev), cmdline, cgroup)?.0)
 }
 
+/// The longest argument Linux passes to a program (`MAX_ARG_STRLEN`, with its NUL).
+const MAX_ARG_BYTES: usize = 128 << 10;
+
 /// Executes the guest `image` with `cmdline` through the tender, its network `net` at
 /// descriptor 3, in `cgroup`: the process, `CLOCK_MONOTONIC` before the fork, and how
 /// long the tender took to join the cgroup.
@@ -402,16 +405,22 @@ fn launch(
     cmdline: String,
     cgroup: &Cgroup,
 ) -> anyhow::Result<(Supervised, u64, std::time::Duration)> {
-    let procs = CONTROLLERS
-        .iter()
-        .map(|c| {
-            let p = cgroup.dir(c).join("cgroup.procs");
+    let procs = cgroup
+        .procs_files()
+        .into_iter()
+        .map(|p| {
             std::fs::OpenOptions::new()
                 .write(true)
                 .open(&p)
                 .with_context(|| format!("opening {}", p.display()))
         })
         .collect::<anyhow::Result<Vec<_>>>()?;
+    anyhow::ensure!(
+        cmdline.len() < MAX_ARG_BYTES,
+        "the spt guest reads its job, targets included, from its one argument, which Linux caps at {MAX_ARG_BYTES} bytes: this job's is {} (the spt runtime takes at most {} targets)",
+        cmdline.len(),
+        Runtime::Spt.max_targets().unwrap_or(0)
+    );
     let path = CString::new(image.as_os_str().as_bytes()).context("image path")?;
     let cmdline = CString::new(cmdline).context("the guest's command line has a NUL")?;
     let (console_r, console_w) = pipe().context("the console's pipe")?;

@@ -15,7 +15,7 @@
 //! on the lab's VM front (`-netdev dgram` to the lab's UDP port). The kernel command line
 //! carries the guest address (`vtnt.ip=`, `vtnt.gw=`, the lab ranges routed to the gateway
 //! instead of a default route: `vtnt.nets=`) and the job (`vtnt.job=`, base64 of
-//! one word per line); `vtnt-job.service` configures `eth0`, runs the job, prints its
+//! one word per line; a long target list as a second disk, [`TARGETS_DISK`]); `vtnt-job.service` configures `eth0`, runs the job, prints its
 //! output on the serial console as `VTNT|` lines as it comes, between `VTNT-BEGIN` and
 //! `VTNT-END rc=N`, and powers the VM off (`-no-reboot` makes QEMU exit). With
 //! `vtnt.iperf3=PORT` instead of a job ([`start_iperf3`]) it configures `eth0` the same
@@ -36,6 +36,9 @@ use crate::{debian, paths};
 
 /// File name of the VM box.
 pub const IMAGE_NAME: &str = "vtnt-vm-box.tar";
+/// Where the guest sees a job's long target list: its second virtio disk, whose sectors
+/// hold the list (padded with blank lines).
+pub const TARGETS_DISK: &str = "/dev/vdb";
 /// Guest memory, as the paper's Vagrant box.
 pub const MEMORY_MIB: u32 = 256;
 
@@ -259,18 +262,30 @@ pub fn start(
     spec: &InstanceSpec,
     cgroup: &Cgroup,
 ) -> anyhow::Result<Supervised> {
-    let args = crate::job::guest_args(&spec.job);
+    let job = crate::job::guest_job(&spec.job, TARGETS_DISK);
     anyhow::ensure!(
-        !args.iter().any(|w| w.contains('\n')),
+        !job.args.iter().any(|w| w.contains('\n')),
         "job words may not contain newlines"
     );
-    let what = format!("vtnt.job={}", base64(args.join("\n").as_bytes()));
+    let disk = match &job.targets {
+        Some(list) => {
+            // a raw disk of whole sectors: the list, then newlines (blank lines it skips)
+            let mut bytes = list.clone().into_bytes();
+            bytes.resize(bytes.len().div_ceil(512) * 512, b'\n');
+            let f = box_dir.join(format!("targets-{}", spec.index));
+            std::fs::write(&f, bytes).with_context(|| format!("writing {}", f.display()))?;
+            Some(f)
+        }
+        None => None,
+    };
+    let what = format!("vtnt.job={}", base64(job.args.join("\n").as_bytes()));
     boot(
         box_dir,
         net,
         spec.index,
         spec.job.engine.allow_public,
         &what,
+        disk.as_deref(),
         cgroup,
     )
 }
@@ -290,18 +305,21 @@ pub fn start_iperf3(
         index,
         false,
         &format!("vtnt.iperf3={port}"),
+        None,
         cgroup,
     )
 }
 
 /// Boots the box: guest number `index` on `net` (a default route too when
-/// `allow_public`), with `what` (`vtnt.job=` or `vtnt.iperf3=`) on its command line.
+/// `allow_public`), with `what` (`vtnt.job=` or `vtnt.iperf3=`) on its command line and
+/// `targets` (a job's long target list) as its second disk, [`TARGETS_DISK`].
 fn boot(
     box_dir: &Path,
     net: &Attached,
     index: u32,
     allow_public: bool,
     what: &str,
+    targets: Option<&Path>,
     cgroup: &Cgroup,
 ) -> anyhow::Result<Supervised> {
     let qemu = paths::need("qemu-system-x86_64", "qemu-system-x86")?;
@@ -381,6 +399,12 @@ fn boot(
         "file={},if=virtio,format=qcow2,snapshot=on",
         box_dir.join("disk.qcow2").display()
     ))
+    .args(targets.iter().flat_map(|f| {
+        [
+            "-drive".to_string(),
+            format!("file={},if=virtio,format=raw,readonly=on", f.display()),
+        ]
+    }))
     .arg("-netdev")
     .arg(netdev)
     .arg("-device")

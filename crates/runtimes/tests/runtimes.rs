@@ -1,6 +1,6 @@
 //! Every runtime returns what the native run returns for the same job (scamper JSON
 //! lines, run-dependent fields aside: `vtnt_runtimes::job::normalize`), each against a lab
-//! of its own. Needs root; a test whose components are missing skips through vtnt-testkit
+//! of its own; on the lab, a job of 200 targets too, whose list travels as data. Needs root; a test whose components are missing skips through vtnt-testkit
 //! (failing under `VTNT_REQUIRE_ALL=1`: scripts/setup.sh installs them all).
 
 mod common;
@@ -21,6 +21,13 @@ fn job() -> vtnt_job::JobSpec {
 /// Pings of the lab's first hop and a far host.
 fn ping_job() -> vtnt_job::JobSpec {
     parse("ping -c 3 -i 0.2 192.0.2.1 203.0.113.10")
+}
+
+/// A ping of 200 lab hosts: past the line's inline targets, so the list travels as data
+/// (standard input, the VM's second disk, the microVM's boot module).
+fn long_job() -> vtnt_job::JobSpec {
+    let hosts: Vec<String> = (1..=200).map(|i| format!("100.64.0.{i}")).collect();
+    parse(&format!("ping -c 1 --pps 2000 {}", hosts.join(" ")))
 }
 
 /// TNT on the reference lab's explicit and invisible tunnels (fixed seed).
@@ -66,7 +73,8 @@ fn check(test: &str, runtimes: &[Runtime], via: Via) {
     // on the host's network, a TNT job too (its annotations compared like the hops)
     let jobs = match via {
         Via::Host | Via::Front => vec![job(), tnt_job()],
-        Via::Lab | Via::Dhcp => vec![job()],
+        Via::Lab => vec![job(), long_job()],
+        Via::Dhcp => vec![job()],
     };
     check_jobs(test, runtimes, via, &jobs)
 }
@@ -223,7 +231,7 @@ fn spt_matches_native_and_the_microvm() {
         "spt_matches_native_and_the_microvm",
         &[Runtime::Spt, Runtime::Microvm],
         Via::Lab,
-        &[job(), ping_job(), tnt_job()],
+        &[job(), ping_job(), tnt_job(), long_job()],
     );
 }
 

@@ -191,6 +191,9 @@ pub struct RunSpec {
     pub wrapper: Vec<String>,
     /// Where console lines also go as they arrive.
     pub console: Option<ConsoleTap>,
+    /// Where the boot module of a long target list is written while the VM runs (`None`:
+    /// the temporary directory); a caller that cleans up after itself names its own.
+    pub scratch: Option<PathBuf>,
 }
 
 impl RunSpec {
@@ -216,6 +219,7 @@ impl RunSpec {
             marks: false,
             wrapper: Vec::new(),
             console: None,
+            scratch: None,
         }
     }
 }
@@ -385,11 +389,15 @@ pub fn run_job(spec: &RunSpec) -> Result<RunOutcome, Error> {
     let (cmdline, module) = cmdline(spec, &guest, &gateway, gateway_mac.as_deref());
     let module_file = match &module {
         Some(text) => {
-            let p = std::env::temp_dir().join(format!(
-                "vtnt-targets-{}-{}",
-                std::process::id(),
-                crate::netns::unique_name("m")
-            ));
+            let p = spec
+                .scratch
+                .clone()
+                .unwrap_or_else(std::env::temp_dir)
+                .join(format!(
+                    "vtnt-targets-{}-{}",
+                    std::process::id(),
+                    crate::netns::unique_name("m")
+                ));
             std::fs::write(&p, text)?;
             Some(TempFile(p))
         }

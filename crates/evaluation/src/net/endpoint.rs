@@ -54,7 +54,7 @@ enum Kind {
         name: String,
         client: docker::Client,
         tag: String,
-        _engine: docker::Engine,
+        _engine: Box<docker::Engine>,
     },
     Guest {
         console: vtnt_vmm::ConsoleTap,
@@ -227,7 +227,7 @@ pub fn start(
                     let netns = PathBuf::from("/run/netns").join(ns.name());
                     let args = server_args(&iperf3);
                     let (child, id, root) =
-                        runc::run(&rootfs, dir.path(), &args, Some(&netns), &cgroup)?;
+                        runc::run(&rootfs, dir.path(), &args, Some(&netns), &cgroup, None)?;
                     Kind::Runc {
                         _child: child,
                         id,
@@ -327,7 +327,7 @@ fn start_docker(iperf3: &Path, ns: &NetNs, cgroup: &Cgroup) -> anyhow::Result<Ki
         name,
         client,
         tag,
-        _engine: engine,
+        _engine: Box::new(engine),
     })
 }
 

@@ -1,0 +1,114 @@
+//! A job's long target list, which travels apart from its request: past
+//! [`INLINE_TARGETS`](crate::INLINE_TARGETS) targets the controller stores the list in its
+//! tenant's data stream ([`crate::data_stream`]) in chunks of
+//! [`DATA_CHUNK_BYTES`](crate::DATA_CHUNK_BYTES), under NATS's largest message, and the
+//! request says where ([`TargetList`]); the agent fetches it before the job starts and
+//! removes it once the job's results are stored. Jobs of up to
+//! [`MAX_TARGETS`](crate::MAX_TARGETS) targets so cross the fleet with requests of a few
+//! hundred bytes.
+
+use anyhow::Context;
+
+use crate::proto::{JobRequest, TargetList};
+use crate::Fleet;
+
+/// Stores job `job`'s target list `list` (one address a line) in `tenant`'s data stream;
+/// each chunk's message id is the chunk's, so a retry stores it once. What the request
+/// says of it.
+pub async fn store(
+    fleet: &Fleet,
+    tenant: &str,
+    job: &str,
+    list: &str,
+) -> anyhow::Result<TargetList> {
+    if !fleet.own_account() {
+        // a server of one's own: made by the first client to need it
+        fleet.data(tenant).await?;
+    }
+    let chunks: Vec<&[u8]> = list.as_bytes().chunks(crate::DATA_CHUNK_BYTES).collect();
+    let mut acks = Vec::with_capacity(chunks.len());
+    for (i, c) in chunks.iter().enumerate() {
+        let mut h = async_nats::HeaderMap::new();
+        h.insert("Nats-Msg-Id", format!("{job}.d{i}").as_str());
+        let subject = crate::data_subject(tenant, job, Some(i as u32));
+        acks.push(
+            fleet
+                .js
+                .publish_with_headers(subject, h, bytes::Bytes::copy_from_slice(c))
+                .await?,
+        );
+    }
+    for a in acks {
+        a.await.with_context(|| {
+            format!(
+                "storing the job's target list (tenant {tenant}'s target lists hold {} MiB at most)",
+                crate::DATA_STREAM_BYTES >> 20
+            )
+        })?;
+    }
+    Ok(TargetList {
+        count: list.lines().count() as u64,
+        bytes: list.len() as u64,
+        chunks: chunks.len() as u32,
+    })
+}
+
+/// The target list of `req` (`None` when its targets are in its line), checked against
+/// what the request says of it; errors say what is wrong with it.
+pub async fn fetch(fleet: &Fleet, req: &JobRequest) -> Result<Option<String>, String> {
+    let Some(t) = req.targets else {
+        return Ok(None);
+    };
+    let most_chunks = crate::MAX_TARGET_BYTES.div_ceil(crate::DATA_CHUNK_BYTES) as u32;
+    if t.bytes > crate::MAX_TARGET_BYTES as u64 || t.chunks > most_chunks {
+        return Err(format!(
+            "refused: its target list ({} bytes in {} chunks) is longer than a fleet job's ({} bytes)",
+            t.bytes,
+            t.chunks,
+            crate::MAX_TARGET_BYTES
+        ));
+    }
+    let stream = fleet
+        .shared
+        .get_stream(crate::data_stream(&req.tenant))
+        .await
+        .map_err(|e| format!("its target list: tenant {}'s stream: {e}", req.tenant))?;
+    let mut text = Vec::with_capacity(t.bytes as usize);
+    for i in 0..t.chunks {
+        let subject = crate::data_subject(&req.tenant, &req.id, Some(i));
+        let m = stream
+            .get_last_raw_message_by_subject(&subject)
+            .await
+            .map_err(|e| format!("its target list, chunk {} of {}: {e}", i + 1, t.chunks))?;
+        text.extend_from_slice(&m.payload);
+        if text.len() as u64 > t.bytes {
+            break;
+        }
+    }
+    if text.len() as u64 != t.bytes {
+        return Err(format!(
+            "its target list holds {} bytes, its request says {}",
+            text.len(),
+            t.bytes
+        ));
+    }
+    String::from_utf8(text)
+        .map(Some)
+        .map_err(|_| "its target list is not UTF-8".into())
+}
+
+/// Removes `req`'s target list, if it had one: its job is done, its results stored.
+pub async fn remove(fleet: &Fleet, req: &JobRequest) -> anyhow::Result<()> {
+    if req.targets.is_none() {
+        return Ok(());
+    }
+    fleet
+        .shared
+        .get_stream(crate::data_stream(&req.tenant))
+        .await?
+        .purge()
+        .filter(crate::data_subject(&req.tenant, &req.id, None))
+        .await
+        .with_context(|| format!("removing job {}'s target list", req.id))?;
+    Ok(())
+}

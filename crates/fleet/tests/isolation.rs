@@ -1,0 +1,347 @@
+//! Tenant isolation against a hostile user who speaks NATS itself: a broker of its own
+//! (`vtnt_fleet::broker::up`, tenants `a` and `b`), then raw async-nats requests with
+//! each role's own key, as an attacker would send them: streams with another tenant's
+//! subjects, mirrors and sources of its results, consumers and message reads on them,
+//! subscriptions to its inboxes and requests, JetStream's answers and deliveries steered
+//! into its results stream through reply and deliver subjects. Every one must be refused
+//! (the server's permission violation, or an API error) and the victim's stream must hold
+//! exactly what the agent stored for it. Needs root (the broker's state under /run) and
+//! Debian's nats-server; missing, it skips through vtnt-testkit.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::StreamExt;
+use vtnt_fleet::auth::{key_file, Role};
+use vtnt_fleet::broker;
+use vtnt_fleet::Connect;
+
+/// How long an attack may go unanswered before it counts as refused in silence (a
+/// subscription's violation comes asynchronously; a request's within milliseconds).
+const WAIT: Duration = Duration::from_secs(2);
+
+/// The broker, down on drop.
+struct Up(broker::Broker);
+
+impl Drop for Up {
+    fn drop(&mut self) {
+        let _ = broker::down(&self.0.name);
+    }
+}
+
+/// One connection as one user, with the server's refusals it received.
+struct Peer {
+    who: String,
+    client: async_nats::Client,
+    errors: Arc<Mutex<Vec<String>>>,
+}
+
+impl Peer {
+    async fn connect(url: &str, seed: &str, inbox: &str, who: &str) -> Peer {
+        let errors = Arc::new(Mutex::new(Vec::new()));
+        let seen = errors.clone();
+        let client = async_nats::ConnectOptions::new()
+            .nkey(seed.to_string())
+            .custom_inbox_prefix(inbox)
+            .event_callback(move |e| {
+                let seen = seen.clone();
+                async move {
+                    if let async_nats::Event::ServerError(e) = e {
+                        seen.lock().unwrap().push(e.to_string());
+                    }
+                }
+            })
+            .connect(url)
+            .await
+            .unwrap_or_else(|e| panic!("{who} connecting: {e}"));
+        Peer {
+            who: who.to_string(),
+            client,
+            errors,
+        }
+    }
+
+    /// Whether the server refused something naming `subject` (a permission violation).
+    fn violation(&self, subject: &str) -> bool {
+        self.errors
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|e| e.contains("Permissions Violation") && e.contains(subject))
+    }
+
+    /// Sends `body` to `subject` as a request; `Err` with how it was refused (a
+    /// violation, an API error, no responder, silence), or the answer when something did
+    /// it.
+    async fn ask(&self, subject: &str, body: &str) -> Result<String, &'static str> {
+        let req = self
+            .client
+            .request(subject.to_string(), body.to_string().into());
+        tokio::pin!(req);
+        let deadline = tokio::time::Instant::now() + WAIT;
+        loop {
+            tokio::select! {
+                r = &mut req => {
+                    let Ok(m) = r else { return Err("no responder") };
+                    let text = String::from_utf8_lossy(&m.payload).into_owned();
+                    let refused = serde_json::from_str::<serde_json::Value>(&text)
+                        .is_ok_and(|v| v.get("error").is_some());
+                    return if refused { Err("an API error") } else { Ok(text) };
+                }
+                () = tokio::time::sleep(Duration::from_millis(10)) => {
+                    if self.violation(subject) {
+                        return Err("a permission violation");
+                    }
+                    if tokio::time::Instant::now() > deadline {
+                        return Err("silence");
+                    }
+                }
+            }
+        }
+    }
+
+    /// Publishes `body` to `subject` with `reply` as its reply subject (JetStream's
+    /// answer, or a responder's, goes there).
+    async fn steer(&self, subject: &str, reply: &str, body: &str) {
+        let _ = self
+            .client
+            .publish_with_reply(
+                subject.to_string(),
+                reply.to_string(),
+                body.to_string().into(),
+            )
+            .await;
+        let _ = self.client.flush().await;
+    }
+
+    /// Subscribes to `subject`; the subscription if the server did not refuse it.
+    async fn listen(&self, subject: &str) -> Option<async_nats::Subscriber> {
+        let sub = self.client.subscribe(subject.to_string()).await.ok()?;
+        let _ = self.client.flush().await;
+        let until = tokio::time::Instant::now() + WAIT;
+        while tokio::time::Instant::now() < until {
+            if self.violation(subject) {
+                return None;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        Some(sub)
+    }
+}
+
+/// The seeds in a role's key file: the user's, then (a tenant's) its requests' user.
+fn seeds(dir: &std::path::Path, role: &Role) -> Vec<String> {
+    std::fs::read_to_string(key_file(dir, role))
+        .expect("a role's key file")
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .map(String::from)
+        .collect()
+}
+
+/// The number of messages in tenant `t`'s results stream, as `t` sees it.
+async fn stored(t: &Peer, tenant: &str) -> u64 {
+    let info = t
+        .ask(&format!("$JS.API.STREAM.INFO.VTNT_RESULTS_{tenant}"), "")
+        .await
+        .expect("the tenant reads its own stream's info");
+    let v: serde_json::Value = serde_json::from_str(&info).unwrap();
+    v["state"]["messages"].as_u64().unwrap()
+}
+
+#[test]
+fn no_role_reaches_another_tenants_results_inboxes_or_requests() {
+    vtnt_testkit::require_root!();
+    vtnt_testkit::require_tools!("nats-server");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .unwrap()
+        .port();
+    let up = Up(broker::up(&broker::UpOptions {
+        tenants: vec!["a".into(), "b".into()],
+        ..broker::UpOptions::new(&format!("iso{}", std::process::id()), port)
+    })
+    .expect("vtnt fleet up"));
+    let (url, dir, name) = (up.0.url.clone(), up.0.dir.clone(), up.0.name.clone());
+    let failures = vtnt_fleet::block_on(async move {
+        let mut failures: Vec<String> = Vec::new();
+        // what a fleet in use has: the work queue, a's results stream, one record of a's
+        let (_, agent_fleet) = Connect::local(&name, Role::Agent)?
+            .fleet("isolation agent")
+            .await?;
+        agent_fleet.jobs().await?;
+        Connect::local(&name, Role::Tenant("a".into()))?
+            .fleet("isolation a")
+            .await?
+            .1
+            .results("a")
+            .await?;
+        agent_fleet
+            .js
+            .publish("vtnt.results.a.j0.r", "a's secret record".into())
+            .await?
+            .await?;
+        let role = |r: Role| {
+            let (url, dir) = (url.clone(), dir.clone());
+            async move {
+                let s = seeds(&dir, &r);
+                Peer::connect(&url, &s[0], &r.inbox_prefix(), &r.key_name()).await
+            }
+        };
+        let a = role(Role::Tenant("a".into())).await;
+        let b = role(Role::Tenant("b".into())).await;
+        let agent = role(Role::Agent).await;
+        let operator = role(Role::Operator).await;
+        let a_before = stored(&a, "a").await;
+        assert_eq!(a_before, 1);
+
+        // b makes JetStream objects that would capture or copy a's
+        let steal = [
+            r#"{"name":"VTNT_RESULTS_b","subjects":["vtnt.results.a.>"]}"#,
+            r#"{"name":"VTNT_RESULTS_b","mirror":{"name":"VTNT_RESULTS_a"}}"#,
+            r#"{"name":"VTNT_RESULTS_b","sources":[{"name":"VTNT_RESULTS_a"}]}"#,
+            r#"{"name":"VTNT_RESULTS_b","subjects":["_INBOX_T.a.>","vtnt.deploy.a.>"]}"#,
+        ];
+        let mut attacks: Vec<(&Peer, String, String)> = Vec::new();
+        for body in steal {
+            for verb in ["CREATE", "UPDATE"] {
+                attacks.push((&b, format!("$JS.API.STREAM.{verb}.VTNT_RESULTS_b"), body.into()));
+            }
+            attacks.push((&b, "$JS.API.STREAM.CREATE.EVIL".into(), body.replace("VTNT_RESULTS_b", "EVIL")));
+        }
+        let all = r#"{"stream_name":"VTNT_RESULTS_a","config":{"deliver_policy":"all","ack_policy":"none"}}"#;
+        let mut reads = vec![
+            ("$JS.API.CONSUMER.CREATE.VTNT_RESULTS_a", all),
+            ("$JS.API.CONSUMER.CREATE.VTNT_RESULTS_a.evil.vtnt.results.a.>", all),
+            ("$JS.API.CONSUMER.DURABLE.CREATE.VTNT_RESULTS_a.evil", all),
+            ("$JS.API.STREAM.MSG.GET.VTNT_RESULTS_a", r#"{"seq":1}"#),
+            ("$JS.API.DIRECT.GET.VTNT_RESULTS_a", r#"{"seq":1}"#),
+            ("$JS.API.STREAM.INFO.VTNT_RESULTS_a", ""),
+            ("$JS.API.CONSUMER.CREATE.VTNT_JOBS", r#"{"stream_name":"VTNT_JOBS","config":{"ack_policy":"none"}}"#),
+            ("$JS.API.STREAM.MSG.GET.VTNT_JOBS", r#"{"seq":1}"#),
+        ];
+        for p in [&b, &agent, &operator] {
+            for (s, body) in &reads {
+                attacks.push((p, s.to_string(), body.to_string()));
+            }
+        }
+        reads.clear();
+        for (s, body) in [
+            ("$JS.API.INFO", ""),
+            ("$JS.API.STREAM.LIST", "{}"),
+            ("$JS.API.STREAM.NAMES", "{}"),
+            ("$JS.API.STREAM.DELETE.VTNT_RESULTS_a", ""),
+            ("$JS.API.STREAM.PURGE.VTNT_RESULTS_a", ""),
+            ("$JS.API.STREAM.MSG.DELETE.VTNT_RESULTS_a", r#"{"seq":1}"#),
+            ("$JS.API.STREAM.DELETE.VTNT_RESULTS_b", ""),
+            ("$JS.API.STREAM.PURGE.VTNT_RESULTS_b", ""),
+            ("$JS.API.STREAM.CREATE.KV_evil", r#"{"name":"KV_evil","subjects":["$KV.evil.>"]}"#),
+            ("$JS.API.STREAM.CREATE.OBJ_evil", r#"{"name":"OBJ_evil","subjects":["$O.evil.C.>","$O.evil.M.>"]}"#),
+            ("vtnt.wq.a.fr", "{}"),
+            ("vtnt.deploy.a.fr", "{}"),
+            ("vtnt.results.a.forged.r", "a forged record"),
+        ] {
+            attacks.push((&b, s.into(), body.into()));
+        }
+        // the agents and the operator create no stream: they could choose its subjects
+        for p in [&agent, &operator] {
+            for (s, body) in [
+                ("$JS.API.STREAM.CREATE.EVIL", r#"{"name":"EVIL","subjects":["vtnt.deploy.>","_INBOX_T.>"]}"#),
+                ("$JS.API.STREAM.CREATE.VTNT_NODES", r#"{"name":"VTNT_NODES","subjects":["vtnt.nodes.*","vtnt.deploy.>"]}"#),
+                ("$JS.API.STREAM.UPDATE.VTNT_JOBS", r#"{"name":"VTNT_JOBS","subjects":["vtnt.wq.>","_INBOX_T.>"],"retention":"workqueue"}"#),
+                ("$JS.API.STREAM.CREATE.OBJ_vtnt-images", r#"{"name":"OBJ_vtnt-images","subjects":["$O.vtnt-images.C.>","$O.vtnt-images.M.>","vtnt.deploy.>"]}"#),
+            ] {
+                attacks.push((p, s.into(), body.into()));
+            }
+        }
+        let mut how = std::collections::BTreeMap::new();
+        for (p, subject, body) in &attacks {
+            match p.ask(subject, body).await {
+                Ok(answer) => failures.push(format!(
+                    "{} was answered on {subject} {body}: {}",
+                    p.who,
+                    &answer[..answer.len().min(200)]
+                )),
+                Err(why) => *how.entry(why).or_insert(0) += 1,
+            }
+        }
+        eprintln!("{} requests refused: {how:?}", attacks.len());
+        // inboxes, requests and results in flight: no role listens where it has no business
+        let mut subs = Vec::new();
+        for (p, subjects) in [
+            (&b, &["_INBOX_T.a.>", "_INBOX_AGENT.>", "vtnt.results.>", "vtnt.deploy.>", "vtnt.wq.>", ">"][..]),
+            (&agent, &["_INBOX_T.>", "vtnt.results.>", "vtnt.wq.>"][..]),
+            (&operator, &["_INBOX_T.>", "vtnt.results.>", "vtnt.deploy.>"][..]),
+        ] {
+            for s in subjects {
+                if let Some(sub) = p.listen(s).await {
+                    failures.push(format!("{} may subscribe to {s}", p.who));
+                    subs.push(sub);
+                }
+            }
+        }
+        // b steers JetStream's answers and deliveries into a's results subjects
+        b.steer("$JS.API.STREAM.INFO.VTNT_RESULTS_b", "vtnt.results.a.forged1.s", "").await;
+        b.steer("vtnt.wq.b.fr", "vtnt.results.a.forged2.s", "{}").await;
+        b.steer(
+            "$JS.API.CONSUMER.CREATE.VTNT_RESULTS_b",
+            "_INBOX_T.b.push",
+            r#"{"stream_name":"VTNT_RESULTS_b","config":{"deliver_subject":"vtnt.results.a.forged3.r","deliver_policy":"all","ack_policy":"none"}}"#,
+        )
+        .await;
+        // b's second identity, for discard-mode requests (when its key holds one)
+        let b_seeds = seeds(&dir, &Role::Tenant("b".into()));
+        if let Some(seed) = b_seeds.get(1) {
+            let req = Peer::connect(&url, seed, "_INBOX_T.b", "tenant-b's requests").await;
+            req.steer("vtnt.deploy.b.fr", "vtnt.results.a.forged4.s", "{}").await;
+            for (s, body) in [
+                ("vtnt.deploy.a.fr", "{}"),
+                ("vtnt.wq.b.fr", "{}"),
+                ("$JS.API.INFO", ""),
+                ("$JS.API.STREAM.CREATE.EVIL", r#"{"name":"EVIL","subjects":["vtnt.deploy.>"]}"#),
+            ] {
+                if let Ok(answer) = req.ask(s, body).await {
+                    failures.push(format!("{} was answered on {s}: {answer}", req.who));
+                }
+            }
+            for s in ["_INBOX_T.a.>", "vtnt.deploy.>", "vtnt.results.>"] {
+                if req.listen(s).await.is_some() {
+                    failures.push(format!("{} may subscribe to {s}", req.who));
+                }
+            }
+        } else {
+            failures.push("tenant b's key holds no identity of its own for discard-mode requests".into());
+        }
+        // one more record of a's, with every subscription above in place
+        agent_fleet
+            .js
+            .publish("vtnt.results.a.j1.r", "a's second secret".into())
+            .await?
+            .await?;
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        // a's stream holds what the agent stored, nothing steered in
+        let a_after = stored(&a, "a").await;
+        if a_after != a_before + 1 {
+            failures.push(format!(
+                "a's results stream holds {a_after} messages, {} stored by the agent",
+                a_before + 1
+            ));
+        }
+        // and what got past a refusal received nothing of a's
+        for mut sub in subs {
+            if let Ok(Some(m)) = tokio::time::timeout(Duration::from_millis(100), sub.next()).await {
+                failures.push(format!("a subscription received {}", m.subject));
+            }
+        }
+        Ok(failures)
+    })
+    .expect("the fleet's own steps");
+    drop(up);
+    assert!(
+        failures.is_empty(),
+        "{} attacks got through:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
