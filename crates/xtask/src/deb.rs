@@ -8,8 +8,18 @@
 //! /lib/systemd/system/vtnt-agent.service          `vtnt agent $VTNT_AGENT_ARGS`, as root
 //! /lib/systemd/system/vtnt-daemon.service         `vtnt daemon $VTNT_DAEMON_ARGS`, CAP_NET_RAW only
 //! /etc/default/vtnt                               their arguments (a conffile)
-//! /usr/share/doc/vtnt/{copyright,README.md,install.md}
+//! /usr/share/doc/vtnt/copyright                   machine-readable; the licence is Debian's
+//!                                                 /usr/share/common-licenses/Apache-2.0
+//! /usr/share/doc/vtnt/THIRD-PARTY-NOTICES.gz      the tree's notices
+//! /usr/share/doc/vtnt/{README.md,install.md}.gz
+//! /usr/share/man/man1/vtnt*.1.gz                  the tree's man pages
+//! /usr/share/bash-completion/completions/vtnt     the tree's completion scripts
+//! /usr/share/zsh/vendor-completions/_vtnt
+//! /usr/share/fish/vendor_completions.d/vtnt.fish
 //! ```
+//!
+//! Documentation and man pages are compressed with `gzip -9n`, as Debian policy asks
+//! (12.1, 12.3).
 //!
 //! Depends: the shared libraries `vtnt` links (`libc6` at least the newest `GLIBC_`
 //! version its symbols ask for) and `libcap2-bin` (`setcap`, for the postinst);
@@ -21,7 +31,8 @@ use std::process::Command;
 
 use anyhow::{bail, Context};
 
-use crate::dist::{mkdir, write, Dist};
+use crate::dist::{self, mkdir, write, Dist};
+use crate::share;
 
 /// The package's name.
 pub const PACKAGE: &str = "vtnt";
@@ -86,14 +97,23 @@ fn stage_and_build(dist: &Dist, stage: &Path, version: &str) -> anyhow::Result<P
         let mode = std::os::unix::fs::PermissionsExt::mode(&mode) & 0o777;
         copy(&src, &stage.join("usr/lib/vtnt").join(name), mode)?;
     }
+    let doc = stage.join("usr/share/doc/vtnt");
     let ws = crate::cargo::workspace();
-    for doc in ["README.md", "docs/install.md"] {
-        let name = Path::new(doc).file_name().unwrap_or_default();
-        copy(
-            &ws.join(doc),
-            &stage.join("usr/share/doc/vtnt").join(name),
-            0o644,
-        )?;
+    for file in ["README.md", "docs/install.md"] {
+        let name = Path::new(file).file_name().unwrap_or_default();
+        gzip(&ws.join(file), &doc.join(name))?;
+    }
+    for file in dist::files(&dist.share())? {
+        let src = dist.share().join(&file);
+        let dst = stage.join("usr/share").join(&file);
+        if file == share::LICENSE {
+            // the copyright file names it (Debian's own copy of the text)
+            continue;
+        } else if file == share::NOTICES || file.starts_with(share::MAN1) {
+            gzip(&src, &dst)?;
+        } else {
+            copy(&src, &dst, 0o644)?;
+        }
     }
     for (path, text, mode) in FILES {
         let p = stage.join(path);
@@ -211,7 +231,7 @@ fn readelf(bin: &Path, what: &str) -> anyhow::Result<String> {
 
 /// `DEBIAN/md5sums`: every file but `DEBIAN/`'s, by path relative to the root.
 fn md5sums(stage: &Path) -> anyhow::Result<String> {
-    let files: Vec<String> = files(stage)?
+    let files: Vec<String> = dist::files(stage)?
         .into_iter()
         .filter(|p| !p.starts_with("DEBIAN/"))
         .collect();
@@ -229,7 +249,7 @@ fn md5sums(stage: &Path) -> anyhow::Result<String> {
 /// `Installed-Size`: the files' sizes in KiB, each rounded up.
 fn installed_kib(stage: &Path) -> anyhow::Result<u64> {
     let mut kib = 0;
-    for f in files(stage)? {
+    for f in dist::files(stage)? {
         if !f.starts_with("DEBIAN/") {
             kib += std::fs::metadata(stage.join(&f))?.len().div_ceil(1024);
         }
@@ -237,22 +257,22 @@ fn installed_kib(stage: &Path) -> anyhow::Result<u64> {
     Ok(kib)
 }
 
-/// Every regular file under `root`, relative to it, sorted.
-fn files(root: &Path) -> anyhow::Result<Vec<String>> {
-    let mut out = Vec::new();
-    let mut dirs = vec![root.to_path_buf()];
-    while let Some(d) = dirs.pop() {
-        for e in std::fs::read_dir(&d).with_context(|| format!("{}", d.display()))? {
-            let p = e?.path();
-            if p.is_dir() {
-                dirs.push(p);
-            } else if let Ok(rel) = p.strip_prefix(root) {
-                out.push(rel.display().to_string());
-            }
-        }
+/// Writes `src` compressed (`gzip -9n`: no name, no time stamp) to `dst` + `.gz`.
+fn gzip(src: &Path, dst: &Path) -> anyhow::Result<()> {
+    let out = Command::new("gzip")
+        .args(["-9n", "-c"])
+        .arg(src)
+        .output()
+        .context("gzip")?;
+    if !out.status.success() {
+        bail!("gzip {}: {}", src.display(), out.status);
     }
-    out.sort();
-    Ok(out)
+    let mut name = dst.as_os_str().to_owned();
+    name.push(".gz");
+    let dst = PathBuf::from(name);
+    mkdir(dst.parent().unwrap_or(Path::new("/")))?;
+    std::fs::write(&dst, out.stdout).with_context(|| format!("writing {}", dst.display()))?;
+    chmod(&dst, 0o644)
 }
 
 fn copy(src: &Path, dst: &Path, mode: u32) -> anyhow::Result<()> {
