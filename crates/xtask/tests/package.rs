@@ -12,13 +12,18 @@
 //!   a lab, `vtnt run --runtime spt` and `--runtime microvm` (under `vtnt-monitor` where
 //!   `/dev/kvm` works), and an agent that takes a queued job and returns its result
 //!   within 5 s of starting, and `man` and bash completion find the package's pages
-//!   and script (clean_root.rs).
+//!   and script (clean_root.rs);
+//! - installed in a Linux guest whose KVM is hardware-style (AMD SVM, nested under QEMU's
+//!   TCG), `vtnt-monitor` boots the unikernel and `vtnt run --runtime microvm` picks it
+//!   by default and traces as natively (nested_kvm.rs).
 //!
 //! Needs root (namespaces, the root's mounts) and the Debian mirror (apt, as
 //! scripts/setup.sh).
 
 #[path = "package/clean_root.rs"]
 mod clean_root;
+#[path = "package/nested_kvm.rs"]
+mod nested_kvm;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
