@@ -16,6 +16,7 @@
 //! /usr/share/bash-completion/completions/vtnt     the tree's completion scripts
 //! /usr/share/zsh/vendor-completions/_vtnt
 //! /usr/share/fish/vendor_completions.d/vtnt.fish
+//! /usr/share/lintian/overrides/vtnt               what lintian flags on purpose, and why
 //! ```
 //!
 //! Documentation and man pages are compressed with `gzip -9n`, as Debian policy asks
@@ -49,7 +50,7 @@ const SUGGESTS: &str = "qemu-system-x86, runc, docker.io, nats-server, scamper, 
                         debootstrap, qemu-utils, e2fsprogs";
 
 /// The maintainer scripts, units and files of `deb/`.
-const FILES: [(&str, &str, u32); 7] = [
+const FILES: [(&str, &str, u32); 8] = [
     ("DEBIAN/postinst", include_str!("../deb/postinst"), 0o755),
     ("DEBIAN/prerm", include_str!("../deb/prerm"), 0o755),
     ("DEBIAN/postrm", include_str!("../deb/postrm"), 0o755),
@@ -67,6 +68,11 @@ const FILES: [(&str, &str, u32); 7] = [
     (
         "usr/share/doc/vtnt/copyright",
         include_str!("../deb/copyright"),
+        0o644,
+    ),
+    (
+        "usr/share/lintian/overrides/vtnt",
+        include_str!("../deb/lintian-overrides"),
         0o644,
     ),
 ];
@@ -155,8 +161,9 @@ fn control(version: &str, depends: &str, installed_kib: u64) -> String {
          vTNT is TNT, the traceroute extension of scamper that reveals MPLS tunnels and\n \
          fingerprints routers, rebuilt around one probing engine that runs as a Linux\n \
          command, in a unikernel (as a microVM under its own monitor, or as a sandboxed\n \
-         process), in runc, Docker and a full VM, with an emulated MPLS lab that has ground\n \
-         truth and a NATS fleet of agents. It speaks scamper's formats and options.\n \
+         process), in runc, Docker and a full VM, with an emulated MPLS lab that has\n \
+         ground truth and a NATS fleet of agents. It speaks scamper's formats and\n \
+         options.\n \
          .\n \
          trace, ping, tnt and daemon run without root (the binary has CAP_NET_RAW).\n"
     )

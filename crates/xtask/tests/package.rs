@@ -136,6 +136,7 @@ fn the_package_holds_the_tree_and_lets_a_user_trace_without_root() {
         "./usr/share/bash-completion/completions/vtnt",
         "./usr/share/zsh/vendor-completions/_vtnt",
         "./usr/share/fish/vendor_completions.d/vtnt.fish",
+        "./usr/share/lintian/overrides/vtnt",
     ]
     .map(String::from)
     .to_vec();

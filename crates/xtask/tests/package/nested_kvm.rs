@@ -6,8 +6,8 @@
 //! iproute2's `ip`, and the package's files as `dpkg-deb -x` lays them out at their
 //! installed paths, with the shared libraries its `vtnt` links. There, as root:
 //!
-//! - `vtnt-monitor` boots the unikernel (hypercalls, exits, SVM's nested paging), three
-//!   times, its statistics printed (docs/benchmarks.md);
+//! - `kvm_amd` runs with nested paging (NPT) and `vtnt-monitor` boots the unikernel
+//!   (hypercalls, exits) three times, its statistics printed (docs/benchmarks.md);
 //! - `vtnt run --runtime microvm` on a TAP device picks `vtnt-monitor` by default, after
 //!   checking once that it boots a test guest here (`vtnt_vmm::monitor::boots`), and its
 //!   trace of the TAP's address finds what `vtnt trace` finds natively; its report says
@@ -50,6 +50,7 @@ for c in memory cpu cpuacct cpuset; do
   mkdir /sys/fs/cgroup/$c && mount -t cgroup -o $c cgroup /sys/fs/cgroup/$c
 done
 /usr/sbin/ip link set lo up
+step npt cat /sys/module/kvm_amd/parameters/npt
 step tap sh -c "/usr/sbin/ip tuntap add dev vtap0 mode tap && /usr/sbin/ip addr add $GATEWAY/24 dev vtap0 && /usr/sbin/ip link set vtap0 up"
 for i in 1 2 3; do
   step monitor-$i /usr/lib/vtnt/vtnt-monitor --stats --cmdline "-- boot" /usr/lib/vtnt/vtnt-unikernel.elf
@@ -116,6 +117,11 @@ fn the_package_runs_microvms_under_vtnt_monitor_on_hardware_style_kvm() {
         assert_eq!(step(&format!("insmod-{m}")).exit, 0, "insmod {m}:\n{out}");
     }
     assert_eq!(step("tap").exit, 0, "the TAP device:\n{out}");
+    // kvm_amd runs its guests with nested paging (NPT), as on an AMD host
+    assert!(
+        ["Y", "1"].contains(&step("npt").stdout.trim()),
+        "kvm_amd's npt:\n{out}"
+    );
 
     // (a) the monitor boots the unikernel on this KVM
     for i in 1..=3 {
