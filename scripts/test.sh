@@ -12,9 +12,6 @@ export CARGO_TERM_COLOR=never
 export VTNT_REQUIRE_ALL=1
 # the VM image build needs about 2 GB of scratch space next to target/: say what there is
 df -h . /var/lib 2>/dev/null | sed 's/^/vtnt test: /' || true
-# Tests that start namespaces or VMs use unique names; two threads keep the 2-core machine
-# responsive under TCG emulation.
-cargo build --release -p vtnt-kernel --target x86_64-unknown-none -q 2>/dev/null || true
 # formatting and lints are part of the house style: fail early on drift
 cargo fmt --all -- --check
 cargo clippy --workspace --exclude vtnt-kernel --all-targets -q -- -D warnings
@@ -28,8 +25,10 @@ cargo clippy -p vtnt-kernel --target x86_64-unknown-none --features stream -q --
 cargo xtask deny
 # what an installed vtnt carries, built once (docs/install.md): the static vtnt,
 # vtnt-monitor and the unikernel's images in target/dist/lib/vtnt, which the tests' vtnt
-# and the runtimes find through target/lib
+# and the runtimes find through target/lib; the package's test reuses these builds
 cargo xtask dist >/dev/null
+# Tests that start namespaces or VMs use unique names; two threads keep the 2-core machine
+# responsive under TCG emulation.
 cargo test --workspace --exclude vtnt-kernel -- --test-threads=2
 # the kernel's host-testable parts (command line, kvmclock arithmetic)
 cargo test -p vtnt-kernel

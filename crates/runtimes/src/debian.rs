@@ -138,21 +138,27 @@ pub fn put_file(path: &Path, bytes: &[u8], mode: u32) -> anyhow::Result<()> {
 }
 
 /// Copies this host's `program` into the tree `root` at the same path, with the shared
-/// libraries it loads (`ldd`) that `root` lacks (a Debian rootfs of the host's suite keeps
-/// its own libc; an empty tree gets them all). Files go in through [`put_file`].
+/// libraries it loads ([`add_libraries`]). Files go in through [`put_file`].
 pub fn add_program(program: &Path, root: &Path) -> anyhow::Result<()> {
+    let to = root.join(program.strip_prefix("/").unwrap_or(program));
+    let bytes = std::fs::read(program).with_context(|| format!("reading {}", program.display()))?;
+    put_file(&to, &bytes, 0o755)?;
+    add_libraries(program, root)
+}
+
+/// Copies the shared libraries `program` loads (`ldd`, this host's) that the tree `root`
+/// lacks into it, each at its path (a Debian rootfs of the host's suite keeps its own
+/// libc; an empty tree gets them all). Files go in through [`put_file`].
+pub fn add_libraries(program: &Path, root: &Path) -> anyhow::Result<()> {
     let ldd = paths::run_cmd(Command::new("ldd").arg(program))?;
     let libs = ldd
         .split_whitespace()
         .filter(|w| w.starts_with('/'))
         .map(PathBuf::from);
-    for (i, f) in std::iter::once(program.to_path_buf())
-        .chain(libs)
-        .enumerate()
-    {
+    for f in libs {
         let to = root.join(f.strip_prefix("/").unwrap_or(&f));
         // (a Debian tree's /lib is a link to usr/lib: a library there exists too)
-        if i > 0 && to.exists() {
+        if to.exists() {
             continue;
         }
         let bytes = std::fs::read(&f).with_context(|| format!("reading {}", f.display()))?;

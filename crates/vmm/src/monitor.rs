@@ -118,8 +118,9 @@ impl MonitorConfig {
 const BOOTS_CACHE: &str = "vtnt-monitor-boots";
 
 /// Whether the monitor boots `image` on this host, checked once: on PVM, where every
-/// release is tested (CI), yes; on other KVM (hardware virtualisation, where no release
-/// has run yet), a `-- boot` job must exit 0 under it, once per host boot (the answer is
+/// release is tested (CI), yes; on other KVM (hardware virtualisation: CI runs it only on
+/// AMD SVM nested under TCG, crates/xtask/tests/package/nested_kvm.rs, never on bare
+/// metal), a `-- boot` job must exit 0 under it, once per host boot (the answer is
 /// cached in the temporary directory, like QEMU's accelerator probe). A failed check is
 /// said on stderr, once.
 pub fn boots(image: &Path) -> bool {

@@ -1,5 +1,6 @@
-//! Running cargo from a task: the checkout's root and target directory, and a cargo
-//! command whose failure is an error with cargo's last lines.
+//! Running cargo (and the other tools) from a task: the checkout's root and target
+//! directory, a cargo command, and [`run`], whose failure is an error with the command's
+//! last lines.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -29,8 +30,9 @@ pub fn command() -> Command {
     c
 }
 
-/// Runs `cmd`, failing with its last 40 lines of stderr.
-pub fn run(cmd: &mut Command) -> anyhow::Result<()> {
+/// Runs `cmd` and returns its stdout; a failure names the command, with its last 40
+/// lines of stderr.
+pub fn run(cmd: &mut Command) -> anyhow::Result<String> {
     let what = format!("{cmd:?}");
     let out = cmd.output().with_context(|| format!("starting {what}"))?;
     if !out.status.success() {
@@ -39,7 +41,7 @@ pub fn run(cmd: &mut Command) -> anyhow::Result<()> {
         let tail = lines[lines.len().saturating_sub(40)..].join("\n");
         bail!("{what} failed ({}):\n{tail}", out.status);
     }
-    Ok(())
+    String::from_utf8(out.stdout).with_context(|| format!("{what} printed non-UTF-8"))
 }
 
 /// The directory cargo puts a profile's output in (`dev` -> `debug`).
@@ -57,5 +59,6 @@ pub fn strip(input: &Path, output: &Path) -> anyhow::Result<()> {
         .arg("--strip-all")
         .arg(input)
         .arg(output))
-    .context("stripping with objcopy (Debian package binutils)")
+    .context("stripping with objcopy (Debian package binutils)")?;
+    Ok(())
 }

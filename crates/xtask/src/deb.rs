@@ -8,8 +8,19 @@
 //! /lib/systemd/system/vtnt-agent.service          `vtnt agent $VTNT_AGENT_ARGS`, as root
 //! /lib/systemd/system/vtnt-daemon.service         `vtnt daemon $VTNT_DAEMON_ARGS`, CAP_NET_RAW only
 //! /etc/default/vtnt                               their arguments (a conffile)
-//! /usr/share/doc/vtnt/{copyright,README.md,install.md}
+//! /usr/share/doc/vtnt/copyright                   machine-readable; the licence is Debian's
+//!                                                 /usr/share/common-licenses/Apache-2.0
+//! /usr/share/doc/vtnt/THIRD-PARTY-NOTICES.gz      the tree's notices
+//! /usr/share/doc/vtnt/{README.md,install.md}.gz
+//! /usr/share/man/man1/vtnt*.1.gz                  the tree's man pages
+//! /usr/share/bash-completion/completions/vtnt     the tree's completion scripts
+//! /usr/share/zsh/vendor-completions/_vtnt
+//! /usr/share/fish/vendor_completions.d/vtnt.fish
+//! /usr/share/lintian/overrides/vtnt               what lintian flags on purpose, and why
 //! ```
+//!
+//! Documentation and man pages are compressed with `gzip -9n`, as Debian policy asks
+//! (12.1, 12.3).
 //!
 //! Depends: the shared libraries `vtnt` links (`libc6` at least the newest `GLIBC_`
 //! version its symbols ask for) and `libcap2-bin` (`setcap`, for the postinst);
@@ -21,7 +32,8 @@ use std::process::Command;
 
 use anyhow::{bail, Context};
 
-use crate::dist::{mkdir, write, Dist};
+use crate::dist::{self, mkdir, write, Dist};
+use crate::share;
 
 /// The package's name.
 pub const PACKAGE: &str = "vtnt";
@@ -38,7 +50,7 @@ const SUGGESTS: &str = "qemu-system-x86, runc, docker.io, nats-server, scamper, 
                         debootstrap, qemu-utils, e2fsprogs";
 
 /// The maintainer scripts, units and files of `deb/`.
-const FILES: [(&str, &str, u32); 7] = [
+const FILES: [(&str, &str, u32); 8] = [
     ("DEBIAN/postinst", include_str!("../deb/postinst"), 0o755),
     ("DEBIAN/prerm", include_str!("../deb/prerm"), 0o755),
     ("DEBIAN/postrm", include_str!("../deb/postrm"), 0o755),
@@ -56,6 +68,11 @@ const FILES: [(&str, &str, u32); 7] = [
     (
         "usr/share/doc/vtnt/copyright",
         include_str!("../deb/copyright"),
+        0o644,
+    ),
+    (
+        "usr/share/lintian/overrides/vtnt",
+        include_str!("../deb/lintian-overrides"),
         0o644,
     ),
 ];
@@ -86,14 +103,23 @@ fn stage_and_build(dist: &Dist, stage: &Path, version: &str) -> anyhow::Result<P
         let mode = std::os::unix::fs::PermissionsExt::mode(&mode) & 0o777;
         copy(&src, &stage.join("usr/lib/vtnt").join(name), mode)?;
     }
+    let doc = stage.join("usr/share/doc/vtnt");
     let ws = crate::cargo::workspace();
-    for doc in ["README.md", "docs/install.md"] {
-        let name = Path::new(doc).file_name().unwrap_or_default();
-        copy(
-            &ws.join(doc),
-            &stage.join("usr/share/doc/vtnt").join(name),
-            0o644,
-        )?;
+    for file in ["README.md", "docs/install.md"] {
+        let name = Path::new(file).file_name().unwrap_or_default();
+        gzip(&ws.join(file), &doc.join(name))?;
+    }
+    for file in dist::files(&dist.share())? {
+        let src = dist.share().join(&file);
+        let dst = stage.join("usr/share").join(&file);
+        if file == share::LICENSE {
+            // the copyright file names it (Debian's own copy of the text)
+            continue;
+        } else if file == share::NOTICES || file.starts_with(share::MAN1) {
+            gzip(&src, &dst)?;
+        } else {
+            copy(&src, &dst, 0o644)?;
+        }
     }
     for (path, text, mode) in FILES {
         let p = stage.join(path);
@@ -135,8 +161,9 @@ fn control(version: &str, depends: &str, installed_kib: u64) -> String {
          vTNT is TNT, the traceroute extension of scamper that reveals MPLS tunnels and\n \
          fingerprints routers, rebuilt around one probing engine that runs as a Linux\n \
          command, in a unikernel (as a microVM under its own monitor, or as a sandboxed\n \
-         process), in runc, Docker and a full VM, with an emulated MPLS lab that has ground\n \
-         truth and a NATS fleet of agents. It speaks scamper's formats and options.\n \
+         process), in runc, Docker and a full VM, with an emulated MPLS lab that has\n \
+         ground truth and a NATS fleet of agents. It speaks scamper's formats and\n \
+         options.\n \
          .\n \
          trace, ping, tnt and daemon run without root (the binary has CAP_NET_RAW).\n"
     )
@@ -211,7 +238,7 @@ fn readelf(bin: &Path, what: &str) -> anyhow::Result<String> {
 
 /// `DEBIAN/md5sums`: every file but `DEBIAN/`'s, by path relative to the root.
 fn md5sums(stage: &Path) -> anyhow::Result<String> {
-    let files: Vec<String> = files(stage)?
+    let files: Vec<String> = dist::files(stage)?
         .into_iter()
         .filter(|p| !p.starts_with("DEBIAN/"))
         .collect();
@@ -229,7 +256,7 @@ fn md5sums(stage: &Path) -> anyhow::Result<String> {
 /// `Installed-Size`: the files' sizes in KiB, each rounded up.
 fn installed_kib(stage: &Path) -> anyhow::Result<u64> {
     let mut kib = 0;
-    for f in files(stage)? {
+    for f in dist::files(stage)? {
         if !f.starts_with("DEBIAN/") {
             kib += std::fs::metadata(stage.join(&f))?.len().div_ceil(1024);
         }
@@ -237,22 +264,22 @@ fn installed_kib(stage: &Path) -> anyhow::Result<u64> {
     Ok(kib)
 }
 
-/// Every regular file under `root`, relative to it, sorted.
-fn files(root: &Path) -> anyhow::Result<Vec<String>> {
-    let mut out = Vec::new();
-    let mut dirs = vec![root.to_path_buf()];
-    while let Some(d) = dirs.pop() {
-        for e in std::fs::read_dir(&d).with_context(|| format!("{}", d.display()))? {
-            let p = e?.path();
-            if p.is_dir() {
-                dirs.push(p);
-            } else if let Ok(rel) = p.strip_prefix(root) {
-                out.push(rel.display().to_string());
-            }
-        }
+/// Writes `src` compressed (`gzip -9n`: no name, no time stamp) to `dst` + `.gz`.
+fn gzip(src: &Path, dst: &Path) -> anyhow::Result<()> {
+    let out = Command::new("gzip")
+        .args(["-9n", "-c"])
+        .arg(src)
+        .output()
+        .context("gzip")?;
+    if !out.status.success() {
+        bail!("gzip {}: {}", src.display(), out.status);
     }
-    out.sort();
-    Ok(out)
+    let mut name = dst.as_os_str().to_owned();
+    name.push(".gz");
+    let dst = PathBuf::from(name);
+    mkdir(dst.parent().unwrap_or(Path::new("/")))?;
+    std::fs::write(&dst, out.stdout).with_context(|| format!("writing {}", dst.display()))?;
+    chmod(&dst, 0o644)
 }
 
 fn copy(src: &Path, dst: &Path, mode: u32) -> anyhow::Result<()> {

@@ -126,7 +126,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("vtnt-deny-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
-        let root = crate::notices::workspace_root();
+        let root = crate::cargo::workspace();
         let config = std::fs::read_to_string(root.join("deny.toml")).unwrap();
         let ours = config.replace(
             "db-path = \"target/advisory-dbs\"",
@@ -141,7 +141,7 @@ mod tests {
     #[test]
     fn an_advisory_against_a_crate_in_the_tree_fails_the_check() {
         vtnt_testkit::require_tools!("cargo-deny", "git");
-        let root = crate::notices::workspace_root();
+        let root = crate::cargo::workspace();
         let (dir, config) = scratch("advisory", str::to_string);
         // a git repository holding one made-up advisory against libc, which the tree has
         let db = dir.join("advisory-db");
@@ -164,7 +164,7 @@ mod tests {
     #[test]
     fn a_licence_deny_toml_does_not_allow_fails_the_check() {
         vtnt_testkit::require_tools!("cargo-deny");
-        let root = crate::notices::workspace_root();
+        let root = crate::cargo::workspace();
         // deny.toml without MIT: every crate that is MIT only is then refused
         let (dir, config) = scratch("licence", |c| c.replace("    \"MIT\",\n", ""));
         let msg = format!("{:#}", check(&root, &config, None).unwrap_err());

@@ -10,12 +10,14 @@
 //! <out>/lib/vtnt/vtnt-stream.elf      the stream endpoint, VM
 //! <out>/lib/vtnt/vtnt-stream-spt.elf  the stream endpoint, spt process
 //! <out>/lib/vtnt/artifacts.toml       each file's SHA-256 and size, version, commit
+//! <out>/share/...                     licence, notices, man pages, completions
 //! ```
 //!
-//! The default `<out>` is `target/dist`, and `target/lib` is then made a link to its
-//! `lib`, so that the checkout's `target/{debug,release}/vtnt` and the tests find the
-//! files by the rule an installed vtnt uses (`<exe dir>/../lib/vtnt`). `--prefix DIR`
-//! copies the tree into `DIR/bin` and `DIR/lib/vtnt` (`~/.local`, `/usr/local`).
+//! What is built and how is [`crate::programs`]; `share/` is [`crate::share`]. The
+//! default `<out>` is `target/dist`, and `target/lib` is then made a link to its `lib`,
+//! so that the checkout's `target/{debug,release}/vtnt` and the tests find the files by
+//! the rule an installed vtnt uses (`<exe dir>/../lib/vtnt`). `--prefix DIR` copies the
+//! tree into `DIR/bin`, `DIR/lib/vtnt` and `DIR/share` (`~/.local`, `/usr/local`).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -23,10 +25,8 @@ use std::process::Command;
 use anyhow::Context;
 use vtnt_artifacts::{Artifact, Manifest, Pin, MANIFEST};
 
-use crate::{cargo, kernel};
-
-/// The static binaries' target.
-pub const MUSL_TARGET: &str = "x86_64-unknown-linux-musl";
+use crate::programs::{self, Program};
+use crate::{cargo, kernel, share};
 
 /// What `cargo xtask dist` is asked.
 #[derive(Debug, Clone)]
@@ -35,7 +35,7 @@ pub struct Options {
     pub out: Option<PathBuf>,
     /// The cargo profile of `vtnt` and the static binaries (the kernel's is `kernel`).
     pub profile: String,
-    /// Also install the tree here (`bin/vtnt`, `lib/vtnt/`).
+    /// Also install the tree here (`bin/vtnt`, `lib/vtnt/`, `share/`).
     pub prefix: Option<PathBuf>,
 }
 
@@ -64,16 +64,9 @@ impl Dist {
     pub fn lib(&self) -> PathBuf {
         self.root.join("lib/vtnt")
     }
-}
 
-/// The kernel features each image is built with.
-pub fn kernel_features(a: Artifact) -> Option<&'static [&'static str]> {
-    match a {
-        Artifact::JobVm => Some(&[]),
-        Artifact::JobSpt => Some(&["spt"]),
-        Artifact::StreamVm => Some(&["stream"]),
-        Artifact::StreamSpt => Some(&["spt", "stream"]),
-        Artifact::StaticVtnt | Artifact::Monitor => None,
+    pub fn share(&self) -> PathBuf {
+        self.root.join("share")
     }
 }
 
@@ -83,38 +76,43 @@ pub fn build(o: &Options) -> anyhow::Result<Dist> {
     let default_out = target.join("dist");
     let root = o.out.clone().unwrap_or_else(|| default_out.clone());
     let pdir = cargo::profile_dir(&o.profile);
-    eprintln!("xtask dist: vtnt ({} profile)", o.profile);
-    cargo::run(cargo::command().args(["build", "-q", "--profile", &o.profile, "-p", "vtnt"]))?;
-    eprintln!("xtask dist: the static vtnt and vtnt-monitor ({MUSL_TARGET})");
-    cargo::run(cargo::command().args([
-        "build",
-        "-q",
-        "--profile",
-        &o.profile,
-        "--target",
-        MUSL_TARGET,
-        "-p",
-        "vtnt",
-        "-p",
-        "vtnt-monitor",
-        // one job per image: no fleet (tokio, NATS, TLS) in it
-        "--no-default-features",
-    ]))
-    .context("is the musl target installed (rustup target add x86_64-unknown-linux-musl; scripts/setup.sh)?")?;
-    let musl = target.join(MUSL_TARGET).join(pdir);
+    let mut vtnt = PathBuf::new();
     let mut sources = Vec::new();
-    for a in Artifact::ALL {
-        let src = match kernel_features(a) {
-            Some(features) => {
-                eprintln!("xtask dist: the unikernel {features:?}");
-                kernel::build(features)?.path
+    for b in programs::builds() {
+        let names: Vec<&str> = b.programs.iter().map(|(_, p)| p.file_name()).collect();
+        eprintln!("xtask dist: {}", names.join(", "));
+        let out = if b.is_kernel() {
+            kernel::build(b.features)?.path
+        } else {
+            let built = cargo::run(
+                cargo::command()
+                    .args(["build", "-q", "--profile", &o.profile])
+                    .args(b.args()),
+            );
+            if let Some(t) = b.target {
+                built.with_context(|| {
+                    format!("is the target installed (rustup target add {t}; scripts/setup.sh)?")
+                })?;
+            } else {
+                built?;
             }
-            None if a == Artifact::StaticVtnt => musl.join("vtnt"),
-            None => musl.join("vtnt-monitor"),
+            b.target
+                .map_or_else(|| target.clone(), |t| target.join(t))
+                .join(pdir)
         };
-        sources.push((a, src));
+        for (package, program) in &b.programs {
+            let src = if b.is_kernel() {
+                out.clone()
+            } else {
+                out.join(package)
+            };
+            match program {
+                Program::Command => vtnt = src,
+                Program::Lib(a) => sources.push((*a, src)),
+            }
+        }
     }
-    let dist = lay_out(&root, &target.join(pdir).join("vtnt"), &sources)?;
+    let dist = lay_out(&root, &vtnt, &sources)?;
     if root == default_out {
         link(&target.join("lib"), Path::new("dist/lib"))?;
     }
@@ -137,7 +135,7 @@ fn lay_out(root: &Path, vtnt: &Path, sources: &[(Artifact, PathBuf)]) -> anyhow:
     for (a, src) in sources {
         let dst = lib.join(a.file_name());
         // the kernels are stripped already; the static binaries are stripped here
-        let strip = kernel_features(*a).is_none();
+        let strip = programs::kernel_features(*a).is_none();
         install_file(src, &dst, a.executable(), strip)?;
         files.insert(
             a.file_name().to_string(),
@@ -150,6 +148,12 @@ fn lay_out(root: &Path, vtnt: &Path, sources: &[(Artifact, PathBuf)]) -> anyhow:
         files,
     };
     write(&lib.join(MANIFEST), &manifest.to_toml())?;
+    eprintln!("xtask dist: share/ (licence, notices, man pages, completions)");
+    let made = share::write(&new.join("bin/vtnt"), &new.join("share"))?;
+    eprintln!(
+        "xtask dist: {} crates in the notices, {} man pages",
+        made.notices.crates, made.man_pages
+    );
     let old = sibling(root, "old");
     if root.exists() {
         std::fs::rename(root, &old).with_context(|| format!("moving {}", root.display()))?;
@@ -182,7 +186,8 @@ fn install_file(src: &Path, dst: &Path, exec: bool, strip: bool) -> anyhow::Resu
         .with_context(|| format!("chmod {}", dst.display()))
 }
 
-/// Copies the tree into `prefix` (`bin/vtnt`, `lib/vtnt/` replaced whole).
+/// Copies the tree into `prefix` (`bin/vtnt`, `lib/vtnt/` replaced whole, `share/`'s
+/// files replaced one by one).
 pub fn install(dist: &Dist, prefix: &Path) -> anyhow::Result<()> {
     let lib = prefix.join("lib/vtnt");
     mkdir(&prefix.join("bin"))?;
@@ -194,15 +199,22 @@ pub fn install(dist: &Dist, prefix: &Path) -> anyhow::Result<()> {
         std::fs::copy(&src, lib.join(name))
             .with_context(|| format!("copying {} into {}", src.display(), lib.display()))?;
     }
+    for f in files(&dist.share())? {
+        let dst = prefix.join("share").join(&f);
+        mkdir(dst.parent().unwrap_or(prefix))?;
+        std::fs::copy(dist.share().join(&f), &dst)
+            .with_context(|| format!("copying {f} to {}", dst.display()))?;
+    }
     // a new file renamed over the old, which may be running
     let bin = prefix.join("bin/vtnt");
     let part = prefix.join(format!("bin/.vtnt-{}", std::process::id()));
     std::fs::copy(dist.bin(), &part).with_context(|| format!("copying to {}", part.display()))?;
     std::fs::rename(&part, &bin).with_context(|| format!("installing {}", bin.display()))?;
     eprintln!(
-        "xtask dist: installed {} and {}",
+        "xtask dist: installed {}, {} and {}",
         bin.display(),
-        lib.display()
+        lib.display(),
+        prefix.join("share").display()
     );
     Ok(())
 }
@@ -238,4 +250,22 @@ pub(crate) fn mkdir(d: &Path) -> anyhow::Result<()> {
 
 pub(crate) fn write(p: &Path, text: &str) -> anyhow::Result<()> {
     std::fs::write(p, text).with_context(|| format!("writing {}", p.display()))
+}
+
+/// Every regular file under `root`, relative to it, sorted.
+pub(crate) fn files(root: &Path) -> anyhow::Result<Vec<String>> {
+    let mut out = Vec::new();
+    let mut dirs = vec![root.to_path_buf()];
+    while let Some(d) = dirs.pop() {
+        for e in std::fs::read_dir(&d).with_context(|| format!("reading {}", d.display()))? {
+            let p = e?.path();
+            if p.is_dir() {
+                dirs.push(p);
+            } else if let Ok(rel) = p.strip_prefix(root) {
+                out.push(rel.display().to_string());
+            }
+        }
+    }
+    out.sort();
+    Ok(out)
 }

@@ -5,18 +5,15 @@
 use std::path::PathBuf;
 
 use clap::Parser;
-use vtnt_xtask::{deb, dist};
-
-mod deny;
-mod man;
-mod notices;
+use vtnt_xtask::{cargo, deb, deny, dist, man, notices};
 
 /// The tasks.
 #[derive(Debug, Parser)]
 #[command(name = "cargo xtask", about = "vTNT's developer and packaging tasks")]
 enum Task {
     /// The third-party notice file: every crate compiled into vtnt, the static vtnt,
-    /// vtnt-monitor and the unikernel images, with its licence texts.
+    /// vtnt-monitor and the unikernel images, with its licence texts (`dist` writes it
+    /// into the tree too).
     Notices {
         /// Where to write it.
         #[arg(long, default_value = "THIRD-PARTY-NOTICES")]
@@ -30,7 +27,8 @@ enum Task {
         #[arg(long)]
         advisory_db: Option<PathBuf>,
     },
-    /// Man pages for vtnt and each of its subcommands, from its clap definitions.
+    /// Man pages for vtnt and each of its subcommands, from its clap definitions (`dist`
+    /// writes them into the tree too, from its own vtnt).
     Man {
         /// The directory to write them into.
         #[arg(long)]
@@ -40,8 +38,8 @@ enum Task {
         vtnt: Option<PathBuf>,
     },
     /// Build vtnt and everything it needs at run time (the static vtnt, vtnt-monitor, the
-    /// unikernel's images) into an install tree with a manifest of SHA-256s
-    /// (docs/install.md).
+    /// unikernel's images) into an install tree with a manifest of SHA-256s, with its
+    /// licence, notices, man pages and shell completions (docs/install.md).
     Dist(DistArgs),
     /// Build the Debian package (target/dist/vtnt_<version>_amd64.deb) from the tree.
     Deb(DistArgs),
@@ -49,14 +47,15 @@ enum Task {
 
 #[derive(Debug, clap::Args)]
 struct DistArgs {
-    /// The tree's root: bin/vtnt, lib/vtnt/ (default: target/dist, and target/lib
-    /// then links to its lib).
+    /// The tree's root: bin/vtnt, lib/vtnt/, share/ (default: target/dist, and
+    /// target/lib then links to its lib).
     #[arg(long)]
     out: Option<PathBuf>,
     /// The cargo profile of vtnt and the static binaries.
     #[arg(long, default_value = "release")]
     profile: String,
-    /// Also install the tree into PREFIX/bin and PREFIX/lib/vtnt (e.g. ~/.local).
+    /// Also install the tree into PREFIX/bin, PREFIX/lib/vtnt and PREFIX/share (e.g.
+    /// ~/.local).
     #[arg(long)]
     prefix: Option<PathBuf>,
 }
@@ -90,14 +89,14 @@ fn main() -> anyhow::Result<()> {
             Ok(())
         }
         Task::Deny { advisory_db } => {
-            let root = notices::workspace_root();
+            let root = cargo::workspace();
             let db = deny::find_db(&root, advisory_db);
             deny::check(&root, &root.join("deny.toml"), db.as_deref())
         }
         Task::Man { out, vtnt } => {
             let vtnt = match vtnt {
                 Some(v) => v,
-                None => man::build_vtnt(&notices::workspace_root())?,
+                None => man::build_vtnt()?,
             };
             let pages = man::write(&vtnt, &out)?;
             eprintln!("xtask man: {} pages in {}", pages.len(), out.display());

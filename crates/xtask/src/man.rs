@@ -1,11 +1,13 @@
 //! `cargo xtask man`: the man pages of `vtnt` and of each of its subcommands, made from
 //! its clap definitions by the binary itself (the hidden `vtnt man-pages DIR`), so that
-//! they say exactly what that build accepts.
+//! they say exactly what that build accepts (`cargo xtask dist` asks its own `bin/vtnt`).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{bail, Context};
+
+use crate::cargo;
 
 /// Writes the man pages of the `vtnt` binary at `vtnt` into `out`; returns them, sorted.
 pub fn write(vtnt: &Path, out: &Path) -> anyhow::Result<Vec<PathBuf>> {
@@ -32,16 +34,7 @@ pub fn write(vtnt: &Path, out: &Path) -> anyhow::Result<Vec<PathBuf>> {
 }
 
 /// Builds the `vtnt` command (default features, dev profile) and returns its path.
-pub fn build_vtnt(root: &Path) -> anyhow::Result<PathBuf> {
-    let st = Command::new("cargo")
-        .current_dir(root)
-        .args(["build", "--locked", "-q", "-p", "vtnt"])
-        .status()
-        .context("running cargo build")?;
-    if !st.success() {
-        bail!("cargo build -p vtnt failed ({st})");
-    }
-    let target =
-        std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), |d| root.join(d));
-    Ok(target.join("debug/vtnt"))
+pub fn build_vtnt() -> anyhow::Result<PathBuf> {
+    cargo::run(cargo::command().args(["build", "--locked", "-q", "-p", "vtnt"]))?;
+    Ok(cargo::target_dir().join("debug/vtnt"))
 }

@@ -124,7 +124,7 @@ fn in_a_clean_root_the_package_runs_without_a_checkout_or_cargo() {
     let base = vtnt_runtimes::debian::minbase(false).unwrap_or_else(|e| panic!("{e:#}"));
     let work = vtnt_runtimes::paths::work_dir().expect("the work directory");
     let root = Root::new(&base, work.join(vtnt_runtimes::paths::unique("clean-root")));
-    std::fs::copy(pkg, root.dir.join("tmp/vtnt.deb")).expect("copying the package");
+    std::fs::copy(&pkg.deb, root.dir.join("tmp/vtnt.deb")).expect("copying the package");
 
     // nothing of the build is there
     let checkout = vtnt_xtask::cargo::workspace();
@@ -137,6 +137,24 @@ fn in_a_clean_root_the_package_runs_without_a_checkout_or_cargo() {
         "apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
          /tmp/vtnt.deb nats-server >/dev/null",
     );
+
+    // its manual and completion where man and bash-completion look (man-db's index is
+    // not rebuilt: man finds a page by its name without it)
+    root.ok(
+        "echo 'man-db man-db/auto-update boolean false' | debconf-set-selections && \
+         DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+         man-db bash-completion >/dev/null",
+    );
+    let page = root.ok("MANWIDTH=80 man vtnt-trace");
+    assert!(
+        page.contains("vtnt-trace - ") && page.contains("--pps"),
+        "{page}"
+    );
+    let completed = root.ok(
+        "bash -c '. /usr/share/bash-completion/bash_completion; __load_completion vtnt; \
+         COMP_WORDS=(vtnt tr); COMP_CWORD=1; _vtnt vtnt tr vtnt; echo \"${COMPREPLY[@]}\"'",
+    );
+    assert_eq!(completed.trim(), "trace");
 
     // a first trace as a user: the package's capability, the policy's loopback
     root.ok("useradd -m alice");
