@@ -3,7 +3,7 @@
 //! in `vtnt config show` and in what a daemon answers to `get pps` and `get window`);
 //! unknown keys, bad values and untrusted files refused with the file, line and key; a
 //! `--config` that is not there; the sample the package ships; `vtnt daemon
-//! --log-format json`'s events for a client and its command.
+//! --log-format json`'s events for a client (info) and its command (debug).
 
 use std::io::{Read, Write};
 use std::os::unix::fs::PermissionsExt;
@@ -61,12 +61,12 @@ fn show_says_what_wins_environment_over_file_over_default() {
     let f = file(
         &dir,
         "c.toml",
-        "[probe]\npps = 50\nwindow = 10\n\n[agent]\nruntimes = [\"native\", \"spt\"]\n",
+        "[probe]\npps = 50\nwindow = 10\nexclude = [\"/f\"]\n\n[agent]\nruntimes = [\"native\", \"spt\"]\n",
     );
     let fp = f.to_str().unwrap();
     let out = vtnt(
         &["--config", fp, "config", "show"],
-        &[("VTNT_PROBE_PPS", "70")],
+        &[("VTNT_PROBE_PPS", "70"), ("VTNT_PROBE_EXCLUDE", "/e1, /e2")],
     );
     assert!(out.status.success(), "{}", stderr(&out));
     let shown = String::from_utf8_lossy(&out.stdout);
@@ -75,7 +75,9 @@ fn show_says_what_wins_environment_over_file_over_default() {
         "pps = 70  # VTNT_PROBE_PPS".into(),
         format!("window = 10  # {fp}:3:10"),
         "allow-public = false  # default".into(),
-        format!("runtimes = [\"native\", \"spt\"]  # {fp}:6:12"),
+        format!("runtimes = [\"native\", \"spt\"]  # {fp}:7:12"),
+        // exclusion lists add up: the variable's and the file's
+        format!("exclude = [\"/e1\", \"/e2\", \"/f\"]  # VTNT_PROBE_EXCLUDE and {fp}:4:11"),
         "max-clients = 64  # default".into(),
         "# url is not set".into(),
     ] {
@@ -334,7 +336,8 @@ fn the_daemon_logs_clients_and_commands_as_json_lines() {
     vtnt_testkit::require_root!();
     let dir = Scratch::new("cfglog");
     let none = file(&dir, "none.toml", "");
-    let (d, sock) = daemon(&dir, &none, &["--log-format", "json"], &[]);
+    let json = ["--log-format", "json", "--log-level", "debug"];
+    let (d, sock) = daemon(&dir, &none, &json, &[]);
     let said = talk(&sock, "attach format json\nping -c 1 127.0.0.1\ndone\n");
     assert!(said.contains("\"type\":\"ping\""), "{said}");
     let out = d.stop();
@@ -355,6 +358,7 @@ fn the_daemon_logs_clients_and_commands_as_json_lines() {
     assert_eq!(connected["client"], client.as_str());
     assert!(connected["timestamp"].is_string());
     let accepted = one("command accepted");
+    assert_eq!(accepted["level"], "DEBUG");
     assert_eq!(accepted["client"], client.as_str());
     assert_eq!(accepted["id"], 1);
     assert_eq!(accepted["command"], "ping -c 1 127.0.0.1");

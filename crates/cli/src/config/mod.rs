@@ -25,7 +25,7 @@ use clap::{Arg, Command};
 use file::Value;
 use keys::{Key, Sets};
 
-pub use file::DEFAULT_PATH;
+use file::DEFAULT_PATH;
 
 /// The environment variable that names the file (as `--config` does).
 pub const CONFIG_ENV: &str = "VTNT_CONFIG";
@@ -49,6 +49,8 @@ pub enum Origin {
     Env(String),
     /// The file, `PATH:LINE:COLUMN`.
     File(String),
+    /// Both (exclusion lists add up): the variable's lists, then the file's.
+    Both(String, String),
 }
 
 impl std::fmt::Display for Origin {
@@ -56,6 +58,7 @@ impl std::fmt::Display for Origin {
         match self {
             Origin::Env(v) => write!(f, "{v}"),
             Origin::File(at) => write!(f, "{at}"),
+            Origin::Both(v, at) => write!(f, "{v} and {at}"),
         }
     }
 }
@@ -93,17 +96,26 @@ impl Settings {
         let file = file::read(&path, given, euid)?;
         let mut settings = Vec::new();
         for key in keys::all() {
-            if let Some(s) = from_env(&key)? {
-                settings.push(s);
-            } else if let Some(f) = &file {
-                let entry = f.entries.iter().find(|e| e.key == key);
-                settings.extend(entry.map(|e| Setting {
+            let in_file = file.as_ref().and_then(|f| {
+                let e = f.entries.iter().find(|e| e.key == key)?;
+                Some(Setting {
                     key,
                     value: e.value.clone(),
                     origin: Origin::File(f.at(e.at)),
                     at: (e.at.line, e.at.column),
-                }));
-            }
+                })
+            });
+            let set = match (from_env(&key)?, in_file) {
+                // a variable never drops an exclusion list the file names
+                (Some(env), Some(f)) if key.sets == Sets::Exclude => Some(Setting {
+                    value: Value::List([env.value.items(), f.value.items()].concat()),
+                    origin: Origin::Both(env.origin.to_string(), f.origin.to_string()),
+                    ..f
+                }),
+                (Some(env), _) => Some(env),
+                (None, f) => f,
+            };
+            settings.extend(set);
         }
         Ok(Settings {
             path,

@@ -37,7 +37,9 @@ pub struct Listeners {
 /// Whose a record waiting for its names is: a client's key and a task's id.
 type Tag = (u64, u32);
 
-/// The longest part of a command a log event quotes, bytes.
+/// The longest part of a command a log event quotes, bytes. (Commands are logged at
+/// debug: at info, a daemon whose stderr nobody reads would stop at the first full pipe
+/// under a client's thousands of commands; clients coming and going are info.)
 const LOGGED_COMMAND: usize = 200;
 
 /// Lines worked through per client, and commands started, per turn of the loop: checking
@@ -307,7 +309,7 @@ impl Daemon<'_> {
                     Ok(job) => {
                         self.commands += 1;
                         let id = c.session.accept();
-                        tracing::info!(
+                        tracing::debug!(
                             client = %c.name,
                             id,
                             command = %quoted(&words),
@@ -330,7 +332,7 @@ impl Daemon<'_> {
                         }
                     }
                     c.naming.remove(&id);
-                    tracing::info!(client = %c.name, id, "command halted");
+                    tracing::debug!(client = %c.name, id, "command halted");
                     c.session.halted(id);
                 }
             }
@@ -556,7 +558,7 @@ fn deliver(c: &mut Client, names: &mut Option<Names<Tag>>, k: u64, t: &mut Task)
 
 /// Task `id` of `c` probes no more: it ends, once its records have their names.
 fn end_task(c: &mut Client, id: u32) {
-    tracing::info!(client = %c.name, id, "command finished");
+    tracing::debug!(client = %c.name, id, "command finished");
     match c.naming.get_mut(&id) {
         Some((held, ended)) if *held > 0 => *ended = true,
         _ => {
