@@ -6,8 +6,9 @@
 //! dist` (or the Debian package) installs them in one directory, `lib/vtnt`, with a
 //! manifest, [`MANIFEST`], that pins each file's SHA-256 and size and names the vtnt
 //! version and commit that built them. At run time [`find`] looks for a file in the
-//! [`SearchPath`] (`VTNT_LIB_DIR` alone when it is set; else `<the executable's
-//! directory>/../lib/vtnt`, `/usr/local/lib/vtnt`, `/usr/lib/vtnt`) and checks it
+//! [`SearchPath`] (`VTNT_LIB_DIR` alone when it is set; else the configuration's
+//! `lib-dir`, `<the executable's directory>/../lib/vtnt`, `/usr/local/lib/vtnt`,
+//! `/usr/lib/vtnt`) and checks it
 //! against the manifest beside it and as an ELF file for this machine before anyone boots,
 //! executes or ships it. Nothing here builds anything: a missing file is one line that
 //! says where it was looked for and how to get it ([`Error::Missing`]).
@@ -23,7 +24,7 @@ pub mod manifest;
 mod search;
 
 pub use manifest::{Manifest, Pin};
-pub use search::{SearchPath, LIB_DIR_ENV, SYSTEM_DIRS};
+pub use search::{configure_lib_dir, SearchPath, LIB_DIR_ENV, SYSTEM_DIRS};
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;

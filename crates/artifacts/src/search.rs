@@ -9,8 +9,8 @@
 //!    `target/debug/deps/`) counts as in that directory's parent;
 //! 3. `/usr/local/lib/vtnt`, then `/usr/lib/vtnt` (the Debian package's).
 //!
-//! A configuration file's directory would go between 1 and 2 ([`SearchPath::with_dirs`]
-//! builds any order).
+//! `vtnt`'s configuration file may name one more directory (`[artifacts] lib-dir`:
+//! [`configure_lib_dir`]), searched between 1 and 2.
 
 use std::path::{Path, PathBuf};
 
@@ -21,6 +21,16 @@ pub const LIB_DIR_ENV: &str = "VTNT_LIB_DIR";
 
 /// The system directories, in the order they are searched.
 pub const SYSTEM_DIRS: [&str; 2] = ["/usr/local/lib/vtnt", "/usr/lib/vtnt"];
+
+/// The directory of [`configure_lib_dir`], once set.
+static CONFIGURED: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+
+/// Makes `dir` the first directory of the [`SearchPath::standard`] of this process after
+/// `VTNT_LIB_DIR` (`vtnt`'s configuration file: `[artifacts] lib-dir`); the first call
+/// counts.
+pub fn configure_lib_dir(dir: PathBuf) {
+    let _ = CONFIGURED.set(dir);
+}
 
 /// Directories to look in, first first.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -34,11 +44,12 @@ impl SearchPath {
         if let Some(d) = std::env::var_os(LIB_DIR_ENV).filter(|d| !d.is_empty()) {
             return SearchPath::with_dirs(vec![PathBuf::from(d)]);
         }
-        let mut dirs: Vec<PathBuf> = std::env::current_exe()
-            .ok()
-            .and_then(|exe| beside_executable(&exe))
-            .into_iter()
-            .collect();
+        let mut dirs: Vec<PathBuf> = CONFIGURED.get().cloned().into_iter().collect();
+        dirs.extend(
+            std::env::current_exe()
+                .ok()
+                .and_then(|exe| beside_executable(&exe)),
+        );
         dirs.extend(SYSTEM_DIRS.iter().map(PathBuf::from));
         SearchPath::with_dirs(dirs)
     }

@@ -28,7 +28,6 @@ use std::os::unix::fs::FileTypeExt;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use vtnt_job::say;
 
 use anyhow::{bail, Context};
 use vtnt_job::{Common, Job, OutputOption, Vantage};
@@ -182,10 +181,10 @@ pub fn run(args: DaemonArgs) -> anyhow::Result<ExitCode> {
     };
     let stop = interrupt::catch()?;
     if let Some(l) = &tcp {
-        say!("vtnt: daemon listening on {}", l.local_addr()?);
+        tracing::info!(address = %l.local_addr()?, "listening");
     }
     if let Some(u) = &unix {
-        say!("vtnt: daemon listening on {}", u.path.display());
+        tracing::info!(socket = %u.path.display(), "listening");
     }
     serve::run(&args, serve::Listeners { tcp, unix }, sockets, stop)?;
     Ok(ExitCode::SUCCESS)
@@ -196,9 +195,10 @@ fn listen_tcp(addr: IpAddr, port: u16) -> anyhow::Result<TcpListener> {
     let l = TcpListener::bind(at).with_context(|| format!("-P {port}: listening on {at}"))?;
     l.set_nonblocking(true)?;
     if !addr.is_loopback() {
-        say!(
-            "vtnt: warning: the control socket listens on {at}: whoever reaches it can make \
-             this host probe (within its policy)"
+        tracing::warn!(
+            address = %at,
+            "the control socket is not on loopback: whoever reaches it can make this host \
+             probe (within its policy)"
         );
     }
     Ok(l)

@@ -44,6 +44,7 @@ pub struct ConnectArgs {
     /// A client certificate (PEM, with --tls-key), for servers that verify clients.
     #[arg(long, value_name = "FILE", requires = "tls_key")]
     pub tls_cert: Option<PathBuf>,
+    /// The client certificate's key (PEM, with --tls-cert).
     #[arg(long, value_name = "FILE", requires = "tls_cert")]
     pub tls_key: Option<PathBuf>,
     /// The JetStream domain holding the fleet's streams, when another server holds them
@@ -54,10 +55,16 @@ pub struct ConnectArgs {
 
 impl ConnectArgs {
     fn connect(&self, role: Role) -> anyhow::Result<Connect> {
-        let mut c = match &self.nats {
-            Some(u) => Connect::open(u, role),
-            None => Connect::local(self.fleet.as_deref().unwrap_or(broker::DEFAULT_NAME), role)?,
+        // --fleet before --nats: only the URL may come from the configuration
+        let mut c = match (&self.fleet, &self.nats) {
+            (Some(f), _) => Connect::local(f, role)?,
+            (None, Some(u)) => Connect::open(u, role),
+            (None, None) => Connect::local(broker::DEFAULT_NAME, role)?,
         };
+        anyhow::ensure!(
+            self.tls_cert.is_some() == self.tls_key.is_some(),
+            "--tls-cert and --tls-key go together (on the command line or in the configuration)"
+        );
         if self.nkey.is_some() {
             c.nkey = self.nkey.clone();
         }
@@ -83,11 +90,14 @@ pub enum FleetCommand {
     /// submits under its own name only and alone reads its results; `up` makes every
     /// stream (docs/fleet.md).
     Up {
+        /// The fleet's name: its state is /run/vtnt/fleet/NAME, and this host's commands
+        /// name it with --fleet NAME.
         #[arg(long, default_value = broker::DEFAULT_NAME)]
         name: String,
         /// The address to listen on: another host's agents need a reachable one.
         #[arg(long, default_value = "127.0.0.1")]
         listen: std::net::IpAddr,
+        /// The clients' TCP port.
         #[arg(long, default_value_t = broker::DEFAULT_PORT)]
         port: u16,
         /// A tenant who may place jobs (repeat for more).
@@ -96,6 +106,7 @@ pub enum FleetCommand {
         /// The server's certificate (PEM): clients must speak TLS.
         #[arg(long, value_name = "FILE", requires = "tls_key")]
         tls_cert: Option<PathBuf>,
+        /// The server certificate's key (PEM, with --tls-cert).
         #[arg(long, value_name = "FILE", requires = "tls_cert")]
         tls_key: Option<PathBuf>,
         /// The CA that signed --tls-cert, given to this host's commands.
@@ -105,9 +116,15 @@ pub enum FleetCommand {
         /// present a certificate signed by --tls-ca (`--tls-cert`/`--tls-key`).
         #[arg(long, requires = "tls_ca")]
         tls_verify: bool,
+        /// Stay in the foreground, as a service does: nats-server runs as this command's
+        /// child and its log lines are this command's log events (--log-format); SIGTERM
+        /// or SIGINT stops it and keeps its state (keys, store) for the next start.
+        #[arg(long)]
+        foreground: bool,
     },
     /// Stop it and remove its state.
     Down {
+        /// The fleet's name (`up --name`).
         #[arg(long, default_value = broker::DEFAULT_NAME)]
         name: String,
     },
@@ -124,6 +141,7 @@ pub enum FleetCommand {
         /// wait: queue it until a slot frees; discard: drop it when every slot is busy.
         #[arg(long, default_value = "wait")]
         mode: Mode,
+        /// The tenant the job is placed for (its key: --nkey, or --fleet's).
         #[arg(long, default_value = broker::DEFAULT_TENANT)]
         tenant: String,
         /// Print the event as a JSON line instead.
@@ -148,6 +166,7 @@ pub enum FleetCommand {
     Results {
         #[command(flatten)]
         connect: ConnectArgs,
+        /// The tenant whose results these are.
         #[arg(long, default_value = broker::DEFAULT_TENANT)]
         tenant: String,
         /// Only this job.
@@ -166,6 +185,7 @@ pub enum FleetCommand {
         connect: ConnectArgs,
         nodes: PathBuf,
         events: PathBuf,
+        /// The tenant the events are placed for.
         #[arg(long, default_value = broker::DEFAULT_TENANT)]
         tenant: String,
         /// Seconds to wait for the jobs' summaries once the last event is placed.
@@ -178,6 +198,19 @@ pub enum FleetCommand {
         #[command(subcommand)]
         what: ImagesCommand,
     },
+}
+
+impl FleetCommand {
+    /// `up --foreground`: a long-running command.
+    pub fn foreground(&self) -> bool {
+        matches!(
+            self,
+            FleetCommand::Up {
+                foreground: true,
+                ..
+            }
+        )
+    }
 }
 
 #[derive(clap::Subcommand)]
@@ -292,25 +325,34 @@ pub fn run(cmd: FleetCommand) -> anyhow::Result<ExitCode> {
             tls_key,
             tls_ca,
             tls_verify,
+            foreground,
         } => {
             if !listen.is_loopback() && tls_cert.is_none() {
-                say!("vtnt fleet: warning: listening on {listen} without TLS: keys authenticate, but jobs and results cross the network in clear");
+                tracing::warn!(%listen, "the broker listens without TLS: keys authenticate, but jobs and results cross the network in clear");
             }
-            let b = broker::up(&broker::UpOptions {
+            anyhow::ensure!(
+                tls_cert.is_some() == tls_key.is_some(),
+                "--tls-cert and --tls-key go together (on the command line or in the configuration)"
+            );
+            let o = broker::UpOptions {
                 listen,
                 tenants,
                 tls: tls_cert.zip(tls_key),
                 tls_ca,
                 tls_verify,
                 ..broker::UpOptions::new(&name, port)
-            })?;
+            };
+            if foreground {
+                broker::serve(&o, crate::interrupt::catch()?)?;
+                return Ok(ExitCode::SUCCESS);
+            }
+            let b = broker::up(&o)?;
             println!("{}", b.url);
-            say!(
-                "vtnt fleet: `{}` up, pid {}, state in {} (keys in {}/keys)",
-                b.name,
-                b.pid,
-                b.dir.display(),
-                b.dir.display()
+            tracing::info!(
+                name = %b.name,
+                pid = b.pid,
+                dir = %b.dir.display(),
+                "broker up (its keys in DIR/keys)"
             );
         }
         FleetCommand::Down { name } => broker::down(&name)?,

@@ -195,7 +195,8 @@ fn need_root(what: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-pub fn run(cmd: LabCommand) -> anyhow::Result<ExitCode> {
+/// `log`: how this command logs, and so how the daemons it starts do.
+pub fn run(cmd: LabCommand, log: &crate::logs::LogArgs) -> anyhow::Result<ExitCode> {
     match cmd {
         LabCommand::Up {
             topology,
@@ -216,6 +217,7 @@ pub fn run(cmd: LabCommand) -> anyhow::Result<ExitCode> {
                 vm_port,
                 vm_prefix,
                 exe,
+                exe_args: log.args(),
                 timeout: std::time::Duration::from_secs(timeout),
             };
             let s = linux::up(&o)?;
@@ -247,6 +249,7 @@ pub fn run(cmd: LabCommand) -> anyhow::Result<ExitCode> {
                 allow_public: f.allow_public,
                 vm_port: f.vm_port,
                 exe: std::env::current_exe().context("finding the vtnt binary")?,
+                exe_args: log.args(),
                 timeout: std::time::Duration::from_secs(10),
             };
             let s = linux::front_up(&o)?;
@@ -489,6 +492,7 @@ fn bench(probes: u64, seconds: f64, window: u64, no_tun: bool) -> anyhow::Result
         vm_port: 0,
         vm_prefix: None,
         exe,
+        exe_args: Vec::new(),
         timeout: std::time::Duration::from_secs(10),
     };
     linux::up(&o)?;

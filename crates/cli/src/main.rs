@@ -3,10 +3,14 @@
 
 use std::process::ExitCode;
 
-use clap::{CommandFactory, Parser, Subcommand};
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use vtnt_job::say;
 
 mod bench;
+mod config;
 mod convert;
 mod daemon;
 #[cfg(feature = "fleet")]
@@ -14,6 +18,7 @@ mod fleet;
 mod interrupt;
 mod jobline;
 mod lab;
+mod logs;
 mod manual;
 mod micro;
 mod names;
@@ -34,6 +39,12 @@ const VERSION: &str = env!("VTNT_VERSION");
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// The configuration file, instead of /etc/vtnt/config.toml (VTNT_CONFIG names one
+    /// too): the defaults of the commands' options (docs/config.md).
+    #[arg(long, global = true, value_name = "FILE")]
+    config: Option<PathBuf>,
+    #[command(flatten)]
+    log: logs::LogArgs,
 }
 
 #[derive(Subcommand)]
@@ -68,6 +79,10 @@ enum Command {
     /// A fleet node: takes jobs from the broker while it has a free slot.
     #[cfg(feature = "fleet")]
     Agent(fleet::AgentArgs),
+    /// The configuration: what every command takes from the file and the environment
+    /// (show), a commented file (sample).
+    #[command(subcommand)]
+    Config(config::ConfigCommand),
     /// Shell completions (bash, zsh, fish) on stdout.
     Completions(manual::CompletionsArgs),
     /// Man pages for vtnt and every subcommand, into a directory (`cargo xtask man`).
@@ -75,10 +90,34 @@ enum Command {
     ManPages(manual::ManPagesArgs),
 }
 
-/// The options, or clap's error printed (long numbers in it cut short:
-/// [`vtnt_job::elide_long_numbers`]) and the exit it calls for.
-fn parse() -> Result<Cli, ExitCode> {
-    let e = match Cli::try_parse() {
+impl Command {
+    /// How its log events look: the long-running commands' as a service's log.
+    fn log_style(&self) -> logs::Style {
+        match self {
+            Command::Daemon(_) | Command::Lab(lab::LabCommand::Serve { .. }) => {
+                logs::Style::Service
+            }
+            Command::Lab(lab::LabCommand::ServeFront { .. }) => logs::Style::Service,
+            #[cfg(feature = "fleet")]
+            Command::Agent(_) => logs::Style::Service,
+            #[cfg(feature = "fleet")]
+            Command::Fleet(f) if f.foreground() => logs::Style::Service,
+            _ => logs::Style::Cli,
+        }
+    }
+}
+
+/// The options (their defaults from the configuration), or clap's error printed (long
+/// numbers in it cut short: [`vtnt_job::elide_long_numbers`]) and the exit it calls for.
+fn parse(settings: &config::Settings, argv: Vec<OsString>) -> Result<Cli, ExitCode> {
+    let cmd = settings.command(Cli::command()).map_err(|e| {
+        say!("vtnt: error: {e:#}");
+        ExitCode::FAILURE
+    })?;
+    let parsed = cmd
+        .try_get_matches_from(argv)
+        .and_then(|m| Cli::from_arg_matches(&m));
+    let e = match parsed {
         Ok(cli) => return Ok(cli),
         Err(e) => e,
     };
@@ -93,10 +132,21 @@ fn parse() -> Result<Cli, ExitCode> {
 
 fn main() -> ExitCode {
     vtnt_measure::provenance::set_build(env!("CARGO_PKG_VERSION"), env!("VTNT_COMMIT"));
-    let cli = match parse() {
+    let argv: Vec<OsString> = std::env::args_os().collect();
+    let settings = match config::Settings::load(&argv) {
+        Ok(s) => s,
+        Err(e) => {
+            say!("vtnt: error: {e:#}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let cli = match parse(&settings, argv) {
         Ok(cli) => cli,
         Err(code) => return code,
     };
+    settings.apply();
+    let style = cli.command.log_style();
+    logs::init(&cli.log, style);
     let result = match cli.command {
         Command::Job(vtnt_job::JobArgs::Tnt(a)) => tnt::run(a),
         Command::Job(args) => {
@@ -110,7 +160,7 @@ fn main() -> ExitCode {
         Command::JobLine(a) => jobline::run(a),
         Command::Daemon(a) => daemon::run(a),
         Command::Convert(a) => convert::run(a),
-        Command::Lab(cmd) => lab::run(cmd),
+        Command::Lab(cmd) => lab::run(cmd, &cli.log),
         Command::Bench(cmd) => bench::run(cmd),
         Command::Image(cmd) => runtime::image(cmd),
         Command::Run(args) => runtime::run(args),
@@ -118,6 +168,7 @@ fn main() -> ExitCode {
         Command::Fleet(cmd) => fleet::run(cmd),
         #[cfg(feature = "fleet")]
         Command::Agent(args) => fleet::agent(args),
+        Command::Config(what) => config::run(what, &settings, Cli::command()),
         Command::Completions(a) => manual::completions(a, Cli::command()),
         Command::ManPages(a) => manual::man_pages(a, Cli::command()),
     };
@@ -126,12 +177,14 @@ fn main() -> ExitCode {
         Err(e) => {
             // a file an install lacks is one line that says where it was looked for and
             // how to get it, whatever was being done
-            match e.chain().find_map(missing_artifact) {
-                Some(missing) => say!("vtnt: {missing}"),
-                None => {
-                    let text = format!("{e:#}");
-                    say!("vtnt: error: {}", vtnt_job::elide_long_numbers(&text));
-                }
+            let text = match e.chain().find_map(missing_artifact) {
+                Some(missing) => missing.to_string(),
+                None => format!("error: {}", vtnt_job::elide_long_numbers(&format!("{e:#}"))),
+            };
+            match style {
+                // the last line of a service's log is a log event too
+                logs::Style::Service => tracing::error!("{}", text.trim_start_matches("error: ")),
+                logs::Style::Cli => say!("vtnt: {text}"),
             }
             // a run stopped by a signal (its pipe closed, say) exits as the signal says
             interrupt::exit_code().unwrap_or(ExitCode::FAILURE)

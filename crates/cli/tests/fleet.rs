@@ -411,8 +411,9 @@ fn wait_mode_jobs_on_two_agents_all_complete_once() {
     }
     let broker = Broker::up("wai");
     let lab = lab("wai");
-    let _a = Agent::start(&broker, "w1", "fr", &lab_net(&lab), &[]);
-    let _b = Agent::start(&broker, "w2", "pl", &lab_net(&lab), &[]);
+    let json = ["--log-format", "json"];
+    let _a = Agent::start(&broker, "w1", "fr", &lab_net(&lab), &json);
+    let _b = Agent::start(&broker, "w2", "pl", &lab_net(&lab), &json);
     let mut jobs = Vec::new();
     let t0 = Instant::now();
     for _ in 0..4 {
@@ -444,6 +445,27 @@ fn wait_mode_jobs_on_two_agents_all_complete_once() {
         );
     }
     assert_eq!(nodes.len(), 2, "both agents worked: {nodes:?}");
+    // each agent's log: JSON lines, each job started and done on the node that ran it
+    let events: Vec<Value> = [&_a, &_b]
+        .iter()
+        .flat_map(|a| a.log().lines().map(String::from).collect::<Vec<_>>())
+        .map(|l| serde_json::from_str(&l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    for j in &jobs {
+        let of = |m: &str| {
+            events
+                .iter()
+                .filter(|e| e["message"] == m && e["job"] == j.as_str())
+                .collect::<Vec<_>>()
+        };
+        let (started, done) = (of("job started"), of("job done"));
+        assert_eq!((started.len(), done.len()), (1, 1), "{j}: {events:?}");
+        assert_eq!(started[0]["level"], "INFO");
+        assert_eq!(started[0]["runtime"], "native");
+        assert_eq!(done[0]["status"], "ok");
+        assert_eq!(done[0]["records"], 3);
+        assert_eq!(started[0]["node"], done[0]["node"]);
+    }
     let queued: Vec<f64> = summaries
         .iter()
         .filter_map(|s| s.as_str())
@@ -516,7 +538,10 @@ fn a_killed_agent_leaves_nothing_behind_and_its_job_is_stored_once() {
     let again = Agent::start(&broker, &node, "fr", &lab_net(&lab), &[]);
     gone(&probing, &held, Duration::from_secs(1));
     assert!(
-        again.log().contains("event=cleaned processes="),
+        again
+            .log()
+            .contains("removed what an earlier agent of this node left")
+            && again.log().contains("cleaned=processes="),
         "{}",
         again.log()
     );
@@ -541,9 +566,15 @@ fn a_killed_agent_leaves_nothing_behind_and_its_job_is_stored_once() {
 /// Which of `agents` started delivery `delivery` of `job`, waited for (bounded).
 fn running(agents: &[Agent], job: &str, delivery: u32) -> usize {
     let t0 = Instant::now();
-    let started = format!("event=start job={job} runtime=native delivery={delivery}");
+    let started = "job started node=";
+    let this = format!("job={job} runtime=native delivery={delivery} ");
     loop {
-        if let Some(i) = agents.iter().position(|a| a.log().contains(&started)) {
+        let logged = |a: &Agent| {
+            a.log()
+                .lines()
+                .any(|l| l.contains(started) && l.contains(&this))
+        };
+        if let Some(i) = agents.iter().position(logged) {
             return i;
         }
         assert!(
@@ -1217,7 +1248,7 @@ fn two_busy_agents(
         })
         .collect();
     let t0 = Instant::now();
-    while !agents.iter().all(|a| a.log().contains("event=start job=")) {
+    while !agents.iter().all(|a| a.log().contains("job started node=")) {
         assert!(
             t0.elapsed() < Duration::from_secs(15),
             "the agents never started"
@@ -1497,6 +1528,95 @@ fn an_agent_behind_a_leaf_node_works_unchanged() {
     let (_, summaries) = hub.results(2);
     let jobs = [first, third].map(|e| e["job"].as_str().unwrap().to_string());
     each_job_once_and_ok(&jobs, &summaries);
+}
+
+/// `vtnt fleet up --foreground`, as a service runs it: nats-server is its child and its
+/// log lines are the command's JSON log events (target `nats_server`); a client works;
+/// SIGTERM stops both, exit 0, and the state (keys) stays for the next start, which
+/// `vtnt fleet down` removes.
+#[test]
+fn the_broker_in_the_foreground_logs_its_server_and_stops_on_sigterm() {
+    if !ready(vtnt_testkit::test_name!(), false) {
+        return;
+    }
+    let name = format!("tfg{}", std::process::id());
+    let port = free_port().to_string();
+    let log = std::env::temp_dir().join(format!("vtnt-{name}.log"));
+    let mut up = Command::new(VTNT)
+        .args([
+            "fleet",
+            "up",
+            "--foreground",
+            "--name",
+            &name,
+            "--port",
+            &port,
+        ])
+        .args(["--log-format", "json"])
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .expect("vtnt fleet up --foreground");
+    let _down = Down(name.clone());
+    let events = || -> Vec<Value> {
+        std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+            .collect()
+    };
+    let t0 = Instant::now();
+    while !events().iter().any(|e| e["message"] == "broker up") {
+        assert!(up.try_wait().unwrap().is_none(), "{:?}", events());
+        assert!(t0.elapsed() < Duration::from_secs(15), "{:?}", events());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let server: Vec<Value> = events()
+        .into_iter()
+        .filter(|e| e["target"] == "nats_server")
+        .collect();
+    assert!(
+        server
+            .iter()
+            .any(|e| e["level"] == "INFO" && e["message"] == "Server is ready"),
+        "{server:?}"
+    );
+    // a client of it: the fleet's status, through its keys
+    let st = vtnt(&["fleet", "status", "--fleet", &name, "--json"]);
+    assert!(
+        st.status.success(),
+        "{}",
+        String::from_utf8_lossy(&st.stderr)
+    );
+    let pid: i32 = std::fs::read_to_string(format!("/run/vtnt/fleet/{name}/pid"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(up.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    let st = up.wait().unwrap();
+    assert!(st.success(), "{st}: {:?}", events());
+    assert!(
+        !std::path::Path::new(&format!("/proc/{pid}")).exists(),
+        "nats-server stopped with it"
+    );
+    assert!(events().iter().any(|e| e["message"] == "broker stopped"));
+    let keys = format!("/run/vtnt/fleet/{name}/keys");
+    assert!(std::path::Path::new(&keys).is_dir(), "its keys are kept");
+    let _ = std::fs::remove_file(&log);
+}
+
+/// `vtnt fleet down --name NAME` when dropped.
+struct Down(String);
+
+impl Drop for Down {
+    fn drop(&mut self) {
+        let _ = vtnt(&["fleet", "down", "--name", &self.0]);
+    }
 }
 
 /// (j) `vtnt agent ... --systemd-unit` prints a unit running the same command (without

@@ -295,6 +295,35 @@ fn killed_daemon_leaves_nothing_the_next_up_trips_over() {
         .exists());
 }
 
+/// The lab daemon logs as `lab up` was told (`--log-format json`), in its state
+/// directory's `log`: one JSON object per line, what it serves among them.
+#[test]
+fn the_lab_daemon_logs_json_lines_as_told() {
+    vtnt_testkit::require_root!();
+    let name = format!("vt-log-{}", std::process::id());
+    let out = vtnt(&["--log-format", "json", "lab", "up", "--name", &name]);
+    let lab = Lab { name };
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let root = std::env::var("VTNT_LAB_RUN_DIR").unwrap_or_else(|_| "/run/vtnt/lab".into());
+    let log = std::fs::read_to_string(format!("{root}/{}/log", lab.name)).unwrap();
+    let events: Vec<serde_json::Value> = log
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    let serving = events
+        .iter()
+        .find(|e| e["message"] == "lab serving")
+        .unwrap_or_else(|| panic!("{log}"));
+    assert_eq!(serving["level"], "INFO");
+    assert_eq!(serving["lab"], lab.name.as_str());
+    assert_eq!(serving["topology"], "reference");
+    assert_eq!(serving["tun"], "vtnt0");
+}
+
 #[test]
 fn vm_netdev_prints_the_attach_contract() {
     vtnt_testkit::require_root!();

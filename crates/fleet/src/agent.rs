@@ -142,8 +142,8 @@ impl Ctx {
         Ok(())
     }
 
-    fn log(&self, what: &str) {
-        eprintln!("vtnt agent: node={} {what}", self.o.node);
+    fn node(&self) -> &str {
+        &self.o.node
     }
 }
 
@@ -211,10 +211,13 @@ async fn agent(o: AgentOptions) -> anyhow::Result<()> {
         .collect();
     let mut beat = tokio::time::interval(ctx.o.heartbeat);
     let mut deploy: Option<SelectAll<async_nats::Subscriber>> = None;
-    ctx.log(&format!(
-        "event=up location={} slots={} url={}",
-        ctx.o.location, ctx.o.slots, ctx.o.connect.url
-    ));
+    tracing::info!(
+        node = ctx.node(),
+        location = %ctx.o.location,
+        slots = ctx.o.slots,
+        url = %ctx.o.connect.url,
+        "agent up"
+    );
     enum Ev {
         Stop,
         Beat,
@@ -251,16 +254,18 @@ async fn agent(o: AgentOptions) -> anyhow::Result<()> {
             Ev::Stop => break,
             Ev::Beat => {
                 if let Err(e) = ctx.heartbeat(NodeState::Up).await {
-                    ctx.log(&format!("event=heartbeat-failed error=\"{e:#}\""));
+                    tracing::warn!(node = ctx.node(), error = %format!("{e:#}"), "heartbeat failed");
                 }
             }
             Ev::Freed => {}
             Ev::Request(m) => {
                 let Some(reply) = reply_to(&m) else {
-                    ctx.log(&format!(
-                        "event=bad-reply subject={} reply={:?}",
-                        m.subject, m.reply
-                    ));
+                    tracing::warn!(
+                        node = ctx.node(),
+                        subject = %m.subject,
+                        reply = ?m.reply,
+                        "a request without a usable reply subject"
+                    );
                     continue;
                 };
                 let req = request(&m.subject, &m.payload);
@@ -294,7 +299,10 @@ async fn agent(o: AgentOptions) -> anyhow::Result<()> {
     // Drain: out of the queue group, no more pulls, running jobs finish.
     drop(deploy);
     let _ = stop_tx.send(true);
-    ctx.log("event=draining");
+    tracing::info!(
+        node = ctx.node(),
+        "draining: no new job, the running ones finish"
+    );
     let _ = ctx.heartbeat(NodeState::Draining).await;
     for p in pullers {
         let _ = p.await;
@@ -311,7 +319,7 @@ async fn agent(o: AgentOptions) -> anyhow::Result<()> {
     }
     ctx.heartbeat(NodeState::Stopped).await?;
     client.flush().await?;
-    ctx.log("event=stopped");
+    tracing::info!(node = ctx.node(), "agent stopped");
     Ok(())
 }
 
@@ -366,7 +374,7 @@ async fn pull(
         {
             Ok(mut batch) => batch.next().await,
             Err(e) => {
-                ctx.log(&format!("event=pull-failed error=\"{e}\""));
+                tracing::warn!(node = ctx.node(), error = %e, "pulling a job failed");
                 tokio::time::sleep(PULL_EXPIRES).await;
                 continue;
             }
@@ -374,7 +382,7 @@ async fn pull(
         let msg = match msg {
             Some(Ok(m)) => m,
             Some(Err(e)) => {
-                ctx.log(&format!("event=pull-failed error=\"{e}\""));
+                tracing::warn!(node = ctx.node(), error = %e, "pulling a job failed");
                 continue;
             }
             None => continue,
@@ -394,7 +402,7 @@ async fn pull(
                 tokio::spawn(job(ctx.clone(), permit, req, Some(msg)));
             }
             Err(e) => {
-                ctx.log(&format!("event=bad-request error=\"{e}\""));
+                tracing::warn!(node = ctx.node(), error = %e, "a job request refused");
                 // never runnable: terminate it rather than have it redelivered
                 let _ = msg.ack_with(AckKind::Term).await;
             }
@@ -458,10 +466,14 @@ async fn job(
         .as_ref()
         .and_then(|m| m.info().ok().map(|i| i.delivered as u64))
         .unwrap_or(1);
-    ctx.log(&format!(
-        "event=start job={} runtime={} delivery={delivery}",
-        req.id, req.runtime
-    ));
+    tracing::info!(
+        node = ctx.node(),
+        job = %req.id,
+        runtime = %req.runtime,
+        delivery,
+        tenant = %req.tenant,
+        "job started"
+    );
     let wq = wq.map(Arc::new);
     // Progress reports while the job runs, so JetStream does not give it to another.
     let progress = wq.clone().map(|m| {
@@ -543,31 +555,41 @@ async fn job(
     match (&stored, &wq) {
         (Ok(()), Some(m)) => {
             if let Err(e) = m.double_ack().await {
-                ctx.log(&format!("event=ack-failed job={} error=\"{e}\"", req.id));
+                tracing::warn!(node = ctx.node(), job = %req.id, error = %e, "acknowledging the job failed");
             }
         }
-        (Err(e), _) => ctx.log(&format!(
-            "event=store-failed job={} error=\"{e:#}\"",
-            req.id
-        )),
+        (Err(e), _) => tracing::warn!(
+            node = ctx.node(),
+            job = %req.id,
+            error = %format!("{e:#}"),
+            "storing the job's results failed"
+        ),
         _ => {}
     }
     if stored.is_ok() {
         if let Err(e) = crate::targets::remove(&ctx.fleet, &req).await {
-            ctx.log(&format!(
-                "event=remove-failed job={} error=\"{e:#}\"",
-                req.id
-            ));
+            tracing::warn!(
+                node = ctx.node(),
+                job = %req.id,
+                error = %format!("{e:#}"),
+                "removing the job's target list failed"
+            );
         }
     }
     ctx.done.fetch_add(1, Ordering::Relaxed);
     if summary.status != JobStatus::Ok {
         ctx.failed.fetch_add(1, Ordering::Relaxed);
     }
-    ctx.log(&format!(
-        "event=done job={} status={:?} records={} total_ms={:.1}",
-        req.id, summary.status, summary.records, summary.timings.total_ms
-    ));
+    tracing::info!(
+        node = ctx.node(),
+        job = %req.id,
+        tenant = %req.tenant,
+        status = summary.status.name(),
+        records = summary.records,
+        total_ms = summary.timings.total_ms,
+        error = summary.error.as_deref(),
+        "job done"
+    );
     drop(permit);
     ctx.freed.notify_one();
     let _ = ctx.freed_tx.send(());

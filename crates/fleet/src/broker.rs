@@ -5,11 +5,20 @@
 //! server speaks TLS only. `up` returns once the server accepts connections and the
 //! fleet's streams exist (made by each account's setup user: [`make_streams`]); `down`
 //! stops it (SIGTERM, then SIGKILL after 5 s) and removes the directory.
+//!
+//! In the foreground (`up --foreground`, a systemd service: [`serve`]) the server is this
+//! process's child instead, its log lines relayed as this process's log events (target
+//! `nats_server`, at the level each line gives); SIGTERM or SIGINT stops it and keeps its
+//! state (keys, store) for the next start.
 
+use std::collections::VecDeque;
+use std::io::{BufRead, Read};
 use std::net::{IpAddr, SocketAddr, TcpStream};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
@@ -28,6 +37,10 @@ pub const DEFAULT_TENANT: &str = "default";
 pub const TLS_CA_FILE: &str = "tls-ca.pem";
 /// How long `up` waits for the server to accept connections.
 const READY_TIMEOUT: Duration = Duration::from_secs(10);
+/// The server's last log lines an error quotes.
+const TAIL_LINES: usize = 5;
+/// The longest log line of the server's relayed whole (the rest is cut).
+const MAX_LOG_LINE: usize = 16 * 1024;
 
 /// Where the fleets' state lives.
 pub fn state_root() -> PathBuf {
@@ -81,6 +94,39 @@ impl UpOptions {
 
 /// Starts the broker `o.name`, daemonised, and waits until it accepts connections.
 pub fn up(o: &UpOptions) -> anyhow::Result<Broker> {
+    launch(o, false).map(|(b, _)| b)
+}
+
+/// Runs the broker `o.name` in the foreground until `stop` is set (then stops the server
+/// and keeps its state) or the server exits (an error unless it exited 0).
+pub fn serve(o: &UpOptions, stop: &AtomicBool) -> anyhow::Result<()> {
+    let (b, child) = launch(o, true)?;
+    let Some((mut child, log)) = child else {
+        bail!("nats-server is not this process's child");
+    };
+    tracing::info!(name = %b.name, url = %b.url, pid = b.pid, dir = %b.dir.display(), "broker up");
+    loop {
+        if stop.load(Ordering::SeqCst) {
+            tracing::info!(name = %b.name, pid = b.pid, "stopping the broker");
+            self::stop(b.pid);
+            let st = child.wait()?;
+            tracing::info!(name = %b.name, status = %st, "broker stopped");
+            return Ok(());
+        }
+        if let Some(st) = child.try_wait()? {
+            if st.success() {
+                tracing::info!(name = %b.name, "nats-server exited");
+                return Ok(());
+            }
+            bail!("nats-server exited ({st}): {}", log.tail());
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// [`up`], or [`serve`]'s start (`foreground`: the server is this process's child, its
+/// log relayed).
+fn launch(o: &UpOptions, foreground: bool) -> anyhow::Result<(Broker, Option<(Child, Log)>)> {
     let (name, port) = (o.name.as_str(), o.port);
     crate::check_token("--name", name)?;
     anyhow::ensure!(!o.tenants.is_empty(), "--tenant: at least one");
@@ -140,7 +186,7 @@ pub fn up(o: &UpOptions) -> anyhow::Result<Broker> {
             self::config(o, &dir, &store, port, false)?.to_string(),
         )
         .with_context(|| format!("writing {}", setup.display()))?;
-        let mut child = start(&server, &setup, &dir, port)?;
+        let (mut child, _) = start(&server, &setup, &dir, port, foreground)?;
         let made = make_streams(&dir, &format!("nats://{port}"), None, &o.tenants);
         stop(child.id() as i32);
         let _ = child.wait();
@@ -151,7 +197,7 @@ pub fn up(o: &UpOptions) -> anyhow::Result<Broker> {
         self::config(o, &dir, &store, addr, true)?.to_string(),
     )
     .with_context(|| format!("writing {}", config.display()))?;
-    let child = start(&server, &config, &dir, local)?;
+    let (mut child, log) = start(&server, &config, &dir, local, foreground)?;
     let scheme = if o.tls.is_some() { "tls" } else { "nats" };
     let url = format!("{scheme}://{local}");
     std::fs::write(dir.join("url"), format!("{url}\n"))?;
@@ -160,53 +206,143 @@ pub fn up(o: &UpOptions) -> anyhow::Result<Broker> {
         let ca = o.tls_ca.as_ref().map(|_| dir.join(TLS_CA_FILE));
         if let Err(e) = make_streams(&dir, &url, ca, &o.tenants) {
             stop(pid);
+            let _ = child.try_wait();
             return Err(e);
         }
     }
-    Ok(Broker {
+    let b = Broker {
         name: name.to_string(),
         url,
         pid,
         dir,
-    })
+    };
+    Ok((b, foreground.then_some((child, log))))
 }
 
-/// Starts nats-server with `config` (its pid file and log in `dir`), in a session of its
-/// own, and waits until it accepts connections on `local`.
+/// The server's log: its file, or (in the foreground) its last lines as relayed.
+#[derive(Clone)]
+enum Log {
+    File(PathBuf),
+    Relayed(Arc<Mutex<VecDeque<String>>>),
+}
+
+impl Log {
+    /// The last lines, for an error.
+    fn tail(&self) -> String {
+        match self {
+            Log::File(f) => tail(f),
+            Log::Relayed(lines) => {
+                let lines = lines.lock().unwrap_or_else(|e| e.into_inner());
+                lines.iter().cloned().collect::<Vec<_>>().join(" | ")
+            }
+        }
+    }
+}
+
+/// Relays the server's log lines from `from` as log events until it closes, keeping the
+/// last [`TAIL_LINES`] for errors.
+fn relay(from: impl std::io::Read + Send + 'static) -> Log {
+    let kept = Arc::new(Mutex::new(VecDeque::new()));
+    let lines = kept.clone();
+    let _ = std::thread::Builder::new()
+        .name("nats-server log".into())
+        .spawn(move || {
+            let mut from = std::io::BufReader::new(from);
+            let mut buf = Vec::new();
+            loop {
+                buf.clear();
+                match (&mut from)
+                    .take(MAX_LOG_LINE as u64)
+                    .read_until(b'\n', &mut buf)
+                {
+                    Ok(0) | Err(_) => break,
+                    Ok(_) => {}
+                }
+                let line = String::from_utf8_lossy(&buf);
+                let line = line.trim_end();
+                if line.is_empty() {
+                    continue;
+                }
+                log_line(line);
+                let mut kept = lines.lock().unwrap_or_else(|e| e.into_inner());
+                if kept.len() == TAIL_LINES {
+                    kept.pop_front();
+                }
+                kept.push_back(line.to_string());
+            }
+        });
+    Log::Relayed(kept)
+}
+
+/// One of nats-server's log lines (`[PID] DATE TIME [INF] message`) as a log event at
+/// its level, target `nats_server`.
+fn log_line(line: &str) {
+    const TAGS: [&str; 6] = ["[INF] ", "[WRN] ", "[ERR] ", "[FTL] ", "[DBG] ", "[TRC] "];
+    let found = TAGS
+        .iter()
+        .filter_map(|t| line.find(t).map(|i| (i, *t)))
+        .min();
+    let (tag, message) = match found {
+        Some((i, t)) => (t, &line[i + t.len()..]),
+        None => ("", line),
+    };
+    match tag {
+        "[WRN] " => tracing::warn!(target: "nats_server", "{message}"),
+        "[ERR] " | "[FTL] " => tracing::error!(target: "nats_server", "{message}"),
+        "[DBG] " => tracing::debug!(target: "nats_server", "{message}"),
+        "[TRC] " => tracing::trace!(target: "nats_server", "{message}"),
+        _ => tracing::info!(target: "nats_server", "{message}"),
+    }
+}
+
+/// Starts nats-server with `config` (its pid file in `dir`), in a process group of its
+/// own (daemonised, it outlives this command and its terminal), and waits until it
+/// accepts connections on `local`. Its log goes to `dir/log`, or in the `foreground` to
+/// this process's log events ([`relay`]).
 fn start(
     server: &Path,
     config: &Path,
     dir: &Path,
     local: SocketAddr,
-) -> anyhow::Result<std::process::Child> {
-    let log = dir.join("log");
-    let mut child = Command::new(server)
-        .arg("--config")
+    foreground: bool,
+) -> anyhow::Result<(Child, Log)> {
+    let mut cmd = Command::new(server);
+    cmd.arg("--config")
         .arg(config)
         .arg("--pid")
         .arg(dir.join("pid"))
-        .arg("--log")
-        .arg(&log)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        // its own session: it outlives this command and its terminal
-        .process_group(0)
+        .process_group(0);
+    let file = dir.join("log");
+    if foreground {
+        cmd.stderr(Stdio::piped());
+    } else {
+        cmd.arg("--log").arg(&file).stderr(Stdio::null());
+    }
+    let mut child = cmd
         .spawn()
         .with_context(|| format!("starting {}", server.display()))?;
+    let log = match child.stderr.take() {
+        Some(err) => relay(err),
+        None => Log::File(file),
+    };
     let t0 = Instant::now();
     loop {
         if let Some(st) = child.try_wait()? {
-            bail!("nats-server exited ({st}): {}", tail(&log));
+            // what it said before it exited
+            std::thread::sleep(Duration::from_millis(50));
+            bail!("nats-server exited ({st}): {}", log.tail());
         }
         if TcpStream::connect_timeout(&local, Duration::from_millis(200)).is_ok() {
-            return Ok(child);
+            return Ok((child, log));
         }
         if t0.elapsed() > READY_TIMEOUT {
             let _ = child.kill();
+            let _ = child.wait();
             bail!(
                 "nats-server did not listen on {local} within {READY_TIMEOUT:?}: {}",
-                tail(&log)
+                log.tail()
             );
         }
         std::thread::sleep(Duration::from_millis(20));

@@ -314,7 +314,9 @@ impl Connect {
                     {
                         refused(format!("the NATS server refused: {e}"))
                     }
-                    async_nats::Event::ServerError(e) => eprintln!("vtnt: NATS server: {e}"),
+                    async_nats::Event::ServerError(e) => {
+                        tracing::warn!(error = %e, "the NATS server reports an error")
+                    }
                     _ => {}
                 }
             });

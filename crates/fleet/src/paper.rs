@@ -233,7 +233,7 @@ pub fn run(o: &PaperOptions, dir: &Path) -> anyhow::Result<PaperReport> {
         for (k, &rt) in o.runtimes.iter().enumerate() {
             for &mode in &o.modes {
                 let word = mode.word();
-                eprintln!(
+                vtnt_job::say!(
                     "vtnt bench fleet: rep {}/{}, {} {word}: {} events",
                     rep + 1,
                     o.reps,

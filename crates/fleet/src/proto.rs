@@ -102,6 +102,18 @@ pub enum JobStatus {
     Error,
 }
 
+impl JobStatus {
+    /// Its name on the wire (`ok`, `failed`, ...).
+    pub fn name(self) -> &'static str {
+        match self {
+            JobStatus::Ok => "ok",
+            JobStatus::Failed => "failed",
+            JobStatus::Refused => "refused",
+            JobStatus::Error => "error",
+        }
+    }
+}
+
 /// The last message of a job's results: how it went and what it took.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct JobSummary {

@@ -55,7 +55,7 @@ pub fn start(node: &str) -> anyhow::Result<Guard> {
     let cleaned = vtnt_runtimes::scope::clean(&scope)
         .with_context(|| format!("removing what an earlier agent of node {node} left"))?;
     if !cleaned.is_empty() {
-        eprintln!("vtnt agent: node={node} event=cleaned {cleaned}");
+        tracing::info!(node, cleaned = %cleaned, "removed what an earlier agent of this node left");
     }
     vtnt_runtimes::paths::enter_scope(&scope)?;
     Ok(Guard {
@@ -99,7 +99,7 @@ fn lock(node: &str, scope: &str) -> anyhow::Result<File> {
 fn watchdog(node: &str, scope: &str) -> anyhow::Result<Option<std::io::PipeWriter>> {
     let threads = std::fs::read_dir("/proc/self/task").map_or(0, |d| d.count());
     if threads != 1 {
-        eprintln!("vtnt agent: node={node} warning: no watchdog ({threads} threads); a new agent of this node cleans up after this one instead");
+        tracing::warn!(node, threads, "no watchdog (this process runs threads already): a new agent of this node cleans up after this one instead");
         return Ok(None);
     }
     let (mut eof, write) = std::io::pipe().context("the watchdog's pipe")?;
@@ -121,11 +121,11 @@ fn watchdog(node: &str, scope: &str) -> anyhow::Result<Option<std::io::PipeWrite
             }
             match vtnt_runtimes::scope::clean(scope) {
                 Ok(c) if !c.is_empty() => {
-                    eprintln!("vtnt agent: node={node} event=watchdog-cleaned {c}")
+                    tracing::info!(node, cleaned = %c, "the watchdog removed what the dead agent left")
                 }
                 Ok(_) => {}
                 Err(e) => {
-                    eprintln!("vtnt agent: node={node} event=watchdog-failed error=\"{e:#}\"")
+                    tracing::error!(node, error = %format!("{e:#}"), "the watchdog failed to clean up")
                 }
             }
             std::process::exit(0)

@@ -459,14 +459,25 @@ fn exclusions(c: &Common) -> anyhow::Result<PrefixSet> {
     exclusion_list(&c.exclude)
 }
 
-/// This host's exclusion list ([`DEFAULT_EXCLUDE`], when it exists) and every file of
-/// `extra`, as one set: what a job accepted here (a fleet agent's, too) must not probe.
+/// The exclusion lists the configuration names (`probe.exclude`), set once per process.
+static CONFIGURED: std::sync::OnceLock<Vec<PathBuf>> = std::sync::OnceLock::new();
+
+/// Adds `files` to this host's exclusion lists for the rest of this process (`vtnt`'s
+/// configuration: `probe.exclude`); the first call counts.
+pub fn configure_exclusions(files: impl IntoIterator<Item = PathBuf>) {
+    let _ = CONFIGURED.set(files.into_iter().collect());
+}
+
+/// This host's exclusion lists ([`DEFAULT_EXCLUDE`], when it exists, and those of
+/// [`configure_exclusions`]) and every file of `extra`, as one set: what a job accepted
+/// here (a fleet agent's, too) must not probe.
 pub fn exclusion_list(extra: &[PathBuf]) -> anyhow::Result<PrefixSet> {
     let default = std::path::Path::new(DEFAULT_EXCLUDE);
     let files = default
         .exists()
         .then(|| default.to_path_buf())
         .into_iter()
+        .chain(CONFIGURED.get().into_iter().flatten().cloned())
         .chain(extra.iter().cloned());
     let mut prefixes = Vec::new();
     for f in files {

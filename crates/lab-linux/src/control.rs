@@ -29,6 +29,8 @@ pub struct UpOptions {
     pub vm_prefix: Option<vtnt_lab::addr::Prefix>,
     /// The `vtnt` binary to run as `vtnt lab serve`.
     pub exe: PathBuf,
+    /// Its options before `lab serve` (how it logs: `--log-format json`...).
+    pub exe_args: Vec<String>,
     /// How long to wait for the lab to answer.
     pub timeout: Duration,
 }
@@ -115,7 +117,8 @@ fn start(
     fs::write(&topo_path, text)?;
     netns::add(&o.name)?;
     let mut cmd = Command::new(&o.exe);
-    cmd.args(["lab", "serve", "--name", &o.name, "--state-dir"])
+    cmd.args(&o.exe_args)
+        .args(["lab", "serve", "--name", &o.name, "--state-dir"])
         .arg(dir)
         .args(["--vm-port", &o.vm_port.to_string(), "--source", source])
         .args(["--vm-prefix", &vm_prefix.to_string()])
@@ -166,6 +169,8 @@ pub struct FrontUpOptions {
     pub vm_port: u16,
     /// The `vtnt` binary to run as `vtnt lab serve-front`.
     pub exe: PathBuf,
+    /// Its options before `lab serve-front` (how it logs).
+    pub exe_args: Vec<String>,
     pub timeout: Duration,
 }
 
@@ -192,7 +197,8 @@ pub fn front_up(o: &FrontUpOptions) -> Result<LabState, Error> {
 
 fn start_front(o: &FrontUpOptions, dir: &Path) -> Result<LabState, Error> {
     let mut cmd = Command::new(&o.exe);
-    cmd.args(["lab", "serve-front", "--name", &o.name, "--state-dir"])
+    cmd.args(&o.exe_args)
+        .args(["lab", "serve-front", "--name", &o.name, "--state-dir"])
         .arg(dir)
         .args([
             "--vm-port",
@@ -215,7 +221,7 @@ fn start_front(o: &FrontUpOptions, dir: &Path) -> Result<LabState, Error> {
     read_json(&dir.join("state.json"))
 }
 
-/// Starts a daemon (`cmd`) in a session of its own, logging to `dir/log`, and waits
+/// Starts a daemon (`cmd`) in a session of its own, its log in `dir/log`, and waits
 /// until it has written `dir/ready` (or fails, or `deadline` passes).
 fn launch(
     mut cmd: Command,

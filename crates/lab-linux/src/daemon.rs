@@ -92,9 +92,13 @@ pub fn serve(o: &ServeOptions) -> Result<(), Error> {
     write_json(&o.state_dir.join("vm.json"), &vm_info)?;
     fs::write(o.state_dir.join("pid"), format!("{}\n", state.pid))?;
     fs::write(o.state_dir.join("ready"), "")?;
-    eprintln!(
-        "vtnt lab {}: serving {} (TUN {TUN_NAME} {}, VM front 127.0.0.1:{vm_port})",
-        o.name, state.topology, state.vp_address
+    tracing::info!(
+        lab = %o.name,
+        topology = %state.topology,
+        tun = TUN_NAME,
+        address = %state.vp_address,
+        vm_front = %format!("127.0.0.1:{vm_port}"),
+        "lab serving"
     );
 
     let start = Wall::now();
@@ -145,7 +149,7 @@ pub fn serve(o: &ServeOptions) -> Result<(), Error> {
         }
     }
     let _ = fs::remove_file(o.state_dir.join("ready"));
-    eprintln!("vtnt lab {}: stopped", o.name);
+    tracing::info!(lab = %o.name, "lab stopped");
     Ok(())
 }
 

@@ -121,9 +121,12 @@ pub fn serve_front(o: &FrontOptions) -> Result<(), Error> {
     )?;
     fs::write(o.state_dir.join("pid"), format!("{}\n", state.pid))?;
     fs::write(o.state_dir.join("ready"), "")?;
-    eprintln!(
-        "vtnt lab front {}: VMs on {FRONT_PREFIX} (127.0.0.1:{vm_port}) probe from {public}",
-        o.name
+    tracing::info!(
+        front = %o.name,
+        vms = FRONT_PREFIX,
+        vm_front = %format!("127.0.0.1:{vm_port}"),
+        public = %public,
+        "front serving"
     );
 
     let start = Wall::now();
@@ -186,7 +189,7 @@ pub fn serve_front(o: &FrontOptions) -> Result<(), Error> {
     }
     let _ = write_json(&o.state_dir.join("stats.json"), &stats(&io, &fwd.stats()));
     let _ = fs::remove_file(o.state_dir.join("ready"));
-    eprintln!("vtnt lab front {}: stopped", o.name);
+    tracing::info!(front = %o.name, "front stopped");
     Ok(())
 }
 

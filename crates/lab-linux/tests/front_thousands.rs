@@ -244,6 +244,7 @@ fn a_guest_past_slot_1000_and_a_lease_past_200_reach_the_lab() {
         vm_port: 0,
         vm_prefix: None,
         exe: std::env::current_exe().unwrap(),
+        exe_args: Vec::new(),
         timeout: Duration::from_secs(20),
     })
     .expect("lab up");

@@ -119,7 +119,10 @@ impl Drop for FavorDynmods {
     fn drop(&mut self) {
         if let Some(m) = &self.restore {
             if let Err(e) = remount(m, &data(&m.super_opts)) {
-                eprintln!(
+                // a report, never a panic in a drop (stderr closed or full)
+                use std::io::Write;
+                let _ = writeln!(
+                    std::io::stderr().lock(),
                     "warning: restoring the options of {}: {e:#}",
                     m.point.display()
                 );

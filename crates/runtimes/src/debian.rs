@@ -65,9 +65,11 @@ fn bootstrap(name: &str, include: Option<&str>, rebuild: bool) -> anyhow::Result
     let _ = std::fs::remove_dir_all(&tmp);
     std::fs::create_dir_all(&base)?;
     let suite = suite();
-    eprintln!(
-        "vtnt deploy: debootstrap {suite} ({name}) into {} (once; cached)",
-        dir.display()
+    tracing::info!(
+        suite = %suite,
+        image = name,
+        dir = %dir.display(),
+        "debootstrap: building a Debian root, once (it is cached)"
     );
     let mut cmd = Command::new(debootstrap);
     cmd.arg("--variant=minbase")

@@ -234,9 +234,10 @@ impl Client {
         while matches!(child.try_wait(), Ok(None)) {
             if Instant::now() > until {
                 let _ = child.kill();
-                eprintln!(
-                    "vtnt: docker rm -f {name}: no answer from the engine within {} s; the container is left behind",
-                    REMOVE_TIMEOUT.as_secs()
+                tracing::warn!(
+                    container = %name,
+                    seconds = REMOVE_TIMEOUT.as_secs(),
+                    "docker rm -f: no answer from the engine in time; the container is left behind"
                 );
                 break;
             }

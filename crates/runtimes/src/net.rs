@@ -280,6 +280,7 @@ impl Front {
             allow_public: false,
             vm_port: 0,
             exe: crate::paths::static_vtnt()?,
+            exe_args: Vec::new(),
             timeout: std::time::Duration::from_secs(10),
         };
         vtnt_lab_linux::front_up(&o).with_context(|| format!("starting front `{name}`"))?;

@@ -10,10 +10,27 @@ use std::process::Command;
 
 use anyhow::{bail, Context};
 
-/// The image cache: `/var/cache/vtnt` unless `VTNT_CACHE_DIR` says otherwise.
+/// The variable that names the image cache.
+pub const CACHE_DIR_ENV: &str = "VTNT_CACHE_DIR";
+/// The image cache when neither [`CACHE_DIR_ENV`] nor the configuration names one.
+pub const DEFAULT_CACHE_DIR: &str = "/var/cache/vtnt";
+
+/// The cache of [`configure_cache_dir`], once set.
+static CONFIGURED_CACHE: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+
+/// Makes `dir` this process's image cache unless [`CACHE_DIR_ENV`] names one (`vtnt`'s
+/// configuration file: `[artifacts] cache-dir`); the first call counts.
+pub fn configure_cache_dir(dir: PathBuf) {
+    let _ = CONFIGURED_CACHE.set(dir);
+}
+
+/// The image cache: [`CACHE_DIR_ENV`], else the configuration's, else
+/// [`DEFAULT_CACHE_DIR`].
 pub fn cache_dir() -> PathBuf {
-    std::env::var_os("VTNT_CACHE_DIR")
-        .map_or_else(|| PathBuf::from("/var/cache/vtnt"), PathBuf::from)
+    std::env::var_os(CACHE_DIR_ENV)
+        .map(PathBuf::from)
+        .or_else(|| CONFIGURED_CACHE.get().cloned())
+        .unwrap_or_else(|| PathBuf::from(DEFAULT_CACHE_DIR))
 }
 
 /// Built images the server offers: `<cache>/images`.

@@ -114,7 +114,7 @@ pub fn default_vmm(image: &Path) -> Vmm {
         Ok(_) => Vmm::Qemu,
         Err(e) => {
             static SAID: std::sync::Once = std::sync::Once::new();
-            SAID.call_once(|| eprintln!("vtnt: {e}: microVMs run under QEMU"));
+            SAID.call_once(|| tracing::warn!("{e}: microVMs run under QEMU"));
             Vmm::Qemu
         }
     }

@@ -137,9 +137,9 @@ pub fn boots(image: &Path) -> bool {
         let ok = run(&cfg).is_ok_and(|o| o.status == GuestStatus::Exited(0));
         accel::remember(BOOTS_CACHE, if ok { "yes" } else { "no" });
         if !ok {
-            eprintln!(
-                "vtnt: vtnt-monitor did not boot a test guest on this host's KVM: microVMs \
-                 run under QEMU (`--vmm vtnt` forces the monitor)"
+            tracing::warn!(
+                "vtnt-monitor did not boot a test guest on this host's KVM: microVMs run \
+                 under QEMU (`--vmm vtnt` forces the monitor)"
             );
         }
         ok

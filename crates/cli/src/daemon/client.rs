@@ -10,7 +10,6 @@ use std::net::TcpStream;
 use std::os::fd::{AsFd, BorrowedFd};
 use std::os::unix::net::UnixStream;
 use std::time::{Duration, Instant};
-use vtnt_job::say;
 
 use vtnt_daemon::{Session, MAX_LINE};
 use vtnt_job::Job;
@@ -186,22 +185,25 @@ impl Client {
         self.session.is_closed() && self.out.is_empty() && self.running.is_empty()
     }
 
-    /// Tells stderr why the client is gone; `running`: its commands cut.
+    /// Logs why the client is gone; `running`, `queued`: its commands cut.
     pub fn report_gone(&self, running: usize, queued: usize) {
-        let cut = if running + queued > 0 {
-            format!(": cutting its {running} running commands ({queued} waiting)")
-        } else {
-            String::new()
-        };
+        let client = self.name.as_str();
         match &self.gone {
-            Some(Gone::Left) | None => say!("vtnt: client {} left{cut}", self.name),
-            Some(Gone::Stalled(n)) => say!(
-                "vtnt: client {} took none of its output ({n} bytes waiting): dropped{cut}",
-                self.name
+            Some(Gone::Left) | None => tracing::info!(client, running, queued, "client left"),
+            Some(Gone::Stalled(n)) => tracing::warn!(
+                client,
+                running,
+                queued,
+                unread = n,
+                "client dropped: it took none of its output"
             ),
-            Some(Gone::Broken(e)) => {
-                say!("vtnt: client {}: writing: {e}: dropped{cut}", self.name)
-            }
+            Some(Gone::Broken(e)) => tracing::warn!(
+                client,
+                running,
+                queued,
+                error = %e,
+                "client dropped: writing to it failed"
+            ),
         }
     }
 

@@ -13,7 +13,6 @@ use std::net::TcpListener;
 use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
-use vtnt_job::say;
 
 use anyhow::Context;
 use nix::poll::{PollFd, PollFlags};
@@ -37,6 +36,11 @@ pub struct Listeners {
 
 /// Whose a record waiting for its names is: a client's key and a task's id.
 type Tag = (u64, u32);
+
+/// The longest part of a command a log event quotes, bytes. (Commands are logged at
+/// debug: at info, a daemon whose stderr nobody reads would stop at the first full pipe
+/// under a client's thousands of commands; clients coming and going are info.)
+const LOGGED_COMMAND: usize = 200;
 
 /// Lines worked through per client, and commands started, per turn of the loop: checking
 /// and starting a command reads the host's addresses and routes, so a client that sends
@@ -249,6 +253,11 @@ impl Daemon<'_> {
                 continue;
             }
             if self.clients.len() as u64 >= self.args.max_clients {
+                tracing::warn!(
+                    client = %name,
+                    clients = self.clients.len(),
+                    "client refused: too many clients (--max-clients)"
+                );
                 let mut conn = conn;
                 let _ = conn.write(
                     format!(
@@ -271,6 +280,7 @@ impl Daemon<'_> {
                 protocol: self.args.protocol.into(),
                 vtnt: crate::VERSION.into(),
             });
+            tracing::info!(client = %name, "client connected");
             self.clients
                 .insert(self.next_key, Client::new(name, conn, session));
             self.next_key += 1;
@@ -299,9 +309,19 @@ impl Daemon<'_> {
                     Ok(job) => {
                         self.commands += 1;
                         let id = c.session.accept();
+                        tracing::debug!(
+                            client = %c.name,
+                            id,
+                            command = %quoted(&words),
+                            "command accepted"
+                        );
                         c.queue.push_back((id, job));
                     }
-                    Err(e) => c.session.refuse(&format!("{e:#}")),
+                    Err(e) => {
+                        let e = format!("{e:#}");
+                        tracing::debug!(client = %c.name, command = %quoted(&words), error = %e, "command refused");
+                        c.session.refuse(&e);
+                    }
                 },
                 Command::Halt(id) => {
                     c.queue.retain(|(q, _)| *q != id);
@@ -312,6 +332,7 @@ impl Daemon<'_> {
                         }
                     }
                     c.naming.remove(&id);
+                    tracing::debug!(client = %c.name, id, "command halted");
                     c.session.halted(id);
                 }
             }
@@ -352,7 +373,7 @@ impl Daemon<'_> {
                         *running += 1;
                     }
                     Err(e) => {
-                        say!("vtnt: client {} id-{id}: {e:#}", c.name);
+                        tracing::warn!(client = %c.name, id, error = %format!("{e:#}"), "command failed to start");
                         c.session.finished(id);
                     }
                 }
@@ -476,6 +497,8 @@ impl Daemon<'_> {
             };
             if c.gone.is_some() {
                 c.report_gone(c.running.len(), c.queue.len());
+            } else {
+                tracing::info!(client = %c.name, "client finished: its session is over");
             }
             self.running -= c.running.len();
             self.rate.remove(k);
@@ -487,9 +510,9 @@ impl Daemon<'_> {
     /// The daemon stops: running commands are cut (what they finished goes out), every
     /// session ends with its cycle stop, and what is left to write gets up to 2 s.
     fn stop(mut self) {
-        say!(
-            "vtnt: stopping: ending {} client sessions",
-            self.clients.len()
+        tracing::info!(
+            clients = self.clients.len(),
+            "stopping: ending every client's session"
         );
         self.collect();
         if let Some(names) = self.names.take() {
@@ -521,11 +544,12 @@ fn deliver(c: &mut Client, names: &mut Option<Names<Tag>>, k: u64, t: &mut Task)
                 Some(_) => {
                     vtnt_formats::tnt_records(&r, |rec, ann| c.session.result(t.id, rec, ann))
                 }
-                None => say!(
-                    "vtnt: client {}: tnt {}: {}",
-                    c.name,
-                    r.target,
-                    r.error.as_ref().map(|e| e.to_string()).unwrap_or_default()
+                None => tracing::warn!(
+                    client = %c.name,
+                    id = t.id,
+                    target = %r.target,
+                    error = %r.error.as_ref().map(|e| e.to_string()).unwrap_or_default(),
+                    "tnt: no trace"
                 ),
             },
         }
@@ -534,6 +558,7 @@ fn deliver(c: &mut Client, names: &mut Option<Names<Tag>>, k: u64, t: &mut Task)
 
 /// Task `id` of `c` probes no more: it ends, once its records have their names.
 fn end_task(c: &mut Client, id: u32) {
+    tracing::debug!(client = %c.name, id, "command finished");
     match c.naming.get_mut(&id) {
         Some((held, ended)) if *held > 0 => *ended = true,
         _ => {
@@ -556,6 +581,20 @@ fn named(clients: &mut BTreeMap<u64, Client>, k: u64, id: u32, r: &vtnt_formats:
             c.session.finished(id);
         }
     }
+}
+
+/// A command's words as one string, cut to [`LOGGED_COMMAND`] bytes.
+fn quoted(words: &[String]) -> String {
+    let mut s = words.join(" ");
+    if s.len() > LOGGED_COMMAND {
+        let mut end = LOGGED_COMMAND;
+        while !s.is_char_boundary(end) {
+            end -= 1;
+        }
+        s.truncate(end);
+        s.push('…');
+    }
+    s
 }
 
 impl From<super::ProtocolArg> for vtnt_daemon::Protocol {

@@ -53,7 +53,8 @@ impl Daemon {
         Daemon::spawn(cmd, ready)
     }
 
-    fn spawn(mut cmd: std::process::Command, ready: impl Fn() -> bool) -> Daemon {
+    /// Starts `cmd` (a `vtnt daemon`) and waits until `ready` says it listens.
+    pub fn spawn(mut cmd: std::process::Command, ready: impl Fn() -> bool) -> Daemon {
         let child = cmd
             .stderr(std::process::Stdio::piped())
             .spawn()

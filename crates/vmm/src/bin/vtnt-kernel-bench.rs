@@ -280,6 +280,7 @@ fn main() {
             vm_port: 0,
             vm_prefix: None,
             exe,
+            exe_args: Vec::new(),
             timeout: Duration::from_secs(20),
         };
         vtnt_lab_linux::up(&up).unwrap_or_else(|e| die(format!("lab up: {e}")));
