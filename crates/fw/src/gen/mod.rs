@@ -11,9 +11,15 @@
 //!    (1024:65535), LO (0:1023), AR (an arbitrary range, from a list of ranges real
 //!    sets use) and EM (one port, well-known ports weighted by use); for ICMP a type
 //!    (and sometimes a code);
-//! 3. a (source, destination) prefix-length pair from the family's list of pairs;
+//! 3. a (source, destination) prefix-length pair from the family's list of pairs. At
+//!    most [`WIDE_MAX`] rules of a set get a wide pair (lengths summing to less than
+//!    24): such a rule covers a whole protocol or port class and shadows every later
+//!    rule it overlaps, so large real sets have few (ClassBench's generator reaches the
+//!    same by growing its address trees with the set), and they go last, as people
+//!    order general rules after specific ones. A rule with no port or ICMP type gets a
+//!    pair with a /24 or longer;
 //! 4. the addresses: a /16 "site" from a pool of sites (sources and destinations have
-//!    their own pools, of N/32 and N/64 sites, at least 8), then random low bits, so
+//!    their own pools, of N/16 and N/32 sites, at least 16), then random low bits, so
 //!    rules cluster in a few networks and their prefixes nest and overlap, as in real
 //!    sets. First octets avoid 0, 100 (the namespaces' links), 127, 169 and 224-255, so
 //!    every address is routable unicast;
@@ -45,6 +51,16 @@ use crate::rule::{
 
 pub use family::Family;
 use family::{Ports, Weighted};
+
+/// Rules of a set that may have a wide prefix pair (see the module documentation).
+pub const WIDE_MAX: usize = 16;
+
+fn prefix_len(m: &Match<Prefix>) -> u8 {
+    match m {
+        Match::Is(p) => p.len(),
+        _ => 0,
+    }
+}
 
 /// What rule set to draw.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -132,8 +148,8 @@ fn ports(rng: &mut Rng, class: Ports, fam: Family) -> Match<PortRange> {
 pub fn rules(spec: &RuleSpec) -> Ruleset {
     let mut rng = Rng::new(spec.seed);
     let fam = spec.family;
-    let src_sites = pool(&mut rng, (spec.rules / 32).max(8));
-    let dst_sites = pool(&mut rng, (spec.rules / 64).max(8));
+    let src_sites = pool(&mut rng, (spec.rules / 16).max(16));
+    let dst_sites = pool(&mut rng, (spec.rules / 32).max(16));
     let mut rs = Ruleset::filter();
     let fwd = rs
         .hook_chain(Hook::Forward)
@@ -144,6 +160,14 @@ pub fn rules(spec: &RuleSpec) -> Ruleset {
     // The matches drawn so far: a rule that matches exactly what an earlier one does is
     // drawn again (ClassBench removes such redundant rules too).
     let mut seen: HashSet<Rule, BuildFold> = HashSet::default();
+    // Wide pairs (lengths summing to less than 24): at most WIDE_MAX rules have one.
+    let narrow: Vec<Weighted<(u8, u8)>> = fam
+        .prefix_pairs()
+        .iter()
+        .copied()
+        .filter(|&(_, (s, d))| s + d >= 24)
+        .collect();
+    let mut wide = 0;
     for i in 0..spec.rules {
         if i == 0 && spec.stateful {
             let mut r = Rule::new(Target::Verdict(Action::Accept));
@@ -155,22 +179,38 @@ pub fn rules(spec: &RuleSpec) -> Ruleset {
             chain.rules.push(r);
             continue;
         }
-        let mut r = draw_rule(&mut rng, fam, &src_sites, &dst_sites);
+        let pairs = if wide < WIDE_MAX {
+            fam.prefix_pairs()
+        } else {
+            &narrow
+        };
+        let mut r = draw_rule(&mut rng, fam, pairs, &src_sites, &dst_sites);
         for _ in 0..64 {
             let mut bare = r.clone();
             bare.target = Target::Continue;
             if seen.insert(bare) {
                 break;
             }
-            r = draw_rule(&mut rng, fam, &src_sites, &dst_sites);
+            r = draw_rule(&mut rng, fam, pairs, &src_sites, &dst_sites);
         }
+        wide += usize::from(prefix_len(&r.src) + prefix_len(&r.dst) < 24);
         chain.rules.push(r);
     }
+    // Specific rules before general ones, as people order them.
+    let first = usize::from(spec.stateful);
+    chain.rules[first..].sort_by_key(|r| prefix_len(&r.src) + prefix_len(&r.dst) < 24);
     rs
 }
 
-/// One rule of family `fam`, its addresses from the site pools.
-fn draw_rule(rng: &mut Rng, fam: Family, src_sites: &[u32], dst_sites: &[u32]) -> Rule {
+/// One rule of family `fam`, its prefix lengths from `pairs`, its addresses from the
+/// site pools.
+fn draw_rule(
+    rng: &mut Rng,
+    fam: Family,
+    pairs: &[Weighted<(u8, u8)>],
+    src_sites: &[u32],
+    dst_sites: &[u32],
+) -> Rule {
     let mut r = Rule::new(Target::Verdict(pick(rng, fam.actions())));
     let proto = pick(rng, fam.protocols());
     r.proto = proto.map_or(Match::Any, Match::Is);
@@ -192,7 +232,13 @@ fn draw_rule(rng: &mut Rng, fam: Family, src_sites: &[u32], dst_sites: &[u32]) -
             r.target = Target::Verdict(Action::Reject(RejectWith::TcpReset));
         }
     }
-    let (sl, dl) = pick(rng, fam.prefix_pairs());
+    // No catch-all in the middle of a set: a rule with no port or ICMP type names a /24
+    // or longer on one side at least (other pairs are drawn again).
+    let open = r.sport.is_any() && r.dport.is_any() && r.icmp.is_any();
+    let (mut sl, mut dl) = pick(rng, pairs);
+    while open && sl.max(dl) < 24 {
+        (sl, dl) = pick(rng, pairs);
+    }
     let s = Prefix::new(Ipv4Addr::from(address(rng, src_sites)), sl);
     let d = Prefix::new(Ipv4Addr::from(address(rng, dst_sites)), dl);
     r.src = s.filter(|p| !p.is_any()).map_or(Match::Any, Match::Is);
