@@ -361,6 +361,15 @@ fn nft_rule(rs: &Ruleset, c: &Chain, index: usize, r: &Rule) -> Result<String, P
                 syntax: "nft",
             })
         }
+        Match::In(id) | Match::NotIn(id) if rs.set::<IcmpType>(id).iter().any(|t| t.code.is_some()) => {
+            return Err(PrintError {
+                chain: c.name.clone(),
+                index,
+                line: r.line,
+                what: "a set of ICMP types with codes",
+                syntax: "nft",
+            })
+        }
         _ => nft_field(rs, &mut s, "icmp type", &r.icmp, nft_icmp),
     }
     if let Some(StateSet(bits)) = r.state {
