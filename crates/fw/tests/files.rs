@@ -79,8 +79,17 @@ fn an_iptables_save_file_reads_and_prints_back_as_iptables_saves_it() {
     let fwd = rs.chain(rs.hook_chain(Hook::Forward).unwrap());
     assert_eq!(fwd.policy, Action::Drop);
     assert_eq!(fwd.rules[1].dport, Match::Is(PortRange::one(80)));
-    assert_eq!(fwd.rules[1].sport, Match::Is(PortRange { lo: 1024, hi: 65535 }));
-    assert_eq!(fwd.rules[4].target, Target::Verdict(Action::Reject(RejectWith::HostProhibited)));
+    assert_eq!(
+        fwd.rules[1].sport,
+        Match::Is(PortRange {
+            lo: 1024,
+            hi: 65535
+        })
+    );
+    assert_eq!(
+        fwd.rules[4].target,
+        Target::Verdict(Action::Reject(RejectWith::HostProhibited))
+    );
     assert_eq!(fwd.rules[2].line, 8);
     assert_eq!(print::iptables_save(&rs).unwrap(), SAVED);
 }
@@ -93,12 +102,22 @@ fn iptables_restore_forms_beyond_what_save_prints() {
         -A FORWARD -p tcp ! --syn -j DROP\n-A FORWARD -p udp\nCOMMIT\n*nat\n:PREROUTING ACCEPT [0:0]\nCOMMIT\n";
     let rs = parse::iptables_save("r", text).unwrap();
     let fwd = rs.chain(rs.hook_chain(Hook::Forward).unwrap());
-    let Match::In(set) = fwd.rules[0].src else { panic!("{:?}", fwd.rules[0].src) };
+    let Match::In(set) = fwd.rules[0].src else {
+        panic!("{:?}", fwd.rules[0].src)
+    };
     assert_eq!(rs.set::<vtnt_fw::rule::Prefix>(set).len(), 2);
-    assert_eq!(fwd.rules[0].dport, Match::Is(PortRange { lo: 1024, hi: 65535 }));
+    assert_eq!(
+        fwd.rules[0].dport,
+        Match::Is(PortRange {
+            lo: 1024,
+            hi: 65535
+        })
+    );
     assert!(matches!(fwd.rules[0].target, Target::Goto(_)));
     let states = fwd.rules[1].state.unwrap();
-    assert!(states.contains(vtnt_fw::CtState::Established) && !states.contains(vtnt_fw::CtState::New));
+    assert!(
+        states.contains(vtnt_fw::CtState::Established) && !states.contains(vtnt_fw::CtState::New)
+    );
     assert!(fwd.rules[2].tcp_flags.unwrap().invert);
     assert_eq!(fwd.rules[3].target, Target::Continue);
 }
@@ -122,12 +141,21 @@ fn same_verdicts(a: &Ruleset, b: &Ruleset, n: usize, what: &str) {
         let mut p: Packet = common::random_packet(&mut rng);
         if i % 3 == 0 {
             // aim at the samples' addresses
-            p.src = ["10.1.2.3", "1.2.3.4", "10.9.9.9"][i % 9 / 3].parse().unwrap();
+            p.src = ["10.1.2.3", "1.2.3.4", "10.9.9.9"][i % 9 / 3]
+                .parse()
+                .unwrap();
             p.dst = "192.168.1.7".parse().unwrap();
         }
-        let (va, vb) = (la.classify(Hook::Forward, &p), lb.classify(Hook::Forward, &p));
+        let (va, vb) = (
+            la.classify(Hook::Forward, &p),
+            lb.classify(Hook::Forward, &p),
+        );
         assert_eq!(va.action, vb.action, "{what}: {p:?}: {va:?} vs {vb:?}");
-        assert_eq!(va.rule.map(|r| r.index), vb.rule.map(|r| r.index), "{what}: {p:?}");
+        assert_eq!(
+            va.rule.map(|r| r.index),
+            vb.rule.map(|r| r.index),
+            "{what}: {p:?}"
+        );
         decided.insert(va.rule.map(|r| (r.chain, r.index)));
     }
     assert!(decided.len() > 6, "{what}: only {decided:?} decided");
@@ -146,7 +174,11 @@ fn zero_lines(mut rs: Ruleset) -> Ruleset {
 #[test]
 fn generated_sets_round_trip_through_both_syntaxes() {
     for family in [Family::Acl, Family::Fw, Family::Ipc] {
-        let rs = gen::rules(&RuleSpec { family, stateful: true, ..RuleSpec::new(2000, 5) });
+        let rs = gen::rules(&RuleSpec {
+            family,
+            stateful: true,
+            ..RuleSpec::new(2000, 5)
+        });
         let text = print::iptables_save(&rs).unwrap();
         assert_eq!(zero_lines(parse::iptables_save("g", &text).unwrap()), rs);
         let text = print::nft(&rs).unwrap();
@@ -173,14 +205,23 @@ fn random_rulesets_round_trip_through_nft() {
         let back = parse::nft("r.nft", &text).unwrap_or_else(|e| panic!("{e}\n{text}"));
         let b = common::linear(&back);
         for p in &packets {
-            assert_eq!(a.classify(Hook::Forward, p), b.classify(Hook::Forward, p), "round {round}: {p:?}\n{text}\n{rs:?}");
+            assert_eq!(
+                a.classify(Hook::Forward, p),
+                b.classify(Hook::Forward, p),
+                "round {round}: {p:?}\n{text}\n{rs:?}"
+            );
         }
         // nor can iptables-save (negated sets, interface sets)
         if let Ok(text) = print::iptables_save(&rs) {
-            let back = parse::iptables_save("r.v4", &text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+            let back =
+                parse::iptables_save("r.v4", &text).unwrap_or_else(|e| panic!("{e}\n{text}"));
             let b = common::linear(&back);
             for p in &packets {
-                assert_eq!(a.classify(Hook::Forward, p).action, b.classify(Hook::Forward, p).action, "{text}");
+                assert_eq!(
+                    a.classify(Hook::Forward, p).action,
+                    b.classify(Hook::Forward, p).action,
+                    "{text}"
+                );
             }
         }
     }
@@ -191,28 +232,80 @@ fn error(format: Format, text: &str) -> ParseError {
 }
 
 fn ipt(rule: &str) -> String {
-    error(Format::IptablesSave, &format!("*filter\n:FORWARD DROP [0:0]\n:u - [0:0]\n{rule}\nCOMMIT\n")).to_string()
+    error(
+        Format::IptablesSave,
+        &format!("*filter\n:FORWARD DROP [0:0]\n:u - [0:0]\n{rule}\nCOMMIT\n"),
+    )
+    .to_string()
 }
 
 #[test]
 fn iptables_errors_name_file_line_column_and_construct() {
     let cases = [
-        ("-A FORWARD -p tcp -m recent --set -j DROP", "bad.rules:4:22: match `-m recent` is not supported"),
-        ("-A FORWARD -j LOG --log-prefix x", "bad.rules:4:15: target `LOG` is not supported"),
-        ("-A FORWARD -s 10.0.0.300 -j DROP", "bad.rules:4:15: bad address `10.0.0.300`"),
-        ("-A FORWARD --dport 22 -j DROP", "bad.rules:4:12: `--dport` needs `-p tcp` or `-p udp`"),
-        ("-A FORWARD -p tcp --dport 99999 -j DROP", "bad.rules:4:27: bad port `99999`"),
-        ("-A FORWARD -p tcp --dport 22:21 -j DROP", "bad.rules:4:27: bad port range (first above last) `22:21`"),
-        ("-A FORWARD -j nowhere", "bad.rules:4:15: chain `nowhere` is not declared"),
-        ("-A FORWARD -f -j DROP", "bad.rules:4:12: option `-f` is not supported"),
-        ("-A FORWARD -s 1.2.3.4 -s 1.2.3.5 -j DROP", "bad.rules:4:23: `-s` is given twice"),
-        ("-A FORWARD -p udp -j REJECT --reject-with tcp-reset", "bad.rules:4:43: `--reject-with tcp-reset` needs `-p tcp`"),
-        ("-A nope -j DROP", "bad.rules:4:4: chain `nope` is not declared"),
-        ("-A FORWARD -m conntrack --ctstate NEW,BOGUS -j DROP", "bad.rules:4:35: bad connection state `NEW,BOGUS`"),
-        ("-A FORWARD -m comment --comment \"open -j DROP", "bad.rules:4:33: a quote is not closed"),
-        ("-I FORWARD -j DROP", "bad.rules:4:1: expected `-A CHAIN` (iptables-save's rule form), found `-I`"),
-        ("-A FORWARD ! -j DROP", "bad.rules:4:14: `!` before `-j` is not supported"),
-        ("-A u -j u", "bad.rules:4:1: chain `u` is reached again from itself (a jump loop)"),
+        (
+            "-A FORWARD -p tcp -m recent --set -j DROP",
+            "bad.rules:4:22: match `-m recent` is not supported",
+        ),
+        (
+            "-A FORWARD -j LOG --log-prefix x",
+            "bad.rules:4:15: target `LOG` is not supported",
+        ),
+        (
+            "-A FORWARD -s 10.0.0.300 -j DROP",
+            "bad.rules:4:15: bad address `10.0.0.300`",
+        ),
+        (
+            "-A FORWARD --dport 22 -j DROP",
+            "bad.rules:4:12: `--dport` needs `-p tcp` or `-p udp`",
+        ),
+        (
+            "-A FORWARD -p tcp --dport 99999 -j DROP",
+            "bad.rules:4:27: bad port `99999`",
+        ),
+        (
+            "-A FORWARD -p tcp --dport 22:21 -j DROP",
+            "bad.rules:4:27: bad port range (first above last) `22:21`",
+        ),
+        (
+            "-A FORWARD -j nowhere",
+            "bad.rules:4:15: chain `nowhere` is not declared",
+        ),
+        (
+            "-A FORWARD -f -j DROP",
+            "bad.rules:4:12: option `-f` is not supported",
+        ),
+        (
+            "-A FORWARD -s 1.2.3.4 -s 1.2.3.5 -j DROP",
+            "bad.rules:4:23: `-s` is given twice",
+        ),
+        (
+            "-A FORWARD -p udp -j REJECT --reject-with tcp-reset",
+            "bad.rules:4:43: `--reject-with tcp-reset` needs `-p tcp`",
+        ),
+        (
+            "-A nope -j DROP",
+            "bad.rules:4:4: chain `nope` is not declared",
+        ),
+        (
+            "-A FORWARD -m conntrack --ctstate NEW,BOGUS -j DROP",
+            "bad.rules:4:35: bad connection state `NEW,BOGUS`",
+        ),
+        (
+            "-A FORWARD -m comment --comment \"open -j DROP",
+            "bad.rules:4:33: a quote is not closed",
+        ),
+        (
+            "-I FORWARD -j DROP",
+            "bad.rules:4:1: expected `-A CHAIN` (iptables-save's rule form), found `-I`",
+        ),
+        (
+            "-A FORWARD ! -j DROP",
+            "bad.rules:4:14: `!` before `-j` is not supported",
+        ),
+        (
+            "-A u -j u",
+            "bad.rules:4:1: chain `u` is reached again from itself (a jump loop)",
+        ),
     ];
     for (rule, want) in cases {
         assert_eq!(ipt(rule), want, "{rule}");
@@ -223,7 +316,10 @@ fn iptables_errors_name_file_line_column_and_construct() {
         "bad.rules:3:1: table `nat` has rules, and only the filter table is supported"
     );
     let open = "*filter\n:FORWARD DROP [0:0]\n-A FORWARD -j DROP\n";
-    assert_eq!(error(Format::IptablesSave, open).to_string(), "bad.rules:1:1: the table is not committed (no `COMMIT` after `*filter`)");
+    assert_eq!(
+        error(Format::IptablesSave, open).to_string(),
+        "bad.rules:1:1: the table is not committed (no `COMMIT` after `*filter`)"
+    );
 }
 
 fn nft(body: &str) -> String {
@@ -234,25 +330,64 @@ fn nft(body: &str) -> String {
 #[test]
 fn nft_errors_name_file_line_column_and_construct() {
     let cases = [
-        ("\t\ttcp dport 22 log prefix \"x\" accept", "bad.rules:4:16: statement `log` is not supported"),
-        ("\t\tip6 saddr ::1 drop", "bad.rules:4:3: IPv6 expression `ip6` is not supported"),
-        ("\t\tip saddr @nope drop", "bad.rules:4:13: set `@nope` is not defined above"),
-        ("\t\ttcp dport 70000 drop", "bad.rules:4:13: bad port `70000`"),
-        ("\t\tudp dport 53 jump gone", "bad.rules:4:21: chain `gone` is not declared"),
-        ("\t\tth dport 53 accept", "bad.rules:4:3: expression `th` is not supported"),
-        ("\t\tip saddr 10.0.0.0/8 accept drop", "bad.rules:4:30: nothing may follow `accept` but a comment"),
-        ("\t\tudp dport 53 tcp dport 80 accept", "bad.rules:4:16: `tcp` conflicts with the protocol matched before"),
-        ("\t\tct mark 0x1 accept", "bad.rules:4:6: expression `ct` `mark` is not supported"),
-        ("\t\tip saddr 10.0.0.0/8 accept\n\t}\n\tchain fwd {\n\t}", "bad.rules:6:8: chain `fwd` is declared twice"),
+        (
+            "\t\ttcp dport 22 log prefix \"x\" accept",
+            "bad.rules:4:16: statement `log` is not supported",
+        ),
+        (
+            "\t\tip6 saddr ::1 drop",
+            "bad.rules:4:3: IPv6 expression `ip6` is not supported",
+        ),
+        (
+            "\t\tip saddr @nope drop",
+            "bad.rules:4:13: set `@nope` is not defined above",
+        ),
+        (
+            "\t\ttcp dport 70000 drop",
+            "bad.rules:4:13: bad port `70000`",
+        ),
+        (
+            "\t\tudp dport 53 jump gone",
+            "bad.rules:4:21: chain `gone` is not declared",
+        ),
+        (
+            "\t\tth dport 53 accept",
+            "bad.rules:4:3: expression `th` is not supported",
+        ),
+        (
+            "\t\tip saddr 10.0.0.0/8 accept drop",
+            "bad.rules:4:30: nothing may follow `accept` but a comment",
+        ),
+        (
+            "\t\tudp dport 53 tcp dport 80 accept",
+            "bad.rules:4:16: `tcp` conflicts with the protocol matched before",
+        ),
+        (
+            "\t\tct mark 0x1 accept",
+            "bad.rules:4:6: expression `ct` `mark` is not supported",
+        ),
+        (
+            "\t\tip saddr 10.0.0.0/8 accept\n\t}\n\tchain fwd {\n\t}",
+            "bad.rules:6:8: chain `fwd` is declared twice",
+        ),
     ];
     for (body, want) in cases {
         assert_eq!(nft(body), want, "{body}");
     }
     let six = "table ip6 f {\n\tchain c {\n\t\ttype filter hook forward priority 0;\n\t\tip6 saddr ::1 drop\n\t}\n}\n";
-    assert_eq!(error(Format::Nft, six).to_string(), "bad.rules:3:8: family `ip6` (IPv4 `ip` and `inet` only) is not supported");
+    assert_eq!(
+        error(Format::Nft, six).to_string(),
+        "bad.rules:3:8: family `ip6` (IPv4 `ip` and `inet` only) is not supported"
+    );
     let two = "table ip a {\n\tchain x {\n\t\ttype filter hook forward priority 0;\n\t}\n}\ntable ip b {\n\tchain y {\n\t\ttype filter hook forward priority 10;\n\t}\n}\n";
-    assert_eq!(error(Format::Nft, two).to_string(), "bad.rules:7:1: chains `x` and `y` are both entered by the FORWARD hook");
-    assert_eq!(error(Format::Nft, "table ip a {\n").to_string(), "bad.rules:1:13: expected `}` closing the table, found the end of the file");
+    assert_eq!(
+        error(Format::Nft, two).to_string(),
+        "bad.rules:7:1: chains `x` and `y` are both entered by the FORWARD hook"
+    );
+    assert_eq!(
+        error(Format::Nft, "table ip a {\n").to_string(),
+        "bad.rules:1:13: expected `}` closing the table, found the end of the file"
+    );
 }
 
 #[test]
