@@ -64,7 +64,7 @@ impl<'a> Linear<'a> {
             && rs.matches(&r.sport, |x| x.contains(p.sport))
             && rs.matches(&r.dport, |x| x.contains(p.dport))
             && (r.icmp.is_any() || p.proto == 1)
-            && rs.matches(&r.icmp, |x| x.matches(p.sport as u8, p.dport as u8))
+            && rs.matches(&r.icmp, |x| x.matches(p.sport, p.dport))
             && self.iface_matches(&r.in_if, p.in_if)
             && self.iface_matches(&r.out_if, p.out_if)
             && r.state.is_none_or(|s| s.contains(p.state))

@@ -5,6 +5,7 @@
 //! (Writing into a `String` cannot fail, hence the ignored `fmt::Result`s.)
 
 use alloc::string::String;
+use alloc::vec::Vec;
 use core::fmt::Write;
 
 use crate::parse::icmp_type_name;
@@ -80,21 +81,56 @@ fn flag_names(bits: u8, upper: bool) -> String {
     }
 }
 
+/// The chains' names as iptables has them: a base chain is its hook's built-in chain
+/// (an nft base chain may be called anything); a user chain's name must be one iptables
+/// takes and not a built-in chain's or a target's.
+fn ipt_names(rs: &Ruleset) -> Result<Vec<String>, PrintError> {
+    let err = |c: &Chain, what| PrintError {
+        chain: c.name.clone(),
+        index: 0,
+        line: c.line,
+        what,
+        syntax: "iptables-save",
+    };
+    let reserved = [
+        "INPUT", "FORWARD", "OUTPUT", "ACCEPT", "DROP", "REJECT", "RETURN",
+    ];
+    rs.chains
+        .iter()
+        .map(|c| match c.hook {
+            Some(h) => Ok(h.chain_name().into()),
+            None if reserved.contains(&c.name.as_str()) => Err(err(
+                c,
+                "a user chain with a built-in chain's or a target's name",
+            )),
+            None if c.name.is_empty()
+                || c.name.len() > 28
+                || c.name.starts_with(['-', '!', '[', ':', '*', '#'])
+                || c.name.contains(|ch: char| ch.is_whitespace() || ch == '"') =>
+            {
+                Err(err(c, "a chain name iptables does not take"))
+            }
+            None => Ok(c.name.clone()),
+        })
+        .collect()
+}
+
 /// `rs` as `iptables-save` would print its filter table.
 pub fn iptables_save(rs: &Ruleset) -> Result<String, PrintError> {
+    let names = ipt_names(rs)?;
     let mut out = String::new();
     let _ = writeln!(out, "*filter");
-    for c in &rs.chains {
+    for (c, name) in rs.chains.iter().zip(&names) {
         let policy = match (c.hook, c.policy) {
             (None, _) => "-",
             (Some(_), Action::Drop) => "DROP",
             (Some(_), _) => "ACCEPT",
         };
-        let _ = writeln!(out, ":{} {} [0:0]", c.name, policy);
+        let _ = writeln!(out, ":{name} {policy} [0:0]");
     }
-    for c in &rs.chains {
+    for (c, name) in rs.chains.iter().zip(&names) {
         for (i, r) in c.rules.iter().enumerate() {
-            let line = ipt_rule(rs, c, i, r)?;
+            let line = ipt_rule(rs, &names, c, name, i, r)?;
             let _ = writeln!(out, "{line}");
         }
     }
@@ -102,7 +138,14 @@ pub fn iptables_save(rs: &Ruleset) -> Result<String, PrintError> {
     Ok(out)
 }
 
-fn ipt_rule(rs: &Ruleset, c: &Chain, index: usize, r: &Rule) -> Result<String, PrintError> {
+fn ipt_rule(
+    rs: &Ruleset,
+    names: &[String],
+    c: &Chain,
+    name: &str,
+    index: usize,
+    r: &Rule,
+) -> Result<String, PrintError> {
     let err = |what| PrintError {
         chain: c.name.clone(),
         index,
@@ -110,7 +153,7 @@ fn ipt_rule(rs: &Ruleset, c: &Chain, index: usize, r: &Rule) -> Result<String, P
         what,
         syntax: "iptables-save",
     };
-    let mut s = alloc::format!("-A {}", c.name);
+    let mut s = alloc::format!("-A {name}");
     let bang = |neg: bool| if neg { "! " } else { "" };
     let addr = |s: &mut String, opt: &str, m: &Match<Prefix>| -> Result<(), PrintError> {
         match *m {
@@ -239,10 +282,10 @@ fn ipt_rule(rs: &Ruleset, c: &Chain, index: usize, r: &Rule) -> Result<String, P
         }
         Target::Return => s.push_str(" -j RETURN"),
         Target::Jump(t) => {
-            let _ = write!(s, " -j {}", rs.chain(t).name);
+            let _ = write!(s, " -j {}", names[t.0 as usize]);
         }
         Target::Goto(t) => {
-            let _ = write!(s, " -g {}", rs.chain(t).name);
+            let _ = write!(s, " -g {}", names[t.0 as usize]);
         }
         Target::Continue => {}
     }
@@ -303,7 +346,43 @@ fn nft_field<T: crate::rule::Element + Copy>(
     let _ = write!(s, " {key} {}{text}", if neg { "!= " } else { "" });
 }
 
+/// A name as nft reads it: a word as it is, anything else quoted; `None` when it holds
+/// what no nft string can (a quote, a line end).
+fn nft_name(name: &str) -> Option<String> {
+    let word = name.starts_with(|c: char| c.is_ascii_alphabetic())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'));
+    match word {
+        true => Some(name.into()),
+        false if name.contains(['"', '\n', '\r']) => None,
+        false => Some(alloc::format!("\"{name}\"")),
+    }
+}
+
 fn nft_rule(rs: &Ruleset, c: &Chain, index: usize, r: &Rule) -> Result<String, PrintError> {
+    let err = |what| PrintError {
+        chain: c.name.clone(),
+        index,
+        line: r.line,
+        what,
+        syntax: "nft",
+    };
+    // interface names go in quotes, where `*` would make a wildcard
+    for m in [&r.in_if, &r.out_if] {
+        let ids: &[crate::rule::Iface] = match m {
+            Match::Any => &[],
+            Match::Is(i) | Match::Not(i) => core::slice::from_ref(i),
+            Match::In(s) | Match::NotIn(s) => rs.set(*s),
+        };
+        if ids.iter().any(|i| {
+            rs.ifaces[i.0 as usize]
+                .name
+                .contains(['"', '*', '\\', '\n'])
+        }) {
+            return Err(err("an interface name with a quote, `*` or backslash"));
+        }
+    }
     let mut s = String::new();
     let ifname = |i: &crate::rule::Iface| {
         let f = &rs.ifaces[i.0 as usize];
@@ -353,22 +432,12 @@ fn nft_rule(rs: &Ruleset, c: &Chain, index: usize, r: &Rule) -> Result<String, P
             );
         }
         Match::Not(IcmpType { code: Some(_), .. }) => {
-            return Err(PrintError {
-                chain: c.name.clone(),
-                index,
-                line: r.line,
-                what: "a negated ICMP type and code",
-                syntax: "nft",
-            })
+            return Err(err("a negated ICMP type and code"))
         }
-        Match::In(id) | Match::NotIn(id) if rs.set::<IcmpType>(id).iter().any(|t| t.code.is_some()) => {
-            return Err(PrintError {
-                chain: c.name.clone(),
-                index,
-                line: r.line,
-                what: "a set of ICMP types with codes",
-                syntax: "nft",
-            })
+        Match::In(id) | Match::NotIn(id)
+            if rs.set::<IcmpType>(id).iter().any(|t| t.code.is_some()) =>
+        {
+            return Err(err("a set of ICMP types with codes"))
         }
         _ => nft_field(rs, &mut s, "icmp type", &r.icmp, nft_icmp),
     }
@@ -391,8 +460,16 @@ fn nft_rule(rs: &Ruleset, c: &Chain, index: usize, r: &Rule) -> Result<String, P
             alloc::format!("reject with icmp {name}")
         }
         Target::Return => "return".into(),
-        Target::Jump(t) => alloc::format!("jump {}", rs.chain(t).name),
-        Target::Goto(t) => alloc::format!("goto {}", rs.chain(t).name),
+        Target::Jump(t) | Target::Goto(t) => {
+            let name =
+                nft_name(&rs.chain(t).name).ok_or_else(|| err("a chain name with a quote"))?;
+            let verb = if matches!(r.target, Target::Jump(_)) {
+                "jump"
+            } else {
+                "goto"
+            };
+            alloc::format!("{verb} {name}")
+        }
         Target::Continue => "counter".into(),
     };
     let _ = write!(s, " {verdict}");
@@ -404,7 +481,14 @@ pub fn nft(rs: &Ruleset) -> Result<String, PrintError> {
     let mut out = String::new();
     let _ = writeln!(out, "table ip filter {{");
     for c in &rs.chains {
-        let _ = writeln!(out, "\tchain {} {{", c.name);
+        let name = nft_name(&c.name).ok_or_else(|| PrintError {
+            chain: c.name.clone(),
+            index: 0,
+            line: c.line,
+            what: "a chain name with a quote",
+            syntax: "nft",
+        })?;
+        let _ = writeln!(out, "\tchain {name} {{");
         if let Some(h) = c.hook {
             let policy = if c.policy == Action::Drop {
                 "drop"

@@ -141,8 +141,10 @@ pub struct IcmpType {
 }
 
 impl IcmpType {
-    pub fn matches(&self, ty: u8, code: u8) -> bool {
-        self.ty == ty && self.code.is_none_or(|c| c == code)
+    /// Whether a packet whose port fields hold `ty` and `code` (as [`crate::Packet`]
+    /// carries ICMP's) has this type (and code).
+    pub fn matches(&self, ty: u16, code: u16) -> bool {
+        u16::from(self.ty) == ty && self.code.is_none_or(|c| u16::from(c) == code)
     }
 }
 

@@ -247,9 +247,7 @@ impl Conds {
             Cond::Sport(s, neg) => s.contains(p.sport) != *neg,
             Cond::Dport(s, neg) => s.contains(p.dport) != *neg,
             Cond::Icmp(items, neg) => {
-                let hit = items
-                    .iter()
-                    .any(|t| t.matches(p.sport as u8, p.dport as u8));
+                let hit = items.iter().any(|t| t.matches(p.sport, p.dport));
                 p.proto == 1 && hit != *neg
             }
             Cond::InIf(pats, neg) => ifs.any(p.in_if, pats) != *neg,

@@ -197,7 +197,7 @@ pub fn rules(spec: &RuleSpec) -> Ruleset {
         chain.rules.push(r);
     }
     // Specific rules before general ones, as people order them.
-    let first = usize::from(spec.stateful);
+    let first = usize::from(spec.stateful).min(chain.rules.len());
     chain.rules[first..].sort_by_key(|r| prefix_len(&r.src) + prefix_len(&r.dst) < 24);
     rs
 }
@@ -416,6 +416,22 @@ mod tests {
         let rs = rules(&spec);
         assert_eq!(rs.rule_count(), 500);
         rs.check().unwrap();
+        for n in [0, 1] {
+            let spec = RuleSpec {
+                stateful: true,
+                ..RuleSpec::new(n, 7)
+            };
+            assert_eq!(rules(&spec).rule_count(), n);
+            assert!(trace(
+                &rules(&spec),
+                &TraceSpec {
+                    packets: 10,
+                    seed: 1,
+                    locality: 1.0
+                }
+            )
+            .is_empty());
+        }
     }
 
     #[test]

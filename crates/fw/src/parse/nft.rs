@@ -594,8 +594,23 @@ impl<'a> Parser<'a, '_> {
                         return Err(self.expected("`hook`", Some(h)));
                     }
                     let hook = self.word("a hook")?;
-                    while !self.at_end_of_statement() {
-                        self.at += 1; // priority and device
+                    // `[device NAME] priority P [+|- N]` (the priority orders base
+                    // chains on one hook, and there may be only one here)
+                    if self.peek().is_some_and(|t| t.text == "device") {
+                        self.at += 1;
+                        self.word("a device name")?;
+                    }
+                    let p = self.word("`priority`")?;
+                    if p.text != "priority" {
+                        return Err(self.expected("`priority`", Some(p)));
+                    }
+                    self.word("a priority")?;
+                    if self.peek().is_some_and(|t| matches!(t.text, "+" | "-")) {
+                        self.at += 1;
+                        self.word("a number")?;
+                    }
+                    if !self.at_end_of_statement() {
+                        return Err(self.expected("`;` after the priority", self.peek()));
                     }
                     let ours = match hook.text {
                         "input" => Some(Hook::Input),
@@ -826,9 +841,17 @@ impl<'a> Parser<'a, '_> {
                     r.state = Some(if neg { set.complement() } else { set });
                 }
                 "counter" => {
+                    // `counter [packets N bytes M]`: what it counted does not matter
                     if self.peek().is_some_and(|t| t.text == "packets") {
-                        for _ in 0..4 {
-                            self.word("counter values")?;
+                        for want in ["packets", "a number", "bytes", "a number"] {
+                            let w = self.word("counter values")?;
+                            let ok = match want {
+                                "a number" => w.text.parse::<u64>().is_ok(),
+                                k => w.text == k,
+                            };
+                            if !ok {
+                                return Err(self.bad(&w, "counter value"));
+                            }
                         }
                     }
                 }

@@ -269,6 +269,8 @@ pub fn random_packet(rng: &mut Rng) -> Packet {
     let proto = [6, 6, 17, 17, 1, 47, 0][rng.below(7)];
     let (sport, dport) = match proto {
         6 | 17 => (port(rng), port(rng)),
+        // (and now and then values no ICMP header can hold)
+        1 if coin(rng, 3) => (rng.next_u64() as u16, rng.next_u64() as u16),
         1 => ([0, 3, 8, 11, 5][rng.below(5)], rng.below(5) as u16),
         _ => (0, 0),
     };
