@@ -32,10 +32,10 @@ use alloc::collections::BTreeSet;
 use alloc::vec::Vec;
 use core::time::Duration;
 
-use hashbrown::HashMap;
+use hashbrown::HashTable;
 use vtnt_record::Instant;
 
-use crate::hash::BuildFold;
+use crate::hash::hash2;
 use crate::packet::Headers;
 use crate::rule::CtState;
 
@@ -107,7 +107,7 @@ pub struct CtStats {
 type End = (u32, u16);
 
 /// A connection's key: its endpoints, lower first, and the protocol.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Key {
     lo: End,
     hi: End,
@@ -115,6 +115,13 @@ struct Key {
 }
 
 impl Key {
+    fn hash(&self) -> u64 {
+        let (lo, hi) = (self.lo, self.hi);
+        hash2(
+            u64::from(lo.0) << 32 | u64::from(hi.0),
+            u64::from(lo.1) << 32 | u64::from(hi.1) << 16 | u64::from(self.proto),
+        )
+    }
     /// The key of a packet from `a` to `b`, and whether `a` is the lower endpoint.
     fn new(a: End, b: End, proto: u8) -> (Key, bool) {
         match a <= b {
@@ -198,7 +205,8 @@ fn valid_flags(f: u8) -> bool {
 #[derive(Debug)]
 pub struct Ct {
     config: CtConfig,
-    map: HashMap<Key, u32, BuildFold>,
+    /// Connections by key: their index in `conns`.
+    index: HashTable<u32>,
     conns: Vec<Conn>,
     free: Vec<u32>,
     expiry: BTreeSet<(Instant, u32)>,
@@ -212,7 +220,7 @@ impl Ct {
                 max: config.max.max(1),
                 ..config
             },
-            map: HashMap::default(),
+            index: HashTable::new(),
             conns: Vec::new(),
             free: Vec::new(),
             expiry: BTreeSet::new(),
@@ -222,9 +230,16 @@ impl Ct {
 
     pub fn stats(&self) -> CtStats {
         CtStats {
-            live: self.map.len(),
+            live: self.index.len(),
             ..self.stats
         }
+    }
+
+    fn find(&self, key: &Key) -> Option<u32> {
+        let conns = &self.conns;
+        self.index
+            .find(key.hash(), |&j| conns[j as usize].key == *key)
+            .copied()
     }
 
     fn timeout(&self, c: &Conn) -> Duration {
@@ -273,13 +288,13 @@ impl Ct {
         }
         let (key, from_lo) = Key::new(a, b, h.proto);
         // A connection past its deadline is gone even before the driver's next expiry.
-        if let Some(&i) = self.map.get(&key) {
+        if let Some(i) = self.find(&key) {
             if self.conns[i as usize].deadline <= now {
                 self.remove(i);
                 self.stats.expired += 1;
             }
         }
-        let Some(&i) = self.map.get(&key) else {
+        let Some(i) = self.find(&key) else {
             let tcp = match h.proto {
                 6 => match h.tcp_flags & (TCP_SYN | TCP_ACK | TCP_RST | TCP_FIN) {
                     TCP_SYN => Tcp::SynSent,
@@ -345,7 +360,7 @@ impl Ct {
                     1 => ((s, q.icmp_id), (d, q.icmp_id)),
                     _ => ((s, 0), (d, 0)),
                 };
-                self.map.contains_key(&Key::new(a, b, q.proto).0)
+                self.find(&Key::new(a, b, q.proto).0).is_some()
             }
             _ => false,
         };
@@ -370,11 +385,11 @@ impl Ct {
         let Some((key, from_lo, tcp)) = t.new else {
             return;
         };
-        if self.map.contains_key(&key) {
+        if self.find(&key).is_some() {
             return;
         }
         self.expire(now);
-        if self.map.len() >= self.config.max {
+        if self.index.len() >= self.config.max {
             self.evict_one();
         }
         let mut c = Conn {
@@ -398,14 +413,19 @@ impl Ct {
                 self.conns.len() as u32 - 1
             }
         };
-        self.map.insert(key, i);
+        let conns = &self.conns;
+        self.index
+            .insert_unique(key.hash(), i, |&j| conns[j as usize].key.hash());
         self.expiry.insert((c.deadline, i));
         self.stats.created += 1;
     }
 
     fn remove(&mut self, i: u32) {
         let key = self.conns[i as usize].key;
-        self.map.remove(&key);
+        let conns = &self.conns;
+        if let Ok(e) = self.index.find_entry(key.hash(), |&j| conns[j as usize].key == key) {
+            e.remove();
+        }
         self.free.push(i);
     }
 
@@ -448,8 +468,9 @@ impl Ct {
     }
 }
 
-/// Heap bytes per tracked connection, roughly: the entry, its map slot, its expiry entry.
-pub const BYTES_PER_CONN: usize = core::mem::size_of::<Conn>() + 24 + 32;
+/// Heap bytes per tracked connection, roughly: the entry, its index slot (with hashbrown's
+/// slack), its expiry entry.
+pub const BYTES_PER_CONN: usize = core::mem::size_of::<Conn>() + 10 + 32;
 
 #[cfg(test)]
 mod tests {

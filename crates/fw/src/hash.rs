@@ -4,8 +4,6 @@
 //! rule file and connection-tracking keys are only inserted for packets the rules
 //! accepted, so a fixed seed gives an outsider no cheap way to crowd one bucket.
 
-use core::hash::{BuildHasherDefault, Hasher};
-
 #[inline]
 pub(crate) fn fold(x: u64, y: u64) -> u64 {
     let p = u128::from(x) * u128::from(y);
@@ -20,37 +18,3 @@ pub(crate) fn hash2(a: u64, b: u64) -> u64 {
         0xa409_3822_299f_31d0,
     )
 }
-
-/// [`fold`] as a `Hasher` for hashbrown maps keyed by a few integers.
-#[derive(Debug, Default, Clone, Copy)]
-pub(crate) struct Fold(u64);
-
-impl Hasher for Fold {
-    fn write(&mut self, bytes: &[u8]) {
-        for c in bytes.chunks(8) {
-            let mut w = [0u8; 8];
-            w[..c.len()].copy_from_slice(c);
-            self.write_u64(u64::from_le_bytes(w));
-        }
-    }
-    fn write_u64(&mut self, v: u64) {
-        self.0 = fold(self.0 ^ v, 0x9e37_79b9_7f4a_7c15);
-    }
-    fn write_u8(&mut self, v: u8) {
-        self.write_u64(v.into());
-    }
-    fn write_u16(&mut self, v: u16) {
-        self.write_u64(v.into());
-    }
-    fn write_u32(&mut self, v: u32) {
-        self.write_u64(v.into());
-    }
-    fn write_usize(&mut self, v: usize) {
-        self.write_u64(v as u64);
-    }
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
-
-pub(crate) type BuildFold = BuildHasherDefault<Fold>;

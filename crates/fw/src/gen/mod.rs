@@ -39,10 +39,10 @@ mod family;
 use alloc::vec::Vec;
 use core::net::Ipv4Addr;
 
-use hashbrown::HashSet;
+use hashbrown::HashTable;
 use vtnt_engine::Rng;
 
-use crate::hash::BuildFold;
+use crate::hash::hash2;
 
 use crate::rule::{
     Action, CtState, Hook, IcmpType, Match, PortRange, Prefix, RejectWith, Rule, Ruleset, StateSet,
@@ -159,7 +159,7 @@ pub fn rules(spec: &RuleSpec) -> Ruleset {
     chain.rules.reserve(spec.rules);
     // The matches drawn so far: a rule that matches exactly what an earlier one does is
     // drawn again (ClassBench removes such redundant rules too).
-    let mut seen: HashSet<Rule, BuildFold> = HashSet::default();
+    let mut seen: HashTable<[u64; 4]> = HashTable::new();
     // Wide pairs (lengths summing to less than 24): at most WIDE_MAX rules have one.
     let narrow: Vec<Weighted<(u8, u8)>> = fam
         .prefix_pairs()
@@ -186,9 +186,10 @@ pub fn rules(spec: &RuleSpec) -> Ruleset {
         };
         let mut r = draw_rule(&mut rng, fam, pairs, &src_sites, &dst_sites);
         for _ in 0..64 {
-            let mut bare = r.clone();
-            bare.target = Target::Continue;
-            if seen.insert(bare) {
+            let f = fingerprint(&r);
+            let hash = |g: &[u64; 4]| hash2(g[0] ^ g[2].rotate_left(40), g[1] ^ g[3].rotate_left(17));
+            if seen.find(hash(&f), |g| *g == f).is_none() {
+                seen.insert_unique(hash(&f), f, hash);
                 break;
             }
             r = draw_rule(&mut rng, fam, pairs, &src_sites, &dst_sites);
@@ -200,6 +201,33 @@ pub fn rules(spec: &RuleSpec) -> Ruleset {
     let first = usize::from(spec.stateful).min(chain.rules.len());
     chain.rules[first..].sort_by_key(|r| prefix_len(&r.src) + prefix_len(&r.dst) < 24);
     rs
+}
+
+/// What a drawn rule matches, packed (its fields are `Any` or `Is`; `Any` is the /0
+/// prefix and the whole port range, which match the same).
+fn fingerprint(r: &Rule) -> [u64; 4] {
+    let pfx = |m: &Match<Prefix>| match m {
+        Match::Is(p) => u64::from(p.bits()) << 8 | u64::from(p.len()),
+        _ => 0,
+    };
+    let ports = |m: &Match<PortRange>| match m {
+        Match::Is(p) => u64::from(p.lo) << 16 | u64::from(p.hi),
+        _ => 0xffff,
+    };
+    let proto = match r.proto {
+        Match::Is(p) => u64::from(p) + 1,
+        _ => 0,
+    };
+    let icmp = match r.icmp {
+        Match::Is(t) => 1 << 16 | u64::from(t.ty) << 8 | t.code.map_or(0x8000, u64::from),
+        _ => 0,
+    };
+    [
+        pfx(&r.src),
+        pfx(&r.dst),
+        proto << 32 | icmp,
+        ports(&r.sport) << 32 | ports(&r.dport),
+    ]
 }
 
 /// One rule of family `fam`, its prefix lengths from `pairs`, its addresses from the

@@ -187,13 +187,7 @@ impl Parser<'_> {
         pos.err(self.file, what)
     }
     fn bad(&self, t: &Tok, what: &'static str) -> ParseError {
-        self.err(
-            t.pos,
-            What::Bad {
-                what,
-                text: t.text.to_string(),
-            },
-        )
+        t.pos.bad(self.file, what, &t.text)
     }
 
     /// `:NAME POLICY [p:b]`.

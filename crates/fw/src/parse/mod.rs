@@ -107,6 +107,16 @@ pub(crate) struct Pos {
 }
 
 impl Pos {
+    /// `bad WHAT `TEXT``: a malformed value here.
+    pub fn bad(self, file: &str, what: &'static str, text: &str) -> ParseError {
+        self.err(
+            file,
+            What::Bad {
+                what,
+                text: text.to_string(),
+            },
+        )
+    }
     pub fn err(self, file: &str, what: What) -> ParseError {
         ParseError {
             file: file.to_string(),

@@ -442,13 +442,7 @@ impl<'a> Parser<'a, '_> {
     }
 
     fn bad(&self, t: &Tok, what: &'static str) -> ParseError {
-        self.err(
-            t.pos,
-            What::Bad {
-                what,
-                text: t.text.to_string(),
-            },
-        )
+        t.pos.bad(self.file, what, &t.text)
     }
     /// An address, prefix or `a-b` range, as prefixes.
     fn addrs(&self, t: &Tok) -> Result<Vec<Prefix>, ParseError> {
