@@ -5,6 +5,8 @@
 //!   generated ones (`vtnt bench tnt-accuracy`).
 //! - [`soak::soak`]: large campaigns again and again, counting the runs that never end
 //!   (`vtnt bench soak`).
+//! - [`fw::sweep`]: the firewall's classifier at 0 to 1,000,000 rules: load time, bytes
+//!   per rule, nanoseconds per classification (`vtnt bench fw-classify`).
 //!
 //! ```no_run
 //! let report = vtnt_bench::tnt_accuracy(&vtnt_bench::AccuracyOptions::new(10, 42)).unwrap();
@@ -17,6 +19,7 @@ pub mod accuracy;
 #[allow(unsafe_code)]
 mod capture;
 pub mod drive;
+pub mod fw;
 pub mod probe_rate;
 pub mod soak;
 pub mod soak_lab;

@@ -22,6 +22,9 @@
 //! - `fleet-scale`: the fleet's dispatch overhead with many agents (issue 17's scale
 //!   run): event to job start, placement decisions, events per second.
 //!
+//! - `fw-classify`: the firewall's classifier on generated sets of 0 to 1,000,000 rules:
+//!   load time, bytes per rule, nanoseconds per classification (`vtnt_bench::fw`).
+//!
 //! Other benchmarks add their variant to [`BenchCommand`] and an arm
 //! to [`run`].
 
@@ -74,6 +77,34 @@ pub enum BenchCommand {
     /// sizes, normalised to native in the same run, with the endpoint's CPU per gigabit;
     /// writes report.md, report.json and fig*.png to --out. Needs root and iperf3.
     Net(vtnt_evaluation::BenchNetArgs),
+    /// The firewall's classifier on generated rule sets (`vtnt fw gen`, with the state
+    /// rule on top): load time (read from iptables-save text, compiled), bytes per rule,
+    /// nanoseconds per classification of a trace drawn from the set, with and without
+    /// locality, of random packets, of established connections through the whole network
+    /// function, beside one table per tuple and rule-by-rule evaluation.
+    FwClassify {
+        /// Rule counts to measure.
+        #[arg(
+            long,
+            value_delimiter = ',',
+            default_value = "0,10,1000,100000,1000000"
+        )]
+        sizes: Vec<usize>,
+        #[arg(long, value_enum, default_value_t = crate::fw::FamilyArg::Fw)]
+        family: crate::fw::FamilyArg,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Packets per timed pass.
+        #[arg(long, default_value_t = 1_000_000)]
+        packets: usize,
+        /// Compare this many verdicts per set with the rule-by-rule reference (sets of up
+        /// to 100,000 rules).
+        #[arg(long, default_value_t = 0)]
+        verify: usize,
+        /// Print the report as JSON instead of a markdown table.
+        #[arg(long, default_value_t = false)]
+        json: bool,
+    },
     /// Large campaigns (`vtnt trace -P icmp-paris -q 1 -w 1` over the reference lab's
     /// destinations repeated) driven like the Linux driver against the in-process lab
     /// under a virtual clock, with lost replies and late receive times: counts the runs
@@ -235,6 +266,35 @@ pub fn run(cmd: BenchCommand) -> anyhow::Result<ExitCode> {
             lsp_ecmp,
             &set,
         ),
+        BenchCommand::FwClassify {
+            sizes,
+            family,
+            seed,
+            packets,
+            verify,
+            json,
+        } => {
+            let opts = vtnt_bench::fw::ClassifyOptions {
+                sizes,
+                family: family.family(),
+                seed,
+                packets,
+                verify,
+            };
+            eprintln!(
+                "vtnt bench fw-classify: {:?} family, seed {seed}",
+                opts.family
+            );
+            let rows = vtnt_bench::fw::sweep(&opts, |r| {
+                eprintln!("vtnt bench fw-classify: {} rules measured", r.rules)
+            })?;
+            emit(
+                json,
+                serde_json::to_value(&rows)?,
+                vtnt_bench::fw::table(&rows),
+            )?;
+            Ok(ExitCode::SUCCESS)
+        }
         BenchCommand::Soak {
             runs,
             targets,

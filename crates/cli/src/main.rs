@@ -15,6 +15,7 @@ mod convert;
 mod daemon;
 #[cfg(feature = "fleet")]
 mod fleet;
+mod fw;
 mod interrupt;
 mod jobline;
 mod lab;
@@ -72,6 +73,10 @@ enum Command {
     /// Benchmarks that re-measure every figure vTNT claims (tnt-accuracy, ...).
     #[command(subcommand)]
     Bench(bench::BenchCommand),
+    /// The firewall's rule files: check (read and compile, errors with file:line:col),
+    /// gen (benchmark rule sets), trace (packet headers that hit them), classify.
+    #[command(subcommand)]
+    Fw(fw::FwCommand),
     /// Jobs on agents over NATS: a broker (up, down), submit, status, results.
     #[cfg(feature = "fleet")]
     #[command(subcommand)]
@@ -162,6 +167,7 @@ fn main() -> ExitCode {
         Command::Convert(a) => convert::run(a),
         Command::Lab(cmd) => lab::run(cmd, &cli.log),
         Command::Bench(cmd) => bench::run(cmd),
+        Command::Fw(cmd) => fw::run(cmd),
         Command::Image(cmd) => runtime::image(cmd),
         Command::Run(args) => runtime::run(args),
         #[cfg(feature = "fleet")]

@@ -68,9 +68,12 @@ impl Flow {
     }
 }
 
-/// SplitMix64: small, fast, good enough to spread identifiers; seeded from the config.
+/// SplitMix64 (Steele, Lea, Flood 2014): small, fast, the same stream on every platform
+/// and release. The engine spreads identifiers with it (seeded from the config); it is
+/// also the workspace's one seeded generator for reproducible draws elsewhere (the
+/// firewall's rule and trace generators, `vtnt_fw::gen`).
 #[derive(Debug, Clone)]
-pub(crate) struct Rng(u64);
+pub struct Rng(u64);
 
 impl Rng {
     pub fn new(seed: u64) -> Rng {
@@ -83,8 +86,16 @@ impl Rng {
         z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
         z ^ (z >> 31)
     }
+    /// A number in `0..n` (`0` when `n == 0`); the modulo's bias is below 2^-40 for the
+    /// `n` anyone draws from (< 2^24).
+    pub fn below(&mut self, n: u64) -> u64 {
+        match n {
+            0 => 0,
+            n => self.next_u64() % n,
+        }
+    }
     /// A non-zero 16-bit value that is not 0xffff (both have special checksum meanings).
-    pub fn checksum(&mut self) -> u16 {
+    pub(crate) fn checksum(&mut self) -> u16 {
         loop {
             let v = self.next_u64() as u16;
             if v != 0 && v != 0xffff {

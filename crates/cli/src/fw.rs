@@ -1,0 +1,290 @@
+//! `vtnt fw ...`: the firewall's rule files. `check` reads and compiles one and says
+//! what it became (an error names file:line:column), `gen` draws a benchmark rule set
+//! (`vtnt_fw::gen`), `trace` draws packet headers that hit a rule file's rules, and
+//! `classify` measures the classifier on a rule file (`vtnt_bench::fw`). The work is in
+//! `vtnt-fw` and `vtnt-bench`; this module parses options and prints.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Instant;
+
+use anyhow::Context;
+use vtnt_fw::gen::{self, Family, RuleSpec, TraceSpec};
+use vtnt_fw::parse::{self, Format};
+use vtnt_fw::{print, Action, Classifier, Hook, Options, Ruleset};
+
+use crate::output::AtomicFile;
+
+#[derive(clap::Subcommand)]
+pub enum FwCommand {
+    /// Read and compile a rule file (iptables-save or nft list ruleset output): rules,
+    /// chains, what they compiled to, memory, load time; an error names file:line:col.
+    Check(CheckArgs),
+    /// Draw a benchmark rule set (ClassBench-style, docs/fw.md) as iptables-save or nft.
+    Gen(GenArgs),
+    /// Draw packet headers that hit a rule file's FORWARD rules (ClassBench's trace
+    /// format: source, destination, ports, protocol, rule).
+    Trace(TraceArgs),
+    /// Measure the classifier on a rule file: load time, bytes per rule, nanoseconds
+    /// per classification (`vtnt bench fw-classify` does it for generated sets).
+    Classify(ClassifyArgs),
+}
+
+/// A rule file's syntax.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SyntaxArg {
+    /// From the first statement (`table` or `flush`: nft).
+    Auto,
+    Iptables,
+    Nft,
+}
+
+/// A generator family.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FamilyArg {
+    /// Firewalls: many wildcards, every protocol and port class.
+    Fw,
+    /// Access lists: specific destinations, TCP to one port.
+    Acl,
+    /// IP chains: specific networks both ways.
+    Ipc,
+}
+
+impl FamilyArg {
+    pub fn family(self) -> Family {
+        match self {
+            FamilyArg::Fw => Family::Fw,
+            FamilyArg::Acl => Family::Acl,
+            FamilyArg::Ipc => Family::Ipc,
+        }
+    }
+}
+
+#[derive(clap::Args)]
+pub struct CheckArgs {
+    /// The rule file.
+    pub file: PathBuf,
+    /// Its syntax.
+    #[arg(long, value_enum, default_value_t = SyntaxArg::Auto)]
+    pub format: SyntaxArg,
+    /// Refuse a rule file that needs more memory than this, read or compiled (bytes;
+    /// default: no limit).
+    #[arg(long)]
+    pub max_bytes: Option<usize>,
+    /// Also list each chain's hash tables (their tuples and buckets).
+    #[arg(long)]
+    pub tables: bool,
+}
+
+#[derive(clap::Args)]
+pub struct GenArgs {
+    /// Rules in the FORWARD chain.
+    #[arg(long)]
+    pub rules: usize,
+    /// The seed: the same seed gives the same set on every machine.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    #[arg(long, value_enum, default_value_t = FamilyArg::Fw)]
+    pub family: FamilyArg,
+    /// Output syntax.
+    #[arg(long, value_enum, default_value_t = SyntaxArg::Iptables)]
+    pub format: SyntaxArg,
+    /// The first rule accepts RELATED and ESTABLISHED packets (most firewalls' first).
+    #[arg(long)]
+    pub stateful: bool,
+    /// FORWARD's policy.
+    #[arg(long, value_parser = ["accept", "drop"], default_value = "drop")]
+    pub policy: String,
+    /// Output file (default: stdout).
+    #[arg(short = 'o', long)]
+    pub output: Option<PathBuf>,
+}
+
+#[derive(clap::Args)]
+pub struct TraceArgs {
+    /// The rule file.
+    pub file: PathBuf,
+    /// Headers to draw.
+    #[arg(long, default_value_t = 10_000)]
+    pub packets: usize,
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Locality of reference: Pareto scale b of a header's repetitions (0: none; 1: long
+    /// bursts).
+    #[arg(long, default_value_t = 0.0)]
+    pub locality: f64,
+    /// Output file (default: stdout).
+    #[arg(short = 'o', long)]
+    pub output: Option<PathBuf>,
+}
+
+#[derive(clap::Args)]
+pub struct ClassifyArgs {
+    /// The rule file.
+    pub file: PathBuf,
+    /// Packets per timed pass.
+    #[arg(long, default_value_t = 1_000_000)]
+    pub packets: usize,
+    /// Compare this many verdicts with the rule-by-rule reference (sets up to 100,000 rules).
+    #[arg(long, default_value_t = 0)]
+    pub verify: usize,
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+}
+
+/// Reads a rule file, naming the file, line and column of what is wrong.
+fn read(path: &Path, syntax: SyntaxArg, max_bytes: usize) -> anyhow::Result<(Ruleset, Format)> {
+    let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+    let name = path.display().to_string();
+    let text = parse::text(&name, &bytes)?;
+    let format = match syntax {
+        SyntaxArg::Auto => Format::detect(text),
+        SyntaxArg::Iptables => Format::IptablesSave,
+        SyntaxArg::Nft => Format::Nft,
+    };
+    Ok((parse::parse(&name, text, format, max_bytes)?, format))
+}
+
+/// Writes `text` to `output` (whole or not at all) or stdout.
+fn write_out(output: Option<&Path>, text: &str) -> anyhow::Result<()> {
+    match output {
+        Some(p) => {
+            let (file, mut w) = AtomicFile::create(p)?;
+            w.write_all(text.as_bytes())
+                .and_then(|()| w.sync_all())
+                .with_context(|| format!("writing {}", p.display()))?;
+            file.commit()
+        }
+        None => {
+            let mut out = std::io::stdout().lock();
+            out.write_all(text.as_bytes())
+                .and_then(|()| out.flush())
+                .context("writing to stdout")
+        }
+    }
+}
+
+pub fn run(cmd: FwCommand) -> anyhow::Result<ExitCode> {
+    match cmd {
+        FwCommand::Check(a) => check(a),
+        FwCommand::Gen(a) => {
+            let spec = RuleSpec {
+                family: a.family.family(),
+                stateful: a.stateful,
+                policy: if a.policy == "accept" {
+                    Action::Accept
+                } else {
+                    Action::Drop
+                },
+                ..RuleSpec::new(a.rules, a.seed)
+            };
+            let rules = gen::rules(&spec);
+            let text = match a.format {
+                SyntaxArg::Nft => print::nft(&rules)?,
+                _ => print::iptables_save(&rules)?,
+            };
+            write_out(a.output.as_deref(), &text)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        FwCommand::Trace(a) => {
+            let (rules, _) = read(&a.file, SyntaxArg::Auto, usize::MAX)?;
+            let spec = TraceSpec {
+                packets: a.packets,
+                seed: a.seed,
+                locality: a.locality,
+            };
+            let mut text = String::new();
+            for h in gen::trace(&rules, &spec) {
+                text.push_str(&h.to_string());
+                text.push('\n');
+            }
+            write_out(a.output.as_deref(), &text)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        FwCommand::Classify(a) => {
+            let text = std::fs::read_to_string(&a.file)
+                .with_context(|| format!("reading {}", a.file.display()))?;
+            let opts = vtnt_bench::fw::ClassifyOptions {
+                sizes: Vec::new(),
+                family: Family::Fw,
+                seed: a.seed,
+                packets: a.packets,
+                verify: a.verify,
+            };
+            let row = vtnt_bench::fw::measure_text(&text, &opts)
+                .with_context(|| format!("measuring {}", a.file.display()))?;
+            print!("{}", vtnt_bench::fw::table(&[row]));
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+fn check(a: CheckArgs) -> anyhow::Result<ExitCode> {
+    let max = a.max_bytes.unwrap_or(usize::MAX);
+    let t = Instant::now();
+    let (rules, format) = read(&a.file, a.format, max)?;
+    let read_time = t.elapsed();
+    let t = Instant::now();
+    let opts = Options {
+        max_bytes: max,
+        ..Options::default()
+    };
+    let c = Classifier::compile(&rules, &opts)
+        .with_context(|| format!("compiling {}", a.file.display()))?;
+    let compile_time = t.elapsed();
+    let s = c.stats();
+    let syntax = match format {
+        Format::IptablesSave => "iptables-save",
+        Format::Nft => "nft",
+    };
+    println!(
+        "{}: {syntax}, {} rules in {} chains",
+        a.file.display(),
+        s.rules,
+        rules.chains.len()
+    );
+    for (i, ch) in rules.chains.iter().enumerate() {
+        let how = match ch.hook {
+            Some(h) => {
+                let policy = if ch.policy == Action::Drop {
+                    "DROP"
+                } else {
+                    "ACCEPT"
+                };
+                format!(" (hook {}, policy {policy})", h.chain_name().to_lowercase())
+            }
+            None => String::new(),
+        };
+        println!("  chain {}{how}: {} rules", ch.name, ch.rules.len());
+        if a.tables {
+            for (t, buckets) in c.tables(vtnt_fw::ChainId(i as u32)) {
+                let proto = if t[2] == 1 { "proto" } else { "any" };
+                println!(
+                    "    table /{} /{} {proto} ports /{} /{}: {buckets} buckets",
+                    t[0], t[1], t[3], t[4]
+                );
+            }
+        }
+    }
+    println!(
+        "compiled: {} entries in {} hash tables (largest bucket {}); {} connection states decided before the tables in FORWARD",
+        s.entries, s.tables, s.largest_bucket, s.forward_shortcuts
+    );
+    let per_rule = s.bytes.checked_div(s.rules).unwrap_or(0);
+    println!(
+        "memory: {} bytes compiled ({per_rule} per rule); {} bytes as read",
+        s.bytes,
+        rules.heap_bytes()
+    );
+    println!(
+        "loaded in {:.1} ms (read {:.1} ms, compiled {:.1} ms)",
+        (read_time + compile_time).as_secs_f64() * 1e3,
+        read_time.as_secs_f64() * 1e3,
+        compile_time.as_secs_f64() * 1e3
+    );
+    if rules.hook_chain(Hook::Forward).is_none() {
+        println!("note: no FORWARD chain: forwarded packets are accepted");
+    }
+    Ok(ExitCode::SUCCESS)
+}

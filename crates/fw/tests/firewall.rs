@@ -1,0 +1,271 @@
+//! The network function end to end: connection tracking in front of the rules (a
+//! handshake through an ESTABLISHED accept, replies to dropped packets refused), REJECT
+//! replies as bytes, rule replacement that is all or nothing, timeouts, bad bytes.
+
+use std::net::Ipv4Addr;
+
+use vtnt_fw::{parse, Config, CtState, Firewall, Hook, Options, Outcome};
+use vtnt_record::Instant;
+use vtnt_wire::build::{self, Ip, Tcp, Udp};
+use vtnt_wire::reply::{self, Body};
+
+const RULES: &str = "*filter
+:FORWARD DROP [0:0]
+-A FORWARD -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT
+-A FORWARD -m conntrack --ctstate INVALID -j DROP
+-A FORWARD -i wan -p tcp -m tcp --dport 22 -j ACCEPT
+-A FORWARD -i lan -p udp -m udp --dport 53 -j ACCEPT
+-A FORWARD -i wan -p tcp -m tcp --dport 23 -j REJECT --reject-with tcp-reset
+-A FORWARD -i wan -p udp -j REJECT
+COMMIT
+";
+
+const OUTSIDE: Ipv4Addr = Ipv4Addr::new(203, 0, 113, 9);
+const INSIDE: Ipv4Addr = Ipv4Addr::new(192, 0, 2, 20);
+const WAN_ADDR: Ipv4Addr = Ipv4Addr::new(203, 0, 113, 1);
+
+fn ip(src: Ipv4Addr, dst: Ipv4Addr) -> Ip {
+    Ip {
+        src,
+        dst,
+        ttl: 64,
+        tos: 0,
+        ipid: 7,
+    }
+}
+
+fn tcp(src: Ipv4Addr, dst: Ipv4Addr, sport: u16, dport: u16, flags: u8) -> Vec<u8> {
+    let mut b = vec![0u8; 40];
+    let t = Tcp {
+        sport,
+        dport,
+        seq: 1000,
+        ack: 0,
+        flags,
+        window: 512,
+    };
+    let n = build::tcp(&mut b, &ip(src, dst), &t).unwrap();
+    b.truncate(n);
+    b
+}
+
+fn udp(src: Ipv4Addr, dst: Ipv4Addr, sport: u16, dport: u16) -> Vec<u8> {
+    let mut b = vec![0u8; 64];
+    let u = Udp {
+        sport,
+        dport,
+        payload: b"query",
+        checksum: None,
+    };
+    let n = build::udp(&mut b, &ip(src, dst), &u).unwrap();
+    b.truncate(n);
+    b
+}
+
+struct Nf {
+    fw: Firewall,
+    wan: vtnt_fw::IfId,
+    lan: vtnt_fw::IfId,
+    reply: [u8; 600],
+}
+
+impl Nf {
+    fn new(config: Config) -> Nf {
+        let rules = parse::iptables_save("rules.v4", RULES).unwrap();
+        let mut fw = Firewall::new(&rules, config).unwrap();
+        let wan = fw.add_interface("wan", Some(WAN_ADDR));
+        let lan = fw.add_interface("lan", None);
+        Nf {
+            fw,
+            wan,
+            lan,
+            reply: [0; 600],
+        }
+    }
+    /// A packet from the outside (`inbound`) or the inside at `ms`.
+    fn send(&mut self, ms: u64, inbound: bool, p: &[u8]) -> Outcome {
+        let (i, o) = if inbound {
+            (self.wan, self.lan)
+        } else {
+            (self.lan, self.wan)
+        };
+        self.fw.handle_packet(
+            Instant::from_millis(ms),
+            Hook::Forward,
+            i,
+            o,
+            p,
+            &mut self.reply,
+        )
+    }
+}
+
+#[test]
+fn a_handshake_passes_through_the_state_rule_and_strays_do_not() {
+    let mut nf = Nf::new(Config::default());
+    assert_eq!(
+        nf.fw.classifier().stats().forward_shortcuts,
+        3,
+        "ESTABLISHED, RELATED, INVALID"
+    );
+    assert_eq!(
+        nf.send(0, true, &tcp(OUTSIDE, INSIDE, 40000, 22, 0x02)),
+        Outcome::Accept
+    );
+    assert_eq!(
+        nf.send(1, false, &tcp(INSIDE, OUTSIDE, 22, 40000, 0x12)),
+        Outcome::Accept
+    );
+    assert_eq!(
+        nf.send(2, true, &tcp(OUTSIDE, INSIDE, 40000, 22, 0x10)),
+        Outcome::Accept
+    );
+    assert_eq!(
+        nf.send(3, false, &tcp(INSIDE, OUTSIDE, 22, 40000, 0x18)),
+        Outcome::Accept
+    );
+    // the inside may not open a connection to the outside's port 22
+    assert_eq!(
+        nf.send(4, false, &tcp(INSIDE, OUTSIDE, 40001, 22, 0x02)),
+        Outcome::Drop
+    );
+    // a SYN/ACK nobody asked for is INVALID
+    assert_eq!(
+        nf.send(5, true, &tcp(OUTSIDE, INSIDE, 22, 40002, 0x12)),
+        Outcome::Drop
+    );
+    // a dropped query leaves no connection: its answer is dropped as NEW
+    assert_eq!(
+        nf.send(6, true, &udp(OUTSIDE, INSIDE, 5353, 53)),
+        Outcome::Reject(61)
+    );
+    assert_eq!(
+        nf.send(7, false, &udp(INSIDE, OUTSIDE, 53, 5353)),
+        Outcome::Drop
+    );
+    // an accepted query lets its answer in
+    assert_eq!(
+        nf.send(8, false, &udp(INSIDE, OUTSIDE, 5000, 53)),
+        Outcome::Accept
+    );
+    assert_eq!(
+        nf.send(9, true, &udp(OUTSIDE, INSIDE, 53, 5000)),
+        Outcome::Accept
+    );
+    let s = nf.fw.stats();
+    assert_eq!((s.accepted, s.dropped, s.rejected), (6, 3, 1));
+    assert_eq!((s.conntrack.live, s.conntrack.created), (2, 2));
+}
+
+#[test]
+fn rejects_answer_with_a_reset_or_an_unreachable() {
+    let mut nf = Nf::new(Config::default());
+    let syn = tcp(OUTSIDE, INSIDE, 40000, 23, 0x02);
+    let Outcome::Reject(n) = nf.send(0, true, &syn) else {
+        panic!()
+    };
+    let r = reply::parse(&nf.reply[..n]).unwrap();
+    assert_eq!((r.src, r.dst), (INSIDE.into(), OUTSIDE.into()));
+    assert!(
+        matches!(
+            r.body,
+            Body::Tcp {
+                sport: 23,
+                dport: 40000,
+                ack: 1001,
+                flags: 0x14,
+                ..
+            }
+        ),
+        "{r:?}"
+    );
+    let q = udp(OUTSIDE, INSIDE, 1, 161);
+    let Outcome::Reject(n) = nf.send(1, true, &q) else {
+        panic!()
+    };
+    let r = reply::parse(&nf.reply[..n]).unwrap();
+    assert_eq!((r.src, r.dst), (WAN_ADDR.into(), OUTSIDE.into()));
+    let Body::IcmpError {
+        icmp_type: 3,
+        code: 3,
+        quote,
+        ..
+    } = r.body
+    else {
+        panic!("{r:?}")
+    };
+    assert_eq!(quote.dst, INSIDE);
+}
+
+#[test]
+fn new_rules_replace_the_old_entirely_or_not_at_all() {
+    let mut nf = Nf::new(Config {
+        compile: Options {
+            max_bytes: 1 << 20,
+            ..Options::default()
+        },
+        ..Config::default()
+    });
+    assert_eq!(
+        nf.send(0, true, &tcp(OUTSIDE, INSIDE, 40000, 22, 0x02)),
+        Outcome::Accept
+    );
+    // a million bytes do not hold 100,000 rules: refused, the old rules stay
+    let big = vtnt_fw::gen::rules(&vtnt_fw::gen::RuleSpec::new(100_000, 3));
+    let e = nf.fw.replace_rules(&big).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("more than the 1048576 bytes allowed"),
+        "{e}"
+    );
+    assert_eq!(
+        nf.send(1, true, &tcp(OUTSIDE, INSIDE, 40001, 22, 0x02)),
+        Outcome::Accept
+    );
+    // rules that close port 22 apply from the next packet; the open connection stays
+    let closed = RULES.replace("--dport 22 -j ACCEPT", "--dport 22 -j DROP");
+    nf.fw
+        .replace_rules(&parse::iptables_save("r", &closed).unwrap())
+        .unwrap();
+    assert_eq!(
+        nf.send(2, true, &tcp(OUTSIDE, INSIDE, 40002, 22, 0x02)),
+        Outcome::Drop
+    );
+    assert_eq!(
+        nf.send(3, false, &tcp(INSIDE, OUTSIDE, 22, 40000, 0x12)),
+        Outcome::Accept
+    );
+    // interfaces keep their ids and addresses across the replacement
+    let Outcome::Reject(n) = nf.send(4, true, &udp(OUTSIDE, INSIDE, 1, 161)) else {
+        panic!()
+    };
+    assert_eq!(reply::parse(&nf.reply[..n]).unwrap().src, WAN_ADDR);
+}
+
+#[test]
+fn connections_time_out_and_bad_bytes_are_dropped() {
+    let mut nf = Nf::new(Config::default());
+    assert_eq!(
+        nf.send(0, false, &udp(INSIDE, OUTSIDE, 5000, 53)),
+        Outcome::Accept
+    );
+    assert_eq!(nf.fw.poll_timeout(), Some(Instant::from_millis(30_000)));
+    nf.fw.handle_timeout(Instant::from_millis(30_001));
+    assert_eq!(nf.fw.stats().conntrack.live, 0);
+    // the answer now comes too late: NEW, and rejected from the outside
+    assert!(matches!(
+        nf.send(30_002, true, &udp(OUTSIDE, INSIDE, 53, 5000)),
+        Outcome::Reject(_)
+    ));
+    for bad in [&[][..], &[0x45; 10][..], &[0x60; 40][..]] {
+        assert_eq!(nf.send(30_003, true, bad), Outcome::Drop);
+    }
+    assert_eq!(nf.fw.stats().malformed, 3);
+    // the stateless classification takes the state as given
+    let h = vtnt_fw::Headers::parse(&udp(OUTSIDE, INSIDE, 53, 5000)).unwrap();
+    let p = vtnt_fw::Packet::new(&h, nf.wan, nf.lan, CtState::Established);
+    assert_eq!(
+        nf.fw.classifier().classify(Hook::Forward, &p).action,
+        vtnt_fw::Action::Accept
+    );
+}
