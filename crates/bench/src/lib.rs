@@ -5,6 +5,8 @@
 //!   generated ones (`vtnt bench tnt-accuracy`).
 //! - [`soak::soak`]: large campaigns again and again, counting the runs that never end
 //!   (`vtnt bench soak`).
+//! - [`store::store_bench`]: the results store at campaign scale: import time, database
+//!   size, every question's time (`vtnt bench store`).
 //!
 //! ```no_run
 //! let report = vtnt_bench::tnt_accuracy(&vtnt_bench::AccuracyOptions::new(10, 42)).unwrap();
@@ -20,6 +22,7 @@ pub mod drive;
 pub mod probe_rate;
 pub mod soak;
 pub mod soak_lab;
+pub mod store;
 
 pub use accuracy::{
     tnt_accuracy, topology_seed, AccuracyOptions, AccuracyReport, BruteForceScore, ClassScore,
