@@ -23,6 +23,7 @@ pub mod probe_rate;
 pub mod soak;
 pub mod soak_lab;
 pub mod store;
+pub mod store_truth;
 
 pub use accuracy::{
     tnt_accuracy, topology_seed, AccuracyOptions, AccuracyReport, BruteForceScore, ClassScore,

@@ -191,15 +191,9 @@ fn block(records: &Records, dsts: &[IpAddr], take: usize, k: usize, shift: Durat
     out
 }
 
-/// Writes the campaign of `targets` targets (blocks of `base`, the first `offset` later)
-/// as scamper JSON to `path`; returns the records written.
-fn write_campaign(
-    path: &Path,
-    base: &Records,
-    dsts: &[IpAddr],
-    targets: usize,
-    offset: Duration,
-) -> anyhow::Result<u64> {
+/// Writes the records of `blocks` as one cycle of scamper JSON to `path`; returns how
+/// many.
+pub fn write_json(path: &Path, blocks: impl IntoIterator<Item = Records>) -> anyhow::Result<u64> {
     let file = std::fs::File::create(path)?;
     let mut w = vtnt_formats::JsonWriter::new(std::io::BufWriter::new(file));
     let cycle = Cycle {
@@ -209,12 +203,8 @@ fn write_campaign(
         ..Cycle::default()
     };
     w.cycle_start(&cycle)?;
-    let span = campaign_span(base) + Duration::from_secs(1);
     let mut n = 0;
-    let blocks = targets.div_ceil(dsts.len().max(1));
-    for k in 0..blocks {
-        let take = (targets - k * dsts.len()).min(dsts.len());
-        let recs = block(base, dsts, take, k, offset + span * k as u32);
+    for recs in blocks {
         for (r, f) in &recs {
             match f {
                 Some(f) => w.write_annotated(r, f)?,
@@ -229,6 +219,24 @@ fn write_campaign(
     })?;
     w.into_inner().flush()?;
     Ok(n)
+}
+
+/// Writes the campaign of `targets` targets (blocks of `base`, the first `offset` later)
+/// as scamper JSON to `path`; returns the records written.
+fn write_campaign(
+    path: &Path,
+    base: &Records,
+    dsts: &[IpAddr],
+    targets: usize,
+    offset: Duration,
+) -> anyhow::Result<u64> {
+    let span = campaign_span(base) + Duration::from_secs(1);
+    let n = dsts.len().max(1);
+    let blocks = (0..targets.div_ceil(n)).map(|k| {
+        let take = (targets - k * n).min(n);
+        block(base, dsts, take, k, offset + span * k as u32)
+    });
+    write_json(path, blocks)
 }
 
 /// From the first record's start to the last's.

@@ -6,7 +6,6 @@
 use std::net::IpAddr;
 
 use serde::Deserialize;
-use vtnt_record::TunnelClass;
 
 /// An initial trace's `"tnt"` (layout versions 1 and 2).
 #[derive(Debug, Deserialize)]
@@ -106,7 +105,7 @@ impl TraceAnnotation {
     pub fn parse(text: &str, hops: usize) -> Result<TraceAnnotation, String> {
         let a: TraceAnnotation = serde_json::from_str(text).map_err(|e| e.to_string())?;
         for (i, t) in a.tunnels.iter().enumerate() {
-            if !TunnelClass::ALL.iter().any(|c| c.name() == t.class) {
+            if !crate::query::classes().any(|c| c == t.class) {
                 return Err(format!("tunnels[{i}].class: unknown class `{}`", t.class));
             }
             if let Some(r) = &t.revelation {

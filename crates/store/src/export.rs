@@ -198,7 +198,7 @@ mod parquet {
             parquet::arrow::ArrowWriter::try_new(out, schema.clone(), None).map_err(|e| bad(&e))?;
         let mut n = 0u64;
         let mut pending = 0;
-        let mut flush = |builders: &mut Vec<Column>, w: &mut parquet::arrow::ArrowWriter<_>| {
+        let flush = |builders: &mut Vec<Column>, w: &mut parquet::arrow::ArrowWriter<_>| {
             let arrays: Vec<ArrayRef> = builders.iter_mut().map(Column::finish).collect();
             let batch = RecordBatch::try_new(schema.clone(), arrays).map_err(|e| bad(&e))?;
             w.write(&batch).map_err(|e| bad(&e))

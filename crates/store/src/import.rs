@@ -150,7 +150,7 @@ pub fn import_file(store: &mut Store, path: &Path, o: &ImportOptions) -> Result<
     while let Some(r) = first.take().or_else(|| items.next()) {
         match r {
             Read1::Item(item, at) => {
-                if let Err(why) = ingest.item(&item)? {
+                if let Err(why) = ingest.item(None, &item)? {
                     return Err(corrupt(path, at, why));
                 }
             }

@@ -263,7 +263,7 @@ pub fn digest(r: &Record, tnt: Option<&TntFields>) -> [u8; 16] {
 }
 
 /// A value of TNT's vocabulary as its JSON word (`dup-ip`, `brpr`, `hop`).
-fn word<T: serde::Serialize>(v: &T) -> String {
+pub(crate) fn word<T: serde::Serialize>(v: &T) -> String {
     match serde_json::to_value(v) {
         Ok(serde_json::Value::String(s)) => s,
         other => format!("{other:?}"),
@@ -286,12 +286,12 @@ impl Ingest<'_> {
         StoreError::sql(format!("storing {what}"))
     }
 
-    /// Files one object of a scamper file: a record (at the job's next index), or a
-    /// cycle start, whose `vtnt` build the job keeps.
-    pub fn item(&mut self, item: &Item) -> FileResult {
+    /// Files one object of a scamper file: a record (at index `idx` of the job, `None`:
+    /// after the last one), or a cycle start, whose `vtnt` build the job keeps.
+    pub fn item(&mut self, idx: Option<i64>, item: &Item) -> FileResult {
         match item {
-            Item::Record(r) => self.record(None, r, None),
-            Item::Annotated(r, f) => self.record(None, r, Some(f)),
+            Item::Record(r) => self.record(idx, r, None),
+            Item::Annotated(r, f) => self.record(idx, r, Some(f)),
             Item::CycleStart(c) => {
                 if let Some(v) = &c.vtnt {
                     self.tx

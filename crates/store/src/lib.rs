@@ -33,6 +33,8 @@ mod annotation;
 pub mod diff;
 mod error;
 pub mod export;
+#[cfg(feature = "fleet")]
+pub mod feed;
 pub mod import;
 mod ingest;
 pub mod pfx2as;
@@ -45,6 +47,7 @@ use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 
 use rusqlite::{Connection, OpenFlags};
+use sha2::Digest;
 
 pub use error::{Position, Result, StoreError};
 pub use ingest::{Ingest, IngestReport, JobInfo, NodeInfo, Provenance, RunInfo, Source};
@@ -167,6 +170,25 @@ impl Store {
     /// The store's file, as errors name it.
     pub fn path(&self) -> &str {
         &self.path
+    }
+
+    /// The store's own identity (made the first time it is asked for): what names it to
+    /// others, such as its durable consumer on a fleet's results stream.
+    pub fn id(&self) -> Result<String> {
+        let what = format!("{}: its id", self.path);
+        let seed = format!("{} {} {}", self.path, std::process::id(), now_us());
+        let fresh = import::hex(&sha2::Sha256::digest(seed.as_bytes())[..8]);
+        self.conn
+            .execute(
+                "INSERT INTO store_info (key, value) VALUES ('id', ?1) ON CONFLICT DO NOTHING",
+                [fresh],
+            )
+            .map_err(StoreError::sql(&what))?;
+        self.conn
+            .query_row("SELECT value FROM store_info WHERE key = 'id'", [], |r| {
+                r.get(0)
+            })
+            .map_err(StoreError::sql(&what))
     }
 }
 

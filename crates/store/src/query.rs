@@ -9,7 +9,7 @@ use std::net::IpAddr;
 
 use rusqlite::types::Value;
 use serde::{Deserialize, Serialize};
-use vtnt_policy::Prefix;
+pub use vtnt_policy::Prefix;
 use vtnt_record::TunnelClass;
 
 use crate::error::{Result, StoreError};
@@ -59,6 +59,11 @@ mod prefix_text {
     }
 }
 
+/// The tunnel classes, in TNT's table order.
+pub fn classes() -> impl Iterator<Item = &'static str> {
+    TunnelClass::ALL.iter().map(|c| c.name())
+}
+
 /// The vendors TNT's signatures name.
 pub const VENDORS: &[&str] = &[
     "cisco",
@@ -73,8 +78,8 @@ impl Filter {
     /// Checks the words of `class` and `vendor`.
     pub fn check(&self) -> Result<()> {
         if let Some(c) = &self.class {
-            if !TunnelClass::ALL.iter().any(|k| k.name() == c) {
-                let names: Vec<&str> = TunnelClass::ALL.iter().map(|k| k.name()).collect();
+            if !classes().any(|k| k == c) {
+                let names: Vec<&str> = classes().collect();
                 return Err(StoreError::Invalid(format!(
                     "class `{c}`: one of {}",
                     names.join(", ")
@@ -244,16 +249,24 @@ pub struct TunnelRow {
     pub trigger: Option<String>,
     pub ingress: Option<String>,
     pub egress: Option<String>,
-    /// LSRs in path order (`*`: a slot that did not answer).
-    pub lsrs: Vec<String>,
-    /// How many of them TNT revealed (DPR, BRPR, buddy).
-    pub revealed: u64,
+    /// LSRs in path order.
+    pub lsrs: Vec<LsrRow>,
     pub hidden_estimate: Option<u8>,
     pub revelation: Option<String>,
     /// The ingress's vendor (its signature in the same job) and AS.
     pub ingress_vendor: String,
     pub ingress_as: Option<String>,
     pub egress_as: Option<String>,
+}
+
+/// One LSR of a tunnel.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LsrRow {
+    /// `None`: a slot that did not answer.
+    pub addr: Option<String>,
+    /// Revealed by a revelation trace (DPR, BRPR, buddy), not seen in the trace itself.
+    pub revealed: bool,
+    pub asn: Option<String>,
 }
 
 /// The hop addresses of `group_concat(probe_ttl || ' ' || addr)`, one per TTL from
@@ -369,8 +382,10 @@ impl Store {
         let s = Scope::tunnels(tenant, f)?;
         let sql = format!(
             "SELECT r.id, u.key, n.name, r.dst, r.start_us, t.class, t.evidence, t.trigger,
-                t.ingress, t.egress, t.lsrs,
-                (SELECT count(*) FROM lsrs l WHERE l.tunnel_id = t.id AND l.revealed),
+                t.ingress, t.egress,
+                (SELECT group_concat(coalesce(l.addr, '*') || ' ' || l.revealed || ' ' ||
+                     coalesce(a.asn, '-'), ',' ORDER BY l.pos)
+                 FROM lsrs l LEFT JOIN addresses a ON a.addr = l.addr WHERE l.tunnel_id = t.id),
                 t.hidden_estimate, t.revelation, coalesce(s.vendor, 'unknown'),
                 (SELECT asn FROM addresses a WHERE a.addr = t.ingress),
                 (SELECT asn FROM addresses a WHERE a.addr = t.egress)
@@ -378,7 +393,7 @@ impl Store {
             s.sql()
         );
         self.rows(&sql, &s.args, |r| {
-            let lsrs: String = r.get(10)?;
+            let lsrs: Option<String> = r.get(10)?;
             Ok(TunnelRow {
                 trace: r.get(0)?,
                 run: r.get(1)?,
@@ -391,18 +406,32 @@ impl Store {
                 ingress: r.get(8)?,
                 egress: r.get(9)?,
                 lsrs: lsrs
-                    .split(',')
-                    .filter(|l| !l.is_empty())
-                    .map(String::from)
+                    .iter()
+                    .flat_map(|l| l.split(','))
+                    .map(lsr_row)
                     .collect(),
-                revealed: r.get(11)?,
-                hidden_estimate: r.get(12)?,
-                revelation: r.get(13)?,
-                ingress_vendor: r.get(14)?,
-                ingress_as: r.get(15)?,
-                egress_as: r.get(16)?,
+                hidden_estimate: r.get(11)?,
+                revelation: r.get(12)?,
+                ingress_vendor: r.get(13)?,
+                ingress_as: r.get(14)?,
+                egress_as: r.get(15)?,
             })
         })
+    }
+}
+
+/// An LSR as `addr revealed asn` (`*` and `-` for none).
+fn lsr_row(text: &str) -> LsrRow {
+    let mut w = text.split(' ');
+    let mut next = || {
+        w.next()
+            .filter(|v| *v != "*" && *v != "-")
+            .map(String::from)
+    };
+    LsrRow {
+        addr: next(),
+        revealed: next().as_deref() == Some("1"),
+        asn: next(),
     }
 }
 

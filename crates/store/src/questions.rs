@@ -16,10 +16,9 @@
 use rusqlite::types::Value;
 use serde::Serialize;
 use std::collections::BTreeMap;
-use vtnt_record::TunnelClass;
 
 use crate::error::Result;
-use crate::query::{Filter, Scope};
+use crate::query::{classes, Filter, Scope};
 use crate::{Store, Tenant};
 
 /// Tunnels of one group (an AS, a vendor, a vantage point).
@@ -56,14 +55,8 @@ impl Store {
     /// largest group first.
     fn tunnel_counts(&self, tenant: &Tenant, f: &Filter, group: &str) -> Result<Vec<TunnelCount>> {
         let s = Scope::tunnels(tenant, f)?;
-        let per_class: Vec<String> = TunnelClass::ALL
-            .iter()
-            .map(|c| {
-                format!(
-                    "count(DISTINCT CASE WHEN t.class = '{}' THEN {KEY} END)",
-                    c.name()
-                )
-            })
+        let per_class: Vec<String> = classes()
+            .map(|c| format!("count(DISTINCT CASE WHEN t.class = '{c}' THEN {KEY} END)"))
             .collect();
         let sql = format!(
             "SELECT {group} AS g, count(DISTINCT {KEY}), count(*), {} {} GROUP BY g \
@@ -72,15 +65,15 @@ impl Store {
             s.sql()
         );
         self.rows(&sql, &s.args, |r| {
-            let mut classes = BTreeMap::new();
-            for (i, c) in TunnelClass::ALL.iter().enumerate() {
-                classes.insert(c.name().to_string(), r.get(3 + i)?);
+            let mut counts = BTreeMap::new();
+            for (i, c) in classes().enumerate() {
+                counts.insert(c.to_string(), r.get(3 + i)?);
             }
             Ok(TunnelCount {
                 group: r.get(0)?,
                 tunnels: r.get(1)?,
                 observations: r.get(2)?,
-                classes,
+                classes: counts,
             })
         })
     }

@@ -14,9 +14,13 @@ pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
 /// Migration `i` takes a store from version `i` to `i + 1`.
 const MIGRATIONS: &[&str] = &[V1];
 
-/// Version 1: runs, nodes, jobs, the records (traces with hops, pings with replies), TNT's
+/// Version 1: the store's own facts, runs, nodes, jobs, the records (traces with hops, pings with replies), TNT's
 /// findings (tunnels, their LSRs, signatures) and the AS annotations.
 const V1: &str = "
+CREATE TABLE store_info (
+    key TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
 CREATE TABLE runs (
     id INTEGER PRIMARY KEY,
     tenant TEXT NOT NULL,

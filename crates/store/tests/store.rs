@@ -305,8 +305,9 @@ fn answers_agree_with_the_file_itself() {
     let rows = store.tunnels(&t, &php).unwrap();
     assert_eq!(rows.len(), 2);
     assert!(
-        rows.iter()
-            .all(|r| r.class == "invisible-php" && r.revealed == 3),
+        rows.iter().all(|r| r.class == "invisible-php"
+            && r.lsrs.len() == 3
+            && r.lsrs.iter().all(|l| l.revealed)),
         "{rows:?}"
     );
     // by target and prefix
