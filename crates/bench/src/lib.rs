@@ -22,7 +22,9 @@ pub mod drive;
 pub mod probe_rate;
 pub mod soak;
 pub mod soak_lab;
+#[cfg(feature = "store")]
 pub mod store;
+#[cfg(feature = "store")]
 pub mod store_truth;
 
 pub use accuracy::{

@@ -4,37 +4,28 @@
 //! (`vtnt_bench::store_truth`). The same through the real lab and `vtnt tnt`:
 //! `crates/cli/tests/store_lab.rs`.
 
-use std::path::PathBuf;
-
 use vtnt_bench::store::{campaign, write_json};
 use vtnt_lab::{generate, GenOptions, Lab, Topology};
 use vtnt_store::import::{import_file, ImportOptions};
 use vtnt_store::{Store, Tenant};
 
-struct Scratch(PathBuf);
+#[path = "../../store/tests/common/mod.rs"]
+mod store_common;
 
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+use store_common::Scratch;
 
 /// The differences between the store's answers and the truth's for a campaign on `topo`.
 fn differences(tag: &str, topo: Topology) -> Vec<String> {
-    let dir = Scratch(
-        std::env::temp_dir().join(format!("vtnt-store-truth-{tag}-{}", std::process::id())),
-    );
-    let _ = std::fs::remove_dir_all(&dir.0);
-    std::fs::create_dir_all(&dir.0).unwrap();
+    let dir = Scratch::new(&format!("truth-{tag}"));
     let mut lab = Lab::new(topo);
     let truth = lab.truth();
     let records = campaign(&mut lab, &truth, 1).expect("the campaign");
-    let json = dir.0.join("campaign.json");
+    let json = dir.path("campaign.json");
     write_json(&json, [records]).unwrap();
     let truth = serde_json::to_value(&truth).unwrap();
-    let pfx2as = dir.0.join("pfx2as");
+    let pfx2as = dir.path("pfx2as");
     std::fs::write(&pfx2as, vtnt_bench::store_truth::pfx2as_for(&truth)).unwrap();
-    let mut store = Store::open(&dir.0.join("results.sqlite")).unwrap();
+    let mut store = Store::open(&dir.path("results.sqlite")).unwrap();
     store.load_pfx2as(&pfx2as).unwrap();
     let tenant = Tenant::new("lab").unwrap();
     let o = ImportOptions {

@@ -235,7 +235,8 @@ pub fn run(q: Question) -> anyhow::Result<ExitCode> {
                     ],
                     nodes
                         .iter()
-                        .map(|n| {
+                        .map(|row| {
+                            let n = &row.node;
                             vec![
                                 n.name.clone(),
                                 opt(&n.location),
@@ -243,7 +244,7 @@ pub fn run(q: Question) -> anyhow::Result<ExitCode> {
                                 opt(&n.image_sha256),
                                 opt(&n.clock_offset_ms),
                                 opt(&n.clock_sync),
-                                n.jobs.to_string(),
+                                row.jobs.to_string(),
                             ]
                         })
                         .collect(),

@@ -52,7 +52,7 @@ pub struct RunInfo {
 }
 
 /// A vantage point and what is known of it; unknown fields stay as they were.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
 pub struct NodeInfo {
     pub name: String,
     pub location: Option<String>,

@@ -172,6 +172,14 @@ impl Store {
         &self.path
     }
 
+    /// Moves everything the write-ahead log holds into the database file and empties the
+    /// log (before copying the file, or measuring it).
+    pub fn checkpoint(&self) -> Result<()> {
+        self.conn
+            .execute_batch("PRAGMA wal_checkpoint(TRUNCATE)")
+            .map_err(StoreError::sql(format!("{}: checkpointing", self.path)))
+    }
+
     /// The store's own identity (made the first time it is asked for): what names it to
     /// others, such as its durable consumer on a fleet's results stream.
     pub fn id(&self) -> Result<String> {

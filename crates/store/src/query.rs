@@ -13,7 +13,7 @@ pub use vtnt_policy::Prefix;
 use vtnt_record::TunnelClass;
 
 use crate::error::{Result, StoreError};
-use crate::{Store, Tenant};
+use crate::{NodeInfo, Store, Tenant};
 
 /// Which records a question looks at; every field narrows it (unset: no condition).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -119,8 +119,10 @@ impl Scope {
             args: Vec::new(),
         };
         s.cond("r.tenant = ?", Value::Text(tenant.as_str().into()));
-        if let Some(t) = f.target {
-            s.cond("r.dst = ?", Value::Text(t.to_string()));
+        match f.target.map(|t| (t, crate::addr_n(t))) {
+            Some((_, Some(n))) => s.cond("r.dst_n = ?", Value::Integer(n)),
+            Some((t, None)) => s.cond("r.dst = ?", Value::Text(t.to_string())),
+            None => {}
         }
         if let Some(p) = &f.prefix {
             let first = u32::from(p.addr());
@@ -205,15 +207,11 @@ pub struct RunRow {
     pub last_us: Option<i64>,
 }
 
-/// A vantage point and its provenance.
+/// A vantage point and its provenance (the latest its jobs gave).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct NodeRow {
-    pub name: String,
-    pub location: Option<String>,
-    pub public_addr: Option<String>,
-    pub image_sha256: Option<String>,
-    pub clock_offset_ms: Option<f64>,
-    pub clock_sync: Option<String>,
+    #[serde(flatten)]
+    pub node: NodeInfo,
     pub first_seen_us: i64,
     pub last_seen_us: i64,
     pub jobs: u64,
@@ -337,12 +335,14 @@ impl Store {
             &[Value::Text(tenant.as_str().into())],
             |r| {
                 Ok(NodeRow {
-                    name: r.get(0)?,
-                    location: r.get(1)?,
-                    public_addr: r.get(2)?,
-                    image_sha256: r.get(3)?,
-                    clock_offset_ms: r.get(4)?,
-                    clock_sync: r.get(5)?,
+                    node: NodeInfo {
+                        name: r.get(0)?,
+                        location: r.get(1)?,
+                        public_addr: r.get(2)?,
+                        image_sha256: r.get(3)?,
+                        clock_offset_ms: r.get(4)?,
+                        clock_sync: r.get(5)?,
+                    },
                     first_seen_us: r.get(6)?,
                     last_seen_us: r.get(7)?,
                     jobs: r.get(8)?,

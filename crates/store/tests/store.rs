@@ -3,35 +3,16 @@
 //! store nothing and name the position, tenants see only their own rows, the questions
 //! agree with the file itself, the diff finds a changed path.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde_json::Value;
 use vtnt_store::import::{import_file, ImportOptions};
 use vtnt_store::query::Filter;
 use vtnt_store::{Store, StoreError, Tenant};
 
-const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/reference.json");
+mod common;
 
-/// A directory of its own per test, removed when dropped.
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new(tag: &str) -> Scratch {
-        let d = std::env::temp_dir().join(format!("vtnt-store-{tag}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).unwrap();
-        Scratch(d)
-    }
-    fn path(&self, name: &str) -> PathBuf {
-        self.0.join(name)
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+use common::{Scratch, FIXTURE};
 
 fn tenant(t: &str) -> Tenant {
     Tenant::new(t).unwrap()
@@ -119,7 +100,7 @@ fn a_record_is_stored_once_whatever_its_format() {
     let nodes = store.nodes(&tenant("lab")).unwrap();
     assert_eq!(nodes.len(), 1);
     assert_eq!(
-        nodes[0].name, "lab-vp",
+        nodes[0].node.name, "lab-vp",
         "the cycle's hostname names the node"
     );
 }
@@ -434,4 +415,86 @@ fn a_newer_schema_is_refused_and_migrations_are_recorded() {
         .unwrap()
         .to_string();
     assert!(e.contains("no store there"), "{e}");
+}
+
+#[cfg(feature = "parquet")]
+#[test]
+fn a_table_as_parquet_reads_back() {
+    use parquet::file::reader::{FileReader, SerializedFileReader};
+    let s = Scratch::new("parquet");
+    let mut store = Store::open(&s.path("r.sqlite")).unwrap();
+    import(&mut store, Path::new(FIXTURE), "lab", None).unwrap();
+    for table in ["hops", "tunnels", "traces"] {
+        let out = s.path(&format!("{table}.parquet"));
+        let n = store
+            .export(
+                &tenant("lab"),
+                table,
+                vtnt_store::export::ExportFormat::Parquet,
+                std::fs::File::create(&out).unwrap(),
+            )
+            .unwrap();
+        let r = SerializedFileReader::new(std::fs::File::open(&out).unwrap()).unwrap();
+        let meta = r.metadata().file_metadata();
+        assert_eq!(meta.num_rows() as u64, n, "{table}");
+        assert!(n > 0);
+        let cols: Vec<String> = meta
+            .schema_descr()
+            .columns()
+            .iter()
+            .map(|c| c.name().to_string())
+            .collect();
+        assert!(
+            cols.contains(&"id".to_string()) || table == "hops",
+            "{cols:?}"
+        );
+    }
+}
+
+#[test]
+fn a_recorder_files_what_it_is_given_off_the_callers_thread() {
+    let s = Scratch::new("recorder");
+    let db = s.path("r.sqlite");
+    let p = vtnt_store::Provenance {
+        tenant: tenant("local"),
+        run: vtnt_store::RunInfo {
+            key: "cli-test".into(),
+            name: "tnt on test".into(),
+            source: vtnt_store::Source::Cli,
+            command: Some("vtnt tnt".into()),
+        },
+        node: vtnt_store::NodeInfo {
+            name: "host".into(),
+            ..Default::default()
+        },
+        job: vtnt_store::JobInfo {
+            key: "cli-test".into(),
+            kind: Some("tnt".into()),
+            ..Default::default()
+        },
+    };
+    let rec = vtnt_store::Recorder::start(Store::open(&db).unwrap(), p).unwrap();
+    let items: Vec<vtnt_formats::Item> = vtnt_formats::JsonReader::new(std::io::BufReader::new(
+        std::fs::File::open(FIXTURE).unwrap(),
+    ))
+    .map(Result::unwrap)
+    .collect();
+    let mut n = 0;
+    for item in &items {
+        match item {
+            vtnt_formats::Item::Annotated(r, f) => rec.record(r, Some(f.clone())),
+            vtnt_formats::Item::Record(r) => rec.record(r, None),
+            _ => continue,
+        };
+        n += 1;
+    }
+    let report = rec.finish().unwrap();
+    assert_eq!(report.traces + report.pings, n);
+    let store = Store::open_existing(&db).unwrap();
+    let runs = store.runs(&tenant("local")).unwrap();
+    assert_eq!(runs.len(), 1);
+    assert_eq!(runs[0].traces + runs[0].pings, n);
+    // the records, in order: the job's indexes follow the calls
+    let traces = store.traces(&tenant("local"), &Filter::default()).unwrap();
+    assert_eq!(traces.first().map(|t| t.dst.as_str()), Some("203.0.113.2"));
 }
