@@ -7,6 +7,8 @@
 //!   (`vtnt bench soak`).
 //! - [`fw::sweep`]: the firewall's classifier at 0 to 1,000,000 rules: load time, bytes
 //!   per rule, nanoseconds per classification (`vtnt bench fw-classify`).
+//! - [`store::store_bench`]: the results store at campaign scale: import time, database
+//!   size, every question's time (`vtnt bench store`).
 //!
 //! ```no_run
 //! let report = vtnt_bench::tnt_accuracy(&vtnt_bench::AccuracyOptions::new(10, 42)).unwrap();
@@ -23,6 +25,10 @@ pub mod fw;
 pub mod probe_rate;
 pub mod soak;
 pub mod soak_lab;
+#[cfg(feature = "store")]
+pub mod store;
+#[cfg(feature = "store")]
+pub mod store_truth;
 
 pub use accuracy::{
     tnt_accuracy, topology_seed, AccuracyOptions, AccuracyReport, BruteForceScore, ClassScore,

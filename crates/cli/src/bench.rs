@@ -10,6 +10,8 @@
 //!
 //! - `soak`: large `vtnt trace` campaigns on the in-process lab under a virtual clock,
 //!   again and again, counting the runs that never end.
+//! - `store`: the results store at campaign scale: import time, database size, every
+//!   question's time.
 //!
 //! - `deploy`: seed 000's evaluation (image size, memory with and without KSM, CPU,
 //!   deploy + execution time, density under memory and CPU budgets) for every runtime.
@@ -142,6 +144,28 @@ pub enum BenchCommand {
         /// wall-clock time per run (--window, --lag-us, --loss and --seed do not apply).
         #[arg(long, default_value_t = false)]
         lab: bool,
+    },
+    /// The results store at campaign scale: a TNT campaign over a generated topology (in
+    /// process, virtual clock) grown to --targets targets (its destinations moved to fresh
+    /// addresses, block after block), imported twice into a fresh store under --dir
+    /// (kept): import time, records per second, database size, every question's time.
+    #[cfg(feature = "store")]
+    Store {
+        /// Targets of the campaign.
+        #[arg(long, default_value_t = 100_000)]
+        targets: usize,
+        /// Destinations of the generated topology: one block of the campaign.
+        #[arg(long, default_value_t = 64)]
+        destinations: usize,
+        /// The generated topology's seed (and the campaign's).
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Where the campaign files, the prefix-to-AS file and the store go.
+        #[arg(long, default_value = "vtnt-bench-store")]
+        dir: std::path::PathBuf,
+        /// Print the report as JSON instead of markdown.
+        #[arg(long, default_value_t = false)]
+        json: bool,
     },
     /// Sustained probe rate and pacing error of the engine + Linux driver through a Linux
     /// router in namespaces, with scamper (at its 10,000 pps ceiling) in the same run; each
@@ -353,6 +377,24 @@ pub fn run(cmd: BenchCommand) -> anyhow::Result<ExitCode> {
             } else {
                 ExitCode::SUCCESS
             })
+        }
+        #[cfg(feature = "store")]
+        BenchCommand::Store {
+            targets,
+            destinations,
+            seed,
+            dir,
+            json,
+        } => {
+            let o = vtnt_bench::store::StoreBenchOptions {
+                targets,
+                destinations,
+                seed,
+                dir,
+            };
+            let report = vtnt_bench::store::store_bench(&o)?;
+            emit(json, serde_json::to_value(&report)?, report.to_markdown())?;
+            Ok(ExitCode::SUCCESS)
         }
         // Ctrl-C ends the run at its next step, its instances removed and the KSM and
         // `favordynmods` settings restored

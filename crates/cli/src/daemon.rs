@@ -138,7 +138,7 @@ fn parse_stall(s: &str) -> Result<f64, String> {
 
 /// The options of `vtnt trace|ping|tnt` that are the daemon's, or would read or write
 /// the daemon's files: a command that gives one is refused.
-const DAEMON_OWNS: [&str; 9] = [
+const DAEMON_OWNS: [&str; 11] = [
     "pps",
     "window",
     "allow_public",
@@ -148,6 +148,8 @@ const DAEMON_OWNS: [&str; 9] = [
     "targets_file",
     "from",
     "quiet",
+    "store",
+    "no_store",
 ];
 
 pub fn run(args: DaemonArgs) -> anyhow::Result<ExitCode> {

@@ -176,6 +176,26 @@ pub enum FleetCommand {
         #[arg(long)]
         follow: bool,
     },
+    /// Copy a tenant's results into the results store (docs/store.md) through a durable
+    /// consumer of the store's own: a store that was down catches up from where it was,
+    /// and nothing is stored twice.
+    #[cfg(feature = "store")]
+    Store {
+        #[command(flatten)]
+        connect: ConnectArgs,
+        #[arg(long, default_value = broker::DEFAULT_TENANT)]
+        tenant: String,
+        /// The store (default: as `vtnt import`'s).
+        #[arg(long = "store", value_name = "PATH")]
+        store: Option<PathBuf>,
+        /// Keep storing results as they come, until stopped (Ctrl-C at any moment: a
+        /// batch not yet acknowledged comes again).
+        #[arg(long)]
+        follow: bool,
+        /// Print what was stored as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Seed 000's controller experiment: place the events of EVENTS (`AT LOCATION RUNTIME
     /// MODE JOB...` per line) at their times on the nodes of NODES (`NAME LOCATION` per
     /// line, all up), then write one JSON line per event: its outcome, how late it was
@@ -435,6 +455,50 @@ pub fn run(cmd: FleetCommand) -> anyhow::Result<ExitCode> {
                     println!("backlog {subject}: {n}");
                 }
                 println!("results stored: {} messages", st.results_stored);
+            }
+        }
+        #[cfg(feature = "store")]
+        FleetCommand::Store {
+            connect,
+            tenant,
+            store,
+            follow,
+            json,
+        } => {
+            let c = connect.connect(Role::Tenant(tenant.clone()))?;
+            let (mut store, tenant) = crate::store::StoreArgs { store, tenant }.open()?;
+            let o = vtnt_store::feed::FeedOptions {
+                tenant,
+                follow,
+                batch: 500,
+            };
+            let r = vtnt_store::feed::feed(&c, &mut store, &o, |r| {
+                if follow {
+                    eprintln!(
+                        "vtnt fleet: {} messages: {} traces, {} pings stored",
+                        r.messages, r.stored.traces, r.stored.pings
+                    );
+                }
+            })?;
+            for why in &r.rejected {
+                eprintln!("vtnt fleet: skipped {why}");
+            }
+            if json {
+                println!("{}", serde_json::to_string(&r)?);
+            } else {
+                eprintln!(
+                    "vtnt fleet: {} messages ({} summaries): {} traces, {} pings stored, {} stored already, {} skipped, in {}",
+                    r.messages,
+                    r.summaries,
+                    r.stored.traces,
+                    r.stored.pings,
+                    r.stored.known,
+                    r.rejected.len(),
+                    store.path()
+                );
+            }
+            if !r.rejected.is_empty() {
+                return Ok(ExitCode::from(2));
             }
         }
         FleetCommand::Results {

@@ -73,9 +73,9 @@ pub fn run(a: JobLineArgs) -> anyhow::Result<ExitCode> {
         quiet: true,
     };
     let round = |job: &Job| match job.spec.kind {
-        JobKind::Tnt(_) => tnt::run_job(job, tnt::ReadBack::default(), false),
+        JobKind::Tnt(_) => tnt::run_job(job, tnt::ReadBack::default(), false, None),
         JobKind::Micro(o) => micro::run(&o),
-        _ => probe::run(job),
+        _ => probe::run(job, None),
     };
     let start = Instant::now();
     let mut code = round(&job)?;

@@ -26,7 +26,25 @@ mod names;
 mod output;
 mod probe;
 mod progress;
+#[cfg(feature = "store")]
+mod query;
 mod runtime;
+#[cfg(feature = "store")]
+mod store;
+#[cfg(not(feature = "store"))]
+mod store {
+    //! Built without the results store: runs store nothing; `--store` is an error.
+    pub fn sink(
+        c: &vtnt_job::Common,
+        _kind: &str,
+    ) -> anyhow::Result<Option<Box<dyn crate::output::Sink>>> {
+        anyhow::ensure!(
+            c.store.is_none(),
+            "--store: this vtnt was built without the results store (cargo feature `store`)"
+        );
+        Ok(None)
+    }
+}
 mod text;
 mod tnt;
 
@@ -88,6 +106,18 @@ enum Command {
     /// (show), a commented file (sample).
     #[command(subcommand)]
     Config(config::ConfigCommand),
+    /// File scamper files (warts, JSON, gzip allowed) in the results store; each file
+    /// whole or not at all.
+    #[cfg(feature = "store")]
+    Import(store::ImportArgs),
+    /// One table of the results store as CSV (or Parquet), for pandas and R.
+    #[cfg(feature = "store")]
+    Export(store::ExportArgs),
+    /// Ask the results store: runs, nodes, traces, tunnels, tunnels per AS and per
+    /// vendor, classes per vantage point, revealed LSRs per AS, the diff of two runs.
+    #[cfg(feature = "store")]
+    #[command(subcommand)]
+    Query(query::Question),
     /// Shell completions (bash, zsh, fish) on stdout.
     Completions(manual::CompletionsArgs),
     /// Man pages for vtnt and every subcommand, into a directory (`cargo xtask man`).
@@ -158,9 +188,13 @@ fn main() -> ExitCode {
             if let Some(w) = args.rate_warning() {
                 say!("vtnt: warning: {w}");
             }
+            let kind = match &args {
+                vtnt_job::JobArgs::Ping(_) => "ping",
+                _ => "trace",
+            };
             output::check(args.common().output.as_deref(), args.common().format())
                 .and_then(|()| args.job(vtnt_job::Vantage::Host))
-                .and_then(|job| probe::run(&job))
+                .and_then(|job| probe::run(&job, store::sink(args.common(), kind)?))
         }
         Command::JobLine(a) => jobline::run(a),
         Command::Daemon(a) => daemon::run(a),
@@ -175,6 +209,12 @@ fn main() -> ExitCode {
         #[cfg(feature = "fleet")]
         Command::Agent(args) => fleet::agent(args),
         Command::Config(what) => config::run(what, &settings, Cli::command()),
+        #[cfg(feature = "store")]
+        Command::Import(a) => store::import(a),
+        #[cfg(feature = "store")]
+        Command::Export(a) => store::export(a),
+        #[cfg(feature = "store")]
+        Command::Query(q) => query::run(q),
         Command::Completions(a) => manual::completions(a, Cli::command()),
         Command::ManPages(a) => manual::man_pages(a, Cli::command()),
     };

@@ -1,4 +1,5 @@
-//! Where results go: stdout or a file, in scamper JSON, warts or text.
+//! Where results go: stdout or a file, in scamper JSON, warts or text; and, as each record
+//! is written, a [`Sink`] (the results store, [`crate::store`]).
 //!
 //! A file is only ever a regular file: `-o` refuses a path holding anything else (a
 //! symbolic link, directory, FIFO, device or socket) before the run probes, and never
@@ -234,12 +235,29 @@ enum Writer {
     Text(Box<dyn Write>),
 }
 
+/// Where else each record goes as it is written.
+pub trait Sink {
+    /// Takes one record with its annotations.
+    fn record(&mut self, r: &Record, ann: &dyn Annotate);
+    /// Files what is left and says on stderr what could not be stored; true when
+    /// everything asked for was stored.
+    fn finish(self: Box<Self>) -> bool;
+}
+
 /// Writes a cycle of records in the chosen format.
 pub struct Output {
     writer: Writer,
     file: Option<AtomicFile>,
     cycle: Cycle,
     records: u64,
+    sink: Option<Box<dyn Sink>>,
+}
+
+/// What an output wrote.
+pub struct Written {
+    pub records: u64,
+    /// The sink failed to store what it was asked to.
+    pub unstored: bool,
 }
 
 fn io_err(e: impl std::fmt::Display) -> io::Error {
@@ -283,6 +301,7 @@ impl Output {
             file,
             cycle,
             records: 0,
+            sink: None,
         };
         match &mut out.writer {
             Writer::Json(w) => w.cycle_start(&out.cycle).map_err(io_err)?,
@@ -290,6 +309,12 @@ impl Output {
             Writer::Text(_) => {}
         }
         Ok(out)
+    }
+
+    /// Also hands every record to `sink` as it is written.
+    pub fn with_sink(mut self, sink: Option<Box<dyn Sink>>) -> Output {
+        self.sink = sink;
+        self
     }
 
     /// Writes one record.
@@ -323,12 +348,15 @@ impl Output {
             }
         }
         self.records += 1;
+        if let Some(s) = &mut self.sink {
+            s.record(r, ann);
+        }
         Ok(())
     }
 
-    /// Writes the cycle stop, flushes, and moves the file into place; returns the
-    /// number of records written.
-    pub fn finish(mut self) -> anyhow::Result<u64> {
+    /// Writes the cycle stop, flushes, and moves the file into place (then finishes the
+    /// sink); returns the number of records written.
+    pub fn finish(mut self) -> anyhow::Result<Written> {
         self.cycle.stop_time = unix_now();
         match &mut self.writer {
             Writer::Json(w) => {
@@ -345,7 +373,11 @@ impl Output {
         if let Some(f) = self.file.take() {
             f.commit()?;
         }
-        Ok(self.records)
+        let unstored = self.sink.take().is_some_and(|s| !s.finish());
+        Ok(Written {
+            records: self.records,
+            unstored,
+        })
     }
 }
 

@@ -10,7 +10,7 @@ use vtnt_job::{say, Job, JobKind};
 
 use crate::interrupt;
 use crate::names::Names;
-use crate::output::{self, Output};
+use crate::output::{self, Output, Sink};
 use crate::progress::Progress;
 
 /// Reports the probes the kernel refused to send (`vtnt: N probes could not be sent:
@@ -64,9 +64,9 @@ fn started(job: &Job, now: vtnt_engine::Instant) -> anyhow::Result<(Engine, usiz
     Ok((engine, refused))
 }
 
-/// Runs a trace or ping job (one measurement per target) and writes every record; on
-/// SIGINT or SIGTERM stops probing and keeps the records finished so far.
-pub fn run(job: &Job) -> anyhow::Result<ExitCode> {
+/// Runs a trace or ping job (one measurement per target) and writes every record (to
+/// `sink` too); on SIGINT or SIGTERM stops probing and keeps the records finished so far.
+pub fn run(job: &Job, sink: Option<Box<dyn Sink>>) -> anyhow::Result<ExitCode> {
     let what = match &job.spec.kind {
         JobKind::Trace(_) => "traces",
         JobKind::Ping(_) => "pings",
@@ -79,7 +79,7 @@ pub fn run(job: &Job) -> anyhow::Result<ExitCode> {
     let clock = vtnt_linux::Clock::new();
     let (mut engine, refused) = started(job, clock.now())?;
     let stop = interrupt::catch_run()?;
-    let mut out = Output::open(job.output.as_deref(), job.format)?;
+    let mut out = Output::open(job.output.as_deref(), job.format)?.with_sink(sink);
     // (both closures tell it what happened; the loop calls them one at a time)
     let progress = RefCell::new(Progress::new(targets.len(), what, job.quiet));
     let mut names = job.names.then(Names::start);
@@ -109,10 +109,10 @@ pub fn run(job: &Job) -> anyhow::Result<ExitCode> {
         }
     }
     let some_unsent = check_sent(&stats)?;
-    let records = out.finish()?;
+    let written = out.finish()?;
     Ok(if stats.interrupted {
-        interrupt::report(records, job.output.as_deref())
-    } else if job.some_bad || refused > 0 || some_unsent {
+        interrupt::report(written.records, job.output.as_deref())
+    } else if job.some_bad || refused > 0 || some_unsent || written.unstored {
         ExitCode::from(2)
     } else {
         ExitCode::SUCCESS

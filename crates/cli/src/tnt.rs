@@ -24,7 +24,7 @@ use vtnt_job::{say, Common, Format, Job, JobKind, Targets, TntArgs, Vantage};
 use vtnt_tnt::{RecordRole, Tnt, TntResult, TntRunner};
 
 use crate::interrupt;
-use crate::output::{self, Output};
+use crate::output::{self, Output, Sink};
 use crate::probe;
 use crate::progress::Progress;
 
@@ -136,18 +136,24 @@ pub fn run(a: TntArgs) -> anyhow::Result<ExitCode> {
         vtnt_job::job(kind, &a.common, Vantage::Host)?
     };
     job.some_bad |= bad_seeds > 0;
-    run_job(&job, back, from_only)
+    let sink = crate::store::sink(&a.common, "tnt")?;
+    run_job(&job, back, from_only, sink)
 }
 
 /// Runs a TNT job on this host: its targets, and the records in `back` instead of
 /// measurements (`from_only`: every seed's destination has been reported already when
-/// refused).
-pub fn run_job(job: &Job, back: ReadBack, from_only: bool) -> anyhow::Result<ExitCode> {
+/// refused); every record written goes to `sink` too.
+pub fn run_job(
+    job: &Job,
+    back: ReadBack,
+    from_only: bool,
+    sink: Option<Box<dyn Sink>>,
+) -> anyhow::Result<ExitCode> {
     let (mut runner, n, some_bad) = runner(job, back, from_only)?;
     let mut sockets = vtnt_linux::RawSockets::open()?;
     let clock = vtnt_linux::Clock::new();
     let stop = interrupt::catch_run()?;
-    let mut out = Output::open(job.output.as_deref(), job.format)?;
+    let mut out = Output::open(job.output.as_deref(), job.format)?.with_sink(sink);
     // (both closures tell it what happened; the loop calls them one at a time)
     let progress = RefCell::new(Progress::new(n, "targets", job.quiet));
     let mut failed = 0usize;
@@ -190,15 +196,15 @@ pub fn run_job(job: &Job, back: ReadBack, from_only: bool) -> anyhow::Result<Exi
     }
     progress.into_inner().finish();
     let some_unsent = probe::check_sent(&stats)?;
-    let records = out.finish()?;
+    let written = out.finish()?;
     let s = runner.summary();
     say!(
         "vtnt: {} targets: tunnels explicit {} implicit {} opaque {} invisible-php {} invisible-uhp {}; {} LSRs revealed; {} not revealable; {} blind spots clear; {} not revealed (send errors); {} probes ({} in initial traces, {} in pings, {} in revelation traces)",
         s.targets, s.explicit, s.implicit, s.opaque, s.invisible_php, s.invisible_uhp, s.lsrs_revealed, s.unrevealed, s.blind_spots_clear, s.reveal_send_errors, s.probes(), s.trace_probes, s.ping_probes, s.revelation_probes
     );
     Ok(if stats.interrupted {
-        interrupt::report(records, job.output.as_deref())
-    } else if some_bad || failed > 0 || some_unsent {
+        interrupt::report(written.records, job.output.as_deref())
+    } else if some_bad || failed > 0 || some_unsent || written.unstored {
         ExitCode::from(2)
     } else {
         ExitCode::SUCCESS

@@ -137,6 +137,8 @@ fn tenant(t: &str) -> Value {
             format!("$JS.API.CONSUMER.INFO.{r}.>"),
             format!("$JS.API.CONSUMER.DELETE.{r}.>"),
             format!("$JS.API.CONSUMER.MSG.NEXT.{r}.>"),
+            // acknowledgements of its own durable consumers (the results store's feed)
+            format!("$JS.ACK.{r}.>"),
             format!("{FLEET_API}.STREAM.INFO.{NODES_STREAM}"),
             format!("{FLEET_API}.STREAM.MSG.GET.{NODES_STREAM}"),
             format!("{FLEET_API}.STREAM.INFO.{JOBS_STREAM}"),

@@ -243,9 +243,11 @@ struct Words {
 /// Parses a job given in `vtnt`'s words (`["trace", "-q", "1", "192.0.2.9"]`) and checks
 /// it for a run from `vantage`. `--help` in the words is an error carrying clap's help.
 /// `-O ptr` is refused: hop names are looked up through this host's resolver by `vtnt
-/// trace` itself, which a job for a runtime is not (and the unikernel has no resolver).
+/// trace` itself, which a job for a runtime is not (and the unikernel has no resolver);
+/// so are `--store` and `--no-store` (a runtime's results go where the runtime sends them).
 pub fn parse_words(words: &[String], vantage: Vantage) -> anyhow::Result<Job> {
-    let args = parse_args(words, &[])?;
+    // a runtime's job writes its results where the runtime says, in no store of its own
+    let args = parse_args(words, &["store", "no_store"])?;
     anyhow::ensure!(
         !args.common().ptr(),
         "-O ptr: hop names are looked up by `vtnt trace` on this host; a job for a runtime \
@@ -572,6 +574,21 @@ mod tests {
         }
         let e = parse_words(&words("trace -O ptr 192.0.2.1"), Vantage::Lab).unwrap_err();
         refused(e, "a job for a runtime cannot take it");
+        for (w, want) in [
+            (
+                "trace --store /tmp/s 192.0.2.1",
+                "--store is not accepted here",
+            ),
+            (
+                "tnt --no-store 192.0.2.1",
+                "--no-store is not accepted here",
+            ),
+        ] {
+            let e = parse_words(&words(w), Vantage::Lab)
+                .unwrap_err()
+                .to_string();
+            assert_eq!(e, want);
+        }
     }
 
     #[test]

@@ -93,6 +93,15 @@ pub struct Common {
     /// Measurements running at once; the rest wait their turn.
     #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..=32768))]
     pub window: u32,
+    /// Also file the results in the results store at PATH as they are written (by
+    /// default in the default store: $VTNT_STORE, else /var/lib/vtnt/results.sqlite as
+    /// root and $XDG_DATA_HOME/vtnt/results.sqlite otherwise; docs/store.md). A store
+    /// that fails never costs the measurement: its output is written all the same.
+    #[arg(long, value_name = "PATH")]
+    pub store: Option<PathBuf>,
+    /// Do not file the results in any results store.
+    #[arg(long, conflicts_with = "store")]
+    pub no_store: bool,
 }
 
 impl Common {
