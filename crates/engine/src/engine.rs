@@ -405,6 +405,22 @@ impl Engine {
         }
     }
 
+    /// Stops every measurement now, as scamper's `halt` does: each one probing ends with
+    /// what it has (a trace with stop reason HALTED) and is handed out by
+    /// [`Engine::poll_event`]; those still queued are dropped, never started.
+    pub fn halt(&mut self, now: Instant) {
+        self.queue.clear();
+        for i in 0..self.slots.len() {
+            if let Some(slot) = self.slots[i].as_mut() {
+                match &mut slot.run {
+                    Run::Trace(t) => t.halt(StopReason::Halted),
+                    Run::Ping(p) => p.halt(StopReason::Halted, now),
+                }
+                self.reschedule(i, now);
+            }
+        }
+    }
+
     /// The next finished measurement, if any.
     #[must_use]
     pub fn poll_event(&mut self) -> Option<Event> {

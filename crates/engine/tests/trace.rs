@@ -741,3 +741,31 @@ fn pmtud_needs_the_feature_and_the_interface_mtu() {
     let started = engine().start(T0, Job::Trace(o));
     assert_eq!(started.is_ok(), cfg!(feature = "pmtud"), "{started:?}");
 }
+
+/// `halt` (the daemon's, scamper's): a trace probing ends now with stop reason HALTED and
+/// the probes it sent; one still queued is dropped, never started.
+#[test]
+fn halt_ends_a_trace_with_what_it_sent() {
+    let mut e = Engine::new(Config {
+        pps: 1000,
+        max_active: 1,
+        ..Config::new(SRC)
+    })
+    .unwrap();
+    e.start(T0, Job::Trace(opts(Method::IcmpParis))).unwrap();
+    e.start(T0, Job::Trace(opts(Method::UdpParis))).unwrap();
+    let mut buf = [0u8; 1500];
+    assert!(e.poll_transmit(T0, &mut buf).is_some());
+    e.halt(T0);
+    let Some(vtnt_engine::Event::Finished {
+        record: Record::Trace(t),
+        ..
+    }) = e.poll_event()
+    else {
+        panic!("no halted trace")
+    };
+    assert_eq!(t.stop_reason, StopReason::Halted);
+    assert_eq!(t.probe_count, 1);
+    assert!(e.poll_event().is_none(), "the queued trace never started");
+    assert!(e.is_idle());
+}

@@ -327,6 +327,7 @@ impl Daemon<'_> {
                     c.queue.retain(|(q, _)| *q != id);
                     if let Some(i) = c.running.iter().position(|t| t.id == id) {
                         if let Some(mut t) = c.running.remove(i) {
+                            t.halt(self.clock.now());
                             deliver(c, &mut self.names, k, &mut t);
                             self.running -= 1;
                         }

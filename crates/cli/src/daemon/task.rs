@@ -28,6 +28,8 @@ pub struct Task {
     /// Its traces wait for their hops' names (`-O ptr`).
     pub names: bool,
     run: Run,
+    /// What a halted TNT task had finished, to hand out (last first).
+    halted: Vec<TntResult>,
 }
 
 impl Task {
@@ -44,7 +46,21 @@ impl Task {
             id,
             names: job.names,
             run,
+            halted: Vec::new(),
         })
+    }
+
+    /// `halt`: the task stops probing now; what it measured so far is its output (a
+    /// trace ends HALTED, a ping with the replies it has, a TNT target's finished traces
+    /// and pings marked incomplete), as scamper's tasks do.
+    pub fn halt(&mut self, now: Instant) {
+        match &mut self.run {
+            Run::Probe(p) => p.halt(now),
+            Run::Tnt(p) => {
+                self.halted = p.take_unfinished();
+                self.halted.reverse();
+            }
+        }
     }
 }
 
@@ -91,7 +107,10 @@ impl Prober for Task {
             Run::Probe(p) => p
                 .poll_event()
                 .map(|Event::Finished { record, .. }| Outcome::Record(record)),
-            Run::Tnt(p) => p.poll_output().map(|r| Outcome::Tnt(Box::new(r))),
+            Run::Tnt(p) => p
+                .poll_output()
+                .or_else(|| self.halted.pop())
+                .map(|r| Outcome::Tnt(Box::new(r))),
         }
     }
     fn is_idle(&self) -> bool {
