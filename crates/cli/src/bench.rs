@@ -167,6 +167,30 @@ pub enum BenchCommand {
         #[arg(long, default_value_t = false)]
         json: bool,
     },
+    /// `vtnt serve`'s pages at campaign scale: the store `vtnt bench store` builds (under
+    /// --dir, kept), then every page loaded --repeats times from a server in this process:
+    /// median and slowest time per page, the slowest page last.
+    #[cfg(feature = "serve")]
+    Serve {
+        /// Targets of the campaign.
+        #[arg(long, default_value_t = 100_000)]
+        targets: usize,
+        /// Destinations of the generated topology: one block of the campaign.
+        #[arg(long, default_value_t = 64)]
+        destinations: usize,
+        /// The generated topology's seed (and the campaign's).
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Where the store goes.
+        #[arg(long, default_value = "vtnt-bench-store")]
+        dir: std::path::PathBuf,
+        /// Loads of each page.
+        #[arg(long, default_value_t = 5)]
+        repeats: usize,
+        /// Print the report as JSON instead of markdown.
+        #[arg(long, default_value_t = false)]
+        json: bool,
+    },
     /// Sustained probe rate and pacing error of the engine + Linux driver through a Linux
     /// router in namespaces, with scamper (at its 10,000 pps ceiling) in the same run; each
     /// from the tool's own records and at the wire (every probe as the router receives it:
@@ -394,6 +418,30 @@ pub fn run(cmd: BenchCommand) -> anyhow::Result<ExitCode> {
             };
             let report = vtnt_bench::store::store_bench(&o)?;
             emit(json, serde_json::to_value(&report)?, report.to_markdown())?;
+            Ok(ExitCode::SUCCESS)
+        }
+        #[cfg(feature = "serve")]
+        BenchCommand::Serve {
+            targets,
+            destinations,
+            seed,
+            dir,
+            repeats,
+            json,
+        } => {
+            let o = vtnt_bench::store::StoreBenchOptions {
+                targets,
+                destinations,
+                seed,
+                dir,
+            };
+            let store = vtnt_bench::store::store_bench(&o)?;
+            let tenant = vtnt_store::Tenant::new(vtnt_bench::store::TENANT)?;
+            let pages =
+                vtnt_web::bench::page_times(std::path::Path::new(&store.db), &tenant, repeats)?;
+            let text = format!("{}\n{}", store.to_markdown(), pages.to_markdown());
+            let value = serde_json::json!({ "store": store, "pages": pages });
+            emit(json, value, text)?;
             Ok(ExitCode::SUCCESS)
         }
         // Ctrl-C ends the run at its next step, its instances removed and the KSM and

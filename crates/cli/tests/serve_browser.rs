@@ -498,3 +498,40 @@ fn serve_twice_on_one_port_fails_clearly() {
     assert_eq!(o.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&o.stderr).contains("give --public"));
 }
+
+#[test]
+fn the_page_benchmark_runs_at_a_small_size() {
+    let dir = Scratch::new("serve-bench");
+    let o = vtnt(&[
+        "bench",
+        "serve",
+        "--targets",
+        "200",
+        "--destinations",
+        "16",
+        "--repeats",
+        "1",
+        "--json",
+        "--dir",
+        &dir.arg("b"),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let r: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let pages = r["report"]["pages"]["pages"].as_array().unwrap();
+    // every kind of page, each answered 200 (the benchmark fails on anything else)
+    assert_eq!(pages.len(), 12, "{pages:?}");
+    for kind in [
+        "/campaigns/",
+        "/paths/",
+        "/diff?",
+        "/questions/revealed-lsrs-per-as",
+    ] {
+        assert!(
+            pages
+                .iter()
+                .any(|p| p["page"].as_str().unwrap().contains(kind)),
+            "{kind}"
+        );
+    }
+    assert!(r["report"]["pages"]["traces"].as_u64().unwrap() >= 400);
+}

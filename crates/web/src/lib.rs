@@ -8,10 +8,12 @@
 //! - [`html`]: the pages' markup and their SVG (paths, bars).
 //! - [`live`]: a fleet's results into the store and its events to the pages (SSE).
 //! - [`reports`]: a benchmark report directory, read-only.
+//! - [`bench`]: every page's load time (`vtnt bench serve`).
 //!
 //! Imports: `vtnt-store` (every answer), `vtnt-fleet` (the connection, streams and keys).
 
 pub mod auth;
+pub mod bench;
 mod html;
 pub mod live;
 pub mod reports;
