@@ -34,6 +34,36 @@ use std::process::ExitCode;
 
 use vtnt_job::say;
 
+/// The campaign `vtnt bench store` and `vtnt bench serve` build their store from.
+#[cfg(feature = "store")]
+#[derive(clap::Args, Debug)]
+pub struct StoreCampaign {
+    /// Targets of the campaign.
+    #[arg(long, default_value_t = 100_000)]
+    targets: usize,
+    /// Destinations of the generated topology: one block of the campaign.
+    #[arg(long, default_value_t = 64)]
+    destinations: usize,
+    /// The generated topology's seed (and the campaign's).
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Where the campaign files, the prefix-to-AS file and the store go.
+    #[arg(long, default_value = "vtnt-bench-store")]
+    dir: std::path::PathBuf,
+}
+
+#[cfg(feature = "store")]
+impl StoreCampaign {
+    fn options(self) -> vtnt_bench::store::StoreBenchOptions {
+        vtnt_bench::store::StoreBenchOptions {
+            targets: self.targets,
+            destinations: self.destinations,
+            seed: self.seed,
+            dir: self.dir,
+        }
+    }
+}
+
 #[derive(clap::Subcommand)]
 pub enum BenchCommand {
     /// TNT accuracy against the lab's ground truth, strict (class, ingress, egress and
@@ -151,18 +181,8 @@ pub enum BenchCommand {
     /// (kept): import time, records per second, database size, every question's time.
     #[cfg(feature = "store")]
     Store {
-        /// Targets of the campaign.
-        #[arg(long, default_value_t = 100_000)]
-        targets: usize,
-        /// Destinations of the generated topology: one block of the campaign.
-        #[arg(long, default_value_t = 64)]
-        destinations: usize,
-        /// The generated topology's seed (and the campaign's).
-        #[arg(long, default_value_t = 1)]
-        seed: u64,
-        /// Where the campaign files, the prefix-to-AS file and the store go.
-        #[arg(long, default_value = "vtnt-bench-store")]
-        dir: std::path::PathBuf,
+        #[command(flatten)]
+        campaign: StoreCampaign,
         /// Print the report as JSON instead of markdown.
         #[arg(long, default_value_t = false)]
         json: bool,
@@ -172,18 +192,8 @@ pub enum BenchCommand {
     /// median and slowest time per page, the slowest page last.
     #[cfg(feature = "serve")]
     Serve {
-        /// Targets of the campaign.
-        #[arg(long, default_value_t = 100_000)]
-        targets: usize,
-        /// Destinations of the generated topology: one block of the campaign.
-        #[arg(long, default_value_t = 64)]
-        destinations: usize,
-        /// The generated topology's seed (and the campaign's).
-        #[arg(long, default_value_t = 1)]
-        seed: u64,
-        /// Where the store goes.
-        #[arg(long, default_value = "vtnt-bench-store")]
-        dir: std::path::PathBuf,
+        #[command(flatten)]
+        campaign: StoreCampaign,
         /// Loads of each page.
         #[arg(long, default_value_t = 5)]
         repeats: usize,
@@ -403,39 +413,18 @@ pub fn run(cmd: BenchCommand) -> anyhow::Result<ExitCode> {
             })
         }
         #[cfg(feature = "store")]
-        BenchCommand::Store {
-            targets,
-            destinations,
-            seed,
-            dir,
-            json,
-        } => {
-            let o = vtnt_bench::store::StoreBenchOptions {
-                targets,
-                destinations,
-                seed,
-                dir,
-            };
-            let report = vtnt_bench::store::store_bench(&o)?;
+        BenchCommand::Store { campaign, json } => {
+            let report = vtnt_bench::store::store_bench(&campaign.options())?;
             emit(json, serde_json::to_value(&report)?, report.to_markdown())?;
             Ok(ExitCode::SUCCESS)
         }
         #[cfg(feature = "serve")]
         BenchCommand::Serve {
-            targets,
-            destinations,
-            seed,
-            dir,
+            campaign,
             repeats,
             json,
         } => {
-            let o = vtnt_bench::store::StoreBenchOptions {
-                targets,
-                destinations,
-                seed,
-                dir,
-            };
-            let store = vtnt_bench::store::store_bench(&o)?;
+            let store = vtnt_bench::store::store_bench(&campaign.options())?;
             let tenant = vtnt_store::Tenant::new(vtnt_bench::store::TENANT)?;
             let pages =
                 vtnt_web::bench::page_times(std::path::Path::new(&store.db), &tenant, repeats)?;
