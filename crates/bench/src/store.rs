@@ -27,6 +27,9 @@ use vtnt_tnt::TntConfig;
 
 use crate::drive::run_tnt;
 
+/// The tenant the campaigns are filed under.
+pub const TENANT: &str = "bench";
+
 /// What to measure.
 #[derive(Debug, Clone, Serialize)]
 pub struct StoreBenchOptions {
@@ -308,7 +311,7 @@ pub fn store_bench(o: &StoreBenchOptions) -> anyhow::Result<StoreBenchReport> {
     std::fs::write(&pfx2as, pfx2as_of(&truth))?;
     let mut store = Store::open(&db)?;
     store.load_pfx2as(&pfx2as)?;
-    let tenant = Tenant::new("bench")?;
+    let tenant = Tenant::new(TENANT)?;
     let mut imports = Vec::new();
     for (run, offset) in [("a", Duration::ZERO), ("b", Duration::from_secs(86_400))] {
         let json = o.dir.join(format!("campaign-{run}.json"));

@@ -34,6 +34,36 @@ use std::process::ExitCode;
 
 use vtnt_job::say;
 
+/// The campaign `vtnt bench store` and `vtnt bench serve` build their store from.
+#[cfg(feature = "store")]
+#[derive(clap::Args, Debug)]
+pub struct StoreCampaign {
+    /// Targets of the campaign.
+    #[arg(long, default_value_t = 100_000)]
+    targets: usize,
+    /// Destinations of the generated topology: one block of the campaign.
+    #[arg(long, default_value_t = 64)]
+    destinations: usize,
+    /// The generated topology's seed (and the campaign's).
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Where the campaign files, the prefix-to-AS file and the store go.
+    #[arg(long, default_value = "vtnt-bench-store")]
+    dir: std::path::PathBuf,
+}
+
+#[cfg(feature = "store")]
+impl StoreCampaign {
+    fn options(self) -> vtnt_bench::store::StoreBenchOptions {
+        vtnt_bench::store::StoreBenchOptions {
+            targets: self.targets,
+            destinations: self.destinations,
+            seed: self.seed,
+            dir: self.dir,
+        }
+    }
+}
+
 #[derive(clap::Subcommand)]
 pub enum BenchCommand {
     /// TNT accuracy against the lab's ground truth, strict (class, ingress, egress and
@@ -151,18 +181,22 @@ pub enum BenchCommand {
     /// (kept): import time, records per second, database size, every question's time.
     #[cfg(feature = "store")]
     Store {
-        /// Targets of the campaign.
-        #[arg(long, default_value_t = 100_000)]
-        targets: usize,
-        /// Destinations of the generated topology: one block of the campaign.
-        #[arg(long, default_value_t = 64)]
-        destinations: usize,
-        /// The generated topology's seed (and the campaign's).
-        #[arg(long, default_value_t = 1)]
-        seed: u64,
-        /// Where the campaign files, the prefix-to-AS file and the store go.
-        #[arg(long, default_value = "vtnt-bench-store")]
-        dir: std::path::PathBuf,
+        #[command(flatten)]
+        campaign: StoreCampaign,
+        /// Print the report as JSON instead of markdown.
+        #[arg(long, default_value_t = false)]
+        json: bool,
+    },
+    /// `vtnt serve`'s pages at campaign scale: the store `vtnt bench store` builds (under
+    /// --dir, kept), then every page loaded --repeats times from a server in this process:
+    /// median and slowest time per page, the slowest page last.
+    #[cfg(feature = "serve")]
+    Serve {
+        #[command(flatten)]
+        campaign: StoreCampaign,
+        /// Loads of each page.
+        #[arg(long, default_value_t = 5)]
+        repeats: usize,
         /// Print the report as JSON instead of markdown.
         #[arg(long, default_value_t = false)]
         json: bool,
@@ -379,21 +413,24 @@ pub fn run(cmd: BenchCommand) -> anyhow::Result<ExitCode> {
             })
         }
         #[cfg(feature = "store")]
-        BenchCommand::Store {
-            targets,
-            destinations,
-            seed,
-            dir,
+        BenchCommand::Store { campaign, json } => {
+            let report = vtnt_bench::store::store_bench(&campaign.options())?;
+            emit(json, serde_json::to_value(&report)?, report.to_markdown())?;
+            Ok(ExitCode::SUCCESS)
+        }
+        #[cfg(feature = "serve")]
+        BenchCommand::Serve {
+            campaign,
+            repeats,
             json,
         } => {
-            let o = vtnt_bench::store::StoreBenchOptions {
-                targets,
-                destinations,
-                seed,
-                dir,
-            };
-            let report = vtnt_bench::store::store_bench(&o)?;
-            emit(json, serde_json::to_value(&report)?, report.to_markdown())?;
+            let store = vtnt_bench::store::store_bench(&campaign.options())?;
+            let tenant = vtnt_store::Tenant::new(vtnt_bench::store::TENANT)?;
+            let pages =
+                vtnt_web::bench::page_times(std::path::Path::new(&store.db), &tenant, repeats)?;
+            let text = format!("{}\n{}", store.to_markdown(), pages.to_markdown());
+            let value = serde_json::json!({ "store": store, "pages": pages });
+            emit(json, value, text)?;
             Ok(ExitCode::SUCCESS)
         }
         // Ctrl-C ends the run at its next step, its instances removed and the KSM and

@@ -29,6 +29,8 @@ mod progress;
 #[cfg(feature = "store")]
 mod query;
 mod runtime;
+#[cfg(feature = "serve")]
+mod serve;
 #[cfg(feature = "store")]
 mod store;
 #[cfg(not(feature = "store"))]
@@ -118,6 +120,10 @@ enum Command {
     #[cfg(feature = "store")]
     #[command(subcommand)]
     Query(query::Question),
+    /// The results store and a fleet's live events as web pages and JSON, per tenant
+    /// (loopback by default; docs/serve.md); `vtnt serve token` makes a tenant's token.
+    #[cfg(feature = "serve")]
+    Serve(serve::ServeArgs),
     /// Shell completions (bash, zsh, fish) on stdout.
     Completions(manual::CompletionsArgs),
     /// Man pages for vtnt and every subcommand, into a directory (`cargo xtask man`).
@@ -135,6 +141,8 @@ impl Command {
             Command::Lab(lab::LabCommand::ServeFront { .. }) => logs::Style::Service,
             #[cfg(feature = "fleet")]
             Command::Agent(_) => logs::Style::Service,
+            #[cfg(feature = "serve")]
+            Command::Serve(a) if a.token.is_none() => logs::Style::Service,
             #[cfg(feature = "fleet")]
             Command::Fleet(f) if f.foreground() => logs::Style::Service,
             _ => logs::Style::Cli,
@@ -215,6 +223,8 @@ fn main() -> ExitCode {
         Command::Export(a) => store::export(a),
         #[cfg(feature = "store")]
         Command::Query(q) => query::run(q),
+        #[cfg(feature = "serve")]
+        Command::Serve(a) => serve::run(a),
         Command::Completions(a) => manual::completions(a, Cli::command()),
         Command::ManPages(a) => manual::man_pages(a, Cli::command()),
     };

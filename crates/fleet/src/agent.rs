@@ -33,7 +33,9 @@ use vtnt_job::{JobSpec, Targets};
 use vtnt_runtimes::net::Network;
 use vtnt_runtimes::{ImageSource, RunOptions, Runtime};
 
-use crate::proto::{DeployReply, JobRequest, JobStatus, JobSummary, NodeInfo, NodeState, Timings};
+use crate::proto::{
+    DeployReply, JobRequest, JobStatus, JobSummary, Mode, NodeInfo, NodeState, Timings,
+};
 use crate::{Connect, Fleet, ANY, DEPLOY_GROUP};
 
 /// How an agent runs.
@@ -466,6 +468,10 @@ async fn job(
         .as_ref()
         .and_then(|m| m.info().ok().map(|i| i.delivered as u64))
         .unwrap_or(1);
+    let mode = match wq {
+        Some(_) => Mode::Wait,
+        None => Mode::Discard,
+    };
     tracing::info!(
         node = ctx.node(),
         job = %req.id,
@@ -519,6 +525,7 @@ async fn job(
         code: None,
         records: 0,
         delivery,
+        mode: Some(mode),
         timings: Timings {
             queue_ms: start_us.saturating_sub(req.submitted_us) as f64 / 1e3,
             deploy_ms: 0.0,

@@ -133,6 +133,10 @@ pub struct JobSummary {
     pub records: u64,
     /// Which delivery of the job this was (1: the first; more: redelivered).
     pub delivery: u64,
+    /// How it came: from the work queue (`wait`) or as a core request (`discard`);
+    /// absent from an older agent's summaries.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<Mode>,
     pub timings: Timings,
     /// The node's clock synchronisation when the job started (`yes`, `no`, `unknown`).
     pub clock_sync: String,

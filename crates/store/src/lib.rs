@@ -14,7 +14,8 @@
 //! - [`query`], [`questions`], [`diff`]: typed, serde-serialisable answers, every one
 //!   scoped to one [`Tenant`]: records by target, prefix, tunnel class, vendor, node and
 //!   time; tunnels per AS and per vendor, tunnel classes per vantage point, revealed LSRs
-//!   per AS, and what changed between two campaigns.
+//!   per AS, and what changed between two campaigns; [`views`]: one campaign's progress
+//!   and findings, one path hop by hop (the pages of `vtnt serve`).
 //! - [`export`]: a table as CSV (or Parquet, feature `parquet`), one tenant's rows.
 //! - `feed` (feature `fleet`): a tenant's results stream of a fleet, through a durable
 //!   JetStream consumer (a store that was down catches up; nothing is stored twice).
@@ -42,6 +43,7 @@ pub mod query;
 pub mod questions;
 mod recorder;
 pub mod schema;
+pub mod views;
 
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
@@ -170,6 +172,12 @@ impl Store {
     /// The store's file, as errors name it.
     pub fn path(&self) -> &str {
         &self.path
+    }
+
+    /// A handle that stops this store's running query from another thread (it then
+    /// fails as interrupted): how a server bounds a query's time.
+    pub fn interrupt_handle(&self) -> rusqlite::InterruptHandle {
+        self.conn.get_interrupt_handle()
     }
 
     /// Moves everything the write-ahead log holds into the database file and empties the

@@ -161,7 +161,7 @@ impl Scope {
         Ok(s)
     }
 
-    fn cond(&mut self, sql: &str, v: Value) {
+    pub fn cond(&mut self, sql: &str, v: Value) {
         self.conds.push(sql.into());
         self.args.push(v);
     }
@@ -353,11 +353,21 @@ impl Store {
 
     /// The traces `f` selects (its class and vendor aside), oldest first.
     pub fn traces(&self, tenant: &Tenant, f: &Filter) -> Result<Vec<TraceRow>> {
-        let s = Scope::traces(tenant, f)?;
+        self.traces_in(&Scope::traces(tenant, f)?, None)
+    }
+
+    /// The first `limit` traces `f` selects (a page of them), oldest first.
+    pub fn traces_limited(&self, tenant: &Tenant, f: &Filter, limit: u32) -> Result<Vec<TraceRow>> {
+        self.traces_in(&Scope::traces(tenant, f)?, Some(limit))
+    }
+
+    /// The traces of scope `s`, oldest first (the first `limit`).
+    pub(crate) fn traces_in(&self, s: &Scope, limit: Option<u32>) -> Result<Vec<TraceRow>> {
         let sql = format!(
             "SELECT r.id, u.key, n.name, r.role, r.method, r.src, r.dst, r.start_us,
-                r.stop_reason, r.firsthop, {HOPS_TEXT} {} ORDER BY r.start_us, r.id",
-            s.sql()
+                r.stop_reason, r.firsthop, {HOPS_TEXT} {} ORDER BY r.start_us, r.id {}",
+            s.sql(),
+            limit.map_or(String::new(), |l| format!("LIMIT {l}"))
         );
         self.rows(&sql, &s.args, |r| {
             let firsthop: u8 = r.get(9)?;
@@ -379,7 +389,11 @@ impl Store {
 
     /// Every tunnel of the traces `f` selects, one row per trace that crossed it.
     pub fn tunnels(&self, tenant: &Tenant, f: &Filter) -> Result<Vec<TunnelRow>> {
-        let s = Scope::tunnels(tenant, f)?;
+        self.tunnels_in(&Scope::tunnels(tenant, f)?)
+    }
+
+    /// The tunnels of scope `s` (a [`Scope::tunnels`]), one row per trace that crossed it.
+    pub(crate) fn tunnels_in(&self, s: &Scope) -> Result<Vec<TunnelRow>> {
         let sql = format!(
             "SELECT r.id, u.key, n.name, r.dst, r.start_us, t.class, t.evidence, t.trigger,
                 t.ingress, t.egress,

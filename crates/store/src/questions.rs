@@ -103,6 +103,16 @@ impl Store {
         self.tunnel_counts(tenant, f, "n.name")
     }
 
+    /// Tunnel classes of the tunnels `f` selects, all in one group (its run's key, the
+    /// tenant's name for a filter of no run); `None` when it selects no tunnel.
+    pub fn classes_per_run(&self, tenant: &Tenant, f: &Filter) -> Result<Option<TunnelCount>> {
+        let group = match &f.run {
+            Some(_) => "u.key",
+            None => "r.tenant",
+        };
+        Ok(self.tunnel_counts(tenant, f, group)?.into_iter().next())
+    }
+
     /// Revealed LSRs per AS of their address, most first.
     pub fn revealed_lsrs_per_as(&self, tenant: &Tenant, f: &Filter) -> Result<Vec<LsrCount>> {
         let mut s = Scope::tunnels(tenant, f)?;
