@@ -262,7 +262,7 @@ pub fn start(
     spec: &InstanceSpec,
     cgroup: &Cgroup,
 ) -> anyhow::Result<Supervised> {
-    let job = crate::job::guest_job(&spec.job, TARGETS_DISK);
+    let job = crate::guest::guest_job(&spec.job, TARGETS_DISK);
     anyhow::ensure!(
         !job.args.iter().any(|w| w.contains('\n')),
         "job words may not contain newlines"
