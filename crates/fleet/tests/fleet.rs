@@ -982,7 +982,7 @@ fn bad_input_is_refused_clearly() {
     assert!(lines.is_empty(), "{lines:?}");
     let mut out = String::new();
     let _ = std::fs::File::open(&_agent.log).and_then(|mut f| f.read_to_string(&mut out));
-    assert!(out.contains("status=Refused"), "{out}");
+    assert!(out.contains("status=\"refused\""), "{out}");
 }
 
 /// (f) `vtnt fleet replay`: an event list of both modes placed on time on two nodes; one
