@@ -203,7 +203,11 @@ impl Client {
             .as_deref()
             .map(crate::guest::targets_input)
             .transpose()?;
-        Supervised::spawn_with_input(cmd, &format!("docker container {name}"), input)
+        Ok(Supervised::spawn_with_input(
+            cmd,
+            &format!("docker container {name}"),
+            input,
+        )?)
     }
 
     /// `docker inspect`'s view of container `name` (status, exit code, pid), or why there

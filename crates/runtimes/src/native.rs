@@ -56,5 +56,9 @@ pub fn start(
         .as_deref()
         .map(crate::guest::targets_input)
         .transpose()?;
-    Supervised::spawn_with_input(cmd, "the native vtnt process", input)
+    Ok(Supervised::spawn_with_input(
+        cmd,
+        "the native vtnt process",
+        input,
+    )?)
 }

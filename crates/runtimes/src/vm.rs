@@ -417,7 +417,10 @@ fn boot(
         "-device",
         "virtio-rng-pci,rng=rng0",
     ]);
-    Supervised::spawn(cmd, &format!("the Debian VM (guest {addr})"))
+    Ok(Supervised::spawn(
+        cmd,
+        &format!("the Debian VM (guest {addr})"),
+    )?)
 }
 
 /// A UDP port on 127.0.0.1 free right now (QEMU binds it a moment later).
