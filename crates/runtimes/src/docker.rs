@@ -198,11 +198,7 @@ impl Client {
             .arg(format!("/{}", cgroup.rel()))
             .arg(image)
             .args(&job.args);
-        let input = job
-            .targets
-            .as_deref()
-            .map(crate::guest::targets_input)
-            .transpose()?;
+        let input = job.input()?;
         Ok(Supervised::spawn_with_input(
             cmd,
             &format!("docker container {name}"),

@@ -64,6 +64,13 @@ pub fn guest_job(job: &JobSpec, targets_at: &str) -> GuestJob {
     GuestJob { args, targets }
 }
 
+impl GuestJob {
+    /// Its target list as a process's standard input ([`targets_input`]), if it has one.
+    pub fn input(&self) -> anyhow::Result<Option<std::fs::File>> {
+        self.targets.as_deref().map(targets_input).transpose()
+    }
+}
+
 /// A file holding `list`, open for reading from its start and already unlinked (nothing
 /// is left behind however the instance ends): the standard input of an instance.
 pub fn targets_input(list: &str) -> anyhow::Result<std::fs::File> {

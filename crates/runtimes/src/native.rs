@@ -51,11 +51,7 @@ pub fn start(
     };
     let job = crate::guest::guest_job(&spec.job, "-");
     cmd.args(&job.args);
-    let input = job
-        .targets
-        .as_deref()
-        .map(crate::guest::targets_input)
-        .transpose()?;
+    let input = job.input()?;
     Ok(Supervised::spawn_with_input(
         cmd,
         "the native vtnt process",

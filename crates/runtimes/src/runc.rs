@@ -133,13 +133,9 @@ pub fn start(
     cgroup: &Cgroup,
 ) -> anyhow::Result<(Supervised, String, PathBuf)> {
     let job = crate::guest::guest_job(&spec.job, "-");
+    let input = job.input()?;
     let mut args = vec!["/vtnt".to_string()];
     args.extend(job.args);
-    let input = job
-        .targets
-        .as_deref()
-        .map(crate::guest::targets_input)
-        .transpose()?;
     run(rootfs, dir, &args, net.netns_path(), cgroup, input)
 }
 
