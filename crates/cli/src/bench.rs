@@ -465,8 +465,8 @@ pub fn run(cmd: BenchCommand) -> anyhow::Result<ExitCode> {
         } => {
             // Ctrl-C ends the run at its next step, its agents, broker and sites removed
             vtnt_measure::stop::stop_on(crate::interrupt::catch()?);
-            let report = vtnt_fleet::paper::run(
-                &vtnt_fleet::paper::PaperOptions {
+            let report = vtnt_evaluation::fleet::paper::run(
+                &vtnt_evaluation::fleet::paper::PaperOptions {
                     runtimes,
                     modes,
                     reps,
@@ -495,8 +495,8 @@ pub fn run(cmd: BenchCommand) -> anyhow::Result<ExitCode> {
             json,
         } => {
             vtnt_measure::stop::stop_on(crate::interrupt::catch()?);
-            let report = vtnt_fleet::scale::run(
-                &vtnt_fleet::scale::ScaleOptions {
+            let report = vtnt_evaluation::fleet::scale::run(
+                &vtnt_evaluation::fleet::scale::ScaleOptions {
                     agents,
                     rate,
                     seconds,

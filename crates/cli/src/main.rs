@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use vtnt_job::say;
 
+#[cfg(feature = "bench")]
 mod bench;
 mod config;
 mod convert;
@@ -91,6 +92,7 @@ enum Command {
     /// Run one job (trace, ping, tnt) in a runtime: native, runc, docker, vm or microvm.
     Run(runtime::RunArgs),
     /// Benchmarks that re-measure every figure vTNT claims (tnt-accuracy, ...).
+    #[cfg(feature = "bench")]
     #[command(subcommand)]
     Bench(bench::BenchCommand),
     /// The firewall's rule files: check (read and compile, errors with file:line:col),
@@ -208,6 +210,7 @@ fn main() -> ExitCode {
         Command::Daemon(a) => daemon::run(a),
         Command::Convert(a) => convert::run(a),
         Command::Lab(cmd) => lab::run(cmd, &cli.log),
+        #[cfg(feature = "bench")]
         Command::Bench(cmd) => bench::run(cmd),
         Command::Fw(cmd) => fw::run(cmd),
         Command::Image(cmd) => runtime::image(cmd),

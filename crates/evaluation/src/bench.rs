@@ -11,7 +11,7 @@
 //! 4. **Density** (Fig. 8): `density` under the memory and the CPU budget.
 //!
 //! Every execution's output is compared with the native one
-//! ([`vtnt_runtimes::job::normalize`]).
+//! ([`vtnt_runtimes::normalize`]).
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -20,8 +20,8 @@ use anyhow::Context;
 
 use vtnt_job::JobSpec;
 use vtnt_measure::{ksm, stop};
+use vtnt_runtimes::guest::Lab;
 use vtnt_runtimes::instance::{self, RunOutput};
-use vtnt_runtimes::job::Lab;
 use vtnt_runtimes::net::{Front, Network};
 use vtnt_runtimes::server::ImageServer;
 use vtnt_runtimes::{BuildOptions, EngineGuard, ImageInfo, InstanceSpec, Runtime};
@@ -236,7 +236,7 @@ pub fn bench_deploy(args: &BenchDeployArgs) -> anyhow::Result<Report> {
         },
     );
     if let Ok(o) = &native_out {
-        reference = Some(vtnt_runtimes::job::normalize(&o.stdout));
+        reference = Some(vtnt_runtimes::normalize(&o.stdout));
     }
     for (rt, image) in &images {
         let r = report
@@ -304,8 +304,8 @@ fn measure_runtime(
         };
         match retry_timeout(r, &format!("rep {i}"), once) {
             Ok((deploy_s, o, cleanup_s)) => {
-                let same = reference
-                    .is_some_and(|r| r == vtnt_runtimes::job::normalize(&o.stdout).as_slice());
+                let same =
+                    reference.is_some_and(|r| r == vtnt_runtimes::normalize(&o.stdout).as_slice());
                 if !o.ok() || !same {
                     r.errors.push(format!(
                         "rep {i}: exit {:?}, same output as native: {same}; stderr: {}",
@@ -391,7 +391,7 @@ fn measure_runtime(
     } else {
         args.density_max
     };
-    let djob = vtnt_runtimes::job::density(lab, vtnt_job::MAX_HOLD)?;
+    let djob = vtnt_runtimes::guest::density(lab, vtnt_job::MAX_HOLD)?;
     // Unikernels go through a front over the lab: the lab's own VM front numbers 120
     // guests on its /24, which would cap their density at a limit of ours; the front's
     // process is charged like any daemon (`Deployed::daemon_pids`).

@@ -10,19 +10,26 @@
 //! against an endpoint in each runtime, its own report and figures ([`net::report`],
 //! drawn with [`plot`]).
 //!
+//! `fleet` (feature `fleet`) is seed 000's fleet experiment (`vtnt bench fleet`, Figs. 10 and 11) and the
+//! fleet's scale run (`vtnt bench fleet-scale`), over `vtnt-fleet`.
+//!
 //! What it may import: `vtnt-runtimes` (images, instances, jobs), `vtnt-measure`
-//! (processes, cgroups, KSM) and `vtnt-vmm` (accelerators); nothing imports it but the
+//! (processes, cgroups, KSM), `vtnt-vmm` (accelerators), `vtnt-fleet` (the fleet
+//! benchmarks) and `vtnt-stats`; nothing imports it but the
 //! command line. Inside, imports go one way:
 //! - [`bench`](mod@bench) uses `density`, [`report`] and [`results`];
 //! - [`report`] uses [`plot`] and [`results`];
 //! - `density` and [`plot`] use [`results`] only;
 //! - [`results`] (the report's data) uses no other module;
-//! - [`micro`] uses [`plot`] and [`results`] (`mean_sd`); nothing uses it;
+//! - [`micro`] uses [`plot`] and [`results`]; nothing uses it;
 //! - [`net`] uses [`plot`] only;
+//! - `fleet` uses [`plot`] only;
 //! - [`micro`], [`net`] and [`plot`] name their rows with [`row`], which uses no other
 //!   module.
 
 pub mod bench;
+#[cfg(feature = "fleet")]
+pub mod fleet;
 pub mod micro;
 pub mod net;
 pub mod plot;

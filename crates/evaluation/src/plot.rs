@@ -25,7 +25,9 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 use vtnt_runtimes::Runtime;
 
-use crate::results::{mean_sd, DensityResult, Rep, Report, RuntimeReport, Sample};
+use vtnt_stats::mean_sd;
+
+use crate::results::{DensityResult, Rep, Report, RuntimeReport, Sample};
 
 const FONT_FILES: [&str; 2] = [
     "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
@@ -175,10 +177,9 @@ impl Bar {
 
     /// Mean ± sd of the repetitions' values; not measured without repetitions.
     pub fn from_reps(v: &[f64]) -> Bar {
-        if v.is_empty() {
+        let Some((mean, sd)) = mean_sd(v) else {
             return Bar::default();
-        }
-        let (mean, sd) = mean_sd(v);
+        };
         Bar {
             value: Some(mean),
             sd,

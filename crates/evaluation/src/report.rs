@@ -8,7 +8,9 @@ use std::path::Path;
 
 use anyhow::Context;
 
-use crate::results::{mean_sd, DensityResult, Report, RuntimeReport};
+use vtnt_stats::mean_sd;
+
+use crate::results::{DensityResult, Report, RuntimeReport};
 
 fn mib(b: u64) -> f64 {
     b as f64 / 1048576.0
@@ -59,8 +61,8 @@ fn metric(r: &RuntimeReport, which: &str) -> Option<f64> {
         "size" => (r.image_bytes > 0).then_some(r.image_bytes as f64),
         "mem" => r.memory.map(|m| m.late_mib),
         "mem_ksm" => r.memory_ksm.or(r.memory).map(|m| m.late_mib),
-        "time" => (!totals.is_empty()).then(|| mean_sd(&totals).0),
-        "cpu" => (!cpu.is_empty()).then(|| mean_sd(&cpu).0),
+        "time" => mean_sd(&totals).map(|m| m.0),
+        "cpu" => mean_sd(&cpu).map(|m| m.0),
         "dens_mem" => r.density_memory.as_ref().map(|d| f64::from(d.peak)),
         "dens_cpu" => r.density_cpu.as_ref().map(|d| f64::from(d.peak)),
         _ => None,
@@ -166,7 +168,7 @@ pub fn markdown(rep: &Report) -> String {
     let _ = writeln!(s, "\n## Figs. 6, 7: deploy + execution time and CPU ({} reps, mean ± sd)\n\n| runtime | deploy s | execution s | cleanup s | total s | CPU s | spawn -> first probe ms (median) | of which cgroup join ms | ok | same output as native |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|", rep.reps);
     for r in rep.runtimes.iter().filter(|r| r.skipped.is_none()) {
         let f = |v: Vec<f64>| {
-            let (m, sd) = mean_sd(&v);
+            let (m, sd) = mean_sd(&v).unwrap_or_default();
             format!("{m:.2} ± {sd:.2}")
         };
         let ok = r.reps.iter().filter(|x| x.ok).count();

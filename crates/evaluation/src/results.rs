@@ -1,6 +1,6 @@
 //! What `bench_deploy` measured: the [`Report`] (per runtime:
 //! repetitions, memory, density results) that `bench` and `density` fill in and
-//! `report` and `plot` read, with [`mean_sd`], the statistic both print. A leaf: it
+//! `report` and `plot` read (their statistics: `vtnt_stats`). A leaf: it
 //! imports no other module of this crate, so the producers and the consumers of a
 //! report depend on it rather than on each other.
 
@@ -85,20 +85,6 @@ pub struct Report {
     pub runtimes: Vec<RuntimeReport>,
     /// Files written (report.md, report.json, figures).
     pub files: Vec<PathBuf>,
-}
-
-/// Mean and sample standard deviation.
-pub fn mean_sd(v: &[f64]) -> (f64, f64) {
-    if v.is_empty() {
-        return (0.0, 0.0);
-    }
-    let m = v.iter().sum::<f64>() / v.len() as f64;
-    let sd = if v.len() > 1 {
-        (v.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (v.len() - 1) as f64).sqrt()
-    } else {
-        0.0
-    };
-    (m, sd)
 }
 
 /// One timeline sample.

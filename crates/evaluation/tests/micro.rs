@@ -4,11 +4,7 @@
 //! without stopping the others, and the report and its figures.
 //! Needs root; skipped through vtnt-testkit when the basics are missing.
 
-// The runtime tests' helpers (a lab of our own, what this host lacks), shared rather than
-// copied.
-#[path = "../../runtimes/tests/common/mod.rs"]
 mod common;
-mod figures;
 
 use vtnt_evaluation::{bench_micro, BenchMicroArgs};
 
@@ -101,7 +97,7 @@ fn small_micro_report_is_complete() {
             r.row
         );
     }
-    figures::assert_drawn(
+    common::assert_drawn(
         &out,
         &[
             "micro_boot.png",

@@ -3,11 +3,7 @@
 //! capped, and the report must say so), the report and its figures.
 //! Needs root; skipped through vtnt-testkit when the basics are missing.
 
-// The runtime tests' helpers (a lab of our own, what this host lacks), shared rather than
-// copied.
-#[path = "../../runtimes/tests/common/mod.rs"]
 mod common;
-mod figures;
 
 use vtnt_evaluation::{bench_deploy, BenchDeployArgs};
 use vtnt_runtimes::Runtime;
@@ -105,7 +101,7 @@ fn small_report_is_complete() {
         }
         assert!(md.contains(&rt.label), "report.md lacks {}", rt.label);
     }
-    figures::assert_drawn(
+    common::assert_drawn(
         &out,
         &[
             "fig4_image_size.png",

@@ -8,10 +8,6 @@
 //!   record and a summary.
 //! - [`controller`]: `vtnt fleet submit|status|results`.
 //! - [`replay`]: `vtnt fleet replay NODES EVENTS`, seed 000's event list placed on time.
-//! - [`paper`]: `vtnt bench fleet`, seed 000's Figs. 10 and 11 over five sites.
-//! - [`scale`]: `vtnt bench fleet-scale`, dispatch overhead with many agents.
-//! - [`local`]: a broker and agent processes on this host, for the benchmarks.
-//! - [`site`]: a network namespace behind a link of a given round trip and bandwidth.
 //! - [`proto`]: the JSON messages.
 //! - [`auth`]: the agents' and tenants' accounts, keys and permissions.
 //! - [`targets`]: long target lists, apart from their jobs' requests.
@@ -47,12 +43,8 @@ pub mod auth;
 pub mod broker;
 pub mod controller;
 pub mod images;
-pub mod local;
-pub mod paper;
 pub mod proto;
 pub mod replay;
-pub mod scale;
-pub mod site;
 pub mod targets;
 pub mod watchdog;
 

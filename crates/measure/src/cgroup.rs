@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, Context};
+use crate::error::{Error, IoContext, Result};
 
 /// The controllers we use.
 pub const CONTROLLERS: [&str; 4] = ["memory", "cpu", "cpuacct", "cpuset"];
@@ -46,9 +46,11 @@ pub fn available() -> bool {
 impl Cgroup {
     /// Creates `rel` (e.g. `vtnt/bench-1/inst-3`) in every controller; cpuset's
     /// `cpus`/`mems` are inherited from the parent.
-    pub fn create(rel: &str) -> anyhow::Result<Cgroup> {
+    pub fn create(rel: &str) -> Result<Cgroup> {
         if !available() {
-            bail!("cgroup v1 controllers {CONTROLLERS:?} are not all mounted under {ROOT}");
+            return Err(Error::Unavailable(format!(
+                "cgroup v1 controllers {CONTROLLERS:?} are not all mounted under {ROOT}"
+            )));
         }
         let rel = rel.trim_matches('/').to_string();
         for c in controllers() {
@@ -57,13 +59,12 @@ impl Cgroup {
                 let parent = p.clone();
                 p.push(part);
                 if !p.exists() {
-                    std::fs::create_dir(&p)
-                        .with_context(|| format!("creating cgroup {}", p.display()))?;
+                    std::fs::create_dir(&p).doing(|| format!("creating cgroup {}", p.display()))?;
                     if c == "cpuset" {
                         for f in ["cpuset.cpus", "cpuset.mems"] {
                             let v = std::fs::read_to_string(parent.join(f)).unwrap_or_default();
                             std::fs::write(p.join(f), v.trim())
-                                .with_context(|| format!("writing {}/{f}", p.display()))?;
+                                .doing(|| format!("writing {}/{f}", p.display()))?;
                         }
                     }
                 }
@@ -102,9 +103,9 @@ impl Cgroup {
     }
 
     /// Writes `value` to `<controller>/<file>`.
-    pub fn set(&self, controller: &str, file: &str, value: &str) -> anyhow::Result<()> {
+    pub fn set(&self, controller: &str, file: &str, value: &str) -> Result<()> {
         let p = self.dir(controller).join(file);
-        std::fs::write(&p, value).with_context(|| format!("writing {value} to {}", p.display()))
+        std::fs::write(&p, value).doing(|| format!("writing {value} to {}", p.display()))
     }
 
     /// Reads a number from `<controller>/<file>` (0 when unreadable).

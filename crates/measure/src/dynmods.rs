@@ -12,7 +12,7 @@
 
 use std::path::PathBuf;
 
-use anyhow::{bail, Context};
+use crate::error::{Error, IoContext, Result};
 
 const OPTION: &str = "favordynmods";
 
@@ -99,16 +99,16 @@ pub struct FavorDynmods {
 
 impl FavorDynmods {
     /// Turns `favordynmods` on (a no-op when some hierarchy has it already).
-    pub fn enable() -> anyhow::Result<FavorDynmods> {
+    pub fn enable() -> Result<FavorDynmods> {
         let all = mounts();
         if all.iter().any(|m| has(&m.super_opts, OPTION)) {
             return Ok(FavorDynmods { restore: None });
         }
         let Some(m) = all.into_iter().find(|m| m.fstype == "cgroup2") else {
-            bail!(
+            return Err(Error::Unavailable(format!(
                 "no cgroup2 mount to set `{OPTION}` on (a cgroup v1 hierarchy takes it only \
                  when mounted; or boot with cgroup_favordynmods=true)"
-            );
+            )));
         };
         remount(&m, &with_option(&m.super_opts))?;
         Ok(FavorDynmods { restore: Some(m) })
@@ -169,11 +169,12 @@ fn flags(mount_opts: &str) -> libc::c_ulong {
         .fold(0, |a, f| a | f)
 }
 
-fn remount(m: &Mount, data: &str) -> anyhow::Result<()> {
+fn remount(m: &Mount, data: &str) -> Result<()> {
     use std::os::unix::ffi::OsStrExt;
-    let point = std::ffi::CString::new(m.point.as_os_str().as_bytes()).context("mount point")?;
-    let fstype = std::ffi::CString::new(m.fstype.as_str()).context("type")?;
-    let cdata = std::ffi::CString::new(data).context("options")?;
+    let point =
+        std::ffi::CString::new(m.point.as_os_str().as_bytes()).doing(|| "mount point".into())?;
+    let fstype = std::ffi::CString::new(m.fstype.as_str()).doing(|| "type".into())?;
+    let cdata = std::ffi::CString::new(data).doing(|| "options".into())?;
     // SAFETY: mount(2) reads three NUL-terminated strings that live across the call.
     let r = unsafe {
         libc::mount(
@@ -185,11 +186,10 @@ fn remount(m: &Mount, data: &str) -> anyhow::Result<()> {
         )
     };
     if r != 0 {
-        bail!(
-            "remounting {} with `{data}`: {}",
-            m.point.display(),
-            std::io::Error::last_os_error()
-        );
+        return Err(Error::Io {
+            what: format!("remounting {} with `{data}`", m.point.display()),
+            source: std::io::Error::last_os_error(),
+        });
     }
     Ok(())
 }

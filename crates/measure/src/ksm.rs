@@ -7,7 +7,7 @@
 
 use std::path::Path;
 
-use anyhow::Context;
+use crate::error::{Error, IoContext, Result};
 
 const DIR: &str = "/sys/kernel/mm/ksm";
 
@@ -61,15 +61,19 @@ const SETTINGS: [&str; 3] = ["run", "pages_to_scan", "sleep_millisecs"];
 
 impl Ksm {
     /// Starts KSM scanning `pages_to_scan` pages every `sleep_ms` milliseconds.
-    pub fn enable(pages_to_scan: u32, sleep_ms: u32) -> anyhow::Result<Ksm> {
-        anyhow::ensure!(available(), "this kernel has no KSM ({DIR}/run missing)");
+    pub fn enable(pages_to_scan: u32, sleep_ms: u32) -> Result<Ksm> {
+        if !available() {
+            return Err(Error::Unavailable(format!(
+                "this kernel has no KSM ({DIR}/run missing)"
+            )));
+        }
         let mut saved = Vec::new();
         for s in SETTINGS {
             let p = Path::new(DIR).join(s);
             saved.push((
                 s,
                 std::fs::read_to_string(&p)
-                    .with_context(|| format!("reading {}", p.display()))?
+                    .doing(|| format!("reading {}", p.display()))?
                     .trim()
                     .to_string(),
             ));
@@ -90,9 +94,9 @@ impl Ksm {
     }
 }
 
-fn write(name: &str, v: &str) -> anyhow::Result<()> {
+fn write(name: &str, v: &str) -> Result<()> {
     let p = Path::new(DIR).join(name);
-    std::fs::write(&p, v).with_context(|| format!("writing {v} to {}", p.display()))
+    std::fs::write(&p, v).doing(|| format!("writing {v} to {}", p.display()))
 }
 
 impl Drop for Ksm {

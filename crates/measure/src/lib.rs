@@ -19,12 +19,16 @@
 //! costs are read against) and shares `proc`'s kill(2); it knows nothing of images or
 //! instances. Unsafe code is in `proc` and `dynmods` (mount(2)) only.
 //!
-//! What it may import: std, libc, anyhow and serde only; no other vTNT crate. Inside,
+//! Errors are [`Error`] ([`error`]): typed, so that callers can tell a missing file, a
+//! host without cgroup v1 or KSM, a timeout and an interruption apart.
+//!
+//! What it may import: std, libc, thiserror and serde only; no other vTNT crate. Inside,
 //! `cgroup` uses `proc` (to kill what is left in a group); `proc` uses `stop` (a
 //! wait ends when the run is interrupted); `ksm`, `dynmods`, `provenance` and `stop` use no
 //! other module.
 
 pub mod cgroup;
+pub mod error;
 // mount(2), to remount the cgroup2 hierarchy (its SAFETY note).
 #[allow(unsafe_code)]
 pub mod dynmods;
@@ -35,3 +39,5 @@ pub mod stop;
 // waitpid(2) (a child it adopted) and sysconf(_SC_CLK_TCK), each call with its SAFETY note.
 #[allow(unsafe_code)]
 pub mod proc;
+
+pub use error::{Error, Result};

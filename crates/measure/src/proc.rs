@@ -8,7 +8,7 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use anyhow::Context;
+use crate::error::{Error, IoContext, Result};
 
 /// Sends `sig` to process group `pgid`.
 pub fn kill_group(pgid: u32, sig: i32) {
@@ -82,18 +82,31 @@ impl std::fmt::Display for TimedOut {
 impl std::error::Error for TimedOut {}
 
 /// Runs `f`, and once more if it failed with [`TimedOut`] (anywhere in the error's
-/// chain); `first` sees the first attempt's error. A second failure is returned as is.
-pub fn retry_once_on_timeout<T>(
-    mut f: impl FnMut() -> anyhow::Result<T>,
-    first: impl FnOnce(&anyhow::Error),
-) -> anyhow::Result<T> {
+/// chain, or as [`Error::TimedOut`]); `first` sees the first attempt's error. A second
+/// failure is returned as is.
+pub fn retry_once_on_timeout<T, E: AsRef<dyn std::error::Error + Send + Sync + 'static>>(
+    mut f: impl FnMut() -> std::result::Result<T, E>,
+    first: impl FnOnce(&E),
+) -> std::result::Result<T, E> {
     match f() {
-        Err(e) if e.downcast_ref::<TimedOut>().is_some() => {
+        Err(e) if timed_out(e.as_ref()) => {
             first(&e);
             f()
         }
         other => other,
     }
+}
+
+/// Whether `e`, or an error in its chain, is a [`TimedOut`].
+fn timed_out(e: &(dyn std::error::Error + 'static)) -> bool {
+    let mut at = Some(e);
+    while let Some(e) = at {
+        if e.is::<TimedOut>() || matches!(e.downcast_ref::<Error>(), Some(Error::TimedOut(_))) {
+            return true;
+        }
+        at = e.source();
+    }
+    false
 }
 
 /// A supervised child: one `std` spawned, or one started by a raw `clone` (the spt
@@ -163,7 +176,7 @@ impl Proc {
 
 impl Supervised {
     /// Spawns `cmd` (stdin null, stdout/stderr piped) in a new process group.
-    pub fn spawn(cmd: Command, what: &str) -> anyhow::Result<Supervised> {
+    pub fn spawn(cmd: Command, what: &str) -> Result<Supervised> {
         Supervised::spawn_with_input(cmd, what, None)
     }
 
@@ -173,7 +186,7 @@ impl Supervised {
         mut cmd: Command,
         what: &str,
         input: Option<std::fs::File>,
-    ) -> anyhow::Result<Supervised> {
+    ) -> Result<Supervised> {
         cmd.stdin(input.map_or_else(Stdio::null, Stdio::from))
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -181,7 +194,7 @@ impl Supervised {
         let started = Instant::now();
         let mut child = cmd
             .spawn()
-            .with_context(|| format!("starting {what}: {}", brief(&cmd)))?;
+            .doing(|| format!("starting {what}: {}", brief(&cmd)))?;
         let pipes: [Option<Box<dyn Read + Send>>; 2] = [
             child
                 .stdout
@@ -281,21 +294,23 @@ impl Supervised {
     /// run is interrupted ([`crate::stop`]: the group is killed too). The wait ends soon
     /// after the exit: it wakes when a pipe closes (which an exit does), then polls every
     /// 0.1 ms, backing off to 10 ms, until the child can be reaped.
-    pub fn wait(mut self, timeout: Duration) -> anyhow::Result<Finished> {
+    pub fn wait(mut self, timeout: Duration) -> Result<Finished> {
         let deadline = self.started + timeout;
         let mut nap = Duration::from_millis(10);
         let status = loop {
             if let Some(st) = self
                 .child
                 .try_wait()
-                .with_context(|| format!("waiting for {}", self.what))?
+                .doing(|| format!("waiting for {}", self.what))?
             {
                 break st;
             }
             if crate::stop::interrupted() {
                 kill_group(self.child.id(), libc::SIGKILL);
                 let _ = self.child.wait();
-                anyhow::bail!("interrupted: {} killed", self.what);
+                return Err(Error::Interrupted {
+                    killed: Some(self.what.clone()),
+                });
             }
             if Instant::now() >= deadline {
                 kill_group(self.child.id(), libc::SIGKILL);

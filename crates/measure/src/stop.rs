@@ -28,7 +28,9 @@ pub fn interrupted() -> bool {
 
 /// `Err("interrupted")` once the flag is set: `vtnt_measure::stop::check()?` between
 /// steps.
-pub fn check() -> anyhow::Result<()> {
-    anyhow::ensure!(!interrupted(), "interrupted");
+pub fn check() -> crate::Result<()> {
+    if interrupted() {
+        return Err(crate::Error::Interrupted { killed: None });
+    }
     Ok(())
 }

@@ -183,7 +183,7 @@ impl Client {
             "--cap-add",
             "NET_RAW",
         ]);
-        let job = crate::job::guest_job(&spec.job, "-");
+        let job = crate::guest::guest_job(&spec.job, "-");
         if job.targets.is_some() {
             // the target list comes on standard input
             cmd.arg("--interactive");
@@ -198,12 +198,12 @@ impl Client {
             .arg(format!("/{}", cgroup.rel()))
             .arg(image)
             .args(&job.args);
-        let input = job
-            .targets
-            .as_deref()
-            .map(crate::job::targets_input)
-            .transpose()?;
-        Supervised::spawn_with_input(cmd, &format!("docker container {name}"), input)
+        let input = job.input()?;
+        Ok(Supervised::spawn_with_input(
+            cmd,
+            &format!("docker container {name}"),
+            input,
+        )?)
     }
 
     /// `docker inspect`'s view of container `name` (status, exit code, pid), or why there

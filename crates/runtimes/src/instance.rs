@@ -442,11 +442,13 @@ impl Instance {
         let (stdout, stderr, code, elapsed, accelerator) = match child {
             // `Supervised::wait` counts `timeout` from the start, as the loop above did.
             Running::Process(p) => {
-                let fin: Finished = p.wait(timeout).map_err(|e| match &self.cleanup {
-                    Cleanup::Docker { client, name } => {
-                        e.context(format!("container state: {}", client.state(name)))
+                let fin: Finished = p.wait(timeout).map_err(anyhow::Error::new).map_err(|e| {
+                    match &self.cleanup {
+                        Cleanup::Docker { client, name } => {
+                            e.context(format!("container state: {}", client.state(name)))
+                        }
+                        _ => e,
                     }
-                    _ => e,
                 })?;
                 match self.runtime {
                     Runtime::Vm => (

@@ -12,7 +12,7 @@
 //! up ([`Runtime::run`], or step by step with [`instance`]).
 //!
 //! The job's output (scamper JSON lines) is the same in every runtime once run-dependent
-//! fields are taken out ([`job::normalize`]). Seed 000's evaluation of the runtimes is
+//! fields are taken out ([`normalize()`]). Seed 000's evaluation of the runtimes is
 //! `vtnt-evaluation`'s.
 //!
 //! Everything started here is stopped by a guard on drop: containers, VMs, engines,
@@ -42,11 +42,12 @@
 
 pub mod debian;
 pub mod docker;
+pub mod guest;
 pub mod instance;
-pub mod job;
 pub mod microvm;
 pub mod native;
 pub mod net;
+mod normalize;
 pub mod paths;
 pub mod runc;
 pub mod runtime;
@@ -62,6 +63,7 @@ pub mod vm;
 use vtnt_measure::{cgroup, ksm, proc};
 
 pub use instance::{Instance, RunOutput};
+pub use normalize::normalize;
 pub use runtime::{BuildOptions, ImageInfo, Runtime};
 pub use spec::InstanceSpec;
 

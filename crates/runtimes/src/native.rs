@@ -49,12 +49,12 @@ pub fn start(
         }
         None => cgroup.wrap(&bin.display().to_string()),
     };
-    let job = crate::job::guest_job(&spec.job, "-");
+    let job = crate::guest::guest_job(&spec.job, "-");
     cmd.args(&job.args);
-    let input = job
-        .targets
-        .as_deref()
-        .map(crate::job::targets_input)
-        .transpose()?;
-    Supervised::spawn_with_input(cmd, "the native vtnt process", input)
+    let input = job.input()?;
+    Ok(Supervised::spawn_with_input(
+        cmd,
+        "the native vtnt process",
+        input,
+    )?)
 }

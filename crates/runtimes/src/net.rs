@@ -17,7 +17,7 @@ use std::str::FromStr;
 
 use anyhow::{bail, Context};
 
-use crate::job::Lab;
+use crate::guest::Lab;
 use crate::Runtime;
 
 /// Where an instance's probes go.

@@ -132,14 +132,10 @@ pub fn start(
     spec: &InstanceSpec,
     cgroup: &Cgroup,
 ) -> anyhow::Result<(Supervised, String, PathBuf)> {
-    let job = crate::job::guest_job(&spec.job, "-");
+    let job = crate::guest::guest_job(&spec.job, "-");
+    let input = job.input()?;
     let mut args = vec!["/vtnt".to_string()];
     args.extend(job.args);
-    let input = job
-        .targets
-        .as_deref()
-        .map(crate::job::targets_input)
-        .transpose()?;
     run(rootfs, dir, &args, net.netns_path(), cgroup, input)
 }
 

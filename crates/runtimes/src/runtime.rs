@@ -78,7 +78,7 @@ impl Runtime {
     /// target; the unikernel's heap is a fixed 8 MiB arena (measured under vtnt-monitor:
     /// 15,000 targets pinged 15,000 at once and 30,000 a thousand at once fit, 20,000 at
     /// once and 50,000 a thousand at once do not). The other runtimes take a long list as
-    /// data ([`crate::job::GuestJob`]) and run the host's `vtnt`: no bound of their own.
+    /// data ([`crate::guest::GuestJob`]) and run the host's `vtnt`: no bound of their own.
     pub fn max_targets(self) -> Option<usize> {
         match self {
             Runtime::Spt => Some(8000),

@@ -262,7 +262,7 @@ pub fn start(
     spec: &InstanceSpec,
     cgroup: &Cgroup,
 ) -> anyhow::Result<Supervised> {
-    let job = crate::job::guest_job(&spec.job, TARGETS_DISK);
+    let job = crate::guest::guest_job(&spec.job, TARGETS_DISK);
     anyhow::ensure!(
         !job.args.iter().any(|w| w.contains('\n')),
         "job words may not contain newlines"
@@ -417,7 +417,10 @@ fn boot(
         "-device",
         "virtio-rng-pci,rng=rng0",
     ]);
-    Supervised::spawn(cmd, &format!("the Debian VM (guest {addr})"))
+    Ok(Supervised::spawn(
+        cmd,
+        &format!("the Debian VM (guest {addr})"),
+    )?)
 }
 
 /// A UDP port on 127.0.0.1 free right now (QEMU binds it a moment later).

@@ -1,5 +1,5 @@
 //! Every runtime returns what the native run returns for the same job (scamper JSON
-//! lines, run-dependent fields aside: `vtnt_runtimes::job::normalize`), each against a lab
+//! lines, run-dependent fields aside: `vtnt_runtimes::normalize`), each against a lab
 //! of its own; on the lab, a job of 200 targets too, whose list travels as data. Needs root; a test whose components are missing skips through vtnt-testkit
 //! (failing under `VTNT_REQUIRE_ALL=1`: scripts/setup.sh installs them all).
 
@@ -9,8 +9,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use vtnt_measure::proc::retry_once_on_timeout;
-use vtnt_runtimes::job::normalize;
 use vtnt_runtimes::net::Network;
+use vtnt_runtimes::normalize;
 use vtnt_runtimes::{RunOptions, Runtime};
 
 /// A fixed seed: every runtime probes the native run's flows, so takes its paths.
@@ -118,7 +118,7 @@ fn check_jobs(test: &str, runtimes: &[Runtime], via: Via, jobs: &[vtnt_job::JobS
             );
         }
         for &rt in runtimes {
-            let netns = vtnt_runtimes::job::Lab::open(&lab.name)
+            let netns = vtnt_runtimes::guest::Lab::open(&lab.name)
                 .expect("the lab's state")
                 .netns_path;
             let run = || match via {

@@ -7,10 +7,15 @@
 //! `VTNT_REQUIRE_ALL=1` (scripts/test.sh, hence CI) a skip fails the test, unless its
 //! reason is on the allow-list [`Allowed`]: what no package can install on a host. Those
 //! print `SKIPPED (allowed: ...)` and pass. Seeded tests take their seed from [`seed`]
-//! and their randomness from [`Rng`].
+//! and their randomness from [`Rng`]. Another crate's tests that run the `vtnt` command
+//! find it with [`vtnt_binary`].
 //!
 //! Skip lines are written to the process's stderr directly, not through `eprintln!`,
 //! so the test harness does not capture them: a skip shows in the log of a passing run.
+
+mod binary;
+
+pub use binary::vtnt_binary;
 
 use std::io::Write;
 

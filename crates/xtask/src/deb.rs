@@ -4,8 +4,9 @@
 //!
 //! ```text
 //! /usr/bin/vtnt                                   file capability cap_net_raw+ep (postinst)
+//! /usr/bin/vtnt-agent                             vtnt without `vtnt bench`, for the agent
 //! /usr/lib/vtnt/...                               the tree's lib/vtnt, manifest included
-//! /lib/systemd/system/vtnt-agent.service          `vtnt agent $VTNT_AGENT_ARGS`, as root
+//! /lib/systemd/system/vtnt-agent.service          `vtnt-agent agent $VTNT_AGENT_ARGS`, as root
 //! /lib/systemd/system/vtnt-daemon.service         `vtnt daemon $VTNT_DAEMON_ARGS`, CAP_NET_RAW only
 //! /etc/default/vtnt                               their arguments (a conffile)
 //! /usr/share/doc/vtnt/copyright                   machine-readable; the licence is Debian's
@@ -96,6 +97,7 @@ pub fn build(dist: &Dist) -> anyhow::Result<PathBuf> {
 
 fn stage_and_build(dist: &Dist, stage: &Path, version: &str) -> anyhow::Result<PathBuf> {
     copy(&dist.bin(), &stage.join("usr/bin/vtnt"), 0o755)?;
+    copy(&dist.agent(), &stage.join("usr/bin/vtnt-agent"), 0o755)?;
     for entry in std::fs::read_dir(dist.lib())? {
         let src = entry?.path();
         let name = src.file_name().unwrap_or_default();

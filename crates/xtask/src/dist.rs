@@ -3,6 +3,8 @@
 //!
 //! ```text
 //! <out>/bin/vtnt                      the command (host build, default features)
+//! <out>/bin/vtnt-agent                the command without `vtnt bench` (no plotting
+//!                                     library), which the agent's unit runs
 //! <out>/lib/vtnt/vtnt-static          vtnt for musl without the fleet (runtime images)
 //! <out>/lib/vtnt/vtnt-monitor         the microVM monitor (musl, static)
 //! <out>/lib/vtnt/vtnt-unikernel.elf   the unikernel's job, VM (PVH)
@@ -35,7 +37,7 @@ pub struct Options {
     pub out: Option<PathBuf>,
     /// The cargo profile of `vtnt` and the static binaries (the kernel's is `kernel`).
     pub profile: String,
-    /// Also install the tree here (`bin/vtnt`, `lib/vtnt/`, `share/`).
+    /// Also install the tree here (`bin/vtnt`, `bin/vtnt-agent`, `lib/vtnt/`, `share/`).
     pub prefix: Option<PathBuf>,
 }
 
@@ -61,6 +63,11 @@ impl Dist {
         self.root.join("bin/vtnt")
     }
 
+    /// The agent's binary ([`Program::Agent`]).
+    pub fn agent(&self) -> PathBuf {
+        self.root.join(Program::Agent.path())
+    }
+
     pub fn lib(&self) -> PathBuf {
         self.root.join("lib/vtnt")
     }
@@ -76,7 +83,7 @@ pub fn build(o: &Options) -> anyhow::Result<Dist> {
     let default_out = target.join("dist");
     let root = o.out.clone().unwrap_or_else(|| default_out.clone());
     let pdir = cargo::profile_dir(&o.profile);
-    let mut vtnt = PathBuf::new();
+    let (mut vtnt, mut agent) = (PathBuf::new(), PathBuf::new());
     let mut sources = Vec::new();
     for b in programs::builds() {
         let names: Vec<&str> = b.programs.iter().map(|(_, p)| p.file_name()).collect();
@@ -108,11 +115,19 @@ pub fn build(o: &Options) -> anyhow::Result<Dist> {
             };
             match program {
                 Program::Command => vtnt = src,
+                // the same package as the command, whose build comes next and replaces
+                // its binary: kept under its own name
+                Program::Agent => {
+                    agent = src.with_file_name(program.file_name());
+                    std::fs::copy(&src, &agent).with_context(|| {
+                        format!("keeping {} as {}", src.display(), agent.display())
+                    })?;
+                }
                 Program::Lib(a) => sources.push((*a, src)),
             }
         }
     }
-    let dist = lay_out(&root, &vtnt, &sources)?;
+    let dist = lay_out(&root, &vtnt, &agent, &sources)?;
     if root == default_out {
         link(&target.join("lib"), Path::new("dist/lib"))?;
     }
@@ -122,15 +137,22 @@ pub fn build(o: &Options) -> anyhow::Result<Dist> {
     Ok(dist)
 }
 
-/// Writes the tree at `root` from the host `vtnt` and the artifacts' built files: into a
-/// new directory first, then swapped in, so that a reader sees the old tree or the new one.
-fn lay_out(root: &Path, vtnt: &Path, sources: &[(Artifact, PathBuf)]) -> anyhow::Result<Dist> {
+/// Writes the tree at `root` from the host `vtnt`, the agent's and the artifacts' built
+/// files: into a new directory first, then swapped in, so that a reader sees the old tree
+/// or the new one.
+fn lay_out(
+    root: &Path,
+    vtnt: &Path,
+    agent: &Path,
+    sources: &[(Artifact, PathBuf)],
+) -> anyhow::Result<Dist> {
     let new = sibling(root, "new");
     let _ = std::fs::remove_dir_all(&new);
     let lib = new.join("lib/vtnt");
     mkdir(&lib)?;
     mkdir(&new.join("bin"))?;
     install_file(vtnt, &new.join("bin/vtnt"), true, true)?;
+    install_file(agent, &new.join(Program::Agent.path()), true, true)?;
     let mut files = std::collections::BTreeMap::new();
     for (a, src) in sources {
         let dst = lib.join(a.file_name());
@@ -186,7 +208,7 @@ fn install_file(src: &Path, dst: &Path, exec: bool, strip: bool) -> anyhow::Resu
         .with_context(|| format!("chmod {}", dst.display()))
 }
 
-/// Copies the tree into `prefix` (`bin/vtnt`, `lib/vtnt/` replaced whole, `share/`'s
+/// Copies the tree into `prefix` (`bin/vtnt`, `bin/vtnt-agent`, `lib/vtnt/` replaced whole, `share/`'s
 /// files replaced one by one).
 pub fn install(dist: &Dist, prefix: &Path) -> anyhow::Result<()> {
     let lib = prefix.join("lib/vtnt");
@@ -206,10 +228,18 @@ pub fn install(dist: &Dist, prefix: &Path) -> anyhow::Result<()> {
             .with_context(|| format!("copying {f} to {}", dst.display()))?;
     }
     // a new file renamed over the old, which may be running
+    for program in [Program::Agent, Program::Command] {
+        let bin = prefix.join(program.path());
+        let part = prefix.join(format!(
+            "bin/.{}-{}",
+            program.file_name(),
+            std::process::id()
+        ));
+        std::fs::copy(dist.root.join(program.path()), &part)
+            .with_context(|| format!("copying to {}", part.display()))?;
+        std::fs::rename(&part, &bin).with_context(|| format!("installing {}", bin.display()))?;
+    }
     let bin = prefix.join("bin/vtnt");
-    let part = prefix.join(format!("bin/.vtnt-{}", std::process::id()));
-    std::fs::copy(dist.bin(), &part).with_context(|| format!("copying to {}", part.display()))?;
-    std::fs::rename(&part, &bin).with_context(|| format!("installing {}", bin.display()))?;
     eprintln!(
         "xtask dist: installed {}, {} and {}",
         bin.display(),

@@ -413,8 +413,11 @@ mod tests {
                 .unwrap_or_else(|| panic!("{name} not listed"))
                 .to_string()
         };
-        // the fleet's NATS client is in the default vtnt only; smoltcp in every image
-        assert!(index("async-nats").ends_with("[vtnt]"));
+        // the fleet's NATS client is in the default vtnt and the agent's only; the
+        // plotting library in the default vtnt alone (`vtnt bench`), never in the agent
+        assert!(index("async-nats").ends_with("[vtnt, vtnt-agent]"));
+        assert!(index("plotters").ends_with("[vtnt]"));
+        // smoltcp in every image
         let smoltcp = index("smoltcp");
         let images = Artifact::ALL.into_iter();
         for image in images.filter(|a| programs::kernel_features(*a).is_some()) {

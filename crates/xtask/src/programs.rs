@@ -16,6 +16,9 @@ pub const MUSL_TARGET: &str = "x86_64-unknown-linux-musl";
 pub enum Program {
     /// `bin/vtnt`, the command (host target, default features).
     Command,
+    /// `bin/vtnt-agent`, the command the agent's unit runs: `vtnt` without `vtnt bench`
+    /// (the cli's default features but `bench`), so without the plotting library.
+    Agent,
     /// A file of `lib/vtnt`.
     Lib(Artifact),
 }
@@ -25,6 +28,7 @@ impl Program {
     pub fn file_name(self) -> &'static str {
         match self {
             Program::Command => "vtnt",
+            Program::Agent => "vtnt-agent",
             Program::Lib(a) => a.file_name(),
         }
     }
@@ -33,6 +37,7 @@ impl Program {
     pub fn path(self) -> String {
         match self {
             Program::Command => "bin/vtnt".into(),
+            Program::Agent => "bin/vtnt-agent".into(),
             Program::Lib(a) => format!("lib/vtnt/{}", a.file_name()),
         }
     }
@@ -41,6 +46,7 @@ impl Program {
     pub fn what(self) -> &'static str {
         match self {
             Program::Command => "the vtnt command (default features)",
+            Program::Agent => "the vtnt command without `vtnt bench` (the agent's unit runs it)",
             Program::Lib(a) => a.what(),
         }
     }
@@ -94,11 +100,22 @@ pub fn kernel_features(a: Artifact) -> Option<&'static [&'static str]> {
     }
 }
 
-/// Every build of the tree: the command; the static `vtnt` and `vtnt-monitor` in one
+/// The cli's features in the agent's binary: its default features but `bench`.
+pub const AGENT_FEATURES: &[&str] = &["fleet", "store"];
+
+/// Every build of the tree: the agent's binary, then the command (both are package
+/// `vtnt`: [`crate::dist`] keeps the agent's before the command's build replaces it,
+/// and the checkout's `target/<profile>/vtnt` stays the whole command); the static `vtnt` and `vtnt-monitor` in one
 /// build for musl (one job per image: no fleet, so no tokio, NATS or TLS); each image of
 /// the unikernel.
 pub fn builds() -> Vec<Build> {
     let mut all = vec![
+        Build {
+            programs: vec![("vtnt", Program::Agent)],
+            target: None,
+            default_features: false,
+            features: AGENT_FEATURES,
+        },
         Build {
             programs: vec![("vtnt", Program::Command)],
             target: None,
@@ -142,11 +159,11 @@ mod tests {
         let mut want: Vec<String> = Artifact::ALL
             .iter()
             .map(|a| Program::Lib(*a).path())
-            .chain(["bin/vtnt".to_string()])
+            .chain(["bin/vtnt".to_string(), "bin/vtnt-agent".to_string()])
             .collect();
         want.sort();
         assert_eq!(files, want);
-        let musl = &builds()[1];
+        let musl = &builds()[2];
         assert_eq!(
             musl.args().join(" "),
             "-p vtnt -p vtnt-monitor --target x86_64-unknown-linux-musl --no-default-features"

@@ -125,6 +125,7 @@ fn the_package_holds_the_tree_and_lets_a_user_trace_without_root() {
         .collect();
     let mut expected: Vec<String> = [
         "./usr/bin/vtnt",
+        "./usr/bin/vtnt-agent",
         "./usr/lib/vtnt/artifacts.toml",
         "./lib/systemd/system/vtnt-agent.service",
         "./lib/systemd/system/vtnt-daemon.service",
@@ -266,7 +267,8 @@ fn the_package_holds_the_tree_and_lets_a_user_trace_without_root() {
     verify.args(["verify", "--man=no"]);
     for unit in ["vtnt-agent.service", "vtnt-daemon.service"] {
         let text = std::fs::read_to_string(root.join("lib/systemd/system").join(unit)).unwrap();
-        let here = text.replace("/usr/bin/vtnt", &vtnt.display().to_string());
+        let bin = format!("{}/", root.join("usr/bin").display());
+        let here = text.replace("/usr/bin/", &bin);
         std::fs::write(units.join(unit), here).unwrap();
         verify.arg(units.join(unit));
     }

@@ -2,8 +2,6 @@
 //! the seeds' figures it is compared with ([`SEED_001`], [`EL_KABIR`]). A leaf: the
 //! measurement fills it in, the report reads it.
 
-use crate::results::mean_sd;
-
 /// One row of the tables: a runtime, and for the microVM which VMM and accelerator.
 #[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct RowReport {
@@ -64,7 +62,7 @@ pub type Sd = Option<(f64, f64)>;
 
 /// Mean ± sd of `v`, `None` when empty.
 pub fn stat(v: &[f64]) -> Sd {
-    (!v.is_empty()).then(|| mean_sd(v))
+    vtnt_stats::mean_sd(v)
 }
 
 /// One row of a seed's table, in the units of seed 001's Fig. 3 (boot + shutdown in ms,

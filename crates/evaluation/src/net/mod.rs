@@ -152,7 +152,7 @@ pub struct Point {
 impl Point {
     /// Mean and standard deviation of the throughput, Mbit/s.
     pub fn mbps(&self) -> Option<(f64, f64)> {
-        mean_sd(&self.reps.iter().map(|r| r.mbps).collect::<Vec<_>>())
+        vtnt_stats::mean_sd(&self.reps.iter().map(|r| r.mbps).collect::<Vec<_>>())
     }
 
     /// Endpoint CPU seconds per gigabit received.
@@ -163,21 +163,6 @@ impl Point {
             .fold((0.0, 0.0), |(c, g), r| (c + r.cpu_s, g + r.gbit));
         (gbit > 0.0).then(|| cpu / gbit)
     }
-}
-
-/// Mean and (sample) standard deviation; `None` for no values.
-pub fn mean_sd(v: &[f64]) -> Option<(f64, f64)> {
-    if v.is_empty() {
-        return None;
-    }
-    let n = v.len() as f64;
-    let m = v.iter().sum::<f64>() / n;
-    let sd = if v.len() > 1 {
-        (v.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (n - 1.0)).sqrt()
-    } else {
-        0.0
-    };
-    Some((m, sd))
 }
 
 /// The whole run.

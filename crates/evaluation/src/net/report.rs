@@ -87,7 +87,9 @@ pub fn markdown(rep: &NetReport) -> String {
                 ),
                 opt(rep.ratio(p), |r| format!("{r:.2}")),
                 opt(p.cpu_per_gbit(), |c| format!("{c:.3}")),
-                opt(super::mean_sd(&loss).map(|x| x.0), |l| format!("{l:.1} %")),
+                opt(vtnt_stats::mean_sd(&loss).map(|x| x.0), |l| format!(
+                    "{l:.1} %"
+                )),
             );
         }
         let _ = writeln!(s);

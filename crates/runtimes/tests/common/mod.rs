@@ -1,5 +1,5 @@
-//! Shared by the runtime tests and vtnt-evaluation's report test (which includes this
-//! file by path): a lab of our own (`vtnt lab up --name <unique>`, taken down on drop),
+//! Shared by the runtime tests, and included by path in vtnt-evaluation's and vtnt-fleet's
+//! (their `tests/common/mod.rs`, `tests/fleet.rs`): a lab of our own (`vtnt lab up --name <unique>`, taken down on drop),
 //! and why a test cannot run here (handed to vtnt-testkit to skip).
 
 #![allow(dead_code)]

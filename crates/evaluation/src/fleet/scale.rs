@@ -3,7 +3,7 @@
 //! executable's `vtnt agent`, one slot each, the native runtime, spread over the paper's
 //! five locations, all measuring one lab), and an event list of a cheap job at a fixed
 //! rate to location `any`, replayed once in wait mode and once in discard mode
-//! ([`crate::replay`]). Figures per mode: event to job start on an agent (the summary's
+//! ([`vtnt_fleet::replay`]). Figures per mode: event to job start on an agent (the summary's
 //! queue time: controller and agents share this host's clock), the placement decision,
 //! how late events were placed against their times, and the events per second placed.
 //! The peer, measured in the same run at the events' pace: a bare NATS request and reply
@@ -27,11 +27,11 @@ use serde::Serialize;
 
 use vtnt_runtimes::Runtime;
 
-use crate::controller::{self, SubmitOptions};
-use crate::local::LocalFleet;
-use crate::proto::Mode;
-use crate::replay::{self, ReplayOptions, Replayed};
-use crate::Connect;
+use super::local::LocalFleet;
+use vtnt_fleet::controller::{self, SubmitOptions};
+use vtnt_fleet::proto::Mode;
+use vtnt_fleet::replay::{self, ReplayOptions, Replayed};
+use vtnt_fleet::Connect;
 
 /// The tenant whose jobs the benchmark places.
 const TENANT: &str = "scale";
@@ -308,7 +308,7 @@ async fn bare_round_trips(
     n: usize,
     every: Duration,
 ) -> anyhow::Result<Quantiles> {
-    let echo_subject = crate::deploy_subject(TENANT, "bench-echo");
+    let echo_subject = vtnt_fleet::deploy_subject(TENANT, "bench-echo");
     let asker = asker
         .requests_client("vtnt bench fleet-scale (asker)")
         .await?;
@@ -388,7 +388,7 @@ pub fn run(o: &ScaleOptions, dir: &Path) -> anyhow::Result<ScaleReport> {
     fleet.wait_up(o.agents, Duration::from_secs(30 + o.agents as u64 / 2))?;
     let agent = fleet.agent()?;
     let n = (o.rate * o.seconds).ceil() as usize;
-    let bare_request_ms = crate::block_on(bare_round_trips(
+    let bare_request_ms = vtnt_fleet::block_on(bare_round_trips(
         &connect,
         &agent,
         ((o.rate * o.seconds.min(BARE_SECONDS)).ceil() as usize).min(BARE_REQUESTS),
@@ -453,7 +453,7 @@ pub fn run(o: &ScaleOptions, dir: &Path) -> anyhow::Result<ScaleReport> {
         });
     }
     let words: Vec<String> = o.job.split_whitespace().map(String::from).collect();
-    let capacity = crate::block_on(capacity(
+    let capacity = vtnt_fleet::block_on(capacity(
         &connect,
         &o.capacity_rates,
         o.capacity_seconds,

@@ -1,12 +1,12 @@
 //! `vtnt bench fleet`: seed 000's controller experiment (Sec. V, Figs. 10 and 11) on
-//! this host. Five sites ([`crate::site`]), each a network namespace behind a link with
+//! this host. Five sites ([`super::site`]), each a network namespace behind a link with
 //! the paper's round trip from the controller in Belgium (France 10 ms, Poland 30,
 //! Canada 90, Singapore 170, Australia 280) and 100 Mbit/s toward the site; for each, one
 //! agent (one slot, every runtime asked for) whose connections to the broker and to the
 //! controller's image server leave from the site, across that link; jobs measure the lab. The
 //! controller replays the paper's event list (`--events`, one every `--interval`
 //! seconds, to any site) per runtime, in wait mode and in discard mode, `--reps` times
-//! ([`crate::replay`]). Fig. 10: deploy + execution per job in wait mode; Fig. 11: the
+//! ([`vtnt_fleet::replay`]). Fig. 10: deploy + execution per job in wait mode; Fig. 11: the
 //! share of events served in discard mode. The Docker engine runs for the whole
 //! benchmark, as on the paper's nodes; images are built before the first event.
 
@@ -21,10 +21,10 @@ use vtnt_runtimes::net::Network;
 use vtnt_runtimes::server::ImageServer;
 use vtnt_runtimes::{BuildOptions, EngineGuard, Runtime};
 
-use crate::local::LocalFleet;
-use crate::proto::{JobStatus, Mode, Outcome};
-use crate::replay::{self, ReplayOptions, Replayed};
-use crate::site::Site;
+use super::local::LocalFleet;
+use super::site::Site;
+use vtnt_fleet::proto::{JobStatus, Mode, Outcome};
+use vtnt_fleet::replay::{self, ReplayOptions, Replayed};
 
 /// The paper's sites and their round trips from the controller, ms.
 pub const SITES: [(&str, u64); 5] = [
@@ -70,7 +70,7 @@ pub struct MeanSd {
 
 impl MeanSd {
     pub fn of(v: &[f64]) -> MeanSd {
-        let (mean, sd) = vtnt_evaluation::results::mean_sd(v);
+        let (mean, sd) = vtnt_stats::mean_sd(v).unwrap_or_default();
         MeanSd {
             n: v.len(),
             mean,
@@ -186,7 +186,7 @@ pub fn run(o: &PaperOptions, dir: &Path) -> anyhow::Result<PaperReport> {
         .next()
         .and_then(|p| p.parse().ok())
         .context("the broker's URL")?;
-    let agent_key = crate::auth::key_file(&fleet.broker.dir, &crate::auth::Role::Agent);
+    let agent_key = vtnt_fleet::auth::key_file(&fleet.broker.dir, &vtnt_fleet::auth::Role::Agent);
     let runtimes = o
         .runtimes
         .iter()
@@ -470,7 +470,7 @@ impl PaperReport {
 /// Fig. 10 and Fig. 11 as bar charts, one bar per runtime (the VM runtimes drawn lighter
 /// when emulated).
 fn plots(report: &PaperReport, dir: &Path) -> anyhow::Result<()> {
-    use vtnt_evaluation::plot::{Bar, BarChart, Group, Unit};
+    use crate::plot::{Bar, BarChart, Group, Unit};
     let group = |r: &RuntimeFigures, bar: Option<Bar>| Group {
         runtime: r.runtime.clone(),
         emulated: r.accel.as_deref() == Some("TCG"),

@@ -1,4 +1,5 @@
-//! The job every runtime runs, and what it is compared on.
+//! What an instance is given: the job every runtime runs, as one line, its long target
+//! lists as data, and the lab it measures.
 //!
 //! A job is typed (`vtnt_job::JobSpec`: kind, engine settings, targets and a *hold*,
 //! seconds to stay alive after the results; the paper's density job is "a traceroute on
@@ -11,18 +12,13 @@
 //! `targets=@module` and the list comes as the process's standard input (a process, a
 //! container), a disk of its own (a VM) or a boot module (the unikernel).
 //!
-//! [`normalize`] removes what legitimately differs between runs and runtimes from scamper
-//! JSON lines: times (`start`, `tx`, `rx`, `rtt` and a ping's round-trip statistics `min`,
-//! `avg`, `max`, `stddev`, TNT's `rtt_us`, `start_time`, `stop_time`), the host name,
-//! reply IP ids (the lab's per-router counters advance between runs) and the vantage
-//! address (`src`: containers share the lab's 192.0.2.2, VMs take a guest slot address).
+//! What they print is compared after [`crate::normalize()`].
 
 use std::net::IpAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Context;
-use serde_json::Value;
 use vtnt_job::{JobKind, JobSpec};
 
 /// The paper's density job: a one-hop trace, then `hold`. The paper traced the local
@@ -66,6 +62,13 @@ pub fn guest_job(job: &JobSpec, targets_at: &str) -> GuestJob {
     }
     args.push(line);
     GuestJob { args, targets }
+}
+
+impl GuestJob {
+    /// Its target list as a process's standard input ([`targets_input`]), if it has one.
+    pub fn input(&self) -> anyhow::Result<Option<std::fs::File>> {
+        self.targets.as_deref().map(targets_input).transpose()
+    }
 }
 
 /// A file holding `list`, open for reading from its start and already unlinked (nothing
@@ -181,61 +184,9 @@ impl Lab {
     }
 }
 
-const VARYING: [&str; 14] = [
-    "start",
-    "tx",
-    "rx",
-    "rtt",
-    "min",
-    "avg",
-    "max",
-    "stddev",
-    "rtt_us",
-    "start_time",
-    "stop_time",
-    "hostname",
-    "reply_ipid",
-    "src",
-];
-
-/// The job's JSON lines with run-dependent fields removed (see the module docs), one
-/// canonical line each; lines that are not JSON objects are dropped.
-pub fn normalize(stdout: &str) -> Vec<String> {
-    stdout
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l.trim()).ok())
-        .filter(|v| v.is_object())
-        .map(|mut v| {
-            strip(&mut v);
-            v.to_string()
-        })
-        .collect()
-}
-
-fn strip(v: &mut Value) {
-    match v {
-        Value::Object(m) => {
-            for k in VARYING {
-                m.remove(k);
-            }
-            m.values_mut().for_each(strip);
-        }
-        Value::Array(a) => a.iter_mut().for_each(strip),
-        _ => {}
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn normalize_drops_times_and_vantage() {
-        let a = r#"{"type":"trace","src":"192.0.2.2","dst":"203.0.113.10","start":{"sec":1},"hops":[{"addr":"192.0.2.1","rtt":1.2,"tx":{"sec":3},"reply_ipid":7,"reply_ttl":255}]}"#;
-        let b = r#"{"type":"trace","src":"192.0.2.40","dst":"203.0.113.10","start":{"sec":9},"hops":[{"addr":"192.0.2.1","rtt":3.4,"tx":{"sec":4},"reply_ipid":9,"reply_ttl":255}]}"#;
-        assert_eq!(normalize(a), normalize(&format!("boot noise\n{b}\n")));
-        assert_ne!(normalize(a), normalize(&a.replace("255", "254")));
-    }
 
     #[test]
     fn long_target_lists_travel_apart_from_the_line() {

@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 
-use crate::auth::Role;
-use crate::{broker, controller, Connect};
+use vtnt_fleet::auth::Role;
+use vtnt_fleet::{broker, controller, Connect};
 
 pub struct LocalFleet {
     pub broker: broker::Broker,
