@@ -15,10 +15,11 @@
 use crate::addr::Prefix;
 use crate::limits::{self, TooLarge, MAX_LSPS, MAX_ROUTERS};
 use crate::net::TunnelClass;
+use crate::net::{Pop, ReplyFrom};
 use crate::profile::Vendor;
 use crate::rng::Rng;
 use crate::topology::{
-    HostDef, LinkDef, LspDef, Pop, ReplyFrom, RouterDef, Topology, TopologyDef, VantagePointDef,
+    HostDef, LinkDef, LspDef, RouterDef, Topology, TopologyDef, VantagePointDef,
 };
 
 /// Most destination hosts a generated topology has (one branch each): each branch makes

@@ -11,7 +11,7 @@ impl Rng {
     }
     pub fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        crate::forward::mix(self.0)
+        crate::net::routing::mix(self.0)
     }
     /// Uniform in `0..n` (`0` when `n == 0`).
     pub fn below(&mut self, n: u64) -> u64 {
