@@ -24,16 +24,6 @@ const ALLOWED_CIRCLES: &[(&str, &str, &[&str])] = &[
     ("kernel", "platform::vm", &["hvt", "time"]),
     // Helper "unikernel": accel calls qemu::supervise, qemu imports accel.
     ("vmm", "crate", &["accel", "outcome", "qemu"]),
-    // Removed on this branch, commit by commit.
-    (
-        "lab",
-        "crate",
-        &[
-            "forward", "lab", "limits", "net", "routing", "topology", "truth",
-        ],
-    ),
-    ("store", "crate", &["annotation", "ingest", "query"]),
-    ("xtask", "crate", &["dist", "share"]),
 ];
 
 fn root() -> &'static Path {
