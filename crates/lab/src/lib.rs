@@ -38,7 +38,6 @@
 
 mod lab;
 mod net;
-mod rng;
 mod topology;
 mod vantage;
 
