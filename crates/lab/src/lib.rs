@@ -33,8 +33,8 @@
 //! with `net::routing` (distances through biconnected parts, next hops, ECMP, LSP pushes,
 //! derived per packet), `vantage` (ports), `lab` (the API) with `lab::forward` (TTL and
 //! label mechanics, replies), [`truth`], [`oracle`] (what probing shows of each tunnel,
-//! from emulated traces), [`tracer`], [`generate`]. Each imports only modules listed
-//! before it (`crates/cli/tests/architecture.rs` checks that no two import each other).
+//! from emulated traces), [`tracer`], [`generate`]. No two import each other in a
+//! circle (`crates/cli/tests/architecture.rs` checks it).
 
 mod lab;
 mod net;
