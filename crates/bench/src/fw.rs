@@ -84,7 +84,7 @@ fn packet(h: &Header, state: CtState) -> Packet {
 }
 
 fn random_headers(seed: u64, n: usize) -> Vec<Header> {
-    let mut rng = vtnt_engine::Rng::new(seed);
+    let mut rng = vtnt_rng::Rng::new(seed);
     (0..n)
         .map(|_| {
             let a = rng.next_u64();

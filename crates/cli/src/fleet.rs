@@ -314,7 +314,7 @@ pub fn agent(a: AgentArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     anyhow::ensure!(
-        vtnt_lab_linux::is_root(),
+        vtnt_linux::is_root(),
         "`vtnt agent` needs root: its jobs get cgroups, network namespaces and raw sockets"
     );
     anyhow::ensure!(a.heartbeat_ms >= 10, "--heartbeat-ms: at least 10");

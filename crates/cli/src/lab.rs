@@ -189,7 +189,7 @@ fn parse_prefix(s: &str) -> anyhow::Result<vtnt_lab::addr::Prefix> {
 }
 
 fn need_root(what: &str) -> anyhow::Result<()> {
-    if !linux::is_root() {
+    if !vtnt_linux::is_root() {
         bail!("`vtnt lab {what}` needs root (network namespaces and TUN devices)");
     }
     Ok(())

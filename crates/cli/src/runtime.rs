@@ -114,7 +114,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         );
     };
     anyhow::ensure!(
-        vtnt_lab_linux::is_root(),
+        vtnt_linux::is_root(),
         "`vtnt run` needs root: instances get cgroups, network namespaces and raw sockets, VMs TAP devices"
     );
     let net = args.net.clone().unwrap_or(Network::Lab(args.lab.clone()));

@@ -20,12 +20,13 @@ use vtnt_record::{Method, Record, StopReason};
 use vtnt_wire::reply;
 
 use crate::config::{Config, ConfigError};
-use crate::flow::{self, Flow, FlowKey, IdPool, Rng, Vary};
+use crate::flow::{self, Flow, FlowKey, IdPool, Vary};
 use crate::pacer::Pacer;
 use crate::ping::PingRun;
 use crate::probe;
 use crate::trace::{Outcome, TraceRun, Wake};
 use crate::{Instant, Job, JobError, NoSource};
+use vtnt_rng::Rng;
 
 /// The driver's source address for a destination: the one its route gives, as the kernel
 /// would choose it ([`Engine::set_source_lookup`]).
@@ -653,7 +654,7 @@ impl Engine {
             _ => dport.unwrap_or(33435),
         };
         let icmp_sum = match sum {
-            Some(c) => c.unwrap_or_else(|| self.rng.checksum()),
+            Some(c) => c.unwrap_or_else(|| flow::checksum(&mut self.rng)),
             None => 0,
         };
         Some((

@@ -16,6 +16,7 @@ use alloc::vec;
 use alloc::vec::Vec;
 use core::net::Ipv4Addr;
 
+use vtnt_rng::Rng;
 use vtnt_wire::proto;
 
 /// Looks up the measurement a packet belongs to.
@@ -68,39 +69,12 @@ impl Flow {
     }
 }
 
-/// SplitMix64 (Steele, Lea, Flood 2014): small, fast, the same stream on every platform
-/// and release. The engine spreads identifiers with it (seeded from the config); it is
-/// also the workspace's one seeded generator for reproducible draws elsewhere (the
-/// firewall's rule and trace generators, `vtnt_fw::gen`).
-#[derive(Debug, Clone)]
-pub struct Rng(u64);
-
-impl Rng {
-    pub fn new(seed: u64) -> Rng {
-        Rng(seed)
-    }
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    /// A number in `0..n` (`0` when `n == 0`); the modulo's bias is below 2^-40 for the
-    /// `n` anyone draws from (< 2^24).
-    pub fn below(&mut self, n: u64) -> u64 {
-        match n {
-            0 => 0,
-            n => self.next_u64() % n,
-        }
-    }
-    /// A non-zero 16-bit value that is not 0xffff (both have special checksum meanings).
-    pub(crate) fn checksum(&mut self) -> u16 {
-        loop {
-            let v = self.next_u64() as u16;
-            if v != 0 && v != 0xffff {
-                return v;
-            }
+/// A non-zero 16-bit value that is not 0xffff (both have special checksum meanings).
+pub(crate) fn checksum(rng: &mut Rng) -> u16 {
+    loop {
+        let v = rng.next_u64() as u16;
+        if v != 0 && v != 0xffff {
+            return v;
         }
     }
 }
@@ -221,7 +195,7 @@ mod tests {
     fn checksums_avoid_special_values() {
         let mut rng = Rng::new(0);
         for _ in 0..10_000 {
-            let c = rng.checksum();
+            let c = checksum(&mut rng);
             assert!(c != 0 && c != 0xffff);
         }
     }

@@ -71,7 +71,6 @@ mod trace;
 
 pub use config::{Config, ConfigError};
 pub use engine::{Engine, Event, MeasurementId, SourceLookup, Stats, Stranded, Transmit};
-pub use flow::Rng;
 pub use job::{Job, JobError, NoSource, PingOptions, TraceOptions, MAX_PROBE_SIZE};
 pub use probe::PROBE_ID_LEN;
 pub use prober::Prober;

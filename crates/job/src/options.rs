@@ -148,9 +148,8 @@ pub fn seconds(s: &str) -> Result<Duration, String> {
 /// A ping's `-P`, in any case (as scamper takes it): icmp (icmp-echo), udp, udp-dport,
 /// tcp (tcp-syn), tcp-ack.
 pub fn method(s: &str) -> Result<Method, String> {
-    Method::from_option(&s.to_ascii_lowercase()).ok_or_else(|| {
-        format!("unknown method `{s}` (icmp-paris, udp-paris, udp-dport, tcp, tcp-ack)")
-    })
+    Method::from_option(&s.to_ascii_lowercase())
+        .ok_or_else(|| format!("unknown method `{s}` ({})", Method::OPTION_NAMES))
 }
 
 /// A trace's `-P`, in any case: icmp-paris, udp-paris, tcp, tcp-ack. Classic traceroute

@@ -73,9 +73,7 @@ pub(crate) fn method(v: &str) -> Result<Method, Why> {
     Method::ALL
         .into_iter()
         .find(|m| m.option_name() == v)
-        .ok_or_else(|| {
-            format!("`{v}` is not a method (icmp-paris, udp-paris, tcp, tcp-ack, udp-dport)")
-        })
+        .ok_or_else(|| format!("`{v}` is not a method ({})", Method::OPTION_NAMES))
 }
 
 use vtnt_record::to_hex as hex;

@@ -82,9 +82,9 @@ pub fn serve_front(o: &FrontOptions) -> Result<(), Error> {
             )))
         }
         Some(p) => p,
-        None => vtnt_netns::route_source(Ipv4Addr::new(203, 0, 113, 1).into())
-            .or_else(|_| vtnt_netns::route_source(Ipv4Addr::new(192, 0, 2, 1).into()))
-            .map_err(|e| Error::msg(format!("no address to probe from upstream: {e}")))?,
+        None => vtnt_linux::route_source(Ipv4Addr::new(203, 0, 113, 1))
+            .or_else(|_| vtnt_linux::route_source(Ipv4Addr::new(192, 0, 2, 1)))
+            .map_err(|e| Error::msg(format!("no address to probe from upstream: {}", e.0)))?,
     };
     let mut config = Config::new(public);
     config.pps = o.pps;

@@ -53,9 +53,3 @@ impl Error {
         Error::Msg(m.into())
     }
 }
-
-/// Whether this process runs as root (the namespace and TUN need it).
-pub fn is_root() -> bool {
-    // SAFETY: geteuid has no arguments and cannot fail.
-    unsafe { libc::geteuid() == 0 }
-}

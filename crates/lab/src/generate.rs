@@ -10,16 +10,17 @@
 //! TTL of a 64-iTTL router above 32, where TTL-based signatures stay unambiguous).
 //! Implicit LSPs get at least `implicit_min_lsrs` LSRs (2: a lone implicit LSR quotes TTL
 //! 1 and cannot be seen). The same seed and options always give the same topology (the
-//! PRNG is SplitMix64, written here).
+//! PRNG is `vtnt_rng`'s SplitMix64).
 
 use crate::addr::Prefix;
 use crate::limits::{self, TooLarge, MAX_LSPS, MAX_ROUTERS};
 use crate::net::TunnelClass;
+use crate::net::{Pop, ReplyFrom};
 use crate::profile::Vendor;
-use crate::rng::Rng;
 use crate::topology::{
-    HostDef, LinkDef, LspDef, Pop, ReplyFrom, RouterDef, Topology, TopologyDef, VantagePointDef,
+    HostDef, LinkDef, LspDef, RouterDef, Topology, TopologyDef, VantagePointDef,
 };
+use vtnt_rng::Rng;
 
 /// Most destination hosts a generated topology has (one branch each): each branch makes
 /// up to four LSPs (one with two equal-cost paths, and its return), and the lab takes

@@ -15,15 +15,13 @@ use std::collections::BinaryHeap;
 
 use vtnt_record::Instant;
 
+use crate::net::routing::RouteCache;
 use crate::net::{Net, RouterId};
-use crate::routing::RouteCache;
 use crate::topology::Topology;
 use crate::truth::{self, Truth};
+use crate::vantage::{vantage_points, Port, VantagePoint};
 
-/// Which vantage point a packet comes from or goes to: the index of its
-/// `[[vantage-point]]` in the topology file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
-pub struct Port(pub u16);
+mod forward;
 
 /// Counters of what the lab did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
@@ -40,24 +38,6 @@ pub struct Stats {
     pub dropped: u64,
     /// Packets larger than the buffer given to `poll_transmit`.
     pub too_big: u64,
-}
-
-/// A vantage point as the fronts need it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct VantagePoint {
-    pub port: Port,
-    pub name: String,
-    /// The vantage point's own address.
-    pub addr: core::net::Ipv4Addr,
-    /// Its LAN prefix: every address in it except the gateway reaches this port.
-    pub prefix: crate::addr::Prefix,
-    /// The router's address on the LAN.
-    pub gateway: core::net::Ipv4Addr,
-    /// Name of the router the LAN hangs off.
-    pub router: String,
-    /// The VM LAN routed here too ([`Topology::with_vm_lan`]) and the router's address on
-    /// it (its host 1).
-    pub vm_lan: Option<(crate::addr::Prefix, core::net::Ipv4Addr)>,
 }
 
 pub(crate) struct Out {
@@ -129,7 +109,7 @@ pub struct Lab {
     pub(crate) seq: u64,
     pub(crate) pool: Vec<Vec<u8>>,
     pub(crate) stats: Stats,
-    pub(crate) work: Vec<crate::forward::Walk>,
+    pub(crate) work: Vec<forward::Walk>,
     pub(crate) routes: RouteCache,
 }
 
@@ -256,22 +236,4 @@ impl Lab {
         *x = x.wrapping_add(1);
         *x
     }
-}
-
-/// The vantage points of a topology, port by port.
-pub fn vantage_points(topo: &Topology) -> Vec<VantagePoint> {
-    let n = &topo.net;
-    n.vps
-        .iter()
-        .enumerate()
-        .map(|(i, v)| VantagePoint {
-            port: Port(i as u16),
-            name: v.name.clone(),
-            addr: v.addr,
-            prefix: v.prefix,
-            gateway: n.ifaces[v.gw_iface as usize].addr,
-            router: n.routers[v.router as usize].name.clone(),
-            vm_lan: v.vm_lan,
-        })
-        .collect()
 }

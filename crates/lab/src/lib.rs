@@ -29,17 +29,17 @@
 //! ```
 //!
 //! Modules: [`addr`] (prefixes, lab ranges), [`profile`] (vendors), `topology` (file,
-//! validation), [`limits`] (the largest topology the lab takes), `routing` (distances
-//! through biconnected parts, next hops, ECMP, LSP pushes, derived per packet),
-//! `forward` (TTL and label mechanics, replies), `lab` (the API), [`truth`], [`oracle`]
-//! (what probing shows of each tunnel, from emulated traces), [`tracer`], [`generate`].
+//! validation), [`limits`] (the largest topology the lab takes), `net` (the built network)
+//! with `net::routing` (distances through biconnected parts, next hops, ECMP, LSP pushes,
+//! derived per packet), `vantage` (ports), `lab` (the API) with `lab::forward` (TTL and
+//! label mechanics, replies), [`truth`], [`oracle`] (what probing shows of each tunnel,
+//! from emulated traces), [`tracer`], [`generate`]. No two import each other in a
+//! circle (`crates/cli/tests/architecture.rs` checks it).
 
-mod forward;
 mod lab;
 mod net;
-mod rng;
-mod routing;
 mod topology;
+mod vantage;
 
 pub mod addr;
 pub mod generate;
@@ -50,13 +50,14 @@ pub mod tracer;
 pub mod truth;
 
 pub use generate::{generate, GenOptions};
-pub use lab::{vantage_points, Lab, Port, Stats, VantagePoint};
-pub use net::{Revelation, TunnelClass};
+pub use lab::{Lab, Stats};
+pub use net::{Pop, ReplyFrom, Revelation, TunnelClass};
 pub use oracle::{oracle, Observation, Oracle, OracleOptions};
 pub use profile::Vendor;
 pub use topology::{
-    to_toml, HostDef, LinkDef, LspDef, Pop, ReplyFrom, RouteDef, RouterDef, Topology, TopologyDef,
-    TopologyError, VantagePointDef, REFERENCE_TOML,
+    to_toml, HostDef, LinkDef, LspDef, RouteDef, RouterDef, Topology, TopologyDef, TopologyError,
+    VantagePointDef, REFERENCE_TOML,
 };
 pub use truth::Truth;
+pub use vantage::{vantage_points, Port, VantagePoint};
 pub use vtnt_record::Instant;

@@ -60,17 +60,3 @@ pub(crate) fn check(what: &str, value: usize, limit: usize) -> Result<(), TooLar
     }
     Ok(())
 }
-
-/// The counts of a parsed topology.
-pub(crate) fn check_counts(def: &crate::TopologyDef) -> Result<(), TooLarge> {
-    check("routers", def.routers.len(), MAX_ROUTERS)?;
-    check("links", def.links.len(), MAX_LINKS)?;
-    check("hosts", def.hosts.len(), MAX_HOSTS)?;
-    check(
-        "vantage points",
-        def.vantage_points.len(),
-        MAX_VANTAGE_POINTS,
-    )?;
-    check("LSPs", def.lsps.len(), MAX_LSPS)?;
-    check("static routes", def.routes.len(), MAX_ROUTES)
-}

@@ -11,11 +11,12 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
-use crate::lab::{Lab, Port};
+use crate::lab::Lab;
 use crate::net::{Net, Owner, RouterId};
 use crate::topology::Topology;
 use crate::tracer::Tracer;
 use crate::truth::{Truth, Tunnel};
+use crate::vantage::Port;
 
 /// How the oracle probes.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

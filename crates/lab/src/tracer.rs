@@ -8,7 +8,8 @@ use vtnt_record::Instant;
 use vtnt_wire::build::{icmp_echo, Echo, Ip};
 use vtnt_wire::reply::{self, Body};
 
-use crate::lab::{Lab, Port};
+use crate::lab::Lab;
+use crate::vantage::Port;
 
 /// One answer to one probe.
 #[derive(Debug, Clone, PartialEq, Eq)]

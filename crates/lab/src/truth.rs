@@ -15,8 +15,8 @@ use core::net::Ipv4Addr;
 
 use serde::Serialize;
 
-use crate::net::{IfaceId, Net, Owner, Peer, PrefixKind, Revelation, RouterId, TunnelClass};
-use crate::topology::{Pop, Topology};
+use crate::net::{IfaceId, Net, Owner, Peer, Pop, PrefixKind, Revelation, RouterId, TunnelClass};
+use crate::topology::Topology;
 
 /// The whole ground truth of a topology.
 #[derive(Debug, Clone, Serialize)]
@@ -307,7 +307,7 @@ pub fn destination(topo: &Topology, vp: usize, dst: Ipv4Addr, name: &str) -> Opt
 /// The ground truth of a topology, destinations seen from its first vantage point.
 pub fn truth(topo: &Topology) -> Truth {
     let net = &topo.net;
-    let vantage_points = crate::lab::vantage_points(topo)
+    let vantage_points = crate::vantage::vantage_points(topo)
         .into_iter()
         .map(|v| VpTruth {
             name: v.name,

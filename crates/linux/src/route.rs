@@ -102,7 +102,7 @@ impl RouteSources {
     /// The source of probes to `dst`, or why there is none (no route; a broadcast route,
     /// which a socket may not connect to).
     pub fn source(&mut self, dst: Ipv4Addr) -> Result<Ipv4Addr, NoSource> {
-        *self.known.entry(dst).or_insert_with(|| ask_kernel(dst))
+        *self.known.entry(dst).or_insert_with(|| route_source(dst))
     }
 
     /// The lookup an engine takes ([`vtnt_engine::Engine::set_source_lookup`]).
@@ -111,9 +111,11 @@ impl RouteSources {
     }
 }
 
-/// One route lookup (a fresh socket each time: a connected socket keeps its first
-/// source address for the next connect).
-fn ask_kernel(dst: Ipv4Addr) -> Result<Ipv4Addr, NoSource> {
+/// The local address this namespace's routes pick to reach `dst`, asked of the kernel
+/// (a UDP socket connected to it; nothing is sent), or why there is none. One lookup each
+/// call (a fresh socket: a connected socket keeps its first source address for the next
+/// connect); [`RouteSources`] remembers them.
+pub fn route_source(dst: Ipv4Addr) -> Result<Ipv4Addr, NoSource> {
     let failed = NoSource("the kernel's route lookup failed");
     let sock = std::net::UdpSocket::bind((Ipv4Addr::UNSPECIFIED, 0)).map_err(|_| failed)?;
     if let Err(e) = sock.connect((dst, 33434)) {

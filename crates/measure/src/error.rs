@@ -4,7 +4,7 @@
 //! are the ones users have always read; callers that only report them wrap them with
 //! `anyhow` at the binaries' edge.
 
-use crate::proc::TimedOut;
+use std::time::Duration;
 
 /// An error of `vtnt-measure`.
 #[derive(Debug, thiserror::Error)]
@@ -72,3 +72,27 @@ mod tests {
         assert_eq!(killed.to_string(), "interrupted: vtnt job killed");
     }
 }
+
+/// The error of [`crate::proc::Supervised::wait`] when the child outlived its timeout (it was killed).
+#[derive(Debug, Clone)]
+pub struct TimedOut {
+    pub what: String,
+    pub timeout: Duration,
+    pub stdout_tail: String,
+    pub stderr_tail: String,
+}
+
+impl std::fmt::Display for TimedOut {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} did not finish within {:.0} s; stdout tail: {}; stderr tail: {}",
+            self.what,
+            self.timeout.as_secs_f64(),
+            self.stdout_tail,
+            self.stderr_tail
+        )
+    }
+}
+
+impl std::error::Error for TimedOut {}

@@ -8,6 +8,7 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
+pub use crate::error::TimedOut;
 use crate::error::{Error, IoContext, Result};
 
 /// Sends `sig` to process group `pgid`.
@@ -56,30 +57,6 @@ pub struct Finished {
     /// its pipes (its own, not handed to a process that outlives it), else 10 ms.
     pub elapsed: Duration,
 }
-
-/// The error of [`Supervised::wait`] when the child outlived its timeout (it was killed).
-#[derive(Debug, Clone)]
-pub struct TimedOut {
-    pub what: String,
-    pub timeout: Duration,
-    pub stdout_tail: String,
-    pub stderr_tail: String,
-}
-
-impl std::fmt::Display for TimedOut {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "{} did not finish within {:.0} s; stdout tail: {}; stderr tail: {}",
-            self.what,
-            self.timeout.as_secs_f64(),
-            self.stdout_tail,
-            self.stderr_tail
-        )
-    }
-}
-
-impl std::error::Error for TimedOut {}
 
 /// Runs `f`, and once more if it failed with [`TimedOut`] (anywhere in the error's
 /// chain, or as [`Error::TimedOut`]); `first` sees the first attempt's error. A second

@@ -1,10 +1,11 @@
 //! Network namespaces of our own for tests and benchmarks: [`NetNs`] creates one (loopback
 //! up) and deletes it on drop, even when a test fails; [`Chain`] builds a line of Linux
-//! routers joined by veth pairs; [`which`] finds the host tools, [`route_source`] the address a route picks. Everything sent inside stays inside: no test here or that
+//! routers joined by veth pairs; [`which`] finds the host tools, [`is_root`] is `vtnt-linux`'s. Everything sent inside stays inside: no test here or that
 //! uses this crate reaches beyond the namespaces it made. Needs root and iproute2.
 
 use std::process::{Command, Output};
 use std::sync::atomic::{AtomicU32, Ordering};
+pub use vtnt_linux::is_root;
 
 static COUNTER: AtomicU32 = AtomicU32::new(0);
 
@@ -44,28 +45,6 @@ pub fn which(program: &str) -> Option<std::path::PathBuf> {
 pub fn unique_name(prefix: &str) -> String {
     let n = COUNTER.fetch_add(1, Ordering::Relaxed);
     format!("{prefix}-{}-{n}", std::process::id())
-}
-
-/// The local IPv4 address this namespace's routes pick to reach `dst` (a connected UDP
-/// socket; nothing is sent).
-pub fn route_source(dst: std::net::IpAddr) -> std::io::Result<std::net::Ipv4Addr> {
-    let sock = std::net::UdpSocket::bind("0.0.0.0:0")?;
-    sock.connect((dst, 33434))?;
-    match sock.local_addr()?.ip() {
-        std::net::IpAddr::V4(a) if !a.is_unspecified() => Ok(a),
-        _ => Err(std::io::Error::other("no IPv4 source address")),
-    }
-}
-
-/// Whether we run as root (uid 0).
-pub fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            let l = s.lines().find(|l| l.starts_with("Uid:"))?.to_string();
-            l.split_whitespace().nth(1).map(|u| u == "0")
-        })
-        .unwrap_or(false)
 }
 
 /// Runs `ip ARGS...`, failing with its stderr.

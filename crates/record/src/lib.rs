@@ -57,6 +57,9 @@ impl Method {
         Method::TcpAck,
         Method::UdpDport,
     ];
+    /// Every method's [`option_name`](Method::option_name), in [`ALL`](Method::ALL)'s order,
+    /// for messages that list them (a test holds it to the table).
+    pub const OPTION_NAMES: &'static str = "icmp-paris, udp-paris, tcp, tcp-ack, udp-dport";
     /// The option value scamper and `vtnt` accept after `-P`.
     pub const fn option_name(self) -> &'static str {
         match self {
@@ -436,4 +439,16 @@ pub struct Ping {
 pub enum Record {
     Trace(Trace),
     Ping(Ping),
+}
+
+#[cfg(test)]
+mod method_names {
+    use super::Method;
+    use alloc::vec::Vec;
+
+    #[test]
+    fn option_names_list_every_method() {
+        let names: Vec<&str> = Method::ALL.iter().map(|m| m.option_name()).collect();
+        assert_eq!(Method::OPTION_NAMES, names.join(", "));
+    }
 }

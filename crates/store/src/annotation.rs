@@ -6,6 +6,7 @@
 use std::net::IpAddr;
 
 use serde::Deserialize;
+use vtnt_record::TunnelClass;
 
 /// An initial trace's `"tnt"` (layout versions 1 and 2).
 #[derive(Debug, Deserialize)]
@@ -105,7 +106,7 @@ impl TraceAnnotation {
     pub fn parse(text: &str, hops: usize) -> Result<TraceAnnotation, String> {
         let a: TraceAnnotation = serde_json::from_str(text).map_err(|e| e.to_string())?;
         for (i, t) in a.tunnels.iter().enumerate() {
-            if !crate::query::classes().any(|c| c == t.class) {
+            if !classes().any(|c| c == t.class) {
                 return Err(format!("tunnels[{i}].class: unknown class `{}`", t.class));
             }
             if let Some(r) = &t.revelation {
@@ -125,6 +126,11 @@ impl TraceAnnotation {
         }
         Ok(a)
     }
+}
+
+/// The tunnel classes, in TNT's table order.
+pub fn classes() -> impl Iterator<Item = &'static str> {
+    TunnelClass::ALL.iter().map(|c| c.name())
 }
 
 #[cfg(test)]

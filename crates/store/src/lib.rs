@@ -218,7 +218,7 @@ pub fn default_path() -> Option<PathBuf> {
         Some(v) => return Some(PathBuf::from(v)),
         None => {}
     }
-    if is_root() {
+    if vtnt_linux::is_root() {
         return Some(PathBuf::from("/var/lib/vtnt/results.sqlite"));
     }
     let data = match std::env::var_os("XDG_DATA_HOME") {
@@ -228,18 +228,6 @@ pub fn default_path() -> Option<PathBuf> {
         }
     };
     Some(data.join("vtnt/results.sqlite"))
-}
-
-/// Whether this process runs as root (its effective uid, from /proc: no libc call).
-fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("Uid:"))
-                .and_then(|u| u.split_whitespace().nth(1).map(|e| e == "0"))
-        })
-        .unwrap_or(false)
 }
 
 /// Microseconds since the Unix epoch.

@@ -10,7 +10,6 @@ use std::net::IpAddr;
 use rusqlite::types::Value;
 use serde::{Deserialize, Serialize};
 pub use vtnt_policy::Prefix;
-use vtnt_record::TunnelClass;
 
 use crate::error::{Result, StoreError};
 use crate::{NodeInfo, Store, Tenant};
@@ -59,10 +58,7 @@ mod prefix_text {
     }
 }
 
-/// The tunnel classes, in TNT's table order.
-pub fn classes() -> impl Iterator<Item = &'static str> {
-    TunnelClass::ALL.iter().map(|c| c.name())
-}
+pub use crate::annotation::classes;
 
 /// The vendors TNT's signatures name.
 pub const VENDORS: &[&str] = &[

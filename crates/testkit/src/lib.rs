@@ -185,27 +185,26 @@ pub fn seed(var: &str, default: impl FnOnce() -> u64) -> u64 {
     seed
 }
 
-/// SplitMix64: a test's only randomness, from one printed [`seed`].
-pub struct Rng(u64);
+/// A test's only randomness, from one printed [`seed`]: the workspace's generator
+/// ([`vtnt_rng::Rng`]) with draws sized for test code (indexes, byte vectors).
+pub struct Rng(vtnt_rng::Rng);
 
 impl Rng {
     pub fn new(seed: u64) -> Rng {
-        Rng(seed)
+        Rng(vtnt_rng::Rng::new(seed))
     }
     pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
+        self.0.next_u64()
     }
     /// A number in `0..n` (`n > 0`).
     pub fn below(&mut self, n: usize) -> usize {
-        (self.next_u64() % n as u64) as usize
+        self.0.below(n as u64) as usize
     }
     /// `n` random bytes.
     pub fn bytes(&mut self, n: usize) -> Vec<u8> {
-        (0..n).map(|_| self.next_u64() as u8).collect()
+        let mut v = vec![0; n];
+        self.0.fill(&mut v);
+        v
     }
 }
 

@@ -33,7 +33,8 @@ use std::process::Command;
 
 use anyhow::{bail, Context};
 
-use crate::dist::{self, mkdir, write, Dist};
+use crate::dist::Dist;
+use crate::files::{self, mkdir, write};
 use crate::share;
 
 /// The package's name.
@@ -111,7 +112,7 @@ fn stage_and_build(dist: &Dist, stage: &Path, version: &str) -> anyhow::Result<P
         let name = Path::new(file).file_name().unwrap_or_default();
         gzip(&ws.join(file), &doc.join(name))?;
     }
-    for file in dist::files(&dist.share())? {
+    for file in files::files(&dist.share())? {
         let src = dist.share().join(&file);
         let dst = stage.join("usr/share").join(&file);
         if file == share::LICENSE {
@@ -240,7 +241,7 @@ fn readelf(bin: &Path, what: &str) -> anyhow::Result<String> {
 
 /// `DEBIAN/md5sums`: every file but `DEBIAN/`'s, by path relative to the root.
 fn md5sums(stage: &Path) -> anyhow::Result<String> {
-    let files: Vec<String> = dist::files(stage)?
+    let files: Vec<String> = files::files(stage)?
         .into_iter()
         .filter(|p| !p.starts_with("DEBIAN/"))
         .collect();
@@ -258,7 +259,7 @@ fn md5sums(stage: &Path) -> anyhow::Result<String> {
 /// `Installed-Size`: the files' sizes in KiB, each rounded up.
 fn installed_kib(stage: &Path) -> anyhow::Result<u64> {
     let mut kib = 0;
-    for f in dist::files(stage)? {
+    for f in files::files(stage)? {
         if !f.starts_with("DEBIAN/") {
             kib += std::fs::metadata(stage.join(&f))?.len().div_ceil(1024);
         }

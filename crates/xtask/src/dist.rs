@@ -27,6 +27,7 @@ use std::process::Command;
 use anyhow::Context;
 use vtnt_artifacts::{Artifact, Manifest, Pin, MANIFEST};
 
+use crate::files::{files, mkdir, write};
 use crate::programs::{self, Program};
 use crate::{cargo, kernel, share};
 
@@ -272,30 +273,4 @@ fn commit() -> String {
         .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
         .filter(|s| !s.is_empty())
         .unwrap_or_else(|| "unknown".into())
-}
-
-pub(crate) fn mkdir(d: &Path) -> anyhow::Result<()> {
-    std::fs::create_dir_all(d).with_context(|| format!("creating {}", d.display()))
-}
-
-pub(crate) fn write(p: &Path, text: &str) -> anyhow::Result<()> {
-    std::fs::write(p, text).with_context(|| format!("writing {}", p.display()))
-}
-
-/// Every regular file under `root`, relative to it, sorted.
-pub(crate) fn files(root: &Path) -> anyhow::Result<Vec<String>> {
-    let mut out = Vec::new();
-    let mut dirs = vec![root.to_path_buf()];
-    while let Some(d) = dirs.pop() {
-        for e in std::fs::read_dir(&d).with_context(|| format!("reading {}", d.display()))? {
-            let p = e?.path();
-            if p.is_dir() {
-                dirs.push(p);
-            } else if let Ok(rel) = p.strip_prefix(root) {
-                out.push(rel.display().to_string());
-            }
-        }
-    }
-    out.sort();
-    Ok(out)
 }

@@ -11,6 +11,7 @@ pub mod cargo;
 pub mod deb;
 pub mod deny;
 pub mod dist;
+mod files;
 pub mod kernel;
 pub mod man;
 pub mod notices;

@@ -16,8 +16,8 @@ use std::process::Command;
 
 use anyhow::Context;
 
-use crate::dist::mkdir;
-use crate::{cargo, dist, man, notices};
+use crate::files::{self, mkdir};
+use crate::{cargo, man, notices};
 
 /// The licence and the notices, under `share/`.
 pub const LICENSE: &str = "doc/vtnt/LICENSE";
@@ -52,7 +52,7 @@ pub fn write(vtnt: &Path, share: &Path) -> anyhow::Result<Share> {
         let script = cargo::run(Command::new(vtnt).args(["completions", shell]))?;
         let path = share.join(path);
         mkdir(path.parent().unwrap_or(share))?;
-        dist::write(&path, &script)?;
+        files::write(&path, &script)?;
     }
     Ok(Share { notices, man_pages })
 }

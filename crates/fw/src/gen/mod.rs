@@ -27,7 +27,7 @@
 //!
 //! With `stateful`, the first rule is `-m conntrack --ctstate RELATED,ESTABLISHED -j
 //! ACCEPT`, as in most real firewalls. The same seed gives the same set on every
-//! machine (SplitMix64, `vtnt_engine::Rng`).
+//! machine (SplitMix64, `vtnt_rng::Rng`).
 //!
 //! [`trace`] draws packet headers that hit a rule set, as ClassBench's trace_generator:
 //! a rule at random, a header inside it (a corner of each field's range half the time,
@@ -40,7 +40,7 @@ use alloc::vec::Vec;
 use core::net::Ipv4Addr;
 
 use hashbrown::HashTable;
-use vtnt_engine::Rng;
+use vtnt_rng::Rng;
 
 use crate::hash::hash2;
 

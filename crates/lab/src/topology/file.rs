@@ -4,6 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::net::{Pop, ReplyFrom};
 use crate::profile::Vendor;
 
 /// A whole topology file, as written.
@@ -73,25 +74,6 @@ pub struct RouterDef {
     pub reply_from: ReplyFrom,
 }
 
-/// Which of its addresses a router's ICMP errors come from.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum ReplyFrom {
-    /// The interface the packet came in on (RFC 1812's recommendation, the common case).
-    #[default]
-    Incoming,
-    /// The interface the error leaves on, towards the packet's source.
-    Outgoing,
-    /// Its loopback (the incoming interface when it has none).
-    Loopback,
-}
-
-impl ReplyFrom {
-    fn is_incoming(&self) -> bool {
-        *self == ReplyFrom::Incoming
-    }
-}
-
 /// A point-to-point link between two routers: a /30 or /31.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
@@ -142,16 +124,6 @@ pub struct HostDef {
     /// A silent host answers nothing.
     #[serde(default, skip_serializing_if = "is_false")]
     pub silent: bool,
-}
-
-/// How an LSP's label is popped.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Pop {
-    /// Penultimate hop popping: the last LSR pops, the egress gets plain IP.
-    Php,
-    /// Ultimate hop popping: the egress gets the label and pops it.
-    Uhp,
 }
 
 /// A label switched path from an ingress LER to an egress LER.

@@ -9,9 +9,7 @@ mod validate;
 
 use std::path::Path;
 
-pub use file::{
-    HostDef, LinkDef, LspDef, Pop, ReplyFrom, RouteDef, RouterDef, TopologyDef, VantagePointDef,
-};
+pub use file::{HostDef, LinkDef, LspDef, RouteDef, RouterDef, TopologyDef, VantagePointDef};
 
 use crate::limits::{self, TooLarge};
 use crate::net::Net;
@@ -75,7 +73,7 @@ impl Topology {
         limits::check("bytes of topology", text.len(), limits::MAX_TOPOLOGY_BYTES)
             .map_err(too_large)?;
         let def: TopologyDef = toml::from_str(text).map_err(|e| syntax(text, file, &e))?;
-        limits::check_counts(&def).map_err(too_large)?;
+        check_counts(&def).map_err(too_large)?;
         let net = validate::resolve(&def, file, &validate::Lines::of(text), None)?;
         Ok(Topology {
             def,
@@ -176,4 +174,18 @@ pub(crate) fn line_of(text: &str, at: usize) -> usize {
         .filter(|&&b| b == b'\n')
         .count()
         + 1
+}
+
+/// The counts of a parsed topology.
+pub(crate) fn check_counts(def: &TopologyDef) -> Result<(), TooLarge> {
+    limits::check("routers", def.routers.len(), limits::MAX_ROUTERS)?;
+    limits::check("links", def.links.len(), limits::MAX_LINKS)?;
+    limits::check("hosts", def.hosts.len(), limits::MAX_HOSTS)?;
+    limits::check(
+        "vantage points",
+        def.vantage_points.len(),
+        limits::MAX_VANTAGE_POINTS,
+    )?;
+    limits::check("LSPs", def.lsps.len(), limits::MAX_LSPS)?;
+    limits::check("static routes", def.routes.len(), limits::MAX_ROUTES)
 }

@@ -10,14 +10,14 @@ use std::net::Ipv4Addr;
 const MAX_ECMP_PATHS: usize = 8;
 
 use super::file::{LspDef, Spans, TopologyDef};
-use super::{line_of, Pop, TopologyError};
+use super::{line_of, TopologyError};
 use crate::addr::{in_lab_ranges, AddrLen, Prefix};
 use crate::limits::{self, MAX_LSPS};
+use crate::net::routing::{Dist, Static, Tables, INF};
 use crate::net::{
-    Host, Iface, IfaceId, Lsp, Net, Over, Peer, PrefixInfo, PrefixKind, Router, RouterId,
+    Host, Iface, IfaceId, Lsp, Net, Over, Peer, Pop, PrefixInfo, PrefixKind, Router, RouterId,
     TunnelClass, Vp,
 };
-use crate::routing::{Dist, Static, Tables, INF};
 
 /// Where each object is in the file's text, found only when an error needs it: the
 /// spans of 100,000 objects would cost a second parse of the whole file (as much time
@@ -152,7 +152,7 @@ pub(crate) fn resolve(
         file: file.to_string(),
         limit,
     };
-    limits::check_counts(def).map_err(too_large)?;
+    super::check_counts(def).map_err(too_large)?;
 
     let mut routers = Vec::new();
     let mut ifaces: Vec<Iface> = Vec::new();

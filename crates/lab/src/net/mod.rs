@@ -1,16 +1,17 @@
 //! The resolved network a validated topology describes: routers, interfaces, links,
 //! prefixes, hosts, vantage points and LSPs, all by index, plus the routing tables
-//! ([`crate::routing::Tables`]). Built once by `Topology` validation, read by the
+//! ([`routing::Tables`]). Built once by `Topology` validation, read by the
 //! forwarding code and the ground truth.
 
 use core::net::Ipv4Addr;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::addr::Prefix;
 use crate::profile::Vendor;
-use crate::routing::Tables;
-use crate::topology::{Pop, ReplyFrom};
+pub(crate) mod routing;
+
+use routing::Tables;
 
 pub(crate) type RouterId = u32;
 pub(crate) type IfaceId = u32;
@@ -295,4 +296,33 @@ impl Net {
     pub fn router_name(&self, r: RouterId) -> &str {
         &self.routers[r as usize].name
     }
+}
+
+/// Which of its addresses a router's ICMP errors come from.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ReplyFrom {
+    /// The interface the packet came in on (RFC 1812's recommendation, the common case).
+    #[default]
+    Incoming,
+    /// The interface the error leaves on, towards the packet's source.
+    Outgoing,
+    /// Its loopback (the incoming interface when it has none).
+    Loopback,
+}
+
+impl ReplyFrom {
+    pub(crate) fn is_incoming(&self) -> bool {
+        *self == ReplyFrom::Incoming
+    }
+}
+
+/// How an LSP's label is popped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Pop {
+    /// Penultimate hop popping: the last LSR pops, the egress gets plain IP.
+    Php,
+    /// Ultimate hop popping: the egress gets the label and pops it.
+    Uhp,
 }

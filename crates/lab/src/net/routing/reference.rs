@@ -10,13 +10,12 @@ use std::collections::BinaryHeap;
 
 use super::Push;
 use crate::generate::{generate, GenOptions};
-use crate::net::{IfaceId, Net, Peer, PrefixInfo, PrefixKind, RouterId};
+use crate::net::{IfaceId, Net, Peer, Pop, PrefixInfo, PrefixKind, ReplyFrom, RouterId};
 use crate::profile::Vendor;
-use crate::rng::Rng;
 use crate::topology::{
-    HostDef, LinkDef, LspDef, Pop, ReplyFrom, RouteDef, RouterDef, Topology, TopologyDef,
-    VantagePointDef,
+    HostDef, LinkDef, LspDef, RouteDef, RouterDef, Topology, TopologyDef, VantagePointDef,
 };
+use vtnt_rng::Rng;
 
 const INF: u32 = u32::MAX;
 

@@ -13,9 +13,7 @@ mod reference;
 
 pub(crate) use dist::{Dist, INF};
 
-use crate::forward::ecmp_index;
-use crate::net::{IfaceId, Lsp, Net, Peer, PrefixKind, RouterId};
-use crate::topology::Pop;
+use crate::net::{IfaceId, Lsp, Net, Peer, Pop, PrefixKind, RouterId};
 
 /// What an ingress does with a prefix: push `lsp`, cut at path index `f`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -257,4 +255,20 @@ impl RouteCache {
             Step::Drop
         }
     }
+}
+
+/// Which of `n` equal-cost choices router `r` makes for a flow (0 when `n` is 0): IP
+/// ECMP's next hop, an ingress's path of an `ecmp` LSP.
+pub(crate) fn ecmp_index(flow: u64, r: RouterId, n: usize) -> usize {
+    (mix(flow ^ u64::from(r).wrapping_mul(0x9e37_79b9_7f4a_7c15)) % n.max(1) as u64) as usize
+}
+
+/// MurmurHash3's 64-bit finaliser: the flow hashes ECMP decides by (a hash, not a
+/// generator: the seeded generator is `vtnt_rng`).
+pub(crate) fn mix(mut x: u64) -> u64 {
+    x ^= x >> 33;
+    x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    x ^= x >> 33;
+    x = x.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+    x ^ (x >> 33)
 }

@@ -27,11 +27,11 @@ use vtnt_wire::mpls::Lse;
 use vtnt_wire::reply::{self, Body};
 use vtnt_wire::{icmp_type, proto, tcp_flags};
 
-use crate::lab::{Lab, Port};
-use crate::net::{IfaceId, Lsp, Owner, Peer, PrefixKind, RouterId};
+use crate::lab::Lab;
+use crate::net::routing::{mix, Step};
+use crate::net::{IfaceId, Lsp, Owner, Peer, Pop, PrefixKind, RouterId};
 use crate::profile::LocalPush;
-use crate::routing::Step;
-use crate::topology::Pop;
+use crate::vantage::Port;
 
 /// How many bytes of the offending packet an ICMP error quotes.
 const QUOTE_LEN: usize = 128;
@@ -104,20 +104,6 @@ pub(crate) fn flow_hash(b: &[u8]) -> u64 {
     let mut h = word(12) ^ (word(16) << 32) ^ proto.rotate_left(17);
     h = mix(h ^ word(ihl).rotate_left(29));
     h
-}
-
-/// Which of `n` equal-cost choices router `r` makes for a flow (0 when `n` is 0): IP
-/// ECMP's next hop, an ingress's path of an `ecmp` LSP.
-pub(crate) fn ecmp_index(flow: u64, r: RouterId, n: usize) -> usize {
-    (mix(flow ^ u64::from(r).wrapping_mul(0x9e37_79b9_7f4a_7c15)) % n.max(1) as u64) as usize
-}
-
-pub(crate) fn mix(mut x: u64) -> u64 {
-    x ^= x >> 33;
-    x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);
-    x ^= x >> 33;
-    x = x.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
-    x ^ (x >> 33)
 }
 
 fn ip_ttl(b: &[u8]) -> u8 {
