@@ -56,7 +56,7 @@ fn a_generated_topologys_answers_are_the_truths() {
     };
     // (seeds whose campaigns TNT reads right, router for router and address for address:
     // at others its misses, docs/benchmarks.md's accuracy, are the differences)
-    for seed in [1, 2, 10] {
+    for seed in [3, 6, 8] {
         let d = differences(&format!("generated{seed}"), generate(seed, &o));
         assert!(d.is_empty(), "seed {seed}: {d:#?}");
     }

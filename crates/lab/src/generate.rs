@@ -629,7 +629,8 @@ pub fn generate(seed: u64, opts: &GenOptions) -> Topology {
         opts.vendors.clone()
     };
     let mut b = Builder {
-        rng: Rng::new(seed),
+        // (the seed offset and the mix every release has drawn topologies with)
+        rng: Rng::with_finish(seed ^ 0x5851_f42d_4c95_7f2d, vtnt_rng::fmix64),
         def: TopologyDef {
             name: format!("generated-{seed}"),
             description: format!("vtnt lab generate --seed {seed}"),

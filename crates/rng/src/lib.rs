@@ -7,21 +7,30 @@
 
 #![no_std]
 
-/// SplitMix64.
+/// SplitMix64: a Weyl sequence through a finishing mix, [`stafford13`] by default.
 #[derive(Debug, Clone)]
-pub struct Rng(u64);
+pub struct Rng {
+    state: u64,
+    finish: fn(u64) -> u64,
+}
 
 impl Rng {
     pub fn new(seed: u64) -> Rng {
-        Rng(seed)
+        Rng::with_finish(seed, stafford13)
+    }
+
+    /// The same sequence through another finishing mix: the lab draws its topologies
+    /// through [`fmix64`], so that a seed stays the topology it has always been.
+    pub fn with_finish(seed: u64, finish: fn(u64) -> u64) -> Rng {
+        Rng {
+            state: seed,
+            finish,
+        }
     }
 
     pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
+        self.state = self.state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        (self.finish)(self.state)
     }
 
     /// A number in `0..n` (`0` when `n == 0`); the modulo's bias is below 2^-40 for the
@@ -54,6 +63,22 @@ impl Rng {
             *b = self.next_u64() as u8;
         }
     }
+}
+
+/// SplitMix64's own finishing mix (Stafford's variant 13).
+pub fn stafford13(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// MurmurHash3's 64-bit finaliser: the lab's hash of flows and its generator's mix.
+pub fn fmix64(mut x: u64) -> u64 {
+    x ^= x >> 33;
+    x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    x ^= x >> 33;
+    x = x.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+    x ^ (x >> 33)
 }
 
 #[cfg(test)]

@@ -263,12 +263,4 @@ pub(crate) fn ecmp_index(flow: u64, r: RouterId, n: usize) -> usize {
     (mix(flow ^ u64::from(r).wrapping_mul(0x9e37_79b9_7f4a_7c15)) % n.max(1) as u64) as usize
 }
 
-/// MurmurHash3's 64-bit finaliser: the flow hashes ECMP decides by (a hash, not a
-/// generator: the seeded generator is `vtnt_rng`).
-pub(crate) fn mix(mut x: u64) -> u64 {
-    x ^= x >> 33;
-    x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);
-    x ^= x >> 33;
-    x = x.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
-    x ^ (x >> 33)
-}
+pub(crate) use vtnt_rng::fmix64 as mix;

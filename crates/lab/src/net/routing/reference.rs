@@ -244,7 +244,7 @@ fn same_as_reference(t: &Topology) {
 /// of 1 to 3 (many ties) that differ by direction now and then, sometimes a second
 /// component; hosts; then `ecmp` LSPs along the IGP's paths and static routes.
 fn mesh(seed: u64) -> Topology {
-    let mut rng = Rng::new(seed);
+    let mut rng = Rng::with_finish(seed ^ 0x5851_f42d_4c95_7f2d, vtnt_rng::fmix64);
     let n = rng.range(2, 40) as usize;
     let name = |i: usize| format!("m{i}");
     let mut def = TopologyDef {
