@@ -37,7 +37,7 @@ use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 use nix::sched::CpuSet;
-use vtnt_engine::{Config, Engine, Event, Job, PingOptions};
+use vtnt_engine::{Config, Engine, Event, Measurement, PingOptions};
 use vtnt_netns::{Chain, NetNs};
 use vtnt_record::Record;
 
@@ -272,7 +272,7 @@ fn ours(ns: &NetNs, pps: u32, opts: &RateOptions, tx_stamps: bool) -> anyhow::Re
             o.interval = Duration::from_millis(10);
             o.timeout = Duration::from_millis(500);
             engine
-                .start(now, Job::Ping(o))
+                .start(now, Measurement::Ping(o))
                 .map_err(|e| anyhow::anyhow!("{e}"))?;
         }
         let mut records = Vec::new();

@@ -18,7 +18,7 @@ use std::net::IpAddr;
 use std::time::Duration;
 
 use serde::Serialize;
-use vtnt_engine::{Engine, Instant, Job, Method, TraceOptions, MAX_PROBE_SIZE};
+use vtnt_engine::{Engine, Instant, Measurement, Method, TraceOptions, MAX_PROBE_SIZE};
 use vtnt_lab::{Lab, Topology};
 
 use crate::drive::DriveError;
@@ -209,7 +209,7 @@ pub fn soak_run(o: &SoakOptions, seed: u64) -> Result<SoakRun, DriveError> {
         t.wait = Duration::from_secs(1);
         t.userid = i as u32;
         engine
-            .start(start, Job::Trace(t))
+            .start(start, Measurement::Trace(t))
             .map_err(|e| DriveError::Config(e.to_string()))?;
     }
     let give_up = start + Duration::from_secs(o.deadline_secs);

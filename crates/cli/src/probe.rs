@@ -47,7 +47,7 @@ fn started(job: &Job, now: vtnt_engine::Instant) -> anyhow::Result<(Engine, usiz
             .kind
             .measurement(*t)
             .context("a trace or ping job")?;
-        if let vtnt_engine::Job::Trace(o) = &mut measurement {
+        if let vtnt_engine::Measurement::Trace(o) = &mut measurement {
             if o.pmtud {
                 o.if_mtu = vtnt_linux::interface_mtu(*t)
                     .with_context(|| format!("-M: the MTU of the interface towards {t}"))?;

@@ -175,12 +175,6 @@ const ALLOWED_STRAYS: &[(&str, &str)] = &[
     // Helper "benchout": the kernel bench leaves vmm, the paper's experiment leaves fleet.
     ("vtnt-vmm", "Platform"),
     // The last commit of branch `words` (a script) renames these; it drops these lines.
-    ("vtnt-engine", "Job"),      // RENAME-37
-    ("vtnt-engine", "JobError"), // RENAME-37
-    ("vtnt-engine", "Run"),      // RENAME-37
-    ("vtnt-engine", "PingRun"),  // RENAME-37
-    ("vtnt-engine", "TraceRun"), // RENAME-37
-    ("vtnt-tnt", "JobTag"),      // RENAME-37
 ];
 
 #[test]

@@ -11,7 +11,7 @@
 use std::net::{IpAddr, Ipv4Addr};
 use std::time::{Duration, Instant as Wall};
 
-use vtnt_engine::{Config, Engine, Event, Instant, Job, Method, TraceOptions};
+use vtnt_engine::{Config, Engine, Event, Instant, Measurement, Method, TraceOptions};
 use vtnt_wire::build::{self, Ip};
 use vtnt_wire::reply::{self, Body};
 
@@ -20,12 +20,12 @@ const HOPS: u8 = 8;
 const ACTIVE: usize = 1000;
 const BATCH: usize = 1024;
 
-fn job(i: u32) -> Job {
+fn job(i: u32) -> Measurement {
     let dst = Ipv4Addr::from(u32::from(Ipv4Addr::new(100, 64, 0, 0)) + (i % 1_000_000));
     let mut o = TraceOptions::new(IpAddr::V4(dst));
     o = o.with_method([Method::IcmpParis, Method::UdpParis, Method::Tcp][i as usize % 3]);
     o.wait = Duration::from_secs(1);
-    Job::Trace(o)
+    Measurement::Trace(o)
 }
 
 /// The answer the network gives to `probe`.

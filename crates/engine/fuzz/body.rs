@@ -11,7 +11,7 @@
 use std::net::{IpAddr, Ipv4Addr};
 use std::time::Duration;
 
-use vtnt_engine::{Config, Engine, Instant, Job, Method, PingOptions, TraceOptions};
+use vtnt_engine::{Config, Engine, Instant, Measurement, Method, PingOptions, TraceOptions};
 
 pub const SRC: Ipv4Addr = Ipv4Addr::new(192, 0, 2, 1);
 pub const DST: Ipv4Addr = Ipv4Addr::new(203, 0, 113, 7);
@@ -30,9 +30,9 @@ pub fn engine() -> (Engine, Vec<Vec<u8>>) {
     for m in [Method::IcmpParis, Method::UdpParis, Method::Tcp] {
         let mut t = TraceOptions::new(IpAddr::V4(DST)).with_method(m);
         t.wait = Duration::from_millis(100);
-        e.start(T0, Job::Trace(t)).expect("trace");
+        e.start(T0, Measurement::Trace(t)).expect("trace");
         let p = PingOptions::new(IpAddr::V4(DST)).with_method(m);
-        e.start(T0, Job::Ping(p)).expect("ping");
+        e.start(T0, Measurement::Ping(p)).expect("ping");
     }
     let mut buf = [0u8; vtnt_engine::MAX_PROBE_SIZE as usize];
     let mut probes = Vec::new();

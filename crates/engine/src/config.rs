@@ -1,5 +1,5 @@
 //! Engine-wide settings: the source address, the global probe budget, the seed and the
-//! probing policy every job must pass.
+//! probing policy every measurement must pass.
 
 use core::fmt;
 use core::net::Ipv4Addr;
@@ -24,7 +24,7 @@ pub struct Config {
     pub seed: u64,
     /// Measurements probing at once (1..=32,768); the rest wait in FIFO order.
     pub max_active: usize,
-    /// What may be probed: [`crate::Engine::start`] refuses a job whose destination the
+    /// What may be probed: [`crate::Engine::start`] refuses a measurement whose destination the
     /// policy refuses at this config's rate. Lab and loopback only by default.
     pub policy: Policy,
 }

@@ -22,10 +22,10 @@ use vtnt_wire::reply;
 use crate::config::{Config, ConfigError};
 use crate::flow::{self, Flow, FlowKey, IdPool, Vary};
 use crate::pacer::Pacer;
-use crate::ping::PingRun;
+use crate::ping::PingState;
 use crate::probe;
-use crate::trace::{Outcome, TraceRun, Wake};
-use crate::{Instant, Job, JobError, NoSource};
+use crate::trace::{Outcome, TraceState, Wake};
+use crate::{Instant, Measurement, MeasurementError, NoSource};
 use vtnt_rng::Rng;
 
 /// The driver's source address for a destination: the one its route gives, as the kernel
@@ -84,16 +84,16 @@ pub struct Stats {
 }
 
 #[derive(Debug)]
-enum Run {
-    Trace(TraceRun),
-    Ping(PingRun),
+enum Active {
+    Trace(TraceState),
+    Ping(PingState),
 }
 
-impl Run {
+impl Active {
     fn wake(&self, now: Instant) -> Wake {
         match self {
-            Run::Trace(t) => t.wake(now),
-            Run::Ping(p) => p.wake(now),
+            Active::Trace(t) => t.wake(now),
+            Active::Ping(p) => p.wake(now),
         }
     }
 }
@@ -108,7 +108,7 @@ struct Slot {
     timer: Option<Instant>,
     /// An entry for this slot is in `ready`.
     in_ready: bool,
-    run: Run,
+    run: Active,
 }
 
 /// What [`Engine::check`] found wrong: a slot index and a description.
@@ -136,8 +136,8 @@ pub struct Engine {
     /// Carried by every probe: see [`flow::instance_tag`].
     tag: u16,
     next_id: u64,
-    /// Jobs waiting to start, each with its source address.
-    queue: VecDeque<(MeasurementId, Job, Ipv4Addr)>,
+    /// Measurements waiting to start, each with its source address.
+    queue: VecDeque<(MeasurementId, Measurement, Ipv4Addr)>,
     sources: Sources,
     slots: Vec<Option<Slot>>,
     free_slots: Vec<usize>,
@@ -188,24 +188,24 @@ impl Engine {
     /// destination (a driver's route lookup: the route's own source, as the kernel would
     /// choose it), not [`Config::src`]: one run may probe loopback from 127.0.0.1 and the
     /// lab from its vantage point's address. A destination `lookup` finds no source for
-    /// is refused by [`Engine::start`] ([`JobError::NoSource`]).
+    /// is refused by [`Engine::start`] ([`MeasurementError::NoSource`]).
     pub fn set_source_lookup(&mut self, lookup: SourceLookup) {
         self.sources.lookup = Some(lookup);
     }
 
     /// The source address of probes to `dst`.
-    fn source_for(&mut self, dst: IpAddr) -> Result<Ipv4Addr, JobError> {
+    fn source_for(&mut self, dst: IpAddr) -> Result<Ipv4Addr, MeasurementError> {
         let IpAddr::V4(dst) = dst else {
-            return Err(JobError::Ipv6Unsupported);
+            return Err(MeasurementError::Ipv6Unsupported);
         };
         match &mut self.sources.lookup {
-            Some(lookup) => lookup(dst).map_err(|why| JobError::NoSource(dst, why)),
+            Some(lookup) => lookup(dst).map_err(|why| MeasurementError::NoSource(dst, why)),
             None => Ok(self.config.src),
         }
     }
 
     /// Back to the probe identities and pacing of a new engine of the same configuration,
-    /// so that jobs started again probe exactly as they did the first time (a held job's
+    /// so that measurements started again probe exactly as they did the first time (a held measurement's
     /// next round) without building a new engine; buffers and statistics are kept. Only
     /// an idle engine rewinds: false, and nothing changed, while measurements run.
     pub fn rewind(&mut self) -> bool {
@@ -220,13 +220,17 @@ impl Engine {
         true
     }
 
-    /// Validates `job` and queues it; it starts probing at once if fewer than
-    /// `max_active` measurements run, else when earlier jobs finish (FIFO).
-    pub fn start(&mut self, now: Instant, job: Job) -> Result<MeasurementId, JobError> {
-        job.validate()?;
-        if let Job::Trace(t) = &job {
+    /// Validates `measurement` and queues it; it starts probing at once if fewer than
+    /// `max_active` measurements run, else when earlier measurements finish (FIFO).
+    pub fn start(
+        &mut self,
+        now: Instant,
+        measurement: Measurement,
+    ) -> Result<MeasurementId, MeasurementError> {
+        measurement.validate()?;
+        if let Measurement::Trace(t) = &measurement {
             if t.pmtud && (t.if_mtu == 0 || cfg!(not(feature = "pmtud"))) {
-                return Err(JobError::OutOfRange {
+                return Err(MeasurementError::OutOfRange {
                     option: "pmtud",
                     range:
                         "only where the driver gives the interface MTU (if_mtu; the Linux driver)",
@@ -235,13 +239,13 @@ impl Engine {
         }
         self.config
             .policy
-            .check_target(job.dst(), self.config.pps)
-            .map_err(JobError::Refused)?;
-        let src = self.source_for(job.dst())?;
+            .check_target(measurement.dst(), self.config.pps)
+            .map_err(MeasurementError::Refused)?;
+        let src = self.source_for(measurement.dst())?;
         let now = self.tick(now);
         let id = MeasurementId(self.next_id);
         self.next_id += 1;
-        self.queue.push_back((id, job, src));
+        self.queue.push_back((id, measurement, src));
         self.activate(now);
         Ok(id)
     }
@@ -280,8 +284,8 @@ impl Engine {
             return;
         };
         match &mut slot.run {
-            Run::Trace(t) => t.unsent(number, errno),
-            Run::Ping(p) => p.unsent(number, now),
+            Active::Trace(t) => t.unsent(number, errno),
+            Active::Ping(p) => p.unsent(number, now),
         }
         self.reschedule(i, now);
         self.tidy_ready(now);
@@ -308,8 +312,8 @@ impl Engine {
             return;
         };
         let taken = match self.slots[i].as_mut().map(|s| &mut s.run) {
-            Some(Run::Trace(t)) => t.transmitted(number, at),
-            Some(Run::Ping(p)) => p.transmitted(number, at),
+            Some(Active::Trace(t)) => t.transmitted(number, at),
+            Some(Active::Ping(p)) => p.transmitted(number, at),
             None => false,
         };
         self.stats.tx_stamps += u64::from(taken);
@@ -326,8 +330,8 @@ impl Engine {
         let r = reply::parse(packet).ok()?;
         let i = *self.keys.get(&probe::flow_key(&r)?)?;
         let outcome = match &mut self.slots.get_mut(i)?.as_mut()?.run {
-            Run::Trace(t) => t.on_reply(rx, &r),
-            Run::Ping(p) => p.on_reply(rx, &r),
+            Active::Trace(t) => t.on_reply(rx, &r),
+            Active::Ping(p) => p.on_reply(rx, &r),
         };
         (outcome != Outcome::Unmatched).then_some(i)
     }
@@ -363,8 +367,8 @@ impl Engine {
             };
             slot.in_ready = false;
             let built = match &mut slot.run {
-                Run::Trace(t) => t.build(now, buf),
-                Run::Ping(p) => p.build(now, buf),
+                Active::Trace(t) => t.build(now, buf),
+                Active::Ping(p) => p.build(now, buf),
             };
             let (id, dst) = (slot.id, slot.key.dst);
             match built {
@@ -382,8 +386,8 @@ impl Engine {
                 Err(_) => {
                     // The buffer is too small for the probe: end with an error.
                     match &mut slot.run {
-                        Run::Trace(t) => t.halt(StopReason::Error),
-                        Run::Ping(p) => p.halt(StopReason::Error, now),
+                        Active::Trace(t) => t.halt(StopReason::Error),
+                        Active::Ping(p) => p.halt(StopReason::Error, now),
                     }
                     self.reschedule(i, now);
                 }
@@ -414,8 +418,8 @@ impl Engine {
         for i in 0..self.slots.len() {
             if let Some(slot) = self.slots[i].as_mut() {
                 match &mut slot.run {
-                    Run::Trace(t) => t.halt(StopReason::Halted),
-                    Run::Ping(p) => p.halt(StopReason::Halted, now),
+                    Active::Trace(t) => t.halt(StopReason::Halted),
+                    Active::Ping(p) => p.halt(StopReason::Halted, now),
                 }
                 self.reschedule(i, now);
             }
@@ -438,7 +442,7 @@ impl Engine {
         self.active
     }
 
-    /// Jobs waiting for a free place.
+    /// Measurements waiting for a free place.
     pub fn queued(&self) -> usize {
         self.queue.len()
     }
@@ -511,7 +515,7 @@ impl Engine {
             self.timers.pop_first();
             if let Some(slot) = self.slots[i].as_mut() {
                 slot.timer = None;
-                if let Run::Trace(t) = &mut slot.run {
+                if let Active::Trace(t) = &mut slot.run {
                     t.on_timer(now);
                 }
             }
@@ -590,8 +594,8 @@ impl Engine {
         }
         self.free_slots.push(i);
         let record = match slot.run {
-            Run::Trace(t) => Record::Trace(t.into_record()),
-            Run::Ping(p) => Record::Ping(p.into_record()),
+            Active::Trace(t) => Record::Trace(t.into_record()),
+            Active::Ping(p) => Record::Ping(p.into_record()),
         };
         self.events.push_back(Event::Finished {
             id: slot.id,
@@ -600,7 +604,7 @@ impl Engine {
         self.activate(now);
     }
 
-    /// Starts queued jobs while there is room; a job whose explicit port is in use by a
+    /// Starts queued measurements while there is room; a measurement whose explicit port is in use by a
     /// running measurement to the same destination waits, the ones behind it do not.
     fn activate(&mut self, now: Instant) {
         let mut scan = 0;
@@ -608,24 +612,24 @@ impl Engine {
             // an ICMP-Paris trace's `-d` is its checksum (random when not given), a
             // ping's checksum is its `-C`
             let (method, sport, dport, dst, sum) = match &self.queue[scan].1 {
-                Job::Trace(t) if t.method == Method::IcmpParis => {
+                Measurement::Trace(t) if t.method == Method::IcmpParis => {
                     (t.method, t.sport, None, t.dst, Some(t.dport))
                 }
-                Job::Trace(t) => (t.method, t.sport, t.dport, t.dst, None),
-                Job::Ping(p) => (p.method, p.sport, p.dport, p.dst, p.icmp_sum.map(Some)),
+                Measurement::Trace(t) => (t.method, t.sport, t.dport, t.dst, None),
+                Measurement::Ping(p) => (p.method, p.sport, p.dport, p.dst, p.icmp_sum.map(Some)),
             };
             let Some(flow_and_pooled) = self.allocate(method, sport, dport, dst, sum) else {
                 scan += 1;
                 continue;
             };
-            let Some((id, job, src)) = self.queue.remove(scan) else {
+            let Some((id, measurement, src)) = self.queue.remove(scan) else {
                 break;
             };
-            self.launch(now, id, job, src, flow_and_pooled);
+            self.launch(now, id, measurement, src, flow_and_pooled);
         }
     }
 
-    /// Picks the flow of a job, or `None` when its identifier is taken. `sum`: the ICMP
+    /// Picks the flow of a measurement, or `None` when its identifier is taken. `sum`: the ICMP
     /// checksum to pin (`Some(None)`: a random one).
     fn allocate(
         &mut self,
@@ -663,7 +667,7 @@ impl Engine {
                 dport,
                 icmp_sum,
                 tag: self.tag,
-                // what the run's options make vary (`TraceRun::new`, `PingRun::new`)
+                // what the run's options make vary (`TraceState::new`, `PingState::new`)
                 vary: Vary::default(),
             },
             pooled,
@@ -674,13 +678,13 @@ impl Engine {
         &mut self,
         now: Instant,
         id: MeasurementId,
-        job: Job,
+        measurement: Measurement,
         src: Ipv4Addr,
         (flow, pooled): (Flow, bool),
     ) {
-        let run = match job {
-            Job::Trace(t) => Run::Trace(TraceRun::new(now, src, t, flow)),
-            Job::Ping(p) => Run::Ping(PingRun::new(now, src, p, flow)),
+        let run = match measurement {
+            Measurement::Trace(t) => Active::Trace(TraceState::new(now, src, t, flow)),
+            Measurement::Ping(p) => Active::Ping(PingState::new(now, src, p, flow)),
         };
         let slot = Slot {
             id,

@@ -8,7 +8,7 @@
 //!
 //! ```text
 //! let mut engine = Engine::new(Config::new(src))?;
-//! engine.start(now, job)?;                       // any number of times, at any time
+//! engine.start(now, measurement)?;                       // any number of times, at any time
 //! loop {
 //!     while let Some(tx) = engine.poll_transmit(now, &mut buf) { send(&buf[..tx.len]) }
 //!     while let Some(ev) = engine.poll_event() { output(ev) }
@@ -35,14 +35,14 @@
 //! does not fit ends its measurement with `StopReason::Error`.
 //!
 //! ```
-//! use vtnt_engine::{Config, Engine, Event, Instant, Job, Record, TraceOptions};
+//! use vtnt_engine::{Config, Engine, Event, Instant, Measurement, Record, TraceOptions};
 //! let src = "192.0.2.1".parse().unwrap();
 //! let mut engine = Engine::new(Config::new(src)).unwrap();
 //! let mut opts = TraceOptions::new("203.0.113.7".parse().unwrap());
 //! opts.gaplimit = 1;
 //! opts.attempts = 1;
 //! let now = Instant::from_millis(1000);
-//! let id = engine.start(now, Job::Trace(opts)).unwrap();
+//! let id = engine.start(now, Measurement::Trace(opts)).unwrap();
 //! let mut buf = [0u8; vtnt_engine::MAX_PROBE_SIZE as usize];
 //! let tx = engine.poll_transmit(now, &mut buf).unwrap();
 //! assert_eq!((tx.id, tx.len), (id, 44));
@@ -61,7 +61,7 @@ extern crate alloc;
 mod config;
 mod engine;
 mod flow;
-mod job;
+mod measurement;
 mod pacer;
 mod ping;
 mod pmtud;
@@ -71,7 +71,9 @@ mod trace;
 
 pub use config::{Config, ConfigError};
 pub use engine::{Engine, Event, MeasurementId, SourceLookup, Stats, Stranded, Transmit};
-pub use job::{Job, JobError, NoSource, PingOptions, TraceOptions, MAX_PROBE_SIZE};
+pub use measurement::{
+    Measurement, MeasurementError, NoSource, PingOptions, TraceOptions, MAX_PROBE_SIZE,
+};
 pub use probe::PROBE_ID_LEN;
 pub use prober::Prober;
 pub use vtnt_policy as policy;

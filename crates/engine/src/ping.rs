@@ -25,7 +25,7 @@ use crate::trace::{Outcome, Wake};
 use crate::{Instant, PingOptions};
 
 #[derive(Debug)]
-pub(crate) struct PingRun {
+pub(crate) struct PingState {
     opts: PingOptions,
     src: Ipv4Addr,
     flow: Flow,
@@ -42,10 +42,10 @@ pub(crate) struct PingRun {
     answered: u16,
 }
 
-impl PingRun {
-    /// Not inlined, as [`crate::trace::TraceRun::new`].
+impl PingState {
+    /// Not inlined, as [`crate::trace::TraceState::new`].
     #[inline(never)]
-    pub fn new(now: Instant, src: Ipv4Addr, opts: PingOptions, mut flow: Flow) -> PingRun {
+    pub fn new(now: Instant, src: Ipv4Addr, opts: PingOptions, mut flow: Flow) -> PingState {
         flow.vary = Vary {
             tcp_ack: opts.method == Method::TcpAck,
             fixed_ack: opts.tcp_ack,
@@ -55,7 +55,7 @@ impl PingRun {
                 _ => 0,
             },
         };
-        PingRun {
+        PingState {
             payload: payload(&opts),
             opts,
             src,
@@ -226,7 +226,7 @@ impl PingRun {
 /// The payload of a ping's probes: its pattern or payload behind the checksum-pinning
 /// bytes of `-C`.
 fn payload(o: &PingOptions) -> Vec<u8> {
-    let room = crate::job::payload_room(o.method, o.probe_size, o.record_route);
+    let room = crate::measurement::payload_room(o.method, o.probe_size, o.record_route);
     let lead = if o.icmp_sum.is_some() { 2 } else { 0 };
     match &o.data {
         Some(ProbeData::Pattern(b)) => probe::payload_bytes(room, lead, b, true),

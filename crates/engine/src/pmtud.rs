@@ -21,7 +21,7 @@
 //!
 //! The search is built only with the crate's `pmtud` feature, which the Linux driver
 //! turns on: it alone can give the interface's MTU. Without it (the unikernel) the
-//! search's types are empty, `-M` is refused when a job starts, and the image carries
+//! search's types are empty, `-M` is refused when a measurement starts, and the image carries
 //! none of it.
 
 /// The smallest MTU an IPv4 link may have (RFC 791).

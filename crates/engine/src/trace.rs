@@ -94,7 +94,7 @@ enum State {
 }
 
 #[derive(Debug)]
-pub(crate) struct TraceRun {
+pub(crate) struct TraceState {
     opts: TraceOptions,
     src: Ipv4Addr,
     flow: Flow,
@@ -127,12 +127,12 @@ pub(crate) struct TraceRun {
     pmtud_payload: Vec<u8>,
 }
 
-impl TraceRun {
+impl TraceState {
     /// Not inlined into `Engine::activate`: the unikernel's image is 1.8 KiB smaller so.
     #[inline(never)]
-    pub fn new(now: Instant, src: Ipv4Addr, opts: TraceOptions, mut flow: Flow) -> TraceRun {
+    pub fn new(now: Instant, src: Ipv4Addr, opts: TraceOptions, mut flow: Flow) -> TraceState {
         flow.vary.tcp_ack = opts.method == Method::TcpAck;
-        TraceRun {
+        TraceState {
             ttl: opts.first_ttl as u16,
             hop_count: opts.first_ttl as u16 - 1,
             src,
@@ -146,7 +146,7 @@ impl TraceRun {
             stop: (StopReason::None, 0),
             state: State::SendAt(now),
             payload: probe::payload_bytes(
-                crate::job::payload_room(opts.method, opts.probe_size, false),
+                crate::measurement::payload_room(opts.method, opts.probe_size, false),
                 0,
                 &opts.payload,
                 false,
@@ -498,7 +498,7 @@ impl TraceRun {
             #[cfg(feature = "pmtud")]
             if self.opts.pmtud && matches!(reason, StopReason::Completed | StopReason::Unreach) {
                 let d = Pmtud::new(self.opts.if_mtu);
-                self.pmtud_payload = alloc::vec![0; crate::job::payload_room(self.opts.method, self.opts.if_mtu, false)];
+                self.pmtud_payload = alloc::vec![0; crate::measurement::payload_room(self.opts.method, self.opts.if_mtu, false)];
                 self.pmtud = Some(alloc::boxed::Box::new(d));
                 self.attempt = 0;
                 let earliest = self.last_tx.map(|t| t + self.opts.wait_probe);

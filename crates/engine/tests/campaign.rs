@@ -10,7 +10,7 @@ use std::time::Duration;
 use support::drive::{run, run_like_linux};
 use support::topo::{chain, more_hosts, SRC};
 use support::wire::Wire;
-use vtnt_engine::{Config, Engine, Instant, Job, Method, Record, TraceOptions};
+use vtnt_engine::{Config, Engine, Instant, Measurement, Method, Record, TraceOptions};
 
 const T0: Instant = Instant::from_millis(1_700_000_000_000);
 
@@ -40,7 +40,7 @@ fn campaign(n: u32, drop_every: u64, latency_us: u64) -> Result<usize, usize> {
         o.attempts = 1;
         o.wait = Duration::from_secs(1);
         o.userid = i;
-        e.start(T0, Job::Trace(o)).unwrap();
+        e.start(T0, Measurement::Trace(o)).unwrap();
     }
     let out = run_like_linux(
         &mut e,
@@ -73,7 +73,7 @@ fn a_reply_read_late_does_not_strand_a_queued_probe() {
         let mut o = TraceOptions::new(IpAddr::V4(dsts[k])).with_method(Method::IcmpParis);
         o.attempts = 1;
         o.wait = Duration::from_secs(1);
-        Job::Trace(o)
+        Measurement::Trace(o)
     };
     let mut buf = [0u8; 1500];
     e.start(T0, trace(0)).unwrap();

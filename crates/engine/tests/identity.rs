@@ -12,7 +12,9 @@ use std::time::Duration;
 use support::drive::run_shared;
 use support::topo::{chain, DST, SRC};
 use support::wire::Wire;
-use vtnt_engine::{Config, Engine, Instant, Job, Method, PingOptions, Record, TraceOptions};
+use vtnt_engine::{
+    Config, Engine, Instant, Measurement, Method, PingOptions, Record, TraceOptions,
+};
 use vtnt_wire::reply::{self, Body};
 
 const T0: Instant = Instant::from_millis(5_000_000);
@@ -28,7 +30,7 @@ fn engine(seed: u64) -> Engine {
 
 /// The ident (ICMP) or source port and the IP ID of the first probe of `job` on a fresh
 /// engine with `seed`.
-fn first_probe(seed: u64, job: &Job) -> (u16, u16) {
+fn first_probe(seed: u64, job: &Measurement) -> (u16, u16) {
     let mut e = engine(seed);
     e.start(T0, job.clone()).unwrap();
     let mut buf = [0u8; 1500];
@@ -44,7 +46,7 @@ fn first_probe(seed: u64, job: &Job) -> (u16, u16) {
 
 /// Two seeds whose engines give `job` the same ident or port but different tags: the
 /// worst case for telling their replies apart.
-fn colliding_seeds(job: &Job) -> (u64, u64) {
+fn colliding_seeds(job: &Measurement) -> (u64, u64) {
     let mut seen: BTreeMap<u16, (u64, u16)> = BTreeMap::new();
     for seed in 1..100_000 {
         let (id, ipid) = first_probe(seed, job);
@@ -61,7 +63,7 @@ fn colliding_seeds(job: &Job) -> (u64, u64) {
 
 /// Runs `job` on two engines (seeds `a`, `b`) over one network, the second starting
 /// `later`, so that a reply taken by the wrong engine has a wrong RTT.
-fn run_pair(job: &Job, (a, b): (u64, u64), later: Duration) -> [Record; 2] {
+fn run_pair(job: &Measurement, (a, b): (u64, u64), later: Duration) -> [Record; 2] {
     let mut wire = Wire::new(chain(2));
     let (mut ea, mut eb) = (engine(a), engine(b));
     ea.start(T0, job.clone()).unwrap();
@@ -85,7 +87,7 @@ fn concurrent_pings_with_one_ident_each_see_only_their_replies() {
     for m in methods() {
         let mut o = PingOptions::new(IpAddr::V4(DST)).with_method(m);
         o.count = 3;
-        let job = Job::Ping(o);
+        let job = Measurement::Ping(o);
         let seeds = colliding_seeds(&job);
         assert_eq!(first_probe(seeds.0, &job).0, first_probe(seeds.1, &job).0);
         for r in run_pair(&job, seeds, Duration::from_millis(300)) {
@@ -103,7 +105,7 @@ fn concurrent_traces_with_one_flow_each_see_only_their_replies() {
     for m in methods() {
         let mut o = TraceOptions::new(IpAddr::V4(DST)).with_method(m);
         o.attempts = 1;
-        let job = Job::Trace(o);
+        let job = Measurement::Trace(o);
         let seeds = colliding_seeds(&job);
         for r in run_pair(&job, seeds, Duration::from_millis(1)) {
             let Record::Trace(t) = r else { panic!() };
@@ -129,7 +131,7 @@ fn a_rewound_engine_probes_as_it_did() {
         other => panic!("not a trace: {other:?}"),
     };
     for m in methods() {
-        let job = Job::Trace(TraceOptions::new(IpAddr::V4(DST)).with_method(m));
+        let job = Measurement::Trace(TraceOptions::new(IpAddr::V4(DST)).with_method(m));
         let mut e = engine(7);
         let mut rounds = Vec::new();
         for at in [T0, T0 + Duration::from_secs(60)] {

@@ -4,7 +4,8 @@ use std::net::{IpAddr, Ipv4Addr};
 use std::time::Duration;
 
 use vtnt_engine::{
-    Config, ConfigError, Engine, Instant, Job, JobError, Method, PingOptions, TraceOptions,
+    Config, ConfigError, Engine, Instant, Measurement, MeasurementError, Method, PingOptions,
+    TraceOptions,
 };
 
 const SRC: Ipv4Addr = Ipv4Addr::new(192, 0, 2, 1);
@@ -13,10 +14,10 @@ const DST: IpAddr = IpAddr::V4(Ipv4Addr::new(203, 0, 113, 7));
 /// An option name and how to break it.
 type Case<T> = (&'static str, fn(&mut T));
 
-fn refused(job: Job) -> &'static str {
+fn refused(job: Measurement) -> &'static str {
     let mut e = Engine::new(Config::new(SRC)).unwrap();
     match e.start(Instant::ZERO, job) {
-        Err(JobError::OutOfRange { option, range }) => {
+        Err(MeasurementError::OutOfRange { option, range }) => {
             assert!(!range.is_empty());
             assert_eq!(e.queued() + e.active(), 0, "a refused job is not queued");
             option
@@ -68,7 +69,7 @@ fn trace_options_out_of_range_are_named() {
     for (name, f) in cases {
         let mut o = base.clone();
         f(&mut o);
-        assert_eq!(refused(Job::Trace(o)), name);
+        assert_eq!(refused(Measurement::Trace(o)), name);
     }
 }
 
@@ -103,7 +104,7 @@ fn ping_options_out_of_range_are_named() {
     for (name, f) in cases {
         let mut o = base.clone();
         f(&mut o);
-        assert_eq!(refused(Job::Ping(o)), name);
+        assert_eq!(refused(Measurement::Ping(o)), name);
     }
 }
 
@@ -119,12 +120,12 @@ fn limits_themselves_are_accepted() {
     o.wait_probe = Duration::from_secs(2);
     o.probe_size = 32;
     o.loops = 0;
-    e.start(Instant::ZERO, Job::Trace(o)).unwrap();
+    e.start(Instant::ZERO, Measurement::Trace(o)).unwrap();
     let mut p = PingOptions::new(DST);
     p.count = u16::MAX;
     p.probe_size = 32;
     p.interval = Duration::from_secs(60);
-    e.start(Instant::ZERO, Job::Ping(p)).unwrap();
+    e.start(Instant::ZERO, Measurement::Ping(p)).unwrap();
 }
 
 #[test]
@@ -132,18 +133,18 @@ fn ipv6_is_refused() {
     let mut e = Engine::new(Config::new(SRC)).unwrap();
     let v6: IpAddr = "2001:db8::1".parse().unwrap();
     assert_eq!(
-        e.start(Instant::ZERO, Job::Trace(TraceOptions::new(v6))),
-        Err(JobError::Ipv6Unsupported)
+        e.start(Instant::ZERO, Measurement::Trace(TraceOptions::new(v6))),
+        Err(MeasurementError::Ipv6Unsupported)
     );
     assert_eq!(
-        e.start(Instant::ZERO, Job::Ping(PingOptions::new(v6))),
-        Err(JobError::Ipv6Unsupported)
+        e.start(Instant::ZERO, Measurement::Ping(PingOptions::new(v6))),
+        Err(MeasurementError::Ipv6Unsupported)
     );
 }
 
 #[test]
 fn errors_read_well() {
-    let e = JobError::OutOfRange {
+    let e = MeasurementError::OutOfRange {
         option: "attempts",
         range: "1..=20",
     };
@@ -181,14 +182,14 @@ fn the_engine_enforces_the_probing_policy() {
         let mut e = Engine::new(c).unwrap();
         let r = e.start(
             Instant::from_millis(1),
-            Job::Trace(TraceOptions::new(dst.parse().unwrap())),
+            Measurement::Trace(TraceOptions::new(dst.parse().unwrap())),
         );
         let mut buf = [0u8; 1500];
         let sent = e.poll_transmit(Instant::from_millis(1), &mut buf).is_some();
         (r.map(|_| ()), sent)
     };
     let refused = |c: Config, dst: &str| match start(c, dst) {
-        (Err(JobError::Refused(r)), false) => r,
+        (Err(MeasurementError::Refused(r)), false) => r,
         other => panic!("{dst}: {other:?}"),
     };
     assert!(matches!(
@@ -246,7 +247,7 @@ fn each_destination_gets_its_own_source() {
         let mut o = TraceOptions::new(d.parse().unwrap());
         o.attempts = 1;
         o.gaplimit = 1;
-        Job::Trace(o)
+        Measurement::Trace(o)
     };
     e.start(now, trace("127.0.0.1")).unwrap();
     let err = e.start(now, trace("203.0.113.255")).unwrap_err();

@@ -9,7 +9,7 @@ use std::time::Duration;
 use support::drive::run;
 use support::topo::{chain, path, DST, SRC};
 use support::wire::Wire;
-use vtnt_engine::{Config, Engine, Instant, Job, Method, Ping, PingOptions, Record};
+use vtnt_engine::{Config, Engine, Instant, Measurement, Method, Ping, PingOptions, Record};
 use vtnt_lab::TopologyDef;
 use vtnt_wire::{icmp_type, proto, tcp_flags};
 
@@ -30,7 +30,7 @@ fn ping_with(o: PingOptions, tweak: impl FnOnce(&mut Wire)) -> (Ping, Instant, E
     .unwrap();
     let mut wire = Wire::new(topology());
     tweak(&mut wire);
-    e.start(T0, Job::Ping(o)).unwrap();
+    e.start(T0, Measurement::Ping(o)).unwrap();
     let mut out = run(&mut e, &mut wire, T0);
     assert_eq!(out.len(), 1);
     let (_, at, Record::Ping(p)) = out.pop().unwrap() else {

@@ -11,7 +11,7 @@ use support::drive::run;
 use support::topo::{chain, more_hosts, SRC};
 use support::wire::Wire;
 use vtnt_engine::{
-    Config, Engine, Instant, Job, Method, PingOptions, Record, StopReason, TraceOptions,
+    Config, Engine, Instant, Measurement, Method, PingOptions, Record, StopReason, TraceOptions,
 };
 use vtnt_lab::TopologyDef;
 
@@ -45,7 +45,7 @@ fn ten_thousand_traces_at_a_fixed_rate() {
         o.probe_size = if o.method == Method::Tcp { 40 } else { 44 };
         o.wait = Duration::from_secs(1);
         o.userid = i;
-        e.start(T0, Job::Trace(o)).unwrap();
+        e.start(T0, Measurement::Trace(o)).unwrap();
     }
     assert_eq!((e.active(), e.queued()), (N as usize, 0));
     let out = run(&mut e, &mut wire, T0);
@@ -103,7 +103,7 @@ fn probes_are_shared_round_robin() {
         o.wait = Duration::from_millis(1);
         o.attempts = 4;
         o.gaplimit = 3;
-        e.start(T0, Job::Trace(o)).unwrap();
+        e.start(T0, Measurement::Trace(o)).unwrap();
     }
     run(&mut e, &mut wire, T0);
     let dsts: Vec<Ipv4Addr> = wire
@@ -132,7 +132,7 @@ fn jobs_beyond_max_active_wait_in_fifo_order() {
         o.count = 2;
         o.interval = Duration::from_millis(100);
         o.timeout = Duration::from_millis(50 + 10 * (5 - i as u64));
-        ids.push(e.start(T0, Job::Ping(o)).unwrap());
+        ids.push(e.start(T0, Measurement::Ping(o)).unwrap());
     }
     assert_eq!((e.active(), e.queued()), (2, 3));
     let out = run(&mut e, &mut wire, T0);
@@ -170,12 +170,12 @@ fn explicit_ports_to_one_destination_never_collide() {
     for _ in 0..3 {
         let mut o = TraceOptions::new(IpAddr::V4(target[1]));
         o.sport = Some(40000);
-        e.start(T0, Job::Trace(o)).unwrap();
+        e.start(T0, Measurement::Trace(o)).unwrap();
     }
     // Same port, other destination: runs at once.
     let mut o = TraceOptions::new(IpAddr::V4(target[2]));
     o.sport = Some(40000);
-    e.start(T0, Job::Trace(o)).unwrap();
+    e.start(T0, Measurement::Trace(o)).unwrap();
     assert_eq!((e.active(), e.queued()), (2, 2));
     let out = run(&mut e, &mut wire, T0);
     assert_eq!(out.len(), 4);
@@ -198,7 +198,7 @@ fn poll_timeout_reports_the_pacer_when_probes_wait_for_budget() {
     // No network: nothing is answered before the deadlines looked at.
     let target = [Ipv4Addr::new(100, 64, 0, 1), Ipv4Addr::new(100, 64, 0, 2)];
     for t in target {
-        e.start(T0, Job::Trace(TraceOptions::new(IpAddr::V4(t))))
+        e.start(T0, Measurement::Trace(TraceOptions::new(IpAddr::V4(t))))
             .unwrap();
     }
     let mut buf = [0u8; 1500];

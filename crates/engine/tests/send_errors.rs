@@ -5,7 +5,8 @@
 use std::net::{IpAddr, Ipv4Addr};
 
 use vtnt_engine::{
-    Config, Engine, Event, Instant, Job, Method, PingOptions, Record, StopReason, TraceOptions,
+    Config, Engine, Event, Instant, Measurement, Method, PingOptions, Record, StopReason,
+    TraceOptions,
 };
 
 const SRC: Ipv4Addr = Ipv4Addr::new(192, 0, 2, 1);
@@ -14,7 +15,7 @@ const T0: Instant = Instant::from_millis(5_000_000);
 const ENETUNREACH: i32 = 101;
 
 /// Starts `job`, fails its first probe with ENETUNREACH and returns the record.
-fn first_probe_refused(job: Job) -> (Record, Engine) {
+fn first_probe_refused(job: Measurement) -> (Record, Engine) {
     let mut e = Engine::new(Config::new(SRC)).unwrap();
     e.start(T0, job).unwrap();
     let mut buf = [0u8; 1500];
@@ -36,7 +37,7 @@ fn first_probe_refused(job: Job) -> (Record, Engine) {
 fn an_unsent_trace_probe_stops_the_trace_with_error_and_errno() {
     for m in [Method::IcmpParis, Method::UdpParis, Method::Tcp] {
         let opts = TraceOptions::new(IpAddr::V4(DST)).with_method(m);
-        let (Record::Trace(t), _) = first_probe_refused(Job::Trace(opts)) else {
+        let (Record::Trace(t), _) = first_probe_refused(Measurement::Trace(opts)) else {
             panic!("not a trace")
         };
         assert_eq!(t.stop_reason, StopReason::Error, "{m:?}");
@@ -48,7 +49,8 @@ fn an_unsent_trace_probe_stops_the_trace_with_error_and_errno() {
 
 #[test]
 fn an_unsent_ping_probe_ends_the_ping_uncounted() {
-    let (Record::Ping(p), _) = first_probe_refused(Job::Ping(PingOptions::new(IpAddr::V4(DST))))
+    let (Record::Ping(p), _) =
+        first_probe_refused(Measurement::Ping(PingOptions::new(IpAddr::V4(DST))))
     else {
         panic!("not a ping")
     };
@@ -59,7 +61,7 @@ fn an_unsent_ping_probe_ends_the_ping_uncounted() {
 #[test]
 fn a_packet_that_is_no_probe_of_ours_changes_nothing() {
     let mut e = Engine::new(Config::new(SRC)).unwrap();
-    e.start(T0, Job::Ping(PingOptions::new(IpAddr::V4(DST))))
+    e.start(T0, Measurement::Ping(PingOptions::new(IpAddr::V4(DST))))
         .unwrap();
     let mut buf = [0u8; 1500];
     let tx = e.poll_transmit(T0, &mut buf).unwrap();

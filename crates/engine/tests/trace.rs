@@ -11,7 +11,8 @@ use support::drive::run;
 use support::topo::{chain, lsp, path, DST, SRC};
 use support::wire::Wire;
 use vtnt_engine::{
-    Config, Engine, Instant, Job, Method, MplsLabel, Record, StopReason, Trace, TraceOptions,
+    Config, Engine, Instant, Measurement, Method, MplsLabel, Record, StopReason, Trace,
+    TraceOptions,
 };
 use vtnt_lab::{LspDef, Pop, RouteDef, TopologyDef};
 use vtnt_wire::reply::{self, Body};
@@ -43,7 +44,7 @@ fn trace_with(
     let mut e = engine();
     let mut wire = Wire::new(def);
     tweak(&mut wire);
-    e.start(T0, Job::Trace(o)).unwrap();
+    e.start(T0, Measurement::Trace(o)).unwrap();
     let mut out = run(&mut e, &mut wire, T0);
     assert_eq!(out.len(), 1);
     let Record::Trace(t) = out.pop().unwrap().2 else {
@@ -552,7 +553,7 @@ fn concurrent_traces_to_one_destination_keep_apart() {
     ] {
         let mut o = opts(m);
         o.userid = ids.len() as u32;
-        ids.push(e.start(T0, Job::Trace(o)).unwrap());
+        ids.push(e.start(T0, Measurement::Trace(o)).unwrap());
     }
     let out = run(&mut e, &mut wire, T0);
     assert_eq!(out.len(), 6);
@@ -625,7 +626,9 @@ fn foreign_packets_are_counted_unmatched() {
 #[test]
 fn a_buffer_too_small_for_the_probe_ends_the_trace_with_an_error() {
     let mut e = engine();
-    let id = e.start(T0, Job::Trace(opts(Method::UdpParis))).unwrap();
+    let id = e
+        .start(T0, Measurement::Trace(opts(Method::UdpParis)))
+        .unwrap();
     let mut small = [0u8; 40];
     assert_eq!(e.poll_transmit(T0, &mut small), None);
     let Some(vtnt_engine::Event::Finished {
@@ -735,10 +738,12 @@ fn confidence_probes_each_hop_by_the_table() {
 fn pmtud_needs_the_feature_and_the_interface_mtu() {
     let mut o = opts(Method::UdpParis);
     o.pmtud = true;
-    let e = engine().start(T0, Job::Trace(o.clone())).unwrap_err();
+    let e = engine()
+        .start(T0, Measurement::Trace(o.clone()))
+        .unwrap_err();
     assert!(e.to_string().contains("pmtud"), "{e}");
     o.if_mtu = 1500;
-    let started = engine().start(T0, Job::Trace(o));
+    let started = engine().start(T0, Measurement::Trace(o));
     assert_eq!(started.is_ok(), cfg!(feature = "pmtud"), "{started:?}");
 }
 
@@ -752,8 +757,10 @@ fn halt_ends_a_trace_with_what_it_sent() {
         ..Config::new(SRC)
     })
     .unwrap();
-    e.start(T0, Job::Trace(opts(Method::IcmpParis))).unwrap();
-    e.start(T0, Job::Trace(opts(Method::UdpParis))).unwrap();
+    e.start(T0, Measurement::Trace(opts(Method::IcmpParis)))
+        .unwrap();
+    e.start(T0, Measurement::Trace(opts(Method::UdpParis)))
+        .unwrap();
     let mut buf = [0u8; 1500];
     assert!(e.poll_transmit(T0, &mut buf).is_some());
     e.halt(T0);

@@ -11,7 +11,8 @@ use support::drive::run;
 use support::topo::{chain, DST, SRC};
 use support::wire::Wire;
 use vtnt_engine::{
-    Config, Engine, Event, Instant, Job, PingOptions, Prober, Record, TraceOptions, PROBE_ID_LEN,
+    Config, Engine, Event, Instant, Measurement, PingOptions, Prober, Record, TraceOptions,
+    PROBE_ID_LEN,
 };
 
 const T0: Instant = Instant::from_millis(5_000_000);
@@ -24,12 +25,15 @@ const HOP1_RTT: Duration = Duration::from_millis(2);
 
 /// A ping of one probe, and a trace of two hops: the first probe and its reply are the
 /// ones looked at.
-fn jobs() -> [(Job, Duration); 2] {
+fn jobs() -> [(Measurement, Duration); 2] {
     let mut ping = PingOptions::new(IpAddr::V4(DST));
     ping.count = 1;
     let mut trace = TraceOptions::new(IpAddr::V4(DST));
     trace.max_ttl = 2;
-    [(Job::Ping(ping), PING_RTT), (Job::Trace(trace), HOP1_RTT)]
+    [
+        (Measurement::Ping(ping), PING_RTT),
+        (Measurement::Trace(trace), HOP1_RTT),
+    ]
 }
 
 /// The probe's `(tx, rtt)` in the record.
@@ -44,7 +48,7 @@ fn tx_rtt(r: &Record) -> (Instant, Duration) {
 /// engine, the probe and when it left) `before` or after the reply is handed in, then
 /// runs the measurement to its end. Returns the record and the engine.
 fn one_probe(
-    job: Job,
+    job: Measurement,
     before: bool,
     report: impl FnOnce(&mut Engine, &[u8], Instant),
 ) -> (Record, Engine) {
@@ -143,7 +147,7 @@ fn a_late_report_dates_the_probe_and_moves_no_deadline() {
     opts.max_ttl = 1;
     opts.attempts = 2;
     opts.wait = Duration::from_secs(1);
-    e.start(T0, Job::Trace(opts)).unwrap();
+    e.start(T0, Measurement::Trace(opts)).unwrap();
     let mut buf = [0u8; 1500];
     let tx = e.poll_transmit(T0, &mut buf).unwrap();
     let first = buf[..tx.len].to_vec();

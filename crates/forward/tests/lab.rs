@@ -11,7 +11,7 @@ use std::net::{IpAddr, Ipv4Addr};
 use std::time::Duration;
 
 use vtnt_engine::{
-    Config as EngineConfig, Engine, Event, Job, Method, Record, Trace, TraceOptions,
+    Config as EngineConfig, Engine, Event, Measurement, Method, Record, Trace, TraceOptions,
 };
 use vtnt_forward::{Config, Forwarder, InstanceId};
 use vtnt_lab::{Instant, Lab, Port, Topology, Truth};
@@ -59,7 +59,7 @@ fn engine(spec: &Spec, src: Ipv4Addr, truth: &Truth) -> Engine {
     for d in &truth.destinations {
         let mut o = TraceOptions::new(IpAddr::V4(d.dst)).with_method(spec.method);
         o.wait = Duration::from_secs(1);
-        e.start(T0, Job::Trace(o)).unwrap();
+        e.start(T0, Measurement::Trace(o)).unwrap();
     }
     e
 }

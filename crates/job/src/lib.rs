@@ -380,11 +380,11 @@ fn check_options(kind: &JobKind) -> anyhow::Result<()> {
     let any = IpAddr::V4(Ipv4Addr::UNSPECIFIED);
     let jobs = match kind {
         JobKind::Tnt(t) => vec![
-            vtnt_engine::Job::Trace(vtnt_engine::TraceOptions {
+            vtnt_engine::Measurement::Trace(vtnt_engine::TraceOptions {
                 dst: any,
                 ..t.trace.clone()
             }),
-            vtnt_engine::Job::Ping(vtnt_engine::PingOptions {
+            vtnt_engine::Measurement::Ping(vtnt_engine::PingOptions {
                 dst: any,
                 ..t.ping.clone()
             }),
@@ -392,8 +392,8 @@ fn check_options(kind: &JobKind) -> anyhow::Result<()> {
         k => k.measurement(any).into_iter().collect(),
     };
     for j in jobs {
-        if let Err(vtnt_engine::JobError::OutOfRange { option, range }) = j.validate() {
-            let ping = matches!(j, vtnt_engine::Job::Ping(_));
+        if let Err(vtnt_engine::MeasurementError::OutOfRange { option, range }) = j.validate() {
+            let ping = matches!(j, vtnt_engine::Measurement::Ping(_));
             anyhow::bail!(
                 "{} out of range (allowed: {})",
                 flag(option, ping),

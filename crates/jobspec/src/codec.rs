@@ -5,7 +5,7 @@ use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 use core::net::{IpAddr, Ipv4Addr};
 
-use vtnt_engine::{Duration, JobError, PingOptions, TraceOptions};
+use vtnt_engine::{Duration, MeasurementError, PingOptions, TraceOptions};
 use vtnt_tnt::TntConfig;
 
 use crate::keys::{self, Fields, Why};
@@ -172,9 +172,9 @@ fn bad(key: &str, why: impl Into<String>) -> Error {
     err(key, ErrorKind::BadValue(why.into()))
 }
 
-fn job_error(prefix: &str, e: JobError) -> Error {
+fn job_error(prefix: &str, e: MeasurementError) -> Error {
     match e {
-        JobError::OutOfRange { option, range } => bad(
+        MeasurementError::OutOfRange { option, range } => bad(
             &format!("{prefix}{}", keys::engine_option_key(option)),
             format!("out of range (allowed: {range})"),
         ),

@@ -287,7 +287,7 @@ pub(crate) fn set_micro(o: &mut vtnt_micro::Options, key: &str, v: &str) -> Resu
     Ok(true)
 }
 
-/// The spec key of an engine `JobError::OutOfRange` option name.
+/// The spec key of an engine `MeasurementError::OutOfRange` option name.
 pub(crate) fn engine_option_key(option: &str) -> &'static str {
     match option {
         "attempts" => "attempts",

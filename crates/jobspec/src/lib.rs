@@ -91,10 +91,16 @@ impl JobKind {
     /// The engine measurement of a trace or ping job towards `dst` (the template with its
     /// destination set); `None` for TNT, which runs as a campaign over all targets, and
     /// for a micro job, which probes nothing.
-    pub fn measurement(&self, dst: IpAddr) -> Option<vtnt_engine::Job> {
+    pub fn measurement(&self, dst: IpAddr) -> Option<vtnt_engine::Measurement> {
         match self {
-            JobKind::Trace(t) => Some(vtnt_engine::Job::Trace(TraceOptions { dst, ..t.clone() })),
-            JobKind::Ping(p) => Some(vtnt_engine::Job::Ping(PingOptions { dst, ..p.clone() })),
+            JobKind::Trace(t) => Some(vtnt_engine::Measurement::Trace(TraceOptions {
+                dst,
+                ..t.clone()
+            })),
+            JobKind::Ping(p) => Some(vtnt_engine::Measurement::Ping(PingOptions {
+                dst,
+                ..p.clone()
+            })),
             JobKind::Tnt(_) | JobKind::Micro(_) => None,
         }
     }

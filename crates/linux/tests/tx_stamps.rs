@@ -9,7 +9,9 @@ use std::net::{IpAddr, Ipv4Addr};
 use std::os::fd::AsFd;
 use std::time::Duration;
 
-use vtnt_engine::{Config, Engine, Event, Instant, Job, PingOptions, Prober, Record, PROBE_ID_LEN};
+use vtnt_engine::{
+    Config, Engine, Event, Instant, Measurement, PingOptions, Prober, Record, PROBE_ID_LEN,
+};
 use vtnt_linux::{Clock, LoopStats, RawSockets};
 use vtnt_netns::{Chain, NetNs};
 
@@ -92,7 +94,7 @@ fn run_in(ns: &NetNs, jobs: Vec<PingOptions>, tx_stamps: bool) -> Run {
             "this kernel gives transmit stamps"
         );
         for j in jobs {
-            p.engine.start(clock.now(), Job::Ping(j)).unwrap();
+            p.engine.start(clock.now(), Measurement::Ping(j)).unwrap();
         }
         let mut replies = Vec::new();
         let stats = vtnt_linux::run(

@@ -9,7 +9,7 @@
 //!   signatures, vendors, thresholds);
 //! - [`classify()`]: one path's visible tunnels and invisible-tunnel candidates;
 //! - [`Revelation`]: the DPR/BRPR/buddy state machine of one candidate;
-//! - [`Tnt`]: the sans-IO campaign (jobs out, records in, [`TntResult`]s out);
+//! - [`Tnt`]: the sans-IO campaign (measurements out, records in, [`TntResult`]s out);
 //! - [`TntRunner`]: [`Tnt`] and the engine together, driven like the engine;
 //! - [`dump`]: the `sc_tnt`-like text view.
 //!
@@ -17,8 +17,8 @@
 //! use vtnt_tnt::{Tnt, TntConfig};
 //! let mut tnt = Tnt::new(TntConfig::default()).unwrap();
 //! tnt.add_target("192.0.2.9".parse().unwrap());
-//! let (_tag, job) = tnt.poll_job().unwrap();
-//! assert!(matches!(job, vtnt_engine::Job::Trace(_)));
+//! let (_tag, measurement) = tnt.poll_measurement().unwrap();
+//! assert!(matches!(measurement, vtnt_engine::Measurement::Trace(_)));
 //! ```
 #![no_std]
 #![forbid(unsafe_code)]
@@ -42,10 +42,10 @@ pub use classify::{
     classify, hop_metrics, Candidate, Classification, ClassifyOptions, Evidence, HopMetrics, Role,
     Trigger, TunnelClass, VisibleTunnel,
 };
-pub use orchestrator::{JobTag, Tnt, TntConfig};
+pub use orchestrator::{MeasurementTag, Tnt, TntConfig};
 pub use output::{
-    annotate, build_result, HopAnnotation, Measurement, Membership, PathEntry, PingPurpose,
-    RecordRole, Revealed, RevelationInfo, Summary, Tested, TntError, TntResult, TraceAnnotation,
+    annotate, build_result, HopAnnotation, Membership, PathEntry, PingPurpose, RecordRole,
+    Revealed, RevelationInfo, RoleRecord, Summary, Tested, TntError, TntResult, TraceAnnotation,
     Tunnel, Unrevealed,
 };
 pub use path::{ping_reply_ttl, Path, PathHop, ReplyKind};

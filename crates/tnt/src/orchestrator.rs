@@ -1,23 +1,23 @@
-//! [`Tnt`]: the sans-IO TNT campaign. It hands out engine [`Job`]s and consumes the
+//! [`Tnt`]: the sans-IO TNT campaign. It hands out engine [`Measurement`]s and consumes the
 //! finished [`Record`]s; it never sends a packet or reads a clock.
 //!
 //! Per target: an initial Paris trace (or a seed trace given by the caller, as PyTNT
 //! allows), one fingerprint ping per distinct hop address (pinged once per campaign),
 //! classification, then one revelation per invisible-tunnel candidate, every candidate of
 //! the path (`sc_tnt` stops at the first), revelations cached by (ingress, egress) across
-//! targets, then pings of the revealed LSRs. Every ready job is handed out at once; the
+//! targets, then pings of the revealed LSRs. Every ready measurement is handed out at once; the
 //! engine's packets-per-second budget paces them.
 //!
 //! Every ping and revelation trace a target starts comes back in its result
 //! ([`TntResult::measurements`], with its [`RecordRole`]). Records read back from an
 //! earlier run stand in for measurements: seed traces for initial traces, pings
-//! ([`Tnt::add_ping`]) and revelation traces ([`Tnt::add_revelation_trace`]) for the jobs
+//! ([`Tnt::add_ping`]) and revelation traces ([`Tnt::add_revelation_trace`]) for the measurements
 //! they answered; give pings and revelation traces before the seeds that use them.
 //!
 //! ```text
 //! tnt.add_target(dst);
 //! loop {
-//!     while let Some((tag, job)) = tnt.poll_job() { run job, remember tag }
+//!     while let Some((tag, measurement)) = tnt.poll_measurement() { run measurement, remember tag }
 //!     for each finished record: tnt.handle_record(tag, record)
 //!     while let Some(result) = tnt.poll_result() { output(result) }
 //!     if tnt.is_idle() { break }
@@ -28,7 +28,7 @@ use alloc::collections::{BTreeMap, BTreeSet, VecDeque};
 use alloc::vec::Vec;
 use core::net::IpAddr;
 
-use vtnt_engine::{Job, JobError, PingOptions, TraceOptions};
+use vtnt_engine::{Measurement, MeasurementError, PingOptions, TraceOptions};
 use vtnt_record::{Duration, Method, Ping, Record, Trace};
 
 use crate::analysis::ConfigError;
@@ -37,14 +37,14 @@ use crate::classify::{
     TunnelClass,
 };
 use crate::output::{
-    build_result, Measurement, PingPurpose, RecordRole, Summary, Tested, TntError, TntResult,
+    build_result, PingPurpose, RecordRole, RoleRecord, Summary, Tested, TntError, TntResult,
 };
 use crate::path::{ping_reply_ttl, Path};
 use crate::reveal::{RevealFailure, RevealMethod, RevealStatus, Revelation, Subject, TraceRequest};
 
-/// Identifies a job handed out by [`Tnt::poll_job`]; give it back with the record.
+/// Identifies a measurement handed out by [`Tnt::poll_measurement`]; give it back with the record.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct JobTag(pub u64);
+pub struct MeasurementTag(pub u64);
 
 /// Options of a TNT campaign.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -108,7 +108,7 @@ impl Default for TntConfig {
 }
 
 impl TntConfig {
-    /// Checks the ranges of TNT's own options (the engine checks the job options).
+    /// Checks the ranges of TNT's own options (the engine checks the measurement options).
     pub fn validate(&self) -> Result<(), ConfigError> {
         self.classify.thresholds.validate()?;
         if !(1..=64).contains(&self.max_brpr_steps) {
@@ -167,7 +167,7 @@ struct Target {
     path: Path,
     tested: Vec<(Candidate, Option<RevKey>, bool)>,
     probes: u32,
-    measured: Vec<Measurement>,
+    measured: Vec<RoleRecord>,
 }
 
 #[derive(Debug)]
@@ -195,8 +195,8 @@ pub struct Tnt {
     targets: Vec<Target>,
     pings: BTreeMap<IpAddr, PingEntry>,
     revelations: BTreeMap<RevKey, RevEntry>,
-    ready: VecDeque<(JobTag, Job)>,
-    outstanding: BTreeMap<JobTag, Purpose>,
+    ready: VecDeque<(MeasurementTag, Measurement)>,
+    outstanding: BTreeMap<MeasurementTag, Purpose>,
     next_tag: u64,
     results: VecDeque<TntResult>,
     summary: Summary,
@@ -237,11 +237,11 @@ impl Tnt {
         &self.config
     }
 
-    /// Adds a target: its initial trace becomes a job.
+    /// Adds a target: its initial trace becomes a measurement.
     pub fn add_target(&mut self, dst: IpAddr) {
         let id = self.new_target(dst);
-        let job = self.trace_job(dst, self.config.trace.first_ttl);
-        self.queue(Purpose::Initial(id), job);
+        let measurement = self.trace_measurement(dst, self.config.trace.first_ttl);
+        self.queue(Purpose::Initial(id), measurement);
     }
 
     /// Adds an existing trace as the initial trace of its destination (PyTNT's seeds).
@@ -268,16 +268,16 @@ impl Tnt {
         self.read_traces.push(((anchor, egress), trace));
     }
 
-    /// The next job to run, with its tag. Every ready job comes out at once.
+    /// The next measurement to run, with its tag. Every ready measurement comes out at once.
     #[must_use]
-    pub fn poll_job(&mut self) -> Option<(JobTag, Job)> {
+    pub fn poll_measurement(&mut self) -> Option<(MeasurementTag, Measurement)> {
         self.ready.pop_front()
     }
 
-    /// Consumes the record of a job handed out by [`Tnt::poll_job`]. Unknown tags are
-    /// ignored; a record of the wrong kind fails the job (a trace's with
+    /// Consumes the record of a measurement handed out by [`Tnt::poll_measurement`]. Unknown tags are
+    /// ignored; a record of the wrong kind fails the measurement (a trace's with
     /// [`TntError::NotATrace`]).
-    pub fn handle_record(&mut self, tag: JobTag, record: Record) {
+    pub fn handle_record(&mut self, tag: MeasurementTag, record: Record) {
         let Some(purpose) = self.outstanding.remove(&tag) else {
             return;
         };
@@ -292,7 +292,7 @@ impl Tnt {
                 let (ttl, sent) = (ping_reply_ttl(&p), p.ping_sent as u32);
                 if let Some(PingEntry::Pending { origin, .. }) = self.pings.get(&a) {
                     let role = RecordRole::Ping { purpose };
-                    self.targets[*origin].measured.push(Measurement {
+                    self.targets[*origin].measured.push(RoleRecord {
                         role,
                         record: Record::Ping(p),
                     });
@@ -307,10 +307,10 @@ impl Tnt {
         }
     }
 
-    /// The engine refused (or lost) the job `tag`: the target goes on without it.
-    pub fn handle_job_error(&mut self, tag: JobTag, error: JobError) {
+    /// The engine refused (or lost) the measurement `tag`: the target goes on without it.
+    pub fn handle_measurement_error(&mut self, tag: MeasurementTag, error: MeasurementError) {
         if let Some(p) = self.outstanding.remove(&tag) {
-            self.failed(p, TntError::Job(error));
+            self.failed(p, TntError::Measurement(error));
         }
     }
 
@@ -320,17 +320,17 @@ impl Tnt {
         self.results.pop_front()
     }
 
-    /// True when no job is ready or outstanding and every result was taken.
+    /// True when no measurement is ready or outstanding and every result was taken.
     pub fn is_idle(&self) -> bool {
         self.ready.is_empty() && self.outstanding.is_empty() && self.results.is_empty()
     }
 
-    /// True when [`Tnt::poll_job`] has something.
+    /// True when [`Tnt::poll_measurement`] has something.
     pub fn has_ready_jobs(&self) -> bool {
         !self.ready.is_empty()
     }
 
-    /// Jobs handed out and not yet answered.
+    /// Measurements handed out and not yet answered.
     pub fn outstanding(&self) -> usize {
         self.outstanding.len()
     }
@@ -362,19 +362,19 @@ impl Tnt {
         self.targets.len() - 1
     }
 
-    fn trace_job(&self, dst: IpAddr, first_ttl: u8) -> Job {
+    fn trace_measurement(&self, dst: IpAddr, first_ttl: u8) -> Measurement {
         let mut o = self.config.trace.clone();
         o.dst = dst;
         o.first_ttl = first_ttl.max(1);
-        Job::Trace(o)
+        Measurement::Trace(o)
     }
 
-    /// Queues `job` under a tag of its own; its records keep the user's `userid`.
-    fn queue(&mut self, purpose: Purpose, job: Job) {
-        let tag = JobTag(self.next_tag);
+    /// Queues `measurement` under a tag of its own; its records keep the user's `userid`.
+    fn queue(&mut self, purpose: Purpose, measurement: Measurement) {
+        let tag = MeasurementTag(self.next_tag);
         self.next_tag += 1;
         self.outstanding.insert(tag, purpose);
-        self.ready.push_back((tag, job));
+        self.ready.push_back((tag, measurement));
     }
 
     fn failed(&mut self, purpose: Purpose, error: TntError) {
@@ -401,7 +401,7 @@ impl Tnt {
                 *e = PingEntry::Done(ping_reply_ttl(&p));
                 let t = &mut self.targets[id];
                 t.probes += u32::from(p.ping_sent);
-                t.measured.push(Measurement {
+                t.measured.push(RoleRecord {
                     role: RecordRole::Ping { purpose },
                     record: Record::Ping(p),
                 });
@@ -421,7 +421,7 @@ impl Tnt {
                 );
                 let mut o = self.config.ping.clone();
                 o.dst = addr;
-                self.queue(Purpose::Ping(addr, purpose), Job::Ping(o));
+                self.queue(Purpose::Ping(addr, purpose), Measurement::Ping(o));
                 true
             }
         }
@@ -573,7 +573,7 @@ impl Tnt {
     }
 
     /// Runs the trace `req` of the revelation `key`: a trace read back for it when there
-    /// is one, else a job.
+    /// is one, else a measurement.
     fn reveal_trace(&mut self, key: RevKey, req: TraceRequest) {
         let read = self
             .read_traces
@@ -585,8 +585,8 @@ impl Tnt {
                 self.got_reveal_trace(key, req.method, req.step, t)
             }
             None => {
-                let job = self.trace_job(req.dst, req.first_ttl);
-                self.queue(Purpose::Reveal(key, req.method, req.step), job);
+                let measurement = self.trace_measurement(req.dst, req.first_ttl);
+                self.queue(Purpose::Reveal(key, req.method, req.step), measurement);
             }
         }
     }
@@ -605,7 +605,7 @@ impl Tnt {
             let record = Record::Trace(t.clone());
             self.targets[e.origin]
                 .measured
-                .push(Measurement { role, record });
+                .push(RoleRecord { role, record });
         }
         self.got_reveal(key, Some(&t));
     }

@@ -1,4 +1,4 @@
-//! Orchestrator tests against a tiny scripted network (hand-made records per job).
+//! Orchestrator tests against a tiny scripted network (hand-made records per measurement).
 
 use super::*;
 use crate::classify::{Role, Trigger, TunnelClass};
@@ -12,14 +12,14 @@ use vtnt_record::Hop;
 struct Net {
     traces: Vec<(&'static str, Vec<Hop>)>,
     er: Vec<(&'static str, u8)>,
-    jobs: Vec<Job>,
+    measurements: Vec<Measurement>,
 }
 
 impl Net {
-    fn answer(&mut self, job: &Job) -> Record {
-        self.jobs.push(job.clone());
-        match job {
-            Job::Trace(o) => {
+    fn answer(&mut self, measurement: &Measurement) -> Record {
+        self.measurements.push(measurement.clone());
+        match measurement {
+            Measurement::Trace(o) => {
                 let hops = self
                     .traces
                     .iter()
@@ -35,7 +35,7 @@ impl Net {
                 t.dst = o.dst;
                 Record::Trace(t)
             }
-            Job::Ping(o) => {
+            Measurement::Ping(o) => {
                 let ttls: Vec<u8> = self
                     .er
                     .iter()
@@ -58,14 +58,14 @@ impl Net {
     fn run_with(
         &mut self,
         tnt: &mut Tnt,
-        mut edit: impl FnMut(&Job, &mut Record),
+        mut edit: impl FnMut(&Measurement, &mut Record),
     ) -> Vec<TntResult> {
         let mut out = Vec::new();
         for _ in 0..1000 {
-            let jobs: Vec<_> = core::iter::from_fn(|| tnt.poll_job()).collect();
-            for (tag, job) in jobs {
-                let mut rec = self.answer(&job);
-                edit(&job, &mut rec);
+            let measurements: Vec<_> = core::iter::from_fn(|| tnt.poll_measurement()).collect();
+            for (tag, measurement) in measurements {
+                let mut rec = self.answer(&measurement);
+                edit(&measurement, &mut rec);
                 tnt.handle_record(tag, rec);
             }
             out.extend(core::iter::from_fn(|| tnt.poll_result()));
@@ -125,7 +125,7 @@ fn php_net() -> Net {
             ("10.0.1.2", 252),
             ("10.0.1.3", 251),
         ],
-        jobs: Vec::new(),
+        measurements: Vec::new(),
     }
 }
 
@@ -199,16 +199,16 @@ fn php_tunnel_revealed_by_dpr_and_cached() {
     assert!(results[1].tunnels[0].revelation.unwrap().cached);
     // One revelation trace only, and every address pinged once.
     let traces = net
-        .jobs
+        .measurements
         .iter()
-        .filter(|j| matches!(j, Job::Trace(_)))
+        .filter(|j| matches!(j, Measurement::Trace(_)))
         .count();
     assert_eq!(traces, 3);
     let mut pinged: Vec<IpAddr> = net
-        .jobs
+        .measurements
         .iter()
         .filter_map(|j| match j {
-            Job::Ping(o) => Some(o.dst),
+            Measurement::Ping(o) => Some(o.dst),
             _ => None,
         })
         .collect();
@@ -231,10 +231,10 @@ fn revelation_trace_starts_two_hops_before_the_ingress() {
     let mut tnt = Tnt::new(TntConfig::default()).unwrap();
     tnt.add_target(ip("10.0.9.1"));
     net.run(&mut tnt);
-    let Job::Trace(o) = &net
-        .jobs
+    let Measurement::Trace(o) = &net
+        .measurements
         .iter()
-        .filter(|j| matches!(j, Job::Trace(_)))
+        .filter(|j| matches!(j, Measurement::Trace(_)))
         .nth(1)
         .unwrap()
     else {
@@ -247,17 +247,18 @@ fn revelation_trace_starts_two_hops_before_the_ingress() {
 fn seed_trace_skips_the_initial_trace() {
     let mut net = php_net();
     let mut tnt = Tnt::new(TntConfig::default()).unwrap();
-    let Record::Trace(seed) = net.answer(&Job::Trace(TraceOptions::new(ip("10.0.9.1")))) else {
+    let Record::Trace(seed) = net.answer(&Measurement::Trace(TraceOptions::new(ip("10.0.9.1"))))
+    else {
         unreachable!()
     };
-    net.jobs.clear();
+    net.measurements.clear();
     tnt.add_seed_trace(seed);
     let r = net.run(&mut tnt);
     assert_eq!(r[0].tunnels.len(), 1);
     assert!(net
-        .jobs
+        .measurements
         .iter()
-        .all(|j| !matches!(j, Job::Trace(o) if o.dst == ip("10.0.9.1"))));
+        .all(|j| !matches!(j, Measurement::Trace(o) if o.dst == ip("10.0.9.1"))));
 }
 
 #[test]
@@ -296,8 +297,8 @@ fn revelation_whose_probes_could_not_be_sent_is_counted_apart() {
     .unwrap();
     tnt.add_target(ip("10.0.9.1"));
     // Every revelation trace (towards the egress) fails to send: ENETUNREACH.
-    let r = net.run_with(&mut tnt, |job, rec| match (job, rec) {
-        (Job::Trace(o), Record::Trace(t)) if o.dst == ip("10.0.0.5") => {
+    let r = net.run_with(&mut tnt, |measurement, rec| match (measurement, rec) {
+        (Measurement::Trace(o), Record::Trace(t)) if o.dst == ip("10.0.0.5") => {
             t.hops.clear();
             t.stop_reason = vtnt_record::StopReason::Error;
             t.stop_data = 101;
@@ -327,9 +328,9 @@ fn reveal_off_reports_candidates_untested() {
     let r = net.run(&mut tnt);
     assert_eq!(r[0].unrevealed[0].status, None);
     assert_eq!(
-        net.jobs
+        net.measurements
             .iter()
-            .filter(|j| matches!(j, Job::Trace(_)))
+            .filter(|j| matches!(j, Measurement::Trace(_)))
             .count(),
         1
     );
@@ -339,10 +340,13 @@ fn reveal_off_reports_candidates_untested() {
 fn refused_initial_trace_gives_an_error_result() {
     let mut tnt = Tnt::new(TntConfig::default()).unwrap();
     tnt.add_target("2001:db8::1".parse().unwrap());
-    let (tag, _) = tnt.poll_job().unwrap();
-    tnt.handle_job_error(tag, JobError::Ipv6Unsupported);
+    let (tag, _) = tnt.poll_measurement().unwrap();
+    tnt.handle_measurement_error(tag, MeasurementError::Ipv6Unsupported);
     let r = tnt.poll_result().unwrap();
-    assert_eq!(r.error, Some(TntError::Job(JobError::Ipv6Unsupported)));
+    assert_eq!(
+        r.error,
+        Some(TntError::Measurement(MeasurementError::Ipv6Unsupported))
+    );
     assert!(tnt.is_idle());
 }
 
@@ -350,8 +354,8 @@ fn refused_initial_trace_gives_an_error_result() {
 fn a_ping_record_for_the_initial_trace_says_it_is_not_a_trace() {
     let mut tnt = Tnt::new(TntConfig::default()).unwrap();
     tnt.add_target(ip("10.0.9.1"));
-    let (tag, job) = tnt.poll_job().unwrap();
-    assert!(matches!(job, Job::Trace(_)));
+    let (tag, measurement) = tnt.poll_measurement().unwrap();
+    assert!(matches!(measurement, Measurement::Trace(_)));
     tnt.handle_record(tag, Record::Ping(ping("10.0.9.1", &[64])));
     let r = tnt.poll_result().unwrap();
     assert_eq!(r.error, Some(TntError::NotATrace));
@@ -395,7 +399,7 @@ fn every_invisible_tunnel_of_a_path_is_revealed() {
             ),
         ],
         er: vec![("10.0.0.5", 251), ("10.0.0.6", 250), ("10.0.0.7", 246)],
-        jobs: Vec::new(),
+        measurements: Vec::new(),
     };
     let mut tnt = Tnt::new(TntConfig::default()).unwrap();
     tnt.add_target(ip("10.0.9.1"));
@@ -445,7 +449,7 @@ fn walk_back_finds_a_tunnel_ending_before_the_trigger() {
             ),
         ],
         er: vec![("10.0.0.5", 62), ("10.0.0.6", 249)],
-        jobs: Vec::new(),
+        measurements: Vec::new(),
     };
     // (the blind-spot candidate would test B-E directly: off, to test the walk back)
     let mut config = TntConfig::default();
@@ -486,12 +490,15 @@ fn every_job_keeps_the_users_userid() {
     tnt.add_target(ip("10.0.9.1"));
     tnt.add_target(ip("10.0.9.2"));
     net.run(&mut tnt);
-    assert!(net.jobs.iter().any(|j| matches!(j, Job::Ping(_))));
-    assert!(net.jobs.len() > 2, "revelation traces too");
-    for j in &net.jobs {
+    assert!(net
+        .measurements
+        .iter()
+        .any(|j| matches!(j, Measurement::Ping(_))));
+    assert!(net.measurements.len() > 2, "revelation traces too");
+    for j in &net.measurements {
         match j {
-            Job::Trace(o) => assert_eq!(o.userid, 4242),
-            Job::Ping(o) => assert_eq!(o.userid, 4243),
+            Measurement::Trace(o) => assert_eq!(o.userid, 4242),
+            Measurement::Ping(o) => assert_eq!(o.userid, 4243),
         }
     }
 }
@@ -503,9 +510,9 @@ fn every_ping_and_revelation_trace_comes_back_with_its_role() {
     tnt.add_target(ip("10.0.9.1"));
     tnt.add_target(ip("10.0.9.2"));
     let r = net.run(&mut tnt);
-    let measured: Vec<&Measurement> = r.iter().flat_map(|r| &r.measurements).collect();
-    // every job but the two initial traces, once
-    assert_eq!(measured.len(), net.jobs.len() - 2);
+    let measured: Vec<&RoleRecord> = r.iter().flat_map(|r| &r.measurements).collect();
+    // every measurement but the two initial traces, once
+    assert_eq!(measured.len(), net.measurements.len() - 2);
     let pings = |purpose| {
         measured
             .iter()
@@ -554,9 +561,13 @@ fn records_read_back_stand_in_for_measurements() {
         }
     }
     again.add_seed_trace(first.trace.clone().unwrap());
-    net.jobs.clear();
+    net.measurements.clear();
     let second = net.run(&mut again).remove(0);
-    assert!(net.jobs.is_empty(), "probed again: {:?}", net.jobs);
+    assert!(
+        net.measurements.is_empty(),
+        "probed again: {:?}",
+        net.measurements
+    );
     assert_eq!(again.summary().probes(), 0);
     assert_eq!(
         second, first,
@@ -572,12 +583,12 @@ fn a_campaign_stopped_early_gives_its_unfinished_targets_as_far_as_they_went() {
     tnt.add_target(ip("10.0.9.2"));
     // the initial traces and pings are answered, the revelation trace never is
     for _ in 0..10 {
-        let jobs: Vec<_> = core::iter::from_fn(|| tnt.poll_job()).collect();
-        for (tag, job) in jobs {
-            if matches!(&job, Job::Trace(o) if o.dst == ip("10.0.0.5")) {
+        let measurements: Vec<_> = core::iter::from_fn(|| tnt.poll_measurement()).collect();
+        for (tag, measurement) in measurements {
+            if matches!(&measurement, Measurement::Trace(o) if o.dst == ip("10.0.0.5")) {
                 continue;
             }
-            let rec = net.answer(&job);
+            let rec = net.answer(&measurement);
             tnt.handle_record(tag, rec);
         }
     }

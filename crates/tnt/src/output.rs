@@ -10,7 +10,7 @@
 use alloc::vec::Vec;
 use core::net::IpAddr;
 
-use vtnt_engine::JobError;
+use vtnt_engine::MeasurementError;
 use vtnt_record::{Hop, Record, Trace};
 
 use crate::analysis::{Signature, Vendor};
@@ -135,18 +135,18 @@ pub struct Unrevealed {
 /// Why a target has no trace.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TntError {
-    /// The engine refused (or lost) the trace job.
-    Job(JobError),
-    /// The record handed back for the trace job was not a trace (a driver's mistake).
+    /// The engine refused (or lost) the trace measurement.
+    Measurement(MeasurementError),
+    /// The record handed back for the trace measurement was not a trace (a driver's mistake).
     NotATrace,
 }
 
 impl core::fmt::Display for TntError {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         match self {
-            TntError::Job(e) => e.fmt(f),
+            TntError::Measurement(e) => e.fmt(f),
             TntError::NotATrace => {
-                f.write_str("the record returned for the trace job is not a trace")
+                f.write_str("the record returned for the trace measurement is not a trace")
             }
         }
     }
@@ -197,7 +197,7 @@ pub enum RecordRole {
 
 /// A ping or revelation trace TNT made, with what it was for.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Measurement {
+pub struct RoleRecord {
     pub role: RecordRole,
     pub record: Record,
 }
@@ -220,7 +220,7 @@ pub struct TntResult {
     pub probes: u32,
     /// The pings and revelation traces this target started, in the order they finished
     /// (a ping or revelation shared with other targets is the first asker's).
-    pub measurements: Vec<Measurement>,
+    pub measurements: Vec<RoleRecord>,
     /// The campaign stopped before this target's pings and revelations were over
     /// ([`crate::Tnt::take_unfinished`]): the result holds what was measured by then.
     pub incomplete: bool,

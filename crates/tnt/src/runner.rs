@@ -17,7 +17,7 @@
 //! }
 //! ```
 //!
-//! Jobs TNT hands out are started on the engine at the next call that carries a `now`;
+//! Measurements TNT hands out are started on the engine at the next call that carries a `now`;
 //! the engine queues what exceeds its `max_active` and paces probes to its pps budget.
 
 use alloc::collections::BTreeMap;
@@ -27,15 +27,15 @@ use core::net::IpAddr;
 use vtnt_engine::{Engine, Event, Instant, MeasurementId, Stats, Trace, Transmit};
 use vtnt_record::Ping;
 
-use crate::orchestrator::{JobTag, Tnt};
+use crate::orchestrator::{MeasurementTag, Tnt};
 use crate::output::{Summary, TntResult};
 
-/// [`Tnt`] and the engine that runs its jobs.
+/// [`Tnt`] and the engine that runs its measurements.
 #[derive(Debug)]
 pub struct TntRunner {
     engine: Engine,
     tnt: Tnt,
-    ids: BTreeMap<MeasurementId, JobTag>,
+    ids: BTreeMap<MeasurementId, MeasurementTag>,
 }
 
 impl TntRunner {
@@ -49,7 +49,7 @@ impl TntRunner {
     }
 
     /// Adds a target; its trace starts at the next call that carries a `now`.
-    /// Ready for another round of the same targets (a held job's next): the engine
+    /// Ready for another round of the same targets (a held measurement's next): the engine
     /// rewound ([`Engine::rewind`]), so traces take the flows they took before; what TNT
     /// has learnt is kept, so no address is fingerprinted twice. False while it runs.
     pub fn rewind(&mut self) -> bool {
@@ -112,7 +112,7 @@ impl TntRunner {
     }
 
     /// When to call [`TntRunner::handle_timeout`] or [`TntRunner::poll_transmit`] next;
-    /// [`Instant::ZERO`] (in the past) when TNT has jobs the engine has not started yet.
+    /// [`Instant::ZERO`] (in the past) when TNT has measurements the engine has not started yet.
     #[must_use]
     pub fn poll_timeout(&self) -> Option<Instant> {
         if self.tnt.has_ready_jobs() {
@@ -156,7 +156,7 @@ impl TntRunner {
         &self.engine
     }
 
-    /// Moves finished records to TNT and TNT's new jobs to the engine until both rest.
+    /// Moves finished records to TNT and TNT's new measurements to the engine until both rest.
     fn pump(&mut self, now: Instant) {
         loop {
             let mut moved = false;
@@ -166,13 +166,13 @@ impl TntRunner {
                     self.tnt.handle_record(tag, record);
                 }
             }
-            while let Some((tag, job)) = self.tnt.poll_job() {
+            while let Some((tag, measurement)) = self.tnt.poll_measurement() {
                 moved = true;
-                match self.engine.start(now, job) {
+                match self.engine.start(now, measurement) {
                     Ok(id) => {
                         self.ids.insert(id, tag);
                     }
-                    Err(e) => self.tnt.handle_job_error(tag, e),
+                    Err(e) => self.tnt.handle_measurement_error(tag, e),
                 }
             }
             if !moved {

@@ -22,7 +22,7 @@ use alloc::vec::Vec;
 
 use vtnt_record::StopReason;
 
-use super::{Sent, State, TraceRun};
+use super::{Sent, State, TraceState};
 use crate::Instant;
 
 /// A hop with a probe out.
@@ -83,7 +83,7 @@ impl Window {
     }
 }
 
-impl TraceRun {
+impl TraceState {
     /// scamper's `trace_queue` in parallel mode: hops whose probe timed out are retried
     /// or given up, then the next probe, the end, or the wait for the oldest probe.
     pub(super) fn queue(&mut self, now: Instant) {

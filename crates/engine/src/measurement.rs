@@ -1,5 +1,5 @@
 //! What a measurement asks for: the options of a trace or a ping, with scamper's defaults
-//! and limits, and the checks [`crate::Engine::start`] applies before queueing a job.
+//! and limits, and the checks [`crate::Engine::start`] applies before queueing a measurement.
 
 use core::fmt;
 use core::net::IpAddr;
@@ -125,9 +125,9 @@ impl TraceOptions {
     }
 
     /// Checks every option against its range (the engine calls this in `start`).
-    pub fn validate(&self) -> Result<(), JobError> {
+    pub fn validate(&self) -> Result<(), MeasurementError> {
         if self.dst.is_ipv6() {
-            return Err(JobError::Ipv6Unsupported);
+            return Err(MeasurementError::Ipv6Unsupported);
         }
         check(
             "method",
@@ -283,9 +283,9 @@ impl PingOptions {
     }
 
     /// Checks every option against its range (the engine calls this in `start`).
-    pub fn validate(&self) -> Result<(), JobError> {
+    pub fn validate(&self) -> Result<(), MeasurementError> {
         if self.dst.is_ipv6() {
-            return Err(JobError::Ipv6Unsupported);
+            return Err(MeasurementError::Ipv6Unsupported);
         }
         check("count", "1..=65535", self.count >= 1)?;
         check(
@@ -347,22 +347,22 @@ const MIN_WAIT: Duration = Duration::from_millis(1);
 const MAX_WAIT: Duration = Duration::from_secs(60);
 const MAX_WAIT_PROBE: Duration = Duration::from_secs(2);
 
-fn check(option: &'static str, range: &'static str, ok: bool) -> Result<(), JobError> {
+fn check(option: &'static str, range: &'static str, ok: bool) -> Result<(), MeasurementError> {
     if ok {
         Ok(())
     } else {
-        Err(JobError::OutOfRange { option, range })
+        Err(MeasurementError::OutOfRange { option, range })
     }
 }
 
-fn check_ports(sport: Option<u16>, dport: Option<u16>) -> Result<(), JobError> {
+fn check_ports(sport: Option<u16>, dport: Option<u16>) -> Result<(), MeasurementError> {
     check("sport", "1..=65535", sport != Some(0))?;
     check("dport", "1..=65535", dport != Some(0))
 }
 
 /// UDP probes need two payload bytes to steer their checksum; ICMP probes two for that
 /// and two for the engine's tag (see the `probe` module).
-fn check_size(method: Method, size: u16) -> Result<(), JobError> {
+fn check_size(method: Method, size: u16) -> Result<(), MeasurementError> {
     let (min, range) = match method {
         Method::Tcp | Method::TcpAck => (40, "40..=1500"),
         Method::UdpParis | Method::UdpDport => (30, "30..=1500"),
@@ -373,32 +373,32 @@ fn check_size(method: Method, size: u16) -> Result<(), JobError> {
 
 /// A measurement to run.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Job {
+pub enum Measurement {
     Trace(TraceOptions),
     Ping(PingOptions),
 }
 
-impl Job {
+impl Measurement {
     /// Checks the options of either kind.
-    pub fn validate(&self) -> Result<(), JobError> {
+    pub fn validate(&self) -> Result<(), MeasurementError> {
         match self {
-            Job::Trace(t) => t.validate(),
-            Job::Ping(p) => p.validate(),
+            Measurement::Trace(t) => t.validate(),
+            Measurement::Ping(p) => p.validate(),
         }
     }
 
     /// Where the probes go.
     pub fn dst(&self) -> IpAddr {
         match self {
-            Job::Trace(t) => t.dst,
-            Job::Ping(p) => p.dst,
+            Measurement::Trace(t) => t.dst,
+            Measurement::Ping(p) => p.dst,
         }
     }
 }
 
-/// Why the engine refused a job.
+/// Why the engine refused a measurement.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum JobError {
+pub enum MeasurementError {
     /// An option is out of its range; names the option and the range.
     OutOfRange {
         option: &'static str,
@@ -407,7 +407,7 @@ pub enum JobError {
     /// IPv6 targets are not probed yet.
     Ipv6Unsupported,
     /// Every flow identifier is in use by a running measurement. Not returned at present:
-    /// [`crate::Config`] caps `max_active` below the number of identifiers, and a job
+    /// [`crate::Config`] caps `max_active` below the number of identifiers, and a measurement
     /// whose explicit port collides with a running measurement waits in the queue.
     TooManyActive,
     /// The probing policy refuses the destination ([`crate::Config::policy`]).
@@ -422,18 +422,22 @@ pub enum JobError {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct NoSource(pub &'static str);
 
-impl fmt::Display for JobError {
+impl fmt::Display for MeasurementError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            JobError::OutOfRange { option, range } => {
+            MeasurementError::OutOfRange { option, range } => {
                 write!(f, "option `{option}` out of range (allowed: {range})")
             }
-            JobError::Ipv6Unsupported => f.write_str("IPv6 destinations are not supported yet"),
-            JobError::TooManyActive => f.write_str("every flow identifier is in use"),
-            JobError::Refused(r) => write!(f, "refused by the probing policy: {r}"),
-            JobError::NoSource(dst, why) => write!(f, "no source address for {dst}: {}", why.0),
+            MeasurementError::Ipv6Unsupported => {
+                f.write_str("IPv6 destinations are not supported yet")
+            }
+            MeasurementError::TooManyActive => f.write_str("every flow identifier is in use"),
+            MeasurementError::Refused(r) => write!(f, "refused by the probing policy: {r}"),
+            MeasurementError::NoSource(dst, why) => {
+                write!(f, "no source address for {dst}: {}", why.0)
+            }
         }
     }
 }
 
-impl core::error::Error for JobError {}
+impl core::error::Error for MeasurementError {}
