@@ -1,8 +1,8 @@
 //! What the monitor lays out in guest memory before the guest's first instruction, at the
-//! addresses vtnt-hvt fixes: the page tables identity-mapping all of guest memory with
+//! addresses `vtnt_abi::hvt` fixes: the page tables identity-mapping all of guest memory with
 //! 2 MiB user pages, and where boot modules and their table go above the image.
 
-use vtnt_hvt::{Module, PAGE_TABLES};
+use vtnt_abi::hvt::{Module, PAGE_TABLES};
 
 use crate::memory::GuestMemory;
 

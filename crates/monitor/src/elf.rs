@@ -1,5 +1,5 @@
 //! Reads the unikernel's ELF image: which bytes go where in guest memory, and the 64-bit
-//! entry point that the vTNT note ([`vtnt_hvt::NOTE_NAME`], [`vtnt_hvt::NOTE_ENTRY64`])
+//! entry point that the vTNT note ([`vtnt_abi::hvt::NOTE_NAME`], [`vtnt_abi::hvt::NOTE_ENTRY64`])
 //! names.
 //!
 //! The image comes from a file the monitor is handed, so nothing in it is trusted: every
@@ -9,7 +9,7 @@
 
 use std::ops::Range;
 
-use vtnt_hvt::{IMAGE_MIN, NOTE_ENTRY64, NOTE_NAME};
+use vtnt_abi::hvt::{IMAGE_MIN, NOTE_ENTRY64, NOTE_NAME};
 
 /// `e_ident[EI_CLASS]` of a 64-bit ELF file.
 const ELFCLASS64: u8 = 2;

@@ -2,10 +2,10 @@
 //! wrong, one VM with one memory slot, and one vCPU that starts directly in 64-bit long
 //! mode at privilege level 3 on the entry point.
 //!
-//! Why ring 3 (see vtnt-hvt's docs): under PVM (KVM without VMX/SVM, on a host that is
+//! Why ring 3 (see `vtnt_abi::hvt`'s docs): under PVM (KVM without VMX/SVM, on a host that is
 //! itself a VM) ring-0 guest code is emulated at about 1 us per instruction while ring-3
 //! code runs natively; under hardware KVM ring 3 costs nothing. The segment selectors are
-//! the Linux user ones ([`vtnt_hvt::USER_CS`], [`vtnt_hvt::USER_DS`]), which PVM requires.
+//! the Linux user ones ([`vtnt_abi::hvt::USER_CS`], [`vtnt_abi::hvt::USER_DS`]), which PVM requires.
 #![allow(unsafe_code)]
 
 use kvm_bindings::{kvm_regs, kvm_segment, kvm_userspace_memory_region, KVM_MAX_CPUID_ENTRIES};
@@ -117,7 +117,7 @@ pub(crate) fn enter(vcpu: &VcpuFd, cr3: u64, entry: u64, arg: u64) -> Result<(),
     let code = kvm_segment {
         base: 0,
         limit: 0xffff_ffff,
-        selector: vtnt_hvt::USER_CS,
+        selector: vtnt_abi::hvt::USER_CS,
         type_: 11, // execute/read, accessed
         present: 1,
         dpl: 3,
@@ -130,7 +130,7 @@ pub(crate) fn enter(vcpu: &VcpuFd, cr3: u64, entry: u64, arg: u64) -> Result<(),
         padding: 0,
     };
     let data = kvm_segment {
-        selector: vtnt_hvt::USER_DS,
+        selector: vtnt_abi::hvt::USER_DS,
         type_: 3, // read/write, accessed
         db: 1,
         l: 0,

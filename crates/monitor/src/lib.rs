@@ -1,10 +1,10 @@
 //! `vtnt-monitor`: vTNT's own microVM monitor on `/dev/kvm`, in Solo5 hvt's model: one
 //! unikernel, one vCPU, a handful of port-I/O hypercalls, no emulated hardware. The
-//! interface it serves (memory layout, [`vtnt_hvt::BootInfo`], the hypercall ports and
-//! their argument structures) is defined once, in `vtnt-hvt`.
+//! interface it serves (memory layout, [`vtnt_abi::hvt::BootInfo`], the hypercall ports and
+//! their argument structures) is defined once, in `vtnt_abi::hvt`.
 //!
 //! [`run`] loads the image's ELF segments, builds the page tables and boot information,
-//! enters the guest in 64-bit ring 3 (native speed under PVM; see [`vtnt_hvt`]), and serves
+//! enters the guest in 64-bit ring 3 (native speed under PVM; see [`vtnt_abi::hvt`]), and serves
 //! its hypercalls until it exits, faults, or outlives [`Config::timeout`]. The
 //! `vtnt-monitor` binary wraps it, one process per VM, and maps the [`Ended`] outcome to
 //! its exit status ([`Ended::exit_code`]):
@@ -32,7 +32,7 @@ use std::str::FromStr;
 use std::time::{Duration, Instant};
 
 use kvm_ioctls::{VcpuExit, VcpuFd};
-use vtnt_hvt::{
+use vtnt_abi::hvt::{
     port, BootInfo, Exit, Module, NetRead, NetWrite, Poll, Puts, BOOT_INFO, CMDLINE, CMDLINE_MAX,
     FRAME_MAX, MAGIC, MEM_MAX, MEM_MIN,
 };
@@ -746,7 +746,7 @@ impl Machine<'_> {
                 // Longer than any Ethernet frame the guest takes: dropped.
                 continue;
             }
-            match vtnt_hvt::put_frame(buf, at, &self.rx[..n]) {
+            match vtnt_abi::hvt::put_frame(buf, at, &self.rx[..n]) {
                 Some(end) => {
                     at = end;
                     frames += 1;

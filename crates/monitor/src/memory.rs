@@ -19,7 +19,7 @@ use std::io;
 use std::os::fd::AsRawFd;
 use std::ptr::NonNull;
 
-use vtnt_hvt::{BootInfo, Exit, Module, NetRead, NetWrite, Poll, Puts};
+use vtnt_abi::hvt::{BootInfo, Exit, Module, NetRead, NetWrite, Poll, Puts};
 
 /// The host's page size (x86_64).
 pub(crate) const PAGE: u64 = 4096;
@@ -34,7 +34,7 @@ pub(crate) unsafe trait Pod: Copy {}
 
 // SAFETY: a u64 has no padding and every bit pattern is valid.
 unsafe impl Pod for u64 {}
-// SAFETY: vtnt-hvt's structures are #[repr(C)] and made only of u64 fields (BootInfo also
+// SAFETY: `vtnt_abi::hvt`'s structures are #[repr(C)] and made only of u64 fields (BootInfo also
 // of one [u8; 8] at an 8-aligned offset), so they have no padding and accept any bits.
 unsafe impl Pod for BootInfo {}
 // SAFETY: as above.

@@ -7,7 +7,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::{monitor, write_file, Guest};
-use vtnt_hvt::{port, BOOT_INFO, CMDLINE, MAGIC};
+use vtnt_abi::hvt::{port, BOOT_INFO, CMDLINE, MAGIC};
 use vtnt_monitor::{run_with, Config, Ended, Net, Outcome};
 
 /// Runs `g` in-process with the config `tweak` makes; returns the outcome and console.

@@ -1,5 +1,5 @@
 //! The guest's NIC under the real /dev/kvm: frames a guest sends arrive byte for byte, and
-//! frames sent to it reach it through POLL and NET_READ in vtnt-hvt's buffer format (a
+//! frames sent to it reach it through POLL and NET_READ in `vtnt_abi::hvt`'s buffer format (a
 //! frame that does not fit is kept for the next call; an oversized one is dropped). Over
 //! UDP on 127.0.0.1, and over a TAP device inside a network namespace of the test's own.
 
@@ -9,7 +9,7 @@ use std::net::UdpSocket;
 use std::time::Duration;
 
 use common::{monitor, Guest};
-use vtnt_hvt::port;
+use vtnt_abi::hvt::port;
 
 /// A UDP socket on 127.0.0.1 for the test's end, and a free port for the monitor's.
 fn sockets() -> (UdpSocket, u16) {
@@ -66,7 +66,9 @@ fn frames_the_guest_writes_arrive_byte_for_byte() {
     vtnt_testkit::require_kvm!();
     let (peer, local) = sockets();
     let small: Vec<u8> = (0..60u8).collect();
-    let full: Vec<u8> = (0..vtnt_hvt::FRAME_MAX).map(|i| (i * 13) as u8).collect();
+    let full: Vec<u8> = (0..vtnt_abi::hvt::FRAME_MAX)
+        .map(|i| (i * 13) as u8)
+        .collect();
     let mut g = Guest::new();
     let a = g.data(&small);
     let b = g.data(&full);
@@ -130,7 +132,7 @@ fn frames_sent_to_the_guest_arrive_through_poll_and_net_read() {
     let r = child.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&r.stderr);
     assert_eq!(r.status.code(), Some(2), "{stderr}");
-    let frames: Vec<&[u8]> = vtnt_hvt::frames(&r.stdout).collect();
+    let frames: Vec<&[u8]> = vtnt_abi::hvt::frames(&r.stdout).collect();
     assert_eq!(frames, [&one[..], &two[..]]);
     assert_eq!(r.stdout.len(), 2 * 102);
     let reads: u64 = stderr
@@ -174,7 +176,7 @@ fn a_tap_device_carries_frames_both_ways() {
         .arg(&image)
         .output()
         .unwrap();
-    let frames: Vec<&[u8]> = vtnt_hvt::frames(&r.stdout).collect();
+    let frames: Vec<&[u8]> = vtnt_abi::hvt::frames(&r.stdout).collect();
     assert!(
         !frames.is_empty() && r.status.code() == Some(frames.len() as i32),
         "{:?}: {}",

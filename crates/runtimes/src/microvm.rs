@@ -41,7 +41,7 @@ pub fn build_image(_opts: &BuildOptions) -> anyhow::Result<ImageInfo> {
 
 /// The accelerator `vmm` boots `image` under: KVM (of this host's kind) under
 /// `vtnt-monitor` where it is usable, else QEMU's choice `accel` (`Auto`: `VTNT_ACCEL`,
-/// else KVM when the image boots under it, else TCG; `vtnt_vmm::accel::resolve`).
+/// else KVM when the image boots under it, else TCG; `vtnt_vmm::qemu::resolve`).
 pub fn accel(image: &Path, vmm: Vmm, accel: Accel) -> Accelerator {
     let vmm = match vmm {
         Vmm::Auto => vtnt_vmm::job::default_vmm(image),

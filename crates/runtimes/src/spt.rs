@@ -1,5 +1,5 @@
 //! The `spt` runtime: the vTNT unikernel as a sandboxed Linux process (Solo5's spt model;
-//! the interface is `vtnt_spt`). The image is the kernel built for the process platform
+//! the interface is `vtnt_abi::spt`). The image is the kernel built for the process platform
 //! (`vtnt-vmm`'s build with `spt`): a static ELF of a few hundred KiB.
 //!
 //! The tender is this process's child between a `vfork`-style `clone` and `execve`
@@ -30,7 +30,7 @@ use std::process::ExitStatus;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use anyhow::Context;
-use vtnt_spt::{SockFilter, CONSOLE_FD, GUEST_CALLS, NET_FD};
+use vtnt_abi::spt::{SockFilter, CONSOLE_FD, GUEST_CALLS, NET_FD};
 
 use crate::cgroup::Cgroup;
 use crate::net::{Attached, Tap};
@@ -78,18 +78,18 @@ pub fn install(file: &Path) -> anyhow::Result<std::path::PathBuf> {
 /// `seccomp` (for the guest's own, stricter filter).
 fn tender_filter(path_ptr: u64) -> Vec<SockFilter> {
     let mut rules = GUEST_CALLS.to_vec();
-    rules.push(vtnt_spt::Rule {
+    rules.push(vtnt_abi::spt::Rule {
         name: "execve",
-        nr: vtnt_spt::nr::EXECVE,
+        nr: vtnt_abi::spt::nr::EXECVE,
         arg0: Some(path_ptr),
     });
-    rules.push(vtnt_spt::Rule {
+    rules.push(vtnt_abi::spt::Rule {
         name: "seccomp",
-        nr: vtnt_spt::nr::SECCOMP,
+        nr: vtnt_abi::spt::nr::SECCOMP,
         arg0: None,
     });
-    let mut prog = vec![SockFilter::default(); vtnt_spt::filter_len(&rules)];
-    let n = vtnt_spt::filter(&rules, &mut prog);
+    let mut prog = vec![SockFilter::default(); vtnt_abi::spt::filter_len(&rules)];
+    let n = vtnt_abi::spt::filter(&rules, &mut prog);
     prog.truncate(n);
     prog
 }
@@ -197,7 +197,7 @@ impl Exec {
             };
             if libc::syscall(
                 libc::SYS_seccomp,
-                vtnt_spt::SET_MODE_FILTER,
+                vtnt_abi::spt::SET_MODE_FILTER,
                 0,
                 &prog as *const libc::sock_fprog,
             ) != 0
@@ -562,7 +562,7 @@ mod tests {
     #[test]
     fn the_tender_adds_only_its_execve_and_seccomp() {
         let prog = tender_filter(0x7fff_0000_1000);
-        let guest = vtnt_spt::filter_len(&GUEST_CALLS);
+        let guest = vtnt_abi::spt::filter_len(&GUEST_CALLS);
         // the guest's rules, plus 7 instructions for execve's pinned pointer and 3 for seccomp
         assert_eq!(prog.len(), guest + 10);
     }

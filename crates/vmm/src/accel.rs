@@ -9,12 +9,13 @@
 //! CPU model is `host,-arch-capabilities`. The kind is read from `/sys/module` and, when
 //! that says hardware but the boot fails, found by trying the PVM model.
 //!
-//! Order for the unikernel under QEMU ([`resolve`]; `vtnt-monitor`, the default VMM where
+//! Order for the unikernel under QEMU (`qemu::resolve`, which boots the probe; this
+//! module is below `qemu` and boots nothing; `vtnt-monitor`, the default VMM where
 //! `/dev/kvm` works, always runs on KVM, natively even under PVM because its guest runs in
 //! ring 3): `VTNT_ACCEL=tcg|kvm` wins (`kvm` takes this
 //! host's kind); no read-write `/dev/kvm` means TCG; PVM means TCG (see the last
 //! paragraph: measured slower, and not yet equal); otherwise our own image is booted
-//! once under KVM (microvm, `-- boot`, within [`PROBE_TIMEOUT`]), cached per process and
+//! once under KVM (microvm, `-- boot`, within `qemu::PROBE_TIMEOUT`), cached per process and
 //! in `$TMPDIR/vtnt-accel` (keyed by the host's boot id, so a reboot re-probes). When
 //! unsure, TCG.
 //!
@@ -42,14 +43,8 @@
 //! instruction: slower than TCG's translated code (`vtnt-kernel-bench --breakdown`
 //! counts the emulated instructions per boot step).
 
-use crate::qemu::{self, Machine, VmConfig};
-use crate::GuestStatus;
 use std::path::Path;
-use std::sync::OnceLock;
-use std::time::Duration;
 
-/// How long the KVM probe boot may take.
-pub const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
 /// The override variable.
 pub const ENV: &str = "VTNT_ACCEL";
 /// File name (in the temporary directory) of the cached probe result.
@@ -95,7 +90,7 @@ impl Accelerator {
     }
 
     /// The word stored in the cache file.
-    fn word(self) -> &'static str {
+    pub(crate) fn word(self) -> &'static str {
         match self {
             Accelerator::Kvm => "kvm",
             Accelerator::PvmKvm => "pvm-kvm",
@@ -141,11 +136,6 @@ pub fn kvm_kind() -> Option<Accelerator> {
     })
 }
 
-/// The accelerator for the unikernel `image` (see the module docs).
-pub fn resolve(image: &Path) -> Accelerator {
-    overridden().unwrap_or_else(|| probed(image))
-}
-
 /// The accelerator for a stock Linux guest: KVM on hardware virtualisation, TCG under
 /// PVM (which cannot boot it: see the module docs) or without KVM; `VTNT_ACCEL` wins.
 pub fn for_linux() -> Accelerator {
@@ -160,32 +150,6 @@ pub fn linux_tcg_reason() -> Option<&'static str> {
     (overridden().is_none() && kvm_kind() == Some(Accelerator::PvmKvm)).then_some(
         "KVM here is PVM, which cannot boot a stock Linux kernel (it needs a PVM guest kernel): the full VM runs under TCG",
     )
-}
-
-/// The probed accelerator for the unikernel (once per process, cached per host boot).
-pub fn probed(image: &Path) -> Accelerator {
-    static PROBED: OnceLock<Accelerator> = OnceLock::new();
-    *PROBED.get_or_init(|| {
-        let Some(kind) = kvm_kind() else {
-            return Accelerator::Tcg;
-        };
-        // Measured on PVM (docs/benchmarks.md): the whole unikernel runs in KVM's
-        // instruction emulator there, slower than TCG on every figure and with a reply
-        // lost in the TNT equality run; TCG until the guest speaks PVM's protocol.
-        // `VTNT_ACCEL=kvm` still chooses PVM-KVM.
-        if kind == Accelerator::PvmKvm {
-            return Accelerator::Tcg;
-        }
-        if let Some(a) = cached() {
-            return a;
-        }
-        let found = [kind, Accelerator::PvmKvm]
-            .into_iter()
-            .find(|&a| probe(image, a))
-            .unwrap_or(Accelerator::Tcg);
-        remember(CACHE, found.word());
-        found
-    })
 }
 
 /// The probe's result cached for this host boot, if any (no probe).
@@ -215,13 +179,6 @@ fn boot_id() -> String {
         .unwrap_or_default()
         .trim()
         .to_string()
-}
-
-/// Boots `image` once under `accel` (`-- boot` on microvm); true if it exits with 0.
-pub fn probe(image: &Path, accel: Accelerator) -> bool {
-    let mut cfg = VmConfig::new(image.to_path_buf(), Machine::Microvm, "-- boot");
-    cfg.timeout = PROBE_TIMEOUT;
-    matches!(qemu::supervise(cfg.command(accel), cfg.timeout, true, accel, None), Ok(o) if o.status == GuestStatus::Exited(0))
 }
 
 #[cfg(test)]

@@ -6,8 +6,8 @@
 //!   QEMU's `exec`, its `KVM_CREATE_VM` and first `KVM_RUN` ioctls, and the emulation of
 //!   the kernel's entry instruction, which PVM and real-mode firmware emulate): QEMU
 //!   start-up, machine set-up, firmware ([`HostMarks`]);
-//! - the guest's exit line: `steps_us`, guest time at the end of each boot step (the
-//!   kernel's `steps`), and the host's arrival time of the reference line;
+//! - the guest's exit record (`vtnt_abi::record`): `steps_us`, guest time at the end of
+//!   each boot step (`vtnt_abi::steps`), and the host's arrival time of the reference line;
 //! - Linux's KVM tracepoints recorded by `perf` around QEMU ([`PERF_EVENTS`]), with the
 //!   guest booted with the `marks` option: each step writes its number to port 0x80,
 //!   which `kvm:kvm_pio` records among the other events, so [`count`] splits the VM's
@@ -32,21 +32,8 @@ pub const PERF_EVENTS: [&str; 5] = [
     "kvm:kvm_msr",
 ];
 
-/// The port the guest's `marks` option writes step numbers to (the kernel's `MARK_PORT`).
-pub const MARK_PORT: u16 = 0x80;
-
-/// Names of the guest's boot steps, in the order of `steps_us` (step `i + 1`).
-pub const STEPS: [&str; 9] = [
-    "first instruction -> 64-bit mode (PVH entry, page tables)",
-    "console set-up and banner",
-    "clock (TSC frequency)",
-    "IDT and local APIC timer",
-    "command line, heap, boot line",
-    "NIC found (PCI scan, virtio-mmio probing)",
-    "virtio set-up (queues, receive buffers)",
-    "ARP for the first hop",
-    "first probe sent",
-];
+use vtnt_abi::steps::Step;
+pub use vtnt_abi::steps::MARK_PORT;
 
 /// Where the kernel is loaded (its linker script keeps it below 2 MiB): emulated
 /// instructions elsewhere are the firmware's.
@@ -270,17 +257,17 @@ pub struct Timing {
 
 impl Timing {
     /// From a run's console: the reference line is the first line of type `ty` whose
-    /// guest time is `key` (e.g. `first-probe` / `guest_us`); the exit line gives
+    /// guest time is `key` (e.g. `first-probe` / `guest_us`); the exit record gives
     /// `steps_us`.
     pub fn from_outcome(out: &Outcome, ty: &str, key: &str) -> Option<Timing> {
         let pat = format!("\"type\":\"{ty}\"");
         let i = out.lines.iter().position(|l| l.contains(&pat))?;
-        let exit = out.line_with("\"type\":\"exit\"")?;
+        let exit = out.exit_record().ok()?;
         Some(Timing {
             spawn_to_line_us: out.line_times.get(i)?.as_micros() as u64,
             host_us: None,
             line_guest_us: crate::outcome::json_u64(&out.lines[i], key)?,
-            steps_us: steps_us(exit),
+            steps_us: exit.steps_us.to_vec(),
         })
     }
 
@@ -312,23 +299,11 @@ impl Timing {
                 _ => None,
             },
             line_guest_us: med(&|t| Some(t.line_guest_us)).unwrap_or(0),
-            steps_us: (0..STEPS.len())
+            steps_us: (0..Step::ALL.len())
                 .map(|i| med(&|t| t.steps_us.get(i).copied()).unwrap_or(0))
                 .collect(),
         }
     }
-}
-
-/// The `"steps_us":[...]` array of an exit line (empty if absent).
-pub fn steps_us(exit_line: &str) -> Vec<u64> {
-    let Some(at) = exit_line.find("\"steps_us\":[") else {
-        return Vec::new();
-    };
-    let rest = &exit_line[at + "\"steps_us\":[".len()..];
-    rest[..rest.find(']').unwrap_or(rest.len())]
-        .split(',')
-        .filter_map(|v| v.trim().parse().ok())
-        .collect()
 }
 
 fn ms(us: u64) -> String {
@@ -370,7 +345,7 @@ pub fn table(t: &Timing, counts: Option<&[Counts]>, what: &str) -> String {
     );
     let mut prev = 0;
     let mut total = Counts::default();
-    for (i, name) in STEPS.iter().enumerate() {
+    for (i, name) in Step::ALL.map(Step::describe).iter().enumerate() {
         let Some(&end) = t.steps_us.get(i).filter(|&&e| e > 0) else {
             continue;
         };
@@ -444,9 +419,6 @@ mod tests {
 
     #[test]
     fn steps_and_table() {
-        let exit = "{\"type\":\"exit\",\"status\":0,\"guest_us\":90,\"steps_us\":[10,20,30,40,50,0,0,0,0]}";
-        assert_eq!(steps_us(exit), [10, 20, 30, 40, 50, 0, 0, 0, 0]);
-        assert!(steps_us("{\"type\":\"exit\"}").is_empty());
         let script = "\
  2982.414574: sched:sched_process_exec: filename=/usr/bin/qemu-system-x86_64 pid=1 old_pid=1
  2982.433644: syscalls:sys_enter_ioctl: fd: 0x00000003, cmd: 0x0000ae01, arg: 0x00000000
@@ -458,7 +430,7 @@ mod tests {
             spawn_to_line_us: 20_000,
             host_us: None,
             line_guest_us: 60,
-            steps_us: steps_us(exit),
+            steps_us: vec![10, 20, 30, 40, 50, 0, 0, 0, 0],
         }
         .with_host(HostMarks::parse(script));
         assert_eq!(t.host_us, Some([19070, 14555, 13203]));

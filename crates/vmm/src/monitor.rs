@@ -1,5 +1,5 @@
 //! Booting the unikernel under `vtnt-monitor`, our own microVM monitor (crate
-//! `vtnt-monitor`; the guest interface is `vtnt_hvt`): one monitor process per VM, which
+//! `vtnt-monitor`; the guest interface is `vtnt_abi::hvt`): one monitor process per VM, which
 //! needs only `/dev/kvm`. The vCPU starts in 64-bit mode at privilege level 3 and every
 //! device is a hypercall, so under KVM on PVM the guest runs natively (QEMU's guests are
 //! emulated there an instruction at a time); see ARCHITECTURE.md.

@@ -1,14 +1,15 @@
 //! What a VM run produced: console lines, the guest's status, timings and the VMM's peak
 //! memory, and how the guest status is recovered from QEMU's exit code.
 //!
-//! The kernel's last console line is `{"type":"exit","status":N,...}` and, under QEMU,
-//! it writes `N` to `isa-debug-exit`, so QEMU exits with `(N << 1) | 1`. QEMU also exits
+//! The kernel's last console line is its exit record (`vtnt_abi::record`, read here with
+//! its typed parser) and, under QEMU, it writes `N` to `isa-debug-exit`, so QEMU exits with `(N << 1) | 1`. QEMU also exits
 //! with 1 on its own errors, so the console line is what counts: a QEMU status that
 //! disagrees with it, or a missing line, is reported as such.
 
 use crate::accel::Accelerator;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use vtnt_abi::record::{ExitRecord, RecordError};
 
 /// Console lines as they arrive, shared with whoever watches a VM while it runs (a
 /// density ramp counts an instance as working once its result line is here).
@@ -17,28 +18,16 @@ pub type ConsoleTap = Arc<Mutex<Vec<String>>>;
 /// How the guest ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum GuestStatus {
-    /// The guest printed its exit line with this status (0 = success; see the kernel's
-    /// `exit::Status`: 1 panic, 2 bad command line, 3 no NIC, 4 no ARP, 5 watchdog,
-    /// 6 job failed, 7 boot failed, 8 no DHCP lease).
+    /// The guest printed its exit record with this status (a `vtnt_abi::exit::Status`:
+    /// 0 = success, 1 panic, 2 bad command line, 3 no NIC, 4 no ARP, 5 watchdog, 6 job
+    /// failed, 7 boot failed, 8 no DHCP lease), or (no record) QEMU's `isa-debug-exit`
+    /// gave it.
     Exited(u8),
     /// The host killed the VM at the timeout.
     TimedOut,
     /// The VM stopped without an exit line (crash, triple fault before the console).
     Vanished,
 }
-
-/// Guest status names, as the kernel documents them.
-pub const STATUS_NAMES: [&str; 9] = [
-    "ok",
-    "panic",
-    "bad-cmdline",
-    "no-nic",
-    "no-arp",
-    "watchdog",
-    "job-failed",
-    "boot-failed",
-    "no-dhcp",
-];
 
 /// The result of one VM run.
 #[derive(Debug, Clone)]
@@ -81,6 +70,11 @@ impl Outcome {
         json_u64(line, key)
     }
 
+    /// The guest's exit record (its last one), typed.
+    pub fn exit_record(&self) -> Result<ExitRecord, RecordError> {
+        ExitRecord::last(self.lines.iter().map(String::as_str))
+    }
+
     /// All console lines, joined (for assertion messages).
     pub fn console(&self) -> String {
         self.lines.join("\n")
@@ -97,16 +91,6 @@ pub fn json_u64(line: &str, key: &str) -> Option<u64> {
     rest[..end].parse().ok()
 }
 
-/// The guest status from the console's exit line, if there is one.
-pub fn status_from_console(lines: &[String]) -> Option<u8> {
-    lines
-        .iter()
-        .rev()
-        .find(|l| l.starts_with("{\"type\":\"exit\""))
-        .and_then(|l| json_u64(l, "status"))
-        .and_then(|s| u8::try_from(s).ok())
-}
-
 /// The guest status `isa-debug-exit` encodes in a QEMU exit code, if it is one.
 pub fn status_from_qemu_code(code: i32) -> Option<u8> {
     (code & 1 == 1).then_some((code >> 1) as u8)
@@ -117,15 +101,13 @@ mod tests {
     use super::*;
 
     #[test]
-    fn parses_exit_line_and_codes() {
-        let lines = vec![
-            "vtnt-kernel 0.1.0 booting".to_string(),
-            "{\"type\":\"exit\",\"status\":4,\"reason\":\"no-arp\",\"guest_us\":12}".to_string(),
-        ];
-        assert_eq!(status_from_console(&lines), Some(4));
+    fn parses_qemu_codes_and_numbers() {
         assert_eq!(status_from_qemu_code(9), Some(4));
         assert_eq!(status_from_qemu_code(1), Some(0));
         assert_eq!(status_from_qemu_code(0), None);
-        assert_eq!(json_u64(&lines[1], "guest_us"), Some(12));
+        assert_eq!(
+            json_u64("{\"type\":\"ready\",\"guest_us\":12}", "guest_us"),
+            Some(12)
+        );
     }
 }

@@ -129,7 +129,7 @@ fn boots_under_kvm_where_the_host_has_it() {
         assert_eq!(out.accel, kind);
         assert!(out.accel.is_kvm());
         assert!(
-            accel::probe(&image().expect("built above").path, kind),
+            qemu::probe(&image().expect("built above").path, kind),
             "the probe disagrees with the boot"
         );
     }

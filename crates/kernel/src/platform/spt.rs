@@ -1,10 +1,10 @@
 //! The process platform ("spt", after Solo5's): the kernel as a static Linux executable
 //! that talks to Linux through raw system calls only, on the descriptors its tender gave
-//! it (the interface is `vtnt_spt`; read its docs first).
+//! it (the interface is `vtnt_abi::spt`; read its docs first).
 //!
 //! Entry ([`_start`], the ELF entry point): the stack Linux built holds `argc`, `argv`;
 //! `argv[1]` is the command line. The first act installs the guest's own seccomp filter
-//! (`vtnt_spt::GUEST_FILTER`: no `execve`, no `seccomp`, no file system), then the clock
+//! (`vtnt_abi::spt::GUEST_FILTER`: no `execve`, no `seccomp`, no file system), then the clock
 //! starts, the heap is a static arena in `.bss` (pages Linux maps only when touched), and
 //! the job starts. The clock is `CLOCK_MONOTONIC`; waiting is `ppoll` on the network
 //! descriptor with the deadline as its timeout (so a wait ends when a frame arrives);
@@ -19,8 +19,8 @@ use alloc::boxed::Box;
 use core::arch::{asm, global_asm};
 use core::cell::UnsafeCell;
 use core::sync::atomic::{AtomicU64, Ordering};
+use vtnt_abi::spt::{nr, CONSOLE_FD, NET_FD};
 use vtnt_record::Instant;
-use vtnt_spt::{nr, CONSOLE_FD, NET_FD};
 
 /// Bytes of heap: far more than a job needs (its peak is printed); untouched pages cost
 /// no memory.
@@ -80,13 +80,13 @@ extern "C" fn spt_main(sp: *const usize) -> ! {
     // installing it only restricts us.
     let sealed = unsafe {
         let prog = SockFprog {
-            len: vtnt_spt::GUEST_FILTER.len() as u16,
-            filter: vtnt_spt::GUEST_FILTER.as_ptr(),
+            len: vtnt_abi::spt::GUEST_FILTER.len() as u16,
+            filter: vtnt_abi::spt::GUEST_FILTER.as_ptr(),
         };
         syscall(
             nr::SECCOMP,
             [
-                vtnt_spt::SET_MODE_FILTER as usize,
+                vtnt_abi::spt::SET_MODE_FILTER as usize,
                 0,
                 &prog as *const SockFprog as usize,
                 0,
@@ -144,7 +144,7 @@ extern "C" fn spt_main(sp: *const usize) -> ! {
 #[repr(C)]
 struct SockFprog {
     len: u16,
-    filter: *const vtnt_spt::SockFilter,
+    filter: *const vtnt_abi::spt::SockFilter,
 }
 
 /// `struct timespec`.

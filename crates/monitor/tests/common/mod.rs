@@ -6,7 +6,7 @@
 
 use std::path::PathBuf;
 
-use vtnt_hvt::{port, NOTE_ENTRY64, NOTE_NAME};
+use vtnt_abi::hvt::{port, NOTE_ENTRY64, NOTE_NAME};
 
 /// Where the image loads, and where in the file (= at that offset from it) the code and
 /// the data start.

@@ -36,6 +36,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use vtnt_abi::record::ExitRecord;
 use vtnt_vmm::breakdown::{self, Counts, Timing};
 use vtnt_vmm::image;
 use vtnt_vmm::job::{run_job, JobNet, RunOutcome, RunSpec, Vmm};
@@ -122,7 +123,7 @@ fn main() {
         .unwrap_or_else(|e| die(format!("{}: {e}", path.display())))
         .len();
     let img = Img { path, size };
-    let used = vtnt_vmm::accel::resolve(&img.path);
+    let used = vtnt_vmm::qemu::resolve(&img.path);
     let accel = if used.is_kvm() {
         Accel::Kvm
     } else {
@@ -316,15 +317,12 @@ fn main() {
                 let (w, data) = light();
                 let marks = tnt(w, false).and_then(|_| host_marks(&data));
                 let _ = std::fs::remove_file(&data);
-                let exit = o
-                    .diagnostics
-                    .iter()
-                    .find(|l| l.starts_with("{\"type\":\"exit\""))?;
+                let exit = ExitRecord::last(o.diagnostics.iter().map(String::as_str)).ok()?;
                 let t = Timing {
                     spawn_to_line_us: o.timings.spawn_to_first_probe?.as_micros() as u64,
                     host_us: None,
                     line_guest_us: o.timings.guest_first_probe_us?,
-                    steps_us: breakdown::steps_us(exit),
+                    steps_us: exit.steps_us.to_vec(),
                 };
                 Some(t.with_host(marks))
             })
@@ -391,11 +389,8 @@ fn monitor_breakdown(a: &Args, img: &std::path::Path, lab_name: &str) {
     let steps: Vec<Vec<u64>> = runs
         .iter()
         .filter_map(|o| {
-            let exit = o
-                .diagnostics
-                .iter()
-                .find(|l| l.starts_with("{\"type\":\"exit\""))?;
-            Some(breakdown::steps_us(exit))
+            let exit = ExitRecord::last(o.diagnostics.iter().map(String::as_str)).ok()?;
+            Some(exit.steps_us.to_vec())
         })
         .collect();
     let step = |i: usize| median(steps.iter().filter_map(|s| s.get(i).copied()).collect());
@@ -417,7 +412,7 @@ fn monitor_breakdown(a: &Args, img: &std::path::Path, lab_name: &str) {
         println!("| monitor: {what} | {v} us |");
     }
     println!("| monitor set-up, total (before the guest's first instruction) | {host_total} us |");
-    // The guest's steps (`breakdown::STEPS`) as they are on the monitor's platform.
+    // The guest's steps (`vtnt_abi::steps::Step`) as they are on the monitor's platform.
     const MONITOR_STEPS: [&str; 9] = [
         "entry (already in 64-bit mode) -> Rust",
         "banner (buffered, no exit)",
@@ -468,7 +463,7 @@ fn platforms(img: &std::path::Path, qemu_kvm: bool) -> Vec<Platform> {
             is_kvm: true,
         });
     }
-    let used = vtnt_vmm::accel::resolve(img);
+    let used = vtnt_vmm::qemu::resolve(img);
     v.push(Platform {
         vmm: Vmm::Qemu,
         accel: if used.is_kvm() {

@@ -219,7 +219,7 @@ pub fn mark_step(n: u8) {
     if MARKS.load(Ordering::Relaxed) {
         // SAFETY: port 0x80 is the POST-code port: no device of ours uses it, a write has
         // no effect beyond the VM exit the host traces.
-        unsafe { arch::x86_64::io::outb(0x80, n) };
+        unsafe { arch::x86_64::io::outb(vtnt_abi::steps::MARK_PORT, n) };
     }
 }
 

@@ -1,7 +1,6 @@
-//! The interface between the vTNT unikernel and `vtnt-monitor`, our own microVM monitor
+//! hvt: the interface between the vTNT unikernel and `vtnt-monitor`, our own microVM monitor
 //! (Solo5 hvt's model: a monitor made for one unikernel, a few hypercalls, no emulated
-//! hardware). Data only (`#[repr(C)]` structures and constants), shared by both sides so
-//! that neither can drift from the other.
+//! hardware). Data only (`#[repr(C)]` structures and constants).
 //!
 //! # Boot
 //! The image is the kernel's ELF. The monitor loads its `PT_LOAD` segments at their
@@ -29,8 +28,6 @@
 //! monitor performs the call, writes the results into the same structure, and resumes
 //! the guest: one exit per call. Under PVM each exit costs tens of microseconds, so the
 //! calls move whole lines and batches of frames.
-
-#![no_std]
 
 /// Guest-physical address of the [`BootInfo`] structure (also passed in `rdi`).
 pub const BOOT_INFO: u64 = 0x1000;
@@ -155,8 +152,7 @@ pub struct Poll {
     pub ready: u64,
 }
 
-/// [`port::EXIT`]: the VM ends; the monitor exits with `status` (the kernel's documented
-/// statuses, `vtnt_vmm::GuestStatus`).
+/// [`port::EXIT`]: the VM ends; the monitor exits with `status` (a [`crate::exit::Status`]).
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Exit {
@@ -199,7 +195,7 @@ pub fn put_frame(buf: &mut [u8], at: usize, frame: &[u8]) -> Option<usize> {
 
 #[cfg(test)]
 mod tests {
-    extern crate std;
+
     use super::*;
     use std::vec::Vec;
 

@@ -12,8 +12,7 @@
 //!   device). No other descriptor is open.
 //! - **System calls.** Exactly [`GUEST_CALLS`]: `write` on the console, `read` and
 //!   `write` on the network, `ppoll` to wait for a frame or a deadline, the monotonic
-//!   clock and `exit_group`. The exit status is the kernel's (`vtnt-kernel`'s
-//!   `exit::Status`).
+//!   clock and `exit_group`. The exit status is a [`crate::exit::Status`].
 //! - **The filter.** [`filter`] compiles a rule list into classic BPF for
 //!   `seccomp(SECCOMP_SET_MODE_FILTER)`: any call outside the list kills the process
 //!   (`SECCOMP_RET_KILL_PROCESS`, SIGSYS), and so does any other architecture or ABI.
@@ -21,10 +20,6 @@
 //!   one path pointer) and `seccomp`; the guest's first act installs [`GUEST_CALLS`]
 //!   alone, so from its first line of job code no `execve` is left. Filters stack, and
 //!   the stricter decides.
-#![no_std]
-
-#[cfg(test)]
-extern crate std;
 
 /// The console: standard output.
 pub const CONSOLE_FD: u32 = 1;
