@@ -11,7 +11,7 @@
 //! drawn with [`plot`]).
 //!
 //! What it may import: `vtnt-runtimes` (images, instances, jobs), `vtnt-measure`
-//! (processes, cgroups, KSM) and `vtnt-vmm` (accelerators); nothing imports it but the
+//! (processes, cgroups, KSM) and `vtnt-unikernel` (accelerators); nothing imports it but the
 //! command line. Inside, imports go one way:
 //! - [`bench`](mod@bench) uses `density`, [`report`] and [`results`];
 //! - [`report`] uses [`plot`] and [`results`];

@@ -1,5 +1,5 @@
 //! The `vtnt-monitor` command: runs one vTNT unikernel in a microVM on `/dev/kvm` (one
-//! process per VM; vtnt-vmm spawns it) and exits with the guest's status, or 124 (timed
+//! process per VM; vtnt-unikernel spawns it) and exits with the guest's status, or 124 (timed
 //! out), 125 (the monitor could not run it) or 126 (the guest faulted). Errors are one
 //! line on stderr starting `vtnt-monitor: error:`. See the library's docs.
 

@@ -1,6 +1,6 @@
 //! The `spt` runtime: the vTNT unikernel as a sandboxed Linux process (Solo5's spt model;
 //! the interface is `vtnt_abi::spt`). The image is the kernel built for the process platform
-//! (`vtnt-vmm`'s build with `spt`): a static ELF of a few hundred KiB.
+//! (`vtnt-unikernel`'s build with `spt`): a static ELF of a few hundred KiB.
 //!
 //! The tender is this process's child between a `vfork`-style `clone` and `execve`
 //! ([`spawn`]): it starts a process group, joins the instance's cgroup, puts the network (a UDP socket bound to a free slot of the lab's VM
@@ -308,7 +308,7 @@ const EXEC_FAILED: i32 = 126;
 /// time to the first probe).
 pub struct Started {
     pub child: Supervised,
-    pub slot: vtnt_vmm::lab::SlotLock,
+    pub slot: vtnt_unikernel::lab::SlotLock,
     pub spawn_ns: u64,
     pub cgroup_join: std::time::Duration,
 }
@@ -329,15 +329,15 @@ pub fn start(
     if spec.dhcp {
         anyhow::bail!("the spt runtime takes its lab slot's static address (no --dhcp)");
     }
-    let (slot, lock) = vtnt_vmm::lab::free_slot(&lab.name)
+    let (slot, lock) = vtnt_unikernel::lab::free_slot(&lab.name)
         .map_err(|e| anyhow::anyhow!("lab `{}`: {e}", lab.name))?;
     let sock = UdpSocket::bind(slot.local)
         .with_context(|| format!("binding the guest's end {}", slot.local))?;
     sock.connect(slot.remote)
         .with_context(|| format!("connecting to the lab's VM front {}", slot.remote))?;
-    let mut run = vtnt_vmm::job::RunSpec::new(
+    let mut run = vtnt_unikernel::launch::RunSpec::new(
         spec.job.clone(),
-        vtnt_vmm::job::JobNet::Lab {
+        vtnt_unikernel::launch::JobNet::Lab {
             name: lab.name.clone(),
         },
     );
@@ -345,7 +345,7 @@ pub fn start(
     run.hostname = std::fs::read_to_string("/proc/sys/kernel/hostname")
         .ok()
         .map(|s| s.trim().to_string());
-    let cmdline = vtnt_vmm::job::process_cmdline(
+    let cmdline = vtnt_unikernel::launch::process_cmdline(
         &run,
         &slot.address,
         &slot.gateway,
@@ -371,7 +371,7 @@ const TAP_MAC: &str = "52:54:00:73:70:74";
 pub fn start_on_tap(
     image: &Path,
     tap: &Tap,
-    payload: vtnt_vmm::job::Payload,
+    payload: vtnt_unikernel::launch::Payload,
     cgroup: &Cgroup,
     timeout: std::time::Duration,
 ) -> anyhow::Result<Supervised> {
@@ -379,9 +379,9 @@ pub fn start_on_tap(
     let dev = vtnt_lab_linux::open_tap(tap.netns.as_deref(), &tap.ifname)
         .with_context(|| format!("opening the TAP device {}", tap.ifname))?;
     let gateway = tap.gateway.to_string();
-    let mut run = vtnt_vmm::job::RunSpec::with_payload(
+    let mut run = vtnt_unikernel::launch::RunSpec::with_payload(
         payload,
-        vtnt_vmm::job::JobNet::Tap {
+        vtnt_unikernel::launch::JobNet::Tap {
             ifname: tap.ifname.clone(),
             netns: tap.netns.clone(),
             guest: tap.guest(),
@@ -389,7 +389,8 @@ pub fn start_on_tap(
         },
     );
     run.timeout = timeout;
-    let cmdline = vtnt_vmm::job::process_cmdline(&run, &tap.guest(), &gateway, None, TAP_MAC);
+    let cmdline =
+        vtnt_unikernel::launch::process_cmdline(&run, &tap.guest(), &gateway, None, TAP_MAC);
     Ok(launch(image, OwnedFd::from(dev), cmdline, cgroup)?.0)
 }
 
@@ -474,8 +475,8 @@ pub fn spawn_to_first_probe(spawn_ns: u64, console: &str) -> Option<std::time::D
             .lines()
             .find(|l| l.starts_with(&format!("{{\"type\":\"{ty}\"")))
     };
-    let start = vtnt_vmm::outcome::json_u64(line("boot")?, "mono_start_ns")?;
-    let first_us = vtnt_vmm::outcome::json_u64(line("first-probe")?, "guest_us")?;
+    let start = vtnt_unikernel::outcome::json_u64(line("boot")?, "mono_start_ns")?;
+    let first_us = vtnt_unikernel::outcome::json_u64(line("first-probe")?, "guest_us")?;
     let at = (start + first_us * 1000).checked_sub(spawn_ns)?;
     Some(std::time::Duration::from_nanos(at))
 }

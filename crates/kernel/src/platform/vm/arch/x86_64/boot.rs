@@ -21,7 +21,7 @@
 //! Few instructions, because on some hosts each one is emulated: KVM on PVM (no VMX/SVM)
 //! emulates the guest one instruction at a time, at 1-2 us each, until it can switch the
 //! vCPU to PVM mode, and the PVM host measured here never switched our guest (see
-//! `vtnt_vmm::accel`). The former `.bss` zeroing byte by byte (94 KiB with `rep stosb`)
+//! `vtnt_unikernel::accel`). The former `.bss` zeroing byte by byte (94 KiB with `rep stosb`)
 //! and the 2,048-entry fill in 32-bit mode took about 50 ms there.
 
 use core::sync::atomic::{AtomicU64, Ordering};

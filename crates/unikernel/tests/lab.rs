@@ -17,10 +17,10 @@ use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
 use serde_json::Value;
-use vtnt_vmm::accel;
-use vtnt_vmm::job::{run_job, JobNet, RunOutcome, RunSpec, Vmm};
-use vtnt_vmm::qemu::{Accel, Machine};
-use vtnt_vmm::GuestStatus;
+use vtnt_unikernel::accel;
+use vtnt_unikernel::launch::{run_job, JobNet, RunOutcome, RunSpec, Vmm};
+use vtnt_unikernel::qemu::{Accel, Machine};
+use vtnt_unikernel::GuestStatus;
 
 fn serial() -> MutexGuard<'static, ()> {
     static LOCK: Mutex<()> = Mutex::new(());
@@ -309,7 +309,7 @@ fn assert_same(
 
 #[test]
 fn trace_ping_and_tnt_on_the_lab_equal_native() {
-    vtnt_testkit::require_root!(vtnt_vmm::qemu::QEMU, "ip");
+    vtnt_testkit::require_root!(vtnt_unikernel::qemu::QEMU, "ip");
     let lab = Lab::up("eq");
     let dsts =
         "203.0.113.2 203.0.113.10 203.0.113.18 203.0.113.26 203.0.113.34 203.0.113.42 203.0.113.50";
@@ -379,7 +379,7 @@ fn trace_ping_and_tnt_on_the_lab_equal_native() {
 
 #[test]
 fn long_target_lists_travel_as_a_boot_module() {
-    vtnt_testkit::require_root!(vtnt_vmm::qemu::QEMU, "ip");
+    vtnt_testkit::require_root!(vtnt_unikernel::qemu::QEMU, "ip");
     let lab = Lab::up("mod");
     let dsts: Vec<String> = (0..21)
         .map(|i| format!("203.0.113.{}", 2 + 8 * (i % 7)))
@@ -421,13 +421,13 @@ fn tnt_completes_in(lab: &Lab, mib: u32, vmm: Vmm) {
 
 #[test]
 fn tnt_completes_in_4_mib_under_qemu() {
-    vtnt_testkit::require_root!(vtnt_vmm::qemu::QEMU, "ip");
+    vtnt_testkit::require_root!(vtnt_unikernel::qemu::QEMU, "ip");
     tnt_completes_in(&Lab::up("ram"), 4, Vmm::Qemu);
 }
 
 #[test]
 fn ping_with_a_dhcp_lease_equals_ping_with_a_static_address() {
-    vtnt_testkit::require_root!(vtnt_vmm::qemu::QEMU, "ip");
+    vtnt_testkit::require_root!(vtnt_unikernel::qemu::QEMU, "ip");
     let lab = Lab::up("dhcp");
     let job = "vtnt-job=1 kind=ping ping.count=3 ping.interval=100ms seed=5 targets=203.0.113.10,192.0.2.1";
     let fixed = lab.vm(job, 16);
@@ -478,11 +478,11 @@ fn ping_with_a_dhcp_lease_equals_ping_with_a_static_address() {
 fn vms_started_together_hold_different_slots() {
     vtnt_testkit::require_root!("ip");
     let lab = Lab::up("slots");
-    let (a, held_a) = vtnt_vmm::lab::free_slot(&lab.name).expect("a slot");
-    let (b, _held_b) = vtnt_vmm::lab::free_slot(&lab.name).expect("a second slot");
+    let (a, held_a) = vtnt_unikernel::lab::free_slot(&lab.name).expect("a slot");
+    let (b, _held_b) = vtnt_unikernel::lab::free_slot(&lab.name).expect("a second slot");
     assert_ne!(a.address, b.address);
     assert_ne!(a.local, b.local);
     drop(held_a);
-    let (c, _held_c) = vtnt_vmm::lab::free_slot(&lab.name).expect("the first slot again");
+    let (c, _held_c) = vtnt_unikernel::lab::free_slot(&lab.name).expect("the first slot again");
     assert_eq!(c.address, a.address);
 }

@@ -6,13 +6,13 @@
 //! ([`Payload::Words`]).
 //!
 //! ```no_run
-//! use vtnt_vmm::job::{run_job, JobNet, RunSpec};
+//! use vtnt_unikernel::launch::{run_job, JobNet, RunSpec};
 //! # fn spec() -> vtnt_jobspec::JobSpec { unimplemented!() }
 //! let out = run_job(&RunSpec::new(spec(), JobNet::Lab { name: "vtnt-lab".into() }))?;
 //! for line in &out.json_lines {
 //!     println!("{line}");
 //! }
-//! # Ok::<(), vtnt_vmm::Error>(())
+//! # Ok::<(), vtnt_unikernel::Error>(())
 //! ```
 
 use std::net::SocketAddr;

@@ -1,4 +1,4 @@
-//! The unikernel booted for real under QEMU, with the accelerator `vtnt_vmm::accel`
+//! The unikernel booted for real under QEMU, with the accelerator `vtnt_unikernel::accel`
 //! picks (KVM where our image boots under it, of either kind, else TCG), plus one boot
 //! forced onto TCG so both paths stay covered: on microvm, q35 and pc; its error paths
 //! (malformed command line, malformed job spec, no NIC, no ARP answer, no DHCP answer,
@@ -13,10 +13,10 @@
 
 use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
-use vtnt_vmm::accel::{self, Accelerator};
-use vtnt_vmm::netns::{self, NetNs};
-use vtnt_vmm::qemu::{self, Accel, Machine, NetBackend, VmConfig};
-use vtnt_vmm::{GuestStatus, Outcome};
+use vtnt_unikernel::accel::{self, Accelerator};
+use vtnt_unikernel::netns::{self, NetNs};
+use vtnt_unikernel::qemu::{self, Accel, Machine, NetBackend, VmConfig};
+use vtnt_unikernel::{GuestStatus, Outcome};
 use vtnt_xtask::kernel::{self, Image};
 
 const GUEST_NET: &str = "ip=192.0.2.10/24 gw=192.0.2.1";
@@ -87,7 +87,7 @@ fn boot_on(machine: Machine, accel: Accel) -> Option<Outcome> {
 #[test]
 fn the_stripped_image_fits_its_budget() {
     let Some(img) = image() else { return };
-    let budget = vtnt_vmm::image::IMAGE_BUDGET;
+    let budget = vtnt_unikernel::image::IMAGE_BUDGET;
     assert!(
         img.size <= budget,
         "the stripped image is {} bytes, over its {budget}",
@@ -138,14 +138,14 @@ fn boots_under_kvm_where_the_host_has_it() {
 #[test]
 fn boots_under_firecracker_where_it_is_installed() {
     vtnt_testkit::skip_if!(
-        vtnt_vmm::firecracker::binary()
+        vtnt_unikernel::firecracker::binary()
             .is_none()
             .then(|| "no `firecracker` binary on PATH".to_string()),
         Some(vtnt_testkit::Allowed::NoFirecracker)
     );
     vtnt_testkit::require_kvm!();
     let Some(img) = image() else { return };
-    let out = vtnt_vmm::firecracker::run(&vtnt_vmm::firecracker::FcConfig::new(
+    let out = vtnt_unikernel::firecracker::run(&vtnt_unikernel::firecracker::FcConfig::new(
         img.path.clone(),
         "-- boot",
     ))

@@ -15,25 +15,25 @@
 //! - [`firecracker`]: the same over Firecracker (`--no-api --config-file`), when a
 //!   `firecracker` binary is on `PATH`.
 //! - [`netns`]: a network namespace with a TAP device, removed on drop (tests, benchmarks).
-//! - [`job`]: [`job::run_job`], one measurement job end to end: job spec in, scamper JSON
+//! - [`launch`]: [`launch::run_job`], a VM launched for one job end to end: job spec in, scamper JSON
 //!   lines, guest status, timings and peak RSS out; on a running `vtnt lab` ([`lab`]) or
 //!   a TAP device.
 //!
 //! ```no_run
-//! use vtnt_vmm::{image, qemu::{Machine, VmConfig}};
+//! use vtnt_unikernel::{image, qemu::{Machine, VmConfig}};
 //! let img = image::job()?;
 //! let cfg = VmConfig::new(img, Machine::Microvm, "-- boot");
-//! let out = vtnt_vmm::qemu::run(&cfg)?;
-//! assert_eq!(out.status, vtnt_vmm::GuestStatus::Exited(0));
-//! # Ok::<(), vtnt_vmm::Error>(())
+//! let out = vtnt_unikernel::qemu::run(&cfg)?;
+//! assert_eq!(out.status, vtnt_unikernel::GuestStatus::Exited(0));
+//! # Ok::<(), vtnt_unikernel::Error>(())
 //! ```
 
 pub mod accel;
 pub mod breakdown;
 pub mod firecracker;
 pub mod image;
-pub mod job;
 pub mod lab;
+pub mod launch;
 pub mod monitor;
 pub use vtnt_netns as netns;
 pub use vtnt_netns::which;

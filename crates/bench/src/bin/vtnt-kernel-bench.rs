@@ -2,10 +2,10 @@
 //! lines and a markdown table (for docs/benchmarks.md).
 //!
 //! Every figure is taken on each platform side by side: `vtnt-monitor` (where
-//! `/dev/kvm` works), QEMU microvm under `vtnt_vmm::accel`'s choice, and with
+//! `/dev/kvm` works), QEMU microvm under `vtnt_unikernel::accel`'s choice, and with
 //! `--qemu-kvm` QEMU under this host's KVM too where that choice is TCG (PVM hosts).
 //!
-//! - stripped image size (budget: `vtnt_vmm::image::IMAGE_BUDGET`);
+//! - stripped image size (budget: `vtnt_unikernel::image::IMAGE_BUDGET`);
 //! - boot job: guest time first instruction -> ready (TSC, printed by the guest), host
 //!   spawn -> exit, the VMM's peak RSS and host CPU (median of `--runs`, default 5); also
 //!   QEMU's q35 and pc machines;
@@ -24,12 +24,12 @@
 //! that image instead (e.g. an older build, for before/after figures).
 //!
 //! `--breakdown` prints instead where the boot's time and exits go, step by step
-//! (`vtnt_vmm::breakdown`): the boot job, and with a lab the TNT job up to its first
+//! (`vtnt_unikernel::breakdown`): the boot job, and with a lab the TNT job up to its first
 //! probe; times are medians of `--runs` untraced runs, exit counts come from one run
 //! traced with `perf` (KVM tracepoints) and the guest's step marks.
 //!
 //! The lab: `--lab NAME` uses a running one; otherwise one is started (and stopped) with
-//! the `vtnt` binary given by `--vtnt PATH` or found beside this executable. The accelerator is `vtnt_vmm::accel`'s choice (KVM of this host's
+//! the `vtnt` binary given by `--vtnt PATH` or found beside this executable. The accelerator is `vtnt_unikernel::accel`'s choice (KVM of this host's
 //! kind where our image boots under it, else TCG; `VTNT_ACCEL=tcg|kvm` overrides); every
 //! figure says which (KVM, PVM-KVM or TCG).
 
@@ -37,12 +37,12 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use vtnt_abi::record::ExitRecord;
-use vtnt_vmm::breakdown::{self, Counts, Timing};
-use vtnt_vmm::image;
-use vtnt_vmm::job::{run_job, JobNet, RunOutcome, RunSpec, Vmm};
-use vtnt_vmm::monitor::{self, MonitorConfig};
-use vtnt_vmm::qemu::{self, Accel, Machine, VmConfig};
-use vtnt_vmm::{netns, GuestStatus, Outcome};
+use vtnt_unikernel::breakdown::{self, Counts, Timing};
+use vtnt_unikernel::image;
+use vtnt_unikernel::launch::{run_job, JobNet, RunOutcome, RunSpec, Vmm};
+use vtnt_unikernel::monitor::{self, MonitorConfig};
+use vtnt_unikernel::qemu::{self, Accel, Machine, VmConfig};
+use vtnt_unikernel::{netns, GuestStatus, Outcome};
 
 const TNT_JOB: &str = "vtnt-job=1 kind=tnt targets=203.0.113.26,203.0.113.42";
 
@@ -107,12 +107,12 @@ fn heap_peak(o: &RunOutcome) -> Option<u64> {
         .diagnostics
         .iter()
         .find(|l| l.starts_with("{\"type\":\"timing\""))?;
-    vtnt_vmm::outcome::json_u64(line, "heap_peak")
+    vtnt_unikernel::outcome::json_u64(line, "heap_peak")
 }
 
 fn main() {
     let a = <Args as clap::Parser>::parse();
-    if vtnt_vmm::which(qemu::QEMU).is_none() {
+    if vtnt_unikernel::which(qemu::QEMU).is_none() {
         die(format!("{} is not installed", qemu::QEMU));
     }
     let path = match &a.image {
@@ -123,7 +123,7 @@ fn main() {
         .unwrap_or_else(|e| die(format!("{}: {e}", path.display())))
         .len();
     let img = Img { path, size };
-    let used = vtnt_vmm::qemu::resolve(&img.path);
+    let used = vtnt_unikernel::qemu::resolve(&img.path);
     let accel = if used.is_kvm() {
         Accel::Kvm
     } else {
@@ -381,7 +381,7 @@ fn monitor_breakdown(a: &Args, img: &std::path::Path, lab_name: &str) {
             runs.iter()
                 .filter_map(|o| {
                     let line = monitor::stats_line(&o.vmm_stderr)?;
-                    vtnt_vmm::outcome::json_u64(line, key)
+                    vtnt_unikernel::outcome::json_u64(line, key)
                 })
                 .collect(),
         )
@@ -399,7 +399,7 @@ fn monitor_breakdown(a: &Args, img: &std::path::Path, lab_name: &str) {
             .filter_map(|o| Some(o.timings.spawn_to_first_probe?.as_micros() as u64))
             .collect(),
     );
-    let kvm = vtnt_vmm::accel::kvm_kind().map_or("KVM", |k| k.name());
+    let kvm = vtnt_unikernel::accel::kvm_kind().map_or("KVM", |k| k.name());
     println!(
         "\n### TNT job (2 lab targets), vtnt-monitor ({kvm}), up to the first probe, median of {}\n",
         runs.len()
@@ -450,11 +450,11 @@ struct Platform {
     is_kvm: bool,
 }
 
-/// The monitor where it is usable, QEMU microvm under `vtnt_vmm::accel`'s choice, and
+/// The monitor where it is usable, QEMU microvm under `vtnt_unikernel::accel`'s choice, and
 /// with `qemu_kvm` also QEMU under this host's KVM when that choice was TCG.
 fn platforms(img: &std::path::Path, qemu_kvm: bool) -> Vec<Platform> {
     let mut v = Vec::new();
-    let kvm = vtnt_vmm::accel::kvm_kind();
+    let kvm = vtnt_unikernel::accel::kvm_kind();
     if let (true, Some(k)) = (monitor::usable(), kvm) {
         v.push(Platform {
             vmm: Vmm::Monitor,
@@ -463,7 +463,7 @@ fn platforms(img: &std::path::Path, qemu_kvm: bool) -> Vec<Platform> {
             is_kvm: true,
         });
     }
-    let used = vtnt_vmm::qemu::resolve(img);
+    let used = vtnt_unikernel::qemu::resolve(img);
     v.push(Platform {
         vmm: Vmm::Qemu,
         accel: if used.is_kvm() {
@@ -523,7 +523,7 @@ fn lab_figures(
         r
     };
     let cpu_job = |line: &str| -> Option<(u64, u64)> {
-        let gw = vtnt_vmm::lab::free_slot(lab_name).ok()?.0.gateway;
+        let gw = vtnt_unikernel::lab::free_slot(lab_name).ok()?.0.gateway;
         let o = run_job(&spec(&line.replace("GW", &gw), 16))
             .ok()
             .filter(|o| o.status == GuestStatus::Exited(0))?;
@@ -706,7 +706,7 @@ fn host_marks(data: &std::path::Path) -> Option<breakdown::HostMarks> {
 /// Runs `run` once under `perf record` (given the wrapper) and counts the events per
 /// step; `None` (with the reason printed) when that cannot be done here or under `accel`.
 fn traced(
-    accel: vtnt_vmm::accel::Accelerator,
+    accel: vtnt_unikernel::accel::Accelerator,
     run: impl FnOnce(Vec<String>) -> Option<()>,
 ) -> Option<Vec<Counts>> {
     if !accel.is_kvm() {
