@@ -66,7 +66,7 @@ pub fn puts(bytes: &[u8]) {
 
 /// Ends the VM with `status`.
 pub fn exit(status: u8) -> ! {
-    crate::console::flush();
+    crate::platform::console::flush();
     let mut a = vtnt_abi::hvt::Exit {
         status: status as u64,
     };
@@ -95,7 +95,7 @@ pub fn frames_may_wait() -> bool {
 /// Waits until a frame can be read or `timeout_ns` passes; true if a frame is waiting.
 pub fn poll(timeout_ns: u64) -> bool {
     // The console's lines go out before we wait (see `console::write_bytes`).
-    crate::console::flush();
+    crate::platform::console::flush();
     let mut a = Poll {
         timeout_ns,
         ready: 0,
@@ -235,10 +235,10 @@ pub struct MonitorLink {
 impl MonitorLink {
     /// The interface the monitor gives us, with MAC address `mac`.
     pub fn new(mac: [u8; 6]) -> MonitorLink {
-        crate::steps::mark(crate::steps::Step::LinkUp);
+        crate::platform::steps::mark(crate::platform::steps::Step::LinkUp);
         MonitorLink {
             mac,
-            tx: alloc::vec![0u8; crate::net::FRAME_MAX].into_boxed_slice(),
+            tx: alloc::vec![0u8; vtnt_abi::hvt::FRAME_MAX].into_boxed_slice(),
             rx: alloc::vec![0u8; BATCH_FIRST].into_boxed_slice(),
             rx_len: 0,
             rx_at: 0,

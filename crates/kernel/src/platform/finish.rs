@@ -13,13 +13,13 @@ use vtnt_abi::record;
 /// Prints the final line and powers off with `status`.
 pub fn finish(status: Status) -> ! {
     let _ = record::write(
-        &mut crate::console::Console,
+        &mut crate::platform::console::Console,
         status,
         crate::platform::now().as_micros(),
-        crate::steps::us(),
+        crate::platform::steps::us(),
     );
-    crate::console::write_bytes(b"\n");
-    crate::console::flush();
+    crate::platform::console::write_bytes(b"\n");
+    crate::platform::console::flush();
     crate::platform::exit(status)
 }
 
@@ -32,5 +32,5 @@ pub fn fail(status: Status, what: fmt::Arguments) -> ! {
 /// `fail!(Status::X, "format", args..)`: report an error and power off.
 #[macro_export]
 macro_rules! fail {
-    ($status:expr, $($arg:tt)*) => { $crate::exit::fail($status, format_args!($($arg)*)) };
+    ($status:expr, $($arg:tt)*) => { $crate::platform::finish::fail($status, format_args!($($arg)*)) };
 }

@@ -79,16 +79,16 @@ pub fn _print(args: fmt::Arguments) {
 /// Prints to the serial console.
 #[macro_export]
 macro_rules! print {
-    ($($arg:tt)*) => { $crate::console::_print(format_args!($($arg)*)) };
+    ($($arg:tt)*) => { $crate::platform::console::_print(format_args!($($arg)*)) };
 }
 
 /// Prints a line to the serial console.
 #[macro_export]
 macro_rules! println {
-    () => { $crate::console::write_bytes(b"\n") };
+    () => { $crate::platform::console::write_bytes(b"\n") };
     ($($arg:tt)*) => {{
-        $crate::console::_print(format_args!($($arg)*));
-        $crate::console::write_bytes(b"\n");
+        $crate::platform::console::_print(format_args!($($arg)*));
+        $crate::platform::console::write_bytes(b"\n");
     }};
 }
 
