@@ -13,7 +13,7 @@ use anyhow::Context;
 use vtnt_job::{say, Format, Vantage};
 use vtnt_runtimes::net::Network;
 use vtnt_runtimes::{BuildOptions, RunOptions, Runtime};
-use vtnt_vmm::job::Vmm;
+use vtnt_unikernel::launch::Vmm;
 
 #[derive(clap::Subcommand)]
 pub enum ImageCommand {
@@ -92,7 +92,7 @@ pub fn image(cmd: ImageCommand) -> anyhow::Result<ExitCode> {
             accel.map_or(String::new(), |a| format!("; runs under {a}"))
         );
         if runtime == Runtime::Vm {
-            if let Some(why) = vtnt_vmm::accel::linux_tcg_reason() {
+            if let Some(why) = vtnt_unikernel::accel::linux_tcg_reason() {
                 println!("vm: {why}");
             }
         }
@@ -162,7 +162,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     }
     let accel = out.accelerator.clone();
     if args.runtime == Runtime::Vm {
-        if let Some(why) = vtnt_vmm::accel::linux_tcg_reason() {
+        if let Some(why) = vtnt_unikernel::accel::linux_tcg_reason() {
             say!("vtnt run: vm: {why}");
         }
     }

@@ -17,16 +17,7 @@ use std::path::Path;
 /// parent module, the circle's modules). The lead empties this list after merging them; an
 /// entry that no longer matches a circle fails, so it cannot outlive its circle.
 const ALLOWED_CIRCLES: &[(&str, &str, &[&str])] = &[
-    // Helper "unikernel": the platform layer at the bottom (platform/spt.rs imports exit,
-    // steps, net; console and steps import platform).
-    (
-        "kernel",
-        "crate",
-        &["console", "exit", "net", "platform", "steps"],
-    ),
     ("kernel", "platform::vm", &["hvt", "time"]),
-    // Helper "unikernel": accel calls qemu::supervise, qemu imports accel.
-    ("vmm", "crate", &["accel", "outcome", "qemu"]),
     // vtnt-web (merged with issue 41's server): its server, live events, routes and
     // pages reach each other; to be layered server < live < routes < pages.
     (
@@ -35,6 +26,33 @@ const ALLOWED_CIRCLES: &[(&str, &str, &[&str])] = &[
         &["html", "live", "reports", "routes", "server"],
     ),
 ];
+
+/// Every crate's directory: `crates/NAME`, and `crates/GROUP/NAME` in a folder that
+/// groups crates (`crates/tender/`), sorted.
+fn crate_dirs() -> Vec<std::path::PathBuf> {
+    let list = |d: &Path| -> Vec<std::path::PathBuf> {
+        std::fs::read_dir(d)
+            .expect("a crates folder")
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.is_dir())
+            .collect()
+    };
+    let mut dirs = Vec::new();
+    for d in list(&root().join("crates")) {
+        if d.join("Cargo.toml").is_file() {
+            dirs.push(d);
+        } else {
+            dirs.extend(
+                list(&d)
+                    .into_iter()
+                    .filter(|p| p.join("Cargo.toml").is_file()),
+            );
+        }
+    }
+    dirs.sort();
+    dirs
+}
 
 fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -124,16 +142,10 @@ fn architecture_md_draws_the_real_import_graph() {
 fn no_crate_has_a_module_circle() {
     let mut unexpected = Vec::new();
     let mut matched = BTreeSet::new();
-    let mut dirs: Vec<_> = std::fs::read_dir(root().join("crates"))
-        .expect("crates/")
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.join("Cargo.toml").is_file())
-        .collect();
-    dirs.sort();
-    for dir in dirs {
+    for dir in crate_dirs() {
         let name = dir
-            .file_name()
+            .strip_prefix(root().join("crates"))
+            .ok()
             .and_then(|n| n.to_str())
             .unwrap_or_default()
             .to_string();
@@ -169,24 +181,15 @@ fn no_crate_has_a_module_circle() {
 /// Types named after a glossary word outside its owners that other branches of issue 37
 /// rename or move: (package, type). The lead empties this list after merging them; an
 /// entry that no longer matches a type fails.
-const ALLOWED_STRAYS: &[(&str, &str)] = &[
-    // Helper "unikernel": vmm/src/job.rs (a job's guest network) is renamed.
-    ("vtnt-vmm", "JobNet"),
-    // Helper "benchout": the kernel bench leaves vmm, the paper's experiment leaves fleet.
-    ("vtnt-vmm", "Platform"),
-    // The last commit of branch `words` (a script) renames these; it drops these lines.
-];
+const ALLOWED_STRAYS: &[(&str, &str)] = &[];
 
 #[test]
 fn glossary_words_name_types_only_in_their_crates() {
     let doc = std::fs::read_to_string(root().join("ARCHITECTURE.md")).expect("ARCHITECTURE.md");
     let entries = glossary::parse(&doc);
     let mut crates = BTreeMap::new();
-    for e in std::fs::read_dir(root().join("crates"))
-        .expect("crates/")
-        .flatten()
-    {
-        let Ok(manifest) = std::fs::read_to_string(e.path().join("Cargo.toml")) else {
+    for dir in crate_dirs() {
+        let Ok(manifest) = std::fs::read_to_string(dir.join("Cargo.toml")) else {
             continue;
         };
         let name = manifest
@@ -195,7 +198,7 @@ fn glossary_words_name_types_only_in_their_crates() {
             .and_then(|n| n.strip_suffix('"'))
             .expect("a package name")
             .to_string();
-        crates.insert(name, glossary::types(&e.path().join("src")));
+        crates.insert(name, glossary::types(&dir.join("src")));
     }
     for e in &entries {
         for owner in &e.owners {

@@ -169,7 +169,7 @@ pub fn bench_deploy(args: &BenchDeployArgs) -> anyhow::Result<Report> {
         (std::thread::available_parallelism().map_or(1, |n| n.get()) - 1).to_string()
     });
     let mut report = Report {
-        accel_note: vtnt_vmm::accel::linux_tcg_reason().map(String::from),
+        accel_note: vtnt_unikernel::accel::linux_tcg_reason().map(String::from),
         host: host(),
         cgroup_favordynmods: vtnt_measure::dynmods::enabled(),
         provenance: vtnt_measure::provenance::Provenance::now(),
@@ -203,7 +203,7 @@ pub fn bench_deploy(args: &BenchDeployArgs) -> anyhow::Result<Report> {
         match rt.build_image(&BuildOptions::default()) {
             Ok(im) => {
                 let accel = rt.accelerator(&im);
-                r.emulated = accel == Some(vtnt_vmm::accel::Accelerator::Tcg);
+                r.emulated = accel == Some(vtnt_unikernel::accel::Accelerator::Tcg);
                 r.accel = accel.map(|a| a.name().to_string());
                 r.image_bytes = im.size_bytes;
                 r.download_bytes = im.download_bytes;

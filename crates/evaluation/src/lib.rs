@@ -14,7 +14,7 @@
 //! fleet's scale run (`vtnt bench fleet-scale`), over `vtnt-fleet`.
 //!
 //! What it may import: `vtnt-runtimes` (images, instances, jobs), `vtnt-measure`
-//! (processes, cgroups, KSM), `vtnt-vmm` (accelerators), `vtnt-fleet` (the fleet
+//! (processes, cgroups, KSM), `vtnt-unikernel` (accelerators), `vtnt-fleet` (the fleet
 //! benchmarks) and `vtnt-stats`; nothing imports it but the
 //! command line. Inside, imports go one way:
 //! - [`bench`](mod@bench) uses `density`, [`report`] and [`results`];

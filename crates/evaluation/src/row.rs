@@ -5,8 +5,8 @@
 
 use serde::{Serialize, Serializer};
 use vtnt_runtimes::Runtime;
-use vtnt_vmm::job::Vmm;
-use vtnt_vmm::qemu::Accel;
+use vtnt_unikernel::launch::Vmm;
+use vtnt_unikernel::qemu::Accel;
 
 /// A runtime, with the VMM and QEMU accelerator of a microVM.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,16 +38,16 @@ impl Row {
     /// Why the VMM this row names cannot run here, if it cannot.
     pub fn vmm_missing(self) -> Option<&'static str> {
         match (self.runtime, self.vmm) {
-            (Runtime::Microvm, Vmm::Monitor) if !vtnt_vmm::monitor::usable() => {
+            (Runtime::Microvm, Vmm::Monitor) if !vtnt_unikernel::monitor::usable() => {
                 Some("vtnt-monitor cannot run here: its binary or a usable /dev/kvm is missing")
             }
-            (Runtime::Microvm, Vmm::Firecracker) if vtnt_vmm::firecracker::binary().is_none() => {
+            (Runtime::Microvm, Vmm::Firecracker) if vtnt_unikernel::firecracker::binary().is_none() => {
                 Some("`firecracker` is not installed (no Debian package: github.com/firecracker-microvm/firecracker releases)")
             }
-            (Runtime::Microvm, Vmm::Qemu) if vtnt_vmm::which("qemu-system-x86_64").is_none() => {
+            (Runtime::Microvm, Vmm::Qemu) if vtnt_unikernel::which("qemu-system-x86_64").is_none() => {
                 Some("`qemu-system-x86_64` is not installed (Debian package qemu-system-x86)")
             }
-            (Runtime::Microvm, Vmm::Qemu) if self.accel == Accel::Kvm && vtnt_vmm::accel::kvm_kind().is_none() => {
+            (Runtime::Microvm, Vmm::Qemu) if self.accel == Accel::Kvm && vtnt_unikernel::accel::kvm_kind().is_none() => {
                 Some("no usable /dev/kvm for QEMU")
             }
             _ => None,

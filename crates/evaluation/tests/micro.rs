@@ -21,7 +21,7 @@ fn small_micro_report_is_complete() {
         rows.push("microvm");
     }
     // a VMM this host lacks (no package installs Firecracker)
-    let firecracker = vtnt_vmm::firecracker::binary().is_none();
+    let firecracker = vtnt_unikernel::firecracker::binary().is_none();
     if firecracker {
         rows.push("microvm:firecracker");
     }

@@ -49,11 +49,11 @@ fn small_net_report_is_complete() {
         md.contains("## Missing") && md.contains("- microvm:firecracker: "),
         "{md}"
     );
-    if vtnt_vmm::firecracker::binary().is_none() {
+    if vtnt_unikernel::firecracker::binary().is_none() {
         assert!(md.contains("`firecracker` is not installed"), "{md}");
     }
     // a microVM monitor that cannot run here is a line of the report, not a failure
-    let monitor = vtnt_vmm::monitor::usable();
+    let monitor = vtnt_unikernel::monitor::usable();
     for rt in ["native", "runc", "docker", "microvm:qemu-tcg", "vm", "spt"]
         .map(row)
         .into_iter()

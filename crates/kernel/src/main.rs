@@ -3,11 +3,13 @@
 //! An x86_64 kernel that runs exactly one job (a trace, ping or TNT campaign, given as a
 //! `vtnt-jobspec` line) with the sans-IO `vtnt-engine` / `vtnt-tnt`, prints its results
 //! as scamper JSON lines on its console (the lines the native `vtnt` prints), and ends
-//! with a documented status (see [`exit::Status`]).
+//! with a documented status (see `vtnt_abi::exit::Status`).
 //!
 //! Everything here but [`platform`] is the job's code and knows no platform: [`job`] (the
-//! run loop), [`net`] (Ethernet, ARP, DHCP over a platform `Link`), [`console`] (lines),
-//! [`cmdline`], [`heap`], [`steps`], [`exit`]. The platforms: a virtual machine
+//! run loop), [`net`] (Ethernet, ARP, DHCP over a platform `Link`), [`cmdline`]. The
+//! platform layer is the bottom: it imports `vtnt-abi` and itself only (its console lines,
+//! heap, boot steps and exit path are its own modules) and enters the kernel through the
+//! `vtnt_kernel_start` symbol. The platforms: a virtual machine
 //! (`platform::vm`: PVH + virtio-net under QEMU and Firecracker, or `vtnt-monitor`'s
 //! hypercalls; the default build) and a Linux process (`platform::spt`, feature `spt`:
 //! raw system calls in a seccomp sandbox, started by `vtnt run --runtime spt`). Each
@@ -28,25 +30,20 @@ extern crate alloc;
 #[cfg_attr(not(target_os = "none"), allow(dead_code))]
 mod cmdline;
 #[cfg(target_os = "none")]
-mod console;
-#[cfg(target_os = "none")]
-mod exit;
-#[cfg(target_os = "none")]
-mod heap;
-#[cfg(target_os = "none")]
 #[cfg_attr(feature = "stream", allow(dead_code))]
 mod job;
 #[cfg(target_os = "none")]
 mod net;
 #[cfg(target_os = "none")]
 mod platform;
-#[cfg_attr(any(not(target_os = "none"), feature = "spt"), allow(dead_code))]
+/// kvmclock's arithmetic, tested on the host (in the image it is `platform::vm::pvclock`).
+#[cfg(not(target_os = "none"))]
+#[allow(dead_code)]
+#[path = "platform/vm/pvclock.rs"]
 mod pvclock;
-#[cfg(target_os = "none")]
-mod steps;
 
 #[cfg(target_os = "none")]
-use exit::Status;
+use vtnt_abi::exit::Status;
 
 /// Host stub: the kernel only runs on `x86_64-unknown-none`.
 #[cfg(not(target_os = "none"))]
@@ -55,22 +52,12 @@ fn main() {
     std::process::exit(2);
 }
 
-/// Prints the banner: the kernel, the platform's boot protocol and the command line.
-#[cfg(target_os = "none")]
-fn banner(protocol: &str, version: u32, cmdline: &[u8]) {
-    println!(
-        "vtnt-kernel {} booting ({} v{}, cmdline \"{}\")",
-        env!("CARGO_PKG_VERSION"),
-        protocol,
-        version,
-        console::JsonStr(core::str::from_utf8(cmdline).unwrap_or("<not utf-8>"))
-    );
-}
-
 /// After the platform's own boot (console, clock, heap): parses the command line and
-/// runs the job.
+/// runs the job. The platform calls it by this symbol (`platform::start`), as Solo5's
+/// bindings call `solo5_app_main`: the platform layer names nothing above it.
 #[cfg(target_os = "none")]
-fn start(cmdline: &'static [u8]) -> ! {
+#[no_mangle]
+fn vtnt_kernel_start(cmdline: &'static [u8]) -> ! {
     let cmdline = match cmdline::Cmdline::parse(cmdline) {
         Ok(c) => c,
         Err(e) => fail!(Status::BadCmdline, "command line: {e}"),
@@ -103,5 +90,5 @@ fn panic(info: &core::panic::PanicInfo) -> ! {
         ),
         None => println!("vtnt: error: panic (message not kept in this build)"),
     }
-    exit::finish(Status::Panic)
+    platform::finish::finish(Status::Panic)
 }

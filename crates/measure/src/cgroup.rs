@@ -125,7 +125,7 @@ impl Cgroup {
     }
 
     /// The words of a command prefix that joins this group and then execs the words that
-    /// follow it (what [`Cgroup::wrap`] runs; `vtnt-vmm` puts a VMM under it).
+    /// follow it (what [`Cgroup::wrap`] runs; `vtnt-unikernel` puts a VMM under it).
     pub fn wrapper(&self) -> Vec<String> {
         let files: Vec<String> = self
             .procs_files()

@@ -310,7 +310,7 @@ enum Cleanup {
     /// An spt guest's lab slot, released when dropped, when it was spawned and how long
     /// its tender took to join the cgroup.
     Spt {
-        _slot: vtnt_vmm::lab::SlotLock,
+        _slot: vtnt_unikernel::lab::SlotLock,
         spawn_ns: u64,
         cgroup_join: Duration,
     },
@@ -336,7 +336,7 @@ pub struct Instance {
 }
 
 /// An instance's process (a container's runtime, the VM's QEMU, the native process), or
-/// the unikernel's VMM run by `vtnt-vmm` from a thread of this process.
+/// the unikernel's VMM run by `vtnt-unikernel` from a thread of this process.
 enum Running {
     Process(Supervised),
     Microvm(microvm::Running),
@@ -469,7 +469,8 @@ impl Instance {
                             cgroup_join = Some(join);
                         }
                         let lines: Vec<String> = fin.stdout.lines().map(String::from).collect();
-                        let (results, mut diagnostics) = vtnt_vmm::job::split_console(&lines);
+                        let (results, mut diagnostics) =
+                            vtnt_unikernel::launch::split_console(&lines);
                         let (code, why) = spt::outcome(fin.status);
                         diagnostics.extend(why);
                         (

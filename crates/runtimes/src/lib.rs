@@ -18,7 +18,7 @@
 //! Everything started here is stopped by a guard on drop: containers, VMs, engines,
 //! cgroups, servers, temporary directories.
 //!
-//! What it may import: `vtnt-measure` (processes, cgroups, KSM), `vtnt-vmm`,
+//! What it may import: `vtnt-measure` (processes, cgroups, KSM), `vtnt-unikernel`,
 //! `vtnt-lab-linux` and `vtnt-policy`; never `vtnt-evaluation`. Inside, imports go one
 //! way, from the top down:
 //! - this root (`Runtime::build_image`, `Runtime::run`, [`EngineGuard`]), [`instance`]
@@ -88,13 +88,13 @@ impl Runtime {
 
     /// The accelerator an instance of `image` runs under: `None` for the runtimes that
     /// run on this host's kernel.
-    pub fn accelerator(self, image: &ImageInfo) -> Option<vtnt_vmm::accel::Accelerator> {
+    pub fn accelerator(self, image: &ImageInfo) -> Option<vtnt_unikernel::accel::Accelerator> {
         match self {
             Runtime::Vm => Some(vm::accel()),
             Runtime::Microvm => Some(microvm::accel(
                 &image.path,
-                vtnt_vmm::job::Vmm::Auto,
-                vtnt_vmm::qemu::Accel::Auto,
+                vtnt_unikernel::launch::Vmm::Auto,
+                vtnt_unikernel::qemu::Accel::Auto,
             )),
             _ => None,
         }
@@ -153,7 +153,7 @@ pub struct RunOptions {
     /// The guest leases its address by DHCP (the microvm runtime only).
     pub dhcp: bool,
     /// The VMM of the microvm runtime.
-    pub vmm: vtnt_vmm::job::Vmm,
+    pub vmm: vtnt_unikernel::launch::Vmm,
 }
 
 impl Default for RunOptions {
@@ -165,7 +165,7 @@ impl Default for RunOptions {
             images: ImageSource::Own,
             timeout: Duration::from_secs(600),
             dhcp: false,
-            vmm: vtnt_vmm::job::Vmm::Auto,
+            vmm: vtnt_unikernel::launch::Vmm::Auto,
         }
     }
 }

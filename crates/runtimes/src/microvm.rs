@@ -1,8 +1,8 @@
 //! The `microvm` runtime: the vTNT unikernel under `vtnt-monitor` where `/dev/kvm` works,
-//! else under QEMU's microvm machine (`vtnt_vmm::job::default_vmm`).
+//! else under QEMU's microvm machine (`vtnt_unikernel::launch::default_vmm`).
 //!
-//! The image is `vtnt-vmm`'s build of the unikernel, registered in the image cache. An
-//! instance is `vtnt_vmm::job::run_job` called with the typed job and the downloaded image
+//! The image is `vtnt-unikernel`'s build of the unikernel, registered in the image cache. An
+//! instance is `vtnt_unikernel::launch::run_job` called with the typed job and the downloaded image
 //! in a thread of this process, whose VMM process runs under the instance's cgroup
 //! ([`Cgroup::wrapper`]): the VMM alone is the instance, measured like a container's
 //! processes. The job's hold is in the job itself (`hold=`): the guest sits halted that
@@ -12,10 +12,10 @@ use std::path::Path;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use vtnt_vmm::accel::Accelerator;
-use vtnt_vmm::job::{JobNet, RunOutcome, RunSpec, Vmm};
-use vtnt_vmm::qemu::Accel;
-use vtnt_vmm::GuestStatus;
+use vtnt_unikernel::accel::Accelerator;
+use vtnt_unikernel::launch::{JobNet, RunOutcome, RunSpec, Vmm};
+use vtnt_unikernel::qemu::Accel;
+use vtnt_unikernel::GuestStatus;
 
 use crate::cgroup::Cgroup;
 use crate::net::Attached;
@@ -41,10 +41,10 @@ pub fn build_image(_opts: &BuildOptions) -> anyhow::Result<ImageInfo> {
 
 /// The accelerator `vmm` boots `image` under: KVM (of this host's kind) under
 /// `vtnt-monitor` where it is usable, else QEMU's choice `accel` (`Auto`: `VTNT_ACCEL`,
-/// else KVM when the image boots under it, else TCG; `vtnt_vmm::accel::resolve`).
+/// else KVM when the image boots under it, else TCG; `vtnt_unikernel::qemu::resolve`).
 pub fn accel(image: &Path, vmm: Vmm, accel: Accel) -> Accelerator {
     let vmm = match vmm {
-        Vmm::Auto => vtnt_vmm::job::default_vmm(image),
+        Vmm::Auto => vtnt_unikernel::launch::default_vmm(image),
         v => v,
     };
     vmm.accelerator(image, accel)
@@ -54,9 +54,9 @@ pub fn accel(image: &Path, vmm: Vmm, accel: Accel) -> Accelerator {
 pub struct Running {
     /// The VMM's run and when it ended (so that the time does not depend on when it is
     /// joined).
-    thread: JoinHandle<(Result<RunOutcome, vtnt_vmm::Error>, Instant)>,
+    thread: JoinHandle<(Result<RunOutcome, vtnt_unikernel::Error>, Instant)>,
     started: Instant,
-    console: vtnt_vmm::ConsoleTap,
+    console: vtnt_unikernel::ConsoleTap,
 }
 
 /// What a finished unikernel instance produced.
@@ -111,12 +111,12 @@ pub fn start(
     run.wrapper = cgroup.wrapper();
     // a long target list's boot module, with the rest of the run's files
     run.scratch = Some(crate::paths::run_dir()?);
-    let console = vtnt_vmm::ConsoleTap::default();
+    let console = vtnt_unikernel::ConsoleTap::default();
     run.console = Some(console.clone());
     let started = Instant::now();
     let thread = std::thread::Builder::new()
         .name("vtnt-microvm".into())
-        .spawn(move || (vtnt_vmm::job::run_job(&run), Instant::now()))?;
+        .spawn(move || (vtnt_unikernel::launch::run_job(&run), Instant::now()))?;
     Ok(Running {
         thread,
         started,

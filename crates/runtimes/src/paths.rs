@@ -144,9 +144,9 @@ impl Drop for TempDir {
     }
 }
 
-pub use vtnt_vmm::netns::unique_name as unique;
+pub use vtnt_unikernel::netns::unique_name as unique;
 
-pub use vtnt_vmm::netns::which;
+pub use vtnt_unikernel::netns::which;
 
 /// Like [`which`], failing with the Debian package that provides the program.
 pub fn need(program: &str, package: &str) -> anyhow::Result<PathBuf> {

@@ -5,8 +5,8 @@
 use std::time::Duration;
 
 use vtnt_job::JobSpec;
-use vtnt_vmm::job::Vmm;
-use vtnt_vmm::qemu::Accel;
+use vtnt_unikernel::launch::Vmm;
+use vtnt_unikernel::qemu::Accel;
 
 /// What to start.
 #[derive(Debug, Clone)]

@@ -10,7 +10,7 @@
 //!
 //! **Run.** `qemu-system-x86_64 -machine q35 -m 256` under [`accel`]: KVM (`-cpu host`)
 //! on hardware virtualisation, TCG without KVM and under PVM, whose KVM cannot boot a
-//! stock Linux kernel (see `vtnt_vmm::accel`; `VTNT_ACCEL` overrides), the disk in
+//! stock Linux kernel (see `vtnt_unikernel::accel`; `VTNT_ACCEL` overrides), the disk in
 //! `snapshot=on` mode, the NIC
 //! on the lab's VM front (`-netdev dgram` to the lab's UDP port). The kernel command line
 //! carries the guest address (`vtnt.ip=`, `vtnt.gw=`, the lab ranges routed to the gateway
@@ -25,7 +25,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::Context;
-use vtnt_vmm::accel::Accelerator;
+use vtnt_unikernel::accel::Accelerator;
 
 use crate::cgroup::Cgroup;
 use crate::net::{Attached, Tap};
@@ -229,11 +229,11 @@ pub fn install(tarball: &Path, dir: &Path) -> anyhow::Result<PathBuf> {
     Ok(d)
 }
 
-/// The accelerator of the Debian VM: `vtnt_vmm::accel::for_linux` (KVM on hardware
+/// The accelerator of the Debian VM: `vtnt_unikernel::accel::for_linux` (KVM on hardware
 /// virtualisation; TCG without KVM and under PVM, which cannot boot a stock Linux
 /// kernel; `VTNT_ACCEL` overrides).
 pub fn accel() -> Accelerator {
-    vtnt_vmm::accel::for_linux()
+    vtnt_unikernel::accel::for_linux()
 }
 
 fn base64(data: &[u8]) -> String {

@@ -41,7 +41,7 @@ fn start(
     spec: &InstanceSpec,
 ) -> (
     vtnt_measure::proc::Supervised,
-    vtnt_vmm::lab::SlotLock,
+    vtnt_unikernel::lab::SlotLock,
     Cgroup,
 ) {
     let net = Network::Lab(lab.into())

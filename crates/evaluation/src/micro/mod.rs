@@ -127,7 +127,7 @@ pub fn bench_micro(args: &BenchMicroArgs) -> anyhow::Result<MicroReport> {
                     }
                     _ => row.runtime.accelerator(im),
                 };
-                r.emulated = accel == Some(vtnt_vmm::accel::Accelerator::Tcg);
+                r.emulated = accel == Some(vtnt_unikernel::accel::Accelerator::Tcg);
                 r.accel = accel.map_or("host kernel".into(), |a| a.to_string());
             }
             Err(e) => {

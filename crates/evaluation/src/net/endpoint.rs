@@ -3,7 +3,7 @@
 //! runc container or a Docker container whose network is that namespace (so the three
 //! Linux runtimes share one path), `iperf3 -s` in the full Debian VM (its box carries
 //! Debian's iperf3; `vtnt_runtimes::vm::start_iperf3`) and the unikernel's own endpoint
-//! (`vtnt-kernel` feature `stream`, booted through `vtnt_vmm::job::run_job` with the
+//! (`vtnt-kernel` feature `stream`, booted through `vtnt_unikernel::launch::run_job` with the
 //! row's VMM, or as an spt process with the TAP at its descriptor 3:
 //! `vtnt_runtimes::spt::start_on_tap`) behind a TAP device in the client's namespace. Each endpoint runs in a
 //! cgroup of its own (the VMM's process for the VMs), whose CPU time is what the endpoint
@@ -20,8 +20,8 @@ use vtnt_measure::cgroup::Cgroup;
 use vtnt_measure::proc::Supervised;
 use vtnt_runtimes::net::{Attached, Tap};
 use vtnt_runtimes::{docker, paths, runc, vm, Runtime};
-use vtnt_vmm::job::{JobNet, Payload, RunSpec};
-use vtnt_vmm::netns::NetNs;
+use vtnt_unikernel::launch::{JobNet, Payload, RunSpec};
+use vtnt_unikernel::netns::NetNs;
 
 use crate::row::Row;
 
@@ -57,8 +57,9 @@ enum Kind {
         _engine: Box<docker::Engine>,
     },
     Guest {
-        console: vtnt_vmm::ConsoleTap,
-        thread: Option<JoinHandle<Result<vtnt_vmm::job::RunOutcome, vtnt_vmm::Error>>>,
+        console: vtnt_unikernel::ConsoleTap,
+        thread:
+            Option<JoinHandle<Result<vtnt_unikernel::launch::RunOutcome, vtnt_unikernel::Error>>>,
     },
     Vm {
         qemu: Supervised,
@@ -207,7 +208,7 @@ pub fn start(
     let cgroup = Cgroup::create(&format!("vtnt/{}", paths::unique("net")))?;
     match row.runtime {
         Runtime::Native | Runtime::Runc | Runtime::Docker => {
-            let ns = NetNs::create(&vtnt_vmm::netns::unique_name("vnets"))?;
+            let ns = NetNs::create(&vtnt_unikernel::netns::unique_name("vnets"))?;
             let (a, b) = (format!("vnc{index}"), "eth0".to_string());
             client.link(&a, &near, &ns, &b, &format!("{addr}/24"))?;
             let iperf3 = paths::need("iperf3", "iperf3")?;
@@ -265,7 +266,7 @@ pub fn start(
         }
         Runtime::Spt => {
             let tap = add_tap(client, index)?;
-            let image = vtnt_vmm::image::stream(true)?;
+            let image = vtnt_unikernel::image::stream(true)?;
             let guest = vtnt_runtimes::spt::start_on_tap(
                 &image,
                 &tap,
@@ -357,7 +358,7 @@ fn add_tap(client: &NetNs, index: u8) -> anyhow::Result<Tap> {
 }
 
 /// The unikernel's endpoint under the row's VMM, through the path every microVM job
-/// takes (`vtnt_vmm::job::run_job`), with the endpoint's words instead of a job.
+/// takes (`vtnt_unikernel::launch::run_job`), with the endpoint's words instead of a job.
 fn start_guest(
     row: Row,
     tap: &Tap,
@@ -365,8 +366,8 @@ fn start_guest(
     tests: u64,
     wait: Duration,
 ) -> anyhow::Result<Endpoint> {
-    let image = vtnt_vmm::image::stream(false)?;
-    let console: vtnt_vmm::ConsoleTap = Arc::new(Mutex::new(Vec::new()));
+    let image = vtnt_unikernel::image::stream(false)?;
+    let console: vtnt_unikernel::ConsoleTap = Arc::new(Mutex::new(Vec::new()));
     let mut run = RunSpec::with_payload(
         stream_words(tests),
         JobNet::Tap {
@@ -384,7 +385,7 @@ fn start_guest(
     run.console = Some(console.clone());
     let accel = run.vmm.resolve(&run, &image).accelerator(&image, run.accel);
     run.image = Some(image);
-    let thread = std::thread::spawn(move || vtnt_vmm::job::run_job(&run));
+    let thread = std::thread::spawn(move || vtnt_unikernel::launch::run_job(&run));
     Ok(Endpoint {
         addr: tap.addr,
         accel: Some(accel.name().to_string()),
@@ -408,8 +409,8 @@ mod tests {
     fn an_endpoint_that_never_answers_is_bounded() {
         vtnt_testkit::require_root!("iperf3", "ip");
         vtnt_testkit::require_cgroup_v1!(vtnt_measure::cgroup::available());
-        let client = NetNs::create(&vtnt_vmm::netns::unique_name("vnetq")).unwrap();
-        let ns = NetNs::create(&vtnt_vmm::netns::unique_name("vnetr")).unwrap();
+        let client = NetNs::create(&vtnt_unikernel::netns::unique_name("vnetq")).unwrap();
+        let ns = NetNs::create(&vtnt_unikernel::netns::unique_name("vnetr")).unwrap();
         client
             .link("vnq0", "10.79.250.1/24", &ns, "eth0", "10.79.250.2/24")
             .unwrap();
@@ -446,7 +447,7 @@ mod tests {
     fn the_unikernels_endpoint_reads_datagrams_longer_than_the_mtu() {
         vtnt_testkit::require_root!("iperf3", "ip");
         vtnt_testkit::require_cgroup_v1!(vtnt_measure::cgroup::available());
-        let client = NetNs::create(&vtnt_vmm::netns::unique_name("vnetf")).unwrap();
+        let client = NetNs::create(&vtnt_unikernel::netns::unique_name("vnetf")).unwrap();
         let wait = Duration::from_secs(120);
         let mut ep = start("spt".parse().unwrap(), 251, &client, 3, wait).unwrap();
         ep.ready(&client, wait).unwrap();

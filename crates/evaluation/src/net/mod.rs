@@ -22,7 +22,7 @@ use std::time::Duration;
 use anyhow::{bail, Context};
 use serde::Serialize;
 use vtnt_runtimes::Runtime;
-use vtnt_vmm::netns::NetNs;
+use vtnt_unikernel::netns::NetNs;
 
 use crate::row::Row;
 
@@ -315,7 +315,7 @@ pub fn bench_net(args: &BenchNetArgs) -> anyhow::Result<NetReport> {
             runtimes.push(*r);
         }
     }
-    let client = NetNs::create(&vtnt_vmm::netns::unique_name("vnetc"))?;
+    let client = NetNs::create(&vtnt_unikernel::netns::unique_name("vnetc"))?;
     let sweeps: Vec<(Sweep, &[u32])> = vec![
         (Sweep::TcpBuffer, &args.tcp_buffers),
         (Sweep::TcpMsg, &args.tcp_msgs),

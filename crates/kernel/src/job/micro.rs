@@ -3,8 +3,9 @@
 //! (`platform::now`), the "system call" the platform's cheapest exit
 //! (`platform::leave`). One result line, then the exit.
 
-use crate::exit::{self, Status};
 use crate::platform;
+use crate::platform::finish;
+use vtnt_abi::exit::Status;
 use vtnt_jobspec::micro::{self, Options};
 
 /// The unikernel as the loops see it.
@@ -26,5 +27,5 @@ impl micro::Platform for Here {
 pub fn run(o: &Options) -> ! {
     let totals = micro::run(o, &mut Here);
     crate::println!("{totals}");
-    exit::finish(Status::Ok)
+    finish::finish(Status::Ok)
 }

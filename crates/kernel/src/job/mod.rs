@@ -29,14 +29,15 @@
 //! and `vtnt: ...` messages.
 
 use crate::cmdline::{Cmdline, Ip};
-use crate::console::println_str;
-use crate::exit::{self, Status};
 use crate::net::{self, dhcp, Ipv4Config, Mac, Nic, SendError};
 use crate::platform;
+use crate::platform::console::println_str;
+use crate::platform::finish;
 use crate::{fail, println};
 use alloc::string::String;
 use alloc::vec::Vec;
 use core::net::{IpAddr, Ipv4Addr};
+use vtnt_abi::exit::Status;
 use vtnt_engine::{Engine, Event, Prober};
 use vtnt_formats::{Annotate, Cycle, NoAnnotations, Record};
 use vtnt_jobspec::{JobKind, JobSpec, Targets};
@@ -203,7 +204,7 @@ fn drive(
                     stats.probes += 1;
                     awaiting += 1;
                     if stats.first_probe.is_none() {
-                        crate::steps::mark(crate::steps::Step::FirstProbe);
+                        crate::platform::steps::mark(crate::platform::steps::Step::FirstProbe);
                         stats.first_probe = Some(last_tx);
                         println!(
                             "{{\"type\":\"first-probe\",\"guest_us\":{}}}",
@@ -266,7 +267,7 @@ pub fn run(cmdline: &Cmdline) -> ! {
             "{{\"type\":\"ready\",\"ready_us\":{}}}",
             platform::now().as_micros()
         );
-        exit::finish(Status::Ok)
+        finish::finish(Status::Ok)
     }
     let line = words.join(" ");
     let spec = match vtnt_jobspec::decode(&line) {
@@ -279,7 +280,7 @@ pub fn run(cmdline: &Cmdline) -> ! {
     let targets = targets(&spec);
     let mut nic = bring_up(cmdline, deadline);
     resolve_first_hop(&mut nic, targets[0], deadline);
-    crate::steps::mark(crate::steps::Step::Arp);
+    crate::platform::steps::mark(crate::platform::steps::Step::Arp);
     let ready = platform::now();
     let clock = Clock {
         epoch_us: cmdline.epoch_us,
@@ -304,8 +305,8 @@ pub fn run(cmdline: &Cmdline) -> ! {
         done,
         nic.stats.tx_packets,
         nic.stats.rx_packets,
-        crate::heap::usage().0,
-        crate::heap::peak()
+        crate::platform::heap::usage().0,
+        crate::platform::heap::peak()
     );
     if spec.hold > Duration::ZERO {
         let until = platform::now() + spec.hold;
@@ -333,7 +334,7 @@ pub fn run(cmdline: &Cmdline) -> ! {
         }
         platform::sleep_until(until);
     }
-    exit::finish(Status::Ok)
+    finish::finish(Status::Ok)
 }
 
 /// The watchdog's deadline (guest time), if there is one.
@@ -553,7 +554,7 @@ fn bring_up(cmdline: &Cmdline, deadline: Option<Instant>) -> Nic {
         prefix,
         gateway: cmdline.gw,
     };
-    let mut nic = Nic::new(platform::open_net(cmdline), cfg);
+    let mut nic = Nic::new(platform::open_net(cmdline.mac, cmdline.mmio()), cfg);
     if ip == Ip::Dhcp {
         let timeout = platform::now() + dhcp::TIMEOUT;
         let give_up = deadline.map_or(timeout, |d| d.min(timeout));

@@ -26,7 +26,7 @@
 use super::smol::{smol, Frames};
 use super::{Nic, ETH_HDR};
 use crate::cmdline::Cmdline;
-use crate::exit::{self, Status};
+use crate::platform::finish;
 use crate::{fail, platform, println};
 use alloc::format;
 use alloc::string::String;
@@ -35,6 +35,7 @@ use alloc::vec::Vec;
 use smoltcp::iface::{Config, Interface, SocketHandle, SocketSet};
 use smoltcp::socket::{tcp, udp};
 use smoltcp::wire::{HardwareAddress, IpAddress, IpCidr, IpEndpoint};
+use vtnt_abi::exit::Status;
 use vtnt_record::{Duration, Instant};
 use vtnt_wire::reassembly::{Push, Reassembly};
 
@@ -374,7 +375,7 @@ pub fn run(cmdline: &Cmdline, mut nic: Nic, deadline: Option<Instant>) -> ! {
         reap(&mut set, &mut closing);
         // the last results may still be in flight (or due for a retransmission)
         if leaving.is_some_and(|t| closing.is_empty() || now >= t) {
-            exit::finish(Status::Ok);
+            finish::finish(Status::Ok);
         }
         if got == 0 && !moved {
             let delay = iface

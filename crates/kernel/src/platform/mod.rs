@@ -14,9 +14,19 @@
 //!
 //! Each implementation provides the same functions with the same signatures (the build
 //! that picks it checks them); nothing else in the kernel names a platform.
+//!
+//! The layer is the kernel's bottom: it imports `vtnt-abi` and itself only. What every
+//! platform needs before the job runs is here too: the console's lines ([`console`]),
+//! the heap ([`heap`]), the boot steps' timestamps ([`steps`]), the exit record and the
+//! error path ([`finish`]); the kernel above is entered through [`start`].
 
 use alloc::boxed::Box;
 use vtnt_record::Instant;
+
+pub mod console;
+pub mod finish;
+pub mod heap;
+pub mod steps;
 
 #[cfg(feature = "spt")]
 pub mod spt;
@@ -31,6 +41,30 @@ pub use imp::{
     console_batches, console_emit, exit, leave, leave_name, mark_step, module, now, open_net,
     random_seed, ticks, ticks_to_instant, wait_until, wakes_on_frames,
 };
+
+extern "Rust" {
+    /// The kernel above the platform (`main.rs`), entered once the platform's own boot
+    /// is done; like Solo5's `solo5_app_main`, a symbol, so that this layer names
+    /// nothing above it.
+    fn vtnt_kernel_start(cmdline: &'static [u8]) -> !;
+}
+
+/// Enters the kernel with its command line (each platform's entry calls this last).
+pub fn start(cmdline: &'static [u8]) -> ! {
+    // SAFETY: `main.rs` defines the symbol with exactly this signature.
+    unsafe { vtnt_kernel_start(cmdline) }
+}
+
+/// Prints the banner: the kernel, the platform's boot protocol and the command line.
+pub fn banner(protocol: &str, version: u32, cmdline: &[u8]) {
+    crate::println!(
+        "vtnt-kernel {} booting ({} v{}, cmdline \"{}\")",
+        env!("CARGO_PKG_VERSION"),
+        protocol,
+        version,
+        console::JsonStr(core::str::from_utf8(cmdline).unwrap_or("<not utf-8>"))
+    );
+}
 
 /// Why a frame could not be handed to the link.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

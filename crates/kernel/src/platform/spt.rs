@@ -1,10 +1,10 @@
 //! The process platform ("spt", after Solo5's): the kernel as a static Linux executable
 //! that talks to Linux through raw system calls only, on the descriptors its tender gave
-//! it (the interface is `vtnt_spt`; read its docs first).
+//! it (the interface is `vtnt_abi::spt`; read its docs first).
 //!
 //! Entry ([`_start`], the ELF entry point): the stack Linux built holds `argc`, `argv`;
 //! `argv[1]` is the command line. The first act installs the guest's own seccomp filter
-//! (`vtnt_spt::GUEST_FILTER`: no `execve`, no `seccomp`, no file system), then the clock
+//! (`vtnt_abi::spt::GUEST_FILTER`: no `execve`, no `seccomp`, no file system), then the clock
 //! starts, the heap is a static arena in `.bss` (pages Linux maps only when touched), and
 //! the job starts. The clock is `CLOCK_MONOTONIC`; waiting is `ppoll` on the network
 //! descriptor with the deadline as its timeout (so a wait ends when a frame arrives);
@@ -12,15 +12,15 @@
 //! per call); the console is `write` on standard output; the exit is `exit_group` with
 //! the kernel's status.
 
-use crate::exit::Status;
 use crate::fail;
 use crate::platform::{Link, LinkError, Received};
 use alloc::boxed::Box;
 use core::arch::{asm, global_asm};
 use core::cell::UnsafeCell;
 use core::sync::atomic::{AtomicU64, Ordering};
+use vtnt_abi::exit::Status;
+use vtnt_abi::spt::{nr, CONSOLE_FD, NET_FD};
 use vtnt_record::Instant;
-use vtnt_spt::{nr, CONSOLE_FD, NET_FD};
 
 /// Bytes of heap: far more than a job needs (its peak is printed); untouched pages cost
 /// no memory.
@@ -80,13 +80,13 @@ extern "C" fn spt_main(sp: *const usize) -> ! {
     // installing it only restricts us.
     let sealed = unsafe {
         let prog = SockFprog {
-            len: vtnt_spt::GUEST_FILTER.len() as u16,
-            filter: vtnt_spt::GUEST_FILTER.as_ptr(),
+            len: vtnt_abi::spt::GUEST_FILTER.len() as u16,
+            filter: vtnt_abi::spt::GUEST_FILTER.as_ptr(),
         };
         syscall(
             nr::SECCOMP,
             [
-                vtnt_spt::SET_MODE_FILTER as usize,
+                vtnt_abi::spt::SET_MODE_FILTER as usize,
                 0,
                 &prog as *const SockFprog as usize,
                 0,
@@ -102,7 +102,7 @@ extern "C" fn spt_main(sp: *const usize) -> ! {
     };
     START_NS.store(mono_ns(), Ordering::Relaxed);
     let start_ticks = ticks();
-    crate::steps::mark_at(crate::steps::Step::LongMode, start_ticks);
+    crate::platform::steps::mark_at(crate::platform::steps::Step::LongMode, start_ticks);
     if sealed != 0 {
         fail!(
             Status::BootFailed,
@@ -124,27 +124,27 @@ extern "C" fn spt_main(sp: *const usize) -> ! {
             core::slice::from_raw_parts(p, n)
         }
     };
-    crate::banner("spt", 1, cmdline);
-    crate::steps::mark(crate::steps::Step::Console);
-    crate::steps::mark(crate::steps::Step::Clock);
-    crate::steps::mark(crate::steps::Step::Idle);
+    super::banner("spt", 1, cmdline);
+    crate::platform::steps::mark(crate::platform::steps::Step::Console);
+    crate::platform::steps::mark(crate::platform::steps::Step::Clock);
+    crate::platform::steps::mark(crate::platform::steps::Step::Idle);
     // SAFETY: the arena is a static used by nothing else, and this is the only call.
-    unsafe { crate::heap::init(ARENA.0.get().cast(), HEAP as u64) };
+    unsafe { crate::platform::heap::init(ARENA.0.get().cast(), HEAP as u64) };
     crate::println!(
         "{{\"type\":\"boot\",\"platform\":\"spt\",\"mono_start_ns\":{},\"heap_kib\":{},\"boot_us\":{}}}",
         START_NS.load(Ordering::Relaxed),
         HEAP / 1024,
         now().as_micros()
     );
-    crate::steps::mark(crate::steps::Step::Heap);
-    crate::start(cmdline)
+    crate::platform::steps::mark(crate::platform::steps::Step::Heap);
+    super::start(cmdline)
 }
 
 /// `struct sock_fprog`.
 #[repr(C)]
 struct SockFprog {
     len: u16,
-    filter: *const vtnt_spt::SockFilter,
+    filter: *const vtnt_abi::spt::SockFilter,
 }
 
 /// `struct timespec`.
@@ -303,8 +303,8 @@ pub fn random_seed() -> u64 {
 }
 
 /// The network descriptor, with the MAC the command line gives (`mac=`).
-pub fn open_net(cmdline: &crate::cmdline::Cmdline) -> Box<dyn Link> {
-    let Some(mac) = cmdline.mac else {
+pub fn open_net(mac: Option<[u8; 6]>, _mmio: &[(u64, u64)]) -> Box<dyn Link> {
+    let Some(mac) = mac else {
         fail!(
             Status::NoNic,
             "a process's network needs its MAC on the command line (mac=)"
@@ -316,8 +316,8 @@ pub fn open_net(cmdline: &crate::cmdline::Cmdline) -> Box<dyn Link> {
             "descriptor {NET_FD} is not open: the tender gives the network there"
         );
     }
-    crate::steps::mark(crate::steps::Step::NicFound);
-    crate::steps::mark(crate::steps::Step::LinkUp);
+    crate::platform::steps::mark(crate::platform::steps::Step::NicFound);
+    crate::platform::steps::mark(crate::platform::steps::Step::LinkUp);
     Box::new(SocketLink {
         mac,
         tx: new_frame(),
@@ -326,7 +326,7 @@ pub fn open_net(cmdline: &crate::cmdline::Cmdline) -> Box<dyn Link> {
 }
 
 fn new_frame() -> Box<[u8]> {
-    alloc::vec![0u8; crate::net::FRAME_MAX].into_boxed_slice()
+    alloc::vec![0u8; vtnt_abi::hvt::FRAME_MAX].into_boxed_slice()
 }
 
 /// Frames over [`NET_FD`], one per datagram.

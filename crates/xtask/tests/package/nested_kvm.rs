@@ -9,7 +9,7 @@
 //! - `kvm_amd` runs with nested paging (NPT) and `vtnt-monitor` boots the unikernel
 //!   (hypercalls, exits) three times, its statistics printed (docs/benchmarks.md);
 //! - `vtnt run --runtime microvm` on a TAP device picks `vtnt-monitor` by default, after
-//!   checking once that it boots a test guest here (`vtnt_vmm::monitor::boots`), and its
+//!   checking once that it boots a test guest here (`vtnt_unikernel::monitor::boots`), and its
 //!   trace of the TAP's address finds what `vtnt trace` finds natively; its report says
 //!   `accelerator KVM (vtnt-monitor)`;
 //! - with that check's cached answer made "no", the same run goes to QEMU instead (which

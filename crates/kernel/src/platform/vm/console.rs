@@ -6,7 +6,7 @@
 //! (KVM emulates string port I/O an iteration at a time; a 4-byte write to the byte-wide
 //! device comes out of QEMU scrambled) and no status polling. COM1 takes a byte at a
 //! time and its line status must be polled before each: two exits per byte, which under
-//! KVM on PVM cost tens of microseconds each (vtnt-kernel-bench --breakdown). `vtnt-vmm`
+//! KVM on PVM cost tens of microseconds each (vtnt-kernel-bench --breakdown). `vtnt-unikernel`
 //! gives QEMU guests the debug console; Firecracker has none, so its guests keep COM1.
 
 use super::arch::x86_64::io::{inb, outb};

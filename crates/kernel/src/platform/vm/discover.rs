@@ -7,8 +7,7 @@
 
 use super::arch::x86_64::io::{inl, outl};
 use super::hal::KernelHal;
-use crate::cmdline::Cmdline;
-use crate::steps::Step;
+use crate::platform::steps::Step;
 use core::fmt;
 use core::ptr::NonNull;
 use virtio_drivers::transport::mmio::{MmioTransport, VirtIOHeader};
@@ -66,16 +65,16 @@ impl fmt::Display for FindError {
 }
 
 /// Finds the first virtio-net device (and marks [`Step::NicFound`] when it does).
-pub fn find_net(cmdline: &Cmdline) -> Result<(SomeTransport<'static>, Location), FindError> {
-    let found = search(cmdline);
+pub fn find_net(mmio: &[(u64, u64)]) -> Result<(SomeTransport<'static>, Location), FindError> {
+    let found = search(mmio);
     if found.is_ok() {
-        crate::steps::mark(Step::NicFound);
+        crate::platform::steps::mark(Step::NicFound);
     }
     found
 }
 
-fn search(cmdline: &Cmdline) -> Result<(SomeTransport<'static>, Location), FindError> {
-    for &(base, size) in cmdline.mmio() {
+fn search(mmio: &[(u64, u64)]) -> Result<(SomeTransport<'static>, Location), FindError> {
+    for &(base, size) in mmio {
         if let Some(found) = probe_mmio(base, size) {
             return Ok(found);
         }

@@ -1,6 +1,6 @@
 //! The monitor platform: the kernel as a guest of `vtnt-monitor` (the interface is
-//! `vtnt_hvt`; read its docs first). Entered in 64-bit mode at privilege level 3 with
-//! the monitor's [`vtnt_hvt::BootInfo`]; every device is a hypercall (`out dx, eax` with
+//! `vtnt_abi::hvt`; read its docs first). Entered in 64-bit mode at privilege level 3 with
+//! the monitor's [`vtnt_abi::hvt::BootInfo`]; every device is a hypercall (`out dx, eax` with
 //! the address of the call's argument structure): console lines, Ethernet frames in
 //! batches, waiting for a frame or a timeout, and the exit. No interrupt, MSR, APIC or
 //! PCI is touched on this platform, so no instruction needs ring 0: under KVM on PVM the
@@ -17,7 +17,7 @@ use crate::platform::{Link, LinkError, Received};
 use alloc::boxed::Box;
 use core::arch::asm;
 use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
-use vtnt_hvt::{port, BootInfo as Info, NetRead, NetWrite, Poll, Puts};
+use vtnt_abi::hvt::{port, BootInfo as Info, NetRead, NetWrite, Poll, Puts};
 
 /// The monitor's boot information, once [`Boot::new`] accepted it (null before: the PVH
 /// platform).
@@ -48,7 +48,7 @@ fn call<T>(port: u16, arg: &mut T) {
     debug_assert!(addr < 1 << 32);
     // SAFETY: `out` to a hypercall port only exits to the monitor, which accesses `*arg`
     // (a live, exclusively borrowed value in identity-mapped guest memory below 4 GiB:
-    // the monitor maps at most `vtnt_hvt::MEM_MAX`) and nothing else of ours. No
+    // the monitor maps at most `vtnt_abi::hvt::MEM_MAX`) and nothing else of ours. No
     // `nomem`: the compiler must treat `*arg` as read and written by this instruction.
     unsafe {
         asm!("out dx, eax", in("dx") port, in("eax") addr as u32, options(nostack, preserves_flags))
@@ -66,8 +66,8 @@ pub fn puts(bytes: &[u8]) {
 
 /// Ends the VM with `status`.
 pub fn exit(status: u8) -> ! {
-    crate::console::flush();
-    let mut a = vtnt_hvt::Exit {
+    crate::platform::console::flush();
+    let mut a = vtnt_abi::hvt::Exit {
         status: status as u64,
     };
     call(port::EXIT, &mut a);
@@ -95,7 +95,7 @@ pub fn frames_may_wait() -> bool {
 /// Waits until a frame can be read or `timeout_ns` passes; true if a frame is waiting.
 pub fn poll(timeout_ns: u64) -> bool {
     // The console's lines go out before we wait (see `console::write_bytes`).
-    crate::console::flush();
+    crate::platform::console::flush();
     let mut a = Poll {
         timeout_ns,
         ready: 0,
@@ -119,7 +119,7 @@ pub fn net_write(frame: &[u8]) -> bool {
     a.ret == 0
 }
 
-/// Fills `buf` with waiting frames (walk them with `vtnt_hvt::frame_at`); returns the bytes
+/// Fills `buf` with waiting frames (walk them with `vtnt_abi::hvt::frame_at`); returns the bytes
 /// written and whether more frames wait.
 pub fn net_read(buf: &mut [u8]) -> (usize, bool) {
     let mut a = NetRead {
@@ -148,7 +148,7 @@ impl Boot {
         // SAFETY: the caller passes the monitor's boot-info address: an aligned, mapped
         // `BootInfo` that stays untouched for the kernel's lifetime.
         let info = unsafe { &*(addr as *const Info) };
-        if info.magic != vtnt_hvt::MAGIC {
+        if info.magic != vtnt_abi::hvt::MAGIC {
             return None;
         }
         INFO.store(addr as *mut Info, Ordering::Relaxed);
@@ -171,7 +171,7 @@ impl bootinfo::BootInfo for Boot {
     }
 
     fn cmdline(&self) -> &'static [u8] {
-        let len = self.info.cmdline_len.min(vtnt_hvt::CMDLINE_MAX) as usize;
+        let len = self.info.cmdline_len.min(vtnt_abi::hvt::CMDLINE_MAX) as usize;
         // SAFETY: the monitor wrote `cmdline_len` bytes at `cmdline` (checked against
         // CMDLINE_MAX on its side, clamped here) and never changes them.
         unsafe { core::slice::from_raw_parts(self.info.cmdline as *const u8, len) }
@@ -191,7 +191,7 @@ impl bootinfo::BootInfo for Boot {
         }
         // SAFETY: the monitor wrote `modules_count` entries at `modules`, each naming
         // bytes it placed in guest memory, and changes none of them afterwards.
-        let m = unsafe { *(self.info.modules as *const vtnt_hvt::Module).add(i) };
+        let m = unsafe { *(self.info.modules as *const vtnt_abi::hvt::Module).add(i) };
         // SAFETY: as above: `len` bytes at `addr` are the module, mapped and unchanging.
         let bytes = unsafe { core::slice::from_raw_parts(m.addr as *const u8, m.len as usize) };
         Some(Module { bytes })
@@ -204,9 +204,9 @@ impl bootinfo::BootInfo for Boot {
     fn reserved(&self, i: usize) -> Option<Range> {
         match i {
             // The monitor's structures (boot info, command line, page tables).
-            0 => Some((0, vtnt_hvt::IMAGE_MIN)),
+            0 => Some((0, vtnt_abi::hvt::IMAGE_MIN)),
             // The image and what the monitor put above it (modules and their table).
-            1 => Some((vtnt_hvt::IMAGE_MIN, self.info.used_end)),
+            1 => Some((vtnt_abi::hvt::IMAGE_MIN, self.info.used_end)),
             _ => None,
         }
     }
@@ -235,10 +235,10 @@ pub struct MonitorLink {
 impl MonitorLink {
     /// The interface the monitor gives us, with MAC address `mac`.
     pub fn new(mac: [u8; 6]) -> MonitorLink {
-        crate::steps::mark(crate::steps::Step::LinkUp);
+        crate::platform::steps::mark(crate::platform::steps::Step::LinkUp);
         MonitorLink {
             mac,
-            tx: alloc::vec![0u8; crate::net::FRAME_MAX].into_boxed_slice(),
+            tx: alloc::vec![0u8; vtnt_abi::hvt::FRAME_MAX].into_boxed_slice(),
             rx: alloc::vec![0u8; BATCH_FIRST].into_boxed_slice(),
             rx_len: 0,
             rx_at: 0,
@@ -282,7 +282,8 @@ impl Link for MonitorLink {
             let (len, more) = net_read(&mut self.rx);
             (self.rx_len, self.rx_at, self.rx_more, self.rx_t) = (len, 0, more, super::time::now());
         }
-        let Some((bytes, next)) = vtnt_hvt::frame_at(&self.rx[..self.rx_len], self.rx_at) else {
+        let Some((bytes, next)) = vtnt_abi::hvt::frame_at(&self.rx[..self.rx_len], self.rx_at)
+        else {
             self.rx_at = self.rx_len;
             return None;
         };

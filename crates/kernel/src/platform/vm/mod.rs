@@ -6,10 +6,10 @@
 //! - Our own monitor ([`rust_start_hvt`]: `vtnt-monitor`, hypercalls only, privilege
 //!   level 3; see [`hvt`]).
 //!
-//! Boot sequence (each step's end recorded by `crate::steps`): console -> boot info ->
+//! Boot sequence (each step's end recorded by `platform::steps`): console -> boot info ->
 //! clock (TSC frequency measured, or given by the monitor) -> idling (IDT and local APIC
 //! timer, or the monitor's poll) -> heap (from the memory map, [`memory`]) -> the job
-//! (`crate::start`). [`hvt::active`] tells the two apart wherever they differ.
+//! (`platform::start`). [`hvt::active`] tells the two apart wherever they differ.
 
 pub mod arch;
 pub mod bootinfo;
@@ -18,15 +18,16 @@ pub mod discover;
 pub mod hal;
 pub mod hvt;
 pub mod memory;
+pub mod pvclock;
 pub mod time;
 pub mod virtio;
 
-use crate::exit::Status;
 use crate::fail;
 use crate::platform::Link;
 use alloc::boxed::Box;
 use bootinfo::BootInfo;
 use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use vtnt_abi::exit::Status;
 use vtnt_record::Instant;
 
 pub use time::{now, wait_until, wakes_on_frames};
@@ -70,9 +71,9 @@ fn boot(info: &dyn BootInfo, long_mode_tsc: u64, monitor_tsc_hz: Option<Option<u
     if marks_wanted(info.cmdline()) && !hvt::active() {
         MARKS.store(true, Ordering::Relaxed);
     }
-    crate::steps::mark_at(crate::steps::Step::LongMode, long_mode_tsc);
-    crate::banner(info.protocol(), info.version(), info.cmdline());
-    crate::steps::mark(crate::steps::Step::Console);
+    crate::platform::steps::mark_at(crate::platform::steps::Step::LongMode, long_mode_tsc);
+    crate::platform::banner(info.protocol(), info.version(), info.cmdline());
+    crate::platform::steps::mark(crate::platform::steps::Step::Console);
     let clock_start_tsc = arch::x86_64::io::rdtsc();
     let clock = match monitor_tsc_hz {
         Some(given) => given.map(|hz| time::use_frequency(hz, time::Source::Monitor)),
@@ -84,9 +85,9 @@ fn boot(info: &dyn BootInfo, long_mode_tsc: u64, monitor_tsc_hz: Option<Option<u
             "no clock: TSC frequency unknown (no CPUID leaf, no PIT, none from a monitor)"
         );
     };
-    crate::steps::mark(crate::steps::Step::Clock);
+    crate::platform::steps::mark(crate::platform::steps::Step::Clock);
     let idle = time::init_idle();
-    crate::steps::mark(crate::steps::Step::Idle);
+    crate::platform::steps::mark(crate::platform::steps::Step::Idle);
     let Some(heap_range) = memory::choose(info) else {
         fail!(
             Status::BootFailed,
@@ -95,7 +96,7 @@ fn boot(info: &dyn BootInfo, long_mode_tsc: u64, monitor_tsc_hz: Option<Option<u
         );
     };
     // SAFETY: `choose` returned RAM that is identity-mapped and used by nothing else.
-    unsafe { crate::heap::init(heap_range.0 as *mut u8, heap_range.1 - heap_range.0) };
+    unsafe { crate::platform::heap::init(heap_range.0 as *mut u8, heap_range.1 - heap_range.0) };
     let (mut modules, mut module_bytes) = (0, 0);
     while let Some(m) = info.module(modules) {
         if let Some((p, l)) = MODULES.get(modules) {
@@ -117,8 +118,8 @@ fn boot(info: &dyn BootInfo, long_mode_tsc: u64, monitor_tsc_hz: Option<Option<u
         time::tsc_to_instant(clock_start_tsc).as_micros(),
         now().as_micros()
     );
-    crate::steps::mark(crate::steps::Step::Heap);
-    crate::start(info.cmdline())
+    crate::platform::steps::mark(crate::platform::steps::Step::Heap);
+    crate::platform::start(info.cmdline())
 }
 
 /// Boot modules the loader gave (address, length), the first few.
@@ -134,9 +135,10 @@ pub fn module(i: usize) -> Option<&'static [u8]> {
     (p != 0).then(|| unsafe { core::slice::from_raw_parts(p as *const u8, l) })
 }
 
-/// The network the VM was given: the monitor's frames, else the first virtio-net device.
-/// Without one, the job fails with `NoNic`.
-pub fn open_net(cmdline: &crate::cmdline::Cmdline) -> Box<dyn Link> {
+/// The network the VM was given: the monitor's frames, else the first virtio-net device
+/// (on PCI, or at one of the command line's `mmio` windows). Without one, the job fails
+/// with `NoNic`. (`mac=` is a process's: a VM's device knows its MAC.)
+pub fn open_net(_mac: Option<[u8; 6]>, mmio: &[(u64, u64)]) -> Box<dyn Link> {
     if hvt::active() {
         let Some(mac) = hvt::mac() else {
             fail!(
@@ -146,7 +148,7 @@ pub fn open_net(cmdline: &crate::cmdline::Cmdline) -> Box<dyn Link> {
         };
         return Box::new(hvt::MonitorLink::new(mac));
     }
-    let (transport, location) = match discover::find_net(cmdline) {
+    let (transport, location) = match discover::find_net(mmio) {
         Ok(t) => t,
         Err(e) => fail!(Status::NoNic, "{e}"),
     };
@@ -202,7 +204,7 @@ pub fn leave_name() -> &'static str {
     }
 }
 
-/// Whether the `marks` option asked for port marks (see `crate::steps`).
+/// Whether the `marks` option asked for port marks (see `platform::steps`).
 static MARKS: AtomicBool = AtomicBool::new(false);
 
 /// Whether the raw command line has the `marks` option before its `--` (read before the
@@ -219,7 +221,7 @@ pub fn mark_step(n: u8) {
     if MARKS.load(Ordering::Relaxed) {
         // SAFETY: port 0x80 is the POST-code port: no device of ours uses it, a write has
         // no effect beyond the VM exit the host traces.
-        unsafe { arch::x86_64::io::outb(0x80, n) };
+        unsafe { arch::x86_64::io::outb(vtnt_abi::steps::MARK_PORT, n) };
     }
 }
 

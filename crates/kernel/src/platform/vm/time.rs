@@ -237,7 +237,7 @@ fn from_kvmclock() -> Option<u64> {
     core::sync::atomic::compiler_fence(Ordering::SeqCst);
     // SAFETY: as above; 0 stops the host from writing to the static.
     unsafe { wrmsr(msr, 0) };
-    scale.and_then(|(mul, shift)| crate::pvclock::tsc_hz(mul, shift))
+    scale.and_then(|(mul, shift)| super::pvclock::tsc_hz(mul, shift))
 }
 
 fn from_hypervisor_leaf() -> Option<u64> {

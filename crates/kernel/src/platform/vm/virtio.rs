@@ -50,7 +50,7 @@ impl VirtioLink {
         for _ in 0..QUEUE_SIZE {
             v.post_rx(new_buf())?;
         }
-        crate::steps::mark(crate::steps::Step::LinkUp);
+        crate::platform::steps::mark(crate::platform::steps::Step::LinkUp);
         Ok(v)
     }
 

@@ -15,13 +15,13 @@
 //! 5. sets up a stack and calls [`crate::platform::vm::rust_start`] with the start-info address.
 //!
 //! `vtnt-monitor` instead enters `hvt_start64`, named by a note of our own (see
-//! `vtnt_hvt`): 64-bit mode, privilege level 3, its page tables; the entry reads the TSC,
+//! `vtnt_abi::hvt`): 64-bit mode, privilege level 3, its page tables; the entry reads the TSC,
 //! takes the boot stack and calls [`crate::platform::vm::rust_start_hvt`].
 //!
 //! Few instructions, because on some hosts each one is emulated: KVM on PVM (no VMX/SVM)
 //! emulates the guest one instruction at a time, at 1-2 us each, until it can switch the
 //! vCPU to PVM mode, and the PVM host measured here never switched our guest (see
-//! `vtnt_vmm::accel`). The former `.bss` zeroing byte by byte (94 KiB with `rep stosb`)
+//! `vtnt_unikernel::accel`). The former `.bss` zeroing byte by byte (94 KiB with `rep stosb`)
 //! and the 2,048-entry fill in 32-bit mode took about 50 ms there.
 
 use core::sync::atomic::{AtomicU64, Ordering};
@@ -50,7 +50,7 @@ core::arch::global_asm!(
     ".long pvh_start32",
     ".popsection",
 
-    // The vTNT note (`vtnt_hvt::NOTE_NAME`, type `NOTE_ENTRY64`): the 64-bit entry point
+    // The vTNT note (`vtnt_abi::hvt::NOTE_NAME`, type `NOTE_ENTRY64`): the 64-bit entry point
     // `vtnt-monitor` enters at privilege level 3.
     ".pushsection .note.vtnt, \"a\"",
     ".balign 4",

@@ -177,7 +177,7 @@ extern "C" fn exception(vector: u64, frame: *const u64) -> ! {
     // SAFETY: reading cr2 has no side effect (CPL 0).
     unsafe { asm!("mov {}, cr2", out(reg) cr2, options(nomem, nostack, preserves_flags)) };
     crate::fail!(
-        crate::exit::Status::Panic,
+        vtnt_abi::exit::Status::Panic,
         "CPU exception {vector} at rip {rip:#x} (error code {code:#x}, cr2 {cr2:#x})"
     )
 }
