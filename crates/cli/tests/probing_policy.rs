@@ -3,6 +3,8 @@
 //! an uplink that uses a documentation range (as this CI machine's does) into a veth whose
 //! other end drops everything, with one lab range (198.51.100.0/24) routed on a link of its
 //! own. A refused run must make no send call at all; an accepted one only to lab addresses.
+//! IPv6 the same way, in a namespace of its own with IPv6 on (2001:db8:9::/64 on the
+//! uplink, 2001:db8:1::/64 on the lab link).
 
 mod lab_common;
 
@@ -34,22 +36,31 @@ impl Run {
 }
 
 impl Net {
-    fn new() -> Net {
+    /// The namespace, with IPv6 off (its neighbour discovery would send by itself) or on.
+    fn new(ipv6: bool) -> Net {
         let ns = NetNs::create(&unique_name("vpol")).expect("namespace");
-        ns.sysctl("net.ipv6.conf.all.disable_ipv6", "1").unwrap();
-        ns.sysctl("net.ipv6.conf.default.disable_ipv6", "1")
+        let off = if ipv6 { "0" } else { "1" };
+        ns.sysctl("net.ipv6.conf.all.disable_ipv6", off).unwrap();
+        ns.sysctl("net.ipv6.conf.default.disable_ipv6", off)
             .unwrap();
-        for (a, b, cidr) in [
-            ("up0", "up1", "192.0.2.5/24"),
-            ("lab0", "lab1", "198.51.100.1/24"),
+        for (a, b, cidr, cidr6) in [
+            ("up0", "up1", "192.0.2.5/24", "2001:db8:9::5/64"),
+            ("lab0", "lab1", "198.51.100.1/24", "2001:db8:1::1/64"),
         ] {
             ns.ip(&["link", "add", a, "type", "veth", "peer", "name", b])
                 .unwrap();
             ns.ip(&["addr", "add", cidr, "dev", a]).unwrap();
+            if ipv6 {
+                ns.ip(&["addr", "add", cidr6, "dev", a, "nodad"]).unwrap();
+            }
             ns.ip(&["link", "set", a, "up"]).unwrap();
             ns.ip(&["link", "set", b, "up"]).unwrap();
         }
         ns.ip(&["route", "add", "default", "dev", "up0"]).unwrap();
+        if ipv6 {
+            ns.ip(&["-6", "route", "add", "default", "dev", "up0"])
+                .unwrap();
+        }
         let dir = std::env::temp_dir().join(unique_name("vtnt-policy"));
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(dir.join("public-seed.json"), PUBLIC_SEED).unwrap();
@@ -84,8 +95,11 @@ impl Net {
         let sends = log
             .lines()
             .filter(|l| !l.contains("resumed>") && !l.contains("+++") && !l.contains("---"))
-            // IPv4 sends only: looking up the host's addresses talks netlink
-            .filter(|l| l.contains("send") && l.contains("sa_family=AF_INET,"))
+            // IP sends only: looking up the host's addresses talks netlink
+            .filter(|l| {
+                l.contains("send")
+                    && (l.contains("sa_family=AF_INET,") || l.contains("sa_family=AF_INET6,"))
+            })
             .map(String::from)
             .collect();
         Run { out, sends }
@@ -110,7 +124,7 @@ fn addresses(line: &str) -> Vec<String> {
 #[test]
 fn every_entry_point_refuses_before_any_probe() {
     vtnt_testkit::require_root!("ip", "strace");
-    let net = Net::new();
+    let net = Net::new(false);
     let fast = ["-q", "1", "-w", "0.1", "-g", "1"];
     let with =
         |a: &[&'static str]| -> Vec<&'static str> { a.iter().chain(&fast).copied().collect() };
@@ -437,6 +451,62 @@ impl Drop for SilentResolver {
 /// Finding 13: unresolvable names were looked up one by one, silently, for minutes before
 /// any probe. With a resolver that never answers (10 s per name), 300 names must cost
 /// seconds, say so, and end with every name reported.
+/// IPv6 destinations meet the same policy: public ones need consent and the public rate,
+/// the documentation prefix is a lab range only where a route other than the default
+/// route leads, and what is not a unicast destination is named; a routed lab target
+/// reaches the engine, which refuses IPv6 by name. No send call, exit 1.
+#[test]
+fn ipv6_targets_are_refused_before_any_probe() {
+    vtnt_testkit::require_root!("ip", "strace");
+    let net = Net::new(true);
+    let fast = ["-q", "1", "-w", "0.1", "-g", "1"];
+    let cases: [(&[&str], &str); 8] = [
+        (
+            &["trace", "2001:4860:4860::8888"],
+            "2001:4860:4860::8888 is outside ::1 and the lab's IPv6 ranges (2001:db8::/32, fc00::/7); pass --allow-public to probe it",
+        ),
+        (
+            &["ping", "-c", "1", "2001:4860:4860::8888"],
+            "pass --allow-public to probe it",
+        ),
+        (
+            &["trace", "--allow-public", "--pps", "5000", "2001:4860::1"],
+            "2001:4860::1 is public: public targets are probed at 1000 pps at most, not 5000",
+        ),
+        (
+            &["trace", "2001:db8:77::1"],
+            "2001:db8:77::1 is a lab address but no lab is reachable here",
+        ),
+        (
+            &["trace", "fe80::1"],
+            "fe80::1 is link-local (fe80::/10), which no route leads to: only unicast addresses are probed",
+        ),
+        (
+            &["trace", "::ffff:198.51.100.7"],
+            "IPv4-mapped (::ffff:0:0/96): give the IPv4 address itself",
+        ),
+        (&["trace", "ff02::1"], "a multicast address (ff00::/8)"),
+        // a lab range routed on a link of its own passes the policy; the engine is where
+        // IPv6 stops today
+        (
+            &["trace", "2001:db8:1::7"],
+            "2001:db8:1::7: IPv6 destinations are not probed yet: the engine is IPv4 only",
+        ),
+    ];
+    for (args, says) in cases {
+        let trace = args[0] == "trace";
+        let args: Vec<&str> = args
+            .iter()
+            .chain(&fast[..if trace { 6 } else { 0 }])
+            .copied()
+            .collect();
+        let r = net.vtnt(&args);
+        assert_eq!(r.out.status.code(), Some(1), "{args:?}: {}", r.stderr());
+        assert!(r.stderr().contains(says), "{args:?}: {}", r.stderr());
+        assert!(r.sends.is_empty(), "{args:?}: sent {:?}", r.sends);
+    }
+}
+
 #[test]
 fn names_that_never_resolve_cost_seconds_not_minutes() {
     vtnt_testkit::require_root!("ip");

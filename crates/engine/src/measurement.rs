@@ -404,7 +404,8 @@ pub enum MeasurementError {
         option: &'static str,
         range: &'static str,
     },
-    /// IPv6 targets are not probed yet.
+    /// IPv6 targets are not probed yet: the engine and its drivers are IPv4 only (the
+    /// wire and the policy read IPv6 already; docs/scamper.md).
     Ipv6Unsupported,
     /// Every flow identifier is in use by a running measurement. Not returned at present:
     /// [`crate::Config`] caps `max_active` below the number of identifiers, and a measurement
@@ -429,7 +430,7 @@ impl fmt::Display for MeasurementError {
                 write!(f, "option `{option}` out of range (allowed: {range})")
             }
             MeasurementError::Ipv6Unsupported => {
-                f.write_str("IPv6 destinations are not supported yet")
+                f.write_str("IPv6 destinations are not probed yet: the engine is IPv4 only")
             }
             MeasurementError::TooManyActive => f.write_str("every flow identifier is in use"),
             MeasurementError::Refused(r) => write!(f, "refused by the probing policy: {r}"),

@@ -152,6 +152,22 @@ fn namespace_files_read_like_sc_warts2json() {
             "203.0.113.2",
         ),
         ("ping-lost", "ping -c 2 -i 0.2", "203.0.113.99"),
+        // IPv6: scamper's records of every method vTNT has, read and written back
+        ("v6-icmp", "trace -P icmp-paris -q 2 -w 1", "2001:db8:3::2"),
+        ("v6-udp", "trace -P udp-paris -q 1 -w 1", "2001:db8:3::2"),
+        ("v6-tcp", "trace -P tcp -q 1 -w 1 -d 80", "2001:db8:3::2"),
+        (
+            "v6-unreach",
+            "trace -P udp-paris -q 1 -w 1",
+            "2001:db8:3::88",
+        ),
+        ("v6-ping", "ping -c 2 -i 0.2", "2001:db8:3::2"),
+        ("v6-ping-udp", "ping -c 2 -P udp -i 0.2", "2001:db8:3::2"),
+        (
+            "v6-ping-tcp",
+            "ping -c 2 -P tcp-syn -d 80 -i 0.2",
+            "2001:db8:3::2",
+        ),
     ];
     let children = runs
         .iter()
@@ -184,5 +200,14 @@ fn namespace_files_read_like_sc_warts2json() {
         "time-exceeded hops present"
     );
     assert!(all.contains("\"tcp_flags\":20"), "TCP RST replies present");
+    // IPv6: time exceeded (ICMPv6 type 3) and port unreachable (1, 4) from the hops
+    assert!(
+        all.contains("\"dst\":\"2001:db8:3::2\""),
+        "IPv6 records present"
+    );
+    assert!(
+        all.contains("\"addr\":\"2001:db8:1::2\"") && all.contains("\"icmp_type\":3"),
+        "IPv6 time-exceeded hops present"
+    );
     drop(lab);
 }

@@ -169,7 +169,7 @@ impl PolicyRefusals {
             Refusal::PublicRate { .. } => &mut self.public_rate,
             Refusal::Excluded { .. } => &mut self.excluded,
             Refusal::LabNotRouted(_) => &mut self.lab_not_routed,
-            Refusal::Ipv6 | Refusal::Rate(_) => &mut self.other,
+            Refusal::Ipv6 | Refusal::V6(..) | Refusal::Rate(_) => &mut self.other,
         } += 1;
     }
 }

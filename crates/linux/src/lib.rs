@@ -18,6 +18,7 @@ mod clock;
 mod event_loop;
 mod host;
 mod route;
+mod route6;
 mod sockets;
 mod tx_stamps;
 

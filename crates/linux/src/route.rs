@@ -133,10 +133,13 @@ pub fn route_source(dst: Ipv4Addr) -> Result<Ipv4Addr, NoSource> {
 }
 
 /// Which lab addresses lead into a lab from this network namespace, from
-/// `/proc/net/route` and `own`, the host's addresses ([`own_addresses`]).
+/// `/proc/net/route` and `own`, the host's addresses ([`own_addresses`]), and for IPv6
+/// from `/proc/net/ipv6_route` and the host's IPv6 addresses ([`crate::route6`]).
 pub fn lab_access(own: &[Ipv4Addr]) -> std::io::Result<LabAccess> {
     let routes = parse_routes(&std::fs::read_to_string("/proc/net/route")?);
-    Ok(LabAccess::Routed(lab_routes(&routes, own)))
+    let mut table = lab_routes(&routes, own);
+    crate::route6::lab_routes6(&mut table)?;
+    Ok(LabAccess::Routed(table))
 }
 
 /// The MTU of the interface the route to `dst` leaves through, where path MTU

@@ -18,6 +18,8 @@
 //!   [`Policy::links`]); the source of the probes must be one of the prober's own
 //!   addresses ([`check_source`]): vTNT never spoofs.
 //! - Rates are at most [`MAX_PPS_LAB`].
+//! - **IPv6** destinations follow the same rules over IPv6's ranges with the crate's
+//!   `ipv6` feature ([`v6`]); without it (the unikernel) they are refused.
 //!
 //! ```
 //! use vtnt_policy::{Policy, Refusal};
@@ -29,6 +31,8 @@
 extern crate alloc;
 
 mod prefix;
+#[cfg(feature = "ipv6")]
+pub mod v6;
 
 use core::fmt;
 use core::net::{IpAddr, Ipv4Addr};
@@ -74,6 +78,22 @@ pub enum LabAccess {
 pub struct LabRoutes {
     /// Most specific first; among equal prefixes, `false` first (fail closed).
     routes: alloc::vec::Vec<(Prefix, bool)>,
+    /// The same for IPv6.
+    #[cfg(feature = "ipv6")]
+    routes6: alloc::vec::Vec<(v6::Prefix6, bool)>,
+}
+
+/// Inserts `(prefix, lab)` into a table kept most specific first, `false` first among
+/// equal prefixes.
+fn insert_route<P>(
+    routes: &mut alloc::vec::Vec<(P, bool)>,
+    prefix: P,
+    lab: bool,
+    bits: fn(&P) -> u8,
+) {
+    let key = |p: &P, lab: bool| (core::cmp::Reverse(bits(p)), lab);
+    let at = routes.partition_point(|(p, l)| key(p, *l) <= key(&prefix, lab));
+    routes.insert(at, (prefix, lab));
 }
 
 impl LabRoutes {
@@ -83,11 +103,22 @@ impl LabRoutes {
 
     /// Adds a route: `prefix` leads into a lab, or does not.
     pub fn add(&mut self, prefix: Prefix, leads_to_lab: bool) {
-        let key = |&(p, lab): &(Prefix, bool)| (core::cmp::Reverse(p.bits()), lab);
-        let at = self
-            .routes
-            .partition_point(|r| key(r) <= key(&(prefix, leads_to_lab)));
-        self.routes.insert(at, (prefix, leads_to_lab));
+        insert_route(&mut self.routes, prefix, leads_to_lab, Prefix::bits);
+    }
+
+    /// [`LabRoutes::add`] for IPv6.
+    #[cfg(feature = "ipv6")]
+    pub fn add6(&mut self, prefix: v6::Prefix6, leads_to_lab: bool) {
+        insert_route(&mut self.routes6, prefix, leads_to_lab, v6::Prefix6::bits);
+    }
+
+    /// [`LabRoutes::reaches`] for IPv6.
+    #[cfg(feature = "ipv6")]
+    pub fn reaches6(&self, a: core::net::Ipv6Addr) -> bool {
+        self.routes6
+            .iter()
+            .find(|(p, _)| p.contains(a))
+            .is_some_and(|&(_, lab)| lab)
     }
 
     /// Whether the most specific route to `a` leads into a lab.
@@ -193,8 +224,11 @@ pub fn special(a: Ipv4Addr, links: &[Prefix]) -> Option<Special> {
 /// Why a target, rate or source address is refused.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Refusal {
-    /// IPv6 destinations are not probed yet.
+    /// An IPv6 destination, from a build without the `ipv6` feature (the unikernel's).
     Ipv6,
+    /// An IPv6 destination refused, and why.
+    #[cfg(feature = "ipv6")]
+    V6(core::net::Ipv6Addr, v6::Why6),
     /// Not a unicast address, and what it is instead.
     NotUnicast(Ipv4Addr, Special),
     /// A public address without consent.
@@ -214,7 +248,9 @@ pub enum Refusal {
 impl fmt::Display for Refusal {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Refusal::Ipv6 => f.write_str("IPv6 targets are not probed yet"),
+            Refusal::Ipv6 => f.write_str("IPv6: the unikernel probes IPv4 only"),
+            #[cfg(feature = "ipv6")]
+            Refusal::V6(a, why) => v6::explain(f, *a, *why),
             Refusal::NotUnicast(a, what) => {
                 write!(f, "{a} is {what}: only unicast addresses are probed")
             }
@@ -252,8 +288,12 @@ impl Policy {
 
     /// Checks one destination probed in a run of `pps` probes per second.
     pub fn check_target(&self, dst: IpAddr, pps: u32) -> Result<(), Refusal> {
-        let IpAddr::V4(a) = dst else {
-            return Err(Refusal::Ipv6);
+        let a = match dst {
+            IpAddr::V4(a) => a,
+            #[cfg(feature = "ipv6")]
+            IpAddr::V6(a) => return self.check_v6(a, pps).map_err(|why| Refusal::V6(a, why)),
+            #[cfg(not(feature = "ipv6"))]
+            IpAddr::V6(_) => return Err(Refusal::Ipv6),
         };
         if let Some(what) = special(a, &self.links) {
             return Err(Refusal::NotUnicast(a, what));

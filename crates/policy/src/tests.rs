@@ -89,10 +89,6 @@ fn targets_lab_public_and_excluded() {
             "{bad}"
         );
     }
-    assert_eq!(
-        p.check_target("::1".parse().unwrap(), 20),
-        Err(Refusal::Ipv6)
-    );
     p.allow_public = true;
     assert!(p.check_target("8.8.8.8".parse().unwrap(), 1000).is_ok());
     assert!(matches!(
@@ -247,4 +243,74 @@ fn what_is_not_unicast_is_named() {
     assert!(Policy::default()
         .check_target("192.0.2.255".parse().unwrap(), 20)
         .is_ok());
+}
+
+/// IPv6 (the `ipv6` feature, on for these tests): the documentation prefix, ULA and `::1`
+/// without consent; the rest public; what is not unicast refused; the texts name why.
+#[test]
+fn ipv6_targets_follow_the_same_rules() {
+    use core::net::Ipv6Addr;
+    let six = |s: &str| -> IpAddr { s.parse().unwrap() };
+    let text = |r: Result<(), Refusal>| r.unwrap_err().to_string();
+    let mut p = Policy::default();
+    for ok in [
+        "::1",
+        "2001:db8::1",
+        "2001:db8:ffff::9",
+        "fd12:3456::1",
+        "fc00::5",
+    ] {
+        assert_eq!(p.check_target(six(ok), 20), Ok(()), "{ok}");
+    }
+    assert_eq!(
+        text(p.check_target(six("2001:4860:4860::8888"), 20)),
+        "2001:4860:4860::8888 is outside ::1 and the lab's IPv6 ranges (2001:db8::/32, fc00::/7); pass --allow-public to probe it"
+    );
+    assert_eq!(
+        p.check_target(six("2001:db9::1"), 20),
+        Err(Refusal::V6(
+            "2001:db9::1".parse().unwrap(),
+            v6::Why6::Public
+        ))
+    );
+    for (bad, why) in [
+        ("::", "the unspecified address"),
+        ("ff02::1", "a multicast address (ff00::/8)"),
+        ("fe80::1", "link-local (fe80::/10), which no route leads to"),
+        (
+            "::ffff:192.0.2.1",
+            "IPv4-mapped (::ffff:0:0/96): give the IPv4 address itself",
+        ),
+    ] {
+        assert_eq!(
+            text(p.check_target(six(bad), 20)),
+            alloc::format!("{bad} is {why}: only unicast addresses are probed")
+        );
+    }
+    p.allow_public = true;
+    assert_eq!(p.check_target(six("2001:4860::1"), 1000), Ok(()));
+    assert_eq!(
+        text(p.check_target(six("2001:4860::1"), 1001)),
+        "2001:4860::1 is public: public targets are probed at 1000 pps at most, not 1001"
+    );
+    assert!(
+        p.check_target(six("ff02::1"), 20).is_err(),
+        "consent or not"
+    );
+    // Fail closed: only what a route other than a default route leads to is a lab.
+    let mut routes = LabRoutes::new();
+    let lab = v6::Prefix6::new("2001:db8:1::5".parse().unwrap(), 48).unwrap();
+    assert_eq!(lab.to_string(), "2001:db8:1::/48");
+    routes.add6(lab, true);
+    routes.add6(v6::Prefix6::new(Ipv6Addr::UNSPECIFIED, 0).unwrap(), false);
+    p.allow_public = false;
+    p.lab = LabAccess::Routed(routes);
+    assert_eq!(p.check_target(six("2001:db8:1::9"), 20), Ok(()));
+    assert_eq!(
+        text(p.check_target(six("2001:db8:2::9"), 20)),
+        "2001:db8:2::9 is a lab address but no lab is reachable here (no route other than a default route leads there)"
+    );
+    assert_eq!(p.check_target(six("::1"), 20), Ok(()));
+    assert!(v6::LAB_NETS6[0].overlaps(&lab) && !v6::LAB_NETS6[1].overlaps(&lab));
+    assert_eq!(v6::Prefix6::new(Ipv6Addr::LOCALHOST, 129), None);
 }

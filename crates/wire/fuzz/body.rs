@@ -13,6 +13,10 @@ pub fn reply_parse(data: &[u8]) {
         r.len as usize <= data.len(),
         "total length beyond the buffer"
     );
+    if let Ok(h) = vtnt_wire::ipv6::header(data) {
+        assert!(h.flow_label <= vtnt_wire::ipv6::FLOW_LABEL_MAX);
+        assert!(h.header_len <= data.len());
+    }
     for rr in r.rr.into_iter().chain(quoted_rr(&r.body)) {
         assert!((1..=vtnt_wire::ipopt::RECORD_ROUTE_MAX).contains(&rr.addrs().len()));
     }
@@ -32,9 +36,13 @@ fn quoted_rr(b: &Body<'_>) -> Option<vtnt_wire::ipopt::RecordRoute> {
     }
 }
 
-/// `icmpext_find`: find and walk the extension structure of any ICMP message.
+/// `icmpext_find`: find and walk the extension structure of any ICMP message, read as
+/// ICMPv4 and as ICMPv6.
 pub fn icmpext_find(data: &[u8]) {
-    if let Some(ext) = icmpext::find(data) {
+    for ext in [icmpext::find(data), icmpext::find_v6(data)]
+        .into_iter()
+        .flatten()
+    {
         assert!(ext.as_bytes().len() <= data.len());
         walk(ext);
     }

@@ -9,6 +9,7 @@
 
 use core::net::Ipv4Addr;
 
+use crate::icmpext::Family;
 use crate::mpls::Lse;
 use crate::{checksum, icmpext, proto, Error, Result};
 
@@ -80,30 +81,32 @@ pub struct Echo<'a> {
 
 /// An ICMP echo request or reply (see [`Echo`]).
 pub fn icmp_echo(buf: &mut [u8], ip: &Ip, e: &Echo) -> Result<usize> {
-    let Echo {
-        icmp_type,
-        ident,
-        seq,
-        payload,
-        checksum,
-    } = *e;
-    let len = 8 + payload.len();
-    let total = ipv4(buf, ip, proto::ICMP, len)?;
-    let m = &mut buf[IP_LEN..total];
-    m[0] = icmp_type;
+    let total = ipv4(buf, ip, proto::ICMP, 8 + e.payload.len())?;
+    echo_message(&mut buf[IP_LEN..total], e, 0)?;
+    Ok(total)
+}
+
+/// Writes the echo message `e` into `m` (exactly its length); `pseudo` is the
+/// pseudo-header sum (0 for ICMPv4).
+pub(crate) fn echo_message(m: &mut [u8], e: &Echo, pseudo: u16) -> Result<()> {
+    m[0] = e.icmp_type;
     m[1] = 0;
     m[2..4].fill(0);
-    m[4..6].copy_from_slice(&ident.to_be_bytes());
-    m[6..8].copy_from_slice(&seq.to_be_bytes());
-    m[8..].copy_from_slice(payload);
-    icmp_echo_checksum(m, checksum)?;
-    Ok(total)
+    m[4..6].copy_from_slice(&e.ident.to_be_bytes());
+    m[6..8].copy_from_slice(&e.seq.to_be_bytes());
+    m[8..].copy_from_slice(e.payload);
+    echo_checksum(m, e.checksum, pseudo)
 }
 
 /// Sets the checksum of the ICMP echo message `m` (ICMP header first) after its bytes
 /// changed: `Some(c)` (Paris ICMP) rewrites the first two payload bytes so that it is
 /// `c`, `None` computes it.
 pub fn icmp_echo_checksum(m: &mut [u8], checksum: Option<u16>) -> Result<()> {
+    echo_checksum(m, checksum, 0)
+}
+
+/// [`icmp_echo_checksum`] with the pseudo-header sum `pseudo` (ICMPv6's).
+pub(crate) fn echo_checksum(m: &mut [u8], checksum: Option<u16>, pseudo: u16) -> Result<()> {
     if m.len() < 8 {
         return Err(Error::Truncated);
     }
@@ -113,11 +116,11 @@ pub fn icmp_echo_checksum(m: &mut [u8], checksum: Option<u16>) -> Result<()> {
                 return Err(Error::Truncated);
             }
             m[8..10].fill(0);
-            force_checksum(m, 2, 8, 0, target);
+            force_checksum(m, 2, 8, pseudo, target);
         }
         None => {
             m[2..4].fill(0);
-            let c = checksum::of(m);
+            let c = !checksum::add(checksum::sum(m), pseudo);
             m[2..4].copy_from_slice(&c.to_be_bytes());
         }
     }
@@ -137,26 +140,27 @@ pub struct Udp<'a> {
 
 /// A UDP datagram (see [`Udp`]).
 pub fn udp(buf: &mut [u8], ip: &Ip, u: &Udp) -> Result<usize> {
-    let Udp {
-        sport,
-        dport,
-        payload,
-        checksum,
-    } = *u;
-    let len = 8 + payload.len();
+    let len = 8 + u.payload.len();
     let len16 = u16::try_from(len).map_err(|_| Error::Malformed)?;
     let total = ipv4(buf, ip, proto::UDP, len)?;
-    let s = &mut buf[IP_LEN..total];
-    s[0..2].copy_from_slice(&sport.to_be_bytes());
-    s[2..4].copy_from_slice(&dport.to_be_bytes());
+    let pseudo = checksum::pseudo_v4(ip.src, ip.dst, proto::UDP, len16);
+    udp_segment(&mut buf[IP_LEN..total], u, pseudo)?;
+    Ok(total)
+}
+
+/// Writes the UDP datagram `u` into `s` (exactly its length) with the pseudo-header sum
+/// `pseudo`.
+pub(crate) fn udp_segment(s: &mut [u8], u: &Udp, pseudo: u16) -> Result<()> {
+    let len16 = u16::try_from(s.len()).map_err(|_| Error::Malformed)?;
+    s[0..2].copy_from_slice(&u.sport.to_be_bytes());
+    s[2..4].copy_from_slice(&u.dport.to_be_bytes());
     s[4..6].copy_from_slice(&len16.to_be_bytes());
     s[6..8].fill(0);
-    s[8..].copy_from_slice(payload);
-    let pseudo = checksum::pseudo_v4(ip.src, ip.dst, proto::UDP, len16);
-    match checksum {
+    s[8..].copy_from_slice(u.payload);
+    match u.checksum {
         Some(0) => return Err(Error::Malformed),
         Some(target) => {
-            if payload.len() < 2 {
+            if u.payload.len() < 2 {
                 return Err(Error::Truncated);
             }
             s[8..10].fill(0);
@@ -168,7 +172,7 @@ pub fn udp(buf: &mut [u8], ip: &Ip, u: &Udp) -> Result<usize> {
             s[6..8].copy_from_slice(&c.to_be_bytes());
         }
     }
-    Ok(total)
+    Ok(())
 }
 
 /// The TCP fields a builder takes.
@@ -185,7 +189,13 @@ pub struct Tcp {
 /// A TCP segment without options or payload.
 pub fn tcp(buf: &mut [u8], ip: &Ip, t: &Tcp) -> Result<usize> {
     let total = ipv4(buf, ip, proto::TCP, 20)?;
-    let s = &mut buf[IP_LEN..total];
+    let pseudo = checksum::pseudo_v4(ip.src, ip.dst, proto::TCP, 20);
+    tcp_segment(&mut buf[IP_LEN..total], t, pseudo);
+    Ok(total)
+}
+
+/// Writes the 20-byte TCP segment `t` into `s` with the pseudo-header sum `pseudo`.
+pub(crate) fn tcp_segment(s: &mut [u8], t: &Tcp, pseudo: u16) {
     s[0..2].copy_from_slice(&t.sport.to_be_bytes());
     s[2..4].copy_from_slice(&t.dport.to_be_bytes());
     s[4..8].copy_from_slice(&t.seq.to_be_bytes());
@@ -194,10 +204,8 @@ pub fn tcp(buf: &mut [u8], ip: &Ip, t: &Tcp) -> Result<usize> {
     s[13] = t.flags;
     s[14..16].copy_from_slice(&t.window.to_be_bytes());
     s[16..20].fill(0);
-    let pseudo = checksum::pseudo_v4(ip.src, ip.dst, proto::TCP, 20);
     let c = !checksum::add(checksum::sum(s), pseudo);
     s[16..18].copy_from_slice(&c.to_be_bytes());
-    Ok(total)
 }
 
 /// An ICMP error (time exceeded, destination unreachable): [`icmp_error`] writes it.
@@ -216,35 +224,52 @@ pub struct IcmpError<'a> {
 
 /// An ICMP error (see [`IcmpError`]).
 pub fn icmp_error(buf: &mut [u8], ip: &Ip, e: &IcmpError) -> Result<usize> {
-    let IcmpError {
-        icmp_type,
-        code,
-        original,
-        quote_len,
-        mpls,
-    } = *e;
-    let q = original.len().min(quote_len);
-    let (quoted_space, ext_len) = if mpls.is_empty() {
-        (q, 0)
-    } else {
-        let padded = q.max(icmpext::MIN_QUOTE_LEN).next_multiple_of(4);
-        (padded, icmpext::mpls_len(mpls.len()))
-    };
-    let len = 8 + quoted_space + ext_len;
-    let total = ipv4(buf, ip, proto::ICMP, len)?;
-    let m = &mut buf[IP_LEN..total];
-    m[0] = icmp_type;
-    m[1] = code;
-    m[2..8].fill(0);
-    m[8..8 + q].copy_from_slice(&original[..q]);
-    m[8 + q..8 + quoted_space].fill(0);
-    if !mpls.is_empty() {
-        m[5] = u8::try_from(quoted_space / 4).map_err(|_| Error::Malformed)?;
-        icmpext::emit_mpls(&mut m[8 + quoted_space..], mpls)?;
-    }
-    let c = checksum::of(m);
-    m[2..4].copy_from_slice(&c.to_be_bytes());
+    let total = ipv4(buf, ip, proto::ICMP, error_len(e, Family::V4))?;
+    error_message(&mut buf[IP_LEN..total], e, Family::V4, 0)?;
     Ok(total)
+}
+
+/// The quoted bytes, the space they take once padded and the extension's length.
+fn error_layout(e: &IcmpError, family: Family) -> (usize, usize, usize) {
+    let q = e.original.len().min(e.quote_len);
+    if e.mpls.is_empty() {
+        (q, q, 0)
+    } else {
+        let padded = q
+            .max(icmpext::MIN_QUOTE_LEN)
+            .next_multiple_of(family.word());
+        (q, padded, icmpext::mpls_len(e.mpls.len()))
+    }
+}
+
+/// The length of the ICMP message of error `e`.
+pub(crate) fn error_len(e: &IcmpError, family: Family) -> usize {
+    let (_, space, ext) = error_layout(e, family);
+    8 + space + ext
+}
+
+/// Writes the ICMP error `e` into `m` (exactly [`error_len`] bytes): RFC 4884's length
+/// field where `family` keeps it; `pseudo` is the pseudo-header sum (0 for ICMPv4).
+pub(crate) fn error_message(
+    m: &mut [u8],
+    e: &IcmpError,
+    family: Family,
+    pseudo: u16,
+) -> Result<()> {
+    let (q, space, _) = error_layout(e, family);
+    m[0] = e.icmp_type;
+    m[1] = e.code;
+    m[2..8].fill(0);
+    m[8..8 + q].copy_from_slice(&e.original[..q]);
+    m[8 + q..8 + space].fill(0);
+    if !e.mpls.is_empty() {
+        m[family.length_at()] =
+            u8::try_from(space / family.word()).map_err(|_| Error::Malformed)?;
+        icmpext::emit_mpls(&mut m[8 + space..], e.mpls)?;
+    }
+    let c = !checksum::add(checksum::sum(m), pseudo);
+    m[2..4].copy_from_slice(&c.to_be_bytes());
+    Ok(())
 }
 
 #[cfg(test)]

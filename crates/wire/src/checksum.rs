@@ -3,7 +3,7 @@
 //! update a translator needs (RFC 1624: change some words, fix the checksum without
 //! reading the rest).
 
-use core::net::Ipv4Addr;
+use core::net::{Ipv4Addr, Ipv6Addr};
 
 /// One's-complement sum of `data` (not inverted), folded to 16 bits.
 pub fn sum(data: &[u8]) -> u16 {
@@ -34,6 +34,14 @@ pub fn pseudo_v4(src: Ipv4Addr, dst: Ipv4Addr, proto: u8, len: u16) -> u16 {
         len,
     ];
     words.iter().fold(0, |acc, w| add(acc, *w))
+}
+
+/// Sum of the IPv6 pseudo-header (RFC 8200 section 8.1) for an upper-layer checksum
+/// (ICMPv6's included, unlike ICMPv4's).
+pub fn pseudo_v6(src: Ipv6Addr, dst: Ipv6Addr, next_header: u8, len: u32) -> u16 {
+    let addrs = add(sum(&src.octets()), sum(&dst.octets()));
+    let len = add((len >> 16) as u16, len as u16);
+    add(add(addrs, len), u16::from(next_header))
 }
 
 /// The 16-bit word to place in a zeroed slot so that a checksum whose other words sum

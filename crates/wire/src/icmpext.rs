@@ -7,6 +7,10 @@
 //! (16-bit length including their 4-byte header, class, c-type, payload). The MPLS label
 //! stack object is class 1, c-type 1, its payload the received label stack entries.
 //!
+//! ICMPv6 (RFC 4884 sections 4.5 and 4.6) differs in two ways: the length is byte 4 of
+//! the ICMPv6 header and counts 64-bit words, and the quoted datagram is zero-padded to a
+//! multiple of 8 bytes ([`find_v6`], [`Family`]).
+//!
 //! Routers that predate RFC 4884 leave the length at zero and start the structure at
 //! byte 128 of the quoted datagram; [`find`] accepts that too when a version-2 header with
 //! a valid checksum stands there (RFC 4884 section 5, as scamper and Linux do).
@@ -39,12 +43,49 @@ pub struct Object<'a> {
     pub payload: &'a [u8],
 }
 
+/// Where the two ICMP versions keep RFC 4884's length field and how they count it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Family {
+    /// Byte 5, 32-bit words.
+    V4,
+    /// Byte 4, 64-bit words.
+    V6,
+}
+
+impl Family {
+    /// The offset of the length field in the ICMP header.
+    pub const fn length_at(self) -> usize {
+        match self {
+            Family::V4 => 5,
+            Family::V6 => 4,
+        }
+    }
+
+    /// The bytes one unit of the length field counts (and the quote is padded to).
+    pub const fn word(self) -> usize {
+        match self {
+            Family::V4 => 4,
+            Family::V6 => 8,
+        }
+    }
+}
+
 /// Finds the extension structure in an ICMPv4 error message (`icmp` starts at the ICMP
 /// type byte). Returns `None` when there is none or it is malformed.
 pub fn find(icmp: &[u8]) -> Option<Extensions<'_>> {
-    let words = *icmp.get(5)? as usize;
+    find_in(icmp, Family::V4)
+}
+
+/// [`find`] for an ICMPv6 error message.
+pub fn find_v6(icmp: &[u8]) -> Option<Extensions<'_>> {
+    find_in(icmp, Family::V6)
+}
+
+#[inline(always)]
+fn find_in(icmp: &[u8], family: Family) -> Option<Extensions<'_>> {
+    let words = *icmp.get(family.length_at())? as usize;
     let start = if words != 0 {
-        let quote_len = words * 4;
+        let quote_len = words * family.word();
         if quote_len < MIN_QUOTE_LEN {
             return None;
         }

@@ -12,25 +12,34 @@
 //!   (ICMP errors with the quoted probe, echo replies, TCP and UDP segments);
 //! - [`build`]: probes with a chosen TTL, IP ID and flow identifier (Paris traceroute keeps
 //!   the checksum or ports constant), and the ICMP replies a router or host sends;
-//! - [`reassembly`]: IPv4 fragments back into datagrams.
+//! - [`reassembly`]: IPv4 fragments back into datagrams;
+//! - [`ipv6`], [`reply6`], [`build6`]: the same over IPv6 (ICMPv6 with its pseudo-header
+//!   checksum, RFC 4884 extensions with ICMPv6's length rules, UDP and TCP over IPv6, the
+//!   flow label held constant for Paris traces).
 //!
 //! Panic contract: every parser takes untrusted bytes and returns `Option`/`Result`; no
 //! function here panics on any input. Builders return [`Error::Truncated`] when the
 //! buffer is too small. `no_std`, no unsafe, no allocation but in [`reassembly`].
 //!
-//! IPv6: [`reply::Reply`] and [`reply::Quote`] carry `core::net::IpAddr`; ICMPv6 parsing
-//! slots in as another arm of [`reply::parse`].
+//! IPv6: [`reply::Reply`] and [`reply::Quote`] carry `core::net::IpAddr`; [`reply::parse`]
+//! reads either version when the `ipv6` feature is on. It is off in the unikernel, which
+//! probes IPv4 only: the IPv6 arm costs its job image about 3.4 KiB, which its budget
+//! does not have (docs/benchmarks.md, "Unikernel budgets").
 #![no_std]
 
 extern crate alloc;
 
 pub mod build;
+pub mod build6;
 pub mod checksum;
 pub mod icmpext;
 pub mod ipopt;
+pub mod ipv6;
 pub mod mpls;
 pub mod reassembly;
 pub mod reply;
+pub mod reply6;
+mod view;
 
 pub use smoltcp::wire::{
     Icmpv4Message, Icmpv4Packet, IpProtocol, Ipv4Packet, TcpPacket, UdpPacket, IPV4_HEADER_LEN,
@@ -62,6 +71,7 @@ pub mod proto {
     pub const ICMP: u8 = 1;
     pub const TCP: u8 = 6;
     pub const UDP: u8 = 17;
+    pub const ICMPV6: u8 = 58;
 }
 
 /// ICMPv4 types this crate speaks of.
@@ -70,6 +80,16 @@ pub mod icmp_type {
     pub const DEST_UNREACH: u8 = 3;
     pub const ECHO_REQUEST: u8 = 8;
     pub const TIME_EXCEEDED: u8 = 11;
+}
+
+/// ICMPv6 types this crate speaks of (RFC 4443).
+pub mod icmp6_type {
+    pub const DEST_UNREACH: u8 = 1;
+    pub const PACKET_TOO_BIG: u8 = 2;
+    pub const TIME_EXCEEDED: u8 = 3;
+    pub const PARAM_PROBLEM: u8 = 4;
+    pub const ECHO_REQUEST: u8 = 128;
+    pub const ECHO_REPLY: u8 = 129;
 }
 
 /// TCP flag bits.

@@ -1,108 +1,17 @@
 //! One call from raw IP bytes to what a prober matches on: [`parse`] reads the IP header
 //! and the ICMP, UDP or TCP header behind it; for ICMP errors it also reads the quoted
 //! probe ([`Quote`]) and the RFC 4884 extensions. The lab's routers and hosts use the
-//! same view to decide how to answer a packet.
+//! same view to decide how to answer a packet. IPv6 packets (ICMPv6, UDP and TCP over
+//! IPv6) take the same view through [`crate::reply6`]: the hop limit stands in the TTL's
+//! field, the traffic class in the TOS's and the IP ID is 0.
 
-use core::net::{IpAddr, Ipv4Addr};
+use core::net::Ipv4Addr;
 
-use crate::icmpext::{self, Extensions};
+use crate::icmpext;
 use crate::ipopt::{self, RecordRoute};
-use crate::{be16, be32, icmp_type, proto, Error, Result};
-
-/// A received IP datagram, summarised.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Reply<'a> {
-    pub src: IpAddr,
-    pub dst: IpAddr,
-    /// IP-TTL (hop limit) as received.
-    pub ttl: u8,
-    pub tos: u8,
-    pub ipid: u16,
-    /// IP total length.
-    pub len: u16,
-    /// The addresses of a record route option in the header, if it has one.
-    pub rr: Option<RecordRoute>,
-    pub body: Body<'a>,
-}
-
-/// What the datagram carries.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Body<'a> {
-    /// ICMP time exceeded, destination unreachable or another error quoting a packet.
-    IcmpError {
-        icmp_type: u8,
-        code: u8,
-        /// Bytes 6..8 of the ICMP header: the next-hop MTU of a "fragmentation needed"
-        /// (type 3 code 4, RFC 1191); 0 when unused.
-        nhmtu: u16,
-        quote: Quote,
-        ext: Option<Extensions<'a>>,
-    },
-    /// ICMP echo request or reply.
-    Echo {
-        icmp_type: u8,
-        ident: u16,
-        seq: u16,
-        checksum: u16,
-        payload: &'a [u8],
-    },
-    Tcp {
-        sport: u16,
-        dport: u16,
-        seq: u32,
-        ack: u32,
-        flags: u8,
-    },
-    Udp {
-        sport: u16,
-        dport: u16,
-        checksum: u16,
-        payload: &'a [u8],
-    },
-    /// Any other protocol or ICMP type.
-    Other { protocol: u8 },
-}
-
-/// What an ICMP error quotes of the packet that caused it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Quote {
-    pub src: IpAddr,
-    pub dst: IpAddr,
-    /// The IP-TTL the packet had when it reached the router that answered.
-    pub ttl: u8,
-    pub tos: u8,
-    pub ipid: u16,
-    /// IP total length of the quoted packet.
-    pub ip_len: u16,
-    /// The addresses of a record route option in the quoted header, if it has one.
-    pub rr: Option<RecordRoute>,
-    pub transport: QuotedTransport,
-}
-
-/// The first 8 bytes of the quoted transport header, as far as they identify a probe.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum QuotedTransport {
-    Icmp {
-        icmp_type: u8,
-        ident: u16,
-        seq: u16,
-        checksum: u16,
-    },
-    Udp {
-        sport: u16,
-        dport: u16,
-        checksum: u16,
-    },
-    Tcp {
-        sport: u16,
-        dport: u16,
-        seq: u32,
-    },
-    /// Another protocol, or fewer than 8 bytes quoted.
-    Unknown {
-        protocol: u8,
-    },
-}
+use crate::view::{quoted_transport, transport};
+pub use crate::view::{Body, Quote, QuotedTransport, Reply};
+use crate::{be16, icmp_type, proto, Error, Result};
 
 /// The fields of an IPv4 header this module reads.
 struct Ipv4Header {
@@ -157,31 +66,7 @@ fn quote(q: &[u8]) -> Result<Quote> {
         header_len,
         rr,
     } = ipv4_header(q)?;
-    let t = &q[header_len..];
-    let transport = if t.len() < 8 {
-        QuotedTransport::Unknown { protocol }
-    } else {
-        let w = |at| be16(t, at).unwrap_or(0);
-        match protocol {
-            proto::ICMP => QuotedTransport::Icmp {
-                icmp_type: t[0],
-                checksum: w(2),
-                ident: w(4),
-                seq: w(6),
-            },
-            proto::UDP => QuotedTransport::Udp {
-                sport: w(0),
-                dport: w(2),
-                checksum: w(6),
-            },
-            proto::TCP => QuotedTransport::Tcp {
-                sport: w(0),
-                dport: w(2),
-                seq: be32(t, 4).unwrap_or(0),
-            },
-            p => QuotedTransport::Unknown { protocol: p },
-        }
-    };
+    let transport = quoted_transport(protocol, &q[header_len..], proto::ICMP);
     Ok(Quote {
         src: src.into(),
         dst: dst.into(),
@@ -194,11 +79,16 @@ fn quote(q: &[u8]) -> Result<Quote> {
     })
 }
 
-/// Summarises the IP datagram at the start of `b` (an IPv4 header first).
+/// Summarises the IP datagram at the start of `b` (an IPv4 header first, or an IPv6 one
+/// with the crate's `ipv6` feature: without it, IPv6 is [`Error::Malformed`]).
 ///
 /// Bytes past the header's total length are ignored; a total length beyond the buffer
 /// is an error. Checksums are not verified (a prober records what arrives).
 pub fn parse(b: &[u8]) -> Result<Reply<'_>> {
+    #[cfg(feature = "ipv6")]
+    if b.first().is_some_and(|v| v >> 4 == 6) {
+        return crate::reply6::parse(b);
+    }
     let Ipv4Header {
         src,
         dst,
@@ -214,33 +104,7 @@ pub fn parse(b: &[u8]) -> Result<Reply<'_>> {
         return Err(Error::Malformed);
     }
     let payload = b.get(header_len..len as usize).ok_or(Error::Truncated)?;
-    let body = match protocol {
-        proto::ICMP => icmp(payload)?,
-        proto::UDP => {
-            if payload.len() < 8 {
-                return Err(Error::Truncated);
-            }
-            Body::Udp {
-                sport: be16(payload, 0).unwrap_or(0),
-                dport: be16(payload, 2).unwrap_or(0),
-                checksum: be16(payload, 6).unwrap_or(0),
-                payload: &payload[8..],
-            }
-        }
-        proto::TCP => {
-            if payload.len() < 20 {
-                return Err(Error::Truncated);
-            }
-            Body::Tcp {
-                sport: be16(payload, 0).unwrap_or(0),
-                dport: be16(payload, 2).unwrap_or(0),
-                seq: be32(payload, 4).unwrap_or(0),
-                ack: be32(payload, 8).unwrap_or(0),
-                flags: payload[13],
-            }
-        }
-        p => Body::Other { protocol: p },
-    };
+    let body = transport(protocol, payload, proto::ICMP, icmp)?;
     Ok(Reply {
         src: src.into(),
         dst: dst.into(),
@@ -282,6 +146,8 @@ fn icmp(m: &[u8]) -> Result<Body<'_>> {
 
 #[cfg(test)]
 mod tests {
+    use core::net::IpAddr;
+
     use super::*;
     use crate::mpls::Lse;
 
@@ -416,7 +282,9 @@ mod tests {
     #[test]
     fn rejects_garbage_without_panicking() {
         assert_eq!(parse(&[]), Err(Error::Truncated));
-        assert_eq!(parse(&[0x60; 40]), Err(Error::Malformed));
+        assert_eq!(parse(&[0x70; 40]), Err(Error::Malformed));
+        // IPv6 whose payload length (0x6060) runs past the buffer
+        assert_eq!(parse(&[0x60; 40]), Err(Error::Truncated));
         assert_eq!(parse(&[0x41; 40]), Err(Error::Malformed));
         let p = time_exceeded_with_two_labels();
         assert_eq!(parse(&p[..100]), Err(Error::Truncated));

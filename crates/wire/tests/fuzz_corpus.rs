@@ -4,10 +4,12 @@
 #[path = "../fuzz/body.rs"]
 mod body;
 
-use std::net::Ipv4Addr;
+use std::net::{Ipv4Addr, Ipv6Addr};
 use std::path::PathBuf;
 
 use vtnt_wire::build::{self, Ip};
+use vtnt_wire::build6;
+use vtnt_wire::ipv6::Ip6;
 use vtnt_wire::mpls::Lse;
 
 fn dir(target: &str) -> PathBuf {
@@ -38,6 +40,43 @@ fn icmpext_find_corpus() {
 #[test]
 fn reassembly_push_corpus() {
     run("reassembly_push", body::reassembly_push);
+}
+
+/// An ICMPv6 time exceeded with `stack` quoting a UDP probe over IPv6 (flow label set).
+fn v6_time_exceeded(stack: &[Lse]) -> Vec<u8> {
+    let src: Ipv6Addr = "2001:db8:1::1".parse().unwrap();
+    let probe_ip = Ip6 {
+        src,
+        dst: "2001:db8:2::7".parse().unwrap(),
+        hop_limit: 3,
+        traffic_class: 0,
+        flow_label: 0x8_1234,
+    };
+    let u = build::Udp {
+        sport: 0x8123,
+        dport: 33435,
+        payload: &[0; 16],
+        checksum: Some(3),
+    };
+    let mut probe = [0u8; 80];
+    let pn = build6::udp6(&mut probe, &probe_ip, &u).unwrap();
+    let router = Ip6 {
+        src: "2001:db8:1::fe".parse().unwrap(),
+        dst: src,
+        hop_limit: 64,
+        traffic_class: 0,
+        flow_label: 0,
+    };
+    let e = build::IcmpError {
+        icmp_type: vtnt_wire::icmp6_type::TIME_EXCEEDED,
+        code: 0,
+        original: &probe[..pn],
+        quote_len: pn,
+        mpls: stack,
+    };
+    let mut b = [0u8; 400];
+    let n = build6::icmp6_error(&mut b, &router, &e).unwrap();
+    b[..n].to_vec()
 }
 
 #[test]
@@ -160,6 +199,8 @@ fn write_seed_corpus() {
     let n = build::tcp(&mut b, &router, &t).unwrap();
     seeds.push(("tcp_rst", b[..n].to_vec()));
     seeds.push(("udp_probe", udp[..un].to_vec()));
+    let te_mpls_v6 = v6_time_exceeded(&stack);
+    seeds.push(("v6_te_mpls", te_mpls_v6.clone()));
     std::fs::create_dir_all(dir("reply_parse")).unwrap();
     for (name, s) in &seeds {
         std::fs::write(dir("reply_parse").join(name), s).unwrap();
@@ -175,6 +216,9 @@ fn write_seed_corpus() {
     let ext = 8 + 128;
     nosum[ext + 2..ext + 4].fill(0); // checksum "not computed"
     std::fs::write(dir("icmpext_find").join("zero_checksum"), &nosum).unwrap();
+    // ICMPv6's length: byte 4, in 64-bit words
+    let icmp6 = &te_mpls_v6[40..];
+    std::fs::write(dir("icmpext_find").join("v6_rfc4884_length"), icmp6).unwrap();
     // reassembly_push takes a run of packets (length, time step, bytes): a 3,000-byte
     // UDP datagram in three fragments, in order, backwards, and with one lost then a
     // second datagram

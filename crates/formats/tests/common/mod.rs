@@ -546,7 +546,8 @@ pub fn warts_only_samples() -> Vec<Record> {
 }
 
 /// A chain of network namespaces: src -- r1 -- r2 -- dst, with lab addresses only
-/// (192.0.2.0/24, 198.51.100.0/24, 203.0.113.0/24). Removed on drop, even on failure.
+/// (192.0.2.0/24, 198.51.100.0/24, 203.0.113.0/24), dual stack (2001:db8:1::/64,
+/// 2001:db8:2::/64, 2001:db8:3::/64). Removed on drop, even on failure.
 pub struct Lab {
     pub prefix: String,
 }
@@ -575,7 +576,8 @@ impl Lab {
     }
 
     /// Builds the chain. Paths: 203.0.113.2 (reachable), .99 (black hole after r2),
-    /// .88 (unreachable at r2), .77 (routing loop r1 <-> r2).
+    /// .88 (unreachable at r2), .77 (routing loop r1 <-> r2); over IPv6 2001:db8:3::2
+    /// (reachable) and 2001:db8:3::88 (unreachable at r2).
     pub fn new() -> Result<Lab, String> {
         let lab = Lab {
             prefix: format!("vtf{}", std::process::id() % 100_000),
@@ -612,6 +614,17 @@ impl Lab {
             "r2 route add unreachable 203.0.113.88/32",
             "r1 route add 203.0.113.77/32 via 198.51.100.2",
             "r2 route add 203.0.113.77/32 via 198.51.100.1",
+            "a addr add 2001:db8:1::1/64 dev {p}a0 nodad",
+            "r1 addr add 2001:db8:1::2/64 dev {p}r1a nodad",
+            "r1 addr add 2001:db8:2::1/64 dev {p}r1b nodad",
+            "r2 addr add 2001:db8:2::2/64 dev {p}r2a nodad",
+            "r2 addr add 2001:db8:3::1/64 dev {p}r2b nodad",
+            "d addr add 2001:db8:3::2/64 dev {p}d0 nodad",
+            "a -6 route add default via 2001:db8:1::2",
+            "r1 -6 route add 2001:db8:3::/64 via 2001:db8:2::2",
+            "r2 -6 route add 2001:db8:1::/64 via 2001:db8:2::1",
+            "d -6 route add default via 2001:db8:3::1",
+            "r2 -6 route add unreachable 2001:db8:3::88/128",
         ];
         for c in cmds {
             let (node, rest) = c.split_once(' ').unwrap_or((c, ""));
@@ -627,6 +640,8 @@ impl Lab {
                     "-qw",
                     "net.ipv4.ip_forward=1",
                     "net.ipv4.icmp_ratelimit=0",
+                    "net.ipv6.conf.all.forwarding=1",
+                    "net.ipv6.icmp.ratelimit=0",
                 ])
                 .output()
                 .map_err(|e| e.to_string())?;
