@@ -266,7 +266,7 @@ pub fn run(cmd: LabCommand, log: &crate::logs::LogArgs) -> anyhow::Result<ExitCo
             state_dir,
             front: f,
         } => {
-            linux::serve_front(&linux::FrontOptions {
+            vtnt_forward_linux::serve_front(&vtnt_forward_linux::FrontOptions {
                 name,
                 state_dir,
                 upstream: f.upstream,

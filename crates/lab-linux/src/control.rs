@@ -174,7 +174,7 @@ pub struct FrontUpOptions {
     pub timeout: Duration,
 }
 
-/// Starts a front (`crate::front`): checks the upstream namespace, starts the daemon and
+/// Starts a front (`vtnt-forward-linux`): checks the upstream namespace, starts the daemon and
 /// waits until it serves; on failure nothing is left behind.
 pub fn front_up(o: &FrontUpOptions) -> Result<LabState, Error> {
     check_name(&o.name).map_err(Error::msg)?;

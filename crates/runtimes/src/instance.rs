@@ -264,7 +264,7 @@ impl Deployed {
         };
         if let Attached::Lab(lab) = &self.net {
             if let Ok(state) = vtnt_lab_linux::lab_state(&lab.name) {
-                if state.topology == vtnt_lab_linux::front::TOPOLOGY && state.pid > 0 {
+                if state.topology == vtnt_lab_linux::state::FRONT_TOPOLOGY && state.pid > 0 {
                     pids.push(state.pid as u32);
                 }
             }

@@ -7,6 +7,10 @@
 //!
 //! Containers and processes need no front (`--net host`); a front is how many VMs share
 //! one address.
+//!
+//! This crate is the Linux driver of the sans-IO forwarder, as `vtnt-linux` is the
+//! engine's: the VM front, the state files and the raw kernel calls are `vtnt-lab-linux`'s
+//! (a front is started and stopped like a lab: `vtnt_lab_linux::front_up`, `down`).
 
 use std::collections::HashMap;
 use std::fs;
@@ -19,16 +23,16 @@ use vtnt_forward::{Config, Forwarder, InstanceId};
 use vtnt_lab::addr::Prefix;
 use vtnt_lab::Instant;
 
-use crate::daemon::write_json;
-use crate::state::{LabState, Lan, VmInfo, DHCP_POOL, VM_SLOTS};
-use crate::vm::VmFront;
-use crate::{sys, Error};
+use vtnt_lab_linux::state::{
+    publish, write_json, LabState, Lan, VmInfo, DHCP_POOL, FRONT_TOPOLOGY, VM_SLOTS,
+};
+use vtnt_lab_linux::vm::VmFront;
+use vtnt_lab_linux::{sys, Error};
 
 /// The private LAN of the VMs behind a front: room for [`VM_SLOTS`] guests, the
-/// [`crate::state::DHCP_POOL`] after them and numbered full VMs past those.
+/// [`DHCP_POOL`] after them and numbered full VMs past those; apart from a lab's default
+/// VM LAN (`vtnt_lab_linux::state::VM_PREFIX`).
 pub const FRONT_PREFIX: &str = "10.254.0.0/16";
-/// What a front's state says in place of a lab's topology name.
-pub const TOPOLOGY: &str = "front";
 
 /// What `vtnt lab serve-front` is told.
 #[derive(Debug, Clone)]
@@ -102,7 +106,7 @@ pub fn serve_front(o: &FrontOptions) -> Result<(), Error> {
         name: o.name.clone(),
         netns: o.upstream.clone().unwrap_or_default(),
         pid: std::process::id() as i32,
-        topology: TOPOLOGY.into(),
+        topology: FRONT_TOPOLOGY.into(),
         topology_source: format!(
             "upstream {} from {public}",
             o.upstream.as_deref().unwrap_or("(this host)")
@@ -114,13 +118,8 @@ pub fn serve_front(o: &FrontOptions) -> Result<(), Error> {
         routes: Vec::new(),
     };
     let mut vms = VmFront::new(&lans);
-    write_json(&o.state_dir.join("state.json"), &state)?;
-    write_json(
-        &o.state_dir.join("vm.json"),
-        &VmInfo::new(prefix, gateway, vm_port, &lans),
-    )?;
-    fs::write(o.state_dir.join("pid"), format!("{}\n", state.pid))?;
-    fs::write(o.state_dir.join("ready"), "")?;
+    let vm_info = VmInfo::new(prefix, gateway, vm_port, &lans);
+    publish(&o.state_dir, &state, &vm_info)?;
     tracing::info!(
         front = %o.name,
         vms = FRONT_PREFIX,
@@ -232,5 +231,19 @@ fn upstream_in(
                 let _ = udp.send_to(frame, peer);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_front_lan_holds_every_slot_and_the_pool_apart_from_a_labs() {
+        let p: Prefix = FRONT_PREFIX.parse().unwrap();
+        let lan = Lan::front(p, (0, VM_SLOTS), DHCP_POOL);
+        assert_eq!((lan.slots, lan.pool.len() as u32), (VM_SLOTS, DHCP_POOL));
+        let lab: Prefix = vtnt_lab_linux::state::VM_PREFIX.parse().unwrap();
+        assert!(!p.contains(lab.network()) && !lab.contains(p.network()));
     }
 }
