@@ -27,7 +27,7 @@ use vtnt_lab_linux::state::{
     publish, write_json, LabState, Lan, VmInfo, DHCP_POOL, FRONT_TOPOLOGY, VM_SLOTS,
 };
 use vtnt_lab_linux::vm::VmFront;
-use vtnt_lab_linux::{sys, Error};
+use vtnt_lab_linux::{sys, Error, FrontSettings};
 
 /// The private LAN of the VMs behind a front: room for [`VM_SLOTS`] guests, the
 /// [`DHCP_POOL`] after them and numbered full VMs past those; apart from a lab's default
@@ -39,17 +39,7 @@ pub const FRONT_PREFIX: &str = "10.254.0.0/16";
 pub struct FrontOptions {
     pub name: String,
     pub state_dir: PathBuf,
-    /// The namespace whose network the VMs probe (`None`: this process's own).
-    pub upstream: Option<String>,
-    /// The upstream's address the probes leave from (`None`: the one its routes choose
-    /// towards the lab ranges, else towards the Internet).
-    pub public: Option<Ipv4Addr>,
-    /// Probes per second for all VMs together.
-    pub pps: u32,
-    /// Public targets may be probed (the operator's consent).
-    pub allow_public: bool,
-    /// UDP port of the VM front on 127.0.0.1 (0: any free port).
-    pub vm_port: u16,
+    pub front: FrontSettings,
 }
 
 /// What the front did (`stats.json`).
@@ -64,7 +54,8 @@ struct FrontStats {
 }
 
 /// Runs the front until a stop signal.
-pub fn serve_front(o: &FrontOptions) -> Result<(), Error> {
+pub fn serve_front(opts: &FrontOptions) -> Result<(), Error> {
+    let (o, name, state_dir) = (&opts.front, &opts.name, &opts.state_dir);
     sys::catch_stop_signals();
     let prefix: Prefix = FRONT_PREFIX
         .parse()
@@ -103,7 +94,7 @@ pub fn serve_front(o: &FrontOptions) -> Result<(), Error> {
         .map_err(|e| Error::msg(format!("raw TCP socket: {e}")))?;
 
     let state = LabState {
-        name: o.name.clone(),
+        name: name.clone(),
         netns: o.upstream.clone().unwrap_or_default(),
         pid: std::process::id() as i32,
         topology: FRONT_TOPOLOGY.into(),
@@ -119,9 +110,9 @@ pub fn serve_front(o: &FrontOptions) -> Result<(), Error> {
     };
     let mut vms = VmFront::new(&lans);
     let vm_info = VmInfo::new(prefix, gateway, vm_port, &lans);
-    publish(&o.state_dir, &state, &vm_info)?;
+    publish(state_dir, &state, &vm_info)?;
     tracing::info!(
-        front = %o.name,
+        front = %name,
         vms = FRONT_PREFIX,
         vm_front = %format!("127.0.0.1:{vm_port}"),
         public = %public,
@@ -183,12 +174,12 @@ pub fn serve_front(o: &FrontOptions) -> Result<(), Error> {
         fwd.handle_timeout(now());
         if last_stats.elapsed() >= Duration::from_secs(1) {
             last_stats = Wall::now();
-            let _ = write_json(&o.state_dir.join("stats.json"), &stats(&io, &fwd.stats()));
+            let _ = write_json(&state_dir.join("stats.json"), &stats(&io, &fwd.stats()));
         }
     }
-    let _ = write_json(&o.state_dir.join("stats.json"), &stats(&io, &fwd.stats()));
-    let _ = fs::remove_file(o.state_dir.join("ready"));
-    tracing::info!(front = %o.name, "front stopped");
+    let _ = write_json(&state_dir.join("stats.json"), &stats(&io, &fwd.stats()));
+    let _ = fs::remove_file(state_dir.join("ready"));
+    tracing::info!(front = %name, "front stopped");
     Ok(())
 }
 

@@ -30,8 +30,8 @@ pub mod sys;
 pub mod vm;
 
 pub use control::{
-    down, exec, front_up, lab_state, running_topology, status, up, vm_info, FrontUpOptions, Status,
-    UpOptions,
+    down, exec, front_up, lab_state, running_topology, status, up, vm_info, FrontSettings,
+    FrontUpOptions, Status, UpOptions,
 };
 pub use daemon::{serve, ServeOptions};
 pub use state::{LabState, VmInfo};
