@@ -182,6 +182,18 @@ pub struct FrontArgs {
     vm_port: u16,
 }
 
+impl From<FrontArgs> for linux::FrontSettings {
+    fn from(f: FrontArgs) -> linux::FrontSettings {
+        linux::FrontSettings {
+            upstream: f.upstream,
+            public: f.public,
+            pps: f.pps,
+            allow_public: f.allow_public,
+            vm_port: f.vm_port,
+        }
+    }
+}
+
 /// `--vm-prefix`: an IPv4 prefix without host bits.
 fn parse_prefix(s: &str) -> anyhow::Result<vtnt_lab::addr::Prefix> {
     s.parse()
@@ -243,11 +255,7 @@ pub fn run(cmd: LabCommand, log: &crate::logs::LogArgs) -> anyhow::Result<ExitCo
                 .map_err(|e| anyhow::anyhow!("--pps {}: {e}", f.pps))?;
             let o = linux::FrontUpOptions {
                 name,
-                upstream: f.upstream,
-                public: f.public,
-                pps: f.pps,
-                allow_public: f.allow_public,
-                vm_port: f.vm_port,
+                front: f.into(),
                 exe: std::env::current_exe().context("finding the vtnt binary")?,
                 exe_args: log.args(),
                 timeout: std::time::Duration::from_secs(10),
@@ -266,14 +274,10 @@ pub fn run(cmd: LabCommand, log: &crate::logs::LogArgs) -> anyhow::Result<ExitCo
             state_dir,
             front: f,
         } => {
-            linux::serve_front(&linux::FrontOptions {
+            vtnt_forward_linux::serve_front(&vtnt_forward_linux::FrontOptions {
                 name,
                 state_dir,
-                upstream: f.upstream,
-                public: f.public,
-                pps: f.pps,
-                allow_public: f.allow_public,
-                vm_port: f.vm_port,
+                front: f.into(),
             })?;
             Ok(ExitCode::SUCCESS)
         }

@@ -203,7 +203,7 @@ fn main() -> ExitCode {
                 _ => "trace",
             };
             output::check(args.common().output.as_deref(), args.common().format())
-                .and_then(|()| args.job(vtnt_job::Vantage::Host))
+                .and_then(|()| Ok(args.job(vtnt_job::Vantage::Host)?))
                 .and_then(|job| probe::run(&job, store::sink(args.common(), kind)?))
         }
         Command::JobLine(a) => jobline::run(a),

@@ -16,6 +16,7 @@
 //! Imports: the sans-IO core (`vtnt-engine`, `vtnt-tnt`, `vtnt-jobspec`) and
 //! `vtnt-linux` (this host's addresses and routes); nothing that runs a job.
 
+pub mod error;
 pub mod lookup;
 pub mod options;
 pub mod targets;
@@ -70,10 +71,11 @@ use std::net::{IpAddr, Ipv4Addr};
 use std::path::PathBuf;
 use std::time::Duration;
 
-use anyhow::Context;
 use clap::Parser;
 use vtnt_engine::policy::{PrefixSet, MAX_PPS_LAB, MAX_PPS_PUBLIC};
 use vtnt_engine::{Config, Engine, LabAccess, Policy};
+
+pub use error::{Error, Result};
 pub use vtnt_jobspec::{micro, EngineSpec, JobKind, JobSpec, Targets, MAX_HOLD};
 
 pub use options::{Common, Format, OutputOption, PingArgs, TntArgs, TraceArgs};
@@ -116,11 +118,11 @@ pub struct Job {
 impl Job {
     /// The same job held `hold` after its results (the density job's delay), and run
     /// again every `every` meanwhile (zero: once).
-    pub fn with_hold(mut self, hold: Duration, every: Duration) -> anyhow::Result<Job> {
+    pub fn with_hold(mut self, hold: Duration, every: Duration) -> Result<Job> {
         self.spec.hold = hold;
         self.spec.every = every;
         match self.spec.hold_error() {
-            Some((key, why)) => anyhow::bail!("--{key}: {why}"),
+            Some((key, why)) => Err(Error::invalid(format!("--{key}: {why}"))),
             None => Ok(self),
         }
     }
@@ -135,18 +137,21 @@ struct HostNet {
 }
 
 impl HostNet {
-    fn read() -> anyhow::Result<HostNet> {
-        let own = vtnt_linux::own_addresses().context("listing this host's addresses")?;
-        let lab = vtnt_linux::lab_access(&own).context("reading this host's routes")?;
-        let links = vtnt_linux::own_links().context("listing this host's links")?;
+    fn read() -> Result<HostNet> {
+        let own = vtnt_linux::own_addresses()
+            .map_err(|e| Error::io("listing this host's addresses", e))?;
+        let lab =
+            vtnt_linux::lab_access(&own).map_err(|e| Error::io("reading this host's routes", e))?;
+        let links =
+            vtnt_linux::own_links().map_err(|e| Error::io("listing this host's links", e))?;
         Ok(HostNet { own, lab, links })
     }
 
     /// Fails unless `-S src` is one of this host's addresses.
-    fn check_source(&self, src: Option<Ipv4Addr>) -> anyhow::Result<()> {
+    fn check_source(&self, src: Option<Ipv4Addr>) -> Result<()> {
         match src {
             Some(s) => vtnt_engine::policy::check_source(s, &self.own)
-                .map_err(|e| anyhow::anyhow!("-S: {e}")),
+                .map_err(|e| Error::invalid(format!("-S: {e}"))),
             None => Ok(()),
         }
     }
@@ -157,14 +162,14 @@ impl HostNet {
 /// the kernel per destination and `src` is unspecified), this host's routes say which lab
 /// addresses lead into a lab, and its links which addresses are their network and
 /// broadcast addresses.
-pub fn host_config(spec: &JobSpec) -> anyhow::Result<Config> {
+pub fn host_config(spec: &JobSpec) -> Result<Config> {
     let net = HostNet::read()?;
     net.check_source(spec.engine.src)?;
     let src = spec.engine.src.unwrap_or(Ipv4Addr::UNSPECIFIED);
     let mut config = spec
         .engine
         .config(src)
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
+        .map_err(|e| Error::invalid(e.to_string()))?;
     config.policy.lab = net.lab;
     config.policy.links = net.links;
     Ok(config)
@@ -174,8 +179,8 @@ pub fn host_config(spec: &JobSpec) -> anyhow::Result<Config> {
 /// source is the one the kernel's route to its destination gives
 /// ([`vtnt_linux::RouteSources`]), so a loopback target is probed from 127.0.0.1 and
 /// changes nothing for the others.
-pub fn host_engine(spec: &JobSpec) -> anyhow::Result<Engine> {
-    let mut engine = Engine::new(host_config(spec)?).map_err(|e| anyhow::anyhow!("{e}"))?;
+pub fn host_engine(spec: &JobSpec) -> Result<Engine> {
+    let mut engine = Engine::new(host_config(spec)?).map_err(|e| Error::invalid(e.to_string()))?;
     if spec.engine.src.is_none() {
         engine.set_source_lookup(vtnt_linux::RouteSources::new().into_lookup());
     }
@@ -222,12 +227,13 @@ impl JobArgs {
     }
 
     /// Checks the options and targets for a run from `vantage` (see [`job`]).
-    pub fn job(&self, vantage: Vantage) -> anyhow::Result<Job> {
+    pub fn job(&self, vantage: Vantage) -> Result<Job> {
         if let (JobArgs::Tnt(a), Vantage::Lab) = (self, vantage) {
-            anyhow::ensure!(
-                a.from.is_none(),
-                "tnt --from reads local files; a job for a runtime cannot take it"
-            );
+            if a.from.is_some() {
+                return Err(Error::invalid(
+                    "tnt --from reads local files; a job for a runtime cannot take it",
+                ));
+            }
         }
         job(self.kind(), self.common(), vantage)
     }
@@ -245,26 +251,27 @@ struct Words {
 /// `-O ptr` is refused: hop names are looked up through this host's resolver by `vtnt
 /// trace` itself, which a job for a runtime is not (and the unikernel has no resolver);
 /// so are `--store` and `--no-store` (a runtime's results go where the runtime sends them).
-pub fn parse_words(words: &[String], vantage: Vantage) -> anyhow::Result<Job> {
+pub fn parse_words(words: &[String], vantage: Vantage) -> Result<Job> {
     // a runtime's job writes its results where the runtime says, in no store of its own
     let args = parse_args(words, &["store", "no_store"])?;
-    anyhow::ensure!(
-        !args.common().ptr(),
-        "-O ptr: hop names are looked up by `vtnt trace` on this host; a job for a runtime \
-         cannot take it (the unikernel has no resolver)"
-    );
+    if args.common().ptr() {
+        return Err(Error::invalid(
+            "-O ptr: hop names are looked up by `vtnt trace` on this host; a job for a \
+             runtime cannot take it (the unikernel has no resolver)",
+        ));
+    }
     args.job(vantage)
 }
 
 /// Parses a job given in `vtnt`'s words into its options, unchecked; an option whose
 /// field is named in `refused` (`"pps"`, `"output"`...) is an error naming its flag when
 /// the words give it (a daemon's commands may not set its run-wide options).
-pub fn parse_args(words: &[String], refused: &[&str]) -> anyhow::Result<JobArgs> {
+pub fn parse_args(words: &[String], refused: &[&str]) -> Result<JobArgs> {
     use clap::{CommandFactory, FromArgMatches};
     let argv = std::iter::once("vtnt".to_string()).chain(words.iter().cloned());
     let render = |e: clap::Error| {
         let text = e.render().to_string();
-        anyhow::anyhow!("job: {}", elide_long_numbers(text.trim_end()))
+        Error::Words(elide_long_numbers(text.trim_end()).into_owned())
     };
     let cmd = Words::command();
     let matches = cmd.clone().try_get_matches_from(argv).map_err(render)?;
@@ -282,7 +289,7 @@ pub fn parse_args(words: &[String], refused: &[&str]) -> anyhow::Result<JobArgs>
                 Some((None, Some(l))) => format!("--{l}"),
                 _ => (*id).to_string(),
             };
-            anyhow::bail!("{flag} is not accepted here");
+            return Err(Error::NotAccepted { flag });
         }
     }
     Ok(Words::from_arg_matches(&matches).map_err(render)?.job)
@@ -295,12 +302,12 @@ pub fn parse_args(words: &[String], refused: &[&str]) -> anyhow::Result<JobArgs>
 /// `-S`, that the kernel routes each target to a source address); reports bad targets on
 /// stderr, one line each, and the job goes on with the rest (it exits 2 at the end). The
 /// engine enforces the same policy again on every probe.
-pub fn job(kind: JobKind, c: &Common, vantage: Vantage) -> anyhow::Result<Job> {
+pub fn job(kind: JobKind, c: &Common, vantage: Vantage) -> Result<Job> {
     let (job, bad) = check_job(kind, c, vantage)?;
     for b in &bad {
         say!("vtnt: skipping {b}");
     }
-    job.context("no target to probe (give TARGET arguments or --targets FILE)")
+    job.ok_or(Error::NoTarget)
 }
 
 /// [`job`], printing nothing: the targets refused (or not resolved) come back beside the
@@ -309,17 +316,18 @@ pub fn check_job(
     kind: JobKind,
     c: &Common,
     vantage: Vantage,
-) -> anyhow::Result<(Option<Job>, Vec<targets::BadTarget>)> {
+) -> Result<(Option<Job>, Vec<targets::BadTarget>)> {
     check_options(&kind)?;
-    anyhow::ensure!(
-        !c.ptr() || matches!(kind, JobKind::Trace(_)),
-        "-O ptr: only `vtnt trace` looks up hop names (scamper's trace option)"
-    );
+    if c.ptr() && !matches!(kind, JobKind::Trace(_)) {
+        return Err(Error::invalid(
+            "-O ptr: only `vtnt trace` looks up hop names (scamper's trace option)",
+        ));
+    }
     vtnt_engine::policy::check_rate(c.pps).map_err(|_| {
-        anyhow::anyhow!(
+        Error::Invalid(format!(
             "--pps {} is out of range (1..={MAX_PPS_LAB}; {MAX_PPS_PUBLIC} at most with public targets)",
             c.pps
-        )
+        ))
     })?;
     let (lab, links, mut routes) = match vantage {
         Vantage::Host => {
@@ -376,7 +384,7 @@ pub fn check_job(
 
 /// Checks what the flags cannot check one by one (`-m` below `-f`, port 0...) as the
 /// engine will, naming the flags the user typed rather than the engine's fields.
-fn check_options(kind: &JobKind) -> anyhow::Result<()> {
+fn check_options(kind: &JobKind) -> Result<()> {
     let any = IpAddr::V4(Ipv4Addr::UNSPECIFIED);
     let jobs = match kind {
         JobKind::Tnt(t) => vec![
@@ -394,11 +402,11 @@ fn check_options(kind: &JobKind) -> anyhow::Result<()> {
     for j in jobs {
         if let Err(vtnt_engine::MeasurementError::OutOfRange { option, range }) = j.validate() {
             let ping = matches!(j, vtnt_engine::Measurement::Ping(_));
-            anyhow::bail!(
+            return Err(Error::Invalid(format!(
                 "{} out of range (allowed: {})",
                 flag(option, ping),
                 range.replace("first_ttl", "-f")
-            );
+            )));
         }
     }
     Ok(())
@@ -457,7 +465,7 @@ pub fn rate_warning(kind: &JobKind, pps: u32, window: u32) -> Option<String> {
 
 /// The exclusion lists of the options: /etc/vtnt/exclude.conf when it exists and every
 /// `--exclude FILE`, as one set.
-fn exclusions(c: &Common) -> anyhow::Result<PrefixSet> {
+fn exclusions(c: &Common) -> Result<PrefixSet> {
     exclusion_list(&c.exclude)
 }
 
@@ -473,7 +481,7 @@ pub fn configure_exclusions(files: impl IntoIterator<Item = PathBuf>) {
 /// This host's exclusion lists ([`DEFAULT_EXCLUDE`], when it exists, and those of
 /// [`configure_exclusions`]) and every file of `extra`, as one set: what a job accepted
 /// here (a fleet agent's, too) must not probe.
-pub fn exclusion_list(extra: &[PathBuf]) -> anyhow::Result<PrefixSet> {
+pub fn exclusion_list(extra: &[PathBuf]) -> Result<PrefixSet> {
     let default = std::path::Path::new(DEFAULT_EXCLUDE);
     let files = default
         .exists()
@@ -484,9 +492,9 @@ pub fn exclusion_list(extra: &[PathBuf]) -> anyhow::Result<PrefixSet> {
     let mut prefixes = Vec::new();
     for f in files {
         let text = std::fs::read_to_string(&f)
-            .with_context(|| format!("reading exclusion list {}", f.display()))?;
+            .map_err(|e| Error::io(format!("reading exclusion list {}", f.display()), e))?;
         let set = PrefixSet::parse(&text)
-            .map_err(|e| anyhow::anyhow!("exclusion list {}: {e}", f.display()))?;
+            .map_err(|e| Error::invalid(format!("exclusion list {}: {e}", f.display())))?;
         prefixes.extend(set.iter().copied());
     }
     Ok(prefixes.into_iter().collect())
@@ -564,7 +572,8 @@ mod tests {
         assert_eq!(job.format, Format::Warts);
         let plain = parse_args(&words("trace -O ptr 192.0.2.1"), &[]).unwrap();
         assert_eq!(plain.common().format(), Format::Json);
-        let refused = |e: anyhow::Error, want: &str| {
+        let refused = |e: Error, want: &str| {
+            assert!(matches!(e, Error::Invalid(_)), "{e:?}");
             let e = e.to_string();
             assert!(e.starts_with("-O ptr: ") && e.contains(want), "{e}");
         };
@@ -589,6 +598,28 @@ mod tests {
                 .to_string();
             assert_eq!(e, want);
         }
+    }
+
+    #[test]
+    fn callers_tell_errors_apart_by_variant() {
+        let e = parse_words(&words("ping 8.8.8.8"), Vantage::Lab).unwrap_err();
+        assert!(matches!(e, Error::NoTarget), "{e:?}");
+        let e = parse_words(&words("trace --store /tmp/s 192.0.2.1"), Vantage::Lab).unwrap_err();
+        assert!(
+            matches!(&e, Error::NotAccepted { flag } if flag == "--store"),
+            "{e:?}"
+        );
+        let e = parse_words(&words("trace --bogus 192.0.2.1"), Vantage::Lab).unwrap_err();
+        assert!(matches!(e, Error::Words(_)), "{e:?}");
+        let e = exclusion_list(&[PathBuf::from("/nonexistent/vtnt-exclude")]).unwrap_err();
+        assert!(
+            matches!(&e, Error::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound),
+            "{e:?}"
+        );
+        assert_eq!(
+            e.to_string(),
+            "reading exclusion list /nonexistent/vtnt-exclude"
+        );
     }
 
     #[test]

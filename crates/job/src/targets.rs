@@ -11,6 +11,7 @@ use vtnt_engine::Policy;
 use vtnt_linux::RouteSources;
 
 use crate::lookup::Lookups;
+use crate::Error;
 
 /// Host names resolved at once.
 const RESOLVERS: usize = 64;
@@ -121,9 +122,9 @@ fn lookup(name: &str) -> Result<IpAddr, String> {
 
 /// The `(place, text)` of every non-empty line of a target file (`#` starts a comment).
 /// Lines that are not UTF-8 come back with a `None` text.
-fn file_lines(path: &Path) -> anyhow::Result<Vec<(String, Option<String>)>> {
+fn file_lines(path: &Path) -> crate::Result<Vec<(String, Option<String>)>> {
     let bytes = std::fs::read(path)
-        .map_err(|e| anyhow::anyhow!("reading target file {}: {e}", path.display()))?;
+        .map_err(|e| Error::io(format!("reading target file {}", path.display()), e))?;
     let mut out = Vec::new();
     for (n, line) in bytes.split(|&b| b == b'\n').enumerate() {
         let place = format!("{}:{}", path.display(), n + 1);
@@ -150,7 +151,7 @@ pub fn collect(
     policy: &Policy,
     pps: u32,
     mut routes: Option<&mut RouteSources>,
-) -> anyhow::Result<(Vec<IpAddr>, Vec<BadTarget>)> {
+) -> crate::Result<(Vec<IpAddr>, Vec<BadTarget>)> {
     let mut items: Vec<(String, Option<String>)> = args
         .iter()
         .enumerate()

@@ -157,16 +157,28 @@ fn start(
     Ok(state)
 }
 
+/// What a front is told, from `vtnt lab front` to its daemon (`vtnt lab serve-front`,
+/// `vtnt-forward-linux`).
+#[derive(Debug, Clone)]
+pub struct FrontSettings {
+    /// The namespace whose network the VMs probe (`None`: this host's).
+    pub upstream: Option<String>,
+    /// The upstream's address the probes leave from (`None`: the one its routes choose
+    /// towards the lab ranges, else towards the Internet).
+    pub public: Option<Ipv4Addr>,
+    /// Probes per second for all VMs together.
+    pub pps: u32,
+    /// Public targets may be probed (the operator's consent).
+    pub allow_public: bool,
+    /// UDP port of the VM front on 127.0.0.1 (0: any free port).
+    pub vm_port: u16,
+}
+
 /// What `vtnt lab front` is told.
 #[derive(Debug, Clone)]
 pub struct FrontUpOptions {
     pub name: String,
-    /// The namespace whose network the VMs probe (`None`: this host's).
-    pub upstream: Option<String>,
-    pub public: Option<Ipv4Addr>,
-    pub pps: u32,
-    pub allow_public: bool,
-    pub vm_port: u16,
+    pub front: FrontSettings,
     /// The `vtnt` binary to run as `vtnt lab serve-front`.
     pub exe: PathBuf,
     /// Its options before `lab serve-front` (how it logs).
@@ -174,11 +186,11 @@ pub struct FrontUpOptions {
     pub timeout: Duration,
 }
 
-/// Starts a front (`crate::front`): checks the upstream namespace, starts the daemon and
+/// Starts a front (`vtnt-forward-linux`): checks the upstream namespace, starts the daemon and
 /// waits until it serves; on failure nothing is left behind.
 pub fn front_up(o: &FrontUpOptions) -> Result<LabState, Error> {
     check_name(&o.name).map_err(Error::msg)?;
-    if let Some(ns) = &o.upstream {
+    if let Some(ns) = &o.front.upstream {
         if !netns::exists(ns) {
             return Err(Error::msg(format!(
                 "--upstream {ns}: no such network namespace"
@@ -195,10 +207,11 @@ pub fn front_up(o: &FrontUpOptions) -> Result<LabState, Error> {
     result
 }
 
-fn start_front(o: &FrontUpOptions, dir: &Path) -> Result<LabState, Error> {
-    let mut cmd = Command::new(&o.exe);
-    cmd.args(&o.exe_args)
-        .args(["lab", "serve-front", "--name", &o.name, "--state-dir"])
+fn start_front(up: &FrontUpOptions, dir: &Path) -> Result<LabState, Error> {
+    let o = &up.front;
+    let mut cmd = Command::new(&up.exe);
+    cmd.args(&up.exe_args)
+        .args(["lab", "serve-front", "--name", &up.name, "--state-dir"])
         .arg(dir)
         .args([
             "--vm-port",
@@ -215,7 +228,7 @@ fn start_front(o: &FrontUpOptions, dir: &Path) -> Result<LabState, Error> {
     if o.allow_public {
         cmd.arg("--allow-public");
     }
-    let child = launch(cmd, dir, Wall::now() + o.timeout, "front")?;
+    let child = launch(cmd, dir, Wall::now() + up.timeout, "front")?;
     // The child is detached (own session); not waiting on it is intended.
     drop(child);
     read_json(&dir.join("state.json"))

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant as Wall};
 
 use vtnt_lab::{Instant, Lab, Port, Topology};
 
-use crate::state::{LabState, Lan, VmInfo, TUN_NAME};
+use crate::state::{publish, write_json, LabState, Lan, VmInfo, TUN_NAME};
 use crate::vm::VmFront;
 use crate::{netns, sys, Error};
 
@@ -88,10 +88,7 @@ pub fn serve(o: &ServeOptions) -> Result<(), Error> {
     let lans = Lan::lab(&vp, o.vm_prefix);
     let mut vms = VmFront::new(&lans);
     let vm_info = VmInfo::new(vp.prefix, vp.gateway, vm_port, &lans);
-    write_json(&o.state_dir.join("state.json"), &state)?;
-    write_json(&o.state_dir.join("vm.json"), &vm_info)?;
-    fs::write(o.state_dir.join("pid"), format!("{}\n", state.pid))?;
-    fs::write(o.state_dir.join("ready"), "")?;
+    publish(&o.state_dir, &state, &vm_info)?;
     tracing::info!(
         lab = %o.name,
         topology = %state.topology,
@@ -160,14 +157,4 @@ struct FrontStats {
     tun_out: u64,
     vm_frames_in: u64,
     vm_frames_out: u64,
-}
-
-pub(crate) fn write_json<T: serde::Serialize>(path: &std::path::Path, v: &T) -> Result<(), Error> {
-    let tmp = path.with_extension("tmp");
-    fs::write(
-        &tmp,
-        serde_json::to_string_pretty(v).map_err(|e| Error::msg(e.to_string()))? + "\n",
-    )?;
-    fs::rename(&tmp, path)?;
-    Ok(())
 }

@@ -8,9 +8,14 @@
 //! - [`dhcp`]: the VM front's DHCPv4 server (pure logic);
 //! - [`state`]: the state directory `/run/vtnt/lab/<name>/` and its files;
 //! - [`bench`]: packets per second of the core and through the TUN;
-//! - `netns`, `sys`: iproute2 and the few raw kernel calls (TUN ioctl, setns, setsid),
-//!   the only `unsafe` code, each block with its SAFETY comment; [`open_tap`] (an
-//!   existing TAP device in a namespace) serves `vtnt-runtimes`' spt guests too.
+//! - `netns`, [`sys`]: iproute2 and the few raw kernel calls (TUN ioctl, setns, setsid,
+//!   raw sockets), the only `unsafe` code, each block with its SAFETY comment;
+//!   [`open_tap`] (an existing TAP device in a namespace) serves `vtnt-runtimes`' spt
+//!   guests too, the stop signals, `poll` and raw sockets `vtnt-forward-linux`'s front.
+//!
+//! The front onto a real network (`vtnt lab serve-front`) is `vtnt-forward-linux`, beside
+//! the forwarder it drives; it reuses [`vm::VmFront`] and the [`state`] files from here,
+//! and [`control::front_up`] starts it like a lab.
 //!
 //! Lab addresses exist only inside the namespace the lab creates: the TUN, its address
 //! and its routes are all made there; the VM front listens on 127.0.0.1 only.
@@ -19,18 +24,16 @@ pub mod bench;
 pub mod control;
 pub mod daemon;
 pub mod dhcp;
-pub mod front;
 mod netns;
 pub mod state;
-mod sys;
+pub mod sys;
 pub mod vm;
 
 pub use control::{
-    down, exec, front_up, lab_state, running_topology, status, up, vm_info, FrontUpOptions, Status,
-    UpOptions,
+    down, exec, front_up, lab_state, running_topology, status, up, vm_info, FrontSettings,
+    FrontUpOptions, Status, UpOptions,
 };
 pub use daemon::{serve, ServeOptions};
-pub use front::{serve_front, FrontOptions};
 pub use state::{LabState, VmInfo};
 pub use sys::open_tap;
 

@@ -11,11 +11,14 @@
 //! | `ready` | exists once the daemon serves packets |
 //! | `log` | the daemon's stdout and stderr |
 
+use std::fs;
 use std::net::Ipv4Addr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 use vtnt_lab::addr::Prefix;
+
+use crate::Error;
 
 /// Name of the TUN device inside the namespace.
 pub const TUN_NAME: &str = "vtnt0";
@@ -69,6 +72,31 @@ pub fn check_name(name: &str) -> Result<(), String> {
             "bad lab name `{name}`: use 1-32 letters, digits, `-` or `_`"
         ))
     }
+}
+
+/// What a front's `state.json` says in place of a lab's topology name (`vtnt lab front`,
+/// `vtnt-forward-linux`): runtimes count its daemon as part of the network they run on.
+pub const FRONT_TOPOLOGY: &str = "front";
+
+/// Writes `v` to `path` as JSON, whole or not at all (a temporary file renamed over it).
+pub fn write_json<T: Serialize>(path: &Path, v: &T) -> Result<(), Error> {
+    let tmp = path.with_extension("tmp");
+    fs::write(
+        &tmp,
+        serde_json::to_string_pretty(v).map_err(|e| Error::msg(e.to_string()))? + "\n",
+    )?;
+    fs::rename(&tmp, path)?;
+    Ok(())
+}
+
+/// A daemon that serves: `state.json`, `vm.json` and `pid` into `dir`, then `ready`, which
+/// `up` waits for (so the others are whole when it appears).
+pub fn publish(dir: &Path, state: &LabState, vm: &VmInfo) -> Result<(), Error> {
+    write_json(&dir.join("state.json"), state)?;
+    write_json(&dir.join("vm.json"), vm)?;
+    fs::write(dir.join("pid"), format!("{}\n", state.pid))?;
+    fs::write(dir.join("ready"), "")?;
+    Ok(())
 }
 
 /// `state.json`.
@@ -425,7 +453,8 @@ mod tests {
 
     #[test]
     fn a_front_lan_holds_every_slot_and_the_pool() {
-        let p: Prefix = crate::front::FRONT_PREFIX.parse().unwrap();
+        // any /16 apart from the lab's VM LAN (a front's own is its business)
+        let p: Prefix = "10.254.0.0/16".parse().unwrap();
         let lan = Lan::front(p, (0, VM_SLOTS), DHCP_POOL);
         assert_eq!((lan.slots, lan.pool.len() as u32), (VM_SLOTS, DHCP_POOL));
         let info = VmInfo::new(p, lan.gateway, 40000, &[lan]);

@@ -25,19 +25,13 @@ use anyhow::{bail, Context};
 
 use crate::cgroup::Cgroup;
 use crate::proc::Supervised;
+pub use crate::runtime::Flavor;
 use crate::runtime::{BuildOptions, ImageInfo, Runtime};
 use crate::spec::InstanceSpec;
 use crate::{debian, paths};
 
 /// How long `docker rm -f` may take before [`Client::remove`] gives up on it.
 pub const REMOVE_TIMEOUT: Duration = Duration::from_secs(60);
-
-/// Which Docker image.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Flavor {
-    Debian,
-    Scratch,
-}
 
 impl Flavor {
     fn file(self) -> &'static str {

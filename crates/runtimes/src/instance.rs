@@ -12,9 +12,11 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 
 use crate::cgroup::Cgroup;
+use crate::drivers::{install, Kind};
 use crate::net::{Attached, Network};
 use crate::paths::TempDir;
 use crate::proc::{Finished, Supervised};
+use crate::runtime::{Driver, Slots};
 use crate::runtime::{ImageInfo, Runtime};
 use crate::spec::InstanceSpec;
 use crate::{docker, microvm, native, runc, spt, vm};
@@ -82,28 +84,6 @@ pub struct Deployed {
     pub(crate) kind: Kind,
 }
 
-pub(crate) enum Kind {
-    Native {
-        bin: PathBuf,
-    },
-    Runc {
-        rootfs: PathBuf,
-    },
-    Docker {
-        client: docker::Client,
-        image: String,
-    },
-    Vm {
-        box_dir: PathBuf,
-    },
-    Microvm {
-        image: PathBuf,
-    },
-    Spt {
-        image: PathBuf,
-    },
-}
-
 /// Fetches `image` from `url` (an image server's: [`crate::server::ImageServer::url`]) and installs it
 /// for lab `lab`; `engine` is needed for Docker images.
 pub fn deploy(
@@ -148,33 +128,7 @@ pub fn deploy_from(
             )
         })?;
     }
-    let kind = match rt {
-        Runtime::Native => Kind::Native {
-            bin: native::install(&file)?,
-        },
-        Runtime::Runc => Kind::Runc {
-            rootfs: runc::install(&file, dir.path())?,
-        },
-        Runtime::Docker | Runtime::DockerScratch => {
-            let e = engine.context("a Docker image needs the engine (EngineGuard)")?;
-            let flavor = if rt == Runtime::Docker {
-                docker::Flavor::Debian
-            } else {
-                docker::Flavor::Scratch
-            };
-            Kind::Docker {
-                client: e.client(),
-                image: e.client().load(&file, flavor)?,
-            }
-        }
-        Runtime::Vm => Kind::Vm {
-            box_dir: vm::install(&file, dir.path())?,
-        },
-        Runtime::Microvm => Kind::Microvm { image: file },
-        Runtime::Spt => Kind::Spt {
-            image: spt::install(&file)?,
-        },
-    };
+    let kind = install(rt, file, dir.path(), engine)?;
     Ok(Deployed {
         runtime: rt,
         dir,
@@ -264,7 +218,7 @@ impl Deployed {
         };
         if let Attached::Lab(lab) = &self.net {
             if let Ok(state) = vtnt_lab_linux::lab_state(&lab.name) {
-                if state.topology == vtnt_lab_linux::front::TOPOLOGY && state.pid > 0 {
+                if state.topology == vtnt_lab_linux::state::FRONT_TOPOLOGY && state.pid > 0 {
                     pids.push(state.pid as u32);
                 }
             }
@@ -278,21 +232,21 @@ impl Deployed {
         let Attached::Lab(lab) = &self.net else {
             return None;
         };
-        match self.runtime {
-            Runtime::Microvm | Runtime::Spt => vtnt_lab_linux::vm_info(&lab.name).ok().map(|v| {
+        match self.runtime.entry().slots {
+            Slots::VmFront => vtnt_lab_linux::vm_info(&lab.name).ok().map(|v| {
                 let n = v.slots;
                 (
                     n,
                     format!("`{}`'s VM front has {n} unikernel slots", lab.name),
                 )
             }),
-            Runtime::Vm => lab.vm.guest_capacity().ok().map(|n| {
+            Slots::LabVmPrefix => lab.vm.guest_capacity().ok().map(|n| {
                 (
                     n,
                     format!("lab prefix {} numbers {n} VM guests", lab.vm.prefix),
                 )
             }),
-            _ => None,
+            Slots::Unbounded => None,
         }
     }
 }
@@ -383,7 +337,7 @@ impl Instance {
             Some(Running::Process(p)) => {
                 let new = p.stdout_lines_from(*seen);
                 *seen += new.len();
-                let vm = self.runtime == Runtime::Vm;
+                let vm = self.runtime.entry().driver == Driver::Vm;
                 String::from_utf8_lossy(&new)
                     .lines()
                     // the Debian VM's job lines reach the serial console as `VTNT|` lines
@@ -450,15 +404,15 @@ impl Instance {
                         _ => e,
                     }
                 })?;
-                match self.runtime {
-                    Runtime::Vm => (
+                match self.runtime.entry().driver {
+                    Driver::Vm => (
                         vm::guest_stdout(&fin.stdout),
                         vm::guest_stderr(&fin.stdout) + &fin.stderr + &vm::missing_end(&fin.stdout),
                         vm::guest_code(&fin.stdout),
                         fin.elapsed,
                         Some(vm::accel().to_string()),
                     ),
-                    Runtime::Spt => {
+                    Driver::Spt => {
                         if let Cleanup::Spt {
                             spawn_ns,
                             cgroup_join: join,

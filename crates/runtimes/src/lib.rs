@@ -21,9 +21,11 @@
 //! What it may import: `vtnt-measure` (processes, cgroups, KSM), `vtnt-unikernel`,
 //! `vtnt-lab-linux` and `vtnt-policy`; never `vtnt-evaluation`. Inside, imports go one
 //! way, from the top down:
-//! - this root (`Runtime::build_image`, `Runtime::run`, [`EngineGuard`]), [`instance`]
-//!   (which starts, samples and destroys any runtime's instance) and [`scope`] (which
-//!   removes what the instances of a dead process left) use the runtime modules;
+//! - this root (`Runtime::run`, [`EngineGuard`]), [`instance`] (which starts, samples
+//!   and destroys any runtime's instance) and [`scope`] (which removes what the
+//!   instances of a dead process left) use the runtime modules; `drivers`
+//!   (`Runtime::build_image`, the install) is the one place a driver module is chosen by
+//!   a runtime's [`Driver`], which its entry in [`Runtime::entry`] names;
 //! - the runtime modules ([`native`], [`runc`], [`docker`], [`vm`], [`microvm`], [`spt`]) use
 //!   [`spec`] (what to start), [`runtime`], [`job`], [`paths`], [`debian`] and
 //!   `vtnt-measure`, never [`instance`] or this root;
@@ -42,6 +44,7 @@
 
 pub mod debian;
 pub mod docker;
+mod drivers;
 pub mod guest;
 pub mod instance;
 pub mod microvm;
@@ -64,42 +67,12 @@ use vtnt_measure::{cgroup, ksm, proc};
 
 pub use instance::{Instance, RunOutput};
 pub use normalize::normalize;
-pub use runtime::{BuildOptions, ImageInfo, Runtime};
+pub use runtime::{BuildOptions, Driver, Entry, ImageInfo, Runtime, Slots};
 pub use spec::InstanceSpec;
 
 use std::time::{Duration, Instant};
 
-use anyhow::Context;
-
 impl Runtime {
-    /// Builds (or finds in the cache) this runtime's image.
-    pub fn build_image(self, opts: &BuildOptions) -> anyhow::Result<ImageInfo> {
-        match self {
-            Runtime::Native => native::build_image(opts),
-            Runtime::Runc => runc::build_image(opts),
-            Runtime::Docker => docker::build_image(opts, docker::Flavor::Debian),
-            Runtime::DockerScratch => docker::build_image(opts, docker::Flavor::Scratch),
-            Runtime::Vm => vm::build_image(opts),
-            Runtime::Microvm => microvm::build_image(opts),
-            Runtime::Spt => spt::build_image(opts),
-        }
-        .with_context(|| format!("building the {} image", self.name()))
-    }
-
-    /// The accelerator an instance of `image` runs under: `None` for the runtimes that
-    /// run on this host's kernel.
-    pub fn accelerator(self, image: &ImageInfo) -> Option<vtnt_unikernel::accel::Accelerator> {
-        match self {
-            Runtime::Vm => Some(vm::accel()),
-            Runtime::Microvm => Some(microvm::accel(
-                &image.path,
-                vtnt_unikernel::launch::Vmm::Auto,
-                vtnt_unikernel::qemu::Accel::Auto,
-            )),
-            _ => None,
-        }
-    }
-
     /// Deploys from a fresh image server, runs `job` once, destroys and cleans up.
     pub fn run(self, job: &vtnt_job::JobSpec, opts: &RunOptions) -> anyhow::Result<RunOutput> {
         // a network that is not there (a lab not up, a TAP missing) is said before any
@@ -210,7 +183,9 @@ pub struct EngineGuard(Option<docker::Engine>);
 impl EngineGuard {
     pub fn for_runtime(rt: Runtime, net: &net::Network) -> anyhow::Result<EngineGuard> {
         Ok(EngineGuard(match rt {
-            Runtime::Docker | Runtime::DockerScratch => Some(docker::Engine::start(net.netns())?),
+            rt if matches!(rt.entry().driver, runtime::Driver::Docker(_)) => {
+                Some(docker::Engine::start(net.netns())?)
+            }
             _ => None,
         }))
     }

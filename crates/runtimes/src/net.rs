@@ -274,11 +274,13 @@ impl Front {
         let name = crate::paths::unique("front");
         let o = vtnt_lab_linux::FrontUpOptions {
             name: name.clone(),
-            upstream: Some(vtnt_lab_linux::lab_state(lab)?.netns),
-            public: None,
-            pps,
-            allow_public: false,
-            vm_port: 0,
+            front: vtnt_lab_linux::FrontSettings {
+                upstream: Some(vtnt_lab_linux::lab_state(lab)?.netns),
+                public: None,
+                pps,
+                allow_public: false,
+                vm_port: 0,
+            },
             exe: crate::paths::static_vtnt()?,
             exe_args: Vec::new(),
             timeout: std::time::Duration::from_secs(10),

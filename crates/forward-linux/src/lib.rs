@@ -7,6 +7,10 @@
 //!
 //! Containers and processes need no front (`--net host`); a front is how many VMs share
 //! one address.
+//!
+//! This crate is the Linux driver of the sans-IO forwarder, as `vtnt-linux` is the
+//! engine's: the VM front, the state files and the raw kernel calls are `vtnt-lab-linux`'s
+//! (a front is started and stopped like a lab: `vtnt_lab_linux::front_up`, `down`).
 
 use std::collections::HashMap;
 use std::fs;
@@ -19,33 +23,23 @@ use vtnt_forward::{Config, Forwarder, InstanceId};
 use vtnt_lab::addr::Prefix;
 use vtnt_lab::Instant;
 
-use crate::daemon::write_json;
-use crate::state::{LabState, Lan, VmInfo, DHCP_POOL, VM_SLOTS};
-use crate::vm::VmFront;
-use crate::{sys, Error};
+use vtnt_lab_linux::state::{
+    publish, write_json, LabState, Lan, VmInfo, DHCP_POOL, FRONT_TOPOLOGY, VM_SLOTS,
+};
+use vtnt_lab_linux::vm::VmFront;
+use vtnt_lab_linux::{sys, Error, FrontSettings};
 
 /// The private LAN of the VMs behind a front: room for [`VM_SLOTS`] guests, the
-/// [`crate::state::DHCP_POOL`] after them and numbered full VMs past those.
+/// [`DHCP_POOL`] after them and numbered full VMs past those; apart from a lab's default
+/// VM LAN (`vtnt_lab_linux::state::VM_PREFIX`).
 pub const FRONT_PREFIX: &str = "10.254.0.0/16";
-/// What a front's state says in place of a lab's topology name.
-pub const TOPOLOGY: &str = "front";
 
 /// What `vtnt lab serve-front` is told.
 #[derive(Debug, Clone)]
 pub struct FrontOptions {
     pub name: String,
     pub state_dir: PathBuf,
-    /// The namespace whose network the VMs probe (`None`: this process's own).
-    pub upstream: Option<String>,
-    /// The upstream's address the probes leave from (`None`: the one its routes choose
-    /// towards the lab ranges, else towards the Internet).
-    pub public: Option<Ipv4Addr>,
-    /// Probes per second for all VMs together.
-    pub pps: u32,
-    /// Public targets may be probed (the operator's consent).
-    pub allow_public: bool,
-    /// UDP port of the VM front on 127.0.0.1 (0: any free port).
-    pub vm_port: u16,
+    pub front: FrontSettings,
 }
 
 /// What the front did (`stats.json`).
@@ -60,7 +54,8 @@ struct FrontStats {
 }
 
 /// Runs the front until a stop signal.
-pub fn serve_front(o: &FrontOptions) -> Result<(), Error> {
+pub fn serve_front(opts: &FrontOptions) -> Result<(), Error> {
+    let (o, name, state_dir) = (&opts.front, &opts.name, &opts.state_dir);
     sys::catch_stop_signals();
     let prefix: Prefix = FRONT_PREFIX
         .parse()
@@ -99,10 +94,10 @@ pub fn serve_front(o: &FrontOptions) -> Result<(), Error> {
         .map_err(|e| Error::msg(format!("raw TCP socket: {e}")))?;
 
     let state = LabState {
-        name: o.name.clone(),
+        name: name.clone(),
         netns: o.upstream.clone().unwrap_or_default(),
         pid: std::process::id() as i32,
-        topology: TOPOLOGY.into(),
+        topology: FRONT_TOPOLOGY.into(),
         topology_source: format!(
             "upstream {} from {public}",
             o.upstream.as_deref().unwrap_or("(this host)")
@@ -114,15 +109,10 @@ pub fn serve_front(o: &FrontOptions) -> Result<(), Error> {
         routes: Vec::new(),
     };
     let mut vms = VmFront::new(&lans);
-    write_json(&o.state_dir.join("state.json"), &state)?;
-    write_json(
-        &o.state_dir.join("vm.json"),
-        &VmInfo::new(prefix, gateway, vm_port, &lans),
-    )?;
-    fs::write(o.state_dir.join("pid"), format!("{}\n", state.pid))?;
-    fs::write(o.state_dir.join("ready"), "")?;
+    let vm_info = VmInfo::new(prefix, gateway, vm_port, &lans);
+    publish(state_dir, &state, &vm_info)?;
     tracing::info!(
-        front = %o.name,
+        front = %name,
         vms = FRONT_PREFIX,
         vm_front = %format!("127.0.0.1:{vm_port}"),
         public = %public,
@@ -184,12 +174,12 @@ pub fn serve_front(o: &FrontOptions) -> Result<(), Error> {
         fwd.handle_timeout(now());
         if last_stats.elapsed() >= Duration::from_secs(1) {
             last_stats = Wall::now();
-            let _ = write_json(&o.state_dir.join("stats.json"), &stats(&io, &fwd.stats()));
+            let _ = write_json(&state_dir.join("stats.json"), &stats(&io, &fwd.stats()));
         }
     }
-    let _ = write_json(&o.state_dir.join("stats.json"), &stats(&io, &fwd.stats()));
-    let _ = fs::remove_file(o.state_dir.join("ready"));
-    tracing::info!(front = %o.name, "front stopped");
+    let _ = write_json(&state_dir.join("stats.json"), &stats(&io, &fwd.stats()));
+    let _ = fs::remove_file(state_dir.join("ready"));
+    tracing::info!(front = %name, "front stopped");
     Ok(())
 }
 
@@ -232,5 +222,19 @@ fn upstream_in(
                 let _ = udp.send_to(frame, peer);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_front_lan_holds_every_slot_and_the_pool_apart_from_a_labs() {
+        let p: Prefix = FRONT_PREFIX.parse().unwrap();
+        let lan = Lan::front(p, (0, VM_SLOTS), DHCP_POOL);
+        assert_eq!((lan.slots, lan.pool.len() as u32), (VM_SLOTS, DHCP_POOL));
+        let lab: Prefix = vtnt_lab_linux::state::VM_PREFIX.parse().unwrap();
+        assert!(!p.contains(lab.network()) && !lab.contains(p.network()));
     }
 }
