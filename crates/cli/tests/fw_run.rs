@@ -157,3 +157,41 @@ fn forwards_tracks_and_rejects_between_namespaces() {
     assert!(dropped >= 1, "{rest}");
     assert_eq!(status.code(), Some(143), "{rest}");
 }
+
+#[test]
+fn the_bench_measures_the_nf_at_a_tiny_size() {
+    vtnt_testkit::require_root!("ip", "ethtool");
+    let o = vtnt()
+        .args([
+            "bench",
+            "fw",
+            "--rules",
+            "0,10",
+            "--reps",
+            "2",
+            "--packets",
+            "3000",
+            "--flows",
+            "1000",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    let rows: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let rows = rows["report"].as_array().unwrap();
+    assert_eq!(rows.len(), 4, "{rows:?}");
+    for r in rows {
+        assert_eq!(r["runtime"], "native");
+        // 0 rules pass everything; 10 rules of the fw family stop few of the trace
+        assert!(r["delivered"][0].as_f64().unwrap() > 0.3, "{r}");
+        assert!(r["pps"][0].as_f64().unwrap() > 0.0, "{r}");
+        assert!(r["rss_kib"][0].as_f64().unwrap() > 1000.0, "{r}");
+        assert!(r["load_ms"][1].as_f64().unwrap().is_finite(), "{r}");
+    }
+    assert_eq!(
+        (rows[0]["rules"].as_u64(), rows[1]["stateful"].as_bool()),
+        (Some(0), Some(true))
+    );
+}
