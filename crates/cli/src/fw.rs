@@ -331,6 +331,9 @@ fn run_nf(a: RunArgs) -> anyhow::Result<ExitCode> {
     };
     let fw = vtnt_fw::Firewall::new(&rules, config)
         .with_context(|| format!("compiling {}", a.rules.display()))?;
+    // the model as read is not needed once compiled: its memory goes back before the
+    // first packet (about as much again as the compiled rules)
+    drop(rules);
     let s = fw.classifier().stats();
     let loaded = t.elapsed();
     let stop = crate::interrupt::catch()?;
