@@ -11,8 +11,12 @@
 //! the NF's resident memory once loaded, and the packets per second that reach the
 //! receiver (counted by an AF_PACKET ring there) over the time the sender took.
 //!
-//! Not yet here (docs/benchmarks.md says so): the iptables and nftables baselines, the
-//! iperf3 and request/response drivers, the container row.
+//! With `iptables`, each repetition also loads the same file with `iptables-restore`
+//! into the NF namespace made a Linux router (forwarding, host routes and permanent
+//! neighbours to both ends; our NF is not running then) and sends the same trace.
+//!
+//! Not yet here (docs/benchmarks.md says so): the nftables baseline, the iperf3 and
+//! request/response drivers, the container row.
 
 use std::io::{BufRead, BufReader};
 use std::net::{Ipv4Addr, SocketAddrV4};
@@ -46,6 +50,8 @@ pub struct NfOptions {
     pub vtnt: PathBuf,
     /// Where the rule files go.
     pub dir: PathBuf,
+    /// Also measure iptables in the NF namespace (as a router) with the same file.
+    pub iptables: bool,
 }
 
 /// One rule count in one mode, over the repetitions: (mean, sample sd).
@@ -53,6 +59,9 @@ pub struct NfOptions {
 pub struct NfRow {
     pub rules: usize,
     pub stateful: bool,
+    /// "vtnt" (our NF, a bridge) or "iptables" (the kernel's, the NF namespace a router).
+    pub nf: &'static str,
+    /// Load time (iptables: `iptables-restore`'s).
     pub load_ms: (f64, f64),
     pub rss_kib: (f64, f64),
     /// Packets per second reaching the receiver.
@@ -147,7 +156,20 @@ fn rss_kib(pid: u32) -> anyhow::Result<f64> {
         .context("no VmRSS")
 }
 
-/// One repetition: (load ms, RSS KiB, pps, delivered share).
+/// The trace through whatever filters between sender and receiver now: (pps, share
+/// delivered).
+fn measure(b: &Bump, opts: &NfOptions, datagrams: &Arc<Vec<Vec<u8>>>) -> anyhow::Result<[f64; 2]> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let counter = count(&b.receiver, stop.clone())?;
+    let took = send(&b.sender, datagrams.clone(), opts.packets);
+    std::thread::sleep(Duration::from_millis(300));
+    stop.store(true, Ordering::Relaxed);
+    let arrived = counter.join().unwrap_or(0) as f64;
+    let took = took?;
+    Ok([arrived / took.as_secs_f64(), arrived / opts.packets as f64])
+}
+
+/// One repetition of our NF: (load ms, RSS KiB, pps, delivered share).
 fn rep(
     b: &Bump,
     opts: &NfOptions,
@@ -172,24 +194,127 @@ fn rep(
         .and_then(|v| v.parse().ok())
         .with_context(|| format!("vtnt fw run did not start: {line}"))?;
     let rss = rss_kib(nf.id())?;
-    let stop = Arc::new(AtomicBool::new(false));
-    let counter = count(&b.receiver, stop.clone())?;
-    let took = send(&b.sender, datagrams.clone(), opts.packets);
-    std::thread::sleep(Duration::from_millis(300));
-    stop.store(true, Ordering::Relaxed);
-    let arrived = counter.join().unwrap_or(0);
+    let m = measure(b, opts, datagrams);
     let _ = nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(nf.id() as i32),
         nix::sys::signal::Signal::SIGTERM,
     );
     let _ = nf.wait();
-    let took = took?;
-    Ok([
-        load_ms,
-        rss,
-        arrived as f64 / took.as_secs_f64(),
-        arrived as f64 / opts.packets as f64,
-    ])
+    let [pps, delivered] = m?;
+    Ok([load_ms, rss, pps, delivered])
+}
+
+fn must(ns: &NetNs, program: &str, args: &[&str]) -> anyhow::Result<()> {
+    let out = ns.exec(program, args)?;
+    if !out.status.success() {
+        bail!(
+            "{program} {} in {}: {}",
+            args.join(" "),
+            ns.name(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(())
+}
+
+/// Turns the NF namespace into a Linux router for the iptables baseline (`on`), or
+/// back into a bare wire: forwarding, host routes to both ends with their MACs as
+/// permanent neighbours (no ARP of its own), and the sender's neighbour entry for the
+/// receiver pointing at the router instead of through the bridge.
+fn router(b: &Bump, on: bool) -> anyhow::Result<()> {
+    let mac = |ns: &NetNs, dev: &str| -> anyhow::Result<String> {
+        let out = ns.ip(&["-o", "link", "show", dev])?;
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let mut w = text.split_whitespace();
+        w.find(|x| *x == "link/ether");
+        w.next().map(str::to_string).context("no MAC")
+    };
+    let (n, s) = (&b.nf, &b.sender);
+    if on {
+        for k in ["net.ipv4.ip_forward", "net.ipv4.conf.all.rp_filter"] {
+            n.sysctl(k, if k.ends_with("forward") { "1" } else { "0" })?;
+        }
+        let (s0, r0) = (mac(s, "s0")?, mac(&b.receiver, "r0")?);
+        for (addr, dev, m) in [("100.64.5.1", "a0", &s0), ("100.64.5.2", "b0", &r0)] {
+            n.ip(&["route", "replace", &format!("{addr}/32"), "dev", dev])?;
+            n.ip(&[
+                "neigh",
+                "replace",
+                addr,
+                "lladdr",
+                m,
+                "dev",
+                dev,
+                "nud",
+                "permanent",
+            ])?;
+        }
+        n.ip(&[
+            "route",
+            "replace",
+            "default",
+            "via",
+            "100.64.5.2",
+            "dev",
+            "b0",
+        ])?;
+        let a0 = mac(n, "a0")?;
+        s.ip(&[
+            "neigh",
+            "replace",
+            "100.64.5.2",
+            "lladdr",
+            &a0,
+            "dev",
+            "s0",
+            "nud",
+            "permanent",
+        ])?;
+    } else {
+        n.sysctl("net.ipv4.ip_forward", "0")?;
+        let r0 = mac(&b.receiver, "r0")?;
+        s.ip(&[
+            "neigh",
+            "replace",
+            "100.64.5.2",
+            "lladdr",
+            &r0,
+            "dev",
+            "s0",
+            "nud",
+            "permanent",
+        ])?;
+    }
+    Ok(())
+}
+
+/// One repetition of iptables in the NF namespace, as a router: (restore ms, pps,
+/// delivered share).
+fn rep_iptables(
+    b: &Bump,
+    opts: &NfOptions,
+    file: &Path,
+    datagrams: &Arc<Vec<Vec<u8>>>,
+) -> anyhow::Result<[f64; 3]> {
+    let t = Instant::now();
+    let input = std::fs::File::open(file)?;
+    let out =
+        b.nf.command("iptables-restore")
+            .stdin(input)
+            .output()
+            .context("running iptables-restore")?;
+    if !out.status.success() {
+        bail!(
+            "iptables-restore: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    let load = t.elapsed().as_secs_f64() * 1e3;
+    let m = measure(b, opts, datagrams);
+    must(&b.nf, "iptables", &["-F", "FORWARD"])?;
+    must(&b.nf, "iptables", &["-P", "FORWARD", "ACCEPT"])?;
+    let [pps, delivered] = m?;
+    Ok([load, pps, delivered])
 }
 
 /// Measures every size, stateless then stateful; `each` hears of every row.
@@ -242,42 +367,66 @@ pub fn sweep(opts: &NfOptions, mut each: impl FnMut(&NfRow)) -> anyhow::Result<V
                 bail!("no trace could be drawn from the {size}-rule set");
             }
             let mut m: [Vec<f64>; 4] = Default::default();
+            let mut ipt: [Vec<f64>; 3] = Default::default();
             for _ in 0..opts.reps {
                 for (v, x) in m.iter_mut().zip(rep(&b, opts, &file, &datagrams)?) {
                     v.push(x);
                 }
+                if opts.iptables {
+                    router(&b, true)?;
+                    let r = rep_iptables(&b, opts, &file, &datagrams);
+                    router(&b, false)?;
+                    for (v, x) in ipt.iter_mut().zip(r?) {
+                        v.push(x);
+                    }
+                }
             }
             let _ = std::fs::remove_file(&file);
             let ms = |v: &[f64]| vtnt_stats::mean_sd(v).unwrap_or((f64::NAN, f64::NAN));
-            let row = NfRow {
+            let mut found = vec![NfRow {
                 rules: size,
                 stateful,
+                nf: "vtnt",
                 load_ms: ms(&m[0]),
                 rss_kib: ms(&m[1]),
                 pps: ms(&m[2]),
                 delivered: ms(&m[3]),
                 runtime: "native",
-            };
-            each(&row);
-            rows.push(row);
+            }];
+            if opts.iptables {
+                found.push(NfRow {
+                    nf: "iptables",
+                    load_ms: ms(&ipt[0]),
+                    rss_kib: (f64::NAN, f64::NAN),
+                    pps: ms(&ipt[1]),
+                    delivered: ms(&ipt[2]),
+                    ..found[0].clone()
+                });
+            }
+            for row in found {
+                each(&row);
+                rows.push(row);
+            }
         }
     }
     Ok(rows)
 }
 
-/// The rows as a table, with each row's packet rate against the 0-rule row of its mode.
+/// The rows as a table, with each row's packet rate against the 0-rule row of its mode
+/// and filter, and a line per rule count with our rate against iptables'.
 pub fn table(rows: &[NfRow]) -> String {
     let mut t = String::from(
-        "runtime  rules      mode       load ms (sd)      RSS KiB (sd)       packets/s (sd)        of 0 rules  delivered\n",
+        "runtime  nf        rules      mode       load ms (sd)      RSS KiB (sd)       packets/s (sd)        of 0 rules  delivered\n",
     );
     for r in rows {
         let base = rows
             .iter()
-            .find(|z| z.rules == 0 && z.stateful == r.stateful)
+            .find(|z| z.rules == 0 && z.stateful == r.stateful && z.nf == r.nf)
             .map_or(f64::NAN, |z| z.pps.0);
         t.push_str(&format!(
-            "{:<8} {:<10} {:<10} {:>8.1} ({:>6.1}) {:>9.0} ({:>6.0}) {:>10.0} ({:>8.0}) {:>10.1}% {:>9.1}%\n",
+            "{:<8} {:<9} {:<10} {:<10} {:>8.1} ({:>6.1}) {:>9.0} ({:>6.0}) {:>10.0} ({:>8.0}) {:>10.1}% {:>9.1}%\n",
             r.runtime,
+            r.nf,
             r.rules,
             if r.stateful { "stateful" } else { "stateless" },
             r.load_ms.0,
@@ -289,6 +438,18 @@ pub fn table(rows: &[NfRow]) -> String {
             100.0 * r.pps.0 / base,
             100.0 * r.delivered.0
         ));
+    }
+    for r in rows.iter().filter(|r| r.nf == "vtnt") {
+        if let Some(i) = (rows.iter())
+            .find(|z| z.nf == "iptables" && z.rules == r.rules && z.stateful == r.stateful)
+        {
+            t.push_str(&format!(
+                "vtnt / iptables at {} rules ({}): {:.2}x packets/s\n",
+                r.rules,
+                if r.stateful { "stateful" } else { "stateless" },
+                r.pps.0 / i.pps.0
+            ));
+        }
     }
     t
 }

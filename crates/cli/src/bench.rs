@@ -131,6 +131,9 @@ pub enum BenchCommand {
         /// Distinct flows (trace headers) replayed.
         #[arg(long, default_value_t = 20_000)]
         flows: usize,
+        /// Leave out the iptables baseline (needs iptables-restore).
+        #[arg(long)]
+        no_iptables: bool,
         /// Packets sent per repetition.
         #[arg(long, default_value_t = 200_000)]
         packets: usize,
@@ -354,6 +357,7 @@ pub fn run(cmd: BenchCommand) -> anyhow::Result<ExitCode> {
             rules,
             reps,
             flows,
+            no_iptables,
             packets,
             seed,
             json,
@@ -368,10 +372,12 @@ pub fn run(cmd: BenchCommand) -> anyhow::Result<ExitCode> {
                 vtnt: std::env::current_exe()
                     .map_err(|e| anyhow::anyhow!("finding the vtnt binary: {e}"))?,
                 dir: dir.clone(),
+                iptables: !no_iptables,
             };
             let rows = vtnt_bench::fw_nf::sweep(&opts, |r| {
                 eprintln!(
-                    "vtnt bench fw: {} rules ({}) measured",
+                    "vtnt bench fw: {} at {} rules ({}) measured",
+                    r.nf,
                     r.rules,
                     if r.stateful { "stateful" } else { "stateless" }
                 )
