@@ -22,6 +22,7 @@ pub mod accuracy;
 mod capture;
 pub mod drive;
 pub mod fw;
+pub mod fw_nf;
 pub mod probe_rate;
 pub mod soak;
 pub mod soak_lab;

@@ -114,6 +114,35 @@ pub enum BenchCommand {
     /// nanoseconds per classification of a trace drawn from the set, with and without
     /// locality, of random packets, of established connections through the whole network
     /// function, beside one table per tuple and rule-by-rule evaluation.
+    /// The firewall network function (`vtnt fw run`) between a sender and a receiver in
+    /// namespaces, at each rule count, stateless and stateful: rule load time, RSS, the
+    /// packet rate of a many-flow trace drawn from the rules, repetitions with sd.
+    /// Needs root, iproute2 and ethtool.
+    Fw {
+        /// Rule counts to measure.
+        #[arg(
+            long,
+            value_delimiter = ',',
+            default_value = "0,1,10,100,1000,10000,100000,1000000"
+        )]
+        rules: Vec<usize>,
+        #[arg(long, default_value_t = 3)]
+        reps: usize,
+        /// Distinct flows (trace headers) replayed.
+        #[arg(long, default_value_t = 20_000)]
+        flows: usize,
+        /// Leave out the iptables baseline (needs iptables-restore).
+        #[arg(long)]
+        no_iptables: bool,
+        /// Packets sent per repetition.
+        #[arg(long, default_value_t = 200_000)]
+        packets: usize,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Print JSON rows instead of the table.
+        #[arg(long)]
+        json: bool,
+    },
     FwClassify {
         /// Rule counts to measure.
         #[arg(
@@ -324,6 +353,44 @@ pub fn run(cmd: BenchCommand) -> anyhow::Result<ExitCode> {
             lsp_ecmp,
             &set,
         ),
+        BenchCommand::Fw {
+            rules,
+            reps,
+            flows,
+            no_iptables,
+            packets,
+            seed,
+            json,
+        } => {
+            let dir = std::env::temp_dir().join(format!("vtnt-bench-fw-{}", std::process::id()));
+            let opts = vtnt_bench::fw_nf::NfOptions {
+                sizes: rules,
+                reps,
+                flows,
+                packets,
+                seed,
+                vtnt: std::env::current_exe()
+                    .map_err(|e| anyhow::anyhow!("finding the vtnt binary: {e}"))?,
+                dir: dir.clone(),
+                iptables: !no_iptables,
+            };
+            let rows = vtnt_bench::fw_nf::sweep(&opts, |r| {
+                eprintln!(
+                    "vtnt bench fw: {} at {} rules ({}) measured",
+                    r.nf,
+                    r.rules,
+                    if r.stateful { "stateful" } else { "stateless" }
+                )
+            });
+            let _ = std::fs::remove_dir_all(&dir);
+            let rows = rows?;
+            emit(
+                json,
+                serde_json::to_value(&rows)?,
+                vtnt_bench::fw_nf::table(&rows),
+            )?;
+            Ok(ExitCode::SUCCESS)
+        }
         BenchCommand::FwClassify {
             sizes,
             family,

@@ -1,8 +1,9 @@
 //! `vtnt fw ...`: the firewall's rule files. `check` reads and compiles one and says
 //! what it became (an error names file:line:column), `gen` draws a benchmark rule set
 //! (`vtnt_fw::gen`), `trace` draws packet headers that hit a rule file's rules, and
-//! `classify` measures the classifier on a rule file (`vtnt_bench::fw`). The work is in
-//! `vtnt-fw` and `vtnt-bench`; this module parses options and prints.
+//! `classify` measures the classifier on a rule file (`vtnt_bench::fw`), and `run` is
+//! the network function itself between two interfaces (`vtnt_fw_linux`). The work is in
+//! `vtnt-fw`, `vtnt-fw-linux` and `vtnt-bench`; this module parses options and prints.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -29,6 +30,9 @@ pub enum FwCommand {
     /// Measure the classifier on a rule file: load time, bytes per rule, nanoseconds
     /// per classification (`vtnt bench fw-classify` does it for generated sets).
     Classify(ClassifyArgs),
+    /// Run the firewall between two interfaces (a filtering bridge over AF_PACKET):
+    /// IPv4 classified at FORWARD, ARP passed, anything else dropped; until a signal.
+    Run(RunArgs),
 }
 
 /// A rule file's syntax.
@@ -133,6 +137,27 @@ pub struct ClassifyArgs {
     pub seed: u64,
 }
 
+#[derive(clap::Args)]
+pub struct RunArgs {
+    /// The rule file, loaded and compiled whole before the first packet.
+    #[arg(long)]
+    pub rules: PathBuf,
+    /// Its syntax.
+    #[arg(long, value_enum, default_value_t = SyntaxArg::Auto)]
+    pub format: SyntaxArg,
+    /// Refuse a rule file that needs more memory than this, read or compiled (bytes;
+    /// default: no limit).
+    #[arg(long)]
+    pub max_bytes: Option<usize>,
+    /// Connections tracked at most (the oldest is evicted for a new one).
+    #[arg(long, default_value_t = 65_536, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_conns: u32,
+    /// One side's interface.
+    pub if_in: String,
+    /// The other side's.
+    pub if_out: String,
+}
+
 /// Reads a rule file, naming the file, line and column of what is wrong.
 fn read(path: &Path, syntax: SyntaxArg, max_bytes: usize) -> anyhow::Result<(Ruleset, Format)> {
     let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
@@ -202,6 +227,7 @@ pub fn run(cmd: FwCommand) -> anyhow::Result<ExitCode> {
             write_out(a.output.as_deref(), &text)?;
             Ok(ExitCode::SUCCESS)
         }
+        FwCommand::Run(a) => run_nf(a),
         FwCommand::Classify(a) => {
             let text = std::fs::read_to_string(&a.file)
                 .with_context(|| format!("reading {}", a.file.display()))?;
@@ -287,4 +313,62 @@ fn check(a: CheckArgs) -> anyhow::Result<ExitCode> {
         println!("note: no FORWARD chain: forwarded packets are accepted");
     }
     Ok(ExitCode::SUCCESS)
+}
+
+fn run_nf(a: RunArgs) -> anyhow::Result<ExitCode> {
+    let max = a.max_bytes.unwrap_or(usize::MAX);
+    let t = Instant::now();
+    let (rules, _) = read(&a.rules, a.format, max)?;
+    let config = vtnt_fw::Config {
+        conntrack: vtnt_fw::CtConfig {
+            max: a.max_conns as usize,
+            ..Default::default()
+        },
+        compile: Options {
+            max_bytes: max,
+            ..Options::default()
+        },
+    };
+    let fw = vtnt_fw::Firewall::new(&rules, config)
+        .with_context(|| format!("compiling {}", a.rules.display()))?;
+    // the model as read is not needed once compiled: its memory goes back before the
+    // first packet (about as much again as the compiled rules)
+    drop(rules);
+    let s = fw.classifier().stats();
+    let loaded = t.elapsed();
+    let stop = crate::interrupt::catch()?;
+    let mut nf = vtnt_fw_linux::Nf::open(fw, &a.if_in, &a.if_out)?;
+    eprintln!(
+        "vtnt fw run: {} rules from {} loaded in {:.1} ms ({} bytes compiled); forwarding between {} and {}",
+        s.rules,
+        a.rules.display(),
+        loaded.as_secs_f64() * 1e3,
+        s.bytes,
+        a.if_in,
+        a.if_out
+    );
+    let result = nf.run(stop);
+    let c = nf.counters();
+    let f = nf.firewall_stats();
+    eprintln!(
+        "vtnt fw run: frames in {} from {}, {} from {}; forwarded {} (ARP {}); accepted {}, dropped {}, rejected {}, malformed {}; other ethertypes dropped {}, bad frames {}, send errors {}; connections {} live, {} created, {} evicted",
+        c.received[0],
+        a.if_in,
+        c.received[1],
+        a.if_out,
+        c.forwarded,
+        c.arp,
+        f.accepted,
+        f.dropped,
+        f.rejected,
+        f.malformed,
+        c.other,
+        c.malformed,
+        c.send_errors,
+        f.conntrack.live,
+        f.conntrack.created,
+        f.conntrack.evicted
+    );
+    result?;
+    Ok(crate::interrupt::exit_code().unwrap_or(ExitCode::SUCCESS))
 }

@@ -6,154 +6,14 @@
 //! each rule decided. Every packet stays in the three namespaces: the router's only
 //! route leads to the receiver, which forwards nothing.
 
-use std::io::Write;
-use std::net::{Ipv4Addr, SocketAddrV4};
-use std::os::fd::AsFd;
-use std::process::Stdio;
+use std::net::Ipv4Addr;
 
-use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 use vtnt_fw::gen::{self, Family, Header, RuleSpec, TraceSpec};
 use vtnt_fw::{print, Classifier, CtState, Hook, IfId, Options, Packet};
 use vtnt_netns::NetNs;
-use vtnt_wire::build::{self, Echo, IcmpError, Ip, Tcp, Udp};
 
-/// The three namespaces: sender (100.64.1.1) — router — receiver (100.64.2.2).
-struct Path {
-    sender: NetNs,
-    router: NetNs,
-    _receiver: NetNs,
-}
-
-fn path() -> Path {
-    let tag = vtnt_netns::unique_name("fwipt");
-    let sender = NetNs::create(&format!("{tag}-s")).unwrap();
-    let router = NetNs::create(&format!("{tag}-r")).unwrap();
-    let receiver = NetNs::create(&format!("{tag}-d")).unwrap();
-    for key in [
-        "net.ipv4.conf.all.rp_filter",
-        "net.ipv4.conf.default.rp_filter",
-    ] {
-        router.sysctl(key, "0").unwrap();
-    }
-    sender
-        .link("s0", "100.64.1.1/30", &router, "w0", "100.64.1.2/30")
-        .unwrap();
-    router
-        .link("l0", "100.64.2.1/30", &receiver, "r0", "100.64.2.2/30")
-        .unwrap();
-    for dev in ["w0", "l0"] {
-        router
-            .sysctl(&format!("net.ipv4.conf.{dev}.rp_filter"), "0")
-            .unwrap();
-    }
-    router.sysctl("net.ipv4.ip_forward", "1").unwrap();
-    sender
-        .ip(&["route", "add", "default", "via", "100.64.1.2"])
-        .unwrap();
-    router
-        .ip(&["route", "add", "default", "via", "100.64.2.2"])
-        .unwrap();
-    Path {
-        sender,
-        router,
-        _receiver: receiver,
-    }
-}
-
-/// The datagram of a trace header (TCP segments carry ACK).
-fn datagram(h: &Header) -> Vec<u8> {
-    let ip = Ip {
-        src: h.src,
-        dst: h.dst,
-        ttl: 64,
-        tos: 0,
-        ipid: 1,
-    };
-    let mut b = vec![0u8; 128];
-    let n = match h.proto {
-        6 => {
-            let t = Tcp {
-                sport: h.sport,
-                dport: h.dport,
-                seq: 1,
-                ack: 1,
-                flags: 0x10,
-                window: 64,
-            };
-            build::tcp(&mut b, &ip, &t).unwrap()
-        }
-        17 => {
-            let u = Udp {
-                sport: h.sport,
-                dport: h.dport,
-                payload: &[0; 4],
-                checksum: None,
-            };
-            build::udp(&mut b, &ip, &u).unwrap()
-        }
-        1 if matches!(h.sport, 0 | 8) => {
-            let e = Echo {
-                icmp_type: h.sport as u8,
-                ident: 1,
-                seq: 1,
-                payload: &[0; 4],
-                checksum: None,
-            };
-            let n = build::icmp_echo(&mut b, &ip, &e).unwrap();
-            b[21] = h.dport as u8; // the code, then the checksum again
-            b[22..24].fill(0);
-            let c = vtnt_wire::checksum::of(&b[20..n]);
-            b[22..24].copy_from_slice(&c.to_be_bytes());
-            n
-        }
-        1 => {
-            let quoted = [
-                0x45u8, 0, 0, 28, 0, 0, 0, 0, 64, 17, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2, 0, 1, 0, 2,
-                0, 8, 0, 0,
-            ];
-            let e = IcmpError {
-                icmp_type: h.sport as u8,
-                code: h.dport as u8,
-                original: &quoted,
-                quote_len: 28,
-                mpls: &[],
-            };
-            build::icmp_error(&mut b, &ip, &e).unwrap()
-        }
-        p => {
-            // another protocol: an IPv4 header and four bytes
-            let mut d = vec![0x45, 0, 0, 24, 0, 1, 0, 0, 64, p, 0, 0];
-            d.extend_from_slice(&h.src.octets());
-            d.extend_from_slice(&h.dst.octets());
-            let c = vtnt_wire::checksum::of(&d);
-            d[10..12].copy_from_slice(&c.to_be_bytes());
-            d.extend_from_slice(&[0; 4]);
-            return d;
-        }
-    };
-    b.truncate(n);
-    b
-}
-
-/// Sends `packets` from inside `ns` on a raw IPPROTO_RAW socket (our headers as they are).
-fn send_from(ns: &NetNs, packets: Vec<Vec<u8>>) {
-    let name = ns.name().to_string();
-    std::thread::spawn(move || {
-        let f = std::fs::File::open(format!("/run/netns/{name}")).unwrap();
-        nix::sched::setns(f.as_fd(), nix::sched::CloneFlags::CLONE_NEWNET).unwrap();
-        let s = Socket::new(Domain::IPV4, Type::RAW, Some(Protocol::from(255))).unwrap();
-        for (i, p) in packets.iter().enumerate() {
-            let dst = Ipv4Addr::new(p[16], p[17], p[18], p[19]);
-            s.send_to(p, &SockAddr::from(SocketAddrV4::new(dst, 0)))
-                .unwrap();
-            if i % 64 == 63 {
-                std::thread::sleep(std::time::Duration::from_millis(2));
-            }
-        }
-    })
-    .join()
-    .unwrap();
-}
+mod wire;
+use wire::{datagram, path, restore, send_from};
 
 /// `iptables-save -c`'s FORWARD counters: per rule, and the policy's.
 fn counters(router: &NetNs) -> (Vec<u64>, u64) {
@@ -197,25 +57,7 @@ fn iptables_counts_what_our_classifier_decides() {
         };
         let rules = gen::rules(&spec);
         let text = print::iptables_save(&rules).unwrap();
-        let mut restore = p
-            .router
-            .command("iptables-restore")
-            .stdin(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        restore
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(text.as_bytes())
-            .unwrap();
-        let out = restore.wait_with_output().unwrap();
-        assert!(
-            out.status.success(),
-            "iptables-restore: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        restore(&p.router, &text);
         // iptables prints our rules exactly as we wrote them
         let saved = String::from_utf8(
             p.router
@@ -286,7 +128,7 @@ fn iptables_counts_what_our_classifier_decides() {
                 None => want_policy += 1,
             }
         }
-        send_from(&p.sender, trace.iter().map(datagram).collect());
+        send_from(&p.sender, trace.iter().map(|h| datagram(h, 1)).collect());
         std::thread::sleep(std::time::Duration::from_millis(200));
         let (got, got_policy) = counters(&p.router);
         let sent = trace.len() as u64;

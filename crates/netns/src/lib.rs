@@ -1,8 +1,12 @@
 //! Network namespaces of our own for tests and benchmarks: [`NetNs`] creates one (loopback
 //! up) and deletes it on drop, even when a test fails; [`Chain`] builds a line of Linux
-//! routers joined by veth pairs; [`which`] finds the host tools, [`is_root`] is `vtnt-linux`'s. Everything sent inside stays inside: no test here or that
+//! routers joined by veth pairs; [`Bump`] puts a bridging network function between a
+//! sender and a receiver; [`which`] finds the host tools, [`is_root`] is `vtnt-linux`'s. Everything sent inside stays inside: no test here or that
 //! uses this crate reaches beyond the namespaces it made. Needs root and iproute2.
 
+mod bump;
+
+pub use bump::Bump;
 use std::process::{Command, Output};
 use std::sync::atomic::{AtomicU32, Ordering};
 pub use vtnt_linux::is_root;
@@ -118,16 +122,9 @@ impl NetNs {
         Ok(())
     }
 
-    /// Joins this namespace's `a_if` (address `a_cidr`) to `other`'s `b_if` (address
-    /// `b_cidr`) with a veth pair, both ends up.
-    pub fn link(
-        &self,
-        a_if: &str,
-        a_cidr: &str,
-        other: &NetNs,
-        b_if: &str,
-        b_cidr: &str,
-    ) -> Result<(), Error> {
+    /// Joins this namespace's `a_if` to `other`'s `b_if` with a veth pair, both ends up
+    /// and without addresses.
+    pub fn veth(&self, a_if: &str, other: &NetNs, b_if: &str) -> Result<(), Error> {
         self.ip(&[
             "link",
             "add",
@@ -140,10 +137,24 @@ impl NetNs {
             "netns",
             other.name(),
         ])?;
-        self.ip(&["addr", "add", a_cidr, "dev", a_if])?;
         self.ip(&["link", "set", a_if, "up"])?;
-        other.ip(&["addr", "add", b_cidr, "dev", b_if])?;
         other.ip(&["link", "set", b_if, "up"])?;
+        Ok(())
+    }
+
+    /// Joins this namespace's `a_if` (address `a_cidr`) to `other`'s `b_if` (address
+    /// `b_cidr`) with a veth pair, both ends up.
+    pub fn link(
+        &self,
+        a_if: &str,
+        a_cidr: &str,
+        other: &NetNs,
+        b_if: &str,
+        b_cidr: &str,
+    ) -> Result<(), Error> {
+        self.veth(a_if, other, b_if)?;
+        self.ip(&["addr", "add", a_cidr, "dev", a_if])?;
+        other.ip(&["addr", "add", b_cidr, "dev", b_if])?;
         Ok(())
     }
 

@@ -34,6 +34,7 @@
 //! a point within otherwise), repeated a Pareto-distributed number of times (shape 1,
 //! scale `locality`: 0 no repetition, 1 long bursts) for locality of reference.
 
+mod datagram;
 mod family;
 
 use alloc::vec::Vec;
@@ -49,6 +50,7 @@ use crate::rule::{
     Target,
 };
 
+pub use datagram::datagram;
 pub use family::Family;
 use family::{Ports, Weighted};
 

@@ -1,0 +1,455 @@
+//! `vtnt bench fw`: the firewall network function (`vtnt fw run`, a separate process)
+//! between a sender and a receiver in namespaces the bench makes ([`vtnt_netns::Bump`]),
+//! at each rule count, stateless and stateful apart. Rules are `vtnt fw gen`'s `fw`
+//! family with a pinned seed and policy ACCEPT (0 rules: everything passes, as with no
+//! firewall; the rules' own DROPs and REJECTs stop their share); the traffic is a trace drawn from the same rules
+//! (`vtnt fw trace`, no locality; for sets under 1,000 rules, from the 1,000-rule set of
+//! the same seed): `flows` distinct headers, i.e. as many concurrent
+//! flows, replayed round-robin from a raw socket as fast as the sender can, so that
+//! connection tracking cannot classify one flow once and coast. Per repetition: the
+//! rules' load time (read and compiled, as the NF reports it before its first packet),
+//! the NF's resident memory once loaded, and the packets per second that reach the
+//! receiver (counted by an AF_PACKET ring there) over the time the sender took.
+//!
+//! With `iptables`, each repetition also loads the same file with `iptables-restore`
+//! into the NF namespace made a Linux router (forwarding, host routes and permanent
+//! neighbours to both ends; our NF is not running then) and sends the same trace.
+//!
+//! Not yet here (docs/benchmarks.md says so): the nftables baseline, the iperf3 and
+//! request/response drivers, the container row.
+
+use std::io::{BufRead, BufReader};
+use std::net::{Ipv4Addr, SocketAddrV4};
+use std::os::fd::{AsFd, AsRawFd};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context};
+use serde::Serialize;
+use vtnt_fw::gen::{self, Family, RuleSpec, TraceSpec};
+use vtnt_fw::{print, Action};
+use vtnt_netns::{Bump, NetNs};
+
+/// Sets smaller than this are replayed a trace drawn from one of this size.
+const TRACE_RULES_MIN: usize = 1000;
+
+/// What `vtnt bench fw` measures.
+#[derive(Debug, Clone)]
+pub struct NfOptions {
+    pub sizes: Vec<usize>,
+    pub reps: usize,
+    /// Distinct headers (flows) in the replayed trace.
+    pub flows: usize,
+    /// Packets sent per repetition.
+    pub packets: usize,
+    pub seed: u64,
+    /// The `vtnt` binary that runs the NF.
+    pub vtnt: PathBuf,
+    /// Where the rule files go.
+    pub dir: PathBuf,
+    /// Also measure iptables in the NF namespace (as a router) with the same file.
+    pub iptables: bool,
+}
+
+/// One rule count in one mode, over the repetitions: (mean, sample sd).
+#[derive(Debug, Clone, Serialize)]
+pub struct NfRow {
+    pub rules: usize,
+    pub stateful: bool,
+    /// "vtnt" (our NF, a bridge) or "iptables" (the kernel's, the NF namespace a router).
+    pub nf: &'static str,
+    /// Load time (iptables: `iptables-restore`'s).
+    pub load_ms: (f64, f64),
+    pub rss_kib: (f64, f64),
+    /// Packets per second reaching the receiver.
+    pub pps: (f64, f64),
+    /// Of the packets sent, the share that reached the receiver.
+    pub delivered: (f64, f64),
+    /// Where it ran ("native": host namespaces).
+    pub runtime: &'static str,
+}
+
+fn enter(ns: &str) -> anyhow::Result<()> {
+    let f = std::fs::File::open(format!("/run/netns/{ns}"))
+        .with_context(|| format!("opening namespace {ns}"))?;
+    nix::sched::setns(f.as_fd(), nix::sched::CloneFlags::CLONE_NEWNET)
+        .with_context(|| format!("entering namespace {ns}"))
+}
+
+/// Sends `packets` of `datagrams` round-robin from inside `ns`; how long it took.
+fn send(ns: &NetNs, datagrams: Arc<Vec<Vec<u8>>>, packets: usize) -> anyhow::Result<Duration> {
+    let name = ns.name().to_string();
+    std::thread::spawn(move || -> anyhow::Result<Duration> {
+        enter(&name)?;
+        let fd = nix::sys::socket::socket(
+            nix::sys::socket::AddressFamily::Inet,
+            nix::sys::socket::SockType::Raw,
+            nix::sys::socket::SockFlag::empty(),
+            nix::sys::socket::SockProtocol::Raw,
+        )
+        .context("raw socket in the sender's namespace")?;
+        let t = Instant::now();
+        for i in 0..packets {
+            let d = &datagrams[i % datagrams.len()];
+            let dst = SocketAddrV4::new(Ipv4Addr::new(d[16], d[17], d[18], d[19]), 0);
+            let to = nix::sys::socket::SockaddrIn::from(dst);
+            while let Err(e) = nix::sys::socket::sendto(
+                fd.as_raw_fd(),
+                d,
+                &to,
+                nix::sys::socket::MsgFlags::empty(),
+            ) {
+                if e != nix::errno::Errno::ENOBUFS && e != nix::errno::Errno::EAGAIN {
+                    return Err(e).context("sending through the NF");
+                }
+            }
+        }
+        Ok(t.elapsed())
+    })
+    .join()
+    .map_err(|_| anyhow::anyhow!("the sender thread panicked"))?
+}
+
+/// Counts IPv4 frames arriving on r0 in `ns` until `stop` (and a quiet 50 ms).
+fn count(ns: &NetNs, stop: Arc<AtomicBool>) -> anyhow::Result<std::thread::JoinHandle<u64>> {
+    let name = ns.name().to_string();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let h = std::thread::spawn(move || {
+        let ring = enter(&name)
+            .and_then(|()| crate::capture::Ring::open("r0").context("a receive ring on r0"));
+        let mut ring = match ring {
+            Ok(r) => {
+                let _ = tx.send(Ok(()));
+                r
+            }
+            Err(e) => {
+                let _ = tx.send(Err(e));
+                return 0;
+            }
+        };
+        let mut n = 0u64;
+        loop {
+            let got = ring
+                .read(Duration::from_millis(50), |f| {
+                    if !f.outgoing && f.packet.first().is_some_and(|b| b >> 4 == 4) {
+                        n += 1;
+                    }
+                })
+                .unwrap_or(0);
+            if got == 0 && stop.load(Ordering::Relaxed) {
+                return n;
+            }
+        }
+    });
+    rx.recv().context("the receiver thread")??;
+    Ok(h)
+}
+
+fn rss_kib(pid: u32) -> anyhow::Result<f64> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
+    s.lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .context("no VmRSS")
+}
+
+/// The trace through whatever filters between sender and receiver now: (pps, share
+/// delivered).
+fn measure(b: &Bump, opts: &NfOptions, datagrams: &Arc<Vec<Vec<u8>>>) -> anyhow::Result<[f64; 2]> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let counter = count(&b.receiver, stop.clone())?;
+    let took = send(&b.sender, datagrams.clone(), opts.packets);
+    std::thread::sleep(Duration::from_millis(300));
+    stop.store(true, Ordering::Relaxed);
+    let arrived = counter.join().unwrap_or(0) as f64;
+    let took = took?;
+    Ok([arrived / took.as_secs_f64(), arrived / opts.packets as f64])
+}
+
+/// One repetition of our NF: (load ms, RSS KiB, pps, delivered share).
+fn rep(
+    b: &Bump,
+    opts: &NfOptions,
+    file: &Path,
+    datagrams: &Arc<Vec<Vec<u8>>>,
+) -> anyhow::Result<[f64; 4]> {
+    let mut nf =
+        b.nf.command(&opts.vtnt.display().to_string())
+            .args(["fw", "run", "--rules"])
+            .arg(file)
+            .args(["a0", "b0"])
+            .stderr(Stdio::piped())
+            .spawn()
+            .context("starting vtnt fw run")?;
+    let mut err = BufReader::new(nf.stderr.take().context("no stderr")?);
+    let mut line = String::new();
+    err.read_line(&mut line)?;
+    let load_ms: f64 = line
+        .split(" loaded in ")
+        .nth(1)
+        .and_then(|r| r.split(" ms").next())
+        .and_then(|v| v.parse().ok())
+        .with_context(|| format!("vtnt fw run did not start: {line}"))?;
+    let rss = rss_kib(nf.id())?;
+    let m = measure(b, opts, datagrams);
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(nf.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    );
+    let _ = nf.wait();
+    let [pps, delivered] = m?;
+    Ok([load_ms, rss, pps, delivered])
+}
+
+fn must(ns: &NetNs, program: &str, args: &[&str]) -> anyhow::Result<()> {
+    let out = ns.exec(program, args)?;
+    if !out.status.success() {
+        bail!(
+            "{program} {} in {}: {}",
+            args.join(" "),
+            ns.name(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(())
+}
+
+/// Turns the NF namespace into a Linux router for the iptables baseline (`on`), or
+/// back into a bare wire: forwarding, host routes to both ends with their MACs as
+/// permanent neighbours (no ARP of its own), and the sender's neighbour entry for the
+/// receiver pointing at the router instead of through the bridge.
+fn router(b: &Bump, on: bool) -> anyhow::Result<()> {
+    let mac = |ns: &NetNs, dev: &str| -> anyhow::Result<String> {
+        let out = ns.ip(&["-o", "link", "show", dev])?;
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let mut w = text.split_whitespace();
+        w.find(|x| *x == "link/ether");
+        w.next().map(str::to_string).context("no MAC")
+    };
+    let (n, s) = (&b.nf, &b.sender);
+    if on {
+        for k in ["net.ipv4.ip_forward", "net.ipv4.conf.all.rp_filter"] {
+            n.sysctl(k, if k.ends_with("forward") { "1" } else { "0" })?;
+        }
+        let (s0, r0) = (mac(s, "s0")?, mac(&b.receiver, "r0")?);
+        for (addr, dev, m) in [("100.64.5.1", "a0", &s0), ("100.64.5.2", "b0", &r0)] {
+            n.ip(&["route", "replace", &format!("{addr}/32"), "dev", dev])?;
+            n.ip(&[
+                "neigh",
+                "replace",
+                addr,
+                "lladdr",
+                m,
+                "dev",
+                dev,
+                "nud",
+                "permanent",
+            ])?;
+        }
+        n.ip(&[
+            "route",
+            "replace",
+            "default",
+            "via",
+            "100.64.5.2",
+            "dev",
+            "b0",
+        ])?;
+        let a0 = mac(n, "a0")?;
+        s.ip(&[
+            "neigh",
+            "replace",
+            "100.64.5.2",
+            "lladdr",
+            &a0,
+            "dev",
+            "s0",
+            "nud",
+            "permanent",
+        ])?;
+    } else {
+        n.sysctl("net.ipv4.ip_forward", "0")?;
+        let r0 = mac(&b.receiver, "r0")?;
+        s.ip(&[
+            "neigh",
+            "replace",
+            "100.64.5.2",
+            "lladdr",
+            &r0,
+            "dev",
+            "s0",
+            "nud",
+            "permanent",
+        ])?;
+    }
+    Ok(())
+}
+
+/// One repetition of iptables in the NF namespace, as a router: (restore ms, pps,
+/// delivered share).
+fn rep_iptables(
+    b: &Bump,
+    opts: &NfOptions,
+    file: &Path,
+    datagrams: &Arc<Vec<Vec<u8>>>,
+) -> anyhow::Result<[f64; 3]> {
+    let t = Instant::now();
+    let input = std::fs::File::open(file)?;
+    let out =
+        b.nf.command("iptables-restore")
+            .stdin(input)
+            .output()
+            .context("running iptables-restore")?;
+    if !out.status.success() {
+        bail!(
+            "iptables-restore: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    let load = t.elapsed().as_secs_f64() * 1e3;
+    let m = measure(b, opts, datagrams);
+    must(&b.nf, "iptables", &["-F", "FORWARD"])?;
+    must(&b.nf, "iptables", &["-P", "FORWARD", "ACCEPT"])?;
+    let [pps, delivered] = m?;
+    Ok([load, pps, delivered])
+}
+
+/// Measures every size, stateless then stateful; `each` hears of every row.
+pub fn sweep(opts: &NfOptions, mut each: impl FnMut(&NfRow)) -> anyhow::Result<Vec<NfRow>> {
+    if opts.reps == 0 || opts.flows == 0 || opts.packets == 0 {
+        bail!("--reps, --flows and --packets must be at least 1");
+    }
+    std::fs::create_dir_all(&opts.dir)
+        .with_context(|| format!("creating {}", opts.dir.display()))?;
+    let b = Bump::build("fwb", "100.64.5")?;
+    let mut rows = Vec::new();
+    for &size in &opts.sizes {
+        for stateful in [false, true] {
+            let spec = RuleSpec {
+                family: Family::Fw,
+                stateful,
+                policy: Action::Accept,
+                ..RuleSpec::new(size, opts.seed)
+            };
+            let rules = gen::rules(&spec);
+            let file = opts.dir.join(format!("fw-{size}-{stateful}.rules"));
+            std::fs::write(&file, print::iptables_save(&rules)?)
+                .with_context(|| format!("writing {}", file.display()))?;
+            // a set too small to draw many flows from gets the trace of a 1,000-rule set
+            // of the same seed (the same distribution)
+            let source = if size < TRACE_RULES_MIN {
+                gen::rules(&RuleSpec {
+                    family: Family::Fw,
+                    stateful,
+                    policy: Action::Accept,
+                    ..RuleSpec::new(TRACE_RULES_MIN, opts.seed)
+                })
+            } else {
+                rules
+            };
+            let trace = gen::trace(
+                &source,
+                &TraceSpec {
+                    packets: opts.flows,
+                    seed: opts.seed,
+                    locality: 0.0,
+                },
+            );
+            let datagrams: Arc<Vec<Vec<u8>>> = Arc::new(
+                (trace.iter().enumerate())
+                    .map(|(i, h)| gen::datagram(h, i as u16 | 1))
+                    .collect(),
+            );
+            if datagrams.is_empty() {
+                bail!("no trace could be drawn from the {size}-rule set");
+            }
+            let mut m: [Vec<f64>; 4] = Default::default();
+            let mut ipt: [Vec<f64>; 3] = Default::default();
+            for _ in 0..opts.reps {
+                for (v, x) in m.iter_mut().zip(rep(&b, opts, &file, &datagrams)?) {
+                    v.push(x);
+                }
+                if opts.iptables {
+                    router(&b, true)?;
+                    let r = rep_iptables(&b, opts, &file, &datagrams);
+                    router(&b, false)?;
+                    for (v, x) in ipt.iter_mut().zip(r?) {
+                        v.push(x);
+                    }
+                }
+            }
+            let _ = std::fs::remove_file(&file);
+            let ms = |v: &[f64]| vtnt_stats::mean_sd(v).unwrap_or((f64::NAN, f64::NAN));
+            let mut found = vec![NfRow {
+                rules: size,
+                stateful,
+                nf: "vtnt",
+                load_ms: ms(&m[0]),
+                rss_kib: ms(&m[1]),
+                pps: ms(&m[2]),
+                delivered: ms(&m[3]),
+                runtime: "native",
+            }];
+            if opts.iptables {
+                found.push(NfRow {
+                    nf: "iptables",
+                    load_ms: ms(&ipt[0]),
+                    rss_kib: (f64::NAN, f64::NAN),
+                    pps: ms(&ipt[1]),
+                    delivered: ms(&ipt[2]),
+                    ..found[0].clone()
+                });
+            }
+            for row in found {
+                each(&row);
+                rows.push(row);
+            }
+        }
+    }
+    Ok(rows)
+}
+
+/// The rows as a table, with each row's packet rate against the 0-rule row of its mode
+/// and filter, and a line per rule count with our rate against iptables'.
+pub fn table(rows: &[NfRow]) -> String {
+    let mut t = String::from(
+        "runtime  nf        rules      mode       load ms (sd)      RSS KiB (sd)       packets/s (sd)        of 0 rules  delivered\n",
+    );
+    for r in rows {
+        let base = rows
+            .iter()
+            .find(|z| z.rules == 0 && z.stateful == r.stateful && z.nf == r.nf)
+            .map_or(f64::NAN, |z| z.pps.0);
+        t.push_str(&format!(
+            "{:<8} {:<9} {:<10} {:<10} {:>8.1} ({:>6.1}) {:>9.0} ({:>6.0}) {:>10.0} ({:>8.0}) {:>10.1}% {:>9.1}%\n",
+            r.runtime,
+            r.nf,
+            r.rules,
+            if r.stateful { "stateful" } else { "stateless" },
+            r.load_ms.0,
+            r.load_ms.1,
+            r.rss_kib.0,
+            r.rss_kib.1,
+            r.pps.0,
+            r.pps.1,
+            100.0 * r.pps.0 / base,
+            100.0 * r.delivered.0
+        ));
+    }
+    for r in rows.iter().filter(|r| r.nf == "vtnt") {
+        if let Some(i) = (rows.iter())
+            .find(|z| z.nf == "iptables" && z.rules == r.rules && z.stateful == r.stateful)
+        {
+            t.push_str(&format!(
+                "vtnt / iptables at {} rules ({}): {:.2}x packets/s\n",
+                r.rules,
+                if r.stateful { "stateful" } else { "stateless" },
+                r.pps.0 / i.pps.0
+            ));
+        }
+    }
+    t
+}

@@ -1,0 +1,207 @@
+//! `vtnt fw run`, the firewall between two interfaces: the rules are read before any
+//! interface is opened (a bad file fails with file:line:col even when the interfaces do
+//! not exist), a missing interface is named, and a real run in namespaces (sender — NF —
+//! receiver) carries a TCP exchange only through its connection tracking (the SYN
+//! accepted by a rule, everything after it only as ESTABLISHED), resets a refused TCP
+//! connection (REJECT with tcp-reset), drops what no rule accepts, and on SIGTERM prints
+//! its counters and exits 143.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream, UdpSocket};
+use std::os::fd::AsFd;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use vtnt_netns::{Bump, NetNs};
+
+fn vtnt() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_vtnt"))
+}
+
+fn temp(name: &str, text: &str) -> std::path::PathBuf {
+    let p = std::env::temp_dir().join(format!("vtnt-fw-run-{}-{name}", std::process::id()));
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+const RULES: &str = "*filter
+:FORWARD DROP [0:0]
+-A FORWARD -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT
+-A FORWARD -p tcp -m tcp --dport 7000 -m conntrack --ctstate NEW -j ACCEPT
+-A FORWARD -p tcp -m tcp --dport 9 -j REJECT --reject-with tcp-reset
+COMMIT
+";
+
+#[test]
+fn rules_first_then_interfaces() {
+    let bad = temp(
+        "bad",
+        "*filter\n:FORWARD DROP [0:0]\n-A FORWARD -j LOG\nCOMMIT\n",
+    );
+    let o = vtnt()
+        .args([
+            "fw",
+            "run",
+            "--rules",
+            bad.to_str().unwrap(),
+            "nosuch0",
+            "nosuch1",
+        ])
+        .output()
+        .unwrap();
+    std::fs::remove_file(&bad).unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains(&format!("{}:3:", bad.display()))
+            && err.contains("target `LOG` is not supported"),
+        "{err}"
+    );
+
+    let good = temp("good", RULES);
+    let o = vtnt()
+        .args([
+            "fw",
+            "run",
+            "--rules",
+            good.to_str().unwrap(),
+            "lo",
+            "nosuch1",
+        ])
+        .output()
+        .unwrap();
+    std::fs::remove_file(&good).unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stderr),
+        "vtnt: error: interface nosuch1 does not exist in this network namespace\n"
+    );
+}
+
+/// Runs `f` on a thread inside namespace `ns`.
+fn inside<T: Send + 'static>(ns: &NetNs, f: impl FnOnce() -> T + Send + 'static) -> T {
+    let path = format!("/run/netns/{}", ns.name());
+    std::thread::spawn(move || {
+        let file = std::fs::File::open(path).unwrap();
+        nix::sched::setns(file.as_fd(), nix::sched::CloneFlags::CLONE_NEWNET).unwrap();
+        f()
+    })
+    .join()
+    .unwrap()
+}
+
+#[test]
+fn forwards_tracks_and_rejects_between_namespaces() {
+    vtnt_testkit::require_root!("ip", "ethtool");
+    let b = Bump::build("fwrun", "100.64.4").unwrap();
+    let (s, n, d) = (&b.sender, &b.nf, &b.receiver);
+    let listener = inside(d, || TcpListener::bind("100.64.4.2:7000").unwrap());
+    let echo = std::thread::spawn(move || {
+        let (mut c, _) = listener.accept().unwrap();
+        let mut b = [0u8; 5];
+        c.read_exact(&mut b).unwrap();
+        c.write_all(&b).unwrap();
+    });
+    let rules = temp("ns", RULES);
+    let mut nf = n
+        .command(env!("CARGO_BIN_EXE_vtnt"))
+        .args(["fw", "run", "--rules", rules.to_str().unwrap(), "a0", "b0"])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(nf.stderr.take().unwrap());
+    let mut line = String::new();
+    err.read_line(&mut line).unwrap();
+    std::fs::remove_file(&rules).unwrap();
+    assert!(
+        line.contains("3 rules from") && line.contains("forwarding between a0 and b0"),
+        "{line}"
+    );
+
+    let (echoed, refused, udp) = inside(s, || {
+        let t = Duration::from_secs(5);
+        let mut c = TcpStream::connect_timeout(&"100.64.4.2:7000".parse().unwrap(), t).unwrap();
+        c.set_read_timeout(Some(t)).unwrap();
+        c.write_all(b"hello").unwrap();
+        let mut b = [0u8; 5];
+        c.read_exact(&mut b).unwrap();
+        let refused = TcpStream::connect_timeout(&"100.64.4.2:9".parse().unwrap(), t)
+            .unwrap_err()
+            .kind();
+        let u = UdpSocket::bind("100.64.4.1:0").unwrap();
+        let udp = u.send_to(b"x", "100.64.4.2:53").is_ok();
+        std::thread::sleep(Duration::from_millis(200));
+        (b, refused, udp)
+    });
+    echo.join().unwrap();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(nf.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut err, &mut rest).unwrap();
+    let status = nf.wait().unwrap();
+    assert_eq!(&echoed, b"hello", "{rest}");
+    assert_eq!(refused, std::io::ErrorKind::ConnectionRefused, "{rest}");
+    assert!(udp);
+    // the SYN to port 9 rejected, the UDP datagram dropped by the policy
+    assert!(rest.contains(", rejected 1,"), "{rest}");
+    let dropped: u64 = rest
+        .split("; accepted ")
+        .nth(1)
+        .and_then(|r| r.split(", dropped ").nth(1))
+        .and_then(|r| r.split(',').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no dropped count in {rest}"));
+    assert!(dropped >= 1, "{rest}");
+    assert_eq!(status.code(), Some(143), "{rest}");
+}
+
+#[test]
+fn the_bench_measures_the_nf_at_a_tiny_size() {
+    vtnt_testkit::require_root!("ip", "ethtool", "iptables-restore");
+    let o = vtnt()
+        .args([
+            "bench",
+            "fw",
+            "--rules",
+            "0,10",
+            "--reps",
+            "2",
+            "--packets",
+            "3000",
+            "--flows",
+            "1000",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    let rows: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let rows = rows["report"].as_array().unwrap();
+    // 2 sizes, 2 modes, our NF and the iptables baseline
+    assert_eq!(rows.len(), 8, "{rows:?}");
+    for r in rows {
+        assert_eq!(r["runtime"], "native");
+        // 0 rules pass everything; 10 rules of the fw family stop few of the trace
+        assert!(r["delivered"][0].as_f64().unwrap() > 0.3, "{r}");
+        assert!(r["pps"][0].as_f64().unwrap() > 0.0, "{r}");
+        assert!(r["load_ms"][1].as_f64().unwrap().is_finite(), "{r}");
+        if r["nf"] == "vtnt" {
+            assert!(r["rss_kib"][0].as_f64().unwrap() > 1000.0, "{r}");
+        }
+    }
+    let key = |i: usize| {
+        let r = &rows[i];
+        (
+            r["rules"].as_u64(),
+            r["stateful"].as_bool(),
+            r["nf"].as_str(),
+        )
+    };
+    assert_eq!(key(0), (Some(0), Some(false), Some("vtnt")));
+    assert_eq!(key(1), (Some(0), Some(false), Some("iptables")));
+    assert_eq!(key(2), (Some(0), Some(true), Some("vtnt")));
+}

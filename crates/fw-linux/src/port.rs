@@ -1,0 +1,182 @@
+//! One interface of the network function: an AF_PACKET socket bound to it, promiscuous,
+//! non-blocking, that neither sees its own sends (`PACKET_IGNORE_OUTGOING`) nor frames of
+//! other interfaces (bound before it listens to any protocol).
+
+use std::ffi::CString;
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+
+use crate::Error;
+
+/// Receive buffer asked of the kernel per socket (it caps it at `rmem_max` unless root).
+const RCVBUF: libc::c_int = 4 << 20;
+
+#[derive(Debug)]
+pub struct Port {
+    pub name: String,
+    fd: OwnedFd,
+}
+
+fn last(what: &'static str, name: &str) -> Error {
+    Error::Socket {
+        what,
+        interface: name.into(),
+        source: io::Error::last_os_error(),
+    }
+}
+
+fn setsockopt<T>(fd: RawFd, level: libc::c_int, opt: libc::c_int, v: &T) -> libc::c_int {
+    // SAFETY: `v` points to a live `T` of the length passed.
+    unsafe {
+        libc::setsockopt(
+            fd,
+            level,
+            opt,
+            (v as *const T).cast(),
+            std::mem::size_of::<T>() as libc::socklen_t,
+        )
+    }
+}
+
+impl Port {
+    /// Opens `name` in the calling thread's network namespace.
+    pub fn open(name: &str) -> Result<Port, Error> {
+        let missing = || Error::NoInterface(name.into());
+        let c = CString::new(name).map_err(|_| missing())?;
+        // SAFETY: `c` is a NUL-terminated string that outlives the call.
+        let index = unsafe { libc::if_nametoindex(c.as_ptr()) };
+        if index == 0 {
+            return Err(missing());
+        }
+        // Protocol 0: the socket hears nothing until bound to the interface below.
+        // SAFETY: socket(2) takes no pointers; the descriptor is owned from here on.
+        let raw = unsafe {
+            libc::socket(
+                libc::AF_PACKET,
+                libc::SOCK_RAW | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
+                0,
+            )
+        };
+        if raw < 0 {
+            return Err(last("socket(AF_PACKET)", name));
+        }
+        // SAFETY: `raw` is a fresh descriptor nobody else owns.
+        let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+        let one: libc::c_int = 1;
+        if setsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_PACKET,
+            libc::PACKET_IGNORE_OUTGOING,
+            &one,
+        ) < 0
+        {
+            return Err(last("PACKET_IGNORE_OUTGOING", name));
+        }
+        // Best effort: a smaller buffer only drops more under bursts.
+        setsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_RCVBUFFORCE,
+            &RCVBUF,
+        );
+        // SAFETY: sockaddr_ll is plain data; all-zero is a valid value.
+        let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
+        sll.sll_family = libc::AF_PACKET as u16;
+        sll.sll_protocol = (libc::ETH_P_ALL as u16).to_be();
+        sll.sll_ifindex = index as i32;
+        // SAFETY: `sll` is a sockaddr_ll of the length passed.
+        let r = unsafe {
+            libc::bind(
+                fd.as_raw_fd(),
+                (&sll as *const libc::sockaddr_ll).cast(),
+                std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t,
+            )
+        };
+        if r < 0 {
+            return Err(last("bind", name));
+        }
+        let mreq = libc::packet_mreq {
+            mr_ifindex: index as i32,
+            mr_type: libc::PACKET_MR_PROMISC as u16,
+            mr_alen: 0,
+            mr_address: [0; 8],
+        };
+        if setsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_PACKET,
+            libc::PACKET_ADD_MEMBERSHIP,
+            &mreq,
+        ) < 0
+        {
+            return Err(last("PACKET_MR_PROMISC", name));
+        }
+        Ok(Port {
+            name: name.into(),
+            fd,
+        })
+    }
+
+    pub fn fd(&self) -> RawFd {
+        self.fd.as_raw_fd()
+    }
+
+    /// The next frame into `buf`: its length, or its whole length if longer than `buf`
+    /// (the caller drops it); `None` when none is waiting.
+    pub fn recv(&self, buf: &mut [u8]) -> io::Result<Option<usize>> {
+        // SAFETY: `buf` is writable for its length; MSG_TRUNC only changes the result.
+        let n = unsafe {
+            libc::recv(
+                self.fd.as_raw_fd(),
+                buf.as_mut_ptr().cast(),
+                buf.len(),
+                libc::MSG_TRUNC | libc::MSG_DONTWAIT,
+            )
+        };
+        if n >= 0 {
+            return Ok(Some(n as usize));
+        }
+        let e = io::Error::last_os_error();
+        match e.kind() {
+            io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted => Ok(None),
+            _ => Err(e),
+        }
+    }
+
+    /// Sends one whole Ethernet frame out of the interface.
+    pub fn send(&self, frame: &[u8]) -> io::Result<()> {
+        // SAFETY: `frame` is readable for its length; a bound packet socket needs no address.
+        let n = unsafe {
+            libc::send(
+                self.fd.as_raw_fd(),
+                frame.as_ptr().cast(),
+                frame.len(),
+                libc::MSG_DONTWAIT,
+            )
+        };
+        if n < 0 {
+            Err(io::Error::last_os_error())
+        } else {
+            Ok(())
+        }
+    }
+}
+
+/// Waits until one of `fds` is readable or `timeout_ms` passes; which are readable.
+pub fn poll(fds: [RawFd; 2], timeout_ms: i32) -> io::Result<[bool; 2]> {
+    let mut p = fds.map(|fd| libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    });
+    // SAFETY: `p` is an array of two pollfd, the count passed.
+    let n = unsafe { libc::poll(p.as_mut_ptr(), 2, timeout_ms) };
+    if n < 0 {
+        let e = io::Error::last_os_error();
+        return if e.kind() == io::ErrorKind::Interrupted {
+            Ok([false; 2])
+        } else {
+            Err(e)
+        };
+    }
+    Ok(p.map(|x| x.revents & (libc::POLLIN | libc::POLLERR) != 0))
+}
