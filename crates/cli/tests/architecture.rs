@@ -10,22 +10,8 @@ mod modules;
 #[path = "architecture/source.rs"]
 mod source;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::path::Path;
-
-/// Module circles known on main that other branches of issue 37 remove: (crate directory,
-/// parent module, the circle's modules). The lead empties this list after merging them; an
-/// entry that no longer matches a circle fails, so it cannot outlive its circle.
-const ALLOWED_CIRCLES: &[(&str, &str, &[&str])] = &[
-    ("kernel", "platform::vm", &["hvt", "time"]),
-    // vtnt-web (merged with issue 41's server): its server, live events, routes and
-    // pages reach each other; to be layered server < live < routes < pages.
-    (
-        "web",
-        "crate",
-        &["html", "live", "reports", "routes", "server"],
-    ),
-];
 
 /// Every crate's directory: `crates/NAME`, and `crates/GROUP/NAME` in a folder that
 /// groups crates (`crates/tender/`), sorted.
@@ -140,8 +126,7 @@ fn architecture_md_draws_the_real_import_graph() {
 
 #[test]
 fn no_crate_has_a_module_circle() {
-    let mut unexpected = Vec::new();
-    let mut matched = BTreeSet::new();
+    let mut found = Vec::new();
     for dir in crate_dirs() {
         let name = dir
             .strip_prefix(root().join("crates"))
@@ -150,32 +135,15 @@ fn no_crate_has_a_module_circle() {
             .unwrap_or_default()
             .to_string();
         for circle in modules::circles(&dir) {
-            let allowed = ALLOWED_CIRCLES.iter().position(|(c, parent, mods)| {
-                *c == name
-                    && *parent == circle.parent
-                    && circle.modules.iter().all(|m| mods.contains(&m.as_str()))
-            });
-            match allowed {
-                Some(i) => {
-                    matched.insert(i);
-                }
-                None => unexpected.push(format!(
-                    "crates/{name}: modules {:?} of {} import each other in a circle:\n    {}",
-                    circle.modules,
-                    circle.parent,
-                    circle.edges.join("\n    ")
-                )),
-            }
-        }
-    }
-    for (i, entry) in ALLOWED_CIRCLES.iter().enumerate() {
-        if !matched.contains(&i) {
-            unexpected.push(format!(
-                "ALLOWED_CIRCLES {entry:?} matches no circle: remove it"
+            found.push(format!(
+                "crates/{name}: modules {:?} of {} import each other in a circle:\n    {}",
+                circle.modules,
+                circle.parent,
+                circle.edges.join("\n    ")
             ));
         }
     }
-    assert!(unexpected.is_empty(), "{}", unexpected.join("\n"));
+    assert!(found.is_empty(), "{}", found.join("\n"));
 }
 
 /// Types named after a glossary word outside its owners that other branches of issue 37

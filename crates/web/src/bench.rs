@@ -72,7 +72,7 @@ fn pages(store: &Store, t: &Tenant) -> anyhow::Result<Vec<String>> {
         .iter()
         .map(|x| format!("{base}{x}"))
         .collect();
-    for (q, _) in crate::routes::QUESTIONS {
+    for (q, _) in crate::views::QUESTIONS {
         p.push(format!("{base}/questions/{q}"));
     }
     if let Some(r) = runs.first() {

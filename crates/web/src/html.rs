@@ -11,8 +11,7 @@ use vtnt_store::query::RunRow;
 use vtnt_store::views::{Campaign, PathView};
 use vtnt_store::Tenant;
 
-use crate::reports::Listing;
-use crate::routes::{Answer, FleetView, QuestionView, TracesView, QUESTIONS};
+use crate::views::{Answer, FleetView, Listing, QuestionView, TracesView, QUESTIONS};
 
 const CSS: &str = "body{font:14px/1.4 sans-serif;margin:0;color:#222}\
 nav{background:#234;padding:6px 12px}nav a{color:#fff;margin-right:14px;text-decoration:none}\

@@ -1,14 +1,21 @@
 //! `vtnt serve`: the results store and a fleet's live events as small server-rendered
 //! pages, every one also JSON at `/api/...`, per authenticated tenant (docs/serve.md).
 //!
-//! - [`auth`]: tenants' tokens, signed with their fleet nkeys.
+//! The modules in layers, each naming only those below it (no circle;
+//! `crates/cli/tests/architecture.rs` checks it), and [`serve`] here puts them together:
+//!
 //! - [`server`]: the accept loop and what one client may take (connections, header size
-//!   and time, SSE streams, query time).
-//! - [`routes`]: the pages and their JSON, the tenant of each request checked.
-//! - [`html`]: the pages' markup and their SVG (paths, bars).
+//!   and time, SSE streams, query time); it serves whatever router it is given.
+//! - [`auth`]: tenants' tokens, signed with their fleet nkeys.
+//! - `views`: what the pages show, each a serialisable value (its JSON), and the live
+//!   events.
+//! - `html`: the views' markup and their SVG (paths, bars).
+//! - `state`: what every handler shares, the tenant a request proves, the answer as JSON
+//!   or a page.
 //! - [`live`]: a fleet's results into the store and its events to the pages (SSE).
 //! - [`reports`]: a benchmark report directory, read-only.
-//! - [`bench`]: every page's load time (`vtnt bench serve`).
+//! - `routes`: the router and the pages' handlers.
+//! - [`bench`]: every page's load time (`vtnt bench serve`), a client of [`serve`].
 //!
 //! Imports: `vtnt-store` (every answer), `vtnt-fleet` (the connection, streams and keys).
 
@@ -19,12 +26,30 @@ pub mod live;
 pub mod reports;
 mod routes;
 pub mod server;
+mod state;
+mod views;
 
+use anyhow::Context;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-pub use server::{serve, Bound};
+pub use server::Bound;
+
+/// Serves `bound` until the process ends, on a runtime of its own: the shared state, the
+/// fleet followed for each tenant, and the router, in the accept loop.
+pub fn serve(bound: Bound) -> anyhow::Result<()> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("starting the server's runtime")?;
+    rt.block_on(async move {
+        let state = state::State::new(bound.config().clone());
+        live::start(&state);
+        server::run(bound, routes::router(state)).await
+    })
+}
 
 /// What one client may take.
 #[derive(Debug, Clone)]

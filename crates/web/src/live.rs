@@ -16,46 +16,14 @@ use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
-use serde::Serialize;
 use tokio::sync::broadcast;
 use vtnt_fleet::controller::NodeView;
-use vtnt_fleet::{Connect, JobSummary};
+use vtnt_fleet::Connect;
 use vtnt_store::Tenant;
 
-use crate::routes::{self, Fail, State};
 use crate::server::Peer;
-
-/// One live event of a tenant.
-#[derive(Debug, Clone, Serialize)]
-#[serde(tag = "kind", rename_all = "kebab-case")]
-pub enum LiveEvent {
-    /// A job's summary, as its agent sent it.
-    Job(JobSummary),
-    /// A result record as it arrived.
-    Result {
-        job: String,
-        node: Option<String>,
-        /// `trace` or `ping` (scamper's `type`).
-        record: Option<String>,
-        dst: Option<String>,
-    },
-    /// The store filed a batch: its running totals.
-    Stored {
-        messages: u64,
-        traces: u64,
-        pings: u64,
-    },
-}
-
-impl LiveEvent {
-    fn name(&self) -> &'static str {
-        match self {
-            LiveEvent::Job(_) => "job",
-            LiveEvent::Result { .. } => "result",
-            LiveEvent::Stored { .. } => "stored",
-        }
-    }
-}
+use crate::state::{self, Fail, State};
+use crate::views::LiveEvent;
 
 /// Starts following the fleet for every tenant (nothing without `--fleet`).
 pub fn start(state: &State) {
@@ -213,14 +181,14 @@ pub async fn events(
     peer: Option<Extension<Peer>>,
     Path(tenant): Path<String>,
 ) -> Response {
-    let t = match routes::authorised(&state, &headers, Some(&tenant)) {
+    let t = match state::authorised(&state, &headers, Some(&tenant)) {
         Ok(t) => t,
-        Err(f) => return routes::fail(&uri, f),
+        Err(f) => return state::fail(&uri, f),
     };
-    let ip = routes::peer(&peer);
+    let ip = state::peer(&peer);
     let max = state.0.config.limits.streams_per_client;
     let Some(slot) = state.0.streams.take(ip, max) else {
-        return routes::fail(
+        return state::fail(
             &uri,
             Fail(
                 StatusCode::TOO_MANY_REQUESTS,
@@ -229,7 +197,7 @@ pub async fn events(
         );
     };
     let Some(live) = state.0.live.get(t.as_str()) else {
-        return routes::fail(
+        return state::fail(
             &uri,
             Fail(StatusCode::NOT_FOUND, format!("no events of {t}")),
         );

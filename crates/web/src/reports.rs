@@ -8,24 +8,18 @@ use std::path::{Component, Path as FsPath, PathBuf};
 use axum::extract::{Path, State as AxState};
 use axum::http::{header, HeaderMap, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
-use serde::Serialize;
 
-use crate::routes::{self, Fail, State};
+use crate::state::{self, Fail, State};
+use crate::views::Listing;
 
 /// The largest file served.
 const MAX_FILE: u64 = 64 << 20;
 /// Files a listing shows at most.
 const MAX_LISTED: usize = 2000;
 
-#[derive(Debug, Serialize)]
-pub struct Listing {
-    /// Paths relative to the directory, sorted.
-    pub files: Vec<String>,
-}
-
 /// The report directory, after the request's token is checked.
 fn root(state: &State, headers: &HeaderMap) -> Result<PathBuf, Fail> {
-    routes::authorised(state, headers, None)?;
+    state::authorised(state, headers, None)?;
     let dir = state.0.config.reports.as_ref().ok_or_else(|| {
         Fail(
             StatusCode::NOT_FOUND,
@@ -40,12 +34,12 @@ fn root(state: &State, headers: &HeaderMap) -> Result<PathBuf, Fail> {
 pub async fn index(AxState(state): AxState<State>, headers: HeaderMap, uri: Uri) -> Response {
     let dir = match root(&state, &headers) {
         Ok(d) => d,
-        Err(f) => return routes::fail(&uri, f),
+        Err(f) => return state::fail(&uri, f),
     };
     let mut files = Vec::new();
     walk(&dir, &dir, &mut files, 0);
     files.sort();
-    routes::give(&uri, &Listing { files }, crate::html::reports)
+    state::give(&uri, &Listing { files }, crate::html::reports)
 }
 
 fn walk(root: &FsPath, dir: &FsPath, out: &mut Vec<String>, depth: usize) {
@@ -117,7 +111,7 @@ pub async fn file(
 ) -> Response {
     let dir = match root(&state, &headers) {
         Ok(d) => d,
-        Err(f) => return routes::fail(&uri, f),
+        Err(f) => return state::fail(&uri, f),
     };
     let full = match resolve(&dir, &rel) {
         Ok(f) => f,
@@ -126,12 +120,12 @@ pub async fn file(
                 true => StatusCode::NOT_FOUND,
                 false => StatusCode::BAD_REQUEST,
             };
-            return routes::fail(&uri, Fail(status, why));
+            return state::fail(&uri, Fail(status, why));
         }
     };
     let size = std::fs::metadata(&full).map(|m| m.len()).unwrap_or(0);
     if size > MAX_FILE {
-        return routes::fail(
+        return state::fail(
             &uri,
             Fail(
                 StatusCode::PAYLOAD_TOO_LARGE,
@@ -141,7 +135,7 @@ pub async fn file(
     }
     let body = match tokio::fs::read(&full).await {
         Ok(b) => b,
-        Err(e) => return routes::fail(&uri, Fail(StatusCode::NOT_FOUND, format!("`{rel}`: {e}"))),
+        Err(e) => return state::fail(&uri, Fail(StatusCode::NOT_FOUND, format!("`{rel}`: {e}"))),
     };
     let markdown = full.extension().is_some_and(|e| e == "md") && uri.query() != Some("raw");
     if markdown {

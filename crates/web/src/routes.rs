@@ -1,185 +1,26 @@
-//! The pages and their JSON: each view is one handler that computes one serialisable
-//! answer and gives it as JSON under `/api/t/<tenant>/...` or as a page under
-//! `/t/<tenant>/...` (the same value, so a page never shows what its JSON lacks). The
-//! tenant in the path must be the one the request proves ([`crate::auth`]): none is 401,
-//! another is 403.
-
-use std::collections::{BTreeMap, HashMap};
-use std::sync::Arc;
+//! The router and the pages' handlers: each view is one handler that computes one
+//! serialisable answer ([`crate::views`]) and gives it as JSON under `/api/t/<tenant>/...`
+//! or as a page under `/t/<tenant>/...` ([`crate::state::Want`]). The tenant in the path
+//! must be the one the request proves ([`crate::state::allowed`]).
 
 use axum::extract::rejection::QueryRejection;
-use axum::extract::{Extension, Path, Query, State as AxState};
+use axum::extract::{Path, Query, State as AxState};
 use axum::http::{header, HeaderMap, StatusCode, Uri};
 use axum::response::{Html, IntoResponse, Redirect, Response};
 use axum::routing::get;
 use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
-use tokio::sync::broadcast;
-use vtnt_store::query::{Filter, RunRow, TraceRow};
-use vtnt_store::questions::{LsrCount, TunnelCount};
+use vtnt_store::query::{Filter, RunRow};
 use vtnt_store::{Store, Tenant};
 
-use crate::auth::{self, TenantKey};
-use crate::live::LiveEvent;
-use crate::server::{Counter, Peer, Pool, QueryError};
-use crate::{html, Config};
+use crate::state::{allowed, who, Fail, State, Want};
+use crate::views::{Answer, FleetView, QuestionView, TracesView, QUESTIONS};
+use crate::{auth, html};
 
 /// Traces one list shows at most.
 pub const TRACES_SHOWN: u32 = 500;
 /// Jobs the fleet page lists.
 pub const JOBS_SHOWN: u32 = 50;
-
-/// What every handler shares.
-#[derive(Clone)]
-pub struct State(pub Arc<Inner>);
-
-pub struct Inner {
-    pub config: Config,
-    pub pool: Arc<Pool>,
-    pub streams: Counter,
-    /// Per tenant: its live events and its fleet connection (once made).
-    pub live: HashMap<String, Live>,
-}
-
-pub struct Live {
-    pub events: broadcast::Sender<LiveEvent>,
-    pub fleet: tokio::sync::RwLock<Option<Arc<vtnt_fleet::Fleet>>>,
-}
-
-impl State {
-    pub fn new(config: Config) -> State {
-        let tenants: Vec<Tenant> = match config.tenants.is_empty() {
-            true => vec![Tenant::local()],
-            false => config.tenants.iter().map(|k| k.tenant.clone()).collect(),
-        };
-        let live = tenants
-            .into_iter()
-            .map(|t| {
-                let live = Live {
-                    events: broadcast::channel(256).0,
-                    fleet: tokio::sync::RwLock::new(None),
-                };
-                (t.as_str().to_string(), live)
-            })
-            .collect();
-        State(Arc::new(Inner {
-            pool: Arc::new(Pool::new(&config.store, config.limits.queries)),
-            streams: Counter::default(),
-            live,
-            config,
-        }))
-    }
-
-    fn keys(&self) -> &[TenantKey] {
-        &self.0.config.tenants
-    }
-
-    /// Runs a query within the limits.
-    async fn query<T: Send + 'static>(
-        &self,
-        f: impl FnOnce(&Store) -> vtnt_store::Result<T> + Send + 'static,
-    ) -> Result<T, Fail> {
-        self.0
-            .pool
-            .run(self.0.config.limits.query_time, f)
-            .await
-            .map_err(|e| match e {
-                QueryError::Timeout => Fail(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    format!(
-                        "the query ran past {} s and was stopped; narrow it (a filter)",
-                        self.0.config.limits.query_time.as_secs_f64()
-                    ),
-                ),
-                QueryError::Store(vtnt_store::StoreError::Invalid(m)) => {
-                    Fail(StatusCode::BAD_REQUEST, m)
-                }
-                QueryError::Store(e) => Fail(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
-            })
-    }
-}
-
-/// A request refused or failed: its status and what to say.
-#[derive(Debug)]
-pub struct Fail(pub StatusCode, pub String);
-
-impl IntoResponse for Fail {
-    fn into_response(self) -> Response {
-        (self.0, Json(serde_json::json!({ "error": self.1 }))).into_response()
-    }
-}
-
-/// JSON or a page, by the path (`/api/...`).
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub enum Want {
-    Json,
-    Page,
-}
-
-impl Want {
-    fn of(uri: &Uri) -> Want {
-        match uri.path().starts_with("/api/") {
-            true => Want::Json,
-            false => Want::Page,
-        }
-    }
-
-    /// `v` as JSON, or as the page `render` makes of it.
-    fn give<T: Serialize>(self, v: &T, render: impl FnOnce(&T) -> String) -> Response {
-        match self {
-            Want::Json => Json(v).into_response(),
-            Want::Page => Html(render(v)).into_response(),
-        }
-    }
-
-    fn fail(self, f: Fail) -> Response {
-        match self {
-            Want::Json => f.into_response(),
-            Want::Page => (f.0, Html(html::error(f.0, &f.1))).into_response(),
-        }
-    }
-}
-
-/// The token a request carries: `Authorization: Bearer`, else the cookie.
-fn token(headers: &HeaderMap) -> Option<&str> {
-    if let Some(v) = headers.get(header::AUTHORIZATION) {
-        return v.to_str().ok()?.strip_prefix("Bearer ").map(str::trim);
-    }
-    headers
-        .get_all(header::COOKIE)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(';'))
-        .find_map(|c| c.trim().strip_prefix(auth::COOKIE)?.strip_prefix('='))
-}
-
-/// The tenant the request proves (401 when none).
-fn who(state: &State, headers: &HeaderMap) -> Result<Tenant, Fail> {
-    if state.keys().is_empty() {
-        return Ok(Tenant::local());
-    }
-    let t = token(headers).ok_or_else(|| {
-        Fail(
-            StatusCode::UNAUTHORIZED,
-            "no token: log in at /login, or send `Authorization: Bearer TOKEN` (`vtnt serve \
-             token` makes one)"
-                .into(),
-        )
-    })?;
-    auth::verify(t, state.keys()).map_err(|why| Fail(StatusCode::UNAUTHORIZED, why.into()))
-}
-
-/// The tenant of the path, if the request proves it (403 for another's).
-fn allowed(state: &State, headers: &HeaderMap, path_tenant: &str) -> Result<Tenant, Fail> {
-    let t = who(state, headers)?;
-    if t.as_str() != path_tenant {
-        return Err(Fail(
-            StatusCode::FORBIDDEN,
-            format!("tenant {t} may not see tenant {path_tenant}'s data"),
-        ));
-    }
-    Ok(t)
-}
 
 pub fn router(state: State) -> Router {
     let mut r = Router::new()
@@ -283,18 +124,6 @@ async fn static_file(Path(file): Path<String>) -> Response {
     }
 }
 
-/// The fleet page: the tenant's nodes (from the fleet, when the server follows one), its
-/// newest jobs with their outcomes and times, and what the store holds.
-#[derive(Debug, Serialize)]
-pub struct FleetView {
-    pub tenant: Tenant,
-    pub counts: BTreeMap<String, u64>,
-    /// `None`: this server follows no fleet.
-    pub nodes: Option<Vec<vtnt_fleet::controller::NodeView>>,
-    pub nodes_error: Option<String>,
-    pub jobs: Vec<vtnt_store::views::JobRow>,
-}
-
 async fn fleet(
     AxState(state): AxState<State>,
     headers: HeaderMap,
@@ -392,14 +221,6 @@ fn filter(q: Result<Query<Filter>, QueryRejection>) -> Result<Filter, Fail> {
     Ok(f)
 }
 
-/// A list of traces, the first [`TRACES_SHOWN`] of those a filter selects.
-#[derive(Debug, Serialize)]
-pub struct TracesView {
-    pub filter: Filter,
-    pub limit: u32,
-    pub traces: Vec<TraceRow>,
-}
-
 async fn traces(
     AxState(state): AxState<State>,
     headers: HeaderMap,
@@ -450,32 +271,6 @@ async fn path(
         html::path,
     )
     .await
-}
-
-/// The researchers' questions, by the name of their page.
-pub const QUESTIONS: &[(&str, &str)] = &[
-    ("tunnels-per-as", "Tunnels per AS of their ingress"),
-    ("tunnels-per-vendor", "Tunnels per vendor of their ingress"),
-    (
-        "classes-per-vantage-point",
-        "Tunnel classes per vantage point",
-    ),
-    ("revealed-lsrs-per-as", "Revealed LSRs per AS"),
-];
-
-/// One question's answer.
-#[derive(Debug, Serialize)]
-#[serde(untagged)]
-pub enum Answer {
-    Tunnels(Vec<TunnelCount>),
-    Lsrs(Vec<LsrCount>),
-}
-
-#[derive(Debug, Serialize)]
-pub struct QuestionView {
-    pub question: String,
-    pub filter: Filter,
-    pub answer: Answer,
 }
 
 async fn questions(
@@ -569,35 +364,4 @@ async fn diff(
         html::diff,
     )
     .await
-}
-
-/// The tenant a request proves (of the path's tenant, when given), for the other
-/// modules' handlers.
-pub fn authorised(
-    state: &State,
-    headers: &HeaderMap,
-    tenant: Option<&str>,
-) -> Result<Tenant, Fail> {
-    match tenant {
-        Some(t) => allowed(state, headers, t),
-        None => who(state, headers),
-    }
-}
-
-/// The client's address.
-pub fn peer(p: &Option<Extension<Peer>>) -> std::net::IpAddr {
-    p.as_ref().map_or(
-        std::net::Ipv4Addr::LOCALHOST.into(),
-        |Extension(Peer(a))| a.ip(),
-    )
-}
-
-/// Fails a request as JSON or as a page, by its path.
-pub fn fail(uri: &Uri, f: Fail) -> Response {
-    Want::of(uri).fail(f)
-}
-
-/// Gives `v` as JSON or the page `render` makes of it, by the path.
-pub fn give<T: Serialize>(uri: &Uri, v: &T, render: impl FnOnce(&T) -> String) -> Response {
-    Want::of(uri).give(v, render)
 }

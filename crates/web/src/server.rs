@@ -144,29 +144,22 @@ impl Bound {
         Ok(Bound { listener, config })
     }
 
+    /// How it is to be served.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
     /// The address it listens on (a port of 0 made concrete).
     pub fn local_addr(&self) -> std::net::SocketAddr {
         self.listener.local_addr().unwrap_or(self.config.listen)
     }
 }
 
-/// Serves `bound` until the process ends, on a runtime of its own.
-pub fn serve(bound: Bound) -> anyhow::Result<()> {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .context("starting the server's runtime")?;
-    rt.block_on(run(bound))
-}
-
-async fn run(bound: Bound) -> anyhow::Result<()> {
+/// Serves `app` on `bound`'s listener until the process ends, within its limits.
+pub async fn run(bound: Bound, app: axum::Router) -> anyhow::Result<()> {
     let Bound { listener, config } = bound;
     let limits = config.limits.clone();
     let listener = TcpListener::from_std(listener)?;
-    let state = crate::routes::State::new(config);
-    crate::live::start(&state);
-    let app = crate::routes::router(state.clone());
     let all = Arc::new(Semaphore::new(limits.connections));
     let per_client = Counter::default();
     loop {

@@ -1,8 +1,8 @@
 //! The virtual-machine platform: one image that boots two ways.
 //!
 //! - PVH ([`rust_start`]: QEMU, Firecracker): virtio-net found on PCI or virtio-mmio
-//!   ([`discover`], [`virtio`]), the TSC calibrated and the local APIC timer for `hlt`
-//!   ([`time`]), QEMU's debug console or COM1 ([`console`]).
+//!   ([`discover`], [`virtio`]), the TSC calibrated ([`time`]) and the local APIC timer for
+//!   `hlt` ([`idle`]), QEMU's debug console or COM1 ([`console`]).
 //! - Our own monitor ([`rust_start_hvt`]: `vtnt-monitor`, hypercalls only, privilege
 //!   level 3; see [`hvt`]).
 //!
@@ -17,6 +17,7 @@ pub mod console;
 pub mod discover;
 pub mod hal;
 pub mod hvt;
+pub mod idle;
 pub mod memory;
 pub mod pvclock;
 pub mod time;
@@ -30,7 +31,8 @@ use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use vtnt_abi::exit::Status;
 use vtnt_record::Instant;
 
-pub use time::{now, wait_until, wakes_on_frames};
+pub use idle::{wait_until, wakes_on_frames};
+pub use time::now;
 
 /// Rust entry point of a PVH boot (QEMU, Firecracker), called by the boot code in long
 /// mode with the PVH start-info address.
@@ -86,7 +88,7 @@ fn boot(info: &dyn BootInfo, long_mode_tsc: u64, monitor_tsc_hz: Option<Option<u
         );
     };
     crate::platform::steps::mark(crate::platform::steps::Step::Clock);
-    let idle = time::init_idle();
+    let idle = idle::init();
     crate::platform::steps::mark(crate::platform::steps::Step::Idle);
     let Some(heap_range) = memory::choose(info) else {
         fail!(

@@ -6,18 +6,15 @@
 //! KVM's paravirtual clock (kvmclock: the host's TSC-to-nanoseconds scale, read once),
 //! and otherwise a measurement of the TSC against PIT channel 0 over [`PIT_WINDOW_TICKS`]
 //! (about 2 ms: the one source that costs boot time, so KVM guests avoid it).
-//! No frequency is ever assumed: without a source, boot fails with an error.
+//! No frequency is ever assumed: without a source, boot fails with an error. Under
+//! `vtnt-monitor` the monitor's TSC frequency replaces the calibration.
 //!
-//! Waiting: [`init_idle`] sets up the IDT and the local APIC timer; [`wait_until`] then
-//! halts the CPU (`sti; hlt`) until a deadline, so a waiting guest costs its host almost
-//! nothing. Without a local APIC it degrades to one busy-poll turn. Under `vtnt-monitor`
-//! the monitor waits instead (one hypercall, which also returns when a frame arrives),
-//! and its TSC frequency replaces the calibration.
+//! The clock is the bottom of the platform's time: waiting until a deadline (which needs
+//! the monitor's hypercalls, themselves timestamped with [`now`]) is `super::idle`'s.
 
 use super::arch::x86_64::boot::boot_tsc;
 use super::arch::x86_64::io::{cpuid, inb, outb, rdtsc, wrmsr};
-use super::arch::x86_64::{apic, interrupts};
-use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicU64, Ordering};
 pub use vtnt_record::Instant;
 
 /// PIT input clock in Hz.
@@ -29,8 +26,6 @@ pub const PIT_WINDOW_TICKS: u32 = 2386;
 static US_PER_TICK_FP: AtomicU64 = AtomicU64::new(0);
 /// The TSC frequency in Hz.
 static TSC_HZ: AtomicU64 = AtomicU64::new(0);
-/// Whether [`wait_until`] may halt (a local APIC timer is armed to wake us).
-static HALTS: AtomicBool = AtomicBool::new(false);
 
 /// Where the TSC frequency came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -95,57 +90,15 @@ pub fn now() -> Instant {
     tsc_to_instant(rdtsc())
 }
 
+/// TSC ticks per microsecond (at least 1).
+pub fn tsc_per_us() -> u64 {
+    (TSC_HZ.load(Ordering::Relaxed) / 1_000_000).max(1)
+}
+
 /// The TSC value at guest time `t` (the inverse of [`tsc_to_instant`]).
 pub fn instant_to_tsc(t: Instant) -> u64 {
     let hz = TSC_HZ.load(Ordering::Relaxed) as u128;
     boot_tsc().saturating_add((t.as_micros() as u128 * hz / 1_000_000) as u64)
-}
-
-/// Installs the IDT and sets up the local APIC timer so [`wait_until`] can halt. Call
-/// after [`calibrate`]. Returns the idle mechanism's name (`tsc-deadline`, `one-shot`,
-/// or `spin` without a local APIC; `monitor-poll` under `vtnt-monitor`, which waits for
-/// us and needs neither).
-pub fn init_idle() -> &'static str {
-    if super::hvt::active() {
-        return "monitor-poll";
-    }
-    interrupts::init();
-    match apic::init() {
-        Some(mode) => {
-            HALTS.store(true, Ordering::Relaxed);
-            mode.name()
-        }
-        None => "spin",
-    }
-}
-
-/// Whether [`wait_until`] also returns when a frame arrives (under `vtnt-monitor`), so
-/// callers need not poll the NIC while they expect one.
-pub fn wakes_on_frames() -> bool {
-    super::hvt::active()
-}
-
-/// Waits until guest time `deadline` or an earlier interrupt, whichever comes first
-/// (callers loop and re-check their conditions). The CPU halts meanwhile; without a
-/// local APIC this is one busy-poll turn.
-pub fn wait_until(deadline: Instant) {
-    if super::hvt::active() {
-        let left = deadline.as_micros().saturating_sub(now().as_micros());
-        if left > 0 {
-            super::hvt::poll(left.saturating_mul(1000));
-        }
-        return;
-    }
-    if !HALTS.load(Ordering::Relaxed) {
-        core::hint::spin_loop();
-        return;
-    }
-    if now() >= deadline {
-        return;
-    }
-    let tsc_per_us = (TSC_HZ.load(Ordering::Relaxed) / 1_000_000).max(1);
-    apic::arm(instant_to_tsc(deadline), tsc_per_us);
-    interrupts::halt();
 }
 
 fn from_cpuid15() -> Option<u64> {
