@@ -161,7 +161,7 @@ async fn agent(o: AgentOptions) -> anyhow::Result<()> {
         runtimes
             .iter()
             .map(|rt| rt.build_image(&build))
-            .collect::<anyhow::Result<Vec<_>>>()
+            .collect::<vtnt_runtimes::Result<Vec<_>>>()
     })
     .await
     .context("preparing the images")??;

@@ -9,7 +9,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use anyhow::Context;
+use crate::error::{BoxError, Error, Result};
 
 use crate::cgroup::Cgroup;
 use crate::drivers::{install, Kind};
@@ -92,11 +92,11 @@ pub fn deploy(
     url: &str,
     engine: Option<&docker::Engine>,
     net: &Network,
-) -> anyhow::Result<Deployed> {
+) -> Result<Deployed> {
     deploy_from(
         rt,
         image,
-        &|file| crate::server::fetch(url, file),
+        &|file| Ok(crate::server::fetch(url, file)?),
         engine,
         net,
     )
@@ -107,25 +107,26 @@ pub fn deploy(
 pub fn deploy_from(
     rt: Runtime,
     image: &ImageInfo,
-    fetch: &dyn Fn(&Path) -> anyhow::Result<u64>,
+    fetch: &dyn Fn(&Path) -> std::result::Result<u64, BoxError>,
     engine: Option<&docker::Engine>,
     net: &Network,
-) -> anyhow::Result<Deployed> {
+) -> Result<Deployed> {
     let net = net.attach(rt)?;
     let dir = TempDir::new(&format!("deploy-{}", rt.name()))?;
     let file = dir.path().join(
         image
             .path
             .file_name()
-            .context("image without a file name")?,
+            .ok_or_else(|| Error::Image("image without a file name".into()))?,
     );
-    fetch(&file).with_context(|| format!("fetching the {} image", rt.name()))?;
+    fetch(&file).map_err(|source| Error::Fetch {
+        runtime: rt.name(),
+        source,
+    })?;
     if let Some(pin) = &image.pin {
-        pin.verify(&file).with_context(|| {
-            format!(
-                "the {} image as fetched differs from what this host's artifacts.toml pins",
-                rt.name()
-            )
+        pin.verify(&file).map_err(|source| Error::Pinned {
+            runtime: rt.name(),
+            source,
         })?;
     }
     let kind = install(rt, file, dir.path(), engine)?;
@@ -139,7 +140,7 @@ pub fn deploy_from(
 
 impl Deployed {
     /// Starts one instance.
-    pub fn start(&self, spec: &InstanceSpec) -> anyhow::Result<Instance> {
+    pub fn start(&self, spec: &InstanceSpec) -> Result<Instance> {
         let rel = match &spec.cgroup_parent {
             Some(p) => format!("{p}/i{}", spec.index),
             None => format!(
@@ -378,8 +379,11 @@ impl Instance {
     }
 
     /// Waits for the instance to finish (killing it after `timeout`), sampling memory.
-    pub fn wait(&mut self, timeout: Duration) -> anyhow::Result<RunOutput> {
-        let mut child = self.child.take().context("instance already waited for")?;
+    pub fn wait(&mut self, timeout: Duration) -> Result<RunOutput> {
+        let mut child = self
+            .child
+            .take()
+            .ok_or_else(|| Error::Runtime("instance already waited for".into()))?;
         let t0 = child.started();
         let mut samples = Vec::new();
         let mut ksm_max = 0;
@@ -396,13 +400,12 @@ impl Instance {
         let (stdout, stderr, code, elapsed, accelerator) = match child {
             // `Supervised::wait` counts `timeout` from the start, as the loop above did.
             Running::Process(p) => {
-                let fin: Finished = p.wait(timeout).map_err(anyhow::Error::new).map_err(|e| {
-                    match &self.cleanup {
-                        Cleanup::Docker { client, name } => {
-                            e.context(format!("container state: {}", client.state(name)))
-                        }
-                        _ => e,
-                    }
+                let fin: Finished = p.wait(timeout).map_err(|e| match &self.cleanup {
+                    Cleanup::Docker { client, name } => Error::Context {
+                        what: format!("container state: {}", client.state(name)),
+                        source: Box::new(e.into()),
+                    },
+                    _ => e.into(),
                 })?;
                 match self.runtime.entry().driver {
                     Driver::Vm => (
@@ -446,10 +449,10 @@ impl Instance {
                 if !m.finished() {
                     // its VMM is in the instance's group
                     self.cgroup.kill_all(Duration::from_secs(5));
-                    anyhow::bail!(
-                        "the vTNT microVM did not finish within {:.0} s",
-                        timeout.as_secs_f64()
-                    );
+                    return Err(Error::TimedOut {
+                        what: "the vTNT microVM".into(),
+                        timeout,
+                    });
                 }
                 let fin = m.wait()?;
                 first_probe = fin.spawn_to_first_probe;

@@ -8,7 +8,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use anyhow::Context;
+use crate::error::{Error, IoContext, Result};
 use serde_json::json;
 
 use crate::cgroup::Cgroup;
@@ -22,7 +22,7 @@ use crate::spec::InstanceSpec;
 pub const IMAGE_NAME: &str = "vtnt-oci-bundle.tar";
 
 /// Builds the bundle tarball (`rootfs/vtnt` + directories) in the image cache.
-pub fn build_image(opts: &BuildOptions) -> anyhow::Result<ImageInfo> {
+pub fn build_image(opts: &BuildOptions) -> Result<ImageInfo> {
     let bin = paths::static_vtnt()?;
     let dst = paths::images_dir()?.join(IMAGE_NAME);
     let stale = opts.rebuild
@@ -35,8 +35,7 @@ pub fn build_image(opts: &BuildOptions) -> anyhow::Result<ImageInfo> {
         for d in ["proc", "dev", "sys", "tmp", "etc"] {
             std::fs::create_dir_all(rootfs.join(d))?;
         }
-        std::fs::copy(&bin, rootfs.join("vtnt"))
-            .with_context(|| format!("copying {}", bin.display()))?;
+        std::fs::copy(&bin, rootfs.join("vtnt")).doing(|| format!("copying {}", bin.display()))?;
         std::fs::write(rootfs.join("etc/hostname"), "vtnt\n")?;
         let tarball = dst.with_extension("tmp");
         paths::run_cmd(
@@ -62,7 +61,7 @@ pub fn build_image(opts: &BuildOptions) -> anyhow::Result<ImageInfo> {
 }
 
 /// Unpacks the bundle into `dir`; returns the rootfs.
-pub fn install(tarball: &Path, dir: &Path) -> anyhow::Result<PathBuf> {
+pub fn install(tarball: &Path, dir: &Path) -> Result<PathBuf> {
     paths::run_cmd(
         Command::new("tar")
             .arg("-C")
@@ -71,11 +70,12 @@ pub fn install(tarball: &Path, dir: &Path) -> anyhow::Result<PathBuf> {
             .arg(tarball),
     )?;
     let rootfs = dir.join("rootfs");
-    anyhow::ensure!(
-        rootfs.join("vtnt").is_file(),
-        "{} holds no rootfs/vtnt",
-        tarball.display()
-    );
+    if !(rootfs.join("vtnt").is_file()) {
+        return Err(Error::Image(format!(
+            "{} holds no rootfs/vtnt",
+            tarball.display()
+        )));
+    };
     Ok(rootfs)
 }
 
@@ -131,7 +131,7 @@ pub fn start(
     net: &Attached,
     spec: &InstanceSpec,
     cgroup: &Cgroup,
-) -> anyhow::Result<(Supervised, String, PathBuf)> {
+) -> Result<(Supervised, String, PathBuf)> {
     let job = crate::guest::guest_job(&spec.job, "-");
     let input = job.input()?;
     let mut args = vec!["/vtnt".to_string()];
@@ -149,13 +149,16 @@ pub fn run(
     netns: Option<&Path>,
     cgroup: &Cgroup,
     input: Option<std::fs::File>,
-) -> anyhow::Result<(Supervised, String, PathBuf)> {
+) -> Result<(Supervised, String, PathBuf)> {
     let runc = paths::need("runc", "runc")?;
     let id = paths::unique("vtnt");
     let bundle = dir.join(format!("bundle-{id}"));
     std::fs::create_dir_all(&bundle)?;
     let cfg = config(rootfs, args, netns, &format!("/{}/c", cgroup.rel()));
-    std::fs::write(bundle.join("config.json"), serde_json::to_vec_pretty(&cfg)?)?;
+    let config_json = bundle.join("config.json");
+    let bytes =
+        serde_json::to_vec_pretty(&cfg).doing(|| format!("writing {}", config_json.display()))?;
+    std::fs::write(&config_json, bytes).doing(|| format!("writing {}", config_json.display()))?;
     let root = paths::run_dir()?.join("runc");
     let mut cmd = cgroup.wrap(&runc.display().to_string());
     cmd.arg("--root")
