@@ -211,6 +211,7 @@ pub fn bench_deploy(args: &BenchDeployArgs) -> anyhow::Result<Report> {
                 images.push((rt, im));
             }
             Err(e) => {
+                let e = anyhow::Error::new(e);
                 eprintln!("vtnt bench deploy: skipping {}: {e:#}", rt.name());
                 r.skipped = Some(format!("{e:#}"));
             }

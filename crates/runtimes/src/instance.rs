@@ -102,6 +102,28 @@ pub fn deploy(
     )
 }
 
+/// Fetches `rt`'s image into `file` with `fetch` and checks it against `pin`:
+/// [`Error::Fetch`] if the fetcher failed, [`Error::Pinned`] if the file is not the one
+/// pinned.
+pub(crate) fn fetch_checked(
+    rt: Runtime,
+    file: &Path,
+    pin: Option<&vtnt_artifacts::Pin>,
+    fetch: &dyn Fn(&Path) -> std::result::Result<u64, BoxError>,
+) -> Result<()> {
+    fetch(file).map_err(|source| Error::Fetch {
+        runtime: rt.name(),
+        source,
+    })?;
+    if let Some(pin) = pin {
+        pin.verify(file).map_err(|source| Error::Pinned {
+            runtime: rt.name(),
+            source,
+        })?;
+    }
+    Ok(())
+}
+
 /// [`deploy`], the image fetched by `fetch` (it writes the file it is given and returns
 /// the bytes written): an image server's or another store's.
 pub fn deploy_from(
@@ -119,16 +141,7 @@ pub fn deploy_from(
             .file_name()
             .ok_or_else(|| Error::Image("image without a file name".into()))?,
     );
-    fetch(&file).map_err(|source| Error::Fetch {
-        runtime: rt.name(),
-        source,
-    })?;
-    if let Some(pin) = &image.pin {
-        pin.verify(&file).map_err(|source| Error::Pinned {
-            runtime: rt.name(),
-            source,
-        })?;
-    }
+    fetch_checked(rt, &file, image.pin.as_ref(), fetch)?;
     let kind = install(rt, file, dir.path(), engine)?;
     Ok(Deployed {
         runtime: rt,

@@ -17,7 +17,11 @@ fn a_fetched_image_that_differs_from_its_pin_is_refused() {
     let image = match Runtime::Native.build_image(&BuildOptions::default()) {
         Ok(i) => i,
         Err(e) => {
-            vtnt_testkit::skip_or_fail(vtnt_testkit::test_name!(), &format!("{:#}", anyhow::Error::new(e)), None);
+            vtnt_testkit::skip_or_fail(
+                vtnt_testkit::test_name!(),
+                &format!("{:#}", anyhow::Error::new(e)),
+                None,
+            );
             return;
         }
     };
@@ -39,7 +43,13 @@ fn a_fetched_image_that_differs_from_its_pin_is_refused() {
     .err()
     .expect("an altered image is refused");
     assert!(
-        matches!(&err, Error::Pinned { runtime: "native", .. }),
+        matches!(
+            &err,
+            Error::Pinned {
+                runtime: "native",
+                ..
+            }
+        ),
         "{err:?}"
     );
     let err = format!("{:#}", anyhow::Error::new(err));
