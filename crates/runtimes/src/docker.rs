@@ -274,12 +274,12 @@ impl Engine {
         let (lab, netns) = match lab {
             Some(lab) => {
                 let netns = PathBuf::from("/run/netns").join(lab);
-                if !(netns.exists()) {
+                if !netns.exists() {
                     return Err(Error::Lab(format!(
                         "lab `{lab}` is not running (no {}): `vtnt lab up --name {lab}`",
                         netns.display()
                     )));
-                };
+                }
                 (lab.to_string(), netns)
             }
             None => {

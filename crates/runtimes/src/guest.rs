@@ -147,12 +147,12 @@ impl VmAttach {
         let (net, len) = self.prefix.split_once('/').ok_or_else(bad)?;
         let len: u8 = len.parse().map_err(|_| bad())?;
         let base = net.parse().map_err(|_| bad())?;
-        if !((8..=30).contains(&len)) {
+        if !(8..=30).contains(&len) {
             return Err(Error::Lab(format!(
                 "lab prefix {}: expected /8 to /30",
                 self.prefix
             )));
-        };
+        }
         Ok((base, len))
     }
 }

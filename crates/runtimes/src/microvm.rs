@@ -100,9 +100,9 @@ pub fn start(
             gateway: t.gateway.to_string(),
         },
         Attached::Host => {
-            return Err(Error::Network(format!(
-                "the unikernel reaches a network through a lab or a TAP device"
-            )))
+            return Err(Error::Network(
+                "the unikernel reaches a network through a lab or a TAP device".into(),
+            ))
         }
     };
     let mut run = RunSpec::new(spec.job.clone(), job_net);

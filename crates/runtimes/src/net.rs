@@ -142,20 +142,16 @@ impl Network {
     pub fn check(&self, runtime: Runtime) -> Result<()> {
         match self {
             Network::Lab(_) => Ok(()),
-            Network::Host if runtime.has_nic() => {
-                return Err(Error::Network(format!(
-                    "--net host: the {} runtime has a NIC of its own; attach it with \
+            Network::Host if runtime.has_nic() => Err(Error::Network(format!(
+                "--net host: the {} runtime has a NIC of its own; attach it with \
                  tap:IFACE,ip=ADDR/LEN,gw=GATEWAY",
-                    runtime.name()
-                )))
-            }
+                runtime.name()
+            ))),
             Network::Host => Ok(()),
-            Network::Tap(_) if !runtime.has_nic() => {
-                return Err(Error::Network(format!(
-                    "--net tap: the {} runtime has no NIC of its own; use --net host",
-                    runtime.name()
-                )))
-            }
+            Network::Tap(_) if !runtime.has_nic() => Err(Error::Network(format!(
+                "--net tap: the {} runtime has no NIC of its own; use --net host",
+                runtime.name()
+            ))),
             Network::Tap(t) => check_tap(t),
         }
     }
@@ -173,10 +169,9 @@ fn ip_json(netns: Option<&str>, args: &[&str]) -> Result<serde_json::Value> {
         .output()
         .doing(|| "running ip (iproute2)".into())?;
     if !out.status.success() {
-        return Err(Error::Network(format!(
-            "{}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        )));
+        return Err(Error::Network(
+            String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        ));
     }
     serde_json::from_slice(&out.stdout).doing(|| "reading ip's JSON".into())
 }

@@ -48,15 +48,15 @@ static SCOPE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
 /// `<dir>/<name>`, instance cgroups go under [`cgroup_parent`], containers carry the label
 /// [`scope_label`]; `crate::scope::clean` removes it all. Once per process.
 pub fn enter_scope(name: &str) -> Result<()> {
-    if !(!name.is_empty()
-        && name
+    if name.is_empty()
+        || !name
             .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_'))
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
     {
         return Err(Error::Scope(format!(
             "scope `{name}`: letters, digits, `-` and `_` only"
         )));
-    };
+    }
     SCOPE.set(name.to_string()).map_err(|_| {
         Error::Scope(format!(
             "this process is already in scope `{}`",

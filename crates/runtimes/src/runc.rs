@@ -70,12 +70,12 @@ pub fn install(tarball: &Path, dir: &Path) -> Result<PathBuf> {
             .arg(tarball),
     )?;
     let rootfs = dir.join("rootfs");
-    if !(rootfs.join("vtnt").is_file()) {
+    if !rootfs.join("vtnt").is_file() {
         return Err(Error::Image(format!(
             "{} holds no rootfs/vtnt",
             tarball.display()
         )));
-    };
+    }
     Ok(rootfs)
 }
 

@@ -72,12 +72,12 @@ pub fn clean(name: &str) -> Result<Cleaned> {
     for dir in [run, work] {
         if dir.exists() {
             crate::docker::unmount_below(&dir);
-            if !(!crate::docker::mounted_below(&dir)) {
+            if crate::docker::mounted_below(&dir) {
                 return Err(Error::Scope(format!(
                     "{}: something is still mounted below it",
                     dir.display()
                 )));
-            };
+            }
             std::fs::remove_dir_all(&dir).doing(|| format!("removing {}", dir.display()))?;
             done.dirs += 1;
         }

@@ -219,12 +219,12 @@ pub fn install(tarball: &Path, dir: &Path) -> Result<PathBuf> {
             .arg(tarball),
     )?;
     for f in ["disk.qcow2", "vmlinuz", "initrd.img"] {
-        if !(d.join(f).is_file()) {
+        if !d.join(f).is_file() {
             return Err(Error::Image(format!(
                 "the VM box {} has no {f}",
                 tarball.display()
             )));
-        };
+        }
     }
     Ok(d)
 }
