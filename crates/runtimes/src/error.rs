@@ -166,59 +166,6 @@ impl<T, E: Into<Error>> Context<T> for std::result::Result<T, E> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::path::Path;
-
-    /// A deploy whose fetcher fails and one whose image is not the one pinned: the same
-    /// call, two errors a caller (the fleet's agent, a test) tells apart by variant.
-    #[test]
-    fn a_failed_fetch_and_an_unpinned_image_are_told_apart() {
-        let dir = std::env::temp_dir().join(format!("vtnt-rterr-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let pinned = dir.join("pinned");
-        std::fs::write(&pinned, b"the image as built").unwrap();
-        let pin = vtnt_artifacts::Pin::of(&pinned).unwrap();
-        let fetched = dir.join("fetched");
-        let failing = |_: &Path| -> std::result::Result<u64, BoxError> {
-            Err("image `vtnt-static` from the fleet's object store: no such object".into())
-        };
-        let altered = |dst: &Path| -> std::result::Result<u64, BoxError> {
-            std::fs::write(dst, b"an altered image")?;
-            Ok(16)
-        };
-        let fetch = |f: &dyn Fn(&Path) -> std::result::Result<u64, BoxError>| {
-            crate::instance::fetch_checked(crate::Runtime::Native, &fetched, Some(&pin), f)
-        };
-        let e = fetch(&failing).unwrap_err();
-        assert!(
-            matches!(
-                e,
-                Error::Fetch {
-                    runtime: "native",
-                    ..
-                }
-            ),
-            "{e:?}"
-        );
-        assert_eq!(
-            format!("{:#}", anyhow::Error::new(e)),
-            "fetching the native image: image `vtnt-static` from the fleet's object store: no such object"
-        );
-        let e = fetch(&altered).unwrap_err();
-        assert!(
-            matches!(
-                e,
-                Error::Pinned {
-                    runtime: "native",
-                    ..
-                }
-            ),
-            "{e:?}"
-        );
-        assert!(format!("{:#}", anyhow::Error::new(e)).starts_with(
-            "the native image as fetched differs from what this host's artifacts.toml pins: "
-        ));
-        let _ = std::fs::remove_dir_all(&dir);
-    }
 
     /// vtnt-measure's timeout passes through transparently, so a walk of the chain (what
     /// `vtnt_measure::proc::retry_once_on_timeout` does) does not see it; `timed_out` does,

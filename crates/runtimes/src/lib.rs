@@ -30,7 +30,9 @@
 //!   [`spec`] (what to start), [`runtime`], [`job`], [`paths`], [`debian`] and
 //!   `vtnt-measure`, never [`instance`] or this root;
 //! - [`server`] uses [`runtime`]; [`debian`] uses [`paths`]; [`spec`] uses [`job`];
-//!   [`runtime`], [`job`] and [`paths`] use no other module.
+//!   [`runtime`], [`job`] and [`paths`] use no other module but `error` ([`Error`], what
+//!   every module returns: variants a caller matches on, texts as users read them; print
+//!   one with its causes as `anyhow`'s `{:#}` does), which uses none.
 //!
 //! ```no_run
 //! use vtnt_runtimes::{Runtime, RunOptions};
