@@ -63,7 +63,7 @@ fn bootstrap(name: &str, include: Option<&str>, rebuild: bool) -> Result<PathBuf
     let _ = std::fs::remove_file(&stamp);
     let tmp = base.join(format!("{name}.tmp"));
     let _ = std::fs::remove_dir_all(&tmp);
-    std::fs::create_dir_all(&base)?;
+    std::fs::create_dir_all(&base).doing(|| format!("creating {}", base.display()))?;
     let suite = suite();
     tracing::info!(
         suite = %suite,
@@ -127,7 +127,7 @@ pub fn link_tree(src: &Path, dst: &Path) -> Result<()> {
 pub fn put_file(path: &Path, bytes: &[u8], mode: u32) -> Result<()> {
     use std::os::unix::fs::PermissionsExt;
     if let Some(d) = path.parent() {
-        std::fs::create_dir_all(d)?;
+        std::fs::create_dir_all(d).doing(|| format!("creating {}", d.display()))?;
     }
     match std::fs::remove_file(path) {
         Ok(()) => {}

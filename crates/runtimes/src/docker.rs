@@ -65,7 +65,8 @@ pub fn build_image(opts: &BuildOptions, flavor: Flavor) -> Result<ImageInfo> {
             }
             Flavor::Scratch => {
                 for d in ["proc", "dev", "sys", "etc", "tmp"] {
-                    std::fs::create_dir_all(root.join(d))?;
+                    std::fs::create_dir_all(root.join(d))
+                        .doing(|| format!("creating {}", root.join(d).display()))?;
                 }
                 std::fs::copy(&bin, root.join("vtnt"))
                     .doing(|| "copying vtnt into the rootfs".into())?;
@@ -293,7 +294,7 @@ impl Engine {
         let lab = lab.as_str();
         let dir = paths::run_dir()?.join(format!("docker-{lab}"));
         let roots = data_roots(&paths::work_dir()?, lab);
-        std::fs::create_dir_all(&dir)?;
+        std::fs::create_dir_all(&dir).doing(|| format!("creating {}", dir.display()))?;
         let sock = dir.join("docker.sock");
         let host = format!("unix://{}", sock.display());
         let mut client = Client {

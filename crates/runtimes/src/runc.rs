@@ -33,7 +33,8 @@ pub fn build_image(opts: &BuildOptions) -> Result<ImageInfo> {
         let tmp = paths::TempDir::new("runc-build")?;
         let rootfs = tmp.path().join("rootfs");
         for d in ["proc", "dev", "sys", "tmp", "etc"] {
-            std::fs::create_dir_all(rootfs.join(d))?;
+            std::fs::create_dir_all(rootfs.join(d))
+                .doing(|| format!("creating {}", rootfs.join(d).display()))?;
         }
         std::fs::copy(&bin, rootfs.join("vtnt")).doing(|| format!("copying {}", bin.display()))?;
         std::fs::write(rootfs.join("etc/hostname"), "vtnt\n")?;
@@ -153,7 +154,7 @@ pub fn run(
     let runc = paths::need("runc", "runc")?;
     let id = paths::unique("vtnt");
     let bundle = dir.join(format!("bundle-{id}"));
-    std::fs::create_dir_all(&bundle)?;
+    std::fs::create_dir_all(&bundle).doing(|| format!("creating {}", bundle.display()))?;
     let cfg = config(rootfs, args, netns, &format!("/{}/c", cgroup.rel()));
     let config_json = bundle.join("config.json");
     let bytes =

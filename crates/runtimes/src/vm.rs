@@ -129,7 +129,7 @@ pub fn build_image(opts: &BuildOptions) -> Result<ImageInfo> {
             0o644,
         )?;
         let wants = root.join("etc/systemd/system/multi-user.target.wants");
-        std::fs::create_dir_all(&wants)?;
+        std::fs::create_dir_all(&wants).doing(|| format!("creating {}", wants.display()))?;
         let link = wants.join("vtnt-job.service");
         let _ = std::fs::remove_file(&link);
         std::os::unix::fs::symlink("/etc/systemd/system/vtnt-job.service", &link)?;
@@ -140,7 +140,7 @@ pub fn build_image(opts: &BuildOptions) -> Result<ImageInfo> {
         )?;
         debian::put_file(&root.join("etc/hostname"), b"vtnt-vm\n", 0o644)?;
         let boot = tmp.path().join("box");
-        std::fs::create_dir_all(&boot)?;
+        std::fs::create_dir_all(&boot).doing(|| format!("creating {}", boot.display()))?;
         for (prefix, name) in [("vmlinuz-", "vmlinuz"), ("initrd.img-", "initrd.img")] {
             let f = newest(&root.join("boot"), prefix)?;
             std::fs::copy(&f, boot.join(name)).doing(|| format!("copying {}", f.display()))?;
@@ -210,7 +210,7 @@ fn newest(dir: &Path, prefix: &str) -> Result<PathBuf> {
 /// Unpacks a fetched box into `dir`; returns the directory holding its files.
 pub fn install(tarball: &Path, dir: &Path) -> Result<PathBuf> {
     let d = dir.join("box");
-    std::fs::create_dir_all(&d)?;
+    std::fs::create_dir_all(&d).doing(|| format!("creating {}", d.display()))?;
     paths::run_cmd(
         Command::new("tar")
             .arg("-C")
