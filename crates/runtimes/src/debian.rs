@@ -95,7 +95,7 @@ fn bootstrap(name: &str, include: Option<&str>, rebuild: bool) -> Result<PathBuf
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::rename(&tmp, &dir)
         .doing(|| format!("moving {} to {}", tmp.display(), dir.display()))?;
-    std::fs::write(&stamp, "")?;
+    std::fs::write(&stamp, "").doing(|| format!("writing {}", stamp.display()))?;
     Ok(dir)
 }
 
@@ -135,7 +135,8 @@ pub fn put_file(path: &Path, bytes: &[u8], mode: u32) -> Result<()> {
         Err(e) => return Err(e).doing(|| format!("replacing {}", path.display())),
     }
     std::fs::write(path, bytes).doing(|| format!("writing {}", path.display()))?;
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
+        .doing(|| format!("chmod {mode:o} {}", path.display()))?;
     Ok(())
 }
 

@@ -78,8 +78,10 @@ pub fn build_image(opts: &BuildOptions, flavor: Flavor) -> Result<ImageInfo> {
         paths::run_cmd(Command::new("gzip").arg("-6").arg(&tar))?;
         let tmp_dst = dst.with_extension("part");
         std::fs::rename(tar.with_extension("tar.gz"), &tmp_dst)
-            .or_else(|_| std::fs::copy(tar.with_extension("tar.gz"), &tmp_dst).map(|_| ()))?;
-        std::fs::rename(&tmp_dst, dst)?;
+            .or_else(|_| std::fs::copy(tar.with_extension("tar.gz"), &tmp_dst).map(|_| ()))
+            .doing(|| format!("moving the gzipped tarball to {}", tmp_dst.display()))?;
+        std::fs::rename(&tmp_dst, dst)
+            .doing(|| format!("moving {} to {}", tmp_dst.display(), dst.display()))?;
         image.set_size(raw)?;
     }
     Ok(ImageInfo {
@@ -329,7 +331,8 @@ impl Engine {
             }
             return Err(Error::Runtime(format!("a vtnt docker engine (pid {pid}) runs outside lab `{lab}`'s namespace; stop it first (kill {pid})")));
         }
-        let log = std::fs::File::create(dir.join("engine.log"))?;
+        let log = std::fs::File::create(dir.join("engine.log"))
+            .doing(|| format!("creating {}", dir.join("engine.log").display()))?;
         let cfg = dir.join("containerd.toml");
         std::fs::write(
             &cfg,
@@ -338,7 +341,8 @@ impl Engine {
                 d = dir.display(),
                 root = roots[1].display()
             ),
-        )?;
+        )
+        .doing(|| format!("writing {}", cfg.display()))?;
         let mut engine = Engine {
             lab: lab.to_string(),
             client,
@@ -353,8 +357,8 @@ impl Engine {
                 .arg(prog)
                 .args(args)
                 .stdin(Stdio::null())
-                .stdout(log.try_clone()?)
-                .stderr(log.try_clone()?)
+                .stdout(log.try_clone().doing(|| "duplicating engine.log".into())?)
+                .stderr(log.try_clone().doing(|| "duplicating engine.log".into())?)
                 .process_group(0)
                 .spawn()
                 .doing(|| format!("starting {}", prog.display()))
@@ -363,7 +367,8 @@ impl Engine {
             &containerd,
             vec!["--config".into(), cfg.display().to_string()],
         )?;
-        std::fs::write(dir.join("containerd.pid"), ctd.id().to_string())?;
+        std::fs::write(dir.join("containerd.pid"), ctd.id().to_string())
+            .doing(|| format!("writing {}", dir.join("containerd.pid").display()))?;
         engine.client.pids.push(ctd.id());
         engine.started.push(ctd);
         wait_for(

@@ -82,10 +82,6 @@ pub enum Error {
         #[source]
         source: Box<Error>,
     },
-    /// A file or system call that failed where the code names nothing more than the
-    /// operating system's error (what is being done is in an enclosing [`Error::Context`]).
-    #[error(transparent)]
-    Os(#[from] std::io::Error),
     /// The spt tender could not set up its guest.
     #[error(transparent)]
     Spt(#[from] vtnt_tender_spt::Error),

@@ -8,7 +8,7 @@
 //! processes. The job's hold is in the job itself (`hold=`): the guest sits halted that
 //! long after its results, then powers off.
 
-use crate::error::{Error, Result};
+use crate::error::{Error, IoContext, Result};
 use std::path::Path;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -122,7 +122,8 @@ pub fn start(
     let started = Instant::now();
     let thread = std::thread::Builder::new()
         .name("vtnt-microvm".into())
-        .spawn(move || (vtnt_unikernel::launch::run_job(&run), Instant::now()))?;
+        .spawn(move || (vtnt_unikernel::launch::run_job(&run), Instant::now()))
+        .doing(|| "spawning the microVM's thread".into())?;
     Ok(Running {
         thread,
         started,

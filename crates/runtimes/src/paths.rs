@@ -220,7 +220,10 @@ impl CachedImage {
         Ok(rebuild
             || !self.path.exists()
             || !self.size_file.exists()
-            || std::fs::metadata(bin)?.modified().ok()
+            || std::fs::metadata(bin)
+                .doing(|| format!("stat {}", bin.display()))?
+                .modified()
+                .ok()
                 > std::fs::metadata(&self.path)
                     .and_then(|m| m.modified())
                     .ok())

@@ -27,7 +27,10 @@ pub fn build_image(opts: &BuildOptions) -> Result<ImageInfo> {
     let dst = paths::images_dir()?.join(IMAGE_NAME);
     let stale = opts.rebuild
         || !dst.exists()
-        || std::fs::metadata(&bin)?.modified().ok()
+        || std::fs::metadata(&bin)
+            .doing(|| format!("stat {}", bin.display()))?
+            .modified()
+            .ok()
             > std::fs::metadata(&dst).and_then(|m| m.modified()).ok();
     if stale {
         let tmp = paths::TempDir::new("runc-build")?;
@@ -37,7 +40,8 @@ pub fn build_image(opts: &BuildOptions) -> Result<ImageInfo> {
                 .doing(|| format!("creating {}", rootfs.join(d).display()))?;
         }
         std::fs::copy(&bin, rootfs.join("vtnt")).doing(|| format!("copying {}", bin.display()))?;
-        std::fs::write(rootfs.join("etc/hostname"), "vtnt\n")?;
+        std::fs::write(rootfs.join("etc/hostname"), "vtnt\n")
+            .doing(|| format!("writing {}/etc/hostname", rootfs.display()))?;
         let tarball = dst.with_extension("tmp");
         paths::run_cmd(
             Command::new("tar")
@@ -48,7 +52,8 @@ pub fn build_image(opts: &BuildOptions) -> Result<ImageInfo> {
                 .arg(&tarball)
                 .arg("rootfs"),
         )?;
-        std::fs::rename(&tarball, &dst)?;
+        std::fs::rename(&tarball, &dst)
+            .doing(|| format!("moving {} to {}", tarball.display(), dst.display()))?;
     }
     let size = paths::file_size(&dst)?;
     Ok(ImageInfo {

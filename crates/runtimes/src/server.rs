@@ -66,8 +66,12 @@ impl ImageServer {
         }
         let listener =
             TcpListener::bind(listen).doing(|| format!("image server: binding {listen}"))?;
-        let addr = listener.local_addr()?;
-        listener.set_nonblocking(true)?;
+        let addr = listener
+            .local_addr()
+            .doing(|| format!("image server: binding {listen}"))?;
+        listener
+            .set_nonblocking(true)
+            .doing(|| format!("image server: binding {listen}"))?;
         let stop = Arc::new(AtomicBool::new(false));
         let bucket = Arc::new(Mutex::new(Bucket {
             bytes_per_sec: (bandwidth_bps.max(8_000) / 8) as f64,
@@ -188,15 +192,20 @@ pub fn fetch(url: &str, dest: &Path) -> Result<u64> {
         .split_once('/')
         .map_or((rest, "/".to_string()), |(h, p)| (h, format!("/{p}")));
     let s = TcpStream::connect(host).doing(|| format!("connecting to the image server {host}"))?;
-    s.set_read_timeout(Some(Duration::from_secs(60)))?;
-    let mut w = s.try_clone()?;
+    s.set_read_timeout(Some(Duration::from_secs(60)))
+        .doing(|| format!("connecting to the image server {host}"))?;
+    let mut w = s
+        .try_clone()
+        .doing(|| format!("connecting to the image server {host}"))?;
     write!(
         w,
         "GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
-    )?;
+    )
+    .doing(|| format!("sending GET {url}"))?;
     let mut r = BufReader::with_capacity(CHUNK, s);
     let mut status = String::new();
-    r.read_line(&mut status)?;
+    r.read_line(&mut status)
+        .doing(|| format!("reading the status of {url}"))?;
     if !status.starts_with("HTTP/1.1 200") {
         return Err(Error::Download {
             url: url.into(),
@@ -206,7 +215,11 @@ pub fn fetch(url: &str, dest: &Path) -> Result<u64> {
     let mut len: Option<u64> = None;
     loop {
         let mut h = String::new();
-        if r.read_line(&mut h)? == 0 || h == "\r\n" {
+        if r.read_line(&mut h)
+            .doing(|| format!("reading the headers of {url}"))?
+            == 0
+            || h == "\r\n"
+        {
             break;
         }
         if let Some((k, v)) = h.split_once(':') {

@@ -132,7 +132,8 @@ pub fn build_image(opts: &BuildOptions) -> Result<ImageInfo> {
         std::fs::create_dir_all(&wants).doing(|| format!("creating {}", wants.display()))?;
         let link = wants.join("vtnt-job.service");
         let _ = std::fs::remove_file(&link);
-        std::os::unix::fs::symlink("/etc/systemd/system/vtnt-job.service", &link)?;
+        std::os::unix::fs::symlink("/etc/systemd/system/vtnt-job.service", &link)
+            .doing(|| format!("linking {}", link.display()))?;
         debian::put_file(
             &root.join("etc/fstab"),
             b"/dev/vda / ext4 defaults,errors=remount-ro 0 1\n",
@@ -173,7 +174,8 @@ pub fn build_image(opts: &BuildOptions) -> Result<ImageInfo> {
                 .arg(&part)
                 .args(["disk.qcow2", "vmlinuz", "initrd.img"]),
         )?;
-        std::fs::rename(&part, dst)?;
+        std::fs::rename(&part, dst)
+            .doing(|| format!("moving {} to {}", part.display(), dst.display()))?;
         image.set_size(installed)?;
     }
     Ok(ImageInfo {
@@ -429,7 +431,9 @@ fn boot(
 /// A UDP port on 127.0.0.1 free right now (QEMU binds it a moment later).
 fn free_udp_port() -> Result<u16> {
     let s = std::net::UdpSocket::bind("127.0.0.1:0").doing(|| "finding a free UDP port".into())?;
-    Ok(s.local_addr()?.port())
+    Ok(s.local_addr()
+        .doing(|| "finding a free UDP port".into())?
+        .port())
 }
 
 /// The job's stdout from the serial console (the `VTNT|` lines).
