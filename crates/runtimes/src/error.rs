@@ -2,8 +2,9 @@
 //! caller can match on: a file or system call, a host program that is missing or failed,
 //! a network that does not fit the runtime, a lab that cannot host a guest, an image that
 //! could not be fetched or is not the one pinned, an instance that outlived its timeout,
-//! and the errors of the crates this one drives (`vtnt-measure`, `vtnt-job`,
-//! `vtnt-lab-linux`, `vtnt-artifacts`) passed through as they are. Their texts are the
+//! and the errors of the crates this one drives (`vtnt-measure`, `vtnt-lab-linux`,
+//! `vtnt-artifacts`, `vtnt-tender-spt`) passed through as they are (a `vtnt-job` error
+//! never reaches here: a job is parsed before it is run). Their texts are the
 //! ones users have always read; binaries report them through `anyhow`.
 
 use std::time::Duration;
@@ -88,9 +89,6 @@ pub enum Error {
     /// Measuring or supervising a process failed.
     #[error(transparent)]
     Measure(#[from] vtnt_measure::Error),
-    /// The job was refused.
-    #[error(transparent)]
-    Job(#[from] vtnt_job::Error),
     /// Lab control (state, front, TAP) failed.
     #[error(transparent)]
     LabControl(#[from] vtnt_lab_linux::Error),
