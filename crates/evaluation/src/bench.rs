@@ -211,6 +211,7 @@ pub fn bench_deploy(args: &BenchDeployArgs) -> anyhow::Result<Report> {
                 images.push((rt, im));
             }
             Err(e) => {
+                let e = anyhow::Error::new(e);
                 eprintln!("vtnt bench deploy: skipping {}: {e:#}", rt.name());
                 r.skipped = Some(format!("{e:#}"));
             }
@@ -464,10 +465,14 @@ fn retry_timeout<T>(
     what: &str,
     f: impl FnMut() -> anyhow::Result<T>,
 ) -> anyhow::Result<T> {
-    vtnt_measure::proc::retry_once_on_timeout(f, |e| {
-        eprintln!("  {what}: the instance timed out; retrying once");
-        r.retried.push(format!("{what}: {e:#}"));
-    })
+    vtnt_measure::proc::retry_once_if(
+        f,
+        |e| vtnt_runtimes::timed_out(e.as_ref()),
+        |e| {
+            eprintln!("  {what}: the instance timed out; retrying once");
+            r.retried.push(format!("{what}: {e:#}"));
+        },
+    )
 }
 
 #[cfg(test)]
@@ -475,14 +480,19 @@ mod tests {
     use super::*;
     use vtnt_measure::proc::TimedOut;
 
+    /// A run's timeout as `Runtime::run` returns it: vtnt-measure's `TimedOut` inside
+    /// vtnt-runtimes' error, under the container's state.
     fn timed_out() -> anyhow::Error {
-        anyhow::Error::new(TimedOut {
+        let measured = vtnt_measure::Error::TimedOut(TimedOut {
             what: "docker container x".into(),
             timeout: Duration::from_secs(1),
             stdout_tail: String::new(),
             stderr_tail: String::new(),
+        });
+        anyhow::Error::new(vtnt_runtimes::Error::Context {
+            what: "container state: exited exit=0 pid=0".into(),
+            source: Box::new(measured.into()),
         })
-        .context("container state: exited exit=0 pid=0")
     }
 
     #[test]

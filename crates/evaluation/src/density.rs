@@ -206,6 +206,7 @@ pub fn run(
                     rounds: 0,
                 }),
                 Err(e) => {
+                    let e = anyhow::Error::new(e);
                     res.first_failure = Some(format!("start of instance {index}: {e:#}"));
                     break;
                 }
@@ -380,7 +381,11 @@ fn exited(s: &mut Slot) -> String {
                 t => format!(": {t}"),
             }
         ),
-        Err(e) => format!("instance {} exited during the ramp: {e:#}", s.index),
+        Err(e) => format!(
+            "instance {} exited during the ramp: {:#}",
+            s.index,
+            anyhow::Error::new(e)
+        ),
     }
 }
 

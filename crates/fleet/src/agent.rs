@@ -161,7 +161,7 @@ async fn agent(o: AgentOptions) -> anyhow::Result<()> {
         runtimes
             .iter()
             .map(|rt| rt.build_image(&build))
-            .collect::<anyhow::Result<Vec<_>>>()
+            .collect::<vtnt_runtimes::Result<Vec<_>>>()
     })
     .await
     .context("preparing the images")??;
@@ -507,7 +507,7 @@ async fn job(
             let (rt, spec) = admit(&r, list.as_deref(), &runtimes, allow_public)
                 .map_err(|e| (JobStatus::Refused, e))?;
             rt.run(&spec, &opts)
-                .map_err(|e| (JobStatus::Error, format!("{e:#}")))
+                .map_err(|e| (JobStatus::Error, format!("{:#}", anyhow::Error::new(e))))
         })
         .await
         .unwrap_or_else(|e| Err((JobStatus::Error, format!("the job's thread: {e}")))),

@@ -83,7 +83,7 @@ pub fn put(c: &Connect, runtimes: &[Runtime]) -> anyhow::Result<Vec<StoredImage>
     let images = runtimes
         .iter()
         .map(|rt| rt.build_image(&BuildOptions::default()))
-        .collect::<anyhow::Result<Vec<_>>>()?;
+        .collect::<vtnt_runtimes::Result<Vec<_>>>()?;
     crate::block_on(async {
         let (_client, fleet) = c.fleet("vtnt fleet images").await?;
         let store = create(&fleet).await?;
@@ -139,7 +139,7 @@ pub fn list(c: &Connect) -> anyhow::Result<Vec<StoredImage>> {
 /// threads).
 pub fn fetcher(store: ObjectStore, handle: tokio::runtime::Handle) -> Arc<FetchImage> {
     Arc::new(move |name: &str, dest: &Path| {
-        handle.block_on(async {
+        let fetched: anyhow::Result<u64> = handle.block_on(async {
             let mut obj = store.get(name).await.map_err(|e| {
                 anyhow::anyhow!("image `{name}` from the fleet's object store: {e}")
             })?;
@@ -151,6 +151,8 @@ pub fn fetcher(store: ObjectStore, handle: tokio::runtime::Handle) -> Arc<FetchI
                 .with_context(|| format!("image `{name}` from the fleet's object store"))?;
             tokio::io::AsyncWriteExt::flush(&mut file).await?;
             Ok(n)
-        })
+        });
+        // the store's error, its chain kept, under vtnt-runtimes' "fetching the ... image"
+        fetched.map_err(Into::into)
     })
 }

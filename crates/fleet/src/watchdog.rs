@@ -125,6 +125,7 @@ fn watchdog(node: &str, scope: &str) -> anyhow::Result<Option<std::io::PipeWrite
                 }
                 Ok(_) => {}
                 Err(e) => {
+                    let e = anyhow::Error::new(e);
                     tracing::error!(node, error = %format!("{e:#}"), "the watchdog failed to clean up")
                 }
             }

@@ -62,11 +62,22 @@ pub struct Finished {
 /// chain, or as [`Error::TimedOut`]); `first` sees the first attempt's error. A second
 /// failure is returned as is.
 pub fn retry_once_on_timeout<T, E: AsRef<dyn std::error::Error + Send + Sync + 'static>>(
+    f: impl FnMut() -> std::result::Result<T, E>,
+    first: impl FnOnce(&E),
+) -> std::result::Result<T, E> {
+    retry_once_if(f, |e| timed_out(e.as_ref()), first)
+}
+
+/// Runs `f`, and once more if its error is one `retry` accepts (a caller whose errors
+/// wrap [`TimedOut`] in a type of its own says so: `vtnt_runtimes::Error::is_timeout`);
+/// `first` sees the first attempt's error. A second failure is returned as is.
+pub fn retry_once_if<T, E>(
     mut f: impl FnMut() -> std::result::Result<T, E>,
+    retry: impl FnOnce(&E) -> bool,
     first: impl FnOnce(&E),
 ) -> std::result::Result<T, E> {
     match f() {
-        Err(e) if timed_out(e.as_ref()) => {
+        Err(e) if retry(&e) => {
             first(&e);
             f()
         }
@@ -75,7 +86,7 @@ pub fn retry_once_on_timeout<T, E: AsRef<dyn std::error::Error + Send + Sync + '
 }
 
 /// Whether `e`, or an error in its chain, is a [`TimedOut`].
-fn timed_out(e: &(dyn std::error::Error + 'static)) -> bool {
+pub fn timed_out(e: &(dyn std::error::Error + 'static)) -> bool {
     let mut at = Some(e);
     while let Some(e) = at {
         if e.is::<TimedOut>() || matches!(e.downcast_ref::<Error>(), Some(Error::TimedOut(_))) {

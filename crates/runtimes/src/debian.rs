@@ -13,7 +13,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use anyhow::Context;
+use crate::error::{Context, Error, IoContext, Result};
 
 use crate::paths;
 
@@ -38,16 +38,16 @@ fn mirror() -> String {
 }
 
 /// The cached minbase rootfs (built on first use).
-pub fn minbase(rebuild: bool) -> anyhow::Result<PathBuf> {
+pub fn minbase(rebuild: bool) -> Result<PathBuf> {
     bootstrap("minbase", None, rebuild)
 }
 
 /// The cached VM rootfs with systemd and the Debian kernel (built on first use).
-pub fn vm_rootfs(rebuild: bool) -> anyhow::Result<PathBuf> {
+pub fn vm_rootfs(rebuild: bool) -> Result<PathBuf> {
     bootstrap("vm-rootfs", Some(VM_PACKAGES), rebuild)
 }
 
-fn bootstrap(name: &str, include: Option<&str>, rebuild: bool) -> anyhow::Result<PathBuf> {
+fn bootstrap(name: &str, include: Option<&str>, rebuild: bool) -> Result<PathBuf> {
     // one debootstrap at a time: they share the package cache
     static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
     let _one = LOCK.lock().unwrap_or_else(|p| p.into_inner());
@@ -59,11 +59,11 @@ fn bootstrap(name: &str, include: Option<&str>, rebuild: bool) -> anyhow::Result
     }
     let debootstrap = paths::need("debootstrap", "debootstrap")?;
     let debs = paths::cache_dir().join("debs");
-    std::fs::create_dir_all(&debs).with_context(|| format!("creating {}", debs.display()))?;
+    std::fs::create_dir_all(&debs).doing(|| format!("creating {}", debs.display()))?;
     let _ = std::fs::remove_file(&stamp);
     let tmp = base.join(format!("{name}.tmp"));
     let _ = std::fs::remove_dir_all(&tmp);
-    std::fs::create_dir_all(&base)?;
+    std::fs::create_dir_all(&base).doing(|| format!("creating {}", base.display()))?;
     let suite = suite();
     tracing::info!(
         suite = %suite,
@@ -78,7 +78,7 @@ fn bootstrap(name: &str, include: Option<&str>, rebuild: bool) -> anyhow::Result
         cmd.arg(format!("--include={inc}"));
     }
     cmd.arg(&suite).arg(&tmp).arg(mirror());
-    let res = paths::run_cmd(&mut cmd).with_context(|| {
+    let res = paths::run_cmd(&mut cmd).during(|| {
         format!(
             "debootstrap of the {name} rootfs (is {} reachable?)",
             mirror()
@@ -94,8 +94,8 @@ fn bootstrap(name: &str, include: Option<&str>, rebuild: bool) -> anyhow::Result
     }
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::rename(&tmp, &dir)
-        .with_context(|| format!("moving {} to {}", tmp.display(), dir.display()))?;
-    std::fs::write(&stamp, "")?;
+        .doing(|| format!("moving {} to {}", tmp.display(), dir.display()))?;
+    std::fs::write(&stamp, "").doing(|| format!("writing {}", stamp.display()))?;
     Ok(dir)
 }
 
@@ -113,7 +113,7 @@ fn clear_files(dir: &Path) {
 /// links to the cache (`cp -al`; a plain `cp -a` when the two are on different file
 /// systems). Nothing may write into the copy in place, or the cache changes with it: add
 /// or change files with [`put_file`], which unlinks first.
-pub fn link_tree(src: &Path, dst: &Path) -> anyhow::Result<()> {
+pub fn link_tree(src: &Path, dst: &Path) -> Result<()> {
     let _ = std::fs::remove_dir_all(dst);
     if paths::run_cmd(Command::new("cp").arg("-al").arg(src).arg(dst)).is_err() {
         let _ = std::fs::remove_dir_all(dst);
@@ -124,26 +124,27 @@ pub fn link_tree(src: &Path, dst: &Path) -> anyhow::Result<()> {
 
 /// Writes `bytes` to `path` in a tree made by [`link_tree`] as a new file (a previous file
 /// of that name is unlinked, never truncated), with permission bits `mode`.
-pub fn put_file(path: &Path, bytes: &[u8], mode: u32) -> anyhow::Result<()> {
+pub fn put_file(path: &Path, bytes: &[u8], mode: u32) -> Result<()> {
     use std::os::unix::fs::PermissionsExt;
     if let Some(d) = path.parent() {
-        std::fs::create_dir_all(d)?;
+        std::fs::create_dir_all(d).doing(|| format!("creating {}", d.display()))?;
     }
     match std::fs::remove_file(path) {
         Ok(()) => {}
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => return Err(e).with_context(|| format!("replacing {}", path.display())),
+        Err(e) => return Err(e).doing(|| format!("replacing {}", path.display())),
     }
-    std::fs::write(path, bytes).with_context(|| format!("writing {}", path.display()))?;
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))?;
+    std::fs::write(path, bytes).doing(|| format!("writing {}", path.display()))?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
+        .doing(|| format!("chmod {mode:o} {}", path.display()))?;
     Ok(())
 }
 
 /// Copies this host's `program` into the tree `root` at the same path, with the shared
 /// libraries it loads ([`add_libraries`]). Files go in through [`put_file`].
-pub fn add_program(program: &Path, root: &Path) -> anyhow::Result<()> {
+pub fn add_program(program: &Path, root: &Path) -> Result<()> {
     let to = root.join(program.strip_prefix("/").unwrap_or(program));
-    let bytes = std::fs::read(program).with_context(|| format!("reading {}", program.display()))?;
+    let bytes = std::fs::read(program).doing(|| format!("reading {}", program.display()))?;
     put_file(&to, &bytes, 0o755)?;
     add_libraries(program, root)
 }
@@ -151,7 +152,7 @@ pub fn add_program(program: &Path, root: &Path) -> anyhow::Result<()> {
 /// Copies the shared libraries `program` loads (`ldd`, this host's) that the tree `root`
 /// lacks into it, each at its path (a Debian rootfs of the host's suite keeps its own
 /// libc; an empty tree gets them all). Files go in through [`put_file`].
-pub fn add_libraries(program: &Path, root: &Path) -> anyhow::Result<()> {
+pub fn add_libraries(program: &Path, root: &Path) -> Result<()> {
     let ldd = paths::run_cmd(Command::new("ldd").arg(program))?;
     let libs = ldd
         .split_whitespace()
@@ -163,17 +164,17 @@ pub fn add_libraries(program: &Path, root: &Path) -> anyhow::Result<()> {
         if to.exists() {
             continue;
         }
-        let bytes = std::fs::read(&f).with_context(|| format!("reading {}", f.display()))?;
+        let bytes = std::fs::read(&f).doing(|| format!("reading {}", f.display()))?;
         put_file(&to, &bytes, 0o755)?;
     }
     Ok(())
 }
 
 /// Apparent size of a directory tree in bytes (`du -sb`).
-pub fn tree_bytes(dir: &Path) -> anyhow::Result<u64> {
+pub fn tree_bytes(dir: &Path) -> Result<u64> {
     let out = paths::run_cmd(Command::new("du").arg("-sb").arg(dir))?;
     out.split_whitespace()
         .next()
         .and_then(|v| v.parse().ok())
-        .with_context(|| format!("du -sb {}: unexpected output", dir.display()))
+        .ok_or_else(|| Error::Runtime(format!("du -sb {}: unexpected output", dir.display())))
 }

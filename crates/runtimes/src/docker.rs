@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, Context};
+use crate::error::{Context, Error, IoContext, Result};
 
 use crate::cgroup::Cgroup;
 use crate::proc::Supervised;
@@ -49,7 +49,7 @@ impl Flavor {
 }
 
 /// Builds the rootfs tarball of `flavor` in the image cache.
-pub fn build_image(opts: &BuildOptions, flavor: Flavor) -> anyhow::Result<ImageInfo> {
+pub fn build_image(opts: &BuildOptions, flavor: Flavor) -> Result<ImageInfo> {
     let bin = paths::static_vtnt()?;
     let image = paths::CachedImage::new(paths::images_dir()?.join(flavor.file()));
     let dst = &image.path;
@@ -60,14 +60,16 @@ pub fn build_image(opts: &BuildOptions, flavor: Flavor) -> anyhow::Result<ImageI
             Flavor::Debian => {
                 let base = debian::minbase(opts.rebuild)?;
                 debian::link_tree(&base, &root)?;
-                let vtnt = std::fs::read(&bin).context("reading the static vtnt")?;
+                let vtnt = std::fs::read(&bin).doing(|| "reading the static vtnt".into())?;
                 debian::put_file(&root.join("usr/local/bin/vtnt"), &vtnt, 0o755)?;
             }
             Flavor::Scratch => {
                 for d in ["proc", "dev", "sys", "etc", "tmp"] {
-                    std::fs::create_dir_all(root.join(d))?;
+                    std::fs::create_dir_all(root.join(d))
+                        .doing(|| format!("creating {}", root.join(d).display()))?;
                 }
-                std::fs::copy(&bin, root.join("vtnt")).context("copying vtnt into the rootfs")?;
+                std::fs::copy(&bin, root.join("vtnt"))
+                    .doing(|| "copying vtnt into the rootfs".into())?;
             }
         }
         let tar = tmp.path().join("rootfs.tar");
@@ -76,8 +78,10 @@ pub fn build_image(opts: &BuildOptions, flavor: Flavor) -> anyhow::Result<ImageI
         paths::run_cmd(Command::new("gzip").arg("-6").arg(&tar))?;
         let tmp_dst = dst.with_extension("part");
         std::fs::rename(tar.with_extension("tar.gz"), &tmp_dst)
-            .or_else(|_| std::fs::copy(tar.with_extension("tar.gz"), &tmp_dst).map(|_| ()))?;
-        std::fs::rename(&tmp_dst, dst)?;
+            .or_else(|_| std::fs::copy(tar.with_extension("tar.gz"), &tmp_dst).map(|_| ()))
+            .doing(|| format!("moving the gzipped tarball to {}", tmp_dst.display()))?;
+        std::fs::rename(&tmp_dst, dst)
+            .doing(|| format!("moving {} to {}", tmp_dst.display(), dst.display()))?;
         image.set_size(raw)?;
     }
     Ok(ImageInfo {
@@ -95,7 +99,7 @@ pub fn build_image(opts: &BuildOptions, flavor: Flavor) -> anyhow::Result<ImageI
 }
 
 /// Writes the tree `root` as a tarball of its contents (`docker import`'s input).
-pub fn tar_rootfs(root: &Path, tar: &Path) -> anyhow::Result<()> {
+pub fn tar_rootfs(root: &Path, tar: &Path) -> Result<()> {
     paths::run_cmd(
         Command::new("tar")
             .arg("-C")
@@ -131,7 +135,7 @@ impl Client {
     }
 
     /// `docker import` of a fetched rootfs tarball as a fresh tag; returns the tag.
-    pub fn load(&self, tarball: &Path, flavor: Flavor) -> anyhow::Result<String> {
+    pub fn load(&self, tarball: &Path, flavor: Flavor) -> Result<String> {
         let tag = format!("vtnt-runtime:{}", paths::unique("img"));
         let change = format!("ENTRYPOINT [\"{}\"]", flavor.entrypoint());
         paths::run_cmd(
@@ -142,7 +146,7 @@ impl Client {
                 .arg(tarball)
                 .arg(&tag),
         )
-        .context("docker import")?;
+        .during(|| "docker import".into())?;
         Ok(tag)
     }
 
@@ -159,7 +163,7 @@ impl Client {
         name: &str,
         spec: &InstanceSpec,
         cgroup: &Cgroup,
-    ) -> anyhow::Result<Supervised> {
+    ) -> Result<Supervised> {
         // The client stays outside the instance's group: it only relays the container's
         // output to us (a controller would not keep one per container); the container is
         // placed in the group by `--cgroup-parent`, and what the engine spends for it is
@@ -261,7 +265,7 @@ impl Engine {
     /// Finds or starts the engine in lab `lab`'s namespace, or with `None` in this
     /// process's own (`--net host`; named after the namespace's inode, so engines of
     /// different namespaces never meet).
-    pub fn start(lab: Option<&str>) -> anyhow::Result<Engine> {
+    pub fn start(lab: Option<&str>) -> Result<Engine> {
         let docker = ["/usr/bin/docker"]
             .iter()
             .map(PathBuf::from)
@@ -273,11 +277,12 @@ impl Engine {
         let (lab, netns) = match lab {
             Some(lab) => {
                 let netns = PathBuf::from("/run/netns").join(lab);
-                anyhow::ensure!(
-                    netns.exists(),
-                    "lab `{lab}` is not running (no {}): `vtnt lab up --name {lab}`",
-                    netns.display()
-                );
+                if !netns.exists() {
+                    return Err(Error::Lab(format!(
+                        "lab `{lab}` is not running (no {}): `vtnt lab up --name {lab}`",
+                        netns.display()
+                    )));
+                }
                 (lab.to_string(), netns)
             }
             None => {
@@ -291,7 +296,7 @@ impl Engine {
         let lab = lab.as_str();
         let dir = paths::run_dir()?.join(format!("docker-{lab}"));
         let roots = data_roots(&paths::work_dir()?, lab);
-        std::fs::create_dir_all(&dir)?;
+        std::fs::create_dir_all(&dir).doing(|| format!("creating {}", dir.display()))?;
         let sock = dir.join("docker.sock");
         let host = format!("unix://{}", sock.display());
         let mut client = Client {
@@ -324,9 +329,10 @@ impl Engine {
                     roots,
                 });
             }
-            bail!("a vtnt docker engine (pid {pid}) runs outside lab `{lab}`'s namespace; stop it first (kill {pid})");
+            return Err(Error::Runtime(format!("a vtnt docker engine (pid {pid}) runs outside lab `{lab}`'s namespace; stop it first (kill {pid})")));
         }
-        let log = std::fs::File::create(dir.join("engine.log"))?;
+        let log = std::fs::File::create(dir.join("engine.log"))
+            .doing(|| format!("creating {}", dir.join("engine.log").display()))?;
         let cfg = dir.join("containerd.toml");
         std::fs::write(
             &cfg,
@@ -335,7 +341,8 @@ impl Engine {
                 d = dir.display(),
                 root = roots[1].display()
             ),
-        )?;
+        )
+        .doing(|| format!("writing {}", cfg.display()))?;
         let mut engine = Engine {
             lab: lab.to_string(),
             client,
@@ -343,31 +350,32 @@ impl Engine {
             dir: dir.clone(),
             roots: roots.clone(),
         };
-        let spawn = |prog: &Path, args: Vec<String>| -> anyhow::Result<Child> {
+        let spawn = |prog: &Path, args: Vec<String>| -> Result<Child> {
             use std::os::unix::process::CommandExt;
             Command::new(&nsenter)
                 .arg(format!("--net={}", netns.display()))
                 .arg(prog)
                 .args(args)
                 .stdin(Stdio::null())
-                .stdout(log.try_clone()?)
-                .stderr(log.try_clone()?)
+                .stdout(log.try_clone().doing(|| "duplicating engine.log".into())?)
+                .stderr(log.try_clone().doing(|| "duplicating engine.log".into())?)
                 .process_group(0)
                 .spawn()
-                .with_context(|| format!("starting {}", prog.display()))
+                .doing(|| format!("starting {}", prog.display()))
         };
         let ctd = spawn(
             &containerd,
             vec!["--config".into(), cfg.display().to_string()],
         )?;
-        std::fs::write(dir.join("containerd.pid"), ctd.id().to_string())?;
+        std::fs::write(dir.join("containerd.pid"), ctd.id().to_string())
+            .doing(|| format!("writing {}", dir.join("containerd.pid").display()))?;
         engine.client.pids.push(ctd.id());
         engine.started.push(ctd);
         wait_for(
             || dir.join("containerd.sock").exists(),
             Duration::from_secs(30),
         )
-        .context("containerd did not create its socket (see engine.log)")?;
+        .during(|| "containerd did not create its socket (see engine.log)".into())?;
         let dd = spawn(
             &dockerd,
             [
@@ -398,7 +406,7 @@ impl Engine {
             },
             Duration::from_secs(60),
         )
-        .with_context(|| {
+        .during(|| {
             format!(
                 "dockerd did not answer on {} (see {}/engine.log)",
                 engine.client.host,
@@ -434,7 +442,7 @@ fn read_pid(p: &Path) -> Option<u32> {
     Path::new(&format!("/proc/{pid}")).exists().then_some(pid)
 }
 
-fn wait_for(mut f: impl FnMut() -> bool, timeout: Duration) -> anyhow::Result<()> {
+fn wait_for(mut f: impl FnMut() -> bool, timeout: Duration) -> Result<()> {
     let t = Instant::now();
     while t.elapsed() < timeout {
         if f() {
@@ -442,7 +450,10 @@ fn wait_for(mut f: impl FnMut() -> bool, timeout: Duration) -> anyhow::Result<()
         }
         std::thread::sleep(Duration::from_millis(100));
     }
-    bail!("timed out after {} s", timeout.as_secs())
+    Err(Error::Runtime(format!(
+        "timed out after {} s",
+        timeout.as_secs()
+    )))
 }
 
 /// What a stopped engine leaves: its sockets and pid files in `dir`, the namespace mount

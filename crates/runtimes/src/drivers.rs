@@ -5,14 +5,14 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::Context;
+use crate::error::{Context, Error, Result};
 
 use crate::runtime::{BuildOptions, Driver, ImageInfo, Runtime};
 use crate::{docker, microvm, native, runc, spt, vm};
 
 impl Runtime {
     /// Builds (or finds in the cache) this runtime's image.
-    pub fn build_image(self, opts: &BuildOptions) -> anyhow::Result<ImageInfo> {
+    pub fn build_image(self, opts: &BuildOptions) -> Result<ImageInfo> {
         match self.entry().driver {
             Driver::Native => native::build_image(opts),
             Driver::Runc => runc::build_image(opts),
@@ -21,7 +21,7 @@ impl Runtime {
             Driver::Microvm => microvm::build_image(opts),
             Driver::Spt => spt::build_image(opts),
         }
-        .with_context(|| format!("building the {} image", self.name()))
+        .during(|| format!("building the {} image", self.name()))
     }
 
     /// The accelerator an instance of `image` runs under: `None` for the runtimes that
@@ -69,7 +69,7 @@ pub(crate) fn install(
     file: PathBuf,
     dir: &Path,
     engine: Option<&docker::Engine>,
-) -> anyhow::Result<Kind> {
+) -> Result<Kind> {
     Ok(match rt.entry().driver {
         Driver::Native => Kind::Native {
             bin: native::install(&file)?,
@@ -78,7 +78,9 @@ pub(crate) fn install(
             rootfs: runc::install(&file, dir)?,
         },
         Driver::Docker(flavor) => {
-            let e = engine.context("a Docker image needs the engine (EngineGuard)")?;
+            let e = engine.ok_or_else(|| {
+                Error::Runtime("a Docker image needs the engine (EngineGuard)".into())
+            })?;
             Kind::Docker {
                 client: e.client(),
                 image: e.client().load(&file, flavor)?,

@@ -18,18 +18,18 @@ use std::net::IpAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use anyhow::Context;
+use crate::error::{Error, IoContext, Result};
 use vtnt_job::{JobKind, JobSpec};
 
 /// The paper's density job: a one-hop trace, then `hold`. The paper traced the local
 /// interface; the vantage LAN's gateway (`lab`'s) is the same trivial one-hop trace, and
 /// every runtime (the unikernel has no loopback) can run it alike, from the vantage LAN
 /// or the VM LAN.
-pub fn density(lab: &Lab, hold: Duration) -> anyhow::Result<JobSpec> {
+pub fn density(lab: &Lab, hold: Duration) -> Result<JobSpec> {
     let gateway: IpAddr = lab
         .gateway
         .parse()
-        .with_context(|| format!("lab `{}`: bad gateway {}", lab.name, lab.gateway))?;
+        .map_err(|_| Error::Lab(format!("lab `{}`: bad gateway {}", lab.name, lab.gateway)))?;
     let mut trace =
         vtnt_engine::TraceOptions::new(gateway).with_method(vtnt_engine::Method::IcmpParis);
     trace.attempts = 1;
@@ -66,14 +66,14 @@ pub fn guest_job(job: &JobSpec, targets_at: &str) -> GuestJob {
 
 impl GuestJob {
     /// Its target list as a process's standard input ([`targets_input`]), if it has one.
-    pub fn input(&self) -> anyhow::Result<Option<std::fs::File>> {
+    pub fn input(&self) -> Result<Option<std::fs::File>> {
         self.targets.as_deref().map(targets_input).transpose()
     }
 }
 
 /// A file holding `list`, open for reading from its start and already unlinked (nothing
 /// is left behind however the instance ends): the standard input of an instance.
-pub fn targets_input(list: &str) -> anyhow::Result<std::fs::File> {
+pub fn targets_input(list: &str) -> Result<std::fs::File> {
     use std::io::{Seek, Write};
     let path = crate::paths::run_dir()?.join(crate::paths::unique("targets"));
     let mut f = std::fs::File::options()
@@ -81,11 +81,11 @@ pub fn targets_input(list: &str) -> anyhow::Result<std::fs::File> {
         .write(true)
         .create_new(true)
         .open(&path)
-        .with_context(|| format!("creating {}", path.display()))?;
+        .doing(|| format!("creating {}", path.display()))?;
     let _ = std::fs::remove_file(&path);
     f.write_all(list.as_bytes())
         .and_then(|()| f.rewind())
-        .with_context(|| format!("writing the target list to {}", path.display()))?;
+        .doing(|| format!("writing the target list to {}", path.display()))?;
     Ok(f)
 }
 
@@ -121,10 +121,13 @@ impl VmAttach {
     /// Guest `i`'s address (host `first_guest + i`: `10.253.93.<202 + i>` on a lab) and
     /// prefix length; instance numbers keep concurrent guests apart. The LAN's other
     /// hosts: from .10 the unikernel slots of `vm.json`, then the DHCP pool (docs/lab.md).
-    pub fn guest(&self, i: u32) -> anyhow::Result<(String, u8)> {
+    pub fn guest(&self, i: u32) -> Result<(String, u8)> {
         let (base, len) = self.parse_prefix()?;
         if i >= self.guest_capacity()? {
-            anyhow::bail!("lab prefix {} has no room for guest {i}", self.prefix);
+            return Err(Error::Lab(format!(
+                "lab prefix {} has no room for guest {i}",
+                self.prefix
+            )));
         }
         Ok((
             std::net::Ipv4Addr::from(u32::from(base) + self.first_guest + i).to_string(),
@@ -133,42 +136,43 @@ impl VmAttach {
     }
 
     /// How many guests [`VmAttach::guest`] can number.
-    pub fn guest_capacity(&self) -> anyhow::Result<u32> {
+    pub fn guest_capacity(&self) -> Result<u32> {
         let (_, len) = self.parse_prefix()?;
         let hosts = (1u32 << (32 - u32::from(len))) - 1;
         Ok(hosts.saturating_sub(self.first_guest))
     }
 
-    fn parse_prefix(&self) -> anyhow::Result<(std::net::Ipv4Addr, u8)> {
-        let bad = || format!("bad lab prefix {}", self.prefix);
-        let (net, len) = self.prefix.split_once('/').with_context(bad)?;
-        let len: u8 = len.parse().with_context(bad)?;
-        let base = net.parse().with_context(bad)?;
-        anyhow::ensure!(
-            (8..=30).contains(&len),
-            "lab prefix {}: expected /8 to /30",
-            self.prefix
-        );
+    fn parse_prefix(&self) -> Result<(std::net::Ipv4Addr, u8)> {
+        let bad = || Error::Lab(format!("bad lab prefix {}", self.prefix));
+        let (net, len) = self.prefix.split_once('/').ok_or_else(bad)?;
+        let len: u8 = len.parse().map_err(|_| bad())?;
+        let base = net.parse().map_err(|_| bad())?;
+        if !(8..=30).contains(&len) {
+            return Err(Error::Lab(format!(
+                "lab prefix {}: expected /8 to /30",
+                self.prefix
+            )));
+        }
         Ok((base, len))
     }
 }
 
 impl Lab {
     /// Reads a running lab's state and VM front through `vtnt-lab-linux`'s types.
-    pub fn open(name: &str) -> anyhow::Result<Lab> {
+    pub fn open(name: &str) -> Result<Lab> {
         let state = vtnt_lab_linux::lab_state(name)?;
         let vm = vtnt_lab_linux::vm_info(name)?;
         let netns_path = PathBuf::from("/run/netns").join(&state.netns);
         if !netns_path.exists() {
-            anyhow::bail!(
+            return Err(Error::Lab(format!(
                 "lab `{name}`: namespace {} is gone; restart the lab",
                 netns_path.display()
-            );
+            )));
         }
         let vp = state.vp_address.as_str();
         let lan = vm
             .guest_lan()
-            .with_context(|| format!("lab `{name}`: vm.json has no LAN"))?;
+            .ok_or_else(|| Error::Lab(format!("lab `{name}`: vm.json has no LAN")))?;
         Ok(Lab {
             name: name.to_string(),
             netns_path,

@@ -9,7 +9,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use anyhow::Context;
+use crate::error::{BoxError, Error, Result};
 
 use crate::cgroup::Cgroup;
 use crate::drivers::{install, Kind};
@@ -92,14 +92,36 @@ pub fn deploy(
     url: &str,
     engine: Option<&docker::Engine>,
     net: &Network,
-) -> anyhow::Result<Deployed> {
+) -> Result<Deployed> {
     deploy_from(
         rt,
         image,
-        &|file| crate::server::fetch(url, file),
+        &|file| Ok(crate::server::fetch(url, file)?),
         engine,
         net,
     )
+}
+
+/// Fetches `rt`'s image into `file` with `fetch` and checks it against `pin`:
+/// [`Error::Fetch`] if the fetcher failed, [`Error::Pinned`] if the file is not the one
+/// pinned.
+pub(crate) fn fetch_checked(
+    rt: Runtime,
+    file: &Path,
+    pin: Option<&vtnt_artifacts::Pin>,
+    fetch: &dyn Fn(&Path) -> std::result::Result<u64, BoxError>,
+) -> Result<()> {
+    fetch(file).map_err(|source| Error::Fetch {
+        runtime: rt.name(),
+        source,
+    })?;
+    if let Some(pin) = pin {
+        pin.verify(file).map_err(|source| Error::Pinned {
+            runtime: rt.name(),
+            source,
+        })?;
+    }
+    Ok(())
 }
 
 /// [`deploy`], the image fetched by `fetch` (it writes the file it is given and returns
@@ -107,27 +129,19 @@ pub fn deploy(
 pub fn deploy_from(
     rt: Runtime,
     image: &ImageInfo,
-    fetch: &dyn Fn(&Path) -> anyhow::Result<u64>,
+    fetch: &dyn Fn(&Path) -> std::result::Result<u64, BoxError>,
     engine: Option<&docker::Engine>,
     net: &Network,
-) -> anyhow::Result<Deployed> {
+) -> Result<Deployed> {
     let net = net.attach(rt)?;
     let dir = TempDir::new(&format!("deploy-{}", rt.name()))?;
     let file = dir.path().join(
         image
             .path
             .file_name()
-            .context("image without a file name")?,
+            .ok_or_else(|| Error::Image("image without a file name".into()))?,
     );
-    fetch(&file).with_context(|| format!("fetching the {} image", rt.name()))?;
-    if let Some(pin) = &image.pin {
-        pin.verify(&file).with_context(|| {
-            format!(
-                "the {} image as fetched differs from what this host's artifacts.toml pins",
-                rt.name()
-            )
-        })?;
-    }
+    fetch_checked(rt, &file, image.pin.as_ref(), fetch)?;
     let kind = install(rt, file, dir.path(), engine)?;
     Ok(Deployed {
         runtime: rt,
@@ -139,7 +153,7 @@ pub fn deploy_from(
 
 impl Deployed {
     /// Starts one instance.
-    pub fn start(&self, spec: &InstanceSpec) -> anyhow::Result<Instance> {
+    pub fn start(&self, spec: &InstanceSpec) -> Result<Instance> {
         let rel = match &spec.cgroup_parent {
             Some(p) => format!("{p}/i{}", spec.index),
             None => format!(
@@ -378,8 +392,11 @@ impl Instance {
     }
 
     /// Waits for the instance to finish (killing it after `timeout`), sampling memory.
-    pub fn wait(&mut self, timeout: Duration) -> anyhow::Result<RunOutput> {
-        let mut child = self.child.take().context("instance already waited for")?;
+    pub fn wait(&mut self, timeout: Duration) -> Result<RunOutput> {
+        let mut child = self
+            .child
+            .take()
+            .ok_or_else(|| Error::Runtime("instance already waited for".into()))?;
         let t0 = child.started();
         let mut samples = Vec::new();
         let mut ksm_max = 0;
@@ -396,13 +413,12 @@ impl Instance {
         let (stdout, stderr, code, elapsed, accelerator) = match child {
             // `Supervised::wait` counts `timeout` from the start, as the loop above did.
             Running::Process(p) => {
-                let fin: Finished = p.wait(timeout).map_err(anyhow::Error::new).map_err(|e| {
-                    match &self.cleanup {
-                        Cleanup::Docker { client, name } => {
-                            e.context(format!("container state: {}", client.state(name)))
-                        }
-                        _ => e,
-                    }
+                let fin: Finished = p.wait(timeout).map_err(|e| match &self.cleanup {
+                    Cleanup::Docker { client, name } => Error::Context {
+                        what: format!("container state: {}", client.state(name)),
+                        source: Box::new(e.into()),
+                    },
+                    _ => e.into(),
                 })?;
                 match self.runtime.entry().driver {
                     Driver::Vm => (
@@ -446,10 +462,10 @@ impl Instance {
                 if !m.finished() {
                     // its VMM is in the instance's group
                     self.cgroup.kill_all(Duration::from_secs(5));
-                    anyhow::bail!(
-                        "the vTNT microVM did not finish within {:.0} s",
-                        timeout.as_secs_f64()
-                    );
+                    return Err(Error::TimedOut {
+                        what: "the vTNT microVM".into(),
+                        timeout,
+                    });
                 }
                 let fin = m.wait()?;
                 first_probe = fin.spawn_to_first_probe;
@@ -499,4 +515,61 @@ impl Drop for Instance {
 /// Whether a line of a job's output is a result record (a trace or a ping).
 pub fn is_record(line: &str) -> bool {
     line.starts_with("{\"type\":\"trace\"") || line.starts_with("{\"type\":\"ping\"")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A deploy whose fetcher fails and one whose image is not the one pinned: the same
+    /// call, two errors a caller (the fleet's agent, a test) tells apart by variant.
+    #[test]
+    fn a_failed_fetch_and_an_unpinned_image_are_told_apart() {
+        let dir = std::env::temp_dir().join(format!("vtnt-rterr-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let pinned = dir.join("pinned");
+        std::fs::write(&pinned, b"the image as built").unwrap();
+        let pin = vtnt_artifacts::Pin::of(&pinned).unwrap();
+        let fetched = dir.join("fetched");
+        let failing = |_: &Path| -> std::result::Result<u64, BoxError> {
+            Err("image `vtnt-static` from the fleet's object store: no such object".into())
+        };
+        let altered = |dst: &Path| -> std::result::Result<u64, BoxError> {
+            std::fs::write(dst, b"an altered image")?;
+            Ok(16)
+        };
+        let fetch = |f: &dyn Fn(&Path) -> std::result::Result<u64, BoxError>| {
+            fetch_checked(Runtime::Native, &fetched, Some(&pin), f)
+        };
+        let e = fetch(&failing).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                Error::Fetch {
+                    runtime: "native",
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
+        assert_eq!(
+            format!("{:#}", anyhow::Error::new(e)),
+            "fetching the native image: image `vtnt-static` from the fleet's object store: no such object"
+        );
+        let e = fetch(&altered).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                Error::Pinned {
+                    runtime: "native",
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
+        assert!(format!("{:#}", anyhow::Error::new(e)).starts_with(
+            "the native image as fetched differs from what this host's artifacts.toml pins: "
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

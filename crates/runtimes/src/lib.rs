@@ -30,7 +30,9 @@
 //!   [`spec`] (what to start), [`runtime`], [`job`], [`paths`], [`debian`] and
 //!   `vtnt-measure`, never [`instance`] or this root;
 //! - [`server`] uses [`runtime`]; [`debian`] uses [`paths`]; [`spec`] uses [`job`];
-//!   [`runtime`], [`job`] and [`paths`] use no other module.
+//!   [`runtime`], [`job`] and [`paths`] use no other module but `error` ([`Error`], what
+//!   every module returns: variants a caller matches on, texts as users read them; print
+//!   one with its causes as `anyhow`'s `{:#}` does), which uses none.
 //!
 //! ```no_run
 //! use vtnt_runtimes::{Runtime, RunOptions};
@@ -39,12 +41,13 @@
 //! let job = parse_words(&words, Vantage::Lab)?;
 //! let out = Runtime::Runc.run(&job.spec, &RunOptions::default())?;
 //! print!("{}", out.stdout);
-//! # Ok::<(), anyhow::Error>(())
+//! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
 pub mod debian;
 pub mod docker;
 mod drivers;
+mod error;
 pub mod guest;
 pub mod instance;
 pub mod microvm;
@@ -65,6 +68,7 @@ pub mod vm;
 // modules of this one, and private (callers use vtnt-measure).
 use vtnt_measure::{cgroup, ksm, proc};
 
+pub use error::{timed_out, BoxError, Error, Result};
 pub use instance::{Instance, RunOutput};
 pub use normalize::normalize;
 pub use runtime::{BuildOptions, Driver, Entry, ImageInfo, Runtime, Slots};
@@ -74,7 +78,7 @@ use std::time::{Duration, Instant};
 
 impl Runtime {
     /// Deploys from a fresh image server, runs `job` once, destroys and cleans up.
-    pub fn run(self, job: &vtnt_job::JobSpec, opts: &RunOptions) -> anyhow::Result<RunOutput> {
+    pub fn run(self, job: &vtnt_job::JobSpec, opts: &RunOptions) -> Result<RunOutput> {
         // a network that is not there (a lab not up, a TAP missing) is said before any
         // image is built
         opts.net.attach(self)?;
@@ -85,13 +89,13 @@ impl Runtime {
             ImageSource::Fetch(f) => Box::new(move |file| f(&name, file)),
             ImageSource::Server(base) => {
                 let url = format!("{base}/{name}");
-                Box::new(move |file| server::fetch(&url, file))
+                Box::new(move |file| Ok(server::fetch(&url, file)?))
             }
             ImageSource::Own => {
                 let s = server::ImageServer::start(&[&image], opts.bandwidth_bps)?;
                 let url = s.url(self)?;
                 _own_server = Some(s);
-                Box::new(move |file| server::fetch(&url, file))
+                Box::new(move |file| Ok(server::fetch(&url, file)?))
             }
         };
         let engine = EngineGuard::for_runtime(self, &opts.net)?;
@@ -144,10 +148,15 @@ impl Default for RunOptions {
 }
 
 /// A fetcher of images: (the image's file name, where to write it) to bytes written.
-pub type FetchImage = dyn Fn(&str, &std::path::Path) -> anyhow::Result<u64> + Send + Sync;
+///
+/// Its error is any error (a [`BoxError`]), not this crate's: a fetcher is the caller's
+/// (the fleet reads a NATS object store), its failures are the caller's to say, and
+/// [`Error::Fetch`] keeps them, chain and all, under "fetching the ... image".
+pub type FetchImage =
+    dyn Fn(&str, &std::path::Path) -> std::result::Result<u64, BoxError> + Send + Sync;
 
 /// Fetches one run's image into a file, returning the bytes fetched.
-type FetchFile<'a> = dyn Fn(&std::path::Path) -> anyhow::Result<u64> + 'a;
+type FetchFile<'a> = dyn Fn(&std::path::Path) -> std::result::Result<u64, BoxError> + 'a;
 
 /// Where [`Runtime::run`] fetches its image from.
 #[derive(Clone, Default)]
@@ -181,7 +190,7 @@ pub const DEFAULT_BANDWIDTH_MBPS: u64 = 100;
 pub struct EngineGuard(Option<docker::Engine>);
 
 impl EngineGuard {
-    pub fn for_runtime(rt: Runtime, net: &net::Network) -> anyhow::Result<EngineGuard> {
+    pub fn for_runtime(rt: Runtime, net: &net::Network) -> Result<EngineGuard> {
         Ok(EngineGuard(match rt {
             rt if matches!(rt.entry().driver, runtime::Driver::Docker(_)) => {
                 Some(docker::Engine::start(net.netns())?)

@@ -8,6 +8,7 @@
 //! processes. The job's hold is in the job itself (`hold=`): the guest sits halted that
 //! long after its results, then powers off.
 
+use crate::error::{Error, IoContext, Result};
 use std::path::Path;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -27,7 +28,7 @@ use crate::spec::InstanceSpec;
 pub const IMAGE_NAME: &str = "vtnt-unikernel.elf";
 
 /// Copies the installed unikernel (`lib/vtnt/vtnt-unikernel.elf`) into the image cache.
-pub fn build_image(_opts: &BuildOptions) -> anyhow::Result<ImageInfo> {
+pub fn build_image(_opts: &BuildOptions) -> Result<ImageInfo> {
     let (path, pin) = paths::stage(vtnt_artifacts::Artifact::JobVm, IMAGE_NAME)?;
     Ok(ImageInfo {
         runtime: Runtime::Microvm,
@@ -54,7 +55,10 @@ pub fn accel(image: &Path, vmm: Vmm, accel: Accel) -> Accelerator {
 pub struct Running {
     /// The VMM's run and when it ended (so that the time does not depend on when it is
     /// joined).
-    thread: JoinHandle<(Result<RunOutcome, vtnt_unikernel::Error>, Instant)>,
+    thread: JoinHandle<(
+        std::result::Result<RunOutcome, vtnt_unikernel::Error>,
+        Instant,
+    )>,
     started: Instant,
     console: vtnt_unikernel::ConsoleTap,
 }
@@ -84,7 +88,7 @@ pub fn start(
     cgroup: &Cgroup,
     vmm: Vmm,
     timeout: Duration,
-) -> anyhow::Result<Running> {
+) -> Result<Running> {
     let job_net = match net {
         Attached::Lab(lab) => JobNet::Lab {
             name: lab.name.clone(),
@@ -96,7 +100,9 @@ pub fn start(
             gateway: t.gateway.to_string(),
         },
         Attached::Host => {
-            anyhow::bail!("the unikernel reaches a network through a lab or a TAP device")
+            return Err(Error::Network(
+                "the unikernel reaches a network through a lab or a TAP device".into(),
+            ))
         }
     };
     let mut run = RunSpec::new(spec.job.clone(), job_net);
@@ -116,7 +122,8 @@ pub fn start(
     let started = Instant::now();
     let thread = std::thread::Builder::new()
         .name("vtnt-microvm".into())
-        .spawn(move || (vtnt_unikernel::launch::run_job(&run), Instant::now()))?;
+        .spawn(move || (vtnt_unikernel::launch::run_job(&run), Instant::now()))
+        .doing(|| "spawning the microVM's thread".into())?;
     Ok(Running {
         thread,
         started,
@@ -143,12 +150,12 @@ impl Running {
     }
 
     /// Waits for the VM (its own watchdog bounds the wait).
-    pub fn wait(self) -> anyhow::Result<Finished> {
+    pub fn wait(self) -> Result<Finished> {
         let (out, ended) = self
             .thread
             .join()
-            .map_err(|_| anyhow::anyhow!("the microVM's thread panicked"))?;
-        let out = out.map_err(|e| anyhow::anyhow!("the microVM: {e}"))?;
+            .map_err(|_| Error::Runtime("the microVM's thread panicked".into()))?;
+        let out = out.map_err(|e| Error::Runtime(format!("the microVM: {e}")))?;
         let elapsed = ended.saturating_duration_since(self.started);
         let code = match out.status {
             GuestStatus::Exited(n) => Some(i32::from(n)),

@@ -2,6 +2,7 @@
 //! downloading it; run as a process that joins the lab's network namespace
 //! (`nsenter --net=/run/netns/<lab>`), inside its own cgroup.
 
+use crate::error::Result;
 use std::path::{Path, PathBuf};
 
 use crate::cgroup::Cgroup;
@@ -15,7 +16,7 @@ use crate::spec::InstanceSpec;
 pub const IMAGE_NAME: &str = "vtnt-static";
 
 /// Copies the installed static binary into the image cache.
-pub fn build_image(_opts: &BuildOptions) -> anyhow::Result<ImageInfo> {
+pub fn build_image(_opts: &BuildOptions) -> Result<ImageInfo> {
     let (path, pin) = paths::stage(vtnt_artifacts::Artifact::StaticVtnt, IMAGE_NAME)?;
     Ok(ImageInfo {
         runtime: Runtime::Native,
@@ -28,7 +29,7 @@ pub fn build_image(_opts: &BuildOptions) -> anyhow::Result<ImageInfo> {
 }
 
 /// Makes the downloaded binary executable.
-pub fn install(file: &Path) -> anyhow::Result<PathBuf> {
+pub fn install(file: &Path) -> Result<PathBuf> {
     paths::make_executable(file)
 }
 
@@ -39,7 +40,7 @@ pub fn start(
     net: &Attached,
     spec: &InstanceSpec,
     cgroup: &Cgroup,
-) -> anyhow::Result<Supervised> {
+) -> Result<Supervised> {
     let mut cmd = match net.netns_path() {
         Some(ns) => {
             let nsenter = paths::need("nsenter", "util-linux")?;

@@ -15,7 +15,7 @@ use std::net::Ipv4Addr;
 use std::path::Path;
 use std::str::FromStr;
 
-use anyhow::{bail, Context};
+use crate::error::{Context, Error, IoContext, Result};
 
 use crate::guest::Lab;
 use crate::Runtime;
@@ -71,7 +71,7 @@ impl fmt::Display for Network {
 impl FromStr for Network {
     type Err = String;
 
-    fn from_str(s: &str) -> Result<Network, String> {
+    fn from_str(s: &str) -> std::result::Result<Network, String> {
         let (kind, rest) = s.split_once(':').unwrap_or((s, ""));
         match (kind, rest) {
             ("lab", "") => Ok(Network::Lab(crate::DEFAULT_LAB.to_string())),
@@ -85,7 +85,7 @@ impl FromStr for Network {
     }
 }
 
-fn parse_tap(spec: &str) -> Result<Tap, String> {
+fn parse_tap(spec: &str) -> std::result::Result<Tap, String> {
     let mut parts = spec.split(',');
     let ifname = parts.next().unwrap_or_default().to_string();
     if ifname.is_empty() || ifname.len() > 15 || ifname.contains('/') {
@@ -139,26 +139,26 @@ impl Network {
     /// Fails, naming the problem, unless `runtime` can probe this network from here: the
     /// lab is up, the TAP device exists, is a TAP and is up, and the runtime reaches this
     /// kind of network at all.
-    pub fn check(&self, runtime: Runtime) -> anyhow::Result<()> {
+    pub fn check(&self, runtime: Runtime) -> Result<()> {
         match self {
             Network::Lab(_) => Ok(()),
-            Network::Host if runtime.has_nic() => bail!(
+            Network::Host if runtime.has_nic() => Err(Error::Network(format!(
                 "--net host: the {} runtime has a NIC of its own; attach it with \
                  tap:IFACE,ip=ADDR/LEN,gw=GATEWAY",
                 runtime.name()
-            ),
+            ))),
             Network::Host => Ok(()),
-            Network::Tap(_) if !runtime.has_nic() => bail!(
+            Network::Tap(_) if !runtime.has_nic() => Err(Error::Network(format!(
                 "--net tap: the {} runtime has no NIC of its own; use --net host",
                 runtime.name()
-            ),
+            ))),
             Network::Tap(t) => check_tap(t),
         }
     }
 }
 
 /// `ip [-n NETNS] ARGS` with JSON output.
-fn ip_json(netns: Option<&str>, args: &[&str]) -> anyhow::Result<serde_json::Value> {
+fn ip_json(netns: Option<&str>, args: &[&str]) -> Result<serde_json::Value> {
     let mut cmd = std::process::Command::new("ip");
     if let Some(ns) = netns {
         cmd.args(["-n", ns]);
@@ -167,16 +167,18 @@ fn ip_json(netns: Option<&str>, args: &[&str]) -> anyhow::Result<serde_json::Val
         .arg("-j")
         .args(args)
         .output()
-        .context("running ip (iproute2)")?;
+        .doing(|| "running ip (iproute2)".into())?;
     if !out.status.success() {
-        bail!("{}", String::from_utf8_lossy(&out.stderr).trim());
+        return Err(Error::Network(
+            String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        ));
     }
-    serde_json::from_slice(&out.stdout).context("reading ip's JSON")
+    serde_json::from_slice(&out.stdout).doing(|| "reading ip's JSON".into())
 }
 
 /// The TAP device exists (in its namespace), is a TAP (not TUN) and is up, and the
 /// guest's address is not one the namespace already has.
-fn check_tap(t: &Tap) -> anyhow::Result<()> {
+fn check_tap(t: &Tap) -> Result<()> {
     let ifname = &t.ifname;
     let ns = t.netns.as_deref();
     let where_ = ns.map_or("this network namespace".to_string(), |n| {
@@ -184,24 +186,35 @@ fn check_tap(t: &Tap) -> anyhow::Result<()> {
     });
     if let Some(n) = ns {
         if !Path::new("/run/netns").join(n).exists() {
-            bail!("--net tap:{ifname}: no such network namespace `{n}`");
+            return Err(Error::Network(format!(
+                "--net tap:{ifname}: no such network namespace `{n}`"
+            )));
         }
     }
-    let link = ip_json(ns, &["-d", "link", "show", "dev", ifname])
-        .map_err(|_| anyhow::anyhow!("--net tap:{ifname}: no interface `{ifname}` in {where_}"))?;
+    let link = ip_json(ns, &["-d", "link", "show", "dev", ifname]).map_err(|_| {
+        Error::Network(format!(
+            "--net tap:{ifname}: no interface `{ifname}` in {where_}"
+        ))
+    })?;
     let link = &link[0];
     let info = &link["linkinfo"];
     if info["info_kind"] != "tun" {
-        bail!("--net tap:{ifname}: `{ifname}` is not a TUN/TAP device");
+        return Err(Error::Network(format!(
+            "--net tap:{ifname}: `{ifname}` is not a TUN/TAP device"
+        )));
     }
     if info["info_data"]["type"] != "tap" {
-        bail!("--net tap:{ifname}: `{ifname}` is a TUN device (layer 3); a NIC needs a TAP");
+        return Err(Error::Network(format!(
+            "--net tap:{ifname}: `{ifname}` is a TUN device (layer 3); a NIC needs a TAP"
+        )));
     }
     let up = link["flags"]
         .as_array()
         .is_some_and(|f| f.iter().any(|f| f == "UP"));
     if !up {
-        bail!("--net tap:{ifname}: `{ifname}` is down (ip link set {ifname} up)");
+        return Err(Error::Network(format!(
+            "--net tap:{ifname}: `{ifname}` is down (ip link set {ifname} up)"
+        )));
     }
     // an address the namespace already has would answer for the guest
     let addrs = ip_json(ns, &["-4", "addr", "show"])?;
@@ -212,10 +225,10 @@ fn check_tap(t: &Tap) -> anyhow::Result<()> {
         .flat_map(|l| l["addr_info"].as_array().into_iter().flatten())
         .any(|a| a["local"] == t.addr.to_string());
     if taken {
-        bail!(
+        return Err(Error::Network(format!(
             "--net tap:{ifname}: {} is already an address of {where_}; give the guest its own",
             t.addr
-        );
+        )));
     }
     Ok(())
 }
@@ -230,7 +243,7 @@ pub enum Attached {
 
 impl Network {
     /// Opens the network for `runtime`'s instances ([`Network::check`] first).
-    pub fn attach(&self, runtime: Runtime) -> anyhow::Result<Attached> {
+    pub fn attach(&self, runtime: Runtime) -> Result<Attached> {
         self.check(runtime)?;
         Ok(match self {
             Network::Lab(name) => Attached::Lab(Lab::open(name)?),
@@ -270,7 +283,7 @@ pub struct Front {
 impl Front {
     /// Starts a front of a name unique to this process over lab `lab`, `pps` probes per
     /// second for all its VMs.
-    pub fn up(lab: &str, pps: u32) -> anyhow::Result<Front> {
+    pub fn up(lab: &str, pps: u32) -> Result<Front> {
         let name = crate::paths::unique("front");
         let o = vtnt_lab_linux::FrontUpOptions {
             name: name.clone(),
@@ -285,7 +298,7 @@ impl Front {
             exe_args: Vec::new(),
             timeout: std::time::Duration::from_secs(10),
         };
-        vtnt_lab_linux::front_up(&o).with_context(|| format!("starting front `{name}`"))?;
+        vtnt_lab_linux::front_up(&o).during(|| format!("starting front `{name}`"))?;
         Ok(Front { name })
     }
 }

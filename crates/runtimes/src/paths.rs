@@ -8,7 +8,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use anyhow::{bail, Context};
+use crate::error::{Error, IoContext, Result};
 
 /// The variable that names the image cache.
 pub const CACHE_DIR_ENV: &str = "VTNT_CACHE_DIR";
@@ -34,9 +34,9 @@ pub fn cache_dir() -> PathBuf {
 }
 
 /// Built images the server offers: `<cache>/images`.
-pub fn images_dir() -> anyhow::Result<PathBuf> {
+pub fn images_dir() -> Result<PathBuf> {
     let d = cache_dir().join("images");
-    std::fs::create_dir_all(&d).with_context(|| format!("creating {}", d.display()))?;
+    std::fs::create_dir_all(&d).doing(|| format!("creating {}", d.display()))?;
     Ok(d)
 }
 
@@ -47,19 +47,21 @@ static SCOPE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
 /// `name` (an agent's: `agent-<node>`): the run and work directories below are
 /// `<dir>/<name>`, instance cgroups go under [`cgroup_parent`], containers carry the label
 /// [`scope_label`]; `crate::scope::clean` removes it all. Once per process.
-pub fn enter_scope(name: &str) -> anyhow::Result<()> {
-    anyhow::ensure!(
-        !name.is_empty()
-            && name
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_'),
-        "scope `{name}`: letters, digits, `-` and `_` only"
-    );
+pub fn enter_scope(name: &str) -> Result<()> {
+    if name.is_empty()
+        || !name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+    {
+        return Err(Error::Scope(format!(
+            "scope `{name}`: letters, digits, `-` and `_` only"
+        )));
+    }
     SCOPE.set(name.to_string()).map_err(|_| {
-        anyhow::anyhow!(
+        Error::Scope(format!(
             "this process is already in scope `{}`",
             scope().unwrap_or("")
-        )
+        ))
     })
 }
 
@@ -100,24 +102,24 @@ pub fn work_base() -> PathBuf {
 
 /// Per-run scratch space (bundles, fetched images, engine state): `/run/vtnt/deploy`,
 /// override with `VTNT_DEPLOY_RUN_DIR`; in a scope, the scope's directory below it.
-pub fn run_dir() -> anyhow::Result<PathBuf> {
+pub fn run_dir() -> Result<PathBuf> {
     made(run_base())
 }
 
 /// Scratch space on disk for builds and deployed images (a VM box is hundreds of MB, too
 /// much for the /run tmpfs): `/var/lib/vtnt/deploy`, override with `VTNT_DEPLOY_WORK_DIR`;
 /// in a scope, the scope's directory below it.
-pub fn work_dir() -> anyhow::Result<PathBuf> {
+pub fn work_dir() -> Result<PathBuf> {
     made(work_base())
 }
 
 /// `base` (the scope's directory below it, in a scope), created.
-fn made(base: PathBuf) -> anyhow::Result<PathBuf> {
+fn made(base: PathBuf) -> Result<PathBuf> {
     let d = match scope() {
         Some(s) => base.join(s),
         None => base,
     };
-    std::fs::create_dir_all(&d).with_context(|| format!("creating {}", d.display()))?;
+    std::fs::create_dir_all(&d).doing(|| format!("creating {}", d.display()))?;
     Ok(d)
 }
 
@@ -127,10 +129,10 @@ pub struct TempDir(PathBuf);
 
 impl TempDir {
     /// A fresh directory `<work_dir>/<prefix>-<pid>-<n>`.
-    pub fn new(prefix: &str) -> anyhow::Result<TempDir> {
+    pub fn new(prefix: &str) -> Result<TempDir> {
         let p = work_dir()?.join(unique(prefix));
         let _ = std::fs::remove_dir_all(&p);
-        std::fs::create_dir_all(&p).with_context(|| format!("creating {}", p.display()))?;
+        std::fs::create_dir_all(&p).doing(|| format!("creating {}", p.display()))?;
         Ok(TempDir(p))
     }
     pub fn path(&self) -> &Path {
@@ -149,15 +151,16 @@ pub use vtnt_unikernel::netns::unique_name as unique;
 pub use vtnt_unikernel::netns::which;
 
 /// Like [`which`], failing with the Debian package that provides the program.
-pub fn need(program: &str, package: &str) -> anyhow::Result<PathBuf> {
-    which(program).with_context(|| {
-        format!("`{program}` not found: install Debian package `{package}` (scripts/setup.sh does)")
+pub fn need(program: &str, package: &str) -> Result<PathBuf> {
+    which(program).ok_or_else(|| Error::MissingTool {
+        program: program.into(),
+        package: package.into(),
     })
 }
 
 /// The static `vtnt` (musl, no fleet) that runtime images carry, as installed
 /// (`vtnt-artifacts`: `lib/vtnt/vtnt-static`), checked against its manifest.
-pub fn static_vtnt() -> anyhow::Result<PathBuf> {
+pub fn static_vtnt() -> Result<PathBuf> {
     Ok(vtnt_artifacts::find(vtnt_artifacts::Artifact::StaticVtnt)?.path)
 }
 
@@ -166,7 +169,7 @@ pub fn static_vtnt() -> anyhow::Result<PathBuf> {
 pub fn stage(
     artifact: vtnt_artifacts::Artifact,
     name: &str,
-) -> anyhow::Result<(PathBuf, vtnt_artifacts::Pin)> {
+) -> Result<(PathBuf, vtnt_artifacts::Pin)> {
     let found = vtnt_artifacts::find(artifact)?;
     let dst = images_dir()?.join(name);
     if found.pin.verify(&dst).is_err() {
@@ -175,7 +178,7 @@ pub fn stage(
         let part = dst.with_extension(format!("part-{}", unique("copy")));
         std::fs::copy(&found.path, &part)
             .and_then(|_| std::fs::rename(&part, &dst))
-            .with_context(|| format!("copying {} to {}", found.path.display(), dst.display()))
+            .doing(|| format!("copying {} to {}", found.path.display(), dst.display()))
             .inspect_err(|_| {
                 let _ = std::fs::remove_file(&part);
             })?;
@@ -184,17 +187,17 @@ pub fn stage(
 }
 
 /// Makes a downloaded `file` executable (mode 0755); returns its path.
-pub fn make_executable(file: &Path) -> anyhow::Result<PathBuf> {
+pub fn make_executable(file: &Path) -> Result<PathBuf> {
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(file, std::fs::Permissions::from_mode(0o755))
-        .with_context(|| format!("chmod {}", file.display()))?;
+        .doing(|| format!("chmod {}", file.display()))?;
     Ok(file.to_path_buf())
 }
 
 /// Size of a file in bytes.
-pub fn file_size(p: &Path) -> anyhow::Result<u64> {
+pub fn file_size(p: &Path) -> Result<u64> {
     Ok(std::fs::metadata(p)
-        .with_context(|| format!("stat {}", p.display()))?
+        .doing(|| format!("stat {}", p.display()))?
         .len())
 }
 
@@ -213,45 +216,48 @@ impl CachedImage {
 
     /// Whether it must be built: asked to, missing, or older than the `vtnt` binary
     /// `bin` it carries.
-    pub fn stale(&self, rebuild: bool, bin: &Path) -> anyhow::Result<bool> {
+    pub fn stale(&self, rebuild: bool, bin: &Path) -> Result<bool> {
         Ok(rebuild
             || !self.path.exists()
             || !self.size_file.exists()
-            || std::fs::metadata(bin)?.modified().ok()
+            || std::fs::metadata(bin)
+                .doing(|| format!("stat {}", bin.display()))?
+                .modified()
+                .ok()
                 > std::fs::metadata(&self.path)
                     .and_then(|m| m.modified())
                     .ok())
     }
 
     /// Records the installed size once the image is in place.
-    pub fn set_size(&self, bytes: u64) -> anyhow::Result<()> {
+    pub fn set_size(&self, bytes: u64) -> Result<()> {
         std::fs::write(&self.size_file, bytes.to_string())
-            .with_context(|| format!("writing {}", self.size_file.display()))
+            .doing(|| format!("writing {}", self.size_file.display()))
     }
 
     /// The installed size recorded by [`CachedImage::set_size`].
-    pub fn size(&self) -> anyhow::Result<u64> {
+    pub fn size(&self) -> Result<u64> {
         std::fs::read_to_string(&self.size_file)
-            .with_context(|| format!("reading {}", self.size_file.display()))?
+            .doing(|| format!("reading {}", self.size_file.display()))?
             .trim()
             .parse()
-            .with_context(|| format!("parsing {}", self.size_file.display()))
+            .map_err(|e| Error::Image(format!("parsing {}: {e}", self.size_file.display())))
     }
 }
 
 /// Bytes allocated on disk by a file (sparse files count what they use).
-pub fn allocated(p: &Path) -> anyhow::Result<u64> {
+pub fn allocated(p: &Path) -> Result<u64> {
     use std::os::unix::fs::MetadataExt;
     Ok(std::fs::metadata(p)
-        .with_context(|| format!("stat {}", p.display()))?
+        .doing(|| format!("stat {}", p.display()))?
         .blocks()
         * 512)
 }
 
 /// Runs a command to completion, failing with its stderr tail and what it was.
-pub fn run_cmd(cmd: &mut Command) -> anyhow::Result<String> {
+pub fn run_cmd(cmd: &mut Command) -> Result<String> {
     let desc = format!("{cmd:?}");
-    let out = cmd.output().with_context(|| format!("starting {desc}"))?;
+    let out = cmd.output().doing(|| format!("starting {desc}"))?;
     if !out.status.success() {
         let err = String::from_utf8_lossy(&out.stderr);
         let tail: String = err
@@ -263,7 +269,11 @@ pub fn run_cmd(cmd: &mut Command) -> anyhow::Result<String> {
             .rev()
             .collect::<Vec<_>>()
             .join("\n");
-        bail!("{desc} failed ({}): {tail}", out.status);
+        return Err(Error::Command {
+            command: desc,
+            status: out.status,
+            stderr_tail: tail,
+        });
     }
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }

@@ -8,7 +8,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use anyhow::Context;
+use crate::error::{Error, IoContext, Result};
 use serde_json::json;
 
 use crate::cgroup::Cgroup;
@@ -22,22 +22,26 @@ use crate::spec::InstanceSpec;
 pub const IMAGE_NAME: &str = "vtnt-oci-bundle.tar";
 
 /// Builds the bundle tarball (`rootfs/vtnt` + directories) in the image cache.
-pub fn build_image(opts: &BuildOptions) -> anyhow::Result<ImageInfo> {
+pub fn build_image(opts: &BuildOptions) -> Result<ImageInfo> {
     let bin = paths::static_vtnt()?;
     let dst = paths::images_dir()?.join(IMAGE_NAME);
     let stale = opts.rebuild
         || !dst.exists()
-        || std::fs::metadata(&bin)?.modified().ok()
+        || std::fs::metadata(&bin)
+            .doing(|| format!("stat {}", bin.display()))?
+            .modified()
+            .ok()
             > std::fs::metadata(&dst).and_then(|m| m.modified()).ok();
     if stale {
         let tmp = paths::TempDir::new("runc-build")?;
         let rootfs = tmp.path().join("rootfs");
         for d in ["proc", "dev", "sys", "tmp", "etc"] {
-            std::fs::create_dir_all(rootfs.join(d))?;
+            std::fs::create_dir_all(rootfs.join(d))
+                .doing(|| format!("creating {}", rootfs.join(d).display()))?;
         }
-        std::fs::copy(&bin, rootfs.join("vtnt"))
-            .with_context(|| format!("copying {}", bin.display()))?;
-        std::fs::write(rootfs.join("etc/hostname"), "vtnt\n")?;
+        std::fs::copy(&bin, rootfs.join("vtnt")).doing(|| format!("copying {}", bin.display()))?;
+        std::fs::write(rootfs.join("etc/hostname"), "vtnt\n")
+            .doing(|| format!("writing {}/etc/hostname", rootfs.display()))?;
         let tarball = dst.with_extension("tmp");
         paths::run_cmd(
             Command::new("tar")
@@ -48,7 +52,8 @@ pub fn build_image(opts: &BuildOptions) -> anyhow::Result<ImageInfo> {
                 .arg(&tarball)
                 .arg("rootfs"),
         )?;
-        std::fs::rename(&tarball, &dst)?;
+        std::fs::rename(&tarball, &dst)
+            .doing(|| format!("moving {} to {}", tarball.display(), dst.display()))?;
     }
     let size = paths::file_size(&dst)?;
     Ok(ImageInfo {
@@ -62,7 +67,7 @@ pub fn build_image(opts: &BuildOptions) -> anyhow::Result<ImageInfo> {
 }
 
 /// Unpacks the bundle into `dir`; returns the rootfs.
-pub fn install(tarball: &Path, dir: &Path) -> anyhow::Result<PathBuf> {
+pub fn install(tarball: &Path, dir: &Path) -> Result<PathBuf> {
     paths::run_cmd(
         Command::new("tar")
             .arg("-C")
@@ -71,11 +76,12 @@ pub fn install(tarball: &Path, dir: &Path) -> anyhow::Result<PathBuf> {
             .arg(tarball),
     )?;
     let rootfs = dir.join("rootfs");
-    anyhow::ensure!(
-        rootfs.join("vtnt").is_file(),
-        "{} holds no rootfs/vtnt",
-        tarball.display()
-    );
+    if !rootfs.join("vtnt").is_file() {
+        return Err(Error::Image(format!(
+            "{} holds no rootfs/vtnt",
+            tarball.display()
+        )));
+    }
     Ok(rootfs)
 }
 
@@ -131,7 +137,7 @@ pub fn start(
     net: &Attached,
     spec: &InstanceSpec,
     cgroup: &Cgroup,
-) -> anyhow::Result<(Supervised, String, PathBuf)> {
+) -> Result<(Supervised, String, PathBuf)> {
     let job = crate::guest::guest_job(&spec.job, "-");
     let input = job.input()?;
     let mut args = vec!["/vtnt".to_string()];
@@ -149,13 +155,16 @@ pub fn run(
     netns: Option<&Path>,
     cgroup: &Cgroup,
     input: Option<std::fs::File>,
-) -> anyhow::Result<(Supervised, String, PathBuf)> {
+) -> Result<(Supervised, String, PathBuf)> {
     let runc = paths::need("runc", "runc")?;
     let id = paths::unique("vtnt");
     let bundle = dir.join(format!("bundle-{id}"));
-    std::fs::create_dir_all(&bundle)?;
+    std::fs::create_dir_all(&bundle).doing(|| format!("creating {}", bundle.display()))?;
     let cfg = config(rootfs, args, netns, &format!("/{}/c", cgroup.rel()));
-    std::fs::write(bundle.join("config.json"), serde_json::to_vec_pretty(&cfg)?)?;
+    let config_json = bundle.join("config.json");
+    let bytes =
+        serde_json::to_vec_pretty(&cfg).doing(|| format!("writing {}", config_json.display()))?;
+    std::fs::write(&config_json, bytes).doing(|| format!("writing {}", config_json.display()))?;
     let root = paths::run_dir()?.join("runc");
     let mut cmd = cgroup.wrap(&runc.display().to_string());
     cmd.arg("--root")

@@ -15,6 +15,7 @@
 //! - directories: `<run>/<scope>` and `<work>/<scope>` (deployed images, bundles, the
 //!   VM's target disks, the engine's data), once nothing is mounted below them.
 
+use crate::error::{Error, IoContext, Result};
 use std::path::Path;
 
 use crate::cgroup::Cgroup;
@@ -55,7 +56,7 @@ impl std::fmt::Display for Cleaned {
 
 /// Removes everything scope `name` left on this host (see the module's docs). Not to be
 /// run while a live process works in that scope: its instances would be killed.
-pub fn clean(name: &str) -> anyhow::Result<Cleaned> {
+pub fn clean(name: &str) -> Result<Cleaned> {
     let run = paths::run_base().join(name);
     let work = paths::work_base().join(name);
     let mut done = Cleaned {
@@ -71,13 +72,13 @@ pub fn clean(name: &str) -> anyhow::Result<Cleaned> {
     for dir in [run, work] {
         if dir.exists() {
             crate::docker::unmount_below(&dir);
-            anyhow::ensure!(
-                !crate::docker::mounted_below(&dir),
-                "{}: something is still mounted below it",
-                dir.display()
-            );
-            std::fs::remove_dir_all(&dir)
-                .map_err(|e| anyhow::anyhow!("removing {}: {e}", dir.display()))?;
+            if crate::docker::mounted_below(&dir) {
+                return Err(Error::Scope(format!(
+                    "{}: something is still mounted below it",
+                    dir.display()
+                )));
+            }
+            std::fs::remove_dir_all(&dir).doing(|| format!("removing {}", dir.display()))?;
             done.dirs += 1;
         }
     }

@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, Context};
+use crate::error::{Error, IoContext, Result};
 
 use crate::runtime::{ImageInfo, Runtime};
 
@@ -47,7 +47,7 @@ pub struct ImageServer {
 impl ImageServer {
     /// Serves `images` (by file name) on 127.0.0.1 at `bandwidth_bps` bits per second in
     /// total.
-    pub fn start(images: &[&ImageInfo], bandwidth_bps: u64) -> anyhow::Result<ImageServer> {
+    pub fn start(images: &[&ImageInfo], bandwidth_bps: u64) -> Result<ImageServer> {
         ImageServer::start_on(SocketAddr::from(([127, 0, 0, 1], 0)), images, bandwidth_bps)
     }
 
@@ -56,7 +56,7 @@ impl ImageServer {
         listen: SocketAddr,
         images: &[&ImageInfo],
         bandwidth_bps: u64,
-    ) -> anyhow::Result<ImageServer> {
+    ) -> Result<ImageServer> {
         let mut files: HashMap<String, PathBuf> = HashMap::new();
         let mut names = HashMap::new();
         for im in images {
@@ -65,9 +65,13 @@ impl ImageServer {
             names.insert(im.runtime, name);
         }
         let listener =
-            TcpListener::bind(listen).with_context(|| format!("image server: binding {listen}"))?;
-        let addr = listener.local_addr()?;
-        listener.set_nonblocking(true)?;
+            TcpListener::bind(listen).doing(|| format!("image server: binding {listen}"))?;
+        let addr = listener
+            .local_addr()
+            .doing(|| format!("image server: binding {listen}"))?;
+        listener
+            .set_nonblocking(true)
+            .doing(|| format!("image server: binding {listen}"))?;
         let stop = Arc::new(AtomicBool::new(false));
         let bucket = Arc::new(Mutex::new(Bucket {
             bytes_per_sec: (bandwidth_bps.max(8_000) / 8) as f64,
@@ -91,7 +95,7 @@ impl ImageServer {
                     }
                 }
             })
-            .context("spawning the image server thread")?;
+            .doing(|| "spawning the image server thread".into())?;
         Ok(ImageServer {
             addr,
             stop,
@@ -101,11 +105,11 @@ impl ImageServer {
     }
 
     /// `http://<address>:<port>/<file>` of a runtime's image.
-    pub fn url(&self, rt: Runtime) -> anyhow::Result<String> {
+    pub fn url(&self, rt: Runtime) -> Result<String> {
         let n = self
             .names
             .get(&rt)
-            .with_context(|| format!("the image server has no {} image", rt.name()))?;
+            .ok_or_else(|| Error::Image(format!("the image server has no {} image", rt.name())))?;
         Ok(format!("http://{}/{n}", self.addr))
     }
 
@@ -115,12 +119,12 @@ impl ImageServer {
 }
 
 /// The name an image is served by.
-pub fn file_name(image: &ImageInfo) -> anyhow::Result<String> {
+pub fn file_name(image: &ImageInfo) -> Result<String> {
     Ok(image
         .path
         .file_name()
         .and_then(|n| n.to_str())
-        .context("image without a file name")?
+        .ok_or_else(|| Error::Image("image without a file name".into()))?
         .to_string())
 }
 
@@ -179,31 +183,43 @@ fn serve(
 }
 
 /// Downloads `url` (`http://host:port/path`) to `dest`; returns the bytes received.
-pub fn fetch(url: &str, dest: &Path) -> anyhow::Result<u64> {
-    let rest = url
-        .strip_prefix("http://")
-        .with_context(|| format!("not an http:// URL: {url}"))?;
+pub fn fetch(url: &str, dest: &Path) -> Result<u64> {
+    let rest = url.strip_prefix("http://").ok_or_else(|| Error::Download {
+        url: url.into(),
+        why: "not an http:// URL".into(),
+    })?;
     let (host, path) = rest
         .split_once('/')
         .map_or((rest, "/".to_string()), |(h, p)| (h, format!("/{p}")));
-    let s = TcpStream::connect(host)
-        .with_context(|| format!("connecting to the image server {host}"))?;
-    s.set_read_timeout(Some(Duration::from_secs(60)))?;
-    let mut w = s.try_clone()?;
+    let s = TcpStream::connect(host).doing(|| format!("connecting to the image server {host}"))?;
+    s.set_read_timeout(Some(Duration::from_secs(60)))
+        .doing(|| format!("connecting to the image server {host}"))?;
+    let mut w = s
+        .try_clone()
+        .doing(|| format!("connecting to the image server {host}"))?;
     write!(
         w,
         "GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
-    )?;
+    )
+    .doing(|| format!("sending GET {url}"))?;
     let mut r = BufReader::with_capacity(CHUNK, s);
     let mut status = String::new();
-    r.read_line(&mut status)?;
+    r.read_line(&mut status)
+        .doing(|| format!("reading the status of {url}"))?;
     if !status.starts_with("HTTP/1.1 200") {
-        bail!("GET {url}: {}", status.trim());
+        return Err(Error::Download {
+            url: url.into(),
+            why: status.trim().into(),
+        });
     }
     let mut len: Option<u64> = None;
     loop {
         let mut h = String::new();
-        if r.read_line(&mut h)? == 0 || h == "\r\n" {
+        if r.read_line(&mut h)
+            .doing(|| format!("reading the headers of {url}"))?
+            == 0
+            || h == "\r\n"
+        {
             break;
         }
         if let Some((k, v)) = h.split_once(':') {
@@ -212,12 +228,14 @@ pub fn fetch(url: &str, dest: &Path) -> anyhow::Result<u64> {
             }
         }
     }
-    let mut out =
-        std::fs::File::create(dest).with_context(|| format!("creating {}", dest.display()))?;
-    let n = std::io::copy(&mut r, &mut out).with_context(|| format!("downloading {url}"))?;
+    let mut out = std::fs::File::create(dest).doing(|| format!("creating {}", dest.display()))?;
+    let n = std::io::copy(&mut r, &mut out).doing(|| format!("downloading {url}"))?;
     if let Some(l) = len {
         if l != n {
-            bail!("GET {url}: {n} bytes received, {l} announced");
+            return Err(Error::Download {
+                url: url.into(),
+                why: format!("{n} bytes received, {l} announced"),
+            });
         }
     }
     out.sync_all().ok();

@@ -20,7 +20,7 @@ use std::net::UdpSocket;
 use std::os::fd::OwnedFd;
 use std::path::Path;
 
-use anyhow::Context;
+use crate::error::{Error, IoContext, Result};
 pub use vtnt_tender_spt::outcome;
 
 use crate::cgroup::Cgroup;
@@ -35,7 +35,7 @@ pub const IMAGE_NAME: &str = "vtnt-spt.elf";
 
 /// Copies the installed kernel for the process platform (`lib/vtnt/vtnt-spt.elf`) into
 /// the image cache.
-pub fn build_image(_opts: &BuildOptions) -> anyhow::Result<ImageInfo> {
+pub fn build_image(_opts: &BuildOptions) -> Result<ImageInfo> {
     let (path, pin) = paths::stage(vtnt_artifacts::Artifact::JobSpt, IMAGE_NAME)?;
     Ok(ImageInfo {
         runtime: Runtime::Spt,
@@ -49,18 +49,17 @@ pub fn build_image(_opts: &BuildOptions) -> anyhow::Result<ImageInfo> {
 
 /// Checks that the downloaded `file` is a static x86_64 Linux executable and makes it
 /// executable: a corrupt image is refused here, with its reason, not by a dying guest.
-pub fn install(file: &Path) -> anyhow::Result<std::path::PathBuf> {
-    let head =
-        std::fs::read(file).with_context(|| format!("reading the spt image {}", file.display()))?;
+pub fn install(file: &Path) -> Result<std::path::PathBuf> {
+    let head = std::fs::read(file).doing(|| format!("reading the spt image {}", file.display()))?;
     let elf = head.len() > 64
         && head.starts_with(b"\x7fELF\x02\x01")
         && u16::from_le_bytes([head[16], head[17]]) == 2 // ET_EXEC: static, not PIE
         && u16::from_le_bytes([head[18], head[19]]) == 62; // EM_X86_64
     if !elf {
-        anyhow::bail!(
+        return Err(Error::Image(format!(
             "the spt image {} is not a static x86_64 ELF executable (corrupt or not an spt build)",
             file.display()
-        );
+        )));
     }
     paths::make_executable(file)
 }
@@ -85,19 +84,23 @@ pub fn start(
     spec: &InstanceSpec,
     cgroup: &Cgroup,
     timeout: std::time::Duration,
-) -> anyhow::Result<Started> {
+) -> Result<Started> {
     let Attached::Lab(lab) = net else {
-        anyhow::bail!("the spt runtime reaches a network through a lab's VM front (--net lab:NAME)")
+        return Err(Error::Network(
+            "the spt runtime reaches a network through a lab's VM front (--net lab:NAME)".into(),
+        ));
     };
     if spec.dhcp {
-        anyhow::bail!("the spt runtime takes its lab slot's static address (no --dhcp)");
+        return Err(Error::Network(
+            "the spt runtime takes its lab slot's static address (no --dhcp)".into(),
+        ));
     }
     let (slot, lock) = vtnt_unikernel::lab::free_slot(&lab.name)
-        .map_err(|e| anyhow::anyhow!("lab `{}`: {e}", lab.name))?;
-    let sock = UdpSocket::bind(slot.local)
-        .with_context(|| format!("binding the guest's end {}", slot.local))?;
+        .map_err(|e| Error::Lab(format!("lab `{}`: {e}", lab.name)))?;
+    let sock =
+        UdpSocket::bind(slot.local).doing(|| format!("binding the guest's end {}", slot.local))?;
     sock.connect(slot.remote)
-        .with_context(|| format!("connecting to the lab's VM front {}", slot.remote))?;
+        .doing(|| format!("connecting to the lab's VM front {}", slot.remote))?;
     let mut run = vtnt_unikernel::launch::RunSpec::new(
         spec.job.clone(),
         vtnt_unikernel::launch::JobNet::Lab {
@@ -137,9 +140,9 @@ pub fn start_on_tap(
     payload: vtnt_unikernel::launch::Payload,
     cgroup: &Cgroup,
     timeout: std::time::Duration,
-) -> anyhow::Result<Supervised> {
+) -> Result<Supervised> {
     let dev = vtnt_lab_linux::open_tap(tap.netns.as_deref(), &tap.ifname)
-        .with_context(|| format!("opening the TAP device {}", tap.ifname))?;
+        .doing(|| format!("opening the TAP device {}", tap.ifname))?;
     let gateway = tap.gateway.to_string();
     let mut run = vtnt_unikernel::launch::RunSpec::with_payload(
         payload,
@@ -167,7 +170,7 @@ fn launch(
     net: OwnedFd,
     cmdline: String,
     cgroup: &Cgroup,
-) -> anyhow::Result<(Supervised, u64, std::time::Duration)> {
+) -> Result<(Supervised, u64, std::time::Duration)> {
     let procs = cgroup
         .procs_files()
         .into_iter()
@@ -175,15 +178,16 @@ fn launch(
             std::fs::OpenOptions::new()
                 .write(true)
                 .open(&p)
-                .with_context(|| format!("opening {}", p.display()))
+                .doing(|| format!("opening {}", p.display()))
         })
-        .collect::<anyhow::Result<Vec<_>>>()?;
-    anyhow::ensure!(
-        cmdline.len() < MAX_ARG_BYTES,
+        .collect::<Result<Vec<_>>>()?;
+    if cmdline.len() >= MAX_ARG_BYTES {
+        return Err(Error::Runtime(format!(
         "the spt guest reads its job, targets included, from its one argument, which Linux caps at {MAX_ARG_BYTES} bytes: this job's is {} (the spt runtime takes at most {} targets)",
         cmdline.len(),
         Runtime::Spt.max_targets().unwrap_or(0)
-    );
+    )));
+    }
     let t = vtnt_tender_spt::exec(image, net, &cmdline, procs)?;
     let child = Supervised::adopt(t.pid, t.console, "the spt guest", t.started);
     Ok((child, t.spawn_ns, t.cgroup_join))

@@ -24,7 +24,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use anyhow::Context;
+use crate::error::{Error, IoContext, Result};
 use vtnt_unikernel::accel::Accelerator;
 
 use crate::cgroup::Cgroup;
@@ -100,7 +100,7 @@ WantedBy=multi-user.target
 ";
 
 /// Builds the VM box in the image cache (debootstrap once, then the disk).
-pub fn build_image(opts: &BuildOptions) -> anyhow::Result<ImageInfo> {
+pub fn build_image(opts: &BuildOptions) -> Result<ImageInfo> {
     let bin = paths::static_vtnt()?;
     let image = paths::CachedImage::new(paths::images_dir()?.join(IMAGE_NAME));
     let dst = &image.path;
@@ -116,7 +116,7 @@ pub fn build_image(opts: &BuildOptions) -> anyhow::Result<ImageInfo> {
         if let Some(iperf3) = paths::which("iperf3") {
             debian::add_program(&iperf3, &root)?;
         }
-        let vtnt = std::fs::read(&bin).context("reading the static vtnt")?;
+        let vtnt = std::fs::read(&bin).doing(|| "reading the static vtnt".into())?;
         debian::put_file(&root.join("usr/local/bin/vtnt"), &vtnt, 0o755)?;
         debian::put_file(
             &root.join("usr/local/sbin/vtnt-job"),
@@ -129,10 +129,11 @@ pub fn build_image(opts: &BuildOptions) -> anyhow::Result<ImageInfo> {
             0o644,
         )?;
         let wants = root.join("etc/systemd/system/multi-user.target.wants");
-        std::fs::create_dir_all(&wants)?;
+        std::fs::create_dir_all(&wants).doing(|| format!("creating {}", wants.display()))?;
         let link = wants.join("vtnt-job.service");
         let _ = std::fs::remove_file(&link);
-        std::os::unix::fs::symlink("/etc/systemd/system/vtnt-job.service", &link)?;
+        std::os::unix::fs::symlink("/etc/systemd/system/vtnt-job.service", &link)
+            .doing(|| format!("linking {}", link.display()))?;
         debian::put_file(
             &root.join("etc/fstab"),
             b"/dev/vda / ext4 defaults,errors=remount-ro 0 1\n",
@@ -140,11 +141,10 @@ pub fn build_image(opts: &BuildOptions) -> anyhow::Result<ImageInfo> {
         )?;
         debian::put_file(&root.join("etc/hostname"), b"vtnt-vm\n", 0o644)?;
         let boot = tmp.path().join("box");
-        std::fs::create_dir_all(&boot)?;
+        std::fs::create_dir_all(&boot).doing(|| format!("creating {}", boot.display()))?;
         for (prefix, name) in [("vmlinuz-", "vmlinuz"), ("initrd.img-", "initrd.img")] {
             let f = newest(&root.join("boot"), prefix)?;
-            std::fs::copy(&f, boot.join(name))
-                .with_context(|| format!("copying {}", f.display()))?;
+            std::fs::copy(&f, boot.join(name)).doing(|| format!("copying {}", f.display()))?;
         }
         let bytes = debian::tree_bytes(&root)?;
         let fs_mib = bytes / (1 << 20) * 13 / 10 + 256;
@@ -174,7 +174,8 @@ pub fn build_image(opts: &BuildOptions) -> anyhow::Result<ImageInfo> {
                 .arg(&part)
                 .args(["disk.qcow2", "vmlinuz", "initrd.img"]),
         )?;
-        std::fs::rename(&part, dst)?;
+        std::fs::rename(&part, dst)
+            .doing(|| format!("moving {} to {}", part.display(), dst.display()))?;
         image.set_size(installed)?;
     }
     Ok(ImageInfo {
@@ -188,9 +189,9 @@ pub fn build_image(opts: &BuildOptions) -> anyhow::Result<ImageInfo> {
     })
 }
 
-fn newest(dir: &Path, prefix: &str) -> anyhow::Result<PathBuf> {
+fn newest(dir: &Path, prefix: &str) -> Result<PathBuf> {
     let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
-        .with_context(|| format!("reading {}", dir.display()))?
+        .doing(|| format!("reading {}", dir.display()))?
         .flatten()
         .map(|e| e.path())
         .filter(|p| {
@@ -200,18 +201,18 @@ fn newest(dir: &Path, prefix: &str) -> anyhow::Result<PathBuf> {
         })
         .collect();
     v.sort();
-    v.pop().with_context(|| {
-        format!(
+    v.pop().ok_or_else(|| {
+        Error::Image(format!(
             "no {prefix}* in {} (is linux-image-amd64 in the rootfs?)",
             dir.display()
-        )
+        ))
     })
 }
 
 /// Unpacks a fetched box into `dir`; returns the directory holding its files.
-pub fn install(tarball: &Path, dir: &Path) -> anyhow::Result<PathBuf> {
+pub fn install(tarball: &Path, dir: &Path) -> Result<PathBuf> {
     let d = dir.join("box");
-    std::fs::create_dir_all(&d)?;
+    std::fs::create_dir_all(&d).doing(|| format!("creating {}", d.display()))?;
     paths::run_cmd(
         Command::new("tar")
             .arg("-C")
@@ -220,11 +221,12 @@ pub fn install(tarball: &Path, dir: &Path) -> anyhow::Result<PathBuf> {
             .arg(tarball),
     )?;
     for f in ["disk.qcow2", "vmlinuz", "initrd.img"] {
-        anyhow::ensure!(
-            d.join(f).is_file(),
-            "the VM box {} has no {f}",
-            tarball.display()
-        );
+        if !d.join(f).is_file() {
+            return Err(Error::Image(format!(
+                "the VM box {} has no {f}",
+                tarball.display()
+            )));
+        }
     }
     Ok(d)
 }
@@ -261,19 +263,18 @@ pub fn start(
     net: &Attached,
     spec: &InstanceSpec,
     cgroup: &Cgroup,
-) -> anyhow::Result<Supervised> {
+) -> Result<Supervised> {
     let job = crate::guest::guest_job(&spec.job, TARGETS_DISK);
-    anyhow::ensure!(
-        !job.args.iter().any(|w| w.contains('\n')),
-        "job words may not contain newlines"
-    );
+    if job.args.iter().any(|w| w.contains('\n')) {
+        return Err(Error::Runtime("job words may not contain newlines".into()));
+    }
     let disk = match &job.targets {
         Some(list) => {
             // a raw disk of whole sectors: the list, then newlines (blank lines it skips)
             let mut bytes = list.clone().into_bytes();
             bytes.resize(bytes.len().div_ceil(512) * 512, b'\n');
             let f = box_dir.join(format!("targets-{}", spec.index));
-            std::fs::write(&f, bytes).with_context(|| format!("writing {}", f.display()))?;
+            std::fs::write(&f, bytes).doing(|| format!("writing {}", f.display()))?;
             Some(f)
         }
         None => None,
@@ -298,7 +299,7 @@ pub fn start_iperf3(
     index: u32,
     port: u16,
     cgroup: &Cgroup,
-) -> anyhow::Result<Supervised> {
+) -> Result<Supervised> {
     boot(
         box_dir,
         net,
@@ -321,7 +322,7 @@ fn boot(
     what: &str,
     targets: Option<&Path>,
     cgroup: &Cgroup,
-) -> anyhow::Result<Supervised> {
+) -> Result<Supervised> {
     let qemu = paths::need("qemu-system-x86_64", "qemu-system-x86")?;
     // The lab's ranges via the gateway (so the guest's route check knows the lab); on a
     // TAP, a default route too when the job may probe public targets (the guest's policy
@@ -348,7 +349,11 @@ fn boot(
             },
             format!("tap,id=n0,ifname={},script=no,downscript=no", t.ifname),
         ),
-        Attached::Host => anyhow::bail!("the VM reaches a network through a lab or a TAP device"),
+        Attached::Host => {
+            return Err(Error::Network(
+                "the VM reaches a network through a lab or a TAP device".into(),
+            ))
+        }
     };
     let mac = format!("52:54:00:76:75:{:02x}", index % 256);
     // No login prompt on the console: a getty starting on ttyS0 hangs it up, and the
@@ -424,9 +429,11 @@ fn boot(
 }
 
 /// A UDP port on 127.0.0.1 free right now (QEMU binds it a moment later).
-fn free_udp_port() -> anyhow::Result<u16> {
-    let s = std::net::UdpSocket::bind("127.0.0.1:0").context("finding a free UDP port")?;
-    Ok(s.local_addr()?.port())
+fn free_udp_port() -> Result<u16> {
+    let s = std::net::UdpSocket::bind("127.0.0.1:0").doing(|| "finding a free UDP port".into())?;
+    Ok(s.local_addr()
+        .doing(|| "finding a free UDP port".into())?
+        .port())
 }
 
 /// The job's stdout from the serial console (the `VTNT|` lines).

@@ -6,7 +6,7 @@
 use std::path::Path;
 
 use vtnt_runtimes::net::Network;
-use vtnt_runtimes::{instance, BuildOptions, Runtime};
+use vtnt_runtimes::{instance, BoxError, BuildOptions, Error, Runtime};
 
 #[test]
 fn a_fetched_image_that_differs_from_its_pin_is_refused() {
@@ -17,12 +17,16 @@ fn a_fetched_image_that_differs_from_its_pin_is_refused() {
     let image = match Runtime::Native.build_image(&BuildOptions::default()) {
         Ok(i) => i,
         Err(e) => {
-            vtnt_testkit::skip_or_fail(vtnt_testkit::test_name!(), &format!("{e:#}"), None);
+            vtnt_testkit::skip_or_fail(
+                vtnt_testkit::test_name!(),
+                &format!("{:#}", anyhow::Error::new(e)),
+                None,
+            );
             return;
         }
     };
     assert!(image.pin.is_some(), "the static vtnt is pinned");
-    let fetch_altered = |dst: &Path| -> anyhow::Result<u64> {
+    let fetch_altered = |dst: &Path| -> Result<u64, BoxError> {
         let mut bytes = std::fs::read(&image.path)?;
         let mid = bytes.len() / 2;
         bytes[mid] ^= 0xff;
@@ -37,17 +41,27 @@ fn a_fetched_image_that_differs_from_its_pin_is_refused() {
         &Network::Host,
     )
     .err()
-    .map(|e| format!("{e:#}"))
     .expect("an altered image is refused");
+    assert!(
+        matches!(
+            &err,
+            Error::Pinned {
+                runtime: "native",
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    let err = format!("{:#}", anyhow::Error::new(err));
     assert!(
         err.starts_with(
             "the native image as fetched differs from what this host's artifacts.toml pins: "
         ) && err.contains("/vtnt-static is refused: sha256 "),
         "{err}"
     );
-    let fetch = |dst: &Path| -> anyhow::Result<u64> { Ok(std::fs::copy(&image.path, dst)?) };
+    let fetch = |dst: &Path| -> Result<u64, BoxError> { Ok(std::fs::copy(&image.path, dst)?) };
     let deployed = instance::deploy_from(Runtime::Native, &image, &fetch, None, &Network::Host);
-    assert!(deployed.is_ok(), "{:#}", deployed.err().unwrap());
+    assert!(deployed.is_ok(), "{:?}", deployed.err().unwrap());
     drop(deployed);
     let _ = std::fs::remove_dir_all(&dir);
 }

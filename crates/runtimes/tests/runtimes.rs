@@ -8,7 +8,7 @@ mod common;
 use std::path::Path;
 use std::time::Duration;
 
-use vtnt_measure::proc::retry_once_on_timeout;
+use vtnt_measure::proc::retry_once_if;
 use vtnt_runtimes::net::Network;
 use vtnt_runtimes::normalize;
 use vtnt_runtimes::{RunOptions, Runtime};
@@ -147,10 +147,8 @@ fn check_jobs(test: &str, runtimes: &[Runtime], via: Via, jobs: &[vtnt_job::JobS
             };
             // As `vtnt bench deploy` does: a run that outlived its timeout (a TCG guest that
             // never finished, a `docker run` that never returned) is retried once, loudly.
-            let out = retry_once_on_timeout(run, |e| {
-                eprintln!("{test}: {} timed out, retrying once: {e:#}", rt.name())
-            })
-            .unwrap_or_else(|e| panic!("{} run: {e:#}", rt.name()));
+            let out = retry_on_timeout(test, rt, run)
+                .unwrap_or_else(|e| panic!("{} run: {e:#}", rt.name()));
             assert!(
                 out.ok(),
                 "{} run exited with {:?}: {}",
@@ -465,18 +463,15 @@ fn vms_on_a_tap_device_reach_the_network_behind_it() {
         let net: Network = format!("tap:vtap0,ip=10.77.0.{}/24,gw=10.77.0.1,netns={ns}", 2 + i)
             .parse()
             .expect("a TAP network");
-        let out = retry_once_on_timeout(
-            || {
-                rt.run(
-                    &job(),
-                    &RunOptions {
-                        net: net.clone(),
-                        ..opts.clone()
-                    },
-                )
-            },
-            |e| eprintln!("{test}: {} timed out, retrying once: {e:#}", rt.name()),
-        )
+        let out = retry_on_timeout(test, rt, || {
+            rt.run(
+                &job(),
+                &RunOptions {
+                    net: net.clone(),
+                    ..opts.clone()
+                },
+            )
+        })
         .unwrap_or_else(|e| panic!("{} on a TAP: {e:#}", rt.name()));
         assert!(
             out.ok(),
@@ -487,4 +482,18 @@ fn vms_on_a_tap_device_reach_the_network_behind_it() {
         );
         assert_eq!(hop_addresses(&out.stdout), want, "{} on a TAP", rt.name());
     }
+}
+
+/// Runs `run`, and once more if the instance outlived its timeout (as `vtnt bench deploy`
+/// does: a TCG guest that never finished, a `docker run` that never returned), loudly.
+fn retry_on_timeout<T>(
+    test: &str,
+    rt: Runtime,
+    mut run: impl FnMut() -> vtnt_runtimes::Result<T>,
+) -> anyhow::Result<T> {
+    retry_once_if(
+        || run().map_err(anyhow::Error::from),
+        |e| vtnt_runtimes::timed_out(e.as_ref()),
+        |e| eprintln!("{test}: {} timed out, retrying once: {e:#}", rt.name()),
+    )
 }

@@ -177,7 +177,7 @@ pub fn run(o: &PaperOptions, dir: &Path) -> anyhow::Result<PaperReport> {
         .runtimes
         .iter()
         .map(|&rt| EngineGuard::for_runtime(rt, &net))
-        .collect::<anyhow::Result<Vec<_>>>()?;
+        .collect::<vtnt_runtimes::Result<Vec<_>>>()?;
     let mut fleet = LocalFleet::up("paper", IpAddr::from([0, 0, 0, 0]), TENANT)?;
     let port: u16 = fleet
         .broker

@@ -106,16 +106,20 @@ pub fn bench_micro(args: &BenchMicroArgs) -> anyhow::Result<MicroReport> {
         let built = images.iter().position(|(rt, _)| *rt == row.runtime);
         let image = match built {
             Some(i) => Ok(i),
-            None => row.runtime.build_image(&BuildOptions::default()).map(|im| {
-                images.push((row.runtime, im));
-                images.len() - 1
-            }),
+            None => row
+                .runtime
+                .build_image(&BuildOptions::default())
+                .map(|im| {
+                    images.push((row.runtime, im));
+                    images.len() - 1
+                })
+                .map_err(anyhow::Error::from),
         };
         let ready = image.and_then(|i| {
             if let Some(why) = row.vmm_missing() {
                 anyhow::bail!("{why}");
             }
-            net.attach(row.runtime).map(|_| &images[i].1)
+            Ok(net.attach(row.runtime).map(|_| &images[i].1)?)
         });
         match ready {
             Ok(im) => {
@@ -150,7 +154,8 @@ pub fn bench_micro(args: &BenchMicroArgs) -> anyhow::Result<MicroReport> {
             continue;
         }
         eprintln!("vtnt bench micro: {row} ({} reps)", args.reps);
-        let measured = EngineGuard::for_runtime(row.runtime, &net).and_then(|engine| {
+        let engine = EngineGuard::for_runtime(row.runtime, &net).map_err(anyhow::Error::from);
+        let measured = engine.and_then(|engine| {
             let deployed = instance::deploy(
                 row.runtime,
                 image,

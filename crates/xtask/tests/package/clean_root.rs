@@ -121,7 +121,8 @@ fn in_a_clean_root_the_package_runs_without_a_checkout_or_cargo() {
         return;
     }
     let Some(pkg) = package(test) else { return };
-    let base = vtnt_runtimes::debian::minbase(false).unwrap_or_else(|e| panic!("{e:#}"));
+    let base = vtnt_runtimes::debian::minbase(false)
+        .unwrap_or_else(|e| panic!("{:#}", anyhow::Error::new(e)));
     let work = vtnt_runtimes::paths::work_dir().expect("the work directory");
     let root = Root::new(&base, work.join(vtnt_runtimes::paths::unique("clean-root")));
     std::fs::copy(&pkg.deb, root.dir.join("tmp/vtnt.deb")).expect("copying the package");

@@ -91,7 +91,8 @@ fn the_package_runs_microvms_under_vtnt_monitor_on_hardware_style_kvm() {
         return;
     }
     let Some(pkg) = package(test) else { return };
-    let rootfs = vtnt_runtimes::debian::vm_rootfs(false).unwrap_or_else(|e| panic!("{e:#}"));
+    let rootfs = vtnt_runtimes::debian::vm_rootfs(false)
+        .unwrap_or_else(|e| panic!("{:#}", anyhow::Error::new(e)));
     let dir = Dir::new("nested");
     let started = Instant::now();
     let kernel = initramfs(
@@ -209,7 +210,8 @@ fn initramfs(deb: &Path, rootfs: &Path, root: &Path, initrd: &Path) -> PathBuf {
     let ip_bytes = std::fs::read(&ip).unwrap();
     put(&root.join("usr/sbin/ip"), &ip_bytes, 0o755);
     for program in [root.join("usr/bin/vtnt"), ip] {
-        vtnt_runtimes::debian::add_libraries(&program, root).unwrap_or_else(|e| panic!("{e:#}"));
+        vtnt_runtimes::debian::add_libraries(&program, root)
+            .unwrap_or_else(|e| panic!("{:#}", anyhow::Error::new(e)));
     }
     let (kernel, modules) = kernel_and_modules(rootfs);
     let mut names = Vec::new();
@@ -239,7 +241,8 @@ fn initramfs(deb: &Path, rootfs: &Path, root: &Path, initrd: &Path) -> PathBuf {
 }
 
 fn put(path: &Path, bytes: &[u8], mode: u32) {
-    vtnt_runtimes::debian::put_file(path, bytes, mode).unwrap_or_else(|e| panic!("{e:#}"));
+    vtnt_runtimes::debian::put_file(path, bytes, mode)
+        .unwrap_or_else(|e| panic!("{:#}", anyhow::Error::new(e)));
 }
 
 /// The rootfs's kernel and the modules [`MODULES`] need, each after what it depends on.
