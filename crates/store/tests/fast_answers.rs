@@ -145,6 +145,11 @@ fn fast_answers_equal_the_from_scratch_query() {
             run: Some("b".into()),
             ..Filter::default()
         },
+        // a run key both tenants have: each sees its own
+        Filter {
+            run: Some("a".into()),
+            ..Filter::default()
+        },
         Filter {
             class: Some("invisible-php".into()),
             ..Filter::default()
