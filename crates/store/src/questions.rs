@@ -18,7 +18,7 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 
 use crate::error::Result;
-use crate::query::{classes, Filter, Scope};
+use crate::query::{classes, Filter, Joins, Scope};
 use crate::{Store, Tenant};
 
 /// Tunnels of one group (an AS, a vendor, a vantage point).
@@ -51,16 +51,24 @@ const KEY: &str = "(t.class || '|' || coalesce(t.ingress, '*') || '|' || coalesc
                    || '|' || t.lsrs)";
 
 impl Store {
-    /// Tunnels grouped by `group` (an SQL expression over the tunnel scope's aliases),
-    /// largest group first.
-    fn tunnel_counts(&self, tenant: &Tenant, f: &Filter, group: &str) -> Result<Vec<TunnelCount>> {
-        let s = Scope::tunnels(tenant, f)?;
-        let per_class: Vec<String> = classes()
-            .map(|c| format!("count(DISTINCT CASE WHEN t.class = '{c}' THEN {KEY} END)"))
-            .collect();
+    /// Tunnels grouped by `group` (an SQL expression over the tunnel scope's aliases,
+    /// which `joins` makes), largest group first. Each distinct tunnel of a group is one
+    /// row of the inner grouping (its observations counted there), so the outer one
+    /// only adds up: one sort instead of a distinct set per class.
+    fn tunnel_counts(
+        &self,
+        tenant: &Tenant,
+        f: &Filter,
+        group: &str,
+        joins: Joins,
+    ) -> Result<Vec<TunnelCount>> {
+        let s = Scope::tunnels_joining(tenant, f, joins)?;
+        let per_class: Vec<String> = classes().map(|c| format!("sum(class = '{c}')")).collect();
         let sql = format!(
-            "SELECT {group} AS g, count(DISTINCT {KEY}), count(*), {} {} GROUP BY g \
-             ORDER BY 2 DESC, g",
+            "SELECT g, count(*), sum(obs), {} FROM \
+             (SELECT {group} AS g, t.class AS class, count(*) AS obs {} \
+              GROUP BY g, t.class, t.ingress, t.egress, t.lsrs) \
+             GROUP BY g ORDER BY 2 DESC, g",
             per_class.join(", "),
             s.sql()
         );
@@ -85,13 +93,14 @@ impl Store {
             tenant,
             f,
             "(SELECT a.asn FROM addresses a WHERE a.addr = t.ingress)",
+            Joins::None,
         )
     }
 
     /// Tunnels per vendor of their ingress (TNT's fingerprint of it in the same job;
     /// `unknown` without one).
     pub fn tunnels_per_vendor(&self, tenant: &Tenant, f: &Filter) -> Result<Vec<TunnelCount>> {
-        self.tunnel_counts(tenant, f, "coalesce(s.vendor, 'unknown')")
+        self.tunnel_counts(tenant, f, "coalesce(s.vendor, 'unknown')", Joins::None)
     }
 
     /// Tunnel classes per vantage point (node).
@@ -100,22 +109,25 @@ impl Store {
         tenant: &Tenant,
         f: &Filter,
     ) -> Result<Vec<TunnelCount>> {
-        self.tunnel_counts(tenant, f, "n.name")
+        self.tunnel_counts(tenant, f, "n.name", Joins::Node)
     }
 
     /// Tunnel classes of the tunnels `f` selects, all in one group (its run's key, the
     /// tenant's name for a filter of no run); `None` when it selects no tunnel.
     pub fn classes_per_run(&self, tenant: &Tenant, f: &Filter) -> Result<Option<TunnelCount>> {
-        let group = match &f.run {
-            Some(_) => "u.key",
-            None => "r.tenant",
+        let (group, joins) = match &f.run {
+            Some(_) => ("u.key", Joins::Run),
+            None => ("r.tenant", Joins::None),
         };
-        Ok(self.tunnel_counts(tenant, f, group)?.into_iter().next())
+        Ok(self
+            .tunnel_counts(tenant, f, group, joins)?
+            .into_iter()
+            .next())
     }
 
     /// Revealed LSRs per AS of their address, most first.
     pub fn revealed_lsrs_per_as(&self, tenant: &Tenant, f: &Filter) -> Result<Vec<LsrCount>> {
-        let mut s = Scope::tunnels(tenant, f)?;
+        let mut s = Scope::tunnels_joining(tenant, f, Joins::None)?;
         s.from.push_str(
             " JOIN lsrs l ON l.tunnel_id = t.id AND l.revealed AND l.addr IS NOT NULL \
              LEFT JOIN addresses a ON a.addr = l.addr",

@@ -1,0 +1,186 @@
+//! The whole-store questions, answered by their fast SQL (only the joins they need, one
+//! grouping of distinct tunnels), equal the from-scratch query (every join, a distinct
+//! set per class, the SQL before issue 41's 200 ms work), written out here as the
+//! reference, after imports of two campaigns into two tenants, a prefix-to-AS table
+//! and a refused corrupt import, for every group and the filters that change the joins.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use rusqlite::Connection;
+use vtnt_store::import::{import_file, ImportOptions};
+use vtnt_store::query::Filter;
+use vtnt_store::questions::TunnelCount;
+use vtnt_store::{Store, Tenant};
+
+mod common;
+
+use common::{Scratch, FIXTURE};
+
+const CLASSES: [&str; 5] = [
+    "explicit",
+    "implicit",
+    "opaque",
+    "invisible-php",
+    "invisible-uhp",
+];
+
+const KEY: &str = "(t.class || '|' || coalesce(t.ingress, '*') || '|' || \
+                   coalesce(t.egress, '*') || '|' || t.lsrs)";
+
+const FROM: &str = "FROM traces r JOIN jobs j ON j.id = r.job_id \
+     JOIN nodes n ON n.id = j.node_id JOIN runs u ON u.id = j.run_id \
+     JOIN tunnels t ON t.trace_id = r.id \
+     LEFT JOIN signatures s ON s.job_id = j.id AND s.addr = t.ingress \
+     WHERE r.tenant = ?1 AND (?2 IS NULL OR n.name = ?2) AND (?3 IS NULL OR u.key = ?3) \
+     AND (?4 IS NULL OR t.class = ?4)";
+
+/// The from-scratch answer: tunnels grouped by `group`, as the store answered before.
+fn reference(c: &Connection, tenant: &str, f: &Filter, group: &str) -> Vec<TunnelCount> {
+    let per_class: Vec<String> = CLASSES
+        .iter()
+        .map(|c| format!("count(DISTINCT CASE WHEN t.class = '{c}' THEN {KEY} END)"))
+        .collect();
+    let sql = format!(
+        "SELECT {group} AS g, count(DISTINCT {KEY}), count(*), {} {FROM} \
+         GROUP BY g ORDER BY 2 DESC, g",
+        per_class.join(", ")
+    );
+    let mut st = c.prepare(&sql).unwrap();
+    let rows = st
+        .query_map((tenant, &f.node, &f.run, &f.class), |r| {
+            let mut classes = BTreeMap::new();
+            for (i, c) in CLASSES.iter().enumerate() {
+                classes.insert(c.to_string(), r.get(3 + i)?);
+            }
+            Ok(TunnelCount {
+                group: r.get(0)?,
+                tunnels: r.get(1)?,
+                observations: r.get(2)?,
+                classes,
+            })
+        })
+        .unwrap();
+    rows.map(Result::unwrap).collect()
+}
+
+/// The from-scratch revealed LSRs per AS: (AS, LSRs, tunnels).
+fn reference_lsrs(c: &Connection, tenant: &str, f: &Filter) -> Vec<(Option<String>, u64, u64)> {
+    let from = FROM.replace(
+        " WHERE",
+        " JOIN lsrs l ON l.tunnel_id = t.id AND l.revealed AND l.addr IS NOT NULL \
+         LEFT JOIN addresses a ON a.addr = l.addr WHERE",
+    );
+    let sql = format!(
+        "SELECT a.asn AS g, count(DISTINCT l.addr), count(DISTINCT {KEY}) {from} \
+         GROUP BY g ORDER BY 2 DESC, g"
+    );
+    let mut st = c.prepare(&sql).unwrap();
+    let rows = st
+        .query_map((tenant, &f.node, &f.run, &f.class), |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+        })
+        .unwrap();
+    rows.map(Result::unwrap).collect()
+}
+
+fn import(store: &mut Store, path: &Path, tenant: &str, run: &str) -> vtnt_store::Result<()> {
+    import_file(
+        store,
+        path,
+        &ImportOptions {
+            tenant: Tenant::new(tenant).unwrap(),
+            node: None,
+            run: Some(run.into()),
+        },
+    )
+    .map(drop)
+}
+
+#[test]
+fn fast_answers_equal_the_from_scratch_query() {
+    let s = Scratch::new("fast-answers");
+    let path = s.path("r.sqlite");
+    let mut store = Store::open(&path).unwrap();
+    // two campaigns in one tenant (the second a copy with every fourth line gone, so
+    // observations and groups differ), the first again in a second tenant
+    let text = std::fs::read_to_string(FIXTURE).unwrap();
+    let thinned: Vec<&str> = text
+        .lines()
+        .enumerate()
+        .filter(|(i, _)| i % 4 != 3)
+        .map(|(_, l)| l)
+        .collect();
+    let b = s.path("b.json");
+    std::fs::write(&b, thinned.join("\n")).unwrap();
+    import(&mut store, Path::new(FIXTURE), "lab", "a").unwrap();
+    import(&mut store, &b, "lab", "b").unwrap();
+    import(&mut store, Path::new(FIXTURE), "other", "a").unwrap();
+    let pfx = s.path("pfx2as");
+    std::fs::write(
+        &pfx,
+        "100.64.0.0\t16\t64500\n100.64.5.0\t24\t64505\n100.64.6.0\t24\t64506_64507\n",
+    )
+    .unwrap();
+    store.load_pfx2as(&pfx).unwrap();
+    // a corrupt import, refused: stores nothing
+    let mut lines: Vec<&str> = text.lines().collect();
+    lines[30] = &lines[30][..lines[30].len() / 2];
+    let bad = s.path("bad.json");
+    std::fs::write(&bad, lines.join("\n")).unwrap();
+    assert!(import(&mut store, &bad, "lab", "c").is_err());
+
+    let c = Connection::open(&path).unwrap();
+    let node = store.nodes(&Tenant::new("lab").unwrap()).unwrap()[0]
+        .node
+        .name
+        .clone();
+    let filters = [
+        Filter::default(),
+        Filter {
+            node: Some(node),
+            ..Filter::default()
+        },
+        Filter {
+            run: Some("b".into()),
+            ..Filter::default()
+        },
+        // a run key both tenants have: each sees its own
+        Filter {
+            run: Some("a".into()),
+            ..Filter::default()
+        },
+        Filter {
+            class: Some("invisible-php".into()),
+            ..Filter::default()
+        },
+    ];
+    let mut seen = 0;
+    for tenant in ["lab", "other"] {
+        let t = Tenant::new(tenant).unwrap();
+        for f in &filters {
+            let asn = "(SELECT a.asn FROM addresses a WHERE a.addr = t.ingress)";
+            let per_as = store.tunnels_per_as(&t, f).unwrap();
+            assert_eq!(per_as, reference(&c, tenant, f, asn), "{tenant} {f:?}");
+            let vendor = "coalesce(s.vendor, 'unknown')";
+            let per_vendor = store.tunnels_per_vendor(&t, f).unwrap();
+            assert_eq!(
+                per_vendor,
+                reference(&c, tenant, f, vendor),
+                "{tenant} {f:?}"
+            );
+            let per_vp = store.classes_per_vantage_point(&t, f).unwrap();
+            assert_eq!(per_vp, reference(&c, tenant, f, "n.name"), "{tenant} {f:?}");
+            let lsrs: Vec<_> = store
+                .revealed_lsrs_per_as(&t, f)
+                .unwrap()
+                .into_iter()
+                .map(|l| (l.asn, l.lsrs, l.tunnels))
+                .collect();
+            assert_eq!(lsrs, reference_lsrs(&c, tenant, f), "{tenant} {f:?}");
+            seen += per_as.len() + per_vendor.len() + per_vp.len() + lsrs.len();
+        }
+    }
+    // the answers are not all empty: the comparison compared something
+    assert!(seen > 20, "{seen} groups");
+}
