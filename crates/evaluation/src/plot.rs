@@ -48,19 +48,10 @@ const MUTED: RGBColor = RGBColor(110, 110, 110);
 /// The series swatches of a legend, which stand for every runtime's colour.
 const SWATCH: RGBColor = RGBColor(90, 90, 90);
 
-/// The colour of a runtime in every figure: the Okabe-Ito palette, which stays distinct
-/// under the common colour-vision deficiencies (its yellow left out: too pale on white).
-/// Docker's two images are two blues.
+/// The colour of a runtime in every figure (its entry's, `vtnt_runtimes::Entry::colour`).
 pub fn color(rt: Runtime) -> RGBColor {
-    match rt {
-        Runtime::Native => RGBColor(204, 121, 167), // reddish purple
-        Runtime::Runc => RGBColor(0, 158, 115),     // bluish green
-        Runtime::Docker => RGBColor(0, 114, 178),   // blue
-        Runtime::DockerScratch => RGBColor(86, 180, 233), // sky blue
-        Runtime::Vm => RGBColor(230, 159, 0),       // orange
-        Runtime::Microvm => RGBColor(213, 94, 0),   // vermillion
-        Runtime::Spt => RGBColor(0, 0, 0),          // black
-    }
+    let [r, g, b] = rt.entry().colour;
+    RGBColor(r, g, b)
 }
 
 /// The colour of the runtime a report names (`microvm`, or a row of it such as

@@ -1,5 +1,6 @@
-//! Where each [`Driver`] plugs in: its image build, its accelerator and its install
-//! (what a [`Kind`] holds for starting instances), one arm per driver in each; a runtime
+//! Where each [`Driver`] plugs in: its image build, its accelerator, its install (what a
+//! [`Kind`] holds for starting instances) and how a run's output is read back ([`read_run`],
+//! [`job_line`]), one arm per driver in each; a runtime
 //! that reuses a driver (as `docker-scratch` does Docker's) needs no arm here, only its
 //! entry in [`Runtime::entry`].
 
@@ -7,6 +8,8 @@ use std::path::{Path, PathBuf};
 
 use crate::error::{Context, Error, Result};
 
+use crate::proc::Finished;
+use crate::ran::Ran;
 use crate::runtime::{BuildOptions, Driver, ImageInfo, Runtime};
 use crate::{docker, microvm, native, runc, spt, vm};
 
@@ -94,4 +97,30 @@ pub(crate) fn install(
             image: spt::install(&file)?,
         },
     })
+}
+
+/// Reads the run of a process the driver started (the microVM's thread reads its own,
+/// [`microvm::Instance::wait`]); `spawn_ns` is when an spt guest was spawned.
+pub(crate) fn read_run(driver: Driver, fin: Finished, spawn_ns: Option<u64>) -> Ran {
+    match driver {
+        Driver::Vm => vm::ran(fin),
+        Driver::Spt => spt::ran(fin, spawn_ns),
+        Driver::Native | Driver::Runc | Driver::Docker(_) | Driver::Microvm => Ran {
+            code: fin.status.code(),
+            stdout: fin.stdout,
+            stderr: fin.stderr,
+            elapsed: fin.elapsed,
+            accelerator: None,
+            spawn_to_first_probe: None,
+        },
+    }
+}
+
+/// The job's own output in a line the driver's instance printed (a Debian VM's reach
+/// its serial console behind a marker); None for a line that is the console's.
+pub(crate) fn job_line(driver: Driver, line: &str) -> Option<&str> {
+    match driver {
+        Driver::Vm => vm::job_line(line),
+        _ => Some(line),
+    }
 }

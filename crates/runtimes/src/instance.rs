@@ -12,11 +12,11 @@ use std::time::{Duration, Instant};
 use crate::error::{BoxError, Error, Result};
 
 use crate::cgroup::Cgroup;
-use crate::drivers::{install, Kind};
+use crate::drivers::{self, install, Kind};
 use crate::net::{Attached, Network};
 use crate::paths::TempDir;
 use crate::proc::{Finished, Supervised};
-use crate::runtime::{Driver, Slots};
+use crate::runtime::Slots;
 use crate::runtime::{ImageInfo, Runtime};
 use crate::spec::InstanceSpec;
 use crate::{docker, microvm, native, runc, spt, vm};
@@ -351,14 +351,10 @@ impl Instance {
             Some(Running::Process(p)) => {
                 let new = p.stdout_lines_from(*seen);
                 *seen += new.len();
-                let vm = self.runtime.entry().driver == Driver::Vm;
+                let driver = self.runtime.entry().driver;
                 String::from_utf8_lossy(&new)
                     .lines()
-                    // the Debian VM's job lines reach the serial console as `VTNT|` lines
-                    .filter_map(|l| match vm {
-                        true => l.find("VTNT|").map(|i| &l[i + 5..]),
-                        false => Some(l),
-                    })
+                    .filter_map(|l| drivers::job_line(driver, l))
                     .filter(|l| is_record(l))
                     .count()
             }
@@ -408,9 +404,8 @@ impl Instance {
                 std::thread::sleep(every);
             }
         }
-        let mut first_probe = None;
         let mut cgroup_join = None;
-        let (stdout, stderr, code, elapsed, accelerator) = match child {
+        let ran = match child {
             // `Supervised::wait` counts `timeout` from the start, as the loop above did.
             Running::Process(p) => {
                 let fin: Finished = p.wait(timeout).map_err(|e| match &self.cleanup {
@@ -420,39 +415,17 @@ impl Instance {
                     },
                     _ => e.into(),
                 })?;
-                match self.runtime.entry().driver {
-                    Driver::Vm => (
-                        vm::guest_stdout(&fin.stdout),
-                        vm::guest_stderr(&fin.stdout) + &fin.stderr + &vm::missing_end(&fin.stdout),
-                        vm::guest_code(&fin.stdout),
-                        fin.elapsed,
-                        Some(vm::accel().to_string()),
-                    ),
-                    Driver::Spt => {
-                        if let Cleanup::Spt {
-                            spawn_ns,
-                            cgroup_join: join,
-                            ..
-                        } = self.cleanup
-                        {
-                            first_probe = spt::spawn_to_first_probe(spawn_ns, &fin.stdout);
-                            cgroup_join = Some(join);
-                        }
-                        let lines: Vec<String> = fin.stdout.lines().map(String::from).collect();
-                        let (results, mut diagnostics) =
-                            vtnt_unikernel::launch::split_console(&lines);
-                        let (code, why) = spt::outcome(fin.status);
-                        diagnostics.extend(why);
-                        (
-                            results.iter().map(|l| format!("{l}\n")).collect(),
-                            diagnostics.join("\n") + "\n" + &fin.stderr,
-                            code,
-                            fin.elapsed,
-                            Some("none (a Linux process under seccomp)".into()),
-                        )
-                    }
-                    _ => (fin.stdout, fin.stderr, fin.status.code(), fin.elapsed, None),
+                let mut spawned = None;
+                if let Cleanup::Spt {
+                    spawn_ns,
+                    cgroup_join: join,
+                    ..
+                } = self.cleanup
+                {
+                    spawned = Some(spawn_ns);
+                    cgroup_join = Some(join);
                 }
+                drivers::read_run(self.runtime.entry().driver, fin, spawned)
             }
             Running::Microvm(m) => {
                 let deadline = t0 + timeout;
@@ -467,15 +440,7 @@ impl Instance {
                         timeout,
                     });
                 }
-                let fin = m.wait()?;
-                first_probe = fin.spawn_to_first_probe;
-                (
-                    fin.stdout,
-                    fin.stderr,
-                    fin.code,
-                    fin.elapsed,
-                    Some(fin.accelerator),
-                )
+                m.wait()?
             }
         };
         let engine_cpu: f64 = self
@@ -485,17 +450,17 @@ impl Instance {
             .sum::<f64>()
             - self.engine_cpu0;
         Ok(RunOutput {
-            stdout,
-            stderr,
-            code,
+            stdout: ran.stdout,
+            stderr: ran.stderr,
+            code: ran.code,
             deploy_time: Duration::ZERO,
-            exec_time: elapsed,
+            exec_time: ran.elapsed,
             cpu_secs: self.cgroup.cpu_secs() + engine_cpu.max(0.0),
             mem_peak_bytes: self.cgroup.mem_peak(),
             pss_samples: samples,
             ksm_pages_sharing_max: ksm_max,
-            accelerator,
-            spawn_to_first_probe: first_probe,
+            accelerator: ran.accelerator,
+            spawn_to_first_probe: ran.spawn_to_first_probe,
             cgroup_join,
         })
     }

@@ -27,10 +27,10 @@
 //!   (`Runtime::build_image`, the install) is the one place a driver module is chosen by
 //!   a runtime's [`Driver`], which its entry in [`Runtime::entry`] names;
 //! - the runtime modules ([`native`], [`runc`], [`docker`], [`vm`], [`microvm`], [`spt`]) use
-//!   [`spec`] (what to start), [`runtime`], [`job`], [`paths`], [`debian`] and
-//!   `vtnt-measure`, never [`instance`] or this root;
-//! - [`server`] uses [`runtime`]; [`debian`] uses [`paths`]; [`spec`] uses [`job`];
-//!   [`runtime`], [`job`] and [`paths`] use no other module but `error` ([`Error`], what
+//!   [`spec`] (what to start), [`runtime`], [`guest`], [`ran`] (what a run left),
+//!   [`paths`], [`debian`] and `vtnt-measure`, never [`instance`] or this root;
+//! - [`server`] uses [`runtime`]; [`debian`] uses [`paths`]; [`spec`] uses [`guest`];
+//!   [`runtime`], [`guest`], [`ran`] and [`paths`] use no other module but `error` ([`Error`], what
 //!   every module returns: variants a caller matches on, texts as users read them; print
 //!   one with its causes as `anyhow`'s `{:#}` does), which uses none.
 //!
@@ -55,6 +55,7 @@ pub mod native;
 pub mod net;
 mod normalize;
 pub mod paths;
+pub mod ran;
 pub mod runc;
 pub mod runtime;
 pub mod scope;

@@ -63,21 +63,6 @@ pub struct Running {
     console: vtnt_unikernel::ConsoleTap,
 }
 
-/// What a finished unikernel instance produced.
-pub struct Finished {
-    /// The scamper JSON lines, one per line.
-    pub stdout: String,
-    /// The guest's diagnostics and the VMM's stderr.
-    pub stderr: String,
-    /// The guest's exit status (None: timed out or vanished).
-    pub code: Option<i32>,
-    pub elapsed: Duration,
-    /// The accelerator and the VMM (`PVM-KVM (vtnt-monitor)`).
-    pub accelerator: String,
-    /// From the VMM's spawn to the guest's first-probe line.
-    pub spawn_to_first_probe: Option<Duration>,
-}
-
 /// Boots one unikernel instance of `spec`'s job from `image` under `vmm`, on a free VM
 /// slot of the lab's front or on a TAP device, its VMM in `cgroup`; `timeout`: the
 /// guest's watchdog.
@@ -150,7 +135,7 @@ impl Running {
     }
 
     /// Waits for the VM (its own watchdog bounds the wait).
-    pub fn wait(self) -> Result<Finished> {
+    pub fn wait(self) -> Result<crate::ran::Ran> {
         let (out, ended) = self
             .thread
             .join()
@@ -164,12 +149,12 @@ impl Running {
         let mut stderr = out.diagnostics.join("\n");
         stderr.push('\n');
         stderr.push_str(&out.vmm_stderr);
-        Ok(Finished {
+        Ok(crate::ran::Ran {
             stdout: out.json_lines.iter().map(|l| format!("{l}\n")).collect(),
             stderr,
             code,
             elapsed,
-            accelerator: format!("{} ({})", out.accel, vmm_label(out.vmm)),
+            accelerator: Some(format!("{} ({})", out.accel, vmm_label(out.vmm))),
             spawn_to_first_probe: out.timings.spawn_to_first_probe,
         })
     }

@@ -45,37 +45,49 @@ impl Runtime {
     /// (with the variant's doc above, the only place one is declared; its [`Driver`]
     /// says which module builds, installs and starts it).
     pub const fn entry(self) -> Entry {
-        const fn e(name: &'static str, label: &'static str, driver: Driver) -> Entry {
+        const fn e(
+            name: &'static str,
+            label: &'static str,
+            colour: [u8; 3],
+            driver: Driver,
+        ) -> Entry {
             Entry {
                 name,
                 label,
+                colour,
                 driver,
                 max_targets: None,
                 slots: Slots::Unbounded,
             }
         }
         match self {
-            Runtime::Native => e("native", "native", Driver::Native),
-            Runtime::Runc => e("runc", "runc", Driver::Runc),
-            Runtime::Docker => e("docker", "Docker (Debian)", Driver::Docker(Flavor::Debian)),
+            Runtime::Native => e("native", "native", [204, 121, 167], Driver::Native),
+            Runtime::Runc => e("runc", "runc", [0, 158, 115], Driver::Runc),
+            Runtime::Docker => e(
+                "docker",
+                "Docker (Debian)",
+                [0, 114, 178],
+                Driver::Docker(Flavor::Debian),
+            ),
             Runtime::DockerScratch => e(
                 "docker-scratch",
                 "Docker (scratch)",
+                [86, 180, 233],
                 Driver::Docker(Flavor::Scratch),
             ),
             Runtime::Vm => Entry {
                 slots: Slots::LabVmPrefix,
-                ..e("vm", "VM (Debian+systemd)", Driver::Vm)
+                ..e("vm", "VM (Debian+systemd)", [230, 159, 0], Driver::Vm)
             },
             Runtime::Microvm => Entry {
                 max_targets: Some(10_000),
                 slots: Slots::VmFront,
-                ..e("microvm", "vTNT (microVM)", Driver::Microvm)
+                ..e("microvm", "vTNT (microVM)", [213, 94, 0], Driver::Microvm)
             },
             Runtime::Spt => Entry {
                 max_targets: Some(8000),
                 slots: Slots::VmFront,
-                ..e("spt", "vTNT (spt process)", Driver::Spt)
+                ..e("spt", "vTNT (spt process)", [0, 0, 0], Driver::Spt)
             },
         }
     }
@@ -116,6 +128,10 @@ pub struct Entry {
     pub name: &'static str,
     /// The name used in figures (the paper's labels where there is one).
     pub label: &'static str,
+    /// Its series' colour in every figure, RGB: the Okabe-Ito palette, which stays
+    /// distinct under the common colour-vision deficiencies (its yellow left out: too pale
+    /// on white); Docker's two images are two blues, the unikernel's spt process black.
+    pub colour: [u8; 3],
     /// The module that builds its image, installs it and starts its instances.
     pub driver: Driver,
     /// The most targets one job takes, where the runtime sets a bound: the spt guest

@@ -193,6 +193,23 @@ fn launch(
     Ok((child, t.spawn_ns, t.cgroup_join))
 }
 
+/// The guest's run read from its console (results and diagnostics apart) and its
+/// tender's exit status; `spawn_ns` is when it was spawned, for its first-probe time.
+pub fn ran(fin: crate::proc::Finished, spawn_ns: Option<u64>) -> crate::ran::Ran {
+    let lines: Vec<String> = fin.stdout.lines().map(String::from).collect();
+    let (results, mut diagnostics) = vtnt_unikernel::launch::split_console(&lines);
+    let (code, why) = outcome(fin.status);
+    diagnostics.extend(why);
+    crate::ran::Ran {
+        stdout: results.iter().map(|l| format!("{l}\n")).collect(),
+        stderr: diagnostics.join("\n") + "\n" + &fin.stderr,
+        code,
+        elapsed: fin.elapsed,
+        accelerator: Some("none (a Linux process under seccomp)".into()),
+        spawn_to_first_probe: spawn_ns.and_then(|at| spawn_to_first_probe(at, &fin.stdout)),
+    }
+}
+
 /// From the fork of a guest started at `spawn_ns` to its first probe, read from its
 /// console: its clock's origin (`mono_start_ns` of the boot line, the same clock) plus
 /// the first probe's guest time.

@@ -436,13 +436,32 @@ fn free_udp_port() -> Result<u16> {
         .port())
 }
 
+/// The job's run read from the VM's serial console: its `VTNT|` lines are the job's
+/// stdout, `VTNT-ERR|` its stderr, `VTNT-END rc=N` its exit status.
+pub fn ran(fin: crate::proc::Finished) -> crate::ran::Ran {
+    let console = &fin.stdout;
+    crate::ran::Ran {
+        stdout: guest_stdout(console),
+        stderr: guest_stderr(console) + &fin.stderr + &missing_end(console),
+        code: guest_code(console),
+        elapsed: fin.elapsed,
+        accelerator: Some(accel().to_string()),
+        spawn_to_first_probe: None,
+    }
+}
+
+/// The job's output in one console line (a `VTNT|` line), None for the console's own.
+pub fn job_line(line: &str) -> Option<&str> {
+    after(line, "VTNT|")
+}
+
 /// The job's stdout from the serial console (the `VTNT|` lines).
-pub fn guest_stdout(console: &str) -> String {
+fn guest_stdout(console: &str) -> String {
     guest_stream(console, "VTNT|")
 }
 
 /// The job's stderr from the serial console (the `VTNT-ERR|` lines).
-pub fn guest_stderr(console: &str) -> String {
+fn guest_stderr(console: &str) -> String {
     guest_stream(console, "VTNT-ERR|")
 }
 
@@ -463,7 +482,7 @@ fn after<'a>(line: &'a str, marker: &str) -> Option<&'a str> {
 
 /// When the console lacks the job's `VTNT-END` line, a note with the console's last lines
 /// (what the guest did instead); empty otherwise.
-pub fn missing_end(console: &str) -> String {
+fn missing_end(console: &str) -> String {
     if guest_code(console).is_some() {
         return String::new();
     }
@@ -476,7 +495,7 @@ pub fn missing_end(console: &str) -> String {
 }
 
 /// The job's exit code from the console's `VTNT-END rc=N` line.
-pub fn guest_code(console: &str) -> Option<i32> {
+fn guest_code(console: &str) -> Option<i32> {
     console
         .lines()
         .find_map(|l| after(l, "VTNT-END rc=").and_then(|v| v.trim().parse().ok()))
