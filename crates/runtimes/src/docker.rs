@@ -82,7 +82,7 @@ pub fn build_image(opts: &BuildOptions, flavor: Flavor) -> Result<ImageInfo> {
             .doing(|| format!("moving the gzipped tarball to {}", tmp_dst.display()))?;
         std::fs::rename(&tmp_dst, dst)
             .doing(|| format!("moving {} to {}", tmp_dst.display(), dst.display()))?;
-        image.set_size(raw)?;
+        image.record(raw, &bin)?;
     }
     Ok(ImageInfo {
         runtime: if flavor == Flavor::Debian {

@@ -201,41 +201,47 @@ pub fn file_size(p: &Path) -> Result<u64> {
         .len())
 }
 
-/// A built image in the cache and, beside it in `<image>.size`, the size it has
-/// installed (which the compressed download no longer tells).
+/// A built image in the cache and, beside it, the installed size (`<image>.size`, which
+/// the compressed download no longer tells) and what it was built from
+/// (`<image>.source`: the SHA-256 of the `vtnt` binary it carries).
 pub struct CachedImage {
     pub path: PathBuf,
     size_file: PathBuf,
+    source_file: PathBuf,
 }
 
 impl CachedImage {
     pub fn new(path: PathBuf) -> Self {
         let size_file = path.with_extension("size");
-        CachedImage { path, size_file }
+        let source_file = path.with_extension("source");
+        CachedImage {
+            path,
+            size_file,
+            source_file,
+        }
     }
 
-    /// Whether it must be built: asked to, missing, or older than the `vtnt` binary
-    /// `bin` it carries.
+    /// Whether it must be built: asked to, missing, or built from another `vtnt` than
+    /// `bin` (by content, not by time: two installs of different versions share the cache,
+    /// and a package's files keep the time they were built).
     pub fn stale(&self, rebuild: bool, bin: &Path) -> Result<bool> {
-        Ok(rebuild
-            || !self.path.exists()
-            || !self.size_file.exists()
-            || std::fs::metadata(bin)
-                .doing(|| format!("stat {}", bin.display()))?
-                .modified()
-                .ok()
-                > std::fs::metadata(&self.path)
-                    .and_then(|m| m.modified())
-                    .ok())
+        if rebuild || !self.path.exists() || !self.size_file.exists() {
+            return Ok(true);
+        }
+        let built_from = std::fs::read_to_string(&self.source_file).unwrap_or_default();
+        Ok(built_from.trim() != source_of(bin)?)
     }
 
-    /// Records the installed size once the image is in place.
-    pub fn set_size(&self, bytes: u64) -> Result<()> {
+    /// Records, once the image is in place, its installed size and the `vtnt` binary `bin`
+    /// it was built from.
+    pub fn record(&self, bytes: u64, bin: &Path) -> Result<()> {
         std::fs::write(&self.size_file, bytes.to_string())
-            .doing(|| format!("writing {}", self.size_file.display()))
+            .doing(|| format!("writing {}", self.size_file.display()))?;
+        std::fs::write(&self.source_file, source_of(bin)?)
+            .doing(|| format!("writing {}", self.source_file.display()))
     }
 
-    /// The installed size recorded by [`CachedImage::set_size`].
+    /// The installed size recorded by [`CachedImage::record`].
     pub fn size(&self) -> Result<u64> {
         std::fs::read_to_string(&self.size_file)
             .doing(|| format!("reading {}", self.size_file.display()))?
@@ -243,6 +249,13 @@ impl CachedImage {
             .parse()
             .map_err(|e| Error::Image(format!("parsing {}: {e}", self.size_file.display())))
     }
+}
+
+/// What an image built from the `vtnt` binary `bin` is keyed by: its SHA-256.
+fn source_of(bin: &Path) -> Result<String> {
+    Ok(vtnt_artifacts::Pin::of(bin)
+        .doing(|| format!("hashing {}", bin.display()))?
+        .sha256)
 }
 
 /// Bytes allocated on disk by a file (sparse files count what they use).
@@ -276,4 +289,36 @@ pub fn run_cmd(cmd: &mut Command) -> Result<String> {
         });
     }
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An image built from one `vtnt` is stale for another, even one whose file is older
+    /// (a second install, a package built earlier): the cache goes by content.
+    #[test]
+    fn an_image_is_stale_for_another_binary_whatever_its_time() {
+        let dir = std::env::temp_dir().join(format!("vtnt-cache-key-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (bin, other) = (dir.join("vtnt-a"), dir.join("vtnt-b"));
+        std::fs::write(&bin, b"one build").unwrap();
+        std::fs::write(&other, b"another build").unwrap();
+        let long_ago = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1);
+        let f = std::fs::File::options().write(true).open(&other).unwrap();
+        f.set_modified(long_ago).unwrap();
+        let image = CachedImage::new(dir.join("image.tar"));
+        assert!(image.stale(false, &bin).unwrap(), "not built yet");
+        std::fs::write(&image.path, b"image").unwrap();
+        assert!(
+            image.stale(false, &bin).unwrap(),
+            "built, but from no known binary"
+        );
+        image.record(5, &bin).unwrap();
+        assert!(!image.stale(false, &bin).unwrap());
+        assert!(image.stale(true, &bin).unwrap(), "asked to rebuild");
+        assert!(image.stale(false, &other).unwrap(), "another, older binary");
+        assert_eq!(image.size().unwrap(), 5);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }

@@ -24,15 +24,9 @@ pub const IMAGE_NAME: &str = "vtnt-oci-bundle.tar";
 /// Builds the bundle tarball (`rootfs/vtnt` + directories) in the image cache.
 pub fn build_image(opts: &BuildOptions) -> Result<ImageInfo> {
     let bin = paths::static_vtnt()?;
-    let dst = paths::images_dir()?.join(IMAGE_NAME);
-    let stale = opts.rebuild
-        || !dst.exists()
-        || std::fs::metadata(&bin)
-            .doing(|| format!("stat {}", bin.display()))?
-            .modified()
-            .ok()
-            > std::fs::metadata(&dst).and_then(|m| m.modified()).ok();
-    if stale {
+    let image = paths::CachedImage::new(paths::images_dir()?.join(IMAGE_NAME));
+    let dst = image.path.clone();
+    if image.stale(opts.rebuild, &bin)? {
         let tmp = paths::TempDir::new("runc-build")?;
         let rootfs = tmp.path().join("rootfs");
         for d in ["proc", "dev", "sys", "tmp", "etc"] {
@@ -54,6 +48,7 @@ pub fn build_image(opts: &BuildOptions) -> Result<ImageInfo> {
         )?;
         std::fs::rename(&tarball, &dst)
             .doing(|| format!("moving {} to {}", tarball.display(), dst.display()))?;
+        image.record(paths::file_size(&dst)?, &bin)?;
     }
     let size = paths::file_size(&dst)?;
     Ok(ImageInfo {

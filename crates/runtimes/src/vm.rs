@@ -176,7 +176,7 @@ pub fn build_image(opts: &BuildOptions) -> Result<ImageInfo> {
         )?;
         std::fs::rename(&part, dst)
             .doing(|| format!("moving {} to {}", part.display(), dst.display()))?;
-        image.set_size(installed)?;
+        image.record(installed, &bin)?;
     }
     Ok(ImageInfo {
         runtime: Runtime::Vm,
