@@ -662,6 +662,10 @@ impl Ingest<'_> {
     /// Makes everything filed durable; returns what was stored.
     pub fn commit(self) -> Result<IngestReport> {
         let report = self.report;
+        if report.traces > 0 {
+            crate::summary::refresh_job(&self.tx, self.job_id)
+                .map_err(self.sql("the job's summary rows"))?;
+        }
         self.tx.commit().map_err(StoreError::sql("committing"))?;
         Ok(report)
     }

@@ -43,6 +43,7 @@ pub mod query;
 pub mod questions;
 mod recorder;
 pub mod schema;
+mod summary;
 pub mod views;
 
 use std::net::IpAddr;

@@ -12,7 +12,7 @@ use crate::error::{Result, StoreError};
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
 
 /// Migration `i` takes a store from version `i` to `i + 1`.
-const MIGRATIONS: &[&str] = &[V1];
+const MIGRATIONS: &[&str] = &[V1, V2];
 
 /// Version 1: the store's own facts, runs, nodes, jobs, the records (traces with hops, pings with replies), TNT's
 /// findings (tunnels, their LSRs, signatures) and the AS annotations.
@@ -209,6 +209,37 @@ CREATE TABLE as_source (
     loaded_us INTEGER NOT NULL
 );
 ";
+
+/// Version 2 (issue 41): the summary rows of [`crate::summary`], filled for every job
+/// already stored.
+const V2: &str = concat!(
+    "CREATE TABLE tunnel_groups (
+        job_id INTEGER NOT NULL REFERENCES jobs (id),
+        tenant TEXT NOT NULL,
+        class TEXT NOT NULL,
+        ingress TEXT,
+        egress TEXT,
+        lsrs TEXT NOT NULL,
+        vendor TEXT,
+        observations INTEGER NOT NULL
+    );
+    CREATE INDEX tunnel_groups_tenant ON tunnel_groups (tenant, class);
+    CREATE INDEX tunnel_groups_job ON tunnel_groups (job_id);
+    CREATE TABLE lsr_groups (
+        job_id INTEGER NOT NULL REFERENCES jobs (id),
+        tenant TEXT NOT NULL,
+        class TEXT NOT NULL,
+        ingress TEXT,
+        egress TEXT,
+        lsrs TEXT NOT NULL,
+        vendor TEXT,
+        addr TEXT NOT NULL
+    );
+    CREATE INDEX lsr_groups_tenant ON lsr_groups (tenant, class);
+    CREATE INDEX lsr_groups_job ON lsr_groups (job_id);
+    ",
+    crate::summary::fill_sql!("1")
+);
 
 /// The tables a tenant's rows live in, in the order an export or a listing names them;
 /// `tenant_filter` is the SQL condition (on alias `x`) that keeps one tenant's rows.
