@@ -5,7 +5,8 @@
 //! batches, a prefix-to-AS table and a refused corrupt import, for every group and the
 //! filters that change the joins (and one the summaries cannot answer: a prefix); the
 //! summary rows themselves equal their from-scratch SQL there and in a store of schema
-//! version 1 that opening migrated.
+//! version 1 that opening migrated (where the diff of two runs, read from the paths
+//! the migration filed, is the one before).
 
 use std::collections::BTreeMap;
 use std::io::BufReader;
@@ -298,13 +299,16 @@ fn fast_answers_equal_the_from_scratch_query() {
 
     // a store of schema version 1 (no summaries) is filled when opened
     let before = store.tunnels_per_as(&lab, &fast).unwrap();
+    let diff_before = store.diff(&lab, "a", "b").unwrap();
+    assert!(diff_before.compared + diff_before.only_in_a.len() as u64 > 0);
     drop(store);
     c.execute_batch(
-        "DROP TABLE tunnel_groups; DROP TABLE lsr_groups; \
+        "DROP TABLE tunnel_groups; DROP TABLE lsr_groups; DROP TABLE run_paths; \
          DELETE FROM schema_version WHERE version > 1",
     )
     .unwrap();
     let store = Store::open(&path).unwrap();
     summaries_are_exact(&c, "after the migration");
     assert_eq!(store.tunnels_per_as(&lab, &fast).unwrap(), before);
+    assert_eq!(store.diff(&lab, "a", "b").unwrap(), diff_before);
 }
