@@ -38,6 +38,7 @@ pub mod export;
 pub mod feed;
 pub mod import;
 mod ingest;
+mod paths;
 pub mod pfx2as;
 pub mod query;
 pub mod questions;

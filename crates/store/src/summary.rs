@@ -19,7 +19,7 @@ use std::collections::BTreeSet;
 use rusqlite::Transaction;
 
 use crate::diff::TunnelKey;
-use crate::query::{path_of, HOPS_TEXT};
+use crate::paths::{path_of, HOPS_TEXT};
 
 /// The SQL that (re)fills both summaries for the jobs its `WHERE` condition `$w` (on
 /// traces `r`) selects; one literal for the ingest and the migration.
