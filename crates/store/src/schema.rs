@@ -215,34 +215,45 @@ CREATE TABLE as_source (
 );
 ";
 
+/// A summary table of [`crate::summary`]: a job's distinct tunnels (their identity and
+/// ingress vendor) and `last`, the column that differs, with its indexes.
+macro_rules! groups_table {
+    ($name:literal, $last:literal) => {
+        concat!(
+            "CREATE TABLE ",
+            $name,
+            " (
+                job_id INTEGER NOT NULL REFERENCES jobs (id),
+                tenant TEXT NOT NULL,
+                class TEXT NOT NULL,
+                ingress TEXT,
+                egress TEXT,
+                lsrs TEXT NOT NULL,
+                vendor TEXT,
+                ",
+            $last,
+            "
+            );
+            CREATE INDEX ",
+            $name,
+            "_tenant ON ",
+            $name,
+            " (tenant, class);
+            CREATE INDEX ",
+            $name,
+            "_job ON ",
+            $name,
+            " (job_id);
+            "
+        )
+    };
+}
+
 /// Version 2 (issue 41): the summary rows of [`crate::summary`], filled for every job
 /// already stored.
 const V2: &str = concat!(
-    "CREATE TABLE tunnel_groups (
-        job_id INTEGER NOT NULL REFERENCES jobs (id),
-        tenant TEXT NOT NULL,
-        class TEXT NOT NULL,
-        ingress TEXT,
-        egress TEXT,
-        lsrs TEXT NOT NULL,
-        vendor TEXT,
-        observations INTEGER NOT NULL
-    );
-    CREATE INDEX tunnel_groups_tenant ON tunnel_groups (tenant, class);
-    CREATE INDEX tunnel_groups_job ON tunnel_groups (job_id);
-    CREATE TABLE lsr_groups (
-        job_id INTEGER NOT NULL REFERENCES jobs (id),
-        tenant TEXT NOT NULL,
-        class TEXT NOT NULL,
-        ingress TEXT,
-        egress TEXT,
-        lsrs TEXT NOT NULL,
-        vendor TEXT,
-        addr TEXT NOT NULL
-    );
-    CREATE INDEX lsr_groups_tenant ON lsr_groups (tenant, class);
-    CREATE INDEX lsr_groups_job ON lsr_groups (job_id);
-    ",
+    groups_table!("tunnel_groups", "observations INTEGER NOT NULL"),
+    groups_table!("lsr_groups", "addr TEXT NOT NULL"),
     crate::summary::fill_sql!("1")
 );
 
