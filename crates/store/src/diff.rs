@@ -4,19 +4,20 @@
 //! when the hop sequences differ (then the changed segment is given: what lies between
 //! the longest common start and the longest common end) or when tunnels appeared or
 //! disappeared. Each run's last initial trace (or plain trace) of a pair counts;
-//! revelation traces are TNT's means, not paths of the campaign.
+//! revelation traces are TNT's means, not paths of the campaign. Each pair's path and
+//! tunnels are kept at ingest (`run_paths`, [`crate::summary`]), so the diff matches
+//! pairs in SQL and reads only the changed ones.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 use rusqlite::types::Value;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::error::{Result, StoreError};
-use crate::query::{path_of, HOPS_TEXT};
 use crate::{Store, Tenant};
 
 /// A tunnel as the diff compares it.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct TunnelKey {
     pub class: String,
     pub ingress: Option<String>,
@@ -65,112 +66,100 @@ pub struct Diff {
     pub only_in_b: Vec<PathKey>,
 }
 
-/// One run's paths and tunnels per pair.
-type Paths = BTreeMap<PathKey, (Vec<String>, BTreeSet<TunnelKey>)>;
-
 impl Store {
-    /// The last path (and its tunnels) per (node, target) of run `run` of `tenant`.
-    fn paths(&self, tenant: &Tenant, run: &str) -> Result<Paths> {
+    /// The id of run `run` of `tenant`.
+    fn run_id(&self, tenant: &Tenant, run: &str) -> Result<i64> {
         let args = [Value::Text(tenant.as_str().into()), Value::Text(run.into())];
-        let known = self.rows(
-            "SELECT 1 FROM runs WHERE tenant = ?1 AND key = ?2",
+        let id = self.rows(
+            "SELECT id FROM runs WHERE tenant = ?1 AND key = ?2",
             &args,
-            |_| Ok(()),
+            |r| r.get(0),
         )?;
-        if known.is_empty() {
-            return Err(StoreError::Invalid(format!(
-                "no run `{run}` (`vtnt query runs` lists them)"
-            )));
-        }
-        let sql = format!(
-            "SELECT r.id, n.name, r.dst, r.firsthop, {HOPS_TEXT}
-             FROM traces r JOIN jobs j ON j.id = r.job_id JOIN nodes n ON n.id = j.node_id
-                  JOIN runs u ON u.id = j.run_id
-             WHERE r.tenant = ?1 AND u.key = ?2 AND coalesce(r.role, 'initial') = 'initial'
-             ORDER BY r.start_us, r.id"
-        );
-        let traces = self.rows(&sql, &args, |r| {
-            let firsthop: u8 = r.get(3)?;
-            Ok((
-                r.get::<_, i64>(0)?,
-                PathKey {
-                    node: r.get(1)?,
-                    target: r.get(2)?,
-                },
-                path_of(firsthop, r.get(4)?),
-            ))
-        })?;
-        let tunnels = self.rows(
-            "SELECT t.trace_id, t.class, t.ingress, t.egress, t.lsrs
-             FROM tunnels t JOIN traces r ON r.id = t.trace_id JOIN jobs j ON j.id = r.job_id
-                  JOIN runs u ON u.id = j.run_id
-             WHERE r.tenant = ?1 AND u.key = ?2",
-            &args,
-            |r| {
-                let lsrs: String = r.get(4)?;
-                Ok((
-                    r.get::<_, i64>(0)?,
-                    TunnelKey {
-                        class: r.get(1)?,
-                        ingress: r.get(2)?,
-                        egress: r.get(3)?,
-                        lsrs: lsrs
-                            .split(',')
-                            .filter(|l| !l.is_empty())
-                            .map(String::from)
-                            .collect(),
-                    },
-                ))
-            },
-        )?;
-        let mut of_trace: BTreeMap<i64, BTreeSet<TunnelKey>> = BTreeMap::new();
-        for (trace, t) in tunnels {
-            of_trace.entry(trace).or_default().insert(t);
-        }
-        // later traces of a pair replace earlier ones
-        Ok(traces
-            .into_iter()
-            .map(|(id, key, path)| (key, (path, of_trace.remove(&id).unwrap_or_default())))
-            .collect())
+        id.first().copied().ok_or_else(|| {
+            StoreError::Invalid(format!("no run `{run}` (`vtnt query runs` lists them)"))
+        })
     }
 
-    /// Compares run `a` with run `b` (their keys) of `tenant`.
+    /// The pairs of run `a` (ids) that run `b` has not, in (vantage point, target) order.
+    fn only_in(&self, a: i64, b: i64) -> Result<Vec<PathKey>> {
+        self.rows(
+            "SELECT n.name, x.dst FROM run_paths x JOIN nodes n ON n.id = x.node_id
+             WHERE x.run_id = ?1 AND NOT EXISTS (SELECT 1 FROM run_paths y
+                 WHERE y.run_id = ?2 AND y.node_id = x.node_id AND y.dst = x.dst)
+             ORDER BY n.name, x.dst",
+            &[Value::Integer(a), Value::Integer(b)],
+            |r| {
+                Ok(PathKey {
+                    node: r.get(0)?,
+                    target: r.get(1)?,
+                })
+            },
+        )
+    }
+
+    /// Compares run `a` with run `b` (their keys) of `tenant`, from their `run_paths`
+    /// (docs/store.md): the pairs are matched, and the unchanged ones counted, in SQL;
+    /// only the changed ones are read.
     pub fn diff(&self, tenant: &Tenant, a: &str, b: &str) -> Result<Diff> {
-        let pa = self.paths(tenant, a)?;
-        let mut pb = self.paths(tenant, b)?;
-        let mut d = Diff {
+        let (ia, ib) = (self.run_id(tenant, a)?, self.run_id(tenant, b)?);
+        let ids = [Value::Integer(ia), Value::Integer(ib)];
+        const PAIRS: &str = "FROM run_paths x JOIN run_paths y ON y.run_id = ?2 \
+             AND y.node_id = x.node_id AND y.dst = x.dst WHERE x.run_id = ?1";
+        let counts = self.rows(
+            &format!(
+                "SELECT count(*), coalesce(sum(x.path = y.path AND x.tunnels = y.tunnels), 0) \
+                 {PAIRS}"
+            ),
+            &ids,
+            |r| Ok((r.get::<_, u64>(0)?, r.get::<_, u64>(1)?)),
+        )?;
+        let (compared, unchanged) = counts.first().copied().unwrap_or((0, 0));
+        let changed = self.rows(
+            &format!(
+                "SELECT n.name, x.dst, x.path, y.path, x.tunnels, y.tunnels {} \
+                 AND (x.path != y.path OR x.tunnels != y.tunnels) ORDER BY n.name, x.dst",
+                PAIRS.replace(" WHERE", " JOIN nodes n ON n.id = x.node_id WHERE")
+            ),
+            &ids,
+            |r| {
+                let words = |i| -> rusqlite::Result<Vec<String>> {
+                    let p: String = r.get(i)?;
+                    Ok(p.split_whitespace().map(String::from).collect())
+                };
+                let keys = |i| -> rusqlite::Result<BTreeSet<TunnelKey>> {
+                    let t: String = r.get(i)?;
+                    serde_json::from_str(&t).map_err(|e| {
+                        rusqlite::Error::FromSqlConversionFailure(
+                            i,
+                            rusqlite::types::Type::Text,
+                            Box::new(e),
+                        )
+                    })
+                };
+                let (path_a, path_b) = (words(2)?, words(3)?);
+                let (tun_a, tun_b) = (keys(4)?, keys(5)?);
+                Ok(PathChange {
+                    key: PathKey {
+                        node: r.get(0)?,
+                        target: r.get(1)?,
+                    },
+                    segment: segment(&path_a, &path_b),
+                    tunnels_gone: tun_a.difference(&tun_b).cloned().collect(),
+                    tunnels_new: tun_b.difference(&tun_a).cloned().collect(),
+                    a: path_a,
+                    b: path_b,
+                })
+            },
+        )?;
+        Ok(Diff {
             a: a.into(),
             b: b.into(),
-            compared: 0,
-            unchanged: 0,
-            changed: Vec::new(),
-            only_in_a: Vec::new(),
-            only_in_b: Vec::new(),
-        };
-        for (key, (path_a, tun_a)) in pa {
-            let Some((path_b, tun_b)) = pb.remove(&key) else {
-                d.only_in_a.push(key);
-                continue;
-            };
-            d.compared += 1;
-            let segment = segment(&path_a, &path_b);
-            let gone: Vec<TunnelKey> = tun_a.difference(&tun_b).cloned().collect();
-            let new: Vec<TunnelKey> = tun_b.difference(&tun_a).cloned().collect();
-            if segment.is_none() && gone.is_empty() && new.is_empty() {
-                d.unchanged += 1;
-                continue;
-            }
-            d.changed.push(PathChange {
-                key,
-                a: path_a,
-                b: path_b,
-                segment,
-                tunnels_gone: gone,
-                tunnels_new: new,
-            });
-        }
-        d.only_in_b = pb.into_keys().collect();
-        Ok(d)
+            compared,
+            unchanged,
+            changed,
+            only_in_a: self.only_in(ia, ib)?,
+            only_in_b: self.only_in(ib, ia)?,
+        })
     }
 }
 

@@ -119,6 +119,9 @@ pub struct Ingest<'s> {
     next_idx: i64,
     /// Addresses given their `addresses` row in this transaction.
     seen: HashSet<IpAddr>,
+    /// Initial and plain traces stored in this transaction (their `run_paths` rows are
+    /// filed at commit).
+    paths: Vec<i64>,
     report: IngestReport,
 }
 
@@ -145,6 +148,7 @@ impl Store {
             job_id,
             next_idx,
             seen: HashSet::new(),
+            paths: Vec::new(),
             report: IngestReport::default(),
         })
     }
@@ -435,6 +439,9 @@ impl Ingest<'_> {
             return Ok(Filed::Known);
         }
         let id = self.tx.last_insert_rowid();
+        if reveal.is_none() {
+            self.paths.push(id);
+        }
         let by_hop: HashMap<usize, &PathEntry> = ann
             .into_iter()
             .flat_map(|a| &a.path)
@@ -662,6 +669,11 @@ impl Ingest<'_> {
     /// Makes everything filed durable; returns what was stored.
     pub fn commit(self) -> Result<IngestReport> {
         let report = self.report;
+        if report.traces > 0 {
+            crate::summary::refresh_job(&self.tx, self.job_id)
+                .and_then(|()| crate::summary::file_paths(&self.tx, &self.paths))
+                .map_err(self.sql("the job's summary rows"))?;
+        }
         self.tx.commit().map_err(StoreError::sql("committing"))?;
         Ok(report)
     }

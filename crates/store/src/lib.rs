@@ -38,11 +38,13 @@ pub mod export;
 pub mod feed;
 pub mod import;
 mod ingest;
+mod paths;
 pub mod pfx2as;
 pub mod query;
 pub mod questions;
 mod recorder;
 pub mod schema;
+mod summary;
 pub mod views;
 
 use std::net::IpAddr;

@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 pub use vtnt_policy::Prefix;
 
 use crate::error::{Result, StoreError};
+use crate::paths::{path_of, HOPS_TEXT};
 use crate::{NodeInfo, Store, Tenant};
 
 /// Which records a question looks at; every field narrows it (unset: no condition).
@@ -128,23 +129,7 @@ impl Scope {
     /// the same rows, sooner (the whole-store questions, see docs/store.md).
     fn traces_joining(tenant: &Tenant, f: &Filter, joins: Joins) -> Result<Scope> {
         f.check()?;
-        let node = joins == Joins::All || joins == Joins::Node || f.node.is_some();
-        let run = joins == Joins::All || joins == Joins::Run || f.run.is_some();
-        let mut from = String::from("traces r");
-        if node || run {
-            from.push_str(" JOIN jobs j ON j.id = r.job_id");
-        }
-        if node {
-            from.push_str(" JOIN nodes n ON n.id = j.node_id");
-        }
-        if run {
-            from.push_str(" JOIN runs u ON u.id = j.run_id");
-        }
-        let mut s = Scope {
-            from,
-            conds: Vec::new(),
-            args: Vec::new(),
-        };
+        let mut s = Scope::joining("traces r", "r", joins, f);
         s.cond("r.tenant = ?", Value::Text(tenant.as_str().into()));
         match f.target.map(|t| (t, crate::addr_n(t))) {
             Some((_, Some(n))) => s.cond("r.dst_n = ?", Value::Integer(n)),
@@ -157,12 +142,7 @@ impl Scope {
             s.cond("r.dst_n >= ?", Value::Integer(first.into()));
             s.cond("r.dst_n <= ?", Value::Integer(last.into()));
         }
-        if let Some(n) = &f.node {
-            s.cond("n.name = ?", Value::Text(n.clone()));
-        }
-        if let Some(r) = &f.run {
-            s.cond("u.key = ?", Value::Text(r.clone()));
-        }
+        s.provenance(f);
         if let Some(t) = f.since_us {
             s.cond("r.start_us >= ?", Value::Integer(t));
         }
@@ -184,13 +164,75 @@ impl Scope {
             " JOIN tunnels t ON t.trace_id = r.id \
              LEFT JOIN signatures s ON s.job_id = r.job_id AND s.addr = t.ingress",
         );
+        s.tunnel_conds(f, "s.vendor");
+        Ok(s)
+    }
+
+    /// The summary rows of `table` (`tunnel_groups` or `lsr_groups`, alias `t`;
+    /// [`crate::summary`]) of the tunnels `f` selects, joining its job `j`, node `n` and
+    /// run `u` as `joins` and the filter need; `None` when `f` selects traces by what the
+    /// summaries do not keep (target, prefix, time): then the question reads the tunnels.
+    pub fn summary(
+        table: &str,
+        tenant: &Tenant,
+        f: &Filter,
+        joins: Joins,
+    ) -> Result<Option<Scope>> {
+        f.check()?;
+        if f.target.is_some() || f.prefix.is_some() || f.since_us.is_some() || f.until_us.is_some()
+        {
+            return Ok(None);
+        }
+        let mut s = Scope::joining(&format!("{table} t"), "t", joins, f);
+        s.cond("t.tenant = ?", Value::Text(tenant.as_str().into()));
+        s.provenance(f);
+        s.tunnel_conds(f, "t.vendor");
+        Ok(Some(s))
+    }
+
+    /// `rows` (alias `alias`, with a `job_id`) joined to their job `j`, node `n` and run
+    /// `u` as `joins` and `f`'s node and run need; no condition yet.
+    fn joining(rows: &str, alias: &str, joins: Joins, f: &Filter) -> Scope {
+        let node = joins == Joins::All || joins == Joins::Node || f.node.is_some();
+        let run = joins == Joins::All || joins == Joins::Run || f.run.is_some();
+        let mut from = String::from(rows);
+        if node || run {
+            from.push_str(&format!(" JOIN jobs j ON j.id = {alias}.job_id"));
+        }
+        if node {
+            from.push_str(" JOIN nodes n ON n.id = j.node_id");
+        }
+        if run {
+            from.push_str(" JOIN runs u ON u.id = j.run_id");
+        }
+        Scope {
+            from,
+            conds: Vec::new(),
+            args: Vec::new(),
+        }
+    }
+
+    /// `f`'s node and run conditions (on the aliases [`Scope::joining`] makes).
+    fn provenance(&mut self, f: &Filter) {
+        if let Some(n) = &f.node {
+            self.cond("n.name = ?", Value::Text(n.clone()));
+        }
+        if let Some(r) = &f.run {
+            self.cond("u.key = ?", Value::Text(r.clone()));
+        }
+    }
+
+    /// `f`'s class and vendor conditions on tunnels `t` whose ingress's vendor is `vendor`.
+    fn tunnel_conds(&mut self, f: &Filter, vendor: &str) {
         if let Some(c) = &f.class {
-            s.cond("t.class = ?", Value::Text(c.clone()));
+            self.cond("t.class = ?", Value::Text(c.clone()));
         }
         if let Some(v) = &f.vendor {
-            s.cond("coalesce(s.vendor, 'unknown') = ?", Value::Text(v.clone()));
+            self.cond(
+                &format!("coalesce({vendor}, 'unknown') = ?"),
+                Value::Text(v.clone()),
+            );
         }
-        Ok(s)
     }
 
     pub fn cond(&mut self, sql: &str, v: Value) {
@@ -298,33 +340,6 @@ pub struct LsrRow {
     pub revealed: bool,
     pub asn: Option<String>,
 }
-
-/// The hop addresses of `group_concat(probe_ttl || ' ' || addr)`, one per TTL from
-/// `firsthop` (the first reply at a TTL; `*` where none came).
-pub(crate) fn path_of(firsthop: u8, hops: Option<String>) -> Vec<String> {
-    let mut path: Vec<String> = Vec::new();
-    for h in hops.iter().flat_map(|h| h.split(',')) {
-        let Some((ttl, addr)) = h.split_once(' ') else {
-            continue;
-        };
-        let Some(slot) = ttl
-            .parse::<usize>()
-            .ok()
-            .and_then(|t| t.checked_sub(usize::from(firsthop)))
-        else {
-            continue;
-        };
-        if slot >= path.len() {
-            path.resize(slot + 1, "*".into());
-            path[slot] = addr.to_string();
-        }
-    }
-    path
-}
-
-/// The SQL of a trace's hops as [`path_of`] reads them.
-pub(crate) const HOPS_TEXT: &str = "(SELECT group_concat(h.probe_ttl || ' ' || h.addr, ',' \
-     ORDER BY h.probe_ttl, h.i) FROM hops h WHERE h.trace_id = r.id)";
 
 impl Store {
     /// The tenant's runs, newest first.
@@ -484,17 +499,6 @@ fn lsr_row(text: &str) -> LsrRow {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn paths_fill_silent_ttls_and_keep_the_first_reply() {
-        let p = path_of(
-            1,
-            Some("1 10.0.0.1,3 10.0.0.3,3 10.0.0.9,4 10.0.0.4".into()),
-        );
-        assert_eq!(p, ["10.0.0.1", "*", "10.0.0.3", "10.0.0.4"]);
-        assert!(path_of(2, None).is_empty());
-        assert_eq!(path_of(2, Some("1 x,2 y".into())), ["y"]);
-    }
 
     #[test]
     fn filters_read_from_json_and_check_their_words() {

@@ -50,23 +50,62 @@ pub struct LsrCount {
 const KEY: &str = "(t.class || '|' || coalesce(t.ingress, '*') || '|' || coalesce(t.egress, '*') \
                    || '|' || t.lsrs)";
 
+/// What a tunnel question groups by, and the SQL of it over the tunnels' scope (raw rows
+/// or summary rows, [`Scope::summary`]).
+#[derive(Clone, Copy)]
+enum Group {
+    /// The AS of the ingress.
+    As,
+    /// The ingress's vendor in the job.
+    Vendor,
+    /// The vantage point.
+    Node,
+    /// The run.
+    Run,
+    /// The tenant (one group).
+    Tenant,
+}
+
+impl Group {
+    fn sql(self, summary: bool) -> &'static str {
+        match (self, summary) {
+            (Group::As, _) => "(SELECT a.asn FROM addresses a WHERE a.addr = t.ingress)",
+            (Group::Vendor, true) => "coalesce(t.vendor, 'unknown')",
+            (Group::Vendor, false) => "coalesce(s.vendor, 'unknown')",
+            (Group::Node, _) => "n.name",
+            (Group::Run, _) => "u.key",
+            (Group::Tenant, true) => "t.tenant",
+            (Group::Tenant, false) => "r.tenant",
+        }
+    }
+
+    fn joins(self) -> Joins {
+        match self {
+            Group::Node => Joins::Node,
+            Group::Run => Joins::Run,
+            _ => Joins::None,
+        }
+    }
+}
+
 impl Store {
-    /// Tunnels grouped by `group` (an SQL expression over the tunnel scope's aliases,
-    /// which `joins` makes), largest group first. Each distinct tunnel of a group is one
-    /// row of the inner grouping (its observations counted there), so the outer one
-    /// only adds up: one sort instead of a distinct set per class.
-    fn tunnel_counts(
-        &self,
-        tenant: &Tenant,
-        f: &Filter,
-        group: &str,
-        joins: Joins,
-    ) -> Result<Vec<TunnelCount>> {
-        let s = Scope::tunnels_joining(tenant, f, joins)?;
+    /// Tunnels grouped by `group`, largest group first, from the summary rows where the
+    /// filter allows (else from the tunnels). Each distinct tunnel of a group is one row
+    /// of the inner grouping (its observations added up there), so the outer one only
+    /// adds up: one sort instead of a distinct set per class.
+    fn tunnel_counts(&self, tenant: &Tenant, f: &Filter, group: Group) -> Result<Vec<TunnelCount>> {
+        let (s, obs, g) = match Scope::summary("tunnel_groups", tenant, f, group.joins())? {
+            Some(s) => (s, "sum(t.observations)", group.sql(true)),
+            None => (
+                Scope::tunnels_joining(tenant, f, group.joins())?,
+                "count(*)",
+                group.sql(false),
+            ),
+        };
         let per_class: Vec<String> = classes().map(|c| format!("sum(class = '{c}')")).collect();
         let sql = format!(
             "SELECT g, count(*), sum(obs), {} FROM \
-             (SELECT {group} AS g, t.class AS class, count(*) AS obs {} \
+             (SELECT {g} AS g, t.class AS class, {obs} AS obs {} \
               GROUP BY g, t.class, t.ingress, t.egress, t.lsrs) \
              GROUP BY g ORDER BY 2 DESC, g",
             per_class.join(", "),
@@ -89,18 +128,13 @@ impl Store {
     /// Tunnels per AS of their ingress (the AS of its address in the store's
     /// prefix-to-AS table; `None` when it has none, or the tunnel no ingress).
     pub fn tunnels_per_as(&self, tenant: &Tenant, f: &Filter) -> Result<Vec<TunnelCount>> {
-        self.tunnel_counts(
-            tenant,
-            f,
-            "(SELECT a.asn FROM addresses a WHERE a.addr = t.ingress)",
-            Joins::None,
-        )
+        self.tunnel_counts(tenant, f, Group::As)
     }
 
     /// Tunnels per vendor of their ingress (TNT's fingerprint of it in the same job;
     /// `unknown` without one).
     pub fn tunnels_per_vendor(&self, tenant: &Tenant, f: &Filter) -> Result<Vec<TunnelCount>> {
-        self.tunnel_counts(tenant, f, "coalesce(s.vendor, 'unknown')", Joins::None)
+        self.tunnel_counts(tenant, f, Group::Vendor)
     }
 
     /// Tunnel classes per vantage point (node).
@@ -109,31 +143,36 @@ impl Store {
         tenant: &Tenant,
         f: &Filter,
     ) -> Result<Vec<TunnelCount>> {
-        self.tunnel_counts(tenant, f, "n.name", Joins::Node)
+        self.tunnel_counts(tenant, f, Group::Node)
     }
 
     /// Tunnel classes of the tunnels `f` selects, all in one group (its run's key, the
     /// tenant's name for a filter of no run); `None` when it selects no tunnel.
     pub fn classes_per_run(&self, tenant: &Tenant, f: &Filter) -> Result<Option<TunnelCount>> {
-        let (group, joins) = match &f.run {
-            Some(_) => ("u.key", Joins::Run),
-            None => ("r.tenant", Joins::None),
+        let group = match &f.run {
+            Some(_) => Group::Run,
+            None => Group::Tenant,
         };
-        Ok(self
-            .tunnel_counts(tenant, f, group, joins)?
-            .into_iter()
-            .next())
+        Ok(self.tunnel_counts(tenant, f, group)?.into_iter().next())
     }
 
-    /// Revealed LSRs per AS of their address, most first.
+    /// Revealed LSRs per AS of their address, most first, from the summary rows where
+    /// the filter allows (else from the tunnels and their LSRs).
     pub fn revealed_lsrs_per_as(&self, tenant: &Tenant, f: &Filter) -> Result<Vec<LsrCount>> {
-        let mut s = Scope::tunnels_joining(tenant, f, Joins::None)?;
-        s.from.push_str(
-            " JOIN lsrs l ON l.tunnel_id = t.id AND l.revealed AND l.addr IS NOT NULL \
-             LEFT JOIN addresses a ON a.addr = l.addr",
-        );
+        let (mut s, lsr) = match Scope::summary("lsr_groups", tenant, f, Joins::None)? {
+            Some(s) => (s, "t.addr"),
+            None => {
+                let mut s = Scope::tunnels_joining(tenant, f, Joins::None)?;
+                s.from.push_str(
+                    " JOIN lsrs l ON l.tunnel_id = t.id AND l.revealed AND l.addr IS NOT NULL",
+                );
+                (s, "l.addr")
+            }
+        };
+        s.from
+            .push_str(&format!(" LEFT JOIN addresses a ON a.addr = {lsr}"));
         let sql = format!(
-            "SELECT a.asn AS g, count(DISTINCT l.addr), count(DISTINCT {KEY}) {} \
+            "SELECT a.asn AS g, count(DISTINCT {lsr}), count(DISTINCT {KEY}) {} \
              GROUP BY g ORDER BY 2 DESC, g",
             s.sql()
         );

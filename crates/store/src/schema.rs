@@ -11,8 +11,13 @@ use crate::error::{Result, StoreError};
 /// The schema version this build writes.
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
 
-/// Migration `i` takes a store from version `i` to `i + 1`.
-const MIGRATIONS: &[&str] = &[V1];
+/// Migration `i` takes a store from version `i` to `i + 1`: its SQL, then what Rust fills.
+type Fill = fn(&rusqlite::Transaction<'_>) -> rusqlite::Result<()>;
+const MIGRATIONS: &[(&str, Option<Fill>)] = &[
+    (V1, None),
+    (V2, None),
+    (V3, Some(crate::summary::file_all_paths)),
+];
 
 /// Version 1: the store's own facts, runs, nodes, jobs, the records (traces with hops, pings with replies), TNT's
 /// findings (tunnels, their LSRs, signatures) and the AS annotations.
@@ -210,6 +215,62 @@ CREATE TABLE as_source (
 );
 ";
 
+/// A summary table of [`crate::summary`]: a job's distinct tunnels (their identity and
+/// ingress vendor) and `last`, the column that differs, with its indexes.
+macro_rules! groups_table {
+    ($name:literal, $last:literal) => {
+        concat!(
+            "CREATE TABLE ",
+            $name,
+            " (
+                job_id INTEGER NOT NULL REFERENCES jobs (id),
+                tenant TEXT NOT NULL,
+                class TEXT NOT NULL,
+                ingress TEXT,
+                egress TEXT,
+                lsrs TEXT NOT NULL,
+                vendor TEXT,
+                ",
+            $last,
+            "
+            );
+            CREATE INDEX ",
+            $name,
+            "_tenant ON ",
+            $name,
+            " (tenant, class);
+            CREATE INDEX ",
+            $name,
+            "_job ON ",
+            $name,
+            " (job_id);
+            "
+        )
+    };
+}
+
+/// Version 2 (issue 41): the summary rows of [`crate::summary`], filled for every job
+/// already stored.
+const V2: &str = concat!(
+    groups_table!("tunnel_groups", "observations INTEGER NOT NULL"),
+    groups_table!("lsr_groups", "addr TEXT NOT NULL"),
+    crate::summary::fill_sql!("1")
+);
+
+/// Version 3 (issue 41): `run_paths` ([`crate::summary::file_paths`] fills it).
+const V3: &str = "
+CREATE TABLE run_paths (
+    run_id INTEGER NOT NULL REFERENCES runs (id),
+    node_id INTEGER NOT NULL REFERENCES nodes (id),
+    dst TEXT NOT NULL,
+    start_us INTEGER NOT NULL,
+    trace_id INTEGER NOT NULL REFERENCES traces (id),
+    path TEXT NOT NULL,
+    tunnels TEXT NOT NULL,
+    PRIMARY KEY (run_id, node_id, dst)
+) WITHOUT ROWID;
+";
+
 /// The tables a tenant's rows live in, in the order an export or a listing names them;
 /// `tenant_filter` is the SQL condition (on alias `x`) that keeps one tenant's rows.
 pub const TABLES: &[(&str, &str)] = &[
@@ -278,11 +339,14 @@ pub fn migrate(conn: &mut Connection, path: &str, vtnt: &str) -> Result<()> {
                 known: SCHEMA_VERSION,
             });
         }
-        let Some(sql) = MIGRATIONS.get(found as usize) else {
+        let Some((sql, fill)) = MIGRATIONS.get(found as usize) else {
             return Ok(());
         };
         let what = format!("{path}: migrating to schema version {}", found + 1);
         tx.execute_batch(sql).map_err(StoreError::sql(&what))?;
+        if let Some(fill) = fill {
+            fill(&tx).map_err(StoreError::sql(&what))?;
+        }
         tx.execute(
             "INSERT INTO schema_version (version, applied_us, vtnt) VALUES (?1, ?2, ?3)",
             rusqlite::params![found + 1, crate::now_us(), vtnt],

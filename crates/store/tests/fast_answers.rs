@@ -1,17 +1,23 @@
-//! The whole-store questions, answered by their fast SQL (only the joins they need, one
+//! The whole-store questions, answered from the summary rows kept at ingest (one
 //! grouping of distinct tunnels), equal the from-scratch query (every join, a distinct
 //! set per class, the SQL before issue 41's 200 ms work), written out here as the
-//! reference, after imports of two campaigns into two tenants, a prefix-to-AS table
-//! and a refused corrupt import, for every group and the filters that change the joins.
+//! reference, after imports of two campaigns into two tenants, a fleet's job filed in
+//! batches, a prefix-to-AS table and a refused corrupt import, for every group and the
+//! filters that change the joins (and one the summaries cannot answer: a prefix); the
+//! summary rows themselves equal their from-scratch SQL there and in a store of schema
+//! version 1 that opening migrated (where the diff of two runs, read from the paths
+//! the migration filed, is the one before).
 
 use std::collections::BTreeMap;
+use std::io::BufReader;
 use std::path::Path;
 
 use rusqlite::Connection;
+use vtnt_formats::JsonReader;
 use vtnt_store::import::{import_file, ImportOptions};
 use vtnt_store::query::Filter;
 use vtnt_store::questions::TunnelCount;
-use vtnt_store::{Store, Tenant};
+use vtnt_store::{JobInfo, NodeInfo, Provenance, RunInfo, Source, Store, Tenant};
 
 mod common;
 
@@ -84,6 +90,89 @@ fn reference_lsrs(c: &Connection, tenant: &str, f: &Filter) -> Vec<(Option<Strin
     rows.map(Result::unwrap).collect()
 }
 
+/// A summary table's rows, and the same rows computed from scratch, each sorted.
+type Rows = Vec<Vec<rusqlite::types::Value>>;
+
+fn sorted(c: &Connection, sql: &str) -> Rows {
+    let mut st = c.prepare(sql).unwrap();
+    let n = st.column_count();
+    let mut rows: Rows = st
+        .query_map([], |r| (0..n).map(|i| r.get(i)).collect())
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    rows.sort_by(|a, b| format!("{a:?}").cmp(&format!("{b:?}")));
+    rows
+}
+
+/// Asserts both summary tables hold what their from-scratch SQL gives, and something.
+fn summaries_are_exact(c: &Connection, when: &str) {
+    let raw = "FROM traces r JOIN tunnels t ON t.trace_id = r.id \
+               LEFT JOIN signatures s ON s.job_id = r.job_id AND s.addr = t.ingress";
+    let groups = sorted(
+        c,
+        "SELECT job_id, tenant, class, ingress, egress, lsrs, vendor, observations \
+         FROM tunnel_groups",
+    );
+    let want = sorted(
+        c,
+        &format!(
+            "SELECT r.job_id, r.tenant, t.class, t.ingress, t.egress, t.lsrs, s.vendor, \
+             count(*) {raw} GROUP BY 1, 2, 3, 4, 5, 6, 7"
+        ),
+    );
+    assert_eq!(groups, want, "tunnel_groups {when}");
+    assert!(!groups.is_empty(), "{when}");
+    let lsrs = sorted(
+        c,
+        "SELECT job_id, tenant, class, ingress, egress, lsrs, vendor, addr FROM lsr_groups",
+    );
+    let want = sorted(
+        c,
+        &format!(
+            "SELECT DISTINCT r.job_id, r.tenant, t.class, t.ingress, t.egress, t.lsrs, \
+             s.vendor, l.addr {raw} JOIN lsrs l ON l.tunnel_id = t.id AND l.revealed \
+             AND l.addr IS NOT NULL"
+        ),
+    );
+    assert_eq!(lsrs, want, "lsr_groups {when}");
+    assert!(!lsrs.is_empty(), "{when}");
+}
+
+/// Files `path`'s records as one fleet job of `tenant`, `batch` records per
+/// transaction, as the fleet feed files a job's messages.
+fn feed_in_batches(store: &mut Store, path: &Path, tenant: &str, batch: usize) {
+    let mut rd = JsonReader::new(BufReader::new(std::fs::File::open(path).unwrap()));
+    let items: Vec<_> = std::iter::from_fn(|| rd.next())
+        .map(Result::unwrap)
+        .collect();
+    let p = Provenance {
+        tenant: Tenant::new(tenant).unwrap(),
+        run: RunInfo {
+            key: "fleet-run".into(),
+            name: "fleet-run".into(),
+            source: Source::Fleet,
+            command: None,
+        },
+        node: NodeInfo {
+            name: "fleet-node".into(),
+            ..NodeInfo::default()
+        },
+        job: JobInfo {
+            key: "fleet-job".into(),
+            ..JobInfo::default()
+        },
+    };
+    for (k, chunk) in items.chunks(batch).enumerate() {
+        let mut ingest = store.ingest(&p).unwrap();
+        for (i, item) in chunk.iter().enumerate() {
+            let idx = (k * batch + i) as i64;
+            ingest.item(Some(idx), item).unwrap().unwrap();
+        }
+        ingest.commit().unwrap();
+    }
+}
+
 fn import(store: &mut Store, path: &Path, tenant: &str, run: &str) -> vtnt_store::Result<()> {
     import_file(
         store,
@@ -123,6 +212,8 @@ fn fast_answers_equal_the_from_scratch_query() {
     )
     .unwrap();
     store.load_pfx2as(&pfx).unwrap();
+    // a fleet job, its records in batches of 20 (its signatures come over several)
+    feed_in_batches(&mut store, Path::new(FIXTURE), "fleet", 20);
     // a corrupt import, refused: stores nothing
     let mut lines: Vec<&str> = text.lines().collect();
     lines[30] = &lines[30][..lines[30].len() / 2];
@@ -131,6 +222,7 @@ fn fast_answers_equal_the_from_scratch_query() {
     assert!(import(&mut store, &bad, "lab", "c").is_err());
 
     let c = Connection::open(&path).unwrap();
+    summaries_are_exact(&c, "after imports, a fleet job and a refused import");
     let node = store.nodes(&Tenant::new("lab").unwrap()).unwrap()[0]
         .node
         .name
@@ -154,9 +246,13 @@ fn fast_answers_equal_the_from_scratch_query() {
             class: Some("invisible-php".into()),
             ..Filter::default()
         },
+        Filter {
+            run: Some("fleet-run".into()),
+            ..Filter::default()
+        },
     ];
     let mut seen = 0;
-    for tenant in ["lab", "other"] {
+    for tenant in ["lab", "other", "fleet"] {
         let t = Tenant::new(tenant).unwrap();
         for f in &filters {
             let asn = "(SELECT a.asn FROM addresses a WHERE a.addr = t.ingress)";
@@ -183,4 +279,36 @@ fn fast_answers_equal_the_from_scratch_query() {
     }
     // the answers are not all empty: the comparison compared something
     assert!(seen > 20, "{seen} groups");
+
+    // a filter the summaries do not keep (a prefix) reads the tunnels: the same answer
+    // as the summaries' for a prefix of every target
+    let lab = Tenant::new("lab").unwrap();
+    let all = Filter {
+        prefix: Some("0.0.0.0/0".parse().unwrap()),
+        ..Filter::default()
+    };
+    let fast = Filter::default();
+    assert_eq!(
+        store.tunnels_per_vendor(&lab, &all).unwrap(),
+        store.tunnels_per_vendor(&lab, &fast).unwrap()
+    );
+    assert_eq!(
+        store.revealed_lsrs_per_as(&lab, &all).unwrap(),
+        store.revealed_lsrs_per_as(&lab, &fast).unwrap()
+    );
+
+    // a store of schema version 1 (no summaries) is filled when opened
+    let before = store.tunnels_per_as(&lab, &fast).unwrap();
+    let diff_before = store.diff(&lab, "a", "b").unwrap();
+    assert!(diff_before.compared + diff_before.only_in_a.len() as u64 > 0);
+    drop(store);
+    c.execute_batch(
+        "DROP TABLE tunnel_groups; DROP TABLE lsr_groups; DROP TABLE run_paths; \
+         DELETE FROM schema_version WHERE version > 1",
+    )
+    .unwrap();
+    let store = Store::open(&path).unwrap();
+    summaries_are_exact(&c, "after the migration");
+    assert_eq!(store.tunnels_per_as(&lab, &fast).unwrap(), before);
+    assert_eq!(store.diff(&lab, "a", "b").unwrap(), diff_before);
 }

@@ -36,6 +36,11 @@ fn key(dir: &Path, name: &str) -> std::path::PathBuf {
 
 /// A server of tenants `a` and `b` (each the fixture as run `camp`), a report directory.
 fn server(tag: &str) -> Server {
+    server_with(tag, Duration::from_secs(1))
+}
+
+/// [`server`] with a header time of `header_time`.
+fn server_with(tag: &str, header_time: Duration) -> Server {
     let dir = Scratch::new(&format!("web-{tag}"));
     let store = dir.path("s.sqlite");
     let mut s = Store::open(&store).unwrap();
@@ -67,7 +72,7 @@ fn server(tag: &str) -> Server {
         ],
         fleet: None,
         limits: Limits {
-            header_time: Duration::from_secs(1),
+            header_time,
             streams_per_client: 3,
             ..Limits::default()
         },
@@ -357,6 +362,57 @@ fn hostile_clients_get_4xx_and_the_server_stays_up() {
     // and the server still serves
     let (status, body) = get(&srv, "/api/whoami", Some(&t));
     assert_eq!((status, body.as_str()), (200, r#"{"tenant":"a"}"#));
+}
+
+/// Idle keep-alive connections: a raw client that got its answer and then says nothing
+/// is hung up on after the header time (hyper's header timer also runs while a
+/// connection waits for its next request), and one address holds at most
+/// `connections_per_client` (32) connections, idle or not: the ones past it are closed
+/// at once, and a connection opened after the idle ones went is served.
+#[test]
+fn idle_keep_alive_connections_are_bounded() {
+    // (a header time of 3 s leaves a busy host time to accept 40 connections)
+    let srv = server_with("idle", Duration::from_secs(3));
+    let req = format!(
+        "GET /api/whoami HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {}\r\n\r\n",
+        srv.token_a
+    );
+    let mut idle = TcpStream::connect(srv.addr).unwrap();
+    idle.set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let t0 = Instant::now();
+    idle.write_all(req.as_bytes()).unwrap();
+    let mut out = Vec::new();
+    let _ = idle.read_to_end(&mut out);
+    let text = String::from_utf8_lossy(&out);
+    assert!(text.starts_with("HTTP/1.1 200"), "{text}");
+    assert!(
+        t0.elapsed() < Duration::from_secs(8),
+        "an idle keep-alive connection held for {:?}",
+        t0.elapsed()
+    );
+    // 40 connections that send nothing: 32 held (until the header time), 8 closed at once
+    let conns: Vec<TcpStream> = (0..40)
+        .map(|_| TcpStream::connect(srv.addr).unwrap())
+        .collect();
+    std::thread::sleep(Duration::from_secs(1));
+    let closed = conns
+        .iter()
+        .filter(|s| {
+            s.set_nonblocking(true).unwrap();
+            let mut b = [0u8; 1];
+            matches!((&**s).read(&mut b), Ok(0))
+        })
+        .count();
+    assert_eq!(closed, 8, "connections past the per-client bound");
+    // once the idle ones are hung up on, the client is served again
+    std::thread::sleep(Duration::from_secs(4));
+    let (status, _) = raw(
+        srv.addr,
+        req.replace("\r\n\r\n", "\r\nConnection: close\r\n\r\n")
+            .as_bytes(),
+    );
+    assert_eq!(status, 200);
 }
 
 #[test]
