@@ -224,6 +224,29 @@ fn cases(rng: &mut vtnt_testkit::Rng, n: usize) -> Vec<Case> {
         .collect()
 }
 
+/// Each case's probe and replies as (direction, stamp, datagram, the case it belongs to).
+fn packets(cases: &[Case]) -> Vec<(Dir, u64, Vec<u8>, usize)> {
+    let mut packets = Vec::new();
+    for (i, c) in cases.iter().enumerate() {
+        packets.push((Dir::Out, c.sent, probe(c.kind), i));
+        for &at in &c.replies {
+            packets.push((Dir::In, at, reply(c.kind, c.from_router), i));
+        }
+    }
+    packets
+}
+
+fn events(packets: &[(Dir, u64, Vec<u8>, usize)]) -> Vec<Event<'_>> {
+    packets
+        .iter()
+        .map(|(dir, stamp_ns, b, _)| Event {
+            dir: *dir,
+            stamp_ns: *stamp_ns,
+            packet: b,
+        })
+        .collect()
+}
+
 #[test]
 fn property_every_probe_and_reply_paired_none_misattributed() {
     let seed = vtnt_testkit::seed("VTNT_MACE_SEED", || 0x3ace);
@@ -232,25 +255,12 @@ fn property_every_probe_and_reply_paired_none_misattributed() {
         let n = 1 + rng.below(60);
         let cases = cases(&mut rng, n);
         // (event, the probe it is or answers)
-        let mut packets: Vec<(Dir, u64, Vec<u8>, usize)> = Vec::new();
-        for (i, c) in cases.iter().enumerate() {
-            packets.push((Dir::Out, c.sent, probe(c.kind), i));
-            for &at in &c.replies {
-                packets.push((Dir::In, at, reply(c.kind, c.from_router), i));
-            }
-        }
+        let mut packets = packets(&cases);
         // the capture may hand them over in any order
         for i in (1..packets.len()).rev() {
             packets.swap(i, rng.below(i + 1));
         }
-        let events: Vec<Event> = packets
-            .iter()
-            .map(|(dir, stamp_ns, b, _)| Event {
-                dir: *dir,
-                stamp_ns: *stamp_ns,
-                packet: b,
-            })
-            .collect();
+        let events = events(&packets);
         let got = pair(&events);
         assert_eq!(got.probes.len(), cases.len(), "round {round}");
         for (e, fate) in got.fates.iter().enumerate() {
@@ -306,21 +316,8 @@ fn property_reused_identities_are_never_misattributed() {
                 Kind::TcpAck(_) => Kind::TcpAck(rng.below(3) as u32),
             };
         }
-        let mut packets: Vec<(Dir, u64, Vec<u8>, usize)> = Vec::new();
-        for (i, c) in cases.iter().enumerate() {
-            packets.push((Dir::Out, c.sent, probe(c.kind), i));
-            for &at in &c.replies {
-                packets.push((Dir::In, at, reply(c.kind, c.from_router), i));
-            }
-        }
-        let events: Vec<Event> = packets
-            .iter()
-            .map(|(dir, stamp_ns, b, _)| Event {
-                dir: *dir,
-                stamp_ns: *stamp_ns,
-                packet: b,
-            })
-            .collect();
+        let packets = packets(&cases);
+        let events = events(&packets);
         let got = pair(&events);
         for (e, fate) in got.fates.iter().enumerate() {
             if let Fate::Paired(p) = *fate {
