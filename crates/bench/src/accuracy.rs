@@ -42,7 +42,7 @@ use std::net::{IpAddr, Ipv4Addr};
 use serde::Serialize;
 use vtnt_lab::truth::{Destination, Tunnel as TruthTunnel};
 use vtnt_lab::{generate, GenOptions, Lab, Observation, Oracle, OracleOptions, Topology, Truth};
-use vtnt_tnt::{TntConfig, TntResult, TunnelClass};
+use vtnt_tnt::{Budget, TntConfig, TntResult, TunnelClass};
 
 use crate::drive::{run_tnt, DriveError};
 
@@ -202,6 +202,8 @@ pub struct ProbeScore {
     pub revelation: u64,
     pub lsrs_revealed: usize,
     pub per_revealed_lsr: f64,
+    /// The probes phase by phase (`vtnt_tnt::Budget`).
+    pub budget: Budget,
 }
 
 /// What the oracle ran.
@@ -324,6 +326,7 @@ fn run_mode(
         report.probes.pings += run.summary.ping_probes;
         report.probes.revelation += run.summary.revelation_probes;
         report.probes.lsrs_revealed += run.summary.lsrs_revealed;
+        report.probes.budget.add(&run.summary.budget);
         acc.score(&c.truth, &c.oracle, &run.results);
     }
     acc.finish(&mut report);
@@ -898,6 +901,7 @@ impl AccuracyReport {
             "Probes: {} (initial traces {}, pings {}, revelation {}); {:.1} revelation probes per revealed LSR ({} LSRs)\n",
             p.total, p.initial, p.pings, p.revelation, p.per_revealed_lsr, p.lsrs_revealed
         ));
+        s.push_str(&format!("Probe budget: {}\n", p.budget));
         if let Some(b) = &self.brute_force {
             s.push_str(&format!(
                 "Brute force probes: {} (revelation {}); {:.1} revelation probes per revealed LSR ({} LSRs)\n",

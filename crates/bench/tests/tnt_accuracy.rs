@@ -48,11 +48,33 @@ fn assert_no_false_tunnels(report: &AccuracyReport) {
     );
 }
 
+/// The probe budget's phases add up to the probes sent, and its trigger split to the
+/// revelation probes, in either mode.
+fn assert_budget_adds_up(report: &AccuracyReport) {
+    let b = report.brute_force.as_ref().expect("brute-force run");
+    for (mode, p) in [("default", &report.probes), ("brute force", &b.probes)] {
+        let g = &p.budget;
+        assert_eq!(g.total(), p.total, "{mode}: phases add up to every probe");
+        assert_eq!(g.initial, p.initial, "{mode}: initial traces");
+        assert_eq!(g.hop_pings + g.revealed_pings, p.pings, "{mode}: pings");
+        let triggers = g.mttl + g.dup_ip + g.rtla + g.frpla + g.blind + g.brute_force;
+        assert_eq!(triggers, p.revelation, "{mode}: revelation by trigger");
+    }
+}
+
 #[test]
 fn reference_topology() {
     let report = tnt_accuracy(&AccuracyOptions::new(0, 0)).expect("campaign runs");
     print(&report);
     assert_no_false_tunnels(&report);
+    assert_budget_adds_up(&report);
+    // every class is there: DPR, BRPR and buddy traces (UHP) all ran, and revealed LSRs
+    // were pinged
+    let g = &report.probes.budget;
+    assert!(
+        g.dpr > 0 && g.brpr > 0 && g.buddy > 0 && g.revealed_pings > 0,
+        "{g:?}"
+    );
     // One tunnel of every class (two invisible PHP), each reported exactly right.
     let s = &report.strict;
     for c in &s.classes {
@@ -80,6 +102,7 @@ fn generated_topologies() {
     let report = tnt_accuracy(&opts).expect("campaign runs");
     print(&report);
     assert_no_false_tunnels(&report);
+    assert_budget_adds_up(&report);
     // issue 19's goals on existing tunnels
     let all = &report.strict.all;
     assert!(

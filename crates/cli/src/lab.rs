@@ -89,6 +89,10 @@ pub enum LabCommand {
         /// Print JSON.
         #[arg(long)]
         json: bool,
+        /// Print beside each tunnel what exhaustive probing can observe of it (the
+        /// oracle of `vtnt bench tnt-accuracy`: 8 Paris flows to every address).
+        #[arg(long)]
+        oracle: bool,
     },
     /// Write a random topology (same seed, same topology).
     Generate {
@@ -334,16 +338,24 @@ pub fn run(cmd: LabCommand, log: &crate::logs::LogArgs) -> anyhow::Result<ExitCo
             topology,
             name,
             json,
+            oracle,
         } => {
             let topo = match topology {
                 Some(p) => Topology::load(&p)?,
                 None => linux::running_topology(&name).unwrap_or_else(|_| Topology::reference()),
             };
             let truth = vtnt_lab::truth::truth(&topo);
-            if json {
-                println!("{}", serde_json::to_string_pretty(&truth)?);
-            } else {
-                print_truth(&truth);
+            let oracle = oracle
+                .then(|| vtnt_lab::oracle(&topo, &truth, &vtnt_lab::OracleOptions::default()));
+            match (json, &oracle) {
+                (true, None) => println!("{}", serde_json::to_string_pretty(&truth)?),
+                (true, Some(o)) => println!(
+                    "{}",
+                    serde_json::to_string_pretty(
+                        &serde_json::json!({ "truth": truth, "oracle": o })
+                    )?
+                ),
+                (false, _) => print_truth(&truth, oracle.as_ref()),
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -511,9 +523,16 @@ fn bench(probes: u64, seconds: f64, window: u64, no_tun: bool) -> anyhow::Result
     Ok(ExitCode::SUCCESS)
 }
 
-fn print_truth(t: &vtnt_lab::Truth) {
+/// The truth as text; with `oracle`, each tunnel's observation on the line after it.
+fn print_truth(t: &vtnt_lab::Truth, oracle: Option<&vtnt_lab::Oracle>) {
     println!("topology `{}`", t.topology);
-    for d in &t.destinations {
+    if let Some(o) = oracle {
+        println!(
+            "oracle: {} destinations traced, {} traces, {} probes",
+            o.targets, o.traces, o.probes
+        );
+    }
+    for (i, d) in t.destinations.iter().enumerate() {
         let path: Vec<String> = d.forward.iter().map(|h| h.router.clone()).collect();
         println!(
             "{} {}: {}{}",
@@ -526,7 +545,7 @@ fn print_truth(t: &vtnt_lab::Truth) {
                 String::new()
             }
         );
-        for tu in &d.tunnels {
+        for (j, tu) in d.tunnels.iter().enumerate() {
             let lsrs: Vec<String> = tu.lsrs.iter().map(|a| a.to_string()).collect();
             println!(
                 "  {:13} {} {} -> {} {}  LSRs [{}]  revelation {:?}",
@@ -538,6 +557,9 @@ fn print_truth(t: &vtnt_lab::Truth) {
                 lsrs.join(" "),
                 tu.revelation
             );
+            if let Some(ob) = oracle.and_then(|o| o.tunnels.get(i)?.get(j)) {
+                println!("  {:13} {}", "", observation(ob));
+            }
         }
     }
     println!("routers:");
@@ -547,4 +569,26 @@ fn print_truth(t: &vtnt_lab::Truth) {
             r.name, r.vendor, r.signature[0], r.signature[1]
         );
     }
+}
+
+/// `oracle: observable (ingress egress label lsrs-in-order links)`, each fact named when
+/// it holds, `-name` when not.
+fn observation(o: &vtnt_lab::Observation) -> String {
+    let facts = [
+        ("ingress", o.ingress_seen),
+        ("egress", o.egress_seen),
+        ("label", o.label_seen),
+        ("lsrs-in-order", o.lsrs_seen_in_order),
+        ("links", o.links_seen),
+    ];
+    let seen: Vec<String> = facts
+        .iter()
+        .map(|(n, b)| if *b { n.to_string() } else { format!("-{n}") })
+        .collect();
+    let verdict = if o.observable {
+        "observable"
+    } else {
+        "not observable"
+    };
+    format!("oracle: {verdict} ({})", seen.join(" "))
 }

@@ -202,6 +202,7 @@ pub fn run_job(
         "vtnt: {} targets: tunnels explicit {} implicit {} opaque {} invisible-php {} invisible-uhp {}; {} LSRs revealed; {} not revealable; {} blind spots clear; {} not revealed (send errors); {} probes ({} in initial traces, {} in pings, {} in revelation traces)",
         s.targets, s.explicit, s.implicit, s.opaque, s.invisible_php, s.invisible_uhp, s.lsrs_revealed, s.unrevealed, s.blind_spots_clear, s.reveal_send_errors, s.probes(), s.trace_probes, s.ping_probes, s.revelation_probes
     );
+    say!("vtnt: probe budget: {}", s.budget);
     Ok(if stats.interrupted {
         interrupt::report(written.records, job.output.as_deref())
     } else if some_bad || failed > 0 || some_unsent || written.unstored {

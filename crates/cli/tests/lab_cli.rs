@@ -87,6 +87,54 @@ fn generate_is_deterministic_and_checkable() {
 }
 
 #[test]
+fn truth_with_oracle_prints_each_tunnels_observation_beside_it() {
+    let f = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../topologies/reference.toml"
+    );
+    let out = vtnt(&["lab", "truth", "--oracle", f]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains("oracle: ") && text.contains(" probes"),
+        "{text}"
+    );
+    // every tunnel line is followed by its observation: the reference's tunnels are all
+    // observable (crates/bench/tests/tnt_accuracy.rs, reference_topology)
+    let lines: Vec<&str> = text.lines().collect();
+    let tunnels: Vec<usize> = (0..lines.len())
+        .filter(|&i| lines[i].contains(" LSRs ["))
+        .collect();
+    assert!(!tunnels.is_empty(), "{text}");
+    for i in tunnels {
+        let next = lines.get(i + 1).map_or("", |l| l.trim());
+        assert!(
+            next.starts_with("oracle: observable (ingress "),
+            "after `{}`: `{next}`",
+            lines[i]
+        );
+    }
+    // without the flag, no oracle line
+    let plain = vtnt(&["lab", "truth", f]);
+    assert!(!String::from_utf8_lossy(&plain.stdout).contains("oracle:"));
+    // JSON: the truth and the oracle, one observation per truth tunnel
+    let out = vtnt(&["lab", "truth", "--json", "--oracle", f]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let dests = v["truth"]["destinations"].as_array().unwrap();
+    let obs = v["oracle"]["tunnels"].as_array().unwrap();
+    assert_eq!(dests.len(), obs.len());
+    for (d, o) in dests.iter().zip(obs) {
+        let o = o.as_array().unwrap();
+        assert_eq!(d["tunnels"].as_array().unwrap().len(), o.len());
+        assert!(o.iter().all(|x| x["observable"] == true), "{o:?}");
+    }
+}
+
+#[test]
 fn generate_takes_settings_and_refuses_bad_ones_by_flag() {
     let out = vtnt(&["lab", "generate", "--settings"]);
     let list = String::from_utf8_lossy(&out.stdout);

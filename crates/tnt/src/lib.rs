@@ -44,7 +44,7 @@ pub use classify::{
 };
 pub use orchestrator::{MeasurementTag, Tnt, TntConfig};
 pub use output::{
-    annotate, build_result, HopAnnotation, Membership, PathEntry, PingPurpose, RecordRole,
+    annotate, build_result, Budget, HopAnnotation, Membership, PathEntry, PingPurpose, RecordRole,
     Revealed, RevelationInfo, RoleRecord, Summary, Tested, TntError, TntResult, TraceAnnotation,
     Tunnel, Unrevealed,
 };

@@ -145,8 +145,8 @@ type RevKey = (IpAddr, IpAddr);
 enum Purpose {
     Initial(usize),
     Ping(IpAddr, PingPurpose),
-    /// A revelation trace: its revelation, method and step.
-    Reveal(RevKey, RevealMethod, u8),
+    /// A revelation trace: its revelation, method, step and whether it is a retry.
+    Reveal(RevKey, RevealMethod, u8, bool),
 }
 
 #[derive(Debug, PartialEq, Eq)]
@@ -284,11 +284,16 @@ impl Tnt {
         match (purpose, record) {
             (Purpose::Initial(id), Record::Trace(t)) => {
                 self.summary.trace_probes += t.probe_count as u64;
+                self.summary.budget.initial += t.probe_count as u64;
                 self.targets[id].probes += t.probe_count as u32;
                 self.got_initial(id, t);
             }
             (Purpose::Ping(a, purpose), Record::Ping(p)) => {
                 self.summary.ping_probes += p.ping_sent as u64;
+                *match purpose {
+                    PingPurpose::Hop => &mut self.summary.budget.hop_pings,
+                    PingPurpose::Revealed => &mut self.summary.budget.revealed_pings,
+                } += p.ping_sent as u64;
                 let (ttl, sent) = (ping_reply_ttl(&p), p.ping_sent as u32);
                 if let Some(PingEntry::Pending { origin, .. }) = self.pings.get(&a) {
                     let role = RecordRole::Ping { purpose };
@@ -299,8 +304,13 @@ impl Tnt {
                 }
                 self.got_ping(a, ttl, sent);
             }
-            (Purpose::Reveal(k, method, step), Record::Trace(t)) => {
+            (Purpose::Reveal(k, method, step, retry), Record::Trace(t)) => {
                 self.summary.revelation_probes += t.probe_count as u64;
+                if let Some(e) = self.revelations.get(&k) {
+                    let trigger = e.rev.subject().trigger;
+                    let n = t.probe_count as u64;
+                    self.summary.budget.reveal(trigger, method, retry, n);
+                }
                 self.got_reveal_trace(k, method, step, t);
             }
             (p, _) => self.failed(p, TntError::NotATrace),
@@ -386,7 +396,7 @@ impl Tnt {
                 self.results.push_back(r);
             }
             Purpose::Ping(a, _) => self.got_ping(a, None, 0),
-            Purpose::Reveal(k, _, _) => self.got_reveal(k, None),
+            Purpose::Reveal(k, _, _, _) => self.got_reveal(k, None),
         }
     }
 
@@ -586,7 +596,8 @@ impl Tnt {
             }
             None => {
                 let measurement = self.trace_measurement(req.dst, req.first_ttl);
-                self.queue(Purpose::Reveal(key, req.method, req.step), measurement);
+                let purpose = Purpose::Reveal(key, req.method, req.step, req.retry);
+                self.queue(purpose, measurement);
             }
         }
     }

@@ -301,12 +301,115 @@ pub struct Summary {
     pub ping_probes: u64,
     pub revelation_probes: u64,
     pub revelation_cache_hits: usize,
+    /// The same probes split finer, phase by phase.
+    pub budget: Budget,
+}
+
+/// Where the probes of a campaign went, counted as each measurement's record comes
+/// in. `initial + hop_pings + revealed_pings + dpr + brpr + buddy + retries` is every
+/// probe sent; the trigger fields split the revelation probes again by what asked for
+/// them (walked-back and walked-forward pairs count under the trigger they came from).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+pub struct Budget {
+    /// Initial traces.
+    pub initial: u64,
+    /// Fingerprint pings of the addresses of initial traces.
+    pub hop_pings: u64,
+    /// Pings of revealed LSRs and egresses.
+    pub revealed_pings: u64,
+    /// Revelation traces to the egress (or, for DUP_IP, the hop after it).
+    pub dpr: u64,
+    /// BRPR steps after the first trace.
+    pub brpr: u64,
+    /// Buddy traces (DUP_IP).
+    pub buddy: u64,
+    /// Revelation traces run again on another flow because the previous one did not
+    /// show the anchor (ingress retries).
+    pub retries: u64,
+    pub mttl: u64,
+    pub dup_ip: u64,
+    pub rtla: u64,
+    pub frpla: u64,
+    pub blind: u64,
+    pub brute_force: u64,
+}
+
+impl Budget {
+    /// Every probe, phase by phase.
+    pub fn total(&self) -> u64 {
+        self.initial
+            + self.hop_pings
+            + self.revealed_pings
+            + self.dpr
+            + self.brpr
+            + self.buddy
+            + self.retries
+    }
+
+    /// Adds another campaign's budget.
+    pub fn add(&mut self, o: &Budget) {
+        let pairs = [
+            (&mut self.initial, o.initial),
+            (&mut self.hop_pings, o.hop_pings),
+            (&mut self.revealed_pings, o.revealed_pings),
+            (&mut self.dpr, o.dpr),
+            (&mut self.brpr, o.brpr),
+            (&mut self.buddy, o.buddy),
+            (&mut self.retries, o.retries),
+            (&mut self.mttl, o.mttl),
+            (&mut self.dup_ip, o.dup_ip),
+            (&mut self.rtla, o.rtla),
+            (&mut self.frpla, o.frpla),
+            (&mut self.blind, o.blind),
+            (&mut self.brute_force, o.brute_force),
+        ];
+        for (a, b) in pairs {
+            *a += b;
+        }
+    }
+
+    /// Adds `probes` of a revelation trace run as `method` (a `retry` or not) for `trigger`.
+    pub(crate) fn reveal(
+        &mut self,
+        trigger: Trigger,
+        method: RevealMethod,
+        retry: bool,
+        probes: u64,
+    ) {
+        *match (retry, method) {
+            (true, _) => &mut self.retries,
+            (_, RevealMethod::Dpr) => &mut self.dpr,
+            (_, RevealMethod::Brpr) => &mut self.brpr,
+            (_, RevealMethod::Buddy) => &mut self.buddy,
+        } += probes;
+        *match trigger {
+            Trigger::Mttl => &mut self.mttl,
+            Trigger::DupIp => &mut self.dup_ip,
+            Trigger::Rtla => &mut self.rtla,
+            Trigger::Frpla => &mut self.frpla,
+            Trigger::Blind => &mut self.blind,
+            Trigger::BruteForce => &mut self.brute_force,
+        } += probes;
+    }
 }
 
 impl Summary {
     /// Every probe sent.
     pub fn probes(&self) -> u64 {
         self.trace_probes + self.ping_probes + self.revelation_probes
+    }
+}
+
+impl core::fmt::Display for Budget {
+    /// `initial traces A, hop pings B, ...; revelation by trigger: mttl C, ...`.
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(
+            f,
+            "initial traces {}, hop pings {}, revealed pings {}, dpr {}, brpr {}, buddy {}, retries {}; revelation by trigger: mttl {}, dup-ip {}, rtla {}, frpla {}, blind {}, brute-force {}",
+            self.initial, self.hop_pings, self.revealed_pings, self.dpr, self.brpr, self.buddy, self.retries,
+            self.mttl, self.dup_ip, self.rtla, self.frpla, self.blind, self.brute_force
+        )
     }
 }
 

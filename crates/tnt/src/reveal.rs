@@ -220,6 +220,9 @@ pub struct TraceRequest {
     pub method: RevealMethod,
     /// The revelation step the trace is for (1: the first trace; +1 per BRPR step).
     pub step: u8,
+    /// The previous trace did not show the anchor: this one runs it again on another
+    /// flow (ingress retries).
+    pub retry: bool,
 }
 
 /// What a revelation is about: the candidate tunnel the classifier found, with its hops'
@@ -250,6 +253,8 @@ pub struct Revelation {
     silent_egress: bool,
     /// Times a trace that did not show the anchor may still be run again.
     ingress_retries: u8,
+    /// The next trace is such a retry.
+    retrying: bool,
     status: RevealStatus,
     /// Traces run and probes they sent.
     traces: u16,
@@ -285,6 +290,7 @@ impl Revelation {
             revealed_egress: None,
             silent_egress: false,
             ingress_retries: 0,
+            retrying: false,
             status: RevealStatus::Running,
             traces: 0,
             probes: 0,
@@ -364,6 +370,7 @@ impl Revelation {
                     first_ttl: self.subject.start_ttl,
                     method: n.1,
                     step: self.step.saturating_add(1),
+                    retry: core::mem::take(&mut self.retrying),
                 })
             }
             None => {
@@ -395,6 +402,7 @@ impl Revelation {
         {
             // the same trace again, on another flow (a BRPR step asks it again by itself)
             self.ingress_retries -= 1;
+            self.retrying = true;
             if self.step == 0 {
                 self.plan.push_front((dst, method));
             }

@@ -88,6 +88,7 @@ fn dpr_reveals_everything_at_once() {
             first_ttl: 1,
             method: RevealMethod::Dpr,
             step: 1,
+            retry: false,
         }
     );
     assert_eq!(r.poll_trace(), None, "one trace at a time");
@@ -148,6 +149,7 @@ fn brpr_walks_back_to_the_ingress() {
             first_ttl: 2,
             method: RevealMethod::Brpr,
             step: 2,
+            retry: false,
         }
     );
     r.handle_trace(Some(&trace(
