@@ -1,12 +1,13 @@
-//! A [`Ruleset`] as the nft ruleset a user would write for speed ([`nft_sets`]): each run
-//! of consecutive rules with the same verdict and the same matched fields (addresses,
-//! protocol, ports; nothing else) becomes one rule that looks the packet's fields up in
-//! a set of concatenated intervals (`ip saddr . ip daddr . meta l4proto . th sport . th
-//! dport @sN`), which the kernel matches in one lookup (its pipapo set). Merging only
-//! consecutive rules of one verdict keeps first-match order exact: inside a run every
-//! rule says the same. A rule wholly inside an earlier element of its run is dropped (it
-//! can never decide); one that only overlaps one starts a new run (nft refuses
-//! overlapping intervals). Other rules, and chains without a hook, print as [`super::nft`]
+//! A [`Ruleset`] as the nft ruleset a user would write for speed ([`nft_sets`]): rules
+//! with the same verdict and the same matched fields (addresses, protocol, ports;
+//! nothing else) become one rule that looks the packet's fields up in a set of
+//! concatenated intervals (`ip saddr . ip daddr . meta l4proto . th sport . th dport
+//! @sN`), which the kernel matches in one lookup (its pipapo set). First-match order stays
+//! exact: inside a set every rule says the same, and a rule moves up into an earlier set
+//! only past rules of other verdicts that no packet matches together with it (see
+//! [`runs`] for the bounds that keep this linear). A rule wholly inside an earlier
+//! element of its set is dropped (it can never decide); one that only overlaps one
+//! starts a new set (nft refuses overlapping intervals). Other rules, and chains without a hook, print as [`super::nft`]
 //! prints them.
 
 use alloc::string::String;
@@ -136,27 +137,48 @@ pub fn nft_sets(rs: &Ruleset) -> Result<(String, Groups), PrintError> {
     Ok((text, groups))
 }
 
-/// A chain's rules cut into runs that print as one rule each.
+/// Keys a set holds at most (each new rule is checked against those of its set).
+const RUN_MAX: usize = 512;
+/// Keys of other verdicts a rule is checked against, at most, to move it up past them.
+const LOOKBACK: usize = 2048;
+
+/// A chain's rules cut into runs that print as one rule each. A rule joins the latest
+/// run of its verdict and shape if no rule of another verdict placed after that run
+/// could match a packet it matches (so moving it up changes no verdict), looking back
+/// over at most [`LOOKBACK`] such rules and never past a rule that is no key.
 fn runs(rules: &[Rule]) -> Vec<Run> {
     let mut runs: Vec<Run> = Vec::new();
-    for (i, r) in rules.iter().enumerate() {
-        let k = key(r);
-        if let (Some(k), Some(run)) = (k, runs.last_mut()) {
-            let head = &rules[run.rules[0]];
-            if head.target == r.target && run.keys.first().is_some_and(|f| shape(f) == shape(&k)) {
-                if run.keys.iter().any(|e| within(&k, e)) {
+    'rule: for (i, r) in rules.iter().enumerate() {
+        if let Some(k) = key(r) {
+            let mut budget = LOOKBACK;
+            for run in runs.iter_mut().rev() {
+                let Some(first) = run.keys.first() else {
+                    break;
+                };
+                let same_verdict = rules[run.rules[0]].target == r.target;
+                if same_verdict && shape(first) == shape(&k) && run.keys.len() < RUN_MAX {
+                    if run.keys.iter().any(|e| within(&k, e)) {
+                        continue 'rule;
+                    }
+                    if !run.keys.iter().any(|e| overlaps(&k, e)) {
+                        run.rules.push(i);
+                        run.keys.push(k);
+                        continue 'rule;
+                    }
+                    break;
+                }
+                if same_verdict {
                     continue;
                 }
-                if !run.keys.iter().any(|e| overlaps(&k, e)) {
-                    run.rules.push(i);
-                    run.keys.push(k);
-                    continue;
-                }
+                budget = match budget.checked_sub(run.keys.len()) {
+                    Some(b) if !run.keys.iter().any(|e| overlaps(&k, e)) => b,
+                    _ => break,
+                };
             }
         }
         runs.push(Run {
             rules: alloc::vec![i],
-            keys: k.into_iter().collect(),
+            keys: key(r).into_iter().collect(),
         });
     }
     runs
