@@ -86,7 +86,7 @@ fn within(inner: &Key, outer: &Key) -> bool {
 }
 
 /// One printed rule of a base chain: the chain's rules it stands for, in order.
-struct Run {
+struct Group {
     rules: Vec<usize>,
     keys: Vec<Key>,
 }
@@ -97,7 +97,7 @@ pub type Groups = Vec<Vec<Vec<usize>>>;
 
 /// `rs` as an nft ruleset with sets, and which rules each printed rule stands for.
 pub fn nft_sets(rs: &Ruleset) -> Result<(String, Groups), PrintError> {
-    let runs: Vec<Vec<Run>> = rs.chains.iter().map(|c| runs(&c.rules)).collect();
+    let runs: Vec<Vec<Group>> = rs.chains.iter().map(|c| runs(&c.rules)).collect();
     let mut sets = String::new();
     let mut lines: Vec<Vec<String>> = Vec::new();
     for (c, runs) in rs.chains.iter().zip(&runs) {
@@ -146,8 +146,8 @@ const LOOKBACK: usize = 2048;
 /// run of its verdict and shape if no rule of another verdict placed after that run
 /// could match a packet it matches (so moving it up changes no verdict), looking back
 /// over at most [`LOOKBACK`] such rules and never past a rule that is no key.
-fn runs(rules: &[Rule]) -> Vec<Run> {
-    let mut runs: Vec<Run> = Vec::new();
+fn runs(rules: &[Rule]) -> Vec<Group> {
+    let mut runs: Vec<Group> = Vec::new();
     'rule: for (i, r) in rules.iter().enumerate() {
         if let Some(k) = key(r) {
             let mut budget = LOOKBACK;
@@ -176,7 +176,7 @@ fn runs(rules: &[Rule]) -> Vec<Run> {
                 };
             }
         }
-        runs.push(Run {
+        runs.push(Group {
             rules: alloc::vec![i],
             keys: key(r).into_iter().collect(),
         });
