@@ -28,11 +28,12 @@ fi
 # which the package's test runs vtnt-monitor on nested (hardware-style) KVM; chromium: the
 # headless browser `vtnt serve`'s page tests drive over its DevTools protocol; ethtool:
 # the firewall NF's tests and bench turn the veths' checksum and segmentation offloads
-# off (an AF_PACKET bridge forwards frames as the kernel hands them over).
+# off (an AF_PACKET bridge forwards frames as the kernel hands them over); nftables: the
+# firewall bench's nft-with-sets baseline and its verdict test.
 # Every tool a test needs is here: scripts/test.sh fails a test that skips for want of one.
 packages=(scamper qemu-system-x86 qemu-utils iproute2 traceroute procps binutils
   ca-certificates docker.io containerd runc debootstrap e2fsprogs fonts-dejavu-core
-  util-linux coreutils gzip tar strace iptables nats-server openssl musl-tools iperf3
+  util-linux coreutils gzip tar strace iptables nftables nats-server openssl musl-tools iperf3
   dnsmasq-base man-db libcap2-bin systemd busybox-static chromium ethtool)
 missing=()
 for p in "${packages[@]}"; do

@@ -13,10 +13,12 @@
 //!
 //! With `iptables`, each repetition also loads the same file with `iptables-restore`
 //! into the NF namespace made a Linux router (forwarding, host routes and permanent
-//! neighbours to both ends; our NF is not running then) and sends the same trace.
+//! neighbours to both ends; our NF is not running then) and sends the same trace; with
+//! `nftables`, likewise the same rules as nft with sets ([`print::nft_sets`], the fast
+//! path an nft user would write) loaded with `nft -f` ("nft-sets").
 //!
-//! Not yet here (docs/benchmarks.md says so): the nftables baseline, the iperf3 and
-//! request/response drivers, the container row.
+//! Not yet here (docs/benchmarks.md says so): the iperf3 and request/response drivers,
+//! the container row.
 
 use std::io::{BufRead, BufReader};
 use std::net::{Ipv4Addr, SocketAddrV4};
@@ -52,6 +54,8 @@ pub struct NfOptions {
     pub dir: PathBuf,
     /// Also measure iptables in the NF namespace (as a router) with the same file.
     pub iptables: bool,
+    /// Also measure nftables with sets there, the same rules.
+    pub nftables: bool,
 }
 
 /// One rule count in one mode, over the repetitions: (mean, sample sd).
@@ -59,9 +63,10 @@ pub struct NfOptions {
 pub struct NfRow {
     pub rules: usize,
     pub stateful: bool,
-    /// "vtnt" (our NF, a bridge) or "iptables" (the kernel's, the NF namespace a router).
+    /// "vtnt" (our NF, a bridge), "iptables" or "nft-sets" (the kernel's, the NF
+    /// namespace a router).
     pub nf: &'static str,
-    /// Load time (iptables: `iptables-restore`'s).
+    /// Load time (iptables: `iptables-restore`'s; nft-sets: `nft -f`'s).
     pub load_ms: (f64, f64),
     pub rss_kib: (f64, f64),
     /// Packets per second reaching the receiver.
@@ -288,33 +293,69 @@ fn router(b: &Bump, on: bool) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// One repetition of iptables in the NF namespace, as a router: (restore ms, pps,
-/// delivered share).
-fn rep_iptables(
+/// One repetition of a kernel baseline in the NF namespace, as a router: `load` reads
+/// `file` on its stdin, `clear` empties the filter after; (load ms, pps, delivered
+/// share).
+fn rep_kernel(
     b: &Bump,
     opts: &NfOptions,
+    load: &[&str],
+    clear: &[&[&str]],
     file: &Path,
     datagrams: &Arc<Vec<Vec<u8>>>,
 ) -> anyhow::Result<[f64; 3]> {
     let t = Instant::now();
     let input = std::fs::File::open(file)?;
     let out =
-        b.nf.command("iptables-restore")
+        b.nf.command(load[0])
+            .args(&load[1..])
             .stdin(input)
             .output()
-            .context("running iptables-restore")?;
+            .with_context(|| format!("running {}", load[0]))?;
     if !out.status.success() {
         bail!(
-            "iptables-restore: {}",
+            "{} {}: {}",
+            load.join(" "),
+            file.display(),
             String::from_utf8_lossy(&out.stderr).trim()
         );
     }
     let load = t.elapsed().as_secs_f64() * 1e3;
     let m = measure(b, opts, datagrams);
-    must(&b.nf, "iptables", &["-F", "FORWARD"])?;
-    must(&b.nf, "iptables", &["-P", "FORWARD", "ACCEPT"])?;
+    for c in clear {
+        must(&b.nf, c[0], &c[1..])?;
+    }
     let [pps, delivered] = m?;
     Ok([load, pps, delivered])
+}
+
+/// The kernel baselines asked for: (row name, loader, what empties it, file suffix).
+type Baseline = (
+    &'static str,
+    &'static [&'static str],
+    &'static [&'static [&'static str]],
+);
+
+fn baselines(opts: &NfOptions) -> Vec<Baseline> {
+    let mut v: Vec<Baseline> = Vec::new();
+    if opts.iptables {
+        v.push((
+            "iptables",
+            &["iptables-restore"],
+            &[
+                &["iptables", "-F", "FORWARD"],
+                &["iptables", "-P", "FORWARD", "ACCEPT"],
+            ],
+        ));
+    }
+    if opts.nftables {
+        v.push((
+            "nft-sets",
+            &["nft", "-f", "-"],
+            &[&["nft", "flush", "ruleset"]],
+        ));
+    }
+    v
 }
 
 /// Measures every size, stateless then stateful; `each` hears of every row.
@@ -338,6 +379,13 @@ pub fn sweep(opts: &NfOptions, mut each: impl FnMut(&NfRow)) -> anyhow::Result<V
             let file = opts.dir.join(format!("fw-{size}-{stateful}.rules"));
             std::fs::write(&file, print::iptables_save(&rules)?)
                 .with_context(|| format!("writing {}", file.display()))?;
+            let nft_file = file.with_extension("nft");
+            if opts.nftables {
+                // iptables may be iptables-nft, whose table has nft's name: start empty
+                let text = format!("flush ruleset\n{}", print::nft_sets(&rules)?.0);
+                std::fs::write(&nft_file, text)
+                    .with_context(|| format!("writing {}", nft_file.display()))?;
+            }
             // a set too small to draw many flows from gets the trace of a 1,000-rule set
             // of the same seed (the same distribution)
             let source = if size < TRACE_RULES_MIN {
@@ -367,21 +415,28 @@ pub fn sweep(opts: &NfOptions, mut each: impl FnMut(&NfRow)) -> anyhow::Result<V
                 bail!("no trace could be drawn from the {size}-rule set");
             }
             let mut m: [Vec<f64>; 4] = Default::default();
-            let mut ipt: [Vec<f64>; 3] = Default::default();
+            let kernel = baselines(opts);
+            let mut base: Vec<[Vec<f64>; 3]> = vec![Default::default(); kernel.len()];
             for _ in 0..opts.reps {
                 for (v, x) in m.iter_mut().zip(rep(&b, opts, &file, &datagrams)?) {
                     v.push(x);
                 }
-                if opts.iptables {
+                for ((name, load, clear), got) in kernel.iter().zip(&mut base) {
+                    let f = if *name == "iptables" {
+                        &file
+                    } else {
+                        &nft_file
+                    };
                     router(&b, true)?;
-                    let r = rep_iptables(&b, opts, &file, &datagrams);
+                    let r = rep_kernel(&b, opts, load, clear, f, &datagrams);
                     router(&b, false)?;
-                    for (v, x) in ipt.iter_mut().zip(r?) {
+                    for (v, x) in got.iter_mut().zip(r?) {
                         v.push(x);
                     }
                 }
             }
             let _ = std::fs::remove_file(&file);
+            let _ = std::fs::remove_file(&nft_file);
             let ms = |v: &[f64]| vtnt_stats::mean_sd(v).unwrap_or((f64::NAN, f64::NAN));
             let mut found = vec![NfRow {
                 rules: size,
@@ -393,13 +448,13 @@ pub fn sweep(opts: &NfOptions, mut each: impl FnMut(&NfRow)) -> anyhow::Result<V
                 delivered: ms(&m[3]),
                 runtime: "native",
             }];
-            if opts.iptables {
+            for ((name, ..), got) in kernel.iter().zip(&base) {
                 found.push(NfRow {
-                    nf: "iptables",
-                    load_ms: ms(&ipt[0]),
+                    nf: name,
+                    load_ms: ms(&got[0]),
                     rss_kib: (f64::NAN, f64::NAN),
-                    pps: ms(&ipt[1]),
-                    delivered: ms(&ipt[2]),
+                    pps: ms(&got[1]),
+                    delivered: ms(&got[2]),
                     ..found[0].clone()
                 });
             }
@@ -413,7 +468,7 @@ pub fn sweep(opts: &NfOptions, mut each: impl FnMut(&NfRow)) -> anyhow::Result<V
 }
 
 /// The rows as a table, with each row's packet rate against the 0-rule row of its mode
-/// and filter, and a line per rule count with our rate against iptables'.
+/// and filter, and a line per rule count and baseline with our rate against its.
 pub fn table(rows: &[NfRow]) -> String {
     let mut t = String::from(
         "runtime  nf        rules      mode       load ms (sd)      RSS KiB (sd)       packets/s (sd)        of 0 rules  delivered\n",
@@ -440,11 +495,12 @@ pub fn table(rows: &[NfRow]) -> String {
         ));
     }
     for r in rows.iter().filter(|r| r.nf == "vtnt") {
-        if let Some(i) = (rows.iter())
-            .find(|z| z.nf == "iptables" && z.rules == r.rules && z.stateful == r.stateful)
+        for i in (rows.iter())
+            .filter(|z| z.nf != "vtnt" && z.rules == r.rules && z.stateful == r.stateful)
         {
             t.push_str(&format!(
-                "vtnt / iptables at {} rules ({}): {:.2}x packets/s\n",
+                "vtnt / {} at {} rules ({}): {:.2}x packets/s\n",
+                i.nf,
                 r.rules,
                 if r.stateful { "stateful" } else { "stateless" },
                 r.pps.0 / i.pps.0

@@ -134,6 +134,9 @@ pub enum BenchCommand {
         /// Leave out the iptables baseline (needs iptables-restore).
         #[arg(long)]
         no_iptables: bool,
+        /// Leave out the nftables-with-sets baseline (needs nft).
+        #[arg(long)]
+        no_nftables: bool,
         /// Packets sent per repetition.
         #[arg(long, default_value_t = 200_000)]
         packets: usize,
@@ -358,6 +361,7 @@ pub fn run(cmd: BenchCommand) -> anyhow::Result<ExitCode> {
             reps,
             flows,
             no_iptables,
+            no_nftables,
             packets,
             seed,
             json,
@@ -373,6 +377,7 @@ pub fn run(cmd: BenchCommand) -> anyhow::Result<ExitCode> {
                     .map_err(|e| anyhow::anyhow!("finding the vtnt binary: {e}"))?,
                 dir: dir.clone(),
                 iptables: !no_iptables,
+                nftables: !no_nftables,
             };
             let rows = vtnt_bench::fw_nf::sweep(&opts, |r| {
                 eprintln!(

@@ -160,7 +160,7 @@ fn forwards_tracks_and_rejects_between_namespaces() {
 
 #[test]
 fn the_bench_measures_the_nf_at_a_tiny_size() {
-    vtnt_testkit::require_root!("ip", "ethtool", "iptables-restore");
+    vtnt_testkit::require_root!("ip", "ethtool", "iptables-restore", "nft");
     let o = vtnt()
         .args([
             "bench",
@@ -181,8 +181,8 @@ fn the_bench_measures_the_nf_at_a_tiny_size() {
     assert!(o.status.success(), "{err}");
     let rows: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     let rows = rows["report"].as_array().unwrap();
-    // 2 sizes, 2 modes, our NF and the iptables baseline
-    assert_eq!(rows.len(), 8, "{rows:?}");
+    // 2 sizes, 2 modes, our NF and the iptables and nft-sets baselines
+    assert_eq!(rows.len(), 12, "{rows:?}");
     for r in rows {
         assert_eq!(r["runtime"], "native");
         // 0 rules pass everything; 10 rules of the fw family stop few of the trace
@@ -203,5 +203,6 @@ fn the_bench_measures_the_nf_at_a_tiny_size() {
     };
     assert_eq!(key(0), (Some(0), Some(false), Some("vtnt")));
     assert_eq!(key(1), (Some(0), Some(false), Some("iptables")));
-    assert_eq!(key(2), (Some(0), Some(true), Some("vtnt")));
+    assert_eq!(key(2), (Some(0), Some(false), Some("nft-sets")));
+    assert_eq!(key(3), (Some(0), Some(true), Some("vtnt")));
 }

@@ -3,7 +3,9 @@
 //! a receiver namespace, a trace of packets drawn from the set sent through it from the
 //! sender (raw IPv4, our own headers), and iptables' per-rule packet counters
 //! (`iptables-save -c`) compared with how many of the same packets our classifier says
-//! each rule decided. Every packet stays in the three namespaces: the router's only
+//! each rule decided. Then the same with nftables: the set form a user would write
+//! ([`print::nft_sets`]) loaded with `nft -f`, a counter on every printed rule, each
+//! compared with the sum over the rules it stands for. Every packet stays in the three namespaces: the router's only
 //! route leads to the receiver, which forwards nothing.
 
 use std::net::Ipv4Addr;
@@ -48,7 +50,7 @@ fn counters(router: &NetNs) -> (Vec<u64>, u64) {
 
 #[test]
 fn iptables_counts_what_our_classifier_decides() {
-    vtnt_testkit::require_root!("ip", "iptables-restore", "iptables-save");
+    vtnt_testkit::require_root!("ip", "iptables-restore", "iptables-save", "nft");
     let p = path();
     for (family, seed) in [(Family::Fw, 1), (Family::Acl, 2), (Family::Ipc, 3)] {
         let spec = RuleSpec {
@@ -151,5 +153,92 @@ fn iptables_counts_what_our_classifier_decides() {
             );
         }
         assert_eq!(got_policy, want_policy, "{family:?}: policy");
+
+        must(&p.router, "nft", &["flush", "ruleset"]);
+        let (text, groups) = print::nft_sets(&rules).unwrap();
+        let groups = &groups[fwd.0 as usize];
+        nft_load(&p.router, &with_counters(&text));
+        send_from(&p.sender, trace.iter().map(|h| datagram(h, 1)).collect());
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        let mut got = nft_counters(&p.router);
+        let policy = got.pop().unwrap();
+        eprintln!(
+            "{family:?}: nft with sets: {} rules print as {}",
+            want.len(),
+            groups.len()
+        );
+        assert!(groups.len() < want.len(), "{family:?}: no rule merged");
+        assert_eq!(got.len(), groups.len(), "{family:?}: nft rules");
+        for (g, (n, rules)) in got.iter().zip(groups).enumerate() {
+            let w: u64 = rules.iter().map(|&r| want[r]).sum();
+            assert_eq!(*n, w, "{family:?}: nft rule {g} (our rules {rules:?})");
+        }
+        assert_eq!(policy, want_policy, "{family:?}: nft policy");
+        must(&p.router, "nft", &["flush", "ruleset"]);
     }
+}
+
+fn must(ns: &NetNs, program: &str, args: &[&str]) {
+    let out = ns.exec(program, args).unwrap();
+    assert!(
+        out.status.success(),
+        "{program} {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The FORWARD chain of `text` with a counter before every rule's verdict and a last
+/// rule counting what reaches the policy.
+fn with_counters(text: &str) -> String {
+    let mut out = String::new();
+    let mut forward = false;
+    for l in text.lines() {
+        if l.starts_with("\tchain ") {
+            forward = l.contains("FORWARD");
+        } else if forward && l == "\t}" {
+            out.push_str("\t\tcounter\n");
+        } else if forward && l.starts_with("\t\t") && !l.starts_with("\t\ttype ") {
+            let at = [" accept", " drop", " reject"]
+                .iter()
+                .filter_map(|v| l.rfind(v))
+                .max()
+                .unwrap();
+            out.push_str(&format!("{} counter{}\n", &l[..at], &l[at..]));
+            continue;
+        }
+        out.push_str(l);
+        out.push('\n');
+    }
+    out
+}
+
+fn nft_load(router: &NetNs, text: &str) {
+    let mut child = router
+        .command("nft")
+        .args(["-f", "-"])
+        .stdin(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(&mut child.stdin.take().unwrap(), text.as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "nft -f: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The packet counters of the FORWARD chain's rules, in order.
+fn nft_counters(router: &NetNs) -> Vec<u64> {
+    let out = router
+        .exec("nft", &["list", "chain", "ip", "filter", "FORWARD"])
+        .unwrap();
+    assert!(out.status.success());
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .filter_map(|l| l.split("counter packets ").nth(1))
+        .map(|r| r.split_whitespace().next().unwrap().parse().unwrap())
+        .collect()
 }

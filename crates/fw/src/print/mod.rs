@@ -1,6 +1,7 @@
 //! A [`Ruleset`] written back as `iptables-save` output ([`iptables_save`]), in the
 //! form iptables-save itself prints (so a file we write and one iptables wrote after
 //! loading it compare line by line), or as an nft ruleset ([`nft`]) for `nft -f`.
+//! [`nft_sets`] writes it as nft with sets, the fast path an nft user would write.
 //! What a syntax cannot say (a negated set in iptables) is an error naming the rule.
 //! (Writing into a `String` cannot fail, hence the ignored `fmt::Result`s.)
 
@@ -9,6 +10,9 @@ use alloc::vec::Vec;
 use core::fmt::Write;
 
 use crate::parse::icmp_type_name;
+mod sets;
+pub use sets::nft_sets;
+
 use crate::rule::{
     Action, Chain, CtState, IcmpType, Match, PortRange, Prefix, RejectWith, Rule, Ruleset,
     StateSet, Target, TcpFlags,
@@ -478,8 +482,23 @@ fn nft_rule(rs: &Ruleset, c: &Chain, index: usize, r: &Rule) -> Result<String, P
 
 /// `rs` as an nft ruleset: one `table ip filter` with every chain.
 pub fn nft(rs: &Ruleset) -> Result<String, PrintError> {
+    nft_table(rs, "", |c| {
+        (c.rules.iter().enumerate())
+            .map(|(i, r)| nft_rule(rs, c, i, r))
+            .collect()
+    })
+}
+
+/// One `table ip filter` holding `sets` (declarations) and every chain, each chain's
+/// rules the lines `rules` gives for it.
+fn nft_table(
+    rs: &Ruleset,
+    sets: &str,
+    mut rules: impl FnMut(&Chain) -> Result<Vec<String>, PrintError>,
+) -> Result<String, PrintError> {
     let mut out = String::new();
     let _ = writeln!(out, "table ip filter {{");
+    out.push_str(sets);
     for c in &rs.chains {
         let name = nft_name(&c.name).ok_or_else(|| PrintError {
             chain: c.name.clone(),
@@ -501,8 +520,7 @@ pub fn nft(rs: &Ruleset) -> Result<String, PrintError> {
                 "\t\ttype filter hook {hook} priority filter; policy {policy};"
             );
         }
-        for (i, r) in c.rules.iter().enumerate() {
-            let line = nft_rule(rs, c, i, r)?;
+        for line in rules(c)? {
             let _ = writeln!(out, "\t\t{line}");
         }
         let _ = writeln!(out, "\t}}");
