@@ -8,10 +8,11 @@ use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 
 use nix::errno::Errno;
 use nix::sys::socket::{
-    recvmsg, sendmmsg, sendto, setsockopt, socket, sockopt, AddressFamily, ControlMessageOwned,
-    MsgFlags, SockFlag, SockProtocol, SockType, SockaddrIn,
+    recvmsg, sendmmsg, sendto, setsockopt, sockopt, AddressFamily, ControlMessageOwned, MsgFlags,
+    SockProtocol, SockaddrIn,
 };
 
+use crate::host::open;
 use crate::sockets6::Raw6;
 use crate::tx_stamps::TxStamps;
 use crate::{Clock, Error, Instant};
@@ -54,24 +55,6 @@ pub struct RawSockets {
     tx: Option<TxStamps>,
     /// The IPv6 sockets, where the kernel has IPv6.
     v6: Option<Raw6>,
-}
-
-/// Opens a raw socket of `family` for `proto`.
-pub(crate) fn open(
-    family: AddressFamily,
-    proto: SockProtocol,
-    what: &'static str,
-) -> Result<OwnedFd, Error> {
-    socket(
-        family,
-        SockType::Raw,
-        SockFlag::SOCK_NONBLOCK | SockFlag::SOCK_CLOEXEC,
-        proto,
-    )
-    .map_err(|source| match source {
-        Errno::EPERM | Errno::EACCES => Error::Privilege { what, source },
-        _ => Error::Socket { what, source },
-    })
 }
 
 use nix::{libc, setsockopt_impl, sockopt_impl};

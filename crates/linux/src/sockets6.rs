@@ -31,14 +31,14 @@ pub(crate) struct Raw6 {
 impl Raw6 {
     /// Opens the sockets; `Ok(None)` where the kernel has no IPv6.
     pub fn open() -> Result<Option<Raw6>, Error> {
-        let send = match crate::sockets::open(AddressFamily::Inet6, SockProtocol::Raw, "IPv6 raw") {
+        let send = match crate::host::open(AddressFamily::Inet6, SockProtocol::Raw, "IPv6 raw") {
             Err(Error::Socket {
                 source: Errno::EAFNOSUPPORT,
                 ..
             }) => return Ok(None),
             r => r?,
         };
-        let icmp = crate::sockets::open(AddressFamily::Inet6, SockProtocol::IcmpV6, "ICMPv6")?;
+        let icmp = crate::host::open(AddressFamily::Inet6, SockProtocol::IcmpV6, "ICMPv6")?;
         let set = |what, r: nix::Result<()>| r.map_err(|source| Error::Socket { what, source });
         set(
             "SO_TIMESTAMPNS",
