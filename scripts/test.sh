@@ -24,6 +24,9 @@ cargo clippy -p vtnt-kernel --target x86_64-unknown-none -q -- -D warnings
 cargo clippy -p vtnt-kernel --target x86_64-unknown-none --features spt-forbidden-call -q -- -D warnings
 # the stream endpoint's image (`vtnt bench net`)
 cargo clippy -p vtnt-kernel --target x86_64-unknown-none --features stream -q -- -D warnings
+# the engine without IPv6 probing, as the unikernel builds it (the workspace turns
+# ipv6-probe on through vtnt-linux)
+cargo clippy -p vtnt-engine --all-targets -q -- -D warnings
 # licences and advisories of the dependency tree (deny.toml; docs/release.md): a licence
 # deny.toml does not allow, or an advisory against a crate in the tree, fails here
 step deny
@@ -37,6 +40,7 @@ cargo xtask dist >/dev/null
 # responsive under TCG emulation.
 step tests
 cargo test --workspace --exclude vtnt-kernel -- --test-threads=2
+cargo test -p vtnt-engine -- --test-threads=2
 # the kernel's host-testable parts (command line, kvmclock arithmetic)
 step kernel tests
 cargo test -p vtnt-kernel

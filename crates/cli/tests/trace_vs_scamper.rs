@@ -760,3 +760,86 @@ fn trace_pmtud_like_scamper() {
         (Chain::right(0), 1)
     );
 }
+
+/// `chain` made dual-stack: link k also carries fc00:38:k::/64 (::1 on the left, ::2 on
+/// the right), IPv6 forwarding on and ICMPv6 rate limiting off in the routers, routes as
+/// the IPv4 ones. The target's IPv6 address, once it answers a ping (the first packets
+/// wait on neighbour discovery along the chain: no test should measure that).
+fn dual_stack(chain: &Chain) -> String {
+    let v6 = |k: usize, side: u8| format!("fc00:38:{k}::{side}");
+    let last = chain.nodes.len() - 1;
+    for (i, ns) in chain.nodes.iter().enumerate() {
+        if i < last {
+            let a = format!("{}/64", v6(i, 1));
+            ns.ip(&["-6", "addr", "add", &a, "dev", "east", "nodad"])
+                .expect("IPv6 address");
+        }
+        if i > 0 {
+            let a = format!("{}/64", v6(i - 1, 2));
+            ns.ip(&["-6", "addr", "add", &a, "dev", "west", "nodad"])
+                .expect("IPv6 address");
+        }
+        if i > 0 && i < last {
+            ns.sysctl("net.ipv6.conf.all.forwarding", "1").unwrap();
+            ns.sysctl("net.ipv6.icmp.ratelimit", "0").unwrap();
+        }
+        if i < last {
+            let via = v6(i, 2);
+            ns.ip(&["-6", "route", "add", "fc00:38::/32", "via", &via])
+                .expect("IPv6 route");
+        }
+        for j in 0..i.saturating_sub(1) {
+            let (net, via) = (format!("fc00:38:{j}::/64"), v6(i - 1, 1));
+            ns.ip(&["-6", "route", "add", &net, "via", &via])
+                .expect("IPv6 route back");
+        }
+    }
+    let target = v6(last - 1, 2);
+    let answered = (0..10).any(|_| {
+        let s = scamper(chain.vantage(), "ping -c 1", &target);
+        of_type(&s, "ping")
+            .first()
+            .is_some_and(|p| p["statistics"]["replies"] == 1)
+    });
+    assert!(answered, "the IPv6 chain carries no ping to {target}");
+    target
+}
+
+/// ICMPv6 echo pings through the Linux driver's IPv6 sockets: the whole records agree
+/// with scamper's once times and RTTs are taken out, for echo replies from the target
+/// and time exceeded from the first router (the ICMPv6 error path).
+#[test]
+fn ipv6_ping_matches_scamper() {
+    vtnt_testkit::require_root!("scamper");
+    let chain = Chain::build("vp6", 2).expect("namespace chain");
+    let target = dual_stack(&chain);
+    for (ours, theirs, shows) in [
+        ("ping -c 3 -i 0.2", "ping -c 3 -i 0.2", 129),
+        ("ping -c 2 -i 0.2 -m 1", "ping -c 2 -i 0.2 -m 1", 3),
+    ] {
+        let mut args: Vec<&str> = ours.split_whitespace().collect();
+        args.extend(["--pps", "100", &target]);
+        let v = vtnt(chain.vantage(), &args);
+        let s = scamper(chain.vantage(), theirs, &target);
+        let (vr, sr) = (of_type(&v, "ping"), of_type(&s, "ping"));
+        assert_eq!((vr.len(), sr.len()), (1, 1), "{ours}");
+        assert_eq!(
+            normalised(vr[0]),
+            normalised(sr[0]),
+            "{ours}\n ours:    {}\n scamper: {}",
+            vr[0],
+            sr[0]
+        );
+        let types: Vec<&Value> = vr[0]["responses"]
+            .as_array()
+            .expect("responses")
+            .iter()
+            .map(|r| &r["icmp_type"])
+            .collect();
+        assert!(
+            !types.is_empty() && types.iter().all(|t| **t == shows),
+            "{ours}: {}",
+            vr[0]
+        );
+    }
+}

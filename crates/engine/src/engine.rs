@@ -14,13 +14,13 @@
 use alloc::boxed::Box;
 use alloc::collections::{BTreeMap, BTreeSet, VecDeque};
 use alloc::vec::Vec;
-use core::net::{IpAddr, Ipv4Addr};
+use core::net::IpAddr;
 
 use vtnt_record::{Method, Record, StopReason};
 use vtnt_wire::reply;
 
 use crate::config::{Config, ConfigError};
-use crate::flow::{self, Flow, FlowKey, IdPool, Vary};
+use crate::flow::{self, Addr, Flow, FlowKey, IdPool, Vary};
 use crate::pacer::Pacer;
 use crate::ping::PingState;
 use crate::probe;
@@ -30,7 +30,7 @@ use vtnt_rng::Rng;
 
 /// The driver's source address for a destination: the one its route gives, as the kernel
 /// would choose it ([`Engine::set_source_lookup`]).
-pub type SourceLookup = Box<dyn FnMut(Ipv4Addr) -> Result<Ipv4Addr, NoSource> + Send>;
+pub type SourceLookup = Box<dyn FnMut(Addr) -> Result<Addr, NoSource> + Send>;
 
 /// Where probes leave from: [`Config::src`], or the driver's lookup per destination.
 #[derive(Default)]
@@ -137,7 +137,7 @@ pub struct Engine {
     tag: u16,
     next_id: u64,
     /// Measurements waiting to start, each with its source address.
-    queue: VecDeque<(MeasurementId, Measurement, Ipv4Addr)>,
+    queue: VecDeque<(MeasurementId, Measurement, Addr)>,
     sources: Sources,
     slots: Vec<Option<Slot>>,
     free_slots: Vec<usize>,
@@ -194,14 +194,18 @@ impl Engine {
     }
 
     /// The source address of probes to `dst`.
-    fn source_for(&mut self, dst: IpAddr) -> Result<Ipv4Addr, MeasurementError> {
-        let IpAddr::V4(dst) = dst else {
-            return Err(MeasurementError::Ipv6Unsupported);
+    fn source_for(&mut self, dst: IpAddr) -> Result<Addr, MeasurementError> {
+        let dst = flow::probe_addr(dst).ok_or(MeasurementError::Ipv6Unsupported)?;
+        let src = match &mut self.sources.lookup {
+            Some(lookup) => lookup(dst).map_err(|why| MeasurementError::NoSource(dst, why))?,
+            None => flow::from_v4(self.config.src),
         };
-        match &mut self.sources.lookup {
-            Some(lookup) => lookup(dst).map_err(|why| MeasurementError::NoSource(dst, why)),
-            None => Ok(self.config.src),
+        #[cfg(feature = "ipv6-probe")]
+        if src.is_ipv4() != dst.is_ipv4() {
+            let why = NoSource("the source address is of the other family");
+            return Err(MeasurementError::NoSource(dst, why));
         }
+        Ok(src)
     }
 
     /// Back to the probe identities and pacing of a new engine of the same configuration,
@@ -379,7 +383,7 @@ impl Engine {
                     self.tidy_ready(now);
                     return Some(Transmit {
                         len,
-                        dst: IpAddr::V4(dst),
+                        dst: flow::ip(dst),
                         id,
                     });
                 }
@@ -639,7 +643,7 @@ impl Engine {
         dst: IpAddr,
         sum: Option<Option<u16>>,
     ) -> Option<(Flow, bool)> {
-        let IpAddr::V4(dst) = dst else { return None };
+        let dst = flow::probe_addr(dst)?;
         let proto = probe::protocol(method);
         let keys = &self.keys;
         let (id, pooled) = match (method, sport) {
@@ -679,7 +683,7 @@ impl Engine {
         now: Instant,
         id: MeasurementId,
         measurement: Measurement,
-        src: Ipv4Addr,
+        src: Addr,
         (flow, pooled): (Flow, bool),
     ) {
         let run = match measurement {

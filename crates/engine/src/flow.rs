@@ -14,10 +14,45 @@
 
 use alloc::vec;
 use alloc::vec::Vec;
-use core::net::Ipv4Addr;
+use core::net::{IpAddr, Ipv4Addr};
 
 use vtnt_rng::Rng;
 use vtnt_wire::proto;
+
+/// A probe's source or destination: IPv4 only where the engine probes IPv4 only (the
+/// unikernel's image has no room for more), either family with `ipv6-probe`.
+#[cfg(not(feature = "ipv6-probe"))]
+pub type Addr = core::net::Ipv4Addr;
+/// A probe's source or destination: either family (`ipv6-probe`).
+#[cfg(feature = "ipv6-probe")]
+pub type Addr = IpAddr;
+
+/// `a` as an address of either family.
+pub(crate) fn ip(a: Addr) -> IpAddr {
+    #[cfg(feature = "ipv6-probe")]
+    return a;
+    #[cfg(not(feature = "ipv6-probe"))]
+    IpAddr::V4(a)
+}
+
+/// An IPv4 address as a probe address.
+pub(crate) fn from_v4(a: Ipv4Addr) -> Addr {
+    #[cfg(feature = "ipv6-probe")]
+    return IpAddr::V4(a);
+    #[cfg(not(feature = "ipv6-probe"))]
+    a
+}
+
+/// `a` as a probe address, if this build probes its family.
+pub(crate) fn probe_addr(a: IpAddr) -> Option<Addr> {
+    match a {
+        IpAddr::V4(a) => Some(from_v4(a)),
+        #[cfg(feature = "ipv6-probe")]
+        IpAddr::V6(a) => Some(IpAddr::V6(a)),
+        #[cfg(not(feature = "ipv6-probe"))]
+        IpAddr::V6(_) => None,
+    }
+}
 
 /// Looks up the measurement a packet belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -27,7 +62,7 @@ pub(crate) struct FlowKey {
     /// ICMP echo ident, or the UDP/TCP source port.
     pub id: u16,
     /// Destination of the probes.
-    pub dst: Ipv4Addr,
+    pub dst: Addr,
 }
 
 /// The constant fields of every probe of one measurement.

@@ -71,6 +71,7 @@ mod trace;
 
 pub use config::{Config, ConfigError};
 pub use engine::{Engine, Event, MeasurementId, SourceLookup, Stats, Stranded, Transmit};
+pub use flow::Addr as ProbeAddr;
 pub use measurement::{
     Measurement, MeasurementError, NoSource, PingOptions, TraceOptions, MAX_PROBE_SIZE,
 };

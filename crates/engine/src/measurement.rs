@@ -240,7 +240,13 @@ impl PingOptions {
             timeout: Duration::from_secs(1),
             sport: None,
             dport: None,
-            probe_size: 84,
+            // 20 more behind an IPv6 header (folded away without `ipv6-probe`)
+            probe_size: 84
+                + if cfg!(feature = "ipv6-probe") && dst.is_ipv6() {
+                    20
+                } else {
+                    0
+                },
             userid: 0,
             tos: 0,
             icmp_sum: None,
@@ -273,6 +279,7 @@ impl PingOptions {
             Method::UdpParis | Method::UdpDport => 28,
             Method::IcmpParis => 28 + if self.icmp_sum.is_some() { 2 } else { 0 },
         } + if self.record_route { 40 } else { 0 };
+        let headers = headers + self.ipv6_extra();
         let rest = match (&self.data, self.method) {
             (Some(ProbeData::Payload(b)), _) => b.len(),
             (_, Method::IcmpParis) => 56,
@@ -282,9 +289,20 @@ impl PingOptions {
         u16::try_from(headers + rest).unwrap_or(u16::MAX)
     }
 
+    /// The bytes an IPv6 header takes beyond an IPv4 one in this ping's probes (20 to
+    /// IPv6 destinations, 0 to IPv4 ones and in builds without `ipv6-probe`).
+    fn ipv6_extra(&self) -> usize {
+        if cfg!(feature = "ipv6-probe") && self.dst.is_ipv6() {
+            20
+        } else {
+            0
+        }
+    }
+
     /// Checks every option against its range (the engine calls this in `start`).
     pub fn validate(&self) -> Result<(), MeasurementError> {
-        if self.dst.is_ipv6() {
+        let icmp_echo = self.method == Method::IcmpParis && !self.record_route;
+        if self.dst.is_ipv6() && !(cfg!(feature = "ipv6-probe") && icmp_echo) {
             return Err(MeasurementError::Ipv6Unsupported);
         }
         check("count", "1..=65535", self.count >= 1)?;
@@ -315,14 +333,16 @@ impl PingOptions {
                 .is_none_or(|a| self.method == Method::TcpAck && a != 0),
         )?;
         let rr = if self.record_route { 40 } else { 0 };
-        check_size(self.method, self.probe_size.saturating_sub(rr))?;
+        let extra = self.ipv6_extra() as u16;
+        check_size(self.method, self.probe_size.saturating_sub(rr + extra))?;
         check(
             "probe_size",
             "at most 1500",
             self.probe_size <= MAX_PROBE_SIZE,
         )?;
         let lead = if self.icmp_sum.is_some() { 2 } else { 0 };
-        let room = payload_room(self.method, self.probe_size, self.record_route);
+        let room = payload_room(self.method, self.probe_size, self.record_route)
+            .saturating_sub(self.ipv6_extra());
         check(
             "data",
             "a pattern of 1..=16 bytes, or a payload of 1..=1000 that fits the probe size",
@@ -404,8 +424,9 @@ pub enum MeasurementError {
         option: &'static str,
         range: &'static str,
     },
-    /// IPv6 targets are not probed yet: the engine and its drivers are IPv4 only (the
-    /// wire and the policy read IPv6 already; docs/scamper.md).
+    /// IPv6 targets are not probed yet: without `ipv6-probe` the engine is IPv4 only (the
+    /// wire and the policy read IPv6 already; docs/scamper.md); with it, only ICMP echo
+    /// pings without `-R` go to IPv6 destinations.
     Ipv6Unsupported,
     /// Every flow identifier is in use by a running measurement. Not returned at present:
     /// [`crate::Config`] caps `max_active` below the number of identifiers, and a measurement
@@ -415,7 +436,7 @@ pub enum MeasurementError {
     Refused(vtnt_policy::Refusal),
     /// The driver's source lookup ([`crate::Engine::set_source_lookup`]) has no source
     /// address for the destination.
-    NoSource(core::net::Ipv4Addr, NoSource),
+    NoSource(crate::flow::Addr, NoSource),
 }
 
 /// Why a driver has no source address for a destination: its words (`"no route to it"`,
@@ -429,9 +450,12 @@ impl fmt::Display for MeasurementError {
             MeasurementError::OutOfRange { option, range } => {
                 write!(f, "option `{option}` out of range (allowed: {range})")
             }
-            MeasurementError::Ipv6Unsupported => {
-                f.write_str("IPv6 destinations are not probed yet: the engine is IPv4 only")
-            }
+            MeasurementError::Ipv6Unsupported => f.write_str(if cfg!(feature = "ipv6-probe") {
+                "IPv6 destinations are probed by ICMP echo pings only (no traces, other \
+                 methods or -R yet)"
+            } else {
+                "IPv6 destinations are not probed yet: the engine is IPv4 only"
+            }),
             MeasurementError::TooManyActive => f.write_str("every flow identifier is in use"),
             MeasurementError::Refused(r) => write!(f, "refused by the probing policy: {r}"),
             MeasurementError::NoSource(dst, why) => {

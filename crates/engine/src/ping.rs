@@ -14,7 +14,6 @@
 //! answer with time exceeded, recorded like scamper does).
 
 use alloc::vec::Vec;
-use core::net::{IpAddr, Ipv4Addr};
 
 use vtnt_record::{IpAddr as Addr, Method, Ping, PingReply, ProbeData, StopReason};
 use vtnt_wire::reply::{Body, Reply};
@@ -27,7 +26,7 @@ use crate::{Instant, PingOptions};
 #[derive(Debug)]
 pub(crate) struct PingState {
     opts: PingOptions,
-    src: Ipv4Addr,
+    src: crate::flow::Addr,
     flow: Flow,
     start: Instant,
     /// Transmit time of each probe sent; index = probe number - 1.
@@ -45,7 +44,12 @@ pub(crate) struct PingState {
 impl PingState {
     /// Not inlined, as [`crate::trace::TraceState::new`].
     #[inline(never)]
-    pub fn new(now: Instant, src: Ipv4Addr, opts: PingOptions, mut flow: Flow) -> PingState {
+    pub fn new(
+        now: Instant,
+        src: crate::flow::Addr,
+        opts: PingOptions,
+        mut flow: Flow,
+    ) -> PingState {
         flow.vary = Vary {
             tcp_ack: opts.method == Method::TcpAck,
             fixed_ack: opts.tcp_ack,
@@ -199,7 +203,7 @@ impl PingState {
             _ => (0, 0),
         };
         Ping {
-            src: IpAddr::V4(self.src),
+            src: crate::flow::ip(self.src),
             dst: self.opts.dst,
             method: self.opts.method,
             sport,

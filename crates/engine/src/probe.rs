@@ -26,6 +26,10 @@
 //! pin their checksum with payload bytes 0..2, after the tag is written. Nothing here
 //! trusts the reply: every field is checked against the measurement's flow and the
 //! probes actually sent.
+//!
+//! Over IPv6 (feature `ipv6-probe`) only ICMP echo probes are built: ICMPv6 echo
+//! requests with flow label 0, numbered and tagged as ICMP ones. IPv6 has no IP ID, so
+//! an ICMPv6 error that quotes a probe is taken by its ident and sequence number alone.
 
 use alloc::vec::Vec;
 use core::net::{IpAddr, Ipv4Addr};
@@ -35,9 +39,9 @@ use vtnt_record::{Method, MplsLabel, Quoted};
 use vtnt_wire::build::{self, Ip};
 use vtnt_wire::ipopt::RECORD_ROUTE_LEN;
 use vtnt_wire::reply::{Body, QuotedTransport, Reply};
-use vtnt_wire::{checksum, icmp_type, proto, tcp_flags, Error};
+use vtnt_wire::{checksum, icmp6_type, icmp_type, proto, tcp_flags, Error};
 
-use crate::flow::{Flow, FlowKey, Vary};
+use crate::flow::{self, Addr, Flow, FlowKey, Vary};
 use crate::Instant;
 
 /// The leading bytes of a probe that name it: its IPv4 header (options included: 60
@@ -58,7 +62,7 @@ const TCP_WINDOW: u16 = 5840;
 /// What differs between two probes of a measurement.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Probe<'a> {
-    pub src: Ipv4Addr,
+    pub src: Addr,
     pub ttl: u8,
     pub tos: u8,
     pub number: u16,
@@ -143,9 +147,17 @@ pub(crate) fn build(buf: &mut [u8], flow: &Flow, p: &Probe) -> Result<usize, Err
 
 /// [`build`] without IP options.
 fn build_plain(buf: &mut [u8], flow: &Flow, p: &Probe) -> Result<usize, Error> {
+    #[cfg(feature = "ipv6-probe")]
+    let (src, dst) = match (p.src, flow.key.dst) {
+        (IpAddr::V6(src), IpAddr::V6(dst)) => return v6::build(buf, flow, p, src, dst),
+        (IpAddr::V4(src), IpAddr::V4(dst)) => (src, dst),
+        _ => return Err(Error::Malformed),
+    };
+    #[cfg(not(feature = "ipv6-probe"))]
+    let (src, dst) = (p.src, flow.key.dst);
     let ip = Ip {
-        src: p.src,
-        dst: flow.key.dst,
+        src,
+        dst,
         ttl: p.ttl,
         tos: p.tos,
         ipid: ip_id(flow.tag, p.number),
@@ -153,23 +165,10 @@ fn build_plain(buf: &mut [u8], flow: &Flow, p: &Probe) -> Result<usize, Error> {
     match flow.key.proto {
         proto::ICMP => {
             let payload = payload(p, IP_UDP_ICMP_HEADERS)?;
-            let n = build::icmp_echo(
-                buf,
-                &ip,
-                &build::Echo {
-                    icmp_type: icmp_type::ECHO_REQUEST,
-                    ident: flow.sport(),
-                    seq: p.number.wrapping_add(flow.vary.seq_offset),
-                    payload,
-                    checksum: None,
-                },
-            )?;
+            let echo = echo_request(flow, p, icmp_type::ECHO_REQUEST, payload);
+            let n = build::icmp_echo(buf, &ip, &echo)?;
             let m = buf.get_mut(20..n).ok_or(Error::Truncated)?;
-            let at = 8 + ICMP_TAG_AT;
-            m.get_mut(at..at + 2)
-                .ok_or(Error::Truncated)?
-                .copy_from_slice(&flow.tag.to_be_bytes());
-            let pin = (flow.icmp_sum != 0).then_some(flow.icmp_sum);
+            let pin = tag_echo(m, flow)?;
             build::icmp_echo_checksum(m, pin)?;
             Ok(n)
         }
@@ -207,6 +206,73 @@ fn build_plain(buf: &mut [u8], flow: &Flow, p: &Probe) -> Result<usize, Error> {
     }
 }
 
+/// IPv6 probes: ICMPv6 echo requests, built as [`build_plain`] builds ICMP ones (the tag
+/// in payload bytes 2..4, a pinned checksum for Paris), with flow label 0 throughout.
+#[cfg(feature = "ipv6-probe")]
+mod v6 {
+    use core::net::Ipv6Addr;
+
+    use vtnt_wire::ipv6::{Ip6, HEADER_LEN};
+    use vtnt_wire::{build6, icmp6_type, proto, Error};
+
+    use super::{echo_request, payload, tag_echo, Flow, Probe};
+
+    /// IPv6 and ICMPv6 echo headers.
+    const IP6_ICMP_HEADERS: u16 = 48;
+
+    /// Writes probe `p` of `flow` from `src` to `dst`; only ICMP flows probe IPv6
+    /// ([`crate::PingOptions::validate`]).
+    pub(super) fn build(
+        buf: &mut [u8],
+        flow: &Flow,
+        p: &Probe,
+        src: Ipv6Addr,
+        dst: Ipv6Addr,
+    ) -> Result<usize, Error> {
+        if flow.key.proto != proto::ICMP {
+            return Err(Error::Malformed);
+        }
+        let ip = Ip6 {
+            src,
+            dst,
+            hop_limit: p.ttl,
+            traffic_class: p.tos,
+            flow_label: 0,
+        };
+        let payload = payload(p, IP6_ICMP_HEADERS)?;
+        let echo = echo_request(flow, p, icmp6_type::ECHO_REQUEST, payload);
+        let n = build6::icmp6_echo(buf, &ip, &echo)?;
+        let m = buf.get_mut(HEADER_LEN..n).ok_or(Error::Truncated)?;
+        let pin = tag_echo(m, flow)?;
+        build6::icmp6_echo_checksum(m, &ip, pin)?;
+        Ok(n)
+    }
+}
+
+/// The echo request (`icmp_type`: ICMP's or ICMPv6's) of probe `p` of `flow`.
+// Inlined (as is `tag_echo`): out of line, the two cost the unikernel's image 80 bytes.
+#[inline(always)]
+fn echo_request<'a>(flow: &Flow, p: &Probe, icmp_type: u8, payload: &'a [u8]) -> build::Echo<'a> {
+    build::Echo {
+        icmp_type,
+        ident: flow.sport(),
+        seq: p.number.wrapping_add(flow.vary.seq_offset),
+        payload,
+        checksum: None,
+    }
+}
+
+/// Writes the engine's tag into the echo message `m` (payload bytes 2..4); the checksum
+/// to pin then, if `flow` pins one (Paris).
+#[inline(always)]
+fn tag_echo(m: &mut [u8], flow: &Flow) -> Result<Option<u16>, Error> {
+    let at = 8 + ICMP_TAG_AT;
+    m.get_mut(at..at + 2)
+        .ok_or(Error::Truncated)?
+        .copy_from_slice(&flow.tag.to_be_bytes());
+    Ok((flow.icmp_sum != 0).then_some(flow.icmp_sum))
+}
+
 /// The payload of probe `p` behind `headers` bytes of headers.
 fn payload<'a>(p: &Probe<'a>, headers: u16) -> Result<&'a [u8], Error> {
     let n = usize::from(p.size.checked_sub(headers).ok_or(Error::Malformed)?);
@@ -240,13 +306,6 @@ pub(crate) fn tcp_payload_len(size: u16) -> u32 {
     size.saturating_sub(IP_TCP_HEADERS) as u32
 }
 
-fn v4(a: IpAddr) -> Option<Ipv4Addr> {
-    match a {
-        IpAddr::V4(a) => Some(a),
-        IpAddr::V6(_) => None,
-    }
-}
-
 /// The flow a reply belongs to, from the quoted probe of an ICMP error or from the
 /// addresses and identifiers of a reply by the destination.
 pub(crate) fn flow_key(r: &Reply<'_>) -> Option<FlowKey> {
@@ -255,32 +314,51 @@ pub(crate) fn flow_key(r: &Reply<'_>) -> Option<FlowKey> {
             icmp_type: t,
             quote,
             ..
-        } if is_error(t) => {
-            let dst = v4(quote.dst)?;
+        } if is_error(t, r.src) => {
+            let dst = flow::probe_addr(quote.dst)?;
             match quote.transport {
                 QuotedTransport::Icmp {
-                    icmp_type: icmp_type::ECHO_REQUEST,
+                    icmp_type: q,
                     ident,
                     ..
-                } => (proto::ICMP, ident, dst),
+                } if q == echo_type(dst, false) => (proto::ICMP, ident, dst),
                 QuotedTransport::Udp { sport, .. } => (proto::UDP, sport, dst),
                 QuotedTransport::Tcp { sport, .. } => (proto::TCP, sport, dst),
                 _ => return None,
             }
         }
         Body::Echo {
-            icmp_type: icmp_type::ECHO_REPLY,
+            icmp_type: t,
             ident,
             ..
-        } => (proto::ICMP, ident, v4(r.src)?),
-        Body::Tcp { dport, .. } => (proto::TCP, dport, v4(r.src)?),
+        } => {
+            let src = flow::probe_addr(r.src)?;
+            (t == echo_type(src, true)).then_some((proto::ICMP, ident, src))?
+        }
+        Body::Tcp { dport, .. } => (proto::TCP, dport, flow::probe_addr(r.src)?),
         _ => return None,
     };
     Some(FlowKey { proto, id, dst })
 }
 
-fn is_error(t: u8) -> bool {
-    t == icmp_type::TIME_EXCEEDED || t == icmp_type::DEST_UNREACH
+/// Whether ICMP type `t` of a message from `from` is an error that quotes a probe
+/// (ICMPv6's numbers from an IPv6 source; folded away without `ipv6-probe`).
+fn is_error(t: u8, from: IpAddr) -> bool {
+    if cfg!(feature = "ipv6-probe") && from.is_ipv6() {
+        t == icmp6_type::TIME_EXCEEDED || t == icmp6_type::DEST_UNREACH
+    } else {
+        t == icmp_type::TIME_EXCEEDED || t == icmp_type::DEST_UNREACH
+    }
+}
+
+/// The ICMP type of an echo request (`reply`: an echo reply) to or from `a`.
+fn echo_type(a: Addr, reply: bool) -> u8 {
+    match (flow::ip(a).is_ipv6(), reply) {
+        (true, false) => icmp6_type::ECHO_REQUEST,
+        (true, true) => icmp6_type::ECHO_REPLY,
+        (false, false) => icmp_type::ECHO_REQUEST,
+        (false, true) => icmp_type::ECHO_REPLY,
+    }
 }
 
 /// The probe number `r` answers, if it fits `flow` and carries its tag; probes 1 to
@@ -307,7 +385,9 @@ pub(crate) fn probe_number(flow: &Flow, r: &Reply<'_>, tcp_payload: u32, sent: u
                 }
                 _ => return None,
             };
-            (quote.ipid == ip_id(tag, n)).then_some(n)?
+            // IPv6 has no IP ID: an ICMPv6 error is matched by ident and sequence alone
+            (quote.ipid == ip_id(tag, n) || cfg!(feature = "ipv6-probe") && quote.dst.is_ipv6())
+                .then_some(n)?
         }
         Body::Echo { seq, payload, .. } => {
             let at = ICMP_TAG_AT;
@@ -347,7 +427,8 @@ pub(crate) fn probe_number(flow: &Flow, r: &Reply<'_>, tcp_payload: u32, sent: u
 }
 
 /// The flow and probe number of a probe this engine built, e.g. one the driver could not
-/// send. The bytes are our own ([`build`]: an IPv4 header, then ICMP echo, UDP or
+/// send; IPv4 probes only (an IPv6 probe's report is ignored: it carries no IP ID to
+/// number it by, so a failed IPv6 probe times out instead). The bytes are our own ([`build`]: an IPv4 header, then ICMP echo, UDP or
 /// TCP), so the fields are read where we wrote them rather than through the reply parser
 /// (which would cost the unikernel a second copy of it).
 pub(crate) fn sent_probe(p: &[u8], tag: u16) -> Option<(FlowKey, u16)> {
@@ -364,7 +445,7 @@ pub(crate) fn sent_probe(p: &[u8], tag: u16) -> Option<(FlowKey, u16)> {
         proto::UDP | proto::TCP => be16(ihl)?,
         _ => return None,
     };
-    let dst = Ipv4Addr::new(byte(16)?, byte(17)?, byte(18)?, byte(19)?);
+    let dst = flow::from_v4(Ipv4Addr::new(byte(16)?, byte(17)?, byte(18)?, byte(19)?));
     let number = number_of_ip_id(tag, be16(4)?)?;
     Some((FlowKey { proto, id, dst }, number))
 }
@@ -400,6 +481,12 @@ pub(crate) struct ReplyFields {
 }
 
 pub(crate) fn reply_fields(r: &Reply<'_>) -> ReplyFields {
+    // ICMPv6 from an IPv6 source (scamper's reply_proto 58)
+    let icmp = if cfg!(feature = "ipv6-probe") && r.src.is_ipv6() {
+        proto::ICMPV6
+    } else {
+        proto::ICMP
+    };
     match r.body {
         Body::IcmpError {
             icmp_type,
@@ -429,12 +516,12 @@ pub(crate) fn reply_fields(r: &Reply<'_>) -> ReplyFields {
                     })
                     .collect()
             }),
-            proto: proto::ICMP,
+            proto: icmp,
             ..ReplyFields::default()
         },
         Body::Echo { icmp_type, .. } => ReplyFields {
             icmp: Some((icmp_type, 0)),
-            proto: proto::ICMP,
+            proto: icmp,
             ..ReplyFields::default()
         },
         Body::Tcp { flags, .. } => ReplyFields {

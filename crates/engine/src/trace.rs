@@ -36,7 +36,7 @@
 //!   replies to the trace's probes are still recorded then, without a stop check.
 
 use alloc::vec::Vec;
-use core::net::{IpAddr, Ipv4Addr};
+use core::net::IpAddr;
 
 use vtnt_record::{Hop, Method, StopReason, Trace};
 use vtnt_wire::icmp_type;
@@ -96,7 +96,7 @@ enum State {
 #[derive(Debug)]
 pub(crate) struct TraceState {
     opts: TraceOptions,
-    src: Ipv4Addr,
+    src: crate::flow::Addr,
     flow: Flow,
     start: Instant,
     probes: Vec<Sent>,
@@ -130,7 +130,12 @@ pub(crate) struct TraceState {
 impl TraceState {
     /// Not inlined into `Engine::activate`: the unikernel's image is 1.8 KiB smaller so.
     #[inline(never)]
-    pub fn new(now: Instant, src: Ipv4Addr, opts: TraceOptions, mut flow: Flow) -> TraceState {
+    pub fn new(
+        now: Instant,
+        src: crate::flow::Addr,
+        opts: TraceOptions,
+        mut flow: Flow,
+    ) -> TraceState {
         flow.vary.tcp_ack = opts.method == Method::TcpAck;
         TraceState {
             ttl: opts.first_ttl as u16,
@@ -579,7 +584,7 @@ impl TraceState {
 
     pub fn into_record(self) -> Trace {
         Trace {
-            src: IpAddr::V4(self.src),
+            src: crate::flow::ip(self.src),
             dst: self.opts.dst,
             method: self.opts.method,
             // The echo ident for ICMP, where scamper keeps it too (warts' sport).

@@ -183,8 +183,8 @@ pub fn collect(
                 .unwrap_or_else(|| Err("not resolved".into()))
         });
         let routed = |a: IpAddr, routes: Option<&mut RouteSources>| match (a, routes) {
-            (IpAddr::V4(v4), Some(r)) => r.source(v4).map(|_| a).map_err(|e| e.0.to_string()),
-            _ => Ok(a),
+            (a, Some(r)) => r.source(a).map(|_| a).map_err(|e| e.0.to_string()),
+            (a, None) => Ok(a),
         };
         match r.and_then(|a| {
             policy

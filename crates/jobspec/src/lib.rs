@@ -90,17 +90,21 @@ impl JobKind {
 
     /// The engine measurement of a trace or ping job towards `dst` (the template with its
     /// destination set); `None` for TNT, which runs as a campaign over all targets, and
-    /// for a micro job, which probes nothing.
+    /// for a micro job, which probes nothing. A ping template of its default probe size
+    /// gets the default for `dst`'s family (scamper's: 20 bytes more over IPv6).
     pub fn measurement(&self, dst: IpAddr) -> Option<vtnt_engine::Measurement> {
         match self {
             JobKind::Trace(t) => Some(vtnt_engine::Measurement::Trace(TraceOptions {
                 dst,
                 ..t.clone()
             })),
-            JobKind::Ping(p) => Some(vtnt_engine::Measurement::Ping(PingOptions {
-                dst,
-                ..p.clone()
-            })),
+            JobKind::Ping(p) => {
+                let mut o = PingOptions { dst, ..p.clone() };
+                if p.probe_size == p.default_size() {
+                    o.probe_size = o.default_size();
+                }
+                Some(vtnt_engine::Measurement::Ping(o))
+            }
             JobKind::Tnt(_) | JobKind::Micro(_) => None,
         }
     }

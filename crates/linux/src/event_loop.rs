@@ -130,11 +130,11 @@ pub fn run_watched<P: Prober>(
                 .unwrap_or(1_000_000)
                 .min(1_000_000)
         };
-        let [a, b] = sockets.receivers();
-        let mut fds = [
-            PollFd::new(a, PollFlags::POLLIN),
-            PollFd::new(b, PollFlags::POLLIN),
-        ];
+        let mut fds: Vec<PollFd> = sockets
+            .receivers()
+            .into_iter()
+            .map(|fd| PollFd::new(fd, PollFlags::POLLIN))
+            .collect();
         if wait_us > 0 {
             let ts = TimeSpec::from_duration(std::time::Duration::from_micros(wait_us));
             let watched = if wait_us < COALESCE_US {

@@ -20,6 +20,7 @@ mod host;
 mod route;
 mod route6;
 mod sockets;
+mod sockets6;
 mod tx_stamps;
 
 pub use clock::{Clock, KernelStamps};

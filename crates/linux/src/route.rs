@@ -9,7 +9,7 @@
 //! interface towards a destination ([`interface_mtu`]), where path MTU discovery starts.
 
 use std::collections::HashMap;
-use std::net::Ipv4Addr;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use vtnt_engine::policy::{LabRoutes, Prefix, LAB_NETS};
 use vtnt_engine::{LabAccess, NoSource, SourceLookup};
@@ -88,10 +88,10 @@ pub fn own_links() -> std::io::Result<Vec<Prefix>> {
 
 /// The source address the kernel gives each destination: the route's own, as for a
 /// socket connected there. Each destination is asked once (a UDP socket connected to it,
-/// so no packet leaves) and remembered.
+/// so no packet leaves) and remembered. Either family.
 #[derive(Debug, Default)]
 pub struct RouteSources {
-    known: HashMap<Ipv4Addr, Result<Ipv4Addr, NoSource>>,
+    known: HashMap<IpAddr, Result<IpAddr, NoSource>>,
 }
 
 impl RouteSources {
@@ -99,10 +99,13 @@ impl RouteSources {
         RouteSources::default()
     }
 
-    /// The source of probes to `dst`, or why there is none (no route; a broadcast route,
-    /// which a socket may not connect to).
-    pub fn source(&mut self, dst: Ipv4Addr) -> Result<Ipv4Addr, NoSource> {
-        *self.known.entry(dst).or_insert_with(|| route_source(dst))
+    /// The source of probes to `dst` (of the same family), or why there is none (no
+    /// route; a broadcast route, which a socket may not connect to).
+    pub fn source(&mut self, dst: IpAddr) -> Result<IpAddr, NoSource> {
+        *self
+            .known
+            .entry(dst)
+            .or_insert_with(|| route_source_ip(dst))
     }
 
     /// The lookup an engine takes ([`vtnt_engine::Engine::set_source_lookup`]).
@@ -111,13 +114,26 @@ impl RouteSources {
     }
 }
 
+/// The local IPv4 address this namespace's routes pick to reach `dst`
+/// ([`route_source_ip`]).
+pub fn route_source(dst: Ipv4Addr) -> Result<Ipv4Addr, NoSource> {
+    match route_source_ip(IpAddr::V4(dst))? {
+        IpAddr::V4(a) => Ok(a),
+        IpAddr::V6(_) => Err(NoSource("the kernel's route lookup failed")),
+    }
+}
+
 /// The local address this namespace's routes pick to reach `dst`, asked of the kernel
 /// (a UDP socket connected to it; nothing is sent), or why there is none. One lookup each
 /// call (a fresh socket: a connected socket keeps its first source address for the next
 /// connect); [`RouteSources`] remembers them.
-pub fn route_source(dst: Ipv4Addr) -> Result<Ipv4Addr, NoSource> {
+pub fn route_source_ip(dst: IpAddr) -> Result<IpAddr, NoSource> {
     let failed = NoSource("the kernel's route lookup failed");
-    let sock = std::net::UdpSocket::bind((Ipv4Addr::UNSPECIFIED, 0)).map_err(|_| failed)?;
+    let any = match dst {
+        IpAddr::V4(_) => IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+        IpAddr::V6(_) => IpAddr::V6(Ipv6Addr::UNSPECIFIED),
+    };
+    let sock = std::net::UdpSocket::bind((any, 0)).map_err(|_| failed)?;
     if let Err(e) = sock.connect((dst, 33434)) {
         return Err(match e.raw_os_error() {
             Some(nix::libc::EACCES) => NoSource("the kernel routes it as a broadcast address"),
@@ -127,7 +143,7 @@ pub fn route_source(dst: Ipv4Addr) -> Result<Ipv4Addr, NoSource> {
         });
     }
     match sock.local_addr().map(|a| a.ip()) {
-        Ok(std::net::IpAddr::V4(a)) if !a.is_unspecified() => Ok(a),
+        Ok(a) if !a.is_unspecified() && a.is_ipv4() == dst.is_ipv4() => Ok(a),
         _ => Err(failed),
     }
 }
@@ -218,11 +234,15 @@ mod tests {
     fn the_kernel_names_loopbacks_source_and_refuses_broadcast() {
         let mut s = RouteSources::new();
         assert_eq!(
-            s.source(Ipv4Addr::new(127, 0, 0, 9)),
-            Ok(Ipv4Addr::LOCALHOST)
+            s.source(Ipv4Addr::new(127, 0, 0, 9).into()),
+            Ok(Ipv4Addr::LOCALHOST.into())
         );
         assert_eq!(
-            s.source(Ipv4Addr::BROADCAST),
+            s.source(Ipv6Addr::LOCALHOST.into()),
+            Ok(Ipv6Addr::LOCALHOST.into())
+        );
+        assert_eq!(
+            s.source(Ipv4Addr::BROADCAST.into()),
             Err(NoSource("the kernel routes it as a broadcast address"))
         );
         let links = own_links().unwrap();

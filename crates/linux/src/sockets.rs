@@ -1,6 +1,6 @@
 //! Raw sockets: one to send complete IPv4 packets, with a kernel transmit timestamp for
 //! each (see `tx_stamps.rs`), two to receive ICMP and TCP with their kernel receive
-//! timestamps.
+//! timestamps, and their IPv6 counterparts for IPv6 probes (`sockets6.rs`).
 
 use std::io::{IoSlice, IoSliceMut};
 use std::net::{Ipv4Addr, SocketAddrV4};
@@ -8,10 +8,12 @@ use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 
 use nix::errno::Errno;
 use nix::sys::socket::{
-    recvmsg, sendmmsg, sendto, setsockopt, socket, sockopt, AddressFamily, ControlMessageOwned,
-    MsgFlags, SockFlag, SockProtocol, SockType, SockaddrIn,
+    recvmsg, sendmmsg, sendto, setsockopt, sockopt, AddressFamily, ControlMessageOwned, MsgFlags,
+    SockProtocol, SockaddrIn,
 };
 
+use crate::host::open;
+use crate::sockets6::Raw6;
 use crate::tx_stamps::TxStamps;
 use crate::{Clock, Error, Instant};
 
@@ -38,6 +40,7 @@ fn refused(e: Errno) -> bool {
             | Errno::EMSGSIZE
             | Errno::EADDRNOTAVAIL
             | Errno::ENETDOWN
+            | Errno::EAFNOSUPPORT
     )
 }
 
@@ -50,19 +53,8 @@ pub struct RawSockets {
     cmsg: Vec<u8>,
     /// The probes waiting for a transmit stamp, when `send` has them.
     tx: Option<TxStamps>,
-}
-
-fn open(proto: SockProtocol, what: &'static str) -> Result<OwnedFd, Error> {
-    socket(
-        AddressFamily::Inet,
-        SockType::Raw,
-        SockFlag::SOCK_NONBLOCK | SockFlag::SOCK_CLOEXEC,
-        proto,
-    )
-    .map_err(|source| match source {
-        Errno::EPERM | Errno::EACCES => Error::Privilege { what, source },
-        _ => Error::Socket { what, source },
-    })
+    /// The IPv6 sockets, where the kernel has IPv6.
+    v6: Option<Raw6>,
 }
 
 use nix::{libc, setsockopt_impl, sockopt_impl};
@@ -74,6 +66,11 @@ sockopt_impl!(
     libc::IP_MTU_DISCOVER,
     libc::c_int
 );
+
+/// Whether `packet` is an IPv6 one (its version nibble).
+fn is_ipv6(packet: &[u8]) -> bool {
+    packet.first().is_some_and(|b| b >> 4 == 6)
+}
 
 /// The destination in an IPv4 packet's header.
 fn destination(packet: &[u8]) -> Option<SockaddrIn> {
@@ -94,9 +91,9 @@ impl RawSockets {
     /// [`RawSockets::open`], asking for transmit timestamps only if `tx_stamps`. Without
     /// them a probe's transmit time is when the prober handed it out.
     pub fn open_with(tx_stamps: bool) -> Result<RawSockets, Error> {
-        let send = open(SockProtocol::Raw, "IPPROTO_RAW")?;
-        let icmp = open(SockProtocol::Icmp, "ICMP")?;
-        let tcp = open(SockProtocol::Tcp, "TCP")?;
+        let send = open(AddressFamily::Inet, SockProtocol::Raw, "IPPROTO_RAW")?;
+        let icmp = open(AddressFamily::Inet, SockProtocol::Icmp, "ICMP")?;
+        let tcp = open(AddressFamily::Inet, SockProtocol::Tcp, "TCP")?;
         for fd in [&icmp, &tcp] {
             setsockopt(fd, sockopt::ReceiveTimestampns, &true).map_err(|source| Error::Socket {
                 what: "SO_TIMESTAMPNS",
@@ -127,6 +124,7 @@ impl RawSockets {
             tcp,
             cmsg: nix::cmsg_space!(nix::sys::time::TimeSpec),
             tx,
+            v6: Raw6::open()?,
         })
     }
 
@@ -136,11 +134,13 @@ impl RawSockets {
     }
 
     /// The descriptors to wait on for received packets.
-    pub fn receivers(&self) -> [BorrowedFd<'_>; 2] {
-        [self.icmp.as_fd(), self.tcp.as_fd()]
+    pub fn receivers(&self) -> Vec<BorrowedFd<'_>> {
+        let mut fds = vec![self.icmp.as_fd(), self.tcp.as_fd()];
+        fds.extend(self.v6.as_ref().map(Raw6::receiver));
+        fds
     }
 
-    /// Sends one complete IPv4 packet (the destination is read from its header).
+    /// Sends one complete IPv4 or IPv6 packet (the destination is read from its header).
     pub fn send(&mut self, packet: &[u8]) -> Result<Sent, Error> {
         let mut refused = None;
         let n = self.send_batch(&[packet], |_, e| refused = Some(e))?;
@@ -151,7 +151,7 @@ impl RawSockets {
         })
     }
 
-    /// Sends a batch of complete IPv4 packets, with as few system calls as it can
+    /// Sends a batch of complete IPv4 or IPv6 packets, with as few system calls as it can
     /// (`sendmmsg`). Returns how many the kernel took (a prefix of `packets`), sent or
     /// refused; fewer than all means it has no room now. `refused(packet, errno)` is
     /// called for each packet the kernel would not send.
@@ -166,10 +166,18 @@ impl RawSockets {
         // second does (it matters to the transmit stamps' numbering).
         let mut retry = false;
         while done < packets.len() {
-            match self.transmit(&packets[done..]) {
+            let v6 = is_ipv6(packets[done]);
+            let sent = if v6 {
+                self.v6
+                    .as_ref()
+                    .map_or(Err(Errno::EAFNOSUPPORT), |s| s.transmit(packets[done]))
+            } else {
+                self.transmit(&packets[done..])
+            };
+            match sent {
                 Ok(n) => {
                     for p in &packets[done..done + n] {
-                        if let Some(tx) = &mut self.tx {
+                        if let Some(tx) = self.tx.as_mut().filter(|_| !v6) {
                             tx.sent(p);
                         }
                     }
@@ -181,7 +189,7 @@ impl RawSockets {
                 }
                 Err(Errno::EAGAIN | Errno::ENOBUFS) => break,
                 Err(e) if refused(e) => {
-                    if let Some(tx) = &mut self.tx {
+                    if let Some(tx) = self.tx.as_mut().filter(|_| !v6) {
                         tx.refused(e);
                         if retry {
                             tx.refused(e);
@@ -202,9 +210,13 @@ impl RawSockets {
         Ok(done)
     }
 
-    /// One system call: sends `packets` (at least one) until the first the kernel does not
-    /// take. Returns how many it took, or why it took none.
+    /// One system call: sends the IPv4 packets leading `packets` (at least one) until the
+    /// first the kernel does not take. Returns how many it took, or why it took none.
     fn transmit(&self, packets: &[&[u8]]) -> Result<usize, Errno> {
+        let packets = &packets[..packets
+            .iter()
+            .position(|p| is_ipv6(p))
+            .unwrap_or(packets.len())];
         if let [p] = packets {
             let addr = destination(p).ok_or(Errno::EINVAL)?;
             return sendto(self.send.as_raw_fd(), p, &addr, MsgFlags::empty()).map(|_| 1);
@@ -288,6 +300,9 @@ impl RawSockets {
                 n += 1;
                 f(ts, &buf[..len.min(buf.len())]);
             }
+        }
+        if let Some(v6) = &mut self.v6 {
+            n += v6.recv_all(clock, buf, f)?;
         }
         Ok(n)
     }

@@ -192,9 +192,9 @@ impl Daemon<'_> {
         for fd in &listening {
             fds.push(PollFd::new(*fd, in_flags));
         }
-        let [a, b] = self.sockets.receivers();
-        fds.push(PollFd::new(a, in_flags));
-        fds.push(PollFd::new(b, in_flags));
+        for fd in self.sockets.receivers() {
+            fds.push(PollFd::new(fd, in_flags));
+        }
         let first_client = fds.len();
         let mut keys = Vec::new();
         for (k, c) in &self.clients {
