@@ -541,6 +541,9 @@ pub(crate) fn reply_fields(r: &Reply<'_>) -> ReplyFields {
 }
 
 #[cfg(test)]
+// the probe's addresses are `Ipv4Addr`s, or `IpAddr`s where `ipv6-probe` is on (as the
+// workspace's build has it): `.into()` is a no-op in one build and needed in the other
+#[allow(clippy::useless_conversion)]
 mod tests {
     use super::*;
     use vtnt_wire::reply;
@@ -553,7 +556,7 @@ mod tests {
             key: FlowKey {
                 proto,
                 id: 0x8123,
-                dst: DST,
+                dst: DST.into(),
             },
             dport: 33435,
             icmp_sum: 0,
@@ -567,7 +570,7 @@ mod tests {
         let f = flow(proto::TCP);
         let mut b = [0xa5u8; 64];
         let p = Probe {
-            src: SRC,
+            src: SRC.into(),
             ttl: 5,
             tos: 0,
             number: 7,
@@ -598,7 +601,7 @@ mod tests {
         let f = flow(proto::ICMP);
         let data = payload_bytes(124 - 28 - 40, 0, &[0xab, 0xcd, 0xef], true);
         let p = Probe {
-            src: SRC,
+            src: SRC.into(),
             ttl: 64,
             tos: 0x20,
             number: 3,
@@ -664,7 +667,7 @@ mod tests {
     /// Probe `number` of `size` (at most 40 bytes), its payload zeros.
     fn plain(number: u16, size: u16) -> Probe<'static> {
         Probe {
-            src: SRC,
+            src: SRC.into(),
             ttl: 64,
             tos: 0,
             number,
@@ -760,7 +763,7 @@ mod tests {
     fn sizes_below_headers_are_refused_not_panicking() {
         let mut b = [0u8; 64];
         let p = Probe {
-            src: SRC,
+            src: SRC.into(),
             ttl: 5,
             tos: 0,
             number: 7,
