@@ -251,10 +251,12 @@ fn main() -> ExitCode {
     }
 }
 
-/// `e` if it is an installed file that is missing (`vtnt_artifacts::Error::Missing`).
+/// `e` if it is an installed file that is missing (`vtnt_artifacts::Error::Missing`), on
+/// its own or as what a runtime's error wraps.
 fn missing_artifact<'a>(
     e: &'a (dyn std::error::Error + 'static),
 ) -> Option<&'a vtnt_artifacts::Error> {
     e.downcast_ref::<vtnt_artifacts::Error>()
+        .or_else(|| e.downcast_ref::<vtnt_runtimes::Error>()?.artifact())
         .filter(|a| matches!(a, vtnt_artifacts::Error::Missing { .. }))
 }

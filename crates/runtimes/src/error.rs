@@ -110,6 +110,15 @@ impl Error {
         )
     }
 
+    /// The installed artifact's error beneath every [`Error::Context`], if that is what
+    /// failed (a chain walk does not see it: [`Error::Artifacts`] is transparent).
+    pub fn artifact(&self) -> Option<&vtnt_artifacts::Error> {
+        match self.root() {
+            Error::Artifacts(a) => Some(a),
+            _ => None,
+        }
+    }
+
     /// The error beneath every [`Error::Context`]: what a caller matches on.
     pub fn root(&self) -> &Error {
         match self {
