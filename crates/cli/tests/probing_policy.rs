@@ -487,10 +487,10 @@ fn ipv6_targets_are_refused_before_any_probe() {
         ),
         (&["trace", "ff02::1"], "a multicast address (ff00::/8)"),
         // a lab range routed on a link of its own passes the policy; the engine is where
-        // IPv6 stops today
+        // IPv6 traces stop today (it pings IPv6 destinations)
         (
             &["trace", "2001:db8:1::7"],
-            "2001:db8:1::7: IPv6 destinations are not probed yet: the engine is IPv4 only",
+            "2001:db8:1::7: IPv6 destinations are probed by ICMP echo pings only",
         ),
     ];
     for (args, says) in cases {
