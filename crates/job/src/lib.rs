@@ -214,7 +214,10 @@ impl JobArgs {
         let any = IpAddr::V4(Ipv4Addr::UNSPECIFIED);
         match self {
             JobArgs::Trace(a) => JobKind::Trace(a.options(any)),
-            JobArgs::Ping(a) => JobKind::Ping(a.options(any)),
+            JobArgs::Ping(a) => JobKind::Ping(vtnt_engine::PingOptions {
+                probe_size: a.size.unwrap_or(vtnt_jobspec::DEFAULT_SIZE),
+                ..a.options(any)
+            }),
             JobArgs::Tnt(a) => JobKind::Tnt(a.config()),
         }
     }
