@@ -263,7 +263,7 @@ pub fn decode(line: &str) -> Result<JobSpec, Error> {
     }
     let Parts {
         trace,
-        ping,
+        mut ping,
         tnt,
         micro,
         engine,
@@ -279,12 +279,15 @@ pub fn decode(line: &str) -> Result<JobSpec, Error> {
     if let Some(t) = &trace {
         t.validate().map_err(|e| job_error("trace.", e))?;
     }
-    if let Some(p) = &ping {
-        let mut p = p.clone();
-        if tnt.is_none() && p.probe_size == crate::DEFAULT_SIZE {
+    if let Some(p) = &mut ping {
+        // a ping job's default size is checked as the default for IPv4 targets
+        let given = p.probe_size;
+        if tnt.is_none() && given == crate::DEFAULT_SIZE {
             p.probe_size = p.default_size();
         }
-        p.validate().map_err(|e| job_error("ping.", e))?;
+        let checked = p.validate();
+        p.probe_size = given;
+        checked.map_err(|e| job_error("ping.", e))?;
     }
     engine
         .unchecked_config(Ipv4Addr::UNSPECIFIED)

@@ -97,13 +97,18 @@ impl JobKind {
     /// The engine measurement of a trace or ping job towards `dst` (the template with its
     /// destination set); `None` for TNT, which runs as a campaign over all targets, and
     /// for a micro job, which probes nothing. A ping template of [`DEFAULT_SIZE`] gets
-    /// the default for `dst`'s family (scamper's: 20 bytes more over IPv6).
+    /// the default for `dst`'s family (scamper's: 20 bytes more over IPv6), as does a
+    /// trace template of its default size (60 bytes over IPv6, or 48 and the payload).
     pub fn measurement(&self, dst: IpAddr) -> Option<vtnt_engine::Measurement> {
         match self {
-            JobKind::Trace(t) => Some(vtnt_engine::Measurement::Trace(TraceOptions {
-                dst,
-                ..t.clone()
-            })),
+            JobKind::Trace(t) => {
+                let mut o = TraceOptions { dst, ..t.clone() };
+                // a template's default size is IPv4's (scamper's trace has no size option)
+                if vtnt_engine::PROBES_IPV6 && dst.is_ipv6() && t.probe_size == t.default_size() {
+                    o.probe_size = o.default_size();
+                }
+                Some(vtnt_engine::Measurement::Trace(o))
+            }
             JobKind::Ping(p) => {
                 let mut o = PingOptions { dst, ..p.clone() };
                 if p.probe_size == DEFAULT_SIZE {
