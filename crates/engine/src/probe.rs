@@ -28,8 +28,10 @@
 //! probes actually sent.
 //!
 //! Over IPv6 (feature `ipv6-probe`) ICMP echo and UDP probes are built: ICMPv6 echo
-//! requests and UDP datagrams numbered and tagged as over IPv4, all with flow label 0
-//! (constant, as scamper's: routers that hash the flow label see one flow). IPv6 has no
+//! requests and UDP datagrams numbered and tagged as over IPv4, every probe of a
+//! measurement with the same non-zero flow label, drawn from its flow (as scamper's,
+//! which Linux labels per socket: routers that hash the flow label see one flow per
+//! measurement, and different measurements as different flows). IPv6 has no
 //! IP ID, so an ICMPv6 error that quotes a probe is taken by its ident and sequence
 //! number or its ports and checksum alone. Time exceeded, destination unreachable and
 //! packet too big quote the probe.
@@ -211,7 +213,7 @@ fn build_plain(buf: &mut [u8], flow: &Flow, p: &Probe) -> Result<usize, Error> {
 
 /// IPv6 probes: ICMPv6 echo requests and UDP datagrams, built as [`build_plain`] builds
 /// ICMP and UDP ones (the tag in payload bytes 2..4 of an echo request, a pinned
-/// checksum for Paris), with flow label 0 throughout.
+/// checksum for Paris), with the flow's [`v6::flow_label`] throughout.
 #[cfg(feature = "ipv6-probe")]
 mod v6 {
     use core::net::Ipv6Addr;
@@ -224,6 +226,13 @@ mod v6 {
 
     /// The IPv6 header and an ICMPv6 echo or UDP header.
     const IP6_HEADERS: u16 = 48;
+
+    /// The flow label of every probe of `flow`: 20 bits mixed from the engine's tag and
+    /// the flow's identifier (ICMP ident or source port), never 0 (RFC 6437's "no label").
+    pub(super) fn flow_label(flow: &Flow) -> u32 {
+        let key = u32::from(flow.tag) << 16 | u32::from(flow.key.id);
+        (key.wrapping_mul(0x9e37_79b1) >> 12).max(1)
+    }
 
     /// Writes probe `p` of `flow` from `src` to `dst`; only ICMP and UDP flows probe IPv6
     /// ([`crate::TraceOptions::validate`], [`crate::PingOptions::validate`]).
@@ -239,7 +248,7 @@ mod v6 {
             dst,
             hop_limit: p.ttl,
             traffic_class: p.tos,
-            flow_label: 0,
+            flow_label: flow_label(flow),
         };
         let payload = payload(p, IP6_HEADERS)?;
         match flow.key.proto {

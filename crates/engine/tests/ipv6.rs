@@ -296,11 +296,13 @@ fn an_icmp_paris_trace_to_an_ipv6_destination_completes_on_the_echo_reply() {
             (IpAddr::V6(DST), 2, er, None, 0)
         ]
     );
+    let label = ipv6::header(&probes[0]).unwrap().flow_label;
+    assert_ne!(label, 0, "a flow label of its own");
     for (i, p) in probes.iter().enumerate() {
         let h = ipv6::header(p).unwrap();
         assert_eq!(
             (h.hop_limit as usize, h.flow_label, p.len()),
-            (i + 1, 0, 60)
+            (i + 1, label, 60)
         );
         assert_eq!(
             (p[HEADER_LEN], &p[HEADER_LEN + 2..HEADER_LEN + 4]),
@@ -340,9 +342,11 @@ fn a_udp_paris_trace_to_an_ipv6_destination_completes_on_port_unreachable() {
             (IpAddr::V6(DST), 3, Some((1, 4)), Some((3, 60)), 0),
         ]
     );
+    let label = ipv6::header(&probes[0]).unwrap().flow_label;
+    assert_ne!(label, 0, "a flow label of its own");
     for (i, p) in probes.iter().enumerate() {
         let h = ipv6::header(p).unwrap();
-        assert_eq!((h.protocol, h.flow_label, p.len()), (proto::UDP, 0, 60));
+        assert_eq!((h.protocol, h.flow_label, p.len()), (proto::UDP, label, 60));
         let u = &p[HEADER_LEN..];
         assert_eq!(
             &u[..4],
