@@ -454,13 +454,14 @@ impl Drop for SilentResolver {
 /// IPv6 destinations meet the same policy: public ones need consent and the public rate,
 /// the documentation prefix is a lab range only where a route other than the default
 /// route leads, and what is not a unicast destination is named; a routed lab target
-/// reaches the engine, which refuses IPv6 by name. No send call, exit 1.
+/// reaches the engine, which refuses what it does not build over IPv6 by name, and TNT
+/// is refused over IPv6 before it starts. No send call, exit 1.
 #[test]
 fn ipv6_targets_are_refused_before_any_probe() {
     vtnt_testkit::require_root!("ip", "strace");
     let net = Net::new(true);
     let fast = ["-q", "1", "-w", "0.1", "-g", "1"];
-    let cases: [(&[&str], &str); 8] = [
+    let cases: [(&[&str], &str); 9] = [
         (
             &["trace", "2001:4860:4860::8888"],
             "2001:4860:4860::8888 is outside ::1 and the lab's IPv6 ranges (2001:db8::/32, fc00::/7); pass --allow-public to probe it",
@@ -487,10 +488,14 @@ fn ipv6_targets_are_refused_before_any_probe() {
         ),
         (&["trace", "ff02::1"], "a multicast address (ff00::/8)"),
         // a lab range routed on a link of its own passes the policy; the engine is where
-        // IPv6 traces stop today (it pings IPv6 destinations)
+        // methods not built over IPv6 stop, the job where TNT does
         (
-            &["trace", "2001:db8:1::7"],
-            "2001:db8:1::7: IPv6 destinations are probed by ICMP echo pings only",
+            &["trace", "-P", "tcp", "2001:db8:1::7"],
+            "2001:db8:1::7: IPv6 destinations are probed by icmp-paris and udp-paris traces and ICMP echo pings only",
+        ),
+        (
+            &["tnt", "2001:db8:1::7"],
+            "2001:db8:1::7: TNT does not run over IPv6 yet",
         ),
     ];
     for (args, says) in cases {

@@ -72,6 +72,9 @@ mod trace;
 pub use config::{Config, ConfigError};
 pub use engine::{Engine, Event, MeasurementId, SourceLookup, Stats, Stranded, Transmit};
 pub use flow::Addr as ProbeAddr;
+/// Whether this build probes IPv6 destinations (feature `ipv6-probe`): code that only
+/// matters for them folds away where it is off (the unikernel's image).
+pub const PROBES_IPV6: bool = cfg!(feature = "ipv6-probe");
 pub use measurement::{
     Measurement, MeasurementError, NoSource, PingOptions, TraceOptions, MAX_PROBE_SIZE,
 };

@@ -88,7 +88,7 @@ impl TraceOptions {
             loops: 1,
             sport: None,
             dport: None,
-            probe_size: 44,
+            probe_size: trace_size(Method::UdpParis, dst),
             tos: 0,
             userid: 0,
             all_attempts: false,
@@ -102,7 +102,7 @@ impl TraceOptions {
         }
     }
 
-    /// Sets the method and scamper's default probe size for it (40 for TCP, 44 else).
+    /// Sets the method and scamper's default probe size for it ([`trace_size`]).
     pub fn with_method(mut self, method: Method) -> TraceOptions {
         self.set_method(method);
         self
@@ -111,24 +111,36 @@ impl TraceOptions {
     /// [`TraceOptions::with_method`] in place.
     pub fn set_method(&mut self, method: Method) {
         self.method = method;
-        self.probe_size = if method.is_tcp() { 40 } else { 44 };
+        self.probe_size = trace_size(method, self.dst);
     }
 
-    /// Sets the payload (`-p`) and the probe size it makes, as scamper's: 28 bytes of
-    /// headers and the payload (44 without one).
+    /// Sets the payload (`-p`) and the probe size it makes ([`TraceOptions::default_size`]).
     pub fn with_payload(mut self, payload: Vec<u8>) -> TraceOptions {
-        if !payload.is_empty() {
-            self.probe_size = u16::try_from(28 + payload.len()).unwrap_or(u16::MAX);
-        }
         self.payload = payload;
+        if !self.payload.is_empty() {
+            self.probe_size = self.default_size();
+        }
         self
+    }
+
+    /// scamper's probe size for the method, payload and destination: 28 bytes of headers
+    /// (48 to an IPv6 destination) and the payload, or [`trace_size`] without one.
+    pub fn default_size(&self) -> u16 {
+        if self.payload.is_empty() {
+            return trace_size(self.method, self.dst);
+        }
+        let headers = 28 + usize::from(ipv6_extra(self.dst));
+        u16::try_from(headers + self.payload.len()).unwrap_or(u16::MAX)
     }
 
     /// Checks every option against its range (the engine calls this in `start`).
     pub fn validate(&self) -> Result<(), MeasurementError> {
-        if self.dst.is_ipv6() {
+        // over IPv6: Paris ICMP and UDP, without -M (folded away without `ipv6-probe`)
+        let paris = matches!(self.method, Method::IcmpParis | Method::UdpParis);
+        if self.dst.is_ipv6() && !(cfg!(feature = "ipv6-probe") && paris && !self.pmtud) {
             return Err(MeasurementError::Ipv6Unsupported);
         }
+        let extra = ipv6_extra(self.dst);
         check(
             "method",
             "not udp-dport (a ping's)",
@@ -165,11 +177,18 @@ impl TraceOptions {
             "none for tcp",
             self.payload.is_empty() || !self.method.is_tcp(),
         )?;
-        check_size(self.method, self.probe_size)?;
+        check_size(self.method, self.probe_size.saturating_sub(extra))?;
+        // (over IPv4 `check_size` said so already)
+        check(
+            "probe_size",
+            "at most 1500",
+            extra == 0 || self.probe_size <= MAX_PROBE_SIZE,
+        )?;
         check(
             "payload",
             "at most the probe's payload",
-            payload_room(self.method, self.probe_size, false) >= self.payload.len(),
+            payload_room(self.method, self.probe_size.saturating_sub(extra), false)
+                >= self.payload.len(),
         )?;
         if self.pmtud {
             check(
@@ -240,13 +259,7 @@ impl PingOptions {
             timeout: Duration::from_secs(1),
             sport: None,
             dport: None,
-            // 20 more behind an IPv6 header (folded away without `ipv6-probe`)
-            probe_size: 84
-                + if cfg!(feature = "ipv6-probe") && dst.is_ipv6() {
-                    20
-                } else {
-                    0
-                },
+            probe_size: 84 + ipv6_extra(dst),
             userid: 0,
             tos: 0,
             icmp_sum: None,
@@ -279,7 +292,7 @@ impl PingOptions {
             Method::UdpParis | Method::UdpDport => 28,
             Method::IcmpParis => 28 + if self.icmp_sum.is_some() { 2 } else { 0 },
         } + if self.record_route { 40 } else { 0 };
-        let headers = headers + self.ipv6_extra();
+        let headers = headers + usize::from(ipv6_extra(self.dst));
         let rest = match (&self.data, self.method) {
             (Some(ProbeData::Payload(b)), _) => b.len(),
             (_, Method::IcmpParis) => 56,
@@ -287,16 +300,6 @@ impl PingOptions {
             (_, Method::Tcp | Method::TcpAck) => 0,
         };
         u16::try_from(headers + rest).unwrap_or(u16::MAX)
-    }
-
-    /// The bytes an IPv6 header takes beyond an IPv4 one in this ping's probes (20 to
-    /// IPv6 destinations, 0 to IPv4 ones and in builds without `ipv6-probe`).
-    fn ipv6_extra(&self) -> usize {
-        if cfg!(feature = "ipv6-probe") && self.dst.is_ipv6() {
-            20
-        } else {
-            0
-        }
     }
 
     /// Checks every option against its range (the engine calls this in `start`).
@@ -333,7 +336,7 @@ impl PingOptions {
                 .is_none_or(|a| self.method == Method::TcpAck && a != 0),
         )?;
         let rr = if self.record_route { 40 } else { 0 };
-        let extra = self.ipv6_extra() as u16;
+        let extra = ipv6_extra(self.dst);
         check_size(self.method, self.probe_size.saturating_sub(rr + extra))?;
         check(
             "probe_size",
@@ -342,7 +345,7 @@ impl PingOptions {
         )?;
         let lead = if self.icmp_sum.is_some() { 2 } else { 0 };
         let room = payload_room(self.method, self.probe_size, self.record_route)
-            .saturating_sub(self.ipv6_extra());
+            .saturating_sub(usize::from(extra));
         check(
             "data",
             "a pattern of 1..=16 bytes, or a payload of 1..=1000 that fits the probe size",
@@ -354,6 +357,26 @@ impl PingOptions {
                 None => true,
             },
         )
+    }
+}
+
+/// The bytes an IPv6 header takes beyond an IPv4 one in probes to `dst` (20 to IPv6
+/// destinations, 0 to IPv4 ones and in builds without `ipv6-probe`).
+fn ipv6_extra(dst: IpAddr) -> u16 {
+    if cfg!(feature = "ipv6-probe") && dst.is_ipv6() {
+        20
+    } else {
+        0
+    }
+}
+
+/// scamper's default size of `method`'s trace probes to `dst`: 40 for TCP, else 44 (IPv4,
+/// 16 bytes of payload) or 60 (IPv6, 12 bytes of payload).
+fn trace_size(method: Method, dst: IpAddr) -> u16 {
+    match (method.is_tcp(), ipv6_extra(dst)) {
+        (true, extra) => 40 + extra,
+        (false, 0) => 44,
+        (false, _) => 60,
     }
 }
 
@@ -425,8 +448,9 @@ pub enum MeasurementError {
         range: &'static str,
     },
     /// IPv6 targets are not probed yet: without `ipv6-probe` the engine is IPv4 only (the
-    /// wire and the policy read IPv6 already; docs/scamper.md); with it, only ICMP echo
-    /// pings without `-R` go to IPv6 destinations.
+    /// wire and the policy read IPv6 already; docs/scamper.md); with it, IPv6
+    /// destinations get icmp-paris and udp-paris traces without `-M` and ICMP echo pings
+    /// without `-R`.
     Ipv6Unsupported,
     /// Every flow identifier is in use by a running measurement. Not returned at present:
     /// [`crate::Config`] caps `max_active` below the number of identifiers, and a measurement
@@ -451,8 +475,8 @@ impl fmt::Display for MeasurementError {
                 write!(f, "option `{option}` out of range (allowed: {range})")
             }
             MeasurementError::Ipv6Unsupported => f.write_str(if cfg!(feature = "ipv6-probe") {
-                "IPv6 destinations are probed by ICMP echo pings only (no traces, other \
-                 methods or -R yet)"
+                "IPv6 destinations are probed by icmp-paris and udp-paris traces and ICMP echo \
+                 pings only (no other methods, -M, -R or TNT yet)"
             } else {
                 "IPv6 destinations are not probed yet: the engine is IPv4 only"
             }),

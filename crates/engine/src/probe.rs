@@ -27,9 +27,14 @@
 //! trusts the reply: every field is checked against the measurement's flow and the
 //! probes actually sent.
 //!
-//! Over IPv6 (feature `ipv6-probe`) only ICMP echo probes are built: ICMPv6 echo
-//! requests with flow label 0, numbered and tagged as ICMP ones. IPv6 has no IP ID, so
-//! an ICMPv6 error that quotes a probe is taken by its ident and sequence number alone.
+//! Over IPv6 (feature `ipv6-probe`) ICMP echo and UDP probes are built: ICMPv6 echo
+//! requests and UDP datagrams numbered and tagged as over IPv4, every probe of a
+//! measurement with the same non-zero flow label, drawn from its flow (as scamper's,
+//! which Linux labels per socket: routers that hash the flow label see one flow per
+//! measurement, and different measurements as different flows). IPv6 has no
+//! IP ID, so an ICMPv6 error that quotes a probe is taken by its ident and sequence
+//! number or its ports and checksum alone. Time exceeded, destination unreachable and
+//! packet too big quote the probe.
 
 use alloc::vec::Vec;
 use core::net::{IpAddr, Ipv4Addr};
@@ -206,22 +211,31 @@ fn build_plain(buf: &mut [u8], flow: &Flow, p: &Probe) -> Result<usize, Error> {
     }
 }
 
-/// IPv6 probes: ICMPv6 echo requests, built as [`build_plain`] builds ICMP ones (the tag
-/// in payload bytes 2..4, a pinned checksum for Paris), with flow label 0 throughout.
+/// IPv6 probes: ICMPv6 echo requests and UDP datagrams, built as [`build_plain`] builds
+/// ICMP and UDP ones (the tag in payload bytes 2..4 of an echo request, a pinned
+/// checksum for Paris), with the flow's [`v6::flow_label`] throughout.
 #[cfg(feature = "ipv6-probe")]
 mod v6 {
     use core::net::Ipv6Addr;
 
+    use vtnt_wire::build::Udp;
     use vtnt_wire::ipv6::{Ip6, HEADER_LEN};
     use vtnt_wire::{build6, icmp6_type, proto, Error};
 
-    use super::{echo_request, payload, tag_echo, Flow, Probe};
+    use super::{echo_request, payload, tag_echo, udp_dport, Flow, Probe};
 
-    /// IPv6 and ICMPv6 echo headers.
-    const IP6_ICMP_HEADERS: u16 = 48;
+    /// The IPv6 header and an ICMPv6 echo or UDP header.
+    const IP6_HEADERS: u16 = 48;
 
-    /// Writes probe `p` of `flow` from `src` to `dst`; only ICMP flows probe IPv6
-    /// ([`crate::PingOptions::validate`]).
+    /// The flow label of every probe of `flow`: 20 bits mixed from the engine's tag and
+    /// the flow's identifier (ICMP ident or source port), never 0 (RFC 6437's "no label").
+    pub(super) fn flow_label(flow: &Flow) -> u32 {
+        let key = u32::from(flow.tag) << 16 | u32::from(flow.key.id);
+        (key.wrapping_mul(0x9e37_79b1) >> 12).max(1)
+    }
+
+    /// Writes probe `p` of `flow` from `src` to `dst`; only ICMP and UDP flows probe IPv6
+    /// ([`crate::TraceOptions::validate`], [`crate::PingOptions::validate`]).
     pub(super) fn build(
         buf: &mut [u8],
         flow: &Flow,
@@ -229,17 +243,27 @@ mod v6 {
         src: Ipv6Addr,
         dst: Ipv6Addr,
     ) -> Result<usize, Error> {
-        if flow.key.proto != proto::ICMP {
-            return Err(Error::Malformed);
-        }
         let ip = Ip6 {
             src,
             dst,
             hop_limit: p.ttl,
             traffic_class: p.tos,
-            flow_label: 0,
+            flow_label: flow_label(flow),
         };
-        let payload = payload(p, IP6_ICMP_HEADERS)?;
+        let payload = payload(p, IP6_HEADERS)?;
+        match flow.key.proto {
+            proto::ICMP => {}
+            proto::UDP => {
+                let u = Udp {
+                    sport: flow.sport(),
+                    dport: udp_dport(flow, p.number),
+                    payload,
+                    checksum: Some(p.number),
+                };
+                return build6::udp6(buf, &ip, &u);
+            }
+            _ => return Err(Error::Malformed),
+        }
         let echo = echo_request(flow, p, icmp6_type::ECHO_REQUEST, payload);
         let n = build6::icmp6_echo(buf, &ip, &echo)?;
         let m = buf.get_mut(HEADER_LEN..n).ok_or(Error::Truncated)?;
@@ -342,10 +366,14 @@ pub(crate) fn flow_key(r: &Reply<'_>) -> Option<FlowKey> {
 }
 
 /// Whether ICMP type `t` of a message from `from` is an error that quotes a probe
-/// (ICMPv6's numbers from an IPv6 source; folded away without `ipv6-probe`).
+/// (ICMPv6's numbers from an IPv6 source, packet too big among them; folded away
+/// without `ipv6-probe`).
 fn is_error(t: u8, from: IpAddr) -> bool {
     if cfg!(feature = "ipv6-probe") && from.is_ipv6() {
-        t == icmp6_type::TIME_EXCEEDED || t == icmp6_type::DEST_UNREACH
+        matches!(
+            t,
+            icmp6_type::TIME_EXCEEDED | icmp6_type::DEST_UNREACH | icmp6_type::PACKET_TOO_BIG
+        )
     } else {
         t == icmp_type::TIME_EXCEEDED || t == icmp_type::DEST_UNREACH
     }
@@ -496,7 +524,9 @@ pub(crate) fn reply_fields(r: &Reply<'_>) -> ReplyFields {
             ext,
         } => ReplyFields {
             icmp: Some((icmp_type, code)),
-            nhmtu: if (icmp_type, code) == (icmp_type::DEST_UNREACH, 4) {
+            // a "fragmentation needed"'s, or an ICMPv6 packet too big's (the only one
+            // the parser reads an MTU from)
+            nhmtu: if (icmp_type, code) == (icmp_type::DEST_UNREACH, 4) || icmp == proto::ICMPV6 {
                 nhmtu
             } else {
                 0

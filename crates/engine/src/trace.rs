@@ -39,8 +39,8 @@ use alloc::vec::Vec;
 use core::net::IpAddr;
 
 use vtnt_record::{Hop, Method, StopReason, Trace};
-use vtnt_wire::icmp_type;
 use vtnt_wire::reply::{Body, Reply};
+use vtnt_wire::{icmp6_type, icmp_type};
 
 use crate::flow::Flow;
 use crate::pmtud::{self, Pmtud, Step};
@@ -538,16 +538,34 @@ impl TraceState {
         let hop = &self.hops[at];
         let method = self.opts.method;
         let from_dst = hop.addr == self.opts.dst;
+        // ICMP's numbers, or ICMPv6's to an IPv6 destination (folded away without
+        // `ipv6-probe`); a packet too big stops nothing
+        let (unreach, port, echo_reply, time_exceeded) =
+            if cfg!(feature = "ipv6-probe") && self.opts.dst.is_ipv6() {
+                (
+                    icmp6_type::DEST_UNREACH,
+                    4,
+                    icmp6_type::ECHO_REPLY,
+                    icmp6_type::TIME_EXCEEDED,
+                )
+            } else {
+                (
+                    icmp_type::DEST_UNREACH,
+                    3,
+                    icmp_type::ECHO_REPLY,
+                    icmp_type::TIME_EXCEEDED,
+                )
+            };
         match (hop.icmp, hop.tcp_flags) {
-            (Some((icmp_type::DEST_UNREACH, 3)), _) if method != Method::IcmpParis => {
+            (Some((t, c)), _) if t == unreach && c == port && method != Method::IcmpParis => {
                 Some((StopReason::Completed, 0))
             }
-            (Some((icmp_type::DEST_UNREACH, code)), _) => Some((StopReason::Unreach, code)),
-            (Some((icmp_type::ECHO_REPLY, _)), _) => {
+            (Some((t, code)), _) if t == unreach => Some((StopReason::Unreach, code)),
+            (Some((t, _)), _) if t == echo_reply => {
                 (method == Method::IcmpParis).then_some((StopReason::Completed, 0))
             }
             _ if self.opts.loops != 0 && self.is_loop(at) => Some((StopReason::Loop, 0)),
-            (Some((icmp_type::TIME_EXCEEDED, _)), _) if from_dst && !self.opts.ignore_ttl_dst => {
+            (Some((t, _)), _) if t == time_exceeded && from_dst && !self.opts.ignore_ttl_dst => {
                 Some((StopReason::Completed, 0))
             }
             (None, Some(_)) if method.is_tcp() => Some((StopReason::Completed, 0)),

@@ -1,7 +1,9 @@
 //! IPv6 in the engine (`ipv6-probe`): an ICMP echo ping to an IPv6 destination builds
 //! ICMPv6 echo requests (hop limit, ident, sequence, tag), takes ICMPv6 echo replies and
 //! errors that quote its probes, and records them as scamper does (reply protocol 58);
-//! what is not built over IPv6 yet (traces, other methods, `-R`) is refused by name.
+//! icmp-paris and udp-paris traces go hop limit by hop limit with one flow (flow label,
+//! ports, checksum) and stop on ICMPv6's numbers; what is not built over IPv6 yet (other
+//! methods, `-M`, `-R`) is refused by name.
 #![cfg(feature = "ipv6-probe")]
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
@@ -41,8 +43,16 @@ fn ping(count: u16, ttl: u8) -> Measurement {
 }
 
 /// Runs the engine to its end, answering each probe with the packets of `answer`; the
-/// record.
-fn run(e: &mut Engine, mut answer: impl FnMut(&[u8]) -> Vec<Vec<u8>>) -> vtnt_engine::Ping {
+/// ping's record.
+fn run(e: &mut Engine, answer: impl FnMut(&[u8]) -> Vec<Vec<u8>>) -> vtnt_engine::Ping {
+    let Record::Ping(p) = run_any(e, answer) else {
+        panic!("a ping's record")
+    };
+    p
+}
+
+/// [`run`] for any measurement; its record.
+fn run_any(e: &mut Engine, mut answer: impl FnMut(&[u8]) -> Vec<Vec<u8>>) -> Record {
     let mut buf = [0u8; MAX_PROBE_SIZE as usize];
     let mut now = Instant::from_millis(1);
     loop {
@@ -53,12 +63,11 @@ fn run(e: &mut Engine, mut answer: impl FnMut(&[u8]) -> Vec<Vec<u8>>) -> vtnt_en
             }
         }
         if let Some(Event::Finished { record, .. }) = e.poll_event() {
-            let Record::Ping(p) = record else {
-                panic!("a ping's record")
-            };
-            return p;
+            return record;
         }
-        now = e.poll_timeout().expect("a running ping has a deadline");
+        now = e
+            .poll_timeout()
+            .expect("a running measurement has a deadline");
         e.handle_timeout(now);
     }
 }
@@ -84,6 +93,42 @@ fn echo_reply(probe: &[u8]) -> Vec<u8> {
     let n = build6::icmp6_echo(&mut out, &ip, &e).unwrap();
     out.truncate(n);
     out
+}
+
+/// `from`'s ICMPv6 error `(type, code)` quoting `original` whole (a packet too big's
+/// MTU: 1280).
+fn icmp6_error(from: Ipv6Addr, (icmp_type, code): (u8, u8), original: &[u8]) -> Vec<u8> {
+    let ip = Ip6 {
+        src: from,
+        dst: SRC,
+        hop_limit: 64,
+        traffic_class: 0,
+        flow_label: 0,
+    };
+    let mut out = vec![0u8; 1500];
+    let err = IcmpError {
+        icmp_type,
+        code,
+        original,
+        quote_len: original.len(),
+        mpls: &[],
+    };
+    let n = build6::icmp6_error(&mut out, &ip, &err).unwrap();
+    if icmp_type == icmp6_type::PACKET_TOO_BIG {
+        out[HEADER_LEN + 4..HEADER_LEN + 8].copy_from_slice(&1280u32.to_be_bytes());
+        fix_icmp6_checksum(&mut out[..n]);
+    }
+    out[..n].to_vec()
+}
+
+/// Recomputes the ICMPv6 checksum of the packet `p` after its bytes changed.
+fn fix_icmp6_checksum(p: &mut [u8]) {
+    let h = ipv6::header(p).unwrap();
+    let m = &mut p[HEADER_LEN..];
+    m[2..4].fill(0);
+    let pseudo = vtnt_wire::checksum::pseudo_v6(h.src, h.dst, proto::ICMPV6, m.len() as u32);
+    let c = !vtnt_wire::checksum::add(vtnt_wire::checksum::sum(m), pseudo);
+    m[2..4].copy_from_slice(&c.to_be_bytes());
 }
 
 #[test]
@@ -133,25 +178,7 @@ fn icmpv6_errors_quoting_a_probe_are_matched() {
     let mut e = engine();
     e.start(Instant::ZERO, ping(2, 1)).unwrap();
     let p = run(&mut e, |probe| {
-        let ip = Ip6 {
-            src: ROUTER,
-            dst: SRC,
-            hop_limit: 64,
-            traffic_class: 0,
-            flow_label: 0,
-        };
-        let error = |icmp_type, original: &[u8]| {
-            let mut out = vec![0u8; 1500];
-            let err = IcmpError {
-                icmp_type,
-                code: 0,
-                original,
-                quote_len: original.len(),
-                mpls: &[],
-            };
-            let n = build6::icmp6_error(&mut out, &ip, &err).unwrap();
-            out[..n].to_vec()
-        };
+        let error = |icmp_type, original: &[u8]| icmp6_error(ROUTER, (icmp_type, 0), original);
         // IPv4's time exceeded type (11) is no ICMPv6 error, and another ident no probe
         let mut other = probe.to_vec();
         other[HEADER_LEN + 4] ^= 0xff;
@@ -176,14 +203,18 @@ fn icmpv6_errors_quoting_a_probe_are_matched() {
 
 #[test]
 fn what_is_not_built_over_ipv6_is_refused_by_name() {
-    let want = "IPv6 destinations are probed by ICMP echo pings only (no traces, other \
-                methods or -R yet)";
+    let want = "IPv6 destinations are probed by icmp-paris and udp-paris traces and ICMP \
+                echo pings only (no other methods, -M, -R or TNT yet)";
     let mut udp = PingOptions::new(IpAddr::V6(DST));
     udp.set_method(Method::UdpParis);
     let mut rr = PingOptions::new(IpAddr::V6(DST));
     rr.record_route = true;
+    let mut pmtud = TraceOptions::new(IpAddr::V6(DST));
+    (pmtud.pmtud, pmtud.if_mtu) = (true, 1500);
     let refused = [
-        Measurement::Trace(TraceOptions::new(IpAddr::V6(DST))),
+        Measurement::Trace(TraceOptions::new(IpAddr::V6(DST)).with_method(Method::Tcp)),
+        Measurement::Trace(TraceOptions::new(IpAddr::V6(DST)).with_method(Method::TcpAck)),
+        Measurement::Trace(pmtud),
         Measurement::Ping(udp),
         Measurement::Ping(rr),
     ];
@@ -200,4 +231,151 @@ fn what_is_not_built_over_ipv6_is_refused_by_name() {
         err.to_string(),
         "no source address for 2001:db8:3::2: the source address is of the other family"
     );
+}
+
+fn trace(method: Method) -> TraceOptions {
+    let mut o = TraceOptions::new(IpAddr::V6(DST)).with_method(method);
+    o.attempts = 1;
+    o.wait = Duration::from_millis(100);
+    o
+}
+
+/// Runs `o` to its end, answering a probe of hop limit `h` with `answer(h, probe)`;
+/// the trace's record and every probe sent.
+fn run_trace(
+    o: TraceOptions,
+    mut answer: impl FnMut(u8, &[u8]) -> Vec<Vec<u8>>,
+) -> (vtnt_engine::Trace, Vec<Vec<u8>>) {
+    let mut e = engine();
+    e.start(Instant::ZERO, Measurement::Trace(o)).unwrap();
+    let mut probes = Vec::new();
+    let r = run_any(&mut e, |probe| {
+        probes.push(probe.to_vec());
+        answer(ipv6::header(probe).unwrap().hop_limit, probe)
+    });
+    let Record::Trace(t) = r else {
+        panic!("a trace's record")
+    };
+    (t, probes)
+}
+
+/// What the trace recorded of a hop: address, hop limit, ICMPv6 type and code, the
+/// quoted hop limit and length, the next-hop MTU.
+type HopFacts = (IpAddr, u8, Option<(u8, u8)>, Option<(u8, u16)>, u16);
+
+/// The [`HopFacts`] of every hop of `t`.
+fn hops(t: &vtnt_engine::Trace) -> Vec<HopFacts> {
+    t.hops
+        .iter()
+        .map(|h| {
+            let q = h.quoted.as_ref().map(|q| (q.ttl, q.ip_len));
+            (h.addr, h.probe_ttl, h.icmp, q, h.nhmtu)
+        })
+        .collect()
+}
+
+const ROUTER2: Ipv6Addr = Ipv6Addr::new(0x2001, 0xdb8, 2, 0, 0, 0, 0, 2);
+
+/// An icmp-paris trace: ICMPv6 echo requests of scamper's IPv6 size (60) with hop limits
+/// 1, 2, ..., one flow label and one checksum for all (Paris), a router's time exceeded
+/// at hop 1 and the destination's echo reply at hop 2, which completes it.
+#[test]
+fn an_icmp_paris_trace_to_an_ipv6_destination_completes_on_the_echo_reply() {
+    let (t, probes) = run_trace(trace(Method::IcmpParis), |h, probe| match h {
+        1 => vec![icmp6_error(ROUTER, (icmp6_type::TIME_EXCEEDED, 0), probe)],
+        _ => vec![echo_reply(probe)],
+    });
+    assert_eq!((t.stop_reason.name(), t.stop_data), ("COMPLETED", 0));
+    assert_eq!((t.probe_size, t.probe_count, t.hop_count), (60, 2, 2));
+    let te = Some((icmp6_type::TIME_EXCEEDED, 0));
+    let er = Some((icmp6_type::ECHO_REPLY, 0));
+    assert_eq!(
+        hops(&t),
+        [
+            (IpAddr::V6(ROUTER), 1, te, Some((1, 60)), 0),
+            (IpAddr::V6(DST), 2, er, None, 0)
+        ]
+    );
+    let label = ipv6::header(&probes[0]).unwrap().flow_label;
+    assert_ne!(label, 0, "a flow label of its own");
+    for (i, p) in probes.iter().enumerate() {
+        let h = ipv6::header(p).unwrap();
+        assert_eq!(
+            (h.hop_limit as usize, h.flow_label, p.len()),
+            (i + 1, label, 60)
+        );
+        assert_eq!(
+            (p[HEADER_LEN], &p[HEADER_LEN + 2..HEADER_LEN + 4]),
+            (
+                icmp6_type::ECHO_REQUEST,
+                &probes[0][HEADER_LEN + 2..HEADER_LEN + 4]
+            ),
+            "one checksum"
+        );
+    }
+    assert_eq!(
+        t.icmp_sum,
+        u16::from_be_bytes([probes[0][42], probes[0][43]])
+    );
+}
+
+/// A udp-paris trace: UDP datagrams with constant ports (33435) and flow label, the
+/// probe number in the checksum; a packet too big at hop 2 is recorded with its MTU and
+/// stops nothing, the destination's port unreachable (ICMPv6 1/4) completes the trace.
+#[test]
+fn a_udp_paris_trace_to_an_ipv6_destination_completes_on_port_unreachable() {
+    let (t, probes) = run_trace(trace(Method::UdpParis), |h, probe| {
+        let (from, icmp) = match h {
+            1 => (ROUTER, (icmp6_type::TIME_EXCEEDED, 0)),
+            2 => (ROUTER2, (icmp6_type::PACKET_TOO_BIG, 0)),
+            _ => (DST, (icmp6_type::DEST_UNREACH, 4)),
+        };
+        vec![icmp6_error(from, icmp, probe)]
+    });
+    assert_eq!((t.stop_reason.name(), t.stop_data), ("COMPLETED", 0));
+    assert_eq!((t.probe_size, t.dport), (60, 33435));
+    assert_eq!(
+        hops(&t),
+        [
+            (IpAddr::V6(ROUTER), 1, Some((3, 0)), Some((1, 60)), 0),
+            (IpAddr::V6(ROUTER2), 2, Some((2, 0)), Some((2, 60)), 1280),
+            (IpAddr::V6(DST), 3, Some((1, 4)), Some((3, 60)), 0),
+        ]
+    );
+    let label = ipv6::header(&probes[0]).unwrap().flow_label;
+    assert_ne!(label, 0, "a flow label of its own");
+    for (i, p) in probes.iter().enumerate() {
+        let h = ipv6::header(p).unwrap();
+        assert_eq!((h.protocol, h.flow_label, p.len()), (proto::UDP, label, 60));
+        let u = &p[HEADER_LEN..];
+        assert_eq!(
+            &u[..4],
+            &probes[0][HEADER_LEN..HEADER_LEN + 4],
+            "one pair of ports"
+        );
+        assert_eq!(
+            u16::from_be_bytes([u[6], u[7]]) as usize,
+            i + 1,
+            "numbered by checksum"
+        );
+    }
+}
+
+/// ICMPv6's numbers, not ICMP's: an address unreachable (1/3, which over IPv4 would be
+/// a port unreachable) stops a udp-paris trace as UNREACH with its code; an ICMPv4
+/// time exceeded's number (11) is no ICMPv6 error.
+#[test]
+fn an_ipv6_trace_stops_on_icmpv6_numbers() {
+    let (t, _) = run_trace(trace(Method::UdpParis), |h, probe| match h {
+        1 => vec![
+            icmp6_error(ROUTER, (11, 0), probe),
+            icmp6_error(ROUTER, (icmp6_type::TIME_EXCEEDED, 0), probe),
+        ],
+        _ => vec![icmp6_error(ROUTER2, (icmp6_type::DEST_UNREACH, 3), probe)],
+    });
+    assert_eq!((t.stop_reason.name(), t.stop_data), ("UNREACH", 3));
+    assert_eq!(t.hops.len(), 2);
+    // with a payload, as scamper's -p: 48 bytes of headers and the payload
+    let o = TraceOptions::new(IpAddr::V6(DST)).with_payload(vec![1, 2]);
+    assert_eq!(o.probe_size, 50);
 }

@@ -132,17 +132,23 @@ fn limits_themselves_are_accepted() {
 fn ipv6_is_refused() {
     let mut e = Engine::new(Config::new(SRC)).unwrap();
     let v6: IpAddr = "2001:db8::1".parse().unwrap();
+    let tcp = TraceOptions::new(v6).with_method(Method::Tcp);
     assert_eq!(
-        e.start(Instant::ZERO, Measurement::Trace(TraceOptions::new(v6))),
+        e.start(Instant::ZERO, Measurement::Trace(tcp)),
         Err(MeasurementError::Ipv6Unsupported)
     );
-    // pings to IPv6 destinations are built where `ipv6-probe` is on (the Linux driver's
-    // build, hence the workspace's), not in the unikernel's
-    let ping = e.start(Instant::ZERO, Measurement::Ping(PingOptions::new(v6)));
-    if cfg!(feature = "ipv6-probe") {
-        assert_ne!(ping, Err(MeasurementError::Ipv6Unsupported));
-    } else {
-        assert_eq!(ping, Err(MeasurementError::Ipv6Unsupported));
+    // pings and Paris traces to IPv6 destinations are built where `ipv6-probe` is on (the
+    // Linux driver's build, hence the workspace's), not in the unikernel's
+    for m in [
+        Measurement::Ping(PingOptions::new(v6)),
+        Measurement::Trace(TraceOptions::new(v6)),
+    ] {
+        let started = e.start(Instant::ZERO, m);
+        if cfg!(feature = "ipv6-probe") {
+            assert_ne!(started, Err(MeasurementError::Ipv6Unsupported));
+        } else {
+            assert_eq!(started, Err(MeasurementError::Ipv6Unsupported));
+        }
     }
 }
 

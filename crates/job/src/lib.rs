@@ -214,7 +214,10 @@ impl JobArgs {
         let any = IpAddr::V4(Ipv4Addr::UNSPECIFIED);
         match self {
             JobArgs::Trace(a) => JobKind::Trace(a.options(any)),
-            JobArgs::Ping(a) => JobKind::Ping(a.options(any)),
+            JobArgs::Ping(a) => JobKind::Ping(vtnt_engine::PingOptions {
+                probe_size: a.size.unwrap_or(vtnt_jobspec::DEFAULT_SIZE),
+                ..a.options(any)
+            }),
             JobArgs::Tnt(a) => JobKind::Tnt(a.config()),
         }
     }
@@ -355,6 +358,12 @@ pub fn check_job(
     )?;
     if good.is_empty() {
         return Ok((None, bad));
+    }
+    if let (JobKind::Tnt(_), Some(t)) = (&kind, good.iter().find(|t| t.is_ipv6())) {
+        return Err(Error::Invalid(format!(
+            "{t}: TNT does not run over IPv6 yet (vtnt trace and vtnt ping probe IPv6 \
+             destinations)"
+        )));
     }
     let engine = EngineSpec {
         pps: c.pps,

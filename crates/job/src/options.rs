@@ -247,7 +247,7 @@ pub struct TraceArgs {
     pub gap_action: u8,
     /// Payload of the UDP and ICMP probes in hex (scamper's trace -p; -p here is the
     /// run's rate). Its first two bytes pin the checksum, an ICMP probe's next two carry
-    /// vTNT's tag; the probe size becomes 28 + its length.
+    /// vTNT's tag; the probe size becomes 28 + its length (48 + over IPv6).
     #[arg(long = "payload", value_name = "HEX", value_parser = trace_payload)]
     pub payload: Option<Hex>,
     /// Consecutive hops probed at once (scamper's -N; 1..=255, at most -g). Above 1,

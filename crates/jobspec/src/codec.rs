@@ -18,7 +18,10 @@ fn default_trace() -> TraceOptions {
 }
 
 fn default_ping() -> PingOptions {
-    PingOptions::new(UNSPECIFIED)
+    PingOptions {
+        probe_size: crate::DEFAULT_SIZE,
+        ..PingOptions::new(UNSPECIFIED)
+    }
 }
 
 /// Appends ` prefix.key=value` for every field of `now` that differs from `base`.
@@ -48,7 +51,12 @@ fn push_trace(out: &mut String, o: &TraceOptions, base: TraceOptions) {
 fn push_ping(out: &mut String, o: &PingOptions, base: PingOptions) {
     let base = if o.method != base.method {
         out.push_str(&format!(" ping.method={}", o.method.option_name()));
-        base.with_method(o.method)
+        // (a ping job's default size stays [`crate::DEFAULT_SIZE`] whatever the method)
+        let size = base.probe_size;
+        PingOptions {
+            probe_size: size,
+            ..base.with_method(o.method)
+        }
     } else {
         base
     };
@@ -233,6 +241,10 @@ pub fn decode(line: &str) -> Result<JobSpec, Error> {
     }
     if let (Some(p), Some(v)) = (ping.as_mut(), get("ping.method")) {
         p.set_method(keys::method(v).map_err(|w| bad("ping.method", w))?);
+        if tnt.is_none() {
+            // a ping job's size stays each target's default unless given
+            p.probe_size = crate::DEFAULT_SIZE;
+        }
     }
     let mut st = Parts {
         trace,
@@ -251,7 +263,7 @@ pub fn decode(line: &str) -> Result<JobSpec, Error> {
     }
     let Parts {
         trace,
-        ping,
+        mut ping,
         tnt,
         micro,
         engine,
@@ -267,8 +279,15 @@ pub fn decode(line: &str) -> Result<JobSpec, Error> {
     if let Some(t) = &trace {
         t.validate().map_err(|e| job_error("trace.", e))?;
     }
-    if let Some(p) = &ping {
-        p.validate().map_err(|e| job_error("ping.", e))?;
+    if let Some(p) = &mut ping {
+        // a ping job's default size is checked as the default for IPv4 targets
+        let given = p.probe_size;
+        if tnt.is_none() && given == crate::DEFAULT_SIZE {
+            p.probe_size = p.default_size();
+        }
+        let checked = p.validate();
+        p.probe_size = given;
+        checked.map_err(|e| job_error("ping.", e))?;
     }
     engine
         .unchecked_config(Ipv4Addr::UNSPECIFIED)

@@ -64,12 +64,18 @@ pub const MAX_HOLD: vtnt_engine::Duration = vtnt_engine::Duration::from_secs(360
 /// The shortest non-zero `every=`: a held job repeats at most once a second.
 pub const MIN_EVERY: vtnt_engine::Duration = vtnt_engine::Duration::from_secs(1);
 
+/// A ping template's probe size that stands for scamper's default for each target's
+/// family and options (no IP packet is 0 bytes long).
+pub const DEFAULT_SIZE: u16 = 0;
+
 /// What the job does.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum JobKind {
     /// One Paris traceroute per target (the template's `dst` is ignored).
     Trace(TraceOptions),
-    /// One ping per target.
+    /// One ping per target. A template's `probe_size` of [`DEFAULT_SIZE`] stands for
+    /// scamper's default for each target (20 bytes more over IPv6); any other is sent
+    /// as given, whatever the family (scamper's `-s`).
     Ping(PingOptions),
     /// A TNT campaign over all targets.
     Tnt(TntConfig),
@@ -90,17 +96,22 @@ impl JobKind {
 
     /// The engine measurement of a trace or ping job towards `dst` (the template with its
     /// destination set); `None` for TNT, which runs as a campaign over all targets, and
-    /// for a micro job, which probes nothing. A ping template of its default probe size
-    /// gets the default for `dst`'s family (scamper's: 20 bytes more over IPv6).
+    /// for a micro job, which probes nothing. A ping template of [`DEFAULT_SIZE`] gets
+    /// the default for `dst`'s family (scamper's: 20 bytes more over IPv6), as does a
+    /// trace template of its default size (60 bytes over IPv6, or 48 and the payload).
     pub fn measurement(&self, dst: IpAddr) -> Option<vtnt_engine::Measurement> {
         match self {
-            JobKind::Trace(t) => Some(vtnt_engine::Measurement::Trace(TraceOptions {
-                dst,
-                ..t.clone()
-            })),
+            JobKind::Trace(t) => {
+                let mut o = TraceOptions { dst, ..t.clone() };
+                // a template's default size is IPv4's (scamper's trace has no size option)
+                if vtnt_engine::PROBES_IPV6 && dst.is_ipv6() && t.probe_size == t.default_size() {
+                    o.probe_size = o.default_size();
+                }
+                Some(vtnt_engine::Measurement::Trace(o))
+            }
             JobKind::Ping(p) => {
                 let mut o = PingOptions { dst, ..p.clone() };
-                if p.probe_size == p.default_size() {
+                if p.probe_size == DEFAULT_SIZE {
                     o.probe_size = o.default_size();
                 }
                 Some(vtnt_engine::Measurement::Ping(o))

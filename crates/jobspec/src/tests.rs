@@ -35,7 +35,10 @@ fn defaults_are_short() {
     );
     assert_eq!(round_trip(&spec), "vtnt-job=1 kind=trace targets=192.0.2.9");
     let spec = JobSpec::new(
-        JobKind::Ping(PingOptions::new(unspecified())),
+        JobKind::Ping(PingOptions {
+            probe_size: crate::DEFAULT_SIZE,
+            ..PingOptions::new(unspecified())
+        }),
         vec![ip("192.0.2.9")],
     );
     assert_eq!(round_trip(&spec), "vtnt-job=1 kind=ping targets=192.0.2.9");
@@ -188,6 +191,7 @@ fn scamper_option_keys_round_trip() {
     assert!(line.contains(" ping.probe-size=73 "), "{line}");
     assert!(line.contains(" ping.payload=010203 "), "{line}");
     let mut p = PingOptions::new(unspecified()).with_method(Method::TcpAck);
+    p.probe_size = crate::DEFAULT_SIZE;
     p.tcp_ack = Some(12345);
     let line = round_trip(&JobSpec::new(JobKind::Ping(p), vec![ip("192.0.2.1")]));
     assert!(
@@ -547,7 +551,10 @@ fn the_probing_policy_is_enforced_on_decoding() {
 #[test]
 fn every_repeats_within_the_hold() {
     let mut spec = JobSpec::new(
-        JobKind::Ping(PingOptions::new(unspecified())),
+        JobKind::Ping(PingOptions {
+            probe_size: crate::DEFAULT_SIZE,
+            ..PingOptions::new(unspecified())
+        }),
         vec![ip("192.0.2.9")],
     );
     assert_eq!(spec.repeats(Duration::from_secs(1)).count(), 0);
@@ -624,5 +631,28 @@ fn micro_jobs_have_no_targets() {
             (key, msg.to_string()),
             "{line}"
         );
+    }
+}
+
+#[test]
+fn a_given_ping_size_is_sent_over_ipv6_too() {
+    // scamper's -s is the whole packet's size for either family: `-s 84` (IPv4's default)
+    // to an IPv6 target sends 84 bytes, not IPv6's default of 104
+    let v6 = ip("2001:db8::1");
+    for (line, want) in [
+        ("ping.probe-size=84 ", 84),
+        ("", 104),
+        ("ping.probe-size=104 ", 104),
+    ] {
+        let spec = decode(&alloc::format!(
+            "vtnt-job=1 kind=ping {line}targets=2001:db8::1"
+        ))
+        .unwrap();
+        let Some(vtnt_engine::Measurement::Ping(p)) = spec.kind.measurement(v6) else {
+            panic!()
+        };
+        assert_eq!(p.probe_size, want, "{line}");
+        let back = decode(&encode(&spec)).unwrap();
+        assert_eq!(back, spec, "{line}");
     }
 }
