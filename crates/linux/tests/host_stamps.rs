@@ -8,115 +8,44 @@
 //! share must be exactly the difference of the capture's two stamps. The only timing
 //! checks are sanity: the host's round trip lies inside the runtime's. Needs root.
 
+mod common;
+
 use std::collections::HashMap;
 use std::net::IpAddr;
-use std::os::fd::AsFd;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use vtnt_engine::{
-    Config, Engine, Event, Instant, Measurement, Method, PingOptions, Prober, Record, PROBE_ID_LEN,
-};
+use vtnt_engine::{Method, PingOptions};
 use vtnt_linux::host_stamps::HostStamps;
-use vtnt_linux::{Clock, RawSockets};
 use vtnt_mace::{correct, key, Correction, Dir, Fate, ToolProbe};
 use vtnt_netns::{Chain, NetNs};
 
-/// The engine, remembering the key of every probe the kernel said left, by its stamp and
-/// IP id (what a ping record's reply names its probe by).
-struct Recorder {
-    engine: Engine,
-    /// The key of each probe handed out, by its first bytes (what a transmit stamp names).
-    handed: HashMap<[u8; PROBE_ID_LEN], vtnt_mace::Key>,
-    sent: Vec<(Instant, u16, vtnt_mace::Key)>,
-}
-
-/// The probe's first bytes as the driver keeps them (zero-padded when shorter).
-fn id(probe: &[u8]) -> [u8; PROBE_ID_LEN] {
-    let mut id = [0u8; PROBE_ID_LEN];
-    let n = probe.len().min(PROBE_ID_LEN);
-    id[..n].copy_from_slice(&probe[..n]);
-    id
-}
-
-impl Prober for Recorder {
-    type Output = Event;
-    fn handle_packet(&mut self, now: Instant, packet: &[u8]) {
-        self.engine.handle_packet(now, packet)
-    }
-    fn handle_transmitted(&mut self, at: Instant, probe: &[u8]) {
-        let ipid = u16::from_be_bytes([probe[4], probe[5]]);
-        let k = self.handed[&id(probe)];
-        self.sent.push((at, ipid, k));
-        self.engine.handle_transmitted(at, probe)
-    }
-    fn handle_send_error(&mut self, now: Instant, probe: &[u8], errno: i32) {
-        self.engine.handle_send_error(now, probe, errno)
-    }
-    fn handle_timeout(&mut self, now: Instant) {
-        self.engine.handle_timeout(now)
-    }
-    fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<usize> {
-        let len = self.engine.poll_transmit(now, buf)?.len;
-        let k = key::probe(&buf[..len])
-            .expect("the engine sends probes")
-            .key;
-        self.handed.insert(id(&buf[..len]), k);
-        Some(len)
-    }
-    fn poll_timeout(&self) -> Option<Instant> {
-        self.engine.poll_timeout()
-    }
-    fn poll_output(&mut self) -> Option<Event> {
-        self.engine.poll_event()
-    }
-    fn is_idle(&self) -> bool {
-        self.engine.is_idle()
-    }
-}
-
 /// The runtime's records of `jobs` run from `ns`: each probe's key and the RTT it
-/// measured, in the order the probes left.
+/// measured (a ping reply names its probe by its transmit stamp and IP id), in the order
+/// the probes left.
 fn runtime_records(ns: &NetNs, jobs: Vec<PingOptions>) -> Vec<ToolProbe> {
-    let name = ns.name().to_string();
-    std::thread::spawn(move || {
-        let f = std::fs::File::open(format!("/run/netns/{name}")).unwrap();
-        nix::sched::setns(f.as_fd(), nix::sched::CloneFlags::CLONE_NEWNET).unwrap();
-        let mut p = Recorder {
-            engine: Engine::new(Config::new(Chain::left(0).parse().unwrap())).unwrap(),
-            handed: HashMap::new(),
-            sent: Vec::new(),
-        };
-        let clock = Clock::new();
-        let mut sockets = RawSockets::open_with(true).unwrap();
-        for j in jobs {
-            p.engine.start(clock.now(), Measurement::Ping(j)).unwrap();
-        }
-        let mut rtts = HashMap::new();
-        vtnt_linux::run(
-            &mut p,
-            &mut sockets,
-            &clock,
-            |Event::Finished { record, .. }| {
-                if let Record::Ping(ping) = record {
-                    for r in &ping.responses {
-                        rtts.insert((r.tx, r.probe_ipid), r.rtt);
-                    }
-                }
-                Ok(())
-            },
-        )
-        .unwrap();
-        p.sent
-            .iter()
-            .map(|&(at, ipid, key)| ToolProbe {
-                key,
-                rtt_ns: rtts.get(&(at, ipid)).map(|d| d.as_nanos() as u64),
-            })
-            .collect()
-    })
-    .join()
-    .unwrap()
+    let run = common::run_in(ns, jobs, true);
+    assert_eq!(run.stats.sent, run.stamps.len() as u64, "{:?}", run.stats);
+    assert_eq!(
+        run.tx_stamps,
+        run.stamps.len() as u64,
+        "every probe stamped"
+    );
+    assert!(run.stamps.iter().all(|s| s.handed <= s.at));
+    let rtts: HashMap<_, _> = run
+        .replies
+        .iter()
+        .map(|r| ((r.tx, r.probe_ipid), r.rtt))
+        .collect();
+    run.stamps
+        .iter()
+        .map(|s| ToolProbe {
+            key: key::probe(&s.probe).expect("the engine sends probes").key,
+            rtt_ns: rtts
+                .get(&(s.at, u16::from_be_bytes([s.probe[4], s.probe[5]])))
+                .map(|d| d.as_nanos() as u64),
+        })
+        .collect()
 }
 
 fn ping(dst: IpAddr, method: Method, count: u16) -> PingOptions {
