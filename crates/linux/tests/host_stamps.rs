@@ -16,7 +16,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use vtnt_engine::{Method, PingOptions};
-use vtnt_linux::host_stamps::HostStamps;
+use vtnt_linux::host_stamps::{HostStamps, Side};
 use vtnt_mace::{correct, key, Correction, Dir, Fate, ToolProbe};
 use vtnt_netns::{Chain, NetNs};
 
@@ -62,7 +62,7 @@ fn every_probe_and_reply_on_the_host_side_is_paired_and_the_correction_is_their_
     vtnt_testkit::require_root!();
     let chain = Chain::build("vhs", 1).unwrap();
     let host_ns = PathBuf::from("/run/netns").join(chain.nodes[1].name());
-    let mut capture = HostStamps::open_in(&host_ns, "west").unwrap();
+    let mut capture = HostStamps::open_in(&host_ns, "west", Side::HostEnd).unwrap();
     let target: IpAddr = chain.target().parse().unwrap();
     let per_method = 10;
     let records = runtime_records(
