@@ -9,11 +9,10 @@
 
 use std::net::IpAddr;
 use std::path::PathBuf;
-use std::time::Duration;
 
 use anyhow::Context;
 use serde_json::{json, Map, Value};
-use vtnt_linux::host_stamps::{HostStamps, Side};
+use vtnt_linux::host_stamps::{Background, Side};
 use vtnt_mace::{correct, Correction, Ident, Key, Pairing, ToolProbe};
 use vtnt_runtimes::net::Network;
 use vtnt_runtimes::Runtime;
@@ -52,7 +51,7 @@ pub fn plan(runtime: Runtime, net: &Network) -> Plan {
 
 /// A capture running for one job.
 pub struct Capture {
-    stamps: HostStamps,
+    stamps: Background,
     at: String,
 }
 
@@ -62,22 +61,23 @@ impl Capture {
         let Plan::Capture { netns, ifname } = plan else {
             return Ok(None);
         };
-        let stamps = HostStamps::open_in(netns, ifname, Side::SharedNamespace)
+        let stamps = Background::start(netns, ifname, Side::SharedNamespace)
             .with_context(|| format!("--correct-rtt: capturing on {ifname}"))?;
         let at = format!("{ifname} in {}", netns.display());
         Ok(Some(Capture { stamps, at }))
     }
 
     /// Takes in the capture and annotates the job's JSON `stdout`.
-    pub fn finish(mut self, stdout: &str) -> anyhow::Result<String> {
-        self.stamps
-            .collect(Duration::from_millis(50))
+    pub fn finish(self, stdout: &str) -> anyhow::Result<String> {
+        let taken = self
+            .stamps
+            .finish()
             .context("--correct-rtt: reading the capture")?;
-        let drops = self.stamps.drops();
+        let drops = taken.drops;
         if drops > 0 {
             vtnt_job::say!("vtnt run: --correct-rtt: the capture lost {drops} packets: their probes are not corrected");
         }
-        Ok(annotate(stdout, &Ok((&self.stamps.pair(), &self.at))))
+        Ok(annotate(stdout, &Ok((&taken.pair(), &self.at))))
     }
 }
 

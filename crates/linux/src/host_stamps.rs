@@ -5,22 +5,26 @@
 //! is which: on the host's end of a runtime's veth the probes arrive and the replies
 //! leave (the host sends them into the veth, `PACKET_OUTGOING`); on the device of the
 //! namespace the runtime shares (the lab's TUN, which runc and Docker containers send
-//! through) the probes leave and the replies arrive. [`HostStamps::pair`] hands them to
-//! `vtnt_mace::pair`. The stamps are `CLOCK_REALTIME` nanoseconds: only their
+//! through) the probes leave and the replies arrive. [`Background`] reads the ring in a
+//! thread of its own while the runtime runs (the ring's 64 blocks are each handed over
+//! 5 ms after their first packet, so a slow stream fills them unless read as it comes);
+//! [`Captures::pair`] hands what it took to `vtnt_mace::pair`. The stamps are `CLOCK_REALTIME` nanoseconds: only their
 //! differences are used, so the runtime's clock need not agree with them.
 
 use std::io;
 use std::os::fd::AsFd;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc};
+use std::thread::JoinHandle;
 use std::time::Duration;
 
 use nix::sched::{setns, CloneFlags};
-
 use vtnt_mace::{Dir, Event, Pairing};
 
 use crate::capture::Ring;
 
-/// One packet seen on the host's end of the runtime's device.
+/// One packet seen on the device.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Captured {
     pub dir: Dir,
@@ -28,14 +32,6 @@ pub struct Captured {
     pub stamp_ns: u64,
     /// The IP datagram.
     pub packet: Vec<u8>,
-}
-
-/// The capture on the host's end of one runtime's device.
-pub struct HostStamps {
-    ring: Ring,
-    side: Side,
-    frames: Vec<Captured>,
-    drops: u64,
 }
 
 /// Where the captured device sits.
@@ -59,6 +55,42 @@ impl Side {
     }
 }
 
+/// What a capture took.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Captures {
+    /// Every packet, in the order the kernel captured them.
+    pub frames: Vec<Captured>,
+    /// Packets the kernel could not capture (the ring was full): when not 0, a probe or a
+    /// reply may be missing and its correction says so.
+    pub drops: u64,
+}
+
+impl Captures {
+    /// The packets as `vtnt_mace` events (indexed as [`Self::frames`]).
+    pub fn events(&self) -> Vec<Event<'_>> {
+        self.frames
+            .iter()
+            .map(|c| Event {
+                dir: c.dir,
+                stamp_ns: c.stamp_ns,
+                packet: &c.packet,
+            })
+            .collect()
+    }
+
+    /// Pairs their probes and replies (`vtnt_mace::pair`).
+    pub fn pair(&self) -> Pairing {
+        vtnt_mace::pair(&self.events())
+    }
+}
+
+/// The capture on one device, read by the calling thread.
+pub struct HostStamps {
+    ring: Ring,
+    side: Side,
+    taken: Captures,
+}
+
 impl HostStamps {
     /// Starts capturing on `ifname`, on `side` of the runtime, in the calling thread's
     /// network namespace; the socket stays bound to it wherever it is read.
@@ -68,33 +100,14 @@ impl HostStamps {
         Ok(HostStamps {
             ring,
             side,
-            frames: Vec::new(),
-            drops: 0,
+            taken: Captures::default(),
         })
     }
 
-    /// Starts capturing on `ifname` in the network namespace at `netns` (e.g.
-    /// `/run/netns/NAME`); the calling thread returns to its own namespace before this
-    /// returns, whatever happened.
-    pub fn open_in(netns: &Path, ifname: &str, side: Side) -> io::Result<HostStamps> {
-        let at = |what: &str, e: &dyn std::fmt::Display| {
-            io::Error::other(format!("{what} {}: {e}", netns.display()))
-        };
-        let own = std::fs::File::open("/proc/thread-self/ns/net")
-            .map_err(|e| at("keeping this thread's namespace to return from", &e))?;
-        let theirs = std::fs::File::open(netns).map_err(|e| at("opening namespace", &e))?;
-        setns(theirs.as_fd(), CloneFlags::CLONE_NEWNET).map_err(|e| at("entering", &e))?;
-        let opened = HostStamps::open(ifname, side);
-        setns(own.as_fd(), CloneFlags::CLONE_NEWNET).map_err(|e| at("coming back from", &e))?;
-        opened
-    }
-
     /// Takes in what the kernel has captured so far, waiting up to `quiet` for each block
-    /// (more than the ring's 5 ms block timeout, so the last packets are handed over);
-    /// returns how many packets came in this call.
-    pub fn collect(&mut self, quiet: Duration) -> io::Result<usize> {
-        let before = self.frames.len();
-        let (frames, side) = (&mut self.frames, self.side);
+    /// (more than the ring's 5 ms block timeout, so the last packets are handed over).
+    pub fn collect(&mut self, quiet: Duration) -> io::Result<()> {
+        let (frames, side) = (&mut self.taken.frames, self.side);
         while self.ring.read(quiet, |f| {
             let ip = f.packet.first().is_some_and(|b| matches!(b >> 4, 4 | 6));
             if !ip {
@@ -107,35 +120,80 @@ impl HostStamps {
             })
         })? > 0
         {}
-        self.drops += self.ring.drops()?;
-        Ok(self.frames.len() - before)
+        self.taken.drops += self.ring.drops()?;
+        Ok(())
     }
 
-    /// Every packet taken in so far, in the order the kernel captured them.
-    pub fn frames(&self) -> &[Captured] {
-        &self.frames
+    /// What was taken in so far.
+    pub fn into_captures(self) -> Captures {
+        self.taken
+    }
+}
+
+/// A capture read by a thread of its own, in the namespace of the device, until
+/// [`Background::finish`] (or until dropped: the thread then ends on its own).
+pub struct Background {
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<io::Result<Captures>>>,
+}
+
+impl Drop for Background {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Release);
+    }
+}
+
+impl Background {
+    /// Starts capturing on `ifname`, on `side` of the runtime, in the network namespace
+    /// at `netns` (e.g. `/run/netns/NAME`); returns once the socket is bound.
+    pub fn start(netns: &Path, ifname: &str, side: Side) -> io::Result<Background> {
+        let (netns, ifname): (PathBuf, String) = (netns.into(), ifname.into());
+        let stop = Arc::new(AtomicBool::new(false));
+        let (ready, opened) = mpsc::channel();
+        let stopped = stop.clone();
+        let thread = std::thread::spawn(move || {
+            let mut stamps = match enter(&netns).and_then(|()| HostStamps::open(&ifname, side)) {
+                Ok(s) => s,
+                Err(e) => {
+                    let _ = ready.send(Err(e));
+                    return Ok(Captures::default());
+                }
+            };
+            let _ = ready.send(Ok(()));
+            while !stopped.load(Ordering::Acquire) {
+                stamps.collect(Duration::from_millis(20))?;
+            }
+            stamps.collect(Duration::from_millis(50))?;
+            Ok(stamps.into_captures())
+        });
+        match opened.recv() {
+            Ok(Ok(())) => Ok(Background {
+                stop,
+                thread: Some(thread),
+            }),
+            Ok(Err(e)) => Err(e),
+            Err(_) => Err(io::Error::other("the capture thread ended before opening")),
+        }
     }
 
-    /// Packets the kernel could not capture (the ring was full): when not 0, a probe or a
-    /// reply may be missing and its correction says so.
-    pub fn drops(&self) -> u64 {
-        self.drops
+    /// Stops after taking in what is left and returns everything taken.
+    pub fn finish(mut self) -> io::Result<Captures> {
+        self.stop.store(true, Ordering::Release);
+        let thread = self.thread.take().expect("finished once");
+        thread
+            .join()
+            .map_err(|_| io::Error::other("the capture thread panicked"))?
     }
+}
 
-    /// The packets taken in as `vtnt_mace` events (indexed as [`Self::frames`]).
-    pub fn events(&self) -> Vec<Event<'_>> {
-        self.frames
-            .iter()
-            .map(|c| Event {
-                dir: c.dir,
-                stamp_ns: c.stamp_ns,
-                packet: &c.packet,
-            })
-            .collect()
-    }
-
-    /// Pairs the probes and replies taken in so far (`vtnt_mace::pair`).
-    pub fn pair(&self) -> Pairing {
-        vtnt_mace::pair(&self.events())
-    }
+/// Moves the calling thread into the network namespace at `netns`.
+fn enter(netns: &Path) -> io::Result<()> {
+    let f = std::fs::File::open(netns).map_err(|e| {
+        io::Error::new(
+            e.kind(),
+            format!("opening namespace {}: {e}", netns.display()),
+        )
+    })?;
+    setns(f.as_fd(), CloneFlags::CLONE_NEWNET)
+        .map_err(|e| io::Error::other(format!("entering namespace {}: {e}", netns.display())))
 }

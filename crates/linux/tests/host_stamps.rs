@@ -16,7 +16,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use vtnt_engine::{Method, PingOptions};
-use vtnt_linux::host_stamps::{HostStamps, Side};
+use vtnt_linux::host_stamps::{Background, Side};
 use vtnt_mace::{correct, key, Correction, Dir, Fate, ToolProbe};
 use vtnt_netns::{Chain, NetNs};
 
@@ -62,7 +62,7 @@ fn every_probe_and_reply_on_the_host_side_is_paired_and_the_correction_is_their_
     vtnt_testkit::require_root!();
     let chain = Chain::build("vhs", 1).unwrap();
     let host_ns = PathBuf::from("/run/netns").join(chain.nodes[1].name());
-    let mut capture = HostStamps::open_in(&host_ns, "west", Side::HostEnd).unwrap();
+    let capture = Background::start(&host_ns, "west", Side::HostEnd).unwrap();
     let target: IpAddr = chain.target().parse().unwrap();
     let per_method = 10;
     let records = runtime_records(
@@ -79,10 +79,10 @@ fn every_probe_and_reply_on_the_host_side_is_paired_and_the_correction_is_their_
         records.iter().all(|r| r.rtt_ns.is_some()),
         "the runtime saw every reply: {records:?}"
     );
-    capture.collect(Duration::from_millis(50)).unwrap();
-    assert_eq!(capture.drops(), 0, "the capture lost nothing");
-    let frames = capture.frames();
-    let pairing = capture.pair();
+    let taken = capture.finish().unwrap();
+    assert_eq!(taken.drops, 0, "the capture lost nothing");
+    let frames = &taken.frames;
+    let pairing = taken.pair();
 
     // Exactly the runtime's probes left, each answered once, by its own reply.
     assert_eq!(pairing.probes.len(), n, "{:?}", pairing.fates);
