@@ -124,7 +124,7 @@ fn count(ns: &NetNs, stop: Arc<AtomicBool>) -> anyhow::Result<std::thread::JoinH
     let (tx, rx) = std::sync::mpsc::channel();
     let h = std::thread::spawn(move || {
         let ring = enter(&name)
-            .and_then(|()| crate::capture::Ring::open("r0").context("a receive ring on r0"));
+            .and_then(|()| vtnt_linux::capture::Ring::open("r0").context("a receive ring on r0"));
         let mut ring = match ring {
             Ok(r) => {
                 let _ = tx.send(Ok(()));

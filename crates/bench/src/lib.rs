@@ -16,10 +16,6 @@
 //! ```
 
 pub mod accuracy;
-// `capture` maps an AF_PACKET receive ring and makes the socket calls std lacks, each
-// `unsafe` block with its SAFETY note; the rest of the crate has no unsafe code.
-#[allow(unsafe_code)]
-mod capture;
 pub mod drive;
 pub mod fw;
 pub mod fw_nf;

@@ -14,7 +14,7 @@
 //! takes the packet), unless a row says it ran without them (then they are the times the
 //! engine handed the probes out: a batch shares one); scamper's are read before its send
 //! call. And at the wire: the router captures every probe arriving on its interface facing
-//! the vantage point, answered or not, with the kernel's receive stamps ([`crate::capture`],
+//! the vantage point, answered or not, with the kernel's receive stamps ([`vtnt_linux::capture`],
 //! on a thread in the router's namespace): wire rate = (seen - 1) / (last - first arrival),
 //! its error against the request, and the burstiness: the most probes arriving within any
 //! 1 ms against the requested rate's 1 ms worth. A row says how many packets the capture
@@ -400,7 +400,7 @@ fn capture(
 ) -> anyhow::Result<Wire> {
     let vantage: Ipv4Addr = Chain::left(0).parse()?;
     enter(router, cpus)?;
-    let mut ring = crate::capture::Ring::open(ROUTER_WEST)?;
+    let mut ring = vtnt_linux::capture::Ring::open(ROUTER_WEST)?;
     let _ = ready.send(());
     let mut stamps = Vec::new();
     let mut stopped: Option<Instant> = None;

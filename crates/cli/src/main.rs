@@ -13,6 +13,7 @@ use vtnt_job::say;
 mod bench;
 mod config;
 mod convert;
+mod correct_rtt;
 mod daemon;
 #[cfg(feature = "fleet")]
 mod fleet;

@@ -66,6 +66,12 @@ pub struct RunArgs {
     /// of taking a static lab slot.
     #[arg(long)]
     pub dhcp: bool,
+    /// Correct the job's RTTs for the runtime's own latency (docs/rtt-correction.md): each
+    /// ping and trace record gets `rtt_correction`, with every ICMP echo reply's
+    /// `rtt_corrected` and `rtt_overhead` (ms) beside its `rtt` (the runtime's, unchanged)
+    /// where the runtime's device is captured (runc, docker on a lab), else the reason not.
+    #[arg(long)]
+    pub correct_rtt: bool,
     /// The job: `vtnt` words, after `--` (e.g. `-- trace -P icmp-paris 203.0.113.10`).
     #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
     pub job: Vec<String>,
@@ -135,6 +141,13 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     if let Some(p) = &job.output {
         crate::output::check_destination(p)?;
     }
+    let correction = args
+        .correct_rtt
+        .then(|| crate::correct_rtt::plan(args.runtime, &net));
+    let capture = match &correction {
+        Some(plan) => crate::correct_rtt::Capture::start(plan)?,
+        None => None,
+    };
     let opts = RunOptions {
         net,
         bandwidth_bps: args.bandwidth_mbps * 1_000_000,
@@ -147,15 +160,22 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         .runtime
         .run(&job.spec, &opts)
         .with_context(|| format!("running the job in the {} runtime", args.runtime.name()))?;
+    let stdout = match (capture, &correction) {
+        (Some(c), _) => c.finish(&out.stdout)?,
+        (None, Some(crate::correct_rtt::Plan::Not(why))) => {
+            crate::correct_rtt::annotate(&out.stdout, &Err(why))
+        }
+        (None, _) => out.stdout.clone(),
+    };
     match &job.output {
         Some(path) => {
             let (file, mut f) = crate::output::AtomicFile::create(path)
                 .with_context(|| format!("creating output file {}", path.display()))?;
-            f.write_all(out.stdout.as_bytes())?;
+            f.write_all(stdout.as_bytes())?;
             drop(f);
             file.commit()?;
         }
-        None => print!("{}", out.stdout),
+        None => print!("{stdout}"),
     }
     if !out.ok() {
         say!("{}", out.stderr.trim_end());

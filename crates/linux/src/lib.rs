@@ -13,10 +13,19 @@
 //!
 //! The prober is anything implementing [`Prober`] (vtnt-engine's driver-facing trait): the
 //! plain engine or TNT's runner.
+//!
+//! [`capture`] is an AF_PACKET receive ring with kernel stamps (the benchmarks' wire
+//! capture); [`host_stamps`] runs one on the host's end of a runtime's veth and pairs
+//! its probes and replies for RTT correction (`vtnt-mace`).
 
+// `capture` maps an AF_PACKET receive ring and makes the socket calls nix lacks, each
+// `unsafe` block with its SAFETY note; the rest of the crate has no unsafe code.
+#[allow(unsafe_code)]
+pub mod capture;
 mod clock;
 mod event_loop;
 mod host;
+pub mod host_stamps;
 mod route;
 mod route6;
 mod sockets;

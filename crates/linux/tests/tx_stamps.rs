@@ -4,121 +4,14 @@
 //! probe waited in a queue. Needs root and scamper; skipped through vtnt-testkit
 //! otherwise.
 
-use std::collections::HashMap;
+mod common;
+
 use std::net::{IpAddr, Ipv4Addr};
-use std::os::fd::AsFd;
 use std::time::Duration;
 
-use vtnt_engine::{
-    Config, Engine, Event, Instant, Measurement, PingOptions, Prober, Record, PROBE_ID_LEN,
-};
-use vtnt_linux::{Clock, LoopStats, RawSockets};
+use common::run_in;
+use vtnt_engine::{Instant, PingOptions};
 use vtnt_netns::{Chain, NetNs};
-
-/// The engine, recording when each probe was handed out and when the kernel said it left.
-struct Recorder {
-    engine: Engine,
-    handed: HashMap<[u8; PROBE_ID_LEN], Instant>,
-    /// (handed out, stamped) of every stamped probe.
-    stamps: Vec<(Instant, Instant)>,
-}
-
-/// The probe's first bytes as the driver keeps them (zero-padded when shorter).
-fn id(probe: &[u8]) -> [u8; PROBE_ID_LEN] {
-    let mut id = [0u8; PROBE_ID_LEN];
-    let n = probe.len().min(PROBE_ID_LEN);
-    id[..n].copy_from_slice(&probe[..n]);
-    id
-}
-
-impl Prober for Recorder {
-    type Output = Event;
-    fn handle_packet(&mut self, now: Instant, packet: &[u8]) {
-        self.engine.handle_packet(now, packet)
-    }
-    fn handle_transmitted(&mut self, at: Instant, probe: &[u8]) {
-        let handed = self.handed[&id(probe)];
-        self.stamps.push((handed, at));
-        self.engine.handle_transmitted(at, probe)
-    }
-    fn handle_send_error(&mut self, now: Instant, probe: &[u8], errno: i32) {
-        self.engine.handle_send_error(now, probe, errno)
-    }
-    fn handle_timeout(&mut self, now: Instant) {
-        self.engine.handle_timeout(now)
-    }
-    fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<usize> {
-        let len = self.engine.poll_transmit(now, buf)?.len;
-        self.handed.insert(id(&buf[..len]), now);
-        Some(len)
-    }
-    fn poll_timeout(&self) -> Option<Instant> {
-        self.engine.poll_timeout()
-    }
-    fn poll_output(&mut self) -> Option<Event> {
-        self.engine.poll_event()
-    }
-    fn is_idle(&self) -> bool {
-        self.engine.is_idle()
-    }
-}
-
-/// What one run gave.
-struct Run {
-    stats: LoopStats,
-    tx_stamps: u64,
-    stamps: Vec<(Instant, Instant)>,
-    /// (probe tx, rtt) of every reply.
-    replies: Vec<(Instant, Duration)>,
-}
-
-/// Runs `jobs` from `ns` with the Linux driver, transmit stamps on or off.
-fn run_in(ns: &NetNs, jobs: Vec<PingOptions>, tx_stamps: bool) -> Run {
-    let name = ns.name().to_string();
-    std::thread::spawn(move || {
-        let f = std::fs::File::open(format!("/run/netns/{name}")).unwrap();
-        nix::sched::setns(f.as_fd(), nix::sched::CloneFlags::CLONE_NEWNET).unwrap();
-        let mut config = Config::new(Chain::left(0).parse().unwrap());
-        config.pps = 10_000;
-        config.burst = 64;
-        let mut p = Recorder {
-            engine: Engine::new(config).unwrap(),
-            handed: HashMap::new(),
-            stamps: Vec::new(),
-        };
-        let clock = Clock::new();
-        let mut sockets = RawSockets::open_with(tx_stamps).unwrap();
-        assert_eq!(
-            sockets.tx_stamps(),
-            tx_stamps,
-            "this kernel gives transmit stamps"
-        );
-        for j in jobs {
-            p.engine.start(clock.now(), Measurement::Ping(j)).unwrap();
-        }
-        let mut replies = Vec::new();
-        let stats = vtnt_linux::run(
-            &mut p,
-            &mut sockets,
-            &clock,
-            |Event::Finished { record, .. }| {
-                if let Record::Ping(ping) = record {
-                    replies.extend(ping.responses.iter().map(|r| (r.tx, r.rtt)));
-                }
-                Ok(())
-            },
-        )
-        .unwrap();
-        Run {
-            stats,
-            tx_stamps: p.engine.stats().tx_stamps,
-            stamps: p.stamps,
-            replies,
-        }
-    })
-    .join()
-    .unwrap()
-}
 
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
@@ -157,7 +50,14 @@ fn every_probe_is_stamped_after_its_hand_over_and_rtts_agree_with_ping() {
     assert_eq!(r.stats.sent, 20);
     assert_eq!(r.stats.tx_stamps, 20, "every probe stamped: {:?}", r.stats);
     assert_eq!(r.tx_stamps, 20, "and every stamp taken by the engine");
-    for &(handed, at) in &r.stamps {
+    let to: Ipv4Addr = target.parse().unwrap();
+    for &common::Stamped {
+        handed,
+        at,
+        ref probe,
+    } in &r.stamps
+    {
+        assert_eq!(probe[16..20], to.octets(), "a probe to the target");
         assert!(
             handed <= at,
             "stamped {at:?} before its hand-over {handed:?}"
@@ -168,15 +68,20 @@ fn every_probe_is_stamped_after_its_hand_over_and_rtts_agree_with_ping() {
         );
     }
     assert_eq!(r.replies.len(), 20);
-    let stamped: Vec<Instant> = r.stamps.iter().map(|s| s.1).collect();
-    for &(tx, rtt) in &r.replies {
+    let stamped: Vec<Instant> = r.stamps.iter().map(|s| s.at).collect();
+    for &vtnt_engine::PingReply { tx, rtt, .. } in &r.replies {
         assert!(stamped.contains(&tx), "reply timed from its probe's stamp");
         assert!(
             rtt > Duration::ZERO && rtt < Duration::from_millis(100),
             "{rtt:?}"
         );
     }
-    let ours = median(r.replies.iter().map(|r| r.1.as_secs_f64() * 1e3).collect());
+    let ours = median(
+        r.replies
+            .iter()
+            .map(|r| r.rtt.as_secs_f64() * 1e3)
+            .collect(),
+    );
     let theirs = median(scamper_ping(chain.vantage(), &target, 20));
     eprintln!("median RTT: vtnt {ours:.3} ms, scamper ping {theirs:.3} ms");
     // Both time the same veth path (tens of microseconds); scamper's transmit time is read
@@ -232,14 +137,14 @@ fn a_probe_held_in_a_queue_is_stamped_when_it_leaves() {
     let waited = with
         .stamps
         .iter()
-        .map(|&(handed, at)| at.saturating_since(handed))
+        .map(|s| s.at.saturating_since(s.handed))
         .max()
         .unwrap();
     assert!(
         waited >= Duration::from_millis(30),
         "queued up to {waited:?}"
     );
-    let worst = with.replies.iter().map(|r| r.1).max().unwrap();
+    let worst = with.replies.iter().map(|r| r.rtt).max().unwrap();
     assert_eq!(with.replies.len(), 19);
     assert!(
         worst < Duration::from_millis(3),
@@ -248,7 +153,7 @@ fn a_probe_held_in_a_queue_is_stamped_when_it_leaves() {
 
     let without = run_in(vantage, jobs(false), false);
     assert_eq!(without.stats.tx_stamps, 0);
-    let worst = without.replies.iter().map(|r| r.1).max().unwrap();
+    let worst = without.replies.iter().map(|r| r.rtt).max().unwrap();
     assert!(
         worst >= Duration::from_millis(30),
         "RTTs from hand-over, worst {worst:?}"

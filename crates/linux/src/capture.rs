@@ -1,5 +1,6 @@
-//! Packets as an interface receives them: an AF_PACKET socket bound to one interface with
-//! a TPACKET_V3 receive ring. The kernel writes frames and their receive stamps into
+//! Packets as an interface sees them: an AF_PACKET socket bound to one interface with
+//! a TPACKET_V3 receive ring (the probe-rate and firewall benchmarks' wire capture, and
+//! [`crate::host_stamps`]' capture of both directions on a runtime's host-side device). The kernel writes frames and their receive stamps into
 //! memory shared with us, one block at a time, so no system call is made per packet and
 //! a burst of 200,000 packets/s is absorbed by the ring (64 MiB, about 1.5 s of them at
 //! that rate) rather than lost. Losses that do happen are the kernel's own count
@@ -47,6 +48,14 @@ impl Ring {
     /// Opens a ring for the IPv4 packets arriving on `ifname` in the calling thread's
     /// network namespace.
     pub fn open(ifname: &str) -> io::Result<Ring> {
+        Ring::open_with(ifname, false)
+    }
+
+    /// Opens a ring for the packets crossing `ifname` both ways (those this host sends
+    /// out of it marked [`Frame::outgoing`]) when `outgoing`, else for the IPv4 packets
+    /// arriving. The kernel shows outgoing packets only to sockets of every protocol, so
+    /// the first ring holds ARP and IPv6 too: tell them by [`Frame::packet`]'s first byte.
+    pub fn open_with(ifname: &str, outgoing: bool) -> io::Result<Ring> {
         let name = CString::new(ifname)
             .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "interface name with NUL"))?;
         // SAFETY: `name` is a NUL-terminated string that outlives the call.
@@ -71,7 +80,9 @@ impl Ring {
         )?;
         // Cheaper than skipping outgoing frames ourselves; kernels before 4.20 lack it,
         // and the frames' packet type still tells.
-        let _ = set::<libc::c_int>(&fd, libc::SOL_PACKET, libc::PACKET_IGNORE_OUTGOING, 1);
+        if !outgoing {
+            let _ = set::<libc::c_int>(&fd, libc::SOL_PACKET, libc::PACKET_IGNORE_OUTGOING, 1);
+        }
         set::<libc::c_int>(&fd, libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, 1)?;
         let req = libc::tpacket_req3 {
             tp_block_size: BLOCK_SIZE as u32,
@@ -106,7 +117,12 @@ impl Ring {
         // SAFETY: sockaddr_ll is plain integers; all-zero is a valid value.
         let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
         sll.sll_family = libc::AF_PACKET as u16;
-        sll.sll_protocol = (libc::ETH_P_IP as u16).to_be();
+        let protocol = if outgoing {
+            libc::ETH_P_ALL
+        } else {
+            libc::ETH_P_IP
+        };
+        sll.sll_protocol = (protocol as u16).to_be();
         sll.sll_ifindex = ifindex as i32;
         // SAFETY: bind(2) reads `size_of::<sockaddr_ll>()` bytes of the live `sll`.
         let rc = unsafe {

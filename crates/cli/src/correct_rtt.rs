@@ -1,0 +1,286 @@
+//! `vtnt run --correct-rtt`: the runtime's RTTs without the virtualisation's share
+//! (vtnt-mace, docs/rtt-correction.md). Where the runtime's packets cross a device we
+//! reach (runc and Docker containers share the lab's namespace and send through its TUN),
+//! a capture there ([`vtnt_linux::host_stamps`]) stamps every probe and reply, and each
+//! ICMP echo ping reply of the job's JSON gets its corrected RTT beside scamper's `rtt`
+//! (which stays the runtime's own): one member `rtt_correction` appended to the record.
+//! Where no correction is made (native: nothing to remove; VMs, the microVM and spt: their
+//! host side is not captured yet; other probe kinds) that member says why instead.
+
+use std::net::IpAddr;
+use std::path::PathBuf;
+
+use anyhow::Context;
+use serde_json::{json, Map, Value};
+use vtnt_linux::host_stamps::{Background, Side};
+use vtnt_mace::{correct, Correction, Ident, Key, Pairing, ToolProbe};
+use vtnt_runtimes::net::Network;
+use vtnt_runtimes::Runtime;
+
+/// How one run is corrected.
+pub enum Plan {
+    /// Capture on `ifname` in the namespace at `netns`.
+    Capture { netns: PathBuf, ifname: String },
+    /// No correction, for this reason.
+    Not(String),
+}
+
+/// Where `runtime` on `net` can be corrected.
+pub fn plan(runtime: Runtime, net: &Network) -> Plan {
+    match (runtime, net) {
+        (Runtime::Native, _) => Plan::Not(
+            "native: no virtual device between the tool and the network, rtt is the network's"
+                .into(),
+        ),
+        (Runtime::Runc | Runtime::Docker | Runtime::DockerScratch, Network::Lab(lab)) => {
+            Plan::Capture {
+                netns: PathBuf::from("/run/netns").join(lab),
+                ifname: vtnt_lab_linux::state::TUN_NAME.into(),
+            }
+        }
+        (Runtime::Runc | Runtime::Docker | Runtime::DockerScratch, _) => Plan::Not(format!(
+            "{}: on this network the container shares the host's stack: no device of its own to capture",
+            runtime.name()
+        )),
+        (Runtime::Vm | Runtime::Microvm | Runtime::Spt, _) => Plan::Not(format!(
+            "{}: its host side (TAP device, lab front, tender) is not captured yet",
+            runtime.name()
+        )),
+    }
+}
+
+/// A capture running for one job.
+pub struct Capture {
+    stamps: Background,
+    at: String,
+}
+
+impl Capture {
+    /// Starts capturing as `plan` says (`None`: nothing to capture).
+    pub fn start(plan: &Plan) -> anyhow::Result<Option<Capture>> {
+        let Plan::Capture { netns, ifname } = plan else {
+            return Ok(None);
+        };
+        let stamps = Background::start(netns, ifname, Side::SharedNamespace)
+            .with_context(|| format!("--correct-rtt: capturing on {ifname}"))?;
+        let at = format!("{ifname} in {}", netns.display());
+        Ok(Some(Capture { stamps, at }))
+    }
+
+    /// Takes in the capture and annotates the job's JSON `stdout`.
+    pub fn finish(self, stdout: &str) -> anyhow::Result<String> {
+        let taken = self
+            .stamps
+            .finish()
+            .context("--correct-rtt: reading the capture")?;
+        let drops = taken.drops;
+        if drops > 0 {
+            vtnt_job::say!("vtnt run: --correct-rtt: the capture lost {drops} packets: their probes are not corrected");
+        }
+        Ok(annotate(stdout, &Ok((&taken.pair(), &self.at))))
+    }
+}
+
+/// `stdout` with an `rtt_correction` member appended to every ping and trace record:
+/// corrections from `host` (the pairing and where it was captured), or the reason none
+/// was made. Lines that are no such JSON record stay as they are.
+pub fn annotate(stdout: &str, host: &Result<(&Pairing, &str), &str>) -> String {
+    let mut out = String::with_capacity(stdout.len() * 2);
+    for line in stdout.split_inclusive('\n') {
+        let body = line.trim_end_matches('\n');
+        let record: Option<Map<String, Value>> = serde_json::from_str(body).ok();
+        let kind = record.as_ref().and_then(|r| r.get("type")?.as_str());
+        let member = match (kind, host) {
+            (Some("ping" | "trace"), Err(why)) => json!({ "not_corrected": why }),
+            (Some("ping"), Ok((pairing, at))) => {
+                ping(record.as_ref().unwrap_or(&Map::new()), pairing, at)
+            }
+            (Some("trace"), Ok(_)) => json!({ "not_corrected": "traces are not corrected yet" }),
+            _ => {
+                out.push_str(line);
+                continue;
+            }
+        };
+        let Some(open) = body.strip_suffix('}') else {
+            out.push_str(line);
+            continue;
+        };
+        out.push_str(open);
+        out.push_str(&format!(", \"rtt_correction\":{member}}}"));
+        out.push_str(&line[body.len()..]);
+    }
+    out
+}
+
+/// The correction of one ping record's replies.
+fn ping(record: &Map<String, Value>, pairing: &Pairing, at: &str) -> Value {
+    if record.get("method").and_then(Value::as_str) != Some("icmp-echo") {
+        return json!({ "not_corrected": "only ICMP echo pings are corrected yet" });
+    }
+    let Some(dst) = record
+        .get("dst")
+        .and_then(|d| d.as_str()?.parse::<IpAddr>().ok())
+    else {
+        return json!({ "not_corrected": "the record names no destination" });
+    };
+    // Probe n carries echo sequence number n - 1 + first (`-d`, JSON `dport`; 1 unless set).
+    let first = match record.get("dport").and_then(Value::as_u64) {
+        None | Some(0) => 1,
+        Some(d) => d,
+    };
+    let replies = record.get("responses").and_then(Value::as_array);
+    let responses: Vec<Value> = replies
+        .into_iter()
+        .flatten()
+        .map(|r| {
+            let seq = r.get("seq").and_then(Value::as_u64);
+            let rtt_ms = r.get("rtt").and_then(Value::as_f64);
+            let (Some(seq), Some(rtt_ms)) = (seq, rtt_ms) else {
+                return json!({ "not_corrected": "a reply without seq or rtt" });
+            };
+            let wire_seq = seq.wrapping_add(first) as u16;
+            let verdict = match echo_key(pairing, dst, wire_seq) {
+                Ok(key) => {
+                    let raw = ToolProbe {
+                        key,
+                        rtt_ns: Some((rtt_ms * 1e6).round() as u64),
+                    };
+                    corrected(correct(pairing, &[raw])[0])
+                }
+                Err(why) => json!({ "not_corrected": why }),
+            };
+            let mut v = json!({ "seq": seq });
+            if let (Some(m), Value::Object(add)) = (v.as_object_mut(), verdict) {
+                m.extend(add);
+            }
+            v
+        })
+        .collect();
+    json!({ "at": at, "responses": responses })
+}
+
+/// The key of the one ICMP echo probe to `dst` with sequence number `seq` the host saw
+/// (its identifier is not in the JSON: exactly one such probe, or no correction).
+fn echo_key(pairing: &Pairing, dst: IpAddr, seq: u16) -> Result<Key, &'static str> {
+    let mut found =
+        pairing.probes.iter().map(|p| p.probe.key).filter(|k| {
+            k.target == dst && matches!(k.ident, Ident::Icmp { seq: s, .. } if s == seq)
+        });
+    match (found.next(), found.next()) {
+        (Some(k), None) => Ok(k),
+        (None, _) => Err("not seen on the host side"),
+        (Some(_), Some(_)) => {
+            Err("ambiguous: two probes to this destination with this sequence number")
+        }
+    }
+}
+
+/// One correction as JSON members (milliseconds, like scamper's `rtt`).
+fn corrected(c: Correction) -> Value {
+    let ms = |ns: i64| (ns as f64 / 1e6 * 1e3).round() / 1e3;
+    match c {
+        Correction::Corrected {
+            wire_ns,
+            overhead_ns,
+            ..
+        } => json!({ "rtt_corrected": ms(wire_ns as i64), "rtt_overhead": ms(overhead_ns) }),
+        Correction::NoReply => json!({ "not_corrected": "no reply" }),
+        Correction::NotSeenOnHost => json!({ "not_corrected": "not seen on the host side" }),
+        Correction::NoHostReply => json!({ "not_corrected": "the host side saw no reply" }),
+        Correction::Ambiguous => json!({ "not_corrected": "ambiguous reply on the host side" }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::Ipv4Addr;
+    use vtnt_mace::{pair, Dir, Event};
+    use vtnt_wire::build::{self, Echo, Ip};
+    use vtnt_wire::icmp_type;
+
+    const VP: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 2);
+    const TARGET: Ipv4Addr = Ipv4Addr::new(192, 0, 2, 9);
+
+    fn echo(request: bool, ident: u16, seq: u16) -> Vec<u8> {
+        let (src, dst, t) = match request {
+            true => (VP, TARGET, icmp_type::ECHO_REQUEST),
+            false => (TARGET, VP, icmp_type::ECHO_REPLY),
+        };
+        let ip = Ip {
+            src,
+            dst,
+            ttl: 5,
+            tos: 0,
+            ipid: 7,
+        };
+        let e = Echo {
+            icmp_type: t,
+            ident,
+            seq,
+            payload: &[0; 8],
+            checksum: None,
+        };
+        let mut b = vec![0; 128];
+        let n = build::icmp_echo(&mut b, &ip, &e).unwrap();
+        b.truncate(n);
+        b
+    }
+
+    const PING: &str = r#"{"type":"ping", "method":"icmp-echo", "dst":"192.0.2.9", "responses":[{"from":"192.0.2.9", "seq":0, "rtt":0.050},{"from":"192.0.2.9", "seq":1, "rtt":0.060},{"from":"192.0.2.9", "seq":2, "rtt":0.070}]}"#;
+
+    #[test]
+    fn a_runtime_not_corrected_says_why_on_every_record_and_keeps_the_rest() {
+        let udp = r#"{"type":"trace", "dst":"192.0.2.9"}"#;
+        let input = format!("{PING}\n{udp}\nnot json\n");
+        let out = annotate(&input, &Err("vm: not captured"));
+        let lines: Vec<&str> = out.lines().collect();
+        let tail = r#", "rtt_correction":{"not_corrected":"vm: not captured"}}"#;
+        assert_eq!(lines[0], format!("{}{tail}", &PING[..PING.len() - 1]));
+        assert_eq!(lines[1], format!("{}{tail}", &udp[..udp.len() - 1]));
+        assert_eq!(lines[2], "not json");
+        assert!(out.ends_with('\n'));
+    }
+
+    #[test]
+    fn each_echo_reply_gets_the_host_round_trip_or_the_reason_not() {
+        // seq 0 (wire seq 1): out at 1 us, back at 41 us; seq 1: no reply on the host
+        // side; seq 2 (wire seq 3): two probes with that sequence number (two pings).
+        let packets = [
+            (Dir::Out, 1_000, echo(true, 0x1234, 1)),
+            (Dir::In, 41_000, echo(false, 0x1234, 1)),
+            (Dir::Out, 2_000_000, echo(true, 0x1234, 2)),
+            (Dir::Out, 3_000_000, echo(true, 0x1234, 3)),
+            (Dir::Out, 3_000_100, echo(true, 0x4321, 3)),
+        ];
+        let events: Vec<Event> = packets
+            .iter()
+            .map(|(dir, stamp_ns, p)| Event {
+                dir: *dir,
+                stamp_ns: *stamp_ns,
+                packet: p,
+            })
+            .collect();
+        let pairing = pair(&events);
+        let out = annotate(PING, &Ok((&pairing, "vtnt0 in /run/netns/x")));
+        assert!(out.starts_with(&PING[..PING.len() - 1]), "{out}");
+        let v: Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(v["responses"][0]["rtt"], 0.050, "the runtime's rtt stays");
+        let c = &v["rtt_correction"];
+        assert_eq!(c["at"], "vtnt0 in /run/netns/x");
+        assert_eq!(
+            c["responses"],
+            json!([
+                {"seq": 0, "rtt_corrected": 0.040, "rtt_overhead": 0.010},
+                {"seq": 1, "not_corrected": "the host side saw no reply"},
+                {"seq": 2, "not_corrected": "ambiguous: two probes to this destination with this sequence number"},
+            ])
+        );
+        let udp = PING.replace("icmp-echo", "udp");
+        let out: Value = serde_json::from_str(&annotate(&udp, &Ok((&pairing, "x")))).unwrap();
+        assert_eq!(
+            out["rtt_correction"],
+            json!({"not_corrected": "only ICMP echo pings are corrected yet"})
+        );
+    }
+}
