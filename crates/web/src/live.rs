@@ -57,23 +57,22 @@ fn store_thread(state: &State, c: Connect, tenant: Tenant) {
         return;
     };
     std::thread::spawn(move || loop {
-        let r = vtnt_store::Store::open(&path)
-            .map_err(anyhow::Error::from)
-            .and_then(|mut store| {
-                let o = vtnt_store::feed::FeedOptions {
-                    tenant: tenant.clone(),
-                    follow: true,
-                    batch: 200,
-                };
-                vtnt_store::feed::feed(&c, &mut store, &o, |r| {
-                    let _ = events.send(LiveEvent::Stored {
-                        messages: r.messages,
-                        traces: r.stored.traces,
-                        pings: r.stored.pings,
-                    });
-                })
-            });
+        let r = vtnt_store::Store::open(&path).and_then(|mut store| {
+            let o = vtnt_store::feed::FeedOptions {
+                tenant: tenant.clone(),
+                follow: true,
+                batch: 200,
+            };
+            vtnt_store::feed::feed(&c, &mut store, &o, |r| {
+                let _ = events.send(LiveEvent::Stored {
+                    messages: r.messages,
+                    traces: r.stored.traces,
+                    pings: r.stored.pings,
+                });
+            })
+        });
         if let Err(e) = r {
+            let e = anyhow::Error::from(e);
             tracing::warn!(tenant = %tenant, error = %format!("{e:#}"), "storing the fleet's results");
         }
         std::thread::sleep(Duration::from_secs(2));
