@@ -107,7 +107,7 @@ impl Error {
 }
 
 /// An error and its sources, as `anyhow`'s `{:#}` prints them.
-pub(crate) fn chain(e: &dyn std::error::Error) -> String {
+pub fn chain(e: &dyn std::error::Error) -> String {
     let mut text = e.to_string();
     let mut next = e.source();
     while let Some(s) = next {

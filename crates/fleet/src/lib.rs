@@ -53,8 +53,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use async_nats::jetstream;
+pub use error::{chain, BoxError, Error, Result};
 use error::{ensure, ResultExt};
-pub use error::{BoxError, Error, Result};
 
 pub use proto::{Event, JobStatus, JobSummary, Mode, NodeInfo, Outcome};
 
