@@ -225,3 +225,25 @@ macro_rules! bail {
     };
 }
 pub(crate) use bail;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_context_keeps_the_variant_and_the_text() {
+        let e = crate::check_token("node", "a.b")
+            .context(|| "nodes.txt:3: NAME".to_string())
+            .unwrap_err();
+        assert!(matches!(e.root(), Error::Invalid(_)), "{e:?}");
+        assert_eq!(
+            chain(&e),
+            "nodes.txt:3: NAME: node `a.b`: use 1 to 64 letters, digits, `-` or `_`"
+        );
+        let io: Result<()> = Err(std::io::Error::from(std::io::ErrorKind::NotFound))
+            .io(|| "reading /nope".to_string());
+        let e = io.unwrap_err();
+        assert!(matches!(e, Error::Io { .. }));
+        assert!(chain(&e).starts_with("reading /nope: "), "{}", chain(&e));
+    }
+}
