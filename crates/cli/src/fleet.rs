@@ -537,7 +537,7 @@ pub fn run(cmd: FleetCommand) -> anyhow::Result<ExitCode> {
                         r.records.len()
                     ),
                 }
-                Ok(())
+                Ok::<(), anyhow::Error>(())
             })?;
             if let (Some(j), 0) = (&job, jobs) {
                 say!("vtnt fleet: no results for job {j} (yet)");
@@ -561,7 +561,7 @@ pub fn run(cmd: FleetCommand) -> anyhow::Result<ExitCode> {
                 },
                 |r| {
                     writeln!(out, "{}", serde_json::to_string(r)?)?;
-                    Ok(())
+                    Ok::<(), anyhow::Error>(())
                 },
             )?;
             say!(

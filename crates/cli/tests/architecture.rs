@@ -1,8 +1,11 @@
 //! The import graph ARCHITECTURE.md draws (its `imports` block) is the workspace's: every
 //! crate's workspace dependencies per `cargo metadata`, no arrow more, none fewer; and no
 //! crate's modules import each other in a circle (`architecture/modules.rs`); and each word of
-//! the glossary names types only in the crates it gives the word (`architecture/glossary.rs`).
+//! the glossary names types only in the crates it gives the word (`architecture/glossary.rs`);
+//! and only the edge's crates have `anyhow` in their dependencies (`architecture/errors.rs`).
 
+#[path = "architecture/errors.rs"]
+mod errors;
 #[path = "architecture/glossary.rs"]
 mod glossary;
 #[path = "architecture/modules.rs"]
@@ -140,6 +143,24 @@ fn no_crate_has_a_module_circle() {
                 circle.modules,
                 circle.parent,
                 circle.edges.join("\n    ")
+            ));
+        }
+    }
+    assert!(found.is_empty(), "{}", found.join("\n"));
+}
+
+#[test]
+fn anyhow_only_at_the_edge() {
+    let mut found = Vec::new();
+    for dir in crate_dirs() {
+        let manifest = dir.join("Cargo.toml");
+        let text = std::fs::read_to_string(&manifest).expect("a crate's Cargo.toml");
+        if let Some((package, line)) = errors::anyhow_outside_edge(&text) {
+            found.push(format!(
+                "{}:{line}: {package} depends on anyhow; a library crate's errors are typed \
+                 (thiserror), anyhow is only for {:?} (ARCHITECTURE.md, Errors)",
+                manifest.strip_prefix(root()).unwrap_or(&manifest).display(),
+                errors::EDGE
             ));
         }
     }

@@ -23,7 +23,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anyhow::Context;
+use crate::error::{ensure, ResultExt};
+use crate::Error;
 use async_nats::jetstream::{self, AckKind};
 use futures::stream::SelectAll;
 use futures::StreamExt;
@@ -78,11 +79,11 @@ const PULL_EXPIRES: Duration = Duration::from_millis(250);
 /// Runs the agent until SIGTERM or SIGINT, then drains. Before anything runs a thread,
 /// it takes its node's lock on this host, removes what a dead predecessor left and
 /// starts its watchdog ([`crate::watchdog`]).
-pub fn run(o: AgentOptions) -> anyhow::Result<()> {
+pub fn run(o: AgentOptions) -> crate::Result<()> {
     crate::check_token("--node", &o.node)?;
     crate::check_token("--location", &o.location)?;
-    anyhow::ensure!(o.slots > 0, "--slots: at least 1");
-    anyhow::ensure!(!o.runtimes.is_empty(), "--runtimes: at least one");
+    ensure!(o.slots > 0, Invalid, "--slots: at least 1");
+    ensure!(!o.runtimes.is_empty(), Invalid, "--runtimes: at least one");
     let _leftovers = crate::watchdog::start(&o.node)?;
     crate::block_on(agent(o))
 }
@@ -133,14 +134,14 @@ impl Ctx {
         }
     }
 
-    async fn heartbeat(&self, state: NodeState) -> anyhow::Result<()> {
-        let v = serde_json::to_vec(&self.info(state))?;
+    async fn heartbeat(&self, state: NodeState) -> crate::Result<()> {
+        let v = serde_json::to_vec(&self.info(state)).parse("encoding the heartbeat")?;
         self.fleet
             .js
             .publish(crate::node_subject(&self.o.node), v.into())
             .await?
             .await
-            .context("heartbeat")?;
+            .nats("heartbeat")?;
         Ok(())
     }
 
@@ -149,7 +150,7 @@ impl Ctx {
     }
 }
 
-async fn agent(o: AgentOptions) -> anyhow::Result<()> {
+async fn agent(o: AgentOptions) -> crate::Result<()> {
     for rt in &o.runtimes {
         o.net.check(*rt)?;
     }
@@ -164,7 +165,10 @@ async fn agent(o: AgentOptions) -> anyhow::Result<()> {
             .collect::<vtnt_runtimes::Result<Vec<_>>>()
     })
     .await
-    .context("preparing the images")??;
+    .map_err(|e| Error::Thread {
+        what: "preparing the images".into(),
+        source: Box::new(e),
+    })??;
     let (client, fleet) = o.connect.fleet(&format!("vtnt-agent {}", o.node)).await?;
     let jobs = fleet.jobs().await?;
     // the heartbeats' stream, before the first heartbeat
@@ -184,8 +188,9 @@ async fn agent(o: AgentOptions) -> anyhow::Result<()> {
             ))
         }
         Some(url) => {
-            anyhow::ensure!(
+            ensure!(
                 url.starts_with("http://"),
+                Invalid,
                 "--images-from `{url}`: an image server's http://HOST:PORT, or `{IMAGES_FROM_NATS}` (the fleet's object store)"
             );
             ImageSource::Server(url.trim_end_matches('/').to_string())
@@ -204,8 +209,8 @@ async fn agent(o: AgentOptions) -> anyhow::Result<()> {
         fleet,
         o,
     });
-    let mut term = signal(SignalKind::terminate())?;
-    let mut int = signal(SignalKind::interrupt())?;
+    let mut term = signal(SignalKind::terminate()).io("handling SIGTERM")?;
+    let mut int = signal(SignalKind::interrupt()).io("handling SIGINT")?;
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let pullers: Vec<_> = queues
         .into_iter()
@@ -275,7 +280,12 @@ async fn agent(o: AgentOptions) -> anyhow::Result<()> {
                 let answer = answer(&req, permit.is_some(), &ctx.o.node);
                 // the answer goes out first: the controller's decision is this round trip
                 client
-                    .publish(reply, serde_json::to_vec(&answer)?.into())
+                    .publish(
+                        reply,
+                        serde_json::to_vec(&answer)
+                            .parse("encoding the answer")?
+                            .into(),
+                    )
                     .await?;
                 let full = ctx.slots.available_permits() == 0;
                 if full || answer.accepted {
@@ -507,7 +517,7 @@ async fn job(
             let (rt, spec) = admit(&r, list.as_deref(), &runtimes, allow_public)
                 .map_err(|e| (JobStatus::Refused, e))?;
             rt.run(&spec, &opts)
-                .map_err(|e| (JobStatus::Error, format!("{:#}", anyhow::Error::new(e))))
+                .map_err(|e| (JobStatus::Error, crate::error::chain(&e)))
         })
         .await
         .unwrap_or_else(|e| Err((JobStatus::Error, format!("the job's thread: {e}")))),
@@ -720,7 +730,7 @@ async fn publish(
     req: &JobRequest,
     records: impl Iterator<Item = &str>,
     summary: &JobSummary,
-) -> anyhow::Result<()> {
+) -> crate::Result<()> {
     let js = &ctx.fleet.js;
     let mut acks = std::collections::VecDeque::with_capacity(PUBLISH_WINDOW);
     let subject = crate::results_subject(&req.tenant, &req.id, "r");
@@ -738,23 +748,25 @@ async fn publish(
         // a bounded number in flight, however many records a job has
         if acks.len() == PUBLISH_WINDOW {
             if let Some(a) = acks.pop_front() {
-                a.await.context("storing a record")?;
+                a.await.nats("storing a record")?;
             }
         }
     }
     for a in acks {
-        a.await.context("storing a record")?;
+        a.await.nats("storing a record")?;
     }
     let mut h = async_nats::HeaderMap::new();
     h.insert("Nats-Msg-Id", format!("{}.s", req.id).as_str());
     js.publish_with_headers(
         crate::results_subject(&req.tenant, &req.id, "s"),
         h,
-        serde_json::to_vec(summary)?.into(),
+        serde_json::to_vec(summary)
+            .parse("encoding the summary")?
+            .into(),
     )
     .await?
     .await
-    .context("storing the summary")?;
+    .nats("storing the summary")?;
     Ok(())
 }
 

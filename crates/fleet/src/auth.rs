@@ -42,7 +42,8 @@
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
-use anyhow::Context;
+use crate::error::{ensure, ResultExt};
+use crate::Error;
 use serde_json::{json, Value};
 
 use crate::{data_stream, results_stream, IMAGES_BUCKET, JOBS_STREAM, NODES_STREAM};
@@ -227,11 +228,11 @@ pub fn key_file(fleet_dir: &Path, role: &Role) -> PathBuf {
 /// docs): each user's public key and permissions, the exports and imports, each tenant's
 /// account storing `tenant_store` bytes at most. A role's keys are made (seeds in a file
 /// only root reads) unless they exist, so a broker started again keeps its users' keys.
-pub fn accounts(fleet_dir: &Path, tenants: &[String], tenant_store: u64) -> anyhow::Result<Value> {
+pub fn accounts(fleet_dir: &Path, tenants: &[String], tenant_store: u64) -> crate::Result<Value> {
     for t in tenants {
         crate::check_token("--tenant", t)?;
     }
-    let public = |role: &Role| -> anyhow::Result<Vec<String>> {
+    let public = |role: &Role| -> crate::Result<Vec<String>> {
         Ok(keys(fleet_dir, role)?
             .iter()
             .map(nkeys::KeyPair::public_key)
@@ -307,7 +308,7 @@ pub fn accounts(fleet_dir: &Path, tenants: &[String], tenant_store: u64) -> anyh
 
 /// The key pairs of `role` (made and written unless its file holds them; a file with
 /// fewer seeds than the role has, from an older broker, keeps its first ones).
-fn keys(fleet_dir: &Path, role: &Role) -> anyhow::Result<Vec<nkeys::KeyPair>> {
+fn keys(fleet_dir: &Path, role: &Role) -> crate::Result<Vec<nkeys::KeyPair>> {
     let file = key_file(fleet_dir, role);
     let mut seeds = match std::fs::read_to_string(&file) {
         Ok(_) => read_seeds(&file)?,
@@ -317,7 +318,8 @@ fn keys(fleet_dir: &Path, role: &Role) -> anyhow::Result<Vec<nkeys::KeyPair>> {
         return seeds
             .iter()
             .map(|s| {
-                nkeys::KeyPair::from_seed(s).map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))
+                nkeys::KeyPair::from_seed(s)
+                    .map_err(|e| Error::Auth(format!("{}: {e}", file.display())))
             })
             .collect();
     }
@@ -326,50 +328,49 @@ fn keys(fleet_dir: &Path, role: &Role) -> anyhow::Result<Vec<nkeys::KeyPair>> {
         seeds.push(
             nkeys::KeyPair::new_user()
                 .seed()
-                .map_err(|e| anyhow::anyhow!("{e}"))?,
+                .map_err(|e| Error::Auth(format!("making a key for {}: {e}", role.key_name())))?,
         );
     }
     if had > 0 {
-        std::fs::remove_file(&file).with_context(|| format!("replacing {}", file.display()))?;
+        std::fs::remove_file(&file).io(|| format!("replacing {}", file.display()))?;
     }
     write_secret(&file, &seeds.join("\n"))?;
     keys(fleet_dir, role)
 }
 
 /// Writes `text` to `path` readable by its owner only (the directory made if need be).
-fn write_secret(path: &Path, text: &str) -> anyhow::Result<()> {
+fn write_secret(path: &Path, text: &str) -> crate::Result<()> {
     use std::io::Write;
     if let Some(d) = path.parent() {
-        std::fs::create_dir_all(d).with_context(|| format!("creating {}", d.display()))?;
+        std::fs::create_dir_all(d).io(|| format!("creating {}", d.display()))?;
     }
     let mut f = std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
         .mode(0o600)
         .open(path)
-        .with_context(|| format!("creating {}", path.display()))?;
-    writeln!(f, "{text}").with_context(|| format!("writing {}", path.display()))
+        .io(|| format!("creating {}", path.display()))?;
+    writeln!(f, "{text}").io(|| format!("writing {}", path.display()))
 }
 
 /// The seeds in a key file, one a line: the user's, then (a tenant's key made by `vtnt
 /// fleet up`) its discard-mode requests' user.
-pub fn read_seeds(path: &Path) -> anyhow::Result<Vec<String>> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("--nkey {}", path.display()))?;
+pub fn read_seeds(path: &Path) -> crate::Result<Vec<String>> {
+    let text = std::fs::read_to_string(path).io(|| format!("--nkey {}", path.display()))?;
     let seeds: Vec<String> = text
         .lines()
         .map(str::trim)
         .filter(|l| !l.is_empty())
         .map(String::from)
         .collect();
-    anyhow::ensure!(!seeds.is_empty(), "--nkey {}: empty", path.display());
+    ensure!(!seeds.is_empty(), Auth, "--nkey {}: empty", path.display());
     for (i, s) in seeds.iter().enumerate() {
         nkeys::KeyPair::from_seed(s).map_err(|e| {
-            anyhow::anyhow!(
+            Error::Auth(format!(
                 "--nkey {}: line {} is not an nkey seed ({e})",
                 path.display(),
                 i + 1
-            )
+            ))
         })?;
     }
     Ok(seeds)

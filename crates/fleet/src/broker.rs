@@ -21,7 +21,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, Context};
+use crate::error::{bail, ensure, ResultExt};
+use crate::Error;
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 
@@ -93,32 +94,32 @@ impl UpOptions {
 }
 
 /// Starts the broker `o.name`, daemonised, and waits until it accepts connections.
-pub fn up(o: &UpOptions) -> anyhow::Result<Broker> {
+pub fn up(o: &UpOptions) -> crate::Result<Broker> {
     launch(o, false).map(|(b, _)| b)
 }
 
 /// Runs the broker `o.name` in the foreground until `stop` is set (then stops the server
 /// and keeps its state) or the server exits (an error unless it exited 0).
-pub fn serve(o: &UpOptions, stop: &AtomicBool) -> anyhow::Result<()> {
+pub fn serve(o: &UpOptions, stop: &AtomicBool) -> crate::Result<()> {
     let (b, child) = launch(o, true)?;
     let Some((mut child, log)) = child else {
-        bail!("nats-server is not this process's child");
+        bail!(Broker, "nats-server is not this process's child");
     };
     tracing::info!(name = %b.name, url = %b.url, pid = b.pid, dir = %b.dir.display(), "broker up");
     loop {
         if stop.load(Ordering::SeqCst) {
             tracing::info!(name = %b.name, pid = b.pid, "stopping the broker");
             self::stop(b.pid);
-            let st = child.wait()?;
+            let st = child.wait().io("waiting for nats-server")?;
             tracing::info!(name = %b.name, status = %st, "broker stopped");
             return Ok(());
         }
-        if let Some(st) = child.try_wait()? {
+        if let Some(st) = child.try_wait().io("waiting for nats-server")? {
             if st.success() {
                 tracing::info!(name = %b.name, "nats-server exited");
                 return Ok(());
             }
-            bail!("nats-server exited ({st}): {}", log.tail());
+            bail!(Broker, "nats-server exited ({st}): {}", log.tail());
         }
         std::thread::sleep(Duration::from_millis(50));
     }
@@ -126,16 +127,18 @@ pub fn serve(o: &UpOptions, stop: &AtomicBool) -> anyhow::Result<()> {
 
 /// [`up`], or [`serve`]'s start (`foreground`: the server is this process's child, its
 /// log relayed).
-fn launch(o: &UpOptions, foreground: bool) -> anyhow::Result<(Broker, Option<(Child, Log)>)> {
+fn launch(o: &UpOptions, foreground: bool) -> crate::Result<(Broker, Option<(Child, Log)>)> {
     let (name, port) = (o.name.as_str(), o.port);
     crate::check_token("--name", name)?;
-    anyhow::ensure!(!o.tenants.is_empty(), "--tenant: at least one");
-    anyhow::ensure!(
+    ensure!(!o.tenants.is_empty(), Invalid, "--tenant: at least one");
+    ensure!(
         o.tls.is_some() || o.tls_ca.is_none(),
+        Invalid,
         "--tls-ca goes with --tls-cert and --tls-key"
     );
-    anyhow::ensure!(
+    ensure!(
         !o.tls_verify || o.tls_ca.is_some(),
+        Invalid,
         "--tls-verify needs --tls-ca: the CA that signs the clients' certificates"
     );
     // what can be refused is, before anything is written
@@ -147,22 +150,26 @@ fn launch(o: &UpOptions, foreground: bool) -> anyhow::Result<(Broker, Option<(Ch
         .iter()
         .flat_map(|(c, k)| [("--tls-cert", c), ("--tls-key", k)]);
     for (what, f) in files.chain(o.tls_ca.iter().map(|c| ("--tls-ca", c))) {
-        anyhow::ensure!(f.is_file(), "{what} {}: no such file", f.display());
+        ensure!(f.is_file(), Invalid, "{what} {}: no such file", f.display());
     }
     let dir = state_dir(name);
     if let Some(pid) = read_pid(&dir) {
         if alive(pid) {
             bail!(
+                Invalid,
                 "fleet `{name}` is already up (pid {pid}, {}); `vtnt fleet down --name {name}` first",
                 std::fs::read_to_string(dir.join("url")).unwrap_or_default().trim()
             );
         }
     }
     let Some(server) = vtnt_runtimes::paths::which(NATS_SERVER) else {
-        bail!("`{NATS_SERVER}` is not installed (Debian package nats-server)");
+        bail!(
+            Broker,
+            "`{NATS_SERVER}` is not installed (Debian package nats-server)"
+        );
     };
     let store = dir.join("store");
-    std::fs::create_dir_all(&store).with_context(|| format!("creating {}", store.display()))?;
+    std::fs::create_dir_all(&store).io(|| format!("creating {}", store.display()))?;
     let addr = SocketAddr::from((o.listen, port));
     // where this host reaches it
     let local = if o.listen.is_unspecified() {
@@ -171,7 +178,10 @@ fn launch(o: &UpOptions, foreground: bool) -> anyhow::Result<(Broker, Option<(Ch
         addr
     };
     if TcpStream::connect_timeout(&local, Duration::from_millis(200)).is_ok() {
-        bail!("{local} is taken by another program; choose --port");
+        bail!(
+            Invalid,
+            "{local} is taken by another program; choose --port"
+        );
     }
     let config = dir.join("nats.conf");
     if o.tls_verify {
@@ -180,12 +190,12 @@ fn launch(o: &UpOptions, foreground: bool) -> anyhow::Result<(Broker, Option<(Ch
         let setup = dir.join("nats-setup.conf");
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
-            .context("finding a free port")?;
+            .io("finding a free port")?;
         std::fs::write(
             &setup,
             self::config(o, &dir, &store, port, false)?.to_string(),
         )
-        .with_context(|| format!("writing {}", setup.display()))?;
+        .io(|| format!("writing {}", setup.display()))?;
         let (mut child, _) = start(&server, &setup, &dir, port, foreground)?;
         let made = make_streams(&dir, &format!("nats://{port}"), None, &o.tenants);
         stop(child.id() as i32);
@@ -196,12 +206,14 @@ fn launch(o: &UpOptions, foreground: bool) -> anyhow::Result<(Broker, Option<(Ch
         &config,
         self::config(o, &dir, &store, addr, true)?.to_string(),
     )
-    .with_context(|| format!("writing {}", config.display()))?;
+    .io(|| format!("writing {}", config.display()))?;
     let (mut child, log) = start(&server, &config, &dir, local, foreground)?;
     let scheme = if o.tls.is_some() { "tls" } else { "nats" };
     let url = format!("{scheme}://{local}");
-    std::fs::write(dir.join("url"), format!("{url}\n"))?;
-    let pid = i32::try_from(child.id()).context("pid")?;
+    std::fs::write(dir.join("url"), format!("{url}\n"))
+        .io(|| format!("writing {}", dir.join("url").display()))?;
+    let pid = i32::try_from(child.id())
+        .map_err(|e| Error::Broker(format!("nats-server's pid {}: {e}", child.id())))?;
     if !o.tls_verify {
         let ca = o.tls_ca.as_ref().map(|_| dir.join(TLS_CA_FILE));
         if let Err(e) = make_streams(&dir, &url, ca, &o.tenants) {
@@ -305,7 +317,7 @@ fn start(
     dir: &Path,
     local: SocketAddr,
     foreground: bool,
-) -> anyhow::Result<(Child, Log)> {
+) -> crate::Result<(Child, Log)> {
     let mut cmd = Command::new(server);
     cmd.arg("--config")
         .arg(config)
@@ -322,17 +334,17 @@ fn start(
     }
     let mut child = cmd
         .spawn()
-        .with_context(|| format!("starting {}", server.display()))?;
+        .io(|| format!("starting {}", server.display()))?;
     let log = match child.stderr.take() {
         Some(err) => relay(err),
         None => Log::File(file),
     };
     let t0 = Instant::now();
     loop {
-        if let Some(st) = child.try_wait()? {
+        if let Some(st) = child.try_wait().io("waiting for nats-server")? {
             // what it said before it exited
             std::thread::sleep(Duration::from_millis(50));
-            bail!("nats-server exited ({st}): {}", log.tail());
+            bail!(Broker, "nats-server exited ({st}): {}", log.tail());
         }
         if TcpStream::connect_timeout(&local, Duration::from_millis(200)).is_ok() {
             return Ok((child, log));
@@ -341,6 +353,7 @@ fn start(
             let _ = child.kill();
             let _ = child.wait();
             bail!(
+                Broker,
                 "nats-server did not listen on {local} within {READY_TIMEOUT:?}: {}",
                 log.tail()
             );
@@ -358,7 +371,7 @@ fn make_streams(
     url: &str,
     tls_ca: Option<PathBuf>,
     tenants: &[String],
-) -> anyhow::Result<()> {
+) -> crate::Result<()> {
     let as_setup = |t: Option<&String>| {
         let role = crate::auth::Role::Setup(t.cloned());
         crate::Connect {
@@ -377,7 +390,7 @@ fn make_streams(
             let (_, own) = as_setup(Some(t)).fleet("vtnt fleet up").await?;
             own.results(t).await?;
         }
-        Ok(())
+        Ok::<_, Error>(())
     })
     .context("making the fleet's streams")
 }
@@ -391,7 +404,7 @@ fn config(
     store: &Path,
     listen: SocketAddr,
     tls: bool,
-) -> anyhow::Result<serde_json::Value> {
+) -> crate::Result<serde_json::Value> {
     let mut c = serde_json::json!({
         "listen": listen.to_string(),
         "jetstream": {"store_dir": store},
@@ -402,14 +415,14 @@ fn config(
     }
     if let Some((cert, key)) = &o.tls {
         c["tls"] = serde_json::json!({
-            "cert_file": std::fs::canonicalize(cert)?,
-            "key_file": std::fs::canonicalize(key)?,
+            "cert_file": std::fs::canonicalize(cert).io(|| format!("--tls-cert {}", cert.display()))?,
+            "key_file": std::fs::canonicalize(key).io(|| format!("--tls-key {}", key.display()))?,
             "timeout": 2,
         });
     }
     if let Some(ca) = &o.tls_ca {
         let copy = dir.join(TLS_CA_FILE);
-        std::fs::copy(ca, &copy).with_context(|| format!("--tls-ca {}", ca.display()))?;
+        std::fs::copy(ca, &copy).io(|| format!("--tls-ca {}", ca.display()))?;
         if o.tls_verify {
             // every client shows a certificate this CA signed, or is refused at handshake
             c["tls"]["ca_file"] = serde_json::json!(copy);
@@ -428,16 +441,20 @@ fn tenant_store(store: &Path, tenants: usize) -> u64 {
 }
 
 /// Stops the broker `name` and removes its state (store included).
-pub fn down(name: &str) -> anyhow::Result<()> {
+pub fn down(name: &str) -> crate::Result<()> {
     crate::check_token("--name", name)?;
     let dir = state_dir(name);
     if !dir.exists() {
-        bail!("no fleet `{name}` ({} does not exist)", dir.display());
+        bail!(
+            Invalid,
+            "no fleet `{name}` ({} does not exist)",
+            dir.display()
+        );
     }
     if let Some(pid) = read_pid(&dir) {
         stop(pid);
     }
-    std::fs::remove_dir_all(&dir).with_context(|| format!("removing {}", dir.display()))
+    std::fs::remove_dir_all(&dir).io(|| format!("removing {}", dir.display()))
 }
 
 /// Stops the server `pid`: SIGTERM, then SIGKILL after 5 s.

@@ -6,7 +6,8 @@
 use std::collections::{BTreeMap, HashSet};
 use std::time::{Duration, Instant};
 
-use anyhow::Context;
+use crate::error::{ensure, ResultExt};
+use crate::Error;
 use async_nats::jetstream;
 use futures::{StreamExt, TryStreamExt};
 use serde::Serialize;
@@ -35,7 +36,7 @@ pub struct SubmitOptions {
 }
 
 /// Checks the job as `vtnt run` does, then places it; the event says what became of it.
-pub fn submit(c: &Connect, o: &SubmitOptions) -> anyhow::Result<Event> {
+pub fn submit(c: &Connect, o: &SubmitOptions) -> crate::Result<Event> {
     let line = job_line(o)?;
     crate::block_on(async {
         let (_, fleet) = c.fleet("vtnt fleet submit").await?;
@@ -56,16 +57,18 @@ pub struct JobLine {
 
 /// The job of `o` as its canonical line, once its words, location, tenant and size are
 /// checked as `vtnt run` checks them.
-pub fn job_line(o: &SubmitOptions) -> anyhow::Result<JobLine> {
+pub fn job_line(o: &SubmitOptions) -> crate::Result<JobLine> {
     crate::check_token("--location", &o.location)?;
     crate::check_token("--tenant", &o.tenant)?;
     let job = vtnt_job::parse_words(&o.words, Vantage::Lab)?;
-    anyhow::ensure!(
+    ensure!(
         job.format == Format::Json && job.output.is_none(),
+        Invalid,
         "a fleet job prints scamper JSON (no -O, no -o); its records come back through `vtnt fleet results`"
     );
-    anyhow::ensure!(
+    ensure!(
         !job.some_bad,
+        Invalid,
         "some targets were refused (above); submit only targets the policy accepts"
     );
     let n = job.spec.target_list().len();
@@ -73,8 +76,9 @@ pub fn job_line(o: &SubmitOptions) -> anyhow::Result<JobLine> {
         Some(m) if m < crate::MAX_TARGETS => (m, format!("the {} runtime", o.runtime.name())),
         _ => (crate::MAX_TARGETS, "a fleet job".to_string()),
     };
-    anyhow::ensure!(
+    ensure!(
         n <= most,
+        Invalid,
         "{whose} takes at most {most} targets and this job has {n}: split it into several jobs"
     );
     let (line, targets) = vtnt_jobspec::encode_split(&job.spec, crate::INLINE_TARGETS);
@@ -82,13 +86,14 @@ pub fn job_line(o: &SubmitOptions) -> anyhow::Result<JobLine> {
 }
 
 /// Refuses a job that no known node could run: none in its location offers its runtime.
-pub fn check_placeable(nodes: &[NodeView], o: &SubmitOptions) -> anyhow::Result<()> {
+pub fn check_placeable(nodes: &[NodeView], o: &SubmitOptions) -> crate::Result<()> {
     let rt = o.runtime.name();
-    anyhow::ensure!(
+    ensure!(
         nodes
             .iter()
             .any(|n| (o.location == ANY || n.info.location == o.location)
                 && n.info.runtimes.iter().any(|r| r == rt)),
+        NoNode,
         "no node {} runs `{rt}` (known nodes: {})",
         if o.location == ANY {
             "anywhere".to_string()
@@ -102,7 +107,7 @@ pub fn check_placeable(nodes: &[NodeView], o: &SubmitOptions) -> anyhow::Result<
 
 /// Places the job `job` of `o` (checked: [`job_line`], [`check_placeable`]) in its mode;
 /// a long target list goes first ([`crate::targets`]).
-pub async fn place(fleet: &Fleet, o: &SubmitOptions, job: JobLine) -> anyhow::Result<Event> {
+pub async fn place(fleet: &Fleet, o: &SubmitOptions, job: JobLine) -> crate::Result<Event> {
     // connected before the clocks start (a tenant's requests' user connects when first
     // needed): the times are the placement's
     let requests = match o.mode {
@@ -124,7 +129,9 @@ pub async fn place(fleet: &Fleet, o: &SubmitOptions, job: JobLine) -> anyhow::Re
         targets,
         submitted_us,
     };
-    let payload: bytes::Bytes = serde_json::to_vec(&req)?.into();
+    let payload: bytes::Bytes = serde_json::to_vec(&req)
+        .parse("encoding the job request")?
+        .into();
     let t0 = Instant::now();
     let outcome = match o.mode {
         Mode::Wait => {
@@ -135,7 +142,7 @@ pub async fn place(fleet: &Fleet, o: &SubmitOptions, job: JobLine) -> anyhow::Re
                 .publish_with_headers(crate::wq_subject(&o.tenant, &o.location), h, payload)
                 .await?
                 .await
-                .context("queueing the job")?;
+                .nats("queueing the job")?;
             Outcome::Queued
         }
         Mode::Discard => {
@@ -144,19 +151,23 @@ pub async fn place(fleet: &Fleet, o: &SubmitOptions, job: JobLine) -> anyhow::Re
             loop {
                 asked += 1;
                 let answer = requests
-                    .context("no connection for requests")?
+                    .ok_or_else(|| Error::Invalid("no connection for requests".into()))?
                     .request(subject.clone(), payload.clone());
                 match tokio::time::timeout(REQUEST_TIMEOUT, answer).await {
-                    Err(_) => anyhow::bail!("no agent answered within {REQUEST_TIMEOUT:?}"),
+                    Err(_) => {
+                        return Err(Error::TimedOut(format!(
+                            "no agent answered within {REQUEST_TIMEOUT:?}"
+                        )))
+                    }
                     Ok(Err(e)) if e.kind() == async_nats::RequestErrorKind::NoResponders => {
                         break Outcome::Discarded {
                             reason: "no free slot".into(),
                         }
                     }
-                    Ok(Err(e)) => return Err(e).context("asking the agents"),
+                    Ok(Err(e)) => return Err(e).nats("asking the agents"),
                     Ok(Ok(m)) => {
                         let r: DeployReply =
-                            serde_json::from_slice(&m.payload).context("the agent's reply")?;
+                            serde_json::from_slice(&m.payload).parse("the agent's reply")?;
                         match (r.accepted, r.busy, r.reason) {
                             (true, _, _) => break Outcome::Accepted { node: r.node },
                             // it filled its last slot as the request came, and has left
@@ -226,7 +237,7 @@ pub struct Status {
     pub results_stored: u64,
 }
 
-pub fn status(c: &Connect, tenant: &str) -> anyhow::Result<Status> {
+pub fn status(c: &Connect, tenant: &str) -> crate::Result<Status> {
     crate::check_token("--tenant", tenant)?;
     crate::block_on(async {
         let (_, fleet) = c.fleet("vtnt fleet status").await?;
@@ -255,7 +266,7 @@ pub fn status(c: &Connect, tenant: &str) -> anyhow::Result<Status> {
 
 /// Every node that ever heartbeated (within the stream's hour), by name; none before the
 /// first agent came.
-pub async fn nodes(fleet: &Fleet) -> anyhow::Result<Vec<NodeView>> {
+pub async fn nodes(fleet: &Fleet) -> crate::Result<Vec<NodeView>> {
     let Some(stream) = crate::existing(&fleet.shared, crate::NODES_STREAM).await? else {
         return Ok(Vec::new());
     };
@@ -311,14 +322,15 @@ pub struct JobResults {
 
 /// Reads the results stream (one job's, or all), and hands each job to `each` once its
 /// summary is in, in the order the summaries were stored; without `follow` it stops at
-/// the end of the stream and then hands over the jobs still without a summary.
-pub fn results(
+/// the end of the stream and then hands over the jobs still without a summary. An error
+/// of `each` (of the caller's type) ends the reading and is returned as it is.
+pub fn results<E: From<crate::Error>>(
     c: &Connect,
     tenant: &str,
     job: Option<&str>,
     follow: bool,
-    mut each: impl FnMut(JobResults) -> anyhow::Result<()>,
-) -> anyhow::Result<()> {
+    mut each: impl FnMut(JobResults) -> Result<(), E>,
+) -> Result<(), E> {
     crate::check_token("--tenant", tenant)?;
     if let Some(j) = job {
         crate::check_token("--job", j)?;
@@ -338,14 +350,22 @@ pub fn results(
                 ..Default::default()
             })
             .await
-            .context("reading the results stream")?;
+            .nats("reading the results stream")?;
         let mut open: BTreeMap<String, BTreeMap<u64, String>> = BTreeMap::new();
         let mut finished: HashSet<String> = HashSet::new();
-        let empty = consumer.info().await?.num_pending == 0;
+        let empty = consumer
+            .info()
+            .await
+            .nats("reading the results stream")?
+            .num_pending
+            == 0;
         if !empty || follow {
-            let mut msgs = consumer.messages().await?;
+            let mut msgs = consumer
+                .messages()
+                .await
+                .nats("reading the results stream")?;
             while let Some(m) = msgs.next().await {
-                let m = m?;
+                let m = m.nats("reading the results stream")?;
                 let pending = m.info().map_or(0, |i| i.pending);
                 let parts: Vec<&str> = m.subject.split('.').collect();
                 if let [_, _, _tenant, job, kind] = parts[..] {
@@ -365,7 +385,7 @@ pub fn results(
                         }
                         "s" if finished.insert(job.clone()) => {
                             let summary: JobSummary = serde_json::from_slice(&m.payload)
-                                .with_context(|| format!("job {job}'s summary"))?;
+                                .parse(|| format!("job {job}'s summary"))?;
                             let records = open.remove(&job).unwrap_or_default();
                             each(JobResults {
                                 job,

@@ -14,7 +14,8 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use anyhow::Context;
+use crate::error::ResultExt;
+use crate::Error;
 use async_nats::jetstream::object_store::{self, ObjectStore};
 use futures::StreamExt;
 use serde::Serialize;
@@ -37,7 +38,7 @@ const SHA256: &str = "sha256";
 
 /// The bucket, created unless it exists (`vtnt fleet up`; the operator on a server of
 /// one's own).
-pub(crate) async fn create(fleet: &crate::Fleet) -> anyhow::Result<ObjectStore> {
+pub(crate) async fn create(fleet: &crate::Fleet) -> crate::Result<ObjectStore> {
     match fleet.js.get_object_store(IMAGES_BUCKET).await {
         Ok(s) => Ok(s),
         Err(_) => fleet
@@ -49,29 +50,29 @@ pub(crate) async fn create(fleet: &crate::Fleet) -> anyhow::Result<ObjectStore> 
                 ..Default::default()
             })
             .await
-            .context("creating the images' object store"),
+            .nats("creating the images' object store"),
     }
 }
 
 /// The bucket as an agent sees it: there, or a clear error.
-pub async fn open(fleet: &crate::Fleet) -> anyhow::Result<ObjectStore> {
+pub async fn open(fleet: &crate::Fleet) -> crate::Result<ObjectStore> {
     fleet.js.get_object_store(IMAGES_BUCKET).await.map_err(|e| {
-        anyhow::anyhow!(
+        Error::Invalid(format!(
             "the fleet has no images' object store ({e}): `vtnt fleet images put` first"
-        )
+        ))
     })
 }
 
 /// Checks that `store` holds each of `images` (an agent's, by runtime), or says which
 /// is missing and how to put it.
-pub async fn check(store: &ObjectStore, images: &[vtnt_runtimes::ImageInfo]) -> anyhow::Result<()> {
+pub async fn check(store: &ObjectStore, images: &[vtnt_runtimes::ImageInfo]) -> crate::Result<()> {
     for im in images {
         let name = vtnt_runtimes::server::file_name(im)?;
         store.info(name.as_str()).await.map_err(|e| {
-            anyhow::anyhow!(
+            Error::Invalid(format!(
                 "the fleet's images' object store has no `{name}` ({e}): `vtnt fleet images put --runtimes {}` first",
                 im.runtime.name()
-            )
+            ))
         })?;
     }
     Ok(())
@@ -79,7 +80,7 @@ pub async fn check(store: &ObjectStore, images: &[vtnt_runtimes::ImageInfo]) -> 
 
 /// Builds the images of `runtimes` and stores each under its file name (replacing an
 /// object of that name).
-pub fn put(c: &Connect, runtimes: &[Runtime]) -> anyhow::Result<Vec<StoredImage>> {
+pub fn put(c: &Connect, runtimes: &[Runtime]) -> crate::Result<Vec<StoredImage>> {
     let images = runtimes
         .iter()
         .map(|rt| rt.build_image(&BuildOptions::default()))
@@ -92,7 +93,7 @@ pub fn put(c: &Connect, runtimes: &[Runtime]) -> anyhow::Result<Vec<StoredImage>
             let name = vtnt_runtimes::server::file_name(im)?;
             let mut file = tokio::fs::File::open(&im.path)
                 .await
-                .with_context(|| format!("{}", im.path.display()))?;
+                .io(|| format!("{}", im.path.display()))?;
             let sha256 = im.pin.as_ref().map(|p| p.sha256.clone());
             let meta = object_store::ObjectMetadata {
                 name: name.clone(),
@@ -102,7 +103,7 @@ pub fn put(c: &Connect, runtimes: &[Runtime]) -> anyhow::Result<Vec<StoredImage>
             let info = store
                 .put(meta, &mut file)
                 .await
-                .with_context(|| format!("storing {name}"))?;
+                .nats(|| format!("storing {name}"))?;
             out.push(StoredImage {
                 name,
                 bytes: info.size,
@@ -115,14 +116,14 @@ pub fn put(c: &Connect, runtimes: &[Runtime]) -> anyhow::Result<Vec<StoredImage>
 }
 
 /// The images in the bucket.
-pub fn list(c: &Connect) -> anyhow::Result<Vec<StoredImage>> {
+pub fn list(c: &Connect) -> crate::Result<Vec<StoredImage>> {
     crate::block_on(async {
         let (_client, fleet) = c.fleet("vtnt fleet images").await?;
         let store = open(&fleet).await?;
-        let mut all = store.list().await.context("listing the images")?;
+        let mut all = store.list().await.nats("listing the images")?;
         let mut out = Vec::new();
         while let Some(i) = all.next().await {
-            let i = i.context("listing the images")?;
+            let i = i.nats("listing the images")?;
             out.push(StoredImage {
                 sha256: i.metadata.get(SHA256).cloned(),
                 name: i.name,
@@ -139,17 +140,20 @@ pub fn list(c: &Connect) -> anyhow::Result<Vec<StoredImage>> {
 /// threads).
 pub fn fetcher(store: ObjectStore, handle: tokio::runtime::Handle) -> Arc<FetchImage> {
     Arc::new(move |name: &str, dest: &Path| {
-        let fetched: anyhow::Result<u64> = handle.block_on(async {
-            let mut obj = store.get(name).await.map_err(|e| {
-                anyhow::anyhow!("image `{name}` from the fleet's object store: {e}")
-            })?;
+        let fetched: crate::Result<u64> = handle.block_on(async {
+            let mut obj = store
+                .get(name)
+                .await
+                .nats(|| format!("image `{name}` from the fleet's object store"))?;
             let mut file = tokio::fs::File::create(dest)
                 .await
-                .with_context(|| format!("{}", dest.display()))?;
+                .io(|| format!("{}", dest.display()))?;
             let n = tokio::io::copy(&mut obj, &mut file)
                 .await
-                .with_context(|| format!("image `{name}` from the fleet's object store"))?;
-            tokio::io::AsyncWriteExt::flush(&mut file).await?;
+                .io(|| format!("image `{name}` from the fleet's object store"))?;
+            tokio::io::AsyncWriteExt::flush(&mut file)
+                .await
+                .io(|| format!("{}", dest.display()))?;
             Ok(n)
         });
         // the store's error, its chain kept, under vtnt-runtimes' "fetching the ... image"

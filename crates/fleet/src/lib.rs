@@ -42,6 +42,7 @@ pub mod agent;
 pub mod auth;
 pub mod broker;
 pub mod controller;
+mod error;
 pub mod images;
 pub mod proto;
 pub mod replay;
@@ -51,8 +52,9 @@ pub mod watchdog;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use anyhow::Context;
 use async_nats::jetstream;
+pub use error::{chain, BoxError, Error, Result};
+use error::{ensure, ResultExt};
 
 pub use proto::{Event, JobStatus, JobSummary, Mode, NodeInfo, Outcome};
 
@@ -148,13 +150,14 @@ pub fn results_subject(tenant: &str, job: &str, kind: &str) -> String {
 
 /// Checks that `value` (of `what`: a node, location, tenant, job id) can be one subject
 /// token: letters, digits, `-` and `_`, 1 to 64 of them.
-pub fn check_token(what: &str, value: &str) -> anyhow::Result<()> {
-    anyhow::ensure!(
+pub fn check_token(what: &str, value: &str) -> Result<()> {
+    ensure!(
         !value.is_empty()
             && value.len() <= 64
             && value
                 .bytes()
                 .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_'),
+        Invalid,
         "{what} `{value}`: use 1 to 64 letters, digits, `-` or `_`"
     );
     Ok(())
@@ -200,16 +203,17 @@ impl Connect {
 
     /// The broker `vtnt fleet up --name <name>` started, as `role`, with the key and CA
     /// it keeps for local commands.
-    pub fn local(name: &str, role: auth::Role) -> anyhow::Result<Connect> {
+    pub fn local(name: &str, role: auth::Role) -> Result<Connect> {
         let url = broker::url(name).ok_or_else(|| {
-            anyhow::anyhow!(
+            Error::Invalid(format!(
                 "no --nats URL and no running fleet `{name}` (`vtnt fleet up --name {name}`)"
-            )
+            ))
         })?;
         let dir = broker::state_dir(name);
         let key = auth::key_file(&dir, &role);
-        anyhow::ensure!(
+        ensure!(
             key.exists(),
+            Auth,
             "fleet `{name}` has no key for {} ({}); `vtnt fleet up --tenant ...` names its tenants",
             role.key_name(),
             key.display()
@@ -224,7 +228,7 @@ impl Connect {
 
     /// The seeds of `--nkey`: the user's, then (a tenant's key that `vtnt fleet up` made)
     /// its discard-mode requests' user in the fleet's account ([`auth`]).
-    fn seeds(&self) -> anyhow::Result<Vec<String>> {
+    fn seeds(&self) -> Result<Vec<String>> {
         self.nkey
             .as_deref()
             .map_or(Ok(Vec::new()), auth::read_seeds)
@@ -234,7 +238,7 @@ impl Connect {
     /// tenant whose key holds a second seed is in an account of its own: the fleet's
     /// streams' info comes through [`auth::FLEET_API`], and its discard-mode requests go
     /// out as that second user ([`Fleet::requests`]).
-    pub async fn fleet(&self, name: &str) -> anyhow::Result<(async_nats::Client, Fleet)> {
+    pub async fn fleet(&self, name: &str) -> Result<(async_nats::Client, Fleet)> {
         let seeds = self.seeds()?;
         let client = self.client_as(name, seeds.first()).await?;
         let js = match &self.js_domain {
@@ -268,13 +272,13 @@ impl Connect {
     }
 
     /// Connects as `--nkey`'s user, giving up after [`CONNECT_TIMEOUT`] with an error naming the URL.
-    pub async fn client(&self, name: &str) -> anyhow::Result<async_nats::Client> {
+    pub async fn client(&self, name: &str) -> Result<async_nats::Client> {
         self.client_as(name, self.seeds()?.first()).await
     }
 
     /// The connection a tenant's discard-mode requests go out on: as its second user
     /// when its key holds one ([`Connect::fleet`]), else [`Connect::client`].
-    pub async fn requests_client(&self, name: &str) -> anyhow::Result<async_nats::Client> {
+    pub async fn requests_client(&self, name: &str) -> Result<async_nats::Client> {
         let seeds = self.seeds()?;
         let seed = match self.role {
             auth::Role::Tenant(_) => seeds.get(1).or(seeds.first()),
@@ -284,11 +288,7 @@ impl Connect {
     }
 
     /// Connects with the nkey `seed` (if any) and the other credentials.
-    async fn client_as(
-        &self,
-        name: &str,
-        seed: Option<&String>,
-    ) -> anyhow::Result<async_nats::Client> {
+    async fn client_as(&self, name: &str, seed: Option<&String>) -> Result<async_nats::Client> {
         let mut opts = async_nats::ConnectOptions::new()
             .name(name)
             .custom_inbox_prefix(self.role.inbox_prefix())
@@ -316,7 +316,12 @@ impl Connect {
             opts = opts.nkey(seed.clone());
         }
         if let Some(ca) = &self.tls_ca {
-            anyhow::ensure!(ca.exists(), "--tls-ca {}: no such file", ca.display());
+            ensure!(
+                ca.exists(),
+                Invalid,
+                "--tls-ca {}: no such file",
+                ca.display()
+            );
             opts = opts.add_root_certificates(ca.clone()).require_tls(true);
         }
         if let Some((cert, key)) = &self.tls_cert {
@@ -326,12 +331,12 @@ impl Connect {
             opts = opts
                 .credentials_file(c)
                 .await
-                .with_context(|| format!("--creds {}", c.display()))?;
+                .io(|| format!("--creds {}", c.display()))?;
         }
         match (&self.user, &self.password) {
             (Some(u), Some(p)) => opts = opts.user_and_password(u.clone(), p.clone()),
             (None, None) => {}
-            _ => anyhow::bail!("--user and --password go together"),
+            _ => return Err(Error::Invalid("--user and --password go together".into())),
         }
         let addrs = self
             .url
@@ -339,23 +344,39 @@ impl Connect {
             .map(|u| {
                 u.trim()
                     .parse::<async_nats::ServerAddr>()
-                    .map_err(|e| anyhow::anyhow!("--nats `{u}`: {e}"))
+                    .map_err(|e| Error::Invalid(format!("--nats `{u}`: {e}")))
             })
-            .collect::<anyhow::Result<Vec<_>>>()?;
+            .collect::<Result<Vec<_>>>()?;
         let connect = opts.connect(addrs);
-        tokio::time::timeout(CONNECT_TIMEOUT + Duration::from_secs(1), connect)
-            .await
-            .map_err(|_| anyhow::anyhow!("no answer from {} within {CONNECT_TIMEOUT:?}", self.url))?
-            .map_err(|e| {
-                let e = anyhow::Error::from(e);
-                if format!("{e:#}").contains("could not add certificate or key") {
+        let what = || format!("connecting to the NATS server at {}", self.url);
+        match tokio::time::timeout(CONNECT_TIMEOUT + Duration::from_secs(1), connect).await {
+            Ok(Ok(client)) => Ok(client),
+            Ok(Err(e)) => {
+                let source: BoxError = e.into();
+                if error::chain(&*source).contains("could not add certificate or key") {
                     // rustls's own words say no more
-                    e.context("--tls-cert and --tls-key: the certificate must be X.509 v3 and match the key")
+                    Err(Error::Context {
+                        what: what(),
+                        source: Box::new(Error::Nats {
+                            what: "--tls-cert and --tls-key: the certificate must be X.509 v3 and match the key".into(),
+                            source,
+                        }),
+                    })
                 } else {
-                    e
+                    Err(Error::Nats {
+                        what: what(),
+                        source,
+                    })
                 }
-            })
-            .with_context(|| format!("connecting to the NATS server at {}", self.url))
+            }
+            Err(_) => Err(Error::Context {
+                what: what(),
+                source: Box::new(Error::Unreachable {
+                    url: self.url.clone(),
+                    timeout: CONNECT_TIMEOUT,
+                }),
+            }),
+        }
     }
 }
 
@@ -380,7 +401,7 @@ pub struct Fleet {
 impl Fleet {
     /// The connection discard-mode requests go out on: the tenant's second user (connected
     /// once, when first needed) or this connection.
-    pub async fn requests(&self) -> anyhow::Result<&async_nats::Client> {
+    pub async fn requests(&self) -> Result<&async_nats::Client> {
         self.requests
             .get_or_try_init(|| async {
                 match &self.requester {
@@ -398,7 +419,7 @@ impl Fleet {
     }
 
     /// The work-queue stream, created unless it exists.
-    pub async fn jobs(&self) -> anyhow::Result<jetstream::stream::Stream> {
+    pub async fn jobs(&self) -> Result<jetstream::stream::Stream> {
         let n = self.num_replicas;
         ensure_stream(
             &self.shared,
@@ -411,11 +432,11 @@ impl Fleet {
             },
         )
         .await
-        .with_context(|| format!("the work-queue stream with {n} replica(s) (is JetStream on, on at least as many servers?)"))
+        .nats(|| format!("the work-queue stream with {n} replica(s) (is JetStream on, on at least as many servers?)"))
     }
 
     /// The nodes' heartbeat stream, created unless it exists.
-    pub async fn nodes(&self) -> anyhow::Result<jetstream::stream::Stream> {
+    pub async fn nodes(&self) -> Result<jetstream::stream::Stream> {
         ensure_stream(
             &self.shared,
             jetstream::stream::Config {
@@ -428,12 +449,12 @@ impl Fleet {
             },
         )
         .await
-        .context("the nodes stream")
+        .nats("the nodes stream")
     }
 
     /// A tenant's stream of large target lists, created unless it exists: bounded in
     /// bytes (refusing more, so one tenant fills only its own) and in age.
-    pub async fn data(&self, tenant: &str) -> anyhow::Result<jetstream::stream::Stream> {
+    pub async fn data(&self, tenant: &str) -> Result<jetstream::stream::Stream> {
         ensure_stream(
             &self.shared,
             jetstream::stream::Config {
@@ -449,11 +470,11 @@ impl Fleet {
             },
         )
         .await
-        .with_context(|| format!("tenant {tenant}'s target lists stream"))
+        .nats(|| format!("tenant {tenant}'s target lists stream"))
     }
 
     /// A tenant's results stream, created unless it exists.
-    pub async fn results(&self, tenant: &str) -> anyhow::Result<jetstream::stream::Stream> {
+    pub async fn results(&self, tenant: &str) -> Result<jetstream::stream::Stream> {
         ensure_stream(
             &self.js,
             jetstream::stream::Config {
@@ -466,7 +487,7 @@ impl Fleet {
             },
         )
         .await
-        .with_context(|| format!("tenant {tenant}'s results stream"))
+        .nats(|| format!("tenant {tenant}'s results stream"))
     }
 
     /// The durable pull consumer of a location's work queue, shared by its agents.
@@ -474,7 +495,7 @@ impl Fleet {
         &self,
         jobs: &jetstream::stream::Stream,
         location: &str,
-    ) -> anyhow::Result<jetstream::consumer::PullConsumer> {
+    ) -> Result<jetstream::consumer::PullConsumer> {
         let name = format!("wq-{location}");
         let config = jetstream::consumer::pull::Config {
             durable_name: Some(name.clone()),
@@ -489,7 +510,7 @@ impl Fleet {
             Ok(c) => Ok(c),
             Err(_) => jobs.get_or_create_consumer(&name, config).await,
         }
-        .with_context(|| format!("the work-queue consumer {name}"))
+        .nats(|| format!("the work-queue consumer {name}"))
     }
 }
 
@@ -498,7 +519,7 @@ impl Fleet {
 pub async fn existing(
     js: &jetstream::Context,
     name: &str,
-) -> anyhow::Result<Option<jetstream::stream::Stream>> {
+) -> Result<Option<jetstream::stream::Stream>> {
     match js.get_stream(name).await {
         Ok(s) => Ok(Some(s)),
         Err(e)
@@ -507,7 +528,7 @@ pub async fn existing(
         {
             Ok(None)
         }
-        Err(e) => Err(e).with_context(|| format!("looking up stream {name}")),
+        Err(e) => Err(e).nats(|| format!("looking up stream {name}")),
     }
 }
 
@@ -517,7 +538,7 @@ pub async fn existing(
 async fn ensure_stream(
     js: &jetstream::Context,
     mut config: jetstream::stream::Config,
-) -> anyhow::Result<jetstream::stream::Stream> {
+) -> Result<jetstream::stream::Stream, jetstream::context::CreateStreamError> {
     use jetstream::context::CreateStreamErrorKind;
     match js.get_or_create_stream(config.clone()).await {
         Ok(s) => Ok(s),
@@ -526,9 +547,9 @@ async fn ensure_stream(
                 if j.error_code() == jetstream::ErrorCode::STREAM_REPLICAS_NOT_SUPPORTED) =>
         {
             config.num_replicas = 1;
-            Ok(js.get_or_create_stream(config).await?)
+            js.get_or_create_stream(config).await
         }
-        Err(_) => Ok(js.get_or_create_stream(config).await?),
+        Err(_) => js.get_or_create_stream(config).await,
     }
 }
 
@@ -553,7 +574,9 @@ fn refused(what: String) {
 /// Runs `fut` on a fresh single-threaded tokio runtime (no hand-over between threads on
 /// a placement's path; jobs run on blocking threads); a refusal by the server ends it
 /// with that refusal as the error, and so does the stop flag ([`vtnt_measure::stop`]).
-pub fn block_on<T>(fut: impl std::future::Future<Output = anyhow::Result<T>>) -> anyhow::Result<T> {
+pub fn block_on<T, E: From<Error>>(
+    fut: impl std::future::Future<Output = Result<T, E>>,
+) -> Result<T, E> {
     let stop = async {
         if !vtnt_measure::stop::armed() {
             std::future::pending::<()>().await;
@@ -573,12 +596,12 @@ pub fn block_on<T>(fut: impl std::future::Future<Output = anyhow::Result<T>>) ->
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .context("starting the tokio runtime")?
+        .io("starting the tokio runtime")?
         .block_on(async {
             tokio::select! {
                 r = fut => r,
-                why = refusal => Err(anyhow::anyhow!(why)),
-                () = stop => Err(anyhow::anyhow!("interrupted")),
+                why = refusal => Err(Error::Refused(why).into()),
+                () = stop => Err(Error::Interrupted.into()),
             }
         })
 }

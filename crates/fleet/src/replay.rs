@@ -21,7 +21,8 @@ use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use anyhow::Context;
+use crate::error::{ensure, ResultExt};
+use crate::Error;
 use async_nats::jetstream;
 use futures::StreamExt;
 use serde::Serialize;
@@ -90,9 +91,8 @@ pub struct ReplayStats {
 
 /// Splits a file into its lines' fields: (line number, fields), comments and blank
 /// lines left out.
-fn lines(path: &Path) -> anyhow::Result<Vec<(usize, Vec<String>)>> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+fn lines(path: &Path) -> crate::Result<Vec<(usize, Vec<String>)>> {
+    let text = std::fs::read_to_string(path).io(|| format!("reading {}", path.display()))?;
     Ok(text
         .lines()
         .enumerate()
@@ -105,21 +105,22 @@ fn lines(path: &Path) -> anyhow::Result<Vec<(usize, Vec<String>)>> {
 }
 
 /// Reads a nodes file (`NAME LOCATION` per line).
-pub fn parse_nodes(path: &Path) -> anyhow::Result<Vec<NodeLine>> {
+pub fn parse_nodes(path: &Path) -> crate::Result<Vec<NodeLine>> {
     let mut out: Vec<NodeLine> = Vec::new();
     for (line, f) in lines(path)? {
         let at = |field: &str| format!("{}:{line}: {field}", path.display());
         let [name, location] = &f[..] else {
-            anyhow::bail!(
+            return Err(Error::Invalid(format!(
                 "{}: want `NAME LOCATION`, got {} fields",
                 at("line"),
                 f.len()
-            );
+            )));
         };
-        crate::check_token("node", name).with_context(|| at("NAME"))?;
-        crate::check_token("location", location).with_context(|| at("LOCATION"))?;
-        anyhow::ensure!(
+        crate::check_token("node", name).context(|| at("NAME"))?;
+        crate::check_token("location", location).context(|| at("LOCATION"))?;
+        ensure!(
             !out.iter().any(|n| &n.name == name),
+            Invalid,
             "{}: node `{name}` is listed twice",
             at("NAME")
         );
@@ -129,18 +130,24 @@ pub fn parse_nodes(path: &Path) -> anyhow::Result<Vec<NodeLine>> {
             location: location.clone(),
         });
     }
-    anyhow::ensure!(!out.is_empty(), "{}: no node listed", path.display());
+    ensure!(
+        !out.is_empty(),
+        Invalid,
+        "{}: no node listed",
+        path.display()
+    );
     Ok(out)
 }
 
 /// Reads an events file (`AT LOCATION RUNTIME MODE JOB...` per line) for `tenant`, each
 /// job checked as `vtnt fleet submit` checks it; sorted by time (stable).
-pub fn parse_events(path: &Path, tenant: &str) -> anyhow::Result<Vec<EventLine>> {
+pub fn parse_events(path: &Path, tenant: &str) -> crate::Result<Vec<EventLine>> {
     let mut out = Vec::new();
     for (line, f) in lines(path)? {
         let at = |field: &str| format!("{}:{line}: {field}", path.display());
-        anyhow::ensure!(
+        ensure!(
             f.len() >= 5,
+            Invalid,
             "{}: want `AT LOCATION RUNTIME MODE JOB...`, got {} fields",
             at("line"),
             f.len()
@@ -150,26 +157,26 @@ pub fn parse_events(path: &Path, tenant: &str) -> anyhow::Result<Vec<EventLine>>
             .ok()
             .filter(|s: &f64| (0.0..=MAX_AT).contains(s))
             .ok_or_else(|| {
-                anyhow::anyhow!(
+                Error::Invalid(format!(
                     "{}: `{}` is not a time in seconds from 0 to {MAX_AT}",
                     at("AT"),
                     f[0]
-                )
+                ))
             })?;
         let runtime = Runtime::ALL
             .into_iter()
             .find(|r| r.name() == f[2])
             .ok_or_else(|| {
-                anyhow::anyhow!(
+                Error::Invalid(format!(
                     "{}: unknown runtime `{}` (known: {})",
                     at("RUNTIME"),
                     f[2],
                     Runtime::ALL.map(Runtime::name).join(", ")
-                )
+                ))
             })?;
         let mode: Mode = f[3]
             .parse()
-            .map_err(|e| anyhow::anyhow!("{}: {e}", at("MODE")))?;
+            .map_err(|e| Error::Invalid(format!("{}: {e}", at("MODE"))))?;
         let submit = SubmitOptions {
             runtime,
             location: f[1].clone(),
@@ -177,15 +184,20 @@ pub fn parse_events(path: &Path, tenant: &str) -> anyhow::Result<Vec<EventLine>>
             tenant: tenant.to_string(),
             words: f[4..].to_vec(),
         };
-        crate::check_token("location", &submit.location).with_context(|| at("LOCATION"))?;
-        controller::job_line(&submit).with_context(|| at("JOB"))?;
+        crate::check_token("location", &submit.location).context(|| at("LOCATION"))?;
+        controller::job_line(&submit).context(|| at("JOB"))?;
         out.push(EventLine {
             line,
             at: Duration::from_secs_f64(secs),
             submit,
         });
     }
-    anyhow::ensure!(!out.is_empty(), "{}: no event listed", path.display());
+    ensure!(
+        !out.is_empty(),
+        Invalid,
+        "{}: no event listed",
+        path.display()
+    );
     out.sort_by_key(|e| e.at);
     Ok(out)
 }
@@ -198,21 +210,29 @@ fn check_fleet(
     nodes_file: &Path,
     events: &[EventLine],
     events_file: &Path,
-) -> anyhow::Result<()> {
+) -> crate::Result<()> {
     for n in want {
         let live = nodes.iter().find(|v| v.info.node == n.name);
         let at = format!("{}:{}", nodes_file.display(), n.line);
         match live {
-            None => anyhow::bail!("{at}: node `{}` has never announced itself", n.name),
-            Some(v) if v.status != "up" => {
-                anyhow::bail!("{at}: node `{}` is {}", n.name, v.status)
+            None => {
+                return Err(Error::NoNode(format!(
+                    "{at}: node `{}` has never announced itself",
+                    n.name
+                )))
             }
-            Some(v) if v.info.location != n.location => anyhow::bail!(
-                "{at}: node `{}` is in `{}`, not `{}`",
-                n.name,
-                v.info.location,
-                n.location
-            ),
+            Some(v) if v.status != "up" => {
+                return Err(Error::NoNode(format!(
+                    "{at}: node `{}` is {}",
+                    n.name, v.status
+                )))
+            }
+            Some(v) if v.info.location != n.location => {
+                return Err(Error::NoNode(format!(
+                    "{at}: node `{}` is in `{}`, not `{}`",
+                    n.name, v.info.location, n.location
+                )))
+            }
             Some(_) => {}
         }
     }
@@ -223,27 +243,28 @@ fn check_fleet(
         .collect();
     for e in events {
         controller::check_placeable(&listed, &e.submit)
-            .with_context(|| format!("{}:{}", events_file.display(), e.line))?;
+            .context(|| format!("{}:{}", events_file.display(), e.line))?;
     }
     Ok(())
 }
 
 /// Replays `events_file` on the nodes of `nodes_file`; hands each event to `out` in the
-/// events' order once the results are in (or the deadline has passed).
-pub fn replay(
+/// events' order once the results are in (or the deadline has passed). An error of `out`
+/// (of the caller's type) ends the replay and is returned as it is.
+pub fn replay<E: From<crate::Error>>(
     c: &Connect,
     nodes_file: &Path,
     events_file: &Path,
     o: &ReplayOptions,
-    mut out: impl FnMut(&Replayed) -> anyhow::Result<()>,
-) -> anyhow::Result<ReplayStats> {
+    mut out: impl FnMut(&Replayed) -> Result<(), E>,
+) -> Result<ReplayStats, E> {
     crate::check_token("--tenant", &o.tenant)?;
     let want = parse_nodes(nodes_file)?;
     let events = parse_events(events_file, &o.tenant)?;
     let lines: Vec<JobLine> = events
         .iter()
         .map(|e| controller::job_line(&e.submit))
-        .collect::<anyhow::Result<_>>()?;
+        .collect::<crate::Result<_>>()?;
     crate::block_on(async {
         let (_, fleet) = c.fleet("vtnt fleet replay").await?;
         let results = fleet.results(&o.tenant).await?;
@@ -269,8 +290,7 @@ pub fn replay(
         };
         let mut replayed = Vec::new();
         for (e, r) in events.iter().zip(placed) {
-            let (late, event) =
-                r.with_context(|| format!("{}:{}", events_file.display(), e.line))?;
+            let (late, event) = r.context(|| format!("{}:{}", events_file.display(), e.line))?;
             match &event.outcome {
                 Outcome::Queued => stats.queued += 1,
                 Outcome::Accepted { .. } => stats.accepted += 1,
@@ -309,7 +329,7 @@ pub fn replay(
 pub async fn place_all<'a>(
     fleet: &crate::Fleet,
     events: impl IntoIterator<Item = (Duration, &'a SubmitOptions, JobLine)>,
-) -> Vec<anyhow::Result<(Duration, Event)>> {
+) -> Vec<crate::Result<(Duration, Event)>> {
     let t0 = tokio::time::Instant::now();
     futures::future::join_all(events.into_iter().map(|(at, submit, line)| async move {
         let due = t0 + at;
@@ -327,7 +347,7 @@ async fn summaries(
     tenant: &str,
     jobs: &HashSet<String>,
     timeout: Duration,
-) -> anyhow::Result<BTreeMap<String, JobSummary>> {
+) -> crate::Result<BTreeMap<String, JobSummary>> {
     let mut found = BTreeMap::new();
     if jobs.is_empty() {
         return Ok(found);
@@ -340,7 +360,7 @@ async fn summaries(
             ..Default::default()
         })
         .await
-        .context("reading the results stream")?;
+        .nats("reading the results stream")?;
     let mut msgs = consumer.messages().await?;
     while found.len() < jobs.len() {
         let left = deadline.saturating_duration_since(Instant::now());

@@ -7,7 +7,7 @@
 //! [`MAX_TARGETS`](crate::MAX_TARGETS) targets so cross the fleet with requests of a few
 //! hundred bytes.
 
-use anyhow::Context;
+use crate::error::ResultExt;
 
 use crate::proto::{JobRequest, TargetList};
 use crate::Fleet;
@@ -20,7 +20,7 @@ pub async fn store(
     tenant: &str,
     job: &str,
     list: &str,
-) -> anyhow::Result<TargetList> {
+) -> crate::Result<TargetList> {
     if !fleet.own_account() {
         // a server of one's own: made by the first client to need it
         fleet.data(tenant).await?;
@@ -39,7 +39,7 @@ pub async fn store(
         );
     }
     for a in acks {
-        a.await.with_context(|| {
+        a.await.nats(|| {
             format!(
                 "storing the job's target list (tenant {tenant}'s target lists hold {} MiB at most)",
                 crate::DATA_STREAM_BYTES >> 20
@@ -98,7 +98,7 @@ pub async fn fetch(fleet: &Fleet, req: &JobRequest) -> Result<Option<String>, St
 }
 
 /// Removes `req`'s target list, if it had one: its job is done, its results stored.
-pub async fn remove(fleet: &Fleet, req: &JobRequest) -> anyhow::Result<()> {
+pub async fn remove(fleet: &Fleet, req: &JobRequest) -> crate::Result<()> {
     if req.targets.is_none() {
         return Ok(());
     }
@@ -109,6 +109,6 @@ pub async fn remove(fleet: &Fleet, req: &JobRequest) -> anyhow::Result<()> {
         .purge()
         .filter(crate::data_subject(&req.tenant, &req.id, None))
         .await
-        .with_context(|| format!("removing job {}'s target list", req.id))?;
+        .nats(|| format!("removing job {}'s target list", req.id))?;
     Ok(())
 }

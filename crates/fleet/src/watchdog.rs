@@ -28,7 +28,8 @@ use std::fs::File;
 use std::io::Read;
 use std::time::{Duration, Instant};
 
-use anyhow::Context;
+use crate::error::ResultExt;
+use crate::Error;
 use nix::unistd::ForkResult;
 
 /// How long a new agent waits for the node's lock (a dead predecessor's watchdog
@@ -49,11 +50,11 @@ pub fn scope(node: &str) -> String {
 /// Locks node `node` on this host, removes what a predecessor left, enters the node's
 /// scope and starts the watchdog (see the module's docs). Call it while this process has
 /// one thread (before the agent's runtime starts): the watchdog is a fork.
-pub fn start(node: &str) -> anyhow::Result<Guard> {
+pub fn start(node: &str) -> crate::Result<Guard> {
     let scope = scope(node);
     let lock = lock(node, &scope)?;
     let cleaned = vtnt_runtimes::scope::clean(&scope)
-        .with_context(|| format!("removing what an earlier agent of node {node} left"))?;
+        .context(|| format!("removing what an earlier agent of node {node} left"))?;
     if !cleaned.is_empty() {
         tracing::info!(node, cleaned = %cleaned, "removed what an earlier agent of this node left");
     }
@@ -65,16 +66,16 @@ pub fn start(node: &str) -> anyhow::Result<Guard> {
 }
 
 /// The node's lock, waited for up to [`LOCK_WAIT`].
-fn lock(node: &str, scope: &str) -> anyhow::Result<File> {
+fn lock(node: &str, scope: &str) -> crate::Result<File> {
     let dir = vtnt_runtimes::paths::run_base();
-    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    std::fs::create_dir_all(&dir).io(|| format!("creating {}", dir.display()))?;
     let path = dir.join(format!("{scope}.lock"));
     let file = File::options()
         .create(true)
         .truncate(false)
         .write(true)
         .open(&path)
-        .with_context(|| format!("opening {}", path.display()))?;
+        .io(|| format!("opening {}", path.display()))?;
     let t0 = Instant::now();
     loop {
         match file.try_lock() {
@@ -82,12 +83,14 @@ fn lock(node: &str, scope: &str) -> anyhow::Result<File> {
             Err(std::fs::TryLockError::WouldBlock) if t0.elapsed() < LOCK_WAIT => {
                 std::thread::sleep(Duration::from_millis(100));
             }
-            Err(std::fs::TryLockError::WouldBlock) => anyhow::bail!(
-                "node `{node}` has an agent on this host already ({} stays locked); one agent per node name",
-                path.display()
-            ),
+            Err(std::fs::TryLockError::WouldBlock) => {
+                return Err(Error::Invalid(format!(
+                    "node `{node}` has an agent on this host already ({} stays locked); one agent per node name",
+                    path.display()
+                )))
+            }
             Err(std::fs::TryLockError::Error(e)) => {
-                return Err(e).with_context(|| format!("locking {}", path.display()))
+                return Err(e).io(|| format!("locking {}", path.display()))
             }
         }
     }
@@ -96,16 +99,16 @@ fn lock(node: &str, scope: &str) -> anyhow::Result<File> {
 /// Forks the watchdog of scope `scope`; the pipe's write end, which this process keeps
 /// until it ends. `None` (and a warning) when this process already runs threads, where a
 /// fork could deadlock: the next agent of the node then cleans up instead.
-fn watchdog(node: &str, scope: &str) -> anyhow::Result<Option<std::io::PipeWriter>> {
+fn watchdog(node: &str, scope: &str) -> crate::Result<Option<std::io::PipeWriter>> {
     let threads = std::fs::read_dir("/proc/self/task").map_or(0, |d| d.count());
     if threads != 1 {
         tracing::warn!(node, threads, "no watchdog (this process runs threads already): a new agent of this node cleans up after this one instead");
         return Ok(None);
     }
-    let (mut eof, write) = std::io::pipe().context("the watchdog's pipe")?;
+    let (mut eof, write) = std::io::pipe().io("the watchdog's pipe")?;
     // SAFETY: this process has one thread (checked above), so the child is a copy of a
     // consistent process and may run any code, as after a fork of a single-threaded one.
-    match unsafe { nix::unistd::fork() }.context("forking the watchdog")? {
+    match unsafe { nix::unistd::fork() }.io("forking the watchdog")? {
         ForkResult::Child => {
             drop(write);
             // out of the agent's session: a terminal's signals do not reach it
@@ -125,8 +128,7 @@ fn watchdog(node: &str, scope: &str) -> anyhow::Result<Option<std::io::PipeWrite
                 }
                 Ok(_) => {}
                 Err(e) => {
-                    let e = anyhow::Error::new(e);
-                    tracing::error!(node, error = %format!("{e:#}"), "the watchdog failed to clean up")
+                    tracing::error!(node, error = %crate::error::chain(&e), "the watchdog failed to clean up")
                 }
             }
             std::process::exit(0)

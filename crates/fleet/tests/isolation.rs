@@ -334,7 +334,7 @@ fn no_role_reaches_another_tenants_results_inboxes_or_requests() {
                 failures.push(format!("a subscription received {}", m.subject));
             }
         }
-        Ok(failures)
+        Ok::<_, vtnt_fleet::Error>(failures)
     })
     .expect("the fleet's own steps");
     drop(up);

@@ -1,5 +1,6 @@
 //! The store's errors: each says what failed and where (the file and its byte offset or
-//! line for an import, the table for a query, the line of a prefix-to-AS file).
+//! line for an import, the table for a query, the line of a prefix-to-AS file, the
+//! stream for a feed).
 
 use std::path::PathBuf;
 
@@ -55,6 +56,11 @@ pub enum StoreError {
     /// A request that cannot be answered as asked (a bad filter, an unknown table or run).
     #[error("{0}")]
     Invalid(String),
+    /// The fleet's broker failed a feed ([`crate::feed`]): unreachable, refusing, or a
+    /// stream that could not be read (naming it).
+    #[cfg(feature = "fleet")]
+    #[error(transparent)]
+    Fleet(#[from] vtnt_fleet::Error),
 }
 
 impl StoreError {

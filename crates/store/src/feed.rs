@@ -18,7 +18,6 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use anyhow::Context;
 use async_nats::jetstream::consumer::{pull, AckPolicy, DeliverPolicy};
 use futures::StreamExt;
 use vtnt_fleet::{Connect, JobSummary};
@@ -60,7 +59,7 @@ pub fn feed(
     store: &mut Store,
     o: &FeedOptions,
     mut progress: impl FnMut(&FeedReport),
-) -> anyhow::Result<FeedReport> {
+) -> crate::Result<FeedReport> {
     let durable = consumer_name(store)?;
     let tenant = o.tenant.as_str();
     vtnt_fleet::block_on(async {
@@ -88,7 +87,7 @@ pub fn feed(
                 },
             )
             .await
-            .with_context(|| format!("the store's consumer {durable} on {name}"))?;
+            .map_err(nats(|| format!("the store's consumer {durable} on {name}")))?;
         loop {
             let mut batch = consumer
                 .batch()
@@ -96,13 +95,17 @@ pub fn feed(
                 .expires(Duration::from_secs(1))
                 .messages()
                 .await
-                .with_context(|| format!("reading {name}"))?;
+                .map_err(nats(|| format!("reading {name}")))?;
             let mut msgs = Vec::new();
             while let Some(m) = batch.next().await {
-                msgs.push(m.map_err(|e| anyhow::anyhow!("reading {name}: {e}"))?);
+                msgs.push(m.map_err(nats(|| format!("reading {name}")))?);
             }
             let Some(last) = msgs.last() else {
-                if !o.follow && consumer.info().await?.num_pending == 0 {
+                let info = consumer
+                    .info()
+                    .await
+                    .map_err(nats(|| format!("the store's consumer {durable} on {name}")))?;
+                if !o.follow && info.num_pending == 0 {
                     return Ok(report);
                 }
                 continue;
@@ -111,13 +114,27 @@ pub fn feed(
             file(store, &o.tenant, &msgs, &mut report)?;
             last.double_ack()
                 .await
-                .map_err(|e| anyhow::anyhow!("acknowledging a batch of {name}: {e}"))?;
+                .map_err(nats(|| format!("acknowledging a batch of {name}")))?;
             progress(&report);
             if !o.follow && pending == 0 {
                 return Ok(report);
             }
         }
     })
+}
+
+/// A NATS client's error as the fleet's [`vtnt_fleet::Error::Nats`], naming what was
+/// being done.
+fn nats<E: Into<vtnt_fleet::BoxError>>(
+    what: impl FnOnce() -> String,
+) -> impl FnOnce(E) -> crate::StoreError {
+    move |e| {
+        vtnt_fleet::Error::Nats {
+            what: what(),
+            source: e.into(),
+        }
+        .into()
+    }
 }
 
 /// One job's messages of a batch.
@@ -134,7 +151,7 @@ fn file(
     tenant: &Tenant,
     msgs: &[async_nats::jetstream::Message],
     report: &mut FeedReport,
-) -> anyhow::Result<()> {
+) -> crate::Result<()> {
     let mut jobs: BTreeMap<String, JobMessages> = BTreeMap::new();
     for m in msgs {
         report.messages += 1;

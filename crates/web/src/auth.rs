@@ -9,7 +9,7 @@
 
 use std::path::Path;
 
-use anyhow::Context;
+use crate::{Error, Result};
 use vtnt_store::Tenant;
 
 /// A token's first word (its format's version).
@@ -28,11 +28,11 @@ pub struct TenantKey {
 
 impl TenantKey {
     /// Tenant `name` with the nkey seed file `key` (its first seed: the tenant's user).
-    pub fn from_file(name: &str, key: &Path) -> anyhow::Result<TenantKey> {
+    pub fn from_file(name: &str, key: &Path) -> Result<TenantKey> {
         let tenant = Tenant::new(name)?;
         let seed = first_seed(key)?;
         let kp = nkeys::KeyPair::from_seed(&seed)
-            .map_err(|e| anyhow::anyhow!("--key {}: {e}", key.display()))?;
+            .map_err(|e| Error::Key(format!("--key {}: {e}", key.display())))?;
         Ok(TenantKey {
             tenant,
             public_key: kp.public_key(),
@@ -40,7 +40,7 @@ impl TenantKey {
     }
 }
 
-fn first_seed(key: &Path) -> anyhow::Result<String> {
+fn first_seed(key: &Path) -> Result<String> {
     Ok(vtnt_fleet::auth::read_seeds(key)?.remove(0))
 }
 
@@ -53,19 +53,25 @@ fn now_s() -> u64 {
 }
 
 /// A token for `tenant`, signed with the seed in `key`, valid for `ttl_s` seconds.
-pub fn make_token(tenant: &str, key: &Path, ttl_s: u64) -> anyhow::Result<String> {
+pub fn make_token(tenant: &str, key: &Path, ttl_s: u64) -> Result<String> {
     let tenant = Tenant::new(tenant)?;
-    anyhow::ensure!(
-        (1..=MAX_TTL_S).contains(&ttl_s),
-        "--ttl: 1 second to {} days",
-        MAX_TTL_S / 86400
-    );
+    if !(1..=MAX_TTL_S).contains(&ttl_s) {
+        return Err(Error::Invalid(format!(
+            "--ttl: 1 second to {} days",
+            MAX_TTL_S / 86400
+        )));
+    }
     let kp = nkeys::KeyPair::from_seed(&first_seed(key)?)
-        .map_err(|e| anyhow::anyhow!("--key {}: {e}", key.display()))?;
+        .map_err(|e| Error::Key(format!("--key {}: {e}", key.display())))?;
     let expiry = now_s() + ttl_s;
     let sig = kp
         .sign(message(tenant.as_str(), expiry).as_bytes())
-        .context("signing the token")?;
+        .map_err(|e| {
+            Error::Key(format!(
+                "signing the token with --key {}: {e}",
+                key.display()
+            ))
+        })?;
     Ok(format!("{VERSION}.{tenant}.{expiry}.{}", hex(&sig)))
 }
 

@@ -9,7 +9,8 @@ use std::net::{SocketAddr, TcpStream};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use anyhow::Context;
+use crate::error::io;
+use crate::{Error, Result};
 use serde::Serialize;
 use vtnt_store::query::Filter;
 use vtnt_store::{Store, Tenant};
@@ -65,7 +66,7 @@ impl PageTimes {
 
 /// The pages of `tenant` in `store`: every kind, with a run, a trace and two runs to
 /// compare taken from the store.
-fn pages(store: &Store, t: &Tenant) -> anyhow::Result<Vec<String>> {
+fn pages(store: &Store, t: &Tenant) -> Result<Vec<String>> {
     let runs = store.runs(t)?;
     let base = format!("/t/{t}");
     let mut p: Vec<String> = ["/", "/campaigns", "/traces", "/questions"]
@@ -88,7 +89,7 @@ fn pages(store: &Store, t: &Tenant) -> anyhow::Result<Vec<String>> {
     Ok(p)
 }
 
-fn fetch(addr: SocketAddr, path: &str, token: &str) -> anyhow::Result<(u16, usize)> {
+fn fetch(addr: SocketAddr, path: &str, token: &str) -> std::io::Result<(u16, usize)> {
     let mut s = TcpStream::connect(addr)?;
     s.set_read_timeout(Some(Duration::from_secs(120)))?;
     write!(
@@ -107,24 +108,26 @@ fn fetch(addr: SocketAddr, path: &str, token: &str) -> anyhow::Result<(u16, usiz
 }
 
 /// Serves `db` and times each page of `tenant` `repeats` times.
-pub fn page_times(db: &Path, tenant: &Tenant, repeats: usize) -> anyhow::Result<PageTimes> {
-    anyhow::ensure!(repeats >= 1, "--repeats must be at least 1");
+pub fn page_times(db: &Path, tenant: &Tenant, repeats: usize) -> Result<PageTimes> {
+    if repeats < 1 {
+        return Err(Error::Invalid("--repeats must be at least 1".into()));
+    }
     let store = Store::open_existing(db)?;
     let paths = pages(&store, tenant)?;
     let traces = store.counts(tenant)?.get("traces").copied().unwrap_or(0);
     drop(store);
     let dir = std::env::temp_dir().join(format!("vtnt-bench-serve-{}", std::process::id()));
-    std::fs::create_dir_all(&dir)?;
+    std::fs::create_dir_all(&dir).map_err(io(format!("creating {}", dir.display())))?;
     let key = dir.join("bench.nk");
     let seed = nkeys::KeyPair::new_user()
         .seed()
-        .map_err(|e| anyhow::anyhow!("a throwaway key: {e}"))?;
-    std::fs::write(&key, seed)?;
+        .map_err(|e| Error::Key(format!("a throwaway key: {e}")))?;
+    std::fs::write(&key, seed).map_err(io(format!("writing {}", key.display())))?;
     let keyed = TenantKey::from_file(tenant.as_str(), &key);
     let token = make_token(tenant.as_str(), &key, 3600);
     let _ = std::fs::remove_dir_all(&dir);
     let config = Config {
-        listen: "127.0.0.1:0".parse()?,
+        listen: SocketAddr::from(([127, 0, 0, 1], 0)),
         public: false,
         store: db.to_path_buf(),
         reports: None,
@@ -146,9 +149,11 @@ pub fn page_times(db: &Path, tenant: &Tenant, repeats: usize) -> anyhow::Result<
         let mut bytes = 0;
         for _ in 0..repeats {
             let t0 = Instant::now();
-            let (status, n) = fetch(addr, &path, &token).with_context(|| path.clone())?;
+            let (status, n) = fetch(addr, &path, &token).map_err(io(path.clone()))?;
             times.push(t0.elapsed().as_secs_f64() * 1e3);
-            anyhow::ensure!(status == 200, "{path}: HTTP {status}");
+            if status != 200 {
+                return Err(Error::Http { path, status });
+            }
             bytes = n;
         }
         times.sort_by(f64::total_cmp);

@@ -21,6 +21,7 @@
 
 pub mod auth;
 pub mod bench;
+mod error;
 mod html;
 pub mod live;
 pub mod reports;
@@ -29,21 +30,21 @@ pub mod server;
 mod state;
 mod views;
 
-use anyhow::Context;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+pub use error::{Error, Result};
 pub use server::Bound;
 
 /// Serves `bound` until the process ends, on a runtime of its own: the shared state, the
 /// fleet followed for each tenant, and the router, in the accept loop.
-pub fn serve(bound: Bound) -> anyhow::Result<()> {
+pub fn serve(bound: Bound) -> Result<()> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
-        .context("starting the server's runtime")?;
+        .map_err(error::io("starting the server's runtime"))?;
     rt.block_on(async move {
         let state = state::State::new(bound.config().clone());
         live::start(&state);
@@ -105,26 +106,33 @@ pub struct Config {
 
 impl Config {
     /// Checks what the configuration promises before anything listens.
-    pub fn check(&self) -> anyhow::Result<()> {
+    pub fn check(&self) -> Result<()> {
         if !self.listen.ip().is_loopback() {
-            anyhow::ensure!(
-                self.public,
-                "--listen {}: not a loopback address; give --public to serve other hosts",
-                self.listen
-            );
-            anyhow::ensure!(
-                !self.tenants.is_empty(),
-                "--public: other hosts are served only with tenants' keys (--tenant T --key FILE)"
-            );
+            if !self.public {
+                return Err(Error::Invalid(format!(
+                    "--listen {}: not a loopback address; give --public to serve other hosts",
+                    self.listen
+                )));
+            }
+            if self.tenants.is_empty() {
+                return Err(Error::Invalid(
+                    "--public: other hosts are served only with tenants' keys (--tenant T --key FILE)"
+                        .into(),
+                ));
+            }
         }
-        anyhow::ensure!(
-            self.store.exists(),
-            "{}: no store there (`vtnt import FILE`, a `vtnt trace|ping|tnt` run or `vtnt \
-             fleet store` fills one)",
-            self.store.display()
-        );
-        if let Some(r) = &self.reports {
-            anyhow::ensure!(r.is_dir(), "--reports {}: not a directory", r.display());
+        if !self.store.exists() {
+            return Err(Error::Invalid(format!(
+                "{}: no store there (`vtnt import FILE`, a `vtnt trace|ping|tnt` run or `vtnt \
+                 fleet store` fills one)",
+                self.store.display()
+            )));
+        }
+        if let Some(r) = self.reports.as_ref().filter(|r| !r.is_dir()) {
+            return Err(Error::Invalid(format!(
+                "--reports {}: not a directory",
+                r.display()
+            )));
         }
         Ok(())
     }

@@ -42,7 +42,7 @@ pub fn start(state: &State) {
         tokio::spawn(async move {
             loop {
                 if let Err(e) = follow(&state, &c, &tenant).await {
-                    tracing::warn!(tenant = %tenant, error = %format!("{e:#}"), "following the fleet");
+                    tracing::warn!(tenant = %tenant, error = %vtnt_fleet::chain(&e), "following the fleet");
                 }
                 tokio::time::sleep(Duration::from_secs(2)).await;
             }
@@ -51,30 +51,40 @@ pub fn start(state: &State) {
 }
 
 /// Files the tenant's results into the store, following, restarted after an error.
+/// A NATS client's error as the fleet's [`vtnt_fleet::Error::Nats`], naming what was
+/// being done.
+fn nats<E: Into<vtnt_fleet::BoxError>>(what: String) -> impl FnOnce(E) -> crate::Error {
+    move |e| {
+        vtnt_fleet::Error::Nats {
+            what,
+            source: e.into(),
+        }
+        .into()
+    }
+}
+
 fn store_thread(state: &State, c: Connect, tenant: Tenant) {
     let path = state.0.config.store.clone();
     let Some(events) = state.0.live.get(tenant.as_str()).map(|l| l.events.clone()) else {
         return;
     };
     std::thread::spawn(move || loop {
-        let r = vtnt_store::Store::open(&path)
-            .map_err(anyhow::Error::from)
-            .and_then(|mut store| {
-                let o = vtnt_store::feed::FeedOptions {
-                    tenant: tenant.clone(),
-                    follow: true,
-                    batch: 200,
-                };
-                vtnt_store::feed::feed(&c, &mut store, &o, |r| {
-                    let _ = events.send(LiveEvent::Stored {
-                        messages: r.messages,
-                        traces: r.stored.traces,
-                        pings: r.stored.pings,
-                    });
-                })
-            });
+        let r = vtnt_store::Store::open(&path).and_then(|mut store| {
+            let o = vtnt_store::feed::FeedOptions {
+                tenant: tenant.clone(),
+                follow: true,
+                batch: 200,
+            };
+            vtnt_store::feed::feed(&c, &mut store, &o, |r| {
+                let _ = events.send(LiveEvent::Stored {
+                    messages: r.messages,
+                    traces: r.stored.traces,
+                    pings: r.stored.pings,
+                });
+            })
+        });
         if let Err(e) = r {
-            tracing::warn!(tenant = %tenant, error = %format!("{e:#}"), "storing the fleet's results");
+            tracing::warn!(tenant = %tenant, error = %vtnt_fleet::chain(&e), "storing the fleet's results");
         }
         std::thread::sleep(Duration::from_secs(2));
     });
@@ -82,7 +92,7 @@ fn store_thread(state: &State, c: Connect, tenant: Tenant) {
 
 /// Connects as the tenant and turns every new message of its results stream into an
 /// event, until the connection fails.
-async fn follow(state: &State, c: &Connect, tenant: &Tenant) -> anyhow::Result<()> {
+async fn follow(state: &State, c: &Connect, tenant: &Tenant) -> crate::Result<()> {
     let Some(live) = state.0.live.get(tenant.as_str()) else {
         return Ok(());
     };
@@ -105,10 +115,14 @@ async fn follow(state: &State, c: &Connect, tenant: &Tenant) -> anyhow::Result<(
             inactive_threshold: Duration::from_secs(60),
             ..Default::default()
         })
-        .await?;
-    let mut messages = consumer.messages().await?;
+        .await
+        .map_err(nats(format!("following {name}")))?;
+    let mut messages = consumer
+        .messages()
+        .await
+        .map_err(nats(format!("reading {name}")))?;
     while let Some(m) = messages.next().await {
-        let m = m.map_err(|e| anyhow::anyhow!("reading {name}: {e}"))?;
+        let m = m.map_err(nats(format!("reading {name}")))?;
         if let Some(e) = event(&m) {
             let _ = live.events.send(e);
         }

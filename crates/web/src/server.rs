@@ -8,7 +8,8 @@ use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex};
 
-use anyhow::Context;
+use crate::error::io;
+use crate::{Error, Result};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
@@ -131,16 +132,15 @@ pub struct Bound {
 
 impl Bound {
     /// Checks `config` and binds its address: a port in use is an error naming it.
-    pub fn bind(config: Config) -> anyhow::Result<Bound> {
+    pub fn bind(config: Config) -> Result<Bound> {
         config.check()?;
-        let listener = std::net::TcpListener::bind(config.listen).with_context(|| {
-            format!(
-                "listening on {}: the address is taken or not ours (another `vtnt serve` \
-                 there?)",
-                config.listen
-            )
-        })?;
-        listener.set_nonblocking(true)?;
+        let listener = std::net::TcpListener::bind(config.listen).map_err(io(format!(
+            "listening on {}: the address is taken or not ours (another `vtnt serve` there?)",
+            config.listen
+        )))?;
+        listener
+            .set_nonblocking(true)
+            .map_err(io(format!("listening on {}", config.listen)))?;
         Ok(Bound { listener, config })
     }
 
@@ -156,14 +156,20 @@ impl Bound {
 }
 
 /// Serves `app` on `bound`'s listener until the process ends, within its limits.
-pub async fn run(bound: Bound, app: axum::Router) -> anyhow::Result<()> {
+pub async fn run(bound: Bound, app: axum::Router) -> Result<()> {
     let Bound { listener, config } = bound;
     let limits = config.limits.clone();
-    let listener = TcpListener::from_std(listener)?;
+    let listener =
+        TcpListener::from_std(listener).map_err(io(format!("listening on {}", config.listen)))?;
     let all = Arc::new(Semaphore::new(limits.connections));
     let per_client = Counter::default();
     loop {
-        let permit = all.clone().acquire_owned().await?;
+        let permit = all.clone().acquire_owned().await.map_err(|e| {
+            Error::Server(format!(
+                "the connection limit of {}: {e}",
+                limits.connections
+            ))
+        })?;
         let (tcp, peer) = match listener.accept().await {
             Ok(c) => c,
             Err(e) => {

@@ -39,12 +39,15 @@ impl LocalFleet {
 
     /// The tenant's connection, as this host reaches the broker.
     pub fn tenant(&self) -> anyhow::Result<Connect> {
-        Connect::local(&self.broker.name, Role::Tenant(self.tenant.clone()))
+        Ok(Connect::local(
+            &self.broker.name,
+            Role::Tenant(self.tenant.clone()),
+        )?)
     }
 
     /// An agent's connection, as this host reaches the broker.
     pub fn agent(&self) -> anyhow::Result<Connect> {
-        Connect::local(&self.broker.name, Role::Agent)
+        Ok(Connect::local(&self.broker.name, Role::Agent)?)
     }
 
     /// Starts `cmd` (an agent), its output discarded; stopped on drop.

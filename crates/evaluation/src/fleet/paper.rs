@@ -263,7 +263,7 @@ pub fn run(o: &PaperOptions, dir: &Path) -> anyhow::Result<PaperReport> {
                     },
                     |r| {
                         got.push(r.clone());
-                        Ok(())
+                        Ok::<(), anyhow::Error>(())
                     },
                 );
                 if let Err(e) = placed {

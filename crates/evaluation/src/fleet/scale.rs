@@ -413,7 +413,7 @@ pub fn run(o: &ScaleOptions, dir: &Path) -> anyhow::Result<ScaleReport> {
             },
             |r| {
                 lines.push(r.clone());
-                Ok(())
+                Ok::<(), anyhow::Error>(())
             },
         )?;
         let mut jsonl = String::new();
