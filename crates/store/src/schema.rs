@@ -16,7 +16,9 @@ type Fill = fn(&rusqlite::Transaction<'_>) -> rusqlite::Result<()>;
 const MIGRATIONS: &[(&str, Option<Fill>)] = &[
     (V1, None),
     (V2, None),
-    (V3, Some(crate::summary::file_all_paths)),
+    // version 4 rebuilds `run_paths` and files every path: version 3 leaves it empty
+    (V3, None),
+    (V4, Some(crate::summary::file_all_paths)),
 ];
 
 /// Version 1: the store's own facts, runs, nodes, jobs, the records (traces with hops, pings with replies), TNT's
@@ -257,7 +259,7 @@ const V2: &str = concat!(
     crate::summary::fill_sql!("1")
 );
 
-/// Version 3 (issue 41): `run_paths` ([`crate::summary::file_paths`] fills it).
+/// Version 3 (issue 41): `run_paths`, filled by version 4 ([`V4`]).
 const V3: &str = "
 CREATE TABLE run_paths (
     run_id INTEGER NOT NULL REFERENCES runs (id),
@@ -269,6 +271,25 @@ CREATE TABLE run_paths (
     tunnels TEXT NOT NULL,
     PRIMARY KEY (run_id, node_id, dst)
 ) WITHOUT ROWID;
+";
+
+/// Version 4 (issue 41): `run_paths` with each pair's `digest` (of its path and tunnels)
+/// and an index of the run's pairs with their digests in key order, which the diff scans
+/// instead of the rows ([`crate::summary::file_paths`] fills it).
+const V4: &str = "
+DROP TABLE run_paths;
+CREATE TABLE run_paths (
+    run_id INTEGER NOT NULL REFERENCES runs (id),
+    node_id INTEGER NOT NULL REFERENCES nodes (id),
+    dst TEXT NOT NULL,
+    start_us INTEGER NOT NULL,
+    trace_id INTEGER NOT NULL REFERENCES traces (id),
+    path TEXT NOT NULL,
+    tunnels TEXT NOT NULL,
+    digest INTEGER NOT NULL,
+    PRIMARY KEY (run_id, node_id, dst)
+) WITHOUT ROWID;
+CREATE INDEX run_paths_digest ON run_paths (run_id, node_id, dst, digest);
 ";
 
 /// The tables a tenant's rows live in, in the order an export or a listing names them;
