@@ -27,6 +27,22 @@ pub struct TunnelKey {
     pub lsrs: Vec<String>,
 }
 
+impl TunnelKey {
+    /// The key of a `tunnels` row: `lsrs` is its comma-joined LSR addresses.
+    pub fn new(class: String, ingress: Option<String>, egress: Option<String>, lsrs: &str) -> Self {
+        TunnelKey {
+            class,
+            ingress,
+            egress,
+            lsrs: lsrs
+                .split(',')
+                .filter(|l| !l.is_empty())
+                .map(String::from)
+                .collect(),
+        }
+    }
+}
+
 /// A (vantage point, target) pair.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 pub struct PathKey {

@@ -96,16 +96,7 @@ pub(crate) fn file_paths(tx: &Transaction<'_>, traces: &[i64]) -> rusqlite::Resu
         let keys = tunnels
             .query_map([id], |r| {
                 let lsrs: String = r.get(3)?;
-                Ok(TunnelKey {
-                    class: r.get(0)?,
-                    ingress: r.get(1)?,
-                    egress: r.get(2)?,
-                    lsrs: lsrs
-                        .split(',')
-                        .filter(|l| !l.is_empty())
-                        .map(String::from)
-                        .collect(),
-                })
+                Ok(TunnelKey::new(r.get(0)?, r.get(1)?, r.get(2)?, &lsrs))
             })?
             .collect::<rusqlite::Result<BTreeSet<TunnelKey>>>()?;
         let keys = serde_json::to_string(&keys)

@@ -152,16 +152,7 @@ fn pairs(c: &Connection, tenant: &str, run: &str) -> BTreeMap<(String, String), 
         let tunnels = st
             .query_map([id], |r| {
                 let lsrs: String = r.get(3)?;
-                Ok(TunnelKey {
-                    class: r.get(0)?,
-                    ingress: r.get(1)?,
-                    egress: r.get(2)?,
-                    lsrs: lsrs
-                        .split(',')
-                        .filter(|l| !l.is_empty())
-                        .map(String::from)
-                        .collect(),
-                })
+                Ok(TunnelKey::new(r.get(0)?, r.get(1)?, r.get(2)?, &lsrs))
             })
             .unwrap()
             .map(Result::unwrap)
