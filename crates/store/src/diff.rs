@@ -5,10 +5,12 @@
 //! the longest common start and the longest common end) or when tunnels appeared or
 //! disappeared. Each run's last initial trace (or plain trace) of a pair counts;
 //! revelation traces are TNT's means, not paths of the campaign. Each pair's path and
-//! tunnels are kept at ingest (`run_paths`, [`crate::summary`]), so the diff matches
-//! pairs in SQL and reads only the changed ones.
+//! tunnels, and a digest of both, are kept at ingest (`run_paths`, [`crate::summary`]),
+//! so the diff merges the two runs' digest lists in key order and reads only the pairs
+//! whose digests differ.
 
-use std::collections::BTreeSet;
+use std::cmp::Ordering;
+use std::collections::{BTreeSet, HashMap};
 
 use rusqlite::types::Value;
 use serde::{Deserialize, Serialize};
@@ -23,6 +25,22 @@ pub struct TunnelKey {
     pub ingress: Option<String>,
     pub egress: Option<String>,
     pub lsrs: Vec<String>,
+}
+
+impl TunnelKey {
+    /// The key of a `tunnels` row: `lsrs` is its comma-joined LSR addresses.
+    pub fn new(class: String, ingress: Option<String>, egress: Option<String>, lsrs: &str) -> Self {
+        TunnelKey {
+            class,
+            ingress,
+            egress,
+            lsrs: lsrs
+                .split(',')
+                .filter(|l| !l.is_empty())
+                .map(String::from)
+                .collect(),
+        }
+    }
 }
 
 /// A (vantage point, target) pair.
@@ -80,86 +98,110 @@ impl Store {
         })
     }
 
-    /// The pairs of run `a` (ids) that run `b` has not, in (vantage point, target) order.
-    fn only_in(&self, a: i64, b: i64) -> Result<Vec<PathKey>> {
+    /// Run `run`'s pairs (vantage point id, target) with their digests, in key order:
+    /// a scan of `run_paths_digest`, which holds them all and no text.
+    fn digests(&self, run: i64) -> Result<Vec<(i64, String, i64)>> {
         self.rows(
-            "SELECT n.name, x.dst FROM run_paths x JOIN nodes n ON n.id = x.node_id
-             WHERE x.run_id = ?1 AND NOT EXISTS (SELECT 1 FROM run_paths y
-                 WHERE y.run_id = ?2 AND y.node_id = x.node_id AND y.dst = x.dst)
-             ORDER BY n.name, x.dst",
-            &[Value::Integer(a), Value::Integer(b)],
-            |r| {
-                Ok(PathKey {
-                    node: r.get(0)?,
-                    target: r.get(1)?,
-                })
-            },
+            "SELECT node_id, dst, digest FROM run_paths INDEXED BY run_paths_digest
+             WHERE run_id = ?1 ORDER BY node_id, dst",
+            &[Value::Integer(run)],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
         )
     }
 
     /// Compares run `a` with run `b` (their keys) of `tenant`, from their `run_paths`
-    /// (docs/store.md): the pairs are matched, and the unchanged ones counted, in SQL;
-    /// only the changed ones are read.
+    /// (docs/store.md): one merge of both runs' digest lists in key order matches the
+    /// pairs and counts the unchanged ones; only the pairs whose digests differ are read.
     pub fn diff(&self, tenant: &Tenant, a: &str, b: &str) -> Result<Diff> {
         let (ia, ib) = (self.run_id(tenant, a)?, self.run_id(tenant, b)?);
-        let ids = [Value::Integer(ia), Value::Integer(ib)];
-        const PAIRS: &str = "FROM run_paths x JOIN run_paths y ON y.run_id = ?2 \
-             AND y.node_id = x.node_id AND y.dst = x.dst WHERE x.run_id = ?1";
-        let counts = self.rows(
-            &format!(
-                "SELECT count(*), coalesce(sum(x.path = y.path AND x.tunnels = y.tunnels), 0) \
-                 {PAIRS}"
-            ),
-            &ids,
-            |r| Ok((r.get::<_, u64>(0)?, r.get::<_, u64>(1)?)),
-        )?;
-        let (compared, unchanged) = counts.first().copied().unwrap_or((0, 0));
-        let changed = self.rows(
-            &format!(
-                "SELECT n.name, x.dst, x.path, y.path, x.tunnels, y.tunnels {} \
-                 AND (x.path != y.path OR x.tunnels != y.tunnels) ORDER BY n.name, x.dst",
-                PAIRS.replace(" WHERE", " JOIN nodes n ON n.id = x.node_id WHERE")
-            ),
-            &ids,
-            |r| {
-                let words = |i| -> rusqlite::Result<Vec<String>> {
-                    let p: String = r.get(i)?;
-                    Ok(p.split_whitespace().map(String::from).collect())
-                };
-                let keys = |i| -> rusqlite::Result<BTreeSet<TunnelKey>> {
-                    let t: String = r.get(i)?;
-                    serde_json::from_str(&t).map_err(|e| {
-                        rusqlite::Error::FromSqlConversionFailure(
-                            i,
-                            rusqlite::types::Type::Text,
-                            Box::new(e),
-                        )
-                    })
-                };
-                let (path_a, path_b) = (words(2)?, words(3)?);
-                let (tun_a, tun_b) = (keys(4)?, keys(5)?);
+        let names: HashMap<i64, String> = self
+            .rows(
+                "SELECT id, name FROM nodes WHERE tenant = ?1",
+                &[Value::Text(tenant.as_str().into())],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )?
+            .into_iter()
+            .collect();
+        let (xs, ys) = (self.digests(ia)?, self.digests(ib)?);
+        let (mut only_a, mut only_b, mut differ) = (Vec::new(), Vec::new(), Vec::new());
+        let (mut x, mut y) = (xs.into_iter().peekable(), ys.into_iter().peekable());
+        let (mut compared, mut unchanged) = (0, 0);
+        loop {
+            let order = match (x.peek(), y.peek()) {
+                (None, None) => break,
+                (Some(_), None) => Ordering::Less,
+                (None, Some(_)) => Ordering::Greater,
+                (Some(p), Some(q)) => (p.0, &p.1).cmp(&(q.0, &q.1)),
+            };
+            match order {
+                Ordering::Less => only_a.extend(x.next()),
+                Ordering::Greater => only_b.extend(y.next()),
+                Ordering::Equal => {
+                    if let (Some(p), Some(q)) = (x.next(), y.next()) {
+                        compared += 1;
+                        if p.2 == q.2 {
+                            unchanged += 1;
+                        } else {
+                            differ.push((p.0, p.1));
+                        }
+                    }
+                }
+            }
+        }
+        let key = |(node, target): (i64, String)| PathKey {
+            node: names.get(&node).cloned().unwrap_or_default(),
+            target,
+        };
+        let keys = |pairs: Vec<(i64, String, i64)>| {
+            let mut k: Vec<PathKey> = pairs.into_iter().map(|(n, t, _)| key((n, t))).collect();
+            k.sort();
+            k
+        };
+        let mut changed = differ
+            .into_iter()
+            .map(|(node, dst)| {
+                let (pa, ta) = self.kept(ia, node, &dst)?;
+                let (pb, tb) = self.kept(ib, node, &dst)?;
                 Ok(PathChange {
-                    key: PathKey {
-                        node: r.get(0)?,
-                        target: r.get(1)?,
-                    },
-                    segment: segment(&path_a, &path_b),
-                    tunnels_gone: tun_a.difference(&tun_b).cloned().collect(),
-                    tunnels_new: tun_b.difference(&tun_a).cloned().collect(),
-                    a: path_a,
-                    b: path_b,
+                    key: key((node, dst)),
+                    segment: segment(&pa, &pb),
+                    tunnels_gone: ta.difference(&tb).cloned().collect(),
+                    tunnels_new: tb.difference(&ta).cloned().collect(),
+                    a: pa,
+                    b: pb,
                 })
-            },
-        )?;
+            })
+            .collect::<Result<Vec<_>>>()?;
+        changed.sort_by(|p, q| p.key.cmp(&q.key));
         Ok(Diff {
             a: a.into(),
             b: b.into(),
             compared,
             unchanged,
             changed,
-            only_in_a: self.only_in(ia, ib)?,
-            only_in_b: self.only_in(ib, ia)?,
+            only_in_a: keys(only_a),
+            only_in_b: keys(only_b),
         })
+    }
+
+    /// The path and tunnels run `run` keeps for (vantage point `node`, target `dst`).
+    fn kept(&self, run: i64, node: i64, dst: &str) -> Result<(Vec<String>, BTreeSet<TunnelKey>)> {
+        let what = || format!("{}: reading the path of {dst} in run {run}", self.path);
+        let (path, tunnels): (String, String) = self
+            .conn
+            .prepare_cached(
+                "SELECT path, tunnels FROM run_paths WHERE run_id = ?1 AND node_id = ?2 \
+                 AND dst = ?3",
+            )
+            .and_then(|mut st| {
+                st.query_row(rusqlite::params![run, node, dst], |r| {
+                    Ok((r.get(0)?, r.get(1)?))
+                })
+            })
+            .map_err(StoreError::sql(what()))?;
+        let keys = serde_json::from_str(&tunnels)
+            .map_err(|e| StoreError::Invalid(format!("{}: {e}", what())))?;
+        Ok((path.split_whitespace().map(String::from).collect(), keys))
     }
 }
 

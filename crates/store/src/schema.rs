@@ -16,7 +16,9 @@ type Fill = fn(&rusqlite::Transaction<'_>) -> rusqlite::Result<()>;
 const MIGRATIONS: &[(&str, Option<Fill>)] = &[
     (V1, None),
     (V2, None),
-    (V3, Some(crate::summary::file_all_paths)),
+    // version 4 rebuilds `run_paths` and files every path: version 3 leaves it empty
+    (V3, None),
+    (V4, Some(crate::summary::file_all_paths)),
 ];
 
 /// Version 1: the store's own facts, runs, nodes, jobs, the records (traces with hops, pings with replies), TNT's
@@ -257,8 +259,11 @@ const V2: &str = concat!(
     crate::summary::fill_sql!("1")
 );
 
-/// Version 3 (issue 41): `run_paths` ([`crate::summary::file_paths`] fills it).
-const V3: &str = "
+/// The `run_paths` table of [`crate::summary`], with `extra` columns before its key.
+macro_rules! run_paths_table {
+    ($extra:literal) => {
+        concat!(
+            "
 CREATE TABLE run_paths (
     run_id INTEGER NOT NULL REFERENCES runs (id),
     node_id INTEGER NOT NULL REFERENCES nodes (id),
@@ -266,10 +271,27 @@ CREATE TABLE run_paths (
     start_us INTEGER NOT NULL,
     trace_id INTEGER NOT NULL REFERENCES traces (id),
     path TEXT NOT NULL,
-    tunnels TEXT NOT NULL,
+    tunnels TEXT NOT NULL,",
+            $extra,
+            "
     PRIMARY KEY (run_id, node_id, dst)
 ) WITHOUT ROWID;
-";
+"
+        )
+    };
+}
+
+/// Version 3 (issue 41): `run_paths`, filled by version 4 ([`V4`]).
+const V3: &str = run_paths_table!("");
+
+/// Version 4 (issue 41): `run_paths` with each pair's `digest` (of its path and tunnels)
+/// and an index of the run's pairs with their digests in key order, which the diff scans
+/// instead of the rows ([`crate::summary::file_paths`] fills it).
+const V4: &str = concat!(
+    "DROP TABLE run_paths;",
+    run_paths_table!("\n    digest INTEGER NOT NULL,"),
+    "CREATE INDEX run_paths_digest ON run_paths (run_id, node_id, dst, digest);"
+);
 
 /// The tables a tenant's rows live in, in the order an export or a listing names them;
 /// `tenant_filter` is the SQL condition (on alias `x`) that keeps one tenant's rows.

@@ -5,18 +5,21 @@
 //!   LSRs) with its ingress's vendor in that job and how many traces crossed it;
 //! - `lsr_groups`: per job, one row per distinct (tunnel, revealed LSR address);
 //! - `run_paths`: per run, vantage point and target, its last initial (or plain) trace's
-//!   path and tunnels as text, so that the diff of two runs compares two rows per pair
-//!   in SQL ([`file_paths`], at ingest for the traces it stored).
+//!   path and tunnels as text and a 64-bit digest of both ([`path_digest`]), so that the
+//!   diff of two runs merges two lists of digests in key order and reads the text of the
+//!   pairs that differ only ([`file_paths`], at ingest for the traces it stored).
 //!
 //! A job's rows are recomputed from its records at the end of every ingest transaction
 //! that stored a trace ([`refresh_job`]), in that transaction: a refused import leaves
 //! them as they were, and a later signature of the job (which may change a tunnel's
 //! vendor) is never missed. Schema version 2 ([`crate::schema`]) creates the tables and
-//! fills them for every job of an older store with the same SQL.
+//! fills them for every job of an older store with the same SQL; version 4 files every
+//! path of an older store with [`file_all_paths`].
 
 use std::collections::BTreeSet;
 
 use rusqlite::Transaction;
+use sha2::{Digest, Sha256};
 
 use crate::diff::TunnelKey;
 use crate::paths::{path_of, HOPS_TEXT};
@@ -70,10 +73,12 @@ pub(crate) fn file_paths(tx: &Transaction<'_>, traces: &[i64]) -> rusqlite::Resu
     let mut tunnels =
         tx.prepare_cached("SELECT class, ingress, egress, lsrs FROM tunnels WHERE trace_id = ?1")?;
     let mut file = tx.prepare_cached(
-        "INSERT INTO run_paths (run_id, node_id, dst, start_us, trace_id, path, tunnels)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+        "INSERT INTO run_paths (run_id, node_id, dst, start_us, trace_id, path, tunnels,
+             digest)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
          ON CONFLICT (run_id, node_id, dst) DO UPDATE SET start_us = excluded.start_us,
-             trace_id = excluded.trace_id, path = excluded.path, tunnels = excluded.tunnels
+             trace_id = excluded.trace_id, path = excluded.path, tunnels = excluded.tunnels,
+             digest = excluded.digest
          WHERE (excluded.start_us, excluded.trace_id) > (start_us, trace_id)",
     )?;
     for &id in traces {
@@ -91,27 +96,34 @@ pub(crate) fn file_paths(tx: &Transaction<'_>, traces: &[i64]) -> rusqlite::Resu
         let keys = tunnels
             .query_map([id], |r| {
                 let lsrs: String = r.get(3)?;
-                Ok(TunnelKey {
-                    class: r.get(0)?,
-                    ingress: r.get(1)?,
-                    egress: r.get(2)?,
-                    lsrs: lsrs
-                        .split(',')
-                        .filter(|l| !l.is_empty())
-                        .map(String::from)
-                        .collect(),
-                })
+                Ok(TunnelKey::new(r.get(0)?, r.get(1)?, r.get(2)?, &lsrs))
             })?
             .collect::<rusqlite::Result<BTreeSet<TunnelKey>>>()?;
         let keys = serde_json::to_string(&keys)
             .map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?;
         let path = path_of(firsthop, hops).join(" ");
-        file.execute(rusqlite::params![run, node, dst, start, id, path, keys])?;
+        let digest = path_digest(&path, &keys);
+        file.execute(rusqlite::params![
+            run, node, dst, start, id, path, keys, digest
+        ])?;
     }
     Ok(())
 }
 
-/// [`file_paths`] for every initial or plain trace of the store (schema version 3).
+/// A pair's digest: the first 8 bytes of the SHA-256 of its path and tunnels text. Two
+/// pairs with equal text have equal digests; two that differ share one with probability
+/// 2^-64 (the diff would count them unchanged).
+pub(crate) fn path_digest(path: &str, tunnels: &str) -> i64 {
+    let mut h = Sha256::new();
+    h.update(path.as_bytes());
+    h.update([0]);
+    h.update(tunnels.as_bytes());
+    let mut first = [0; 8];
+    first.copy_from_slice(&h.finalize()[..8]);
+    i64::from_be_bytes(first)
+}
+
+/// [`file_paths`] for every initial or plain trace of the store (schema version 4).
 pub(crate) fn file_all_paths(tx: &Transaction<'_>) -> rusqlite::Result<()> {
     let ids = tx
         .prepare("SELECT id FROM traces WHERE coalesce(role, 'initial') = 'initial'")?

@@ -5,15 +5,18 @@
 //! batches, a prefix-to-AS table and a refused corrupt import, for every group and the
 //! filters that change the joins (and one the summaries cannot answer: a prefix); the
 //! summary rows themselves equal their from-scratch SQL there and in a store of schema
-//! version 1 that opening migrated (where the diff of two runs, read from the paths
-//! the migration filed, is the one before).
+//! version 1 that opening migrated. The diff of two runs (a merge of digests kept at
+//! ingest) equals the one computed from scratch from the traces, their hops and their
+//! tunnels, written out here too, for imports, a fleet feed, a tenant's runs alone, and
+//! stores of schema versions 1 and 3 that opening migrated.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::BufReader;
 use std::path::Path;
 
 use rusqlite::Connection;
 use vtnt_formats::JsonReader;
+use vtnt_store::diff::{Diff, TunnelKey};
 use vtnt_store::import::{import_file, ImportOptions};
 use vtnt_store::query::Filter;
 use vtnt_store::questions::TunnelCount;
@@ -105,6 +108,99 @@ fn sorted(c: &Connection, sql: &str) -> Rows {
     rows
 }
 
+/// A pair's path (the first reply per TTL from the first hop, `*` for none) and tunnels.
+type Pair = (Vec<String>, BTreeSet<TunnelKey>);
+
+/// Run `run` of `tenant` from scratch: per (vantage point, target), its last initial (or
+/// plain) trace by start time then id, read from `traces`, `hops` and `tunnels`.
+fn pairs(c: &Connection, tenant: &str, run: &str) -> BTreeMap<(String, String), Pair> {
+    let mut last: BTreeMap<(String, String), (i64, i64, i64)> = BTreeMap::new();
+    let mut st = c
+        .prepare(
+            "SELECT n.name, r.dst, r.start_us, r.id, r.firsthop FROM traces r \
+             JOIN jobs j ON j.id = r.job_id JOIN nodes n ON n.id = j.node_id \
+             JOIN runs u ON u.id = j.run_id WHERE u.tenant = ?1 AND u.key = ?2 \
+             AND coalesce(r.role, 'initial') = 'initial'",
+        )
+        .unwrap();
+    let rows = st
+        .query_map([tenant, run], |r| {
+            Ok(((r.get(0)?, r.get(1)?), (r.get(2)?, r.get(3)?, r.get(4)?)))
+        })
+        .unwrap();
+    for row in rows {
+        let (k, v) = row.unwrap();
+        let e = last.entry(k).or_insert(v);
+        *e = (*e).max(v);
+    }
+    let pair = |&(_, id, firsthop): &(i64, i64, i64)| -> Pair {
+        let mut path: Vec<String> = Vec::new();
+        let mut st = c
+            .prepare("SELECT probe_ttl, addr FROM hops WHERE trace_id = ?1 ORDER BY probe_ttl, i")
+            .unwrap();
+        for h in st.query_map([id], |r| Ok((r.get(0)?, r.get(1)?))).unwrap() {
+            let (ttl, addr): (i64, String) = h.unwrap();
+            let slot = ttl - firsthop;
+            if slot >= 0 && slot as usize >= path.len() {
+                path.resize(slot as usize, "*".into());
+                path.push(addr);
+            }
+        }
+        let mut st = c
+            .prepare("SELECT class, ingress, egress, lsrs FROM tunnels WHERE trace_id = ?1")
+            .unwrap();
+        let tunnels = st
+            .query_map([id], |r| {
+                let lsrs: String = r.get(3)?;
+                Ok(TunnelKey::new(r.get(0)?, r.get(1)?, r.get(2)?, &lsrs))
+            })
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        (path, tunnels)
+    };
+    last.iter().map(|(k, v)| (k.clone(), pair(v))).collect()
+}
+
+/// Asserts `store`'s diff of runs `a` and `b` of `tenant` equals the one from scratch;
+/// returns it.
+fn diff_is_exact(store: &Store, c: &Connection, tenant: &str, a: &str, b: &str) -> Diff {
+    let d = store.diff(&Tenant::new(tenant).unwrap(), a, b).unwrap();
+    let (pa, pb) = (pairs(c, tenant, a), pairs(c, tenant, b));
+    let only = |x: &BTreeMap<_, Pair>, y: &BTreeMap<_, _>| -> Vec<(String, String)> {
+        x.keys().filter(|k| !y.contains_key(*k)).cloned().collect()
+    };
+    let keys = |v: &[vtnt_store::diff::PathKey]| -> Vec<(String, String)> {
+        v.iter()
+            .map(|k| (k.node.clone(), k.target.clone()))
+            .collect()
+    };
+    let what = format!("diff {tenant} {a} {b}");
+    assert_eq!(keys(&d.only_in_a), only(&pa, &pb), "{what}");
+    assert_eq!(keys(&d.only_in_b), only(&pb, &pa), "{what}");
+    let both: Vec<_> = pa
+        .iter()
+        .filter_map(|(k, x)| Some((k, x, pb.get(k)?)))
+        .collect();
+    assert_eq!(d.compared, both.len() as u64, "{what}");
+    let changed: Vec<_> = both.into_iter().filter(|(_, x, y)| x != y).collect();
+    assert_eq!(d.unchanged, d.compared - changed.len() as u64, "{what}");
+    assert_eq!(d.changed.len(), changed.len(), "{what}");
+    for (got, (k, x, y)) in d.changed.iter().zip(changed) {
+        assert_eq!((&got.key.node, &got.key.target), (&k.0, &k.1), "{what}");
+        assert_eq!((&got.a, &got.b), (&x.0, &y.0), "{what} {k:?}");
+        let gone: Vec<_> = x.1.difference(&y.1).cloned().collect();
+        let new: Vec<_> = y.1.difference(&x.1).cloned().collect();
+        assert_eq!(
+            (&got.tunnels_gone, &got.tunnels_new),
+            (&gone, &new),
+            "{what} {k:?}"
+        );
+        assert_eq!(got.segment.is_none(), x.0 == y.0, "{what} {k:?}");
+    }
+    d
+}
+
 /// Asserts both summary tables hold what their from-scratch SQL gives, and something.
 fn summaries_are_exact(c: &Connection, when: &str) {
     let raw = "FROM traces r JOIN tunnels t ON t.trace_id = r.id \
@@ -192,13 +288,23 @@ fn fast_answers_equal_the_from_scratch_query() {
     let path = s.path("r.sqlite");
     let mut store = Store::open(&path).unwrap();
     // two campaigns in one tenant (the second a copy with every fourth line gone, so
-    // observations and groups differ), the first again in a second tenant
+    // observations and groups differ, measured later, so its records are its own, and
+    // an address renamed in every third line, so paths and tunnels change), the first
+    // again in a second tenant
     let text = std::fs::read_to_string(FIXTURE).unwrap();
-    let thinned: Vec<&str> = text
+    let thinned: Vec<String> = text
         .lines()
         .enumerate()
         .filter(|(i, _)| i % 4 != 3)
-        .map(|(_, l)| l)
+        .map(|(i, l)| {
+            let l = l.replace("\"start\":{\"sec\":", "\"start\":{\"sec\":9");
+            match i % 3 {
+                0 => l
+                    .replace("\"100.64.3.14\"", "\"100.64.3.99\"")
+                    .replace("\"100.64.5.14\"", "\"100.64.5.99\""),
+                _ => l,
+            }
+        })
         .collect();
     let b = s.path("b.json");
     std::fs::write(&b, thinned.join("\n")).unwrap();
@@ -297,10 +403,28 @@ fn fast_answers_equal_the_from_scratch_query() {
         store.revealed_lsrs_per_as(&lab, &fast).unwrap()
     );
 
+    // the diff equals the from-scratch one: two imports both ways and with itself, a
+    // fleet feed against an import of the same records (stored once: the import's run
+    // is empty), and a tenant cannot name another's run
+    drop(c);
+    let fleet = Tenant::new("fleet").unwrap();
+    import(&mut store, Path::new(FIXTURE), "fleet", "again").unwrap();
+    let c = Connection::open(&path).unwrap();
+    let ab = diff_is_exact(&store, &c, "lab", "a", "b");
+    assert!(ab.unchanged > 0 && !ab.changed.is_empty(), "{ab:?}");
+    assert!(!ab.only_in_a.is_empty(), "{ab:?}");
+    diff_is_exact(&store, &c, "lab", "b", "a");
+    let aa = diff_is_exact(&store, &c, "lab", "a", "a");
+    assert_eq!((aa.unchanged, aa.changed.len()), (aa.compared, 0));
+    let fa = diff_is_exact(&store, &c, "fleet", "fleet-run", "again");
+    assert!(fa.compared == 0 && !fa.only_in_a.is_empty(), "{fa:?}");
+    assert!(store
+        .diff(&Tenant::new("other").unwrap(), "a", "b")
+        .is_err());
+    assert!(store.diff(&fleet, "a", "fleet-run").is_err());
+
     // a store of schema version 1 (no summaries) is filled when opened
     let before = store.tunnels_per_as(&lab, &fast).unwrap();
-    let diff_before = store.diff(&lab, "a", "b").unwrap();
-    assert!(diff_before.compared + diff_before.only_in_a.len() as u64 > 0);
     drop(store);
     c.execute_batch(
         "DROP TABLE tunnel_groups; DROP TABLE lsr_groups; DROP TABLE run_paths; \
@@ -310,5 +434,19 @@ fn fast_answers_equal_the_from_scratch_query() {
     let store = Store::open(&path).unwrap();
     summaries_are_exact(&c, "after the migration");
     assert_eq!(store.tunnels_per_as(&lab, &fast).unwrap(), before);
-    assert_eq!(store.diff(&lab, "a", "b").unwrap(), diff_before);
+    assert_eq!(diff_is_exact(&store, &c, "lab", "a", "b"), ab);
+
+    // a store of schema version 3 (paths without digests) gets them when opened
+    drop(store);
+    c.execute_batch(
+        "DROP TABLE run_paths; CREATE TABLE run_paths (run_id INTEGER NOT NULL, \
+         node_id INTEGER NOT NULL, dst TEXT NOT NULL, start_us INTEGER NOT NULL, \
+         trace_id INTEGER NOT NULL, path TEXT NOT NULL, tunnels TEXT NOT NULL, \
+         PRIMARY KEY (run_id, node_id, dst)) WITHOUT ROWID; \
+         DELETE FROM schema_version WHERE version > 3",
+    )
+    .unwrap();
+    let store = Store::open(&path).unwrap();
+    assert_eq!(diff_is_exact(&store, &c, "lab", "a", "b"), ab);
+    assert_eq!(diff_is_exact(&store, &c, "fleet", "fleet-run", "again"), fa);
 }

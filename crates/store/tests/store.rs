@@ -407,7 +407,7 @@ fn a_newer_schema_is_refused_and_migrations_are_recorded() {
         .unwrap();
     let e = Store::open(&db).err().expect("refused").to_string();
     assert!(
-        e.contains("schema version 99, newer than this vtnt's 3"),
+        e.contains("schema version 99, newer than this vtnt's 4"),
         "{e}"
     );
     let e = Store::open_existing(&s.path("none.sqlite"))
