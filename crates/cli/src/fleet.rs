@@ -224,7 +224,7 @@ pub enum FleetCommand {
     /// definitions stored in the fleet (docs/fleet.md, "Measurements").
     Measurement {
         #[command(subcommand)]
-        what: measurement::MeasurementCommand,
+        what: measurement::DefinitionCommand,
     },
 }
 

@@ -59,9 +59,10 @@ pub struct Selection {
     pub count: Option<usize>,
 }
 
-/// A measurement's definition, as stored.
+/// A measurement's definition, as stored (`Definition`: in this workspace a
+/// "measurement" type is the engine's one trace or ping, ARCHITECTURE.md's glossary).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Measurement {
+pub struct Definition {
     pub id: String,
     pub tenant: String,
     pub runtime: String,
@@ -84,7 +85,7 @@ pub struct Measurement {
     pub placed: u64,
 }
 
-impl Measurement {
+impl Definition {
     /// When cycle `k` is due (µs since the epoch).
     pub fn due_us(&self, k: u64) -> u64 {
         self.start_us + k * self.every_s.unwrap_or(0) * 1_000_000
@@ -167,7 +168,7 @@ pub fn select(nodes: &[NodeView], runtime: &str, s: &Selection) -> anyhow::Resul
 
 /// Checks `o` (tokens, job, selection against the nodes up now, interval) and stores the
 /// definition in one write; refused, nothing is stored.
-pub fn create(c: &Connect, o: &CreateOptions) -> anyhow::Result<Measurement> {
+pub fn create(c: &Connect, o: &CreateOptions) -> anyhow::Result<Definition> {
     anyhow::ensure!(
         !o.selection.locations.is_empty(),
         "a measurement needs --location (a location, or `any`)"
@@ -205,7 +206,7 @@ pub fn create(c: &Connect, o: &CreateOptions) -> anyhow::Result<Measurement> {
         );
     }
     let now = crate::now_us();
-    let m = Measurement {
+    let m = Definition {
         id: nuid::next().to_string(),
         tenant: o.tenant.clone(),
         runtime: o.runtime.name().to_string(),
@@ -235,7 +236,7 @@ pub fn create(c: &Connect, o: &CreateOptions) -> anyhow::Result<Measurement> {
 
 /// Stores `m` unless its subject moved past sequence `seq` (0: it must be new); the new
 /// sequence, or an error when another write came first.
-pub async fn write(fleet: &Fleet, m: &Measurement, seq: u64) -> anyhow::Result<u64> {
+pub async fn write(fleet: &Fleet, m: &Definition, seq: u64) -> anyhow::Result<u64> {
     let mut h = async_nats::HeaderMap::new();
     h.insert(
         "Nats-Expected-Last-Subject-Sequence",
@@ -251,7 +252,7 @@ pub async fn write(fleet: &Fleet, m: &Measurement, seq: u64) -> anyhow::Result<u
 }
 
 /// Every definition of the tenant, with its sequence, by id.
-pub async fn all(fleet: &Fleet, tenant: &str) -> anyhow::Result<Vec<(Measurement, u64)>> {
+pub async fn all(fleet: &Fleet, tenant: &str) -> anyhow::Result<Vec<(Definition, u64)>> {
     let st = stream(fleet, tenant).await?;
     let mut subjects = st.info_with_subjects(subject(tenant, "*")).await?;
     let mut names = Vec::new();
@@ -265,7 +266,7 @@ pub async fn all(fleet: &Fleet, tenant: &str) -> anyhow::Result<Vec<(Measurement
             .get_last_raw_message_by_subject(&s)
             .await
             .with_context(|| format!("reading {s}"))?;
-        let def: Measurement =
+        let def: Definition =
             serde_json::from_slice(&m.payload).with_context(|| format!("the definition on {s}"))?;
         out.push((def, m.sequence));
     }
@@ -273,7 +274,7 @@ pub async fn all(fleet: &Fleet, tenant: &str) -> anyhow::Result<Vec<(Measurement
 }
 
 /// One definition and its sequence; an error naming it when the tenant has none such.
-pub async fn one(fleet: &Fleet, tenant: &str, id: &str) -> anyhow::Result<(Measurement, u64)> {
+pub async fn one(fleet: &Fleet, tenant: &str, id: &str) -> anyhow::Result<(Definition, u64)> {
     let st = stream(fleet, tenant).await?;
     let m = st
         .get_last_raw_message_by_subject(&subject(tenant, id))
@@ -284,7 +285,7 @@ pub async fn one(fleet: &Fleet, tenant: &str, id: &str) -> anyhow::Result<(Measu
 }
 
 /// `vtnt fleet measurement list`.
-pub fn list(c: &Connect, tenant: &str) -> anyhow::Result<Vec<Measurement>> {
+pub fn list(c: &Connect, tenant: &str) -> anyhow::Result<Vec<Definition>> {
     crate::check_token("--tenant", tenant)?;
     crate::block_on(async {
         let (_, fleet) = c.fleet("vtnt fleet measurement list").await?;
@@ -298,7 +299,7 @@ pub fn list(c: &Connect, tenant: &str) -> anyhow::Result<Vec<Measurement>> {
 
 /// `vtnt fleet measurement cancel`: no cycle starts after it (one already started still
 /// has its jobs queued); a finished or cancelled one is refused.
-pub fn cancel(c: &Connect, tenant: &str, id: &str) -> anyhow::Result<Measurement> {
+pub fn cancel(c: &Connect, tenant: &str, id: &str) -> anyhow::Result<Definition> {
     crate::check_token("--tenant", tenant)?;
     crate::check_token("the measurement", id)?;
     crate::block_on(async {

@@ -11,7 +11,7 @@
 use std::time::Duration;
 
 use crate::controller::{self, SubmitOptions};
-use crate::measurement::{self, Measurement, State};
+use crate::measurement::{self, Definition, State};
 use crate::{Connect, Fleet, Mode};
 
 /// How often the controller looks at the definitions.
@@ -44,7 +44,7 @@ pub fn run(c: &Connect, tenant: &str, until_idle: bool) -> anyhow::Result<()> {
 
 /// Does what is due for `m` (read at `seq`): places a cycle recorded as started but not
 /// as placed, or starts the next due cycle, or records the end.
-async fn step(fleet: &Fleet, mut m: Measurement, seq: u64) -> anyhow::Result<()> {
+async fn step(fleet: &Fleet, mut m: Definition, seq: u64) -> anyhow::Result<()> {
     if m.placed < m.started {
         let k = m.placed;
         place_cycle(fleet, &m, k).await?;
@@ -73,7 +73,7 @@ async fn step(fleet: &Fleet, mut m: Measurement, seq: u64) -> anyhow::Result<()>
 }
 
 /// Queues cycle `k`'s job on each selected vantage point.
-async fn place_cycle(fleet: &Fleet, m: &Measurement, k: u64) -> anyhow::Result<()> {
+async fn place_cycle(fleet: &Fleet, m: &Definition, k: u64) -> anyhow::Result<()> {
     let runtime = vtnt_runtimes::Runtime::ALL
         .into_iter()
         .find(|r| r.name() == m.runtime)

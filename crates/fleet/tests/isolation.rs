@@ -15,7 +15,7 @@ use std::time::Duration;
 use futures::StreamExt;
 use vtnt_fleet::auth::{key_file, Role};
 use vtnt_fleet::broker;
-use vtnt_fleet::measurement::{self, Measurement, Selection, State};
+use vtnt_fleet::measurement::{self, Definition, Selection, State};
 use vtnt_fleet::Connect;
 
 /// How long an attack may go unanswered before it counts as refused in silence (a
@@ -28,6 +28,21 @@ struct Up(broker::Broker);
 impl Drop for Up {
     fn drop(&mut self) {
         let _ = broker::down(&self.0.name);
+    }
+}
+
+impl Up {
+    /// `vtnt fleet up` on a free port with tenants `a` and `b`, named after `tag`.
+    fn tenants_a_and_b(tag: &str) -> Up {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .unwrap()
+            .port();
+        Up(broker::up(&broker::UpOptions {
+            tenants: vec!["a".into(), "b".into()],
+            ..broker::UpOptions::new(&format!("{tag}{}", std::process::id()), port)
+        })
+        .expect("vtnt fleet up"))
     }
 }
 
@@ -156,15 +171,7 @@ async fn stored(t: &Peer, tenant: &str) -> u64 {
 fn no_role_reaches_another_tenants_results_inboxes_or_requests() {
     vtnt_testkit::require_root!();
     vtnt_testkit::require_tools!("nats-server");
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .unwrap()
-        .port();
-    let up = Up(broker::up(&broker::UpOptions {
-        tenants: vec!["a".into(), "b".into()],
-        ..broker::UpOptions::new(&format!("iso{}", std::process::id()), port)
-    })
-    .expect("vtnt fleet up"));
+    let up = Up::tenants_a_and_b("iso");
     let (url, dir, name) = (up.0.url.clone(), up.0.dir.clone(), up.0.name.clone());
     let failures = vtnt_fleet::block_on(async move {
         let mut failures: Vec<String> = Vec::new();
@@ -356,21 +363,13 @@ fn no_role_reaches_another_tenants_results_inboxes_or_requests() {
 fn no_tenant_reads_lists_or_cancels_another_tenants_measurements() {
     vtnt_testkit::require_root!();
     vtnt_testkit::require_tools!("nats-server");
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .unwrap()
-        .port();
-    let up = Up(broker::up(&broker::UpOptions {
-        tenants: vec!["a".into(), "b".into()],
-        ..broker::UpOptions::new(&format!("isom{}", std::process::id()), port)
-    })
-    .expect("vtnt fleet up"));
+    let up = Up::tenants_a_and_b("isom");
     let (url, dir, name) = (up.0.url.clone(), up.0.dir.clone(), up.0.name.clone());
     let a_key = Connect::local(&name, Role::Tenant("a".into())).unwrap();
     let (failures, stored) = vtnt_fleet::block_on(async move {
         let mut failures: Vec<String> = Vec::new();
         let (_, a_fleet) = a_key.fleet("isolation a").await?;
-        let def = Measurement {
+        let def = Definition {
             id: "m1".into(),
             tenant: "a".into(),
             runtime: "native".into(),

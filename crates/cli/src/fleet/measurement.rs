@@ -6,13 +6,13 @@ use std::time::Duration;
 
 use vtnt_fleet::auth::Role;
 use vtnt_fleet::broker;
-use vtnt_fleet::measurement::{self, CreateOptions, Measurement, Selection};
+use vtnt_fleet::measurement::{self, CreateOptions, Definition, Selection};
 use vtnt_runtimes::Runtime;
 
 use super::ConnectArgs;
 
 #[derive(clap::Subcommand)]
-pub enum MeasurementCommand {
+pub enum DefinitionCommand {
     /// Define a measurement: its job on the selected vantage points, once or every
     /// --every; prints its id. Refused (nothing stored) when the selection matches no up
     /// node or the interval is too short.
@@ -77,9 +77,9 @@ pub enum MeasurementCommand {
     },
 }
 
-pub fn run(cmd: MeasurementCommand) -> anyhow::Result<()> {
+pub fn run(cmd: DefinitionCommand) -> anyhow::Result<()> {
     match cmd {
-        MeasurementCommand::Create {
+        DefinitionCommand::Create {
             connect,
             tenant,
             runtime,
@@ -106,7 +106,7 @@ pub fn run(cmd: MeasurementCommand) -> anyhow::Result<()> {
             )?;
             println!("{}", m.id);
         }
-        MeasurementCommand::List {
+        DefinitionCommand::List {
             connect,
             tenant,
             json,
@@ -123,7 +123,7 @@ pub fn run(cmd: MeasurementCommand) -> anyhow::Result<()> {
                 }
             }
         }
-        MeasurementCommand::Cancel {
+        DefinitionCommand::Cancel {
             connect,
             tenant,
             id,
@@ -135,7 +135,7 @@ pub fn run(cmd: MeasurementCommand) -> anyhow::Result<()> {
             )?;
             println!("{}\tcancelled after {} cycle(s)", m.id, m.started);
         }
-        MeasurementCommand::Run {
+        DefinitionCommand::Run {
             connect,
             tenant,
             until_idle,
@@ -148,7 +148,7 @@ pub fn run(cmd: MeasurementCommand) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn row(m: &Measurement) -> String {
+fn row(m: &Definition) -> String {
     let state = serde_json::to_value(m.state).unwrap_or_default();
     format!(
         "{}\t{}\t{}\t{}\t{}\t{}{}\t{}",
