@@ -1,5 +1,7 @@
-//! `vtnt fleet up|down|submit|status|results|replay|images` and `vtnt agent`: options only; the broker,
+//! `vtnt fleet up|down|submit|status|results|replay|images|measurement` and `vtnt agent`: options only; the broker,
 //! the agent and the controller are `vtnt-fleet`'s (docs/fleet.md).
+
+mod measurement;
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -218,6 +220,12 @@ pub enum FleetCommand {
         #[command(subcommand)]
         what: ImagesCommand,
     },
+    /// Measurements: jobs run once or periodically on selected vantage points, their
+    /// definitions stored in the fleet (docs/fleet.md, "Measurements").
+    Measurement {
+        #[command(subcommand)]
+        what: measurement::DefinitionCommand,
+    },
 }
 
 impl FleetCommand {
@@ -407,6 +415,7 @@ pub fn run(cmd: FleetCommand) -> anyhow::Result<ExitCode> {
                 }
             }
         }
+        FleetCommand::Measurement { what } => measurement::run(what)?,
         FleetCommand::Images { what } => {
             let stored = match what {
                 ImagesCommand::Put { connect, runtimes } => {

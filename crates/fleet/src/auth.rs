@@ -31,6 +31,8 @@
 //! update, delete or purge a stream, or create one with subjects, a mirror or sources of
 //! its choosing. Within the allow-lists below:
 //!
+//! - a tenant reads and writes its measurements' definitions (`VTNT_MEAS_<t>`, in its
+//!   account);
 //! - a tenant reads only its own results stream (`VTNT_RESULTS_<t>`: info, consumers of its
 //!   own, their messages), submits only under its own name, reads the nodes' heartbeats and
 //!   the work queue's info, and receives only on its own inbox prefix (`_INBOX_T.<t>`);
@@ -70,6 +72,9 @@ pub const TENANT_STORE_BYTES: u64 = 16 << 30;
 pub fn tenant_store_bytes(free: u64, tenants: usize) -> u64 {
     (free / 2 / tenants.max(1) as u64).min(TENANT_STORE_BYTES)
 }
+/// The streams of a tenant's account: its results and its measurements' definitions
+/// ([`crate::measurement`]), made by `vtnt fleet up`.
+pub const TENANT_STREAMS: u64 = 2;
 /// How many consumers a tenant's account may hold at once (each `vtnt fleet results` makes
 /// one, gone once idle).
 pub const TENANT_CONSUMERS: u64 = 256;
@@ -128,9 +133,14 @@ fn requester(t: &str) -> Value {
 /// A tenant in its own account: its jobs, its results stream, the fleet's streams' info.
 fn tenant(t: &str) -> Value {
     let r = results_stream(t);
+    let m = crate::measurement::stream_name(t);
     json!({
         "publish": {"allow": [
             crate::wq_subject(t, "*"),
+            // its measurements' definitions ([`crate::measurement`])
+            crate::measurement::subject(t, "*"),
+            format!("$JS.API.STREAM.INFO.{m}"),
+            format!("$JS.API.STREAM.MSG.GET.{m}"),
             crate::data_subject(t, ">", None),
             format!("$JS.API.STREAM.INFO.{r}"),
             format!("$JS.API.CONSUMER.CREATE.{r}"),
@@ -287,7 +297,7 @@ pub fn accounts(fleet_dir: &Path, tenants: &[String], tenant_store: u64) -> crat
                 "jetstream": {
                     "max_mem": 64 << 20,
                     "max_file": tenant_store,
-                    "max_streams": 1,
+                    "max_streams": TENANT_STREAMS,
                     "max_consumers": TENANT_CONSUMERS,
                 },
                 "users": [
@@ -455,7 +465,7 @@ mod tests {
             again[FLEET_ACCOUNT]["users"][0]["nkey"]
         );
         assert_eq!(first["TENANT_a"]["users"], again["TENANT_a"]["users"]);
-        assert_eq!(again["TENANT_b"]["jetstream"]["max_streams"], 1);
+        assert_eq!(again["TENANT_b"]["jetstream"]["max_streams"], 2);
         assert_eq!(again["TENANT_b"]["jetstream"]["max_file"], 1 << 30);
         assert_eq!(tenant_store_bytes(100 << 30, 2), TENANT_STORE_BYTES);
         assert_eq!(tenant_store_bytes(20 << 30, 4), 5 << 29);

@@ -389,6 +389,7 @@ fn make_streams(
             fleet.data(t).await?;
             let (_, own) = as_setup(Some(t)).fleet("vtnt fleet up").await?;
             own.results(t).await?;
+            crate::measurement::stream(&own, t).await?;
         }
         Ok::<_, Error>(())
     })

@@ -108,6 +108,17 @@ pub fn check_placeable(nodes: &[NodeView], o: &SubmitOptions) -> crate::Result<(
 /// Places the job `job` of `o` (checked: [`job_line`], [`check_placeable`]) in its mode;
 /// a long target list goes first ([`crate::targets`]).
 pub async fn place(fleet: &Fleet, o: &SubmitOptions, job: JobLine) -> crate::Result<Event> {
+    place_as(fleet, o, job, nuid::next().to_string()).await
+}
+
+/// [`place`] under the job id `id` (a measurement's cycle's: placed again, it is
+/// deduplicated by the work queue within its window).
+pub async fn place_as(
+    fleet: &Fleet,
+    o: &SubmitOptions,
+    job: JobLine,
+    id: String,
+) -> crate::Result<Event> {
     // connected before the clocks start (a tenant's requests' user connects when first
     // needed): the times are the placement's
     let requests = match o.mode {
@@ -115,7 +126,6 @@ pub async fn place(fleet: &Fleet, o: &SubmitOptions, job: JobLine) -> crate::Res
         Mode::Wait => None,
     };
     let submitted_us = crate::now_us();
-    let id = nuid::next().to_string();
     let targets = match &job.targets {
         Some(list) => Some(crate::targets::store(fleet, &o.tenant, &id, list).await?),
         None => None,

@@ -7,6 +7,9 @@
 //!   slot, runs it with `vtnt_runtimes::Runtime::run`, publishes one message per scamper
 //!   record and a summary.
 //! - [`controller`]: `vtnt fleet submit|status|results`.
+//! - [`measurement`]: `vtnt fleet measurement create|list|cancel`, definitions stored per
+//!   tenant; [`schedule`]: `vtnt fleet measurement run`, the controller that starts their
+//!   cycles on time.
 //! - [`replay`]: `vtnt fleet replay NODES EVENTS`, seed 000's event list placed on time.
 //! - [`proto`]: the JSON messages.
 //! - [`auth`]: the agents' and tenants' accounts, keys and permissions.
@@ -44,8 +47,10 @@ pub mod broker;
 pub mod controller;
 mod error;
 pub mod images;
+pub mod measurement;
 pub mod proto;
 pub mod replay;
+pub mod schedule;
 pub mod targets;
 pub mod watchdog;
 
@@ -535,7 +540,7 @@ pub async fn existing(
 /// Gets or creates a stream; asks twice, since another client may create it between our
 /// lookup and our creation. A server that holds no cluster's JetStream (the hub of a leaf
 /// node says it is in a cluster) keeps one replica.
-async fn ensure_stream(
+pub(crate) async fn ensure_stream(
     js: &jetstream::Context,
     mut config: jetstream::stream::Config,
 ) -> Result<jetstream::stream::Stream, jetstream::context::CreateStreamError> {

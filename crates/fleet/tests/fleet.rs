@@ -2081,3 +2081,228 @@ fn the_paper_fleet_benchmark_runs_at_a_small_n() {
     let _ = std::fs::remove_dir_all(&out);
     eprintln!("{}", serde_json::to_string_pretty(r).unwrap());
 }
+
+/// `fleet measurement SUB` with the broker's reach and `args`.
+fn measurement(broker: &Broker, sub: &str, args: &[&str]) -> Output {
+    let mut a = vec!["fleet", "measurement", sub];
+    a.extend(broker.reach.iter().map(String::as_str));
+    a.extend_from_slice(args);
+    vtnt(&a)
+}
+
+/// `fleet measurement list --json`: the definitions.
+fn measurements(broker: &Broker) -> Vec<Value> {
+    let out = measurement(broker, "list", &["--json"]);
+    assert!(
+        out.status.success(),
+        "list: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a definition"))
+        .collect()
+}
+
+/// The controller (`fleet measurement run`) as a child, SIGKILLed on drop.
+struct Controller(Child);
+
+impl Controller {
+    fn start(broker: &Broker, extra: &[&str]) -> Controller {
+        let mut cmd = Command::new(vtnt_testkit::vtnt_binary());
+        cmd.args(["fleet", "measurement", "run"])
+            .args(&broker.reach)
+            .args(extra)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        Controller(cmd.spawn().expect("starting the controller"))
+    }
+}
+
+impl Drop for Controller {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A periodic measurement on two vantage points runs each of its three cycles once,
+/// though its controller is SIGKILLed after the first and a cycle falls due while none
+/// runs: the next controller starts it, and finishes.
+#[test]
+fn a_periodic_measurement_loses_no_cycle_and_runs_none_twice_across_a_controller_restart() {
+    if !ready(vtnt_testkit::test_name!(), true) {
+        return;
+    }
+    let broker = Broker::up("mea");
+    let lab = lab("mea");
+    let _a = Agent::start(&broker, "m1", "fr", &lab_net(&lab), &[]);
+    let _b = Agent::start(&broker, "m2", "pl", &lab_net(&lab), &[]);
+    let out = measurement(
+        &broker,
+        "create",
+        &[
+            "--runtime",
+            "native",
+            "--location",
+            "any",
+            "--count",
+            "2",
+            "--every",
+            "2s",
+            "--cycles",
+            "3",
+            "--",
+            "trace",
+            "-q",
+            "1",
+            "203.0.113.10",
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "create: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let id = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    assert_eq!(measurements(&broker)[0]["state"], "scheduled");
+    let first = Controller::start(&broker, &[]);
+    let t0 = Instant::now();
+    while measurements(&broker)[0]["placed"] != 1 {
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "{:?}",
+            measurements(&broker)
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    drop(first);
+    // cycle 1 falls due while no controller runs
+    std::thread::sleep(Duration::from_millis(2500));
+    let m = &measurements(&broker)[0];
+    assert_eq!(
+        (m["state"].as_str(), m["placed"].as_u64()),
+        (Some("running"), Some(1)),
+        "{m}"
+    );
+    let mut second = Controller::start(&broker, &["--until-idle"]);
+    let t0 = Instant::now();
+    while second.0.try_wait().expect("waiting").is_none() {
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "the controller did not finish"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let m = &measurements(&broker)[0];
+    assert_eq!(m["state"], "done", "{m}");
+    assert_eq!(
+        (m["started"].as_u64(), m["placed"].as_u64()),
+        (Some(3), Some(3)),
+        "{m}"
+    );
+    let (_, summaries) = broker.results(6);
+    assert_eq!(summaries.len(), 6, "{summaries:?}");
+    for k in 0..3 {
+        for i in 0..2 {
+            let job = format!("job {id}-c{k}-{i} on ");
+            let n = summaries
+                .iter()
+                .filter(|s| s.as_str().unwrap().contains(&job))
+                .count();
+            assert_eq!(n, 1, "{job}: {summaries:?}");
+        }
+    }
+}
+
+/// A measurement with no vantage point, too short an interval or an unknown tenant is
+/// refused with words that say so, and nothing is stored; cancelling twice is refused.
+#[test]
+fn bad_measurements_are_refused_and_nothing_is_stored() {
+    if !ready(vtnt_testkit::test_name!(), false) {
+        return;
+    }
+    let broker = Broker::up("mbad");
+    let _agent = Agent::start(&broker, "mb1", "fr", &["--net", "host"], &[]);
+    let create = |extra: &[&str]| {
+        let mut a = vec!["--runtime", "native"];
+        a.extend_from_slice(extra);
+        measurement(&broker, "create", &a)
+    };
+    let fails = |extra: &[&str], says: &str| {
+        let out = create(extra);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{extra:?} succeeded");
+        assert!(err.contains(says), "{extra:?}: {err}");
+    };
+    let job = ["--", "trace", "203.0.113.10"];
+    fails(
+        &[&["--location", "jp"][..], &job].concat(),
+        "matches 0 vantage point(s)",
+    );
+    fails(
+        &[&["--location", "fr", "--count", "2"][..], &job].concat(),
+        "matches 1 vantage point(s) with an up node: fr",
+    );
+    fails(
+        &[&["--location", "fr", "--every", "0s"][..], &job].concat(),
+        "shorter than the floor",
+    );
+    fails(
+        &[
+            "--location",
+            "fr",
+            "--every",
+            "1s",
+            "--",
+            "trace",
+            "203.0.113.1",
+            "203.0.113.2",
+            "203.0.113.3",
+        ],
+        "shorter than a cycle's expected run (3 target(s)",
+    );
+    fails(
+        &[&["--location", "fr", "--every", "1x"][..], &job].concat(),
+        "the unit is s, m or h",
+    );
+    fails(
+        &[&["--location", "fr", "--tenant", "zz"][..], &job].concat(),
+        "no key for tenant-zz",
+    );
+    assert!(
+        measurements(&broker).is_empty(),
+        "{:?}",
+        measurements(&broker)
+    );
+    // a good one, cancelled, then cancelled again
+    let out = create(&[&["--location", "fr", "--start-in", "1h"][..], &job].concat());
+    assert!(
+        out.status.success(),
+        "create: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let id = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let out = measurement(&broker, "cancel", &[&id]);
+    assert!(
+        out.status.success(),
+        "cancel: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = measurement(&broker, "cancel", &[&id]);
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("is already Cancelled"),
+        "{out:?}"
+    );
+    let out = measurement(&broker, "cancel", &["nosuch"]);
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("has no measurement `nosuch`"),
+        "{out:?}"
+    );
+    let all = measurements(&broker);
+    assert_eq!(
+        (all.len(), &all[0]["state"]),
+        (1, &Value::from("cancelled")),
+        "{all:?}"
+    );
+}

@@ -5,7 +5,8 @@
 //! subscriptions to its inboxes and requests, JetStream's answers and deliveries steered
 //! into its results stream through reply and deliver subjects. Every one must be refused
 //! (the server's permission violation, or an API error) and the victim's stream must hold
-//! exactly what the agent stored for it. Needs root (the broker's state under /run) and
+//! exactly what the agent stored for it; the same for a tenant's measurements'
+//! definitions. Needs root (the broker's state under /run) and
 //! Debian's nats-server; missing, it skips through vtnt-testkit.
 
 use std::sync::{Arc, Mutex};
@@ -14,6 +15,7 @@ use std::time::Duration;
 use futures::StreamExt;
 use vtnt_fleet::auth::{key_file, Role};
 use vtnt_fleet::broker;
+use vtnt_fleet::measurement::{self, Definition, Selection, State};
 use vtnt_fleet::Connect;
 
 /// How long an attack may go unanswered before it counts as refused in silence (a
@@ -26,6 +28,21 @@ struct Up(broker::Broker);
 impl Drop for Up {
     fn drop(&mut self) {
         let _ = broker::down(&self.0.name);
+    }
+}
+
+impl Up {
+    /// `vtnt fleet up` on a free port with tenants `a` and `b`, named after `tag`.
+    fn tenants_a_and_b(tag: &str) -> Up {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .unwrap()
+            .port();
+        Up(broker::up(&broker::UpOptions {
+            tenants: vec!["a".into(), "b".into()],
+            ..broker::UpOptions::new(&format!("{tag}{}", std::process::id()), port)
+        })
+        .expect("vtnt fleet up"))
     }
 }
 
@@ -154,15 +171,7 @@ async fn stored(t: &Peer, tenant: &str) -> u64 {
 fn no_role_reaches_another_tenants_results_inboxes_or_requests() {
     vtnt_testkit::require_root!();
     vtnt_testkit::require_tools!("nats-server");
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .unwrap()
-        .port();
-    let up = Up(broker::up(&broker::UpOptions {
-        tenants: vec!["a".into(), "b".into()],
-        ..broker::UpOptions::new(&format!("iso{}", std::process::id()), port)
-    })
-    .expect("vtnt fleet up"));
+    let up = Up::tenants_a_and_b("iso");
     let (url, dir, name) = (up.0.url.clone(), up.0.dir.clone(), up.0.name.clone());
     let failures = vtnt_fleet::block_on(async move {
         let mut failures: Vec<String> = Vec::new();
@@ -337,6 +346,105 @@ fn no_role_reaches_another_tenants_results_inboxes_or_requests() {
         Ok::<_, vtnt_fleet::Error>(failures)
     })
     .expect("the fleet's own steps");
+    drop(up);
+    assert!(
+        failures.is_empty(),
+        "{} attacks got through:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+/// Tenant b, speaking raw NATS with its own key, neither reads, lists, changes nor
+/// cancels tenant a's measurements: every request on a's definitions' subjects and stream
+/// is refused, JetStream's answers steered there land nowhere, a's definition stays as
+/// a stored it.
+#[test]
+fn no_tenant_reads_lists_or_cancels_another_tenants_measurements() {
+    vtnt_testkit::require_root!();
+    vtnt_testkit::require_tools!("nats-server");
+    let up = Up::tenants_a_and_b("isom");
+    let (url, dir, name) = (up.0.url.clone(), up.0.dir.clone(), up.0.name.clone());
+    let a_key = Connect::local(&name, Role::Tenant("a".into())).unwrap();
+    let (failures, stored) = vtnt_fleet::block_on(async move {
+        let mut failures: Vec<String> = Vec::new();
+        let (_, a_fleet) = a_key.fleet("isolation a").await?;
+        let def = Definition {
+            id: "m1".into(),
+            tenant: "a".into(),
+            runtime: "native".into(),
+            selection: Selection {
+                locations: vec!["fr".into()],
+                count: None,
+            },
+            words: vec!["trace".into(), "203.0.113.10".into()],
+            line: "trace 203.0.113.10".into(),
+            every_s: Some(60),
+            start_us: vtnt_fleet::now_us(),
+            until_us: None,
+            max_cycles: None,
+            state: State::Scheduled,
+            started: 0,
+            placed: 0,
+        };
+        measurement::write(&a_fleet, &def, 0).await?;
+        let s = seeds(&dir, &Role::Tenant("b".into()));
+        let b = Peer::connect(
+            &url,
+            &s[0],
+            &Role::Tenant("b".into()).inbox_prefix(),
+            "tenant-b",
+        )
+        .await;
+        let mut cancelled = def.clone();
+        cancelled.state = State::Cancelled;
+        let cancel = serde_json::to_string(&cancelled)?;
+        for (subject, body) in [
+            ("vtnt.meas.a.m1", cancel.as_str()),
+            ("vtnt.meas.a.m2", cancel.as_str()),
+            ("$JS.API.STREAM.INFO.VTNT_MEAS_a", ""),
+            (
+                "$JS.API.STREAM.MSG.GET.VTNT_MEAS_a",
+                r#"{"last_by_subj":"vtnt.meas.a.m1"}"#,
+            ),
+            ("$JS.API.DIRECT.GET.VTNT_MEAS_a", r#"{"seq":1}"#),
+            (
+                "$JS.API.CONSUMER.CREATE.VTNT_MEAS_a",
+                r#"{"stream_name":"VTNT_MEAS_a","config":{"ack_policy":"none"}}"#,
+            ),
+            ("$JS.API.STREAM.PURGE.VTNT_MEAS_a", ""),
+            ("$JS.API.STREAM.MSG.DELETE.VTNT_MEAS_a", r#"{"seq":1}"#),
+            (
+                "$JS.API.STREAM.CREATE.VTNT_MEAS_b",
+                r#"{"name":"VTNT_MEAS_b","subjects":["vtnt.meas.a.*"]}"#,
+            ),
+            (
+                "$JS.API.STREAM.UPDATE.VTNT_MEAS_b",
+                r#"{"name":"VTNT_MEAS_b","mirror":{"name":"VTNT_MEAS_a"}}"#,
+            ),
+        ] {
+            if let Ok(answer) = b.ask(subject, body).await {
+                failures.push(format!("b was answered on {subject}: {answer}"));
+            }
+        }
+        if b.listen("vtnt.meas.>").await.is_some() {
+            failures.push("b may subscribe to vtnt.meas.>".into());
+        }
+        // JetStream's answer to b's own stream's info, steered onto a's definition
+        b.steer("$JS.API.STREAM.INFO.VTNT_MEAS_b", "vtnt.meas.a.m1", "")
+            .await;
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let stored = measurement::all(&a_fleet, "a").await?;
+        Ok::<_, anyhow::Error>((failures, stored))
+    })
+    .expect("the fleet's own steps");
+    // a's definition is the one a wrote, once, unchanged
+    assert_eq!(stored.len(), 1, "{stored:?}");
+    assert_eq!(
+        (stored[0].0.state, stored[0].1),
+        (State::Scheduled, 1),
+        "{stored:?}"
+    );
     drop(up);
     assert!(
         failures.is_empty(),

@@ -1,0 +1,195 @@
+//! `vtnt fleet measurement create|list|cancel|run`: the command line of
+//! `vtnt_fleet::measurement` (definitions) and `vtnt_fleet::schedule` (the controller);
+//! it only parses and prints.
+
+use std::time::Duration;
+
+use vtnt_fleet::auth::Role;
+use vtnt_fleet::broker;
+use vtnt_fleet::measurement::{self, CreateOptions, Definition, Selection};
+use vtnt_runtimes::Runtime;
+
+use super::ConnectArgs;
+
+#[derive(clap::Subcommand)]
+pub enum DefinitionCommand {
+    /// Define a measurement: its job on the selected vantage points, once or every
+    /// --every; prints its id. Refused (nothing stored) when the selection matches no up
+    /// node or the interval is too short.
+    Create {
+        #[command(flatten)]
+        connect: ConnectArgs,
+        #[arg(long, default_value = broker::DEFAULT_TENANT)]
+        tenant: String,
+        /// native, runc, docker, docker-scratch, vm, microvm.
+        #[arg(long)]
+        runtime: Runtime,
+        /// A vantage point's location, or `any` (repeat for more).
+        #[arg(long = "location", value_name = "LOCATION", required = true)]
+        locations: Vec<String>,
+        /// How many vantage points (locations) each cycle runs on (default: all selected).
+        #[arg(long)]
+        count: Option<usize>,
+        /// Run every DURATION (`90s`, `5m`, `1h`); without it, once.
+        #[arg(long, value_parser = duration)]
+        every: Option<Duration>,
+        /// The first cycle DURATION from now (default: at once).
+        #[arg(long, value_parser = duration, default_value = "0s")]
+        start_in: Duration,
+        /// No cycle starts DURATION after now or later (`+DURATION`), or after this Unix
+        /// time (seconds).
+        #[arg(long, value_parser = until_us)]
+        until: Option<u64>,
+        /// At most N cycles.
+        #[arg(long, value_name = "N")]
+        cycles: Option<u64>,
+        /// The job: `vtnt` words, after `--`.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
+        job: Vec<String>,
+    },
+    /// The tenant's measurements with their state and cycles.
+    List {
+        #[command(flatten)]
+        connect: ConnectArgs,
+        #[arg(long, default_value = broker::DEFAULT_TENANT)]
+        tenant: String,
+        /// One JSON object a line (the stored definitions).
+        #[arg(long)]
+        json: bool,
+    },
+    /// Start no more cycles of measurement ID.
+    Cancel {
+        #[command(flatten)]
+        connect: ConnectArgs,
+        #[arg(long, default_value = broker::DEFAULT_TENANT)]
+        tenant: String,
+        id: String,
+    },
+    /// The controller: start the tenant's measurements' cycles on time, until stopped.
+    Run {
+        #[command(flatten)]
+        connect: ConnectArgs,
+        #[arg(long, default_value = broker::DEFAULT_TENANT)]
+        tenant: String,
+        /// Exit once no measurement is scheduled or running.
+        #[arg(long)]
+        until_idle: bool,
+    },
+}
+
+pub fn run(cmd: DefinitionCommand) -> anyhow::Result<()> {
+    match cmd {
+        DefinitionCommand::Create {
+            connect,
+            tenant,
+            runtime,
+            locations,
+            count,
+            every,
+            start_in,
+            until,
+            cycles,
+            job,
+        } => {
+            let m = measurement::create(
+                &connect.connect(Role::Tenant(tenant.clone()))?,
+                &CreateOptions {
+                    tenant,
+                    runtime,
+                    selection: Selection { locations, count },
+                    every,
+                    start_in,
+                    until_us: until,
+                    max_cycles: cycles,
+                    words: job,
+                },
+            )?;
+            println!("{}", m.id);
+        }
+        DefinitionCommand::List {
+            connect,
+            tenant,
+            json,
+        } => {
+            let all = measurement::list(&connect.connect(Role::Tenant(tenant.clone()))?, &tenant)?;
+            if !json {
+                println!("ID\tSTATE\tCYCLES\tEVERY\tRUNTIME\tLOCATIONS\tJOB");
+            }
+            for m in all {
+                if json {
+                    println!("{}", serde_json::to_string(&m)?);
+                } else {
+                    println!("{}", row(&m));
+                }
+            }
+        }
+        DefinitionCommand::Cancel {
+            connect,
+            tenant,
+            id,
+        } => {
+            let m = measurement::cancel(
+                &connect.connect(Role::Tenant(tenant.clone()))?,
+                &tenant,
+                &id,
+            )?;
+            println!("{}\tcancelled after {} cycle(s)", m.id, m.started);
+        }
+        DefinitionCommand::Run {
+            connect,
+            tenant,
+            until_idle,
+        } => vtnt_fleet::schedule::run(
+            &connect.connect(Role::Tenant(tenant.clone()))?,
+            &tenant,
+            until_idle,
+        )?,
+    }
+    Ok(())
+}
+
+fn row(m: &Definition) -> String {
+    let state = serde_json::to_value(m.state).unwrap_or_default();
+    format!(
+        "{}\t{}\t{}\t{}\t{}\t{}{}\t{}",
+        m.id,
+        state.as_str().unwrap_or("?"),
+        m.placed,
+        m.every_s.map_or("once".into(), |s| format!("{s}s")),
+        m.runtime,
+        m.selection.locations.join(","),
+        m.selection
+            .count
+            .map_or(String::new(), |c| format!(" ({c})")),
+        m.words.join(" ")
+    )
+}
+
+/// `90`, `90s`, `5m`, `1h`.
+fn duration(s: &str) -> Result<Duration, String> {
+    let (n, unit) = match s.find(|c: char| !c.is_ascii_digit()) {
+        Some(i) => s.split_at(i),
+        None => (s, "s"),
+    };
+    let n: u64 = n
+        .parse()
+        .map_err(|_| format!("`{s}`: a whole number with s, m or h (`90s`, `5m`)"))?;
+    let secs = match unit {
+        "s" => n,
+        "m" => n * 60,
+        "h" => n * 3600,
+        _ => return Err(format!("`{s}`: the unit is s, m or h")),
+    };
+    Ok(Duration::from_secs(secs))
+}
+
+/// `+DURATION` from now, or Unix seconds; as µs since the epoch.
+fn until_us(s: &str) -> Result<u64, String> {
+    match s.strip_prefix('+') {
+        Some(d) => Ok(vtnt_fleet::now_us() + duration(d)?.as_micros() as u64),
+        None => s
+            .parse::<u64>()
+            .map(|t| t * 1_000_000)
+            .map_err(|_| format!("`{s}`: `+DURATION` or Unix seconds")),
+    }
+}

@@ -1,0 +1,96 @@
+//! `vtnt fleet measurement run`: the controller that starts a tenant's measurements'
+//! cycles on time ([`crate::measurement`]). It keeps nothing of its own: each cycle is
+//! first recorded as started in the definition (a write against the sequence it read, so
+//! one controller wins), then its jobs are queued in wait mode under ids of the cycle's
+//! own (`<id>-c<k>-<i>`), then it is recorded as placed. A controller that stopped between
+//! the two records places that cycle again on its next start, and the work queue drops
+//! the jobs it already holds (their message ids, within its window): no cycle is lost and
+//! none runs twice. A cycle that fell due while no controller ran starts when one does,
+//! each in turn.
+
+use std::time::Duration;
+
+use crate::controller::{self, SubmitOptions};
+use crate::measurement::{self, Definition, State};
+use crate::{Connect, Error, Fleet, Mode};
+
+/// How often the controller looks at the definitions.
+pub const TICK: Duration = Duration::from_millis(200);
+
+/// Runs the tenant's measurements' cycles until stopped (SIGINT or SIGTERM, when armed),
+/// or, with `until_idle`, until none is scheduled or running.
+pub fn run(c: &Connect, tenant: &str, until_idle: bool) -> crate::Result<()> {
+    crate::check_token("--tenant", tenant)?;
+    crate::block_on(async {
+        let (_, fleet) = c.fleet("vtnt fleet measurement run").await?;
+        loop {
+            let mut active = 0;
+            for (m, seq) in measurement::all(&fleet, tenant).await? {
+                if !matches!(m.state, State::Scheduled | State::Running) {
+                    continue;
+                }
+                active += 1;
+                if let Err(e) = step(&fleet, m.clone(), seq).await {
+                    tracing::warn!(measurement = %m.id, "{}", crate::chain(&e));
+                }
+            }
+            if until_idle && active == 0 {
+                return Ok(());
+            }
+            tokio::time::sleep(TICK).await;
+        }
+    })
+}
+
+/// Does what is due for `m` (read at `seq`): places a cycle recorded as started but not
+/// as placed, or starts the next due cycle, or records the end.
+async fn step(fleet: &Fleet, mut m: Definition, seq: u64) -> crate::Result<()> {
+    if m.placed < m.started {
+        let k = m.placed;
+        place_cycle(fleet, &m, k).await?;
+        m.placed = k + 1;
+        measurement::write(fleet, &m, seq).await?;
+        tracing::info!(measurement = %m.id, cycle = k, "cycle placed");
+        return Ok(());
+    }
+    let k = m.started;
+    if !m.has_cycle(k) {
+        m.state = State::Done;
+        measurement::write(fleet, &m, seq).await?;
+        tracing::info!(measurement = %m.id, cycles = k, "measurement done");
+        return Ok(());
+    }
+    if crate::now_us() < m.due_us(k) {
+        return Ok(());
+    }
+    m.started = k + 1;
+    m.state = State::Running;
+    // the record that this cycle started; lost to a concurrent write (a cancel, another
+    // controller), nothing is placed
+    let seq = measurement::write(fleet, &m, seq).await?;
+    tracing::info!(measurement = %m.id, cycle = k, "cycle started");
+    Box::pin(step(fleet, m, seq)).await
+}
+
+/// Queues cycle `k`'s job on each selected vantage point.
+async fn place_cycle(fleet: &Fleet, m: &Definition, k: u64) -> crate::Result<()> {
+    let runtime = vtnt_runtimes::Runtime::ALL
+        .into_iter()
+        .find(|r| r.name() == m.runtime)
+        .ok_or_else(|| {
+            Error::Invalid(format!("measurement {}: no runtime `{}`", m.id, m.runtime))
+        })?;
+    let points = measurement::select(&controller::nodes(fleet).await?, &m.runtime, &m.selection)?;
+    for (i, location) in points.into_iter().enumerate() {
+        let o = SubmitOptions {
+            runtime,
+            location,
+            mode: Mode::Wait,
+            tenant: m.tenant.clone(),
+            words: m.words.clone(),
+        };
+        let job = controller::job_line(&o)?;
+        controller::place_as(fleet, &o, job, m.job_id(k, i)).await?;
+    }
+    Ok(())
+}
