@@ -122,6 +122,8 @@ fn replies_to(probes: &[Vec<u8>]) -> Vec<Vec<u8>> {
 #[test]
 fn real_replies_match_in_the_fuzz_engine() {
     let (mut e, probes) = body::engine();
+    // The IPv4 probes (with `ipv6-probe` the engine also sends IPv6 ones).
+    let probes: Vec<Vec<u8>> = probes.into_iter().filter(|p| p[0] >> 4 == 4).collect();
     assert_eq!(probes.len(), 6);
     for r in replies_to(&probes) {
         e.handle_packet(body::T0, &r);
