@@ -5,6 +5,11 @@
 //! of each method in flight, so that inputs derived from real replies (the seed corpus)
 //! reach deep into matching. Input framing: if the first byte is even, the rest is one
 //! packet; if odd, the rest is a sequence of `[u16 length][bytes]` packets.
+//!
+//! With `ipv6-probe` (on in the fuzz crate by default) the source lookup answers per
+//! address family and the engine also runs what it builds over IPv6 (icmp-paris and
+//! udp-paris traces, an ICMP echo ping) toward [`DST6`], so the same bytes are also
+//! parsed as ICMPv6 replies.
 
 #![allow(dead_code)]
 
@@ -15,6 +20,10 @@ use vtnt_engine::{Config, Engine, Instant, Measurement, Method, PingOptions, Tra
 
 pub const SRC: Ipv4Addr = Ipv4Addr::new(192, 0, 2, 1);
 pub const DST: Ipv4Addr = Ipv4Addr::new(203, 0, 113, 7);
+#[cfg(feature = "ipv6-probe")]
+pub const SRC6: std::net::Ipv6Addr = std::net::Ipv6Addr::new(0x2001, 0xdb8, 1, 0, 0, 0, 0, 1);
+#[cfg(feature = "ipv6-probe")]
+pub const DST6: std::net::Ipv6Addr = std::net::Ipv6Addr::new(0x2001, 0xdb8, 3, 0, 0, 0, 0, 2);
 pub const T0: Instant = Instant::from_millis(1_000_000);
 
 /// The engine every input is fed to, with its first probes sent (returned).
@@ -34,12 +43,32 @@ pub fn engine() -> (Engine, Vec<Vec<u8>>) {
         let p = PingOptions::new(IpAddr::V4(DST)).with_method(m);
         e.start(T0, Measurement::Ping(p)).expect("ping");
     }
+    #[cfg(feature = "ipv6-probe")]
+    start_ipv6(&mut e);
     let mut buf = [0u8; vtnt_engine::MAX_PROBE_SIZE as usize];
     let mut probes = Vec::new();
     while let Some(tx) = e.poll_transmit(T0, &mut buf) {
         probes.push(buf[..tx.len].to_vec());
     }
     (e, probes)
+}
+
+/// Gives the engine a source per address family and starts what it runs over IPv6.
+#[cfg(feature = "ipv6-probe")]
+fn start_ipv6(e: &mut Engine) {
+    e.set_source_lookup(Box::new(|dst: IpAddr| {
+        Ok(match dst {
+            IpAddr::V4(_) => IpAddr::V4(SRC),
+            IpAddr::V6(_) => IpAddr::V6(SRC6),
+        })
+    }));
+    for m in [Method::IcmpParis, Method::UdpParis] {
+        let mut t = TraceOptions::new(IpAddr::V6(DST6)).with_method(m);
+        t.wait = Duration::from_millis(100);
+        e.start(T0, Measurement::Trace(t)).expect("IPv6 trace");
+    }
+    let p = PingOptions::new(IpAddr::V6(DST6));
+    e.start(T0, Measurement::Ping(p)).expect("IPv6 ping");
 }
 
 /// Splits an input into packets.

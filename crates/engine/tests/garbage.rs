@@ -122,6 +122,8 @@ fn replies_to(probes: &[Vec<u8>]) -> Vec<Vec<u8>> {
 #[test]
 fn real_replies_match_in_the_fuzz_engine() {
     let (mut e, probes) = body::engine();
+    // The IPv4 probes (with `ipv6-probe` the engine also sends IPv6 ones).
+    let probes: Vec<Vec<u8>> = probes.into_iter().filter(|p| p[0] >> 4 == 4).collect();
     assert_eq!(probes.len(), 6);
     for r in replies_to(&probes) {
         e.handle_packet(body::T0, &r);
@@ -211,4 +213,38 @@ fn write_seed_corpus() {
         framed.extend(r);
     }
     std::fs::write(dir.join("all_framed"), framed).unwrap();
+}
+
+/// The fuzz engine's IPv6 probes are matched by real ICMPv6 time exceeded replies, so
+/// inputs derived from them reach the ICMPv6 matching.
+#[cfg(feature = "ipv6-probe")]
+#[test]
+fn real_ipv6_replies_match_in_the_fuzz_engine() {
+    use vtnt_wire::build::IcmpError;
+    use vtnt_wire::ipv6::Ip6;
+    use vtnt_wire::{build6, icmp6_type};
+    let (mut e, probes) = body::engine();
+    let probes: Vec<Vec<u8>> = probes.into_iter().filter(|p| p[0] >> 4 == 6).collect();
+    assert_eq!(probes.len(), 3, "two IPv6 traces and an IPv6 ping");
+    let ip = Ip6 {
+        src: "2001:db8:2::1".parse().unwrap(),
+        dst: body::SRC6,
+        hop_limit: 64,
+        traffic_class: 0,
+        flow_label: 0,
+    };
+    for p in &probes {
+        let err = IcmpError {
+            icmp_type: icmp6_type::TIME_EXCEEDED,
+            code: 0,
+            original: p,
+            quote_len: p.len(),
+            mpls: &[],
+        };
+        let mut b = vec![0u8; 1500];
+        let n = build6::icmp6_error(&mut b, &ip, &err).unwrap();
+        e.handle_packet(body::T0, &b[..n]);
+    }
+    assert_eq!(e.stats().replies, 3);
+    assert_eq!(e.stats().unmatched, 0);
 }
