@@ -280,7 +280,7 @@ pub async fn nodes(fleet: &Fleet) -> crate::Result<Vec<NodeView>> {
     let Some(stream) = crate::existing(&fleet.shared, crate::NODES_STREAM).await? else {
         return Ok(Vec::new());
     };
-    let mut subjects = stream.info_with_subjects("vtnt.nodes.*").await?;
+    let mut subjects = stream.info_with_subjects(crate::HEARTBEATS).await?;
     let mut names = Vec::new();
     while let Some((s, _)) = subjects.try_next().await? {
         names.push(s);
