@@ -220,7 +220,8 @@ pub struct NodeView {
 }
 
 impl NodeView {
-    fn new(info: NodeInfo, age_ms: u64) -> NodeView {
+    /// The node of heartbeat `info`, `age_ms` after it reached the broker.
+    pub fn new(info: NodeInfo, age_ms: u64) -> NodeView {
         let down = age_ms > info.deadline_ms;
         let status = match (down, info.state) {
             (_, NodeState::Stopped) => "stopped",
