@@ -480,6 +480,71 @@ fn a_fleet_event_appears_on_the_page_within_a_second() {
     }
 }
 
+/// A node's heartbeat, raw, as its agent publishes it: down `deadline_ms` after it.
+fn heartbeat(agent: &mut Raw, node: &str, deadline_ms: u64) {
+    let info = json!({
+        "node": node, "location": "fr", "slots": 2, "busy": 1, "runtimes": ["native"],
+        "heartbeat_ms": 200, "deadline_ms": deadline_ms, "state": "up", "clock_sync": "yes",
+        "jobs_done": 3, "jobs_failed": 0,
+    });
+    agent.hpub(
+        &format!("vtnt.nodes.{node}"),
+        &[],
+        info.to_string().as_bytes(),
+    );
+    agent.flush();
+}
+
+#[test]
+fn a_new_node_appears_on_the_page_within_a_second_and_a_silent_one_turns_down() {
+    let test = vtnt_testkit::test_name!();
+    if let Some(why) = vtnt_testkit::missing_root_or(&["nats-server", "chromium"]) {
+        vtnt_testkit::skip_or_fail(test, &why, None);
+        return;
+    }
+    let broker = Broker::up(&["t1"]);
+    let dir = Scratch::new("serve-nodes");
+    let db = dir.arg("results.sqlite");
+    drop(Store::open(Path::new(&db)).unwrap());
+    let (_server, base) = serve(&["--store", &db, "--fleet", &broker.name, "--tenant", "t1"]);
+    let o = vtnt(&["serve", "token", "--tenant", "t1", "--fleet", &broker.name]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let token = String::from_utf8_lossy(&o.stdout).trim().to_string();
+    let mut b = Browser::start("nodes");
+    b.login(&base, &token);
+    b.open(&format!("{base}/t/t1/"));
+    let mut agent = Raw::connect(&broker.url, &broker.key("agent"));
+    let state = |b: &mut Browser, node: &str| {
+        b.eval(&format!(
+            "(document.querySelector('[data-k=\"state-{node}\"]')||{{}}).textContent||''"
+        ))
+    };
+    // a first node until it shows: the server's subscription and the page's stream are up
+    let t0 = Instant::now();
+    while state(&mut b, "warm") != json!("up") {
+        heartbeat(&mut agent, "warm", 60_000);
+        assert!(t0.elapsed() < Duration::from_secs(30), "no node after 30 s");
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    // then a new node, timed, which falls silent
+    heartbeat(&mut agent, "new1", 1500);
+    let took =
+        b.wait_for("(document.querySelector('[data-k=\"state-new1\"]')||{}).textContent=='up'");
+    println!("the new node reached the page in {took:?}");
+    assert!(took < Duration::from_secs(1), "{took:?}");
+    assert_eq!(b.numbers().get("slots-new1").map(String::as_str), Some("2"));
+    b.screenshot("fleet-nodes");
+    let silent = Instant::now();
+    b.wait_for("(document.querySelector('[data-k=\"state-new1\"]')||{}).textContent=='down'");
+    let down = silent.elapsed();
+    println!("the silent node turned down after {down:?} (deadline 1.5 s)");
+    assert!(
+        down > Duration::from_millis(1000),
+        "down too soon: {down:?}"
+    );
+    assert_eq!(state(&mut b, "warm"), json!("up"));
+}
+
 #[test]
 fn serve_twice_on_one_port_fails_clearly() {
     let dir = Scratch::new("serve-twice");

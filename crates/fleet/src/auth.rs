@@ -9,7 +9,11 @@
 //! - its results (`vtnt.results.<t>.>`) go from the fleet's account, where the agents
 //!   publish them, to its account, where its stream stores them;
 //! - the info of the nodes' and the work queue's streams is imported into every tenant's
-//!   account under [`FLEET_API`] (its own JetStream keeps `$JS.API`).
+//!   account under [`FLEET_API`] (its own JetStream keeps `$JS.API`);
+//! - the nodes' heartbeats (`vtnt.nodes.*`, [`crate::HEARTBEATS`]) are a stream export of the
+//!   fleet's account, imported by every tenant's under the same subjects: a tenant may
+//!   subscribe to them (`vtnt serve`'s live node list), and what it publishes there stays
+//!   in its own account (it may not, and nobody in the fleet's would hear it).
 //!
 //! Why accounts: in one account, whatever a user publishes may carry any reply subject,
 //! and JetStream (an API answer, a publish acknowledgement, a pull consumer's deliveries)
@@ -48,7 +52,7 @@ use crate::error::{ensure, ResultExt};
 use crate::Error;
 use serde_json::{json, Value};
 
-use crate::{data_stream, results_stream, IMAGES_BUCKET, JOBS_STREAM, NODES_STREAM};
+use crate::{data_stream, results_stream, HEARTBEATS, IMAGES_BUCKET, JOBS_STREAM, NODES_STREAM};
 
 /// The fleet's own account.
 pub const FLEET_ACCOUNT: &str = "VTNT";
@@ -154,7 +158,7 @@ fn tenant(t: &str) -> Value {
             format!("{FLEET_API}.STREAM.MSG.GET.{NODES_STREAM}"),
             format!("{FLEET_API}.STREAM.INFO.{JOBS_STREAM}"),
         ]},
-        "subscribe": {"allow": [format!("{}.>", Role::Tenant(t.into()).inbox_prefix())]},
+        "subscribe": {"allow": [format!("{}.>", Role::Tenant(t.into()).inbox_prefix()), HEARTBEATS]},
     })
 }
 
@@ -179,7 +183,7 @@ fn agent(tenants: &[String]) -> Value {
     let (jobs, nodes) = (JOBS_STREAM, NODES_STREAM);
     let mut allow: Vec<String> = vec![
         "vtnt.results.>".into(),
-        "vtnt.nodes.*".into(),
+        HEARTBEATS.into(),
         format!("$JS.API.STREAM.INFO.{jobs}"),
         format!("$JS.API.STREAM.INFO.{nodes}"),
         format!("$JS.API.CONSUMER.CREATE.{jobs}.>"),
@@ -263,6 +267,7 @@ pub fn accounts(fleet_dir: &Path, tenants: &[String], tenant_store: u64) -> crat
     .into_iter()
     .map(|s| json!({"service": s, "accounts": everyone}))
     .collect();
+    exports.push(json!({"stream": HEARTBEATS, "accounts": everyone}));
     let mut imports = Vec::new();
     let mut out = serde_json::Map::new();
     for t in tenants {
@@ -289,6 +294,7 @@ pub fn accounts(fleet_dir: &Path, tenants: &[String], tenant_store: u64) -> crat
                 "to": format!("{FLEET_API}.{s}"),
             }));
         }
+        t_imports.push(json!({"stream": {"account": FLEET_ACCOUNT, "subject": HEARTBEATS}}));
         let results = format!("vtnt.results.{t}.>");
         imports.push(json!({"service": {"account": account, "subject": results}}));
         out.insert(
@@ -445,7 +451,12 @@ mod tests {
                 || s.starts_with("vtnt.data.a.")),
             "{publish:?}"
         );
-        assert_eq!(allowed(&tenant("a"), "subscribe"), ["_INBOX_T.a.>"]);
+        // its own inbox, and the heartbeats every tenant hears (imported, read-only)
+        assert_eq!(
+            allowed(&tenant("a"), "subscribe"),
+            ["_INBOX_T.a.>", HEARTBEATS]
+        );
+        assert!(!publish.iter().any(|s| s.starts_with("vtnt.nodes")));
         assert_eq!(allowed(&requester("a"), "publish"), ["vtnt.deploy.a.*"]);
         assert_eq!(allowed(&requester("a"), "subscribe"), ["_INBOX_T.a.>"]);
         let agent = allowed(&agent(&["a".into()]), "publish");

@@ -220,7 +220,8 @@ pub struct NodeView {
 }
 
 impl NodeView {
-    fn new(info: NodeInfo, age_ms: u64) -> NodeView {
+    /// The node of heartbeat `info`, `age_ms` after it reached the broker.
+    pub fn new(info: NodeInfo, age_ms: u64) -> NodeView {
         let down = age_ms > info.deadline_ms;
         let status = match (down, info.state) {
             (_, NodeState::Stopped) => "stopped",
@@ -280,7 +281,7 @@ pub async fn nodes(fleet: &Fleet) -> crate::Result<Vec<NodeView>> {
     let Some(stream) = crate::existing(&fleet.shared, crate::NODES_STREAM).await? else {
         return Ok(Vec::new());
     };
-    let mut subjects = stream.info_with_subjects("vtnt.nodes.*").await?;
+    let mut subjects = stream.info_with_subjects(crate::HEARTBEATS).await?;
     let mut names = Vec::new();
     while let Some((s, _)) = subjects.try_next().await? {
         names.push(s);

@@ -67,6 +67,9 @@ pub use proto::{Event, JobStatus, JobSummary, Mode, NodeInfo, Outcome};
 pub const JOBS_STREAM: &str = "VTNT_JOBS";
 /// The object store of the runtimes' images ([`images`]).
 pub const IMAGES_BUCKET: &str = "vtnt-images";
+/// The nodes' heartbeats (`vtnt.nodes.<node>`), which every tenant may hear
+/// ([`auth`]).
+pub const HEARTBEATS: &str = "vtnt.nodes.*";
 /// The subject of a node's heartbeats.
 pub fn node_subject(node: &str) -> String {
     format!("vtnt.nodes.{node}")
@@ -447,7 +450,7 @@ impl Fleet {
             jetstream::stream::Config {
                 name: NODES_STREAM.into(),
                 num_replicas: self.num_replicas,
-                subjects: vec!["vtnt.nodes.*".into()],
+                subjects: vec![HEARTBEATS.into()],
                 max_messages_per_subject: 1,
                 max_age: Duration::from_secs(3600),
                 ..Default::default()

@@ -453,3 +453,86 @@ fn no_tenant_reads_lists_or_cancels_another_tenants_measurements() {
         failures.join("\n")
     );
 }
+
+/// The nodes' heartbeats, exported to every tenant: tenant b hears an agent's heartbeat
+/// on `vtnt.nodes.<node>`, but publishes none (a forged node is refused and reaches
+/// neither the nodes' stream nor another tenant), and a wider subscription is refused.
+#[test]
+fn tenants_hear_heartbeats_but_forge_no_node() {
+    vtnt_testkit::require_root!();
+    vtnt_testkit::require_tools!("nats-server");
+    let up = Up::tenants_a_and_b("hb");
+    let (url, dir, name) = (up.0.url.clone(), up.0.dir.clone(), up.0.name.clone());
+    let failures = vtnt_fleet::block_on(async move {
+        let mut failures: Vec<String> = Vec::new();
+        let (_, agent_fleet) = Connect::local(&name, Role::Agent)?
+            .fleet("heartbeats agent")
+            .await?;
+        let peer = |r: Role| {
+            let (url, dir) = (url.clone(), dir.clone());
+            async move {
+                let s = seeds(&dir, &r);
+                Peer::connect(&url, &s[0], &r.inbox_prefix(), &r.key_name()).await
+            }
+        };
+        let a = peer(Role::Tenant("a".into())).await;
+        let b = peer(Role::Tenant("b".into())).await;
+        let Some(mut heard) = b.listen(vtnt_fleet::HEARTBEATS).await else {
+            return Ok(vec!["b may not subscribe to the heartbeats".to_string()]);
+        };
+        let mut a_heard = a.listen(vtnt_fleet::HEARTBEATS).await;
+        for s in ["vtnt.>", "vtnt.*.*", ">"] {
+            if b.listen(s).await.is_some() {
+                failures.push(format!("b may subscribe to {s}"));
+            }
+        }
+        // b forges a node, plainly, and deletes one from the nodes' stream
+        for s in [
+            "vtnt.nodes.forged",
+            "$JS.FLEET.API.STREAM.MSG.DELETE.VTNT_NODES",
+        ] {
+            if let Ok(answer) = b.ask(s, r#"{"node":"forged"}"#).await {
+                failures.push(format!("b was answered on {s}: {answer}"));
+            }
+        }
+        if !b.violation("vtnt.nodes.forged") {
+            failures.push("b's heartbeat was not refused".into());
+        }
+        agent_fleet
+            .js
+            .publish(vtnt_fleet::node_subject("n1"), r#"{"node":"n1"}"#.into())
+            .await?
+            .await?;
+        match tokio::time::timeout(Duration::from_secs(5), heard.next()).await {
+            Ok(Some(m)) if m.subject.as_str() == "vtnt.nodes.n1" => {}
+            other => failures.push(format!("b did not hear n1's heartbeat: {other:?}")),
+        }
+        if let Ok(Some(m)) = tokio::time::timeout(Duration::from_millis(300), heard.next()).await {
+            failures.push(format!("b heard {} besides n1's heartbeat", m.subject));
+        }
+        if let Some(sub) = a_heard.as_mut() {
+            while let Ok(Some(m)) =
+                tokio::time::timeout(Duration::from_millis(300), sub.next()).await
+            {
+                if m.subject.as_str() != "vtnt.nodes.n1" {
+                    failures.push(format!("a heard {}", m.subject));
+                }
+            }
+        } else {
+            failures.push("a may not subscribe to the heartbeats".into());
+        }
+        // the nodes' stream holds the agent's one heartbeat
+        let info = a
+            .ask("$JS.FLEET.API.STREAM.INFO.VTNT_NODES", "")
+            .await
+            .expect("a tenant reads the nodes' stream's info");
+        let v: serde_json::Value = serde_json::from_str(&info).unwrap();
+        if v["state"]["messages"] != 1 {
+            failures.push(format!("the nodes' stream holds {}", v["state"]));
+        }
+        Ok::<_, vtnt_fleet::Error>(failures)
+    })
+    .expect("the fleet's own steps");
+    drop(up);
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

@@ -36,6 +36,21 @@ const JS: &str = r#"// live events of the fleet page (server-sent events, no pol
     var c=document.querySelector('[data-k=live-results]');if(c)c.textContent=(+c.textContent)+1;});
   es.addEventListener('stored',function(m){var s=JSON.parse(m.data);
     var c=document.querySelector('[data-k=live-stored]');if(c)c.textContent=s.traces+s.pings;});
+  // nodes: a heartbeat updates or inserts its node's row; a node silent past its
+  // deadline turns down here, as the server computes it (a local timer, no request)
+  var nb=document.querySelector('#nodes tbody'),heard={};
+  function td(tr,v,k){var c=document.createElement('td');c.textContent=v;
+    if(k){c.className='n';c.dataset.k=k;}tr.appendChild(c);}
+  es.addEventListener('node',function(m){var n=JSON.parse(m.data);if(!nb)return;
+    var old=nb.querySelector('[data-k="state-'+CSS.escape(n.node)+'"]'),tr=document.createElement('tr');
+    td(tr,n.node);td(tr,n.location);td(tr,n.status,'state-'+n.node);td(tr,n.busy,'busy-'+n.node);
+    td(tr,n.slots,'slots-'+n.node);td(tr,n.runtimes.join(', '));td(tr,n.jobs_done);td(tr,0,'age-'+n.node);
+    if(old)nb.replaceChild(tr,old.parentNode);else nb.appendChild(tr);
+    heard[n.node]={at:Date.now(),deadline:n.deadline_ms,stopped:n.state=='stopped'};});
+  setInterval(function(){var now=Date.now();Object.keys(heard).forEach(function(k){var h=heard[k],age=now-h.at;
+    var a=document.querySelector('[data-k="age-'+CSS.escape(k)+'"]');if(a)a.textContent=age;
+    var s=document.querySelector('[data-k="state-'+CSS.escape(k)+'"]');
+    if(s&&!h.stopped&&age>h.deadline)s.textContent='down';});},250);
 })();
 "#;
 
@@ -179,12 +194,12 @@ pub fn fleet(v: &FleetView) -> String {
                 vec![
                     c(&n.info.node),
                     c(&n.info.location),
-                    c(n.status),
+                    k(n.status, &format!("state-{}", n.info.node)),
                     k(n.info.busy, &format!("busy-{}", n.info.node)),
                     k(n.info.slots, &format!("slots-{}", n.info.node)),
                     c(n.info.runtimes.join(", ")),
                     k(n.info.jobs_done, ""),
-                    c(n.age_ms),
+                    k(n.age_ms, &format!("age-{}", n.info.node)),
                 ]
             });
             b.push_str(&table(

@@ -4,7 +4,11 @@
 //! ephemeral consumer delivering only new messages, pushed by JetStream as they arrive)
 //! into the tenant's events, which the pages receive as server-sent events
 //! (`/t/<tenant>/events`): `job` (a job's summary: node, status, wait or discard, times),
-//! `result` (a record: job, node, target) and `stored` (what the store filed).
+//! `result` (a record: job, node, target), `stored` (what the store filed) and `node` (a
+//! node's heartbeat, heard on `vtnt.nodes.*`, which the fleet exports to every tenant).
+//! Each client reads the tenant's events from a bounded broadcast ring
+//! ([`crate::state`]): a client too slow for it misses the oldest and is told how many
+//! (`lagged`), so no client holds an unbounded buffer.
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -96,9 +100,32 @@ async fn follow(state: &State, c: &Connect, tenant: &Tenant) -> crate::Result<()
     let Some(live) = state.0.live.get(tenant.as_str()) else {
         return Ok(());
     };
-    let (_client, fleet) = c.fleet("vtnt serve").await?;
+    let (client, fleet) = c.fleet("vtnt serve").await?;
     let fleet = Arc::new(fleet);
     *live.fleet.write().await = Some(fleet.clone());
+    let heartbeats = client
+        .subscribe(vtnt_fleet::HEARTBEATS)
+        .await
+        .map_err(nats(format!("hearing {}", vtnt_fleet::HEARTBEATS)))?;
+    let events = live.events.clone();
+    let hearing = tokio::spawn(heartbeats.for_each(move |m| {
+        // (a heartbeat that does not parse is no node)
+        if let Ok(info) = serde_json::from_slice(&m.payload) {
+            let _ = events.send(LiveEvent::Node(NodeView::new(info, 0)));
+        }
+        futures::future::ready(())
+    }));
+    let r = results(live, &fleet, tenant).await;
+    hearing.abort();
+    r
+}
+
+/// Turns every new message of the tenant's results stream into an event.
+async fn results(
+    live: &state::Live,
+    fleet: &vtnt_fleet::Fleet,
+    tenant: &Tenant,
+) -> crate::Result<()> {
     let name = vtnt_fleet::results_stream(tenant.as_str());
     let stream = loop {
         match vtnt_fleet::existing(&fleet.js, &name).await? {

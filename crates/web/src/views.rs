@@ -76,6 +76,9 @@ pub enum LiveEvent {
         record: Option<String>,
         dst: Option<String>,
     },
+    /// A node's heartbeat as it arrived (age 0), as the fleet page's nodes table shows
+    /// it; the page turns it down once `deadline_ms` pass without another.
+    Node(vtnt_fleet::controller::NodeView),
     /// The store filed a batch: its running totals.
     Stored {
         messages: u64,
@@ -90,6 +93,7 @@ impl LiveEvent {
             LiveEvent::Job(_) => "job",
             LiveEvent::Result { .. } => "result",
             LiveEvent::Stored { .. } => "stored",
+            LiveEvent::Node(_) => "node",
         }
     }
 }

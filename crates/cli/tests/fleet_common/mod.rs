@@ -27,8 +27,11 @@ pub struct Broker {
 }
 
 impl Broker {
+    /// A broker named after the process and a count (tests of one binary run side by side).
     pub fn up(tenants: &[&str]) -> Broker {
-        let name = format!("tstore{}", std::process::id());
+        static UP: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = UP.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let name = format!("tstore{}n{n}", std::process::id());
         let port = TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
             .unwrap()
