@@ -490,8 +490,8 @@ fn ipv6_targets_are_refused_before_any_probe() {
         // a lab range routed on a link of its own passes the policy; the engine is where
         // methods not built over IPv6 stop, the job where TNT does
         (
-            &["trace", "-P", "tcp", "2001:db8:1::7"],
-            "2001:db8:1::7: IPv6 destinations are probed by icmp-paris and udp-paris traces and ICMP echo pings only",
+            &["ping", "-c", "1", "-R", "2001:db8:1::7"],
+            "2001:db8:1::7: IPv6 destinations are probed by traces and pings of every method, but not with -M, -R or TNT yet",
         ),
         (
             &["tnt", "2001:db8:1::7"],

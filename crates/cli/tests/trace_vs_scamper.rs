@@ -845,6 +845,63 @@ fn ipv6_trace_matches_scamper() {
     );
 }
 
+/// TCP over IPv6 through the Linux driver's raw IPv6 TCP socket, and the ping methods
+/// beyond ICMP echo: tcp and tcp-ack traces (SYNs answered by the destination's
+/// SYN-ACK or RST, ACKs by its RST, routers' ICMPv6 time exceeded quoting the TCP
+/// header), tcp, tcp-ack, udp and udp-dport pings; every record equals scamper's once
+/// times, RTTs and drawn identifiers are taken out.
+#[test]
+fn ipv6_tcp_and_udp_dport_match_scamper() {
+    vtnt_testkit::require_root!("scamper");
+    let chain = Chain::build("vc6", 2).expect("namespace chain");
+    let target = dual_stack(&chain);
+    let last_flags = |r: &Value| {
+        let hops = r["hops"].as_array().expect("hops");
+        (hops.len(), hops.last().map(|h| h["tcp_flags"].clone()))
+    };
+    let replies = |r: &Value| r["statistics"]["replies"].clone();
+    type Shows<'a> = &'a dyn Fn(&Value) -> bool;
+    let cases: [(&str, &str, Shows); 6] = [
+        ("trace -P tcp -q 1 -w 1", "trace -P tcp -q 1 -w 1", &|r| {
+            // the destination's RST-ACK (no listener), after two routers
+            last_flags(r) == (3, Some(Value::from(20)))
+        }),
+        (
+            "trace -P tcp-ack -q 1 -w 1",
+            "trace -P tcp-ack -q 1 -w 1",
+            &|r| last_flags(r) == (3, Some(Value::from(4))),
+        ),
+        (
+            "ping -c 2 -i 0.2 -P tcp",
+            "ping -c 2 -i 0.2 -P tcp-syn",
+            &|r| replies(r) == 2,
+        ),
+        (
+            "ping -c 2 -i 0.2 -P tcp-ack",
+            "ping -c 2 -i 0.2 -P tcp-ack",
+            &|r| replies(r) == 2,
+        ),
+        ("ping -c 2 -i 0.2 -P udp", "ping -c 2 -i 0.2 -P udp", &|r| {
+            replies(r) == 2
+        }),
+        (
+            "ping -c 3 -i 0.2 -P udp-dport -d 4000",
+            "ping -c 3 -i 0.2 -P udp-dport -d 4000",
+            &|r| r["dport"] == 4000 && replies(r) == 3,
+        ),
+    ];
+    for (ours, theirs, shows) in cases {
+        let kind = ours.split_whitespace().next().expect("a command");
+        let (v, s) = one_each(chain.vantage(), ours, theirs, &target, kind);
+        assert_eq!(
+            normalised(&v),
+            normalised(&s),
+            "{ours}\n ours:    {v}\n scamper: {s}"
+        );
+        assert!(shows(&v), "{ours}: {v}");
+    }
+}
+
 /// `vtnt ping -s 84` to an IPv6 target sends 84-byte probes, as scamper's `-s` does
 /// (the whole packet, whatever the family; IPv6's default is 104): it sent 104.
 #[test]

@@ -7,9 +7,9 @@
 //! packet; if odd, the rest is a sequence of `[u16 length][bytes]` packets.
 //!
 //! With `ipv6-probe` (on in the fuzz crate by default) the source lookup answers per
-//! address family and the engine also runs what it builds over IPv6 (icmp-paris and
-//! udp-paris traces, an ICMP echo ping) toward [`DST6`], so the same bytes are also
-//! parsed as ICMPv6 replies.
+//! address family and the engine also runs traces and pings over IPv6 (icmp-paris,
+//! udp-paris, tcp and tcp-ack traces; ICMP echo, tcp and udp-dport pings) toward
+//! [`DST6`], so the same bytes are also parsed as ICMPv6 replies and TCP over IPv6.
 
 #![allow(dead_code)]
 
@@ -62,13 +62,20 @@ fn start_ipv6(e: &mut Engine) {
             IpAddr::V6(_) => IpAddr::V6(SRC6),
         })
     }));
-    for m in [Method::IcmpParis, Method::UdpParis] {
+    for m in [
+        Method::IcmpParis,
+        Method::UdpParis,
+        Method::Tcp,
+        Method::TcpAck,
+    ] {
         let mut t = TraceOptions::new(IpAddr::V6(DST6)).with_method(m);
         t.wait = Duration::from_millis(100);
         e.start(T0, Measurement::Trace(t)).expect("IPv6 trace");
     }
-    let p = PingOptions::new(IpAddr::V6(DST6));
-    e.start(T0, Measurement::Ping(p)).expect("IPv6 ping");
+    for m in [Method::IcmpParis, Method::Tcp, Method::UdpDport] {
+        let p = PingOptions::new(IpAddr::V6(DST6)).with_method(m);
+        e.start(T0, Measurement::Ping(p)).expect("IPv6 ping");
+    }
 }
 
 /// Splits an input into packets.

@@ -135,9 +135,8 @@ impl TraceOptions {
 
     /// Checks every option against its range (the engine calls this in `start`).
     pub fn validate(&self) -> Result<(), MeasurementError> {
-        // over IPv6: Paris ICMP and UDP, without -M (folded away without `ipv6-probe`)
-        let paris = matches!(self.method, Method::IcmpParis | Method::UdpParis);
-        if self.dst.is_ipv6() && !(cfg!(feature = "ipv6-probe") && paris && !self.pmtud) {
+        // over IPv6: every method, without -M (folded away without `ipv6-probe`)
+        if self.dst.is_ipv6() && (!cfg!(feature = "ipv6-probe") || self.pmtud) {
             return Err(MeasurementError::Ipv6Unsupported);
         }
         let extra = ipv6_extra(self.dst);
@@ -304,8 +303,8 @@ impl PingOptions {
 
     /// Checks every option against its range (the engine calls this in `start`).
     pub fn validate(&self) -> Result<(), MeasurementError> {
-        let icmp_echo = self.method == Method::IcmpParis && !self.record_route;
-        if self.dst.is_ipv6() && !(cfg!(feature = "ipv6-probe") && icmp_echo) {
+        // over IPv6: every method, without -R (folded away without `ipv6-probe`)
+        if self.dst.is_ipv6() && (!cfg!(feature = "ipv6-probe") || self.record_route) {
             return Err(MeasurementError::Ipv6Unsupported);
         }
         check("count", "1..=65535", self.count >= 1)?;
@@ -362,7 +361,7 @@ impl PingOptions {
 
 /// The bytes an IPv6 header takes beyond an IPv4 one in probes to `dst` (20 to IPv6
 /// destinations, 0 to IPv4 ones and in builds without `ipv6-probe`).
-fn ipv6_extra(dst: IpAddr) -> u16 {
+pub(crate) fn ipv6_extra(dst: IpAddr) -> u16 {
     if cfg!(feature = "ipv6-probe") && dst.is_ipv6() {
         20
     } else {
@@ -449,7 +448,7 @@ pub enum MeasurementError {
     },
     /// IPv6 targets are not probed yet: without `ipv6-probe` the engine is IPv4 only (the
     /// wire and the policy read IPv6 already; docs/scamper.md); with it, IPv6
-    /// destinations get icmp-paris and udp-paris traces without `-M` and ICMP echo pings
+    /// destinations get traces of every method without `-M` and pings of every method
     /// without `-R`.
     Ipv6Unsupported,
     /// Every flow identifier is in use by a running measurement. Not returned at present:
@@ -475,8 +474,8 @@ impl fmt::Display for MeasurementError {
                 write!(f, "option `{option}` out of range (allowed: {range})")
             }
             MeasurementError::Ipv6Unsupported => f.write_str(if cfg!(feature = "ipv6-probe") {
-                "IPv6 destinations are probed by icmp-paris and udp-paris traces and ICMP echo \
-                 pings only (no other methods, -M, -R or TNT yet)"
+                "IPv6 destinations are probed by traces and pings of every method, but not \
+                 with -M, -R or TNT yet"
             } else {
                 "IPv6 destinations are not probed yet: the engine is IPv4 only"
             }),

@@ -27,8 +27,8 @@
 //! trusts the reply: every field is checked against the measurement's flow and the
 //! probes actually sent.
 //!
-//! Over IPv6 (feature `ipv6-probe`) ICMP echo and UDP probes are built: ICMPv6 echo
-//! requests and UDP datagrams numbered and tagged as over IPv4, every probe of a
+//! Over IPv6 (feature `ipv6-probe`) every method's probes are built: ICMPv6 echo
+//! requests, UDP datagrams and TCP segments numbered and tagged as over IPv4, every probe of a
 //! measurement with the same non-zero flow label, drawn from its flow (as scamper's,
 //! which Linux labels per socket: routers that hash the flow label see one flow per
 //! measurement, and different measurements as different flows). IPv6 has no
@@ -191,41 +191,49 @@ fn build_plain(buf: &mut [u8], flow: &Flow, p: &Probe) -> Result<usize, Error> {
             )
         }
         _ => {
-            let seq = tcp_seq(flow.tag, p.number);
-            let (ack, flags) = match flow.vary {
-                Vary { tcp_ack: false, .. } => (0, tcp_flags::SYN),
-                Vary { fixed_ack, .. } => (fixed_ack.unwrap_or(seq), tcp_flags::ACK),
-            };
-            let t = build::Tcp {
-                sport: flow.sport(),
-                dport: flow.dport,
-                seq,
-                ack,
-                flags,
-                window: TCP_WINDOW,
-            };
-            let n = build::tcp(buf, &ip, &t)?;
+            let n = build::tcp(buf, &ip, &tcp_header(flow, p))?;
             let payload = payload(p, IP_TCP_HEADERS)?;
             pad_tcp(buf, &ip, n, payload)
         }
     }
 }
 
-/// IPv6 probes: ICMPv6 echo requests and UDP datagrams, built as [`build_plain`] builds
-/// ICMP and UDP ones (the tag in payload bytes 2..4 of an echo request, a pinned
-/// checksum for Paris), with the flow's [`v6::flow_label`] throughout.
+/// The TCP header of probe `p` of `flow`: a SYN, or an ACK for tcp-ack, numbered and
+/// tagged in its sequence (and acknowledgment) number.
+#[inline(always)]
+fn tcp_header(flow: &Flow, p: &Probe) -> build::Tcp {
+    let seq = tcp_seq(flow.tag, p.number);
+    let (ack, flags) = match flow.vary {
+        Vary { tcp_ack: false, .. } => (0, tcp_flags::SYN),
+        Vary { fixed_ack, .. } => (fixed_ack.unwrap_or(seq), tcp_flags::ACK),
+    };
+    build::Tcp {
+        sport: flow.sport(),
+        dport: flow.dport,
+        seq,
+        ack,
+        flags,
+        window: TCP_WINDOW,
+    }
+}
+
+/// IPv6 probes: ICMPv6 echo requests, UDP datagrams and TCP segments, built as
+/// [`build_plain`] builds ICMP, UDP and TCP ones (the tag in payload bytes 2..4 of an echo
+/// request, a pinned checksum for Paris), with the flow's [`v6::flow_label`] throughout.
 #[cfg(feature = "ipv6-probe")]
 mod v6 {
     use core::net::Ipv6Addr;
 
     use vtnt_wire::build::Udp;
     use vtnt_wire::ipv6::{Ip6, HEADER_LEN};
-    use vtnt_wire::{build6, icmp6_type, proto, Error};
+    use vtnt_wire::{build6, checksum, icmp6_type, proto, Error};
 
-    use super::{echo_request, payload, tag_echo, udp_dport, Flow, Probe};
+    use super::{echo_request, payload, tag_echo, tcp_header, udp_dport, Flow, Probe};
 
     /// The IPv6 header and an ICMPv6 echo or UDP header.
     const IP6_HEADERS: u16 = 48;
+    /// The IPv6 header and a TCP header.
+    const IP6_TCP_HEADERS: u16 = 60;
 
     /// The flow label of every probe of `flow`: 20 bits mixed from the engine's tag and
     /// the flow's identifier (ICMP ident or source port), never 0 (RFC 6437's "no label").
@@ -234,8 +242,7 @@ mod v6 {
         (key.wrapping_mul(0x9e37_79b1) >> 12).max(1)
     }
 
-    /// Writes probe `p` of `flow` from `src` to `dst`; only ICMP and UDP flows probe IPv6
-    /// ([`crate::TraceOptions::validate`], [`crate::PingOptions::validate`]).
+    /// Writes probe `p` of `flow` from `src` to `dst`.
     pub(super) fn build(
         buf: &mut [u8],
         flow: &Flow,
@@ -250,26 +257,47 @@ mod v6 {
             traffic_class: p.tos,
             flow_label: flow_label(flow),
         };
-        let payload = payload(p, IP6_HEADERS)?;
         match flow.key.proto {
             proto::ICMP => {}
             proto::UDP => {
                 let u = Udp {
                     sport: flow.sport(),
                     dport: udp_dport(flow, p.number),
-                    payload,
+                    payload: payload(p, IP6_HEADERS)?,
                     checksum: Some(p.number),
                 };
                 return build6::udp6(buf, &ip, &u);
             }
-            _ => return Err(Error::Malformed),
+            _ => return tcp(buf, flow, p, &ip),
         }
+        let payload = payload(p, IP6_HEADERS)?;
         let echo = echo_request(flow, p, icmp6_type::ECHO_REQUEST, payload);
         let n = build6::icmp6_echo(buf, &ip, &echo)?;
         let m = buf.get_mut(HEADER_LEN..n).ok_or(Error::Truncated)?;
         let pin = tag_echo(m, flow)?;
         build6::icmp6_echo_checksum(m, &ip, pin)?;
         Ok(n)
+    }
+
+    /// A TCP SYN or ACK probe over IPv6, numbered and tagged as over IPv4
+    /// ([`super::tcp_header`]), its payload after the 20-byte header.
+    fn tcp(buf: &mut [u8], flow: &Flow, p: &Probe, ip: &Ip6) -> Result<usize, Error> {
+        let payload = payload(p, IP6_TCP_HEADERS)?;
+        let n = build6::tcp6(buf, ip, &tcp_header(flow, p))?;
+        let total = n + payload.len();
+        let pkt = buf.get_mut(..total).ok_or(Error::Truncated)?;
+        if payload.is_empty() {
+            return Ok(n);
+        }
+        pkt[n..].copy_from_slice(payload);
+        let seg_len = total - HEADER_LEN;
+        let len = u16::try_from(seg_len).map_err(|_| Error::Malformed)?;
+        pkt[4..6].copy_from_slice(&len.to_be_bytes());
+        pkt[HEADER_LEN + 16..HEADER_LEN + 18].fill(0);
+        let pseudo = checksum::pseudo_v6(ip.src, ip.dst, proto::TCP, u32::from(len));
+        let c = !checksum::add(checksum::sum(&pkt[HEADER_LEN..]), pseudo);
+        pkt[HEADER_LEN + 16..HEADER_LEN + 18].copy_from_slice(&c.to_be_bytes());
+        Ok(total)
     }
 }
 
@@ -325,9 +353,10 @@ fn pad_tcp(buf: &mut [u8], ip: &Ip, n: usize, payload: &[u8]) -> Result<usize, E
     Ok(total)
 }
 
-/// Payload bytes of a TCP probe of `size` (a reply may acknowledge them).
-pub(crate) fn tcp_payload_len(size: u16) -> u32 {
-    size.saturating_sub(IP_TCP_HEADERS) as u32
+/// Payload bytes of a TCP probe of `size` to `dst` (a reply may acknowledge them).
+pub(crate) fn tcp_payload_len(size: u16, dst: IpAddr) -> u32 {
+    let headers = IP_TCP_HEADERS + crate::measurement::ipv6_extra(dst);
+    size.saturating_sub(headers) as u32
 }
 
 /// The flow a reply belongs to, from the quoted probe of an ICMP error or from the

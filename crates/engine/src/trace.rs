@@ -359,7 +359,7 @@ impl TraceState {
             return Outcome::Unmatched;
         }
         let sent = u16::try_from(self.probes.len()).unwrap_or(u16::MAX);
-        let tcp_payload = probe::tcp_payload_len(self.opts.probe_size);
+        let tcp_payload = probe::tcp_payload_len(self.opts.probe_size, self.opts.dst);
         let Some(n) = probe::probe_number(&self.flow, r, tcp_payload, sent) else {
             return Outcome::Unmatched;
         };

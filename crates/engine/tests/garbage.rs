@@ -215,8 +215,8 @@ fn write_seed_corpus() {
     std::fs::write(dir.join("all_framed"), framed).unwrap();
 }
 
-/// The fuzz engine's IPv6 probes are matched by real ICMPv6 time exceeded replies, so
-/// inputs derived from them reach the ICMPv6 matching.
+/// The fuzz engine's IPv6 probes (TCP ones among them) are matched by real ICMPv6 time
+/// exceeded replies, so inputs derived from them reach the ICMPv6 matching.
 #[cfg(feature = "ipv6-probe")]
 #[test]
 fn real_ipv6_replies_match_in_the_fuzz_engine() {
@@ -225,7 +225,7 @@ fn real_ipv6_replies_match_in_the_fuzz_engine() {
     use vtnt_wire::{build6, icmp6_type};
     let (mut e, probes) = body::engine();
     let probes: Vec<Vec<u8>> = probes.into_iter().filter(|p| p[0] >> 4 == 6).collect();
-    assert_eq!(probes.len(), 3, "two IPv6 traces and an IPv6 ping");
+    assert_eq!(probes.len(), 7, "four IPv6 traces and three IPv6 pings");
     let ip = Ip6 {
         src: "2001:db8:2::1".parse().unwrap(),
         dst: body::SRC6,
@@ -245,6 +245,6 @@ fn real_ipv6_replies_match_in_the_fuzz_engine() {
         let n = build6::icmp6_error(&mut b, &ip, &err).unwrap();
         e.handle_packet(body::T0, &b[..n]);
     }
-    assert_eq!(e.stats().replies, 3);
+    assert_eq!(e.stats().replies, 7);
     assert_eq!(e.stats().unmatched, 0);
 }

@@ -1,9 +1,10 @@
 //! IPv6 in the engine (`ipv6-probe`): an ICMP echo ping to an IPv6 destination builds
 //! ICMPv6 echo requests (hop limit, ident, sequence, tag), takes ICMPv6 echo replies and
 //! errors that quote its probes, and records them as scamper does (reply protocol 58);
-//! icmp-paris and udp-paris traces go hop limit by hop limit with one flow (flow label,
-//! ports, checksum) and stop on ICMPv6's numbers; what is not built over IPv6 yet (other
-//! methods, `-M`, `-R`) is refused by name.
+//! traces of every method go hop limit by hop limit with one flow (flow label, ports,
+//! checksum) and stop on ICMPv6's numbers or the destination's TCP answer; pings of
+//! every method are answered; what is not built over IPv6 yet (`-M`, `-R`) is refused
+//! by name.
 #![cfg(feature = "ipv6-probe")]
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
@@ -13,9 +14,9 @@ use vtnt_engine::{
     Config, Engine, Event, Instant, Measurement, MeasurementError, Method, NoSource, PingOptions,
     Record, TraceOptions, MAX_PROBE_SIZE,
 };
-use vtnt_wire::build::{Echo, IcmpError};
+use vtnt_wire::build::{Echo, IcmpError, Tcp};
 use vtnt_wire::ipv6::{self, Ip6, HEADER_LEN};
-use vtnt_wire::{build6, icmp6_type, proto};
+use vtnt_wire::{build6, checksum, icmp6_type, proto, tcp_flags};
 
 const SRC: Ipv6Addr = Ipv6Addr::new(0x2001, 0xdb8, 1, 0, 0, 0, 0, 1);
 const DST: Ipv6Addr = Ipv6Addr::new(0x2001, 0xdb8, 3, 0, 0, 0, 0, 2);
@@ -203,21 +204,13 @@ fn icmpv6_errors_quoting_a_probe_are_matched() {
 
 #[test]
 fn what_is_not_built_over_ipv6_is_refused_by_name() {
-    let want = "IPv6 destinations are probed by icmp-paris and udp-paris traces and ICMP \
-                echo pings only (no other methods, -M, -R or TNT yet)";
-    let mut udp = PingOptions::new(IpAddr::V6(DST));
-    udp.set_method(Method::UdpParis);
+    let want = "IPv6 destinations are probed by traces and pings of every method, but not \
+                with -M, -R or TNT yet";
     let mut rr = PingOptions::new(IpAddr::V6(DST));
     rr.record_route = true;
     let mut pmtud = TraceOptions::new(IpAddr::V6(DST));
     (pmtud.pmtud, pmtud.if_mtu) = (true, 1500);
-    let refused = [
-        Measurement::Trace(TraceOptions::new(IpAddr::V6(DST)).with_method(Method::Tcp)),
-        Measurement::Trace(TraceOptions::new(IpAddr::V6(DST)).with_method(Method::TcpAck)),
-        Measurement::Trace(pmtud),
-        Measurement::Ping(udp),
-        Measurement::Ping(rr),
-    ];
+    let refused = [Measurement::Trace(pmtud), Measurement::Ping(rr)];
     for m in refused {
         let mut e = engine();
         let err = e.start(Instant::ZERO, m).unwrap_err();
@@ -378,4 +371,158 @@ fn an_ipv6_trace_stops_on_icmpv6_numbers() {
     // with a payload, as scamper's -p: 48 bytes of headers and the payload
     let o = TraceOptions::new(IpAddr::V6(DST)).with_payload(vec![1, 2]);
     assert_eq!(o.probe_size, 50);
+}
+
+/// The destination's TCP answer to the TCP `probe` (`flags`: SYN-ACK or RST): ports
+/// swapped, acknowledging the probe's sequence number for a SYN, or (`flags` RST to an
+/// ACK) with the probe's acknowledgment number as its sequence number.
+fn tcp_answer(probe: &[u8], flags: u8) -> Vec<u8> {
+    let t = &probe[HEADER_LEN..];
+    let be32 = |at: usize| u32::from_be_bytes(t[at..at + 4].try_into().unwrap());
+    let syn = t[13] & tcp_flags::SYN != 0;
+    let (seq, ack) = if syn {
+        (7, be32(4).wrapping_add(1))
+    } else {
+        (be32(8), 0)
+    };
+    let ip = Ip6 {
+        src: DST,
+        dst: SRC,
+        hop_limit: 64,
+        traffic_class: 0,
+        flow_label: 0,
+    };
+    let tcp = Tcp {
+        sport: u16::from_be_bytes([t[2], t[3]]),
+        dport: u16::from_be_bytes([t[0], t[1]]),
+        seq,
+        ack,
+        flags,
+        window: 0,
+    };
+    let mut b = vec![0u8; 60];
+    let n = build6::tcp6(&mut b, &ip, &tcp).unwrap();
+    b.truncate(n);
+    b
+}
+
+/// A tcp trace: SYNs of scamper's IPv6 size (60: no payload) from one source port to
+/// the trace's port with one flow label, numbered by their sequence numbers; a router's time
+/// exceeded quotes the TCP header at hop 1, the destination's SYN-ACK completes the
+/// trace at hop 2. A tcp-ack trace sends ACKs and completes on the RST, which carries
+/// the probe's acknowledgment number back.
+#[test]
+fn tcp_traces_to_an_ipv6_destination_complete_on_the_destinations_answer() {
+    let te = Some((icmp6_type::TIME_EXCEEDED, 0));
+    for (method, probe_flags, answer) in [
+        (Method::Tcp, tcp_flags::SYN, tcp_flags::SYN | tcp_flags::ACK),
+        (Method::TcpAck, tcp_flags::ACK, tcp_flags::RST),
+    ] {
+        let (t, probes) = run_trace(trace(method), |h, probe| match h {
+            1 => vec![icmp6_error(ROUTER, (icmp6_type::TIME_EXCEEDED, 0), probe)],
+            _ => vec![tcp_answer(probe, answer)],
+        });
+        assert_eq!((t.stop_reason.name(), t.probe_size), ("COMPLETED", 60));
+        assert_eq!(
+            hops(&t),
+            [
+                (IpAddr::V6(ROUTER), 1, te, Some((1, 60)), 0),
+                (IpAddr::V6(DST), 2, None, None, 0)
+            ],
+            "{method:?}"
+        );
+        assert_eq!(t.hops[1].tcp_flags, Some(answer));
+        let label = ipv6::header(&probes[0]).unwrap().flow_label;
+        assert_ne!(label, 0, "a flow label of its own");
+        for p in &probes {
+            let h = ipv6::header(p).unwrap();
+            assert_eq!((h.protocol, h.flow_label, p.len()), (proto::TCP, label, 60));
+            let s = &p[HEADER_LEN..];
+            assert_eq!(
+                &s[..4],
+                &probes[0][HEADER_LEN..HEADER_LEN + 4],
+                "one pair of ports"
+            );
+            assert_eq!(
+                (u16::from_be_bytes([s[2], s[3]]), s[13]),
+                (t.dport, probe_flags)
+            );
+        }
+        assert_ne!(
+            probes[0][HEADER_LEN + 4..HEADER_LEN + 8],
+            probes[1][HEADER_LEN + 4..HEADER_LEN + 8]
+        );
+    }
+}
+
+/// A tcp ping with a payload (`-s 70`: 10 bytes after the TCP header): every probe is
+/// answered by the destination's RST, which may acknowledge the payload too; its
+/// checksum covers the payload.
+#[test]
+fn a_tcp_ping_to_an_ipv6_destination_takes_the_rst() {
+    let Measurement::Ping(mut o) = ping(2, 64) else {
+        unreachable!()
+    };
+    o.set_method(Method::Tcp);
+    o.probe_size = 70;
+    let mut e = engine();
+    e.start(Instant::ZERO, Measurement::Ping(o)).unwrap();
+    let mut sent = Vec::new();
+    let p = run(&mut e, |probe| {
+        sent.push(probe.to_vec());
+        let mut rst = tcp_answer(probe, tcp_flags::RST | tcp_flags::ACK);
+        let ack = u32::from_be_bytes(rst[48..52].try_into().unwrap()) + 10;
+        rst[48..52].copy_from_slice(&ack.to_be_bytes());
+        let t = &mut rst[HEADER_LEN..];
+        t[16..18].fill(0);
+        let c = !checksum::add(
+            checksum::sum(t),
+            checksum::pseudo_v6(DST, SRC, proto::TCP, 20),
+        );
+        t[16..18].copy_from_slice(&c.to_be_bytes());
+        vec![rst]
+    });
+    let got: Vec<_> = p
+        .responses
+        .iter()
+        .map(|r| (r.seq, r.reply_proto, r.tcp_flags))
+        .collect();
+    let flags = Some(tcp_flags::RST | tcp_flags::ACK);
+    assert_eq!(got, [(0, proto::TCP, flags), (1, proto::TCP, flags)]);
+    for s in &sent {
+        assert_eq!(s.len(), 70);
+        let ip = ipv6::header(s).unwrap();
+        let t = &s[HEADER_LEN..];
+        let sum = checksum::add(
+            checksum::sum(t),
+            checksum::pseudo_v6(ip.src, ip.dst, proto::TCP, t.len() as u32),
+        );
+        assert_eq!(sum, 0xffff, "the checksum covers the payload");
+    }
+}
+
+/// A udp-dport ping sends probe n to port `dport + n - 1`; the destination's port
+/// unreachable quotes that port.
+#[test]
+fn a_udp_dport_ping_to_an_ipv6_destination_counts_its_port() {
+    let Measurement::Ping(mut o) = ping(3, 64) else {
+        unreachable!()
+    };
+    o.set_method(Method::UdpDport);
+    let dport = 33500;
+    o.dport = Some(dport);
+    let mut e = engine();
+    e.start(Instant::ZERO, Measurement::Ping(o)).unwrap();
+    let mut ports = Vec::new();
+    let p = run(&mut e, |probe| {
+        ports.push(u16::from_be_bytes([
+            probe[HEADER_LEN + 2],
+            probe[HEADER_LEN + 3],
+        ]));
+        vec![icmp6_error(DST, (icmp6_type::DEST_UNREACH, 4), probe)]
+    });
+    assert_eq!(ports, [dport, dport + 1, dport + 2]);
+    let got: Vec<_> = p.responses.iter().map(|r| (r.seq, r.icmp)).collect();
+    let pu = Some((icmp6_type::DEST_UNREACH, 4));
+    assert_eq!(got, [(0, pu), (1, pu), (2, pu)]);
 }

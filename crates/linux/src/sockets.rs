@@ -136,7 +136,7 @@ impl RawSockets {
     /// The descriptors to wait on for received packets.
     pub fn receivers(&self) -> Vec<BorrowedFd<'_>> {
         let mut fds = vec![self.icmp.as_fd(), self.tcp.as_fd()];
-        fds.extend(self.v6.as_ref().map(Raw6::receiver));
+        fds.extend(self.v6.iter().flat_map(Raw6::receivers));
         fds
     }
 

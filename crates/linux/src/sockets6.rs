@@ -1,8 +1,9 @@
 //! The IPv6 half of [`crate::RawSockets`]: an `IPPROTO_RAW` socket of the IPv6 family,
 //! which sends the whole packet the prober built (hop limit and flow label included), and
-//! a raw ICMPv6 socket. That one hands over each message without its IPv6 header, so the
-//! header is rebuilt from the sender's address, the destination (`IPV6_PKTINFO`) and the
-//! hop limit (`IPV6_HOPLIMIT`) before the prober sees the packet, as it would over IPv4.
+//! raw ICMPv6 and TCP sockets (ICMPv6 errors, echo replies, and the RST or SYN-ACK a TCP
+//! probe draws). Those hand over each message without its IPv6 header, so the header is
+//! rebuilt from the sender's address, the destination (`IPV6_PKTINFO`) and the hop limit
+//! (`IPV6_HOPLIMIT`) before the prober sees the packet, as it would over IPv4.
 //! No transmit stamps here: an IPv6 probe's transmit time is when the prober handed it out.
 
 use std::io::IoSliceMut;
@@ -24,7 +25,8 @@ const HEADER_LEN: usize = 40;
 #[derive(Debug)]
 pub(crate) struct Raw6 {
     send: OwnedFd,
-    icmp: OwnedFd,
+    /// The receiving sockets, each with the protocol its messages are of.
+    receive: [(OwnedFd, u8); 2],
     cmsg: Vec<u8>,
 }
 
@@ -39,24 +41,30 @@ impl Raw6 {
             r => r?,
         };
         let icmp = crate::host::open(AddressFamily::Inet6, SockProtocol::IcmpV6, "ICMPv6")?;
+        let tcp = crate::host::open(AddressFamily::Inet6, SockProtocol::Tcp, "IPv6 TCP")?;
         let set = |what, r: nix::Result<()>| r.map_err(|source| Error::Socket { what, source });
-        set(
-            "SO_TIMESTAMPNS",
-            setsockopt(&icmp, sockopt::ReceiveTimestampns, &true),
-        )?;
-        set(
-            "IPV6_RECVPKTINFO",
-            setsockopt(&icmp, sockopt::Ipv6RecvPacketInfo, &true),
-        )?;
-        set(
-            "IPV6_RECVHOPLIMIT",
-            setsockopt(&icmp, sockopt::Ipv6RecvHopLimit, &true),
-        )?;
-        let _ = setsockopt(&icmp, sockopt::RcvBufForce, &(8 << 20));
+        for fd in [&icmp, &tcp] {
+            set(
+                "SO_TIMESTAMPNS",
+                setsockopt(fd, sockopt::ReceiveTimestampns, &true),
+            )?;
+            set(
+                "IPV6_RECVPKTINFO",
+                setsockopt(fd, sockopt::Ipv6RecvPacketInfo, &true),
+            )?;
+            set(
+                "IPV6_RECVHOPLIMIT",
+                setsockopt(fd, sockopt::Ipv6RecvHopLimit, &true),
+            )?;
+            let _ = setsockopt(fd, sockopt::RcvBufForce, &(8 << 20));
+        }
         let _ = setsockopt(&send, sockopt::SndBufForce, &(8 << 20));
         Ok(Some(Raw6 {
             send,
-            icmp,
+            receive: [
+                (icmp, nix::libc::IPPROTO_ICMPV6 as u8),
+                (tcp, nix::libc::IPPROTO_TCP as u8),
+            ],
             cmsg: nix::cmsg_space!(
                 nix::sys::time::TimeSpec,
                 nix::libc::in6_pktinfo,
@@ -65,9 +73,9 @@ impl Raw6 {
         }))
     }
 
-    /// The descriptor to wait on for received packets.
-    pub fn receiver(&self) -> BorrowedFd<'_> {
-        self.icmp.as_fd()
+    /// The descriptors to wait on for received packets.
+    pub fn receivers(&self) -> impl Iterator<Item = BorrowedFd<'_>> {
+        self.receive.iter().map(|(fd, _)| fd.as_fd())
     }
 
     /// Sends one complete IPv6 packet to the destination in its header.
@@ -80,8 +88,8 @@ impl Raw6 {
         sendto(self.send.as_raw_fd(), packet, &addr, MsgFlags::empty()).map(|_| 1)
     }
 
-    /// Hands every ICMPv6 message waiting to `f`, behind its rebuilt IPv6 header, with its
-    /// kernel receive time. Returns how many were received.
+    /// Hands every ICMPv6 message and TCP segment waiting to `f`, behind its rebuilt IPv6
+    /// header, with its kernel receive time. Returns how many were received.
     pub fn recv_all(
         &mut self,
         clock: &Clock,
@@ -90,13 +98,29 @@ impl Raw6 {
     ) -> Result<usize, Error> {
         let stamps = clock.stamps();
         let mut n = 0;
+        for (fd, protocol) in &self.receive {
+            let (fd, protocol) = (fd.as_raw_fd(), *protocol);
+            n += Self::recv_from(fd, protocol, &mut self.cmsg, &stamps, clock, buf, &mut f)?;
+        }
+        Ok(n)
+    }
+
+    /// [`Raw6::recv_all`] of the socket `fd`, whose messages are of `protocol`.
+    fn recv_from(
+        fd: std::os::fd::RawFd,
+        protocol: u8,
+        cmsg: &mut [u8],
+        stamps: &crate::clock::KernelStamps,
+        clock: &Clock,
+        buf: &mut [u8],
+        f: &mut impl FnMut(Instant, &[u8]),
+    ) -> Result<usize, Error> {
+        let mut n = 0;
         loop {
             let (len, header, ts) = {
                 let room = buf.len().saturating_sub(HEADER_LEN);
                 let mut iov = [IoSliceMut::new(&mut buf[HEADER_LEN..])];
-                let fd = self.icmp.as_raw_fd();
-                match recvmsg::<SockaddrIn6>(fd, &mut iov, Some(&mut self.cmsg), MsgFlags::empty())
-                {
+                match recvmsg::<SockaddrIn6>(fd, &mut iov, Some(cmsg), MsgFlags::empty()) {
                     Ok(msg) => {
                         let (mut ts, mut dst, mut hops) = (None, None, 0);
                         for c in msg.cmsgs().into_iter().flatten() {
@@ -122,7 +146,7 @@ impl Raw6 {
                     Err(Errno::EINTR) => continue,
                     Err(source) => {
                         return Err(Error::Socket {
-                            what: "recvmsg (ICMPv6)",
+                            what: "recvmsg (IPv6)",
                             source,
                         })
                     }
@@ -136,7 +160,7 @@ impl Raw6 {
             let h = &mut buf[..HEADER_LEN];
             h[..4].copy_from_slice(&(6u32 << 28).to_be_bytes());
             h[4..6].copy_from_slice(&(len as u16).to_be_bytes());
-            h[6] = nix::libc::IPPROTO_ICMPV6 as u8;
+            h[6] = protocol;
             h[7] = hops;
             h[8..24].copy_from_slice(&src.octets());
             h[24..40].copy_from_slice(&dst.octets());
