@@ -31,14 +31,17 @@ fn topology_parse_corpus() {
     run("topology_parse", body::topology_parse);
 }
 
-/// Rewrites the `lab_packet` seeds: ICMP, UDP and TCP probes from the reference
-/// topology's vantage point towards each tunnel class's destination, at TTLs that expire
-/// inside the tunnels (and one that reaches the plain destination).
+/// Rewrites the `lab_packet` seeds: ICMP, UDP and TCP probes, over IPv4 and IPv6, from
+/// the reference topology's vantage point towards each tunnel class's destination, at
+/// TTLs that expire inside the tunnels (and one that reaches the plain destination).
 #[test]
 #[ignore]
 fn write_seed_corpus() {
     use std::net::Ipv4Addr;
+    use vtnt_lab::addr::to_v6;
     use vtnt_wire::build::{self, Ip, Tcp};
+    use vtnt_wire::build6;
+    use vtnt_wire::ipv6::Ip6;
 
     let dir = dir("lab_packet");
     const SYN: Tcp = Tcp {
@@ -97,6 +100,49 @@ fn write_seed_corpus() {
             // the first byte is the port: 0, the vantage point
             let mut seed = vec![0u8; 129];
             let n = make(&mut seed[1..], &ip).unwrap();
+            seed.truncate(1 + n);
+            std::fs::write(dir.join(format!("{kind}_{name}")), seed).unwrap();
+        }
+        // the same probes over IPv6, between the lab IPv6 twins of both addresses
+        let ip6 = Ip6 {
+            src: to_v6(ip.src),
+            dst: to_v6(ip.dst),
+            hop_limit: ttl,
+            traffic_class: 0,
+            flow_label: 0x8001,
+        };
+        type Builder6 = fn(&mut [u8], &Ip6) -> vtnt_wire::Result<usize>;
+        let kinds: [(&str, Builder6); 3] = [
+            ("icmp6", |b, ip| {
+                build6::icmp6_echo(
+                    b,
+                    ip,
+                    &build::Echo {
+                        icmp_type: 128,
+                        ident: 0x8001,
+                        seq: 1,
+                        payload: &[0; 12],
+                        checksum: None,
+                    },
+                )
+            }),
+            ("udp6", |b, ip| {
+                build6::udp6(
+                    b,
+                    ip,
+                    &build::Udp {
+                        sport: 0x8001,
+                        dport: 33435,
+                        payload: &[0; 12],
+                        checksum: None,
+                    },
+                )
+            }),
+            ("tcp6", |b, ip| build6::tcp6(b, ip, &SYN)),
+        ];
+        for (kind, make) in kinds {
+            let mut seed = vec![0u8; 129];
+            let n = make(&mut seed[1..], &ip6).unwrap();
             seed.truncate(1 + n);
             std::fs::write(dir.join(format!("{kind}_{name}")), seed).unwrap();
         }
