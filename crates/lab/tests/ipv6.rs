@@ -418,3 +418,31 @@ fn ipv6_outside_the_lab_and_cut_packets_are_refused() {
     assert_eq!(lab.stats().malformed, 2);
     assert!(lab.drain().is_empty());
 }
+
+/// The truth's IPv6 addresses are those IPv6 traces show: every answer of every trace of
+/// the reference topology comes from an `addresses6` of the truth's routers or from the
+/// destination's twin; the vantage point's `addr6` is its address's twin.
+#[test]
+fn the_truth_lists_the_ipv6_addresses_traces_show() {
+    let topo = Topology::reference();
+    let truth = Lab::new(topo.clone()).truth();
+    assert_eq!(truth.vantage_points[0].addr6, to_v6(VP));
+    let known: Vec<Ipv6Addr> = truth
+        .routers
+        .iter()
+        .flat_map(|r| {
+            assert_eq!(r.signature6, [64, 64], "{}", r.name);
+            r.addresses6.iter().copied()
+        })
+        .collect();
+    for d in &truth.destinations {
+        for a in trace(&topo, d.dst, true).iter().flatten() {
+            let from = to_v6(a.from);
+            assert!(
+                known.contains(&from) || a.from == d.dst,
+                "{}: {from}",
+                d.name
+            );
+        }
+    }
+}
