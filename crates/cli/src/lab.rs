@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{bail, Context};
+use vtnt_lab::addr::to_v6;
 use vtnt_lab::generate::{generate_toml, ClassMix};
 use vtnt_lab::{GenOptions, Topology};
 use vtnt_lab_linux as linux;
@@ -523,7 +524,8 @@ fn bench(probes: u64, seconds: f64, window: u64, no_tun: bool) -> anyhow::Result
     Ok(ExitCode::SUCCESS)
 }
 
-/// The truth as text; with `oracle`, each tunnel's observation on the line after it.
+/// The truth as text, IPv6 twins beside the IPv4 addresses (each tunnel's on a line of
+/// its own, after its oracle observation when `oracle` is given).
 fn print_truth(t: &vtnt_lab::Truth, oracle: Option<&vtnt_lab::Oracle>) {
     println!("topology `{}`", t.topology);
     if let Some(o) = oracle {
@@ -535,9 +537,10 @@ fn print_truth(t: &vtnt_lab::Truth, oracle: Option<&vtnt_lab::Oracle>) {
     for (i, d) in t.destinations.iter().enumerate() {
         let path: Vec<String> = d.forward.iter().map(|h| h.router.clone()).collect();
         println!(
-            "{} {}: {}{}",
+            "{} {} {}: {}{}",
             d.name,
             d.dst,
+            to_v6(d.dst),
             path.join(" "),
             if d.forward_paths.len() > 1 {
                 format!(" (+{} ECMP variants)", d.forward_paths.len() - 1)
@@ -560,13 +563,21 @@ fn print_truth(t: &vtnt_lab::Truth, oracle: Option<&vtnt_lab::Oracle>) {
             if let Some(ob) = oracle.and_then(|o| o.tunnels.get(i)?.get(j)) {
                 println!("  {:13} {}", "", observation(ob));
             }
+            let lsrs6: Vec<String> = tu.lsrs.iter().map(|&a| to_v6(a).to_string()).collect();
+            println!(
+                "  {:13} IPv6 {} -> {}  [{}]",
+                "",
+                to_v6(tu.ingress),
+                to_v6(tu.egress),
+                lsrs6.join(" ")
+            );
         }
     }
     println!("routers:");
     for r in &t.routers {
         println!(
-            "  {:6} {:9} <{},{}>",
-            r.name, r.vendor, r.signature[0], r.signature[1]
+            "  {:6} {:9} <{},{}> IPv6 <{},{}>",
+            r.name, r.vendor, r.signature[0], r.signature[1], r.signature6[0], r.signature6[1]
         );
     }
 }

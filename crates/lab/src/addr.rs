@@ -1,9 +1,15 @@
 //! IPv4 prefixes as the topology file writes them (`"100.64.0.0/30"`, `"192.0.2.2/24"`),
 //! and the address ranges the lab may use (RFC 5737 documentation ranges and RFC 6598
 //! shared address space): nothing else ever gets an address in the lab.
+//!
+//! The lab is dual stack without a line of topology: every IPv4 address `a.b.c.d` it
+//! gives (interface, loopback, host, vantage point) has the IPv6 address
+//! `2001:db8:64::a.b.c.d` ([`to_v6`]: the IPv4 address in the last 32 bits of
+//! [`LAB6_PREFIX`], a /96 of the documentation prefix 2001:db8::/32), and an IPv4
+//! prefix of length `n` the IPv6 prefix of length `96 + n` around it.
 
 use core::fmt;
-use core::net::Ipv4Addr;
+use core::net::{Ipv4Addr, Ipv6Addr};
 use core::str::FromStr;
 
 /// An IPv4 prefix: network address and length. The network address has no host bits.
@@ -104,6 +110,23 @@ pub fn in_lab_ranges(p: Prefix) -> bool {
     LAB_RANGES.iter().any(|r| p.within(*r))
 }
 
+/// The /96 every lab IPv6 address sits in: `2001:db8:64::/96` (see the module doc).
+pub const LAB6_PREFIX: (Ipv6Addr, u8) = (Ipv6Addr::new(0x2001, 0xdb8, 0x64, 0, 0, 0, 0, 0), 96);
+
+/// The IPv6 address of the lab's IPv4 address `a`: `2001:db8:64::a.b.c.d`.
+pub fn to_v6(a: Ipv4Addr) -> Ipv6Addr {
+    let [x, y, z, w] = a.octets();
+    let mut o = LAB6_PREFIX.0.octets();
+    o[12..].copy_from_slice(&[x, y, z, w]);
+    Ipv6Addr::from(o)
+}
+
+/// The IPv4 address whose lab IPv6 address is `a`, if `a` is in [`LAB6_PREFIX`].
+pub fn from_v6(a: Ipv6Addr) -> Option<Ipv4Addr> {
+    let o = a.octets();
+    (o[..12] == LAB6_PREFIX.0.octets()[..12]).then(|| Ipv4Addr::new(o[12], o[13], o[14], o[15]))
+}
+
 impl fmt::Display for Prefix {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}/{}", self.network(), self.len)
@@ -181,5 +204,14 @@ mod tests {
         assert_eq!(a.prefix().to_string(), "192.0.2.0/24");
         assert_eq!(mask(0), 0);
         assert_eq!(mask(32), u32::MAX);
+    }
+
+    #[test]
+    fn ipv6_addresses_mirror_the_ipv4_ones() {
+        let a = Ipv4Addr::new(192, 0, 2, 1);
+        assert_eq!(to_v6(a).to_string(), "2001:db8:64::c000:201");
+        assert_eq!(from_v6(to_v6(a)), Some(a));
+        assert_eq!(from_v6("2001:db8:65::c000:201".parse().unwrap()), None);
+        assert_eq!(from_v6("::ffff:192.0.2.1".parse().unwrap()), None);
     }
 }

@@ -1,5 +1,6 @@
-//! The emulator's sans-IO face: [`Lab`] takes IPv4 packets from vantage points and hands
-//! back the packets the network sends them, each due at the time it would arrive.
+//! The emulator's sans-IO face: [`Lab`] takes IPv4 and IPv6 packets from vantage points
+//! and hands back the packets the network sends them, each due at the time it would
+//! arrive.
 //!
 //! Call order (as the engine's): `handle_packet(now, port, bytes)` for every packet a
 //! vantage point sends; `poll_transmit(now, buf)` until `None` for everything due;
@@ -21,6 +22,7 @@ use crate::topology::Topology;
 use crate::truth::{self, Truth};
 use crate::vantage::{vantage_points, Port, VantagePoint};
 
+mod family;
 mod forward;
 
 /// Counters of what the lab did.
@@ -30,7 +32,7 @@ pub struct Stats {
     pub received: u64,
     /// Packets handed back to vantage points.
     pub sent: u64,
-    /// Packets that were not IPv4 or were cut short.
+    /// Packets that were neither IPv4 nor IPv6 or were cut short.
     pub malformed: u64,
     /// ICMP messages a rate limit suppressed.
     pub rate_limited: u64,
@@ -151,8 +153,9 @@ impl Lab {
         vantage_points(&self.topo)
     }
 
-    /// Hands the lab an IPv4 packet sent by the vantage point at `port` at time `now`.
-    /// Anything that is not a well-formed IPv4 packet is counted and dropped.
+    /// Hands the lab an IPv4 or IPv6 packet sent by the vantage point at `port` at time
+    /// `now`. Anything that is not a well-formed IPv4 or IPv6 packet is counted and
+    /// dropped.
     pub fn handle_packet(&mut self, now: Instant, port: Port, packet: &[u8]) {
         self.stats.received += 1;
         self.inject(now.as_micros(), port, packet);

@@ -2,9 +2,9 @@
 //!
 //! A [`Topology`] (TOML, see `docs/lab.md` and `topologies/reference.toml`) describes
 //! routers with vendor profiles, point-to-point links with delays and IGP costs, hosts,
-//! vantage points, LSPs and static routes. [`Lab`] runs it: IPv4 packets in from a
-//! vantage point, the network's answers out, due when the one-way delays they crossed
-//! have passed. No sockets, threads or clocks: the caller hands in the time (the
+//! vantage points, LSPs and static routes. [`Lab`] runs it: IPv4 and IPv6 packets in
+//! from a vantage point (every lab address has an IPv6 twin, [`addr::to_v6`]), the
+//! network's answers out, due when the one-way delays they crossed have passed. No sockets, threads or clocks: the caller hands in the time (the
 //! engines' [`Instant`]). [`Truth`] says what a traceroute should infer: paths, tunnels
 //! and their classes, vendor signatures; the [`oracle`] says what exhaustive probing
 //! can observe of each tunnel. [`generate`] makes random topologies with a chosen mix.
@@ -32,9 +32,10 @@
 //! validation), [`limits`] (the largest topology the lab takes), `net` (the built network)
 //! with `net::routing` (distances through biconnected parts, next hops, ECMP, LSP pushes,
 //! derived per packet), `vantage` (ports), `lab` (the API) with `lab::forward` (TTL and
-//! label mechanics, replies), [`truth`], [`oracle`] (what probing shows of each tunnel,
-//! from emulated traces), [`tracer`], [`generate`]. No two import each other in a
-//! circle (`crates/cli/tests/architecture.rs` checks it).
+//! label mechanics, replies) and `lab::family` (the IPv4 and IPv6 header fields a walk
+//! reads, the answers built in the packet's family), [`truth`], [`oracle`] (what
+//! probing shows of each tunnel, from emulated traces), [`tracer`], [`generate`]. No two
+//! import each other in a circle (`crates/cli/tests/architecture.rs` checks it).
 
 mod lab;
 mod net;

@@ -1,12 +1,20 @@
 //! A minimal in-process traceroute and ping against a [`Lab`], for the lab's own tests,
 //! examples and benchmark. Not the engine: one Paris ICMP probe per TTL, no retries,
-//! a virtual clock; it reports exactly what came back, decoded with `vtnt_wire`.
+//! a virtual clock; it reports exactly what came back, decoded with `vtnt_wire`. Over
+//! IPv6 (`ipv6`) it probes with ICMPv6 echo requests to the lab IPv6 addresses of the
+//! same destinations and reports the answers' addresses as their IPv4 twins
+//! ([`crate::addr::from_v6`]), so IPv4 and IPv6 traces compare hop by hop.
 
 use core::net::{IpAddr, Ipv4Addr};
 
 use vtnt_record::Instant;
 use vtnt_wire::build::{icmp_echo, Echo, Ip};
+use vtnt_wire::build6::icmp6_echo;
+use vtnt_wire::ipv6::Ip6;
 use vtnt_wire::reply::{self, Body};
+use vtnt_wire::{icmp6_type, icmp_type, reply6};
+
+use crate::addr::{from_v6, to_v6};
 
 use crate::lab::Lab;
 use crate::vantage::Port;
@@ -17,11 +25,11 @@ pub struct Answer {
     /// TTL the probe was sent with.
     pub probe_ttl: u8,
     pub from: Ipv4Addr,
-    /// IP-TTL of the reply as received.
+    /// IP-TTL (hop limit) of the reply as received.
     pub reply_ttl: u8,
     pub icmp_type: u8,
     pub icmp_code: u8,
-    /// Quoted IP-TTL (ICMP errors only).
+    /// Quoted IP-TTL or hop limit (ICMP errors only).
     pub q_ttl: Option<u8>,
     /// RFC 4950 labels: (label, LSE-TTL), top first.
     pub labels: Vec<(u32, u8)>,
@@ -49,6 +57,8 @@ pub struct Tracer<'a> {
     pub now: Instant,
     /// ICMP checksum kept constant (Paris); change it to take another ECMP path.
     pub flow: u16,
+    /// Probe over IPv6 (the lab IPv6 addresses of source and destination).
+    pub ipv6: bool,
     seq: u16,
     buf: Vec<u8>,
 }
@@ -66,6 +76,7 @@ impl<'a> Tracer<'a> {
             src,
             now: Instant::ZERO,
             flow: 0x4242,
+            ipv6: false,
             seq: 0,
             buf: vec![0; 2048],
         }
@@ -74,25 +85,33 @@ impl<'a> Tracer<'a> {
     /// Sends one echo request with `ttl` and returns the answer matching it, if any.
     pub fn probe(&mut self, dst: Ipv4Addr, ttl: u8) -> Option<Answer> {
         self.seq = self.seq.wrapping_add(1);
-        let ip = Ip {
-            src: self.src,
-            dst,
-            ttl,
-            tos: 0,
-            ipid: self.seq,
+        let mut p = [0u8; 80];
+        let echo = |icmp_type| Echo {
+            icmp_type,
+            ident: 0x7a7a,
+            seq: self.seq,
+            payload: &[0; 16],
+            checksum: Some(self.flow),
         };
-        let mut p = [0u8; 64];
-        let n = icmp_echo(
-            &mut p,
-            &ip,
-            &Echo {
-                icmp_type: 8,
-                ident: 0x7a7a,
-                seq: self.seq,
-                payload: &[0; 16],
-                checksum: Some(self.flow),
-            },
-        )
+        let n = if self.ipv6 {
+            let ip = Ip6 {
+                src: to_v6(self.src),
+                dst: to_v6(dst),
+                hop_limit: ttl,
+                traffic_class: 0,
+                flow_label: 0,
+            };
+            icmp6_echo(&mut p, &ip, &echo(icmp6_type::ECHO_REQUEST))
+        } else {
+            let ip = Ip {
+                src: self.src,
+                dst,
+                ttl,
+                tos: 0,
+                ipid: self.seq,
+            };
+            icmp_echo(&mut p, &ip, &echo(icmp_type::ECHO_REQUEST))
+        }
         .ok()?;
         let sent = self.now;
         self.lab.handle_packet(sent, self.port, &p[..n]);
@@ -130,8 +149,15 @@ impl<'a> Tracer<'a> {
 }
 
 fn decode(b: &[u8], seq: u16, ttl: u8, sent: Instant, now: Instant) -> Option<Answer> {
-    let r = reply::parse(b).ok()?;
-    let IpAddr::V4(from) = r.src else { return None };
+    let r = if b.first().is_some_and(|v| v >> 4 == 6) {
+        reply6::parse(b).ok()?
+    } else {
+        reply::parse(b).ok()?
+    };
+    let from = match r.src {
+        IpAddr::V4(a) => a,
+        IpAddr::V6(a) => from_v6(a)?,
+    };
     let rtt_us = now.saturating_since(sent).as_micros() as u64;
     let mut a = Answer {
         probe_ttl: ttl,

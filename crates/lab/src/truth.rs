@@ -7,14 +7,20 @@
 //! profile and TTL signature. What probing can observe of each tunnel is the oracle's
 //! business ([`crate::oracle`]).
 //!
+//! The lab is dual stack ([`crate::addr`]): every address here has the IPv6 twin
+//! [`crate::addr::to_v6`] gives; vantage points and routers list theirs (`addr6`,
+//! `addresses6`) and the routers their IPv6 signature (`signature6`), and `vtnt lab
+//! truth` prints the twins of destinations and tunnels beside them.
+//!
 //! JSON shape (serde): `{"topology", "vantage_points":[...], "routers":[...],
 //! "lsps":[...], "destinations":[{"dst", "name", "forward":[...], "return":[...],
 //! "tunnels":[{"class", "ingress", "egress", "lsrs":[...], ...}], ...}]}`.
 
-use core::net::Ipv4Addr;
+use core::net::{Ipv4Addr, Ipv6Addr};
 
 use serde::Serialize;
 
+use crate::addr::to_v6;
 use crate::net::{IfaceId, Net, Owner, Peer, Pop, PrefixKind, Revelation, RouterId, TunnelClass};
 use crate::topology::Topology;
 
@@ -32,6 +38,8 @@ pub struct Truth {
 pub struct VpTruth {
     pub name: String,
     pub addr: Ipv4Addr,
+    /// Its IPv6 address ([`crate::addr::to_v6`] of `addr`).
+    pub addr6: Ipv6Addr,
     pub prefix: String,
     pub gateway: Ipv4Addr,
     pub router: String,
@@ -43,7 +51,11 @@ pub struct RouterTruth {
     pub vendor: &'static str,
     /// `[iTTL of time exceeded, iTTL of echo reply]`.
     pub signature: [u8; 2],
+    /// The initial hop limits of its ICMPv6 time exceeded and echo reply.
+    pub signature6: [u8; 2],
     pub addresses: Vec<Ipv4Addr>,
+    /// The IPv6 twins of `addresses`.
+    pub addresses6: Vec<Ipv6Addr>,
     pub silent: bool,
     pub icmp_rate: u32,
 }
@@ -312,6 +324,7 @@ pub fn truth(topo: &Topology) -> Truth {
         .map(|v| VpTruth {
             name: v.name,
             addr: v.addr,
+            addr6: to_v6(v.addr),
             prefix: v.prefix.to_string(),
             gateway: v.gateway,
             router: v.router,
@@ -321,16 +334,19 @@ pub fn truth(topo: &Topology) -> Truth {
         .routers
         .iter()
         .map(|r| {
-            let (te, er) = r.signature;
+            let ((te, er), (te6, er6)) = (r.signature, r.vendor.signature6());
+            let addresses: Vec<Ipv4Addr> = r
+                .ifaces
+                .iter()
+                .map(|&i| net.ifaces[i as usize].addr)
+                .collect();
             RouterTruth {
                 name: r.name.clone(),
                 vendor: r.vendor.name(),
                 signature: [te, er],
-                addresses: r
-                    .ifaces
-                    .iter()
-                    .map(|&i| net.ifaces[i as usize].addr)
-                    .collect(),
+                signature6: [te6, er6],
+                addresses6: addresses.iter().map(|&a| to_v6(a)).collect(),
+                addresses,
                 silent: r.silent,
                 icmp_rate: r.icmp_rate,
             }

@@ -26,6 +26,13 @@ pub struct VantagePoint {
     pub vm_lan: Option<(crate::addr::Prefix, core::net::Ipv4Addr)>,
 }
 
+impl VantagePoint {
+    /// The vantage point's IPv6 address ([`crate::addr::to_v6`] of its IPv4 one).
+    pub fn addr6(&self) -> core::net::Ipv6Addr {
+        crate::addr::to_v6(self.addr)
+    }
+}
+
 /// The vantage points of a topology, port by port.
 pub fn vantage_points(topo: &Topology) -> Vec<VantagePoint> {
     let n = &topo.net;

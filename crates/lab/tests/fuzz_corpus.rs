@@ -31,14 +31,17 @@ fn topology_parse_corpus() {
     run("topology_parse", body::topology_parse);
 }
 
-/// Rewrites the `lab_packet` seeds: ICMP, UDP and TCP probes from the reference
-/// topology's vantage point towards each tunnel class's destination, at TTLs that expire
-/// inside the tunnels (and one that reaches the plain destination).
+/// Rewrites the `lab_packet` seeds: ICMP, UDP and TCP probes, over IPv4 and IPv6, from
+/// the reference topology's vantage point towards each tunnel class's destination, at
+/// TTLs that expire inside the tunnels (and one that reaches the plain destination).
 #[test]
 #[ignore]
 fn write_seed_corpus() {
     use std::net::Ipv4Addr;
-    use vtnt_wire::build::{self, Ip, Tcp};
+    use vtnt_lab::addr::to_v6;
+    use vtnt_wire::build::{self, Echo, Ip, Tcp, Udp};
+    use vtnt_wire::build6;
+    use vtnt_wire::ipv6::Ip6;
 
     let dir = dir("lab_packet");
     const SYN: Tcp = Tcp {
@@ -48,6 +51,19 @@ fn write_seed_corpus() {
         ack: 0,
         flags: 0x02,
         window: 1024,
+    };
+    const UDP: Udp = Udp {
+        sport: 0x8001,
+        dport: 33435,
+        payload: &[0; 12],
+        checksum: None,
+    };
+    let echo = |icmp_type| Echo {
+        icmp_type,
+        ident: 0x8001,
+        seq: 1,
+        payload: &[0; 12],
+        checksum: None,
     };
     for (name, last, ttl) in [
         ("explicit", 10, 3),
@@ -64,39 +80,27 @@ fn write_seed_corpus() {
             tos: 0,
             ipid: 7,
         };
-        type Builder = fn(&mut [u8], &Ip) -> vtnt_wire::Result<usize>;
-        let kinds: [(&str, Builder); 3] = [
-            ("icmp", |b, ip| {
-                build::icmp_echo(
-                    b,
-                    ip,
-                    &build::Echo {
-                        icmp_type: 8,
-                        ident: 0x8001,
-                        seq: 1,
-                        payload: &[0; 12],
-                        checksum: None,
-                    },
-                )
-            }),
-            ("udp", |b, ip| {
-                build::udp(
-                    b,
-                    ip,
-                    &build::Udp {
-                        sport: 0x8001,
-                        dport: 33435,
-                        payload: &[0; 12],
-                        checksum: None,
-                    },
-                )
-            }),
-            ("tcp", |b, ip| build::tcp(b, ip, &SYN)),
-        ];
-        for (kind, make) in kinds {
+        // the same probes over IPv6, between the lab IPv6 twins of both addresses
+        let ip6 = Ip6 {
+            src: to_v6(ip.src),
+            dst: to_v6(ip.dst),
+            hop_limit: ttl,
+            traffic_class: 0,
+            flow_label: 0x8001,
+        };
+        for kind in ["icmp", "udp", "tcp", "icmp6", "udp6", "tcp6"] {
             // the first byte is the port: 0, the vantage point
             let mut seed = vec![0u8; 129];
-            let n = make(&mut seed[1..], &ip).unwrap();
+            let b = &mut seed[1..];
+            let n = match kind {
+                "icmp" => build::icmp_echo(b, &ip, &echo(8)),
+                "udp" => build::udp(b, &ip, &UDP),
+                "tcp" => build::tcp(b, &ip, &SYN),
+                "icmp6" => build6::icmp6_echo(b, &ip6, &echo(128)),
+                "udp6" => build6::udp6(b, &ip6, &UDP),
+                _ => build6::tcp6(b, &ip6, &SYN),
+            }
+            .unwrap();
             seed.truncate(1 + n);
             std::fs::write(dir.join(format!("{kind}_{name}")), seed).unwrap();
         }

@@ -17,16 +17,21 @@
 //!   router (TTL check and decrement: one hop, not two), except that with
 //!   `egress-forwards-ttl1` it forwards a packet left with IP-TTL 1 without decrementing.
 //!
+//! IPv6 packets take the same walk: their lab addresses stand for their IPv4 twins
+//! (`family`), the hop limit for the IP-TTL, and answers are ICMPv6 (RFC 4443) built by
+//! `family::Header` with the vendor's IPv6 hop limits ([`crate::Vendor::signature6`]).
+//!
 //! No function here panics on any input: packets are checked once on entry and every
 //! later access is to bytes this module wrote or checked.
 
 use core::net::Ipv4Addr;
 
-use vtnt_wire::build::{self, Ip, Tcp};
+use vtnt_wire::build::Tcp;
 use vtnt_wire::mpls::Lse;
-use vtnt_wire::reply::{self, Body};
-use vtnt_wire::{icmp_type, proto, tcp_flags};
+use vtnt_wire::reply::Body;
+use vtnt_wire::{icmp_type, tcp_flags};
 
+use super::family::{self, Header};
 use crate::lab::Lab;
 use crate::net::routing::{mix, Step};
 use crate::net::{IfaceId, Lsp, Owner, Peer, Pop, PrefixKind, RouterId};
@@ -91,63 +96,6 @@ pub(crate) struct Walk {
     pub steps: u16,
 }
 
-/// The per-flow hash ECMP uses: addresses, protocol and the first four transport bytes
-/// (ports, or ICMP type, code and checksum: what Paris traceroute keeps constant).
-pub(crate) fn flow_hash(b: &[u8]) -> u64 {
-    let ihl = usize::from(b.first().map_or(5, |v| v & 0x0f)) * 4;
-    let word = |at: usize| -> u64 {
-        b.get(at..at + 4).map_or(0, |w| {
-            u64::from(u32::from_be_bytes([w[0], w[1], w[2], w[3]]))
-        })
-    };
-    let proto = u64::from(b.get(9).copied().unwrap_or(0));
-    let mut h = word(12) ^ (word(16) << 32) ^ proto.rotate_left(17);
-    h = mix(h ^ word(ihl).rotate_left(29));
-    h
-}
-
-fn ip_ttl(b: &[u8]) -> u8 {
-    b.get(8).copied().unwrap_or(0)
-}
-
-/// Rewrites the IP-TTL, updating the header checksum incrementally (RFC 1624).
-fn set_ip_ttl(b: &mut [u8], ttl: u8) {
-    if b.len() < 20 {
-        return;
-    }
-    let old = u16::from_be_bytes([b[8], b[9]]);
-    b[8] = ttl;
-    let new = u16::from_be_bytes([b[8], b[9]]);
-    let hc = u16::from_be_bytes([b[10], b[11]]);
-    let mut s = u32::from(!hc) + u32::from(!old) + u32::from(new);
-    s = (s & 0xffff) + (s >> 16);
-    s = (s & 0xffff) + (s >> 16);
-    b[10..12].copy_from_slice(&(!(s as u16)).to_be_bytes());
-}
-
-fn addr_at(b: &[u8], at: usize) -> Ipv4Addr {
-    match b.get(at..at + 4) {
-        Some(w) => Ipv4Addr::new(w[0], w[1], w[2], w[3]),
-        None => Ipv4Addr::UNSPECIFIED,
-    }
-}
-
-/// Whether a packet is an ICMP error (never answered with another error, RFC 1812).
-fn is_icmp_error(b: &[u8]) -> bool {
-    let ihl = usize::from(b.first().map_or(5, |v| v & 0x0f)) * 4;
-    b.get(9) == Some(&proto::ICMP) && matches!(b.get(ihl), Some(3 | 4 | 5 | 11 | 12))
-}
-
-/// Bytes of data a TCP segment carries past its header (0 when cut short).
-fn tcp_data_len(b: &[u8]) -> u32 {
-    let ihl = usize::from(b.first().map_or(5, |v| v & 0x0f)) * 4;
-    let total = b
-        .get(2..4)
-        .map_or(0, |w| usize::from(u16::from_be_bytes([w[0], w[1]])));
-    let doff = b.get(ihl + 12).map_or(20, |v| usize::from(v >> 4) * 4);
-    total.saturating_sub(ihl + doff) as u32
-}
-
 /// Who answers a packet addressed to it.
 #[derive(Clone, Copy)]
 enum Responder {
@@ -163,20 +111,13 @@ impl Lab {
             return;
         };
         let (router, gw, delay) = (vp.router, vp.gw_iface, vp.delay_us);
-        let ok = packet.len() >= 20
-            && packet[0] >> 4 == 4
-            && usize::from(packet[0] & 0x0f) * 4 >= 20
-            && usize::from(u16::from_be_bytes([packet[2], packet[3]])) <= packet.len()
-            && usize::from(u16::from_be_bytes([packet[2], packet[3]]))
-                >= usize::from(packet[0] & 0x0f) * 4;
-        if !ok {
+        let Some(total) = family::total_len(packet) else {
             self.stats.malformed += 1;
             return;
-        }
-        let total = usize::from(u16::from_be_bytes([packet[2], packet[3]]));
+        };
         let mut buf = self.buffer();
         buf.extend_from_slice(&packet[..total]);
-        let flow = flow_hash(&buf);
+        let flow = family::flow_hash(&buf);
         self.run(Walk {
             t: now + delay,
             at: router,
@@ -232,7 +173,8 @@ impl Lab {
                 let Some(lsp) = net.lsps.get(usize::from(m.lsp)) else {
                     return self.recycle(w.buf);
                 };
-                let label = lsp.label(usize::from(m.f), usize::from(m.i));
+                let label =
+                    family::explicit_null(lsp.label(usize::from(m.f), usize::from(m.i)), &w.buf);
                 // the stack as received: the top label, and a service label under it
                 let stack = inner_stack(lsp, &m, label);
                 let lse = stack[0];
@@ -241,7 +183,7 @@ impl Lab {
                 if !w.originated && m.ttl <= 1 {
                     let labels: &[Lse] = if rfc4950 { &stack } else { &[] };
                     let tunnel = (tunnelling && m.i < m.f).then_some(m);
-                    let src = self.net().reply_addr(r, w.from, addr_at(&w.buf, 12));
+                    let src = self.net().reply_addr(r, w.from, family::src(&w.buf));
                     self.icmp_error(
                         r,
                         src,
@@ -272,8 +214,8 @@ impl Lab {
                                 })
                             }
                             None => {
-                                let t = ip_ttl(&w.buf).min(ttl);
-                                set_ip_ttl(&mut w.buf, t);
+                                let t = family::ttl(&w.buf).min(ttl);
+                                family::set_ttl(&mut w.buf, t);
                                 w.mpls = None;
                             }
                         }
@@ -302,14 +244,14 @@ impl Lab {
                 // UHP egress: pop with IP-TTL := min(IP-TTL, LSE-TTL as received), then act
                 // as an IP router (which checks and decrements the IP-TTL: the egress
                 // counts as one hop, not two).
-                let t = ip_ttl(&w.buf).min(m.ttl);
-                set_ip_ttl(&mut w.buf, t);
+                let t = family::ttl(&w.buf).min(m.ttl);
+                family::set_ttl(&mut w.buf, t);
                 w.mpls = None;
                 popped = Some((m.lsp, lse));
             }
 
             // IP processing at router r.
-            let dst = addr_at(&w.buf, 16);
+            let dst = family::dst(&w.buf);
             let net = self.net();
             let Some(p) = net.prefix_of(dst) else {
                 if !w.originated {
@@ -328,7 +270,7 @@ impl Lab {
                 }
             }
             if !w.originated {
-                let t = ip_ttl(&w.buf);
+                let t = family::ttl(&w.buf);
                 if t <= 1 {
                     let forward_anyway = popped.is_some_and(|(l, _)| {
                         net.lsps
@@ -343,7 +285,7 @@ impl Lab {
                                 .map(|_| lse)
                         });
                         let labels: Vec<Lse> = label.into_iter().collect();
-                        let src = self.net().reply_addr(r, w.from, addr_at(&w.buf, 12));
+                        let src = self.net().reply_addr(r, w.from, family::src(&w.buf));
                         self.icmp_error(
                             r,
                             src,
@@ -357,7 +299,7 @@ impl Lab {
                         return self.recycle(w.buf);
                     }
                 } else {
-                    set_ip_ttl(&mut w.buf, t - 1);
+                    family::set_ttl(&mut w.buf, t - 1);
                 }
             }
             let net = self.net();
@@ -392,7 +334,7 @@ impl Lab {
             let net = self.net();
             if let Step::Push(push) = step {
                 let lsp = &net.lsps[usize::from(push.lsp)];
-                let ip = ip_ttl(&w.buf);
+                let ip = family::ttl(&w.buf);
                 let propagate = if w.originated {
                     match net.routers[r as usize].vendor.local_push() {
                         LocalPush::Propagate => true,
@@ -462,13 +404,16 @@ impl Lab {
             ..m
         };
         if !w.originated && ot <= 1 {
-            let label = lsp.label(usize::from(m.f), usize::from(ov.at) + last);
+            let label = family::explicit_null(
+                lsp.label(usize::from(m.f), usize::from(ov.at) + last),
+                &w.buf,
+            );
             let stack: Vec<Lse> = core::iter::once(Lse::new(top, 0, false, ot))
                 .chain(inner_stack(lsp, &m, label))
                 .collect();
             let labels: &[Lse] = if te.rfc4950 { &stack } else { &[] };
             let tunnel = (lsp.icmp_tunnelling && m.i < m.f).then_some(m);
-            let src = net.reply_addr(w.at, w.from, addr_at(&w.buf, 12));
+            let src = net.reply_addr(w.at, w.from, family::src(&w.buf));
             let (r, t) = (w.at, w.t);
             self.icmp_error(
                 r,
@@ -506,7 +451,7 @@ impl Lab {
     }
 
     fn unreachable(&mut self, r: RouterId, w: &Walk, code: u8) {
-        let src = self.net().reply_addr(r, w.from, addr_at(&w.buf, 12));
+        let src = self.net().reply_addr(r, w.from, family::src(&w.buf));
         self.icmp_error(
             r,
             src,
@@ -548,30 +493,19 @@ impl Lab {
         labels: &[Lse],
         tunnel: Option<Mpls>,
     ) {
-        if is_icmp_error(orig) || !self.may_send(r, t) {
+        if family::is_icmp_error(orig) || !self.may_send(r, t) {
             return;
         }
-        let ttl = self.net().routers[r as usize].signature.0;
-        let ip = Ip {
-            src,
-            dst: addr_at(orig, 12),
-            ttl,
-            tos: 0,
-            ipid: self.next_ipid(r),
+        let router = &self.net().routers[r as usize];
+        let ttls = (router.signature.0, router.vendor.signature6().0);
+        let ip = Header::answering(orig, src, ttls, || self.next_ipid(r));
+        let ttl = match &ip {
+            Header::V4(ip) => ip.ttl,
+            Header::V6(ip) => ip.hop_limit,
         };
         let mut buf = self.buffer();
-        buf.resize(20 + 8 + QUOTE_LEN + 8 + 4 * labels.len(), 0);
-        let Ok(n) = build::icmp_error(
-            &mut buf,
-            &ip,
-            &build::IcmpError {
-                icmp_type: ty,
-                code,
-                original: orig,
-                quote_len: QUOTE_LEN,
-                mpls: labels,
-            },
-        ) else {
+        buf.resize(40 + 8 + QUOTE_LEN + 8 + 4 * labels.len(), 0);
+        let Ok(n) = ip.error(&mut buf, (ty, code), orig, QUOTE_LEN, labels) else {
             return self.recycle(buf);
         };
         buf.truncate(n);
@@ -586,7 +520,7 @@ impl Lab {
                 ..m
             })
         });
-        let flow = flow_hash(&buf);
+        let flow = family::flow_hash(&buf);
         self.work.push(Walk {
             t,
             at: r,
@@ -601,17 +535,15 @@ impl Lab {
 
     /// A router or host answers a packet addressed to it (`dst`).
     fn respond(&mut self, who: Responder, t: u64, pkt: &[u8], dst: Ipv4Addr) {
-        let Ok(p) = reply::parse(pkt) else { return };
-        let core::net::IpAddr::V4(src) = p.src else {
-            return;
-        };
+        let Ok(p) = family::parse(pkt) else { return };
         let (ittl_err, ittl_reply, router, tcp_open) = match who {
             Responder::Router(r) => {
                 if !self.may_send(r, t) {
                     return;
                 }
-                let (te, er) = self.net().routers[r as usize].signature;
-                (te, er, r, None)
+                let router = &self.net().routers[r as usize];
+                let ((te, er), (te6, er6)) = (router.signature, router.vendor.signature6());
+                ((te, te6), (er, er6), r, None)
             }
             Responder::Host(h) => {
                 let host = &self.net().hosts[h as usize];
@@ -619,57 +551,31 @@ impl Lab {
                     self.stats.dropped += 1;
                     return;
                 }
-                (host.ttl, host.ttl, host.router, Some(h))
+                let ttl = (host.ttl, host.ttl);
+                (ttl, ttl, host.router, Some(h))
             }
         };
-        let ipid = match who {
+        let mut ip = Header::answering(pkt, dst, ittl_reply, || match who {
             Responder::Router(r) => self.next_ipid(r),
             Responder::Host(h) => {
                 let x = &mut self.host_ipid[h as usize];
                 *x = x.wrapping_add(1);
                 *x
             }
-        };
-        let mut ip = Ip {
-            src: dst,
-            dst: src,
-            ttl: ittl_reply,
-            tos: 0,
-            ipid,
-        };
+        });
         let mut buf = self.buffer();
         buf.resize(usize::from(p.len).max(20 + 8 + QUOTE_LEN + 8) + 40, 0);
         let n = match p.body {
             Body::Echo {
-                icmp_type: icmp_type::ECHO_REQUEST,
+                icmp_type,
                 ident,
                 seq,
                 payload,
                 ..
-            } => build::icmp_echo(
-                &mut buf,
-                &ip,
-                &build::Echo {
-                    icmp_type: icmp_type::ECHO_REPLY,
-                    ident,
-                    seq,
-                    payload,
-                    checksum: None,
-                },
-            ),
+            } if icmp_type == ip.echo_request() => ip.echo_reply(&mut buf, ident, seq, payload),
             Body::Udp { .. } => {
-                ip.ttl = ittl_err;
-                build::icmp_error(
-                    &mut buf,
-                    &ip,
-                    &build::IcmpError {
-                        icmp_type: icmp_type::DEST_UNREACH,
-                        code: 3,
-                        original: pkt,
-                        quote_len: QUOTE_LEN,
-                        mpls: &[],
-                    },
-                )
+                ip.set_ttl(ittl_err);
+                ip.error(&mut buf, (icmp_type::DEST_UNREACH, 3), pkt, QUOTE_LEN, &[])
             }
             Body::Tcp {
                 sport,
@@ -700,7 +606,7 @@ impl Lab {
                         sport: dport,
                         dport: sport,
                         seq: 0,
-                        ack: seq.wrapping_add(1).wrapping_add(tcp_data_len(pkt)),
+                        ack: seq.wrapping_add(1).wrapping_add(family::tcp_data_len(pkt)),
                         flags: tcp_flags::RST | tcp_flags::ACK,
                         window: 0,
                     })
@@ -715,7 +621,7 @@ impl Lab {
                     })
                 };
                 match t {
-                    Some(t) => build::tcp(&mut buf, &ip, &t),
+                    Some(t) => ip.tcp(&mut buf, &t),
                     None => Err(vtnt_wire::Error::Malformed),
                 }
             }
@@ -723,7 +629,7 @@ impl Lab {
         };
         let Ok(n) = n else { return self.recycle(buf) };
         buf.truncate(n);
-        let flow = flow_hash(&buf);
+        let flow = family::flow_hash(&buf);
         let w = match who {
             Responder::Router(r) => Walk {
                 t,
