@@ -196,6 +196,8 @@ async fn agent(o: AgentOptions) -> crate::Result<()> {
             ImageSource::Server(url.trim_end_matches('/').to_string())
         }
     };
+    // the tenants' backlogs, each counted for the tenant that asks only
+    let backlogs = tokio::spawn(serve_backlogs(client.clone(), jobs.clone()));
     let (freed_tx, mut freed_rx) = mpsc::unbounded_channel();
     let ctx = Arc::new(Ctx {
         slots: Arc::new(Semaphore::new(o.slots)),
@@ -329,6 +331,7 @@ async fn agent(o: AgentOptions) -> crate::Result<()> {
             _ = beat.tick() => { let _ = ctx.heartbeat(NodeState::Draining).await; }
         }
     }
+    backlogs.abort();
     ctx.heartbeat(NodeState::Stopped).await?;
     client.flush().await?;
     tracing::info!(node = ctx.node(), "agent stopped");
@@ -420,6 +423,55 @@ async fn pull(
             }
         }
     }
+}
+
+/// The tenant whose backlog a request on `subject` asks for, and whether its reply
+/// subject may be answered: the server's mapped reply of a request that came through the
+/// tenant's service import (`_R_.`), or the tenant's own inbox (a broker without
+/// accounts). An answer goes out with the agent's rights, so nowhere else.
+fn backlog_asked(subject: &str, reply: Option<&str>) -> Option<String> {
+    let t = match subject.split('.').collect::<Vec<_>>()[..] {
+        ["vtnt", "backlog", t] if crate::check_token("--tenant", t).is_ok() => t,
+        _ => return None,
+    };
+    let reply = reply?;
+    let inbox = crate::auth::Role::Tenant(t.to_string()).inbox_prefix();
+    let ok = reply.starts_with("_R_.")
+        || reply
+            .strip_prefix(inbox.as_str())
+            .is_some_and(|r| r.starts_with('.'));
+    ok.then(|| t.to_string())
+}
+
+/// Answers backlog requests ([`crate::backlog`]) until `client` closes (an agent's
+/// task): each counted in `jobs` for the tenant its subject names only.
+pub async fn serve_backlogs(
+    client: async_nats::Client,
+    jobs: jetstream::stream::Stream,
+) -> crate::Result<()> {
+    let mut requests = client
+        .queue_subscribe(crate::backlog_subject("*"), crate::backlog::GROUP.into())
+        .await
+        .nats("listening for backlog requests")?;
+    while let Some(m) = requests.next().await {
+        let Some(t) = backlog_asked(&m.subject, m.reply.as_deref()) else {
+            tracing::warn!(subject = %m.subject, reply = ?m.reply, "a backlog request refused");
+            continue;
+        };
+        let Some(reply) = m.reply else { continue };
+        let answer = match crate::backlog::count(&jobs, &t).await {
+            Ok(b) => serde_json::to_vec(&b).parse("encoding a backlog")?,
+            Err(e) => {
+                tracing::warn!(tenant = %t, error = %format!("{e:#}"), "counting a backlog failed");
+                continue;
+            }
+        };
+        client
+            .publish(reply, answer.into())
+            .await
+            .nats("answering a backlog request")?;
+    }
+    Ok(())
 }
 
 /// Where a discard-mode request may be answered: on the inbox of the tenant its subject
@@ -894,6 +946,31 @@ mod tests {
         assert!(e.contains("8.8.8.8"), "{e}");
         let e = admit(&long, None, &rts, false).unwrap_err();
         assert!(e.contains("no target list came with it"), "{e}");
+    }
+
+    #[test]
+    fn a_backlog_is_counted_for_the_tenant_its_subject_names_and_answered_only_to_it() {
+        assert_eq!(crate::backlog_subject("a"), "vtnt.backlog.a");
+        assert_eq!(
+            backlog_asked("vtnt.backlog.a", Some("_R_.x.y")).as_deref(),
+            Some("a")
+        );
+        assert_eq!(
+            backlog_asked("vtnt.backlog.a", Some("_INBOX_T.a.k1")).as_deref(),
+            Some("a")
+        );
+        for (s, r) in [
+            ("vtnt.backlog.a", Some("_INBOX_T.b.k1")),
+            ("vtnt.backlog.a", Some("_INBOX_T.ab")),
+            ("vtnt.backlog.a", Some("vtnt.results.a.x.s")),
+            ("vtnt.backlog.a", None),
+            ("vtnt.backlog.*", Some("_R_.x")),
+            ("vtnt.backlog.>", Some("_R_.x")),
+            ("vtnt.backlog.a.b", Some("_R_.x")),
+            ("vtnt.wq.a.fr", Some("_R_.x")),
+        ] {
+            assert_eq!(backlog_asked(s, r), None, "{s} {r:?}");
+        }
     }
 
     #[test]

@@ -242,8 +242,9 @@ impl NodeView {
 #[derive(Debug, Clone, Serialize)]
 pub struct Status {
     pub nodes: Vec<NodeView>,
-    /// The tenant's jobs waiting, per work-queue subject.
-    pub backlog: BTreeMap<String, u64>,
+    /// The tenant's jobs waiting, per work-queue subject, as an agent counted them
+    /// ([`crate::backlog`]); `None` while no agent is up to count them.
+    pub backlog: Option<crate::backlog::Backlog>,
     /// Messages stored in the tenant's results stream (records and summaries).
     pub results_stored: u64,
 }
@@ -258,15 +259,11 @@ pub fn status(c: &Connect, tenant: &str) -> crate::Result<Status> {
                 Some(mut r) => r.info().await?.state.messages,
                 None => 0,
             };
-        let mut backlog = BTreeMap::new();
-        if let Some(jobs) = crate::existing(&fleet.shared, crate::JOBS_STREAM).await? {
-            let mut subjects = jobs
-                .info_with_subjects(crate::wq_subject(tenant, "*"))
-                .await?;
-            while let Some((s, n)) = subjects.try_next().await? {
-                backlog.insert(s, n as u64);
-            }
-        }
+        let backlog = if nodes.iter().any(|n| !n.down && n.status != "stopped") {
+            crate::backlog::ask(&fleet, tenant).await?
+        } else {
+            None
+        };
         Ok(Status {
             nodes,
             backlog,
