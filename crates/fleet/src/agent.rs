@@ -507,6 +507,19 @@ fn answer(req: &Result<JobRequest, String>, free: bool, node: &str) -> DeployRep
 fn request(subject: &str, payload: &[u8]) -> Result<JobRequest, String> {
     let req: JobRequest =
         serde_json::from_slice(payload).map_err(|e| format!("malformed job request: {e}"))?;
+    // a cycle's job is named after it (`Definition::job_id`), so its records' envelope
+    // names what its id says
+    if let Some(c) = &req.cycle {
+        let prefix = format!("{}-c{}-", c.measurement, c.cycle);
+        if crate::check_token("measurement", &c.measurement).is_err()
+            || !req.id.starts_with(&prefix)
+        {
+            return Err(format!(
+                "refused: job `{}` is not of measurement `{}`'s cycle {}",
+                req.id, c.measurement, c.cycle
+            ));
+        }
+    }
     match crate::subject_tenant(subject) {
         Some(t) if t == req.tenant => Ok(req),
         t => Err(format!(
@@ -596,6 +609,7 @@ async fn job(
             total_ms: ms(total),
         },
         clock_sync: ctx.clock_sync.clone(),
+        cycle: req.cycle.clone(),
     };
     let stdout = match ran {
         Ok(out) => {
@@ -787,12 +801,7 @@ async fn publish(
     let mut acks = std::collections::VecDeque::with_capacity(PUBLISH_WINDOW);
     let subject = crate::results_subject(&req.tenant, &req.id, "r");
     for (i, rec) in records.enumerate() {
-        let mut h = async_nats::HeaderMap::new();
-        h.insert("Nats-Msg-Id", format!("{}.{i}", req.id).as_str());
-        h.insert("Vtnt-Index", i.to_string().as_str());
-        // where and under which clock each record was measured
-        h.insert("Vtnt-Node", ctx.o.node.as_str());
-        h.insert("Vtnt-Clock-Sync", ctx.clock_sync.as_str());
+        let h = record_headers(req, i, &ctx.o.node, &ctx.clock_sync);
         acks.push_back(
             js.publish_with_headers(subject.clone(), h, rec.to_string().into_bytes().into())
                 .await?,
@@ -820,6 +829,26 @@ async fn publish(
     .await
     .nats("storing the summary")?;
     Ok(())
+}
+
+/// The envelope of record `i` of `req`'s: its id (deduplication) and index, where and
+/// under which clock it was measured, and the measurement and cycle it belongs to.
+fn record_headers(
+    req: &JobRequest,
+    i: usize,
+    node: &str,
+    clock_sync: &str,
+) -> async_nats::HeaderMap {
+    let mut h = async_nats::HeaderMap::new();
+    h.insert("Nats-Msg-Id", format!("{}.{i}", req.id).as_str());
+    h.insert("Vtnt-Index", i.to_string().as_str());
+    h.insert("Vtnt-Node", node);
+    h.insert("Vtnt-Clock-Sync", clock_sync);
+    if let Some(c) = &req.cycle {
+        h.insert("Vtnt-Measurement", c.measurement.as_str());
+        h.insert("Vtnt-Cycle", c.cycle.to_string().as_str());
+    }
+    h
 }
 
 /// The end of `text`, at most [`ERROR_BYTES`] of it: what a summary keeps of an error.
@@ -863,6 +892,41 @@ mod tests {
             line: vtnt_jobspec::encode(&job.spec),
             targets: None,
             submitted_us: 0,
+            cycle: None,
+        }
+    }
+
+    #[test]
+    fn a_cycles_records_name_its_measurement_and_cycle() {
+        let mut r = req("trace 192.0.2.1", "native");
+        let h = record_headers(&r, 2, "n1", "yes");
+        assert_eq!(h.get("Nats-Msg-Id").unwrap().as_str(), "j.2");
+        assert_eq!(h.get("Vtnt-Index").unwrap().as_str(), "2");
+        assert!(h.get("Vtnt-Measurement").is_none());
+        r.id = "m1-c3-0".into();
+        r.cycle = Some(crate::proto::CycleOf {
+            measurement: "m1".into(),
+            cycle: 3,
+        });
+        let h = record_headers(&r, 0, "n1", "yes");
+        assert_eq!(h.get("Vtnt-Measurement").unwrap().as_str(), "m1");
+        assert_eq!(h.get("Vtnt-Cycle").unwrap().as_str(), "3");
+        let body = serde_json::to_vec(&r).unwrap();
+        assert_eq!(request("vtnt.wq.t.any", &body).unwrap().cycle, r.cycle);
+        // an envelope that its id contradicts, or not a token, is refused
+        for (id, m, k) in [
+            ("m1-c4-0", "m1", 3),
+            ("m2-c3-0", "m1", 3),
+            ("m.1-c3-0", "m.1", 3),
+        ] {
+            r.id = id.into();
+            r.cycle = Some(crate::proto::CycleOf {
+                measurement: m.into(),
+                cycle: k,
+            });
+            let body = serde_json::to_vec(&r).unwrap();
+            let e = request("vtnt.wq.t.any", &body).unwrap_err();
+            assert!(e.contains("is not of measurement"), "{e}");
         }
     }
 

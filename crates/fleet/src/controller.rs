@@ -108,16 +108,17 @@ pub fn check_placeable(nodes: &[NodeView], o: &SubmitOptions) -> crate::Result<(
 /// Places the job `job` of `o` (checked: [`job_line`], [`check_placeable`]) in its mode;
 /// a long target list goes first ([`crate::targets`]).
 pub async fn place(fleet: &Fleet, o: &SubmitOptions, job: JobLine) -> crate::Result<Event> {
-    place_as(fleet, o, job, nuid::next().to_string()).await
+    place_as(fleet, o, job, nuid::next().to_string(), None).await
 }
 
-/// [`place`] under the job id `id` (a measurement's cycle's: placed again, it is
-/// deduplicated by the work queue within its window).
+/// [`place`] under the job id `id`, of a measurement's cycle `cycle` (its id is the
+/// cycle's: placed again, it is deduplicated by the work queue within its window).
 pub async fn place_as(
     fleet: &Fleet,
     o: &SubmitOptions,
     job: JobLine,
     id: String,
+    cycle: Option<crate::proto::CycleOf>,
 ) -> crate::Result<Event> {
     // connected before the clocks start (a tenant's requests' user connects when first
     // needed): the times are the placement's
@@ -138,6 +139,7 @@ pub async fn place_as(
         line: job.line,
         targets,
         submitted_us,
+        cycle,
     };
     let payload: bytes::Bytes = serde_json::to_vec(&req)
         .parse("encoding the job request")?
