@@ -460,8 +460,13 @@ pub fn run(cmd: FleetCommand) -> anyhow::Result<ExitCode> {
                         i.reconnects
                     );
                 }
-                for (subject, n) in &st.backlog {
-                    println!("backlog {subject}: {n}");
+                match &st.backlog {
+                    Some(b) => {
+                        for (subject, n) in b {
+                            println!("backlog {subject}: {n}");
+                        }
+                    }
+                    None => println!("backlog: unknown (no agent up to count it)"),
                 }
                 println!("results stored: {} messages", st.results_stored);
             }

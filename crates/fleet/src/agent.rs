@@ -196,6 +196,8 @@ async fn agent(o: AgentOptions) -> crate::Result<()> {
             ImageSource::Server(url.trim_end_matches('/').to_string())
         }
     };
+    // the tenants' backlogs, each counted for the tenant that asks only
+    let backlogs = tokio::spawn(serve_backlogs(client.clone(), jobs.clone()));
     let (freed_tx, mut freed_rx) = mpsc::unbounded_channel();
     let ctx = Arc::new(Ctx {
         slots: Arc::new(Semaphore::new(o.slots)),
@@ -329,6 +331,7 @@ async fn agent(o: AgentOptions) -> crate::Result<()> {
             _ = beat.tick() => { let _ = ctx.heartbeat(NodeState::Draining).await; }
         }
     }
+    backlogs.abort();
     ctx.heartbeat(NodeState::Stopped).await?;
     client.flush().await?;
     tracing::info!(node = ctx.node(), "agent stopped");
@@ -422,6 +425,55 @@ async fn pull(
     }
 }
 
+/// The tenant whose backlog a request on `subject` asks for, and whether its reply
+/// subject may be answered: the server's mapped reply of a request that came through the
+/// tenant's service import (`_R_.`), or the tenant's own inbox (a broker without
+/// accounts). An answer goes out with the agent's rights, so nowhere else.
+fn backlog_asked(subject: &str, reply: Option<&str>) -> Option<String> {
+    let t = match subject.split('.').collect::<Vec<_>>()[..] {
+        ["vtnt", "backlog", t] if crate::check_token("--tenant", t).is_ok() => t,
+        _ => return None,
+    };
+    let reply = reply?;
+    let inbox = crate::auth::Role::Tenant(t.to_string()).inbox_prefix();
+    let ok = reply.starts_with("_R_.")
+        || reply
+            .strip_prefix(inbox.as_str())
+            .is_some_and(|r| r.starts_with('.'));
+    ok.then(|| t.to_string())
+}
+
+/// Answers backlog requests ([`crate::backlog`]) until `client` closes (an agent's
+/// task): each counted in `jobs` for the tenant its subject names only.
+pub async fn serve_backlogs(
+    client: async_nats::Client,
+    jobs: jetstream::stream::Stream,
+) -> crate::Result<()> {
+    let mut requests = client
+        .queue_subscribe(crate::backlog_subject("*"), crate::backlog::GROUP.into())
+        .await
+        .nats("listening for backlog requests")?;
+    while let Some(m) = requests.next().await {
+        let Some(t) = backlog_asked(&m.subject, m.reply.as_deref()) else {
+            tracing::warn!(subject = %m.subject, reply = ?m.reply, "a backlog request refused");
+            continue;
+        };
+        let Some(reply) = m.reply else { continue };
+        let answer = match crate::backlog::count(&jobs, &t).await {
+            Ok(b) => serde_json::to_vec(&b).parse("encoding a backlog")?,
+            Err(e) => {
+                tracing::warn!(tenant = %t, error = %format!("{e:#}"), "counting a backlog failed");
+                continue;
+            }
+        };
+        client
+            .publish(reply, answer.into())
+            .await
+            .nats("answering a backlog request")?;
+    }
+    Ok(())
+}
+
 /// Where a discard-mode request may be answered: on the inbox of the tenant its subject
 /// names, nowhere else. The reply subject is the requester's to choose, and an answer
 /// goes out with the agent's rights (which store results for every tenant), so an answer
@@ -455,6 +507,19 @@ fn answer(req: &Result<JobRequest, String>, free: bool, node: &str) -> DeployRep
 fn request(subject: &str, payload: &[u8]) -> Result<JobRequest, String> {
     let req: JobRequest =
         serde_json::from_slice(payload).map_err(|e| format!("malformed job request: {e}"))?;
+    // a cycle's job is named after it (`Definition::job_id`), so its records' envelope
+    // names what its id says
+    if let Some(c) = &req.cycle {
+        let prefix = format!("{}-c{}-", c.measurement, c.cycle);
+        if crate::check_token("measurement", &c.measurement).is_err()
+            || !req.id.starts_with(&prefix)
+        {
+            return Err(format!(
+                "refused: job `{}` is not of measurement `{}`'s cycle {}",
+                req.id, c.measurement, c.cycle
+            ));
+        }
+    }
     match crate::subject_tenant(subject) {
         Some(t) if t == req.tenant => Ok(req),
         t => Err(format!(
@@ -544,6 +609,7 @@ async fn job(
             total_ms: ms(total),
         },
         clock_sync: ctx.clock_sync.clone(),
+        cycle: req.cycle.clone(),
     };
     let stdout = match ran {
         Ok(out) => {
@@ -735,12 +801,7 @@ async fn publish(
     let mut acks = std::collections::VecDeque::with_capacity(PUBLISH_WINDOW);
     let subject = crate::results_subject(&req.tenant, &req.id, "r");
     for (i, rec) in records.enumerate() {
-        let mut h = async_nats::HeaderMap::new();
-        h.insert("Nats-Msg-Id", format!("{}.{i}", req.id).as_str());
-        h.insert("Vtnt-Index", i.to_string().as_str());
-        // where and under which clock each record was measured
-        h.insert("Vtnt-Node", ctx.o.node.as_str());
-        h.insert("Vtnt-Clock-Sync", ctx.clock_sync.as_str());
+        let h = record_headers(req, i, &ctx.o.node, &ctx.clock_sync);
         acks.push_back(
             js.publish_with_headers(subject.clone(), h, rec.to_string().into_bytes().into())
                 .await?,
@@ -768,6 +829,26 @@ async fn publish(
     .await
     .nats("storing the summary")?;
     Ok(())
+}
+
+/// The envelope of record `i` of `req`'s: its id (deduplication) and index, where and
+/// under which clock it was measured, and the measurement and cycle it belongs to.
+fn record_headers(
+    req: &JobRequest,
+    i: usize,
+    node: &str,
+    clock_sync: &str,
+) -> async_nats::HeaderMap {
+    let mut h = async_nats::HeaderMap::new();
+    h.insert("Nats-Msg-Id", format!("{}.{i}", req.id).as_str());
+    h.insert("Vtnt-Index", i.to_string().as_str());
+    h.insert("Vtnt-Node", node);
+    h.insert("Vtnt-Clock-Sync", clock_sync);
+    if let Some(c) = &req.cycle {
+        h.insert("Vtnt-Measurement", c.measurement.as_str());
+        h.insert("Vtnt-Cycle", c.cycle.to_string().as_str());
+    }
+    h
 }
 
 /// The end of `text`, at most [`ERROR_BYTES`] of it: what a summary keeps of an error.
@@ -811,6 +892,41 @@ mod tests {
             line: vtnt_jobspec::encode(&job.spec),
             targets: None,
             submitted_us: 0,
+            cycle: None,
+        }
+    }
+
+    #[test]
+    fn a_cycles_records_name_its_measurement_and_cycle() {
+        let mut r = req("trace 192.0.2.1", "native");
+        let h = record_headers(&r, 2, "n1", "yes");
+        assert_eq!(h.get("Nats-Msg-Id").unwrap().as_str(), "j.2");
+        assert_eq!(h.get("Vtnt-Index").unwrap().as_str(), "2");
+        assert!(h.get("Vtnt-Measurement").is_none());
+        r.id = "m1-c3-0".into();
+        r.cycle = Some(crate::proto::CycleOf {
+            measurement: "m1".into(),
+            cycle: 3,
+        });
+        let h = record_headers(&r, 0, "n1", "yes");
+        assert_eq!(h.get("Vtnt-Measurement").unwrap().as_str(), "m1");
+        assert_eq!(h.get("Vtnt-Cycle").unwrap().as_str(), "3");
+        let body = serde_json::to_vec(&r).unwrap();
+        assert_eq!(request("vtnt.wq.t.any", &body).unwrap().cycle, r.cycle);
+        // an envelope that its id contradicts, or not a token, is refused
+        for (id, m, k) in [
+            ("m1-c4-0", "m1", 3),
+            ("m2-c3-0", "m1", 3),
+            ("m.1-c3-0", "m.1", 3),
+        ] {
+            r.id = id.into();
+            r.cycle = Some(crate::proto::CycleOf {
+                measurement: m.into(),
+                cycle: k,
+            });
+            let body = serde_json::to_vec(&r).unwrap();
+            let e = request("vtnt.wq.t.any", &body).unwrap_err();
+            assert!(e.contains("is not of measurement"), "{e}");
         }
     }
 
@@ -894,6 +1010,31 @@ mod tests {
         assert!(e.contains("8.8.8.8"), "{e}");
         let e = admit(&long, None, &rts, false).unwrap_err();
         assert!(e.contains("no target list came with it"), "{e}");
+    }
+
+    #[test]
+    fn a_backlog_is_counted_for_the_tenant_its_subject_names_and_answered_only_to_it() {
+        assert_eq!(crate::backlog_subject("a"), "vtnt.backlog.a");
+        assert_eq!(
+            backlog_asked("vtnt.backlog.a", Some("_R_.x.y")).as_deref(),
+            Some("a")
+        );
+        assert_eq!(
+            backlog_asked("vtnt.backlog.a", Some("_INBOX_T.a.k1")).as_deref(),
+            Some("a")
+        );
+        for (s, r) in [
+            ("vtnt.backlog.a", Some("_INBOX_T.b.k1")),
+            ("vtnt.backlog.a", Some("_INBOX_T.ab")),
+            ("vtnt.backlog.a", Some("vtnt.results.a.x.s")),
+            ("vtnt.backlog.a", None),
+            ("vtnt.backlog.*", Some("_R_.x")),
+            ("vtnt.backlog.>", Some("_R_.x")),
+            ("vtnt.backlog.a.b", Some("_R_.x")),
+            ("vtnt.wq.a.fr", Some("_R_.x")),
+        ] {
+            assert_eq!(backlog_asked(s, r), None, "{s} {r:?}");
+        }
     }
 
     #[test]

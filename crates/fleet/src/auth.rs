@@ -8,8 +8,12 @@
 //!   its account to the fleet's, and JetStream's acknowledgements come back;
 //! - its results (`vtnt.results.<t>.>`) go from the fleet's account, where the agents
 //!   publish them, to its account, where its stream stores them;
-//! - the info of the nodes' and the work queue's streams is imported into every tenant's
-//!   account under [`FLEET_API`] (its own JetStream keeps `$JS.API`);
+//! - the info of the nodes' stream is imported into every tenant's account under
+//!   [`FLEET_API`] (its own JetStream keeps `$JS.API`);
+//! - a tenant's backlog requests (`vtnt.backlog.<t>`, [`crate::backlog`]) go from its
+//!   account to the fleet's, where an agent counts that tenant's jobs only. The work
+//!   queue's own info is not exported: its subject filter is the requester's to choose,
+//!   and `vtnt.wq.>` would list every tenant's jobs;
 //! - the nodes' heartbeats (`vtnt.nodes.*`, [`crate::HEARTBEATS`]) are a stream export of the
 //!   fleet's account, imported by every tenant's under the same subjects: a tenant may
 //!   subscribe to them (`vtnt serve`'s live node list), and what it publishes there stays
@@ -38,8 +42,8 @@
 //! - a tenant reads and writes its measurements' definitions (`VTNT_MEAS_<t>`, in its
 //!   account);
 //! - a tenant reads only its own results stream (`VTNT_RESULTS_<t>`: info, consumers of its
-//!   own, their messages), submits only under its own name, reads the nodes' heartbeats and
-//!   the work queue's info, and receives only on its own inbox prefix (`_INBOX_T.<t>`);
+//!   own, their messages), submits only under its own name, reads the nodes' heartbeats,
+//!   asks for its own backlog, and receives only on its own inbox prefix (`_INBOX_T.<t>`);
 //! - agents take jobs (the work-queue consumers, the discard subjects, the large target
 //!   lists), answer requests, heartbeat, and store results for any tenant; they read no
 //!   results back (those are in the tenants' accounts), and read the images' object store,
@@ -156,7 +160,7 @@ fn tenant(t: &str) -> Value {
             format!("$JS.ACK.{r}.>"),
             format!("{FLEET_API}.STREAM.INFO.{NODES_STREAM}"),
             format!("{FLEET_API}.STREAM.MSG.GET.{NODES_STREAM}"),
-            format!("{FLEET_API}.STREAM.INFO.{JOBS_STREAM}"),
+            crate::backlog_subject(t),
         ]},
         "subscribe": {"allow": [format!("{}.>", Role::Tenant(t.into()).inbox_prefix()), HEARTBEATS]},
     })
@@ -203,9 +207,13 @@ fn agent(tenants: &[String]) -> Value {
     allow.extend(read_images());
     json!({
         "publish": {"allow": allow},
-        "subscribe": {"allow": [crate::deploy_subject("*", "*"), format!("{}.>", Role::Agent.inbox_prefix())]},
-        // answers to discard-mode requests, on the requester's inbox only (checked by
-        // the agent: `agent::reply_to`)
+        "subscribe": {"allow": [
+            crate::deploy_subject("*", "*"),
+            crate::backlog_subject("*"),
+            format!("{}.>", Role::Agent.inbox_prefix()),
+        ]},
+        // answers to discard-mode and backlog requests, on the requester's inbox only
+        // (checked by the agent: `agent::reply_to`, `backlog::asked`)
         "allow_responses": true,
     })
 }
@@ -262,7 +270,6 @@ pub fn accounts(fleet_dir: &Path, tenants: &[String], tenant_store: u64) -> crat
     let mut exports: Vec<Value> = [
         format!("$JS.API.STREAM.INFO.{NODES_STREAM}"),
         format!("$JS.API.STREAM.MSG.GET.{NODES_STREAM}"),
-        format!("$JS.API.STREAM.INFO.{JOBS_STREAM}"),
     ]
     .into_iter()
     .map(|s| json!({"service": s, "accounts": everyone}))
@@ -274,7 +281,11 @@ pub fn accounts(fleet_dir: &Path, tenants: &[String], tenant_store: u64) -> crat
         let account = tenant_account(t);
         let keys = public(&Role::Tenant(t.clone()))?;
         fleet_users.push(user(&keys[1], requester(t)));
-        let to_fleet = [crate::wq_subject(t, "*"), crate::data_subject(t, ">", None)];
+        let to_fleet = [
+            crate::wq_subject(t, "*"),
+            crate::data_subject(t, ">", None),
+            crate::backlog_subject(t),
+        ];
         let mut t_imports: Vec<Value> = to_fleet
             .iter()
             .map(|s| json!({"service": {"account": FLEET_ACCOUNT, "subject": s}}))
@@ -284,11 +295,7 @@ pub fn accounts(fleet_dir: &Path, tenants: &[String], tenant_store: u64) -> crat
                 .iter()
                 .map(|s| json!({"service": s, "accounts": [account]})),
         );
-        for s in ["STREAM.INFO.", "STREAM.MSG.GET.", "STREAM.INFO."]
-            .iter()
-            .zip([NODES_STREAM, NODES_STREAM, JOBS_STREAM])
-            .map(|(verb, stream)| format!("{verb}{stream}"))
-        {
+        for s in ["STREAM.INFO.", "STREAM.MSG.GET."].map(|verb| format!("{verb}{NODES_STREAM}")) {
             t_imports.push(json!({
                 "service": {"account": FLEET_ACCOUNT, "subject": format!("$JS.API.{s}")},
                 "to": format!("{FLEET_API}.{s}"),

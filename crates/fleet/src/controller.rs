@@ -108,16 +108,17 @@ pub fn check_placeable(nodes: &[NodeView], o: &SubmitOptions) -> crate::Result<(
 /// Places the job `job` of `o` (checked: [`job_line`], [`check_placeable`]) in its mode;
 /// a long target list goes first ([`crate::targets`]).
 pub async fn place(fleet: &Fleet, o: &SubmitOptions, job: JobLine) -> crate::Result<Event> {
-    place_as(fleet, o, job, nuid::next().to_string()).await
+    place_as(fleet, o, job, nuid::next().to_string(), None).await
 }
 
-/// [`place`] under the job id `id` (a measurement's cycle's: placed again, it is
-/// deduplicated by the work queue within its window).
+/// [`place`] under the job id `id`, of a measurement's cycle `cycle` (its id is the
+/// cycle's: placed again, it is deduplicated by the work queue within its window).
 pub async fn place_as(
     fleet: &Fleet,
     o: &SubmitOptions,
     job: JobLine,
     id: String,
+    cycle: Option<crate::proto::CycleOf>,
 ) -> crate::Result<Event> {
     // connected before the clocks start (a tenant's requests' user connects when first
     // needed): the times are the placement's
@@ -138,6 +139,7 @@ pub async fn place_as(
         line: job.line,
         targets,
         submitted_us,
+        cycle,
     };
     let payload: bytes::Bytes = serde_json::to_vec(&req)
         .parse("encoding the job request")?
@@ -242,8 +244,9 @@ impl NodeView {
 #[derive(Debug, Clone, Serialize)]
 pub struct Status {
     pub nodes: Vec<NodeView>,
-    /// The tenant's jobs waiting, per work-queue subject.
-    pub backlog: BTreeMap<String, u64>,
+    /// The tenant's jobs waiting, per work-queue subject, as an agent counted them
+    /// ([`crate::backlog`]); `None` while no agent is up to count them.
+    pub backlog: Option<crate::backlog::Backlog>,
     /// Messages stored in the tenant's results stream (records and summaries).
     pub results_stored: u64,
 }
@@ -258,15 +261,11 @@ pub fn status(c: &Connect, tenant: &str) -> crate::Result<Status> {
                 Some(mut r) => r.info().await?.state.messages,
                 None => 0,
             };
-        let mut backlog = BTreeMap::new();
-        if let Some(jobs) = crate::existing(&fleet.shared, crate::JOBS_STREAM).await? {
-            let mut subjects = jobs
-                .info_with_subjects(crate::wq_subject(tenant, "*"))
-                .await?;
-            while let Some((s, n)) = subjects.try_next().await? {
-                backlog.insert(s, n as u64);
-            }
-        }
+        let backlog = if nodes.iter().any(|n| !n.down && n.status != "stopped") {
+            crate::backlog::ask(&fleet, tenant).await?
+        } else {
+            None
+        };
         Ok(Status {
             nodes,
             backlog,

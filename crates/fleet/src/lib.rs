@@ -13,6 +13,7 @@
 //! - [`replay`]: `vtnt fleet replay NODES EVENTS`, seed 000's event list placed on time.
 //! - [`proto`]: the JSON messages.
 //! - [`auth`]: the agents' and tenants' accounts, keys and permissions.
+//! - [`backlog`]: a tenant's jobs waiting, counted by the agents for that tenant only.
 //! - [`targets`]: long target lists, apart from their jobs' requests.
 //! - [`watchdog`]: an agent's instances do not outlive it (its node's scope, lock and
 //!   watchdog).
@@ -31,6 +32,8 @@
 //!   server within its window, so a redelivered job's results land once. It is in the
 //!   tenant's own NATS account, made by `vtnt fleet up`; only the tenant reads it
 //!   ([`auth`]).
+//! - backlog: a core request to `vtnt.backlog.<tenant>`, answered by one agent (queue
+//!   group `vtnt-backlog`) with that tenant's jobs waiting ([`backlog`]).
 //! - long target lists: `VTNT_DATA_<tenant>`, on `vtnt.data.<tenant>.<job>.<chunk>`
 //!   ([`targets`]).
 //!
@@ -43,6 +46,7 @@
 
 pub mod agent;
 pub mod auth;
+pub mod backlog;
 pub mod broker;
 pub mod controller;
 mod error;
@@ -140,6 +144,12 @@ pub fn deploy_subject(tenant: &str, location: &str) -> String {
 /// The work-queue subject of a tenant's jobs for a location (`*`: any tenant's).
 pub fn wq_subject(tenant: &str, location: &str) -> String {
     format!("vtnt.wq.{tenant}.{location}")
+}
+
+/// The subject tenant `t` asks its backlog on (`*`: every tenant's, the agents'), answered
+/// by an agent ([`backlog`]).
+pub fn backlog_subject(t: &str) -> String {
+    format!("vtnt.backlog.{t}")
 }
 
 /// The tenant a job's subject (`vtnt.deploy.<tenant>.<location>` or

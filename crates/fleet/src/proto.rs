@@ -25,6 +25,18 @@ pub struct JobRequest {
     pub targets: Option<TargetList>,
     /// When the controller submitted it, microseconds since the Unix epoch.
     pub submitted_us: u64,
+    /// The measurement and cycle it belongs to (`vtnt fleet measurement`): every record
+    /// and the summary it produces name them. `None`: a job submitted alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cycle: Option<CycleOf>,
+}
+
+/// A measurement's cycle, which a job belongs to and its results name.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CycleOf {
+    pub measurement: String,
+    pub cycle: u64,
 }
 
 /// Where a job's long target list is: `chunks` messages on
@@ -140,6 +152,9 @@ pub struct JobSummary {
     pub timings: Timings,
     /// The node's clock synchronisation when the job started (`yes`, `no`, `unknown`).
     pub clock_sync: String,
+    /// The measurement and cycle the job belongs to, as its request said.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cycle: Option<CycleOf>,
 }
 
 /// A job's times, milliseconds.
@@ -230,9 +245,24 @@ mod tests {
             line: "vtnt-job=1 kind=ping targets=192.0.2.1".into(),
             targets: None,
             submitted_us: 7,
+            cycle: None,
         };
         let s = serde_json::to_string(&r).unwrap();
+        assert!(!s.contains("cycle"), "{s}");
         assert_eq!(serde_json::from_str::<JobRequest>(&s).unwrap(), r);
+        let of = JobRequest {
+            cycle: Some(CycleOf {
+                measurement: "m1".into(),
+                cycle: 3,
+            }),
+            ..r.clone()
+        };
+        let s = serde_json::to_string(&of).unwrap();
+        assert!(
+            s.contains(r#""cycle":{"measurement":"m1","cycle":3}"#),
+            "{s}"
+        );
+        assert_eq!(serde_json::from_str::<JobRequest>(&s).unwrap(), of);
         let bad = s.replace("\"tenant\"", "\"tennant\"");
         assert!(serde_json::from_str::<JobRequest>(&bad).is_err());
         let e = Event {

@@ -90,7 +90,11 @@ async fn place_cycle(fleet: &Fleet, m: &Definition, k: u64) -> crate::Result<()>
             words: m.words.clone(),
         };
         let job = controller::job_line(&o)?;
-        controller::place_as(fleet, &o, job, m.job_id(k, i)).await?;
+        let cycle = crate::proto::CycleOf {
+            measurement: m.id.clone(),
+            cycle: k,
+        };
+        controller::place_as(fleet, &o, job, m.job_id(k, i), Some(cycle)).await?;
     }
     Ok(())
 }

@@ -536,3 +536,145 @@ fn tenants_hear_heartbeats_but_forge_no_node() {
     drop(up);
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// Tenant b, speaking raw NATS with both its identities, learns nothing of tenant a's
+/// queued jobs: the work queue's info with a subject filter of its choosing, its
+/// messages, a consumer on it, a's backlog subject, are all refused; b's own backlog
+/// comes back empty, and `vtnt fleet status` shows a its own backlog, counted by the
+/// agents' backlog service ([`vtnt_fleet::backlog`]).
+#[test]
+fn no_tenant_learns_another_tenants_backlog() {
+    vtnt_testkit::require_root!();
+    vtnt_testkit::require_tools!("nats-server");
+    let up = Up::tenants_a_and_b("bl");
+    let (url, dir, name) = (up.0.url.clone(), up.0.dir.clone(), up.0.name.clone());
+    // an agent's backlog service, on a thread and runtime of its own (status blocks)
+    let agent = Connect::local(&name, Role::Agent).unwrap();
+    let (ready_tx, ready) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        vtnt_fleet::block_on(async move {
+            let (client, fleet) = agent.fleet("backlog agent").await?;
+            let jobs = fleet.jobs().await?;
+            fleet.nodes().await?;
+            let info = vtnt_fleet::NodeInfo {
+                node: "n1".into(),
+                location: "fr".into(),
+                slots: 1,
+                busy: 0,
+                runtimes: vec!["native".into()],
+                heartbeat_ms: 1000,
+                deadline_ms: 3_600_000,
+                state: vtnt_fleet::proto::NodeState::Up,
+                clock_sync: "unknown".into(),
+                jobs_done: 0,
+                jobs_failed: 0,
+                reconnects: 0,
+            };
+            fleet
+                .js
+                .publish(
+                    vtnt_fleet::node_subject("n1"),
+                    serde_json::to_vec(&info).unwrap().into(),
+                )
+                .await?
+                .await?;
+            let serving = tokio::spawn(vtnt_fleet::agent::serve_backlogs(client, jobs));
+            let _ = ready_tx.send(());
+            serving.await.unwrap()
+        })
+    });
+    ready
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the agent's backlog service");
+    let failures = vtnt_fleet::block_on(async move {
+        let mut failures: Vec<String> = Vec::new();
+        let peer = |r: Role, i: usize, who: &'static str| {
+            let (url, dir) = (url.clone(), dir.clone());
+            async move {
+                let s = seeds(&dir, &r);
+                Peer::connect(&url, &s[i], &r.inbox_prefix(), who).await
+            }
+        };
+        let a = peer(Role::Tenant("a".into()), 0, "tenant-a").await;
+        let b = peer(Role::Tenant("b".into()), 0, "tenant-b").await;
+        let b_req = peer(Role::Tenant("b".into()), 1, "tenant-b's requests").await;
+        // a queues two jobs, which no agent pulls
+        for _ in 0..2 {
+            a.ask("vtnt.wq.a.fr", "{}").await.expect("a queues a job");
+        }
+        let filter = |f: &str| format!(r#"{{"subjects_filter":"{f}"}}"#);
+        let consumer = r#"{"stream_name":"VTNT_JOBS","config":{"ack_policy":"none","filter_subject":"vtnt.wq.a.>"}}"#;
+        let mut attacks: Vec<(&Peer, String, String)> = Vec::new();
+        for p in [&b, &b_req] {
+            for api in ["$JS.FLEET.API", "$JS.API"] {
+                for (verb, body) in [
+                    ("STREAM.INFO.VTNT_JOBS", filter("vtnt.wq.>")),
+                    ("STREAM.INFO.VTNT_JOBS", filter("vtnt.wq.a.*")),
+                    ("STREAM.INFO.VTNT_JOBS", String::new()),
+                    ("STREAM.MSG.GET.VTNT_JOBS", r#"{"last_by_subj":"vtnt.wq.a.fr"}"#.into()),
+                    ("STREAM.MSG.GET.VTNT_JOBS", r#"{"seq":1}"#.into()),
+                    ("DIRECT.GET.VTNT_JOBS", r#"{"seq":1}"#.into()),
+                    ("CONSUMER.CREATE.VTNT_JOBS", consumer.into()),
+                    ("CONSUMER.CREATE.VTNT_JOBS.evil.vtnt.wq.a.>", consumer.into()),
+                    ("CONSUMER.DURABLE.CREATE.VTNT_JOBS.evil", consumer.into()),
+                    ("CONSUMER.INFO.VTNT_JOBS.wq-fr", String::new()),
+                    ("CONSUMER.MSG.NEXT.VTNT_JOBS.wq-fr", r#"{"batch":1}"#.into()),
+                ] {
+                    attacks.push((p, format!("{api}.{verb}"), body));
+                }
+            }
+            for s in ["vtnt.backlog.a", "vtnt.backlog.*", "vtnt.backlog.>"] {
+                attacks.push((p, s.into(), String::new()));
+            }
+        }
+        // the nodes' stream, which b may read, holds no job's subject
+        attacks.push((
+            &b,
+            "$JS.FLEET.API.STREAM.MSG.GET.VTNT_NODES".into(),
+            r#"{"last_by_subj":"vtnt.wq.a.fr"}"#.into(),
+        ));
+        for (p, subject, body) in &attacks {
+            if let Ok(answer) = p.ask(subject, body).await {
+                failures.push(format!(
+                    "{} was answered on {subject} {body}: {}",
+                    p.who,
+                    &answer[..answer.len().min(300)]
+                ));
+            }
+        }
+        // b's own backlog: empty, nothing of a's
+        match b.ask("vtnt.backlog.b", "").await {
+            Ok(answer) if answer == "{}" => {}
+            other => failures.push(format!("b's own backlog: {other:?}")),
+        }
+        // the nodes' info b may read names no job's subject
+        let nodes = b
+            .ask("$JS.FLEET.API.STREAM.INFO.VTNT_NODES", &filter(">"))
+            .await
+            .unwrap_or_default();
+        if nodes.contains("vtnt.wq") {
+            failures.push(format!("the nodes' stream info shows jobs: {nodes}"));
+        }
+        Ok::<_, vtnt_fleet::Error>(failures)
+    })
+    .expect("the fleet's own steps");
+    // `vtnt fleet status` still shows each tenant its own backlog
+    let status = |t: &str| {
+        vtnt_fleet::controller::status(&Connect::local(&name, Role::Tenant(t.into())).unwrap(), t)
+            .map(|s| s.backlog)
+    };
+    let a = status("a");
+    let b = status("b");
+    drop(up);
+    assert!(
+        failures.is_empty(),
+        "{} attacks got through:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+    assert_eq!(
+        a.expect("a's status"),
+        Some([("vtnt.wq.a.fr".to_string(), 2)].into_iter().collect())
+    );
+    assert_eq!(b.expect("b's status"), Some(Default::default()));
+}
