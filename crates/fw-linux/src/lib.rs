@@ -14,7 +14,7 @@
 //!
 //! The rules are loaded and compiled (all or nothing) before a socket opens, so no packet
 //! crosses before the rules hold. Memory is bounded: the rules by `--max-bytes`, the
-//! connection table by its maximum, two frame buffers. Frames longer than 64 KiB
+//! connection table by its maximum, a batch of frame buffers. Frames longer than 64 KiB
 //! (the largest IPv4 datagram) are dropped and counted. The interfaces should have
 //! segmentation and checksum offloads off (`ethtool -K IF tso off gso off gro off tx
 //! off`; docs/fw.md): a socket sees what the kernel hands it, and a 64 KiB TSO super-frame
@@ -33,7 +33,7 @@ pub use port::Port;
 const ETH_HLEN: usize = 14;
 const ETHERTYPE_IPV4: u16 = 0x0800;
 const ETHERTYPE_ARP: u16 = 0x0806;
-/// Frames read from one interface before the other gets its turn.
+/// Frames read with one system call, before the other interface gets its turn.
 const BATCH: usize = 64;
 /// The longest wait for a frame while no connection is due to expire (ms): how soon a
 /// stop request is seen.
@@ -76,8 +76,35 @@ pub struct Nf {
     ports: [Port; 2],
     ids: [IfId; 2],
     counters: Counters,
-    buf: Vec<u8>,
-    reply: Vec<u8>,
+    /// [`BATCH`] receive buffers of [`FRAME`] bytes, one after the other, and the
+    /// lengths of the frames in them.
+    rx: Vec<u8>,
+    lens: [usize; BATCH],
+    replies: Vec<Reply>,
+    outcomes: Vec<Outcome>,
+}
+
+/// The longest frame taken: an Ethernet header and the largest IPv4 datagram.
+const FRAME: usize = ETH_HLEN + 65_536;
+
+/// A REJECT's reply frame; the firewall writes the datagram after the Ethernet header.
+#[derive(Debug, Clone)]
+struct Reply([u8; ETH_HLEN + 576]);
+
+impl AsMut<[u8]> for Reply {
+    fn as_mut(&mut self) -> &mut [u8] {
+        &mut self.0[ETH_HLEN..]
+    }
+}
+
+/// What the driver does with a frame of a batch.
+#[derive(Debug, Clone, Copy)]
+enum Kind {
+    Arp,
+    /// The nth IPv4 datagram of the batch, for the firewall.
+    Ipv4(usize),
+    /// Dropped and counted already.
+    Neither,
 }
 
 fn now() -> Instant {
@@ -102,8 +129,10 @@ impl Nf {
             ports,
             ids,
             counters: Counters::default(),
-            buf: vec![0; ETH_HLEN + 65_536],
-            reply: vec![0; ETH_HLEN + 576],
+            rx: vec![0; BATCH * FRAME],
+            lens: [0; BATCH],
+            replies: vec![Reply([0; ETH_HLEN + 576]); BATCH],
+            outcomes: vec![Outcome::Drop; BATCH],
         })
     }
 
@@ -134,74 +163,87 @@ impl Nf {
         Ok(())
     }
 
-    /// Handles up to [`BATCH`] frames waiting on `side`.
+    /// Handles up to [`BATCH`] frames waiting on `side`: one system call to read them,
+    /// the IPv4 ones decided together ([`Firewall::handle_batch`]), one system call for
+    /// what goes on and one for the REJECT replies.
     fn drain(&mut self, side: usize) -> Result<(), Error> {
-        for _ in 0..BATCH {
-            let n = match self.ports[side].recv(&mut self.buf) {
-                Ok(Some(n)) => n,
-                Ok(None) => return Ok(()),
-                Err(source) => {
-                    return Err(Error::Socket {
-                        what: "recv",
-                        interface: self.ports[side].name.clone(),
-                        source,
-                    })
-                }
-            };
-            self.counters.received[side] += 1;
-            self.frame(side, n);
-        }
-        Ok(())
-    }
-
-    /// Decides one frame of `n` bytes (in `buf`) from `side` and sends what is due.
-    fn frame(&mut self, side: usize, n: usize) {
-        if n < ETH_HLEN || n > self.buf.len() {
-            self.counters.malformed += 1;
-            return;
-        }
+        let Nf {
+            fw,
+            ports,
+            ids,
+            counters,
+            rx,
+            lens,
+            replies,
+            outcomes,
+        } = self;
+        let n = ports[side]
+            .recv_many(rx, FRAME, lens)
+            .map_err(|source| Error::Socket {
+                what: "recvmmsg",
+                interface: ports[side].name.clone(),
+                source,
+            })?;
+        counters.received[side] += n as u64;
         let out = 1 - side;
-        match u16::from_be_bytes([self.buf[12], self.buf[13]]) {
-            ETHERTYPE_ARP => {
-                self.counters.arp += 1;
-                self.send(out, n, false);
+        let frame = |i: usize| &rx[i * FRAME..i * FRAME + lens[i]];
+        // What each frame is: forwarded as it is (ARP), the nth IPv4 datagram, neither.
+        let mut kinds = [Kind::Neither; BATCH];
+        let mut datagrams: Vec<&[u8]> = Vec::with_capacity(n);
+        for (i, kind) in kinds.iter_mut().enumerate().take(n) {
+            if lens[i] < ETH_HLEN || lens[i] > FRAME {
+                counters.malformed += 1;
+                continue;
             }
-            ETHERTYPE_IPV4 => {
-                let outcome = self.fw.handle_packet(
-                    now(),
-                    Hook::Forward,
-                    self.ids[side],
-                    self.ids[out],
-                    &self.buf[ETH_HLEN..n],
-                    &mut self.reply[ETH_HLEN..],
-                );
-                match outcome {
-                    Outcome::Accept => self.send(out, n, false),
-                    Outcome::Drop => {}
-                    Outcome::Reject(r) => {
-                        let (dst, src) = (&self.buf[6..12], &self.buf[0..6]);
-                        self.reply[0..6].copy_from_slice(dst);
-                        self.reply[6..12].copy_from_slice(src);
-                        self.reply[12..14].copy_from_slice(&ETHERTYPE_IPV4.to_be_bytes());
-                        self.send(side, ETH_HLEN + r, true);
-                    }
+            let f = frame(i);
+            match u16::from_be_bytes([f[12], f[13]]) {
+                ETHERTYPE_ARP => {
+                    counters.arp += 1;
+                    *kind = Kind::Arp;
+                }
+                ETHERTYPE_IPV4 => {
+                    *kind = Kind::Ipv4(datagrams.len());
+                    datagrams.push(&f[ETH_HLEN..]);
+                }
+                _ => counters.other += 1,
+            }
+        }
+        let m = datagrams.len();
+        fw.handle_batch(
+            now(),
+            Hook::Forward,
+            (ids[side], ids[out]),
+            &datagrams,
+            &mut replies[..m],
+            &mut outcomes[..m],
+        );
+        // A reply goes back from the packet's destination MAC to its source.
+        for (i, kind) in kinds.iter().enumerate().take(n) {
+            if let Kind::Ipv4(j) = *kind {
+                if let Outcome::Reject(_) = outcomes[j] {
+                    let (f, r) = (frame(i), &mut replies[j].0);
+                    r[0..6].copy_from_slice(&f[6..12]);
+                    r[6..12].copy_from_slice(&f[0..6]);
+                    r[12..14].copy_from_slice(&ETHERTYPE_IPV4.to_be_bytes());
                 }
             }
-            _ => self.counters.other += 1,
         }
-    }
-
-    fn send(&mut self, side: usize, n: usize, reply: bool) {
-        let frame = if reply {
-            &self.reply[..n]
-        } else {
-            &self.buf[..n]
-        };
-        match self.ports[side].send(frame) {
-            Ok(()) if !reply => self.counters.forwarded += 1,
-            Ok(()) => {}
-            Err(_) => self.counters.send_errors += 1,
+        let (mut on, mut back): (Vec<&[u8]>, Vec<&[u8]>) = (Vec::new(), Vec::new());
+        for (i, kind) in kinds.iter().enumerate().take(n) {
+            match *kind {
+                Kind::Arp => on.push(frame(i)),
+                Kind::Ipv4(j) => match outcomes[j] {
+                    Outcome::Accept => on.push(frame(i)),
+                    Outcome::Reject(r) => back.push(&replies[j].0[..ETH_HLEN + r]),
+                    Outcome::Drop => {}
+                },
+                Kind::Neither => {}
+            }
         }
+        let refused = ports[out].send_many(&on);
+        counters.forwarded += (on.len() - refused) as u64;
+        counters.send_errors += (refused + ports[side].send_many(&back)) as u64;
+        Ok(())
     }
 
     pub fn counters(&self) -> Counters {

@@ -1,6 +1,7 @@
 //! One interface of the network function: an AF_PACKET socket bound to it, promiscuous,
 //! non-blocking, that neither sees its own sends (`PACKET_IGNORE_OUTGOING`) nor frames of
-//! other interfaces (bound before it listens to any protocol).
+//! other interfaces (bound before it listens to any protocol); frames in and out many per
+//! system call (`recvmmsg`, `sendmmsg`).
 
 use std::ffi::CString;
 use std::io;
@@ -120,44 +121,106 @@ impl Port {
         self.fd.as_raw_fd()
     }
 
-    /// The next frame into `buf`: its length, or its whole length if longer than `buf`
-    /// (the caller drops it); `None` when none is waiting.
-    pub fn recv(&self, buf: &mut [u8]) -> io::Result<Option<usize>> {
-        // SAFETY: `buf` is writable for its length; MSG_TRUNC only changes the result.
+    /// Receives up to `lens.len()` waiting frames with one `recvmmsg`, frame `i` into
+    /// the `i`th `frame`-byte piece of `bufs`: how many, each one's length in `lens`
+    /// (one more than `frame` for a frame that did not fit: the caller drops it); 0
+    /// when none is waiting.
+    pub fn recv_many(
+        &self,
+        bufs: &mut [u8],
+        frame: usize,
+        lens: &mut [usize],
+    ) -> io::Result<usize> {
+        let mut iov: Vec<libc::iovec> = bufs
+            .chunks_exact_mut(frame)
+            .take(lens.len())
+            .map(|b| libc::iovec {
+                iov_base: b.as_mut_ptr().cast(),
+                iov_len: b.len(),
+            })
+            .collect();
+        let mut msgs: Vec<libc::mmsghdr> = iov
+            .iter_mut()
+            .map(|v| {
+                // SAFETY: mmsghdr is plain data; all-zero is a valid value.
+                let mut m: libc::mmsghdr = unsafe { std::mem::zeroed() };
+                m.msg_hdr.msg_iov = v;
+                m.msg_hdr.msg_iovlen = 1;
+                m
+            })
+            .collect();
+        // SAFETY: every header points to one iovec of `iov`, each a writable piece of
+        // `bufs`; all outlive the call, and the count passed is the headers'.
         let n = unsafe {
-            libc::recv(
+            libc::recvmmsg(
                 self.fd.as_raw_fd(),
-                buf.as_mut_ptr().cast(),
-                buf.len(),
-                libc::MSG_TRUNC | libc::MSG_DONTWAIT,
-            )
-        };
-        if n >= 0 {
-            return Ok(Some(n as usize));
-        }
-        let e = io::Error::last_os_error();
-        match e.kind() {
-            io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted => Ok(None),
-            _ => Err(e),
-        }
-    }
-
-    /// Sends one whole Ethernet frame out of the interface.
-    pub fn send(&self, frame: &[u8]) -> io::Result<()> {
-        // SAFETY: `frame` is readable for its length; a bound packet socket needs no address.
-        let n = unsafe {
-            libc::send(
-                self.fd.as_raw_fd(),
-                frame.as_ptr().cast(),
-                frame.len(),
+                msgs.as_mut_ptr(),
+                msgs.len() as libc::c_uint,
                 libc::MSG_DONTWAIT,
+                std::ptr::null_mut(),
             )
         };
         if n < 0 {
-            Err(io::Error::last_os_error())
-        } else {
-            Ok(())
+            let e = io::Error::last_os_error();
+            return match e.kind() {
+                io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted => Ok(0),
+                _ => Err(e),
+            };
         }
+        for (len, m) in lens.iter_mut().zip(&msgs[..n as usize]) {
+            *len = if m.msg_hdr.msg_flags & libc::MSG_TRUNC != 0 {
+                frame + 1
+            } else {
+                m.msg_len as usize
+            };
+        }
+        Ok(n as usize)
+    }
+
+    /// Sends whole Ethernet frames out of the interface, as many per `sendmmsg` as the
+    /// kernel takes: how many it refused (a full queue, an interface gone down).
+    pub fn send_many(&self, frames: &[&[u8]]) -> usize {
+        let mut iov: Vec<libc::iovec> = frames
+            .iter()
+            .map(|f| libc::iovec {
+                iov_base: f.as_ptr().cast_mut().cast(),
+                iov_len: f.len(),
+            })
+            .collect();
+        let mut msgs: Vec<libc::mmsghdr> = iov
+            .iter_mut()
+            .map(|v| {
+                // SAFETY: mmsghdr is plain data; all-zero is a valid value.
+                let mut m: libc::mmsghdr = unsafe { std::mem::zeroed() };
+                m.msg_hdr.msg_iov = v;
+                m.msg_hdr.msg_iovlen = 1;
+                m
+            })
+            .collect();
+        let (mut at, mut refused) = (0, 0);
+        while at < msgs.len() {
+            let rest = &mut msgs[at..];
+            // SAFETY: every header points to one iovec of `iov` over a frame of
+            // `frames`, which the kernel only reads; all outlive the call. A bound
+            // packet socket needs no address.
+            let n = unsafe {
+                libc::sendmmsg(
+                    self.fd.as_raw_fd(),
+                    rest.as_mut_ptr(),
+                    rest.len() as libc::c_uint,
+                    libc::MSG_DONTWAIT,
+                )
+            };
+            if n > 0 {
+                at += n as usize;
+            } else if n < 0 && io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
+                continue;
+            } else {
+                // the kernel refused the first frame left: count it, go on with the next
+                (at, refused) = (at + 1, refused + 1);
+            }
+        }
+        refused
     }
 }
 

@@ -36,7 +36,12 @@ use crate::classify::{Classifier, CompileError, Options};
 use crate::conntrack::{Ct, CtConfig, CtStats};
 use crate::packet::{Headers, IfId, Packet};
 use crate::reject;
-use crate::rule::{Action, Hook, Ruleset};
+use crate::rule::{Action, CtState, Hook, Ruleset};
+use crate::BATCH;
+
+/// A datagram of a batch: its bytes, its headers if well-formed, where its reply and
+/// outcome go.
+type Pending<'a, R> = (&'a [u8], Option<Headers>, &'a mut R, &'a mut Outcome);
 
 /// Settings of a [`Firewall`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -130,12 +135,81 @@ impl Firewall {
         reply: &mut [u8],
     ) -> Outcome {
         self.now = self.now.max(now);
-        let Ok(h) = Headers::parse(packet) else {
-            self.stats.malformed += 1;
-            return Outcome::Drop;
+        match Headers::parse(packet) {
+            Ok(h) => self.decide(hook, in_if, out_if, &h, packet, reply),
+            Err(_) => self.malformed(),
+        }
+    }
+
+    /// [`Firewall::handle_packet`] for each of `packets` in turn, with the same
+    /// outcomes (into `outcomes`; a REJECT's reply into the matching `replies` entry,
+    /// packets past the shorter of the two are left alone), all from `in_if` to `out_if`: the headers are parsed
+    /// first and the rules' lookups prepared together ([`Classifier::prepare`]), so the
+    /// cache misses of a batch of new connections overlap. Connection tracking still
+    /// sees the packets one by one, so a batch holding two packets of one new
+    /// connection decides the second as established, as one by one would.
+    pub fn handle_batch<R: AsMut<[u8]>>(
+        &mut self,
+        now: Instant,
+        hook: Hook,
+        (in_if, out_if): (IfId, IfId),
+        packets: &[&[u8]],
+        replies: &mut [R],
+        outcomes: &mut [Outcome],
+    ) {
+        self.now = self.now.max(now);
+        let blank = Packet {
+            src: Ipv4Addr::UNSPECIFIED,
+            dst: Ipv4Addr::UNSPECIFIED,
+            proto: 0,
+            sport: 0,
+            dport: 0,
+            tcp_flags: 0,
+            fragment: false,
+            in_if,
+            out_if,
+            state: CtState::New,
         };
-        let track = self.ct.track(self.now, &h, packet);
-        let p = Packet::new(&h, in_if, out_if, track.state);
+        let results = replies.iter_mut().zip(outcomes.iter_mut());
+        let mut results = packets.iter().zip(results);
+        loop {
+            let mut batch: [Option<Pending<R>>; BATCH] = [const { None }; BATCH];
+            let mut parsed = [blank; BATCH];
+            let (mut taken, mut n) = (0, 0);
+            for (slot, (bytes, (reply, outcome))) in batch.iter_mut().zip(results.by_ref()) {
+                let h = Headers::parse(bytes).ok();
+                if let Some(h) = &h {
+                    parsed[n] = Packet::new(h, in_if, out_if, CtState::New);
+                    n += 1;
+                }
+                *slot = Some((*bytes, h, reply, outcome));
+                taken += 1;
+            }
+            if taken == 0 {
+                return;
+            }
+            self.rules.prepare(hook, &parsed[..n]);
+            for (bytes, h, reply, outcome) in batch.into_iter().flatten() {
+                *outcome = match h {
+                    Some(h) => self.decide(hook, in_if, out_if, &h, bytes, reply.as_mut()),
+                    None => self.malformed(),
+                };
+            }
+        }
+    }
+
+    /// Tracks and classifies one parsed datagram.
+    fn decide(
+        &mut self,
+        hook: Hook,
+        in_if: IfId,
+        out_if: IfId,
+        h: &Headers,
+        packet: &[u8],
+        reply: &mut [u8],
+    ) -> Outcome {
+        let track = self.ct.track(self.now, h, packet);
+        let p = Packet::new(h, in_if, out_if, track.state);
         let outcome = match self.rules.classify(hook, &p).action {
             Action::Accept => {
                 self.ct.confirm(self.now, &track);
@@ -144,18 +218,27 @@ impl Firewall {
             Action::Drop => Outcome::Drop,
             Action::Reject(with) => {
                 let from = self.ifaces.get(usize::from(in_if.0)).and_then(|i| i.1);
-                match reject::reply(with, &h, packet, from, reply) {
+                match reject::reply(with, h, packet, from, reply) {
                     Some(n) => Outcome::Reject(n),
                     None => Outcome::Drop,
                 }
             }
         };
+        self.count(outcome)
+    }
+
+    fn count(&mut self, outcome: Outcome) -> Outcome {
         match outcome {
             Outcome::Accept => self.stats.accepted += 1,
             Outcome::Drop => self.stats.dropped += 1,
             Outcome::Reject(_) => self.stats.rejected += 1,
         }
         outcome
+    }
+
+    fn malformed(&mut self) -> Outcome {
+        self.stats.malformed += 1;
+        Outcome::Drop
     }
 
     /// When the next connection may expire, if any is tracked.

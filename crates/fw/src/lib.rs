@@ -69,7 +69,7 @@ pub mod rule;
 
 pub use check::Invalid;
 pub use classify::{
-    Classifier, CompileError, Options, Stats, Strategy, EXPAND_MAX, PEAK_BYTES_PER_ENTRY,
+    Classifier, CompileError, Options, Stats, Strategy, BATCH, EXPAND_MAX, PEAK_BYTES_PER_ENTRY,
 };
 pub use conntrack::{CtConfig, CtStats, Timeouts, Track, BYTES_PER_CONN};
 pub use firewall::{Config, Firewall, Outcome, Stats as FirewallStats};

@@ -269,3 +269,57 @@ fn connections_time_out_and_bad_bytes_are_dropped() {
         vtnt_fw::Action::Accept
     );
 }
+
+#[test]
+fn a_batch_decides_as_one_packet_after_another() {
+    // Inbound traffic with repeated connections (the second SYN of a flow finds the
+    // first's entry), REJECTs with replies, drops and malformed bytes, in batches of
+    // every size from 1 to 2 * BATCH + 1: outcomes, replies and counters as one by one.
+    let mut packets = Vec::new();
+    for i in 0..400u16 {
+        packets.push(match i % 7 {
+            0 | 1 => tcp(OUTSIDE, INSIDE, 40000 + i / 14, 22, 0x02),
+            2 => tcp(OUTSIDE, INSIDE, 41000 + i, 23, 0x02),
+            3 => udp(OUTSIDE, INSIDE, 5000 + i, 53),
+            4 => tcp(OUTSIDE, INSIDE, 42000 + i, 80, 0x02),
+            5 => vec![0x45, 0, 0, 99],
+            _ => tcp(OUTSIDE, INSIDE, 40000 + i / 14, 22, 0x10),
+        });
+    }
+    let mut one = Nf::new(Config::default());
+    let mut want = Vec::new();
+    for p in &packets {
+        let o = one.send(5, true, p);
+        let reply = match o {
+            Outcome::Reject(n) => one.reply[..n].to_vec(),
+            _ => Vec::new(),
+        };
+        want.push((o, reply));
+    }
+    let mut batched = Nf::new(Config::default());
+    let (mut at, mut size) = (0, 1);
+    while at < packets.len() {
+        let end = (at + size).min(packets.len());
+        let views: Vec<&[u8]> = packets[at..end].iter().map(Vec::as_slice).collect();
+        let mut replies = vec![[0u8; 600]; views.len()];
+        let mut outcomes = vec![Outcome::Drop; views.len()];
+        batched.fw.handle_batch(
+            Instant::from_millis(5),
+            Hook::Forward,
+            (batched.wan, batched.lan),
+            &views,
+            &mut replies,
+            &mut outcomes,
+        );
+        for (k, (o, r)) in outcomes.iter().zip(&replies).enumerate() {
+            let reply = match *o {
+                Outcome::Reject(n) => r[..n].to_vec(),
+                _ => Vec::new(),
+            };
+            assert_eq!((*o, reply), want[at + k], "packet {}", at + k);
+        }
+        (at, size) = (end, size % (2 * vtnt_fw::BATCH + 1) + 1);
+    }
+    assert_eq!(batched.fw.stats(), one.fw.stats());
+    assert!(want.iter().any(|w| matches!(w.0, Outcome::Reject(_))));
+}

@@ -39,6 +39,10 @@ pub use expand::EXPAND_MAX;
 pub use tuples::Strategy;
 use tuples::{Key, Tables};
 
+/// Packets [`Classifier::prepare`] warms the caches for at once: enough lookups in
+/// flight to hide memory latency, few enough that their lines stay in cache until used.
+pub const BATCH: usize = 32;
+
 /// How to compile.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Options {
@@ -283,6 +287,47 @@ impl Classifier {
             return v;
         }
         self.walk(base, p)
+    }
+
+    /// The verdicts for `packets` at `hook`, into `verdicts` (as long as `packets`):
+    /// the same as [`Classifier::classify`] on each in turn, but each group of
+    /// [`BATCH`] is first prepared ([`Classifier::prepare`]) so that the cache misses of
+    /// its lookups overlap.
+    pub fn classify_batch(&self, hook: Hook, packets: &[Packet], verdicts: &mut [Verdict]) {
+        for (ps, vs) in packets.chunks(BATCH).zip(verdicts.chunks_mut(BATCH)) {
+            self.prepare(hook, ps);
+            for (p, v) in ps.iter().zip(vs) {
+                *v = self.classify(hook, p);
+            }
+        }
+    }
+
+    /// Warms the caches for classifying `packets` at `hook` next, and decides nothing:
+    /// each stage of the lookup (the Bloom filter words of every table of the hook's
+    /// chain, then the hash slots they let through) is read for all packets before the
+    /// next, so their memory latencies overlap. Packets whose state the state shortcut
+    /// decides are skipped. For a batch of up to [`BATCH`]; more are taken in groups.
+    pub fn prepare(&self, hook: Hook, packets: &[Packet]) {
+        let Some(base) = self.hooks[hook as usize] else {
+            return;
+        };
+        let tables = &self.chains[base as usize].tables;
+        let mut keys = [Key {
+            a: 0,
+            b: 0,
+            fragment: false,
+        }; BATCH];
+        let mut passed = [0u64; BATCH];
+        for ps in packets.chunks(BATCH) {
+            let mut n = 0;
+            for p in ps {
+                if self.shortcuts[hook as usize][p.state as usize].is_none() {
+                    keys[n] = Key::new(p);
+                    n += 1;
+                }
+            }
+            core::hint::black_box(tables.touch(&keys[..n], &mut passed[..n]));
+        }
     }
 
     /// The verdict without the state shortcut: every packet through the tables.

@@ -467,6 +467,43 @@ impl Tables {
         (best != u32::MAX).then_some(best)
     }
 
+    /// Reads, for each of `keys`, what [`Tables::first_match`] would read first (the
+    /// Bloom filter words of every table, then the hash slot and first further entry of
+    /// every table the filter lets through), and changes nothing. Stage by stage over
+    /// the whole batch, the loads of one stage do not depend on each other, so the
+    /// processor has many cache misses in flight at once instead of one packet's chain
+    /// of them; the lookups that follow find their lines in cache. Returns a fold of
+    /// what it read, for the caller to pass to [`core::hint::black_box`] so the reads
+    /// stay. Tables past the 64th are left for the lookup itself.
+    pub fn touch(&self, keys: &[Key], passed: &mut [u64]) -> u64 {
+        let words = self.bloom.len();
+        let tables = &self.tables[..self.tables.len().min(64)];
+        for (k, pass) in keys.iter().zip(passed.iter_mut()) {
+            *pass = 0;
+            for (ti, t) in tables.iter().enumerate() {
+                let (w, bits) = bloom_bits(hash(k.a & t.ma, k.b & t.mb), ti, words);
+                *pass |= u64::from(self.bloom[w] & bits == bits) << ti;
+            }
+        }
+        let mut seen = 0u64;
+        for (k, &pass) in keys.iter().zip(passed.iter()) {
+            let mut left = pass;
+            while left != 0 {
+                let ti = left.trailing_zeros() as usize;
+                left &= left - 1;
+                let t = &tables[ti];
+                let (ka, kb) = (k.a & t.ma, k.b & t.mb);
+                if let Some(s) = t.slots.find(hash(ka, kb), |s| t.key(&s.head) == (ka, kb)) {
+                    seen ^= u64::from(s.head.rule);
+                    if let Some(e) = self.more.get(s.start as usize).filter(|_| s.more > 0) {
+                        seen ^= u64::from(e.rule);
+                    }
+                }
+            }
+        }
+        seen
+    }
+
     pub fn entries(&self) -> usize {
         self.entries
     }

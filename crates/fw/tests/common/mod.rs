@@ -11,7 +11,7 @@ use std::net::Ipv4Addr;
 use vtnt_fw::rule::{Chain, ChainId, IcmpType, Match, PortRange, Prefix, StateSet, TcpFlags};
 use vtnt_fw::{
     Action, Classifier, CtState, Hook, IfId, Linear, Options, Packet, RejectWith, Rule, Ruleset,
-    Strategy, Target,
+    Strategy, Target, Verdict,
 };
 use vtnt_testkit::Rng;
 
@@ -330,6 +330,18 @@ pub fn agree(rs: &Ruleset, packets: &[Packet], what: &str) -> Vec<usize> {
     let exact = compiled(rs, Strategy::Exact);
     let fwd = rs.hook_chain(Hook::Forward).unwrap();
     let mut hits = vec![0; rs.chain(fwd).rules.len() + 1];
+    // The batched path, in batches of every size from 1 to 2 * BATCH + 1.
+    let blank = Verdict {
+        action: Action::Drop,
+        rule: None,
+    };
+    let mut batched = vec![blank; packets.len()];
+    let (mut at, mut size) = (0, 1);
+    while at < packets.len() {
+        let end = (at + size).min(packets.len());
+        merged.classify_batch(Hook::Forward, &packets[at..end], &mut batched[at..end]);
+        (at, size) = (end, size % (2 * vtnt_fw::BATCH + 1) + 1);
+    }
     for (i, p) in packets.iter().enumerate() {
         let want = reference.classify(Hook::Forward, p);
         for (name, c) in [("merged", &merged), ("exact", &exact)] {
@@ -338,6 +350,9 @@ pub fn agree(rs: &Ruleset, packets: &[Packet], what: &str) -> Vec<usize> {
                 got, want,
                 "{what}: packet {i} {p:?}: {name} says {got:?}, the rules {want:?}"
             );
+            if name == "merged" {
+                assert_eq!(batched[i], want, "{what}: packet {i} {p:?}: batched");
+            }
             assert_eq!(
                 c.classify_tables(Hook::Forward, p),
                 want,
