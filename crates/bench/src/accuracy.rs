@@ -35,6 +35,10 @@
 //! Also: signatures (for every router with both halves of a signature, the `<te, er>`
 //! TNT inferred against the truth's), probes per revealed LSR, and the same strict
 //! scores in brute-force mode (every hop pair tested).
+//!
+//! And a control set: generated topologies without MPLS but with ECMP, asymmetric
+//! return paths and ICMP rate limiting ([`control_options`]), where every tunnel TNT
+//! reports is false.
 
 use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr};
@@ -62,6 +66,9 @@ pub struct AccuracyOptions {
     pub brute_force_too: bool,
     /// How the oracle probes each topology.
     pub oracle: OracleOptions,
+    /// MPLS-free control topologies (0: none), generated with `control_generate`.
+    pub control: usize,
+    pub control_generate: GenOptions,
 }
 
 impl AccuracyOptions {
@@ -75,7 +82,24 @@ impl AccuracyOptions {
             tnt: TntConfig::default(),
             brute_force_too: true,
             oracle: OracleOptions::default(),
+            control: 0,
+            control_generate: control_options(&GenOptions::default()),
         }
+    }
+}
+
+/// The control set's generator options from `base`: no MPLS, half the plain hops ECMP
+/// diamonds, half of those asymmetric and half with a branch a router longer (FRPLA,
+/// RTLA and u-turns of a few hops without any tunnel), a quarter of the routers
+/// rate-limiting their ICMP (unanswered probes, gaps in traces and pings).
+pub fn control_options(base: &GenOptions) -> GenOptions {
+    GenOptions {
+        mpls: 0.0,
+        ecmp: 0.5,
+        asymmetry: 0.5,
+        unequal_ecmp: 0.5,
+        icmp_rate_limited: 0.25,
+        ..base.clone()
     }
 }
 
@@ -217,6 +241,20 @@ pub struct OracleScore {
     pub probes: u64,
 }
 
+/// TNT on the MPLS-free control set.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct ControlScore {
+    pub topologies: usize,
+    pub destinations: usize,
+    /// Tunnels reported: all false, there is no MPLS (goal 0).
+    pub false_tunnels: usize,
+    /// The same in brute-force mode (every hop pair tested), when it ran.
+    pub brute_force_false_tunnels: Option<usize>,
+    /// ICMP messages the rate-limiting routers did not send (default mode).
+    pub icmp_rate_limited: u64,
+    pub probes: ProbeScore,
+}
+
 /// The whole report.
 #[derive(Debug, Clone, Default, Serialize, PartialEq)]
 pub struct AccuracyReport {
@@ -228,6 +266,10 @@ pub struct AccuracyReport {
     pub routers: RouterScore,
     pub probes: ProbeScore,
     pub brute_force: Option<BruteForceScore>,
+    /// The MPLS-free control set, when it ran.
+    pub control: Option<ControlScore>,
+    /// ICMP messages the lab's rate-limiting routers did not send (default mode).
+    pub icmp_rate_limited: u64,
     /// Virtual time of all campaigns, in seconds.
     pub virtual_seconds: f64,
     /// One line per failure (missed, partial, unrevealed, false tunnel, wrong
@@ -250,6 +292,54 @@ struct Case {
     topo: Topology,
     truth: Truth,
     oracle: Oracle,
+}
+
+/// Seed of control topology `i` (apart from the generated topologies' seeds).
+pub fn control_seed(base: u64, i: usize) -> u64 {
+    topology_seed(base ^ 0xc0a7_4011_5e7c_0a7e, i)
+}
+
+/// Runs TNT on the MPLS-free control set (default mode, and brute force when asked).
+/// Its miss lines (the false tunnels) come back with it.
+fn control(opts: &AccuracyOptions) -> Result<(ControlScore, Vec<String>), DriveError> {
+    let cases: Vec<Case> = (0..opts.control)
+        .map(|i| {
+            let topo = generate(control_seed(opts.seed, i), &opts.control_generate);
+            let truth = vtnt_lab::truth::truth(&topo);
+            // no tunnel to observe: the oracle has nothing to say
+            let oracle = Oracle {
+                targets: 0,
+                traces: 0,
+                probes: 0,
+                tunnels: truth.destinations.iter().map(|_| Vec::new()).collect(),
+            };
+            Case {
+                topo,
+                truth,
+                oracle,
+            }
+        })
+        .collect();
+    // (no truth tunnel anywhere: every report is false)
+    let false_tunnels = |s: &StrictScore| s.all.reported;
+    let r = run_mode(opts, &opts.tnt, &cases)?;
+    let brute_force_false_tunnels = if opts.brute_force_too {
+        let mut cfg = opts.tnt.clone();
+        cfg.classify.brute_force = true;
+        Some(false_tunnels(&run_mode(opts, &cfg, &cases)?.strict))
+    } else {
+        None
+    };
+    let misses = r.misses.iter().map(|m| format!("control {m}")).collect();
+    let score = ControlScore {
+        topologies: r.topologies,
+        destinations: r.destinations,
+        false_tunnels: false_tunnels(&r.strict),
+        brute_force_false_tunnels,
+        icmp_rate_limited: r.icmp_rate_limited,
+        probes: r.probes,
+    };
+    Ok((score, misses))
 }
 
 /// Runs the benchmark.
@@ -291,6 +381,11 @@ pub fn tnt_accuracy(opts: &AccuracyOptions) -> Result<AccuracyReport, DriveError
         });
         report.virtual_seconds += b.virtual_seconds;
     }
+    if opts.control > 0 {
+        let (score, misses) = control(opts)?;
+        report.control = Some(score);
+        report.misses.extend(misses);
+    }
     Ok(report)
 }
 
@@ -327,6 +422,7 @@ fn run_mode(
         report.probes.revelation += run.summary.revelation_probes;
         report.probes.lsrs_revealed += run.summary.lsrs_revealed;
         report.probes.budget.add(&run.summary.budget);
+        report.icmp_rate_limited += lab.stats().rate_limited;
         acc.score(&c.truth, &c.oracle, &run.results);
     }
     acc.finish(&mut report);
@@ -906,6 +1002,21 @@ impl AccuracyReport {
             s.push_str(&format!(
                 "Brute force probes: {} (revelation {}); {:.1} revelation probes per revealed LSR ({} LSRs)\n",
                 b.probes.total, b.probes.revelation, b.probes.per_revealed_lsr, b.probes.lsrs_revealed
+            ));
+        }
+        if let Some(c) = &self.control {
+            let brute = c
+                .brute_force_false_tunnels
+                .map_or(String::new(), |b| format!(" (brute force: {b})"));
+            s.push_str(&format!(
+                "MPLS-free control set ({} topologies: ECMP, asymmetric returns, ICMP rate limiting), {} destinations: {} false tunnels{brute}; {} ICMP messages rate-limited; {} probes ({:.1} per destination)\nControl probe budget: {}\n",
+                c.topologies,
+                c.destinations,
+                c.false_tunnels,
+                c.icmp_rate_limited,
+                c.probes.total,
+                c.probes.total as f64 / c.destinations.max(1) as f64,
+                c.probes.budget
             ));
         }
         s.push_str(&format!("Virtual time: {:.1} s\n", self.virtual_seconds));

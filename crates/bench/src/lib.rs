@@ -28,7 +28,8 @@ pub mod store;
 pub mod store_truth;
 
 pub use accuracy::{
-    tnt_accuracy, topology_seed, AccuracyOptions, AccuracyReport, BruteForceScore, ClassScore,
-    OracleScore, PartialReports, ProbeScore, RouterScore, StrictScore,
+    control_options, control_seed, tnt_accuracy, topology_seed, AccuracyOptions, AccuracyReport,
+    BruteForceScore, ClassScore, ControlScore, OracleScore, PartialReports, ProbeScore,
+    RouterScore, StrictScore,
 };
 pub use drive::{lab_engine_config, run_tnt, DriveError, LabRun};

@@ -113,3 +113,26 @@ fn generated_topologies() {
     );
     assert_eq!(report.strict.wrong_lsrs, 0, "wrong LSRs (seed {seed})");
 }
+
+/// The MPLS-free control set (ECMP, asymmetric returns, ICMP rate limiting): every
+/// tunnel reported there is false, and TNT reports none, default or brute force, though
+/// the routers did hold replies back.
+#[test]
+fn no_tunnel_on_the_mpls_free_control_set() {
+    let mut opts = AccuracyOptions::new(0, 42);
+    opts.reference = false;
+    opts.control = 4;
+    let report = tnt_accuracy(&opts).expect("campaign runs");
+    print(&report);
+    let c = report.control.as_ref().expect("the control set ran");
+    assert_eq!(c.topologies, 4);
+    assert!(c.destinations >= 4 * 16, "{c:?}");
+    assert_eq!(c.false_tunnels, 0, "false tunnels, default mode");
+    assert_eq!(
+        c.brute_force_false_tunnels,
+        Some(0),
+        "false tunnels, brute force"
+    );
+    assert!(c.icmp_rate_limited > 0, "no router rate-limited: {c:?}");
+    assert_eq!(c.probes.budget.total(), c.probes.total);
+}

@@ -94,6 +94,10 @@ pub enum BenchCommand {
         /// --set` takes it (repeatable; `vtnt lab generate --settings` lists them).
         #[arg(long = "set", value_name = "NAME=VALUE")]
         set: Vec<String>,
+        /// MPLS-free control topologies (the generated ones' settings without MPLS, with
+        /// ECMP, asymmetric returns and ICMP rate limiting), where every tunnel is false.
+        #[arg(long, default_value_t = 30)]
+        control: usize,
     },
     /// Seed 000's evaluation for every runtime (native, runc, docker, vm, microvm): image
     /// size, memory (+KSM), CPU, deploy + execution time, density under 1 GB and a CPU
@@ -347,6 +351,7 @@ pub fn run(cmd: BenchCommand) -> anyhow::Result<ExitCode> {
             no_blind_spots,
             lsp_ecmp,
             set,
+            control,
         } => tnt_accuracy(
             topologies,
             seed,
@@ -355,6 +360,7 @@ pub fn run(cmd: BenchCommand) -> anyhow::Result<ExitCode> {
             !no_blind_spots,
             lsp_ecmp,
             &set,
+            control,
         ),
         BenchCommand::Fw {
             rules,
@@ -643,6 +649,7 @@ fn random_seed() -> u64 {
     h.finish()
 }
 
+#[allow(clippy::too_many_arguments)]
 fn tnt_accuracy(
     topologies: usize,
     seed: Option<u64>,
@@ -651,6 +658,7 @@ fn tnt_accuracy(
     blind_spots: bool,
     lsp_ecmp: f64,
     set: &[String],
+    control: usize,
 ) -> anyhow::Result<ExitCode> {
     if !(0.0..=1.0).contains(&lsp_ecmp) {
         anyhow::bail!("--lsp-ecmp: a share, 0 to 1 (got {lsp_ecmp})");
@@ -668,10 +676,12 @@ fn tnt_accuracy(
         .check()
         .map_err(|e| anyhow::anyhow!("--set: generated topologies: {e}"))?;
     let seed = seed.unwrap_or_else(random_seed);
-    say!("vtnt bench tnt-accuracy: seed {seed}, {topologies} generated topologies + reference");
+    say!("vtnt bench tnt-accuracy: seed {seed}, {topologies} generated topologies + reference, {control} MPLS-free control topologies");
     let mut opts = vtnt_bench::AccuracyOptions::new(topologies, seed);
     opts.tnt.classify.thresholds.frpla = frpla;
     opts.tnt.classify.blind_spots = blind_spots;
+    opts.control = control;
+    opts.control_generate = vtnt_bench::control_options(&generate);
     opts.generate = generate;
     let report = vtnt_bench::tnt_accuracy(&opts)
         .map_err(|e| anyhow::anyhow!("tnt-accuracy (seed {seed}): {e}"))?;

@@ -112,7 +112,17 @@ pub struct GenOptions {
     /// over RSVP-TE, `over`): its LSRs there quote a stack of two labels, and the TE
     /// LSP's egress, quoting one again, is no egress of the tunnel.
     pub te_stacks: f64,
+    /// Chance a branch gets the LSP its class mix draws (1; 0 makes MPLS-free topologies
+    /// with the same shapes: the control set on which every tunnel reported is false).
+    pub mpls: f64,
+    /// Chance a router rate-limits its ICMP to [`RATE_LIMIT`] messages per second (burst
+    /// as many), as routers on the Internet do: probes go unanswered under load.
+    pub icmp_rate_limited: f64,
 }
+
+/// ICMP messages per second (and burst) of a rate-limiting router
+/// ([`GenOptions::icmp_rate_limited`]).
+pub const RATE_LIMIT: u32 = 10;
 
 impl Default for GenOptions {
     fn default() -> GenOptions {
@@ -136,6 +146,8 @@ impl Default for GenOptions {
             host_at_egress: 0.2,
             vpn_labels: 0.2,
             te_stacks: 0.15,
+            mpls: 1.0,
+            icmp_rate_limited: 0.0,
         }
     }
 }
@@ -143,7 +155,7 @@ impl Default for GenOptions {
 /// The settings `vtnt lab generate --set NAME=VALUE` takes, with what each means (the
 /// class mix and LSRs per LSP have flags of their own; destinations has both, since
 /// `vtnt bench tnt-accuracy` has no flag for it).
-pub const SETTINGS: [(&str, &str); 17] = [
+pub const SETTINGS: [(&str, &str); 19] = [
     (
         "vendors",
         "vendors drawn for every router, comma-separated (all: every profile)",
@@ -198,6 +210,14 @@ pub const SETTINGS: [(&str, &str); 17] = [
     (
         "te-stacks",
         "chance an LSP of three LSRs or more rides an RSVP-TE LSP",
+    ),
+    (
+        "mpls",
+        "chance a branch gets the LSP its class mix draws (0: MPLS-free)",
+    ),
+    (
+        "icmp-rate-limited",
+        "chance a router rate-limits its ICMP to 10 per second",
     ),
     (
         "destinations",
@@ -354,6 +374,8 @@ impl GenOptions {
             "host-at-egress" => &mut self.host_at_egress,
             "vpn-labels" => &mut self.vpn_labels,
             "te-stacks" => &mut self.te_stacks,
+            "mpls" => &mut self.mpls,
+            "icmp-rate-limited" => &mut self.icmp_rate_limited,
             _ => return None,
         })
     }
@@ -365,6 +387,7 @@ struct Builder {
     vendors: Vec<Vendor>,
     odd_signatures: f64,
     reply_from_outgoing: f64,
+    icmp_rate_limited: f64,
     next_link: u32,
     next_host: u32,
 }
@@ -386,12 +409,14 @@ impl Builder {
         } else {
             None
         };
+        // (drawn only when asked for: the topologies of every seed stay as they were)
+        let limited = self.icmp_rate_limited > 0.0 && self.rng.chance(self.icmp_rate_limited);
         self.def.routers.push(RouterDef {
             name: name.clone(),
             vendor,
             loopback: None,
             silent: false,
-            icmp_rate: 0,
+            icmp_rate: if limited { RATE_LIMIT } else { 0 },
             signature,
             reply_from: if self.rng.chance(self.reply_from_outgoing) {
                 ReplyFrom::Outgoing
@@ -644,6 +669,7 @@ pub fn generate(seed: u64, opts: &GenOptions) -> Topology {
         vendors,
         odd_signatures: opts.odd_signatures,
         reply_from_outgoing: opts.reply_from_outgoing,
+        icmp_rate_limited: opts.icmp_rate_limited,
         next_link: 0,
         next_host: 0,
     };
@@ -664,7 +690,10 @@ pub fn generate(seed: u64, opts: &GenOptions) -> Topology {
         // Plan the branch, then hang it where it fits under `max_hops`: plain hops count
         // three routers each (they may be diamonds); ttl-propagate LSPs count their LSRs
         // twice (an LSR's time exceeded may be tunnelled to the egress and back).
-        let class = b.class(&opts.mix);
+        let mut class = b.class(&opts.mix);
+        if opts.mpls < 1.0 && !b.rng.chance(opts.mpls) {
+            class = None;
+        }
         let mut plain = b.rng.below(3) as usize;
         let mut lsrs = match class {
             Some(c) => {

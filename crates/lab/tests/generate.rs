@@ -449,3 +449,31 @@ fn a_bad_setting_is_refused_by_name() {
         "a refused setting changes nothing"
     );
 }
+
+/// `mpls = 0` makes MPLS-free topologies (the benchmark's control set), and
+/// `icmp-rate-limited` routers that rate-limit their ICMP; neither is drawn by default.
+#[test]
+fn mpls_off_makes_no_tunnel_and_rate_limits_are_drawn_when_asked() {
+    let mut o = GenOptions::default();
+    o.set("mpls", "0").unwrap();
+    o.set("icmp-rate-limited", "0.25").unwrap();
+    let (mut limited, mut routers) = (0, 0);
+    for seed in 1..=4 {
+        let t = generate(seed, &o);
+        assert!(t.def().lsps.is_empty(), "seed {seed}: an LSP");
+        let truth = vtnt_lab::truth::truth(&t);
+        assert!(truth.destinations.iter().all(|d| d.tunnels.is_empty()));
+        routers += truth.routers.len();
+        limited += truth
+            .routers
+            .iter()
+            .filter(|r| r.icmp_rate == vtnt_lab::generate::RATE_LIMIT)
+            .count();
+        let plain = generate(seed, &GenOptions::default());
+        assert!(plain.def().routers.iter().all(|r| r.icmp_rate == 0));
+    }
+    assert!(
+        limited * 8 > routers && limited * 3 < routers,
+        "{limited} of {routers}"
+    );
+}
