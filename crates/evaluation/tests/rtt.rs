@@ -36,7 +36,7 @@ fn runc_is_corrected_spt_says_why_not_and_the_noise_floor_pairs_every_reply() {
         json: true,
     };
     // the installed tree's vtnt (bin/vtnt beside lib/vtnt/vtnt-static): `run` and `lab`
-    let lib = vtnt_runtimes::paths::static_vtnt().unwrap();
+    let lib = std::fs::canonicalize(vtnt_runtimes::paths::static_vtnt().unwrap()).unwrap();
     let exe = lib.ancestors().nth(3).unwrap().join("bin/vtnt");
     let r = bench_rtt(&args, &exe).unwrap();
     let configured = configured_rtt_us(&Topology::reference(), target).unwrap();
