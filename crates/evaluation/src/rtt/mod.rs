@@ -34,7 +34,7 @@ use vtnt_mace::Ident;
 use vtnt_runtimes::Runtime;
 
 use load::Load;
-use record::PingRun;
+use record::PingRecord;
 
 /// The lab's TUN in its namespace (`vtnt_lab_linux::state::TUN_NAME`), where the lab-side
 /// capture sits.
@@ -297,7 +297,7 @@ fn measure(
     runtime: Runtime,
     native: Stat,
     configured_us: f64,
-    mut ping: impl FnMut(bool) -> anyhow::Result<PingRun>,
+    mut ping: impl FnMut(bool) -> anyhow::Result<PingRecord>,
 ) -> anyhow::Result<Measured> {
     let on = ping(true)?;
     let off = ping(false)?;
@@ -326,7 +326,7 @@ fn measure(
 
 /// The noise floor from the native run `run` and the lab-side capture `taken`.
 fn floor(
-    run: &PingRun,
+    run: &PingRecord,
     taken: &vtnt_linux::host_stamps::Captures,
     target: Ipv4Addr,
     configured_us: f64,
@@ -378,7 +378,7 @@ fn ping(
     lab: &str,
     runtime: Runtime,
     correct: bool,
-) -> anyhow::Result<PingRun> {
+) -> anyhow::Result<PingRecord> {
     let mut cmd = Command::new(exe);
     cmd.args(["run", "--runtime", runtime.name(), "--lab", lab]);
     if correct {
@@ -397,7 +397,7 @@ fn ping(
             String::from_utf8_lossy(&out.stderr).trim()
         );
     }
-    PingRun::parse(&String::from_utf8_lossy(&out.stdout)).map_err(anyhow::Error::msg)
+    PingRecord::parse(&String::from_utf8_lossy(&out.stdout)).map_err(anyhow::Error::msg)
 }
 
 /// A lab of the benchmark's own (`vtnt lab up --name vt-rtt-<pid>`), down when dropped.
@@ -474,7 +474,7 @@ mod tests {
             let json = format!(
                 r#"{{"type":"ping","responses":[{{"seq":0,"rtt":0.110}},{{"seq":1,"rtt":0.130}}]{tail}}}"#
             );
-            PingRun::parse(&json).map_err(anyhow::Error::msg)
+            PingRecord::parse(&json).map_err(anyhow::Error::msg)
         };
         let m = measure(Runtime::Spt, native, 90.0, run).unwrap();
         assert_eq!(m.raw.mean_us, 120.0);

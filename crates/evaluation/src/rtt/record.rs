@@ -9,7 +9,7 @@ use serde_json::Value;
 
 /// One ping run's RTTs, microseconds, by echo sequence number (scamper's `seq`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
-pub struct PingRun {
+pub struct PingRecord {
     /// The runtime's own RTT of every reply.
     pub raw_us: Vec<(u64, f64)>,
     /// The corrected RTTs, or why there are none.
@@ -32,9 +32,9 @@ pub enum Corrected {
     },
 }
 
-impl PingRun {
+impl PingRecord {
     /// The ping record of a run's standard output (JSON lines, scamper's format).
-    pub fn parse(stdout: &str) -> Result<PingRun, String> {
+    pub fn parse(stdout: &str) -> Result<PingRecord, String> {
         let record = stdout
             .lines()
             .filter_map(|l| serde_json::from_str::<Value>(l).ok())
@@ -63,7 +63,7 @@ impl PingRun {
             }
             Corrected::Replies { us, refused }
         };
-        Ok(PingRun { raw_us, corrected })
+        Ok(PingRecord { raw_us, corrected })
     }
 
     /// The raw RTTs, microseconds.
@@ -97,10 +97,10 @@ mod tests {
         let out = format!(
             "noise\n{HEAD}, \"rtt_correction\":{{\"not_corrected\":\"vm: not captured\"}}}}\n"
         );
-        let run = PingRun::parse(&out).unwrap();
+        let run = PingRecord::parse(&out).unwrap();
         assert_eq!(run.raw(), [19_915.0, 19_920.0]);
         assert_eq!(run.corrected(), Err("vm: not captured".into()));
-        let off = PingRun::parse(&format!("{HEAD}}}")).unwrap();
+        let off = PingRecord::parse(&format!("{HEAD}}}")).unwrap();
         assert_eq!(off.corrected, Corrected::Off);
         assert!(off.corrected().is_err());
     }
@@ -108,12 +108,12 @@ mod tests {
     #[test]
     fn corrected_replies_and_refusals_are_kept_apart() {
         let c = r#"{"at":"vtnt0","responses":[{"seq":0,"rtt_corrected":19.922,"rtt_overhead":-0.007},{"seq":1,"not_corrected":"not seen on the host side"}]}"#;
-        let run = PingRun::parse(&format!("{HEAD}, \"rtt_correction\":{c}}}")).unwrap();
+        let run = PingRecord::parse(&format!("{HEAD}, \"rtt_correction\":{c}}}")).unwrap();
         assert_eq!(run.corrected(), Ok(vec![19_922.0]));
         let Corrected::Replies { refused, .. } = &run.corrected else {
             panic!("{run:?}")
         };
         assert_eq!(refused, &[(1, "not seen on the host side".to_string())]);
-        assert!(PingRun::parse("{\"type\":\"trace\"}").is_err());
+        assert!(PingRecord::parse("{\"type\":\"trace\"}").is_err());
     }
 }
