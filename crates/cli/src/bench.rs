@@ -19,6 +19,8 @@
 //! - `micro`: seed 001's micro-benchmarks (boot + shutdown, fib, a "system call", a
 //!   function call, the clock's gap, image size, peak memory) for every runtime.
 //! - `net`: seed 004's TCP/UDP stream throughput into every runtime's endpoint.
+//! - `rtt`: seed 003's RTT correction: pings through the lab from every runtime, raw and
+//!   corrected, at background loads, against the configured delays and native.
 //!
 //! - `fleet`: seed 000's controller experiment (Figs. 10, 11) over five emulated sites.
 //! - `fleet-scale`: the fleet's dispatch overhead with many agents (issue 17's scale
@@ -113,6 +115,14 @@ pub enum BenchCommand {
     /// sizes, normalised to native in the same run, with the endpoint's CPU per gigabit;
     /// writes report.md, report.json and fig*.png to --out. Needs root and iperf3.
     Net(vtnt_evaluation::BenchNetArgs),
+    /// Seed 003's RTT correction (docs/rtt-correction.md): the same ICMP echo pings
+    /// through a lab of its own from native and each runtime, with `--correct-rtt` and
+    /// without, at background loads (UDP through the lab's TUN): first the noise floor
+    /// (native against the configured delays and a lab-side kernel-stamped capture), then
+    /// per runtime and load the mean and p99 of (raw - native) and (corrected - native),
+    /// and the perturbation (correction on against off); a runtime not corrected says
+    /// why. Needs root, and runc or Docker for their rows.
+    Rtt(vtnt_evaluation::BenchRttArgs),
     /// The firewall's classifier on generated rule sets (`vtnt fw gen`, with the state
     /// rule on top): load time (read from iptables-save text, compiled), bytes per rule,
     /// nanoseconds per classification of a trace drawn from the set, with and without
@@ -528,6 +538,14 @@ pub fn run(cmd: BenchCommand) -> anyhow::Result<ExitCode> {
             || vtnt_evaluation::bench_net(&args),
             |r| (vtnt_evaluation::net::report::markdown(r), &r.files),
         ),
+        BenchCommand::Rtt(args) => {
+            // Ctrl-C ends the run at its next runtime, its load stopped and its lab down
+            vtnt_measure::stop::stop_on(crate::interrupt::catch()?);
+            let report = vtnt_evaluation::bench_rtt(&args, &std::env::current_exe()?)?;
+            let text = vtnt_evaluation::rtt::report::markdown(&report);
+            emit(args.json, serde_json::to_value(&report)?, text)?;
+            Ok(ExitCode::SUCCESS)
+        }
         #[cfg(feature = "fleet")]
         BenchCommand::Fleet {
             runtimes,

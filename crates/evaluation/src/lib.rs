@@ -10,12 +10,17 @@
 //! against an endpoint in each runtime, its own report and figures ([`net::report`],
 //! drawn with [`plot`]).
 //!
+//! [`rtt::bench_rtt`] is seed 003's RTT-correction study (`vtnt bench rtt`): pings from
+//! native and every runtime through the lab, raw and corrected, at background loads,
+//! against the lab's configured delays and native ([`rtt::report`]).
+//!
 //! `fleet` (feature `fleet`) is seed 000's fleet experiment (`vtnt bench fleet`, Figs. 10 and 11) and the
 //! fleet's scale run (`vtnt bench fleet-scale`), over `vtnt-fleet`.
 //!
 //! What it may import: `vtnt-runtimes` (images, instances, jobs), `vtnt-measure`
 //! (processes, cgroups, KSM), `vtnt-unikernel` (accelerators), `vtnt-fleet` (the fleet
-//! benchmarks) and `vtnt-stats`; nothing imports it but the
+//! benchmarks), `vtnt-stats`, and for `rtt` `vtnt-lab` (configured delays), `vtnt-linux`
+//! (the lab-side capture) and `vtnt-mace` (its pairing); nothing imports it but the
 //! command line. Inside, imports go one way:
 //! - [`bench`](mod@bench) uses `density`, [`report`] and [`results`];
 //! - [`report`] uses [`plot`] and [`results`];
@@ -24,6 +29,7 @@
 //! - [`micro`] uses [`plot`] and [`results`]; nothing uses it;
 //! - [`net`] uses [`plot`] only;
 //! - `fleet` uses [`plot`] only;
+//! - [`rtt`] uses no other module;
 //! - [`micro`], [`net`] and [`plot`] name their rows with [`row`], which uses no other
 //!   module.
 
@@ -36,6 +42,7 @@ pub mod plot;
 pub mod report;
 pub mod results;
 pub mod row;
+pub mod rtt;
 
 mod density;
 
@@ -43,3 +50,4 @@ pub use bench::{bench_deploy, BenchDeployArgs};
 pub use micro::{bench_micro, BenchMicroArgs};
 pub use net::{bench_net, BenchNetArgs};
 pub use results::Report;
+pub use rtt::{bench_rtt, BenchRttArgs};
