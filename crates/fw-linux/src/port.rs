@@ -139,16 +139,7 @@ impl Port {
                 iov_len: b.len(),
             })
             .collect();
-        let mut msgs: Vec<libc::mmsghdr> = iov
-            .iter_mut()
-            .map(|v| {
-                // SAFETY: mmsghdr is plain data; all-zero is a valid value.
-                let mut m: libc::mmsghdr = unsafe { std::mem::zeroed() };
-                m.msg_hdr.msg_iov = v;
-                m.msg_hdr.msg_iovlen = 1;
-                m
-            })
-            .collect();
+        let mut msgs = headers(&mut iov);
         // SAFETY: every header points to one iovec of `iov`, each a writable piece of
         // `bufs`; all outlive the call, and the count passed is the headers'.
         let n = unsafe {
@@ -187,16 +178,7 @@ impl Port {
                 iov_len: f.len(),
             })
             .collect();
-        let mut msgs: Vec<libc::mmsghdr> = iov
-            .iter_mut()
-            .map(|v| {
-                // SAFETY: mmsghdr is plain data; all-zero is a valid value.
-                let mut m: libc::mmsghdr = unsafe { std::mem::zeroed() };
-                m.msg_hdr.msg_iov = v;
-                m.msg_hdr.msg_iovlen = 1;
-                m
-            })
-            .collect();
+        let mut msgs = headers(&mut iov);
         let (mut at, mut refused) = (0, 0);
         while at < msgs.len() {
             let rest = &mut msgs[at..];
@@ -242,4 +224,17 @@ pub fn poll(fds: [RawFd; 2], timeout_ms: i32) -> io::Result<[bool; 2]> {
         };
     }
     Ok(p.map(|x| x.revents & (libc::POLLIN | libc::POLLERR) != 0))
+}
+/// One `mmsghdr` for each iovec of `iov` (for `recvmmsg` and `sendmmsg`), each pointing
+/// to its own; `iov` must outlive the headers' use.
+fn headers(iov: &mut [libc::iovec]) -> Vec<libc::mmsghdr> {
+    iov.iter_mut()
+        .map(|v| {
+            // SAFETY: mmsghdr is plain data; all-zero is a valid value.
+            let mut m: libc::mmsghdr = unsafe { std::mem::zeroed() };
+            m.msg_hdr.msg_iov = v;
+            m.msg_hdr.msg_iovlen = 1;
+            m
+        })
+        .collect()
 }
