@@ -147,7 +147,7 @@ impl Port {
                 self.fd.as_raw_fd(),
                 msgs.as_mut_ptr(),
                 msgs.len() as libc::c_uint,
-                libc::MSG_DONTWAIT,
+                libc::MSG_DONTWAIT as _,
                 std::ptr::null_mut(),
             )
         };
@@ -190,7 +190,7 @@ impl Port {
                     self.fd.as_raw_fd(),
                     rest.as_mut_ptr(),
                     rest.len() as libc::c_uint,
-                    libc::MSG_DONTWAIT,
+                    libc::MSG_DONTWAIT as _,
                 )
             };
             if n > 0 {
