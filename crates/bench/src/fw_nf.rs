@@ -56,6 +56,9 @@ pub struct NfOptions {
     pub iptables: bool,
     /// Also measure nftables with sets there, the same rules.
     pub nftables: bool,
+    /// Asked between repetitions: true ends the sweep with an error, its namespaces,
+    /// processes and files removed (the command line's SIGINT/SIGTERM flag).
+    pub interrupted: fn() -> bool,
 }
 
 /// One rule count in one mode, over the repetitions: (mean, sample sd).
@@ -418,6 +421,11 @@ pub fn sweep(opts: &NfOptions, mut each: impl FnMut(&NfRow)) -> anyhow::Result<V
             let kernel = baselines(opts);
             let mut base: Vec<[Vec<f64>; 3]> = vec![Default::default(); kernel.len()];
             for _ in 0..opts.reps {
+                if (opts.interrupted)() {
+                    let _ = std::fs::remove_file(&file);
+                    let _ = std::fs::remove_file(&nft_file);
+                    bail!("interrupted at {size} rules: namespaces and rule files removed");
+                }
                 for (v, x) in m.iter_mut().zip(rep(&b, opts, &file, &datagrams)?) {
                     v.push(x);
                 }

@@ -382,6 +382,8 @@ pub fn run(cmd: BenchCommand) -> anyhow::Result<ExitCode> {
             seed,
             json,
         } => {
+            // Ctrl-C ends the run at its next repetition, its namespaces and files removed
+            vtnt_measure::stop::stop_on(crate::interrupt::catch()?);
             let dir = std::env::temp_dir().join(format!("vtnt-bench-fw-{}", std::process::id()));
             let opts = vtnt_bench::fw_nf::NfOptions {
                 sizes: rules,
@@ -394,6 +396,7 @@ pub fn run(cmd: BenchCommand) -> anyhow::Result<ExitCode> {
                 dir: dir.clone(),
                 iptables: !no_iptables,
                 nftables: !no_nftables,
+                interrupted: vtnt_measure::stop::interrupted,
             };
             let rows = vtnt_bench::fw_nf::sweep(&opts, |r| {
                 eprintln!(
@@ -647,7 +650,7 @@ fn interruptible<R>(
     vtnt_measure::stop::stop_on(crate::interrupt::catch()?);
     let report = bench()?;
     let (markdown, files) = shown(&report);
-    print!("{markdown}");
+    put!("{markdown}");
     for f in files {
         say!("wrote {}", f.display());
     }
@@ -717,9 +720,9 @@ fn emit(json: bool, report: serde_json::Value, markdown: String) -> anyhow::Resu
     let p = vtnt_measure::provenance::Provenance::now();
     if json {
         let v = serde_json::json!({ "provenance": p, "report": report });
-        println!("{}", serde_json::to_string_pretty(&v)?);
+        out!("{}", serde_json::to_string_pretty(&v)?);
     } else {
-        print!("Provenance:\n\n{}\n{markdown}", p.markdown());
+        put!("Provenance:\n\n{}\n{markdown}", p.markdown());
     }
     Ok(())
 }

@@ -1,8 +1,9 @@
-//! Ctrl-C in the middle of `vtnt bench deploy`'s density ramp and of `vtnt bench
-//! micro`'s repetitions: the run ends within seconds with the reason, every instance and
-//! cgroup it started is gone (and for deploy the kernel's `favordynmods` is as it was),
-//! and no report of half a run is written. Real processes: the `vtnt` binary, a lab of
-//! its own, native instances in cgroups.
+//! Ctrl-C in the middle of `vtnt bench deploy`'s density ramp, of `vtnt bench micro`'s
+//! repetitions and of `vtnt bench fw`'s sweep: the run ends within seconds with the
+//! reason, every instance, cgroup and namespace it started is gone (and for deploy the
+//! kernel's `favordynmods` is as it was), and no report of half a run is written. Real
+//! processes: the `vtnt` binary, a lab of its own, native instances in cgroups, the
+//! firewall NF between namespaces.
 
 mod lab_common;
 
@@ -196,4 +197,51 @@ fn sigint_in_bench_micro_leaves_nothing_behind() {
         "a report of half a run was written"
     );
     let _ = std::fs::remove_dir_all(&out);
+}
+
+/// The network namespaces whose names start with `prefix`.
+fn namespaces_named(prefix: &str) -> Vec<String> {
+    let out = Command::new("ip").args(["netns", "list"]).output().unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|n| n.starts_with(prefix))
+        .map(String::from)
+        .collect()
+}
+
+#[test]
+fn sigint_in_bench_fw_leaves_nothing_behind() {
+    vtnt_testkit::skip_if!(vtnt_testkit::missing_root_or(&["ip"]));
+    // the first row measured, five to go: Ctrl-C stops the sweep at its next repetition
+    let (mut child, rx, mut seen) = start(
+        &[
+            "bench",
+            "fw",
+            "--rules",
+            "0,10,100",
+            "--reps",
+            "1",
+            "--flows",
+            "100",
+            "--packets",
+            "2000",
+            "--no-iptables",
+            "--no-nftables",
+        ],
+        "measured",
+    );
+    let mine = format!("fwb-{}-", child.id());
+    let dir = std::env::temp_dir().join(format!("vtnt-bench-fw-{}", child.id()));
+    assert!(
+        !namespaces_named(&mine).is_empty(),
+        "no namespaces seen: {seen:#?}"
+    );
+    interrupt(&mut child, &rx, Duration::from_secs(60), &mut seen);
+    assert_eq!(
+        namespaces_named(&mine),
+        Vec::<String>::new(),
+        "namespaces left behind"
+    );
+    assert!(!dir.exists(), "rule files left behind in {}", dir.display());
 }
