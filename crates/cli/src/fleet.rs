@@ -315,7 +315,7 @@ pub fn agent(a: AgentArgs) -> anyhow::Result<ExitCode> {
             .filter(|w| w != "--systemd-unit")
             .collect();
         let timeout = Duration::from_secs(a.timeout);
-        print!(
+        put!(
             "{}",
             vtnt_fleet::agent::systemd_unit(&exe, &args, &a.node, &a.location, timeout)
         );
@@ -375,7 +375,7 @@ pub fn run(cmd: FleetCommand) -> anyhow::Result<ExitCode> {
                 return Ok(ExitCode::SUCCESS);
             }
             let b = broker::up(&o)?;
-            println!("{}", b.url);
+            out!("{}", b.url);
             tracing::info!(
                 name = %b.name,
                 pid = b.pid,
@@ -404,14 +404,14 @@ pub fn run(cmd: FleetCommand) -> anyhow::Result<ExitCode> {
                 },
             )?;
             if json {
-                println!("{}", serde_json::to_string(&ev)?);
+                out!("{}", serde_json::to_string(&ev)?);
             } else {
                 match &ev.outcome {
                     Outcome::Discarded { reason } => {
-                        println!("discarded");
+                        out!("discarded");
                         say!("vtnt fleet: discarded: {reason}");
                     }
-                    _ => println!("{}", ev.job),
+                    _ => out!("{}", ev.job),
                 }
             }
         }
@@ -425,10 +425,10 @@ pub fn run(cmd: FleetCommand) -> anyhow::Result<ExitCode> {
                     vtnt_fleet::images::list(&connect.connect(Role::Operator)?)?
                 }
             };
-            println!("NAME\tBYTES\tCHUNKS\tSHA256");
+            out!("NAME\tBYTES\tCHUNKS\tSHA256");
             for i in stored {
                 let sha256 = i.sha256.as_deref().unwrap_or("-");
-                println!("{}\t{}\t{}\t{sha256}", i.name, i.bytes, i.chunks);
+                out!("{}\t{}\t{}\t{sha256}", i.name, i.bytes, i.chunks);
             }
         }
         FleetCommand::Status {
@@ -438,14 +438,14 @@ pub fn run(cmd: FleetCommand) -> anyhow::Result<ExitCode> {
         } => {
             let st = controller::status(&connect.connect(Role::Tenant(tenant.clone()))?, &tenant)?;
             if json {
-                println!("{}", serde_json::to_string(&st)?);
+                out!("{}", serde_json::to_string(&st)?);
             } else {
-                println!(
+                out!(
                     "NODE\tLOCATION\tSTATE\tBUSY/SLOTS\tRUNTIMES\tHEARTBEAT\tCLOCK\tDONE\tFAILED\tRECONNECTS"
                 );
                 for n in &st.nodes {
                     let i = &n.info;
-                    println!(
+                    out!(
                         "{}\t{}\t{}\t{}/{}\t{}\t{:.1} s ago\t{}\t{}\t{}\t{}",
                         i.node,
                         i.location,
@@ -463,12 +463,12 @@ pub fn run(cmd: FleetCommand) -> anyhow::Result<ExitCode> {
                 match &st.backlog {
                     Some(b) => {
                         for (subject, n) in b {
-                            println!("backlog {subject}: {n}");
+                            out!("backlog {subject}: {n}");
                         }
                     }
-                    None => println!("backlog: unknown (no agent up to count it)"),
+                    None => out!("backlog: unknown (no agent up to count it)"),
                 }
-                println!("results stored: {} messages", st.results_stored);
+                out!("results stored: {} messages", st.results_stored);
             }
         }
         #[cfg(feature = "store")]
@@ -498,7 +498,7 @@ pub fn run(cmd: FleetCommand) -> anyhow::Result<ExitCode> {
                 eprintln!("vtnt fleet: skipped {why}");
             }
             if json {
-                println!("{}", serde_json::to_string(&r)?);
+                out!("{}", serde_json::to_string(&r)?);
             } else {
                 eprintln!(
                     "vtnt fleet: {} messages ({} summaries): {} traces, {} pings stored, {} stored already, {} skipped, in {}",

@@ -240,7 +240,7 @@ pub fn run(cmd: FwCommand) -> anyhow::Result<ExitCode> {
             };
             let row = vtnt_bench::fw::measure_text(&text, &opts)
                 .with_context(|| format!("measuring {}", a.file.display()))?;
-            print!("{}", vtnt_bench::fw::table(&[row]));
+            put!("{}", vtnt_bench::fw::table(&[row]));
             Ok(ExitCode::SUCCESS)
         }
     }
@@ -264,7 +264,7 @@ fn check(a: CheckArgs) -> anyhow::Result<ExitCode> {
         Format::IptablesSave => "iptables-save",
         Format::Nft => "nft",
     };
-    println!(
+    out!(
         "{}: {syntax}, {} rules in {} chains",
         a.file.display(),
         s.rules,
@@ -282,35 +282,38 @@ fn check(a: CheckArgs) -> anyhow::Result<ExitCode> {
             }
             None => String::new(),
         };
-        println!("  chain {}{how}: {} rules", ch.name, ch.rules.len());
+        out!("  chain {}{how}: {} rules", ch.name, ch.rules.len());
         if a.tables {
             for (t, buckets) in c.tables(vtnt_fw::ChainId(i as u32)) {
                 let proto = if t[2] == 1 { "proto" } else { "any" };
-                println!(
+                out!(
                     "    table /{} /{} {proto} ports /{} /{}: {buckets} buckets",
-                    t[0], t[1], t[3], t[4]
+                    t[0],
+                    t[1],
+                    t[3],
+                    t[4]
                 );
             }
         }
     }
-    println!(
+    out!(
         "compiled: {} entries in {} hash tables (largest bucket {}); {} connection states decided before the tables in FORWARD",
         s.entries, s.tables, s.largest_bucket, s.forward_shortcuts
     );
     let per_rule = s.bytes.checked_div(s.rules).unwrap_or(0);
-    println!(
+    out!(
         "memory: {} bytes compiled ({per_rule} per rule); {} bytes as read",
         s.bytes,
         rules.heap_bytes()
     );
-    println!(
+    out!(
         "loaded in {:.1} ms (read {:.1} ms, compiled {:.1} ms)",
         (read_time + compile_time).as_secs_f64() * 1e3,
         read_time.as_secs_f64() * 1e3,
         compile_time.as_secs_f64() * 1e3
     );
     if rules.hook_chain(Hook::Forward).is_none() {
-        println!("note: no FORWARD chain: forwarded packets are accepted");
+        out!("note: no FORWARD chain: forwarded packets are accepted");
     }
     Ok(ExitCode::SUCCESS)
 }

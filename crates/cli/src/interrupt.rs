@@ -88,14 +88,43 @@ fn watch(signals: &mut Signals, stop_first: bool) {
             from_outside += 1;
         }
         if !stop_first || from_outside >= 2 {
-            let temporaries = temporaries();
-            for t in temporaries.iter() {
-                let _ = std::fs::remove_file(t);
-            }
-            // (still holding the list: no rename can follow)
-            std::process::exit(128 + sig);
+            exit_now(128 + sig);
         }
     }
+}
+
+/// Removes every file being written under a temporary name and exits with `code`.
+fn exit_now(code: i32) -> ! {
+    let temporaries = temporaries();
+    for t in temporaries.iter() {
+        let _ = std::fs::remove_file(t);
+    }
+    // (still holding the list: no rename can follow)
+    std::process::exit(code);
+}
+
+/// Writes a command's output to stdout (the `out!` and `put!` macros): a reader that
+/// went away (`vtnt lab truth | head`) ends the process at once, quietly, with 141 as
+/// SIGPIPE ends `cat`, instead of the panic of `println!`; any other failure to write
+/// is said and exits 1.
+pub fn stdout(args: std::fmt::Arguments) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    if let Err(e) = out.write_fmt(args) {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            exit_now(128 + SIGPIPE);
+        }
+        say!("vtnt: error: writing to stdout: {e}");
+        exit_now(1);
+    }
+}
+
+/// Whether `e` (or what it wraps) is a write into a pipe whose reader is gone.
+pub fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
 }
 
 fn temporaries() -> MutexGuard<'static, Vec<PathBuf>> {

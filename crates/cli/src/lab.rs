@@ -239,18 +239,24 @@ pub fn run(cmd: LabCommand, log: &crate::logs::LogArgs) -> anyhow::Result<ExitCo
             };
             let s = linux::up(&o)?;
             let vm = linux::vm_info(&s.name)?;
-            println!(
+            out!(
                 "lab `{}` up: topology `{}` ({})",
-                s.name, s.topology, s.topology_source
+                s.name,
+                s.topology,
+                s.topology_source
             );
-            println!(
+            out!(
                 "  namespace {}: {} {} via gateway {}",
-                s.netns, s.tun, s.vp_address, s.gateway
+                s.netns,
+                s.tun,
+                s.vp_address,
+                s.gateway
             );
-            println!("  probe it:  vtnt lab exec --name {} -- scamper -c \"trace -P icmp-paris\" -i 203.0.113.10", s.name);
-            println!(
+            out!("  probe it:  vtnt lab exec --name {} -- scamper -c \"trace -P icmp-paris\" -i 203.0.113.10", s.name);
+            out!(
                 "  VMs:       {} (vtnt lab vm-netdev --name {})",
-                vm.endpoint, s.name
+                vm.endpoint,
+                s.name
             );
             Ok(ExitCode::SUCCESS)
         }
@@ -267,10 +273,12 @@ pub fn run(cmd: LabCommand, log: &crate::logs::LogArgs) -> anyhow::Result<ExitCo
             };
             let s = linux::front_up(&o)?;
             let vm = linux::vm_info(&s.name)?;
-            println!("front `{}` up: {}", s.name, s.topology_source);
-            println!(
+            out!("front `{}` up: {}", s.name, s.topology_source);
+            out!(
                 "  VMs:  {} on {} (vtnt run --runtime microvm --net lab:{} -- ...)",
-                vm.endpoint, vm.prefix, s.name
+                vm.endpoint,
+                vm.prefix,
+                s.name
             );
             Ok(ExitCode::SUCCESS)
         }
@@ -289,38 +297,42 @@ pub fn run(cmd: LabCommand, log: &crate::logs::LogArgs) -> anyhow::Result<ExitCo
         LabCommand::Down { name } => {
             need_root("down")?;
             if linux::down(&name)? {
-                println!("lab `{name}` down");
+                out!("lab `{name}` down");
             } else {
-                println!("lab `{name}` was not running");
+                out!("lab `{name}` was not running");
             }
             Ok(ExitCode::SUCCESS)
         }
         LabCommand::Status { name, json } => {
             let all = linux::status(name.as_deref())?;
             if json {
-                println!("{}", serde_json::to_string_pretty(&all)?);
+                out!("{}", serde_json::to_string_pretty(&all)?);
             } else if all.is_empty() {
-                println!("no lab running");
+                out!("no lab running");
             }
             if !json {
                 for s in &all {
-                    print!("{}: {}", s.name, s.state);
+                    put!("{}: {}", s.name, s.state);
                     if let Some(pid) = s.pid {
-                        print!(" (pid {pid})");
+                        put!(" (pid {pid})");
                     }
                     if let Some(l) = &s.lab {
-                        print!(
+                        put!(
                             ", topology `{}`, {} on {}, VM front 127.0.0.1:{}",
-                            l.topology, l.vp_address, l.tun, l.vm_port
+                            l.topology,
+                            l.vp_address,
+                            l.tun,
+                            l.vm_port
                         );
                     }
                     if let Some(st) = &s.stats {
-                        print!(
+                        put!(
                             ", packets in {} out {}",
-                            st["lab"]["received"], st["lab"]["sent"]
+                            st["lab"]["received"],
+                            st["lab"]["sent"]
                         );
                     }
-                    println!();
+                    out!();
                 }
             }
             Ok(
@@ -349,8 +361,8 @@ pub fn run(cmd: LabCommand, log: &crate::logs::LogArgs) -> anyhow::Result<ExitCo
             let oracle = oracle
                 .then(|| vtnt_lab::oracle(&topo, &truth, &vtnt_lab::OracleOptions::default()));
             match (json, &oracle) {
-                (true, None) => println!("{}", serde_json::to_string_pretty(&truth)?),
-                (true, Some(o)) => println!(
+                (true, None) => out!("{}", serde_json::to_string_pretty(&truth)?),
+                (true, Some(o)) => out!(
                     "{}",
                     serde_json::to_string_pretty(
                         &serde_json::json!({ "truth": truth, "oracle": o })
@@ -373,7 +385,7 @@ pub fn run(cmd: LabCommand, log: &crate::logs::LogArgs) -> anyhow::Result<ExitCo
                 let o = GenOptions::default();
                 for (name, what) in vtnt_lab::generate::SETTINGS {
                     let default = o.get(name).unwrap_or_default();
-                    println!("{name:<20} {default:<12} {what}");
+                    out!("{name:<20} {default:<12} {what}");
                 }
                 return Ok(ExitCode::SUCCESS);
             }
@@ -421,14 +433,14 @@ pub fn run(cmd: LabCommand, log: &crate::logs::LogArgs) -> anyhow::Result<ExitCo
                 Some(p) => {
                     std::fs::write(&p, text).with_context(|| format!("writing {}", p.display()))?
                 }
-                None => print!("{text}"),
+                None => put!("{text}"),
             }
             Ok(ExitCode::SUCCESS)
         }
         LabCommand::Check { topology } => {
             let t = Topology::load(&topology)?;
             let d = t.def();
-            println!(
+            out!(
                 "{}: topology `{}` is valid: {} routers, {} links, {} hosts, {} LSPs, {} vantage points",
                 topology.display(), t.name(), d.routers.len(), d.links.len(), d.hosts.len(), d.lsps.len(), d.vantage_points.len()
             );
@@ -441,13 +453,14 @@ pub fn run(cmd: LabCommand, log: &crate::logs::LogArgs) -> anyhow::Result<ExitCo
                 // vm.json with the slot computed
                 let mut v = serde_json::to_value(&vm)?;
                 v["slot"] = serde_json::to_value(&g)?;
-                println!("{}", serde_json::to_string_pretty(&v)?);
+                out!("{}", serde_json::to_string_pretty(&v)?);
                 return Ok(ExitCode::SUCCESS);
             }
-            println!("-netdev {} -device {}", g.netdev, g.device);
-            println!(
+            out!("-netdev {} -device {}", g.netdev, g.device);
+            out!(
                 "# guest: {}  (older QEMU: -netdev {})",
-                g.cmdline, g.netdev_socket
+                g.cmdline,
+                g.netdev_socket
             );
             Ok(ExitCode::SUCCESS)
         }
@@ -480,7 +493,7 @@ pub fn run(cmd: LabCommand, log: &crate::logs::LogArgs) -> anyhow::Result<ExitCo
 
 fn bench(probes: u64, seconds: f64, window: u64, no_tun: bool) -> anyhow::Result<ExitCode> {
     let core = linux::bench::core(Topology::reference(), probes);
-    println!(
+    out!(
         "lab core (in-process, reference topology): {:.0} packets/s ({} probes, {} replies, {:.3} s)",
         core.pps(), core.probes, core.replies, core.secs
     );
@@ -517,7 +530,7 @@ fn bench(probes: u64, seconds: f64, window: u64, no_tun: bool) -> anyhow::Result
     let _ = linux::down(&name);
     let _ = std::fs::remove_file(&file);
     let r = r?;
-    println!(
+    out!(
         "lab via TUN (raw socket in the namespace, {window} in flight): {:.0} packets/s ({} probes, {} replies, {:.3} s)",
         r.pps(), r.probes, r.replies, r.secs
     );
@@ -527,16 +540,18 @@ fn bench(probes: u64, seconds: f64, window: u64, no_tun: bool) -> anyhow::Result
 /// The truth as text, IPv6 twins beside the IPv4 addresses (each tunnel's on a line of
 /// its own, after its oracle observation when `oracle` is given).
 fn print_truth(t: &vtnt_lab::Truth, oracle: Option<&vtnt_lab::Oracle>) {
-    println!("topology `{}`", t.topology);
+    out!("topology `{}`", t.topology);
     if let Some(o) = oracle {
-        println!(
+        out!(
             "oracle: {} destinations traced, {} traces, {} probes",
-            o.targets, o.traces, o.probes
+            o.targets,
+            o.traces,
+            o.probes
         );
     }
     for (i, d) in t.destinations.iter().enumerate() {
         let path: Vec<String> = d.forward.iter().map(|h| h.router.clone()).collect();
-        println!(
+        out!(
             "{} {} {}: {}{}",
             d.name,
             d.dst,
@@ -550,7 +565,7 @@ fn print_truth(t: &vtnt_lab::Truth, oracle: Option<&vtnt_lab::Oracle>) {
         );
         for (j, tu) in d.tunnels.iter().enumerate() {
             let lsrs: Vec<String> = tu.lsrs.iter().map(|a| a.to_string()).collect();
-            println!(
+            out!(
                 "  {:13} {} {} -> {} {}  LSRs [{}]  revelation {:?}",
                 tu.class.name(),
                 tu.ingress_router,
@@ -561,10 +576,10 @@ fn print_truth(t: &vtnt_lab::Truth, oracle: Option<&vtnt_lab::Oracle>) {
                 tu.revelation
             );
             if let Some(ob) = oracle.and_then(|o| o.tunnels.get(i)?.get(j)) {
-                println!("  {:13} {}", "", observation(ob));
+                out!("  {:13} {}", "", observation(ob));
             }
             let lsrs6: Vec<String> = tu.lsrs.iter().map(|&a| to_v6(a).to_string()).collect();
-            println!(
+            out!(
                 "  {:13} IPv6 {} -> {}  [{}]",
                 "",
                 to_v6(tu.ingress),
@@ -573,11 +588,16 @@ fn print_truth(t: &vtnt_lab::Truth, oracle: Option<&vtnt_lab::Oracle>) {
             );
         }
     }
-    println!("routers:");
+    out!("routers:");
     for r in &t.routers {
-        println!(
+        out!(
             "  {:6} {:9} <{},{}> IPv6 <{},{}>",
-            r.name, r.vendor, r.signature[0], r.signature[1], r.signature6[0], r.signature6[1]
+            r.name,
+            r.vendor,
+            r.signature[0],
+            r.signature[1],
+            r.signature6[0],
+            r.signature6[1]
         );
     }
 }

@@ -9,6 +9,24 @@ use std::path::PathBuf;
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use vtnt_job::say;
 
+/// `println!` for a command's output: see [`interrupt::stdout`] (no panic on a closed
+/// pipe).
+macro_rules! out {
+    () => {
+        $crate::interrupt::stdout(format_args!("\n"))
+    };
+    ($($t:tt)*) => {
+        $crate::interrupt::stdout(format_args!("{}\n", format_args!($($t)*)))
+    };
+}
+
+/// `print!` for a command's output: see [`interrupt::stdout`].
+macro_rules! put {
+    ($($t:tt)*) => {
+        $crate::interrupt::stdout(format_args!($($t)*))
+    };
+}
+
 #[cfg(feature = "bench")]
 mod bench;
 mod config;
@@ -234,6 +252,8 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(code) => code,
+        // a reader of our output that went away (`| head`) is no error: quiet, as `cat`
+        Err(e) if interrupt::is_broken_pipe(&e) => ExitCode::from(141),
         Err(e) => {
             // a file an install lacks is one line that says where it was looked for and
             // how to get it, whatever was being done

@@ -43,6 +43,6 @@ pub fn run(o: &Options) -> anyhow::Result<ExitCode> {
         3 => "close(3)",
         n => Box::leak(format!("close({n})").into_boxed_str()),
     };
-    println!("{}", micro::run(o, &mut Linux { closed, name }));
+    out!("{}", micro::run(o, &mut Linux { closed, name }));
     Ok(ExitCode::SUCCESS)
 }

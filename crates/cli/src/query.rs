@@ -137,9 +137,9 @@ fn emit(
     table: impl FnOnce() -> String,
 ) -> anyhow::Result<ExitCode> {
     if json {
-        println!("{}", serde_json::to_string_pretty(v)?);
+        out!("{}", serde_json::to_string_pretty(v)?);
     } else {
-        print!("{}", table());
+        put!("{}", table());
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -85,10 +85,10 @@ pub fn image(cmd: ImageCommand) -> anyhow::Result<ExitCode> {
     } = cmd;
     let info = runtime.build_image(&BuildOptions { rebuild })?;
     if print_path {
-        println!("{}", info.path.display());
+        out!("{}", info.path.display());
     } else {
         let accel = runtime.accelerator(&info);
-        println!(
+        out!(
             "{}: {} ({:.2} MiB; download {:.2} MiB; {}){}",
             runtime.name(),
             info.path.display(),
@@ -99,7 +99,7 @@ pub fn image(cmd: ImageCommand) -> anyhow::Result<ExitCode> {
         );
         if runtime == Runtime::Vm {
             if let Some(why) = vtnt_unikernel::accel::linux_tcg_reason() {
-                println!("vm: {why}");
+                out!("vm: {why}");
             }
         }
     }
@@ -175,7 +175,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             drop(f);
             file.commit()?;
         }
-        None => print!("{stdout}"),
+        None => put!("{stdout}"),
     }
     if !out.ok() {
         say!("{}", out.stderr.trim_end());

@@ -92,7 +92,7 @@ pub fn run(a: ServeArgs) -> anyhow::Result<ExitCode> {
     }) = &a.token
     {
         let key = key_of(key.as_ref(), Some(fleet), tenant)?;
-        println!("{}", auth::make_token(tenant, &key, hours * 3600)?);
+        out!("{}", auth::make_token(tenant, &key, hours * 3600)?);
         return Ok(ExitCode::SUCCESS);
     }
     anyhow::ensure!(
@@ -149,7 +149,7 @@ pub fn run(a: ServeArgs) -> anyhow::Result<ExitCode> {
     };
     let bound = vtnt_web::server::Bound::bind(config)?;
     // the address first, on its own line: scripts and tests read it
-    println!("http://{}/", bound.local_addr());
+    out!("http://{}/", bound.local_addr());
     vtnt_web::serve(bound)?;
     Ok(ExitCode::SUCCESS)
 }

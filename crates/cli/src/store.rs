@@ -222,7 +222,7 @@ pub fn import(a: ImportArgs) -> anyhow::Result<ExitCode> {
                     eprintln!("vtnt: {}: skipped {u}", r.file);
                 }
                 if a.json {
-                    println!("{}", serde_json::to_string(&r)?);
+                    out!("{}", serde_json::to_string(&r)?);
                 } else {
                     eprintln!(
                         "vtnt: {} ({}): {} traces, {} pings stored, {} stored already; run {}",

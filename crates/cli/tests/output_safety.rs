@@ -15,6 +15,8 @@
 //! - `-o` onto an existing file keeps its mode and owner; a file with two hard links is
 //!   refused before any probe; stderr that cannot be written (a full device, a closed
 //!   pipe, closed) never changes the exit status.
+//! - Output into a pipe whose reader is gone (`vtnt lab truth | head`) ends the command
+//!   quietly with 141, as SIGPIPE ends `cat`: no panic, no message.
 
 mod lab_common;
 
@@ -614,4 +616,22 @@ fn stderr_that_cannot_be_written_never_changes_the_exit_status() {
     }
     assert_eq!(temporaries(&dir), Vec::<String>::new());
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn output_into_a_closed_pipe_ends_quietly() {
+    // the reader is gone before vtnt writes a byte: every write fails with EPIPE
+    for args in [&["lab", "truth"][..], &["lab", "truth", "--json"][..]] {
+        let mut child = Command::new(lab_common::VTNT)
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(141), "vtnt {args:?}: {stderr}");
+        assert!(stderr.is_empty(), "vtnt {args:?} said: {stderr}");
+    }
 }

@@ -104,7 +104,7 @@ pub fn run(cmd: DefinitionCommand) -> anyhow::Result<()> {
                     words: job,
                 },
             )?;
-            println!("{}", m.id);
+            out!("{}", m.id);
         }
         DefinitionCommand::List {
             connect,
@@ -113,13 +113,13 @@ pub fn run(cmd: DefinitionCommand) -> anyhow::Result<()> {
         } => {
             let all = measurement::list(&connect.connect(Role::Tenant(tenant.clone()))?, &tenant)?;
             if !json {
-                println!("ID\tSTATE\tCYCLES\tEVERY\tRUNTIME\tLOCATIONS\tJOB");
+                out!("ID\tSTATE\tCYCLES\tEVERY\tRUNTIME\tLOCATIONS\tJOB");
             }
             for m in all {
                 if json {
-                    println!("{}", serde_json::to_string(&m)?);
+                    out!("{}", serde_json::to_string(&m)?);
                 } else {
-                    println!("{}", row(&m));
+                    out!("{}", row(&m));
                 }
             }
         }
@@ -133,7 +133,7 @@ pub fn run(cmd: DefinitionCommand) -> anyhow::Result<()> {
                 &tenant,
                 &id,
             )?;
-            println!("{}\tcancelled after {} cycle(s)", m.id, m.started);
+            out!("{}\tcancelled after {} cycle(s)", m.id, m.started);
         }
         DefinitionCommand::Run {
             connect,
