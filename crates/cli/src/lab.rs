@@ -246,10 +246,13 @@ pub fn run(cmd: LabCommand, log: &crate::logs::LogArgs) -> anyhow::Result<ExitCo
                 s.topology_source
             );
             out!(
-                "  namespace {}: {} {} via gateway {}",
+                "  namespace {}: {} {}{} via gateway {}",
                 s.netns,
                 s.tun,
                 s.vp_address,
+                s.vp_address6
+                    .as_deref()
+                    .map_or(String::new(), |a| format!(" and {a}")),
                 s.gateway
             );
             out!("  probe it:  vtnt lab exec --name {} -- scamper -c \"trace -P icmp-paris\" -i 203.0.113.10", s.name);

@@ -1,14 +1,16 @@
 //! `vtnt lab serve`: the lab daemon. It binds the VM front's UDP socket on 127.0.0.1
 //! (in the host's namespace), enters the lab namespace, creates the TUN device there with
-//! the vantage point's address and routes for the lab ranges, writes its state files,
+//! the vantage point's address and routes for the lab ranges, both IPv4 and their IPv6
+//! twins (`2001:db8:64::a.b.c.d`, docs/lab.md), writes its state files,
 //! then runs the emulator on a monotonic clock until SIGTERM: packets from the TUN and
 //! from VMs (on the vantage point LAN, then on the lab's VM LAN, which the emulator routes
 //! to the vantage point like its LAN) in (ARP and DHCP answered by the VM front itself), the lab's answers out to
-//! whoever owns the destination address.
+//! whoever owns the destination address. IPv6 reaches the lab from the TUN only (what
+//! the host's stack says on any link, MLD and router solicitations, stays out).
 
 use std::fs;
 use std::io::{Read, Write};
-use std::net::{Ipv4Addr, UdpSocket};
+use std::net::{Ipv4Addr, Ipv6Addr, UdpSocket};
 use std::os::fd::AsRawFd;
 use std::path::PathBuf;
 use std::time::{Duration, Instant as Wall};
@@ -44,6 +46,32 @@ pub fn routes(vp_prefix: vtnt_lab::addr::Prefix) -> Vec<String> {
         .collect()
 }
 
+/// The IPv6 twins of [`routes`] (`2001:db8:64::c000:200/120` for `192.0.2.0/24`).
+pub fn routes6(vp_prefix: vtnt_lab::addr::Prefix) -> Vec<String> {
+    vtnt_lab::addr::LAB_RANGES
+        .iter()
+        .filter(|r| !r.within(vp_prefix))
+        .map(|r| {
+            let (net, len) = r.to_v6();
+            format!("{net}/{len}")
+        })
+        .collect()
+}
+
+/// Whether an IPv6 packet from the TUN is the vantage point's own traffic for the lab,
+/// not what the host's stack says on any link (MLD reports, router solicitations from
+/// the unspecified or a link-local address, anything to a multicast group).
+fn lab_bound_ipv6(p: &[u8]) -> bool {
+    let (Ok(src), Ok(dst)) = (
+        <[u8; 16]>::try_from(&p[8..24]),
+        <[u8; 16]>::try_from(&p[24..40]),
+    ) else {
+        return false;
+    };
+    let (src, dst) = (Ipv6Addr::from(src), Ipv6Addr::from(dst));
+    !(src.is_unspecified() || src.is_unicast_link_local() || dst.is_multicast())
+}
+
 /// Runs the daemon until a stop signal.
 pub fn serve(o: &ServeOptions) -> Result<(), Error> {
     sys::catch_stop_signals();
@@ -65,12 +93,22 @@ pub fn serve(o: &ServeOptions) -> Result<(), Error> {
     let mut tun =
         sys::open_tun(TUN_NAME).map_err(|e| Error::msg(format!("creating TUN {TUN_NAME}: {e}")))?;
     let addr = format!("{}/{}", vp.addr, vp.prefix.len());
+    let vp6 = vtnt_lab::addr::to_v6(vp.addr);
+    let addr6 = format!("{vp6}/{}", vp.prefix.to_v6().1);
     netns::ip(&["-n", &o.name, "link", "set", "lo", "up"])?;
     netns::ip(&["-n", &o.name, "addr", "add", &addr, "dev", TUN_NAME])?;
+    // usable at once: no duplicate address detection on a link the lab alone is on
+    netns::ip(&[
+        "-n", &o.name, "-6", "addr", "add", &addr6, "dev", TUN_NAME, "nodad",
+    ])?;
     netns::ip(&["-n", &o.name, "link", "set", TUN_NAME, "up"])?;
     let routes = routes(vp.prefix);
     for r in &routes {
         netns::ip(&["-n", &o.name, "route", "add", r, "dev", TUN_NAME])?;
+    }
+    let routes6 = routes6(vp.prefix);
+    for r in &routes6 {
+        netns::ip(&["-n", &o.name, "-6", "route", "add", r, "dev", TUN_NAME])?;
     }
 
     let state = LabState {
@@ -84,6 +122,8 @@ pub fn serve(o: &ServeOptions) -> Result<(), Error> {
         gateway: vp.gateway.to_string(),
         vm_port,
         routes,
+        vp_address6: Some(addr6),
+        routes6,
     };
     let lans = Lan::lab(&vp, o.vm_prefix);
     let mut vms = VmFront::new(&lans);
@@ -117,6 +157,10 @@ pub fn serve(o: &ServeOptions) -> Result<(), Error> {
                         io.tun_in += 1;
                         lab.handle_packet(now(), Port(0), &buf[..n]);
                     }
+                    Ok(n) if n >= 40 && buf[0] >> 4 == 6 && lab_bound_ipv6(&buf[..n]) => {
+                        io.tun_in += 1;
+                        lab.handle_packet(now(), Port(0), &buf[..n]);
+                    }
                     Ok(_) => {}
                     Err(_) => break,
                 }
@@ -129,6 +173,14 @@ pub fn serve(o: &ServeOptions) -> Result<(), Error> {
         }
         let t = now();
         while let Some((_, n)) = lab.poll_transmit(t, &mut buf) {
+            if buf[0] >> 4 == 6 {
+                // IPv6 goes to the vantage point only (the VM front speaks IPv4)
+                if n >= 40 && buf[24..40] == vp6.octets() {
+                    io.tun_out += 1;
+                    let _ = tun.write(&buf[..n]);
+                }
+                continue;
+            }
             let dst = Ipv4Addr::new(buf[16], buf[17], buf[18], buf[19]);
             if dst == vp.addr {
                 io.tun_out += 1;

@@ -118,6 +118,13 @@ pub struct LabState {
     pub vm_port: u16,
     /// Routes added into the TUN.
     pub routes: Vec<String>,
+    /// The vantage point's IPv6 twin with prefix length (`2001:db8:64::c000:202/120`);
+    /// none in a lab started by a vtnt without IPv6, or a front onto a real network.
+    #[serde(default)]
+    pub vp_address6: Option<String>,
+    /// The IPv6 twins of [`LabState::routes`].
+    #[serde(default)]
+    pub routes6: Vec<String>,
 }
 
 /// One VM attachment slot, computed from `vm.json` by [`VmInfo::slot`].
