@@ -99,6 +99,7 @@ pub type Groups = Vec<Vec<Vec<usize>>>;
 pub fn nft_sets(rs: &Ruleset) -> Result<(String, Groups), PrintError> {
     let runs: Vec<Vec<Group>> = rs.chains.iter().map(|c| runs(&c.rules)).collect();
     let mut sets = String::new();
+    let mut set_count = 0;
     let mut lines: Vec<Vec<String>> = Vec::new();
     for (c, runs) in rs.chains.iter().zip(&runs) {
         let mut ls = Vec::new();
@@ -109,7 +110,8 @@ pub fn nft_sets(rs: &Ruleset) -> Result<(String, Groups), PrintError> {
                 continue;
             }
             let on: Vec<usize> = (0..5).filter(|&f| run.keys[0][f].is_some()).collect();
-            let name = alloc::format!("s{}", sets.matches("\tset ").count());
+            let name = alloc::format!("s{set_count}");
+            set_count += 1;
             let types: Vec<&str> = on.iter().map(|&f| FIELDS[f].1).collect();
             let _ = write!(
                 sets,
@@ -141,17 +143,21 @@ pub fn nft_sets(rs: &Ruleset) -> Result<(String, Groups), PrintError> {
 const RUN_MAX: usize = 512;
 /// Keys of other verdicts a rule is checked against, at most, to move it up past them.
 const LOOKBACK: usize = 2048;
+/// Runs a rule looks back over, at most, for one it may join.
+const RUNS_BACK: usize = 256;
 
 /// A chain's rules cut into runs that print as one rule each. A rule joins the latest
 /// run of its verdict and shape if no rule of another verdict placed after that run
 /// could match a packet it matches (so moving it up changes no verdict), looking back
-/// over at most [`LOOKBACK`] such rules and never past a rule that is no key.
+/// over at most [`LOOKBACK`] such rules in at most [`RUNS_BACK`] runs, and never past a
+/// rule that is no key: each rule costs a bounded number of comparisons, so printing
+/// is linear in the rule count.
 fn runs(rules: &[Rule]) -> Vec<Group> {
     let mut runs: Vec<Group> = Vec::new();
     'rule: for (i, r) in rules.iter().enumerate() {
         if let Some(k) = key(r) {
             let mut budget = LOOKBACK;
-            for run in runs.iter_mut().rev() {
+            for run in runs.iter_mut().rev().take(RUNS_BACK) {
                 let Some(first) = run.keys.first() else {
                     break;
                 };
