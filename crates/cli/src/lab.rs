@@ -247,6 +247,9 @@ pub fn run(cmd: LabCommand, log: &crate::logs::LogArgs) -> anyhow::Result<ExitCo
                 "  namespace {}: {} {} via gateway {}",
                 s.netns, s.tun, s.vp_address, s.gateway
             );
+            if let Some(a6) = &s.vp_address6 {
+                println!("  IPv6:      {} {a6}", s.tun);
+            }
             println!("  probe it:  vtnt lab exec --name {} -- scamper -c \"trace -P icmp-paris\" -i 203.0.113.10", s.name);
             println!(
                 "  VMs:       {} (vtnt lab vm-netdev --name {})",
@@ -309,10 +312,11 @@ pub fn run(cmd: LabCommand, log: &crate::logs::LogArgs) -> anyhow::Result<ExitCo
                         print!(" (pid {pid})");
                     }
                     if let Some(l) = &s.lab {
-                        print!(
-                            ", topology `{}`, {} on {}, VM front 127.0.0.1:{}",
-                            l.topology, l.vp_address, l.tun, l.vm_port
-                        );
+                        print!(", topology `{}`, {}", l.topology, l.vp_address);
+                        if let Some(a6) = &l.vp_address6 {
+                            print!(" and {a6}");
+                        }
+                        print!(" on {}, VM front 127.0.0.1:{}", l.tun, l.vm_port);
                     }
                     if let Some(st) = &s.stats {
                         print!(

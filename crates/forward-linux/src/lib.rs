@@ -107,6 +107,8 @@ pub fn serve_front(opts: &FrontOptions) -> Result<(), Error> {
         gateway: gateway.to_string(),
         vm_port,
         routes: Vec::new(),
+        vp_address6: None,
+        routes6: Vec::new(),
     };
     let mut vms = VmFront::new(&lans);
     let vm_info = VmInfo::new(prefix, gateway, vm_port, &lans);

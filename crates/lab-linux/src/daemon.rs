@@ -1,6 +1,7 @@
 //! `vtnt lab serve`: the lab daemon. It binds the VM front's UDP socket on 127.0.0.1
 //! (in the host's namespace), enters the lab namespace, creates the TUN device there with
-//! the vantage point's address and routes for the lab ranges, writes its state files,
+//! the vantage point's address and routes for the lab ranges (IPv4 and their IPv6 twins,
+//! the interface kept quiet: no DAD, router solicitations or autoconf), writes its state files,
 //! then runs the emulator on a monotonic clock until SIGTERM: packets from the TUN and
 //! from VMs (on the vantage point LAN, then on the lab's VM LAN, which the emulator routes
 //! to the vantage point like its LAN) in (ARP and DHCP answered by the VM front itself), the lab's answers out to
@@ -13,6 +14,7 @@ use std::os::fd::AsRawFd;
 use std::path::PathBuf;
 use std::time::{Duration, Instant as Wall};
 
+use vtnt_lab::addr::to_v6;
 use vtnt_lab::{Instant, Lab, Port, Topology};
 
 use crate::state::{publish, write_json, LabState, Lan, VmInfo, TUN_NAME};
@@ -44,6 +46,38 @@ pub fn routes(vp_prefix: vtnt_lab::addr::Prefix) -> Vec<String> {
         .collect()
 }
 
+/// The IPv6 twins of [`routes`] (`2001:db8:64::c633:6400/120` for `198.51.100.0/24`).
+pub fn routes6(vp_prefix: vtnt_lab::addr::Prefix) -> Vec<String> {
+    vtnt_lab::addr::LAB_RANGES
+        .iter()
+        .filter(|r| !r.within(vp_prefix))
+        .map(|r| format!("{}/{}", to_v6(r.network()), 96 + r.len()))
+        .collect()
+}
+
+/// Where the namespace's per-interface IPv6 settings live; absent on a host without IPv6.
+const IPV6_CONF: &str = "/proc/sys/net/ipv6/conf";
+
+/// Keeps the TUN's IPv6 quiet before it comes up: no link-local address (so no MLD or
+/// router solicitation from it), no duplicate address detection, no router
+/// advertisements or autoconf. Run inside the lab namespace (its `/proc/sys/net`).
+fn quiet_ipv6(dev: &str) -> Result<(), Error> {
+    let dir = std::path::Path::new(IPV6_CONF).join(dev);
+    for (key, value) in [
+        ("disable_ipv6", "0"),
+        ("addr_gen_mode", "1"),
+        ("accept_dad", "0"),
+        ("dad_transmits", "0"),
+        ("accept_ra", "0"),
+        ("autoconf", "0"),
+        ("router_solicitations", "0"),
+    ] {
+        fs::write(dir.join(key), value)
+            .map_err(|e| Error::msg(format!("{}/{key}: {e}", dir.display())))?;
+    }
+    Ok(())
+}
+
 /// Runs the daemon until a stop signal.
 pub fn serve(o: &ServeOptions) -> Result<(), Error> {
     sys::catch_stop_signals();
@@ -67,10 +101,27 @@ pub fn serve(o: &ServeOptions) -> Result<(), Error> {
     let addr = format!("{}/{}", vp.addr, vp.prefix.len());
     netns::ip(&["-n", &o.name, "link", "set", "lo", "up"])?;
     netns::ip(&["-n", &o.name, "addr", "add", &addr, "dev", TUN_NAME])?;
+    let vp6 = to_v6(vp.addr);
+    let has_ipv6 = std::path::Path::new(IPV6_CONF).exists();
+    let addr6 = has_ipv6.then(|| format!("{vp6}/{}", 96 + vp.prefix.len()));
+    if let Some(a6) = &addr6 {
+        quiet_ipv6(TUN_NAME)?;
+        netns::ip(&["-n", &o.name, "addr", "add", a6, "dev", TUN_NAME, "nodad"])?;
+    } else {
+        tracing::warn!(lab = %o.name, "no IPv6 in this kernel: the TUN front is IPv4 only");
+    }
     netns::ip(&["-n", &o.name, "link", "set", TUN_NAME, "up"])?;
     let routes = routes(vp.prefix);
     for r in &routes {
         netns::ip(&["-n", &o.name, "route", "add", r, "dev", TUN_NAME])?;
+    }
+    let routes6 = if has_ipv6 {
+        routes6(vp.prefix)
+    } else {
+        Vec::new()
+    };
+    for r in &routes6 {
+        netns::ip(&["-n", &o.name, "-6", "route", "add", r, "dev", TUN_NAME])?;
     }
 
     let state = LabState {
@@ -84,6 +135,8 @@ pub fn serve(o: &ServeOptions) -> Result<(), Error> {
         gateway: vp.gateway.to_string(),
         vm_port,
         routes,
+        vp_address6: addr6,
+        routes6,
     };
     let lans = Lan::lab(&vp, o.vm_prefix);
     let mut vms = VmFront::new(&lans);
@@ -113,7 +166,7 @@ pub fn serve(o: &ServeOptions) -> Result<(), Error> {
         if ready[0] {
             for _ in 0..512 {
                 match tun.read(&mut buf) {
-                    Ok(n) if n >= 20 && buf[0] >> 4 == 4 => {
+                    Ok(n) if (n >= 20 && buf[0] >> 4 == 4) || (n >= 40 && buf[0] >> 4 == 6) => {
                         io.tun_in += 1;
                         lab.handle_packet(now(), Port(0), &buf[..n]);
                     }
@@ -129,13 +182,18 @@ pub fn serve(o: &ServeOptions) -> Result<(), Error> {
         }
         let t = now();
         while let Some((_, n)) = lab.poll_transmit(t, &mut buf) {
-            let dst = Ipv4Addr::new(buf[16], buf[17], buf[18], buf[19]);
-            if dst == vp.addr {
+            let to_vp = match buf[0] >> 4 {
+                6 => buf[24..40] == vp6.octets(),
+                _ => Ipv4Addr::new(buf[16], buf[17], buf[18], buf[19]) == vp.addr,
+            };
+            if to_vp {
                 io.tun_out += 1;
                 let _ = tun.write(&buf[..n]);
-            } else if let Some(peer) = vms.frame_for(&buf[..n], &mut frame) {
-                io.vm_frames_out += 1;
-                let _ = udp.send_to(&frame, peer);
+            } else if buf[0] >> 4 == 4 {
+                if let Some(peer) = vms.frame_for(&buf[..n], &mut frame) {
+                    io.vm_frames_out += 1;
+                    let _ = udp.send_to(&frame, peer);
+                }
             }
         }
         if last_stats.elapsed() >= Duration::from_secs(1) {
