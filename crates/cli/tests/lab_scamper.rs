@@ -3,8 +3,11 @@
 //! Skipped (with the reason printed) unless root with scamper installed.
 
 mod lab_common;
+mod records_common;
 
 use lab_common::{destination, hop, hop_addrs, label, strs, ttl_of, Lab};
+use records_common::{json_lines, normalised, of_type};
+use serde_json::Value;
 
 #[test]
 fn scamper_explicit_tunnel_labels_along_every_lsr() {
@@ -215,4 +218,88 @@ fn traceroute_e_shows_the_labels() {
         "{text}"
     );
     assert!(labelled.iter().all(|l| l.contains("T=1")), "{text}");
+}
+
+/// The lab's IPv6 twin of an IPv4 address of the truth (`2001:db8:64::a.b.c.d`).
+fn twin(v4: &str) -> String {
+    vtnt_lab::addr::to_v6(v4.parse().expect("an IPv4 address")).to_string()
+}
+
+/// IPv6 through the running lab's TUN front to the reference's destination of each tunnel
+/// class: vTNT's ICMP-Paris trace equals Debian scamper's record by record once times,
+/// RTTs and drawn identifiers are taken out, and both see what the truth says of each
+/// class at the routers' IPv6 twins (explicit and implicit LSRs on the path, opaque and
+/// invisible ones hidden, the ingress visible, the egress too but behind UHP); pings to a
+/// destination's and a router's twin equal scamper's. One lab, some 4 s.
+#[test]
+fn ipv6_traces_through_the_lab_match_scamper_per_class() {
+    vtnt_testkit::require_root!("scamper");
+    let lab = Lab::up("v6", None);
+    let truth = lab.truth();
+    // The tunnel classes' destinations: the plain one sits behind ECMP, where the flow
+    // labels (vTNT's per flow, scamper's 0) hash onto different paths.
+    let dsts: Vec<&Value> = truth["destinations"]
+        .as_array()
+        .expect("destinations")
+        .iter()
+        .filter(|d| d["tunnels"].as_array().is_some_and(|t| !t.is_empty()))
+        .collect();
+    let targets: Vec<String> = dsts
+        .iter()
+        .map(|d| twin(d["dst"].as_str().unwrap()))
+        .collect();
+    let mut args = vec![
+        lab_common::VTNT,
+        "trace",
+        "-P",
+        "icmp-paris",
+        "-q",
+        "1",
+        "-w",
+        "1",
+        "--pps",
+        "100",
+    ];
+    args.extend(targets.iter().map(String::as_str));
+    let ours = json_lines(&lab.exec(&args), "vtnt");
+    let ours = of_type(&ours, "trace");
+    assert_eq!(ours.len(), targets.len());
+    let mut classes = std::collections::BTreeSet::new();
+    for (d, dst) in dsts.iter().zip(&targets) {
+        let v = ours
+            .iter()
+            .find(|t| t["dst"] == dst.as_str())
+            .unwrap_or_else(|| panic!("no trace to {dst}"));
+        let s = lab.trace(dst);
+        let (v, s) = (normalised(v), normalised(&s));
+        assert_eq!(v, s, "{dst}\n ours:    {v}\n scamper: {s}");
+        assert_eq!(v["stop_reason"], "COMPLETED", "{dst}");
+        let addrs = hop_addrs(&v);
+        for tun in d["tunnels"].as_array().expect("tunnels") {
+            let class = tun["class"].as_str().unwrap();
+            classes.insert(class.to_string());
+            // UHP hides the egress too (its next hop answers twice instead)
+            for (end, shown) in [("ingress", true), ("egress", class != "invisible-uhp")] {
+                let a = twin(tun[end].as_str().unwrap());
+                assert_eq!(addrs.contains(&a), shown, "{class} {end} {a} in {addrs:?}");
+            }
+            let visible = matches!(class, "explicit" | "implicit");
+            for lsr in strs(&tun["lsrs"]) {
+                let a = twin(&lsr);
+                assert_eq!(addrs.contains(&a), visible, "{class} LSR {a} in {addrs:?}");
+                if class == "explicit" {
+                    let h = hop(&v, ttl_of(&v, &a).unwrap());
+                    assert!(label(h).is_some(), "explicit LSR {a} without labels: {h}");
+                }
+            }
+        }
+    }
+    let want = [
+        "explicit",
+        "implicit",
+        "invisible-php",
+        "invisible-uhp",
+        "opaque",
+    ];
+    assert_eq!(classes.into_iter().collect::<Vec<_>>(), want);
 }

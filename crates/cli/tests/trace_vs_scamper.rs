@@ -7,7 +7,7 @@ use std::process::Command;
 
 mod records_common;
 
-use records_common::{hops, json_lines, of_type, replies, vtnt};
+use records_common::{hops, json_lines, normalised, of_type, replies, vtnt};
 use serde_json::Value;
 use vtnt_formats::Record;
 use vtnt_netns::{Chain, NetNs};
@@ -203,38 +203,6 @@ fn shared_options_record_like_scamper() {
             assert!(!vr[0][key].is_null(), "{words}: no {key} in {}", vr[0]);
             assert_eq!(vr[0][key], sr[0][key], "{words}: {key}");
         }
-    }
-}
-
-/// A record with what differs between any two runs taken out: times, RTTs, IP IDs, the
-/// source port, a trace's random ICMP checksum and a TCP ping's sequence and
-/// acknowledgment numbers (both tools draw their own; a case with `-A` checks it).
-fn normalised(v: &Value) -> Value {
-    const VOLATILE: [&str; 14] = [
-        "start",
-        "tcp_seq",
-        "tcp_ack",
-        "tx",
-        "rx",
-        "rtt",
-        "sport",
-        "icmp_sum",
-        "reply_ipid",
-        "probe_ipid",
-        "min",
-        "max",
-        "avg",
-        "stddev",
-    ];
-    match v {
-        Value::Object(m) => Value::Object(
-            m.iter()
-                .filter(|(k, _)| !VOLATILE.contains(&k.as_str()))
-                .map(|(k, v)| (k.clone(), normalised(v)))
-                .collect(),
-        ),
-        Value::Array(a) => Value::Array(a.iter().map(normalised).collect()),
-        v => v.clone(),
     }
 }
 

@@ -1,4 +1,5 @@
-//! Shared by the tests that compare scamper-JSON records (`trace_vs_scamper`, `daemon`):
+//! Shared by the tests that compare scamper-JSON records (`trace_vs_scamper`, `daemon`,
+//! `lab_scamper`):
 //! a run's JSON objects, and the parts of traces and pings they compare.
 
 #![allow(dead_code)]
@@ -63,4 +64,36 @@ pub fn replies(ping: &Value) -> Vec<(String, u64)> {
             )
         })
         .collect()
+}
+
+/// A record with what differs between any two runs taken out: times, RTTs, IP IDs, the
+/// source port, a trace's random ICMP checksum and a TCP ping's sequence and
+/// acknowledgment numbers (both tools draw their own; a case with `-A` checks it).
+pub fn normalised(v: &Value) -> Value {
+    const VOLATILE: [&str; 14] = [
+        "start",
+        "tcp_seq",
+        "tcp_ack",
+        "tx",
+        "rx",
+        "rtt",
+        "sport",
+        "icmp_sum",
+        "reply_ipid",
+        "probe_ipid",
+        "min",
+        "max",
+        "avg",
+        "stddev",
+    ];
+    match v {
+        Value::Object(m) => Value::Object(
+            m.iter()
+                .filter(|(k, _)| !VOLATILE.contains(&k.as_str()))
+                .map(|(k, v)| (k.clone(), normalised(v)))
+                .collect(),
+        ),
+        Value::Array(a) => Value::Array(a.iter().map(normalised).collect()),
+        v => v.clone(),
+    }
 }
