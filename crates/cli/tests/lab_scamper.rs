@@ -2,8 +2,11 @@
 //! topology: what it records for each tunnel class must match the lab's ground truth.
 //! Skipped (with the reason printed) unless root with scamper installed.
 
+mod daemon_common;
 mod lab_common;
 mod records_common;
+
+use std::io::{Read, Write};
 
 use lab_common::{destination, hop, hop_addrs, label, strs, ttl_of, Lab};
 use records_common::{json_lines, normalised, of_type};
@@ -230,7 +233,9 @@ fn twin(v4: &str) -> String {
 /// RTTs and drawn identifiers are taken out, and both see what the truth says of each
 /// class at the routers' IPv6 twins (explicit and implicit LSRs on the path, opaque and
 /// invisible ones hidden, the ingress visible, the egress too but behind UHP); pings to a
-/// destination's and a router's twin equal scamper's. One lab, some 4 s.
+/// destination's and a router's twin equal scamper's; `vtnt daemon` in the lab takes the
+/// IPv6 trace and ping from a raw control-protocol client and records what the command
+/// line records. One lab, some 12 s.
 #[test]
 fn ipv6_traces_through_the_lab_match_scamper_per_class() {
     vtnt_testkit::require_root!("scamper");
@@ -302,4 +307,47 @@ fn ipv6_traces_through_the_lab_match_scamper_per_class() {
         "opaque",
     ];
     assert_eq!(classes.into_iter().collect::<Vec<_>>(), want);
+
+    // ping: a destination's and a router's twin answer both tools alike
+    let router = twin(truth["routers"][0]["addresses"][0].as_str().unwrap());
+    for dst in [&targets[0], &router] {
+        let ours = json_lines(
+            &lab.exec(&[lab_common::VTNT, "ping", "-c", "2", "-i", "0.2", dst]),
+            "vtnt",
+        );
+        let theirs = lab.scamper("ping -c 2 -i 0.2", dst);
+        let (v, s) = (of_type(&ours, "ping"), of_type(&theirs, "ping"));
+        assert_eq!((v.len(), s.len()), (1, 1), "one ping each to {dst}");
+        let (v, s) = (normalised(v[0]), normalised(s[0]));
+        assert_eq!(v, s, "ping {dst}\n ours:    {v}\n scamper: {s}");
+        assert_eq!(v["statistics"]["replies"], 2, "{dst}: {v}");
+    }
+
+    // `vtnt daemon` in the lab takes the same IPv6 commands over scamper's control
+    // protocol, spoken raw on its unix socket: the same records as the command line's
+    let dir = daemon_common::Scratch::new("vtnt-lab-daemon6");
+    let sock = dir.path("ctl.sock");
+    let mut cmd = std::process::Command::new(lab_common::VTNT);
+    cmd.args(["lab", "exec", "--name", &lab.name, "--", lab_common::VTNT])
+        .args(["daemon", "-U", sock.to_str().unwrap(), "-p", "100"]);
+    let daemon = daemon_common::Daemon::spawn(cmd, || sock.exists());
+    let (t, p) = ("trace -P icmp-paris -q 1 -w 1", "ping -c 2 -i 0.2");
+    let dst = &targets[0];
+    let mut c = std::os::unix::net::UnixStream::connect(&sock).expect("the daemon's socket");
+    write!(c, "attach format json\n{t} {dst}\n{p} {dst}\ndone\n").unwrap();
+    let mut text = String::new();
+    c.read_to_string(&mut text).unwrap();
+    let objs = daemon_common::data_json(&text);
+    for (kind, cmd) in [("trace", t), ("ping", p)] {
+        let d = of_type(&objs, kind);
+        assert_eq!(d.len(), 1, "one {kind} from the daemon: {text}");
+        let mut args = vec![lab_common::VTNT];
+        args.extend(cmd.split(' '));
+        args.push(dst);
+        let cli = json_lines(&lab.exec(&args), "vtnt");
+        let (d, cli) = (normalised(d[0]), normalised(of_type(&cli, kind)[0]));
+        assert_eq!(d, cli, "daemon {kind} {dst}\n daemon: {d}\n cli:    {cli}");
+    }
+    let stopped = daemon.stop();
+    assert!(stopped.status.success(), "{stopped:?}");
 }
