@@ -242,7 +242,7 @@ fn ipv6_traces_through_the_lab_match_scamper_per_class() {
     let lab = Lab::up("v6", None);
     let truth = lab.truth();
     // The tunnel classes' destinations: the plain one sits behind ECMP, where the flow
-    // labels (vTNT's per flow, scamper's 0) hash onto different paths.
+    // labels (vTNT's per flow, scamper's its own) hash onto different paths.
     let dsts: Vec<&Value> = truth["destinations"]
         .as_array()
         .expect("destinations")
