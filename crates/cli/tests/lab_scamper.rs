@@ -253,18 +253,8 @@ fn ipv6_traces_through_the_lab_match_scamper_per_class() {
         .iter()
         .map(|d| twin(d["dst"].as_str().unwrap()))
         .collect();
-    let mut args = vec![
-        lab_common::VTNT,
-        "trace",
-        "-P",
-        "icmp-paris",
-        "-q",
-        "1",
-        "-w",
-        "1",
-        "--pps",
-        "100",
-    ];
+    let mut args = vec![lab_common::VTNT];
+    args.extend("trace -P icmp-paris -q 1 -w 1 --pps 100".split(' '));
     args.extend(targets.iter().map(String::as_str));
     let ours = json_lines(&lab.exec(&args), "vtnt");
     let ours = of_type(&ours, "trace");
