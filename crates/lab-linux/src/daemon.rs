@@ -216,3 +216,25 @@ struct FrontStats {
     vm_frames_in: u64,
     vm_frames_out: u64,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ipv6_routes_are_the_twins_of_the_ipv4_ones() {
+        let vp = vtnt_lab::addr::Prefix::new("192.0.2.0".parse().unwrap(), 24).unwrap();
+        assert_eq!(
+            routes(vp),
+            ["198.51.100.0/24", "203.0.113.0/24", "100.64.0.0/10"]
+        );
+        assert_eq!(
+            routes6(vp),
+            [
+                "2001:db8:64::c633:6400/120",
+                "2001:db8:64::cb00:7100/120",
+                "2001:db8:64::6440:0/106"
+            ]
+        );
+    }
+}
