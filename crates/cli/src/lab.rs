@@ -239,27 +239,21 @@ pub fn run(cmd: LabCommand, log: &crate::logs::LogArgs) -> anyhow::Result<ExitCo
             };
             let s = linux::up(&o)?;
             let vm = linux::vm_info(&s.name)?;
-            out!(
+            println!(
                 "lab `{}` up: topology `{}` ({})",
-                s.name,
-                s.topology,
-                s.topology_source
+                s.name, s.topology, s.topology_source
             );
-            out!(
-                "  namespace {}: {} {}{} via gateway {}",
-                s.netns,
-                s.tun,
-                s.vp_address,
-                s.vp_address6
-                    .as_deref()
-                    .map_or(String::new(), |a| format!(" and {a}")),
-                s.gateway
+            println!(
+                "  namespace {}: {} {} via gateway {}",
+                s.netns, s.tun, s.vp_address, s.gateway
             );
-            out!("  probe it:  vtnt lab exec --name {} -- scamper -c \"trace -P icmp-paris\" -i 203.0.113.10", s.name);
-            out!(
+            if let Some(a6) = &s.vp_address6 {
+                println!("  IPv6:      {} {a6}", s.tun);
+            }
+            println!("  probe it:  vtnt lab exec --name {} -- scamper -c \"trace -P icmp-paris\" -i 203.0.113.10", s.name);
+            println!(
                 "  VMs:       {} (vtnt lab vm-netdev --name {})",
-                vm.endpoint,
-                s.name
+                vm.endpoint, s.name
             );
             Ok(ExitCode::SUCCESS)
         }
@@ -276,12 +270,10 @@ pub fn run(cmd: LabCommand, log: &crate::logs::LogArgs) -> anyhow::Result<ExitCo
             };
             let s = linux::front_up(&o)?;
             let vm = linux::vm_info(&s.name)?;
-            out!("front `{}` up: {}", s.name, s.topology_source);
-            out!(
+            println!("front `{}` up: {}", s.name, s.topology_source);
+            println!(
                 "  VMs:  {} on {} (vtnt run --runtime microvm --net lab:{} -- ...)",
-                vm.endpoint,
-                vm.prefix,
-                s.name
+                vm.endpoint, vm.prefix, s.name
             );
             Ok(ExitCode::SUCCESS)
         }
@@ -300,42 +292,39 @@ pub fn run(cmd: LabCommand, log: &crate::logs::LogArgs) -> anyhow::Result<ExitCo
         LabCommand::Down { name } => {
             need_root("down")?;
             if linux::down(&name)? {
-                out!("lab `{name}` down");
+                println!("lab `{name}` down");
             } else {
-                out!("lab `{name}` was not running");
+                println!("lab `{name}` was not running");
             }
             Ok(ExitCode::SUCCESS)
         }
         LabCommand::Status { name, json } => {
             let all = linux::status(name.as_deref())?;
             if json {
-                out!("{}", serde_json::to_string_pretty(&all)?);
+                println!("{}", serde_json::to_string_pretty(&all)?);
             } else if all.is_empty() {
-                out!("no lab running");
+                println!("no lab running");
             }
             if !json {
                 for s in &all {
-                    put!("{}: {}", s.name, s.state);
+                    print!("{}: {}", s.name, s.state);
                     if let Some(pid) = s.pid {
-                        put!(" (pid {pid})");
+                        print!(" (pid {pid})");
                     }
                     if let Some(l) = &s.lab {
-                        put!(
-                            ", topology `{}`, {} on {}, VM front 127.0.0.1:{}",
-                            l.topology,
-                            l.vp_address,
-                            l.tun,
-                            l.vm_port
-                        );
+                        print!(", topology `{}`, {}", l.topology, l.vp_address);
+                        if let Some(a6) = &l.vp_address6 {
+                            print!(" and {a6}");
+                        }
+                        print!(" on {}, VM front 127.0.0.1:{}", l.tun, l.vm_port);
                     }
                     if let Some(st) = &s.stats {
-                        put!(
+                        print!(
                             ", packets in {} out {}",
-                            st["lab"]["received"],
-                            st["lab"]["sent"]
+                            st["lab"]["received"], st["lab"]["sent"]
                         );
                     }
-                    out!();
+                    println!();
                 }
             }
             Ok(
@@ -364,8 +353,8 @@ pub fn run(cmd: LabCommand, log: &crate::logs::LogArgs) -> anyhow::Result<ExitCo
             let oracle = oracle
                 .then(|| vtnt_lab::oracle(&topo, &truth, &vtnt_lab::OracleOptions::default()));
             match (json, &oracle) {
-                (true, None) => out!("{}", serde_json::to_string_pretty(&truth)?),
-                (true, Some(o)) => out!(
+                (true, None) => println!("{}", serde_json::to_string_pretty(&truth)?),
+                (true, Some(o)) => println!(
                     "{}",
                     serde_json::to_string_pretty(
                         &serde_json::json!({ "truth": truth, "oracle": o })
@@ -388,7 +377,7 @@ pub fn run(cmd: LabCommand, log: &crate::logs::LogArgs) -> anyhow::Result<ExitCo
                 let o = GenOptions::default();
                 for (name, what) in vtnt_lab::generate::SETTINGS {
                     let default = o.get(name).unwrap_or_default();
-                    out!("{name:<20} {default:<12} {what}");
+                    println!("{name:<20} {default:<12} {what}");
                 }
                 return Ok(ExitCode::SUCCESS);
             }
@@ -436,14 +425,14 @@ pub fn run(cmd: LabCommand, log: &crate::logs::LogArgs) -> anyhow::Result<ExitCo
                 Some(p) => {
                     std::fs::write(&p, text).with_context(|| format!("writing {}", p.display()))?
                 }
-                None => put!("{text}"),
+                None => print!("{text}"),
             }
             Ok(ExitCode::SUCCESS)
         }
         LabCommand::Check { topology } => {
             let t = Topology::load(&topology)?;
             let d = t.def();
-            out!(
+            println!(
                 "{}: topology `{}` is valid: {} routers, {} links, {} hosts, {} LSPs, {} vantage points",
                 topology.display(), t.name(), d.routers.len(), d.links.len(), d.hosts.len(), d.lsps.len(), d.vantage_points.len()
             );
@@ -456,14 +445,13 @@ pub fn run(cmd: LabCommand, log: &crate::logs::LogArgs) -> anyhow::Result<ExitCo
                 // vm.json with the slot computed
                 let mut v = serde_json::to_value(&vm)?;
                 v["slot"] = serde_json::to_value(&g)?;
-                out!("{}", serde_json::to_string_pretty(&v)?);
+                println!("{}", serde_json::to_string_pretty(&v)?);
                 return Ok(ExitCode::SUCCESS);
             }
-            out!("-netdev {} -device {}", g.netdev, g.device);
-            out!(
+            println!("-netdev {} -device {}", g.netdev, g.device);
+            println!(
                 "# guest: {}  (older QEMU: -netdev {})",
-                g.cmdline,
-                g.netdev_socket
+                g.cmdline, g.netdev_socket
             );
             Ok(ExitCode::SUCCESS)
         }
@@ -496,7 +484,7 @@ pub fn run(cmd: LabCommand, log: &crate::logs::LogArgs) -> anyhow::Result<ExitCo
 
 fn bench(probes: u64, seconds: f64, window: u64, no_tun: bool) -> anyhow::Result<ExitCode> {
     let core = linux::bench::core(Topology::reference(), probes);
-    out!(
+    println!(
         "lab core (in-process, reference topology): {:.0} packets/s ({} probes, {} replies, {:.3} s)",
         core.pps(), core.probes, core.replies, core.secs
     );
@@ -533,7 +521,7 @@ fn bench(probes: u64, seconds: f64, window: u64, no_tun: bool) -> anyhow::Result
     let _ = linux::down(&name);
     let _ = std::fs::remove_file(&file);
     let r = r?;
-    out!(
+    println!(
         "lab via TUN (raw socket in the namespace, {window} in flight): {:.0} packets/s ({} probes, {} replies, {:.3} s)",
         r.pps(), r.probes, r.replies, r.secs
     );
@@ -543,18 +531,16 @@ fn bench(probes: u64, seconds: f64, window: u64, no_tun: bool) -> anyhow::Result
 /// The truth as text, IPv6 twins beside the IPv4 addresses (each tunnel's on a line of
 /// its own, after its oracle observation when `oracle` is given).
 fn print_truth(t: &vtnt_lab::Truth, oracle: Option<&vtnt_lab::Oracle>) {
-    out!("topology `{}`", t.topology);
+    println!("topology `{}`", t.topology);
     if let Some(o) = oracle {
-        out!(
+        println!(
             "oracle: {} destinations traced, {} traces, {} probes",
-            o.targets,
-            o.traces,
-            o.probes
+            o.targets, o.traces, o.probes
         );
     }
     for (i, d) in t.destinations.iter().enumerate() {
         let path: Vec<String> = d.forward.iter().map(|h| h.router.clone()).collect();
-        out!(
+        println!(
             "{} {} {}: {}{}",
             d.name,
             d.dst,
@@ -568,7 +554,7 @@ fn print_truth(t: &vtnt_lab::Truth, oracle: Option<&vtnt_lab::Oracle>) {
         );
         for (j, tu) in d.tunnels.iter().enumerate() {
             let lsrs: Vec<String> = tu.lsrs.iter().map(|a| a.to_string()).collect();
-            out!(
+            println!(
                 "  {:13} {} {} -> {} {}  LSRs [{}]  revelation {:?}",
                 tu.class.name(),
                 tu.ingress_router,
@@ -579,10 +565,10 @@ fn print_truth(t: &vtnt_lab::Truth, oracle: Option<&vtnt_lab::Oracle>) {
                 tu.revelation
             );
             if let Some(ob) = oracle.and_then(|o| o.tunnels.get(i)?.get(j)) {
-                out!("  {:13} {}", "", observation(ob));
+                println!("  {:13} {}", "", observation(ob));
             }
             let lsrs6: Vec<String> = tu.lsrs.iter().map(|&a| to_v6(a).to_string()).collect();
-            out!(
+            println!(
                 "  {:13} IPv6 {} -> {}  [{}]",
                 "",
                 to_v6(tu.ingress),
@@ -591,16 +577,11 @@ fn print_truth(t: &vtnt_lab::Truth, oracle: Option<&vtnt_lab::Oracle>) {
             );
         }
     }
-    out!("routers:");
+    println!("routers:");
     for r in &t.routers {
-        out!(
+        println!(
             "  {:6} {:9} <{},{}> IPv6 <{},{}>",
-            r.name,
-            r.vendor,
-            r.signature[0],
-            r.signature[1],
-            r.signature6[0],
-            r.signature6[1]
+            r.name, r.vendor, r.signature[0], r.signature[1], r.signature6[0], r.signature6[1]
         );
     }
 }

@@ -537,3 +537,66 @@ fn names_that_never_resolve_cost_seconds_not_minutes() {
     assert_eq!(stderr.matches("skipping").count(), 300, "{stderr}");
     assert!(took < std::time::Duration::from_secs(20), "took {took:?}");
 }
+
+/// An IPv6 job where the runtime or the lab offers no IPv6 fails before anything starts
+/// (no image built, no instance), naming what is missing: the VM, microVM and spt
+/// runtimes (no IPv6 yet), and a lab whose state says no IPv6 address (one started by a
+/// vtnt before the TUN front was dual stack: its `state.json` written here as it wrote
+/// it). An IPv4 job on the same lab gets past that check.
+#[test]
+fn ipv6_jobs_where_the_runtime_or_lab_has_none_are_refused() {
+    vtnt_testkit::require_root!();
+    let root = std::env::temp_dir().join(unique_name("vtnt-old-lab"));
+    let name = "old";
+    std::fs::create_dir_all(root.join(name)).unwrap();
+    let state = serde_json::json!({
+        "name": name, "netns": unique_name("vtnt-nosuch"), "pid": 1,
+        "topology": "reference", "topology_source": "reference", "tun": "vtnt0",
+        "vp_address": "192.0.2.2/24", "gateway": "192.0.2.1", "vm_port": 9,
+        "routes": ["198.51.100.0/24"],
+    });
+    std::fs::write(root.join(name).join("state.json"), state.to_string()).unwrap();
+    let run = |runtime: &str, dst: &str| {
+        let out = std::process::Command::new(lab_common::VTNT)
+            .args([
+                "run",
+                "--runtime",
+                runtime,
+                "--lab",
+                name,
+                "--",
+                "trace",
+                dst,
+            ])
+            .env("VTNT_LAB_RUN_DIR", &root)
+            .output()
+            .expect("vtnt run");
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let v6 = "2001:db8:64::cb00:710a";
+    for (runtime, says) in [
+        (
+            "vm",
+            "IPv6 target 2001:db8:64::cb00:710a: the vm runtime has no IPv6 yet",
+        ),
+        ("microvm", "the microvm runtime has no IPv6 yet"),
+        ("spt", "the spt runtime has no IPv6 yet"),
+        (
+            "native",
+            "IPv6 target 2001:db8:64::cb00:710a: lab `old` has no IPv6 (started by an older vtnt",
+        ),
+        ("runc", "lab `old` has no IPv6"),
+    ] {
+        let (code, err) = run(runtime, v6);
+        assert_eq!(code, Some(1), "{runtime}: {err}");
+        assert!(err.contains(says), "{runtime}: {err}");
+    }
+    // IPv4 passes the IPv6 check and stops where the half-made lab's files end
+    let (code, err) = run("native", "203.0.113.10");
+    assert_eq!(code, Some(1), "{err}");
+    assert!(!err.contains("IPv6") && err.contains("no vm.json"), "{err}");
+    let _ = std::fs::remove_dir_all(&root);
+}

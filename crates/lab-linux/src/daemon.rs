@@ -1,20 +1,20 @@
 //! `vtnt lab serve`: the lab daemon. It binds the VM front's UDP socket on 127.0.0.1
 //! (in the host's namespace), enters the lab namespace, creates the TUN device there with
-//! the vantage point's address and routes for the lab ranges, both IPv4 and their IPv6
-//! twins (`2001:db8:64::a.b.c.d`, docs/lab.md), writes its state files,
+//! the vantage point's address and routes for the lab ranges (IPv4 and their IPv6 twins,
+//! the interface kept quiet: no DAD, router solicitations or autoconf), writes its state files,
 //! then runs the emulator on a monotonic clock until SIGTERM: packets from the TUN and
 //! from VMs (on the vantage point LAN, then on the lab's VM LAN, which the emulator routes
 //! to the vantage point like its LAN) in (ARP and DHCP answered by the VM front itself), the lab's answers out to
-//! whoever owns the destination address. IPv6 reaches the lab from the TUN only (what
-//! the host's stack says on any link, MLD and router solicitations, stays out).
+//! whoever owns the destination address.
 
 use std::fs;
 use std::io::{Read, Write};
-use std::net::{Ipv4Addr, Ipv6Addr, UdpSocket};
+use std::net::{Ipv4Addr, UdpSocket};
 use std::os::fd::AsRawFd;
 use std::path::PathBuf;
 use std::time::{Duration, Instant as Wall};
 
+use vtnt_lab::addr::to_v6;
 use vtnt_lab::{Instant, Lab, Port, Topology};
 
 use crate::state::{publish, write_json, LabState, Lan, VmInfo, TUN_NAME};
@@ -46,30 +46,36 @@ pub fn routes(vp_prefix: vtnt_lab::addr::Prefix) -> Vec<String> {
         .collect()
 }
 
-/// The IPv6 twins of [`routes`] (`2001:db8:64::c000:200/120` for `192.0.2.0/24`).
+/// The IPv6 twins of [`routes`] (`2001:db8:64::c633:6400/120` for `198.51.100.0/24`).
 pub fn routes6(vp_prefix: vtnt_lab::addr::Prefix) -> Vec<String> {
     vtnt_lab::addr::LAB_RANGES
         .iter()
         .filter(|r| !r.within(vp_prefix))
-        .map(|r| {
-            let (net, len) = r.to_v6();
-            format!("{net}/{len}")
-        })
+        .map(|r| format!("{}/{}", to_v6(r.network()), 96 + r.len()))
         .collect()
 }
 
-/// Whether an IPv6 packet from the TUN is the vantage point's own traffic for the lab,
-/// not what the host's stack says on any link (MLD reports, router solicitations from
-/// the unspecified or a link-local address, anything to a multicast group).
-fn lab_bound_ipv6(p: &[u8]) -> bool {
-    let (Ok(src), Ok(dst)) = (
-        <[u8; 16]>::try_from(&p[8..24]),
-        <[u8; 16]>::try_from(&p[24..40]),
-    ) else {
-        return false;
-    };
-    let (src, dst) = (Ipv6Addr::from(src), Ipv6Addr::from(dst));
-    !(src.is_unspecified() || src.is_unicast_link_local() || dst.is_multicast())
+/// Where the namespace's per-interface IPv6 settings live; absent on a host without IPv6.
+const IPV6_CONF: &str = "/proc/sys/net/ipv6/conf";
+
+/// Keeps the TUN's IPv6 quiet before it comes up: no link-local address (so no MLD or
+/// router solicitation from it), no duplicate address detection, no router
+/// advertisements or autoconf. Run inside the lab namespace (its `/proc/sys/net`).
+fn quiet_ipv6(dev: &str) -> Result<(), Error> {
+    let dir = std::path::Path::new(IPV6_CONF).join(dev);
+    for (key, value) in [
+        ("disable_ipv6", "0"),
+        ("addr_gen_mode", "1"),
+        ("accept_dad", "0"),
+        ("dad_transmits", "0"),
+        ("accept_ra", "0"),
+        ("autoconf", "0"),
+        ("router_solicitations", "0"),
+    ] {
+        fs::write(dir.join(key), value)
+            .map_err(|e| Error::msg(format!("{}/{key}: {e}", dir.display())))?;
+    }
+    Ok(())
 }
 
 /// Runs the daemon until a stop signal.
@@ -93,20 +99,27 @@ pub fn serve(o: &ServeOptions) -> Result<(), Error> {
     let mut tun =
         sys::open_tun(TUN_NAME).map_err(|e| Error::msg(format!("creating TUN {TUN_NAME}: {e}")))?;
     let addr = format!("{}/{}", vp.addr, vp.prefix.len());
-    let vp6 = vtnt_lab::addr::to_v6(vp.addr);
-    let addr6 = format!("{vp6}/{}", vp.prefix.to_v6().1);
     netns::ip(&["-n", &o.name, "link", "set", "lo", "up"])?;
     netns::ip(&["-n", &o.name, "addr", "add", &addr, "dev", TUN_NAME])?;
-    // usable at once: no duplicate address detection on a link the lab alone is on
-    netns::ip(&[
-        "-n", &o.name, "-6", "addr", "add", &addr6, "dev", TUN_NAME, "nodad",
-    ])?;
+    let vp6 = to_v6(vp.addr);
+    let has_ipv6 = std::path::Path::new(IPV6_CONF).exists();
+    let addr6 = has_ipv6.then(|| format!("{vp6}/{}", 96 + vp.prefix.len()));
+    if let Some(a6) = &addr6 {
+        quiet_ipv6(TUN_NAME)?;
+        netns::ip(&["-n", &o.name, "addr", "add", a6, "dev", TUN_NAME, "nodad"])?;
+    } else {
+        tracing::warn!(lab = %o.name, "no IPv6 in this kernel: the TUN front is IPv4 only");
+    }
     netns::ip(&["-n", &o.name, "link", "set", TUN_NAME, "up"])?;
     let routes = routes(vp.prefix);
     for r in &routes {
         netns::ip(&["-n", &o.name, "route", "add", r, "dev", TUN_NAME])?;
     }
-    let routes6 = routes6(vp.prefix);
+    let routes6 = if has_ipv6 {
+        routes6(vp.prefix)
+    } else {
+        Vec::new()
+    };
     for r in &routes6 {
         netns::ip(&["-n", &o.name, "-6", "route", "add", r, "dev", TUN_NAME])?;
     }
@@ -122,7 +135,7 @@ pub fn serve(o: &ServeOptions) -> Result<(), Error> {
         gateway: vp.gateway.to_string(),
         vm_port,
         routes,
-        vp_address6: Some(addr6),
+        vp_address6: addr6,
         routes6,
     };
     let lans = Lan::lab(&vp, o.vm_prefix);
@@ -153,11 +166,7 @@ pub fn serve(o: &ServeOptions) -> Result<(), Error> {
         if ready[0] {
             for _ in 0..512 {
                 match tun.read(&mut buf) {
-                    Ok(n) if n >= 20 && buf[0] >> 4 == 4 => {
-                        io.tun_in += 1;
-                        lab.handle_packet(now(), Port(0), &buf[..n]);
-                    }
-                    Ok(n) if n >= 40 && buf[0] >> 4 == 6 && lab_bound_ipv6(&buf[..n]) => {
+                    Ok(n) if (n >= 20 && buf[0] >> 4 == 4) || (n >= 40 && buf[0] >> 4 == 6) => {
                         io.tun_in += 1;
                         lab.handle_packet(now(), Port(0), &buf[..n]);
                     }
@@ -173,21 +182,18 @@ pub fn serve(o: &ServeOptions) -> Result<(), Error> {
         }
         let t = now();
         while let Some((_, n)) = lab.poll_transmit(t, &mut buf) {
-            if buf[0] >> 4 == 6 {
-                // IPv6 goes to the vantage point only (the VM front speaks IPv4)
-                if n >= 40 && buf[24..40] == vp6.octets() {
-                    io.tun_out += 1;
-                    let _ = tun.write(&buf[..n]);
-                }
-                continue;
-            }
-            let dst = Ipv4Addr::new(buf[16], buf[17], buf[18], buf[19]);
-            if dst == vp.addr {
+            let to_vp = match buf[0] >> 4 {
+                6 => buf[24..40] == vp6.octets(),
+                _ => Ipv4Addr::new(buf[16], buf[17], buf[18], buf[19]) == vp.addr,
+            };
+            if to_vp {
                 io.tun_out += 1;
                 let _ = tun.write(&buf[..n]);
-            } else if let Some(peer) = vms.frame_for(&buf[..n], &mut frame) {
-                io.vm_frames_out += 1;
-                let _ = udp.send_to(&frame, peer);
+            } else if buf[0] >> 4 == 4 {
+                if let Some(peer) = vms.frame_for(&buf[..n], &mut frame) {
+                    io.vm_frames_out += 1;
+                    let _ = udp.send_to(&frame, peer);
+                }
             }
         }
         if last_stats.elapsed() >= Duration::from_secs(1) {
@@ -209,4 +215,26 @@ struct FrontStats {
     tun_out: u64,
     vm_frames_in: u64,
     vm_frames_out: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ipv6_routes_are_the_twins_of_the_ipv4_ones() {
+        let vp = vtnt_lab::addr::Prefix::new("192.0.2.0".parse().unwrap(), 24).unwrap();
+        assert_eq!(
+            routes(vp),
+            ["198.51.100.0/24", "203.0.113.0/24", "100.64.0.0/10"]
+        );
+        assert_eq!(
+            routes6(vp),
+            [
+                "2001:db8:64::c633:6400/120",
+                "2001:db8:64::cb00:7100/120",
+                "2001:db8:64::6440:0/106"
+            ]
+        );
+    }
 }

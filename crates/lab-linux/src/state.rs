@@ -118,12 +118,13 @@ pub struct LabState {
     pub vm_port: u16,
     /// Routes added into the TUN.
     pub routes: Vec<String>,
-    /// The vantage point's IPv6 twin with prefix length (`2001:db8:64::c000:202/120`);
-    /// none in a lab started by a vtnt without IPv6, or a front onto a real network.
-    #[serde(default)]
+    /// The vantage point's IPv6 twin inside the namespace, with prefix length
+    /// (`2001:db8:64::c000:202/120`); absent where the lab has no IPv6 (started by a vtnt
+    /// before the TUN front was dual stack, or on a host without IPv6).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vp_address6: Option<String>,
-    /// The IPv6 twins of [`LabState::routes`].
-    #[serde(default)]
+    /// IPv6 routes added into the TUN (the twins of `routes`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub routes6: Vec<String>,
 }
 

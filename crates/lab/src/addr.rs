@@ -65,11 +65,6 @@ impl Prefix {
         self.first() <= other.last() && other.first() <= self.last()
     }
     /// Whether `self` lies entirely inside `outer`.
-    /// The IPv6 twin of this prefix: `2001:db8:64::<network>` with length `96 + len`.
-    pub fn to_v6(self) -> (Ipv6Addr, u8) {
-        (to_v6(self.network()), 96 + self.len)
-    }
-
     pub fn within(self, outer: Prefix) -> bool {
         outer.first() <= self.first() && self.last() <= outer.last()
     }

@@ -80,8 +80,9 @@ use std::time::{Duration, Instant};
 impl Runtime {
     /// Deploys from a fresh image server, runs `job` once, destroys and cleans up.
     pub fn run(self, job: &vtnt_job::JobSpec, opts: &RunOptions) -> Result<RunOutput> {
-        // a network that is not there (a lab not up, a TAP missing) is said before any
-        // image is built
+        // a network that is not there (a lab not up, a TAP missing), or one without the
+        // IPv6 the job needs, is said before any image is built
+        opts.net.check_job(self, job)?;
         opts.net.attach(self)?;
         let image = self.build_image(&opts.build)?;
         let name = server::file_name(&image)?;

@@ -1,6 +1,7 @@
 //! Which network an instance probes ([`Network`], `vtnt run --net`), and the checks that
 //! refuse a network before anything starts (an interface that does not exist, is down or
-//! is no TAP; a network a runtime cannot reach).
+//! is no TAP; a network a runtime cannot reach; IPv6 targets where the runtime or the
+//! network offers no IPv6, [`Network::check_job`]).
 //!
 //! - `lab[:NAME]`: a running `vtnt lab`: processes and containers join its namespace,
 //!   VMs its VM front (the default: the demo's network).
@@ -153,6 +154,45 @@ impl Network {
                 runtime.name()
             ))),
             Network::Tap(t) => check_tap(t),
+        }
+    }
+}
+
+impl Network {
+    /// Fails before anything starts, naming what is missing, when `job` has IPv6 targets
+    /// and `runtime` on this network cannot probe them. The one place that says which
+    /// runtimes and networks offer IPv6: lift a runtime or a network here when it gains it.
+    pub fn check_job(&self, runtime: Runtime, job: &vtnt_job::JobSpec) -> Result<()> {
+        let vtnt_job::Targets::List(targets) = &job.targets else {
+            return Ok(());
+        };
+        let Some(v6) = targets.iter().find(|t| t.is_ipv6()) else {
+            return Ok(());
+        };
+        if matches!(runtime, Runtime::Vm | Runtime::Microvm | Runtime::Spt) {
+            return Err(Error::Network(format!(
+                "IPv6 target {v6}: the {} runtime has no IPv6 yet (the native, runc and \
+                 docker runtimes have)",
+                runtime.name()
+            )));
+        }
+        match self {
+            Network::Host => Ok(()),
+            Network::Tap(t) => Err(Error::Network(format!(
+                "IPv6 target {v6}: --net tap:{} gives the guest no IPv6 address",
+                t.ifname
+            ))),
+            Network::Lab(name) => {
+                let state = vtnt_lab_linux::lab_state(name)?;
+                match state.vp_address6 {
+                    Some(_) => Ok(()),
+                    None => Err(Error::Network(format!(
+                        "IPv6 target {v6}: lab `{name}` has no IPv6 (started by an older vtnt \
+                         or on a kernel without IPv6: `vtnt lab down --name {name}`, then \
+                         `vtnt lab up` again)"
+                    ))),
+                }
+            }
         }
     }
 }

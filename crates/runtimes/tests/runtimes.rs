@@ -18,6 +18,12 @@ fn job() -> vtnt_job::JobSpec {
     parse("trace -P icmp-paris --seed 1 203.0.113.10")
 }
 
+/// [`job`] over IPv6: the explicit tunnel's destination's twin, through the lab's dual
+/// stack TUN front (for the runtimes that have IPv6: `Network::check_job`).
+fn job6() -> vtnt_job::JobSpec {
+    parse("trace -P icmp-paris --seed 1 2001:db8:64::cb00:710a")
+}
+
 /// Pings of the lab's first hop and a far host.
 fn ping_job() -> vtnt_job::JobSpec {
     parse("ping -c 3 -i 0.2 192.0.2.1 203.0.113.10")
@@ -73,6 +79,8 @@ fn check(test: &str, runtimes: &[Runtime], via: Via) {
     // on the host's network, a TNT job too (its annotations compared like the hops)
     let jobs = match via {
         Via::Host | Via::Front => vec![job(), tnt_job()],
+        // the runtimes that have IPv6 trace over it too
+        Via::Lab if runtimes.iter().all(|rt| !rt.has_nic()) => vec![job(), job6(), long_job()],
         Via::Lab => vec![job(), long_job()],
         Via::Dhcp => vec![job()],
     };
