@@ -619,13 +619,7 @@ fn ipv6_traces_through_the_lab_record_every_tunnel_class_as_the_lab_answers() {
             }
         }
     }
-    for c in [
-        TunnelClass::Explicit,
-        TunnelClass::Implicit,
-        TunnelClass::Opaque,
-        TunnelClass::InvisiblePhp,
-        TunnelClass::InvisibleUhp,
-    ] {
+    for c in TunnelClass::ALL {
         assert!(classes.contains(&c), "no {c:?} tunnel crossed");
     }
     assert!(labelled >= 10, "only {labelled} hops with labels");
