@@ -4,15 +4,20 @@
 //! traces of every method go hop limit by hop limit with one flow (flow label, ports,
 //! checksum) and stop on ICMPv6's numbers or the destination's TCP answer; pings of
 //! every method are answered; what is not built over IPv6 yet (`-M`, `-R`) is refused
-//! by name.
+//! by name. Through the in-process lab ([`support`]), an IPv6 trace to every destination
+//! of every case topology records what the lab answers (the lab's own tracer is checked
+//! against the truth): routers, RFC 4950 labels in ICMPv6, quoted and reply hop limits,
+//! across every tunnel class.
 #![cfg(feature = "ipv6-probe")]
+
+mod support;
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::time::Duration;
 
 use vtnt_engine::{
     Config, Engine, Event, Instant, Measurement, MeasurementError, Method, NoSource, PingOptions,
-    Record, TraceOptions, MAX_PROBE_SIZE,
+    Record, StopReason, Trace, TraceOptions, MAX_PROBE_SIZE,
 };
 use vtnt_wire::build::{Echo, IcmpError, Tcp};
 use vtnt_wire::ipv6::{self, Ip6, HEADER_LEN};
@@ -525,4 +530,97 @@ fn a_udp_dport_ping_to_an_ipv6_destination_counts_its_port() {
     let got: Vec<_> = p.responses.iter().map(|r| (r.seq, r.icmp)).collect();
     let pu = Some((icmp6_type::DEST_UNREACH, 4));
     assert_eq!(got, [(0, pu), (1, pu), (2, pu)]);
+}
+
+/// The reference topology and every case topology (`topologies/cases/`): name and lab.
+fn lab_topologies() -> Vec<(String, vtnt_lab::Topology)> {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../topologies/cases");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+        .collect();
+    files.sort();
+    let mut v = vec![("reference".to_string(), vtnt_lab::Topology::reference())];
+    v.extend(files.iter().map(|f| {
+        let name = f.file_stem().unwrap().to_string_lossy().into_owned();
+        (name, vtnt_lab::Topology::load(f).unwrap())
+    }));
+    v
+}
+
+/// The engine's ICMP-Paris IPv6 trace to `dst` from the first vantage point of `topo`,
+/// under a virtual clock.
+fn lab_trace(topo: &vtnt_lab::Topology, src: Ipv6Addr, dst: Ipv6Addr) -> Trace {
+    let mut e = Engine::new(Config::new(Ipv4Addr::UNSPECIFIED)).unwrap();
+    e.set_source_lookup(Box::new(move |_| Ok(IpAddr::V6(src))));
+    let mut o = TraceOptions::new(IpAddr::V6(dst)).with_method(Method::IcmpParis);
+    o.wait = Duration::from_secs(1);
+    let t0 = Instant::from_millis(1_000);
+    e.start(t0, Measurement::Trace(o)).unwrap();
+    let mut wire = support::wire::Wire::of(topo.clone());
+    let mut out = support::drive::run(&mut e, &mut wire, t0);
+    let Some((_, _, Record::Trace(t))) = out.pop() else {
+        panic!("a trace's record")
+    };
+    t
+}
+
+#[test]
+fn ipv6_traces_through_the_lab_record_every_tunnel_class_as_the_lab_answers() {
+    use vtnt_lab::addr::to_v6;
+    use vtnt_lab::tracer::Tracer;
+    use vtnt_lab::{Lab, TunnelClass};
+    let (mut classes, mut labelled) = (Vec::new(), 0);
+    for (name, topo) in lab_topologies() {
+        let truth = Lab::new(topo.clone()).truth();
+        let src = truth.vantage_points[0].addr6;
+        // the case whose answers return over equal-cost paths (a flow hash each)
+        let split_returns = name == "ecmp-returns";
+        for d in truth.destinations.iter().filter(|d| {
+            d.vantage_point == truth.vantage_points[0].name && d.forward_paths.len() <= 1
+        }) {
+            let t = lab_trace(&topo, src, to_v6(d.dst));
+            let mut lab = Lab::new(topo.clone());
+            let mut tracer = Tracer::new(&mut lab);
+            tracer.ipv6 = true;
+            let want = tracer.trace(d.dst, 30);
+            let what = format!("{name}, {}", d.name);
+            assert_eq!(t.stop_reason, StopReason::Completed, "{what}");
+            let got: Vec<_> = t.hops.iter().filter(|h| h.probe_id == 1).collect();
+            let answered: Vec<_> = want.iter().flatten().collect();
+            assert_eq!(got.len(), answered.len(), "{what}: hops answered");
+            for (h, a) in got.iter().zip(&answered) {
+                let at = format!("{what}, hop {}", a.probe_ttl);
+                assert_eq!(h.probe_ttl, a.probe_ttl, "{at}");
+                assert_eq!(h.addr, IpAddr::V6(to_v6(a.from)), "{at}: who answers");
+                assert_eq!(h.icmp, Some((a.icmp_type, a.icmp_code)), "{at}: what");
+                assert_eq!(h.quoted.map(|q| q.ttl), a.q_ttl, "{at}: quoted hop limit");
+                let labels: Vec<_> = h.mpls.iter().map(|l| (l.label, l.ttl)).collect();
+                assert_eq!(labels, a.labels, "{at}: RFC 4950 labels");
+                labelled += usize::from(!labels.is_empty());
+                if !split_returns {
+                    assert_eq!(h.reply_ttl, a.reply_ttl, "{at}: reply hop limit");
+                }
+            }
+            // every LSR of an explicit tunnel shows its labels; an implicit one's none
+            for tun in d.tunnels.iter().filter(|t| t.whole) {
+                classes.push(tun.class);
+                for &l in &tun.lsrs {
+                    let Some(h) = got.iter().find(|h| h.addr == IpAddr::V6(to_v6(l))) else {
+                        continue;
+                    };
+                    match tun.class {
+                        TunnelClass::Explicit => assert!(!h.mpls.is_empty(), "{what}: {l}"),
+                        TunnelClass::Implicit => assert!(h.mpls.is_empty(), "{what}: {l}"),
+                        _ => {}
+                    }
+                }
+            }
+        }
+    }
+    for c in TunnelClass::ALL {
+        assert!(classes.contains(&c), "no {c:?} tunnel crossed");
+    }
+    assert!(labelled >= 10, "only {labelled} hops with labels");
 }

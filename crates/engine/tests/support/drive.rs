@@ -24,7 +24,12 @@ fn exchange(
     out: &mut Vec<(MeasurementId, Instant, Record)>,
 ) {
     while let Some(tx) = engine.poll_transmit(now, buf) {
-        assert_eq!(tx.len, u16::from_be_bytes([buf[2], buf[3]]) as usize);
+        // IPv4's total length, or IPv6's payload length after its 40-byte header
+        let len = match buf[0] >> 4 {
+            6 => 40 + u16::from_be_bytes([buf[4], buf[5]]),
+            _ => u16::from_be_bytes([buf[2], buf[3]]),
+        };
+        assert_eq!(tx.len, len as usize);
         wire.send(now, &buf[..tx.len]);
     }
     while let Some(Event::Finished { id, record }) = engine.poll_event() {

@@ -43,7 +43,11 @@ pub struct Wire {
 impl Wire {
     /// The lab running `def` (which must be valid) behind an unimpaired link.
     pub fn new(def: TopologyDef) -> Wire {
-        let topo = Topology::from_def(def).expect("a valid topology");
+        Wire::of(Topology::from_def(def).expect("a valid topology"))
+    }
+
+    /// The lab running `topo` behind an unimpaired link.
+    pub fn of(topo: Topology) -> Wire {
         Wire {
             lab: Lab::new(topo),
             duplicate: false,
