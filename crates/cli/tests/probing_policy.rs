@@ -491,7 +491,7 @@ fn ipv6_targets_are_refused_before_any_probe() {
         // methods not built over IPv6 stop, the job where TNT does
         (
             &["ping", "-c", "1", "-R", "2001:db8:1::7"],
-            "2001:db8:1::7: IPv6 destinations are probed by traces and pings of every method, but not with -M, -R or TNT yet",
+            "2001:db8:1::7: IPv6 destinations are probed by traces and pings of every method, but not with -M or TNT yet, and never with -R (IPv6 has no record-route option)",
         ),
         (
             &["tnt", "2001:db8:1::7"],

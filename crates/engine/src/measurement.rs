@@ -303,7 +303,9 @@ impl PingOptions {
 
     /// Checks every option against its range (the engine calls this in `start`).
     pub fn validate(&self) -> Result<(), MeasurementError> {
-        // over IPv6: every method, without -R (folded away without `ipv6-probe`)
+        // over IPv6: every method, without -R: IPv6 has no record-route option (Debian's
+        // scamper 20211212 crashes on `ping -R` to an IPv6 target); folded away without
+        // `ipv6-probe`
         if self.dst.is_ipv6() && (!cfg!(feature = "ipv6-probe") || self.record_route) {
             return Err(MeasurementError::Ipv6Unsupported);
         }
@@ -449,7 +451,7 @@ pub enum MeasurementError {
     /// IPv6 targets are not probed yet: without `ipv6-probe` the engine is IPv4 only (the
     /// wire and the policy read IPv6 already; docs/scamper.md); with it, IPv6
     /// destinations get traces of every method without `-M` and pings of every method
-    /// without `-R`.
+    /// without `-R` (IPv6 has no record-route option: that refusal is for good).
     Ipv6Unsupported,
     /// Every flow identifier is in use by a running measurement. Not returned at present:
     /// [`crate::Config`] caps `max_active` below the number of identifiers, and a measurement
@@ -475,7 +477,7 @@ impl fmt::Display for MeasurementError {
             }
             MeasurementError::Ipv6Unsupported => f.write_str(if cfg!(feature = "ipv6-probe") {
                 "IPv6 destinations are probed by traces and pings of every method, but not \
-                 with -M, -R or TNT yet"
+                 with -M or TNT yet, and never with -R (IPv6 has no record-route option)"
             } else {
                 "IPv6 destinations are not probed yet: the engine is IPv4 only"
             }),
