@@ -239,21 +239,27 @@ pub fn run(cmd: LabCommand, log: &crate::logs::LogArgs) -> anyhow::Result<ExitCo
             };
             let s = linux::up(&o)?;
             let vm = linux::vm_info(&s.name)?;
-            println!(
+            out!(
                 "lab `{}` up: topology `{}` ({})",
-                s.name, s.topology, s.topology_source
+                s.name,
+                s.topology,
+                s.topology_source
             );
-            println!(
+            out!(
                 "  namespace {}: {} {} via gateway {}",
-                s.netns, s.tun, s.vp_address, s.gateway
+                s.netns,
+                s.tun,
+                s.vp_address,
+                s.gateway
             );
             if let Some(a6) = &s.vp_address6 {
-                println!("  IPv6:      {} {a6}", s.tun);
+                out!("  IPv6:      {} {a6}", s.tun);
             }
-            println!("  probe it:  vtnt lab exec --name {} -- scamper -c \"trace -P icmp-paris\" -i 203.0.113.10", s.name);
-            println!(
+            out!("  probe it:  vtnt lab exec --name {} -- scamper -c \"trace -P icmp-paris\" -i 203.0.113.10", s.name);
+            out!(
                 "  VMs:       {} (vtnt lab vm-netdev --name {})",
-                vm.endpoint, s.name
+                vm.endpoint,
+                s.name
             );
             Ok(ExitCode::SUCCESS)
         }
@@ -270,10 +276,12 @@ pub fn run(cmd: LabCommand, log: &crate::logs::LogArgs) -> anyhow::Result<ExitCo
             };
             let s = linux::front_up(&o)?;
             let vm = linux::vm_info(&s.name)?;
-            println!("front `{}` up: {}", s.name, s.topology_source);
-            println!(
+            out!("front `{}` up: {}", s.name, s.topology_source);
+            out!(
                 "  VMs:  {} on {} (vtnt run --runtime microvm --net lab:{} -- ...)",
-                vm.endpoint, vm.prefix, s.name
+                vm.endpoint,
+                vm.prefix,
+                s.name
             );
             Ok(ExitCode::SUCCESS)
         }
@@ -292,39 +300,40 @@ pub fn run(cmd: LabCommand, log: &crate::logs::LogArgs) -> anyhow::Result<ExitCo
         LabCommand::Down { name } => {
             need_root("down")?;
             if linux::down(&name)? {
-                println!("lab `{name}` down");
+                out!("lab `{name}` down");
             } else {
-                println!("lab `{name}` was not running");
+                out!("lab `{name}` was not running");
             }
             Ok(ExitCode::SUCCESS)
         }
         LabCommand::Status { name, json } => {
             let all = linux::status(name.as_deref())?;
             if json {
-                println!("{}", serde_json::to_string_pretty(&all)?);
+                out!("{}", serde_json::to_string_pretty(&all)?);
             } else if all.is_empty() {
-                println!("no lab running");
+                out!("no lab running");
             }
             if !json {
                 for s in &all {
-                    print!("{}: {}", s.name, s.state);
+                    put!("{}: {}", s.name, s.state);
                     if let Some(pid) = s.pid {
-                        print!(" (pid {pid})");
+                        put!(" (pid {pid})");
                     }
                     if let Some(l) = &s.lab {
-                        print!(", topology `{}`, {}", l.topology, l.vp_address);
+                        put!(", topology `{}`, {}", l.topology, l.vp_address);
                         if let Some(a6) = &l.vp_address6 {
-                            print!(" and {a6}");
+                            put!(" and {a6}");
                         }
-                        print!(" on {}, VM front 127.0.0.1:{}", l.tun, l.vm_port);
+                        put!(" on {}, VM front 127.0.0.1:{}", l.tun, l.vm_port);
                     }
                     if let Some(st) = &s.stats {
-                        print!(
+                        put!(
                             ", packets in {} out {}",
-                            st["lab"]["received"], st["lab"]["sent"]
+                            st["lab"]["received"],
+                            st["lab"]["sent"]
                         );
                     }
-                    println!();
+                    out!();
                 }
             }
             Ok(
@@ -353,8 +362,8 @@ pub fn run(cmd: LabCommand, log: &crate::logs::LogArgs) -> anyhow::Result<ExitCo
             let oracle = oracle
                 .then(|| vtnt_lab::oracle(&topo, &truth, &vtnt_lab::OracleOptions::default()));
             match (json, &oracle) {
-                (true, None) => println!("{}", serde_json::to_string_pretty(&truth)?),
-                (true, Some(o)) => println!(
+                (true, None) => out!("{}", serde_json::to_string_pretty(&truth)?),
+                (true, Some(o)) => out!(
                     "{}",
                     serde_json::to_string_pretty(
                         &serde_json::json!({ "truth": truth, "oracle": o })
@@ -377,7 +386,7 @@ pub fn run(cmd: LabCommand, log: &crate::logs::LogArgs) -> anyhow::Result<ExitCo
                 let o = GenOptions::default();
                 for (name, what) in vtnt_lab::generate::SETTINGS {
                     let default = o.get(name).unwrap_or_default();
-                    println!("{name:<20} {default:<12} {what}");
+                    out!("{name:<20} {default:<12} {what}");
                 }
                 return Ok(ExitCode::SUCCESS);
             }
@@ -425,14 +434,14 @@ pub fn run(cmd: LabCommand, log: &crate::logs::LogArgs) -> anyhow::Result<ExitCo
                 Some(p) => {
                     std::fs::write(&p, text).with_context(|| format!("writing {}", p.display()))?
                 }
-                None => print!("{text}"),
+                None => put!("{text}"),
             }
             Ok(ExitCode::SUCCESS)
         }
         LabCommand::Check { topology } => {
             let t = Topology::load(&topology)?;
             let d = t.def();
-            println!(
+            out!(
                 "{}: topology `{}` is valid: {} routers, {} links, {} hosts, {} LSPs, {} vantage points",
                 topology.display(), t.name(), d.routers.len(), d.links.len(), d.hosts.len(), d.lsps.len(), d.vantage_points.len()
             );
@@ -445,13 +454,14 @@ pub fn run(cmd: LabCommand, log: &crate::logs::LogArgs) -> anyhow::Result<ExitCo
                 // vm.json with the slot computed
                 let mut v = serde_json::to_value(&vm)?;
                 v["slot"] = serde_json::to_value(&g)?;
-                println!("{}", serde_json::to_string_pretty(&v)?);
+                out!("{}", serde_json::to_string_pretty(&v)?);
                 return Ok(ExitCode::SUCCESS);
             }
-            println!("-netdev {} -device {}", g.netdev, g.device);
-            println!(
+            out!("-netdev {} -device {}", g.netdev, g.device);
+            out!(
                 "# guest: {}  (older QEMU: -netdev {})",
-                g.cmdline, g.netdev_socket
+                g.cmdline,
+                g.netdev_socket
             );
             Ok(ExitCode::SUCCESS)
         }
@@ -484,7 +494,7 @@ pub fn run(cmd: LabCommand, log: &crate::logs::LogArgs) -> anyhow::Result<ExitCo
 
 fn bench(probes: u64, seconds: f64, window: u64, no_tun: bool) -> anyhow::Result<ExitCode> {
     let core = linux::bench::core(Topology::reference(), probes);
-    println!(
+    out!(
         "lab core (in-process, reference topology): {:.0} packets/s ({} probes, {} replies, {:.3} s)",
         core.pps(), core.probes, core.replies, core.secs
     );
@@ -521,7 +531,7 @@ fn bench(probes: u64, seconds: f64, window: u64, no_tun: bool) -> anyhow::Result
     let _ = linux::down(&name);
     let _ = std::fs::remove_file(&file);
     let r = r?;
-    println!(
+    out!(
         "lab via TUN (raw socket in the namespace, {window} in flight): {:.0} packets/s ({} probes, {} replies, {:.3} s)",
         r.pps(), r.probes, r.replies, r.secs
     );
@@ -531,16 +541,18 @@ fn bench(probes: u64, seconds: f64, window: u64, no_tun: bool) -> anyhow::Result
 /// The truth as text, IPv6 twins beside the IPv4 addresses (each tunnel's on a line of
 /// its own, after its oracle observation when `oracle` is given).
 fn print_truth(t: &vtnt_lab::Truth, oracle: Option<&vtnt_lab::Oracle>) {
-    println!("topology `{}`", t.topology);
+    out!("topology `{}`", t.topology);
     if let Some(o) = oracle {
-        println!(
+        out!(
             "oracle: {} destinations traced, {} traces, {} probes",
-            o.targets, o.traces, o.probes
+            o.targets,
+            o.traces,
+            o.probes
         );
     }
     for (i, d) in t.destinations.iter().enumerate() {
         let path: Vec<String> = d.forward.iter().map(|h| h.router.clone()).collect();
-        println!(
+        out!(
             "{} {} {}: {}{}",
             d.name,
             d.dst,
@@ -554,7 +566,7 @@ fn print_truth(t: &vtnt_lab::Truth, oracle: Option<&vtnt_lab::Oracle>) {
         );
         for (j, tu) in d.tunnels.iter().enumerate() {
             let lsrs: Vec<String> = tu.lsrs.iter().map(|a| a.to_string()).collect();
-            println!(
+            out!(
                 "  {:13} {} {} -> {} {}  LSRs [{}]  revelation {:?}",
                 tu.class.name(),
                 tu.ingress_router,
@@ -565,10 +577,10 @@ fn print_truth(t: &vtnt_lab::Truth, oracle: Option<&vtnt_lab::Oracle>) {
                 tu.revelation
             );
             if let Some(ob) = oracle.and_then(|o| o.tunnels.get(i)?.get(j)) {
-                println!("  {:13} {}", "", observation(ob));
+                out!("  {:13} {}", "", observation(ob));
             }
             let lsrs6: Vec<String> = tu.lsrs.iter().map(|&a| to_v6(a).to_string()).collect();
-            println!(
+            out!(
                 "  {:13} IPv6 {} -> {}  [{}]",
                 "",
                 to_v6(tu.ingress),
@@ -577,11 +589,16 @@ fn print_truth(t: &vtnt_lab::Truth, oracle: Option<&vtnt_lab::Oracle>) {
             );
         }
     }
-    println!("routers:");
+    out!("routers:");
     for r in &t.routers {
-        println!(
+        out!(
             "  {:6} {:9} <{},{}> IPv6 <{},{}>",
-            r.name, r.vendor, r.signature[0], r.signature[1], r.signature6[0], r.signature6[1]
+            r.name,
+            r.vendor,
+            r.signature[0],
+            r.signature[1],
+            r.signature6[0],
+            r.signature6[1]
         );
     }
 }
