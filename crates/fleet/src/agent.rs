@@ -65,9 +65,11 @@ pub struct AgentOptions {
 pub const IMAGES_FROM_NATS: &str = "nats";
 /// Heartbeats a node may miss before it is shown down.
 pub const MISSED_HEARTBEATS: u32 = 3;
-/// How long a discard-mode answer may take to leave, and a group to be left (a broker
-/// that is away holds nothing up longer).
+/// How long a discard-mode answer may take to leave (a broker that is away holds nothing
+/// up longer).
 const ANSWER_FLUSH: Duration = Duration::from_millis(100);
+/// How long leaving the discard queue group may take ([`leave`]).
+const LEAVE_WITHIN: Duration = Duration::from_secs(2);
 /// Records published before their acknowledgements are awaited.
 const PUBLISH_WINDOW: usize = 1024;
 /// How much of an error (a failed job's stderr) its summary keeps, bytes.
@@ -250,7 +252,10 @@ async fn agent(o: AgentOptions) -> crate::Result<()> {
             }
             deploy = Some(subs);
         } else if !free {
-            deploy = None;
+            // a pull took the last slot: out of the group, answering what was on its way
+            if let Some(subs) = deploy.take() {
+                leave(&client, subs, &ctx.o.node).await;
+            }
         }
         let ev = tokio::select! {
             _ = term.recv() => Ev::Stop,
@@ -310,8 +315,11 @@ async fn agent(o: AgentOptions) -> crate::Result<()> {
             }
         }
     }
-    // Drain: out of the queue group, no more pulls, running jobs finish.
-    drop(deploy);
+    // Drain: out of the queue group (what was on its way answered), no more pulls,
+    // running jobs finish.
+    if let Some(subs) = deploy.take() {
+        leave(&client, subs, &ctx.o.node).await;
+    }
     let _ = stop_tx.send(true);
     tracing::info!(
         node = ctx.node(),
@@ -338,13 +346,18 @@ async fn agent(o: AgentOptions) -> crate::Result<()> {
     Ok(())
 }
 
-/// Leaves the discard queue group (its last slot taken); a request the server routed
-/// here before it took the UNSUB is answered `busy`, and the controller asks again.
+/// Leaves the discard queue group (its last slot taken): the subscriptions are drained
+/// (UNSUB, then a PING whose PONG ends them), so every request the server routed here
+/// before it took the UNSUB is still read and answered `busy`, and the controller asks
+/// again; none is dropped unanswered (it would wait out its timeout). Bounded by
+/// [`LEAVE_WITHIN`]: a broker that is away holds nothing up.
 async fn leave(client: &async_nats::Client, subs: SelectAll<async_nats::Subscriber>, node: &str) {
+    let deadline = tokio::time::Instant::now() + LEAVE_WITHIN;
     for mut sub in subs {
-        let _ = sub.unsubscribe().await;
-        // the subscription's messages end once the client has taken the UNSUB
-        while let Ok(Some(m)) = tokio::time::timeout(ANSWER_FLUSH, sub.next()).await {
+        if sub.drain().await.is_err() {
+            continue;
+        }
+        while let Ok(Some(m)) = tokio::time::timeout_at(deadline, sub.next()).await {
             let req = request(&m.subject, &m.payload);
             let (Some(reply), true) = (reply_to(&m), req.is_ok()) else {
                 continue;
