@@ -5,7 +5,7 @@
 //! its routers, hosts, tunnels and delays, is the lab's.
 
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, HashMap};
 use std::net::{IpAddr, Ipv4Addr};
 use std::time::Duration;
 
@@ -36,6 +36,8 @@ pub struct Wire {
     pub shaper: Option<Shaper>,
     /// Every probe the engine sent, with its send time.
     pub sent: Vec<(Instant, Vec<u8>)>,
+    /// How many probes went to each IPv4 destination (bytes 16..20), for the shaper.
+    sent_to: HashMap<[u8; 4], u16>,
     in_flight: BinaryHeap<Reverse<(Instant, u64, Vec<u8>)>>,
     seq: u64,
 }
@@ -53,6 +55,7 @@ impl Wire {
             duplicate: false,
             shaper: None,
             sent: Vec::new(),
+            sent_to: HashMap::new(),
             in_flight: BinaryHeap::new(),
             seq: 0,
         }
@@ -65,18 +68,21 @@ impl Wire {
     /// The engine sends `probe` at `now`.
     pub fn send(&mut self, now: Instant, probe: &[u8]) {
         self.sent.push((now, probe.to_vec()));
+        let number = match probe.get(16..20).and_then(|d| <[u8; 4]>::try_from(d).ok()) {
+            Some(d) => {
+                let n = self.sent_to.entry(d).or_default();
+                *n = n.saturating_add(1);
+                *n
+            }
+            None => 0,
+        };
         let extra = match (self.shaper.as_mut(), reply::parse(probe)) {
             (Some(shape), Ok(p)) => {
                 let IpAddr::V4(dst) = p.dst else { return };
-                let number = self
-                    .sent
-                    .iter()
-                    .filter(|(_, s)| s.get(16..20) == probe.get(16..20))
-                    .count();
                 let view = ProbeView {
                     dst,
                     ttl: p.ttl,
-                    number: u16::try_from(number).unwrap_or(u16::MAX),
+                    number,
                 };
                 match shape(&view) {
                     Some(d) => d,
