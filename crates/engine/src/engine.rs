@@ -326,7 +326,18 @@ impl Engine {
     /// The slot of the running measurement that sent `probe`, and the probe's number.
     fn sent_slot(&self, probe: &[u8]) -> Option<(usize, u16)> {
         let (key, number) = probe::sent_probe(probe, self.tag)?;
-        Some((*self.keys.get(&key)?, number))
+        let i = *self.keys.get(&key)?;
+        // an ICMPv6 echo request carries its number in its sequence number, offset by
+        // its flow (an IPv4 one's comes from its IP ID)
+        #[cfg(feature = "ipv6-probe")]
+        if key.proto == vtnt_wire::proto::ICMP && key.dst.is_ipv6() {
+            let offset = match &self.slots.get(i)?.as_ref()?.run {
+                Active::Trace(t) => t.flow().vary.seq_offset,
+                Active::Ping(p) => p.flow().vary.seq_offset,
+            };
+            return Some((i, number.wrapping_sub(offset)));
+        }
+        Some((i, number))
     }
 
     /// Hands the packet received at `rx` to the measurement it answers; returns that slot.

@@ -42,6 +42,12 @@ pub(crate) struct PingState {
 }
 
 impl PingState {
+    /// The constant fields of its probes.
+    #[cfg(feature = "ipv6-probe")]
+    pub(crate) fn flow(&self) -> &Flow {
+        &self.flow
+    }
+
     /// Not inlined, as [`crate::trace::TraceState::new`].
     #[inline(never)]
     pub fn new(

@@ -228,7 +228,10 @@ mod v6 {
     use vtnt_wire::ipv6::{Ip6, HEADER_LEN};
     use vtnt_wire::{build6, checksum, icmp6_type, proto, Error};
 
-    use super::{echo_request, payload, tag_echo, tcp_header, udp_dport, Flow, Probe};
+    use super::{
+        echo_request, number_of_tcp_seq, payload, tag_echo, tcp_header, udp_dport, Flow, FlowKey,
+        Probe,
+    };
 
     /// The IPv6 header and an ICMPv6 echo or UDP header.
     const IP6_HEADERS: u16 = 48;
@@ -277,6 +280,29 @@ mod v6 {
         let pin = tag_echo(m, flow)?;
         build6::icmp6_echo_checksum(m, &ip, pin)?;
         Ok(n)
+    }
+
+    /// The flow and number of an IPv6 probe of ours (no extension headers): IPv6 has no
+    /// IP ID, so a UDP probe's number is its pinned checksum, a TCP one's its sequence
+    /// number's, and an echo request's its sequence number, which its flow still offsets
+    /// (`Vary::seq_offset`: the engine takes that off).
+    pub(super) fn sent_probe(p: &[u8], tag: u16) -> Option<(FlowKey, u16)> {
+        let be16 = |i: usize| Some(u16::from_be_bytes([*p.get(i)?, *p.get(i + 1)?]));
+        let dst: [u8; 16] = p.get(24..HEADER_LEN)?.try_into().ok()?;
+        let t = HEADER_LEN;
+        let (proto, id, number) = match *p.get(6)? {
+            proto::ICMPV6 if *p.get(t)? == icmp6_type::ECHO_REQUEST => {
+                (proto::ICMP, be16(t + 4)?, be16(t + 6)?)
+            }
+            proto::UDP => (proto::UDP, be16(t)?, be16(t + 6)?),
+            proto::TCP => {
+                let seq = u32::from(be16(t + 4)?) << 16 | u32::from(be16(t + 6)?);
+                (proto::TCP, be16(t)?, number_of_tcp_seq(tag, seq)?)
+            }
+            _ => return None,
+        };
+        let dst = Ipv6Addr::from(dst).into();
+        Some((FlowKey { proto, id, dst }, number))
     }
 
     /// A TCP SYN or ACK probe over IPv6, numbered and tagged as over IPv4
@@ -484,14 +510,18 @@ pub(crate) fn probe_number(flow: &Flow, r: &Reply<'_>, tcp_payload: u32, sent: u
 }
 
 /// The flow and probe number of a probe this engine built, e.g. one the driver could not
-/// send; IPv4 probes only (an IPv6 probe's report is ignored: it carries no IP ID to
-/// number it by, so a failed IPv6 probe times out instead). The bytes are our own ([`build`]: an IPv4 header, then ICMP echo, UDP or
-/// TCP), so the fields are read where we wrote them rather than through the reply parser
-/// (which would cost the unikernel a second copy of it).
+/// send or reports the transmit time of. The bytes are our own ([`build`]: an IPv4
+/// header, then ICMP echo, UDP or TCP), so the fields are read where we wrote them rather
+/// than through the reply parser (which would cost the unikernel a second copy of it).
+/// IPv6 probes: [`v6::sent_probe`].
 pub(crate) fn sent_probe(p: &[u8], tag: u16) -> Option<(FlowKey, u16)> {
     let byte = |i: usize| p.get(i).copied();
     let be16 = |i: usize| Some(u16::from_be_bytes([byte(i)?, byte(i + 1)?]));
     let v_ihl = byte(0)?;
+    #[cfg(feature = "ipv6-probe")]
+    if v_ihl >> 4 == 6 {
+        return v6::sent_probe(p, tag);
+    }
     let ihl = usize::from(v_ihl & 0x0f) * 4;
     if v_ihl >> 4 != 4 || ihl < 20 {
         return None;
@@ -684,6 +714,45 @@ mod tests {
         // a payload (not repeated) behind two checksum bytes, zeros after it
         assert_eq!(payload_bytes(6, 2, &[1, 2], false), [0, 0, 1, 2, 0, 0]);
         assert_eq!(payload_bytes(3, 0, &[], false), [0, 0, 0]);
+    }
+
+    /// Every IPv6 probe of ours is named by its first bytes, as the drivers keep them for
+    /// a transmit stamp or a send error: its flow, and its number (an echo request's still
+    /// offset by its flow's `seq_offset`, which the engine takes off).
+    #[cfg(feature = "ipv6-probe")]
+    #[test]
+    fn ipv6_probes_are_named_by_their_first_bytes() {
+        let src6: core::net::Ipv6Addr = "2001:db8:64::c000:202".parse().unwrap();
+        let dst6: core::net::Ipv6Addr = "2001:db8:64::cb00:7109".parse().unwrap();
+        for (proto, ack) in [
+            (proto::ICMP, false),
+            (proto::UDP, false),
+            (proto::TCP, false),
+            (proto::TCP, true),
+        ] {
+            let mut f = flow(proto);
+            f.key.dst = IpAddr::V6(dst6);
+            f.vary.tcp_ack = ack;
+            f.vary.seq_offset = 40;
+            let p = Probe {
+                src: IpAddr::V6(src6),
+                ttl: 9,
+                tos: 0,
+                number: 12,
+                size: 80,
+                data: &[0; 64],
+                record_route: false,
+            };
+            let mut b = [0u8; 128];
+            let n = build(&mut b, &f, &p).unwrap();
+            let want = if proto == proto::ICMP { 52 } else { 12 };
+            let named = sent_probe(&b[..n.min(PROBE_ID_LEN)], f.tag);
+            assert_eq!(named, Some((f.key, want)), "proto {proto}, ack {ack}");
+            assert_eq!(
+                sent_probe(&b[..n], f.tag.wrapping_add(1)).is_some(),
+                proto != proto::TCP
+            );
+        }
     }
 
     /// The TCP segment [`answer`] takes when it builds an ICMP error.

@@ -128,6 +128,12 @@ pub(crate) struct TraceState {
 }
 
 impl TraceState {
+    /// The constant fields of its probes.
+    #[cfg(feature = "ipv6-probe")]
+    pub(crate) fn flow(&self) -> &Flow {
+        &self.flow
+    }
+
     /// Not inlined into `Engine::activate`: the unikernel's image is 1.8 KiB smaller so.
     #[inline(never)]
     pub fn new(

@@ -124,7 +124,7 @@ impl RawSockets {
             tcp,
             cmsg: nix::cmsg_space!(nix::sys::time::TimeSpec),
             tx,
-            v6: Raw6::open()?,
+            v6: Raw6::open(tx_stamps)?,
         })
     }
 
@@ -174,10 +174,16 @@ impl RawSockets {
             } else {
                 self.transmit(&packets[done..])
             };
+            // each family's send socket numbers its own packets
+            let tx = if v6 {
+                self.v6.as_mut().and_then(|s| s.tx.as_mut())
+            } else {
+                self.tx.as_mut()
+            };
             match sent {
                 Ok(n) => {
-                    for p in &packets[done..done + n] {
-                        if let Some(tx) = self.tx.as_mut().filter(|_| !v6) {
+                    if let Some(tx) = tx {
+                        for p in &packets[done..done + n] {
                             tx.sent(p);
                         }
                     }
@@ -189,7 +195,7 @@ impl RawSockets {
                 }
                 Err(Errno::EAGAIN | Errno::ENOBUFS) => break,
                 Err(e) if refused(e) => {
-                    if let Some(tx) = self.tx.as_mut().filter(|_| !v6) {
+                    if let Some(tx) = tx {
                         tx.refused(e);
                         if retry {
                             tx.refused(e);
@@ -248,12 +254,17 @@ impl RawSockets {
     pub fn recv_tx_stamps(
         &mut self,
         clock: &Clock,
-        f: impl FnMut(Instant, &[u8]),
+        mut f: impl FnMut(Instant, &[u8]),
     ) -> Result<usize, Error> {
-        match &mut self.tx {
-            Some(tx) => tx.read(self.send.as_fd(), &clock.stamps(), f),
-            None => Ok(0),
+        let stamps = clock.stamps();
+        let mut n = match &mut self.tx {
+            Some(tx) => tx.read(self.send.as_fd(), &stamps, &mut f)?,
+            None => 0,
+        };
+        if let Some(v6) = &mut self.v6 {
+            n += v6.recv_tx_stamps(&stamps, &mut f)?;
         }
+        Ok(n)
     }
 
     /// Hands every packet waiting on the receive sockets to `f` with its kernel receive

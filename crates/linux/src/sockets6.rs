@@ -4,7 +4,7 @@
 //! probe draws). Those hand over each message without its IPv6 header, so the header is
 //! rebuilt from the sender's address, the destination (`IPV6_PKTINFO`) and the hop limit
 //! (`IPV6_HOPLIMIT`) before the prober sees the packet, as it would over IPv4.
-//! No transmit stamps here: an IPv6 probe's transmit time is when the prober handed it out.
+//! The send socket stamps its packets as the IPv4 one does ([`crate::tx_stamps`]).
 
 use std::io::IoSliceMut;
 use std::net::{Ipv6Addr, SocketAddrV6};
@@ -16,6 +16,7 @@ use nix::sys::socket::{
     SockProtocol, SockaddrIn6,
 };
 
+use crate::tx_stamps::TxStamps;
 use crate::{Clock, Error, Instant};
 
 /// The fixed IPv6 header's length.
@@ -28,11 +29,14 @@ pub(crate) struct Raw6 {
     /// The receiving sockets, each with the protocol its messages are of.
     receive: [(OwnedFd, u8); 2],
     cmsg: Vec<u8>,
+    /// The probes waiting for a transmit stamp, when `send` has them.
+    pub tx: Option<TxStamps>,
 }
 
 impl Raw6 {
-    /// Opens the sockets; `Ok(None)` where the kernel has no IPv6.
-    pub fn open() -> Result<Option<Raw6>, Error> {
+    /// Opens the sockets, with transmit stamps if `tx_stamps` and the kernel gives them;
+    /// `Ok(None)` where the kernel has no IPv6.
+    pub fn open(tx_stamps: bool) -> Result<Option<Raw6>, Error> {
         let send = match crate::host::open(AddressFamily::Inet6, SockProtocol::Raw, "IPv6 raw") {
             Err(Error::Socket {
                 source: Errno::EAFNOSUPPORT,
@@ -59,6 +63,11 @@ impl Raw6 {
             let _ = setsockopt(fd, sockopt::RcvBufForce, &(8 << 20));
         }
         let _ = setsockopt(&send, sockopt::SndBufForce, &(8 << 20));
+        let tx = if tx_stamps {
+            TxStamps::enable(send.as_fd())
+        } else {
+            None
+        };
         Ok(Some(Raw6 {
             send,
             receive: [
@@ -70,6 +79,7 @@ impl Raw6 {
                 nix::libc::in6_pktinfo,
                 nix::libc::c_int
             ),
+            tx,
         }))
     }
 
@@ -86,6 +96,18 @@ impl Raw6 {
             .ok_or(Errno::EINVAL)?;
         let addr = SockaddrIn6::from(SocketAddrV6::new(Ipv6Addr::from(d), 0, 0, 0));
         sendto(self.send.as_raw_fd(), packet, &addr, MsgFlags::empty()).map(|_| 1)
+    }
+
+    /// [`TxStamps::read`] of the send socket: the stamps of the IPv6 probes sent.
+    pub fn recv_tx_stamps(
+        &mut self,
+        stamps: &crate::clock::KernelStamps,
+        f: impl FnMut(Instant, &[u8]),
+    ) -> Result<usize, Error> {
+        match &mut self.tx {
+            Some(tx) => tx.read(self.send.as_fd(), stamps, f),
+            None => Ok(0),
+        }
     }
 
     /// Hands every ICMPv6 message and TCP segment waiting to `f`, behind its rebuilt IPv6

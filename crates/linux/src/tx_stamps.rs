@@ -103,7 +103,7 @@ impl TxStamps {
                 Some(nix::cmsg_space!(
                     Timestamps,
                     nix::libc::sock_extended_err,
-                    nix::libc::sockaddr_in
+                    nix::libc::sockaddr_in6
                 )),
             );
             // No payload: OPT_TSONLY returns none.
@@ -135,6 +135,7 @@ impl TxStamps {
                             at = Some(stamps.instant(t.system.tv_sec(), t.system.tv_nsec()));
                         }
                         ControlMessageOwned::Ipv4RecvErr(e, _)
+                        | ControlMessageOwned::Ipv6RecvErr(e, _)
                             if e.ee_origin == ORIGIN_TIMESTAMPING && e.ee_info == TSTAMP_SND =>
                         {
                             number = Some(e.ee_data);

@@ -6,7 +6,7 @@
 
 mod common;
 
-use std::net::{IpAddr, Ipv4Addr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::time::Duration;
 
 use common::run_in;
@@ -34,7 +34,7 @@ fn scamper_ping(ns: &NetNs, dst: &str, count: u16) -> Vec<f64> {
 }
 
 fn ping(dst: &str, count: u16) -> PingOptions {
-    let mut o = PingOptions::new(IpAddr::V4(dst.parse::<Ipv4Addr>().unwrap()));
+    let mut o = PingOptions::new(dst.parse::<IpAddr>().unwrap());
     o.count = count;
     o.interval = Duration::from_millis(20);
     o.timeout = Duration::from_millis(500);
@@ -88,6 +88,129 @@ fn every_probe_is_stamped_after_its_hand_over_and_rtts_agree_with_ping() {
     // before its send call, ours when the packet left, so ours is not the longer one
     // beyond scheduling noise on a busy host.
     assert!(ours <= theirs + 2.0, "vtnt {ours} ms, scamper {theirs} ms");
+}
+
+/// IPv6 probes are stamped by their own send socket, which numbers its packets apart
+/// from the IPv4 one's: pings over both families at once, each probe stamped when it
+/// left and each reply timed from its own probe's stamp.
+#[test]
+fn ipv6_probes_are_stamped_beside_ipv4_ones() {
+    vtnt_testkit::require_root!();
+    let chain = Chain::build("vt6", 1).unwrap();
+    // the chain's one router between two IPv6 /64s of the documentation prefix
+    let [vantage, router, target] = &chain.nodes[..] else {
+        unreachable!("one router")
+    };
+    let ip6 = |ns: &vtnt_netns::NetNs, args: &[&str]| {
+        let out = ns.ip(args).unwrap();
+        assert!(out.status.success(), "{args:?}: {out:?}");
+    };
+    ip6(
+        vantage,
+        &[
+            "-6",
+            "addr",
+            "add",
+            "2001:db8:77:1::1/64",
+            "dev",
+            "east",
+            "nodad",
+        ],
+    );
+    ip6(
+        router,
+        &[
+            "-6",
+            "addr",
+            "add",
+            "2001:db8:77:1::2/64",
+            "dev",
+            "west",
+            "nodad",
+        ],
+    );
+    ip6(
+        router,
+        &[
+            "-6",
+            "addr",
+            "add",
+            "2001:db8:77:2::1/64",
+            "dev",
+            "east",
+            "nodad",
+        ],
+    );
+    ip6(
+        target,
+        &[
+            "-6",
+            "addr",
+            "add",
+            "2001:db8:77:2::2/64",
+            "dev",
+            "west",
+            "nodad",
+        ],
+    );
+    ip6(
+        vantage,
+        &[
+            "-6",
+            "route",
+            "add",
+            "2001:db8:77::/48",
+            "via",
+            "2001:db8:77:1::2",
+        ],
+    );
+    ip6(
+        target,
+        &[
+            "-6",
+            "route",
+            "add",
+            "2001:db8:77::/48",
+            "via",
+            "2001:db8:77:2::1",
+        ],
+    );
+    router.sysctl("net.ipv6.conf.all.forwarding", "1").unwrap();
+    // neighbour discovery waits for the links' link-local addresses to pass DAD (a second)
+    for ns in &chain.nodes {
+        let settled = (0..50).any(|_| {
+            let out = ns.ip(&["-6", "addr", "show", "tentative"]).unwrap();
+            out.stdout.is_empty() || {
+                std::thread::sleep(Duration::from_millis(100));
+                false
+            }
+        });
+        assert!(settled, "{}: addresses still tentative", ns.name());
+    }
+    let to6: Ipv6Addr = "2001:db8:77:2::2".parse().unwrap();
+    let target4 = chain.target();
+    let r = run_in(
+        vantage,
+        vec![ping(&to6.to_string(), 10), ping(&target4, 10)],
+        true,
+    );
+    assert_eq!(r.stats.sent, 20, "{:?}", r.stats);
+    assert_eq!(r.stats.tx_stamps, 20, "every probe stamped: {:?}", r.stats);
+    assert_eq!(r.tx_stamps, 20, "and every stamp taken by the engine");
+    let v6 = r.stamps.iter().filter(|s| s.probe[0] >> 4 == 6);
+    for s in v6.clone() {
+        assert_eq!(s.probe[24..40], to6.octets(), "an IPv6 probe to the target");
+        assert!(s.handed <= s.at, "stamped {:?} before {:?}", s.at, s.handed);
+    }
+    assert_eq!(v6.count(), 10);
+    assert_eq!(r.replies.len(), 20);
+    let stamped: Vec<Instant> = r.stamps.iter().map(|s| s.at).collect();
+    for reply in &r.replies {
+        assert!(
+            stamped.contains(&reply.tx),
+            "reply timed from its probe's stamp"
+        );
+    }
 }
 
 /// Probes that wait in a slow queue on the way out (a token bucket at 200 kbit/s: one

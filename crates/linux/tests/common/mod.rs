@@ -94,8 +94,11 @@ pub fn run_in(ns: &NetNs, jobs: Vec<PingOptions>, tx_stamps: bool) -> Run {
         let mut config = Config::new(Chain::left(0).parse().unwrap());
         config.pps = 10_000;
         config.burst = 64;
+        let mut engine = Engine::new(config).unwrap();
+        // IPv6 jobs' source from the namespace's routes, as the command's
+        engine.set_source_lookup(vtnt_linux::RouteSources::new().into_lookup());
         let mut p = Recorder {
-            engine: Engine::new(config).unwrap(),
+            engine,
             handed: HashMap::new(),
             stamps: Vec::new(),
         };
