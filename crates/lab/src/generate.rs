@@ -423,6 +423,7 @@ impl Builder {
             } else {
                 ReplyFrom::Incoming
             },
+            ipv4_only: false,
         });
         name
     }

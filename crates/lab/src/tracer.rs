@@ -156,7 +156,8 @@ fn decode(b: &[u8], seq: u16, ttl: u8, sent: Instant, now: Instant) -> Option<An
     };
     let from = match r.src {
         IpAddr::V4(a) => a,
-        IpAddr::V6(a) => from_v6(a)?,
+        // a lab twin, or the IPv4-mapped address a 6PE core's LSR answers from
+        IpAddr::V6(a) => from_v6(a).or_else(|| a.to_ipv4_mapped())?,
     };
     let rtt_us = now.saturating_since(sent).as_micros() as u64;
     let mut a = Answer {

@@ -54,10 +54,14 @@ pub struct RouterTruth {
     /// The initial hop limits of its ICMPv6 time exceeded and echo reply.
     pub signature6: [u8; 2],
     pub addresses: Vec<Ipv4Addr>,
-    /// The IPv6 twins of `addresses`.
+    /// The IPv6 twins of `addresses` (none for an IPv4-only router).
     pub addresses6: Vec<Ipv6Addr>,
     pub silent: bool,
     pub icmp_rate: u32,
+    /// IPv4 only (a 6PE core's LSR): its IPv6 answers come from the IPv4-mapped
+    /// addresses of `addresses`.
+    #[serde(skip_serializing_if = "core::ops::Not::not")]
+    pub ipv4_only: bool,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -345,10 +349,15 @@ pub fn truth(topo: &Topology) -> Truth {
                 vendor: r.vendor.name(),
                 signature: [te, er],
                 signature6: [te6, er6],
-                addresses6: addresses.iter().map(|&a| to_v6(a)).collect(),
+                addresses6: if r.ipv4_only {
+                    Vec::new()
+                } else {
+                    addresses.iter().map(|&a| to_v6(a)).collect()
+                },
                 addresses,
                 silent: r.silent,
                 icmp_rate: r.icmp_rate,
+                ipv4_only: r.ipv4_only,
             }
         })
         .collect();

@@ -446,3 +446,134 @@ fn the_truth_lists_the_ipv6_addresses_traces_show() {
         }
     }
 }
+
+/// `text` with the routers named in `names` IPv4 only (`ipv4-only = true`).
+fn ipv4_only(text: &str, names: &[String]) -> String {
+    let mut out = String::new();
+    let mut in_router = false;
+    for line in text.lines() {
+        out.push_str(line);
+        out.push('\n');
+        let l = line.trim();
+        if l.starts_with("[[") {
+            in_router = l == "[[router]]";
+        }
+        let named = |n: &String| l == format!("name = \"{n}\"");
+        if in_router && names.iter().any(named) {
+            out.push_str("ipv4-only = true\n");
+        }
+    }
+    out
+}
+
+/// A 6PE core (RFC 4798): the reference's explicit tunnel with IPv4-only LSRs. Over IPv6
+/// they still answer at their hops, with their labels, from the IPv4-mapped address of
+/// the address they answer IPv4 from, their errors carried on to the egress first (RFC
+/// 3032 section 2.3.2): they come back with a lower hop limit than the IPv4 answers,
+/// which the LSRs route back themselves. Their IPv6 twins have no route, and the truth
+/// lists no IPv6 address for them.
+#[test]
+fn a_6pe_core_answers_answer_from_mapped_addresses_along_the_lsp() {
+    let plain = Lab::new(Topology::reference()).truth();
+    let (d, t) = plain
+        .destinations
+        .iter()
+        .find_map(|d| {
+            let t = d.tunnels.iter().find(|t| t.lsp == "explicit" && t.whole)?;
+            Some((d, t))
+        })
+        .expect("the explicit tunnel");
+    let lsrs: Vec<String> = plain
+        .routers
+        .iter()
+        .filter(|r| r.addresses.iter().any(|a| t.lsrs.contains(a)))
+        .map(|r| r.name.clone())
+        .collect();
+    assert_eq!(lsrs.len(), t.lsrs.len(), "{lsrs:?}");
+    // a 6PE core carries IPv6 labelled both ways: the answers' way back is an LSP too
+    let mut text = ipv4_only(vtnt_lab::REFERENCE_TOML, &lsrs);
+    text.push_str("\n[[lsp]]\nname = \"explicit-back\"\ningress = \"e4\"\negress = \"e1\"\n");
+    let topo = Topology::parse(&text, "6pe.toml").unwrap();
+    let truth = Lab::new(topo.clone()).truth();
+    for r in truth.routers.iter() {
+        let core = lsrs.contains(&r.name);
+        assert_eq!(
+            (r.ipv4_only, r.addresses6.is_empty()),
+            (core, core),
+            "{}",
+            r.name
+        );
+    }
+    let v4 = trace(&edit(&text, None, true), d.dst, false);
+    let v6 = trace(&topo, d.dst, true);
+    for &l in &t.lsrs {
+        let k = v4
+            .iter()
+            .position(|h| h.as_ref().is_some_and(|a| a.from == l));
+        let k = k.unwrap_or_else(|| panic!("{l} not in the IPv4 trace"));
+        let (a4, a6) = (v4[k].as_ref().unwrap(), v6[k].as_ref().expect("answered"));
+        assert_eq!((a6.from, a6.q_ttl), (l, a4.q_ttl), "hop {}", k + 1);
+        assert_eq!(a6.labels, a4.labels, "hop {}: RFC 4950 labels", k + 1);
+        assert!(
+            a6.reply_ttl < a4.reply_ttl,
+            "hop {}: carried to the egress first ({} vs {})",
+            k + 1,
+            a6.reply_ttl,
+            a4.reply_ttl
+        );
+        // on the wire: the IPv4-mapped source
+        let mut buf = [0u8; 200];
+        let u = Udp {
+            sport: 40000,
+            dport: 33435,
+            payload: &[0; 12],
+            checksum: None,
+        };
+        let n = build6::udp6(&mut buf, &ip6(d.dst, k as u8 + 1), &u).unwrap();
+        let mut lab = Lab::new(topo.clone());
+        lab.handle_packet(Instant::ZERO, Port(0), &buf[..n]);
+        let got = lab.drain();
+        let r = reply6::parse(&got[0].2).unwrap();
+        assert_eq!(r.src, IpAddr::V6(l.to_ipv6_mapped()), "hop {}", k + 1);
+        assert!(checksum_ok(&got[0].2));
+        // and its IPv6 twin is nowhere
+        let echo = vtnt_wire::build::Echo {
+            icmp_type: icmp6_type::ECHO_REQUEST,
+            ident: 7,
+            seq: 9,
+            payload: &[],
+            checksum: None,
+        };
+        let n = build6::icmp6_echo(&mut buf, &ip6(l, 64), &echo).unwrap();
+        let mut lab = Lab::new(topo.clone());
+        lab.handle_packet(Instant::ZERO, Port(0), &buf[..n]);
+        let got = lab.drain();
+        let r = reply6::parse(&got[0].2).unwrap();
+        assert!(
+            matches!(
+                r.body,
+                Body::IcmpError {
+                    icmp_type: icmp6_type::DEST_UNREACH,
+                    code: 0,
+                    ..
+                }
+            ),
+            "{l}'s twin: {:?}",
+            r.body
+        );
+    }
+    // the rest of the path answers as it does with a dual-stack core
+    let dual = text.replace("ipv4-only = true\n", "");
+    let before = trace(&Topology::parse(&dual, "dual.toml").unwrap(), d.dst, true);
+    for (k, (a, b)) in before.iter().zip(&v6).enumerate() {
+        let (Some(a), Some(b)) = (a, b) else { continue };
+        if !t.lsrs.contains(&a.from) {
+            assert_eq!(
+                (a.from, a.reply_ttl),
+                (b.from, b.reply_ttl),
+                "hop {}",
+                k + 1
+            );
+        }
+    }
+}

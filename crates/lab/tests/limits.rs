@@ -22,6 +22,7 @@ fn router(i: usize) -> RouterDef {
         icmp_rate: 0,
         signature: None,
         reply_from: ReplyFrom::Incoming,
+        ipv4_only: false,
     }
 }
 

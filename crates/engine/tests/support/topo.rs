@@ -38,6 +38,7 @@ pub fn chain(n: u8) -> TopologyDef {
                 icmp_rate: 0,
                 signature: None,
                 reply_from: Default::default(),
+                ipv4_only: false,
             })
             .collect(),
         links: (1..n)

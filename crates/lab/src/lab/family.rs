@@ -211,6 +211,13 @@ impl Header {
         }
     }
 
+    /// An IPv6 header's source becomes `src`'s IPv4-mapped address (`::ffff:a.b.c.d`).
+    pub fn answer_from_mapped(&mut self, src: Ipv4Addr) {
+        if let Header::V6(ip) = self {
+            ip.src = src.to_ipv6_mapped();
+        }
+    }
+
     /// Sets the initial TTL (hop limit) to `v4` or `v6` as the family is.
     pub fn set_ttl(&mut self, (v4, v6): (u8, u8)) {
         match self {

@@ -20,6 +20,9 @@
 //! IPv6 packets take the same walk: their lab addresses stand for their IPv4 twins
 //! (`family`), the hop limit for the IP-TTL, and answers are ICMPv6 (RFC 4443) built by
 //! `family::Header` with the vendor's IPv6 hop limits ([`crate::Vendor::signature6`]).
+//! An IPv4-only router (a 6PE core's LSR) switches labelled IPv6 packets but routes
+//! none, has no IPv6 twin addresses, and answers an IPv6 packet it expires from its
+//! IPv4-mapped address, always along the LSP to its egress (RFC 4798, RFC 3032 2.3.2).
 //!
 //! No function here panics on any input: packets are checked once on entry and every
 //! later access is to bytes this module wrote or checked.
@@ -182,6 +185,7 @@ impl Lab {
                 let out = lsp.out.get(usize::from(m.i)).copied();
                 if !w.originated && m.ttl <= 1 {
                     let labels: &[Lse] = if rfc4950 { &stack } else { &[] };
+                    let tunnelling = tunnelling || self.no_ipv6_for(r, &w.buf);
                     let tunnel = (tunnelling && m.i < m.f).then_some(m);
                     let src = self.net().reply_addr(r, w.from, family::src(&w.buf));
                     self.icmp_error(
@@ -250,17 +254,26 @@ impl Lab {
                 popped = Some((m.lsp, lse));
             }
 
-            // IP processing at router r.
+            // IP processing at router r: an IPv4-only router routes no IPv6
+            if self.no_ipv6_for(r, &w.buf) {
+                self.stats.dropped += 1;
+                return self.recycle(w.buf);
+            }
             let dst = family::dst(&w.buf);
             let net = self.net();
-            let Some(p) = net.prefix_of(dst) else {
+            // an IPv4-only router's addresses have no IPv6 twin: no route to them
+            let owner = net.prefix_of(dst).map(|p| (p, net.owner_in(p, dst)));
+            let twinless = |o: Option<Owner>| match o {
+                Some(Owner::Iface(i)) => self.no_ipv6_for(net.ifaces[i as usize].router, &w.buf),
+                _ => false,
+            };
+            let Some((p, owner)) = owner.filter(|&(_, o)| !twinless(o)) else {
                 if !w.originated {
                     self.unreachable(r, &w, 0);
                 }
                 self.stats.dropped += 1;
                 return self.recycle(w.buf);
             };
-            let owner = net.owner_in(p, dst);
             if let Some(Owner::Iface(i)) = owner {
                 if net.ifaces[i as usize].router == r {
                     if !w.originated {
@@ -412,7 +425,8 @@ impl Lab {
                 .chain(inner_stack(lsp, &m, label))
                 .collect();
             let labels: &[Lse] = if te.rfc4950 { &stack } else { &[] };
-            let tunnel = (lsp.icmp_tunnelling && m.i < m.f).then_some(m);
+            let tunnelling = lsp.icmp_tunnelling || self.no_ipv6_for(w.at, &w.buf);
+            let tunnel = (tunnelling && m.i < m.f).then_some(m);
             let src = net.reply_addr(w.at, w.from, family::src(&w.buf));
             let (r, t) = (w.at, w.t);
             self.icmp_error(
@@ -464,6 +478,11 @@ impl Lab {
         );
     }
 
+    /// Whether `buf` is an IPv6 packet and router `r` IPv4-only (a 6PE core's LSR).
+    fn no_ipv6_for(&self, r: RouterId, buf: &[u8]) -> bool {
+        family::is_v6(buf) && self.net().routers[r as usize].ipv4_only
+    }
+
     /// Whether router `r` may send an ICMP message at `t` (silence, rate limit).
     fn may_send(&mut self, r: RouterId, t: u64) -> bool {
         let router = &self.net().routers[r as usize];
@@ -498,7 +517,12 @@ impl Lab {
         }
         let router = &self.net().routers[r as usize];
         let ttls = (router.signature.0, router.vendor.signature6().0);
-        let ip = Header::answering(orig, src, ttls, || self.next_ipid(r));
+        let mapped = router.ipv4_only;
+        let mut ip = Header::answering(orig, src, ttls, || self.next_ipid(r));
+        if mapped {
+            // RFC 4798 section 3: an IPv4-only LSR has no IPv6 address to answer from
+            ip.answer_from_mapped(src);
+        }
         let ttl = match &ip {
             Header::V4(ip) => ip.ttl,
             Header::V6(ip) => ip.hop_limit,

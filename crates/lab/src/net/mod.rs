@@ -25,6 +25,8 @@ pub(crate) struct Router {
     pub reply_from: ReplyFrom,
     pub silent: bool,
     pub icmp_rate: u32,
+    /// No IPv6 of its own (a 6PE core's LSR): see [`crate::RouterDef::ipv4_only`].
+    pub ipv4_only: bool,
     /// All interfaces, loopback included.
     pub ifaces: Vec<IfaceId>,
     /// Interfaces on router-to-router links.

@@ -72,6 +72,11 @@ pub struct RouterDef {
     /// The address its ICMP errors (time exceeded, unreachable) come from.
     #[serde(default, skip_serializing_if = "ReplyFrom::is_incoming")]
     pub reply_from: ReplyFrom,
+    /// An IPv4-only router, as the LSRs of a 6PE core (RFC 4798) are: its addresses have
+    /// no IPv6 twins, it routes no IPv6, and it answers a labelled IPv6 packet it expires
+    /// from its IPv4-mapped address (`::ffff:a.b.c.d`), along the LSP (docs/lab.md).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub ipv4_only: bool,
 }
 
 /// A point-to-point link between two routers: a /30 or /31.

@@ -188,6 +188,7 @@ pub(crate) fn resolve(
             reply_from: r.reply_from,
             silent: r.silent,
             icmp_rate: r.icmp_rate,
+            ipv4_only: r.ipv4_only,
             ifaces: Vec::new(),
             links: Vec::new(),
         });

@@ -268,6 +268,7 @@ fn mesh(seed: u64) -> Topology {
                 icmp_rate: 0,
                 signature: None,
                 reply_from: ReplyFrom::Incoming,
+                ipv4_only: false,
             })
             .collect(),
         links: Vec::new(),
