@@ -45,6 +45,10 @@ pub struct BenchDeployArgs {
     /// Repetitions of deploy + run + destroy per runtime.
     #[arg(long, default_value_t = 30)]
     pub reps: u32,
+    /// Repetitions of the full VM, if not `--reps` (a VM boot under TCG takes a minute
+    /// or more).
+    #[arg(long)]
+    pub vm_reps: Option<u32>,
     /// Where the report (report.md, report.json, fig*.png) goes.
     #[arg(long, default_value = "bench-deploy")]
     pub out: PathBuf,
@@ -175,6 +179,7 @@ pub fn bench_deploy(args: &BenchDeployArgs) -> anyhow::Result<Report> {
         provenance: vtnt_measure::provenance::Provenance::now(),
         job: args.job.clone(),
         reps: args.reps,
+        vm_reps: args.vm_reps.filter(|&n| n != args.reps),
         bandwidth_mbps: args.bandwidth_mbps,
         memory_budget: Budget::Memory {
             bytes: args.memory_budget_mib << 20,
@@ -245,7 +250,11 @@ pub fn bench_deploy(args: &BenchDeployArgs) -> anyhow::Result<Report> {
             .iter_mut()
             .find(|r| r.runtime == rt.name())
             .context("report entry")?;
-        eprintln!("vtnt bench deploy: {} ({} reps)", rt.name(), args.reps);
+        eprintln!(
+            "vtnt bench deploy: {} ({} reps)",
+            rt.name(),
+            reps_of(args, *rt)
+        );
         if let Err(e) = measure_runtime(
             *rt,
             image,
@@ -268,6 +277,14 @@ pub fn bench_deploy(args: &BenchDeployArgs) -> anyhow::Result<Report> {
     Ok(report)
 }
 
+/// The repetitions of runtime `rt` (`--vm-reps` for the full VM).
+fn reps_of(args: &BenchDeployArgs, rt: Runtime) -> u32 {
+    match (rt, args.vm_reps) {
+        (Runtime::Vm, Some(n)) => n,
+        _ => args.reps,
+    }
+}
+
 #[allow(clippy::too_many_arguments)]
 fn measure_runtime(
     rt: Runtime,
@@ -282,7 +299,8 @@ fn measure_runtime(
 ) -> anyhow::Result<()> {
     let engine = EngineGuard::for_runtime(rt, &Network::Lab(lab.name.clone()))?;
     let timeout = Duration::from_secs(args.timeout_secs);
-    for i in 0..args.reps {
+    let reps = reps_of(args, rt);
+    for i in 0..reps {
         stop::check()?;
         let once = || -> anyhow::Result<(f64, RunOutput, f64)> {
             let t0 = Instant::now();
@@ -330,7 +348,7 @@ fn measure_runtime(
         eprintln!(
             "  rep {}/{}: {:.2} s",
             i + 1,
-            args.reps,
+            reps,
             r.reps.last().map_or(0.0, |x| x.total_s())
         );
     }

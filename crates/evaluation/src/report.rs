@@ -165,7 +165,11 @@ pub fn markdown(rep: &Report) -> String {
             .map_or("-".into(), |c| c.pages_sharing.to_string());
         let _ = writeln!(s, "| {}{} | {m} | {p} | {k} | {c} |", r.label, tag(r));
     }
-    let _ = writeln!(s, "\n## Figs. 6, 7: deploy + execution time and CPU ({} reps, mean ± sd)\n\n| runtime | deploy s | execution s | cleanup s | total s | CPU s | spawn -> first probe ms (median) | of which cgroup join ms | ok | same output as native |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|", rep.reps);
+    let reps = match rep.vm_reps {
+        Some(v) => format!("{} reps, the VM {v}", rep.reps),
+        None => format!("{} reps", rep.reps),
+    };
+    let _ = writeln!(s, "\n## Figs. 6, 7: deploy + execution time and CPU ({reps}, mean ± sd)\n\n| runtime | deploy s | execution s | cleanup s | total s | CPU s | spawn -> first probe ms (median) | of which cgroup join ms | ok | same output as native |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     for r in rep.runtimes.iter().filter(|r| r.skipped.is_none()) {
         let f = |v: Vec<f64>| {
             let (m, sd) = mean_sd(&v).unwrap_or_default();

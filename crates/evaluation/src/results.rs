@@ -77,6 +77,9 @@ pub struct Report {
     pub provenance: vtnt_measure::provenance::Provenance,
     pub job: String,
     pub reps: u32,
+    /// The full VM's repetitions, where they differ from `reps` (`--vm-reps`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vm_reps: Option<u32>,
     pub bandwidth_mbps: u64,
     pub memory_budget: String,
     pub cpu_budget: String,

@@ -1,5 +1,5 @@
 //! `bench_deploy` end to end at small scale: 2 repetitions of every runtime that can run
-//! here, a reduced density ramp (limit 4: every runtime that fits 4 in the budgets ends
+//! here (the full VM 1, `--vm-reps`), a reduced density ramp (limit 4: every runtime that fits 4 in the budgets ends
 //! capped, and the report must say so), the report and its figures.
 //! Needs root; skipped through vtnt-testkit when the basics are missing.
 
@@ -29,6 +29,9 @@ fn small_report_is_complete() {
     let out = std::env::temp_dir().join(format!("vtnt-bench-deploy-{}", std::process::id()));
     let args = BenchDeployArgs {
         reps: 2,
+        // one boot of the full VM (about a minute under TCG) per rep: the runtimes
+        // tests boot it three more times
+        vm_reps: Some(1),
         out: out.clone(),
         runtimes: runtimes.clone(),
         lab: lab.name.clone(),
@@ -53,6 +56,9 @@ fn small_report_is_complete() {
         md.contains("Provenance:") && md.contains(&rep.provenance.commit),
         "report.md lacks its provenance"
     );
+    if runtimes.contains(&Runtime::Vm) {
+        assert!(md.contains("(2 reps, the VM 1, mean ± sd)"), "{md}");
+    }
     assert!(
         json.contains("\"provenance\"") && json.contains("\"cpu_model\""),
         "{json}"
@@ -63,7 +69,8 @@ fn small_report_is_complete() {
             continue;
         }
         assert!(rt.errors.is_empty(), "{}: {:?}", rt.runtime, rt.errors);
-        assert_eq!(rt.reps.len(), 2, "{}", rt.runtime);
+        let reps = if rt.runtime == "vm" { 1 } else { 2 };
+        assert_eq!(rt.reps.len(), reps, "{}", rt.runtime);
         assert!(
             rt.reps.iter().all(|r| r.ok && r.same_as_native),
             "{}: {:?}",
