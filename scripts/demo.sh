@@ -17,8 +17,7 @@ trap '"$V" lab down --name "$NAME" >/dev/null 2>&1 || true' EXIT
 "$V" lab up --name "$NAME" ${1:+"$1"}
 "$V" lab truth --name "$NAME" > "$OUT/truth.txt"
 "$V" lab truth --name "$NAME" --json > "$OUT/truth.json"
-# each destination's line: NAME IPV4 [IPV6]: PATH
-awk '/^[a-z0-9-]+ [0-9]+\.[0-9]+\.[0-9]+\.[0-9]+[ :]/ { sub(":", "", $2); print $2 }' "$OUT/truth.txt" > "$OUT/targets.txt"
+"$V" lab truth --name "$NAME" --targets > "$OUT/targets.txt"
 if [ ! -s "$OUT/targets.txt" ]; then
   echo "vtnt demo: no destination found in the lab's truth ($OUT/truth.txt)" >&2
   exit 1

@@ -14,6 +14,13 @@ use vtnt_lab_linux as linux;
 
 use vtnt_lab_linux::DEFAULT_NAME;
 
+/// An address family, as `vtnt lab truth --targets` takes it.
+#[derive(Clone, Copy, clap::ValueEnum)]
+pub enum Family {
+    Ipv4,
+    Ipv6,
+}
+
 #[derive(clap::Subcommand)]
 pub enum LabCommand {
     /// Start a lab in the background: a network namespace with a TUN device carrying the
@@ -92,8 +99,19 @@ pub enum LabCommand {
         json: bool,
         /// Print beside each tunnel what exhaustive probing can observe of it (the
         /// oracle of `vtnt bench tnt-accuracy`: 8 Paris flows to every address).
-        #[arg(long)]
+        #[arg(long, conflicts_with = "targets")]
         oracle: bool,
+        /// Print only the destinations' addresses, one per line (a `--targets` file for
+        /// `vtnt tnt` or `vtnt trace`): IPv4, or with `--targets=ipv6` their IPv6 twins.
+        #[arg(
+            long,
+            value_name = "FAMILY",
+            num_args = 0..=1,
+            require_equals = true,
+            default_missing_value = "ipv4",
+            conflicts_with = "json"
+        )]
+        targets: Option<Family>,
     },
     /// Write a random topology (same seed, same topology).
     Generate {
@@ -353,12 +371,22 @@ pub fn run(cmd: LabCommand, log: &crate::logs::LogArgs) -> anyhow::Result<ExitCo
             name,
             json,
             oracle,
+            targets,
         } => {
             let topo = match topology {
                 Some(p) => Topology::load(&p)?,
                 None => linux::running_topology(&name).unwrap_or_else(|_| Topology::reference()),
             };
             let truth = vtnt_lab::truth::truth(&topo);
+            if let Some(family) = targets {
+                for d in &truth.destinations {
+                    match family {
+                        Family::Ipv4 => out!("{}", d.dst),
+                        Family::Ipv6 => out!("{}", vtnt_lab::addr::to_v6(d.dst)),
+                    }
+                }
+                return Ok(ExitCode::SUCCESS);
+            }
             let oracle = oracle
                 .then(|| vtnt_lab::oracle(&topo, &truth, &vtnt_lab::OracleOptions::default()));
             match (json, &oracle) {

@@ -82,7 +82,30 @@ fn generate_is_deterministic_and_checkable() {
     );
     let out = vtnt(&["lab", "truth", "--json", f.to_str().unwrap()]);
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert!(!v["destinations"].as_array().unwrap().is_empty());
+    let dsts: Vec<&str> = v["destinations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["dst"].as_str().unwrap())
+        .collect();
+    assert!(!dsts.is_empty());
+    // the destinations alone, as a `--targets` file in either family (scripts/demo.sh)
+    let targets = |flag: &str| {
+        let out = vtnt(&["lab", "truth", flag, f.to_str().unwrap()]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    assert_eq!(targets("--targets"), targets("--targets=ipv4"));
+    assert_eq!(targets("--targets").lines().collect::<Vec<_>>(), dsts);
+    let twins: Vec<String> = dsts
+        .iter()
+        .map(|d| vtnt_lab::addr::to_v6(d.parse().unwrap()).to_string())
+        .collect();
+    assert_eq!(targets("--targets=ipv6").lines().collect::<Vec<_>>(), twins);
     let _ = std::fs::remove_file(f);
 }
 
