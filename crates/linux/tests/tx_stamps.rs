@@ -101,80 +101,17 @@ fn ipv6_probes_are_stamped_beside_ipv4_ones() {
     let [vantage, router, target] = &chain.nodes[..] else {
         unreachable!("one router")
     };
-    let ip6 = |ns: &vtnt_netns::NetNs, args: &[&str]| {
-        let out = ns.ip(args).unwrap();
+    let ip6 = |ns: &vtnt_netns::NetNs, args: &str| {
+        let args: Vec<&str> = args.split(' ').collect();
+        let out = ns.ip(&[&["-6"], &args[..]].concat()).unwrap();
         assert!(out.status.success(), "{args:?}: {out:?}");
     };
-    ip6(
-        vantage,
-        &[
-            "-6",
-            "addr",
-            "add",
-            "2001:db8:77:1::1/64",
-            "dev",
-            "east",
-            "nodad",
-        ],
-    );
-    ip6(
-        router,
-        &[
-            "-6",
-            "addr",
-            "add",
-            "2001:db8:77:1::2/64",
-            "dev",
-            "west",
-            "nodad",
-        ],
-    );
-    ip6(
-        router,
-        &[
-            "-6",
-            "addr",
-            "add",
-            "2001:db8:77:2::1/64",
-            "dev",
-            "east",
-            "nodad",
-        ],
-    );
-    ip6(
-        target,
-        &[
-            "-6",
-            "addr",
-            "add",
-            "2001:db8:77:2::2/64",
-            "dev",
-            "west",
-            "nodad",
-        ],
-    );
-    ip6(
-        vantage,
-        &[
-            "-6",
-            "route",
-            "add",
-            "2001:db8:77::/48",
-            "via",
-            "2001:db8:77:1::2",
-        ],
-    );
-    ip6(
-        target,
-        &[
-            "-6",
-            "route",
-            "add",
-            "2001:db8:77::/48",
-            "via",
-            "2001:db8:77:2::1",
-        ],
-    );
+    ip6(vantage, "addr add 2001:db8:77:1::1/64 dev east nodad");
+    ip6(router, "addr add 2001:db8:77:1::2/64 dev west nodad");
+    ip6(router, "addr add 2001:db8:77:2::1/64 dev east nodad");
+    ip6(target, "addr add 2001:db8:77:2::2/64 dev west nodad");
+    ip6(vantage, "route add 2001:db8:77::/48 via 2001:db8:77:1::2");
+    ip6(target, "route add 2001:db8:77::/48 via 2001:db8:77:2::1");
     router.sysctl("net.ipv6.conf.all.forwarding", "1").unwrap();
     // neighbour discovery waits for the links' link-local addresses to pass DAD (a second)
     for ns in &chain.nodes {
