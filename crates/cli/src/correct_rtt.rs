@@ -2,8 +2,9 @@
 //! (vtnt-mace, docs/rtt-correction.md). Where the runtime's packets cross a device we
 //! reach (runc and Docker containers share the lab's namespace and send through its TUN),
 //! a capture there ([`vtnt_linux::host_stamps`]) stamps every probe and reply, and each
-//! ICMP echo ping reply of the job's JSON gets its corrected RTT beside scamper's `rtt`
-//! (which stays the runtime's own): one member `rtt_correction` appended to the record.
+//! ICMP echo ping reply and each trace hop of the job's JSON gets its corrected RTT beside
+//! scamper's `rtt` (which stays the runtime's own): one member `rtt_correction` appended
+//! to the record.
 //! Where no correction is made (native: nothing to remove; VMs, the microVM and spt: their
 //! host side is not captured yet; other probe kinds) that member says why instead.
 
@@ -86,16 +87,36 @@ impl Capture {
 /// was made. Lines that are no such JSON record stay as they are.
 pub fn annotate(stdout: &str, host: &Result<(&Pairing, &str), &str>) -> String {
     let mut out = String::with_capacity(stdout.len() * 2);
+    // a trace hop is found by its destination, TTL and attempt: two traces to one
+    // destination would be told apart by nothing the JSON says
+    let mut traces_to = std::collections::HashMap::<String, usize>::new();
+    for line in stdout.lines() {
+        if let Ok(r) = serde_json::from_str::<Map<String, Value>>(line) {
+            if let (Some("trace"), Some(d)) = (
+                r.get("type").and_then(Value::as_str),
+                r.get("dst").and_then(Value::as_str),
+            ) {
+                *traces_to.entry(d.to_string()).or_default() += 1;
+            }
+        }
+    }
     for line in stdout.split_inclusive('\n') {
         let body = line.trim_end_matches('\n');
         let record: Option<Map<String, Value>> = serde_json::from_str(body).ok();
         let kind = record.as_ref().and_then(|r| r.get("type")?.as_str());
+        let empty = Map::new();
+        let r = record.as_ref().unwrap_or(&empty);
         let member = match (kind, host) {
             (Some("ping" | "trace"), Err(why)) => json!({ "not_corrected": why }),
-            (Some("ping"), Ok((pairing, at))) => {
-                ping(record.as_ref().unwrap_or(&Map::new()), pairing, at)
+            (Some("ping"), Ok((pairing, at))) => ping(r, pairing, at),
+            (Some("trace"), Ok((pairing, at))) => {
+                let dst = r.get("dst").and_then(Value::as_str).unwrap_or_default();
+                if traces_to.get(dst).copied().unwrap_or(0) > 1 {
+                    json!({ "not_corrected": "ambiguous: two traces to this destination" })
+                } else {
+                    trace(r, pairing, at)
+                }
             }
-            (Some("trace"), Ok(_)) => json!({ "not_corrected": "traces are not corrected yet" }),
             _ => {
                 out.push_str(line);
                 continue;
@@ -159,6 +180,52 @@ fn ping(record: &Map<String, Value>, pairing: &Pairing, at: &str) -> Value {
     json!({ "at": at, "responses": responses })
 }
 
+/// The correction of one trace record's hops: hop `(probe_ttl, probe_id)` is the
+/// `probe_id`-th probe to the destination that left with TTL `probe_ttl`.
+fn trace(record: &Map<String, Value>, pairing: &Pairing, at: &str) -> Value {
+    let Some(dst) = record
+        .get("dst")
+        .and_then(|d| d.as_str()?.parse::<IpAddr>().ok())
+    else {
+        return json!({ "not_corrected": "the record names no destination" });
+    };
+    let hops = record.get("hops").and_then(Value::as_array);
+    let hops: Vec<Value> = hops
+        .into_iter()
+        .flatten()
+        .map(|h| {
+            let num = |k| h.get(k).and_then(Value::as_u64);
+            let rtt_ms = h.get("rtt").and_then(Value::as_f64);
+            let (Some(ttl), Some(id), Some(rtt_ms)) = (num("probe_ttl"), num("probe_id"), rtt_ms)
+            else {
+                return json!({ "not_corrected": "a hop without probe_ttl, probe_id or rtt" });
+            };
+            let sent = pairing
+                .probes
+                .iter()
+                .map(|p| p.probe)
+                .filter(|p| p.key.target == dst && u64::from(p.ttl) == ttl)
+                .nth(id.saturating_sub(1) as usize);
+            let verdict = match sent {
+                Some(p) => {
+                    let raw = ToolProbe {
+                        key: p.key,
+                        rtt_ns: Some((rtt_ms * 1e6).round() as u64),
+                    };
+                    corrected(correct(pairing, &[raw])[0])
+                }
+                None => json!({ "not_corrected": "not seen on the host side" }),
+            };
+            let mut v = json!({ "probe_ttl": ttl, "probe_id": id });
+            if let (Some(m), Value::Object(add)) = (v.as_object_mut(), verdict) {
+                m.extend(add);
+            }
+            v
+        })
+        .collect();
+    json!({ "at": at, "hops": hops })
+}
+
 /// The key of the one ICMP echo probe to `dst` with sequence number `seq` the host saw
 /// (its identifier is not in the JSON: exactly one such probe, or no correction).
 fn echo_key(pairing: &Pairing, dst: IpAddr, seq: u16) -> Result<Key, &'static str> {
@@ -203,6 +270,10 @@ mod tests {
     const TARGET: Ipv4Addr = Ipv4Addr::new(192, 0, 2, 9);
 
     fn echo(request: bool, ident: u16, seq: u16) -> Vec<u8> {
+        echo_ttl(request, ident, seq, 5)
+    }
+
+    fn echo_ttl(request: bool, ident: u16, seq: u16, ttl: u8) -> Vec<u8> {
         let (src, dst, t) = match request {
             true => (VP, TARGET, icmp_type::ECHO_REQUEST),
             false => (TARGET, VP, icmp_type::ECHO_REPLY),
@@ -210,7 +281,7 @@ mod tests {
         let ip = Ip {
             src,
             dst,
-            ttl: 5,
+            ttl,
             tos: 0,
             ipid: 7,
         };
@@ -282,5 +353,73 @@ mod tests {
             out["rtt_correction"],
             json!({"not_corrected": "only ICMP echo pings are corrected yet"})
         );
+    }
+
+    /// Hop `(probe_ttl, probe_id)` of a trace is the `probe_id`-th probe with that TTL
+    /// the host saw leave for its destination; its time exceeded is paired by the quote.
+    #[test]
+    fn each_trace_hop_gets_the_host_round_trip_or_the_reason_not() {
+        let hop = Ipv4Addr::new(198, 51, 100, 1);
+        let exceeded = |probe: &[u8]| {
+            let ip = Ip {
+                src: hop,
+                dst: VP,
+                ttl: 250,
+                tos: 0,
+                ipid: 9,
+            };
+            let e = build::IcmpError {
+                icmp_type: icmp_type::TIME_EXCEEDED,
+                code: 0,
+                original: probe,
+                quote_len: 28,
+                mpls: &[],
+            };
+            let mut b = vec![0; 128];
+            let n = build::icmp_error(&mut b, &ip, &e).unwrap();
+            b.truncate(n);
+            b
+        };
+        // TTL 1: two attempts, the second answered (out at 2 us, back at 32 us); TTL 2:
+        // the target's echo reply (out at 3 us, back at 63 us)
+        let (a, b, c) = (
+            echo_ttl(true, 0x1234, 1, 1),
+            echo_ttl(true, 0x1234, 2, 1),
+            echo_ttl(true, 0x1234, 3, 2),
+        );
+        let packets = [
+            (Dir::Out, 1_000, a.clone()),
+            (Dir::Out, 2_000, b.clone()),
+            (Dir::In, 32_000, exceeded(&b)),
+            (Dir::Out, 3_000, c),
+            (Dir::In, 63_000, echo_ttl(false, 0x1234, 3, 60)),
+        ];
+        let events: Vec<Event> = packets
+            .iter()
+            .map(|(dir, stamp_ns, p)| Event {
+                dir: *dir,
+                stamp_ns: *stamp_ns,
+                packet: p,
+            })
+            .collect();
+        let pairing = pair(&events);
+        let trace = r#"{"type":"trace", "dst":"192.0.2.9", "hops":[{"addr":"198.51.100.1", "probe_ttl":1, "probe_id":2, "rtt":0.050},{"addr":"192.0.2.9", "probe_ttl":2, "probe_id":1, "rtt":0.070},{"addr":"192.0.2.9", "probe_ttl":3, "probe_id":1, "rtt":0.070}]}"#;
+        let out: Value = serde_json::from_str(&annotate(trace, &Ok((&pairing, "x")))).unwrap();
+        assert_eq!(
+            out["rtt_correction"]["hops"],
+            json!([
+                {"probe_ttl": 1, "probe_id": 2, "rtt_corrected": 0.030, "rtt_overhead": 0.020},
+                {"probe_ttl": 2, "probe_id": 1, "rtt_corrected": 0.060, "rtt_overhead": 0.010},
+                {"probe_ttl": 3, "probe_id": 1, "not_corrected": "not seen on the host side"},
+            ])
+        );
+        // two traces to one destination: told apart by nothing in the JSON
+        let two = format!("{trace}\n{trace}\n");
+        let out = annotate(&two, &Ok((&pairing, "x")));
+        for line in out.lines() {
+            let v: Value = serde_json::from_str(line).unwrap();
+            let why = &v["rtt_correction"]["not_corrected"];
+            assert_eq!(why, "ambiguous: two traces to this destination", "{line}");
+        }
     }
 }

@@ -2,8 +2,8 @@
 //! ICMP echo replies get `rtt_corrected` and `rtt_overhead` from the capture on the lab's
 //! TUN, beside their unchanged `rtt`, one per reply, by sequence number (40 replies at
 //! 20 ms: more than a capture read only at the end keeps, its ring's 64 blocks each
-//! closed 5 ms after its first packet); native says no correction is needed instead of a
-//! number. Needs root, runc, cgroup v1 and the
+//! closed 5 ms after its first packet), and a trace's hops by TTL and attempt; native
+//! says no correction is needed instead of a number. Needs root, runc, cgroup v1 and the
 //! installed static vtnt; skipped through vtnt-testkit otherwise.
 
 mod lab_common;
@@ -15,7 +15,13 @@ const TEST: &str = "correct_rtt";
 
 /// The ping record of `vtnt run --runtime RUNTIME --correct-rtt` on `lab`.
 fn ping(lab: &Lab, runtime: &str) -> Value {
-    let out = vtnt(&[
+    record(lab, runtime, "ping", &["-c", "40", "-i", "0.02"])
+}
+
+/// The `kind` record of `vtnt run --runtime RUNTIME --correct-rtt -- KIND ARGS...` on
+/// `lab`, to the lab's explicit-tunnel destination.
+fn record(lab: &Lab, runtime: &str, kind: &str, args: &[&str]) -> Value {
+    let head = [
         "run",
         "--runtime",
         runtime,
@@ -23,15 +29,9 @@ fn ping(lab: &Lab, runtime: &str) -> Value {
         &lab.name,
         "--correct-rtt",
         "--",
-        "ping",
-        "-c",
-        "40",
-        "-i",
-        "0.02",
-        "-O",
-        "json",
-        "203.0.113.10",
-    ]);
+        kind,
+    ];
+    let out = vtnt(&[&head[..], args, &["-O", "json", "203.0.113.10"]].concat());
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
@@ -41,8 +41,8 @@ fn ping(lab: &Lab, runtime: &str) -> Value {
     stdout
         .lines()
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .find(|v| v["type"] == "ping")
-        .unwrap_or_else(|| panic!("{runtime}: no ping record in {stdout}"))
+        .find(|v| v["type"] == kind)
+        .unwrap_or_else(|| panic!("{runtime}: no {kind} record in {stdout}"))
 }
 
 #[test]
@@ -76,6 +76,24 @@ fn runc_replies_get_corrected_rtts_beside_the_raw_ones_and_native_says_none_is_n
         assert!(wire > 0.0, "{k}");
         // the same kernel path on both clocks: a millisecond is generous
         assert!(overhead.abs() < 1.0, "{r} {k}");
+    }
+
+    // a trace's hops, each by its TTL and attempt (time exceeded paired by their quote)
+    let runc = record(&lab, "runc", "trace", &["-q", "2"]);
+    let hops = runc["hops"].as_array().unwrap();
+    let c = &runc["rtt_correction"]["hops"];
+    assert_eq!(c.as_array().map(Vec::len), Some(hops.len()), "{runc}");
+    assert!(hops.len() >= 5, "{runc}");
+    for (h, k) in hops.iter().zip(c.as_array().unwrap()) {
+        assert_eq!(
+            (&h["probe_ttl"], &h["probe_id"]),
+            (&k["probe_ttl"], &k["probe_id"])
+        );
+        let raw = h["rtt"].as_f64().unwrap();
+        let wire = k["rtt_corrected"].as_f64().unwrap_or_else(|| panic!("{k}"));
+        let overhead = k["rtt_overhead"].as_f64().unwrap();
+        assert!((raw - wire - overhead).abs() < 0.0015, "{h} {k}");
+        assert!(wire > 0.0 && overhead.abs() < 1.0, "{h} {k}");
     }
 
     let native = ping(&lab, "native");

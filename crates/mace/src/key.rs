@@ -31,11 +31,13 @@ pub struct Key {
 }
 
 /// An outbound probe's key and, for TCP, its acknowledgement number (an ACK probe's
-/// RST answers with it as its sequence number).
+/// RST answers with it as its sequence number); its TTL (hop limit) as it left, which
+/// tells a trace's hops apart.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Probe {
     pub key: Key,
     pub tcp_ack: Option<u32>,
+    pub ttl: u8,
 }
 
 /// What an inbound packet says of the probe it answers.
@@ -100,6 +102,7 @@ pub fn probe(b: &[u8]) -> Option<Probe> {
     Some(Probe {
         key: Key { target, ident },
         tcp_ack,
+        ttl: r.ttl,
     })
 }
 
