@@ -23,6 +23,8 @@ use serde_json::Value;
 const LONG_JOB: &str = "ping -c 30 -i 0.1 203.0.113.10";
 /// A short job (a trace, about 1 s with deploy).
 const SHORT_JOB: &str = "trace -q 1 203.0.113.10";
+/// [`SHORT_JOB`] over IPv6, to the lab's twin of the same destination.
+const SHORT_JOB6: &str = "trace -q 1 2001:db8:64::cb00:710a";
 
 fn vtnt(args: &[&str]) -> Output {
     Command::new(vtnt_testkit::vtnt_binary())
@@ -416,12 +418,19 @@ fn wait_mode_jobs_on_two_agents_all_complete_once() {
     let _b = Agent::start(&broker, "w2", "pl", &lab_net(&lab), &json);
     let mut jobs = Vec::new();
     let t0 = Instant::now();
-    for _ in 0..4 {
-        let ev = broker.submit(&["--mode", "wait"], SHORT_JOB);
+    // the last over IPv6 (the lab's twin of the same destination): carried unchanged
+    for job in [SHORT_JOB, SHORT_JOB, SHORT_JOB, SHORT_JOB6] {
+        let ev = broker.submit(&["--mode", "wait"], job);
         assert_eq!(ev["outcome"]["outcome"], "queued", "{ev}");
         jobs.push(ev["job"].as_str().unwrap().to_string());
     }
     let (lines, summaries) = broker.results(4);
+    let twin = SHORT_JOB6.rsplit(' ').next().unwrap();
+    let traces6 = lines
+        .iter()
+        .filter(|l| l.contains("\"type\":\"trace\"") && l.contains(&format!("\"dst\":\"{twin}\"")))
+        .count();
+    assert_eq!(traces6, 1, "the IPv6 trace came back: {summaries:?}");
     eprintln!(
         "4 jobs on 2 agents in wait mode: {:.1} s",
         t0.elapsed().as_secs_f64()
@@ -905,6 +914,14 @@ fn bad_input_is_refused_clearly() {
     fails(
         &with(u, &["--runtime", "native", "--", "trace", "8.8.8.8"]),
         "no target to probe",
+    );
+    // an IPv6 job for a runtime without IPv6, before it is queued
+    fails(
+        &with(
+            u,
+            &["--runtime", "spt", "--", "trace", "2001:db8:64::cb00:710a"],
+        ),
+        "IPv6 target 2001:db8:64::cb00:710a: the spt runtime has no IPv6 yet",
     );
     fails(
         &with(

@@ -160,22 +160,14 @@ impl Network {
 
 impl Network {
     /// Fails before anything starts, naming what is missing, when `job` has IPv6 targets
-    /// and `runtime` on this network cannot probe them. The one place that says which
-    /// runtimes and networks offer IPv6: lift a runtime or a network here when it gains it.
+    /// and `runtime` on this network cannot probe them: the runtime's part is
+    /// [`Runtime::check_ipv6`]; this is the one place that says which networks offer
+    /// IPv6 (lift one here when it gains it).
     pub fn check_job(&self, runtime: Runtime, job: &vtnt_job::JobSpec) -> Result<()> {
-        let vtnt_job::Targets::List(targets) = &job.targets else {
+        runtime.check_ipv6(job)?;
+        let Some(v6) = crate::runtime::ipv6_target(job) else {
             return Ok(());
         };
-        let Some(v6) = targets.iter().find(|t| t.is_ipv6()) else {
-            return Ok(());
-        };
-        if matches!(runtime, Runtime::Vm | Runtime::Microvm | Runtime::Spt) {
-            return Err(Error::Network(format!(
-                "IPv6 target {v6}: the {} runtime has no IPv6 yet (the native, runc and \
-                 docker runtimes have)",
-                runtime.name()
-            )));
-        }
         match self {
             Network::Host => Ok(()),
             Network::Tap(t) => Err(Error::Network(format!(
