@@ -68,8 +68,14 @@ pub fn run_tnt(
         .into_iter()
         .next()
         .ok_or(DriveError::NoVantagePoint)?;
-    let engine = Engine::new(lab_engine_config(vp.addr, engine_seed))
+    let mut engine = Engine::new(lab_engine_config(vp.addr, engine_seed))
         .map_err(|e| DriveError::Config(e.to_string()))?;
+    // IPv6 targets from the vantage point's twin (the lab is dual stack)
+    let (v4, v6) = (
+        IpAddr::V4(vp.addr),
+        IpAddr::V6(vtnt_lab::addr::to_v6(vp.addr)),
+    );
+    engine.set_source_lookup(Box::new(move |dst| Ok(if dst.is_ipv6() { v6 } else { v4 })));
     let tnt = Tnt::new(config).map_err(|e| DriveError::Config(e.to_string()))?;
     let mut runner = TntRunner::new(engine, tnt);
     for &t in targets {

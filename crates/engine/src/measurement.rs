@@ -114,6 +114,14 @@ impl TraceOptions {
         self.probe_size = trace_size(method, self.dst);
     }
 
+    /// These options toward `dst`: the probe size keeps its payload, so it grows by
+    /// IPv6's 20 extra header bytes from an IPv4 destination to an IPv6 one (and shrinks
+    /// back); a template made for one family serves both (TNT's traces).
+    pub fn set_dst(&mut self, dst: IpAddr) {
+        self.probe_size = (self.probe_size + ipv6_extra(dst)).saturating_sub(ipv6_extra(self.dst));
+        self.dst = dst;
+    }
+
     /// Sets the payload (`-p`) and the probe size it makes ([`TraceOptions::default_size`]).
     pub fn with_payload(mut self, payload: Vec<u8>) -> TraceOptions {
         self.payload = payload;

@@ -374,7 +374,7 @@ impl Tnt {
 
     fn trace_measurement(&self, dst: IpAddr, first_ttl: u8) -> Measurement {
         let mut o = self.config.trace.clone();
-        o.dst = dst;
+        o.set_dst(dst);
         o.first_ttl = first_ttl.max(1);
         Measurement::Trace(o)
     }
