@@ -1,6 +1,7 @@
 //! The same TNT campaign twice: in-process against the lab core under a virtual clock,
-//! and through the real CLI and raw sockets against the lab's TUN front. The annotations
-//! (tunnels, roles, triggers, revelation, signatures) must be the same; only times differ.
+//! and through the real CLI and raw sockets against the lab's TUN front, to every
+//! destination and its IPv6 twin. The annotations (tunnels, roles, triggers, revelation,
+//! signatures) must be the same; only times differ.
 
 mod lab_common;
 
@@ -25,11 +26,16 @@ fn timeless(v: &Value) -> Value {
 fn cli_through_tun_equals_in_process_run() {
     vtnt_testkit::require_root!("ip");
     let lab = lab_common::Lab::up("tntx", None);
-    let targets = lab.destinations();
+    let v4 = lab.destinations();
     assert!(
-        targets.len() >= 6,
+        v4.len() >= 6,
         "reference topology has a destination per class"
     );
+    // and their IPv6 twins in the same campaign (TNT over IPv6, issue 38)
+    let twins = v4
+        .iter()
+        .map(|t| vtnt_lab::addr::to_v6(t.parse().unwrap()).to_string());
+    let targets: Vec<String> = v4.iter().cloned().chain(twins).collect();
 
     // The in-process run's engine seed (1): the same probe flows, so the same ECMP paths.
     let mut args = vec![
@@ -68,6 +74,10 @@ fn cli_through_tun_equals_in_process_run() {
         })
         .collect();
     assert_eq!(native.len(), targets.len());
+    for (dst, ann, _) in &native {
+        let lab_only = dst.contains(':').then_some("lab-only");
+        assert_eq!(ann["validated"].as_str(), lab_only, "{dst}: {ann}");
+    }
 
     let mut sim = vtnt_lab::Lab::new(vtnt_lab::Topology::reference());
     let addrs: Vec<std::net::IpAddr> = targets.iter().map(|t| t.parse().unwrap()).collect();

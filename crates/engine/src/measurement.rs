@@ -484,8 +484,8 @@ impl fmt::Display for MeasurementError {
                 write!(f, "option `{option}` out of range (allowed: {range})")
             }
             MeasurementError::Ipv6Unsupported => f.write_str(if cfg!(feature = "ipv6-probe") {
-                "IPv6 destinations are probed by traces and pings of every method, but not \
-                 with -M or TNT yet, and never with -R (IPv6 has no record-route option)"
+                "IPv6 destinations are probed by traces, pings and TNT, but not with -M yet, \
+                 and never with -R (IPv6 has no record-route option)"
             } else {
                 "IPv6 destinations are not probed yet: the engine is IPv4 only"
             }),

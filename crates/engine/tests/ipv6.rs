@@ -209,8 +209,8 @@ fn icmpv6_errors_quoting_a_probe_are_matched() {
 
 #[test]
 fn what_is_not_built_over_ipv6_is_refused_by_name() {
-    let want = "IPv6 destinations are probed by traces and pings of every method, but not \
-                with -M or TNT yet, and never with -R (IPv6 has no record-route option)";
+    let want = "IPv6 destinations are probed by traces, pings and TNT, but not with -M yet, \
+                and never with -R (IPv6 has no record-route option)";
     let mut rr = PingOptions::new(IpAddr::V6(DST));
     rr.record_route = true;
     let mut pmtud = TraceOptions::new(IpAddr::V6(DST));

@@ -359,12 +359,6 @@ pub fn check_job(
     if good.is_empty() {
         return Ok((None, bad));
     }
-    if let (JobKind::Tnt(_), Some(t)) = (&kind, good.iter().find(|t| t.is_ipv6())) {
-        return Err(Error::Invalid(format!(
-            "{t}: TNT does not run over IPv6 yet (vtnt trace and vtnt ping probe IPv6 \
-             destinations)"
-        )));
-    }
     let engine = EngineSpec {
         pps: c.pps,
         burst: (c.pps / 1000).max(1),

@@ -243,6 +243,11 @@ pub struct TraceAnnotation<'a> {
     /// revelations were over ([`TntResult::incomplete`]).
     #[cfg_attr(feature = "serde", serde(skip_serializing_if = "core::ops::Not::not"))]
     pub incomplete: bool,
+    /// Written only for an IPv6 target, as `"validated":"lab-only"`: TNT over IPv6, its
+    /// tunnels and its hops' vendor readings, is checked against the lab alone (no real
+    /// IPv6 MPLS data, no published per-vendor ICMPv6 hop limits; docs/tnt.md).
+    #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
+    pub validated: Option<&'static str>,
 }
 
 impl TntResult {
@@ -256,6 +261,7 @@ impl TntResult {
             path: &self.path,
             probes: self.probes,
             incomplete: self.incomplete,
+            validated: self.target.is_ipv6().then_some("lab-only"),
         }
     }
     /// A result for a target whose trace failed.

@@ -142,6 +142,11 @@ pub fn dump(r: &TntResult) -> String {
             "incomplete: the run stopped before this target's pings and revelations were over\n",
         );
     }
+    if r.target.is_ipv6() {
+        out.push_str(
+            "validated on the lab only: TNT over IPv6 and its vendor readings (docs/tnt.md)\n",
+        );
+    }
     out
 }
 
