@@ -160,21 +160,8 @@ fn ping(record: &Map<String, Value>, pairing: &Pairing, at: &str) -> Value {
                 return json!({ "not_corrected": "a reply without seq or rtt" });
             };
             let wire_seq = seq.wrapping_add(first) as u16;
-            let verdict = match echo_key(pairing, dst, wire_seq) {
-                Ok(key) => {
-                    let raw = ToolProbe {
-                        key,
-                        rtt_ns: Some((rtt_ms * 1e6).round() as u64),
-                    };
-                    corrected(correct(pairing, &[raw])[0])
-                }
-                Err(why) => json!({ "not_corrected": why }),
-            };
-            let mut v = json!({ "seq": seq });
-            if let (Some(m), Value::Object(add)) = (v.as_object_mut(), verdict) {
-                m.extend(add);
-            }
-            v
+            let key = echo_key(pairing, dst, wire_seq);
+            with_verdict(json!({ "seq": seq }), pairing, key, rtt_ms)
         })
         .collect();
     json!({ "at": at, "responses": responses })
@@ -200,27 +187,16 @@ fn trace(record: &Map<String, Value>, pairing: &Pairing, at: &str) -> Value {
             else {
                 return json!({ "not_corrected": "a hop without probe_ttl, probe_id or rtt" });
             };
-            let sent = pairing
+            let key = pairing
                 .probes
                 .iter()
                 .map(|p| p.probe)
                 .filter(|p| p.key.target == dst && u64::from(p.ttl) == ttl)
-                .nth(id.saturating_sub(1) as usize);
-            let verdict = match sent {
-                Some(p) => {
-                    let raw = ToolProbe {
-                        key: p.key,
-                        rtt_ns: Some((rtt_ms * 1e6).round() as u64),
-                    };
-                    corrected(correct(pairing, &[raw])[0])
-                }
-                None => json!({ "not_corrected": "not seen on the host side" }),
-            };
-            let mut v = json!({ "probe_ttl": ttl, "probe_id": id });
-            if let (Some(m), Value::Object(add)) = (v.as_object_mut(), verdict) {
-                m.extend(add);
-            }
-            v
+                .nth(id.saturating_sub(1) as usize)
+                .map(|p| p.key)
+                .ok_or("not seen on the host side");
+            let hop = json!({ "probe_ttl": ttl, "probe_id": id });
+            with_verdict(hop, pairing, key, rtt_ms)
         })
         .collect();
     json!({ "at": at, "hops": hops })
@@ -240,6 +216,25 @@ fn echo_key(pairing: &Pairing, dst: IpAddr, seq: u16) -> Result<Key, &'static st
             Err("ambiguous: two probes to this destination with this sequence number")
         }
     }
+}
+
+/// `entry` with the correction of the probe `key` whose runtime RTT is `rtt_ms` added, or
+/// the reason there is none.
+fn with_verdict(mut entry: Value, pairing: &Pairing, key: Result<Key, &str>, rtt_ms: f64) -> Value {
+    let verdict = match key {
+        Ok(key) => {
+            let raw = ToolProbe {
+                key,
+                rtt_ns: Some((rtt_ms * 1e6).round() as u64),
+            };
+            corrected(correct(pairing, &[raw])[0])
+        }
+        Err(why) => json!({ "not_corrected": why }),
+    };
+    if let (Some(m), Value::Object(add)) = (entry.as_object_mut(), verdict) {
+        m.extend(add);
+    }
+    entry
 }
 
 /// One correction as JSON members (milliseconds, like scamper's `rtt`).
@@ -313,6 +308,19 @@ mod tests {
         assert!(out.ends_with('\n'));
     }
 
+    /// The pairing of `packets` seen on the host side: direction, stamp (ns), bytes.
+    fn pairing_of(packets: &[(Dir, u64, Vec<u8>)]) -> Pairing {
+        let events: Vec<Event> = packets
+            .iter()
+            .map(|(dir, stamp_ns, p)| Event {
+                dir: *dir,
+                stamp_ns: *stamp_ns,
+                packet: p,
+            })
+            .collect();
+        pair(&events)
+    }
+
     #[test]
     fn each_echo_reply_gets_the_host_round_trip_or_the_reason_not() {
         // seq 0 (wire seq 1): out at 1 us, back at 41 us; seq 1: no reply on the host
@@ -324,15 +332,7 @@ mod tests {
             (Dir::Out, 3_000_000, echo(true, 0x1234, 3)),
             (Dir::Out, 3_000_100, echo(true, 0x4321, 3)),
         ];
-        let events: Vec<Event> = packets
-            .iter()
-            .map(|(dir, stamp_ns, p)| Event {
-                dir: *dir,
-                stamp_ns: *stamp_ns,
-                packet: p,
-            })
-            .collect();
-        let pairing = pair(&events);
+        let pairing = pairing_of(&packets);
         let out = annotate(PING, &Ok((&pairing, "vtnt0 in /run/netns/x")));
         assert!(out.starts_with(&PING[..PING.len() - 1]), "{out}");
         let v: Value = serde_json::from_str(&out).unwrap();
@@ -394,15 +394,7 @@ mod tests {
             (Dir::Out, 3_000, c),
             (Dir::In, 63_000, echo_ttl(false, 0x1234, 3, 60)),
         ];
-        let events: Vec<Event> = packets
-            .iter()
-            .map(|(dir, stamp_ns, p)| Event {
-                dir: *dir,
-                stamp_ns: *stamp_ns,
-                packet: p,
-            })
-            .collect();
-        let pairing = pair(&events);
+        let pairing = pairing_of(&packets);
         let trace = r#"{"type":"trace", "dst":"192.0.2.9", "hops":[{"addr":"198.51.100.1", "probe_ttl":1, "probe_id":2, "rtt":0.050},{"addr":"192.0.2.9", "probe_ttl":2, "probe_id":1, "rtt":0.070},{"addr":"192.0.2.9", "probe_ttl":3, "probe_id":1, "rtt":0.070}]}"#;
         let out: Value = serde_json::from_str(&annotate(trace, &Ok((&pairing, "x")))).unwrap();
         assert_eq!(
