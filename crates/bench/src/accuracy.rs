@@ -69,6 +69,9 @@ pub struct AccuracyOptions {
     /// MPLS-free control topologies (0: none), generated with `control_generate`.
     pub control: usize,
     pub control_generate: GenOptions,
+    /// Probe the destinations' IPv6 twins (the lab is dual stack) instead of their IPv4
+    /// addresses; the results are scored against the same truth, mapped back.
+    pub ipv6: bool,
 }
 
 impl AccuracyOptions {
@@ -84,6 +87,7 @@ impl AccuracyOptions {
             oracle: OracleOptions::default(),
             control: 0,
             control_generate: control_options(&GenOptions::default()),
+            ipv6: false,
         }
     }
 }
@@ -259,6 +263,9 @@ pub struct ControlScore {
 #[derive(Debug, Clone, Default, Serialize, PartialEq)]
 pub struct AccuracyReport {
     pub seed: u64,
+    /// The family probed: `ipv4`, or `ipv6` (the destinations' twins; validated on the
+    /// lab only, docs/tnt.md).
+    pub family: &'static str,
     pub topologies: usize,
     pub destinations: usize,
     pub oracle: OracleScore,
@@ -394,9 +401,13 @@ fn run_mode(
     cfg: &TntConfig,
     cases: &[Case],
 ) -> Result<AccuracyReport, DriveError> {
-    let mut acc = Scorer::default();
+    let mut acc = Scorer {
+        ipv6: opts.ipv6,
+        ..Scorer::default()
+    };
     let mut report = AccuracyReport {
         seed: opts.seed,
+        family: if opts.ipv6 { "ipv6" } else { "ipv4" },
         ..AccuracyReport::default()
     };
     for (i, c) in cases.iter().enumerate() {
@@ -405,14 +416,20 @@ fn run_mode(
             .truth
             .destinations
             .iter()
-            .map(|d| IpAddr::V4(d.dst))
+            .map(|d| match opts.ipv6 {
+                true => IpAddr::V6(vtnt_lab::addr::to_v6(d.dst)),
+                false => IpAddr::V4(d.dst),
+            })
             .collect();
-        let run = run_tnt(
+        let mut run = run_tnt(
             &mut lab,
             &targets,
             cfg.clone(),
             topology_seed(opts.seed, i) ^ 1,
         )?;
+        if opts.ipv6 {
+            run.results.iter_mut().for_each(to_ipv4);
+        }
         report.topologies += 1;
         report.destinations += targets.len();
         report.virtual_seconds += run.virtual_us as f64 / 1e6;
@@ -427,6 +444,32 @@ fn run_mode(
     }
     acc.finish(&mut report);
     Ok(report)
+}
+
+/// `r`'s lab addresses as the truth writes them: each IPv6 twin back to its IPv4 address
+/// (what the scorer reads: target, path, tunnels, candidates).
+fn to_ipv4(r: &mut TntResult) {
+    let v4 = |a: &mut IpAddr| {
+        if let Some(x) = match a {
+            IpAddr::V6(x) => vtnt_lab::addr::from_v6(*x),
+            IpAddr::V4(_) => None,
+        } {
+            *a = IpAddr::V4(x);
+        }
+    };
+    v4(&mut r.target);
+    r.path
+        .iter_mut()
+        .filter_map(|e| e.addr.as_mut())
+        .for_each(v4);
+    for t in &mut r.tunnels {
+        t.ingress.iter_mut().chain(t.egress.iter_mut()).for_each(v4);
+        t.lsrs.iter_mut().flatten().for_each(v4);
+    }
+    for u in &mut r.unrevealed {
+        v4(&mut u.ingress);
+        v4(&mut u.egress);
+    }
 }
 
 /// Whether the family TNT names from a signature holds several of the lab's vendors.
@@ -600,6 +643,8 @@ struct Scorer {
     sigs: BTreeMap<(usize, String), SeenRouter>,
     topo: usize,
     misses: BTreeMap<&'static str, Vec<String>>,
+    /// The results are of IPv6 probes: a router's signature is its IPv6 one.
+    ipv6: bool,
 }
 
 impl Scorer {
@@ -854,10 +899,16 @@ impl Scorer {
             let Some(rt) = truth.routers.iter().find(|x| x.name == name) else {
                 continue;
             };
-            let entry =
-                self.sigs
-                    .entry((topo, name))
-                    .or_insert((None, None, rt.signature, rt.vendor));
+            let entry = self.sigs.entry((topo, name)).or_insert((
+                None,
+                None,
+                if self.ipv6 {
+                    rt.signature6
+                } else {
+                    rt.signature
+                },
+                rt.vendor,
+            ));
             let s = e.annotation.signature;
             entry.0 = entry.0.or(s.te);
             entry.1 = entry.1.or(s.er);
@@ -975,8 +1026,8 @@ impl AccuracyReport {
     pub fn to_markdown(&self) -> String {
         let o = &self.oracle;
         let mut s = format!(
-            "TNT accuracy: {} topologies (seed {}), {} destinations; oracle: {} Paris flows, TTL <= {}, {} destinations traced ({} traces, {} probes)\n\n",
-            self.topologies, self.seed, self.destinations, o.flows, o.max_ttl, o.targets, o.traces, o.probes
+            "TNT accuracy: {} topologies (seed {}), {} destinations over {}; oracle: {} Paris flows, TTL <= {}, {} destinations traced ({} traces, {} probes)\n\n",
+            self.topologies, self.seed, self.destinations, self.family, o.flows, o.max_ttl, o.targets, o.traces, o.probes
         );
         s.push_str(
             "Default mode (strict: class, ingress, egress and LSRs in order all right):\n\n",

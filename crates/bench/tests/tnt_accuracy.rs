@@ -114,6 +114,28 @@ fn generated_topologies() {
     assert_eq!(report.strict.wrong_lsrs, 0, "wrong LSRs (seed {seed})");
 }
 
+/// The same goals over IPv6 (issue 38): TNT to the destinations' IPv6 twins on the same
+/// topologies, scored against the same truth (`--family ipv6`).
+#[test]
+fn generated_topologies_over_ipv6() {
+    let mut opts = AccuracyOptions::new(30, 42);
+    opts.reference = false;
+    opts.ipv6 = true;
+    let report = tnt_accuracy(&opts).expect("campaign runs");
+    assert_eq!(report.family, "ipv6");
+    print(&report);
+    assert_no_false_tunnels(&report);
+    assert_budget_adds_up(&report);
+    let all = &report.strict.all;
+    assert!(
+        all.ends_right * 100 >= all.truth * 95,
+        "class, ingress and egress right for {} of {} existing tunnels over IPv6, < 95%",
+        all.ends_right,
+        all.truth
+    );
+    assert_eq!(report.strict.wrong_lsrs, 0, "wrong LSRs over IPv6");
+}
+
 /// The MPLS-free control set (ECMP, asymmetric returns, ICMP rate limiting): every
 /// tunnel reported there is false, and TNT reports none, default or brute force, though
 /// the routers did hold replies back.

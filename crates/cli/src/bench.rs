@@ -100,6 +100,10 @@ pub enum BenchCommand {
         /// ECMP, asymmetric returns and ICMP rate limiting), where every tunnel is false.
         #[arg(long, default_value_t = 30)]
         control: usize,
+        /// The family TNT probes: the destinations' IPv4 addresses, or their IPv6 twins
+        /// (scored against the same truth; validated on the lab only, docs/tnt.md).
+        #[arg(long, value_enum, default_value = "ipv4")]
+        family: crate::lab::Family,
     },
     /// Seed 000's evaluation for every runtime (native, runc, docker, vm, microvm): image
     /// size, memory (+KSM), CPU, deploy + execution time, density under 1 GB and a CPU
@@ -362,6 +366,7 @@ pub fn run(cmd: BenchCommand) -> anyhow::Result<ExitCode> {
             lsp_ecmp,
             set,
             control,
+            family,
         } => tnt_accuracy(
             topologies,
             seed,
@@ -371,6 +376,7 @@ pub fn run(cmd: BenchCommand) -> anyhow::Result<ExitCode> {
             lsp_ecmp,
             &set,
             control,
+            matches!(family, crate::lab::Family::Ipv6),
         ),
         BenchCommand::Fw {
             rules,
@@ -680,6 +686,7 @@ fn tnt_accuracy(
     lsp_ecmp: f64,
     set: &[String],
     control: usize,
+    ipv6: bool,
 ) -> anyhow::Result<ExitCode> {
     if !(0.0..=1.0).contains(&lsp_ecmp) {
         anyhow::bail!("--lsp-ecmp: a share, 0 to 1 (got {lsp_ecmp})");
@@ -702,6 +709,7 @@ fn tnt_accuracy(
     opts.tnt.classify.thresholds.frpla = frpla;
     opts.tnt.classify.blind_spots = blind_spots;
     opts.control = control;
+    opts.ipv6 = ipv6;
     opts.control_generate = vtnt_bench::control_options(&generate);
     opts.generate = generate;
     let report = vtnt_bench::tnt_accuracy(&opts)
