@@ -258,6 +258,19 @@ fn ip6(dst: Ipv4Addr, hop_limit: u8) -> Ip6 {
     }
 }
 
+/// A UDP probe from the vantage point to `dst`'s twin with `hop_limit` and `payload`.
+fn udp6(dst: Ipv4Addr, hop_limit: u8, payload: &[u8]) -> Vec<u8> {
+    let mut buf = [0u8; 200];
+    let udp = Udp {
+        sport: 40000,
+        dport: 33435,
+        payload,
+        checksum: None,
+    };
+    let n = build6::udp6(&mut buf, &ip6(dst, hop_limit), &udp).unwrap();
+    buf[..n].to_vec()
+}
+
 fn host(name: &str) -> Ipv4Addr {
     Lab::new(Topology::reference())
         .truth()
@@ -270,14 +283,7 @@ fn host(name: &str) -> Ipv4Addr {
 fn hosts_answer_udp_with_port_unreachable_and_tcp_as_over_ipv4() {
     let dst = host("invisible-uhp");
     let mut buf = [0u8; 200];
-    let udp = Udp {
-        sport: 40000,
-        dport: 33435,
-        payload: &[7; 12],
-        checksum: None,
-    };
-    let n = build6::udp6(&mut buf, &ip6(dst, 64), &udp).unwrap();
-    let got = answers(&buf[..n]);
+    let got = answers(&udp6(dst, 64, &[7; 12]));
     assert_eq!(got.len(), 1);
     assert!(checksum_ok(&got[0]));
     let r = reply6::parse(&got[0]).unwrap();
@@ -523,15 +529,8 @@ fn a_6pe_core_answers_answer_from_mapped_addresses_along_the_lsp() {
         );
         // on the wire: the IPv4-mapped source
         let mut buf = [0u8; 200];
-        let u = Udp {
-            sport: 40000,
-            dport: 33435,
-            payload: &[0; 12],
-            checksum: None,
-        };
-        let n = build6::udp6(&mut buf, &ip6(d.dst, k as u8 + 1), &u).unwrap();
         let mut lab = Lab::new(topo.clone());
-        lab.handle_packet(Instant::ZERO, Port(0), &buf[..n]);
+        lab.handle_packet(Instant::ZERO, Port(0), &udp6(d.dst, k as u8 + 1, &[0; 12]));
         let got = lab.drain();
         let r = reply6::parse(&got[0].2).unwrap();
         assert_eq!(r.src, IpAddr::V6(l.to_ipv6_mapped()), "hop {}", k + 1);
