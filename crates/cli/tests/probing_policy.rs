@@ -575,10 +575,10 @@ fn ipv6_jobs_where_the_runtime_or_lab_has_none_are_refused() {
     let v6 = "2001:db8:64::cb00:710a";
     for (runtime, says) in [
         (
-            "vm",
-            "IPv6 target 2001:db8:64::cb00:710a: the vm runtime has no IPv6 yet",
+            "microvm",
+            "IPv6 target 2001:db8:64::cb00:710a: the microvm runtime has no IPv6 yet",
         ),
-        ("microvm", "the microvm runtime has no IPv6 yet"),
+        ("vm", "lab `old` has no IPv6"),
         ("spt", "the spt runtime has no IPv6 yet"),
         (
             "native",

@@ -137,7 +137,8 @@ pub fn serve_front(opts: &FrontOptions) -> Result<(), Error> {
         let ready = sys::poll_readable(&fds, wait_us)?;
         if ready[0] {
             let (i, o) = vms.drain(&udp, &mut buf, |p| {
-                if p.len() < 20 {
+                // IPv4 only: the forwarder's NAT has no IPv6 yet
+                if p.len() < 20 || p[0] >> 4 != 4 {
                     return;
                 }
                 let src = Ipv4Addr::new(p[12], p[13], p[14], p[15]);

@@ -189,11 +189,9 @@ pub fn serve(o: &ServeOptions) -> Result<(), Error> {
             if to_vp {
                 io.tun_out += 1;
                 let _ = tun.write(&buf[..n]);
-            } else if buf[0] >> 4 == 4 {
-                if let Some(peer) = vms.frame_for(&buf[..n], &mut frame) {
-                    io.vm_frames_out += 1;
-                    let _ = udp.send_to(&frame, peer);
-                }
+            } else if let Some(peer) = vms.frame_for(&buf[..n], &mut frame) {
+                io.vm_frames_out += 1;
+                let _ = udp.send_to(&frame, peer);
             }
         }
         if last_stats.elapsed() >= Duration::from_secs(1) {

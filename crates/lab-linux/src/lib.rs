@@ -4,8 +4,9 @@
 //!   a network namespace and a UDP socket speaking Ethernet frames with QEMU VMs;
 //! - [`control`]: `up` (re-exec of `vtnt lab serve` detached, wait until the lab
 //!   answers), `down`, `status`, `exec`, the running topology, the VM attach contract;
-//! - [`vm`]: ARP and frame handling of the VM front (pure logic);
+//! - [`vm`]: ARP, neighbour discovery and frame handling of the VM front (pure logic);
 //! - [`dhcp`]: the VM front's DHCPv4 server (pure logic);
+//! - [`ndp`]: the VM front's IPv6 neighbour discovery (pure logic);
 //! - [`state`]: the state directory `/run/vtnt/lab/<name>/` and its files;
 //! - [`bench`]: packets per second of the core and through the TUN;
 //! - `netns`, [`sys`]: iproute2 and the few raw kernel calls (TUN ioctl, setns, setsid,
@@ -24,6 +25,7 @@ pub mod bench;
 pub mod control;
 pub mod daemon;
 pub mod dhcp;
+pub mod ndp;
 mod netns;
 pub mod state;
 pub mod sys;

@@ -17,6 +17,9 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 use vtnt_lab::addr::Prefix;
+/// A guest's IPv6 address is the twin of its IPv4 one, in the lab's IPv6 range (the VM
+/// front's dual-stack convention, docs/lab.md "Attaching VMs").
+pub use vtnt_lab::addr::{to_v6, LAB6_PREFIX};
 
 use crate::Error;
 

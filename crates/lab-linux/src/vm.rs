@@ -5,18 +5,30 @@
 //! MAC and UDP endpoint from its ARP and IPv4 frames (and from the DHCP leases it grants,
 //! see [`crate::dhcp`]), hands IPv4 packets to the lab and wraps the lab's answers into
 //! frames for the right guest. Pure logic, no sockets.
+//!
+//! IPv6 is dual stack by the lab's convention: a guest's IPv6 address is the twin
+//! (`2001:db8:64::a.b.c.d`, [`vtnt_lab::addr::to_v6`]) of its IPv4 one, its on-link
+//! prefix the twin of its LAN's, its router the gateway's twin or link-local address, at
+//! the gateway's MAC. The front learns guests from their IPv6 frames too, answers their
+//! neighbour solicitations as it answers ARP (proxy, [`crate::ndp`]; duplicate address
+//! detection is left unanswered unless another guest holds the address) and their router
+//! solicitations with a router advertisement, and hands IPv6 packets between lab
+//! addresses to the lab; multicast, link-local and MLD traffic stop at the front.
 
 use std::collections::HashMap;
-use std::net::{Ipv4Addr, SocketAddr, UdpSocket};
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
 
-use vtnt_lab::addr::Prefix;
+use vtnt_lab::addr::{from_v6, to_v6, Prefix};
 
 use crate::dhcp::{self, DhcpServer};
+use crate::ndp::{self, Solicitation};
 use crate::state::{Lan, GATEWAY_MAC};
 
 const ETH_LEN: usize = 14;
 const ETHERTYPE_IPV4: u16 = 0x0800;
 const ETHERTYPE_ARP: u16 = 0x0806;
+const ETHERTYPE_IPV6: u16 = 0x86dd;
+const IPV6_LEN: usize = 40;
 
 /// A guest the front has heard from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,7 +42,7 @@ pub struct Guest {
 pub enum FrameAction<'a> {
     /// Send this frame back to the guest (an ARP reply, a DHCP answer).
     Reply(Vec<u8>),
-    /// Hand this IPv4 packet to the lab.
+    /// Hand this IPv4 or IPv6 packet to the lab.
     Ip(&'a [u8]),
     Ignore,
 }
@@ -52,6 +64,11 @@ fn mac(b: &[u8]) -> [u8; 6] {
 }
 fn ip4(b: &[u8]) -> Ipv4Addr {
     Ipv4Addr::new(b[0], b[1], b[2], b[3])
+}
+fn ip6(b: &[u8]) -> Ipv6Addr {
+    let mut o = [0u8; 16];
+    o.copy_from_slice(&b[..16]);
+    Ipv6Addr::from(o)
 }
 
 impl VmFront {
@@ -156,7 +173,80 @@ impl VmFront {
                 let total = usize::from(be16(p, 2)).min(p.len());
                 FrameAction::Ip(&p[..total])
             }
+            ETHERTYPE_IPV6 if f.len() >= ETH_LEN + IPV6_LEN => {
+                let p = &f[ETH_LEN..];
+                if p[0] >> 4 != 6 {
+                    return FrameAction::Ignore;
+                }
+                let (src, dst) = (ip6(&p[8..24]), ip6(&p[24..40]));
+                let src4 = from_v6(src);
+                if let Some(a) = src4 {
+                    self.learn(a, peer, src_mac);
+                }
+                if let Some(s) = ndp::solicitation(p) {
+                    return self.solicited(peer, src_mac, s);
+                }
+                if src4.is_none() || from_v6(dst).is_none() {
+                    return FrameAction::Ignore;
+                }
+                let total = (IPV6_LEN + usize::from(be16(p, 4))).min(p.len());
+                FrameAction::Ip(&p[..total])
+            }
             _ => FrameAction::Ignore,
+        }
+    }
+
+    /// Answers a guest's neighbour or router solicitation: for the gateway (its twin or
+    /// link-local address) and, as proxy ARP does, for any other address of the LANs but
+    /// the guest's own; a duplicate address check only when another guest holds the
+    /// address (defended with that guest's MAC).
+    fn solicited<'a>(&self, peer: SocketAddr, m: [u8; 6], s: Solicitation) -> FrameAction<'a> {
+        match s {
+            Solicitation::Neighbour { src, target } if target == ndp::gateway_link_local() => {
+                FrameAction::Reply(ndp::neighbour_advert(
+                    src,
+                    m,
+                    target,
+                    GATEWAY_MAC,
+                    true,
+                    false,
+                ))
+            }
+            Solicitation::Neighbour { src, target } => {
+                let Some(t4) = from_v6(target).filter(|&a| self.on_lan(a)) else {
+                    return FrameAction::Ignore;
+                };
+                let holder = self.guests.get(&t4);
+                if src.is_unspecified() {
+                    return match holder {
+                        Some(g) if g.peer != peer => FrameAction::Reply(ndp::neighbour_advert(
+                            src, m, target, g.mac, false, false,
+                        )),
+                        _ => FrameAction::Ignore,
+                    };
+                }
+                if from_v6(src) == Some(t4) || holder.is_some_and(|g| g.peer == peer) {
+                    return FrameAction::Ignore;
+                }
+                let gateway = self.lans.iter().any(|&(_, gw)| gw == t4);
+                FrameAction::Reply(ndp::neighbour_advert(
+                    src,
+                    m,
+                    target,
+                    GATEWAY_MAC,
+                    true,
+                    !gateway,
+                ))
+            }
+            Solicitation::Router { src } => {
+                let lan = self
+                    .guests
+                    .iter()
+                    .find(|(_, g)| g.peer == peer)
+                    .and_then(|(&a, _)| self.lans.iter().find(|(p, _)| p.contains(a)));
+                let on_link = lan.map(|(p, _)| (to_v6(p.network()), 96 + p.len()));
+                FrameAction::Reply(ndp::router_advert(src, m, on_link))
+            }
         }
     }
 
@@ -173,14 +263,18 @@ impl VmFront {
         FrameAction::Reply(answer.frame)
     }
 
-    /// Wraps an IPv4 packet from the lab for the guest it is addressed to.
+    /// Wraps an IPv4 or IPv6 packet from the lab for the guest it is addressed to.
     pub fn frame_for(&self, packet: &[u8], out: &mut Vec<u8>) -> Option<SocketAddr> {
-        let dst = ip4(packet.get(16..20)?);
+        let (dst, ethertype) = match packet.first()? >> 4 {
+            4 => (ip4(packet.get(16..20)?), ETHERTYPE_IPV4),
+            6 => (from_v6(ip6(packet.get(24..40)?))?, ETHERTYPE_IPV6),
+            _ => return None,
+        };
         let g = self.guests.get(&dst)?;
         out.clear();
         out.extend_from_slice(&g.mac);
         out.extend_from_slice(&GATEWAY_MAC);
-        out.extend_from_slice(&ETHERTYPE_IPV4.to_be_bytes());
+        out.extend_from_slice(&ethertype.to_be_bytes());
         out.extend_from_slice(packet);
         Some(g.peer)
     }
@@ -295,5 +389,261 @@ mod tests {
         };
         assert_eq!(&ack[..6], &m);
         assert_eq!(v.guests()[&leased], Guest { peer, mac: m });
+    }
+
+    /// An Ethernet frame from the guest at `m` carrying the IPv6 packet `p`.
+    fn frame6(m: [u8; 6], p: &[u8]) -> Vec<u8> {
+        let mut f = vec![0x33, 0x33, 0, 0, 0, 1];
+        f.extend_from_slice(&m);
+        f.extend_from_slice(&ETHERTYPE_IPV6.to_be_bytes());
+        f.extend_from_slice(p);
+        f
+    }
+
+    fn v6(s: &str) -> Ipv6Addr {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn answers_neighbour_and_router_solicitations_as_arp() {
+        use crate::ndp::tests::{parse_advert, solicit};
+        use smoltcp::wire::{NdiscNeighborFlags as F, NdiscRepr};
+        let mut v = VmFront::new(&crate::dhcp::tests::lab_lans());
+        let (peer, m): (SocketAddr, _) = ("127.0.0.1:5003".parse().unwrap(), [2, 0, 0, 0, 0, 10]);
+        let (other, m2): (SocketAddr, _) = ("127.0.0.1:5004".parse().unwrap(), [2, 0, 0, 0, 0, 11]);
+        let (me, gw) = (v6("2001:db8:64::c000:20a"), v6("2001:db8:64::c000:201"));
+        let snm = v6("ff02::1:ff00:1");
+        let advert = |v: &mut VmFront, peer, mac, src, target| match v.handle_frame(
+            peer,
+            &frame6(mac, &solicit(src, snm, mac, Some(target), 255)),
+        ) {
+            FrameAction::Reply(r) => {
+                assert_eq!(&r[..6], &mac, "to the soliciting guest");
+                let (from, to, repr) = parse_advert(&r);
+                let NdiscRepr::NeighborAdvert {
+                    flags,
+                    target_addr,
+                    lladdr,
+                } = repr
+                else {
+                    panic!("{repr:?}")
+                };
+                assert_eq!((from, to, target_addr), (target, src, target));
+                Some((flags, lladdr.unwrap().as_bytes().to_vec()))
+            }
+            FrameAction::Ignore => None,
+            FrameAction::Ip(_) => panic!("a solicitation went to the lab"),
+        };
+        // the gateway's twin and its link-local address: the gateway answers, and the
+        // guest is learnt from its IPv6 source
+        let gateway = Some((F::ROUTER | F::SOLICITED | F::OVERRIDE, GATEWAY_MAC.to_vec()));
+        assert_eq!(advert(&mut v, peer, m, me, gw), gateway);
+        assert_eq!(
+            v.guests()[&Ipv4Addr::new(192, 0, 2, 10)],
+            Guest { peer, mac: m }
+        );
+        let ll = crate::ndp::gateway_link_local();
+        assert_eq!(advert(&mut v, peer, m, v6("fe80::1"), ll), gateway);
+        // another address of the LAN: proxied, without overriding
+        let proxied = Some((F::ROUTER | F::SOLICITED, GATEWAY_MAC.to_vec()));
+        assert_eq!(
+            advert(&mut v, peer, m, me, v6("2001:db8:64::c000:20b")),
+            proxied
+        );
+        // the guest's own address, off the LANs, outside the lab: no answer
+        assert_eq!(advert(&mut v, peer, m, me, me), None);
+        assert_eq!(advert(&mut v, peer, m, me, v6("2001:db8:64::a00:1")), None);
+        assert_eq!(advert(&mut v, peer, m, me, v6("2001:db8::1")), None);
+        // duplicate address detection: unanswered for a free or its own address...
+        let dad = |v: &mut VmFront, peer, mac, target| {
+            let s = solicit(Ipv6Addr::UNSPECIFIED, snm, mac, Some(target), 255);
+            match v.handle_frame(peer, &frame6(mac, &s)) {
+                FrameAction::Reply(r) => Some(r),
+                _ => None,
+            }
+        };
+        assert_eq!(dad(&mut v, peer, m, me), None);
+        assert_eq!(dad(&mut v, other, m2, v6("2001:db8:64::c000:20c")), None);
+        // ...defended, to all nodes, for an address another guest holds
+        let r = dad(&mut v, other, m2, me).expect("a defence");
+        assert_eq!(&r[..6], &[0x33, 0x33, 0, 0, 0, 1]);
+        let (_, to, repr) = parse_advert(&r);
+        assert_eq!(to, v6("ff02::1"));
+        assert_eq!(
+            repr,
+            NdiscRepr::NeighborAdvert {
+                flags: F::OVERRIDE,
+                target_addr: me,
+                lladdr: Some(smoltcp::wire::RawHardwareAddress::from_bytes(&m)),
+            }
+        );
+        // a router solicitation: the gateway, with the known guest's on-link prefix
+        let rs = solicit(v6("fe80::10"), v6("ff02::2"), m, None, 255);
+        let FrameAction::Reply(r) = v.handle_frame(peer, &frame6(m, &rs)) else {
+            panic!()
+        };
+        let (from, to, repr) = parse_advert(&r);
+        assert_eq!((from, to), (ll, v6("fe80::10")));
+        let NdiscRepr::RouterAdvert {
+            prefix_info: Some(p),
+            ..
+        } = repr
+        else {
+            panic!("{repr:?}")
+        };
+        assert_eq!((p.prefix, p.prefix_len), (v6("2001:db8:64::c000:200"), 120));
+        // an unknown guest gets the router without a prefix
+        let FrameAction::Reply(r) = v.handle_frame(other, &frame6(m2, &rs)) else {
+            panic!()
+        };
+        let (_, _, repr) = parse_advert(&r);
+        assert!(
+            matches!(
+                repr,
+                NdiscRepr::RouterAdvert {
+                    prefix_info: None,
+                    ..
+                }
+            ),
+            "{repr:?}"
+        );
+    }
+
+    #[test]
+    fn carries_ipv6_between_guests_and_the_lab() {
+        let mut v = VmFront::new(&crate::dhcp::tests::lab_lans());
+        let (peer, m): (SocketAddr, _) = ("127.0.0.1:5005".parse().unwrap(), [2, 0, 0, 0, 0, 12]);
+        let packet = |src: &str, dst: &str, next: u8, len: u16| {
+            let mut p = vec![0u8; 40 + usize::from(len)];
+            p[0] = 0x60;
+            p[4..6].copy_from_slice(&len.to_be_bytes());
+            p[6] = next;
+            p[7] = 64;
+            p[8..24].copy_from_slice(&v6(src).octets());
+            p[24..40].copy_from_slice(&v6(dst).octets());
+            p
+        };
+        // a probe from a VM LAN guest's twin to a lab address: to the lab, cut to its
+        // payload length (Ethernet padding dropped), the guest learnt
+        let mut p = packet("2001:db8:64::afd:1319", "2001:db8:64::cb00:710a", 17, 8);
+        let sent = p.clone();
+        p.extend_from_slice(&[0; 6]);
+        assert_eq!(v.handle_frame(peer, &frame6(m, &p)), FrameAction::Ip(&sent));
+        let guest = Ipv4Addr::new(10, 253, 19, 25);
+        assert_eq!(v.guests()[&guest], Guest { peer, mac: m });
+        // the answer goes back in an IPv6 frame to the guest's MAC
+        let answer = packet("2001:db8:64::cb00:710a", "2001:db8:64::afd:1319", 58, 8);
+        let mut out = Vec::new();
+        assert_eq!(v.frame_for(&answer, &mut out), Some(peer));
+        assert_eq!(
+            (&out[..6], &out[12..14], &out[14..]),
+            (&m[..], &[0x86, 0xdd][..], &answer[..])
+        );
+        // not for a guest, not to or from the lab's addresses, MLD (behind a hop-by-hop
+        // header), a truncated header: nowhere
+        let stranger = packet("2001:db8:64::cb00:710a", "2001:db8:64::afd:1320", 58, 8);
+        assert_eq!(v.frame_for(&stranger, &mut out), None);
+        for p in [
+            packet("fe80::1", "2001:db8:64::cb00:710a", 17, 8),
+            packet("2001:db8:64::afd:1319", "ff02::1", 17, 8),
+            packet("2001:db8:64::afd:1319", "ff02::16", 0, 8),
+        ] {
+            assert_eq!(v.handle_frame(peer, &frame6(m, &p)), FrameAction::Ignore);
+        }
+        assert_eq!(
+            v.handle_frame(peer, &frame6(m, &p[..39])),
+            FrameAction::Ignore
+        );
+    }
+
+    /// Rewrites the seeds of the `vm_frames` fuzz target (crates/lab-linux/fuzz):
+    /// conversations of guests' frames, each framed `[u8 guest][u16 length][bytes]`.
+    #[test]
+    #[ignore]
+    fn write_fuzz_seed_corpus() {
+        use crate::ndp::tests::solicit;
+        let (m, m2) = ([2, 0, 0, 0, 0, 10], [2, 0, 0, 0, 0, 11]);
+        let me = v6("2001:db8:64::c000:20a");
+        let ns = |src, target| frame6(m, &solicit(src, v6("ff02::1:ff00:1"), m, Some(target), 255));
+        let mut probe6 = vec![0u8; 48];
+        probe6[..8].copy_from_slice(&[0x60, 0, 0, 0, 0, 8, 17, 1]);
+        probe6[8..24].copy_from_slice(&me.octets());
+        probe6[24..40].copy_from_slice(&v6("2001:db8:64::cb00:710a").octets());
+        let mut probe4 = vec![0u8; 28];
+        probe4[..10].copy_from_slice(&[0x45, 0, 0, 28, 0, 0, 0, 0, 1, 17]);
+        probe4[12..20].copy_from_slice(&[192, 0, 2, 10, 203, 0, 113, 10]);
+        let mut ipv4 = vec![0xff; 6];
+        ipv4.extend_from_slice(&m);
+        ipv4.extend_from_slice(&[8, 0]);
+        ipv4.extend_from_slice(&probe4);
+        let dhcp = {
+            let d =
+                crate::dhcp::tests::client(smoltcp::wire::DhcpMessageType::Discover, m, None, None);
+            let mut f = vec![0xff; 6];
+            f.extend_from_slice(&m);
+            f.extend_from_slice(&[8, 0]);
+            f.extend_from_slice(&d);
+            f
+        };
+        /// A seed: its name and each frame with the guest sending it.
+        type Seed = (&'static str, Vec<(u8, Vec<u8>)>);
+        let seeds: [Seed; 5] = [
+            (
+                "arp_then_ipv4",
+                vec![
+                    (0, arp_request(m, [192, 0, 2, 10], [192, 0, 2, 1])),
+                    (0, ipv4),
+                ],
+            ),
+            (
+                "neighbour_and_router_solicitations",
+                vec![
+                    (0, ns(me, v6("2001:db8:64::c000:201"))),
+                    (0, ns(v6("fe80::10"), crate::ndp::gateway_link_local())),
+                    (
+                        0,
+                        frame6(m, &solicit(v6("fe80::10"), v6("ff02::2"), m, None, 255)),
+                    ),
+                ],
+            ),
+            (
+                "ipv6_probe",
+                vec![
+                    (0, ns(me, v6("2001:db8:64::c000:201"))),
+                    (0, frame6(m, &probe6)),
+                ],
+            ),
+            (
+                "duplicate_address",
+                vec![
+                    (0, ns(me, v6("2001:db8:64::c000:201"))),
+                    (
+                        1,
+                        frame6(
+                            m2,
+                            &solicit(
+                                Ipv6Addr::UNSPECIFIED,
+                                v6("ff02::1:ff00:20a"),
+                                m2,
+                                Some(me),
+                                255,
+                            ),
+                        ),
+                    ),
+                ],
+            ),
+            ("dhcp_discover", vec![(2, dhcp)]),
+        ];
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/corpus/vm_frames");
+        std::fs::create_dir_all(&dir).unwrap();
+        for (name, frames) in seeds {
+            let mut framed = Vec::new();
+            for (guest, f) in frames {
+                framed.push(guest);
+                framed.extend_from_slice(&(f.len() as u16).to_be_bytes());
+                framed.extend_from_slice(&f);
+            }
+            std::fs::write(dir.join(name), framed).unwrap();
+        }
     }
 }

@@ -178,6 +178,12 @@ impl Network {
                 let state = vtnt_lab_linux::lab_state(name)?;
                 match state.vp_address6 {
                     Some(_) => Ok(()),
+                    None if state.topology == vtnt_lab_linux::state::FRONT_TOPOLOGY => {
+                        Err(Error::Network(format!(
+                            "IPv6 target {v6}: front `{name}` forwards IPv4 only (its NAT has \
+                             no IPv6 yet)"
+                        )))
+                    }
                     None => Err(Error::Network(format!(
                         "IPv6 target {v6}: lab `{name}` has no IPv6 (started by an older vtnt \
                          or on a kernel without IPv6: `vtnt lab down --name {name}`, then \

@@ -126,10 +126,10 @@ impl Runtime {
     /// runtimes offer IPv6: lift one here when it gains it.
     pub fn check_ipv6(self, job: &vtnt_job::JobSpec) -> crate::Result<()> {
         match ipv6_target(job) {
-            Some(v6) if matches!(self, Runtime::Vm | Runtime::Microvm | Runtime::Spt) => {
+            Some(v6) if matches!(self, Runtime::Microvm | Runtime::Spt) => {
                 Err(crate::Error::Network(format!(
-                    "IPv6 target {v6}: the {} runtime has no IPv6 yet (the native, runc and \
-                     docker runtimes have)",
+                    "IPv6 target {v6}: the {} runtime has no IPv6 yet (the native, runc, \
+                     docker and vm runtimes have)",
                     self.name()
                 )))
             }

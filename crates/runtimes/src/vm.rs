@@ -14,7 +14,9 @@
 //! `snapshot=on` mode, the NIC
 //! on the lab's VM front (`-netdev dgram` to the lab's UDP port). The kernel command line
 //! carries the guest address (`vtnt.ip=`, `vtnt.gw=`, the lab ranges routed to the gateway
-//! instead of a default route: `vtnt.nets=`) and the job (`vtnt.job=`, base64 of
+//! instead of a default route: `vtnt.nets=`; on a lab their IPv6 twins too, `vtnt.ip6=`,
+//! `vtnt.gw6=`, `vtnt.nets6=`, set statically as the lab's VM front expects, docs/lab.md)
+//! and the job (`vtnt.job=`, base64 of
 //! one word per line; a long target list as a second disk, [`TARGETS_DISK`]); `vtnt-job.service` configures `eth0`, runs the job, prints its
 //! output on the serial console as `VTNT|` lines as it comes, between `VTNT-BEGIN` and
 //! `VTNT-END rc=N`, and powers the VM off (`-no-reboot` makes QEMU exit). With
@@ -45,12 +47,15 @@ pub const MEMORY_MIB: u32 = 256;
 const JOB_SCRIPT: &str = r#"#!/bin/sh
 # vtnt-job: run the job from the kernel command line, report it on the serial console,
 # power off. Installed by vtnt-runtimes.
-IP= GW= NETS= JOB= IPERF3=
+IP= GW= NETS= IP6= GW6= NETS6= JOB= IPERF3=
 for w in $(cat /proc/cmdline); do
   case "$w" in
     vtnt.ip=*) IP=${w#vtnt.ip=} ;;
     vtnt.gw=*) GW=${w#vtnt.gw=} ;;
     vtnt.nets=*) NETS=${w#vtnt.nets=} ;;
+    vtnt.ip6=*) IP6=${w#vtnt.ip6=} ;;
+    vtnt.gw6=*) GW6=${w#vtnt.gw6=} ;;
+    vtnt.nets6=*) NETS6=${w#vtnt.nets6=} ;;
     vtnt.job=*) JOB=${w#vtnt.job=} ;;
     vtnt.iperf3=*) IPERF3=${w#vtnt.iperf3=} ;;
   esac
@@ -59,6 +64,8 @@ ip link set lo up
 if [ -n "$IP" ]; then
   i=0
   while [ ! -e /sys/class/net/eth0 ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done
+  # IPv6 is static too: no router advertisement may bring a default route
+  [ -n "$IP6" ] && echo 0 >/proc/sys/net/ipv6/conf/eth0/accept_ra
   ip link set eth0 up
   ip addr add "$IP" dev eth0
   # only the lab's ranges lead to the gateway: no default route, so vtnt's route check
@@ -66,6 +73,13 @@ if [ -n "$IP" ]; then
   for n in $(echo "$NETS" | tr , ' '); do
     [ -n "$GW" ] && { ip route add "$n" via "$GW" 2>/dev/null || true; }
   done
+  if [ -n "$IP6" ]; then
+    # the address is the lab's to give (its twin of the IPv4 one): no duplicate check
+    ip -6 addr add "$IP6" dev eth0 nodad
+    for n in $(echo "$NETS6" | tr , ' '); do
+      ip -6 route add "$n" via "$GW6" 2>/dev/null || true
+    done
+  fi
 fi
 # `vtnt.iperf3=PORT`: the stream endpoint of `vtnt bench net` instead of a job
 if [ -n "$IPERF3" ]; then
@@ -328,7 +342,7 @@ fn boot(
     // TAP, a default route too when the job may probe public targets (the guest's policy
     // then treats lab ranges behind that uplink as the Internet's, as it should).
     let lab_nets = vtnt_policy::LAB_NETS.map(|n| n.to_string()).join(",");
-    let (addr, len, gateway, nets, netdev) = match net {
+    let (addr, len, gateway, nets, netdev, ipv6) = match net {
         Attached::Lab(lab) => {
             let (addr, len) = lab.vm.guest(index)?;
             let local_port = free_udp_port()?;
@@ -336,7 +350,8 @@ fn boot(
                 "dgram,id=n0,local.type=inet,local.host=127.0.0.1,local.port={local_port},remote.type=inet,remote.host=127.0.0.1,remote.port={}",
                 lab.vm.port
             );
-            (addr, len, lab.vm.gateway.clone(), lab_nets, netdev)
+            let ipv6 = lab_twins(&addr, len, &lab.vm.gateway)?;
+            (addr, len, lab.vm.gateway.clone(), lab_nets, netdev, ipv6)
         }
         Attached::Tap(t) => (
             t.addr.to_string(),
@@ -348,6 +363,7 @@ fn boot(
                 lab_nets
             },
             format!("tap,id=n0,ifname={},script=no,downscript=no", t.ifname),
+            String::new(),
         ),
         Attached::Host => {
             return Err(Error::Network(
@@ -362,7 +378,7 @@ fn boot(
     // starved of CPU while booting under TCG otherwise may panic on "IO-APIC + timer
     // doesn't work" (both seen in `vtnt bench fleet`, four VMs on two cores).
     let append = format!(
-        "root=/dev/vda rw console=ttyS0 quiet loglevel=3 systemd.show_status=0 systemd.mask=serial-getty@ttyS0.service no_timer_check net.ifnames=0 vtnt.ip={addr}/{len} vtnt.gw={gateway} vtnt.nets={nets} {what}"
+        "root=/dev/vda rw console=ttyS0 quiet loglevel=3 systemd.show_status=0 systemd.mask=serial-getty@ttyS0.service no_timer_check net.ifnames=0 vtnt.ip={addr}/{len} vtnt.gw={gateway} vtnt.nets={nets}{ipv6} {what}"
     );
     // joins the cgroup first, then (a TAP in another namespace) that namespace
     let mut cmd = match net {
@@ -429,6 +445,24 @@ fn boot(
 }
 
 /// A UDP port on 127.0.0.1 free right now (QEMU binds it a moment later).
+/// The kernel command line's IPv6 words for a guest at `addr`/`len` behind `gateway` on
+/// a lab's VM front: their twins and the lab's IPv6 range (docs/lab.md, "Attaching VMs").
+fn lab_twins(addr: &str, len: u8, gateway: &str) -> Result<String> {
+    use vtnt_lab_linux::state::{to_v6, LAB6_PREFIX};
+    let twin = |a: &str| {
+        a.parse::<std::net::Ipv4Addr>()
+            .map(to_v6)
+            .map_err(|e| Error::Lab(format!("guest address {a}: {e}")))
+    };
+    let (net, net_len) = LAB6_PREFIX;
+    Ok(format!(
+        " vtnt.ip6={}/{} vtnt.gw6={} vtnt.nets6={net}/{net_len}",
+        twin(addr)?,
+        96 + len,
+        twin(gateway)?
+    ))
+}
+
 fn free_udp_port() -> Result<u16> {
     let s = std::net::UdpSocket::bind("127.0.0.1:0").doing(|| "finding a free UDP port".into())?;
     Ok(s.local_addr()

@@ -19,9 +19,15 @@ fn job() -> vtnt_job::JobSpec {
 }
 
 /// [`job`] over IPv6: the explicit tunnel's destination's twin, through the lab's dual
-/// stack TUN front (for the runtimes that have IPv6: `Network::check_job`).
+/// stack fronts (TUN, or the VM front with neighbour discovery).
 fn job6() -> vtnt_job::JobSpec {
     parse("trace -P icmp-paris --seed 1 2001:db8:64::cb00:710a")
+}
+
+/// [`job`] and [`job6`] in one job, for the runtimes that have IPv6
+/// (`Runtime::check_ipv6`): one boot of a VM traces both families.
+fn dual_job() -> vtnt_job::JobSpec {
+    parse("trace -P icmp-paris --seed 1 203.0.113.10 2001:db8:64::cb00:710a")
 }
 
 /// Pings of the lab's first hop and a far host.
@@ -80,7 +86,9 @@ fn check(test: &str, runtimes: &[Runtime], via: Via) {
     let jobs = match via {
         Via::Host | Via::Front => vec![job(), tnt_job()],
         // the runtimes that have IPv6 trace over it too
-        Via::Lab if runtimes.iter().all(|rt| !rt.has_nic()) => vec![job(), job6(), long_job()],
+        Via::Lab if runtimes.iter().all(|rt| rt.check_ipv6(&job6()).is_ok()) => {
+            vec![dual_job(), long_job()]
+        }
         Via::Lab => vec![job(), long_job()],
         Via::Dhcp => vec![job()],
     };
