@@ -38,8 +38,9 @@ pub struct RunArgs {
     #[arg(long, default_value = "native")]
     pub runtime: Runtime,
     /// The network the job probes: `lab[:NAME]` (a running `vtnt lab`), `host` (this
-    /// host's own network: native, runc, docker) or `tap:IFACE,ip=ADDR/LEN,gw=GATEWAY`
-    /// (an existing TAP device, up: vm, microvm). Default: the lab of `--lab`.
+    /// host's own network: native, runc, docker) or
+    /// `tap:IFACE,ip=ADDR/LEN,gw=GATEWAY[,ip6=ADDR6/LEN6,gw6=GATEWAY6][,netns=NAME]` (an
+    /// existing TAP device, up: vm, microvm). Default: the lab of `--lab`.
     #[arg(long, value_name = "NET")]
     pub net: Option<Network>,
     /// The lab of `--net lab` (`vtnt lab up --name NAME`).

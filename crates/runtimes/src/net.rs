@@ -7,12 +7,13 @@
 //!   VMs its VM front (the default: the demo's network).
 //! - `host`: this host's own network namespace, routes and addresses: the static binary
 //!   as a process, runc and Docker containers share it.
-//! - `tap:IFACE,ip=ADDR/LEN,gw=GATEWAY[,netns=NAME]`: an existing TAP device, up, on a
-//!   segment where GATEWAY routes (in namespace NAME, where the VMM then runs); the VM's
-//!   or unikernel's NIC attaches to it with address ADDR.
+//! - `tap:IFACE,ip=ADDR/LEN,gw=GATEWAY[,ip6=ADDR6/LEN6,gw6=GATEWAY6][,netns=NAME]`: an
+//!   existing TAP device, up, on a segment where GATEWAY routes (in namespace NAME, where
+//!   the VMM then runs); the VM's or unikernel's NIC attaches to it with address ADDR
+//!   (and ADDR6, set statically, for IPv6 jobs of the runtimes that have IPv6).
 
 use std::fmt;
-use std::net::Ipv4Addr;
+use std::net::{Ipv4Addr, Ipv6Addr};
 use std::path::Path;
 use std::str::FromStr;
 
@@ -42,8 +43,18 @@ pub struct Tap {
     pub len: u8,
     /// The router the guest sends everything to.
     pub gateway: Ipv4Addr,
+    /// The guest's IPv6 address, prefix length and router, if it has IPv6.
+    pub ipv6: Option<Tap6>,
     /// The network namespace the device is in (the VMM runs there); `None`: this one.
     pub netns: Option<String>,
+}
+
+/// A TAP guest's static IPv6 side (`ip6=`, `gw6=`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Tap6 {
+    pub addr: Ipv6Addr,
+    pub len: u8,
+    pub gateway: Ipv6Addr,
 }
 
 impl Tap {
@@ -60,6 +71,9 @@ impl fmt::Display for Network {
             Network::Host => f.write_str("host"),
             Network::Tap(t) => {
                 write!(f, "tap:{},ip={},gw={}", t.ifname, t.guest(), t.gateway)?;
+                if let Some(v6) = &t.ipv6 {
+                    write!(f, ",ip6={}/{},gw6={}", v6.addr, v6.len, v6.gateway)?;
+                }
                 match &t.netns {
                     Some(ns) => write!(f, ",netns={ns}"),
                     None => Ok(()),
@@ -92,19 +106,27 @@ fn parse_tap(spec: &str) -> std::result::Result<Tap, String> {
     if ifname.is_empty() || ifname.len() > 15 || ifname.contains('/') {
         return Err(format!("tap:{spec}: `{ifname}` is not an interface name"));
     }
-    let (mut ip, mut gw, mut netns) = (None, None, None);
+    let (mut ip, mut gw, mut ip6, mut gw6, mut netns) = (None, None, None, None, None);
     for p in parts {
         match p.split_once('=') {
             Some(("ip", v)) => ip = Some(v),
             Some(("gw", v)) => gw = Some(v),
+            Some(("ip6", v)) => ip6 = Some(v),
+            Some(("gw6", v)) => gw6 = Some(v),
             Some(("netns", v)) if !v.is_empty() && !v.contains('/') => netns = Some(v.to_string()),
             _ => {
                 return Err(format!(
-                    "tap:{spec}: unknown setting `{p}` (ip=ADDR/LEN, gw=GATEWAY, netns=NAME)"
+                    "tap:{spec}: unknown setting `{p}` (ip=ADDR/LEN, gw=GATEWAY, \
+                     ip6=ADDR6/LEN6, gw6=GATEWAY6, netns=NAME)"
                 ))
             }
         }
     }
+    let ipv6 = match (ip6, gw6) {
+        (None, None) => None,
+        (Some(ip6), Some(gw6)) => Some(parse_tap6(spec, ip6, gw6)?),
+        _ => return Err(format!("tap:{spec}: ip6= and gw6= go together")),
+    };
     let ip = ip.ok_or_else(|| format!("tap:{spec}: the guest needs ip=ADDR/LEN"))?;
     let gw = gw.ok_or_else(|| format!("tap:{spec}: the guest needs gw=GATEWAY"))?;
     let (addr, len) = ip
@@ -132,8 +154,37 @@ fn parse_tap(spec: &str) -> std::result::Result<Tap, String> {
         addr,
         len,
         gateway,
+        ipv6,
         netns,
     })
+}
+
+/// `ip6=ADDR6/LEN6`, `gw6=GATEWAY6`: unicast, global-scope addresses (a link-local
+/// router would do for Linux, not for the route check), the router on the guest's prefix.
+fn parse_tap6(spec: &str, ip6: &str, gw6: &str) -> std::result::Result<Tap6, String> {
+    let (addr, len) = ip6
+        .split_once('/')
+        .ok_or_else(|| format!("tap:{spec}: ip6={ip6} needs a prefix length (ADDR6/LEN6)"))?;
+    let unicast = |a: &str| {
+        a.parse::<Ipv6Addr>()
+            .ok()
+            .filter(|a| !a.is_multicast() && !a.is_unspecified() && !a.is_loopback())
+            .filter(|a| a.segments()[0] & 0xffc0 != 0xfe80)
+            .ok_or_else(|| format!("tap:{spec}: `{a}` is not a global IPv6 unicast address"))
+    };
+    let (addr, gateway) = (unicast(addr)?, unicast(gw6)?);
+    let len: u8 = len
+        .parse()
+        .ok()
+        .filter(|l| (16..=126).contains(l))
+        .ok_or_else(|| format!("tap:{spec}: IPv6 prefix length `{len}` is not 16..=126"))?;
+    let mask = u128::MAX << (128 - u32::from(len));
+    if u128::from(addr) & mask != u128::from(gateway) & mask || addr == gateway {
+        return Err(format!(
+            "tap:{spec}: gateway {gateway} is not another address of {addr}/{len}"
+        ));
+    }
+    Ok(Tap6 { addr, len, gateway })
 }
 
 impl Network {
@@ -170,8 +221,10 @@ impl Network {
         };
         match self {
             Network::Host => Ok(()),
+            Network::Tap(t) if t.ipv6.is_some() => Ok(()),
             Network::Tap(t) => Err(Error::Network(format!(
-                "IPv6 target {v6}: --net tap:{} gives the guest no IPv6 address",
+                "IPv6 target {v6}: --net tap:{} gives the guest no IPv6 address (add \
+                 ip6=ADDR6/LEN6,gw6=GATEWAY6)",
                 t.ifname
             ))),
             Network::Lab(name) => {
@@ -359,6 +412,7 @@ mod tests {
             "host",
             "tap:vtap0,ip=10.9.0.2/24,gw=10.9.0.1",
             "tap:vtap0,ip=10.9.0.2/24,gw=10.9.0.1,netns=lab",
+            "tap:vtap0,ip=10.9.0.2/24,gw=10.9.0.1,ip6=fd77::3/64,gw6=fd77::1,netns=lab",
         ] {
             assert_eq!(s.parse::<Network>().unwrap().to_string(), s);
         }
@@ -379,6 +433,14 @@ mod tests {
             "tap:vtap0,ip=10.9.0.2/33,gw=10.9.0.1",
             "tap:a/b,ip=10.9.0.2/24,gw=10.9.0.1",
             "tap:vtap0,ip=10.9.0.2/24,gw=10.9.0.1,mtu=9000",
+            "tap:vtap0,ip=10.9.0.2/24,gw=10.9.0.1,ip6=fd77::3/64",
+            "tap:vtap0,ip=10.9.0.2/24,gw=10.9.0.1,gw6=fd77::1",
+            "tap:vtap0,ip=10.9.0.2/24,gw=10.9.0.1,ip6=fd77::3,gw6=fd77::1",
+            "tap:vtap0,ip=10.9.0.2/24,gw=10.9.0.1,ip6=fd77::3/64,gw6=fd78::1",
+            "tap:vtap0,ip=10.9.0.2/24,gw=10.9.0.1,ip6=fd77::1/64,gw6=fd77::1",
+            "tap:vtap0,ip=10.9.0.2/24,gw=10.9.0.1,ip6=fd77::3/128,gw6=fd77::1",
+            "tap:vtap0,ip=10.9.0.2/24,gw=10.9.0.1,ip6=fe80::3/64,gw6=fe80::1",
+            "tap:vtap0,ip=10.9.0.2/24,gw=10.9.0.1,ip6=10.9.0.3/24,gw6=10.9.0.1",
         ] {
             assert!(bad.parse::<Network>().is_err(), "{bad}");
         }

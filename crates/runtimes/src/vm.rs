@@ -23,6 +23,7 @@
 //! `vtnt.iperf3=PORT` instead of a job ([`start_iperf3`]) it configures `eth0` the same
 //! way and runs `iperf3 -s -p PORT` until the VM is killed.
 
+use std::net::Ipv6Addr;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -363,7 +364,15 @@ fn boot(
                 lab_nets
             },
             format!("tap,id=n0,ifname={},script=no,downscript=no", t.ifname),
-            String::new(),
+            t.ipv6.map_or_else(String::new, |v6| {
+                let nets = vtnt_policy::v6::LAB_NETS6.map(|n| n.to_string()).join(",");
+                let nets = if allow_public {
+                    format!("{nets},default")
+                } else {
+                    nets
+                };
+                ipv6_words(v6.addr, v6.len, v6.gateway, &nets)
+            }),
         ),
         Attached::Host => {
             return Err(Error::Network(
@@ -445,8 +454,14 @@ fn boot(
 }
 
 /// A UDP port on 127.0.0.1 free right now (QEMU binds it a moment later).
-/// The kernel command line's IPv6 words for a guest at `addr`/`len` behind `gateway` on
-/// a lab's VM front: their twins and the lab's IPv6 range (docs/lab.md, "Attaching VMs").
+/// The kernel command line's IPv6 words: the guest's address `addr`/`len`, its router
+/// `gateway` and the `nets` routed to it (`default` among them for a default route).
+fn ipv6_words(addr: Ipv6Addr, len: u8, gateway: Ipv6Addr, nets: &str) -> String {
+    format!(" vtnt.ip6={addr}/{len} vtnt.gw6={gateway} vtnt.nets6={nets}")
+}
+
+/// [`ipv6_words`] for a guest at `addr`/`len` behind `gateway` on a lab's VM front: their
+/// twins and the lab's IPv6 range (docs/lab.md, "Attaching VMs").
 fn lab_twins(addr: &str, len: u8, gateway: &str) -> Result<String> {
     use vtnt_lab_linux::state::{to_v6, LAB6_PREFIX};
     let twin = |a: &str| {
@@ -455,11 +470,11 @@ fn lab_twins(addr: &str, len: u8, gateway: &str) -> Result<String> {
             .map_err(|e| Error::Lab(format!("guest address {a}: {e}")))
     };
     let (net, net_len) = LAB6_PREFIX;
-    Ok(format!(
-        " vtnt.ip6={}/{} vtnt.gw6={} vtnt.nets6={net}/{net_len}",
+    Ok(ipv6_words(
         twin(addr)?,
         96 + len,
-        twin(gateway)?
+        twin(gateway)?,
+        &format!("{net}/{net_len}"),
     ))
 }
 

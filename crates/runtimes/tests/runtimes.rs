@@ -431,6 +431,8 @@ fn hop_addresses(stdout: &str) -> Vec<String> {
 /// VMs on a TAP device (`--net tap:...,netns=NS`): a TAP in the lab's namespace behind a
 /// Linux router that masquerades onto the lab (what a home router does); the unikernel
 /// and the Debian VM trace through it and see that router, then exactly the native hops.
+/// The Debian VM traces over IPv6 too (`ip6=`, `gw6=`; the router masquerades IPv6 as
+/// well), in the same boot.
 #[test]
 fn vms_on_a_tap_device_reach_the_network_behind_it() {
     let test = "vms_on_a_tap_device_reach_the_network_behind_it";
@@ -461,27 +463,43 @@ fn vms_on_a_tap_device_reach_the_network_behind_it() {
             String::from_utf8_lossy(&out.stderr)
         );
     };
-    sh("ip tuntap add dev vtap0 mode tap && ip addr add 10.77.0.1/24 dev vtap0 && ip link set vtap0 up");
-    sh("sysctl -qw net.ipv4.ip_forward=1");
+    sh(
+        "ip tuntap add dev vtap0 mode tap && ip addr add 10.77.0.1/24 dev vtap0 \
+        && ip addr add fd77::1/64 dev vtap0 nodad && ip link set vtap0 up",
+    );
+    sh("sysctl -qw net.ipv4.ip_forward=1 net.ipv6.conf.all.forwarding=1");
     sh(&format!(
-        "iptables -t nat -A POSTROUTING -s 10.77.0.0/24 -o {} -j MASQUERADE",
-        state.tun
+        "iptables -t nat -A POSTROUTING -s 10.77.0.0/24 -o {tun} -j MASQUERADE \
+         && ip6tables -t nat -A POSTROUTING -s fd77::/64 -o {tun} -j MASQUERADE",
+        tun = state.tun
     ));
     let opts = RunOptions {
         net: Network::Lab(lab.name.clone()),
         ..Default::default()
     };
-    let native = Runtime::Native.run(&job(), &opts).expect("native run");
-    assert!(native.ok(), "native: {}", native.stderr);
-    let mut want = vec!["10.77.0.1".to_string()];
-    want.extend(hop_addresses(&native.stdout));
+    // each destination's hops behind the router
+    let mut want = std::collections::BTreeMap::new();
+    for (spec, router) in [(job(), "10.77.0.1"), (job6(), "fd77::1")] {
+        let native = Runtime::Native.run(&spec, &opts).expect("native run");
+        assert!(native.ok(), "native: {}", native.stderr);
+        let mut hops = vec![router.to_string()];
+        hops.extend(hop_addresses(&native.stdout));
+        want.insert(spec.target_list()[0].to_string(), hops);
+    }
     for (i, rt) in [Runtime::Microvm, Runtime::Vm].into_iter().enumerate() {
-        let net: Network = format!("tap:vtap0,ip=10.77.0.{}/24,gw=10.77.0.1,netns={ns}", 2 + i)
-            .parse()
-            .expect("a TAP network");
+        let (spec, ipv6) = match rt.check_ipv6(&job6()) {
+            Ok(()) => (dual_job(), format!(",ip6=fd77::{}/64,gw6=fd77::1", 2 + i)),
+            Err(_) => (job(), String::new()),
+        };
+        let net: Network = format!(
+            "tap:vtap0,ip=10.77.0.{}/24,gw=10.77.0.1{ipv6},netns={ns}",
+            2 + i
+        )
+        .parse()
+        .expect("a TAP network");
         let out = retry_on_timeout(test, rt, || {
             rt.run(
-                &job(),
+                &spec,
                 &RunOptions {
                     net: net.clone(),
                     ..opts.clone()
@@ -496,7 +514,15 @@ fn vms_on_a_tap_device_reach_the_network_behind_it() {
             out.code,
             out.stderr
         );
-        assert_eq!(hop_addresses(&out.stdout), want, "{} on a TAP", rt.name());
+        for dst in spec.target_list() {
+            let dst = dst.to_string();
+            let trace = out
+                .stdout
+                .lines()
+                .filter(|l| l.contains(&format!("\"dst\":\"{dst}\"")));
+            let got = hop_addresses(&trace.collect::<Vec<_>>().join("\n"));
+            assert_eq!(got, want[&dst], "{} on a TAP, to {dst}", rt.name());
+        }
     }
 }
 
