@@ -43,11 +43,11 @@ use crate::results::{Memory, Rep, Report, RuntimeReport};
 #[derive(Debug, Clone, clap::Args)]
 pub struct BenchDeployArgs {
     /// Repetitions of deploy + run + destroy per runtime.
-    #[arg(long, default_value_t = 30)]
+    #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u32).range(1..))]
     pub reps: u32,
     /// Repetitions of the full VM, if not `--reps` (a VM boot under TCG takes a minute
     /// or more).
-    #[arg(long)]
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     pub vm_reps: Option<u32>,
     /// Where the report (report.md, report.json, fig*.png) goes.
     #[arg(long, default_value = "bench-deploy")]
@@ -497,6 +497,23 @@ fn retry_timeout<T>(
 mod tests {
     use super::*;
     use vtnt_measure::proc::TimedOut;
+
+    #[test]
+    fn no_repetitions_is_refused() {
+        #[derive(clap::Parser)]
+        struct Cli {
+            #[command(flatten)]
+            args: BenchDeployArgs,
+        }
+        use clap::Parser;
+        for bad in [["--reps", "0"], ["--vm-reps", "0"]] {
+            let e = Cli::try_parse_from(["deploy", bad[0], bad[1]])
+                .err()
+                .expect(bad[0]);
+            assert!(e.to_string().contains("0 is not in 1.."), "{e}");
+        }
+        assert!(Cli::try_parse_from(["deploy", "--reps", "2", "--vm-reps", "1"]).is_ok());
+    }
 
     /// A run's timeout as `Runtime::run` returns it: vtnt-measure's `TimedOut` inside
     /// vtnt-runtimes' error, under the container's state.

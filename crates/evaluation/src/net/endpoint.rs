@@ -353,6 +353,7 @@ fn add_tap(client: &NetNs, index: u8) -> anyhow::Result<Tap> {
         addr: Ipv4Addr::new(10, 79, index, 2),
         len: 24,
         gateway: Ipv4Addr::new(10, 79, index, 1),
+        ipv6: None,
         netns: Some(client.name().to_string()),
     })
 }
