@@ -5,8 +5,11 @@
 //! ICMP echo ping reply and each trace hop of the job's JSON gets its corrected RTT beside
 //! scamper's `rtt` (which stays the runtime's own): one member `rtt_correction` appended
 //! to the record.
-//! Where no correction is made (native: nothing to remove; VMs, the microVM and spt: their
-//! host side is not captured yet; other probe kinds) that member says why instead.
+//! VMs, microVMs and spt guests on a lab (or behind `vtnt lab front`) send their frames
+//! to its VM front as UDP datagrams on the host's loopback: the capture is there, on the
+//! front's port; a VM or microVM on a TAP is captured on the TAP.
+//! Where no correction is made (native: nothing to remove; other networks, other probe
+//! kinds) that member says why instead.
 
 use std::net::IpAddr;
 use std::path::PathBuf;
@@ -20,11 +23,20 @@ use vtnt_runtimes::Runtime;
 
 /// How one run is corrected.
 pub enum Plan {
-    /// Capture on `ifname` in the namespace at `netns`.
-    Capture { netns: PathBuf, ifname: String },
+    /// Capture on `ifname` in the namespace at `netns`, on `side` of the runtime;
+    /// `at` says where, in the output.
+    Capture {
+        netns: PathBuf,
+        ifname: String,
+        side: Side,
+        at: String,
+    },
     /// No correction, for this reason.
     Not(String),
 }
+
+/// This process's own network namespace (a VM front listens there).
+const OWN_NETNS: &str = "/proc/self/ns/net";
 
 /// Where `runtime` on `net` can be corrected.
 pub fn plan(runtime: Runtime, net: &Network) -> Plan {
@@ -34,17 +46,46 @@ pub fn plan(runtime: Runtime, net: &Network) -> Plan {
                 .into(),
         ),
         (Runtime::Runc | Runtime::Docker | Runtime::DockerScratch, Network::Lab(lab)) => {
+            let netns = PathBuf::from("/run/netns").join(lab);
+            let ifname = vtnt_lab_linux::state::TUN_NAME;
             Plan::Capture {
-                netns: PathBuf::from("/run/netns").join(lab),
-                ifname: vtnt_lab_linux::state::TUN_NAME.into(),
+                at: format!("{ifname} in {}", netns.display()),
+                netns,
+                ifname: ifname.into(),
+                side: Side::SharedNamespace,
             }
         }
         (Runtime::Runc | Runtime::Docker | Runtime::DockerScratch, _) => Plan::Not(format!(
             "{}: on this network the container shares the host's stack: no device of its own to capture",
             runtime.name()
         )),
+        (Runtime::Vm | Runtime::Microvm | Runtime::Spt, Network::Lab(lab)) => {
+            match vtnt_lab_linux::lab_state(lab) {
+                Ok(state) => Plan::Capture {
+                    netns: OWN_NETNS.into(),
+                    ifname: "lo".into(),
+                    side: Side::Front {
+                        port: state.vm_port,
+                    },
+                    at: format!("the VM front of `{lab}` (UDP port {} on lo)", state.vm_port),
+                },
+                Err(e) => Plan::Not(format!("{}: {e}", runtime.name())),
+            }
+        }
+        (Runtime::Vm | Runtime::Microvm, Network::Tap(t)) => {
+            let netns = t
+                .netns
+                .as_ref()
+                .map_or_else(|| PathBuf::from(OWN_NETNS), |n| PathBuf::from("/run/netns").join(n));
+            Plan::Capture {
+                at: format!("TAP {}", t.ifname),
+                netns,
+                ifname: t.ifname.clone(),
+                side: Side::HostEnd,
+            }
+        }
         (Runtime::Vm | Runtime::Microvm | Runtime::Spt, _) => Plan::Not(format!(
-            "{}: its host side (TAP device, lab front, tender) is not captured yet",
+            "{}: on this network its host side is not captured",
             runtime.name()
         )),
     }
@@ -59,13 +100,21 @@ pub struct Capture {
 impl Capture {
     /// Starts capturing as `plan` says (`None`: nothing to capture).
     pub fn start(plan: &Plan) -> anyhow::Result<Option<Capture>> {
-        let Plan::Capture { netns, ifname } = plan else {
+        let Plan::Capture {
+            netns,
+            ifname,
+            side,
+            at,
+        } = plan
+        else {
             return Ok(None);
         };
-        let stamps = Background::start(netns, ifname, Side::SharedNamespace)
-            .with_context(|| format!("--correct-rtt: capturing on {ifname}"))?;
-        let at = format!("{ifname} in {}", netns.display());
-        Ok(Some(Capture { stamps, at }))
+        let stamps = Background::start(netns, ifname, *side)
+            .with_context(|| format!("--correct-rtt: capturing on {at}"))?;
+        Ok(Some(Capture {
+            stamps,
+            at: at.clone(),
+        }))
     }
 
     /// Takes in the capture and annotates the job's JSON `stdout`.
