@@ -92,24 +92,17 @@ fn dst_mac(dst: Ipv6Addr, unicast: [u8; 6]) -> [u8; 6] {
     }
 }
 
-/// The frame carrying `repr` from `src` to `dst` (at `mac` if unicast).
-fn frame(src: Ipv6Addr, dst: Ipv6Addr, mac: [u8; 6], repr: NdiscRepr) -> Vec<u8> {
+/// Writes the IPv6 packet carrying `repr` from `src` to `dst` with `hop_limit` into
+/// `buf` ([`IPV6_LEN`] and the message's length), its checksum set.
+fn emit_ndp(src: Ipv6Addr, dst: Ipv6Addr, hop_limit: u8, repr: NdiscRepr, buf: &mut [u8]) {
     let icmp = Icmpv6Repr::Ndisc(repr);
-    let mut f = vec![0u8; ETH_LEN + IPV6_LEN + icmp.buffer_len()];
-    let mut eth = EthernetFrame::new_unchecked(&mut f[..]);
-    EthernetRepr {
-        src_addr: EthernetAddress(GATEWAY_MAC),
-        dst_addr: EthernetAddress(dst_mac(dst, mac)),
-        ethertype: EthernetProtocol::Ipv6,
-    }
-    .emit(&mut eth);
-    let mut ip = Ipv6Packet::new_unchecked(eth.payload_mut());
+    let mut ip = Ipv6Packet::new_unchecked(buf);
     Ipv6Repr {
         src_addr: src,
         dst_addr: dst,
         next_header: IpProtocol::Icmpv6,
         payload_len: icmp.buffer_len(),
-        hop_limit: NDP_HOP_LIMIT,
+        hop_limit,
     }
     .emit(&mut ip);
     icmp.emit(
@@ -118,6 +111,19 @@ fn frame(src: Ipv6Addr, dst: Ipv6Addr, mac: [u8; 6], repr: NdiscRepr) -> Vec<u8>
         &mut Icmpv6Packet::new_unchecked(ip.payload_mut()),
         &ChecksumCapabilities::default(),
     );
+}
+
+/// The frame carrying `repr` from `src` to `dst` (at `mac` if unicast).
+fn frame(src: Ipv6Addr, dst: Ipv6Addr, mac: [u8; 6], repr: NdiscRepr) -> Vec<u8> {
+    let mut f = vec![0u8; ETH_LEN + IPV6_LEN + Icmpv6Repr::Ndisc(repr).buffer_len()];
+    let mut eth = EthernetFrame::new_unchecked(&mut f[..]);
+    EthernetRepr {
+        src_addr: EthernetAddress(GATEWAY_MAC),
+        dst_addr: EthernetAddress(dst_mac(dst, mac)),
+        ethertype: EthernetProtocol::Ipv6,
+    }
+    .emit(&mut eth);
+    emit_ndp(src, dst, NDP_HOP_LIMIT, repr, eth.payload_mut());
     f
 }
 
@@ -196,29 +202,15 @@ pub(crate) mod tests {
         hop_limit: u8,
     ) -> Vec<u8> {
         let lladdr = (!src.is_unspecified()).then(|| RawHardwareAddress::from_bytes(&mac));
-        let icmp = Icmpv6Repr::Ndisc(match target {
+        let repr = match target {
             Some(target_addr) => NdiscRepr::NeighborSolicit {
                 target_addr,
                 lladdr,
             },
             None => NdiscRepr::RouterSolicit { lladdr },
-        });
-        let mut p = vec![0u8; IPV6_LEN + icmp.buffer_len()];
-        let mut ip = Ipv6Packet::new_unchecked(&mut p[..]);
-        Ipv6Repr {
-            src_addr: src,
-            dst_addr: dst,
-            next_header: IpProtocol::Icmpv6,
-            payload_len: icmp.buffer_len(),
-            hop_limit,
-        }
-        .emit(&mut ip);
-        icmp.emit(
-            &src,
-            &dst,
-            &mut Icmpv6Packet::new_unchecked(ip.payload_mut()),
-            &ChecksumCapabilities::default(),
-        );
+        };
+        let mut p = vec![0u8; IPV6_LEN + Icmpv6Repr::Ndisc(repr).buffer_len()];
+        emit_ndp(src, dst, hop_limit, repr, &mut p);
         p
     }
 
