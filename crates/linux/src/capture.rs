@@ -45,6 +45,10 @@ pub struct Ring {
 }
 
 impl Ring {
+    /// The blocks of the ring: [`Ring::read`] hands over one at a time, so this many reads
+    /// take in everything the ring holds.
+    pub const BLOCKS: usize = BLOCKS;
+
     /// Opens a ring for the IPv4 packets arriving on `ifname` in the calling thread's
     /// network namespace.
     pub fn open(ifname: &str) -> io::Result<Ring> {

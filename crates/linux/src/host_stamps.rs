@@ -150,19 +150,25 @@ impl HostStamps {
     }
 
     /// Takes in what the kernel has captured so far, waiting up to `quiet` for each block
-    /// (more than the ring's 5 ms block timeout, so the last packets are handed over).
+    /// (more than the ring's 5 ms block timeout, so the last packets are handed over), at
+    /// most one lap of the ring: on a device that never goes quiet (a background load)
+    /// the call still returns, and its caller can stop.
     pub fn collect(&mut self, quiet: Duration) -> io::Result<()> {
         let (frames, side) = (&mut self.taken.frames, self.side);
-        while self.ring.read(quiet, |f| {
-            if let Some((dir, packet)) = side.packet(f.outgoing, f.packet) {
-                frames.push(Captured {
-                    dir,
-                    stamp_ns: f.stamp_ns,
-                    packet: packet.to_vec(),
-                })
+        for _ in 0..Ring::BLOCKS {
+            let read = self.ring.read(quiet, |f| {
+                if let Some((dir, packet)) = side.packet(f.outgoing, f.packet) {
+                    frames.push(Captured {
+                        dir,
+                        stamp_ns: f.stamp_ns,
+                        packet: packet.to_vec(),
+                    })
+                }
+            })?;
+            if read == 0 {
+                break;
             }
-        })? > 0
-        {}
+        }
         self.taken.drops += self.ring.drops()?;
         Ok(())
     }

@@ -51,8 +51,6 @@ pub struct BenchRttArgs {
     )]
     pub runtimes: Vec<Runtime>,
     /// Background loads, UDP datagrams per second through the lab's TUN (0: none).
-    /// Only 0 is accepted for now: loaded runs did not finish on the shared 2-core host
-    /// where this was written (docs/rtt-correction.md).
     #[arg(long, value_delimiter = ',', default_value = "0")]
     pub loads: Vec<u32>,
     /// Bytes of UDP payload of each load datagram.
@@ -230,15 +228,6 @@ pub fn bench_rtt(args: &BenchRttArgs, exe: &Path) -> anyhow::Result<RttReport> {
         Some(p) => Topology::load(p)?,
         None => Topology::reference(),
     };
-    // A loaded run did not end on the 2-core host where this was written (the captures
-    // keep every load packet: docs/rtt-correction.md): refused until that is mended,
-    // rather than left to hang.
-    if let Some(rate) = args.loads.iter().find(|&&r| r > 0) {
-        anyhow::bail!(
-            "--loads {rate}: background loads are not measured yet (a loaded run did not \
-             end: docs/rtt-correction.md); use --loads 0"
-        );
-    }
     let configured_us = configured_rtt_us(&topology, args.target)?;
     let lab = LabUp::up(exe, args.topology.as_deref())?;
     let netns = Path::new("/run/netns").join(&lab.name);
