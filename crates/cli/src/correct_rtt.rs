@@ -310,6 +310,41 @@ mod tests {
     use vtnt_wire::build::{self, Echo, Ip};
     use vtnt_wire::icmp_type;
 
+    #[test]
+    fn vms_are_captured_on_their_tap_and_not_on_the_host_network() {
+        let tap: Network = "tap:vtap0,ip=10.9.0.2/24,gw=10.9.0.1,netns=edge"
+            .parse()
+            .unwrap();
+        for rt in [Runtime::Vm, Runtime::Microvm] {
+            let Plan::Capture {
+                netns,
+                ifname,
+                side,
+                at,
+            } = plan(rt, &tap)
+            else {
+                panic!("{rt:?} on a TAP is captured")
+            };
+            assert_eq!(netns, PathBuf::from("/run/netns/edge"));
+            assert_eq!(
+                (ifname.as_str(), side, at.as_str()),
+                ("vtap0", Side::HostEnd, "TAP vtap0")
+            );
+        }
+        let Plan::Not(why) = plan(Runtime::Spt, &Network::Host) else {
+            panic!("spt on the host network is not captured")
+        };
+        assert_eq!(why, "spt: on this network its host side is not captured");
+        // a lab that is not running: the reason, not a capture
+        let Plan::Not(why) = plan(Runtime::Spt, &Network::Lab("vtnt-no-such-lab".into())) else {
+            panic!("no capture without a lab")
+        };
+        assert!(
+            why.starts_with("spt: ") && why.contains("vtnt-no-such-lab"),
+            "{why}"
+        );
+    }
+
     const VP: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 2);
     const TARGET: Ipv4Addr = Ipv4Addr::new(192, 0, 2, 9);
 
