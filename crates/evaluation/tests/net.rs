@@ -1,11 +1,12 @@
 //! `vtnt bench net` end to end at a small N: native (the baseline), runc, Docker, iperf3
 //! in the full Debian VM (QEMU, TCG here) and the unikernel's endpoint under QEMU (TCG)
-//! and vtnt-monitor and as an spt process, two points of each sweep, one second per test;
-//! the report, its figures and sane values. A row whose VMM is not installed here
+//! and vtnt-monitor and as an spt process, two points of each sweep, one second per test,
+//! over IPv4 and, for the runtimes that have it, IPv6; the report, its figures and sane
+//! values. A row whose VMM is not installed here
 //! (Firecracker) is a line of the report's missing list, and the run goes on. Needs root,
 //! iperf3 and cgroup v1; skipped through vtnt-testkit otherwise.
 
-use vtnt_evaluation::net::{bench_net, BenchNetArgs, Sweep};
+use vtnt_evaluation::net::{bench_net, BenchNetArgs, Family, Sweep};
 use vtnt_evaluation::row::Row;
 use vtnt_runtimes::Runtime;
 
@@ -31,6 +32,7 @@ fn small_net_report_is_complete() {
         ]
         .map(row)
         .to_vec(),
+        families: vec![Family::Ipv4, Family::Ipv6],
         reps: 1,
         tcp_buffers: vec![100, 20000],
         tcp_msgs: vec![16384],
@@ -59,19 +61,40 @@ fn small_net_report_is_complete() {
         .into_iter()
         .chain(monitor.then(|| row("microvm:monitor")))
     {
-        for sweep in Sweep::ALL {
+        // IPv6 where the runtime has it, and where it has not, the report says why
+        let linux = matches!(
+            rt.runtime,
+            Runtime::Native | Runtime::Runc | Runtime::Docker
+        );
+        let said = rep
+            .missing
+            .iter()
+            .any(|(r, why)| *r == rt && why.contains("IPv6"));
+        assert_eq!(said, !linux, "{rt}: {:?}", rep.missing);
+        let families: &[Family] = if linux {
+            &[Family::Ipv4, Family::Ipv6]
+        } else {
+            &[Family::Ipv4]
+        };
+        for (sweep, &family) in Sweep::ALL
+            .into_iter()
+            .flat_map(|s| families.iter().map(move |f| (s, f)))
+        {
             let points: Vec<_> = rep
                 .points
                 .iter()
-                .filter(|p| p.runtime == rt && p.sweep == sweep)
+                .filter(|p| p.runtime == rt && p.sweep == sweep && p.family == family)
                 .collect();
-            assert!(!points.is_empty(), "{rt:?} {sweep:?}: no point");
+            assert!(!points.is_empty(), "{rt:?} {sweep:?} {family:?}: no point");
             for p in points {
                 let (mbps, _) = p.mbps().unwrap_or_else(|| panic!("{p:?}"));
                 // between a trickle and more than this host's memory bandwidth
                 assert!(mbps > 0.5 && mbps < 200_000.0, "{p:?}");
                 let ratio = rep.ratio(p).expect("a ratio to native");
                 assert!(ratio > 0.0, "{p:?}");
+                // an IPv6 point's ratio to its runtime's IPv4 point, none for IPv4's
+                let v6 = rep.ipv6_over_ipv4(p);
+                assert_eq!(v6.is_some_and(|r| r > 0.0), family == Family::Ipv6, "{p:?}");
                 let cpu = p.cpu_per_gbit().expect("CPU per gigabit");
                 assert!(cpu > 0.0 && cpu < 1000.0, "{p:?}: {cpu} s/Gbit");
                 // every row says what it ran on
@@ -86,17 +109,23 @@ fn small_net_report_is_complete() {
     let floor = rep
         .points
         .iter()
-        .find(|p| p.runtime == row("native") && p.sweep == Sweep::TcpBuffer && p.value == 100)
-        .unwrap();
-    assert_eq!(floor.reps[0].sndbuf, Some(4608), "{floor:?}");
-    assert!(md.contains("| microvm:qemu-tcg | TCG |"), "{md}");
+        .filter(|p| p.runtime == row("native") && p.sweep == Sweep::TcpBuffer && p.value == 100)
+        .collect::<Vec<_>>();
+    assert_eq!(floor.len(), 2, "{floor:?}");
+    for p in floor {
+        assert_eq!(p.reps[0].sndbuf, Some(4608), "{p:?}");
+    }
+    assert!(md.contains("| microvm:qemu-tcg | IPv4 | TCG |"), "{md}");
+    assert!(md.contains("| native | IPv6 | host kernel | 100 |"), "{md}");
     // the full VM's row names its accelerator: TCG where /dev/kvm cannot boot Linux
-    let vm = format!("| vm | {} |", vtnt_runtimes::vm::accel().name());
+    let vm = format!("| vm | IPv4 | {} |", vtnt_runtimes::vm::accel().name());
     assert!(md.contains(&vm), "{md}");
     for f in [
         "fig1_tcp_buffer_throughput.png",
         "fig1_tcp_buffer_ratio.png",
         "fig3_udp_msg_throughput.png",
+        "fig1_tcp_buffer_ipv6_throughput.png",
+        "fig3_udp_msg_ipv6_over_ipv4.png",
     ] {
         let len = std::fs::metadata(out.join(f)).map(|m| m.len()).unwrap_or(0);
         assert!(len > 1000, "{f}: {len} bytes");

@@ -1,7 +1,7 @@
 //! The stream endpoint of each runtime, on a path from the client's namespace: an
 //! `iperf3 -s` process in a namespace of its own behind a veth (native), the same in a
 //! runc container or a Docker container whose network is that namespace (so the three
-//! Linux runtimes share one path), `iperf3 -s` in the full Debian VM (its box carries
+//! Linux runtimes share one path, dual stack: an IPv6 address beside the IPv4 one), `iperf3 -s` in the full Debian VM (its box carries
 //! Debian's iperf3; `vtnt_runtimes::vm::start_iperf3`) and the unikernel's own endpoint
 //! (`vtnt-kernel` feature `stream`, booted through `vtnt_unikernel::launch::run_job` with the
 //! row's VMM, or as an spt process with the TAP at its descriptor 3:
@@ -9,7 +9,7 @@
 //! cgroup of its own (the VMM's process for the VMs), whose CPU time is what the endpoint
 //! side costs; everything is removed on drop.
 
-use std::net::Ipv4Addr;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -32,6 +32,8 @@ pub const PORT: u16 = 5201;
 pub struct Endpoint {
     /// Where the client sends to.
     pub addr: Ipv4Addr,
+    /// Where the client sends to over IPv6, if the endpoint has IPv6 ([`ipv6_of`]).
+    pub addr6: Option<Ipv6Addr>,
     /// The accelerator it runs on (`None`: this host's kernel).
     pub accel: Option<String>,
     /// Its cgroup (CPU time).
@@ -90,7 +92,7 @@ impl Endpoint {
                 }
                 Kind::Process(p) => {
                     running(p, "iperf3 -s")?;
-                    listens(client, self.addr)
+                    self.listens(client)
                 }
                 Kind::Spt(p) => {
                     running(p, "the spt guest")?;
@@ -98,9 +100,9 @@ impl Endpoint {
                 }
                 Kind::Vm { qemu, .. } => {
                     running(qemu, "the VM")?;
-                    listens(client, self.addr)
+                    self.listens(client)
                 }
-                _ => listens(client, self.addr),
+                _ => self.listens(client),
             };
             if up {
                 return Ok(());
@@ -114,6 +116,12 @@ impl Endpoint {
             }
             std::thread::sleep(Duration::from_millis(100));
         }
+    }
+
+    /// Whether the client sees the endpoint listen at each of its addresses.
+    fn listens(&self, client: &NetNs) -> bool {
+        listens(client, IpAddr::V4(self.addr))
+            && self.addr6.is_none_or(|a| listens(client, IpAddr::V6(a)))
     }
 
     /// The guest's console so far (the unikernel's endpoints), for the report.
@@ -177,7 +185,7 @@ fn running(p: &mut Supervised, what: &str) -> anyhow::Result<()> {
 
 /// Whether something in the client's namespace sees `addr` listen on [`PORT`] (a TCP
 /// connect through bash's `/dev/tcp`, bounded by `timeout`).
-fn listens(client: &NetNs, addr: Ipv4Addr) -> bool {
+fn listens(client: &NetNs, addr: IpAddr) -> bool {
     client
         .command("timeout")
         .args([
@@ -190,8 +198,15 @@ fn listens(client: &NetNs, addr: Ipv4Addr) -> bool {
         .is_ok_and(|o| o.status.success())
 }
 
+/// The IPv6 address of endpoint number `index` of a run, on `2001:db8:79:INDEX::/64` (a
+/// documentation prefix; the client's end is `::1`).
+pub fn ipv6_of(index: u8) -> Ipv6Addr {
+    Ipv6Addr::new(0x2001, 0xdb8, 0x79, u16::from(index), 0, 0, 0, 2)
+}
+
 /// Row `row`'s endpoint, number `index` of the run (its addresses are
-/// `10.79.INDEX.0/24`), reached from `client`; `tests`: how many tests the unikernel
+/// `10.79.INDEX.0/24`, and for the Linux runtimes' namespace [`ipv6_of`]'s too), reached
+/// from `client`; `tests`: how many tests the unikernel
 /// serves before it exits; `wait`: the longest boot.
 pub fn start(
     row: Row,
@@ -211,6 +226,27 @@ pub fn start(
             let ns = NetNs::create(&vtnt_unikernel::netns::unique_name("vnets"))?;
             let (a, b) = (format!("vnc{index}"), "eth0".to_string());
             client.link(&a, &near, &ns, &b, &format!("{addr}/24"))?;
+            // no duplicate address detection: the addresses are usable at once
+            let addr6 = ipv6_of(index);
+            let near6 = Ipv6Addr::new(0x2001, 0xdb8, 0x79, u16::from(index), 0, 0, 0, 1);
+            client.ip(&[
+                "-6",
+                "addr",
+                "add",
+                &format!("{near6}/64"),
+                "dev",
+                &a,
+                "nodad",
+            ])?;
+            ns.ip(&[
+                "-6",
+                "addr",
+                "add",
+                &format!("{addr6}/64"),
+                "dev",
+                &b,
+                "nodad",
+            ])?;
             let iperf3 = paths::need("iperf3", "iperf3")?;
             let kind = match row.runtime {
                 Runtime::Native => {
@@ -240,6 +276,7 @@ pub fn start(
             };
             Ok(Endpoint {
                 addr,
+                addr6: Some(addr6),
                 accel: None,
                 cgroup,
                 kind,
@@ -254,6 +291,7 @@ pub fn start(
             let qemu = vm::start_iperf3(&box_dir, &net, u32::from(index), PORT, &cgroup)?;
             Ok(Endpoint {
                 addr,
+                addr6: None,
                 accel: Some(vm::accel().name().to_string()),
                 cgroup,
                 kind: Kind::Vm { qemu, _dir: dir },
@@ -276,6 +314,7 @@ pub fn start(
             )?;
             Ok(Endpoint {
                 addr,
+                addr6: None,
                 accel: None,
                 cgroup,
                 kind: Kind::Spt(guest),
@@ -389,6 +428,7 @@ fn start_guest(
     let thread = std::thread::spawn(move || vtnt_unikernel::launch::run_job(&run));
     Ok(Endpoint {
         addr: tap.addr,
+        addr6: None,
         accel: Some(accel.name().to_string()),
         cgroup,
         kind: Kind::Guest {
@@ -420,6 +460,7 @@ mod tests {
         silent.arg("60");
         let mut ep = Endpoint {
             addr: Ipv4Addr::new(10, 79, 250, 2),
+            addr6: None,
             accel: None,
             cgroup,
             kind: Kind::Process(Supervised::spawn(silent, "sleep").unwrap()),
@@ -433,7 +474,8 @@ mod tests {
         assert!(e.contains("did not listen within 1 s"), "{e}");
         assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
         let t0 = Instant::now();
-        let e = super::super::test(&client, &ep, super::super::Sweep::TcpMsg, 1024, 1)
+        let addr = IpAddr::V4(ep.addr);
+        let e = super::super::test(&client, &ep, addr, super::super::Sweep::TcpMsg, 1024, 1)
             .unwrap_err()
             .to_string();
         assert!(e.starts_with("iperf3: unable to connect"), "{e}");

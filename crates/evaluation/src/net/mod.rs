@@ -5,7 +5,10 @@
 //! namespace behind a veth: the host-to-host path) of the same run, and the endpoint
 //! side's CPU per gigabit from its cgroup. netperf, which the seed used, is not packaged
 //! in Debian: iperf3's `-w` stands for netperf's `-s`, `-l` for `-m`, `-u -b 0` for
-//! UDP_STREAM. [`report`] writes the markdown, JSON and figures.
+//! UDP_STREAM. Every point is measured over IPv4 and, where the runtime has IPv6
+//! ([`vtnt_runtimes::Runtime::check_ipv6`] says which), over IPv6 to the same endpoint
+//! right after it, so the two families compare within one run (seed 004 set them side
+//! by side). [`report`] writes the markdown, JSON and figures.
 //!
 //! Rows are named as `vtnt bench micro` names them ([`crate::row::Row`]: `vm`,
 //! `microvm:qemu-tcg`). A row that cannot run here (a tool missing, a VMM not usable, an
@@ -15,6 +18,7 @@
 pub mod endpoint;
 pub mod report;
 
+use std::net::IpAddr;
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
@@ -40,6 +44,10 @@ pub struct BenchNetArgs {
         default_value = "native,runc,docker,vm,microvm:monitor,microvm:qemu-tcg,microvm:qemu-kvm,spt"
     )]
     pub runtimes: Vec<Row>,
+    /// Address families to measure, each point over each in turn (IPv6 on the runtimes
+    /// that have it; the report says why the others have none).
+    #[arg(long, value_delimiter = ',', default_value = "ipv4,ipv6")]
+    pub families: Vec<Family>,
     /// Repetitions of every point.
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
     pub reps: u32,
@@ -66,6 +74,23 @@ pub struct BenchNetArgs {
     /// Where report.md, report.json and the figures go.
     #[arg(long, default_value = "bench-net")]
     pub out: PathBuf,
+}
+
+/// The address family a point's tests ran over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum Family {
+    Ipv4,
+    Ipv6,
+}
+
+impl Family {
+    pub fn name(self) -> &'static str {
+        match self {
+            Family::Ipv4 => "IPv4",
+            Family::Ipv6 => "IPv6",
+        }
+    }
 }
 
 /// Which sweep a point belongs to.
@@ -141,6 +166,7 @@ pub struct Rep {
 pub struct Point {
     pub runtime: Row,
     pub accel: Option<String>,
+    pub family: Family,
     pub sweep: Sweep,
     /// The value asked for.
     pub value: u32,
@@ -180,25 +206,51 @@ pub struct NetReport {
 }
 
 impl NetReport {
-    /// The baseline point (native) of `sweep` at `value`.
-    pub fn baseline(&self, sweep: Sweep, value: u32) -> Option<&Point> {
-        self.points
-            .iter()
-            .find(|p| p.runtime.runtime == Runtime::Native && p.sweep == sweep && p.value == value)
+    /// The point of `row` over `family` at `p`'s sweep and value.
+    fn twin(&self, p: &Point, row: Row, family: Family) -> Option<&Point> {
+        self.points.iter().find(|q| {
+            q.runtime == row && q.family == family && q.sweep == p.sweep && q.value == p.value
+        })
     }
 
-    /// A point's throughput over the baseline's.
+    /// A point's throughput over the baseline's: native's at the same point, over the
+    /// same family.
     pub fn ratio(&self, p: &Point) -> Option<f64> {
-        let base = self.baseline(p.sweep, p.value)?.mbps()?.0;
-        let own = p.mbps()?.0;
-        (base > 0.0).then(|| own / base)
+        over(p, self.twin(p, Row::of(Runtime::Native), p.family)?)
+    }
+
+    /// An IPv6 point's throughput over its runtime's IPv4 point at the same value.
+    pub fn ipv6_over_ipv4(&self, p: &Point) -> Option<f64> {
+        if p.family != Family::Ipv6 {
+            return None;
+        }
+        over(p, self.twin(p, p.runtime, Family::Ipv4)?)
     }
 }
 
-/// Runs one iperf3 test from `client` against `ep`.
+/// `p`'s throughput over `base`'s.
+fn over(p: &Point, base: &Point) -> Option<f64> {
+    let base = base.mbps()?.0;
+    let own = p.mbps()?.0;
+    (base > 0.0).then(|| own / base)
+}
+
+/// Why `row` cannot be measured over IPv6 at all, if it cannot: the runtime's own answer
+/// to a job for its endpoint's IPv6 address `address` ([`Runtime::check_ipv6`] asks only
+/// a job's targets, whatever its kind).
+fn refuses_ipv6(row: Row, address: std::net::Ipv6Addr) -> Option<String> {
+    let job = vtnt_job::JobSpec::new(
+        vtnt_job::JobKind::Micro(vtnt_job::micro::Options::EMPTY),
+        vec![IpAddr::V6(address)],
+    );
+    row.runtime.check_ipv6(&job).err().map(|e| e.to_string())
+}
+
+/// Runs one iperf3 test from `client` against `ep` at its address `addr`.
 fn test(
     client: &NetNs,
     ep: &endpoint::Endpoint,
+    addr: IpAddr,
     sweep: Sweep,
     value: u32,
     seconds: u32,
@@ -207,7 +259,7 @@ fn test(
     let mut cmd = client.command("timeout");
     cmd.arg((seconds + 20).to_string())
         .arg("iperf3")
-        .args(["-c", &ep.addr.to_string(), "-p"])
+        .args(["-c", &addr.to_string(), "-p"])
         .arg(endpoint::PORT.to_string())
         .args([
             "-t",
@@ -321,7 +373,9 @@ pub fn bench_net(args: &BenchNetArgs) -> anyhow::Result<NetReport> {
         (Sweep::TcpMsg, &args.tcp_msgs),
         (Sweep::UdpMsg, &args.udp_msgs),
     ];
-    let tests: u64 = sweeps.iter().map(|(_, v)| v.len() as u64).sum::<u64>() * u64::from(args.reps);
+    // tests of one family on one row
+    let per_family: u64 =
+        sweeps.iter().map(|(_, v)| v.len() as u64).sum::<u64>() * u64::from(args.reps);
     let mut rep = NetReport {
         provenance: vtnt_measure::provenance::Provenance::now(),
         iperf3: version,
@@ -333,17 +387,27 @@ pub fn bench_net(args: &BenchNetArgs) -> anyhow::Result<NetReport> {
     };
     for (i, &rt) in runtimes.iter().enumerate() {
         vtnt_measure::stop::check()?;
-        let started = endpoint::start(
-            rt,
-            i as u8 + 1,
-            &client,
-            tests,
-            Duration::from_secs(args.wait),
-        )
-        .and_then(|mut ep| {
-            ep.ready(&client, Duration::from_secs(args.wait))?;
-            Ok(ep)
-        });
+        let index = i as u8 + 1;
+        let mut families: Vec<Family> = [Family::Ipv4, Family::Ipv6]
+            .into_iter()
+            .filter(|f| args.families.contains(f))
+            .collect();
+        if families.contains(&Family::Ipv6) {
+            if let Some(why) = refuses_ipv6(rt, endpoint::ipv6_of(index)) {
+                eprintln!("vtnt bench net: {rt}: no IPv6: {why}");
+                rep.missing.push((rt, why));
+                families.retain(|&f| f != Family::Ipv6);
+            }
+        }
+        if families.is_empty() {
+            continue;
+        }
+        let tests = per_family * families.len() as u64;
+        let started = endpoint::start(rt, index, &client, tests, Duration::from_secs(args.wait))
+            .and_then(|mut ep| {
+                ep.ready(&client, Duration::from_secs(args.wait))?;
+                Ok(ep)
+            });
         let ep = match started {
             Ok(ep) => ep,
             Err(e) => {
@@ -354,40 +418,59 @@ pub fn bench_net(args: &BenchNetArgs) -> anyhow::Result<NetReport> {
             }
         };
         eprintln!(
-            "vtnt bench net: {rt} ({}) at {}",
+            "vtnt bench net: {rt} ({}) at {}{}",
             ep.accel.as_deref().unwrap_or("host kernel"),
-            ep.addr
+            ep.addr,
+            ep.addr6.map_or_else(String::new, |a| format!(" and {a}"))
         );
+        let addrs: Vec<(Family, IpAddr)> = families
+            .iter()
+            .filter_map(|&f| match f {
+                Family::Ipv4 => Some((f, IpAddr::V4(ep.addr))),
+                Family::Ipv6 => ep.addr6.map(|a| (f, IpAddr::V6(a))),
+            })
+            .collect();
+        if families.contains(&Family::Ipv6) && ep.addr6.is_none() {
+            rep.missing.push((
+                rt,
+                format!("IPv6: bench net gives the {rt} endpoint no IPv6 address yet"),
+            ));
+        }
         let mut failures = 0;
         for &(sweep, values) in &sweeps {
             for &value in values {
-                let mut p = Point {
-                    runtime: rt,
-                    accel: ep.accel.clone(),
-                    sweep,
-                    value,
-                    reps: Vec::new(),
-                    errors: Vec::new(),
-                };
-                for _ in 0..args.reps {
-                    vtnt_measure::stop::check()?;
-                    match retried(|| test(&client, &ep, sweep, value, args.seconds)) {
-                        Ok(r) => p.reps.push(r),
-                        Err(e) => {
-                            failures += 1;
-                            p.errors.push(format!("{e:#}"));
+                // each family in turn at every point: the two compare under the same load
+                for &(family, addr) in &addrs {
+                    let mut p = Point {
+                        runtime: rt,
+                        accel: ep.accel.clone(),
+                        family,
+                        sweep,
+                        value,
+                        reps: Vec::new(),
+                        errors: Vec::new(),
+                    };
+                    for _ in 0..args.reps {
+                        vtnt_measure::stop::check()?;
+                        match retried(|| test(&client, &ep, addr, sweep, value, args.seconds)) {
+                            Ok(r) => p.reps.push(r),
+                            Err(e) => {
+                                failures += 1;
+                                p.errors.push(format!("{e:#}"));
+                            }
                         }
                     }
+                    eprintln!(
+                        "  {:?} {value} {}: {}",
+                        sweep,
+                        family.name(),
+                        p.mbps().map_or_else(
+                            || format!("failed: {:?}", p.errors.first()),
+                            |(m, _)| format!("{m:.1} Mbit/s")
+                        )
+                    );
+                    rep.points.push(p);
                 }
-                eprintln!(
-                    "  {:?} {value}: {}",
-                    sweep,
-                    p.mbps().map_or_else(
-                        || format!("failed: {:?}", p.errors.first()),
-                        |(m, _)| format!("{m:.1} Mbit/s")
-                    )
-                );
-                rep.points.push(p);
             }
         }
         if failures > 0 {
@@ -396,7 +479,8 @@ pub fn bench_net(args: &BenchNetArgs) -> anyhow::Result<NetReport> {
             rep.missing.push((
                 rt,
                 format!(
-                    "{failures} of {tests} tests failed{}",
+                    "{failures} of {} tests failed{}",
+                    per_family * addrs.len() as u64,
                     if tail.is_empty() {
                         String::new()
                     } else {
@@ -463,6 +547,7 @@ mod tests {
             ("--seconds", "0"),
             ("--reps", "0"),
             ("--runtimes", "native,bogus"),
+            ("--families", "ipv4,ipv5"),
         ] {
             let e = Cli::try_parse_from(["x", flag, bad])
                 .err()
@@ -473,10 +558,11 @@ mod tests {
     }
 
     #[test]
-    fn ratios_are_to_native_at_the_same_point() {
-        let point = |rt, mbps| Point {
+    fn ratios_are_to_native_at_the_same_point_and_family() {
+        let point = |rt, family, mbps| Point {
             runtime: rt,
             accel: None,
+            family,
             sweep: Sweep::TcpBuffer,
             value: 100,
             reps: vec![Rep {
@@ -487,19 +573,45 @@ mod tests {
             }],
             errors: Vec::new(),
         };
+        let (native, docker) = (Row::of(Runtime::Native), Row::of(Runtime::Docker));
         let rep = NetReport {
             provenance: Default::default(),
             iperf3: String::new(),
             seconds: 1,
             reps: 1,
             points: vec![
-                point(Row::of(Runtime::Native), 200.0),
-                point(Row::of(Runtime::Docker), 150.0),
+                point(native, Family::Ipv4, 200.0),
+                point(native, Family::Ipv6, 100.0),
+                point(docker, Family::Ipv4, 150.0),
+                point(docker, Family::Ipv6, 120.0),
+                point(row_of("microvm:monitor"), Family::Ipv4, 50.0),
             ],
             missing: Vec::new(),
             files: Vec::new(),
         };
-        assert_eq!(rep.ratio(&rep.points[1]), Some(0.75));
-        assert_eq!(rep.points[1].cpu_per_gbit(), Some(0.5));
+        assert_eq!(rep.ratio(&rep.points[2]), Some(0.75));
+        assert_eq!(rep.ratio(&rep.points[3]), Some(1.2));
+        assert_eq!(rep.ipv6_over_ipv4(&rep.points[1]), Some(0.5));
+        assert_eq!(rep.ipv6_over_ipv4(&rep.points[3]), Some(0.8));
+        assert_eq!(rep.ipv6_over_ipv4(&rep.points[2]), None);
+        assert_eq!(rep.points[2].cpu_per_gbit(), Some(0.5));
+        // a runtime without IPv6 has no IPv6 row, and says why in the runtime's words
+        let v6 = endpoint::ipv6_of(5);
+        for rt in ["vm", "microvm:monitor", "spt"] {
+            let why = refuses_ipv6(row_of(rt), v6).unwrap_or_else(|| panic!("{rt}"));
+            assert!(why.contains(&v6.to_string()), "{why}");
+        }
+        for rt in ["native", "runc", "docker"] {
+            assert_eq!(refuses_ipv6(row_of(rt), v6), None, "{rt}");
+        }
+        let md = report::markdown(&rep);
+        assert!(
+            md.contains("| docker | IPv6 | host kernel | 100 | n/a | 120.0 (0.0) | 1.20 | 0.80 |"),
+            "{md}"
+        );
+    }
+
+    fn row_of(s: &str) -> Row {
+        s.parse().unwrap()
     }
 }

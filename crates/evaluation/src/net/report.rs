@@ -1,14 +1,15 @@
 //! `vtnt bench net`'s report: report.md (provenance, one table per sweep with a row per
-//! runtime and point naming its accelerator, the seed's published rows, what is
-//! missing), report.json (every repetition) and the figures (throughput and throughput
-//! over native against the swept value, one line per runtime).
+//! runtime, family and point naming its accelerator, IPv6 beside IPv4 with their ratio,
+//! the seed's published rows, what is missing and why), report.json (every repetition)
+//! and the figures (throughput and throughput over native against the swept value, one
+//! line per runtime, per family; over IPv6 also throughput over IPv4's).
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 
-use super::{NetReport, Point, Sweep};
+use super::{Family, NetReport, Point, Sweep};
 use crate::plot::{self, Line, Unit};
 use crate::row::Row;
 
@@ -49,9 +50,12 @@ pub fn markdown(rep: &NetReport) -> String {
          `-w` stands for netperf's `-s`, `-l` for `-m`, `-u -b 0` for UDP_STREAM). \
          {} s per test, {} repetitions. The client runs in a namespace of its own; \
          native, runc and Docker serve `iperf3 -s` in a namespace behind a veth, the \
-         unikernel serves its own endpoint (smoltcp) behind a TAP. Ratios are to native \
-         at the same point of this run; only ratios compare with the seed's rows. CPU is \
-         the endpoint side's cgroup (for a VM: its VMM's threads), per gigabit received.\n",
+         unikernel serves its own endpoint (smoltcp) behind a TAP. Each point runs over \
+         IPv4, then over IPv6 where the runtime has it (the Linux runtimes' namespace is \
+         dual stack; \"Missing\" says why a runtime has no IPv6 row). Ratios are to \
+         native at the same point and family of this run, and an IPv6 row's throughput \
+         over its IPv4 row's; only ratios compare with the seed's rows. CPU is the \
+         endpoint side's cgroup (for a VM: its VMM's threads), per gigabit received.\n",
         if rep.iperf3.is_empty() {
             "iperf3"
         } else {
@@ -69,15 +73,16 @@ pub fn markdown(rep: &NetReport) -> String {
         let _ = writeln!(s, "## {}\n", sweep.title());
         let _ = writeln!(
             s,
-            "| runtime | accelerator | asked (bytes) | client SO_SNDBUF/SO_RCVBUF | Mbit/s (sd) | x native | CPU s/Gbit | UDP loss |"
+            "| runtime | family | accelerator | asked (bytes) | client SO_SNDBUF/SO_RCVBUF | Mbit/s (sd) | x native | IPv6/IPv4 | CPU s/Gbit | UDP loss |"
         );
-        let _ = writeln!(s, "|---|---|---:|---:|---:|---:|---:|---:|");
+        let _ = writeln!(s, "|---|---|---|---:|---:|---:|---:|---:|---:|---:|");
         for p in points {
             let loss = p.reps.iter().filter_map(|r| r.loss_pct).collect::<Vec<_>>();
             let _ = writeln!(
                 s,
-                "| {} | {} | {} | {} | {} | {} | {} | {} |",
+                "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
                 p.runtime,
+                p.family.name(),
                 p.accel.as_deref().unwrap_or("host kernel"),
                 p.value,
                 effective(p),
@@ -86,6 +91,10 @@ pub fn markdown(rep: &NetReport) -> String {
                     |(m, sd)| format!("{m:.1} ({sd:.1})")
                 ),
                 opt(rep.ratio(p), |r| format!("{r:.2}")),
+                match p.family {
+                    Family::Ipv4 => String::new(),
+                    Family::Ipv6 => opt(rep.ipv6_over_ipv4(p), |r| format!("{r:.2}")),
+                },
                 opt(p.cpu_per_gbit(), |c| format!("{c:.3}")),
                 opt(vtnt_stats::mean_sd(&loss).map(|x| x.0), |l| format!(
                     "{l:.1} %"
@@ -108,7 +117,8 @@ pub fn markdown(rep: &NetReport) -> String {
          point on Linux runtimes: the effective sizes are in the tables. iperf3 sets `-w` \
          on both ends (netperf's `-s` is the sender's only); the unikernel ignores it and \
          keeps its fixed receive window (256 KiB, scaled). UDP messages above 1,472 bytes \
-         are IP fragments: a datagram with one fragment lost is lost whole.\n"
+         are IP fragments (above 1,452 over IPv6: its header is 20 bytes longer, and the \
+         sender fragments): a datagram with one fragment lost is lost whole.\n"
     );
     if !rep.missing.is_empty() {
         let _ = writeln!(s, "## Missing\n");
@@ -132,8 +142,13 @@ pub fn markdown(rep: &NetReport) -> String {
     s
 }
 
-/// One line per runtime of `sweep`: (value, `y(point)`).
-fn series(rep: &NetReport, sweep: Sweep, y: impl Fn(&Point) -> Option<f64>) -> Vec<Line> {
+/// One line per runtime of `sweep` over `family`: (value, `y(point)`).
+fn series(
+    rep: &NetReport,
+    sweep: Sweep,
+    family: Family,
+    y: impl Fn(&Point) -> Option<f64>,
+) -> Vec<Line> {
     let mut runtimes: Vec<Row> = rep.points.iter().map(|p| p.runtime).collect();
     runtimes.dedup();
     runtimes
@@ -142,7 +157,7 @@ fn series(rep: &NetReport, sweep: Sweep, y: impl Fn(&Point) -> Option<f64>) -> V
             let pts: Vec<&Point> = rep
                 .points
                 .iter()
-                .filter(|p| p.runtime == rt && p.sweep == sweep)
+                .filter(|p| p.runtime == rt && p.sweep == sweep && p.family == family)
                 .collect();
             let points: Vec<(f64, f64)> = pts
                 .iter()
@@ -167,26 +182,37 @@ fn figures(rep: &NetReport, out: &Path) -> Vec<PathBuf> {
         return Vec::new();
     }
     let mut files = Vec::new();
+    let throughput = |p: &Point| p.mbps().map(|m| m.0);
     for (i, sweep) in Sweep::ALL.into_iter().enumerate() {
-        let figs: [(&str, &str, Box<Value>); 2] = [
+        // (family, file name's kind, y axis, what it plots)
+        let figs: [(Family, &str, &str, Box<Value>); 4] = [
+            (Family::Ipv4, "throughput", "Mbit/s", Box::new(throughput)),
             (
-                "throughput",
-                "Mbit/s",
-                Box::new(|p: &Point| p.mbps().map(|m| m.0)),
-            ),
-            (
+                Family::Ipv4,
                 "ratio",
                 "throughput / native",
                 Box::new(|p: &Point| rep.ratio(p)),
             ),
+            (
+                Family::Ipv6,
+                "ipv6_throughput",
+                "Mbit/s",
+                Box::new(throughput),
+            ),
+            (
+                Family::Ipv6,
+                "ipv6_over_ipv4",
+                "IPv6 throughput / IPv4's",
+                Box::new(|p: &Point| rep.ipv6_over_ipv4(p)),
+            ),
         ];
-        for (kind, ylabel, y) in figs {
-            let lines = series(rep, sweep, y);
+        for (family, kind, ylabel, y) in figs {
+            let lines = series(rep, sweep, family, y);
             if lines.is_empty() {
                 continue;
             }
             let path = out.join(format!("fig{}_{}_{kind}.png", i + 1, sweep_file(sweep)));
-            let title = format!("{} ({kind})", sweep.title());
+            let title = format!("{}, {} ({kind})", sweep.title(), family.name());
             match plot::lines_over(
                 &path,
                 &title,
