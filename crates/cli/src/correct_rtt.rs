@@ -136,22 +136,24 @@ impl Capture {
 /// was made. Lines that are no such JSON record stay as they are.
 pub fn annotate(stdout: &str, host: &Result<(&Pairing, &str), &str>) -> String {
     let mut out = String::with_capacity(stdout.len() * 2);
+    // each line and its record, if it is a JSON object (parsed once)
+    let lines: Vec<(&str, Option<Map<String, Value>>)> = stdout
+        .split_inclusive('\n')
+        .map(|l| (l, serde_json::from_str(l.trim_end_matches('\n')).ok()))
+        .collect();
     // a trace hop is found by its destination, TTL and attempt: two traces to one
     // destination would be told apart by nothing the JSON says
-    let mut traces_to = std::collections::HashMap::<String, usize>::new();
-    for line in stdout.lines() {
-        if let Ok(r) = serde_json::from_str::<Map<String, Value>>(line) {
-            if let (Some("trace"), Some(d)) = (
-                r.get("type").and_then(Value::as_str),
-                r.get("dst").and_then(Value::as_str),
-            ) {
-                *traces_to.entry(d.to_string()).or_default() += 1;
-            }
+    let mut traces_to = std::collections::HashMap::<&str, usize>::new();
+    for r in lines.iter().filter_map(|(_, r)| r.as_ref()) {
+        if let (Some("trace"), Some(d)) = (
+            r.get("type").and_then(Value::as_str),
+            r.get("dst").and_then(Value::as_str),
+        ) {
+            *traces_to.entry(d).or_default() += 1;
         }
     }
-    for line in stdout.split_inclusive('\n') {
-        let body = line.trim_end_matches('\n');
-        let record: Option<Map<String, Value>> = serde_json::from_str(body).ok();
+    for (line, record) in &lines {
+        let (line, body) = (*line, line.trim_end_matches('\n'));
         let kind = record.as_ref().and_then(|r| r.get("type")?.as_str());
         let empty = Map::new();
         let r = record.as_ref().unwrap_or(&empty);
