@@ -38,9 +38,10 @@ pub struct RunArgs {
     #[arg(long, default_value = "native")]
     pub runtime: Runtime,
     /// The network the job probes: `lab[:NAME]` (a running `vtnt lab`), `host` (this
-    /// host's own network: native, runc, docker) or
-    /// `tap:IFACE,ip=ADDR/LEN,gw=GATEWAY[,ip6=ADDR6/LEN6,gw6=GATEWAY6][,netns=NAME]` (an
-    /// existing TAP device, up: vm, microvm). Default: the lab of `--lab`.
+    /// host's own network: native, runc, docker) or `tap:IFACE,ip=ADDR/LEN,gw=GATEWAY`
+    /// (an existing TAP device, up: vm, microvm; add `,ip6=ADDR6/LEN6,gw6=GATEWAY6` for
+    /// IPv6 jobs, `,netns=NAME` for a device in another namespace). Default: the lab of
+    /// `--lab`.
     #[arg(long, value_name = "NET")]
     pub net: Option<Network>,
     /// The lab of `--net lab` (`vtnt lab up --name NAME`).
