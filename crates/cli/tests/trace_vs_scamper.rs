@@ -638,6 +638,15 @@ fn trace_confidence_like_scamper() {
     }
 }
 
+/// Gives the link between `chain`'s two routers an MTU of 1400.
+fn narrow_middle_link(chain: &Chain) {
+    for (node, side) in [(1, "east"), (2, "west")] {
+        chain.nodes[node]
+            .ip(&["link", "set", side, "mtu", "1400"])
+            .expect("small link");
+    }
+}
+
 /// `-M` on a chain whose middle link has an MTU of 1400: the first router answers the
 /// interface-sized probe with a "fragmentation needed" (next-hop MTU 1400) and the
 /// destination the next one. Then the same router's PTBs dropped (iptables in its
@@ -648,12 +657,7 @@ fn trace_confidence_like_scamper() {
 fn trace_pmtud_like_scamper() {
     vtnt_testkit::require_root!("scamper");
     let chain = Chain::build("vpm", 2).expect("namespace chain");
-    chain.nodes[1]
-        .ip(&["link", "set", "east", "mtu", "1400"])
-        .expect("small link");
-    chain.nodes[2]
-        .ip(&["link", "set", "west", "mtu", "1400"])
-        .expect("small link");
+    narrow_middle_link(&chain);
     let target = chain.target();
     let cmd = "trace -M -q 1 -w 1";
     let mut ours: Vec<&str> = cmd.split_whitespace().collect();
@@ -965,4 +969,101 @@ fn ipv6_ping_matches_scamper() {
             vr[0]
         );
     }
+}
+
+/// `-M` over IPv6, on a dual-stack chain whose middle link has an MTU of 1400: the
+/// first router answers the interface-sized probe with a packet too big (MTU 1400) and
+/// the destination the next probe; then, the router's packets too big dropped
+/// (ip6tables in its namespace), the size search finds 1400 and the TTL search the last
+/// router that still answers. scamper's own `sc_wartsdump` reads both warts files, and
+/// their PMTUD sections agree line for line once transmit times and RTTs are taken out.
+/// The peer is scamper's plain `udp` method: Debian's scamper matches no reply to its
+/// udp-paris probes over IPv6 (see `ipv6_trace_matches_scamper`), and its PMTUD probes
+/// carry no port, so a udp-paris discovery's probes are the same as a udp one's.
+#[test]
+fn ipv6_pmtud_like_scamper() {
+    vtnt_testkit::require_root!("scamper", "sc_wartsdump", "ip6tables");
+    let chain = Chain::build("vp6", 2).expect("namespace chain");
+    let target = dual_stack(&chain);
+    narrow_middle_link(&chain);
+    let ours = [
+        "trace",
+        "-M",
+        "-P",
+        "udp-paris",
+        "-q",
+        "1",
+        "-w",
+        "1",
+        "--pps",
+        "100",
+    ];
+    let ours: Vec<&str> = ours.into_iter().chain([target.as_str()]).collect();
+    let compare = |what: &str| {
+        let dir = std::env::temp_dir().join(format!("vtnt-warts-{}", vtnt_netns::unique_name("m")));
+        let (o, t) = both_warts_files(chain.vantage(), &ours, "trace -M -P udp -q 1 -w 1", &dir);
+        let (o, t) = (pmtud_dump(&o), pmtud_dump(&t));
+        let _ = std::fs::remove_dir_all(&dir);
+        assert_eq!(o, t, "{what}\n ours:\n{o}\n scamper:\n{t}");
+        o
+    };
+    let ptb = compare("packet too big");
+    assert!(
+        ptb.starts_with(
+            "pmtud: ver 2 ifmtu 1500, pmtu 1400, notec 1\n note 0: nhmtu 1400, ptb fc00:38::2\n"
+        ),
+        "{ptb}"
+    );
+    chain.nodes[1]
+        .exec(
+            "ip6tables",
+            &[
+                "-A",
+                "OUTPUT",
+                "-p",
+                "icmpv6",
+                "--icmpv6-type",
+                "packet-too-big",
+                "-j",
+                "DROP",
+            ],
+        )
+        .expect("drop packets too big");
+    let silent = compare("silent");
+    assert!(
+        silent.starts_with(
+            "pmtud: ver 2 ifmtu 1500, pmtu 1400, notec 1\n note 0: nhmtu 1400, silence > ttl 1\n"
+        ),
+        "{silent}"
+    );
+}
+
+/// The PMTUD section of `sc_wartsdump`'s text for the one trace in `warts`, without
+/// transmit times, RTTs and the flags saying where the times came from (each tool's
+/// own); probe sizes, TTLs, reply addresses, ICMP types, quotes and MTUs stay.
+fn pmtud_dump(warts: &std::path::Path) -> String {
+    let out = std::process::Command::new("sc_wartsdump")
+        .arg(warts)
+        .output()
+        .expect("run sc_wartsdump");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut section = String::new();
+    for line in text.lines().skip_while(|l| !l.starts_with("pmtud:")) {
+        if line.starts_with("cycle stop") {
+            break;
+        }
+        if line.trim_start().starts_with("flags:") {
+            continue;
+        }
+        let line = match line.find(", tx: ") {
+            Some(at) => {
+                let size = &line[line.find(", probe-size:").expect("a probe size")..];
+                format!("{}{size}", &line[..at])
+            }
+            None => line.to_string(),
+        };
+        section.push_str(&line);
+        section.push('\n');
+    }
+    section
 }

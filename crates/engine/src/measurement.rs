@@ -143,8 +143,8 @@ impl TraceOptions {
 
     /// Checks every option against its range (the engine calls this in `start`).
     pub fn validate(&self) -> Result<(), MeasurementError> {
-        // over IPv6: every method, without -M (folded away without `ipv6-probe`)
-        if self.dst.is_ipv6() && (!cfg!(feature = "ipv6-probe") || self.pmtud) {
+        // over IPv6: every method, -M too (folded away without `ipv6-probe`)
+        if self.dst.is_ipv6() && !cfg!(feature = "ipv6-probe") {
             return Err(MeasurementError::Ipv6Unsupported);
         }
         let extra = ipv6_extra(self.dst);
@@ -458,7 +458,7 @@ pub enum MeasurementError {
     },
     /// IPv6 targets are not probed yet: without `ipv6-probe` the engine is IPv4 only (the
     /// wire and the policy read IPv6 already; docs/scamper.md); with it, IPv6
-    /// destinations get traces of every method without `-M` and pings of every method
+    /// destinations get traces of every method (`-M` too) and pings of every method
     /// without `-R` (IPv6 has no record-route option: that refusal is for good).
     Ipv6Unsupported,
     /// Every flow identifier is in use by a running measurement. Not returned at present:
@@ -484,8 +484,8 @@ impl fmt::Display for MeasurementError {
                 write!(f, "option `{option}` out of range (allowed: {range})")
             }
             MeasurementError::Ipv6Unsupported => f.write_str(if cfg!(feature = "ipv6-probe") {
-                "IPv6 destinations are probed by traces, pings and TNT, but not with -M yet, \
-                 and never with -R (IPv6 has no record-route option)"
+                "IPv6 destinations are never pinged with -R (IPv6 has no record-route \
+                 option)"
             } else {
                 "IPv6 destinations are not probed yet: the engine is IPv4 only"
             }),

@@ -17,6 +17,9 @@
 //!   same size search, the PTB's sender setting the upper bound.
 //!
 //! Every reply it takes goes into the PMTUD hop list, in arrival order.
+//!
+//! Over IPv6 the search is the same; replies carry ICMPv6's numbers (a packet too big in
+//! place of a "fragmentation needed"), and probes have no don't-fragment bit to set.
 
 //!
 //! The search is built only with the crate's `pmtud` feature, which the Linux driver

@@ -207,7 +207,8 @@ impl TraceState {
             record_route: false,
         };
         let len = probe::build(buf, &self.flow, &p)?;
-        if pmtud.is_some() {
+        // IPv6 has no fragmenting routers, so no don't-fragment bit to set
+        if pmtud.is_some() && !self.opts.dst.is_ipv6() {
             vtnt_wire::build::set_dont_fragment(buf)?;
         }
         self.probes.push(Sent {
@@ -508,8 +509,11 @@ impl TraceState {
             self.stop = (reason, data);
             #[cfg(feature = "pmtud")]
             if self.opts.pmtud && matches!(reason, StopReason::Completed | StopReason::Unreach) {
-                let d = Pmtud::new(self.opts.if_mtu);
-                self.pmtud_payload = alloc::vec![0; crate::measurement::payload_room(self.opts.method, self.opts.if_mtu, false)];
+                let (method, mtu, dst) = (self.opts.method, self.opts.if_mtu, self.opts.dst);
+                let d = Pmtud::new(mtu, dst.is_ipv6());
+                let room = crate::measurement::payload_room(method, mtu, false);
+                let room = room.saturating_sub(usize::from(crate::measurement::ipv6_extra(dst)));
+                self.pmtud_payload = alloc::vec![0; room];
                 self.pmtud = Some(alloc::boxed::Box::new(d));
                 self.attempt = 0;
                 let earliest = self.last_tx.map(|t| t + self.opts.wait_probe);

@@ -3,8 +3,8 @@
 //! errors that quote its probes, and records them as scamper does (reply protocol 58);
 //! traces of every method go hop limit by hop limit with one flow (flow label, ports,
 //! checksum) and stop on ICMPv6's numbers or the destination's TCP answer; pings of
-//! every method are answered; what is not built over IPv6 yet (`-M`, `-R`) is refused
-//! by name. Through the in-process lab ([`support`]), an IPv6 trace to every destination
+//! every method are answered; path MTU discovery follows packets too big; `-R` (no
+//! record route in IPv6) is refused by name. Through the in-process lab ([`support`]), an IPv6 trace to every destination
 //! of every case topology records what the lab answers (the lab's own tracer is checked
 //! against the truth): routers, RFC 4950 labels in ICMPv6, quoted and reply hop limits,
 //! across every tunnel class.
@@ -101,8 +101,8 @@ fn echo_reply(probe: &[u8]) -> Vec<u8> {
     out
 }
 
-/// `from`'s ICMPv6 error `(type, code)` quoting `original` whole (a packet too big's
-/// MTU: 1280).
+/// `from`'s ICMPv6 error `(type, code)` quoting as much of `original` as fits in
+/// IPv6's minimum MTU, as RFC 4443 asks (a packet too big's MTU: 1280).
 fn icmp6_error(from: Ipv6Addr, (icmp_type, code): (u8, u8), original: &[u8]) -> Vec<u8> {
     let ip = Ip6 {
         src: from,
@@ -116,7 +116,7 @@ fn icmp6_error(from: Ipv6Addr, (icmp_type, code): (u8, u8), original: &[u8]) -> 
         icmp_type,
         code,
         original,
-        quote_len: original.len(),
+        quote_len: original.len().min(1280 - HEADER_LEN - 8),
         mpls: &[],
     };
     let n = build6::icmp6_error(&mut out, &ip, &err).unwrap();
@@ -207,21 +207,74 @@ fn icmpv6_errors_quoting_a_probe_are_matched() {
     assert_eq!(got, want);
 }
 
+/// `-M` over IPv6: scamper's search with ICMPv6's numbers. The trace ends at the
+/// destination's port unreachable; then a router answers the interface-sized probe
+/// (1500 bytes, hop limit 255, no don't-fragment bit: IPv6 has none) with a packet too
+/// big of MTU 1400, and the 1400-byte probe reaches the destination: path MTU 1400,
+/// one PTB note resting on the router's reply.
+#[cfg(feature = "pmtud")]
 #[test]
-fn what_is_not_built_over_ipv6_is_refused_by_name() {
-    let want = "IPv6 destinations are probed by traces, pings and TNT, but not with -M yet, \
-                and never with -R (IPv6 has no record-route option)";
+fn path_mtu_discovery_follows_packet_too_big() {
+    let mut e = engine();
+    let mut o = TraceOptions::new(IpAddr::V6(DST)).with_method(Method::UdpParis);
+    (o.pmtud, o.if_mtu, o.attempts) = (true, 1500, 1);
+    e.start(Instant::ZERO, Measurement::Trace(o)).unwrap();
+    let mut sent = Vec::new();
+    let record = run_any(&mut e, |probe| {
+        let (size, hop_limit) = (probe.len(), probe[7]);
+        sent.push((size, hop_limit));
+        let unreach = (icmp6_type::DEST_UNREACH, 4);
+        let reply = match (size, hop_limit) {
+            (_, 1) => icmp6_error(ROUTER, (icmp6_type::TIME_EXCEEDED, 0), probe),
+            (1500, _) => {
+                let mut ptb = icmp6_error(ROUTER, (icmp6_type::PACKET_TOO_BIG, 0), probe);
+                ptb[HEADER_LEN + 4..HEADER_LEN + 8].copy_from_slice(&1400u32.to_be_bytes());
+                fix_icmp6_checksum(&mut ptb);
+                ptb
+            }
+            _ => icmp6_error(DST, unreach, probe),
+        };
+        vec![reply]
+    });
+    let Record::Trace(t) = record else {
+        panic!("a trace's record")
+    };
+    assert_eq!(sent, [(60, 1), (60, 2), (1500, 255), (1400, 255)]);
+    assert_eq!(t.stop_reason, StopReason::Completed);
+    let d = t.pmtud_result.expect("a PMTUD section");
+    assert_eq!((d.ifmtu, d.pmtu, d.outmtu), (1500, 1400, 0));
+    let hops: Vec<_> = d
+        .hops
+        .iter()
+        .map(|h| (h.addr, h.probe_size, h.icmp, h.nhmtu))
+        .collect();
+    let ptb = Some((icmp6_type::PACKET_TOO_BIG, 0));
+    let unreach = Some((icmp6_type::DEST_UNREACH, 4));
+    assert_eq!(
+        hops,
+        [
+            (IpAddr::V6(ROUTER), 1500, ptb, 1400),
+            (IpAddr::V6(DST), 1400, unreach, 0)
+        ]
+    );
+    let note = vtnt_record::PmtudNote {
+        kind: vtnt_record::PmtudNoteKind::Ptb,
+        nhmtu: 1400,
+        hop: Some(0),
+    };
+    assert_eq!(d.notes, [note]);
+}
+
+#[test]
+fn record_route_over_ipv6_is_refused_by_name() {
+    let want = "IPv6 destinations are never pinged with -R (IPv6 has no record-route option)";
     let mut rr = PingOptions::new(IpAddr::V6(DST));
     rr.record_route = true;
-    let mut pmtud = TraceOptions::new(IpAddr::V6(DST));
-    (pmtud.pmtud, pmtud.if_mtu) = (true, 1500);
-    let refused = [Measurement::Trace(pmtud), Measurement::Ping(rr)];
-    for m in refused {
-        let mut e = engine();
-        let err = e.start(Instant::ZERO, m).unwrap_err();
-        assert_eq!(err, MeasurementError::Ipv6Unsupported);
-        assert_eq!(err.to_string(), want);
-    }
+    let err = engine()
+        .start(Instant::ZERO, Measurement::Ping(rr))
+        .unwrap_err();
+    assert_eq!(err, MeasurementError::Ipv6Unsupported);
+    assert_eq!(err.to_string(), want);
     // a source of the other family is no source
     let mut e = Engine::new(Config::new(Ipv4Addr::new(192, 0, 2, 1))).unwrap();
     let err = e.start(Instant::ZERO, ping(1, 64)).unwrap_err();

@@ -132,18 +132,23 @@ fn limits_themselves_are_accepted() {
 fn ipv6_is_refused() {
     let mut e = Engine::new(Config::new(SRC)).unwrap();
     let v6: IpAddr = "2001:db8::1".parse().unwrap();
-    let mut pmtud = TraceOptions::new(v6).with_method(Method::Tcp);
-    (pmtud.pmtud, pmtud.if_mtu) = (true, 1500);
+    // IPv6 has no record-route option: refused in every build
+    let mut rr = PingOptions::new(v6);
+    rr.record_route = true;
     assert_eq!(
-        e.start(Instant::ZERO, Measurement::Trace(pmtud)),
+        e.start(Instant::ZERO, Measurement::Ping(rr)),
         Err(MeasurementError::Ipv6Unsupported)
     );
-    // pings and traces of every method to IPv6 destinations are built where `ipv6-probe`
-    // is on (the Linux driver's build, hence the workspace's), not in the unikernel's
+    // pings and traces of every method to IPv6 destinations, and path MTU discovery, are
+    // built where `ipv6-probe` is on (the Linux driver's build, hence the workspace's),
+    // not in the unikernel's
+    let mut pmtud = TraceOptions::new(v6).with_method(Method::Tcp);
+    (pmtud.pmtud, pmtud.if_mtu) = (true, 1500);
     for m in [
         Measurement::Ping(PingOptions::new(v6)),
         Measurement::Trace(TraceOptions::new(v6)),
         Measurement::Trace(TraceOptions::new(v6).with_method(Method::Tcp)),
+        Measurement::Trace(pmtud),
     ] {
         let started = e.start(Instant::ZERO, m);
         if cfg!(feature = "ipv6-probe") {

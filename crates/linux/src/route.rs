@@ -161,28 +161,28 @@ pub fn lab_access(own: &[Ipv4Addr]) -> std::io::Result<LabAccess> {
 /// The MTU of the interface the route to `dst` leaves through, where path MTU
 /// discovery (`-M`) starts, as scamper's starts from the interface it sends on. (Not
 /// the route's `IP_MTU`: that drops to a path MTU the kernel learnt from an earlier
-/// "fragmentation needed".) The interface is the one holding the source address a UDP
-/// socket connected to `dst` gets (no packet leaves); its MTU is read from sysfs, which
-/// must be this network namespace's (its interface index is checked).
+/// "fragmentation needed" or packet too big.) The interface is the one holding the
+/// source address a UDP socket connected to `dst` gets (no packet leaves), of either
+/// family; its MTU is read from sysfs, which must be this network namespace's (its
+/// interface index is checked).
 pub fn interface_mtu(dst: std::net::IpAddr) -> std::io::Result<u16> {
-    use nix::sys::socket::{self, AddressFamily, SockFlag, SockType, SockaddrIn};
+    use nix::sys::socket::{self, SockFlag, SockType, SockaddrLike, SockaddrStorage};
     use std::os::fd::AsRawFd;
-    let std::net::IpAddr::V4(v4) = dst else {
-        return Err(std::io::Error::other("IPv4 only"));
+    let to = SockaddrStorage::from(std::net::SocketAddr::new(dst, 33435));
+    let family = to
+        .family()
+        .ok_or_else(|| std::io::Error::other("no family"))?;
+    let fd = socket::socket(family, SockType::Datagram, SockFlag::SOCK_CLOEXEC, None)?;
+    socket::connect(fd.as_raw_fd(), &to)?;
+    let ip = |a: &SockaddrStorage| -> Option<std::net::IpAddr> {
+        a.as_sockaddr_in()
+            .map(|s| s.ip().into())
+            .or_else(|| a.as_sockaddr_in6().map(|s| s.ip().into()))
     };
-    let fd = socket::socket(
-        AddressFamily::Inet,
-        SockType::Datagram,
-        SockFlag::SOCK_CLOEXEC,
-        None,
-    )?;
-    socket::connect(
-        fd.as_raw_fd(),
-        &SockaddrIn::from(std::net::SocketAddrV4::new(v4, 33435)),
-    )?;
-    let src = socket::getsockname::<SockaddrIn>(fd.as_raw_fd())?.ip();
+    let src = ip(&socket::getsockname::<SockaddrStorage>(fd.as_raw_fd())?)
+        .ok_or_else(|| std::io::Error::other("the socket has no address"))?;
     let name = nix::ifaddrs::getifaddrs()?
-        .find(|i| i.address.and_then(|a| a.as_sockaddr_in().map(|s| s.ip())) == Some(src))
+        .find(|i| i.address.as_ref().and_then(ip) == Some(src))
         .map(|i| i.interface_name)
         .ok_or_else(|| std::io::Error::other(format!("no interface holds {src}")))?;
     let sys = |what: &str| -> std::io::Result<u32> {

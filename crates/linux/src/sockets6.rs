@@ -63,6 +63,17 @@ impl Raw6 {
             let _ = setsockopt(fd, sockopt::RcvBufForce, &(8 << 20));
         }
         let _ = setsockopt(&send, sockopt::SndBufForce, &(8 << 20));
+        // Probes keep their size whatever path MTU the kernel learnt for their
+        // destination from a packet too big (as the IPv4 socket's do: a `-M` probe of the
+        // interface's MTU would otherwise fail with EMSGSIZE)
+        set(
+            "IPV6_MTU_DISCOVER",
+            setsockopt(
+                &send,
+                crate::sockets::Pmtu6Discover,
+                &nix::libc::IPV6_PMTUDISC_PROBE,
+            ),
+        )?;
         let tx = if tx_stamps {
             TxStamps::enable(send.as_fd())
         } else {

@@ -1,11 +1,12 @@
 //! The search itself (the `pmtud` feature): see the parent module.
 
 use vtnt_record::{Hop, Pmtud as Record, PmtudNote, PmtudNoteKind};
-use vtnt_wire::icmp_type;
+use vtnt_wire::{icmp6_type, icmp_type};
 
 use super::{Step, MIN_MTU};
 
-/// IP and UDP headers of a probe: a next-hop MTU below this cannot be probed.
+/// IPv4 and UDP headers of a probe: a next-hop MTU below this cannot be probed (an IPv6
+/// header is 20 bytes longer).
 const HEADERS: u16 = 28;
 
 /// Media MTUs tried when big probes vanish (RFC 1191's table, as NetBSD's traceroute
@@ -67,16 +68,16 @@ pub(crate) struct Pmtud {
     last_ptb: Option<usize>,
     /// The note a search will complete.
     pending: Option<PmtudNote>,
+    /// The destination is IPv6: replies carry ICMPv6's numbers, probes 20 more bytes of
+    /// header. The search is the same (scamper's, whose state machine has no family).
+    v6: bool,
     rec: Record,
 }
 
-fn is_ptb(h: &Hop) -> bool {
-    h.icmp == Some((icmp_type::DEST_UNREACH, 4))
-}
-
 impl Pmtud {
-    pub fn new(if_mtu: u16) -> Pmtud {
+    pub fn new(if_mtu: u16, v6: bool) -> Pmtud {
         Pmtud {
+            v6,
             mode: Mode::Default,
             size: if_mtu,
             ttl: 255,
@@ -105,6 +106,44 @@ impl Pmtud {
         self.rec
     }
 
+    /// A "fragmentation needed" (ICMP) or a packet too big (ICMPv6).
+    fn is_ptb(&self, h: &Hop) -> bool {
+        if self.v6 {
+            h.icmp.map(|i| i.0) == Some(icmp6_type::PACKET_TOO_BIG)
+        } else {
+            h.icmp == Some((icmp_type::DEST_UNREACH, 4))
+        }
+    }
+
+    /// A time exceeded, in the destination's family.
+    fn is_time_exceeded(&self, h: &Hop) -> bool {
+        let t = if self.v6 {
+            icmp6_type::TIME_EXCEEDED
+        } else {
+            icmp_type::TIME_EXCEEDED
+        };
+        h.icmp.map(|i| i.0) == Some(t)
+    }
+
+    /// An answer that ends the search at its probe's size: a time exceeded, a
+    /// destination unreachable or an echo reply.
+    fn is_answer(&self, h: &Hop) -> bool {
+        let Some((t, _)) = h.icmp else {
+            return false;
+        };
+        if self.v6 {
+            matches!(
+                t,
+                icmp6_type::TIME_EXCEEDED | icmp6_type::DEST_UNREACH | icmp6_type::ECHO_REPLY
+            )
+        } else {
+            matches!(
+                t,
+                icmp_type::TIME_EXCEEDED | icmp_type::DEST_UNREACH | icmp_type::ECHO_REPLY
+            )
+        }
+    }
+
     fn record(&mut self, hop: Hop) -> usize {
         self.rec.hops.push(hop);
         self.rec.hops.len() - 1
@@ -119,13 +158,8 @@ impl Pmtud {
                     return Step::Ignore;
                 }
                 let nhmtu = hop.nhmtu;
-                let ptb = is_ptb(&hop);
-                let answer = matches!(
-                    hop.icmp.map(|i| i.0),
-                    Some(
-                        icmp_type::TIME_EXCEEDED | icmp_type::DEST_UNREACH | icmp_type::ECHO_REPLY
-                    )
-                );
+                let ptb = self.is_ptb(&hop);
+                let answer = self.is_answer(&hop);
                 let at = self.record(hop);
                 self.last_ptb = Some(at);
                 if ptb {
@@ -140,7 +174,7 @@ impl Pmtud {
                         self.start_size_search();
                         return Step::Probe;
                     }
-                    if nhmtu < HEADERS {
+                    if nhmtu < HEADERS + if self.v6 { 20 } else { 0 } {
                         self.rec.notes.push(note);
                         return Step::Done;
                     }
@@ -177,7 +211,7 @@ impl Pmtud {
             }
             Mode::SilentTtl => {
                 let out = self.size_search.map_or(-1, |s| s.out);
-                if hop.icmp.map(|i| i.0) == Some(icmp_type::TIME_EXCEEDED) {
+                if self.is_time_exceeded(&hop) {
                     let at = self.record(hop);
                     let Some(t) = self.ttl_search.as_mut() else {
                         return Step::Done;
@@ -188,7 +222,7 @@ impl Pmtud {
                         return self.end_size_search();
                     }
                     Step::Probe
-                } else if is_ptb(&hop) && i32::from(hop.nhmtu) == out {
+                } else if self.is_ptb(&hop) && i32::from(hop.nhmtu) == out {
                     self.size = hop.nhmtu;
                     self.record(hop);
                     self.ttl = 255;
@@ -410,7 +444,7 @@ impl Pmtud {
         if let Some(h) = s.hop {
             self.last_ptb = Some(h);
             let hop = &self.rec.hops[h];
-            if !is_ptb(hop) {
+            if !self.is_ptb(hop) {
                 self.rec.pmtu = hop.probe_size;
                 return Step::Done;
             }
