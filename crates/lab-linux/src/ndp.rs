@@ -127,6 +127,16 @@ fn frame(src: Ipv6Addr, dst: Ipv6Addr, mac: [u8; 6], repr: NdiscRepr) -> Vec<u8>
     f
 }
 
+/// Where an answer to a solicitation from `src` goes: back to `src`, or to all nodes
+/// (`ff02::1`) when it came from the unspecified address `::` (RFC 4861 7.2.4, 6.2.6).
+fn answer_to(src: Ipv6Addr) -> Ipv6Addr {
+    if src.is_unspecified() {
+        Ipv6Addr::new(0xff02, 0, 0, 0, 0, 0, 0, 1)
+    } else {
+        src
+    }
+}
+
 /// The answer to a neighbour solicitation from `src` (at `src_mac`) for `target`, which
 /// is at `target_mac`: to `src`, or to all nodes when `src` is `::` (a defence of an
 /// address in use, RFC 4861 7.2.4). `router`: the target is the gateway (or proxied by
@@ -145,11 +155,7 @@ pub fn neighbour_advert(
     flags.set(NdiscNeighborFlags::ROUTER, router);
     flags.set(NdiscNeighborFlags::SOLICITED, !dad);
     flags.set(NdiscNeighborFlags::OVERRIDE, !proxy);
-    let dst = if dad {
-        Ipv6Addr::new(0xff02, 0, 0, 0, 0, 0, 0, 1)
-    } else {
-        src
-    };
+    let dst = answer_to(src);
     let repr = NdiscRepr::NeighborAdvert {
         flags,
         target_addr: target,
@@ -164,11 +170,7 @@ pub fn neighbour_advert(
 /// autoconfiguration (A=0): a lab LAN's twin is a /(96+n), and SLAAC needs a /64.
 pub fn router_advert(src: Ipv6Addr, src_mac: [u8; 6], on_link: Option<(Ipv6Addr, u8)>) -> Vec<u8> {
     let lifetime = Duration::from_secs(ROUTER_LIFETIME_SECS);
-    let dst = if src.is_unspecified() {
-        Ipv6Addr::new(0xff02, 0, 0, 0, 0, 0, 0, 1)
-    } else {
-        src
-    };
+    let dst = answer_to(src);
     let repr = NdiscRepr::RouterAdvert {
         hop_limit: 64,
         flags: NdiscRouterFlags::empty(),
