@@ -2,7 +2,8 @@
 //! `iperf3 -s` process in a namespace of its own behind a veth (native), the same in a
 //! runc container or a Docker container whose network is that namespace (so the three
 //! Linux runtimes share one path, dual stack: an IPv6 address beside the IPv4 one), `iperf3 -s` in the full Debian VM (its box carries
-//! Debian's iperf3; `vtnt_runtimes::vm::start_iperf3`) and the unikernel's own endpoint
+//! Debian's iperf3; `vtnt_runtimes::vm::start_iperf3`; dual stack too, its IPv6 address
+//! set statically as a TAP job's) and the unikernel's own endpoint
 //! (`vtnt-kernel` feature `stream`, booted through `vtnt_unikernel::launch::run_job` with the
 //! row's VMM, or as an spt process with the TAP at its descriptor 3:
 //! `vtnt_runtimes::spt::start_on_tap`) behind a TAP device in the client's namespace. Each endpoint runs in a
@@ -18,7 +19,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context};
 use vtnt_measure::cgroup::Cgroup;
 use vtnt_measure::proc::Supervised;
-use vtnt_runtimes::net::{Attached, Tap};
+use vtnt_runtimes::net::{Attached, Tap, Tap6};
 use vtnt_runtimes::{docker, paths, runc, vm, Runtime};
 use vtnt_unikernel::launch::{JobNet, Payload, RunSpec};
 use vtnt_unikernel::netns::NetNs;
@@ -204,6 +205,15 @@ pub fn ipv6_of(index: u8) -> Ipv6Addr {
     Ipv6Addr::new(0x2001, 0xdb8, 0x79, u16::from(index), 0, 0, 0, 2)
 }
 
+/// Gives the client's end `ifname` of endpoint `index`'s link its IPv6 address, `::1` of
+/// [`ipv6_of`]'s /64, usable at once (no duplicate address detection); returns it.
+fn add_near6(client: &NetNs, ifname: &str, index: u8) -> anyhow::Result<Ipv6Addr> {
+    let near6 = Ipv6Addr::new(0x2001, 0xdb8, 0x79, u16::from(index), 0, 0, 0, 1);
+    let a = format!("{near6}/64");
+    client.ip(&["-6", "addr", "add", &a, "dev", ifname, "nodad"])?;
+    Ok(near6)
+}
+
 /// Row `row`'s endpoint, number `index` of the run (its addresses are
 /// `10.79.INDEX.0/24`, and for the Linux runtimes' namespace [`ipv6_of`]'s too), reached
 /// from `client`; `tests`: how many tests the unikernel
@@ -228,16 +238,7 @@ pub fn start(
             client.link(&a, &near, &ns, &b, &format!("{addr}/24"))?;
             // no duplicate address detection: the addresses are usable at once
             let addr6 = ipv6_of(index);
-            let near6 = Ipv6Addr::new(0x2001, 0xdb8, 0x79, u16::from(index), 0, 0, 0, 1);
-            client.ip(&[
-                "-6",
-                "addr",
-                "add",
-                &format!("{near6}/64"),
-                "dev",
-                &a,
-                "nodad",
-            ])?;
+            add_near6(client, &a, index)?;
             ns.ip(&[
                 "-6",
                 "addr",
@@ -284,14 +285,23 @@ pub fn start(
             })
         }
         Runtime::Vm => {
-            let net = Attached::Tap(add_tap(client, index)?);
+            // the guest sets its IPv6 address statically as a TAP job's (`ip6=`)
+            let mut tap = add_tap(client, index)?;
+            let gateway = add_near6(client, &tap.ifname, index)?;
+            let addr6 = ipv6_of(index);
+            tap.ipv6 = Some(Tap6 {
+                addr: addr6,
+                len: 64,
+                gateway,
+            });
+            let net = Attached::Tap(tap);
             let dir = paths::TempDir::new("net-vm")?;
             let image = Runtime::Vm.build_image(&Default::default())?;
             let box_dir = vm::install(&image.path, dir.path())?;
             let qemu = vm::start_iperf3(&box_dir, &net, u32::from(index), PORT, &cgroup)?;
             Ok(Endpoint {
                 addr,
-                addr6: None,
+                addr6: Some(addr6),
                 accel: Some(vm::accel().name().to_string()),
                 cgroup,
                 kind: Kind::Vm { qemu, _dir: dir },

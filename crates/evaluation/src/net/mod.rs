@@ -595,8 +595,7 @@ mod tests {
         assert_eq!(rep.ipv6_over_ipv4(&rep.points[3]), Some(0.8));
         assert_eq!(rep.ipv6_over_ipv4(&rep.points[2]), None);
         assert_eq!(rep.points[2].cpu_per_gbit(), Some(0.5));
-        // a runtime without IPv6 has no IPv6 row, and says why in the runtime's words (the
-        // VM has IPv6; its endpoint here has no IPv6 address yet, which the run says)
+        // a runtime without IPv6 has no IPv6 row, and says why in the runtime's words
         let v6 = endpoint::ipv6_of(5);
         for rt in ["microvm:monitor", "spt"] {
             let why = refuses_ipv6(row_of(rt), v6).unwrap_or_else(|| panic!("{rt}"));
