@@ -271,11 +271,15 @@ fn front_stats(name: &str, frames: u64) -> serde_json::Value {
     panic!("the front's stats.json never counted {frames} frames");
 }
 
-/// A front onto `lab` (`vtnt lab front --upstream <lab>`): two guests on one
-/// identity (a conflict the NAT resolves) trace an explicit tunnel's destination over
-/// IPv6, Paris ICMPv6 and UDP, hop limits 1-5; every answer equals the one a guest on
-/// the lab itself gets (router, hop limit, type, labels, quoted hop limit), with the
-/// guest's own probe quoted byte for byte. A hostile guest's spoofed sources, public
+/// Hop limits probed, from 1: past the explicit tunnel's destination.
+const HOPS: u8 = 8;
+
+/// A front onto `lab` (`vtnt lab front --upstream <lab>`): two guests on one identity (a
+/// conflict the NAT resolves) trace an explicit tunnel's destination over IPv6, Paris
+/// ICMPv6 and UDP, hop limits 1-8 (the destination answers the last ones); every answer
+/// equals the one a guest on the lab itself gets (router, hop limit, type, labels,
+/// quoted hop limit), with the guest's own probe quoted byte for byte, and the truth's
+/// tunnel routers and destination answer. A hostile guest's spoofed sources, public
 /// target and flood are refused and counted, never forwarded. `direct` is the lab's
 /// guest at 192.0.2.10.
 fn guests_behind_a_front_probe_over_ipv6(lab: &Lab, direct: &Guest) {
@@ -315,8 +319,9 @@ fn guests_behind_a_front_probe_over_ipv6(lab: &Lab, direct: &Guest) {
         Guest::attach_via(fport, Ipv4Addr::new(10, 254, 0, 11), gw, 21),
     ];
     let mut frames = 2;
+    let mut sources = Vec::new();
     for udp in [false, true] {
-        for hl in 1..=5u8 {
+        for hl in 1..=HOPS {
             let seq = u16::from(hl);
             let own = twin([192, 0, 2, 10]);
             direct.send6(&Guest::probe6(own, dst, udp, hl, seq));
@@ -328,17 +333,37 @@ fn guests_behind_a_front_probe_over_ipv6(lab: &Lab, direct: &Guest) {
                 let r = g.recv6().expect("an answer through the front");
                 assert_eq!(&r[24..40], &p[8..24], "to the guest");
                 assert_eq!(answer(&r), want, "udp {udp} hop limit {hl}");
+                sources.push(answer(&r).0.to_string());
                 if r[40] != vtnt_wire::icmp6_type::ECHO_REPLY {
                     assert!(quotes_exactly(&r, &p), "udp {udp} hop limit {hl}: {r:02x?}");
                 }
             }
         }
     }
+    // the truth: the explicit tunnel's ingress, LSRs and egress answer, then the
+    // destination
+    let truth = lab.truth();
+    let d = truth["destinations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["dst"] == "203.0.113.10")
+        .expect("the explicit tunnel's destination");
+    for tun in d["tunnels"].as_array().unwrap() {
+        let mut routers = vec![&tun["ingress"], &tun["egress"]];
+        routers.extend(tun["lsrs"].as_array().unwrap());
+        for r in routers {
+            let a = to_v6(r.as_str().unwrap().parse().unwrap()).to_string();
+            assert!(sources.contains(&a), "{a} not among {sources:?}");
+        }
+    }
+    assert_eq!(sources.last(), Some(&dst.to_string()));
+    let probes = 2 * 2 * u64::from(HOPS);
     let s = front_stats(&front.name, frames);
     let f = &s["forwarder"];
     assert_eq!(
         (f["forwarded"].as_u64(), f["delivered"].as_u64()),
-        (Some(20), Some(20)),
+        (Some(probes), Some(probes)),
         "{s}"
     );
     assert_eq!(
@@ -346,7 +371,7 @@ fn guests_behind_a_front_probe_over_ipv6(lab: &Lab, direct: &Guest) {
         (Some(0), Some(2)),
         "{s}"
     );
-    assert_eq!(s["front"]["probes_out6"].as_u64(), Some(20), "{s}");
+    assert_eq!(s["front"]["probes_out6"].as_u64(), Some(probes), "{s}");
 
     // A hostile guest: a source off the front's LAN, another guest's address, a public
     // target without consent; nothing leaves, nothing comes back.
@@ -377,7 +402,7 @@ fn guests_behind_a_front_probe_over_ipv6(lab: &Lab, direct: &Guest) {
         f["forwarded"].as_u64().unwrap(),
         f["dropped_rate"].as_u64().unwrap(),
     );
-    assert_eq!(sent - 20 + dropped, flood, "{s}");
+    assert_eq!(sent - probes + dropped, flood, "{s}");
     assert!(dropped > 0, "{s}");
     assert_eq!(s["front"]["spoofed"].as_u64(), Some(1), "{s}");
     assert_eq!(f["refused_spoofed"].as_u64(), Some(1), "{s}");
