@@ -12,8 +12,8 @@ use std::time::Duration;
 
 use lab_common::{vtnt, Lab};
 use vtnt_lab::addr::to_v6;
-use vtnt_wire::build::{icmp_echo, Echo, Ip, Udp};
-use vtnt_wire::build6::{icmp6_echo, udp6};
+use vtnt_wire::build::{icmp_echo, Echo, Ip, Tcp, Udp};
+use vtnt_wire::build6::{icmp6_echo, tcp6, udp6};
 use vtnt_wire::ipv6::Ip6;
 use vtnt_wire::reply::{parse, Body};
 
@@ -31,6 +31,14 @@ fn arp_request(mac: [u8; 6], spa: Ipv4Addr, tpa: Ipv4Addr) -> Vec<u8> {
     f.extend_from_slice(&[0; 6]);
     f.extend_from_slice(&tpa.octets());
     f
+}
+
+/// What an IPv6 probe is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Icmp,
+    Udp,
+    Tcp,
 }
 
 struct Guest {
@@ -79,8 +87,9 @@ impl Guest {
     }
 
     /// An IPv6 probe from `src` to `dst` with `hop_limit`: a Paris ICMPv6 echo request
-    /// (ident 0x5151) or a Paris UDP datagram (source port 0x5151), flow label 0x5eed6.
-    fn probe6(src: Ipv6Addr, dst: Ipv6Addr, udp: bool, hop_limit: u8, seq: u16) -> Vec<u8> {
+    /// (ident 0x5151), a Paris UDP datagram or a TCP SYN (source port 0x5151), flow label
+    /// 0x5eed6.
+    fn probe6(src: Ipv6Addr, dst: Ipv6Addr, kind: Kind, hop_limit: u8, seq: u16) -> Vec<u8> {
         let ip = Ip6 {
             src,
             dst,
@@ -89,8 +98,8 @@ impl Guest {
             flow_label: 0x5_eed6,
         };
         let mut p = [0u8; 128];
-        let n = if udp {
-            udp6(
+        let n = match kind {
+            Kind::Udp => udp6(
                 &mut p,
                 &ip,
                 &Udp {
@@ -99,9 +108,20 @@ impl Guest {
                     payload: &[0; 12],
                     checksum: Some(seq),
                 },
-            )
-        } else {
-            icmp6_echo(
+            ),
+            Kind::Tcp => tcp6(
+                &mut p,
+                &ip,
+                &Tcp {
+                    sport: 0x5151,
+                    dport: 80,
+                    seq: 0x5eed_0000 | u32::from(seq),
+                    ack: 0,
+                    flags: vtnt_wire::tcp_flags::SYN,
+                    window: 5840,
+                },
+            ),
+            Kind::Icmp => icmp6_echo(
                 &mut p,
                 &ip,
                 &Echo {
@@ -111,7 +131,7 @@ impl Guest {
                     payload: &[0; 16],
                     checksum: Some(0x1111),
                 },
-            )
+            ),
         }
         .unwrap();
         p[..n].to_vec()
@@ -212,7 +232,8 @@ fn twin(a: [u8; 4]) -> Ipv6Addr {
 
 /// What a router or host said, without the addresses that differ between a guest on the
 /// lab and one behind a front: source, hop limit, ICMPv6 type and code, label stack,
-/// quoted hop limit; the echo reply's sequence number.
+/// quoted hop limit; the echo reply's sequence number; a TCP answer's ports, flags and
+/// acknowledgement.
 fn answer(p: &[u8]) -> (IpAddr, u8, String) {
     let r = vtnt_wire::reply6::parse(p).unwrap();
     let what = match r.body {
@@ -232,6 +253,14 @@ fn answer(p: &[u8]) -> (IpAddr, u8, String) {
             )
         }
         Body::Echo { icmp_type, seq, .. } => format!("{icmp_type} seq {seq}"),
+        // a SYN-ACK's own sequence number is the host's choice per connection
+        Body::Tcp {
+            sport,
+            dport,
+            ack,
+            flags,
+            ..
+        } => format!("TCP {sport} > {dport} ack {ack} flags {flags:#x}"),
         other => format!("{other:?}"),
     };
     (r.src, r.ttl, what)
@@ -276,7 +305,7 @@ const HOPS: u8 = 8;
 
 /// A front onto `lab` (`vtnt lab front --upstream <lab>`): two guests on one identity (a
 /// conflict the NAT resolves) trace an explicit tunnel's destination over IPv6, Paris
-/// ICMPv6 and UDP, hop limits 1-8 (the destination answers the last ones); every answer
+/// ICMPv6, Paris UDP and TCP SYN, hop limits 1-8 (the destination answers the last ones); every answer
 /// equals the one a guest on the lab itself gets (router, hop limit, type, labels,
 /// quoted hop limit), with the guest's own probe quoted byte for byte, and the truth's
 /// tunnel routers and destination answer. A hostile guest's spoofed sources, public
@@ -320,22 +349,22 @@ fn guests_behind_a_front_probe_over_ipv6(lab: &Lab, direct: &Guest) {
     ];
     let mut frames = 2;
     let mut sources = Vec::new();
-    for udp in [false, true] {
+    for kind in [Kind::Icmp, Kind::Udp, Kind::Tcp] {
         for hl in 1..=HOPS {
             let seq = u16::from(hl);
             let own = twin([192, 0, 2, 10]);
-            direct.send6(&Guest::probe6(own, dst, udp, hl, seq));
+            direct.send6(&Guest::probe6(own, dst, kind, hl, seq));
             let want = answer(&direct.recv6().expect("the lab answers its own guest"));
             for g in &guests {
-                let p = Guest::probe6(twin(g.addr.octets()), dst, udp, hl, seq);
+                let p = Guest::probe6(twin(g.addr.octets()), dst, kind, hl, seq);
                 g.send6(&p);
                 frames += 1;
                 let r = g.recv6().expect("an answer through the front");
                 assert_eq!(&r[24..40], &p[8..24], "to the guest");
-                assert_eq!(answer(&r), want, "udp {udp} hop limit {hl}");
+                assert_eq!(answer(&r), want, "{kind:?} hop limit {hl}");
                 sources.push(answer(&r).0.to_string());
-                if r[40] != vtnt_wire::icmp6_type::ECHO_REPLY {
-                    assert!(quotes_exactly(&r, &p), "udp {udp} hop limit {hl}: {r:02x?}");
+                if r[6] == vtnt_wire::proto::ICMPV6 && r[40] != vtnt_wire::icmp6_type::ECHO_REPLY {
+                    assert!(quotes_exactly(&r, &p), "{kind:?} hop limit {hl}: {r:02x?}");
                 }
             }
         }
@@ -358,7 +387,7 @@ fn guests_behind_a_front_probe_over_ipv6(lab: &Lab, direct: &Guest) {
         }
     }
     assert_eq!(sources.last(), Some(&dst.to_string()));
-    let probes = 2 * 2 * u64::from(HOPS);
+    let probes = 3 * 2 * u64::from(HOPS);
     let s = front_stats(&front.name, frames);
     let f = &s["forwarder"];
     assert_eq!(
@@ -366,9 +395,10 @@ fn guests_behind_a_front_probe_over_ipv6(lab: &Lab, direct: &Guest) {
         (Some(probes), Some(probes)),
         "{s}"
     );
+    // the second guest's identity moved once per protocol
     assert_eq!(
         (f["unmatched"].as_u64(), f["rewrites"].as_u64()),
-        (Some(0), Some(2)),
+        (Some(0), Some(3)),
         "{s}"
     );
     assert_eq!(s["front"]["probes_out6"].as_u64(), Some(probes), "{s}");
@@ -381,9 +411,9 @@ fn guests_behind_a_front_probe_over_ipv6(lab: &Lab, direct: &Guest) {
         .set_read_timeout(Some(Duration::from_millis(150)))
         .unwrap();
     for p in [
-        Guest::probe6(twin([8, 8, 8, 8]), dst, false, 64, 1),
-        Guest::probe6(twin([10, 254, 0, 99]), dst, false, 64, 1),
-        Guest::probe6(own, "2600::1".parse().unwrap(), false, 64, 1),
+        Guest::probe6(twin([8, 8, 8, 8]), dst, Kind::Icmp, 64, 1),
+        Guest::probe6(twin([10, 254, 0, 99]), dst, Kind::Icmp, 64, 1),
+        Guest::probe6(own, "2600::1".parse().unwrap(), Kind::Icmp, 64, 1),
     ] {
         h.send6(&p);
         frames += 1;
@@ -393,7 +423,7 @@ fn guests_behind_a_front_probe_over_ipv6(lab: &Lab, direct: &Guest) {
     // (200 frames: the front's socket buffer holds them all).
     let flood = 200;
     for k in 0..flood {
-        h.send6(&Guest::probe6(own, dst, true, 1, k as u16 + 100));
+        h.send6(&Guest::probe6(own, dst, Kind::Udp, 1, k as u16 + 100));
     }
     frames += flood;
     let s = front_stats(&front.name, frames);
