@@ -194,6 +194,10 @@ pub struct FrontArgs {
     /// The address probes leave from [default: the upstream's route source].
     #[arg(long)]
     public: Option<std::net::Ipv4Addr>,
+    /// The IPv6 address IPv6 probes leave from [default: the upstream's route source
+    /// towards the lab's IPv6 range, else the Internet's; none: IPv6 refused].
+    #[arg(long)]
+    public6: Option<std::net::Ipv6Addr>,
     /// Probes per second for all VMs together.
     #[arg(long, default_value_t = 1000)]
     pps: u32,
@@ -210,6 +214,7 @@ impl From<FrontArgs> for linux::FrontSettings {
         linux::FrontSettings {
             upstream: f.upstream,
             public: f.public,
+            public6: f.public6,
             pps: f.pps,
             allow_public: f.allow_public,
             vm_port: f.vm_port,

@@ -287,6 +287,18 @@ fn every_entry_point_refuses_before_any_probe() {
             "not an address of the upstream",
         ),
         (
+            "a front whose public IPv6 address is not the upstream's",
+            vec![
+                "lab",
+                "front",
+                "--name",
+                "vtntbadfront",
+                "--public6",
+                "2001:db8:7::7",
+            ],
+            "--public6 2001:db8:7::7: not an address of the upstream",
+        ),
+        (
             "a front with a rate beyond the ceiling",
             vec!["lab", "front", "--name", "vtntbadfront", "--pps", "900000"],
             "--pps 900000",
@@ -590,6 +602,18 @@ fn ipv6_jobs_where_the_runtime_or_lab_has_none_are_refused() {
         assert_eq!(code, Some(1), "{runtime}: {err}");
         assert!(err.contains(says), "{runtime}: {err}");
     }
+    // a front whose upstream had no IPv6 address names what is missing
+    let mut front = state.clone();
+    front["name"] = "old".into();
+    front["topology"] = vtnt_lab_linux::state::FRONT_TOPOLOGY.into();
+    std::fs::write(root.join(name).join("state.json"), front.to_string()).unwrap();
+    let (code, err) = run("vm", v6);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains("front `old` has no public IPv6 address") && err.contains("--public6"),
+        "{err}"
+    );
+    std::fs::write(root.join(name).join("state.json"), state.to_string()).unwrap();
     // IPv4 passes the IPv6 check and stops where the half-made lab's files end
     let (code, err) = run("native", "203.0.113.10");
     assert_eq!(code, Some(1), "{err}");

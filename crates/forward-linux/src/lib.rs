@@ -5,6 +5,12 @@
 //! which holds one probing policy and one rate budget for every VM behind it and hands
 //! each reply (ICMP errors by the probe they quote) back to the VM that sent the probe.
 //!
+//! IPv6 too: a guest's IPv6 address is the twin (`2001:db8:64::a.b.c.d`) of its IPv4
+//! one on the front's LAN; its IPv6 probes leave from the upstream's IPv6 address (its
+//! route source towards the lab's IPv6 range or the Internet, or `--public6`) through a
+//! raw IPv6 socket, and replies are read whole (traffic class and flow label included)
+//! from an `AF_PACKET` socket. Without an upstream IPv6 address, IPv6 probes are refused.
+//!
 //! Containers and processes need no front (`--net host`); a front is how many VMs share
 //! one address.
 //!
@@ -14,13 +20,13 @@
 
 use std::collections::HashMap;
 use std::fs;
-use std::net::{Ipv4Addr, UdpSocket};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::PathBuf;
 use std::time::{Duration, Instant as Wall};
 
 use vtnt_forward::{Config, Forwarder, InstanceId};
-use vtnt_lab::addr::Prefix;
+use vtnt_lab::addr::{from_v6, Prefix};
 use vtnt_lab::Instant;
 
 use vtnt_lab_linux::state::{
@@ -47,9 +53,17 @@ pub struct FrontOptions {
 struct FrontStats {
     vm_frames_in: u64,
     vm_frames_out: u64,
+    /// Probes sent, of both families; `probes_out6` of them IPv6.
     probes_out: u64,
+    probes_out6: u64,
+    /// Packets the forwarder refused (its counters say why).
     refused: u64,
+    /// Packets from a source off the front's LAN (never handed to the forwarder; a source
+    /// on it but not the guest's own is the forwarder's `refused_spoofed`).
+    spoofed: u64,
+    /// Replies handed to a VM, of both families; `replies_in6` of them IPv6.
     replies_in: u64,
+    replies_in6: u64,
     send_errors: u64,
 }
 
@@ -81,7 +95,26 @@ pub fn serve_front(opts: &FrontOptions) -> Result<(), Error> {
             .or_else(|_| vtnt_linux::route_source(Ipv4Addr::new(192, 0, 2, 1)))
             .map_err(|e| Error::msg(format!("no address to probe from upstream: {}", e.0)))?,
     };
+    let public6 = match o.public6 {
+        Some(p) if UdpSocket::bind((p, 0)).is_err() => {
+            return Err(Error::msg(format!(
+                "--public6 {p}: not an address of the upstream network namespace"
+            )))
+        }
+        Some(p) => Some(p),
+        // the lab's IPv6 range, else the Internet's; none: IPv6 probes are refused
+        None => [
+            LAB6_PROBE,
+            Ipv6Addr::new(0x2001, 0x4860, 0, 0, 0, 0, 0, 0x8888),
+        ]
+        .into_iter()
+        .find_map(|d| match vtnt_linux::route_source_ip(IpAddr::V6(d)) {
+            Ok(IpAddr::V6(a)) if !a.is_unicast_link_local() => Some(a),
+            _ => None,
+        }),
+    };
     let mut config = Config::new(public);
+    config.public6 = public6;
     config.pps = o.pps;
     config.burst = (o.pps / 100).max(1);
     config.policy.allow_public = o.allow_public;
@@ -92,6 +125,14 @@ pub fn serve_front(opts: &FrontOptions) -> Result<(), Error> {
         .map_err(|e| Error::msg(format!("raw ICMP socket: {e}")))?;
     let tcp = sys::raw_socket(libc::IPPROTO_TCP)
         .map_err(|e| Error::msg(format!("raw TCP socket: {e}")))?;
+    let v6 = match public6 {
+        Some(_) => Some((
+            sys::raw6_send_socket().map_err(|e| Error::msg(format!("raw IPv6 socket: {e}")))?,
+            sys::packet6_socket()
+                .map_err(|e| Error::msg(format!("AF_PACKET socket for IPv6: {e}")))?,
+        )),
+        None => None,
+    };
 
     let state = LabState {
         name: name.clone(),
@@ -107,10 +148,10 @@ pub fn serve_front(opts: &FrontOptions) -> Result<(), Error> {
         gateway: gateway.to_string(),
         vm_port,
         routes: Vec::new(),
-        vp_address6: None,
+        vp_address6: public6.map(|p| format!("{p}/128")),
         routes6: Vec::new(),
     };
-    let mut vms = VmFront::new(&lans);
+    let mut vms = VmFront::new(&lans).any_destination6();
     let vm_info = VmInfo::new(prefix, gateway, vm_port, &lans);
     publish(state_dir, &state, &vm_info)?;
     tracing::info!(
@@ -118,37 +159,54 @@ pub fn serve_front(opts: &FrontOptions) -> Result<(), Error> {
         vms = FRONT_PREFIX,
         vm_front = %format!("127.0.0.1:{vm_port}"),
         public = %public,
+        public6 = ?public6,
         "front serving"
     );
 
     let start = Wall::now();
     let now = || Instant::from_micros(start.elapsed().as_micros() as u64);
-    let mut instances: HashMap<Ipv4Addr, InstanceId> = HashMap::new();
+    // One instance per guest (its endpoint: its virtual NIC), bound to the address of
+    // its first packet and that address's IPv6 twin; other sources are refused (spoofed).
+    let mut instances: HashMap<SocketAddr, InstanceId> = HashMap::new();
     let mut buf = vec![0u8; 65536];
     let mut out = vec![0u8; 65536];
     let mut frame = Vec::with_capacity(2048);
     let mut io = FrontStats::default();
     let mut last_stats = Wall::now();
-    let fds = [udp.as_raw_fd(), icmp.as_raw_fd(), tcp.as_raw_fd()];
+    let mut fds = vec![udp.as_raw_fd(), icmp.as_raw_fd(), tcp.as_raw_fd()];
+    if let Some((_, recv6)) = &v6 {
+        fds.push(recv6.as_raw_fd());
+    }
     while !sys::stop_requested() {
         let wait_us = fwd.poll_timeout().map_or(200_000, |t| {
             t.as_micros().saturating_sub(now().as_micros()).min(200_000)
         });
         let ready = sys::poll_readable(&fds, wait_us)?;
         if ready[0] {
-            let (i, o) = vms.drain(&udp, &mut buf, |p| {
-                // IPv4 only: the forwarder's NAT has no IPv6 yet
-                if p.len() < 20 || p[0] >> 4 != 4 {
+            let (i, o) = vms.drain(&udp, &mut buf, |peer, p| {
+                let Some(guest) = guest_of(p).filter(|&g| prefix.contains(g) && g != gateway)
+                else {
+                    io.spoofed += 1;
                     return;
-                }
-                let src = Ipv4Addr::new(p[12], p[13], p[14], p[15]);
-                let id = *instances
-                    .entry(src)
-                    .or_insert_with(|| fwd.add_instance(src));
+                };
+                let id = *instances.entry(peer).or_insert_with(|| {
+                    let id = fwd.add_instance(guest);
+                    fwd.add_address(id, vtnt_lab::addr::to_v6(guest));
+                    id
+                });
                 match fwd.handle_instance_packet(now(), id, p, &mut out) {
                     Ok(len) => {
-                        let dst = Ipv4Addr::new(out[16], out[17], out[18], out[19]);
-                        match sys::raw_send(&send, &out[..len], dst) {
+                        let sent = match (&v6, out[0] >> 4) {
+                            (Some((send6, _)), 6) => {
+                                io.probes_out6 += 1;
+                                sys::raw6_send(send6, &out[..len])
+                            }
+                            _ => {
+                                let dst = Ipv4Addr::new(out[16], out[17], out[18], out[19]);
+                                sys::raw_send(&send, &out[..len], dst)
+                            }
+                        };
+                        match sent {
                             Ok(_) => io.probes_out += 1,
                             Err(_) => io.send_errors += 1,
                         }
@@ -159,10 +217,16 @@ pub fn serve_front(opts: &FrontOptions) -> Result<(), Error> {
             io.vm_frames_in += i;
             io.vm_frames_out += o;
         }
-        for (i, sock) in [(1, &icmp), (2, &tcp)] {
-            if ready[i] {
+        let recv6 = v6.as_ref().map(|(_, r)| r);
+        for (i, sock, read) in [
+            (1, Some(&icmp), sys::raw_recv as Recv),
+            (2, Some(&tcp), sys::raw_recv),
+            (3, recv6, sys::packet6_recv),
+        ] {
+            if let Some(sock) = sock.filter(|_| ready.get(i) == Some(&true)) {
                 upstream_in(
                     sock,
+                    read,
                     &mut fwd,
                     &vms,
                     &udp,
@@ -195,16 +259,37 @@ fn stats(io: &FrontStats, s: &vtnt_forward::Stats) -> serde_json::Value {
             "forwarded": s.forwarded, "delivered": s.delivered, "unmatched": s.unmatched,
             "rewrites": s.rewrites, "dropped_rate": s.dropped_rate, "table_full": s.table_full,
             "invalid": s.invalid, "expired": s.expired, "mappings": s.mappings,
+            "refused_spoofed": r.spoofed,
             "refused_policy": r.spoofed + r.not_unicast + r.public + r.public_rate
                 + r.excluded + r.lab_not_routed + r.other,
         },
     })
 }
 
-/// Replies read from one raw socket, handed to the VMs whose probes they answer.
+/// A destination of the lab's IPv6 range, whose route source is the upstream's address.
+const LAB6_PROBE: Ipv6Addr = Ipv6Addr::new(0x2001, 0xdb8, 0x64, 0, 0, 0, 0xcb00, 0x7101);
+
+/// Reads one packet from an upstream socket.
+type Recv = fn(&OwnedFd, &mut [u8]) -> std::io::Result<usize>;
+
+/// The IPv4 address of the guest that sent `p`: its IPv4 source, or the address whose
+/// twin its IPv6 source is.
+fn guest_of(p: &[u8]) -> Option<Ipv4Addr> {
+    match p.first()? >> 4 {
+        4 => Some(Ipv4Addr::new(*p.get(12)?, p[13], p[14], p[15])),
+        6 => {
+            let src: [u8; 16] = p.get(8..24)?.try_into().ok()?;
+            from_v6(Ipv6Addr::from(src))
+        }
+        _ => None,
+    }
+}
+
+/// Replies read from one upstream socket, handed to the VMs whose probes they answer.
 #[allow(clippy::too_many_arguments)]
 fn upstream_in(
     sock: &OwnedFd,
+    read: Recv,
     fwd: &mut Forwarder,
     vms: &VmFront,
     udp: &UdpSocket,
@@ -215,16 +300,36 @@ fn upstream_in(
     io: &mut FrontStats,
 ) {
     for _ in 0..512 {
-        let Ok(n) = sys::raw_recv(sock, buf) else {
+        let Ok(n) = read(sock, buf) else {
             break;
         };
+        if buf[0] >> 4 == 6 && !answer6(&buf[..n]) {
+            continue;
+        }
         if let Some((_, len)) = fwd.handle_upstream_packet(now, &buf[..n], out) {
             io.replies_in += 1;
+            io.replies_in6 += u64::from(out[0] >> 4 == 6);
             if let Some(peer) = vms.frame_for(&out[..len], frame) {
                 io.vm_frames_out += 1;
                 let _ = udp.send_to(frame, peer);
             }
         }
+    }
+}
+
+/// Whether an IPv6 packet the `AF_PACKET` socket saw is one the IPv4 side's raw ICMP
+/// and TCP sockets would have read: ICMPv6 errors and echo replies, TCP (neighbour
+/// discovery and the rest never reach the forwarder, whose unmatched count stays the
+/// count of replies to no probe).
+fn answer6(p: &[u8]) -> bool {
+    use vtnt_wire::icmp6_type as t;
+    match (p.get(6), p.get(40)) {
+        (Some(&vtnt_wire::proto::TCP), _) => true,
+        (Some(&vtnt_wire::proto::ICMPV6), Some(&ty)) => matches!(
+            ty,
+            t::DEST_UNREACH | t::PACKET_TOO_BIG | t::TIME_EXCEEDED | t::ECHO_REPLY
+        ),
+        _ => false,
     }
 }
 

@@ -2,14 +2,17 @@
 //! and identities swapped, every checksum that covers them fixed incrementally (RFC 1624,
 //! [`vtnt_wire::checksum::update`]) so that no other bit moves.
 //!
+//! IPv4 and IPv6 alike: IPv6 has no header checksum, but ICMPv6's checksum covers the
+//! pseudo-header (as UDP's and TCP's do), so an address change moves it too.
+//!
 //! Incremental, not recomputed, on purpose: a Paris ICMP probe's checksum changes by the
 //! same amount in every probe of its flow (so it stays constant), and a quoted header
 //! whose checksum a router left stale (quoted TTL changed, checksum not) comes back to
 //! the instance exactly as stale as it would have been without us.
 
-use core::net::Ipv4Addr;
+use core::net::IpAddr;
 
-use vtnt_wire::{checksum, icmpext, proto};
+use vtnt_wire::{checksum, icmp6_type, icmpext, ipv6, proto};
 
 /// The words changed under one checksum: one's-complement sums of old and new.
 #[derive(Debug, Clone, Copy, Default)]
@@ -36,15 +39,31 @@ fn set16(b: &mut [u8], at: usize, new: u16) -> Option<Change> {
     Some(Change { old, new })
 }
 
-/// Writes the address `new` at `at`; returns the change.
-fn set_addr(b: &mut [u8], at: usize, new: Ipv4Addr) -> Option<Change> {
-    let field = b.get_mut(at..at + 4)?;
+/// Writes the address `new` (4 or 16 bytes) at `at`; returns the change.
+fn set_addr(b: &mut [u8], at: usize, new: IpAddr) -> Option<Change> {
+    let octets = match new {
+        IpAddr::V4(a) => &a.octets()[..],
+        IpAddr::V6(a) => &a.octets()[..],
+    };
+    let field = b.get_mut(at..at + octets.len())?;
     let old = checksum::sum(field);
-    field.copy_from_slice(&new.octets());
+    field.copy_from_slice(octets);
     Some(Change {
         old,
-        new: checksum::sum(&new.octets()),
+        new: checksum::sum(octets),
     })
+}
+
+/// The sums of an address's old and new value, for the checksums over a pseudo-header.
+fn addr_change(old: IpAddr, new: IpAddr) -> Change {
+    let sum = |a: IpAddr| match a {
+        IpAddr::V4(a) => checksum::sum(&a.octets()),
+        IpAddr::V6(a) => checksum::sum(&a.octets()),
+    };
+    Change {
+        old: sum(old),
+        new: sum(new),
+    }
 }
 
 /// Applies `c` to the checksum at `at`; returns the change this made to that word.
@@ -53,30 +72,71 @@ fn fix(b: &mut [u8], at: usize, c: Change) -> Option<Change> {
     set16(b, at, checksum::update(old, c.old, c.new))
 }
 
-/// The IPv4 header length of the datagram at the start of `b`.
-pub(crate) fn ihl(b: &[u8]) -> Option<usize> {
-    Some(usize::from(b.first()? & 0x0f) * 4)
+/// Where an IP header (either version) keeps what is rewritten.
+#[derive(Debug, Clone, Copy)]
+struct Header {
+    /// Where the transport header starts.
+    len: usize,
+    src_at: usize,
+    dst_at: usize,
+    /// IPv4's header checksum; IPv6 has none.
+    checksum_at: Option<usize>,
+    v6: bool,
+}
+
+/// The header of the datagram at the start of `b`.
+fn header(b: &[u8]) -> Option<Header> {
+    match b.first()? >> 4 {
+        4 => Some(Header {
+            len: usize::from(b.first()? & 0x0f) * 4,
+            src_at: 12,
+            dst_at: 16,
+            checksum_at: Some(10),
+            v6: false,
+        }),
+        6 => Some(Header {
+            len: ipv6::header(b).ok()?.header_len,
+            src_at: 8,
+            dst_at: 24,
+            checksum_at: None,
+            v6: true,
+        }),
+        _ => None,
+    }
+}
+
+/// Writes `addr` at `at` of the header `h` and fixes its header checksum, if it has one.
+fn set_header_addr(b: &mut [u8], h: Header, at: usize, addr: IpAddr) -> Option<Change> {
+    let c = set_addr(b, at, addr)?;
+    match h.checksum_at {
+        Some(sum_at) => {
+            let mut all = c;
+            all.add(fix(b, sum_at, c)?);
+            Some(all)
+        }
+        None => Some(c),
+    }
 }
 
 /// One translation: an address and an identity, each from one value to another.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Swap {
-    pub addr: (Ipv4Addr, Ipv4Addr),
+    pub addr: (IpAddr, IpAddr),
     pub id: (u16, u16),
 }
 
 /// Where a transport header keeps its checksum.
 fn checksum_at(protocol: u8) -> usize {
     match protocol {
-        proto::ICMP => 2,
+        proto::ICMP | proto::ICMPV6 => 2,
         proto::UDP => 6,
         _ => 16,
     }
 }
 
 /// Sets the identity at `id_at` of the ICMP/UDP/TCP header at the start of `seg` to
-/// `swap.id.1` and fixes its checksum (when `checksum` says it is there), which for UDP
-/// and TCP also covers the pseudo-header address `swap.addr` changes. Returns what
+/// `swap.id.1` and fixes its checksum (when `checksum` says it is there), which for UDP,
+/// TCP and ICMPv6 also covers the pseudo-header address `swap.addr` changes. Returns what
 /// changed in `seg`, for an ICMP message that quotes it.
 fn transport(
     seg: &mut [u8],
@@ -91,10 +151,7 @@ fn transport(
     }
     let mut covered = changed;
     if protocol != proto::ICMP {
-        covered.add(Change {
-            old: checksum::sum(&swap.addr.0.octets()),
-            new: checksum::sum(&swap.addr.1.octets()),
-        });
+        covered.add(addr_change(swap.addr.0, swap.addr.1));
     }
     let at = checksum_at(protocol);
     if protocol == proto::UDP {
@@ -115,9 +172,13 @@ fn transport(
     Some(changed)
 }
 
+fn is_icmp(protocol: u8) -> bool {
+    matches!(protocol, proto::ICMP | proto::ICMPV6)
+}
+
 /// Where the identity sits in a probe's transport header: ICMP ident, UDP/TCP source port.
 fn id_at(protocol: u8) -> usize {
-    if protocol == proto::ICMP {
+    if is_icmp(protocol) {
         4
     } else {
         0
@@ -126,10 +187,9 @@ fn id_at(protocol: u8) -> usize {
 
 /// A probe leaving: source address `swap.addr`, identity `swap.id`.
 pub(crate) fn probe(pkt: &mut [u8], protocol: u8, swap: Swap) -> Option<()> {
-    let h = ihl(pkt)?;
-    let c = set_addr(pkt, 12, swap.addr.1)?;
-    fix(pkt, 10, c)?;
-    transport(pkt.get_mut(h..)?, protocol, id_at(protocol), swap, true)?;
+    let h = header(pkt)?;
+    set_header_addr(pkt, h, h.src_at, swap.addr.1)?;
+    transport(pkt.get_mut(h.len..)?, protocol, id_at(protocol), swap, true)?;
     Some(())
 }
 
@@ -137,50 +197,68 @@ pub(crate) fn probe(pkt: &mut [u8], protocol: u8, swap: Swap) -> Option<()> {
 /// destination address is `swap.addr`, the identity (echo ident, destination port)
 /// `swap.id`.
 pub(crate) fn answer(pkt: &mut [u8], protocol: u8, swap: Swap) -> Option<()> {
-    let h = ihl(pkt)?;
-    let c = set_addr(pkt, 16, swap.addr.1)?;
-    fix(pkt, 10, c)?;
-    let id_at = if protocol == proto::ICMP { 4 } else { 2 };
-    transport(pkt.get_mut(h..)?, protocol, id_at, swap, true)?;
+    let h = header(pkt)?;
+    set_header_addr(pkt, h, h.dst_at, swap.addr.1)?;
+    let id_at = if is_icmp(protocol) { 4 } else { 2 };
+    transport(pkt.get_mut(h.len..)?, protocol, id_at, swap, true)?;
     Some(())
 }
 
-/// An ICMP error coming back: its destination and, in the packet it quotes (protocol
-/// `quoted`), the source address become `swap.addr.1`, the quoted identity `swap.id.1`, with the
-/// quoted IP header checksum and transport checksum (where quoted), and the ICMP checksum
-/// over it all. RFC 4884 extensions, behind the quote, are not touched.
+/// An ICMP or ICMPv6 error coming back: its destination and, in the packet it quotes
+/// (protocol `quoted`), the source address become `swap.addr.1`, the quoted identity
+/// `swap.id.1`, with the quoted IPv4 header checksum and transport checksum (where
+/// quoted), and the ICMP checksum over it all (ICMPv6's also over the destination in its
+/// pseudo-header). RFC 4884 extensions, behind the quote, are not touched.
 pub(crate) fn error(pkt: &mut [u8], quoted: u8, swap: Swap) -> Option<()> {
-    let h = ihl(pkt)?;
-    let icmp = pkt.get_mut(h..)?;
+    let h = header(pkt)?;
+    let family = if h.v6 {
+        icmpext::Family::V6
+    } else {
+        icmpext::Family::V4
+    };
+    let icmp = pkt.get_mut(h.len..)?;
     // How much of the original datagram the message holds (RFC 4884: its length field,
     // else 128 bytes when extensions follow), and how long that datagram was.
-    let quote_len = match *icmp.get(5)? {
-        0 if icmpext::find(icmp).is_some() => icmpext::MIN_QUOTE_LEN,
+    let has_ext = |icmp: &[u8]| match family {
+        icmpext::Family::V4 => icmpext::find(icmp).is_some(),
+        icmpext::Family::V6 => icmpext::find_v6(icmp).is_some(),
+    };
+    // ICMPv6's packet too big has its MTU where the others have the length field, and no
+    // extensions.
+    let too_big = h.v6 && *icmp.first()? == icmp6_type::PACKET_TOO_BIG;
+    let quote_len = match *icmp.get(family.length_at())? {
+        _ if too_big => icmp.len().saturating_sub(icmpext::QUOTE_OFFSET),
+        0 if has_ext(icmp) => icmpext::MIN_QUOTE_LEN,
         0 => icmp.len().saturating_sub(icmpext::QUOTE_OFFSET),
-        words => usize::from(words) * 4,
+        words => usize::from(words) * family.word(),
     };
     let q = icmpext::QUOTE_OFFSET;
-    let original = usize::from(get16(icmp, q + 2)?);
-    let qh = ihl(icmp.get(q..)?)?;
-    let mut changed = set_addr(icmp, q + 12, swap.addr.1)?;
-    let header = changed;
-    changed.add(fix(icmp, q + 10, header)?);
+    let qh = header(icmp.get(q..)?)?;
+    let original = if qh.v6 {
+        ipv6::HEADER_LEN + usize::from(get16(icmp, q + 4)?)
+    } else {
+        usize::from(get16(icmp, q + 2)?)
+    };
+    let mut changed = set_header_addr(icmp.get_mut(q..)?, qh, qh.src_at, swap.addr.1)?;
     // The transport checksum counts as quoted when the quote and the original datagram
     // reach past it; a zero TCP checksum is taken for padding (a router that quoted 28
     // bytes and padded to 128 for its extensions), at the price of leaving the one
     // probe in 65,536 whose checksum really is zero with the public one.
-    let csum_at = qh + checksum_at(quoted);
+    let csum_at = qh.len + checksum_at(quoted);
     let has_checksum = csum_at + 2 <= quote_len.min(original)
         && (quoted != proto::TCP || get16(icmp, q + csum_at)? != 0);
     changed.add(transport(
-        icmp.get_mut(q + qh..)?,
+        icmp.get_mut(q + qh.len..)?,
         quoted,
         id_at(quoted),
         swap,
         has_checksum,
     )?);
+    if h.v6 {
+        // the message's own destination, in ICMPv6's pseudo-header
+        changed.add(addr_change(swap.addr.0, swap.addr.1));
+    }
     fix(icmp, 2, changed)?;
-    let c = set_addr(pkt, 16, swap.addr.1)?;
-    fix(pkt, 10, c)?;
+    set_header_addr(pkt, h, h.dst_at, swap.addr.1)?;
     Some(())
 }

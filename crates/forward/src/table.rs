@@ -19,7 +19,7 @@
 use alloc::collections::BTreeSet;
 use alloc::vec::Vec;
 use core::hash::{BuildHasherDefault, Hasher};
-use core::net::Ipv4Addr;
+use core::net::IpAddr;
 use core::time::Duration;
 
 use hashbrown::HashMap;
@@ -30,14 +30,14 @@ use vtnt_wire::proto;
 use crate::InstanceId;
 
 /// What a reply is matched by: protocol, destination of the probes, public identity.
-pub(crate) type PublicKey = (u8, Ipv4Addr, u16);
+pub(crate) type PublicKey = (u8, IpAddr, u16);
 
 /// The instance's side of a flow.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) struct InnerKey {
     pub instance: InstanceId,
     pub proto: u8,
-    pub dst: Ipv4Addr,
+    pub dst: IpAddr,
     pub id: u16,
 }
 
@@ -132,7 +132,7 @@ impl Table {
             return Err(Full);
         }
         let free = |id: u16| {
-            (id != 0 || key.proto == proto::ICMP)
+            (id != 0 || matches!(key.proto, proto::ICMP | proto::ICMPV6))
                 && !self.by_public.contains_key(&(key.proto, key.dst, id))
         };
         let public_id = (0..=u16::MAX)
@@ -225,7 +225,9 @@ impl Table {
 mod tests {
     use super::*;
 
-    const DST: Ipv4Addr = Ipv4Addr::new(203, 0, 113, 7);
+    use core::net::Ipv4Addr;
+
+    const DST: IpAddr = IpAddr::V4(Ipv4Addr::new(203, 0, 113, 7));
 
     fn key(instance: u32, proto: u8, id: u16) -> InnerKey {
         InnerKey {

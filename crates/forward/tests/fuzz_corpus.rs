@@ -25,7 +25,7 @@ fn record(kind: u8, p: &[u8]) -> Vec<u8> {
 fn upstream() -> Vec<Vec<u8>> {
     let (_, _, sent) = body::forwarder();
     sent.iter()
-        .flat_map(|(_, p)| body::support::replies(p, 1))
+        .flat_map(|(_, p)| body::support::replies_any(p, 1))
         .map(|r| record(0, &r))
         .collect()
 }
@@ -102,13 +102,30 @@ fn forward_packet_corpus() {
 fn write_seed_corpus() {
     let dir = corpus_dir();
     std::fs::create_dir_all(&dir).unwrap();
-    let kinds = ["icmp", "icmp_moved", "udp", "tcp"];
+    let kinds = ["icmp", "icmp_moved", "udp", "tcp", "icmp6", "udp6", "tcp6"];
     let (_, _, sent) = body::forwarder();
     let mut all = Vec::new();
     for (k, ((original, p), at)) in sent.iter().zip(body::SENDERS).enumerate() {
-        let replies = body::support::replies(p, 1);
-        let names: &[&str] = match replies.len() {
-            5 => &["te", "te_whole", "te_mpls", "te_mpls_short", "answer"],
+        let replies = body::support::replies_any(p, 1);
+        let names: &[&str] = match (replies.len(), p[0] >> 4) {
+            (5, 4) => &["te", "te_whole", "te_mpls", "te_mpls_short", "answer"],
+            (6, 6) => &[
+                "te",
+                "te_whole",
+                "te_mpls",
+                "te_mpls_short",
+                "too_big",
+                "answer",
+            ],
+            (_, 6) => &[
+                "te",
+                "te_whole",
+                "te_mpls",
+                "te_mpls_short",
+                "too_big",
+                "unreachable",
+                "answer",
+            ],
             _ => &[
                 "te",
                 "te_whole",

@@ -166,6 +166,9 @@ pub struct FrontSettings {
     /// The upstream's address the probes leave from (`None`: the one its routes choose
     /// towards the lab ranges, else towards the Internet).
     pub public: Option<Ipv4Addr>,
+    /// The upstream's IPv6 address IPv6 probes leave from (`None`: the one its routes
+    /// choose towards the lab's IPv6 range, else the Internet; none: IPv6 is refused).
+    pub public6: Option<std::net::Ipv6Addr>,
     /// Probes per second for all VMs together.
     pub pps: u32,
     /// Public targets may be probed (the operator's consent).
@@ -224,6 +227,9 @@ fn start_front(up: &FrontUpOptions, dir: &Path) -> Result<LabState, Error> {
     }
     if let Some(p) = o.public {
         cmd.args(["--public", &p.to_string()]);
+    }
+    if let Some(p) = o.public6 {
+        cmd.args(["--public6", &p.to_string()]);
     }
     if o.allow_public {
         cmd.arg("--allow-public");

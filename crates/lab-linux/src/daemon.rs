@@ -176,7 +176,7 @@ pub fn serve(o: &ServeOptions) -> Result<(), Error> {
             }
         }
         if ready[1] {
-            let (i, o) = vms.drain(&udp, &mut buf, |p| lab.handle_packet(now(), Port(0), p));
+            let (i, o) = vms.drain(&udp, &mut buf, |_, p| lab.handle_packet(now(), Port(0), p));
             io.vm_frames_in += i;
             io.vm_frames_out += o;
         }

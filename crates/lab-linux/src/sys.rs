@@ -259,3 +259,98 @@ pub fn raw_recv(fd: &OwnedFd, buf: &mut [u8]) -> io::Result<usize> {
     }
     Ok(n as usize)
 }
+
+/// A raw IPv6 socket for sending complete IPv6 packets (`IPPROTO_RAW`: Linux takes the
+/// header from the packet, hop limit, traffic class and flow label included), non-blocking.
+pub fn raw6_send_socket() -> io::Result<OwnedFd> {
+    // SAFETY: socket(2) has no memory arguments; the returned fd is owned by us.
+    let fd = unsafe {
+        libc::socket(
+            libc::AF_INET6,
+            libc::SOCK_RAW | libc::SOCK_NONBLOCK,
+            libc::IPPROTO_RAW,
+        )
+    };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: fd is a fresh descriptor nobody else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Sends a complete IPv6 packet (header included) on a [`raw6_send_socket`] to the
+/// destination in its header.
+pub fn raw6_send(fd: &OwnedFd, packet: &[u8]) -> io::Result<usize> {
+    let dst: [u8; 16] = packet
+        .get(24..40)
+        .and_then(|d| d.try_into().ok())
+        .ok_or_else(|| io::Error::from(io::ErrorKind::InvalidInput))?;
+    // SAFETY: an all-zero sockaddr_in6 is valid; family and address are set below.
+    let mut sin6: libc::sockaddr_in6 = unsafe { std::mem::zeroed() };
+    sin6.sin6_family = libc::AF_INET6 as libc::sa_family_t;
+    sin6.sin6_addr.s6_addr = dst;
+    // SAFETY: buffer pointer/length describe `packet`; sockaddr pointer/length describe
+    // `sin6`, alive for the call.
+    let n = unsafe {
+        libc::sendto(
+            fd.as_raw_fd(),
+            packet.as_ptr() as *const libc::c_void,
+            packet.len(),
+            0,
+            &sin6 as *const libc::sockaddr_in6 as *const libc::sockaddr,
+            std::mem::size_of::<libc::sockaddr_in6>() as libc::socklen_t,
+        )
+    };
+    if n < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(n as usize)
+}
+
+/// An `AF_PACKET` socket receiving every IPv6 packet of this namespace's interfaces
+/// whole, from its IPv6 header on (raw IPv6 sockets hand over the payload only, and a
+/// rebuilt header would lose the traffic class and flow label), non-blocking.
+pub fn packet6_socket() -> io::Result<OwnedFd> {
+    let protocol = (libc::ETH_P_IPV6 as u16).to_be();
+    // SAFETY: socket(2) has no memory arguments; the returned fd is owned by us.
+    let fd = unsafe {
+        libc::socket(
+            libc::AF_PACKET,
+            libc::SOCK_DGRAM | libc::SOCK_NONBLOCK,
+            libc::c_int::from(protocol),
+        )
+    };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: fd is a fresh descriptor nobody else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Receives one IPv6 packet arriving at this namespace from a [`packet6_socket`] (those
+/// it sends itself are skipped); `Err(WouldBlock)` when none waits.
+pub fn packet6_recv(fd: &OwnedFd, buf: &mut [u8]) -> io::Result<usize> {
+    loop {
+        // SAFETY: an all-zero sockaddr_ll is valid; recvfrom fills it.
+        let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
+        let mut len = std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t;
+        // SAFETY: pointer/length describe `buf`, writable for the call; `sll` and `len`
+        // are live and `len` holds the size of `sll`.
+        let n = unsafe {
+            libc::recvfrom(
+                fd.as_raw_fd(),
+                buf.as_mut_ptr() as *mut libc::c_void,
+                buf.len(),
+                0,
+                &mut sll as *mut libc::sockaddr_ll as *mut libc::sockaddr,
+                &mut len,
+            )
+        };
+        if n < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        if sll.sll_pkttype != libc::PACKET_OUTGOING {
+            return Ok(n as usize);
+        }
+    }
+}

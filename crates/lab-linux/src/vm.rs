@@ -13,7 +13,9 @@
 //! neighbour solicitations as it answers ARP (proxy, [`crate::ndp`]; duplicate address
 //! detection is left unanswered unless another guest holds the address) and their router
 //! solicitations with a router advertisement, and hands IPv6 packets between lab
-//! addresses to the lab; multicast, link-local and MLD traffic stop at the front.
+//! addresses to the lab; multicast, link-local and MLD traffic stop at the front. A
+//! front onto a real network ([`VmFront::any_destination6`]) hands on IPv6 packets to any
+//! global unicast destination, not only the lab's.
 
 use std::collections::HashMap;
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
@@ -54,6 +56,8 @@ pub struct VmFront {
     lans: Vec<(Prefix, Ipv4Addr)>,
     guests: HashMap<Ipv4Addr, Guest>,
     dhcp: DhcpServer,
+    /// IPv6 packets to any unicast destination are handed on, not only to lab addresses.
+    any_destination6: bool,
 }
 
 fn be16(b: &[u8], at: usize) -> u16 {
@@ -73,13 +77,13 @@ fn ip6(b: &[u8]) -> Ipv6Addr {
 
 impl VmFront {
     /// Reads every frame waiting on the front's socket `udp` (up to a batch): answers
-    /// what the front answers itself and hands each guest's IPv4 packet to `ip`. Returns
-    /// (frames in, frames out).
+    /// what the front answers itself and hands each guest's IP packet to `ip`, with the
+    /// guest's endpoint. Returns (frames in, frames out).
     pub fn drain(
         &mut self,
         udp: &UdpSocket,
         buf: &mut [u8],
-        mut ip: impl FnMut(&[u8]),
+        mut ip: impl FnMut(SocketAddr, &[u8]),
     ) -> (u64, u64) {
         let (mut frames_in, mut frames_out) = (0, 0);
         for _ in 0..512 {
@@ -92,7 +96,7 @@ impl VmFront {
                     frames_out += 1;
                     let _ = udp.send_to(&r, peer);
                 }
-                FrameAction::Ip(p) => ip(p),
+                FrameAction::Ip(p) => ip(peer, p),
                 FrameAction::Ignore => {}
             }
         }
@@ -105,7 +109,25 @@ impl VmFront {
             lans: lans.iter().map(|l| (l.prefix, l.gateway)).collect(),
             guests: HashMap::new(),
             dhcp: DhcpServer::new(lans),
+            any_destination6: false,
         }
+    }
+
+    /// Hands on guests' IPv6 packets to any unicast destination that is neither
+    /// link-local nor loopback (a front onto a real network), not only to lab addresses.
+    pub fn any_destination6(mut self) -> VmFront {
+        self.any_destination6 = true;
+        self
+    }
+
+    /// Whether a guest's IPv6 packet to `dst` is handed on.
+    fn forwards6(&self, dst: Ipv6Addr) -> bool {
+        from_v6(dst).is_some()
+            || (self.any_destination6
+                && !(dst.is_multicast()
+                    || dst.is_unicast_link_local()
+                    || dst.is_loopback()
+                    || dst.is_unspecified()))
     }
 
     /// Whether `addr` is on one of the front's LANs.
@@ -186,7 +208,7 @@ impl VmFront {
                 if let Some(s) = ndp::solicitation(p) {
                     return self.solicited(peer, src_mac, s);
                 }
-                if src4.is_none() || from_v6(dst).is_none() {
+                if src4.is_none() || !self.forwards6(dst) {
                     return FrameAction::Ignore;
                 }
                 let total = (IPV6_LEN + usize::from(be16(p, 4))).min(p.len());
@@ -554,6 +576,22 @@ mod tests {
             v.handle_frame(peer, &frame6(m, &p[..39])),
             FrameAction::Ignore
         );
+        // a front onto a real network hands on any global unicast destination; still
+        // not multicast, link-local or loopback
+        let public = packet("2001:db8:64::afd:1319", "2600::1", 17, 8);
+        assert_eq!(
+            v.handle_frame(peer, &frame6(m, &public)),
+            FrameAction::Ignore
+        );
+        let mut v = v.any_destination6();
+        assert_eq!(
+            v.handle_frame(peer, &frame6(m, &public)),
+            FrameAction::Ip(&public)
+        );
+        for dst in ["ff02::1", "fe80::1", "::1"] {
+            let p = packet("2001:db8:64::afd:1319", dst, 17, 8);
+            assert_eq!(v.handle_frame(peer, &frame6(m, &p)), FrameAction::Ignore);
+        }
     }
 
     /// Rewrites the seeds of the `vm_frames` fuzz target (crates/lab-linux/fuzz):

@@ -35,7 +35,10 @@ mod tx_stamps;
 pub use clock::{Clock, KernelStamps};
 pub use event_loop::{run, run_until, run_watched, LoopStats};
 pub use host::is_root;
-pub use route::{interface_mtu, lab_access, own_addresses, own_links, route_source, RouteSources};
+pub use route::{
+    interface_mtu, lab_access, own_addresses, own_links, route_source, route_source_ip,
+    RouteSources,
+};
 pub use sockets::{RawSockets, Sent};
 pub use vtnt_engine::Prober;
 pub use vtnt_record::Instant;

@@ -152,6 +152,15 @@ fn rates_and_sources() {
         check_source(a("8.8.8.8"), &own),
         Err(Refusal::Spoofed(a("8.8.8.8")))
     );
+    let own6: [core::net::Ipv6Addr; 1] = ["2001:db8:64::a00:2".parse().unwrap()];
+    assert!(v6::check_source6(own6[0], &own6).is_ok());
+    let other: core::net::Ipv6Addr = "2001:db8:64::a00:3".parse().unwrap();
+    let refused = v6::check_source6(other, &own6);
+    assert_eq!(refused, Err(Refusal::V6(other, v6::Why6::Spoofed)));
+    assert_eq!(
+        refused.unwrap_err().to_string(),
+        "source 2001:db8:64::a00:3 is not an address of this prober: vTNT does not spoof"
+    );
 }
 
 #[test]

@@ -121,6 +121,8 @@ pub enum Why6 {
     PublicRate(u32),
     /// In a lab range that no route leads to a lab from here.
     LabNotRouted,
+    /// A source address that is not the prober's own ([`check_source6`]).
+    Spoofed,
 }
 
 /// Writes the refusal of `a` for `why`.
@@ -139,6 +141,20 @@ pub(crate) fn explain(f: &mut fmt::Formatter<'_>, a: Ipv6Addr, why: Why6) -> fmt
             f,
             "{a} is a lab address but no lab is reachable here (no route other than a default route leads there)"
         ),
+        Why6::Spoofed => write!(
+            f,
+            "source {a} is not an address of this prober: vTNT does not spoof"
+        ),
+    }
+}
+
+/// [`crate::check_source`] for IPv6: `src` must be one of `own`.
+#[cfg(feature = "ipv6")]
+pub fn check_source6(src: Ipv6Addr, own: &[Ipv6Addr]) -> Result<(), crate::Refusal> {
+    if own.contains(&src) {
+        Ok(())
+    } else {
+        Err(crate::Refusal::V6(src, Why6::Spoofed))
     }
 }
 

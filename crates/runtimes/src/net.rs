@@ -233,8 +233,8 @@ impl Network {
                     Some(_) => Ok(()),
                     None if state.topology == vtnt_lab_linux::state::FRONT_TOPOLOGY => {
                         Err(Error::Network(format!(
-                            "IPv6 target {v6}: front `{name}` forwards IPv4 only (its NAT has \
-                             no IPv6 yet)"
+                            "IPv6 target {v6}: front `{name}` has no public IPv6 address (its \
+                             upstream has none routed: give one with `vtnt lab front --public6`)"
                         )))
                     }
                     None => Err(Error::Network(format!(
@@ -381,6 +381,7 @@ impl Front {
             front: vtnt_lab_linux::FrontSettings {
                 upstream: Some(vtnt_lab_linux::lab_state(lab)?.netns),
                 public: None,
+                public6: None,
                 pps,
                 allow_public: false,
                 vm_port: 0,
