@@ -66,14 +66,6 @@ sockopt_impl!(
     libc::IP_MTU_DISCOVER,
     libc::c_int
 );
-sockopt_impl!(
-    /// The same for an IPv6 socket (`IPV6_MTU_DISCOVER`).
-    Pmtu6Discover,
-    SetOnly,
-    libc::IPPROTO_IPV6,
-    libc::IPV6_MTU_DISCOVER,
-    libc::c_int
-);
 
 /// Whether `packet` is an IPv6 one (its version nibble).
 fn is_ipv6(packet: &[u8]) -> bool {

@@ -19,6 +19,16 @@ use nix::sys::socket::{
 use crate::tx_stamps::TxStamps;
 use crate::{Clock, Error, Instant};
 
+use nix::{setsockopt_impl, sockopt_impl};
+sockopt_impl!(
+    /// How the kernel treats the path MTU of a socket's packets (`IPV6_MTU_DISCOVER`).
+    Pmtu6Discover,
+    SetOnly,
+    nix::libc::IPPROTO_IPV6,
+    nix::libc::IPV6_MTU_DISCOVER,
+    nix::libc::c_int
+);
+
 /// The fixed IPv6 header's length.
 const HEADER_LEN: usize = 40;
 
@@ -68,11 +78,7 @@ impl Raw6 {
         // interface's MTU would otherwise fail with EMSGSIZE)
         set(
             "IPV6_MTU_DISCOVER",
-            setsockopt(
-                &send,
-                crate::sockets::Pmtu6Discover,
-                &nix::libc::IPV6_PMTUDISC_PROBE,
-            ),
+            setsockopt(&send, Pmtu6Discover, &nix::libc::IPV6_PMTUDISC_PROBE),
         )?;
         let tx = if tx_stamps {
             TxStamps::enable(send.as_fd())
