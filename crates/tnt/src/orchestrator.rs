@@ -36,6 +36,7 @@ use crate::classify::{
     classify, frpla_base, hop_metrics, Candidate, Classification, ClassifyOptions, Role, Trigger,
     TunnelClass,
 };
+use crate::dense::Dense;
 use crate::output::{
     build_result, PingPurpose, RecordRole, RoleRecord, Summary, Tested, TntError, TntResult,
 };
@@ -196,7 +197,7 @@ pub struct Tnt {
     pings: BTreeMap<IpAddr, PingEntry>,
     revelations: BTreeMap<RevKey, RevEntry>,
     ready: VecDeque<(MeasurementTag, Measurement)>,
-    outstanding: BTreeMap<MeasurementTag, Purpose>,
+    outstanding: Dense<Purpose>,
     next_tag: u64,
     results: VecDeque<TntResult>,
     summary: Summary,
@@ -223,7 +224,7 @@ impl Tnt {
             pings: BTreeMap::new(),
             revelations: BTreeMap::new(),
             ready: VecDeque::new(),
-            outstanding: BTreeMap::new(),
+            outstanding: Dense::new(),
             next_tag: 1,
             results: VecDeque::new(),
             summary: Summary::default(),
@@ -278,7 +279,7 @@ impl Tnt {
     /// ignored; a record of the wrong kind fails the measurement (a trace's with
     /// [`TntError::NotATrace`]).
     pub fn handle_record(&mut self, tag: MeasurementTag, record: Record) {
-        let Some(purpose) = self.outstanding.remove(&tag) else {
+        let Some(purpose) = self.outstanding.remove(tag.0) else {
             return;
         };
         match (purpose, record) {
@@ -319,7 +320,7 @@ impl Tnt {
 
     /// The engine refused (or lost) the measurement `tag`: the target goes on without it.
     pub fn handle_measurement_error(&mut self, tag: MeasurementTag, error: MeasurementError) {
-        if let Some(p) = self.outstanding.remove(&tag) {
+        if let Some(p) = self.outstanding.remove(tag.0) {
             self.failed(p, TntError::Measurement(error));
         }
     }
@@ -383,7 +384,7 @@ impl Tnt {
     fn queue(&mut self, purpose: Purpose, measurement: Measurement) {
         let tag = MeasurementTag(self.next_tag);
         self.next_tag += 1;
-        self.outstanding.insert(tag, purpose);
+        self.outstanding.insert(tag.0, purpose);
         self.ready.push_back((tag, measurement));
     }
 
