@@ -3,8 +3,8 @@
 //! Internals: each running measurement sits in a slot and wants, at any moment, one of
 //! three things ([`Wake`]): to send a probe now (it is then in the FIFO `ready` queue,
 //! which gives round-robin among measurements with a probe due), a call back at an
-//! instant (one entry in the ordered `timers` set: a reply deadline, a `wait_probe` gap or
-//! a ping interval), or to be collected (its record becomes an [`Event`]). Replies find
+//! instant (its one timer in [`Timers`]: a reply deadline, a `wait_probe` gap or a ping
+//! interval), or to be collected (its record becomes an [`Event`]). Replies find
 //! their slot through the flow key map (see [`crate::flow`]). Wishes are read on the
 //! engine's own clock, the latest time any call gave: a reply's older receive time dates
 //! the reply but never makes a queued probe look not yet due (which once left it in
@@ -12,7 +12,7 @@
 //! verifies that every slot is in one of the two.
 
 use alloc::boxed::Box;
-use alloc::collections::{BTreeMap, BTreeSet, VecDeque};
+use alloc::collections::{BTreeMap, VecDeque};
 use alloc::vec::Vec;
 use core::net::IpAddr;
 
@@ -24,6 +24,7 @@ use crate::flow::{self, Addr, Flow, FlowKey, IdPool, Vary};
 use crate::pacer::Pacer;
 use crate::ping::PingState;
 use crate::probe;
+use crate::timers::Timers;
 use crate::trace::{Outcome, TraceState, Wake};
 use crate::{Instant, Measurement, MeasurementError, NoSource};
 use vtnt_rng::Rng;
@@ -104,8 +105,6 @@ struct Slot {
     key: FlowKey,
     /// The key's id came from the pool (give it back at the end).
     pooled: bool,
-    /// The entry this slot has in `timers`.
-    timer: Option<Instant>,
     /// An entry for this slot is in `ready`.
     in_ready: bool,
     run: Active,
@@ -144,7 +143,8 @@ pub struct Engine {
     active: usize,
     keys: BTreeMap<FlowKey, usize>,
     ready: VecDeque<usize>,
-    timers: BTreeSet<(Instant, usize)>,
+    /// Each slot's timer, by slot index.
+    timers: Timers,
     events: VecDeque<Event>,
     stats: Stats,
     /// The latest time any call gave: the scheduling clock, which never goes backwards
@@ -173,7 +173,7 @@ impl Engine {
             active: 0,
             keys: BTreeMap::new(),
             ready: VecDeque::new(),
-            timers: BTreeSet::new(),
+            timers: Timers::default(),
             events: VecDeque::new(),
             stats: Stats::default(),
             now: Instant::ZERO,
@@ -415,7 +415,7 @@ impl Engine {
     /// probe is due, the pacer's next send time (possibly in the past: send now).
     #[must_use]
     pub fn poll_timeout(&self) -> Option<Instant> {
-        let timer = self.timers.first().map(|&(t, _)| t);
+        let timer = self.timers.first();
         // With several probes waiting, wake when the pacer lets them all go at once (up to
         // its burst) rather than once per token: same rate, fewer wakeups.
         let send = (!self.ready.is_empty()).then(|| self.pacer.next_batch(self.ready.len()));
@@ -469,7 +469,7 @@ impl Engine {
     /// Checks the scheduler's bookkeeping: every running measurement waits on a timer or
     /// in the send queue, and the queue and the timers name only running measurements,
     /// each once. A measurement in neither would never send, time out or finish, and the
-    /// engine would never become idle. O(running measurements); the simulated drivers of
+    /// engine would never become idle. O(n log n) in running measurements; the simulated drivers of
     /// the tests and of `vtnt bench soak` call it every few rounds.
     pub fn check(&self) -> Result<(), Stranded> {
         let mut queued = alloc::vec![false; self.slots.len()];
@@ -487,13 +487,19 @@ impl Engine {
                 }
             }
         }
-        for &(t, i) in &self.timers {
-            if self.slots.get(i).and_then(Option::as_ref).map(|s| s.timer) != Some(Some(t)) {
+        for (i, _) in self.timers.iter() {
+            if self.slots.get(i).and_then(Option::as_ref).is_none() {
                 return Err(Stranded {
                     slot: i,
-                    what: "a timer that is not its slot's",
+                    what: "a timer of no running measurement",
                 });
             }
+        }
+        if !self.timers.consistent() {
+            return Err(Stranded {
+                slot: self.slots.len(),
+                what: "a timer missing from the timer heap",
+            });
         }
         let mut running = 0;
         for (i, s) in self.slots.iter().enumerate() {
@@ -505,7 +511,7 @@ impl Engine {
                     what: "a slot marked queued but not in the queue",
                 });
             }
-            if s.timer.is_none() && !s.in_ready {
+            if self.timers.get(i).is_none() && !s.in_ready {
                 return Err(Stranded {
                     slot: i,
                     what: "a running measurement with no timer and no probe queued",
@@ -523,13 +529,8 @@ impl Engine {
 
     /// Fires every timer up to `now`.
     fn advance(&mut self, now: Instant) {
-        while let Some(&(t, i)) = self.timers.first() {
-            if t > now {
-                break;
-            }
-            self.timers.pop_first();
+        while let Some(i) = self.timers.pop_due(now) {
             if let Some(slot) = self.slots[i].as_mut() {
-                slot.timer = None;
                 if let Active::Trace(t) = &mut slot.run {
                     t.on_timer(now);
                 }
@@ -576,21 +577,19 @@ impl Engine {
         let Some(slot) = self.slots[i].as_mut() else {
             return;
         };
-        if let Some(t) = slot.timer.take() {
-            self.timers.remove(&(t, i));
-        }
         match slot.run.wake(now) {
             Wake::Send => {
+                self.timers.cancel(i);
                 if !slot.in_ready {
                     slot.in_ready = true;
                     self.ready.push_back(i);
                 }
             }
-            Wake::At(t) => {
-                slot.timer = Some(t);
-                self.timers.insert((t, i));
+            Wake::At(t) => self.timers.set(i, t),
+            Wake::Done => {
+                self.timers.cancel(i);
+                self.finish(i, now);
             }
-            Wake::Done => self.finish(i, now),
         }
     }
 
@@ -705,7 +704,6 @@ impl Engine {
             id,
             key: flow.key,
             pooled,
-            timer: None,
             in_ready: false,
             run,
         };
