@@ -26,7 +26,7 @@ extern crate alloc;
 
 mod analysis;
 mod classify;
-mod dense;
+mod maps;
 mod orchestrator;
 mod output;
 mod path;

@@ -24,7 +24,7 @@
 //! }
 //! ```
 
-use alloc::collections::{BTreeMap, BTreeSet, VecDeque};
+use alloc::collections::VecDeque;
 use alloc::vec::Vec;
 use core::net::IpAddr;
 
@@ -36,7 +36,7 @@ use crate::classify::{
     classify, frpla_base, hop_metrics, Candidate, Classification, ClassifyOptions, Role, Trigger,
     TunnelClass,
 };
-use crate::dense::Dense;
+use crate::maps::{Dense, Pair, PairMap};
 use crate::output::{
     build_result, PingPurpose, RecordRole, RoleRecord, Summary, Tested, TntError, TntResult,
 };
@@ -140,7 +140,7 @@ impl TntConfig {
     }
 }
 
-type RevKey = (IpAddr, IpAddr);
+type RevKey = Pair;
 
 #[derive(Debug)]
 enum Purpose {
@@ -194,14 +194,16 @@ struct RevEntry {
 pub struct Tnt {
     config: TntConfig,
     targets: Vec<Target>,
-    pings: BTreeMap<IpAddr, PingEntry>,
-    revelations: BTreeMap<RevKey, RevEntry>,
+    /// By address (the pair of it twice).
+    pings: PairMap<PingEntry>,
+    revelations: PairMap<RevEntry>,
     ready: VecDeque<(MeasurementTag, Measurement)>,
     outstanding: Dense<Purpose>,
     next_tag: u64,
     results: VecDeque<TntResult>,
     summary: Summary,
-    seen: BTreeSet<TunnelKey>,
+    /// The tunnels counted, by their (ingress, egress) ([`unseen`]).
+    seen: PairMap<Vec<TunnelKey>>,
     /// Revelation traces read back, by revelation, in the order given (a list, not a
     /// map: the unikernel, which reads nothing back, pays for its code too).
     read_traces: Vec<(RevKey, Trace)>,
@@ -214,6 +216,25 @@ type TunnelKey = (
     Vec<Option<IpAddr>>,
 );
 
+/// Whether `key` is a tunnel not counted yet (then it is, from now on): the tunnels of one
+/// (ingress, egress) are few, and a list each keeps one B-tree for every map of the
+/// campaign (see [`PairMap`]).
+fn unseen(seen: &mut PairMap<Vec<TunnelKey>>, key: TunnelKey) -> bool {
+    let none = IpAddr::V4(core::net::Ipv4Addr::UNSPECIFIED);
+    let at = (key.1.unwrap_or(none), key.2.unwrap_or(none));
+    match seen.get_mut(&at) {
+        Some(list) if list.contains(&key) => false,
+        Some(list) => {
+            list.push(key);
+            true
+        }
+        None => {
+            seen.insert(at, Vec::from([key]));
+            true
+        }
+    }
+}
+
 impl Tnt {
     /// A campaign with `config`, checked.
     pub fn new(config: TntConfig) -> Result<Tnt, ConfigError> {
@@ -221,14 +242,14 @@ impl Tnt {
         Ok(Tnt {
             config,
             targets: Vec::new(),
-            pings: BTreeMap::new(),
-            revelations: BTreeMap::new(),
+            pings: PairMap::new(),
+            revelations: PairMap::new(),
             ready: VecDeque::new(),
             outstanding: Dense::new(),
             next_tag: 1,
             results: VecDeque::new(),
             summary: Summary::default(),
-            seen: BTreeSet::new(),
+            seen: PairMap::new(),
             read_traces: Vec::new(),
         })
     }
@@ -256,10 +277,11 @@ impl Tnt {
     /// joins the result of the first target that needs it. The first ping of an address
     /// counts.
     pub fn add_ping(&mut self, ping: &Ping) {
-        if self.pings.contains_key(&ping.dst) {
+        if self.pings.contains_key(&(ping.dst, ping.dst)) {
             return;
         }
-        self.pings.insert(ping.dst, PingEntry::Read(ping.clone()));
+        self.pings
+            .insert((ping.dst, ping.dst), PingEntry::Read(ping.clone()));
     }
 
     /// Feeds an existing revelation trace of the candidate `anchor -> egress`: a
@@ -296,7 +318,7 @@ impl Tnt {
                     PingPurpose::Revealed => &mut self.summary.budget.revealed_pings,
                 } += p.ping_sent as u64;
                 let (ttl, sent) = (ping_reply_ttl(&p), p.ping_sent as u32);
-                if let Some(PingEntry::Pending { origin, .. }) = self.pings.get(&a) {
+                if let Some(PingEntry::Pending { origin, .. }) = self.pings.get(&(a, a)) {
                     let role = RecordRole::Ping { purpose };
                     self.targets[*origin].measured.push(RoleRecord {
                         role,
@@ -403,7 +425,7 @@ impl Tnt {
 
     /// Registers that target `id` needs the ping of `addr`; true when it must wait.
     fn need_ping(&mut self, addr: IpAddr, id: usize, purpose: PingPurpose) -> bool {
-        match self.pings.get_mut(&addr) {
+        match self.pings.get_mut(&(addr, addr)) {
             Some(PingEntry::Done(_)) => false,
             Some(e @ PingEntry::Read(_)) => {
                 let PingEntry::Read(p) = core::mem::replace(e, PingEntry::Done(None)) else {
@@ -424,7 +446,7 @@ impl Tnt {
             }
             None => {
                 self.pings.insert(
-                    addr,
+                    (addr, addr),
                     PingEntry::Pending {
                         waiters: Vec::from([id]),
                         origin: id,
@@ -439,7 +461,7 @@ impl Tnt {
     }
 
     fn er(&self, addr: IpAddr) -> Option<u8> {
-        match self.pings.get(&addr) {
+        match self.pings.get(&(addr, addr)) {
             Some(PingEntry::Done(t)) => *t,
             Some(PingEntry::Read(p)) => ping_reply_ttl(p),
             _ => None,
@@ -469,7 +491,7 @@ impl Tnt {
 
     fn got_ping(&mut self, addr: IpAddr, ttl: Option<u8>, sent: u32) {
         let Some(PingEntry::Pending { waiters, origin }) =
-            self.pings.insert(addr, PingEntry::Done(ttl))
+            self.pings.insert((addr, addr), PingEntry::Done(ttl))
         else {
             return;
         };
@@ -756,10 +778,10 @@ impl Tnt {
             }
         }
         for t in &r.tunnels {
-            if !self
-                .seen
-                .insert((t.class, t.ingress, t.egress, t.lsrs.clone()))
-            {
+            if !unseen(
+                &mut self.seen,
+                (t.class, t.ingress, t.egress, t.lsrs.clone()),
+            ) {
                 continue;
             }
             match t.class {

@@ -26,7 +26,7 @@ use core::net::IpAddr;
 use vtnt_engine::{Engine, Event, Instant, Stats, Trace, Transmit};
 use vtnt_record::Ping;
 
-use crate::dense::Dense;
+use crate::maps::Dense;
 use crate::orchestrator::{MeasurementTag, Tnt};
 use crate::output::{Summary, TntResult};
 

@@ -1,8 +1,12 @@
-//! [`Dense`]: a map from keys handed out in increasing order (measurement ids, tags) to
-//! values, kept as a deque indexed by `key - base`: constant-time and a fraction of a
-//! `BTreeMap`'s code, which the unikernel's image pays for once per key and value type.
+//! The campaign's maps, shaped so that the unikernel's image (which pays for a `BTreeMap`'s
+//! code once per key and value type, ~3 KB each) carries little code: [`Dense`] for keys
+//! handed out in order (measurement ids, tags), a deque indexed by `key - base`; and
+//! [`PairMap`] for values by a pair of addresses, whose one B-tree maps the pair to a
+//! position whatever the value type.
 
-use alloc::collections::VecDeque;
+use alloc::collections::{BTreeMap, VecDeque};
+use alloc::vec::Vec;
+use core::net::IpAddr;
 
 /// Values under `u64` keys that are mostly handed out in increasing order and taken out
 /// in about the same order. Its memory is the span between the oldest and the newest key
@@ -67,9 +71,55 @@ impl<V> Dense<V> {
     }
 }
 
+/// Two addresses: an (anchor, egress) candidate, or one address twice.
+pub(crate) type Pair = (IpAddr, IpAddr);
+
+/// Values by [`Pair`], never removed: the B-tree gives each key's position in `values`.
+#[derive(Debug)]
+pub(crate) struct PairMap<V> {
+    at: BTreeMap<Pair, usize>,
+    values: Vec<V>,
+}
+
+impl<V> PairMap<V> {
+    pub(crate) fn new() -> PairMap<V> {
+        PairMap {
+            at: BTreeMap::new(),
+            values: Vec::new(),
+        }
+    }
+
+    pub(crate) fn get(&self, key: &Pair) -> Option<&V> {
+        self.values.get(*self.at.get(key)?)
+    }
+
+    pub(crate) fn get_mut(&mut self, key: &Pair) -> Option<&mut V> {
+        self.values.get_mut(*self.at.get(key)?)
+    }
+
+    pub(crate) fn contains_key(&self, key: &Pair) -> bool {
+        self.at.contains_key(key)
+    }
+
+    /// Puts `value` under `key`; returns the value it replaces.
+    pub(crate) fn insert(&mut self, key: Pair, value: V) -> Option<V> {
+        if let Some(v) = self.get_mut(&key) {
+            return Some(core::mem::replace(v, value));
+        }
+        self.at.insert(key, self.values.len());
+        self.values.push(value);
+        None
+    }
+
+    /// Every entry in key order.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (&Pair, &V)> {
+        self.at.iter().map(|(k, &i)| (k, &self.values[i]))
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::Dense;
+    use super::{Dense, PairMap};
 
     #[test]
     fn keys_in_any_order_come_back_once() {
@@ -95,5 +145,19 @@ mod tests {
         d.insert(0, 1);
         assert_eq!((d.len(), d.items.len(), d.base), (1, 1, 0));
         assert_eq!(d.remove(0), Some(1));
+    }
+
+    #[test]
+    fn pairs_come_back_in_key_order_with_their_values() {
+        let a = |n: u8| -> core::net::IpAddr { [192, 0, 2, n].into() };
+        let mut m = PairMap::new();
+        assert_eq!(m.insert((a(9), a(1)), "nine"), None);
+        assert_eq!(m.insert((a(3), a(4)), "three"), None);
+        assert_eq!(m.insert((a(9), a(1)), "NINE"), Some("nine"));
+        assert!(m.contains_key(&(a(3), a(4))) && !m.contains_key(&(a(4), a(3))));
+        *m.get_mut(&(a(3), a(4))).unwrap() = "THREE";
+        let all: alloc::vec::Vec<_> = m.iter().map(|(k, v)| (k.0, *v)).collect();
+        assert_eq!(all, [(a(3), "THREE"), (a(9), "NINE")]);
+        assert_eq!(m.get(&(a(1), a(1))), None);
     }
 }
