@@ -20,7 +20,7 @@ use vtnt_record::{Method, Record, StopReason};
 use vtnt_wire::reply;
 
 use crate::config::{Config, ConfigError};
-use crate::flow::{self, Addr, Flow, FlowKey, IdPool, Vary};
+use crate::flow::{self, Addr, Flow, FlowKey, IdPool, MapKey, Vary};
 use crate::pacer::Pacer;
 use crate::ping::PingState;
 use crate::probe;
@@ -141,7 +141,8 @@ pub struct Engine {
     slots: Vec<Option<Slot>>,
     free_slots: Vec<usize>,
     active: usize,
-    keys: BTreeMap<FlowKey, usize>,
+    /// Each running measurement's slot, by its flow ([`FlowKey::map_key`]).
+    keys: BTreeMap<MapKey, usize>,
     ready: VecDeque<usize>,
     /// Each slot's timer, by slot index.
     timers: Timers,
@@ -326,7 +327,7 @@ impl Engine {
     /// The slot of the running measurement that sent `probe`, and the probe's number.
     fn sent_slot(&self, probe: &[u8]) -> Option<(usize, u16)> {
         let (key, number) = probe::sent_probe(probe, self.tag)?;
-        let i = *self.keys.get(&key)?;
+        let i = *self.keys.get(&key.map_key())?;
         // an ICMPv6 echo request carries its number in its sequence number, offset by
         // its flow (an IPv4 one's comes from its IP ID)
         #[cfg(feature = "ipv6-probe")]
@@ -343,7 +344,7 @@ impl Engine {
     /// Hands the packet received at `rx` to the measurement it answers; returns that slot.
     fn dispatch(&mut self, rx: Instant, packet: &[u8]) -> Option<usize> {
         let r = reply::parse(packet).ok()?;
-        let i = *self.keys.get(&probe::flow_key(&r)?)?;
+        let i = *self.keys.get(&probe::flow_key(&r)?.map_key())?;
         let outcome = match &mut self.slots.get_mut(i)?.as_mut()?.run {
             Active::Trace(t) => t.on_reply(rx, &r),
             Active::Ping(p) => p.on_reply(rx, &r),
@@ -597,7 +598,7 @@ impl Engine {
         let Some(slot) = self.slots[i].take() else {
             return;
         };
-        self.keys.remove(&slot.key);
+        self.keys.remove(&slot.key.map_key());
         if slot.pooled {
             self.pool.free(slot.key.id);
         }
@@ -659,10 +660,10 @@ impl Engine {
         let (id, pooled) = match (method, sport) {
             (_, Some(s)) if method != Method::IcmpParis => {
                 let k = FlowKey { proto, id: s, dst };
-                (!keys.contains_key(&k)).then_some((s, false))?
+                (!keys.contains_key(&k.map_key())).then_some((s, false))?
             }
             _ => {
-                let taken = |v| keys.contains_key(&FlowKey { proto, id: v, dst });
+                let taken = |v| keys.contains_key(&FlowKey { proto, id: v, dst }.map_key());
                 (self.pool.alloc(taken)?, true)
             }
         };
@@ -717,7 +718,7 @@ impl Engine {
                 self.slots.len() - 1
             }
         };
-        self.keys.insert(flow.key, i);
+        self.keys.insert(flow.key.map_key(), i);
         self.active += 1;
         self.reschedule(i, now);
     }
