@@ -92,9 +92,11 @@ impl Timers {
     }
 
     /// Drops entries that no longer count from the top, so that the top is a timer; when
-    /// most entries no longer count, builds the heap anew from `at`.
+    /// most entries no longer count, builds the heap anew from `at`. Only once the heap
+    /// is longer than `at` too: a rebuild then costs no more than the entries it drops
+    /// (at least half), even with few timers among many slots.
     fn settle(&mut self) {
-        if self.heap.len() > 2 * self.live + 64 {
+        if self.heap.len() > (2 * self.live + 64).max(self.at.len()) {
             let heap = self
                 .iter()
                 .map(|(i, t)| Reverse((t, i)))
