@@ -3,8 +3,8 @@
 //! Internals: each running measurement sits in a slot and wants, at any moment, one of
 //! three things ([`Wake`]): to send a probe now (it is then in the FIFO `ready` queue,
 //! which gives round-robin among measurements with a probe due), a call back at an
-//! instant (one entry in the ordered `timers` set: a reply deadline, a `wait_probe` gap or
-//! a ping interval), or to be collected (its record becomes an [`Event`]). Replies find
+//! instant (its one timer in [`Timers`]: a reply deadline, a `wait_probe` gap or a ping
+//! interval), or to be collected (its record becomes an [`Event`]). Replies find
 //! their slot through the flow key map (see [`crate::flow`]). Wishes are read on the
 //! engine's own clock, the latest time any call gave: a reply's older receive time dates
 //! the reply but never makes a queued probe look not yet due (which once left it in
@@ -12,7 +12,7 @@
 //! verifies that every slot is in one of the two.
 
 use alloc::boxed::Box;
-use alloc::collections::{BTreeMap, BTreeSet, VecDeque};
+use alloc::collections::{BTreeMap, VecDeque};
 use alloc::vec::Vec;
 use core::net::IpAddr;
 
@@ -20,10 +20,11 @@ use vtnt_record::{Method, Record, StopReason};
 use vtnt_wire::reply;
 
 use crate::config::{Config, ConfigError};
-use crate::flow::{self, Addr, Flow, FlowKey, IdPool, Vary};
+use crate::flow::{self, Addr, Flow, FlowKey, IdPool, MapKey, Vary};
 use crate::pacer::Pacer;
 use crate::ping::PingState;
 use crate::probe;
+use crate::timers::Timers;
 use crate::trace::{Outcome, TraceState, Wake};
 use crate::{Instant, Measurement, MeasurementError, NoSource};
 use vtnt_rng::Rng;
@@ -104,8 +105,6 @@ struct Slot {
     key: FlowKey,
     /// The key's id came from the pool (give it back at the end).
     pooled: bool,
-    /// The entry this slot has in `timers`.
-    timer: Option<Instant>,
     /// An entry for this slot is in `ready`.
     in_ready: bool,
     run: Active,
@@ -142,9 +141,11 @@ pub struct Engine {
     slots: Vec<Option<Slot>>,
     free_slots: Vec<usize>,
     active: usize,
-    keys: BTreeMap<FlowKey, usize>,
+    /// Each running measurement's slot, by its flow ([`FlowKey::map_key`]).
+    keys: BTreeMap<MapKey, usize>,
     ready: VecDeque<usize>,
-    timers: BTreeSet<(Instant, usize)>,
+    /// Each slot's timer, by slot index.
+    timers: Timers,
     events: VecDeque<Event>,
     stats: Stats,
     /// The latest time any call gave: the scheduling clock, which never goes backwards
@@ -173,7 +174,7 @@ impl Engine {
             active: 0,
             keys: BTreeMap::new(),
             ready: VecDeque::new(),
-            timers: BTreeSet::new(),
+            timers: Timers::default(),
             events: VecDeque::new(),
             stats: Stats::default(),
             now: Instant::ZERO,
@@ -326,7 +327,7 @@ impl Engine {
     /// The slot of the running measurement that sent `probe`, and the probe's number.
     fn sent_slot(&self, probe: &[u8]) -> Option<(usize, u16)> {
         let (key, number) = probe::sent_probe(probe, self.tag)?;
-        let i = *self.keys.get(&key)?;
+        let i = *self.keys.get(&key.map_key())?;
         // an ICMPv6 echo request carries its number in its sequence number, offset by
         // its flow (an IPv4 one's comes from its IP ID)
         #[cfg(feature = "ipv6-probe")]
@@ -343,7 +344,7 @@ impl Engine {
     /// Hands the packet received at `rx` to the measurement it answers; returns that slot.
     fn dispatch(&mut self, rx: Instant, packet: &[u8]) -> Option<usize> {
         let r = reply::parse(packet).ok()?;
-        let i = *self.keys.get(&probe::flow_key(&r)?)?;
+        let i = *self.keys.get(&probe::flow_key(&r)?.map_key())?;
         let outcome = match &mut self.slots.get_mut(i)?.as_mut()?.run {
             Active::Trace(t) => t.on_reply(rx, &r),
             Active::Ping(p) => p.on_reply(rx, &r),
@@ -415,7 +416,7 @@ impl Engine {
     /// probe is due, the pacer's next send time (possibly in the past: send now).
     #[must_use]
     pub fn poll_timeout(&self) -> Option<Instant> {
-        let timer = self.timers.first().map(|&(t, _)| t);
+        let timer = self.timers.first();
         // With several probes waiting, wake when the pacer lets them all go at once (up to
         // its burst) rather than once per token: same rate, fewer wakeups.
         let send = (!self.ready.is_empty()).then(|| self.pacer.next_batch(self.ready.len()));
@@ -469,7 +470,7 @@ impl Engine {
     /// Checks the scheduler's bookkeeping: every running measurement waits on a timer or
     /// in the send queue, and the queue and the timers name only running measurements,
     /// each once. A measurement in neither would never send, time out or finish, and the
-    /// engine would never become idle. O(running measurements); the simulated drivers of
+    /// engine would never become idle. O(n log n) in running measurements; the simulated drivers of
     /// the tests and of `vtnt bench soak` call it every few rounds.
     pub fn check(&self) -> Result<(), Stranded> {
         let mut queued = alloc::vec![false; self.slots.len()];
@@ -487,13 +488,19 @@ impl Engine {
                 }
             }
         }
-        for &(t, i) in &self.timers {
-            if self.slots.get(i).and_then(Option::as_ref).map(|s| s.timer) != Some(Some(t)) {
+        for (i, _) in self.timers.iter() {
+            if self.slots.get(i).and_then(Option::as_ref).is_none() {
                 return Err(Stranded {
                     slot: i,
-                    what: "a timer that is not its slot's",
+                    what: "a timer of no running measurement",
                 });
             }
+        }
+        if !self.timers.consistent() {
+            return Err(Stranded {
+                slot: self.slots.len(),
+                what: "a timer missing from the timer heap",
+            });
         }
         let mut running = 0;
         for (i, s) in self.slots.iter().enumerate() {
@@ -505,7 +512,7 @@ impl Engine {
                     what: "a slot marked queued but not in the queue",
                 });
             }
-            if s.timer.is_none() && !s.in_ready {
+            if self.timers.get(i).is_none() && !s.in_ready {
                 return Err(Stranded {
                     slot: i,
                     what: "a running measurement with no timer and no probe queued",
@@ -523,13 +530,8 @@ impl Engine {
 
     /// Fires every timer up to `now`.
     fn advance(&mut self, now: Instant) {
-        while let Some(&(t, i)) = self.timers.first() {
-            if t > now {
-                break;
-            }
-            self.timers.pop_first();
+        while let Some(i) = self.timers.pop_due(now) {
             if let Some(slot) = self.slots[i].as_mut() {
-                slot.timer = None;
                 if let Active::Trace(t) = &mut slot.run {
                     t.on_timer(now);
                 }
@@ -576,21 +578,19 @@ impl Engine {
         let Some(slot) = self.slots[i].as_mut() else {
             return;
         };
-        if let Some(t) = slot.timer.take() {
-            self.timers.remove(&(t, i));
-        }
         match slot.run.wake(now) {
             Wake::Send => {
+                self.timers.cancel(i);
                 if !slot.in_ready {
                     slot.in_ready = true;
                     self.ready.push_back(i);
                 }
             }
-            Wake::At(t) => {
-                slot.timer = Some(t);
-                self.timers.insert((t, i));
+            Wake::At(t) => self.timers.set(i, t),
+            Wake::Done => {
+                self.timers.cancel(i);
+                self.finish(i, now);
             }
-            Wake::Done => self.finish(i, now),
         }
     }
 
@@ -598,7 +598,7 @@ impl Engine {
         let Some(slot) = self.slots[i].take() else {
             return;
         };
-        self.keys.remove(&slot.key);
+        self.keys.remove(&slot.key.map_key());
         if slot.pooled {
             self.pool.free(slot.key.id);
         }
@@ -660,10 +660,10 @@ impl Engine {
         let (id, pooled) = match (method, sport) {
             (_, Some(s)) if method != Method::IcmpParis => {
                 let k = FlowKey { proto, id: s, dst };
-                (!keys.contains_key(&k)).then_some((s, false))?
+                (!keys.contains_key(&k.map_key())).then_some((s, false))?
             }
             _ => {
-                let taken = |v| keys.contains_key(&FlowKey { proto, id: v, dst });
+                let taken = |v| keys.contains_key(&FlowKey { proto, id: v, dst }.map_key());
                 (self.pool.alloc(taken)?, true)
             }
         };
@@ -705,7 +705,6 @@ impl Engine {
             id,
             key: flow.key,
             pooled,
-            timer: None,
             in_ready: false,
             run,
         };
@@ -719,7 +718,7 @@ impl Engine {
                 self.slots.len() - 1
             }
         };
-        self.keys.insert(flow.key, i);
+        self.keys.insert(flow.key.map_key(), i);
         self.active += 1;
         self.reschedule(i, now);
     }

@@ -65,6 +65,22 @@ pub(crate) struct FlowKey {
     pub dst: Addr,
 }
 
+/// A [`FlowKey`] as the engine's flow map holds it: the destination, and the protocol and
+/// id packed into an IPv4 address. A pair of addresses, because the unikernel's image
+/// carries a `BTreeMap`'s code once per key and value type (~3 KB each), and TNT's maps
+/// use this one (`vtnt_tnt`'s `PairMap`).
+pub(crate) type MapKey = (IpAddr, IpAddr);
+
+impl FlowKey {
+    pub(crate) fn map_key(self) -> MapKey {
+        let packed = u32::from(self.proto) << 16 | u32::from(self.id);
+        (
+            ip(self.dst),
+            IpAddr::V4(core::net::Ipv4Addr::from_bits(packed)),
+        )
+    }
+}
+
 /// The constant fields of every probe of one measurement.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Flow {

@@ -67,6 +67,7 @@ mod ping;
 mod pmtud;
 mod probe;
 mod prober;
+mod timers;
 mod trace;
 
 pub use config::{Config, ConfigError};

@@ -127,16 +127,17 @@ pub(crate) fn ordered_replies(p: &Ping) -> Vec<&PingReply> {
     stable_sort_by_u16(v, |r| r.seq)
 }
 
-/// `v` stably sorted by `key`: what `sort_by_key` gives, but through one `sort_unstable`
-/// of `u64`s (key above, index below: all distinct) shared by every caller, instead of a
-/// stable-sort instantiation per element type (several KiB each in the unikernel).
+/// `v` stably sorted by `key`: what `sort_by_key` gives, but through one heap sort of
+/// `u64`s (key above, index below: all distinct) shared by every caller, instead of a
+/// stable-sort instantiation per element type (several KiB each in the unikernel); a
+/// heap sort, not `sort_unstable` (3.4 KiB of pattern-defeating quicksort there).
 fn stable_sort_by_u16<T: Copy>(v: Vec<T>, key: impl Fn(&T) -> u16) -> Vec<T> {
-    let mut order: Vec<u64> = v
+    let order: alloc::collections::BinaryHeap<u64> = v
         .iter()
         .enumerate()
         .map(|(i, x)| u64::from(key(x)) << 32 | i as u64)
         .collect();
-    order.sort_unstable();
+    let order = order.into_sorted_vec();
     order.into_iter().map(|k| v[k as u32 as usize]).collect()
 }
 

@@ -26,6 +26,7 @@ extern crate alloc;
 
 mod analysis;
 mod classify;
+mod maps;
 mod orchestrator;
 mod output;
 mod path;

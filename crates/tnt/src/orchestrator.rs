@@ -24,7 +24,7 @@
 //! }
 //! ```
 
-use alloc::collections::{BTreeMap, BTreeSet, VecDeque};
+use alloc::collections::VecDeque;
 use alloc::vec::Vec;
 use core::net::IpAddr;
 
@@ -36,6 +36,7 @@ use crate::classify::{
     classify, frpla_base, hop_metrics, Candidate, Classification, ClassifyOptions, Role, Trigger,
     TunnelClass,
 };
+use crate::maps::{Dense, Pair, PairMap};
 use crate::output::{
     build_result, PingPurpose, RecordRole, RoleRecord, Summary, Tested, TntError, TntResult,
 };
@@ -139,7 +140,7 @@ impl TntConfig {
     }
 }
 
-type RevKey = (IpAddr, IpAddr);
+type RevKey = Pair;
 
 #[derive(Debug)]
 enum Purpose {
@@ -193,14 +194,16 @@ struct RevEntry {
 pub struct Tnt {
     config: TntConfig,
     targets: Vec<Target>,
-    pings: BTreeMap<IpAddr, PingEntry>,
-    revelations: BTreeMap<RevKey, RevEntry>,
+    /// By address (the pair of it twice).
+    pings: PairMap<PingEntry>,
+    revelations: PairMap<RevEntry>,
     ready: VecDeque<(MeasurementTag, Measurement)>,
-    outstanding: BTreeMap<MeasurementTag, Purpose>,
+    outstanding: Dense<Purpose>,
     next_tag: u64,
     results: VecDeque<TntResult>,
     summary: Summary,
-    seen: BTreeSet<TunnelKey>,
+    /// The tunnels counted, by their (ingress, egress) ([`unseen`]).
+    seen: PairMap<Vec<TunnelKey>>,
     /// Revelation traces read back, by revelation, in the order given (a list, not a
     /// map: the unikernel, which reads nothing back, pays for its code too).
     read_traces: Vec<(RevKey, Trace)>,
@@ -213,6 +216,25 @@ type TunnelKey = (
     Vec<Option<IpAddr>>,
 );
 
+/// Whether `key` is a tunnel not counted yet (then it is, from now on): the tunnels of one
+/// (ingress, egress) are few, and a list each keeps one B-tree for every map of the
+/// campaign (see [`PairMap`]).
+fn unseen(seen: &mut PairMap<Vec<TunnelKey>>, key: TunnelKey) -> bool {
+    let none = IpAddr::V4(core::net::Ipv4Addr::UNSPECIFIED);
+    let at = (key.1.unwrap_or(none), key.2.unwrap_or(none));
+    match seen.get_mut(&at) {
+        Some(list) if list.contains(&key) => false,
+        Some(list) => {
+            list.push(key);
+            true
+        }
+        None => {
+            seen.insert(at, Vec::from([key]));
+            true
+        }
+    }
+}
+
 impl Tnt {
     /// A campaign with `config`, checked.
     pub fn new(config: TntConfig) -> Result<Tnt, ConfigError> {
@@ -220,14 +242,14 @@ impl Tnt {
         Ok(Tnt {
             config,
             targets: Vec::new(),
-            pings: BTreeMap::new(),
-            revelations: BTreeMap::new(),
+            pings: PairMap::new(),
+            revelations: PairMap::new(),
             ready: VecDeque::new(),
-            outstanding: BTreeMap::new(),
+            outstanding: Dense::new(),
             next_tag: 1,
             results: VecDeque::new(),
             summary: Summary::default(),
-            seen: BTreeSet::new(),
+            seen: PairMap::new(),
             read_traces: Vec::new(),
         })
     }
@@ -255,10 +277,11 @@ impl Tnt {
     /// joins the result of the first target that needs it. The first ping of an address
     /// counts.
     pub fn add_ping(&mut self, ping: &Ping) {
-        if self.pings.contains_key(&ping.dst) {
+        if self.pings.contains_key(&(ping.dst, ping.dst)) {
             return;
         }
-        self.pings.insert(ping.dst, PingEntry::Read(ping.clone()));
+        self.pings
+            .insert((ping.dst, ping.dst), PingEntry::Read(ping.clone()));
     }
 
     /// Feeds an existing revelation trace of the candidate `anchor -> egress`: a
@@ -278,7 +301,7 @@ impl Tnt {
     /// ignored; a record of the wrong kind fails the measurement (a trace's with
     /// [`TntError::NotATrace`]).
     pub fn handle_record(&mut self, tag: MeasurementTag, record: Record) {
-        let Some(purpose) = self.outstanding.remove(&tag) else {
+        let Some(purpose) = self.outstanding.remove(tag.0) else {
             return;
         };
         match (purpose, record) {
@@ -295,7 +318,7 @@ impl Tnt {
                     PingPurpose::Revealed => &mut self.summary.budget.revealed_pings,
                 } += p.ping_sent as u64;
                 let (ttl, sent) = (ping_reply_ttl(&p), p.ping_sent as u32);
-                if let Some(PingEntry::Pending { origin, .. }) = self.pings.get(&a) {
+                if let Some(PingEntry::Pending { origin, .. }) = self.pings.get(&(a, a)) {
                     let role = RecordRole::Ping { purpose };
                     self.targets[*origin].measured.push(RoleRecord {
                         role,
@@ -319,7 +342,7 @@ impl Tnt {
 
     /// The engine refused (or lost) the measurement `tag`: the target goes on without it.
     pub fn handle_measurement_error(&mut self, tag: MeasurementTag, error: MeasurementError) {
-        if let Some(p) = self.outstanding.remove(&tag) {
+        if let Some(p) = self.outstanding.remove(tag.0) {
             self.failed(p, TntError::Measurement(error));
         }
     }
@@ -383,7 +406,7 @@ impl Tnt {
     fn queue(&mut self, purpose: Purpose, measurement: Measurement) {
         let tag = MeasurementTag(self.next_tag);
         self.next_tag += 1;
-        self.outstanding.insert(tag, purpose);
+        self.outstanding.insert(tag.0, purpose);
         self.ready.push_back((tag, measurement));
     }
 
@@ -402,7 +425,7 @@ impl Tnt {
 
     /// Registers that target `id` needs the ping of `addr`; true when it must wait.
     fn need_ping(&mut self, addr: IpAddr, id: usize, purpose: PingPurpose) -> bool {
-        match self.pings.get_mut(&addr) {
+        match self.pings.get_mut(&(addr, addr)) {
             Some(PingEntry::Done(_)) => false,
             Some(e @ PingEntry::Read(_)) => {
                 let PingEntry::Read(p) = core::mem::replace(e, PingEntry::Done(None)) else {
@@ -423,7 +446,7 @@ impl Tnt {
             }
             None => {
                 self.pings.insert(
-                    addr,
+                    (addr, addr),
                     PingEntry::Pending {
                         waiters: Vec::from([id]),
                         origin: id,
@@ -438,7 +461,7 @@ impl Tnt {
     }
 
     fn er(&self, addr: IpAddr) -> Option<u8> {
-        match self.pings.get(&addr) {
+        match self.pings.get(&(addr, addr)) {
             Some(PingEntry::Done(t)) => *t,
             Some(PingEntry::Read(p)) => ping_reply_ttl(p),
             _ => None,
@@ -468,7 +491,7 @@ impl Tnt {
 
     fn got_ping(&mut self, addr: IpAddr, ttl: Option<u8>, sent: u32) {
         let Some(PingEntry::Pending { waiters, origin }) =
-            self.pings.insert(addr, PingEntry::Done(ttl))
+            self.pings.insert((addr, addr), PingEntry::Done(ttl))
         else {
             return;
         };
@@ -755,10 +778,10 @@ impl Tnt {
             }
         }
         for t in &r.tunnels {
-            if !self
-                .seen
-                .insert((t.class, t.ingress, t.egress, t.lsrs.clone()))
-            {
+            if !unseen(
+                &mut self.seen,
+                (t.class, t.ingress, t.egress, t.lsrs.clone()),
+            ) {
                 continue;
             }
             match t.class {

@@ -20,13 +20,13 @@
 //! Measurements TNT hands out are started on the engine at the next call that carries a `now`;
 //! the engine queues what exceeds its `max_active` and paces probes to its pps budget.
 
-use alloc::collections::BTreeMap;
 use alloc::vec::Vec;
 use core::net::IpAddr;
 
-use vtnt_engine::{Engine, Event, Instant, MeasurementId, Stats, Trace, Transmit};
+use vtnt_engine::{Engine, Event, Instant, Stats, Trace, Transmit};
 use vtnt_record::Ping;
 
+use crate::maps::Dense;
 use crate::orchestrator::{MeasurementTag, Tnt};
 use crate::output::{Summary, TntResult};
 
@@ -35,7 +35,8 @@ use crate::output::{Summary, TntResult};
 pub struct TntRunner {
     engine: Engine,
     tnt: Tnt,
-    ids: BTreeMap<MeasurementId, MeasurementTag>,
+    /// The tag of each engine measurement, by its id (handed out in order).
+    ids: Dense<MeasurementTag>,
 }
 
 impl TntRunner {
@@ -44,7 +45,7 @@ impl TntRunner {
         TntRunner {
             engine,
             tnt,
-            ids: BTreeMap::new(),
+            ids: Dense::new(),
         }
     }
 
@@ -162,7 +163,7 @@ impl TntRunner {
             let mut moved = false;
             while let Some(Event::Finished { id, record }) = self.engine.poll_event() {
                 moved = true;
-                if let Some(tag) = self.ids.remove(&id) {
+                if let Some(tag) = self.ids.remove(id.0) {
                     self.tnt.handle_record(tag, record);
                 }
             }
@@ -170,7 +171,7 @@ impl TntRunner {
                 moved = true;
                 match self.engine.start(now, measurement) {
                     Ok(id) => {
-                        self.ids.insert(id, tag);
+                        self.ids.insert(id.0, tag);
                     }
                     Err(e) => self.tnt.handle_measurement_error(tag, e),
                 }
