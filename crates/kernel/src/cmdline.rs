@@ -22,7 +22,7 @@
 //! of the job's words too ([`Cmdline::job_words`] skips them).
 
 use core::fmt;
-use core::net::{Ipv4Addr, Ipv6Addr};
+use core::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 /// Most virtio-mmio devices taken from the command line.
 pub const MAX_MMIO: usize = 8;
@@ -154,32 +154,20 @@ impl<'a> Cmdline<'a> {
                     self.ip = Some(Ip::Dhcp);
                     return Ok(());
                 }
-                let (addr, len) = value.split_once('/').ok_or(bad("expected ADDR/LEN"))?;
-                let addr: Ipv4Addr = addr.parse().map_err(|_| bad("not an IPv4 address"))?;
-                let len: u8 = len
-                    .parse()
-                    .map_err(|_| bad("prefix length is not a number"))?;
-                if !(1..=32).contains(&len) {
-                    return Err(bad("prefix length must be 1..=32"));
+                if let (IpAddr::V4(addr), len) = parse_prefix(value, 32).map_err(bad)? {
+                    self.ip = Some(Ip::Static(addr, len));
                 }
-                self.ip = Some(Ip::Static(addr, len));
             }
             "gw" => {
                 self.gw = Some(value.parse().map_err(|_| bad("not an IPv4 address"))?);
             }
             "ip6" => {
-                let (addr, len) = value.split_once('/').ok_or(bad("expected ADDR/LEN"))?;
-                let addr: Ipv6Addr = addr.parse().map_err(|_| bad("not an IPv6 address"))?;
-                let len: u8 = len
-                    .parse()
-                    .map_err(|_| bad("prefix length is not a number"))?;
-                if !(1..=128).contains(&len) {
-                    return Err(bad("prefix length must be 1..=128"));
+                if let (IpAddr::V6(addr), len) = parse_prefix(value, 128).map_err(bad)? {
+                    if addr.is_unspecified() || addr.is_multicast() {
+                        return Err(bad("not a unicast IPv6 address"));
+                    }
+                    self.ip6 = Some((addr, len));
                 }
-                if addr.is_unspecified() || addr.is_multicast() {
-                    return Err(bad("not a unicast IPv6 address"));
-                }
-                self.ip6 = Some((addr, len));
             }
             "gw6" => {
                 self.gw6 = Some(value.parse().map_err(|_| bad("not an IPv6 address"))?);
@@ -223,6 +211,21 @@ impl<'a> Cmdline<'a> {
             }
         }
         Ok(())
+    }
+}
+
+/// Parses `ADDR/LEN` of the family whose prefixes are `max` bits long (32: IPv4, 128:
+/// IPv6), the length 1..=`max`.
+fn parse_prefix(value: &str, max: u8) -> Result<(IpAddr, u8), &'static str> {
+    let (addr, len) = value.split_once('/').ok_or("expected ADDR/LEN")?;
+    let len: u8 = len.parse().map_err(|_| "prefix length is not a number")?;
+    match addr.parse::<IpAddr>() {
+        Ok(a) if a.is_ipv4() == (max == 32) => match len {
+            1.. if len <= max => Ok((a, len)),
+            _ => Err("prefix length out of range (1..=32 for IPv4, 1..=128 for IPv6)"),
+        },
+        _ if max == 32 => Err("not an IPv4 address"),
+        _ => Err("not an IPv6 address"),
     }
 }
 
