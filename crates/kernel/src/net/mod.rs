@@ -426,15 +426,13 @@ impl Nic {
     }
 
     /// Learns a neighbour's MAC from its advertisement or its solicitation of our address
-    /// `me`, and answers the solicitation (a duplicate address check, from no address,
-    /// is left unanswered: ours is static).
+    /// `me`, and answers the solicitation ([`ndp::learn`]).
     fn handle_ndp(&mut self, me: Ipv6Addr, m: ndp::Message, from: EthernetAddress) {
-        let mac = m.mac.unwrap_or(from.0);
-        if m.kind == ndp::ADVERT {
-            self.arp.insert(m.target.into(), EthernetAddress(mac));
-        } else if m.target == me && !m.src.is_unspecified() {
-            self.arp.insert(m.src.into(), EthernetAddress(mac));
-            let _ = self.send_ndp(ndp::ADVERT, mac, (me, m.src), me);
+        if let Some((ip, mac, answer)) = ndp::learn(me, &m, from.0) {
+            self.arp.insert(ip.into(), EthernetAddress(mac));
+            if answer {
+                let _ = self.send_ndp(ndp::ADVERT, mac, (me, ip), me);
+            }
         }
     }
 

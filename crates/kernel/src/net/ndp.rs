@@ -71,6 +71,20 @@ pub fn emit(
     FRAME_LEN
 }
 
+/// What a received neighbour message `m` (from MAC `from`) teaches us, whose address is
+/// `me`: a neighbour's address and MAC, and whether to answer it with a solicited
+/// advertisement of `me` (it solicited our address; a duplicate address check, from the
+/// unspecified address, is left unanswered: ours is static). `None`: nothing to learn
+/// (a solicitation of another address).
+pub fn learn(me: Ipv6Addr, m: &Message, from: [u8; 6]) -> Option<(Ipv6Addr, [u8; 6], bool)> {
+    let mac = m.mac.unwrap_or(from);
+    match m.kind {
+        ADVERT => Some((m.target, mac, false)),
+        _ if m.target == me && !m.src.is_unspecified() => Some((m.src, mac, true)),
+        _ => None,
+    }
+}
+
 /// The neighbour solicitation or advertisement in IPv6 packet `ip` (its length the
 /// header's), if it is one that came from the link (hop limit 255, RFC 4861 7.1.1).
 pub fn parse(ip: &[u8]) -> Option<Message> {
@@ -133,6 +147,48 @@ mod tests {
             );
             assert_eq!(sum, 0xffff, "kind {kind}");
         }
+    }
+
+    /// The kernel's answer to the front's (or a router's) solicitation of its address:
+    /// an advertisement back to the asker's MAC, solicited and overriding, with our MAC.
+    #[test]
+    fn a_solicitation_of_our_address_is_answered_others_are_not() {
+        let (me, me_mac) = (
+            v6("2001:db8:64::c000:20a"),
+            [0x52, 0x54, 0, 0x76, 0x74, 0x0a],
+        );
+        let (gw, gw_mac) = (v6("2001:db8:64::c000:201"), [2, 0x76, 0x74, 0x6e, 0x74, 1]);
+        let ns = |src, target| Message {
+            kind: SOLICIT,
+            src,
+            target,
+            mac: Some(gw_mac),
+        };
+        let (to, mac, answer) = learn(me, &ns(gw, me), [9; 6]).unwrap();
+        assert_eq!((to, mac, answer), (gw, gw_mac, true));
+        let mut f = [0u8; FRAME_LEN];
+        emit(&mut f, ADVERT, (me_mac, mac), (me, to), me);
+        assert_eq!(f[..6], gw_mac);
+        let na = parse(&f[14..]).unwrap();
+        assert_eq!(
+            (na.kind, na.src, na.target, na.mac),
+            (ADVERT, me, me, Some(me_mac))
+        );
+        assert_eq!(f[14 + 40 + 4], 0x60, "solicited, override");
+        // a duplicate address check, another address's solicitation: no answer
+        assert_eq!(learn(me, &ns(Ipv6Addr::UNSPECIFIED, me), [9; 6]), None);
+        assert_eq!(
+            learn(me, &ns(gw, v6("2001:db8:64::c000:20b")), [9; 6]),
+            None
+        );
+        // an advertisement teaches its target's MAC (the frame's source without the option)
+        let na = Message {
+            kind: ADVERT,
+            src: gw,
+            target: gw,
+            mac: None,
+        };
+        assert_eq!(learn(me, &na, gw_mac), Some((gw, gw_mac, false)));
     }
 
     #[test]
