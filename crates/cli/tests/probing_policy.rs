@@ -546,11 +546,11 @@ fn names_that_never_resolve_cost_seconds_not_minutes() {
     assert!(took < std::time::Duration::from_secs(20), "took {took:?}");
 }
 
-/// An IPv6 job where the runtime or the lab offers no IPv6 fails before anything starts
-/// (no image built, no instance), naming what is missing: the VM, microVM and spt
-/// runtimes (no IPv6 yet), and a lab whose state says no IPv6 address (one started by a
-/// vtnt before the TUN front was dual stack: its `state.json` written here as it wrote
-/// it). An IPv4 job on the same lab gets past that check.
+/// An IPv6 job where the lab offers no IPv6 fails before anything starts (no image
+/// built, no instance), naming what is missing, whatever the runtime: a lab whose state
+/// says no IPv6 address (one started by a vtnt before the TUN front was dual stack: its
+/// `state.json` written here as it wrote it); and the microVM with `--dhcp` (a leased
+/// guest has no IPv6). An IPv4 job on the same lab gets past that check.
 #[test]
 fn ipv6_jobs_where_the_runtime_or_lab_has_none_are_refused() {
     vtnt_testkit::require_root!();
@@ -565,17 +565,14 @@ fn ipv6_jobs_where_the_runtime_or_lab_has_none_are_refused() {
     });
     std::fs::write(root.join(name).join("state.json"), state.to_string()).unwrap();
     let run = |runtime: &str, dst: &str| {
+        let (runtime, dhcp) = match runtime.strip_suffix(" --dhcp") {
+            Some(rt) => (rt, Some("--dhcp")),
+            None => (runtime, None),
+        };
         let out = std::process::Command::new(lab_common::VTNT)
-            .args([
-                "run",
-                "--runtime",
-                runtime,
-                "--lab",
-                name,
-                "--",
-                "trace",
-                dst,
-            ])
+            .args(["run", "--runtime", runtime, "--lab", name])
+            .args(dhcp)
+            .args(["--", "trace", dst])
             .env("VTNT_LAB_RUN_DIR", &root)
             .output()
             .expect("vtnt run");
@@ -586,12 +583,13 @@ fn ipv6_jobs_where_the_runtime_or_lab_has_none_are_refused() {
     };
     let v6 = "2001:db8:64::cb00:710a";
     for (runtime, says) in [
-        (
-            "microvm",
-            "IPv6 target 2001:db8:64::cb00:710a: the microvm runtime has no IPv6 yet",
-        ),
+        ("microvm", "lab `old` has no IPv6"),
         ("vm", "lab `old` has no IPv6"),
-        ("spt", "the spt runtime has no IPv6 yet"),
+        ("spt", "lab `old` has no IPv6"),
+        (
+            "microvm --dhcp",
+            "IPv6 target 2001:db8:64::cb00:710a: --dhcp leases the guest an IPv4 address only",
+        ),
         (
             "native",
             "IPv6 target 2001:db8:64::cb00:710a: lab `old` has no IPv6 (started by an older vtnt",

@@ -594,9 +594,9 @@ async fn job(
         Ok(list) => tokio::task::spawn_blocking(move || -> Result<_, (JobStatus, String)> {
             let (rt, spec) = admit(&r, list.as_deref(), &runtimes, allow_public)
                 .map_err(|e| (JobStatus::Refused, e))?;
-            // IPv6 where this runtime or this node's network has none: refused, not run
+            // IPv6 where this node's network has none: refused, not run
             opts.net
-                .check_job(rt, &spec)
+                .check_job(&spec)
                 .map_err(|e| (JobStatus::Refused, crate::error::chain(&e)))?;
             rt.run(&spec, &opts)
                 .map_err(|e| (JobStatus::Error, crate::error::chain(&e)))

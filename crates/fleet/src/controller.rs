@@ -71,11 +71,6 @@ pub fn job_line(o: &SubmitOptions) -> crate::Result<JobLine> {
         Invalid,
         "some targets were refused (above); submit only targets the policy accepts"
     );
-    // an IPv6 job for a runtime without IPv6 is refused before it is queued (the agent
-    // checks its network's part again)
-    o.runtime
-        .check_ipv6(&job.spec)
-        .map_err(|e| Error::Invalid(e.to_string()))?;
     let n = job.spec.target_list().len();
     let (most, whose) = match o.runtime.max_targets() {
         Some(m) if m < crate::MAX_TARGETS => (m, format!("the {} runtime", o.runtime.name())),

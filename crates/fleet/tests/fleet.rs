@@ -915,14 +915,6 @@ fn bad_input_is_refused_clearly() {
         &with(u, &["--runtime", "native", "--", "trace", "8.8.8.8"]),
         "no target to probe",
     );
-    // an IPv6 job for a runtime without IPv6, before it is queued
-    fails(
-        &with(
-            u,
-            &["--runtime", "spt", "--", "trace", "2001:db8:64::cb00:710a"],
-        ),
-        "IPv6 target 2001:db8:64::cb00:710a: the spt runtime has no IPv6 yet",
-    );
     fails(
         &with(
             u,

@@ -6,7 +6,9 @@
 //!
 //! Options: `ip=ADDR/LEN` or `ip=dhcp` (address, prefix and gateway leased by DHCPv4),
 //! `gw=ADDR` (with `ip=dhcp`, it replaces the leased router), `gwmac=MAC` (the gateway's
-//! MAC when the host knows it, e.g. a lab's: the guest then sends no ARP request for it),
+//! MAC when the host knows it, e.g. a lab's: the guest then sends no ARP request for it;
+//! also `gw6=`'s when that is `gw=`'s lab twin), `ip6=ADDR/LEN` and `gw6=ADDR` (a static
+//! IPv6 address, its on-link prefix and router, for IPv6 targets: no SLAAC, no DHCPv6),
 //! `mac=MAC` (the interface's own MAC where no device has one: a process's socket),
 //! `watchdog=SECONDS` (default 60, 0 = off),
 //! `epoch_us=MICROSECONDS` (the host's UNIX time at boot: records then carry real
@@ -20,7 +22,7 @@
 //! of the job's words too ([`Cmdline::job_words`] skips them).
 
 use core::fmt;
-use core::net::Ipv4Addr;
+use core::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 /// Most virtio-mmio devices taken from the command line.
 pub const MAX_MMIO: usize = 8;
@@ -41,6 +43,10 @@ pub struct Cmdline<'a> {
     pub ip: Option<Ip>,
     /// The default gateway.
     pub gw: Option<Ipv4Addr>,
+    /// Our IPv6 address and on-link prefix length (`ip6=`).
+    pub ip6: Option<(Ipv6Addr, u8)>,
+    /// The IPv6 router (`gw6=`).
+    pub gw6: Option<Ipv6Addr>,
     /// The gateway's MAC address when the host knows it (`gwmac=`): no ARP at boot.
     pub gwmac: Option<[u8; 6]>,
     /// Our own MAC address (`mac=`), where the platform's link has none.
@@ -104,6 +110,8 @@ impl<'a> Cmdline<'a> {
         let mut c = Cmdline {
             ip: None,
             gw: None,
+            ip6: None,
+            gw6: None,
             gwmac: None,
             mac: None,
             watchdog_s: 60,
@@ -146,18 +154,23 @@ impl<'a> Cmdline<'a> {
                     self.ip = Some(Ip::Dhcp);
                     return Ok(());
                 }
-                let (addr, len) = value.split_once('/').ok_or(bad("expected ADDR/LEN"))?;
-                let addr: Ipv4Addr = addr.parse().map_err(|_| bad("not an IPv4 address"))?;
-                let len: u8 = len
-                    .parse()
-                    .map_err(|_| bad("prefix length is not a number"))?;
-                if !(1..=32).contains(&len) {
-                    return Err(bad("prefix length must be 1..=32"));
+                if let (IpAddr::V4(addr), len) = parse_prefix(value, 32).map_err(bad)? {
+                    self.ip = Some(Ip::Static(addr, len));
                 }
-                self.ip = Some(Ip::Static(addr, len));
             }
             "gw" => {
                 self.gw = Some(value.parse().map_err(|_| bad("not an IPv4 address"))?);
+            }
+            "ip6" => {
+                if let (IpAddr::V6(addr), len) = parse_prefix(value, 128).map_err(bad)? {
+                    if addr.is_unspecified() || addr.is_multicast() {
+                        return Err(bad("not a unicast IPv6 address"));
+                    }
+                    self.ip6 = Some((addr, len));
+                }
+            }
+            "gw6" => {
+                self.gw6 = Some(value.parse().map_err(|_| bad("not an IPv6 address"))?);
             }
             "gwmac" => {
                 self.gwmac = Some(parse_mac(value).ok_or(bad("expected a MAC address"))?);
@@ -198,6 +211,21 @@ impl<'a> Cmdline<'a> {
             }
         }
         Ok(())
+    }
+}
+
+/// Parses `ADDR/LEN` of the family whose prefixes are `max` bits long (32: IPv4, 128:
+/// IPv6), the length 1..=`max`.
+fn parse_prefix(value: &str, max: u8) -> Result<(IpAddr, u8), &'static str> {
+    let (addr, len) = value.split_once('/').ok_or("expected ADDR/LEN")?;
+    let len: u8 = len.parse().map_err(|_| "prefix length is not a number")?;
+    match addr.parse::<IpAddr>() {
+        Ok(a) if a.is_ipv4() == (max == 32) => match len {
+            1.. if len <= max => Ok((a, len)),
+            _ => Err("prefix length out of range (1..=32 for IPv4, 1..=128 for IPv6)"),
+        },
+        _ if max == 32 => Err("not an IPv4 address"),
+        _ => Err("not an IPv6 address"),
     }
 }
 
@@ -253,8 +281,21 @@ mod tests {
         assert_eq!(c.ip, Some(Ip::Static(Ipv4Addr::new(192, 0, 2, 10), 24)));
         assert_eq!(c.gw, Some(Ipv4Addr::new(192, 0, 2, 1)));
         assert_eq!(c.watchdog_s, 5);
+        assert_eq!((c.ip6, c.gw6), (None, None));
         let words: Vec<&str> = c.job_words().collect();
         assert_eq!(words, ["vtnt-job=1", "kind=ping", "targets=192.0.2.1"]);
+        assert!(c.unknown.is_none());
+    }
+
+    #[test]
+    fn ip6_and_gw6_are_a_static_ipv6_side() {
+        let c = Cmdline::parse(
+            b"ip=192.0.2.10/24 gw=192.0.2.1 ip6=2001:db8:64::c000:20a/120 gw6=2001:db8:64::c000:201 -- boot",
+        )
+        .unwrap();
+        let v6 = |s: &str| s.parse::<Ipv6Addr>().unwrap();
+        assert_eq!(c.ip6, Some((v6("2001:db8:64::192.0.2.10"), 120)));
+        assert_eq!(c.gw6, Some(v6("2001:db8:64::192.0.2.1")));
         assert!(c.unknown.is_none());
     }
 
@@ -296,6 +337,18 @@ mod tests {
             "gwmac=0x:1:2:3:4:5",
             "gwmac=",
             "gwmac=002:1:2:3:4:5",
+        ] {
+            assert!(Cmdline::parse(bad.as_bytes()).is_err(), "{bad}");
+        }
+        for bad in [
+            "ip6=2001:db8::a",
+            "ip6=2001:db8::a/129",
+            "ip6=2001:db8::a/0",
+            "ip6=192.0.2.1/24",
+            "ip6=ff02::1/64",
+            "ip6=::/64",
+            "gw6=192.0.2.1",
+            "gw6=",
         ] {
             assert!(Cmdline::parse(bad.as_bytes()).is_err(), "{bad}");
         }

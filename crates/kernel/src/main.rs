@@ -20,7 +20,7 @@
 //!
 //! Built for any other target (e.g. by a host `cargo test --workspace`), the crate is a
 //! stub binary plus the host-testable parts (the command-line parser, kvmclock's
-//! arithmetic).
+//! arithmetic, neighbour discovery's frames).
 #![cfg_attr(target_os = "none", no_std)]
 #![cfg_attr(target_os = "none", no_main)]
 
@@ -32,6 +32,11 @@ mod cmdline;
 #[cfg(target_os = "none")]
 #[cfg_attr(feature = "stream", allow(dead_code))]
 mod job;
+/// Neighbour discovery's frames, tested on the host (in the image it is `net::ndp`).
+#[cfg(not(target_os = "none"))]
+#[allow(dead_code)]
+#[path = "net/ndp.rs"]
+mod ndp;
 #[cfg(target_os = "none")]
 mod net;
 #[cfg(target_os = "none")]

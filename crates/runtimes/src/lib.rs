@@ -82,7 +82,13 @@ impl Runtime {
     pub fn run(self, job: &vtnt_job::JobSpec, opts: &RunOptions) -> Result<RunOutput> {
         // a network that is not there (a lab not up, a TAP missing), or one without the
         // IPv6 the job needs, is said before any image is built
-        opts.net.check_job(self, job)?;
+        if let Some(v6) = runtime::ipv6_target(job).filter(|_| opts.dhcp) {
+            return Err(Error::Network(format!(
+                "IPv6 target {v6}: --dhcp leases the guest an IPv4 address only (the \
+                 unikernel has no DHCPv6 or SLAAC): drop --dhcp for IPv6 jobs"
+            )));
+        }
+        opts.net.check_job(job)?;
         opts.net.attach(self)?;
         let image = self.build_image(&opts.build)?;
         let name = server::file_name(&image)?;

@@ -119,23 +119,6 @@ impl Runtime {
     pub fn has_nic(self) -> bool {
         self.is_vm() || self.entry().driver == Driver::Spt
     }
-
-    /// Refuses `job` when it has IPv6 targets and this runtime probes none, whatever the
-    /// network ([`crate::net::Network::check_job`] adds the network's part; the fleet's
-    /// controller asks this much before it queues a job). The one place that says which
-    /// runtimes offer IPv6: lift one here when it gains it.
-    pub fn check_ipv6(self, job: &vtnt_job::JobSpec) -> crate::Result<()> {
-        match ipv6_target(job) {
-            Some(v6) if matches!(self, Runtime::Microvm | Runtime::Spt) => {
-                Err(crate::Error::Network(format!(
-                    "IPv6 target {v6}: the {} runtime has no IPv6 yet (the native, runc, \
-                     docker and vm runtimes have)",
-                    self.name()
-                )))
-            }
-            _ => Ok(()),
-        }
-    }
 }
 
 /// The first IPv6 target of `job`'s own list, if any.

@@ -29,6 +29,7 @@ use crate::paths;
 use crate::proc::Supervised;
 use crate::runtime::{BuildOptions, ImageInfo, Runtime};
 use crate::spec::InstanceSpec;
+use vtnt_unikernel::launch::GuestAddr;
 
 /// File name of the spt guest in the image cache.
 pub const IMAGE_NAME: &str = "vtnt-spt.elf";
@@ -111,13 +112,8 @@ pub fn start(
     run.hostname = std::fs::read_to_string("/proc/sys/kernel/hostname")
         .ok()
         .map(|s| s.trim().to_string());
-    let cmdline = vtnt_unikernel::launch::process_cmdline(
-        &run,
-        &slot.address,
-        &slot.gateway,
-        Some(&slot.gateway_mac),
-        &slot.mac,
-    );
+    let at = GuestAddr::lab(&slot.address, &slot.gateway, &slot.gateway_mac);
+    let cmdline = vtnt_unikernel::launch::process_cmdline(&run, &at, &slot.mac);
     let (child, spawn_ns, cgroup_join) = launch(image, OwnedFd::from(sock), cmdline, cgroup)?;
     Ok(Started {
         child,
@@ -151,11 +147,16 @@ pub fn start_on_tap(
             netns: tap.netns.clone(),
             guest: tap.guest(),
             gateway: gateway.clone(),
+            ipv6: None,
         },
     );
     run.timeout = timeout;
-    let cmdline =
-        vtnt_unikernel::launch::process_cmdline(&run, &tap.guest(), &gateway, None, TAP_MAC);
+    let at = GuestAddr {
+        guest: tap.guest(),
+        gateway,
+        ..GuestAddr::default()
+    };
+    let cmdline = vtnt_unikernel::launch::process_cmdline(&run, &at, TAP_MAC);
     Ok(launch(image, OwnedFd::from(dev), cmdline, cgroup)?.0)
 }
 

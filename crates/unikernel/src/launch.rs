@@ -15,11 +15,12 @@
 //! # Ok::<(), vtnt_unikernel::Error>(())
 //! ```
 
-use std::net::SocketAddr;
+use std::net::{Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use vtnt_jobspec::JobSpec;
+use vtnt_lab_linux::state::to_v6;
 
 use crate::accel::{kvm_kind, Accelerator};
 use crate::firecracker::{self, FcConfig};
@@ -126,12 +127,14 @@ pub enum JobNet {
     /// A running `vtnt lab` (`/run/vtnt/lab/<name>/vm.json`): the first free VM slot.
     Lab { name: String },
     /// An existing TAP device (in `netns`, where the VMM then runs) on a segment where
-    /// `gateway` routes; `guest` is `ADDR/LEN`.
+    /// `gateway` routes; `guest` is `ADDR/LEN`; `ipv6` the guest's static IPv6 side, if
+    /// it has one: (`ADDR6/LEN6`, `GATEWAY6`).
     Tap {
         ifname: String,
         netns: Option<String>,
         guest: String,
         gateway: String,
+        ipv6: Option<(String, String)>,
     },
 }
 
@@ -288,51 +291,75 @@ pub fn split_console(lines: &[String]) -> (Vec<String>, Vec<String>) {
     lines.iter().cloned().partition(|l| is_result_line(l))
 }
 
-/// The kernel command line for `spec` on a guest at `guest` (`ADDR/LEN`) behind
-/// `gateway` (or `ip=dhcp` when `spec.dhcp`), whose MAC is `gateway_mac` when known, and
-/// the boot module text (long target lists).
-pub fn cmdline(
-    spec: &RunSpec,
-    guest: &str,
-    gateway: &str,
-    gateway_mac: Option<&str>,
-) -> (String, Option<String>) {
+/// Where the guest is on its network, as its command line says it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct GuestAddr {
+    /// `ADDR/LEN` (unused when the run asks for DHCP).
+    pub guest: String,
+    pub gateway: String,
+    /// The gateway's MAC, when known (a lab's): the guest then sends no ARP request.
+    pub gateway_mac: Option<String>,
+    /// The guest's static IPv6 side, if it has one: (`ADDR6/LEN6`, `GATEWAY6`).
+    pub ipv6: Option<(String, String)>,
+}
+
+impl GuestAddr {
+    /// A lab slot's guest: its address and gateway (`ADDR/LEN`, `GATEWAY`), at the
+    /// gateway's MAC, with their IPv6 twins (`vtnt_lab_linux::state::to_v6`, on the twin
+    /// of the slot's prefix: docs/lab.md "Attaching VMs").
+    pub fn lab(address: &str, gateway: &str, gateway_mac: &str) -> GuestAddr {
+        let twins = || {
+            let (addr, len) = address.split_once('/')?;
+            let (addr, len): (Ipv4Addr, u8) = (addr.parse().ok()?, len.parse().ok()?);
+            let gw: Ipv4Addr = gateway.parse().ok()?;
+            Some((
+                format!("{}/{}", to_v6(addr), 96 + len),
+                to_v6(gw).to_string(),
+            ))
+        };
+        GuestAddr {
+            guest: address.to_string(),
+            gateway: gateway.to_string(),
+            gateway_mac: Some(gateway_mac.to_string()),
+            ipv6: twins(),
+        }
+    }
+}
+
+/// The kernel command line for `spec` on a guest at `at` (or `ip=dhcp` when
+/// `spec.dhcp`), and the boot module text (long target lists).
+pub fn cmdline(spec: &RunSpec, at: &GuestAddr) -> (String, Option<String>) {
     let (job, module) = spec.payload.encode(MAX_INLINE_TARGETS);
-    let options = options(spec, guest, gateway, gateway_mac);
+    let options = options(spec, at);
     (format!("{options} -- {job}"), module)
 }
 
 /// The kernel command line of a guest that is a process (the spt platform): no boot
 /// module, so every target inline, and the interface's own MAC `mac` (a socket has none).
-pub fn process_cmdline(
-    spec: &RunSpec,
-    guest: &str,
-    gateway: &str,
-    gateway_mac: Option<&str>,
-    mac: &str,
-) -> String {
-    let options = options(spec, guest, gateway, gateway_mac);
+pub fn process_cmdline(spec: &RunSpec, at: &GuestAddr, mac: &str) -> String {
+    let options = options(spec, at);
     format!(
         "{options} mac={mac} -- {}",
         spec.payload.encode(usize::MAX).0
     )
 }
 
-/// The options before the job (see [`cmdline`]).
-fn options(spec: &RunSpec, guest: &str, gateway: &str, gateway_mac: Option<&str>) -> String {
+/// The options before the job (see [`cmdline`]). A DHCP guest has no IPv6: the kernel
+/// takes no address but a static one (`ip6=`).
+fn options(spec: &RunSpec, at: &GuestAddr) -> String {
     let epoch_us = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_micros() as u64);
-    let ip = if spec.dhcp {
-        "ip=dhcp".to_string()
-    } else {
-        format!("ip={guest} gw={gateway}")
+    let ip = match &at.ipv6 {
+        _ if spec.dhcp => "ip=dhcp".to_string(),
+        Some((ip6, gw6)) => format!("ip={} gw={} ip6={ip6} gw6={gw6}", at.guest, at.gateway),
+        None => format!("ip={} gw={}", at.guest, at.gateway),
     };
     let mut c = format!(
         "console=ttyS0 {ip} watchdog={} epoch_us={epoch_us}",
         spec.timeout.as_secs().max(1)
     );
-    if let Some(m) = gateway_mac {
+    if let Some(m) = &at.gateway_mac {
         c.push_str(&format!(" gwmac={m}"));
     }
     if spec.marks {
@@ -359,34 +386,38 @@ pub fn run_job(spec: &RunSpec) -> Result<RunOutcome, Error> {
     let vmm = spec.vmm.resolve(spec, &image);
     // A lab slot stays ours until the VM is gone.
     let mut slot_lock = None;
-    let (guest, gateway, gateway_mac, net, mac, netns) = match &spec.net {
+    let (at, net, mac, netns) = match &spec.net {
         JobNet::Lab { name } => {
             let (slot, lock) = lab::free_slot(name)?;
             slot_lock = Some(lock);
+            let at = GuestAddr::lab(&slot.address, &slot.gateway, &slot.gateway_mac);
             let net = GuestNet::Lab {
                 netdev: slot.netdev,
                 id: slot.id,
                 local: slot.local,
                 remote: slot.remote,
             };
-            let gateway_mac = Some(slot.gateway_mac);
-            (slot.address, slot.gateway, gateway_mac, net, slot.mac, None)
+            (at, net, slot.mac, None)
         }
         JobNet::Tap {
             ifname,
             netns,
             guest,
             gateway,
+            ipv6,
         } => (
-            guest.clone(),
-            gateway.clone(),
-            None,
+            GuestAddr {
+                guest: guest.clone(),
+                gateway: gateway.clone(),
+                gateway_mac: None,
+                ipv6: ipv6.clone(),
+            },
             GuestNet::Tap(ifname.clone()),
             "52:54:00:12:34:56".to_string(),
             netns.clone(),
         ),
     };
-    let (cmdline, module) = cmdline(spec, &guest, &gateway, gateway_mac.as_deref());
+    let (cmdline, module) = cmdline(spec, &at);
     let module_file = match &module {
         Some(text) => {
             let p = spec
@@ -540,12 +571,13 @@ mod tests {
         spec.hostname = Some("host-1".into());
         let (c, m) = cmdline(
             &spec,
-            "192.0.2.10/24",
-            "192.0.2.1",
-            Some("02:00:00:00:00:01"),
+            &GuestAddr::lab("192.0.2.10/24", "192.0.2.1", "02:00:00:00:00:01"),
         );
         assert!(
-            c.starts_with("console=ttyS0 ip=192.0.2.10/24 gw=192.0.2.1 watchdog=300 epoch_us="),
+            c.starts_with(
+                "console=ttyS0 ip=192.0.2.10/24 gw=192.0.2.1 ip6=2001:db8:64::c000:20a/120 \
+                 gw6=2001:db8:64::c000:201 watchdog=300 epoch_us="
+            ),
             "{c}"
         );
         assert!(
@@ -562,7 +594,10 @@ mod tests {
             Targets::Module
         );
         spec.dhcp = true;
-        let (c, _) = cmdline(&spec, "192.0.2.10/24", "192.0.2.1", None);
+        let (c, _) = cmdline(
+            &spec,
+            &GuestAddr::lab("192.0.2.10/24", "192.0.2.1", "02:00:00:00:00:01"),
+        );
         assert!(
             c.starts_with("console=ttyS0 ip=dhcp watchdog=300 epoch_us="),
             "{c}"

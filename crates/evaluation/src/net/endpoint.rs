@@ -425,6 +425,7 @@ fn start_guest(
             netns: tap.netns.clone(),
             guest: tap.guest(),
             gateway: tap.gateway.to_string(),
+            ipv6: None,
         },
     );
     run.vmm = row.vmm;

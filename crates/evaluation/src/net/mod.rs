@@ -5,8 +5,8 @@
 //! namespace behind a veth: the host-to-host path) of the same run, and the endpoint
 //! side's CPU per gigabit from its cgroup. netperf, which the seed used, is not packaged
 //! in Debian: iperf3's `-w` stands for netperf's `-s`, `-l` for `-m`, `-u -b 0` for
-//! UDP_STREAM. Every point is measured over IPv4 and, where the runtime has IPv6
-//! ([`vtnt_runtimes::Runtime::check_ipv6`] says which), over IPv6 to the same endpoint
+//! UDP_STREAM. Every point is measured over IPv4 and, where the endpoint has an IPv6
+//! address ([`endpoint::Endpoint`]'s `addr6`), over IPv6 to the same endpoint
 //! right after it, so the two families compare within one run (seed 004 set them side
 //! by side). [`report`] writes the markdown, JSON and figures.
 //!
@@ -235,17 +235,6 @@ fn over(p: &Point, base: &Point) -> Option<f64> {
     (base > 0.0).then(|| own / base)
 }
 
-/// Why `row` cannot be measured over IPv6 at all, if it cannot: the runtime's own answer
-/// to a job for its endpoint's IPv6 address `address` ([`Runtime::check_ipv6`] asks only
-/// a job's targets, whatever its kind).
-fn refuses_ipv6(row: Row, address: std::net::Ipv6Addr) -> Option<String> {
-    let job = vtnt_job::JobSpec::new(
-        vtnt_job::JobKind::Micro(vtnt_job::micro::Options::EMPTY),
-        vec![IpAddr::V6(address)],
-    );
-    row.runtime.check_ipv6(&job).err().map(|e| e.to_string())
-}
-
 /// Runs one iperf3 test from `client` against `ep` at its address `addr`.
 fn test(
     client: &NetNs,
@@ -388,17 +377,10 @@ pub fn bench_net(args: &BenchNetArgs) -> anyhow::Result<NetReport> {
     for (i, &rt) in runtimes.iter().enumerate() {
         vtnt_measure::stop::check()?;
         let index = i as u8 + 1;
-        let mut families: Vec<Family> = [Family::Ipv4, Family::Ipv6]
+        let families: Vec<Family> = [Family::Ipv4, Family::Ipv6]
             .into_iter()
             .filter(|f| args.families.contains(f))
             .collect();
-        if families.contains(&Family::Ipv6) {
-            if let Some(why) = refuses_ipv6(rt, endpoint::ipv6_of(index)) {
-                eprintln!("vtnt bench net: {rt}: no IPv6: {why}");
-                rep.missing.push((rt, why));
-                families.retain(|&f| f != Family::Ipv6);
-            }
-        }
         if families.is_empty() {
             continue;
         }
@@ -595,15 +577,6 @@ mod tests {
         assert_eq!(rep.ipv6_over_ipv4(&rep.points[3]), Some(0.8));
         assert_eq!(rep.ipv6_over_ipv4(&rep.points[2]), None);
         assert_eq!(rep.points[2].cpu_per_gbit(), Some(0.5));
-        // a runtime without IPv6 has no IPv6 row, and says why in the runtime's words
-        let v6 = endpoint::ipv6_of(5);
-        for rt in ["microvm:monitor", "spt"] {
-            let why = refuses_ipv6(row_of(rt), v6).unwrap_or_else(|| panic!("{rt}"));
-            assert!(why.contains(&v6.to_string()), "{why}");
-        }
-        for rt in ["native", "runc", "docker", "vm"] {
-            assert_eq!(refuses_ipv6(row_of(rt), v6), None, "{rt}");
-        }
         let md = report::markdown(&rep);
         assert!(
             md.contains("| docker | IPv6 | host kernel | 100 | n/a | 120.0 (0.0) | 1.20 | 0.80 |"),

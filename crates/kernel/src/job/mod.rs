@@ -29,14 +29,14 @@
 //! and `vtnt: ...` messages.
 
 use crate::cmdline::{Cmdline, Ip};
-use crate::net::{self, dhcp, Ipv4Config, Mac, Nic, SendError};
+use crate::net::{self, dhcp, Ipv4Config, Ipv6Config, Mac, Nic, SendError};
 use crate::platform;
 use crate::platform::console::println_str;
 use crate::platform::finish;
 use crate::{fail, println};
 use alloc::string::String;
 use alloc::vec::Vec;
-use core::net::{IpAddr, Ipv4Addr};
+use core::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use vtnt_abi::exit::Status;
 use vtnt_engine::{Engine, Event, Prober};
 use vtnt_formats::{Annotate, Cycle, NoAnnotations, Record};
@@ -47,7 +47,7 @@ use vtnt_tnt::{Tnt, TntRunner};
 
 mod micro;
 
-/// How long ARP may take for the first next hop before we give up.
+/// How long ARP (or neighbour discovery) may take for the first next hop before we give up.
 pub const ARP_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// The longest halt while replies may be on their way: the bound on how late a received
@@ -195,7 +195,7 @@ fn drive(
                     None => break,
                 },
             };
-            match nic.send_ipv4(platform::now(), &buf[..len]) {
+            match nic.send_ip(platform::now(), &buf[..len]) {
                 Ok(()) => {
                     // The NIC has the frame: the probe's transmit time, also for a
                     // probe held back and handed out turns ago.
@@ -278,6 +278,12 @@ pub fn run(cmdline: &Cmdline) -> ! {
         micro::run(o)
     }
     let targets = targets(&spec);
+    if let (Some(v6), None) = (targets.iter().find(|t| t.is_ipv6()), cmdline.ip6) {
+        fail!(
+            Status::BadCmdline,
+            "IPv6 target {v6}: the guest has no IPv6 address (give ip6=ADDR/LEN and gw6=ADDR)"
+        );
+    }
     let mut nic = bring_up(cmdline, deadline);
     resolve_first_hop(&mut nic, targets[0], deadline);
     crate::platform::steps::mark(crate::platform::steps::Step::Arp);
@@ -287,7 +293,7 @@ pub fn run(cmdline: &Cmdline) -> ! {
     };
     // The prober, kept for the next round (rewound): `run` never returns, so it is never
     // dropped (no drop glue in the image).
-    let mut prober = new_prober(&spec, nic.config());
+    let mut prober = new_prober(&spec, &nic);
     let (stats, done) = round(
         &spec,
         &mut prober,
@@ -437,7 +443,7 @@ fn round(
             "vtnt: {} probes could not be sent: {}",
             stats.send_errors,
             match e {
-                SendError::NoRoute => "no route (off-link, no gw=)",
+                SendError::NoRoute => "no route (off-link, no gw= or gw6=)",
                 _ => "invalid packet",
             }
         );
@@ -467,9 +473,11 @@ impl JobProber {
     }
 }
 
-/// The prober of `spec`'s job, probing from the NIC's address; the network and
-/// broadcast addresses of its LAN are refused as the host refuses its links'.
-fn new_prober(spec: &JobSpec, nic: &Ipv4Config) -> JobProber {
+/// The prober of `spec`'s job, probing from the NIC's addresses; the network and
+/// broadcast addresses of its IPv4 LAN are refused as the host refuses its links'.
+fn new_prober(spec: &JobSpec, nic: &Nic) -> JobProber {
+    let src6 = nic.config6().map(|c| c.addr);
+    let nic = nic.config();
     let mut config = match spec.engine.config(nic.addr) {
         Ok(c) => c,
         Err(e) => fail!(Status::BadCmdline, "{e}"),
@@ -484,15 +492,17 @@ fn new_prober(spec: &JobSpec, nic: &Ipv4Config) -> JobProber {
     };
     // One interface, no loopback: every destination but loopback leaves from its address.
     let src = nic.addr;
-    engine.set_source_lookup(alloc::boxed::Box::new(move |dst: Ipv4Addr| {
-        if dst.is_loopback() {
-            Err(vtnt_engine::NoSource(
+    engine.set_source_lookup(alloc::boxed::Box::new(
+        move |dst: vtnt_engine::ProbeAddr| match dst {
+            _ if dst.is_loopback() => Err(vtnt_engine::NoSource(
                 "the unikernel has no loopback interface",
-            ))
-        } else {
-            Ok(src)
-        }
-    }));
+            )),
+            IpAddr::V4(_) => Ok(src.into()),
+            IpAddr::V6(_) => src6.map(IpAddr::V6).ok_or(vtnt_engine::NoSource(
+                "the guest has no IPv6 address (ip6=)",
+            )),
+        },
+    ));
     match &spec.kind {
         JobKind::Trace(_) | JobKind::Ping(_) | JobKind::Micro(_) => JobProber::Probe(engine),
         JobKind::Tnt(config) => match Tnt::new(config.clone()) {
@@ -584,7 +594,19 @@ fn bring_up(cmdline: &Cmdline, deadline: Option<Instant>) -> Nic {
     }
     let c = *nic.config();
     if let (Some(gw), Some(mac)) = (c.gateway, cmdline.gwmac) {
-        nic.add_neighbour(gw, mac);
+        nic.add_neighbour(gw.into(), mac);
+    }
+    if let Some((addr, prefix)) = cmdline.ip6 {
+        nic.set_config6(Ipv6Config {
+            addr,
+            prefix,
+            gateway: cmdline.gw6,
+        });
+        if let (Some(gw6), Some(gw), Some(mac)) = (cmdline.gw6, c.gateway, cmdline.gwmac) {
+            if gw6 == lab_twin(gw) {
+                nic.add_neighbour(gw6.into(), mac);
+            }
+        }
     }
     println!(
         "{{\"type\":\"nic\",\"device\":\"{}\",\"mac\":\"{}\",\"ip\":\"{}/{}\",\"gw\":\"{}\",\"up_us\":{}}}",
@@ -598,15 +620,23 @@ fn bring_up(cmdline: &Cmdline, deadline: Option<Instant>) -> Nic {
     nic
 }
 
-/// Resolves the next hop towards `target` by ARP, or fails with `NoArp`.
+/// The lab's IPv6 twin of `a` (`2001:db8:64::a.b.c.d`, `vtnt_lab::addr::to_v6`): a
+/// router there at the same MAC as `a` (`gwmac=` names both).
+fn lab_twin(a: Ipv4Addr) -> Ipv6Addr {
+    let mut o = [
+        0x20, 0x01, 0x0d, 0xb8, 0, 0x64, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    ];
+    o[12..].copy_from_slice(&a.octets());
+    Ipv6Addr::from(o)
+}
+
+/// Resolves the next hop towards `target` by ARP or neighbour discovery, or fails with
+/// `NoArp`.
 fn resolve_first_hop(nic: &mut Nic, target: IpAddr, deadline: Option<Instant>) {
-    let IpAddr::V4(target) = target else {
-        fail!(Status::JobFailed, "IPv6 destinations are not supported yet");
-    };
-    let Some(hop) = nic.config().next_hop(target) else {
+    let Some(hop) = nic.next_hop(target) else {
         fail!(
             Status::BadCmdline,
-            "{target} is off-link and no gw= was given"
+            "{target} is off-link and no gateway (gw= or gw6=) was given"
         );
     };
     let give_up = platform::now() + ARP_TIMEOUT;
@@ -618,7 +648,7 @@ fn resolve_first_hop(nic: &mut Nic, target: IpAddr, deadline: Option<Instant>) {
         if now >= give_up {
             fail!(
                 Status::NoArp,
-                "no ARP reply from {hop} within {} s",
+                "no ARP reply or neighbour advertisement from {hop} within {} s",
                 ARP_TIMEOUT.as_secs()
             );
         }

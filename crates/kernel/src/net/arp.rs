@@ -1,7 +1,8 @@
-//! A tiny ARP cache for the one Ethernet segment the unikernel lives on: a few entries,
-//! no expiry (jobs are short), and a rate limit on the requests we send per address.
+//! A tiny neighbour cache for the one Ethernet segment the unikernel lives on, IPv4's
+//! (ARP) and IPv6's (neighbour discovery) alike: a few entries, no expiry (jobs are
+//! short), and a rate limit on the requests or solicitations we send per address.
 
-use core::net::Ipv4Addr;
+use core::net::IpAddr;
 use smoltcp::wire::EthernetAddress;
 use vtnt_record::{Duration, Instant};
 
@@ -12,14 +13,14 @@ pub const RETRY: Duration = Duration::from_millis(200);
 /// Resolved and pending addresses.
 #[derive(Default)]
 pub struct Cache {
-    resolved: [Option<(Ipv4Addr, EthernetAddress)>; ENTRIES],
+    resolved: [Option<(IpAddr, EthernetAddress)>; ENTRIES],
     next: usize,
-    asked: [Option<(Ipv4Addr, Instant)>; ENTRIES],
+    asked: [Option<(IpAddr, Instant)>; ENTRIES],
 }
 
 impl Cache {
     /// The hardware address of `ip`, if known.
-    pub fn lookup(&self, ip: Ipv4Addr) -> Option<EthernetAddress> {
+    pub fn lookup(&self, ip: IpAddr) -> Option<EthernetAddress> {
         self.resolved
             .iter()
             .flatten()
@@ -28,7 +29,7 @@ impl Cache {
     }
 
     /// Records `ip` at `mac` (replacing an older entry for `ip`, else round-robin).
-    pub fn insert(&mut self, ip: Ipv4Addr, mac: EthernetAddress) {
+    pub fn insert(&mut self, ip: IpAddr, mac: EthernetAddress) {
         if !mac.is_unicast() {
             return;
         }
@@ -46,7 +47,7 @@ impl Cache {
     }
 
     /// Whether a request for `ip` may go out now (and if so, notes that it did).
-    pub fn may_ask(&mut self, ip: Ipv4Addr, now: Instant) -> bool {
+    pub fn may_ask(&mut self, ip: IpAddr, now: Instant) -> bool {
         if let Some(slot) = self.asked.iter_mut().flatten().find(|(a, _)| *a == ip) {
             if now.saturating_since(slot.1) < RETRY {
                 return false;

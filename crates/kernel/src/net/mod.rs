@@ -1,11 +1,12 @@
 //! The network interface as the prober sees it: a [`Nic`] over the platform's
 //! [`Link`] (virtio-net, `vtnt-monitor`'s frame hypercalls, a datagram socket) that sends
-//! complete IPv4 packets (framed by us, so TTL, IP ID, ToS and checksums go out exactly
-//! as the prober made them) to the next hop's MAC, and hands back every IPv4 packet
-//! addressed to us with its receive timestamp, answering ARP on the way. Raw frames in
+//! complete IPv4 and IPv6 packets (framed by us, so TTL or hop limit, IP ID, ToS, flow
+//! label and checksums go out exactly as the prober made them) to the next hop's MAC, and
+//! hands back every IP packet addressed to us with its receive timestamp, answering ARP
+//! and neighbour solicitations for our addresses on the way ([`ndp`]). Raw frames in
 //! and out ([`Nic::poll_frames`], [`Nic::send_raw`]) serve [`dhcp`] before the job starts.
 //!
-//! Polling only (no interrupts). Transmit has backpressure: [`Nic::send_ipv4`] returns
+//! Polling only (no interrupts). Transmit has backpressure: [`Nic::send_ip`] returns
 //! [`SendError::Busy`] when the link has no room, and [`SendError::Unresolved`] while the
 //! next hop's MAC is being resolved; the caller keeps the packet and retries. What never
 //! leaves is ours to refuse: [`SendError::NoRoute`] (off-link, no gateway) and
@@ -13,6 +14,7 @@
 
 pub mod arp;
 pub mod dhcp;
+pub mod ndp;
 pub mod smol;
 #[cfg(feature = "stream")]
 pub mod stream;
@@ -20,14 +22,14 @@ pub mod stream;
 use crate::platform::{Link, LinkError, Received};
 use alloc::boxed::Box;
 use core::fmt;
-use core::net::Ipv4Addr;
+use core::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use smoltcp::wire::{
     ArpOperation, ArpPacket, ArpRepr, EthernetAddress, EthernetFrame, EthernetProtocol,
     EthernetRepr,
 };
 use vtnt_record::Instant;
 
-/// Largest IPv4 packet we send (Ethernet MTU).
+/// Largest IP packet we send (Ethernet MTU).
 pub const MTU: usize = 1500;
 const ETH_HDR: usize = 14;
 /// The largest Ethernet frame (header + MTU), without a device header.
@@ -38,11 +40,13 @@ pub const FRAME_MAX: usize = ETH_HDR + MTU;
 pub enum SendError {
     /// All transmit buffers are in flight: retry after the next poll.
     Busy,
-    /// The next hop's MAC is not known yet (an ARP request is out): retry later.
-    Unresolved(Ipv4Addr),
-    /// Not a packet we can send (too short, too long, not IPv4 version 4).
+    /// The next hop's MAC is not known yet (an ARP request or neighbour solicitation is
+    /// out): retry later.
+    Unresolved(IpAddr),
+    /// Not a packet we can send (too short, too long, neither IPv4 nor IPv6).
     Invalid,
-    /// The destination is off-link and there is no gateway.
+    /// The destination is off-link and there is no gateway (or it is IPv6 and we have no
+    /// IPv6 address).
     NoRoute,
 }
 
@@ -98,6 +102,28 @@ impl Ipv4Config {
     }
 }
 
+/// IPv6 configuration of the interface: a static address (`ip6=`, `gw6=`).
+#[derive(Debug, Clone, Copy)]
+pub struct Ipv6Config {
+    pub addr: Ipv6Addr,
+    pub prefix: u8,
+    pub gateway: Option<Ipv6Addr>,
+}
+
+impl Ipv6Config {
+    /// The next hop towards `dst`: itself on our prefix, else the gateway.
+    pub fn next_hop(&self, dst: Ipv6Addr) -> Option<Ipv6Addr> {
+        let mask = u128::MAX
+            .checked_shl(128 - u32::from(self.prefix))
+            .unwrap_or(0);
+        if (u128::from(dst) ^ u128::from(self.addr)) & mask == 0 {
+            Some(dst)
+        } else {
+            self.gateway
+        }
+    }
+}
+
 /// A MAC address printed as `52:54:00:12:34:56`.
 pub struct Mac(pub EthernetAddress);
 
@@ -117,6 +143,7 @@ pub struct Nic {
     link: Box<dyn Link>,
     mac: EthernetAddress,
     cfg: Ipv4Config,
+    v6: Option<Ipv6Config>,
     arp: arp::Cache,
     pub stats: Stats,
 }
@@ -128,6 +155,7 @@ impl Nic {
             mac: EthernetAddress(link.mac()),
             link,
             cfg,
+            v6: None,
             arp: arp::Cache::default(),
             stats: Stats::default(),
         }
@@ -153,13 +181,31 @@ impl Nic {
         self.cfg = cfg;
     }
 
+    /// Our IPv6 configuration, if we have an IPv6 address.
+    pub fn config6(&self) -> Option<&Ipv6Config> {
+        self.v6.as_ref()
+    }
+
+    /// Gives us an IPv6 address.
+    pub fn set_config6(&mut self, cfg: Ipv6Config) {
+        self.v6 = Some(cfg);
+    }
+
+    /// The next hop towards `dst`, `None` if there is no route.
+    pub fn next_hop(&self, dst: IpAddr) -> Option<IpAddr> {
+        match dst {
+            IpAddr::V4(d) => self.cfg.next_hop(d).map(IpAddr::V4),
+            IpAddr::V6(d) => self.v6?.next_hop(d).map(IpAddr::V6),
+        }
+    }
+
     /// Records `mac` as `ip`'s MAC (a neighbour the host told us about).
-    pub fn add_neighbour(&mut self, ip: Ipv4Addr, mac: [u8; 6]) {
+    pub fn add_neighbour(&mut self, ip: IpAddr, mac: [u8; 6]) {
         self.arp.insert(ip, EthernetAddress(mac));
     }
 
     /// The cached MAC of `ip`.
-    pub fn arp_lookup(&self, ip: Ipv4Addr) -> Option<EthernetAddress> {
+    pub fn arp_lookup(&self, ip: IpAddr) -> Option<EthernetAddress> {
         self.arp.lookup(ip)
     }
 
@@ -172,18 +218,23 @@ impl Nic {
         self.link.tx_give(buf, len).map_err(SendError::from)
     }
 
-    /// Sends a complete IPv4 packet, unchanged, to the next hop's MAC.
-    pub fn send_ipv4(&mut self, now: Instant, packet: &[u8]) -> Result<(), SendError> {
-        if packet.len() < 20 || packet.len() > MTU || packet[0] >> 4 != 4 {
-            return Err(SendError::Invalid);
-        }
-        let dst = Ipv4Addr::new(packet[16], packet[17], packet[18], packet[19]);
-        let hop = self.cfg.next_hop(dst).ok_or(SendError::NoRoute)?;
+    /// Sends a complete IPv4 or IPv6 packet, unchanged, to the next hop's MAC.
+    pub fn send_ip(&mut self, now: Instant, packet: &[u8]) -> Result<(), SendError> {
+        let (dst, ethertype) = match (packet.first().map(|b| b >> 4), packet.len()) {
+            (_, len) if len > MTU => return Err(SendError::Invalid),
+            (Some(4), 20..) => (
+                IpAddr::from(Ipv4Addr::new(
+                    packet[16], packet[17], packet[18], packet[19],
+                )),
+                EthernetProtocol::Ipv4,
+            ),
+            (Some(6), 40..) => (ipv6_at(packet, 24).into(), EthernetProtocol::Ipv6),
+            _ => return Err(SendError::Invalid),
+        };
+        let hop = self.next_hop(dst).ok_or(SendError::NoRoute)?;
         let Some(dst_mac) = self.arp.lookup(hop) else {
-            if self.arp.may_ask(hop, now) {
-                // Best effort: if the queue is full the rate limiter retries later.
-                let _ = self.send_arp_request(hop);
-            }
+            // Best effort: if the queue is full the rate limiter retries later.
+            self.resolve(now, hop);
             return Err(SendError::Unresolved(hop));
         };
         let src_mac = self.mac;
@@ -191,7 +242,7 @@ impl Nic {
             let eth = EthernetRepr {
                 src_addr: src_mac,
                 dst_addr: dst_mac,
-                ethertype: EthernetProtocol::Ipv4,
+                ethertype,
             };
             eth.emit(&mut EthernetFrame::new_unchecked(&mut frame[..ETH_HDR]));
             frame[ETH_HDR..ETH_HDR + packet.len()].copy_from_slice(packet);
@@ -210,7 +261,6 @@ impl Nic {
             target_hardware_addr: EthernetAddress([0; 6]),
             target_protocol_addr: ip,
         };
-        self.stats.arp_requests += 1;
         self.send_arp(repr, EthernetAddress::BROADCAST)
     }
 
@@ -230,19 +280,41 @@ impl Nic {
         })
     }
 
-    /// Starts resolving `ip` (rate-limited); true if its MAC is already known.
-    pub fn resolve(&mut self, now: Instant, ip: Ipv4Addr) -> bool {
+    /// Starts resolving `ip` by ARP or a neighbour solicitation (rate-limited); true if
+    /// its MAC is already known.
+    pub fn resolve(&mut self, now: Instant, ip: IpAddr) -> bool {
         if self.arp.lookup(ip).is_some() {
             return true;
         }
         if self.arp.may_ask(ip, now) {
-            let _ = self.send_arp_request(ip);
+            self.stats.arp_requests += 1;
+            let _ = match (ip, self.v6) {
+                (IpAddr::V4(ip), _) => self.send_arp_request(ip),
+                (IpAddr::V6(ip), Some(v6)) => {
+                    let (dst, dst_mac) = ndp::solicited_node(ip);
+                    self.send_ndp(ndp::SOLICIT, dst_mac, (v6.addr, dst), ip)
+                }
+                (IpAddr::V6(_), None) => Err(SendError::NoRoute),
+            };
         }
         false
     }
 
-    /// Processes every received frame: ARP is handled here, each IPv4 packet addressed to
-    /// us goes to `deliver(receive_time, packet)`. Returns the number of IPv4 packets.
+    /// Sends a neighbour solicitation or advertisement (see [`ndp::emit`]).
+    fn send_ndp(
+        &mut self,
+        kind: u8,
+        dst_mac: [u8; 6],
+        ips: (Ipv6Addr, Ipv6Addr),
+        target: Ipv6Addr,
+    ) -> Result<(), SendError> {
+        let mac = self.mac.0;
+        self.send_frame(|f| ndp::emit(f, kind, (mac, dst_mac), ips, target))
+    }
+
+    /// Processes every received frame: ARP and neighbour discovery are handled here, each
+    /// IP packet addressed to us goes to `deliver(receive_time, packet)`. Returns the
+    /// number of IP packets delivered.
     pub fn poll_recv(&mut self, deliver: &mut impl FnMut(Instant, &[u8])) -> usize {
         let mut delivered = 0;
         self.poll_frames(|nic, t, frame| {
@@ -298,7 +370,8 @@ impl Nic {
             self.stats.rx_dropped += 1;
             return false;
         };
-        if eth.dst_addr() != self.mac && !eth.dst_addr().is_broadcast() {
+        // broadcast ARP, multicast neighbour solicitations
+        if eth.dst_addr() != self.mac && !eth.dst_addr().is_multicast() {
             return false;
         }
         match eth.ethertype() {
@@ -322,7 +395,44 @@ impl Nic {
                 deliver(t, &ip[..total]);
                 true
             }
+            EthernetProtocol::Ipv6 => {
+                let (Some(v6), ip) = (self.v6, eth.payload()) else {
+                    return false;
+                };
+                let total = match ip.get(4..6) {
+                    Some(&[a, b]) if ip[0] >> 4 == 6 => {
+                        40 + usize::from(u16::from_be_bytes([a, b]))
+                    }
+                    _ => usize::MAX,
+                };
+                let Some(ip) = ip.get(..total) else {
+                    self.stats.rx_dropped += 1;
+                    return false;
+                };
+                if let Some(m) = ndp::parse(ip) {
+                    self.handle_ndp(v6.addr, m, eth.src_addr());
+                    return false;
+                }
+                if ipv6_at(ip, 24) != v6.addr {
+                    self.stats.rx_dropped += 1;
+                    return false;
+                }
+                self.stats.rx_packets += 1;
+                deliver(t, ip);
+                true
+            }
             _ => false,
+        }
+    }
+
+    /// Learns a neighbour's MAC from its advertisement or its solicitation of our address
+    /// `me`, and answers the solicitation ([`ndp::learn`]).
+    fn handle_ndp(&mut self, me: Ipv6Addr, m: ndp::Message, from: EthernetAddress) {
+        if let Some((ip, mac, answer)) = ndp::learn(me, &m, from.0) {
+            self.arp.insert(ip.into(), EthernetAddress(mac));
+            if answer {
+                let _ = self.send_ndp(ndp::ADVERT, mac, (me, ip), me);
+            }
         }
     }
 
@@ -343,7 +453,8 @@ impl Nic {
         if target_protocol_addr != self.cfg.addr {
             return;
         }
-        self.arp.insert(source_protocol_addr, source_hardware_addr);
+        self.arp
+            .insert(source_protocol_addr.into(), source_hardware_addr);
         if operation == ArpOperation::Request {
             let reply = ArpRepr::EthernetIpv4 {
                 operation: ArpOperation::Reply,
@@ -355,6 +466,13 @@ impl Nic {
             let _ = self.send_arp(reply, source_hardware_addr);
         }
     }
+}
+
+/// The IPv6 address at `at` in `b` (in bounds: the caller checked the length).
+fn ipv6_at(b: &[u8], at: usize) -> Ipv6Addr {
+    let mut a = [0; 16];
+    a.copy_from_slice(&b[at..at + 16]);
+    Ipv6Addr::from(a)
 }
 
 impl From<LinkError> for SendError {
