@@ -85,9 +85,10 @@ fn in_netns<T: Send + 'static>(netns: &Path, f: impl FnOnce() -> T + Send + 'sta
 fn check(test: &str, runtimes: &[Runtime], via: Via) {
     // on the host's network, a TNT job too (its annotations compared like the hops)
     let jobs = match via {
-        Via::Host | Via::Front => vec![job(), tnt_job()],
-        // every runtime traces over IPv6 too (a leased guest has no IPv6: --dhcp refuses
-        // IPv6 jobs)
+        Via::Host => vec![job(), tnt_job()],
+        // every runtime traces over IPv6 too, on a lab and behind a front (a leased guest
+        // has no IPv6: --dhcp refuses IPv6 jobs)
+        Via::Front => vec![dual_job(), tnt_job()],
         Via::Lab => vec![dual_job(), long_job()],
         Via::Dhcp => vec![job()],
     };
@@ -294,7 +295,8 @@ fn host_network_matches_native() {
 }
 
 /// VMs on a real network through a front (`vtnt lab front`): the unikernel and the full
-/// Debian VM, a trace and a TNT job each, match the native run from the front's upstream.
+/// Debian VM, a trace of both families and a TNT job each, match the native run from the
+/// front's upstream.
 #[test]
 fn vms_behind_a_front_match_native() {
     check(
@@ -347,8 +349,10 @@ fn microvms_behind_one_front_get_their_own_replies() {
                 0 | 1 => (&single, 1),
                 i => (&dsts[i % dsts.len()], i + 1),
             };
+            // and its IPv6 twin: the front forwards both families (its upstream, the
+            // lab, has an IPv6 address)
             parse(&format!(
-                "trace -P icmp-paris -q 1 -w 2 --seed {seed} {dst}"
+                "trace -P icmp-paris -q 1 -w 2 --seed {seed} {dst} 2001:db8:64::{dst}"
             ))
         })
         .collect();
