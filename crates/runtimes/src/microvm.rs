@@ -83,9 +83,7 @@ pub fn start(
             netns: t.netns.clone(),
             guest: t.guest(),
             gateway: t.gateway.to_string(),
-            ipv6: t
-                .ipv6
-                .map(|v6| (format!("{}/{}", v6.addr, v6.len), v6.gateway.to_string())),
+            ipv6: t.guest6(),
         },
         Attached::Host => {
             return Err(Error::Network(

@@ -62,6 +62,13 @@ impl Tap {
     pub fn guest(&self) -> String {
         format!("{}/{}", self.addr, self.len)
     }
+
+    /// The IPv6 side as the unikernel's command line takes it (`ip6=ADDR6/LEN6`,
+    /// `gw6=GATEWAY6`), if the guest has one.
+    pub fn guest6(&self) -> Option<(String, String)> {
+        self.ipv6
+            .map(|v6| (format!("{}/{}", v6.addr, v6.len), v6.gateway.to_string()))
+    }
 }
 
 impl fmt::Display for Network {

@@ -147,13 +147,14 @@ pub fn start_on_tap(
             netns: tap.netns.clone(),
             guest: tap.guest(),
             gateway: gateway.clone(),
-            ipv6: None,
+            ipv6: tap.guest6(),
         },
     );
     run.timeout = timeout;
     let at = GuestAddr {
         guest: tap.guest(),
         gateway,
+        ipv6: tap.guest6(),
         ..GuestAddr::default()
     };
     let cmdline = vtnt_unikernel::launch::process_cmdline(&run, &at, TAP_MAC);

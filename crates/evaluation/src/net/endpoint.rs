@@ -285,15 +285,8 @@ pub fn start(
             })
         }
         Runtime::Vm => {
-            // the guest sets its IPv6 address statically as a TAP job's (`ip6=`)
-            let mut tap = add_tap(client, index)?;
-            let gateway = add_near6(client, &tap.ifname, index)?;
-            let addr6 = ipv6_of(index);
-            tap.ipv6 = Some(Tap6 {
-                addr: addr6,
-                len: 64,
-                gateway,
-            });
+            let tap = add_tap(client, index)?;
+            let addr6 = tap.ipv6.map(|v6| v6.addr);
             let net = Attached::Tap(tap);
             let dir = paths::TempDir::new("net-vm")?;
             let image = Runtime::Vm.build_image(&Default::default())?;
@@ -301,7 +294,7 @@ pub fn start(
             let qemu = vm::start_iperf3(&box_dir, &net, u32::from(index), PORT, &cgroup)?;
             Ok(Endpoint {
                 addr,
-                addr6: Some(addr6),
+                addr6,
                 accel: Some(vm::accel().name().to_string()),
                 cgroup,
                 kind: Kind::Vm { qemu, _dir: dir },
@@ -324,7 +317,7 @@ pub fn start(
             )?;
             Ok(Endpoint {
                 addr,
-                addr6: None,
+                addr6: tap.ipv6.map(|v6| v6.addr),
                 accel: None,
                 cgroup,
                 kind: Kind::Spt(guest),
@@ -392,17 +385,23 @@ fn guest_watchdog(wait: Duration, tests: u64) -> Duration {
     Duration::from_secs(wait.as_secs() + tests * 60)
 }
 
-/// A TAP device `vntINDEX` in the client's namespace at `10.79.INDEX.1/24`, the guest at
-/// `.2` behind it.
+/// A TAP device `vntINDEX` in the client's namespace at `10.79.INDEX.1/24` and
+/// [`ipv6_of`]'s `::1`, the guest at `.2` and [`ipv6_of`] behind it (dual stack: the
+/// guest sets its IPv6 address statically, as a TAP job's `ip6=`).
 fn add_tap(client: &NetNs, index: u8) -> anyhow::Result<Tap> {
     let ifname = format!("vnt{index}");
     client.add_tap(&ifname, &format!("10.79.{index}.1/24"))?;
+    let gateway = add_near6(client, &ifname, index)?;
     Ok(Tap {
         ifname,
         addr: Ipv4Addr::new(10, 79, index, 2),
         len: 24,
         gateway: Ipv4Addr::new(10, 79, index, 1),
-        ipv6: None,
+        ipv6: Some(Tap6 {
+            addr: ipv6_of(index),
+            len: 64,
+            gateway,
+        }),
         netns: Some(client.name().to_string()),
     })
 }
@@ -425,7 +424,7 @@ fn start_guest(
             netns: tap.netns.clone(),
             guest: tap.guest(),
             gateway: tap.gateway.to_string(),
-            ipv6: None,
+            ipv6: tap.guest6(),
         },
     );
     run.vmm = row.vmm;
@@ -439,7 +438,7 @@ fn start_guest(
     let thread = std::thread::spawn(move || vtnt_unikernel::launch::run_job(&run));
     Ok(Endpoint {
         addr: tap.addr,
-        addr6: None,
+        addr6: tap.ipv6.map(|v6| v6.addr),
         accel: Some(accel.name().to_string()),
         cgroup,
         kind: Kind::Guest {

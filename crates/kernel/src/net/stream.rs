@@ -14,7 +14,9 @@
 //! tests are refused with `ACCESS_DENIED`. The client's `-w` (socket buffer) does not
 //! apply: the data socket's receive buffer is fixed at [`TCP_RX`] (window scaling on).
 //! UDP datagrams longer than the MTU come as IPv4 fragments, which
-//! `vtnt_wire::reassembly` puts back together before smoltcp sees them.
+//! `vtnt_wire::reassembly` puts back together before smoltcp sees them (smoltcp
+//! reassembles IPv6's itself). With `ip6=` (and `gw6=`) the endpoint is dual stack:
+//! smoltcp's interface holds the IPv6 address and answers neighbour discovery for it.
 //!
 //! Command line: the platform's options, then `-- stream [port=P] [tests=N]` (default
 //! 5201, serve forever); after `N` tests (and their connections
@@ -316,9 +318,15 @@ pub fn run(cmdline: &Cmdline, mut nic: Nic, deadline: Option<Instant>) -> ! {
     let mut iface = Interface::new(config, &mut dev, smol(platform::now()));
     iface.update_ip_addrs(|a| {
         let _ = a.push(IpCidr::new(IpAddress::Ipv4(cfg.addr), cfg.prefix));
+        if let Some((addr, len)) = cmdline.ip6 {
+            let _ = a.push(IpCidr::new(IpAddress::Ipv6(addr), len));
+        }
     });
     if let Some(gw) = gateway {
         let _ = iface.routes_mut().add_default_ipv4_route(gw);
+    }
+    if let Some(gw6) = cmdline.gw6 {
+        let _ = iface.routes_mut().add_default_ipv6_route(gw6);
     }
     let mut set = SocketSet::new(Vec::new());
     let mut socks = Sockets::open(&mut set, o.port);
