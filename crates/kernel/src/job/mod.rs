@@ -646,9 +646,14 @@ fn resolve_first_hop(nic: &mut Nic, target: IpAddr, deadline: Option<Instant>) {
             break;
         }
         if now >= give_up {
+            let answer = if hop.is_ipv6() {
+                "neighbour advertisement"
+            } else {
+                "ARP reply"
+            };
             fail!(
                 Status::NoArp,
-                "no ARP reply or neighbour advertisement from {hop} within {} s",
+                "no {answer} from {hop} within {} s",
                 ARP_TIMEOUT.as_secs()
             );
         }
