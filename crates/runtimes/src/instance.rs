@@ -278,7 +278,7 @@ enum Cleanup {
     /// An spt guest's lab slot, released when dropped, when it was spawned and how long
     /// its tender took to join the cgroup.
     Spt {
-        _slot: vtnt_unikernel::lab::SlotLock,
+        _slot: Option<vtnt_unikernel::lab::SlotLock>,
         spawn_ns: u64,
         cgroup_join: Duration,
     },

@@ -5,8 +5,8 @@
 //! The tender (`vtnt-tender-spt`, beside the hvt monitor) is this process's child
 //! between a `vfork`-style `clone` and `execve`: it starts a process group, joins the instance's cgroup, puts the network (a UDP socket bound to a free slot of the lab's VM
 //! front and connected to the front, one Ethernet frame per datagram, as QEMU's
-//! `-netdev dgram`; or a TAP device, one frame per read and write: [`start_on_tap`],
-//! `vtnt bench net`'s endpoint) at descriptor 3 and non-blocking, keeps standard output (the
+//! `-netdev dgram`; or a TAP device, one frame per read and write: `--net tap:` jobs
+//! and [`start_on_tap`], `vtnt bench net`'s endpoint) at descriptor 3 and non-blocking, keeps standard output (the
 //! console) and closes every other descriptor, sets `no_new_privs`, installs the seccomp
 //! filter (the guest's calls, its `execve` pinned to the image's path, and `seccomp`),
 //! and executes the guest with its command line. Nothing of the tender stays resident:
@@ -65,20 +65,20 @@ pub fn install(file: &Path) -> Result<std::path::PathBuf> {
     paths::make_executable(file)
 }
 
-/// A started guest: the process, the lab slot it holds until it is dropped,
-/// `CLOCK_MONOTONIC` just before the fork (for [`spawn_to_first_probe`]) and how long
-/// the tender took to join the instance's cgroup (on cgroup v1 the kernel makes that
-/// write wait for an RCU grace period unless `favordynmods` is set: often most of the
-/// time to the first probe).
+/// A started guest: the process, the lab slot it holds until it is dropped (none on a
+/// TAP device), `CLOCK_MONOTONIC` just before the fork (for [`spawn_to_first_probe`]) and
+/// how long the tender took to join the instance's cgroup (on cgroup v1 the kernel makes
+/// that write wait for an RCU grace period unless `favordynmods` is set: often most of
+/// the time to the first probe).
 pub struct Started {
     pub child: Supervised,
-    pub slot: vtnt_unikernel::lab::SlotLock,
+    pub slot: Option<vtnt_unikernel::lab::SlotLock>,
     pub spawn_ns: u64,
     pub cgroup_join: std::time::Duration,
 }
 
-/// Starts the guest `image` with `spec`'s job on a free slot of the lab's VM front, in
-/// `cgroup`.
+/// Starts the guest `image` with `spec`'s job in `cgroup`: on a free slot of the lab's VM
+/// front, or on an existing TAP device at the address `--net tap:` gave it.
 pub fn start(
     image: &Path,
     net: &Attached,
@@ -86,38 +86,52 @@ pub fn start(
     cgroup: &Cgroup,
     timeout: std::time::Duration,
 ) -> Result<Started> {
-    let Attached::Lab(lab) = net else {
-        return Err(Error::Network(
-            "the spt runtime reaches a network through a lab's VM front (--net lab:NAME)".into(),
-        ));
-    };
     if spec.dhcp {
         return Err(Error::Network(
-            "the spt runtime takes its lab slot's static address (no --dhcp)".into(),
+            "the spt runtime takes a static address (its lab slot's or the TAP's ip=; no --dhcp)"
+                .into(),
         ));
     }
-    let (slot, lock) = vtnt_unikernel::lab::free_slot(&lab.name)
-        .map_err(|e| Error::Lab(format!("lab `{}`: {e}", lab.name)))?;
-    let sock =
-        UdpSocket::bind(slot.local).doing(|| format!("binding the guest's end {}", slot.local))?;
-    sock.connect(slot.remote)
-        .doing(|| format!("connecting to the lab's VM front {}", slot.remote))?;
-    let mut run = vtnt_unikernel::launch::RunSpec::new(
-        spec.job.clone(),
-        vtnt_unikernel::launch::JobNet::Lab {
-            name: lab.name.clone(),
-        },
-    );
-    run.timeout = timeout;
-    run.hostname = std::fs::read_to_string("/proc/sys/kernel/hostname")
+    let hostname = std::fs::read_to_string("/proc/sys/kernel/hostname")
         .ok()
         .map(|s| s.trim().to_string());
-    let at = GuestAddr::lab(&slot.address, &slot.gateway, &slot.gateway_mac);
-    let cmdline = vtnt_unikernel::launch::process_cmdline(&run, &at, &slot.mac);
-    let (child, spawn_ns, cgroup_join) = launch(image, OwnedFd::from(sock), cmdline, cgroup)?;
+    let (dev, cmdline, slot) = match net {
+        Attached::Lab(lab) => {
+            let (slot, lock) = vtnt_unikernel::lab::free_slot(&lab.name)
+                .map_err(|e| Error::Lab(format!("lab `{}`: {e}", lab.name)))?;
+            let sock = UdpSocket::bind(slot.local)
+                .doing(|| format!("binding the guest's end {}", slot.local))?;
+            sock.connect(slot.remote)
+                .doing(|| format!("connecting to the lab's VM front {}", slot.remote))?;
+            let mut run = vtnt_unikernel::launch::RunSpec::new(
+                spec.job.clone(),
+                vtnt_unikernel::launch::JobNet::Lab {
+                    name: lab.name.clone(),
+                },
+            );
+            run.timeout = timeout;
+            run.hostname = hostname;
+            let at = GuestAddr::lab(&slot.address, &slot.gateway, &slot.gateway_mac);
+            let cmdline = vtnt_unikernel::launch::process_cmdline(&run, &at, &slot.mac);
+            (OwnedFd::from(sock), cmdline, Some(lock))
+        }
+        Attached::Tap(tap) => {
+            let payload = vtnt_unikernel::launch::Payload::Job(spec.job.clone());
+            let (dev, cmdline) = on_tap(tap, payload, timeout, hostname)?;
+            (dev, cmdline, None)
+        }
+        Attached::Host => {
+            return Err(Error::Network(
+                "the spt runtime reaches a network through a lab's VM front (--net lab:NAME) \
+                 or a TAP device (--net tap:...)"
+                    .into(),
+            ))
+        }
+    };
+    let (child, spawn_ns, cgroup_join) = launch(image, dev, cmdline, cgroup)?;
     Ok(Started {
         child,
-        slot: lock,
+        slot,
         spawn_ns,
         cgroup_join,
     })
@@ -137,6 +151,17 @@ pub fn start_on_tap(
     cgroup: &Cgroup,
     timeout: std::time::Duration,
 ) -> Result<Supervised> {
+    let (dev, cmdline) = on_tap(tap, payload, timeout, None)?;
+    Ok(launch(image, dev, cmdline, cgroup)?.0)
+}
+
+/// The TAP device `tap`, opened, and the command line of a guest on it with `payload`.
+fn on_tap(
+    tap: &Tap,
+    payload: vtnt_unikernel::launch::Payload,
+    timeout: std::time::Duration,
+    hostname: Option<String>,
+) -> Result<(OwnedFd, String)> {
     let dev = vtnt_lab_linux::open_tap(tap.netns.as_deref(), &tap.ifname)
         .doing(|| format!("opening the TAP device {}", tap.ifname))?;
     let gateway = tap.gateway.to_string();
@@ -151,6 +176,7 @@ pub fn start_on_tap(
         },
     );
     run.timeout = timeout;
+    run.hostname = hostname;
     let at = GuestAddr {
         guest: tap.guest(),
         gateway,
@@ -158,7 +184,7 @@ pub fn start_on_tap(
         ..GuestAddr::default()
     };
     let cmdline = vtnt_unikernel::launch::process_cmdline(&run, &at, TAP_MAC);
-    Ok(launch(image, OwnedFd::from(dev), cmdline, cgroup)?.0)
+    Ok((OwnedFd::from(dev), cmdline))
 }
 
 /// The longest command line the spt guest takes (Linux's `MAX_ARG_STRLEN`).

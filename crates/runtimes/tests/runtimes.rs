@@ -433,16 +433,18 @@ fn hop_addresses(stdout: &str) -> Vec<String> {
 
 /// VMs on a TAP device (`--net tap:...,netns=NS`): a TAP in the lab's namespace behind a
 /// Linux router that masquerades onto the lab (what a home router does); the unikernel
-/// and the Debian VM trace through it and see that router, then exactly the native hops.
-/// Both trace over IPv6 too (`ip6=`, `gw6=`; the router masquerades IPv6 as well, and
-/// the unikernel finds it by neighbour discovery), in the same boot.
+/// (as a microVM and as an spt process) and the Debian VM trace through it and see that
+/// router, then exactly the native hops. Each traces over IPv6 too (`ip6=`, `gw6=`; the
+/// router masquerades IPv6 as well, and the unikernel finds it by neighbour discovery),
+/// in the same run.
 #[test]
 fn vms_on_a_tap_device_reach_the_network_behind_it() {
     let test = "vms_on_a_tap_device_reach_the_network_behind_it";
     if !common::basics_ready(test) {
         return;
     }
-    for rt in [Runtime::Microvm, Runtime::Vm] {
+    let runtimes = [Runtime::Microvm, Runtime::Spt, Runtime::Vm];
+    for rt in runtimes {
         if let Some(why) = common::runtime_missing(rt) {
             vtnt_testkit::skip_or_fail(test, &why, None);
             return;
@@ -489,7 +491,7 @@ fn vms_on_a_tap_device_reach_the_network_behind_it() {
         hops.extend(hop_addresses(&native.stdout));
         want.insert(spec.target_list()[0].to_string(), hops);
     }
-    for (i, rt) in [Runtime::Microvm, Runtime::Vm].into_iter().enumerate() {
+    for (i, rt) in runtimes.into_iter().enumerate() {
         let spec = dual_job();
         let net: Network = format!(
             "tap:vtap0,ip=10.77.0.{n}/24,gw=10.77.0.1,ip6=fd77::{n}/64,gw6=fd77::1,netns={ns}",

@@ -51,7 +51,7 @@ fn start(
         Cgroup::create(&format!("vtnt/spt-{tag}-{}", std::process::id())).expect("a cgroup");
     let started =
         spt::start(image, &net, spec, &cgroup, Duration::from_secs(30)).expect("the tender");
-    (started.child, started.slot, cgroup)
+    (started.child, started.slot.expect("a lab slot"), cgroup)
 }
 
 #[test]
