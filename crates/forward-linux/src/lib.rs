@@ -266,8 +266,9 @@ fn stats(io: &FrontStats, s: &vtnt_forward::Stats) -> serde_json::Value {
     })
 }
 
-/// A destination of the lab's IPv6 range, whose route source is the upstream's address.
-const LAB6_PROBE: Ipv6Addr = Ipv6Addr::new(0x2001, 0xdb8, 0x64, 0, 0, 0, 0xcb00, 0x7101);
+/// A destination of the lab's IPv6 range (the twin of 203.0.113.1), whose route source is
+/// the upstream's address.
+const LAB6_PROBE: Ipv6Addr = vtnt_lab::addr::to_v6(Ipv4Addr::new(203, 0, 113, 1));
 
 /// Reads one packet from an upstream socket.
 type Recv = fn(&OwnedFd, &mut [u8]) -> std::io::Result<usize>;

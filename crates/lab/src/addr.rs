@@ -9,7 +9,7 @@
 //! prefix of length `n` the IPv6 prefix of length `96 + n` around it.
 
 use core::fmt;
-use core::net::{Ipv4Addr, Ipv6Addr};
+use core::net::Ipv4Addr;
 use core::str::FromStr;
 
 /// An IPv4 prefix: network address and length. The network address has no host bits.
@@ -110,22 +110,9 @@ pub fn in_lab_ranges(p: Prefix) -> bool {
     LAB_RANGES.iter().any(|r| p.within(*r))
 }
 
-/// The /96 every lab IPv6 address sits in: `2001:db8:64::/96` (see the module doc).
-pub const LAB6_PREFIX: (Ipv6Addr, u8) = (Ipv6Addr::new(0x2001, 0xdb8, 0x64, 0, 0, 0, 0, 0), 96);
-
-/// The IPv6 address of the lab's IPv4 address `a`: `2001:db8:64::a.b.c.d`.
-pub fn to_v6(a: Ipv4Addr) -> Ipv6Addr {
-    let [x, y, z, w] = a.octets();
-    let mut o = LAB6_PREFIX.0.octets();
-    o[12..].copy_from_slice(&[x, y, z, w]);
-    Ipv6Addr::from(o)
-}
-
-/// The IPv4 address whose lab IPv6 address is `a`, if `a` is in [`LAB6_PREFIX`].
-pub fn from_v6(a: Ipv6Addr) -> Option<Ipv4Addr> {
-    let o = a.octets();
-    (o[..12] == LAB6_PREFIX.0.octets()[..12]).then(|| Ipv4Addr::new(o[12], o[13], o[14], o[15]))
-}
+/// The lab-twin rule (`2001:db8:64::a.b.c.d` for `a.b.c.d`, see the module doc) is
+/// `vtnt-policy`'s, which the unikernel links too: one rule, one place.
+pub use vtnt_policy::{lab_twin as to_v6, lab_twin_v4 as from_v6, LAB6_PREFIX};
 
 impl fmt::Display for Prefix {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -35,7 +35,7 @@ mod prefix;
 pub mod v6;
 
 use core::fmt;
-use core::net::{IpAddr, Ipv4Addr};
+use core::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 pub use prefix::{ParsePrefixError, Prefix, PrefixSet, PrefixSetError};
 
@@ -51,6 +51,34 @@ pub const LAB_NETS: [Prefix; 4] = [
     Prefix::new_unchecked(Ipv4Addr::new(203, 0, 113, 0), 24),
     Prefix::new_unchecked(Ipv4Addr::new(100, 64, 0, 0), 10),
 ];
+
+/// The /96 every lab IPv6 address sits in: `2001:db8:64::/96`. The lab is dual stack by
+/// one rule (docs/lab.md, "IPv6: the lab is dual stack"): each lab IPv4 address
+/// `a.b.c.d` has the twin [`lab_twin`] `2001:db8:64::a.b.c.d`. The emulated lab, its
+/// fronts and the unikernel's lab slots all derive addresses by this rule.
+pub const LAB6_PREFIX: (Ipv6Addr, u8) = (Ipv6Addr::new(0x2001, 0xdb8, 0x64, 0, 0, 0, 0, 0), 96);
+
+/// The lab's IPv6 twin of its IPv4 address `a`: `2001:db8:64::a.b.c.d`.
+pub const fn lab_twin(a: Ipv4Addr) -> Ipv6Addr {
+    let [x, y, z, w] = a.octets();
+    let [p0, p1, p2, ..] = LAB6_PREFIX.0.segments();
+    Ipv6Addr::new(
+        p0,
+        p1,
+        p2,
+        0,
+        0,
+        0,
+        (x as u16) << 8 | y as u16,
+        (z as u16) << 8 | w as u16,
+    )
+}
+
+/// The IPv4 address whose lab twin is `a`, if `a` lies in [`LAB6_PREFIX`].
+pub fn lab_twin_v4(a: Ipv6Addr) -> Option<Ipv4Addr> {
+    let o = a.octets();
+    (o[..12] == LAB6_PREFIX.0.octets()[..12]).then(|| Ipv4Addr::new(o[12], o[13], o[14], o[15]))
+}
 
 /// Loopback, always safe to probe.
 pub const LOOPBACK: Prefix = Prefix::new_unchecked(Ipv4Addr::new(127, 0, 0, 0), 8);

@@ -323,3 +323,15 @@ fn ipv6_targets_follow_the_same_rules() {
     assert!(v6::LAB_NETS6[0].overlaps(&lab) && !v6::LAB_NETS6[1].overlaps(&lab));
     assert_eq!(v6::Prefix6::new(Ipv6Addr::LOCALHOST, 129), None);
 }
+
+#[test]
+fn the_lab_twin_rule_maps_both_ways() {
+    let a: Ipv4Addr = "192.0.2.10".parse().unwrap();
+    let six: core::net::Ipv6Addr = "2001:db8:64::c000:20a".parse().unwrap();
+    assert_eq!(crate::lab_twin(a), six);
+    assert_eq!(crate::lab_twin_v4(six), Some(a));
+    assert_eq!(
+        crate::lab_twin_v4("2001:db8:65::c000:20a".parse().unwrap()),
+        None
+    );
+}

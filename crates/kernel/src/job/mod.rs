@@ -36,7 +36,7 @@ use crate::platform::finish;
 use crate::{fail, println};
 use alloc::string::String;
 use alloc::vec::Vec;
-use core::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use core::net::{IpAddr, Ipv4Addr};
 use vtnt_abi::exit::Status;
 use vtnt_engine::{Engine, Event, Prober};
 use vtnt_formats::{Annotate, Cycle, NoAnnotations, Record};
@@ -603,7 +603,7 @@ fn bring_up(cmdline: &Cmdline, deadline: Option<Instant>) -> Nic {
             gateway: cmdline.gw6,
         });
         if let (Some(gw6), Some(gw), Some(mac)) = (cmdline.gw6, c.gateway, cmdline.gwmac) {
-            if gw6 == lab_twin(gw) {
+            if gw6 == vtnt_policy::lab_twin(gw) {
                 nic.add_neighbour(gw6.into(), mac);
             }
         }
@@ -618,16 +618,6 @@ fn bring_up(cmdline: &Cmdline, deadline: Option<Instant>) -> Nic {
         platform::now().as_micros()
     );
     nic
-}
-
-/// The lab's IPv6 twin of `a` (`2001:db8:64::a.b.c.d`, `vtnt_lab::addr::to_v6`): a
-/// router there at the same MAC as `a` (`gwmac=` names both).
-fn lab_twin(a: Ipv4Addr) -> Ipv6Addr {
-    let mut o = [
-        0x20, 0x01, 0x0d, 0xb8, 0, 0x64, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-    ];
-    o[12..].copy_from_slice(&a.octets());
-    Ipv6Addr::from(o)
 }
 
 /// Resolves the next hop towards `target` by ARP or neighbour discovery, or fails with
