@@ -1,16 +1,11 @@
 //! The firewall network function as a Linux process (`vtnt fw run`): `vtnt-fw`'s
 //! [`Firewall`] between two interfaces, a thin driver over the sans-IO engine.
 //!
-//! The NF is a **bump in the wire** (a filtering bridge): each interface has an
-//! AF_PACKET socket ([`port`]); an IPv4 frame from one is classified at the FORWARD hook
-//! with that interface in and the other out, and an accepted frame leaves by the other
-//! interface unchanged, Ethernet header and TTL included. ARP passes both ways (the hosts
-//! on either side find each other through the NF as through a switch); every other
-//! ethertype (IPv6, VLAN tags, ...) is dropped and counted, so nothing crosses
-//! unclassified. A REJECT's reply leaves by the interface the packet came in by, from the
-//! packet's destination MAC to its source. A bridge needs no addresses, routes or ARP of
-//! its own, so the NF has no IP stack to mind; interfaces named in rules (`-i`, `-o`) are
-//! the two the NF runs on.
+//! The NF is a **bump in the wire** (a filtering bridge, `vtnt_fw::Bridge`, which decides
+//! what crosses: IPv4 classified at the FORWARD hook, ARP both ways, nothing else); each
+//! interface has an AF_PACKET socket ([`port`]) and this driver only moves frames. The
+//! NF has no IP stack to mind; interfaces named in rules (`-i`, `-o`) are the two the NF
+//! runs on.
 //!
 //! The rules are loaded and compiled (all or nothing) before a socket opens, so no packet
 //! crosses before the rules hold. Memory is bounded: the rules by `--max-bytes`, the
@@ -25,16 +20,12 @@ mod port;
 use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use vtnt_fw::{Firewall, FirewallStats, Hook, IfId, Outcome};
+use vtnt_fw::{Bridge, Firewall, FirewallStats, BRIDGE_BATCH as BATCH};
 use vtnt_record::Instant;
 
 pub use port::Port;
 
 const ETH_HLEN: usize = 14;
-const ETHERTYPE_IPV4: u16 = 0x0800;
-const ETHERTYPE_ARP: u16 = 0x0806;
-/// Frames read with one system call, before the other interface gets its turn.
-const BATCH: usize = 64;
 /// The longest wait for a frame while no connection is due to expire (ms): how soon a
 /// stop request is seen.
 const IDLE_MS: i32 = 100;
@@ -67,45 +58,24 @@ pub struct Counters {
     pub malformed: u64,
     /// Sends the kernel refused (a full queue, an interface gone down).
     pub send_errors: u64,
+    /// Frames longer than the buffer (counted in `malformed` too).
+    too_long: u64,
 }
 
 /// The network function on two interfaces.
 #[derive(Debug)]
 pub struct Nf {
-    fw: Firewall,
+    bridge: Bridge,
     ports: [Port; 2],
-    ids: [IfId; 2],
     counters: Counters,
     /// [`BATCH`] receive buffers of [`FRAME`] bytes, one after the other, and the
     /// lengths of the frames in them.
     rx: Vec<u8>,
     lens: [usize; BATCH],
-    replies: Vec<Reply>,
-    outcomes: Vec<Outcome>,
 }
 
 /// The longest frame taken: an Ethernet header and the largest IPv4 datagram.
 const FRAME: usize = ETH_HLEN + 65_536;
-
-/// A REJECT's reply frame; the firewall writes the datagram after the Ethernet header.
-#[derive(Debug, Clone)]
-struct Reply([u8; ETH_HLEN + 576]);
-
-impl AsMut<[u8]> for Reply {
-    fn as_mut(&mut self) -> &mut [u8] {
-        &mut self.0[ETH_HLEN..]
-    }
-}
-
-/// What the driver does with a frame of a batch.
-#[derive(Debug, Clone, Copy)]
-enum Kind {
-    Arp,
-    /// The nth IPv4 datagram of the batch, for the firewall.
-    Ipv4(usize),
-    /// Dropped and counted already.
-    Neither,
-}
 
 fn now() -> Instant {
     // SAFETY: timespec is plain data, written by clock_gettime.
@@ -118,21 +88,17 @@ fn now() -> Instant {
 impl Nf {
     /// Opens the two interfaces (in the calling thread's namespace) for `fw`, whose
     /// rules are already compiled.
-    pub fn open(mut fw: Firewall, a: &str, b: &str) -> Result<Nf, Error> {
+    pub fn open(fw: Firewall, a: &str, b: &str) -> Result<Nf, Error> {
         if a == b {
             return Err(Error::SameInterface(a.into()));
         }
         let ports = [Port::open(a)?, Port::open(b)?];
-        let ids = [fw.add_interface(a, None), fw.add_interface(b, None)];
         Ok(Nf {
-            fw,
+            bridge: Bridge::new(fw, [a, b]),
             ports,
-            ids,
             counters: Counters::default(),
             rx: vec![0; BATCH * FRAME],
             lens: [0; BATCH],
-            replies: vec![Reply([0; ETH_HLEN + 576]); BATCH],
-            outcomes: vec![Outcome::Drop; BATCH],
         })
     }
 
@@ -141,9 +107,9 @@ impl Nf {
         let fds = [self.ports[0].fd(), self.ports[1].fd()];
         while !stop.load(Ordering::Relaxed) {
             let t = now();
-            let wait = match self.fw.poll_timeout() {
+            let wait = match self.bridge.poll_timeout() {
                 Some(d) if d <= t => {
-                    self.fw.handle_timeout(t);
+                    self.bridge.handle_timeout(t);
                     continue;
                 }
                 Some(d) => ((d.as_micros() - t.as_micros()) / 1000 + 1).min(IDLE_MS as u64) as i32,
@@ -164,18 +130,15 @@ impl Nf {
     }
 
     /// Handles up to [`BATCH`] frames waiting on `side`: one system call to read them,
-    /// the IPv4 ones decided together ([`Firewall::handle_batch`]), one system call for
-    /// what goes on and one for the REJECT replies.
+    /// the bridge's decision on the batch, one system call for what goes on and one for
+    /// the REJECT replies.
     fn drain(&mut self, side: usize) -> Result<(), Error> {
         let Nf {
-            fw,
+            bridge,
             ports,
-            ids,
             counters,
             rx,
             lens,
-            replies,
-            outcomes,
         } = self;
         let n = ports[side]
             .recv_many(rx, FRAME, lens)
@@ -185,73 +148,33 @@ impl Nf {
                 source,
             })?;
         counters.received[side] += n as u64;
-        let out = 1 - side;
-        let frame = |i: usize| &rx[i * FRAME..i * FRAME + lens[i]];
-        // What each frame is: forwarded as it is (ARP), the nth IPv4 datagram, neither.
-        let mut kinds = [Kind::Neither; BATCH];
-        let mut datagrams: Vec<&[u8]> = Vec::with_capacity(n);
-        for (i, kind) in kinds.iter_mut().enumerate().take(n) {
-            if lens[i] < ETH_HLEN || lens[i] > FRAME {
-                counters.malformed += 1;
-                continue;
-            }
-            let f = frame(i);
-            match u16::from_be_bytes([f[12], f[13]]) {
-                ETHERTYPE_ARP => {
-                    counters.arp += 1;
-                    *kind = Kind::Arp;
-                }
-                ETHERTYPE_IPV4 => {
-                    *kind = Kind::Ipv4(datagrams.len());
-                    datagrams.push(&f[ETH_HLEN..]);
-                }
-                _ => counters.other += 1,
+        let mut frames: Vec<&[u8]> = Vec::with_capacity(n);
+        for (i, &len) in lens.iter().enumerate().take(n) {
+            if len > FRAME {
+                counters.too_long += 1;
+            } else {
+                frames.push(&rx[i * FRAME..i * FRAME + len]);
             }
         }
-        let m = datagrams.len();
-        fw.handle_batch(
-            now(),
-            Hook::Forward,
-            (ids[side], ids[out]),
-            &datagrams,
-            &mut replies[..m],
-            &mut outcomes[..m],
-        );
-        // A reply goes back from the packet's destination MAC to its source.
-        for (i, kind) in kinds.iter().enumerate().take(n) {
-            if let Kind::Ipv4(j) = *kind {
-                if let Outcome::Reject(_) = outcomes[j] {
-                    let (f, r) = (frame(i), &mut replies[j].0);
-                    r[0..6].copy_from_slice(&f[6..12]);
-                    r[6..12].copy_from_slice(&f[0..6]);
-                    r[12..14].copy_from_slice(&ETHERTYPE_IPV4.to_be_bytes());
-                }
-            }
-        }
-        let (mut on, mut back): (Vec<&[u8]>, Vec<&[u8]>) = (Vec::new(), Vec::new());
-        for (i, kind) in kinds.iter().enumerate().take(n) {
-            match *kind {
-                Kind::Arp => on.push(frame(i)),
-                Kind::Ipv4(j) => match outcomes[j] {
-                    Outcome::Accept => on.push(frame(i)),
-                    Outcome::Reject(r) => back.push(&replies[j].0[..ETH_HLEN + r]),
-                    Outcome::Drop => {}
-                },
-                Kind::Neither => {}
-            }
-        }
-        let refused = ports[out].send_many(&on);
-        counters.forwarded += (on.len() - refused) as u64;
-        counters.send_errors += (refused + ports[side].send_many(&back)) as u64;
+        let sends = bridge.handle(now(), side, &frames);
+        let refused = ports[1 - side].send_many(&sends.on);
+        counters.forwarded += (sends.on.len() - refused) as u64;
+        counters.send_errors += (refused + ports[side].send_many(&sends.back)) as u64;
         Ok(())
     }
 
     pub fn counters(&self) -> Counters {
-        self.counters
+        let b = self.bridge.stats();
+        Counters {
+            arp: b.arp,
+            other: b.other,
+            malformed: b.malformed + self.counters.too_long,
+            ..self.counters
+        }
     }
 
     pub fn firewall_stats(&self) -> FirewallStats {
-        self.fw.stats()
+        self.bridge.firewall().stats()
     }
 
     pub fn interfaces(&self) -> [&str; 2] {

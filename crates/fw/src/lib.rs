@@ -22,6 +22,9 @@
 //!   `ESTABLISHED` accept on top costs established traffic one hash lookup; REJECT's
 //!   ICMP error or TCP reset built with `vtnt-wire`. Driven like the other sans-IO
 //!   engines: packets and the time in, verdicts and replies out.
+//! - **The bump in the wire** ([`Bridge`]): the firewall between two Ethernet sides,
+//!   frames in and frames to send out, which every driver of the NF (the Linux process,
+//!   the unikernel) moves and none decides.
 //! - **Benchmark rules** ([`gen`]): ClassBench-style rule sets and packet traces from a
 //!   documented distribution and a seed.
 //!
@@ -54,6 +57,7 @@
 #![no_std]
 extern crate alloc;
 
+mod bridge;
 mod check;
 mod classify;
 mod conntrack;
@@ -67,6 +71,7 @@ pub mod print;
 mod reject;
 pub mod rule;
 
+pub use bridge::{Bridge, BridgeStats, Sends, BRIDGE_BATCH};
 pub use check::Invalid;
 pub use classify::{
     Classifier, CompileError, Options, Stats, Strategy, BATCH, EXPAND_MAX, PEAK_BYTES_PER_ENTRY,

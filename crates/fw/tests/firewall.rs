@@ -1,10 +1,11 @@
 //! The network function end to end: connection tracking in front of the rules (a
 //! handshake through an ESTABLISHED accept, replies to dropped packets refused), REJECT
-//! replies as bytes, rule replacement that is all or nothing, timeouts, bad bytes.
+//! replies as bytes, rule replacement that is all or nothing, timeouts, bad bytes; the
+//! bridge that every driver moves frames with.
 
 use std::net::Ipv4Addr;
 
-use vtnt_fw::{parse, Config, CtState, Firewall, Hook, Options, Outcome};
+use vtnt_fw::{parse, Bridge, Config, CtState, Firewall, Hook, Options, Outcome};
 use vtnt_record::Instant;
 use vtnt_wire::build::{self, Ip, Tcp, Udp};
 use vtnt_wire::reply::{self, Body};
@@ -322,4 +323,50 @@ fn a_batch_decides_as_one_packet_after_another() {
     }
     assert_eq!(batched.fw.stats(), one.fw.stats());
     assert!(want.iter().any(|w| matches!(w.0, Outcome::Reject(_))));
+}
+
+/// `frame`'s Ethernet header from `src` to `dst` MAC with `ethertype`, then `payload`.
+fn frame(dst: u8, src: u8, ethertype: u16, payload: &[u8]) -> Vec<u8> {
+    let mut f = vec![dst; 6];
+    f.extend([src; 6]);
+    f.extend(ethertype.to_be_bytes());
+    f.extend(payload);
+    f
+}
+
+#[test]
+fn the_bridge_forwards_accepted_frames_and_arp_rejects_back_and_drops_the_rest() {
+    let rules = parse::iptables_save("rules.v4", RULES).unwrap();
+    let mut b = Bridge::new(
+        Firewall::new(&rules, Config::default()).unwrap(),
+        ["wan", "lan"],
+    );
+    let ssh = frame(2, 1, 0x0800, &tcp(OUTSIDE, INSIDE, 4000, 22, 0x02));
+    let telnet = frame(2, 1, 0x0800, &tcp(OUTSIDE, INSIDE, 4001, 23, 0x02));
+    let smtp = frame(2, 1, 0x0800, &tcp(OUTSIDE, INSIDE, 4002, 25, 0x02));
+    let arp = frame(0xff, 1, 0x0806, &[0; 28]);
+    let ipv6 = frame(2, 1, 0x86dd, &[0x60; 40]);
+    let short = vec![0u8; 10];
+    let frames: Vec<&[u8]> = vec![&ssh, &telnet, &smtp, &arp, &ipv6, &short];
+    let sends = b.handle(Instant::from_millis(1), 0, &frames);
+    // on by the other side, unchanged: the accepted SYN and the ARP, in their order
+    assert_eq!(sends.on, vec![&ssh[..], &arp[..]]);
+    // back by the side it came in: telnet's reset, from its destination MAC to its source
+    assert_eq!(sends.back.len(), 1);
+    let reset = sends.back[0];
+    assert_eq!((&reset[..6], &reset[6..12]), (&[1u8; 6][..], &[2u8; 6][..]));
+    assert_eq!(&reset[12..14], &[0x08, 0x00]);
+    let r = reply::parse(&reset[14..]).unwrap();
+    assert!(
+        matches!(r.body, Body::Tcp { flags, .. } if flags & 0x04 != 0),
+        "{r:?}"
+    );
+    let st = b.stats();
+    assert_eq!((st.arp, st.other, st.malformed), (1, 1, 1));
+    // the SYN-ACK of the accepted connection crosses back as established
+    let syn_ack = frame(1, 2, 0x0800, &tcp(INSIDE, OUTSIDE, 22, 4000, 0x12));
+    assert_eq!(
+        b.handle(Instant::from_millis(2), 1, &[&syn_ack]).on.len(),
+        1
+    );
 }
