@@ -9,10 +9,13 @@
 //! - **Descriptors.** [`CONSOLE_FD`] (standard output: the console's lines) and
 //!   [`NET_FD`] (non-blocking, one Ethernet frame per `read` or `write`: a datagram
 //!   socket connected to the lab's VM front, as QEMU's `-netdev dgram` is, or a TAP
-//!   device). No other descriptor is open.
+//!   device). No other descriptor is open, but for a network function (the kernel's
+//!   `fw` build): its second network at [`NET2_FD`] (as [`NET_FD`]) and its rules at
+//!   [`MODULE_FD`] (a file open for reading: the boot module a VM gets from its VMM).
 //! - **System calls.** Exactly [`GUEST_CALLS`]: `write` on the console, `read` and
 //!   `write` on the network, `ppoll` to wait for a frame or a deadline, the monotonic
-//!   clock and `exit_group`. The exit status is a [`crate::exit::Status`].
+//!   clock and `exit_group`; a network function's [`NF_CALLS`] add `read` and `write` on
+//!   its second network and `read` of its module. The exit status is a [`crate::exit::Status`].
 //! - **The filter.** [`filter`] compiles a rule list into classic BPF for
 //!   `seccomp(SECCOMP_SET_MODE_FILTER)`: any call outside the list kills the process
 //!   (`SECCOMP_RET_KILL_PROCESS`, SIGSYS), and so does any other architecture or ABI.
@@ -25,6 +28,11 @@
 pub const CONSOLE_FD: u32 = 1;
 /// The network: a datagram socket, one Ethernet frame per datagram.
 pub const NET_FD: u32 = 3;
+
+/// A network function's second network, as [`NET_FD`].
+pub const NET2_FD: u32 = 4;
+/// A network function's boot module (its rules): a file open for reading.
+pub const MODULE_FD: u32 = 5;
 
 /// x86_64 system call numbers the interface names.
 pub mod nr {
@@ -79,6 +87,32 @@ pub const GUEST_CALLS: [Rule; 6] = [
         arg0: None,
     },
 ];
+
+/// A network function's calls: the guest's, and its second network and module.
+pub const NF_CALLS: [Rule; 9] = {
+    let mut r = [GUEST_CALLS[0]; 9];
+    let mut i = 0;
+    while i < GUEST_CALLS.len() {
+        r[i] = GUEST_CALLS[i];
+        i += 1;
+    }
+    r[6] = Rule {
+        name: "write",
+        nr: nr::WRITE,
+        arg0: Some(NET2_FD as u64),
+    };
+    r[7] = Rule {
+        name: "read",
+        nr: nr::READ,
+        arg0: Some(NET2_FD as u64),
+    };
+    r[8] = Rule {
+        name: "read",
+        nr: nr::READ,
+        arg0: Some(MODULE_FD as u64),
+    };
+    r
+};
 
 /// One classic BPF instruction (`struct sock_filter`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -166,6 +200,13 @@ pub const GUEST_FILTER: [SockFilter; filter_len(&GUEST_CALLS)] = {
     out
 };
 
+/// A network function's own filter, compiled at build time.
+pub const NF_FILTER: [SockFilter; filter_len(&NF_CALLS)] = {
+    let mut out = [op(0, 0, 0, 0); filter_len(&NF_CALLS)];
+    filter(&NF_CALLS, &mut out);
+    out
+};
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -224,6 +265,31 @@ mod tests {
         }
         assert_eq!(run(f, nr::WRITE | 0x4000_0000, x86, 1), RET_KILL_PROCESS);
         assert_eq!(run(f, nr::WRITE, 0x4000_0003, 1), RET_KILL_PROCESS);
+    }
+
+    #[test]
+    fn a_network_function_reads_its_module_and_moves_frames_on_both_networks() {
+        let f = &NF_FILTER;
+        let x86 = AUDIT_ARCH_X86_64;
+        for fd in [NET_FD, NET2_FD] {
+            assert_eq!(run(f, nr::READ, x86, fd as u64), RET_ALLOW);
+            assert_eq!(run(f, nr::WRITE, x86, fd as u64), RET_ALLOW);
+        }
+        assert_eq!(run(f, nr::READ, x86, MODULE_FD as u64), RET_ALLOW);
+        // the module is not written, nothing else is read or written
+        assert_eq!(run(f, nr::WRITE, x86, MODULE_FD as u64), RET_KILL_PROCESS);
+        assert_eq!(run(f, nr::READ, x86, 6), RET_KILL_PROCESS);
+        assert_eq!(run(f, nr::WRITE, x86, 2), RET_KILL_PROCESS);
+        assert_eq!(run(f, nr::EXECVE, x86, 0), RET_KILL_PROCESS);
+        // a job's filter keeps its one network
+        assert_eq!(
+            run(&GUEST_FILTER, nr::READ, x86, NET2_FD as u64),
+            RET_KILL_PROCESS
+        );
+        assert_eq!(
+            run(&GUEST_FILTER, nr::READ, x86, MODULE_FD as u64),
+            RET_KILL_PROCESS
+        );
     }
 
     #[test]

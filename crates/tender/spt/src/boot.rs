@@ -1,7 +1,8 @@
 //! Set-up and boot of an spt guest: the tender is this process's child between a
 //! `vfork`-style `clone` and the guest's `execve` ([`spawn`]); in order it starts a
-//! process group, joins the instance's cgroup, puts the network at descriptor 3
-//! (non-blocking) and the console at 1, closes everything else, sets `no_new_privs`,
+//! process group, joins the instance's cgroup, puts the network at descriptor 3 (a
+//! network function's second at 4, both non-blocking, and its rules at 5) and the
+//! console at 1, closes everything else, sets `no_new_privs`,
 //! installs the jail's filter and executes the guest. Nothing of it stays resident.
 //!
 //! `unsafe` here: the `clone` and the tender's system calls before its `execve` (raw,
@@ -13,7 +14,7 @@ use std::io::Read;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use vtnt_abi::spt::{SockFilter, CONSOLE_FD, NET_FD};
+use vtnt_abi::spt::{SockFilter, CONSOLE_FD};
 
 use crate::{Error, EXEC_FAILED};
 
@@ -27,7 +28,9 @@ pub(crate) struct Exec {
     pub(crate) filter: Vec<SockFilter>,
     /// `cgroup.procs` of each controller, open for the child to write itself into.
     pub(crate) procs: Vec<std::fs::File>,
-    pub(crate) net: OwnedFd,
+    /// Each descriptor, the number the guest finds it at, and whether it is made
+    /// non-blocking (the networks).
+    pub(crate) fds: Vec<(OwnedFd, u32, bool)>,
     /// The write end of the console's pipe: the guest's standard output.
     pub(crate) console: OwnedFd,
     /// Where a failed step is reported (close-on-exec: a successful `execve` closes it).
@@ -62,7 +65,7 @@ impl Step {
         match self {
             Step::ProcessGroup => "starting a process group",
             Step::Cgroup => "joining the instance's cgroup",
-            Step::Descriptors => "setting up descriptors 1 and 3",
+            Step::Descriptors => "setting up the guest's descriptors",
             Step::NoNewPrivs => "setting no_new_privs",
             Step::Seccomp => "installing the seccomp filter (is seccomp available?)",
         }
@@ -87,26 +90,36 @@ impl Exec {
                 }
             }
             self.join_ns.store(monotonic_ns() - t0, Ordering::Relaxed);
-            // (dup2 onto itself keeps close-on-exec: clear it either way)
+            // (every descriptor Exec holds is at ABOVE_GUEST or higher, so no dup2
+            // overwrites one still to be moved; dup2 onto itself would keep
+            // close-on-exec: clear it either way)
             if libc::dup2(self.console.as_raw_fd(), CONSOLE_FD as i32) < 0
                 || libc::fcntl(CONSOLE_FD as i32, libc::F_SETFD, 0) < 0
-                || libc::dup2(self.net.as_raw_fd(), NET_FD as i32) < 0
-                || libc::fcntl(NET_FD as i32, libc::F_SETFD, 0) < 0
             {
                 return (Step::Descriptors, errno());
             }
-            let flags = libc::fcntl(NET_FD as i32, libc::F_GETFL);
-            if flags < 0 || libc::fcntl(NET_FD as i32, libc::F_SETFL, flags | libc::O_NONBLOCK) < 0
-            {
-                return (Step::Descriptors, errno());
+            let mut last = CONSOLE_FD as i32;
+            for (fd, at, nonblocking) in &self.fds {
+                let at = *at as i32;
+                last = last.max(at);
+                if libc::dup2(fd.as_raw_fd(), at) < 0 || libc::fcntl(at, libc::F_SETFD, 0) < 0 {
+                    return (Step::Descriptors, errno());
+                }
+                let flags = libc::fcntl(at, libc::F_GETFL);
+                if *nonblocking
+                    && (flags < 0 || libc::fcntl(at, libc::F_SETFL, flags | libc::O_NONBLOCK) < 0)
+                {
+                    return (Step::Descriptors, errno());
+                }
             }
             libc::close(0);
             libc::close(2);
             // every other descriptor closes at the execve (the report pipe, already
             // close-on-exec, stays usable until then)
             const CLOSE_RANGE_CLOEXEC: libc::c_uint = 4;
-            if libc::syscall(libc::SYS_close_range, 4u32, u32::MAX, CLOSE_RANGE_CLOEXEC) != 0 {
-                for fd in 4..4096 {
+            let first = (last + 1) as u32;
+            if libc::syscall(libc::SYS_close_range, first, u32::MAX, CLOSE_RANGE_CLOEXEC) != 0 {
+                for fd in first as i32..4096 {
                     libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
                 }
             }
@@ -153,6 +166,25 @@ extern "C" fn tender_main(arg: *mut libc::c_void) -> libc::c_int {
 }
 
 /// A pipe, both ends close-on-exec: (read, write).
+/// The lowest number a descriptor the tender moves keeps before its `dup2`s: above
+/// every number the guest is given, so that no `dup2` overwrites a descriptor still to
+/// be moved (or the report pipe).
+pub(crate) const ABOVE_GUEST: i32 = 16;
+
+/// `fd` at a number of at least [`ABOVE_GUEST`] (close-on-exec).
+pub(crate) fn above_guest(fd: OwnedFd) -> std::io::Result<OwnedFd> {
+    if fd.as_raw_fd() >= ABOVE_GUEST {
+        return Ok(fd);
+    }
+    // SAFETY: duplicates a descriptor we own; the new one is owned by nobody else.
+    let n = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_DUPFD_CLOEXEC, ABOVE_GUEST) };
+    if n < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: `n` was just opened and is ours alone.
+    Ok(unsafe { OwnedFd::from_raw_fd(n) })
+}
+
 pub(crate) fn pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
     let mut fds = [0; 2];
     // SAFETY: pipe2 writes two descriptors into a live array.

@@ -1,15 +1,16 @@
-//! The jail: the tender's seccomp filter (the guest's calls of `vtnt_abi::spt`, plus its
+//! The jail: the tender's seccomp filter (the guest's calls of `vtnt_abi::spt`, a job's or
+//! a network function's, plus its
 //! own `execve` of the guest pinned to one path pointer and `seccomp` for the guest's
 //! stricter filter), and the refusal to run a guest on a kernel that cannot kill it.
 
-use vtnt_abi::spt::{SockFilter, GUEST_CALLS};
+use vtnt_abi::spt::{Rule, SockFilter};
 
 use crate::Error;
 
-/// The tender's filter: the guest's calls, `execve` of the one path at `path_ptr`, and
+/// The tender's filter: the guest's `calls`, `execve` of the one path at `path_ptr`, and
 /// `seccomp` (for the guest's own, stricter filter).
-pub fn tender_filter(path_ptr: u64) -> Vec<SockFilter> {
-    let mut rules = GUEST_CALLS.to_vec();
+pub fn tender_filter(calls: &[Rule], path_ptr: u64) -> Vec<SockFilter> {
+    let mut rules = calls.to_vec();
     rules.push(vtnt_abi::spt::Rule {
         name: "execve",
         nr: vtnt_abi::spt::nr::EXECVE,
@@ -60,7 +61,8 @@ mod tests {
 
     #[test]
     fn the_tender_adds_only_its_execve_and_seccomp() {
-        let prog = tender_filter(0x7fff_0000_1000);
+        use vtnt_abi::spt::GUEST_CALLS;
+        let prog = tender_filter(&GUEST_CALLS, 0x7fff_0000_1000);
         let guest = vtnt_abi::spt::filter_len(&GUEST_CALLS);
         // the guest's rules, plus 7 instructions for execve's pinned pointer and 3 for seccomp
         assert_eq!(prog.len(), guest + 10);

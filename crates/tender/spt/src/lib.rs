@@ -11,8 +11,9 @@
 //!   ended ([`outcome`]).
 //!
 //! [`exec`] is the whole of it for a caller (`vtnt-runtimes`' spt runtime, `vtnt bench
-//! net`'s endpoint): the guest's image, its network descriptor, its command line and the
-//! cgroup files to join in; back come its pid and console.
+//! net`'s endpoint): the guest's image, its descriptors ([`Descriptors`]: a job's network,
+//! or a network function's two networks and rules), its command line and the cgroup files
+//! to join in; back come its pid and console.
 
 pub mod boot;
 pub mod jail;
@@ -79,13 +80,22 @@ pub struct Tendered {
     pub cgroup_join: Duration,
 }
 
-/// Executes the guest `image` with `cmdline` through the tender: its network `net` at
-/// descriptor 3, written into each of `procs` (a cgroup's `cgroup.procs`, open for
-/// writing) before anything else. Refused: a kernel without seccomp's kill action, a
-/// command line Linux would not pass.
+/// What the guest is given beside its console (`vtnt_abi::spt`'s descriptors).
+pub enum Descriptors {
+    /// A job's network, at descriptor 3.
+    Job { net: OwnedFd },
+    /// A network function's (the kernel's `fw` build): its two networks at 3 and 4, its
+    /// rules at 5; the filter then holds it to `vtnt_abi::spt::NF_CALLS`.
+    Nf { nets: [OwnedFd; 2], module: OwnedFd },
+}
+
+/// Executes the guest `image` with `cmdline` through the tender: its descriptors `fds`
+/// at the interface's numbers, written into each of `procs` (a cgroup's `cgroup.procs`,
+/// open for writing) before anything else. Refused: a kernel without seccomp's kill
+/// action, a command line Linux would not pass.
 pub fn exec(
     image: &Path,
-    net: OwnedFd,
+    fds: Descriptors,
     cmdline: &str,
     procs: Vec<File>,
 ) -> Result<Tendered, Error> {
@@ -108,14 +118,36 @@ pub fn exec(
         .map_err(|_| Error::Refused("the guest's command line has a NUL".into()))?;
     let (console_r, console_w) = boot::pipe().map_err(io("the console's pipe"))?;
     let (report_r, report_w) = boot::pipe().map_err(io("the tender's report pipe"))?;
+    let moved =
+        |fd| boot::above_guest(fd).map_err(io("moving a descriptor out of the guest's numbers"));
+    let (console_w, report_w) = (moved(console_w)?, moved(report_w)?);
+    use vtnt_abi::spt::{GUEST_CALLS, MODULE_FD, NET2_FD, NET_FD, NF_CALLS};
+    let (calls, fds): (&[vtnt_abi::spt::Rule], Vec<(OwnedFd, u32, bool)>) = match fds {
+        Descriptors::Job { net } => (&GUEST_CALLS, vec![(net, NET_FD, true)]),
+        Descriptors::Nf {
+            nets: [a, b],
+            module,
+        } => (
+            &NF_CALLS,
+            vec![
+                (a, NET_FD, true),
+                (b, NET2_FD, true),
+                (module, MODULE_FD, false),
+            ],
+        ),
+    };
+    let fds = fds
+        .into_iter()
+        .map(|(fd, at, nonblocking)| Ok((moved(fd)?, at, nonblocking)))
+        .collect::<Result<Vec<_>, Error>>()?;
     let exec = boot::Exec {
-        filter: jail::tender_filter(path.as_ptr() as u64),
+        filter: jail::tender_filter(calls, path.as_ptr() as u64),
         argv: [path.as_ptr(), cmdline.as_ptr(), std::ptr::null()],
         envp: [std::ptr::null()],
         path,
         _cmdline: cmdline,
         procs,
-        net,
+        fds,
         console: console_w,
         report: report_w,
         sigmask: boot::current_sigmask(),
@@ -183,7 +215,12 @@ mod tests {
     fn a_command_line_linux_would_not_pass_is_refused() {
         let (r, _w) = boot::pipe().unwrap();
         let long = "x".repeat(MAX_ARG_BYTES);
-        let e = exec(Path::new("/nonexistent"), r, &long, Vec::new());
+        let e = exec(
+            Path::new("/nonexistent"),
+            Descriptors::Job { net: r },
+            &long,
+            Vec::new(),
+        );
         let e = e.err().map(|e| e.to_string()).unwrap_or_default();
         assert!(
             e.contains("caps at") || e.contains("seccomp is unavailable"),
