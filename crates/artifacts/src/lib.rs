@@ -51,16 +51,20 @@ pub enum Artifact {
     StreamVm,
     /// The unikernel's stream endpoint as an spt process (`vtnt bench net`).
     StreamSpt,
+    /// The unikernel's firewall network function as an spt process (`vtnt fw run
+    /// --runtime spt`).
+    NfSpt,
 }
 
 impl Artifact {
-    pub const ALL: [Artifact; 6] = [
+    pub const ALL: [Artifact; 7] = [
         Artifact::StaticVtnt,
         Artifact::Monitor,
         Artifact::JobVm,
         Artifact::JobSpt,
         Artifact::StreamVm,
         Artifact::StreamSpt,
+        Artifact::NfSpt,
     ];
 
     /// Its file name in `lib/vtnt`.
@@ -72,6 +76,7 @@ impl Artifact {
             Artifact::JobSpt => "vtnt-spt.elf",
             Artifact::StreamVm => "vtnt-stream.elf",
             Artifact::StreamSpt => "vtnt-stream-spt.elf",
+            Artifact::NfSpt => "vtnt-fw-spt.elf",
         }
     }
 
@@ -84,6 +89,7 @@ impl Artifact {
             Artifact::JobSpt => "the unikernel's job image as an spt process",
             Artifact::StreamVm => "the unikernel's stream endpoint for a VM",
             Artifact::StreamSpt => "the unikernel's stream endpoint as an spt process",
+            Artifact::NfSpt => "the unikernel's firewall network function as an spt process",
         }
     }
 
@@ -91,7 +97,11 @@ impl Artifact {
     pub fn executable(self) -> bool {
         matches!(
             self,
-            Artifact::StaticVtnt | Artifact::Monitor | Artifact::JobSpt | Artifact::StreamSpt
+            Artifact::StaticVtnt
+                | Artifact::Monitor
+                | Artifact::JobSpt
+                | Artifact::StreamSpt
+                | Artifact::NfSpt
         )
     }
 }

@@ -16,7 +16,9 @@
 //! platform's entry point sets up its console, clock and heap, then calls [`start`].
 //!
 //! With the feature `stream` the image is the stream endpoint instead (`net::stream`, an
-//! iperf3 server for `vtnt bench net`) on the same platforms and NIC bring-up.
+//! iperf3 server for `vtnt bench net`) on the same platforms and NIC bring-up; with `fw`
+//! it is the firewall network function ([`nf`], seed 002) between two networks (on the
+//! process platform so far).
 //!
 //! Built for any other target (e.g. by a host `cargo test --workspace`), the crate is a
 //! stub binary plus the host-testable parts (the command-line parser, kvmclock's
@@ -30,7 +32,7 @@ extern crate alloc;
 #[cfg_attr(not(target_os = "none"), allow(dead_code))]
 mod cmdline;
 #[cfg(target_os = "none")]
-#[cfg_attr(feature = "stream", allow(dead_code))]
+#[cfg_attr(any(feature = "stream", feature = "fw"), allow(dead_code))]
 mod job;
 /// Neighbour discovery's frames, tested on the host (in the image it is `net::ndp`).
 #[cfg(not(target_os = "none"))]
@@ -39,6 +41,8 @@ mod job;
 mod ndp;
 #[cfg(target_os = "none")]
 mod net;
+#[cfg(all(target_os = "none", feature = "fw"))]
+mod nf;
 #[cfg(target_os = "none")]
 mod platform;
 /// kvmclock's arithmetic, tested on the host (in the image it is `platform::vm::pvclock`).
@@ -72,7 +76,9 @@ fn vtnt_kernel_start(cmdline: &'static [u8]) -> ! {
     }
     #[cfg(feature = "stream")]
     job::run_stream(&cmdline);
-    #[cfg(not(feature = "stream"))]
+    #[cfg(feature = "fw")]
+    nf::run(&cmdline);
+    #[cfg(not(any(feature = "stream", feature = "fw")))]
     job::run(&cmdline)
 }
 

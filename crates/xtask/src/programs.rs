@@ -96,6 +96,7 @@ pub fn kernel_features(a: Artifact) -> Option<&'static [&'static str]> {
         Artifact::JobSpt => Some(&["spt"]),
         Artifact::StreamVm => Some(&["stream"]),
         Artifact::StreamSpt => Some(&["spt", "stream"]),
+        Artifact::NfSpt => Some(&["spt", "fw"]),
         Artifact::StaticVtnt | Artifact::Monitor => None,
     }
 }

@@ -5,7 +5,8 @@
 //! through what is declared here: frames in and out ([`Link`]), a monotonic clock
 //! ([`now`]), waiting until a deadline or a frame ([`wait_until`]), writing to the console
 //! ([`console_emit`]), boot modules ([`module`]), the exit ([`exit`]) and, for the micro
-//! job, the cheapest call that leaves the guest ([`leave`]). Two builds:
+//! job, the cheapest call that leaves the guest ([`leave`]); a network function's second
+//! network (`open_second_net`, feature `fw`). Two builds:
 //!
 //! - [`vm`] (default): a virtual machine. One image boots two ways: PVH + virtio-net under
 //!   QEMU and Firecracker, and hypercalls under our own `vtnt-monitor` (`vm::hvt`).
@@ -37,6 +38,12 @@ pub mod vm;
 #[cfg(not(feature = "spt"))]
 use vm as imp;
 
+#[cfg(all(feature = "fw", not(feature = "spt")))]
+compile_error!(
+    "the network function (feature `fw`) runs on the process platform (`spt`) only so far"
+);
+#[cfg(feature = "fw")]
+pub use imp::open_second_net;
 pub use imp::{
     console_batches, console_emit, exit, leave, leave_name, mark_step, module, now, open_net,
     random_seed, ticks, ticks_to_instant, wait_until, wakes_on_frames,

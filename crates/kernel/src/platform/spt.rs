@@ -11,6 +11,10 @@
 //! frames go out and come in with `write`/`read` on it (non-blocking: one Ethernet frame
 //! per call); the console is `write` on standard output; the exit is `exit_group` with
 //! the kernel's status.
+//!
+//! A network function (feature `fw`) has a second network at `NET2_FD`, polled beside the
+//! first, and reads its rules from `MODULE_FD` as its boot module; its filter is
+//! `vtnt_abi::spt::NF_FILTER` and its heap is large enough for a million rules.
 
 use crate::fail;
 use crate::platform::{Link, LinkError, Received};
@@ -20,11 +24,28 @@ use core::cell::UnsafeCell;
 use core::sync::atomic::{AtomicU64, Ordering};
 use vtnt_abi::exit::Status;
 use vtnt_abi::spt::{nr, CONSOLE_FD, NET_FD};
+#[cfg(feature = "fw")]
+use vtnt_abi::spt::{MODULE_FD, NET2_FD};
 use vtnt_record::Instant;
 
 /// Bytes of heap: far more than a job needs (its peak is printed); untouched pages cost
 /// no memory.
+#[cfg(not(feature = "fw"))]
 const HEAP: usize = 8 << 20;
+/// A network function's: a million rules, read and compiled (docs/benchmarks.md: about
+/// 60-75 bytes a rule compiled, and the rule file itself); untouched pages cost nothing.
+#[cfg(feature = "fw")]
+const HEAP: usize = 1 << 30;
+/// The guest's own filter.
+#[cfg(not(feature = "fw"))]
+const FILTER: &[vtnt_abi::spt::SockFilter] = &vtnt_abi::spt::GUEST_FILTER;
+#[cfg(feature = "fw")]
+const FILTER: &[vtnt_abi::spt::SockFilter] = &vtnt_abi::spt::NF_FILTER;
+/// The network descriptors [`wait_until`] polls: the first's, and a network function's
+/// second once opened.
+static POLLED: AtomicU64 = AtomicU64::new(1);
+/// The second network's descriptor (`vtnt_abi::spt::NET2_FD`).
+const NET2: u32 = vtnt_abi::spt::NET2_FD;
 const EAGAIN: isize = 11;
 const EBADF: isize = 9;
 const EINTR: isize = 4;
@@ -80,8 +101,8 @@ extern "C" fn spt_main(sp: *const usize) -> ! {
     // installing it only restricts us.
     let sealed = unsafe {
         let prog = SockFprog {
-            len: vtnt_abi::spt::GUEST_FILTER.len() as u16,
-            filter: vtnt_abi::spt::GUEST_FILTER.as_ptr(),
+            len: FILTER.len() as u16,
+            filter: FILTER.as_ptr(),
         };
         syscall(
             nr::SECCOMP,
@@ -217,24 +238,37 @@ pub fn wait_until(deadline: Instant) {
     }
 }
 
-/// `ppoll` on the network descriptor for at most `us` microseconds; its `revents`.
+/// `ppoll` on the network descriptors (the first [`POLLED`] of `NET_FD` and `NET2_FD`)
+/// for at most `us` microseconds; the first one's `revents`.
 fn poll(us: u64) -> i16 {
+    poll_fds(
+        &[NET_FD, NET2][..POLLED.load(Ordering::Relaxed) as usize],
+        us,
+    )[0]
+}
+
+/// `ppoll` on `fds` (at most two) for at most `us` microseconds; their `revents`.
+fn poll_fds(fds: &[u32], us: u64) -> [i16; 2] {
     let ts = Timespec {
         sec: (us / 1_000_000) as i64,
         nsec: (us % 1_000_000 * 1000) as i64,
     };
-    let mut fd = PollFd {
-        fd: NET_FD as i32,
+    let mut p = [NET_FD, NET2].map(|fd| PollFd {
+        fd: fd as i32,
         events: POLLIN,
         revents: 0,
-    };
-    // SAFETY: one live pollfd and a live timespec; no signal mask.
+    });
+    let n = fds.len().min(2);
+    for (p, &fd) in p.iter_mut().zip(fds) {
+        p.fd = fd as i32;
+    }
+    // SAFETY: `n` live pollfds and a live timespec; no signal mask.
     unsafe {
         syscall(
             nr::PPOLL,
             [
-                &mut fd as *mut PollFd as usize,
-                1,
+                p.as_mut_ptr() as usize,
+                n,
                 &ts as *const Timespec as usize,
                 0,
                 8,
@@ -242,7 +276,7 @@ fn poll(us: u64) -> i16 {
             ],
         )
     };
-    fd.revents
+    [p[0].revents, p[1].revents]
 }
 
 /// A wait ends when a frame arrives: callers need not poll while they expect one.
@@ -289,8 +323,49 @@ pub fn exit(status: Status) -> ! {
 }
 
 /// A process has no boot modules (targets come in the job line).
+#[cfg(not(feature = "fw"))]
 pub fn module(_: usize) -> Option<&'static [u8]> {
     None
+}
+
+/// A network function's one module, its rules: all of `MODULE_FD`, read once (a read
+/// error fails the guest, naming it).
+#[cfg(feature = "fw")]
+pub fn module(i: usize) -> Option<&'static [u8]> {
+    static READ: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(false);
+    if i != 0 || READ.swap(true, Ordering::Relaxed) {
+        return None;
+    }
+    let mut text = alloc::vec::Vec::new();
+    let mut chunk = alloc::vec![0u8; 1 << 20];
+    loop {
+        // SAFETY: reads into a live buffer of its own length.
+        let n = unsafe {
+            syscall(
+                nr::READ,
+                [
+                    MODULE_FD as usize,
+                    chunk.as_mut_ptr() as usize,
+                    chunk.len(),
+                    0,
+                    0,
+                    0,
+                ],
+            )
+        };
+        match n {
+            0 => break,
+            n if n > 0 => text.extend_from_slice(&chunk[..n as usize]),
+            n if n == -EINTR => {}
+            n if n == -EBADF => return None,
+            n => fail!(
+                Status::BootFailed,
+                "reading the module at descriptor {MODULE_FD}: errno {}",
+                -n
+            ),
+        }
+    }
+    Some(alloc::vec::Vec::leak(text))
 }
 
 /// No port marks: a process's steps are read from its exit line alone.
@@ -319,6 +394,26 @@ pub fn open_net(mac: Option<[u8; 6]>, _mmio: &[(u64, u64)]) -> Box<dyn Link> {
     crate::platform::steps::mark(crate::platform::steps::Step::NicFound);
     crate::platform::steps::mark(crate::platform::steps::Step::LinkUp);
     Box::new(SocketLink {
+        fd: NET_FD,
+        mac,
+        tx: new_frame(),
+        rx: new_frame(),
+    })
+}
+
+/// A network function's second network, at `NET2_FD` (the first is [`open_net`]'s);
+/// polled beside the first from now on.
+#[cfg(feature = "fw")]
+pub fn open_second_net(mac: [u8; 6]) -> Box<dyn Link> {
+    if poll_fds(&[NET2_FD], 0)[0] & POLLNVAL != 0 {
+        fail!(
+            Status::NoNic,
+            "descriptor {NET2_FD} is not open: the tender gives a network function's second network there"
+        );
+    }
+    POLLED.store(2, Ordering::Relaxed);
+    Box::new(SocketLink {
+        fd: NET2_FD,
         mac,
         tx: new_frame(),
         rx: new_frame(),
@@ -329,8 +424,9 @@ fn new_frame() -> Box<[u8]> {
     alloc::vec![0u8; vtnt_abi::hvt::FRAME_MAX].into_boxed_slice()
 }
 
-/// Frames over [`NET_FD`], one per datagram.
+/// Frames over a network descriptor (`fd`), one per datagram or TAP read.
 struct SocketLink {
+    fd: u32,
     mac: [u8; 6],
     tx: Box<[u8]>,
     rx: Box<[u8]>,
@@ -342,7 +438,11 @@ impl Link for SocketLink {
     }
 
     fn location(&self) -> &dyn core::fmt::Display {
-        &"fd 3"
+        if self.fd == NET_FD {
+            &"fd 3"
+        } else {
+            &"fd 4"
+        }
     }
 
     fn tx_take(&mut self) -> Result<(Box<[u8]>, usize), LinkError> {
@@ -355,7 +455,7 @@ impl Link for SocketLink {
             syscall(
                 nr::WRITE,
                 [
-                    NET_FD as usize,
+                    self.fd as usize,
                     buf.as_ptr() as usize,
                     len.min(buf.len()),
                     0,
@@ -380,7 +480,7 @@ impl Link for SocketLink {
                 syscall(
                     nr::READ,
                     [
-                        NET_FD as usize,
+                        self.fd as usize,
                         self.rx.as_mut_ptr() as usize,
                         self.rx.len(),
                         0,
