@@ -30,9 +30,20 @@ pub enum FwCommand {
     /// Measure the classifier on a rule file: load time, bytes per rule, nanoseconds
     /// per classification (`vtnt bench fw-classify` does it for generated sets).
     Classify(ClassifyArgs),
-    /// Run the firewall between two interfaces (a filtering bridge over AF_PACKET):
-    /// IPv4 classified at FORWARD, ARP passed, anything else dropped; until a signal.
+    /// Run the firewall between two interfaces (a filtering bridge): IPv4 classified at
+    /// FORWARD, ARP passed, anything else dropped; until a signal. Natively over
+    /// AF_PACKET, or as the unikernel (`--runtime spt`) on two TAP devices.
     Run(RunArgs),
+}
+
+/// The form the network function runs in: this process, or the unikernel.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NfForm {
+    /// This process, over AF_PACKET sockets on any two interfaces.
+    Native,
+    /// The unikernel as a sandboxed process (`lib/vtnt/vtnt-fw-spt.elf`), on two TAP
+    /// devices.
+    Spt,
 }
 
 /// A rule file's syntax.
@@ -152,6 +163,10 @@ pub struct RunArgs {
     /// Connections tracked at most (the oldest is evicted for a new one).
     #[arg(long, default_value_t = 65_536, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_conns: u32,
+    /// Where the NF runs: natively, or as the unikernel (the interfaces are then TAP
+    /// devices, which it takes whole).
+    #[arg(long, value_enum, default_value_t = NfForm::Native)]
+    pub runtime: NfForm,
     /// One side's interface.
     pub if_in: String,
     /// The other side's.
@@ -169,6 +184,53 @@ fn read(path: &Path, syntax: SyntaxArg, max_bytes: usize) -> anyhow::Result<(Rul
         SyntaxArg::Nft => Format::Nft,
     };
     Ok((parse::parse(&name, text, format, max_bytes)?, format))
+}
+
+/// `vtnt fw run --runtime spt`: the unikernel's NF on two TAP devices, its console's
+/// lines on stderr as they come, until a signal (which kills it).
+fn run_nf_spt(a: &RunArgs) -> anyhow::Result<ExitCode> {
+    if a.if_in == a.if_out {
+        anyhow::bail!(
+            "the NF needs two different interfaces, got {} twice",
+            a.if_in
+        );
+    }
+    let image = vtnt_artifacts::find(vtnt_artifacts::Artifact::NfSpt)?.path;
+    let rules =
+        std::fs::File::open(&a.rules).with_context(|| format!("opening {}", a.rules.display()))?;
+    let stop = crate::interrupt::catch()?;
+    let mut nf = vtnt_runtimes::spt::start_nf(&image, [&a.if_in, &a.if_out], rules, a.max_conns)?;
+    let mut seen = 0;
+    let status = loop {
+        let new = nf.stdout_lines_from(seen);
+        seen += new.len();
+        for line in String::from_utf8_lossy(&new).lines() {
+            eprintln!("vtnt fw run: {line}");
+        }
+        if let Some(st) = nf.try_status() {
+            break Some(st);
+        }
+        if stop.load(std::sync::atomic::Ordering::Relaxed) {
+            break None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    match status {
+        // the guest never ends by itself but on an error, which it printed
+        Some(st) => {
+            let (code, why) = vtnt_runtimes::spt::outcome(st);
+            anyhow::bail!(
+                "the NF guest ended (status {}){}",
+                code.map_or("none".into(), |c| c.to_string()),
+                why.map_or(String::new(), |w| format!(": {w}"))
+            )
+        }
+        None => {
+            // dropped while running: its process group is killed
+            drop(nf);
+            Ok(crate::interrupt::exit_code().unwrap_or(ExitCode::SUCCESS))
+        }
+    }
 }
 
 /// Writes `text` to `output` (whole or not at all) or stdout.
@@ -322,6 +384,11 @@ fn run_nf(a: RunArgs) -> anyhow::Result<ExitCode> {
     let max = a.max_bytes.unwrap_or(usize::MAX);
     let t = Instant::now();
     let (rules, _) = read(&a.rules, a.format, max)?;
+    if a.runtime == NfForm::Spt {
+        // read here for its errors (file:line:col); the guest reads and compiles its own
+        drop(rules);
+        return run_nf_spt(&a);
+    }
     let config = vtnt_fw::Config {
         conntrack: vtnt_fw::CtConfig {
             max: a.max_conns as usize,

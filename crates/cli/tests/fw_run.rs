@@ -4,7 +4,8 @@
 //! receiver) carries a TCP exchange only through its connection tracking (the SYN
 //! accepted by a rule, everything after it only as ESTABLISHED), resets a refused TCP
 //! connection (REJECT with tcp-reset), drops what no rule accepts, and on SIGTERM prints
-//! its counters and exits 143.
+//! its counters and exits 143; the unikernel's NF (`--runtime spt`, on TAP devices
+//! bridged to the same veths) carries the same exchange alike.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream, UdpSocket};
@@ -90,35 +91,22 @@ fn inside<T: Send + 'static>(ns: &NetNs, f: impl FnOnce() -> T + Send + 'static)
     .unwrap()
 }
 
-#[test]
-fn forwards_tracks_and_rejects_between_namespaces() {
-    vtnt_testkit::require_root!("ip", "ethtool");
-    let b = Bump::build("fwrun", "100.64.4").unwrap();
-    let (s, n, d) = (&b.sender, &b.nf, &b.receiver);
+/// The exchange through the NF at `b` (already forwarding): a TCP echo on an accepted
+/// port, a connection to a rejected port, a UDP datagram no rule accepts. Returns what
+/// came back, how the rejected connection failed, and whether the datagram arrived.
+fn exchange(b: &Bump) -> ([u8; 5], std::io::ErrorKind, bool) {
+    let (s, d) = (&b.sender, &b.receiver);
     let listener = inside(d, || TcpListener::bind("100.64.4.2:7000").unwrap());
+    let sink = inside(d, || UdpSocket::bind("100.64.4.2:53").unwrap());
+    sink.set_read_timeout(Some(Duration::from_millis(300)))
+        .unwrap();
     let echo = std::thread::spawn(move || {
         let (mut c, _) = listener.accept().unwrap();
         let mut b = [0u8; 5];
         c.read_exact(&mut b).unwrap();
         c.write_all(&b).unwrap();
     });
-    let rules = temp("ns", RULES);
-    let mut nf = n
-        .command(env!("CARGO_BIN_EXE_vtnt"))
-        .args(["fw", "run", "--rules", rules.to_str().unwrap(), "a0", "b0"])
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut err = BufReader::new(nf.stderr.take().unwrap());
-    let mut line = String::new();
-    err.read_line(&mut line).unwrap();
-    std::fs::remove_file(&rules).unwrap();
-    assert!(
-        line.contains("3 rules from") && line.contains("forwarding between a0 and b0"),
-        "{line}"
-    );
-
-    let (echoed, refused, udp) = inside(s, || {
+    let (echoed, refused) = inside(s, || {
         let t = Duration::from_secs(5);
         let mut c = TcpStream::connect_timeout(&"100.64.4.2:7000".parse().unwrap(), t).unwrap();
         c.set_read_timeout(Some(t)).unwrap();
@@ -129,11 +117,49 @@ fn forwards_tracks_and_rejects_between_namespaces() {
             .unwrap_err()
             .kind();
         let u = UdpSocket::bind("100.64.4.1:0").unwrap();
-        let udp = u.send_to(b"x", "100.64.4.2:53").is_ok();
-        std::thread::sleep(Duration::from_millis(200));
-        (b, refused, udp)
+        u.send_to(b"x", "100.64.4.2:53").unwrap();
+        (b, refused)
     });
     echo.join().unwrap();
+    let arrived = sink.recv_from(&mut [0u8; 8]).is_ok();
+    (echoed, refused, arrived)
+}
+
+/// Starts `vtnt fw run` with `args` in `b`'s NF namespace; returns it, its stderr, and
+/// the stderr up to the line containing `ready`.
+fn start_nf(
+    b: &Bump,
+    args: &[&str],
+    ready: &str,
+) -> (
+    std::process::Child,
+    BufReader<std::process::ChildStderr>,
+    String,
+) {
+    let mut nf =
+        b.nf.command(env!("CARGO_BIN_EXE_vtnt"))
+            .args(["fw", "run"])
+            .args(args)
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+    let mut err = BufReader::new(nf.stderr.take().unwrap());
+    let mut seen = String::new();
+    while !seen.contains(ready) {
+        let mut line = String::new();
+        if err.read_line(&mut line).unwrap() == 0 {
+            panic!("vtnt fw run ended before `{ready}`: {seen}");
+        }
+        seen.push_str(&line);
+    }
+    (nf, err, seen)
+}
+
+/// SIGTERM to `nf`; the rest of its stderr and its status.
+fn stop_nf(
+    mut nf: std::process::Child,
+    mut err: BufReader<std::process::ChildStderr>,
+) -> (String, std::process::ExitStatus) {
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(nf.id() as i32),
         nix::sys::signal::Signal::SIGTERM,
@@ -141,10 +167,25 @@ fn forwards_tracks_and_rejects_between_namespaces() {
     .unwrap();
     let mut rest = String::new();
     std::io::Read::read_to_string(&mut err, &mut rest).unwrap();
-    let status = nf.wait().unwrap();
+    (rest, nf.wait().unwrap())
+}
+
+#[test]
+fn forwards_tracks_and_rejects_between_namespaces() {
+    vtnt_testkit::require_root!("ip", "ethtool");
+    let b = Bump::build("fwrun", "100.64.4").unwrap();
+    let rules = temp("ns", RULES);
+    let r = rules.to_str().unwrap();
+    let (nf, err, line) = start_nf(&b, &["--rules", r, "a0", "b0"], "forwarding between");
+    assert!(
+        line.contains("3 rules from") && line.contains("forwarding between a0 and b0"),
+        "{line}"
+    );
+    let (echoed, refused, arrived) = exchange(&b);
+    let (rest, status) = stop_nf(nf, err);
     assert_eq!(&echoed, b"hello", "{rest}");
     assert_eq!(refused, std::io::ErrorKind::ConnectionRefused, "{rest}");
-    assert!(udp);
+    assert!(!arrived, "{rest}");
     // the SYN to port 9 rejected, the UDP datagram dropped by the policy
     assert!(rest.contains(", rejected 1,"), "{rest}");
     let dropped: u64 = rest
@@ -156,6 +197,36 @@ fn forwards_tracks_and_rejects_between_namespaces() {
         .unwrap_or_else(|| panic!("no dropped count in {rest}"));
     assert!(dropped >= 1, "{rest}");
     assert_eq!(status.code(), Some(143), "{rest}");
+
+    // the unikernel's NF: a TAP device bridged to each veth, the same rules and exchange
+    let o =
+        b.nf.exec(
+            "sh",
+            &[
+                "-c",
+                "ip tuntap add dev ta0 mode tap && ip tuntap add dev tb0 mode tap \
+         && ip link add bra type bridge && ip link add brb type bridge \
+         && ip link set a0 master bra && ip link set ta0 master bra \
+         && ip link set b0 master brb && ip link set tb0 master brb \
+         && for i in ta0 tb0 bra brb; do ip link set $i up; done",
+            ],
+        )
+        .unwrap();
+    assert!(o.status.success(), "{o:?}");
+    let args = ["--runtime", "spt", "--rules", r, "ta0", "tb0"];
+    let (nf, err, line) = start_nf(&b, &args, "\"type\":\"nf\"");
+    assert!(line.contains("\"rules\":3"), "{line}");
+    let (echoed, refused, arrived) = exchange(&b);
+    let (rest, status) = stop_nf(nf, err);
+    std::fs::remove_file(&rules).unwrap();
+    assert_eq!(&echoed, b"hello", "{line}{rest}");
+    assert_eq!(
+        refused,
+        std::io::ErrorKind::ConnectionRefused,
+        "{line}{rest}"
+    );
+    assert!(!arrived, "{line}{rest}");
+    assert_eq!(status.code(), Some(143), "{line}{rest}");
 }
 
 #[test]

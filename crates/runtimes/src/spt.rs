@@ -128,7 +128,8 @@ pub fn start(
             ))
         }
     };
-    let (child, spawn_ns, cgroup_join) = launch(image, dev, cmdline, cgroup)?;
+    let fds = vtnt_tender_spt::Descriptors::Job { net: dev };
+    let (child, spawn_ns, cgroup_join) = launch(image, fds, cmdline, Some(cgroup))?;
     Ok(Started {
         child,
         slot,
@@ -151,8 +152,9 @@ pub fn start_on_tap(
     cgroup: &Cgroup,
     timeout: std::time::Duration,
 ) -> Result<Supervised> {
-    let (dev, cmdline) = on_tap(tap, payload, timeout, None)?;
-    Ok(launch(image, dev, cmdline, cgroup)?.0)
+    let (net, cmdline) = on_tap(tap, payload, timeout, None)?;
+    let fds = vtnt_tender_spt::Descriptors::Job { net };
+    Ok(launch(image, fds, cmdline, Some(cgroup))?.0)
 }
 
 /// The TAP device `tap`, opened, and the command line of a guest on it with `payload`.
@@ -187,20 +189,54 @@ fn on_tap(
     Ok((OwnedFd::from(dev), cmdline))
 }
 
+/// The MAC address a network function's guest is given (a bridge sends frames on as they
+/// came, so it never appears on the wire).
+const NF_MAC: &str = "52:54:00:66:77:00";
+
+/// Starts the firewall network function `image` (`vtnt-kernel --features spt,fw`)
+/// between the existing TAP devices `taps` of this network namespace (named so in the
+/// rules' `-i`/`-o`), with the rule file `rules` (open for reading: the guest reads it
+/// whole at descriptor 5) and a connection table of `max_conns`, in the caller's cgroup
+/// (as the native NF runs). It runs until it is killed; its console says when its rules
+/// hold.
+pub fn start_nf(
+    image: &Path,
+    taps: [&str; 2],
+    rules: std::fs::File,
+    max_conns: u32,
+) -> Result<Supervised> {
+    let open = |name: &str| {
+        vtnt_lab_linux::open_tap(None, name)
+            .map(OwnedFd::from)
+            .doing(|| format!("opening the TAP device {name}"))
+    };
+    let nets = [open(taps[0])?, open(taps[1])?];
+    let cmdline = format!(
+        "mac={NF_MAC} -- fw {} {} max-conns={max_conns}",
+        taps[0], taps[1]
+    );
+    let fds = vtnt_tender_spt::Descriptors::Nf {
+        nets,
+        module: OwnedFd::from(rules),
+    };
+    Ok(launch(image, fds, cmdline, None)?.0)
+}
+
 /// The longest command line the spt guest takes (Linux's `MAX_ARG_STRLEN`).
 const MAX_ARG_BYTES: usize = vtnt_tender_spt::MAX_ARG_BYTES;
 
 /// Executes the guest `image` with `cmdline` through the tender (`vtnt-tender-spt`), its
-/// network `net` at descriptor 3, in `cgroup`: the process, `CLOCK_MONOTONIC` before the
-/// fork, and how long the tender took to join the cgroup.
+/// descriptors `fds`, in `cgroup` (none: the caller's): the process, `CLOCK_MONOTONIC`
+/// before the fork, and how long the tender took to join the cgroup.
 fn launch(
     image: &Path,
-    net: OwnedFd,
+    fds: vtnt_tender_spt::Descriptors,
     cmdline: String,
-    cgroup: &Cgroup,
+    cgroup: Option<&Cgroup>,
 ) -> Result<(Supervised, u64, std::time::Duration)> {
     let procs = cgroup
-        .procs_files()
+        .map(Cgroup::procs_files)
+        .unwrap_or_default()
         .into_iter()
         .map(|p| {
             std::fs::OpenOptions::new()
@@ -216,7 +252,7 @@ fn launch(
         Runtime::Spt.max_targets().unwrap_or(0)
     )));
     }
-    let t = vtnt_tender_spt::exec(image, net, &cmdline, procs)?;
+    let t = vtnt_tender_spt::exec(image, fds, &cmdline, procs)?;
     let child = Supervised::adopt(t.pid, t.console, "the spt guest", t.started);
     Ok((child, t.spawn_ns, t.cgroup_join))
 }
