@@ -414,6 +414,19 @@ pub fn truth(topo: &Topology) -> Truth {
 }
 
 impl Truth {
+    /// The truth as IPv6 probes see it: each tunnel through a 6PE core with its class
+    /// and revelation over IPv6 (`class6`, `revelation6`) in place of IPv4's.
+    pub fn over_ipv6(&self) -> Truth {
+        let mut t = self.clone();
+        for x in t.destinations.iter_mut().flat_map(|d| d.tunnels.iter_mut()) {
+            x.class = x.class6.unwrap_or(x.class);
+            x.revelation = x.revelation6.unwrap_or(x.revelation);
+        }
+        for l in &mut t.lsps {
+            l.class = l.class6.unwrap_or(l.class);
+        }
+        t
+    }
     /// The destination entry for `dst`, if it is one of the hosts.
     pub fn destination(&self, dst: Ipv4Addr) -> Option<&Destination> {
         self.destinations.iter().find(|d| d.dst == dst)
