@@ -619,7 +619,7 @@ fn a_6pe_core_answers_answer_from_mapped_addresses_along_the_lsp() {
 #[test]
 fn a_6pe_core_makes_an_invisible_php_tunnel_opaque_over_ipv6() {
     let topo = Topology::reference()
-        .with_6pe_cores(&["invisible-php-dpr"])
+        .with_6pe_cores(&["invisible-php-dpr", "opaque"])
         .unwrap();
     assert!(Topology::reference().with_6pe_cores(&["nothing"]).is_err());
     let truth = Lab::new(topo.clone()).truth();
@@ -651,4 +651,25 @@ fn a_6pe_core_makes_an_invisible_php_tunnel_opaque_over_ipv6() {
     // IPv4 is untouched: the same answers as on the reference
     let plain = trace(&edit(vtnt_lab::REFERENCE_TOML, None, true), d.dst, false);
     assert_eq!(plain, v4);
+    // an opaque (UHP) 6PE core: the transport label its egress pops and quotes is
+    // IPv4's explicit null (0), not IPv6's (2) as on a dual-stack core (the 6PE label
+    // under it is popped too; the lab's UHP egress quotes the top label only)
+    let t = truth
+        .destinations
+        .iter()
+        .flat_map(|d| &d.tunnels)
+        .find(|t| t.lsp == "opaque" && t.whole)
+        .expect("the opaque tunnel");
+    let d = truth.destinations.iter().find(|d| d.tunnels.contains(t));
+    let dst = d.unwrap().dst;
+    let egress_quote = |topo: &Topology| {
+        let v6 = trace(topo, dst, true);
+        let a = v6.into_iter().flatten().find(|a| a.from == t.egress);
+        a.expect("the egress answers").labels
+    };
+    let dual = egress_quote(&Topology::reference());
+    assert_eq!(dual.len(), 1);
+    assert_eq!(dual[0].0, 2, "IPv6 explicit null on a dual-stack core");
+    assert_eq!(egress_quote(&topo), [(0, dual[0].1)]);
+    assert_eq!(t.class6, Some(TunnelClass::Opaque));
 }
