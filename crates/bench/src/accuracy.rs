@@ -411,6 +411,9 @@ fn run_mode(
         ..AccuracyReport::default()
     };
     for (i, c) in cases.iter().enumerate() {
+        // over IPv6 a tunnel through a 6PE core shows its 6PE label: its IPv6 class
+        let over6 = opts.ipv6.then(|| c.truth.over_ipv6());
+        let truth = over6.as_ref().unwrap_or(&c.truth);
         let mut lab = Lab::new(c.topo.clone());
         let targets: Vec<IpAddr> = c
             .truth
@@ -440,18 +443,19 @@ fn run_mode(
         report.probes.lsrs_revealed += run.summary.lsrs_revealed;
         report.probes.budget.add(&run.summary.budget);
         report.icmp_rate_limited += lab.stats().rate_limited;
-        acc.score(&c.truth, &c.oracle, &run.results);
+        acc.score(truth, &c.oracle, &run.results);
     }
     acc.finish(&mut report);
     Ok(report)
 }
 
-/// `r`'s lab addresses as the truth writes them: each IPv6 twin back to its IPv4 address
-/// (what the scorer reads: target, path, tunnels, candidates).
+/// `r`'s lab addresses as the truth writes them: each IPv6 twin, and each IPv4-mapped
+/// address a 6PE core's LSR answers from, back to its IPv4 address (what the scorer
+/// reads: target, path, tunnels, candidates).
 fn to_ipv4(r: &mut TntResult) {
     let v4 = |a: &mut IpAddr| {
         if let Some(x) = match a {
-            IpAddr::V6(x) => vtnt_lab::addr::from_v6(*x),
+            IpAddr::V6(x) => vtnt_lab::addr::from_v6(*x).or_else(|| x.to_ipv4_mapped()),
             IpAddr::V4(_) => None,
         } {
             *a = IpAddr::V4(x);
@@ -1129,6 +1133,8 @@ mod tests {
             lsp: format!("{ingress}-{egress}"),
             branch: 0,
             class,
+            class6: None,
+            revelation6: None,
             ingress: Ipv4Addr::UNSPECIFIED,
             ingress_router: ingress.into(),
             egress: Ipv4Addr::UNSPECIFIED,

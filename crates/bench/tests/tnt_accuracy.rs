@@ -123,16 +123,37 @@ fn assert_goals(report: &AccuracyReport) {
     );
 }
 
-/// The same goals over IPv6 (issue 38): TNT to the destinations' IPv6 twins on the same
-/// topologies, scored against the same truth (`--family ipv6`).
+/// The same goals over IPv6 (issue 38): TNT to the destinations' IPv6 twins on the
+/// dual-stack topologies of `--family ipv6` (some LSPs with a 6PE core, RFC 4798),
+/// scored against the truth over IPv6: a 6PE core's invisible PHP tunnel with RFC 4950
+/// shows its 6PE label at the egress, so the truth has it opaque, and TNT tells every
+/// opaque tunnel's class and ends right.
 #[test]
 fn generated_topologies_over_ipv6() {
     let mut opts = AccuracyOptions::new(30, 42);
     opts.reference = false;
     opts.ipv6 = true;
+    opts.generate.six_pe_cores = vtnt_lab::generate::DUAL_STACK_SIX_PE_CORES;
+    let six_pe = (0..opts.topologies)
+        .map(|i| {
+            let seed = vtnt_bench::accuracy::topology_seed(opts.seed, i);
+            let truth = vtnt_lab::truth::truth(&vtnt_lab::generate(seed, &opts.generate));
+            let tunnels = truth.destinations.iter().flat_map(|d| &d.tunnels);
+            tunnels
+                .filter(|t| t.class6.is_some_and(|c| c != t.class))
+                .count()
+        })
+        .sum::<usize>();
+    assert!(six_pe > 0, "no tunnel whose class changes over IPv6");
     let report = tnt_accuracy(&opts).expect("campaign runs");
     assert_eq!(report.family, "ipv6");
     assert_goals(&report);
+    let opaque = report.strict.classes.iter().find(|c| c.class == "opaque");
+    let opaque = opaque.expect("an opaque row");
+    assert_eq!(
+        opaque.ends_right, opaque.truth,
+        "opaque over IPv6 ({six_pe} tunnels opaque only over IPv6)"
+    );
 }
 
 /// The MPLS-free control set (ECMP, asymmetric returns, ICMP rate limiting): every

@@ -691,8 +691,14 @@ fn tnt_accuracy(
     if !(0.0..=1.0).contains(&lsp_ecmp) {
         anyhow::bail!("--lsp-ecmp: a share, 0 to 1 (got {lsp_ecmp})");
     }
+    // the dual-stack topologies have 6PE cores (IPv4 is scored on the generator's own)
     let mut generate = vtnt_lab::GenOptions {
         lsp_ecmp,
+        six_pe_cores: if ipv6 {
+            vtnt_lab::generate::DUAL_STACK_SIX_PE_CORES
+        } else {
+            0.0
+        },
         ..Default::default()
     };
     for kv in set {

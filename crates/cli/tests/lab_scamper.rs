@@ -239,8 +239,35 @@ fn twin(v4: &str) -> String {
 #[test]
 fn ipv6_traces_through_the_lab_match_scamper_per_class() {
     vtnt_testkit::require_root!("scamper");
-    let lab = Lab::up("v6", None);
+    // the reference with 6PE cores (RFC 4798) under four of its classes: their LSRs
+    // IPv4 only, answering from IPv4-mapped addresses with two labels, the 6PE label
+    // under the transport one (docs/lab.md)
+    let six_pe = ["explicit", "opaque", "invisible-php-dpr", "invisible-uhp"];
+    let topo = vtnt_lab::Topology::reference()
+        .with_6pe_cores(&six_pe)
+        .expect("6PE cores");
+    let dir = daemon_common::Scratch::new("vtnt-lab-6pe");
+    let file = dir.path("6pe.toml");
+    std::fs::write(&file, topo.to_toml()).unwrap();
+    let lab = Lab::up("v6", file.to_str());
     let truth = lab.truth();
+    let v4only: Vec<String> = truth["routers"]
+        .as_array()
+        .expect("routers")
+        .iter()
+        .filter(|r| r["ipv4_only"] == true)
+        .flat_map(|r| strs(&r["addresses"]))
+        .collect();
+    assert!(!v4only.is_empty());
+    // the address a router answers IPv6 from: its twin, or IPv4-mapped in a 6PE core
+    let answers_from = |v4: &str| match v4only.iter().any(|a| a == v4) {
+        true => v4
+            .parse::<std::net::Ipv4Addr>()
+            .unwrap()
+            .to_ipv6_mapped()
+            .to_string(),
+        false => twin(v4),
+    };
     // The tunnel classes' destinations: the plain one sits behind ECMP, where the flow
     // labels (vTNT's per flow, scamper's its own) hash onto different paths.
     let dsts: Vec<&Value> = truth["destinations"]
@@ -260,6 +287,7 @@ fn ipv6_traces_through_the_lab_match_scamper_per_class() {
     let ours = of_type(&ours, "trace");
     assert_eq!(ours.len(), targets.len());
     let mut classes = std::collections::BTreeSet::new();
+    let mut saw_6pe = false;
     for (d, dst) in dsts.iter().zip(&targets) {
         let v = ours
             .iter()
@@ -280,11 +308,17 @@ fn ipv6_traces_through_the_lab_match_scamper_per_class() {
             }
             let visible = matches!(class, "explicit" | "implicit");
             for lsr in strs(&tun["lsrs"]) {
-                let a = twin(&lsr);
+                let a = answers_from(&lsr);
                 assert_eq!(addrs.contains(&a), visible, "{class} LSR {a} in {addrs:?}");
                 if class == "explicit" {
                     let h = hop(&v, ttl_of(&v, &a).unwrap());
                     assert!(label(h).is_some(), "explicit LSR {a} without labels: {h}");
+                    // in a 6PE core: the transport label over the 6PE label (S=1)
+                    let stack = h["icmpext"][0]["mpls_labels"].as_array().unwrap();
+                    let six = v4only.contains(&lsr);
+                    assert_eq!(stack.len(), if six { 2 } else { 1 }, "{a}: {h}");
+                    assert_eq!(stack.last().unwrap()["mpls_s"], 1, "{a}: {h}");
+                    saw_6pe |= six;
                 }
             }
         }
@@ -297,6 +331,7 @@ fn ipv6_traces_through_the_lab_match_scamper_per_class() {
         "opaque",
     ];
     assert_eq!(classes.into_iter().collect::<Vec<_>>(), want);
+    assert!(saw_6pe, "no two-label stack from a 6PE core");
 
     // ping: a destination's and a router's twin answer both tools alike
     let router = twin(truth["routers"][0]["addresses"][0].as_str().unwrap());

@@ -108,6 +108,12 @@ pub struct GenOptions {
     /// Chance an LSP other than an implicit one carries a service (VPN) label under its
     /// transport label.
     pub vpn_labels: f64,
+    /// Chance an LSP other than an implicit or `ecmp` one has a 6PE core (RFC 4798): its
+    /// LSRs IPv4 only, so IPv6 crosses it under the egress's 6PE label, and a return LSP
+    /// always. 0 (the default) draws nothing, so the topologies are those of a generator
+    /// without the knob; `vtnt bench tnt-accuracy --family ipv6` takes
+    /// [`DUAL_STACK_SIX_PE_CORES`].
+    pub six_pe_cores: f64,
     /// Chance an LSP of at least three LSRs rides an RSVP-TE LSP over some of them (LDP
     /// over RSVP-TE, `over`): its LSRs there quote a stack of two labels, and the TE
     /// LSP's egress, quoting one again, is no egress of the tunnel.
@@ -119,6 +125,10 @@ pub struct GenOptions {
     /// as many), as routers on the Internet do: probes go unanswered under load.
     pub icmp_rate_limited: f64,
 }
+
+/// [`GenOptions::six_pe_cores`] of the accuracy benchmark's dual-stack topologies
+/// (`--family ipv6`): a share like the VPN labels'.
+pub const DUAL_STACK_SIX_PE_CORES: f64 = 0.2;
 
 /// ICMP messages per second (and burst) of a rate-limiting router
 /// ([`GenOptions::icmp_rate_limited`]).
@@ -145,6 +155,7 @@ impl Default for GenOptions {
             reply_from_outgoing: 0.05,
             host_at_egress: 0.2,
             vpn_labels: 0.2,
+            six_pe_cores: 0.0,
             te_stacks: 0.15,
             mpls: 1.0,
             icmp_rate_limited: 0.0,
@@ -155,7 +166,7 @@ impl Default for GenOptions {
 /// The settings `vtnt lab generate --set NAME=VALUE` takes, with what each means (the
 /// class mix and LSRs per LSP have flags of their own; destinations has both, since
 /// `vtnt bench tnt-accuracy` has no flag for it).
-pub const SETTINGS: [(&str, &str); 19] = [
+pub const SETTINGS: [(&str, &str); 20] = [
     (
         "vendors",
         "vendors drawn for every router, comma-separated (all: every profile)",
@@ -206,6 +217,10 @@ pub const SETTINGS: [(&str, &str); 19] = [
     (
         "vpn-labels",
         "chance a non-implicit LSP carries a service label",
+    ),
+    (
+        "six-pe-cores",
+        "chance a non-implicit, non-ecmp LSP has a 6PE core (IPv4-only LSRs)",
     ),
     (
         "te-stacks",
@@ -373,6 +388,7 @@ impl GenOptions {
             "reply-from-outgoing" => &mut self.reply_from_outgoing,
             "host-at-egress" => &mut self.host_at_egress,
             "vpn-labels" => &mut self.vpn_labels,
+            "six-pe-cores" => &mut self.six_pe_cores,
             "te-stacks" => &mut self.te_stacks,
             "mpls" => &mut self.mpls,
             "icmp-rate-limited" => &mut self.icmp_rate_limited,
@@ -518,6 +534,12 @@ impl Builder {
         // (not on implicit LSPs: their egress, expiring on the service label, quotes the
         // rising TTL of one more LSR, and no traceroute reading can tell it from one)
         let vpn = class != TunnelClass::Implicit && r.chance(o.vpn_labels);
+        // (not on implicit LSPs either, for the same reason: the egress receives the 6PE
+        // label; drawn only when asked for, so the topologies of every seed stay)
+        let six_pe = class != TunnelClass::Implicit
+            && !ecmp
+            && o.six_pe_cores > 0.0
+            && r.chance(o.six_pe_cores);
         let n = self.def.lsps.len();
         let mk = |name: String, path: Vec<String>| LspDef {
             name,
@@ -536,7 +558,18 @@ impl Builder {
             vpn_label: vpn,
             over: None,
         };
+        // (a 6PE core carries IPv6 labelled both ways, or its answers die in it)
         let back = self.rng.chance(o.return_lsp);
+        let back = back || six_pe;
+        if six_pe {
+            for lsr in &path[1..path.len() - 1] {
+                // (routers are named r<index>)
+                let k = lsr[1..].parse::<usize>().ok();
+                if let Some(d) = k.and_then(|k| self.def.routers.get_mut(k)) {
+                    d.ipv4_only = true;
+                }
+            }
+        }
         let name = format!("lsp{n}-{}", class.name());
         let mut lsp = mk(name.clone(), path.clone());
         // an RSVP-TE LSP between two of its LSRs (at least one LSR of its own), carrying

@@ -71,6 +71,10 @@ pub struct LspTruth {
     /// alike; 0 otherwise).
     pub branch: u8,
     pub class: TunnelClass,
+    /// Through a 6PE core (an IPv4-only router on its path): its class over IPv6, whose
+    /// packets carry the egress's 6PE label under the transport label (docs/lab.md).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub class6: Option<TunnelClass>,
     pub ingress: String,
     pub egress: String,
     /// Router names, ingress to egress.
@@ -104,6 +108,12 @@ pub struct Tunnel {
     /// destination with the same `lsp` are alternatives, each flow crossing one of them.
     pub branch: u8,
     pub class: TunnelClass,
+    /// A whole LSP through a 6PE core: its class and revelation over IPv6 (the 6PE label
+    /// under the transport label; no IPv6 to probe its LSRs with).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub class6: Option<TunnelClass>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub revelation6: Option<Revelation>,
     pub ingress: Ipv4Addr,
     pub ingress_router: String,
     pub egress: Ipv4Addr,
@@ -256,10 +266,13 @@ fn tunnels(net: &Net, vp: Ipv4Addr, path: &SymPath) -> Vec<Tunnel> {
                 .map(|k| hop(net, vp, (lsp.path[k], in_iface(net, lsp.out[k - 1]))))
                 .collect();
             let (lsrs, egress) = seen.split_at(f - 1);
+            let six_pe = lsp.pe6.is_some() && f == lsp.egress_index();
             Tunnel {
                 lsp: lsp.name.clone(),
                 branch: lsp.branch,
                 class: lsp.class,
+                class6: six_pe.then_some(lsp.class6),
+                revelation6: six_pe.then(|| lsp.revelation6()),
                 ingress: ing.addr,
                 ingress_router: ing.router,
                 egress: egress[0].addr,
@@ -368,6 +381,7 @@ pub fn truth(topo: &Topology) -> Truth {
             name: l.name.clone(),
             branch: l.branch,
             class: l.class,
+            class6: l.pe6.map(|_| l.class6),
             ingress: net.router_name(l.path[0]).to_string(),
             egress: net.router_name(l.path[l.egress_index()]).to_string(),
             path: l
@@ -400,6 +414,19 @@ pub fn truth(topo: &Topology) -> Truth {
 }
 
 impl Truth {
+    /// The truth as IPv6 probes see it: each tunnel through a 6PE core with its class
+    /// and revelation over IPv6 (`class6`, `revelation6`) in place of IPv4's.
+    pub fn over_ipv6(&self) -> Truth {
+        let mut t = self.clone();
+        for x in t.destinations.iter_mut().flat_map(|d| d.tunnels.iter_mut()) {
+            x.class = x.class6.unwrap_or(x.class);
+            x.revelation = x.revelation6.unwrap_or(x.revelation);
+        }
+        for l in &mut t.lsps {
+            l.class = l.class6.unwrap_or(l.class);
+        }
+        t
+    }
     /// The destination entry for `dst`, if it is one of the hosts.
     pub fn destination(&self, dst: Ipv4Addr) -> Option<&Destination> {
         self.destinations.iter().find(|d| d.dst == dst)

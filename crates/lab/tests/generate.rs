@@ -4,7 +4,7 @@
 use std::net::Ipv4Addr;
 
 use vtnt_lab::generate::{generate_toml, ClassMix};
-use vtnt_lab::tracer::Tracer;
+use vtnt_lab::tracer::{Answer, Tracer};
 use vtnt_lab::truth::Destination;
 use vtnt_lab::{generate, GenOptions, Lab, OracleOptions, Revelation, Topology, TunnelClass};
 
@@ -476,4 +476,59 @@ fn mpls_off_makes_no_tunnel_and_rate_limits_are_drawn_when_asked() {
         limited * 8 > routers && limited * 3 < routers,
         "{limited} of {routers}"
     );
+}
+
+/// `six-pe-cores` (RFC 4798): drawn only when asked for; at 1 every LSP but the implicit
+/// and `ecmp` ones has IPv4-only LSRs and a return LSP, and every destination's IPv6
+/// twin answers a trace, through the 6PE cores both ways, hop for hop as over IPv4
+/// (an LSR by its IPv4-mapped address, which the tracer maps back).
+#[test]
+fn six_pe_cores_are_drawn_when_asked_and_carry_ipv6_both_ways() {
+    let mut o = GenOptions::default();
+    o.set("six-pe-cores", "1").unwrap();
+    let mut cores = 0;
+    for seed in 1..=3 {
+        let t = generate(seed, &o);
+        let plain = generate(seed, &GenOptions::default());
+        assert!(plain.def().routers.iter().all(|r| !r.ipv4_only));
+        let truth = vtnt_lab::truth::truth(&t);
+        for l in &truth.lsps {
+            let whole = !l.name.ends_with("-te") && !l.name.ends_with("-back");
+            if !whole || l.class == TunnelClass::Implicit {
+                continue;
+            }
+            let v4only = |n: &String| truth.routers.iter().any(|r| &r.name == n && r.ipv4_only);
+            let lsrs = &l.path[1..l.path.len() - 1];
+            let ecmp = truth.lsps.iter().filter(|x| x.name == l.name).count() > 1;
+            assert_eq!(lsrs.iter().all(v4only), !ecmp, "seed {seed} {}", l.name);
+            if !ecmp {
+                cores += 1;
+                assert!(l.class6.is_some(), "seed {seed} {}", l.name);
+                let back = format!("{}-back", l.name);
+                assert!(truth.lsps.iter().any(|x| x.name == back), "{back}");
+            }
+        }
+        for d in truth
+            .destinations
+            .iter()
+            .filter(|d| d.forward_paths.len() == 1)
+        {
+            let run = |ipv6: bool| {
+                let mut lab = Lab::new(t.clone());
+                let mut tr = Tracer::new(&mut lab);
+                tr.ipv6 = ipv6;
+                tr.trace(d.dst, 40)
+            };
+            let (v4, v6) = (run(false), run(true));
+            let from = |v: &[Option<Answer>]| -> Vec<Option<Ipv4Addr>> {
+                v.iter().map(|a| a.as_ref().map(|a| a.from)).collect()
+            };
+            assert_eq!(from(&v6), from(&v4), "seed {seed} {}", d.name);
+            assert_eq!(
+                v6.last().and_then(|a| a.as_ref()).map(|a| a.from),
+                Some(d.dst)
+            );
+        }
+    }
+    assert!(cores > 10, "{cores} 6PE cores");
 }

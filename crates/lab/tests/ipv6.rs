@@ -17,7 +17,7 @@ use std::path::Path;
 
 use vtnt_lab::addr::{from_v6, to_v6};
 use vtnt_lab::tracer::{Answer, Tracer};
-use vtnt_lab::{Instant, Lab, Port, Topology, TunnelClass, Vendor};
+use vtnt_lab::{Instant, Lab, Port, Revelation, Topology, TunnelClass, Vendor};
 use vtnt_wire::build::{Tcp, Udp};
 use vtnt_wire::ipv6::{self, Ip6, HEADER_LEN};
 use vtnt_wire::reply::{Body, QuotedTransport};
@@ -512,6 +512,7 @@ fn a_6pe_core_answers_answer_from_mapped_addresses_along_the_lsp() {
     }
     let v4 = trace(&edit(&text, None, true), d.dst, false);
     let v6 = trace(&topo, d.dst, true);
+    let mut label6 = Vec::new();
     for &l in &t.lsrs {
         let k = v4
             .iter()
@@ -519,7 +520,17 @@ fn a_6pe_core_answers_answer_from_mapped_addresses_along_the_lsp() {
         let k = k.unwrap_or_else(|| panic!("{l} not in the IPv4 trace"));
         let (a4, a6) = (v4[k].as_ref().unwrap(), v6[k].as_ref().expect("answered"));
         assert_eq!((a6.from, a6.q_ttl), (l, a4.q_ttl), "hop {}", k + 1);
-        assert_eq!(a6.labels, a4.labels, "hop {}: RFC 4950 labels", k + 1);
+        // RFC 4798: the transport label over the egress's 6PE label (S=1), whose TTL is
+        // the hop limit the ingress left (uniform; no LSR touches it)
+        assert_eq!(
+            a6.labels[..1],
+            a4.labels[..],
+            "hop {}: RFC 4950 labels",
+            k + 1
+        );
+        assert_eq!(a6.labels.len(), 2, "hop {}: {:?}", k + 1, a6.labels);
+        assert_eq!(Some(a6.labels[1].1), a6.q_ttl, "hop {}: 6PE LSE-TTL", k + 1);
+        label6.push(a6.labels[1].0);
         assert!(
             a6.reply_ttl < a4.reply_ttl,
             "hop {}: carried to the egress first ({} vs {})",
@@ -561,12 +572,35 @@ fn a_6pe_core_answers_answer_from_mapped_addresses_along_the_lsp() {
             r.body
         );
     }
+    // one 6PE label, the egress's, which PHP leaves it to pop: where the probe expires
+    // there it quotes that label alone (LSE-TTL 1, the hop limit the ingress left),
+    // where over IPv4 it quotes nothing
+    label6.dedup();
+    assert_eq!(label6.len(), 1, "{label6:?}");
+    let k = v4
+        .iter()
+        .position(|h| h.as_ref().is_some_and(|a| a.from == t.egress))
+        .expect("the egress answers");
+    let (a4, a6) = (v4[k].as_ref().unwrap(), v6[k].as_ref().unwrap());
+    assert_eq!((a4.labels.len(), a4.q_ttl), (0, Some(1)));
+    assert_eq!(a6.from, t.egress);
+    assert_eq!(a6.labels, [(label6[0], 1)]);
+    assert!(a6.q_ttl > Some(1), "{:?}", a6.q_ttl);
+    let tt = truth.destinations.iter().flat_map(|d| &d.tunnels);
+    let tt: Vec<_> = tt.filter(|x| x.lsp == "explicit" && x.whole).collect();
+    assert!(!tt.is_empty());
+    for x in tt {
+        assert_eq!(
+            (x.class6, x.revelation6),
+            (Some(TunnelClass::Explicit), Some(Revelation::NotNeeded))
+        );
+    }
     // the rest of the path answers as it does with a dual-stack core
     let dual = text.replace("ipv4-only = true\n", "");
     let before = trace(&Topology::parse(&dual, "dual.toml").unwrap(), d.dst, true);
     for (k, (a, b)) in before.iter().zip(&v6).enumerate() {
         let (Some(a), Some(b)) = (a, b) else { continue };
-        if !t.lsrs.contains(&a.from) {
+        if !t.lsrs.contains(&a.from) && a.from != t.egress {
             assert_eq!(
                 (a.from, a.reply_ttl),
                 (b.from, b.reply_ttl),
@@ -575,4 +609,67 @@ fn a_6pe_core_answers_answer_from_mapped_addresses_along_the_lsp() {
             );
         }
     }
+}
+
+/// A 6PE core under an invisible PHP tunnel (no TTL propagation, RFC 4950): over IPv4
+/// the egress quotes nothing, over IPv6 it receives and quotes the 6PE label the
+/// penultimate hop left, LSE-TTL 255 minus the LSRs (RFC 3443 pipe: the ingress pushed
+/// 255 on both labels), so the tunnel is opaque over IPv6, and the truth says so with
+/// no revelation (its LSRs have no IPv6 to aim at).
+#[test]
+fn a_6pe_core_makes_an_invisible_php_tunnel_opaque_over_ipv6() {
+    let topo = Topology::reference()
+        .with_6pe_cores(&["invisible-php-dpr", "opaque"])
+        .unwrap();
+    assert!(Topology::reference().with_6pe_cores(&["nothing"]).is_err());
+    let truth = Lab::new(topo.clone()).truth();
+    let (d, t) = truth
+        .destinations
+        .iter()
+        .find_map(|d| {
+            let t = d.tunnels.iter().find(|t| t.lsp == "invisible-php-dpr")?;
+            Some((d, t))
+        })
+        .expect("the tunnel");
+    assert_eq!(t.class, TunnelClass::InvisiblePhp);
+    assert_eq!(t.revelation, Revelation::Dpr);
+    assert_eq!(
+        (t.class6, t.revelation6),
+        (Some(TunnelClass::Opaque), Some(Revelation::None))
+    );
+    let v4 = trace(&edit(&topo.to_toml(), None, true), d.dst, false);
+    let v6 = trace(&topo, d.dst, true);
+    let k = v4
+        .iter()
+        .position(|h| h.as_ref().is_some_and(|a| a.from == t.egress))
+        .expect("the egress answers");
+    assert_eq!(v4[k].as_ref().unwrap().labels, []);
+    let a6 = v6[k].as_ref().expect("the egress answers over IPv6");
+    assert_eq!(a6.from, t.egress);
+    assert_eq!(a6.labels.len(), 1, "{:?}", a6.labels);
+    assert_eq!(a6.labels[0].1, 255 - t.lsrs.len() as u8);
+    // IPv4 is untouched: the same answers as on the reference
+    let plain = trace(&edit(vtnt_lab::REFERENCE_TOML, None, true), d.dst, false);
+    assert_eq!(plain, v4);
+    // an opaque (UHP) 6PE core: the transport label its egress pops and quotes is
+    // IPv4's explicit null (0), not IPv6's (2) as on a dual-stack core (the 6PE label
+    // under it is popped too; the lab's UHP egress quotes the top label only)
+    let t = truth
+        .destinations
+        .iter()
+        .flat_map(|d| &d.tunnels)
+        .find(|t| t.lsp == "opaque" && t.whole)
+        .expect("the opaque tunnel");
+    let d = truth.destinations.iter().find(|d| d.tunnels.contains(t));
+    let dst = d.unwrap().dst;
+    let egress_quote = |topo: &Topology| {
+        let v6 = trace(topo, dst, true);
+        let a = v6.into_iter().flatten().find(|a| a.from == t.egress);
+        a.expect("the egress answers").labels
+    };
+    let dual = egress_quote(&Topology::reference());
+    assert_eq!(dual.len(), 1);
+    assert_eq!(dual[0].0, 2, "IPv6 explicit null on a dual-stack core");
+    assert_eq!(egress_quote(&topo), [(0, dual[0].1)]);
+    assert_eq!(t.class6, Some(TunnelClass::Opaque));
 }

@@ -22,7 +22,9 @@
 //! `family::Header` with the vendor's IPv6 hop limits ([`crate::Vendor::signature6`]).
 //! An IPv4-only router (a 6PE core's LSR) switches labelled IPv6 packets but routes
 //! none, has no IPv6 twin addresses, and answers an IPv6 packet it expires from its
-//! IPv4-mapped address, always along the LSP to its egress (RFC 4798, RFC 3032 2.3.2).
+//! IPv4-mapped address, always along the LSP to its egress (RFC 4798, RFC 3032 2.3.2);
+//! the ingress of an LSP through one pushes the egress's 6PE label under the transport
+//! label on IPv6 (`Lsp::pe6`), which PHP leaves for the egress to pop, as a VPN label.
 //!
 //! No function here panics on any input: packets are checked once on entry and every
 //! later access is to bytes this module wrote or checked.
@@ -76,12 +78,29 @@ enum Ride {
 
 /// The stack a router receives under any outer label: the transport label (`label`, or
 /// the service label alone once the transport is popped) and a service label under it.
-fn inner_stack(lsp: &Lsp, m: &Mpls, label: Option<u32>) -> Vec<Lse> {
-    let label = if m.service_only { lsp.vpn } else { label };
+/// (`buf`: the packet, whose family picks the service label: see [`Lsp::service`].)
+fn inner_stack(lsp: &Lsp, m: &Mpls, label: Option<u32>, buf: &[u8]) -> Vec<Lse> {
+    let service = lsp.service(family::is_v6(buf));
+    let label = if m.service_only {
+        service
+    } else {
+        carried(lsp, m, label, buf)
+    };
     let lse = Lse::new(label.unwrap_or(3), 0, m.service.is_none(), m.ttl);
     core::iter::once(lse)
-        .chain(m.service.zip(lsp.vpn).map(|(t, v)| Lse::new(v, 0, true, t)))
+        .chain(m.service.zip(service).map(|(t, v)| Lse::new(v, 0, true, t)))
         .collect()
+}
+
+/// The transport label `label` as packet `buf` carries it: UHP's explicit null is
+/// IPv6's (label 2) on a bare IPv6 packet, IPv4's (0) otherwise, over a 6PE label too
+/// (the transport LSP is an IPv4 one; RFC 4798 section 3).
+fn carried(lsp: &Lsp, m: &Mpls, label: Option<u32>, buf: &[u8]) -> Option<u32> {
+    if m.service.is_some() && lsp.pe6.is_some() {
+        label
+    } else {
+        family::explicit_null(label, buf)
+    }
 }
 
 /// A packet being walked through the network.
@@ -176,10 +195,9 @@ impl Lab {
                 let Some(lsp) = net.lsps.get(usize::from(m.lsp)) else {
                     return self.recycle(w.buf);
                 };
-                let label =
-                    family::explicit_null(lsp.label(usize::from(m.f), usize::from(m.i)), &w.buf);
+                let label = lsp.label(usize::from(m.f), usize::from(m.i));
                 // the stack as received: the top label, and a service label under it
-                let stack = inner_stack(lsp, &m, label);
+                let stack = inner_stack(lsp, &m, label, &w.buf);
                 let lse = stack[0];
                 let (rfc4950, tunnelling, pop) = (lsp.rfc4950, lsp.icmp_tunnelling, lsp.pop);
                 let out = lsp.out.get(usize::from(m.i)).copied();
@@ -367,7 +385,8 @@ impl Lab {
                     f: push.f,
                     i: 1,
                     ttl,
-                    service: (whole && lsp.vpn.is_some()).then_some(ttl),
+                    // a service label (VPN, or 6PE over IPv6) with the same TTL
+                    service: (whole && lsp.service(family::is_v6(&w.buf)).is_some()).then_some(ttl),
                     service_only: false,
                     outer: None,
                 });
@@ -417,12 +436,9 @@ impl Lab {
             ..m
         };
         if !w.originated && ot <= 1 {
-            let label = family::explicit_null(
-                lsp.label(usize::from(m.f), usize::from(ov.at) + last),
-                &w.buf,
-            );
+            let label = lsp.label(usize::from(m.f), usize::from(ov.at) + last);
             let stack: Vec<Lse> = core::iter::once(Lse::new(top, 0, false, ot))
-                .chain(inner_stack(lsp, &m, label))
+                .chain(inner_stack(lsp, &m, label, &w.buf))
                 .collect();
             let labels: &[Lse] = if te.rfc4950 { &stack } else { &[] };
             let tunnelling = lsp.icmp_tunnelling || self.no_ipv6_for(w.at, &w.buf);

@@ -158,6 +158,14 @@ pub(crate) struct Lsp {
     /// The egress's service (VPN) label, pushed under the transport label on traffic
     /// that rides the whole LSP (`vpn-label`).
     pub vpn: Option<u32>,
+    /// A 6PE core (an IPv4-only router on the path): the label the egress 6PE router
+    /// gives IPv6 (RFC 4798 section 3), pushed under the transport label on IPv6 traffic
+    /// that rides the whole LSP as `vpn` is on any (the `vpn` label itself when there is
+    /// one, as 6VPE's label stands for it).
+    pub pe6: Option<u32>,
+    /// The class over IPv6: a 6PE core's shows the 6PE label (as `class` would with
+    /// `vpn-label`); `class` otherwise.
+    pub class6: TunnelClass,
     /// The LSP this one rides where it crosses that LSP's routers (`over`).
     pub over: Option<Over>,
 }
@@ -186,6 +194,15 @@ impl Lsp {
         let k = (f - i) as u32 - u32::from(self.explicit_null);
         Some(self.label_base[i].wrapping_add(k) & 0xf_ffff)
     }
+    /// The service label pushed under the transport label on traffic of the family
+    /// `v6` that rides the whole LSP: the VPN label, or over IPv6 a 6PE core's label.
+    pub fn service(&self, v6: bool) -> Option<u32> {
+        if v6 {
+            self.pe6.or(self.vpn)
+        } else {
+            self.vpn
+        }
+    }
     pub fn egress_index(&self) -> usize {
         self.path.len() - 1
     }
@@ -198,6 +215,15 @@ impl Lsp {
             Revelation::Brpr
         } else {
             Revelation::None
+        }
+    }
+    /// [`Lsp::revelation`] over IPv6: through a 6PE core neither DPR nor BRPR works (its
+    /// LSRs have no IPv6 address to probe and route no unlabelled IPv6).
+    pub fn revelation6(&self) -> Revelation {
+        match self.pe6 {
+            None => self.revelation(),
+            Some(_) if !self.class6.hides_lsrs() || self.path.len() <= 2 => Revelation::NotNeeded,
+            Some(_) => Revelation::None,
         }
     }
 }

@@ -126,6 +126,60 @@ impl Topology {
         Ok(Topology { net, ..self })
     }
 
+    /// The same topology with the LSPs named in `lsps` made 6PE cores (RFC 4798): the
+    /// routers strictly between their ingress and egress (on every path of an `ecmp`
+    /// one) IPv4 only, and, where no LSP goes back from an egress to its ingress, a
+    /// return LSP `NAME-6pe-back` with the same settings along the reversed path, since
+    /// a 6PE core carries IPv6 labelled both ways or its answers die in it. Fails on an
+    /// unknown name.
+    pub fn with_6pe_cores(self, lsps: &[&str]) -> Result<Topology, TopologyError> {
+        let mut def = self.def.clone();
+        let net = &self.net;
+        for &name in lsps {
+            let Some(k) = def.lsps.iter().position(|l| l.name == name) else {
+                return Err(TopologyError::Invalid {
+                    file: self.file.clone(),
+                    line: 0,
+                    object: "6PE core".into(),
+                    message: format!("no LSP is named {name:?}"),
+                });
+            };
+            for l in net.lsps.iter().filter(|l| l.name == name) {
+                for &r in &l.path[1..l.egress_index()] {
+                    let rname = net.router_name(r);
+                    def.routers
+                        .iter_mut()
+                        .filter(|d| d.name == rname)
+                        .for_each(|d| d.ipv4_only = true);
+                }
+            }
+            let l = def.lsps[k].clone();
+            if !def
+                .lsps
+                .iter()
+                .any(|b| b.ingress == l.egress && b.egress == l.ingress)
+            {
+                def.lsps.push(LspDef {
+                    name: format!("{name}-6pe-back"),
+                    ingress: l.egress.clone(),
+                    egress: l.ingress.clone(),
+                    path: l.path.clone().map(|mut p| {
+                        p.reverse();
+                        p
+                    }),
+                    over: None,
+                    ..l
+                });
+            }
+        }
+        let net = validate::resolve(&def, &self.file, &validate::Lines::default(), None)?;
+        Ok(Topology {
+            def,
+            net,
+            file: self.file,
+        })
+    }
+
     /// The shipped reference topology (`topologies/reference.toml`).
     pub fn reference() -> Topology {
         match Topology::parse(REFERENCE_TOML, "topologies/reference.toml") {

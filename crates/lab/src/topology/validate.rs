@@ -506,6 +506,21 @@ pub(crate) fn resolve(
         )
         .map_err(too_large)?;
     }
+    // each 6PE egress's label for IPv6, after every label above (RFC 4798: the egress
+    // advertises it in labelled IPv6 unicast; one per router here, as a per-VRF label)
+    let mut label6: HashMap<RouterId, u32> = HashMap::new();
+    for x in lsps
+        .iter_mut()
+        .filter(|x| x.pe6.is_some() && x.vpn.is_none())
+    {
+        let e = x.path[x.path.len() - 1];
+        let next = &mut next_label[e as usize];
+        let label = *label6.entry(e).or_insert_with(|| {
+            *next += 1;
+            (*next - 1) & 0xf_ffff
+        });
+        x.pe6 = Some(label);
+    }
     for (i, l) in def.lsps.iter().enumerate() {
         if let Some(name) = &l.over {
             let o = over(&def.lsps, &lsp_names, &lsps, &first, i, name)
@@ -692,6 +707,18 @@ fn lsp(
         next_label[e] += 1;
         (next_label[e] - 1) & 0xf_ffff
     });
+    // a 6PE core: its egress's 6PE label (one per egress router, set once every LSP has
+    // its labels, so the others' stay what they were)
+    let six_pe = path.iter().any(|&r| routers[r as usize].ipv4_only);
+    let class6 = if six_pe {
+        class_of(&LspDef {
+            vpn_label: true,
+            ..l.clone()
+        })
+        .map_err(e)?
+    } else {
+        class
+    };
     Ok(Some(Lsp {
         name: l.name.clone(),
         branch: branch as u8,
@@ -708,6 +735,9 @@ fn lsp(
         label_base,
         explicit_null,
         vpn,
+        // (the VPN label stands for it; else set below, once every LSP has its labels)
+        pe6: six_pe.then_some(vpn.unwrap_or(0)),
+        class6,
         over: None,
     }))
 }
