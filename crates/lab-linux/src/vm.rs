@@ -211,12 +211,20 @@ impl VmFront {
                     return self.solicited(peer, src_mac, s);
                 }
                 if dhcp6::is_dhcp6(p) {
-                    // the twin of the address this guest (MAC and endpoint) holds
+                    // the twin of the address this guest (MAC and endpoint) holds: its
+                    // DHCPv4 lease's first (a slot's MAC may have held a static address
+                    // before: the table keeps it until another guest claims it)
+                    let holds = |a: &Ipv4Addr| {
+                        self.guests
+                            .get(a)
+                            .is_some_and(|g| g.peer == peer && g.mac == src_mac)
+                    };
                     let twin = self
-                        .guests
-                        .iter()
-                        .find(|(_, g)| g.peer == peer && g.mac == src_mac)
-                        .map(|(&a, _)| to_v6(a));
+                        .dhcp
+                        .lease(src_mac)
+                        .filter(holds)
+                        .or_else(|| self.guests.keys().copied().find(holds))
+                        .map(to_v6);
                     return dhcp6::answer(p, src_mac, twin)
                         .map_or(FrameAction::Ignore, FrameAction::Reply);
                 }
