@@ -17,7 +17,6 @@ use smoltcp::wire::{IpProtocol, Ipv6Packet, UdpPacket};
 use crate::ndp::gateway_link_local;
 use crate::state::GATEWAY_MAC;
 
-const ETH_LEN: usize = 14;
 const IPV6_LEN: usize = 40;
 const UDP_LEN: usize = 8;
 /// The client's and the server's UDP ports.
@@ -176,32 +175,43 @@ pub fn answer(ip: &[u8], mac: [u8; 6], twin: Option<Ipv6Addr>) -> Option<Vec<u8>
 /// The frame carrying DHCPv6 message `msg` from the gateway's link-local address (port
 /// 547) to the guest at `dst` (port 546, at `mac`).
 fn frame(dst: Ipv6Addr, mac: [u8; 6], msg: &[u8]) -> Vec<u8> {
-    let src = gateway_link_local();
+    let mut f = mac.to_vec();
+    f.extend_from_slice(&GATEWAY_MAC);
+    f.extend_from_slice(&0x86ddu16.to_be_bytes());
+    let ports = (SERVER_PORT, CLIENT_PORT);
+    f.extend_from_slice(&udp_packet((gateway_link_local(), dst), ports, 255, msg));
+    f
+}
+
+/// The IPv6 packet carrying `msg` in UDP between `ips` and `ports`, hop limit `hop`,
+/// its checksum set.
+pub(crate) fn udp_packet(
+    (src, dst): (Ipv6Addr, Ipv6Addr),
+    (sport, dport): (u16, u16),
+    hop: u8,
+    msg: &[u8],
+) -> Vec<u8> {
     let udp_len = UDP_LEN + msg.len();
-    let mut f = vec![0u8; ETH_LEN + IPV6_LEN + udp_len];
-    f[..6].copy_from_slice(&mac);
-    f[6..12].copy_from_slice(&GATEWAY_MAC);
-    f[12..14].copy_from_slice(&0x86ddu16.to_be_bytes());
-    let mut ip = Ipv6Packet::new_unchecked(&mut f[ETH_LEN..]);
+    let mut p = vec![0u8; IPV6_LEN + udp_len];
+    let mut ip = Ipv6Packet::new_unchecked(&mut p[..]);
     ip.set_version(6);
     ip.set_payload_len(udp_len as u16);
     ip.set_next_header(IpProtocol::Udp);
-    ip.set_hop_limit(255);
+    ip.set_hop_limit(hop);
     ip.set_src_addr(src);
     ip.set_dst_addr(dst);
     let mut udp = UdpPacket::new_unchecked(ip.payload_mut());
-    udp.set_src_port(SERVER_PORT);
-    udp.set_dst_port(CLIENT_PORT);
+    udp.set_src_port(sport);
+    udp.set_dst_port(dport);
     udp.set_len(udp_len as u16);
     udp.payload_mut().copy_from_slice(msg);
     udp.fill_checksum(&src.into(), &dst.into());
-    f
+    p
 }
 
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use smoltcp::wire::IpAddress;
 
     /// A client's DHCPv6 message (`kind`, transaction 0x123456) from `fe80::10` (at
     /// `mac`, its DUID-LL the client ID) to ff02::1:2: with `server`'s ID, and an IA_NA
@@ -225,24 +235,8 @@ pub(crate) mod tests {
             }
             option(&mut msg, IA_NA, &body);
         }
-        let (src, dst): (Ipv6Addr, Ipv6Addr) =
-            ("fe80::10".parse().unwrap(), "ff02::1:2".parse().unwrap());
-        let len = UDP_LEN + msg.len();
-        let mut p = vec![0u8; IPV6_LEN + len];
-        let mut ip = Ipv6Packet::new_unchecked(&mut p[..]);
-        ip.set_version(6);
-        ip.set_payload_len(len as u16);
-        ip.set_next_header(IpProtocol::Udp);
-        ip.set_hop_limit(1);
-        ip.set_src_addr(src);
-        ip.set_dst_addr(dst);
-        let mut udp = UdpPacket::new_unchecked(ip.payload_mut());
-        udp.set_src_port(CLIENT_PORT);
-        udp.set_dst_port(SERVER_PORT);
-        udp.set_len(len as u16);
-        udp.payload_mut().copy_from_slice(&msg);
-        udp.fill_checksum(&IpAddress::from(src), &IpAddress::from(dst));
-        p
+        let ips = ("fe80::10".parse().unwrap(), "ff02::1:2".parse().unwrap());
+        udp_packet(ips, (CLIENT_PORT, SERVER_PORT), 1, &msg)
     }
 
     /// Options read back: (code, body).
@@ -252,7 +246,7 @@ pub(crate) mod tests {
     /// options), its UDP checksum checked.
     pub(crate) fn read(f: &[u8]) -> ([u8; 6], Ipv6Addr, u8, Vec<u8>, Options) {
         assert_eq!(&f[6..12], &GATEWAY_MAC);
-        let ip = Ipv6Packet::new_checked(&f[ETH_LEN..]).unwrap();
+        let ip = Ipv6Packet::new_checked(&f[14..]).unwrap();
         assert_eq!(ip.src_addr(), gateway_link_local());
         let udp = UdpPacket::new_checked(ip.payload()).unwrap();
         assert!(udp.verify_checksum(&ip.src_addr().into(), &ip.dst_addr().into()));
