@@ -329,16 +329,15 @@ fn ip6_auto_takes_slaac_or_dhcpv6_from_dnsmasq() {
     let Some(img) = image() else { return };
     vtnt_testkit::require_tools!("dnsmasq");
     let ns = lab();
-    ns.ip(&[
-        "-6",
-        "addr",
-        "add",
-        "2001:db8:77::1/64",
-        "dev",
-        "vtap0",
-        "nodad",
-    ])
-    .unwrap_or_else(|e| panic!("{e}"));
+    // the router's only link-local address (dnsmasq advertises from it) is there before
+    // the TAP has a carrier (none is made when QEMU brings it up), so that the guest's
+    // first solicitation is answered rather than its second, four seconds later
+    ns.ip(&["link", "set", "vtap0", "addrgenmode", "none"])
+        .unwrap_or_else(|e| panic!("{e}"));
+    for a in ["fe80::1/64", "2001:db8:77::1/64"] {
+        ns.ip(&["-6", "addr", "add", a, "dev", "vtap0", "nodad"])
+            .unwrap_or_else(|e| panic!("{e}"));
+    }
     let leases = std::env::temp_dir().join(format!("{}.leases", ns.name()));
     for (range, how) in [
         ("2001:db8:77::,ra-only,64", "slaac"),
