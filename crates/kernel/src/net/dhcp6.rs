@@ -103,6 +103,8 @@ pub struct Reply<'a> {
 /// The DHCPv6 Advertise or Reply in IPv6 packet `ip` (its length the header's) if it is
 /// one for the client at `mac` (UDP 547 to 546 with a right checksum, transaction `xid`,
 /// our client ID, a server ID: RFC 8415 16.3 and 16.10) and well formed.
+// not inlined into the receive closure: 80 bytes less image (2026-11-29)
+#[inline(never)]
 pub fn parse(ip: &[u8], mac: [u8; 6], xid: u32) -> Option<Reply<'_>> {
     let udp = payload(ip, UDP)?;
     let msg = udp.get(8..)?;
