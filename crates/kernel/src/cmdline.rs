@@ -8,7 +8,9 @@
 //! `gw=ADDR` (with `ip=dhcp`, it replaces the leased router), `gwmac=MAC` (the gateway's
 //! MAC when the host knows it, e.g. a lab's: the guest then sends no ARP request for it;
 //! also `gw6=`'s when that is `gw=`'s lab twin), `ip6=ADDR/LEN` and `gw6=ADDR` (a static
-//! IPv6 address, its on-link prefix and router, for IPv6 targets: no SLAAC, no DHCPv6),
+//! IPv6 address, its on-link prefix and router, for IPv6 targets) or `ip6=auto` (address
+//! and router from the link: router discovery, then SLAAC or DHCPv6, `net::autoconf`;
+//! a static `ip6=` wins),
 //! `mac=MAC` (the interface's own MAC where no device has one: a process's socket),
 //! `watchdog=SECONDS` (default 60, 0 = off),
 //! `epoch_us=MICROSECONDS` (the host's UNIX time at boot: records then carry real
@@ -47,6 +49,8 @@ pub struct Cmdline<'a> {
     pub ip6: Option<(Ipv6Addr, u8)>,
     /// The IPv6 router (`gw6=`).
     pub gw6: Option<Ipv6Addr>,
+    /// `ip6=auto`: IPv6 from the link (router discovery, SLAAC or DHCPv6).
+    pub ip6_auto: bool,
     /// The gateway's MAC address when the host knows it (`gwmac=`): no ARP at boot.
     pub gwmac: Option<[u8; 6]>,
     /// Our own MAC address (`mac=`), where the platform's link has none.
@@ -112,6 +116,7 @@ impl<'a> Cmdline<'a> {
             gw: None,
             ip6: None,
             gw6: None,
+            ip6_auto: false,
             gwmac: None,
             mac: None,
             watchdog_s: 60,
@@ -161,6 +166,7 @@ impl<'a> Cmdline<'a> {
             "gw" => {
                 self.gw = Some(value.parse().map_err(|_| bad("not an IPv4 address"))?);
             }
+            "ip6" if value == "auto" => self.ip6_auto = true,
             "ip6" => {
                 if let (IpAddr::V6(addr), len) = parse_prefix(value, 128).map_err(bad)? {
                     if addr.is_unspecified() || addr.is_multicast() {
@@ -296,7 +302,9 @@ mod tests {
         let v6 = |s: &str| s.parse::<Ipv6Addr>().unwrap();
         assert_eq!(c.ip6, Some((v6("2001:db8:64::192.0.2.10"), 120)));
         assert_eq!(c.gw6, Some(v6("2001:db8:64::192.0.2.1")));
-        assert!(c.unknown.is_none());
+        assert!(c.unknown.is_none() && !c.ip6_auto);
+        let c = Cmdline::parse(b"ip=dhcp ip6=auto -- boot").unwrap();
+        assert!(c.ip6_auto && c.ip6.is_none() && c.unknown.is_none());
     }
 
     #[test]

@@ -31,6 +31,11 @@ extern crate alloc;
 
 #[cfg_attr(not(target_os = "none"), allow(dead_code))]
 mod cmdline;
+/// DHCPv6's frames, tested on the host (in the image it is `net::dhcp6`).
+#[cfg(not(target_os = "none"))]
+#[allow(dead_code)]
+#[path = "net/dhcp6.rs"]
+mod dhcp6;
 #[cfg(target_os = "none")]
 #[cfg_attr(any(feature = "stream", feature = "fw"), allow(dead_code))]
 mod job;

@@ -25,6 +25,7 @@ pub mod bench;
 pub mod control;
 pub mod daemon;
 pub mod dhcp;
+pub mod dhcp6;
 pub mod ndp;
 mod netns;
 pub mod state;

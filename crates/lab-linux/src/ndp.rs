@@ -167,13 +167,14 @@ pub fn neighbour_advert(
 /// The gateway's router advertisement for a guest at `src_mac` that solicited from
 /// `src`: the gateway as default router, the MTU, and the guest's on-link prefix if the
 /// front knows it (`on_link`: network and length). The prefix is never for
-/// autoconfiguration (A=0): a lab LAN's twin is a /(96+n), and SLAAC needs a /64.
+/// autoconfiguration (A=0): a lab LAN's twin is a /(96+n), and SLAAC needs a /64; M=1
+/// says the address comes from DHCPv6 ([`crate::dhcp6`]: the twin).
 pub fn router_advert(src: Ipv6Addr, src_mac: [u8; 6], on_link: Option<(Ipv6Addr, u8)>) -> Vec<u8> {
     let lifetime = Duration::from_secs(ROUTER_LIFETIME_SECS);
     let dst = answer_to(src);
     let repr = NdiscRepr::RouterAdvert {
         hop_limit: 64,
-        flags: NdiscRouterFlags::empty(),
+        flags: NdiscRouterFlags::MANAGED,
         router_lifetime: lifetime,
         reachable_time: Duration::from_secs(0),
         retrans_time: Duration::from_secs(0),
@@ -280,6 +281,7 @@ pub(crate) mod tests {
             (gateway_link_local(), "ff02::1".parse().unwrap())
         );
         let NdiscRepr::RouterAdvert {
+            flags,
             router_lifetime,
             mtu,
             prefix_info: Some(p),
@@ -289,6 +291,7 @@ pub(crate) mod tests {
         else {
             panic!("{r:?}")
         };
+        assert_eq!(flags, NdiscRouterFlags::MANAGED, "addresses from DHCPv6");
         assert!(router_lifetime.secs() > 0);
         assert_eq!(mtu, Some(LINK_MTU));
         assert_eq!(lladdr.unwrap().as_bytes(), &GATEWAY_MAC);

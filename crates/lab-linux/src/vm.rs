@@ -12,7 +12,8 @@
 //! the gateway's MAC. The front learns guests from their IPv6 frames too, answers their
 //! neighbour solicitations as it answers ARP (proxy, [`crate::ndp`]; duplicate address
 //! detection is left unanswered unless another guest holds the address) and their router
-//! solicitations with a router advertisement, and hands IPv6 packets between lab
+//! solicitations with a router advertisement (M=1: addresses from DHCPv6), serves
+//! DHCPv6 ([`crate::dhcp6`]: the twin, stateless), and hands IPv6 packets between lab
 //! addresses to the lab; multicast, link-local and MLD traffic stop at the front. A
 //! front onto a real network ([`VmFront::any_destination6`]) hands on IPv6 packets to any
 //! global unicast destination, not only the lab's.
@@ -23,6 +24,7 @@ use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
 use vtnt_lab::addr::{from_v6, to_v6, Prefix};
 
 use crate::dhcp::{self, DhcpServer};
+use crate::dhcp6;
 use crate::ndp::{self, Solicitation};
 use crate::state::{Lan, GATEWAY_MAC};
 
@@ -207,6 +209,24 @@ impl VmFront {
                 }
                 if let Some(s) = ndp::solicitation(p) {
                     return self.solicited(peer, src_mac, s);
+                }
+                if dhcp6::is_dhcp6(p) {
+                    // the twin of the address this guest (MAC and endpoint) holds: its
+                    // DHCPv4 lease's first (a slot's MAC may have held a static address
+                    // before: the table keeps it until another guest claims it)
+                    let holds = |a: &Ipv4Addr| {
+                        self.guests
+                            .get(a)
+                            .is_some_and(|g| g.peer == peer && g.mac == src_mac)
+                    };
+                    let twin = self
+                        .dhcp
+                        .lease(src_mac)
+                        .filter(holds)
+                        .or_else(|| self.guests.keys().copied().find(holds))
+                        .map(to_v6);
+                    return dhcp6::answer(p, src_mac, twin)
+                        .map_or(FrameAction::Ignore, FrameAction::Reply);
                 }
                 if src4.is_none() || !self.forwards6(dst) {
                     return FrameAction::Ignore;
@@ -594,6 +614,68 @@ mod tests {
         }
     }
 
+    /// DHCPv6 gives a guest the twin of the address the front knows for its MAC and
+    /// endpoint, and nothing to anyone else; a hostile guest sending thousands of raw
+    /// DHCPv6 frames (every message type, other clients' MACs, other endpoints' MACs)
+    /// grows no state and gets at most one bounded answer per frame, each to itself.
+    #[test]
+    fn serves_dhcpv6_the_twin_and_bounds_a_hostile_guest() {
+        use crate::dhcp6::tests::{client, ia, read};
+        use crate::dhcp6::{self, NO_ADDRS_AVAIL};
+        let mut v = VmFront::new(&crate::dhcp::tests::lab_lans());
+        let (peer, m): (SocketAddr, _) = ("127.0.0.1:5003".parse().unwrap(), [2, 0, 0, 0, 0, 10]);
+        v.handle_frame(peer, &arp_request(m, [192, 0, 2, 10], [192, 0, 2, 1]));
+        let solicit = frame6(m, &client(dhcp6::SOLICIT, m, None, true, None));
+        let FrameAction::Reply(r) = v.handle_frame(peer, &solicit) else {
+            panic!()
+        };
+        let (to, _, kind, _, opts) = read(&r);
+        assert_eq!(
+            (to, kind, ia(&opts)),
+            (m, dhcp6::ADVERTISE, Ok(v6("2001:db8:64::c000:20a")))
+        );
+        // the same MAC from another endpoint, an unknown guest: no address
+        let hostile: SocketAddr = "127.0.0.1:5004".parse().unwrap();
+        for (from, mac) in [(hostile, m), (hostile, [2, 0, 0, 0, 0, 11])] {
+            let FrameAction::Reply(r) = v.handle_frame(
+                from,
+                &frame6(mac, &client(dhcp6::SOLICIT, mac, None, true, None)),
+            ) else {
+                panic!()
+            };
+            assert_eq!(ia(&read(&r).4), Err(NO_ADDRS_AVAIL));
+        }
+        let guests = v.guests().clone();
+        let mut seed = 0x2545_f491_4f6c_dd1d_u64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let sid = dhcp6::server_duid();
+        let (mut frames, mut answers) = (0, 0);
+        for _ in 0..3000 {
+            let r = next();
+            let mac = [2, 0, 0, 0, (r >> 8) as u8, (r >> 16) as u8];
+            let kind = (r % 13) as u8;
+            let server = (r & 0x1000 != 0).then_some(&sid[..]);
+            let mut p = client(kind, mac, server, r & 0x2000 != 0, None);
+            if r & 0x4000 != 0 {
+                let at = 40 + (r >> 32) as usize % (p.len() - 40);
+                p[at] ^= (r >> 24) as u8 | 1; // corrupted: the checksum refuses it
+            }
+            frames += 1;
+            if let FrameAction::Reply(a) = v.handle_frame(hostile, &frame6(mac, &p)) {
+                answers += 1;
+                assert!(a.len() <= 14 + 40 + 8 + 200, "a bounded answer");
+                assert_eq!(a[..6], mac, "to the sender");
+            }
+        }
+        assert!(answers <= frames && answers > 0);
+        assert_eq!(v.guests(), &guests, "no state from DHCPv6");
+    }
+
     /// Rewrites the seeds of the `vm_frames` fuzz target (crates/lab-linux/fuzz):
     /// conversations of guests' frames, each framed `[u8 guest][u16 length][bytes]`.
     #[test]
@@ -625,7 +707,22 @@ mod tests {
         };
         /// A seed: its name and each frame with the guest sending it.
         type Seed = (&'static str, Vec<(u8, Vec<u8>)>);
-        let seeds: [Seed; 5] = [
+        let sid = crate::dhcp6::server_duid();
+        let dhcp6 = |kind, server, addr| {
+            frame6(m, &crate::dhcp6::tests::client(kind, m, server, true, addr))
+        };
+        let seeds: [Seed; 6] = [
+            (
+                "dhcpv6",
+                vec![
+                    (0, arp_request(m, [192, 0, 2, 10], [192, 0, 2, 1])),
+                    (0, dhcp6(crate::dhcp6::SOLICIT, None, None)),
+                    (0, dhcp6(crate::dhcp6::REQUEST, Some(&sid[..]), None)),
+                    (0, dhcp6(crate::dhcp6::CONFIRM, None, Some(me))),
+                    (0, dhcp6(crate::dhcp6::RELEASE, Some(&sid[..]), Some(me))),
+                    (1, dhcp6(crate::dhcp6::SOLICIT, None, None)),
+                ],
+            ),
             (
                 "arp_then_ipv4",
                 vec![

@@ -159,6 +159,13 @@ impl Payload {
         }
     }
 
+    /// Whether the job has an IPv6 target (in its list: a boot module's targets are not
+    /// looked at).
+    fn has_ipv6_target(&self) -> bool {
+        matches!(self, Payload::Job(job) if matches!(&job.targets,
+            vtnt_jobspec::Targets::List(t) if t.iter().any(|a| a.is_ipv6())))
+    }
+
     /// How long the guest holds after its results (a job's `hold`).
     fn hold(&self) -> Duration {
         match self {
@@ -344,13 +351,15 @@ pub fn process_cmdline(spec: &RunSpec, at: &GuestAddr, mac: &str) -> String {
     )
 }
 
-/// The options before the job (see [`cmdline`]). A DHCP guest has no IPv6: the kernel
-/// takes no address but a static one (`ip6=`).
+/// The options before the job (see [`cmdline`]). A DHCP guest with IPv6 targets takes
+/// its IPv6 address from the link too (`ip6=auto`: router discovery, then DHCPv6 on a
+/// lab, whose front gives the twin of the lease).
 fn options(spec: &RunSpec, at: &GuestAddr) -> String {
     let epoch_us = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_micros() as u64);
     let ip = match &at.ipv6 {
+        _ if spec.dhcp && spec.payload.has_ipv6_target() => "ip=dhcp ip6=auto".to_string(),
         _ if spec.dhcp => "ip=dhcp".to_string(),
         Some((ip6, gw6)) => format!("ip={} gw={} ip6={ip6} gw6={gw6}", at.guest, at.gateway),
         None => format!("ip={} gw={}", at.guest, at.gateway),

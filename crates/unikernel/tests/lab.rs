@@ -429,14 +429,27 @@ fn tnt_completes_in_4_mib_under_qemu() {
 fn ping_with_a_dhcp_lease_equals_ping_with_a_static_address() {
     vtnt_testkit::require_root!(vtnt_unikernel::qemu::QEMU, "ip");
     let lab = Lab::up("dhcp");
-    let job = "vtnt-job=1 kind=ping ping.count=3 ping.interval=100ms seed=5 targets=203.0.113.10,192.0.2.1";
+    // an IPv6 target too: the leased guest takes the twin of its lease by DHCPv6
+    // (`ip6=auto`, the front's RA says M=1), the static one its slot's twin
+    let job = "vtnt-job=1 kind=ping ping.count=3 ping.interval=100ms seed=5 targets=203.0.113.10,192.0.2.1,2001:db8:64::cb00:710a";
     let fixed = lab.vm(job, 16);
     let leased = lab.vm_with(job, 16, true, Accel::Auto, Vmm::Auto);
     assert!(
-        leased.cmdline.contains(" ip=dhcp ") && !leased.cmdline.contains("gw="),
+        leased.cmdline.contains(" ip=dhcp ip6=auto ") && !leased.cmdline.contains("gw="),
         "{}",
         leased.cmdline
     );
+    let ip6 = leased
+        .diagnostics
+        .iter()
+        .find(|l| l.starts_with("{\"type\":\"ip6\""))
+        .unwrap_or_else(|| panic!("no ip6 line:\n{}", leased.diagnostics.join("\n")));
+    let ip6: Value = serde_json::from_str(ip6).expect("ip6 line is JSON");
+    assert_eq!(
+        ip6["ip"], "2001:db8:64::c000:282/120",
+        "the lease's twin: {ip6}"
+    );
+    assert_eq!(ip6["how"], "dhcpv6", "{ip6}");
     let dhcp = leased
         .diagnostics
         .iter()
@@ -459,8 +472,12 @@ fn ping_with_a_dhcp_lease_equals_ping_with_a_static_address() {
             })
             .collect()
     };
-    assert_eq!(srcs(&fixed), ["192.0.2.10", "192.0.2.10"]);
-    assert_eq!(srcs(&leased), ["192.0.2.130", "192.0.2.130"]);
+    let twin = "2001:db8:64::c000:20a";
+    assert_eq!(srcs(&fixed), ["192.0.2.10", "192.0.2.10", twin]);
+    assert_eq!(
+        srcs(&leased),
+        ["192.0.2.130", "192.0.2.130", "2001:db8:64::c000:282"]
+    );
     let (a, b) = (objects(&fixed.json_lines), objects(&leased.json_lines));
     assert_eq!(
         a,

@@ -320,6 +320,104 @@ fn ping_over_tap_on_pc() {
     ping_on(Machine::Pc);
 }
 
+/// `ip6=auto` on a real IPv6 LAN: Debian's dnsmasq is the router on the TAP's host side,
+/// first with a SLAAC prefix (`ra-only`: A=1, M=0), then with a stateful DHCPv6 range
+/// (M=1). Each time the guest configures itself (the modified EUI-64 of its MAC under the
+/// prefix; the address in dnsmasq's lease file) and pings the router's global address.
+#[test]
+fn ip6_auto_takes_slaac_or_dhcpv6_from_dnsmasq() {
+    let Some(img) = image() else { return };
+    vtnt_testkit::require_tools!("dnsmasq");
+    let ns = lab();
+    // the router's only link-local address (dnsmasq advertises from it) is there before
+    // the TAP has a carrier (none is made when QEMU brings it up), so that the guest's
+    // first solicitation is answered rather than its second, four seconds later
+    ns.ip(&["link", "set", "vtap0", "addrgenmode", "none"])
+        .unwrap_or_else(|e| panic!("{e}"));
+    for a in ["fe80::1/64", "2001:db8:77::1/64"] {
+        ns.ip(&["-6", "addr", "add", a, "dev", "vtap0", "nodad"])
+            .unwrap_or_else(|e| panic!("{e}"));
+    }
+    let leases = std::env::temp_dir().join(format!("{}.leases", ns.name()));
+    for (range, how) in [
+        ("2001:db8:77::,ra-only,64", "slaac"),
+        ("2001:db8:77::100,2001:db8:77::1ff,64,1h", "dhcpv6"),
+    ] {
+        let _ = std::fs::remove_file(&leases);
+        let mut dnsmasq = ns
+            .command("dnsmasq")
+            .args(["--keep-in-foreground", "--conf-file=/dev/null", "--port=0"])
+            .args([
+                "--user=root",
+                "--pid-file",
+                "--interface=vtap0",
+                "--bind-interfaces",
+            ])
+            .args(["--enable-ra", &format!("--dhcp-range={range}")])
+            .arg(format!("--dhcp-leasefile={}", leases.display()))
+            .spawn()
+            .expect("dnsmasq starts");
+        let out = run(&net_vm(
+            img,
+            &ns,
+            Machine::Microvm,
+            &format!(
+                "console=ttyS0 {GUEST_NET} ip6=auto -- vtnt-job=1 kind=ping ping.count=2 ping.interval=100ms targets=2001:db8:77::1"
+            ),
+        ));
+        let lease = std::fs::read_to_string(&leases).unwrap_or_default();
+        let _ = dnsmasq.kill();
+        let _ = dnsmasq.wait();
+        let console = out.console();
+        let line = out
+            .line_with("{\"type\":\"ip6\"")
+            .unwrap_or_else(|| panic!("{how}: no ip6 line:\n{console}"));
+        let field = |l: &str, key: &str| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            v[key].as_str().unwrap_or_default().to_string()
+        };
+        assert_eq!(field(line, "how"), how, "{console}");
+        let (addr, len) = field(line, "ip")
+            .split_once('/')
+            .map(|(a, l)| (a.parse::<std::net::Ipv6Addr>().unwrap(), l.to_string()))
+            .unwrap();
+        assert_eq!(
+            len, "64",
+            "the on-link prefix of the advertisement: {console}"
+        );
+        assert_eq!(addr.segments()[..4], [0x2001, 0xdb8, 0x77, 0], "{console}");
+        let mac = field(out.line_with("{\"type\":\"nic\"").unwrap(), "mac");
+        let m: Vec<u8> = mac
+            .split(':')
+            .map(|b| u8::from_str_radix(b, 16).unwrap())
+            .collect();
+        let eui64 = [m[0] ^ 2, m[1], m[2], 0xff, 0xfe, m[3], m[4], m[5]];
+        if how == "slaac" {
+            assert_eq!(addr.octets()[8..], eui64, "{console}");
+        } else {
+            assert!(
+                lease
+                    .lines()
+                    .any(|l| l.split_whitespace().nth(2) == Some(&addr.to_string())),
+                "the address dnsmasq leased: {lease}\n{console}"
+            );
+        }
+        let ping = out
+            .line_with("{\"type\":\"ping\", \"version\":\"0.4\"")
+            .unwrap_or_else(|| panic!("{how}: no ping:\n{console}"));
+        assert!(
+            ping.contains(&format!("\"src\":\"{addr}\", \"dst\":\"2001:db8:77::1\"")),
+            "{ping}"
+        );
+        assert!(
+            ping.contains("\"statistics\":{\"replies\":2, \"loss\":0"),
+            "{ping}"
+        );
+        assert_eq!(out.status, GuestStatus::Exited(0), "{console}");
+    }
+    let _ = std::fs::remove_file(&leases);
+}
+
 #[test]
 fn silent_gateway_is_an_arp_error() {
     let Some(img) = image() else { return };

@@ -25,18 +25,18 @@
 //! Results leave as scamper JSON lines (`cycle-start`, one `trace` / `ping` per record,
 //! `cycle-stop`) printed by `vtnt-formats`' own line writer, the one the CLI uses, TNT's
 //! annotations through the same `Annotate` hook. Everything else on the console is a
-//! diagnostic: `{"type":"boot"|"dhcp"|"nic"|"arp"|"first-probe"|"timing"|"exit",...}` lines
+//! diagnostic: `{"type":"boot"|"dhcp"|"ip6"|"nic"|"arp"|"first-probe"|"timing"|"exit",...}` lines
 //! and `vtnt: ...` messages.
 
 use crate::cmdline::{Cmdline, Ip};
-use crate::net::{self, dhcp, Ipv4Config, Ipv6Config, Mac, Nic, SendError};
+use crate::net::{self, autoconf, dhcp, Ipv4Config, Ipv6Config, Mac, Nic, SendError};
 use crate::platform;
 use crate::platform::console::println_str;
 use crate::platform::finish;
 use crate::{fail, println};
 use alloc::string::String;
 use alloc::vec::Vec;
-use core::net::{IpAddr, Ipv4Addr};
+use core::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use vtnt_abi::exit::Status;
 use vtnt_engine::{Engine, Event, Prober};
 use vtnt_formats::{Annotate, Cycle, NoAnnotations, Record};
@@ -278,10 +278,14 @@ pub fn run(cmdline: &Cmdline) -> ! {
         micro::run(o)
     }
     let targets = targets(&spec);
-    if let (Some(v6), None) = (targets.iter().find(|t| t.is_ipv6()), cmdline.ip6) {
+    if let (Some(v6), None, false) = (
+        targets.iter().find(|t| t.is_ipv6()),
+        cmdline.ip6,
+        cmdline.ip6_auto,
+    ) {
         fail!(
             Status::BadCmdline,
-            "IPv6 target {v6}: the guest has no IPv6 address (give ip6=ADDR/LEN and gw6=ADDR)"
+            "IPv6 target {v6}: the guest has no IPv6 address (give ip6=ADDR/LEN and gw6=ADDR, or ip6=auto)"
         );
     }
     let mut nic = bring_up(cmdline, deadline);
@@ -601,12 +605,16 @@ fn bring_up(cmdline: &Cmdline, deadline: Option<Instant>) -> Nic {
             addr,
             prefix,
             gateway: cmdline.gw6,
+            link_local: None,
         });
         if let (Some(gw6), Some(gw), Some(mac)) = (cmdline.gw6, c.gateway, cmdline.gwmac) {
             if gw6 == vtnt_policy::lab_twin(gw) {
                 nic.add_neighbour(gw6.into(), mac);
             }
         }
+    }
+    if cmdline.ip6.is_none() && cmdline.ip6_auto {
+        autoconfigure(&mut nic, deadline);
     }
     println!(
         "{{\"type\":\"nic\",\"device\":\"{}\",\"mac\":\"{}\",\"ip\":\"{}/{}\",\"gw\":\"{}\",\"up_us\":{}}}",
@@ -618,6 +626,35 @@ fn bring_up(cmdline: &Cmdline, deadline: Option<Instant>) -> Nic {
         platform::now().as_micros()
     );
     nic
+}
+
+/// Configures IPv6 from the link (`ip6=auto`, given up after [`autoconf::TIMEOUT`] or at
+/// the watchdog `deadline`) and says how on the console.
+fn autoconfigure(nic: &mut Nic, deadline: Option<Instant>) {
+    let timeout = platform::now() + autoconf::TIMEOUT;
+    let give_up = deadline.map_or(timeout, |d| d.min(timeout));
+    match autoconf::acquire(nic, give_up) {
+        Ok(c) => println!(
+            "{{\"type\":\"ip6\",\"ip\":\"{}/{}\",\"gw\":\"{}\",\"how\":\"{}\",\"at_us\":{}}}",
+            c.config.addr,
+            c.config.prefix,
+            c.config.gateway.unwrap_or(Ipv6Addr::UNSPECIFIED),
+            c.how.name(),
+            platform::now().as_micros()
+        ),
+        Err(_) if give_up < timeout => {
+            fail!(
+                Status::Watchdog,
+                "watchdog: still configuring IPv6 (ip6=auto)"
+            )
+        }
+        Err(m) => fail!(
+            Status::NoDhcp,
+            "ip6=auto: {} within {} s",
+            m.name(),
+            autoconf::TIMEOUT.as_secs()
+        ),
+    }
 }
 
 /// Resolves the next hop towards `target` by ARP or neighbour discovery, or fails with

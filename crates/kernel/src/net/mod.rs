@@ -4,7 +4,8 @@
 //! label and checksums go out exactly as the prober made them) to the next hop's MAC, and
 //! hands back every IP packet addressed to us with its receive timestamp, answering ARP
 //! and neighbour solicitations for our addresses on the way ([`ndp`]). Raw frames in
-//! and out ([`Nic::poll_frames`], [`Nic::send_raw`]) serve [`dhcp`] before the job starts.
+//! and out ([`Nic::poll_frames`], [`Nic::send_raw`]) serve [`dhcp`] and [`autoconf`]
+//! (`ip6=auto`) before the job starts.
 //!
 //! Polling only (no interrupts). Transmit has backpressure: [`Nic::send_ip`] returns
 //! [`SendError::Busy`] when the link has no room, and [`SendError::Unresolved`] while the
@@ -13,7 +14,9 @@
 //! [`SendError::Invalid`].
 
 pub mod arp;
+pub mod autoconf;
 pub mod dhcp;
+pub mod dhcp6;
 pub mod ndp;
 pub mod smol;
 #[cfg(feature = "stream")]
@@ -102,12 +105,15 @@ impl Ipv4Config {
     }
 }
 
-/// IPv6 configuration of the interface: a static address (`ip6=`, `gw6=`).
+/// IPv6 configuration of the interface: a static address (`ip6=`, `gw6=`) or one from
+/// the link ([`autoconf`]).
 #[derive(Debug, Clone, Copy)]
 pub struct Ipv6Config {
     pub addr: Ipv6Addr,
     pub prefix: u8,
     pub gateway: Option<Ipv6Addr>,
+    /// Our link-local address (`ip6=auto`), also answered in neighbour discovery.
+    pub link_local: Option<Ipv6Addr>,
 }
 
 impl Ipv6Config {
@@ -396,23 +402,9 @@ impl Nic {
                 true
             }
             EthernetProtocol::Ipv6 => {
-                let (Some(v6), ip) = (self.v6, eth.payload()) else {
+                let (Some(v6), Some(ip)) = (self.v6, self.ipv6_in(frame)) else {
                     return false;
                 };
-                let total = match ip.get(4..6) {
-                    Some(&[a, b]) if ip[0] >> 4 == 6 => {
-                        40 + usize::from(u16::from_be_bytes([a, b]))
-                    }
-                    _ => usize::MAX,
-                };
-                let Some(ip) = ip.get(..total) else {
-                    self.stats.rx_dropped += 1;
-                    return false;
-                };
-                if let Some(m) = ndp::parse(ip) {
-                    self.handle_ndp(v6.addr, m, eth.src_addr());
-                    return false;
-                }
                 if ipv6_at(ip, 24) != v6.addr {
                     self.stats.rx_dropped += 1;
                     return false;
@@ -425,15 +417,36 @@ impl Nic {
         }
     }
 
-    /// Learns a neighbour's MAC from its advertisement or its solicitation of our address
-    /// `me`, and answers the solicitation ([`ndp::learn`]).
-    fn handle_ndp(&mut self, me: Ipv6Addr, m: ndp::Message, from: EthernetAddress) {
-        if let Some((ip, mac, answer)) = ndp::learn(me, &m, from.0) {
+    /// The IPv6 packet in Ethernet `frame` (cut to its header's length) when we have an
+    /// IPv6 address, unless it was a neighbour message, which is handled here: we learn
+    /// a neighbour's MAC from its advertisement or its solicitation of our address (or
+    /// link-local address) and answer the solicitation ([`ndp::learn`]).
+    fn ipv6_in<'f>(&mut self, frame: &'f [u8]) -> Option<&'f [u8]> {
+        let v6 = self.v6?;
+        let ip = frame.get(14..).filter(|_| frame[12..14] == [0x86, 0xdd])?;
+        let total = match ip.get(4..6) {
+            Some(&[a, b]) if ip[0] >> 4 == 6 => 40 + usize::from(u16::from_be_bytes([a, b])),
+            _ => usize::MAX,
+        };
+        let Some(ip) = ip.get(..total) else {
+            self.stats.rx_dropped += 1;
+            return None;
+        };
+        let Some(m) = ndp::parse(ip) else {
+            return Some(ip);
+        };
+        let me = match v6.link_local {
+            Some(ll) if m.target == ll => ll,
+            _ => v6.addr,
+        };
+        let from = frame[6..12].try_into().unwrap_or([0; 6]);
+        if let Some((ip, mac, answer)) = ndp::learn(me, &m, from) {
             self.arp.insert(ip.into(), EthernetAddress(mac));
             if answer {
                 let _ = self.send_ndp(ndp::ADVERT, mac, (me, ip), me);
             }
         }
+        None
     }
 
     fn handle_arp(&mut self, payload: &[u8]) {
