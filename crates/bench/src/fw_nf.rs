@@ -17,14 +17,28 @@
 //! `nftables`, likewise the same rules as nft with sets ([`print::nft_sets`], the fast
 //! path an nft user would write) loaded with `nft -f` ("nft-sets").
 //!
-//! Not yet here (docs/benchmarks.md says so): the iperf3 and request/response drivers,
-//! the container row.
+//! The NF runs in each runtime of [`NfOptions::runtimes`] ([`crate::fw_host`]): a process
+//! in the NF namespace, or the static `vtnt` in a runc or Docker container whose network
+//! is that namespace. The kernel baselines run once per repetition in that same
+//! namespace, which is the containers' too, so every runtime's row is compared with them.
+//!
+//! With [`NfOptions::seconds`], each repetition also measures Debian's iperf3 through
+//! the same filter, TCP then UDP (unlimited rate, 1,400-byte datagrams), with
+//! [`NfOptions::streams`] parallel streams from the sender to an `iperf3 -s` in the
+//! receiver's namespace: throughput as the receiver counted it. The streams must cross
+//! (a set's wide rules may drop a port range whatever the addresses): [`iperf3_ports`]
+//! picks a server port and a range of client ports that the set accepts for TCP and UDP,
+//! both ways, new and established (checked with the compiled classifier), and the
+//! sender's ephemeral ports are narrowed to that range. Stateless sets classify every
+//! packet of the streams through the whole classifier (they reach the policy), stateful
+//! ones only the first of each stream, the rest by the state rule.
+//!
+//! Not yet here (docs/benchmarks.md says so): the request/response drivers, iperf3
+//! streams drawn from the trace's accepted headers.
 
-use std::io::{BufRead, BufReader};
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::os::fd::{AsFd, AsRawFd};
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -32,8 +46,11 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context};
 use serde::Serialize;
 use vtnt_fw::gen::{self, Family, RuleSpec, TraceSpec};
-use vtnt_fw::{print, Action};
+use vtnt_fw::{print, Action, Classifier, CtState, Hook, IfId, Options, Packet, Ruleset};
 use vtnt_netns::{Bump, NetNs};
+
+use crate::fw_host::{self, NfHost};
+use vtnt_runtimes::Runtime;
 
 /// Sets smaller than this are replayed a trace drawn from one of this size.
 const TRACE_RULES_MIN: usize = 1000;
@@ -48,8 +65,14 @@ pub struct NfOptions {
     /// Packets sent per repetition.
     pub packets: usize,
     pub seed: u64,
-    /// The `vtnt` binary that runs the NF.
+    /// The `vtnt` binary that runs the native NF.
     pub vtnt: PathBuf,
+    /// iperf3's duration per test (TCP, then UDP) in seconds; 0: no iperf3.
+    pub seconds: u32,
+    /// iperf3's parallel streams (`-P`).
+    pub streams: u32,
+    /// Where the NF runs, one row each (at least one).
+    pub runtimes: Vec<Runtime>,
     /// Where the rule files go.
     pub dir: PathBuf,
     /// Also measure iptables in the NF namespace (as a router) with the same file.
@@ -76,8 +99,16 @@ pub struct NfRow {
     pub pps: (f64, f64),
     /// Of the packets sent, the share that reached the receiver.
     pub delivered: (f64, f64),
-    /// Where it ran ("native": host namespaces).
+    /// iperf3 TCP throughput, Mbit/s received (NaN: not measured).
+    pub tcp_mbps: (f64, f64),
+    /// iperf3 UDP throughput, Mbit/s received.
+    pub udp_mbps: (f64, f64),
+    /// Where it ran ("native": a process in the NF namespace; "runc", "docker": the
+    /// static vtnt in a container whose network is that namespace). The kernel
+    /// baselines say "native": netfilter in that namespace, the containers' own.
     pub runtime: &'static str,
+    /// The accelerator: "none" (this host's kernel), "none (container)".
+    pub accelerator: &'static str,
 }
 
 fn enter(ns: &str) -> anyhow::Result<()> {
@@ -177,39 +208,139 @@ fn measure(b: &Bump, opts: &NfOptions, datagrams: &Arc<Vec<Vec<u8>>>) -> anyhow:
     Ok([arrived / took.as_secs_f64(), arrived / opts.packets as f64])
 }
 
-/// One repetition of our NF: (load ms, RSS KiB, pps, delivered share).
+/// A server port and a range of client ports whose TCP and UDP packets between the
+/// bump's ends `rules` accept at FORWARD both ways, new or established, any TCP flags an
+/// exchange uses: the first server port from 5201 on with at least 1,000 such client
+/// ports in Linux's ephemeral range (their longest run).
+pub fn iperf3_ports(rules: &Ruleset) -> anyhow::Result<(u16, (u16, u16))> {
+    let c = Classifier::compile(rules, &Options::default())?;
+    let (a, z) = (Ipv4Addr::new(100, 64, 5, 1), Ipv4Addr::new(100, 64, 5, 2));
+    let accepts = |sp: u16, cp: u16| {
+        let mut all = true;
+        for (proto, flags) in [(6u8, &[0x02u8, 0x12, 0x10, 0x18, 0x11][..]), (17, &[0][..])] {
+            for &f in flags {
+                for state in [CtState::New, CtState::Established] {
+                    for (src, dst, sport, dport, i, o) in
+                        [(a, z, cp, sp, 0, 1), (z, a, sp, cp, 1, 0)]
+                    {
+                        let p = Packet {
+                            src,
+                            dst,
+                            proto,
+                            sport,
+                            dport,
+                            tcp_flags: f,
+                            fragment: false,
+                            in_if: IfId(i),
+                            out_if: IfId(o),
+                            state,
+                        };
+                        all &= c.classify(Hook::Forward, &p).action == Action::Accept;
+                    }
+                }
+            }
+        }
+        all
+    };
+    for sp in 5201..5301 {
+        let (mut best, mut run) = ((0, 0), None::<u16>);
+        for cp in 32768..=60999u16 {
+            match (accepts(sp, cp), run) {
+                (true, None) => run = Some(cp),
+                (false, Some(lo)) => {
+                    if cp - lo > best.1 - best.0 {
+                        best = (lo, cp);
+                    }
+                    run = None;
+                }
+                _ => {}
+            }
+        }
+        if let Some(lo) = run {
+            if 61000 - lo > best.1 - best.0 {
+                best = (lo, 61000);
+            }
+        }
+        if best.1 - best.0 >= 1000 {
+            return Ok((sp, (best.0, best.1 - 1)));
+        }
+    }
+    bail!("the rules accept no iperf3 port from 5201 to 5300 with 1,000 client ports")
+}
+
+/// Debian's iperf3 from the sender to the receiver through whatever filters between
+/// them, to server `port`: Mbit/s received, TCP then UDP (NaN both when `seconds` is 0).
+fn iperf3(b: &Bump, opts: &NfOptions, port: Option<u16>) -> anyhow::Result<[f64; 2]> {
+    let Some(port) = port.filter(|_| opts.seconds > 0) else {
+        return Ok([f64::NAN; 2]);
+    };
+    let port = port.to_string();
+    let mut got = [f64::NAN; 2];
+    for (udp, slot) in [false, true].into_iter().zip(&mut got) {
+        let mut server = b
+            .receiver
+            .command("iperf3")
+            .args(["-s", "-1", "-B", "100.64.5.2", "-p", &port])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .context("starting iperf3 -s (Debian package iperf3)")?;
+        let (secs, streams) = (opts.seconds.to_string(), opts.streams.to_string());
+        let mut args = vec!["-c", "100.64.5.2", "-p", &port, "-J", "-t", &secs];
+        args.extend(["-P", &streams]);
+        if udp {
+            args.extend(["-u", "-b", "0", "-l", "1400"]);
+        }
+        // the server may not listen yet: its refusal is retried for a while
+        let mut tries = 0;
+        let out = loop {
+            let out = b.sender.exec("iperf3", &args)?;
+            let text = String::from_utf8_lossy(&out.stdout).into_owned();
+            if tries == 100 || !text.contains("Connection refused") {
+                break text;
+            }
+            tries += 1;
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        let _ = server.kill();
+        let _ = server.wait();
+        let v: serde_json::Value = serde_json::from_str(&out)
+            .with_context(|| format!("iperf3 -c printed no JSON: {}", out.trim()))?;
+        if let Some(e) = v["error"].as_str() {
+            bail!("iperf3 -c{}: {e}", if udp { " -u" } else { "" });
+        }
+        let end = &v["end"];
+        let bps = end["sum_received"]["bits_per_second"]
+            .as_f64()
+            .or_else(|| {
+                // older iperf3's UDP sum: the sender's rate less what was lost
+                let sum = &end["sum"];
+                Some(
+                    sum["bits_per_second"].as_f64()?
+                        * (1.0 - sum["lost_percent"].as_f64()? / 100.0),
+                )
+            })
+            .context("iperf3 -c: no throughput in its JSON")?;
+        *slot = bps / 1e6;
+    }
+    Ok(got)
+}
+
+/// One repetition of our NF: (load ms, RSS KiB, pps, delivered share, TCP and UDP
+/// Mbit/s).
 fn rep(
     b: &Bump,
+    host: &NfHost,
     opts: &NfOptions,
     file: &Path,
     datagrams: &Arc<Vec<Vec<u8>>>,
-) -> anyhow::Result<[f64; 4]> {
-    let mut nf =
-        b.nf.command(&opts.vtnt.display().to_string())
-            .args(["fw", "run", "--rules"])
-            .arg(file)
-            .args(["a0", "b0"])
-            .stderr(Stdio::piped())
-            .spawn()
-            .context("starting vtnt fw run")?;
-    let mut err = BufReader::new(nf.stderr.take().context("no stderr")?);
-    let mut line = String::new();
-    err.read_line(&mut line)?;
-    let load_ms: f64 = line
-        .split(" loaded in ")
-        .nth(1)
-        .and_then(|r| r.split(" ms").next())
-        .and_then(|v| v.parse().ok())
-        .with_context(|| format!("vtnt fw run did not start: {line}"))?;
-    let rss = rss_kib(nf.id())?;
-    let m = measure(b, opts, datagrams);
-    let _ = nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(nf.id() as i32),
-        nix::sys::signal::Signal::SIGTERM,
-    );
-    let _ = nf.wait();
-    let [pps, delivered] = m?;
-    Ok([load_ms, rss, pps, delivered])
+    port: Option<u16>,
+) -> anyhow::Result<[f64; 6]> {
+    let nf = host.start(file)?;
+    let rss = rss_kib(nf.pid()?)?;
+    let [pps, delivered] = measure(b, opts, datagrams)?;
+    let [tcp, udp] = iperf3(b, opts, port)?;
+    Ok([nf.load_ms, rss, pps, delivered, tcp, udp])
 }
 
 fn must(ns: &NetNs, program: &str, args: &[&str]) -> anyhow::Result<()> {
@@ -225,10 +356,27 @@ fn must(ns: &NetNs, program: &str, args: &[&str]) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Makes `addr` on `dev` in `ns` a permanent neighbour at `mac`.
+fn neigh(ns: &NetNs, addr: &str, mac: &str, dev: &str) -> anyhow::Result<()> {
+    let args = [
+        "neigh",
+        "replace",
+        addr,
+        "lladdr",
+        mac,
+        "dev",
+        dev,
+        "nud",
+        "permanent",
+    ];
+    ns.ip(&args)?;
+    Ok(())
+}
+
 /// Turns the NF namespace into a Linux router for the iptables baseline (`on`), or
 /// back into a bare wire: forwarding, host routes to both ends with their MACs as
-/// permanent neighbours (no ARP of its own), and the sender's neighbour entry for the
-/// receiver pointing at the router instead of through the bridge.
+/// permanent neighbours (no ARP of its own), and the two ends' neighbour entries for
+/// each other pointing at the router instead of through the bridge.
 fn router(b: &Bump, on: bool) -> anyhow::Result<()> {
     let mac = |ns: &NetNs, dev: &str| -> anyhow::Result<String> {
         let out = ns.ip(&["-o", "link", "show", dev])?;
@@ -266,39 +414,22 @@ fn router(b: &Bump, on: bool) -> anyhow::Result<()> {
             "dev",
             "b0",
         ])?;
-        let a0 = mac(n, "a0")?;
-        s.ip(&[
-            "neigh",
-            "replace",
-            "100.64.5.2",
-            "lladdr",
-            &a0,
-            "dev",
-            "s0",
-            "nud",
-            "permanent",
-        ])?;
+        // both ends send to the router (replies too: iperf3's TCP and UDP)
+        let (a0, b0) = (mac(n, "a0")?, mac(n, "b0")?);
+        neigh(s, "100.64.5.2", &a0, "s0")?;
+        neigh(&b.receiver, "100.64.5.1", &b0, "r0")?;
     } else {
         n.sysctl("net.ipv4.ip_forward", "0")?;
-        let r0 = mac(&b.receiver, "r0")?;
-        s.ip(&[
-            "neigh",
-            "replace",
-            "100.64.5.2",
-            "lladdr",
-            &r0,
-            "dev",
-            "s0",
-            "nud",
-            "permanent",
-        ])?;
+        let (s0, r0) = (mac(s, "s0")?, mac(&b.receiver, "r0")?);
+        neigh(s, "100.64.5.2", &r0, "s0")?;
+        neigh(&b.receiver, "100.64.5.1", &s0, "r0")?;
     }
     Ok(())
 }
 
 /// One repetition of a kernel baseline in the NF namespace, as a router: `load` reads
 /// `file` on its stdin, `clear` empties the filter after; (load ms, pps, delivered
-/// share).
+/// share, TCP and UDP Mbit/s).
 fn rep_kernel(
     b: &Bump,
     opts: &NfOptions,
@@ -306,7 +437,8 @@ fn rep_kernel(
     clear: &[&[&str]],
     file: &Path,
     datagrams: &Arc<Vec<Vec<u8>>>,
-) -> anyhow::Result<[f64; 3]> {
+    port: Option<u16>,
+) -> anyhow::Result<[f64; 5]> {
     let t = Instant::now();
     let input = std::fs::File::open(file)?;
     let out =
@@ -324,12 +456,12 @@ fn rep_kernel(
         );
     }
     let load = t.elapsed().as_secs_f64() * 1e3;
-    let m = measure(b, opts, datagrams);
+    let m = measure(b, opts, datagrams).and_then(|m| Ok((m, iperf3(b, opts, port)?)));
     for c in clear {
         must(&b.nf, c[0], &c[1..])?;
     }
-    let [pps, delivered] = m?;
-    Ok([load, pps, delivered])
+    let ([pps, delivered], [tcp, udp]) = m?;
+    Ok([load, pps, delivered, tcp, udp])
 }
 
 /// The kernel baselines asked for: (row name, loader, what empties it, file suffix).
@@ -363,12 +495,24 @@ fn baselines(opts: &NfOptions) -> Vec<Baseline> {
 
 /// Measures every size, stateless then stateful; `each` hears of every row.
 pub fn sweep(opts: &NfOptions, mut each: impl FnMut(&NfRow)) -> anyhow::Result<Vec<NfRow>> {
-    if opts.reps == 0 || opts.flows == 0 || opts.packets == 0 {
-        bail!("--reps, --flows and --packets must be at least 1");
+    if opts.reps == 0 || opts.flows == 0 || opts.packets == 0 || opts.runtimes.is_empty() {
+        bail!("--reps, --flows, --packets and --runtimes must be at least 1");
+    }
+    if opts.seconds > 0 && !(1..=128).contains(&opts.streams) {
+        bail!("--streams must be 1 to 128 (iperf3's -P)");
+    }
+    // every runtime asked must be here before anything is built
+    for rt in &opts.runtimes {
+        if let Some(what) = fw_host::missing(*rt) {
+            bail!("vtnt bench fw --runtimes {}: missing {what}", rt.name());
+        }
     }
     std::fs::create_dir_all(&opts.dir)
         .with_context(|| format!("creating {}", opts.dir.display()))?;
     let b = Bump::build("fwb", "100.64.5")?;
+    let hosts = (opts.runtimes.iter())
+        .map(|&rt| NfHost::new(rt, b.nf.name(), &opts.vtnt))
+        .collect::<anyhow::Result<Vec<_>>>()?;
     let mut rows = Vec::new();
     for &size in &opts.sizes {
         for stateful in [false, true] {
@@ -379,6 +523,15 @@ pub fn sweep(opts: &NfOptions, mut each: impl FnMut(&NfRow)) -> anyhow::Result<V
                 ..RuleSpec::new(size, opts.seed)
             };
             let rules = gen::rules(&spec);
+            // iperf3's ports, the sender's ephemeral ones among those the rules accept
+            let port = if opts.seconds > 0 {
+                let (port, (lo, hi)) = iperf3_ports(&rules)?;
+                b.sender
+                    .sysctl("net.ipv4.ip_local_port_range", &format!("{lo} {hi}"))?;
+                Some(port)
+            } else {
+                None
+            };
             let file = opts.dir.join(format!("fw-{size}-{stateful}.rules"));
             std::fs::write(&file, print::iptables_save(&rules)?)
                 .with_context(|| format!("writing {}", file.display()))?;
@@ -417,17 +570,22 @@ pub fn sweep(opts: &NfOptions, mut each: impl FnMut(&NfRow)) -> anyhow::Result<V
             if datagrams.is_empty() {
                 bail!("no trace could be drawn from the {size}-rule set");
             }
-            let mut m: [Vec<f64>; 4] = Default::default();
+            let mut m: Vec<[Vec<f64>; 6]> = vec![Default::default(); hosts.len()];
             let kernel = baselines(opts);
-            let mut base: Vec<[Vec<f64>; 3]> = vec![Default::default(); kernel.len()];
+            let mut base: Vec<[Vec<f64>; 5]> = vec![Default::default(); kernel.len()];
             for _ in 0..opts.reps {
                 if (opts.interrupted)() {
                     let _ = std::fs::remove_file(&file);
                     let _ = std::fs::remove_file(&nft_file);
                     bail!("interrupted at {size} rules: namespaces and rule files removed");
                 }
-                for (v, x) in m.iter_mut().zip(rep(&b, opts, &file, &datagrams)?) {
-                    v.push(x);
+                for (host, m) in hosts.iter().zip(&mut m) {
+                    for (v, x) in m
+                        .iter_mut()
+                        .zip(rep(&b, host, opts, &file, &datagrams, port)?)
+                    {
+                        v.push(x);
+                    }
                 }
                 for ((name, load, clear), got) in kernel.iter().zip(&mut base) {
                     let f = if *name == "iptables" {
@@ -436,7 +594,7 @@ pub fn sweep(opts: &NfOptions, mut each: impl FnMut(&NfRow)) -> anyhow::Result<V
                         &nft_file
                     };
                     router(&b, true)?;
-                    let r = rep_kernel(&b, opts, load, clear, f, &datagrams);
+                    let r = rep_kernel(&b, opts, load, clear, f, &datagrams, port);
                     router(&b, false)?;
                     for (v, x) in got.iter_mut().zip(r?) {
                         v.push(x);
@@ -446,24 +604,34 @@ pub fn sweep(opts: &NfOptions, mut each: impl FnMut(&NfRow)) -> anyhow::Result<V
             let _ = std::fs::remove_file(&file);
             let _ = std::fs::remove_file(&nft_file);
             let ms = |v: &[f64]| vtnt_stats::mean_sd(v).unwrap_or((f64::NAN, f64::NAN));
-            let mut found = vec![NfRow {
-                rules: size,
-                stateful,
-                nf: "vtnt",
-                load_ms: ms(&m[0]),
-                rss_kib: ms(&m[1]),
-                pps: ms(&m[2]),
-                delivered: ms(&m[3]),
-                runtime: "native",
-            }];
+            let mut found: Vec<NfRow> = (hosts.iter().zip(&m))
+                .map(|(host, m)| NfRow {
+                    rules: size,
+                    stateful,
+                    nf: "vtnt",
+                    load_ms: ms(&m[0]),
+                    rss_kib: ms(&m[1]),
+                    pps: ms(&m[2]),
+                    delivered: ms(&m[3]),
+                    tcp_mbps: ms(&m[4]),
+                    udp_mbps: ms(&m[5]),
+                    runtime: host.runtime().name(),
+                    accelerator: fw_host::accelerator(host.runtime()),
+                })
+                .collect();
             for ((name, ..), got) in kernel.iter().zip(&base) {
                 found.push(NfRow {
+                    rules: size,
+                    stateful,
                     nf: name,
                     load_ms: ms(&got[0]),
                     rss_kib: (f64::NAN, f64::NAN),
                     pps: ms(&got[1]),
                     delivered: ms(&got[2]),
-                    ..found[0].clone()
+                    tcp_mbps: ms(&got[3]),
+                    udp_mbps: ms(&got[4]),
+                    runtime: Runtime::Native.name(),
+                    accelerator: fw_host::accelerator(Runtime::Native),
                 });
             }
             for row in found {
@@ -479,16 +647,19 @@ pub fn sweep(opts: &NfOptions, mut each: impl FnMut(&NfRow)) -> anyhow::Result<V
 /// and filter, and a line per rule count and baseline with our rate against its.
 pub fn table(rows: &[NfRow]) -> String {
     let mut t = String::from(
-        "runtime  nf        rules      mode       load ms (sd)      RSS KiB (sd)       packets/s (sd)        of 0 rules  delivered\n",
+        "runtime        accelerator      nf        rules      mode       load ms (sd)      RSS KiB (sd)       packets/s (sd)        of 0 rules  delivered  TCP Mb/s (sd)     UDP Mb/s (sd)\n",
     );
     for r in rows {
         let base = rows
             .iter()
-            .find(|z| z.rules == 0 && z.stateful == r.stateful && z.nf == r.nf)
+            .find(|z| {
+                z.rules == 0 && z.stateful == r.stateful && z.nf == r.nf && z.runtime == r.runtime
+            })
             .map_or(f64::NAN, |z| z.pps.0);
         t.push_str(&format!(
-            "{:<8} {:<9} {:<10} {:<10} {:>8.1} ({:>6.1}) {:>9.0} ({:>6.0}) {:>10.0} ({:>8.0}) {:>10.1}% {:>9.1}%\n",
+            "{:<14} {:<16} {:<9} {:<10} {:<10} {:>8.1} ({:>6.1}) {:>9.0} ({:>6.0}) {:>10.0} ({:>8.0}) {:>10.1}% {:>9.1}% {:>7.0} ({:>6.0}) {:>7.0} ({:>6.0})\n",
             r.runtime,
+            r.accelerator,
             r.nf,
             r.rules,
             if r.stateful { "stateful" } else { "stateless" },
@@ -499,7 +670,11 @@ pub fn table(rows: &[NfRow]) -> String {
             r.pps.0,
             r.pps.1,
             100.0 * r.pps.0 / base,
-            100.0 * r.delivered.0
+            100.0 * r.delivered.0,
+            r.tcp_mbps.0,
+            r.tcp_mbps.1,
+            r.udp_mbps.0,
+            r.udp_mbps.1,
         ));
     }
     for r in rows.iter().filter(|r| r.nf == "vtnt") {
@@ -507,11 +682,14 @@ pub fn table(rows: &[NfRow]) -> String {
             .filter(|z| z.nf != "vtnt" && z.rules == r.rules && z.stateful == r.stateful)
         {
             t.push_str(&format!(
-                "vtnt / {} at {} rules ({}): {:.2}x packets/s\n",
+                "vtnt ({}) / {} at {} rules ({}): {:.2}x packets/s, {:.2}x TCP, {:.2}x UDP\n",
+                r.runtime,
                 i.nf,
                 r.rules,
                 if r.stateful { "stateful" } else { "stateless" },
-                r.pps.0 / i.pps.0
+                r.pps.0 / i.pps.0,
+                r.tcp_mbps.0 / i.tcp_mbps.0,
+                r.udp_mbps.0 / i.udp_mbps.0,
             ));
         }
     }

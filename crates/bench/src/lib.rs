@@ -18,6 +18,7 @@
 pub mod accuracy;
 pub mod drive;
 pub mod fw;
+pub mod fw_host;
 pub mod fw_nf;
 pub mod probe_rate;
 pub mod soak;

@@ -134,8 +134,9 @@ pub enum BenchCommand {
     /// function, beside one table per tuple and rule-by-rule evaluation.
     /// The firewall network function (`vtnt fw run`) between a sender and a receiver in
     /// namespaces, at each rule count, stateless and stateful: rule load time, RSS, the
-    /// packet rate of a many-flow trace drawn from the rules, repetitions with sd.
-    /// Needs root, iproute2 and ethtool.
+    /// packet rate of a many-flow trace drawn from the rules, iperf3 TCP and UDP
+    /// throughput of parallel streams, repetitions with sd; natively and in containers.
+    /// Needs root, iproute2, ethtool and iperf3 (runc; docker.io for Docker).
     Fw {
         /// Rule counts to measure.
         #[arg(
@@ -149,6 +150,17 @@ pub enum BenchCommand {
         /// Distinct flows (trace headers) replayed.
         #[arg(long, default_value_t = 20_000)]
         flows: usize,
+        /// Where the NF runs, a row each: native (a process in the NF namespace), runc,
+        /// docker, docker-scratch (the static vtnt in a container whose network is that
+        /// namespace).
+        #[arg(long, value_enum, value_delimiter = ',', default_value = "native")]
+        runtimes: Vec<vtnt_runtimes::Runtime>,
+        /// iperf3 through the NF, TCP then UDP, this many seconds each (0: none).
+        #[arg(long, default_value_t = 5)]
+        seconds: u32,
+        /// iperf3's parallel streams (`-P`, at most 128).
+        #[arg(long, default_value_t = 16)]
+        streams: u32,
         /// Leave out the iptables baseline (needs iptables-restore).
         #[arg(long)]
         no_iptables: bool,
@@ -382,6 +394,9 @@ pub fn run(cmd: BenchCommand) -> anyhow::Result<ExitCode> {
             rules,
             reps,
             flows,
+            runtimes,
+            seconds,
+            streams,
             no_iptables,
             no_nftables,
             packets,
@@ -391,14 +406,25 @@ pub fn run(cmd: BenchCommand) -> anyhow::Result<ExitCode> {
             // Ctrl-C ends the run at its next repetition, its namespaces and files removed
             vtnt_measure::stop::stop_on(crate::interrupt::catch()?);
             let dir = std::env::temp_dir().join(format!("vtnt-bench-fw-{}", std::process::id()));
+            // with a container row, every row runs the containers' static vtnt
+            let containers = runtimes
+                .iter()
+                .any(|r| *r != vtnt_runtimes::Runtime::Native);
+            let vtnt = match vtnt_runtimes::paths::static_vtnt() {
+                Ok(p) if containers => p,
+                _ => std::env::current_exe()
+                    .map_err(|e| anyhow::anyhow!("finding the vtnt binary: {e}"))?,
+            };
             let opts = vtnt_bench::fw_nf::NfOptions {
                 sizes: rules,
                 reps,
                 flows,
                 packets,
                 seed,
-                vtnt: std::env::current_exe()
-                    .map_err(|e| anyhow::anyhow!("finding the vtnt binary: {e}"))?,
+                vtnt,
+                runtimes,
+                seconds,
+                streams,
                 dir: dir.clone(),
                 iptables: !no_iptables,
                 nftables: !no_nftables,

@@ -229,40 +229,66 @@ fn forwards_tracks_and_rejects_between_namespaces() {
     assert_eq!(status.code(), Some(143), "{line}{rest}");
 }
 
-#[test]
-fn the_bench_measures_the_nf_at_a_tiny_size() {
-    vtnt_testkit::require_root!("ip", "ethtool", "iptables-restore", "nft");
+fn bench_rows(args: &[&str]) -> Vec<serde_json::Value> {
     let o = vtnt()
-        .args([
-            "bench",
-            "fw",
-            "--rules",
-            "0,10",
-            "--reps",
-            "2",
-            "--packets",
-            "3000",
-            "--flows",
-            "1000",
-            "--json",
-        ])
+        .args(["bench", "fw", "--json"])
+        .args(args)
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(o.status.success(), "{err}");
     let rows: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    let rows = rows["report"].as_array().unwrap();
-    // 2 sizes, 2 modes, our NF and the iptables and nft-sets baselines
-    assert_eq!(rows.len(), 12, "{rows:?}");
-    for r in rows {
-        assert_eq!(r["runtime"], "native");
+    rows["report"].as_array().unwrap().clone()
+}
+
+#[test]
+fn the_bench_measures_the_nf_at_a_tiny_size_natively_and_in_containers() {
+    vtnt_testkit::require_root!(
+        "ip",
+        "ethtool",
+        "iptables-restore",
+        "nft",
+        "iperf3",
+        "runc",
+        "dockerd"
+    );
+    if let Err(e) = vtnt_runtimes::paths::static_vtnt() {
+        vtnt_testkit::skip_or_fail("fw_run", &format!("{e:#}"), None);
+        return;
+    }
+    let rows = bench_rows(&[
+        "--rules",
+        "0,10",
+        "--reps",
+        "1",
+        "--packets",
+        "3000",
+        "--flows",
+        "1000",
+        "--runtimes",
+        "native,runc,docker-scratch",
+        "--seconds",
+        "0",
+    ]);
+    // 2 sizes, 2 modes, our NF in three runtimes and the iptables and nft-sets baselines
+    assert_eq!(rows.len(), 20, "{rows:?}");
+    for r in &rows {
         // 0 rules pass everything; 10 rules of the fw family stop few of the trace
         assert!(r["delivered"][0].as_f64().unwrap() > 0.3, "{r}");
         assert!(r["pps"][0].as_f64().unwrap() > 0.0, "{r}");
-        assert!(r["load_ms"][1].as_f64().unwrap().is_finite(), "{r}");
+        assert!(r["load_ms"][0].as_f64().unwrap().is_finite(), "{r}");
+        // one repetition: sd 0; no iperf3 with --seconds 0 (NaN, null in JSON)
+        assert_eq!(r["load_ms"][1].as_f64(), Some(0.0), "{r}");
+        assert!(r["tcp_mbps"][0].is_null(), "{r}");
         if r["nf"] == "vtnt" {
             assert!(r["rss_kib"][0].as_f64().unwrap() > 1000.0, "{r}");
         }
+        let accel = if r["runtime"] == "native" {
+            "none"
+        } else {
+            "none (container)"
+        };
+        assert_eq!(r["accelerator"], accel, "{r}");
     }
     let key = |i: usize| {
         let r = &rows[i];
@@ -270,10 +296,41 @@ fn the_bench_measures_the_nf_at_a_tiny_size() {
             r["rules"].as_u64(),
             r["stateful"].as_bool(),
             r["nf"].as_str(),
+            r["runtime"].as_str(),
         )
     };
-    assert_eq!(key(0), (Some(0), Some(false), Some("vtnt")));
-    assert_eq!(key(1), (Some(0), Some(false), Some("iptables")));
-    assert_eq!(key(2), (Some(0), Some(false), Some("nft-sets")));
-    assert_eq!(key(3), (Some(0), Some(true), Some("vtnt")));
+    let want = [
+        (0, false, "vtnt", "native"),
+        (0, false, "vtnt", "runc"),
+        (0, false, "vtnt", "docker-scratch"),
+        (0, false, "iptables", "native"),
+        (0, false, "nft-sets", "native"),
+        (0, true, "vtnt", "native"),
+    ];
+    for (i, (rules, stateful, nf, rt)) in want.into_iter().enumerate() {
+        assert_eq!(key(i), (Some(rules), Some(stateful), Some(nf), Some(rt)));
+    }
+
+    // iperf3 through our NF and iptables: TCP and UDP of parallel streams arrive
+    let rows = bench_rows(&[
+        "--rules",
+        "10",
+        "--reps",
+        "1",
+        "--packets",
+        "1000",
+        "--flows",
+        "1000",
+        "--no-nftables",
+        "--seconds",
+        "1",
+        "--streams",
+        "4",
+    ]);
+    assert_eq!(rows.len(), 4, "{rows:?}");
+    for r in &rows {
+        for k in ["tcp_mbps", "udp_mbps"] {
+            assert!(r[k][0].as_f64().unwrap() > 1.0, "{k}: {r}");
+        }
+    }
 }

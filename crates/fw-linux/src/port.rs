@@ -9,7 +9,8 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
 use crate::Error;
 
-/// Receive buffer asked of the kernel per socket (it caps it at `rmem_max` unless root).
+/// Receive buffer asked of the kernel per socket: forced with `CAP_NET_ADMIN`, else
+/// capped at `net.core.rmem_max` (a container given only `CAP_NET_RAW`).
 const RCVBUF: libc::c_int = 4 << 20;
 
 #[derive(Debug)]
@@ -73,13 +74,18 @@ impl Port {
         {
             return Err(last("PACKET_IGNORE_OUTGOING", name));
         }
-        // Best effort: a smaller buffer only drops more under bursts.
-        setsockopt(
+        // Best effort: a smaller buffer only drops more under bursts. Without
+        // CAP_NET_ADMIN the forced size is refused, and the default (rmem_default,
+        // ~200 KiB) would overflow under a burst: ask what rmem_max allows.
+        if setsockopt(
             fd.as_raw_fd(),
             libc::SOL_SOCKET,
             libc::SO_RCVBUFFORCE,
             &RCVBUF,
-        );
+        ) < 0
+        {
+            setsockopt(fd.as_raw_fd(), libc::SOL_SOCKET, libc::SO_RCVBUF, &RCVBUF);
+        }
         // SAFETY: sockaddr_ll is plain data; all-zero is a valid value.
         let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
         sll.sll_family = libc::AF_PACKET as u16;

@@ -258,7 +258,17 @@ impl Supervised {
     /// Stdout from byte `from` on, up to its last complete line (cheap to poll: only
     /// what is new is copied).
     pub fn stdout_lines_from(&self, from: usize) -> Vec<u8> {
-        let buf = self.bufs[0].lock().unwrap_or_else(|e| e.into_inner());
+        self.lines_from(0, from)
+    }
+
+    /// Stderr from byte `from` on, up to its last complete line (a server's readiness
+    /// line: `vtnt fw run` in a container).
+    pub fn stderr_lines_from(&self, from: usize) -> Vec<u8> {
+        self.lines_from(1, from)
+    }
+
+    fn lines_from(&self, pipe: usize, from: usize) -> Vec<u8> {
+        let buf = self.bufs[pipe].lock().unwrap_or_else(|e| e.into_inner());
         let tail = buf.get(from..).unwrap_or_default();
         tail.iter()
             .rposition(|&b| b == b'\n')

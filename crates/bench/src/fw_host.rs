@@ -1,0 +1,286 @@
+//! Where `vtnt bench fw` runs its network function (`vtnt fw run`): a process in the NF
+//! namespace (native), or the static `vtnt` in a runc or a Docker container whose network
+//! is that namespace, through `vtnt-runtimes`' own machinery (the runc bundle and
+//! [`runc::run`]; a Docker engine started in the namespace, the scratch image, containers
+//! with `--network host`), so the container sees the NF namespace's two veths as a
+//! container started by `vtnt run --runtime runc|docker` sees the lab's network. The rule
+//! file reaches the container as a user would give it one: copied into the runc bundle's
+//! rootfs, bind-mounted read-only into the Docker container.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context};
+use vtnt_measure::cgroup::Cgroup;
+use vtnt_measure::proc::{kill_pid, Supervised};
+use vtnt_runtimes::{docker, paths, runc, BuildOptions, Driver, Runtime};
+
+/// Where the rule file is inside a container.
+const RULES_IN: &str = "/rules";
+
+/// How long an NF may take to load its rules and open its interfaces.
+const START_WAIT: Duration = Duration::from_secs(120);
+
+/// The runtimes `vtnt bench fw` runs its NF in.
+pub const RUNTIMES: [Runtime; 4] = [
+    Runtime::Native,
+    Runtime::Runc,
+    Runtime::Docker,
+    Runtime::DockerScratch,
+];
+
+/// The row's accelerator column: none either way (this host's kernel).
+pub fn accelerator(rt: Runtime) -> &'static str {
+    match rt {
+        Runtime::Native => "none",
+        _ => "none (container)",
+    }
+}
+
+/// What `rt` needs here that is missing, if anything (a runtime `vtnt bench fw` does not
+/// run its NF in is named too).
+pub fn missing(rt: Runtime) -> Option<String> {
+    let need = |progs: &[(&str, &str)]| {
+        progs
+            .iter()
+            .find(|(p, _)| paths::which(p).is_none())
+            .map(|(p, pkg)| format!("`{p}` (Debian package {pkg})"))
+    };
+    let static_vtnt = || {
+        paths::static_vtnt()
+            .err()
+            .map(|e| format!("the static vtnt ({e})"))
+    };
+    let cgroups = || {
+        (!vtnt_measure::cgroup::available())
+            .then(|| "cgroup v1 controllers (mounted under /sys/fs/cgroup)".to_string())
+    };
+    match rt.entry().driver {
+        Driver::Native => None,
+        Driver::Runc => need(&[("runc", "runc"), ("tar", "tar")])
+            .or_else(static_vtnt)
+            .or_else(cgroups),
+        Driver::Docker(_) => need(&[
+            ("dockerd", "docker.io"),
+            ("containerd", "containerd"),
+            ("nsenter", "util-linux"),
+            ("tar", "tar"),
+        ])
+        .or_else(static_vtnt)
+        .or_else(cgroups),
+        _ => Some(format!(
+            "a way to run the NF there: vtnt bench fw runs it in {}",
+            RUNTIMES.map(Runtime::name).join(", ")
+        )),
+    }
+}
+
+/// One runtime made ready in one NF namespace: its image unpacked or imported, its engine
+/// started (Docker); removed on drop.
+pub struct NfHost {
+    runtime: Runtime,
+    netns: String,
+    kind: HostKind,
+}
+
+enum HostKind {
+    /// `ip netns exec NS vtnt ...`.
+    Native { vtnt: PathBuf },
+    Runc {
+        rootfs: PathBuf,
+        dir: paths::TempDir,
+    },
+    Docker {
+        client: docker::Client,
+        tag: String,
+        // dropped after the image is removed (field order)
+        _engine: Box<docker::Engine>,
+    },
+}
+
+impl NfHost {
+    /// Makes `runtime` ready to run NFs in namespace `netns`; `vtnt` is the native
+    /// row's binary. A runtime missing something is an error naming it.
+    pub fn new(runtime: Runtime, netns: &str, vtnt: &Path) -> anyhow::Result<NfHost> {
+        if let Some(what) = missing(runtime) {
+            bail!(
+                "vtnt bench fw --runtimes {}: missing {what}",
+                runtime.name()
+            );
+        }
+        let kind = match runtime.entry().driver {
+            Driver::Runc => {
+                let image = Runtime::Runc.build_image(&BuildOptions::default())?;
+                let dir = paths::TempDir::new("fw-runc")?;
+                let rootfs = runc::install(&image.path, dir.path())?;
+                HostKind::Runc { rootfs, dir }
+            }
+            Driver::Docker(flavor) => {
+                let engine = docker::Engine::start(Some(netns))?;
+                let client = engine.client();
+                let image = docker::build_image(&BuildOptions::default(), flavor)?;
+                let tag = client.load(&image.path, flavor)?;
+                HostKind::Docker {
+                    client,
+                    tag,
+                    _engine: Box::new(engine),
+                }
+            }
+            _ => HostKind::Native {
+                vtnt: vtnt.to_path_buf(),
+            },
+        };
+        Ok(NfHost {
+            runtime,
+            netns: netns.to_string(),
+            kind,
+        })
+    }
+
+    pub fn runtime(&self) -> Runtime {
+        self.runtime
+    }
+
+    /// Starts `vtnt fw run --rules RULES a0 b0` and waits until it forwards (its first
+    /// line on stderr, which says how long the rules took to load).
+    pub fn start(&self, rules: &Path) -> anyhow::Result<RunningNf> {
+        let words = |file: &str| -> Vec<String> {
+            ["fw", "run", "--rules", file, "a0", "b0"]
+                .map(String::from)
+                .to_vec()
+        };
+        let (child, cgroup, cleanup) = match &self.kind {
+            HostKind::Native { vtnt } => {
+                let mut cmd = std::process::Command::new("ip");
+                cmd.args(["netns", "exec", &self.netns])
+                    .arg(vtnt)
+                    .args(words(&rules.display().to_string()));
+                (Supervised::spawn(cmd, "vtnt fw run")?, None, Cleanup::None)
+            }
+            HostKind::Runc { rootfs, dir } => {
+                let inside = rootfs.join(RULES_IN.trim_start_matches('/'));
+                let _ = std::fs::remove_file(&inside);
+                std::fs::hard_link(rules, &inside)
+                    .or_else(|_| std::fs::copy(rules, &inside).map(|_| ()))
+                    .with_context(|| format!("copying {} into the bundle", rules.display()))?;
+                let cgroup = Cgroup::create(&format!("vtnt/{}", paths::unique("fw-runc")))?;
+                let mut args = vec!["/vtnt".to_string()];
+                args.extend(words(RULES_IN));
+                let netns = PathBuf::from("/run/netns").join(&self.netns);
+                let (child, id, root) =
+                    runc::run(rootfs, dir.path(), &args, Some(&netns), &cgroup, None)?;
+                (child, Some(cgroup), Cleanup::Runc { id, root })
+            }
+            HostKind::Docker { client, tag, .. } => {
+                let cgroup = Cgroup::create(&format!("vtnt/{}", paths::unique("fw-docker")))?;
+                let name = paths::unique("vtnt-fw");
+                let mut cmd = client.command();
+                cmd.args(["run", "--rm", "--name", &name, "--network", "host"])
+                    .args(["--cap-drop", "ALL", "--cap-add", "NET_RAW"])
+                    .arg("--volume")
+                    .arg(format!("{}:{RULES_IN}:ro", rules.display()))
+                    .arg("--cgroup-parent")
+                    .arg(format!("/{}", cgroup.rel()))
+                    .arg(tag)
+                    .args(words(RULES_IN));
+                let child = Supervised::spawn(cmd, &format!("docker container {name}"))?;
+                let cleanup = Cleanup::Docker {
+                    client: client.clone(),
+                    name,
+                };
+                (child, Some(cgroup), cleanup)
+            }
+        };
+        let mut nf = RunningNf {
+            child: Some(child),
+            cgroup,
+            cleanup,
+            load_ms: f64::NAN,
+        };
+        nf.load_ms = nf.wait_loaded()?;
+        Ok(nf)
+    }
+}
+
+impl Drop for NfHost {
+    fn drop(&mut self) {
+        if let HostKind::Docker { client, tag, .. } = &self.kind {
+            client.remove_image(tag);
+        }
+    }
+}
+
+enum Cleanup {
+    None,
+    Runc {
+        id: String,
+        root: PathBuf,
+    },
+    Docker {
+        client: docker::Client,
+        name: String,
+    },
+}
+
+/// A started NF; stopped (SIGTERM) and its container removed on drop.
+pub struct RunningNf {
+    child: Option<Supervised>,
+    /// The container's group (containers only).
+    cgroup: Option<Cgroup>,
+    cleanup: Cleanup,
+    /// The rules' load time the NF reported (read and compiled).
+    pub load_ms: f64,
+}
+
+impl RunningNf {
+    /// Waits for `vtnt fw run`'s first line: "... loaded in X ms ...".
+    fn wait_loaded(&mut self) -> anyhow::Result<f64> {
+        let until = Instant::now() + START_WAIT;
+        let child = self.child.as_mut().context("no NF process")?;
+        loop {
+            let err = String::from_utf8_lossy(&child.stderr_lines_from(0)).into_owned();
+            if let Some(line) = err.lines().find(|l| l.contains(" loaded in ")) {
+                return line
+                    .split(" loaded in ")
+                    .nth(1)
+                    .and_then(|r| r.split(" ms").next())
+                    .and_then(|v| v.parse().ok())
+                    .with_context(|| format!("vtnt fw run said: {line}"));
+            }
+            if child.try_status().is_some() || Instant::now() > until {
+                bail!("vtnt fw run did not start: {}", err.trim());
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// The NF's own process (in a container: the one named `vtnt` in its group).
+    pub fn pid(&self) -> anyhow::Result<u32> {
+        let child = self.child.as_ref().context("no NF process")?;
+        let Some(cg) = &self.cgroup else {
+            return Ok(child.pid());
+        };
+        cg.pids()
+            .into_iter()
+            .find(|p| {
+                std::fs::read_to_string(format!("/proc/{p}/comm")).is_ok_and(|c| c.trim() == "vtnt")
+            })
+            .context("no vtnt process in the container's cgroup")
+    }
+}
+
+impl Drop for RunningNf {
+    fn drop(&mut self) {
+        if let Ok(pid) = self.pid() {
+            kill_pid(pid, libc::SIGTERM);
+        }
+        if let Some(child) = self.child.take() {
+            let _ = child.wait(Duration::from_secs(30));
+        }
+        match &self.cleanup {
+            Cleanup::None => {}
+            Cleanup::Runc { id, root } => runc::destroy(id, root),
+            Cleanup::Docker { client, name } => client.remove(name),
+        }
+    }
+}
