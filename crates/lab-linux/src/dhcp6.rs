@@ -19,32 +19,12 @@ use crate::state::GATEWAY_MAC;
 
 const IPV6_LEN: usize = 40;
 const UDP_LEN: usize = 8;
-/// The client's and the server's UDP ports.
-pub const CLIENT_PORT: u16 = 546;
-pub const SERVER_PORT: u16 = 547;
-/// Message types (RFC 8415 7.3).
-pub const SOLICIT: u8 = 1;
-pub const ADVERTISE: u8 = 2;
-pub const REQUEST: u8 = 3;
-pub const CONFIRM: u8 = 4;
-pub const RENEW: u8 = 5;
-pub const REBIND: u8 = 6;
-pub const REPLY: u8 = 7;
-pub const RELEASE: u8 = 8;
-pub const DECLINE: u8 = 9;
-pub const INFORMATION_REQUEST: u8 = 11;
-/// Options (RFC 8415 21).
-const CLIENT_ID: u16 = 1;
-const SERVER_ID: u16 = 2;
-const IA_NA: u16 = 3;
-const IA_ADDR: u16 = 5;
-const STATUS: u16 = 13;
-/// Status codes (RFC 8415 21.13).
-pub const SUCCESS: u16 = 0;
-pub const NO_ADDRS_AVAIL: u16 = 2;
-pub const NOT_ON_LINK: u16 = 4;
-/// The longest client DUID echoed (a DUID is at most 130 bytes, RFC 8415 11.1).
-const DUID_MAX: usize = 130;
+/// DHCPv6's numbers (`vtnt_wire::dhcp6`, shared with the unikernel's client).
+pub use vtnt_wire::dhcp6::{
+    ADVERTISE, CLIENT_PORT, CONFIRM, DECLINE, INFORMATION_REQUEST, NOT_ON_LINK, NO_ADDRS_AVAIL,
+    REBIND, RELEASE, RENEW, REPLY, REQUEST, SERVER_PORT, SOLICIT, SUCCESS,
+};
+use vtnt_wire::dhcp6::{CLIENT_ID, DUID_MAX, IA_ADDR, IA_NA, SERVER_ID, STATUS};
 /// The address's preferred and valid lifetimes, and T1/T2 (half, four fifths).
 const PREFERRED_SECS: u32 = 1800;
 const VALID_SECS: u32 = 3600;

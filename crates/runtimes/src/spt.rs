@@ -86,12 +86,6 @@ pub fn start(
     cgroup: &Cgroup,
     timeout: std::time::Duration,
 ) -> Result<Started> {
-    if spec.dhcp {
-        return Err(Error::Network(
-            "the spt runtime takes a static address (its lab slot's or the TAP's ip=; no --dhcp)"
-                .into(),
-        ));
-    }
     let hostname = std::fs::read_to_string("/proc/sys/kernel/hostname")
         .ok()
         .map(|s| s.trim().to_string());
@@ -111,13 +105,14 @@ pub fn start(
             );
             run.timeout = timeout;
             run.hostname = hostname;
+            run.dhcp = spec.dhcp;
             let at = GuestAddr::lab(&slot.address, &slot.gateway, &slot.gateway_mac);
             let cmdline = vtnt_unikernel::launch::process_cmdline(&run, &at, &slot.mac);
             (OwnedFd::from(sock), cmdline, Some(lock))
         }
         Attached::Tap(tap) => {
             let payload = vtnt_unikernel::launch::Payload::Job(spec.job.clone());
-            let (dev, cmdline) = on_tap(tap, payload, timeout, hostname)?;
+            let (dev, cmdline) = on_tap(tap, payload, timeout, hostname, spec.dhcp)?;
             (dev, cmdline, None)
         }
         Attached::Host => {
@@ -152,17 +147,19 @@ pub fn start_on_tap(
     cgroup: &Cgroup,
     timeout: std::time::Duration,
 ) -> Result<Supervised> {
-    let (net, cmdline) = on_tap(tap, payload, timeout, None)?;
+    let (net, cmdline) = on_tap(tap, payload, timeout, None, false)?;
     let fds = vtnt_tender_spt::Descriptors::Job { net };
     Ok(launch(image, fds, cmdline, Some(cgroup))?.0)
 }
 
-/// The TAP device `tap`, opened, and the command line of a guest on it with `payload`.
+/// The TAP device `tap`, opened, and the command line of a guest on it with `payload`
+/// (its addresses by DHCP, and SLAAC or DHCPv6, when `dhcp`).
 fn on_tap(
     tap: &Tap,
     payload: vtnt_unikernel::launch::Payload,
     timeout: std::time::Duration,
     hostname: Option<String>,
+    dhcp: bool,
 ) -> Result<(OwnedFd, String)> {
     let dev = vtnt_lab_linux::open_tap(tap.netns.as_deref(), &tap.ifname)
         .doing(|| format!("opening the TAP device {}", tap.ifname))?;
@@ -179,6 +176,7 @@ fn on_tap(
     );
     run.timeout = timeout;
     run.hostname = hostname;
+    run.dhcp = dhcp;
     let at = GuestAddr {
         guest: tap.guest(),
         gateway,

@@ -86,11 +86,11 @@ fn check(test: &str, runtimes: &[Runtime], via: Via) {
     // on the host's network, a TNT job too (its annotations compared like the hops)
     let jobs = match via {
         Via::Host => vec![job(), tnt_job()],
-        // every runtime traces over IPv6 too, on a lab and behind a front (a leased guest
-        // has no IPv6: --dhcp refuses IPv6 jobs)
+        // every runtime traces over IPv6 too, on a lab and behind a front, and a leased
+        // guest takes the twin of its lease by DHCPv6
         Via::Front => vec![dual_job(), tnt_job()],
         Via::Lab => vec![dual_job(), long_job()],
-        Via::Dhcp => vec![job()],
+        Via::Dhcp => vec![dual_job()],
     };
     check_jobs(test, runtimes, via, &jobs)
 }
@@ -269,11 +269,13 @@ fn held_jobs_repeat_every_round() {
     );
 }
 
+/// The unikernel with `--dhcp` (as a microVM and as an spt process): its IPv4 address
+/// leased from the lab's front, its IPv6 address by DHCPv6 (the lease's twin).
 #[test]
-fn dhcp_microvm_matches_native() {
+fn dhcp_unikernel_matches_native() {
     check(
-        "dhcp_microvm_matches_native",
-        &[Runtime::Microvm],
+        "dhcp_unikernel_matches_native",
+        &[Runtime::Microvm, Runtime::Spt],
         Via::Dhcp,
     );
 }

@@ -92,6 +92,37 @@ pub mod icmp6_type {
     pub const ECHO_REPLY: u8 = 129;
 }
 
+/// DHCPv6's numbers (RFC 8415), which the unikernel's client and the lab's server share.
+pub mod dhcp6 {
+    /// The client's and the server's UDP ports.
+    pub const CLIENT_PORT: u16 = 546;
+    pub const SERVER_PORT: u16 = 547;
+    /// Message types (section 7.3).
+    pub const SOLICIT: u8 = 1;
+    pub const ADVERTISE: u8 = 2;
+    pub const REQUEST: u8 = 3;
+    pub const CONFIRM: u8 = 4;
+    pub const RENEW: u8 = 5;
+    pub const REBIND: u8 = 6;
+    pub const REPLY: u8 = 7;
+    pub const RELEASE: u8 = 8;
+    pub const DECLINE: u8 = 9;
+    pub const INFORMATION_REQUEST: u8 = 11;
+    /// Options (section 21).
+    pub const CLIENT_ID: u16 = 1;
+    pub const SERVER_ID: u16 = 2;
+    pub const IA_NA: u16 = 3;
+    pub const IA_ADDR: u16 = 5;
+    pub const ELAPSED: u16 = 8;
+    pub const STATUS: u16 = 13;
+    /// Status codes (section 21.13).
+    pub const SUCCESS: u16 = 0;
+    pub const NO_ADDRS_AVAIL: u16 = 2;
+    pub const NOT_ON_LINK: u16 = 4;
+    /// The longest DUID (section 11.1).
+    pub const DUID_MAX: usize = 130;
+}
+
 /// TCP flag bits.
 pub mod tcp_flags {
     pub const FIN: u8 = 0x01;

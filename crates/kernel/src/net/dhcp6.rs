@@ -8,19 +8,8 @@ use super::ndp::{self, addr, payload, seal};
 use core::net::Ipv6Addr;
 
 const UDP: u8 = 17;
-/// DHCPv6 message types (RFC 8415 7.3).
-const SOLICIT: u8 = 1;
-pub const ADVERTISE: u8 = 2;
-const REQUEST: u8 = 3;
-pub const REPLY: u8 = 7;
-/// DHCPv6 options (RFC 8415 21).
-const CLIENT_ID: u16 = 1;
-const SERVER_ID: u16 = 2;
-const IA_NA: u16 = 3;
-const IA_ADDR: u16 = 5;
-const ELAPSED: u16 = 8;
-/// The longest server DUID kept (a DUID is at most 130 bytes, RFC 8415 11.1).
-const DUID_MAX: usize = 130;
+pub use vtnt_wire::dhcp6::{ADVERTISE, REPLY};
+use vtnt_wire::dhcp6::{CLIENT_ID, DUID_MAX, ELAPSED, IA_ADDR, IA_NA, REQUEST, SERVER_ID, SOLICIT};
 
 /// The Solicit we send, then the Request after an Advertise (the same with the server's
 /// ID option after it): type, transaction, client ID (DUID-LL), elapsed time, one IA_NA
