@@ -331,8 +331,14 @@ fn trace_ping_and_tnt_on_the_lab_equal_native() {
     let vm = lab.vm("vtnt-job=1 kind=ping ping.count=3 ping.interval=100ms seed=5 targets=203.0.113.10,192.0.2.1", 16);
     assert_same(&native, &vm, "ping", &ecmp);
 
-    let native = lab.native(&format!("tnt --seed 9 {dsts}"));
-    let tnt = format!("vtnt-job=1 kind=tnt seed=9 targets={list}");
+    // TNT over both families: two destinations' IPv6 twins beside the IPv4 ones (the
+    // guest takes its slot's twin, `ip6=`), under each VMM
+    let dsts46 = format!("{dsts} 2001:db8:64::cb00:710a 2001:db8:64::cb00:7122");
+    let native = lab.native(&format!("tnt --seed 9 {dsts46}"));
+    let tnt = format!(
+        "vtnt-job=1 kind=tnt seed=9 targets={}",
+        dsts46.replace(' ', ",")
+    );
     // Under vtnt-monitor where KVM works (said loudly where it does not), and under QEMU
     // with TCG so that both boot paths (hvt and PVH) stay covered.
     let mut passes = vec![(Vmm::Qemu, Accel::Tcg)];
