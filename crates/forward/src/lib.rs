@@ -16,15 +16,16 @@
 //!   Its source becomes the public address of its family and its identity (ICMP ident, UDP/TCP source
 //!   port) the flow's public identity: the instance's own unless another live mapping
 //!   holds it for that protocol and destination. Checksums move incrementally (RFC 1624),
-//!   so every probe of a flow carries the same public identity and, for Paris ICMP, the
-//!   same checksum. TTL, ToS, IP ID, hop limit, traffic class, flow label, payload and
-//!   every other bit stay.
+//!   so every probe of a flow carries the same public identity; an echo keeps the very
+//!   checksum its instance pinned (ECMP routers hash it), its first payload word taking
+//!   the change instead. TTL, ToS, IP ID, hop limit, traffic class, flow label, the rest
+//!   of the payload and every other bit stay.
 //! - **Inbound** ([`Forwarder::handle_upstream_packet`]): ICMP time exceeded and
 //!   destination unreachable (and ICMPv6's, and packet too big) are matched by the packet they quote (protocol, quoted
 //!   destination, quoted identity), echo replies by (source, ident), TCP and UDP replies
 //!   by (source, destination port). The reply goes to the instance with its destination
 //!   and, in a quote, the quoted source, identity, IPv4 header checksum and transport
-//!   checksum restored (ICMPv6's checksum also moves with the pseudo-header's address); RFC 4884/4950 extensions pass untouched.
+//!   checksum (an echo's payload word) restored (ICMPv6's checksum also moves with the pseudo-header's address); RFC 4884/4950 extensions pass untouched.
 //! - **Mappings** expire after [`Config::mapping_idle`] without an outbound probe
 //!   ([`Forwarder::poll_timeout`], [`Forwarder::handle_timeout`], as the engine's);
 //!   replies do not keep them alive, so forged replies cannot pin the table. The table

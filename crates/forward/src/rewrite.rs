@@ -1,14 +1,18 @@
 //! Byte surgery on packets that [`vtnt_wire::reply::parse`] already accepted: addresses
-//! and identities swapped, every checksum that covers them fixed incrementally (RFC 1624,
-//! [`vtnt_wire::checksum::update`]) so that no other bit moves.
+//! and identities swapped, every checksum that covers them kept right incrementally (RFC
+//! 1624, [`vtnt_wire::checksum::update`]) so that no other bit moves.
 //!
 //! IPv4 and IPv6 alike: IPv6 has no header checksum, but ICMPv6's checksum covers the
 //! pseudo-header (as UDP's and TCP's do), so an address change moves it too.
 //!
-//! Incremental, not recomputed, on purpose: a Paris ICMP probe's checksum changes by the
-//! same amount in every probe of its flow (so it stays constant), and a quoted header
-//! whose checksum a router left stale (quoted TTL changed, checksum not) comes back to
-//! the instance exactly as stale as it would have been without us.
+//! An ICMP echo keeps its checksum: the change goes into its first two payload bytes,
+//! where a Paris engine pins the checksum, because routers hash that checksum to pick an
+//! ECMP path (over IPv6 it covers the source, so a fixed checksum is another flow). The
+//! reverse swap gives the bytes back in echo replies and quotes.
+//!
+//! Incremental, not recomputed, on purpose: a quoted header whose checksum a router left
+//! stale (quoted TTL changed, checksum not) comes back to the instance exactly as stale as
+//! it would have been without us.
 
 use core::net::IpAddr;
 
@@ -134,30 +138,59 @@ fn checksum_at(protocol: u8) -> usize {
     }
 }
 
-/// Sets the identity at `id_at` of the ICMP/UDP/TCP header at the start of `seg` to
-/// `swap.id.1` and fixes its checksum (when `checksum` says it is there), which for UDP,
-/// TCP and ICMPv6 also covers the pseudo-header address `swap.addr` changes. Returns what
-/// changed in `seg`, for an ICMP message that quotes it.
-fn transport(
-    seg: &mut [u8],
-    protocol: u8,
-    id_at: usize,
-    swap: Swap,
-    checksum: bool,
-) -> Option<Change> {
-    let mut changed = set16(seg, id_at, swap.id.1)?;
-    if !checksum {
-        return Some(changed);
+/// How a rewritten transport header keeps its checksum right.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Keep {
+    /// The checksum field takes the change (UDP, TCP, an echo without payload).
+    Checksum,
+    /// An ICMP or ICMPv6 echo: the checksum stays as its sender set it and payload bytes
+    /// 0..2 take the change. Those are the bytes a Paris engine pins the checksum with,
+    /// and ECMP routers hash that checksum: over IPv6 it covers the source address, so
+    /// fixing it would send the flow down another path than the instance's own probe
+    /// from the public address. `quoted: false`: the word lies past an error's quote,
+    /// nothing to write.
+    Payload { quoted: bool },
+    /// The checksum is not in the quote: nothing to fix.
+    Absent,
+}
+
+/// Where an echo's payload starts: the word that takes the change under [`Keep::Payload`].
+const ECHO_PAYLOAD_AT: usize = 8;
+
+/// How an ICMP echo of `len` bytes keeps its checksum.
+fn echo_keep(len: usize) -> Keep {
+    if len >= ECHO_PAYLOAD_AT + 2 {
+        Keep::Payload { quoted: true }
+    } else {
+        Keep::Checksum
     }
+}
+
+/// Sets the identity at `id_at` of the ICMP/UDP/TCP header at the start of `seg` to
+/// `swap.id.1` and keeps its checksum right as `keep` says; for UDP, TCP and ICMPv6 the
+/// checksum also covers the pseudo-header address `swap.addr` changes. Returns what
+/// changed in `seg`, for an ICMP message that quotes it.
+///
+/// Under [`Keep::Payload`] the payload word becomes `w + old - new`: the reverse swap
+/// (an echo reply, a quote) gives `w` back, so the instance sees its own bytes (but for
+/// one's complement's two zeros, 0x0000 and 0xffff, which no checksum tells apart).
+fn transport(seg: &mut [u8], protocol: u8, id_at: usize, swap: Swap, keep: Keep) -> Option<Change> {
+    let mut changed = set16(seg, id_at, swap.id.1)?;
     let mut covered = changed;
     if protocol != proto::ICMP {
         covered.add(addr_change(swap.addr.0, swap.addr.1));
     }
     let at = checksum_at(protocol);
-    if protocol == proto::UDP {
+    match keep {
+        Keep::Absent | Keep::Payload { quoted: false } => {}
+        Keep::Payload { quoted: true } => {
+            let w = get16(seg, ECHO_PAYLOAD_AT)?;
+            let moved = checksum::add(checksum::add(w, covered.old), !covered.new);
+            changed.add(set16(seg, ECHO_PAYLOAD_AT, moved)?);
+        }
         // 0: the sender computed no checksum; a computed zero is sent as 0xffff.
-        match get16(seg, at)? {
-            0 => return Some(changed),
+        Keep::Checksum if protocol == proto::UDP => match get16(seg, at)? {
+            0 => {}
             c => {
                 let mut v = checksum::update(c, covered.old, covered.new);
                 if v == 0 {
@@ -165,11 +198,19 @@ fn transport(
                 }
                 changed.add(set16(seg, at, v)?);
             }
-        }
-    } else {
-        changed.add(fix(seg, at, covered)?);
+        },
+        Keep::Checksum => changed.add(fix(seg, at, covered)?),
     }
     Some(changed)
+}
+
+/// How a probe's or answer's transport header of `len` bytes keeps its checksum.
+fn keep(protocol: u8, len: usize) -> Keep {
+    if is_icmp(protocol) {
+        echo_keep(len)
+    } else {
+        Keep::Checksum
+    }
 }
 
 fn is_icmp(protocol: u8) -> bool {
@@ -189,7 +230,9 @@ fn id_at(protocol: u8) -> usize {
 pub(crate) fn probe(pkt: &mut [u8], protocol: u8, swap: Swap) -> Option<()> {
     let h = header(pkt)?;
     set_header_addr(pkt, h, h.src_at, swap.addr.1)?;
-    transport(pkt.get_mut(h.len..)?, protocol, id_at(protocol), swap, true)?;
+    let seg = pkt.get_mut(h.len..)?;
+    let keep = keep(protocol, seg.len());
+    transport(seg, protocol, id_at(protocol), swap, keep)?;
     Some(())
 }
 
@@ -200,7 +243,9 @@ pub(crate) fn answer(pkt: &mut [u8], protocol: u8, swap: Swap) -> Option<()> {
     let h = header(pkt)?;
     set_header_addr(pkt, h, h.dst_at, swap.addr.1)?;
     let id_at = if is_icmp(protocol) { 4 } else { 2 };
-    transport(pkt.get_mut(h.len..)?, protocol, id_at, swap, true)?;
+    let seg = pkt.get_mut(h.len..)?;
+    let keep = keep(protocol, seg.len());
+    transport(seg, protocol, id_at, swap, keep)?;
     Some(())
 }
 
@@ -240,19 +285,31 @@ pub(crate) fn error(pkt: &mut [u8], quoted: u8, swap: Swap) -> Option<()> {
         usize::from(get16(icmp, q + 2)?)
     };
     let mut changed = set_header_addr(icmp.get_mut(q..)?, qh, qh.src_at, swap.addr.1)?;
-    // The transport checksum counts as quoted when the quote and the original datagram
-    // reach past it; a zero TCP checksum is taken for padding (a router that quoted 28
-    // bytes and padded to 128 for its extensions), at the price of leaving the one
-    // probe in 65,536 whose checksum really is zero with the public one.
+    // The transport checksum (an echo's payload word) counts as quoted when the quote and
+    // the original datagram reach past it; a zero TCP checksum or payload word is taken
+    // for padding (a router that quoted 28 bytes and padded to 128 for its extensions),
+    // at the price of leaving the one probe in 65,536 whose word really is zero with the
+    // public one.
+    let held = quote_len.min(original);
     let csum_at = qh.len + checksum_at(quoted);
-    let has_checksum = csum_at + 2 <= quote_len.min(original)
-        && (quoted != proto::TCP || get16(icmp, q + csum_at)? != 0);
+    let keep = match echo_keep(original.saturating_sub(qh.len)) {
+        Keep::Payload { .. } if is_icmp(quoted) => {
+            let at = qh.len + ECHO_PAYLOAD_AT;
+            Keep::Payload {
+                quoted: at + 2 <= held && get16(icmp, q + at)? != 0,
+            }
+        }
+        _ if csum_at + 2 <= held && (quoted != proto::TCP || get16(icmp, q + csum_at)? != 0) => {
+            Keep::Checksum
+        }
+        _ => Keep::Absent,
+    };
     changed.add(transport(
         icmp.get_mut(q + qh.len..)?,
         quoted,
         id_at(quoted),
         swap,
-        has_checksum,
+        keep,
     )?);
     if h.v6 {
         // the message's own destination, in ICMPv6's pseudo-header
