@@ -25,6 +25,7 @@ cargo clippy -p vtnt-kernel --target x86_64-unknown-none --features spt-forbidde
 # the stream endpoint's image (`vtnt bench net`) and the firewall network function's
 cargo clippy -p vtnt-kernel --target x86_64-unknown-none --features stream -q -- -D warnings
 cargo clippy -p vtnt-kernel --target x86_64-unknown-none --features spt,fw -q -- -D warnings
+cargo clippy -p vtnt-kernel --target x86_64-unknown-none --features fw -q -- -D warnings
 # the engine without IPv6 probing, as the unikernel builds it (the workspace turns
 # ipv6-probe on through vtnt-linux)
 cargo clippy -p vtnt-engine --all-targets -q -- -D warnings

@@ -54,10 +54,13 @@ pub enum Artifact {
     /// The unikernel's firewall network function as an spt process (`vtnt fw run
     /// --runtime spt`).
     NfSpt,
+    /// The unikernel's firewall network function for a VM (`vtnt fw run --runtime
+    /// microvm`, under QEMU).
+    NfVm,
 }
 
 impl Artifact {
-    pub const ALL: [Artifact; 7] = [
+    pub const ALL: [Artifact; 8] = [
         Artifact::StaticVtnt,
         Artifact::Monitor,
         Artifact::JobVm,
@@ -65,6 +68,7 @@ impl Artifact {
         Artifact::StreamVm,
         Artifact::StreamSpt,
         Artifact::NfSpt,
+        Artifact::NfVm,
     ];
 
     /// Its file name in `lib/vtnt`.
@@ -77,6 +81,7 @@ impl Artifact {
             Artifact::StreamVm => "vtnt-stream.elf",
             Artifact::StreamSpt => "vtnt-stream-spt.elf",
             Artifact::NfSpt => "vtnt-fw-spt.elf",
+            Artifact::NfVm => "vtnt-fw.elf",
         }
     }
 
@@ -90,6 +95,7 @@ impl Artifact {
             Artifact::StreamVm => "the unikernel's stream endpoint for a VM",
             Artifact::StreamSpt => "the unikernel's stream endpoint as an spt process",
             Artifact::NfSpt => "the unikernel's firewall network function as an spt process",
+            Artifact::NfVm => "the unikernel's firewall network function for a VM",
         }
     }
 

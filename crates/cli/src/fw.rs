@@ -44,6 +44,9 @@ pub enum NfForm {
     /// The unikernel as a sandboxed process (`lib/vtnt/vtnt-fw-spt.elf`), on two TAP
     /// devices.
     Spt,
+    /// The unikernel as a microVM under QEMU (`lib/vtnt/vtnt-fw.elf`), on two TAP
+    /// devices.
+    Microvm,
 }
 
 /// A rule file's syntax.
@@ -186,20 +189,31 @@ fn read(path: &Path, syntax: SyntaxArg, max_bytes: usize) -> anyhow::Result<(Rul
     Ok((parse::parse(&name, text, format, max_bytes)?, format))
 }
 
-/// `vtnt fw run --runtime spt`: the unikernel's NF on two TAP devices, its console's
-/// lines on stderr as they come, until a signal (which kills it).
-fn run_nf_spt(a: &RunArgs) -> anyhow::Result<ExitCode> {
+/// `vtnt fw run --runtime spt|microvm`: the unikernel's NF on two TAP devices, its
+/// console's lines on stderr as they come, until a signal (which kills it).
+fn run_nf_guest(a: &RunArgs) -> anyhow::Result<ExitCode> {
     if a.if_in == a.if_out {
         anyhow::bail!(
             "the NF needs two different interfaces, got {} twice",
             a.if_in
         );
     }
-    let image = vtnt_artifacts::find(vtnt_artifacts::Artifact::NfSpt)?.path;
-    let rules =
-        std::fs::File::open(&a.rules).with_context(|| format!("opening {}", a.rules.display()))?;
+    let taps = [a.if_in.as_str(), a.if_out.as_str()];
     let stop = crate::interrupt::catch()?;
-    let mut nf = vtnt_runtimes::spt::start_nf(&image, [&a.if_in, &a.if_out], rules, a.max_conns)?;
+    let mut nf = if a.runtime == NfForm::Spt {
+        let image = vtnt_artifacts::find(vtnt_artifacts::Artifact::NfSpt)?.path;
+        let rules = std::fs::File::open(&a.rules)
+            .with_context(|| format!("opening {}", a.rules.display()))?;
+        vtnt_runtimes::spt::start_nf(&image, taps, rules, a.max_conns)?
+    } else {
+        let image = vtnt_artifacts::find(vtnt_artifacts::Artifact::NfVm)?.path;
+        let (nf, accel) = vtnt_runtimes::microvm::start_nf(&image, taps, &a.rules, a.max_conns)?;
+        eprintln!(
+            "vtnt fw run: the microVM runs under QEMU ({})",
+            accel.name()
+        );
+        nf
+    };
     let mut seen = 0;
     let status = loop {
         let new = nf.stdout_lines_from(seen);
@@ -217,7 +231,7 @@ fn run_nf_spt(a: &RunArgs) -> anyhow::Result<ExitCode> {
     };
     match status {
         // the guest never ends by itself but on an error, which it printed
-        Some(st) => {
+        Some(st) if a.runtime == NfForm::Spt => {
             let (code, why) = vtnt_runtimes::spt::outcome(st);
             anyhow::bail!(
                 "the NF guest ended (status {}){}",
@@ -225,6 +239,7 @@ fn run_nf_spt(a: &RunArgs) -> anyhow::Result<ExitCode> {
                 why.map_or(String::new(), |w| format!(": {w}"))
             )
         }
+        Some(st) => anyhow::bail!("the NF's QEMU ended ({st})"),
         None => {
             // dropped while running: its process group is killed
             drop(nf);
@@ -384,10 +399,10 @@ fn run_nf(a: RunArgs) -> anyhow::Result<ExitCode> {
     let max = a.max_bytes.unwrap_or(usize::MAX);
     let t = Instant::now();
     let (rules, _) = read(&a.rules, a.format, max)?;
-    if a.runtime == NfForm::Spt {
+    if a.runtime != NfForm::Native {
         // read here for its errors (file:line:col); the guest reads and compiles its own
         drop(rules);
-        return run_nf_spt(&a);
+        return run_nf_guest(&a);
     }
     let config = vtnt_fw::Config {
         conntrack: vtnt_fw::CtConfig {

@@ -4,8 +4,8 @@
 //! receiver) carries a TCP exchange only through its connection tracking (the SYN
 //! accepted by a rule, everything after it only as ESTABLISHED), resets a refused TCP
 //! connection (REJECT with tcp-reset), drops what no rule accepts, and on SIGTERM prints
-//! its counters and exits 143; the unikernel's NF (`--runtime spt`, on TAP devices
-//! bridged to the same veths) carries the same exchange alike.
+//! its counters and exits 143; the unikernel's NF (`--runtime spt`, and `microvm` under
+//! QEMU, on TAP devices bridged to the same veths) carries the same exchange alike.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream, UdpSocket};
@@ -213,20 +213,23 @@ fn forwards_tracks_and_rejects_between_namespaces() {
         )
         .unwrap();
     assert!(o.status.success(), "{o:?}");
-    let args = ["--runtime", "spt", "--rules", r, "ta0", "tb0"];
-    let (nf, err, line) = start_nf(&b, &args, "\"type\":\"nf\"");
-    assert!(line.contains("\"rules\":3"), "{line}");
-    let (echoed, refused, arrived) = exchange(&b);
-    let (rest, status) = stop_nf(nf, err);
+    // as a process (spt), then as a microVM under QEMU, on the same TAP devices
+    for form in ["spt", "microvm"] {
+        let args = ["--runtime", form, "--rules", r, "ta0", "tb0"];
+        let (nf, err, line) = start_nf(&b, &args, "\"type\":\"nf\"");
+        assert!(line.contains("\"rules\":3"), "{form}: {line}");
+        let (echoed, refused, arrived) = exchange(&b);
+        let (rest, status) = stop_nf(nf, err);
+        assert_eq!(&echoed, b"hello", "{form}: {line}{rest}");
+        assert_eq!(
+            refused,
+            std::io::ErrorKind::ConnectionRefused,
+            "{form}: {line}{rest}"
+        );
+        assert!(!arrived, "{form}: {line}{rest}");
+        assert_eq!(status.code(), Some(143), "{form}: {line}{rest}");
+    }
     std::fs::remove_file(&rules).unwrap();
-    assert_eq!(&echoed, b"hello", "{line}{rest}");
-    assert_eq!(
-        refused,
-        std::io::ErrorKind::ConnectionRefused,
-        "{line}{rest}"
-    );
-    assert!(!arrived, "{line}{rest}");
-    assert_eq!(status.code(), Some(143), "{line}{rest}");
 }
 
 fn bench_rows(args: &[&str]) -> Vec<serde_json::Value> {

@@ -17,8 +17,7 @@
 //!
 //! With the feature `stream` the image is the stream endpoint instead (`net::stream`, an
 //! iperf3 server for `vtnt bench net`) on the same platforms and NIC bring-up; with `fw`
-//! it is the firewall network function ([`nf`], seed 002) between two networks (on the
-//! process platform so far).
+//! it is the firewall network function ([`nf`], seed 002) between two networks.
 //!
 //! Built for any other target (e.g. by a host `cargo test --workspace`), the crate is a
 //! stub binary plus the host-testable parts (the command-line parser, kvmclock's

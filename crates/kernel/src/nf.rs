@@ -3,7 +3,8 @@
 //! networks. Its rules are the boot module (iptables-save or nft syntax), read and
 //! compiled whole before the first frame moves; the job words name the two sides for the
 //! rules' `-i`/`-o` (`fw IF_A IF_B [max-conns=N]`). It runs until it is stopped, and says
-//! on its console when its rules hold (`{"type":"nf",...}`).
+//! on its console when its rules hold (`{"type":"nf",...}`). On a process its idle wait
+//! ends with a frame; in a VM (virtio without interrupts) it polls.
 
 use alloc::vec::Vec;
 
@@ -82,7 +83,7 @@ pub fn run(cmdline: &Cmdline) -> ! {
     let mac = cmdline.mac.unwrap_or([0x52, 0x54, 0, 0x66, 0x77, 0]);
     let mut links = [
         platform::open_net(Some(mac), cmdline.mmio()),
-        platform::open_second_net(mac),
+        platform::open_second_net(mac, cmdline.mmio()),
     ];
     let mut bridge = Bridge::new(fw, names);
     println!(
@@ -135,9 +136,13 @@ pub fn run(cmdline: &Cmdline) -> ! {
                 continue;
             }
         }
-        if !moved {
+        // a platform whose wait ends when a frame arrives (a process) waits; a VM's
+        // devices raise no interrupt, so it polls, as a packet-processing NF does
+        if !moved && platform::wakes_on_frames() {
             let idle = Instant::from_micros(now.as_micros() + IDLE_US);
             platform::wait_until(bridge.poll_timeout().map_or(idle, |d| d.min(idle)));
+        } else if !moved {
+            core::hint::spin_loop();
         }
     }
 }

@@ -168,3 +168,38 @@ fn vmm_label(vmm: Vmm) -> &'static str {
         Vmm::Qemu | Vmm::Auto => "QEMU",
     }
 }
+
+/// Starts the firewall network function `image` (`vtnt-kernel --features fw`) under QEMU
+/// between the existing TAP devices `taps` of this network namespace (its first and
+/// second virtio-net devices, named so in the rules' `-i`/`-o`), with the rule file
+/// `rules` as its boot module and a connection table of `max_conns`; memory for the
+/// rules (`rule_bytes` of text: about 30 MiB, plus 6 bytes for each byte of the file,
+/// which holds a million rules' text, model and compiled tables). It runs until it is
+/// killed; its console says when its rules hold and on which accelerator it runs.
+pub fn start_nf(
+    image: &Path,
+    taps: [&str; 2],
+    rules: &Path,
+    max_conns: u32,
+) -> Result<(crate::proc::Supervised, Accelerator)> {
+    use vtnt_unikernel::qemu::{Machine, NetBackend, VmConfig};
+    let rule_bytes = std::fs::metadata(rules)
+        .doing(|| format!("reading {}", rules.display()))?
+        .len();
+    let cmdline = format!(
+        "console=ttyS0 -- fw {} {} max-conns={max_conns}",
+        taps[0], taps[1]
+    );
+    let mut cfg = VmConfig::new(image.to_path_buf(), Machine::Microvm, &cmdline);
+    cfg.memory_mib = (32 + rule_bytes * 6 / (1 << 20)).min(u32::MAX as u64) as u32;
+    cfg.net = Some(NetBackend::Tap {
+        ifname: taps[0].into(),
+    });
+    cfg.net2 = Some(NetBackend::Tap {
+        ifname: taps[1].into(),
+    });
+    cfg.module = Some(rules.to_path_buf());
+    let accel = vtnt_unikernel::qemu::resolve(image);
+    let child = crate::proc::Supervised::spawn(cfg.command(accel), "the NF's QEMU")?;
+    Ok((child, accel))
+}

@@ -130,6 +130,39 @@ pub enum NetBackend {
     Netdev { netdev: String, id: String },
 }
 
+impl NetBackend {
+    /// The `-netdev` value and its id (`id` unless the value names its own).
+    fn netdev(&self, id: &str) -> (String, String) {
+        match self {
+            NetBackend::Tap { ifname } => (
+                format!("tap,id={id},ifname={ifname},script=no,downscript=no"),
+                id.into(),
+            ),
+            NetBackend::Socket { options } => (format!("socket,id={id},{options}"), id.into()),
+            NetBackend::Stream { path, server } => (
+                format!(
+                    "stream,id={id},server={},addr.type=unix,addr.path={}",
+                    if *server { "on" } else { "off" },
+                    path.display()
+                ),
+                id.into(),
+            ),
+            NetBackend::Netdev { netdev, id } => (netdev.clone(), id.clone()),
+        }
+    }
+}
+
+/// `mac` (`aa:bb:..`) with its last byte plus one (wrapping).
+fn next_mac(mac: &str) -> String {
+    match mac.rsplit_once(':') {
+        Some((head, last)) => match u8::from_str_radix(last, 16) {
+            Ok(b) => format!("{head}:{:02x}", b.wrapping_add(1)),
+            Err(_) => mac.to_string(),
+        },
+        None => mac.to_string(),
+    }
+}
+
 /// One VM to run.
 #[derive(Debug, Clone)]
 pub struct VmConfig {
@@ -139,6 +172,9 @@ pub struct VmConfig {
     /// The kernel command line (options, then `--` and the job).
     pub cmdline: String,
     pub net: Option<NetBackend>,
+    /// A second network (a network function's), after the first: its MAC is `mac`'s
+    /// with the last byte plus one.
+    pub net2: Option<NetBackend>,
     /// The guest's MAC address.
     pub mac: String,
     pub accel: Accel,
@@ -166,6 +202,7 @@ impl VmConfig {
             memory_mib: 16,
             cmdline: cmdline.to_string(),
             net: None,
+            net2: None,
             mac: "52:54:00:12:34:56".into(),
             accel: Accel::Auto,
             timeout: Duration::from_secs(60),
@@ -223,32 +260,19 @@ impl VmConfig {
         }
         push("-m");
         push(&self.memory_mib.to_string());
-        if let Some(net) = &self.net {
-            let netdev = match net {
-                NetBackend::Tap { ifname } => {
-                    format!("tap,id=n0,ifname={ifname},script=no,downscript=no")
-                }
-                NetBackend::Socket { options } => format!("socket,id=n0,{options}"),
-                NetBackend::Stream { path, server } => format!(
-                    "stream,id=n0,server={},addr.type=unix,addr.path={}",
-                    if *server { "on" } else { "off" },
-                    path.display()
-                ),
-                NetBackend::Netdev { .. } => String::new(),
-            };
-            let id = match net {
-                NetBackend::Netdev { id, .. } => id.as_str(),
-                _ => "n0",
-            };
-            let netdev = match net {
-                NetBackend::Netdev { netdev, .. } => netdev.clone(),
-                _ => netdev,
+        for (i, net) in [&self.net, &self.net2].into_iter().enumerate() {
+            let Some(net) = net else { continue };
+            let (netdev, id) = net.netdev(&format!("n{i}"));
+            let mac = if i == 0 {
+                self.mac.clone()
+            } else {
+                next_mac(&self.mac)
             };
             push("-netdev");
             push(&netdev);
             let device = match self.machine {
-                Machine::Microvm => format!("virtio-net-device,netdev={id},mac={}", self.mac),
-                _ => format!("virtio-net-pci,netdev={id},mac={},romfile=", self.mac),
+                Machine::Microvm => format!("virtio-net-device,netdev={id},mac={mac}"),
+                _ => format!("virtio-net-pci,netdev={id},mac={mac},romfile="),
             };
             push("-device");
             push(&device);

@@ -12,6 +12,7 @@
 //! <out>/lib/vtnt/vtnt-stream.elf      the stream endpoint, VM
 //! <out>/lib/vtnt/vtnt-stream-spt.elf  the stream endpoint, spt process
 //! <out>/lib/vtnt/vtnt-fw-spt.elf      the firewall network function, spt process
+//! <out>/lib/vtnt/vtnt-fw.elf          the firewall network function, VM
 //! <out>/lib/vtnt/artifacts.toml       each file's SHA-256 and size, version, commit
 //! <out>/share/...                     licence, notices, man pages, completions
 //! ```

@@ -97,6 +97,7 @@ pub fn kernel_features(a: Artifact) -> Option<&'static [&'static str]> {
         Artifact::StreamVm => Some(&["stream"]),
         Artifact::StreamSpt => Some(&["spt", "stream"]),
         Artifact::NfSpt => Some(&["spt", "fw"]),
+        Artifact::NfVm => Some(&["fw"]),
         Artifact::StaticVtnt | Artifact::Monitor => None,
     }
 }

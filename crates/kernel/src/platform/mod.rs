@@ -38,10 +38,6 @@ pub mod vm;
 #[cfg(not(feature = "spt"))]
 use vm as imp;
 
-#[cfg(all(feature = "fw", not(feature = "spt")))]
-compile_error!(
-    "the network function (feature `fw`) runs on the process platform (`spt`) only so far"
-);
 #[cfg(feature = "fw")]
 pub use imp::open_second_net;
 pub use imp::{

@@ -404,7 +404,7 @@ pub fn open_net(mac: Option<[u8; 6]>, _mmio: &[(u64, u64)]) -> Box<dyn Link> {
 /// A network function's second network, at `NET2_FD` (the first is [`open_net`]'s);
 /// polled beside the first from now on.
 #[cfg(feature = "fw")]
-pub fn open_second_net(mac: [u8; 6]) -> Box<dyn Link> {
+pub fn open_second_net(mac: [u8; 6], _mmio: &[(u64, u64)]) -> Box<dyn Link> {
     if poll_fds(&[NET2_FD], 0)[0] & POLLNVAL != 0 {
         fail!(
             Status::NoNic,

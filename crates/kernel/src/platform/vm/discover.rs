@@ -66,30 +66,47 @@ impl fmt::Display for FindError {
 
 /// Finds the first virtio-net device (and marks [`Step::NicFound`] when it does).
 pub fn find_net(mmio: &[(u64, u64)]) -> Result<(SomeTransport<'static>, Location), FindError> {
-    let found = search(mmio);
+    let found = search(mmio, 0);
     if found.is_ok() {
         crate::platform::steps::mark(Step::NicFound);
     }
     found
 }
 
-fn search(mmio: &[(u64, u64)]) -> Result<(SomeTransport<'static>, Location), FindError> {
+/// Finds the second virtio-net device, in the same order as [`find_net`] (a network
+/// function's second network).
+#[cfg(feature = "fw")]
+pub fn find_second_net(
+    mmio: &[(u64, u64)],
+) -> Result<(SomeTransport<'static>, Location), FindError> {
+    search(mmio, 1)
+}
+
+/// The virtio-net device after the first `skip` ones: the command line's mmio windows,
+/// then PCI's bus 0, then microvm's fixed slots. Skipped mmio devices are only read
+/// (magic, version, device id), their transports forgotten; skipped PCI ones are not
+/// touched.
+fn search(
+    mmio: &[(u64, u64)],
+    mut skip: usize,
+) -> Result<(SomeTransport<'static>, Location), FindError> {
     for &(base, size) in mmio {
-        if let Some(found) = probe_mmio(base, size) {
+        if let Some(found) = past(&mut skip, probe_mmio(base, size)) {
             return Ok(found);
         }
     }
     let mut pci_error = None;
     if root_present() {
-        match find_pci(PciRoot::new(PortCam)) {
+        match find_pci(PciRoot::new(PortCam), &mut skip) {
             Err(FindError::NotFound) => {}
             Err(e) => pci_error = Some(e),
             Ok(found) => return Ok(found),
         }
     }
-    for slot in 0..MICROVM_MMIO_SLOTS {
+    // from the top slot down, as QEMU plugs them: the devices in command-line order
+    for slot in (0..MICROVM_MMIO_SLOTS).rev() {
         let base = MICROVM_MMIO_BASE + slot * MICROVM_MMIO_STRIDE;
-        if let Some(found) = probe_mmio(base, MICROVM_MMIO_STRIDE) {
+        if let Some(found) = past(&mut skip, probe_mmio(base, MICROVM_MMIO_STRIDE)) {
             return Ok(found);
         }
     }
@@ -122,12 +139,35 @@ fn root_present() -> bool {
     PortCam.read_word(df, 0) & 0xffff != 0xffff
 }
 
-fn find_pci(mut root: PciRoot<PortCam>) -> Result<(SomeTransport<'static>, Location), FindError> {
+/// `found` unless devices are still to be skipped (then one fewer is). A skipped
+/// transport is forgotten, not dropped: dropping one resets its device, which another
+/// link drives.
+fn past<T>(skip: &mut usize, found: Option<T>) -> Option<T> {
+    match found {
+        Some(f) if *skip == 0 => Some(f),
+        Some(f) => {
+            core::mem::forget(f);
+            *skip -= 1;
+            None
+        }
+        None => None,
+    }
+}
+
+/// The virtio-net device on bus 0 after the first `*skip` ones (`*skip` less the ones
+/// there are when none is left).
+fn find_pci(
+    mut root: PciRoot<PortCam>,
+    skip: &mut usize,
+) -> Result<(SomeTransport<'static>, Location), FindError> {
     let mut found = None;
     for (df, info) in root.enumerate_bus(0) {
         if virtio_device_type(&info) == Some(DeviceType::Network) {
-            found = Some(df);
-            break;
+            if *skip == 0 {
+                found = Some(df);
+                break;
+            }
+            *skip -= 1;
         }
     }
     let df = found.ok_or(FindError::NotFound)?;

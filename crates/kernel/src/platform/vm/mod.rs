@@ -163,6 +163,29 @@ pub fn open_net(_mac: Option<[u8; 6]>, mmio: &[(u64, u64)]) -> Box<dyn Link> {
     }
 }
 
+/// A network function's second network: the second virtio-net device, found as
+/// [`open_net`] finds the first (the monitor gives a VM one network so far).
+#[cfg(feature = "fw")]
+pub fn open_second_net(_mac: [u8; 6], mmio: &[(u64, u64)]) -> Box<dyn Link> {
+    if hvt::active() {
+        fail!(
+            Status::NoNic,
+            "the monitor gives a VM one network: a network function runs under QEMU or as a process"
+        );
+    }
+    let (transport, location) = match discover::find_second_net(mmio) {
+        Ok(t) => t,
+        Err(e) => fail!(Status::NoNic, "the second network: {e}"),
+    };
+    match virtio::VirtioLink::new(transport, location) {
+        Ok(link) => Box::new(link),
+        Err(e) => fail!(
+            Status::NoNic,
+            "{location}: virtio-net initialisation failed: {e}"
+        ),
+    }
+}
+
 /// Writes `bytes` to the console device now.
 pub fn console_emit(bytes: &[u8]) {
     if hvt::active() {
