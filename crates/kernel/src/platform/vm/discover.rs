@@ -48,6 +48,9 @@ impl fmt::Display for Location {
 #[derive(Debug)]
 pub enum FindError {
     NotFound,
+    /// A network function's second device is not there (the first is).
+    #[cfg(feature = "fw")]
+    NoSecond,
     BarUnusable(Location),
     Pci(Location, virtio_drivers::transport::pci::VirtioPciError),
 }
@@ -56,6 +59,8 @@ impl fmt::Display for FindError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             FindError::NotFound => f.write_str("no virtio-net device found"),
+            #[cfg(feature = "fw")]
+            FindError::NoSecond => f.write_str("no second virtio-net device: an NF bridges two"),
             FindError::BarUnusable(l) => {
                 write!(f, "{l}: a memory BAR is unassigned or above 4 GiB")
             }
@@ -64,8 +69,11 @@ impl fmt::Display for FindError {
     }
 }
 
+/// A virtio-net device found: its transport and where it is.
+pub type Found = (SomeTransport<'static>, Location);
+
 /// Finds the first virtio-net device (and marks [`Step::NicFound`] when it does).
-pub fn find_net(mmio: &[(u64, u64)]) -> Result<(SomeTransport<'static>, Location), FindError> {
+pub fn find_net(mmio: &[(u64, u64)]) -> Result<Found, FindError> {
     let found = search(mmio, 0);
     if found.is_ok() {
         crate::platform::steps::mark(Step::NicFound);
@@ -76,20 +84,18 @@ pub fn find_net(mmio: &[(u64, u64)]) -> Result<(SomeTransport<'static>, Location
 /// Finds the second virtio-net device, in the same order as [`find_net`] (a network
 /// function's second network).
 #[cfg(feature = "fw")]
-pub fn find_second_net(
-    mmio: &[(u64, u64)],
-) -> Result<(SomeTransport<'static>, Location), FindError> {
-    search(mmio, 1)
+pub fn find_second_net(mmio: &[(u64, u64)]) -> Result<Found, FindError> {
+    search(mmio, 1).map_err(|e| match e {
+        FindError::NotFound => FindError::NoSecond,
+        e => e,
+    })
 }
 
 /// The virtio-net device after the first `skip` ones: the command line's mmio windows,
 /// then PCI's bus 0, then microvm's fixed slots. Skipped mmio devices are only read
 /// (magic, version, device id), their transports forgotten; skipped PCI ones are not
 /// touched.
-fn search(
-    mmio: &[(u64, u64)],
-    mut skip: usize,
-) -> Result<(SomeTransport<'static>, Location), FindError> {
+fn search(mmio: &[(u64, u64)], mut skip: usize) -> Result<Found, FindError> {
     for &(base, size) in mmio {
         if let Some(found) = past(&mut skip, probe_mmio(base, size)) {
             return Ok(found);
@@ -156,10 +162,7 @@ fn past<T>(skip: &mut usize, found: Option<T>) -> Option<T> {
 
 /// The virtio-net device on bus 0 after the first `*skip` ones (`*skip` less the ones
 /// there are when none is left).
-fn find_pci(
-    mut root: PciRoot<PortCam>,
-    skip: &mut usize,
-) -> Result<(SomeTransport<'static>, Location), FindError> {
+fn find_pci(mut root: PciRoot<PortCam>, skip: &mut usize) -> Result<Found, FindError> {
     let mut found = None;
     for (df, info) in root.enumerate_bus(0) {
         if virtio_device_type(&info) == Some(DeviceType::Network) {

@@ -150,7 +150,12 @@ pub fn open_net(_mac: Option<[u8; 6]>, mmio: &[(u64, u64)]) -> Box<dyn Link> {
         };
         return Box::new(hvt::MonitorLink::new(mac));
     }
-    let (transport, location) = match discover::find_net(mmio) {
+    virtio_link(discover::find_net(mmio))
+}
+
+/// The link on the virtio-net device `found`.
+fn virtio_link(found: Result<discover::Found, discover::FindError>) -> Box<dyn Link> {
+    let (transport, location) = match found {
         Ok(t) => t,
         Err(e) => fail!(Status::NoNic, "{e}"),
     };
@@ -173,17 +178,7 @@ pub fn open_second_net(_mac: [u8; 6], mmio: &[(u64, u64)]) -> Box<dyn Link> {
             "the monitor gives a VM one network: a network function runs under QEMU or as a process"
         );
     }
-    let (transport, location) = match discover::find_second_net(mmio) {
-        Ok(t) => t,
-        Err(e) => fail!(Status::NoNic, "the second network: {e}"),
-    };
-    match virtio::VirtioLink::new(transport, location) {
-        Ok(link) => Box::new(link),
-        Err(e) => fail!(
-            Status::NoNic,
-            "{location}: virtio-net initialisation failed: {e}"
-        ),
-    }
+    virtio_link(discover::find_second_net(mmio))
 }
 
 /// Writes `bytes` to the console device now.
