@@ -6,6 +6,12 @@
 //! container started by `vtnt run --runtime runc|docker` sees the lab's network. The rule
 //! file reaches the container as a user would give it one: copied into the runc bundle's
 //! rootfs, bind-mounted read-only into the Docker container.
+//!
+//! The unikernel's NF (`vtnt fw run --runtime spt|microvm`) takes whole devices: for its
+//! run, each veth is put on a Linux bridge with a TAP device the guest gets (as a VM's NIC
+//! is plugged), and the bridges and TAPs go when it stops, so the kernel baselines find
+//! the veths as they were. Its rows carry that bridge's cost; its memory is the guest's
+//! process (the spt tender, or QEMU).
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -13,6 +19,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context};
 use vtnt_measure::cgroup::Cgroup;
 use vtnt_measure::proc::{kill_pid, Supervised};
+use vtnt_artifacts::Artifact;
 use vtnt_runtimes::{docker, paths, runc, BuildOptions, Driver, Runtime};
 
 /// Where the rule file is inside a container.
@@ -22,17 +29,28 @@ const RULES_IN: &str = "/rules";
 const START_WAIT: Duration = Duration::from_secs(120);
 
 /// The runtimes `vtnt bench fw` runs its NF in.
-pub const RUNTIMES: [Runtime; 4] = [
+pub const RUNTIMES: [Runtime; 6] = [
     Runtime::Native,
     Runtime::Runc,
     Runtime::Docker,
     Runtime::DockerScratch,
+    Runtime::Spt,
+    Runtime::Microvm,
 ];
 
-/// The row's accelerator column: none either way (this host's kernel).
+/// The TAP devices the unikernel's NF gets, and the bridges that join each to its veth.
+const TAPS: [&str; 2] = ["ta0", "tb0"];
+const BRIDGES: [&str; 2] = ["fwa", "fwb"];
+const VETHS: [&str; 2] = ["a0", "b0"];
+
+/// The row's accelerator column: this host's kernel for a process or a container, the
+/// one QEMU resolves for the microVM's image.
 pub fn accelerator(rt: Runtime) -> &'static str {
-    match rt {
-        Runtime::Native => "none",
+    match rt.entry().driver {
+        Driver::Native => "none",
+        Driver::Spt => "none (spt process)",
+        Driver::Microvm => vtnt_artifacts::find(Artifact::NfVm)
+            .map_or("unknown", |f| vtnt_unikernel::qemu::resolve(&f.path).name()),
         _ => "none (container)",
     }
 }
@@ -51,6 +69,11 @@ pub fn missing(rt: Runtime) -> Option<String> {
             .err()
             .map(|e| format!("the static vtnt ({e})"))
     };
+    let image = |a: Artifact| {
+        vtnt_artifacts::find(a)
+            .err()
+            .map(|e| format!("the NF's image ({e})"))
+    };
     let cgroups = || {
         (!vtnt_measure::cgroup::available())
             .then(|| "cgroup v1 controllers (mounted under /sys/fs/cgroup)".to_string())
@@ -68,6 +91,9 @@ pub fn missing(rt: Runtime) -> Option<String> {
         ])
         .or_else(static_vtnt)
         .or_else(cgroups),
+        Driver::Spt => image(Artifact::NfSpt),
+        Driver::Microvm => need(&[("qemu-system-x86_64", "qemu-system-x86")])
+            .or_else(|| image(Artifact::NfVm)),
         _ => Some(format!(
             "a way to run the NF there: vtnt bench fw runs it in {}",
             RUNTIMES.map(Runtime::name).join(", ")
@@ -86,6 +112,8 @@ pub struct NfHost {
 enum HostKind {
     /// `ip netns exec NS vtnt ...`.
     Native { vtnt: PathBuf },
+    /// `ip netns exec NS vtnt fw run --runtime FORM ... ta0 tb0`, the TAPs bridged.
+    Guest { vtnt: PathBuf, form: &'static str },
     Runc {
         rootfs: PathBuf,
         dir: paths::TempDir,
@@ -100,7 +128,7 @@ enum HostKind {
 
 impl NfHost {
     /// Makes `runtime` ready to run NFs in namespace `netns`; `vtnt` is the native
-    /// row's binary. A runtime missing something is an error naming it.
+    /// row's binary (the unikernel's rows run this process's own). A runtime missing something is an error naming it.
     pub fn new(runtime: Runtime, netns: &str, vtnt: &Path) -> anyhow::Result<NfHost> {
         if let Some(what) = missing(runtime) {
             bail!(
@@ -126,6 +154,11 @@ impl NfHost {
                     _engine: Box::new(engine),
                 }
             }
+            // this vtnt, which found the NF's images (the static one looks beside itself)
+            Driver::Spt | Driver::Microvm => HostKind::Guest {
+                vtnt: std::env::current_exe().context("finding the vtnt binary")?,
+                form: runtime.name(),
+            },
             _ => HostKind::Native {
                 vtnt: vtnt.to_path_buf(),
             },
@@ -145,17 +178,32 @@ impl NfHost {
     /// line on stderr, which says how long the rules took to load).
     pub fn start(&self, rules: &Path) -> anyhow::Result<RunningNf> {
         let words = |file: &str| -> Vec<String> {
-            ["fw", "run", "--rules", file, "a0", "b0"]
+            ["fw", "run", "--rules", file, VETHS[0], VETHS[1]]
                 .map(String::from)
                 .to_vec()
         };
+        let in_netns = |vtnt: &Path, args: &[String]| {
+            let mut cmd = std::process::Command::new("ip");
+            cmd.args(["netns", "exec", &self.netns]).arg(vtnt).args(args);
+            cmd
+        };
         let (child, cgroup, cleanup) = match &self.kind {
             HostKind::Native { vtnt } => {
-                let mut cmd = std::process::Command::new("ip");
-                cmd.args(["netns", "exec", &self.netns])
-                    .arg(vtnt)
-                    .args(words(&rules.display().to_string()));
+                let cmd = in_netns(vtnt, &words(&rules.display().to_string()));
                 (Supervised::spawn(cmd, "vtnt fw run")?, None, Cleanup::None)
+            }
+            HostKind::Guest { vtnt, form } => {
+                // the bridges go with the NF, even when it does not start
+                let cleanup = Cleanup::Taps {
+                    netns: self.netns.clone(),
+                };
+                plug_taps(&self.netns)?;
+                let mut args = vec!["fw".to_string(), "run".into(), "--runtime".into()];
+                args.extend([form.to_string(), "--rules".into()]);
+                args.push(rules.display().to_string());
+                args.extend(TAPS.map(String::from));
+                let child = Supervised::spawn(in_netns(vtnt, &args), "vtnt fw run")?;
+                (child, None, cleanup)
             }
             HostKind::Runc { rootfs, dir } => {
                 let inside = rootfs.join(RULES_IN.trim_start_matches('/'));
@@ -210,8 +258,49 @@ impl Drop for NfHost {
     }
 }
 
+/// Runs `ip ARGS` in `netns`.
+fn ip(netns: &str, args: &str) -> anyhow::Result<()> {
+    let out = std::process::Command::new("ip")
+        .args(["netns", "exec", netns, "ip"])
+        .args(args.split_whitespace())
+        .output()
+        .context("running ip")?;
+    if !out.status.success() {
+        bail!(
+            "ip {args} in {netns}: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(())
+}
+
+/// Puts each veth of `netns` on a bridge with a new TAP device, all up.
+fn plug_taps(netns: &str) -> anyhow::Result<()> {
+    for ((tap, bridge), veth) in TAPS.iter().zip(BRIDGES).zip(VETHS) {
+        ip(netns, &format!("tuntap add dev {tap} mode tap"))?;
+        ip(netns, &format!("link add {bridge} type bridge"))?;
+        for dev in [*tap, veth] {
+            ip(netns, &format!("link set {dev} master {bridge}"))?;
+            ip(netns, &format!("link set {dev} up"))?;
+        }
+        ip(netns, &format!("link set {bridge} up"))?;
+    }
+    Ok(())
+}
+
+/// Takes the bridges and TAPs of [`plug_taps`] away (those there are); the veths stay.
+fn unplug_taps(netns: &str) {
+    for dev in BRIDGES.iter().chain(&TAPS) {
+        let _ = ip(netns, &format!("link del {dev}"));
+    }
+}
+
 enum Cleanup {
     None,
+    /// The unikernel's bridges and TAPs in this namespace.
+    Taps {
+        netns: String,
+    },
     Runc {
         id: String,
         root: PathBuf,
@@ -233,7 +322,8 @@ pub struct RunningNf {
 }
 
 impl RunningNf {
-    /// Waits for `vtnt fw run`'s first line: "... loaded in X ms ...".
+    /// Waits for `vtnt fw run`'s first line: "... loaded in X ms ..." (a process's) or
+    /// the guest's `{"type":"nf",...,"load_us":T,...}`.
     fn wait_loaded(&mut self) -> anyhow::Result<f64> {
         let until = Instant::now() + START_WAIT;
         let child = self.child.as_mut().context("no NF process")?;
@@ -247,6 +337,14 @@ impl RunningNf {
                     .and_then(|v| v.parse().ok())
                     .with_context(|| format!("vtnt fw run said: {line}"));
             }
+            if let Some(line) = err.lines().find(|l| l.contains(r#""type":"nf""#)) {
+                let json = &line[line.find('{').unwrap_or(0)..];
+                return serde_json::from_str::<serde_json::Value>(json)
+                    .ok()
+                    .and_then(|v| v["load_us"].as_f64())
+                    .map(|us| us / 1e3)
+                    .with_context(|| format!("vtnt fw run said: {line}"));
+            }
             if child.try_status().is_some() || Instant::now() > until {
                 bail!("vtnt fw run did not start: {}", err.trim());
             }
@@ -254,9 +352,19 @@ impl RunningNf {
         }
     }
 
-    /// The NF's own process (in a container: the one named `vtnt` in its group).
+    /// The NF's own process (in a container: the one named `vtnt` in its group; the
+    /// unikernel's: the spt tender or QEMU that `vtnt fw run` started).
     pub fn pid(&self) -> anyhow::Result<u32> {
         let child = self.child.as_ref().context("no NF process")?;
+        if let Cleanup::Taps { .. } = self.cleanup {
+            let pid = child.pid();
+            let children = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+                .with_context(|| format!("the children of vtnt fw run ({pid})"))?;
+            return children
+                .split_whitespace()
+                .find_map(|c| c.parse().ok())
+                .context("vtnt fw run started no guest");
+        }
         let Some(cg) = &self.cgroup else {
             return Ok(child.pid());
         };
@@ -271,7 +379,12 @@ impl RunningNf {
 
 impl Drop for RunningNf {
     fn drop(&mut self) {
-        if let Ok(pid) = self.pid() {
+        // the unikernel's `vtnt fw run` stops its guest itself
+        let pid = match self.cleanup {
+            Cleanup::Taps { .. } => self.child.as_ref().map(Supervised::pid),
+            _ => self.pid().ok(),
+        };
+        if let Some(pid) = pid {
             kill_pid(pid, libc::SIGTERM);
         }
         if let Some(child) = self.child.take() {
@@ -279,6 +392,7 @@ impl Drop for RunningNf {
         }
         match &self.cleanup {
             Cleanup::None => {}
+            Cleanup::Taps { netns } => unplug_taps(netns),
             Cleanup::Runc { id, root } => runc::destroy(id, root),
             Cleanup::Docker { client, name } => client.remove(name),
         }

@@ -152,7 +152,8 @@ pub enum BenchCommand {
         flows: usize,
         /// Where the NF runs, a row each: native (a process in the NF namespace), runc,
         /// docker, docker-scratch (the static vtnt in a container whose network is that
-        /// namespace).
+        /// namespace), spt, microvm (the unikernel's NF on TAP devices bridged to the
+        /// namespace's veths).
         #[arg(long, value_enum, value_delimiter = ',', default_value = "native")]
         runtimes: Vec<vtnt_runtimes::Runtime>,
         /// iperf3 through the NF, TCP then UDP, this many seconds each (0: none).
@@ -406,10 +407,13 @@ pub fn run(cmd: BenchCommand) -> anyhow::Result<ExitCode> {
             // Ctrl-C ends the run at its next repetition, its namespaces and files removed
             vtnt_measure::stop::stop_on(crate::interrupt::catch()?);
             let dir = std::env::temp_dir().join(format!("vtnt-bench-fw-{}", std::process::id()));
-            // with a container row, every row runs the containers' static vtnt
-            let containers = runtimes
-                .iter()
-                .any(|r| *r != vtnt_runtimes::Runtime::Native);
+            // with a container row, the native row runs the containers' static vtnt too
+            let containers = runtimes.iter().any(|r| {
+                matches!(
+                    r.entry().driver,
+                    vtnt_runtimes::Driver::Runc | vtnt_runtimes::Driver::Docker(_)
+                )
+            });
             let vtnt = match vtnt_runtimes::paths::static_vtnt() {
                 Ok(p) if containers => p,
                 _ => std::env::current_exe()

@@ -337,3 +337,55 @@ fn the_bench_measures_the_nf_at_a_tiny_size_natively_and_in_containers() {
         }
     }
 }
+
+/// `vtnt bench fw`'s unikernel rows: the NF as an spt process and as a microVM (QEMU),
+/// each on TAP devices bridged to the NF namespace's veths for its run, forward the trace
+/// and iperf3's streams, and name their accelerator; the veths come back unbridged, as the
+/// native row after them finds them.
+#[test]
+fn the_bench_measures_the_unikernels_nf() {
+    vtnt_testkit::require_root!("ip", "iperf3", "qemu-system-x86_64");
+    for a in [
+        vtnt_artifacts::Artifact::NfSpt,
+        vtnt_artifacts::Artifact::NfVm,
+    ] {
+        if let Err(e) = vtnt_artifacts::find(a) {
+            vtnt_testkit::skip_or_fail("fw_run", &format!("{e:#}"), None);
+            return;
+        }
+    }
+    let rows = bench_rows(&[
+        "--rules",
+        "10",
+        "--reps",
+        "1",
+        "--packets",
+        "2000",
+        "--flows",
+        "1000",
+        "--runtimes",
+        "spt,microvm,native",
+        "--no-iptables",
+        "--no-nftables",
+        "--seconds",
+        "1",
+        "--streams",
+        "2",
+    ]);
+    // 2 modes, 3 runtimes
+    assert_eq!(rows.len(), 6, "{rows:?}");
+    for r in &rows {
+        assert!(r["delivered"][0].as_f64().unwrap() > 0.0, "{r}");
+        assert!(r["load_ms"][0].as_f64().unwrap().is_finite(), "{r}");
+        assert!(r["rss_kib"][0].as_f64().unwrap() > 100.0, "{r}");
+        for k in ["tcp_mbps", "udp_mbps"] {
+            assert!(r[k][0].as_f64().unwrap() > 0.0, "{k}: {r}");
+        }
+        let accel = r["accelerator"].as_str().unwrap();
+        match r["runtime"].as_str().unwrap() {
+            "spt" => assert_eq!(accel, "none (spt process)", "{r}"),
+            "microvm" => assert!(["KVM", "PVM-KVM", "TCG"].contains(&accel), "{r}"),
+            _ => assert_eq!(accel, "none", "{r}"),
+        }
+    }
+}
