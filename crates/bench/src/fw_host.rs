@@ -17,9 +17,9 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
+use vtnt_artifacts::Artifact;
 use vtnt_measure::cgroup::Cgroup;
 use vtnt_measure::proc::{kill_pid, Supervised};
-use vtnt_artifacts::Artifact;
 use vtnt_runtimes::{docker, paths, runc, BuildOptions, Driver, Runtime};
 
 /// Where the rule file is inside a container.
@@ -92,8 +92,9 @@ pub fn missing(rt: Runtime) -> Option<String> {
         .or_else(static_vtnt)
         .or_else(cgroups),
         Driver::Spt => image(Artifact::NfSpt),
-        Driver::Microvm => need(&[("qemu-system-x86_64", "qemu-system-x86")])
-            .or_else(|| image(Artifact::NfVm)),
+        Driver::Microvm => {
+            need(&[("qemu-system-x86_64", "qemu-system-x86")]).or_else(|| image(Artifact::NfVm))
+        }
         _ => Some(format!(
             "a way to run the NF there: vtnt bench fw runs it in {}",
             RUNTIMES.map(Runtime::name).join(", ")
@@ -184,7 +185,9 @@ impl NfHost {
         };
         let in_netns = |vtnt: &Path, args: &[String]| {
             let mut cmd = std::process::Command::new("ip");
-            cmd.args(["netns", "exec", &self.netns]).arg(vtnt).args(args);
+            cmd.args(["netns", "exec", &self.netns])
+                .arg(vtnt)
+                .args(args);
             cmd
         };
         let (child, cgroup, cleanup) = match &self.kind {

@@ -215,11 +215,17 @@ fn run_nf_guest(a: &RunArgs) -> anyhow::Result<ExitCode> {
         nf
     };
     let mut seen = 0;
+    // the guest says what it counted each second it changed; the last is printed at the
+    // end as a process NF prints its own
+    let mut counted = None;
     let status = loop {
         let new = nf.stdout_lines_from(seen);
         seen += new.len();
         for line in String::from_utf8_lossy(&new).lines() {
-            eprintln!("vtnt fw run: {line}");
+            match guest_counters(line) {
+                Some(c) => counted = Some(c),
+                None => eprintln!("vtnt fw run: {line}"),
+            }
         }
         if let Some(st) = nf.try_status() {
             break Some(st);
@@ -243,9 +249,65 @@ fn run_nf_guest(a: &RunArgs) -> anyhow::Result<ExitCode> {
         None => {
             // dropped while running: its process group is killed
             drop(nf);
+            let (c, f) = counted.unwrap_or_default();
+            eprintln!(
+                "{} (as of the guest's last report)",
+                counters_line(&c, &f, taps)
+            );
             Ok(crate::interrupt::exit_code().unwrap_or(ExitCode::SUCCESS))
         }
     }
+}
+
+/// The line `vtnt fw run` ends with: what the NF on `names` counted, in every form.
+fn counters_line(c: &vtnt_fw::BridgeStats, f: &vtnt_fw::FirewallStats, names: [&str; 2]) -> String {
+    format!(
+        "vtnt fw run: frames in {} from {}, {} from {}; forwarded {} (ARP {}); accepted {}, dropped {}, rejected {}, malformed {}; other ethertypes dropped {}, bad frames {}, send errors {}; connections {} live, {} created, {} evicted",
+        c.received[0],
+        names[0],
+        c.received[1],
+        names[1],
+        c.forwarded,
+        c.arp,
+        f.accepted,
+        f.dropped,
+        f.rejected,
+        f.malformed,
+        c.other,
+        c.malformed,
+        c.send_errors,
+        f.conntrack.live,
+        f.conntrack.created,
+        f.conntrack.evicted
+    )
+}
+
+/// The counters of a guest NF's `{"type":"nf-counters",...}` console line.
+fn guest_counters(line: &str) -> Option<(vtnt_fw::BridgeStats, vtnt_fw::FirewallStats)> {
+    let v: serde_json::Value = serde_json::from_str(line).ok()?;
+    if v["type"] != "nf-counters" {
+        return None;
+    }
+    let n = |k: &str| v[k].as_u64();
+    let c = vtnt_fw::BridgeStats {
+        received: [v["received"][0].as_u64()?, v["received"][1].as_u64()?],
+        forwarded: n("forwarded")?,
+        arp: n("arp")?,
+        other: n("other")?,
+        malformed: n("malformed")?,
+        send_errors: n("send_errors")?,
+    };
+    let mut f = vtnt_fw::FirewallStats {
+        accepted: n("accepted")?,
+        dropped: n("dropped")?,
+        rejected: n("rejected")?,
+        malformed: n("ip_malformed")?,
+        ..Default::default()
+    };
+    f.conntrack.live = usize::try_from(n("conns_live")?).ok()?;
+    f.conntrack.created = n("conns_created")?;
+    f.conntrack.evicted = n("conns_evicted")?;
+    Some((c, f))
 }
 
 /// Writes `text` to `output` (whole or not at all) or stdout.
@@ -433,26 +495,10 @@ fn run_nf(a: RunArgs) -> anyhow::Result<ExitCode> {
         a.if_out
     );
     let result = nf.run(stop);
-    let c = nf.counters();
-    let f = nf.firewall_stats();
+    let names = [a.if_in.as_str(), a.if_out.as_str()];
     eprintln!(
-        "vtnt fw run: frames in {} from {}, {} from {}; forwarded {} (ARP {}); accepted {}, dropped {}, rejected {}, malformed {}; other ethertypes dropped {}, bad frames {}, send errors {}; connections {} live, {} created, {} evicted",
-        c.received[0],
-        a.if_in,
-        c.received[1],
-        a.if_out,
-        c.forwarded,
-        c.arp,
-        f.accepted,
-        f.dropped,
-        f.rejected,
-        f.malformed,
-        c.other,
-        c.malformed,
-        c.send_errors,
-        f.conntrack.live,
-        f.conntrack.created,
-        f.conntrack.evicted
+        "{}",
+        counters_line(&nf.counters(), &nf.firewall_stats(), names)
     );
     result?;
     Ok(crate::interrupt::exit_code().unwrap_or(ExitCode::SUCCESS))

@@ -155,6 +155,20 @@ fn start_nf(
     (nf, err, seen)
 }
 
+/// The dropped and rejected counts of `vtnt fw run`'s last line ("...; accepted A,
+/// dropped D, rejected R, ...").
+fn verdicts(rest: &str) -> (u64, u64) {
+    let after = |label: &str| -> u64 {
+        rest.split("; accepted ")
+            .nth(1)
+            .and_then(|r| r.split(label).nth(1))
+            .and_then(|r| r.split(',').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("no `{label}` count in {rest}"))
+    };
+    (after(", dropped "), after(", rejected "))
+}
+
 /// SIGTERM to `nf`; the rest of its stderr and its status.
 fn stop_nf(
     mut nf: std::process::Child,
@@ -187,15 +201,8 @@ fn forwards_tracks_and_rejects_between_namespaces() {
     assert_eq!(refused, std::io::ErrorKind::ConnectionRefused, "{rest}");
     assert!(!arrived, "{rest}");
     // the SYN to port 9 rejected, the UDP datagram dropped by the policy
-    assert!(rest.contains(", rejected 1,"), "{rest}");
-    let dropped: u64 = rest
-        .split("; accepted ")
-        .nth(1)
-        .and_then(|r| r.split(", dropped ").nth(1))
-        .and_then(|r| r.split(',').next())
-        .and_then(|n| n.parse().ok())
-        .unwrap_or_else(|| panic!("no dropped count in {rest}"));
-    assert!(dropped >= 1, "{rest}");
+    let (dropped, rejected) = verdicts(&rest);
+    assert!(dropped >= 1 && rejected == 1, "{rest}");
     assert_eq!(status.code(), Some(143), "{rest}");
 
     // the unikernel's NF: a TAP device bridged to each veth, the same rules and exchange
@@ -219,7 +226,12 @@ fn forwards_tracks_and_rejects_between_namespaces() {
         let (nf, err, line) = start_nf(&b, &args, "\"type\":\"nf\"");
         assert!(line.contains("\"rules\":3"), "{form}: {line}");
         let (echoed, refused, arrived) = exchange(&b);
+        // the guest says what it counted each second that changed it
+        std::thread::sleep(Duration::from_secs(2));
         let (rest, status) = stop_nf(nf, err);
+        eprintln!("{form}: {}", rest.trim());
+        let (dropped, rejected) = verdicts(&rest);
+        assert!(dropped >= 1 && rejected == 1, "{form}: {rest}");
         assert_eq!(&echoed, b"hello", "{form}: {line}{rest}");
         assert_eq!(
             refused,

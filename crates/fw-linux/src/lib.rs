@@ -20,7 +20,7 @@ mod port;
 use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use vtnt_fw::{Bridge, Firewall, FirewallStats, BRIDGE_BATCH as BATCH};
+use vtnt_fw::{Bridge, BridgeStats, Firewall, FirewallStats, BRIDGE_BATCH as BATCH};
 use vtnt_record::Instant;
 
 pub use port::Port;
@@ -44,30 +44,11 @@ pub enum Error {
     },
 }
 
-/// What the driver counted, beside the firewall's own [`FirewallStats`].
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Counters {
-    /// Frames read from each interface (in the order given).
-    pub received: [u64; 2],
-    /// Frames sent on (accepted IPv4 and ARP).
-    pub forwarded: u64,
-    pub arp: u64,
-    /// Frames neither IPv4 nor ARP, dropped.
-    pub other: u64,
-    /// Frames longer than the buffer or shorter than an Ethernet header, dropped.
-    pub malformed: u64,
-    /// Sends the kernel refused (a full queue, an interface gone down).
-    pub send_errors: u64,
-    /// Frames longer than the buffer (counted in `malformed` too).
-    too_long: u64,
-}
-
 /// The network function on two interfaces.
 #[derive(Debug)]
 pub struct Nf {
     bridge: Bridge,
     ports: [Port; 2],
-    counters: Counters,
     /// [`BATCH`] receive buffers of [`FRAME`] bytes, one after the other, and the
     /// lengths of the frames in them.
     rx: Vec<u8>,
@@ -96,7 +77,6 @@ impl Nf {
         Ok(Nf {
             bridge: Bridge::new(fw, [a, b]),
             ports,
-            counters: Counters::default(),
             rx: vec![0; BATCH * FRAME],
             lens: [0; BATCH],
         })
@@ -136,7 +116,6 @@ impl Nf {
         let Nf {
             bridge,
             ports,
-            counters,
             rx,
             lens,
         } = self;
@@ -147,30 +126,20 @@ impl Nf {
                 interface: ports[side].name.clone(),
                 source,
             })?;
-        counters.received[side] += n as u64;
         let mut frames: Vec<&[u8]> = Vec::with_capacity(n);
         for (i, &len) in lens.iter().enumerate().take(n) {
-            if len > FRAME {
-                counters.too_long += 1;
-            } else {
+            if len <= FRAME {
                 frames.push(&rx[i * FRAME..i * FRAME + len]);
             }
         }
-        let sends = bridge.handle(now(), side, &frames);
-        let refused = ports[1 - side].send_many(&sends.on);
-        counters.forwarded += (sends.on.len() - refused) as u64;
-        counters.send_errors += (refused + ports[side].send_many(&sends.back)) as u64;
+        bridge.oversize(side, (n - frames.len()) as u64);
+        bridge.forward(now(), side, &frames, |to, f| ports[to].send_many(f));
         Ok(())
     }
 
-    pub fn counters(&self) -> Counters {
-        let b = self.bridge.stats();
-        Counters {
-            arp: b.arp,
-            other: b.other,
-            malformed: b.malformed + self.counters.too_long,
-            ..self.counters
-        }
+    /// What the NF counted ([`BridgeStats`]), beside [`Nf::firewall_stats`].
+    pub fn counters(&self) -> BridgeStats {
+        self.bridge.stats()
     }
 
     pub fn firewall_stats(&self) -> FirewallStats {

@@ -16,8 +16,9 @@ use std::time::Duration;
 
 use socket2::{Domain, Protocol, Socket, Type};
 use vtnt_fw::gen::{self, Family, Header, RuleSpec, TraceSpec};
+use vtnt_fw::BridgeStats;
 use vtnt_fw::{parse, print, Config, Firewall};
-use vtnt_fw_linux::{Counters, Nf};
+use vtnt_fw_linux::Nf;
 use vtnt_netns::{Bump, NetNs};
 
 #[path = "../../fw/tests/wire/mod.rs"]
@@ -110,7 +111,7 @@ fn through(sender: &NetNs, receiver: &NetNs, trace: &[Header]) -> BTreeSet<usize
 }
 
 /// Runs the NF in `ns` on a0 and b0 with `rules` (iptables-save text) until `stop`.
-fn start_nf(ns: &NetNs, rules: &str, stop: Arc<AtomicBool>) -> JoinHandle<Counters> {
+fn start_nf(ns: &NetNs, rules: &str, stop: Arc<AtomicBool>) -> JoinHandle<BridgeStats> {
     let rules = parse::iptables_save("rules.v4", rules).unwrap();
     let fw = Firewall::new(&rules, Config::default()).unwrap();
     let name = ns.name().to_string();

@@ -25,14 +25,23 @@ const ETHERTYPE_ARP: u16 = 0x0806;
 /// The most frames one [`Bridge::handle`] call decides.
 pub const BRIDGE_BATCH: usize = 64;
 
-/// What the bridge dropped before the firewall saw it, and the ARP it let through.
+/// What a network function counted besides its firewall's own stats: the frames that
+/// came in and went on, what the bridge dropped before the firewall saw it, and the sends
+/// its driver's links refused. Every driver counts through [`Bridge::forward`] and
+/// [`Bridge::oversize`], so every form of the NF reports the same numbers.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct BridgeStats {
+    /// Frames that came in on each side (those too long for the driver's buffer too).
+    pub received: [u64; 2],
+    /// Frames sent on by the other side (accepted IPv4 and ARP).
+    pub forwarded: u64,
     pub arp: u64,
     /// Frames neither IPv4 nor ARP, dropped.
     pub other: u64,
-    /// Frames shorter than an Ethernet header, dropped.
+    /// Frames shorter than an Ethernet header, or longer than the driver's buffer, dropped.
     pub malformed: u64,
+    /// Frames the driver's links did not take (a full queue, an interface gone).
+    pub send_errors: u64,
 }
 
 /// A REJECT's reply frame; the firewall writes the datagram after the Ethernet header.
@@ -89,9 +98,36 @@ impl Bridge {
         }
     }
 
+    /// Decides `frames` that came in on `side` (0 or 1) at `now`, as [`Bridge::handle`],
+    /// and sends what they give with `send(side, frames)`, which returns how many of them
+    /// the link of that side did not take; counts it all ([`Bridge::stats`]).
+    pub fn forward(
+        &mut self,
+        now: Instant,
+        side: usize,
+        frames: &[&[u8]],
+        mut send: impl FnMut(usize, &[&[u8]]) -> usize,
+    ) {
+        let received = frames.len().min(BRIDGE_BATCH);
+        let sends = self.handle(now, side, frames);
+        let on = sends.on.len();
+        let refused_on = send(1 - side, &sends.on);
+        let refused = refused_on + send(side, &sends.back);
+        self.stats.received[side] += received as u64;
+        self.stats.forwarded += (on - refused_on.min(on)) as u64;
+        self.stats.send_errors += refused as u64;
+    }
+
+    /// Counts `n` frames that came in on `side` too long for the driver to hold (dropped).
+    pub fn oversize(&mut self, side: usize, n: u64) {
+        self.stats.received[side] += n;
+        self.stats.malformed += n;
+    }
+
     /// Decides `frames` (at most [`BRIDGE_BATCH`]; any more are dropped uncounted by the
     /// caller's contract) that came in on `side` (0 or 1) at `now`: the IPv4 ones together,
-    /// so the cache misses of new connections overlap.
+    /// so the cache misses of new connections overlap. Counts only what the bridge drops;
+    /// a driver calls [`Bridge::forward`], which counts the rest.
     pub fn handle<'a>(&'a mut self, now: Instant, side: usize, frames: &[&'a [u8]]) -> Sends<'a> {
         let frames = &frames[..frames.len().min(BRIDGE_BATCH)];
         let n = frames.len();

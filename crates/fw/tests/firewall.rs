@@ -369,4 +369,20 @@ fn the_bridge_forwards_accepted_frames_and_arp_rejects_back_and_drops_the_rest()
         b.handle(Instant::from_millis(2), 1, &[&syn_ack]).on.len(),
         1
     );
+
+    // a driver forwards through the bridge, which counts what came in, what its links
+    // took and what they refused: here side 0's link refuses one frame of each send
+    let mut sent = Vec::new();
+    b.forward(Instant::from_millis(3), 0, &frames, |to, f| {
+        sent.push((to, f.len()));
+        usize::from(to == 0 && !f.is_empty()) + usize::from(to == 1)
+    });
+    assert_eq!(sent, vec![(1, 2), (0, 1)]);
+    let st = b.stats();
+    assert_eq!(st.received, [6, 0]);
+    // two went on, one of them refused; telnet's reset refused too
+    assert_eq!((st.forwarded, st.send_errors), (1, 2));
+    assert_eq!((st.arp, st.other, st.malformed), (2, 2, 2));
+    b.oversize(1, 3);
+    assert_eq!((b.stats().received, b.stats().malformed), ([6, 3], 5));
 }

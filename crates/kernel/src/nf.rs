@@ -3,21 +3,24 @@
 //! networks. Its rules are the boot module (iptables-save or nft syntax), read and
 //! compiled whole before the first frame moves; the job words name the two sides for the
 //! rules' `-i`/`-o` (`fw IF_A IF_B [max-conns=N]`). It runs until it is stopped, and says
-//! on its console when its rules hold (`{"type":"nf",...}`). On a process its idle wait
-//! ends with a frame; in a VM (virtio without interrupts) it polls.
+//! on its console when its rules hold (`{"type":"nf",...}`) and, each second in which
+//! they changed, what it counted (`{"type":"nf-counters",...}`). On a process its idle
+//! wait ends with a frame; in a VM (virtio without interrupts) it polls.
 
 use alloc::vec::Vec;
 
 use vtnt_abi::exit::Status;
-use vtnt_fw::{parse, Bridge, CtConfig, Firewall, BRIDGE_BATCH};
+use vtnt_fw::{parse, Bridge, BridgeStats, CtConfig, Firewall, FirewallStats, BRIDGE_BATCH};
 use vtnt_record::Instant;
 
 use crate::cmdline::Cmdline;
-use crate::platform::{self, Link, LinkError};
+use crate::platform::{self, Link};
 use crate::{fail, println};
 
 /// The longest wait while no connection is due to expire.
 const IDLE_US: u64 = 100_000;
+/// How often the NF says what it counted, when that changed (µs).
+const REPORT_US: u64 = 1_000_000;
 /// The longest frame a side takes (a TAP's MTU of 1500 and its Ethernet header, with room).
 const FRAME: usize = vtnt_abi::hvt::FRAME_MAX;
 
@@ -94,6 +97,7 @@ pub fn run(cmdline: &Cmdline) -> ! {
         names[0],
         names[1]
     );
+    let (mut next_report, mut reported) = (0, BridgeStats::default());
     let mut batch: Vec<u8> = alloc::vec![0; BRIDGE_BATCH * FRAME];
     let mut lens = [0usize; BRIDGE_BATCH];
     loop {
@@ -121,15 +125,19 @@ pub fn run(cmdline: &Cmdline) -> ! {
             let frames: Vec<&[u8]> = (0..n)
                 .map(|i| &batch[i * FRAME..i * FRAME + lens[i]])
                 .collect();
-            let sends = bridge.handle(platform::now(), side, &frames);
-            for f in sends.on {
-                send(&mut *links[1 - side], f);
-            }
-            for f in sends.back {
-                send(&mut *links[side], f);
-            }
+            bridge.forward(platform::now(), side, &frames, |to, f| {
+                f.iter().filter(|f| !send(&mut *links[to], f)).count()
+            });
         }
         let now = platform::now();
+        if now.as_micros() >= next_report {
+            next_report = now.as_micros() + REPORT_US;
+            let c = bridge.stats();
+            if c != reported {
+                reported = c;
+                report(&c, &bridge.firewall().stats());
+            }
+        }
         if let Some(due) = bridge.poll_timeout() {
             if due <= now {
                 bridge.handle_timeout(now);
@@ -147,13 +155,36 @@ pub fn run(cmdline: &Cmdline) -> ! {
     }
 }
 
-/// Sends `frame` (at most [`FRAME`] bytes) on `link`; a full queue drops it (a bridge
-/// under load drops, as a switch does).
-fn send(link: &mut dyn Link, frame: &[u8]) {
+/// Sends `frame` (at most [`FRAME`] bytes) on `link`; whether the link took it (a full
+/// queue drops it: a bridge under load drops, as a switch does, and counts it).
+fn send(link: &mut dyn Link, frame: &[u8]) -> bool {
     let Ok((mut buf, at)) = link.tx_take() else {
-        return;
+        return false;
     };
     let len = frame.len().min(buf.len().saturating_sub(at));
     buf[at..at + len].copy_from_slice(&frame[..len]);
-    let _: Result<(), LinkError> = link.tx_give(buf, at + len);
+    link.tx_give(buf, at + len).is_ok()
+}
+
+/// Says on the console what the NF counted (`{"type":"nf-counters",...}`): the bridge's
+/// and the driver's [`BridgeStats`] and the firewall's verdicts and connections, the
+/// fields `vtnt fw run` prints when it stops the guest.
+fn report(c: &BridgeStats, f: &FirewallStats) {
+    println!(
+        "{{\"type\":\"nf-counters\",\"received\":[{},{}],\"forwarded\":{},\"arp\":{},\"other\":{},\"malformed\":{},\"send_errors\":{},\"accepted\":{},\"dropped\":{},\"rejected\":{},\"ip_malformed\":{},\"conns_live\":{},\"conns_created\":{},\"conns_evicted\":{}}}",
+        c.received[0],
+        c.received[1],
+        c.forwarded,
+        c.arp,
+        c.other,
+        c.malformed,
+        c.send_errors,
+        f.accepted,
+        f.dropped,
+        f.rejected,
+        f.malformed,
+        f.conntrack.live,
+        f.conntrack.created,
+        f.conntrack.evicted
+    );
 }
