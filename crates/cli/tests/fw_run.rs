@@ -252,6 +252,9 @@ fn the_bench_measures_the_nf_at_a_tiny_size_natively_and_in_containers() {
         "iptables-restore",
         "nft",
         "iperf3",
+        "sockperf",
+        "hping3",
+        "ping",
         "runc",
         "dockerd"
     );
@@ -314,7 +317,8 @@ fn the_bench_measures_the_nf_at_a_tiny_size_natively_and_in_containers() {
         assert_eq!(key(i), (Some(rules), Some(stateful), Some(nf), Some(rt)));
     }
 
-    // iperf3 through our NF and iptables: TCP and UDP of parallel streams arrive
+    // iperf3, sockperf, hping3, ping and our connection-rate client through our NF and
+    // iptables: TCP and UDP of parallel streams arrive, requests are answered
     let rows = bench_rows(&[
         "--rules",
         "10",
@@ -334,6 +338,20 @@ fn the_bench_measures_the_nf_at_a_tiny_size_natively_and_in_containers() {
     for r in &rows {
         for k in ["tcp_mbps", "udp_mbps"] {
             assert!(r[k][0].as_f64().unwrap() > 1.0, "{k}: {r}");
+        }
+        for k in [
+            "tcp_rr_tps",
+            "tcp_rr_us",
+            "tcp_rr_p99_us",
+            "udp_rr_tps",
+            "udp_rr_us",
+            "udp_rr_p99_us",
+            "tcp_syn_us",
+            "icmp_us",
+            "tcp_conn_per_s",
+        ] {
+            let v = r[k][0].as_f64().unwrap_or(f64::NAN);
+            assert!(v.is_finite() && v > 0.0, "{k}: {r}");
         }
     }
 }
