@@ -593,7 +593,14 @@ pub fn sweep(opts: &NfOptions, mut each: impl FnMut(&NfRow)) -> anyhow::Result<V
     if opts.seconds > 0 && !(1..=128).contains(&opts.streams) {
         bail!("--streams must be 1 to 128 (iperf3's -P)");
     }
-    // every runtime asked must be here before anything is built
+    // every driver and runtime asked must be here before anything is built
+    if opts.seconds > 0 {
+        for (tool, package) in fw_rr::TOOLS {
+            if vtnt_netns::which(tool).is_none() {
+                bail!("vtnt bench fw --seconds: missing {tool} (Debian package {package})");
+            }
+        }
+    }
     for rt in &opts.runtimes {
         if let Some(what) = fw_host::missing(*rt) {
             bail!("vtnt bench fw --runtimes {}: missing {what}", rt.name());

@@ -19,6 +19,14 @@ use crate::fw_nf::enter;
 /// (µs); the same for UDP; TCP SYN and ICMP echo round trips (µs); TCP connections/s.
 pub const COLUMNS: usize = 9;
 
+/// The programs the drivers run, with their Debian packages.
+pub const TOOLS: [(&str, &str); 4] = [
+    ("iperf3", "iperf3"),
+    ("sockperf", "sockperf"),
+    ("hping3", "hping3"),
+    ("ping", "iputils-ping"),
+];
+
 /// The receiver's address in the bench's bump.
 const SERVER: Ipv4Addr = Ipv4Addr::new(100, 64, 5, 2);
 
@@ -236,9 +244,9 @@ fn listen(
 }
 
 /// Our connection-rate client: [`CONNECTORS`] threads in the sender's namespace each
-/// connect to the listener and close with a reset (no TIME_WAIT to hold the few client
-/// ports the rules accept), as fast as they can for `seconds`; completed connections
-/// per second.
+/// connect to the listener, wait for it to close (so TIME_WAIT stays on the server's
+/// side, not holding the few client ports the rules accept) and close, as fast as they
+/// can for `seconds`; completed connections per second.
 fn connection_rate(b: &Bump, seconds: u32, port: u16) -> anyhow::Result<f64> {
     let to = SocketAddr::V4(SocketAddrV4::new(SERVER, port));
     let threads: Vec<_> = (0..CONNECTORS)
@@ -252,7 +260,7 @@ fn connection_rate(b: &Bump, seconds: u32, port: u16) -> anyhow::Result<f64> {
                     // a lost SYN is sent again after 1 s (Linux): give it that once
                     let s = match TcpStream::connect_timeout(&to, Duration::from_millis(2500)) {
                         Ok(s) => s,
-                        // every client port in TIME_WAIT elsewhere: try another
+                        // no client port free this instant: try again
                         Err(e) if e.kind() == ErrorKind::AddrNotAvailable => continue,
                         Err(e) => {
                             return Err(e).with_context(|| {
