@@ -40,7 +40,7 @@
 //! accepted headers.
 
 use std::net::{Ipv4Addr, SocketAddrV4};
-use std::os::fd::{AsFd, AsRawFd};
+use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -53,7 +53,7 @@ use vtnt_fw::{print, Action, Classifier, CtState, Hook, IfId, Options, Packet, R
 use vtnt_netns::{Bump, NetNs};
 
 use crate::fw_host::{self, NfHost};
-use crate::fw_rr;
+use crate::fw_rr::{self, enter};
 use vtnt_runtimes::Runtime;
 
 /// Sets smaller than this are replayed a trace drawn from one of this size.
@@ -154,13 +154,6 @@ impl Drivers {
             tcp_conn_per_s: ms(&v[10]),
         }
     }
-}
-
-pub(crate) fn enter(ns: &str) -> anyhow::Result<()> {
-    let f = std::fs::File::open(format!("/run/netns/{ns}"))
-        .with_context(|| format!("opening namespace {ns}"))?;
-    nix::sched::setns(f.as_fd(), nix::sched::CloneFlags::CLONE_NEWNET)
-        .with_context(|| format!("entering namespace {ns}"))
 }
 
 /// Sends `packets` of `datagrams` round-robin from inside `ns`; how long it took.

@@ -5,6 +5,7 @@
 
 use std::io::{ErrorKind, Read};
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, TcpListener, TcpStream};
+use std::os::fd::AsFd;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -12,8 +13,6 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 use vtnt_netns::Bump;
-
-use crate::fw_nf::enter;
 
 /// How many figures [`measure`] gives: TCP transactions/s, mean and p99 round trip
 /// (µs); the same for UDP; TCP SYN and ICMP echo round trips (µs); TCP connections/s.
@@ -46,6 +45,14 @@ pub struct Targets {
     pub listener: u16,
     pub clients: (u16, u16),
     pub icmp: bool,
+}
+
+/// Moves the calling thread into namespace `ns` (its sockets are made there).
+pub(crate) fn enter(ns: &str) -> anyhow::Result<()> {
+    let f = std::fs::File::open(format!("/run/netns/{ns}"))
+        .with_context(|| format!("opening namespace {ns}"))?;
+    nix::sched::setns(f.as_fd(), nix::sched::CloneFlags::CLONE_NEWNET)
+        .with_context(|| format!("entering namespace {ns}"))
 }
 
 /// A server process killed and reaped however its measurement ends.
