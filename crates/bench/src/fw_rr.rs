@@ -141,20 +141,41 @@ fn sockperf(b: &Bump, seconds: u32, port: u16, tcp: bool) -> anyhow::Result<[f64
     drop(server);
     let text =
         String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
-    let valid = text.find("[Valid Duration]").map(|i| &text[i..]);
-    let (Some(valid), true) = (valid, out.status.success()) else {
-        bail!("{name} pp: no figures ({}): {}", out.status, text.trim());
-    };
-    let (Some(run), Some(got)) = (after(valid, "RunTime="), after(valid, "ReceivedMessages="))
-    else {
-        bail!("{name} pp: no run time or message count in {}", text.trim());
-    };
-    let mean = after(&text, "Summary: Round trip is").unwrap_or(f64::NAN);
-    let p99 = after(&text, "percentile 99.000 =").unwrap_or(f64::NAN);
-    if run <= 0.0 || got == 0.0 {
-        bail!("{name} pp: no answer through the filter in {run} s");
+    match sockperf_figures(&text).filter(|_| out.status.success()) {
+        Some([0.0, ..]) => bail!("{name} pp: no answer through the filter"),
+        Some(f) => Ok(f),
+        None => bail!("{name} pp: no figures ({}): {}", out.status, text.trim()),
     }
-    Ok([got / run, mean, p99])
+}
+
+/// From `sockperf pp --full-rtt`'s output: transactions/s over its valid duration, mean
+/// and p99 round trip (µs; NaN when not printed); None without a valid duration.
+fn sockperf_figures(text: &str) -> Option<[f64; 3]> {
+    let valid = &text[text.find("[Valid Duration]")?..];
+    let (run, got) = (
+        after(valid, "RunTime=")?,
+        after(valid, "ReceivedMessages=")?,
+    );
+    if run <= 0.0 {
+        return None;
+    }
+    let mean = after(text, "Summary: Round trip is").unwrap_or(f64::NAN);
+    let p99 = after(text, "percentile 99.000 =").unwrap_or(f64::NAN);
+    Some([got / run, mean, p99])
+}
+
+/// The mean of hping3's per-answer `rtt=` (ms); None without an answer.
+fn hping3_mean_ms(text: &str) -> Option<f64> {
+    let rtts: Vec<f64> = (text.lines()).filter_map(|l| after(l, "rtt=")).collect();
+    (!rtts.is_empty()).then(|| rtts.iter().sum::<f64>() / rtts.len() as f64)
+}
+
+/// ping's average round trip (ms) from its summary line; None without an answer.
+fn ping_avg_ms(text: &str) -> Option<f64> {
+    // rtt min/avg/max/mdev = 0.003/0.014/0.031/0.005 ms
+    (text.lines())
+        .find_map(|l| l.strip_prefix("rtt min/avg/max/mdev = "))
+        .and_then(|v| v.split('/').nth(1)?.parse().ok())
 }
 
 /// hping3's TCP SYNs to the listener and ping's ICMP echoes, side by side for
@@ -185,23 +206,18 @@ fn latency(b: &Bump, seconds: u32, t: &Targets) -> anyhow::Result<[f64; 2]> {
     let ping = ping.map(|p| p.wait_with_output()).transpose()?;
     let hping = hping?;
     let text = String::from_utf8_lossy(&hping.stdout);
-    let rtts: Vec<f64> = (text.lines()).filter_map(|l| after(l, "rtt=")).collect();
-    if rtts.is_empty() {
+    let Some(syn_ms) = hping3_mean_ms(&text) else {
         bail!(
             "hping3 -S -p {port}: no answer through the filter: {}",
             String::from_utf8_lossy(&hping.stderr).trim()
         );
-    }
-    let syn_us = 1e3 * rtts.iter().sum::<f64>() / rtts.len() as f64;
+    };
+    let syn_us = 1e3 * syn_ms;
     let icmp_us = match ping {
         None => f64::NAN,
         Some(out) => {
             let text = String::from_utf8_lossy(&out.stdout);
-            // rtt min/avg/max/mdev = 0.003/0.014/0.031/0.005 ms
-            let avg = (text.lines())
-                .find_map(|l| l.strip_prefix("rtt min/avg/max/mdev = "))
-                .and_then(|v| v.split('/').nth(1)?.parse::<f64>().ok());
-            let Some(avg) = avg else {
+            let Some(avg) = ping_avg_ms(&text) else {
                 bail!(
                     "ping: no echo answered though the rules pass it: {} {}",
                     text.trim(),
@@ -293,4 +309,38 @@ fn connection_rate(b: &Bump, seconds: u32, port: u16) -> anyhow::Result<f64> {
         took = took.max(t);
     }
     Ok(n as f64 / took.as_secs_f64())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_tools_figures_are_read_from_their_own_output() {
+        // sockperf 3.7 pp --full-rtt (colour escapes as it prints them)
+        let pp = "sockperf: [Total Run] RunTime=1.000 sec; Warm up time=400 msec; \
+                  SentMessages=92961; ReceivedMessages=92960\n\
+                  sockperf: [Valid Duration] RunTime=0.550 sec; SentMessages=57303; \
+                  ReceivedMessages=57303\n\
+                  sockperf: \x1b[2;35m====> avg-rtt=9.573 (std-dev=6.401)\x1b[0m\n\
+                  sockperf: Summary: Round trip is 9.573 usec\n\
+                  sockperf: ---> percentile 99.900 =   49.126\n\
+                  sockperf: ---> percentile 99.000 =   20.978\n";
+        let [tps, mean, p99] = sockperf_figures(pp).unwrap();
+        assert_eq!((tps, mean, p99), (57303.0 / 0.55, 9.573, 20.978));
+        // no percentiles (too few observations): NaN, the rest kept
+        let short = &pp[..pp.find("sockperf: ---> percentile 99.900").unwrap()];
+        assert!(sockperf_figures(short).unwrap()[2].is_nan());
+        assert_eq!(sockperf_figures("sockperf: ERROR: connect"), None);
+        let hping = "HPING 100.64.5.2 (s0 100.64.5.2): S set, 40 headers + 0 data bytes\n\
+                     len=44 ip=100.64.5.2 ttl=64 DF id=0 sport=5203 flags=SA seq=0 win=64240 rtt=0.8 ms\n\
+                     len=44 ip=100.64.5.2 ttl=64 DF id=0 sport=5203 flags=SA seq=1 win=64240 rtt=0.4 ms\n";
+        assert!((hping3_mean_ms(hping).unwrap() - 0.6).abs() < 1e-12);
+        assert_eq!(hping3_mean_ms("HPING 100.64.5.2\n"), None);
+        let ping = "--- 100.64.5.2 ping statistics ---\n\
+                    100 packets transmitted, 100 received, 0% packet loss, time 198ms\n\
+                    rtt min/avg/max/mdev = 0.003/0.014/0.031/0.005 ms\n";
+        assert_eq!(ping_avg_ms(ping), Some(0.014));
+        assert_eq!(ping_avg_ms("100 packets transmitted, 0 received\n"), None);
+    }
 }
