@@ -29,11 +29,13 @@ fi
 # headless browser `vtnt serve`'s page tests drive over its DevTools protocol; ethtool:
 # the firewall NF's tests and bench turn the veths' checksum and segmentation offloads
 # off (an AF_PACKET bridge forwards frames as the kernel hands them over); nftables: the
-# firewall bench's nft-with-sets baseline and its verdict test.
+# firewall bench's nft-with-sets baseline and its verdict test; sockperf, hping3 and
+# iputils-ping: the firewall bench's request/response, TCP SYN and ICMP latency drivers.
 # Every tool a test needs is here: scripts/test.sh fails a test that skips for want of one.
 packages=(scamper qemu-system-x86 qemu-utils iproute2 traceroute procps binutils
   ca-certificates docker.io containerd runc debootstrap e2fsprogs fonts-dejavu-core
   util-linux coreutils gzip tar strace iptables nftables nats-server openssl musl-tools iperf3
+  sockperf hping3 iputils-ping
   dnsmasq-base man-db libcap2-bin systemd busybox-static chromium ethtool)
 missing=()
 for p in "${packages[@]}"; do

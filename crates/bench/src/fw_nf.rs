@@ -25,19 +25,22 @@
 //! With [`NfOptions::seconds`], each repetition also measures Debian's iperf3 through
 //! the same filter, TCP then UDP (unlimited rate, 1,400-byte datagrams), with
 //! [`NfOptions::streams`] parallel streams from the sender to an `iperf3 -s` in the
-//! receiver's namespace: throughput as the receiver counted it. The streams must cross
-//! (a set's wide rules may drop a port range whatever the addresses): [`iperf3_ports`]
-//! picks a server port and a range of client ports that the set accepts for TCP and UDP,
-//! both ways, new and established (checked with the compiled classifier), and the
-//! sender's ephemeral ports are narrowed to that range. Stateless sets classify every
-//! packet of the streams through the whole classifier (they reach the policy), stateful
-//! ones only the first of each stream, the rest by the state rule.
+//! receiver's namespace: throughput as the receiver counted it; then, over the same
+//! seconds per test, [`fw_rr`]'s request/response rates and round trips (sockperf TCP
+//! and UDP), TCP SYN and ICMP echo latency (hping3, ping) and the TCP connection rate
+//! (a client of ours). The traffic must cross (a set's wide rules may drop a port range
+//! whatever the addresses): [`ports`] picks three server ports and a range of client
+//! ports that the set accepts for TCP and UDP, both ways, new and established (checked
+//! with the compiled classifier), and the sender's ephemeral ports are narrowed to that
+//! range. Stateless sets classify every packet of the streams through the whole
+//! classifier (they reach the policy), stateful ones only the first of each stream, the
+//! rest by the state rule.
 //!
-//! Not yet here (docs/benchmarks.md says so): the request/response drivers, iperf3
-//! streams drawn from the trace's accepted headers.
+//! Not yet here (docs/benchmarks.md says so): iperf3 streams drawn from the trace's
+//! accepted headers.
 
 use std::net::{Ipv4Addr, SocketAddrV4};
-use std::os::fd::{AsFd, AsRawFd};
+use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -50,6 +53,7 @@ use vtnt_fw::{print, Action, Classifier, CtState, Hook, IfId, Options, Packet, R
 use vtnt_netns::{Bump, NetNs};
 
 use crate::fw_host::{self, NfHost};
+use crate::fw_rr::{self, enter};
 use vtnt_runtimes::Runtime;
 
 /// Sets smaller than this are replayed a trace drawn from one of this size.
@@ -99,10 +103,9 @@ pub struct NfRow {
     pub pps: (f64, f64),
     /// Of the packets sent, the share that reached the receiver.
     pub delivered: (f64, f64),
-    /// iperf3 TCP throughput, Mbit/s received (NaN: not measured).
-    pub tcp_mbps: (f64, f64),
-    /// iperf3 UDP throughput, Mbit/s received.
-    pub udp_mbps: (f64, f64),
+    /// The drivers' figures (NaN: not measured).
+    #[serde(flatten)]
+    pub drivers: Drivers,
     /// Where it ran ("native": a process in the NF namespace; "runc", "docker": the
     /// static vtnt in a container whose network is that namespace). The kernel
     /// baselines say "native": netfilter in that namespace, the containers' own.
@@ -111,11 +114,46 @@ pub struct NfRow {
     pub accelerator: &'static str,
 }
 
-fn enter(ns: &str) -> anyhow::Result<()> {
-    let f = std::fs::File::open(format!("/run/netns/{ns}"))
-        .with_context(|| format!("opening namespace {ns}"))?;
-    nix::sched::setns(f.as_fd(), nix::sched::CloneFlags::CLONE_NEWNET)
-        .with_context(|| format!("entering namespace {ns}"))
+/// What [`drivers`] measured, over the repetitions: (mean, sample sd) each.
+#[derive(Debug, Clone, Serialize)]
+pub struct Drivers {
+    /// iperf3 TCP throughput, Mbit/s received.
+    pub tcp_mbps: (f64, f64),
+    /// iperf3 UDP throughput, Mbit/s received.
+    pub udp_mbps: (f64, f64),
+    /// sockperf TCP ping-pong: transactions per second, mean and p99 round trip (µs).
+    pub tcp_rr_tps: (f64, f64),
+    pub tcp_rr_us: (f64, f64),
+    pub tcp_rr_p99_us: (f64, f64),
+    /// sockperf UDP ping-pong, likewise.
+    pub udp_rr_tps: (f64, f64),
+    pub udp_rr_us: (f64, f64),
+    pub udp_rr_p99_us: (f64, f64),
+    /// hping3: mean round trip of a SYN to the listener and its answer (µs).
+    pub tcp_syn_us: (f64, f64),
+    /// ping: mean ICMP echo round trip (µs; NaN when the rules drop echo).
+    pub icmp_us: (f64, f64),
+    /// Our connection-rate client: TCP connections completed per second.
+    pub tcp_conn_per_s: (f64, f64),
+}
+
+impl Drivers {
+    /// From [`drivers`]' columns over the repetitions, `ms` giving (mean, sd).
+    fn new(v: &[Vec<f64>], ms: impl Fn(&[f64]) -> (f64, f64)) -> Drivers {
+        Drivers {
+            tcp_mbps: ms(&v[0]),
+            udp_mbps: ms(&v[1]),
+            tcp_rr_tps: ms(&v[2]),
+            tcp_rr_us: ms(&v[3]),
+            tcp_rr_p99_us: ms(&v[4]),
+            udp_rr_tps: ms(&v[5]),
+            udp_rr_us: ms(&v[6]),
+            udp_rr_p99_us: ms(&v[7]),
+            tcp_syn_us: ms(&v[8]),
+            icmp_us: ms(&v[9]),
+            tcp_conn_per_s: ms(&v[10]),
+        }
+    }
 }
 
 /// Sends `packets` of `datagrams` round-robin from inside `ns`; how long it took.
@@ -208,40 +246,58 @@ fn measure(b: &Bump, opts: &NfOptions, datagrams: &Arc<Vec<Vec<u8>>>) -> anyhow:
     Ok([arrived / took.as_secs_f64(), arrived / opts.packets as f64])
 }
 
-/// A server port and a range of client ports whose TCP and UDP packets between the
-/// bump's ends `rules` accept at FORWARD both ways, new or established, any TCP flags an
-/// exchange uses: the first server port from 5201 on with at least 1,000 such client
-/// ports in Linux's ephemeral range (their longest run).
-pub fn iperf3_ports(rules: &Ruleset) -> anyhow::Result<(u16, (u16, u16))> {
+/// The server ports the drivers use and the client ports the sender's ephemeral range
+/// is narrowed to, all accepted by the rules (see [`ports`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Ports {
+    pub iperf3: u16,
+    /// sockperf's (TCP and UDP), then the connection-rate listener's (and hping3's).
+    pub rr: fw_rr::Targets,
+    /// The client ports, inclusive.
+    pub clients: (u16, u16),
+}
+
+/// Server ports for iperf3, sockperf and the listener (three in a row) and a range of
+/// client ports whose TCP and UDP packets between the bump's ends `rules` accept at
+/// FORWARD both ways, new or established, any TCP flags an exchange uses (resets
+/// included: the connection-rate client closes with one): the first from 5201 on with
+/// at least 1,000 such client ports in Linux's ephemeral range (their longest run); and
+/// whether ICMP echo passes both ways.
+pub fn ports(rules: &Ruleset) -> anyhow::Result<Ports> {
     let c = Classifier::compile(rules, &Options::default())?;
     let (a, z) = (Ipv4Addr::new(100, 64, 5, 1), Ipv4Addr::new(100, 64, 5, 2));
-    let accepts = |sp: u16, cp: u16| {
+    // (source, destination port) one way, then back
+    let passes = |proto: u8, flags: &[u8], (s0, d0): (u16, u16), (s1, d1): (u16, u16)| {
         let mut all = true;
-        for (proto, flags) in [(6u8, &[0x02u8, 0x12, 0x10, 0x18, 0x11][..]), (17, &[0][..])] {
-            for &f in flags {
-                for state in [CtState::New, CtState::Established] {
-                    for (src, dst, sport, dport, i, o) in
-                        [(a, z, cp, sp, 0, 1), (z, a, sp, cp, 1, 0)]
-                    {
-                        let p = Packet {
-                            src,
-                            dst,
-                            proto,
-                            sport,
-                            dport,
-                            tcp_flags: f,
-                            fragment: false,
-                            in_if: IfId(i),
-                            out_if: IfId(o),
-                            state,
-                        };
-                        all &= c.classify(Hook::Forward, &p).action == Action::Accept;
-                    }
+        for &f in flags {
+            for state in [CtState::New, CtState::Established] {
+                for (src, dst, sport, dport, i, o) in [(a, z, s0, d0, 0, 1), (z, a, s1, d1, 1, 0)] {
+                    let p = Packet {
+                        src,
+                        dst,
+                        proto,
+                        sport,
+                        dport,
+                        tcp_flags: f,
+                        fragment: false,
+                        in_if: IfId(i),
+                        out_if: IfId(o),
+                        state,
+                    };
+                    all &= c.classify(Hook::Forward, &p).action == Action::Accept;
                 }
             }
         }
         all
     };
+    let accepts = |sp: u16, cp: u16| {
+        (sp..sp + 3).all(|sp| {
+            let tcp = [0x02, 0x12, 0x10, 0x18, 0x11, 0x04, 0x14];
+            passes(6, &tcp, (cp, sp), (sp, cp)) && passes(17, &[0], (cp, sp), (sp, cp))
+        })
+    };
+    // ICMP: the type in the source port's place, the code in the destination's
+    let icmp = passes(1, &[0], (8, 0), (0, 0));
     for sp in 5201..5301 {
         let (mut best, mut run) = ((0, 0), None::<u16>);
         for cp in 32768..=60999u16 {
@@ -262,10 +318,21 @@ pub fn iperf3_ports(rules: &Ruleset) -> anyhow::Result<(u16, (u16, u16))> {
             }
         }
         if best.1 - best.0 >= 1000 {
-            return Ok((sp, (best.0, best.1 - 1)));
+            return Ok(Ports {
+                iperf3: sp,
+                rr: fw_rr::Targets {
+                    sockperf: sp + 1,
+                    listener: sp + 2,
+                    clients: (best.0, best.1 - 1),
+                    icmp,
+                },
+                clients: (best.0, best.1 - 1),
+            });
         }
     }
-    bail!("the rules accept no iperf3 port from 5201 to 5300 with 1,000 client ports")
+    bail!(
+        "the rules accept no three server ports in a row from 5201 to 5302 with 1,000 client ports"
+    )
 }
 
 /// Debian's iperf3 from the sender to the receiver through whatever filters between
@@ -326,21 +393,37 @@ fn iperf3(b: &Bump, opts: &NfOptions, port: Option<u16>) -> anyhow::Result<[f64;
     Ok(got)
 }
 
-/// One repetition of our NF: (load ms, RSS KiB, pps, delivered share, TCP and UDP
-/// Mbit/s).
+/// How many figures [`drivers`] gives.
+const DRIVERS: usize = 2 + fw_rr::COLUMNS;
+
+/// The Debian drivers and our connection-rate client through whatever filters between
+/// sender and receiver now: iperf3's TCP and UDP Mbit/s, then [`fw_rr::measure`]'s
+/// columns (all NaN when `seconds` is 0).
+fn drivers(b: &Bump, opts: &NfOptions, ports: Option<&Ports>) -> anyhow::Result<Vec<f64>> {
+    let mut v = iperf3(b, opts, ports.map(|p| p.iperf3))?.to_vec();
+    match ports.filter(|_| opts.seconds > 0) {
+        Some(p) => v.extend(fw_rr::measure(b, opts.seconds, &p.rr)?),
+        None => v.extend([f64::NAN; fw_rr::COLUMNS]),
+    }
+    Ok(v)
+}
+
+/// One repetition of our NF: load ms, RSS KiB, pps, delivered share, then
+/// [`drivers`]'.
 fn rep(
     b: &Bump,
     host: &NfHost,
     opts: &NfOptions,
     file: &Path,
     datagrams: &Arc<Vec<Vec<u8>>>,
-    port: Option<u16>,
-) -> anyhow::Result<[f64; 6]> {
+    ports: Option<&Ports>,
+) -> anyhow::Result<Vec<f64>> {
     let nf = host.start(file)?;
     let rss = rss_kib(nf.pid()?)?;
     let [pps, delivered] = measure(b, opts, datagrams)?;
-    let [tcp, udp] = iperf3(b, opts, port)?;
-    Ok([nf.load_ms, rss, pps, delivered, tcp, udp])
+    let mut v = vec![nf.load_ms, rss, pps, delivered];
+    v.extend(drivers(b, opts, ports)?);
+    Ok(v)
 }
 
 fn must(ns: &NetNs, program: &str, args: &[&str]) -> anyhow::Result<()> {
@@ -428,8 +511,8 @@ fn router(b: &Bump, on: bool) -> anyhow::Result<()> {
 }
 
 /// One repetition of a kernel baseline in the NF namespace, as a router: `load` reads
-/// `file` on its stdin, `clear` empties the filter after; (load ms, pps, delivered
-/// share, TCP and UDP Mbit/s).
+/// `file` on its stdin, `clear` empties the filter after; load ms, pps, delivered
+/// share, then [`drivers`]'.
 fn rep_kernel(
     b: &Bump,
     opts: &NfOptions,
@@ -437,8 +520,8 @@ fn rep_kernel(
     clear: &[&[&str]],
     file: &Path,
     datagrams: &Arc<Vec<Vec<u8>>>,
-    port: Option<u16>,
-) -> anyhow::Result<[f64; 5]> {
+    ports: Option<&Ports>,
+) -> anyhow::Result<Vec<f64>> {
     let t = Instant::now();
     let input = std::fs::File::open(file)?;
     let out =
@@ -456,12 +539,14 @@ fn rep_kernel(
         );
     }
     let load = t.elapsed().as_secs_f64() * 1e3;
-    let m = measure(b, opts, datagrams).and_then(|m| Ok((m, iperf3(b, opts, port)?)));
+    let m = measure(b, opts, datagrams).and_then(|m| Ok((m, drivers(b, opts, ports)?)));
     for c in clear {
         must(&b.nf, c[0], &c[1..])?;
     }
-    let ([pps, delivered], [tcp, udp]) = m?;
-    Ok([load, pps, delivered, tcp, udp])
+    let ([pps, delivered], d) = m?;
+    let mut v = vec![load, pps, delivered];
+    v.extend(d);
+    Ok(v)
 }
 
 /// The kernel baselines asked for: (row name, loader, what empties it, file suffix).
@@ -501,7 +586,14 @@ pub fn sweep(opts: &NfOptions, mut each: impl FnMut(&NfRow)) -> anyhow::Result<V
     if opts.seconds > 0 && !(1..=128).contains(&opts.streams) {
         bail!("--streams must be 1 to 128 (iperf3's -P)");
     }
-    // every runtime asked must be here before anything is built
+    // every driver and runtime asked must be here before anything is built
+    if opts.seconds > 0 {
+        for (tool, package) in fw_rr::TOOLS {
+            if vtnt_netns::which(tool).is_none() {
+                bail!("vtnt bench fw --seconds: missing {tool} (Debian package {package})");
+            }
+        }
+    }
     for rt in &opts.runtimes {
         if let Some(what) = fw_host::missing(*rt) {
             bail!("vtnt bench fw --runtimes {}: missing {what}", rt.name());
@@ -523,12 +615,13 @@ pub fn sweep(opts: &NfOptions, mut each: impl FnMut(&NfRow)) -> anyhow::Result<V
                 ..RuleSpec::new(size, opts.seed)
             };
             let rules = gen::rules(&spec);
-            // iperf3's ports, the sender's ephemeral ones among those the rules accept
-            let port = if opts.seconds > 0 {
-                let (port, (lo, hi)) = iperf3_ports(&rules)?;
+            // the drivers' ports, the sender's ephemeral ones among those the rules accept
+            let ports = if opts.seconds > 0 {
+                let p = ports(&rules)?;
+                let (lo, hi) = p.clients;
                 b.sender
                     .sysctl("net.ipv4.ip_local_port_range", &format!("{lo} {hi}"))?;
-                Some(port)
+                Some(p)
             } else {
                 None
             };
@@ -570,9 +663,9 @@ pub fn sweep(opts: &NfOptions, mut each: impl FnMut(&NfRow)) -> anyhow::Result<V
             if datagrams.is_empty() {
                 bail!("no trace could be drawn from the {size}-rule set");
             }
-            let mut m: Vec<[Vec<f64>; 6]> = vec![Default::default(); hosts.len()];
+            let mut m = vec![vec![Vec::new(); 4 + DRIVERS]; hosts.len()];
             let kernel = baselines(opts);
-            let mut base: Vec<[Vec<f64>; 5]> = vec![Default::default(); kernel.len()];
+            let mut base = vec![vec![Vec::new(); 3 + DRIVERS]; kernel.len()];
             for _ in 0..opts.reps {
                 if (opts.interrupted)() {
                     let _ = std::fs::remove_file(&file);
@@ -580,9 +673,9 @@ pub fn sweep(opts: &NfOptions, mut each: impl FnMut(&NfRow)) -> anyhow::Result<V
                     bail!("interrupted at {size} rules: namespaces and rule files removed");
                 }
                 for (host, m) in hosts.iter().zip(&mut m) {
-                    for (v, x) in m
-                        .iter_mut()
-                        .zip(rep(&b, host, opts, &file, &datagrams, port)?)
+                    for (v, x) in
+                        m.iter_mut()
+                            .zip(rep(&b, host, opts, &file, &datagrams, ports.as_ref())?)
                     {
                         v.push(x);
                     }
@@ -594,7 +687,7 @@ pub fn sweep(opts: &NfOptions, mut each: impl FnMut(&NfRow)) -> anyhow::Result<V
                         &nft_file
                     };
                     router(&b, true)?;
-                    let r = rep_kernel(&b, opts, load, clear, f, &datagrams, port);
+                    let r = rep_kernel(&b, opts, load, clear, f, &datagrams, ports.as_ref());
                     router(&b, false)?;
                     for (v, x) in got.iter_mut().zip(r?) {
                         v.push(x);
@@ -613,10 +706,9 @@ pub fn sweep(opts: &NfOptions, mut each: impl FnMut(&NfRow)) -> anyhow::Result<V
                     rss_kib: ms(&m[1]),
                     pps: ms(&m[2]),
                     delivered: ms(&m[3]),
-                    tcp_mbps: ms(&m[4]),
-                    udp_mbps: ms(&m[5]),
                     runtime: host.runtime().name(),
                     accelerator: fw_host::accelerator(host.runtime()),
+                    drivers: Drivers::new(&m[4..], ms),
                 })
                 .collect();
             for ((name, ..), got) in kernel.iter().zip(&base) {
@@ -628,10 +720,9 @@ pub fn sweep(opts: &NfOptions, mut each: impl FnMut(&NfRow)) -> anyhow::Result<V
                     rss_kib: (f64::NAN, f64::NAN),
                     pps: ms(&got[1]),
                     delivered: ms(&got[2]),
-                    tcp_mbps: ms(&got[3]),
-                    udp_mbps: ms(&got[4]),
                     runtime: Runtime::Native.name(),
                     accelerator: fw_host::accelerator(Runtime::Native),
+                    drivers: Drivers::new(&got[3..], ms),
                 });
             }
             for row in found {
@@ -647,7 +738,7 @@ pub fn sweep(opts: &NfOptions, mut each: impl FnMut(&NfRow)) -> anyhow::Result<V
 /// and filter, and a line per rule count and baseline with our rate against its.
 pub fn table(rows: &[NfRow]) -> String {
     let mut t = String::from(
-        "runtime        accelerator      nf        rules      mode       load ms (sd)      RSS KiB (sd)       packets/s (sd)        of 0 rules  delivered  TCP Mb/s (sd)     UDP Mb/s (sd)\n",
+        "runtime        accelerator      nf        rules      mode       load ms (sd)      RSS KiB (sd)       packets/s (sd)        of 0 rules  delivered  TCP Mb/s (sd)     UDP Mb/s (sd)     TCP rr/s (sd)      TCP rr us p99   UDP rr/s (sd)      UDP rr us p99   SYN us (sd)    ICMP us (sd)   TCP conn/s (sd)\n",
     );
     for r in rows {
         let base = rows
@@ -656,8 +747,9 @@ pub fn table(rows: &[NfRow]) -> String {
                 z.rules == 0 && z.stateful == r.stateful && z.nf == r.nf && z.runtime == r.runtime
             })
             .map_or(f64::NAN, |z| z.pps.0);
+        let d = &r.drivers;
         t.push_str(&format!(
-            "{:<14} {:<16} {:<9} {:<10} {:<10} {:>8.1} ({:>6.1}) {:>9.0} ({:>6.0}) {:>10.0} ({:>8.0}) {:>10.1}% {:>9.1}% {:>7.0} ({:>6.0}) {:>7.0} ({:>6.0})\n",
+            "{:<14} {:<16} {:<9} {:<10} {:<10} {:>8.1} ({:>6.1}) {:>9.0} ({:>6.0}) {:>10.0} ({:>8.0}) {:>10.1}% {:>9.1}% {:>7.0} ({:>6.0}) {:>7.0} ({:>6.0}) {:>8.0} ({:>6.0}) {:>7.1} {:>7.1} {:>8.0} ({:>6.0}) {:>7.1} {:>7.1} {:>6.1} ({:>5.1}) {:>6.1} ({:>5.1}) {:>7.0} ({:>6.0})\n",
             r.runtime,
             r.accelerator,
             r.nf,
@@ -671,10 +763,24 @@ pub fn table(rows: &[NfRow]) -> String {
             r.pps.1,
             100.0 * r.pps.0 / base,
             100.0 * r.delivered.0,
-            r.tcp_mbps.0,
-            r.tcp_mbps.1,
-            r.udp_mbps.0,
-            r.udp_mbps.1,
+            d.tcp_mbps.0,
+            d.tcp_mbps.1,
+            d.udp_mbps.0,
+            d.udp_mbps.1,
+            d.tcp_rr_tps.0,
+            d.tcp_rr_tps.1,
+            d.tcp_rr_us.0,
+            d.tcp_rr_p99_us.0,
+            d.udp_rr_tps.0,
+            d.udp_rr_tps.1,
+            d.udp_rr_us.0,
+            d.udp_rr_p99_us.0,
+            d.tcp_syn_us.0,
+            d.tcp_syn_us.1,
+            d.icmp_us.0,
+            d.icmp_us.1,
+            d.tcp_conn_per_s.0,
+            d.tcp_conn_per_s.1,
         ));
     }
     for r in rows.iter().filter(|r| r.nf == "vtnt") {
@@ -682,14 +788,18 @@ pub fn table(rows: &[NfRow]) -> String {
             .filter(|z| z.nf != "vtnt" && z.rules == r.rules && z.stateful == r.stateful)
         {
             t.push_str(&format!(
-                "vtnt ({}) / {} at {} rules ({}): {:.2}x packets/s, {:.2}x TCP, {:.2}x UDP\n",
+                "vtnt ({}) / {} at {} rules ({}): {:.2}x packets/s, {:.2}x TCP, {:.2}x UDP, {:.2}x TCP rr/s, {:.2}x UDP rr/s, {:.2}x TCP conn/s, {:.2}x SYN latency\n",
                 r.runtime,
                 i.nf,
                 r.rules,
                 if r.stateful { "stateful" } else { "stateless" },
                 r.pps.0 / i.pps.0,
-                r.tcp_mbps.0 / i.tcp_mbps.0,
-                r.udp_mbps.0 / i.udp_mbps.0,
+                r.drivers.tcp_mbps.0 / i.drivers.tcp_mbps.0,
+                r.drivers.udp_mbps.0 / i.drivers.udp_mbps.0,
+                r.drivers.tcp_rr_tps.0 / i.drivers.tcp_rr_tps.0,
+                r.drivers.udp_rr_tps.0 / i.drivers.udp_rr_tps.0,
+                r.drivers.tcp_conn_per_s.0 / i.drivers.tcp_conn_per_s.0,
+                r.drivers.tcp_syn_us.0 / i.drivers.tcp_syn_us.0,
             ));
         }
     }

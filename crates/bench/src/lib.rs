@@ -20,6 +20,7 @@ pub mod drive;
 pub mod fw;
 pub mod fw_host;
 pub mod fw_nf;
+pub mod fw_rr;
 pub mod probe_rate;
 pub mod soak;
 pub mod soak_lab;

@@ -135,8 +135,10 @@ pub enum BenchCommand {
     /// The firewall network function (`vtnt fw run`) between a sender and a receiver in
     /// namespaces, at each rule count, stateless and stateful: rule load time, RSS, the
     /// packet rate of a many-flow trace drawn from the rules, iperf3 TCP and UDP
-    /// throughput of parallel streams, repetitions with sd; natively and in containers.
-    /// Needs root, iproute2, ethtool and iperf3 (runc; docker.io for Docker).
+    /// throughput of parallel streams, sockperf TCP and UDP request/response rates and
+    /// round trips, hping3 SYN and ping latency, the TCP connection rate, repetitions
+    /// with sd; natively and in containers. Needs root, iproute2, ethtool, iperf3,
+    /// sockperf, hping3 and ping (runc; docker.io for Docker).
     Fw {
         /// Rule counts to measure.
         #[arg(
@@ -156,7 +158,8 @@ pub enum BenchCommand {
         /// namespace's veths).
         #[arg(long, value_enum, value_delimiter = ',', default_value = "native")]
         runtimes: Vec<vtnt_runtimes::Runtime>,
-        /// iperf3 through the NF, TCP then UDP, this many seconds each (0: none).
+        /// iperf3 TCP then UDP, sockperf TCP then UDP, hping3 beside ping, then the
+        /// connection rate through each filter, this many seconds each (0: none).
         #[arg(long, default_value_t = 5)]
         seconds: u32,
         /// iperf3's parallel streams (`-P`, at most 128).
