@@ -103,6 +103,10 @@ pub struct NfRow {
     pub pps: (f64, f64),
     /// Of the packets sent, the share that reached the receiver.
     pub delivered: (f64, f64),
+    /// The NF process's CPU time over the packet-rate measurement, in % of one core
+    /// (the spt tender's, QEMU's for the microVM; NaN for the kernel baselines, whose
+    /// work is softirq time no process owns).
+    pub cpu_pct: (f64, f64),
     /// The drivers' figures (NaN: not measured).
     #[serde(flatten)]
     pub drivers: Drivers,
@@ -419,9 +423,13 @@ fn rep(
     ports: Option<&Ports>,
 ) -> anyhow::Result<Vec<f64>> {
     let nf = host.start(file)?;
-    let rss = rss_kib(nf.pid()?)?;
+    let pid = nf.pid()?;
+    let rss = rss_kib(pid)?;
+    let (cpu, t) = (vtnt_measure::proc::cpu_ns(pid), Instant::now());
     let [pps, delivered] = measure(b, opts, datagrams)?;
-    let mut v = vec![nf.load_ms, rss, pps, delivered];
+    let ns = vtnt_measure::proc::cpu_ns(pid).saturating_sub(cpu);
+    let cpu = 100.0 * ns as f64 / 1e9 / t.elapsed().as_secs_f64();
+    let mut v = vec![nf.load_ms, rss, pps, delivered, cpu];
     v.extend(drivers(b, opts, ports)?);
     Ok(v)
 }
@@ -663,7 +671,7 @@ pub fn sweep(opts: &NfOptions, mut each: impl FnMut(&NfRow)) -> anyhow::Result<V
             if datagrams.is_empty() {
                 bail!("no trace could be drawn from the {size}-rule set");
             }
-            let mut m = vec![vec![Vec::new(); 4 + DRIVERS]; hosts.len()];
+            let mut m = vec![vec![Vec::new(); 5 + DRIVERS]; hosts.len()];
             let kernel = baselines(opts);
             let mut base = vec![vec![Vec::new(); 3 + DRIVERS]; kernel.len()];
             for _ in 0..opts.reps {
@@ -706,9 +714,10 @@ pub fn sweep(opts: &NfOptions, mut each: impl FnMut(&NfRow)) -> anyhow::Result<V
                     rss_kib: ms(&m[1]),
                     pps: ms(&m[2]),
                     delivered: ms(&m[3]),
+                    cpu_pct: ms(&m[4]),
                     runtime: host.runtime().name(),
                     accelerator: fw_host::accelerator(host.runtime()),
-                    drivers: Drivers::new(&m[4..], ms),
+                    drivers: Drivers::new(&m[5..], ms),
                 })
                 .collect();
             for ((name, ..), got) in kernel.iter().zip(&base) {
@@ -720,6 +729,7 @@ pub fn sweep(opts: &NfOptions, mut each: impl FnMut(&NfRow)) -> anyhow::Result<V
                     rss_kib: (f64::NAN, f64::NAN),
                     pps: ms(&got[1]),
                     delivered: ms(&got[2]),
+                    cpu_pct: (f64::NAN, f64::NAN),
                     runtime: Runtime::Native.name(),
                     accelerator: fw_host::accelerator(Runtime::Native),
                     drivers: Drivers::new(&got[3..], ms),
@@ -738,7 +748,7 @@ pub fn sweep(opts: &NfOptions, mut each: impl FnMut(&NfRow)) -> anyhow::Result<V
 /// and filter, and a line per rule count and baseline with our rate against its.
 pub fn table(rows: &[NfRow]) -> String {
     let mut t = String::from(
-        "runtime        accelerator      nf        rules      mode       load ms (sd)      RSS KiB (sd)       packets/s (sd)        of 0 rules  delivered  TCP Mb/s (sd)     UDP Mb/s (sd)     TCP rr/s (sd)      TCP rr us p99   UDP rr/s (sd)      UDP rr us p99   SYN us (sd)    ICMP us (sd)   TCP conn/s (sd)\n",
+        "runtime        accelerator      nf        rules      mode       load ms (sd)      RSS KiB (sd)       packets/s (sd)        of 0 rules  delivered  CPU % (sd)     TCP Mb/s (sd)     UDP Mb/s (sd)     TCP rr/s (sd)      TCP rr us p99   UDP rr/s (sd)      UDP rr us p99   SYN us (sd)    ICMP us (sd)   TCP conn/s (sd)\n",
     );
     for r in rows {
         let base = rows
@@ -749,7 +759,7 @@ pub fn table(rows: &[NfRow]) -> String {
             .map_or(f64::NAN, |z| z.pps.0);
         let d = &r.drivers;
         t.push_str(&format!(
-            "{:<14} {:<16} {:<9} {:<10} {:<10} {:>8.1} ({:>6.1}) {:>9.0} ({:>6.0}) {:>10.0} ({:>8.0}) {:>10.1}% {:>9.1}% {:>7.0} ({:>6.0}) {:>7.0} ({:>6.0}) {:>8.0} ({:>6.0}) {:>7.1} {:>7.1} {:>8.0} ({:>6.0}) {:>7.1} {:>7.1} {:>6.1} ({:>5.1}) {:>6.1} ({:>5.1}) {:>7.0} ({:>6.0})\n",
+            "{:<14} {:<16} {:<9} {:<10} {:<10} {:>8.1} ({:>6.1}) {:>9.0} ({:>6.0}) {:>10.0} ({:>8.0}) {:>10.1}% {:>9.1}% {:>5.0} ({:>4.0}) {:>7.0} ({:>6.0}) {:>7.0} ({:>6.0}) {:>8.0} ({:>6.0}) {:>7.1} {:>7.1} {:>8.0} ({:>6.0}) {:>7.1} {:>7.1} {:>6.1} ({:>5.1}) {:>6.1} ({:>5.1}) {:>7.0} ({:>6.0})\n",
             r.runtime,
             r.accelerator,
             r.nf,
@@ -763,6 +773,8 @@ pub fn table(rows: &[NfRow]) -> String {
             r.pps.1,
             100.0 * r.pps.0 / base,
             100.0 * r.delivered.0,
+            r.cpu_pct.0,
+            r.cpu_pct.1,
             d.tcp_mbps.0,
             d.tcp_mbps.1,
             d.udp_mbps.0,

@@ -300,6 +300,10 @@ fn the_bench_measures_the_nf_at_a_tiny_size_natively_and_in_containers() {
         assert!(r["tcp_mbps"][0].is_null(), "{r}");
         if r["nf"] == "vtnt" {
             assert!(r["rss_kib"][0].as_f64().unwrap() > 1000.0, "{r}");
+            // the NF worked while the trace crossed it
+            assert!(r["cpu_pct"][0].as_f64().unwrap() > 0.0, "{r}");
+        } else {
+            assert!(r["cpu_pct"][0].is_null(), "{r}");
         }
         let accel = if r["runtime"] == "native" {
             "none"
@@ -408,6 +412,7 @@ fn the_bench_measures_the_unikernels_nf() {
         assert!(r["pps"][0].as_f64().unwrap() > 0.0, "{r}");
         assert!(r["load_ms"][0].as_f64().unwrap().is_finite(), "{r}");
         assert!(r["rss_kib"][0].as_f64().unwrap() > 100.0, "{r}");
+        assert!(r["cpu_pct"][0].as_f64().unwrap() > 0.0, "{r}");
         let accel = r["accelerator"].as_str().unwrap();
         match r["runtime"].as_str().unwrap() {
             "spt" => assert_eq!(accel, "none (spt process)", "{r}"),

@@ -407,6 +407,21 @@ fn rollup_field(pid: u32, field: &str) -> u64 {
         .unwrap_or(0)
 }
 
+/// Time a live process's threads have spent on a CPU, in nanoseconds (the scheduler's
+/// own account, `/proc/PID/task/*/schedstat`): fine enough for runs of milliseconds,
+/// where [`cpu_secs`] counts in clock ticks. Threads that ended are not in it; 0 when the
+/// process is gone.
+pub fn cpu_ns(pid: u32) -> u64 {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return 0;
+    };
+    tasks
+        .flatten()
+        .filter_map(|t| std::fs::read_to_string(t.path().join("schedstat")).ok())
+        .filter_map(|s| s.split_whitespace().next()?.parse::<u64>().ok())
+        .sum()
+}
+
 /// CPU time (user + system) a live process has used, in seconds.
 pub fn cpu_secs(pid: u32) -> f64 {
     let Ok(s) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
