@@ -10,9 +10,7 @@ use std::time::Duration;
 
 use clap::Parser;
 use vtnt_abi::hvt::NETS_MAX;
-use vtnt_monitor::{
-    parse_mac, Config, Ended, Net, DEFAULT_MAC, DEFAULT_MAC2, EXIT_MONITOR_ERROR,
-};
+use vtnt_monitor::{parse_mac, Config, Ended, Net, DEFAULT_MAC, DEFAULT_MAC2, EXIT_MONITOR_ERROR};
 
 /// Run one vTNT unikernel image in a microVM on /dev/kvm.
 #[derive(Debug, Parser)]

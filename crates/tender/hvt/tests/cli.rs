@@ -92,7 +92,13 @@ fn bad_options_are_refused_clearly() {
     assert!(fails(&["--mac", "52:54:00:12:34", img]).contains("not a MAC address"));
     let tap = ["--net", "tap=vtnt-no-such0"];
     assert_eq!(
-        fails(&[tap, tap, tap].concat().into_iter().chain([img]).collect::<Vec<_>>()),
+        fails(
+            &[tap, tap, tap]
+                .concat()
+                .into_iter()
+                .chain([img])
+                .collect::<Vec<_>>()
+        ),
         "vtnt-monitor: error: a VM has at most 2 networks: --net and --mac are given once or twice"
     );
     assert!(fails(&["--timeout", "0", img]).contains("--timeout"));

@@ -175,7 +175,8 @@ impl bootinfo::BootInfo for Boot {
     }
 
     fn version(&self) -> u32 {
-        1
+        // the interface's version, as in `vtnt_abi::hvt::MAGIC` ("vTNThvt2")
+        2
     }
 
     fn cmdline(&self) -> &'static [u8] {
