@@ -235,6 +235,25 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_second_network_follows_the_first_with_its_own_mac() {
+        let mut cfg = MonitorConfig::new("nf.elf".into(), "-- fw ta0 tb0");
+        let tap = |i: &str| MonitorNet::Tap { ifname: i.into() };
+        cfg.net = Some(tap("ta0"));
+        cfg.net2 = Some(tap("tb0"));
+        let a = cfg.args().join(" ");
+        assert!(
+            a.contains(
+                "--mac 52:54:00:12:34:56 --mac 52:54:00:12:34:57 --net tap=ta0 --net tap=tb0 "
+            ),
+            "{a}"
+        );
+        cfg.net2 = None;
+        let a = cfg.args().join(" ");
+        assert!(a.contains("--mac 52:54:00:12:34:56 --net tap=ta0 "), "{a}");
+        assert_eq!(a.matches("--net ").count(), 1, "{a}");
+    }
+
+    #[test]
     fn the_message_is_one_line_without_the_statistics() {
         let stderr = "vtnt-monitor: the guest faulted at rip 0x1234 (page fault)\n\
                       {\"type\":\"monitor\",\"exits\":3}\n\n";
