@@ -46,8 +46,12 @@ pub const MEM_MIN: u64 = 2 << 20;
 /// The largest guest memory (the page tables cover one PDPT: 512 GiB; we stop far lower).
 pub const MEM_MAX: u64 = 4 << 30;
 
-/// `BootInfo::magic`: "vTNThvt1" little-endian.
-pub const MAGIC: u64 = u64::from_le_bytes(*b"vTNThvt1");
+/// `BootInfo::magic`: "vTNThvt2" little-endian (2: two networks, each frame call naming
+/// one; a guest or monitor of the one-network interface, "vTNThvt1", is refused).
+pub const MAGIC: u64 = u64::from_le_bytes(*b"vTNThvt2");
+
+/// How many networks the monitor can give a VM (a network function's two sides).
+pub const NETS_MAX: u64 = 2;
 
 /// The ELF note naming the 64-bit entry point: name (with its NUL), type, and an 8-byte
 /// little-endian descriptor holding the entry's address.
@@ -75,7 +79,8 @@ pub struct BootInfo {
     pub cmdline_len: u64,
     /// The TSC frequency in Hz (from KVM), for the guest's clock.
     pub tsc_hz: u64,
-    /// The NIC's MAC address (first 6 bytes), `net` = 1 if there is a network.
+    /// The first network's MAC address (first 6 bytes), and how many networks there are
+    /// (0 to [`NETS_MAX`]; `mac2` is the second's).
     pub mac: [u8; 8],
     pub net: u64,
     /// Guest-physical address of `modules_count` [`Module`] entries.
@@ -84,6 +89,8 @@ pub struct BootInfo {
     /// End of what the monitor placed in guest memory above the image (modules): the
     /// heap may start here.
     pub used_end: u64,
+    /// The second network's MAC address (first 6 bytes), when `net` = 2.
+    pub mac2: [u8; 8],
 }
 
 /// One boot module (e.g. a long target list), as the PVH module list holds it.
@@ -116,20 +123,23 @@ pub struct Puts {
     pub len: u64,
 }
 
-/// [`port::NET_WRITE`]: send the frame of `len` bytes at `data`. `ret` = 0 when it left,
-/// 1 when the monitor could not send it (the guest may retry).
+/// [`port::NET_WRITE`]: send the frame of `len` bytes at `data` on network `net` (0 or
+/// 1, set by the guest). `ret` = 0 when it left, 1 when the monitor could not send it
+/// (the guest may retry; always 1 on a network the monitor did not give).
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default)]
 pub struct NetWrite {
     pub data: u64,
     pub len: u64,
     pub ret: u64,
+    pub net: u64,
 }
 
 /// [`port::NET_READ`]: the monitor fills the `cap` bytes at `data` with the frames it has
 /// (each as a 2-byte little-endian length, then the frame, then a pad byte if the length
 /// is odd), stopping before one that would not fit; `len` = bytes written, `frames` = how
-/// many, `more` = 1 if frames are still waiting.
+/// many, `more` = 1 if frames are still waiting. `net` (set by the guest: 0 or 1) names
+/// the network read; one the monitor did not give has no frames.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default)]
 pub struct NetRead {
@@ -138,13 +148,14 @@ pub struct NetRead {
     pub len: u64,
     pub frames: u64,
     pub more: u64,
+    pub net: u64,
 }
 
 /// The largest frame the monitor passes (Ethernet header + 1500 bytes of payload).
 pub const FRAME_MAX: usize = 1514;
 
-/// [`port::POLL`]: return when a frame is waiting or after `timeout_ns`; `ready` = 1 if a
-/// frame is waiting.
+/// [`port::POLL`]: return when a frame is waiting on any network or after `timeout_ns`;
+/// `ready` has bit `i` set if a frame is waiting on network `i` (so 1 with one network).
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Poll {
@@ -223,8 +234,9 @@ mod tests {
 
     #[test]
     fn layout_is_what_both_sides_assume() {
-        assert_eq!(core::mem::size_of::<BootInfo>(), 80);
-        assert_eq!(core::mem::size_of::<NetRead>(), 40);
+        assert_eq!(core::mem::size_of::<BootInfo>(), 88);
+        assert_eq!(core::mem::size_of::<NetWrite>(), 32);
+        assert_eq!(core::mem::size_of::<NetRead>(), 48);
         const { assert!(CMDLINE + CMDLINE_MAX <= PAGE_TABLES) };
         const { assert!(PAGE_TABLES + (2 + (MEM_MAX >> 30)) * 4096 <= IMAGE_MIN) };
     }

@@ -44,14 +44,31 @@ const BRIDGES: [&str; 2] = ["fwa", "fwb"];
 const VETHS: [&str; 2] = ["a0", "b0"];
 
 /// The row's accelerator column: this host's kernel for a process or a container, the
-/// one QEMU resolves for the microVM's image.
+/// microVM's accelerator and VMM.
 pub fn accelerator(rt: Runtime) -> &'static str {
     match rt.entry().driver {
         Driver::Native => "none",
         Driver::Spt => "none (spt process)",
-        Driver::Microvm => vtnt_artifacts::find(Artifact::NfVm)
-            .map_or("unknown", |f| vtnt_unikernel::qemu::resolve(&f.path).name()),
+        Driver::Microvm => {
+            vtnt_artifacts::find(Artifact::NfVm).map_or("unknown", |f| microvm_accelerator(&f.path))
+        }
         _ => "none (container)",
+    }
+}
+
+/// The microVM row's accelerator and VMM: the NF runs under `vtnt fw run`'s default VMM
+/// (`vtnt-monitor` where /dev/kvm works, else QEMU).
+fn microvm_accelerator(image: &Path) -> &'static str {
+    use vtnt_unikernel::accel::Accelerator as A;
+    use vtnt_unikernel::launch::Vmm;
+    let vmm = vtnt_unikernel::launch::default_vmm(image);
+    let accel = vtnt_runtimes::microvm::accel(image, vmm, vtnt_unikernel::qemu::Accel::Auto);
+    match (vmm, accel) {
+        (Vmm::Monitor, A::Kvm) => "KVM (vtnt-monitor)",
+        (Vmm::Monitor, A::PvmKvm) => "PVM-KVM (vtnt-monitor)",
+        (_, A::Kvm) => "KVM (QEMU)",
+        (_, A::PvmKvm) => "PVM-KVM (QEMU)",
+        (_, A::Tcg) => "TCG (QEMU)",
     }
 }
 

@@ -14,6 +14,7 @@ use anyhow::Context;
 use vtnt_fw::gen::{self, Family, RuleSpec, TraceSpec};
 use vtnt_fw::parse::{self, Format};
 use vtnt_fw::{print, Action, Classifier, Hook, Options, Ruleset};
+use vtnt_unikernel::launch::Vmm;
 
 use crate::output::AtomicFile;
 
@@ -44,8 +45,8 @@ pub enum NfForm {
     /// The unikernel as a sandboxed process (`lib/vtnt/vtnt-fw-spt.elf`), on two TAP
     /// devices.
     Spt,
-    /// The unikernel as a microVM under QEMU (`lib/vtnt/vtnt-fw.elf`), on two TAP
-    /// devices.
+    /// The unikernel as a microVM (`lib/vtnt/vtnt-fw.elf`) under vtnt-monitor or QEMU
+    /// (`--vmm`), on two TAP devices.
     Microvm,
 }
 
@@ -170,6 +171,10 @@ pub struct RunArgs {
     /// devices, which it takes whole).
     #[arg(long, value_enum, default_value_t = NfForm::Native)]
     pub runtime: NfForm,
+    /// microvm only: the VMM, auto (vtnt-monitor where /dev/kvm works, else QEMU), vtnt,
+    /// qemu.
+    #[arg(long, default_value = "auto")]
+    pub vmm: String,
     /// One side's interface.
     pub if_in: String,
     /// The other side's.
@@ -199,6 +204,15 @@ fn run_nf_guest(a: &RunArgs) -> anyhow::Result<ExitCode> {
         );
     }
     let taps = [a.if_in.as_str(), a.if_out.as_str()];
+    let vmm = match Vmm::from_name(&a.vmm) {
+        Some(Vmm::Firecracker) | None => {
+            anyhow::bail!("--vmm: unknown VMM `{}` (auto, vtnt, qemu)", a.vmm)
+        }
+        Some(_) if a.runtime != NfForm::Microvm && a.vmm != "auto" => {
+            anyhow::bail!("--vmm: only the microvm runtime has a VMM")
+        }
+        Some(v) => v,
+    };
     let stop = crate::interrupt::catch()?;
     let mut nf = if a.runtime == NfForm::Spt {
         let image = vtnt_artifacts::find(vtnt_artifacts::Artifact::NfSpt)?.path;
@@ -207,9 +221,11 @@ fn run_nf_guest(a: &RunArgs) -> anyhow::Result<ExitCode> {
         vtnt_runtimes::spt::start_nf(&image, taps, rules, a.max_conns)?
     } else {
         let image = vtnt_artifacts::find(vtnt_artifacts::Artifact::NfVm)?.path;
-        let (nf, accel) = vtnt_runtimes::microvm::start_nf(&image, taps, &a.rules, a.max_conns)?;
+        let (nf, vmm, accel) =
+            vtnt_runtimes::microvm::start_nf(&image, taps, &a.rules, a.max_conns, vmm)?;
         eprintln!(
-            "vtnt fw run: the microVM runs under QEMU ({})",
+            "vtnt fw run: the microVM runs under {} ({})",
+            vtnt_runtimes::microvm::vmm_label(vmm),
             accel.name()
         );
         nf
@@ -245,7 +261,7 @@ fn run_nf_guest(a: &RunArgs) -> anyhow::Result<ExitCode> {
                 why.map_or(String::new(), |w| format!(": {w}"))
             )
         }
-        Some(st) => anyhow::bail!("the NF's QEMU ended ({st})"),
+        Some(st) => anyhow::bail!("the NF's VMM ended ({st})"),
         None => {
             // dropped while running: its process group is killed
             drop(nf);

@@ -187,6 +187,7 @@ fn stop_nf(
 #[test]
 fn forwards_tracks_and_rejects_between_namespaces() {
     vtnt_testkit::require_root!("ip", "ethtool");
+    vtnt_testkit::require_kvm!();
     let b = Bump::build("fwrun", "100.64.4").unwrap();
     let rules = temp("ns", RULES);
     let r = rules.to_str().unwrap();
@@ -220,11 +221,18 @@ fn forwards_tracks_and_rejects_between_namespaces() {
         )
         .unwrap();
     assert!(o.status.success(), "{o:?}");
-    // as a process (spt), then as a microVM under QEMU, on the same TAP devices
-    for form in ["spt", "microvm"] {
-        let args = ["--runtime", form, "--rules", r, "ta0", "tb0"];
+    // as a process (spt), then as a microVM under QEMU and under vtnt-monitor (its two
+    // networks), on the same TAP devices
+    for (form, vmm, says) in [
+        ("spt", "auto", ""),
+        ("microvm", "qemu", "the microVM runs under QEMU ("),
+        ("microvm", "vtnt", "the microVM runs under vtnt-monitor ("),
+    ] {
+        let args = ["--runtime", form, "--vmm", vmm, "--rules", r, "ta0", "tb0"];
         let (nf, err, line) = start_nf(&b, &args, "\"type\":\"nf\"");
+        let form = format!("{form} {vmm}");
         assert!(line.contains("\"rules\":3"), "{form}: {line}");
+        assert!(line.contains(says), "{form}: {line}");
         let (echoed, refused, arrived) = exchange(&b);
         // the guest says what it counted each second that changed it
         std::thread::sleep(Duration::from_secs(2));
@@ -241,6 +249,22 @@ fn forwards_tracks_and_rejects_between_namespaces() {
         assert!(!arrived, "{form}: {line}{rest}");
         assert_eq!(status.code(), Some(143), "{form}: {line}{rest}");
     }
+    // given one network, the NF under the monitor fails by name (status 3: no NIC)
+    let find = |a| vtnt_artifacts::find(a).unwrap().path;
+    let monitor = find(vtnt_artifacts::Artifact::Monitor);
+    let o =
+        b.nf.command(monitor.to_str().unwrap())
+            .args(["--mem-mib", "32", "--net", "tap=ta0", "--module", r])
+            .arg(find(vtnt_artifacts::Artifact::NfVm))
+            .args(["--cmdline", "-- fw ta0 tb0"])
+            .output()
+            .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(3), "{out}");
+    assert!(
+        out.contains("the monitor gave this VM one network: a network function needs two"),
+        "{out}"
+    );
     std::fs::remove_file(&rules).unwrap();
 }
 
@@ -416,7 +440,13 @@ fn the_bench_measures_the_unikernels_nf() {
         let accel = r["accelerator"].as_str().unwrap();
         match r["runtime"].as_str().unwrap() {
             "spt" => assert_eq!(accel, "none (spt process)", "{r}"),
-            "microvm" => assert!(["KVM", "PVM-KVM", "TCG"].contains(&accel), "{r}"),
+            // the accelerator and the VMM `vtnt fw run` picked
+            "microvm" => assert!(
+                ["KVM", "PVM-KVM", "TCG"]
+                    .iter()
+                    .any(|a| accel.starts_with(&format!("{a} ("))),
+                "{r}"
+            ),
             rt => panic!("a row of {rt}: {r}"),
         }
     }

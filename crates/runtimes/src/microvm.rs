@@ -161,7 +161,8 @@ impl Running {
     }
 }
 
-fn vmm_label(vmm: Vmm) -> &'static str {
+/// How `vmm` is named to users.
+pub fn vmm_label(vmm: Vmm) -> &'static str {
     match vmm {
         Vmm::Monitor => "vtnt-monitor",
         Vmm::Firecracker => "Firecracker",
@@ -169,19 +170,23 @@ fn vmm_label(vmm: Vmm) -> &'static str {
     }
 }
 
-/// Starts the firewall network function `image` (`vtnt-kernel --features fw`) under QEMU
-/// between the existing TAP devices `taps` of this network namespace (its first and
-/// second virtio-net devices, named so in the rules' `-i`/`-o`), with the rule file
-/// `rules` as its boot module and a connection table of `max_conns`; memory for the
+/// Starts the firewall network function `image` (`vtnt-kernel --features fw`) under `vmm`
+/// (`Auto`: `vtnt-monitor` where /dev/kvm works, else QEMU) between the existing TAP
+/// devices `taps` of this network namespace (the monitor's networks 0 and 1, or QEMU's
+/// first and second virtio-net devices, named so in the rules' `-i`/`-o`), with the rule
+/// file `rules` as its boot module and a connection table of `max_conns`; memory for the
 /// rules (`rule_bytes` of text: about 30 MiB, plus 6 bytes for each byte of the file,
 /// which holds a million rules' text, model and compiled tables). It runs until it is
-/// killed; its console says when its rules hold and on which accelerator it runs.
+/// killed; its console says when its rules hold. Returns the VMM it runs under and the
+/// accelerator.
 pub fn start_nf(
     image: &Path,
     taps: [&str; 2],
     rules: &Path,
     max_conns: u32,
-) -> Result<(crate::proc::Supervised, Accelerator)> {
+    vmm: Vmm,
+) -> Result<(crate::proc::Supervised, Vmm, Accelerator)> {
+    use vtnt_unikernel::monitor::{self, MonitorConfig, MonitorNet};
     use vtnt_unikernel::qemu::{Machine, NetBackend, VmConfig};
     let rule_bytes = std::fs::metadata(rules)
         .doing(|| format!("reading {}", rules.display()))?
@@ -190,16 +195,49 @@ pub fn start_nf(
         "console=ttyS0 -- fw {} {} max-conns={max_conns}",
         taps[0], taps[1]
     );
-    let mut cfg = VmConfig::new(image.to_path_buf(), Machine::Microvm, &cmdline);
-    cfg.memory_mib = (32 + rule_bytes * 6 / (1 << 20)).min(u32::MAX as u64) as u32;
-    cfg.net = Some(NetBackend::Tap {
-        ifname: taps[0].into(),
-    });
-    cfg.net2 = Some(NetBackend::Tap {
-        ifname: taps[1].into(),
-    });
-    cfg.module = Some(rules.to_path_buf());
-    let accel = vtnt_unikernel::qemu::resolve(image);
-    let child = crate::proc::Supervised::spawn(cfg.command(accel), "the NF's QEMU")?;
-    Ok((child, accel))
+    let memory_mib = (32 + rule_bytes * 6 / (1 << 20)).min(u32::MAX as u64 - 1) as u32;
+    let vmm = match vmm {
+        Vmm::Auto => vtnt_unikernel::launch::default_vmm(image),
+        v => v,
+    };
+    let (command, accel) = match vmm {
+        Vmm::Monitor => {
+            let mut cfg = MonitorConfig::new(image.to_path_buf(), &cmdline);
+            // the monitor takes an even number of MiB
+            cfg.memory_mib = memory_mib.next_multiple_of(2);
+            cfg.net = Some(MonitorNet::Tap {
+                ifname: taps[0].into(),
+            });
+            cfg.net2 = Some(MonitorNet::Tap {
+                ifname: taps[1].into(),
+            });
+            cfg.modules = vec![rules.to_path_buf()];
+            // it runs until it is killed (the monitor's watchdog allows a year at most)
+            cfg.timeout = Duration::from_secs(365 * 86400);
+            let command = monitor::command(&cfg)
+                .map_err(|e| Error::Runtime(format!("the NF's vtnt-monitor: {e}")))?;
+            (command, vmm.accelerator(image, Accel::Auto))
+        }
+        Vmm::Qemu | Vmm::Auto => {
+            let mut cfg = VmConfig::new(image.to_path_buf(), Machine::Microvm, &cmdline);
+            cfg.memory_mib = memory_mib;
+            cfg.net = Some(NetBackend::Tap {
+                ifname: taps[0].into(),
+            });
+            cfg.net2 = Some(NetBackend::Tap {
+                ifname: taps[1].into(),
+            });
+            cfg.module = Some(rules.to_path_buf());
+            let accel = vtnt_unikernel::qemu::resolve(image);
+            (cfg.command(accel), accel)
+        }
+        Vmm::Firecracker => {
+            return Err(Error::Runtime(
+                "the network function runs under vtnt-monitor or QEMU, not Firecracker".into(),
+            ))
+        }
+    };
+    let what = format!("the NF's {}", vmm_label(vmm));
+    let child = crate::proc::Supervised::spawn(command, &what)?;
+    Ok((child, vmm, accel))
 }

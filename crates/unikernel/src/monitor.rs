@@ -50,6 +50,9 @@ pub struct MonitorConfig {
     pub cmdline: String,
     pub net: Option<MonitorNet>,
     pub mac: String,
+    /// A second network (a network function's other side; only with `net`) and its MAC.
+    pub net2: Option<MonitorNet>,
+    pub mac2: String,
     /// The monitor's watchdog; the supervisor kills it a little later still.
     pub timeout: Duration,
     /// Run the monitor inside this network namespace (`ip netns exec`).
@@ -72,6 +75,8 @@ impl MonitorConfig {
             cmdline: cmdline.to_string(),
             net: None,
             mac: "52:54:00:12:34:56".into(),
+            net2: None,
+            mac2: "52:54:00:12:34:57".into(),
             timeout: Duration::from_secs(60),
             netns: None,
             modules: Vec::new(),
@@ -90,16 +95,16 @@ impl MonitorConfig {
             "--mac".into(),
             self.mac.clone(),
         ];
-        match &self.net {
-            Some(MonitorNet::Udp { local, remote }) => {
-                a.push("--net".into());
-                a.push(format!("udp={local},{remote}"));
-            }
-            Some(MonitorNet::Tap { ifname }) => {
-                a.push("--net".into());
-                a.push(format!("tap={ifname}"));
-            }
-            None => {}
+        if self.net2.is_some() {
+            a.push("--mac".into());
+            a.push(self.mac2.clone());
+        }
+        for net in self.net.iter().chain(&self.net2) {
+            a.push("--net".into());
+            a.push(match net {
+                MonitorNet::Udp { local, remote } => format!("udp={local},{remote}"),
+                MonitorNet::Tap { ifname } => format!("tap={ifname}"),
+            });
         }
         for m in &self.modules {
             a.push("--module".into());
@@ -152,8 +157,9 @@ pub fn usable() -> bool {
     binary().is_ok() && accel::kvm_kind().is_some()
 }
 
-/// Boots `cfg` under the monitor and waits for it.
-pub fn run(cfg: &MonitorConfig) -> Result<Outcome, Error> {
+/// The command that boots `cfg`: the wrapper, then `ip netns exec` when a namespace is
+/// set, then the monitor with [`MonitorConfig::args`].
+pub fn command(cfg: &MonitorConfig) -> Result<Command, Error> {
     let program = binary()?;
     // the wrapper first (it may join cgroups, which `ip netns exec`'s own /sys hides)
     let mut words: Vec<std::ffi::OsString> = cfg.wrapper.iter().map(Into::into).collect();
@@ -163,6 +169,12 @@ pub fn run(cfg: &MonitorConfig) -> Result<Outcome, Error> {
     words.push(program.into());
     let mut cmd = Command::new(&words[0]);
     cmd.args(&words[1..]).args(cfg.args());
+    Ok(cmd)
+}
+
+/// Boots `cfg` under the monitor and waits for it.
+pub fn run(cfg: &MonitorConfig) -> Result<Outcome, Error> {
+    let cmd = command(cfg)?;
     let accel = accel::kvm_kind().unwrap_or(Accelerator::Kvm);
     let supervised = qemu::supervise(
         cmd,
@@ -221,6 +233,25 @@ pub fn stats_line(stderr: &str) -> Option<&str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_second_network_follows_the_first_with_its_own_mac() {
+        let mut cfg = MonitorConfig::new("nf.elf".into(), "-- fw ta0 tb0");
+        let tap = |i: &str| MonitorNet::Tap { ifname: i.into() };
+        cfg.net = Some(tap("ta0"));
+        cfg.net2 = Some(tap("tb0"));
+        let a = cfg.args().join(" ");
+        assert!(
+            a.contains(
+                "--mac 52:54:00:12:34:56 --mac 52:54:00:12:34:57 --net tap=ta0 --net tap=tb0 "
+            ),
+            "{a}"
+        );
+        cfg.net2 = None;
+        let a = cfg.args().join(" ");
+        assert!(a.contains("--mac 52:54:00:12:34:56 --net tap=ta0 "), "{a}");
+        assert_eq!(a.matches("--net ").count(), 1, "{a}");
+    }
 
     #[test]
     fn the_message_is_one_line_without_the_statistics() {

@@ -58,6 +58,8 @@ pub const EXIT_GUEST_FAULT: u8 = 126;
 
 /// The MAC address a guest gets unless told otherwise (QEMU's first).
 pub const DEFAULT_MAC: [u8; 6] = [0x52, 0x54, 0x00, 0x12, 0x34, 0x56];
+/// The second network's MAC address unless told otherwise (QEMU's second).
+pub const DEFAULT_MAC2: [u8; 6] = [0x52, 0x54, 0x00, 0x12, 0x34, 0x57];
 
 /// What to run, and how.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -70,10 +72,14 @@ pub struct Config {
     pub cmdline: String,
     /// Guest memory in MiB: even, from [`MEM_MIN`] to [`MEM_MAX`].
     pub mem_mib: u64,
-    /// The guest's NIC, if it has one.
+    /// The guest's NIC (network 0), if it has one.
     pub net: Option<Net>,
     /// The NIC's MAC address (in [`BootInfo`]).
     pub mac: [u8; 6],
+    /// A second NIC (network 1: a network function's other side), only with a first.
+    pub net2: Option<Net>,
+    /// The second NIC's MAC address.
+    pub mac2: [u8; 6],
     /// Files loaded as boot modules, in order.
     pub modules: Vec<PathBuf>,
     /// How long the guest may run before the monitor stops it.
@@ -86,8 +92,8 @@ pub struct Config {
 }
 
 impl Config {
-    /// The defaults: 16 MiB, no network, [`DEFAULT_MAC`], no modules, a 60 s timeout and
-    /// an empty command line.
+    /// The defaults: 16 MiB, no network, [`DEFAULT_MAC`] and [`DEFAULT_MAC2`], no modules,
+    /// a 60 s timeout and an empty command line.
     pub fn new(image: impl Into<PathBuf>) -> Config {
         Config {
             image: image.into(),
@@ -95,6 +101,8 @@ impl Config {
             mem_mib: 16,
             net: None,
             mac: DEFAULT_MAC,
+            net2: None,
+            mac2: DEFAULT_MAC2,
             modules: Vec::new(),
             timeout: Duration::from_secs(60),
             seccomp: false,
@@ -351,7 +359,12 @@ pub fn run_with(cfg: &Config, console: &mut dyn Write) -> Result<Outcome, Error>
 
     // The network too: a port in use is reported before any KVM work.
     let t = Instant::now();
-    let net = cfg.net.as_ref().map(Backend::open).transpose()?;
+    let nets = cfg
+        .net
+        .iter()
+        .chain(&cfg.net2)
+        .map(|n| Backend::open(n).map(NetPort::new))
+        .collect::<Result<Vec<_>, Error>>()?;
     stats.net = t.elapsed();
 
     let t = Instant::now();
@@ -399,9 +412,7 @@ pub fn run_with(cfg: &Config, console: &mut dyn Write) -> Result<Outcome, Error>
     let mut machine = Machine {
         vcpu,
         mem,
-        net,
-        rx: vec![0; FRAME_MAX + 1],
-        held: None,
+        nets,
         console,
         stats,
         boot: Instant::now(),
@@ -437,6 +448,11 @@ fn check(cfg: &Config) -> Result<u64, Error> {
     }
     if cfg.cmdline.contains('\0') {
         return Err(Error::Config("the command line contains a NUL byte".into()));
+    }
+    if cfg.net2.is_some() && cfg.net.is_none() {
+        return Err(Error::Config(
+            "a second network needs a first (--net before --net)".into(),
+        ));
     }
     if cfg.timeout.is_zero() {
         return Err(Error::Config("the timeout must be more than zero".into()));
@@ -532,8 +548,9 @@ fn load(
         mem.write_obj(placement.table + (i * size_of::<Module>()) as u64, m)
             .ok_or_else(|| bug("the module table"))?;
     }
-    let mut mac = [0u8; 8];
+    let (mut mac, mut mac2) = ([0u8; 8], [0u8; 8]);
     mac[..6].copy_from_slice(&cfg.mac);
+    mac2[..6].copy_from_slice(&cfg.mac2);
     let info = BootInfo {
         magic: MAGIC,
         mem_size: mem.size(),
@@ -541,10 +558,11 @@ fn load(
         cmdline_len: cfg.cmdline.len() as u64,
         tsc_hz,
         mac,
-        net: u64::from(cfg.net.is_some()),
+        net: u64::from(cfg.net.is_some()) + u64::from(cfg.net2.is_some()),
         modules: placement.table,
         modules_count: table.len() as u64,
         used_end: placement.used_end,
+        mac2,
     };
     mem.write_obj(BOOT_INFO, &info)
         .ok_or_else(|| bug("the boot information"))?;
@@ -559,15 +577,31 @@ enum Stop {
     Error(Error),
 }
 
-/// A booted guest and what serving it needs.
-struct Machine<'a> {
-    vcpu: VcpuFd,
-    mem: GuestMemory,
-    net: Option<Backend>,
+/// One of the guest's networks: its backend and a frame that did not fit a NET_READ.
+struct NetPort {
+    backend: Backend,
     /// Receive buffer: one frame, plus a byte to detect frames longer than FRAME_MAX.
     rx: Vec<u8>,
     /// The length of a frame in `rx` that did not fit the guest's last NET_READ.
     held: Option<usize>,
+}
+
+impl NetPort {
+    fn new(backend: Backend) -> NetPort {
+        NetPort {
+            backend,
+            rx: vec![0; FRAME_MAX + 1],
+            held: None,
+        }
+    }
+}
+
+/// A booted guest and what serving it needs.
+struct Machine<'a> {
+    vcpu: VcpuFd,
+    mem: GuestMemory,
+    /// The guest's networks, by index (0, then 1).
+    nets: Vec<NetPort>,
     console: &'a mut dyn Write,
     stats: Stats,
     /// When the vCPU first ran.
@@ -667,14 +701,17 @@ impl Machine<'_> {
                         w.len, w.data
                     ))
                 })?;
-                let sent = self.net.as_mut().is_some_and(|n| n.send(frame));
+                let sent = usize::try_from(w.net)
+                    .ok()
+                    .and_then(|i| self.nets.get_mut(i))
+                    .is_some_and(|n| n.backend.send(frame));
                 w.ret = u64::from(!sent);
                 self.reply(arg, &w)
             }
             port::NET_READ => {
                 counts.net_read += 1;
                 let mut r: NetRead = self.args("NET_READ", arg)?;
-                let (len, frames, more) = self.net_read(r.data, r.cap)?;
+                let (len, frames, more) = self.net_read(r.net, r.data, r.cap)?;
                 (r.len, r.frames, r.more) = (len, frames, more);
                 self.reply(arg, &r)
             }
@@ -682,10 +719,15 @@ impl Machine<'_> {
                 counts.poll += 1;
                 let mut p: Poll = self.args("POLL", arg)?;
                 let wait = Duration::from_nanos(p.timeout_ns).min(watchdog.remaining());
-                let ready = self.held.is_some()
-                    || net::wait_readable(self.net.as_ref().map(Backend::fd), wait)
-                        && self.net.is_some();
-                p.ready = u64::from(ready);
+                // bit i: network i has a frame (one held back counts without a wait)
+                let held = self.nets.iter().enumerate();
+                let held = held.fold(0, |r, (i, n)| r | u64::from(n.held.is_some()) << i);
+                p.ready = if held != 0 {
+                    held
+                } else {
+                    let fds: Vec<_> = self.nets.iter().map(|n| n.backend.fd()).collect();
+                    net::wait_readable(&fds, wait)
+                };
                 self.reply(arg, &p)
             }
             port::EXIT => {
@@ -722,22 +764,25 @@ impl Machine<'_> {
             .ok_or_else(|| Stop::Fault(format!("a hypercall's arguments at 0x{arg:x} moved")))
     }
 
-    /// Fills the guest's `[data, data + cap)` with waiting frames; returns (bytes written,
-    /// frames, 1 if a frame is still waiting).
-    fn net_read(&mut self, data: u64, cap: u64) -> Result<(u64, u64, u64), Stop> {
+    /// Fills the guest's `[data, data + cap)` with frames waiting on network `index`;
+    /// returns (bytes written, frames, 1 if a frame is still waiting).
+    fn net_read(&mut self, index: u64, data: u64, cap: u64) -> Result<(u64, u64, u64), Stop> {
         let buf = self.mem.slice_mut(data, cap).ok_or_else(|| {
             Stop::Fault(format!(
                 "NET_READ into {cap} bytes at 0x{data:x}, outside guest memory"
             ))
         })?;
-        let Some(net) = self.net.as_mut() else {
+        let Some(net) = usize::try_from(index)
+            .ok()
+            .and_then(|i| self.nets.get_mut(i))
+        else {
             return Ok((0, 0, 0));
         };
         let (mut at, mut frames) = (0usize, 0u64);
         loop {
-            let n = match self.held.take() {
+            let n = match net.held.take() {
                 Some(n) => n,
-                None => match net.recv(&mut self.rx) {
+                None => match net.backend.recv(&mut net.rx) {
                     Some(n) => n,
                     None => return Ok((at as u64, frames, 0)),
                 },
@@ -746,13 +791,13 @@ impl Machine<'_> {
                 // Longer than any Ethernet frame the guest takes: dropped.
                 continue;
             }
-            match vtnt_abi::hvt::put_frame(buf, at, &self.rx[..n]) {
+            match vtnt_abi::hvt::put_frame(buf, at, &net.rx[..n]) {
                 Some(end) => {
                     at = end;
                     frames += 1;
                 }
                 None => {
-                    self.held = Some(n);
+                    net.held = Some(n);
                     return Ok((at as u64, frames, 1));
                 }
             }

@@ -9,7 +9,8 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Parser;
-use vtnt_monitor::{parse_mac, Config, Ended, Net, EXIT_MONITOR_ERROR};
+use vtnt_abi::hvt::NETS_MAX;
+use vtnt_monitor::{parse_mac, Config, Ended, Net, DEFAULT_MAC, DEFAULT_MAC2, EXIT_MONITOR_ERROR};
 
 /// Run one vTNT unikernel image in a microVM on /dev/kvm.
 #[derive(Debug, Parser)]
@@ -24,12 +25,14 @@ struct Cli {
     #[arg(long, value_name = "N", default_value_t = 16)]
     mem_mib: u64,
     /// The NIC: udp=LOCALIP:PORT,REMOTEIP:PORT (one Ethernet frame per datagram) or
-    /// tap=IFNAME (an existing TAP device).
+    /// tap=IFNAME (an existing TAP device). Given twice: a second NIC (network 1, a
+    /// network function's other side).
     #[arg(long, value_name = "udp=LOCAL,REMOTE|tap=IFNAME")]
-    net: Option<Net>,
-    /// The NIC's MAC address.
-    #[arg(long, value_name = "MAC", value_parser = parse_mac, default_value = "52:54:00:12:34:56")]
-    mac: [u8; 6],
+    net: Vec<Net>,
+    /// The NIC's MAC address (default 52:54:00:12:34:56); given twice: the second NIC's
+    /// too (default 52:54:00:12:34:57).
+    #[arg(long, value_name = "MAC", value_parser = parse_mac)]
+    mac: Vec<[u8; 6]>,
     /// A file to load as a boot module (repeatable, in order).
     #[arg(long = "module", value_name = "FILE")]
     modules: Vec<PathBuf>,
@@ -87,12 +90,21 @@ fn main() -> ExitCode {
         error(&format!("tying the VM to its supervisor: {e}"));
         return ExitCode::from(EXIT_MONITOR_ERROR);
     }
+    if cli.net.len() as u64 > NETS_MAX || cli.mac.len() as u64 > NETS_MAX {
+        error(&format!(
+            "a VM has at most {NETS_MAX} networks: --net and --mac are given once or twice"
+        ));
+        return ExitCode::from(EXIT_MONITOR_ERROR);
+    }
+    let mut nets = cli.net.into_iter();
     let cfg = Config {
         image: cli.image,
         cmdline: cli.cmdline,
         mem_mib: cli.mem_mib,
-        net: cli.net,
-        mac: cli.mac,
+        net: nets.next(),
+        mac: cli.mac.first().copied().unwrap_or(DEFAULT_MAC),
+        net2: nets.next(),
+        mac2: cli.mac.get(1).copied().unwrap_or(DEFAULT_MAC2),
         modules: cli.modules,
         timeout: Duration::from_secs(cli.timeout),
         seccomp: !cli.no_seccomp,

@@ -1,7 +1,8 @@
-//! The guest's one NIC, as raw Ethernet frames on a non-blocking file descriptor: a
-//! connected UDP socket carrying one frame per datagram (what the lab's VM front and QEMU's
-//! `-netdev dgram` speak), or an existing TAP device. Also the monitor's one wait,
-//! `ppoll` on that descriptor with a sub-millisecond timeout.
+//! The guest's NICs (one, or two for a network function), each as raw Ethernet frames on
+//! a non-blocking file descriptor: a connected UDP socket carrying one frame per datagram
+//! (what the lab's VM front and QEMU's `-netdev dgram` speak), or an existing TAP device.
+//! Also the monitor's one wait, `ppoll` on their descriptors with a sub-millisecond
+//! timeout.
 #![allow(unsafe_code)]
 
 use std::fs::{File, OpenOptions};
@@ -129,21 +130,37 @@ fn open_tap(ifname: &str) -> Result<File, Error> {
     Ok(file)
 }
 
-/// Waits up to `timeout` for `fd` to become readable (or report an error); with no `fd`,
-/// just sleeps. Returns whether it is ready. A signal (the watchdog's) ends the wait early.
-pub(crate) fn wait_readable(fd: Option<RawFd>, timeout: Duration) -> bool {
+/// Waits up to `timeout` for any of `fds` to become readable (or report an error); with
+/// none, just sleeps. Returns which are ready, bit `i` for `fds[i]` (at most 64). A signal
+/// (the watchdog's) ends the wait early.
+pub(crate) fn wait_readable(fds: &[RawFd], timeout: Duration) -> u64 {
     let ts = libc::timespec {
         // `as _`: time_t is deprecated as a name on musl, and 32 or 64 bits wide.
         tv_sec: timeout.as_secs().min(i32::MAX as u64) as _,
         tv_nsec: timeout.subsec_nanos() as libc::c_long,
     };
-    let mut pfd = libc::pollfd {
-        fd: fd.unwrap_or(-1),
-        events: libc::POLLIN,
-        revents: 0,
+    let mut pfds: Vec<libc::pollfd> = fds
+        .iter()
+        .take(64)
+        .map(|&fd| libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        })
+        .collect();
+    // SAFETY: `pfds` holds `pfds.len()` live pollfds (none: the kernel only sleeps) and
+    // `ts` is a live timespec; a null signal mask keeps the thread's own.
+    let n = unsafe {
+        libc::ppoll(
+            pfds.as_mut_ptr(),
+            pfds.len() as libc::nfds_t,
+            &ts,
+            std::ptr::null(),
+        )
     };
-    // SAFETY: `pfd` is one live pollfd (a negative fd is ignored by the kernel, which then
-    // only sleeps) and `ts` a live timespec; a null signal mask keeps the thread's own.
-    let n = unsafe { libc::ppoll(&mut pfd, 1, &ts, std::ptr::null()) };
-    n > 0 && pfd.revents != 0
+    if n <= 0 {
+        return 0;
+    }
+    let ready = pfds.iter().enumerate();
+    ready.fold(0, |r, (i, p)| r | u64::from(p.revents != 0) << i)
 }

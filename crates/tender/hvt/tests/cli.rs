@@ -90,6 +90,17 @@ fn bad_options_are_refused_clearly() {
         assert!(line.contains("--net"), "{line}");
     }
     assert!(fails(&["--mac", "52:54:00:12:34", img]).contains("not a MAC address"));
+    let tap = ["--net", "tap=vtnt-no-such0"];
+    assert_eq!(
+        fails(
+            &[tap, tap, tap]
+                .concat()
+                .into_iter()
+                .chain([img])
+                .collect::<Vec<_>>()
+        ),
+        "vtnt-monitor: error: a VM has at most 2 networks: --net and --mac are given once or twice"
+    );
     assert!(fails(&["--timeout", "0", img]).contains("--timeout"));
     assert!(fails(&["--module", "/nonexistent/module", img])
         .contains("cannot read the module /nonexistent/module"));

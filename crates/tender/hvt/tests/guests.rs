@@ -100,7 +100,7 @@ fn the_guest_gets_its_boot_information_registers_and_modules() {
     let mut g = Guest::new();
     let regs = g.words(&[0, 0, 0]);
     let p_regs = g.words(&[regs, 24]);
-    let p_info = g.words(&[BOOT_INFO, 80]);
+    let p_info = g.words(&[BOOT_INFO, 88]);
     let p_cmd = g.words(&[CMDLINE, cmdline.len() as u64]);
     let p_table = g.words(&[0, 32]);
     let p_mod = g.words(&[0, module_a.len() as u64]);
@@ -136,6 +136,11 @@ fn the_guest_gets_its_boot_information_registers_and_modules() {
             local: "127.0.0.1:0".parse().unwrap(),
             remote: "127.0.0.1:9".parse().unwrap(),
         });
+        c.mac2 = [2, 0, 0, 0xdd, 0xee, 0xff];
+        c.net2 = Some(Net::Udp {
+            local: "127.0.0.1:0".parse().unwrap(),
+            remote: "127.0.0.1:9".parse().unwrap(),
+        });
     });
     assert_eq!(o.ended, Ended::Exit(0));
     let (regs, rest) = out.split_at(24);
@@ -144,7 +149,7 @@ fn the_guest_gets_its_boot_information_registers_and_modules() {
     // (Under PVM, ring 3 runs on the host's own user mode, so `pushfq` shows the host's
     // IF = 1, IOPL = 0 whatever the monitor set; under hardware KVM it shows IOPL = 3.)
     assert_eq!(regs[2] & 0x2, 0x2, "rflags bit 1");
-    let (info, rest) = rest.split_at(80);
+    let (info, rest) = rest.split_at(88);
     let info = words(info);
     assert_eq!(info[0], MAGIC);
     assert_eq!(info[1], mem);
@@ -152,7 +157,8 @@ fn the_guest_gets_its_boot_information_registers_and_modules() {
     let tsc_hz = info[4];
     assert!((100_000_000..100_000_000_000).contains(&tsc_hz), "{tsc_hz}");
     assert_eq!(info[5].to_le_bytes(), [2, 0, 0, 0xaa, 0xbb, 0xcc, 0, 0]);
-    assert_eq!(info[6], 1, "net");
+    assert_eq!(info[6], 2, "networks");
+    assert_eq!(info[10].to_le_bytes(), [2, 0, 0, 0xdd, 0xee, 0xff, 0, 0]);
     let (table_addr, count, used_end) = (info[7], info[8], info[9]);
     assert_eq!(count, 2);
     let (cmd, rest) = rest.split_at(cmdline.len());
@@ -264,7 +270,7 @@ fn bad_hypercalls_are_guest_faults() {
         (
             "big-frame",
             Box::new(|g| {
-                let w = g.words(&[0x10_0000, 1515, 0]);
+                let w = g.words(&[0x10_0000, 1515, 0, 0]);
                 g.call(port::NET_WRITE, w);
             }),
             "NET_WRITE of a 1515-byte frame",
@@ -290,10 +296,10 @@ fn without_a_network_net_calls_fail_and_poll_sleeps() {
     vtnt_testkit::require_kvm!();
     let mut g = Guest::new();
     let frame = g.data(&[0xffu8; 60]);
-    let w = g.words(&[frame, 60, 7]);
-    let r = g.words(&[0x10_0000, 4096, 7, 7, 7]);
+    let w = g.words(&[frame, 60, 7, 0]);
+    let r = g.words(&[0x10_0000, 4096, 7, 7, 7, 0]);
     let p = g.words(&[50_000_000, 7]);
-    let show = g.words(&[w, 120]); // the three structures, back to back
+    let show = g.words(&[w, 96]); // the three structures, back to back
     g.call(port::NET_WRITE, w)
         .call(port::NET_READ, r)
         .call(port::POLL, p)
@@ -305,8 +311,8 @@ fn without_a_network_net_calls_fail_and_poll_sleeps() {
     assert_eq!(o.ended, Ended::Exit(0));
     let v = words(&out);
     assert_eq!(v[2], 1, "NET_WRITE ret");
-    assert_eq!(&v[5..8], [0, 0, 0], "NET_READ len, frames, more");
-    assert_eq!(v[9], 0, "POLL ready");
+    assert_eq!(&v[6..9], [0, 0, 0], "NET_READ len, frames, more");
+    assert_eq!(v[11], 0, "POLL ready");
     assert!(took >= Duration::from_millis(50), "{took:?}");
 }
 

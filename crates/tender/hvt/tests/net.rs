@@ -1,7 +1,8 @@
-//! The guest's NIC under the real /dev/kvm: frames a guest sends arrive byte for byte, and
-//! frames sent to it reach it through POLL and NET_READ in `vtnt_abi::hvt`'s buffer format (a
-//! frame that does not fit is kept for the next call; an oversized one is dropped). Over
-//! UDP on 127.0.0.1, and over a TAP device inside a network namespace of the test's own.
+//! The guest's NICs under the real /dev/kvm: frames a guest sends arrive byte for byte on
+//! the network it names, and frames sent to it reach it through POLL and NET_READ in
+//! `vtnt_abi::hvt`'s buffer format (a frame that does not fit is kept for the next call;
+//! an oversized one is dropped), on a second network as on the first. Over UDP on
+//! 127.0.0.1, and over a TAP device inside a network namespace of the test's own.
 
 mod common;
 
@@ -29,16 +30,17 @@ fn net_arg(local: u16, peer: &UdpSocket) -> String {
     )
 }
 
-/// Appends to `g`: POLL (up to `wait_ns`) and NET_READ (at most `cap` bytes a call)
-/// until `want` frames have come, all into one buffer; then PUTS of that buffer and EXIT
-/// with the number of frames. With `resend`, each round first repeats that NET_WRITE.
-fn receive(g: &mut Guest, want: i8, cap: u64, wait_ns: u64, resend: Option<u64>) {
+/// Appends to `g`: POLL (up to `wait_ns`) and NET_READ of network `net` (at most `cap`
+/// bytes a call) until `want` frames have come, all into one buffer; then PUTS of that
+/// buffer and EXIT with the number of frames. With `resend`, each round first repeats
+/// that NET_WRITE.
+fn receive(g: &mut Guest, net: u64, want: i8, cap: u64, wait_ns: u64, resend: Option<u64>) {
     // The buffer: free guest memory above the image.
     let buf = 0x20_0000;
     let poll = g.words(&[wait_ns, 0]);
     let total = g.words(&[0]);
     let status = g.words(&[0]);
-    let read = g.words(&[buf, cap, 0, 0, 0]);
+    let read = g.words(&[buf, cap, 0, 0, 0, net]);
     let puts = g.words(&[buf, 0]);
     let top = g.here();
     if let Some(w) = resend {
@@ -62,9 +64,10 @@ fn receive(g: &mut Guest, want: i8, cap: u64, wait_ns: u64, resend: Option<u64>)
 }
 
 #[test]
-fn frames_the_guest_writes_arrive_byte_for_byte() {
+fn frames_the_guest_writes_arrive_byte_for_byte_on_the_network_it_names() {
     vtnt_testkit::require_kvm!();
     let (peer, local) = sockets();
+    let (peer2, local2) = sockets();
     let small: Vec<u8> = (0..60u8).collect();
     let full: Vec<u8> = (0..vtnt_abi::hvt::FRAME_MAX)
         .map(|i| (i * 13) as u8)
@@ -72,25 +75,31 @@ fn frames_the_guest_writes_arrive_byte_for_byte() {
     let mut g = Guest::new();
     let a = g.data(&small);
     let b = g.data(&full);
-    let wa = g.words(&[a, small.len() as u64, 7]);
-    let wb = g.words(&[b, full.len() as u64, 7]);
+    // `small` on network 0, `full` on network 1, then one on a network not given.
+    let wa = g.words(&[a, small.len() as u64, 7, 0]);
+    let wb = g.words(&[b, full.len() as u64, 7, 1]);
+    let wc = g.words(&[a, small.len() as u64, 7, 2]);
     let status = g.words(&[99]);
-    // Exit with the sum of both calls' `ret` (0: both sent).
+    // Exit with the sum of the calls' `ret` (1: the first two sent, the third not).
     g.call(port::NET_WRITE, wa)
         .call(port::NET_WRITE, wb)
+        .call(port::NET_WRITE, wc)
         .load_rax(wa + 16)
         .store_rax(status)
         .load_rax(wb + 16)
+        .add_rax_to(status)
+        .load_rax(wc + 16)
         .add_rax_to(status)
         .call(port::EXIT, status);
     let r = monitor()
         .arg(g.write("net-write"))
         .args(["--net", &net_arg(local, &peer)])
+        .args(["--net", &net_arg(local2, &peer2)])
         .output()
         .unwrap();
     assert_eq!(
         r.status.code(),
-        Some(0),
+        Some(1),
         "{}",
         String::from_utf8_lossy(&r.stderr)
     );
@@ -98,24 +107,33 @@ fn frames_the_guest_writes_arrive_byte_for_byte() {
     let (n, from) = peer.recv_from(&mut buf).unwrap();
     assert_eq!(from.port(), local);
     assert_eq!(&buf[..n], small);
-    let n = peer.recv(&mut buf).unwrap();
+    let (n, from) = peer2.recv_from(&mut buf).unwrap();
+    assert_eq!(from.port(), local2);
     assert_eq!(&buf[..n], full);
+    // Nothing else came on either network.
+    for p in [&peer, &peer2] {
+        p.set_nonblocking(true).unwrap();
+        assert!(p.recv(&mut buf).is_err());
+    }
 }
 
 #[test]
-fn frames_sent_to_the_guest_arrive_through_poll_and_net_read() {
+fn frames_sent_to_the_guest_arrive_through_poll_and_net_read_on_the_second_network() {
     vtnt_testkit::require_kvm!();
+    // Network 0 is given but stays silent: POLL wakes for network 1's frames.
+    let (idle, idle_local) = sockets();
     let (peer, local) = sockets();
     let mut g = Guest::new();
     // First a "ready" frame, so the test knows the monitor's socket is there.
     let ready = g.data(b"ready");
-    let w = g.words(&[ready, 5, 0]);
+    let w = g.words(&[ready, 5, 0, 1]);
     g.call(port::NET_WRITE, w);
     // 200 bytes a call: the two 100-byte frames (102 bytes each in the buffer) need two.
-    receive(&mut g, 2, 200, 5_000_000_000, None);
+    receive(&mut g, 1, 2, 200, 5_000_000_000, None);
     let child = monitor()
         .arg(g.write("net-read"))
-        .args(["--stats", "--net", &net_arg(local, &peer)])
+        .args(["--stats", "--net", &net_arg(idle_local, &idle)])
+        .args(["--net", &net_arg(local, &peer)])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -165,10 +183,10 @@ fn a_tap_device_carries_frames_both_ways() {
     arp.resize(60, 0);
     let mut g = Guest::new();
     let a = g.data(&arp);
-    let w = g.words(&[a, arp.len() as u64, 0]);
+    let w = g.words(&[a, arp.len() as u64, 0, 0]);
     // The TAP's queue starts a moment after the monitor attaches (the kernel's link
     // watch), dropping what the host sends until then: ask again every 100 ms.
-    receive(&mut g, 1, 4096, 100_000_000, Some(w));
+    receive(&mut g, 0, 1, 4096, 100_000_000, Some(w));
     let image = g.write("tap");
     let r = ns
         .command(env!("CARGO_BIN_EXE_vtnt-monitor"))

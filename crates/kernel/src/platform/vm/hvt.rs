@@ -16,7 +16,7 @@ use super::bootinfo::{self, MemKind, MemRegion, Module, Range};
 use crate::platform::{Link, LinkError, Received};
 use alloc::boxed::Box;
 use core::arch::asm;
-use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 use vtnt_abi::hvt::{port, BootInfo as Info, NetRead, NetWrite, Poll, Puts};
 
 /// The monitor's boot information, once [`Boot::new`] accepted it (null before: the PVH
@@ -34,11 +34,12 @@ pub fn active() -> bool {
     info().is_some()
 }
 
-/// The NIC's MAC address, if the monitor gives the guest a network.
-pub fn mac() -> Option<[u8; 6]> {
+/// Network `net`'s MAC address (0: the first, 1: the second), if the monitor gives the
+/// guest that network.
+pub fn mac(net: u64) -> Option<[u8; 6]> {
     let i = info()?;
-    let m = i.mac;
-    (i.net != 0).then_some([m[0], m[1], m[2], m[3], m[4], m[5]])
+    let m = if net == 0 { i.mac } else { i.mac2 };
+    (i.net > net).then_some([m[0], m[1], m[2], m[3], m[4], m[5]])
 }
 
 /// One hypercall on `port` with `arg`; the monitor reads and writes `*arg` before the
@@ -77,22 +78,24 @@ pub fn exit(status: u8) -> ! {
     }
 }
 
-/// Whether the last poll or read said frames are waiting.
-static FRAMES_WAIT: AtomicBool = AtomicBool::new(true);
-/// Guest time (us) of the last receive hypercall.
-static LAST_READ_US: AtomicU64 = AtomicU64::new(0);
+/// Whether the last poll or read said frames are waiting, bit `i` for network `i`.
+static FRAMES_WAIT: AtomicU64 = AtomicU64::new(0b11);
+/// Guest time (us) of the last receive hypercall, by network.
+static LAST_READ_US: [AtomicU64; 2] = [AtomicU64::new(0), AtomicU64::new(0)];
 /// How long frames may sit unread while the guest never waits (a send-bound loop).
 const READ_AT_LEAST_EVERY_US: u64 = 1000;
 
-/// Whether a receive hypercall may find frames: the last poll or read said so, or none
-/// happened for [`READ_AT_LEAST_EVERY_US`]. Saves an exit per run-loop turn.
-pub fn frames_may_wait() -> bool {
-    FRAMES_WAIT.load(Ordering::Relaxed)
+/// Whether a receive hypercall on network `net` (0 or 1) may find frames: the last poll
+/// or read said so, or none happened for [`READ_AT_LEAST_EVERY_US`]. Saves an exit per
+/// run-loop turn.
+pub fn frames_may_wait(net: u64) -> bool {
+    FRAMES_WAIT.load(Ordering::Relaxed) & (1 << net) != 0
         || super::time::now().as_micros()
-            >= LAST_READ_US.load(Ordering::Relaxed) + READ_AT_LEAST_EVERY_US
+            >= LAST_READ_US[net as usize & 1].load(Ordering::Relaxed) + READ_AT_LEAST_EVERY_US
 }
 
-/// Waits until a frame can be read or `timeout_ns` passes; true if a frame is waiting.
+/// Waits until a frame can be read (on either network) or `timeout_ns` passes; true if a
+/// frame is waiting.
 pub fn poll(timeout_ns: u64) -> bool {
     // The console's lines go out before we wait (see `console::write_bytes`).
     crate::platform::console::flush();
@@ -101,35 +104,40 @@ pub fn poll(timeout_ns: u64) -> bool {
         ready: 0,
     };
     call(port::POLL, &mut a);
-    let ready = a.ready != 0;
-    if ready {
-        FRAMES_WAIT.store(true, Ordering::Relaxed);
-    }
-    ready
+    FRAMES_WAIT.fetch_or(a.ready, Ordering::Relaxed);
+    a.ready != 0
 }
 
-/// Sends one Ethernet frame; false if the monitor could not (the caller may retry).
-pub fn net_write(frame: &[u8]) -> bool {
+/// Sends one Ethernet frame on network `net`; false if the monitor could not (the caller
+/// may retry).
+pub fn net_write(net: u64, frame: &[u8]) -> bool {
     let mut a = NetWrite {
         data: frame.as_ptr() as u64,
         len: frame.len() as u64,
         ret: 0,
+        net,
     };
     call(port::NET_WRITE, &mut a);
     a.ret == 0
 }
 
-/// Fills `buf` with waiting frames (walk them with `vtnt_abi::hvt::frame_at`); returns the bytes
-/// written and whether more frames wait.
-pub fn net_read(buf: &mut [u8]) -> (usize, bool) {
+/// Fills `buf` with frames waiting on network `net` (walk them with
+/// `vtnt_abi::hvt::frame_at`); returns the bytes written and whether more frames wait.
+pub fn net_read(net: u64, buf: &mut [u8]) -> (usize, bool) {
     let mut a = NetRead {
         data: buf.as_mut_ptr() as u64,
         cap: buf.len() as u64,
+        net,
         ..NetRead::default()
     };
     call(port::NET_READ, &mut a);
-    FRAMES_WAIT.store(a.more != 0, Ordering::Relaxed);
-    LAST_READ_US.store(super::time::now().as_micros(), Ordering::Relaxed);
+    let bit = 1 << net;
+    if a.more != 0 {
+        FRAMES_WAIT.fetch_or(bit, Ordering::Relaxed);
+    } else {
+        FRAMES_WAIT.fetch_and(!bit, Ordering::Relaxed);
+    }
+    LAST_READ_US[net as usize & 1].store(super::time::now().as_micros(), Ordering::Relaxed);
     ((a.len as usize).min(buf.len()), a.more != 0)
 }
 
@@ -167,7 +175,8 @@ impl bootinfo::BootInfo for Boot {
     }
 
     fn version(&self) -> u32 {
-        1
+        // the interface's version, as in `vtnt_abi::hvt::MAGIC` ("vTNThvt2")
+        2
     }
 
     fn cmdline(&self) -> &'static [u8] {
@@ -219,10 +228,12 @@ const BATCH: usize = 64 * 1024;
 /// idle one) keeps one page of host memory for it, not sixteen.
 const BATCH_FIRST: usize = 4 * 1024;
 
-/// The monitor's frame hypercalls as a [`Link`]: one buffer to send from, one batch
-/// buffer of [`BATCH_FIRST`] to [`BATCH`] bytes to receive into (`rx_len` bytes of frames
-/// received at `rx_t`, the next at `rx_at`; `rx_more`: the monitor holds more).
+/// The monitor's frame hypercalls on network `net` (0 or 1) as a [`Link`]: one buffer to
+/// send from, one batch buffer of [`BATCH_FIRST`] to [`BATCH`] bytes to receive into
+/// (`rx_len` bytes of frames received at `rx_t`, the next at `rx_at`; `rx_more`: the
+/// monitor holds more).
 pub struct MonitorLink {
+    net: u64,
     mac: [u8; 6],
     tx: Box<[u8]>,
     rx: Box<[u8]>,
@@ -233,10 +244,11 @@ pub struct MonitorLink {
 }
 
 impl MonitorLink {
-    /// The interface the monitor gives us, with MAC address `mac`.
-    pub fn new(mac: [u8; 6]) -> MonitorLink {
+    /// The monitor's network `net` (0 or 1), with MAC address `mac`.
+    pub fn new(net: u64, mac: [u8; 6]) -> MonitorLink {
         crate::platform::steps::mark(crate::platform::steps::Step::LinkUp);
         MonitorLink {
+            net,
             mac,
             tx: alloc::vec![0u8; vtnt_abi::hvt::FRAME_MAX].into_boxed_slice(),
             rx: alloc::vec![0u8; BATCH_FIRST].into_boxed_slice(),
@@ -254,7 +266,11 @@ impl Link for MonitorLink {
     }
 
     fn location(&self) -> &dyn core::fmt::Display {
-        &"monitor"
+        if self.net == 0 {
+            &"monitor"
+        } else {
+            &"monitor network 1"
+        }
     }
 
     fn tx_take(&mut self) -> Result<(Box<[u8]>, usize), LinkError> {
@@ -262,7 +278,7 @@ impl Link for MonitorLink {
     }
 
     fn tx_give(&mut self, buf: Box<[u8]>, len: usize) -> Result<(), LinkError> {
-        let sent = net_write(&buf[..len]);
+        let sent = net_write(self.net, &buf[..len]);
         self.tx = buf;
         if sent {
             Ok(())
@@ -273,13 +289,13 @@ impl Link for MonitorLink {
 
     fn next_frame(&mut self) -> Option<Received> {
         if self.rx_at >= self.rx_len {
-            if !self.rx_more && !frames_may_wait() {
+            if !self.rx_more && !frames_may_wait(self.net) {
                 return None;
             }
             if self.rx_more && self.rx.len() < BATCH {
                 self.rx = alloc::vec![0u8; self.rx.len() * 2].into_boxed_slice();
             }
-            let (len, more) = net_read(&mut self.rx);
+            let (len, more) = net_read(self.net, &mut self.rx);
             (self.rx_len, self.rx_at, self.rx_more, self.rx_t) = (len, 0, more, super::time::now());
         }
         let Some((bytes, next)) = vtnt_abi::hvt::frame_at(&self.rx[..self.rx_len], self.rx_at)

@@ -142,13 +142,13 @@ pub fn module(i: usize) -> Option<&'static [u8]> {
 /// with `NoNic`. (`mac=` is a process's: a VM's device knows its MAC.)
 pub fn open_net(_mac: Option<[u8; 6]>, mmio: &[(u64, u64)]) -> Box<dyn Link> {
     if hvt::active() {
-        let Some(mac) = hvt::mac() else {
+        let Some(mac) = hvt::mac(0) else {
             fail!(
                 Status::NoNic,
                 "the monitor gave this VM no network (vtnt-monitor --net)"
             );
         };
-        return Box::new(hvt::MonitorLink::new(mac));
+        return Box::new(hvt::MonitorLink::new(0, mac));
     }
     virtio_link(discover::find_net(mmio))
 }
@@ -168,15 +168,18 @@ fn virtio_link(found: Result<discover::Found, discover::FindError>) -> Box<dyn L
     }
 }
 
-/// A network function's second network: the second virtio-net device, found as
-/// [`open_net`] finds the first (the monitor gives a VM one network so far).
+/// A network function's second network: the monitor's network 1, else the second
+/// virtio-net device, found as [`open_net`] finds the first.
 #[cfg(feature = "fw")]
 pub fn open_second_net(_mac: [u8; 6], mmio: &[(u64, u64)]) -> Box<dyn Link> {
     if hvt::active() {
-        fail!(
-            Status::NoNic,
-            "the monitor gives a VM one network: a network function runs under QEMU or as a process"
-        );
+        let Some(mac) = hvt::mac(1) else {
+            fail!(
+                Status::NoNic,
+                "the monitor gave this VM one network: a network function needs two (vtnt-monitor --net twice)"
+            );
+        };
+        return Box::new(hvt::MonitorLink::new(1, mac));
     }
     virtio_link(discover::find_second_net(mmio))
 }
