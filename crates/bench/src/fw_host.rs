@@ -278,19 +278,11 @@ impl Drop for NfHost {
     }
 }
 
-/// Runs `ip ARGS` in `netns`.
+/// Runs `ip -n NETNS ARGS` (`vtnt_netns::ip`, which fails with ip's own words).
 fn ip(netns: &str, args: &str) -> anyhow::Result<()> {
-    let out = std::process::Command::new("ip")
-        .args(["netns", "exec", netns, "ip"])
-        .args(args.split_whitespace())
-        .output()
-        .context("running ip")?;
-    if !out.status.success() {
-        bail!(
-            "ip {args} in {netns}: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
-    }
+    let mut all = vec!["-n", netns];
+    all.extend(args.split_whitespace());
+    vtnt_netns::ip(&all).with_context(|| format!("ip {args} in {netns}"))?;
     Ok(())
 }
 
