@@ -204,6 +204,13 @@ fn run_nf_guest(a: &RunArgs) -> anyhow::Result<ExitCode> {
         );
     }
     let taps = [a.if_in.as_str(), a.if_out.as_str()];
+    // as the process NF says it; a VMM would make a TAP that is not there (QEMU) or end
+    // without a word (the monitor)
+    for t in taps {
+        if nix::net::if_::if_nametoindex(t).is_err() {
+            anyhow::bail!("interface {t} does not exist in this network namespace");
+        }
+    }
     let vmm = match Vmm::from_name(&a.vmm) {
         Some(Vmm::Firecracker) | None => {
             anyhow::bail!("--vmm: unknown VMM `{}` (auto, vtnt, qemu)", a.vmm)
@@ -261,7 +268,14 @@ fn run_nf_guest(a: &RunArgs) -> anyhow::Result<ExitCode> {
                 why.map_or(String::new(), |w| format!(": {w}"))
             )
         }
-        Some(st) => anyhow::bail!("the NF's VMM ended ({st})"),
+        // the VMM says why on its stderr (a TAP it could not open, ...)
+        Some(st) => {
+            let err = String::from_utf8_lossy(&nf.stderr_lines_from(0)).into_owned();
+            anyhow::bail!(
+                "the NF's VMM ended ({st}): {}",
+                vtnt_measure::proc::tail(&err, 400)
+            )
+        }
         None => {
             // dropped while running: its process group is killed
             drop(nf);
