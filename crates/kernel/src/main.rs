@@ -78,6 +78,12 @@ fn vtnt_kernel_start(cmdline: &'static [u8]) -> ! {
     if let Some(word) = cmdline.unknown {
         println!("vtnt: warning: ignoring unknown option `{word}`");
     }
+    // every image answers `-- boot`, the check that a VMM boots it on a new host's KVM
+    // (the job image in `job::run`)
+    #[cfg(any(feature = "stream", feature = "fw"))]
+    if cmdline.job_words().eq(["boot"]) {
+        job::ready()
+    }
     #[cfg(feature = "stream")]
     job::run_stream(&cmdline);
     #[cfg(feature = "fw")]

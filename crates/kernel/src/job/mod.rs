@@ -258,16 +258,21 @@ fn flight(kind: &JobKind) -> Duration {
     }
 }
 
+/// Says when the kernel was ready and powers off: the job `boot` (and an empty one).
+pub fn ready() -> ! {
+    println!(
+        "{{\"type\":\"ready\",\"ready_us\":{}}}",
+        platform::now().as_micros()
+    );
+    finish::finish(Status::Ok)
+}
+
 /// Runs the job named on the command line and powers off.
 pub fn run(cmdline: &Cmdline) -> ! {
     let deadline = watchdog(cmdline);
     let words: Vec<&str> = cmdline.job_words().collect();
     if words.is_empty() || words == ["boot"] {
-        println!(
-            "{{\"type\":\"ready\",\"ready_us\":{}}}",
-            platform::now().as_micros()
-        );
-        finish::finish(Status::Ok)
+        ready()
     }
     let line = words.join(" ");
     let spec = match vtnt_jobspec::decode(&line) {
