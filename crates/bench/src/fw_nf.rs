@@ -161,7 +161,11 @@ impl Drivers {
 }
 
 /// Sends `packets` of `datagrams` round-robin from inside `ns`; how long it took.
-fn send(ns: &NetNs, datagrams: Arc<Vec<Vec<u8>>>, packets: usize) -> anyhow::Result<Duration> {
+pub(crate) fn send(
+    ns: &NetNs,
+    datagrams: Arc<Vec<Vec<u8>>>,
+    packets: usize,
+) -> anyhow::Result<Duration> {
     let name = ns.name().to_string();
     std::thread::spawn(move || -> anyhow::Result<Duration> {
         enter(&name)?;
@@ -195,7 +199,10 @@ fn send(ns: &NetNs, datagrams: Arc<Vec<Vec<u8>>>, packets: usize) -> anyhow::Res
 }
 
 /// Counts IPv4 frames arriving on r0 in `ns` until `stop` (and a quiet 50 ms).
-fn count(ns: &NetNs, stop: Arc<AtomicBool>) -> anyhow::Result<std::thread::JoinHandle<u64>> {
+pub(crate) fn count(
+    ns: &NetNs,
+    stop: Arc<AtomicBool>,
+) -> anyhow::Result<std::thread::JoinHandle<u64>> {
     let name = ns.name().to_string();
     let (tx, rx) = std::sync::mpsc::channel();
     let h = std::thread::spawn(move || {
@@ -264,48 +271,64 @@ pub struct Ports {
 /// Server ports for iperf3, sockperf and the listener (three in a row) and a range of
 /// client ports whose TCP and UDP packets between the bump's ends `rules` accept at
 /// FORWARD both ways, new or established, any TCP flags an exchange uses (resets
-/// included: the connection-rate client closes with one): the first from 5201 on with
-/// at least 1,000 such client ports in Linux's ephemeral range (their longest run); and
-/// whether ICMP echo passes both ways.
+/// included: the connection-rate client closes with one): the first server ports, from
+/// iperf3's 5201 on, then the well-known ones, then the rest, with a run of at least
+/// [`CLIENT_RUN`] such client ports that avoids them (the longest run); and whether ICMP
+/// echo passes both ways. The bump's addresses are in 100.0.0.0/8, which generated sets
+/// leave to the namespaces, so only their few wildcard rules reach the drivers' traffic;
+/// at a million rules these drop TCP from every port above 1023 (`--sport 1024:65535`),
+/// so the drivers' TCP goes between ports below 1024 there.
 pub fn ports(rules: &Ruleset) -> anyhow::Result<Ports> {
     let c = Classifier::compile(rules, &Options::default())?;
     let (a, z) = (Ipv4Addr::new(100, 64, 5, 1), Ipv4Addr::new(100, 64, 5, 2));
     // (source, destination port) one way, then back
     let passes = |proto: u8, flags: &[u8], (s0, d0): (u16, u16), (s1, d1): (u16, u16)| {
-        let mut all = true;
-        for &f in flags {
-            for state in [CtState::New, CtState::Established] {
-                for (src, dst, sport, dport, i, o) in [(a, z, s0, d0, 0, 1), (z, a, s1, d1, 1, 0)] {
-                    let p = Packet {
-                        src,
-                        dst,
-                        proto,
-                        sport,
-                        dport,
-                        tcp_flags: f,
-                        fragment: false,
-                        in_if: IfId(i),
-                        out_if: IfId(o),
-                        state,
-                    };
-                    all &= c.classify(Hook::Forward, &p).action == Action::Accept;
-                }
-            }
-        }
-        all
+        flags.iter().all(|&f| {
+            [CtState::New, CtState::Established]
+                .into_iter()
+                .all(|state| {
+                    [(a, z, s0, d0, 0, 1), (z, a, s1, d1, 1, 0)]
+                        .into_iter()
+                        .all(|(src, dst, sport, dport, i, o)| {
+                            let p = Packet {
+                                src,
+                                dst,
+                                proto,
+                                sport,
+                                dport,
+                                tcp_flags: f,
+                                fragment: false,
+                                in_if: IfId(i),
+                                out_if: IfId(o),
+                                state,
+                            };
+                            c.classify(Hook::Forward, &p).action == Action::Accept
+                        })
+                })
+        })
     };
     let accepts = |sp: u16, cp: u16| {
-        (sp..sp + 3).all(|sp| {
-            let tcp = [0x02, 0x12, 0x10, 0x18, 0x11, 0x04, 0x14];
-            passes(6, &tcp, (cp, sp), (sp, cp)) && passes(17, &[0], (cp, sp), (sp, cp))
-        })
+        !(sp..sp + 3).contains(&cp)
+            && (sp..sp + 3).all(|sp| {
+                let tcp = [0x02, 0x12, 0x10, 0x18, 0x11, 0x04, 0x14];
+                passes(6, &tcp, (cp, sp), (sp, cp)) && passes(17, &[0], (cp, sp), (sp, cp))
+            })
     };
     // ICMP: the type in the source port's place, the code in the destination's
     let icmp = passes(1, &[0], (8, 0), (0, 0));
-    for sp in 5201..5301 {
-        let (mut best, mut run) = ((0, 0), None::<u16>);
-        for cp in 32768..=60999u16 {
-            match (accepts(sp, cp), run) {
+    let step = usize::from(CLIENT_RUN / 2);
+    for sp in (5201..5301)
+        .chain(1..1021)
+        .chain((1021..5201).chain(5301..=65532))
+    {
+        // a run of CLIENT_RUN accepted client ports holds one of these
+        if !(1..=65535u16).step_by(step).any(|cp| accepts(sp, cp)) {
+            continue;
+        }
+        let (mut best, mut run) = ((0u32, 0u32), None::<u32>);
+        for cp in 1..=65536u32 {
+            let ok = cp <= 65535 && accepts(sp, cp as u16);
+            match (ok, run) {
                 (true, None) => run = Some(cp),
                 (false, Some(lo)) => {
                     if cp - lo > best.1 - best.0 {
@@ -316,28 +339,30 @@ pub fn ports(rules: &Ruleset) -> anyhow::Result<Ports> {
                 _ => {}
             }
         }
-        if let Some(lo) = run {
-            if 61000 - lo > best.1 - best.0 {
-                best = (lo, 61000);
-            }
-        }
-        if best.1 - best.0 >= 1000 {
+        if best.1 - best.0 >= u32::from(CLIENT_RUN) {
+            let clients = (best.0 as u16, (best.1 - 1) as u16);
             return Ok(Ports {
                 iperf3: sp,
                 rr: fw_rr::Targets {
                     sockperf: sp + 1,
                     listener: sp + 2,
-                    clients: (best.0, best.1 - 1),
+                    clients,
                     icmp,
                 },
-                clients: (best.0, best.1 - 1),
+                clients,
             });
         }
     }
     bail!(
-        "the rules accept no three server ports in a row from 5201 to 5302 with 1,000 client ports"
+        "the rules accept TCP and UDP between the namespaces on no three server ports in a row \
+         with {CLIENT_RUN} client ports"
     )
 }
+
+/// The fewest client ports the drivers need: iperf3's streams (at most 128) and its
+/// control connection, sockperf's, and the connection-rate client's two at a time (each
+/// closed with a reset, so its port is free again at once).
+const CLIENT_RUN: u16 = 256;
 
 /// Debian's iperf3 from the sender to the receiver through whatever filters between
 /// them, to server `port`: Mbit/s received, TCP then UDP (NaN both when `seconds` is 0).
@@ -586,6 +611,46 @@ fn baselines(opts: &NfOptions) -> Vec<Baseline> {
     v
 }
 
+/// The `fw` family's set of `size` rules drawn with `seed`, policy ACCEPT: what the bench
+/// loads.
+pub(crate) fn rule_set(size: usize, stateful: bool, seed: u64) -> Ruleset {
+    gen::rules(&RuleSpec {
+        family: Family::Fw,
+        stateful,
+        policy: Action::Accept,
+        ..RuleSpec::new(size, seed)
+    })
+}
+
+/// The trace replayed through the NF: `flows` headers drawn from `rules` (the set of
+/// `size` rules) without locality, as IPv4 datagrams; a set too small to draw many flows
+/// from gets the trace of the 1,000-rule set of the same seed (the same distribution).
+pub(crate) fn trace(
+    rules: Ruleset,
+    size: usize,
+    stateful: bool,
+    seed: u64,
+    flows: usize,
+) -> anyhow::Result<Arc<Vec<Vec<u8>>>> {
+    let source = if size < TRACE_RULES_MIN {
+        rule_set(TRACE_RULES_MIN, stateful, seed)
+    } else {
+        rules
+    };
+    let spec = TraceSpec {
+        packets: flows,
+        seed,
+        locality: 0.0,
+    };
+    let datagrams: Vec<Vec<u8>> = (gen::trace(&source, &spec).iter().enumerate())
+        .map(|(i, h)| gen::datagram(h, i as u16 | 1))
+        .collect();
+    if datagrams.is_empty() {
+        bail!("no trace could be drawn from the {size}-rule set");
+    }
+    Ok(Arc::new(datagrams))
+}
+
 /// Measures every size, stateless then stateful; `each` hears of every row.
 pub fn sweep(opts: &NfOptions, mut each: impl FnMut(&NfRow)) -> anyhow::Result<Vec<NfRow>> {
     if opts.reps == 0 || opts.flows == 0 || opts.packets == 0 || opts.runtimes.is_empty() {
@@ -616,17 +681,15 @@ pub fn sweep(opts: &NfOptions, mut each: impl FnMut(&NfRow)) -> anyhow::Result<V
     let mut rows = Vec::new();
     for &size in &opts.sizes {
         for stateful in [false, true] {
-            let spec = RuleSpec {
-                family: Family::Fw,
-                stateful,
-                policy: Action::Accept,
-                ..RuleSpec::new(size, opts.seed)
-            };
-            let rules = gen::rules(&spec);
+            let rules = rule_set(size, stateful, opts.seed);
             // the drivers' ports, the sender's ephemeral ones among those the rules accept
             let ports = if opts.seconds > 0 {
                 let p = ports(&rules)?;
                 let (lo, hi) = p.clients;
+                // Linux takes no ephemeral port below the unprivileged ones' start: none
+                // are privileged in the sender's namespace
+                b.sender
+                    .sysctl("net.ipv4.ip_unprivileged_port_start", "0")?;
                 b.sender
                     .sysctl("net.ipv4.ip_local_port_range", &format!("{lo} {hi}"))?;
                 Some(p)
@@ -643,34 +706,7 @@ pub fn sweep(opts: &NfOptions, mut each: impl FnMut(&NfRow)) -> anyhow::Result<V
                 std::fs::write(&nft_file, text)
                     .with_context(|| format!("writing {}", nft_file.display()))?;
             }
-            // a set too small to draw many flows from gets the trace of a 1,000-rule set
-            // of the same seed (the same distribution)
-            let source = if size < TRACE_RULES_MIN {
-                gen::rules(&RuleSpec {
-                    family: Family::Fw,
-                    stateful,
-                    policy: Action::Accept,
-                    ..RuleSpec::new(TRACE_RULES_MIN, opts.seed)
-                })
-            } else {
-                rules
-            };
-            let trace = gen::trace(
-                &source,
-                &TraceSpec {
-                    packets: opts.flows,
-                    seed: opts.seed,
-                    locality: 0.0,
-                },
-            );
-            let datagrams: Arc<Vec<Vec<u8>>> = Arc::new(
-                (trace.iter().enumerate())
-                    .map(|(i, h)| gen::datagram(h, i as u16 | 1))
-                    .collect(),
-            );
-            if datagrams.is_empty() {
-                bail!("no trace could be drawn from the {size}-rule set");
-            }
+            let datagrams = trace(rules, size, stateful, opts.seed, opts.flows)?;
             let mut m = vec![vec![Vec::new(); 5 + DRIVERS]; hosts.len()];
             let kernel = baselines(opts);
             let mut base = vec![vec![Vec::new(); 3 + DRIVERS]; kernel.len()];
