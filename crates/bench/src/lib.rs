@@ -7,6 +7,9 @@
 //!   (`vtnt bench soak`).
 //! - [`fw::sweep`]: the firewall's classifier at 0 to 1,000,000 rules: load time, bytes
 //!   per rule, nanoseconds per classification (`vtnt bench fw-classify`).
+//! - [`fw_nf::sweep`]: the firewall NF between namespaces, in every runtime, beside
+//!   iptables and nftables (`vtnt bench fw`); [`fw_scale::run`]: several NFs at once
+//!   (`vtnt bench fw-scale`).
 //! - [`store::store_bench`]: the results store at campaign scale: import time, database
 //!   size, every question's time (`vtnt bench store`).
 //!
@@ -21,6 +24,7 @@ pub mod fw;
 pub mod fw_host;
 pub mod fw_nf;
 pub mod fw_rr;
+pub mod fw_scale;
 pub mod probe_rate;
 pub mod soak;
 pub mod soak_lab;

@@ -180,6 +180,44 @@ pub enum BenchCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Several firewall NFs at once (seed 002's future work): for each instance count,
+    /// that many sender — NF — receiver namespace triplets, the NFs (`vtnt fw run` in
+    /// each runtime) started together on the same generated rules, then every sender's
+    /// trace at the same time: the time until all forward, their summed RSS, PSS and CPU,
+    /// the packets/s of all together. Needs root, iproute2 and ethtool (and what each
+    /// runtime needs, as `vtnt bench fw`).
+    FwScale {
+        /// Instance counts to measure.
+        #[arg(long, value_delimiter = ',', default_value = "1,2,4,8")]
+        instances: Vec<usize>,
+        /// Rules every NF loads (`vtnt fw gen`'s fw family).
+        #[arg(long, default_value_t = 10_000)]
+        rules: usize,
+        /// The stateful set (the state rule first) instead of the stateless one.
+        #[arg(long)]
+        stateful: bool,
+        /// Where the NFs run, a row each per instance count (as `vtnt bench fw`).
+        #[arg(
+            long,
+            value_enum,
+            value_delimiter = ',',
+            default_value = "native,spt,microvm"
+        )]
+        runtimes: Vec<vtnt_runtimes::Runtime>,
+        #[arg(long, default_value_t = 3)]
+        reps: usize,
+        /// Distinct flows (trace headers) each sender replays.
+        #[arg(long, default_value_t = 20_000)]
+        flows: usize,
+        /// Packets each sender sends per repetition.
+        #[arg(long, default_value_t = 100_000)]
+        packets: usize,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Print JSON rows instead of the table.
+        #[arg(long)]
+        json: bool,
+    },
     FwClassify {
         /// Rule counts to measure.
         #[arg(
@@ -410,18 +448,7 @@ pub fn run(cmd: BenchCommand) -> anyhow::Result<ExitCode> {
             // Ctrl-C ends the run at its next repetition, its namespaces and files removed
             vtnt_measure::stop::stop_on(crate::interrupt::catch()?);
             let dir = std::env::temp_dir().join(format!("vtnt-bench-fw-{}", std::process::id()));
-            // with a container row, the native row runs the containers' static vtnt too
-            let containers = runtimes.iter().any(|r| {
-                matches!(
-                    r.entry().driver,
-                    vtnt_runtimes::Driver::Runc | vtnt_runtimes::Driver::Docker(_)
-                )
-            });
-            let vtnt = match vtnt_runtimes::paths::static_vtnt() {
-                Ok(p) if containers => p,
-                _ => std::env::current_exe()
-                    .map_err(|e| anyhow::anyhow!("finding the vtnt binary: {e}"))?,
-            };
+            let vtnt = nf_binary(&runtimes)?;
             let opts = vtnt_bench::fw_nf::NfOptions {
                 sizes: rules,
                 reps,
@@ -451,6 +478,48 @@ pub fn run(cmd: BenchCommand) -> anyhow::Result<ExitCode> {
                 json,
                 serde_json::to_value(&rows)?,
                 vtnt_bench::fw_nf::table(&rows),
+            )?;
+            Ok(ExitCode::SUCCESS)
+        }
+        BenchCommand::FwScale {
+            instances,
+            rules,
+            stateful,
+            runtimes,
+            reps,
+            flows,
+            packets,
+            seed,
+            json,
+        } => {
+            vtnt_measure::stop::stop_on(crate::interrupt::catch()?);
+            let dir =
+                std::env::temp_dir().join(format!("vtnt-bench-fw-scale-{}", std::process::id()));
+            let opts = vtnt_bench::fw_scale::ScaleOptions {
+                instances,
+                rules,
+                stateful,
+                reps,
+                flows,
+                packets,
+                seed,
+                vtnt: nf_binary(&runtimes)?,
+                runtimes,
+                dir: dir.clone(),
+                interrupted: vtnt_measure::stop::interrupted,
+            };
+            let rows = vtnt_bench::fw_scale::run(&opts, |r| {
+                eprintln!(
+                    "vtnt bench fw-scale: {} NF(s) in {} measured",
+                    r.instances, r.runtime
+                )
+            });
+            let _ = std::fs::remove_dir_all(&dir);
+            let rows = rows?;
+            emit(
+                json,
+                serde_json::to_value(&rows)?,
+                vtnt_bench::fw_scale::table(&rows),
             )?;
             Ok(ExitCode::SUCCESS)
         }
@@ -763,6 +832,21 @@ fn tnt_accuracy(
 
 /// Prints a benchmark's report with its provenance (machine, tools, commit, command):
 /// JSON as `{"provenance": ..., "report": ...}`, markdown under a provenance list.
+/// The `vtnt` that runs `vtnt bench fw`'s native NF: with a container row, the
+/// containers' static vtnt, so that every row runs the same binary; else this one.
+fn nf_binary(runtimes: &[vtnt_runtimes::Runtime]) -> anyhow::Result<std::path::PathBuf> {
+    let containers = runtimes.iter().any(|r| {
+        matches!(
+            r.entry().driver,
+            vtnt_runtimes::Driver::Runc | vtnt_runtimes::Driver::Docker(_)
+        )
+    });
+    match vtnt_runtimes::paths::static_vtnt() {
+        Ok(p) if containers => Ok(p),
+        _ => std::env::current_exe().map_err(|e| anyhow::anyhow!("finding the vtnt binary: {e}")),
+    }
+}
+
 fn emit(json: bool, report: serde_json::Value, markdown: String) -> anyhow::Result<()> {
     let p = vtnt_measure::provenance::Provenance::now();
     if json {

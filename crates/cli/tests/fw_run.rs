@@ -282,9 +282,9 @@ fn forwards_tracks_and_rejects_between_namespaces() {
     std::fs::remove_file(&rules).unwrap();
 }
 
-fn bench_rows(args: &[&str]) -> Vec<serde_json::Value> {
+fn bench_rows(bench: &str, args: &[&str]) -> Vec<serde_json::Value> {
     let o = vtnt()
-        .args(["bench", "fw", "--json"])
+        .args(["bench", bench, "--json"])
         .args(args)
         .output()
         .unwrap();
@@ -312,20 +312,23 @@ fn the_bench_measures_the_nf_at_a_tiny_size_natively_and_in_containers() {
         vtnt_testkit::skip_or_fail("fw_run", &format!("{e:#}"), None);
         return;
     }
-    let rows = bench_rows(&[
-        "--rules",
-        "0,10",
-        "--reps",
-        "1",
-        "--packets",
-        "3000",
-        "--flows",
-        "1000",
-        "--runtimes",
-        "native,runc,docker-scratch",
-        "--seconds",
-        "0",
-    ]);
+    let rows = bench_rows(
+        "fw",
+        &[
+            "--rules",
+            "0,10",
+            "--reps",
+            "1",
+            "--packets",
+            "3000",
+            "--flows",
+            "1000",
+            "--runtimes",
+            "native,runc,docker-scratch",
+            "--seconds",
+            "0",
+        ],
+    );
     // 2 sizes, 2 modes, our NF in three runtimes and the iptables and nft-sets baselines
     assert_eq!(rows.len(), 20, "{rows:?}");
     for r in &rows {
@@ -373,21 +376,24 @@ fn the_bench_measures_the_nf_at_a_tiny_size_natively_and_in_containers() {
 
     // iperf3, sockperf, hping3, ping and our connection-rate client through our NF and
     // iptables: TCP and UDP of parallel streams arrive, requests are answered
-    let rows = bench_rows(&[
-        "--rules",
-        "10",
-        "--reps",
-        "1",
-        "--packets",
-        "1000",
-        "--flows",
-        "1000",
-        "--no-nftables",
-        "--seconds",
-        "1",
-        "--streams",
-        "4",
-    ]);
+    let rows = bench_rows(
+        "fw",
+        &[
+            "--rules",
+            "10",
+            "--reps",
+            "1",
+            "--packets",
+            "1000",
+            "--flows",
+            "1000",
+            "--no-nftables",
+            "--seconds",
+            "1",
+            "--streams",
+            "4",
+        ],
+    );
     assert_eq!(rows.len(), 4, "{rows:?}");
     for r in &rows {
         for k in ["tcp_mbps", "udp_mbps"] {
@@ -426,22 +432,25 @@ fn the_bench_measures_the_unikernels_nf() {
             return;
         }
     }
-    let rows = bench_rows(&[
-        "--rules",
-        "10",
-        "--reps",
-        "1",
-        "--packets",
-        "2000",
-        "--flows",
-        "1000",
-        "--runtimes",
-        "spt,microvm",
-        "--no-iptables",
-        "--no-nftables",
-        "--seconds",
-        "0",
-    ]);
+    let rows = bench_rows(
+        "fw",
+        &[
+            "--rules",
+            "10",
+            "--reps",
+            "1",
+            "--packets",
+            "2000",
+            "--flows",
+            "1000",
+            "--runtimes",
+            "spt,microvm",
+            "--no-iptables",
+            "--no-nftables",
+            "--seconds",
+            "0",
+        ],
+    );
     // 2 modes, 2 runtimes (iperf3 and the request drivers are the native test's: the
     // NF's TCP through the unikernel is `forwards_tracks_and_rejects_between_namespaces`)
     assert_eq!(rows.len(), 4, "{rows:?}");
@@ -463,5 +472,87 @@ fn the_bench_measures_the_unikernels_nf() {
             ),
             rt => panic!("a row of {rt}: {r}"),
         }
+    }
+}
+
+/// The NF image answers `-- boot` as the job image does: that is how a new host's KVM is
+/// checked before `vtnt fw run`'s default VMM is the monitor there
+/// (`vtnt_unikernel::monitor::boots`), so on hardware KVM the NF does not fall back to
+/// QEMU for want of an answer. Under QEMU, and under the monitor where /dev/kvm works.
+#[test]
+fn the_nf_image_answers_the_boot_check() {
+    vtnt_testkit::require_tools!("qemu-system-x86_64");
+    let img = match vtnt_artifacts::find(vtnt_artifacts::Artifact::NfVm) {
+        Ok(f) => f.path,
+        Err(e) => {
+            vtnt_testkit::skip_or_fail("fw_run", &format!("{e:#}"), None);
+            return;
+        }
+    };
+    use vtnt_unikernel::{monitor, qemu, GuestStatus};
+    let cfg = qemu::VmConfig::new(img.clone(), qemu::Machine::Microvm, "-- boot");
+    let out = qemu::run(&cfg).expect("QEMU runs");
+    assert_eq!(out.status, GuestStatus::Exited(0), "{}", out.console());
+    if monitor::usable() {
+        let out = monitor::run(&monitor::MonitorConfig::new(img, "-- boot")).expect("monitor");
+        assert_eq!(out.status, GuestStatus::Exited(0), "{}", out.console());
+    }
+}
+
+/// `vtnt bench fw-scale`: one and then two NFs at once in each runtime, each pair started
+/// together in its own namespaces; with no rules to stop anything, two NFs deliver more
+/// than half of both senders' packets, so both forwarded; memory and CPU are summed.
+#[test]
+fn the_scale_bench_runs_several_nfs_at_once() {
+    vtnt_testkit::require_root!("ip", "ethtool", "qemu-system-x86_64");
+    for a in [
+        vtnt_artifacts::Artifact::NfSpt,
+        vtnt_artifacts::Artifact::NfVm,
+    ] {
+        if let Err(e) = vtnt_artifacts::find(a) {
+            vtnt_testkit::skip_or_fail("fw_run", &format!("{e:#}"), None);
+            return;
+        }
+    }
+    let rows = bench_rows(
+        "fw-scale",
+        &[
+            "--instances",
+            "1,2",
+            "--rules",
+            "0",
+            "--reps",
+            "1",
+            "--packets",
+            "500",
+            "--flows",
+            "500",
+            "--runtimes",
+            "native,spt,microvm",
+        ],
+    );
+    assert_eq!(rows.len(), 6, "{rows:?}");
+    for (r, (rt, n)) in rows.iter().zip([
+        ("native", 1),
+        ("native", 2),
+        ("spt", 1),
+        ("spt", 2),
+        ("microvm", 1),
+        ("microvm", 2),
+    ]) {
+        assert_eq!(
+            (r["runtime"].as_str(), r["instances"].as_u64()),
+            (Some(rt), Some(n)),
+            "{r}"
+        );
+        assert!(r["delivered"][0].as_f64().unwrap() > 0.5, "{r}");
+        assert!(r["pps"][0].as_f64().unwrap() > 0.0, "{r}");
+        assert!(r["start_ms"][0].as_f64().unwrap() > 0.0, "{r}");
+        let (rss, pss) = (
+            r["rss_kib"][0].as_f64().unwrap(),
+            r["pss_kib"][0].as_f64().unwrap(),
+        );
+        assert!(pss > 0.0 && pss <= rss, "{r}");
+        assert!(r["cpu_pct"][0].as_f64().unwrap() > 0.0, "{r}");
     }
 }
