@@ -360,8 +360,8 @@ pub fn ports(rules: &Ruleset) -> anyhow::Result<Ports> {
 }
 
 /// The fewest client ports the drivers need: iperf3's streams (at most 128) and its
-/// control connection, sockperf's, and the connection-rate client's two at a time (each
-/// closed with a reset, so its port is free again at once).
+/// control connection, sockperf's, and the connection-rate client's two at a time (the
+/// listener closes first, so the client's port keeps no TIME_WAIT).
 const CLIENT_RUN: u16 = 256;
 
 /// Debian's iperf3 from the sender to the receiver through whatever filters between
