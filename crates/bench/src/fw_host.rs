@@ -400,7 +400,8 @@ impl RunningNf {
     }
 
     /// The NF's own process (in a container: the one named `vtnt` in its group; the
-    /// unikernel's: the spt tender or QEMU that `vtnt fw run` started).
+    /// unikernel's: the spt tender or QEMU that `vtnt fw run` started; the Debian VM's:
+    /// QEMU).
     pub fn pid(&self) -> anyhow::Result<u32> {
         let child = self.child.as_ref().context("no NF process")?;
         if let Cleanup::Taps { wrapped: true, .. } = self.cleanup {

@@ -244,7 +244,7 @@ impl CachedImage {
     }
 
     /// Whether it must be built: asked to, missing, or built from another `vtnt` than
-    /// `bin` (by content, not by time: two installs of different versions share the cache,
+    /// `bin` or another recipe (by content, not by time: two installs of different versions share the cache,
     /// and a package's files keep the time they were built).
     pub fn stale(&self, rebuild: bool, bin: &Path) -> Result<bool> {
         if rebuild || !self.path.exists() || !self.size_file.exists() {

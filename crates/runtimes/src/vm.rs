@@ -714,6 +714,13 @@ mod tests {
     }
 
     #[test]
+    fn the_nfs_memory_grows_with_its_rules() {
+        assert_eq!(nf_memory_mib(0), MEMORY_MIB);
+        // a million `vtnt fw gen` rules: 70 MB of text, ~200 MiB more
+        assert_eq!(nf_memory_mib(70_201_496), MEMORY_MIB + 201);
+    }
+
+    #[test]
     fn console_parsing() {
         let c =
             "[  OK  ] noise\r\nVTNT-BEGIN\r\nVTNT|{\"a\":1}\r\nVTNT-ERR|warn\r\nVTNT-END rc=0\r\n";
