@@ -12,6 +12,11 @@
 //! is plugged), and the bridges and TAPs go when it stops, so the kernel baselines find
 //! the veths as they were. Its rows carry that bridge's cost; its memory is the guest's
 //! process (the spt tender, or QEMU).
+//!
+//! The full VM (`--runtimes vm`) is `vtnt-runtimes`' Debian box booted by QEMU as the NF
+//! ([`vm::start_nf`]: the box's own static `vtnt fw run`, the rule file its second disk),
+//! its two NICs on TAPs bridged to the veths as the unikernel's; its memory and CPU are
+//! QEMU's.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -20,7 +25,7 @@ use anyhow::{bail, Context};
 use vtnt_artifacts::Artifact;
 use vtnt_measure::cgroup::Cgroup;
 use vtnt_measure::proc::{kill_pid, Supervised};
-use vtnt_runtimes::{docker, paths, runc, BuildOptions, Driver, Runtime};
+use vtnt_runtimes::{docker, paths, runc, vm, BuildOptions, Driver, Runtime};
 
 /// Where the rule file is inside a container.
 const RULES_IN: &str = "/rules";
@@ -28,30 +33,27 @@ const RULES_IN: &str = "/rules";
 /// How long an NF may take to load its rules and open its interfaces.
 const START_WAIT: Duration = Duration::from_secs(120);
 
-/// The runtimes `vtnt bench fw` runs its NF in.
-pub const RUNTIMES: [Runtime; 6] = [
-    Runtime::Native,
-    Runtime::Runc,
-    Runtime::Docker,
-    Runtime::DockerScratch,
-    Runtime::Spt,
-    Runtime::Microvm,
-];
-
-/// The TAP devices the unikernel's NF gets, and the bridges that join each to its veth.
+/// The TAP devices the unikernel's NF (and the VM's) gets, and the bridges that join each
+/// to its veth.
 const TAPS: [&str; 2] = ["ta0", "tb0"];
 const BRIDGES: [&str; 2] = ["fwa", "fwb"];
 const VETHS: [&str; 2] = ["a0", "b0"];
 
 /// The row's accelerator column: this host's kernel for a process or a container, the
-/// microVM's accelerator and VMM.
+/// microVM's accelerator and VMM, the Debian VM's accelerator.
 pub fn accelerator(rt: Runtime) -> &'static str {
+    use vtnt_unikernel::accel::Accelerator as A;
     match rt.entry().driver {
         Driver::Native => "none",
         Driver::Spt => "none (spt process)",
         Driver::Microvm => {
             vtnt_artifacts::find(Artifact::NfVm).map_or("unknown", |f| microvm_accelerator(&f.path))
         }
+        Driver::Vm => match vm::accel() {
+            A::Kvm => "KVM (QEMU, Debian VM)",
+            A::PvmKvm => "PVM-KVM (QEMU, Debian VM)",
+            A::Tcg => "TCG (QEMU, Debian VM)",
+        },
         _ => "none (container)",
     }
 }
@@ -72,8 +74,7 @@ fn microvm_accelerator(image: &Path) -> &'static str {
     }
 }
 
-/// What `rt` needs here that is missing, if anything (a runtime `vtnt bench fw` does not
-/// run its NF in is named too).
+/// What `rt` needs here that is missing, if anything.
 pub fn missing(rt: Runtime) -> Option<String> {
     let need = |progs: &[(&str, &str)]| {
         progs
@@ -112,10 +113,16 @@ pub fn missing(rt: Runtime) -> Option<String> {
         Driver::Microvm => {
             need(&[("qemu-system-x86_64", "qemu-system-x86")]).or_else(|| image(Artifact::NfVm))
         }
-        _ => Some(format!(
-            "a way to run the NF there: vtnt bench fw runs it in {}",
-            RUNTIMES.map(Runtime::name).join(", ")
-        )),
+        // QEMU, and what the box is made of when it is not cached yet (the static vtnt,
+        // debootstrap's Debian, this host's ethtool for the NF's offloads)
+        Driver::Vm => need(&[
+            ("qemu-system-x86_64", "qemu-system-x86"),
+            ("qemu-img", "qemu-utils"),
+            ("mkfs.ext4", "e2fsprogs"),
+            ("debootstrap", "debootstrap"),
+            ("ethtool", "ethtool"),
+        ])
+        .or_else(static_vtnt),
     }
 }
 
@@ -132,6 +139,11 @@ enum HostKind {
     Native { vtnt: PathBuf },
     /// `ip netns exec NS vtnt fw run --runtime FORM ... ta0 tb0`, the TAPs bridged.
     Guest { vtnt: PathBuf, form: &'static str },
+    /// The Debian box unpacked in `dir`, booted on the bridged TAPs.
+    Vm {
+        box_dir: PathBuf,
+        _dir: paths::TempDir,
+    },
     Runc {
         rootfs: PathBuf,
         dir: paths::TempDir,
@@ -171,6 +183,14 @@ impl NfHost {
                     tag,
                     _engine: Box::new(engine),
                 }
+            }
+            // the box `vtnt run --runtime vm` boots (built into the image cache if it is not
+            // there), unpacked once for every row
+            Driver::Vm => {
+                let image = Runtime::Vm.build_image(&BuildOptions::default())?;
+                let dir = paths::TempDir::new("fw-vm")?;
+                let box_dir = vm::install(&image.path, dir.path())?;
+                HostKind::Vm { box_dir, _dir: dir }
             }
             // this vtnt, which found the NF's images (the static one looks beside itself)
             Driver::Spt | Driver::Microvm => HostKind::Guest {
@@ -216,6 +236,7 @@ impl NfHost {
                 // the bridges go with the NF, even when it does not start
                 let cleanup = Cleanup::Taps {
                     netns: self.netns.clone(),
+                    wrapped: true,
                 };
                 plug_taps(&self.netns)?;
                 let mut args = vec!["fw".to_string(), "run".into(), "--runtime".into()];
@@ -223,6 +244,15 @@ impl NfHost {
                 args.push(rules.display().to_string());
                 args.extend(TAPS.map(String::from));
                 let child = Supervised::spawn(in_netns(vtnt, &args), "vtnt fw run")?;
+                (child, None, cleanup)
+            }
+            HostKind::Vm { box_dir, .. } => {
+                let cleanup = Cleanup::Taps {
+                    netns: self.netns.clone(),
+                    wrapped: false,
+                };
+                plug_taps(&self.netns)?;
+                let child = vm::start_nf(box_dir, TAPS, Some(&self.netns), rules, None)?;
                 (child, None, cleanup)
             }
             HostKind::Runc { rootfs, dir } => {
@@ -309,9 +339,11 @@ fn unplug_taps(netns: &str) {
 
 enum Cleanup {
     None,
-    /// The unikernel's bridges and TAPs in this namespace.
+    /// The guest's bridges and TAPs in this namespace; `wrapped`: the child is `vtnt fw
+    /// run`, whose child is the guest's process (else the child is QEMU itself).
     Taps {
         netns: String,
+        wrapped: bool,
     },
     Runc {
         id: String,
@@ -334,13 +366,16 @@ pub struct RunningNf {
 }
 
 impl RunningNf {
-    /// Waits for `vtnt fw run`'s first line: "... loaded in X ms ..." (a process's) or
-    /// the guest's `{"type":"nf",...,"load_us":T,...}`.
+    /// Waits for `vtnt fw run`'s first line: "... loaded in X ms ..." (a process's, on
+    /// stderr; the Debian VM's, on its console) or the unikernel's
+    /// `{"type":"nf",...,"load_us":T,...}`.
     fn wait_loaded(&mut self) -> anyhow::Result<f64> {
         let until = Instant::now() + START_WAIT;
         let child = self.child.as_mut().context("no NF process")?;
         loop {
-            let err = String::from_utf8_lossy(&child.stderr_lines_from(0)).into_owned();
+            let mut out = child.stderr_lines_from(0);
+            out.extend(child.stdout_lines_from(0));
+            let err = String::from_utf8_lossy(&out).into_owned();
             if let Some(line) = err.lines().find(|l| l.contains(" loaded in ")) {
                 return line
                     .split(" loaded in ")
@@ -365,10 +400,11 @@ impl RunningNf {
     }
 
     /// The NF's own process (in a container: the one named `vtnt` in its group; the
-    /// unikernel's: the spt tender or QEMU that `vtnt fw run` started).
+    /// unikernel's: the spt tender or QEMU that `vtnt fw run` started; the Debian VM's:
+    /// QEMU).
     pub fn pid(&self) -> anyhow::Result<u32> {
         let child = self.child.as_ref().context("no NF process")?;
-        if let Cleanup::Taps { .. } = self.cleanup {
+        if let Cleanup::Taps { wrapped: true, .. } = self.cleanup {
             let pid = child.pid();
             let children = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
                 .with_context(|| format!("the children of vtnt fw run ({pid})"))?;
@@ -391,7 +427,7 @@ impl RunningNf {
 
 impl Drop for RunningNf {
     fn drop(&mut self) {
-        // the unikernel's `vtnt fw run` stops its guest itself
+        // the unikernel's `vtnt fw run` stops its guest itself; QEMU of the VM is the child
         let pid = match self.cleanup {
             Cleanup::Taps { .. } => self.child.as_ref().map(Supervised::pid),
             _ => self.pid().ok(),
@@ -404,7 +440,7 @@ impl Drop for RunningNf {
         }
         match &self.cleanup {
             Cleanup::None => {}
-            Cleanup::Taps { netns } => unplug_taps(netns),
+            Cleanup::Taps { netns, .. } => unplug_taps(netns),
             Cleanup::Runc { id, root } => runc::destroy(id, root),
             Cleanup::Docker { client, name } => client.remove(name),
         }

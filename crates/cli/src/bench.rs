@@ -155,7 +155,8 @@ pub enum BenchCommand {
         /// Where the NF runs, a row each: native (a process in the NF namespace), runc,
         /// docker, docker-scratch (the static vtnt in a container whose network is that
         /// namespace), spt, microvm (the unikernel's NF on TAP devices bridged to the
-        /// namespace's veths).
+        /// namespace's veths), vm (the static vtnt in the Debian VM, its NICs on such
+        /// TAPs).
         #[arg(long, value_enum, value_delimiter = ',', default_value = "native")]
         runtimes: Vec<vtnt_runtimes::Runtime>,
         /// iperf3 TCP then UDP, sockperf TCP then UDP, hping3 beside ping, then the

@@ -416,13 +416,14 @@ fn the_bench_measures_the_nf_at_a_tiny_size_natively_and_in_containers() {
     }
 }
 
-/// `vtnt bench fw`'s unikernel rows: the NF as an spt process and as a microVM (QEMU),
-/// each on TAP devices bridged to the NF namespace's veths for its run, forward the trace
-/// and name their accelerator; the veths come back unbridged after each run (the next
-/// row's NF finds them as they were).
+/// `vtnt bench fw`'s guest rows: the NF as an spt process, as a microVM (QEMU) and the
+/// static vtnt in the Debian VM, each on TAP devices bridged to the NF namespace's veths
+/// for its run, forward the trace and name their accelerator; the veths come back
+/// unbridged after each run (the next guest plugs its own bridges, and iptables, last in
+/// each mode, routes between them).
 #[test]
 fn the_bench_measures_the_unikernels_nf() {
-    vtnt_testkit::require_root!("ip", "qemu-system-x86_64");
+    vtnt_testkit::require_root!("ip", "ethtool", "iptables-restore", "qemu-system-x86_64");
     for a in [
         vtnt_artifacts::Artifact::NfSpt,
         vtnt_artifacts::Artifact::NfVm,
@@ -444,17 +445,22 @@ fn the_bench_measures_the_unikernels_nf() {
             "--flows",
             "1000",
             "--runtimes",
-            "spt,microvm",
-            "--no-iptables",
+            "spt,microvm,vm",
             "--no-nftables",
             "--seconds",
             "0",
         ],
     );
-    // 2 modes, 2 runtimes (iperf3 and the request drivers are the native test's: the
-    // NF's TCP through the unikernel is `forwards_tracks_and_rejects_between_namespaces`)
-    assert_eq!(rows.len(), 4, "{rows:?}");
+    // 2 modes, 3 runtimes and iptables (iperf3 and the request drivers are the native
+    // test's: the NF's TCP through the unikernel is
+    // `forwards_tracks_and_rejects_between_namespaces`)
+    assert_eq!(rows.len(), 8, "{rows:?}");
     for r in &rows {
+        if r["nf"] == "iptables" {
+            // after the guests' rows in each mode: the veths came back off their bridges
+            assert!(r["delivered"][0].as_f64().unwrap() > 0.0, "{r}");
+            continue;
+        }
         assert!(r["delivered"][0].as_f64().unwrap() > 0.0, "{r}");
         assert!(r["pps"][0].as_f64().unwrap() > 0.0, "{r}");
         assert!(r["load_ms"][0].as_f64().unwrap().is_finite(), "{r}");
@@ -468,6 +474,13 @@ fn the_bench_measures_the_unikernels_nf() {
                 ["KVM", "PVM-KVM", "TCG"]
                     .iter()
                     .any(|a| accel.starts_with(&format!("{a} ("))),
+                "{r}"
+            ),
+            // the static vtnt in the Debian VM, under KVM or TCG
+            "vm" => assert!(
+                ["KVM", "PVM-KVM", "TCG"]
+                    .iter()
+                    .any(|a| accel == format!("{a} (QEMU, Debian VM)")),
                 "{r}"
             ),
             rt => panic!("a row of {rt}: {r}"),

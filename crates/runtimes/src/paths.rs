@@ -208,6 +208,8 @@ pub struct CachedImage {
     pub path: PathBuf,
     size_file: PathBuf,
     source_file: PathBuf,
+    /// What else it is built from ([`CachedImage::with_recipe`]), hashed.
+    recipe: Option<u64>,
 }
 
 impl CachedImage {
@@ -218,18 +220,38 @@ impl CachedImage {
             path,
             size_file,
             source_file,
+            recipe: None,
         }
     }
 
+    /// The image is also built from `files` (scripts the runtime writes into it): a change
+    /// in them makes it stale as another `vtnt` does.
+    pub fn with_recipe(mut self, files: &[&[u8]]) -> Self {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        files.hash(&mut h);
+        self.recipe = Some(h.finish());
+        self
+    }
+
+    /// What it is keyed by: `bin`'s SHA-256, then the recipe's hash if it has one.
+    fn source(&self, bin: &Path) -> Result<String> {
+        let bin = source_of(bin)?;
+        Ok(match self.recipe {
+            Some(r) => format!("{bin} {r:016x}"),
+            None => bin,
+        })
+    }
+
     /// Whether it must be built: asked to, missing, or built from another `vtnt` than
-    /// `bin` (by content, not by time: two installs of different versions share the cache,
+    /// `bin` or another recipe (by content, not by time: two installs of different versions share the cache,
     /// and a package's files keep the time they were built).
     pub fn stale(&self, rebuild: bool, bin: &Path) -> Result<bool> {
         if rebuild || !self.path.exists() || !self.size_file.exists() {
             return Ok(true);
         }
         let built_from = std::fs::read_to_string(&self.source_file).unwrap_or_default();
-        Ok(built_from.trim() != source_of(bin)?)
+        Ok(built_from.trim() != self.source(bin)?)
     }
 
     /// Records, once the image is in place, its installed size and the `vtnt` binary `bin`
@@ -237,7 +259,7 @@ impl CachedImage {
     pub fn record(&self, bytes: u64, bin: &Path) -> Result<()> {
         std::fs::write(&self.size_file, bytes.to_string())
             .doing(|| format!("writing {}", self.size_file.display()))?;
-        std::fs::write(&self.source_file, source_of(bin)?)
+        std::fs::write(&self.source_file, self.source(bin)?)
             .doing(|| format!("writing {}", self.source_file.display()))
     }
 

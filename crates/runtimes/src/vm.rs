@@ -21,7 +21,9 @@
 //! output on the serial console as `VTNT|` lines as it comes, between `VTNT-BEGIN` and
 //! `VTNT-END rc=N`, and powers the VM off (`-no-reboot` makes QEMU exit). With
 //! `vtnt.iperf3=PORT` instead of a job ([`start_iperf3`]) it configures `eth0` the same
-//! way and runs `iperf3 -s -p PORT` until the VM is killed.
+//! way and runs `iperf3 -s -p PORT` until the VM is killed; with `vtnt.fw=` ([`start_nf`])
+//! it runs the firewall NF (`vtnt fw run`) between two NICs on TAP devices, the rule file
+//! its second disk, until the VM is killed, the script itself the kernel's `init`.
 
 use std::net::Ipv6Addr;
 use std::path::{Path, PathBuf};
@@ -39,8 +41,8 @@ use crate::{debian, paths};
 
 /// File name of the VM box.
 pub const IMAGE_NAME: &str = "vtnt-vm-box.tar";
-/// Where the guest sees a job's long target list: its second virtio disk, whose sectors
-/// hold the list (padded with blank lines).
+/// Where the guest sees a job's long target list or the NF's rule file: its second virtio
+/// disk, whose sectors hold the text (padded with blank lines).
 pub const TARGETS_DISK: &str = "/dev/vdb";
 /// Guest memory, as the paper's Vagrant box.
 pub const MEMORY_MIB: u32 = 256;
@@ -48,7 +50,7 @@ pub const MEMORY_MIB: u32 = 256;
 const JOB_SCRIPT: &str = r#"#!/bin/sh
 # vtnt-job: run the job from the kernel command line, report it on the serial console,
 # power off. Installed by vtnt-runtimes.
-IP= GW= NETS= IP6= GW6= NETS6= JOB= IPERF3=
+IP= GW= NETS= IP6= GW6= NETS6= JOB= IPERF3= FW=
 for w in $(cat /proc/cmdline); do
   case "$w" in
     vtnt.ip=*) IP=${w#vtnt.ip=} ;;
@@ -59,6 +61,7 @@ for w in $(cat /proc/cmdline); do
     vtnt.nets6=*) NETS6=${w#vtnt.nets6=} ;;
     vtnt.job=*) JOB=${w#vtnt.job=} ;;
     vtnt.iperf3=*) IPERF3=${w#vtnt.iperf3=} ;;
+    vtnt.fw=*) FW=${w#vtnt.fw=} ;;
   esac
 done
 ip link set lo up
@@ -87,10 +90,35 @@ if [ -n "$IPERF3" ]; then
   echo "VTNT-IPERF3 port=$IPERF3" >/dev/ttyS0
   exec iperf3 -s -p "$IPERF3" >/dev/null 2>&1
 fi
+# `vtnt.fw=ARGS` instead of a job, with this script as the kernel's init (`init=`: no
+# systemd, half the boot under TCG): the firewall NF (`vtnt fw run ARGS`) between the two
+# NICs, renamed as ARGS' last two words (the host's TAPs, as the rules' -i/-o name them),
+# up without addresses, offloads off as on the bench's veths; its lines on the console
+# until the VM is killed
+[ -n "$FW" ] && JOB=$FW
 set --
 while IFS= read -r w; do set -- "$@" "$w"; done <<EOF
 $(echo "$JOB" | base64 -d)
 EOF
+if [ -n "$FW" ]; then
+  eval "A=\${$(($# - 1))} B=\${$#}"
+  i=0
+  while [ ! -e /sys/class/net/eth1 ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done
+  echo "VTNT-BEGIN" >/dev/ttyS0
+  # its stderr streams too: the first line says when the rules hold
+  {
+    ip link set eth0 name "$A" && ip link set eth1 name "$B" &&
+      ethtool -K "$A" tx off tso off gso off gro off &&
+      ethtool -K "$B" tx off tso off gso off gro off &&
+      ip link set "$A" up && ip link set "$B" up &&
+      /usr/local/bin/vtnt "$@"
+    echo $? >/run/vtnt.rc
+  } 2>&1 | sed -u 's/^/VTNT|/' >/dev/ttyS0
+  echo "VTNT-END rc=$(cat /run/vtnt.rc)" >/dev/ttyS0
+  # the kernel's init (no systemd to power off with): off at once
+  echo o >/proc/sysrq-trigger
+  exit 0
+fi
 # results stream out as they are printed (a density ramp watches for them while the
 # job holds); diagnostics and the status follow at the end
 echo "VTNT-BEGIN" >/dev/ttyS0
@@ -103,6 +131,7 @@ const UNIT: &str = "[Unit]
 Description=vTNT job from the kernel command line
 ConditionKernelCommandLine=|vtnt.job
 ConditionKernelCommandLine=|vtnt.iperf3
+ConditionKernelCommandLine=|vtnt.fw
 
 [Service]
 Type=oneshot
@@ -117,7 +146,9 @@ WantedBy=multi-user.target
 /// Builds the VM box in the image cache (debootstrap once, then the disk).
 pub fn build_image(opts: &BuildOptions) -> Result<ImageInfo> {
     let bin = paths::static_vtnt()?;
-    let image = paths::CachedImage::new(paths::images_dir()?.join(IMAGE_NAME));
+    // the box is its vtnt and what this module puts beside it
+    let image = paths::CachedImage::new(paths::images_dir()?.join(IMAGE_NAME))
+        .with_recipe(&[JOB_SCRIPT.as_bytes(), UNIT.as_bytes()]);
     let dst = &image.path;
     if image.stale(opts.rebuild, &bin)? {
         let qemu_img = paths::need("qemu-img", "qemu-utils")?;
@@ -128,8 +159,11 @@ pub fn build_image(opts: &BuildOptions) -> Result<ImageInfo> {
         debian::link_tree(&base, &root)?;
         // Debian's iperf3 for `vtnt bench net`'s endpoint in the VM, copied from this
         // host (the same suite) with the libraries the rootfs lacks
-        if let Some(iperf3) = paths::which("iperf3") {
-            debian::add_program(&iperf3, &root)?;
+        // and its ethtool, with which the NF (`vtnt.fw=`) turns offloads off
+        for program in ["iperf3", "ethtool"] {
+            if let Some(p) = paths::which(program) {
+                debian::add_program(&p, &root)?;
+            }
         }
         let vtnt = std::fs::read(&bin).doing(|| "reading the static vtnt".into())?;
         debian::put_file(&root.join("usr/local/bin/vtnt"), &vtnt, 0o755)?;
@@ -326,6 +360,14 @@ pub fn start_iperf3(
     )
 }
 
+/// The box's kernel command line before the `vtnt.` words. No login prompt on the
+/// console: a getty starting on ttyS0 hangs it up, and the job's writers there lose their
+/// output (its last lines, or the whole job with a broken pipe) when several guests boot
+/// slowly under TCG. `no_timer_check`: a guest starved of CPU while booting under TCG
+/// otherwise may panic on "IO-APIC + timer doesn't work" (both seen in `vtnt bench
+/// fleet`, four VMs on two cores).
+const KERNEL_ARGS: &str = "root=/dev/vda rw console=ttyS0 quiet loglevel=3 systemd.show_status=0 systemd.mask=serial-getty@ttyS0.service no_timer_check net.ifnames=0";
+
 /// Boots the box: guest number `index` on `net` (a default route too when
 /// `allow_public`), with `what` (`vtnt.job=` or `vtnt.iperf3=`) on its command line and
 /// `targets` (a job's long target list) as its second disk, [`TARGETS_DISK`].
@@ -363,7 +405,7 @@ fn boot(
             } else {
                 lab_nets
             },
-            format!("tap,id=n0,ifname={},script=no,downscript=no", t.ifname),
+            tap_netdev(&t.ifname, "n0"),
             t.ipv6.map_or_else(String::new, |v6| {
                 let nets = vtnt_policy::v6::LAB_NETS6.map(|n| n.to_string()).join(",");
                 let nets = if allow_public {
@@ -380,17 +422,12 @@ fn boot(
             ))
         }
     };
-    let mac = format!("52:54:00:76:75:{:02x}", index % 256);
-    // No login prompt on the console: a getty starting on ttyS0 hangs it up, and the
-    // job's writers there lose their output (its last lines, or the whole job with a
-    // broken pipe) when several guests boot slowly under TCG. `no_timer_check`: a guest
-    // starved of CPU while booting under TCG otherwise may panic on "IO-APIC + timer
-    // doesn't work" (both seen in `vtnt bench fleet`, four VMs on two cores).
+    let mac = guest_mac(index);
     let append = format!(
-        "root=/dev/vda rw console=ttyS0 quiet loglevel=3 systemd.show_status=0 systemd.mask=serial-getty@ttyS0.service no_timer_check net.ifnames=0 vtnt.ip={addr}/{len} vtnt.gw={gateway} vtnt.nets={nets}{ipv6} {what}"
+        "{KERNEL_ARGS} vtnt.ip={addr}/{len} vtnt.gw={gateway} vtnt.nets={nets}{ipv6} {what}"
     );
     // joins the cgroup first, then (a TAP in another namespace) that namespace
-    let mut cmd = match net {
+    let cmd = match net {
         Attached::Tap(Tap {
             netns: Some(ns), ..
         }) => {
@@ -400,11 +437,51 @@ fn boot(
         }
         _ => cgroup.wrap(&qemu.display().to_string()),
     };
+    let cmd = qemu_args(
+        cmd,
+        box_dir,
+        MEMORY_MIB,
+        &append,
+        targets,
+        &[(netdev, "n0".into(), mac)],
+    );
+    Ok(Supervised::spawn(
+        cmd,
+        &format!("the Debian VM (guest {addr})"),
+    )?)
+}
+
+/// The `-netdev` value of QEMU's TAP backend on the existing device `ifname`, as the
+/// unikernel's VMs plug theirs (`vtnt_unikernel::qemu::NetBackend`).
+fn tap_netdev(ifname: &str, id: &str) -> String {
+    vtnt_unikernel::qemu::NetBackend::Tap {
+        ifname: ifname.into(),
+    }
+    .netdev(id)
+    .0
+}
+
+/// Guest `index`'s MAC address.
+fn guest_mac(index: u32) -> String {
+    format!("52:54:00:76:75:{:02x}", index % 256)
+}
+
+/// `cmd` (QEMU, maybe behind wrappers) given the box's arguments: `memory_mib`, the
+/// kernel command line `append`, the root disk (a snapshot), `second` as the read-only
+/// second disk, and one virtio NIC for each `(netdev, id, mac)` of `nics`.
+fn qemu_args(
+    mut cmd: Command,
+    box_dir: &Path,
+    memory_mib: u32,
+    append: &str,
+    second: Option<&Path>,
+    nics: &[(String, String, String)],
+) -> Command {
     cmd.args([
         "-machine",
         "q35",
         "-m",
-        &MEMORY_MIB.to_string(),
+        &memory_mib.to_string(),
         "-smp",
         "1",
     ])
@@ -429,16 +506,20 @@ fn boot(
         "file={},if=virtio,format=qcow2,snapshot=on",
         box_dir.join("disk.qcow2").display()
     ))
-    .args(targets.iter().flat_map(|f| {
+    .args(second.iter().flat_map(|f| {
         [
             "-drive".to_string(),
             format!("file={},if=virtio,format=raw,readonly=on", f.display()),
         ]
     }))
-    .arg("-netdev")
-    .arg(netdev)
-    .arg("-device")
-    .arg(format!("virtio-net-pci,netdev=n0,mac={mac},romfile="))
+    .args(nics.iter().flat_map(|(netdev, id, mac)| {
+        [
+            "-netdev".to_string(),
+            netdev.clone(),
+            "-device".to_string(),
+            format!("virtio-net-pci,netdev={id},mac={mac},romfile="),
+        ]
+    }))
     // entropy for the guest's CRNG: TCG's CPU model has no RDRAND and the disk is a
     // snapshot, so no random seed survives from one boot to the next
     .args([
@@ -447,10 +528,81 @@ fn boot(
         "-device",
         "virtio-rng-pci,rng=rng0",
     ]);
-    Ok(Supervised::spawn(
-        cmd,
-        &format!("the Debian VM (guest {addr})"),
-    )?)
+    cmd
+}
+
+/// Guest memory of the NF for a rule file of `rule_bytes`: [`MEMORY_MIB`] plus three
+/// bytes per byte of the file (`vtnt fw check`'s peak RSS is about 2.5 per byte: 176 MB
+/// for the 70 MB of a million `vtnt fw gen` rules, read and compiled, 175 bytes a rule).
+pub fn nf_memory_mib(rule_bytes: u64) -> u32 {
+    let extra = (rule_bytes * 3).div_ceil(1 << 20);
+    (u64::from(MEMORY_MIB) + extra).min(u64::from(u32::MAX)) as u32
+}
+
+/// Boots the box in `box_dir` as the firewall network function: `vtnt fw run --rules
+/// RULES [--max-conns N] A B` in the guest (`vtnt.fw=`; `max_conns` None: the NF's
+/// default table), its first NIC on the existing TAP device `taps[0]` (A) and its second
+/// on `taps[1]` (B: named so in the guest, as the rules' `-i`/`-o` name them), QEMU in
+/// network namespace `netns` (None: this one). The rule file is the
+/// guest's second disk ([`TARGETS_DISK`]), padded with newlines to whole sectors (blank
+/// lines, which both syntaxes skip: the NF reads the device to its end); guest memory
+/// [`nf_memory_mib`]; the accelerator [`accel`]. It runs until it is killed; its console
+/// (the process's stdout) carries the NF's lines as `VTNT|` lines, the first of them
+/// saying when the rules hold (`... loaded in X ms ...`); should the NF end (a rule file
+/// it refuses), `VTNT-END rc=N` follows and the VM powers off. The job script is the
+/// guest's init (no systemd: a boot to the NF under TCG takes ~22 s instead of ~50).
+pub fn start_nf(
+    box_dir: &Path,
+    taps: [&str; 2],
+    netns: Option<&str>,
+    rules: &Path,
+    max_conns: Option<u32>,
+) -> Result<Supervised> {
+    let qemu = paths::need("qemu-system-x86_64", "qemu-system-x86")?;
+    if taps[0] == taps[1] || taps.iter().any(|t| t.is_empty() || t.contains(['\n', ' '])) {
+        return Err(Error::Network(format!(
+            "the NF needs two different interface names, got {taps:?}"
+        )));
+    }
+    let mut bytes = std::fs::read(rules).doing(|| format!("reading {}", rules.display()))?;
+    let memory = nf_memory_mib(bytes.len() as u64);
+    bytes.resize(bytes.len().div_ceil(512).max(1) * 512, b'\n');
+    // a new file: a VM before this one keeps what it has open
+    let disk = box_dir.join("nf-rules");
+    let _ = std::fs::remove_file(&disk);
+    std::fs::write(&disk, bytes).doing(|| format!("writing {}", disk.display()))?;
+    let mut args = vec![
+        "fw".to_string(),
+        "run".into(),
+        "--rules".into(),
+        TARGETS_DISK.into(),
+    ];
+    if let Some(n) = max_conns {
+        args.extend(["--max-conns".into(), n.to_string()]);
+    }
+    args.extend(taps.map(String::from));
+    let args = args.join("\n");
+    // the job script is init: systemd's boot to its unit is half of a boot under TCG
+    // (~25 of ~50 s here), and the NF needs nothing it starts (the initramfs has mounted
+    // /proc, /sys, /dev and /run, its udev has loaded the NICs' driver)
+    let append = format!(
+        "{KERNEL_ARGS} init=/usr/local/sbin/vtnt-job panic=-1 vtnt.fw={}",
+        base64(args.as_bytes())
+    );
+    let cmd = match netns {
+        Some(ns) => {
+            let mut c = Command::new("ip");
+            c.args(["netns", "exec", ns]).arg(&qemu);
+            c
+        }
+        None => Command::new(&qemu),
+    };
+    let nics = [0, 1].map(|i| {
+        let id = format!("n{i}");
+        (tap_netdev(taps[i], &id), id, guest_mac(i as u32))
+    });
+    let cmd = qemu_args(cmd, box_dir, memory, &append, Some(&disk), &nics);
+    Ok(Supervised::spawn(cmd, "the NF's Debian VM")?)
 }
 
 /// A UDP port on 127.0.0.1 free right now (QEMU binds it a moment later).
@@ -559,6 +711,13 @@ mod tests {
         assert_eq!(base64(b"trace\n-P"), "dHJhY2UKLVA=");
         assert_eq!(base64(b"ab"), "YWI=");
         assert_eq!(base64(b"abc"), "YWJj");
+    }
+
+    #[test]
+    fn the_nfs_memory_grows_with_its_rules() {
+        assert_eq!(nf_memory_mib(0), MEMORY_MIB);
+        // a million `vtnt fw gen` rules: 70 MB of text, ~200 MiB more
+        assert_eq!(nf_memory_mib(70_201_496), MEMORY_MIB + 201);
     }
 
     #[test]

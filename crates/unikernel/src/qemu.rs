@@ -132,7 +132,7 @@ pub enum NetBackend {
 
 impl NetBackend {
     /// The `-netdev` value and its id (`id` unless the value names its own).
-    fn netdev(&self, id: &str) -> (String, String) {
+    pub fn netdev(&self, id: &str) -> (String, String) {
         match self {
             NetBackend::Tap { ifname } => (
                 format!("tap,id={id},ifname={ifname},script=no,downscript=no"),
