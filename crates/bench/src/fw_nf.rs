@@ -140,6 +140,8 @@ pub struct NfRow {
 pub struct Pinning {
     nf: CpuSet,
     rest: CpuSet,
+    /// This thread's CPUs before.
+    before: CpuSet,
 }
 
 impl Pinning {
@@ -155,6 +157,7 @@ impl Pinning {
         let mut p = Pinning {
             nf: CpuSet::new(),
             rest: CpuSet::new(),
+            before: mine,
         };
         p.nf.set(last)?;
         for &c in rest {
@@ -168,6 +171,11 @@ impl Pinning {
     /// the servers in the receiver's namespace, a Docker engine).
     fn enter(&self) -> anyhow::Result<()> {
         sched_setaffinity(Pid::from_raw(0), &self.rest).context("pinning the bench")
+    }
+
+    /// Gives this thread back the CPUs it had.
+    fn leave(&self) {
+        let _ = sched_setaffinity(Pid::from_raw(0), &self.before);
     }
 }
 
@@ -666,6 +674,20 @@ pub fn sweep(opts: &NfOptions, mut each: impl FnMut(&NfRow)) -> anyhow::Result<V
     if let Some(p) = &pin {
         p.enter()?;
     }
+    let rows = measure_sizes(opts, pin.as_ref(), &mut each);
+    // this thread's CPUs as they were (the provenance counts them)
+    if let Some(p) = &pin {
+        p.leave();
+    }
+    rows
+}
+
+/// [`sweep`]'s measurements, its options checked and this thread pinned if asked.
+fn measure_sizes(
+    opts: &NfOptions,
+    pin: Option<&Pinning>,
+    each: &mut impl FnMut(&NfRow),
+) -> anyhow::Result<Vec<NfRow>> {
     std::fs::create_dir_all(&opts.dir)
         .with_context(|| format!("creating {}", opts.dir.display()))?;
     let b = Bump::build("fwb", "100.64.5")?;
@@ -741,15 +763,8 @@ pub fn sweep(opts: &NfOptions, mut each: impl FnMut(&NfRow)) -> anyhow::Result<V
                     bail!("interrupted at {size} rules: namespaces and rule files removed");
                 }
                 for ((host, m), cpus) in hosts.iter().zip(&mut m).zip(&mut nf_cpus) {
-                    let (got, pinned) = rep(
-                        &b,
-                        host,
-                        opts,
-                        &file,
-                        &datagrams,
-                        ports.as_ref(),
-                        pin.as_ref(),
-                    )?;
+                    let (got, pinned) =
+                        rep(&b, host, opts, &file, &datagrams, ports.as_ref(), pin)?;
                     for (v, x) in m.iter_mut().zip(got) {
                         v.push(x);
                     }
