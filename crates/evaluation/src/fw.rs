@@ -71,164 +71,43 @@ pub fn parse(text: &str, what: &str) -> anyhow::Result<Vec<Row>> {
         bail!("{what}: no rows");
     }
     for (i, r) in rows.iter().enumerate() {
-        for m in METRICS {
-            r.get(m.key)
+        for (key, ..) in METRICS {
+            r.get(key)
                 .with_context(|| format!("{what}: row {} ({})", i + 1, label(r)))?;
         }
     }
     Ok(rows)
 }
 
-/// One figure: a row field, its file, title, y axis and unit, and a factor to it.
-struct Metric {
-    key: &'static str,
-    file: &'static str,
-    title: &'static str,
-    ylabel: &'static str,
-    unit: Unit,
-    scale: f64,
-}
-
-const fn m(
-    key: &'static str,
-    file: &'static str,
-    title: &'static str,
-    ylabel: &'static str,
-    unit: Unit,
-    scale: f64,
-) -> Metric {
-    Metric {
-        key,
-        file,
-        title,
-        ylabel,
-        unit,
-        scale,
-    }
-}
+/// One figure: the row's field, the file's name, the title, the y axis, the unit, and
+/// the factor from the field to that unit.
+type Metric = (
+    &'static str,
+    &'static str,
+    &'static str,
+    &'static str,
+    Unit,
+    f64,
+);
 
 /// Every figure, in the order of seed 002's (load time and memory at the end).
+#[rustfmt::skip]
 const METRICS: [Metric; 15] = [
-    m(
-        "pps",
-        "pps",
-        "Packet rate of a many-flow trace",
-        "packets/s",
-        Unit::Number,
-        1.0,
-    ),
-    m(
-        "tcp_mbps",
-        "tcp_mbps",
-        "TCP throughput",
-        "Mbit/s",
-        Unit::Number,
-        1.0,
-    ),
-    m(
-        "udp_mbps",
-        "udp_mbps",
-        "UDP throughput",
-        "Mbit/s",
-        Unit::Number,
-        1.0,
-    ),
-    m(
-        "tcp_rr_tps",
-        "tcp_rr_tps",
-        "TCP requests per second",
-        "requests/s",
-        Unit::Number,
-        1.0,
-    ),
-    m(
-        "udp_rr_tps",
-        "udp_rr_tps",
-        "UDP requests per second",
-        "requests/s",
-        Unit::Number,
-        1.0,
-    ),
-    m(
-        "tcp_rr_us",
-        "tcp_rr_us",
-        "TCP request round trip (mean)",
-        "µs",
-        Unit::Number,
-        1.0,
-    ),
-    m(
-        "udp_rr_us",
-        "udp_rr_us",
-        "UDP request round trip (mean)",
-        "µs",
-        Unit::Number,
-        1.0,
-    ),
-    m(
-        "tcp_rr_p99_us",
-        "tcp_rr_p99_us",
-        "TCP request round trip (p99)",
-        "µs",
-        Unit::Number,
-        1.0,
-    ),
-    m(
-        "udp_rr_p99_us",
-        "udp_rr_p99_us",
-        "UDP request round trip (p99)",
-        "µs",
-        Unit::Number,
-        1.0,
-    ),
-    m(
-        "tcp_syn_us",
-        "tcp_syn_us",
-        "TCP latency (SYN, hping3)",
-        "µs",
-        Unit::Number,
-        1.0,
-    ),
-    m(
-        "icmp_us",
-        "icmp_us",
-        "ICMP latency (ping)",
-        "µs",
-        Unit::Number,
-        1.0,
-    ),
-    m(
-        "tcp_conn_per_s",
-        "tcp_conn_per_s",
-        "TCP connections per second",
-        "connections/s",
-        Unit::Number,
-        1.0,
-    ),
-    m(
-        "load_ms",
-        "load_ms",
-        "Rule load time",
-        "ms",
-        Unit::Number,
-        1.0,
-    ),
-    m(
-        "rss_kib",
-        "rss",
-        "NF resident memory",
-        "MiB",
-        Unit::MiB,
-        1.0 / 1024.0,
-    ),
-    m(
-        "cpu_pct",
-        "cpu",
-        "NF CPU during the packet-rate test",
-        "% of one core",
-        Unit::Percent,
-        1.0,
-    ),
+    ("pps", "pps", "Packet rate of a many-flow trace", "packets/s", Unit::Number, 1.0),
+    ("tcp_mbps", "tcp_mbps", "TCP throughput", "Mbit/s", Unit::Number, 1.0),
+    ("udp_mbps", "udp_mbps", "UDP throughput", "Mbit/s", Unit::Number, 1.0),
+    ("tcp_rr_tps", "tcp_rr_tps", "TCP requests per second", "requests/s", Unit::Number, 1.0),
+    ("udp_rr_tps", "udp_rr_tps", "UDP requests per second", "requests/s", Unit::Number, 1.0),
+    ("tcp_rr_us", "tcp_rr_us", "TCP request round trip (mean)", "µs", Unit::Number, 1.0),
+    ("udp_rr_us", "udp_rr_us", "UDP request round trip (mean)", "µs", Unit::Number, 1.0),
+    ("tcp_rr_p99_us", "tcp_rr_p99_us", "TCP request round trip (p99)", "µs", Unit::Number, 1.0),
+    ("udp_rr_p99_us", "udp_rr_p99_us", "UDP request round trip (p99)", "µs", Unit::Number, 1.0),
+    ("tcp_syn_us", "tcp_syn_us", "TCP latency (SYN, hping3)", "µs", Unit::Number, 1.0),
+    ("icmp_us", "icmp_us", "ICMP latency (ping)", "µs", Unit::Number, 1.0),
+    ("tcp_conn_per_s", "tcp_conn_per_s", "TCP connections per second", "connections/s", Unit::Number, 1.0),
+    ("load_ms", "load_ms", "Rule load time", "ms", Unit::Number, 1.0),
+    ("rss_kib", "rss", "NF resident memory", "MiB", Unit::MiB, 1.0 / 1024.0),
+    ("cpu_pct", "cpu", "NF CPU during the packet-rate test", "% of one core", Unit::Percent, 1.0),
 ];
 
 /// The line a row belongs to, as the legend names it.
@@ -311,16 +190,16 @@ fn per_rule(rows: &[Row]) -> Vec<Line> {
 pub fn svgs(rows: &[Row]) -> anyhow::Result<Vec<(String, String)>> {
     ensure_font()?;
     let mut out = Vec::new();
-    for (i, m) in METRICS.iter().enumerate() {
+    for (i, (key, file, title, ylabel, unit, scale)) in METRICS.into_iter().enumerate() {
         let lines = lines(rows, |r| {
-            r.get(m.key)
+            r.get(key)
                 .ok()
                 .flatten()
-                .map(|(v, sd)| (v * m.scale, sd * m.scale))
+                .map(|(v, sd)| (v * scale, sd * scale))
         });
         if !lines.is_empty() {
-            let file = format!("fw{:02}_{}.svg", i + 1, m.file);
-            out.push((file, draw(m.title, m.ylabel, m.unit, &lines)?));
+            let file = format!("fw{:02}_{file}.svg", i + 1);
+            out.push((file, draw(title, ylabel, unit, &lines)?));
         }
     }
     let lines = per_rule(rows);
