@@ -22,6 +22,8 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
+use nix::sched::{sched_setaffinity, CpuSet};
+use nix::unistd::Pid;
 use vtnt_artifacts::Artifact;
 use vtnt_measure::cgroup::Cgroup;
 use vtnt_measure::proc::{kill_pid, Supervised};
@@ -397,6 +399,42 @@ impl RunningNf {
             }
             std::thread::sleep(Duration::from_millis(10));
         }
+    }
+
+    /// Puts every thread of the NF on `cpus` (`vtnt fw run` and its descendants, or
+    /// every process of its container's group, which are not our children: a Docker
+    /// container's is containerd-shim's); returns `Cpus_allowed_list` of its own process
+    /// ([`RunningNf::pid`]) as the kernel reads it afterwards. Threads it starts later
+    /// inherit their creator's CPUs.
+    pub fn pin(&self, cpus: &CpuSet) -> anyhow::Result<String> {
+        let child = self.child.as_ref().context("no NF process")?;
+        let procs = match &self.cgroup {
+            Some(cg) => cg.pids(),
+            None => vtnt_measure::proc::tree(child.pid()),
+        };
+        for p in procs {
+            let Ok(tasks) = std::fs::read_dir(format!("/proc/{p}/task")) else {
+                continue;
+            };
+            for t in tasks.flatten() {
+                let Some(tid) = t.file_name().to_str().and_then(|s| s.parse().ok()) else {
+                    continue;
+                };
+                match sched_setaffinity(Pid::from_raw(tid), cpus) {
+                    // a thread that ended meanwhile
+                    Ok(()) | Err(nix::errno::Errno::ESRCH) => {}
+                    Err(e) => return Err(e).context(format!("pinning the NF's thread {tid}")),
+                }
+            }
+        }
+        let pid = self.pid()?;
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status"))
+            .with_context(|| format!("reading the NF's /proc/{pid}/status"))?;
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+            .map(|v| v.trim().to_string())
+            .context("no Cpus_allowed_list in the NF's status")
     }
 
     /// The NF's own process (in a container: the one named `vtnt` in its group; the

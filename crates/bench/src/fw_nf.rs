@@ -36,6 +36,11 @@
 //! classifier (they reach the policy), stateful ones only the first of each stream, the
 //! rest by the state rule.
 //!
+//! With [`NfOptions::pin`] ([`Pinning`]), the NF runs on the last CPU and the bench with
+//! everything it starts on the others; each row says whether it was pinned and our NF's
+//! CPUs as the kernel listed them. The figures are `vtnt-evaluation`'s (`fw`), drawn
+//! from these rows' JSON.
+//!
 //! Not yet here (docs/benchmarks.md says so): iperf3 streams drawn from the trace's
 //! accepted headers.
 
@@ -47,6 +52,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
+use nix::sched::{sched_getaffinity, sched_setaffinity, CpuSet};
+use nix::unistd::Pid;
 use serde::Serialize;
 use vtnt_fw::gen::{self, Family, RuleSpec, TraceSpec};
 use vtnt_fw::{print, Action, Classifier, CtState, Hook, IfId, Options, Packet, Ruleset};
@@ -83,6 +90,9 @@ pub struct NfOptions {
     pub iptables: bool,
     /// Also measure nftables with sets there, the same rules.
     pub nftables: bool,
+    /// The NF on the last CPU this process may use, the bench (its sender, receiver,
+    /// drivers and their servers) on the others ([`Pinning`]).
+    pub pin: bool,
     /// Asked between repetitions: true ends the sweep with an error, its namespaces,
     /// processes and files removed (the command line's SIGINT/SIGTERM flag).
     pub interrupted: fn() -> bool,
@@ -116,6 +126,57 @@ pub struct NfRow {
     pub runtime: &'static str,
     /// The accelerator: "none" (this host's kernel), "none (container)".
     pub accelerator: &'static str,
+    /// Whether it ran with `--pin` ([`Pinning`]).
+    pub pinned: bool,
+    /// Our NF's CPUs as the kernel listed them (`Cpus_allowed_list`) once pinned, in
+    /// its last repetition; `None` unpinned and for the kernel baselines, whose work is
+    /// softirq time on the sender's CPUs.
+    pub nf_cpus: Option<String>,
+}
+
+/// `--pin`'s CPUs: the NF on the last CPU this process may use, everything else on the
+/// others (2 CPUs: NF on 1, the rest on 0).
+#[derive(Debug, Clone)]
+pub struct Pinning {
+    nf: CpuSet,
+    rest: CpuSet,
+    /// This thread's CPUs before.
+    before: CpuSet,
+}
+
+impl Pinning {
+    /// Splits this thread's CPUs; at least two are needed.
+    pub fn new() -> anyhow::Result<Pinning> {
+        let mine = sched_getaffinity(Pid::from_raw(0)).context("reading this thread's CPUs")?;
+        let cpus: Vec<usize> = (0..CpuSet::count())
+            .filter(|&c| mine.is_set(c).unwrap_or(false))
+            .collect();
+        let Some((&last, rest)) = cpus.split_last().filter(|(_, r)| !r.is_empty()) else {
+            bail!("--pin needs 2 CPUs at least; this process may use {cpus:?}");
+        };
+        let mut p = Pinning {
+            nf: CpuSet::new(),
+            rest: CpuSet::new(),
+            before: mine,
+        };
+        p.nf.set(last)?;
+        for &c in rest {
+            p.rest.set(c)?;
+        }
+        Ok(p)
+    }
+
+    /// Puts this thread on the others' CPUs: the threads and processes it starts from
+    /// now on inherit them (the sender, the counters, iperf3, sockperf, hping3, ping,
+    /// the servers in the receiver's namespace, a Docker engine).
+    fn enter(&self) -> anyhow::Result<()> {
+        sched_setaffinity(Pid::from_raw(0), &self.rest).context("pinning the bench")
+    }
+
+    /// Gives this thread back the CPUs it had.
+    fn leave(&self) {
+        let _ = sched_setaffinity(Pid::from_raw(0), &self.before);
+    }
 }
 
 /// What [`drivers`] measured, over the repetitions: (mean, sample sd) each.
@@ -446,8 +507,10 @@ fn rep(
     file: &Path,
     datagrams: &Arc<Vec<Vec<u8>>>,
     ports: Option<&Ports>,
-) -> anyhow::Result<Vec<f64>> {
+    pin: Option<&Pinning>,
+) -> anyhow::Result<(Vec<f64>, Option<String>)> {
     let nf = host.start(file)?;
+    let cpus = pin.map(|p| nf.pin(&p.nf)).transpose()?;
     let pid = nf.pid()?;
     let rss = rss_kib(pid)?;
     let (cpu, t) = (vtnt_measure::proc::cpu_ns(pid), Instant::now());
@@ -456,7 +519,7 @@ fn rep(
     let cpu = 100.0 * ns as f64 / 1e9 / t.elapsed().as_secs_f64();
     let mut v = vec![nf.load_ms, rss, pps, delivered, cpu];
     v.extend(drivers(b, opts, ports)?);
-    Ok(v)
+    Ok((v, cpus))
 }
 
 fn must(ns: &NetNs, program: &str, args: &[&str]) -> anyhow::Result<()> {
@@ -672,6 +735,24 @@ pub fn sweep(opts: &NfOptions, mut each: impl FnMut(&NfRow)) -> anyhow::Result<V
             bail!("vtnt bench fw --runtimes {}: missing {what}", rt.name());
         }
     }
+    let pin = opts.pin.then(Pinning::new).transpose()?;
+    if let Some(p) = &pin {
+        p.enter()?;
+    }
+    let rows = measure_sizes(opts, pin.as_ref(), &mut each);
+    // this thread's CPUs as they were (the provenance counts them)
+    if let Some(p) = &pin {
+        p.leave();
+    }
+    rows
+}
+
+/// [`sweep`]'s measurements, its options checked and this thread pinned if asked.
+fn measure_sizes(
+    opts: &NfOptions,
+    pin: Option<&Pinning>,
+    each: &mut impl FnMut(&NfRow),
+) -> anyhow::Result<Vec<NfRow>> {
     std::fs::create_dir_all(&opts.dir)
         .with_context(|| format!("creating {}", opts.dir.display()))?;
     let b = Bump::build("fwb", "100.64.5")?;
@@ -708,6 +789,7 @@ pub fn sweep(opts: &NfOptions, mut each: impl FnMut(&NfRow)) -> anyhow::Result<V
             }
             let datagrams = trace(rules, size, stateful, opts.seed, opts.flows)?;
             let mut m = vec![vec![Vec::new(); 5 + DRIVERS]; hosts.len()];
+            let mut nf_cpus = vec![None; hosts.len()];
             let kernel = baselines(opts);
             let mut base = vec![vec![Vec::new(); 3 + DRIVERS]; kernel.len()];
             for _ in 0..opts.reps {
@@ -716,13 +798,13 @@ pub fn sweep(opts: &NfOptions, mut each: impl FnMut(&NfRow)) -> anyhow::Result<V
                     let _ = std::fs::remove_file(&nft_file);
                     bail!("interrupted at {size} rules: namespaces and rule files removed");
                 }
-                for (host, m) in hosts.iter().zip(&mut m) {
-                    for (v, x) in
-                        m.iter_mut()
-                            .zip(rep(&b, host, opts, &file, &datagrams, ports.as_ref())?)
-                    {
+                for ((host, m), cpus) in hosts.iter().zip(&mut m).zip(&mut nf_cpus) {
+                    let (got, pinned) =
+                        rep(&b, host, opts, &file, &datagrams, ports.as_ref(), pin)?;
+                    for (v, x) in m.iter_mut().zip(got) {
                         v.push(x);
                     }
+                    *cpus = pinned;
                 }
                 for ((name, load, clear), got) in kernel.iter().zip(&mut base) {
                     let f = if *name == "iptables" {
@@ -741,8 +823,8 @@ pub fn sweep(opts: &NfOptions, mut each: impl FnMut(&NfRow)) -> anyhow::Result<V
             let _ = std::fs::remove_file(&file);
             let _ = std::fs::remove_file(&nft_file);
             let ms = |v: &[f64]| vtnt_stats::mean_sd(v).unwrap_or((f64::NAN, f64::NAN));
-            let mut found: Vec<NfRow> = (hosts.iter().zip(&m))
-                .map(|(host, m)| NfRow {
+            let mut found: Vec<NfRow> = (hosts.iter().zip(&m).zip(nf_cpus))
+                .map(|((host, m), nf_cpus)| NfRow {
                     rules: size,
                     stateful,
                     nf: "vtnt",
@@ -754,6 +836,8 @@ pub fn sweep(opts: &NfOptions, mut each: impl FnMut(&NfRow)) -> anyhow::Result<V
                     runtime: host.runtime().name(),
                     accelerator: fw_host::accelerator(host.runtime()),
                     drivers: Drivers::new(&m[5..], ms),
+                    pinned: opts.pin,
+                    nf_cpus,
                 })
                 .collect();
             for ((name, ..), got) in kernel.iter().zip(&base) {
@@ -769,6 +853,8 @@ pub fn sweep(opts: &NfOptions, mut each: impl FnMut(&NfRow)) -> anyhow::Result<V
                     runtime: Runtime::Native.name(),
                     accelerator: fw_host::accelerator(Runtime::Native),
                     drivers: Drivers::new(&got[3..], ms),
+                    pinned: opts.pin,
+                    nf_cpus: None,
                 });
             }
             for row in found {

@@ -26,6 +26,8 @@
 //! - `fleet-scale`: the fleet's dispatch overhead with many agents (issue 17's scale
 //!   run): event to job start, placement decisions, events per second.
 //!
+//! - `fw`: the firewall network function between namespaces (`vtnt_bench::fw_nf`),
+//!   its figures drawn by `vtnt_evaluation::fw` (`--plot`, and `fw-plot` from a saved run).
 //! - `fw-classify`: the firewall's classifier on generated sets of 0 to 1,000,000 rules:
 //!   load time, bytes per rule, nanoseconds per classification (`vtnt_bench::fw`).
 //!
@@ -180,6 +182,22 @@ pub enum BenchCommand {
         /// Print JSON rows instead of the table.
         #[arg(long)]
         json: bool,
+        /// Also draw one SVG per metric measured (seed 002's Figs. 3-12: the metric
+        /// against the rule count, a line per NF, runtime and mode) into this directory.
+        #[arg(long, value_name = "DIR")]
+        plot: Option<std::path::PathBuf>,
+        /// The NF (`vtnt fw run` and its children) on the last CPU, the bench, its
+        /// sender, receiver and drivers on the others (docs/fw.md: pinning).
+        #[arg(long)]
+        pin: bool,
+    },
+    /// Redraws `vtnt bench fw --plot`'s figures from a saved `vtnt bench fw --json` run.
+    FwPlot {
+        /// The saved run (`vtnt bench fw --json > FILE`).
+        file: std::path::PathBuf,
+        /// Where the SVGs go (made if absent; files of the same names are replaced).
+        #[arg(long, value_name = "DIR")]
+        out: std::path::PathBuf,
     },
     /// Several firewall NFs at once (seed 002's future work): for each instance count,
     /// that many sender — NF — receiver namespace triplets, the NFs (`vtnt fw run` in
@@ -445,6 +463,8 @@ pub fn run(cmd: BenchCommand) -> anyhow::Result<ExitCode> {
             packets,
             seed,
             json,
+            plot,
+            pin,
         } => {
             // Ctrl-C ends the run at its next repetition, its namespaces and files removed
             vtnt_measure::stop::stop_on(crate::interrupt::catch()?);
@@ -463,6 +483,7 @@ pub fn run(cmd: BenchCommand) -> anyhow::Result<ExitCode> {
                 dir: dir.clone(),
                 iptables: !no_iptables,
                 nftables: !no_nftables,
+                pin,
                 interrupted: vtnt_measure::stop::interrupted,
             };
             let rows = vtnt_bench::fw_nf::sweep(&opts, |r| {
@@ -475,11 +496,20 @@ pub fn run(cmd: BenchCommand) -> anyhow::Result<ExitCode> {
             });
             let _ = std::fs::remove_dir_all(&dir);
             let rows = rows?;
-            emit(
-                json,
-                serde_json::to_value(&rows)?,
-                vtnt_bench::fw_nf::table(&rows),
-            )?;
+            let value = serde_json::to_value(&rows)?;
+            emit(json, value.clone(), vtnt_bench::fw_nf::table(&rows))?;
+            if let Some(dir) = plot {
+                let rows: Vec<vtnt_evaluation::fw::Row> = serde_json::from_value(value)
+                    .map_err(|e| anyhow::anyhow!("the figures' rows: {e}"))?;
+                fw_figures(&rows, &dir)?;
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        BenchCommand::FwPlot { file, out } => {
+            let text = std::fs::read_to_string(&file)
+                .map_err(|e| anyhow::anyhow!("reading {}: {e}", file.display()))?;
+            let rows = vtnt_evaluation::fw::parse(&text, &file.display().to_string())?;
+            fw_figures(&rows, &out)?;
             Ok(ExitCode::SUCCESS)
         }
         BenchCommand::FwScale {
@@ -829,6 +859,24 @@ fn tnt_accuracy(
         report.to_markdown(),
     )?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Draws `rows`' figures, all of them before any is written, into `dir` (made if
+/// absent), each file written whole or not at all.
+fn fw_figures(rows: &[vtnt_evaluation::fw::Row], dir: &std::path::Path) -> anyhow::Result<()> {
+    use std::io::Write;
+    let figs = vtnt_evaluation::fw::svgs(rows)?;
+    std::fs::create_dir_all(dir).map_err(|e| anyhow::anyhow!("creating {}: {e}", dir.display()))?;
+    for (name, svg) in figs {
+        let path = dir.join(name);
+        let (file, mut f) = crate::output::AtomicFile::create(&path)?;
+        f.write_all(svg.as_bytes())
+            .map_err(|e| anyhow::anyhow!("writing {}: {e}", path.display()))?;
+        drop(f);
+        file.commit()?;
+        say!("vtnt bench fw: wrote {}", path.display());
+    }
+    Ok(())
 }
 
 /// Prints a benchmark's report with its provenance (machine, tools, commit, command):

@@ -312,6 +312,7 @@ fn the_bench_measures_the_nf_at_a_tiny_size_natively_and_in_containers() {
         vtnt_testkit::skip_or_fail("fw_run", &format!("{e:#}"), None);
         return;
     }
+    let figs = std::env::temp_dir().join(format!("vtnt-fw-run-{}-figs", std::process::id()));
     let rows = bench_rows(
         "fw",
         &[
@@ -327,10 +328,86 @@ fn the_bench_measures_the_nf_at_a_tiny_size_natively_and_in_containers() {
             "native,runc,docker-scratch",
             "--seconds",
             "0",
+            "--pin",
+            "--plot",
+            figs.to_str().unwrap(),
         ],
     );
     // 2 sizes, 2 modes, our NF in three runtimes and the iptables and nft-sets baselines
     assert_eq!(rows.len(), 20, "{rows:?}");
+    // --pin: our NF's threads on the last CPU this process may use, as the kernel listed
+    // them while it ran
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let allowed = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+        .unwrap();
+    let last = allowed.trim().rsplit([',', '-']).next().unwrap();
+    for r in &rows {
+        assert_eq!(r["pinned"], true, "{r}");
+        if r["nf"] == "vtnt" {
+            assert_eq!(r["nf_cpus"], last, "{r}");
+        } else {
+            assert!(r["nf_cpus"].is_null(), "{r}");
+        }
+    }
+    // --plot: a figure per metric measured (no throughput with --seconds 0), a line per
+    // NF, runtime and mode in each; redrawn from the JSON rows, the same figures
+    let names = |dir: &std::path::Path| {
+        let mut v: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        v.sort();
+        v
+    };
+    let want = [
+        "fw01_pps.svg",
+        "fw13_load_ms.svg",
+        "fw14_rss.svg",
+        "fw15_cpu.svg",
+        "fw16_mem_per_rule.svg",
+    ];
+    assert_eq!(names(&figs), want);
+    let pps = std::fs::read_to_string(figs.join("fw01_pps.svg")).unwrap();
+    assert!(pps.starts_with("<svg") && pps.trim_end().ends_with("</svg>"));
+    for rt in ["native", "runc", "docker-scratch"] {
+        for mode in ["stateless", "stateful"] {
+            let accel = if rt == "native" {
+                "none"
+            } else {
+                "none (container)"
+            };
+            let line = format!("vtnt {rt}, {mode} ({accel}, pinned)");
+            assert!(pps.contains(&line), "{line}");
+        }
+    }
+    for nf in ["iptables", "nft-sets"] {
+        for mode in ["stateless", "stateful"] {
+            let line = format!("{nf}, {mode} (none, pinned)");
+            assert!(pps.contains(&line), "{line}");
+        }
+    }
+    let saved = figs.join("run.json");
+    std::fs::write(&saved, serde_json::json!({ "report": rows }).to_string()).unwrap();
+    let again = figs.join("again");
+    let o = vtnt()
+        .args(["bench", "fw-plot"])
+        .arg(&saved)
+        .arg("--out")
+        .arg(&again)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(names(&again), want);
+    for f in want {
+        assert_eq!(
+            std::fs::read(figs.join(f)).unwrap(),
+            std::fs::read(again.join(f)).unwrap(),
+            "{f}"
+        );
+    }
+    std::fs::remove_dir_all(&figs).unwrap();
     for r in &rows {
         // 0 rules pass everything; 10 rules of the fw family stop few of the trace
         assert!(r["delivered"][0].as_f64().unwrap() > 0.3, "{r}");
@@ -413,6 +490,56 @@ fn the_bench_measures_the_nf_at_a_tiny_size_natively_and_in_containers() {
             let v = r[k][0].as_f64().unwrap_or(f64::NAN);
             assert!(v.is_finite() && v > 0.0, "{k}: {r}");
         }
+    }
+}
+
+/// `vtnt bench fw-plot`: a saved run's figures, one per metric it measured; a file that
+/// is not a run is refused with its name and problem, and nothing is written.
+#[test]
+fn the_figures_are_redrawn_from_a_saved_run_and_a_bad_one_is_refused() {
+    let dir = std::env::temp_dir().join(format!("vtnt-fw-run-{}-plot", std::process::id()));
+    let row = |rules: u32, pps: f64| {
+        serde_json::json!({"rules": rules, "stateful": false, "nf": "vtnt", "runtime": "native",
+            "accelerator": "none", "pps": [pps, 1.0], "tcp_mbps": [null, null]})
+    };
+    let run = temp(
+        "run.json",
+        &serde_json::json!({"provenance": {}, "report": [row(0, 9.0), row(10, 8.0)]}).to_string(),
+    );
+    let plot = |file: &std::path::Path| {
+        vtnt()
+            .args(["bench", "fw-plot"])
+            .arg(file)
+            .arg("--out")
+            .arg(&dir)
+            .output()
+            .unwrap()
+    };
+    let o = plot(&run);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(files, ["fw01_pps.svg"]);
+    std::fs::remove_dir_all(&dir).unwrap();
+    let bad = temp(
+        "bad.json",
+        r#"{"report": [{"rules": 0, "stateful": false, "nf": "vtnt", "runtime": "native", "accelerator": "none", "pps": "fast"}]}"#,
+    );
+    let o = plot(&bad);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success());
+    assert!(
+        err.contains(&format!(
+            "{}: row 1 (vtnt native, stateless (none)): `pps` is \"fast\", not [mean, sd]",
+            bad.display()
+        )),
+        "{err}"
+    );
+    assert!(!dir.exists(), "nothing written for a bad run");
+    for f in [run, bad] {
+        std::fs::remove_file(f).unwrap();
     }
 }
 

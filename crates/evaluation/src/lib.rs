@@ -14,6 +14,9 @@
 //! native and every runtime through the lab, raw and corrected, at background loads,
 //! against the lab's configured delays and native ([`rtt::report`]).
 //!
+//! [`fw`] draws `vtnt bench fw`'s figures (seed 002's Figs. 3-12) as SVGs from its
+//! JSON rows, which `vtnt-bench` measures.
+//!
 //! `fleet` (feature `fleet`) is seed 000's fleet experiment (`vtnt bench fleet`, Figs. 10 and 11) and the
 //! fleet's scale run (`vtnt bench fleet-scale`), over `vtnt-fleet`.
 //!
@@ -29,6 +32,7 @@
 //! - [`micro`] uses [`plot`] and [`results`]; nothing uses it;
 //! - [`net`] uses [`plot`] only;
 //! - `fleet` uses [`plot`] only;
+//! - [`fw`] uses [`plot`] only;
 //! - [`rtt`] uses no other module;
 //! - [`micro`], [`net`] and [`plot`] name their rows with [`row`], which uses no other
 //!   module.
@@ -36,6 +40,7 @@
 pub mod bench;
 #[cfg(feature = "fleet")]
 pub mod fleet;
+pub mod fw;
 pub mod micro;
 pub mod net;
 pub mod plot;

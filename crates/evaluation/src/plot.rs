@@ -33,7 +33,7 @@ const FONT_FILES: [&str; 2] = [
     "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
     "/usr/share/fonts/dejavu/DejaVuSans.ttf",
 ];
-const FONT: &str = "sans-serif";
+pub(crate) const FONT: &str = "sans-serif";
 const SIZE: (u32, u32) = (1000, 560);
 /// The strip under a chart that holds its legend and notes, in pixels.
 const FOOT: u32 = 34;
@@ -44,7 +44,7 @@ const LEGEND_PX: u32 = 170;
 /// How much lighter a runtime is drawn where it ran under TCG (0: not, 1: white).
 const TCG_LIGHTER: f64 = 0.4;
 /// Notes, gaps and "n/a".
-const MUTED: RGBColor = RGBColor(110, 110, 110);
+pub(crate) const MUTED: RGBColor = RGBColor(110, 110, 110);
 /// The series swatches of a legend, which stand for every runtime's colour.
 const SWATCH: RGBColor = RGBColor(90, 90, 90);
 
@@ -57,7 +57,7 @@ pub fn color(rt: Runtime) -> RGBColor {
 /// The colour of the runtime a report names (`microvm`, or a row of it such as
 /// `microvm:qemu-tcg`), drawn lighter if it ran under TCG; grey for a name no runtime has
 /// (a seed's row).
-fn color_of(name: &str, emulated: bool) -> RGBColor {
+pub(crate) fn color_of(name: &str, emulated: bool) -> RGBColor {
     let c = name
         .parse::<crate::row::Row>()
         .map_or(MUTED, |r| color(r.runtime));
@@ -115,7 +115,7 @@ impl Unit {
 
     /// A tick label of the y axis: the number alone (the unit is in the axis' name) to
     /// three significant digits, trailing zeros dropped; counts only at integers.
-    fn tick(self, v: f64) -> String {
+    pub(crate) fn tick(self, v: f64) -> String {
         if self == Unit::Count && v.fract() != 0.0 {
             return String::new();
         }
