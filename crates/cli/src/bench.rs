@@ -129,18 +129,14 @@ pub enum BenchCommand {
     /// and the perturbation (correction on against off); a runtime not corrected says
     /// why. Needs root, and runc or Docker for their rows.
     Rtt(vtnt_evaluation::BenchRttArgs),
-    /// The firewall's classifier on generated rule sets (`vtnt fw gen`, with the state
-    /// rule on top): load time (read from iptables-save text, compiled), bytes per rule,
-    /// nanoseconds per classification of a trace drawn from the set, with and without
-    /// locality, of random packets, of established connections through the whole network
-    /// function, beside one table per tuple and rule-by-rule evaluation.
     /// The firewall network function (`vtnt fw run`) between a sender and a receiver in
     /// namespaces, at each rule count, stateless and stateful: rule load time, RSS, the
     /// packet rate of a many-flow trace drawn from the rules, iperf3 TCP and UDP
     /// throughput of parallel streams, sockperf TCP and UDP request/response rates and
     /// round trips, hping3 SYN and ping latency, the TCP connection rate, repetitions
-    /// with sd; natively and in containers. Needs root, iproute2, ethtool, iperf3,
-    /// sockperf, hping3 and ping (runc; docker.io for Docker).
+    /// with sd; natively, in containers, as the unikernel and in the Debian VM. Needs
+    /// root, iproute2, ethtool, iperf3, sockperf, hping3 and ping (and what each runtime
+    /// needs: runc, docker.io, qemu-system-x86).
     Fw {
         /// Rule counts to measure.
         #[arg(
@@ -237,6 +233,11 @@ pub enum BenchCommand {
         #[arg(long)]
         json: bool,
     },
+    /// The firewall's classifier on generated rule sets (`vtnt fw gen`, with the state
+    /// rule on top): load time (read from iptables-save text, compiled), bytes per rule,
+    /// nanoseconds per classification of a trace drawn from the set, with and without
+    /// locality, of random packets, of established connections through the whole network
+    /// function, beside one table per tuple and rule-by-rule evaluation.
     FwClassify {
         /// Rule counts to measure.
         #[arg(
