@@ -8,7 +8,7 @@
 //! loading its rules), their summed resident and proportional memory once loaded (PSS
 //! shares the pages of one binary or VMM between instances), the packets per second summed
 //! over the receivers (arrivals over the longest sender's time), and the NFs' summed CPU
-//! over the replay, in % of one core.
+//! over the replay and its drain, in % of one core.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -65,7 +65,7 @@ pub struct ScaleRow {
     pub pps: (f64, f64),
     /// Of the packets sent, the share that arrived.
     pub delivered: (f64, f64),
-    /// The NFs' CPU time over the replay, summed, in % of one core.
+    /// The NFs' CPU time over the replay and its drain, summed, in % of one core.
     pub cpu_pct: (f64, f64),
 }
 
@@ -174,10 +174,12 @@ fn rep(
             .map(|h| h.join().unwrap_or_else(|_| bail!("a sender panicked")))
             .collect::<anyhow::Result<Vec<Duration>>>()
     });
-    let busy = cpu(&pids).saturating_sub(cpu0) as f64 / 1e9 / t.elapsed().as_secs_f64();
     std::thread::sleep(Duration::from_millis(300));
     stop.store(true, Ordering::Relaxed);
     let arrived: u64 = counters.into_iter().map(|c| c.join().unwrap_or(0)).sum();
+    // as `vtnt bench fw`'s column: over the replay and its drain (what the NFs still
+    // forwarded after the senders ended)
+    let busy = cpu(&pids).saturating_sub(cpu0) as f64 / 1e9 / t.elapsed().as_secs_f64();
     drop(nfs);
     let longest = took?.into_iter().max().unwrap_or_default().as_secs_f64();
     let sent = (opts.packets * bumps.len()) as f64;

@@ -664,7 +664,7 @@ fn the_scale_bench_runs_several_nfs_at_once() {
             "--reps",
             "1",
             "--packets",
-            "500",
+            "2000",
             "--flows",
             "500",
             "--runtimes",
