@@ -282,6 +282,21 @@ fn forwards_tracks_and_rejects_between_namespaces() {
     std::fs::remove_file(&rules).unwrap();
 }
 
+/// Whether the unikernel's NF images are installed (else the test is skipped, or fails
+/// under CI).
+fn nf_images() -> bool {
+    for a in [
+        vtnt_artifacts::Artifact::NfSpt,
+        vtnt_artifacts::Artifact::NfVm,
+    ] {
+        if let Err(e) = vtnt_artifacts::find(a) {
+            vtnt_testkit::skip_or_fail("fw_run", &format!("{e:#}"), None);
+            return false;
+        }
+    }
+    true
+}
+
 fn bench_rows(bench: &str, args: &[&str]) -> Vec<serde_json::Value> {
     let o = vtnt()
         .args(["bench", bench, "--json"])
@@ -551,14 +566,8 @@ fn the_figures_are_redrawn_from_a_saved_run_and_a_bad_one_is_refused() {
 #[test]
 fn the_bench_measures_the_unikernels_nf() {
     vtnt_testkit::require_root!("ip", "ethtool", "iptables-restore", "qemu-system-x86_64");
-    for a in [
-        vtnt_artifacts::Artifact::NfSpt,
-        vtnt_artifacts::Artifact::NfVm,
-    ] {
-        if let Err(e) = vtnt_artifacts::find(a) {
-            vtnt_testkit::skip_or_fail("fw_run", &format!("{e:#}"), None);
-            return;
-        }
+    if !nf_images() {
+        return;
     }
     let rows = bench_rows(
         "fw",
@@ -645,14 +654,8 @@ fn the_nf_image_answers_the_boot_check() {
 #[test]
 fn the_scale_bench_runs_several_nfs_at_once() {
     vtnt_testkit::require_root!("ip", "ethtool", "qemu-system-x86_64");
-    for a in [
-        vtnt_artifacts::Artifact::NfSpt,
-        vtnt_artifacts::Artifact::NfVm,
-    ] {
-        if let Err(e) = vtnt_artifacts::find(a) {
-            vtnt_testkit::skip_or_fail("fw_run", &format!("{e:#}"), None);
-            return;
-        }
+    if !nf_images() {
+        return;
     }
     let rows = bench_rows(
         "fw-scale",
