@@ -7,7 +7,8 @@
 //! time. Per repetition: the wall time until all N forward (started together, each
 //! loading its rules), their summed resident and proportional memory once loaded (PSS
 //! shares the pages of one binary or VMM between instances), the packets per second summed
-//! over the receivers (arrivals over the longest sender's time), and the NFs' summed CPU
+//! over the receivers (arrivals over the longest sender's time), the share delivered (of
+//! all, and of the least served instance), and the NFs' summed CPU
 //! over the replay and its drain, in % of one core.
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -65,6 +66,8 @@ pub struct ScaleRow {
     pub pps: (f64, f64),
     /// Of the packets sent, the share that arrived.
     pub delivered: (f64, f64),
+    /// The share the least served instance delivered of its own sender's packets.
+    pub delivered_min: (f64, f64),
     /// The NFs' CPU time over the replay and its drain, summed, in % of one core.
     pub cpu_pct: (f64, f64),
 }
@@ -102,7 +105,7 @@ pub fn run(opts: &ScaleOptions, mut each: impl FnMut(&ScaleRow)) -> anyhow::Resu
             .map(|b| NfHost::new(rt, b.nf.name(), &opts.vtnt))
             .collect::<anyhow::Result<Vec<_>>>()?;
         for &n in &opts.instances {
-            let mut m = vec![Vec::new(); 6];
+            let mut m = vec![Vec::new(); 7];
             for _ in 0..opts.reps {
                 if (opts.interrupted)() {
                     let _ = std::fs::remove_file(&file);
@@ -125,7 +128,8 @@ pub fn run(opts: &ScaleOptions, mut each: impl FnMut(&ScaleRow)) -> anyhow::Resu
                 pss_kib: ms(&m[2]),
                 pps: ms(&m[3]),
                 delivered: ms(&m[4]),
-                cpu_pct: ms(&m[5]),
+                delivered_min: ms(&m[5]),
+                cpu_pct: ms(&m[6]),
             };
             each(&row);
             rows.push(row);
@@ -136,14 +140,14 @@ pub fn run(opts: &ScaleOptions, mut each: impl FnMut(&ScaleRow)) -> anyhow::Resu
 }
 
 /// One repetition of `hosts.len()` NFs at once: start ms, RSS and PSS KiB, pps,
-/// delivered share, CPU %.
+/// delivered share, the least served instance's, CPU %.
 fn rep(
     bumps: &[Bump],
     hosts: &[NfHost],
     opts: &ScaleOptions,
     file: &std::path::Path,
     datagrams: &Arc<Vec<Vec<u8>>>,
-) -> anyhow::Result<[f64; 6]> {
+) -> anyhow::Result<[f64; 7]> {
     let t = Instant::now();
     let nfs: Vec<RunningNf> = std::thread::scope(|s| {
         let started: Vec<_> = (hosts.iter())
@@ -176,7 +180,12 @@ fn rep(
     });
     std::thread::sleep(Duration::from_millis(300));
     stop.store(true, Ordering::Relaxed);
-    let arrived: u64 = counters.into_iter().map(|c| c.join().unwrap_or(0)).sum();
+    let each: Vec<u64> = counters
+        .into_iter()
+        .map(|c| c.join().unwrap_or(0))
+        .collect();
+    let arrived: u64 = each.iter().sum();
+    let least = each.iter().copied().min().unwrap_or(0);
     // as `vtnt bench fw`'s column: over the replay and its drain (what the NFs still
     // forwarded after the senders ended)
     let busy = cpu(&pids).saturating_sub(cpu0) as f64 / 1e9 / t.elapsed().as_secs_f64();
@@ -189,6 +198,7 @@ fn rep(
         pss as f64,
         arrived as f64 / longest,
         arrived as f64 / sent,
+        least as f64 / opts.packets as f64,
         100.0 * busy,
     ])
 }
@@ -196,14 +206,14 @@ fn rep(
 /// The rows as a table, each row's packet rate also against its runtime's single NF.
 pub fn table(rows: &[ScaleRow]) -> String {
     let mut t = String::from(
-        "runtime        accelerator                  NFs  rules     mode       start ms (sd)      RSS KiB (sd)       PSS KiB (sd)       packets/s (sd)        of 1 NF  delivered  CPU % (sd)\n",
+        "runtime        accelerator                  NFs  rules     mode       start ms (sd)      RSS KiB (sd)       PSS KiB (sd)       packets/s (sd)        of 1 NF  delivered  least  CPU % (sd)\n",
     );
     for r in rows {
         let one = (rows.iter())
             .find(|z| z.instances == 1 && z.runtime == r.runtime)
             .map_or(f64::NAN, |z| z.pps.0);
         t.push_str(&format!(
-            "{:<14} {:<28} {:>3}  {:<9} {:<10} {:>8.1} ({:>6.1}) {:>9.0} ({:>6.0}) {:>9.0} ({:>6.0}) {:>10.0} ({:>8.0}) {:>7.2}x {:>9.1}% {:>5.0} ({:>4.0})\n",
+            "{:<14} {:<28} {:>3}  {:<9} {:<10} {:>8.1} ({:>6.1}) {:>9.0} ({:>6.0}) {:>9.0} ({:>6.0}) {:>10.0} ({:>8.0}) {:>7.2}x {:>9.1}% {:>5.1}% {:>5.0} ({:>4.0})\n",
             r.runtime,
             r.accelerator,
             r.instances,
@@ -219,6 +229,7 @@ pub fn table(rows: &[ScaleRow]) -> String {
             r.pps.1,
             r.pps.0 / one,
             100.0 * r.delivered.0,
+            100.0 * r.delivered_min.0,
             r.cpu_pct.0,
             r.cpu_pct.1,
         ));

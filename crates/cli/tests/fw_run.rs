@@ -649,8 +649,8 @@ fn the_nf_image_answers_the_boot_check() {
 }
 
 /// `vtnt bench fw-scale`: one and then two NFs at once in each runtime, each pair started
-/// together in its own namespaces; with no rules to stop anything, two NFs deliver more
-/// than half of both senders' packets, so both forwarded; memory and CPU are summed.
+/// together in its own namespaces; every instance forwards its own sender's packets (the
+/// least served one delivered some); memory and CPU are summed.
 #[test]
 fn the_scale_bench_runs_several_nfs_at_once() {
     vtnt_testkit::require_root!("ip", "ethtool", "qemu-system-x86_64");
@@ -688,7 +688,8 @@ fn the_scale_bench_runs_several_nfs_at_once() {
             (Some(rt), Some(n)),
             "{r}"
         );
-        assert!(r["delivered"][0].as_f64().unwrap() > 0.5, "{r}");
+        // every instance forwarded its sender's packets
+        assert!(r["delivered_min"][0].as_f64().unwrap() > 0.0, "{r}");
         assert!(r["pps"][0].as_f64().unwrap() > 0.0, "{r}");
         assert!(r["start_ms"][0].as_f64().unwrap() > 0.0, "{r}");
         let (rss, pss) = (
