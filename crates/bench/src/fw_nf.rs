@@ -297,14 +297,6 @@ pub(crate) fn count(
     Ok(h)
 }
 
-fn rss_kib(pid: u32) -> anyhow::Result<f64> {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
-    s.lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .context("no VmRSS")
-}
-
 /// The trace through whatever filters between sender and receiver now: (pps, share
 /// delivered).
 fn measure(b: &Bump, opts: &NfOptions, datagrams: &Arc<Vec<Vec<u8>>>) -> anyhow::Result<[f64; 2]> {
@@ -332,9 +324,9 @@ pub struct Ports {
 /// Server ports for iperf3, sockperf and the listener (three in a row) and a range of
 /// client ports whose TCP and UDP packets between the bump's ends `rules` accept at
 /// FORWARD both ways, new or established, any TCP flags an exchange uses (resets
-/// included: the connection-rate client closes with one): the first server ports, from
-/// iperf3's 5201 on, then the well-known ones, then the rest, with a run of at least
-/// [`CLIENT_RUN`] such client ports that avoids them (the longest run); and whether ICMP
+/// included): the first server ports from iperf3's 5201 to 5300, then from 1 up (the
+/// well-known ones first), then the rest, with a run of at least [`CLIENT_RUN`] such
+/// client ports that avoids them (the longest run); and whether ICMP
 /// echo passes both ways. The bump's addresses are in 100.0.0.0/8, which generated sets
 /// leave to the namespaces, so only their few wildcard rules reach the drivers' traffic;
 /// at a million rules these drop TCP from every port above 1023 (`--sport 1024:65535`),
@@ -378,10 +370,7 @@ pub fn ports(rules: &Ruleset) -> anyhow::Result<Ports> {
     // ICMP: the type in the source port's place, the code in the destination's
     let icmp = passes(1, &[0], (8, 0), (0, 0));
     let step = usize::from(CLIENT_RUN / 2);
-    for sp in (5201..5301)
-        .chain(1..1021)
-        .chain((1021..5201).chain(5301..=65532))
-    {
+    for sp in (5201..5301).chain(1..5201).chain(5301..=65532) {
         // a run of CLIENT_RUN accepted client ports holds one of these
         if !(1..=65535u16).step_by(step).any(|cp| accepts(sp, cp)) {
             continue;
@@ -512,7 +501,10 @@ fn rep(
     let nf = host.start(file)?;
     let cpus = pin.map(|p| nf.pin(&p.nf)).transpose()?;
     let pid = nf.pid()?;
-    let rss = rss_kib(pid)?;
+    let rss = match vtnt_measure::proc::rss_kib(pid) {
+        0 => bail!("no resident memory for the NF's process {pid}"),
+        kib => kib as f64,
+    };
     let (cpu, t) = (vtnt_measure::proc::cpu_ns(pid), Instant::now());
     let [pps, delivered] = measure(b, opts, datagrams)?;
     let ns = vtnt_measure::proc::cpu_ns(pid).saturating_sub(cpu);
