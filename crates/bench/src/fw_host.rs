@@ -16,8 +16,10 @@
 //! The full VM (`--runtimes vm`) is `vtnt-runtimes`' Debian box booted by QEMU as the NF
 //! ([`vm::start_nf`]: the box's own static `vtnt fw run`, the rule file its second disk),
 //! its two NICs on TAPs bridged to the veths as the unikernel's; its memory and CPU are
-//! QEMU's.
+//! QEMU's. The same box is the kernel baselines' VM ([`NfHost::start_router`]): Debian's
+//! iptables or nftables in the guest, which routes between the two NICs.
 
+use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -291,14 +293,29 @@ impl NfHost {
                 (child, Some(cgroup), cleanup)
             }
         };
-        let mut nf = RunningNf {
-            child: Some(child),
-            cgroup,
-            cleanup,
-            load_ms: f64::NAN,
+        RunningNf::started(child, cgroup, cleanup)
+    }
+
+    /// In the full VM only: boots the box as a Linux router filtering with the kernel's
+    /// `filter` loaded from `rules` (the kernel baselines in the VM, [`vm::start_router`]),
+    /// on the bridged TAPs as the VM's NF, `ends` the (address, MAC) of the host behind
+    /// veth A and of the one behind B; waits until the rules hold (the loader's time).
+    pub fn start_router(
+        &self,
+        filter: vm::KernelFilter,
+        rules: &Path,
+        ends: [(Ipv4Addr, &str); 2],
+    ) -> anyhow::Result<RunningNf> {
+        let HostKind::Vm { box_dir, .. } = &self.kind else {
+            bail!("only the Debian VM routes through its own kernel's filter");
         };
-        nf.load_ms = nf.wait_loaded()?;
-        Ok(nf)
+        let cleanup = Cleanup::Taps {
+            netns: self.netns.clone(),
+            wrapped: false,
+        };
+        plug_taps(&self.netns)?;
+        let child = vm::start_router(box_dir, TAPS, Some(&self.netns), rules, filter, ends)?;
+        RunningNf::started(child, None, cleanup)
     }
 }
 
@@ -368,6 +385,22 @@ pub struct RunningNf {
 }
 
 impl RunningNf {
+    /// The NF `child` just started, once its rules hold (else an error, and it is stopped).
+    fn started(
+        child: Supervised,
+        cgroup: Option<Cgroup>,
+        cleanup: Cleanup,
+    ) -> anyhow::Result<RunningNf> {
+        let mut nf = RunningNf {
+            child: Some(child),
+            cgroup,
+            cleanup,
+            load_ms: f64::NAN,
+        };
+        nf.load_ms = nf.wait_loaded()?;
+        Ok(nf)
+    }
+
     /// Waits for `vtnt fw run`'s first line: "... loaded in X ms ..." (a process's, on
     /// stderr; the Debian VM's, on its console) or the unikernel's
     /// `{"type":"nf",...,"load_us":T,...}`.

@@ -15,7 +15,11 @@
 //! into the NF namespace made a Linux router (forwarding, host routes and permanent
 //! neighbours to both ends; our NF is not running then) and sends the same trace; with
 //! `nftables`, likewise the same rules as nft with sets ([`print::nft_sets`], the fast
-//! path an nft user would write) loaded with `nft -f` ("nft-sets").
+//! path an nft user would write) loaded with `nft -f` ("nft-sets"). With the Debian VM
+//! among the runtimes, each baseline also runs in it: the box booted as a router
+//! (`vtnt_runtimes::vm::start_router`) whose own kernel loads the file and forwards
+//! between its two NICs, the ends sending to those; its load time is the loader's in the
+//! guest, its memory and CPU QEMU's.
 //!
 //! The NF runs in each runtime of [`NfOptions::runtimes`] ([`crate::fw_host`]): a process
 //! in the NF namespace, or the static `vtnt` in a runc or Docker container whose network
@@ -59,8 +63,9 @@ use vtnt_fw::gen::{self, Family, RuleSpec, TraceSpec};
 use vtnt_fw::{print, Action, Classifier, CtState, Hook, IfId, Options, Packet, Ruleset};
 use vtnt_netns::{Bump, NetNs};
 
-use crate::fw_host::{self, NfHost};
+use crate::fw_host::{self, NfHost, RunningNf};
 use crate::fw_rr::{self, enter};
+use vtnt_runtimes::vm::{self, KernelFilter};
 use vtnt_runtimes::Runtime;
 
 /// Sets smaller than this are replayed a trace drawn from one of this size.
@@ -70,6 +75,8 @@ const TRACE_RULES_MIN: usize = 1000;
 #[derive(Debug, Clone)]
 pub struct NfOptions {
     pub sizes: Vec<usize>,
+    /// The modes measured, in this order (false: stateless; true: stateful).
+    pub stateful: Vec<bool>,
     pub reps: usize,
     /// Distinct headers (flows) in the replayed trace.
     pub flows: usize,
@@ -104,7 +111,7 @@ pub struct NfRow {
     pub rules: usize,
     pub stateful: bool,
     /// "vtnt" (our NF, a bridge), "iptables" or "nft-sets" (the kernel's, the NF
-    /// namespace a router).
+    /// namespace or the VM a router).
     pub nf: &'static str,
     /// Load time (iptables: `iptables-restore`'s; nft-sets: `nft -f`'s).
     pub load_ms: (f64, f64),
@@ -114,15 +121,18 @@ pub struct NfRow {
     /// Of the packets sent, the share that reached the receiver.
     pub delivered: (f64, f64),
     /// The NF process's CPU time over the packet-rate measurement, in % of one core
-    /// (the spt tender's, QEMU's for the microVM; NaN for the kernel baselines, whose
-    /// work is softirq time no process owns).
+    /// (the spt tender's, QEMU's for the microVM and the VM, its kernel baselines
+    /// included; NaN for the kernel baselines in the NF namespace, whose work is softirq
+    /// time no process owns). `rss_kib` likewise.
     pub cpu_pct: (f64, f64),
     /// The drivers' figures (NaN: not measured).
     #[serde(flatten)]
     pub drivers: Drivers,
     /// Where it ran ("native": a process in the NF namespace; "runc", "docker": the
-    /// static vtnt in a container whose network is that namespace). The kernel
-    /// baselines say "native": netfilter in that namespace, the containers' own.
+    /// static vtnt in a container whose network is that namespace; "spt", "microvm":
+    /// the unikernel's NF; "vm": the static vtnt in the Debian VM). The kernel baselines
+    /// say "native" (netfilter in that namespace, the containers' own) or "vm" (the
+    /// Debian VM's kernel routing between its NICs).
     pub runtime: &'static str,
     /// The accelerator: "none" (this host's kernel), "none (container)".
     pub accelerator: &'static str,
@@ -487,8 +497,8 @@ fn drivers(b: &Bump, opts: &NfOptions, ports: Option<&Ports>) -> anyhow::Result<
     Ok(v)
 }
 
-/// One repetition of our NF: load ms, RSS KiB, pps, delivered share, then
-/// [`drivers`]'.
+/// One repetition of our NF: load ms, RSS KiB, pps, delivered share, CPU %, then
+/// [`drivers`]'; with the NF's CPUs once pinned.
 fn rep(
     b: &Bump,
     host: &NfHost,
@@ -499,6 +509,41 @@ fn rep(
     pin: Option<&Pinning>,
 ) -> anyhow::Result<(Vec<f64>, Option<String>)> {
     let nf = host.start(file)?;
+    through(b, &nf, opts, datagrams, ports, pin)
+}
+
+/// One repetition of a kernel baseline in the full VM ([`NfHost::start_router`]): the
+/// ends send to the guest's NICs while it routes; [`rep`]'s figures, QEMU's memory and
+/// CPU.
+#[allow(clippy::too_many_arguments)]
+fn rep_in_vm(
+    b: &Bump,
+    host: &NfHost,
+    filter: KernelFilter,
+    opts: &NfOptions,
+    file: &Path,
+    datagrams: &Arc<Vec<Vec<u8>>>,
+    ports: Option<&Ports>,
+    pin: Option<&Pinning>,
+) -> anyhow::Result<(Vec<f64>, Option<String>)> {
+    let (s0, r0) = (mac(&b.sender, "s0")?, mac(&b.receiver, "r0")?);
+    let ends = [(SENDER, s0.as_str()), (RECEIVER, r0.as_str())];
+    let nf = host.start_router(filter, file, ends)?;
+    ends_via(b, Some([vm::guest_mac(0), vm::guest_mac(1)]))?;
+    let got = through(b, &nf, opts, datagrams, ports, pin);
+    ends_via(b, None)?;
+    got
+}
+
+/// [`rep`]'s figures through the running `nf` (pinned first if asked).
+fn through(
+    b: &Bump,
+    nf: &RunningNf,
+    opts: &NfOptions,
+    datagrams: &Arc<Vec<Vec<u8>>>,
+    ports: Option<&Ports>,
+    pin: Option<&Pinning>,
+) -> anyhow::Result<(Vec<f64>, Option<String>)> {
     let cpus = pin.map(|p| nf.pin(&p.nf)).transpose()?;
     let pid = nf.pid()?;
     let rss = match vtnt_measure::proc::rss_kib(pid) {
@@ -544,72 +589,71 @@ fn neigh(ns: &NetNs, addr: &str, mac: &str, dev: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Turns the NF namespace into a Linux router for the iptables baseline (`on`), or
+/// The bump's ends: the sender's address (behind veth A) and the receiver's (behind B).
+const SENDER: Ipv4Addr = Ipv4Addr::new(100, 64, 5, 1);
+const RECEIVER: Ipv4Addr = Ipv4Addr::new(100, 64, 5, 2);
+
+/// The MAC address of `dev` in `ns`.
+fn mac(ns: &NetNs, dev: &str) -> anyhow::Result<String> {
+    let out = ns.ip(&["-o", "link", "show", dev])?;
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let mut w = text.split_whitespace();
+    w.find(|x| *x == "link/ether");
+    w.next()
+        .map(str::to_string)
+        .with_context(|| format!("no MAC for {dev} in {}", ns.name()))
+}
+
+/// Points the ends' neighbour entries for each other at `via` (the MACs to which the
+/// sender's frames and the receiver's go: a router's two sides), or back at each other
+/// through the bridge (None).
+fn ends_via(b: &Bump, via: Option<[String; 2]>) -> anyhow::Result<()> {
+    let (s, r) = (&b.sender, &b.receiver);
+    let [to_r, to_s] = match via {
+        Some(v) => v,
+        None => [mac(r, "r0")?, mac(s, "s0")?],
+    };
+    neigh(s, &RECEIVER.to_string(), &to_r, "s0")?;
+    neigh(r, &SENDER.to_string(), &to_s, "r0")
+}
+
+/// Turns the NF namespace into a Linux router for the kernel baselines (`on`), or
 /// back into a bare wire: forwarding, host routes to both ends with their MACs as
 /// permanent neighbours (no ARP of its own), and the two ends' neighbour entries for
 /// each other pointing at the router instead of through the bridge.
 fn router(b: &Bump, on: bool) -> anyhow::Result<()> {
-    let mac = |ns: &NetNs, dev: &str| -> anyhow::Result<String> {
-        let out = ns.ip(&["-o", "link", "show", dev])?;
-        let text = String::from_utf8_lossy(&out.stdout).into_owned();
-        let mut w = text.split_whitespace();
-        w.find(|x| *x == "link/ether");
-        w.next().map(str::to_string).context("no MAC")
-    };
     let (n, s) = (&b.nf, &b.sender);
     if on {
         for k in ["net.ipv4.ip_forward", "net.ipv4.conf.all.rp_filter"] {
             n.sysctl(k, if k.ends_with("forward") { "1" } else { "0" })?;
         }
         let (s0, r0) = (mac(s, "s0")?, mac(&b.receiver, "r0")?);
-        for (addr, dev, m) in [("100.64.5.1", "a0", &s0), ("100.64.5.2", "b0", &r0)] {
+        for (addr, dev, m) in [(SENDER, "a0", &s0), (RECEIVER, "b0", &r0)] {
             n.ip(&["route", "replace", &format!("{addr}/32"), "dev", dev])?;
-            n.ip(&[
-                "neigh",
-                "replace",
-                addr,
-                "lladdr",
-                m,
-                "dev",
-                dev,
-                "nud",
-                "permanent",
-            ])?;
+            neigh(n, &addr.to_string(), m, dev)?;
         }
-        n.ip(&[
-            "route",
-            "replace",
-            "default",
-            "via",
-            "100.64.5.2",
-            "dev",
-            "b0",
-        ])?;
+        let gw = RECEIVER.to_string();
+        n.ip(&["route", "replace", "default", "via", &gw, "dev", "b0"])?;
         // both ends send to the router (replies too: iperf3's TCP and UDP)
-        let (a0, b0) = (mac(n, "a0")?, mac(n, "b0")?);
-        neigh(s, "100.64.5.2", &a0, "s0")?;
-        neigh(&b.receiver, "100.64.5.1", &b0, "r0")?;
+        ends_via(b, Some([mac(n, "a0")?, mac(n, "b0")?]))
     } else {
         n.sysctl("net.ipv4.ip_forward", "0")?;
-        let (s0, r0) = (mac(s, "s0")?, mac(&b.receiver, "r0")?);
-        neigh(s, "100.64.5.2", &r0, "s0")?;
-        neigh(&b.receiver, "100.64.5.1", &s0, "r0")?;
+        ends_via(b, None)
     }
-    Ok(())
 }
 
-/// One repetition of a kernel baseline in the NF namespace, as a router: `load` reads
-/// `file` on its stdin, `clear` empties the filter after; load ms, pps, delivered
-/// share, then [`drivers`]'.
+/// One repetition of a kernel baseline in the NF namespace, as a router: its loader
+/// reads `file` on its stdin, its `clear` empties the filter after; [`rep`]'s columns
+/// (no memory or CPU: the kernel's work is softirq time no process owns).
 fn rep_kernel(
     b: &Bump,
     opts: &NfOptions,
-    load: &[&str],
-    clear: &[&[&str]],
+    base: &Baseline,
     file: &Path,
     datagrams: &Arc<Vec<Vec<u8>>>,
     ports: Option<&Ports>,
 ) -> anyhow::Result<Vec<f64>> {
+    let load = base.filter.loader();
     let t = Instant::now();
     let input = std::fs::File::open(file)?;
     let out =
@@ -628,42 +672,78 @@ fn rep_kernel(
     }
     let load = t.elapsed().as_secs_f64() * 1e3;
     let m = measure(b, opts, datagrams).and_then(|m| Ok((m, drivers(b, opts, ports)?)));
-    for c in clear {
+    for c in base.clear {
         must(&b.nf, c[0], &c[1..])?;
     }
     let ([pps, delivered], d) = m?;
-    let mut v = vec![load, pps, delivered];
+    let mut v = vec![load, f64::NAN, pps, delivered, f64::NAN];
     v.extend(d);
     Ok(v)
 }
 
-/// The kernel baselines asked for: (row name, loader, what empties it, file suffix).
-type Baseline = (
-    &'static str,
-    &'static [&'static str],
-    &'static [&'static [&'static str]],
-);
+/// A kernel baseline: its row's name, its filter (how its file loads), what empties it
+/// in the NF namespace.
+struct Baseline {
+    name: &'static str,
+    filter: KernelFilter,
+    clear: &'static [&'static [&'static str]],
+}
+
+impl Baseline {
+    /// Of the set's iptables-save file and its nft one, the one this baseline loads.
+    fn file<'a>(&self, iptables: &'a Path, nft: &'a Path) -> &'a Path {
+        match self.filter {
+            KernelFilter::Iptables => iptables,
+            KernelFilter::Nftables => nft,
+        }
+    }
+}
 
 fn baselines(opts: &NfOptions) -> Vec<Baseline> {
-    let mut v: Vec<Baseline> = Vec::new();
+    let mut v = Vec::new();
     if opts.iptables {
-        v.push((
-            "iptables",
-            &["iptables-restore"],
-            &[
+        v.push(Baseline {
+            name: "iptables",
+            filter: KernelFilter::Iptables,
+            clear: &[
                 &["iptables", "-F", "FORWARD"],
                 &["iptables", "-P", "FORWARD", "ACCEPT"],
             ],
-        ));
+        });
     }
     if opts.nftables {
-        v.push((
-            "nft-sets",
-            &["nft", "-f", "-"],
-            &[&["nft", "flush", "ruleset"]],
-        ));
+        v.push(Baseline {
+            name: "nft-sets",
+            filter: KernelFilter::Nftables,
+            clear: &[&["nft", "flush", "ruleset"]],
+        });
     }
     v
+}
+
+/// What one row measures: our NF in a runtime, a kernel baseline in the Debian VM, or
+/// one in the NF namespace (a router there: the host's netfilter, which is also the
+/// containers').
+enum Unit<'a> {
+    Nf(&'a NfHost),
+    KernelInVm(&'a NfHost, &'a Baseline),
+    Kernel(&'a Baseline),
+}
+
+impl Unit<'_> {
+    fn nf(&self) -> &'static str {
+        match self {
+            Unit::Nf(_) => "vtnt",
+            Unit::KernelInVm(_, k) | Unit::Kernel(k) => k.name,
+        }
+    }
+
+    fn runtime(&self) -> Runtime {
+        match self {
+            Unit::Nf(h) | Unit::KernelInVm(h, _) => h.runtime(),
+            Unit::Kernel(_) => Runtime::Native,
+        }
+    }
 }
 
 /// The `fw` family's set of `size` rules drawn with `seed`, policy ACCEPT: what the bench
@@ -711,6 +791,9 @@ pub fn sweep(opts: &NfOptions, mut each: impl FnMut(&NfRow)) -> anyhow::Result<V
     if opts.reps == 0 || opts.flows == 0 || opts.packets == 0 || opts.runtimes.is_empty() {
         bail!("--reps, --flows, --packets and --runtimes must be at least 1");
     }
+    if opts.stateful.is_empty() {
+        bail!("--modes must name stateless, stateful or both");
+    }
     if opts.seconds > 0 && !(1..=128).contains(&opts.streams) {
         bail!("--streams must be 1 to 128 (iperf3's -P)");
     }
@@ -753,7 +836,7 @@ fn measure_sizes(
         .collect::<anyhow::Result<Vec<_>>>()?;
     let mut rows = Vec::new();
     for &size in &opts.sizes {
-        for stateful in [false, true] {
+        for &stateful in &opts.stateful {
             let rules = rule_set(size, stateful, opts.seed);
             // the drivers' ports, the sender's ephemeral ones among those the rules accept
             let ports = if opts.seconds > 0 {
@@ -780,75 +863,65 @@ fn measure_sizes(
                     .with_context(|| format!("writing {}", nft_file.display()))?;
             }
             let datagrams = trace(rules, size, stateful, opts.seed, opts.flows)?;
-            let mut m = vec![vec![Vec::new(); 5 + DRIVERS]; hosts.len()];
-            let mut nf_cpus = vec![None; hosts.len()];
+            // our NF in each runtime, the kernel baselines in the Debian VM, then in the
+            // NF namespace last (their rows prove the guests' bridges gone)
             let kernel = baselines(opts);
-            let mut base = vec![vec![Vec::new(); 3 + DRIVERS]; kernel.len()];
+            let in_vm = (hosts.iter().filter(|h| h.runtime() == Runtime::Vm))
+                .flat_map(|h| kernel.iter().map(move |k| Unit::KernelInVm(h, k)));
+            let units: Vec<Unit> = (hosts.iter().map(Unit::Nf))
+                .chain(in_vm)
+                .chain(kernel.iter().map(Unit::Kernel))
+                .collect();
+            let mut m = vec![vec![Vec::new(); 5 + DRIVERS]; units.len()];
+            let mut nf_cpus = vec![None; units.len()];
             for _ in 0..opts.reps {
                 if (opts.interrupted)() {
                     let _ = std::fs::remove_file(&file);
                     let _ = std::fs::remove_file(&nft_file);
                     bail!("interrupted at {size} rules: namespaces and rule files removed");
                 }
-                for ((host, m), cpus) in hosts.iter().zip(&mut m).zip(&mut nf_cpus) {
-                    let (got, pinned) =
-                        rep(&b, host, opts, &file, &datagrams, ports.as_ref(), pin)?;
+                for ((unit, m), cpus) in units.iter().zip(&mut m).zip(&mut nf_cpus) {
+                    let ports = ports.as_ref();
+                    let (got, pinned) = match unit {
+                        Unit::Nf(host) => rep(&b, host, opts, &file, &datagrams, ports, pin)?,
+                        Unit::KernelInVm(host, k) => {
+                            let f = k.file(&file, &nft_file);
+                            rep_in_vm(&b, host, k.filter, opts, f, &datagrams, ports, pin)?
+                        }
+                        Unit::Kernel(k) => {
+                            router(&b, true)?;
+                            let f = k.file(&file, &nft_file);
+                            let r = rep_kernel(&b, opts, k, f, &datagrams, ports);
+                            router(&b, false)?;
+                            (r?, None)
+                        }
+                    };
                     for (v, x) in m.iter_mut().zip(got) {
                         v.push(x);
                     }
                     *cpus = pinned;
                 }
-                for ((name, load, clear), got) in kernel.iter().zip(&mut base) {
-                    let f = if *name == "iptables" {
-                        &file
-                    } else {
-                        &nft_file
-                    };
-                    router(&b, true)?;
-                    let r = rep_kernel(&b, opts, load, clear, f, &datagrams, ports.as_ref());
-                    router(&b, false)?;
-                    for (v, x) in got.iter_mut().zip(r?) {
-                        v.push(x);
-                    }
-                }
             }
             let _ = std::fs::remove_file(&file);
             let _ = std::fs::remove_file(&nft_file);
             let ms = |v: &[f64]| vtnt_stats::mean_sd(v).unwrap_or((f64::NAN, f64::NAN));
-            let mut found: Vec<NfRow> = (hosts.iter().zip(&m).zip(nf_cpus))
-                .map(|((host, m), nf_cpus)| NfRow {
+            let found: Vec<NfRow> = (units.iter().zip(&m).zip(nf_cpus))
+                .map(|((unit, m), nf_cpus)| NfRow {
                     rules: size,
                     stateful,
-                    nf: "vtnt",
+                    nf: unit.nf(),
                     load_ms: ms(&m[0]),
                     rss_kib: ms(&m[1]),
                     pps: ms(&m[2]),
                     delivered: ms(&m[3]),
                     cpu_pct: ms(&m[4]),
-                    runtime: host.runtime().name(),
-                    accelerator: fw_host::accelerator(host.runtime()),
+                    runtime: unit.runtime().name(),
+                    accelerator: fw_host::accelerator(unit.runtime()),
                     drivers: Drivers::new(&m[5..], ms),
                     pinned: opts.pin,
                     nf_cpus,
                 })
                 .collect();
-            for ((name, ..), got) in kernel.iter().zip(&base) {
-                found.push(NfRow {
-                    rules: size,
-                    stateful,
-                    nf: name,
-                    load_ms: ms(&got[0]),
-                    rss_kib: (f64::NAN, f64::NAN),
-                    pps: ms(&got[1]),
-                    delivered: ms(&got[2]),
-                    cpu_pct: (f64::NAN, f64::NAN),
-                    runtime: Runtime::Native.name(),
-                    accelerator: fw_host::accelerator(Runtime::Native),
-                    drivers: Drivers::new(&got[3..], ms),
-                    pinned: opts.pin,
-                    nf_cpus: None,
-                });
-            }
             for row in found {
                 each(&row);
                 rows.push(row);
@@ -859,7 +932,8 @@ fn measure_sizes(
 }
 
 /// The rows as a table, with each row's packet rate against the 0-rule row of its mode
-/// and filter, and a line per rule count and baseline with our rate against its.
+/// and filter, and a line per rule count and baseline with our rate against its: the
+/// baselines in our NF's own runtime (the VM's), else the host's.
 pub fn table(rows: &[NfRow]) -> String {
     let mut t = String::from(
         "runtime        accelerator      nf        rules      mode       load ms (sd)      RSS KiB (sd)       packets/s (sd)        of 0 rules  delivered  CPU % (sd)     TCP Mb/s (sd)     UDP Mb/s (sd)     TCP rr/s (sd)      TCP rr us p99   UDP rr/s (sd)      UDP rr us p99   SYN us (sd)    ICMP us (sd)   TCP conn/s (sd)\n",
@@ -910,13 +984,17 @@ pub fn table(rows: &[NfRow]) -> String {
         ));
     }
     for r in rows.iter().filter(|r| r.nf == "vtnt") {
-        for i in (rows.iter())
-            .filter(|z| z.nf != "vtnt" && z.rules == r.rules && z.stateful == r.stateful)
-        {
+        let peers = |z: &&NfRow| z.nf != "vtnt" && z.rules == r.rules && z.stateful == r.stateful;
+        // the baselines in its own runtime where there are some (the VM's), else the
+        // host's (the containers' netfilter; the unikernel has none of its own)
+        let own = rows.iter().filter(peers).any(|z| z.runtime == r.runtime);
+        let near = if own { r.runtime } else { "native" };
+        for i in rows.iter().filter(peers).filter(|z| z.runtime == near) {
             t.push_str(&format!(
-                "vtnt ({}) / {} at {} rules ({}): {:.2}x packets/s, {:.2}x TCP, {:.2}x UDP, {:.2}x TCP rr/s, {:.2}x UDP rr/s, {:.2}x TCP conn/s, {:.2}x SYN latency\n",
+                "vtnt ({}) / {} ({}) at {} rules ({}): {:.2}x packets/s, {:.2}x TCP, {:.2}x UDP, {:.2}x TCP rr/s, {:.2}x UDP rr/s, {:.2}x TCP conn/s, {:.2}x SYN latency\n",
                 r.runtime,
                 i.nf,
+                i.runtime,
                 r.rules,
                 if r.stateful { "stateful" } else { "stateless" },
                 r.pps.0 / i.pps.0,

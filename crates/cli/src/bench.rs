@@ -68,6 +68,13 @@ impl StoreCampaign {
     }
 }
 
+/// A mode of `vtnt bench fw`'s rule sets.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FwMode {
+    Stateless,
+    Stateful,
+}
+
 #[derive(clap::Subcommand)]
 pub enum BenchCommand {
     /// TNT accuracy against the lab's ground truth, strict (class, ingress, egress and
@@ -134,7 +141,8 @@ pub enum BenchCommand {
     /// packet rate of a many-flow trace drawn from the rules, iperf3 TCP and UDP
     /// throughput of parallel streams, sockperf TCP and UDP request/response rates and
     /// round trips, hping3 SYN and ping latency, the TCP connection rate, repetitions
-    /// with sd; natively, in containers, as the unikernel and in the Debian VM. Needs
+    /// with sd; natively, in containers, as the unikernel and in the Debian VM, beside
+    /// iptables and nftables with sets in the NF namespace (and in the VM with vm). Needs
     /// root, iproute2, ethtool, iperf3, sockperf, hping3 and ping (and what each runtime
     /// needs: runc, docker.io, qemu-system-x86).
     Fw {
@@ -154,7 +162,7 @@ pub enum BenchCommand {
         /// docker, docker-scratch (the static vtnt in a container whose network is that
         /// namespace), spt, microvm (the unikernel's NF on TAP devices bridged to the
         /// namespace's veths), vm (the static vtnt in the Debian VM, its NICs on such
-        /// TAPs).
+        /// TAPs; the kernel baselines then also run in that VM, its kernel the router).
         #[arg(long, value_enum, value_delimiter = ',', default_value = "native")]
         runtimes: Vec<vtnt_runtimes::Runtime>,
         /// iperf3 TCP then UDP, sockperf TCP then UDP, hping3 beside ping, then the
@@ -164,6 +172,15 @@ pub enum BenchCommand {
         /// iperf3's parallel streams (`-P`, at most 128).
         #[arg(long, default_value_t = 16)]
         streams: u32,
+        /// The modes to measure: stateless (every packet through the rules), stateful
+        /// (connection tracking: a flow's first packet through them).
+        #[arg(
+            long,
+            value_enum,
+            value_delimiter = ',',
+            default_value = "stateless,stateful"
+        )]
+        modes: Vec<FwMode>,
         /// Leave out the iptables baseline (needs iptables-restore).
         #[arg(long)]
         no_iptables: bool,
@@ -459,6 +476,7 @@ pub fn run(cmd: BenchCommand) -> anyhow::Result<ExitCode> {
             runtimes,
             seconds,
             streams,
+            modes,
             no_iptables,
             no_nftables,
             packets,
@@ -473,6 +491,7 @@ pub fn run(cmd: BenchCommand) -> anyhow::Result<ExitCode> {
             let vtnt = nf_binary(&runtimes)?;
             let opts = vtnt_bench::fw_nf::NfOptions {
                 sizes: rules,
+                stateful: modes.iter().map(|m| *m == FwMode::Stateful).collect(),
                 reps,
                 flows,
                 packets,

@@ -559,10 +559,11 @@ fn the_figures_are_redrawn_from_a_saved_run_and_a_bad_one_is_refused() {
 }
 
 /// `vtnt bench fw`'s guest rows: the NF as an spt process, as a microVM (QEMU) and the
-/// static vtnt in the Debian VM, each on TAP devices bridged to the NF namespace's veths
-/// for its run, forward the trace and name their accelerator; the veths come back
-/// unbridged after each run (the next guest plugs its own bridges, and iptables, last in
-/// each mode, routes between them).
+/// static vtnt in the Debian VM, then iptables in that VM (its kernel routing between its
+/// NICs), each on TAP devices bridged to the NF namespace's veths for its run, forward
+/// the trace and name their accelerator; the veths come back unbridged after each run
+/// (the next guest plugs its own bridges, and iptables in the namespace, last, routes
+/// between them). Stateful only: one boot of the VM for each of its rows.
 #[test]
 fn the_bench_measures_the_unikernels_nf() {
     vtnt_testkit::require_root!("ip", "ethtool", "iptables-restore", "qemu-system-x86_64");
@@ -582,24 +583,39 @@ fn the_bench_measures_the_unikernels_nf() {
             "1000",
             "--runtimes",
             "spt,microvm,vm",
+            "--modes",
+            "stateful",
             "--no-nftables",
             "--seconds",
             "0",
         ],
     );
-    // 2 modes, 3 runtimes and iptables (iperf3 and the request drivers are the native
-    // test's: the NF's TCP through the unikernel is
+    // 3 runtimes, iptables in the VM and in the namespace (iperf3 and the request drivers
+    // are the native test's: the NF's TCP through the unikernel is
     // `forwards_tracks_and_rejects_between_namespaces`)
-    assert_eq!(rows.len(), 8, "{rows:?}");
+    let who: Vec<_> = (rows.iter())
+        .map(|r| format!("{} {}", r["nf"], r["runtime"]))
+        .collect();
+    assert_eq!(
+        who,
+        [
+            r#""vtnt" "spt""#,
+            r#""vtnt" "microvm""#,
+            r#""vtnt" "vm""#,
+            r#""iptables" "vm""#,
+            r#""iptables" "native""#
+        ],
+        "{rows:?}"
+    );
     for r in &rows {
-        if r["nf"] == "iptables" {
-            // after the guests' rows in each mode: the veths came back off their bridges
-            assert!(r["delivered"][0].as_f64().unwrap() > 0.0, "{r}");
+        assert_eq!(r["stateful"], true, "{r}");
+        assert!(r["delivered"][0].as_f64().unwrap() > 0.0, "{r}");
+        assert!(r["load_ms"][0].as_f64().unwrap().is_finite(), "{r}");
+        if r["runtime"] == "native" {
+            // after the guests' rows: the veths came back off their bridges
             continue;
         }
-        assert!(r["delivered"][0].as_f64().unwrap() > 0.0, "{r}");
         assert!(r["pps"][0].as_f64().unwrap() > 0.0, "{r}");
-        assert!(r["load_ms"][0].as_f64().unwrap().is_finite(), "{r}");
         assert!(r["rss_kib"][0].as_f64().unwrap() > 100.0, "{r}");
         assert!(r["cpu_pct"][0].as_f64().unwrap() > 0.0, "{r}");
         let accel = r["accelerator"].as_str().unwrap();
@@ -612,7 +628,7 @@ fn the_bench_measures_the_unikernels_nf() {
                     .any(|a| accel.starts_with(&format!("{a} ("))),
                 "{r}"
             ),
-            // the static vtnt in the Debian VM, under KVM or TCG
+            // the static vtnt, or the guest's iptables, in the Debian VM, under KVM or TCG
             "vm" => assert!(
                 ["KVM", "PVM-KVM", "TCG"]
                     .iter()

@@ -112,8 +112,9 @@ const METRICS: [Metric; 15] = [
 
 /// The line a row belongs to, as the legend names it.
 fn label(r: &Row) -> String {
-    let who = if r.nf == "vtnt" {
-        format!("vtnt {}", r.runtime)
+    // a kernel baseline is named by its runtime where it is not the host's (the VM's)
+    let who = if r.nf == "vtnt" || r.runtime != "native" {
+        format!("{} {}", r.nf, r.runtime)
     } else {
         r.nf.clone()
     };

@@ -3,9 +3,12 @@
 //!
 //! - [`minbase`]: `--variant=minbase`, the base of the paper-like Docker image (the
 //!   official `debian` image is a minbase debootstrap too);
-//! - [`vm_rootfs`]: minbase plus `systemd-sysv`, `udev`, `kmod`, `iproute2` and
+//! - [`vm_rootfs`]: minbase plus `systemd-sysv`, `udev`, `kmod`, `iproute2`,
 //!   `linux-image-amd64` (whose post-install makes the initrd inside the rootfs; the
-//!   kernel is never installed on the host), the guest of the full-VM runtime.
+//!   kernel is never installed on the host), and `iptables` and `nftables` (the kernel
+//!   baselines of `vtnt bench fw` in the VM), the guest of the full-VM runtime.
+//!
+//! A rootfs is rebuilt when the packages asked for it change: its stamp records them.
 //!
 //! Suite: the host's `VERSION_CODENAME` (default bookworm); mirror:
 //! `VTNT_DEBIAN_MIRROR` or `http://deb.debian.org/debian`.
@@ -18,7 +21,7 @@ use crate::error::{Context, Error, IoContext, Result};
 use crate::paths;
 
 /// Packages added to minbase for the VM.
-pub const VM_PACKAGES: &str = "systemd-sysv,udev,kmod,iproute2,linux-image-amd64";
+pub const VM_PACKAGES: &str = "systemd-sysv,udev,kmod,iproute2,linux-image-amd64,iptables,nftables";
 
 fn suite() -> String {
     std::fs::read_to_string("/etc/os-release")
@@ -54,7 +57,10 @@ fn bootstrap(name: &str, include: Option<&str>, rebuild: bool) -> Result<PathBuf
     let base = paths::cache_dir().join("debian");
     let dir = base.join(name);
     let stamp = base.join(format!("{name}.done"));
-    if stamp.exists() && dir.is_dir() && !rebuild {
+    // what the rootfs was made of: another package list is another rootfs
+    let recipe = format!("include={}\n", include.unwrap_or(""));
+    let built = std::fs::read_to_string(&stamp).is_ok_and(|s| s == recipe);
+    if built && dir.is_dir() && !rebuild {
         return Ok(dir);
     }
     let debootstrap = paths::need("debootstrap", "debootstrap")?;
@@ -95,7 +101,7 @@ fn bootstrap(name: &str, include: Option<&str>, rebuild: bool) -> Result<PathBuf
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::rename(&tmp, &dir)
         .doing(|| format!("moving {} to {}", tmp.display(), dir.display()))?;
-    std::fs::write(&stamp, "").doing(|| format!("writing {}", stamp.display()))?;
+    std::fs::write(&stamp, recipe).doing(|| format!("writing {}", stamp.display()))?;
     Ok(dir)
 }
 

@@ -23,9 +23,11 @@
 //! `vtnt.iperf3=PORT` instead of a job ([`start_iperf3`]) it configures `eth0` the same
 //! way and runs `iperf3 -s -p PORT` until the VM is killed; with `vtnt.fw=` ([`start_nf`])
 //! it runs the firewall NF (`vtnt fw run`) between two NICs on TAP devices, the rule file
-//! its second disk, until the VM is killed, the script itself the kernel's `init`.
+//! its second disk, until the VM is killed, the script itself the kernel's `init`; with
+//! `vtnt.router=` ([`start_router`]) likewise, but the guest's own kernel forwards between
+//! the NICs through iptables or nftables (Debian's, in the box) loaded with that file.
 
-use std::net::Ipv6Addr;
+use std::net::{Ipv4Addr, Ipv6Addr};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -50,7 +52,7 @@ pub const MEMORY_MIB: u32 = 256;
 const JOB_SCRIPT: &str = r#"#!/bin/sh
 # vtnt-job: run the job from the kernel command line, report it on the serial console,
 # power off. Installed by vtnt-runtimes.
-IP= GW= NETS= IP6= GW6= NETS6= JOB= IPERF3= FW=
+IP= GW= NETS= IP6= GW6= NETS6= JOB= IPERF3= FW= ROUTER=
 for w in $(cat /proc/cmdline); do
   case "$w" in
     vtnt.ip=*) IP=${w#vtnt.ip=} ;;
@@ -62,6 +64,7 @@ for w in $(cat /proc/cmdline); do
     vtnt.job=*) JOB=${w#vtnt.job=} ;;
     vtnt.iperf3=*) IPERF3=${w#vtnt.iperf3=} ;;
     vtnt.fw=*) FW=${w#vtnt.fw=} ;;
+    vtnt.router=*) ROUTER=${w#vtnt.router=} ;;
   esac
 done
 ip link set lo up
@@ -90,18 +93,31 @@ if [ -n "$IPERF3" ]; then
   echo "VTNT-IPERF3 port=$IPERF3" >/dev/ttyS0
   exec iperf3 -s -p "$IPERF3" >/dev/null 2>&1
 fi
-# `vtnt.fw=ARGS` instead of a job, with this script as the kernel's init (`init=`: no
-# systemd, half the boot under TCG): the firewall NF (`vtnt fw run ARGS`) between the two
-# NICs, renamed as ARGS' last two words (the host's TAPs, as the rules' -i/-o name them),
-# up without addresses, offloads off as on the bench's veths; its lines on the console
-# until the VM is killed
+# `vtnt.fw=ARGS` or `vtnt.router=ARGS` instead of a job, with this script as the
+# kernel's init (`init=`: no systemd, half the boot under TCG), between two NICs renamed
+# A and B (the host's TAPs, as the rules' -i/-o name them), up without addresses, offloads
+# off as on the bench's veths; their lines on the console until the VM is killed.
+# fw: the firewall NF (`vtnt fw run ARGS`, A and B its last two words). router: A, B, each
+# end's address and MAC, the rule file, then a loader (`iptables-restore`, `nft -f -`)
+# that reads the file on its stdin: this kernel then forwards between the ends through
+# netfilter, as the bench's NF namespace does for its kernel baselines
 [ -n "$FW" ] && JOB=$FW
+[ -n "$ROUTER" ] && JOB=$ROUTER
 set --
 while IFS= read -r w; do set -- "$@" "$w"; done <<EOF
 $(echo "$JOB" | base64 -d)
 EOF
-if [ -n "$FW" ]; then
-  eval "A=\${$(($# - 1))} B=\${$#}"
+if [ -n "$FW$ROUTER" ]; then
+  # the kernel gives init no PATH
+  export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+  if [ -n "$FW" ]; then
+    eval "A=\${$(($# - 1))} B=\${$#}"
+  else
+    A=$1 B=$2 AA=$3 MA=$4 AB=$5 MB=$6 RULES=$7
+    shift 7
+  fi
+  # an end: its host route, its MAC a permanent neighbour (no ARP of our own)
+  end() { ip route add "$2/32" dev "$1" && ip neigh replace "$2" lladdr "$3" dev "$1" nud permanent; }
   i=0
   while [ ! -e /sys/class/net/eth1 ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done
   echo "VTNT-BEGIN" >/dev/ttyS0
@@ -111,7 +127,18 @@ if [ -n "$FW" ]; then
       ethtool -K "$A" tx off tso off gso off gro off &&
       ethtool -K "$B" tx off tso off gso off gro off &&
       ip link set "$A" up && ip link set "$B" up &&
-      /usr/local/bin/vtnt "$@"
+      if [ -n "$FW" ]; then
+        /usr/local/bin/vtnt "$@"
+      else
+        end "$A" "$AA" "$MA" && end "$B" "$AB" "$MB" &&
+          ip route add default via "$AB" dev "$B" &&
+          echo 1 >/proc/sys/net/ipv4/ip_forward &&
+          echo 0 >/proc/sys/net/ipv4/conf/all/rp_filter &&
+          t0=$(date +%s%N) && "$@" <"$RULES" && t1=$(date +%s%N) &&
+          us=$(((t1 - t0) / 1000)) &&
+          printf 'vtnt router: %s loaded in %d.%03d ms\n' "$1" $((us / 1000)) $((us % 1000)) &&
+          exec sleep infinity
+      fi
     echo $? >/run/vtnt.rc
   } 2>&1 | sed -u 's/^/VTNT|/' >/dev/ttyS0
   echo "VTNT-END rc=$(cat /run/vtnt.rc)" >/dev/ttyS0
@@ -146,9 +173,12 @@ WantedBy=multi-user.target
 /// Builds the VM box in the image cache (debootstrap once, then the disk).
 pub fn build_image(opts: &BuildOptions) -> Result<ImageInfo> {
     let bin = paths::static_vtnt()?;
-    // the box is its vtnt and what this module puts beside it
-    let image = paths::CachedImage::new(paths::images_dir()?.join(IMAGE_NAME))
-        .with_recipe(&[JOB_SCRIPT.as_bytes(), UNIT.as_bytes()]);
+    // the box is its vtnt, its Debian packages and what this module puts beside them
+    let image = paths::CachedImage::new(paths::images_dir()?.join(IMAGE_NAME)).with_recipe(&[
+        JOB_SCRIPT.as_bytes(),
+        UNIT.as_bytes(),
+        debian::VM_PACKAGES.as_bytes(),
+    ]);
     let dst = &image.path;
     if image.stale(opts.rebuild, &bin)? {
         let qemu_img = paths::need("qemu-img", "qemu-utils")?;
@@ -461,8 +491,9 @@ fn tap_netdev(ifname: &str, id: &str) -> String {
     .0
 }
 
-/// Guest `index`'s MAC address.
-fn guest_mac(index: u32) -> String {
+/// Guest `index`'s MAC address; a filter's ([`start_nf`], [`start_router`]) NIC `index`'s
+/// (A is 0, B is 1), to which the ends address their frames when the guest routes.
+pub fn guest_mac(index: u32) -> String {
     format!("52:54:00:76:75:{:02x}", index % 256)
 }
 
@@ -558,19 +589,6 @@ pub fn start_nf(
     rules: &Path,
     max_conns: Option<u32>,
 ) -> Result<Supervised> {
-    let qemu = paths::need("qemu-system-x86_64", "qemu-system-x86")?;
-    if taps[0] == taps[1] || taps.iter().any(|t| t.is_empty() || t.contains(['\n', ' '])) {
-        return Err(Error::Network(format!(
-            "the NF needs two different interface names, got {taps:?}"
-        )));
-    }
-    let mut bytes = std::fs::read(rules).doing(|| format!("reading {}", rules.display()))?;
-    let memory = nf_memory_mib(bytes.len() as u64);
-    bytes.resize(bytes.len().div_ceil(512).max(1) * 512, b'\n');
-    // a new file: a VM before this one keeps what it has open
-    let disk = box_dir.join("nf-rules");
-    let _ = std::fs::remove_file(&disk);
-    std::fs::write(&disk, bytes).doing(|| format!("writing {}", disk.display()))?;
     let mut args = vec![
         "fw".to_string(),
         "run".into(),
@@ -581,13 +599,104 @@ pub fn start_nf(
         args.extend(["--max-conns".into(), n.to_string()]);
     }
     args.extend(taps.map(String::from));
-    let args = args.join("\n");
+    let memory = nf_memory_mib(file_len(rules)?);
+    boot_filter(box_dir, taps, netns, rules, memory, "fw", &args)
+}
+
+/// A kernel filter the Debian VM forwards through ([`start_router`]): how its rule file is
+/// loaded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KernelFilter {
+    /// `iptables-restore` of an iptables-save file.
+    Iptables,
+    /// `nft -f -` of an nft ruleset.
+    Nftables,
+}
+
+impl KernelFilter {
+    /// The loader and its arguments; it reads the rule file on its stdin.
+    pub fn loader(self) -> &'static [&'static str] {
+        match self {
+            KernelFilter::Iptables => &["iptables-restore"],
+            KernelFilter::Nftables => &["nft", "-f", "-"],
+        }
+    }
+}
+
+/// Guest memory of the kernel baseline for a rule file of `rule_bytes`: [`MEMORY_MIB`]
+/// plus eight bytes per byte of the file, room for the loader's parse of it and the
+/// kernel's rules at once.
+pub fn router_memory_mib(rule_bytes: u64) -> u32 {
+    let extra = (rule_bytes * 8).div_ceil(1 << 20);
+    (u64::from(MEMORY_MIB) + extra).min(u64::from(u32::MAX)) as u32
+}
+
+/// Boots the box in `box_dir` as a Linux router that filters with `filter` (the kernel
+/// baselines of `vtnt bench fw` in the full VM): its NICs A and B on `taps` as
+/// [`start_nf`]'s, `ends` the (address, MAC) of the host at the end of A and of B (host
+/// routes, permanent neighbours, the default route towards B's), forwarding on, the rule
+/// file (the second disk, as [`start_nf`]'s) loaded once by `filter`'s loader. The first
+/// `VTNT|` line says `... loaded in X ms` when the rules hold (the loader's time, measured
+/// in the guest); a file the loader refuses ends the VM with `VTNT-END rc=N`. Guest
+/// memory [`router_memory_mib`].
+pub fn start_router(
+    box_dir: &Path,
+    taps: [&str; 2],
+    netns: Option<&str>,
+    rules: &Path,
+    filter: KernelFilter,
+    ends: [(Ipv4Addr, &str); 2],
+) -> Result<Supervised> {
+    let mut args: Vec<String> = taps.map(String::from).into();
+    for (addr, mac) in ends {
+        args.extend([addr.to_string(), mac.to_string()]);
+    }
+    args.push(TARGETS_DISK.into());
+    args.extend(filter.loader().iter().map(|w| w.to_string()));
+    let memory = router_memory_mib(file_len(rules)?);
+    boot_filter(box_dir, taps, netns, rules, memory, "router", &args)
+}
+
+fn file_len(path: &Path) -> Result<u64> {
+    Ok(std::fs::metadata(path)
+        .doing(|| format!("reading {}", path.display()))?
+        .len())
+}
+
+/// Boots the box as a filter between `taps` (the job script's `vtnt.MODE=` with `args`,
+/// one word a line), `rules` its second disk, `memory` MiB, QEMU in `netns`.
+fn boot_filter(
+    box_dir: &Path,
+    taps: [&str; 2],
+    netns: Option<&str>,
+    rules: &Path,
+    memory: u32,
+    mode: &str,
+    args: &[String],
+) -> Result<Supervised> {
+    let qemu = paths::need("qemu-system-x86_64", "qemu-system-x86")?;
+    if taps[0] == taps[1] || taps.iter().any(|t| t.is_empty() || t.contains(['\n', ' '])) {
+        return Err(Error::Network(format!(
+            "the filter needs two different interface names, got {taps:?}"
+        )));
+    }
+    if args.iter().any(|w| w.contains('\n')) {
+        return Err(Error::Runtime(
+            "filter words may not contain newlines".into(),
+        ));
+    }
+    let mut bytes = std::fs::read(rules).doing(|| format!("reading {}", rules.display()))?;
+    bytes.resize(bytes.len().div_ceil(512).max(1) * 512, b'\n');
+    // a new file: a VM before this one keeps what it has open
+    let disk = box_dir.join("nf-rules");
+    let _ = std::fs::remove_file(&disk);
+    std::fs::write(&disk, bytes).doing(|| format!("writing {}", disk.display()))?;
     // the job script is init: systemd's boot to its unit is half of a boot under TCG
-    // (~25 of ~50 s here), and the NF needs nothing it starts (the initramfs has mounted
-    // /proc, /sys, /dev and /run, its udev has loaded the NICs' driver)
+    // (~25 of ~50 s here), and the filter needs nothing it starts (the initramfs has
+    // mounted /proc, /sys, /dev and /run, its udev has loaded the NICs' driver)
     let append = format!(
-        "{KERNEL_ARGS} init=/usr/local/sbin/vtnt-job panic=-1 vtnt.fw={}",
-        base64(args.as_bytes())
+        "{KERNEL_ARGS} init=/usr/local/sbin/vtnt-job panic=-1 vtnt.{mode}={}",
+        base64(args.join("\n").as_bytes())
     );
     let cmd = match netns {
         Some(ns) => {
@@ -602,10 +711,9 @@ pub fn start_nf(
         (tap_netdev(taps[i], &id), id, guest_mac(i as u32))
     });
     let cmd = qemu_args(cmd, box_dir, memory, &append, Some(&disk), &nics);
-    Ok(Supervised::spawn(cmd, "the NF's Debian VM")?)
+    Ok(Supervised::spawn(cmd, &format!("the {mode}'s Debian VM"))?)
 }
 
-/// A UDP port on 127.0.0.1 free right now (QEMU binds it a moment later).
 /// The kernel command line's IPv6 words: the guest's address `addr`/`len`, its router
 /// `gateway` and the `nets` routed to it (`default` among them for a default route).
 fn ipv6_words(addr: Ipv6Addr, len: u8, gateway: Ipv6Addr, nets: &str) -> String {
@@ -630,6 +738,7 @@ fn lab_twins(addr: &str, len: u8, gateway: &str) -> Result<String> {
     ))
 }
 
+/// A UDP port on 127.0.0.1 free right now (QEMU binds it a moment later).
 fn free_udp_port() -> Result<u16> {
     let s = std::net::UdpSocket::bind("127.0.0.1:0").doing(|| "finding a free UDP port".into())?;
     Ok(s.local_addr()
