@@ -200,10 +200,14 @@ pub struct Drivers {
     pub tcp_rr_tps: (f64, f64),
     pub tcp_rr_us: (f64, f64),
     pub tcp_rr_p99_us: (f64, f64),
+    /// The least round trip (µs): the path's floor, which the host's scheduling does not
+    /// move (the mean's sd does; docs/fw.md).
+    pub tcp_rr_min_us: (f64, f64),
     /// sockperf UDP ping-pong, likewise.
     pub udp_rr_tps: (f64, f64),
     pub udp_rr_us: (f64, f64),
     pub udp_rr_p99_us: (f64, f64),
+    pub udp_rr_min_us: (f64, f64),
     /// hping3: mean round trip of a SYN to the listener and its answer (µs).
     pub tcp_syn_us: (f64, f64),
     /// ping: mean ICMP echo round trip (µs; NaN when the rules drop echo).
@@ -221,12 +225,14 @@ impl Drivers {
             tcp_rr_tps: ms(&v[2]),
             tcp_rr_us: ms(&v[3]),
             tcp_rr_p99_us: ms(&v[4]),
-            udp_rr_tps: ms(&v[5]),
-            udp_rr_us: ms(&v[6]),
-            udp_rr_p99_us: ms(&v[7]),
-            tcp_syn_us: ms(&v[8]),
-            icmp_us: ms(&v[9]),
-            tcp_conn_per_s: ms(&v[10]),
+            tcp_rr_min_us: ms(&v[5]),
+            udp_rr_tps: ms(&v[6]),
+            udp_rr_us: ms(&v[7]),
+            udp_rr_p99_us: ms(&v[8]),
+            udp_rr_min_us: ms(&v[9]),
+            tcp_syn_us: ms(&v[10]),
+            icmp_us: ms(&v[11]),
+            tcp_conn_per_s: ms(&v[12]),
         }
     }
 }
@@ -936,7 +942,7 @@ fn measure_sizes(
 /// baselines in our NF's own runtime (the VM's), else the host's.
 pub fn table(rows: &[NfRow]) -> String {
     let mut t = String::from(
-        "runtime        accelerator      nf        rules      mode       load ms (sd)      RSS KiB (sd)       packets/s (sd)        of 0 rules  delivered  CPU % (sd)     TCP Mb/s (sd)     UDP Mb/s (sd)     TCP rr/s (sd)      TCP rr us p99   UDP rr/s (sd)      UDP rr us p99   SYN us (sd)    ICMP us (sd)   TCP conn/s (sd)\n",
+        "runtime        accelerator      nf        rules      mode       load ms (sd)      RSS KiB (sd)       packets/s (sd)        of 0 rules  delivered  CPU % (sd)     TCP Mb/s (sd)     UDP Mb/s (sd)     TCP rr/s (sd)      TCP rr us p99 min       UDP rr/s (sd)      UDP rr us p99 min       SYN us (sd)    ICMP us (sd)   TCP conn/s (sd)\n",
     );
     for r in rows {
         let base = rows
@@ -947,7 +953,7 @@ pub fn table(rows: &[NfRow]) -> String {
             .map_or(f64::NAN, |z| z.pps.0);
         let d = &r.drivers;
         t.push_str(&format!(
-            "{:<14} {:<16} {:<9} {:<10} {:<10} {:>8.1} ({:>6.1}) {:>9.0} ({:>6.0}) {:>10.0} ({:>8.0}) {:>10.1}% {:>9.1}% {:>5.0} ({:>4.0}) {:>7.0} ({:>6.0}) {:>7.0} ({:>6.0}) {:>8.0} ({:>6.0}) {:>7.1} {:>7.1} {:>8.0} ({:>6.0}) {:>7.1} {:>7.1} {:>6.1} ({:>5.1}) {:>6.1} ({:>5.1}) {:>7.0} ({:>6.0})\n",
+            "{:<14} {:<16} {:<9} {:<10} {:<10} {:>8.1} ({:>6.1}) {:>9.0} ({:>6.0}) {:>10.0} ({:>8.0}) {:>10.1}% {:>9.1}% {:>5.0} ({:>4.0}) {:>7.0} ({:>6.0}) {:>7.0} ({:>6.0}) {:>8.0} ({:>6.0}) {:>7.1} {:>7.1} {:>7.1} {:>8.0} ({:>6.0}) {:>7.1} {:>7.1} {:>7.1} {:>6.1} ({:>5.1}) {:>6.1} ({:>5.1}) {:>7.0} ({:>6.0})\n",
             r.runtime,
             r.accelerator,
             r.nf,
@@ -971,10 +977,12 @@ pub fn table(rows: &[NfRow]) -> String {
             d.tcp_rr_tps.1,
             d.tcp_rr_us.0,
             d.tcp_rr_p99_us.0,
+            d.tcp_rr_min_us.0,
             d.udp_rr_tps.0,
             d.udp_rr_tps.1,
             d.udp_rr_us.0,
             d.udp_rr_p99_us.0,
+            d.udp_rr_min_us.0,
             d.tcp_syn_us.0,
             d.tcp_syn_us.1,
             d.icmp_us.0,

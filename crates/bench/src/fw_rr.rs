@@ -14,9 +14,10 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context};
 use vtnt_netns::Bump;
 
-/// How many figures [`measure`] gives: TCP transactions/s, mean and p99 round trip
-/// (µs); the same for UDP; TCP SYN and ICMP echo round trips (µs); TCP connections/s.
-pub const COLUMNS: usize = 9;
+/// How many figures [`measure`] gives: TCP transactions/s, mean, p99 and least round
+/// trip (µs); the same for UDP; TCP SYN and ICMP echo round trips (µs); TCP
+/// connections/s.
+pub const COLUMNS: usize = 11;
 
 /// The programs the drivers run, with their Debian packages.
 pub const TOOLS: [(&str, &str); 4] = [
@@ -69,8 +70,8 @@ impl Drop for Server {
 /// side by side at 100 probes/s each, the connection rate), in [`COLUMNS`]' order; ICMP
 /// NaN when the rules drop echo.
 pub fn measure(b: &Bump, seconds: u32, t: &Targets) -> anyhow::Result<[f64; COLUMNS]> {
-    let [tcp_tps, tcp_us, tcp_p99] = sockperf(b, seconds, t.sockperf, true)?;
-    let [udp_tps, udp_us, udp_p99] = sockperf(b, seconds, t.sockperf, false)?;
+    let [tcp_tps, tcp_us, tcp_p99, tcp_min] = sockperf(b, seconds, t.sockperf, true)?;
+    let [udp_tps, udp_us, udp_p99, udp_min] = sockperf(b, seconds, t.sockperf, false)?;
     let stop = Arc::new(AtomicBool::new(false));
     let listener = listen(b, t.listener, stop.clone())?;
     let m = latency(b, seconds, t).and_then(|l| Ok((l, connection_rate(b, seconds, t.listener)?)));
@@ -78,7 +79,7 @@ pub fn measure(b: &Bump, seconds: u32, t: &Targets) -> anyhow::Result<[f64; COLU
     let _ = listener.join();
     let ([syn_us, icmp_us], conn) = m?;
     Ok([
-        tcp_tps, tcp_us, tcp_p99, udp_tps, udp_us, udp_p99, syn_us, icmp_us, conn,
+        tcp_tps, tcp_us, tcp_p99, tcp_min, udp_tps, udp_us, udp_p99, udp_min, syn_us, icmp_us, conn,
     ])
 }
 
@@ -115,9 +116,8 @@ fn after(out: &str, key: &str) -> Option<f64> {
 }
 
 /// Debian's sockperf ping-pong (`sockperf pp`, `--full-rtt`) to a `sockperf sr` in the
-/// receiver's namespace: (transactions/s over sockperf's valid duration, mean and p99
-/// round trip in µs; p99 NaN when sockperf prints none).
-fn sockperf(b: &Bump, seconds: u32, port: u16, tcp: bool) -> anyhow::Result<[f64; 3]> {
+/// receiver's namespace: [`sockperf_figures`].
+fn sockperf(b: &Bump, seconds: u32, port: u16, tcp: bool) -> anyhow::Result<[f64; 4]> {
     let (port, secs) = (port.to_string(), seconds.to_string());
     let proto: &[&str] = if tcp { &["--tcp"] } else { &[] };
     let name = if tcp { "sockperf --tcp" } else { "sockperf" };
@@ -148,9 +148,11 @@ fn sockperf(b: &Bump, seconds: u32, port: u16, tcp: bool) -> anyhow::Result<[f64
     }
 }
 
-/// From `sockperf pp --full-rtt`'s output: transactions/s over its valid duration, mean
-/// and p99 round trip (µs; NaN when not printed); None without a valid duration.
-fn sockperf_figures(text: &str) -> Option<[f64; 3]> {
+/// From `sockperf pp --full-rtt`'s output: transactions/s over its valid duration, the
+/// mean, p99 and least round trip (µs; NaN when not printed); None without a valid
+/// duration. The least is the transaction's floor: what the path itself costs, without
+/// the host's scheduling (docs/fw.md).
+fn sockperf_figures(text: &str) -> Option<[f64; 4]> {
     let valid = &text[text.find("[Valid Duration]")?..];
     let (run, got) = (
         after(valid, "RunTime=")?,
@@ -161,7 +163,8 @@ fn sockperf_figures(text: &str) -> Option<[f64; 3]> {
     }
     let mean = after(text, "Summary: Round trip is").unwrap_or(f64::NAN);
     let p99 = after(text, "percentile 99.000 =").unwrap_or(f64::NAN);
-    Some([got / run, mean, p99])
+    let least = after(text, "<MIN> observation =").unwrap_or(f64::NAN);
+    Some([got / run, mean, p99, least])
 }
 
 /// The mean of hping3's per-answer `rtt=` (ms); None without an answer.
@@ -334,9 +337,14 @@ mod tests {
                   sockperf: \x1b[2;35m====> avg-rtt=9.573 (std-dev=6.401)\x1b[0m\n\
                   sockperf: Summary: Round trip is 9.573 usec\n\
                   sockperf: ---> percentile 99.900 =   49.126\n\
-                  sockperf: ---> percentile 99.000 =   20.978\n";
-        let [tps, mean, p99] = sockperf_figures(pp).unwrap();
-        assert_eq!((tps, mean, p99), (57303.0 / 0.55, 9.573, 20.978));
+                  sockperf: ---> percentile 99.000 =   20.978\n\
+                  sockperf: ---> percentile 50.000 =    8.036\n\
+                  sockperf: ---> <MIN> observation =    6.652\n";
+        let [tps, mean, p99, least] = sockperf_figures(pp).unwrap();
+        assert_eq!(
+            (tps, mean, p99, least),
+            (57303.0 / 0.55, 9.573, 20.978, 6.652)
+        );
         // no percentiles (too few observations): NaN, the rest kept
         let short = &pp[..pp.find("sockperf: ---> percentile 99.900").unwrap()];
         assert!(sockperf_figures(short).unwrap()[2].is_nan());
