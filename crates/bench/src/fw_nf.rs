@@ -59,7 +59,7 @@ use vtnt_fw::gen::{self, Family, RuleSpec, TraceSpec};
 use vtnt_fw::{print, Action, Classifier, CtState, Hook, IfId, Options, Packet, Ruleset};
 use vtnt_netns::{Bump, NetNs};
 
-use crate::fw_host::{self, NfHost};
+use crate::fw_host::{self, NfHost, NfRuntime};
 use crate::fw_rr::{self, enter};
 use vtnt_runtimes::Runtime;
 
@@ -83,7 +83,7 @@ pub struct NfOptions {
     /// iperf3's parallel streams (`-P`).
     pub streams: u32,
     /// Where the NF runs, one row each (at least one).
-    pub runtimes: Vec<Runtime>,
+    pub runtimes: Vec<NfRuntime>,
     /// Where the rule files go.
     pub dir: PathBuf,
     /// Also measure iptables in the NF namespace (as a router) with the same file.
@@ -121,10 +121,12 @@ pub struct NfRow {
     #[serde(flatten)]
     pub drivers: Drivers,
     /// Where it ran ("native": a process in the NF namespace; "runc", "docker": the
-    /// static vtnt in a container whose network is that namespace). The kernel
+    /// static vtnt in a container whose network is that namespace; "lxd": in an LXD
+    /// container whose NICs are that namespace's veths). The kernel
     /// baselines say "native": netfilter in that namespace, the containers' own.
     pub runtime: &'static str,
-    /// The accelerator: "none" (this host's kernel), "none (container)".
+    /// The accelerator: "none" (this host's kernel), "none (container)", "none (LXD
+    /// container)".
     pub accelerator: &'static str,
     /// Whether it ran with `--pin` ([`Pinning`]).
     pub pinned: bool,
