@@ -11,8 +11,17 @@ use std::process::Command;
 /// What of LXD and the bench is there now: `lxd` processes, the bench's LXD state
 /// directories, its namespaces, LXC's cgroups.
 fn leftovers() -> Vec<String> {
+    // zombies aside: the daemon's double-forked helpers (`lxd forkstart`) end as children
+    // of PID 1, which reaps them when it will
+    let zombie = |p: &u32| {
+        std::fs::read_to_string(format!("/proc/{p}/stat")).map_or(true, |s| {
+            s.rsplit_once(')')
+                .is_some_and(|(_, r)| r.trim_start().starts_with('Z'))
+        })
+    };
     let mut v: Vec<String> = vtnt_measure::proc::pids_named("lxd")
         .into_iter()
+        .filter(|p| !zombie(p))
         .map(|p| format!("lxd process {p}"))
         .collect();
     let work = vtnt_runtimes::paths::work_base();
