@@ -386,8 +386,9 @@ impl NfHost {
                 let client = lxd.client();
                 client.bind_file(LXD_NAME, "rules", rules, RULES_IN)?;
                 // stopped (its NICs given back) even when it did not start whole
-                let pid = (client.start(LXD_NAME)).inspect_err(|_| client.stop(LXD_NAME))?;
-                (None, None, Cleanup::Lxd { client, pid })
+                let netns = self.netns.clone();
+                let pid = (client.start(LXD_NAME)).inspect_err(|_| stop_lxd(&client, &netns))?;
+                (None, None, Cleanup::Lxd { client, pid, netns })
             }
         };
         let mut nf = RunningNf {
@@ -438,6 +439,15 @@ fn unplug_taps(netns: &str) {
     }
 }
 
+/// Stops the LXD container [`LXD_NAME`] and brings the veths it gives back to `netns` up
+/// again (LXD returns them down): the next NF or baseline finds them as before.
+fn stop_lxd(client: &fw_lxd::Client, netns: &str) {
+    client.stop(LXD_NAME);
+    for veth in VETHS {
+        let _ = ip(netns, &format!("link set {veth} up"));
+    }
+}
+
 enum Cleanup {
     None,
     /// The guest's bridges and TAPs in this namespace; `wrapped`: the child is `vtnt fw
@@ -454,10 +464,12 @@ enum Cleanup {
         client: docker::Client,
         name: String,
     },
-    /// The LXD container [`LXD_NAME`], whose init `pid` is the NF (no child of ours).
+    /// The LXD container [`LXD_NAME`], whose init `pid` is the NF (no child of ours),
+    /// holding the veths of `netns`.
     Lxd {
         client: fw_lxd::Client,
         pid: u32,
+        netns: String,
     },
 }
 
@@ -487,7 +499,7 @@ impl RunningNf {
                     let err = String::from_utf8_lossy(&out).into_owned();
                     (err, child.try_status().is_some())
                 }
-                (None, Cleanup::Lxd { client, pid }) => {
+                (None, Cleanup::Lxd { client, pid, .. }) => {
                     let ended = !Path::new(&format!("/proc/{pid}")).exists();
                     (client.console(LXD_NAME), ended)
                 }
@@ -601,7 +613,7 @@ impl Drop for RunningNf {
             Cleanup::Taps { netns, .. } => unplug_taps(netns),
             Cleanup::Runc { id, root } => runc::destroy(id, root),
             Cleanup::Docker { client, name } => client.remove(name),
-            Cleanup::Lxd { client, .. } => client.stop(LXD_NAME),
+            Cleanup::Lxd { client, netns, .. } => stop_lxd(client, netns),
         }
     }
 }
