@@ -225,12 +225,23 @@ enum HostKind {
         // dropped after the image is removed (field order)
         _engine: Box<docker::Engine>,
     },
-    /// The container [`LXD_NAME`] made once, started for each NF.
-    Lxd { lxd: Box<fw_lxd::Lxd> },
+    /// The container [`LXD_NAME`] made once, started for each NF; the kernel
+    /// baselines' [`LXD_KERNEL`] once made.
+    Lxd {
+        lxd: Box<fw_lxd::Lxd>,
+        kernel_made: std::sync::atomic::AtomicBool,
+    },
 }
 
 /// The LXD container's name, and its image's alias.
 const LXD_NAME: &str = "vtnt-fw";
+
+/// The LXD container of the kernel baselines (and its image's alias): an empty rootfs
+/// whose `/usr` and `/etc` are this host's, bind-mounted read-only (Debian's
+/// iptables-restore, nft, ip and sysctl, as the native baselines run them; `/bin`,
+/// `/sbin`, `/lib` and `/lib64` link into `/usr` as on merged-/usr Debian), its init
+/// `sleep infinity`, LXD's privileged capabilities (`CAP_NET_ADMIN` for netfilter).
+const LXD_KERNEL: &str = "vtnt-fw-kernel";
 
 impl NfHost {
     /// Makes `runtime` ready to run NFs in namespace `netns`; `vtnt` is the native
@@ -247,15 +258,18 @@ impl NfHost {
             NfRuntime::Runtime(rt) => rt,
             NfRuntime::Lxd => {
                 let lxd = fw_lxd::Lxd::start(netns)?;
-                lxd.import(LXD_NAME, &[(&paths::static_vtnt()?, "/vtnt")])?;
+                lxd.import(LXD_NAME, &[(&paths::static_vtnt()?, "/vtnt")], &[])?;
                 let init = [
                     "/vtnt", "fw", "run", "--rules", RULES_IN, VETHS[0], VETHS[1],
                 ];
-                lxd.create(LXD_NAME, LXD_NAME, &init, &["net_raw"], &VETHS)?;
+                lxd.create(LXD_NAME, LXD_NAME, &init, Some(&["net_raw"]), &VETHS)?;
                 return Ok(NfHost {
                     runtime,
                     netns: netns.to_string(),
-                    kind: HostKind::Lxd { lxd: Box::new(lxd) },
+                    kind: HostKind::Lxd {
+                        lxd: Box::new(lxd),
+                        kernel_made: std::sync::atomic::AtomicBool::new(false),
+                    },
                 });
             }
         };
@@ -303,6 +317,35 @@ impl NfHost {
 
     pub fn runtime(&self) -> NfRuntime {
         self.runtime
+    }
+
+    /// LXD's host: its kernel baselines' container [`LXD_KERNEL`] started (made on first
+    /// use), holding the NF namespace's veths until it is dropped; other hosts: none.
+    pub fn kernel_box(&self) -> anyhow::Result<Option<KernelBox>> {
+        let HostKind::Lxd { lxd, kernel_made } = &self.kind else {
+            return Ok(None);
+        };
+        let client = lxd.client();
+        if !kernel_made.load(std::sync::atomic::Ordering::Relaxed) {
+            let merged = [
+                ("usr/bin", "/bin"),
+                ("usr/sbin", "/sbin"),
+                ("usr/lib", "/lib"),
+                ("usr/lib64", "/lib64"),
+            ];
+            lxd.import(LXD_KERNEL, &[], &merged)?;
+            let init = ["/usr/bin/sleep", "infinity"];
+            lxd.create(LXD_KERNEL, LXD_KERNEL, &init, None, &VETHS)?;
+            for dir in ["/usr", "/etc"] {
+                client.bind(LXD_KERNEL, &dir[1..], Path::new(dir), dir)?;
+            }
+            kernel_made.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+        (client.start(LXD_KERNEL)).inspect_err(|_| stop_lxd(&client, &self.netns, LXD_KERNEL))?;
+        Ok(Some(KernelBox {
+            client,
+            netns: self.netns.clone(),
+        }))
     }
 
     /// Starts `vtnt fw run --rules RULES a0 b0` and waits until it forwards (its first
@@ -382,12 +425,13 @@ impl NfHost {
                 };
                 (Some(child), Some(cgroup), cleanup)
             }
-            HostKind::Lxd { lxd } => {
+            HostKind::Lxd { lxd, .. } => {
                 let client = lxd.client();
-                client.bind_file(LXD_NAME, "rules", rules, RULES_IN)?;
+                client.bind(LXD_NAME, "rules", rules, RULES_IN)?;
                 // stopped (its NICs given back) even when it did not start whole
                 let netns = self.netns.clone();
-                let pid = (client.start(LXD_NAME)).inspect_err(|_| stop_lxd(&client, &netns))?;
+                let pid = (client.start(LXD_NAME))
+                    .inspect_err(|_| stop_lxd(&client, &netns, LXD_NAME))?;
                 (None, None, Cleanup::Lxd { client, pid, netns })
             }
         };
@@ -407,6 +451,26 @@ impl Drop for NfHost {
         if let HostKind::Docker { client, tag, .. } = &self.kind {
             client.remove_image(tag);
         }
+    }
+}
+
+/// The kernel baselines' LXD container, running with the NF namespace's veths; stopped
+/// on drop (the veths back and up in the namespace).
+pub struct KernelBox {
+    client: fw_lxd::Client,
+    netns: String,
+}
+
+impl KernelBox {
+    /// `program` to run in the container (`lxc exec`), unstarted.
+    pub fn command(&self, program: &str) -> std::process::Command {
+        self.client.exec(LXD_KERNEL, program)
+    }
+}
+
+impl Drop for KernelBox {
+    fn drop(&mut self) {
+        stop_lxd(&self.client, &self.netns, LXD_KERNEL);
     }
 }
 
@@ -439,10 +503,10 @@ fn unplug_taps(netns: &str) {
     }
 }
 
-/// Stops the LXD container [`LXD_NAME`] and brings the veths it gives back to `netns` up
-/// again (LXD returns them down): the next NF or baseline finds them as before.
-fn stop_lxd(client: &fw_lxd::Client, netns: &str) {
-    client.stop(LXD_NAME);
+/// Stops LXD container `name` and brings the veths it gives back to `netns` up again
+/// (LXD returns them down): the next NF or baseline finds them as before.
+fn stop_lxd(client: &fw_lxd::Client, netns: &str, name: &str) {
+    client.stop(name);
     for veth in VETHS {
         let _ = ip(netns, &format!("link set {veth} up"));
     }
@@ -613,7 +677,7 @@ impl Drop for RunningNf {
             Cleanup::Taps { netns, .. } => unplug_taps(netns),
             Cleanup::Runc { id, root } => runc::destroy(id, root),
             Cleanup::Docker { client, name } => client.remove(name),
-            Cleanup::Lxd { client, netns, .. } => stop_lxd(client, netns),
+            Cleanup::Lxd { client, netns, .. } => stop_lxd(client, netns, LXD_NAME),
         }
     }
 }

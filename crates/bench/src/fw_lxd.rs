@@ -118,15 +118,16 @@ impl Client {
         let _ = self.lxc(&["stop", "--force", name]);
     }
 
-    /// Gives container `name` the file `source` read-only at `path` (a disk device
-    /// `device`, replaced if it was there).
-    pub fn bind_file(
-        &self,
-        name: &str,
-        device: &str,
-        source: &Path,
-        path: &str,
-    ) -> anyhow::Result<()> {
+    /// `lxc exec NAME -- PROGRAM`, unstarted: `program` run in container `name`.
+    pub fn exec(&self, name: &str, program: &str) -> Command {
+        let mut cmd = self.command("lxc");
+        cmd.args(["exec", name, "--", program]);
+        cmd
+    }
+
+    /// Gives container `name` the file or directory `source` read-only at `path` (a disk
+    /// device `device`, replaced if it was there).
+    pub fn bind(&self, name: &str, device: &str, source: &Path, path: &str) -> anyhow::Result<()> {
         let _ = self.lxc(&["config", "device", "remove", name, device]);
         let source = format!("source={}", source.display());
         let path = format!("path={path}");
@@ -240,12 +241,19 @@ impl Lxd {
         self.client.clone()
     }
 
-    /// Imports an image made here of `files` (each a host file and its path in the
-    /// rootfs, mode 0755) under alias `alias`.
-    pub fn import(&self, alias: &str, files: &[(&Path, &str)]) -> anyhow::Result<()> {
+    /// Imports an image made here under alias `alias`: empty mount points, `files`
+    /// (each a host file and its path in the rootfs, copied with its mode) and `links`
+    /// (each a symbolic link's target and its path).
+    pub fn import(
+        &self,
+        alias: &str,
+        files: &[(&Path, &str)],
+        links: &[(&str, &str)],
+    ) -> anyhow::Result<()> {
         let build = self.client.dir.join("image");
+        let _ = std::fs::remove_dir_all(&build);
         let root = build.join("rootfs");
-        for d in ["dev", "proc", "sys", "tmp", "etc"] {
+        for d in ["dev", "proc", "sys", "tmp", "run", "etc", "usr"] {
             std::fs::create_dir_all(root.join(d))
                 .with_context(|| format!("creating {}", root.join(d).display()))?;
         }
@@ -253,6 +261,11 @@ impl Lxd {
             let to = root.join(dst.trim_start_matches('/'));
             std::fs::copy(src, &to)
                 .with_context(|| format!("copying {} into the image", src.display()))?;
+        }
+        for (target, at) in links {
+            let at = root.join(at.trim_start_matches('/'));
+            std::os::unix::fs::symlink(target, &at)
+                .with_context(|| format!("linking {} to {target}", at.display()))?;
         }
         let created = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -286,25 +299,27 @@ impl Lxd {
     }
 
     /// Makes container `name` of image `alias`, privileged, whose init is `init` (words
-    /// without spaces: LXC splits `lxc.init.cmd` at them) with only the capabilities
-    /// `caps` (LXC's names: `net_raw`), and the network devices `nics` of the daemon's
-    /// namespace as its NICs of the same names.
+    /// without spaces: LXC splits `lxc.init.cmd` at them), with only the capabilities
+    /// `caps` if given (LXC's names: `net_raw`; else LXD's privileged set), and the
+    /// network devices `nics` of the daemon's namespace as its NICs of the same names.
     pub fn create(
         &self,
         name: &str,
         alias: &str,
         init: &[&str],
-        caps: &[&str],
+        caps: Option<&[&str]>,
         nics: &[&str],
     ) -> anyhow::Result<()> {
         if let Some(w) = init.iter().find(|w| w.contains(char::is_whitespace)) {
             bail!("an LXD init word with a space: {w:?}");
         }
-        let raw = format!(
-            "raw.lxc=lxc.init.cmd = {}\nlxc.cap.drop =\nlxc.cap.keep = {}",
-            init.join(" "),
-            caps.join(" ")
-        );
+        let mut raw = format!("raw.lxc=lxc.init.cmd = {}", init.join(" "));
+        if let Some(caps) = caps {
+            raw.push_str(&format!(
+                "\nlxc.cap.drop =\nlxc.cap.keep = {}",
+                caps.join(" ")
+            ));
+        }
         let c = &self.client;
         c.lxc(&[
             "init",

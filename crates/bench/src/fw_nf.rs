@@ -516,17 +516,54 @@ fn rep(
     Ok((v, cpus))
 }
 
-fn must(ns: &NetNs, program: &str, args: &[&str]) -> anyhow::Result<()> {
-    let out = ns.exec(program, args)?;
+/// Where a kernel baseline filters: the NF namespace itself (natively), or the LXD
+/// container that holds its veths then (`--runtimes lxd`).
+enum Filter<'a> {
+    Netns(&'a NetNs),
+    Lxd(&'a fw_host::KernelBox),
+}
+
+impl Filter<'_> {
+    /// `program` to run where it filters, unstarted.
+    fn command(&self, program: &str) -> std::process::Command {
+        match self {
+            Filter::Netns(ns) => ns.command(program),
+            Filter::Lxd(k) => k.command(program),
+        }
+    }
+
+    /// What it is, in errors.
+    fn name(&self) -> &str {
+        match self {
+            Filter::Netns(ns) => ns.name(),
+            Filter::Lxd(_) => "the LXD container",
+        }
+    }
+
+    /// `ip ARGS` there: its standard output.
+    fn ip(&self, args: &[&str]) -> anyhow::Result<String> {
+        must(self, "ip", args)
+    }
+
+    fn sysctl(&self, key: &str, value: &str) -> anyhow::Result<()> {
+        must(self, "sysctl", &["-qw", &format!("{key}={value}")]).map(drop)
+    }
+}
+
+/// Runs `program ARGS` where `at` filters; its standard output, or an error with its
+/// standard error.
+fn must(at: &Filter, program: &str, args: &[&str]) -> anyhow::Result<String> {
+    let out = (at.command(program).args(args).output())
+        .with_context(|| format!("running {program} in {}", at.name()))?;
     if !out.status.success() {
         bail!(
             "{program} {} in {}: {}",
             args.join(" "),
-            ns.name(),
+            at.name(),
             String::from_utf8_lossy(&out.stderr).trim()
         );
     }
-    Ok(())
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
 /// Makes `addr` on `dev` in `ns` a permanent neighbour at `mac`.
@@ -546,24 +583,25 @@ fn neigh(ns: &NetNs, addr: &str, mac: &str, dev: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Turns the NF namespace into a Linux router for the iptables baseline (`on`), or
-/// back into a bare wire: forwarding, host routes to both ends with their MACs as
-/// permanent neighbours (no ARP of its own), and the two ends' neighbour entries for
-/// each other pointing at the router instead of through the bridge.
-fn router(b: &Bump, on: bool) -> anyhow::Result<()> {
-    let mac = |ns: &NetNs, dev: &str| -> anyhow::Result<String> {
-        let out = ns.ip(&["-o", "link", "show", dev])?;
-        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+/// Turns the NF namespace (or the LXD container holding its veths: `n`) into a Linux
+/// router for the iptables baseline (`on`), or back into a bare wire: forwarding, host
+/// routes to both ends with their MACs as permanent neighbours (no ARP of its own), and
+/// the two ends' neighbour entries for each other pointing at the router instead of
+/// through the bridge.
+fn router(b: &Bump, n: &Filter, on: bool) -> anyhow::Result<()> {
+    let mac = |at: &Filter, dev: &str| -> anyhow::Result<String> {
+        let text = at.ip(&["-o", "link", "show", dev])?;
         let mut w = text.split_whitespace();
         w.find(|x| *x == "link/ether");
         w.next().map(str::to_string).context("no MAC")
     };
-    let (n, s) = (&b.nf, &b.sender);
+    let s = &b.sender;
+    let (sf, rf) = (Filter::Netns(s), Filter::Netns(&b.receiver));
     if on {
         for k in ["net.ipv4.ip_forward", "net.ipv4.conf.all.rp_filter"] {
             n.sysctl(k, if k.ends_with("forward") { "1" } else { "0" })?;
         }
-        let (s0, r0) = (mac(s, "s0")?, mac(&b.receiver, "r0")?);
+        let (s0, r0) = (mac(&sf, "s0")?, mac(&rf, "r0")?);
         for (addr, dev, m) in [("100.64.5.1", "a0", &s0), ("100.64.5.2", "b0", &r0)] {
             n.ip(&["route", "replace", &format!("{addr}/32"), "dev", dev])?;
             n.ip(&[
@@ -593,18 +631,20 @@ fn router(b: &Bump, on: bool) -> anyhow::Result<()> {
         neigh(&b.receiver, "100.64.5.1", &b0, "r0")?;
     } else {
         n.sysctl("net.ipv4.ip_forward", "0")?;
-        let (s0, r0) = (mac(s, "s0")?, mac(&b.receiver, "r0")?);
+        let (s0, r0) = (mac(&sf, "s0")?, mac(&rf, "r0")?);
         neigh(s, "100.64.5.2", &r0, "s0")?;
         neigh(&b.receiver, "100.64.5.1", &s0, "r0")?;
     }
     Ok(())
 }
 
-/// One repetition of a kernel baseline in the NF namespace, as a router: `load` reads
+/// One repetition of a kernel baseline where `at` filters, as a router: `load` reads
 /// `file` on its stdin, `clear` empties the filter after; load ms, pps, delivered
 /// share, then [`drivers`]'.
+#[allow(clippy::too_many_arguments)]
 fn rep_kernel(
     b: &Bump,
+    at: &Filter,
     opts: &NfOptions,
     load: &[&str],
     clear: &[&[&str]],
@@ -614,12 +654,12 @@ fn rep_kernel(
 ) -> anyhow::Result<Vec<f64>> {
     let t = Instant::now();
     let input = std::fs::File::open(file)?;
-    let out =
-        b.nf.command(load[0])
-            .args(&load[1..])
-            .stdin(input)
-            .output()
-            .with_context(|| format!("running {}", load[0]))?;
+    let out = at
+        .command(load[0])
+        .args(&load[1..])
+        .stdin(input)
+        .output()
+        .with_context(|| format!("running {}", load[0]))?;
     if !out.status.success() {
         bail!(
             "{} {}: {}",
@@ -631,7 +671,7 @@ fn rep_kernel(
     let load = t.elapsed().as_secs_f64() * 1e3;
     let m = measure(b, opts, datagrams).and_then(|m| Ok((m, drivers(b, opts, ports)?)));
     for c in clear {
-        must(&b.nf, c[0], &c[1..])?;
+        must(at, c[0], &c[1..])?;
     }
     let ([pps, delivered], d) = m?;
     let mut v = vec![load, pps, delivered];
@@ -785,7 +825,18 @@ fn measure_sizes(
             let mut m = vec![vec![Vec::new(); 5 + DRIVERS]; hosts.len()];
             let mut nf_cpus = vec![None; hosts.len()];
             let kernel = baselines(opts);
-            let mut base = vec![vec![Vec::new(); 3 + DRIVERS]; kernel.len()];
+            // where the baselines filter: the NF namespace, and LXD's container with its
+            // veths when the NF runs in LXD too
+            let places: Vec<(NfRuntime, Option<&NfHost>)> =
+                std::iter::once((NfRuntime::Runtime(Runtime::Native), None))
+                    .chain(
+                        hosts
+                            .iter()
+                            .filter(|h| h.runtime() == NfRuntime::Lxd)
+                            .map(|h| (h.runtime(), Some(h))),
+                    )
+                    .collect();
+            let mut base = vec![vec![Vec::new(); 3 + DRIVERS]; kernel.len() * places.len()];
             for _ in 0..opts.reps {
                 if (opts.interrupted)() {
                     let _ = std::fs::remove_file(&file);
@@ -800,15 +851,21 @@ fn measure_sizes(
                     }
                     *cpus = pinned;
                 }
-                for ((name, load, clear), got) in kernel.iter().zip(&mut base) {
+                let runs = places
+                    .iter()
+                    .flat_map(|p| kernel.iter().map(move |k| (p, k)));
+                for (((_, host), (name, load, clear)), got) in runs.zip(&mut base) {
                     let f = if *name == "iptables" {
                         &file
                     } else {
                         &nft_file
                     };
-                    router(&b, true)?;
-                    let r = rep_kernel(&b, opts, load, clear, f, &datagrams, ports.as_ref());
-                    router(&b, false)?;
+                    // LXD's container holds the veths until it is dropped, after the run
+                    let lxd = host.map(|h| h.kernel_box()).transpose()?.flatten();
+                    let at = lxd.as_ref().map_or(Filter::Netns(&b.nf), Filter::Lxd);
+                    router(&b, &at, true)?;
+                    let r = rep_kernel(&b, &at, opts, load, clear, f, &datagrams, ports.as_ref());
+                    router(&b, &at, false)?;
                     for (v, x) in got.iter_mut().zip(r?) {
                         v.push(x);
                     }
@@ -834,7 +891,10 @@ fn measure_sizes(
                     nf_cpus,
                 })
                 .collect();
-            for ((name, ..), got) in kernel.iter().zip(&base) {
+            let runs = places
+                .iter()
+                .flat_map(|p| kernel.iter().map(move |k| (p, k)));
+            for (((place, _), (name, ..)), got) in runs.zip(&base) {
                 found.push(NfRow {
                     rules: size,
                     stateful,
@@ -844,8 +904,8 @@ fn measure_sizes(
                     pps: ms(&got[1]),
                     delivered: ms(&got[2]),
                     cpu_pct: (f64::NAN, f64::NAN),
-                    runtime: Runtime::Native.name(),
-                    accelerator: fw_host::accelerator(Runtime::Native),
+                    runtime: place.name(),
+                    accelerator: fw_host::accelerator(*place),
                     drivers: Drivers::new(&got[3..], ms),
                     pinned: opts.pin,
                     nf_cpus: None,
