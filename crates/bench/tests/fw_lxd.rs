@@ -1,7 +1,9 @@
 //! `vtnt bench fw --runtimes lxd` (issue 39) at a tiny size: our NF in an LXD container
 //! whose NICs are the NF namespace's veths forwards the trace, says its load time, and
-//! has memory and CPU of its own; afterwards nothing of it is left: no daemon, no state
-//! directory (its containers and images in it), no namespace, no group of LXC's.
+//! has memory and CPU of its own; iptables in an LXD container of its own, with the same
+//! veths, forwards it too, and so does the native iptables after it (the veths came back
+//! up); afterwards nothing of it is left: no daemon, no state directory (its containers
+//! and images in it), no namespace, no group of LXC's.
 //!
 //! The `vtnt` binary is [`vtnt_testkit::vtnt_binary`] (this is not its package); the
 //! static vtnt the container runs is the installed tree's (`cargo xtask dist`).
@@ -57,7 +59,7 @@ fn leftovers() -> Vec<String> {
 
 #[test]
 fn the_bench_measures_the_nf_in_lxd() {
-    vtnt_testkit::require_root!("ip", "ethtool", "lxd", "lxc", "tar");
+    vtnt_testkit::require_root!("ip", "ethtool", "lxd", "lxc", "tar", "iptables-restore");
     if let Err(e) = vtnt_runtimes::paths::static_vtnt() {
         vtnt_testkit::skip_or_fail("fw_lxd", &format!("{e:#}"), None);
         return;
@@ -66,27 +68,37 @@ fn the_bench_measures_the_nf_in_lxd() {
     let o = Command::new(vtnt_testkit::vtnt_binary())
         .args(["bench", "fw", "--json", "--rules", "10", "--reps", "1"])
         .args(["--packets", "2000", "--flows", "1000", "--runtimes", "lxd"])
-        .args(["--no-iptables", "--no-nftables", "--seconds", "0"])
+        .args(["--no-nftables", "--seconds", "0"])
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(o.status.success(), "{err}");
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     let rows = v["report"].as_array().unwrap();
-    // one size, both modes, our NF in LXD
-    assert_eq!(rows.len(), 2, "{rows:?}");
+    // one size, both modes: our NF in LXD, iptables natively and in LXD
+    assert_eq!(rows.len(), 6, "{rows:?}");
     for r in rows {
-        assert_eq!(r["nf"], "vtnt", "{r}");
-        assert_eq!(r["runtime"], "lxd", "{r}");
-        assert_eq!(r["accelerator"], "none (LXD container)", "{r}");
+        let rt = r["runtime"].as_str().unwrap();
+        let accel = if rt == "lxd" {
+            "none (LXD container)"
+        } else {
+            "none"
+        };
+        assert_eq!(r["accelerator"], accel, "{r}");
         // a 10-rule set drops or rejects a share of the trace: most of it crosses
         let delivered = r["delivered"][0].as_f64().unwrap();
         assert!(delivered > 0.5 && delivered <= 1.0, "{r}");
         assert!(r["pps"][0].as_f64().unwrap() > 0.0, "{r}");
         let load = r["load_ms"][0].as_f64().unwrap();
         assert!(load.is_finite() && load >= 0.0, "{r}");
-        assert!(r["rss_kib"][0].as_f64().unwrap() > 100.0, "{r}");
-        assert!(r["cpu_pct"][0].as_f64().unwrap() > 0.0, "{r}");
+        match (r["nf"].as_str().unwrap(), rt) {
+            ("vtnt", "lxd") => {
+                assert!(r["rss_kib"][0].as_f64().unwrap() > 100.0, "{r}");
+                assert!(r["cpu_pct"][0].as_f64().unwrap() > 0.0, "{r}");
+            }
+            ("iptables", "native" | "lxd") => assert!(r["rss_kib"][0].is_null(), "{r}"),
+            (nf, rt) => panic!("a row of {nf} in {rt}: {r}"),
+        }
     }
     assert_eq!(
         leftovers(),
