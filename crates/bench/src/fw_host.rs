@@ -319,7 +319,7 @@ impl NfHost {
         self.runtime
     }
 
-    /// LXD's host: its kernel baselines' container [`LXD_KERNEL`] started (made on first
+    /// LXD's host: its kernel baselines' container (`vtnt-fw-kernel`) started (made on first
     /// use), holding the NF namespace's veths until it is dropped; other hosts: none.
     pub fn kernel_box(&self) -> anyhow::Result<Option<KernelBox>> {
         let HostKind::Lxd { lxd, kernel_made } = &self.kind else {

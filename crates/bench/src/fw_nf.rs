@@ -19,8 +19,10 @@
 //!
 //! The NF runs in each runtime of [`NfOptions::runtimes`] ([`crate::fw_host`]): a process
 //! in the NF namespace, or the static `vtnt` in a runc or Docker container whose network
-//! is that namespace. The kernel baselines run once per repetition in that same
-//! namespace, which is the containers' too, so every runtime's row is compared with them.
+//! is that namespace (and the unikernel's, the Debian VM's, LXD's). The kernel baselines
+//! run once per repetition in that same namespace, which is the containers' too, so every
+//! runtime's row is compared with them; with LXD asked, also in an LXD container that
+//! holds the namespace's veths then (`Filter`, rows of runtime `lxd`).
 //!
 //! With [`NfOptions::seconds`], each repetition also measures Debian's iperf3 through
 //! the same filter, TCP then UDP (unlimited rate, 1,400-byte datagrams), with
