@@ -66,10 +66,13 @@ pub struct Client {
 }
 
 impl Client {
-    /// `program ARGS` against this daemon, unstarted.
+    /// `program ARGS` against this daemon, unstarted (the client's own configuration in
+    /// the daemon's directory too, not in the user's home).
     fn command(&self, program: &str) -> Command {
         let mut cmd = Command::new(program);
-        cmd.env("LXD_DIR", &self.dir).stdin(Stdio::null());
+        cmd.env("LXD_DIR", &self.dir)
+            .env("LXD_CONF", self.dir.join("client"))
+            .stdin(Stdio::null());
         cmd
     }
 
@@ -99,10 +102,15 @@ impl Client {
         }
     }
 
-    /// What container `name`'s init wrote (its console), or why it could not be read.
+    /// What container `name`'s init wrote since it started: its console log, which LXC
+    /// writes as it goes (`lxc console --show-log` answered once per start here, then
+    /// "open : no such file or directory").
     pub fn console(&self, name: &str) -> String {
-        self.lxc(&["console", name, "--show-log"])
-            .unwrap_or_else(|e| format!("{e:#}"))
+        let log = self.dir.join("logs").join(name).join("console.log");
+        std::fs::read(&log).map_or_else(
+            |e| format!("(no console log {}: {e})", log.display()),
+            |b| String::from_utf8_lossy(&b).into_owned(),
+        )
     }
 
     /// Whether container `name` runs.

@@ -978,9 +978,10 @@ pub fn table(rows: &[NfRow]) -> String {
             .filter(|z| z.nf != "vtnt" && z.rules == r.rules && z.stateful == r.stateful)
         {
             t.push_str(&format!(
-                "vtnt ({}) / {} at {} rules ({}): {:.2}x packets/s, {:.2}x TCP, {:.2}x UDP, {:.2}x TCP rr/s, {:.2}x UDP rr/s, {:.2}x TCP conn/s, {:.2}x SYN latency\n",
+                "vtnt ({}) / {} ({}) at {} rules ({}): {:.2}x packets/s, {:.2}x TCP, {:.2}x UDP, {:.2}x TCP rr/s, {:.2}x UDP rr/s, {:.2}x TCP conn/s, {:.2}x SYN latency\n",
                 r.runtime,
                 i.nf,
+                i.runtime,
                 r.rules,
                 if r.stateful { "stateful" } else { "stateless" },
                 r.pps.0 / i.pps.0,

@@ -3,7 +3,8 @@
 //! has memory and CPU of its own; iptables in an LXD container of its own, with the same
 //! veths, forwards it too, and so does the native iptables after it (the veths came back
 //! up); afterwards nothing of it is left: no daemon, no state directory (its containers
-//! and images in it), no namespace, no group of LXC's.
+//! and images in it), no namespace, no group of LXC's, no client configuration in the
+//! home directory.
 //!
 //! The `vtnt` binary is [`vtnt_testkit::vtnt_binary`] (this is not its package); the
 //! static vtnt the container runs is the installed tree's (`cargo xtask dist`).
@@ -41,6 +42,13 @@ fn leftovers() -> Vec<String> {
         let name = e.file_name().to_string_lossy().into_owned();
         if name.starts_with("fwb") {
             v.push(format!("namespace {name}"));
+        }
+    }
+    // the client's configuration goes in the daemon's directory, not the user's home
+    if let Some(home) = std::env::var_os("HOME") {
+        let conf = std::path::Path::new(&home).join(".config/lxc");
+        if conf.exists() {
+            v.push(format!("client configuration {}", conf.display()));
         }
     }
     for h in std::fs::read_dir("/sys/fs/cgroup")
