@@ -124,8 +124,9 @@ pub struct NfRow {
     pub drivers: Drivers,
     /// Where it ran ("native": a process in the NF namespace; "runc", "docker": the
     /// static vtnt in a container whose network is that namespace; "lxd": in an LXD
-    /// container whose NICs are that namespace's veths). The kernel
-    /// baselines say "native": netfilter in that namespace, the containers' own.
+    /// container whose NICs are that namespace's veths). The kernel baselines say
+    /// "native": netfilter in that namespace, the containers' own; or "lxd": in an LXD
+    /// container holding that namespace's veths.
     pub runtime: &'static str,
     /// The accelerator: "none" (this host's kernel), "none (container)", "none (LXD
     /// container)".
