@@ -18,6 +18,15 @@
 //! its two NICs on TAPs bridged to the veths as the unikernel's; its memory and CPU are
 //! QEMU's. The same box is the kernel baselines' VM ([`NfHost::start_router`]): Debian's
 //! iptables or nftables in the guest, which routes between the two NICs.
+//!
+//! LXD (`--runtimes lxd`, [`crate::fw_lxd`]) is no runtime of `vtnt run`, so the rows'
+//! hosts are a bench-level [`NfPlace`]: a [`Runtime`], or LXD. Its NF is the static
+//! `vtnt` in a privileged LXD container of the bench's own daemon (started in the NF
+//! namespace, gone with the [`NfHost`]) whose init is `vtnt fw run` with only `CAP_NET_RAW`
+//! (as the Docker row's), and whose NICs are the NF namespace's two veths themselves
+//! (LXD's physical NICs, given back when it stops): no bridge, as for the runc and Docker
+//! rows. The rule file is bind-mounted read-only (a disk device); the load line is read
+//! from the container's console; memory and CPU are its init's, the NF itself.
 
 use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
@@ -30,6 +39,58 @@ use vtnt_artifacts::Artifact;
 use vtnt_measure::cgroup::Cgroup;
 use vtnt_measure::proc::{kill_pid, Supervised};
 use vtnt_runtimes::{docker, paths, runc, vm, BuildOptions, Driver, Runtime};
+
+use crate::fw_lxd;
+
+/// Where `vtnt bench fw` runs its NF: a runtime of `vtnt run`, or LXD (the bench's own).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NfPlace {
+    Runtime(Runtime),
+    Lxd,
+}
+
+impl NfPlace {
+    /// The rows' `runtime`: the runtime's name, or "lxd".
+    pub fn name(self) -> &'static str {
+        match self {
+            NfPlace::Runtime(rt) => rt.name(),
+            NfPlace::Lxd => "lxd",
+        }
+    }
+
+    /// Whether the NF runs the static `vtnt` from the installed tree (runc, Docker, LXD):
+    /// then the native row runs it too, so that every row runs the same binary.
+    pub fn static_vtnt(self) -> bool {
+        match self {
+            NfPlace::Runtime(rt) => {
+                matches!(rt.entry().driver, Driver::Runc | Driver::Docker(_))
+            }
+            NfPlace::Lxd => true,
+        }
+    }
+}
+
+impl From<Runtime> for NfPlace {
+    fn from(rt: Runtime) -> NfPlace {
+        NfPlace::Runtime(rt)
+    }
+}
+
+impl std::str::FromStr for NfPlace {
+    type Err = String;
+    /// A runtime's name (`vtnt run --runtime`'s), or `lxd`.
+    fn from_str(s: &str) -> Result<NfPlace, String> {
+        if s == "lxd" {
+            return Ok(NfPlace::Lxd);
+        }
+        <Runtime as clap::ValueEnum>::from_str(s, false)
+            .map(NfPlace::Runtime)
+            .map_err(|_| {
+                let names: Vec<&str> = Runtime::ALL.iter().map(|r| r.name()).collect();
+                format!("{s:?} is none of {}, lxd", names.join(", "))
+            })
+    }
+}
 
 /// Where the rule file is inside a container.
 const RULES_IN: &str = "/rules";
@@ -45,8 +106,12 @@ const VETHS: [&str; 2] = ["a0", "b0"];
 
 /// The row's accelerator column: this host's kernel for a process or a container, the
 /// microVM's accelerator and VMM, the Debian VM's accelerator.
-pub fn accelerator(rt: Runtime) -> &'static str {
+pub fn accelerator(rt: impl Into<NfPlace>) -> &'static str {
     use vtnt_unikernel::accel::Accelerator as A;
+    let rt = match rt.into() {
+        NfPlace::Runtime(rt) => rt,
+        NfPlace::Lxd => return "none (LXD container)",
+    };
     match rt.entry().driver {
         Driver::Native => "none",
         Driver::Spt => "none (spt process)",
@@ -79,7 +144,7 @@ fn microvm_accelerator(image: &Path) -> &'static str {
 }
 
 /// What `rt` needs here that is missing, if anything.
-pub fn missing(rt: Runtime) -> Option<String> {
+pub fn missing(rt: impl Into<NfPlace>) -> Option<String> {
     let need = |progs: &[(&str, &str)]| {
         progs
             .iter()
@@ -99,6 +164,10 @@ pub fn missing(rt: Runtime) -> Option<String> {
     let cgroups = || {
         (!vtnt_measure::cgroup::available())
             .then(|| "cgroup v1 controllers (mounted under /sys/fs/cgroup)".to_string())
+    };
+    let rt = match rt.into() {
+        NfPlace::Runtime(rt) => rt,
+        NfPlace::Lxd => return fw_lxd::missing().or_else(static_vtnt),
     };
     match rt.entry().driver {
         Driver::Native => None,
@@ -133,7 +202,7 @@ pub fn missing(rt: Runtime) -> Option<String> {
 /// One runtime made ready in one NF namespace: its image unpacked or imported, its engine
 /// started (Docker); removed on drop.
 pub struct NfHost {
-    runtime: Runtime,
+    runtime: NfPlace,
     netns: String,
     kind: HostKind,
 }
@@ -158,19 +227,55 @@ enum HostKind {
         // dropped after the image is removed (field order)
         _engine: Box<docker::Engine>,
     },
+    /// The container [`LXD_NAME`] made once, started for each NF; the kernel
+    /// baselines' [`LXD_KERNEL`] once made.
+    Lxd {
+        lxd: Box<fw_lxd::Lxd>,
+        kernel_made: std::sync::atomic::AtomicBool,
+    },
 }
+
+/// The LXD container's name, and its image's alias.
+const LXD_NAME: &str = "vtnt-fw";
+
+/// The LXD container of the kernel baselines (and its image's alias): an empty rootfs
+/// whose `/usr` and `/etc` are this host's, bind-mounted read-only (Debian's
+/// iptables-restore, nft, ip and sysctl, as the native baselines run them; `/bin`,
+/// `/sbin`, `/lib` and `/lib64` link into `/usr` as on merged-/usr Debian), its init
+/// `sleep infinity`, LXD's privileged capabilities (`CAP_NET_ADMIN` for netfilter).
+const LXD_KERNEL: &str = "vtnt-fw-kernel";
 
 impl NfHost {
     /// Makes `runtime` ready to run NFs in namespace `netns`; `vtnt` is the native
     /// row's binary (the unikernel's rows run this process's own). A runtime missing something is an error naming it.
-    pub fn new(runtime: Runtime, netns: &str, vtnt: &Path) -> anyhow::Result<NfHost> {
+    pub fn new(runtime: impl Into<NfPlace>, netns: &str, vtnt: &Path) -> anyhow::Result<NfHost> {
+        let runtime = runtime.into();
         if let Some(what) = missing(runtime) {
             bail!(
                 "vtnt bench fw --runtimes {}: missing {what}",
                 runtime.name()
             );
         }
-        let kind = match runtime.entry().driver {
+        let rt = match runtime {
+            NfPlace::Runtime(rt) => rt,
+            NfPlace::Lxd => {
+                let lxd = fw_lxd::Lxd::start(netns)?;
+                lxd.import(LXD_NAME, &[(&paths::static_vtnt()?, "/vtnt")], &[])?;
+                let init = [
+                    "/vtnt", "fw", "run", "--rules", RULES_IN, VETHS[0], VETHS[1],
+                ];
+                lxd.create(LXD_NAME, LXD_NAME, &init, Some(&["net_raw"]), &VETHS)?;
+                return Ok(NfHost {
+                    runtime,
+                    netns: netns.to_string(),
+                    kind: HostKind::Lxd {
+                        lxd: Box::new(lxd),
+                        kernel_made: std::sync::atomic::AtomicBool::new(false),
+                    },
+                });
+            }
+        };
+        let kind = match rt.entry().driver {
             Driver::Runc => {
                 let image = Runtime::Runc.build_image(&BuildOptions::default())?;
                 let dir = paths::TempDir::new("fw-runc")?;
@@ -212,8 +317,37 @@ impl NfHost {
         })
     }
 
-    pub fn runtime(&self) -> Runtime {
+    pub fn runtime(&self) -> NfPlace {
         self.runtime
+    }
+
+    /// LXD's host: its kernel baselines' container (`vtnt-fw-kernel`) started (made on first
+    /// use), holding the NF namespace's veths until it is dropped; other hosts: none.
+    pub fn kernel_box(&self) -> anyhow::Result<Option<KernelBox>> {
+        let HostKind::Lxd { lxd, kernel_made } = &self.kind else {
+            return Ok(None);
+        };
+        let client = lxd.client();
+        if !kernel_made.load(std::sync::atomic::Ordering::Relaxed) {
+            let merged = [
+                ("usr/bin", "/bin"),
+                ("usr/sbin", "/sbin"),
+                ("usr/lib", "/lib"),
+                ("usr/lib64", "/lib64"),
+            ];
+            lxd.import(LXD_KERNEL, &[], &merged)?;
+            let init = ["/usr/bin/sleep", "infinity"];
+            lxd.create(LXD_KERNEL, LXD_KERNEL, &init, None, &VETHS)?;
+            for dir in ["/usr", "/etc"] {
+                client.bind(LXD_KERNEL, &dir[1..], Path::new(dir), dir)?;
+            }
+            kernel_made.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+        (client.start(LXD_KERNEL)).inspect_err(|_| stop_lxd(&client, &self.netns, LXD_KERNEL))?;
+        Ok(Some(KernelBox {
+            client,
+            netns: self.netns.clone(),
+        }))
     }
 
     /// Starts `vtnt fw run --rules RULES a0 b0` and waits until it forwards (its first
@@ -234,7 +368,8 @@ impl NfHost {
         let (child, cgroup, cleanup) = match &self.kind {
             HostKind::Native { vtnt } => {
                 let cmd = in_netns(vtnt, &words(&rules.display().to_string()));
-                (Supervised::spawn(cmd, "vtnt fw run")?, None, Cleanup::None)
+                let child = Supervised::spawn(cmd, "vtnt fw run")?;
+                (Some(child), None, Cleanup::None)
             }
             HostKind::Guest { vtnt, form } => {
                 // the bridges go with the NF, even when it does not start
@@ -248,7 +383,7 @@ impl NfHost {
                 args.push(rules.display().to_string());
                 args.extend(TAPS.map(String::from));
                 let child = Supervised::spawn(in_netns(vtnt, &args), "vtnt fw run")?;
-                (child, None, cleanup)
+                (Some(child), None, cleanup)
             }
             HostKind::Vm { box_dir, .. } => {
                 let cleanup = Cleanup::Taps {
@@ -257,7 +392,7 @@ impl NfHost {
                 };
                 plug_taps(&self.netns)?;
                 let child = vm::start_nf(box_dir, TAPS, Some(&self.netns), rules, None)?;
-                (child, None, cleanup)
+                (Some(child), None, cleanup)
             }
             HostKind::Runc { rootfs, dir } => {
                 let inside = rootfs.join(RULES_IN.trim_start_matches('/'));
@@ -271,7 +406,7 @@ impl NfHost {
                 let netns = PathBuf::from("/run/netns").join(&self.netns);
                 let (child, id, root) =
                     runc::run(rootfs, dir.path(), &args, Some(&netns), &cgroup, None)?;
-                (child, Some(cgroup), Cleanup::Runc { id, root })
+                (Some(child), Some(cgroup), Cleanup::Runc { id, root })
             }
             HostKind::Docker { client, tag, .. } => {
                 let cgroup = Cgroup::create(&format!("vtnt/{}", paths::unique("fw-docker")))?;
@@ -290,7 +425,16 @@ impl NfHost {
                     client: client.clone(),
                     name,
                 };
-                (child, Some(cgroup), cleanup)
+                (Some(child), Some(cgroup), cleanup)
+            }
+            HostKind::Lxd { lxd, .. } => {
+                let client = lxd.client();
+                client.bind(LXD_NAME, "rules", rules, RULES_IN)?;
+                // stopped (its NICs given back) even when it did not start whole
+                let netns = self.netns.clone();
+                let pid = (client.start(LXD_NAME))
+                    .inspect_err(|_| stop_lxd(&client, &netns, LXD_NAME))?;
+                (None, None, Cleanup::Lxd { client, pid, netns })
             }
         };
         RunningNf::started(child, cgroup, cleanup)
@@ -315,7 +459,7 @@ impl NfHost {
         };
         plug_taps(&self.netns)?;
         let child = vm::start_router(box_dir, TAPS, Some(&self.netns), rules, filter, ends)?;
-        RunningNf::started(child, None, cleanup)
+        RunningNf::started(Some(child), None, cleanup)
     }
 }
 
@@ -324,6 +468,26 @@ impl Drop for NfHost {
         if let HostKind::Docker { client, tag, .. } = &self.kind {
             client.remove_image(tag);
         }
+    }
+}
+
+/// The kernel baselines' LXD container, running with the NF namespace's veths; stopped
+/// on drop (the veths back and up in the namespace).
+pub struct KernelBox {
+    client: fw_lxd::Client,
+    netns: String,
+}
+
+impl KernelBox {
+    /// `program` to run in the container (`lxc exec`), unstarted.
+    pub fn command(&self, program: &str) -> std::process::Command {
+        self.client.exec(LXD_KERNEL, program)
+    }
+}
+
+impl Drop for KernelBox {
+    fn drop(&mut self) {
+        stop_lxd(&self.client, &self.netns, LXD_KERNEL);
     }
 }
 
@@ -356,6 +520,15 @@ fn unplug_taps(netns: &str) {
     }
 }
 
+/// Stops LXD container `name` and brings the veths it gives back to `netns` up again
+/// (LXD returns them down): the next NF or baseline finds them as before.
+fn stop_lxd(client: &fw_lxd::Client, netns: &str, name: &str) {
+    client.stop(name);
+    for veth in VETHS {
+        let _ = ip(netns, &format!("link set {veth} up"));
+    }
+}
+
 enum Cleanup {
     None,
     /// The guest's bridges and TAPs in this namespace; `wrapped`: the child is `vtnt fw
@@ -372,10 +545,18 @@ enum Cleanup {
         client: docker::Client,
         name: String,
     },
+    /// The LXD container [`LXD_NAME`], whose init `pid` is the NF (no child of ours),
+    /// holding the veths of `netns`.
+    Lxd {
+        client: fw_lxd::Client,
+        pid: u32,
+        netns: String,
+    },
 }
 
 /// A started NF; stopped (SIGTERM) and its container removed on drop.
 pub struct RunningNf {
+    /// The NF's process, or what runs it (none: LXD's container, which the daemon runs).
     child: Option<Supervised>,
     /// The container's group (containers only).
     cgroup: Option<Cgroup>,
@@ -387,12 +568,12 @@ pub struct RunningNf {
 impl RunningNf {
     /// The NF `child` just started, once its rules hold (else an error, and it is stopped).
     fn started(
-        child: Supervised,
+        child: Option<Supervised>,
         cgroup: Option<Cgroup>,
         cleanup: Cleanup,
     ) -> anyhow::Result<RunningNf> {
         let mut nf = RunningNf {
-            child: Some(child),
+            child,
             cgroup,
             cleanup,
             load_ms: f64::NAN,
@@ -403,14 +584,24 @@ impl RunningNf {
 
     /// Waits for `vtnt fw run`'s first line: "... loaded in X ms ..." (a process's, on
     /// stderr; the Debian VM's, on its console) or the unikernel's
-    /// `{"type":"nf",...,"load_us":T,...}`.
+    /// `{"type":"nf",...,"load_us":T,...}`; LXD's, on its container's console.
     fn wait_loaded(&mut self) -> anyhow::Result<f64> {
         let until = Instant::now() + START_WAIT;
-        let child = self.child.as_mut().context("no NF process")?;
         loop {
-            let mut out = child.stderr_lines_from(0);
-            out.extend(child.stdout_lines_from(0));
-            let err = String::from_utf8_lossy(&out).into_owned();
+            // what it said so far, and whether it ended
+            let (err, ended) = match (&mut self.child, &self.cleanup) {
+                (Some(child), _) => {
+                    let mut out = child.stderr_lines_from(0);
+                    out.extend(child.stdout_lines_from(0));
+                    let err = String::from_utf8_lossy(&out).into_owned();
+                    (err, child.try_status().is_some())
+                }
+                (None, Cleanup::Lxd { client, pid, .. }) => {
+                    let ended = !Path::new(&format!("/proc/{pid}")).exists();
+                    (client.console(LXD_NAME), ended)
+                }
+                (None, _) => bail!("no NF process"),
+            };
             if let Some(line) = err.lines().find(|l| l.contains(" loaded in ")) {
                 return line
                     .split(" loaded in ")
@@ -427,7 +618,7 @@ impl RunningNf {
                     .map(|us| us / 1e3)
                     .with_context(|| format!("vtnt fw run said: {line}"));
             }
-            if child.try_status().is_some() || Instant::now() > until {
+            if ended || Instant::now() > until {
                 bail!("vtnt fw run did not start: {}", err.trim());
             }
             std::thread::sleep(Duration::from_millis(10));
@@ -440,10 +631,10 @@ impl RunningNf {
     /// ([`RunningNf::pid`]) as the kernel reads it afterwards. Threads it starts later
     /// inherit their creator's CPUs.
     pub fn pin(&self, cpus: &CpuSet) -> anyhow::Result<String> {
-        let child = self.child.as_ref().context("no NF process")?;
-        let procs = match &self.cgroup {
-            Some(cg) => cg.pids(),
-            None => vtnt_measure::proc::tree(child.pid()),
+        let procs = match (&self.cgroup, &self.child) {
+            (Some(cg), _) => cg.pids(),
+            (None, Some(child)) => vtnt_measure::proc::tree(child.pid()),
+            (None, None) => vtnt_measure::proc::tree(self.pid()?),
         };
         for p in procs {
             let Ok(tasks) = std::fs::read_dir(format!("/proc/{p}/task")) else {
@@ -472,8 +663,11 @@ impl RunningNf {
 
     /// The NF's own process (in a container: the one named `vtnt` in its group; the
     /// unikernel's: the spt tender or QEMU that `vtnt fw run` started; the Debian VM's:
-    /// QEMU).
+    /// QEMU; LXD's: its container's init).
     pub fn pid(&self) -> anyhow::Result<u32> {
+        if let Cleanup::Lxd { pid, .. } = self.cleanup {
+            return Ok(pid);
+        }
         let child = self.child.as_ref().context("no NF process")?;
         if let Cleanup::Taps { wrapped: true, .. } = self.cleanup {
             let pid = child.pid();
@@ -501,6 +695,8 @@ impl Drop for RunningNf {
         // the unikernel's `vtnt fw run` stops its guest itself; QEMU of the VM is the child
         let pid = match self.cleanup {
             Cleanup::Taps { .. } => self.child.as_ref().map(Supervised::pid),
+            // LXD stops it (SIGKILL: the NF is its namespace's init)
+            Cleanup::Lxd { .. } => None,
             _ => self.pid().ok(),
         };
         if let Some(pid) = pid {
@@ -514,6 +710,7 @@ impl Drop for RunningNf {
             Cleanup::Taps { netns, .. } => unplug_taps(netns),
             Cleanup::Runc { id, root } => runc::destroy(id, root),
             Cleanup::Docker { client, name } => client.remove(name),
+            Cleanup::Lxd { client, netns, .. } => stop_lxd(client, netns, LXD_NAME),
         }
     }
 }

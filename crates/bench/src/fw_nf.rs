@@ -23,8 +23,10 @@
 //!
 //! The NF runs in each runtime of [`NfOptions::runtimes`] ([`crate::fw_host`]): a process
 //! in the NF namespace, or the static `vtnt` in a runc or Docker container whose network
-//! is that namespace. The kernel baselines run once per repetition in that same
-//! namespace, which is the containers' too, so every runtime's row is compared with them.
+//! is that namespace (and the unikernel's, the Debian VM's, LXD's). The kernel baselines
+//! run once per repetition in that same namespace, which is the containers' too, so every
+//! runtime's row is compared with them; with LXD asked, also in an LXD container that
+//! holds the namespace's veths then ([`Filter`], rows of runtime `lxd`).
 //!
 //! With [`NfOptions::seconds`], each repetition also measures Debian's iperf3 through
 //! the same filter, TCP then UDP (unlimited rate, 1,400-byte datagrams), with
@@ -63,7 +65,7 @@ use vtnt_fw::gen::{self, Family, RuleSpec, TraceSpec};
 use vtnt_fw::{print, Action, Classifier, CtState, Hook, IfId, Options, Packet, Ruleset};
 use vtnt_netns::{Bump, NetNs};
 
-use crate::fw_host::{self, NfHost, RunningNf};
+use crate::fw_host::{self, NfHost, NfPlace, RunningNf};
 use crate::fw_rr::{self, enter};
 use vtnt_runtimes::vm::{self, KernelFilter};
 use vtnt_runtimes::Runtime;
@@ -90,7 +92,7 @@ pub struct NfOptions {
     /// iperf3's parallel streams (`-P`).
     pub streams: u32,
     /// Where the NF runs, one row each (at least one).
-    pub runtimes: Vec<Runtime>,
+    pub runtimes: Vec<NfPlace>,
     /// Where the rule files go.
     pub dir: PathBuf,
     /// Also measure iptables in the NF namespace (as a router) with the same file.
@@ -130,11 +132,13 @@ pub struct NfRow {
     pub drivers: Drivers,
     /// Where it ran ("native": a process in the NF namespace; "runc", "docker": the
     /// static vtnt in a container whose network is that namespace; "spt", "microvm":
-    /// the unikernel's NF; "vm": the static vtnt in the Debian VM). The kernel baselines
-    /// say "native" (netfilter in that namespace, the containers' own) or "vm" (the
-    /// Debian VM's kernel routing between its NICs).
+    /// the unikernel's NF; "vm": the static vtnt in the Debian VM; "lxd": in an LXD
+    /// container whose NICs are that namespace's veths). The kernel baselines say
+    /// "native" (netfilter in that namespace, the containers' own), "vm" (the Debian VM's
+    /// kernel routing between its NICs) or "lxd" (an LXD container holding the veths).
     pub runtime: &'static str,
-    /// The accelerator: "none" (this host's kernel), "none (container)".
+    /// The accelerator: "none" (this host's kernel), "none (container)", "none (LXD
+    /// container)", the VMs' accelerator and VMM.
     pub accelerator: &'static str,
     /// Whether it ran with `--pin` ([`Pinning`]).
     pub pinned: bool,
@@ -503,83 +507,113 @@ fn drivers(b: &Bump, opts: &NfOptions, ports: Option<&Ports>) -> anyhow::Result<
     Ok(v)
 }
 
+/// What every repetition at one rule count and mode shares: the bump, the options, the
+/// trace, the drivers' ports, the pinning.
+struct Round<'a> {
+    b: &'a Bump,
+    opts: &'a NfOptions,
+    datagrams: &'a Arc<Vec<Vec<u8>>>,
+    ports: Option<&'a Ports>,
+    pin: Option<&'a Pinning>,
+}
+
 /// One repetition of our NF: load ms, RSS KiB, pps, delivered share, CPU %, then
 /// [`drivers`]'; with the NF's CPUs once pinned.
-fn rep(
-    b: &Bump,
-    host: &NfHost,
-    opts: &NfOptions,
-    file: &Path,
-    datagrams: &Arc<Vec<Vec<u8>>>,
-    ports: Option<&Ports>,
-    pin: Option<&Pinning>,
-) -> anyhow::Result<(Vec<f64>, Option<String>)> {
+fn rep(r: &Round, host: &NfHost, file: &Path) -> anyhow::Result<(Vec<f64>, Option<String>)> {
     let nf = host.start(file)?;
-    through(b, &nf, opts, datagrams, ports, pin)
+    through(r, &nf)
 }
 
 /// One repetition of a kernel baseline in the full VM ([`NfHost::start_router`]): the
 /// ends send to the guest's NICs while it routes; [`rep`]'s figures, QEMU's memory and
 /// CPU.
-#[allow(clippy::too_many_arguments)]
 fn rep_in_vm(
-    b: &Bump,
+    r: &Round,
     host: &NfHost,
     filter: KernelFilter,
-    opts: &NfOptions,
     file: &Path,
-    datagrams: &Arc<Vec<Vec<u8>>>,
-    ports: Option<&Ports>,
-    pin: Option<&Pinning>,
 ) -> anyhow::Result<(Vec<f64>, Option<String>)> {
-    let (s0, r0) = (mac(&b.sender, "s0")?, mac(&b.receiver, "r0")?);
+    let b = r.b;
+    let s0 = mac(&Filter::Netns(&b.sender), "s0")?;
+    let r0 = mac(&Filter::Netns(&b.receiver), "r0")?;
     let ends = [(SENDER, s0.as_str()), (RECEIVER, r0.as_str())];
     let nf = host.start_router(filter, file, ends)?;
     ends_via(b, Some([vm::guest_mac(0), vm::guest_mac(1)]))?;
-    let got = through(b, &nf, opts, datagrams, ports, pin);
+    let got = through(r, &nf);
     ends_via(b, None)?;
     got
 }
 
 /// [`rep`]'s figures through the running `nf` (pinned first if asked).
-fn through(
-    b: &Bump,
-    nf: &RunningNf,
-    opts: &NfOptions,
-    datagrams: &Arc<Vec<Vec<u8>>>,
-    ports: Option<&Ports>,
-    pin: Option<&Pinning>,
-) -> anyhow::Result<(Vec<f64>, Option<String>)> {
-    let cpus = pin.map(|p| nf.pin(&p.nf)).transpose()?;
+fn through(r: &Round, nf: &RunningNf) -> anyhow::Result<(Vec<f64>, Option<String>)> {
+    let (b, opts) = (r.b, r.opts);
+    let cpus = r.pin.map(|p| nf.pin(&p.nf)).transpose()?;
     let pid = nf.pid()?;
     let rss = match vtnt_measure::proc::rss_kib(pid) {
         0 => bail!("no resident memory for the NF's process {pid}"),
         kib => kib as f64,
     };
     let (cpu, t) = (vtnt_measure::proc::cpu_ns(pid), Instant::now());
-    let [pps, delivered] = measure(b, opts, datagrams)?;
+    let [pps, delivered] = measure(b, opts, r.datagrams)?;
     let ns = vtnt_measure::proc::cpu_ns(pid).saturating_sub(cpu);
     let cpu = 100.0 * ns as f64 / 1e9 / t.elapsed().as_secs_f64();
     let mut v = vec![nf.load_ms, rss, pps, delivered, cpu];
-    v.extend(drivers(b, opts, ports)?);
+    v.extend(drivers(b, opts, r.ports)?);
     Ok((v, cpus))
 }
 
-fn must(ns: &NetNs, program: &str, args: &[&str]) -> anyhow::Result<()> {
-    let out = ns.exec(program, args)?;
+/// Where a kernel baseline filters as a router: the NF namespace itself (natively), or
+/// the LXD container that holds its veths then (`--runtimes lxd`).
+enum Filter<'a> {
+    Netns(&'a NetNs),
+    Lxd(&'a fw_host::KernelBox),
+}
+
+impl Filter<'_> {
+    /// `program` to run where it filters, unstarted.
+    fn command(&self, program: &str) -> std::process::Command {
+        match self {
+            Filter::Netns(ns) => ns.command(program),
+            Filter::Lxd(k) => k.command(program),
+        }
+    }
+
+    /// What it is, in errors.
+    fn name(&self) -> &str {
+        match self {
+            Filter::Netns(ns) => ns.name(),
+            Filter::Lxd(_) => "the LXD container",
+        }
+    }
+
+    /// `ip ARGS` there: its standard output.
+    fn ip(&self, args: &[&str]) -> anyhow::Result<String> {
+        must(self, "ip", args)
+    }
+
+    fn sysctl(&self, key: &str, value: &str) -> anyhow::Result<()> {
+        must(self, "sysctl", &["-qw", &format!("{key}={value}")]).map(drop)
+    }
+}
+
+/// Runs `program ARGS` where `at` filters; its standard output, or an error with its
+/// standard error.
+fn must(at: &Filter, program: &str, args: &[&str]) -> anyhow::Result<String> {
+    let out = (at.command(program).args(args).output())
+        .with_context(|| format!("running {program} in {}", at.name()))?;
     if !out.status.success() {
         bail!(
             "{program} {} in {}: {}",
             args.join(" "),
-            ns.name(),
+            at.name(),
             String::from_utf8_lossy(&out.stderr).trim()
         );
     }
-    Ok(())
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
-/// Makes `addr` on `dev` in `ns` a permanent neighbour at `mac`.
-fn neigh(ns: &NetNs, addr: &str, mac: &str, dev: &str) -> anyhow::Result<()> {
+/// Makes `addr` on `dev` where `at` is a permanent neighbour at `mac`.
+fn neigh(at: &Filter, addr: &str, mac: &str, dev: &str) -> anyhow::Result<()> {
     let args = [
         "neigh",
         "replace",
@@ -591,30 +625,28 @@ fn neigh(ns: &NetNs, addr: &str, mac: &str, dev: &str) -> anyhow::Result<()> {
         "nud",
         "permanent",
     ];
-    ns.ip(&args)?;
-    Ok(())
+    at.ip(&args).map(drop)
 }
 
 /// The bump's ends: the sender's address (behind veth A) and the receiver's (behind B).
 const SENDER: Ipv4Addr = Ipv4Addr::new(100, 64, 5, 1);
 const RECEIVER: Ipv4Addr = Ipv4Addr::new(100, 64, 5, 2);
 
-/// The MAC address of `dev` in `ns`.
-fn mac(ns: &NetNs, dev: &str) -> anyhow::Result<String> {
-    let out = ns.ip(&["-o", "link", "show", dev])?;
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+/// The MAC address of `dev` where `at` is.
+fn mac(at: &Filter, dev: &str) -> anyhow::Result<String> {
+    let text = at.ip(&["-o", "link", "show", dev])?;
     let mut w = text.split_whitespace();
     w.find(|x| *x == "link/ether");
     w.next()
         .map(str::to_string)
-        .with_context(|| format!("no MAC for {dev} in {}", ns.name()))
+        .with_context(|| format!("no MAC for {dev} in {}", at.name()))
 }
 
 /// Points the ends' neighbour entries for each other at `via` (the MACs to which the
 /// sender's frames and the receiver's go: a router's two sides), or back at each other
 /// through the bridge (None).
 fn ends_via(b: &Bump, via: Option<[String; 2]>) -> anyhow::Result<()> {
-    let (s, r) = (&b.sender, &b.receiver);
+    let (s, r) = (&Filter::Netns(&b.sender), &Filter::Netns(&b.receiver));
     let [to_r, to_s] = match via {
         Some(v) => v,
         None => [mac(r, "r0")?, mac(s, "s0")?],
@@ -623,17 +655,18 @@ fn ends_via(b: &Bump, via: Option<[String; 2]>) -> anyhow::Result<()> {
     neigh(r, &SENDER.to_string(), &to_s, "r0")
 }
 
-/// Turns the NF namespace into a Linux router for the kernel baselines (`on`), or
-/// back into a bare wire: forwarding, host routes to both ends with their MACs as
-/// permanent neighbours (no ARP of its own), and the two ends' neighbour entries for
-/// each other pointing at the router instead of through the bridge.
-fn router(b: &Bump, on: bool) -> anyhow::Result<()> {
-    let (n, s) = (&b.nf, &b.sender);
+/// Turns the NF namespace (or the LXD container holding its veths: `n`) into a Linux
+/// router for the kernel baselines (`on`), or back into a bare wire: forwarding, host
+/// routes to both ends with their MACs as permanent neighbours (no ARP of its own), and
+/// the two ends' neighbour entries for each other pointing at the router instead of
+/// through the bridge.
+fn router(b: &Bump, n: &Filter, on: bool) -> anyhow::Result<()> {
     if on {
         for k in ["net.ipv4.ip_forward", "net.ipv4.conf.all.rp_filter"] {
             n.sysctl(k, if k.ends_with("forward") { "1" } else { "0" })?;
         }
-        let (s0, r0) = (mac(s, "s0")?, mac(&b.receiver, "r0")?);
+        let s0 = mac(&Filter::Netns(&b.sender), "s0")?;
+        let r0 = mac(&Filter::Netns(&b.receiver), "r0")?;
         for (addr, dev, m) in [(SENDER, "a0", &s0), (RECEIVER, "b0", &r0)] {
             n.ip(&["route", "replace", &format!("{addr}/32"), "dev", dev])?;
             neigh(n, &addr.to_string(), m, dev)?;
@@ -648,26 +681,16 @@ fn router(b: &Bump, on: bool) -> anyhow::Result<()> {
     }
 }
 
-/// One repetition of a kernel baseline in the NF namespace, as a router: its loader
+/// One repetition of a kernel baseline where `at` filters, as a router: its loader
 /// reads `file` on its stdin, its `clear` empties the filter after; [`rep`]'s columns
 /// (no memory or CPU: the kernel's work is softirq time no process owns).
-fn rep_kernel(
-    b: &Bump,
-    opts: &NfOptions,
-    base: &Baseline,
-    file: &Path,
-    datagrams: &Arc<Vec<Vec<u8>>>,
-    ports: Option<&Ports>,
-) -> anyhow::Result<Vec<f64>> {
+fn rep_kernel(r: &Round, at: &Filter, base: &Baseline, file: &Path) -> anyhow::Result<Vec<f64>> {
+    let (b, opts) = (r.b, r.opts);
     let load = base.filter.loader();
     let t = Instant::now();
     let input = std::fs::File::open(file)?;
-    let out =
-        b.nf.command(load[0])
-            .args(&load[1..])
-            .stdin(input)
-            .output()
-            .with_context(|| format!("running {}", load[0]))?;
+    let out = (at.command(load[0]).args(&load[1..]).stdin(input).output())
+        .with_context(|| format!("running {} in {}", load[0], at.name()))?;
     if !out.status.success() {
         bail!(
             "{} {}: {}",
@@ -677,9 +700,9 @@ fn rep_kernel(
         );
     }
     let load = t.elapsed().as_secs_f64() * 1e3;
-    let m = measure(b, opts, datagrams).and_then(|m| Ok((m, drivers(b, opts, ports)?)));
+    let m = measure(b, opts, r.datagrams).and_then(|m| Ok((m, drivers(b, opts, r.ports)?)));
     for c in base.clear {
-        must(&b.nf, c[0], &c[1..])?;
+        must(at, c[0], &c[1..])?;
     }
     let ([pps, delivered], d) = m?;
     let mut v = vec![load, f64::NAN, pps, delivered, f64::NAN];
@@ -728,26 +751,26 @@ fn baselines(opts: &NfOptions) -> Vec<Baseline> {
 }
 
 /// What one row measures: our NF in a runtime, a kernel baseline in the Debian VM, or
-/// one in the NF namespace (a router there: the host's netfilter, which is also the
-/// containers').
+/// one where [`Filter`] says: the NF namespace (None: the host's netfilter, which is
+/// also the containers') or the LXD container of an LXD host.
 enum Unit<'a> {
     Nf(&'a NfHost),
     KernelInVm(&'a NfHost, &'a Baseline),
-    Kernel(&'a Baseline),
+    Kernel(Option<&'a NfHost>, &'a Baseline),
 }
 
 impl Unit<'_> {
     fn nf(&self) -> &'static str {
         match self {
             Unit::Nf(_) => "vtnt",
-            Unit::KernelInVm(_, k) | Unit::Kernel(k) => k.name,
+            Unit::KernelInVm(_, k) | Unit::Kernel(_, k) => k.name,
         }
     }
 
-    fn runtime(&self) -> Runtime {
+    fn runtime(&self) -> NfPlace {
         match self {
-            Unit::Nf(h) | Unit::KernelInVm(h, _) => h.runtime(),
-            Unit::Kernel(_) => Runtime::Native,
+            Unit::Nf(h) | Unit::KernelInVm(h, _) | Unit::Kernel(Some(h), _) => h.runtime(),
+            Unit::Kernel(None, _) => NfPlace::Runtime(Runtime::Native),
         }
     }
 }
@@ -869,17 +892,31 @@ fn measure_sizes(
                     .with_context(|| format!("writing {}", nft_file.display()))?;
             }
             let datagrams = trace(rules, size, stateful, opts.seed, opts.flows)?;
-            // our NF in each runtime, the kernel baselines in the Debian VM, then in the
-            // NF namespace last (their rows prove the guests' bridges gone)
+            // our NF in each runtime, the kernel baselines in the Debian VM and in LXD,
+            // then in the NF namespace last (their rows prove the guests' bridges gone and
+            // LXD's veths back)
             let kernel = baselines(opts);
-            let in_vm = (hosts.iter().filter(|h| h.runtime() == Runtime::Vm))
-                .flat_map(|h| kernel.iter().map(move |k| Unit::KernelInVm(h, k)));
+            let on = |rt: NfPlace| {
+                let kernel = &kernel;
+                hosts
+                    .iter()
+                    .filter(move |h| h.runtime() == rt)
+                    .flat_map(move |h| kernel.iter().map(move |k| (h, k)))
+            };
             let units: Vec<Unit> = (hosts.iter().map(Unit::Nf))
-                .chain(in_vm)
-                .chain(kernel.iter().map(Unit::Kernel))
+                .chain(on(NfPlace::Runtime(Runtime::Vm)).map(|(h, k)| Unit::KernelInVm(h, k)))
+                .chain(on(NfPlace::Lxd).map(|(h, k)| Unit::Kernel(Some(h), k)))
+                .chain(kernel.iter().map(|k| Unit::Kernel(None, k)))
                 .collect();
             let mut m = vec![vec![Vec::new(); 5 + DRIVERS]; units.len()];
             let mut nf_cpus = vec![None; units.len()];
+            let round = Round {
+                b: &b,
+                opts,
+                datagrams: &datagrams,
+                ports: ports.as_ref(),
+                pin,
+            };
             for _ in 0..opts.reps {
                 if (opts.interrupted)() {
                     let _ = std::fs::remove_file(&file);
@@ -887,18 +924,21 @@ fn measure_sizes(
                     bail!("interrupted at {size} rules: namespaces and rule files removed");
                 }
                 for ((unit, m), cpus) in units.iter().zip(&mut m).zip(&mut nf_cpus) {
-                    let ports = ports.as_ref();
                     let (got, pinned) = match unit {
-                        Unit::Nf(host) => rep(&b, host, opts, &file, &datagrams, ports, pin)?,
+                        Unit::Nf(host) => rep(&round, host, &file)?,
                         Unit::KernelInVm(host, k) => {
                             let f = k.file(&file, &nft_file);
-                            rep_in_vm(&b, host, k.filter, opts, f, &datagrams, ports, pin)?
+                            rep_in_vm(&round, host, k.filter, f)?
                         }
-                        Unit::Kernel(k) => {
-                            router(&b, true)?;
+                        Unit::Kernel(host, k) => {
+                            // LXD's container holds the veths until it is dropped, after
+                            // the run
+                            let lxd = host.map(|h| h.kernel_box()).transpose()?.flatten();
+                            let at = lxd.as_ref().map_or(Filter::Netns(&b.nf), Filter::Lxd);
+                            router(&b, &at, true)?;
                             let f = k.file(&file, &nft_file);
-                            let r = rep_kernel(&b, opts, k, f, &datagrams, ports);
-                            router(&b, false)?;
+                            let r = rep_kernel(&round, &at, k, f);
+                            router(&b, &at, false)?;
                             (r?, None)
                         }
                     };

@@ -22,6 +22,7 @@ pub mod accuracy;
 pub mod drive;
 pub mod fw;
 pub mod fw_host;
+pub mod fw_lxd;
 pub mod fw_nf;
 pub mod fw_rr;
 pub mod fw_scale;

@@ -36,6 +36,7 @@
 
 use std::process::ExitCode;
 
+use vtnt_bench::fw_host::NfPlace;
 use vtnt_job::say;
 
 /// The campaign `vtnt bench store` and `vtnt bench serve` build their store from.
@@ -162,9 +163,11 @@ pub enum BenchCommand {
         /// docker, docker-scratch (the static vtnt in a container whose network is that
         /// namespace), spt, microvm (the unikernel's NF on TAP devices bridged to the
         /// namespace's veths), vm (the static vtnt in the Debian VM, its NICs on such
-        /// TAPs; the kernel baselines then also run in that VM, its kernel the router).
-        #[arg(long, value_enum, value_delimiter = ',', default_value = "native")]
-        runtimes: Vec<vtnt_runtimes::Runtime>,
+        /// TAPs; the kernel baselines then also run in that VM, its kernel the router),
+        /// lxd (the static vtnt in an LXD container whose NICs are the veths; the kernel
+        /// baselines then also run in an LXD container).
+        #[arg(long, value_delimiter = ',', default_value = "native")]
+        runtimes: Vec<NfPlace>,
         /// iperf3 TCP then UDP, sockperf TCP then UDP, hping3 beside ping, then the
         /// connection rate through each filter, this many seconds each (0: none).
         #[arg(long, default_value_t = 5)]
@@ -488,7 +491,7 @@ pub fn run(cmd: BenchCommand) -> anyhow::Result<ExitCode> {
             // Ctrl-C ends the run at its next repetition, its namespaces and files removed
             vtnt_measure::stop::stop_on(crate::interrupt::catch()?);
             let dir = std::env::temp_dir().join(format!("vtnt-bench-fw-{}", std::process::id()));
-            let vtnt = nf_binary(&runtimes)?;
+            let vtnt = nf_binary(runtimes.iter().any(|r| r.static_vtnt()))?;
             let opts = vtnt_bench::fw_nf::NfOptions {
                 sizes: rules,
                 stateful: modes.iter().map(|m| *m == FwMode::Stateful).collect(),
@@ -554,7 +557,7 @@ pub fn run(cmd: BenchCommand) -> anyhow::Result<ExitCode> {
                 flows,
                 packets,
                 seed,
-                vtnt: nf_binary(&runtimes)?,
+                vtnt: nf_binary(runtimes.iter().any(|&r| NfPlace::from(r).static_vtnt()))?,
                 runtimes,
                 dir: dir.clone(),
                 interrupted: vtnt_measure::stop::interrupted,
@@ -901,15 +904,10 @@ fn fw_figures(rows: &[vtnt_evaluation::fw::Row], dir: &std::path::Path) -> anyho
 
 /// Prints a benchmark's report with its provenance (machine, tools, commit, command):
 /// JSON as `{"provenance": ..., "report": ...}`, markdown under a provenance list.
-/// The `vtnt` that runs `vtnt bench fw`'s native NF: with a container row, the
-/// containers' static vtnt, so that every row runs the same binary; else this one.
-fn nf_binary(runtimes: &[vtnt_runtimes::Runtime]) -> anyhow::Result<std::path::PathBuf> {
-    let containers = runtimes.iter().any(|r| {
-        matches!(
-            r.entry().driver,
-            vtnt_runtimes::Driver::Runc | vtnt_runtimes::Driver::Docker(_)
-        )
-    });
+/// The `vtnt` that runs `vtnt bench fw`'s native NF: with a container row
+/// (`containers`), the containers' static vtnt, so that every row runs the same binary;
+/// else this one.
+fn nf_binary(containers: bool) -> anyhow::Result<std::path::PathBuf> {
     match vtnt_runtimes::paths::static_vtnt() {
         Ok(p) if containers => Ok(p),
         _ => std::env::current_exe().map_err(|e| anyhow::anyhow!("finding the vtnt binary: {e}")),
