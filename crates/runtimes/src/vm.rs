@@ -602,8 +602,7 @@ pub fn start_nf(
         args.extend(["--max-conns".into(), n.to_string()]);
     }
     args.extend(taps.map(String::from));
-    let memory = nf_memory_mib(file_len(rules)?);
-    boot_filter(box_dir, taps, netns, rules, memory, "fw", &args)
+    boot_filter(box_dir, taps, netns, rules, nf_memory_mib, "fw", &args)
 }
 
 /// A kernel filter the Debian VM forwards through ([`start_router`]): how its rule file is
@@ -658,24 +657,26 @@ pub fn start_router(
     }
     args.push(TARGETS_DISK.into());
     args.extend(filter.loader().iter().map(|w| w.to_string()));
-    let memory = router_memory_mib(file_len(rules)?);
-    boot_filter(box_dir, taps, netns, rules, memory, "router", &args)
-}
-
-fn file_len(path: &Path) -> Result<u64> {
-    Ok(std::fs::metadata(path)
-        .doing(|| format!("reading {}", path.display()))?
-        .len())
+    boot_filter(
+        box_dir,
+        taps,
+        netns,
+        rules,
+        router_memory_mib,
+        "router",
+        &args,
+    )
 }
 
 /// Boots the box as a filter between `taps` (the job script's `vtnt.MODE=` with `args`,
-/// one word a line), `rules` its second disk, `memory` MiB, QEMU in `netns`.
+/// one word a line), `rules` its second disk, `memory` the guest's MiB for the file's
+/// size in bytes, QEMU in `netns`.
 fn boot_filter(
     box_dir: &Path,
     taps: [&str; 2],
     netns: Option<&str>,
     rules: &Path,
-    memory: u32,
+    memory: fn(u64) -> u32,
     mode: &str,
     args: &[String],
 ) -> Result<Supervised> {
@@ -691,6 +692,7 @@ fn boot_filter(
         ));
     }
     let mut bytes = std::fs::read(rules).doing(|| format!("reading {}", rules.display()))?;
+    let memory = memory(bytes.len() as u64);
     bytes.resize(bytes.len().div_ceil(512).max(1) * 512, b'\n');
     // a new file: a VM before this one keeps what it has open
     let disk = box_dir.join("nf-rules");
