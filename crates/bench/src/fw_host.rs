@@ -33,8 +33,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
-use nix::sched::{sched_setaffinity, CpuSet};
-use nix::unistd::Pid;
+use nix::sched::CpuSet;
 use vtnt_artifacts::Artifact;
 use vtnt_measure::cgroup::Cgroup;
 use vtnt_measure::proc::{kill_pid, Supervised};
@@ -636,21 +635,7 @@ impl RunningNf {
             (None, Some(child)) => vtnt_measure::proc::tree(child.pid()),
             (None, None) => vtnt_measure::proc::tree(self.pid()?),
         };
-        for p in procs {
-            let Ok(tasks) = std::fs::read_dir(format!("/proc/{p}/task")) else {
-                continue;
-            };
-            for t in tasks.flatten() {
-                let Some(tid) = t.file_name().to_str().and_then(|s| s.parse().ok()) else {
-                    continue;
-                };
-                match sched_setaffinity(Pid::from_raw(tid), cpus) {
-                    // a thread that ended meanwhile
-                    Ok(()) | Err(nix::errno::Errno::ESRCH) => {}
-                    Err(e) => return Err(e).context(format!("pinning the NF's thread {tid}")),
-                }
-            }
-        }
+        vtnt_measure::cpus::pin_tasks(procs, cpus).context("pinning the NF")?;
         let pid = self.pid()?;
         let status = std::fs::read_to_string(format!("/proc/{pid}/status"))
             .with_context(|| format!("reading the NF's /proc/{pid}/status"))?;

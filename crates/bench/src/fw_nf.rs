@@ -42,7 +42,7 @@
 //! classifier (they reach the policy), stateful ones only the first of each stream, the
 //! rest by the state rule.
 //!
-//! With [`NfOptions::pin`] ([`Pinning`]), the NF runs on the last CPU and the bench with
+//! With [`NfOptions::pin`] ([`Split`]), the NF runs on the last CPU and the bench with
 //! everything it starts on the others; each row says whether it was pinned and our NF's
 //! CPUs as the kernel listed them. The figures are `vtnt-evaluation`'s (`fw`), drawn
 //! from these rows' JSON.
@@ -58,11 +58,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
-use nix::sched::{sched_getaffinity, sched_setaffinity, CpuSet};
-use nix::unistd::Pid;
 use serde::Serialize;
 use vtnt_fw::gen::{self, Family, RuleSpec, TraceSpec};
 use vtnt_fw::{print, Action, Classifier, CtState, Hook, IfId, Options, Packet, Ruleset};
+use vtnt_measure::cpus::Split;
 use vtnt_netns::{Bump, NetNs};
 
 use crate::fw_host::{self, NfHost, NfPlace, RunningNf};
@@ -100,7 +99,7 @@ pub struct NfOptions {
     /// Also measure nftables with sets there, the same rules.
     pub nftables: bool,
     /// The NF on the last CPU this process may use, the bench (its sender, receiver,
-    /// drivers and their servers) on the others ([`Pinning`]).
+    /// drivers and their servers) on the others ([`Split`]).
     pub pin: bool,
     /// Asked between repetitions: true ends the sweep with an error, its namespaces,
     /// processes and files removed (the command line's SIGINT/SIGTERM flag).
@@ -140,57 +139,12 @@ pub struct NfRow {
     /// The accelerator: "none" (this host's kernel), "none (container)", "none (LXD
     /// container)", the VMs' accelerator and VMM.
     pub accelerator: &'static str,
-    /// Whether it ran with `--pin` ([`Pinning`]).
+    /// Whether it ran with `--pin` ([`Split`]).
     pub pinned: bool,
     /// Our NF's CPUs as the kernel listed them (`Cpus_allowed_list`) once pinned, in
     /// its last repetition; `None` unpinned and for the kernel baselines, whose work is
     /// softirq time on the sender's CPUs.
     pub nf_cpus: Option<String>,
-}
-
-/// `--pin`'s CPUs: the NF on the last CPU this process may use, everything else on the
-/// others (2 CPUs: NF on 1, the rest on 0).
-#[derive(Debug, Clone)]
-pub struct Pinning {
-    nf: CpuSet,
-    rest: CpuSet,
-    /// This thread's CPUs before.
-    before: CpuSet,
-}
-
-impl Pinning {
-    /// Splits this thread's CPUs; at least two are needed.
-    pub fn new() -> anyhow::Result<Pinning> {
-        let mine = sched_getaffinity(Pid::from_raw(0)).context("reading this thread's CPUs")?;
-        let cpus: Vec<usize> = (0..CpuSet::count())
-            .filter(|&c| mine.is_set(c).unwrap_or(false))
-            .collect();
-        let Some((&last, rest)) = cpus.split_last().filter(|(_, r)| !r.is_empty()) else {
-            bail!("--pin needs 2 CPUs at least; this process may use {cpus:?}");
-        };
-        let mut p = Pinning {
-            nf: CpuSet::new(),
-            rest: CpuSet::new(),
-            before: mine,
-        };
-        p.nf.set(last)?;
-        for &c in rest {
-            p.rest.set(c)?;
-        }
-        Ok(p)
-    }
-
-    /// Puts this thread on the others' CPUs: the threads and processes it starts from
-    /// now on inherit them (the sender, the counters, iperf3, sockperf, hping3, ping,
-    /// the servers in the receiver's namespace, a Docker engine).
-    fn enter(&self) -> anyhow::Result<()> {
-        sched_setaffinity(Pid::from_raw(0), &self.rest).context("pinning the bench")
-    }
-
-    /// Gives this thread back the CPUs it had.
-    fn leave(&self) {
-        let _ = sched_setaffinity(Pid::from_raw(0), &self.before);
-    }
 }
 
 /// What [`drivers`] measured, over the repetitions: (mean, sample sd) each.
@@ -514,7 +468,7 @@ struct Round<'a> {
     opts: &'a NfOptions,
     datagrams: &'a Arc<Vec<Vec<u8>>>,
     ports: Option<&'a Ports>,
-    pin: Option<&'a Pinning>,
+    pin: Option<&'a Split>,
 }
 
 /// One repetition of our NF: load ms, RSS KiB, pps, delivered share, CPU %, then
@@ -547,7 +501,7 @@ fn rep_in_vm(
 /// [`rep`]'s figures through the running `nf` (pinned first if asked).
 fn through(r: &Round, nf: &RunningNf) -> anyhow::Result<(Vec<f64>, Option<String>)> {
     let (b, opts) = (r.b, r.opts);
-    let cpus = r.pin.map(|p| nf.pin(&p.nf)).transpose()?;
+    let cpus = r.pin.map(|p| nf.pin(p.alone())).transpose()?;
     let pid = nf.pid()?;
     let rss = match vtnt_measure::proc::rss_kib(pid) {
         0 => bail!("no resident memory for the NF's process {pid}"),
@@ -839,9 +793,9 @@ pub fn sweep(opts: &NfOptions, mut each: impl FnMut(&NfRow)) -> anyhow::Result<V
             bail!("vtnt bench fw --runtimes {}: missing {what}", rt.name());
         }
     }
-    let pin = opts.pin.then(Pinning::new).transpose()?;
+    let pin = opts.pin.then(Split::new).transpose().context("--pin")?;
     if let Some(p) = &pin {
-        p.enter()?;
+        p.enter_rest().context("--pin: pinning the bench")?;
     }
     let rows = measure_sizes(opts, pin.as_ref(), &mut each);
     // this thread's CPUs as they were (the provenance counts them)
@@ -854,7 +808,7 @@ pub fn sweep(opts: &NfOptions, mut each: impl FnMut(&NfRow)) -> anyhow::Result<V
 /// [`sweep`]'s measurements, its options checked and this thread pinned if asked.
 fn measure_sizes(
     opts: &NfOptions,
-    pin: Option<&Pinning>,
+    pin: Option<&Split>,
     each: &mut impl FnMut(&NfRow),
 ) -> anyhow::Result<Vec<NfRow>> {
     std::fs::create_dir_all(&opts.dir)

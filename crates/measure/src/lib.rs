@@ -11,6 +11,8 @@
 //!   for an RCU grace period) switched on for a measurement and restored after.
 //! - [`provenance`]: the machine, tool versions, commit and command a measurement ran
 //!   with, for every report.
+//! - [`cpus`]: the CPUs split between a part of a measurement that runs alone and the
+//!   rest, and every thread of some processes pinned.
 //! - [`stop`]: the flag a signal sets to end a long measurement at its next step, so its
 //!   guards are dropped rather than left behind.
 //!
@@ -22,12 +24,13 @@
 //! Errors are [`Error`] ([`error`]): typed, so that callers can tell a missing file, a
 //! host without cgroup v1 or KSM, a timeout and an interruption apart.
 //!
-//! What it may import: std, libc, thiserror and serde only; no other vTNT crate. Inside,
+//! What it may import: std, libc, nix, thiserror and serde only; no other vTNT crate. Inside,
 //! `cgroup` uses `proc` (to kill what is left in a group); `proc` uses `stop` (a
-//! wait ends when the run is interrupted); `ksm`, `dynmods`, `provenance` and `stop` use no
-//! other module.
+//! wait ends when the run is interrupted); `ksm`, `dynmods`, `provenance`, `cpus` and `stop`
+//! use no other module.
 
 pub mod cgroup;
+pub mod cpus;
 pub mod error;
 // mount(2), to remount the cgroup2 hierarchy (its SAFETY note).
 #[allow(unsafe_code)]
