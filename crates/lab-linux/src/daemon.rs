@@ -151,6 +151,9 @@ pub fn serve(o: &ServeOptions) -> Result<(), Error> {
         "lab serving"
     );
 
+    if let Err(e) = sys::precise_timers() {
+        tracing::warn!(error = %e, "timer slack stays at the kernel's default: delays may run up to 50 us long");
+    }
     let start = Wall::now();
     let now = || Instant::from_micros(start.elapsed().as_micros() as u64);
     let mut buf = vec![0u8; 65536];
