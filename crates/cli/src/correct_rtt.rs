@@ -1,4 +1,5 @@
-//! `vtnt run --correct-rtt`: the runtime's RTTs without the virtualisation's share
+//! `vtnt run`'s RTT correction (on by default but for native; `--correct-rtt` forces it,
+//! `--no-correct-rtt` turns it off): the runtime's RTTs without the virtualisation's share
 //! (vtnt-mace, docs/rtt-correction.md). Where the runtime's packets cross a device we
 //! reach (runc and Docker containers share the lab's namespace and send through its TUN),
 //! a capture there ([`vtnt_linux::host_stamps`]) stamps every probe and reply, and each
@@ -33,6 +34,45 @@ pub enum Plan {
     },
     /// No correction, for this reason.
     Not(String),
+}
+
+/// `vtnt run`'s choice: `--correct-rtt`, `--no-correct-rtt`, or neither.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// The default: every runtime but native is corrected where its host side is
+    /// captured, or its records say why not; native's JSON stays scamper's own, and so
+    /// does a held job's (its capture would grow for as long as it holds).
+    Auto,
+    /// Every runtime, native and held jobs included; a capture that cannot start is an
+    /// error.
+    On,
+    Off,
+}
+
+/// What `vtnt run` does about correction in `mode`: the plan its records are annotated
+/// by (`None`: left as they are) and the capture running for it, started here.
+pub fn prepare(
+    mode: Mode,
+    runtime: Runtime,
+    net: &Network,
+    held: bool,
+) -> anyhow::Result<(Option<Plan>, Option<Capture>)> {
+    let auto = match mode {
+        Mode::Off => return Ok((None, None)),
+        Mode::Auto if runtime == Runtime::Native || held => return Ok((None, None)),
+        Mode::Auto => true,
+        Mode::On => false,
+    };
+    let plan = plan(runtime, net);
+    match Capture::start(&plan) {
+        Ok(capture) => Ok((Some(plan), capture)),
+        Err(e) if auto => {
+            let why = format!("{e:#}");
+            vtnt_job::say!("vtnt run: RTTs not corrected: {why}");
+            Ok((Some(Plan::Not(why)), None))
+        }
+        Err(e) => Err(e),
+    }
 }
 
 /// This process's own network namespace (a VM front listens there).
@@ -311,6 +351,32 @@ mod tests {
     use vtnt_mace::{pair, Dir, Event};
     use vtnt_wire::build::{self, Echo, Ip};
     use vtnt_wire::icmp_type;
+
+    #[test]
+    fn by_default_every_runtime_but_native_and_held_jobs_is_corrected_or_says_why() {
+        let lab = Network::Lab("vtnt-nosuch-lab".into());
+        let none =
+            |r: anyhow::Result<(Option<Plan>, Option<Capture>)>| matches!(r, Ok((None, None)));
+        // nothing to remove natively; a held job's capture would grow without end
+        assert!(none(prepare(Mode::Auto, Runtime::Native, &lab, false)));
+        assert!(none(prepare(Mode::Auto, Runtime::Runc, &lab, true)));
+        assert!(none(prepare(Mode::Off, Runtime::Runc, &lab, false)));
+        // a runtime on a network whose host side is not captured: the reason, no capture
+        let r = prepare(Mode::Auto, Runtime::Spt, &Network::Host, false).unwrap();
+        assert!(
+            matches!(&r, (Some(Plan::Not(why)), None) if why.starts_with("spt: ")),
+            "{:?}",
+            r.0.map(|p| matches!(p, Plan::Not(_)))
+        );
+        // asked for, native says why
+        let r = prepare(Mode::On, Runtime::Native, &lab, false).unwrap();
+        assert!(matches!(&r, (Some(Plan::Not(why)), None) if why.starts_with("native: ")));
+        // a lab that is not up: by default the records say so; asked for, the run fails
+        match prepare(Mode::Auto, Runtime::Microvm, &lab, false) {
+            Ok((Some(Plan::Not(why)), None)) => assert!(why.contains("nosuch"), "{why}"),
+            _ => panic!("a lab that is not up"),
+        }
+    }
 
     #[test]
     fn vms_are_captured_on_their_tap_and_not_on_the_host_network() {

@@ -11,6 +11,8 @@ use std::time::Duration;
 
 use anyhow::Context;
 use vtnt_job::{say, Format, Vantage};
+
+use crate::correct_rtt::Mode;
 use vtnt_runtimes::net::Network;
 use vtnt_runtimes::{BuildOptions, RunOptions, Runtime};
 use vtnt_unikernel::launch::Vmm;
@@ -68,12 +70,18 @@ pub struct RunArgs {
     /// of taking a static lab slot.
     #[arg(long)]
     pub dhcp: bool,
-    /// Correct the job's RTTs for the runtime's own latency (docs/rtt-correction.md): each
-    /// ping and trace record gets `rtt_correction`, with every ICMP echo reply's
-    /// `rtt_corrected` and `rtt_overhead` (ms) beside its `rtt` (the runtime's, unchanged)
-    /// where the runtime's device is captured (runc, docker on a lab), else the reason not.
-    #[arg(long)]
+    /// RTT correction for the runtime's own latency (docs/rtt-correction.md), on by
+    /// default for every runtime but native: each ping and trace record gets
+    /// `rtt_correction`, every ICMP echo reply's and trace hop's `rtt_corrected` and
+    /// `rtt_overhead` (ms) beside its `rtt` (the runtime's, unchanged) where the runtime's
+    /// host side is captured (containers, VMs, microVMs and spt on a lab, VMs on a TAP),
+    /// else the reason not. `--correct-rtt` also annotates native and held jobs, and
+    /// fails if the capture cannot start.
+    #[arg(long, conflicts_with = "no_correct_rtt")]
     pub correct_rtt: bool,
+    /// No RTT correction: the runtime's JSON exactly as its tool printed it.
+    #[arg(long)]
+    pub no_correct_rtt: bool,
     /// The job: `vtnt` words, after `--` (e.g. `-- trace -P icmp-paris 203.0.113.10`).
     #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
     pub job: Vec<String>,
@@ -143,13 +151,13 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     if let Some(p) = &job.output {
         crate::output::check_destination(p)?;
     }
-    let correction = args
-        .correct_rtt
-        .then(|| crate::correct_rtt::plan(args.runtime, &net));
-    let capture = match &correction {
-        Some(plan) => crate::correct_rtt::Capture::start(plan)?,
-        None => None,
+    let mode = match (args.correct_rtt, args.no_correct_rtt) {
+        (true, _) => Mode::On,
+        (_, true) => Mode::Off,
+        _ => Mode::Auto,
     };
+    let held = args.hold > 0 || args.every > 0;
+    let (correction, capture) = crate::correct_rtt::prepare(mode, args.runtime, &net, held)?;
     let opts = RunOptions {
         net,
         bandwidth_bps: args.bandwidth_mbps * 1_000_000,

@@ -1,11 +1,12 @@
-//! `vtnt run --correct-rtt` end to end on a lab of the test's own: a runc container's
+//! `vtnt run`'s RTT correction (on by default) end to end on a lab of the test's own: a runc container's
 //! ICMP echo replies get `rtt_corrected` and `rtt_overhead` from the capture on the lab's
 //! TUN, beside their unchanged `rtt`, one per reply, by sequence number (40 replies at
 //! 20 ms: more than a capture read only at the end keeps, its ring's 64 blocks each
 //! closed 5 ms after its first packet), and a trace's hops by TTL and attempt; the
 //! unikernel as an spt process, whose frames cross the lab's VM front as UDP datagrams on
-//! loopback, the same from a capture there; native says no correction is needed instead
-//! of a number. Needs root, runc, cgroup v1 and the installed static vtnt and unikernel;
+//! loopback, the same from a capture there; native's JSON is left as scamper's by
+//! default and, with `--correct-rtt`, says no correction is needed instead of a number;
+//! `--no-correct-rtt` leaves a runtime's as its tool printed it. Needs root, runc, cgroup v1 and the installed static vtnt and unikernel;
 //! skipped through vtnt-testkit otherwise.
 
 mod lab_common;
@@ -15,24 +16,16 @@ use serde_json::Value;
 
 const TEST: &str = "correct_rtt";
 
-/// The ping record of `vtnt run --runtime RUNTIME --correct-rtt` on `lab`.
-fn ping(lab: &Lab, runtime: &str) -> Value {
-    record(lab, runtime, "ping", &["-c", "40", "-i", "0.02"])
+/// The ping record of `vtnt run --runtime RUNTIME FLAGS...` on `lab`.
+fn ping(lab: &Lab, runtime: &str, flags: &[&str]) -> Value {
+    record(lab, runtime, flags, "ping", &["-c", "40", "-i", "0.02"])
 }
 
-/// The `kind` record of `vtnt run --runtime RUNTIME --correct-rtt -- KIND ARGS...` on
-/// `lab`, to the lab's explicit-tunnel destination.
-fn record(lab: &Lab, runtime: &str, kind: &str, args: &[&str]) -> Value {
-    let head = [
-        "run",
-        "--runtime",
-        runtime,
-        "--lab",
-        &lab.name,
-        "--correct-rtt",
-        "--",
-        kind,
-    ];
+/// The `kind` record of `vtnt run --runtime RUNTIME FLAGS... -- KIND ARGS...` on `lab`,
+/// to the lab's explicit-tunnel destination.
+fn record(lab: &Lab, runtime: &str, flags: &[&str], kind: &str, args: &[&str]) -> Value {
+    let head = ["run", "--runtime", runtime, "--lab", &lab.name];
+    let head = [&head[..], flags, &["--", kind]].concat();
     let out = vtnt(&[&head[..], args, &["-O", "json", "203.0.113.10"]].concat());
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
@@ -71,7 +64,8 @@ fn runc_replies_get_corrected_rtts_beside_the_raw_ones_and_native_says_none_is_n
             format!("the VM front of `{}` (UDP port {port} on lo)", lab.name),
         ),
     ] {
-        let record = ping(&lab, runtime);
+        // on by default
+        let record = ping(&lab, runtime, &[]);
         let replies = record["responses"].as_array().unwrap();
         assert_eq!(replies.len(), 40, "{record}");
         let c = &record["rtt_correction"];
@@ -94,7 +88,7 @@ fn runc_replies_get_corrected_rtts_beside_the_raw_ones_and_native_says_none_is_n
     }
 
     // a trace's hops, each by its TTL and attempt (time exceeded paired by their quote)
-    let runc = record(&lab, "runc", "trace", &["-q", "2"]);
+    let runc = record(&lab, "runc", &[], "trace", &["-q", "2"]);
     let hops = runc["hops"].as_array().unwrap();
     let c = &runc["rtt_correction"]["hops"];
     assert_eq!(c.as_array().map(Vec::len), Some(hops.len()), "{runc}");
@@ -111,8 +105,14 @@ fn runc_replies_get_corrected_rtts_beside_the_raw_ones_and_native_says_none_is_n
         assert!(wire > 0.0 && overhead.abs() < 1.0, "{h} {k}");
     }
 
-    let native = ping(&lab, "native");
+    // native's JSON is scamper's own unless asked; asked, it says why nothing is corrected
+    let native = ping(&lab, "native", &[]);
+    assert!(native.get("rtt_correction").is_none(), "{native}");
+    let native = ping(&lab, "native", &["--correct-rtt"]);
     let why = native["rtt_correction"]["not_corrected"].as_str().unwrap();
     assert!(why.starts_with("native: "), "{native}");
     assert!(native["responses"][0]["rtt"].is_number(), "{native}");
+    // and a runtime's is left as its tool printed it when told
+    let runc = ping(&lab, "runc", &["--no-correct-rtt"]);
+    assert!(runc.get("rtt_correction").is_none(), "{runc}");
 }
