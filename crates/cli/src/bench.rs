@@ -19,7 +19,7 @@
 //! - `micro`: seed 001's micro-benchmarks (boot + shutdown, fib, a "system call", a
 //!   function call, the clock's gap, image size, peak memory) for every runtime.
 //! - `net`: seed 004's TCP/UDP stream throughput into every runtime's endpoint.
-//! - `rtt`: seed 003's RTT correction: pings through the lab from every runtime, raw and
+//! - `rtt`: seed 003's RTT correction: pings and traces through the lab from every runtime, raw and
 //!   corrected, at background loads, against the configured delays and native.
 //!
 //! - `fleet`: seed 000's controller experiment (Figs. 10, 11) over five emulated sites.
@@ -129,13 +129,14 @@ pub enum BenchCommand {
     /// sizes, normalised to native in the same run, with the endpoint's CPU per gigabit;
     /// writes report.md, report.json and fig*.png to --out. Needs root and iperf3.
     Net(vtnt_evaluation::BenchNetArgs),
-    /// Seed 003's RTT correction (docs/rtt-correction.md): the same ICMP echo pings
-    /// through a lab of its own from native and each runtime, with `--correct-rtt` and
-    /// without, at background loads (UDP through the lab's TUN): first the noise floor
-    /// (native against the configured delays and a lab-side kernel-stamped capture), then
-    /// per runtime and load the mean and p99 of (raw - native) and (corrected - native),
-    /// and the perturbation (correction on against off); a runtime not corrected says
-    /// why. Needs root, and runc or Docker for their rows.
+    /// Seed 003's RTT correction (docs/rtt-correction.md): the same ICMP echo pings and
+    /// traces through a lab of its own from native and each runtime, corrected and not,
+    /// at background loads (UDP through the lab's TUN and iperf3 on the loopback), the
+    /// lab's daemon on a CPU of its own: first the noise floor (native against the
+    /// configured delays and a lab-side kernel-stamped capture), then per runtime, kind
+    /// and load the mean and p99 of (raw - native) and (corrected - native), native run
+    /// just before, and the perturbation (correction on against off); a runtime not
+    /// corrected says why. Needs root and iperf3, and runc or Docker for their rows.
     Rtt(vtnt_evaluation::BenchRttArgs),
     /// The firewall network function (`vtnt fw run`) between a sender and a receiver in
     /// namespaces, at each rule count, stateless and stateful: rule load time, RSS, the

@@ -267,6 +267,21 @@ fn trace(record: &Map<String, Value>, pairing: &Pairing, at: &str) -> Value {
     else {
         return json!({ "not_corrected": "the record names no destination" });
     };
+    // A UDP or TCP trace keeps its source port on every probe (scamper's `sport`): the
+    // host's probes of another trace to the same destination (another container in the
+    // namespace, another guest behind the front) are no hop of this one. An ICMP trace's
+    // identifier is not in the JSON: its hops are told apart by TTL and attempt only.
+    let sport = record
+        .get("sport")
+        .and_then(Value::as_u64)
+        .filter(|&p| p > 0);
+    let of_flow = |k: Key| match (k.ident, sport) {
+        (Ident::Udp { sport: s, .. } | Ident::Tcp { sport: s, .. }, Some(want)) => {
+            u64::from(s) == want
+        }
+        (Ident::Icmp { .. }, Some(_)) => false,
+        _ => true,
+    };
     let hops = record.get("hops").and_then(Value::as_array);
     let hops: Vec<Value> = hops
         .into_iter()
@@ -282,7 +297,7 @@ fn trace(record: &Map<String, Value>, pairing: &Pairing, at: &str) -> Value {
                 .probes
                 .iter()
                 .map(|p| p.probe)
-                .filter(|p| p.key.target == dst && u64::from(p.ttl) == ttl)
+                .filter(|p| p.key.target == dst && u64::from(p.ttl) == ttl && of_flow(p.key))
                 .nth(id.saturating_sub(1) as usize)
                 .map(|p| p.key)
                 .ok_or("not seen on the host side");
@@ -557,6 +572,16 @@ mod tests {
                 {"probe_ttl": 3, "probe_id": 1, "not_corrected": "not seen on the host side"},
             ])
         );
+        // a UDP trace (its source port in the record) to the same destination: the
+        // host's ICMP probes are another trace's, none of its hops
+        let udp = trace.replace(
+            r#""dst":"192.0.2.9","#,
+            r#""dst":"192.0.2.9", "sport":33000, "dport":33435,"#,
+        );
+        let out: Value = serde_json::from_str(&annotate(&udp, &Ok((&pairing, "x")))).unwrap();
+        for h in out["rtt_correction"]["hops"].as_array().unwrap() {
+            assert_eq!(h["not_corrected"], "not seen on the host side", "{h}");
+        }
         // two traces to one destination: told apart by nothing in the JSON
         let two = format!("{trace}\n{trace}\n");
         let out = annotate(&two, &Ok((&pairing, "x")));

@@ -10,8 +10,8 @@
 //! against an endpoint in each runtime, its own report and figures ([`net::report`],
 //! drawn with [`plot`]).
 //!
-//! [`rtt::bench_rtt`] is seed 003's RTT-correction study (`vtnt bench rtt`): pings from
-//! native and every runtime through the lab, raw and corrected, at background loads,
+//! [`rtt::bench_rtt`] is seed 003's RTT-correction study (`vtnt bench rtt`): pings and
+//! traces from native and every runtime through the lab, raw and corrected, at background loads,
 //! against the lab's configured delays and native ([`rtt::report`]).
 //!
 //! [`fw`] draws `vtnt bench fw`'s figures (seed 002's Figs. 3-12) as SVGs from its

@@ -1,8 +1,12 @@
-//! `vtnt bench rtt`'s background load: a paced stream of UDP datagrams sent from a
-//! thread of its own in the lab's namespace to a lab address, so that they cross the
-//! same devices as the pings (the lab's TUN and its daemon) and come back as the lab's
-//! port unreachables. iperf3 cannot be the load here: nothing in the emulated lab runs an
-//! iperf3 server, and iperf3's client needs one (its control connection).
+//! `vtnt bench rtt`'s background load, two streams of UDP datagrams at one rate, one
+//! through each kind of device a runtime's probes cross:
+//! - a paced stream sent from a thread of its own in the lab's namespace to a lab
+//!   address: it crosses the lab's TUN and its daemon, as native's and the containers'
+//!   pings do, and comes back as the lab's port unreachables (iperf3 cannot be this one:
+//!   nothing in the emulated lab runs an iperf3 server, and iperf3's client needs one);
+//! - iperf3 (`-u`, the same rate and size) between a client and a server on the host's
+//!   loopback, the device every VM's, microVM's and spt guest's frames cross to the lab's
+//!   VM front as UDP datagrams.
 
 use std::net::{Ipv4Addr, SocketAddr, UdpSocket};
 use std::path::Path;
@@ -11,8 +15,11 @@ use std::sync::{mpsc, Arc};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use std::process::Command;
+
 use anyhow::{anyhow, Context};
 use nix::sched::{setns, CloneFlags};
+use vtnt_measure::proc::Supervised;
 
 /// The stream's destination port (the lab answers port unreachable).
 const PORT: u16 = 9;
@@ -22,11 +29,66 @@ pub struct Load {
     stop: Arc<AtomicBool>,
     sent: Arc<AtomicU64>,
     thread: Option<JoinHandle<()>>,
+    iperf3: Option<Iperf3>,
+}
+
+/// iperf3's client and server on the loopback (killed with their groups when dropped).
+struct Iperf3 {
+    server: Supervised,
+    client: Supervised,
+}
+
+impl Iperf3 {
+    fn start(rate: u32, size: usize) -> anyhow::Result<Iperf3> {
+        let port = std::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
+            .and_then(|l| l.local_addr())
+            .context("a free port for iperf3")?
+            .port()
+            .to_string();
+        let mut server = Command::new("iperf3");
+        server.args(["-s", "-1", "-B", "127.0.0.1", "-p", &port]);
+        let server = Supervised::spawn(server, "iperf3 -s")
+            .context("starting iperf3 -s (Debian's iperf3)")?;
+        let bps = (u64::from(rate) * size as u64 * 8).to_string();
+        let client = || {
+            let mut c = Command::new("iperf3");
+            c.args(["-c", "127.0.0.1", "-p", &port, "-u", "-b", &bps])
+                .args(["-l", &size.to_string(), "-t", "0", "-J"]);
+            Supervised::spawn(c, "iperf3 -c").context("starting iperf3 -c")
+        };
+        // the server listens once it has started; a client that came too early (and
+        // ended at once) is started again
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            let mut c = client()?;
+            std::thread::sleep(Duration::from_millis(200));
+            match c.try_status() {
+                None => return Ok(Iperf3 { server, client: c }),
+                Some(st) if Instant::now() > deadline => {
+                    anyhow::bail!("iperf3 -c on the loopback ended at once ({st})")
+                }
+                Some(_) => {}
+            }
+        }
+    }
+
+    /// Stops the client (its summary on SIGINT); the datagrams it sent.
+    fn stop(self) -> u64 {
+        vtnt_measure::proc::kill_pid(self.client.pid(), nix::sys::signal::Signal::SIGINT as i32);
+        let life = self.client.started().elapsed() + Duration::from_secs(10);
+        let sent = self.client.wait(life).ok().and_then(|f| {
+            let v: serde_json::Value = serde_json::from_str(&f.stdout).ok()?;
+            v["end"]["sum"]["packets"].as_u64()
+        });
+        drop(self.server);
+        sent.unwrap_or(0)
+    }
 }
 
 impl Load {
     /// Sends `rate` datagrams a second of `size` bytes to `target` from the namespace at
-    /// `netns`, paced in 1 ms ticks; returns once the socket is open.
+    /// `netns`, paced in 1 ms ticks, and as many with iperf3 on the loopback; returns
+    /// once both run.
     pub fn start(netns: &Path, target: Ipv4Addr, rate: u32, size: usize) -> anyhow::Result<Load> {
         let stop = Arc::new(AtomicBool::new(false));
         let sent = Arc::new(AtomicU64::new(0));
@@ -67,20 +129,23 @@ impl Load {
             .recv()
             .map_err(|_| anyhow!("the load's thread ended"))?
             .with_context(|| format!("a UDP load in {shown}"))?;
-        Ok(Load {
+        let load = Load {
             stop,
             sent,
             thread: Some(thread),
-        })
+            iperf3: Some(Iperf3::start(rate, size)?),
+        };
+        Ok(load)
     }
 
-    /// Stops the stream; returns how many datagrams it sent.
-    pub fn stop(mut self) -> u64 {
+    /// Stops both streams; returns how many datagrams each sent (the lab's, iperf3's).
+    pub fn stop(mut self) -> (u64, u64) {
         self.stop.store(true, Ordering::Release);
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
-        self.sent.load(Ordering::Acquire)
+        let sent = self.sent.load(Ordering::Acquire);
+        (sent, self.iperf3.take().map_or(0, Iperf3::stop))
     }
 }
 

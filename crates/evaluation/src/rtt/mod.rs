@@ -1,29 +1,39 @@
-//! Seed 003's accuracy study (`vtnt bench rtt`, issue 40): the same ICMP echo pings
-//! through the lab from native and from every runtime, raw and corrected
-//! (`vtnt run --correct-rtt`, docs/rtt-correction.md), at background loads, against a
-//! truth that owes nothing to the stamps being corrected: the lab's configured delays
-//! (the emulator's own round trip in virtual time, [`configured_rtt_us`]) and the native
-//! run's RTTs of the same load.
+//! Seed 003's accuracy study (`vtnt bench rtt`, issue 40): the same ICMP echo pings and
+//! traces (every attempt of every hop) through the lab from native and from every
+//! runtime, raw and corrected (`vtnt run`'s correction, docs/rtt-correction.md), at
+//! background loads, against a truth that owes nothing to the stamps being corrected:
+//! the lab's configured delays (the emulator's own round trip in virtual time,
+//! [`configured_rtt_us`]) and native's RTTs at the same load.
 //!
-//! Per load ([`load`]: none, or a paced UDP stream through the same TUN and lab daemon):
+//! The lab's daemon, the network being emulated, gets the last CPU to itself and every
+//! run the others (`vtnt_measure::cpus`), so that what a runtime burns (a guest's vCPU,
+//! a tender) does not slow the network it measures and count as the runtime's.
+//!
+//! Per load ([`load`]: none, or UDP through the lab's TUN and with iperf3 on the
+//! loopback, the VM front's device):
 //! - the noise floor: native pings while an independent kernel-stamped capture on the
 //!   lab side (`vtnt_linux::host_stamps` on the lab's TUN, not the front's own stamps)
 //!   takes every probe and reply, both against the configured round trip;
-//! - native without the capture: the baseline of the load;
-//! - each runtime twice, with `--correct-rtt` and without: (corrected - native) and
-//!   (raw - native), and the perturbation, the raw RTTs with correction on against off.
+//! - per runtime and kind (ping, trace): a native run just before, the baseline (the
+//!   lab drifts on a shared host over the minutes a sweep takes), then the runtime twice,
+//!   corrected and not: (corrected - native) and (raw - native), and the perturbation,
+//!   the raw RTTs with correction on against off. A trace's samples are compared hop by
+//!   hop ([`Baseline`]).
 //!
-//! A runtime whose run says it is not corrected (the VMs, the microVM, spt) keeps its
-//! raw rows and the reason, never a corrected figure ([`record`]). [`report`] writes the
-//! markdown.
+//! A runtime whose run says it is not corrected keeps its raw rows and the reason, never
+//! a corrected figure ([`record`]). [`report`] writes the markdown.
 
 pub mod load;
 pub mod record;
 pub mod report;
 
+use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr};
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
 
 use anyhow::{bail, Context};
 use serde::Serialize;
@@ -34,7 +44,7 @@ use vtnt_mace::Ident;
 use vtnt_runtimes::Runtime;
 
 use load::Load;
-use record::PingRecord;
+use record::{Place, RttRecord};
 
 /// The lab's TUN in its namespace (`vtnt_lab_linux::state::TUN_NAME`), where the lab-side
 /// capture sits.
@@ -50,7 +60,8 @@ pub struct BenchRttArgs {
         default_value = "runc,docker,docker-scratch,microvm,spt,vm"
     )]
     pub runtimes: Vec<Runtime>,
-    /// Background loads, UDP datagrams per second through the lab's TUN (0: none).
+    /// Background loads, UDP datagrams per second (0: none), each sent twice: through
+    /// the lab's TUN and with iperf3 on the host's loopback (the VM front's device).
     #[arg(long, value_delimiter = ',', default_value = "0")]
     pub loads: Vec<u32>,
     /// Bytes of UDP payload of each load datagram.
@@ -62,15 +73,40 @@ pub struct BenchRttArgs {
     /// Milliseconds between pings.
     #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub interval_ms: u32,
-    /// The lab address pinged (and the load's destination).
+    /// Attempts per hop of every trace run, all sent (`-q N -Q`); 0: pings only.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u8).range(0..=20))]
+    pub trace_attempts: u8,
+    /// The lab address pinged and traced (and the load's destination).
     #[arg(long, default_value = "203.0.113.10")]
     pub target: Ipv4Addr,
     /// The lab's topology (default: the reference topology).
     #[arg(long)]
     pub topology: Option<PathBuf>,
+    /// Leave the lab's daemon and the runs on every CPU (by default the daemon, the
+    /// network being emulated, has the last CPU to itself and the runs the others, so
+    /// that what a runtime burns does not slow the network it measures).
+    #[arg(long)]
+    pub no_pin: bool,
     /// Print the report as JSON instead of markdown.
     #[arg(long)]
     pub json: bool,
+}
+
+/// What a run measures: ICMP echo pings, or a trace with every attempt of every hop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Kind {
+    Ping,
+    Trace,
+}
+
+impl Kind {
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Ping => "ping",
+            Kind::Trace => "trace",
+        }
+    }
 }
 
 /// Mean and 99th percentile (nearest rank) of some RTTs or differences, microseconds.
@@ -119,6 +155,63 @@ pub struct Diff {
     pub p99_us: f64,
 }
 
+/// The RTTs a run is compared with: the mean of each slot (one for a ping, one per hop
+/// of a trace) and the run's own samples less their slot's mean. A run's samples, less
+/// the same means, against these ([`Baseline::against`]) give the difference of the
+/// means and of the 99th percentiles, hop by hop for a trace: for a ping, exactly
+/// `Stat::minus` of the two runs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Baseline {
+    means: BTreeMap<u64, f64>,
+    centred: Stat,
+}
+
+impl Baseline {
+    /// `None`: no samples.
+    pub fn of(samples: &[(Place, f64)]) -> Option<Baseline> {
+        let mut slots = BTreeMap::<u64, Vec<f64>>::new();
+        for &((slot, _), us) in samples {
+            slots.entry(slot).or_default().push(us);
+        }
+        let means = slots
+            .into_iter()
+            .filter_map(|(slot, v)| Some((slot, vtnt_stats::mean_sd(&v)?.0)))
+            .collect();
+        let mut base = Baseline {
+            means,
+            centred: Stat::of(&[0.0])?,
+        };
+        base.centred = Stat::of(&base.centre(samples))?;
+        Some(base)
+    }
+
+    /// The truth as a baseline: `us` for every slot, no spread of its own.
+    pub fn constant(slots: impl IntoIterator<Item = (u64, f64)>) -> Baseline {
+        Baseline {
+            means: slots.into_iter().collect(),
+            centred: Stat {
+                n: 1,
+                mean_us: 0.0,
+                p99_us: 0.0,
+            },
+        }
+    }
+
+    /// Each sample less its slot's mean (samples of a slot the baseline lacks are left
+    /// out).
+    fn centre(&self, samples: &[(Place, f64)]) -> Vec<f64> {
+        samples
+            .iter()
+            .filter_map(|&((slot, _), us)| Some(us - self.means.get(&slot)?))
+            .collect()
+    }
+
+    /// `samples` against the baseline (`None`: none shares a slot with it).
+    pub fn against(&self, samples: &[(Place, f64)]) -> Option<Diff> {
+        Some(Stat::of(&self.centre(samples))?.minus(self.centred))
+    }
+}
+
 /// The whole study.
 #[derive(Debug, Clone, Serialize)]
 pub struct RttReport {
@@ -127,19 +220,24 @@ pub struct RttReport {
     pub configured_us: f64,
     pub count: u32,
     pub interval_ms: u32,
+    pub trace_attempts: u8,
     pub load_size: u16,
+    /// Where the lab's daemon and the runs ran (`"CPU 1 alone, CPU 0 for the rest"`), or
+    /// why they were not pinned.
+    pub cpus: String,
     pub loads: Vec<LoadRows>,
 }
 
 /// Everything measured at one background load.
 #[derive(Debug, Clone, Serialize)]
 pub struct LoadRows {
-    /// UDP datagrams a second asked for (0: none) and sent.
+    /// UDP datagrams a second asked for (0: none), and sent through the lab's TUN and by
+    /// iperf3 on the loopback ([`load`]).
     pub rate: u32,
     pub sent: u64,
+    pub sent_loopback: u64,
     pub floor: Floor,
-    /// Native without the capture: the baseline of this load.
-    pub native: Stat,
+    /// Each runtime's rows, pings then traces.
     pub runtimes: Vec<RuntimeRow>,
 }
 
@@ -160,14 +258,16 @@ pub struct Floor {
     pub replies: usize,
     /// Packets the capture's ring lost.
     pub drops: u64,
-    /// The tool's RTTs with the capture on against without (native's perturbation).
+    /// The tool's RTTs with the capture on against native without it, run just after
+    /// (native's perturbation).
     pub perturbation: Diff,
 }
 
-/// One runtime at one load.
+/// One runtime's pings or trace at one load.
 #[derive(Debug, Clone, Serialize)]
 pub struct RuntimeRow {
     pub runtime: Runtime,
+    pub kind: Kind,
     /// What was measured, or why the runtime could not run here.
     pub outcome: Outcome,
 }
@@ -180,15 +280,19 @@ pub enum Outcome {
     Failed(String),
 }
 
-/// A runtime's two runs.
+/// A runtime's two runs, each against native's RTTs of the same moments: pings beside
+/// it ([`Companion`]), a trace just before.
 #[derive(Debug, Clone, Serialize)]
 pub struct Measured {
+    /// Native's RTTs beside (or before) the run without correction.
+    pub native: Stat,
     /// Raw RTTs, correction off, and against native.
     pub raw: Stat,
     pub raw_minus_native: Diff,
     /// Corrected RTTs against native, or why there are none.
     pub correction: Correction,
-    /// The raw RTTs with correction on against off.
+    /// The raw RTTs with correction on against off, each less its own native:
+    /// `(on - native) - (off - native)`.
     pub perturbation: Diff,
 }
 
@@ -205,7 +309,9 @@ pub enum Correction {
 pub struct Corrected {
     pub stat: Stat,
     pub minus_native: Diff,
-    pub minus_configured: Diff,
+    /// Against the configured round trip (pings: a trace's hops are compared with
+    /// native's hops, whose configured delays depend on the path its flow takes).
+    pub minus_configured: Option<Diff>,
     /// Replies the correction refused (each with its reason in the run's JSON).
     pub refused: usize,
 }
@@ -231,100 +337,229 @@ pub fn bench_rtt(args: &BenchRttArgs, exe: &Path) -> anyhow::Result<RttReport> {
     let configured_us = configured_rtt_us(&topology, args.target)?;
     let lab = LabUp::up(exe, args.topology.as_deref())?;
     let netns = Path::new("/run/netns").join(&lab.name);
-    let mut loads = Vec::new();
-    for &rate in &args.loads {
-        vtnt_measure::stop::check()?;
-        let load = (rate > 0)
-            .then(|| Load::start(&netns, args.target, rate, usize::from(args.load_size)))
-            .transpose()?;
-        let rows = at_load(args, exe, &lab.name, &netns, configured_us);
-        let sent = load.map_or(0, Load::stop);
-        let (floor, native, runtimes) = rows?;
-        loads.push(LoadRows {
-            rate,
-            sent,
-            floor,
-            native,
-            runtimes,
-        });
+    let split = match args.no_pin {
+        true => Err("not pinned (--no-pin)".to_string()),
+        false => pin(&lab.name).map_err(|e| format!("not pinned: {e:#}")),
+    };
+    let cpus = match &split {
+        Ok(s) => s.describe(),
+        Err(why) => {
+            vtnt_job::say!("vtnt bench rtt: {why}");
+            why.clone()
+        }
+    };
+    let report = loads_of(args, exe, &lab, &netns, configured_us);
+    if let Ok(s) = &split {
+        s.leave();
     }
     Ok(RttReport {
         target: args.target,
         configured_us,
         count: args.count,
         interval_ms: args.interval_ms,
+        trace_attempts: args.trace_attempts,
         load_size: args.load_size,
-        loads,
+        cpus,
+        loads: report?,
     })
 }
 
-/// The noise floor, the native baseline and every runtime's rows at the load running.
+/// The lab's daemon (every thread) on the last CPU, this thread, and so every run and
+/// load it starts, on the others.
+fn pin(lab: &str) -> anyhow::Result<vtnt_measure::cpus::Split> {
+    let split = vtnt_measure::cpus::Split::new()?;
+    let daemon = vtnt_lab_linux::lab_state(lab)?.pid;
+    let daemon = u32::try_from(daemon).context("the lab daemon's pid")?;
+    vtnt_measure::cpus::pin_tasks([daemon], split.alone())?;
+    split.enter_rest()?;
+    Ok(split)
+}
+
+/// Every load's rows.
+fn loads_of(
+    args: &BenchRttArgs,
+    exe: &Path,
+    lab: &LabUp,
+    netns: &Path,
+    configured_us: f64,
+) -> anyhow::Result<Vec<LoadRows>> {
+    let mut loads = Vec::new();
+    for &rate in &args.loads {
+        vtnt_measure::stop::check()?;
+        let load = (rate > 0)
+            .then(|| Load::start(netns, args.target, rate, usize::from(args.load_size)))
+            .transpose()?;
+        let rows = at_load(args, exe, &lab.name, netns, configured_us);
+        let (sent, sent_loopback) = load.map_or((0, 0), Load::stop);
+        let (floor, runtimes) = rows?;
+        loads.push(LoadRows {
+            rate,
+            sent,
+            sent_loopback,
+            floor,
+            runtimes,
+        });
+    }
+    Ok(loads)
+}
+
+/// The noise floor and every runtime's rows at the load running.
 fn at_load(
     args: &BenchRttArgs,
     exe: &Path,
     lab: &str,
     netns: &Path,
     configured_us: f64,
-) -> anyhow::Result<(Floor, Stat, Vec<RuntimeRow>)> {
-    let ping = |runtime: Runtime, correct: bool| ping(args, exe, lab, runtime, correct);
+) -> anyhow::Result<(Floor, Vec<RuntimeRow>)> {
+    let run = |runtime: Runtime, kind: Kind, correct: bool| {
+        run(args, exe, lab, runtime, kind, Flag::correct(correct))
+    };
     let capture = Background::start(netns, LAB_TUN, Side::SharedNamespace)
         .with_context(|| format!("capturing on {LAB_TUN} in {}", netns.display()))?;
-    let floor_run = ping(Runtime::Native, false);
+    let floor_run = run(Runtime::Native, Kind::Ping, false);
     let taken = capture.finish().context("reading the lab-side capture")?;
     let floor_run = floor_run.context("native")?;
-    let native_run = ping(Runtime::Native, false).context("native")?;
-    let native = stat(&native_run.raw(), "native")?;
+    let native_run = run(Runtime::Native, Kind::Ping, false).context("native")?;
+    let native = stat(&raw(&native_run), "native")?;
     let floor = floor(&floor_run, &taken, args.target, configured_us, native)?;
+    let kinds = [(Kind::Ping, true), (Kind::Trace, args.trace_attempts > 0)];
     let mut runtimes = Vec::new();
     for &runtime in args.runtimes.iter().filter(|r| **r != Runtime::Native) {
-        vtnt_measure::stop::check()?;
-        let outcome = match measure(runtime, native, configured_us, |c| ping(runtime, c)) {
-            Ok(m) => Outcome::Measured(m),
-            Err(e) => {
-                vtnt_job::say!("vtnt bench rtt: {}: {e:#}", runtime.name());
+        for kind in kinds.iter().filter(|k| k.1).map(|k| k.0) {
+            vtnt_measure::stop::check()?;
+            let outcome = match kind {
+                // native pings beside each run
+                Kind::Ping => measure(Some(configured_us), |c| {
+                    let beside = Companion::start(args, exe, lab);
+                    let run = run(runtime, kind, c);
+                    let native = beside.finish(run.as_ref().ok().and_then(RttRecord::span_us));
+                    Ok((run?, native?))
+                }),
+                // native's trace just before: two traces to one destination at once
+                // could not be told apart on the host side
+                Kind::Trace => run(Runtime::Native, kind, false)
+                    .context("native")
+                    .and_then(|native| {
+                        measure(None, |c| {
+                            Ok((run(runtime, kind, c)?, native.raw_us.clone()))
+                        })
+                    }),
+            };
+            let outcome = outcome.map(Outcome::Measured).unwrap_or_else(|e| {
+                vtnt_job::say!("vtnt bench rtt: {} {}: {e:#}", runtime.name(), kind.name());
                 Outcome::Failed(format!("{e:#}"))
-            }
-        };
-        runtimes.push(RuntimeRow { runtime, outcome });
+            });
+            runtimes.push(RuntimeRow {
+                runtime,
+                kind,
+                outcome,
+            });
+        }
     }
-    Ok((floor, native, runtimes))
+    Ok((floor, runtimes))
 }
 
-/// One runtime's runs, correction on and off, against `native`.
+/// A runtime's runs, correction on and off, each with native's samples of the same
+/// moments, against those (and the configured round trip, where the kind has one).
 fn measure(
-    runtime: Runtime,
-    native: Stat,
-    configured_us: f64,
-    mut ping: impl FnMut(bool) -> anyhow::Result<PingRecord>,
+    configured_us: Option<f64>,
+    mut run: impl FnMut(bool) -> anyhow::Result<(RttRecord, Vec<(Place, f64)>)>,
 ) -> anyhow::Result<Measured> {
-    let on = ping(true)?;
-    let off = ping(false)?;
-    let name = runtime.name();
-    let raw = stat(&off.raw(), name)?;
-    let raw_on = stat(&on.raw(), name)?;
+    let (on, native_on) = run(true)?;
+    let (off, native_off) = run(false)?;
+    let no_replies = |what: &str| anyhow::anyhow!("{what}: no replies");
+    let base_on = Baseline::of(&native_on).ok_or_else(|| no_replies("native"))?;
+    let base_off = Baseline::of(&native_off).ok_or_else(|| no_replies("native"))?;
+    let versus =
+        |base: &Baseline, samples| base.against(samples).ok_or_else(|| no_replies("the run"));
+    let raw_minus_native = versus(&base_off, &off.raw_us)?;
+    let on_minus_native = versus(&base_on, &on.raw_us)?;
     let correction = match on.corrected() {
         Err(why) => Correction::NotCorrected(why),
-        Ok(us) => match Stat::of(&us) {
-            None => Correction::NotCorrected("no reply was corrected".into()),
-            Some(stat) => Correction::Corrected(Corrected {
-                stat,
-                minus_native: stat.minus(native),
-                minus_configured: stat.minus_us(configured_us),
-                refused: on.raw_us.len() - us.len(),
-            }),
-        },
+        Ok([]) => Correction::NotCorrected("no reply was corrected".into()),
+        Ok(us) => Correction::Corrected(Corrected {
+            stat: stat(&values(us), "the corrected run")?,
+            minus_native: versus(&base_on, us)?,
+            minus_configured: configured_us.and_then(|c| Baseline::constant([(0, c)]).against(us)),
+            refused: on.raw_us.len() - us.len(),
+        }),
     };
     Ok(Measured {
-        raw,
-        raw_minus_native: raw.minus(native),
+        native: stat(&values(&native_off), "native")?,
+        raw: stat(&raw(&off), "the run")?,
+        raw_minus_native,
         correction,
-        perturbation: raw_on.minus(raw),
+        perturbation: Diff {
+            mean_us: on_minus_native.mean_us - raw_minus_native.mean_us,
+            p99_us: on_minus_native.p99_us - raw_minus_native.p99_us,
+        },
     })
+}
+
+/// The first echo sequence number of [`Companion`]'s pings: far above any run's own
+/// (`--count` is at most 10,000), so that a capture in the lab's namespace, which sees
+/// both, never takes one for the other.
+const COMPANION_SEQ: u16 = 40_001;
+
+/// Native pings beside a runtime's run, round after round of a second each, from the
+/// start of the run to its end: the lab at the same moments, so that its drift over a
+/// sweep and its slow moods on a shared host are native's as much as the runtime's.
+struct Companion {
+    stop: Arc<AtomicBool>,
+    thread: JoinHandle<anyhow::Result<Vec<(u64, f64)>>>,
+}
+
+impl Companion {
+    fn start(args: &BenchRttArgs, exe: &Path, lab: &str) -> Companion {
+        let stop = Arc::new(AtomicBool::new(false));
+        let (args, exe, lab, stopped) = (
+            args.clone(),
+            exe.to_path_buf(),
+            lab.to_string(),
+            stop.clone(),
+        );
+        let thread = std::thread::spawn(move || {
+            let mut samples = Vec::new();
+            while !stopped.load(Ordering::Acquire) {
+                let round = run(
+                    &args,
+                    &exe,
+                    &lab,
+                    Runtime::Native,
+                    Kind::Ping,
+                    Flag::Companion,
+                )?;
+                samples.extend(round.tx_us.iter().copied().zip(raw(&round)));
+            }
+            Ok(samples)
+        });
+        Companion { stop, thread }
+    }
+
+    /// Stops after the round running; native's samples sent within `span` (the run's
+    /// first and last probes; `None`: the run failed or gave no times).
+    fn finish(self, span: Option<(u64, u64)>) -> anyhow::Result<Vec<(Place, f64)>> {
+        self.stop.store(true, Ordering::Release);
+        let samples = self
+            .thread
+            .join()
+            .map_err(|_| anyhow::anyhow!("native's pings beside the run panicked"))?
+            .context("native beside the run")?;
+        let Some((first, last)) = span else {
+            bail!("the run's record gives no send times to set native's beside it");
+        };
+        Ok(samples
+            .into_iter()
+            .filter(|&(tx, _)| (first..=last).contains(&tx))
+            .enumerate()
+            .map(|(i, (_, us))| ((0, i as u64), us))
+            .collect())
+    }
 }
 
 /// The noise floor from the native run `run` and the lab-side capture `taken`.
 fn floor(
-    run: &PingRecord,
+    run: &RttRecord,
     taken: &vtnt_linux::host_stamps::Captures,
     target: Ipv4Addr,
     configured_us: f64,
@@ -343,14 +578,14 @@ fn floor(
         }
     };
     let (mut capture, mut diff) = (Vec::new(), Vec::new());
-    for &(seq, rtt) in &run.raw_us {
+    for &((_, seq), rtt) in &run.raw_us {
         if let Some(ns) = wire(seq) {
             let us = ns as f64 / 1e3;
             capture.push(us);
             diff.push(rtt - us);
         }
     }
-    let tool = stat(&run.raw(), "native with the capture")?;
+    let tool = stat(&raw(run), "native with the capture")?;
     let cap = Stat::of(&capture);
     Ok(Floor {
         tool,
@@ -365,26 +600,72 @@ fn floor(
     })
 }
 
+fn values(samples: &[(Place, f64)]) -> Vec<f64> {
+    samples.iter().map(|&(_, us)| us).collect()
+}
+
+fn raw(run: &RttRecord) -> Vec<f64> {
+    values(&run.raw_us)
+}
+
 fn stat(v: &[f64], what: &str) -> anyhow::Result<Stat> {
     Stat::of(v).with_context(|| format!("{what}: no replies"))
 }
 
-/// `exe run --runtime RUNTIME --lab LAB [--correct-rtt] -- ping ...`, read.
-fn ping(
+/// How a run of [`run`] is made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Flag {
+    Corrected,
+    Uncorrected,
+    /// Native pings beside a run ([`Companion`]): a second's worth, uncorrected, from
+    /// [`COMPANION_SEQ`].
+    Companion,
+}
+
+impl Flag {
+    fn correct(on: bool) -> Flag {
+        if on {
+            Flag::Corrected
+        } else {
+            Flag::Uncorrected
+        }
+    }
+}
+
+/// `exe run --runtime RUNTIME --lab LAB --correct-rtt|--no-correct-rtt -- ping|trace
+/// ...`, read.
+fn run(
     args: &BenchRttArgs,
     exe: &Path,
     lab: &str,
     runtime: Runtime,
-    correct: bool,
-) -> anyhow::Result<PingRecord> {
+    kind: Kind,
+    flag: Flag,
+) -> anyhow::Result<RttRecord> {
     let mut cmd = Command::new(exe);
     cmd.args(["run", "--runtime", runtime.name(), "--lab", lab]);
-    if correct {
-        cmd.arg("--correct-rtt");
+    cmd.arg(match flag {
+        Flag::Corrected => "--correct-rtt",
+        Flag::Uncorrected | Flag::Companion => "--no-correct-rtt",
+    });
+    cmd.args(["--", kind.name()]);
+    match kind {
+        Kind::Ping => {
+            let interval = format!("{}", f64::from(args.interval_ms) / 1e3);
+            let count = match flag {
+                Flag::Companion => (1000 / args.interval_ms).max(1),
+                _ => args.count,
+            };
+            cmd.args(["-c", &count.to_string(), "-i", &interval]);
+            if flag == Flag::Companion {
+                cmd.args(["-d", &COMPANION_SEQ.to_string()]);
+            }
+        }
+        Kind::Trace => {
+            cmd.args(["-q", &args.trace_attempts.to_string(), "-Q"]);
+        }
     }
-    let interval = format!("{}", f64::from(args.interval_ms) / 1e3);
-    cmd.args(["--", "ping", "-c", &args.count.to_string(), "-i", &interval])
-        .args(["-O", "json", &args.target.to_string()]);
+    cmd.args(["-O", "json", &args.target.to_string()]);
     let out = cmd
         .output()
         .with_context(|| format!("running {}", exe.display()))?;
@@ -395,7 +676,7 @@ fn ping(
             String::from_utf8_lossy(&out.stderr).trim()
         );
     }
-    PingRecord::parse(&String::from_utf8_lossy(&out.stdout)).map_err(anyhow::Error::msg)
+    RttRecord::parse(&String::from_utf8_lossy(&out.stdout), kind).map_err(anyhow::Error::msg)
 }
 
 /// A lab of the benchmark's own (`vtnt lab up --name vt-rtt-<pid>`), down when dropped.
@@ -460,25 +741,80 @@ mod tests {
     }
 
     #[test]
+    fn a_baseline_compares_a_ping_as_two_stats_and_a_trace_hop_by_hop() {
+        let ping = |v: &[f64]| -> Vec<(Place, f64)> {
+            v.iter()
+                .enumerate()
+                .map(|(i, &us)| ((0, i as u64), us))
+                .collect()
+        };
+        let native: Vec<f64> = (1..=200).map(f64::from).collect();
+        let runtime: Vec<f64> = (1..=200).map(|v| f64::from(v) * 1.5 + 7.0).collect();
+        let base = Baseline::of(&ping(&native)).unwrap();
+        let by_stats = Stat::of(&runtime)
+            .unwrap()
+            .minus(Stat::of(&native).unwrap());
+        let d = base.against(&ping(&runtime)).unwrap();
+        assert!(
+            (d.mean_us - by_stats.mean_us).abs() < 1e-9,
+            "{d:?} {by_stats:?}"
+        );
+        assert!(
+            (d.p99_us - by_stats.p99_us).abs() < 1e-9,
+            "{d:?} {by_stats:?}"
+        );
+        // a trace: each hop against native's same hop, a hop native lacks left out
+        let native = [((1, 1), 100.0), ((1, 2), 110.0), ((2, 1), 1_000.0)];
+        let runtime = [
+            ((1, 1), 120.0),
+            ((2, 1), 1_020.0),
+            ((2, 2), 1_030.0),
+            ((3, 1), 9.0),
+        ];
+        let d = Baseline::of(&native).unwrap().against(&runtime).unwrap();
+        // centred: native -5, +5, 0; runtime +15, +20, +30
+        assert!((d.mean_us - 65.0 / 3.0).abs() < 1e-9, "{d:?}");
+        assert_eq!(d.p99_us, 30.0 - 5.0);
+        let truth = Baseline::constant([(0, 90.0)]);
+        assert_eq!(truth.against(&ping(&[100.0, 120.0])).unwrap().mean_us, 20.0);
+    }
+
+    #[test]
+    fn native_beside_a_run_is_taken_from_the_runs_first_to_its_last_probe() {
+        let beside = Companion {
+            stop: Arc::new(AtomicBool::new(false)),
+            thread: std::thread::spawn(|| Ok(vec![(5, 1.0), (10, 2.0), (15, 3.0), (21, 4.0)])),
+        };
+        assert_eq!(
+            beside.finish(Some((10, 20))).unwrap(),
+            [((0, 0), 2.0), ((0, 1), 3.0)]
+        );
+        let beside = Companion {
+            stop: Arc::new(AtomicBool::new(false)),
+            thread: std::thread::spawn(|| Ok(vec![(5, 1.0)])),
+        };
+        assert!(beside.finish(None).is_err(), "a run without send times");
+    }
+
+    #[test]
     fn a_runtime_not_corrected_has_raw_rows_and_its_reason_never_a_corrected_figure() {
         let native = Stat::of(&[100.0, 100.0]).unwrap();
+        let why = "spt: its host side is not captured yet";
         let run = |correct: bool| {
             let tail = match correct {
-                true => {
-                    r#", "rtt_correction":{"not_corrected":"spt: its host side is not captured yet"}"#
-                }
-                false => "",
+                true => format!(r#", "rtt_correction":{{"not_corrected":"{why}"}}"#),
+                false => String::new(),
             };
             let json = format!(
                 r#"{{"type":"ping","responses":[{{"seq":0,"rtt":0.110}},{{"seq":1,"rtt":0.130}}]{tail}}}"#
             );
-            PingRecord::parse(&json).map_err(anyhow::Error::msg)
+            RttRecord::parse(&json, Kind::Ping).map_err(anyhow::Error::msg)
         };
-        let m = measure(Runtime::Spt, native, 90.0, run).unwrap();
+        let native_samples = vec![((0, 0), 100.0), ((0, 1), 100.0)];
+        let m = measure(Some(90.0), |c| Ok((run(c)?, native_samples.clone()))).unwrap();
         assert_eq!(m.raw.mean_us, 120.0);
         assert_eq!(m.raw_minus_native.mean_us, 20.0);
         assert_eq!(m.perturbation.mean_us, 0.0);
-        let why = "spt: its host side is not captured yet";
         assert!(
             matches!(&m.correction, Correction::NotCorrected(w) if w == why),
             "{m:?}"
@@ -493,10 +829,13 @@ mod tests {
             configured_us: 90.0,
             count: 2,
             interval_ms: 20,
+            trace_attempts: 0,
             load_size: 1000,
+            cpus: "not pinned (--no-pin)".into(),
             loads: vec![LoadRows {
                 rate: 0,
                 sent: 0,
+                sent_loopback: 0,
                 floor: floor(
                     &run(false).unwrap(),
                     &Default::default(),
@@ -505,9 +844,9 @@ mod tests {
                     native,
                 )
                 .unwrap(),
-                native,
                 runtimes: vec![RuntimeRow {
                     runtime: Runtime::Spt,
+                    kind: Kind::Ping,
                     outcome: Outcome::Measured(m),
                 }],
             }],

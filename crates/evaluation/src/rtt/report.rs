@@ -16,20 +16,24 @@ pub fn markdown(r: &RttReport) -> String {
     );
     let _ = writeln!(
         s,
-        "Microseconds. A difference is of the means (mean) and of the 99th percentiles (p99). \
-         Load: UDP datagrams of {} bytes a second through the lab's TUN.\n",
-        r.load_size
+        "Microseconds. A difference is of the means (mean) and of the 99th percentiles (p99); \
+         a trace's samples (every attempt of every hop, {} per hop) are each taken less their \
+         hop's native mean first. Load: UDP datagrams of {} bytes a second through the lab's TUN, and as many with iperf3 \
+         on the host's loopback (the VM front's device).\n",
+        r.trace_attempts, r.load_size
     );
+    let _ = writeln!(s, "CPUs: the lab's daemon and the runs, {}.\n", r.cpus);
     s.push_str("## Noise floor: native, lab-side capture on the lab's TUN\n\n");
-    s.push_str("| load/s | sent | replies | paired | drops | tool - configured | capture - configured | tool - capture | capture's perturbation |\n");
+    s.push_str("| load/s | sent (TUN, iperf3) | replies | paired | drops | tool - configured | capture - configured | tool - capture | capture's perturbation |\n");
     s.push_str("|---|---|---|---|---|---|---|---|---|\n");
     for l in &r.loads {
         let f = &l.floor;
         let _ = writeln!(
             s,
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {}, {} | {} | {} | {} | {} | {} | {} | {} |",
             l.rate,
             l.sent,
+            l.sent_loopback,
             f.replies,
             f.paired,
             f.drops,
@@ -39,29 +43,28 @@ pub fn markdown(r: &RttReport) -> String {
             diff(f.perturbation),
         );
     }
-    s.push_str("\n## Per runtime and load, against native of the same load\n\n");
-    s.push_str("| runtime | load/s | raw | raw - native | corrected - native | corrected - configured | refused | perturbation (on - off) |\n");
-    s.push_str("|---|---|---|---|---|---|---|---|\n");
+    s.push_str("\n## Per runtime and load, against native at the same moments (pings: beside the run; traces: just before)\n\n");
+    s.push_str("| runtime | kind | load/s | native | raw | raw - native | corrected - native | corrected - configured | refused | perturbation (on - off) |\n");
+    s.push_str("|---|---|---|---|---|---|---|---|---|---|\n");
     for l in &r.loads {
-        let _ = writeln!(
-            s,
-            "| native | {} | {} | baseline | - | - | - | - |",
-            l.rate,
-            stat(l.native)
-        );
         for row in &l.runtimes {
-            let name = row.runtime.name();
+            let head = format!(
+                "| {} | {} | {} |",
+                row.runtime.name(),
+                row.kind.name(),
+                l.rate
+            );
             let m = match &row.outcome {
                 Outcome::Measured(m) => m,
                 Outcome::Failed(why) => {
-                    let _ = writeln!(s, "| {name} | {} | failed: {why} | | | | | |", l.rate);
+                    let _ = writeln!(s, "{head} failed: {why} | | | | | | |");
                     continue;
                 }
             };
             let (corrected, configured, refused) = match &m.correction {
                 Correction::Corrected(c) => (
                     diff(c.minus_native),
-                    diff(c.minus_configured),
+                    c.minus_configured.map_or("-".into(), diff),
                     c.refused.to_string(),
                 ),
                 Correction::NotCorrected(why) => {
@@ -70,8 +73,8 @@ pub fn markdown(r: &RttReport) -> String {
             };
             let _ = writeln!(
                 s,
-                "| {name} | {} | {} | {} | {corrected} | {configured} | {refused} | {} |",
-                l.rate,
+                "{head} {} | {} | {} | {corrected} | {configured} | {refused} | {} |",
+                stat(m.native),
                 stat(m.raw),
                 diff(m.raw_minus_native),
                 diff(m.perturbation),
