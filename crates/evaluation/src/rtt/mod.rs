@@ -501,6 +501,12 @@ fn measure(
 /// both, never takes one for the other.
 const COMPANION_SEQ: u16 = 40_001;
 
+/// How far before a run's first probe and after its last [`Companion`]'s samples still
+/// count as beside it: a short run (a unikernel's starts in milliseconds) may be over
+/// before the companion's first round has sent anything, while the lab drifts over
+/// minutes.
+const SPAN_MARGIN_US: u64 = 1_000_000;
+
 /// Native pings beside a runtime's run, round after round of a second each, from the
 /// start of the run to its end: the lab at the same moments, so that its drift over a
 /// sweep and its slow moods on a shared host are native's as much as the runtime's.
@@ -537,7 +543,8 @@ impl Companion {
     }
 
     /// Stops after the round running; native's samples sent within `span` (the run's
-    /// first and last probes; `None`: the run failed or gave no times).
+    /// first and last probes, widened by [`SPAN_MARGIN_US`]; `None`: the run failed or
+    /// gave no times).
     fn finish(self, span: Option<(u64, u64)>) -> anyhow::Result<Vec<(Place, f64)>> {
         self.stop.store(true, Ordering::Release);
         let samples = self
@@ -548,9 +555,10 @@ impl Companion {
         let Some((first, last)) = span else {
             bail!("the run's record gives no send times to set native's beside it");
         };
+        let span = first.saturating_sub(SPAN_MARGIN_US)..=last + SPAN_MARGIN_US;
         Ok(samples
             .into_iter()
-            .filter(|&(tx, _)| (first..=last).contains(&tx))
+            .filter(|&(tx, _)| span.contains(&tx))
             .enumerate()
             .map(|(i, (_, us))| ((0, i as u64), us))
             .collect())
@@ -656,7 +664,16 @@ fn run(
                 Flag::Companion => (1000 / args.interval_ms).max(1),
                 _ => args.count,
             };
-            cmd.args(["-c", &count.to_string(), "-i", &interval]);
+            // the job's default rate (20 probes/s) would space them 50 ms at least
+            let pps = 1000_u32.div_ceil(args.interval_ms);
+            cmd.args([
+                "-c",
+                &count.to_string(),
+                "-i",
+                &interval,
+                "-p",
+                &pps.to_string(),
+            ]);
             if flag == Flag::Companion {
                 cmd.args(["-d", &COMPANION_SEQ.to_string()]);
             }
@@ -780,14 +797,24 @@ mod tests {
     }
 
     #[test]
-    fn native_beside_a_run_is_taken_from_the_runs_first_to_its_last_probe() {
+    fn native_beside_a_run_is_taken_from_a_second_before_its_first_probe_to_one_after_its_last() {
         let beside = Companion {
             stop: Arc::new(AtomicBool::new(false)),
-            thread: std::thread::spawn(|| Ok(vec![(5, 1.0), (10, 2.0), (15, 3.0), (21, 4.0)])),
+            thread: std::thread::spawn(|| {
+                let s = |t: u64, us| (t * 1_000_000, us);
+                Ok(vec![
+                    s(5, 1.0),
+                    s(9, 2.0),
+                    s(15, 3.0),
+                    s(21, 4.0),
+                    s(22, 5.0),
+                ])
+            }),
         };
+        // a second either side of the run's first and last probes
         assert_eq!(
-            beside.finish(Some((10, 20))).unwrap(),
-            [((0, 0), 2.0), ((0, 1), 3.0)]
+            beside.finish(Some((10_000_000, 20_000_000))).unwrap(),
+            [((0, 0), 2.0), ((0, 1), 3.0), ((0, 2), 4.0)]
         );
         let beside = Companion {
             stop: Arc::new(AtomicBool::new(false)),
