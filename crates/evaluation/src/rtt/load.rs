@@ -45,13 +45,14 @@ impl Iperf3 {
             .context("a free port for iperf3")?
             .port()
             .to_string();
-        let mut server = Command::new("iperf3");
+        let iperf3 = vtnt_runtimes::paths::need("iperf3", "iperf3")?;
+        let mut server = Command::new(&iperf3);
         server.args(["-s", "-1", "-B", "127.0.0.1", "-p", &port]);
         let server = Supervised::spawn(server, "iperf3 -s")
             .context("starting iperf3 -s (Debian's iperf3)")?;
         let bps = (u64::from(rate) * size as u64 * 8).to_string();
         let client = || {
-            let mut c = Command::new("iperf3");
+            let mut c = Command::new(&iperf3);
             c.args(["-c", "127.0.0.1", "-p", &port, "-u", "-b", &bps])
                 .args(["-l", &size.to_string(), "-t", "0", "-J"]);
             Supervised::spawn(c, "iperf3 -c").context("starting iperf3 -c")
@@ -90,6 +91,9 @@ impl Load {
     /// `netns`, paced in 1 ms ticks, and as many with iperf3 on the loopback; returns
     /// once both run.
     pub fn start(netns: &Path, target: Ipv4Addr, rate: u32, size: usize) -> anyhow::Result<Load> {
+        // iperf3 first: it kills its processes if anything after it fails, where a thread
+        // already sending would be left behind
+        let iperf3 = Iperf3::start(rate, size)?;
         let stop = Arc::new(AtomicBool::new(false));
         let sent = Arc::new(AtomicU64::new(0));
         let (ready, opened) = mpsc::channel();
@@ -133,7 +137,7 @@ impl Load {
             stop,
             sent,
             thread: Some(thread),
-            iperf3: Some(Iperf3::start(rate, size)?),
+            iperf3: Some(iperf3),
         };
         Ok(load)
     }

@@ -155,6 +155,16 @@ pub struct Diff {
     pub p99_us: f64,
 }
 
+impl Diff {
+    /// `self - base`, mean against mean and p99 against p99.
+    pub fn minus(self, base: Diff) -> Diff {
+        Diff {
+            mean_us: self.mean_us - base.mean_us,
+            p99_us: self.p99_us - base.p99_us,
+        }
+    }
+}
+
 /// The RTTs a run is compared with: the mean of each slot (one for a ping, one per hop
 /// of a trace) and the run's own samples less their slot's mean. A run's samples, less
 /// the same means, against these ([`Baseline::against`]) give the difference of the
@@ -411,15 +421,13 @@ fn at_load(
     netns: &Path,
     configured_us: f64,
 ) -> anyhow::Result<(Floor, Vec<RuntimeRow>)> {
-    let run = |runtime: Runtime, kind: Kind, correct: bool| {
-        run(args, exe, lab, runtime, kind, Flag::correct(correct))
-    };
+    let run = |runtime: Runtime, kind: Kind, flag: Flag| run(args, exe, lab, runtime, kind, flag);
     let capture = Background::start(netns, LAB_TUN, Side::SharedNamespace)
         .with_context(|| format!("capturing on {LAB_TUN} in {}", netns.display()))?;
-    let floor_run = run(Runtime::Native, Kind::Ping, false);
+    let floor_run = run(Runtime::Native, Kind::Ping, Flag::Uncorrected);
     let taken = capture.finish().context("reading the lab-side capture")?;
     let floor_run = floor_run.context("native")?;
-    let native_run = run(Runtime::Native, Kind::Ping, false).context("native")?;
+    let native_run = run(Runtime::Native, Kind::Ping, Flag::Uncorrected).context("native")?;
     let native = stat(&raw(&native_run), "native")?;
     let floor = floor(&floor_run, &taken, args.target, configured_us, native)?;
     let kinds = [(Kind::Ping, true), (Kind::Trace, args.trace_attempts > 0)];
@@ -437,7 +445,7 @@ fn at_load(
                 }),
                 // native's trace just before: two traces to one destination at once
                 // could not be told apart on the host side
-                Kind::Trace => run(Runtime::Native, kind, false)
+                Kind::Trace => run(Runtime::Native, kind, Flag::Uncorrected)
                     .context("native")
                     .and_then(|native| {
                         measure(None, |c| {
@@ -463,10 +471,10 @@ fn at_load(
 /// moments, against those (and the configured round trip, where the kind has one).
 fn measure(
     configured_us: Option<f64>,
-    mut run: impl FnMut(bool) -> anyhow::Result<(RttRecord, Vec<(Place, f64)>)>,
+    mut run: impl FnMut(Flag) -> anyhow::Result<(RttRecord, Vec<(Place, f64)>)>,
 ) -> anyhow::Result<Measured> {
-    let (on, native_on) = run(true)?;
-    let (off, native_off) = run(false)?;
+    let (on, native_on) = run(Flag::Corrected)?;
+    let (off, native_off) = run(Flag::Uncorrected)?;
     let no_replies = |what: &str| anyhow::anyhow!("{what}: no replies");
     let base_on = Baseline::of(&native_on).ok_or_else(|| no_replies("native"))?;
     let base_off = Baseline::of(&native_off).ok_or_else(|| no_replies("native"))?;
@@ -489,10 +497,7 @@ fn measure(
         raw: stat(&raw(&off), "the run")?,
         raw_minus_native,
         correction,
-        perturbation: Diff {
-            mean_us: on_minus_native.mean_us - raw_minus_native.mean_us,
-            p99_us: on_minus_native.p99_us - raw_minus_native.p99_us,
-        },
+        perturbation: on_minus_native.minus(raw_minus_native),
     })
 }
 
@@ -628,16 +633,6 @@ enum Flag {
     /// Native pings beside a run ([`Companion`]): a second's worth, uncorrected, from
     /// [`COMPANION_SEQ`].
     Companion,
-}
-
-impl Flag {
-    fn correct(on: bool) -> Flag {
-        if on {
-            Flag::Corrected
-        } else {
-            Flag::Uncorrected
-        }
-    }
 }
 
 /// `exe run --runtime RUNTIME --lab LAB --correct-rtt|--no-correct-rtt -- ping|trace
@@ -827,10 +822,10 @@ mod tests {
     fn a_runtime_not_corrected_has_raw_rows_and_its_reason_never_a_corrected_figure() {
         let native = Stat::of(&[100.0, 100.0]).unwrap();
         let why = "spt: its host side is not captured yet";
-        let run = |correct: bool| {
-            let tail = match correct {
-                true => format!(r#", "rtt_correction":{{"not_corrected":"{why}"}}"#),
-                false => String::new(),
+        let run = |flag: Flag| {
+            let tail = match flag {
+                Flag::Corrected => format!(r#", "rtt_correction":{{"not_corrected":"{why}"}}"#),
+                _ => String::new(),
             };
             let json = format!(
                 r#"{{"type":"ping","responses":[{{"seq":0,"rtt":0.110}},{{"seq":1,"rtt":0.130}}]{tail}}}"#
@@ -864,7 +859,7 @@ mod tests {
                 sent: 0,
                 sent_loopback: 0,
                 floor: floor(
-                    &run(false).unwrap(),
+                    &run(Flag::Uncorrected).unwrap(),
                     &Default::default(),
                     Ipv4Addr::new(203, 0, 113, 10),
                     90.0,
