@@ -1,4 +1,4 @@
-//! `vtnt fleet up|down|submit|status|results|replay|images|measurement` and `vtnt agent`: options only; the broker,
+//! `vtnt fleet up|down|submit|status|results|replay|images|measurement|opt-out` and `vtnt agent`: options only; the broker,
 //! the agent and the controller are `vtnt-fleet`'s (docs/fleet.md).
 
 mod measurement;
@@ -7,6 +7,8 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
+
+use anyhow::Context;
 
 use vtnt_fleet::auth::Role;
 use vtnt_fleet::broker;
@@ -226,6 +228,37 @@ pub enum FleetCommand {
         #[command(subcommand)]
         what: measurement::DefinitionCommand,
     },
+    /// The fleet's opt-out list: prefixes no agent probes, applied by every agent within
+    /// about a second of a change (docs/fleet.md, "Etiquette"). Uses the operator's key.
+    OptOut {
+        #[command(subcommand)]
+        what: OptOutCommand,
+    },
+}
+
+#[derive(clap::Subcommand)]
+pub enum OptOutCommand {
+    /// Add prefixes (`a.b.c.d/len`), from the command line or a file of one a line (`#`
+    /// comments); prefixes already covered fold into the wider one.
+    Add {
+        #[command(flatten)]
+        connect: ConnectArgs,
+        prefixes: Vec<String>,
+        #[arg(long, value_name = "FILE")]
+        file: Option<PathBuf>,
+    },
+    /// Remove prefixes, each exactly as listed.
+    Remove {
+        #[command(flatten)]
+        connect: ConnectArgs,
+        #[arg(required = true)]
+        prefixes: Vec<String>,
+    },
+    /// The list (one prefix a line) and its revision on stderr.
+    List {
+        #[command(flatten)]
+        connect: ConnectArgs,
+    },
 }
 
 impl FleetCommand {
@@ -416,6 +449,44 @@ pub fn run(cmd: FleetCommand) -> anyhow::Result<ExitCode> {
             }
         }
         FleetCommand::Measurement { what } => measurement::run(what)?,
+        FleetCommand::OptOut { what } => {
+            use vtnt_fleet::optout::{self, Change};
+            let words = |v: &[String]| optout::parse(&v.join("\n"));
+            let version = match what {
+                OptOutCommand::Add {
+                    connect,
+                    prefixes,
+                    file,
+                } => {
+                    let mut add = words(&prefixes)?;
+                    if let Some(f) = &file {
+                        let read = std::fs::read_to_string(f)
+                            .with_context(|| format!("reading {}", f.display()))?;
+                        let listed =
+                            optout::parse(&read).with_context(|| f.display().to_string())?;
+                        add = add.iter().chain(listed.iter()).copied().collect();
+                    }
+                    anyhow::ensure!(
+                        !add.is_empty(),
+                        "opt-out add: no prefix given (PREFIX... or --file FILE)"
+                    );
+                    optout::update(&connect.connect(Role::Operator)?, &Change::Add(add))?
+                }
+                OptOutCommand::Remove { connect, prefixes } => optout::update(
+                    &connect.connect(Role::Operator)?,
+                    &Change::Remove(words(&prefixes)?),
+                )?,
+                OptOutCommand::List { connect } => optout::show(&connect.connect(Role::Operator)?)?,
+            };
+            for p in version.prefixes.iter() {
+                out!("{p}");
+            }
+            eprintln!(
+                "opt-out list: revision {}, {} prefixes",
+                version.revision,
+                version.prefixes.len()
+            );
+        }
         FleetCommand::Images { what } => {
             let stored = match what {
                 ImagesCommand::Put { connect, runtimes } => {

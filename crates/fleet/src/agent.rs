@@ -31,11 +31,12 @@ use futures::StreamExt;
 use tokio::signal::unix::{signal, SignalKind};
 use tokio::sync::{mpsc, Notify, OwnedSemaphorePermit, Semaphore};
 use vtnt_job::{JobSpec, Targets};
+use vtnt_policy::PrefixSet;
 use vtnt_runtimes::net::Network;
 use vtnt_runtimes::{ImageSource, RunOptions, Runtime};
 
 use crate::proto::{
-    DeployReply, JobRequest, JobStatus, JobSummary, Mode, NodeInfo, NodeState, Timings,
+    DeployReply, JobRequest, JobStatus, JobSummary, Mode, NodeInfo, NodeState, OptOutState, Timings,
 };
 use crate::{Connect, Fleet, ANY, DEPLOY_GROUP};
 
@@ -105,6 +106,8 @@ struct Ctx {
     images: ImageSource,
     /// Told when a slot frees (the main loop re-joins the discard queue group).
     freed_tx: mpsc::UnboundedSender<()>,
+    /// The fleet's opt-out list as last read ([`crate::optout`]).
+    opt_out: std::sync::RwLock<crate::optout::Held>,
 }
 
 impl Ctx {
@@ -133,7 +136,21 @@ impl Ctx {
                 .connects
                 .load(Ordering::Relaxed)
                 .saturating_sub(1),
+            opt_out: {
+                let h = self.held();
+                OptOutState {
+                    revision: h.version.revision,
+                    applied_us: h.applied_us,
+                    unreadable: h.unreadable.clone(),
+                }
+            },
         }
+    }
+
+    /// The opt-out list as last read (a lock a panicking writer left is still read: it
+    /// holds a whole version, written in one assignment).
+    fn held(&self) -> std::sync::RwLockReadGuard<'_, crate::optout::Held> {
+        self.opt_out.read().unwrap_or_else(|p| p.into_inner())
     }
 
     async fn heartbeat(&self, state: NodeState) -> crate::Result<()> {
@@ -175,6 +192,10 @@ async fn agent(o: AgentOptions) -> crate::Result<()> {
     let jobs = fleet.jobs().await?;
     // the heartbeats' stream, before the first heartbeat
     fleet.nodes().await?;
+    // the opt-out list, read before the first job
+    crate::optout::create(&fleet).await?;
+    let mut opt_out = crate::optout::Held::default();
+    opt_out.take(crate::optout::read(&fleet).await);
     let mut queues = vec![fleet.wq_consumer(&jobs, &o.location).await?];
     if o.location != ANY {
         queues.push(fleet.wq_consumer(&jobs, ANY).await?);
@@ -209,10 +230,12 @@ async fn agent(o: AgentOptions) -> crate::Result<()> {
         clock_sync: clock_sync().await,
         images,
         freed_tx,
+        opt_out: std::sync::RwLock::new(opt_out),
         nats: client.clone(),
         fleet,
         o,
     });
+    let opt_out = tokio::spawn(follow_opt_out(ctx.clone()));
     let mut term = signal(SignalKind::terminate()).io("handling SIGTERM")?;
     let mut int = signal(SignalKind::interrupt()).io("handling SIGINT")?;
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
@@ -321,6 +344,7 @@ async fn agent(o: AgentOptions) -> crate::Result<()> {
         leave(&client, subs, &ctx.o.node).await;
     }
     let _ = stop_tx.send(true);
+    opt_out.abort();
     tracing::info!(
         node = ctx.node(),
         "draining: no new job, the running ones finish"
@@ -487,6 +511,32 @@ pub async fn serve_backlogs(
     Ok(())
 }
 
+/// Reads the opt-out list every [`crate::optout::POLL`]; a new version is applied to the
+/// jobs admitted from then on and announced at once in a heartbeat.
+async fn follow_opt_out(ctx: Arc<Ctx>) {
+    let mut t = tokio::time::interval(crate::optout::POLL);
+    loop {
+        t.tick().await;
+        let read = crate::optout::read(&ctx.fleet).await;
+        {
+            let mut held = ctx.opt_out.write().unwrap_or_else(|p| p.into_inner());
+            if !held.take(read) {
+                continue;
+            }
+            tracing::info!(
+                node = ctx.node(),
+                revision = held.version.revision,
+                prefixes = held.version.prefixes.len(),
+                unreadable = ?held.unreadable,
+                "opt-out list applied"
+            );
+        }
+        if let Err(e) = ctx.heartbeat(NodeState::Up).await {
+            tracing::warn!(node = ctx.node(), error = %format!("{e:#}"), "heartbeat failed");
+        }
+    }
+}
+
 /// Where a discard-mode request may be answered: on the inbox of the tenant its subject
 /// names, nowhere else. The reply subject is the requester's to choose, and an answer
 /// goes out with the agent's rights (which store results for every tenant), so an answer
@@ -588,11 +638,12 @@ async fn job(
         ..Default::default()
     };
     let (allow_public, runtimes) = (ctx.o.allow_public, ctx.o.runtimes.clone());
+    let opt_out = ctx.held().exclusions().cloned();
     let r = req.clone();
     let ran = match crate::targets::fetch(&ctx.fleet, &req).await {
         Err(e) => Err((JobStatus::Error, e)),
         Ok(list) => tokio::task::spawn_blocking(move || -> Result<_, (JobStatus, String)> {
-            let (rt, spec) = admit(&r, list.as_deref(), &runtimes, allow_public)
+            let (rt, spec) = admit(&r, list.as_deref(), &runtimes, allow_public, opt_out)
                 .map_err(|e| (JobStatus::Refused, e))?;
             // IPv6 where this node's network has none: refused, not run
             opts.net
@@ -758,7 +809,9 @@ fn admit(
     list: Option<&str>,
     runtimes: &[Runtime],
     allow_public: bool,
+    opt_out: Result<PrefixSet, String>,
 ) -> Result<(Runtime, JobSpec), String> {
+    let opt_out = opt_out?;
     let rt = runtimes
         .iter()
         .copied()
@@ -793,12 +846,22 @@ fn admit(
                 .into(),
         );
     }
+    // the fleet's opt-out list, named as such
+    if let Some((t, p)) = spec.target_list().iter().find_map(|t| match t {
+        std::net::IpAddr::V4(a) => opt_out.find(*a).map(|p| (a, p)),
+        std::net::IpAddr::V6(_) => None,
+    }) {
+        return Err(format!(
+            "refused: target {t} is in {p}, on the fleet's opt-out list"
+        ));
+    }
     let host = vtnt_job::exclusion_list(&[]).map_err(|e| format!("{e:#}"))?;
     spec.engine.exclude = spec
         .engine
         .exclude
         .iter()
         .chain(host.iter())
+        .chain(opt_out.iter())
         .copied()
         .collect();
     spec.check_targets(spec.target_list())
@@ -991,25 +1054,71 @@ mod tests {
             .starts_with("malformed job request"));
     }
 
+    fn no_opt_out() -> Result<PrefixSet, String> {
+        Ok(PrefixSet::new())
+    }
+
+    #[test]
+    fn the_fleets_opt_out_list_refuses_its_targets_and_travels_with_the_job() {
+        let rts = [Runtime::Native];
+        let list = crate::optout::parse("192.0.2.0/28\n").unwrap();
+        let job = req("trace 192.0.2.1", "native");
+        let e = admit(&job, None, &rts, false, Ok(list.clone())).unwrap_err();
+        assert_eq!(
+            e,
+            "refused: target 192.0.2.1 is in 192.0.2.0/28, on the fleet's opt-out list"
+        );
+        // a target outside: its probes (TNT's revelations too) stay out of the list
+        let (_, spec) = admit(
+            &req("trace 192.0.2.99", "native"),
+            None,
+            &rts,
+            false,
+            Ok(list),
+        )
+        .unwrap();
+        assert!(spec
+            .engine
+            .exclude
+            .find("192.0.2.5".parse().unwrap())
+            .is_some());
+        let e = admit(&job, None, &rts, false, Err("refused: unreadable".into())).unwrap_err();
+        assert_eq!(e, "refused: unreadable");
+    }
+
     #[test]
     fn the_agent_rechecks_what_it_is_given() {
         let rts = [Runtime::Native];
-        assert!(admit(&req("trace 192.0.2.1", "native"), None, &rts, false).is_ok());
-        let e = admit(&req("trace 192.0.2.1", "runc"), None, &rts, false).unwrap_err();
+        assert!(admit(
+            &req("trace 192.0.2.1", "native"),
+            None,
+            &rts,
+            false,
+            no_opt_out()
+        )
+        .is_ok());
+        let e = admit(
+            &req("trace 192.0.2.1", "runc"),
+            None,
+            &rts,
+            false,
+            no_opt_out(),
+        )
+        .unwrap_err();
         assert!(e.contains("no runtime `runc`"), "{e}");
         let public = req("trace --allow-public 8.8.8.8", "native");
-        let e = admit(&public, None, &rts, false).unwrap_err();
+        let e = admit(&public, None, &rts, false, no_opt_out()).unwrap_err();
         assert!(e.contains("--allow-public"), "{e}");
-        assert!(admit(&public, None, &rts, true).is_ok());
+        assert!(admit(&public, None, &rts, true, no_opt_out()).is_ok());
         let mut bad = req("trace 192.0.2.1", "native");
         bad.line = "vtnt-job=1 kind=dance targets=192.0.2.1".into();
-        assert!(admit(&bad, None, &rts, false)
+        assert!(admit(&bad, None, &rts, false, no_opt_out())
             .unwrap_err()
             .starts_with("job line:"));
         // a line that never went through the command line's checks: the public target
         // without the job's consent is refused even by an agent that allows them
         bad.line = "vtnt-job=1 kind=trace targets=8.8.8.8".into();
-        let e = admit(&bad, None, &rts, true).unwrap_err();
+        let e = admit(&bad, None, &rts, true, no_opt_out()).unwrap_err();
         assert!(e.contains("8.8.8.8"), "{e}");
         // a long list apart: parsed, counted and checked like inline targets
         let mut long = req("trace 192.0.2.1", "native");
@@ -1019,13 +1128,27 @@ mod tests {
             bytes: 22,
             chunks: 1,
         });
-        let (_, spec) = admit(&long, Some("192.0.2.1\n192.0.2.2\n"), &rts, false).unwrap();
+        let (_, spec) = admit(
+            &long,
+            Some("192.0.2.1\n192.0.2.2\n"),
+            &rts,
+            false,
+            no_opt_out(),
+        )
+        .unwrap();
         assert_eq!(spec.target_list().len(), 2);
-        let e = admit(&long, Some("192.0.2.1\n"), &rts, false).unwrap_err();
+        let e = admit(&long, Some("192.0.2.1\n"), &rts, false, no_opt_out()).unwrap_err();
         assert!(e.contains("holds 1 targets, its request says 2"), "{e}");
-        let e = admit(&long, Some("192.0.2.1\n8.8.8.8\n"), &rts, false).unwrap_err();
+        let e = admit(
+            &long,
+            Some("192.0.2.1\n8.8.8.8\n"),
+            &rts,
+            false,
+            no_opt_out(),
+        )
+        .unwrap_err();
         assert!(e.contains("8.8.8.8"), "{e}");
-        let e = admit(&long, None, &rts, false).unwrap_err();
+        let e = admit(&long, None, &rts, false, no_opt_out()).unwrap_err();
         assert!(e.contains("no target list came with it"), "{e}");
     }
 

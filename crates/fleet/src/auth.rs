@@ -46,8 +46,8 @@
 //!   asks for its own backlog, and receives only on its own inbox prefix (`_INBOX_T.<t>`);
 //! - agents take jobs (the work-queue consumers, the discard subjects, the large target
 //!   lists), answer requests, heartbeat, and store results for any tenant; they read no
-//!   results back (those are in the tenants' accounts), and read the images' object store,
-//!   which the operator writes.
+//!   results back (those are in the tenants' accounts), and read the images' object store
+//!   and the opt-out list ([`crate::optout`]), which the operator writes.
 
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
@@ -205,6 +205,7 @@ fn agent(tenants: &[String]) -> Value {
         ]);
     }
     allow.extend(read_images());
+    allow.extend(read_opt_out());
     json!({
         "publish": {"allow": allow},
         "subscribe": {"allow": [
@@ -218,12 +219,25 @@ fn agent(tenants: &[String]) -> Value {
     })
 }
 
-/// The operator: the images' object store (made by `vtnt fleet up`), written and read.
+/// What reading the opt-out list takes ([`crate::optout`]): its stream's info and its
+/// last message.
+fn read_opt_out() -> Vec<String> {
+    let s = crate::optout::STREAM;
+    vec![
+        format!("$JS.API.STREAM.INFO.{s}"),
+        format!("$JS.API.STREAM.MSG.GET.{s}"),
+    ]
+}
+
+/// The operator: the images' object store (made by `vtnt fleet up`), written and read;
+/// the opt-out list, written and read.
 fn operator() -> Value {
     let mut allow = read_images();
+    allow.extend(read_opt_out());
     allow.extend([
         format!("$JS.API.STREAM.PURGE.OBJ_{IMAGES_BUCKET}"),
         format!("$O.{IMAGES_BUCKET}.>"),
+        crate::optout::SUBJECT.to_string(),
     ]);
     json!({
         "publish": {"allow": allow},

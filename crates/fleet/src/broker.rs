@@ -385,6 +385,7 @@ fn make_streams(
         fleet.jobs().await?;
         fleet.nodes().await?;
         crate::images::create(&fleet).await?;
+        crate::optout::create(&fleet).await?;
         for t in tenants {
             fleet.data(t).await?;
             let (_, own) = as_setup(Some(t)).fleet("vtnt fleet up").await?;

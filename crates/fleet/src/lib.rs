@@ -52,6 +52,7 @@ pub mod controller;
 mod error;
 pub mod images;
 pub mod measurement;
+pub mod optout;
 pub mod proto;
 pub mod replay;
 pub mod schedule;

@@ -86,6 +86,21 @@ pub struct NodeInfo {
     /// Times the agent's connection to the broker came back after it was lost.
     #[serde(default)]
     pub reconnects: u64,
+    /// The fleet's opt-out list as the agent applies it ([`crate::optout`]).
+    #[serde(default)]
+    pub opt_out: OptOutState,
+}
+
+/// Which version of the opt-out list a node applies.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OptOutState {
+    /// The list's revision (its stream sequence; 0: none was ever written).
+    pub revision: u64,
+    /// When the node applied it, µs since the epoch.
+    pub applied_us: u64,
+    /// Why the node could not read the last version (it takes no job meanwhile).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unreadable: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

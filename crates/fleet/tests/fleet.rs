@@ -1130,6 +1130,8 @@ fn the_scale_benchmark_runs_at_a_small_n() {
     for mode in ["wait", "discard"] {
         assert!(sweep.iter().any(|p| p["mode"] == mode), "{mode}: {sweep:?}");
     }
+    // an opt-out list change reached every agent (how fast is the benchmark's figure)
+    assert_eq!(v["report"]["opt_out_ms"]["n"], 5, "{v}");
     eprintln!("{}", serde_json::to_string_pretty(&v["report"]).unwrap());
 }
 
@@ -2097,10 +2099,104 @@ fn the_paper_fleet_benchmark_runs_at_a_small_n() {
 
 /// `fleet measurement SUB` with the broker's reach and `args`.
 fn measurement(broker: &Broker, sub: &str, args: &[&str]) -> Output {
-    let mut a = vec!["fleet", "measurement", sub];
+    nested(broker, &["measurement", sub], args)
+}
+
+/// `fleet WORDS...` (a command and its subcommand) with the broker's reach and `args`.
+fn nested(broker: &Broker, words: &[&str], args: &[&str]) -> Output {
+    let mut a = vec!["fleet"];
+    a.extend_from_slice(words);
     a.extend(broker.reach.iter().map(String::as_str));
     a.extend_from_slice(args);
     vtnt(&a)
+}
+
+/// The fleet's opt-out list (issue 42's etiquette): a change reaches every agent, which
+/// says so in its heartbeat and refuses jobs to the prefixes listed, naming the list;
+/// removed, they run again. Bad prefixes are refused and change nothing.
+#[test]
+fn the_opt_out_list_reaches_every_agent_which_refuses_its_targets() {
+    if !ready(vtnt_testkit::test_name!(), true) {
+        return;
+    }
+    let broker = Broker::up("opt");
+    let lab = lab("opt");
+    let agents: Vec<Agent> = ["o1", "o2", "o3"]
+        .iter()
+        .map(|n| Agent::start(&broker, n, "fr", &lab_net(&lab), &[]))
+        .collect();
+    let opt_out = |sub: &str, args: &[&str]| {
+        let out = nested(&broker, &["opt-out", sub], args);
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            err,
+        )
+    };
+    for bad in [&["203.0.113.0/33"][..], &["2001:db8::/32"], &["lab"], &[]] {
+        let (ok, _, err) = opt_out("add", bad);
+        assert!(!ok && err.starts_with("vtnt: error: "), "{bad:?}: {err}");
+    }
+    let (ok, _, err) = opt_out("remove", &["198.51.100.0/24"]);
+    assert!(!ok && err.contains("not on the opt-out list"), "{err}");
+    let (ok, listed, err) = opt_out("add", &["203.0.113.0/28"]);
+    assert!(ok, "{err}");
+    assert_eq!(listed, "203.0.113.0/28\n");
+    let revision: u64 = err
+        .split("revision ")
+        .nth(1)
+        .and_then(|r| r.split(',').next())
+        .and_then(|r| r.parse().ok())
+        .unwrap_or_else(|| panic!("no revision in {err}"));
+    // every agent says it applies it (a bound for a hang: the agents read every second)
+    let t0 = Instant::now();
+    wait_applied(&broker, agents.len(), |r| r == revision);
+    eprintln!(
+        "opt-out revision {revision} applied by {} agents within {:.2} s of the write",
+        agents.len(),
+        t0.elapsed().as_secs_f64()
+    );
+    let refused = broker.submit(&["--mode", "wait"], SHORT_JOB);
+    let (_, summaries) = broker.results(1);
+    let s = summaries[0].as_str().unwrap();
+    assert!(
+        s.contains(refused["job"].as_str().unwrap())
+            && s.contains(": refused, 0 records")
+            && s.contains(
+                "refused: target 203.0.113.10 is in 203.0.113.0/28, on the fleet's opt-out list"
+            ),
+        "{s}"
+    );
+    let (ok, listed, err) = opt_out("remove", &["203.0.113.0/28"]);
+    assert!(ok && listed.is_empty(), "{err}");
+    wait_applied(&broker, agents.len(), |r| r > revision);
+    broker.submit(&["--mode", "wait"], SHORT_JOB);
+    let (lines, summaries) = broker.results(2);
+    assert!(
+        summaries
+            .iter()
+            .any(|s| s.as_str().unwrap().contains(": ok, ")),
+        "{summaries:?}"
+    );
+    let traced = |l: &&String| l.contains(r#""type":"trace""#) && l.contains("203.0.113.10");
+    assert_eq!(lines.iter().filter(traced).count(), 1, "{lines:?}");
+    drop(agents);
+}
+
+/// Waits (bounded) until `n` nodes heartbeat an opt-out revision that is `wanted`.
+fn wait_applied(broker: &Broker, n: usize, wanted: impl Fn(u64) -> bool) {
+    let t0 = Instant::now();
+    loop {
+        let st = broker.status();
+        let nodes = st["nodes"].as_array().unwrap().iter();
+        let applied = nodes.filter(|v| v["opt_out"]["revision"].as_u64().is_some_and(&wanted));
+        if applied.count() == n {
+            return;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(30), "not applied: {st}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
 }
 
 /// `fleet measurement list --json`: the definitions.

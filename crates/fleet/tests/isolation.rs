@@ -569,6 +569,7 @@ fn no_tenant_learns_another_tenants_backlog() {
                 jobs_done: 0,
                 jobs_failed: 0,
                 reconnects: 0,
+                opt_out: Default::default(),
             };
             fleet
                 .js
@@ -677,4 +678,66 @@ fn no_tenant_learns_another_tenants_backlog() {
         Some([("vtnt.wq.a.fr".to_string(), 2)].into_iter().collect())
     );
     assert_eq!(b.expect("b's status"), Some(Default::default()));
+}
+
+/// Only the operator writes the fleet's opt-out list ([`vtnt_fleet::optout`]): a tenant
+/// (both its users) and an agent, speaking raw NATS, neither publish a list, nor delete,
+/// purge or rewrite the operator's; the list afterwards is the operator's, byte for byte.
+#[test]
+fn only_the_operator_writes_the_opt_out_list() {
+    vtnt_testkit::require_root!();
+    vtnt_testkit::require_tools!("nats-server");
+    let up = Up::tenants_a_and_b("oo");
+    let (url, dir, name) = (up.0.url.clone(), up.0.dir.clone(), up.0.name.clone());
+    let operator = Connect::local(&name, Role::Operator).unwrap();
+    let list = vtnt_fleet::optout::parse("192.0.2.0/24\n").unwrap();
+    let written =
+        vtnt_fleet::optout::update(&operator, &vtnt_fleet::optout::Change::Add(list.clone()))
+            .expect("the operator writes the list");
+    let failures = vtnt_fleet::block_on(async move {
+        let mut failures: Vec<String> = Vec::new();
+        let s = |r: &Role| seeds(&dir, r);
+        let b = Role::Tenant("b".into());
+        let peers = [
+            Peer::connect(&url, &s(&b)[0], &b.inbox_prefix(), "b").await,
+            Peer::connect(&url, &s(&b)[1], &b.inbox_prefix(), "b's requests").await,
+            Peer::connect(
+                &url,
+                &s(&Role::Agent)[0],
+                &Role::Agent.inbox_prefix(),
+                "agent",
+            )
+            .await,
+        ];
+        let api = "$JS.API.STREAM";
+        for p in &peers {
+            for (subject, body) in [
+                ("vtnt.optout", ""),
+                (&format!("{api}.PURGE.VTNT_OPTOUT") as &str, ""),
+                (&format!("{api}.MSG.DELETE.VTNT_OPTOUT"), r#"{"seq":1}"#),
+                (&format!("{api}.DELETE.VTNT_OPTOUT"), ""),
+                (
+                    &format!("{api}.UPDATE.VTNT_OPTOUT"),
+                    r#"{"name":"VTNT_OPTOUT"}"#,
+                ),
+            ] {
+                if let Ok(answer) = p.ask(subject, body).await {
+                    failures.push(format!("{} was answered on {subject}: {answer}", p.who));
+                }
+            }
+        }
+        let (_, fleet) = Connect::local(&name, Role::Agent)?
+            .fleet("opt-out agent")
+            .await?;
+        let read = vtnt_fleet::optout::read(&fleet).await?;
+        if read != written {
+            failures.push(format!(
+                "the agent reads {read:?}, not the operator's {written:?}"
+            ));
+        }
+        Ok::<_, vtnt_fleet::Error>(failures)
+    })
+    .expect("the fleet's own steps");
+    drop(up);
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
