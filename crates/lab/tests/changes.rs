@@ -274,3 +274,102 @@ fn an_lsp_riding_one_taken_down_rides_nothing() {
     assert_eq!(ldp.over, None);
     assert_eq!(down.lsps_down().len(), 1);
 }
+
+/// A random change to `topo`: a link down or up, an LSP down or up, or an LSP rerouted
+/// along a random walk from its ingress (which may not reach its egress: refused then).
+fn random_change(rng: &mut vtnt_rng::Rng, topo: &Topology) -> Change {
+    let def = topo.def();
+    let link = rng.pick(&def.links).unwrap();
+    let (a, b) = (link.a.clone(), link.b.clone());
+    let Some(lsp) = rng.pick(&def.lsps) else {
+        return Change::LinkDown { a, b };
+    };
+    let name = lsp.name.clone();
+    match rng.below(5) {
+        0 => Change::LinkDown { a, b },
+        1 => Change::LinkUp { a, b },
+        2 => Change::LspDown { lsp: name },
+        3 => Change::LspUp { lsp: name },
+        _ => {
+            let mut path = vec![lsp.ingress.clone()];
+            while path.len() < 8 && path.last() != Some(&lsp.egress) {
+                let here = path.last().unwrap().clone();
+                let next: Vec<&String> = def
+                    .links
+                    .iter()
+                    .filter_map(|l| match (l.a == here, l.b == here) {
+                        (true, _) => Some(&l.b),
+                        (_, true) => Some(&l.a),
+                        _ => None,
+                    })
+                    .collect();
+                path.push((*rng.pick(&next).unwrap()).clone());
+            }
+            Change::LspReroute { lsp: name, path }
+        }
+    }
+}
+
+#[test]
+fn random_changes_keep_the_truth_consistent_and_undo_to_the_original() {
+    let opts = vtnt_lab::GenOptions::default();
+    let mut topos = topologies();
+    topos.extend((5..=6).map(|seed| vtnt_lab::generate(seed, &opts)));
+    let mut rng = vtnt_rng::Rng::new(42);
+    for topo in topos {
+        let original = json(&vtnt_lab::truth::truth(&topo));
+        let mut now = topo.clone();
+        for _ in 0..25 {
+            let c = random_change(&mut rng, &topo);
+            let before = json(&vtnt_lab::truth::truth(&now));
+            match now.apply(&c) {
+                Ok(next) => now = next,
+                Err(_) => {
+                    assert_eq!(json(&vtnt_lab::truth::truth(&now)), before, "{c}");
+                    continue;
+                }
+            }
+            // every LSP up runs over links that are up
+            let t = vtnt_lab::truth::truth(&now);
+            let down: Vec<(String, String)> = t
+                .links_down
+                .iter()
+                .flat_map(|l| [(l.a.clone(), l.b.clone()), (l.b.clone(), l.a.clone())])
+                .collect();
+            for l in &t.lsps {
+                for w in l.path.windows(2) {
+                    let up = topo.def().links.iter().any(|k| {
+                        ((k.a == w[0] && k.b == w[1]) || (k.a == w[1] && k.b == w[0]))
+                            && !down.contains(&(k.a.clone(), k.b.clone()))
+                    });
+                    assert!(
+                        up,
+                        "{}: after {c}: LSP {} over {}-{}",
+                        topo.name(),
+                        l.name,
+                        w[0],
+                        w[1]
+                    );
+                }
+                assert!(t.lsps_down.iter().all(|d| d.name != l.name));
+            }
+        }
+        // undo everything: the original truth
+        for l in now.links_down() {
+            now = now
+                .apply(&change(&format!("link-up {} {}", l.a, l.b)))
+                .unwrap();
+        }
+        for l in &topo.def().lsps {
+            if let Ok(next) = now.apply(&change(&format!("lsp-up {}", l.name))) {
+                now = next;
+            }
+        }
+        assert_eq!(
+            json(&vtnt_lab::truth::truth(&now)),
+            original,
+            "{}",
+            topo.name()
+        );
+    }
+}
