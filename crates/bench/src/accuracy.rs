@@ -1332,6 +1332,7 @@ mod tests {
             return_path: Vec::new(),
             tunnels,
             return_tunnels: Vec::new(),
+            unreachable: false,
         }
     }
 

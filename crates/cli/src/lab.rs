@@ -69,6 +69,21 @@ pub enum LabCommand {
         #[arg(long, default_value = DEFAULT_NAME)]
         name: String,
     },
+    /// Change the running lab (docs/lab.md, "Changes at run time"): `link-down A B`,
+    /// `link-up A B`, `lsp-reroute NAME R1,R2,...`, `lsp-down NAME`, `lsp-up NAME`.
+    /// Returns once the lab runs the changed network (or says why it refused); the
+    /// change is logged in the lab's `changes.jsonl` and `vtnt lab truth --name` shows
+    /// the new paths.
+    Change {
+        #[arg(long, default_value = DEFAULT_NAME)]
+        name: String,
+        /// Print the change's log record as JSON.
+        #[arg(long)]
+        json: bool,
+        /// The change, e.g. `link-down e2 e3`.
+        #[arg(required = true, num_args = 1.., value_name = "CHANGE")]
+        change: Vec<String>,
+    },
     /// Show running labs (or one).
     Status {
         /// Only this lab [default: all].
@@ -329,6 +344,20 @@ pub fn run(cmd: LabCommand, log: &crate::logs::LogArgs) -> anyhow::Result<ExitCo
             }
             Ok(ExitCode::SUCCESS)
         }
+        LabCommand::Change { name, json, change } => {
+            let change: vtnt_lab::Change = change.join(" ").parse()?;
+            need_root("change")?;
+            let r = linux::change(&name, &change)?;
+            if json {
+                out!("{}", serde_json::to_string(&r)?);
+            } else {
+                out!("lab `{name}`: change {} applied: {}", r.seq, r.change);
+                if !r.lsps_down.is_empty() {
+                    out!("LSPs down: {}", r.lsps_down.join(" "));
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
         LabCommand::Status { name, json } => {
             let all = linux::status(name.as_deref())?;
             if json {
@@ -583,14 +612,21 @@ fn print_truth(t: &vtnt_lab::Truth, oracle: Option<&vtnt_lab::Oracle>) {
             o.probes
         );
     }
+    for l in &t.links_down {
+        out!("link down: {}-{} {}", l.a, l.b, l.prefix);
+    }
+    for l in &t.lsps_down {
+        out!("LSP down: {}: {}", l.name, l.reason);
+    }
     for (i, d) in t.destinations.iter().enumerate() {
         let path: Vec<String> = d.forward.iter().map(|h| h.router.clone()).collect();
         out!(
-            "{} {} {}: {}{}",
+            "{} {} {}: {}{}{}",
             d.name,
             d.dst,
             to_v6(d.dst),
             path.join(" "),
+            if d.unreachable { " (unreachable)" } else { "" },
             if d.forward_paths.len() > 1 {
                 format!(" (+{} ECMP variants)", d.forward_paths.len() - 1)
             } else {

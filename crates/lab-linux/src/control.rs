@@ -462,7 +462,7 @@ pub fn exec(name: &str, cmd: &[OsString]) -> Error {
     Error::msg(format!("running ip netns exec: {e}"))
 }
 
-/// The topology lab `name` runs.
+/// The topology lab `name` runs: its file, changed as its changes log says.
 pub fn running_topology(name: &str) -> Result<Topology, Error> {
     check_name(name).map_err(Error::msg)?;
     let dir = state_dir(name);
@@ -473,7 +473,9 @@ pub fn running_topology(name: &str) -> Result<Topology, Error> {
     let source = read_json::<LabState>(&dir.join("state.json"))
         .map_or_else(|_| p.display().to_string(), |s| s.topology_source);
     let text = fs::read_to_string(&p)?;
-    Ok(Topology::parse(&text, &source)?)
+    let log_path = dir.join(crate::changes::CHANGES_LOG);
+    let log = crate::changes::read_log(&log_path)?;
+    crate::changes::replay(Topology::parse(&text, &source)?, &log, &log_path)
 }
 
 /// The state of running lab `name` (`state.json`).

@@ -5,7 +5,8 @@
 //! then runs the emulator on a monotonic clock until SIGTERM: packets from the TUN and
 //! from VMs (on the vantage point LAN, then on the lab's VM LAN, which the emulator routes
 //! to the vantage point like its LAN) in (ARP and DHCP answered by the VM front itself), the lab's answers out to
-//! whoever owns the destination address.
+//! whoever owns the destination address. Changes (`vtnt lab change`) come in on the
+//! control socket of [`crate::changes`] and are applied between packets.
 
 use std::fs;
 use std::io::{Read, Write};
@@ -17,6 +18,7 @@ use std::time::{Duration, Instant as Wall};
 use vtnt_lab::addr::to_v6;
 use vtnt_lab::{Instant, Lab, Port, Topology};
 
+use crate::changes::Control;
 use crate::state::{publish, write_json, LabState, Lan, VmInfo, TUN_NAME};
 use crate::vm::VmFront;
 use crate::{netns, sys, Error};
@@ -93,6 +95,8 @@ pub fn serve(o: &ServeOptions) -> Result<(), Error> {
         .map_err(|e| Error::msg(format!("VM front: bind 127.0.0.1:{}: {e}", o.vm_port)))?;
     udp.set_nonblocking(true)?;
     let vm_port = udp.local_addr()?.port();
+    // a filesystem socket: bound here, reachable from the host's namespace
+    let mut control = Control::bind(&o.state_dir)?;
 
     sys::enter_netns(&o.name)
         .map_err(|e| Error::msg(format!("entering namespace {}: {e}", o.name)))?;
@@ -160,7 +164,7 @@ pub fn serve(o: &ServeOptions) -> Result<(), Error> {
     let mut frame = Vec::with_capacity(2048);
     let mut last_stats = Wall::now();
     let mut io = FrontStats::default();
-    let fds = [tun.as_raw_fd(), udp.as_raw_fd()];
+    let fds = [tun.as_raw_fd(), udp.as_raw_fd(), control.fd()];
     while !sys::stop_requested() {
         let wait_us = lab.poll_timeout().map_or(500_000, |t| {
             t.as_micros().saturating_sub(now().as_micros()).min(500_000)
@@ -182,6 +186,9 @@ pub fn serve(o: &ServeOptions) -> Result<(), Error> {
             let (i, o) = vms.drain(&udp, &mut buf, |_, p| lab.handle_packet(now(), Port(0), p));
             io.vm_frames_in += i;
             io.vm_frames_out += o;
+        }
+        if ready[2] {
+            control.serve(&mut lab);
         }
         let t = now();
         while let Some((_, n)) = lab.poll_transmit(t, &mut buf) {

@@ -8,6 +8,8 @@
 //! | `state.json` | [`LabState`]: namespace, TUN, vantage point, VM port |
 //! | `vm.json` | [`VmInfo`]: how VMs attach (the front's port, its LANs, the slots' rule) |
 //! | `stats.json` | the emulator's counters, rewritten every second |
+//! | `control` | the socket `vtnt lab change` sends changes to ([`crate::changes`]) |
+//! | `changes.jsonl` | the changes applied, one JSON record a line ([`crate::changes`]) |
 //! | `ready` | exists once the daemon serves packets |
 //! | `log` | the daemon's stdout and stderr |
 

@@ -58,3 +58,35 @@ pub fn topology_parse(data: &[u8]) {
         ),
     }
 }
+
+/// `lab_change`: any text as changes to the reference lab, one a line (the first eight):
+/// each either reads back as written and applies, or is refused with the lab as it was;
+/// the truth of whatever the changes leave, and probes through it, never panic.
+pub fn lab_change(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let mut lab = Lab::new(reference());
+    for line in text.lines().take(8) {
+        let Ok(change) = line.parse::<vtnt_lab::Change>() else {
+            continue;
+        };
+        assert_eq!(
+            change.to_string().parse::<vtnt_lab::Change>().ok(),
+            Some(change.clone())
+        );
+        let before = lab.topology().lsps_down().to_vec();
+        if lab.apply(&change).is_err() {
+            assert_eq!(
+                lab.topology().lsps_down(),
+                &before[..],
+                "a refused change changed the lab"
+            );
+        }
+    }
+    let truth = lab.truth();
+    let mut tracer = vtnt_lab::tracer::Tracer::new(&mut lab);
+    for d in &truth.destinations {
+        let _ = tracer.probe(d.dst, 8);
+    }
+}

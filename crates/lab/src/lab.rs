@@ -18,7 +18,7 @@ use vtnt_record::Instant;
 
 use crate::net::routing::RouteCache;
 use crate::net::{Net, RouterId};
-use crate::topology::Topology;
+use crate::topology::{Change, ChangeError, Topology};
 use crate::truth::{self, Truth};
 use crate::vantage::{vantage_points, Port, VantagePoint};
 
@@ -208,6 +208,15 @@ impl Lab {
 
     pub fn stats(&self) -> Stats {
         self.stats
+    }
+
+    /// Applies `change` between two packets ([`Topology::apply`]): packets handed in
+    /// from now on meet the changed network; those already walked arrive as they were
+    /// due. Refused changes leave the lab as it was.
+    pub fn apply(&mut self, change: &Change) -> Result<(), ChangeError> {
+        self.topo = self.topo.apply(change)?;
+        self.routes = RouteCache::default();
+        Ok(())
     }
 
     /// The ground truth of the running topology.

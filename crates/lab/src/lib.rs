@@ -28,8 +28,11 @@
 //! assert_eq!(reply.src.to_string(), "100.64.2.2"); // e2, the first LSR, answers TTL 3
 //! ```
 //!
+//! A running lab changes with [`Lab::apply`]: a link down or up, an LSP rerouted, down
+//! or back ([`Change`]); routing and the truth follow.
+//!
 //! Modules: [`addr`] (prefixes, lab ranges), [`profile`] (vendors), `topology` (file,
-//! validation), [`limits`] (the largest topology the lab takes), `net` (the built network)
+//! validation, changes), [`limits`] (the largest topology the lab takes), `net` (the built network)
 //! with `net::routing` (distances through biconnected parts, next hops, ECMP, LSP pushes,
 //! derived per packet), `vantage` (ports), `lab` (the API) with `lab::forward` (TTL and
 //! label mechanics, replies) and `lab::family` (the IPv4 and IPv6 header fields a walk
@@ -56,8 +59,8 @@ pub use net::{Pop, ReplyFrom, Revelation, TunnelClass};
 pub use oracle::{oracle, Observation, Oracle, OracleOptions};
 pub use profile::Vendor;
 pub use topology::{
-    to_toml, HostDef, LinkDef, LspDef, RouteDef, RouterDef, Topology, TopologyDef, TopologyError,
-    VantagePointDef, REFERENCE_TOML,
+    to_toml, Change, ChangeError, HostDef, LinkDef, LinkDown, LspDef, LspDown, RouteDef, RouterDef,
+    Topology, TopologyDef, TopologyError, VantagePointDef, MAX_CHANGE_BYTES, REFERENCE_TOML,
 };
 pub use truth::Truth;
 pub use vantage::{vantage_points, Port, VantagePoint};

@@ -12,9 +12,16 @@
 //! `addresses6`) and the routers their IPv6 signature (`signature6`), and `vtnt lab
 //! truth` prints the twins of destinations and tunnels beside them.
 //!
+//! The truth is that of the topology as changed at run time ([`Topology::apply`]): the
+//! links down and the LSPs down (with why) are listed, an LSP's path is its current one,
+//! and a destination no path reaches any more is marked `unreachable` (its `forward`
+//! path then ends where the packets die).
+//!
 //! JSON shape (serde): `{"topology", "vantage_points":[...], "routers":[...],
 //! "lsps":[...], "destinations":[{"dst", "name", "forward":[...], "return":[...],
-//! "tunnels":[{"class", "ingress", "egress", "lsrs":[...], ...}], ...}]}`.
+//! "tunnels":[{"class", "ingress", "egress", "lsrs":[...], ...}], ...}]}`, and after
+//! changes `"links_down":[{"a", "b", "prefix"}]`, `"lsps_down":[{"name", "reason"}]`,
+//! `"unreachable": true` on a destination.
 
 use core::net::{Ipv4Addr, Ipv6Addr};
 
@@ -22,7 +29,7 @@ use serde::Serialize;
 
 use crate::addr::to_v6;
 use crate::net::{IfaceId, Net, Owner, Peer, Pop, PrefixKind, Revelation, RouterId, TunnelClass};
-use crate::topology::Topology;
+use crate::topology::{LinkDown, LspDown, Topology};
 
 /// The whole ground truth of a topology.
 #[derive(Debug, Clone, Serialize)]
@@ -30,8 +37,15 @@ pub struct Truth {
     pub topology: String,
     pub vantage_points: Vec<VpTruth>,
     pub routers: Vec<RouterTruth>,
+    /// LSPs up, each path as it is now.
     pub lsps: Vec<LspTruth>,
     pub destinations: Vec<Destination>,
+    /// Links taken down at run time.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub links_down: Vec<LinkDown>,
+    /// LSPs of the topology that are down after changes at run time, and why.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub lsps_down: Vec<LspDown>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -145,6 +159,9 @@ pub struct Destination {
     pub tunnels: Vec<Tunnel>,
     /// LSPs on the return path.
     pub return_tunnels: Vec<Tunnel>,
+    /// No forward path reaches the destination (links down at run time, a loop).
+    #[serde(skip_serializing_if = "core::ops::Not::not")]
+    pub unreachable: bool,
 }
 
 /// One symbolic path: routers with their incoming interface, and the pushes met.
@@ -315,6 +332,9 @@ pub fn destination(topo: &Topology, vp: usize, dst: Ipv4Addr, name: &str) -> Opt
         Owner::Iface(i) => (net.ifaces[i as usize].router, None),
         Owner::Vp(_) => (v.router, Some(v.gw_iface)),
     };
+    let unreachable = !fwd
+        .iter()
+        .any(|p| p.hops.last().map(|h| h.0) == Some(start));
     let back = sym_paths(net, start, from, v.addr, false);
     let first_back = back.first().cloned().unwrap_or_default();
     Some(Destination {
@@ -330,6 +350,7 @@ pub fn destination(topo: &Topology, vp: usize, dst: Ipv4Addr, name: &str) -> Opt
             .collect(),
         tunnels: tun,
         return_tunnels: tunnels(net, v.addr, &first_back),
+        unreachable,
     })
 }
 
@@ -410,6 +431,8 @@ pub fn truth(topo: &Topology) -> Truth {
         routers,
         lsps,
         destinations,
+        links_down: topo.links_down(),
+        lsps_down: topo.lsps_down().to_vec(),
     }
 }
 

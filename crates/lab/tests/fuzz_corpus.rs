@@ -31,6 +31,11 @@ fn topology_parse_corpus() {
     run("topology_parse", body::topology_parse);
 }
 
+#[test]
+fn lab_change_corpus() {
+    run("lab_change", body::lab_change);
+}
+
 /// Rewrites the `lab_packet` seeds: ICMP, UDP and TCP probes, over IPv4 and IPv6, from
 /// the reference topology's vantage point towards each tunnel class's destination, at
 /// TTLs that expire inside the tunnels (and one that reaches the plain destination).

@@ -4,11 +4,13 @@
 //! Every error names the file, the line and the object:
 //! `reference.toml:42: [[lsp]] "core": router "r99" is not defined`.
 
+mod change;
 mod file;
 mod validate;
 
 use std::path::Path;
 
+pub use change::{Change, ChangeError, LinkDown, LspDown, MAX_CHANGE_BYTES};
 pub use file::{HostDef, LinkDef, LspDef, RouteDef, RouterDef, TopologyDef, VantagePointDef};
 
 use crate::limits::{self, TooLarge};
@@ -53,11 +55,15 @@ impl TopologyError {
     }
 }
 
-/// A validated topology: its definition (as written) and the network it makes.
+/// A validated topology: its definition (as written), the changes applied to it since
+/// ([`Topology::apply`]), and the network they make.
 #[derive(Debug, Clone)]
 pub struct Topology {
     def: TopologyDef,
     file: String,
+    /// The VM LAN [`Topology::with_vm_lan`] added, kept through changes.
+    vm_lan: Option<crate::addr::Prefix>,
+    changes: change::State,
     pub(crate) net: Net,
 }
 
@@ -78,6 +84,8 @@ impl Topology {
         Ok(Topology {
             def,
             file: file.to_string(),
+            vm_lan: None,
+            changes: change::State::default(),
             net,
         })
     }
@@ -107,7 +115,13 @@ impl Topology {
     pub fn from_def(def: TopologyDef) -> Result<Topology, TopologyError> {
         let file = format!("<{}>", def.name);
         let net = validate::resolve(&def, &file, &validate::Lines::default(), None)?;
-        Ok(Topology { def, file, net })
+        Ok(Topology {
+            def,
+            file,
+            vm_lan: None,
+            changes: change::State::default(),
+            net,
+        })
     }
 
     /// The same network with `lan` routed to the first vantage point as its LAN is: the
@@ -115,7 +129,7 @@ impl Topology {
     /// router answers for the LAN's host 1 (the guests' gateway, on-link); anything else
     /// in it goes to the vantage point's port, past the same hops as the vantage point's
     /// own address. Fails when `lan` overlaps a prefix of the topology or is smaller
-    /// than a /30.
+    /// than a /30. Changes applied before are forgotten: add the LAN first.
     pub fn with_vm_lan(self, lan: crate::addr::Prefix) -> Result<Topology, TopologyError> {
         let net = validate::resolve(
             &self.def,
@@ -123,7 +137,40 @@ impl Topology {
             &validate::Lines::default(),
             Some(lan),
         )?;
-        Ok(Topology { net, ..self })
+        Ok(Topology {
+            net,
+            vm_lan: Some(lan),
+            changes: change::State::default(),
+            ..self
+        })
+    }
+
+    /// The topology after `change` (docs/lab.md, "Changes at run time"): routing, LSP
+    /// paths and the truth follow it; LSPs that lose their path go down
+    /// ([`Topology::lsps_down`] says why). Refused, with nothing changed, for an unknown
+    /// router, LSP or link, a change that changes nothing, or a reroute over a missing or
+    /// down link or onto a path that makes no LSP. A change that leaves destinations
+    /// unreachable is applied: the truth says which.
+    pub fn apply(&self, change: &Change) -> Result<Topology, ChangeError> {
+        let (changes, net) =
+            change::apply(&self.def, &self.changes, change, &self.file, self.vm_lan)?;
+        Ok(Topology {
+            def: self.def.clone(),
+            file: self.file.clone(),
+            vm_lan: self.vm_lan,
+            changes,
+            net,
+        })
+    }
+
+    /// The links the changes applied so far took down, in the definition's order.
+    pub fn links_down(&self) -> Vec<LinkDown> {
+        self.changes.links_down(&self.def)
+    }
+
+    /// The LSPs of the definition that are down after the changes, by name.
+    pub fn lsps_down(&self) -> &[LspDown] {
+        self.changes.lsps_down()
     }
 
     /// The same topology with the LSPs named in `lsps` made 6PE cores (RFC 4798): the
@@ -131,7 +178,7 @@ impl Topology {
     /// one) IPv4 only, and, where no LSP goes back from an egress to its ingress, a
     /// return LSP `NAME-6pe-back` with the same settings along the reversed path, since
     /// a 6PE core carries IPv6 labelled both ways or its answers die in it. Fails on an
-    /// unknown name.
+    /// unknown name. Changes and a VM LAN added before are forgotten.
     pub fn with_6pe_cores(self, lsps: &[&str]) -> Result<Topology, TopologyError> {
         let mut def = self.def.clone();
         let net = &self.net;
@@ -177,6 +224,8 @@ impl Topology {
             def,
             net,
             file: self.file,
+            vm_lan: None,
+            changes: change::State::default(),
         })
     }
 
@@ -189,6 +238,7 @@ impl Topology {
         }
     }
 
+    /// The definition as written (changes applied since are not in it).
     pub fn def(&self) -> &TopologyDef {
         &self.def
     }
