@@ -34,12 +34,13 @@ fi
 # lxd (and its client, lxd-client): the firewall bench's LXD row (`--runtimes lxd`, a
 # daemon of its own per run, in the NF namespace with its own state directory: the
 # package's daemon, socket-activated under systemd, is never initialised, so it adds no
-# bridge and no iptables rule that Docker's engine or the other tests would meet).
+# bridge and no iptables rule that Docker's engine or the other tests would meet); bird2:
+# the lab's BGP speaker and the vantage point's border router (`vtnt lab up --bgp`).
 # Every tool a test needs is here: scripts/test.sh fails a test that skips for want of one.
 packages=(scamper qemu-system-x86 qemu-utils iproute2 traceroute procps binutils
   ca-certificates docker.io containerd runc debootstrap e2fsprogs fonts-dejavu-core
   util-linux coreutils gzip tar strace iptables nftables nats-server openssl musl-tools iperf3
-  sockperf hping3 iputils-ping lxd lxd-client
+  sockperf hping3 iputils-ping lxd lxd-client bird2
   dnsmasq-base man-db libcap2-bin systemd busybox-static chromium ethtool)
 missing=()
 for p in "${packages[@]}"; do

@@ -42,6 +42,11 @@ pub enum LabCommand {
         /// Seconds to wait for the lab to answer.
         #[arg(long, default_value_t = 10)]
         timeout: u64,
+        /// Also run the lab's BGP speaker (Debian's BIRD 2) and a BIRD for the vantage
+        /// point's border router, the lab announcing the LAN of every destination it
+        /// reaches, withdrawn while a change cuts it off (docs/lab.md, "BGP").
+        #[arg(long)]
+        bgp: bool,
     },
     /// Start a front onto a real network: VMs attach as to a lab (`vtnt run --runtime
     /// microvm --net lab:NAME`) and probe the upstream network through its one address,
@@ -196,6 +201,8 @@ pub enum LabCommand {
         vm_prefix: String,
         #[arg(long, default_value = "")]
         source: String,
+        #[arg(long)]
+        bgp: bool,
         topology: PathBuf,
     },
 }
@@ -259,6 +266,7 @@ pub fn run(cmd: LabCommand, log: &crate::logs::LogArgs) -> anyhow::Result<ExitCo
             vm_port,
             vm_prefix,
             timeout,
+            bgp,
         } => {
             if let Some(p) = &topology {
                 Topology::load(p)?; // a bad file fails here, before anything starts
@@ -274,6 +282,7 @@ pub fn run(cmd: LabCommand, log: &crate::logs::LogArgs) -> anyhow::Result<ExitCo
                 exe,
                 exe_args: log.args(),
                 timeout: std::time::Duration::from_secs(timeout),
+                bgp,
             };
             let s = linux::up(&o)?;
             let vm = linux::vm_info(&s.name)?;
@@ -299,6 +308,18 @@ pub fn run(cmd: LabCommand, log: &crate::logs::LogArgs) -> anyhow::Result<ExitCo
                 vm.endpoint,
                 s.name
             );
+            if bgp {
+                let b = linux::bgp_state(&s.name)?;
+                out!(
+                    "  BGP:       AS{} (namespace {}) announces {} prefixes to AS{} (namespace {}); what it learned: birdc -s {} show route",
+                    b.lab_as,
+                    b.lab_netns,
+                    b.announced.len(),
+                    b.vantage_as,
+                    b.vantage_netns,
+                    b.vantage_socket.display()
+                );
+            }
             Ok(ExitCode::SUCCESS)
         }
         LabCommand::Front { name, front: f } => {
@@ -539,6 +560,7 @@ pub fn run(cmd: LabCommand, log: &crate::logs::LogArgs) -> anyhow::Result<ExitCo
             vm_port,
             vm_prefix,
             source,
+            bgp,
             topology,
         } => {
             linux::serve(&linux::ServeOptions {
@@ -548,6 +570,7 @@ pub fn run(cmd: LabCommand, log: &crate::logs::LogArgs) -> anyhow::Result<ExitCo
                 source,
                 vm_port,
                 vm_prefix: parse_prefix(&vm_prefix)?,
+                bgp,
             })?;
             Ok(ExitCode::SUCCESS)
         }
@@ -587,6 +610,7 @@ fn bench(probes: u64, seconds: f64, window: u64, no_tun: bool) -> anyhow::Result
         exe,
         exe_args: Vec::new(),
         timeout: std::time::Duration::from_secs(10),
+        bgp: false,
     };
     linux::up(&o)?;
     let r = linux::bench::tun(&name, &topo, seconds, window);

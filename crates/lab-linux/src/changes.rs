@@ -83,24 +83,32 @@ impl Control {
     }
 
     /// Serves every client waiting: reads its change, applies it to `lab`, logs it and
-    /// answers. A client that sends nothing in time or hangs up is dropped.
-    pub fn serve(&mut self, lab: &mut Lab) {
+    /// answers. A client that sends nothing in time or hangs up is dropped. Whether a
+    /// change was applied.
+    pub fn serve(&mut self, lab: &mut Lab) -> bool {
+        let mut applied = false;
         while let Ok((stream, _)) = self.listener.accept() {
             let answer = match read_change(&stream) {
-                Ok(c) => self.apply(lab, &c),
+                Ok(c) => match lab.apply(&c) {
+                    Ok(()) => {
+                        applied = true;
+                        self.log(lab, &c)
+                    }
+                    Err(e) => {
+                        tracing::info!(change = %c, error = %e, "change refused");
+                        format!("error: {e}")
+                    }
+                },
                 Err(e) => format!("error: {e}"),
             };
             let mut stream = stream;
             let _ = stream.write_all(format!("{answer}\n").as_bytes());
         }
+        applied
     }
 
-    /// Applies `c` and logs it: the answer line.
-    fn apply(&mut self, lab: &mut Lab, c: &Change) -> String {
-        if let Err(e) = lab.apply(c) {
-            tracing::info!(change = %c, error = %e, "change refused");
-            return format!("error: {e}");
-        }
+    /// Logs `c`, which `lab` has applied: the answer line.
+    fn log(&mut self, lab: &Lab, c: &Change) -> String {
         self.seq += 1;
         let record = ChangeRecord {
             seq: self.seq,

@@ -33,6 +33,8 @@ pub struct UpOptions {
     pub exe_args: Vec<String>,
     /// How long to wait for the lab to answer.
     pub timeout: Duration,
+    /// Run the lab's BGP speakers ([`crate::bgp`]).
+    pub bgp: bool,
 }
 
 /// The pid in a state directory, if its daemon still runs (and is a `vtnt lab serve`).
@@ -69,6 +71,7 @@ fn clean_stale(name: &str) -> Result<(), Error> {
         }
         netns::delete(name)?;
     }
+    crate::bgp::remove(name, &dir);
     if dir.exists() {
         fs::remove_dir_all(&dir)?;
     }
@@ -122,6 +125,7 @@ fn start(
         .arg(dir)
         .args(["--vm-port", &o.vm_port.to_string(), "--source", source])
         .args(["--vm-prefix", &vm_prefix.to_string()])
+        .args(o.bgp.then_some("--bgp"))
         .arg(&topo_path);
     let deadline = Wall::now() + o.timeout;
     let child = launch(cmd, dir, deadline, "lab")?;
@@ -332,6 +336,8 @@ pub fn down(name: &str) -> Result<bool, Error> {
         found = true;
         netns::delete(name)?;
     }
+    // what a daemon killed before it could stop its BIRDs left
+    crate::bgp::remove(name, &dir);
     if dir.exists() {
         found = true;
         fs::remove_dir_all(&dir)?;
@@ -484,6 +490,16 @@ pub fn lab_state(name: &str) -> Result<LabState, Error> {
     read_json(&state_dir(name).join("state.json")).map_err(|_| {
         Error::msg(format!(
             "lab `{name}` is not running (start it with `vtnt lab up --name {name}`)"
+        ))
+    })
+}
+
+/// What lab `name`'s BGP speakers run (`bgp.json`), if it was started with them.
+pub fn bgp_state(name: &str) -> Result<crate::bgp::BgpState, Error> {
+    check_name(name).map_err(Error::msg)?;
+    read_json(&state_dir(name).join(crate::bgp::BGP_STATE)).map_err(|_| {
+        Error::msg(format!(
+            "lab `{name}` runs no BGP speaker (`vtnt lab up --bgp --name {name}`)"
         ))
     })
 }

@@ -6,7 +6,9 @@
 //! from VMs (on the vantage point LAN, then on the lab's VM LAN, which the emulator routes
 //! to the vantage point like its LAN) in (ARP and DHCP answered by the VM front itself), the lab's answers out to
 //! whoever owns the destination address. Changes (`vtnt lab change`) come in on the
-//! control socket of [`crate::changes`] and are applied between packets.
+//! control socket of [`crate::changes`] and are applied between packets; with `--bgp` the
+//! lab's BGP speakers ([`crate::bgp`]) are started before the lab is ready, told of every
+//! applied change, restarted if they exit and stopped with the daemon.
 
 use std::fs;
 use std::io::{Read, Write};
@@ -18,6 +20,7 @@ use std::time::{Duration, Instant as Wall};
 use vtnt_lab::addr::to_v6;
 use vtnt_lab::{Instant, Lab, Port, Topology};
 
+use crate::bgp::Speakers;
 use crate::changes::Control;
 use crate::state::{publish, write_json, LabState, Lan, VmInfo, TUN_NAME};
 use crate::vm::VmFront;
@@ -37,6 +40,8 @@ pub struct ServeOptions {
     /// The VMs' own LAN, routed to the vantage point as its LAN is
     /// ([`crate::state::VM_PREFIX`] unless told).
     pub vm_prefix: vtnt_lab::addr::Prefix,
+    /// Run the lab's BGP speaker and the vantage point's border router ([`crate::bgp`]).
+    pub bgp: bool,
 }
 
 /// The lab ranges routed into the TUN, except what the vantage point LAN covers.
@@ -142,6 +147,11 @@ pub fn serve(o: &ServeOptions) -> Result<(), Error> {
         vp_address6: addr6,
         routes6,
     };
+    let mut speakers = if o.bgp {
+        Some(Speakers::start(&o.name, &o.state_dir, lab.topology())?)
+    } else {
+        None
+    };
     let lans = Lan::lab(&vp, o.vm_prefix);
     let mut vms = VmFront::new(&lans);
     let vm_info = VmInfo::new(vp.prefix, vp.gateway, vm_port, &lans);
@@ -187,8 +197,12 @@ pub fn serve(o: &ServeOptions) -> Result<(), Error> {
             io.vm_frames_in += i;
             io.vm_frames_out += o;
         }
-        if ready[2] {
-            control.serve(&mut lab);
+        if ready[2] && control.serve(&mut lab) {
+            if let Some(s) = &mut speakers {
+                if let Err(e) = s.sync(lab.topology()) {
+                    tracing::error!(lab = %o.name, error = %e, "BGP announcements not updated");
+                }
+            }
         }
         let t = now();
         while let Some((_, n)) = lab.poll_transmit(t, &mut buf) {
@@ -206,12 +220,18 @@ pub fn serve(o: &ServeOptions) -> Result<(), Error> {
         }
         if last_stats.elapsed() >= Duration::from_secs(1) {
             last_stats = Wall::now();
+            if let Some(s) = &mut speakers {
+                if let Err(e) = s.tend() {
+                    tracing::error!(lab = %o.name, error = %e, "a BIRD could not be restarted");
+                }
+            }
             let guests: Vec<String> = vms.guests().keys().map(|a| a.to_string()).collect();
             let s = serde_json::json!({ "lab": lab.stats(), "front": io, "vm_guests": guests });
             let _ = write_json(&o.state_dir.join("stats.json"), &s);
         }
     }
     let _ = fs::remove_file(o.state_dir.join("ready"));
+    drop(speakers);
     tracing::info!(lab = %o.name, "lab stopped");
     Ok(())
 }

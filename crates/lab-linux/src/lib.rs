@@ -3,6 +3,8 @@
 //! - [`daemon`]: `vtnt lab serve`, the emulator on a real clock behind a TUN device in
 //!   a network namespace and a UDP socket speaking Ethernet frames with QEMU VMs;
 //! - [`changes`]: `vtnt lab change`, the daemon's control socket and the changes log;
+//! - [`bgp`]: `vtnt lab up --bgp`, the lab's BGP speaker (BIRD) and the vantage point's
+//!   border router, the lab announcing the destinations it reaches after every change;
 //! - [`control`]: `up` (re-exec of `vtnt lab serve` detached, wait until the lab
 //!   answers), `down`, `status`, `exec`, the running topology, the VM attach contract;
 //! - [`vm`]: ARP, neighbour discovery and frame handling of the VM front (pure logic);
@@ -23,6 +25,7 @@
 //! and its routes are all made there; the VM front listens on 127.0.0.1 only.
 
 pub mod bench;
+pub mod bgp;
 pub mod changes;
 pub mod control;
 pub mod daemon;
@@ -36,8 +39,8 @@ pub mod vm;
 
 pub use changes::{change, ChangeRecord};
 pub use control::{
-    down, exec, front_up, lab_state, running_topology, status, up, vm_info, FrontSettings,
-    FrontUpOptions, Status, UpOptions,
+    bgp_state, down, exec, front_up, lab_state, running_topology, status, up, vm_info,
+    FrontSettings, FrontUpOptions, Status, UpOptions,
 };
 pub use daemon::{serve, ServeOptions};
 pub use state::{LabState, VmInfo};

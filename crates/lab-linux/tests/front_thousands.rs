@@ -49,6 +49,7 @@ fn serve(a: &[String]) {
         source: opt("--source"),
         vm_port: opt("--vm-port").parse().unwrap(),
         vm_prefix: opt("--vm-prefix").parse().unwrap(),
+        bgp: a.iter().any(|x| x == "--bgp"),
     };
     if let Err(e) = vtnt_lab_linux::serve(&o) {
         eprintln!("lab serve: {e}");
@@ -246,6 +247,7 @@ fn a_guest_past_slot_1000_and_a_lease_past_200_reach_the_lab() {
         exe: std::env::current_exe().unwrap(),
         exe_args: Vec::new(),
         timeout: Duration::from_secs(20),
+        bgp: false,
     })
     .expect("lab up");
     let _lab = Running(name.clone());

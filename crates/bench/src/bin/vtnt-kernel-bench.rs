@@ -283,6 +283,7 @@ fn main() {
             exe,
             exe_args: Vec::new(),
             timeout: Duration::from_secs(20),
+            bgp: false,
         };
         vtnt_lab_linux::up(&up).unwrap_or_else(|e| die(format!("lab up: {e}")));
         _own = Some(OwnLab(lab_name.clone()));
