@@ -47,6 +47,7 @@
 pub mod agent;
 pub mod auth;
 pub mod backlog;
+pub mod bgp;
 pub mod broker;
 pub mod controller;
 mod error;
