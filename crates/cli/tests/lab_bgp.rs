@@ -5,7 +5,7 @@
 //! `unreachable`) and `vtnt_fleet::bgp::RouteWatch` on the vantage router's socket sees
 //! the withdrawal of exactly `far`'s prefix within seconds; `link-up` brings its
 //! announcement back. A BIRD killed is restarted by the lab; `vtnt lab down` leaves no
-//! BIRD and no BGP namespace.
+//! BIRD and no BGP namespace. Without BIRD, `lab up --bgp` says what to install.
 
 mod lab_common;
 
@@ -148,11 +148,44 @@ fn a_destination_cut_off_is_withdrawn_through_the_speaker_and_comes_back() {
         .output()
         .unwrap();
     let left = String::from_utf8_lossy(&left.stdout);
-    assert!(!left.contains(&format!("{name}-bgp")), "{left}");
+    assert!(!left.contains(&format!("{name}.bgp")), "{left}");
     let pid: i32 = again.trim().parse().unwrap();
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
     assert!(
         stat.is_empty() || stat.contains(") Z"),
         "the vantage BIRD (pid {pid}) outlived the lab"
     );
+}
+
+#[test]
+fn without_bird_lab_up_bgp_says_what_to_install_and_leaves_nothing() {
+    vtnt_testkit::require_root!("ip");
+    let name = format!("vt-nobird-{}", std::process::id());
+    // a PATH with `ip` and without `bird`
+    let bin = std::env::temp_dir().join(&name);
+    std::fs::create_dir_all(&bin).unwrap();
+    let ip = ["/usr/sbin/ip", "/sbin/ip", "/usr/bin/ip", "/bin/ip"]
+        .into_iter()
+        .find(|p| Path::new(p).exists())
+        .expect("ip");
+    std::os::unix::fs::symlink(ip, bin.join("ip")).unwrap();
+    let out = std::process::Command::new(lab_common::VTNT)
+        .args(["lab", "up", "--bgp", "--name", &name, TOPOLOGY])
+        .env("PATH", &bin)
+        .output()
+        .unwrap();
+    let lab = Lab { name };
+    let _ = std::fs::remove_dir_all(&bin);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains("`bird` was not found") && err.contains("bird2"),
+        "{err}"
+    );
+    assert!(vtnt_lab_linux::status(Some(&lab.name)).unwrap().is_empty());
+    let left = std::process::Command::new("ip")
+        .args(["netns", "list"])
+        .output()
+        .unwrap();
+    assert!(!String::from_utf8_lossy(&left.stdout).contains(&lab.name));
 }

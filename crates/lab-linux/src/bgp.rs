@@ -1,7 +1,8 @@
 //! The lab's BGP speaker (`vtnt lab up --bgp`, docs/lab.md "BGP"): Debian's BIRD 2, run
-//! by the lab daemon in a namespace of its own (`<lab>-bgp`, AS [`LAB_AS`]), with one
+//! by the lab daemon in a namespace of its own (`<lab>.bgp`, AS [`LAB_AS`]), with one
 //! eBGP session over a veth to a second BIRD that stands for the vantage point's border
-//! router (`<lab>-bgp-vp`, AS [`VANTAGE_AS`]). The lab's BIRD announces the LAN prefix of
+//! router (`<lab>.bgp-vp`, AS [`VANTAGE_AS`]). A lab's name has no `.`, so these are
+//! never another lab's namespace. The lab's BIRD announces the LAN prefix of
 //! every destination the running topology reaches; after each applied change the daemon
 //! calls [`Speakers::sync`], which rewrites its static routes and reconfigures it, so a
 //! destination cut off is withdrawn and comes back when the change is undone.
@@ -59,8 +60,8 @@ impl Role {
 
     fn netns(self, lab: &str) -> String {
         match self {
-            Role::Lab => format!("{lab}-bgp"),
-            Role::Vantage => format!("{lab}-bgp-vp"),
+            Role::Lab => format!("{lab}.bgp"),
+            Role::Vantage => format!("{lab}.bgp-vp"),
         }
     }
 
@@ -153,6 +154,8 @@ pub struct Speakers {
     dir: PathBuf,
     children: Vec<(Role, Child)>,
     state: BgpState,
+    /// The last [`Speakers::sync`] failed: [`Speakers::tend`] tries again.
+    pending: bool,
 }
 
 impl Speakers {
@@ -177,6 +180,7 @@ impl Speakers {
             dir: dir.to_path_buf(),
             children: Vec::new(),
             state,
+            pending: false,
         };
         s.wire()?;
         let prefixes = reachable_prefixes(topo);
@@ -262,8 +266,10 @@ impl Speakers {
         let prefixes = reachable_prefixes(topo);
         let announced: Vec<String> = prefixes.iter().map(|p| p.to_string()).collect();
         if announced == self.state.announced {
+            self.pending = false;
             return Ok(());
         }
+        self.pending = true;
         let conf = Role::Lab.file(&self.dir, "conf");
         let tmp = conf.with_extension("conf.new");
         fs::write(&tmp, lab_config(&prefixes))?;
@@ -284,12 +290,14 @@ impl Speakers {
         }
         tracing::info!(lab = %self.lab, announced = ?announced, "BGP announcements changed");
         self.state.announced = announced;
+        self.pending = false;
         crate::state::write_json(&self.dir.join(BGP_STATE), &self.state)
     }
 
-    /// Restarts a BIRD that exited (its configuration is the current one); the first
-    /// error is returned after trying both.
-    pub fn tend(&mut self) -> Result<(), Error> {
+    /// Restarts a BIRD that exited (its configuration is the current one), then syncs
+    /// again if the last [`Speakers::sync`] failed; the first error is returned after
+    /// trying all.
+    pub fn tend(&mut self, topo: &Topology) -> Result<(), Error> {
         let mut first = Ok(());
         for i in 0..self.children.len() {
             let role = self.children[i].0;
@@ -299,6 +307,13 @@ impl Speakers {
                     Ok(c) => self.children[i].1 = c,
                     Err(e) if first.is_ok() => first = Err(e),
                     Err(_) => {}
+                }
+            }
+        }
+        if self.pending {
+            if let Err(e) = self.sync(topo) {
+                if first.is_ok() {
+                    first = Err(e);
                 }
             }
         }

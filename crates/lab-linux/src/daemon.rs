@@ -221,8 +221,8 @@ pub fn serve(o: &ServeOptions) -> Result<(), Error> {
         if last_stats.elapsed() >= Duration::from_secs(1) {
             last_stats = Wall::now();
             if let Some(s) = &mut speakers {
-                if let Err(e) = s.tend() {
-                    tracing::error!(lab = %o.name, error = %e, "a BIRD could not be restarted");
+                if let Err(e) = s.tend(lab.topology()) {
+                    tracing::error!(lab = %o.name, error = %e, "the BGP speakers could not be tended");
                 }
             }
             let guests: Vec<String> = vms.guests().keys().map(|a| a.to_string()).collect();
