@@ -57,6 +57,7 @@ pub mod proto;
 pub mod replay;
 pub mod schedule;
 pub mod targets;
+pub mod watch;
 pub mod watchdog;
 
 use std::path::PathBuf;

@@ -100,6 +100,19 @@ impl Definition {
         k < most && self.until_us.is_none_or(|u| self.due_us(k) < u)
     }
 
+    /// Its runtime, as this vtnt knows it.
+    pub fn runtime(&self) -> crate::Result<Runtime> {
+        Runtime::ALL
+            .into_iter()
+            .find(|r| r.name() == self.runtime)
+            .ok_or_else(|| {
+                Error::Invalid(format!(
+                    "measurement {}: no runtime `{}`",
+                    self.id, self.runtime
+                ))
+            })
+    }
+
     /// The job id of cycle `k` on the `i`-th selected vantage point: the same whoever
     /// places it, so a cycle placed again after a crash is deduplicated by the work queue.
     pub fn job_id(&self, k: u64, i: usize) -> String {
@@ -170,6 +183,12 @@ pub fn select(nodes: &[NodeView], runtime: &str, s: &Selection) -> crate::Result
 /// Checks `o` (tokens, job, selection against the nodes up now, interval) and stores the
 /// definition in one write; refused, nothing is stored.
 pub fn create(c: &Connect, o: &CreateOptions) -> crate::Result<Definition> {
+    create_named(c, o, nuid::next().to_string())
+}
+
+/// [`create`] under an id of the caller's (a token; refused if it exists).
+pub fn create_named(c: &Connect, o: &CreateOptions, id: String) -> crate::Result<Definition> {
+    crate::check_token("measurement", &id)?;
     ensure!(
         !o.selection.locations.is_empty(),
         Invalid,
@@ -212,7 +231,7 @@ pub fn create(c: &Connect, o: &CreateOptions) -> crate::Result<Definition> {
     }
     let now = crate::now_us();
     let m = Definition {
-        id: nuid::next().to_string(),
+        id,
         tenant: o.tenant.clone(),
         runtime: o.runtime.name().to_string(),
         selection: o.selection.clone(),

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use crate::controller::{self, SubmitOptions};
 use crate::measurement::{self, Definition, State};
-use crate::{Connect, Error, Fleet, Mode};
+use crate::{Connect, Fleet, Mode};
 
 /// How often the controller looks at the definitions.
 pub const TICK: Duration = Duration::from_millis(200);
@@ -74,12 +74,7 @@ async fn step(fleet: &Fleet, mut m: Definition, seq: u64) -> crate::Result<()> {
 
 /// Queues cycle `k`'s job on each selected vantage point.
 async fn place_cycle(fleet: &Fleet, m: &Definition, k: u64) -> crate::Result<()> {
-    let runtime = vtnt_runtimes::Runtime::ALL
-        .into_iter()
-        .find(|r| r.name() == m.runtime)
-        .ok_or_else(|| {
-            Error::Invalid(format!("measurement {}: no runtime `{}`", m.id, m.runtime))
-        })?;
+    let runtime = m.runtime()?;
     let points = measurement::select(&controller::nodes(fleet).await?, &m.runtime, &m.selection)?;
     for (i, location) in points.into_iter().enumerate() {
         let o = SubmitOptions {

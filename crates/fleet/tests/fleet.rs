@@ -2235,6 +2235,171 @@ impl Drop for Controller {
     }
 }
 
+/// Issue 42's loop, end to end on the lab: a periodic trace, a link taken down in the
+/// lab (`vtnt lab change`), the watch sees the path change in a later cycle, defines a
+/// TNT measurement on the vantage point that saw it, the controller places it, and its
+/// trace shows the new path, as the lab's truth has it after the change.
+#[test]
+fn a_link_down_in_the_lab_triggers_tnt_whose_result_shows_the_new_path() {
+    if !ready(vtnt_testkit::test_name!(), true) {
+        return;
+    }
+    let topology = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../topologies/cases/reroute.toml"
+    );
+    let broker = Broker::up("evt");
+    let lab = common::LabGuard::up_with("evt", &[topology]).expect("vtnt lab up");
+    let _a = Agent::start(&broker, "e1", "fr", &lab_net(&lab), &[]);
+    let dst = "203.0.113.2";
+    let words = ["trace", "-P", "icmp-paris", "-q", "1", "-w", "1", dst];
+    let args = [
+        &[
+            "--runtime",
+            "native",
+            "--location",
+            "fr",
+            "--every",
+            "2s",
+            "--",
+        ][..],
+        &words,
+    ];
+    let out = measurement(&broker, "create", &args.concat());
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let id = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let _controller = Controller::start(&broker, &[]);
+    let placed = |n: u64| {
+        let t0 = Instant::now();
+        while measurements(&broker)
+            .iter()
+            .find(|m| m["id"] == id.as_str())
+            .is_none_or(|m| m["placed"].as_u64() < Some(n))
+        {
+            assert!(
+                t0.elapsed() < Duration::from_secs(60),
+                "{n} cycles never placed"
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    };
+    placed(1);
+    let mut watch = Command::new(vtnt_testkit::vtnt_binary())
+        .args(["fleet", "measurement", "watch"])
+        .args(&broker.reach)
+        .args([id.as_str(), "--max-changes", "1", "--", "tnt", "-q", "1"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("vtnt fleet measurement watch");
+    let stdout = watch.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let _ = tx.send(line);
+        }
+    });
+    // a cycle after the watch started, with the path as it was: no change from it
+    let started = measurements(&broker)
+        .iter()
+        .find(|m| m["id"] == id.as_str())
+        .unwrap()["started"]
+        .as_u64()
+        .unwrap();
+    placed(started + 1);
+    let changed = Command::new(vtnt_testkit::vtnt_binary())
+        .args([
+            "lab",
+            "change",
+            "--name",
+            &lab.name,
+            "link-down",
+            "r2",
+            "r3",
+        ])
+        .output()
+        .expect("vtnt lab change");
+    assert!(
+        changed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&changed.stderr)
+    );
+    let t_change = Instant::now();
+    // (a bound for a hang: the next cycle is at most 2 s away)
+    let line = rx
+        .recv_timeout(Duration::from_secs(60))
+        .expect("the watch's change line");
+    let seen = t_change.elapsed();
+    let _ = watch.kill();
+    let _ = watch.wait();
+    let change: Value = serde_json::from_str(&line).expect("a JSON change");
+    assert_eq!(change["source"], "path-change", "{change}");
+    assert_eq!(change["node"], "e1", "{change}");
+    assert_eq!(change["dst"], dst, "{change}");
+    assert!(change["error"].is_null(), "{change}");
+    let triggered = change["triggered"]
+        .as_str()
+        .expect("a triggered measurement");
+    eprintln!(
+        "a link down seen as a path change {:.1} s later: {change}",
+        seen.as_secs_f64()
+    );
+    // the triggered TNT's results: its trace follows the truth's new path
+    let truth = Command::new(vtnt_testkit::vtnt_binary())
+        .args(["lab", "truth", "--name", &lab.name, "--json"])
+        .output()
+        .expect("vtnt lab truth");
+    let truth: Value = serde_json::from_slice(&truth.stdout).expect("the truth");
+    let d = truth["destinations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["dst"] == dst)
+        .unwrap();
+    let mut expected: Vec<String> = d["forward"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["addr"].as_str().unwrap().to_string())
+        .collect();
+    expected.push(dst.to_string());
+    let job = format!("{triggered}-c0-0");
+    let t0 = Instant::now();
+    let trace = loop {
+        let out = broker.run("results", &["--job", &job]);
+        let found = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .find(|r| r["type"] == "trace" && r["dst"] == dst);
+        if let Some(t) = found {
+            break t;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(90),
+            "no TNT result for {job}"
+        );
+        std::thread::sleep(Duration::from_millis(300));
+    };
+    let hops: Vec<String> = trace["hops"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["addr"].as_str().unwrap_or("*").to_string())
+        .collect();
+    assert_eq!(
+        hops, expected,
+        "the TNT trace against the truth after the change"
+    );
+}
+
 /// A periodic measurement on two vantage points runs each of its three cycles once,
 /// though its controller is SIGKILLed after the first and a cycle falls due while none
 /// runs: the next controller starts it, and finishes.

@@ -1,5 +1,6 @@
-//! `vtnt fleet measurement create|list|cancel|run`: the command line of
-//! `vtnt_fleet::measurement` (definitions) and `vtnt_fleet::schedule` (the controller);
+//! `vtnt fleet measurement create|list|cancel|watch|run`: the command line of
+//! `vtnt_fleet::measurement` (definitions), `vtnt_fleet::watch` (path changes) and
+//! `vtnt_fleet::schedule` (the controller);
 //! it only parses and prints.
 
 use std::time::Duration;
@@ -7,6 +8,7 @@ use std::time::Duration;
 use vtnt_fleet::auth::Role;
 use vtnt_fleet::broker;
 use vtnt_fleet::measurement::{self, CreateOptions, Definition, Selection};
+use vtnt_fleet::watch::WatchOptions;
 use vtnt_runtimes::Runtime;
 
 use super::ConnectArgs;
@@ -64,6 +66,26 @@ pub enum DefinitionCommand {
         #[arg(long, default_value = broker::DEFAULT_TENANT)]
         tenant: String,
         id: String,
+    },
+    /// Watch measurement ID's traces: on a path change (a hop answering from another
+    /// address, the destination at another distance) define a one-off measurement of JOB
+    /// toward the changed destination on the vantage point that saw it; one JSON line per
+    /// change (docs/fleet.md, "Events").
+    Watch {
+        #[command(flatten)]
+        connect: ConnectArgs,
+        #[arg(long, default_value = broker::DEFAULT_TENANT)]
+        tenant: String,
+        id: String,
+        /// The triggered measurements' runtime (default: the watched one's).
+        #[arg(long)]
+        runtime: Option<Runtime>,
+        /// Exit after N changes.
+        #[arg(long, value_name = "N")]
+        max_changes: Option<u64>,
+        /// The job to trigger, `vtnt` words after `--`; the destination is appended.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
+        then: Vec<String>,
     },
     /// The controller: start the tenant's measurements' cycles on time, until stopped.
     Run {
@@ -134,6 +156,27 @@ pub fn run(cmd: DefinitionCommand) -> anyhow::Result<()> {
                 &id,
             )?;
             out!("{}\tcancelled after {} cycle(s)", m.id, m.started);
+        }
+        DefinitionCommand::Watch {
+            connect,
+            tenant,
+            id,
+            runtime,
+            max_changes,
+            then,
+        } => {
+            let c = connect.connect(Role::Tenant(tenant.clone()))?;
+            let o = WatchOptions {
+                tenant,
+                measurement: id,
+                runtime,
+                then,
+                max_changes,
+            };
+            vtnt_fleet::watch::watch(&c, &o, |change| {
+                out!("{}", serde_json::to_string(change).unwrap_or_default());
+                Ok(())
+            })?;
         }
         DefinitionCommand::Run {
             connect,
