@@ -226,6 +226,43 @@ pub enum FleetCommand {
         #[command(subcommand)]
         what: measurement::DefinitionCommand,
     },
+    /// Per-tenant quotas: jobs running at once and probes per day, which the agents
+    /// enforce (docs/fleet.md, "Quotas").
+    Quota {
+        #[command(subcommand)]
+        what: QuotaCommand,
+    },
+}
+
+#[derive(clap::Subcommand)]
+pub enum QuotaCommand {
+    /// Set a tenant's limits (the operator's key); a limit not given stays as it was.
+    Set {
+        #[command(flatten)]
+        connect: ConnectArgs,
+        /// The tenant.
+        tenant: String,
+        /// Its jobs running at once, at most: a number or `unlimited`.
+        #[arg(long, value_name = "N", value_parser = limit)]
+        concurrent_jobs: Option<Limit>,
+        /// The probes its jobs send per UTC day, at most: a number or `unlimited`.
+        #[arg(long, value_name = "N", value_parser = limit)]
+        probes_per_day: Option<Limit>,
+    },
+    /// A tenant's limits and use: TENANT's with the operator's key, or without it the
+    /// tenant of --tenant's own, with its key.
+    Show {
+        #[command(flatten)]
+        connect: ConnectArgs,
+        /// The tenant (read as the operator).
+        of: Option<String>,
+        /// Read as this tenant, its own quota.
+        #[arg(long, default_value = broker::DEFAULT_TENANT, conflicts_with = "of")]
+        tenant: String,
+        /// One JSON object.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 impl FleetCommand {
@@ -299,6 +336,16 @@ pub struct AgentArgs {
     /// instead of one server of each job's own, so downloads cross the real path.
     #[arg(long, value_name = "URL")]
     images_from: Option<String>,
+    /// A tag it advertises for measurements' selection (`fleet measurement create
+    /// --tag`); repeat for more.
+    #[arg(long = "tag", value_name = "TAG")]
+    tags: Vec<String>,
+    /// The AS number its probes leave from, for selection (`--asn`).
+    #[arg(long, value_name = "N")]
+    asn: Option<u32>,
+    /// Its country, ISO 3166 alpha-2 (`FR`), for selection (`--country`).
+    #[arg(long, value_name = "CC")]
+    country: Option<String>,
     /// Print a systemd unit that runs this agent with these options, and exit:
     /// `vtnt agent ... --systemd-unit > /etc/systemd/system/vtnt-agent.service`.
     #[arg(long)]
@@ -338,6 +385,9 @@ pub fn agent(a: AgentArgs) -> anyhow::Result<ExitCode> {
         timeout: Duration::from_secs(a.timeout),
         bandwidth_bps: a.bandwidth_mbps * 1_000_000,
         images_from: a.images_from,
+        tags: a.tags,
+        asn: a.asn,
+        country: a.country,
     })?;
     Ok(ExitCode::SUCCESS)
 }
@@ -416,6 +466,7 @@ pub fn run(cmd: FleetCommand) -> anyhow::Result<ExitCode> {
             }
         }
         FleetCommand::Measurement { what } => measurement::run(what)?,
+        FleetCommand::Quota { what } => quota(what)?,
         FleetCommand::Images { what } => {
             let stored = match what {
                 ImagesCommand::Put { connect, runtimes } => {
@@ -588,4 +639,70 @@ pub fn run(cmd: FleetCommand) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// A quota's limit on the command line (`None`: unlimited).
+#[derive(Debug, Clone, Copy)]
+pub struct Limit(Option<u64>);
+
+fn limit(s: &str) -> Result<Limit, String> {
+    vtnt_fleet::quota::parse_limit(s).map(Limit)
+}
+
+fn quota(cmd: QuotaCommand) -> anyhow::Result<()> {
+    let q = match cmd {
+        QuotaCommand::Set {
+            connect,
+            tenant,
+            concurrent_jobs,
+            probes_per_day,
+        } => {
+            anyhow::ensure!(
+                concurrent_jobs.is_some() || probes_per_day.is_some(),
+                "quota set: give --concurrent-jobs, --probes-per-day or both"
+            );
+            let c = connect.connect(Role::Operator)?;
+            vtnt_fleet::quota::set(
+                &c,
+                &tenant,
+                concurrent_jobs.map(|l| l.0),
+                probes_per_day.map(|l| l.0),
+            )?;
+            vtnt_fleet::quota::show(&c, &tenant)?
+        }
+        QuotaCommand::Show {
+            connect,
+            of,
+            tenant,
+            json,
+        } => {
+            let q = match of {
+                Some(t) => vtnt_fleet::quota::show(&connect.connect(Role::Operator)?, &t)?,
+                None => vtnt_fleet::quota::show(
+                    &connect.connect(Role::Tenant(tenant.clone()))?,
+                    &tenant,
+                )?,
+            };
+            if json {
+                out!("{}", serde_json::to_string(&q)?);
+                return Ok(());
+            }
+            q
+        }
+    };
+    let limit = |l: Option<u64>| l.map_or("unlimited".to_string(), |n| n.to_string());
+    out!("TENANT\tQUOTA\tLIMIT\tUSE");
+    out!(
+        "{}\tconcurrent-jobs\t{}\t{}",
+        q.tenant,
+        limit(q.limits.concurrent_jobs),
+        q.jobs_running
+    );
+    out!(
+        "{}\tprobes-per-day\t{}\t{}",
+        q.tenant,
+        limit(q.limits.probes_per_day),
+        q.probes_today
+    );
+    Ok(())
 }

@@ -160,6 +160,9 @@ fn tenant(t: &str) -> Value {
             format!("$JS.ACK.{r}.>"),
             format!("{FLEET_API}.STREAM.INFO.{NODES_STREAM}"),
             format!("{FLEET_API}.STREAM.MSG.GET.{NODES_STREAM}"),
+            // its quota, read-only ([`crate::quota`])
+            format!("{FLEET_API}.STREAM.INFO.{}", crate::quota::stream_name(t)),
+            format!("{FLEET_API}.STREAM.MSG.GET.{}", crate::quota::stream_name(t)),
             crate::backlog_subject(t),
         ]},
         "subscribe": {"allow": [format!("{}.>", Role::Tenant(t.into()).inbox_prefix()), HEARTBEATS]},
@@ -188,6 +191,8 @@ fn agent(tenants: &[String]) -> Value {
     let mut allow: Vec<String> = vec![
         "vtnt.results.>".into(),
         HEARTBEATS.into(),
+        // the tenants' use of their quotas, which the agents keep ([`crate::quota`])
+        crate::quota::use_subject("*"),
         format!("$JS.API.STREAM.INFO.{jobs}"),
         format!("$JS.API.STREAM.INFO.{nodes}"),
         format!("$JS.API.CONSUMER.CREATE.{jobs}.>"),
@@ -203,6 +208,7 @@ fn agent(tenants: &[String]) -> Value {
             format!("$JS.API.STREAM.MSG.GET.{d}"),
             format!("$JS.API.STREAM.PURGE.{d}"),
         ]);
+        allow.extend(read_quota(t));
     }
     allow.extend(read_images());
     json!({
@@ -218,13 +224,27 @@ fn agent(tenants: &[String]) -> Value {
     })
 }
 
-/// The operator: the images' object store (made by `vtnt fleet up`), written and read.
-fn operator() -> Value {
+/// What reading tenant `t`'s quota stream takes (in the fleet's account).
+fn read_quota(t: &str) -> [String; 2] {
+    let q = crate::quota::stream_name(t);
+    [
+        format!("$JS.API.STREAM.INFO.{q}"),
+        format!("$JS.API.STREAM.MSG.GET.{q}"),
+    ]
+}
+
+/// The operator: the images' object store (made by `vtnt fleet up`), written and read;
+/// the tenants' quotas' limits, written, and their use, read.
+fn operator(tenants: &[String]) -> Value {
     let mut allow = read_images();
     allow.extend([
         format!("$JS.API.STREAM.PURGE.OBJ_{IMAGES_BUCKET}"),
         format!("$O.{IMAGES_BUCKET}.>"),
+        crate::quota::limit_subject("*"),
     ]);
+    for t in tenants {
+        allow.extend(read_quota(t));
+    }
     json!({
         "publish": {"allow": allow},
         "subscribe": {"allow": [format!("{}.>", Role::Operator.inbox_prefix())]},
@@ -263,7 +283,7 @@ pub fn accounts(fleet_dir: &Path, tenants: &[String], tenant_store: u64) -> crat
     let user = |nkey: &str, permissions: Value| json!({"nkey": nkey, "permissions": permissions});
     let mut fleet_users = vec![
         user(&public(&Role::Agent)?[0], agent(tenants)),
-        user(&public(&Role::Operator)?[0], operator()),
+        user(&public(&Role::Operator)?[0], operator(tenants)),
         user(&public(&Role::Setup(None))?[0], setup()),
     ];
     let everyone: Vec<String> = tenants.iter().map(|t| tenant_account(t)).collect();
@@ -299,6 +319,14 @@ pub fn accounts(fleet_dir: &Path, tenants: &[String], tenant_store: u64) -> crat
             t_imports.push(json!({
                 "service": {"account": FLEET_ACCOUNT, "subject": format!("$JS.API.{s}")},
                 "to": format!("{FLEET_API}.{s}"),
+            }));
+        }
+        // its quota's stream, to its account alone
+        for s in read_quota(t) {
+            exports.push(json!({"service": s, "accounts": [account]}));
+            t_imports.push(json!({
+                "service": {"account": FLEET_ACCOUNT, "subject": s},
+                "to": s.replacen("$JS.API", FLEET_API, 1),
             }));
         }
         t_imports.push(json!({"stream": {"account": FLEET_ACCOUNT, "subject": HEARTBEATS}}));
@@ -427,7 +455,7 @@ mod tests {
             ("tenant", tenant("a")),
             ("requester", requester("a")),
             ("agent", agent(&["a".into()])),
-            ("operator", operator()),
+            ("operator", operator(&["a".into()])),
         ] {
             let publish = allowed(&p, "publish");
             for s in &publish {
@@ -464,6 +492,16 @@ mod tests {
             ["_INBOX_T.a.>", HEARTBEATS]
         );
         assert!(!publish.iter().any(|s| s.starts_with("vtnt.nodes")));
+        // its quota: read, never written; only the operator sets limits, only agents
+        // count the use
+        assert!(
+            !publish.iter().any(|s| s.starts_with("vtnt.quota")),
+            "{publish:?}"
+        );
+        assert!(publish.contains(&"$JS.FLEET.API.STREAM.MSG.GET.VTNT_QUOTA_a".to_string()));
+        assert!(allowed(&operator(&["a".into()]), "publish")
+            .iter()
+            .all(|s| !s.starts_with("vtnt.quota") || s == "vtnt.quota.*.limit"));
         assert_eq!(allowed(&requester("a"), "publish"), ["vtnt.deploy.a.*"]);
         assert_eq!(allowed(&requester("a"), "subscribe"), ["_INBOX_T.a.>"]);
         let agent = allowed(&agent(&["a".into()]), "publish");

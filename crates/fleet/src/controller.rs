@@ -41,6 +41,8 @@ pub fn submit(c: &Connect, o: &SubmitOptions) -> crate::Result<Event> {
     crate::block_on(async {
         let (_, fleet) = c.fleet("vtnt fleet submit").await?;
         check_placeable(&nodes(&fleet).await?, o)?;
+        // the tenant's quota, before anything is placed (the agent checks it again)
+        crate::quota::check(&fleet, &o.tenant, 1, line.probes).await?;
         // where its results will land, before an agent stores them
         fleet.results(&o.tenant).await?;
         place(&fleet, o, line).await
@@ -53,6 +55,8 @@ pub fn submit(c: &Connect, o: &SubmitOptions) -> crate::Result<Event> {
 pub struct JobLine {
     pub line: String,
     pub targets: Option<String>,
+    /// The most probes it sends ([`crate::quota::probe_bound`]).
+    pub probes: u64,
 }
 
 /// The job of `o` as its canonical line, once its words, location, tenant and size are
@@ -82,7 +86,11 @@ pub fn job_line(o: &SubmitOptions) -> crate::Result<JobLine> {
         "{whose} takes at most {most} targets and this job has {n}: split it into several jobs"
     );
     let (line, targets) = vtnt_jobspec::encode_split(&job.spec, crate::INLINE_TARGETS);
-    Ok(JobLine { line, targets })
+    Ok(JobLine {
+        line,
+        targets,
+        probes: crate::quota::probe_bound(&job.spec),
+    })
 }
 
 /// Refuses a job that no known node could run: none in its location offers its runtime.

@@ -10,6 +10,8 @@
 //! - [`measurement`]: `vtnt fleet measurement create|list|cancel`, definitions stored per
 //!   tenant; [`schedule`]: `vtnt fleet measurement run`, the controller that starts their
 //!   cycles on time.
+//! - [`quota`]: per-tenant quotas (concurrent jobs, probes per day), set by the operator,
+//!   enforced by the agents and checked first by the controller.
 //! - [`replay`]: `vtnt fleet replay NODES EVENTS`, seed 000's event list placed on time.
 //! - [`proto`]: the JSON messages.
 //! - [`auth`]: the agents' and tenants' accounts, keys and permissions.
@@ -53,6 +55,7 @@ mod error;
 pub mod images;
 pub mod measurement;
 pub mod proto;
+pub mod quota;
 pub mod replay;
 pub mod schedule;
 pub mod targets;
@@ -177,6 +180,16 @@ pub fn check_token(what: &str, value: &str) -> Result<()> {
                 .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_'),
         Invalid,
         "{what} `{value}`: use 1 to 64 letters, digits, `-` or `_`"
+    );
+    Ok(())
+}
+
+/// Checks a country code: two upper-case letters (ISO 3166 alpha-2, `FR`).
+pub fn check_country(value: &str) -> Result<()> {
+    ensure!(
+        value.len() == 2 && value.bytes().all(|b| b.is_ascii_uppercase()),
+        Invalid,
+        "country `{value}`: two upper-case letters (ISO 3166 alpha-2, e.g. FR)"
     );
     Ok(())
 }

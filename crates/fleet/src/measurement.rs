@@ -1,7 +1,8 @@
 //! Measurements, not only jobs: `vtnt fleet measurement create|list|cancel`. A
 //! measurement is a job (`vtnt` words, checked as `vtnt fleet submit` checks them), a
 //! selection of vantage points (locations whose up nodes offer its runtime, how many) and
-//! a schedule (once, or every N seconds until an end time or a number of cycles). Its
+//! a schedule (once, or every N seconds until an end time or a number of cycles), within
+//! the tenant's quota ([`crate::quota`]). Its
 //! definition is the last message on `vtnt.meas.<tenant>.<id>` in the tenant's stream
 //! `VTNT_MEAS_<tenant>` (in the tenant's own account, made by `vtnt fleet up`), so it
 //! survives a controller's restart and no other tenant reaches it ([`crate::auth`]). Every
@@ -18,7 +19,7 @@ use serde::{Deserialize, Serialize};
 use vtnt_runtimes::Runtime;
 
 use crate::controller::{self, NodeView, SubmitOptions};
-use crate::{Connect, Error, Fleet, Mode, ANY};
+use crate::{Connect, Error, Fleet, Mode, NodeInfo, ANY};
 
 /// The shortest interval between a periodic measurement's cycles: each cycle's
 /// definition is written twice and its jobs are queued, which takes milliseconds, and
@@ -51,12 +52,57 @@ pub enum State {
     Cancelled,
 }
 
-/// Which vantage points run each cycle: the locations (or `any`) whose up nodes offer
-/// the runtime, the first `count` of them by name (all when `None`).
+/// Which vantage points run each cycle: the locations (or `any`; none named: any) whose
+/// up nodes offering the runtime all have every tag of `tags`, an AS of `asns` and a
+/// country of `countries` (each when given), so that whichever node of the location
+/// takes the job is one selected; `count` of them (all when `None`), drawn anew at each
+/// cycle ([`select`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Selection {
     pub locations: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub asns: Vec<u32>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub countries: Vec<String>,
     pub count: Option<usize>,
+}
+
+impl Selection {
+    /// Whether node `n` is one this selection takes (its runtime and state aside).
+    fn takes(&self, n: &NodeInfo) -> bool {
+        (self.locations.is_empty() || self.locations.iter().any(|l| l == ANY || *l == n.location))
+            && self.tags.iter().all(|t| n.tags.contains(t))
+            && (self.asns.is_empty() || n.asn.is_some_and(|a| self.asns.contains(&a)))
+            && (self.countries.is_empty()
+                || n.country
+                    .as_ref()
+                    .is_some_and(|c| self.countries.contains(c)))
+    }
+
+    /// The selection in words, for errors.
+    fn describe(&self) -> String {
+        let mut what = vec![format!(
+            "locations {}",
+            if self.locations.is_empty() {
+                ANY.to_string()
+            } else {
+                self.locations.join(",")
+            }
+        )];
+        if !self.tags.is_empty() {
+            what.push(format!("tags {}", self.tags.join(",")));
+        }
+        if !self.asns.is_empty() {
+            let asns: Vec<String> = self.asns.iter().map(|a| format!("AS{a}")).collect();
+            what.push(asns.join(","));
+        }
+        if !self.countries.is_empty() {
+            what.push(format!("countries {}", self.countries.join(",")));
+        }
+        what.join(", ")
+    }
 }
 
 /// A measurement's definition, as stored (`Definition`: in this workspace a
@@ -105,6 +151,16 @@ impl Definition {
     pub fn job_id(&self, k: u64, i: usize) -> String {
         format!("{}-c{k}-{i}", self.id)
     }
+
+    /// The seed of cycle `k`'s draw of vantage points: a function of the measurement's id
+    /// and `k` alone, so whoever places the cycle, again after a crash, draws the same.
+    pub fn seed(&self, k: u64) -> u64 {
+        // FNV-1a of the id, then mixed with the cycle
+        let id = self.id.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+        });
+        vtnt_rng::stafford13(id ^ vtnt_rng::stafford13(k))
+    }
 }
 
 /// What `vtnt fleet measurement create` makes.
@@ -138,61 +194,101 @@ pub async fn stream(fleet: &Fleet, tenant: &str) -> crate::Result<jetstream::str
     .nats(|| format!("tenant {tenant}'s measurements stream"))
 }
 
-/// The vantage points (locations) that `s` selects among `nodes` for `runtime`, sorted;
-/// an error saying what there is when fewer than asked (or none) match.
-pub fn select(nodes: &[NodeView], runtime: &str, s: &Selection) -> crate::Result<Vec<String>> {
-    let mut found: Vec<String> = nodes
+/// The vantage points (locations) that `s` selects among `nodes` for `runtime`: all that
+/// match, sorted, or when fewer are wanted, `count` of them drawn from `seed` (a shuffle
+/// of the matches, [`Definition::seed`]); an error saying what there is when fewer than
+/// asked (or none) match.
+pub fn select(
+    nodes: &[NodeView],
+    runtime: &str,
+    s: &Selection,
+    seed: u64,
+) -> crate::Result<Vec<String>> {
+    let candidates: Vec<&NodeView> = nodes
         .iter()
         .filter(|n| n.status == "up" && n.info.runtimes.iter().any(|r| r == runtime))
-        .filter(|n| {
-            s.locations
-                .iter()
-                .any(|l| l == ANY || *l == n.info.location)
-        })
+        .collect();
+    let mut found: Vec<String> = candidates
+        .iter()
+        .filter(|n| s.takes(&n.info))
         .map(|n| n.info.location.clone())
         .collect();
     found.sort();
     found.dedup();
+    // a location of which another node would take the job and is not selected: out
+    let mixed: Vec<String> = found
+        .iter()
+        .filter(|l| {
+            candidates
+                .iter()
+                .any(|n| n.info.location == **l && !s.takes(&n.info))
+        })
+        .cloned()
+        .collect();
+    found.retain(|l| !mixed.contains(l));
     let want = s.count.unwrap_or(found.len()).max(1);
     ensure!(
         found.len() >= want,
         NoNode,
-        "the selection (locations {}, runtime `{runtime}`, {}) matches {} vantage point(s) with an up node{}",
-        s.locations.join(","),
+        "the selection ({}, runtime `{runtime}`, {}) matches {} vantage point(s) with an up node{}{}",
+        s.describe(),
         s.count.map_or("all".to_string(), |c| format!("{c} wanted")),
         found.len(),
-        if found.is_empty() { String::new() } else { format!(": {}", found.join(", ")) }
+        if found.is_empty() { String::new() } else { format!(": {}", found.join(", ")) },
+        if mixed.is_empty() {
+            String::new()
+        } else {
+            format!(
+                " (left out, since other nodes there would take its jobs: {})",
+                mixed.join(", ")
+            )
+        }
     );
-    found.truncate(want);
+    if want < found.len() {
+        vtnt_rng::Rng::new(seed).shuffle(&mut found);
+        found.truncate(want);
+    }
     Ok(found)
 }
 
 /// Checks `o` (tokens, job, selection against the nodes up now, interval) and stores the
 /// definition in one write; refused, nothing is stored.
 pub fn create(c: &Connect, o: &CreateOptions) -> crate::Result<Definition> {
+    let s = &o.selection;
     ensure!(
-        !o.selection.locations.is_empty(),
+        !(s.locations.is_empty() && s.tags.is_empty() && s.asns.is_empty() && s.countries.is_empty()),
         Invalid,
-        "a measurement needs --location (a location, or `any`)"
+        "a measurement needs a selection: --location (a location, or `any`), --tag, --asn or --country"
     );
-    let mut line = None;
-    for l in &o.selection.locations {
-        let job = controller::job_line(&SubmitOptions {
+    for t in &s.tags {
+        crate::check_token("--tag", t)?;
+    }
+    for c in &s.countries {
+        crate::check_country(c)?;
+    }
+    let mut job = None;
+    for l in s
+        .locations
+        .iter()
+        .map(String::as_str)
+        .chain(s.locations.is_empty().then_some(ANY))
+    {
+        let checked = controller::job_line(&SubmitOptions {
             runtime: o.runtime,
-            location: l.clone(),
+            location: l.to_string(),
             mode: Mode::Wait,
             tenant: o.tenant.clone(),
             words: o.words.clone(),
         })?;
         ensure!(
-            job.targets.is_none(),
+            checked.targets.is_none(),
             Invalid,
             "a measurement's job takes at most {} targets",
             crate::INLINE_TARGETS
         );
-        line = Some(job.line);
+        job = Some(checked);
     }
-    let line = line.unwrap_or_default();
+    let (line, probes) = job.map_or((String::new(), 0), |j| (j.line, j.probes));
     if let Some(every) = o.every {
         ensure!(
             every >= MIN_EVERY,
@@ -233,7 +329,15 @@ pub fn create(c: &Connect, o: &CreateOptions) -> crate::Result<Definition> {
     );
     crate::block_on(async {
         let (_, fleet) = c.fleet("vtnt fleet measurement create").await?;
-        select(&controller::nodes(&fleet).await?, &m.runtime, &m.selection)?;
+        let points = select(
+            &controller::nodes(&fleet).await?,
+            &m.runtime,
+            &m.selection,
+            m.seed(0),
+        )?;
+        // a cycle's jobs run at once, each up to its probes
+        let n = points.len() as u64;
+        crate::quota::check(&fleet, &o.tenant, n, n * probes).await?;
         stream(&fleet, &o.tenant).await?;
         write(&fleet, &m, 0).await?;
         Ok(m.clone())
@@ -337,4 +441,148 @@ pub fn cancel(c: &Connect, tenant: &str, id: &str) -> crate::Result<Definition> 
         }
         bail!(Invalid, "measurement {id} kept changing; try again")
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::proto::NodeState;
+
+    fn node(name: &str, location: &str, tags: &[&str], asn: u32, country: &str) -> NodeView {
+        NodeView::new(
+            NodeInfo {
+                node: name.into(),
+                location: location.into(),
+                slots: 1,
+                busy: 0,
+                runtimes: vec!["native".into()],
+                heartbeat_ms: 1000,
+                deadline_ms: 3000,
+                state: NodeState::Up,
+                clock_sync: "yes".into(),
+                jobs_done: 0,
+                jobs_failed: 0,
+                reconnects: 0,
+                tags: tags.iter().map(|t| t.to_string()).collect(),
+                asn: Some(asn),
+                country: Some(country.into()),
+            },
+            0,
+        )
+    }
+
+    fn sel(tags: &[&str], asns: &[u32], countries: &[&str], count: Option<usize>) -> Selection {
+        Selection {
+            locations: Vec::new(),
+            tags: tags.iter().map(|t| t.to_string()).collect(),
+            asns: asns.to_vec(),
+            countries: countries.iter().map(|c| c.to_string()).collect(),
+            count,
+        }
+    }
+
+    fn fleet_of_six() -> Vec<NodeView> {
+        vec![
+            node("n1", "fr", &["ixp", "v6"], 64500, "FR"),
+            node("n2", "pl", &["ixp"], 64501, "PL"),
+            node("n3", "de", &["v6"], 64500, "DE"),
+            node("n4", "ca", &["ixp", "v6"], 64502, "CA"),
+            node("n5", "sg", &["ixp", "v6"], 64503, "SG"),
+            node("n6", "au", &["ixp", "v6"], 64504, "AU"),
+        ]
+    }
+
+    #[test]
+    fn tags_as_and_country_select_vantage_points() {
+        let nodes = fleet_of_six();
+        let got = |s: &Selection| select(&nodes, "native", s, 0);
+        assert_eq!(
+            got(&sel(&["ixp", "v6"], &[], &[], None)).unwrap(),
+            ["au", "ca", "fr", "sg"]
+        );
+        assert_eq!(got(&sel(&[], &[64500], &[], None)).unwrap(), ["de", "fr"]);
+        assert_eq!(
+            got(&sel(&["ixp"], &[], &["FR", "PL"], None)).unwrap(),
+            ["fr", "pl"]
+        );
+        let none = got(&sel(&["ixp"], &[], &["DE"], None))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            none.contains(
+                "tags ixp, countries DE, runtime `native`, all) matches 0 vantage point(s)"
+            ),
+            "{none}"
+        );
+        let few = got(&sel(&[], &[64500], &[], Some(3)))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            few.contains("AS64500")
+                && few.contains("matches 2 vantage point(s) with an up node: de, fr"),
+            "{few}"
+        );
+        // a location where another node, not selected, would take the jobs is left out
+        let mut mixed = nodes.clone();
+        mixed.push(node("n7", "fr", &[], 64500, "FR"));
+        let out = select(&mixed, "native", &sel(&["ixp"], &[], &["FR"], None), 0)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            out.contains("left out, since other nodes there would take its jobs: fr"),
+            "{out}"
+        );
+        assert_eq!(
+            select(&mixed, "native", &sel(&[], &[64500], &[], None), 0).unwrap(),
+            ["de", "fr"]
+        );
+    }
+
+    #[test]
+    fn each_cycle_draws_its_own_vantage_points_and_the_same_when_placed_again() {
+        let nodes = fleet_of_six();
+        let m = Definition {
+            id: "MEAS1".into(),
+            tenant: "t".into(),
+            runtime: "native".into(),
+            selection: sel(&[], &[], &[], Some(2)),
+            words: Vec::new(),
+            line: String::new(),
+            every_s: Some(60),
+            start_us: 0,
+            until_us: None,
+            max_cycles: None,
+            state: State::Running,
+            started: 0,
+            placed: 0,
+        };
+        let draw = |k: u64| select(&nodes, "native", &m.selection, m.seed(k)).unwrap();
+        let cycles: Vec<Vec<String>> = (0..20).map(draw).collect();
+        for (k, c) in cycles.iter().enumerate() {
+            assert_eq!(c.len(), 2);
+            assert_eq!(*c, draw(k as u64), "cycle {k} drawn again");
+        }
+        // successive cycles spread over the six
+        let mut seen: Vec<&String> = cycles.iter().flatten().collect();
+        seen.sort();
+        seen.dedup();
+        assert_eq!(seen.len(), 6, "{cycles:?}");
+        assert!(cycles.windows(2).any(|w| w[0] != w[1]), "{cycles:?}");
+        // another measurement, another draw
+        let other = Definition {
+            id: "MEAS2".into(),
+            ..m.clone()
+        };
+        assert!((0..20).any(|k| other.seed(k) != m.seed(k)));
+        // a definition stored before selection by tags still reads
+        let old = r#"{"locations":["fr"],"count":null}"#;
+        let s: Selection = serde_json::from_str(old).unwrap();
+        assert_eq!(
+            s,
+            Selection {
+                locations: vec!["fr".into()],
+                ..sel(&[], &[], &[], None)
+            }
+        );
+    }
 }

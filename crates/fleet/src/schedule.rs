@@ -6,11 +6,14 @@
 //! the two records places that cycle again on its next start, and the work queue drops
 //! the jobs it already holds (their message ids, within its window): no cycle is lost and
 //! none runs twice. A cycle that fell due while no controller ran starts when one does,
-//! each in turn.
+//! each in turn. Cycle k's vantage points are a draw seeded by the measurement's id and k
+//! ([`Definition::seed`]): the same for a cycle placed again, another for the next cycle.
+//! A cycle is started only within the tenant's quota ([`crate::quota::check`]); over it,
+//! it waits.
 
 use std::time::Duration;
 
-use crate::controller::{self, SubmitOptions};
+use crate::controller::{self, JobLine, SubmitOptions};
 use crate::measurement::{self, Definition, State};
 use crate::{Connect, Error, Fleet, Mode};
 
@@ -63,6 +66,11 @@ async fn step(fleet: &Fleet, mut m: Definition, seq: u64) -> crate::Result<()> {
     if crate::now_us() < m.due_us(k) {
         return Ok(());
     }
+    // the tenant's quota before the cycle is recorded as started: over it, the cycle
+    // waits (the error is logged) and is tried again at the next tick
+    let jobs = cycle_jobs(fleet, &m, k).await?;
+    let probes = jobs.iter().map(|(_, j)| j.probes).sum();
+    crate::quota::check(fleet, &m.tenant, jobs.len() as u64, probes).await?;
     m.started = k + 1;
     m.state = State::Running;
     // the record that this cycle started; lost to a concurrent write (a cancel, another
@@ -72,24 +80,38 @@ async fn step(fleet: &Fleet, mut m: Definition, seq: u64) -> crate::Result<()> {
     Box::pin(step(fleet, m, seq)).await
 }
 
-/// Queues cycle `k`'s job on each selected vantage point.
-async fn place_cycle(fleet: &Fleet, m: &Definition, k: u64) -> crate::Result<()> {
+/// Cycle `k`'s jobs, one on each vantage point drawn for it ([`Definition::seed`]).
+async fn cycle_jobs(
+    fleet: &Fleet,
+    m: &Definition,
+    k: u64,
+) -> crate::Result<Vec<(SubmitOptions, JobLine)>> {
     let runtime = vtnt_runtimes::Runtime::ALL
         .into_iter()
         .find(|r| r.name() == m.runtime)
         .ok_or_else(|| {
             Error::Invalid(format!("measurement {}: no runtime `{}`", m.id, m.runtime))
         })?;
-    let points = measurement::select(&controller::nodes(fleet).await?, &m.runtime, &m.selection)?;
-    for (i, location) in points.into_iter().enumerate() {
-        let o = SubmitOptions {
-            runtime,
-            location,
-            mode: Mode::Wait,
-            tenant: m.tenant.clone(),
-            words: m.words.clone(),
-        };
-        let job = controller::job_line(&o)?;
+    let nodes = controller::nodes(fleet).await?;
+    measurement::select(&nodes, &m.runtime, &m.selection, m.seed(k))?
+        .into_iter()
+        .map(|location| {
+            let o = SubmitOptions {
+                runtime,
+                location,
+                mode: Mode::Wait,
+                tenant: m.tenant.clone(),
+                words: m.words.clone(),
+            };
+            let job = controller::job_line(&o)?;
+            Ok((o, job))
+        })
+        .collect()
+}
+
+/// Queues cycle `k`'s job on each vantage point drawn for it.
+async fn place_cycle(fleet: &Fleet, m: &Definition, k: u64) -> crate::Result<()> {
+    for (i, (o, job)) in cycle_jobs(fleet, m, k).await?.into_iter().enumerate() {
         let cycle = crate::proto::CycleOf {
             measurement: m.id.clone(),
             cycle: k,
