@@ -2319,3 +2319,217 @@ fn bad_measurements_are_refused_and_nothing_is_stored() {
         "{all:?}"
     );
 }
+
+/// `fleet quota SUB` with the broker's reach and `args`.
+fn quota_cmd(broker: &Broker, sub: &str, args: &[&str]) -> Output {
+    let mut a = vec!["fleet", "quota", sub];
+    a.extend(broker.reach.iter().map(String::as_str));
+    a.extend_from_slice(args);
+    vtnt(&a)
+}
+
+/// `fleet quota show --json` as the broker's tenant (its own key).
+fn quota(broker: &Broker) -> Value {
+    let out = quota_cmd(broker, "show", &["--json"]);
+    assert!(
+        out.status.success(),
+        "quota show: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("the quota")
+}
+
+/// Waits (bounded) until the tenant's running jobs, as its quota counts them, are `n`;
+/// how long that took.
+fn running_jobs(broker: &Broker, n: u64, within: Duration) -> Duration {
+    let t0 = Instant::now();
+    loop {
+        let q = quota(broker);
+        if q["jobs_running"] == n {
+            return t0.elapsed();
+        }
+        assert!(t0.elapsed() < within, "running jobs never {n}: {q}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A wait-mode job of the default tenant for `fr` placed straight on the work queue, as a
+/// tenant speaking NATS itself would, without `fleet submit`'s checks; its id.
+fn place_raw(broker: &Broker, job: &str) -> String {
+    use vtnt_fleet::controller::{self, SubmitOptions};
+    let c = vtnt_fleet::Connect::local(
+        &broker.name,
+        vtnt_fleet::auth::Role::Tenant("default".into()),
+    )
+    .expect("the tenant's key");
+    let o = SubmitOptions {
+        runtime: vtnt_runtimes::Runtime::Native,
+        location: "fr".into(),
+        mode: vtnt_fleet::Mode::Wait,
+        tenant: "default".into(),
+        words: job.split_whitespace().map(String::from).collect(),
+    };
+    let line = controller::job_line(&o).expect("a job");
+    vtnt_fleet::block_on(async {
+        let (_, fleet) = c.fleet("raw").await?;
+        controller::place(&fleet, &o, line).await
+    })
+    .expect("placing the job")
+    .job
+}
+
+/// The summary line of `job` among `summaries`.
+fn summary_of<'a>(summaries: &'a [Value], job: &str) -> &'a str {
+    let this = format!("job {job} on ");
+    summaries
+        .iter()
+        .filter_map(Value::as_str)
+        .find(|s| s.contains(&this))
+        .unwrap_or_else(|| panic!("no summary of {job}: {summaries:?}"))
+}
+
+/// The operator's quota holds at the controller (`fleet submit`, `measurement create`
+/// refuse, naming the quota, its limit and the use, and place nothing) and at the agents
+/// (jobs placed past the controller are refused with `quota exceeded`); a job's probes are
+/// settled to what its records say; a SIGKILLed agent's running job stops counting once
+/// its lease runs out.
+#[test]
+fn quotas_hold_at_the_controller_and_at_the_agents_and_a_dead_agents_slot_comes_back() {
+    if !ready(vtnt_testkit::test_name!(), true) {
+        return;
+    }
+    let broker = Broker::up("quo");
+    let lab = lab("quo");
+    let mut agents = vec![
+        Agent::start(&broker, "q1", "fr", &lab_net(&lab), &[]),
+        Agent::start(&broker, "q2", "fr", &lab_net(&lab), &[]),
+    ];
+    let out = quota_cmd(
+        &broker,
+        "set",
+        &[
+            "default",
+            "--concurrent-jobs",
+            "1",
+            "--probes-per-day",
+            "100",
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "quota set: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        table.contains("default\tconcurrent-jobs\t1\t0")
+            && table.contains("default\tprobes-per-day\t100\t0"),
+        "{table}"
+    );
+    let fails = |args: &[&str], says: &str| {
+        let out = vtnt(args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?} succeeded");
+        assert!(err.contains(says), "{args:?}: {err}");
+    };
+    let u = [broker.reach[0].as_str(), broker.reach[1].as_str()];
+    // over the day's probes: refused by the controller, nothing placed
+    fails(
+        &[
+            "fleet", "submit", u[0], u[1], "--runtime", "native", "--location", "fr", "--",
+            "ping", "-c", "200", "203.0.113.10",
+        ],
+        "quota exceeded: tenant default may send 100 probes per day (UTC), 0 sent or reserved today and up to 200 more asked",
+    );
+    fails(
+        &[
+            "fleet",
+            "measurement",
+            "create",
+            u[0],
+            u[1],
+            "--runtime",
+            "native",
+            "--location",
+            "fr",
+            "--every",
+            "1m",
+            "--",
+            "ping",
+            "-c",
+            "51",
+            "203.0.113.10",
+            "203.0.113.11",
+        ],
+        "up to 102 more asked",
+    );
+    assert!(measurements(&broker).is_empty());
+    // past the controller: the agent refuses it
+    let over = place_raw(&broker, "ping -c 200 203.0.113.10");
+    // one job runs; a second is refused by the controller and, placed past it, by the
+    // other agent, which is free
+    let long = broker.submit(&["--location", "fr"], LONG_JOB)["job"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    running_jobs(&broker, 1, Duration::from_secs(30));
+    fails(
+        &[
+            "fleet",
+            "submit",
+            u[0],
+            u[1],
+            "--runtime",
+            "native",
+            "--location",
+            "fr",
+            "--",
+            "ping",
+            "-c",
+            "1",
+            "203.0.113.10",
+        ],
+        "quota exceeded: tenant default may run 1 job(s) at once, 1 run(s) now and 1 more asked",
+    );
+    let second = place_raw(&broker, "ping -c 1 203.0.113.10");
+    let (_, summaries) = broker.results(3);
+    let s = summary_of(&summaries, &over);
+    assert!(
+        s.contains(": refused, 0 records")
+            && s.contains("quota exceeded: tenant default may send 100 probes per day"),
+        "{s}"
+    );
+    let s = summary_of(&summaries, &second);
+    assert!(
+        s.contains(": refused, 0 records")
+            && s.contains("quota exceeded: tenant default may run 1 job(s) at once, 1 run(s) now"),
+        "{s}"
+    );
+    let s = summary_of(&summaries, &long);
+    assert!(s.contains(": ok, "), "{s}");
+    // its 30 probes, as its record says (the refused ones cost nothing)
+    running_jobs(&broker, 0, Duration::from_secs(10));
+    assert_eq!(quota(&broker)["probes_today"], 30, "{}", quota(&broker));
+    // an agent SIGKILLed while its job runs: its lease stops counting
+    let job = broker.submit(&["--location", "fr"], LONG_JOB)["job"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let i = running(&agents, &job, 1);
+    running_jobs(&broker, 1, Duration::from_secs(30));
+    // (its watchdog removes the job's processes)
+    let dead = agents.remove(i);
+    dead.signal("KILL");
+    drop(agents);
+    let back = running_jobs(
+        &broker,
+        0,
+        vtnt_fleet::quota::LEASE + Duration::from_secs(5),
+    );
+    eprintln!(
+        "a dead agent's slot came back {:.1} s after the kill (lease {:?})",
+        back.as_secs_f64(),
+        vtnt_fleet::quota::LEASE
+    );
+    drop(dead);
+}
