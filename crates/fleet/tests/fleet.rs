@@ -2533,3 +2533,92 @@ fn quotas_hold_at_the_controller_and_at_the_agents_and_a_dead_agents_slot_comes_
     );
     drop(dead);
 }
+
+/// Agents advertise tags, AS and country (options and heartbeat), and a measurement
+/// selects by them: no match or too few are refused with what there is, nothing stored;
+/// a match is stored with its selection.
+#[test]
+fn measurements_select_vantage_points_by_tag_as_and_country() {
+    if !ready(vtnt_testkit::test_name!(), false) {
+        return;
+    }
+    let broker = Broker::up("msel");
+    let host = ["--net", "host"];
+    let _fr = Agent::start(
+        &broker,
+        "s1",
+        "fr",
+        &host,
+        &[
+            "--tag",
+            "ixp",
+            "--tag",
+            "v6",
+            "--asn",
+            "64500",
+            "--country",
+            "FR",
+        ],
+    );
+    let _pl = Agent::start(
+        &broker,
+        "s2",
+        "pl",
+        &host,
+        &["--tag", "ixp", "--asn", "64501", "--country", "PL"],
+    );
+    let _de = Agent::start(&broker, "s3", "de", &host, &["--asn", "64500"]);
+    let nodes = broker.status()["nodes"].clone();
+    let s1 = nodes
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["node"] == "s1")
+        .unwrap();
+    assert_eq!(
+        (&s1["tags"], &s1["asn"], &s1["country"]),
+        (
+            &serde_json::json!(["ixp", "v6"]),
+            &Value::from(64500),
+            &Value::from("FR")
+        ),
+        "{s1}"
+    );
+    let create = |extra: &[&str]| {
+        let mut a = vec!["--runtime", "native", "--start-in", "1h"];
+        a.extend_from_slice(extra);
+        a.extend(["--", "trace", "203.0.113.10"]);
+        measurement(&broker, "create", &a)
+    };
+    let fails = |extra: &[&str], says: &str| {
+        let out = create(extra);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{extra:?} succeeded");
+        assert!(err.contains(says), "{extra:?}: {err}");
+    };
+    fails(
+        &["--tag", "ixp", "--country", "DE"],
+        "(locations any, tags ixp, countries DE, runtime `native`, all) matches 0 vantage point(s)",
+    );
+    fails(
+        &["--tag", "ixp", "--count", "3"],
+        "matches 2 vantage point(s) with an up node: fr, pl",
+    );
+    fails(&["--country", "fr"], "country `fr`: two upper-case letters");
+    fails(&["--tag", "a.b"], "--tag `a.b`");
+    fails(&[], "a measurement needs a selection");
+    assert!(measurements(&broker).is_empty());
+    let out = create(&["--asn", "64500", "--count", "1"]);
+    assert!(
+        out.status.success(),
+        "create: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let all = measurements(&broker);
+    assert_eq!(all.len(), 1, "{all:?}");
+    assert_eq!(
+        (&all[0]["selection"]["asns"], &all[0]["selection"]["count"]),
+        (&serde_json::json!([64500]), &Value::from(1)),
+        "{all:?}"
+    );
+}
