@@ -1,4 +1,4 @@
-//! `vtnt fleet up|down|submit|status|results|replay|images|measurement` and `vtnt agent`: options only; the broker,
+//! `vtnt fleet up|down|submit|status|results|replay|images|measurement|quota` and `vtnt agent`: options only; the broker,
 //! the agent and the controller are `vtnt-fleet`'s (docs/fleet.md).
 
 mod measurement;

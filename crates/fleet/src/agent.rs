@@ -15,7 +15,8 @@
 //!
 //! A job is re-checked here as the command line checks it (the line decoded, the probing
 //! policy with this host's exclusion list and this agent's consent to public targets),
-//! then run by `vtnt_runtimes::Runtime::run` on a blocking thread. Its scamper records go
+//! admitted within its tenant's quota (a lease renewed while it runs, returned with its
+//! probes settled when it ends: [`crate::quota`]), then run by `vtnt_runtimes::Runtime::run` on a blocking thread. Its scamper records go
 //! out one message each, then its [`JobSummary`]. SIGTERM (or SIGINT) drains: running
 //! jobs finish, no new one is taken, the node says `stopped`, exit 0.
 

@@ -10,6 +10,9 @@
 //!   publish them, to its account, where its stream stores them;
 //! - the info of the nodes' stream is imported into every tenant's account under
 //!   [`FLEET_API`] (its own JetStream keeps `$JS.API`);
+//! - the info and message reads of a tenant's quota stream (`VTNT_QUOTA_<t>`,
+//!   [`crate::quota`]) are imported into that tenant's account alone, under
+//!   [`FLEET_API`]: it reads its limits and use and writes neither;
 //! - a tenant's backlog requests (`vtnt.backlog.<t>`, [`crate::backlog`]) go from its
 //!   account to the fleet's, where an agent counts that tenant's jobs only. The work
 //!   queue's own info is not exported: its subject filter is the requester's to choose,
@@ -45,9 +48,10 @@
 //!   own, their messages), submits only under its own name, reads the nodes' heartbeats,
 //!   asks for its own backlog, and receives only on its own inbox prefix (`_INBOX_T.<t>`);
 //! - agents take jobs (the work-queue consumers, the discard subjects, the large target
-//!   lists), answer requests, heartbeat, and store results for any tenant; they read no
-//!   results back (those are in the tenants' accounts), and read the images' object store,
-//!   which the operator writes.
+//!   lists), answer requests, heartbeat, store results for any tenant and keep the
+//!   tenants' quota use (`vtnt.quota.*.use`); they read no results back (those are in the
+//!   tenants' accounts), and read the images' object store, which the operator writes;
+//! - the operator writes the images and the tenants' quota limits (`vtnt.quota.*.limit`).
 
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};

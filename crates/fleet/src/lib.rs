@@ -38,6 +38,8 @@
 //!   group `vtnt-backlog`) with that tenant's jobs waiting ([`backlog`]).
 //! - long target lists: `VTNT_DATA_<tenant>`, on `vtnt.data.<tenant>.<job>.<chunk>`
 //!   ([`targets`]).
+//! - quotas: `VTNT_QUOTA_<tenant>`, on `vtnt.quota.<tenant>.limit` (the operator's) and
+//!   `vtnt.quota.<tenant>.use` (the agents', compare-and-set) ([`quota`]).
 //!
 //! The tenant of a job is the token its subject carries, which the broker's accounts and
 //! permissions tie to the tenant's key; the agent refuses a job whose body names another,
