@@ -35,7 +35,7 @@ pub const LEASE: Duration = Duration::from_secs(10);
 /// How often an agent renews its running jobs' leases.
 pub const RENEW: Duration = Duration::from_secs(3);
 /// How often a write of the use record is tried again after another writer came first.
-const WRITE_TRIES: u32 = 20;
+const WRITE_TRIES: u32 = 64;
 /// Microseconds in a day: the probes' count starts again at each UTC midnight.
 const DAY_US: u64 = 86_400_000_000;
 

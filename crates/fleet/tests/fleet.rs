@@ -2622,3 +2622,57 @@ fn measurements_select_vantage_points_by_tag_as_and_country() {
         "{all:?}"
     );
 }
+
+/// Agents admitting one tenant's jobs at once, each on a connection of its own as the
+/// agents' user, never pass its limits: of 20 jobs admitted together under 3 jobs at once,
+/// exactly 3 hold a lease; then, with 30 probes spent of 55 a day, 2 of 20 more jobs of 10
+/// probes each. Every write is a compare-and-set on the tenant's use, so the losers read
+/// again.
+#[test]
+fn agents_racing_to_admit_jobs_never_pass_the_limits() {
+    if !ready(vtnt_testkit::test_name!(), false) {
+        return;
+    }
+    let broker = Broker::up("qrace");
+    let operator =
+        vtnt_fleet::Connect::local(&broker.name, vtnt_fleet::auth::Role::Operator).unwrap();
+    let agent = vtnt_fleet::Connect::local(&broker.name, vtnt_fleet::auth::Role::Agent).unwrap();
+    let race = |round: &str| -> (usize, vtnt_fleet::quota::Quota) {
+        let agent = agent.clone();
+        let round = round.to_string();
+        let admitted = vtnt_fleet::block_on(async move {
+            let mut fleets = Vec::new();
+            for i in 0..4 {
+                fleets.push(agent.fleet(&format!("racer {i}")).await?.1);
+            }
+            let tries = (0..20).map(|j| {
+                let fleet = &fleets[j % 4];
+                let job = format!("{round}{j}");
+                async move { vtnt_fleet::quota::admit(fleet, "default", &job, "n", 10).await }
+            });
+            let all = futures::future::join_all(tries).await;
+            let mut admitted = 0;
+            for a in all {
+                if a?.is_ok() {
+                    admitted += 1;
+                }
+            }
+            Ok::<_, vtnt_fleet::Error>(admitted)
+        })
+        .expect("admitting");
+        (
+            admitted,
+            vtnt_fleet::quota::show(&operator, "default").expect("quota show"),
+        )
+    };
+    vtnt_fleet::quota::set(&operator, "default", Some(Some(3)), None).unwrap();
+    let (admitted, q) = race("a");
+    assert_eq!(
+        (admitted, q.jobs_running, q.probes_today),
+        (3, 3, 30),
+        "{q:?}"
+    );
+    vtnt_fleet::quota::set(&operator, "default", Some(None), Some(Some(55))).unwrap();
+    let (admitted, q) = race("b");
+    assert_eq!((admitted, q.probes_today), (2, 50), "{q:?}");
+}
