@@ -26,6 +26,9 @@ pub fn run(c: &Connect, tenant: &str, until_idle: bool) -> crate::Result<()> {
     crate::check_token("--tenant", tenant)?;
     crate::block_on(async {
         let (_, fleet) = c.fleet("vtnt fleet measurement run").await?;
+        // what was last logged of each measurement: a cycle waiting for its quota says so
+        // once, not at every tick
+        let mut said: std::collections::HashMap<String, String> = Default::default();
         loop {
             let mut active = 0;
             for (m, seq) in measurement::all(&fleet, tenant).await? {
@@ -33,8 +36,17 @@ pub fn run(c: &Connect, tenant: &str, until_idle: bool) -> crate::Result<()> {
                     continue;
                 }
                 active += 1;
-                if let Err(e) = step(&fleet, m.clone(), seq).await {
-                    tracing::warn!(measurement = %m.id, "{}", crate::chain(&e));
+                match step(&fleet, m.clone(), seq).await {
+                    Err(e) => {
+                        let text = crate::chain(&e);
+                        if said.get(&m.id) != Some(&text) {
+                            tracing::warn!(measurement = %m.id, "{text}");
+                            said.insert(m.id.clone(), text);
+                        }
+                    }
+                    Ok(()) => {
+                        said.remove(&m.id);
+                    }
                 }
             }
             if until_idle && active == 0 {

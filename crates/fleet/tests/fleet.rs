@@ -2676,3 +2676,93 @@ fn agents_racing_to_admit_jobs_never_pass_the_limits() {
     let (admitted, q) = race("b");
     assert_eq!((admitted, q.probes_today), (2, 50), "{q:?}");
 }
+
+/// A periodic measurement's cycle that does not fit its tenant's day's probes is not
+/// started: the controller waits, places nothing and loses no cycle, and starts it once
+/// the operator raises the limit.
+#[test]
+fn a_cycle_over_quota_waits_and_starts_once_the_quota_allows() {
+    if !ready(vtnt_testkit::test_name!(), true) {
+        return;
+    }
+    let broker = Broker::up("qcyc");
+    let lab = lab("qcyc");
+    let _a = Agent::start(&broker, "c1", "fr", &lab_net(&lab), &[]);
+    let set = |probes: &str| {
+        let out = quota_cmd(&broker, "set", &["default", "--probes-per-day", probes]);
+        assert!(
+            out.status.success(),
+            "quota set: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    // three cycles of 3 probes fit in 10, the fourth does not
+    set("10");
+    let out = measurement(
+        &broker,
+        "create",
+        &[
+            "--runtime",
+            "native",
+            "--location",
+            "fr",
+            "--every",
+            "2s",
+            "--cycles",
+            "5",
+            "--",
+            "ping",
+            "-c",
+            "3",
+            "-i",
+            "0.2",
+            "203.0.113.10",
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "create: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let _controller = Controller::start(&broker, &[]);
+    let t0 = Instant::now();
+    while measurements(&broker)[0]["placed"] != 3 {
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "{:?}",
+            measurements(&broker)
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // two more intervals: cycle 3 is due, and waits
+    std::thread::sleep(Duration::from_secs(4));
+    let m = &measurements(&broker)[0];
+    assert_eq!(
+        (
+            m["state"].as_str(),
+            m["started"].as_u64(),
+            m["placed"].as_u64()
+        ),
+        (Some("running"), Some(3), Some(3)),
+        "{m}"
+    );
+    assert_eq!(quota(&broker)["probes_today"], 9, "{}", quota(&broker));
+    set("100");
+    let t0 = Instant::now();
+    while measurements(&broker)[0]["state"] != "done" {
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "{:?}",
+            measurements(&broker)
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let (_, summaries) = broker.results(5);
+    assert_eq!(summaries.len(), 5, "{summaries:?}");
+    assert!(
+        summaries
+            .iter()
+            .all(|s| s.as_str().unwrap().contains(": ok, ")),
+        "{summaries:?}"
+    );
+}
