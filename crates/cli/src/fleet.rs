@@ -140,6 +140,16 @@ pub enum FleetCommand {
         /// Where it runs: a node's location, or `any`.
         #[arg(long, default_value = vtnt_fleet::ANY)]
         location: String,
+        /// On a location whose nodes have this tag (`vtnt agent --tag`), drawn at random
+        /// among those that match; repeat: every one of them.
+        #[arg(long = "tag", value_name = "TAG")]
+        tags: Vec<String>,
+        /// On a location whose nodes are in this AS (`vtnt agent --asn`); repeat: any.
+        #[arg(long = "asn", value_name = "N")]
+        asns: Vec<u32>,
+        /// On a location whose nodes are in this country (ISO 3166 alpha-2); repeat: any.
+        #[arg(long = "country", value_name = "CC")]
+        countries: Vec<String>,
         /// wait: queue it until a slot frees; discard: drop it when every slot is busy.
         #[arg(long, default_value = "wait")]
         mode: Mode,
@@ -438,6 +448,9 @@ pub fn run(cmd: FleetCommand) -> anyhow::Result<ExitCode> {
             connect,
             runtime,
             location,
+            tags,
+            asns,
+            countries,
             mode,
             tenant,
             json,
@@ -452,6 +465,15 @@ pub fn run(cmd: FleetCommand) -> anyhow::Result<ExitCode> {
                     tenant,
                     words: job,
                 },
+                (!(tags.is_empty() && asns.is_empty() && countries.is_empty())).then_some(
+                    &vtnt_fleet::measurement::Selection {
+                        locations: Vec::new(),
+                        tags,
+                        asns,
+                        countries,
+                        count: Some(1),
+                    },
+                ),
             )?;
             if json {
                 out!("{}", serde_json::to_string(&ev)?);

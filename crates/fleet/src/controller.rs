@@ -1,4 +1,6 @@
-//! The controller's commands: `vtnt fleet submit` (a job placed in wait or discard mode),
+//! The controller's commands: `vtnt fleet submit` (a job placed in wait or discard mode,
+//! within the tenant's quota, on a location or one drawn among those of given tags, AS or
+//! country),
 //! `vtnt fleet status` (nodes from their heartbeats, the work queues' backlog) and
 //! `vtnt fleet results` (each job's records, deduplicated and in order, then its
 //! summary); the pieces of `submit` serve `vtnt fleet replay` too (`crate::replay`).
@@ -14,6 +16,7 @@ use serde::Serialize;
 use vtnt_job::{Format, Vantage};
 use vtnt_runtimes::Runtime;
 
+use crate::measurement::{select, Selection};
 use crate::proto::{
     DeployReply, Event, JobRequest, JobSummary, Mode, NodeInfo, NodeState, Outcome,
 };
@@ -36,11 +39,33 @@ pub struct SubmitOptions {
 }
 
 /// Checks the job as `vtnt run` does, then places it; the event says what became of it.
-pub fn submit(c: &Connect, o: &SubmitOptions) -> crate::Result<Event> {
+/// With `among` (tags, AS, country), the job goes to one location drawn at random among
+/// those whose up nodes offering its runtime all match ([`crate::measurement::select`]),
+/// within `o.location` unless that is `any`.
+pub fn submit(c: &Connect, o: &SubmitOptions, among: Option<&Selection>) -> crate::Result<Event> {
     let line = job_line(o)?;
+    if let Some(s) = among {
+        s.check()?;
+    }
     crate::block_on(async {
         let (_, fleet) = c.fleet("vtnt fleet submit").await?;
-        check_placeable(&nodes(&fleet).await?, o)?;
+        let nodes = nodes(&fleet).await?;
+        let mut o = o.clone();
+        if let Some(s) = among {
+            let s = Selection {
+                locations: if o.location == ANY {
+                    Vec::new()
+                } else {
+                    vec![o.location.clone()]
+                },
+                count: Some(1),
+                ..s.clone()
+            };
+            let seed = vtnt_rng::stafford13(crate::now_us());
+            o.location = select(&nodes, o.runtime.name(), &s, seed)?.remove(0);
+        }
+        let o = &o;
+        check_placeable(&nodes, o)?;
         // the tenant's quota, before anything is placed (the agent checks it again)
         crate::quota::check(&fleet, &o.tenant, 1, line.probes).await?;
         // where its results will land, before an agent stores them

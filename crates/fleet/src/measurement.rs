@@ -70,6 +70,17 @@ pub struct Selection {
 }
 
 impl Selection {
+    /// Checks its tags and countries (subject tokens, ISO 3166 alpha-2).
+    pub fn check(&self) -> crate::Result<()> {
+        for t in &self.tags {
+            crate::check_token("--tag", t)?;
+        }
+        for c in &self.countries {
+            crate::check_country(c)?;
+        }
+        Ok(())
+    }
+
     /// Whether node `n` is one this selection takes (its runtime and state aside).
     fn takes(&self, n: &NodeInfo) -> bool {
         (self.locations.is_empty() || self.locations.iter().any(|l| l == ANY || *l == n.location))
@@ -260,12 +271,7 @@ pub fn create(c: &Connect, o: &CreateOptions) -> crate::Result<Definition> {
         Invalid,
         "a measurement needs a selection: --location (a location, or `any`), --tag, --asn or --country"
     );
-    for t in &s.tags {
-        crate::check_token("--tag", t)?;
-    }
-    for c in &s.countries {
-        crate::check_country(c)?;
-    }
+    s.check()?;
     let mut job = None;
     for l in s
         .locations

@@ -2534,11 +2534,11 @@ fn quotas_hold_at_the_controller_and_at_the_agents_and_a_dead_agents_slot_comes_
     drop(dead);
 }
 
-/// Agents advertise tags, AS and country (options and heartbeat), and a measurement
-/// selects by them: no match or too few are refused with what there is, nothing stored;
-/// a match is stored with its selection.
+/// Agents advertise tags, AS and country (options and heartbeat), and a measurement or a
+/// single job selects by them: no match or too few are refused with what there is,
+/// nothing stored; a match is stored with its selection, a job goes where it matches.
 #[test]
-fn measurements_select_vantage_points_by_tag_as_and_country() {
+fn measurements_and_jobs_select_vantage_points_by_tag_as_and_country() {
     if !ready(vtnt_testkit::test_name!(), false) {
         return;
     }
@@ -2608,6 +2608,32 @@ fn measurements_select_vantage_points_by_tag_as_and_country() {
     fails(&["--tag", "a.b"], "--tag `a.b`");
     fails(&[], "a measurement needs a selection");
     assert!(measurements(&broker).is_empty());
+    // a single job, on a location drawn among those that match
+    let ev = broker.submit(&["--tag", "v6"], "ping -c 1 127.0.0.1");
+    assert_eq!(ev["location"], "fr", "{ev}");
+    let ev = broker.submit(
+        &["--asn", "64501", "--location", "pl"],
+        "ping -c 1 127.0.0.1",
+    );
+    assert_eq!(ev["location"], "pl", "{ev}");
+    let out = broker.run(
+        "submit",
+        &[
+            "--runtime",
+            "native",
+            "--tag",
+            "v6",
+            "--country",
+            "PL",
+            "--",
+            "ping",
+            "127.0.0.1",
+        ],
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("matches 0 vantage point(s)"),
+        "{out:?}"
+    );
     let out = create(&["--asn", "64500", "--count", "1"]);
     assert!(
         out.status.success(),
