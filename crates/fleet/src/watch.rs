@@ -244,6 +244,9 @@ fn trigger(
         runtime,
         selection: Selection {
             locations: vec![location.to_string()],
+            tags: Vec::new(),
+            asns: Vec::new(),
+            countries: Vec::new(),
             count: Some(1),
         },
         every: None,

@@ -17,7 +17,7 @@ use super::ConnectArgs;
 pub enum DefinitionCommand {
     /// Define a measurement: its job on the selected vantage points, once or every
     /// --every; prints its id. Refused (nothing stored) when the selection matches no up
-    /// node or the interval is too short.
+    /// node, the interval is too short or a cycle does not fit the tenant's quota.
     Create {
         #[command(flatten)]
         connect: ConnectArgs,
@@ -26,10 +26,23 @@ pub enum DefinitionCommand {
         /// native, runc, docker, docker-scratch, vm, microvm.
         #[arg(long)]
         runtime: Runtime,
-        /// A vantage point's location, or `any` (repeat for more).
-        #[arg(long = "location", value_name = "LOCATION", required = true)]
+        /// A vantage point's location, or `any` (repeat for more; none: any).
+        #[arg(long = "location", value_name = "LOCATION")]
         locations: Vec<String>,
-        /// How many vantage points (locations) each cycle runs on (default: all selected).
+        /// Only vantage points whose nodes have this tag (`vtnt agent --tag`); repeat:
+        /// every one of them.
+        #[arg(long = "tag", value_name = "TAG")]
+        tags: Vec<String>,
+        /// Only vantage points whose nodes are in this AS (`vtnt agent --asn`); repeat:
+        /// any of them.
+        #[arg(long = "asn", value_name = "N")]
+        asns: Vec<u32>,
+        /// Only vantage points whose nodes are in this country (`vtnt agent --country`,
+        /// ISO 3166 alpha-2); repeat: any of them.
+        #[arg(long = "country", value_name = "CC")]
+        countries: Vec<String>,
+        /// How many vantage points (locations) each cycle runs on, drawn anew each cycle
+        /// (default: all selected).
         #[arg(long)]
         count: Option<usize>,
         /// Run every DURATION (`90s`, `5m`, `1h`); without it, once.
@@ -106,6 +119,9 @@ pub fn run(cmd: DefinitionCommand) -> anyhow::Result<()> {
             tenant,
             runtime,
             locations,
+            tags,
+            asns,
+            countries,
             count,
             every,
             start_in,
@@ -118,7 +134,13 @@ pub fn run(cmd: DefinitionCommand) -> anyhow::Result<()> {
                 &CreateOptions {
                     tenant,
                     runtime,
-                    selection: Selection { locations, count },
+                    selection: Selection {
+                        locations,
+                        tags,
+                        asns,
+                        countries,
+                        count,
+                    },
                     every,
                     start_in,
                     until_us: until,
