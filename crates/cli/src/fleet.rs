@@ -1,4 +1,4 @@
-//! `vtnt fleet up|down|submit|status|results|replay|images|measurement|opt-out` and `vtnt agent`: options only; the broker,
+//! `vtnt fleet up|down|submit|status|results|replay|images|measurement|opt-out|quota` and `vtnt agent`: options only; the broker,
 //! the agent and the controller are `vtnt-fleet`'s (docs/fleet.md).
 
 mod measurement;
@@ -142,6 +142,16 @@ pub enum FleetCommand {
         /// Where it runs: a node's location, or `any`.
         #[arg(long, default_value = vtnt_fleet::ANY)]
         location: String,
+        /// On a location whose nodes have this tag (`vtnt agent --tag`), drawn at random
+        /// among those that match; repeat: every one of them.
+        #[arg(long = "tag", value_name = "TAG")]
+        tags: Vec<String>,
+        /// On a location whose nodes are in this AS (`vtnt agent --asn`); repeat: any.
+        #[arg(long = "asn", value_name = "N")]
+        asns: Vec<u32>,
+        /// On a location whose nodes are in this country (ISO 3166 alpha-2); repeat: any.
+        #[arg(long = "country", value_name = "CC")]
+        countries: Vec<String>,
         /// wait: queue it until a slot frees; discard: drop it when every slot is busy.
         #[arg(long, default_value = "wait")]
         mode: Mode,
@@ -234,6 +244,12 @@ pub enum FleetCommand {
         #[command(subcommand)]
         what: OptOutCommand,
     },
+    /// Per-tenant quotas: jobs running at once and probes per day, which the agents
+    /// enforce (docs/fleet.md, "Quotas").
+    Quota {
+        #[command(subcommand)]
+        what: QuotaCommand,
+    },
 }
 
 #[derive(clap::Subcommand)]
@@ -258,6 +274,37 @@ pub enum OptOutCommand {
     List {
         #[command(flatten)]
         connect: ConnectArgs,
+    },
+}
+
+#[derive(clap::Subcommand)]
+pub enum QuotaCommand {
+    /// Set a tenant's limits (the operator's key); a limit not given stays as it was.
+    Set {
+        #[command(flatten)]
+        connect: ConnectArgs,
+        /// The tenant.
+        tenant: String,
+        /// Its jobs running at once, at most: a number or `unlimited`.
+        #[arg(long, value_name = "N", value_parser = limit)]
+        concurrent_jobs: Option<Limit>,
+        /// The probes its jobs send per UTC day, at most: a number or `unlimited`.
+        #[arg(long, value_name = "N", value_parser = limit)]
+        probes_per_day: Option<Limit>,
+    },
+    /// A tenant's limits and use: TENANT's with the operator's key, or without it the
+    /// tenant of --tenant's own, with its key.
+    Show {
+        #[command(flatten)]
+        connect: ConnectArgs,
+        /// The tenant (read as the operator).
+        of: Option<String>,
+        /// Read as this tenant, its own quota.
+        #[arg(long, default_value = broker::DEFAULT_TENANT, conflicts_with = "of")]
+        tenant: String,
+        /// One JSON object.
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -332,6 +379,16 @@ pub struct AgentArgs {
     /// instead of one server of each job's own, so downloads cross the real path.
     #[arg(long, value_name = "URL")]
     images_from: Option<String>,
+    /// A tag it advertises for measurements' selection (`fleet measurement create
+    /// --tag`); repeat for more.
+    #[arg(long = "tag", value_name = "TAG")]
+    tags: Vec<String>,
+    /// The AS number its probes leave from, for selection (`--asn`).
+    #[arg(long, value_name = "N")]
+    asn: Option<u32>,
+    /// Its country, ISO 3166 alpha-2 (`FR`), for selection (`--country`).
+    #[arg(long, value_name = "CC")]
+    country: Option<String>,
     /// Print a systemd unit that runs this agent with these options, and exit:
     /// `vtnt agent ... --systemd-unit > /etc/systemd/system/vtnt-agent.service`.
     #[arg(long)]
@@ -371,6 +428,9 @@ pub fn agent(a: AgentArgs) -> anyhow::Result<ExitCode> {
         timeout: Duration::from_secs(a.timeout),
         bandwidth_bps: a.bandwidth_mbps * 1_000_000,
         images_from: a.images_from,
+        tags: a.tags,
+        asn: a.asn,
+        country: a.country,
     })?;
     Ok(ExitCode::SUCCESS)
 }
@@ -421,6 +481,9 @@ pub fn run(cmd: FleetCommand) -> anyhow::Result<ExitCode> {
             connect,
             runtime,
             location,
+            tags,
+            asns,
+            countries,
             mode,
             tenant,
             json,
@@ -435,6 +498,15 @@ pub fn run(cmd: FleetCommand) -> anyhow::Result<ExitCode> {
                     tenant,
                     words: job,
                 },
+                (!(tags.is_empty() && asns.is_empty() && countries.is_empty())).then_some(
+                    &vtnt_fleet::measurement::Selection {
+                        locations: Vec::new(),
+                        tags,
+                        asns,
+                        countries,
+                        count: Some(1),
+                    },
+                ),
             )?;
             if json {
                 out!("{}", serde_json::to_string(&ev)?);
@@ -449,44 +521,8 @@ pub fn run(cmd: FleetCommand) -> anyhow::Result<ExitCode> {
             }
         }
         FleetCommand::Measurement { what } => measurement::run(what)?,
-        FleetCommand::OptOut { what } => {
-            use vtnt_fleet::optout::{self, Change};
-            let words = |v: &[String]| optout::parse(&v.join("\n"));
-            let version = match what {
-                OptOutCommand::Add {
-                    connect,
-                    prefixes,
-                    file,
-                } => {
-                    let mut add = words(&prefixes)?;
-                    if let Some(f) = &file {
-                        let read = std::fs::read_to_string(f)
-                            .with_context(|| format!("reading {}", f.display()))?;
-                        let listed =
-                            optout::parse(&read).with_context(|| f.display().to_string())?;
-                        add = add.iter().chain(listed.iter()).copied().collect();
-                    }
-                    anyhow::ensure!(
-                        !add.is_empty(),
-                        "opt-out add: no prefix given (PREFIX... or --file FILE)"
-                    );
-                    optout::update(&connect.connect(Role::Operator)?, &Change::Add(add))?
-                }
-                OptOutCommand::Remove { connect, prefixes } => optout::update(
-                    &connect.connect(Role::Operator)?,
-                    &Change::Remove(words(&prefixes)?),
-                )?,
-                OptOutCommand::List { connect } => optout::show(&connect.connect(Role::Operator)?)?,
-            };
-            for p in version.prefixes.iter() {
-                out!("{p}");
-            }
-            eprintln!(
-                "opt-out list: revision {}, {} prefixes",
-                version.revision,
-                version.prefixes.len()
-            );
-        }
+        FleetCommand::OptOut { what } => opt_out(what)?,
+        FleetCommand::Quota { what } => quota(what)?,
         FleetCommand::Images { what } => {
             let stored = match what {
                 ImagesCommand::Put { connect, runtimes } => {
@@ -659,4 +695,110 @@ pub fn run(cmd: FleetCommand) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// A quota's limit on the command line (`None`: unlimited).
+#[derive(Debug, Clone, Copy)]
+pub struct Limit(Option<u64>);
+
+fn limit(s: &str) -> Result<Limit, String> {
+    vtnt_fleet::quota::parse_limit(s).map(Limit)
+}
+
+fn quota(cmd: QuotaCommand) -> anyhow::Result<()> {
+    let q = match cmd {
+        QuotaCommand::Set {
+            connect,
+            tenant,
+            concurrent_jobs,
+            probes_per_day,
+        } => {
+            anyhow::ensure!(
+                concurrent_jobs.is_some() || probes_per_day.is_some(),
+                "quota set: give --concurrent-jobs, --probes-per-day or both"
+            );
+            let c = connect.connect(Role::Operator)?;
+            vtnt_fleet::quota::set(
+                &c,
+                &tenant,
+                concurrent_jobs.map(|l| l.0),
+                probes_per_day.map(|l| l.0),
+            )?;
+            vtnt_fleet::quota::show(&c, &tenant)?
+        }
+        QuotaCommand::Show {
+            connect,
+            of,
+            tenant,
+            json,
+        } => {
+            let q = match of {
+                Some(t) => vtnt_fleet::quota::show(&connect.connect(Role::Operator)?, &t)?,
+                None => vtnt_fleet::quota::show(
+                    &connect.connect(Role::Tenant(tenant.clone()))?,
+                    &tenant,
+                )?,
+            };
+            if json {
+                out!("{}", serde_json::to_string(&q)?);
+                return Ok(());
+            }
+            q
+        }
+    };
+    let limit = |l: Option<u64>| l.map_or("unlimited".to_string(), |n| n.to_string());
+    out!("TENANT\tQUOTA\tLIMIT\tUSE");
+    out!(
+        "{}\tconcurrent-jobs\t{}\t{}",
+        q.tenant,
+        limit(q.limits.concurrent_jobs),
+        q.jobs_running
+    );
+    out!(
+        "{}\tprobes-per-day\t{}\t{}",
+        q.tenant,
+        limit(q.limits.probes_per_day),
+        q.probes_today
+    );
+    Ok(())
+}
+
+/// `vtnt fleet opt-out add|remove|list`.
+fn opt_out(what: OptOutCommand) -> anyhow::Result<()> {
+    use vtnt_fleet::optout::{self, Change};
+    let words = |v: &[String]| optout::parse(&v.join("\n"));
+    let version = match what {
+        OptOutCommand::Add {
+            connect,
+            prefixes,
+            file,
+        } => {
+            let mut add = words(&prefixes)?;
+            if let Some(f) = &file {
+                let read = std::fs::read_to_string(f)
+                    .with_context(|| format!("reading {}", f.display()))?;
+                let listed = optout::parse(&read).with_context(|| f.display().to_string())?;
+                add = add.iter().chain(listed.iter()).copied().collect();
+            }
+            anyhow::ensure!(
+                !add.is_empty(),
+                "opt-out add: no prefix given (PREFIX... or --file FILE)"
+            );
+            optout::update(&connect.connect(Role::Operator)?, &Change::Add(add))?
+        }
+        OptOutCommand::Remove { connect, prefixes } => optout::update(
+            &connect.connect(Role::Operator)?,
+            &Change::Remove(words(&prefixes)?),
+        )?,
+        OptOutCommand::List { connect } => optout::show(&connect.connect(Role::Operator)?)?,
+    };
+    for p in version.prefixes.iter() {
+        out!("{p}");
+    }
+    eprintln!(
+        "opt-out list: revision {}, {} prefixes",
+        version.revision,
+        version.prefixes.len()
+    );
+    Ok(())
 }

@@ -15,7 +15,8 @@
 //!
 //! A job is re-checked here as the command line checks it (the line decoded, the probing
 //! policy with this host's exclusion list and this agent's consent to public targets),
-//! then run by `vtnt_runtimes::Runtime::run` on a blocking thread. Its scamper records go
+//! admitted within its tenant's quota (a lease renewed while it runs, returned with its
+//! probes settled when it ends: [`crate::quota`]), then run by `vtnt_runtimes::Runtime::run` on a blocking thread. Its scamper records go
 //! out one message each, then its [`JobSummary`]. SIGTERM (or SIGINT) drains: running
 //! jobs finish, no new one is taken, the node says `stopped`, exit 0.
 
@@ -60,6 +61,11 @@ pub struct AgentOptions {
     /// Fetch images from this image server (`http://HOST:PORT`), or from the fleet's
     /// object store (`nats`: [`crate::images`]), rather than one server per job.
     pub images_from: Option<String>,
+    /// What it advertises for measurements' selection: free tags, its AS number, its
+    /// country (ISO 3166 alpha-2).
+    pub tags: Vec<String>,
+    pub asn: Option<u32>,
+    pub country: Option<String>,
 }
 
 /// `--images-from` naming the fleet's object store.
@@ -87,6 +93,12 @@ pub fn run(o: AgentOptions) -> crate::Result<()> {
     crate::check_token("--location", &o.location)?;
     ensure!(o.slots > 0, Invalid, "--slots: at least 1");
     ensure!(!o.runtimes.is_empty(), Invalid, "--runtimes: at least one");
+    for t in &o.tags {
+        crate::check_token("--tag", t)?;
+    }
+    if let Some(c) = &o.country {
+        crate::check_country(c)?;
+    }
     let _leftovers = crate::watchdog::start(&o.node)?;
     crate::block_on(agent(o))
 }
@@ -129,6 +141,9 @@ impl Ctx {
             clock_sync: self.clock_sync.clone(),
             jobs_done: self.done.load(Ordering::Relaxed),
             jobs_failed: self.failed.load(Ordering::Relaxed),
+            tags: self.o.tags.clone(),
+            asn: self.o.asn,
+            country: self.o.country.clone(),
             // its first connection counted out
             reconnects: self
                 .nats
@@ -640,7 +655,10 @@ async fn job(
     let (allow_public, runtimes) = (ctx.o.allow_public, ctx.o.runtimes.clone());
     let opt_out = ctx.held().exclusions().cloned();
     let r = req.clone();
-    let ran = match crate::targets::fetch(&ctx.fleet, &req).await {
+    fn thread<T>(e: tokio::task::JoinError) -> Result<T, (JobStatus, String)> {
+        Err((JobStatus::Error, format!("the job's thread: {e}")))
+    }
+    let checked = match crate::targets::fetch(&ctx.fleet, &req).await {
         Err(e) => Err((JobStatus::Error, e)),
         Ok(list) => tokio::task::spawn_blocking(move || -> Result<_, (JobStatus, String)> {
             let (rt, spec) = admit(&r, list.as_deref(), &runtimes, allow_public, opt_out)
@@ -649,11 +667,43 @@ async fn job(
             opts.net
                 .check_job(&spec)
                 .map_err(|e| (JobStatus::Refused, crate::error::chain(&e)))?;
+            Ok((rt, spec, opts))
+        })
+        .await
+        .unwrap_or_else(thread),
+    };
+    // the tenant's quota, as the job starts: refused over it, else its lease renewed
+    // while it runs ([`crate::quota`])
+    let leased = match checked {
+        Ok((rt, spec, opts)) => {
+            let probes = crate::quota::probe_bound(&spec);
+            match crate::quota::admit(&ctx.fleet, &req.tenant, &req.id, ctx.node(), probes).await {
+                Ok(Ok(())) => Ok((rt, spec, opts)),
+                Ok(Err(why)) => Err((JobStatus::Refused, why)),
+                Err(e) => Err((JobStatus::Error, crate::error::chain(&e))),
+            }
+        }
+        Err(e) => Err(e),
+    };
+    let lease = leased.is_ok().then(|| {
+        let (ctx, req) = (ctx.clone(), req.clone());
+        tokio::spawn(async move {
+            let mut t = tokio::time::interval(crate::quota::RENEW);
+            t.tick().await;
+            loop {
+                t.tick().await;
+                let _ = crate::quota::renew(&ctx.fleet, &req.tenant, &req.id).await;
+            }
+        })
+    });
+    let ran = match leased {
+        Ok((rt, spec, opts)) => tokio::task::spawn_blocking(move || {
             rt.run(&spec, &opts)
                 .map_err(|e| (JobStatus::Error, crate::error::chain(&e)))
         })
         .await
-        .unwrap_or_else(|e| Err((JobStatus::Error, format!("the job's thread: {e}")))),
+        .unwrap_or_else(thread),
+        Err(e) => Err(e),
     };
     let total = t0.elapsed();
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
@@ -702,6 +752,14 @@ async fn job(
     let stored = publish(&ctx, &req, records(), &summary).await;
     if let Some(p) = progress {
         p.abort();
+    }
+    if let Some(renewing) = lease {
+        renewing.abort();
+        // what it sent, as its records say, when it ran to the end
+        let sent = (summary.status == JobStatus::Ok).then(|| crate::quota::sent_probes(records()));
+        if let Err(e) = crate::quota::release(&ctx.fleet, &req.tenant, &req.id, sent).await {
+            tracing::warn!(node = ctx.node(), job = %req.id, error = %format!("{e:#}"), "returning the job's quota lease failed");
+        }
     }
     match (&stored, &wq) {
         (Ok(()), Some(m)) => {

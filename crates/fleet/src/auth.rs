@@ -10,6 +10,9 @@
 //!   publish them, to its account, where its stream stores them;
 //! - the info of the nodes' stream is imported into every tenant's account under
 //!   [`FLEET_API`] (its own JetStream keeps `$JS.API`);
+//! - the info and message reads of a tenant's quota stream (`VTNT_QUOTA_<t>`,
+//!   [`crate::quota`]) are imported into that tenant's account alone, under
+//!   [`FLEET_API`]: it reads its limits and use and writes neither;
 //! - a tenant's backlog requests (`vtnt.backlog.<t>`, [`crate::backlog`]) go from its
 //!   account to the fleet's, where an agent counts that tenant's jobs only. The work
 //!   queue's own info is not exported: its subject filter is the requester's to choose,
@@ -45,9 +48,12 @@
 //!   own, their messages), submits only under its own name, reads the nodes' heartbeats,
 //!   asks for its own backlog, and receives only on its own inbox prefix (`_INBOX_T.<t>`);
 //! - agents take jobs (the work-queue consumers, the discard subjects, the large target
-//!   lists), answer requests, heartbeat, and store results for any tenant; they read no
-//!   results back (those are in the tenants' accounts), and read the images' object store
-//!   and the opt-out list ([`crate::optout`]), which the operator writes.
+//!   lists), answer requests, heartbeat, store results for any tenant and keep the
+//!   tenants' quota use (`vtnt.quota.*.use`); they read no results back (those are in the
+//!   tenants' accounts), and read the images' object store and the opt-out list
+//!   ([`crate::optout`]), which the operator writes;
+//! - the operator writes the images, the opt-out list and the tenants' quota limits
+//!   (`vtnt.quota.*.limit`).
 
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
@@ -160,6 +166,9 @@ fn tenant(t: &str) -> Value {
             format!("$JS.ACK.{r}.>"),
             format!("{FLEET_API}.STREAM.INFO.{NODES_STREAM}"),
             format!("{FLEET_API}.STREAM.MSG.GET.{NODES_STREAM}"),
+            // its quota, read-only ([`crate::quota`])
+            format!("{FLEET_API}.STREAM.INFO.{}", crate::quota::stream_name(t)),
+            format!("{FLEET_API}.STREAM.MSG.GET.{}", crate::quota::stream_name(t)),
             crate::backlog_subject(t),
         ]},
         "subscribe": {"allow": [format!("{}.>", Role::Tenant(t.into()).inbox_prefix()), HEARTBEATS]},
@@ -188,6 +197,8 @@ fn agent(tenants: &[String]) -> Value {
     let mut allow: Vec<String> = vec![
         "vtnt.results.>".into(),
         HEARTBEATS.into(),
+        // the tenants' use of their quotas, which the agents keep ([`crate::quota`])
+        crate::quota::use_subject("*"),
         format!("$JS.API.STREAM.INFO.{jobs}"),
         format!("$JS.API.STREAM.INFO.{nodes}"),
         format!("$JS.API.CONSUMER.CREATE.{jobs}.>"),
@@ -203,9 +214,10 @@ fn agent(tenants: &[String]) -> Value {
             format!("$JS.API.STREAM.MSG.GET.{d}"),
             format!("$JS.API.STREAM.PURGE.{d}"),
         ]);
+        allow.extend(read_stream(&crate::quota::stream_name(t)));
     }
     allow.extend(read_images());
-    allow.extend(read_opt_out());
+    allow.extend(read_stream(crate::optout::STREAM));
     json!({
         "publish": {"allow": allow},
         "subscribe": {"allow": [
@@ -219,26 +231,30 @@ fn agent(tenants: &[String]) -> Value {
     })
 }
 
-/// What reading the opt-out list takes ([`crate::optout`]): its stream's info and its
-/// last message.
-fn read_opt_out() -> Vec<String> {
-    let s = crate::optout::STREAM;
-    vec![
+/// What reading stream `s`'s messages takes: its info and a message got by subject or
+/// sequence (the opt-out list, [`crate::optout`]; a tenant's quota).
+fn read_stream(s: &str) -> [String; 2] {
+    [
         format!("$JS.API.STREAM.INFO.{s}"),
         format!("$JS.API.STREAM.MSG.GET.{s}"),
     ]
 }
 
 /// The operator: the images' object store (made by `vtnt fleet up`), written and read;
-/// the opt-out list, written and read.
-fn operator() -> Value {
+/// the opt-out list, written and read; the tenants' quotas' limits, written, and their
+/// use, read.
+fn operator(tenants: &[String]) -> Value {
     let mut allow = read_images();
-    allow.extend(read_opt_out());
+    allow.extend(read_stream(crate::optout::STREAM));
     allow.extend([
         format!("$JS.API.STREAM.PURGE.OBJ_{IMAGES_BUCKET}"),
         format!("$O.{IMAGES_BUCKET}.>"),
         crate::optout::SUBJECT.to_string(),
+        crate::quota::limit_subject("*"),
     ]);
+    for t in tenants {
+        allow.extend(read_stream(&crate::quota::stream_name(t)));
+    }
     json!({
         "publish": {"allow": allow},
         "subscribe": {"allow": [format!("{}.>", Role::Operator.inbox_prefix())]},
@@ -277,7 +293,7 @@ pub fn accounts(fleet_dir: &Path, tenants: &[String], tenant_store: u64) -> crat
     let user = |nkey: &str, permissions: Value| json!({"nkey": nkey, "permissions": permissions});
     let mut fleet_users = vec![
         user(&public(&Role::Agent)?[0], agent(tenants)),
-        user(&public(&Role::Operator)?[0], operator()),
+        user(&public(&Role::Operator)?[0], operator(tenants)),
         user(&public(&Role::Setup(None))?[0], setup()),
     ];
     let everyone: Vec<String> = tenants.iter().map(|t| tenant_account(t)).collect();
@@ -313,6 +329,14 @@ pub fn accounts(fleet_dir: &Path, tenants: &[String], tenant_store: u64) -> crat
             t_imports.push(json!({
                 "service": {"account": FLEET_ACCOUNT, "subject": format!("$JS.API.{s}")},
                 "to": format!("{FLEET_API}.{s}"),
+            }));
+        }
+        // its quota's stream, to its account alone
+        for s in read_stream(&crate::quota::stream_name(t)) {
+            exports.push(json!({"service": s, "accounts": [account]}));
+            t_imports.push(json!({
+                "service": {"account": FLEET_ACCOUNT, "subject": s},
+                "to": s.replacen("$JS.API", FLEET_API, 1),
             }));
         }
         t_imports.push(json!({"stream": {"account": FLEET_ACCOUNT, "subject": HEARTBEATS}}));
@@ -441,7 +465,7 @@ mod tests {
             ("tenant", tenant("a")),
             ("requester", requester("a")),
             ("agent", agent(&["a".into()])),
-            ("operator", operator()),
+            ("operator", operator(&["a".into()])),
         ] {
             let publish = allowed(&p, "publish");
             for s in &publish {
@@ -478,6 +502,16 @@ mod tests {
             ["_INBOX_T.a.>", HEARTBEATS]
         );
         assert!(!publish.iter().any(|s| s.starts_with("vtnt.nodes")));
+        // its quota: read, never written; only the operator sets limits, only agents
+        // count the use
+        assert!(
+            !publish.iter().any(|s| s.starts_with("vtnt.quota")),
+            "{publish:?}"
+        );
+        assert!(publish.contains(&"$JS.FLEET.API.STREAM.MSG.GET.VTNT_QUOTA_a".to_string()));
+        assert!(allowed(&operator(&["a".into()]), "publish")
+            .iter()
+            .all(|s| !s.starts_with("vtnt.quota") || s == "vtnt.quota.*.limit"));
         assert_eq!(allowed(&requester("a"), "publish"), ["vtnt.deploy.a.*"]);
         assert_eq!(allowed(&requester("a"), "subscribe"), ["_INBOX_T.a.>"]);
         let agent = allowed(&agent(&["a".into()]), "publish");

@@ -364,7 +364,7 @@ fn start(
 
 /// Makes the fleet's streams unless they exist, each as its account's setup user: in the
 /// fleet's account the work queue, the nodes' heartbeats, the images' object store and
-/// each tenant's target lists; in each tenant's account its results stream. No other user
+/// each tenant's target lists and quota; in each tenant's account its results stream. No other user
 /// may create a stream ([`crate::auth`]).
 fn make_streams(
     dir: &Path,
@@ -388,6 +388,7 @@ fn make_streams(
         crate::optout::create(&fleet).await?;
         for t in tenants {
             fleet.data(t).await?;
+            crate::quota::stream(&fleet, t).await?;
             let (_, own) = as_setup(Some(t)).fleet("vtnt fleet up").await?;
             own.results(t).await?;
             crate::measurement::stream(&own, t).await?;

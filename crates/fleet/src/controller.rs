@@ -1,4 +1,6 @@
-//! The controller's commands: `vtnt fleet submit` (a job placed in wait or discard mode),
+//! The controller's commands: `vtnt fleet submit` (a job placed in wait or discard mode,
+//! within the tenant's quota, on a location or one drawn among those of given tags, AS or
+//! country),
 //! `vtnt fleet status` (nodes from their heartbeats, the work queues' backlog) and
 //! `vtnt fleet results` (each job's records, deduplicated and in order, then its
 //! summary); the pieces of `submit` serve `vtnt fleet replay` too (`crate::replay`).
@@ -9,14 +11,14 @@ use std::time::{Duration, Instant};
 use crate::error::{ensure, ResultExt};
 use crate::Error;
 use async_nats::jetstream;
-use futures::{StreamExt, TryStreamExt};
+use futures::StreamExt;
 use serde::Serialize;
 use vtnt_job::{Format, Vantage};
 use vtnt_runtimes::Runtime;
 
-use crate::proto::{
-    DeployReply, Event, JobRequest, JobSummary, Mode, NodeInfo, NodeState, Outcome,
-};
+use crate::proto::{DeployReply, Event, JobRequest, JobSummary, Mode, Outcome};
+pub use crate::vantage::{nodes, NodeView};
+use crate::vantage::{select, Selection};
 use crate::{Connect, Fleet, ANY};
 
 /// How long a discard-mode request waits for an agent that is listening to answer.
@@ -36,11 +38,35 @@ pub struct SubmitOptions {
 }
 
 /// Checks the job as `vtnt run` does, then places it; the event says what became of it.
-pub fn submit(c: &Connect, o: &SubmitOptions) -> crate::Result<Event> {
+/// With `among` (tags, AS, country), the job goes to one location drawn at random among
+/// those whose up nodes offering its runtime all match ([`crate::measurement::select`]),
+/// within `o.location` unless that is `any`.
+pub fn submit(c: &Connect, o: &SubmitOptions, among: Option<&Selection>) -> crate::Result<Event> {
     let line = job_line(o)?;
+    if let Some(s) = among {
+        s.check()?;
+    }
     crate::block_on(async {
         let (_, fleet) = c.fleet("vtnt fleet submit").await?;
-        check_placeable(&nodes(&fleet).await?, o)?;
+        let nodes = nodes(&fleet).await?;
+        let mut o = o.clone();
+        if let Some(s) = among {
+            let s = Selection {
+                locations: if o.location == ANY {
+                    Vec::new()
+                } else {
+                    vec![o.location.clone()]
+                },
+                count: Some(1),
+                ..s.clone()
+            };
+            let seed = vtnt_rng::stafford13(crate::now_us());
+            o.location = select(&nodes, o.runtime.name(), &s, seed)?.remove(0);
+        }
+        let o = &o;
+        check_placeable(&nodes, o)?;
+        // the tenant's quota, before anything is placed (the agent checks it again)
+        crate::quota::check(&fleet, &o.tenant, 1, line.probes).await?;
         // where its results will land, before an agent stores them
         fleet.results(&o.tenant).await?;
         place(&fleet, o, line).await
@@ -53,6 +79,8 @@ pub fn submit(c: &Connect, o: &SubmitOptions) -> crate::Result<Event> {
 pub struct JobLine {
     pub line: String,
     pub targets: Option<String>,
+    /// The most probes it sends ([`crate::quota::probe_bound`]).
+    pub probes: u64,
 }
 
 /// The job of `o` as its canonical line, once its words, location, tenant and size are
@@ -82,7 +110,11 @@ pub fn job_line(o: &SubmitOptions) -> crate::Result<JobLine> {
         "{whose} takes at most {most} targets and this job has {n}: split it into several jobs"
     );
     let (line, targets) = vtnt_jobspec::encode_split(&job.spec, crate::INLINE_TARGETS);
-    Ok(JobLine { line, targets })
+    Ok(JobLine {
+        line,
+        targets,
+        probes: crate::quota::probe_bound(&job.spec),
+    })
 }
 
 /// Refuses a job that no known node could run: none in its location offers its runtime.
@@ -208,38 +240,6 @@ pub async fn place_as(
     })
 }
 
-/// A node as `status` shows it.
-#[derive(Debug, Clone, Serialize)]
-pub struct NodeView {
-    #[serde(flatten)]
-    pub info: NodeInfo,
-    /// Milliseconds since its last heartbeat reached the broker (broker's clock).
-    pub age_ms: u64,
-    /// Its last heartbeat is older than its deadline.
-    pub down: bool,
-    /// What to show: `up`, `draining`, `stopped` (its own word) or `down` (late).
-    pub status: &'static str,
-}
-
-impl NodeView {
-    /// The node of heartbeat `info`, `age_ms` after it reached the broker.
-    pub fn new(info: NodeInfo, age_ms: u64) -> NodeView {
-        let down = age_ms > info.deadline_ms;
-        let status = match (down, info.state) {
-            (_, NodeState::Stopped) => "stopped",
-            (true, _) => "down",
-            (false, NodeState::Up) => "up",
-            (false, NodeState::Draining) => "draining",
-        };
-        NodeView {
-            info,
-            age_ms,
-            down,
-            status,
-        }
-    }
-}
-
 /// What `vtnt fleet status` shows a tenant.
 #[derive(Debug, Clone, Serialize)]
 pub struct Status {
@@ -272,34 +272,6 @@ pub fn status(c: &Connect, tenant: &str) -> crate::Result<Status> {
             results_stored,
         })
     })
-}
-
-/// Every node that ever heartbeated (within the stream's hour), by name; none before the
-/// first agent came.
-pub async fn nodes(fleet: &Fleet) -> crate::Result<Vec<NodeView>> {
-    let Some(stream) = crate::existing(&fleet.shared, crate::NODES_STREAM).await? else {
-        return Ok(Vec::new());
-    };
-    let mut subjects = stream.info_with_subjects(crate::HEARTBEATS).await?;
-    let mut names = Vec::new();
-    while let Some((s, _)) = subjects.try_next().await? {
-        names.push(s);
-    }
-    let now_ns = crate::now_us() as i128 * 1000;
-    let mut out = Vec::new();
-    for s in names {
-        // a node's subject listed a moment ago may have aged out since
-        let Ok(m) = stream.get_last_raw_message_by_subject(&s).await else {
-            continue;
-        };
-        let Ok(info) = serde_json::from_slice::<NodeInfo>(&m.payload) else {
-            continue;
-        };
-        let age_ms = ((now_ns - m.time.unix_timestamp_nanos()).max(0) / 1_000_000) as u64;
-        out.push(NodeView::new(info, age_ms));
-    }
-    out.sort_by(|a, b| a.info.node.cmp(&b.info.node));
-    Ok(out)
 }
 
 fn describe(nodes: &[NodeView]) -> String {

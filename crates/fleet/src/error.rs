@@ -35,6 +35,11 @@ pub enum Error {
     /// node that is not what a replay expects): a sentence naming them.
     #[error("{0}")]
     NoNode(String),
+    /// A tenant's quota (concurrent jobs, probes per day) does not leave room for what
+    /// was asked: a sentence naming the quota, its limit and the use
+    /// (`crate::quota::exceeded`).
+    #[error("{0}")]
+    Quota(String),
     /// The NATS server at `url` did not answer a connection within `timeout`.
     #[error("no answer from {url} within {timeout:?}")]
     Unreachable { url: String, timeout: Duration },

@@ -10,6 +10,8 @@
 //! - [`measurement`]: `vtnt fleet measurement create|list|cancel`, definitions stored per
 //!   tenant; [`schedule`]: `vtnt fleet measurement run`, the controller that starts their
 //!   cycles on time.
+//! - [`quota`]: per-tenant quotas (concurrent jobs, probes per day), set by the operator,
+//!   enforced by the agents and checked first by the controller.
 //! - [`replay`]: `vtnt fleet replay NODES EVENTS`, seed 000's event list placed on time.
 //! - [`proto`]: the JSON messages.
 //! - [`auth`]: the agents' and tenants' accounts, keys and permissions.
@@ -36,6 +38,8 @@
 //!   group `vtnt-backlog`) with that tenant's jobs waiting ([`backlog`]).
 //! - long target lists: `VTNT_DATA_<tenant>`, on `vtnt.data.<tenant>.<job>.<chunk>`
 //!   ([`targets`]).
+//! - quotas: `VTNT_QUOTA_<tenant>`, on `vtnt.quota.<tenant>.limit` (the operator's) and
+//!   `vtnt.quota.<tenant>.use` (the agents', compare-and-set) ([`quota`]).
 //!
 //! The tenant of a job is the token its subject carries, which the broker's accounts and
 //! permissions tie to the tenant's key; the agent refuses a job whose body names another,
@@ -55,9 +59,12 @@ pub mod images;
 pub mod measurement;
 pub mod optout;
 pub mod proto;
+pub mod quota;
 pub mod replay;
 pub mod schedule;
 pub mod targets;
+pub mod vantage;
+pub mod watch;
 pub mod watchdog;
 
 use std::path::PathBuf;
@@ -179,6 +186,16 @@ pub fn check_token(what: &str, value: &str) -> Result<()> {
                 .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_'),
         Invalid,
         "{what} `{value}`: use 1 to 64 letters, digits, `-` or `_`"
+    );
+    Ok(())
+}
+
+/// Checks a country code: two upper-case letters (ISO 3166 alpha-2, `FR`).
+pub fn check_country(value: &str) -> Result<()> {
+    ensure!(
+        value.len() == 2 && value.bytes().all(|b| b.is_ascii_uppercase()),
+        Invalid,
+        "country `{value}`: two upper-case letters (ISO 3166 alpha-2, e.g. FR)"
     );
     Ok(())
 }

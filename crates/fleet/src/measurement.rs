@@ -1,7 +1,8 @@
 //! Measurements, not only jobs: `vtnt fleet measurement create|list|cancel`. A
 //! measurement is a job (`vtnt` words, checked as `vtnt fleet submit` checks them), a
 //! selection of vantage points (locations whose up nodes offer its runtime, how many) and
-//! a schedule (once, or every N seconds until an end time or a number of cycles). Its
+//! a schedule (once, or every N seconds until an end time or a number of cycles), within
+//! the tenant's quota ([`crate::quota`]). Its
 //! definition is the last message on `vtnt.meas.<tenant>.<id>` in the tenant's stream
 //! `VTNT_MEAS_<tenant>` (in the tenant's own account, made by `vtnt fleet up`), so it
 //! survives a controller's restart and no other tenant reaches it ([`crate::auth`]). Every
@@ -17,7 +18,8 @@ use futures::TryStreamExt;
 use serde::{Deserialize, Serialize};
 use vtnt_runtimes::Runtime;
 
-use crate::controller::{self, NodeView, SubmitOptions};
+use crate::controller::{self, SubmitOptions};
+pub use crate::vantage::{select, Selection};
 use crate::{Connect, Error, Fleet, Mode, ANY};
 
 /// The shortest interval between a periodic measurement's cycles: each cycle's
@@ -49,14 +51,6 @@ pub enum State {
     /// Its last cycle's jobs are queued.
     Done,
     Cancelled,
-}
-
-/// Which vantage points run each cycle: the locations (or `any`) whose up nodes offer
-/// the runtime, the first `count` of them by name (all when `None`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Selection {
-    pub locations: Vec<String>,
-    pub count: Option<usize>,
 }
 
 /// A measurement's definition, as stored (`Definition`: in this workspace a
@@ -100,10 +94,33 @@ impl Definition {
         k < most && self.until_us.is_none_or(|u| self.due_us(k) < u)
     }
 
+    /// Its runtime, as this vtnt knows it.
+    pub fn runtime(&self) -> crate::Result<Runtime> {
+        Runtime::ALL
+            .into_iter()
+            .find(|r| r.name() == self.runtime)
+            .ok_or_else(|| {
+                Error::Invalid(format!(
+                    "measurement {}: no runtime `{}`",
+                    self.id, self.runtime
+                ))
+            })
+    }
+
     /// The job id of cycle `k` on the `i`-th selected vantage point: the same whoever
     /// places it, so a cycle placed again after a crash is deduplicated by the work queue.
     pub fn job_id(&self, k: u64, i: usize) -> String {
         format!("{}-c{k}-{i}", self.id)
+    }
+
+    /// The seed of cycle `k`'s draw of vantage points: a function of the measurement's id
+    /// and `k` alone, so whoever places the cycle, again after a crash, draws the same.
+    pub fn seed(&self, k: u64) -> u64 {
+        // FNV-1a of the id, then mixed with the cycle
+        let id = self.id.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+        });
+        vtnt_rng::stafford13(id ^ vtnt_rng::stafford13(k))
     }
 }
 
@@ -138,61 +155,45 @@ pub async fn stream(fleet: &Fleet, tenant: &str) -> crate::Result<jetstream::str
     .nats(|| format!("tenant {tenant}'s measurements stream"))
 }
 
-/// The vantage points (locations) that `s` selects among `nodes` for `runtime`, sorted;
-/// an error saying what there is when fewer than asked (or none) match.
-pub fn select(nodes: &[NodeView], runtime: &str, s: &Selection) -> crate::Result<Vec<String>> {
-    let mut found: Vec<String> = nodes
-        .iter()
-        .filter(|n| n.status == "up" && n.info.runtimes.iter().any(|r| r == runtime))
-        .filter(|n| {
-            s.locations
-                .iter()
-                .any(|l| l == ANY || *l == n.info.location)
-        })
-        .map(|n| n.info.location.clone())
-        .collect();
-    found.sort();
-    found.dedup();
-    let want = s.count.unwrap_or(found.len()).max(1);
-    ensure!(
-        found.len() >= want,
-        NoNode,
-        "the selection (locations {}, runtime `{runtime}`, {}) matches {} vantage point(s) with an up node{}",
-        s.locations.join(","),
-        s.count.map_or("all".to_string(), |c| format!("{c} wanted")),
-        found.len(),
-        if found.is_empty() { String::new() } else { format!(": {}", found.join(", ")) }
-    );
-    found.truncate(want);
-    Ok(found)
-}
-
 /// Checks `o` (tokens, job, selection against the nodes up now, interval) and stores the
 /// definition in one write; refused, nothing is stored.
 pub fn create(c: &Connect, o: &CreateOptions) -> crate::Result<Definition> {
+    create_named(c, o, nuid::next().to_string())
+}
+
+/// [`create`] under an id of the caller's (a token; refused if it exists).
+pub fn create_named(c: &Connect, o: &CreateOptions, id: String) -> crate::Result<Definition> {
+    crate::check_token("measurement", &id)?;
+    let s = &o.selection;
     ensure!(
-        !o.selection.locations.is_empty(),
+        !(s.locations.is_empty() && s.tags.is_empty() && s.asns.is_empty() && s.countries.is_empty()),
         Invalid,
-        "a measurement needs --location (a location, or `any`)"
+        "a measurement needs a selection: --location (a location, or `any`), --tag, --asn or --country"
     );
-    let mut line = None;
-    for l in &o.selection.locations {
-        let job = controller::job_line(&SubmitOptions {
+    s.check()?;
+    let mut job = None;
+    for l in s
+        .locations
+        .iter()
+        .map(String::as_str)
+        .chain(s.locations.is_empty().then_some(ANY))
+    {
+        let checked = controller::job_line(&SubmitOptions {
             runtime: o.runtime,
-            location: l.clone(),
+            location: l.to_string(),
             mode: Mode::Wait,
             tenant: o.tenant.clone(),
             words: o.words.clone(),
         })?;
         ensure!(
-            job.targets.is_none(),
+            checked.targets.is_none(),
             Invalid,
             "a measurement's job takes at most {} targets",
             crate::INLINE_TARGETS
         );
-        line = Some(job.line);
+        job = Some(checked);
     }
-    let line = line.unwrap_or_default();
+    let (line, probes) = job.map_or((String::new(), 0), |j| (j.line, j.probes));
     if let Some(every) = o.every {
         ensure!(
             every >= MIN_EVERY,
@@ -212,7 +213,7 @@ pub fn create(c: &Connect, o: &CreateOptions) -> crate::Result<Definition> {
     }
     let now = crate::now_us();
     let m = Definition {
-        id: nuid::next().to_string(),
+        id,
         tenant: o.tenant.clone(),
         runtime: o.runtime.name().to_string(),
         selection: o.selection.clone(),
@@ -233,7 +234,15 @@ pub fn create(c: &Connect, o: &CreateOptions) -> crate::Result<Definition> {
     );
     crate::block_on(async {
         let (_, fleet) = c.fleet("vtnt fleet measurement create").await?;
-        select(&controller::nodes(&fleet).await?, &m.runtime, &m.selection)?;
+        let points = select(
+            &controller::nodes(&fleet).await?,
+            &m.runtime,
+            &m.selection,
+            m.seed(0),
+        )?;
+        // a cycle's jobs run at once, each up to its probes
+        let n = points.len() as u64;
+        crate::quota::check(&fleet, &o.tenant, n, n * probes).await?;
         stream(&fleet, &o.tenant).await?;
         write(&fleet, &m, 0).await?;
         Ok(m.clone())
@@ -337,4 +346,150 @@ pub fn cancel(c: &Connect, tenant: &str, id: &str) -> crate::Result<Definition> 
         }
         bail!(Invalid, "measurement {id} kept changing; try again")
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::proto::{NodeInfo, NodeState};
+    use crate::vantage::NodeView;
+
+    fn node(name: &str, location: &str, tags: &[&str], asn: u32, country: &str) -> NodeView {
+        NodeView::new(
+            NodeInfo {
+                node: name.into(),
+                location: location.into(),
+                slots: 1,
+                busy: 0,
+                runtimes: vec!["native".into()],
+                heartbeat_ms: 1000,
+                deadline_ms: 3000,
+                state: NodeState::Up,
+                clock_sync: "yes".into(),
+                jobs_done: 0,
+                jobs_failed: 0,
+                reconnects: 0,
+                tags: tags.iter().map(|t| t.to_string()).collect(),
+                asn: Some(asn),
+                country: Some(country.into()),
+                opt_out: Default::default(),
+            },
+            0,
+        )
+    }
+
+    fn sel(tags: &[&str], asns: &[u32], countries: &[&str], count: Option<usize>) -> Selection {
+        Selection {
+            locations: Vec::new(),
+            tags: tags.iter().map(|t| t.to_string()).collect(),
+            asns: asns.to_vec(),
+            countries: countries.iter().map(|c| c.to_string()).collect(),
+            count,
+        }
+    }
+
+    fn fleet_of_six() -> Vec<NodeView> {
+        vec![
+            node("n1", "fr", &["ixp", "v6"], 64500, "FR"),
+            node("n2", "pl", &["ixp"], 64501, "PL"),
+            node("n3", "de", &["v6"], 64500, "DE"),
+            node("n4", "ca", &["ixp", "v6"], 64502, "CA"),
+            node("n5", "sg", &["ixp", "v6"], 64503, "SG"),
+            node("n6", "au", &["ixp", "v6"], 64504, "AU"),
+        ]
+    }
+
+    #[test]
+    fn tags_as_and_country_select_vantage_points() {
+        let nodes = fleet_of_six();
+        let got = |s: &Selection| select(&nodes, "native", s, 0);
+        assert_eq!(
+            got(&sel(&["ixp", "v6"], &[], &[], None)).unwrap(),
+            ["au", "ca", "fr", "sg"]
+        );
+        assert_eq!(got(&sel(&[], &[64500], &[], None)).unwrap(), ["de", "fr"]);
+        assert_eq!(
+            got(&sel(&["ixp"], &[], &["FR", "PL"], None)).unwrap(),
+            ["fr", "pl"]
+        );
+        let none = got(&sel(&["ixp"], &[], &["DE"], None))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            none.contains(
+                "tags ixp, countries DE, runtime `native`, all) matches 0 vantage point(s)"
+            ),
+            "{none}"
+        );
+        let few = got(&sel(&[], &[64500], &[], Some(3)))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            few.contains("AS64500")
+                && few.contains("matches 2 vantage point(s) with an up node: de, fr"),
+            "{few}"
+        );
+        // a location where another node, not selected, would take the jobs is left out
+        let mut mixed = nodes.clone();
+        mixed.push(node("n7", "fr", &[], 64500, "FR"));
+        let out = select(&mixed, "native", &sel(&["ixp"], &[], &["FR"], None), 0)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            out.contains("left out, since other nodes there would take its jobs: fr"),
+            "{out}"
+        );
+        assert_eq!(
+            select(&mixed, "native", &sel(&[], &[64500], &[], None), 0).unwrap(),
+            ["de", "fr"]
+        );
+    }
+
+    #[test]
+    fn each_cycle_draws_its_own_vantage_points_and_the_same_when_placed_again() {
+        let nodes = fleet_of_six();
+        let m = Definition {
+            id: "MEAS1".into(),
+            tenant: "t".into(),
+            runtime: "native".into(),
+            selection: sel(&[], &[], &[], Some(2)),
+            words: Vec::new(),
+            line: String::new(),
+            every_s: Some(60),
+            start_us: 0,
+            until_us: None,
+            max_cycles: None,
+            state: State::Running,
+            started: 0,
+            placed: 0,
+        };
+        let draw = |k: u64| select(&nodes, "native", &m.selection, m.seed(k)).unwrap();
+        let cycles: Vec<Vec<String>> = (0..20).map(draw).collect();
+        for (k, c) in cycles.iter().enumerate() {
+            assert_eq!(c.len(), 2);
+            assert_eq!(*c, draw(k as u64), "cycle {k} drawn again");
+        }
+        // successive cycles spread over the six
+        let mut seen: Vec<&String> = cycles.iter().flatten().collect();
+        seen.sort();
+        seen.dedup();
+        assert_eq!(seen.len(), 6, "{cycles:?}");
+        assert!(cycles.windows(2).any(|w| w[0] != w[1]), "{cycles:?}");
+        // another measurement, another draw
+        let other = Definition {
+            id: "MEAS2".into(),
+            ..m.clone()
+        };
+        assert!((0..20).any(|k| other.seed(k) != m.seed(k)));
+        // a definition stored before selection by tags still reads
+        let old = r#"{"locations":["fr"],"count":null}"#;
+        let s: Selection = serde_json::from_str(old).unwrap();
+        assert_eq!(
+            s,
+            Selection {
+                locations: vec!["fr".into()],
+                ..sel(&[], &[], &[], None)
+            }
+        );
+    }
 }

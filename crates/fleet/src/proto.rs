@@ -86,6 +86,15 @@ pub struct NodeInfo {
     /// Times the agent's connection to the broker came back after it was lost.
     #[serde(default)]
     pub reconnects: u64,
+    /// What the node advertises for measurements' selection (`vtnt agent --tag`,
+    /// `--asn`, `--country`); absent from an older agent's heartbeats.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub asn: Option<u32>,
+    /// ISO 3166 alpha-2, upper case.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub country: Option<String>,
     /// The fleet's opt-out list as the agent applies it ([`crate::optout`]).
     #[serde(default)]
     pub opt_out: OptOutState,
@@ -298,6 +307,10 @@ mod tests {
             "{s}"
         );
         assert_eq!(serde_json::from_str::<Event>(&s).unwrap(), e);
+        // a heartbeat of an agent from before tags, AS and country
+        let old = r#"{"node":"n1","location":"fr","slots":1,"busy":0,"runtimes":["native"],"heartbeat_ms":1000,"deadline_ms":3000,"state":"up","clock_sync":"yes","jobs_done":0,"jobs_failed":0}"#;
+        let info: NodeInfo = serde_json::from_str(old).unwrap();
+        assert_eq!((info.tags.len(), info.asn, info.country), (0, None, None));
         assert_eq!("wait".parse::<Mode>(), Ok(Mode::Wait));
         assert!("later".parse::<Mode>().is_err());
     }

@@ -6,13 +6,16 @@
 //! the two records places that cycle again on its next start, and the work queue drops
 //! the jobs it already holds (their message ids, within its window): no cycle is lost and
 //! none runs twice. A cycle that fell due while no controller ran starts when one does,
-//! each in turn.
+//! each in turn. Cycle k's vantage points are a draw seeded by the measurement's id and k
+//! ([`Definition::seed`]): the same for a cycle placed again, another for the next cycle.
+//! A cycle is started only within the tenant's quota ([`crate::quota::check`]); over it,
+//! it waits.
 
 use std::time::Duration;
 
-use crate::controller::{self, SubmitOptions};
+use crate::controller::{self, JobLine, SubmitOptions};
 use crate::measurement::{self, Definition, State};
-use crate::{Connect, Error, Fleet, Mode};
+use crate::{Connect, Fleet, Mode};
 
 /// How often the controller looks at the definitions.
 pub const TICK: Duration = Duration::from_millis(200);
@@ -23,6 +26,9 @@ pub fn run(c: &Connect, tenant: &str, until_idle: bool) -> crate::Result<()> {
     crate::check_token("--tenant", tenant)?;
     crate::block_on(async {
         let (_, fleet) = c.fleet("vtnt fleet measurement run").await?;
+        // what was last logged of each measurement: a cycle waiting for its quota says so
+        // once, not at every tick
+        let mut said: std::collections::HashMap<String, String> = Default::default();
         loop {
             let mut active = 0;
             for (m, seq) in measurement::all(&fleet, tenant).await? {
@@ -30,8 +36,17 @@ pub fn run(c: &Connect, tenant: &str, until_idle: bool) -> crate::Result<()> {
                     continue;
                 }
                 active += 1;
-                if let Err(e) = step(&fleet, m.clone(), seq).await {
-                    tracing::warn!(measurement = %m.id, "{}", crate::chain(&e));
+                match step(&fleet, m.clone(), seq).await {
+                    Err(e) => {
+                        let text = crate::chain(&e);
+                        if said.get(&m.id) != Some(&text) {
+                            tracing::warn!(measurement = %m.id, "{text}");
+                            said.insert(m.id.clone(), text);
+                        }
+                    }
+                    Ok(()) => {
+                        said.remove(&m.id);
+                    }
                 }
             }
             if until_idle && active == 0 {
@@ -63,6 +78,11 @@ async fn step(fleet: &Fleet, mut m: Definition, seq: u64) -> crate::Result<()> {
     if crate::now_us() < m.due_us(k) {
         return Ok(());
     }
+    // the tenant's quota before the cycle is recorded as started: over it, the cycle
+    // waits (the error is logged) and is tried again at the next tick
+    let jobs = cycle_jobs(fleet, &m, k).await?;
+    let probes = jobs.iter().map(|(_, j)| j.probes).sum();
+    crate::quota::check(fleet, &m.tenant, jobs.len() as u64, probes).await?;
     m.started = k + 1;
     m.state = State::Running;
     // the record that this cycle started; lost to a concurrent write (a cancel, another
@@ -72,24 +92,33 @@ async fn step(fleet: &Fleet, mut m: Definition, seq: u64) -> crate::Result<()> {
     Box::pin(step(fleet, m, seq)).await
 }
 
-/// Queues cycle `k`'s job on each selected vantage point.
-async fn place_cycle(fleet: &Fleet, m: &Definition, k: u64) -> crate::Result<()> {
-    let runtime = vtnt_runtimes::Runtime::ALL
+/// Cycle `k`'s jobs, one on each vantage point drawn for it ([`Definition::seed`]).
+async fn cycle_jobs(
+    fleet: &Fleet,
+    m: &Definition,
+    k: u64,
+) -> crate::Result<Vec<(SubmitOptions, JobLine)>> {
+    let runtime = m.runtime()?;
+    let nodes = controller::nodes(fleet).await?;
+    measurement::select(&nodes, &m.runtime, &m.selection, m.seed(k))?
         .into_iter()
-        .find(|r| r.name() == m.runtime)
-        .ok_or_else(|| {
-            Error::Invalid(format!("measurement {}: no runtime `{}`", m.id, m.runtime))
-        })?;
-    let points = measurement::select(&controller::nodes(fleet).await?, &m.runtime, &m.selection)?;
-    for (i, location) in points.into_iter().enumerate() {
-        let o = SubmitOptions {
-            runtime,
-            location,
-            mode: Mode::Wait,
-            tenant: m.tenant.clone(),
-            words: m.words.clone(),
-        };
-        let job = controller::job_line(&o)?;
+        .map(|location| {
+            let o = SubmitOptions {
+                runtime,
+                location,
+                mode: Mode::Wait,
+                tenant: m.tenant.clone(),
+                words: m.words.clone(),
+            };
+            let job = controller::job_line(&o)?;
+            Ok((o, job))
+        })
+        .collect()
+}
+
+/// Queues cycle `k`'s job on each vantage point drawn for it.
+async fn place_cycle(fleet: &Fleet, m: &Definition, k: u64) -> crate::Result<()> {
+    for (i, (o, job)) in cycle_jobs(fleet, m, k).await?.into_iter().enumerate() {
         let cycle = crate::proto::CycleOf {
             measurement: m.id.clone(),
             cycle: k,

@@ -2235,6 +2235,171 @@ impl Drop for Controller {
     }
 }
 
+/// Issue 42's loop, end to end on the lab: a periodic trace, a link taken down in the
+/// lab (`vtnt lab change`), the watch sees the path change in a later cycle, defines a
+/// TNT measurement on the vantage point that saw it, the controller places it, and its
+/// trace shows the new path, as the lab's truth has it after the change.
+#[test]
+fn a_link_down_in_the_lab_triggers_tnt_whose_result_shows_the_new_path() {
+    if !ready(vtnt_testkit::test_name!(), true) {
+        return;
+    }
+    let topology = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../topologies/cases/reroute.toml"
+    );
+    let broker = Broker::up("evt");
+    let lab = common::LabGuard::up_with("evt", &[topology]).expect("vtnt lab up");
+    let _a = Agent::start(&broker, "e1", "fr", &lab_net(&lab), &[]);
+    let dst = "203.0.113.2";
+    let words = ["trace", "-P", "icmp-paris", "-q", "1", "-w", "1", dst];
+    let args = [
+        &[
+            "--runtime",
+            "native",
+            "--location",
+            "fr",
+            "--every",
+            "2s",
+            "--",
+        ][..],
+        &words,
+    ];
+    let out = measurement(&broker, "create", &args.concat());
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let id = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let _controller = Controller::start(&broker, &[]);
+    let placed = |n: u64| {
+        let t0 = Instant::now();
+        while measurements(&broker)
+            .iter()
+            .find(|m| m["id"] == id.as_str())
+            .is_none_or(|m| m["placed"].as_u64() < Some(n))
+        {
+            assert!(
+                t0.elapsed() < Duration::from_secs(60),
+                "{n} cycles never placed"
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    };
+    placed(1);
+    let mut watch = Command::new(vtnt_testkit::vtnt_binary())
+        .args(["fleet", "measurement", "watch"])
+        .args(&broker.reach)
+        .args([id.as_str(), "--max-changes", "1", "--", "tnt", "-q", "1"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("vtnt fleet measurement watch");
+    let stdout = watch.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let _ = tx.send(line);
+        }
+    });
+    // a cycle after the watch started, with the path as it was: no change from it
+    let started = measurements(&broker)
+        .iter()
+        .find(|m| m["id"] == id.as_str())
+        .unwrap()["started"]
+        .as_u64()
+        .unwrap();
+    placed(started + 1);
+    let changed = Command::new(vtnt_testkit::vtnt_binary())
+        .args([
+            "lab",
+            "change",
+            "--name",
+            &lab.name,
+            "link-down",
+            "r2",
+            "r3",
+        ])
+        .output()
+        .expect("vtnt lab change");
+    assert!(
+        changed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&changed.stderr)
+    );
+    let t_change = Instant::now();
+    // (a bound for a hang: the next cycle is at most 2 s away)
+    let line = rx
+        .recv_timeout(Duration::from_secs(60))
+        .expect("the watch's change line");
+    let seen = t_change.elapsed();
+    let _ = watch.kill();
+    let _ = watch.wait();
+    let change: Value = serde_json::from_str(&line).expect("a JSON change");
+    assert_eq!(change["source"], "path-change", "{change}");
+    assert_eq!(change["node"], "e1", "{change}");
+    assert_eq!(change["dst"], dst, "{change}");
+    assert!(change["error"].is_null(), "{change}");
+    let triggered = change["triggered"]
+        .as_str()
+        .expect("a triggered measurement");
+    eprintln!(
+        "a link down seen as a path change {:.1} s later: {change}",
+        seen.as_secs_f64()
+    );
+    // the triggered TNT's results: its trace follows the truth's new path
+    let truth = Command::new(vtnt_testkit::vtnt_binary())
+        .args(["lab", "truth", "--name", &lab.name, "--json"])
+        .output()
+        .expect("vtnt lab truth");
+    let truth: Value = serde_json::from_slice(&truth.stdout).expect("the truth");
+    let d = truth["destinations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["dst"] == dst)
+        .unwrap();
+    let mut expected: Vec<String> = d["forward"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["addr"].as_str().unwrap().to_string())
+        .collect();
+    expected.push(dst.to_string());
+    let job = format!("{triggered}-c0-0");
+    let t0 = Instant::now();
+    let trace = loop {
+        let out = broker.run("results", &["--job", &job]);
+        let found = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .find(|r| r["type"] == "trace" && r["dst"] == dst);
+        if let Some(t) = found {
+            break t;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(90),
+            "no TNT result for {job}"
+        );
+        std::thread::sleep(Duration::from_millis(300));
+    };
+    let hops: Vec<String> = trace["hops"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["addr"].as_str().unwrap_or("*").to_string())
+        .collect();
+    assert_eq!(
+        hops, expected,
+        "the TNT trace against the truth after the change"
+    );
+}
+
 /// A periodic measurement on two vantage points runs each of its three cycles once,
 /// though its controller is SIGKILLed after the first and a cycle falls due while none
 /// runs: the next controller starts it, and finishes.
@@ -2413,5 +2578,478 @@ fn bad_measurements_are_refused_and_nothing_is_stored() {
         (all.len(), &all[0]["state"]),
         (1, &Value::from("cancelled")),
         "{all:?}"
+    );
+}
+
+/// `fleet quota SUB` with the broker's reach and `args`.
+fn quota_cmd(broker: &Broker, sub: &str, args: &[&str]) -> Output {
+    let mut a = vec!["fleet", "quota", sub];
+    a.extend(broker.reach.iter().map(String::as_str));
+    a.extend_from_slice(args);
+    vtnt(&a)
+}
+
+/// `fleet quota show --json` as the broker's tenant (its own key).
+fn quota(broker: &Broker) -> Value {
+    let out = quota_cmd(broker, "show", &["--json"]);
+    assert!(
+        out.status.success(),
+        "quota show: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("the quota")
+}
+
+/// Waits (bounded) until the tenant's running jobs, as its quota counts them, are `n`;
+/// how long that took.
+fn running_jobs(broker: &Broker, n: u64, within: Duration) -> Duration {
+    let t0 = Instant::now();
+    loop {
+        let q = quota(broker);
+        if q["jobs_running"] == n {
+            return t0.elapsed();
+        }
+        assert!(t0.elapsed() < within, "running jobs never {n}: {q}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A wait-mode job of the default tenant for `fr` placed straight on the work queue, as a
+/// tenant speaking NATS itself would, without `fleet submit`'s checks; its id.
+fn place_raw(broker: &Broker, job: &str) -> String {
+    use vtnt_fleet::controller::{self, SubmitOptions};
+    let c = vtnt_fleet::Connect::local(
+        &broker.name,
+        vtnt_fleet::auth::Role::Tenant("default".into()),
+    )
+    .expect("the tenant's key");
+    let o = SubmitOptions {
+        runtime: vtnt_runtimes::Runtime::Native,
+        location: "fr".into(),
+        mode: vtnt_fleet::Mode::Wait,
+        tenant: "default".into(),
+        words: job.split_whitespace().map(String::from).collect(),
+    };
+    let line = controller::job_line(&o).expect("a job");
+    vtnt_fleet::block_on(async {
+        let (_, fleet) = c.fleet("raw").await?;
+        controller::place(&fleet, &o, line).await
+    })
+    .expect("placing the job")
+    .job
+}
+
+/// The summary line of `job` among `summaries`.
+fn summary_of<'a>(summaries: &'a [Value], job: &str) -> &'a str {
+    let this = format!("job {job} on ");
+    summaries
+        .iter()
+        .filter_map(Value::as_str)
+        .find(|s| s.contains(&this))
+        .unwrap_or_else(|| panic!("no summary of {job}: {summaries:?}"))
+}
+
+/// The operator's quota holds at the controller (`fleet submit`, `measurement create`
+/// refuse, naming the quota, its limit and the use, and place nothing) and at the agents
+/// (jobs placed past the controller are refused with `quota exceeded`); a job's probes are
+/// settled to what its records say; a SIGKILLed agent's running job stops counting once
+/// its lease runs out.
+#[test]
+fn quotas_hold_at_the_controller_and_at_the_agents_and_a_dead_agents_slot_comes_back() {
+    if !ready(vtnt_testkit::test_name!(), true) {
+        return;
+    }
+    let broker = Broker::up("quo");
+    let lab = lab("quo");
+    let mut agents = vec![
+        Agent::start(&broker, "q1", "fr", &lab_net(&lab), &[]),
+        Agent::start(&broker, "q2", "fr", &lab_net(&lab), &[]),
+    ];
+    let out = quota_cmd(
+        &broker,
+        "set",
+        &[
+            "default",
+            "--concurrent-jobs",
+            "1",
+            "--probes-per-day",
+            "100",
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "quota set: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        table.contains("default\tconcurrent-jobs\t1\t0")
+            && table.contains("default\tprobes-per-day\t100\t0"),
+        "{table}"
+    );
+    let fails = |args: &[&str], says: &str| {
+        let out = vtnt(args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?} succeeded");
+        assert!(err.contains(says), "{args:?}: {err}");
+    };
+    let u = [broker.reach[0].as_str(), broker.reach[1].as_str()];
+    // over the day's probes: refused by the controller, nothing placed
+    fails(
+        &[
+            "fleet", "submit", u[0], u[1], "--runtime", "native", "--location", "fr", "--",
+            "ping", "-c", "200", "203.0.113.10",
+        ],
+        "quota exceeded: tenant default may send 100 probes per day (UTC), 0 sent or reserved today and up to 200 more asked",
+    );
+    fails(
+        &[
+            "fleet",
+            "measurement",
+            "create",
+            u[0],
+            u[1],
+            "--runtime",
+            "native",
+            "--location",
+            "fr",
+            "--every",
+            "1m",
+            "--",
+            "ping",
+            "-c",
+            "51",
+            "203.0.113.10",
+            "203.0.113.11",
+        ],
+        "up to 102 more asked",
+    );
+    assert!(measurements(&broker).is_empty());
+    // past the controller: the agent refuses it
+    let over = place_raw(&broker, "ping -c 200 203.0.113.10");
+    // one job runs; a second is refused by the controller and, placed past it, by the
+    // other agent, which is free
+    let long = broker.submit(&["--location", "fr"], LONG_JOB)["job"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    running_jobs(&broker, 1, Duration::from_secs(30));
+    fails(
+        &[
+            "fleet",
+            "submit",
+            u[0],
+            u[1],
+            "--runtime",
+            "native",
+            "--location",
+            "fr",
+            "--",
+            "ping",
+            "-c",
+            "1",
+            "203.0.113.10",
+        ],
+        "quota exceeded: tenant default may run 1 job(s) at once, 1 run(s) now and 1 more asked",
+    );
+    let second = place_raw(&broker, "ping -c 1 203.0.113.10");
+    let (_, summaries) = broker.results(3);
+    let s = summary_of(&summaries, &over);
+    assert!(
+        s.contains(": refused, 0 records")
+            && s.contains("quota exceeded: tenant default may send 100 probes per day"),
+        "{s}"
+    );
+    let s = summary_of(&summaries, &second);
+    assert!(
+        s.contains(": refused, 0 records")
+            && s.contains("quota exceeded: tenant default may run 1 job(s) at once, 1 run(s) now"),
+        "{s}"
+    );
+    let s = summary_of(&summaries, &long);
+    assert!(s.contains(": ok, "), "{s}");
+    // its 30 probes, as its record says (the refused ones cost nothing)
+    running_jobs(&broker, 0, Duration::from_secs(10));
+    assert_eq!(quota(&broker)["probes_today"], 30, "{}", quota(&broker));
+    // an agent SIGKILLed while its job runs: its lease stops counting
+    let job = broker.submit(&["--location", "fr"], LONG_JOB)["job"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let i = running(&agents, &job, 1);
+    running_jobs(&broker, 1, Duration::from_secs(30));
+    // (its watchdog removes the job's processes)
+    let dead = agents.remove(i);
+    dead.signal("KILL");
+    drop(agents);
+    let back = running_jobs(
+        &broker,
+        0,
+        vtnt_fleet::quota::LEASE + Duration::from_secs(5),
+    );
+    eprintln!(
+        "a dead agent's slot came back {:.1} s after the kill (lease {:?})",
+        back.as_secs_f64(),
+        vtnt_fleet::quota::LEASE
+    );
+    drop(dead);
+}
+
+/// Agents advertise tags, AS and country (options and heartbeat), and a measurement or a
+/// single job selects by them: no match or too few are refused with what there is,
+/// nothing stored; a match is stored with its selection, a job goes where it matches.
+#[test]
+fn measurements_and_jobs_select_vantage_points_by_tag_as_and_country() {
+    if !ready(vtnt_testkit::test_name!(), false) {
+        return;
+    }
+    let broker = Broker::up("msel");
+    let host = ["--net", "host"];
+    let _fr = Agent::start(
+        &broker,
+        "s1",
+        "fr",
+        &host,
+        &[
+            "--tag",
+            "ixp",
+            "--tag",
+            "v6",
+            "--asn",
+            "64500",
+            "--country",
+            "FR",
+        ],
+    );
+    let _pl = Agent::start(
+        &broker,
+        "s2",
+        "pl",
+        &host,
+        &["--tag", "ixp", "--asn", "64501", "--country", "PL"],
+    );
+    let _de = Agent::start(&broker, "s3", "de", &host, &["--asn", "64500"]);
+    let nodes = broker.status()["nodes"].clone();
+    let s1 = nodes
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["node"] == "s1")
+        .unwrap();
+    assert_eq!(
+        (&s1["tags"], &s1["asn"], &s1["country"]),
+        (
+            &serde_json::json!(["ixp", "v6"]),
+            &Value::from(64500),
+            &Value::from("FR")
+        ),
+        "{s1}"
+    );
+    let create = |extra: &[&str]| {
+        let mut a = vec!["--runtime", "native", "--start-in", "1h"];
+        a.extend_from_slice(extra);
+        a.extend(["--", "trace", "203.0.113.10"]);
+        measurement(&broker, "create", &a)
+    };
+    let fails = |extra: &[&str], says: &str| {
+        let out = create(extra);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{extra:?} succeeded");
+        assert!(err.contains(says), "{extra:?}: {err}");
+    };
+    fails(
+        &["--tag", "ixp", "--country", "DE"],
+        "(locations any, tags ixp, countries DE, runtime `native`, all) matches 0 vantage point(s)",
+    );
+    fails(
+        &["--tag", "ixp", "--count", "3"],
+        "matches 2 vantage point(s) with an up node: fr, pl",
+    );
+    fails(&["--country", "fr"], "country `fr`: two upper-case letters");
+    fails(&["--tag", "a.b"], "--tag `a.b`");
+    fails(&[], "a measurement needs a selection");
+    assert!(measurements(&broker).is_empty());
+    // a single job, on a location drawn among those that match
+    let ev = broker.submit(&["--tag", "v6"], "ping -c 1 127.0.0.1");
+    assert_eq!(ev["location"], "fr", "{ev}");
+    let ev = broker.submit(
+        &["--asn", "64501", "--location", "pl"],
+        "ping -c 1 127.0.0.1",
+    );
+    assert_eq!(ev["location"], "pl", "{ev}");
+    let out = broker.run(
+        "submit",
+        &[
+            "--runtime",
+            "native",
+            "--tag",
+            "v6",
+            "--country",
+            "PL",
+            "--",
+            "ping",
+            "127.0.0.1",
+        ],
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("matches 0 vantage point(s)"),
+        "{out:?}"
+    );
+    let out = create(&["--asn", "64500", "--count", "1"]);
+    assert!(
+        out.status.success(),
+        "create: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let all = measurements(&broker);
+    assert_eq!(all.len(), 1, "{all:?}");
+    assert_eq!(
+        (&all[0]["selection"]["asns"], &all[0]["selection"]["count"]),
+        (&serde_json::json!([64500]), &Value::from(1)),
+        "{all:?}"
+    );
+}
+
+/// Agents admitting one tenant's jobs at once, each on a connection of its own as the
+/// agents' user, never pass its limits: of 20 jobs admitted together under 3 jobs at once,
+/// exactly 3 hold a lease; then, with 30 probes spent of 55 a day, 2 of 20 more jobs of 10
+/// probes each. Every write is a compare-and-set on the tenant's use, so the losers read
+/// again.
+#[test]
+fn agents_racing_to_admit_jobs_never_pass_the_limits() {
+    if !ready(vtnt_testkit::test_name!(), false) {
+        return;
+    }
+    let broker = Broker::up("qrace");
+    let operator =
+        vtnt_fleet::Connect::local(&broker.name, vtnt_fleet::auth::Role::Operator).unwrap();
+    let agent = vtnt_fleet::Connect::local(&broker.name, vtnt_fleet::auth::Role::Agent).unwrap();
+    let race = |round: &str| -> (usize, vtnt_fleet::quota::Quota) {
+        let agent = agent.clone();
+        let round = round.to_string();
+        let admitted = vtnt_fleet::block_on(async move {
+            let mut fleets = Vec::new();
+            for i in 0..4 {
+                fleets.push(agent.fleet(&format!("racer {i}")).await?.1);
+            }
+            let tries = (0..20).map(|j| {
+                let fleet = &fleets[j % 4];
+                let job = format!("{round}{j}");
+                async move { vtnt_fleet::quota::admit(fleet, "default", &job, "n", 10).await }
+            });
+            let all = futures::future::join_all(tries).await;
+            let mut admitted = 0;
+            for a in all {
+                if a?.is_ok() {
+                    admitted += 1;
+                }
+            }
+            Ok::<_, vtnt_fleet::Error>(admitted)
+        })
+        .expect("admitting");
+        (
+            admitted,
+            vtnt_fleet::quota::show(&operator, "default").expect("quota show"),
+        )
+    };
+    vtnt_fleet::quota::set(&operator, "default", Some(Some(3)), None).unwrap();
+    let (admitted, q) = race("a");
+    assert_eq!(
+        (admitted, q.jobs_running, q.probes_today),
+        (3, 3, 30),
+        "{q:?}"
+    );
+    vtnt_fleet::quota::set(&operator, "default", Some(None), Some(Some(55))).unwrap();
+    let (admitted, q) = race("b");
+    assert_eq!((admitted, q.probes_today), (2, 50), "{q:?}");
+}
+
+/// A periodic measurement's cycle that does not fit its tenant's day's probes is not
+/// started: the controller waits, places nothing and loses no cycle, and starts it once
+/// the operator raises the limit.
+#[test]
+fn a_cycle_over_quota_waits_and_starts_once_the_quota_allows() {
+    if !ready(vtnt_testkit::test_name!(), true) {
+        return;
+    }
+    let broker = Broker::up("qcyc");
+    let lab = lab("qcyc");
+    let _a = Agent::start(&broker, "c1", "fr", &lab_net(&lab), &[]);
+    let set = |probes: &str| {
+        let out = quota_cmd(&broker, "set", &["default", "--probes-per-day", probes]);
+        assert!(
+            out.status.success(),
+            "quota set: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    // three cycles of 3 probes fit in 10, the fourth does not
+    set("10");
+    let out = measurement(
+        &broker,
+        "create",
+        &[
+            "--runtime",
+            "native",
+            "--location",
+            "fr",
+            "--every",
+            "2s",
+            "--cycles",
+            "5",
+            "--",
+            "ping",
+            "-c",
+            "3",
+            "-i",
+            "0.2",
+            "203.0.113.10",
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "create: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let _controller = Controller::start(&broker, &[]);
+    let t0 = Instant::now();
+    while measurements(&broker)[0]["placed"] != 3 {
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "{:?}",
+            measurements(&broker)
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // two more intervals: cycle 3 is due, and waits
+    std::thread::sleep(Duration::from_secs(4));
+    let m = &measurements(&broker)[0];
+    assert_eq!(
+        (
+            m["state"].as_str(),
+            m["started"].as_u64(),
+            m["placed"].as_u64()
+        ),
+        (Some("running"), Some(3), Some(3)),
+        "{m}"
+    );
+    assert_eq!(quota(&broker)["probes_today"], 9, "{}", quota(&broker));
+    set("100");
+    let t0 = Instant::now();
+    while measurements(&broker)[0]["state"] != "done" {
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "{:?}",
+            measurements(&broker)
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let (_, summaries) = broker.results(5);
+    assert_eq!(summaries.len(), 5, "{summaries:?}");
+    assert!(
+        summaries
+            .iter()
+            .all(|s| s.as_str().unwrap().contains(": ok, ")),
+        "{summaries:?}"
     );
 }

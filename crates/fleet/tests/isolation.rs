@@ -6,7 +6,7 @@
 //! into its results stream through reply and deliver subjects. Every one must be refused
 //! (the server's permission violation, or an API error) and the victim's stream must hold
 //! exactly what the agent stored for it; the same for a tenant's measurements'
-//! definitions. Needs root (the broker's state under /run) and
+//! definitions, and a tenant's quota, which it reads and cannot change. Needs root (the broker's state under /run) and
 //! Debian's nats-server; missing, it skips through vtnt-testkit.
 
 use std::sync::{Arc, Mutex};
@@ -375,6 +375,9 @@ fn no_tenant_reads_lists_or_cancels_another_tenants_measurements() {
             runtime: "native".into(),
             selection: Selection {
                 locations: vec!["fr".into()],
+                tags: Vec::new(),
+                asns: Vec::new(),
+                countries: Vec::new(),
                 count: None,
             },
             words: vec!["trace".into(), "203.0.113.10".into()],
@@ -445,6 +448,116 @@ fn no_tenant_reads_lists_or_cancels_another_tenants_measurements() {
         (State::Scheduled, 1),
         "{stored:?}"
     );
+    drop(up);
+    assert!(
+        failures.is_empty(),
+        "{} attacks got through:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+/// Tenant a reads its own quota and nothing else of the quotas: raising its limits,
+/// rewriting its use (as itself or as its requests' user, in the fleet's account),
+/// purging or deleting from its quota stream, reading b's, steering JetStream's answers
+/// onto the quota's subjects: each refused, and the limits stay the operator's.
+#[test]
+fn a_tenant_cannot_raise_or_reset_its_quota_nor_read_anothers() {
+    vtnt_testkit::require_root!();
+    vtnt_testkit::require_tools!("nats-server");
+    let up = Up::tenants_a_and_b("isoq");
+    let (url, dir, name) = (up.0.url.clone(), up.0.dir.clone(), up.0.name.clone());
+    let operator = Connect::local(&name, Role::Operator).unwrap();
+    vtnt_fleet::quota::set(&operator, "a", Some(Some(1)), Some(Some(100))).expect("quota set");
+    vtnt_fleet::quota::set(&operator, "b", Some(Some(7)), None).expect("quota set");
+    let failures = vtnt_fleet::block_on(async move {
+        let mut failures: Vec<String> = Vec::new();
+        let a = Role::Tenant("a".into());
+        let s = seeds(&dir, &a);
+        let tenant = Peer::connect(&url, &s[0], &a.inbox_prefix(), "tenant-a").await;
+        let requests = Peer::connect(&url, &s[1], &a.inbox_prefix(), "tenant-a requests").await;
+        // what a may do: read its own limits
+        let own = tenant
+            .ask(
+                "$JS.FLEET.API.STREAM.MSG.GET.VTNT_QUOTA_a",
+                r#"{"last_by_subj":"vtnt.quota.a.limit"}"#,
+            )
+            .await;
+        if own.is_err() {
+            failures.push(format!("a cannot read its own quota: {own:?}"));
+        }
+        let raise = r#"{"concurrent_jobs":null,"probes_per_day":null}"#;
+        let reset = r#"{"day":0,"probes":0,"jobs":{}}"#;
+        for peer in [&tenant, &requests] {
+            for (subject, body) in [
+                ("vtnt.quota.a.limit", raise),
+                ("vtnt.quota.a.use", reset),
+                ("$JS.API.STREAM.PURGE.VTNT_QUOTA_a", ""),
+                ("$JS.API.STREAM.MSG.DELETE.VTNT_QUOTA_a", r#"{"seq":1}"#),
+                ("$JS.API.STREAM.DELETE.VTNT_QUOTA_a", ""),
+                ("$JS.FLEET.API.STREAM.PURGE.VTNT_QUOTA_a", ""),
+                (
+                    "$JS.FLEET.API.STREAM.MSG.DELETE.VTNT_QUOTA_a",
+                    r#"{"seq":1}"#,
+                ),
+                (
+                    "$JS.FLEET.API.STREAM.MSG.GET.VTNT_QUOTA_b",
+                    r#"{"last_by_subj":"vtnt.quota.b.limit"}"#,
+                ),
+                ("$JS.FLEET.API.STREAM.INFO.VTNT_QUOTA_b", ""),
+                (
+                    "$JS.API.STREAM.UPDATE.VTNT_QUOTA_a",
+                    r#"{"name":"VTNT_QUOTA_a","subjects":["vtnt.quota.a.*"],"deny_delete":false}"#,
+                ),
+            ] {
+                if let Ok(answer) = peer.ask(subject, body).await {
+                    failures.push(format!("{} was answered on {subject}: {answer}", peer.who));
+                }
+            }
+            // JetStream's answers steered onto the quota's subjects
+            peer.steer(
+                "$JS.FLEET.API.STREAM.INFO.VTNT_QUOTA_a",
+                "vtnt.quota.a.limit",
+                "",
+            )
+            .await;
+            peer.steer("vtnt.wq.a.fr", "vtnt.quota.a.use", "{}").await;
+        }
+        // its own stream's message for another tenant's subject holds nothing of b's
+        if let Ok(answer) = tenant
+            .ask(
+                "$JS.FLEET.API.STREAM.MSG.GET.VTNT_QUOTA_a",
+                r#"{"last_by_subj":"vtnt.quota.b.limit"}"#,
+            )
+            .await
+        {
+            failures.push(format!(
+                "a read b's limits through its own stream: {answer}"
+            ));
+        }
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        Ok::<_, anyhow::Error>(failures)
+    })
+    .expect("the fleet's own steps");
+    let operator = Connect::local(&up.0.name, Role::Operator).unwrap();
+    let q = vtnt_fleet::quota::show(&operator, "a").expect("quota show");
+    assert_eq!(
+        (
+            q.limits.concurrent_jobs,
+            q.limits.probes_per_day,
+            q.jobs_running,
+            q.probes_today
+        ),
+        (Some(1), Some(100), 0, 0),
+        "{q:?}"
+    );
+    // a reads its own as itself, as `vtnt fleet quota show` does
+    let own = vtnt_fleet::quota::show(
+        &Connect::local(&up.0.name, Role::Tenant("a".into())).unwrap(),
+        "a",
+    )
+    .expect("a reads its own quota");
+    assert_eq!(own, q);
     drop(up);
     assert!(
         failures.is_empty(),
@@ -569,6 +682,9 @@ fn no_tenant_learns_another_tenants_backlog() {
                 jobs_done: 0,
                 jobs_failed: 0,
                 reconnects: 0,
+                tags: Vec::new(),
+                asn: None,
+                country: None,
                 opt_out: Default::default(),
             };
             fleet

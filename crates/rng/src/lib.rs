@@ -57,6 +57,14 @@ impl Rng {
         v.get(self.below(v.len() as u64) as usize)
     }
 
+    /// Puts `v` in a random order (Fisher-Yates: every order as likely), the same for the
+    /// same seed.
+    pub fn shuffle<T>(&mut self, v: &mut [T]) {
+        for i in (1..v.len()).rev() {
+            v.swap(i, self.below(i as u64 + 1) as usize);
+        }
+    }
+
     /// Fills `buf` with random bytes.
     pub fn fill(&mut self, buf: &mut [u8]) {
         for b in buf {
@@ -91,6 +99,21 @@ mod tests {
         let mut r = Rng::new(1234567);
         assert_eq!(r.next_u64(), 6457827717110365317);
         assert_eq!(r.next_u64(), 3203168211198807973);
+    }
+
+    #[test]
+    fn a_shuffle_is_a_permutation_fixed_by_its_seed() {
+        let mut a = [0u8, 1, 2, 3, 4, 5, 6, 7];
+        Rng::new(9).shuffle(&mut a);
+        let mut b = [0u8, 1, 2, 3, 4, 5, 6, 7];
+        Rng::new(9).shuffle(&mut b);
+        assert_eq!(a, b);
+        assert_ne!(a, [0, 1, 2, 3, 4, 5, 6, 7]);
+        let mut sorted = a;
+        sorted.sort_unstable();
+        assert_eq!(sorted, [0, 1, 2, 3, 4, 5, 6, 7]);
+        let mut none: [u8; 0] = [];
+        Rng::new(1).shuffle(&mut none);
     }
 
     #[test]

@@ -85,6 +85,7 @@ const FLEET: &[&str] = &[
     "fleet results",
     "fleet replay",
     "fleet images",
+    "fleet quota",
 ];
 
 const fn opt(
@@ -160,7 +161,7 @@ macro_rules! connect {
 const FLEET_CONNECT: [Key; 7] = connect!("fleet", FLEET, "tenant");
 const AGENT_CONNECT: [Key; 7] = connect!("agent", &["agent"], "agent");
 
-const OTHERS: [Key; 40] = [
+const OTHERS: [Key; 43] = [
     opt("probe", "pps", PROBE, "pps"),
     opt("probe", "window", PROBE, "window"),
     consent(opt("probe", "allow-public", PROBE, "allow_public")),
@@ -242,6 +243,12 @@ const OTHERS: [Key; 40] = [
         opt("agent", "images-from", &["agent"], "images_from"),
         "\"nats\"",
     ),
+    ex(
+        list(opt("agent", "tags", &["agent"], "tags")),
+        "[\"ixp\", \"ipv6\"]",
+    ),
+    ex(opt("agent", "asn", &["agent"], "asn"), "64500"),
+    ex(opt("agent", "country", &["agent"], "country"), "\"FR\""),
     Key {
         section: "artifacts",
         name: "lib-dir",

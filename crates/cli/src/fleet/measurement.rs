@@ -1,5 +1,6 @@
-//! `vtnt fleet measurement create|list|cancel|run`: the command line of
-//! `vtnt_fleet::measurement` (definitions) and `vtnt_fleet::schedule` (the controller);
+//! `vtnt fleet measurement create|list|cancel|watch|run`: the command line of
+//! `vtnt_fleet::measurement` (definitions), `vtnt_fleet::watch` (path changes) and
+//! `vtnt_fleet::schedule` (the controller);
 //! it only parses and prints.
 
 use std::time::Duration;
@@ -7,6 +8,7 @@ use std::time::Duration;
 use vtnt_fleet::auth::Role;
 use vtnt_fleet::broker;
 use vtnt_fleet::measurement::{self, CreateOptions, Definition, Selection};
+use vtnt_fleet::watch::WatchOptions;
 use vtnt_runtimes::Runtime;
 
 use super::ConnectArgs;
@@ -15,7 +17,7 @@ use super::ConnectArgs;
 pub enum DefinitionCommand {
     /// Define a measurement: its job on the selected vantage points, once or every
     /// --every; prints its id. Refused (nothing stored) when the selection matches no up
-    /// node or the interval is too short.
+    /// node, the interval is too short or a cycle does not fit the tenant's quota.
     Create {
         #[command(flatten)]
         connect: ConnectArgs,
@@ -24,10 +26,23 @@ pub enum DefinitionCommand {
         /// native, runc, docker, docker-scratch, vm, microvm.
         #[arg(long)]
         runtime: Runtime,
-        /// A vantage point's location, or `any` (repeat for more).
-        #[arg(long = "location", value_name = "LOCATION", required = true)]
+        /// A vantage point's location, or `any` (repeat for more; none: any).
+        #[arg(long = "location", value_name = "LOCATION")]
         locations: Vec<String>,
-        /// How many vantage points (locations) each cycle runs on (default: all selected).
+        /// Only vantage points whose nodes have this tag (`vtnt agent --tag`); repeat:
+        /// every one of them.
+        #[arg(long = "tag", value_name = "TAG")]
+        tags: Vec<String>,
+        /// Only vantage points whose nodes are in this AS (`vtnt agent --asn`); repeat:
+        /// any of them.
+        #[arg(long = "asn", value_name = "N")]
+        asns: Vec<u32>,
+        /// Only vantage points whose nodes are in this country (`vtnt agent --country`,
+        /// ISO 3166 alpha-2); repeat: any of them.
+        #[arg(long = "country", value_name = "CC")]
+        countries: Vec<String>,
+        /// How many vantage points (locations) each cycle runs on, drawn anew each cycle
+        /// (default: all selected).
         #[arg(long)]
         count: Option<usize>,
         /// Run every DURATION (`90s`, `5m`, `1h`); without it, once.
@@ -65,6 +80,26 @@ pub enum DefinitionCommand {
         tenant: String,
         id: String,
     },
+    /// Watch measurement ID's traces: on a path change (a hop answering from another
+    /// address, the destination at another distance) define a one-off measurement of JOB
+    /// toward the changed destination on the vantage point that saw it; one JSON line per
+    /// change (docs/fleet.md, "Events").
+    Watch {
+        #[command(flatten)]
+        connect: ConnectArgs,
+        #[arg(long, default_value = broker::DEFAULT_TENANT)]
+        tenant: String,
+        id: String,
+        /// The triggered measurements' runtime (default: the watched one's).
+        #[arg(long)]
+        runtime: Option<Runtime>,
+        /// Exit after N changes.
+        #[arg(long, value_name = "N")]
+        max_changes: Option<u64>,
+        /// The job to trigger, `vtnt` words after `--`; the destination is appended.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
+        then: Vec<String>,
+    },
     /// The controller: start the tenant's measurements' cycles on time, until stopped.
     Run {
         #[command(flatten)]
@@ -84,6 +119,9 @@ pub fn run(cmd: DefinitionCommand) -> anyhow::Result<()> {
             tenant,
             runtime,
             locations,
+            tags,
+            asns,
+            countries,
             count,
             every,
             start_in,
@@ -96,7 +134,13 @@ pub fn run(cmd: DefinitionCommand) -> anyhow::Result<()> {
                 &CreateOptions {
                     tenant,
                     runtime,
-                    selection: Selection { locations, count },
+                    selection: Selection {
+                        locations,
+                        tags,
+                        asns,
+                        countries,
+                        count,
+                    },
                     every,
                     start_in,
                     until_us: until,
@@ -134,6 +178,27 @@ pub fn run(cmd: DefinitionCommand) -> anyhow::Result<()> {
                 &id,
             )?;
             out!("{}\tcancelled after {} cycle(s)", m.id, m.started);
+        }
+        DefinitionCommand::Watch {
+            connect,
+            tenant,
+            id,
+            runtime,
+            max_changes,
+            then,
+        } => {
+            let c = connect.connect(Role::Tenant(tenant.clone()))?;
+            let o = WatchOptions {
+                tenant,
+                measurement: id,
+                runtime,
+                then,
+                max_changes,
+            };
+            vtnt_fleet::watch::watch(&c, &o, |change| {
+                out!("{}", serde_json::to_string(change).unwrap_or_default());
+                Ok(())
+            })?;
         }
         DefinitionCommand::Run {
             connect,

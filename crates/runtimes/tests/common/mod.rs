@@ -90,9 +90,17 @@ pub struct LabGuard {
 
 impl LabGuard {
     pub fn up(tag: &str) -> anyhow::Result<LabGuard> {
+        LabGuard::up_with(tag, &[])
+    }
+
+    /// `vtnt lab up` with `extra` words (a topology file).
+    pub fn up_with(tag: &str, extra: &[&str]) -> anyhow::Result<LabGuard> {
         let vtnt = vtnt_runtimes::paths::static_vtnt()?;
         let name = format!("vd{tag}{}", std::process::id());
-        run(&vtnt, &["lab", "up", "--name", &name])?;
+        run(
+            &vtnt,
+            &[&["lab", "up", "--name", &name][..], extra].concat(),
+        )?;
         Ok(LabGuard { name, vtnt })
     }
 
