@@ -1,5 +1,6 @@
-//! Events that trigger measurements, first source: path changes
-//! (`vtnt fleet measurement watch ID -- JOB...`, docs/fleet.md "Events").
+//! Events that trigger measurements (docs/fleet.md "Events"): path changes in the fleet's
+//! own traces (`vtnt fleet measurement watch ID -- JOB...`, [`watch`]) and routing events
+//! from a BGP speaker (`vtnt fleet measurement watch-routes`, [`watch_routes`]).
 //!
 //! A periodic trace measurement is watched: every trace its cycles bring back is compared
 //! with the previous one from the same vantage point to the same destination
@@ -23,6 +24,7 @@ use std::sync::mpsc;
 use serde::Serialize;
 use vtnt_runtimes::Runtime;
 
+use crate::bgp::{RouteChange, RoutePrefix, RouteWatch};
 use crate::controller::{self, JobResults};
 use crate::error::bail;
 use crate::measurement::{self, CreateOptions, Selection};
@@ -213,13 +215,147 @@ pub fn watch(
                 error: made.err().map(|e| crate::error::chain(&e)),
             };
             each(&change)?;
-            changes += 1;
-            if o.max_changes.is_some_and(|m| changes >= m) {
+            if enough(&mut changes, o.max_changes) {
                 return Ok(());
             }
         }
     }
     Err(Error::Broker("the results stream ended".into()))
+}
+
+/// A routing change that touched targets of interest.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RoutingChange {
+    pub source: &'static str,
+    /// `announced`, `withdrawn` or `changed`.
+    pub kind: &'static str,
+    pub prefix: String,
+    /// The AS paths before and after (none: no route).
+    pub as_path_before: Option<Vec<u32>>,
+    pub as_path_after: Option<Vec<u32>>,
+    /// When the speaker's table showed it, µs since the epoch.
+    pub seen_us: u64,
+    /// The targets in the prefix, which the triggered measurement probes.
+    pub targets: Vec<String>,
+    pub triggered: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// What `vtnt fleet measurement watch-routes` is told.
+#[derive(Debug, Clone)]
+pub struct RoutesOptions {
+    pub tenant: String,
+    /// The BGP speaker's control socket (BIRD's), whose learned routes are watched.
+    pub bird: std::path::PathBuf,
+    /// The targets of interest: a change of a prefix holding some triggers `then` on them.
+    pub targets: Vec<std::net::IpAddr>,
+    /// Where the triggered measurements run, and on what.
+    pub location: String,
+    pub runtime: Runtime,
+    /// The triggered job, in `vtnt` words; the prefix's targets are appended.
+    pub then: Vec<String>,
+    pub max_changes: Option<u64>,
+}
+
+/// How often the speaker's table is read.
+pub const ROUTES_POLL: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// Watches the routes BIRD at `o.bird` learned (its table when the watch starts is the
+/// baseline) and on each change of a prefix holding targets of `o.targets` defines a
+/// one-off measurement of `o.then` toward them; hands each to `each`.
+pub fn watch_routes(
+    c: &Connect,
+    o: &RoutesOptions,
+    mut each: impl FnMut(&RoutingChange) -> crate::Result<()>,
+) -> crate::Result<()> {
+    if o.then.is_empty() {
+        bail!(
+            Invalid,
+            "watch-routes: the job to trigger is missing (after --)"
+        );
+    }
+    if o.targets.is_empty() {
+        bail!(
+            Invalid,
+            "watch-routes: no target of interest (--targets FILE)"
+        );
+    }
+    crate::check_token("--location", &o.location)?;
+    let probe: Vec<String> = o.then.iter().cloned().chain(["192.0.2.1".into()]).collect();
+    vtnt_job::parse_words(&probe, vtnt_job::Vantage::Lab)?;
+    let mut routes = RouteWatch::new(&o.bird, ROUTES_POLL)?;
+    routes.poll()?;
+    let mut changes = 0u64;
+    loop {
+        for e in routes.next_events(std::time::Duration::from_secs(3600))? {
+            let prefix = e.change.prefix();
+            let targets: Vec<String> = o
+                .targets
+                .iter()
+                .filter(|a| holds(&prefix, **a))
+                .take(crate::INLINE_TARGETS)
+                .map(|a| a.to_string())
+                .collect();
+            if targets.is_empty() {
+                continue;
+            }
+            let seen_us = e
+                .seen
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_micros() as u64);
+            let (kind, before, after) = match &e.change {
+                RouteChange::Announced { route } => ("announced", None, Some(route)),
+                RouteChange::Withdrawn { last } => ("withdrawn", Some(last), None),
+                RouteChange::Changed { before, after } => ("changed", Some(before), Some(after)),
+            };
+            let id = format!("rt{}-{}", seen_us / 1000, changes);
+            let words = o
+                .then
+                .iter()
+                .cloned()
+                .chain(targets.iter().cloned())
+                .collect();
+            let made = trigger(c, &o.tenant, o.runtime, &o.location, &id, words);
+            let change = RoutingChange {
+                source: "bgp",
+                kind,
+                prefix: prefix.to_string(),
+                as_path_before: before.map(|r| r.as_path.clone()),
+                as_path_after: after.map(|r| r.as_path.clone()),
+                seen_us,
+                targets,
+                triggered: made.as_ref().ok().map(|_| id),
+                error: made.err().map(|e| crate::error::chain(&e)),
+            };
+            each(&change)?;
+            if enough(&mut changes, o.max_changes) {
+                return Ok(());
+            }
+        }
+    }
+}
+
+/// Counts one more change handed over; whether `max` of them are.
+fn enough(changes: &mut u64, max: Option<u64>) -> bool {
+    *changes += 1;
+    max.is_some_and(|m| *changes >= m)
+}
+
+/// Whether `p` holds `a` (same family, the first `len` bits equal).
+fn holds(p: &RoutePrefix, a: std::net::IpAddr) -> bool {
+    use std::net::IpAddr;
+    match (p.addr, a) {
+        (IpAddr::V4(n), IpAddr::V4(a)) => {
+            let mask = u32::MAX.checked_shl(32 - u32::from(p.len)).unwrap_or(0);
+            u32::from(n) & mask == u32::from(a) & mask
+        }
+        (IpAddr::V6(n), IpAddr::V6(a)) => {
+            let mask = u128::MAX.checked_shl(128 - u32::from(p.len)).unwrap_or(0);
+            u128::from(n) & mask == u128::from(a) & mask
+        }
+        _ => false,
+    }
 }
 
 /// Defines measurement `id` (once: one that exists already was made by an earlier watch
@@ -303,6 +439,20 @@ mod tests {
         assert_eq!(w.observe("n1", 2, "x", b.clone()), Some((2, a.clone())));
         assert_eq!(w.observe("n1", 1, "x", a), None, "an older cycle");
         assert_eq!(w.observe("n1", 3, "x", b), None);
+    }
+
+    #[test]
+    fn a_prefix_holds_the_addresses_under_its_length_only() {
+        let p: RoutePrefix = "203.0.113.0/29".parse().unwrap();
+        assert!(holds(&p, "203.0.113.2".parse().unwrap()));
+        assert!(holds(&p, "203.0.113.7".parse().unwrap()));
+        assert!(!holds(&p, "203.0.113.8".parse().unwrap()));
+        assert!(!holds(&p, "2001:db8::1".parse().unwrap()));
+        let all: RoutePrefix = "0.0.0.0/0".parse().unwrap();
+        assert!(holds(&all, "198.51.100.1".parse().unwrap()));
+        let p6: RoutePrefix = "2001:db8:64::/48".parse().unwrap();
+        assert!(holds(&p6, "2001:db8:64::cb00:710a".parse().unwrap()));
+        assert!(!holds(&p6, "2001:db8:65::1".parse().unwrap()));
     }
 
     #[test]

@@ -2296,17 +2296,7 @@ fn a_link_down_in_the_lab_triggers_tnt_whose_result_shows_the_new_path() {
         .stderr(Stdio::null())
         .spawn()
         .expect("vtnt fleet measurement watch");
-    let stdout = watch.stdout.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        use std::io::BufRead;
-        for line in std::io::BufReader::new(stdout)
-            .lines()
-            .map_while(Result::ok)
-        {
-            let _ = tx.send(line);
-        }
-    });
+    let rx = lines_of(&mut watch);
     // a cycle after the watch started, with the path as it was: no change from it
     let started = measurements(&broker)
         .iter()
@@ -2353,8 +2343,20 @@ fn a_link_down_in_the_lab_triggers_tnt_whose_result_shows_the_new_path() {
         seen.as_secs_f64()
     );
     // the triggered TNT's results: its trace follows the truth's new path
+    let (expected, reachable) = truth_path(&lab.name, dst);
+    assert!(reachable);
+    assert_eq!(
+        triggered_hops(&broker, triggered, dst),
+        expected,
+        "the TNT trace against the truth after the change"
+    );
+}
+
+/// The lab's truth now: the addresses a trace to `dst` should show (each router's, then
+/// the destination's), and whether any path reaches it.
+fn truth_path(lab: &str, dst: &str) -> (Vec<String>, bool) {
     let truth = Command::new(vtnt_testkit::vtnt_binary())
-        .args(["lab", "truth", "--name", &lab.name, "--json"])
+        .args(["lab", "truth", "--name", lab, "--json"])
         .output()
         .expect("vtnt lab truth");
     let truth: Value = serde_json::from_slice(&truth.stdout).expect("the truth");
@@ -2364,14 +2366,20 @@ fn a_link_down_in_the_lab_triggers_tnt_whose_result_shows_the_new_path() {
         .iter()
         .find(|d| d["dst"] == dst)
         .unwrap();
-    let mut expected: Vec<String> = d["forward"]
+    let mut path: Vec<String> = d["forward"]
         .as_array()
-        .unwrap()
-        .iter()
+        .into_iter()
+        .flatten()
         .map(|h| h["addr"].as_str().unwrap().to_string())
         .collect();
-    expected.push(dst.to_string());
-    let job = format!("{triggered}-c0-0");
+    path.push(dst.to_string());
+    (path, d["unreachable"] != true)
+}
+
+/// The hops (`*` for none) of the trace to `dst` among the results of triggered
+/// measurement `id`'s one job, once they are in.
+fn triggered_hops(broker: &Broker, id: &str, dst: &str) -> Vec<String> {
+    let job = format!("{id}-c0-0");
     let t0 = Instant::now();
     let trace = loop {
         let out = broker.run("results", &["--job", &job]);
@@ -2388,16 +2396,143 @@ fn a_link_down_in_the_lab_triggers_tnt_whose_result_shows_the_new_path() {
         );
         std::thread::sleep(Duration::from_millis(300));
     };
-    let hops: Vec<String> = trace["hops"]
+    trace["hops"]
         .as_array()
         .unwrap()
         .iter()
         .map(|h| h["addr"].as_str().unwrap_or("*").to_string())
-        .collect();
+        .collect()
+}
+
+/// A child's stdout, line by line, over a channel.
+fn lines_of(child: &mut Child) -> std::sync::mpsc::Receiver<String> {
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let _ = tx.send(line);
+        }
+    });
+    rx
+}
+
+/// Issue 42's second source, end to end: the lab's BGP speaker (`vtnt lab up --bgp`)
+/// withdraws a destination's prefix when a link down cuts it off; the routes watch sees
+/// the withdrawal at the vantage point's BIRD and triggers TNT toward the targets in the
+/// prefix, whose trace does not reach it (the truth: unreachable); the link back up, the
+/// announcement triggers TNT again, whose trace is the truth's path.
+#[test]
+fn a_bgp_withdrawal_and_announcement_through_the_speaker_trigger_tnt() {
+    if !ready(vtnt_testkit::test_name!(), true) {
+        return;
+    }
+    if let Some(why) = vtnt_testkit::missing_root_or(&["bird", "birdc"]) {
+        vtnt_testkit::skip_or_fail(vtnt_testkit::test_name!(), &why, None);
+        return;
+    }
+    let topology = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../topologies/cases/bgp.toml"
+    );
+    let broker = Broker::up("bgp");
+    let lab = common::LabGuard::up_with("bgp", &["--bgp", topology]).expect("vtnt lab up --bgp");
+    let _a = Agent::start(&broker, "b1", "fr", &lab_net(&lab), &[]);
+    let _controller = Controller::start(&broker, &[]);
+    let state: Value = serde_json::from_str(
+        &std::fs::read_to_string(format!("/run/vtnt/lab/{}/bgp.json", lab.name)).unwrap(),
+    )
+    .unwrap();
+    let socket = std::path::PathBuf::from(state["vantage_socket"].as_str().unwrap());
+    // the session up, both prefixes learned: the watch's baseline holds them
+    let mut seen = vtnt_fleet::bgp::RouteWatch::new(&socket, Duration::from_millis(100)).unwrap();
+    let t0 = Instant::now();
+    while seen.poll().map_or(0, |_| seen.table().len()) < 2 {
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "the speaker's routes never came"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let (far, near) = ("203.0.113.2", "198.51.100.2");
+    let targets = TempFile::lines("bgp-targets", [far, near].into_iter().map(String::from));
+    let socket = socket.display().to_string();
+    let mut watch = Command::new(vtnt_testkit::vtnt_binary())
+        .args(["fleet", "measurement", "watch-routes"])
+        .args(&broker.reach)
+        .args([
+            "--bird",
+            &socket,
+            "--targets",
+            &targets.path(),
+            "--location",
+            "fr",
+        ])
+        .args([
+            "--runtime",
+            "native",
+            "--max-changes",
+            "2",
+            "--",
+            "tnt",
+            "-q",
+            "1",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("vtnt fleet measurement watch-routes");
+    let rx = lines_of(&mut watch);
+    // its baseline is read at once (a bound for a slow start)
+    std::thread::sleep(Duration::from_secs(2));
+    let change = |words: &[&str]| {
+        let out = Command::new(vtnt_testkit::vtnt_binary())
+            .args([&["lab", "change", "--name", lab.name.as_str()][..], words].concat())
+            .output()
+            .expect("vtnt lab change");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let t = Instant::now();
+        let line = rx
+            .recv_timeout(Duration::from_secs(60))
+            .expect("the watch's line");
+        let v: Value = serde_json::from_str(&line).expect("a JSON change");
+        eprintln!(
+            "{words:?} seen {:.3} s later: {v}",
+            t.elapsed().as_secs_f64()
+        );
+        assert_eq!(v["source"], "bgp", "{v}");
+        assert_eq!(v["prefix"], "203.0.113.0/29", "{v}");
+        assert_eq!(v["targets"], serde_json::json!([far]), "{v}");
+        assert!(v["error"].is_null(), "{v}");
+        v
+    };
+    let down = change(&["link-down", "r1", "r2"]);
+    assert_eq!(down["kind"], "withdrawn", "{down}");
+    let (_, reachable) = truth_path(&lab.name, far);
+    assert!(!reachable, "the truth has far cut off");
+    let hops = triggered_hops(&broker, down["triggered"].as_str().unwrap(), far);
+    assert!(
+        !hops.contains(&far.to_string()),
+        "TNT reached a destination cut off: {hops:?}"
+    );
+    let up = change(&["link-up", "r1", "r2"]);
+    assert_eq!(up["kind"], "announced", "{up}");
+    let (expected, reachable) = truth_path(&lab.name, far);
+    assert!(reachable);
+    let hops = triggered_hops(&broker, up["triggered"].as_str().unwrap(), far);
     assert_eq!(
         hops, expected,
-        "the TNT trace against the truth after the change"
+        "TNT's trace against the truth once announced again"
     );
+    let _ = watch.kill();
+    let _ = watch.wait();
 }
 
 /// A periodic measurement on two vantage points runs each of its three cycles once,

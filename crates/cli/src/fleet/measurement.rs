@@ -1,14 +1,16 @@
-//! `vtnt fleet measurement create|list|cancel|watch|run`: the command line of
+//! `vtnt fleet measurement create|list|cancel|watch|watch-routes|run`: the command line of
 //! `vtnt_fleet::measurement` (definitions), `vtnt_fleet::watch` (path changes) and
 //! `vtnt_fleet::schedule` (the controller);
 //! it only parses and prints.
 
 use std::time::Duration;
 
+use anyhow::Context;
+
 use vtnt_fleet::auth::Role;
 use vtnt_fleet::broker;
 use vtnt_fleet::measurement::{self, CreateOptions, Definition, Selection};
-use vtnt_fleet::watch::WatchOptions;
+use vtnt_fleet::watch::{RoutesOptions, WatchOptions};
 use vtnt_runtimes::Runtime;
 
 use super::ConnectArgs;
@@ -97,6 +99,34 @@ pub enum DefinitionCommand {
         #[arg(long, value_name = "N")]
         max_changes: Option<u64>,
         /// The job to trigger, `vtnt` words after `--`; the destination is appended.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
+        then: Vec<String>,
+    },
+    /// Watch the routes a BGP speaker learned (BIRD's control socket): on each
+    /// withdrawal, announcement or AS-path change of a prefix holding targets of --targets,
+    /// define a one-off measurement of JOB toward them at --location; one JSON line per
+    /// change (docs/fleet.md, "Events").
+    WatchRoutes {
+        #[command(flatten)]
+        connect: ConnectArgs,
+        #[arg(long, default_value = broker::DEFAULT_TENANT)]
+        tenant: String,
+        /// BIRD's control socket (`birdc -s`), e.g. a lab's `bgp-vp.ctl`.
+        #[arg(long, value_name = "SOCKET")]
+        bird: std::path::PathBuf,
+        /// The targets of interest, one address a line.
+        #[arg(long, value_name = "FILE")]
+        targets: std::path::PathBuf,
+        /// Where the triggered measurements run (a location, or `any`).
+        #[arg(long, default_value = "any")]
+        location: String,
+        /// native, runc, docker, docker-scratch, vm, microvm.
+        #[arg(long)]
+        runtime: Runtime,
+        /// Exit after N changes.
+        #[arg(long, value_name = "N")]
+        max_changes: Option<u64>,
+        /// The job to trigger, `vtnt` words after `--`; the prefix's targets are appended.
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
         then: Vec<String>,
     },
@@ -196,6 +226,35 @@ pub fn run(cmd: DefinitionCommand) -> anyhow::Result<()> {
                 max_changes,
             };
             vtnt_fleet::watch::watch(&c, &o, |change| {
+                out!("{}", serde_json::to_string(change).unwrap_or_default());
+                Ok(())
+            })?;
+        }
+        DefinitionCommand::WatchRoutes {
+            connect,
+            tenant,
+            bird,
+            targets,
+            location,
+            runtime,
+            max_changes,
+            then,
+        } => {
+            let text = std::fs::read_to_string(&targets)
+                .with_context(|| format!("reading {}", targets.display()))?;
+            let targets = vtnt_jobspec::parse_target_list(&text)
+                .map_err(|e| anyhow::anyhow!("{}: {e}", targets.display()))?;
+            let c = connect.connect(Role::Tenant(tenant.clone()))?;
+            let o = RoutesOptions {
+                tenant,
+                bird,
+                targets,
+                location,
+                runtime,
+                then,
+                max_changes,
+            };
+            vtnt_fleet::watch::watch_routes(&c, &o, |change| {
                 out!("{}", serde_json::to_string(change).unwrap_or_default());
                 Ok(())
             })?;
