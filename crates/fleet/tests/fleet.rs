@@ -2536,17 +2536,19 @@ fn a_bgp_withdrawal_and_announcement_through_the_speaker_trigger_tnt() {
 }
 
 /// A periodic measurement on two vantage points runs each of its three cycles once,
-/// though its controller is SIGKILLed after the first and a cycle falls due while none
-/// runs: the next controller starts it, and finishes.
+/// though its controller is SIGKILLed after the first, one of its agents is SIGKILLed and
+/// started again, and a cycle falls due while no controller runs: the next controller
+/// starts it, and finishes.
 #[test]
-fn a_periodic_measurement_loses_no_cycle_and_runs_none_twice_across_a_controller_restart() {
+fn a_periodic_measurement_loses_no_cycle_and_runs_none_twice_across_agent_and_controller_restarts()
+{
     if !ready(vtnt_testkit::test_name!(), true) {
         return;
     }
     let broker = Broker::up("mea");
     let lab = lab("mea");
     let _a = Agent::start(&broker, "m1", "fr", &lab_net(&lab), &[]);
-    let _b = Agent::start(&broker, "m2", "pl", &lab_net(&lab), &[]);
+    let mut b = Agent::start(&broker, "m2", "pl", &lab_net(&lab), &[]);
     let out = measurement(
         &broker,
         "create",
@@ -2586,6 +2588,11 @@ fn a_periodic_measurement_loses_no_cycle_and_runs_none_twice_across_a_controller
         std::thread::sleep(Duration::from_millis(100));
     }
     drop(first);
+    // an agent killed (its cycle-0 job perhaps running) and started again
+    b.signal("KILL");
+    b.wait_exit(Duration::from_secs(10));
+    drop(b);
+    let _b = Agent::start(&broker, "m2", "pl", &lab_net(&lab), &[]);
     // cycle 1 falls due while no controller runs
     std::thread::sleep(Duration::from_millis(2500));
     let m = &measurements(&broker)[0];
