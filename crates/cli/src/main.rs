@@ -118,7 +118,8 @@ enum Command {
     /// gen (benchmark rule sets), trace (packet headers that hit them), classify.
     #[command(subcommand)]
     Fw(fw::FwCommand),
-    /// Jobs on agents over NATS: a broker (up, down), submit, status, results.
+    /// Jobs on agents over NATS: a broker (up, down), submit, status, results; measurements
+    /// (once, periodic, triggered by path changes and routing events), quotas, the opt-out list.
     #[cfg(feature = "fleet")]
     #[command(subcommand)]
     Fleet(fleet::FleetCommand),
