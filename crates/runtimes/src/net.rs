@@ -349,6 +349,27 @@ impl Network {
         })
     }
 
+    /// The address this network's probes leave from, where it knows it: a lab's vantage
+    /// point (every runtime's probes leave the lab from it, the VMs' through its front's
+    /// NAT), a TAP guest's own address; `None` on the host's network (behind a NAT the
+    /// route's source is not what the world sees: the agent is told, `--public-address`).
+    pub fn vantage_address(&self) -> Result<Option<std::net::IpAddr>> {
+        Ok(match self {
+            Network::Lab(name) => {
+                let state = vtnt_lab_linux::lab_state(name)?;
+                let addr = state.vp_address.split('/').next().unwrap_or_default();
+                Some(addr.parse().map_err(|_| {
+                    Error::Network(format!(
+                        "lab `{name}`: vantage address `{}` is not an address",
+                        state.vp_address
+                    ))
+                })?)
+            }
+            Network::Tap(t) => Some(t.addr.into()),
+            Network::Host => None,
+        })
+    }
+
     /// The named network namespace whose Docker engine serves this network's containers
     /// (`None`: this host's own).
     pub fn netns(&self) -> Option<&str> {
