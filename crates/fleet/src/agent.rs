@@ -20,8 +20,8 @@
 //! out one message each, then its [`JobSummary`]. SIGTERM (or SIGINT) drains: running
 //! jobs finish, no new one is taken, the node says `stopped`, exit 0.
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -206,10 +206,7 @@ impl Ctx {
             Ok(m) => {
                 let server_us = u64::try_from(m.time.unix_timestamp_nanos() / 1000).ok();
                 if let Some(o) = server_us.and_then(|t| crate::clock::offset(t0, t1, t)) {
-                    self.clock
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .push(o);
+                    self.clock.lock().unwrap_or_else(|p| p.into_inner()).push(o);
                 }
             }
             Err(e) => tracing::debug!(node = self.node(), "heartbeat not read back: {e}"),

@@ -530,10 +530,10 @@ mod tests {
         assert!(publish.contains(&format!("$JS.API.STREAM.MSG.GET.{NODES_STREAM}")));
         assert!(publish.contains(&HEARTBEATS.to_string()));
         // and nothing that changes the stream
-        assert!(!publish
-            .iter()
-            .any(|s| s.starts_with("$JS.API.STREAM.") && s.contains(NODES_STREAM)
-                && !s.contains(".INFO.") && !s.contains(".MSG.GET.")));
+        assert!(!publish.iter().any(|s| s.starts_with("$JS.API.STREAM.")
+            && s.contains(NODES_STREAM)
+            && !s.contains(".INFO.")
+            && !s.contains(".MSG.GET.")));
     }
 
     #[test]

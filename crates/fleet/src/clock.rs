@@ -53,11 +53,7 @@ impl Recent {
     /// The estimate with the smallest error among the recent ones (the latest of equals);
     /// `None` before the first.
     pub fn best(&self) -> Option<ClockOffset> {
-        self.kept
-            .iter()
-            .rev()
-            .min_by_key(|o| o.error_us)
-            .copied()
+        self.kept.iter().rev().min_by_key(|o| o.error_us).copied()
     }
 }
 

@@ -2058,34 +2058,35 @@ fn every_record_names_its_node_image_source_and_clock_offset() {
         vtnt_fleet::auth::Role::Tenant("default".into()),
     )
     .expect("the tenant's key");
-    let stored: Vec<(async_nats::HeaderMap, Vec<u8>)> = vtnt_fleet::block_on::<_, vtnt_fleet::Error>(async {
-        use futures::StreamExt;
-        let (_, fleet) = c.fleet("provenance test").await?;
-        let results = fleet.results("default").await?;
-        let consumer = results
-            .create_consumer(async_nats::jetstream::consumer::pull::OrderedConfig {
-                filter_subject: format!("vtnt.results.default.{job}.*"),
-                ..Default::default()
-            })
-            .await
-            .map_err(|e| vtnt_fleet::Error::Invalid(e.to_string()))?;
-        let mut msgs = consumer
-            .messages()
-            .await
-            .map_err(|e| vtnt_fleet::Error::Invalid(e.to_string()))?;
-        let mut got = Vec::new();
-        // the records, then the summary, which ends the job's messages
-        while let Some(m) = msgs.next().await {
-            let m = m.map_err(|e| vtnt_fleet::Error::Invalid(e.to_string()))?;
-            let summary = m.subject.ends_with(".s");
-            got.push((m.headers.clone().unwrap_or_default(), m.payload.to_vec()));
-            if summary {
-                break;
+    let stored: Vec<(async_nats::HeaderMap, Vec<u8>)> =
+        vtnt_fleet::block_on::<_, vtnt_fleet::Error>(async {
+            use futures::StreamExt;
+            let (_, fleet) = c.fleet("provenance test").await?;
+            let results = fleet.results("default").await?;
+            let consumer = results
+                .create_consumer(async_nats::jetstream::consumer::pull::OrderedConfig {
+                    filter_subject: format!("vtnt.results.default.{job}.*"),
+                    ..Default::default()
+                })
+                .await
+                .map_err(|e| vtnt_fleet::Error::Invalid(e.to_string()))?;
+            let mut msgs = consumer
+                .messages()
+                .await
+                .map_err(|e| vtnt_fleet::Error::Invalid(e.to_string()))?;
+            let mut got = Vec::new();
+            // the records, then the summary, which ends the job's messages
+            while let Some(m) = msgs.next().await {
+                let m = m.map_err(|e| vtnt_fleet::Error::Invalid(e.to_string()))?;
+                let summary = m.subject.ends_with(".s");
+                got.push((m.headers.clone().unwrap_or_default(), m.payload.to_vec()));
+                if summary {
+                    break;
+                }
             }
-        }
-        vtnt_fleet::Result::Ok(got)
-    })
-    .expect("reading the results stream");
+            vtnt_fleet::Result::Ok(got)
+        })
+        .expect("reading the results stream");
     let (records, summary) = stored.split_at(stored.len() - 1);
     let summary: vtnt_fleet::JobSummary = serde_json::from_slice(&summary[0].1).unwrap();
     // every record: the traces and scamper's cycle records around them
@@ -2098,6 +2099,10 @@ fn every_record_names_its_node_image_source_and_clock_offset() {
         "{clock:?}"
     );
     assert!(clock.error_us < 1_000_000, "{clock:?}");
+    eprintln!(
+        "clock offset {} µs ± {} µs (one host)",
+        clock.offset_us, clock.error_us
+    );
     let source = summary.source.expect("the summary's source").to_string();
     let mut traces = 0;
     for (h, body) in records {
