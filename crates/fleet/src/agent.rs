@@ -131,8 +131,6 @@ struct Ctx {
     clock: std::sync::Mutex<crate::clock::Recent>,
     /// The SHA-256 of each runtime's image, by runtime name, hashed once at start-up.
     image_sha256: HashMap<String, String>,
-    /// Where its probes leave from as the world sees it, when known.
-    source: Option<std::net::IpAddr>,
 }
 
 impl Ctx {
@@ -174,6 +172,18 @@ impl Ctx {
             },
             clock: self.clock(),
         }
+    }
+
+    /// Where its probes leave from as the world sees it, when known: `--public-address`,
+    /// else the network's vantage address, looked up as a job starts (a lab may come up,
+    /// or come back, after the agent).
+    fn source(&self) -> Option<std::net::IpAddr> {
+        self.o.public_address.or_else(|| {
+            self.o.net.vantage_address().unwrap_or_else(|e| {
+                tracing::debug!(node = self.node(), "no source address: {e}");
+                None
+            })
+        })
     }
 
     /// The tightest recent estimate of the broker's clock against this node's.
@@ -226,8 +236,8 @@ async fn agent(o: AgentOptions) -> crate::Result<()> {
     // Images (and the static vtnt they carry) are made before the node announces itself:
     // a node that is up starts a job at once, and a job's times are the job's.
     // Each image is hashed once here, for the records' provenance.
-    let (runtimes, net, public) = (o.runtimes.clone(), o.net.clone(), o.public_address);
-    let (built, image_sha256, source) = tokio::task::spawn_blocking(move || {
+    let runtimes = o.runtimes.clone();
+    let (built, image_sha256) = tokio::task::spawn_blocking(move || {
         let build = vtnt_runtimes::BuildOptions::default();
         let built = runtimes
             .iter()
@@ -237,11 +247,7 @@ async fn agent(o: AgentOptions) -> crate::Result<()> {
             .iter()
             .map(|im| Ok((im.runtime.name().to_string(), im.sha256()?)))
             .collect::<vtnt_runtimes::Result<HashMap<_, _>>>()?;
-        let source = match public {
-            Some(a) => Some(a),
-            None => net.vantage_address()?,
-        };
-        vtnt_runtimes::Result::Ok((built, hashes, source))
+        vtnt_runtimes::Result::Ok((built, hashes))
     })
     .await
     .map_err(|e| Error::Thread {
@@ -294,7 +300,6 @@ async fn agent(o: AgentOptions) -> crate::Result<()> {
         nodes,
         clock: Default::default(),
         image_sha256,
-        source,
         nats: client.clone(),
         fleet,
         o,
@@ -778,7 +783,7 @@ async fn job(
         clock_sync: ctx.clock_sync.clone(),
         cycle: req.cycle.clone(),
         image_sha256: ctx.image_sha256.get(&req.runtime).cloned(),
-        source: ctx.source,
+        source: ctx.source(),
         clock: ctx.clock(),
     };
     let stdout = match ran {

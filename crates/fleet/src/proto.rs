@@ -187,7 +187,7 @@ pub struct JobSummary {
     pub cycle: Option<CycleOf>,
     /// The provenance every record of the job carries too (docs/fleet.md, Provenance):
     /// the SHA-256 of the image the job ran, the address its probes leave from as the
-    /// world sees it, the node's clock against the broker's as the job started; each
+    /// world sees it, the node's clock against the broker's as the job finished; each
     /// absent when unknown, and from an older agent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub image_sha256: Option<String>,
