@@ -2053,40 +2053,7 @@ fn every_record_names_its_node_image_source_and_clock_offset() {
     let pin = vtnt_artifacts::find(vtnt_artifacts::Artifact::StaticVtnt)
         .expect("the installed static vtnt")
         .pin;
-    let c = vtnt_fleet::Connect::local(
-        &broker.name,
-        vtnt_fleet::auth::Role::Tenant("default".into()),
-    )
-    .expect("the tenant's key");
-    let stored: Vec<(async_nats::HeaderMap, Vec<u8>)> =
-        vtnt_fleet::block_on::<_, vtnt_fleet::Error>(async {
-            use futures::StreamExt;
-            let (_, fleet) = c.fleet("provenance test").await?;
-            let results = fleet.results("default").await?;
-            let consumer = results
-                .create_consumer(async_nats::jetstream::consumer::pull::OrderedConfig {
-                    filter_subject: format!("vtnt.results.default.{job}.*"),
-                    ..Default::default()
-                })
-                .await
-                .map_err(|e| vtnt_fleet::Error::Invalid(e.to_string()))?;
-            let mut msgs = consumer
-                .messages()
-                .await
-                .map_err(|e| vtnt_fleet::Error::Invalid(e.to_string()))?;
-            let mut got = Vec::new();
-            // the records, then the summary, which ends the job's messages
-            while let Some(m) = msgs.next().await {
-                let m = m.map_err(|e| vtnt_fleet::Error::Invalid(e.to_string()))?;
-                let summary = m.subject.ends_with(".s");
-                got.push((m.headers.clone().unwrap_or_default(), m.payload.to_vec()));
-                if summary {
-                    break;
-                }
-            }
-            vtnt_fleet::Result::Ok(got)
-        })
-        .expect("reading the results stream");
+    let stored = stored_messages(&broker, &job);
     let (records, summary) = stored.split_at(stored.len() - 1);
     let summary: vtnt_fleet::JobSummary = serde_json::from_slice(&summary[0].1).unwrap();
     // every record: the traces and scamper's cycle records around them
@@ -2133,6 +2100,64 @@ fn every_record_names_its_node_image_source_and_clock_offset() {
         .unwrap_or_else(|| panic!("{nodes}"))
         .clone();
     assert!(p1["clock"]["error_us"].is_u64(), "{p1}");
+    // an agent told its public address (behind a NAT) names it instead
+    drop(agent);
+    let _told = Agent::start(
+        &broker,
+        "p2",
+        "fr",
+        &lab_net(&lab),
+        &["--public-address", "198.51.100.9"],
+    );
+    let ev = broker.submit(&[], SHORT_JOB);
+    broker.results(2);
+    let stored = stored_messages(&broker, ev["job"].as_str().unwrap());
+    let (records, summary) = stored.split_at(stored.len() - 1);
+    let summary: vtnt_fleet::JobSummary = serde_json::from_slice(&summary[0].1).unwrap();
+    assert_eq!(summary.node, "p2");
+    assert_eq!(summary.source, Some("198.51.100.9".parse().unwrap()));
+    assert!(!records.is_empty());
+    for (h, _) in records {
+        assert_eq!(h.get("Vtnt-Source").unwrap().as_str(), "198.51.100.9");
+    }
+}
+
+/// A job's messages in the tenant's results stream, headers and payload, its records then
+/// its summary (which ends them).
+fn stored_messages(broker: &Broker, job: &str) -> Vec<(async_nats::HeaderMap, Vec<u8>)> {
+    let c = vtnt_fleet::Connect::local(
+        &broker.name,
+        vtnt_fleet::auth::Role::Tenant("default".into()),
+    )
+    .expect("the tenant's key");
+    vtnt_fleet::block_on::<_, vtnt_fleet::Error>(async {
+        use futures::StreamExt;
+        let (_, fleet) = c.fleet("provenance test").await?;
+        let results = fleet.results("default").await?;
+        let consumer = results
+            .create_consumer(async_nats::jetstream::consumer::pull::OrderedConfig {
+                filter_subject: format!("vtnt.results.default.{job}.*"),
+                ..Default::default()
+            })
+            .await
+            .map_err(|e| vtnt_fleet::Error::Invalid(e.to_string()))?;
+        let mut msgs = consumer
+            .messages()
+            .await
+            .map_err(|e| vtnt_fleet::Error::Invalid(e.to_string()))?;
+        let mut got = Vec::new();
+        // the records, then the summary, which ends the job's messages
+        while let Some(m) = msgs.next().await {
+            let m = m.map_err(|e| vtnt_fleet::Error::Invalid(e.to_string()))?;
+            let summary = m.subject.ends_with(".s");
+            got.push((m.headers.clone().unwrap_or_default(), m.payload.to_vec()));
+            if summary {
+                break;
+            }
+        }
+        vtnt_fleet::Result::Ok(got)
+    })
+    .expect("reading the results stream")
 }
 
 /// `vtnt bench fleet` (Figs. 10 and 11) at a small N (CI's size; docs/benchmarks.md has

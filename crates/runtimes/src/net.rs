@@ -475,6 +475,22 @@ mod tests {
     }
 
     #[test]
+    fn a_networks_vantage_address_is_its_guests_or_its_labs_or_none() {
+        let tap: Network = "tap:vtap0,ip=10.9.0.2/24,gw=10.9.0.1".parse().unwrap();
+        assert_eq!(
+            tap.vantage_address().unwrap(),
+            Some("10.9.0.2".parse().unwrap())
+        );
+        assert_eq!(Network::Host.vantage_address().unwrap(), None);
+        // a lab that is not running: an error naming it (the agent then sends no source)
+        let e = Network::Lab("vtnt-nosuch-lab".into())
+            .vantage_address()
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("vtnt-nosuch-lab"), "{e}");
+    }
+
+    #[test]
     fn runtimes_refuse_networks_they_cannot_reach() {
         let tap: Network = "tap:vtnt-nosuch0,ip=10.9.0.2/24,gw=10.9.0.1"
             .parse()
