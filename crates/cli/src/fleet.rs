@@ -389,6 +389,11 @@ pub struct AgentArgs {
     /// Its country, ISO 3166 alpha-2 (`FR`), for selection (`--country`).
     #[arg(long, value_name = "CC")]
     country: Option<String>,
+    /// The address its probes leave from as the world sees it (a NAT's outside address),
+    /// which every record names (`Vtnt-Source`). Default: the network's vantage address
+    /// (a lab's vantage point, a TAP guest's address); none on the host's network.
+    #[arg(long, value_name = "ADDR")]
+    public_address: Option<std::net::IpAddr>,
     /// Print a systemd unit that runs this agent with these options, and exit:
     /// `vtnt agent ... --systemd-unit > /etc/systemd/system/vtnt-agent.service`.
     #[arg(long)]
@@ -431,6 +436,7 @@ pub fn agent(a: AgentArgs) -> anyhow::Result<ExitCode> {
         tags: a.tags,
         asn: a.asn,
         country: a.country,
+        public_address: a.public_address,
     })?;
     Ok(ExitCode::SUCCESS)
 }

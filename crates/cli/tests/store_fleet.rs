@@ -1,7 +1,7 @@
 //! `vtnt fleet store`: a tenant's results stream into the results store, against a real
 //! broker (`vtnt fleet up`, Debian's nats-server). Results are published as an agent
-//! publishes them (subject, `Nats-Msg-Id`, `Vtnt-Index`, `Vtnt-Node` and
-//! `Vtnt-Clock-Sync` headers) by a client of the test's own that speaks NATS's raw
+//! publishes them (subject, `Nats-Msg-Id`, `Vtnt-Index`, `Vtnt-Node`, `Vtnt-Clock-Sync`
+//! and the provenance headers) by a client of the test's own that speaks NATS's raw
 //! protocol with the agents' key, so it can also publish what no agent would. The store
 //! catches up after being down, stores nothing twice, skips and reports a message that
 //! is no record, follows new results, and another tenant's key is refused.
@@ -124,6 +124,10 @@ fn a_fleets_results_reach_the_store_once_after_any_downtime() {
     assert_eq!(nodes[0]["name"], "node-1");
     assert_eq!(nodes[0]["location"], "fr");
     assert_eq!(nodes[0]["clock_sync"], "yes");
+    // the records' provenance (docs/fleet.md): source, image, clock offset in ms
+    assert_eq!(nodes[0]["public_addr"], "192.0.2.2", "{nodes}");
+    assert_eq!(nodes[0]["image_sha256"], fleet_common::PROVENANCE_SHA256);
+    assert_eq!(nodes[0]["clock_offset_ms"], -0.25);
     let o = vtnt(&[
         "export", "--store", &db, "--tenant", "t1", "--table", "jobs",
     ]);

@@ -20,6 +20,7 @@
 //! out one message each, then its [`JobSummary`]. SIGTERM (or SIGINT) drains: running
 //! jobs finish, no new one is taken, the node says `stopped`, exit 0.
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -66,6 +67,10 @@ pub struct AgentOptions {
     pub tags: Vec<String>,
     pub asn: Option<u32>,
     pub country: Option<String>,
+    /// The address its probes leave from as the world sees it (`--public-address`);
+    /// `None`: the network's vantage address, where it has one
+    /// (`Network::vantage_address`).
+    pub public_address: Option<std::net::IpAddr>,
 }
 
 /// `--images-from` naming the fleet's object store.
@@ -120,6 +125,12 @@ struct Ctx {
     freed_tx: mpsc::UnboundedSender<()>,
     /// The fleet's opt-out list as last read ([`crate::optout`]).
     opt_out: std::sync::RwLock<crate::optout::Held>,
+    /// The heartbeats' stream, read back for the clock's offset ([`crate::clock`]).
+    nodes: jetstream::stream::Stream,
+    /// The recent estimates of the broker's clock against this node's.
+    clock: std::sync::Mutex<crate::clock::Recent>,
+    /// The SHA-256 of each runtime's image, by runtime name, hashed once at start-up.
+    image_sha256: HashMap<String, String>,
 }
 
 impl Ctx {
@@ -159,7 +170,26 @@ impl Ctx {
                     unreadable: h.unreadable.clone(),
                 }
             },
+            clock: self.clock(),
         }
+    }
+
+    /// Where its probes leave from as the world sees it, when known: `--public-address`,
+    /// else the network's vantage address, looked up as a job starts (a lab may come up,
+    /// or come back, after the agent).
+    fn source(&self) -> Option<std::net::IpAddr> {
+        self.o.public_address.or_else(|| {
+            self.o.net.vantage_address().unwrap_or_else(|e| {
+                tracing::debug!(node = self.node(), "no source address: {e}");
+                None
+            })
+        })
+    }
+
+    /// The tightest recent estimate of the broker's clock against this node's.
+    fn clock(&self) -> Option<crate::clock::ClockOffset> {
+        // a lock a panicking writer left still holds whole estimates
+        self.clock.lock().unwrap_or_else(|p| p.into_inner()).best()
     }
 
     /// The opt-out list as last read (a lock a panicking writer left is still read: it
@@ -168,14 +198,29 @@ impl Ctx {
         self.opt_out.read().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// Publishes the node's heartbeat and, from its round trip and the time the broker
+    /// stored it, estimates the clock's offset ([`crate::clock`]).
     async fn heartbeat(&self, state: NodeState) -> crate::Result<()> {
         let v = serde_json::to_vec(&self.info(state)).parse("encoding the heartbeat")?;
-        self.fleet
+        let t0 = crate::now_us();
+        let ack = self
+            .fleet
             .js
             .publish(crate::node_subject(&self.o.node), v.into())
             .await?
             .await
             .nats("heartbeat")?;
+        let t1 = crate::now_us();
+        // no estimate this time when the message is gone (a newer heartbeat replaced it)
+        match self.nodes.get_raw_message(ack.sequence).await {
+            Ok(m) => {
+                let server_us = u64::try_from(m.time.unix_timestamp_nanos() / 1000).ok();
+                if let Some(o) = server_us.and_then(|t| crate::clock::offset(t0, t1, t)) {
+                    self.clock.lock().unwrap_or_else(|p| p.into_inner()).push(o);
+                }
+            }
+            Err(e) => tracing::debug!(node = self.node(), "heartbeat not read back: {e}"),
+        }
         Ok(())
     }
 
@@ -190,13 +235,19 @@ async fn agent(o: AgentOptions) -> crate::Result<()> {
     }
     // Images (and the static vtnt they carry) are made before the node announces itself:
     // a node that is up starts a job at once, and a job's times are the job's.
+    // Each image is hashed once here, for the records' provenance.
     let runtimes = o.runtimes.clone();
-    let built = tokio::task::spawn_blocking(move || {
+    let (built, image_sha256) = tokio::task::spawn_blocking(move || {
         let build = vtnt_runtimes::BuildOptions::default();
-        runtimes
+        let built = runtimes
             .iter()
             .map(|rt| rt.build_image(&build))
-            .collect::<vtnt_runtimes::Result<Vec<_>>>()
+            .collect::<vtnt_runtimes::Result<Vec<_>>>()?;
+        let hashes = built
+            .iter()
+            .map(|im| Ok((im.runtime.name().to_string(), im.sha256()?)))
+            .collect::<vtnt_runtimes::Result<HashMap<_, _>>>()?;
+        vtnt_runtimes::Result::Ok((built, hashes))
     })
     .await
     .map_err(|e| Error::Thread {
@@ -206,7 +257,7 @@ async fn agent(o: AgentOptions) -> crate::Result<()> {
     let (client, fleet) = o.connect.fleet(&format!("vtnt-agent {}", o.node)).await?;
     let jobs = fleet.jobs().await?;
     // the heartbeats' stream, before the first heartbeat
-    fleet.nodes().await?;
+    let nodes = fleet.nodes().await?;
     // the opt-out list, read before the first job
     crate::optout::create(&fleet).await?;
     let mut opt_out = crate::optout::Held::default();
@@ -246,6 +297,9 @@ async fn agent(o: AgentOptions) -> crate::Result<()> {
         images,
         freed_tx,
         opt_out: std::sync::RwLock::new(opt_out),
+        nodes,
+        clock: Default::default(),
+        image_sha256,
         nats: client.clone(),
         fleet,
         o,
@@ -728,6 +782,9 @@ async fn job(
         },
         clock_sync: ctx.clock_sync.clone(),
         cycle: req.cycle.clone(),
+        image_sha256: ctx.image_sha256.get(&req.runtime).cloned(),
+        source: ctx.source(),
+        clock: ctx.clock(),
     };
     let stdout = match ran {
         Ok(out) => {
@@ -939,7 +996,7 @@ async fn publish(
     let mut acks = std::collections::VecDeque::with_capacity(PUBLISH_WINDOW);
     let subject = crate::results_subject(&req.tenant, &req.id, "r");
     for (i, rec) in records.enumerate() {
-        let h = record_headers(req, i, &ctx.o.node, &ctx.clock_sync);
+        let h = record_headers(summary, i);
         acks.push_back(
             js.publish_with_headers(subject.clone(), h, rec.to_string().into_bytes().into())
                 .await?,
@@ -969,20 +1026,28 @@ async fn publish(
     Ok(())
 }
 
-/// The envelope of record `i` of `req`'s: its id (deduplication) and index, where and
-/// under which clock it was measured, and the measurement and cycle it belongs to.
-fn record_headers(
-    req: &JobRequest,
-    i: usize,
-    node: &str,
-    clock_sync: &str,
-) -> async_nats::HeaderMap {
+/// The envelope of record `i` of the job that `s` sums up: its id (deduplication) and
+/// index, and its provenance, the same as its summary's (docs/fleet.md, Provenance):
+/// the node, its clock (synchronised, and its offset to the broker's with the error),
+/// the image's hash, the source address, the measurement and cycle it belongs to. A
+/// header is absent when what it would say is unknown.
+fn record_headers(s: &JobSummary, i: usize) -> async_nats::HeaderMap {
     let mut h = async_nats::HeaderMap::new();
-    h.insert("Nats-Msg-Id", format!("{}.{i}", req.id).as_str());
+    h.insert("Nats-Msg-Id", format!("{}.{i}", s.job).as_str());
     h.insert("Vtnt-Index", i.to_string().as_str());
-    h.insert("Vtnt-Node", node);
-    h.insert("Vtnt-Clock-Sync", clock_sync);
-    if let Some(c) = &req.cycle {
+    h.insert("Vtnt-Node", s.node.as_str());
+    h.insert("Vtnt-Clock-Sync", s.clock_sync.as_str());
+    if let Some(c) = &s.clock {
+        h.insert("Vtnt-Clock-Offset-Us", c.offset_us.to_string().as_str());
+        h.insert("Vtnt-Clock-Error-Us", c.error_us.to_string().as_str());
+    }
+    if let Some(sha) = &s.image_sha256 {
+        h.insert("Vtnt-Image-Sha256", sha.as_str());
+    }
+    if let Some(a) = &s.source {
+        h.insert("Vtnt-Source", a.to_string().as_str());
+    }
+    if let Some(c) = &s.cycle {
         h.insert("Vtnt-Measurement", c.measurement.as_str());
         h.insert("Vtnt-Cycle", c.cycle.to_string().as_str());
     }
@@ -1034,10 +1099,79 @@ mod tests {
         }
     }
 
+    /// A summary of `r` on node `n1`, before any provenance but the node's.
+    fn summary(r: &JobRequest) -> JobSummary {
+        JobSummary {
+            job: r.id.clone(),
+            tenant: r.tenant.clone(),
+            node: "n1".into(),
+            location: "fr".into(),
+            runtime: r.runtime.clone(),
+            status: JobStatus::Ok,
+            error: None,
+            code: Some(0),
+            records: 1,
+            delivery: 1,
+            mode: Some(Mode::Wait),
+            timings: Timings {
+                queue_ms: 0.0,
+                deploy_ms: 0.0,
+                exec_ms: 0.0,
+                cleanup_ms: 0.0,
+                total_ms: 0.0,
+            },
+            clock_sync: "yes".into(),
+            cycle: r.cycle.clone(),
+            image_sha256: None,
+            source: None,
+            clock: None,
+        }
+    }
+
+    #[test]
+    fn every_record_carries_its_jobs_provenance() {
+        let r = req("trace 192.0.2.1", "native");
+        let mut s = summary(&r);
+        // unknown: absent, not empty
+        let h = record_headers(&s, 0);
+        for name in [
+            "Vtnt-Clock-Offset-Us",
+            "Vtnt-Clock-Error-Us",
+            "Vtnt-Image-Sha256",
+            "Vtnt-Source",
+        ] {
+            assert!(h.get(name).is_none(), "{name}");
+        }
+        s.clock = Some(crate::clock::ClockOffset {
+            offset_us: -1234,
+            error_us: 56,
+        });
+        s.image_sha256 = Some("ab".repeat(32));
+        s.source = Some("198.51.100.7".parse().unwrap());
+        let h = record_headers(&s, 7);
+        let get = |n: &str| h.get(n).unwrap().as_str().to_string();
+        assert_eq!(get("Nats-Msg-Id"), "j.7");
+        assert_eq!(get("Vtnt-Node"), "n1");
+        assert_eq!(get("Vtnt-Clock-Sync"), "yes");
+        assert_eq!(get("Vtnt-Clock-Offset-Us"), "-1234");
+        assert_eq!(get("Vtnt-Clock-Error-Us"), "56");
+        assert_eq!(get("Vtnt-Image-Sha256"), "ab".repeat(32));
+        assert_eq!(get("Vtnt-Source"), "198.51.100.7");
+        // the summary says the same, and an older agent's summary still reads
+        let back: JobSummary = serde_json::from_slice(&serde_json::to_vec(&s).unwrap()).unwrap();
+        assert_eq!(back, s);
+        let mut old = serde_json::to_value(summary(&r)).unwrap();
+        for k in ["image_sha256", "source", "clock"] {
+            assert!(old.as_object_mut().unwrap().remove(k).is_none(), "{k}");
+        }
+        let back: JobSummary = serde_json::from_value(old).unwrap();
+        assert_eq!(back.clock, None);
+    }
+
     #[test]
     fn a_cycles_records_name_its_measurement_and_cycle() {
         let mut r = req("trace 192.0.2.1", "native");
-        let h = record_headers(&r, 2, "n1", "yes");
+        let h = record_headers(&summary(&r), 2);
         assert_eq!(h.get("Nats-Msg-Id").unwrap().as_str(), "j.2");
         assert_eq!(h.get("Vtnt-Index").unwrap().as_str(), "2");
         assert!(h.get("Vtnt-Measurement").is_none());
@@ -1046,7 +1180,7 @@ mod tests {
             measurement: "m1".into(),
             cycle: 3,
         });
-        let h = record_headers(&r, 0, "n1", "yes");
+        let h = record_headers(&summary(&r), 0);
         assert_eq!(h.get("Vtnt-Measurement").unwrap().as_str(), "m1");
         assert_eq!(h.get("Vtnt-Cycle").unwrap().as_str(), "3");
         let body = serde_json::to_vec(&r).unwrap();

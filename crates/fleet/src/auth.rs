@@ -201,6 +201,8 @@ fn agent(tenants: &[String]) -> Value {
         crate::quota::use_subject("*"),
         format!("$JS.API.STREAM.INFO.{jobs}"),
         format!("$JS.API.STREAM.INFO.{nodes}"),
+        // its heartbeat read back, for its clock's offset ([`crate::clock`])
+        format!("$JS.API.STREAM.MSG.GET.{nodes}"),
         format!("$JS.API.CONSUMER.CREATE.{jobs}.>"),
         format!("$JS.API.CONSUMER.DURABLE.CREATE.{jobs}.>"),
         format!("$JS.API.CONSUMER.INFO.{jobs}.>"),
@@ -519,6 +521,19 @@ mod tests {
             agent.iter().all(|s| !s.contains("VTNT_RESULTS")),
             "{agent:?}"
         );
+    }
+
+    #[test]
+    fn an_agent_reads_the_heartbeats_back_and_writes_only_its_own_kind() {
+        let publish = allowed(&agent(&["a".into()]), "publish");
+        // its stored heartbeat, read back by sequence for its clock's offset
+        assert!(publish.contains(&format!("$JS.API.STREAM.MSG.GET.{NODES_STREAM}")));
+        assert!(publish.contains(&HEARTBEATS.to_string()));
+        // and nothing that changes the stream
+        assert!(!publish.iter().any(|s| s.starts_with("$JS.API.STREAM.")
+            && s.contains(NODES_STREAM)
+            && !s.contains(".INFO.")
+            && !s.contains(".MSG.GET.")));
     }
 
     #[test]

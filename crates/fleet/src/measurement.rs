@@ -373,6 +373,7 @@ mod tests {
                 asn: Some(asn),
                 country: Some(country.into()),
                 opt_out: Default::default(),
+                clock: None,
             },
             0,
         )

@@ -6,6 +6,8 @@
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::clock::ClockOffset;
+
 /// A job placed on the fleet: what the controller sends and the agent runs.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -98,6 +100,10 @@ pub struct NodeInfo {
     /// The fleet's opt-out list as the agent applies it ([`crate::optout`]).
     #[serde(default)]
     pub opt_out: OptOutState,
+    /// The broker's clock minus the node's, as its heartbeats measure it
+    /// ([`crate::clock`]); absent before the first estimate and from an older agent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clock: Option<ClockOffset>,
 }
 
 /// Which version of the opt-out list a node applies.
@@ -179,6 +185,16 @@ pub struct JobSummary {
     /// The measurement and cycle the job belongs to, as its request said.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cycle: Option<CycleOf>,
+    /// The provenance every record of the job carries too (docs/fleet.md, Provenance):
+    /// the SHA-256 of the image the job ran, the address its probes leave from as the
+    /// world sees it, the node's clock against the broker's as the job finished; each
+    /// absent when unknown, and from an older agent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image_sha256: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<std::net::IpAddr>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clock: Option<ClockOffset>,
 }
 
 /// A job's times, milliseconds.

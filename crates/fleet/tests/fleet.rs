@@ -2032,6 +2032,134 @@ fn an_agent_fetches_its_images_from_the_object_store() {
     );
 }
 
+/// Every record of a job, and its summary, name its provenance (docs/fleet.md,
+/// Provenance): the node, the SHA-256 of the image it ran (the installed static vtnt's
+/// pin, for `native`), the address its probes left from (the lab's vantage point, which
+/// each scamper record's `src` says too), and the agent's clock against the broker's,
+/// which on one host is 0 within its error. Read from the tenant's results stream with
+/// their headers, as `fleet results` reads it.
+#[test]
+fn every_record_names_its_node_image_source_and_clock_offset() {
+    if !ready(vtnt_testkit::test_name!(), true) {
+        return;
+    }
+    let broker = Broker::up("prov");
+    let lab = lab("prov");
+    let agent = Agent::start(&broker, "p1", "fr", &lab_net(&lab), &[]);
+    let targets: Vec<String> = lab_targets(3).collect();
+    let ev = broker.submit(&[], &format!("trace -q 1 {}", targets.join(" ")));
+    let job = ev["job"].as_str().unwrap().to_string();
+    broker.results(1);
+    let pin = vtnt_artifacts::find(vtnt_artifacts::Artifact::StaticVtnt)
+        .expect("the installed static vtnt")
+        .pin;
+    let stored = stored_messages(&broker, &job);
+    let (records, summary) = stored.split_at(stored.len() - 1);
+    let summary: vtnt_fleet::JobSummary = serde_json::from_slice(&summary[0].1).unwrap();
+    // every record: the traces and scamper's cycle records around them
+    assert_eq!(records.len() as u64, summary.records, "{:?}", agent.log());
+    assert_eq!(summary.image_sha256.as_deref(), Some(pin.sha256.as_str()));
+    let clock = summary.clock.expect("the summary's clock offset");
+    // one host, one clock: within the error of 0 (a round trip on loopback)
+    assert!(
+        clock.offset_us.unsigned_abs() <= clock.error_us,
+        "{clock:?}"
+    );
+    assert!(clock.error_us < 1_000_000, "{clock:?}");
+    eprintln!(
+        "clock offset {} µs ± {} µs (one host)",
+        clock.offset_us, clock.error_us
+    );
+    let source = summary.source.expect("the summary's source").to_string();
+    let mut traces = 0;
+    for (h, body) in records {
+        let get = |n: &str| {
+            h.get(n)
+                .unwrap_or_else(|| panic!("no {n} on a record: {h:?}"))
+                .as_str()
+                .to_string()
+        };
+        assert_eq!(get("Vtnt-Node"), "p1");
+        assert!(["yes", "no", "unknown"].contains(&get("Vtnt-Clock-Sync").as_str()));
+        assert_eq!(get("Vtnt-Image-Sha256"), pin.sha256);
+        assert_eq!(get("Vtnt-Clock-Offset-Us"), clock.offset_us.to_string());
+        assert_eq!(get("Vtnt-Clock-Error-Us"), clock.error_us.to_string());
+        let record: Value = serde_json::from_slice(body).unwrap();
+        assert_eq!(get("Vtnt-Source"), source);
+        if record["type"] == "trace" {
+            assert_eq!(record["src"].as_str(), Some(source.as_str()), "{record}");
+            traces += 1;
+        }
+    }
+    assert_eq!(traces, targets.len());
+    // the heartbeat says it too
+    let nodes = broker.status()["nodes"].clone();
+    let p1 = nodes
+        .as_array()
+        .and_then(|ns| ns.iter().find(|n| n["node"] == "p1"))
+        .unwrap_or_else(|| panic!("{nodes}"))
+        .clone();
+    assert!(p1["clock"]["error_us"].is_u64(), "{p1}");
+    // an agent told its public address (behind a NAT) names it instead
+    drop(agent);
+    let _told = Agent::start(
+        &broker,
+        "p2",
+        "fr",
+        &lab_net(&lab),
+        &["--public-address", "198.51.100.9"],
+    );
+    let ev = broker.submit(&[], SHORT_JOB);
+    broker.results(2);
+    let stored = stored_messages(&broker, ev["job"].as_str().unwrap());
+    let (records, summary) = stored.split_at(stored.len() - 1);
+    let summary: vtnt_fleet::JobSummary = serde_json::from_slice(&summary[0].1).unwrap();
+    assert_eq!(summary.node, "p2");
+    assert_eq!(summary.source, Some("198.51.100.9".parse().unwrap()));
+    assert!(!records.is_empty());
+    for (h, _) in records {
+        assert_eq!(h.get("Vtnt-Source").unwrap().as_str(), "198.51.100.9");
+    }
+}
+
+/// A job's messages in the tenant's results stream, headers and payload, its records then
+/// its summary (which ends them).
+fn stored_messages(broker: &Broker, job: &str) -> Vec<(async_nats::HeaderMap, Vec<u8>)> {
+    let c = vtnt_fleet::Connect::local(
+        &broker.name,
+        vtnt_fleet::auth::Role::Tenant("default".into()),
+    )
+    .expect("the tenant's key");
+    vtnt_fleet::block_on::<_, vtnt_fleet::Error>(async {
+        use futures::StreamExt;
+        let (_, fleet) = c.fleet("provenance test").await?;
+        let results = fleet.results("default").await?;
+        let consumer = results
+            .create_consumer(async_nats::jetstream::consumer::pull::OrderedConfig {
+                filter_subject: format!("vtnt.results.default.{job}.*"),
+                ..Default::default()
+            })
+            .await
+            .map_err(|e| vtnt_fleet::Error::Invalid(e.to_string()))?;
+        let mut msgs = consumer
+            .messages()
+            .await
+            .map_err(|e| vtnt_fleet::Error::Invalid(e.to_string()))?;
+        let mut got = Vec::new();
+        // the records, then the summary, which ends the job's messages
+        while let Some(m) = msgs.next().await {
+            let m = m.map_err(|e| vtnt_fleet::Error::Invalid(e.to_string()))?;
+            let summary = m.subject.ends_with(".s");
+            got.push((m.headers.clone().unwrap_or_default(), m.payload.to_vec()));
+            if summary {
+                break;
+            }
+        }
+        vtnt_fleet::Result::Ok(got)
+    })
+    .expect("reading the results stream")
+}
+
 /// `vtnt bench fleet` (Figs. 10 and 11) at a small N (CI's size; docs/benchmarks.md has
 /// the paper's): five sites with their round trips, both modes, three runtimes (the
 /// unikernel as a microVM and as an spt process among them); every job

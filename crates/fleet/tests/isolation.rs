@@ -686,6 +686,7 @@ fn no_tenant_learns_another_tenants_backlog() {
                 asn: None,
                 country: None,
                 opt_out: Default::default(),
+                clock: None,
             };
             fleet
                 .js

@@ -349,6 +349,27 @@ impl Network {
         })
     }
 
+    /// The address this network's probes leave from, where it knows it: a lab's vantage
+    /// point (every runtime's probes leave the lab from it, the VMs' through its front's
+    /// NAT), a TAP guest's own address; `None` on the host's network (behind a NAT the
+    /// route's source is not what the world sees: the agent is told, `--public-address`).
+    pub fn vantage_address(&self) -> Result<Option<std::net::IpAddr>> {
+        Ok(match self {
+            Network::Lab(name) => {
+                let state = vtnt_lab_linux::lab_state(name)?;
+                let addr = state.vp_address.split('/').next().unwrap_or_default();
+                Some(addr.parse().map_err(|_| {
+                    Error::Network(format!(
+                        "lab `{name}`: vantage address `{}` is not an address",
+                        state.vp_address
+                    ))
+                })?)
+            }
+            Network::Tap(t) => Some(t.addr.into()),
+            Network::Host => None,
+        })
+    }
+
     /// The named network namespace whose Docker engine serves this network's containers
     /// (`None`: this host's own).
     pub fn netns(&self) -> Option<&str> {
@@ -451,6 +472,22 @@ mod tests {
         ] {
             assert!(bad.parse::<Network>().is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn a_networks_vantage_address_is_its_guests_or_its_labs_or_none() {
+        let tap: Network = "tap:vtap0,ip=10.9.0.2/24,gw=10.9.0.1".parse().unwrap();
+        assert_eq!(
+            tap.vantage_address().unwrap(),
+            Some("10.9.0.2".parse().unwrap())
+        );
+        assert_eq!(Network::Host.vantage_address().unwrap(), None);
+        // a lab that is not running: an error naming it (the agent then sends no source)
+        let e = Network::Lab("vtnt-nosuch-lab".into())
+            .vantage_address()
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("vtnt-nosuch-lab"), "{e}");
     }
 
     #[test]

@@ -6,6 +6,8 @@
 
 use std::path::PathBuf;
 
+use crate::error::{IoContext, Result};
+
 /// The runtimes, in the order reports list them.
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, clap::ValueEnum, serde::Serialize,
@@ -215,6 +217,20 @@ pub struct ImageInfo {
     /// artifacts: the static binary, the unikernel's); a deploy refuses a fetched copy
     /// that differs. `None` for images built on this host (containers, the VM).
     pub pin: Option<vtnt_artifacts::Pin>,
+}
+
+impl ImageInfo {
+    /// The SHA-256 (lower-case hex) of the file a job of this image runs: the manifest's
+    /// pin for an installed artifact (the static binary, the unikernel's), else the file
+    /// built on this host hashed (the Docker tarball, the VM box, runc's bundle).
+    pub fn sha256(&self) -> Result<String> {
+        match &self.pin {
+            Some(p) => Ok(p.sha256.clone()),
+            None => vtnt_artifacts::Pin::of(&self.path)
+                .map(|p| p.sha256)
+                .doing(|| format!("hashing image {}", self.path.display())),
+        }
+    }
 }
 
 #[cfg(test)]

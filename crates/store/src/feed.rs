@@ -10,9 +10,10 @@
 //!
 //! Each record's provenance comes from its message: the job id (its run and job), the
 //! `Vtnt-Index` header (its place in the job), `Vtnt-Node` and `Vtnt-Clock-Sync`; the
-//! summary adds the job's status, runtime, location and times. The headers
-//! `Vtnt-Location`, `Vtnt-Public-Addr`, `Vtnt-Image-Sha256` and `Vtnt-Clock-Offset-Ms`
-//! are read when an agent sends them. A message that is not a record or a summary is
+//! summary adds the job's status, runtime, location and times. The provenance headers
+//! (docs/fleet.md, Provenance) `Vtnt-Source`, `Vtnt-Image-Sha256` and
+//! `Vtnt-Clock-Offset-Us` (and `Vtnt-Location`) are read when an agent sends them
+//! ([`node_of`]). A message that is not a record or a summary is
 //! acknowledged and reported (stream sequence, subject, why), never retried forever.
 
 use std::collections::BTreeMap;
@@ -24,6 +25,23 @@ use vtnt_fleet::{Connect, JobSummary};
 use vtnt_formats::Item;
 
 use crate::{IngestReport, JobInfo, NodeInfo, Provenance, RunInfo, Source, Store, Tenant};
+
+/// The vantage point a record's headers (`header` looks one up) name, with the
+/// provenance they carry: `Vtnt-Source` is the node's public address, the broker's
+/// clock minus the node's (`Vtnt-Clock-Offset-Us`) its clock offset, in ms; `None`
+/// without `Vtnt-Node`.
+fn node_of(header: impl Fn(&str) -> Option<String>) -> Option<NodeInfo> {
+    Some(NodeInfo {
+        name: header("Vtnt-Node")?,
+        location: header("Vtnt-Location"),
+        public_addr: header("Vtnt-Source"),
+        image_sha256: header("Vtnt-Image-Sha256"),
+        clock_offset_ms: header("Vtnt-Clock-Offset-Us")
+            .and_then(|v| v.parse::<i64>().ok())
+            .map(|us| us as f64 / 1e3),
+        clock_sync: header("Vtnt-Clock-Sync"),
+    })
+}
 
 /// How to read the stream.
 #[derive(Debug, Clone)]
@@ -193,16 +211,8 @@ fn file(
                     (Ok(_), None) => reject("no Vtnt-Index header".into()),
                     (Err(why), _) => reject(why),
                 }
-                if let Some(node) = header("Vtnt-Node") {
-                    entry.node = Some(NodeInfo {
-                        name: node,
-                        location: header("Vtnt-Location"),
-                        public_addr: header("Vtnt-Public-Addr"),
-                        image_sha256: header("Vtnt-Image-Sha256"),
-                        clock_offset_ms: header("Vtnt-Clock-Offset-Ms")
-                            .and_then(|v| v.parse().ok()),
-                        clock_sync: header("Vtnt-Clock-Sync"),
-                    });
+                if let Some(node) = node_of(header) {
+                    entry.node = Some(node);
                 }
             }
             "s" => match serde_json::from_slice::<JobSummary>(&m.payload) {
@@ -241,6 +251,12 @@ fn provenance(tenant: &Tenant, job: &str, m: &JobMessages) -> Provenance {
         node.name = s.node.clone();
         node.location = node.location.or(Some(s.location.clone()));
         node.clock_sync = node.clock_sync.or(Some(s.clock_sync.clone()));
+        // a job without records: its summary's provenance
+        node.public_addr = node.public_addr.or(s.source.map(|a| a.to_string()));
+        node.image_sha256 = node.image_sha256.or(s.image_sha256.clone());
+        node.clock_offset_ms = node
+            .clock_offset_ms
+            .or(s.clock.map(|c| c.offset_us as f64 / 1e3));
     }
     if node.name.is_empty() {
         node.name = "unknown".into();
@@ -275,5 +291,35 @@ fn provenance(tenant: &Tenant, job: &str, m: &JobMessages) -> Provenance {
             file: None,
         },
         node,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_records_provenance_headers_fill_its_node() {
+        let headers = [
+            ("Vtnt-Node", "p1"),
+            ("Vtnt-Clock-Sync", "yes"),
+            ("Vtnt-Source", "192.0.2.2"),
+            ("Vtnt-Image-Sha256", "ab"),
+            ("Vtnt-Clock-Offset-Us", "-1500"),
+        ];
+        let get = |k: &str| {
+            headers
+                .iter()
+                .find(|(n, _)| *n == k)
+                .map(|(_, v)| v.to_string())
+        };
+        let n = node_of(get).unwrap();
+        assert_eq!(n.name, "p1");
+        assert_eq!(n.public_addr.as_deref(), Some("192.0.2.2"));
+        assert_eq!(n.image_sha256.as_deref(), Some("ab"));
+        assert_eq!(n.clock_offset_ms, Some(-1.5));
+        assert_eq!(n.clock_sync.as_deref(), Some("yes"));
+        assert_eq!(n.location, None);
+        assert!(node_of(|_| None).is_none());
     }
 }

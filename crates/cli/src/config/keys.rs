@@ -161,7 +161,7 @@ macro_rules! connect {
 const FLEET_CONNECT: [Key; 7] = connect!("fleet", FLEET, "tenant");
 const AGENT_CONNECT: [Key; 7] = connect!("agent", &["agent"], "agent");
 
-const OTHERS: [Key; 43] = [
+const OTHERS: [Key; 44] = [
     opt("probe", "pps", PROBE, "pps"),
     opt("probe", "window", PROBE, "window"),
     consent(opt("probe", "allow-public", PROBE, "allow_public")),
@@ -249,6 +249,10 @@ const OTHERS: [Key; 43] = [
     ),
     ex(opt("agent", "asn", &["agent"], "asn"), "64500"),
     ex(opt("agent", "country", &["agent"], "country"), "\"FR\""),
+    ex(
+        opt("agent", "public-address", &["agent"], "public_address"),
+        "\"203.0.113.7\"",
+    ),
     Key {
         section: "artifacts",
         name: "lib-dir",

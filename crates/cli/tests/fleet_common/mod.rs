@@ -12,6 +12,9 @@ use std::time::Duration;
 use serde_json::Value;
 
 pub const VTNT: &str = env!("CARGO_BIN_EXE_vtnt");
+/// The image hash the test's records name (`Vtnt-Image-Sha256`).
+pub const PROVENANCE_SHA256: &str =
+    "9f2c0000000000000000000000000000000000000000000000000000000000aa";
 
 pub fn vtnt(args: &[&str]) -> Output {
     Command::new(VTNT)
@@ -153,6 +156,10 @@ impl Raw {
                     ("Vtnt-Index", &index),
                     ("Vtnt-Node", "node-1"),
                     ("Vtnt-Clock-Sync", "yes"),
+                    ("Vtnt-Clock-Offset-Us", "-250"),
+                    ("Vtnt-Clock-Error-Us", "40"),
+                    ("Vtnt-Image-Sha256", PROVENANCE_SHA256),
+                    ("Vtnt-Source", "192.0.2.2"),
                 ],
                 rec.as_bytes(),
             );
