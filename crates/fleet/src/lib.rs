@@ -53,6 +53,7 @@ pub mod auth;
 pub mod backlog;
 pub mod bgp;
 pub mod broker;
+pub mod campaign;
 pub mod controller;
 mod error;
 pub mod images;

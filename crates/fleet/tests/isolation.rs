@@ -389,6 +389,8 @@ fn no_tenant_reads_lists_or_cancels_another_tenants_measurements() {
             state: State::Scheduled,
             started: 0,
             placed: 0,
+            split: None,
+            cycle_jobs: Vec::new(),
         };
         measurement::write(&a_fleet, &def, 0).await?;
         let s = seeds(&dir, &Role::Tenant("b".into()));
