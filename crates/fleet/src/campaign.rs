@@ -206,7 +206,10 @@ fn write_archive<'a>(
     for j in jobs {
         for (n, line) in j.records.iter().enumerate() {
             let item = vtnt_formats::parse_json_line(line, n + 1).map_err(|e| {
-                Error::Invalid(format!("job {}'s record {n} is not scamper JSON: {e}", j.job))
+                Error::Invalid(format!(
+                    "job {}'s record {n} is not scamper JSON: {e}",
+                    j.job
+                ))
             })?;
             let Some(r) = item.record() else { continue };
             stop = stop.max(record_start(r));
@@ -225,7 +228,8 @@ fn write_archive<'a>(
         .finish()
         .and_then(|b| b.into_inner().map_err(|e| e.into_error()))
         .io(|| format!("writing {}", path.display()))?;
-    file.sync_all().io(|| format!("syncing {}", path.display()))?;
+    file.sync_all()
+        .io(|| format!("syncing {}", path.display()))?;
     Ok(records)
 }
 

@@ -278,7 +278,11 @@ pub fn create_named(c: &Connect, o: &CreateOptions, id: String) -> crate::Result
         // a cycle's jobs run at once, each up to its probes (a split campaign's share
         // the list's)
         let n = points.len() as u64;
-        let probes = if o.split.is_some() { probes } else { n * probes };
+        let probes = if o.split.is_some() {
+            probes
+        } else {
+            n * probes
+        };
         crate::quota::check(&fleet, &o.tenant, n, probes).await?;
         stream(&fleet, &o.tenant).await?;
         if let Some(targets) = &o.split {

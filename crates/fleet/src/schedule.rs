@@ -117,7 +117,12 @@ async fn cycle_jobs(
                 .map(|share| match share.is_empty() {
                     // fewer prefixes than vantage points: no job
                     true => Vec::new(),
-                    false => m.words.iter().cloned().chain(share.iter().map(|t| t.to_string())).collect(),
+                    false => m
+                        .words
+                        .iter()
+                        .cloned()
+                        .chain(share.iter().map(|t| t.to_string()))
+                        .collect(),
                 })
                 .collect()
         }
