@@ -48,7 +48,7 @@ pub fn deal(targets: &[IpAddr], points: usize, seed: u64) -> Vec<Vec<IpAddr>> {
     }
     let mut prefixes: Vec<Vec<IpAddr>> = by_prefix.into_values().collect();
     // its own stream: not the draw of the vantage points, which uses `seed` as it is
-    vtnt_rng::Rng::new(vtnt_rng::stafford13(seed ^ 0x5eed_0f_de_a1)).shuffle(&mut prefixes);
+    vtnt_rng::Rng::new(vtnt_rng::stafford13(seed ^ 0x005e_ed0f_dea1)).shuffle(&mut prefixes);
     let mut out = vec![Vec::new(); points];
     if points == 0 {
         return out;
@@ -77,8 +77,8 @@ pub async fn targets(fleet: &Fleet, m: &Definition) -> crate::Result<Vec<IpAddr>
                 crate::DATA_MAX_AGE.as_secs() / 3600
             ))
         })?;
-    Ok(vtnt_jobspec::parse_target_list(&text)
-        .map_err(|e| Error::Invalid(format!("measurement {}'s target list: {e}", m.id)))?)
+    vtnt_jobspec::parse_target_list(&text)
+        .map_err(|e| Error::Invalid(format!("measurement {}'s target list: {e}", m.id)))
 }
 
 /// Stores a split measurement's targets (checked) under [`list_key`].
