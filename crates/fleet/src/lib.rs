@@ -49,6 +49,7 @@
 //! runtime; the command line stays synchronous.
 
 pub mod agent;
+pub mod archive;
 pub mod auth;
 pub mod backlog;
 pub mod bgp;

@@ -393,7 +393,7 @@ pub fn cancel(c: &Connect, tenant: &str, id: &str) -> crate::Result<Definition> 
 }
 
 #[cfg(test)]
-pub(crate) mod tests {
+mod tests {
     use super::*;
     use crate::proto::{NodeInfo, NodeState};
     use crate::vantage::NodeView;
@@ -490,7 +490,7 @@ pub(crate) mod tests {
     }
 
     /// A periodic definition on 2 vantage points, for tests.
-    pub(crate) fn definition() -> Definition {
+    fn definition() -> Definition {
         Definition {
             id: "MEAS1".into(),
             tenant: "t".into(),

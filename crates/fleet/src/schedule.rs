@@ -110,8 +110,8 @@ async fn cycle_jobs(
     let points = measurement::select(&nodes, &m.runtime, &m.selection, m.seed(k))?;
     let words: Vec<Vec<String>> = match m.split {
         None => vec![m.words.clone(); points.len()],
-        Some(_) => {
-            let targets = crate::campaign::targets(fleet, m).await?;
+        Some(list) => {
+            let targets = crate::campaign::targets(fleet, &m.tenant, &m.id, list).await?;
             crate::campaign::deal(&targets, points.len(), m.seed(k))
                 .into_iter()
                 .map(|share| match share.is_empty() {

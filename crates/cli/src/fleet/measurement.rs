@@ -1,6 +1,6 @@
 //! `vtnt fleet measurement create|list|cancel|archive|watch|watch-routes|run`: the command
-//! line of `vtnt_fleet::measurement` (definitions), `vtnt_fleet::campaign` (split
-//! campaigns' archives), `vtnt_fleet::watch` (path changes) and `vtnt_fleet::schedule`
+//! line of `vtnt_fleet::measurement` (definitions), `vtnt_fleet::archive` (a
+//! cycle's warts), `vtnt_fleet::watch` (path changes) and `vtnt_fleet::schedule`
 //! (the controller);
 //! it only parses and prints.
 
@@ -251,7 +251,7 @@ pub fn run(cmd: DefinitionCommand) -> anyhow::Result<()> {
             cycle,
             output,
         } => {
-            let r = vtnt_fleet::campaign::archive(
+            let r = vtnt_fleet::archive::archive(
                 &connect.connect(Role::Tenant(tenant.clone()))?,
                 &tenant,
                 &id,
