@@ -5,9 +5,10 @@
 //!   tenant's data stream under [`list_key`] ([`crate::targets::store`]), not in the
 //!   definition; each cycle k deals every /24 (IPv4) or /48 (IPv6) of the list to exactly
 //!   one of the cycle's vantage points ([`deal`]): the prefixes shuffled from the cycle's
-//!   seed (the measurement's `Definition::seed`) and dealt in turn, so the same (id, k) deals the same
-//!   (a cycle placed again after a crash makes the same jobs, which the work queue drops)
-//!   and another cycle deals anew.
+//!   seed (the measurement's `Definition::seed`) and dealt in turn, so the same (id, k)
+//!   deals the same (a cycle placed again after a crash makes the same jobs, which the
+//!   work queue drops) and another cycle deals anew. The list lives as long as the data
+//!   stream keeps a list ([`crate::DATA_MAX_AGE`]); a cycle after that fails, saying so.
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;
