@@ -3281,6 +3281,22 @@ fn a_split_campaign_deals_each_prefix_to_one_vantage_point_and_archives_each_cyc
         );
         std::thread::sleep(Duration::from_millis(100));
     }
+    // cycle 0's jobs just queued: its archive is refused while one has no summary (its
+    // jobs are usually still deploying; should they all have finished, it is written)
+    let (soon, path) = archive(0);
+    let err = String::from_utf8_lossy(&soon.stderr);
+    if soon.status.success() {
+        eprintln!("cycle 0 finished before its archive was asked");
+    } else {
+        assert!(
+            err.contains("cycle 0 of measurement")
+                && err.contains("is not finished: job")
+                && err.contains("has no summary yet"),
+            "{err}"
+        );
+        assert!(!path.exists());
+        eprintln!("refused at once: {}", err.trim());
+    }
     drop(first);
     let mut second = Controller::start(&broker, &["--until-idle"]);
     let t0 = Instant::now();
