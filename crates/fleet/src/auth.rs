@@ -5,7 +5,9 @@
 //! nothing else). What crosses between them is an explicit service export and import:
 //!
 //! - a tenant's jobs (`vtnt.wq.<t>.*`) and large target lists (`vtnt.data.<t>.>`) go from
-//!   its account to the fleet's, and JetStream's acknowledgements come back;
+//!   its account to the fleet's, and JetStream's acknowledgements come back; it reads its
+//!   own target lists' stream back (info, a message by subject: a split campaign's list,
+//!   [`crate::campaign`]), no other tenant's;
 //! - its results (`vtnt.results.<t>.>`) go from the fleet's account, where the agents
 //!   publish them, to its account, where its stream stores them;
 //! - the info of the nodes' stream is imported into every tenant's account under
@@ -169,6 +171,9 @@ fn tenant(t: &str) -> Value {
             // its quota, read-only ([`crate::quota`])
             format!("{FLEET_API}.STREAM.INFO.{}", crate::quota::stream_name(t)),
             format!("{FLEET_API}.STREAM.MSG.GET.{}", crate::quota::stream_name(t)),
+            // its large target lists, read-only ([`crate::campaign`])
+            format!("{FLEET_API}.STREAM.INFO.{}", data_stream(t)),
+            format!("{FLEET_API}.STREAM.MSG.GET.{}", data_stream(t)),
             crate::backlog_subject(t),
         ]},
         "subscribe": {"allow": [format!("{}.>", Role::Tenant(t.into()).inbox_prefix()), HEARTBEATS]},
@@ -333,8 +338,13 @@ pub fn accounts(fleet_dir: &Path, tenants: &[String], tenant_store: u64) -> crat
                 "to": format!("{FLEET_API}.{s}"),
             }));
         }
-        // its quota's stream, to its account alone
-        for s in read_stream(&crate::quota::stream_name(t)) {
+        // its quota's stream and its large target lists' (a split campaign's list, which
+        // the tenant's controller deals: `crate::campaign`), read-only, to its account
+        // alone
+        for s in read_stream(&crate::quota::stream_name(t))
+            .into_iter()
+            .chain(read_stream(&data_stream(t)))
+        {
             exports.push(json!({"service": s, "accounts": [account]}));
             t_imports.push(json!({
                 "service": {"account": FLEET_ACCOUNT, "subject": s},

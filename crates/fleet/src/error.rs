@@ -78,6 +78,13 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    /// A record could not be written as warts (a cycle's archive): which, why.
+    #[error("{what}")]
+    Warts {
+        what: String,
+        #[source]
+        source: vtnt_formats::WartsError,
+    },
     /// A thread or task of this process failed (it panicked): what it was doing, why.
     #[error("{what}")]
     Thread {

@@ -49,10 +49,12 @@
 //! runtime; the command line stays synchronous.
 
 pub mod agent;
+pub mod archive;
 pub mod auth;
 pub mod backlog;
 pub mod bgp;
 pub mod broker;
+pub mod campaign;
 pub mod clock;
 pub mod controller;
 mod error;

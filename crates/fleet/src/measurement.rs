@@ -77,6 +77,15 @@ pub struct Definition {
     pub started: u64,
     /// Cycles whose jobs are all queued (done, for the controller).
     pub placed: u64,
+    /// A split campaign's target list, kept in the tenant's data stream
+    /// ([`crate::campaign`]): each cycle deals its /24s (/48s) to the cycle's vantage
+    /// points, and the job's words name no target.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub split: Option<crate::proto::TargetList>,
+    /// How many jobs each placed cycle queued, cycle by cycle (what an archive of the
+    /// cycle waits for; absent from definitions stored before).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cycle_jobs: Vec<u64>,
 }
 
 impl Definition {
@@ -136,6 +145,9 @@ pub struct CreateOptions {
     pub until_us: Option<u64>,
     pub max_cycles: Option<u64>,
     pub words: Vec<String>,
+    /// `--split FILE`'s targets: dealt by /24 (/48) across each cycle's vantage points
+    /// ([`crate::campaign`]), appended to `words`.
+    pub split: Option<Vec<std::net::IpAddr>>,
 }
 
 /// The tenant's definitions' stream, created unless it exists (by `vtnt fleet up`'s
@@ -171,6 +183,22 @@ pub fn create_named(c: &Connect, o: &CreateOptions, id: String) -> crate::Result
         "a measurement needs a selection: --location (a location, or `any`), --tag, --asn or --country"
     );
     s.check()?;
+    // a split campaign's job: its words and every target, checked as one job
+    let mut words = o.words.clone();
+    if let Some(targets) = &o.split {
+        ensure!(
+            !targets.is_empty(),
+            Invalid,
+            "--split: the target list is empty"
+        );
+        ensure!(
+            vtnt_job::parse_words(&o.words, vtnt_job::Vantage::Lab)
+                .map_or(true, |j| j.spec.target_list().is_empty()),
+            Invalid,
+            "with --split the job's words name no target: --split's list is dealt across the vantage points"
+        );
+        words.extend(targets.iter().map(|t| t.to_string()));
+    }
     let mut job = None;
     for l in s
         .locations
@@ -183,10 +211,10 @@ pub fn create_named(c: &Connect, o: &CreateOptions, id: String) -> crate::Result
             location: l.to_string(),
             mode: Mode::Wait,
             tenant: o.tenant.clone(),
-            words: o.words.clone(),
+            words: words.clone(),
         })?;
         ensure!(
-            checked.targets.is_none(),
+            o.split.is_some() || checked.targets.is_none(),
             Invalid,
             "a measurement's job takes at most {} targets",
             crate::INLINE_TARGETS
@@ -200,10 +228,15 @@ pub fn create_named(c: &Connect, o: &CreateOptions, id: String) -> crate::Result
             Invalid,
             "--every {every:?} is shorter than the floor of {MIN_EVERY:?}"
         );
-        let targets = vtnt_job::parse_words(&o.words, vtnt_job::Vantage::Lab)?
+        // a split campaign's vantage points share its targets
+        let targets = vtnt_job::parse_words(&words, vtnt_job::Vantage::Lab)?
             .spec
             .target_list()
-            .len() as u32;
+            .len();
+        let targets = match o.split {
+            Some(_) => targets.div_ceil(s.count.unwrap_or(1).max(1)),
+            None => targets,
+        } as u32;
         let run = EXPECTED_PER_TARGET * targets;
         ensure!(
             every > run,
@@ -212,7 +245,7 @@ pub fn create_named(c: &Connect, o: &CreateOptions, id: String) -> crate::Result
         );
     }
     let now = crate::now_us();
-    let m = Definition {
+    let mut m = Definition {
         id,
         tenant: o.tenant.clone(),
         runtime: o.runtime.name().to_string(),
@@ -226,6 +259,8 @@ pub fn create_named(c: &Connect, o: &CreateOptions, id: String) -> crate::Result
         state: State::Scheduled,
         started: 0,
         placed: 0,
+        split: None,
+        cycle_jobs: Vec::new(),
     };
     ensure!(
         m.has_cycle(0),
@@ -240,10 +275,19 @@ pub fn create_named(c: &Connect, o: &CreateOptions, id: String) -> crate::Result
             &m.selection,
             m.seed(0),
         )?;
-        // a cycle's jobs run at once, each up to its probes
+        // a cycle's jobs run at once, each up to its probes (a split campaign's share
+        // the list's)
         let n = points.len() as u64;
-        crate::quota::check(&fleet, &o.tenant, n, n * probes).await?;
+        let probes = if o.split.is_some() {
+            probes
+        } else {
+            n * probes
+        };
+        crate::quota::check(&fleet, &o.tenant, n, probes).await?;
         stream(&fleet, &o.tenant).await?;
+        if let Some(targets) = &o.split {
+            m.split = Some(crate::campaign::store(&fleet, &o.tenant, &m.id, targets).await?);
+        }
         write(&fleet, &m, 0).await?;
         Ok(m.clone())
     })
@@ -446,10 +490,9 @@ mod tests {
         );
     }
 
-    #[test]
-    fn each_cycle_draws_its_own_vantage_points_and_the_same_when_placed_again() {
-        let nodes = fleet_of_six();
-        let m = Definition {
+    /// A periodic definition on 2 vantage points, for tests.
+    fn definition() -> Definition {
+        Definition {
             id: "MEAS1".into(),
             tenant: "t".into(),
             runtime: "native".into(),
@@ -463,7 +506,15 @@ mod tests {
             state: State::Running,
             started: 0,
             placed: 0,
-        };
+            split: None,
+            cycle_jobs: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn each_cycle_draws_its_own_vantage_points_and_the_same_when_placed_again() {
+        let nodes = fleet_of_six();
+        let m = definition();
         let draw = |k: u64| select(&nodes, "native", &m.selection, m.seed(k)).unwrap();
         let cycles: Vec<Vec<String>> = (0..20).map(draw).collect();
         for (k, c) in cycles.iter().enumerate() {

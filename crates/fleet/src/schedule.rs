@@ -9,7 +9,10 @@
 //! each in turn. Cycle k's vantage points are a draw seeded by the measurement's id and k
 //! ([`Definition::seed`]): the same for a cycle placed again, another for the next cycle.
 //! A cycle is started only within the tenant's quota ([`crate::quota::check`]); over it,
-//! it waits.
+//! it waits. A split campaign's cycle deals its target list's /24s (/48s) across the
+//! vantage points drawn, from the same seed ([`crate::campaign::deal`]): one job per
+//! vantage point with a share, the same jobs when placed again. How many jobs a cycle
+//! queued is recorded with it (what its archive waits for).
 
 use std::time::Duration;
 
@@ -62,7 +65,10 @@ pub fn run(c: &Connect, tenant: &str, until_idle: bool) -> crate::Result<()> {
 async fn step(fleet: &Fleet, mut m: Definition, seq: u64) -> crate::Result<()> {
     if m.placed < m.started {
         let k = m.placed;
-        place_cycle(fleet, &m, k).await?;
+        let jobs = place_cycle(fleet, &m, k).await?;
+        if m.cycle_jobs.len() as u64 == k {
+            m.cycle_jobs.push(jobs);
+        }
         m.placed = k + 1;
         measurement::write(fleet, &m, seq).await?;
         tracing::info!(measurement = %m.id, cycle = k, "cycle placed");
@@ -92,7 +98,8 @@ async fn step(fleet: &Fleet, mut m: Definition, seq: u64) -> crate::Result<()> {
     Box::pin(step(fleet, m, seq)).await
 }
 
-/// Cycle `k`'s jobs, one on each vantage point drawn for it ([`Definition::seed`]).
+/// Cycle `k`'s jobs, one on each vantage point drawn for it ([`Definition::seed`]); of a
+/// split campaign, one on each vantage point dealt a share of its targets.
 async fn cycle_jobs(
     fleet: &Fleet,
     m: &Definition,
@@ -100,15 +107,37 @@ async fn cycle_jobs(
 ) -> crate::Result<Vec<(SubmitOptions, JobLine)>> {
     let runtime = m.runtime()?;
     let nodes = controller::nodes(fleet).await?;
-    measurement::select(&nodes, &m.runtime, &m.selection, m.seed(k))?
+    let points = measurement::select(&nodes, &m.runtime, &m.selection, m.seed(k))?;
+    let words: Vec<Vec<String>> = match m.split {
+        None => vec![m.words.clone(); points.len()],
+        Some(list) => {
+            let targets = crate::campaign::targets(fleet, &m.tenant, &m.id, list).await?;
+            crate::campaign::deal(&targets, points.len(), m.seed(k))
+                .into_iter()
+                .map(|share| match share.is_empty() {
+                    // fewer prefixes than vantage points: no job
+                    true => Vec::new(),
+                    false => m
+                        .words
+                        .iter()
+                        .cloned()
+                        .chain(share.iter().map(|t| t.to_string()))
+                        .collect(),
+                })
+                .collect()
+        }
+    };
+    points
         .into_iter()
-        .map(|location| {
+        .zip(words)
+        .filter(|(_, w)| !w.is_empty())
+        .map(|(location, words)| {
             let o = SubmitOptions {
                 runtime,
                 location,
                 mode: Mode::Wait,
                 tenant: m.tenant.clone(),
-                words: m.words.clone(),
+                words,
             };
             let job = controller::job_line(&o)?;
             Ok((o, job))
@@ -116,14 +145,16 @@ async fn cycle_jobs(
         .collect()
 }
 
-/// Queues cycle `k`'s job on each vantage point drawn for it.
-async fn place_cycle(fleet: &Fleet, m: &Definition, k: u64) -> crate::Result<()> {
-    for (i, (o, job)) in cycle_jobs(fleet, m, k).await?.into_iter().enumerate() {
+/// Queues cycle `k`'s job on each vantage point drawn for it; how many.
+async fn place_cycle(fleet: &Fleet, m: &Definition, k: u64) -> crate::Result<u64> {
+    let jobs = cycle_jobs(fleet, m, k).await?;
+    let n = jobs.len() as u64;
+    for (i, (o, job)) in jobs.into_iter().enumerate() {
         let cycle = crate::proto::CycleOf {
             measurement: m.id.clone(),
             cycle: k,
         };
         controller::place_as(fleet, &o, job, m.job_id(k, i), Some(cycle)).await?;
     }
-    Ok(())
+    Ok(n)
 }

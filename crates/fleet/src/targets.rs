@@ -12,9 +12,9 @@ use crate::error::ResultExt;
 use crate::proto::{JobRequest, TargetList};
 use crate::Fleet;
 
-/// Stores job `job`'s target list `list` (one address a line) in `tenant`'s data stream;
-/// each chunk's message id is the chunk's, so a retry stores it once. What the request
-/// says of it.
+/// Stores job `job`'s target list `list` (one address a line) in `tenant`'s data stream
+/// (or a split measurement's, under [`crate::campaign::list_key`]); each chunk's message
+/// id is the chunk's, so a retry stores it once. What the request says of it.
 pub async fn store(
     fleet: &Fleet,
     tenant: &str,
@@ -56,9 +56,20 @@ pub async fn store(
 /// The target list of `req` (`None` when its targets are in its line), checked against
 /// what the request says of it; errors say what is wrong with it.
 pub async fn fetch(fleet: &Fleet, req: &JobRequest) -> Result<Option<String>, String> {
-    let Some(t) = req.targets else {
-        return Ok(None);
-    };
+    match req.targets {
+        None => Ok(None),
+        Some(t) => fetch_list(fleet, &req.tenant, &req.id, t).await.map(Some),
+    }
+}
+
+/// The list stored under `key` in `tenant`'s data stream ([`store`]), checked against
+/// `t`, what its storer said of it.
+pub async fn fetch_list(
+    fleet: &Fleet,
+    tenant: &str,
+    key: &str,
+    t: TargetList,
+) -> Result<String, String> {
     let most_chunks = crate::MAX_TARGET_BYTES.div_ceil(crate::DATA_CHUNK_BYTES) as u32;
     if t.bytes > crate::MAX_TARGET_BYTES as u64 || t.chunks > most_chunks {
         return Err(format!(
@@ -70,12 +81,12 @@ pub async fn fetch(fleet: &Fleet, req: &JobRequest) -> Result<Option<String>, St
     }
     let stream = fleet
         .shared
-        .get_stream(crate::data_stream(&req.tenant))
+        .get_stream(crate::data_stream(tenant))
         .await
-        .map_err(|e| format!("its target list: tenant {}'s stream: {e}", req.tenant))?;
+        .map_err(|e| format!("its target list: tenant {tenant}'s stream: {e}"))?;
     let mut text = Vec::with_capacity(t.bytes as usize);
     for i in 0..t.chunks {
-        let subject = crate::data_subject(&req.tenant, &req.id, Some(i));
+        let subject = crate::data_subject(tenant, key, Some(i));
         let m = stream
             .get_last_raw_message_by_subject(&subject)
             .await
@@ -92,9 +103,7 @@ pub async fn fetch(fleet: &Fleet, req: &JobRequest) -> Result<Option<String>, St
             t.bytes
         ));
     }
-    String::from_utf8(text)
-        .map(Some)
-        .map_err(|_| "its target list is not UTF-8".into())
+    String::from_utf8(text).map_err(|_| "its target list is not UTF-8".into())
 }
 
 /// Removes `req`'s target list, if it had one: its job is done, its results stored.

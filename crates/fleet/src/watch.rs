@@ -390,6 +390,7 @@ fn trigger(
         until_us: None,
         max_cycles: None,
         words,
+        split: None,
     };
     measurement::create_named(c, &o, id.to_string()).map(|_| ())
 }

@@ -3323,3 +3323,222 @@ fn a_cycle_over_quota_waits_and_starts_once_the_quota_allows() {
         "{summaries:?}"
     );
 }
+
+/// Issue 42's Ark-style cycles: a campaign of 12 lab targets in 6 /24s split across two
+/// vantage points, two cycles, the controller SIGKILLed after the first and started
+/// again. Each cycle deals every /24 to one vantage point as the cycle's seed says
+/// (`campaign::deal`), every target is pinged once per cycle; each cycle's archive
+/// (gzip-compressed warts) is read back by scamper's own `sc_warts2json`, which sees the
+/// list, the cycle and every record. An archive of a cycle not yet placed is refused.
+#[test]
+fn a_split_campaign_deals_each_prefix_to_one_vantage_point_and_archives_each_cycle() {
+    if !ready(vtnt_testkit::test_name!(), true) {
+        return;
+    }
+    vtnt_testkit::require_tools!("sc_warts2json", "gzip");
+    let broker = Broker::up("ark");
+    let lab = lab("ark");
+    let _a = Agent::start(&broker, "k1", "fr", &lab_net(&lab), &[]);
+    let _b = Agent::start(&broker, "k2", "pl", &lab_net(&lab), &[]);
+    let targets: Vec<String> = (0..6)
+        .flat_map(|p| [1, 2].map(|h| format!("100.64.{p}.{h}")))
+        .collect();
+    let file = TempFile::lines("ark-targets", targets.clone().into_iter());
+    let out = measurement(
+        &broker,
+        "create",
+        &[
+            "--runtime",
+            "native",
+            "--location",
+            "any",
+            "--count",
+            "2",
+            "--every",
+            "4s",
+            "--cycles",
+            "2",
+            "--split",
+            &file.path(),
+            "--",
+            "ping",
+            "-c",
+            "1",
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "create: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let id = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let dir = std::env::temp_dir().join(format!("vtnt-ark-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let archive = |k: u64| {
+        let path = dir.join(format!("{id}-c{k}.warts.gz"));
+        let out = measurement(
+            &broker,
+            "archive",
+            &[
+                &id,
+                "--cycle",
+                &k.to_string(),
+                "-o",
+                &path.display().to_string(),
+            ],
+        );
+        (out, path)
+    };
+    let (early, path) = archive(0);
+    let err = String::from_utf8_lossy(&early.stderr);
+    assert!(
+        !early.status.success()
+            && err.contains("cycle 0 of measurement")
+            && err.contains("not placed yet"),
+        "{err}"
+    );
+    assert!(!path.exists());
+    // cycle 0 placed, the controller SIGKILLed; another finishes the campaign
+    let first = Controller::start(&broker, &[]);
+    let t0 = Instant::now();
+    while measurements(&broker)[0]["placed"] != 1 {
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "{:?}",
+            measurements(&broker)
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // cycle 0's jobs just queued: its archive is refused while one has no summary (its
+    // jobs are usually still deploying; should they all have finished, it is written)
+    let (soon, path) = archive(0);
+    let err = String::from_utf8_lossy(&soon.stderr);
+    if soon.status.success() {
+        eprintln!("cycle 0 finished before its archive was asked");
+    } else {
+        assert!(
+            err.contains("cycle 0 of measurement")
+                && err.contains("is not finished: job")
+                && err.contains("has no summary yet"),
+            "{err}"
+        );
+        assert!(!path.exists());
+        eprintln!("refused at once: {}", err.trim());
+    }
+    drop(first);
+    let mut second = Controller::start(&broker, &["--until-idle"]);
+    let t0 = Instant::now();
+    while second.0.try_wait().expect("waiting").is_none() {
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "the controller did not finish"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let m = measurements(&broker)[0].clone();
+    assert_eq!(m["state"], "done", "{m}");
+    assert_eq!(m["cycle_jobs"], serde_json::json!([2, 2]), "{m}");
+    let def: vtnt_fleet::measurement::Definition = serde_json::from_value(m).unwrap();
+    broker.results(4);
+    let addrs: Vec<std::net::IpAddr> = targets.iter().map(|t| t.parse().unwrap()).collect();
+    let mut dealt = Vec::new();
+    for k in 0..2u64 {
+        // what each job pinged: a share of the cycle's deal
+        let mut shares: Vec<Vec<std::net::IpAddr>> = (0..2)
+            .map(|i| {
+                let out = broker.run("results", &["--job", &def.job_id(k, i)]);
+                assert!(out.status.success());
+                let mut dsts: Vec<std::net::IpAddr> = String::from_utf8_lossy(&out.stdout)
+                    .lines()
+                    .filter(|l| l.starts_with("{\"type\":\"ping\""))
+                    .filter_map(|l| {
+                        l.split("\"dst\":\"")
+                            .nth(1)?
+                            .split('"')
+                            .next()?
+                            .parse()
+                            .ok()
+                    })
+                    .collect();
+                dsts.sort();
+                dsts
+            })
+            .collect();
+        shares.sort();
+        let mut want = vtnt_fleet::campaign::deal(&addrs, 2, def.seed(k));
+        want.sort();
+        assert_eq!(
+            shares, want,
+            "cycle {k}: each /24 on one vantage point, as the seed deals"
+        );
+        let mut all: Vec<_> = shares.iter().flatten().collect();
+        all.sort();
+        assert_eq!(all.len(), 12, "every target once in cycle {k}: {shares:?}");
+        all.dedup();
+        assert_eq!(all.len(), 12, "every target once in cycle {k}: {shares:?}");
+        dealt.push(shares);
+        // the cycle's archive, read back by scamper
+        let (out, path) = archive(k);
+        assert!(
+            out.status.success(),
+            "archive: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let warts = dir.join(format!("c{k}.warts"));
+        let gz = Command::new("gzip").arg("-dc").arg(&path).output().unwrap();
+        assert!(gz.status.success());
+        std::fs::write(&warts, &gz.stdout).unwrap();
+        let sc = Command::new("sc_warts2json").arg(&warts).output().unwrap();
+        assert!(
+            sc.status.success(),
+            "{}",
+            String::from_utf8_lossy(&sc.stderr)
+        );
+        let lines: Vec<Value> = String::from_utf8_lossy(&sc.stdout)
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("sc_warts2json's JSON"))
+            .collect();
+        let of = |t: &str| lines.iter().filter(|v| v["type"] == t).collect::<Vec<_>>();
+        let (starts, stops, pings) = (of("cycle-start"), of("cycle-stop"), of("ping"));
+        assert_eq!(
+            (starts.len(), stops.len(), pings.len()),
+            (1, 1, 12),
+            "{lines:?}"
+        );
+        assert_eq!(starts[0]["list_name"], id.as_str(), "{:?}", starts[0]);
+        assert_eq!(starts[0]["id"], k, "{:?}", starts[0]);
+        let mut pinged: Vec<&str> = pings.iter().filter_map(|p| p["dst"].as_str()).collect();
+        pinged.sort();
+        pinged.dedup();
+        assert_eq!(pinged.len(), 12, "{pinged:?}");
+        eprintln!(
+            "cycle {k}: {} bytes of gzip warts, shares {:?}",
+            std::fs::metadata(&path).unwrap().len(),
+            shares_of(&dealt[k as usize])
+        );
+    }
+    eprintln!(
+        "the two cycles dealt {}",
+        if dealt[0] != dealt[1] {
+            "differently"
+        } else {
+            "alike (as their seeds say)"
+        }
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The /24s of each share, for the log.
+fn shares_of(shares: &[Vec<std::net::IpAddr>]) -> Vec<Vec<String>> {
+    shares
+        .iter()
+        .map(|s| {
+            let mut p: Vec<String> = s
+                .iter()
+                .map(|a| vtnt_fleet::campaign::prefix_of(*a).to_string())
+                .collect();
+            p.dedup();
+            p
+        })
+        .collect()
+}

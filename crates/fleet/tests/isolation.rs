@@ -389,6 +389,8 @@ fn no_tenant_reads_lists_or_cancels_another_tenants_measurements() {
             state: State::Scheduled,
             started: 0,
             placed: 0,
+            split: None,
+            cycle_jobs: Vec::new(),
         };
         measurement::write(&a_fleet, &def, 0).await?;
         let s = seeds(&dir, &Role::Tenant("b".into()));
@@ -505,6 +507,17 @@ fn a_tenant_cannot_raise_or_reset_its_quota_nor_read_anothers() {
                     r#"{"last_by_subj":"vtnt.quota.b.limit"}"#,
                 ),
                 ("$JS.FLEET.API.STREAM.INFO.VTNT_QUOTA_b", ""),
+                // its long target lists are read-only to it, another's out of reach
+                ("$JS.FLEET.API.STREAM.PURGE.VTNT_DATA_a", ""),
+                (
+                    "$JS.FLEET.API.STREAM.MSG.DELETE.VTNT_DATA_a",
+                    r#"{"seq":1}"#,
+                ),
+                (
+                    "$JS.FLEET.API.STREAM.MSG.GET.VTNT_DATA_b",
+                    r#"{"last_by_subj":"vtnt.data.b.j.0"}"#,
+                ),
+                ("$JS.FLEET.API.STREAM.INFO.VTNT_DATA_b", ""),
                 (
                     "$JS.API.STREAM.UPDATE.VTNT_QUOTA_a",
                     r#"{"name":"VTNT_QUOTA_a","subjects":["vtnt.quota.a.*"],"deny_delete":false}"#,

@@ -1,6 +1,7 @@
-//! `vtnt fleet measurement create|list|cancel|watch|watch-routes|run`: the command line of
-//! `vtnt_fleet::measurement` (definitions), `vtnt_fleet::watch` (path changes) and
-//! `vtnt_fleet::schedule` (the controller);
+//! `vtnt fleet measurement create|list|cancel|archive|watch|watch-routes|run`: the command
+//! line of `vtnt_fleet::measurement` (definitions), `vtnt_fleet::archive` (a
+//! cycle's warts), `vtnt_fleet::watch` (path changes) and `vtnt_fleet::schedule`
+//! (the controller);
 //! it only parses and prints.
 
 use std::time::Duration;
@@ -60,6 +61,11 @@ pub enum DefinitionCommand {
         /// At most N cycles.
         #[arg(long, value_name = "N")]
         cycles: Option<u64>,
+        /// An Ark-style campaign: the targets of FILE (one address a line), each cycle
+        /// dealing every /24 (IPv4) or /48 (IPv6) of them to one of its vantage points,
+        /// shuffled per cycle; the job's words then name no target.
+        #[arg(long, value_name = "FILE")]
+        split: Option<std::path::PathBuf>,
         /// The job: `vtnt` words, after `--`.
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
         job: Vec<String>,
@@ -81,6 +87,22 @@ pub enum DefinitionCommand {
         #[arg(long, default_value = broker::DEFAULT_TENANT)]
         tenant: String,
         id: String,
+    },
+    /// Write cycle K of measurement ID as one gzip-compressed warts file: a list named ID,
+    /// a cycle start, every record of the cycle's jobs, a cycle stop. Refused while a job
+    /// of the cycle has not finished; the file is replaced whole or not at all.
+    Archive {
+        #[command(flatten)]
+        connect: ConnectArgs,
+        #[arg(long, default_value = broker::DEFAULT_TENANT)]
+        tenant: String,
+        id: String,
+        /// The cycle (0 is the first).
+        #[arg(long, value_name = "K")]
+        cycle: u64,
+        /// The file to write (`.warts.gz`).
+        #[arg(short = 'o', long = "output", value_name = "FILE")]
+        output: std::path::PathBuf,
     },
     /// Watch measurement ID's traces: on a path change (a hop answering from another
     /// address, the destination at another distance) define a one-off measurement of JOB
@@ -157,8 +179,20 @@ pub fn run(cmd: DefinitionCommand) -> anyhow::Result<()> {
             start_in,
             until,
             cycles,
+            split,
             job,
         } => {
+            let split = match split {
+                None => None,
+                Some(p) => {
+                    let text = std::fs::read_to_string(&p)
+                        .with_context(|| format!("reading {}", p.display()))?;
+                    Some(
+                        vtnt_jobspec::parse_target_list(&text)
+                            .map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))?,
+                    )
+                }
+            };
             let m = measurement::create(
                 &connect.connect(Role::Tenant(tenant.clone()))?,
                 &CreateOptions {
@@ -176,6 +210,7 @@ pub fn run(cmd: DefinitionCommand) -> anyhow::Result<()> {
                     until_us: until,
                     max_cycles: cycles,
                     words: job,
+                    split,
                 },
             )?;
             out!("{}", m.id);
@@ -208,6 +243,28 @@ pub fn run(cmd: DefinitionCommand) -> anyhow::Result<()> {
                 &id,
             )?;
             out!("{}\tcancelled after {} cycle(s)", m.id, m.started);
+        }
+        DefinitionCommand::Archive {
+            connect,
+            tenant,
+            id,
+            cycle,
+            output,
+        } => {
+            let r = vtnt_fleet::archive::archive(
+                &connect.connect(Role::Tenant(tenant.clone()))?,
+                &tenant,
+                &id,
+                cycle,
+                &output,
+            )?;
+            out!(
+                "{}\tcycle {cycle} of {id}: {} record(s) of {} job(s), {} bytes",
+                r.path.display(),
+                r.records,
+                r.jobs,
+                r.bytes
+            );
         }
         DefinitionCommand::Watch {
             connect,
