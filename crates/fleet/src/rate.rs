@@ -259,7 +259,12 @@ async fn update<T>(
     for _ in 0..WRITE_TRIES {
         let (leases, seq) = last::<Leases>(st, &subject).await?;
         let mut leases = leases.at(crate::now_us());
+        let before = leases.clone();
         let out = change(&mut leases);
+        // nothing changed (a refusal holding nothing, a lease already gone): no write
+        if leases == before {
+            return Ok(out);
+        }
         let mut h = async_nats::HeaderMap::new();
         h.insert(
             "Nats-Expected-Last-Subject-Sequence",

@@ -1099,9 +1099,24 @@ fn the_scale_benchmark_runs_at_a_small_n() {
             "50,100",
             "--capacity-seconds",
             "0.5",
+            "--edge-limit",
+            "20",
         ],
     );
     let _ = std::fs::remove_dir_all(&out);
+    // the fleet-wide rate limit at the lab's edge: without it the 5 jobs together send
+    // about ten times the limit toward the /24, with it no 1-s window holds more than the
+    // limit (and a probe per job for the window's two ends)
+    let edge = &v["report"]["edge"];
+    let (peer, limited) = (&edge["unlimited"], &edge["limited"]);
+    assert_eq!(
+        (peer["ok"].as_u64(), limited["ok"].as_u64()),
+        (Some(5), Some(5)),
+        "{edge}"
+    );
+    assert!(peer["max_pps"].as_u64().unwrap() > 40, "{edge}");
+    assert!(limited["max_pps"].as_u64().unwrap() <= 20 + 5, "{edge}");
+    assert!(limited["mean_pps"].as_f64().unwrap() > 10.0, "{edge}");
     let modes = v["report"]["modes"].as_array().expect("modes");
     assert_eq!(modes.len(), 2, "{v}");
     let (wait, discard) = (&modes[0], &modes[1]);
