@@ -147,7 +147,7 @@ fn named(key: &str) -> String {
     }
 }
 
-/// The stream, created unless it exists (`vtnt fleet up`, an agent's start).
+/// The stream, created unless it exists (`vtnt fleet up`).
 pub(crate) async fn create(fleet: &Fleet) -> crate::Result<jetstream::stream::Stream> {
     crate::ensure_stream(
         &fleet.shared,
@@ -162,6 +162,23 @@ pub(crate) async fn create(fleet: &Fleet) -> crate::Result<jetstream::stream::St
     )
     .await
     .nats("the rate limit's stream")
+}
+
+/// The stream as `fleet`'s user reaches it; `None` on a fleet made by an older `vtnt
+/// fleet up`, which has no rate limit.
+async fn stream(fleet: &Fleet) -> crate::Result<Option<jetstream::stream::Stream>> {
+    crate::existing(&fleet.shared, STREAM).await
+}
+
+/// The stream, which the operator's commands need.
+async fn needed(fleet: &Fleet) -> crate::Result<jetstream::stream::Stream> {
+    match stream(fleet).await? {
+        Some(st) => Ok(st),
+        None => bail!(
+            Invalid,
+            "the fleet has no rate-limit stream {STREAM}: it was made by an older `vtnt fleet up`; run `vtnt fleet up` again"
+        ),
+    }
 }
 
 /// The last message on `subject` decoded, with its sequence (0: none).
@@ -182,7 +199,7 @@ async fn last<T: serde::de::DeserializeOwned + Default>(
 
 /// The fleet's limits now.
 pub async fn limits(fleet: &Fleet) -> crate::Result<Limits> {
-    let st = create(fleet).await?;
+    let st = needed(fleet).await?;
     Ok(last::<Limits>(&st, LIMIT_SUBJECT).await?.0)
 }
 
@@ -310,7 +327,12 @@ pub async fn acquire(
     targets: &[IpAddr],
     asked: u32,
 ) -> crate::Result<Result<Held, String>> {
-    let st = create(fleet).await?;
+    let Some(st) = stream(fleet).await? else {
+        return Ok(Ok(Held {
+            keys: Vec::new(),
+            pps: asked,
+        }));
+    };
     let limits = last::<Limits>(&st, LIMIT_SUBJECT).await?.0;
     let keys = keys(targets, &limits);
     if keys.is_empty() {
@@ -380,7 +402,10 @@ fn share(node: &str, pps: u32) -> Share {
 
 /// Renews job `job`'s leases on `keys` (while it runs, every [`crate::quota::RENEW`]).
 pub async fn renew(fleet: &Fleet, job: &str, keys: &[String]) -> crate::Result<()> {
-    let st = create(fleet).await?;
+    if keys.is_empty() {
+        return Ok(());
+    }
+    let st = needed(fleet).await?;
     for key in keys {
         update(fleet, &st, key, |l| {
             if let Some(s) = l.jobs.get_mut(job) {
@@ -397,7 +422,7 @@ pub async fn release(fleet: &Fleet, job: &str, keys: &[String]) -> crate::Result
     if keys.is_empty() {
         return Ok(());
     }
-    let st = create(fleet).await?;
+    let st = needed(fleet).await?;
     for key in keys {
         update(fleet, &st, key, |l| {
             l.jobs.remove(job);
@@ -409,7 +434,7 @@ pub async fn release(fleet: &Fleet, job: &str, keys: &[String]) -> crate::Result
 
 /// The leases on `key` now (live ones), as the operator reads them.
 pub async fn leases(fleet: &Fleet, key: &str) -> crate::Result<Leases> {
-    let st = create(fleet).await?;
+    let st = needed(fleet).await?;
     Ok(last::<Leases>(&st, &lease_subject(key))
         .await?
         .0
