@@ -441,6 +441,10 @@ pub enum BenchCommand {
         /// Seconds of events per rate of the capacity sweep.
         #[arg(long, default_value_t = 2.0)]
         capacity_seconds: f64,
+        /// The fleet-wide per-prefix rate limit of the etiquette phase, pps (the agents'
+        /// jobs ask ten times it in all).
+        #[arg(long, default_value_t = vtnt_fleet::rate::DEFAULT_PER_PREFIX)]
+        edge_limit: u32,
         /// Where the node and event files and each event's result line (results-MODE.jsonl) go.
         #[arg(long, default_value = "bench-fleet-scale")]
         out: std::path::PathBuf,
@@ -753,6 +757,7 @@ pub fn run(cmd: BenchCommand) -> anyhow::Result<ExitCode> {
             job,
             capacity_rates,
             capacity_seconds,
+            edge_limit,
             out,
             json,
         } => {
@@ -767,6 +772,7 @@ pub fn run(cmd: BenchCommand) -> anyhow::Result<ExitCode> {
                     exe: std::env::current_exe()?,
                     capacity_rates,
                     capacity_seconds,
+                    edge_limit,
                 },
                 &out,
             )?;

@@ -250,6 +250,37 @@ pub enum FleetCommand {
         #[command(subcommand)]
         what: QuotaCommand,
     },
+    /// The fleet-wide rate limit toward one prefix (/24, /48) and one destination,
+    /// summed over every agent's jobs (docs/fleet.md, "Etiquette"). Uses the operator's
+    /// key.
+    RateLimit {
+        #[command(subcommand)]
+        what: RateLimitCommand,
+    },
+}
+
+#[derive(clap::Subcommand)]
+pub enum RateLimitCommand {
+    /// Set the limits (probes per second, at least 1, or `unlimited`); a limit not given
+    /// stays as it was; neither given: 100 per prefix and 20 per destination.
+    Set {
+        #[command(flatten)]
+        connect: ConnectArgs,
+        /// Probes per second toward one IPv4 /24 or IPv6 /48, from the whole fleet.
+        #[arg(long, value_name = "PPS", value_parser = rate, allow_hyphen_values = true)]
+        per_prefix: Option<Rate>,
+        /// Probes per second toward one address, from the whole fleet.
+        #[arg(long, value_name = "PPS", value_parser = rate, allow_hyphen_values = true)]
+        per_destination: Option<Rate>,
+    },
+    /// The limits now.
+    Show {
+        #[command(flatten)]
+        connect: ConnectArgs,
+        /// One JSON object.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(clap::Subcommand)]
@@ -529,6 +560,7 @@ pub fn run(cmd: FleetCommand) -> anyhow::Result<ExitCode> {
         FleetCommand::Measurement { what } => measurement::run(what)?,
         FleetCommand::OptOut { what } => opt_out(what)?,
         FleetCommand::Quota { what } => quota(what)?,
+        FleetCommand::RateLimit { what } => rate_limit(what)?,
         FleetCommand::Images { what } => {
             let stored = match what {
                 ImagesCommand::Put { connect, runtimes } => {
@@ -766,6 +798,48 @@ fn quota(cmd: QuotaCommand) -> anyhow::Result<()> {
         limit(q.limits.probes_per_day),
         q.probes_today
     );
+    Ok(())
+}
+
+/// A rate limit on the command line (`None`: unlimited).
+#[derive(Debug, Clone, Copy)]
+pub struct Rate(Option<u32>);
+
+fn rate(s: &str) -> Result<Rate, String> {
+    vtnt_fleet::rate::parse_limit(s).map(Rate)
+}
+
+/// `vtnt fleet rate-limit set|show`.
+fn rate_limit(cmd: RateLimitCommand) -> anyhow::Result<()> {
+    use vtnt_fleet::rate;
+    let l = match cmd {
+        RateLimitCommand::Set {
+            connect,
+            per_prefix,
+            per_destination,
+        } => {
+            let (p, d) = match (per_prefix, per_destination) {
+                (None, None) => (
+                    Some(Some(rate::DEFAULT_PER_PREFIX)),
+                    Some(Some(rate::DEFAULT_PER_DESTINATION)),
+                ),
+                (p, d) => (p.map(|r| r.0), d.map(|r| r.0)),
+            };
+            rate::set(&connect.connect(Role::Operator)?, p, d)?
+        }
+        RateLimitCommand::Show { connect, json } => {
+            let l = rate::show(&connect.connect(Role::Operator)?)?;
+            if json {
+                out!("{}", serde_json::to_string(&l)?);
+                return Ok(());
+            }
+            l
+        }
+    };
+    let limit = |l: Option<u32>| l.map_or("unlimited".to_string(), |n| n.to_string());
+    out!("LIMIT\tPPS");
+    out!("per-prefix\t{}", limit(l.per_prefix));
+    out!("per-destination\t{}", limit(l.per_destination));
     Ok(())
 }
 

@@ -119,7 +119,8 @@ enum Command {
     #[command(subcommand)]
     Fw(fw::FwCommand),
     /// Jobs on agents over NATS: a broker (up, down), submit, status, results; measurements
-    /// (once, periodic, triggered by path changes and routing events), quotas, the opt-out list.
+    /// (once, periodic, split in cycles, triggered by path changes and routing events),
+    /// quotas, the opt-out list, the fleet-wide rate limit.
     #[cfg(feature = "fleet")]
     #[command(subcommand)]
     Fleet(fleet::FleetCommand),

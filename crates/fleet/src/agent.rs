@@ -726,6 +726,18 @@ async fn job(
         .await
         .unwrap_or_else(thread),
     };
+    // the fleet-wide rate limit: the job's pps lowered to its share of every prefix and
+    // destination it probes ([`crate::rate`]), waiting for one in wait mode
+    let (checked, rate) = match checked {
+        Ok((rt, mut spec, opts)) => match rate_lease(&ctx, &req, &spec, mode).await {
+            Ok(held) => {
+                spec.engine.pps = held.pps;
+                (Ok((rt, spec, opts)), held.keys)
+            }
+            Err(e) => (Err(e), Vec::new()),
+        },
+        Err(e) => (Err(e), Vec::new()),
+    };
     // the tenant's quota, as the job starts: refused over it, else its lease renewed
     // while it runs ([`crate::quota`])
     let leased = match checked {
@@ -739,14 +751,18 @@ async fn job(
         }
         Err(e) => Err(e),
     };
+    if leased.is_err() {
+        release_rate(&ctx, &req, &rate).await;
+    }
     let lease = leased.is_ok().then(|| {
-        let (ctx, req) = (ctx.clone(), req.clone());
+        let (ctx, req, rate) = (ctx.clone(), req.clone(), rate.clone());
         tokio::spawn(async move {
             let mut t = tokio::time::interval(crate::quota::RENEW);
             t.tick().await;
             loop {
                 t.tick().await;
                 let _ = crate::quota::renew(&ctx.fleet, &req.tenant, &req.id).await;
+                let _ = crate::rate::renew(&ctx.fleet, &req.id, &rate).await;
             }
         })
     });
@@ -817,6 +833,7 @@ async fn job(
         if let Err(e) = crate::quota::release(&ctx.fleet, &req.tenant, &req.id, sent).await {
             tracing::warn!(node = ctx.node(), job = %req.id, error = %format!("{e:#}"), "returning the job's quota lease failed");
         }
+        release_rate(&ctx, &req, &rate).await;
     }
     match (&stored, &wq) {
         (Ok(()), Some(m)) => {
@@ -915,6 +932,44 @@ fn systemd_word(w: &str) -> String {
             .replace('"', "\\\"")
             .replace('\n', "\\n")
     )
+}
+
+/// Job `req`'s rate leases ([`crate::rate::acquire`]): its share now, or in wait mode
+/// (its message's progress acked meanwhile) as soon as one frees within
+/// [`crate::rate::WAIT`]; else refused, naming the prefix or destination whose limit
+/// others hold.
+async fn rate_lease(
+    ctx: &Ctx,
+    req: &JobRequest,
+    spec: &vtnt_jobspec::JobSpec,
+    mode: Mode,
+) -> Result<crate::rate::Held, (JobStatus, String)> {
+    let t0 = Instant::now();
+    loop {
+        let got = crate::rate::acquire(
+            &ctx.fleet,
+            &req.id,
+            ctx.node(),
+            spec.target_list(),
+            spec.engine.pps,
+        )
+        .await;
+        match got {
+            Ok(Ok(held)) => return Ok(held),
+            Ok(Err(why)) if mode == Mode::Discard || t0.elapsed() >= crate::rate::WAIT => {
+                return Err((JobStatus::Refused, why))
+            }
+            Ok(Err(_)) => tokio::time::sleep(crate::rate::RETRY).await,
+            Err(e) => return Err((JobStatus::Error, crate::error::chain(&e))),
+        }
+    }
+}
+
+/// Returns job `req`'s rate leases on `keys`.
+async fn release_rate(ctx: &Ctx, req: &JobRequest, keys: &[String]) {
+    if let Err(e) = crate::rate::release(&ctx.fleet, &req.id, keys).await {
+        tracing::warn!(node = ctx.node(), job = %req.id, error = %format!("{e:#}"), "returning the job's rate leases failed");
+    }
 }
 
 /// Checks a job, its long target list `list` if it has one, as the command line would

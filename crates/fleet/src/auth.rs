@@ -51,11 +51,12 @@
 //!   asks for its own backlog, and receives only on its own inbox prefix (`_INBOX_T.<t>`);
 //! - agents take jobs (the work-queue consumers, the discard subjects, the large target
 //!   lists), answer requests, heartbeat, store results for any tenant and keep the
-//!   tenants' quota use (`vtnt.quota.*.use`); they read no results back (those are in the
-//!   tenants' accounts), and read the images' object store and the opt-out list
-//!   ([`crate::optout`]), which the operator writes;
-//! - the operator writes the images, the opt-out list and the tenants' quota limits
-//!   (`vtnt.quota.*.limit`).
+//!   tenants' quota use (`vtnt.quota.*.use`) and the rate limit's leases
+//!   (`vtnt.rate.lease.>`, [`crate::rate`]); they read no results back (those are in the
+//!   tenants' accounts), and read the images' object store, the opt-out list
+//!   ([`crate::optout`]) and the rate limits, which the operator writes;
+//! - the operator writes the images, the opt-out list, the tenants' quota limits
+//!   (`vtnt.quota.*.limit`) and the fleet's rate limits (`vtnt.rate.limit`).
 
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
@@ -204,6 +205,8 @@ fn agent(tenants: &[String]) -> Value {
         HEARTBEATS.into(),
         // the tenants' use of their quotas, which the agents keep ([`crate::quota`])
         crate::quota::use_subject("*"),
+        // the rate limit's leases ([`crate::rate`])
+        crate::rate::lease_subject(">"),
         format!("$JS.API.STREAM.INFO.{jobs}"),
         format!("$JS.API.STREAM.INFO.{nodes}"),
         // its heartbeat read back, for its clock's offset ([`crate::clock`])
@@ -225,6 +228,7 @@ fn agent(tenants: &[String]) -> Value {
     }
     allow.extend(read_images());
     allow.extend(read_stream(crate::optout::STREAM));
+    allow.extend(read_stream(crate::rate::STREAM));
     json!({
         "publish": {"allow": allow},
         "subscribe": {"allow": [
@@ -253,7 +257,9 @@ fn read_stream(s: &str) -> [String; 2] {
 fn operator(tenants: &[String]) -> Value {
     let mut allow = read_images();
     allow.extend(read_stream(crate::optout::STREAM));
+    allow.extend(read_stream(crate::rate::STREAM));
     allow.extend([
+        crate::rate::LIMIT_SUBJECT.to_string(),
         format!("$JS.API.STREAM.PURGE.OBJ_{IMAGES_BUCKET}"),
         format!("$O.{IMAGES_BUCKET}.>"),
         crate::optout::SUBJECT.to_string(),

@@ -386,6 +386,7 @@ fn make_streams(
         fleet.nodes().await?;
         crate::images::create(&fleet).await?;
         crate::optout::create(&fleet).await?;
+        crate::rate::create(&fleet).await?;
         for t in tenants {
             fleet.data(t).await?;
             crate::quota::stream(&fleet, t).await?;

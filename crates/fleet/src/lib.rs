@@ -12,6 +12,8 @@
 //!   cycles on time.
 //! - [`quota`]: per-tenant quotas (concurrent jobs, probes per day), set by the operator,
 //!   enforced by the agents and checked first by the controller.
+//! - [`rate`]: the fleet-wide rate limit per prefix and per destination, leased by each
+//!   job's agent before it starts.
 //! - [`replay`]: `vtnt fleet replay NODES EVENTS`, seed 000's event list placed on time.
 //! - [`proto`]: the JSON messages.
 //! - [`auth`]: the agents' and tenants' accounts, keys and permissions.
@@ -40,6 +42,8 @@
 //!   ([`targets`]).
 //! - quotas: `VTNT_QUOTA_<tenant>`, on `vtnt.quota.<tenant>.limit` (the operator's) and
 //!   `vtnt.quota.<tenant>.use` (the agents', compare-and-set) ([`quota`]).
+//! - rate limit: `VTNT_RATE`, on `vtnt.rate.limit` (the operator's) and
+//!   `vtnt.rate.lease.<key>` (the agents', compare-and-set) ([`rate`]).
 //!
 //! The tenant of a job is the token its subject carries, which the broker's accounts and
 //! permissions tie to the tenant's key; the agent refuses a job whose body names another,
@@ -63,6 +67,7 @@ pub mod measurement;
 pub mod optout;
 pub mod proto;
 pub mod quota;
+pub mod rate;
 pub mod replay;
 pub mod schedule;
 pub mod targets;

@@ -1099,9 +1099,24 @@ fn the_scale_benchmark_runs_at_a_small_n() {
             "50,100",
             "--capacity-seconds",
             "0.5",
+            "--edge-limit",
+            "20",
         ],
     );
     let _ = std::fs::remove_dir_all(&out);
+    // the fleet-wide rate limit at the lab's edge: without it the 5 jobs together send
+    // about ten times the limit toward the /24, with it no 1-s window holds more than the
+    // limit (and a probe per job for the window's two ends)
+    let edge = &v["report"]["edge"];
+    let (peer, limited) = (&edge["unlimited"], &edge["limited"]);
+    assert_eq!(
+        (peer["ok"].as_u64(), limited["ok"].as_u64()),
+        (Some(5), Some(5)),
+        "{edge}"
+    );
+    assert!(peer["max_pps"].as_u64().unwrap() > 40, "{edge}");
+    assert!(limited["max_pps"].as_u64().unwrap() <= 20 + 5, "{edge}");
+    assert!(limited["mean_pps"].as_f64().unwrap() > 10.0, "{edge}");
     let modes = v["report"]["modes"].as_array().expect("modes");
     assert_eq!(modes.len(), 2, "{v}");
     let (wait, discard) = (&modes[0], &modes[1]);
@@ -3541,4 +3556,101 @@ fn shares_of(shares: &[Vec<std::net::IpAddr>]) -> Vec<Vec<String>> {
             p
         })
         .collect()
+/// `fleet rate-limit SUB` with the broker's reach and `args`.
+fn rate_cmd(broker: &Broker, sub: &str, args: &[&str]) -> Output {
+    let mut a = vec!["fleet", "rate-limit", sub];
+    a.extend(broker.reach.iter().map(String::as_str));
+    a.extend_from_slice(args);
+    vtnt(&a)
+}
+
+/// The fleet-wide rate limit holds across agents: 40 jobs leasing at once toward one /24,
+/// each on one of 4 connections as the agents' user, asking 15 pps each under 100 per
+/// /24, are granted 100 in all and the rest refused, naming the prefix and its limit; a
+/// job over two destinations under 10 per destination gets 10; leases not renewed (their
+/// agent died) no longer count after [`vtnt_fleet::rate::LEASE`]. A limit of 0 or a
+/// negative one is refused and changes nothing.
+#[test]
+fn concurrent_rate_leases_never_pass_the_limit_and_a_dead_agents_expire() {
+    if !ready(vtnt_testkit::test_name!(), false) {
+        return;
+    }
+    let broker = Broker::up("rlim");
+    let operator =
+        vtnt_fleet::Connect::local(&broker.name, vtnt_fleet::auth::Role::Operator).unwrap();
+    let agent = vtnt_fleet::Connect::local(&broker.name, vtnt_fleet::auth::Role::Agent).unwrap();
+    for (bad, says) in [
+        ("0", "a rate limit of 0 would stop every probe"),
+        ("-5", "a whole number of probes per second"),
+    ] {
+        let out = rate_cmd(&broker, "set", &["--per-prefix", bad]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success() && err.contains(says), "{err}");
+    }
+    let e = vtnt_fleet::rate::set(&operator, Some(Some(0)), None).unwrap_err();
+    assert!(format!("{e:#}").contains("0 probes per second"), "{e:#}");
+    let none = vtnt_fleet::rate::show(&operator).unwrap();
+    assert_eq!(none, vtnt_fleet::rate::Limits::default());
+    let out = rate_cmd(
+        &broker,
+        "set",
+        &["--per-prefix", "100", "--per-destination", "unlimited"],
+    );
+    assert!(
+        out.status.success(),
+        "rate-limit set: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let ip = |s: String| -> std::net::IpAddr { s.parse().unwrap() };
+    let (granted, refusals, leased) = vtnt_fleet::block_on(async {
+        let mut fleets = Vec::new();
+        for i in 0..4 {
+            fleets.push(agent.fleet(&format!("racer {i}")).await?.1);
+        }
+        let tries =
+            (0..40).map(|j| {
+                let fleet = &fleets[j % 4];
+                let targets = [ip(format!("192.0.2.{}", j + 1))];
+                async move {
+                    vtnt_fleet::rate::acquire(fleet, &format!("j{j}"), "n", &targets, 15).await
+                }
+            });
+        let (mut granted, mut refusals) = (0u32, Vec::new());
+        for a in futures::future::join_all(tries).await {
+            match a? {
+                Ok(held) => granted += held.pps,
+                Err(why) => refusals.push(why),
+            }
+        }
+        let leased = vtnt_fleet::rate::leases(&fleets[0], "p4-192-0-2-0").await?;
+        Ok::<_, vtnt_fleet::Error>((granted, refusals, leased))
+    })
+    .expect("leasing");
+    assert_eq!(granted, 100, "{leased:?}");
+    assert_eq!(leased.jobs.values().map(|s| s.pps).sum::<u32>(), 100);
+    assert_eq!(refusals.len(), 40 - leased.jobs.len(), "{refusals:?}");
+    assert!(
+        refusals[0].contains(
+            "rate limit: prefix 192.0.2.0/24 may receive 100 probes per second from the whole fleet"
+        ),
+        "{refusals:?}"
+    );
+    vtnt_fleet::rate::set(&operator, None, Some(Some(10))).unwrap();
+    let t0 = Instant::now();
+    let (two, after) = vtnt_fleet::block_on(async {
+        let (_, fleet) = agent.fleet("late").await?;
+        let two = [ip("198.51.100.1".into()), ip("198.51.100.2".into())];
+        let two = vtnt_fleet::rate::acquire(&fleet, "two", "n", &two, 50).await?;
+        // nobody renews the /24's leases: after LEASE they are gone
+        tokio::time::sleep(vtnt_fleet::rate::LEASE + Duration::from_secs(1)).await;
+        let one = [ip("192.0.2.200".into())];
+        let after = vtnt_fleet::rate::acquire(&fleet, "after", "n", &one, 15).await?;
+        Ok::<_, vtnt_fleet::Error>((two, after))
+    })
+    .expect("leasing again");
+    let two = two.expect("a share");
+    assert_eq!(two.pps, 10, "the least of its keys' shares");
+    assert_eq!(two.keys.len(), 3, "{:?}", two.keys);
+    assert_eq!(after.expect("the dead leases expired").pps, 10);
+    assert!(t0.elapsed() < vtnt_fleet::rate::LEASE * 3);
 }

@@ -871,3 +871,66 @@ fn only_the_operator_writes_the_opt_out_list() {
     drop(up);
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// Only the operator sets the fleet's rate limits and only agents write the leases
+/// ([`vtnt_fleet::rate`]): a tenant (both its users) neither sets a limit nor writes a
+/// lease, an agent sets no limit, and none of them deletes, purges or rewrites the
+/// stream; the limits afterwards are the operator's.
+#[test]
+fn only_the_operator_sets_the_rate_limit_and_only_agents_lease() {
+    vtnt_testkit::require_root!();
+    vtnt_testkit::require_tools!("nats-server");
+    let up = Up::tenants_a_and_b("rl");
+    let (url, dir, name) = (up.0.url.clone(), up.0.dir.clone(), up.0.name.clone());
+    let operator = Connect::local(&name, Role::Operator).unwrap();
+    let set = vtnt_fleet::rate::set(&operator, Some(Some(100)), Some(None))
+        .expect("the operator sets the limit");
+    let failures = vtnt_fleet::block_on(async move {
+        let mut failures: Vec<String> = Vec::new();
+        let s = |r: &Role| seeds(&dir, r);
+        let b = Role::Tenant("b".into());
+        let peers = [
+            Peer::connect(&url, &s(&b)[0], &b.inbox_prefix(), "b").await,
+            Peer::connect(&url, &s(&b)[1], &b.inbox_prefix(), "b's requests").await,
+            Peer::connect(
+                &url,
+                &s(&Role::Agent)[0],
+                &Role::Agent.inbox_prefix(),
+                "agent",
+            )
+            .await,
+        ];
+        let api = "$JS.API.STREAM";
+        let raise = r#"{"per_prefix":1000000,"per_destination":null}"#;
+        for p in &peers {
+            let mut asked = vec![
+                ("vtnt.rate.limit".to_string(), raise),
+                (format!("{api}.PURGE.VTNT_RATE"), ""),
+                (format!("{api}.MSG.DELETE.VTNT_RATE"), r#"{"seq":1}"#),
+                (format!("{api}.DELETE.VTNT_RATE"), ""),
+                (format!("{api}.UPDATE.VTNT_RATE"), r#"{"name":"VTNT_RATE"}"#),
+            ];
+            if p.who != "agent" {
+                asked.push(("vtnt.rate.lease.p4-192-0-2-0".into(), r#"{"jobs":{}}"#));
+            }
+            for (subject, body) in asked {
+                if let Ok(answer) = p.ask(&subject, body).await {
+                    failures.push(format!("{} was answered on {subject}: {answer}", p.who));
+                }
+            }
+        }
+        let (_, fleet) = Connect::local(&name, Role::Agent)?
+            .fleet("rate agent")
+            .await?;
+        let read = vtnt_fleet::rate::limits(&fleet).await?;
+        if read != set {
+            failures.push(format!(
+                "the agent reads {read:?}, not the operator's {set:?}"
+            ));
+        }
+        Ok::<_, vtnt_fleet::Error>(failures)
+    })
+    .expect("the fleet's own steps");
+    drop(up);
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

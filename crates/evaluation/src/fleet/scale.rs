@@ -13,6 +13,9 @@
 //! Before the events, the fleet's etiquette at that scale ([`opt_out_reach`]): the
 //! operator changes the opt-out list and each agent's heartbeat says when it applied it.
 //!
+//! Then the fleet-wide rate limit at the lab's edge ([`super::edge`]): every agent a job
+//! toward one lab /24, ten times the limit in all, with and without the limit.
+//!
 //! Then the controller's own limit, a sweep of offered rates ([`capacity`]): events placed
 //! where no agent is (wait mode: queued to a location none serves; discard mode: asked
 //! where none listens, each decided by "no responders"), so no job competes for the CPU;
@@ -60,6 +63,8 @@ pub struct ScaleOptions {
     pub capacity_rates: Vec<f64>,
     /// Seconds of events per rate of the sweep.
     pub capacity_seconds: f64,
+    /// The per-prefix limit of the etiquette phase, pps.
+    pub edge_limit: u32,
 }
 
 /// A rate is sustained when placements run at most this late at p99 (issue 17's p99
@@ -131,6 +136,8 @@ pub struct ScaleReport {
     /// A change of the opt-out list, from the operator's write to each agent applying
     /// it (the agent's own stamp; agents and operator share this host's clock), ms.
     pub opt_out_ms: Quantiles,
+    /// The fleet-wide rate limit at the lab's edge, with its peer.
+    pub edge: super::edge::EdgeReport,
     /// Seconds for the whole run, agents' start-up included.
     pub duration_s: f64,
 }
@@ -212,6 +219,7 @@ impl ScaleReport {
             "\nAn opt-out list change applied by {} of {} agents: p50 {:.0} / p99 {:.0} / max {:.0} ms after the operator's write (goal: every agent within {} ms).\n",
             o.n, self.agents, o.p50, o.p99, o.max, OPT_OUT_GOAL.as_millis()
         ));
+        s.push_str(&self.edge.markdown(self.agents));
         if !self.capacity.is_empty() {
             s.push_str(&format!(
                 "\nCapacity sweep (events placed where no agent is; sustained: all placed, late p99 <= {SUSTAINED_LATE_P99_MS} ms):\n\n| mode | offered/s | events | placed | failed | achieved/s | decision p50 / p99 ms | late p50 / p99 ms | sustained |\n|---|---:|---:|---:|---:|---:|---:|---:|---|\n"
@@ -398,6 +406,15 @@ pub fn run(o: &ScaleOptions, dir: &Path) -> anyhow::Result<ScaleReport> {
     std::fs::write(&nodes_file, nodes)?;
     fleet.wait_up(o.agents, Duration::from_secs(30 + o.agents as u64 / 2))?;
     let opt_out_ms = opt_out_reach(&fleet, o.agents)?;
+    let edge = super::edge::measure(
+        &fleet,
+        TENANT,
+        &nodes_file,
+        o.agents,
+        &o.lab,
+        o.edge_limit,
+        dir,
+    )?;
     let agent = fleet.agent()?;
     let n = (o.rate * o.seconds).ceil() as usize;
     let bare_request_ms = vtnt_fleet::block_on(bare_round_trips(
@@ -481,6 +498,7 @@ pub fn run(o: &ScaleOptions, dir: &Path) -> anyhow::Result<ScaleReport> {
         bare_request_ms,
         capacity,
         opt_out_ms,
+        edge,
         duration_s: t0.elapsed().as_secs_f64(),
     })
 }
