@@ -3556,6 +3556,8 @@ fn shares_of(shares: &[Vec<std::net::IpAddr>]) -> Vec<Vec<String>> {
             p
         })
         .collect()
+}
+
 /// `fleet rate-limit SUB` with the broker's reach and `args`.
 fn rate_cmd(broker: &Broker, sub: &str, args: &[&str]) -> Output {
     let mut a = vec!["fleet", "rate-limit", sub];
