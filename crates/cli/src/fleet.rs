@@ -425,6 +425,12 @@ pub struct AgentArgs {
     /// (a lab's vantage point, a TAP guest's address); none on the host's network.
     #[arg(long, value_name = "ADDR")]
     public_address: Option<std::net::IpAddr>,
+    /// Who probes and how operators of probed networks reach you
+    /// (`"vtnt measurement; ops@example.org"`, printable ASCII, at most 54 bytes): carried
+    /// in the payload of every job's UDP and ICMP probes that have room and no payload
+    /// of their own (docs/fleet.md, "Etiquette").
+    #[arg(long, value_name = "TEXT")]
+    contact: Option<String>,
     /// Print a systemd unit that runs this agent with these options, and exit:
     /// `vtnt agent ... --systemd-unit > /etc/systemd/system/vtnt-agent.service`.
     #[arg(long)]
@@ -468,6 +474,7 @@ pub fn agent(a: AgentArgs) -> anyhow::Result<ExitCode> {
         asn: a.asn,
         country: a.country,
         public_address: a.public_address,
+        contact: a.contact,
     })?;
     Ok(ExitCode::SUCCESS)
 }

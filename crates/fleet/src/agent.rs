@@ -71,6 +71,9 @@ pub struct AgentOptions {
     /// `None`: the network's vantage address, where it has one
     /// (`Network::vantage_address`).
     pub public_address: Option<std::net::IpAddr>,
+    /// Who probes and how to reach them, carried in the payload of every job's probes
+    /// where the method allows (`--contact`, [`vtnt_jobspec::JobKind::carry_contact`]).
+    pub contact: Option<String>,
 }
 
 /// `--images-from` naming the fleet's object store.
@@ -100,6 +103,16 @@ pub fn run(o: AgentOptions) -> crate::Result<()> {
     ensure!(!o.runtimes.is_empty(), Invalid, "--runtimes: at least one");
     for t in &o.tags {
         crate::check_token("--tag", t)?;
+    }
+    if let Some(c) = &o.contact {
+        ensure!(
+            !c.is_empty()
+                && c.len() <= vtnt_jobspec::MAX_CONTACT
+                && c.bytes().all(|b| (b' '..=b'~').contains(&b)),
+            Invalid,
+            "--contact `{c}`: printable ASCII, 1 to {} bytes",
+            vtnt_jobspec::MAX_CONTACT
+        );
     }
     if let Some(c) = &o.country {
         crate::check_country(c)?;
@@ -708,6 +721,7 @@ async fn job(
     };
     let (allow_public, runtimes) = (ctx.o.allow_public, ctx.o.runtimes.clone());
     let opt_out = ctx.held().exclusions().cloned();
+    let contact = ctx.o.contact.clone();
     let r = req.clone();
     fn thread<T>(e: tokio::task::JoinError) -> Result<T, (JobStatus, String)> {
         Err((JobStatus::Error, format!("the job's thread: {e}")))
@@ -715,8 +729,12 @@ async fn job(
     let checked = match crate::targets::fetch(&ctx.fleet, &req).await {
         Err(e) => Err((JobStatus::Error, e)),
         Ok(list) => tokio::task::spawn_blocking(move || -> Result<_, (JobStatus, String)> {
-            let (rt, spec) = admit(&r, list.as_deref(), &runtimes, allow_public, opt_out)
+            let (rt, mut spec) = admit(&r, list.as_deref(), &runtimes, allow_public, opt_out)
                 .map_err(|e| (JobStatus::Refused, e))?;
+            // who probes, in the payload where the method allows
+            if let Some(c) = &contact {
+                spec.kind.carry_contact(c.as_bytes());
+            }
             // IPv6 where this node's network has none: refused, not run
             opts.net
                 .check_job(&spec)

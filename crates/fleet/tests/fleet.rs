@@ -2254,11 +2254,14 @@ fn nested(broker: &Broker, words: &[&str], args: &[&str]) -> Output {
     vtnt(&a)
 }
 
+/// What the opt-out test's agents say of themselves in their probes (`--contact`).
+const CONTACT: &str = "vtnt test; ops@example.org";
+
 /// The fleet's opt-out list (issue 42's etiquette): a change reaches every agent, which
 /// says so in its heartbeat and refuses jobs to the prefixes listed, naming the list;
 /// removed, they run again. Bad prefixes are refused and change nothing.
 #[test]
-fn the_opt_out_list_reaches_every_agent_which_refuses_its_targets() {
+fn the_opt_out_list_reaches_every_agent_which_refuses_its_targets_and_contact_rides_probes() {
     if !ready(vtnt_testkit::test_name!(), true) {
         return;
     }
@@ -2266,7 +2269,7 @@ fn the_opt_out_list_reaches_every_agent_which_refuses_its_targets() {
     let lab = lab("opt");
     let agents: Vec<Agent> = ["o1", "o2", "o3"]
         .iter()
-        .map(|n| Agent::start(&broker, n, "fr", &lab_net(&lab), &[]))
+        .map(|n| Agent::start(&broker, n, "fr", &lab_net(&lab), &["--contact", CONTACT]))
         .collect();
     let opt_out = |sub: &str, args: &[&str]| {
         let out = nested(&broker, &["opt-out", sub], args);
@@ -2323,7 +2326,11 @@ fn the_opt_out_list_reaches_every_agent_which_refuses_its_targets() {
         "{summaries:?}"
     );
     let traced = |l: &&String| l.contains(r#""type":"trace""#) && l.contains("203.0.113.10");
-    assert_eq!(lines.iter().filter(traced).count(), 1, "{lines:?}");
+    let trace: Vec<&String> = lines.iter().filter(traced).collect();
+    assert_eq!(trace.len(), 1, "{lines:?}");
+    // the agents' contact string rode the probes' payload (scamper's -p: the size grows)
+    let t: Value = serde_json::from_str(trace[0]).unwrap();
+    assert_eq!(t["probe_size"], 28 + CONTACT.len(), "{t}");
     drop(agents);
 }
 

@@ -83,7 +83,49 @@ pub enum JobKind {
     Micro(micro::Options),
 }
 
+/// The most bytes of a contact string in probes ([`JobKind::carry_contact`]): what a
+/// default ping's payload holds beside Paris ICMP's two checksum bytes.
+pub const MAX_CONTACT: usize = 54;
+
 impl JobKind {
+    /// Puts `contact` (who probes and how to reach them) in the payload of the job's
+    /// probes where the method allows (the fleet's etiquette, docs/fleet.md): trace and
+    /// ping templates, TNT's too, of a UDP or ICMP method that carry no payload of their
+    /// own and have room for it. A trace's probes grow to hold it, as with scamper's
+    /// `-p`; a ping's keep their size. TCP probes carry none. How many templates took it.
+    pub fn carry_contact(&mut self, contact: &[u8]) -> usize {
+        if contact.is_empty() || contact.len() > MAX_CONTACT {
+            return 0;
+        }
+        let trace = |t: &mut TraceOptions| {
+            let takes = !t.method.is_tcp() && t.payload.is_empty();
+            if takes {
+                *t = t.clone().with_payload(contact.to_vec());
+            }
+            usize::from(takes)
+        };
+        let ping = |p: &mut PingOptions| {
+            let size = match p.probe_size {
+                DEFAULT_SIZE => p.default_size(),
+                s => s,
+            };
+            let headers = 28 + if p.record_route { 40 } else { 0 };
+            let lead = if p.icmp_sum.is_some() { 2 } else { 0 };
+            let room = usize::from(size).saturating_sub(headers + lead);
+            let takes = !p.method.is_tcp() && p.data.is_none() && contact.len() <= room;
+            if takes {
+                p.data = Some(vtnt_engine::ProbeData::Payload(contact.to_vec()));
+            }
+            usize::from(takes)
+        };
+        match self {
+            JobKind::Trace(t) => trace(t),
+            JobKind::Ping(p) => ping(p),
+            JobKind::Tnt(c) => trace(&mut c.trace) + ping(&mut c.ping),
+            JobKind::Micro(_) => 0,
+        }
+    }
+
     /// The `kind=` value.
     pub fn name(&self) -> &'static str {
         match self {

@@ -656,3 +656,38 @@ fn a_given_ping_size_is_sent_over_ipv6_too() {
         assert_eq!(back, spec, "{line}");
     }
 }
+
+#[test]
+fn a_contact_string_rides_the_payloads_the_methods_allow_and_travels_in_the_line() {
+    let contact = b"vtnt measurement; ops@example.org";
+    // a trace's probes grow to hold it, as with scamper's -p
+    let mut k = JobKind::Trace(TraceOptions::new(unspecified()));
+    assert_eq!(k.carry_contact(contact), 1);
+    let JobKind::Trace(t) = &k else { panic!() };
+    assert_eq!(t.payload, contact.to_vec());
+    assert_eq!(usize::from(t.probe_size), 28 + contact.len());
+    // a ping keeps its size; TNT's trace and ping both take it
+    let mut k = JobKind::Tnt(TntConfig::default());
+    assert_eq!(k.carry_contact(contact), 2);
+    let JobKind::Tnt(c) = &k else { panic!() };
+    assert_eq!(c.ping.data, Some(ProbeData::Payload(contact.to_vec())));
+    let spec = JobSpec::new(k, vec![ip("192.0.2.1")]);
+    round_trip(&spec);
+    // TCP carries none; a job's own payload stays; too big for the probe, or too long
+    let mut tcp = TraceOptions::new(unspecified());
+    tcp.method = Method::TcpAck;
+    assert_eq!(JobKind::Trace(tcp).carry_contact(contact), 0);
+    let mut own = PingOptions::new(unspecified());
+    own.data = Some(ProbeData::Pattern(vec![0xab]));
+    let mut k = JobKind::Ping(own.clone());
+    assert_eq!(k.carry_contact(contact), 0);
+    assert_eq!(k, JobKind::Ping(own));
+    let mut small = PingOptions::new(unspecified());
+    small.probe_size = 40;
+    assert_eq!(JobKind::Ping(small).carry_contact(contact), 0);
+    let long = [b'x'; MAX_CONTACT + 1];
+    assert_eq!(
+        JobKind::Trace(TraceOptions::new(unspecified())).carry_contact(&long),
+        0
+    );
+}

@@ -161,7 +161,7 @@ macro_rules! connect {
 const FLEET_CONNECT: [Key; 7] = connect!("fleet", FLEET, "tenant");
 const AGENT_CONNECT: [Key; 7] = connect!("agent", &["agent"], "agent");
 
-const OTHERS: [Key; 44] = [
+const OTHERS: [Key; 45] = [
     opt("probe", "pps", PROBE, "pps"),
     opt("probe", "window", PROBE, "window"),
     consent(opt("probe", "allow-public", PROBE, "allow_public")),
@@ -252,6 +252,10 @@ const OTHERS: [Key; 44] = [
     ex(
         opt("agent", "public-address", &["agent"], "public_address"),
         "\"203.0.113.7\"",
+    ),
+    ex(
+        opt("agent", "contact", &["agent"], "contact"),
+        "\"vtnt measurement; ops@example.org\"",
     ),
     Key {
         section: "artifacts",
