@@ -155,8 +155,9 @@ fn ipv6_traces_show_what_ipv4_traces_show_on_every_topology() {
     let mut classes = Vec::new();
     for (name, text) in topologies() {
         let crossed = compare(&name, &text, None);
+        // an MPLS-free topology (the ECMP case, the BGP speaker's) crosses none
         assert!(
-            !crossed.is_empty() || name.starts_with("ecmp"),
+            !crossed.is_empty() || name.starts_with("ecmp") || !text.contains("[[lsp]]"),
             "{name}: no tunnel crossed"
         );
         classes.extend(crossed);
