@@ -726,8 +726,8 @@ async fn job(
     fn thread<T>(e: tokio::task::JoinError) -> Result<T, (JobStatus, String)> {
         Err((JobStatus::Error, format!("the job's thread: {e}")))
     }
-    let checked = match crate::targets::fetch(&ctx.fleet, &req).await {
-        Err(e) => Err((JobStatus::Error, e)),
+    let checked = match patiently(mode, || crate::targets::fetch(&ctx.fleet, &req)).await {
+        Err(e) => Err((JobStatus::Error, crate::error::chain(&e))),
         Ok(list) => tokio::task::spawn_blocking(move || -> Result<_, (JobStatus, String)> {
             let (rt, mut spec) = admit(&r, list.as_deref(), &runtimes, allow_public, opt_out)
                 .map_err(|e| (JobStatus::Refused, e))?;
@@ -761,7 +761,9 @@ async fn job(
     let leased = match checked {
         Ok((rt, spec, opts)) => {
             let probes = crate::quota::probe_bound(&spec);
-            match crate::quota::admit(&ctx.fleet, &req.tenant, &req.id, ctx.node(), probes).await {
+            let admit =
+                || crate::quota::admit(&ctx.fleet, &req.tenant, &req.id, ctx.node(), probes);
+            match patiently(mode, admit).await {
                 Ok(Ok(())) => Ok((rt, spec, opts)),
                 Ok(Err(why)) => Err((JobStatus::Refused, why)),
                 Err(e) => Err((JobStatus::Error, crate::error::chain(&e))),
@@ -952,6 +954,32 @@ fn systemd_word(w: &str) -> String {
     )
 }
 
+/// How long a wait-mode job's admission tries again a read or write the broker did not
+/// answer ([`patiently`]).
+pub const BROKER_WAIT: Duration = Duration::from_secs(60);
+
+/// Runs `step` of a job's admission (its target list fetched, its rate and quota
+/// leased) until it works: in wait mode an error of the broker's (a server of a cluster
+/// lost, the broker restarting: [`Error::is_transient`]) is tried again every
+/// [`crate::rate::RETRY`] for up to [`BROKER_WAIT`], since the job has probed nothing yet
+/// and its message's progress is acked meanwhile. In discard mode, or past the wait, or
+/// for any other error, the error ends the job.
+async fn patiently<T, F>(mode: Mode, mut step: impl FnMut() -> F) -> crate::Result<T>
+where
+    F: std::future::Future<Output = crate::Result<T>>,
+{
+    let t0 = Instant::now();
+    loop {
+        match step().await {
+            Err(e) if mode == Mode::Wait && e.is_transient() && t0.elapsed() < BROKER_WAIT => {
+                tracing::warn!(error = %crate::error::chain(&e), "the broker did not answer a job's admission; trying again");
+                tokio::time::sleep(crate::rate::RETRY).await;
+            }
+            done => return done,
+        }
+    }
+}
+
 /// Job `req`'s rate leases ([`crate::rate::acquire`]): its share now, or in wait mode
 /// (its message's progress acked meanwhile) as soon as one frees within
 /// [`crate::rate::WAIT`]; else refused, naming the prefix or destination whose limit
@@ -964,13 +992,15 @@ async fn rate_lease(
 ) -> Result<crate::rate::Held, (JobStatus, String)> {
     let t0 = Instant::now();
     loop {
-        let got = crate::rate::acquire(
-            &ctx.fleet,
-            &req.id,
-            ctx.node(),
-            spec.target_list(),
-            spec.engine.pps,
-        )
+        let got = patiently(mode, || {
+            crate::rate::acquire(
+                &ctx.fleet,
+                &req.id,
+                ctx.node(),
+                spec.target_list(),
+                spec.engine.pps,
+            )
+        })
         .await;
         match got {
             Ok(Ok(held)) => return Ok(held),

@@ -67,7 +67,8 @@ pub async fn targets(
         .await
         .map_err(|e| {
             Error::Invalid(format!(
-                "measurement {id}: {e} (a split measurement's list is kept {} h)",
+                "measurement {id}: {} (a split measurement's list is kept {} h)",
+                crate::error::chain(&e),
                 crate::DATA_MAX_AGE.as_secs() / 3600
             ))
         })?;

@@ -116,6 +116,16 @@ impl Error {
             e => e,
         }
     }
+
+    /// The broker did not answer or failed an operation (a server of a cluster lost, a
+    /// restart): the same step may work when tried again. A refusal, a bad input or a
+    /// quota is not.
+    pub fn is_transient(&self) -> bool {
+        matches!(
+            self.root(),
+            Error::Nats { .. } | Error::Client(_) | Error::TimedOut(_) | Error::Unreachable { .. }
+        )
+    }
 }
 
 /// An error and its sources, as `anyhow`'s `{:#}` prints them.
@@ -257,5 +267,21 @@ mod tests {
         let e = io.unwrap_err();
         assert!(matches!(e, Error::Io { .. }));
         assert!(chain(&e).starts_with("reading /nope: "), "{}", chain(&e));
+    }
+
+    #[test]
+    fn only_the_brokers_failures_are_worth_trying_again() {
+        let timed_out: Result<()> =
+            Err(std::io::Error::from(std::io::ErrorKind::TimedOut)).nats("reading vtnt.rate.limit");
+        let e = timed_out.context("admitting job j").unwrap_err();
+        assert!(e.is_transient(), "{e:?}");
+        assert!(Error::TimedOut("no answer".into()).is_transient());
+        for e in [
+            Error::Invalid("bad".into()),
+            Error::Quota("over".into()),
+            Error::Refused("permissions violation".into()),
+        ] {
+            assert!(!e.is_transient(), "{e:?}");
+        }
     }
 }

@@ -7,10 +7,11 @@
 //! [`MAX_TARGETS`](crate::MAX_TARGETS) targets so cross the fleet with requests of a few
 //! hundred bytes.
 
-use crate::error::ResultExt;
+use async_nats::jetstream::stream::LastRawMessageErrorKind;
 
+use crate::error::{bail, ResultExt};
 use crate::proto::{JobRequest, TargetList};
-use crate::Fleet;
+use crate::{Error, Fleet};
 
 /// Stores job `job`'s target list `list` (one address a line) in `tenant`'s data stream
 /// (or a split measurement's, under [`crate::campaign::list_key`]); each chunk's message
@@ -54,8 +55,9 @@ pub async fn store(
 }
 
 /// The target list of `req` (`None` when its targets are in its line), checked against
-/// what the request says of it; errors say what is wrong with it.
-pub async fn fetch(fleet: &Fleet, req: &JobRequest) -> Result<Option<String>, String> {
+/// what the request says of it; errors say what is wrong with it ([`Error::Invalid`]) or
+/// which read the broker did not answer.
+pub async fn fetch(fleet: &Fleet, req: &JobRequest) -> crate::Result<Option<String>> {
     match req.targets {
         None => Ok(None),
         Some(t) => fetch_list(fleet, &req.tenant, &req.id, t).await.map(Some),
@@ -69,41 +71,51 @@ pub async fn fetch_list(
     tenant: &str,
     key: &str,
     t: TargetList,
-) -> Result<String, String> {
+) -> crate::Result<String> {
     let most_chunks = crate::MAX_TARGET_BYTES.div_ceil(crate::DATA_CHUNK_BYTES) as u32;
     if t.bytes > crate::MAX_TARGET_BYTES as u64 || t.chunks > most_chunks {
-        return Err(format!(
+        bail!(
+            Invalid,
             "refused: its target list ({} bytes in {} chunks) is longer than a fleet job's ({} bytes)",
             t.bytes,
             t.chunks,
             crate::MAX_TARGET_BYTES
-        ));
+        );
     }
     let stream = fleet
         .shared
         .get_stream(crate::data_stream(tenant))
         .await
-        .map_err(|e| format!("its target list: tenant {tenant}'s stream: {e}"))?;
+        .nats(|| format!("its target list: tenant {tenant}'s stream"))?;
     let mut text = Vec::with_capacity(t.bytes as usize);
     for i in 0..t.chunks {
         let subject = crate::data_subject(tenant, key, Some(i));
-        let m = stream
-            .get_last_raw_message_by_subject(&subject)
-            .await
-            .map_err(|e| format!("its target list, chunk {} of {}: {e}", i + 1, t.chunks))?;
+        let what = || format!("its target list, chunk {} of {}", i + 1, t.chunks);
+        let m = match stream.get_last_raw_message_by_subject(&subject).await {
+            Ok(m) => m,
+            Err(e) if e.kind() == LastRawMessageErrorKind::NoMessageFound => {
+                bail!(
+                    Invalid,
+                    "{}: not in the stream (expired or removed)",
+                    what()
+                )
+            }
+            Err(e) => return Err(e).nats(what),
+        };
         text.extend_from_slice(&m.payload);
         if text.len() as u64 > t.bytes {
             break;
         }
     }
     if text.len() as u64 != t.bytes {
-        return Err(format!(
+        bail!(
+            Invalid,
             "its target list holds {} bytes, its request says {}",
             text.len(),
             t.bytes
-        ));
+        );
     }
-    String::from_utf8(text).map_err(|_| "its target list is not UTF-8".into())
+    String::from_utf8(text).map_err(|_| Error::Invalid("its target list is not UTF-8".into()))
 }
 
 /// Removes `req`'s target list, if it had one: its job is done, its results stored.
