@@ -11,7 +11,7 @@ use anyhow::Context;
 use vtnt_fleet::auth::Role;
 use vtnt_fleet::broker;
 use vtnt_fleet::measurement::{self, CreateOptions, Definition, Selection};
-use vtnt_fleet::watch::{RoutesOptions, WatchOptions};
+use vtnt_fleet::watch::{PathChanges, Reaction, Reactions, RoutingChanges};
 use vtnt_runtimes::Runtime;
 
 use super::ConnectArgs;
@@ -274,18 +274,10 @@ pub fn run(cmd: DefinitionCommand) -> anyhow::Result<()> {
             max_changes,
             then,
         } => {
+            let r = Reactions::new(&tenant, then, max_changes)?;
             let c = connect.connect(Role::Tenant(tenant.clone()))?;
-            let o = WatchOptions {
-                tenant,
-                measurement: id,
-                runtime,
-                then,
-                max_changes,
-            };
-            vtnt_fleet::watch::watch(&c, &o, |change| {
-                out!("{}", serde_json::to_string(change).unwrap_or_default());
-                Ok(())
-            })?;
+            let mut changes = PathChanges::follow(&c, &tenant, &id, runtime)?;
+            vtnt_fleet::watch::react(&c, &r, &mut changes, print_reaction)?;
         }
         DefinitionCommand::WatchRoutes {
             connect,
@@ -297,24 +289,14 @@ pub fn run(cmd: DefinitionCommand) -> anyhow::Result<()> {
             max_changes,
             then,
         } => {
+            let r = Reactions::new(&tenant, then, max_changes)?;
             let text = std::fs::read_to_string(&targets)
                 .with_context(|| format!("reading {}", targets.display()))?;
             let targets = vtnt_jobspec::parse_target_list(&text)
                 .map_err(|e| anyhow::anyhow!("{}: {e}", targets.display()))?;
             let c = connect.connect(Role::Tenant(tenant.clone()))?;
-            let o = RoutesOptions {
-                tenant,
-                bird,
-                targets,
-                location,
-                runtime,
-                then,
-                max_changes,
-            };
-            vtnt_fleet::watch::watch_routes(&c, &o, |change| {
-                out!("{}", serde_json::to_string(change).unwrap_or_default());
-                Ok(())
-            })?;
+            let mut changes = RoutingChanges::follow(&bird, targets, &location, runtime)?;
+            vtnt_fleet::watch::react(&c, &r, &mut changes, print_reaction)?;
         }
         DefinitionCommand::Run {
             connect,
@@ -326,6 +308,12 @@ pub fn run(cmd: DefinitionCommand) -> anyhow::Result<()> {
             until_idle,
         )?,
     }
+    Ok(())
+}
+
+/// One event of a watch and what it triggered, a JSON line.
+fn print_reaction<D: serde::Serialize>(r: &Reaction<D>) -> vtnt_fleet::Result<()> {
+    out!("{}", serde_json::to_string(r).unwrap_or_default());
     Ok(())
 }
 
