@@ -47,6 +47,27 @@ pub struct Supervised {
     started: Instant,
 }
 
+/// A supervised child's stdout as it arrives ([`Supervised::stdout_tap`]): readable from
+/// any thread while the child runs; empty once [`Supervised::wait`] has collected it.
+#[derive(Clone)]
+pub struct OutputTap(Arc<Mutex<Vec<u8>>>);
+
+impl OutputTap {
+    /// The output from byte `from` on, up to its last complete line.
+    pub fn lines_from(&self, from: usize) -> Vec<u8> {
+        complete_lines(&self.0, from)
+    }
+}
+
+/// `buf` from byte `from` on, up to its last complete line.
+fn complete_lines(buf: &Mutex<Vec<u8>>, from: usize) -> Vec<u8> {
+    let buf = buf.lock().unwrap_or_else(|e| e.into_inner());
+    let tail = buf.get(from..).unwrap_or_default();
+    tail.iter()
+        .rposition(|&b| b == b'\n')
+        .map_or_else(Vec::new, |i| tail[..=i].to_vec())
+}
+
 /// What a supervised child produced.
 #[derive(Debug, Clone)]
 pub struct Finished {
@@ -261,6 +282,11 @@ impl Supervised {
         self.lines_from(0, from)
     }
 
+    /// Its stdout as it arrives, for another thread to read while this one waits.
+    pub fn stdout_tap(&self) -> OutputTap {
+        OutputTap(self.bufs[0].clone())
+    }
+
     /// Stderr from byte `from` on, up to its last complete line (a server's readiness
     /// line: `vtnt fw run` in a container).
     pub fn stderr_lines_from(&self, from: usize) -> Vec<u8> {
@@ -268,11 +294,7 @@ impl Supervised {
     }
 
     fn lines_from(&self, pipe: usize, from: usize) -> Vec<u8> {
-        let buf = self.bufs[pipe].lock().unwrap_or_else(|e| e.into_inner());
-        let tail = buf.get(from..).unwrap_or_default();
-        tail.iter()
-            .rposition(|&b| b == b'\n')
-            .map_or_else(Vec::new, |i| tail[..=i].to_vec())
+        complete_lines(&self.bufs[pipe], from)
     }
 
     pub fn pid(&self) -> u32 {

@@ -117,10 +117,14 @@ pub(crate) fn read_run(driver: Driver, fin: Finished, spawn_ns: Option<u64>) -> 
 }
 
 /// The job's own output in a line the driver's instance printed (a Debian VM's reach
-/// its serial console behind a marker); None for a line that is the console's.
+/// its serial console behind a marker; a unikernel's console mixes its results with its
+/// own lines); None for a line that is the console's.
 pub(crate) fn job_line(driver: Driver, line: &str) -> Option<&str> {
     match driver {
         Driver::Vm => vm::job_line(line),
-        _ => Some(line),
+        Driver::Spt | Driver::Microvm => {
+            vtnt_unikernel::launch::is_result_line(line).then_some(line)
+        }
+        Driver::Native | Driver::Runc | Driver::Docker(_) => Some(line),
     }
 }

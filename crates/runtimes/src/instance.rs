@@ -332,6 +332,50 @@ impl Running {
     }
 }
 
+/// The job's own output as an instance prints it ([`Instance::tap`]).
+pub struct LineTap {
+    source: Tap,
+    driver: crate::runtime::Driver,
+    /// Where the last read ended: a byte of a process's output, a line of a console.
+    seen: usize,
+}
+
+enum Tap {
+    Process(crate::proc::OutputTap),
+    Console(vtnt_unikernel::ConsoleTap),
+    Nothing,
+}
+
+impl LineTap {
+    /// The lines of the job's own output (not empty) printed since the last call: the
+    /// first lines of [`RunOutput::stdout`]'s, in its order. A process's output read
+    /// after its wait has collected it gives nothing more.
+    pub fn new_lines(&mut self) -> Vec<String> {
+        let raw: Vec<String> = match &self.source {
+            Tap::Process(out) => {
+                let new = out.lines_from(self.seen);
+                self.seen += new.len();
+                String::from_utf8_lossy(&new)
+                    .lines()
+                    .map(str::to_string)
+                    .collect()
+            }
+            Tap::Console(lines) => {
+                let lines = lines.lock().unwrap_or_else(|e| e.into_inner());
+                let new = lines.get(self.seen..).unwrap_or_default().to_vec();
+                self.seen = lines.len();
+                new
+            }
+            Tap::Nothing => Vec::new(),
+        };
+        raw.iter()
+            .filter_map(|l| drivers::job_line(self.driver, l))
+            .filter(|l| !l.trim().is_empty())
+            .map(str::to_string)
+            .collect()
+    }
+}
+
 impl Instance {
     /// Its cgroup (budget accounting, pids).
     pub fn cgroup(&self) -> &Cgroup {
@@ -343,24 +387,29 @@ impl Instance {
         self.child.as_ref().map(|c| c.started())
     }
 
+    /// What it prints, readable from another thread while this one waits for it.
+    pub fn tap(&self) -> LineTap {
+        let source = match &self.child {
+            Some(Running::Process(p)) => Tap::Process(p.stdout_tap()),
+            Some(Running::Microvm(m)) => Tap::Console(m.console()),
+            None => Tap::Nothing,
+        };
+        LineTap {
+            source,
+            driver: self.runtime.entry().driver,
+            seen: 0,
+        }
+    }
+
     /// Result records (scamper `trace` and `ping` lines) it has printed since `*seen`, a
     /// position in its output that the call advances: cheap to poll, to tell when an
     /// instance works and to count the rounds of a job that repeats.
     pub fn new_records(&self, seen: &mut usize) -> usize {
-        match &self.child {
-            Some(Running::Process(p)) => {
-                let new = p.stdout_lines_from(*seen);
-                *seen += new.len();
-                let driver = self.runtime.entry().driver;
-                String::from_utf8_lossy(&new)
-                    .lines()
-                    .filter_map(|l| drivers::job_line(driver, l))
-                    .filter(|l| is_record(l))
-                    .count()
-            }
-            Some(Running::Microvm(m)) => m.count_lines(seen, is_record),
-            None => 0,
-        }
+        let mut tap = self.tap();
+        tap.seen = *seen;
+        let n = tap.new_lines().iter().filter(|l| is_record(l)).count();
+        *seen = tap.seen;
+        n
     }
 
     /// Whether it has exited.

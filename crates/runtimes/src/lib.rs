@@ -70,7 +70,7 @@ pub mod vm;
 use vtnt_measure::{cgroup, ksm, proc};
 
 pub use error::{timed_out, BoxError, Error, Result};
-pub use instance::{Instance, RunOutput};
+pub use instance::{Instance, LineTap, RunOutput};
 pub use normalize::normalize;
 pub use runtime::{BuildOptions, Driver, Entry, ImageInfo, Runtime, Slots};
 pub use spec::InstanceSpec;
@@ -80,6 +80,29 @@ use std::time::{Duration, Instant};
 impl Runtime {
     /// Deploys from a fresh image server, runs `job` once, destroys and cleans up.
     pub fn run(self, job: &vtnt_job::JobSpec, opts: &RunOptions) -> Result<RunOutput> {
+        self.run_inner(job, opts, None)
+    }
+
+    /// [`Runtime::run`], handing each line of the job's output (not empty) to `each` as
+    /// the instance prints it (read every [`STREAM_POLL`] by a thread of its own, so the
+    /// run's times are as `run`'s): results leave while the job runs. The lines handed
+    /// over are the first of the output's ([`RunOutput::stdout`]'s, not empty), which
+    /// holds them all.
+    pub fn run_streaming(
+        self,
+        job: &vtnt_job::JobSpec,
+        opts: &RunOptions,
+        mut each: impl FnMut(String) + Send,
+    ) -> Result<RunOutput> {
+        self.run_inner(job, opts, Some(&mut each))
+    }
+
+    fn run_inner(
+        self,
+        job: &vtnt_job::JobSpec,
+        opts: &RunOptions,
+        each: Option<&mut (dyn FnMut(String) + Send)>,
+    ) -> Result<RunOutput> {
         // a network that is not there (a lab not up, a TAP missing), or one without the
         // IPv6 the job needs, is said before any image is built (with --dhcp the
         // unikernel takes IPv6 from the link: `ip6=auto`, DHCPv6 from a lab's front)
@@ -110,7 +133,26 @@ impl Runtime {
         spec.vmm = opts.vmm;
         spec.guest_timeout = opts.timeout;
         let mut inst = deployed.start(&spec)?;
-        let mut out = inst.wait(opts.timeout)?;
+        let mut out = match each {
+            None => inst.wait(opts.timeout)?,
+            Some(each) => {
+                let mut tap = inst.tap();
+                let waited = std::sync::atomic::AtomicBool::new(false);
+                std::thread::scope(|s| {
+                    s.spawn(|| loop {
+                        let last = waited.load(std::sync::atomic::Ordering::Acquire);
+                        tap.new_lines().into_iter().for_each(&mut *each);
+                        if last {
+                            break;
+                        }
+                        std::thread::sleep(STREAM_POLL);
+                    });
+                    let out = inst.wait(opts.timeout);
+                    waited.store(true, std::sync::atomic::Ordering::Release);
+                    out
+                })?
+            }
+        };
         out.deploy_time = deploy_time;
         drop(inst);
         drop(deployed);
@@ -183,6 +225,9 @@ impl std::fmt::Debug for ImageSource {
         }
     }
 }
+
+/// How often [`Runtime::run_streaming`] reads what the instance printed.
+pub const STREAM_POLL: Duration = Duration::from_millis(50);
 
 /// The lab every runtime joins unless told otherwise (`vtnt lab up`'s default name).
 pub const DEFAULT_LAB: &str = vtnt_lab_linux::DEFAULT_NAME;

@@ -122,12 +122,9 @@ impl Running {
         self.started
     }
 
-    /// Console lines from line `*seen` on that `is_record` accepts; advances `*seen`.
-    pub fn count_lines(&self, seen: &mut usize, is_record: impl Fn(&str) -> bool) -> usize {
-        let lines = self.console.lock().unwrap_or_else(|e| e.into_inner());
-        let new = lines.get(*seen..).unwrap_or_default();
-        *seen = lines.len();
-        new.iter().filter(|l| is_record(l)).count()
+    /// Its console's lines as they arrive.
+    pub fn console(&self) -> vtnt_unikernel::ConsoleTap {
+        self.console.clone()
     }
 
     /// Whether the VM has stopped.

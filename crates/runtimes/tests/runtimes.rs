@@ -153,13 +153,27 @@ fn check_jobs(test: &str, runtimes: &[Runtime], via: Via, jobs: &[vtnt_job::JobS
                         ..opts.clone()
                     },
                 ),
-                Via::Lab | Via::Dhcp => rt.run(
-                    spec,
-                    &RunOptions {
+                Via::Lab | Via::Dhcp => {
+                    // as the fleet's agents run jobs: lines handed on as they come, the
+                    // first of the output's
+                    let mut streamed = Vec::new();
+                    let o = RunOptions {
                         dhcp: via == Via::Dhcp,
                         ..opts.clone()
-                    },
-                ),
+                    };
+                    let out = rt.run_streaming(spec, &o, |l| streamed.push(l))?;
+                    let lines: Vec<&str> = out
+                        .stdout
+                        .lines()
+                        .filter(|l| !l.trim().is_empty())
+                        .collect();
+                    assert!(
+                        streamed.len() <= lines.len() && lines[..streamed.len()] == streamed,
+                        "{}: lines streamed {streamed:?}, output {lines:?}",
+                        rt.name()
+                    );
+                    Ok(out)
+                }
             };
             // As `vtnt bench deploy` does: a run that outlived its timeout (a TCG guest that
             // never finished, a `docker run` that never returned) is retried once, loudly.
