@@ -684,7 +684,7 @@ pub fn run(cmd: FleetCommand) -> anyhow::Result<ExitCode> {
                 out.flush()?;
                 match &r.summary {
                     Some(s) => say!(
-                        "vtnt fleet: job {} on {}: {}, {} records, queue {:.1} ms, deploy {:.1} ms, execution {:.1} ms, cleanup {:.1} ms, total {:.1} ms, clock sync {}{}",
+                        "vtnt fleet: job {} on {}: {}, {} records, queue {:.1} ms, deploy {:.1} ms, execution {:.1} ms, cleanup {:.1} ms, total {:.1} ms, clock sync {}{}{}",
                         r.job,
                         s.node,
                         serde_json::to_value(s.status)?.as_str().unwrap_or("?"),
@@ -695,6 +695,9 @@ pub fn run(cmd: FleetCommand) -> anyhow::Result<ExitCode> {
                         s.timings.cleanup_ms,
                         s.timings.total_ms,
                         s.clock_sync,
+                        s.resumed.map_or(String::new(), |k| format!(
+                            ", resumed: {k} targets stored by an earlier delivery"
+                        )),
                         s.error.as_ref().map_or(String::new(), |e| format!(": {e}"))
                     ),
                     None => say!(

@@ -42,6 +42,8 @@ use crate::proto::{
 };
 use crate::{Connect, Fleet, ANY, DEPLOY_GROUP};
 
+mod results;
+
 /// How an agent runs.
 #[derive(Debug, Clone)]
 pub struct AgentOptions {
@@ -85,8 +87,6 @@ pub const MISSED_HEARTBEATS: u32 = 3;
 const ANSWER_FLUSH: Duration = Duration::from_millis(100);
 /// How long leaving the discard queue group may take ([`leave`]).
 const LEAVE_WITHIN: Duration = Duration::from_secs(2);
-/// Records published before their acknowledgements are awaited.
-const PUBLISH_WINDOW: usize = 1024;
 /// How much of an error (a failed job's stderr) its summary keeps, bytes.
 const ERROR_BYTES: usize = 2000;
 /// How long a wait-mode pull waits at the server for a job before the agent asks again
@@ -786,16 +786,6 @@ async fn job(
             }
         })
     });
-    let ran = match leased {
-        Ok((rt, spec, opts)) => tokio::task::spawn_blocking(move || {
-            rt.run(&spec, &opts)
-                .map_err(|e| (JobStatus::Error, crate::error::chain(&e)))
-        })
-        .await
-        .unwrap_or_else(thread),
-        Err(e) => Err(e),
-    };
-    let total = t0.elapsed();
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
     let mut summary = JobSummary {
         job: req.id.clone(),
@@ -807,6 +797,7 @@ async fn job(
         error: None,
         code: None,
         records: 0,
+        resumed: None,
         delivery,
         mode: Some(mode),
         timings: Timings {
@@ -814,7 +805,7 @@ async fn job(
             deploy_ms: 0.0,
             exec_ms: 0.0,
             cleanup_ms: 0.0,
-            total_ms: ms(total),
+            total_ms: 0.0,
         },
         clock_sync: ctx.clock_sync.clone(),
         cycle: req.cycle.clone(),
@@ -822,6 +813,85 @@ async fn job(
         source: ctx.source(),
         clock: ctx.clock(),
     };
+    // a wait-mode job run once on a target list keeps its progress; delivered again, it
+    // probes only the targets whose records are not stored yet ([`crate::progress`])
+    let (list, keep_progress) = match &leased {
+        Ok((_, spec, _)) => (
+            spec.target_list().to_vec(),
+            mode == Mode::Wait && spec.every.is_zero() && !spec.target_list().is_empty(),
+        ),
+        Err(_) => (Vec::new(), false),
+    };
+    let mut done = crate::progress::Done::new(list.len());
+    if keep_progress && delivery > 1 {
+        let (t, j, n) = (&req.tenant, &req.id, list.len());
+        match patiently(mode, || crate::progress::read(&ctx.fleet, t, j, n)).await {
+            Ok(d) => done = d,
+            Err(e) => {
+                tracing::warn!(node = ctx.node(), job = %req.id, error = %crate::error::chain(&e), "reading the job's progress failed: running it whole")
+            }
+        }
+    }
+    if done.count() > 0 {
+        summary.resumed = Some(done.count());
+    }
+    let left: Vec<std::net::IpAddr> = (0..list.len())
+        .filter(|i| !done.contains(*i))
+        .map(|i| list[i])
+        .collect();
+    let mut results = results::Results::new(
+        &ctx.fleet,
+        &req,
+        summary.clone(),
+        &list,
+        done,
+        keep_progress,
+    );
+    // the job runs; its records are stored as it prints them
+    let mut streamed = 0usize;
+    let mut storing: crate::Result<()> = Ok(());
+    let ran = match leased {
+        Ok((rt, mut spec, opts)) => {
+            if summary.resumed.is_some() {
+                spec.targets = vtnt_job::Targets::List(left);
+            }
+            let (tx, mut lines) = mpsc::unbounded_channel::<String>();
+            let run = tokio::task::spawn_blocking(move || {
+                if spec.target_list().is_empty() && !list.is_empty() {
+                    // every target's records were stored by an earlier delivery
+                    return Ok(vtnt_runtimes::RunOutput {
+                        code: Some(0),
+                        ..Default::default()
+                    });
+                }
+                rt.run_streaming(&spec, &opts, |l| {
+                    let _ = tx.send(l);
+                })
+                .map_err(|e| (JobStatus::Error, crate::error::chain(&e)))
+            });
+            let mut tick = tokio::time::interval(results::PROGRESS_EVERY);
+            loop {
+                tokio::select! {
+                    line = lines.recv() => {
+                        let Some(line) = line else { break };
+                        streamed += 1;
+                        if storing.is_ok() {
+                            storing = results.record(&line).await;
+                        }
+                    }
+                    _ = tick.tick() => {
+                        if storing.is_ok() {
+                            storing = results.checkpoint().await;
+                        }
+                    }
+                }
+            }
+            run.await.unwrap_or_else(thread)
+        }
+        Err(e) => Err(e),
+    };
+    let total = t0.elapsed();
+    summary.timings.total_ms = ms(total);
     let stdout = match ran {
         Ok(out) => {
             summary.code = out.code;
@@ -841,8 +911,17 @@ async fn job(
         }
     };
     let records = || stdout.lines().filter(|l| !l.trim().is_empty());
-    summary.records = records().count() as u64;
-    let stored = publish(&ctx, &req, records(), &summary).await;
+    // the lines printed after the last one handed on while it ran
+    for line in records().skip(streamed) {
+        if storing.is_ok() {
+            storing = results.record(line).await;
+        }
+    }
+    summary.records = summary.resumed.unwrap_or(0) + results.published();
+    let stored = match storing {
+        Ok(()) => results.finish(&summary).await,
+        Err(e) => Err(e),
+    };
     if let Some(p) = progress {
         p.abort();
     }
@@ -1087,54 +1166,12 @@ fn admit(
     Ok((rt, spec))
 }
 
-/// Stores the records (one message each) and the summary in the results stream, every
-/// message with its id so that a redelivered job's land once.
-async fn publish(
-    ctx: &Ctx,
-    req: &JobRequest,
-    records: impl Iterator<Item = &str>,
-    summary: &JobSummary,
-) -> crate::Result<()> {
-    let js = &ctx.fleet.js;
-    let mut acks = std::collections::VecDeque::with_capacity(PUBLISH_WINDOW);
-    let subject = crate::results_subject(&req.tenant, &req.id, "r");
-    for (i, rec) in records.enumerate() {
-        let h = record_headers(summary, i);
-        acks.push_back(
-            js.publish_with_headers(subject.clone(), h, rec.to_string().into_bytes().into())
-                .await?,
-        );
-        // a bounded number in flight, however many records a job has
-        if acks.len() == PUBLISH_WINDOW {
-            if let Some(a) = acks.pop_front() {
-                a.await.nats("storing a record")?;
-            }
-        }
-    }
-    for a in acks {
-        a.await.nats("storing a record")?;
-    }
-    let mut h = async_nats::HeaderMap::new();
-    h.insert("Nats-Msg-Id", format!("{}.s", req.id).as_str());
-    js.publish_with_headers(
-        crate::results_subject(&req.tenant, &req.id, "s"),
-        h,
-        serde_json::to_vec(summary)
-            .parse("encoding the summary")?
-            .into(),
-    )
-    .await?
-    .await
-    .nats("storing the summary")?;
-    Ok(())
-}
-
-/// The envelope of record `i` of the job that `s` sums up: its id (deduplication) and
-/// index, and its provenance, the same as its summary's (docs/fleet.md, Provenance):
+/// The envelope of the record at place `i` ([`crate::progress::Places`]) of the job that
+/// `s` sums up: its id (deduplication) and place, and its provenance, the same as its summary's (docs/fleet.md, Provenance):
 /// the node, its clock (synchronised, and its offset to the broker's with the error),
 /// the image's hash, the source address, the measurement and cycle it belongs to. A
 /// header is absent when what it would say is unknown.
-fn record_headers(s: &JobSummary, i: usize) -> async_nats::HeaderMap {
+fn record_headers(s: &JobSummary, i: u64) -> async_nats::HeaderMap {
     let mut h = async_nats::HeaderMap::new();
     h.insert("Nats-Msg-Id", format!("{}.{i}", s.job).as_str());
     h.insert("Vtnt-Index", i.to_string().as_str());
@@ -1214,6 +1251,7 @@ mod tests {
             error: None,
             code: Some(0),
             records: 1,
+            resumed: None,
             delivery: 1,
             mode: Some(Mode::Wait),
             timings: Timings {

@@ -207,6 +207,8 @@ fn agent(tenants: &[String]) -> Value {
         crate::quota::use_subject("*"),
         // the rate limit's leases ([`crate::rate`])
         crate::rate::lease_subject(">"),
+        // the running jobs' progress ([`crate::progress`])
+        crate::progress::subject("*", "*"),
         format!("$JS.API.STREAM.INFO.{jobs}"),
         format!("$JS.API.STREAM.INFO.{nodes}"),
         // its heartbeat read back, for its clock's offset ([`crate::clock`])
@@ -229,6 +231,7 @@ fn agent(tenants: &[String]) -> Value {
     allow.extend(read_images());
     allow.extend(read_stream(crate::optout::STREAM));
     allow.extend(read_stream(crate::rate::STREAM));
+    allow.extend(read_stream(crate::progress::STREAM));
     json!({
         "publish": {"allow": allow},
         "subscribe": {"allow": [

@@ -387,6 +387,7 @@ fn make_streams(
         crate::images::create(&fleet).await?;
         crate::optout::create(&fleet).await?;
         crate::rate::create(&fleet).await?;
+        crate::progress::create(&fleet).await?;
         for t in tenants {
             fleet.data(t).await?;
             crate::quota::stream(&fleet, t).await?;

@@ -31,7 +31,7 @@
 //!   shared by that location's agents, who pull one job per free slot and ack it once its
 //!   results are stored.
 //! - results: one stream per tenant, `VTNT_RESULTS_<tenant>` (limits retention), on
-//!   `vtnt.results.<tenant>.<job>.r` (records, `Nats-Msg-Id` = `<job>.<index>`) and
+//!   `vtnt.results.<tenant>.<job>.r` (records, `Nats-Msg-Id` = `<job>.<place>`) and
 //!   `vtnt.results.<tenant>.<job>.s` (the summary, `<job>.s`), deduplicated by the
 //!   server within its window, so a redelivered job's results land once. It is in the
 //!   tenant's own NATS account, made by `vtnt fleet up`; only the tenant reads it
@@ -44,6 +44,9 @@
 //!   `vtnt.quota.<tenant>.use` (the agents', compare-and-set) ([`quota`]).
 //! - rate limit: `VTNT_RATE`, on `vtnt.rate.limit` (the operator's) and
 //!   `vtnt.rate.lease.<key>` (the agents', compare-and-set) ([`rate`]).
+//! - progress: `VTNT_PROGRESS`, on `vtnt.progress.<tenant>.<job>`: which targets of a
+//!   running wait-mode job have their records stored, so a delivery after the first
+//!   probes only the others ([`progress`]).
 //!
 //! The tenant of a job is the token its subject carries, which the broker's accounts and
 //! permissions tie to the tenant's key; the agent refuses a job whose body names another,
@@ -65,6 +68,7 @@ mod error;
 pub mod images;
 pub mod measurement;
 pub mod optout;
+pub mod progress;
 pub mod proto;
 pub mod quota;
 pub mod rate;

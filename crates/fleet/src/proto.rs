@@ -171,8 +171,13 @@ pub struct JobSummary {
     /// The job's exit code, when it ran and exited.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub code: Option<i32>,
-    /// Result records published before this summary (indexes `0..records`).
+    /// Result records stored before this summary, by every delivery (their places:
+    /// [`crate::progress`]).
     pub records: u64,
+    /// Targets whose records an earlier delivery stored, which this one did not probe
+    /// again ([`crate::progress`]); absent when none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resumed: Option<u64>,
     /// Which delivery of the job this was (1: the first; more: redelivered).
     pub delivery: u64,
     /// How it came: from the work queue (`wait`) or as a core request (`discard`);
