@@ -62,6 +62,7 @@ pub mod backlog;
 pub mod bgp;
 pub mod broker;
 pub mod campaign;
+mod cas;
 pub mod clock;
 pub mod controller;
 mod error;

@@ -296,25 +296,12 @@ pub fn create_named(c: &Connect, o: &CreateOptions, id: String) -> crate::Result
 /// Stores `m` unless its subject moved past sequence `seq` (0: it must be new); the new
 /// sequence, or an error when another write came first.
 pub async fn write(fleet: &Fleet, m: &Definition, seq: u64) -> crate::Result<u64> {
-    let mut h = async_nats::HeaderMap::new();
-    h.insert(
-        "Nats-Expected-Last-Subject-Sequence",
-        seq.to_string().as_str(),
-    );
-    let ack = fleet
-        .js
-        .publish_with_headers(
-            subject(&m.tenant, &m.id),
-            h,
-            serde_json::to_vec(m)
-                .parse(|| format!("measurement {}", m.id))?
-                .into(),
-        )
-        .await
-        .nats(|| format!("storing measurement {}", m.id))?
-        .await
-        .nats(|| format!("storing measurement {} (changed meanwhile?)", m.id))?;
-    Ok(ack.sequence)
+    let body = serde_json::to_vec(m).parse(|| format!("measurement {}", m.id))?;
+    let what = format!("measurement {}", m.id);
+    match crate::cas::write_if(&fleet.js, &subject(&m.tenant, &m.id), seq, body, &what).await? {
+        Some(written) => Ok(written),
+        None => bail!(Invalid, "storing {what}: it changed meanwhile"),
+    }
 }
 
 /// Every definition of the tenant, with its sequence, by id.

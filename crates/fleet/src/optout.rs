@@ -91,33 +91,34 @@ pub fn text(set: &PrefixSet) -> String {
     set.iter().map(|p| format!("{p}\n")).collect()
 }
 
-/// The last version of the list (revision 0 and no prefixes when none was written).
-pub async fn read(fleet: &Fleet) -> crate::Result<Version> {
-    let Some(stream) = crate::existing(&fleet.shared, STREAM).await? else {
-        bail!(
+/// The stream, which reading and writing the list need.
+async fn stream(fleet: &Fleet) -> crate::Result<jetstream::stream::Stream> {
+    match crate::existing(&fleet.shared, STREAM).await? {
+        Some(st) => Ok(st),
+        None => bail!(
             Invalid,
             "the fleet has no opt-out stream {STREAM}: it was made by an older `vtnt fleet up`; run `vtnt fleet up` again"
-        );
-    };
-    match stream.get_last_raw_message_by_subject(SUBJECT).await {
-        Ok(m) => {
-            let text = std::str::from_utf8(&m.payload)
-                .map_err(|_| Error::Invalid("opt-out list: not UTF-8".into()))?;
-            Ok(Version {
-                revision: m.sequence,
-                prefixes: parse(text)?,
-            })
-        }
-        Err(e)
-            if matches!(
-                e.kind(),
-                jetstream::stream::LastRawMessageErrorKind::NoMessageFound
-            ) =>
-        {
-            Ok(Version::default())
-        }
-        Err(e) => Err(e).nats("reading the opt-out list"),
+        ),
     }
+}
+
+/// A version's prefixes from its message (none when none was written).
+fn decode(body: Option<&[u8]>) -> crate::Result<PrefixSet> {
+    let Some(body) = body else {
+        return Ok(PrefixSet::default());
+    };
+    let text =
+        std::str::from_utf8(body).map_err(|_| Error::Invalid("opt-out list: not UTF-8".into()))?;
+    parse(text)
+}
+
+/// The last version of the list (revision 0 and no prefixes when none was written).
+pub async fn read(fleet: &Fleet) -> crate::Result<Version> {
+    let read = crate::cas::last(&stream(fleet).await?, SUBJECT).await?;
+    Ok(Version {
+        revision: read.as_ref().map_or(0, |(_, seq)| *seq),
+        prefixes: decode(read.as_ref().map(|(b, _)| b.as_ref()))?,
+    })
 }
 
 /// Applies `change` to the last version and writes the result against it (the
@@ -126,42 +127,17 @@ pub async fn read(fleet: &Fleet) -> crate::Result<Version> {
 pub fn update(connect: &Connect, change: &Change) -> crate::Result<Version> {
     crate::block_on(async {
         let (_client, fleet) = connect.fleet("vtnt fleet opt-out").await?;
-        for _ in 0..8 {
-            let last = read(&fleet).await?;
-            let prefixes = apply(&last.prefixes, change)?;
-            let mut h = async_nats::HeaderMap::new();
-            h.insert(
-                "Nats-Expected-Last-Subject-Sequence",
-                last.revision.to_string().as_str(),
-            );
-            let ack = fleet
-                .shared
-                .publish_with_headers(SUBJECT, h, text(&prefixes).into())
-                .await
-                .nats("writing the opt-out list")?
-                .await;
-            match ack {
-                Ok(a) => {
-                    return Ok(Version {
-                        revision: a.sequence,
-                        prefixes,
-                    })
-                }
-                // another writer's version came first: apply ours to it
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        jetstream::context::PublishErrorKind::WrongLastSequence
-                    ) =>
-                {
-                    continue
-                }
-                Err(e) => return Err(e).nats("writing the opt-out list"),
-            }
-        }
-        Err(Error::TimedOut(
-            "the opt-out list: eight writes in a row lost to other writers; try again".into(),
-        ))
+        let st = stream(&fleet).await?;
+        let (prefixes, revision) =
+            crate::cas::update(&fleet.shared, &st, SUBJECT, "the opt-out list", |read| {
+                let prefixes = apply(&decode(read)?, change)?;
+                Ok(crate::cas::Step::Write(
+                    text(&prefixes).into_bytes(),
+                    prefixes,
+                ))
+            })
+            .await?;
+        Ok(Version { revision, prefixes })
     })
 }
 

@@ -27,15 +27,13 @@ use async_nats::jetstream;
 use serde::{Deserialize, Serialize};
 use vtnt_jobspec::{JobKind, JobSpec};
 
-use crate::error::{bail, ResultExt};
+use crate::error::ResultExt;
 use crate::{Error, Fleet};
 
 /// How long a running job's lease counts without being renewed.
 pub const LEASE: Duration = Duration::from_secs(10);
 /// How often an agent renews its running jobs' leases.
 pub const RENEW: Duration = Duration::from_secs(3);
-/// How often a write of the use record is tried again after another writer came first.
-const WRITE_TRIES: u32 = 64;
 /// Microseconds in a day: the probes' count starts again at each UTC midnight.
 const DAY_US: u64 = 86_400_000_000;
 
@@ -171,28 +169,11 @@ pub async fn stream(fleet: &Fleet, t: &str) -> crate::Result<jetstream::stream::
     .nats(|| format!("tenant {t}'s quota stream"))
 }
 
-/// The last message on `subject` decoded, with its sequence; `None` (sequence 0) when
-/// there is none.
-async fn last<T: serde::de::DeserializeOwned>(
-    st: &jetstream::stream::Stream,
-    subject: &str,
-) -> crate::Result<(Option<T>, u64)> {
-    use jetstream::stream::LastRawMessageErrorKind;
-    match st.get_last_raw_message_by_subject(subject).await {
-        Ok(m) => Ok((
-            Some(serde_json::from_slice(&m.payload).parse(|| format!("the message on {subject}"))?),
-            m.sequence,
-        )),
-        Err(e) if e.kind() == LastRawMessageErrorKind::NoMessageFound => Ok((None, 0)),
-        Err(e) => Err(e).nats(|| format!("reading {subject}")),
-    }
-}
-
 /// Tenant `t`'s limits and use now.
 pub async fn read(fleet: &Fleet, t: &str) -> crate::Result<Quota> {
     let st = stream(fleet, t).await?;
-    let (limits, _) = last::<Limits>(&st, &limit_subject(t)).await?;
-    let (usage, _) = last::<Usage>(&st, &use_subject(t)).await?;
+    let (limits, _) = crate::cas::last_json::<Limits>(&st, &limit_subject(t)).await?;
+    let (usage, _) = crate::cas::last_json::<Usage>(&st, &use_subject(t)).await?;
     let usage = usage.unwrap_or_default().at(crate::now_us());
     Ok(Quota {
         tenant: t.to_string(),
@@ -247,7 +228,7 @@ pub fn set(
     crate::block_on(async {
         let (_, fleet) = c.fleet("vtnt fleet quota set").await?;
         let st = stream(&fleet, t).await?;
-        let (old, _) = last::<Limits>(&st, &limit_subject(t)).await?;
+        let (old, _) = crate::cas::last_json::<Limits>(&st, &limit_subject(t)).await?;
         let mut l = old.unwrap_or_default();
         if let Some(v) = concurrent_jobs {
             l.concurrent_jobs = v;
@@ -286,40 +267,32 @@ async fn update(
     t: &str,
     mut change: impl FnMut(&Limits, &mut Usage) -> Result<(), String>,
 ) -> crate::Result<Result<(), String>> {
+    use crate::cas::Step;
     let st = stream(fleet, t).await?;
-    let (limits, _) = last::<Limits>(&st, &limit_subject(t)).await?;
+    let (limits, _) = crate::cas::last_json::<Limits>(&st, &limit_subject(t)).await?;
     let limits = limits.unwrap_or_default();
     if !limits.any() {
         return Ok(Ok(()));
     }
-    for _ in 0..WRITE_TRIES {
-        let (usage, seq) = last::<Usage>(&st, &use_subject(t)).await?;
-        let mut usage = usage.unwrap_or_default().at(crate::now_us());
-        if let Err(why) = change(&limits, &mut usage) {
-            return Ok(Err(why));
-        }
-        let mut h = async_nats::HeaderMap::new();
-        h.insert(
-            "Nats-Expected-Last-Subject-Sequence",
-            seq.to_string().as_str(),
-        );
-        let body = serde_json::to_vec(&usage).parse("encoding the use")?;
-        let ack = fleet
-            .shared
-            .publish_with_headers(use_subject(t), h, body.into())
-            .await
-            .nats(|| format!("storing tenant {t}'s use"))?;
-        if ack.await.is_ok() {
-            return Ok(Ok(()));
-        }
-        // another agent wrote first: read again, after a moment of our own
-        let pause = 1 + crate::now_us() % 20;
-        tokio::time::sleep(Duration::from_millis(pause)).await;
-    }
-    bail!(
-        Invalid,
-        "tenant {t}'s use kept changing: {WRITE_TRIES} writes lost to others"
-    )
+    let what = format!("tenant {t}'s use");
+    let (out, _) = crate::cas::update(&fleet.shared, &st, &use_subject(t), &what, |read| {
+        let usage: Usage = match read {
+            Some(b) => {
+                serde_json::from_slice(b).parse(|| format!("the message on {}", use_subject(t)))?
+            }
+            None => Usage::default(),
+        };
+        let mut usage = usage.at(crate::now_us());
+        Ok(match change(&limits, &mut usage) {
+            Err(why) => Step::Keep(Err(why)),
+            Ok(()) => Step::Write(
+                serde_json::to_vec(&usage).parse("encoding the use")?,
+                Ok(()),
+            ),
+        })
+    })
+    .await?;
+    Ok(out)
 }
 
 /// An agent's admission of job `job` of tenant `t` on `node`, sending up to `probes`:

@@ -52,8 +52,6 @@ pub const DEFAULT_PER_DESTINATION: u32 = 20;
 pub const WAIT: Duration = Duration::from_secs(60);
 /// How often a waiting job asks again.
 pub const RETRY: Duration = Duration::from_millis(500);
-/// How often a write of a key's leases is tried again after another writer came first.
-const WRITE_TRIES: u32 = 64;
 
 /// The subject of a key's leases, `vtnt.rate.lease.<key>`.
 pub fn lease_subject(key: &str) -> String {
@@ -181,26 +179,13 @@ async fn needed(fleet: &Fleet) -> crate::Result<jetstream::stream::Stream> {
     }
 }
 
-/// The last message on `subject` decoded, with its sequence (0: none).
-async fn last<T: serde::de::DeserializeOwned + Default>(
-    st: &jetstream::stream::Stream,
-    subject: &str,
-) -> crate::Result<(T, u64)> {
-    use jetstream::stream::LastRawMessageErrorKind;
-    match st.get_last_raw_message_by_subject(subject).await {
-        Ok(m) => Ok((
-            serde_json::from_slice(&m.payload).parse(|| format!("the message on {subject}"))?,
-            m.sequence,
-        )),
-        Err(e) if e.kind() == LastRawMessageErrorKind::NoMessageFound => Ok((T::default(), 0)),
-        Err(e) => Err(e).nats(|| format!("reading {subject}")),
-    }
-}
-
 /// The fleet's limits now.
 pub async fn limits(fleet: &Fleet) -> crate::Result<Limits> {
     let st = needed(fleet).await?;
-    Ok(last::<Limits>(&st, LIMIT_SUBJECT).await?.0)
+    Ok(crate::cas::last_json::<Limits>(&st, LIMIT_SUBJECT)
+        .await?
+        .0
+        .unwrap_or_default())
 }
 
 /// Checks a limit given on the command line: a whole number of probes per second from 1,
@@ -272,39 +257,29 @@ async fn update<T>(
     key: &str,
     mut change: impl FnMut(&mut Leases) -> T,
 ) -> crate::Result<T> {
+    use crate::cas::Step;
     let subject = lease_subject(key);
-    for _ in 0..WRITE_TRIES {
-        let (leases, seq) = last::<Leases>(st, &subject).await?;
+    let what = format!("{}'s rate leases", named(key));
+    let (out, _) = crate::cas::update(&fleet.shared, st, &subject, &what, |read| {
+        let leases: Leases = match read {
+            Some(b) => serde_json::from_slice(b).parse(|| format!("the message on {subject}"))?,
+            None => Leases::default(),
+        };
         let mut leases = leases.at(crate::now_us());
         let before = leases.clone();
         let out = change(&mut leases);
         // nothing changed (a refusal holding nothing, a lease already gone): no write
-        if leases == before {
-            return Ok(out);
-        }
-        let mut h = async_nats::HeaderMap::new();
-        h.insert(
-            "Nats-Expected-Last-Subject-Sequence",
-            seq.to_string().as_str(),
-        );
-        let body = serde_json::to_vec(&leases).parse("encoding the leases")?;
-        let ack = fleet
-            .shared
-            .publish_with_headers(subject.clone(), h, body.into())
-            .await
-            .nats(|| format!("storing {}'s rate leases", named(key)))?;
-        if ack.await.is_ok() {
-            return Ok(out);
-        }
-        // another agent wrote first: read again, after a moment of our own
-        let pause = 1 + crate::now_us() % 20;
-        tokio::time::sleep(Duration::from_millis(pause)).await;
-    }
-    bail!(
-        Invalid,
-        "{}'s rate leases kept changing: {WRITE_TRIES} writes lost to others",
-        named(key)
-    )
+        Ok(if leases == before {
+            Step::Keep(out)
+        } else {
+            Step::Write(
+                serde_json::to_vec(&leases).parse("encoding the leases")?,
+                out,
+            )
+        })
+    })
+    .await?;
+    Ok(out)
 }
 
 /// A job's rate leases, held while it runs.
@@ -333,7 +308,10 @@ pub async fn acquire(
             pps: asked,
         }));
     };
-    let limits = last::<Limits>(&st, LIMIT_SUBJECT).await?.0;
+    let limits = crate::cas::last_json::<Limits>(&st, LIMIT_SUBJECT)
+        .await?
+        .0
+        .unwrap_or_default();
     let keys = keys(targets, &limits);
     if keys.is_empty() {
         return Ok(Ok(Held {
@@ -435,9 +413,10 @@ pub async fn release(fleet: &Fleet, job: &str, keys: &[String]) -> crate::Result
 /// The leases on `key` now (live ones), as the operator reads them.
 pub async fn leases(fleet: &Fleet, key: &str) -> crate::Result<Leases> {
     let st = needed(fleet).await?;
-    Ok(last::<Leases>(&st, &lease_subject(key))
+    Ok(crate::cas::last_json::<Leases>(&st, &lease_subject(key))
         .await?
         .0
+        .unwrap_or_default()
         .at(crate::now_us()))
 }
 
