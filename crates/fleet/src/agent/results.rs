@@ -108,14 +108,20 @@ impl<'a> Results<'a> {
     }
 
     /// Every record published so far acknowledged, and the progress stored if it moved
-    /// and [`PROGRESS_EVERY`] has passed since it last was.
+    /// and [`PROGRESS_EVERY`] has passed since it last was. A progress that cannot be
+    /// stored (the broker busy electing a leader) is tried at the next checkpoint: it
+    /// only spares a later delivery some probes, the records are what counts.
     pub async fn checkpoint(&mut self) -> crate::Result<()> {
         self.settle().await?;
         if self.keep_progress && self.moved && self.last_progress.elapsed() >= PROGRESS_EVERY {
             let (t, j) = (&self.req.tenant, &self.req.id);
-            crate::progress::write(self.fleet, t, j, &self.done, self.targets).await?;
-            self.moved = false;
             self.last_progress = Instant::now();
+            match crate::progress::write(self.fleet, t, j, &self.done, self.targets).await {
+                Ok(()) => self.moved = false,
+                Err(e) => {
+                    tracing::warn!(job = %j, error = %crate::error::chain(&e), "storing the job's progress failed; trying again")
+                }
+            }
         }
         Ok(())
     }
