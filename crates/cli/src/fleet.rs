@@ -84,6 +84,43 @@ impl ConnectArgs {
     }
 }
 
+/// The vantage points' nodes a job or a measurement may use, by what their agents say
+/// of them (`vtnt agent --tag`, `--asn`, `--country`).
+#[derive(clap::Args, Debug, Clone)]
+pub struct NodeFilter {
+    /// Only nodes with this tag; repeat: every one of them.
+    #[arg(long = "tag", value_name = "TAG")]
+    tags: Vec<String>,
+    /// Only nodes in this AS; repeat: any of them.
+    #[arg(long = "asn", value_name = "N")]
+    asns: Vec<u32>,
+    /// Only nodes in this country (ISO 3166 alpha-2); repeat: any of them.
+    #[arg(long = "country", value_name = "CC")]
+    countries: Vec<String>,
+}
+
+impl NodeFilter {
+    fn is_empty(&self) -> bool {
+        self.tags.is_empty() && self.asns.is_empty() && self.countries.is_empty()
+    }
+
+    /// The selection of `count` vantage points (none: all that match) among `locations`
+    /// (none: any) whose nodes match.
+    pub fn selection(
+        self,
+        locations: Vec<String>,
+        count: Option<usize>,
+    ) -> vtnt_fleet::measurement::Selection {
+        vtnt_fleet::measurement::Selection {
+            locations,
+            tags: self.tags,
+            asns: self.asns,
+            countries: self.countries,
+            count,
+        }
+    }
+}
+
 #[derive(clap::Subcommand)]
 pub enum FleetCommand {
     /// Start a NATS server with JetStream on 127.0.0.1 (Debian's nats-server), state under
@@ -142,16 +179,9 @@ pub enum FleetCommand {
         /// Where it runs: a node's location, or `any`.
         #[arg(long, default_value = vtnt_fleet::ANY)]
         location: String,
-        /// On a location whose nodes have this tag (`vtnt agent --tag`), drawn at random
-        /// among those that match; repeat: every one of them.
-        #[arg(long = "tag", value_name = "TAG")]
-        tags: Vec<String>,
-        /// On a location whose nodes are in this AS (`vtnt agent --asn`); repeat: any.
-        #[arg(long = "asn", value_name = "N")]
-        asns: Vec<u32>,
-        /// On a location whose nodes are in this country (ISO 3166 alpha-2); repeat: any.
-        #[arg(long = "country", value_name = "CC")]
-        countries: Vec<String>,
+        /// On a location whose nodes match, drawn at random among those that do.
+        #[command(flatten)]
+        nodes: NodeFilter,
         /// wait: queue it until a slot frees; discard: drop it when every slot is busy.
         #[arg(long, default_value = "wait")]
         mode: Mode,
@@ -525,9 +555,7 @@ pub fn run(cmd: FleetCommand) -> anyhow::Result<ExitCode> {
             connect,
             runtime,
             location,
-            tags,
-            asns,
-            countries,
+            nodes,
             mode,
             tenant,
             json,
@@ -542,15 +570,9 @@ pub fn run(cmd: FleetCommand) -> anyhow::Result<ExitCode> {
                     tenant,
                     words: job,
                 },
-                (!(tags.is_empty() && asns.is_empty() && countries.is_empty())).then_some(
-                    &vtnt_fleet::measurement::Selection {
-                        locations: Vec::new(),
-                        tags,
-                        asns,
-                        countries,
-                        count: Some(1),
-                    },
-                ),
+                (!nodes.is_empty())
+                    .then(|| nodes.selection(Vec::new(), Some(1)))
+                    .as_ref(),
             )?;
             if json {
                 out!("{}", serde_json::to_string(&ev)?);

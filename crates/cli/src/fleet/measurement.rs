@@ -10,11 +10,11 @@ use anyhow::Context;
 
 use vtnt_fleet::auth::Role;
 use vtnt_fleet::broker;
-use vtnt_fleet::measurement::{self, CreateOptions, Definition, Selection};
+use vtnt_fleet::measurement::{self, CreateOptions, Definition};
 use vtnt_fleet::watch::{PathChanges, Reaction, Reactions, RoutingChanges};
 use vtnt_runtimes::Runtime;
 
-use super::ConnectArgs;
+use super::{ConnectArgs, NodeFilter};
 
 #[derive(clap::Subcommand)]
 pub enum DefinitionCommand {
@@ -32,18 +32,9 @@ pub enum DefinitionCommand {
         /// A vantage point's location, or `any` (repeat for more; none: any).
         #[arg(long = "location", value_name = "LOCATION")]
         locations: Vec<String>,
-        /// Only vantage points whose nodes have this tag (`vtnt agent --tag`); repeat:
-        /// every one of them.
-        #[arg(long = "tag", value_name = "TAG")]
-        tags: Vec<String>,
-        /// Only vantage points whose nodes are in this AS (`vtnt agent --asn`); repeat:
-        /// any of them.
-        #[arg(long = "asn", value_name = "N")]
-        asns: Vec<u32>,
-        /// Only vantage points whose nodes are in this country (`vtnt agent --country`,
-        /// ISO 3166 alpha-2); repeat: any of them.
-        #[arg(long = "country", value_name = "CC")]
-        countries: Vec<String>,
+        /// Only vantage points whose nodes match.
+        #[command(flatten)]
+        nodes: NodeFilter,
         /// How many vantage points (locations) each cycle runs on, drawn anew each cycle
         /// (default: all selected).
         #[arg(long)]
@@ -171,9 +162,7 @@ pub fn run(cmd: DefinitionCommand) -> anyhow::Result<()> {
             tenant,
             runtime,
             locations,
-            tags,
-            asns,
-            countries,
+            nodes,
             count,
             every,
             start_in,
@@ -198,13 +187,7 @@ pub fn run(cmd: DefinitionCommand) -> anyhow::Result<()> {
                 &CreateOptions {
                     tenant,
                     runtime,
-                    selection: Selection {
-                        locations,
-                        tags,
-                        asns,
-                        countries,
-                        count,
-                    },
+                    selection: nodes.selection(locations, count),
                     every,
                     start_in,
                     until_us: until,
