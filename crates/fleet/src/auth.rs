@@ -89,9 +89,10 @@ pub const TENANT_STORE_BYTES: u64 = 16 << 30;
 pub fn tenant_store_bytes(free: u64, tenants: usize) -> u64 {
     (free / 2 / tenants.max(1) as u64).min(TENANT_STORE_BYTES)
 }
-/// The streams of a tenant's account: its results and its measurements' definitions
-/// ([`crate::measurement`]), made by `vtnt fleet up`.
-pub const TENANT_STREAMS: u64 = 2;
+/// The streams of a tenant's account: its results, its measurements' definitions
+/// ([`crate::measurement`]) and its campaigns' target lists ([`crate::campaign`]), made
+/// by `vtnt fleet up`.
+pub const TENANT_STREAMS: u64 = 3;
 /// How many consumers a tenant's account may hold at once (each `vtnt fleet results` makes
 /// one, gone once idle).
 pub const TENANT_CONSUMERS: u64 = 256;
@@ -151,6 +152,7 @@ fn requester(t: &str) -> Value {
 fn tenant(t: &str) -> Value {
     let r = results_stream(t);
     let m = crate::measurement::stream_name(t);
+    let l = crate::campaign::stream_name(t);
     json!({
         "publish": {"allow": [
             crate::wq_subject(t, "*"),
@@ -158,6 +160,11 @@ fn tenant(t: &str) -> Value {
             crate::measurement::subject(t, "*"),
             format!("$JS.API.STREAM.INFO.{m}"),
             format!("$JS.API.STREAM.MSG.GET.{m}"),
+            // its campaigns' target lists, kept as long as they run ([`crate::campaign`])
+            format!("vtnt.lists.{t}.>"),
+            format!("$JS.API.STREAM.INFO.{l}"),
+            format!("$JS.API.STREAM.MSG.GET.{l}"),
+            format!("$JS.API.STREAM.PURGE.{l}"),
             crate::data_subject(t, ">", None),
             format!("$JS.API.STREAM.INFO.{r}"),
             format!("$JS.API.CONSUMER.CREATE.{r}"),
@@ -492,6 +499,7 @@ mod tests {
             for s in &publish {
                 let api = s.strip_prefix("$JS.API.STREAM.").unwrap_or("");
                 let purges_own = s == "$JS.API.STREAM.PURGE.VTNT_DATA_a"
+                    || s == "$JS.API.STREAM.PURGE.VTNT_LISTS_a"
                     || s == "$JS.API.STREAM.PURGE.OBJ_vtnt-images";
                 assert!(
                     purges_own || !writes.iter().any(|w| api.starts_with(w)),
@@ -514,7 +522,8 @@ mod tests {
         assert!(
             publish.iter().all(|s| !s.ends_with(".>")
                 || s.contains("VTNT_RESULTS_a.")
-                || s.starts_with("vtnt.data.a.")),
+                || s.starts_with("vtnt.data.a.")
+                || s.starts_with("vtnt.lists.a.")),
             "{publish:?}"
         );
         // its own inbox, and the heartbeats every tenant hears (imported, read-only)
@@ -565,7 +574,7 @@ mod tests {
             again[FLEET_ACCOUNT]["users"][0]["nkey"]
         );
         assert_eq!(first["TENANT_a"]["users"], again["TENANT_a"]["users"]);
-        assert_eq!(again["TENANT_b"]["jetstream"]["max_streams"], 2);
+        assert_eq!(again["TENANT_b"]["jetstream"]["max_streams"], 3);
         assert_eq!(again["TENANT_b"]["jetstream"]["max_file"], 1 << 30);
         assert_eq!(tenant_store_bytes(100 << 30, 2), TENANT_STORE_BYTES);
         assert_eq!(tenant_store_bytes(20 << 30, 4), 5 << 29);

@@ -394,6 +394,7 @@ fn make_streams(
             let (_, own) = as_setup(Some(t)).fleet("vtnt fleet up").await?;
             own.results(t).await?;
             crate::measurement::stream(&own, t).await?;
+            crate::campaign::stream(&own, t).await?;
         }
         Ok::<_, Error>(())
     })

@@ -2,24 +2,54 @@
 //! vantage points (each cycle's archive: [`crate::archive`]).
 //!
 //! - **Split**: `vtnt fleet measurement create --split FILE` stores FILE's targets in the
-//!   tenant's data stream under [`list_key`] ([`crate::targets::store`]), not in the
-//!   definition; each cycle k deals every /24 (IPv4) or /48 (IPv6) of the list to exactly
-//!   one of the cycle's vantage points ([`deal`]): the prefixes shuffled from the cycle's
-//!   seed (the measurement's `Definition::seed`) and dealt in turn, so the same (id, k)
-//!   deals the same (a cycle placed again after a crash makes the same jobs, which the
-//!   work queue drops) and another cycle deals anew. The list lives as long as the data
-//!   stream keeps a list ([`crate::DATA_MAX_AGE`]); a cycle after that fails, saying so.
+//!   tenant's stream of campaign lists ([`stream_name`], in the tenant's own account, made
+//!   by `vtnt fleet up`), not in the definition; each cycle k deals every /24 (IPv4) or
+//!   /48 (IPv6) of the list to exactly one of the cycle's vantage points ([`deal`]): the
+//!   prefixes shuffled from the cycle's seed (the measurement's `Definition::seed`) and
+//!   dealt in turn, so the same (id, k) deals the same (a cycle placed again after a
+//!   crash makes the same jobs, which the work queue drops) and another cycle deals anew.
+//! - **Kept** as long as the campaign runs, however long (the stream has no age limit; it
+//!   counts against the tenant account's storage, with its results); removed once the
+//!   campaign's last cycle is placed or it is cancelled ([`remove`]).
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;
 
+use async_nats::jetstream;
+
+use crate::error::ResultExt;
 use crate::proto::TargetList;
 use crate::{Error, Fleet};
 
-/// Where a split measurement's target list is kept in the tenant's data stream (a job id
-/// of its own: no cycle's job is named so).
-pub fn list_key(id: &str) -> String {
-    format!("{id}-list")
+/// The stream of a tenant's campaign lists.
+pub fn stream_name(tenant: &str) -> String {
+    format!("VTNT_LISTS_{tenant}")
+}
+
+/// The subject of chunk `chunk` of measurement `id`'s list (`None`: all of its chunks).
+pub fn subject(tenant: &str, id: &str, chunk: Option<u32>) -> String {
+    match chunk {
+        Some(c) => format!("vtnt.lists.{tenant}.{id}.{c}"),
+        None => format!("vtnt.lists.{tenant}.{id}.>"),
+    }
+}
+
+/// The tenant's stream of campaign lists, in its own account, created unless it exists
+/// (`vtnt fleet up`).
+pub async fn stream(fleet: &Fleet, tenant: &str) -> crate::Result<jetstream::stream::Stream> {
+    crate::ensure_stream(
+        &fleet.js,
+        jetstream::stream::Config {
+            name: stream_name(tenant),
+            num_replicas: fleet.num_replicas,
+            subjects: vec![format!("vtnt.lists.{tenant}.>")],
+            max_messages_per_subject: 1,
+            max_message_size: crate::DATA_CHUNK_BYTES as i32 + 1024,
+            ..Default::default()
+        },
+    )
+    .await
+    .nats(|| format!("tenant {tenant}'s campaign lists stream"))
 }
 
 /// The prefix a target is dealt with: its /24 (IPv4) or /48 (IPv6).
@@ -56,27 +86,22 @@ pub fn deal(targets: &[IpAddr], points: usize, seed: u64) -> Vec<Vec<IpAddr>> {
     out
 }
 
-/// Measurement `id`'s target list `t`, as stored at its creation.
+/// The targets of split measurement `id`, whose list `t` says where they are ([`store`]).
 pub async fn targets(
     fleet: &Fleet,
     tenant: &str,
     id: &str,
     t: TargetList,
 ) -> crate::Result<Vec<IpAddr>> {
-    let text = crate::targets::fetch_list(fleet, tenant, &list_key(id), t)
+    let st = stream(fleet, tenant).await?;
+    let text = crate::targets::fetch_chunks(&st, |i| subject(tenant, id, Some(i)), t)
         .await
-        .map_err(|e| {
-            Error::Invalid(format!(
-                "measurement {id}: {} (a split measurement's list is kept {} h)",
-                crate::error::chain(&e),
-                crate::DATA_MAX_AGE.as_secs() / 3600
-            ))
-        })?;
+        .map_err(|e| Error::Invalid(format!("measurement {id}: {}", crate::error::chain(&e))))?;
     vtnt_jobspec::parse_target_list(&text)
         .map_err(|e| Error::Invalid(format!("measurement {id}'s target list: {e}")))
 }
 
-/// Stores a split measurement's targets (checked) under [`list_key`].
+/// Stores a split measurement's targets (checked) in the tenant's campaign lists.
 pub async fn store(
     fleet: &Fleet,
     tenant: &str,
@@ -88,7 +113,21 @@ pub async fn store(
         list.push_str(&t.to_string());
         list.push('\n');
     }
-    crate::targets::store(fleet, tenant, &list_key(id), &list).await
+    stream(fleet, tenant).await?;
+    let room = format!("tenant {tenant}'s account stores its results and lists");
+    let subject = |i| subject(tenant, id, Some(i));
+    crate::targets::store_chunks(&fleet.js, subject, id, &list, &room).await
+}
+
+/// Removes split measurement `id`'s list: its last cycle is placed, or it is cancelled.
+pub async fn remove(fleet: &Fleet, tenant: &str, id: &str) -> crate::Result<()> {
+    stream(fleet, tenant)
+        .await?
+        .purge()
+        .filter(subject(tenant, id, None))
+        .await
+        .nats(|| format!("removing measurement {id}'s target list"))?;
+    Ok(())
 }
 
 #[cfg(test)]

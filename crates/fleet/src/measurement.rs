@@ -372,6 +372,12 @@ pub fn cancel(c: &Connect, tenant: &str, id: &str) -> crate::Result<Definition> 
             );
             m.state = State::Cancelled;
             if write(&fleet, &m, seq).await.is_ok() {
+                // a split campaign's list, unless a started cycle still needs it
+                if m.split.is_some() && m.placed == m.started {
+                    crate::campaign::remove(&fleet, tenant, id)
+                        .await
+                        .context(|| format!("measurement {id} is cancelled"))?;
+                }
                 return Ok(m);
             }
         }

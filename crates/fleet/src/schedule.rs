@@ -76,6 +76,10 @@ async fn step(fleet: &Fleet, mut m: Definition, seq: u64) -> crate::Result<()> {
     }
     let k = m.started;
     if !m.has_cycle(k) {
+        // a split campaign's list is no longer needed: its last cycle is placed
+        if m.split.is_some() {
+            crate::campaign::remove(fleet, &m.tenant, &m.id).await?;
+        }
         m.state = State::Done;
         measurement::write(fleet, &m, seq).await?;
         tracing::info!(measurement = %m.id, cycles = k, "measurement done");

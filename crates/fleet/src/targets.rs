@@ -7,15 +7,16 @@
 //! [`MAX_TARGETS`](crate::MAX_TARGETS) targets so cross the fleet with requests of a few
 //! hundred bytes.
 
+use async_nats::jetstream;
 use async_nats::jetstream::stream::LastRawMessageErrorKind;
 
 use crate::error::{bail, ResultExt};
 use crate::proto::{JobRequest, TargetList};
 use crate::{Error, Fleet};
 
-/// Stores job `job`'s target list `list` (one address a line) in `tenant`'s data stream
-/// (or a split measurement's, under [`crate::campaign::list_key`]); each chunk's message
-/// id is the chunk's, so a retry stores it once. What the request says of it.
+/// Stores job `job`'s target list `list` (one address a line) in `tenant`'s data stream;
+/// each chunk's message id is the chunk's, so a retry stores it once. What the request
+/// says of it.
 pub async fn store(
     fleet: &Fleet,
     tenant: &str,
@@ -26,26 +27,37 @@ pub async fn store(
         // a server of one's own: made by the first client to need it
         fleet.data(tenant).await?;
     }
+    let room = format!(
+        "tenant {tenant}'s target lists hold {} MiB at most",
+        crate::DATA_STREAM_BYTES >> 20
+    );
+    let subject = |i| crate::data_subject(tenant, job, Some(i));
+    store_chunks(&fleet.js, subject, job, list, &room).await
+}
+
+/// Stores `list` in chunks of [`DATA_CHUNK_BYTES`](crate::DATA_CHUNK_BYTES), chunk `i` on
+/// `subject(i)` with the message id `<id>.d<i>`; `room` says how much the stream holds
+/// (in an error). What a request says of the list.
+pub(crate) async fn store_chunks(
+    js: &jetstream::Context,
+    subject: impl Fn(u32) -> String,
+    id: &str,
+    list: &str,
+    room: &str,
+) -> crate::Result<TargetList> {
     let chunks: Vec<&[u8]> = list.as_bytes().chunks(crate::DATA_CHUNK_BYTES).collect();
     let mut acks = Vec::with_capacity(chunks.len());
     for (i, c) in chunks.iter().enumerate() {
         let mut h = async_nats::HeaderMap::new();
-        h.insert("Nats-Msg-Id", format!("{job}.d{i}").as_str());
-        let subject = crate::data_subject(tenant, job, Some(i as u32));
+        h.insert("Nats-Msg-Id", format!("{id}.d{i}").as_str());
         acks.push(
-            fleet
-                .js
-                .publish_with_headers(subject, h, bytes::Bytes::copy_from_slice(c))
+            js.publish_with_headers(subject(i as u32), h, bytes::Bytes::copy_from_slice(c))
                 .await?,
         );
     }
     for a in acks {
-        a.await.nats(|| {
-            format!(
-                "storing the job's target list (tenant {tenant}'s target lists hold {} MiB at most)",
-                crate::DATA_STREAM_BYTES >> 20
-            )
-        })?;
+        a.await
+            .nats(|| format!("storing the target list ({room})"))?;
     }
     Ok(TargetList {
         count: list.lines().count() as u64,
@@ -58,18 +70,23 @@ pub async fn store(
 /// what the request says of it; errors say what is wrong with it ([`Error::Invalid`]) or
 /// which read the broker did not answer.
 pub async fn fetch(fleet: &Fleet, req: &JobRequest) -> crate::Result<Option<String>> {
-    match req.targets {
-        None => Ok(None),
-        Some(t) => fetch_list(fleet, &req.tenant, &req.id, t).await.map(Some),
-    }
+    let Some(t) = req.targets else {
+        return Ok(None);
+    };
+    let stream = fleet
+        .shared
+        .get_stream(crate::data_stream(&req.tenant))
+        .await
+        .nats(|| format!("its target list: tenant {}'s stream", req.tenant))?;
+    let subject = |i| crate::data_subject(&req.tenant, &req.id, Some(i));
+    fetch_chunks(&stream, subject, t).await.map(Some)
 }
 
-/// The list stored under `key` in `tenant`'s data stream ([`store`]), checked against
-/// `t`, what its storer said of it.
-pub async fn fetch_list(
-    fleet: &Fleet,
-    tenant: &str,
-    key: &str,
+/// The list whose chunks are on `subject(i)` of `stream` ([`store_chunks`]), checked
+/// against `t`, what its storer said of it.
+pub(crate) async fn fetch_chunks(
+    stream: &jetstream::stream::Stream,
+    subject: impl Fn(u32) -> String,
     t: TargetList,
 ) -> crate::Result<String> {
     let most_chunks = crate::MAX_TARGET_BYTES.div_ceil(crate::DATA_CHUNK_BYTES) as u32;
@@ -82,16 +99,10 @@ pub async fn fetch_list(
             crate::MAX_TARGET_BYTES
         );
     }
-    let stream = fleet
-        .shared
-        .get_stream(crate::data_stream(tenant))
-        .await
-        .nats(|| format!("its target list: tenant {tenant}'s stream"))?;
     let mut text = Vec::with_capacity(t.bytes as usize);
     for i in 0..t.chunks {
-        let subject = crate::data_subject(tenant, key, Some(i));
         let what = || format!("its target list, chunk {} of {}", i + 1, t.chunks);
-        let m = match stream.get_last_raw_message_by_subject(&subject).await {
+        let m = match stream.get_last_raw_message_by_subject(&subject(i)).await {
             Ok(m) => m,
             Err(e) if e.kind() == LastRawMessageErrorKind::NoMessageFound => {
                 bail!(
