@@ -87,7 +87,7 @@ impl ConnectArgs {
 /// The vantage points' nodes a job or a measurement may use, by what their agents say
 /// of them (`vtnt agent --tag`, `--asn`, `--country`).
 #[derive(clap::Args, Debug, Clone)]
-pub struct NodeFilter {
+pub struct VantageFilter {
     /// Only nodes with this tag; repeat: every one of them.
     #[arg(long = "tag", value_name = "TAG")]
     tags: Vec<String>,
@@ -99,7 +99,7 @@ pub struct NodeFilter {
     countries: Vec<String>,
 }
 
-impl NodeFilter {
+impl VantageFilter {
     fn is_empty(&self) -> bool {
         self.tags.is_empty() && self.asns.is_empty() && self.countries.is_empty()
     }
@@ -181,7 +181,7 @@ pub enum FleetCommand {
         location: String,
         /// On a location whose nodes match, drawn at random among those that do.
         #[command(flatten)]
-        nodes: NodeFilter,
+        nodes: VantageFilter,
         /// wait: queue it until a slot frees; discard: drop it when every slot is busy.
         #[arg(long, default_value = "wait")]
         mode: Mode,

@@ -14,7 +14,7 @@ use vtnt_fleet::measurement::{self, CreateOptions, Definition};
 use vtnt_fleet::watch::{PathChanges, Reaction, Reactions, RoutingChanges};
 use vtnt_runtimes::Runtime;
 
-use super::{ConnectArgs, NodeFilter};
+use super::{ConnectArgs, VantageFilter};
 
 #[derive(clap::Subcommand)]
 pub enum DefinitionCommand {
@@ -34,7 +34,7 @@ pub enum DefinitionCommand {
         locations: Vec<String>,
         /// Only vantage points whose nodes match.
         #[command(flatten)]
-        nodes: NodeFilter,
+        nodes: VantageFilter,
         /// How many vantage points (locations) each cycle runs on, drawn anew each cycle
         /// (default: all selected).
         #[arg(long)]
